@@ -1,0 +1,209 @@
+"""``agc record``, ``agc import``, ``agc seal`` and ``agc demo``: writing evidence."""
+
+from __future__ import annotations
+
+import enum
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, BinaryIO
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+from agc.cli.common import emit_json, err_console, out_console
+from agc.cli.verify import StoreOption, format_report
+from agc.demo import demo_run
+from agc.errors import InputError, UsageError
+from agc.exitcodes import ExitCode
+from agc.integrity.ingest import IngestSummary, ingest_stream
+from agc.integrity.seal import seal_file
+from agc.integrity.verify import check_run
+from agc.integrity.writer import open_run
+from agc.store import StoreLayout, validate_run_id
+
+__all__ = ["register"]
+
+
+class Kind(enum.StrEnum):
+    transcript = "transcript"
+    tool_events = "tool-events"
+
+
+class AlgorithmChoice(enum.StrEnum):
+    blake3 = "blake3"
+    sha256 = "sha256"
+
+
+RunIdOption = Annotated[
+    str, typer.Option("--run-id", help="Run id: 1-128 of A-Z a-z 0-9 . _ -", show_default=False)
+]
+KindOption = Annotated[Kind, typer.Option("--kind", help="Which artifact the input is.")]
+AlgorithmOption = Annotated[
+    AlgorithmChoice, typer.Option("--algorithm", help="Digest algorithm of the seal.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def _print_summary(summary: IngestSummary, as_json: bool) -> None:
+    if as_json:
+        emit_json(summary.to_dict())
+        return
+    out_console.print(
+        f"run {summary.run_id}: {summary.records} records written to {summary.kind}"
+        f" ({summary.invalid_lines} non-object lines kept as 'invalid' records), sealed",
+        markup=False,
+    )
+
+
+@contextmanager
+def _progress(total: int | None, label: str) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr when it is a terminal; otherwise nothing."""
+    if not err_console.is_terminal or not total:
+        yield None
+        return
+    columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda done: progress.update(task, completed=done)
+
+
+def record_command(
+    run_id: RunIdOption,
+    kind: KindOption = Kind.transcript,
+    store: StoreOption = None,
+    algorithm: AlgorithmOption = AlgorithmChoice.blake3,
+    as_json: JsonOption = False,
+) -> int:
+    """Read JSONL from stdin and write it to a run, sealing at end of input.
+
+    Every line becomes a record; a line that is not a JSON object is kept as a record
+    that says so (with its text) and counted in the summary. The other artifact of the
+    run is sealed as an empty file.
+
+    \b
+    Examples:
+      codex exec --json "fix the tests" | agc record --run-id fix-tests-42
+      my-runner --events | agc record --run-id r7 --kind tool-events
+    """
+    validate_run_id(run_id)
+    stdin: BinaryIO = sys.stdin.buffer
+    summary = ingest_stream(stdin, run_id, kind=kind.value, store=store, algorithm=algorithm.value)
+    _print_summary(summary, as_json)
+    return int(ExitCode.OK)
+
+
+def import_command(
+    file: Annotated[Path, typer.Argument(help="JSONL file to copy into the store.")],
+    run_id: RunIdOption,
+    kind: KindOption = Kind.transcript,
+    store: StoreOption = None,
+    algorithm: AlgorithmOption = AlgorithmChoice.blake3,
+    as_json: JsonOption = False,
+) -> int:
+    """Copy an existing JSONL file into the store through the writer, and seal it.
+
+    \b
+    Examples:
+      agc import ~/.codex/sessions/2026/11/30/rollout-x.jsonl --run-id rollout-1130
+      agc import session.jsonl --run-id cc-1 --store ./evidence --json
+    """
+    validate_run_id(run_id)
+    try:
+        handle = file.open("rb")
+    except FileNotFoundError as exc:
+        raise InputError(f"{file} does not exist", hint="Name an existing JSONL file.") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{file} is a folder, not a file") from exc
+    except PermissionError as exc:
+        raise InputError(f"{file} cannot be read: permission denied") from exc
+    with handle, _progress(file.stat().st_size, f"importing {file.name}") as progress:
+        summary = ingest_stream(
+            handle,
+            run_id,
+            kind=kind.value,
+            store=store,
+            algorithm=algorithm.value,
+            progress=progress,
+        )
+    _print_summary(summary, as_json)
+    return int(ExitCode.OK)
+
+
+def seal_command(
+    file: Annotated[Path, typer.Argument(help="The closed file to seal.")],
+    algorithm: AlgorithmOption = AlgorithmChoice.blake3,
+    as_json: JsonOption = False,
+) -> int:
+    """Write the checksum sidecar (FILE.b3 or FILE.sha256) for a closed file.
+
+    Refuses (exit 1) if a sidecar exists and does not match; does nothing if it matches.
+
+    \b
+    Examples:
+      agc seal transcript.jsonl && b3sum --check transcript.jsonl.b3
+      agc seal events.jsonl --algorithm sha256
+    """
+    result = seal_file(file, algorithm=algorithm.value)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        verb = "sealed" if result.created else "already sealed (sidecar matches)"
+        out_console.print(f"{verb}: {result.sidecar}", markup=False)
+    return int(ExitCode.OK)
+
+
+def demo_command(
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="Where to write the demo store (default: a temp folder)."),
+    ] = None,
+) -> int:
+    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again."""
+    workdir = Path(tempfile.mkdtemp(prefix="agc-demo-")) if store is None else store
+    if store is not None and store.exists() and any(store.iterdir()):
+        raise UsageError(f"{store} is not empty", hint="Give an empty or new folder.")
+    good, tampered = workdir / "store", workdir / "tampered-store"
+    run_id = "demo-fix-parser"
+    say = err_console.print
+
+    say(f"1. Writing run {run_id!r} to {good} (transcript + tool events, hashed as written)")
+    with open_run(run_id, store=good) as run:
+        for record in demo_run():
+            writer = run.transcript if record.kind == "transcript" else run.tool_events
+            writer.write(record.body)
+    say("2. Sealed on close: sidecars and run manifest written. Verifying:")
+    report = check_run(run_id, good)
+    for line in format_report(report):
+        out_console.print("   " + line, markup=False)
+
+    say(f"3. Copying the store to {tampered} and changing one byte of the transcript")
+    shutil.copytree(good, tampered)
+    path = StoreLayout(tampered).artifact_path(run_id, "transcript")
+    data = bytearray(path.read_bytes())
+    index = data.index(b"empty input")
+    data[index] = ord("E")
+    path.write_bytes(bytes(data))
+    say("4. Verifying the tampered copy:")
+    bad = check_run(run_id, tampered)
+    for line in format_report(bad):
+        out_console.print("   " + line, markup=False)
+    expected = report.complete and not bad.complete
+    say(
+        "Demo finished: the sealed run verifies, the tampered copy fails."
+        if expected
+        else "Demo did not behave as expected."
+    )
+    say(f"Try it yourself: agc-verify {run_id} --store {good}")
+    return int(ExitCode.OK if expected else ExitCode.INTERNAL)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``record``, ``import``, ``seal`` and ``demo`` to the ``agc`` app."""
+    app.command(name="record")(record_command)
+    app.command(name="import")(import_command)
+    app.command(name="seal")(seal_command)
+    app.command(name="demo")(demo_command)

@@ -1,0 +1,186 @@
+"""The agc exception tree.
+
+Every error agc raises on purpose derives from :class:`AgcError` and carries a stable
+kebab-case :attr:`~AgcError.code`, a :attr:`~AgcError.hint` for the human, and the
+:class:`~agc.exitcodes.ExitCode` a command exits with. Library errors (``OSError``,
+``json.JSONDecodeError`` …) are wrapped with ``raise … from exc`` so the cause is kept.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from agc.exitcodes import ExitCode
+
+__all__ = [
+    "AgcError",
+    "ArtifactSealedError",
+    "FileExistsRefusedError",
+    "InputError",
+    "ManifestInvalidError",
+    "RecordInvalidError",
+    "RunIdInvalidError",
+    "RunLockedError",
+    "SidecarInvalidError",
+    "SidecarMismatchError",
+    "StoreError",
+    "TornTailError",
+    "UnsafePathError",
+    "UsageError",
+    "VerificationError",
+    "WriteFailedError",
+    "WriterClosedError",
+]
+
+
+class AgcError(Exception):
+    """Root of every error agc raises deliberately.
+
+    Attributes:
+        code: stable kebab-case identifier, safe to match on in scripts.
+        hint: one sentence telling the user what to do next.
+        exit_code: the process exit code a command maps this error to.
+    """
+
+    code: ClassVar[str] = "agc-error"
+    exit_code: ClassVar[ExitCode] = ExitCode.INTERNAL
+    default_hint: ClassVar[str] = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def to_dict(self) -> dict[str, str]:
+        """Return ``{"code", "message", "hint"}`` for JSON error output."""
+        return {"code": self.code, "message": self.message, "hint": self.hint}
+
+
+class UsageError(AgcError):
+    """The caller asked for something invalid (exit 2)."""
+
+    code = "usage"
+    exit_code = ExitCode.USAGE
+
+
+class RunIdInvalidError(UsageError):
+    """A run id is not 1-128 characters of ``[A-Za-z0-9._-]`` or is ``.``/``..``."""
+
+    code = "run-id-invalid"
+    default_hint = "Use 1-128 characters from A-Z a-z 0-9 . _ - (not '.' or '..')."
+
+
+class InputError(UsageError):
+    """Input data (a file or stdin) cannot be used as given (exit 2)."""
+
+    code = "input-invalid"
+
+
+class RecordInvalidError(InputError):
+    """A record is not a JSON object, holds NaN/Infinity, or uses a reserved key."""
+
+    code = "record-invalid"
+    default_hint = "Records must be JSON objects without NaN/Infinity or the keys seq/ts."
+
+
+class FileExistsRefusedError(UsageError):
+    """agc refuses to overwrite an existing file (it never overwrites evidence)."""
+
+    code = "file-exists"
+    default_hint = "Choose another output path; agc never overwrites an existing file."
+
+
+class UnsafePathError(UsageError):
+    """A path is a symlink or otherwise unsafe to open."""
+
+    code = "unsafe-path"
+    default_hint = "agc does not follow symlinks inside a store; replace the link with the file."
+
+
+class StoreError(AgcError):
+    """The store or a file in it cannot be read or written (exit 3)."""
+
+    code = "store-unreadable"
+    exit_code = ExitCode.UNREADABLE
+    default_hint = "Check that the store folder exists and that you may read and write it."
+
+
+class SidecarInvalidError(InputError):
+    """A checksum sidecar is not exactly ``<lower-case hex>  <file name>\\n``."""
+
+    code = "sidecar-invalid"
+    default_hint = "A sidecar holds one line: the lower-case hex digest, two spaces, the file name."
+
+
+class ManifestInvalidError(InputError):
+    """A run manifest is not valid JSON of the documented shape (docs/format.md)."""
+
+    code = "manifest-invalid"
+    default_hint = "The manifest was edited or damaged; compare it with docs/format.md."
+
+
+class RunLockedError(StoreError):
+    """Another writer (in this or another process) holds the file."""
+
+    code = "run-locked"
+    default_hint = "Only one writer per file: wait for the other writer to close it."
+
+
+class ArtifactSealedError(StoreError):
+    """The file is sealed (it has a sidecar or a closed manifest entry); never appended to."""
+
+    code = "sealed"
+    default_hint = "Sealed evidence is never appended to; write a new run id instead."
+
+
+class TornTailError(StoreError):
+    """The file's last line is unterminated (a crash mid-write); never appended to."""
+
+    code = "torn-tail"
+    default_hint = "Run `agc-verify` on the run to see the torn record before doing anything else."
+
+
+class WriteFailedError(StoreError):
+    """A write or fsync failed (disk full, file-size limit, I/O error).
+
+    Attributes:
+        records_written: how many records of this writer are complete on disk.
+    """
+
+    code = "write-failed"
+    default_hint = "Free disk space or raise the file-size limit; complete records are intact."
+
+    def __init__(self, message: str, *, records_written: int, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.records_written = records_written
+
+
+class WriterClosedError(UsageError):
+    """A write was attempted on a closed or failed writer."""
+
+    code = "writer-closed"
+    default_hint = "Open a new writer; a closed or failed writer accepts no more records."
+
+
+class SidecarMismatchError(AgcError):
+    """An existing checksum sidecar does not match the file (exit 1)."""
+
+    code = "sidecar-mismatch"
+    exit_code = ExitCode.FINDINGS
+    default_hint = "The file or its sidecar changed; run `agc-verify` to see which."
+
+
+class VerificationError(AgcError):
+    """Raised by ``verify_*`` functions when evidence is incomplete (exit 1).
+
+    Attributes:
+        report: the report whose findings caused the failure.
+    """
+
+    code = "incomplete"
+    exit_code = ExitCode.FINDINGS
+    default_hint = "Inspect the findings; `agc-verify RUN --json` lists them all."
+
+    def __init__(self, message: str, *, report: object, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.report = report

@@ -1,0 +1,167 @@
+"""Ingest JSONL from an agent (stdin or a file) into a run, losing nothing.
+
+Each input line becomes one record. A line that is a JSON object is kept as
+``{"line": n, "payload": <object>}``; any other line (not JSON, not an object,
+NaN/Infinity, duplicate keys, invalid UTF-8, blank) is kept as
+``{"line": n, "invalid": <reason>, "text": <line>}`` (``"text_b64"`` when the bytes are
+not UTF-8), so that nothing the agent wrote is dropped. A UTF-8 byte-order mark before
+the first line is removed and flagged with ``"bom": true``. Lines split only on
+``\\n``: U+2028/U+2029 inside a line are content.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Final
+
+from agc.integrity.hashing import DEFAULT_ALGORITHM, Algorithm
+from agc.integrity.manifest import ArtifactSeal
+from agc.integrity.writer import FsyncPolicy, ToolEventWriter, TranscriptWriter, open_run
+from agc.store import ArtifactKind
+
+__all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
+    """Turn one input line (without its ``\\n``) into a record body. Pure.
+
+    Returns ``{"line", "payload"}`` for a JSON object, else
+    ``{"line", "invalid", "text"|"text_b64"}``; adds ``"bom": true`` if a BOM was removed.
+    """
+    record: dict[str, Any] = {"line": line_no}
+    if line_no == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+        record["bom"] = True
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        record["invalid"] = f"not UTF-8 ({exc.reason} at byte {exc.start})"
+        record["text_b64"] = base64.b64encode(raw).decode("ascii")
+        return record
+    reason: str
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except _DuplicateKeyError as exc:
+        reason = f"JSON object with a {exc}"
+    except RecursionError:
+        reason = "JSON nested too deeply"
+    except ValueError as exc:
+        reason = "blank line" if not text.strip() else f"not JSON ({exc})"
+    else:
+        if isinstance(value, dict):
+            record["payload"] = value
+            return record
+        reason = f"not a JSON object (a JSON {type(value).__name__})"
+    record["invalid"] = reason
+    record["text"] = text
+    return record
+
+
+def iter_lines(stream: BinaryIO) -> Iterable[tuple[bytes, int]]:
+    """Yield ``(line without its \\n, bytes consumed)``, split on ``\\n`` only.
+
+    A final unterminated line is yielded too.
+    """
+    for line in stream:
+        yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What one ingest wrote.
+
+    Attributes:
+        run_id: the run.
+        kind: the artifact the input went to.
+        records: records written (= input lines).
+        invalid_lines: lines kept as ``invalid`` records.
+        bytes_in: input bytes read.
+        seals: the seals of both artifacts (the input's and the empty other one).
+    """
+
+    run_id: str
+    kind: ArtifactKind
+    records: int
+    invalid_lines: int
+    bytes_in: int
+    seals: tuple[ArtifactSeal, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "records": self.records,
+            "invalid_lines": self.invalid_lines,
+            "bytes_in": self.bytes_in,
+            "seals": [{"kind": s.kind, **s.to_dict()} for s in self.seals],
+        }
+
+
+def ingest_stream(
+    stream: BinaryIO,
+    run_id: str,
+    *,
+    kind: ArtifactKind = "transcript",
+    store: str | os.PathLike[str] | None = None,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+    fsync: FsyncPolicy = "close",
+    progress: Callable[[int], None] | None = None,
+) -> IngestSummary:
+    """Write every line of ``stream`` as a record of ``kind`` and seal the run.
+
+    As in seed 004, a run always has both artifacts: the other kind is sealed as an
+    empty file. If reading or writing fails, both files are released unsealed (the run
+    then verifies as unsealed, never as complete).
+
+    Args:
+        progress: called with the number of input bytes consumed so far.
+
+    Raises:
+        as :func:`agc.integrity.writer.open_run` and :meth:`JsonlWriter.write`.
+    """
+    records = invalid = consumed = 0
+    with open_run(run_id, store=store, algorithm=algorithm, fsync=fsync) as run:
+        target: TranscriptWriter | ToolEventWriter = (
+            run.transcript if kind == "transcript" else run.tool_events
+        )
+        for raw, size in iter_lines(stream):
+            records += 1
+            consumed += size
+            body = line_to_record(raw, records)
+            invalid += "invalid" in body
+            target.write(body)
+            if progress is not None:
+                progress(consumed)
+    seals = (run.transcript.seal, run.tool_events.seal)
+    return IngestSummary(
+        run_id=run_id,
+        kind=kind,
+        records=records,
+        invalid_lines=invalid,
+        bytes_in=consumed,
+        seals=tuple(s for s in seals if s is not None),
+    )

@@ -1,0 +1,1 @@
+"""Resume: secret-free session snapshots and repair of broken tool-call histories."""

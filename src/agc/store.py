@@ -1,0 +1,118 @@
+"""Store location, layout and run-id rules.
+
+A store is a folder (``--store DIR``, else ``$AGC_HOME``, else ``~/.agc``) laid out as
+documented in ``docs/format.md``::
+
+    audit/transcripts/<runId>.jsonl        + <runId>.jsonl.b3 (or .sha256) sidecar
+    audit/tool-events/<runId>.jsonl        + sidecar
+    audit/tool-events.jsonl                legacy shared file (seed 004), read only
+    audit/manifests/<runId>.json           one run manifest per sealed run
+
+Run ids follow seed 004's rule (reject ``/``, ``\\`` and anything outside an
+allow-list, so a run id can never escape the audit folders), tightened here to
+1-128 characters of ``[A-Za-z0-9._-]`` and never ``.`` or ``..``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from agc.errors import RunIdInvalidError
+
+__all__ = [
+    "ARTIFACT_KINDS",
+    "RUN_ID_MAX_LENGTH",
+    "ArtifactKind",
+    "StoreLayout",
+    "resolve_store",
+    "validate_run_id",
+]
+
+RUN_ID_MAX_LENGTH: Final = 128
+_RUN_ID_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+ArtifactKind = Literal["transcript", "tool-events"]
+ARTIFACT_KINDS: Final[tuple[ArtifactKind, ...]] = ("transcript", "tool-events")
+_ARTIFACT_DIRS: Final[dict[ArtifactKind, str]] = {
+    "transcript": "transcripts",
+    "tool-events": "tool-events",
+}
+
+
+def validate_run_id(run_id: str) -> str:
+    """Return ``run_id`` unchanged if it is a valid run id.
+
+    Raises:
+        RunIdInvalidError: empty, longer than 128 characters, a character outside
+            ``[A-Za-z0-9._-]`` (``/``, ``\\``, NUL, space …), or exactly ``.``/``..``.
+    """
+    if not isinstance(run_id, str) or not run_id:
+        raise RunIdInvalidError("run id is empty")
+    if len(run_id) > RUN_ID_MAX_LENGTH:
+        raise RunIdInvalidError(
+            f"run id is {len(run_id)} characters long; the limit is {RUN_ID_MAX_LENGTH}"
+        )
+    if _RUN_ID_RE.fullmatch(run_id) is None:
+        bad = next(ch for ch in run_id if _RUN_ID_RE.fullmatch(ch) is None)
+        raise RunIdInvalidError(f"run id {run_id!r} contains the character {bad!r}")
+    if run_id in {".", ".."}:
+        raise RunIdInvalidError(f"run id {run_id!r} is not allowed")
+    return run_id
+
+
+def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
+    """Return the store folder: ``store`` if given, else ``$AGC_HOME``, else ``~/.agc``.
+
+    The folder is not created here; writers create what they need.
+    """
+    if store is not None:
+        return Path(store)
+    env = os.environ.get("AGC_HOME")
+    if env:
+        return Path(env)
+    return Path.home() / ".agc"
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    """Paths inside one store. Pure: computing a path never touches the disk.
+
+    Every method that takes a run id validates it first (``RunIdInvalidError``).
+    """
+
+    root: Path
+
+    @classmethod
+    def at(cls, store: str | os.PathLike[str] | None = None) -> StoreLayout:
+        """Layout of the store chosen by :func:`resolve_store`."""
+        return cls(resolve_store(store))
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.root / "audit"
+
+    @property
+    def manifests_dir(self) -> Path:
+        return self.audit_dir / "manifests"
+
+    @property
+    def legacy_tool_events_path(self) -> Path:
+        """The seed's shared ``audit/tool-events.jsonl`` (read only, filtered by run_id)."""
+        return self.audit_dir / "tool-events.jsonl"
+
+    def artifact_dir(self, kind: ArtifactKind) -> Path:
+        return self.audit_dir / _ARTIFACT_DIRS[kind]
+
+    def artifact_path(self, run_id: str, kind: ArtifactKind) -> Path:
+        """``audit/transcripts/<runId>.jsonl`` or ``audit/tool-events/<runId>.jsonl``."""
+        return self.artifact_dir(kind) / f"{validate_run_id(run_id)}.jsonl"
+
+    def manifest_path(self, run_id: str) -> Path:
+        return self.manifests_dir / f"{validate_run_id(run_id)}.json"
+
+    def manifest_lock_path(self, run_id: str) -> Path:
+        return self.manifests_dir / f".{validate_run_id(run_id)}.lock"
