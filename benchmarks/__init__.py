@@ -1,0 +1,1 @@
+"""Benchmark harness for agc's hashing hot path (see README, Performance)."""
