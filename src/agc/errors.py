@@ -17,8 +17,10 @@ __all__ = [
     "ArtifactSealedError",
     "FileExistsRefusedError",
     "InputError",
+    "KeyInvalidError",
     "ManifestInvalidError",
     "RecordInvalidError",
+    "RecoveryRefusedError",
     "RunIdInvalidError",
     "RunLockedError",
     "SidecarInvalidError",
@@ -26,6 +28,7 @@ __all__ = [
     "StoreError",
     "TornTailError",
     "UnsafePathError",
+    "UnsealedRunError",
     "UsageError",
     "VerificationError",
     "WriteFailedError",
@@ -184,3 +187,25 @@ class VerificationError(AgcError):
     def __init__(self, message: str, *, report: object, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.report = report
+
+
+class KeyInvalidError(UsageError):
+    """A signing or trusted key file is missing, unreadable or not an Ed25519 PEM key."""
+
+    code = "key-invalid"
+    default_hint = "Create keys with `agc keys generate --out DIR` and pass the .pem files."
+
+
+class UnsealedRunError(StoreError):
+    """The file exists but was never sealed (a crash?); a writer does not continue it."""
+
+    code = "unsealed"
+    default_hint = "Run `agc recover RUN_ID` to seal the crashed run, then re-open it."
+
+
+class RecoveryRefusedError(AgcError):
+    """``agc recover`` found tampering (a prefix that does not match its checkpoint)."""
+
+    code = "recovery-refused"
+    exit_code = ExitCode.FINDINGS
+    default_hint = "The run was modified after it was written; inspect it with agc-verify."

@@ -37,6 +37,14 @@ class ArtifactSeal:
         records: number of records (lines).
         last_seq: ``seq`` of the last record, ``None`` when there are none.
         sealed_at_ms: Unix time of sealing, in milliseconds.
+        segments: earlier seals of this file, oldest first, when a sealed file was
+            re-opened to append (each ``{"records", "bytes", "digest", "sealed_at_ms"}``:
+            the file's state when that segment was sealed).
+        reopened_at_ms: set while the file is re-opened for a new segment (the seal
+            then covers only the prefix it names; the artifact is not closed).
+        recovered: True when ``agc recover`` sealed the file after a crash.
+        quarantine: for a recovered file whose last line was torn: ``{"file", "bytes",
+            "digest"}`` of the quarantine file that holds the torn bytes.
     """
 
     kind: ArtifactKind
@@ -47,9 +55,18 @@ class ArtifactSeal:
     records: int
     last_seq: int | None
     sealed_at_ms: int
+    segments: tuple[Mapping[str, Any], ...] = ()
+    reopened_at_ms: int | None = None
+    recovered: bool = False
+    quarantine: Mapping[str, Any] | None = None
+
+    @property
+    def closed(self) -> bool:
+        """False while the file is re-opened for a new segment."""
+        return self.reopened_at_ms is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "file": self.file,
             "algorithm": self.algorithm,
             "digest": self.digest,
@@ -57,8 +74,15 @@ class ArtifactSeal:
             "records": self.records,
             "last_seq": self.last_seq,
             "sealed_at_ms": self.sealed_at_ms,
-            "closed": True,
+            "closed": self.closed,
+            "segments": [dict(segment) for segment in self.segments],
+            "recovered": self.recovered,
         }
+        if self.reopened_at_ms is not None:
+            data["reopened_at_ms"] = self.reopened_at_ms
+        if self.quarantine is not None:
+            data["quarantine"] = dict(self.quarantine)
+        return data
 
     @classmethod
     def from_dict(cls, kind: ArtifactKind, data: object) -> ArtifactSeal:
@@ -77,8 +101,19 @@ class ArtifactSeal:
         for key in ("file", "digest"):
             if not isinstance(data.get(key), str) or not data[key]:
                 raise ManifestInvalidError(f"manifest entry {kind!r} has a bad {key}")
-        if data.get("closed") is not True:
-            raise ManifestInvalidError(f"manifest entry {kind!r} is not closed")
+        reopened = data.get("reopened_at_ms")
+        if reopened is not None and not _is_count(reopened):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad reopened_at_ms")
+        if data.get("closed") is not (reopened is None):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad 'closed'")
+        segments = data.get("segments", [])
+        if not isinstance(segments, list) or not all(_is_segment(s) for s in segments):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has bad segments")
+        quarantine = data.get("quarantine")
+        if quarantine is not None and not isinstance(quarantine, dict):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad quarantine")
+        if not isinstance(data.get("recovered", False), bool):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad 'recovered'")
         return cls(
             kind=kind,
             file=data["file"],
@@ -88,7 +123,19 @@ class ArtifactSeal:
             records=data["records"],
             last_seq=last_seq,
             sealed_at_ms=data["sealed_at_ms"],
+            segments=tuple(segments),
+            reopened_at_ms=reopened,
+            recovered=data.get("recovered", False),
+            quarantine=quarantine,
         )
+
+
+def _is_segment(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and all(_is_count(value.get(key)) for key in ("records", "bytes", "sealed_at_ms"))
+        and isinstance(value.get("digest"), str)
+    )
 
 
 def _is_count(value: object) -> bool:
@@ -103,25 +150,50 @@ class RunManifest:
         run_id: the run id (validated).
         artifacts: sealed artifacts by kind.
         schema_version: manifest format version (``MANIFEST_SCHEMA_VERSION``).
+        chain: the store-chain link once the run is closed: ``{"position": n,
+            "prev": <digest of the previous closed manifest> | None}``.
+        signature: ``{"algorithm": "ed25519", "key_id", "value"}`` when signed
+            (see :mod:`agc.integrity.signing`).
     """
 
     run_id: str
     artifacts: Mapping[ArtifactKind, ArtifactSeal] = field(default_factory=dict)
     schema_version: int = MANIFEST_SCHEMA_VERSION
+    chain: Mapping[str, Any] | None = None
+    signature: Mapping[str, Any] | None = None
 
     @property
     def closed(self) -> bool:
-        """True once every artifact kind of the run is sealed."""
-        return all(kind in self.artifacts for kind in ARTIFACT_KINDS)
+        """True once every artifact kind of the run is sealed (and none is re-opened)."""
+        return all(
+            kind in self.artifacts and self.artifacts[kind].closed for kind in ARTIFACT_KINDS
+        )
 
     def with_seal(self, seal: ArtifactSeal) -> RunManifest:
-        """Return a copy that also records ``seal`` (an artifact is sealed only once)."""
-        if seal.kind in self.artifacts:
+        """Return a copy that records ``seal``.
+
+        An artifact is sealed once; it may be sealed again only while re-opened for a
+        new segment (``reopened_at_ms`` set), which the new seal ends.
+
+        Raises:
+            ManifestInvalidError: the artifact is already sealed and not re-opened.
+        """
+        current = self.artifacts.get(seal.kind)
+        if current is not None and current.closed:
             raise ManifestInvalidError(f"{seal.kind} of run {self.run_id} is already sealed")
         return replace(self, artifacts={**self.artifacts, seal.kind: seal})
 
+    def with_reopened(self, kind: ArtifactKind, at_ms: int) -> RunManifest:
+        """Return a copy where ``kind`` is marked re-opened for a new segment."""
+        current = self.artifacts.get(kind)
+        if current is None or not current.closed:
+            raise ManifestInvalidError(f"{kind} of run {self.run_id} is not sealed")
+        return replace(
+            self, artifacts={**self.artifacts, kind: replace(current, reopened_at_ms=at_ms)}
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "schema_version": self.schema_version,
             "run_id": self.run_id,
             "closed": self.closed,
@@ -131,6 +203,11 @@ class RunManifest:
                 if kind in self.artifacts
             },
         }
+        if self.chain is not None:
+            data["chain"] = dict(self.chain)
+        if self.signature is not None:
+            data["signature"] = dict(self.signature)
+        return data
 
     def to_bytes(self) -> bytes:
         """Stable JSON encoding (sorted keys, two-space indent, trailing newline)."""
@@ -171,7 +248,17 @@ class RunManifest:
             if kind is None:
                 raise ManifestInvalidError(f"manifest lists unknown artifact {name!r}")
             artifacts[kind] = ArtifactSeal.from_dict(kind, entry)
-        manifest = cls(run_id=run_id, artifacts=artifacts)
+        chain = raw.get("chain")
+        if chain is not None and not (
+            isinstance(chain, dict)
+            and _is_count(chain.get("position"))
+            and (chain.get("prev") is None or isinstance(chain.get("prev"), str))
+        ):
+            raise ManifestInvalidError("manifest has a bad chain link")
+        signature = raw.get("signature")
+        if signature is not None and not isinstance(signature, dict):
+            raise ManifestInvalidError("manifest has a bad signature member")
+        manifest = cls(run_id=run_id, artifacts=artifacts, chain=chain, signature=signature)
         if raw.get("closed") is not manifest.closed:
             raise ManifestInvalidError("manifest 'closed' disagrees with its artifacts")
         return manifest

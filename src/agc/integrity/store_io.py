@@ -1,13 +1,20 @@
-"""Reading and updating run manifests on disk (the manifest's only I/O)."""
+"""Reading and updating run manifests on disk (the manifest's only I/O).
+
+Lock order, everywhere: the run's manifest lock, then the store's chain lock.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from agc.errors import StoreError
+from agc.integrity.chain import append_link, chain_lock_path, read_head
 from agc.integrity.fsio import atomic_write_bytes, exclusive_lock, read_small_file
 from agc.integrity.manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
-from agc.store import StoreLayout
+from agc.integrity.signing import SigningKey, sign_document
+from agc.store import ArtifactKind, StoreLayout
 
-__all__ = ["read_manifest", "record_seal"]
+__all__ = ["read_manifest", "record_reopen", "record_seal"]
 
 
 def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
@@ -28,11 +35,26 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
     return RunManifest.from_bytes(data, expected_run_id=run_id)
 
 
-def record_seal(layout: StoreLayout, run_id: str, seal: ArtifactSeal) -> RunManifest:
+def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
+    if signer is None:
+        return replace(manifest, signature=None)
+    signed = sign_document(replace(manifest, signature=None).to_dict(), signer)
+    return replace(manifest, signature=signed["signature"])
+
+
+def record_seal(
+    layout: StoreLayout,
+    run_id: str,
+    seal: ArtifactSeal,
+    *,
+    signer: SigningKey | None = None,
+) -> RunManifest:
     """Add ``seal`` to the run's manifest atomically and return the new manifest.
 
     The read-modify-write runs under the run's manifest lock, so the transcript and
-    tool-event writers of one run may close concurrently in different processes.
+    tool-event writers of one run may close concurrently in different processes. When
+    the manifest becomes closed, it is linked into the store chain under the chain lock
+    (see :mod:`agc.integrity.chain`); it is signed last, so the signature covers the link.
 
     Raises:
         ManifestInvalidError: the artifact is already sealed, or the manifest is damaged.
@@ -43,5 +65,39 @@ def record_seal(layout: StoreLayout, run_id: str, seal: ArtifactSeal) -> RunMani
     with exclusive_lock(lock, blocking=True, what=f"manifest of run {run_id}"):
         current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)
         updated = current.with_seal(seal)
+        if not updated.closed:
+            updated = _signed(replace(updated, chain=None), signer)
+            atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
+            return updated
+        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
+            head = read_head(layout)
+            if head is None:
+                raise StoreError(
+                    f"chain head of store {layout.root} is damaged; no run can be linked",
+                    hint="Run `agc-verify --all` to see the chain's state.",
+                )
+            link = {"position": head.position + 1, "prev": head.digest}
+            updated = _signed(replace(updated, chain=link), signer)
+            atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
+            append_link(layout, updated)
+    return updated
+
+
+def record_reopen(
+    layout: StoreLayout,
+    run_id: str,
+    kind: ArtifactKind,
+    at_ms: int,
+    *,
+    signer: SigningKey | None = None,
+) -> RunManifest:
+    """Mark a sealed artifact re-opened for a new segment (the run is then not closed)."""
+    with exclusive_lock(
+        layout.manifest_lock_path(run_id), blocking=True, what=f"manifest of run {run_id}"
+    ):
+        current = read_manifest(layout, run_id)
+        if current is None:
+            raise StoreError(f"run {run_id} has no manifest; nothing to re-open")
+        updated = _signed(replace(current.with_reopened(kind, at_ms), chain=None), signer)
         atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
     return updated

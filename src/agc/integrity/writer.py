@@ -34,9 +34,12 @@ from agc.errors import (
     RunLockedError,
     StoreError,
     TornTailError,
+    UnsealedRunError,
+    VerificationError,
     WriteFailedError,
     WriterClosedError,
 )
+from agc.integrity.checkpoint import CHECKPOINT_SUFFIX, Checkpoint, format_checkpoint
 from agc.integrity.fsio import atomic_write_bytes, open_nofollow
 from agc.integrity.hashing import (
     DEFAULT_ALGORITHM,
@@ -44,11 +47,13 @@ from agc.integrity.hashing import (
     Algorithm,
     Hasher,
     check_algorithm,
+    digests_equal,
     new_hasher,
 )
 from agc.integrity.manifest import ArtifactSeal
 from agc.integrity.sidecar import format_sidecar, sidecar_name
-from agc.integrity.store_io import read_manifest, record_seal
+from agc.integrity.signing import SigningKey
+from agc.integrity.store_io import read_manifest, record_reopen, record_seal
 from agc.store import ArtifactKind, StoreLayout, validate_run_id
 
 __all__ = [
@@ -65,6 +70,8 @@ __all__ = [
 FsyncPolicy = Literal["none", "close", "always"]
 FSYNC_POLICIES: Final[tuple[FsyncPolicy, ...]] = ("none", "close", "always")
 DEFAULT_BUFFER_BYTES: Final = 64 * 1024
+DEFAULT_CHECKPOINT_RECORDS: Final = 1000
+DEFAULT_CHECKPOINT_INTERVAL_MS: Final = 1000
 _PREFIX_CHUNK: Final = 8 * 1024 * 1024
 
 
@@ -93,11 +100,20 @@ class JsonlWriter:
         clock: returns Unix time in ms for ``ts``; defaults to the system clock.
         buffer_bytes: records are written once this many bytes are buffered (and on
             :meth:`flush` / :meth:`close`).
+        checkpoint_records: write a crash checkpoint (``<name>.ckpt``) at least every
+            this many records (``0`` disables the count trigger).
+        checkpoint_interval_ms: and at the first write after this many ms since the
+            last checkpoint (``0`` disables the time trigger).
+        signing_key: when given, the run manifest is signed (Ed25519) at each seal.
+        reopen: continue a *sealed* file as a new segment: its sealed content is
+            verified first (``VerificationError`` if it does not match its seal).
 
     Raises:
         RunIdInvalidError: bad run id (nothing is created).
         ArtifactSealedError: the file is already sealed.
         TornTailError: the existing file ends in an unterminated line.
+        UnsealedRunError: the file exists, is not empty and was never sealed (a crash);
+            ``agc recover`` seals it first.
         RunLockedError: another writer holds the file.
         UnsafePathError: the file is a symlink.
         StoreError: the store cannot be created or written.
@@ -115,6 +131,10 @@ class JsonlWriter:
         fsync: FsyncPolicy = "close",
         clock: Callable[[], int] | None = None,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        checkpoint_records: int = DEFAULT_CHECKPOINT_RECORDS,
+        checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
+        signing_key: SigningKey | None = None,
+        reopen: bool = False,
     ) -> None:
         self.run_id = validate_run_id(run_id)
         self.algorithm = check_algorithm(algorithm)
@@ -130,7 +150,15 @@ class JsonlWriter:
         self._closed = False
         self._failed = False
         self.seal: ArtifactSeal | None = None
-        self._refuse_if_sealed()
+        self._signing_key = signing_key
+        self._checkpoint_records = max(0, checkpoint_records)
+        self._checkpoint_interval_ns = max(0, checkpoint_interval_ms) * 1_000_000
+        self._last_checkpoint_records = 0
+        self._last_checkpoint_ns = time.monotonic_ns()
+        self._checkpoint_fd: int | None = None
+        self._previous_seal: ArtifactSeal | None = None
+        if not reopen:
+            self._refuse_if_sealed()
         _make_dirs(self.path.parent, self.layout.manifests_dir)
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -138,12 +166,17 @@ class JsonlWriter:
             raise StoreError(f"cannot open {self.path} for writing: {exc.strerror}") from exc
         try:
             self._lock()
-            self._refuse_if_sealed()
             self._hasher: Hasher = new_hasher(self.algorithm)
-            self.bytes_written, self.records_written = self._adopt_existing_prefix()
+            self.bytes_written = self.records_written = 0
+            if reopen:
+                self._continue_sealed()
+            else:
+                self._refuse_if_sealed()
+                self._refuse_unsealed_content()
         except BaseException:
             os.close(self._fd)
             raise
+        self._last_checkpoint_records = self.records_written
 
     # -- public API -------------------------------------------------------------------
 
@@ -176,6 +209,9 @@ class JsonlWriter:
             self._write_buffer()
             if self.fsync_policy == "always":
                 self._fsync()
+        if self._checkpoint_due():
+            self._write_buffer()
+            self._checkpoint()
         return seq
 
     def flush(self) -> None:
@@ -201,6 +237,7 @@ class JsonlWriter:
             self._write_buffer()
             if self.fsync_policy != "none":
                 self._fsync()
+            previous = self._previous_seal
             seal = ArtifactSeal(
                 kind=self.kind,
                 file=self.path.name,
@@ -210,10 +247,15 @@ class JsonlWriter:
                 records=self.records_written,
                 last_seq=self.records_written - 1 if self.records_written else None,
                 sealed_at_ms=self._clock(),
+                segments=() if previous is None else (*previous.segments, _segment(previous)),
             )
             sidecar = self.path.with_name(sidecar_name(self.path.name, self.algorithm))
-            atomic_write_bytes(sidecar, format_sidecar(seal.digest, seal.file), overwrite=False)
-            record_seal(self.layout, self.run_id, seal)
+            atomic_write_bytes(
+                sidecar,
+                format_sidecar(seal.digest, seal.file),
+                overwrite=previous is not None,
+            )
+            record_seal(self.layout, self.run_id, seal, signer=self._signing_key)
         except OSError as exc:
             self._failed = True
             raise StoreError(f"sealing {self.path} failed: {exc}") from exc
@@ -344,6 +386,9 @@ class JsonlWriter:
         if not self._closed:
             self._closed = True
             os.close(self._fd)
+            if self._checkpoint_fd is not None:
+                os.close(self._checkpoint_fd)
+                self._checkpoint_fd = None
 
     def _lock(self) -> None:
         try:
@@ -367,29 +412,82 @@ class JsonlWriter:
                 "it is never appended to"
             )
 
-    def _adopt_existing_prefix(self) -> tuple[int, int]:
-        """Hash an unsealed file's existing content once, at open, to continue it."""
+    def _refuse_unsealed_content(self) -> None:
         size = os.fstat(self._fd).st_size
         if size == 0:
-            return 0, 0
-        os.lseek(self._fd, 0, os.SEEK_SET)
-        records = 0
-        last = b""
-        remaining = size
-        while remaining:
-            chunk = os.read(self._fd, min(_PREFIX_CHUNK, remaining))
-            if not chunk:
-                break
-            self._hasher.update(chunk)
-            records += chunk.count(b"\n")
-            remaining -= len(chunk)
-            last = chunk[-1:]
-        if last != b"\n":
+            return
+        if os.pread(self._fd, 1, size - 1) != b"\n":
             raise TornTailError(
                 f"{self.path} ends in an unterminated line (a crash mid-write?); "
                 "agc does not append after it"
             )
-        return size, records
+        raise UnsealedRunError(
+            f"{self.path} holds {size} bytes but was never sealed (a crash?); "
+            "a writer does not continue an unsealed file"
+        )
+
+    def _continue_sealed(self) -> None:
+        """Verify the sealed content in one pass, then continue its hash (new segment)."""
+        manifest = read_manifest(self.layout, self.run_id)
+        seal = manifest.artifacts.get(self.kind) if manifest else None
+        if seal is None or not seal.closed:
+            raise UnsealedRunError(
+                f"{self.kind} of run {self.run_id} is not sealed; there is nothing to re-open",
+                hint="Open it without reopen=True, or run `agc recover` after a crash.",
+            )
+        if seal.algorithm != self.algorithm:
+            self.algorithm = seal.algorithm
+            self._hasher = new_hasher(self.algorithm)
+        size = 0
+        while chunk := os.pread(self._fd, _PREFIX_CHUNK, size):
+            self._hasher.update(chunk)
+            size += len(chunk)
+        if size != seal.bytes or not digests_equal(seal.digest, self._hasher.hexdigest()):
+            raise VerificationError(
+                f"{self.path} does not match its seal; it cannot be re-opened", report=None
+            )
+        self.bytes_written, self.records_written = seal.bytes, seal.records
+        self._previous_seal = seal
+        record_reopen(self.layout, self.run_id, self.kind, self._clock(), signer=self._signing_key)
+
+    def _checkpoint_due(self) -> bool:
+        pending = self.next_seq - self._last_checkpoint_records
+        if pending <= 0:
+            return False
+        if self._checkpoint_records and pending >= self._checkpoint_records:
+            return True
+        return bool(
+            self._checkpoint_interval_ns
+            and time.monotonic_ns() - self._last_checkpoint_ns >= self._checkpoint_interval_ns
+        )
+
+    def _checkpoint(self) -> None:
+        """Append ``{records, bytes, digest}`` of the written prefix to ``<name>.ckpt``."""
+        checkpoint = Checkpoint(
+            records=self.records_written,
+            bytes=self.bytes_written,
+            algorithm=self.algorithm,
+            digest=self._hasher.copy().hexdigest(),
+            ts=self._clock(),
+        )
+        try:
+            if self._checkpoint_fd is None:
+                self._checkpoint_fd = open_nofollow(
+                    self.path.with_name(self.path.name + CHECKPOINT_SUFFIX),
+                    os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                    0o644,
+                )
+            os.write(self._checkpoint_fd, format_checkpoint(checkpoint))
+            if self.fsync_policy == "always":
+                os.fsync(self._checkpoint_fd)
+        except OSError as exc:
+            self._failed = True
+            raise WriteFailedError(
+                f"writing the checkpoint of {self.path} failed ({_describe_os_error(exc)})",
+                records_written=self.records_written,
+            ) from exc
+        self._last_checkpoint_records = self.records_written
+        self._last_checkpoint_ns = time.monotonic_ns()
 
 
 class TranscriptWriter(JsonlWriter):
@@ -468,6 +566,7 @@ def open_run(
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     clock: Callable[[], int] | None = None,
+    signing_key: SigningKey | None = None,
 ) -> RunWriters:
     """Open the transcript and tool-event writers of a run together.
 
@@ -475,16 +574,35 @@ def open_run(
     released unsealed.
     """
     transcript = TranscriptWriter(
-        run_id, store=store, algorithm=algorithm, fsync=fsync, clock=clock
+        run_id,
+        store=store,
+        algorithm=algorithm,
+        fsync=fsync,
+        clock=clock,
+        signing_key=signing_key,
     )
     try:
         tool_events = ToolEventWriter(
-            run_id, store=store, algorithm=algorithm, fsync=fsync, clock=clock
+            run_id,
+            store=store,
+            algorithm=algorithm,
+            fsync=fsync,
+            clock=clock,
+            signing_key=signing_key,
         )
     except BaseException:
         transcript.abort()
         raise
     return RunWriters(transcript, tool_events)
+
+
+def _segment(seal: ArtifactSeal) -> dict[str, Any]:
+    return {
+        "records": seal.records,
+        "bytes": seal.bytes,
+        "digest": seal.digest,
+        "sealed_at_ms": seal.sealed_at_ms,
+    }
 
 
 def _make_dirs(*folders: Path) -> None:

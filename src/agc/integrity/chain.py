@@ -1,0 +1,158 @@
+"""The store-wide chain: every closed run manifest links to the one closed before it.
+
+When a run's manifest becomes closed (all artifacts sealed), it gets
+``"chain": {"position": n, "prev": <digest of the previous closed manifest>}`` and,
+under the store's chain lock, one line is appended to ``audit/chain.jsonl``::
+
+    {"position": n, "run_id": "...", "manifest_digest": "<sha256 hex>", "prev": "<hex>"|null}
+
+and ``audit/chain-head.json`` is replaced with ``{"position": n, "digest": "<hex>",
+"run_id": "..."}``. A deleted run, a reordered or replaced manifest, or a store rolled
+back behind a head pinned from outside (``agc-verify --all --expect-head``) is then
+detectable, as a transparency-log client detects a fork from a pinned checkpoint.
+
+The manifest digest is the SHA-256 of the manifest's RFC 8785 canonical JSON, signature
+included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import rfc8785
+
+from agc.integrity.fsio import atomic_write_bytes, open_nofollow, read_small_file
+from agc.integrity.manifest import RunManifest
+from agc.store import StoreLayout
+
+__all__ = [
+    "ChainEntry",
+    "ChainHead",
+    "append_link",
+    "chain_head_path",
+    "chain_lock_path",
+    "chain_log_path",
+    "manifest_digest",
+    "read_chain",
+    "read_head",
+]
+
+_MAX_HEAD_BYTES: Final = 4096
+
+
+def chain_log_path(layout: StoreLayout) -> Path:
+    return layout.audit_dir / "chain.jsonl"
+
+
+def chain_head_path(layout: StoreLayout) -> Path:
+    return layout.audit_dir / "chain-head.json"
+
+
+def chain_lock_path(layout: StoreLayout) -> Path:
+    return layout.audit_dir / ".chain.lock"
+
+
+def manifest_digest(manifest: RunManifest | dict[str, Any]) -> str:
+    """SHA-256 hex of the manifest's RFC 8785 canonical JSON (signature included)."""
+    data = manifest.to_dict() if isinstance(manifest, RunManifest) else manifest
+    canonical: bytes = rfc8785.dumps(data)
+    return hashlib.sha256(canonical).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChainEntry:
+    """One link of the chain: the ``position``-th closed manifest of the store."""
+
+    position: int
+    run_id: str
+    manifest_digest: str
+    prev: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "run_id": self.run_id,
+            "manifest_digest": self.manifest_digest,
+            "prev": self.prev,
+        }
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    """The head of the chain: the last link's position and manifest digest."""
+
+    position: int
+    digest: str | None
+    run_id: str | None = None
+
+
+def read_head(layout: StoreLayout) -> ChainHead | None:
+    """The stored head, ``ChainHead(0, None)`` for a store with no chain yet, or
+    ``None`` when the head file exists but is damaged."""
+    try:
+        data = read_small_file(chain_head_path(layout), max_bytes=_MAX_HEAD_BYTES)
+    except FileNotFoundError:
+        return ChainHead(position=0, digest=None)
+    try:
+        raw = json.loads(data)
+        position, digest = raw["position"], raw["digest"]
+        if not isinstance(position, int) or not isinstance(digest, str | None):
+            return None
+        return ChainHead(position=position, digest=digest, run_id=raw.get("run_id"))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
+    """All links in ``audit/chain.jsonl`` and the number of unusable lines."""
+    try:
+        data = read_small_file(chain_log_path(layout), max_bytes=1 << 34)
+    except FileNotFoundError:
+        return [], 0
+    entries: list[ChainEntry] = []
+    unusable = 0
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        try:
+            raw = json.loads(line)
+            entries.append(
+                ChainEntry(
+                    position=int(raw["position"]),
+                    run_id=str(raw["run_id"]),
+                    manifest_digest=str(raw["manifest_digest"]),
+                    prev=raw["prev"],
+                )
+            )
+        except (ValueError, KeyError, TypeError):
+            unusable += 1
+    return entries, unusable
+
+
+def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
+    """Append the link for a closed, already written manifest and move the head.
+
+    Must be called under the chain lock, after ``manifest`` (with its ``chain`` member
+    set from :func:`read_head`) has been written.
+    """
+    assert manifest.chain is not None
+    entry = ChainEntry(
+        position=int(manifest.chain["position"]),
+        run_id=manifest.run_id,
+        manifest_digest=manifest_digest(manifest),
+        prev=manifest.chain.get("prev"),
+    )
+    fd = open_nofollow(chain_log_path(layout), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    head = {"position": entry.position, "digest": entry.manifest_digest, "run_id": entry.run_id}
+    atomic_write_bytes(chain_head_path(layout), json.dumps(head).encode() + b"\n", overwrite=True)
+    return entry

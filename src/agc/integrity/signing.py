@@ -1,0 +1,192 @@
+"""Ed25519 signatures over run manifests (``cryptography``), canonical form RFC 8785.
+
+The signature covers the manifest's RFC 8785 canonical JSON (JCS) without its
+``signature`` member. Since the manifest names the run id, every artifact's file name,
+digest, length and record count, and the store chain link, a signed manifest or a
+sidecar moved to another run, or a file re-sealed by someone without the key, fails.
+
+Key id: the lower-case hex SHA-256 of the raw 32-byte Ed25519 public key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import rfc8785
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from agc.errors import FileExistsRefusedError, KeyInvalidError
+
+__all__ = [
+    "PRIVATE_KEY_NAME",
+    "PUBLIC_KEY_NAME",
+    "SignatureStatus",
+    "SigningKey",
+    "canonical_bytes",
+    "check_signature",
+    "generate_keypair",
+    "key_id_of",
+    "load_signing_key",
+    "load_trusted_keys",
+    "sign_document",
+]
+
+PRIVATE_KEY_NAME: Final = "signing-key.pem"
+PUBLIC_KEY_NAME: Final = "signing-key.pub.pem"
+SIGNATURE_ALGORITHM: Final = "ed25519"
+SignatureStatus = Literal["signature-valid", "bad-signature", "unknown-key", "unsigned"]
+
+
+def key_id_of(public_key: Ed25519PublicKey) -> str:
+    """Hex SHA-256 of the raw public key bytes (32 bytes for Ed25519)."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A private Ed25519 key and its key id."""
+
+    private_key: Ed25519PrivateKey
+    key_id: str
+
+
+def canonical_bytes(document: Mapping[str, Any]) -> bytes:
+    """RFC 8785 canonical JSON of ``document`` without its ``signature`` member."""
+    unsigned = {key: value for key, value in document.items() if key != "signature"}
+    result: bytes = rfc8785.dumps(unsigned)
+    return result
+
+
+def sign_document(document: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
+    """Return ``document`` with a ``signature`` member: algorithm, key id, base64 value."""
+    value = key.private_key.sign(canonical_bytes(document))
+    return {
+        **{k: v for k, v in document.items() if k != "signature"},
+        "signature": {
+            "algorithm": SIGNATURE_ALGORITHM,
+            "key_id": key.key_id,
+            "value": base64.b64encode(value).decode("ascii"),
+        },
+    }
+
+
+def check_signature(
+    document: Mapping[str, Any], trusted: Mapping[str, Ed25519PublicKey]
+) -> SignatureStatus:
+    """Check a document's signature against trusted public keys (by key id).
+
+    Returns ``"unsigned"`` (no signature member), ``"unknown-key"`` (signed by a key
+    that is not trusted), ``"bad-signature"`` (malformed, or does not verify) or
+    ``"signature-valid"``.
+    """
+    signature = document.get("signature")
+    if signature is None:
+        return "unsigned"
+    if not isinstance(signature, Mapping) or signature.get("algorithm") != SIGNATURE_ALGORITHM:
+        return "bad-signature"
+    key_id = signature.get("key_id")
+    if not isinstance(key_id, str) or key_id not in trusted:
+        return "unknown-key"
+    try:
+        raw = base64.b64decode(str(signature.get("value", "")), validate=True)
+        trusted[key_id].verify(raw, canonical_bytes(document))
+    except (InvalidSignature, binascii.Error, ValueError):
+        return "bad-signature"
+    return "signature-valid"
+
+
+def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:
+    """Create ``signing-key.pem`` (mode 0600, PKCS#8) and ``signing-key.pub.pem`` in ``out_dir``.
+
+    Returns ``(private path, public path, key id)``.
+
+    Raises:
+        FileExistsRefusedError: either file exists (keys are never overwritten).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    private_path, public_path = out_dir / PRIVATE_KEY_NAME, out_dir / PUBLIC_KEY_NAME
+    for path in (private_path, public_path):
+        if os.path.lexists(path):
+            raise FileExistsRefusedError(f"{path} already exists; keys are never overwritten")
+    private_key = Ed25519PrivateKey.generate()
+    private_pem = private_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    public_pem = private_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    _write_new(private_path, private_pem, 0o600)
+    _write_new(public_path, public_pem, 0o644)
+    return private_path, public_path, key_id_of(private_key.public_key())
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(path, mode)
+
+
+def load_signing_key(path: Path) -> SigningKey:
+    """Load an Ed25519 private key (PEM, unencrypted).
+
+    Raises:
+        KeyInvalidError: missing, unreadable or not an Ed25519 private key.
+    """
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except OSError as exc:
+        raise KeyInvalidError(f"cannot read signing key {path}: {exc.strerror}") from exc
+    except (ValueError, TypeError) as exc:
+        raise KeyInvalidError(f"{path} is not an unencrypted PEM private key: {exc}") from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise KeyInvalidError(f"{path} is not an Ed25519 key")
+    return SigningKey(private_key=key, key_id=key_id_of(key.public_key()))
+
+
+def load_public_key(path: Path) -> Ed25519PublicKey:
+    """Load an Ed25519 public key (PEM). Raises ``KeyInvalidError``."""
+    try:
+        key = serialization.load_pem_public_key(path.read_bytes())
+    except OSError as exc:
+        raise KeyInvalidError(f"cannot read trusted key {path}: {exc.strerror}") from exc
+    except (ValueError, TypeError) as exc:
+        raise KeyInvalidError(f"{path} is not a PEM public key: {exc}") from exc
+    if not isinstance(key, Ed25519PublicKey):
+        raise KeyInvalidError(f"{path} is not an Ed25519 public key")
+    return key
+
+
+def load_trusted_keys(
+    paths: Iterable[Path] = (), *, folder: Path | None = None
+) -> dict[str, Ed25519PublicKey]:
+    """Trusted public keys by key id: each PEM in ``paths`` and every ``*.pem`` in ``folder``.
+
+    Raises:
+        KeyInvalidError: a named file is not an Ed25519 public key.
+    """
+    keys: dict[str, Ed25519PublicKey] = {}
+    candidates = list(paths)
+    if folder is not None:
+        if not folder.is_dir():
+            raise KeyInvalidError(f"trusted-key folder {folder} does not exist")
+        candidates.extend(sorted(folder.glob("*.pem")))
+    for path in candidates:
+        key = load_public_key(path)
+        keys[key_id_of(key)] = key
+    return keys
