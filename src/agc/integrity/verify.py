@@ -30,7 +30,16 @@ Finding codes (stable, documented in ``docs/format.md``):
 ``unexpected``            a sidecar of an algorithm the manifest does not use
 ``legacy-format``         (warning) a seed-004 store: digest-only SHA-256 sidecar, no
                           manifest
+``recovered``             (warning) sealed by ``agc recover`` after a crash
+``bad-signature``         the manifest's signature does not verify
+``unknown-key``           the manifest is signed by a key that is not trusted
+``unsigned``              no signature, and ``require_signature`` was asked for
 ========================  ==============================================================
+
+``unsealed`` (a crash before ``close()``) carries the verified prefix: the bytes and
+records up to the last checkpoint that matches, and the unverified tail after it; a
+prefix that does not match its checkpoint is ``modified``, one shorter than a checkpoint
+``truncated``.
 """
 
 from __future__ import annotations
@@ -40,9 +49,11 @@ import json
 import os
 import stat
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agc.errors import (
     ManifestInvalidError,
@@ -50,6 +61,13 @@ from agc.errors import (
     StoreError,
     UnsafePathError,
     VerificationError,
+)
+from agc.integrity.checkpoint import (
+    CHECKPOINT_SUFFIX,
+    Checkpoint,
+    PrefixCheck,
+    check_prefix,
+    parse_checkpoints,
 )
 from agc.integrity.fsio import open_nofollow, read_small_file
 from agc.integrity.hashing import (
@@ -61,6 +79,7 @@ from agc.integrity.hashing import (
 )
 from agc.integrity.manifest import ArtifactSeal, RunManifest
 from agc.integrity.sidecar import Sidecar, parse_sidecar
+from agc.integrity.signing import SignatureStatus, check_signature
 from agc.integrity.store_io import read_manifest
 from agc.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 
@@ -129,6 +148,7 @@ class ArtifactObservation:
         prefix_digest: digest of the first ``expected bytes`` when the file is longer
             than its seal (tells "extended" from "modified").
         sidecars: parsed sidecar (or the error text) by algorithm, for sidecars present.
+        prefix: the file checked against its crash checkpoints (unsealed files only).
     """
 
     kind: ArtifactKind
@@ -141,6 +161,7 @@ class ArtifactObservation:
     records: int | None = None
     prefix_digest: str | None = None
     sidecars: Mapping[Algorithm, Sidecar | str] = field(default_factory=dict)
+    prefix: PrefixCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +204,9 @@ class RunReport:
         artifacts: one report per artifact kind.
         manifest: whether a valid manifest was found.
         legacy: True for a run written by seed 004's implementation.
+        signature: ``signature-valid``, ``bad-signature``, ``unknown-key``, ``unsigned``,
+            or ``not-checked`` (signed, but no trusted key was given).
+        key_id: the key id named by the manifest's signature, if any.
     """
 
     run_id: str
@@ -193,6 +217,8 @@ class RunReport:
     artifacts: tuple[ArtifactReport, ...]
     manifest: bool
     legacy: bool = False
+    signature: str = "unsigned"
+    key_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict with ``schema_version`` (the ``--json`` contract)."""
@@ -206,6 +232,8 @@ class RunReport:
             "artifacts": [a.to_dict() for a in self.artifacts],
             "manifest": self.manifest,
             "legacy": self.legacy,
+            "signature": self.signature,
+            "key_id": self.key_id,
         }
 
 
@@ -254,6 +282,10 @@ def observe_artifact(
         if seal is not None and not matches_seal and size > seal.bytes:
             os.lseek(fd, 0, os.SEEK_SET)
             prefix_digest, _ = digest_fd(fd, seal.algorithm, limit=seal.bytes)
+        prefix = None
+        if seal is None or not seal.closed:
+            checkpoints = _read_checkpoints(path)
+            prefix = check_prefix(fd, checkpoints, size=size)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     finally:
@@ -269,7 +301,18 @@ def observe_artifact(
         records=records if records is not None else (seal.records if seal else None),
         prefix_digest=prefix_digest,
         sidecars=sidecars,
+        prefix=prefix,
     )
+
+
+def _read_checkpoints(path: Path) -> list[Checkpoint]:
+    try:
+        data = read_small_file(path.with_name(path.name + CHECKPOINT_SUFFIX), max_bytes=1 << 30)
+    except (FileNotFoundError, UnsafePathError):
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot read the checkpoints of {path}: {exc}") from exc
+    return parse_checkpoints(data)[0]
 
 
 def _choose_algorithm(
@@ -368,9 +411,9 @@ def judge_artifact(
     sidecar = _judge_sidecars(obs, seal, findings)
 
     if seal is None and sidecar is None:
-        findings.append(
-            Finding("unsealed", kind, f"{kind} not sealed (no checksum sidecar)", actual=actual)
-        )
+        findings.append(_judge_unsealed(obs, actual))
+    elif seal is not None and not seal.closed:
+        findings.extend(_judge_reopened(obs, seal, expected, actual))
     elif seal is not None:
         findings.extend(_judge_against_seal(obs, seal, expected, actual))
     elif sidecar is not None and obs.digest is not None:
@@ -401,6 +444,86 @@ def judge_artifact(
     if kind == "transcript" and obs.bytes == 0:
         findings.append(Finding("empty", kind, "transcript has no records", actual=actual))
     return findings
+
+
+def _unsealed_facts(
+    obs: ArtifactObservation, verified_bytes: int, verified_records: int
+) -> dict[str, Any]:
+    size = obs.bytes or 0
+    return {
+        "digest": obs.digest,
+        "bytes": size,
+        "records": obs.records,
+        "verified_bytes": verified_bytes,
+        "verified_records": verified_records,
+        "unverified_bytes": size - verified_bytes,
+        "torn_tail": not obs.ends_with_newline,
+        "checkpoints": obs.prefix.checkpoints if obs.prefix else 0,
+    }
+
+
+def _judge_unsealed(obs: ArtifactObservation, actual: dict[str, Any]) -> Finding:
+    """A file that was never sealed: crashed (or still being written)."""
+    kind, prefix = obs.kind, obs.prefix
+    if prefix is not None and prefix.mismatch is not None:
+        return Finding(
+            "modified",
+            kind,
+            f"{kind} prefix does not match its checkpoint at {prefix.mismatch.bytes} bytes",
+            expected=prefix.mismatch.to_dict(),
+            actual=actual,
+        )
+    if prefix is not None and prefix.beyond_end is not None:
+        return Finding(
+            "truncated",
+            kind,
+            f"{kind} is shorter than its checkpoint at {prefix.beyond_end.bytes} bytes",
+            expected=prefix.beyond_end.to_dict(),
+            actual=actual,
+        )
+    verified_bytes = prefix.verified_bytes if prefix else 0
+    verified_records = prefix.verified_records if prefix else 0
+    facts = _unsealed_facts(obs, verified_bytes, verified_records)
+    return Finding(
+        "unsealed",
+        kind,
+        f"{kind} not sealed (no checksum sidecar): {verified_records} records "
+        f"({verified_bytes} bytes) verified by checkpoints, "
+        f"{facts['unverified_bytes']} bytes unverified",
+        actual=facts,
+    )
+
+
+def _judge_reopened(
+    obs: ArtifactObservation,
+    seal: ArtifactSeal,
+    expected: dict[str, Any],
+    actual: dict[str, Any],
+) -> list[Finding]:
+    """A sealed file re-opened for a new segment: the sealed prefix must still match."""
+    kind = obs.kind
+    assert obs.bytes is not None
+    sealed_prefix_ok = (
+        obs.bytes == seal.bytes and digests_equal(seal.digest, obs.digest or "")
+    ) or (
+        obs.bytes > seal.bytes
+        and obs.prefix_digest is not None
+        and digests_equal(seal.digest, obs.prefix_digest)
+    )
+    if not sealed_prefix_ok:
+        return _judge_against_seal(obs, replace(seal, reopened_at_ms=None), expected, actual)
+    facts = _unsealed_facts(obs, seal.bytes, seal.records)
+    return [
+        Finding(
+            "unsealed",
+            kind,
+            f"{kind} was re-opened for a new segment that is not sealed yet: "
+            f"{seal.records} records ({seal.bytes} bytes) verified by the previous seal, "
+            f"{facts['unverified_bytes']} bytes unverified",
+            expected=expected,
+            actual=facts,
+        )
+    ]
 
 
 def _judge_sidecars(
@@ -516,12 +639,22 @@ def _seal_facts(seal: ArtifactSeal | None) -> dict[str, Any]:
 # -- the run ----------------------------------------------------------------------------
 
 
-def check_run(run_id: str, store: str | os.PathLike[str] | None = None) -> RunReport:
+def check_run(
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+) -> RunReport:
     """Check one run's evidence and return a report; never raises on findings.
 
     Args:
         run_id: the run id (validated first: ``RunIdInvalidError``, nothing touched).
         store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
+        trusted_keys: Ed25519 public keys by key id; with them the manifest signature
+            is checked (``bad-signature`` / ``unknown-key`` are errors).
+        require_signature: a run without a valid signature by a trusted key is
+            incomplete (``unsigned``).
 
     Raises:
         RunIdInvalidError: bad run id.
@@ -580,6 +713,20 @@ def check_run(run_id: str, store: str | os.PathLike[str] | None = None) -> RunRe
     ):
         findings.insert(0, Finding("manifest-missing", "manifest", "run manifest missing"))
 
+    status, key_id = _judge_signature(manifest, trusted_keys, require_signature, findings)
+    if manifest is not None:
+        for seal in manifest.artifacts.values():
+            if seal.recovered:
+                quarantined = (seal.quarantine or {}).get("bytes", 0)
+                findings.append(
+                    Finding(
+                        "recovered",
+                        seal.kind,
+                        f"{seal.kind} was sealed by `agc recover` after a crash "
+                        f"({quarantined} torn bytes quarantined)",
+                        severity="warning",
+                    )
+                )
     errors = [f for f in findings if f.severity == "error"]
     return RunReport(
         run_id=run_id,
@@ -590,7 +737,42 @@ def check_run(run_id: str, store: str | os.PathLike[str] | None = None) -> RunRe
         artifacts=tuple(artifact_reports),
         manifest=manifest is not None,
         legacy=legacy,
+        signature=status,
+        key_id=key_id,
     )
+
+
+def _judge_signature(
+    manifest: RunManifest | None,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    findings: list[Finding],
+) -> tuple[str, str | None]:
+    if manifest is None:
+        if require_signature:
+            findings.append(Finding("unsigned", "manifest", "run has no signed manifest"))
+        return "unsigned", None
+    document = manifest.to_dict()
+    signature = manifest.signature or {}
+    key_id = signature.get("key_id") if isinstance(signature.get("key_id"), str) else None
+    if manifest.signature is not None and not trusted_keys:
+        if require_signature:
+            findings.append(
+                Finding("unknown-key", "manifest", "no trusted key given to check the signature")
+            )
+        return "not-checked", key_id
+    status: SignatureStatus = check_signature(document, trusted_keys or {})
+    if status == "bad-signature":
+        findings.append(Finding("bad-signature", "manifest", "run manifest signature is invalid"))
+    elif status == "unknown-key":
+        findings.append(
+            Finding(
+                "unknown-key", "manifest", f"run manifest is signed by an untrusted key {key_id}"
+            )
+        )
+    elif status == "unsigned" and require_signature:
+        findings.append(Finding("unsigned", "manifest", "run manifest is not signed"))
+    return status, key_id
 
 
 def _has_code(findings: list[Finding], code: str) -> bool:
@@ -603,14 +785,22 @@ def _looks_legacy(observations: list[ArtifactObservation]) -> bool:
     return isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
 
 
-def verify_run(run_id: str, store: str | os.PathLike[str] | None = None) -> RunReport:
+def verify_run(
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+) -> RunReport:
     """Like :func:`check_run`, but raise when the run is not complete.
 
     Raises:
         VerificationError: the report has error findings (``exc.report`` holds it).
         RunIdInvalidError, StoreError: as :func:`check_run`.
     """
-    report = check_run(run_id, store)
+    report = check_run(
+        run_id, store, trusted_keys=trusted_keys, require_signature=require_signature
+    )
     if not report.complete:
         raise VerificationError(
             f"run {run_id} is incomplete: " + "; ".join(report.missing), report=report
