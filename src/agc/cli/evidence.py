@@ -15,6 +15,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
 from agc.cli.common import emit_json, err_console, out_console
+from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.verify import StoreOption, format_report
 from agc.demo import demo_run
 from agc.errors import InputError, UsageError
@@ -76,6 +77,7 @@ def record_command(
     kind: KindOption = Kind.transcript,
     store: StoreOption = None,
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
+    signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
 ) -> int:
     """Read JSONL from stdin and write it to a run, sealing at end of input.
@@ -91,7 +93,14 @@ def record_command(
     """
     validate_run_id(run_id)
     stdin: BinaryIO = sys.stdin.buffer
-    summary = ingest_stream(stdin, run_id, kind=kind.value, store=store, algorithm=algorithm.value)
+    summary = ingest_stream(
+        stdin,
+        run_id,
+        kind=kind.value,
+        store=store,
+        algorithm=algorithm.value,
+        signing_key=signing_key_from(signing_key),
+    )
     _print_summary(summary, as_json)
     return int(ExitCode.OK)
 
@@ -102,6 +111,7 @@ def import_command(
     kind: KindOption = Kind.transcript,
     store: StoreOption = None,
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
+    signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
 ) -> int:
     """Copy an existing JSONL file into the store through the writer, and seal it.
@@ -128,6 +138,7 @@ def import_command(
             store=store,
             algorithm=algorithm.value,
             progress=progress,
+            signing_key=signing_key_from(signing_key),
         )
     _print_summary(summary, as_json)
     return int(ExitCode.OK)

@@ -1,14 +1,22 @@
-"""``agc-verify <runId>`` / ``agc verify <runId>``: the compliance gate."""
+"""``agc-verify <runId>`` / ``agc verify <runId>`` / ``--all``: the compliance gate."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
 
-from agc.cli.common import EPILOG, emit_json, new_app, out_console, run_app
+from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console, run_app
+from agc.errors import UsageError
 from agc.exitcodes import ExitCode
+from agc.integrity.signing import load_trusted_keys
+from agc.integrity.store_verify import StoreReport, check_store
 from agc.integrity.verify import RunReport, check_run
 
 __all__ = ["format_report", "main", "verify_command"]
@@ -16,12 +24,15 @@ __all__ = ["format_report", "main", "verify_command"]
 VERIFY_HELP = """Check that a run's evidence is complete and untouched.
 
 Exit 0 only when every artifact (transcript, tool events) is present, sealed and
-matches its seal, and the transcript holds at least one record.
+matches its seal, and the transcript holds at least one record. With --all, check
+every run of the store and the store-wide chain, and print the chain head.
 
 \b
 Examples:
   agc-verify fix-tests-42
   agc-verify fix-tests-42 --store ./evidence --json
+  agc-verify fix-tests-42 --trusted-key ci.pub.pem --require-signature
+  agc-verify --all --expect-head 3f1c…   # fail if the store was rolled back
 """
 
 StoreOption = Annotated[
@@ -60,19 +71,82 @@ def format_report(report: RunReport) -> list[str]:
     errors = len(report.missing)
     verdict = "complete" if report.complete else f"INCOMPLETE ({errors} finding(s))"
     legacy = " (legacy seed-004 store)" if report.legacy else ""
-    lines.append(f"run {report.run_id}: {verdict}{legacy}")
+    signature = "" if report.signature == "unsigned" else f", {report.signature}"
+    lines.append(f"run {report.run_id}: {verdict}{legacy}{signature}")
     return lines
 
 
+def _print_store(report: StoreReport) -> None:
+    table = Table(title=f"store {report.store}", show_lines=False)
+    for column in ("run", "verdict", "signature", "findings"):
+        table.add_column(column)
+    for run in report.runs:
+        verdict = "complete" if run.complete else "INCOMPLETE"
+        table.add_row(run.run_id, verdict, run.signature, "; ".join(run.missing))
+    out_console.print(table)
+    for finding in report.findings:
+        out_console.print(f"FAIL store        {finding.message}", markup=False)
+    total = len(report.runs)
+    good = sum(r.complete for r in report.runs)
+    verdict = "complete" if report.complete else "INCOMPLETE"
+    out_console.print(
+        f"store: {verdict}; {good}/{total} runs complete; "
+        f"chain head {report.head or '(empty)'} at position {report.head_position}",
+        markup=False,
+    )
+
+
+def _trusted(paths: list[Path] | None) -> Mapping[str, Ed25519PublicKey] | None:
+    folder = os.environ.get("AGC_TRUSTED_KEYS")
+    if not paths and not folder:
+        return None
+    return load_trusted_keys(paths or [], folder=Path(folder) if folder else None)
+
+
 def verify_command(
-    run_id: Annotated[str, typer.Argument(help="The run id to verify.", show_default=False)],
+    run_id: Annotated[
+        str | None,
+        typer.Argument(help="The run id to verify (omit with --all).", show_default=False),
+    ] = None,
     store: StoreOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report as JSON on stdout.")
     ] = False,
+    all_runs: Annotated[
+        bool, typer.Option("--all", help="Check every run of the store and the chain.")
+    ] = False,
+    trusted_key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--trusted-key",
+            help="Trusted Ed25519 public key (PEM); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
+            show_default=False,
+        ),
+    ] = None,
+    require_signature: Annotated[
+        bool,
+        typer.Option("--require-signature", help="A run without a valid signature fails."),
+    ] = False,
+    expect_head: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-head",
+            help="With --all: fail unless the chain contains this head digest.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> int:
     """Check that a run's evidence is complete and untouched."""
-    report = check_run(run_id, store)
+    trusted = _trusted(trusted_key)
+    if all_runs:
+        if run_id is not None:
+            raise UsageError("give a run id or --all, not both")
+        return _verify_store(store, trusted, require_signature, expect_head, as_json)
+    if run_id is None:
+        raise UsageError("missing run id", hint="Give a run id, or --all for the whole store.")
+    if expect_head is not None:
+        raise UsageError("--expect-head goes with --all")
+    report = check_run(run_id, store, trusted_keys=trusted, require_signature=require_signature)
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -81,7 +155,35 @@ def verify_command(
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
-verify_command.__doc__ = VERIFY_HELP
+def _verify_store(
+    store: Path | None,
+    trusted: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    expect_head: str | None,
+    as_json: bool,
+) -> int:
+    def run(progress: Callable[[int, int], None] | None) -> StoreReport:
+        return check_store(
+            store,
+            trusted_keys=trusted,
+            require_signature=require_signature,
+            expect_head=expect_head,
+            progress=progress,
+        )
+
+    if err_console.is_terminal:
+        columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn())
+        with Progress(*columns, console=err_console, transient=True) as bar:
+            task = bar.add_task("runs", total=None)
+            report = run(lambda done, total: bar.update(task, completed=done, total=total))
+    else:
+        report = run(None)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        _print_store(report)
+    return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
+
 
 app = new_app(name="agc-verify", help_text=VERIFY_HELP)
 app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG)(verify_command)

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Final
 
 from agc.integrity.hashing import DEFAULT_ALGORITHM, Algorithm
 from agc.integrity.manifest import ArtifactSeal
+from agc.integrity.signing import SigningKey
 from agc.integrity.writer import FsyncPolicy, ToolEventWriter, TranscriptWriter, open_run
 from agc.store import ArtifactKind
 
@@ -130,6 +131,7 @@ def ingest_stream(
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     progress: Callable[[int], None] | None = None,
+    signing_key: SigningKey | None = None,
 ) -> IngestSummary:
     """Write every line of ``stream`` as a record of ``kind`` and seal the run.
 
@@ -139,12 +141,15 @@ def ingest_stream(
 
     Args:
         progress: called with the number of input bytes consumed so far.
+        signing_key: sign the run manifest (Ed25519) when sealing.
 
     Raises:
         as :func:`agc.integrity.writer.open_run` and :meth:`JsonlWriter.write`.
     """
     records = invalid = consumed = 0
-    with open_run(run_id, store=store, algorithm=algorithm, fsync=fsync) as run:
+    with open_run(
+        run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key
+    ) as run:
         target: TranscriptWriter | ToolEventWriter = (
             run.transcript if kind == "transcript" else run.tool_events
         )

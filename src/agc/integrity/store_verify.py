@@ -1,0 +1,283 @@
+"""``agc-verify --all``: every run of a store, the store chain, and stray files.
+
+Store-level finding codes (beside each run's own findings):
+
+=======================  ===============================================================
+``run-deleted``          the chain links a run whose manifest and files are gone
+``manifest-replaced``    a run's manifest differs from the digest its chain link recorded
+``chain-broken``         links out of order, a link whose ``prev`` is not the digest of
+                         the link before it, or a manifest whose own link disagrees
+``chain-invalid``        an unreadable line in ``audit/chain.jsonl`` or a damaged head
+``head-mismatch``        ``audit/chain-head.json`` does not name the last link
+``head-not-in-chain``    the head pinned from outside (``--expect-head``) is not in the
+                         chain: the store was rolled back or forked
+``unchained``            a closed manifest that no chain link records
+``unexpected``           a file that no manifest, sidecar or chain explains
+=======================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError
+from agc.integrity.chain import (
+    chain_head_path,
+    chain_lock_path,
+    chain_log_path,
+    manifest_digest,
+    read_chain,
+    read_head,
+)
+from agc.integrity.store_io import read_manifest
+from agc.integrity.verify import REPORT_SCHEMA_VERSION, Finding, RunReport, check_run
+from agc.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
+
+__all__ = ["StoreReport", "check_store"]
+
+_RUN_ID: Final = r"[A-Za-z0-9._-]{1,128}"
+_ARTIFACT_FILE: Final = re.compile(
+    rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|\.quarantine(-\d+)?)?"
+)
+_MANIFEST_FILE: Final = re.compile(rf"(?P<run>{_RUN_ID})\.json|\.(?P<lock>{_RUN_ID})\.lock")
+
+
+@dataclass(frozen=True)
+class StoreReport:
+    """The verdict on a whole store.
+
+    Attributes:
+        store: the store folder.
+        complete: every run complete and no store-level error finding.
+        runs: one report per run, by run id.
+        findings: store-level findings (chain, stray files).
+        head: the chain head digest (``None`` for an empty chain) and its position.
+    """
+
+    store: str
+    complete: bool
+    runs: tuple[RunReport, ...]
+    findings: tuple[Finding, ...]
+    head: str | None
+    head_position: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "store": self.store,
+            "complete": self.complete,
+            "summary": {
+                "runs": len(self.runs),
+                "complete": sum(r.complete for r in self.runs),
+                "incomplete": sum(not r.complete for r in self.runs),
+                "head": self.head,
+                "head_position": self.head_position,
+            },
+            "findings": [f.to_dict() for f in self.findings],
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+
+def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
+    """Run ids named by files in the store; stray files become ``unexpected``."""
+    runs: set[str] = set()
+    known_audit = {
+        "transcripts",
+        "tool-events",
+        "manifests",
+        chain_log_path(layout).name,
+        chain_head_path(layout).name,
+        chain_lock_path(layout).name,
+        layout.legacy_tool_events_path.name,
+    }
+    if layout.audit_dir.is_dir():
+        for name in sorted(os.listdir(layout.audit_dir)):
+            if name not in known_audit:
+                findings.append(_unexpected(f"audit/{name}"))
+    for kind in ARTIFACT_KINDS:
+        folder = layout.artifact_dir(kind)
+        for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+            match = _ARTIFACT_FILE.fullmatch(name)
+            if match is None or match.group("run") in {".", ".."}:
+                findings.append(_unexpected(f"{folder.relative_to(layout.root)}/{name}"))
+            elif name.endswith(".jsonl"):
+                runs.add(match.group("run"))
+    folder = layout.manifests_dir
+    for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+        match = _MANIFEST_FILE.fullmatch(name)
+        if match is None or (name.startswith(".") and match.group("lock") is None):
+            findings.append(_unexpected(f"audit/manifests/{name}"))
+        elif match.group("run"):
+            runs.add(match.group("run"))
+    return runs
+
+
+def _unexpected(relative: str) -> Finding:
+    return Finding("unexpected", "store", f"unexpected file {relative} (no manifest lists it)")
+
+
+def check_store(
+    store: str | os.PathLike[str] | None = None,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    expect_head: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> StoreReport:
+    """Check every run of a store and the store chain; never raises on findings.
+
+    Args:
+        expect_head: a head digest pinned from outside; if the chain does not contain
+            it, the store was rolled back or forked (``head-not-in-chain``).
+        progress: called with ``(runs done, runs total)``.
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
+    layout = StoreLayout.at(store)
+    if not layout.root.is_dir():
+        raise StoreError(f"store {layout.root} does not exist or is not a folder")
+    findings: list[Finding] = []
+    run_ids = _discover(layout, findings)
+    entries, unusable = read_chain(layout)
+    if unusable:
+        findings.append(
+            Finding("chain-invalid", "store", f"{unusable} unreadable line(s) in audit/chain.jsonl")
+        )
+    run_ids |= {entry.run_id for entry in entries if _valid_run_id(entry.run_id)}
+
+    reports: list[RunReport] = []
+    ordered = sorted(run_ids)
+    for done, run_id in enumerate(ordered, start=1):
+        reports.append(
+            check_run(
+                run_id, layout.root, trusted_keys=trusted_keys, require_signature=require_signature
+            )
+        )
+        if progress is not None:
+            progress(done, len(ordered))
+
+    _check_chain(layout, entries, findings)
+    head = read_head(layout)
+    if head is None:
+        findings.append(Finding("chain-invalid", "store", "audit/chain-head.json is damaged"))
+    else:
+        last = entries[-1] if entries else None
+        if (last is None and head.digest is not None) or (
+            last is not None
+            and (head.digest != last.manifest_digest or head.position != last.position)
+        ):
+            findings.append(
+                Finding(
+                    "head-mismatch",
+                    "store",
+                    "the chain head does not name the last link of audit/chain.jsonl",
+                    expected={"digest": last.manifest_digest if last else None},
+                    actual={"digest": head.digest},
+                )
+            )
+    if expect_head is not None and expect_head not in {e.manifest_digest for e in entries}:
+        findings.append(
+            Finding(
+                "head-not-in-chain",
+                "store",
+                "the expected head is not in the chain: the store was rolled back or forked",
+                expected={"digest": expect_head},
+                actual={"digest": entries[-1].manifest_digest if entries else None},
+            )
+        )
+    errors = [f for f in findings if f.severity == "error"]
+    return StoreReport(
+        store=str(layout.root),
+        complete=not errors and all(r.complete for r in reports),
+        runs=tuple(reports),
+        findings=tuple(findings),
+        head=entries[-1].manifest_digest if entries else None,
+        head_position=entries[-1].position if entries else 0,
+    )
+
+
+def _valid_run_id(run_id: str) -> bool:
+    try:
+        validate_run_id(run_id)
+    except RunIdInvalidError:
+        return False
+    return True
+
+
+def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding]) -> None:
+    previous_digest: str | None = None
+    latest_position: dict[str, int] = {}
+    for entry in entries:
+        latest_position[entry.run_id] = entry.position
+    for index, entry in enumerate(entries, start=1):
+        if entry.position != index or entry.prev != previous_digest:
+            findings.append(
+                Finding(
+                    "chain-broken",
+                    "store",
+                    f"chain link {index} (run {entry.run_id}) does not follow link {index - 1}",
+                    expected={"position": index, "prev": previous_digest},
+                    actual={"position": entry.position, "prev": entry.prev},
+                )
+            )
+        previous_digest = entry.manifest_digest
+        if latest_position.get(entry.run_id) != entry.position or not _valid_run_id(entry.run_id):
+            continue  # superseded by a later segment's link
+        try:
+            manifest = read_manifest(layout, entry.run_id)
+        except (ManifestInvalidError, StoreError):
+            continue  # the run's own report says what is wrong with it
+        if manifest is None:
+            findings.append(
+                Finding(
+                    "run-deleted",
+                    "store",
+                    f"run {entry.run_id} (chain link {entry.position}) was deleted",
+                    expected={"manifest_digest": entry.manifest_digest},
+                )
+            )
+            continue
+        if not manifest.closed:
+            continue  # re-opened for a new segment since it was linked
+        if manifest_digest(manifest) != entry.manifest_digest:
+            findings.append(
+                Finding(
+                    "manifest-replaced",
+                    "store",
+                    f"manifest of run {entry.run_id} differs from its chain link",
+                    expected={"manifest_digest": entry.manifest_digest},
+                    actual={"manifest_digest": manifest_digest(manifest)},
+                )
+            )
+        elif (manifest.chain or {}).get("position") != entry.position:
+            findings.append(
+                Finding(
+                    "chain-broken",
+                    "store",
+                    f"manifest of run {entry.run_id} names another chain position",
+                )
+            )
+    linked = set(latest_position)
+    manifests = layout.manifests_dir
+    for name in sorted(os.listdir(manifests)) if manifests.is_dir() else []:
+        match = _MANIFEST_FILE.fullmatch(name)
+        if match is None or not match.group("run"):
+            continue
+        run_id = match.group("run")
+        try:
+            manifest = read_manifest(layout, run_id)
+        except (ManifestInvalidError, StoreError):
+            continue
+        if manifest is not None and manifest.closed and run_id not in linked:
+            findings.append(
+                Finding(
+                    "unchained", "store", f"closed manifest of run {run_id} is not in the chain"
+                )
+            )
