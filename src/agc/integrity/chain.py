@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -57,9 +58,9 @@ def chain_lock_path(layout: StoreLayout) -> Path:
     return layout.audit_dir / ".chain.lock"
 
 
-def manifest_digest(manifest: RunManifest | dict[str, Any]) -> str:
+def manifest_digest(manifest: RunManifest | Mapping[str, Any]) -> str:
     """SHA-256 hex of the manifest's RFC 8785 canonical JSON (signature included)."""
-    data = manifest.to_dict() if isinstance(manifest, RunManifest) else manifest
+    data = manifest.document() if isinstance(manifest, RunManifest) else manifest
     canonical: bytes = rfc8785.dumps(data)
     return hashlib.sha256(canonical).hexdigest()
 

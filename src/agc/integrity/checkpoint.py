@@ -15,9 +15,11 @@ Checkpoint line (JSON, one per line)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from agc.integrity.hashing import ALGORITHMS, Algorithm, digests_equal, new_hasher
@@ -29,6 +31,7 @@ __all__ = [
     "check_prefix",
     "format_checkpoint",
     "parse_checkpoints",
+    "remove_checkpoints",
 ]
 
 CHECKPOINT_SUFFIX: Final = ".ckpt"
@@ -156,3 +159,9 @@ def check_prefix(fd: int, checkpoints: list[Checkpoint], *, size: int) -> Prefix
             return PrefixCheck(len(ordered), verified_bytes, verified_records, mismatch=checkpoint)
         verified_bytes, verified_records = checkpoint.bytes, checkpoint.records
     return PrefixCheck(len(ordered), verified_bytes, verified_records)
+
+
+def remove_checkpoints(path: Path) -> None:
+    """Delete ``<path>.ckpt`` once the file is sealed (the seal covers every byte)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path.with_name(path.name + CHECKPOINT_SUFFIX))

@@ -22,6 +22,25 @@ __all__ = ["MANIFEST_SCHEMA_VERSION", "ArtifactSeal", "RunManifest"]
 
 MANIFEST_SCHEMA_VERSION: Final = 1
 MAX_MANIFEST_BYTES: Final = 1024 * 1024
+_MANIFEST_KEYS: Final = frozenset(
+    {"schema_version", "run_id", "closed", "artifacts", "chain", "signature"}
+)
+_ENTRY_KEYS: Final = frozenset(
+    {
+        "file",
+        "algorithm",
+        "digest",
+        "bytes",
+        "records",
+        "last_seq",
+        "sealed_at_ms",
+        "closed",
+        "segments",
+        "recovered",
+        "reopened_at_ms",
+        "quarantine",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,9 @@ class ArtifactSeal:
         """Build from a manifest entry; raises ``ManifestInvalidError`` on any bad field."""
         if not isinstance(data, dict):
             raise ManifestInvalidError(f"manifest entry {kind!r} is not an object")
+        unknown = set(data) - _ENTRY_KEYS
+        if unknown:
+            raise ManifestInvalidError(f"manifest entry {kind!r} has unknown {sorted(unknown)}")
         algorithm = data.get("algorithm")
         if algorithm not in ALGORITHMS:
             raise ManifestInvalidError(f"manifest entry {kind!r} has algorithm {algorithm!r}")
@@ -161,6 +183,14 @@ class RunManifest:
     schema_version: int = MANIFEST_SCHEMA_VERSION
     chain: Mapping[str, Any] | None = None
     signature: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The JSON document exactly as parsed from disk (``None`` for a new manifest).
+    Signatures and chain digests are checked over this, never over a re-serialization,
+    so nothing in the stored document escapes them."""
+
+    def document(self) -> Mapping[str, Any]:
+        """The stored document if this manifest was read from disk, else :meth:`to_dict`."""
+        return self.raw if self.raw is not None else self.to_dict()
 
     @property
     def closed(self) -> bool:
@@ -181,16 +211,15 @@ class RunManifest:
         current = self.artifacts.get(seal.kind)
         if current is not None and current.closed:
             raise ManifestInvalidError(f"{seal.kind} of run {self.run_id} is already sealed")
-        return replace(self, artifacts={**self.artifacts, seal.kind: seal})
+        return replace(self, artifacts={**self.artifacts, seal.kind: seal}, raw=None)
 
     def with_reopened(self, kind: ArtifactKind, at_ms: int) -> RunManifest:
         """Return a copy where ``kind`` is marked re-opened for a new segment."""
         current = self.artifacts.get(kind)
         if current is None or not current.closed:
             raise ManifestInvalidError(f"{kind} of run {self.run_id} is not sealed")
-        return replace(
-            self, artifacts={**self.artifacts, kind: replace(current, reopened_at_ms=at_ms)}
-        )
+        reopened = replace(current, reopened_at_ms=at_ms)
+        return replace(self, artifacts={**self.artifacts, kind: reopened}, raw=None)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -258,7 +287,12 @@ class RunManifest:
         signature = raw.get("signature")
         if signature is not None and not isinstance(signature, dict):
             raise ManifestInvalidError("manifest has a bad signature member")
-        manifest = cls(run_id=run_id, artifacts=artifacts, chain=chain, signature=signature)
+        unknown = set(raw) - _MANIFEST_KEYS
+        if unknown:
+            raise ManifestInvalidError(f"manifest has unknown member(s) {sorted(unknown)}")
+        manifest = cls(
+            run_id=run_id, artifacts=artifacts, chain=chain, signature=signature, raw=raw
+        )
         if raw.get("closed") is not manifest.closed:
             raise ManifestInvalidError("manifest 'closed' disagrees with its artifacts")
         return manifest

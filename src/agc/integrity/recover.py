@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from agc.errors import RecoveryRefusedError, RunLockedError, StoreError
-from agc.integrity.checkpoint import CHECKPOINT_SUFFIX, check_prefix, parse_checkpoints
+from agc.integrity.checkpoint import (
+    CHECKPOINT_SUFFIX,
+    check_prefix,
+    parse_checkpoints,
+    remove_checkpoints,
+)
 from agc.integrity.fsio import atomic_write_bytes, fsync_dir, open_nofollow, read_small_file
 from agc.integrity.hashing import (
     DEFAULT_ALGORITHM,
@@ -182,6 +187,7 @@ def _recover_artifact(
         )
         _write_sidecar(path, seal, replace_existing=reopened is not None)
         record_seal(layout, run_id, seal, signer=signing_key)
+        remove_checkpoints(path)
     finally:
         os.close(fd)
     return ArtifactRecovery(

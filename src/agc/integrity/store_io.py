@@ -36,10 +36,11 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
 
 
 def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
+    unsigned = replace(manifest, signature=None, raw=None)
     if signer is None:
-        return replace(manifest, signature=None)
-    signed = sign_document(replace(manifest, signature=None).to_dict(), signer)
-    return replace(manifest, signature=signed["signature"])
+        return unsigned
+    signed = sign_document(unsigned.to_dict(), signer)
+    return replace(unsigned, signature=signed["signature"])
 
 
 def record_seal(

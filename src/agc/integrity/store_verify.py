@@ -171,7 +171,11 @@ def check_store(
         last = entries[-1] if entries else None
         if (last is None and head.digest is not None) or (
             last is not None
-            and (head.digest != last.manifest_digest or head.position != last.position)
+            and (
+                head.digest != last.manifest_digest
+                or head.position != last.position
+                or head.run_id != last.run_id
+            )
         ):
             findings.append(
                 Finding(

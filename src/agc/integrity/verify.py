@@ -752,7 +752,7 @@ def _judge_signature(
         if require_signature:
             findings.append(Finding("unsigned", "manifest", "run has no signed manifest"))
         return "unsigned", None
-    document = manifest.to_dict()
+    document = manifest.document()
     signature = manifest.signature or {}
     key_id = signature.get("key_id") if isinstance(signature.get("key_id"), str) else None
     if manifest.signature is not None and not trusted_keys:

@@ -39,7 +39,12 @@ from agc.errors import (
     WriteFailedError,
     WriterClosedError,
 )
-from agc.integrity.checkpoint import CHECKPOINT_SUFFIX, Checkpoint, format_checkpoint
+from agc.integrity.checkpoint import (
+    CHECKPOINT_SUFFIX,
+    Checkpoint,
+    format_checkpoint,
+    remove_checkpoints,
+)
 from agc.integrity.fsio import atomic_write_bytes, open_nofollow
 from agc.integrity.hashing import (
     DEFAULT_ALGORITHM,
@@ -147,7 +152,7 @@ class JsonlWriter:
         self._buffer_limit = max(0, buffer_bytes)
         self._buffer = bytearray()
         self._buffered_records = 0
-        self._closed = False
+        self._closed = True  # until the file is open and locked
         self._failed = False
         self.seal: ArtifactSeal | None = None
         self._signing_key = signing_key
@@ -176,6 +181,7 @@ class JsonlWriter:
         except BaseException:
             os.close(self._fd)
             raise
+        self._closed = False
         self._last_checkpoint_records = self.records_written
 
     # -- public API -------------------------------------------------------------------
@@ -256,6 +262,8 @@ class JsonlWriter:
                 overwrite=previous is not None,
             )
             record_seal(self.layout, self.run_id, seal, signer=self._signing_key)
+            # Checkpoints only serve crash recovery; the seal now covers every byte.
+            remove_checkpoints(self.path)
         except OSError as exc:
             self._failed = True
             raise StoreError(f"sealing {self.path} failed: {exc}") from exc

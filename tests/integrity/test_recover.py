@@ -1,0 +1,98 @@
+"""agc recover: seal a crashed run, quarantine a torn tail, refuse tampering, idempotent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agc.errors import RecoveryRefusedError, RunLockedError, UnsealedRunError
+from agc.integrity.manifest import RunManifest
+from agc.integrity.recover import recover_run
+from agc.integrity.verify import check_run
+from agc.integrity.writer import TranscriptWriter, open_run
+from tests.integrity.evidence_helpers import records, transcript_path
+
+
+def _crash(store: Path, run_id: str, count: int, torn: bytes = b"") -> bytes:
+    """Write ``count`` records, leave both files unsealed, append ``torn`` raw bytes."""
+    run = open_run(run_id, store=store)
+    run.transcript._checkpoint_records = 5
+    for record in records(7, count):
+        run.transcript.write(record)
+    run.abort()
+    path = transcript_path(store, run_id)
+    with path.open("ab") as handle:
+        handle.write(torn)
+    return path.read_bytes()
+
+
+def test_recover_quarantines_torn_tail_and_keeps_every_complete_record(store: Path) -> None:
+    before = _crash(store, "r", 12, torn=b'{"seq":12,"ts":1,"role":"us')
+    report = recover_run("r", store)
+    transcript = next(a for a in report.artifacts if a.kind == "transcript")
+    boundary = before.rfind(b"\n") + 1
+    path = transcript_path(store, "r")
+    assert path.read_bytes() == before[:boundary]
+    quarantine = path.with_name("r.jsonl.quarantine")
+    assert quarantine.read_bytes() == before[boundary:]
+    assert transcript.records == 12
+    assert transcript.quarantined_bytes == len(before) - boundary
+    assert transcript.verified_bytes > 0
+    result = check_run("r", store)
+    assert result.complete, result.missing
+    assert "recovered" in {f.code for f in result.findings}
+    manifest = RunManifest.from_bytes((store / "audit/manifests/r.json").read_bytes())
+    seal = manifest.artifacts["transcript"]
+    assert seal.recovered
+    assert seal.quarantine is not None
+    assert seal.quarantine["bytes"] == len(before) - boundary
+
+
+def test_recover_twice_changes_nothing(store: Path) -> None:
+    _crash(store, "r", 6, torn=b"{")
+    recover_run("r", store)
+    snapshot = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    again = recover_run("r", store)
+    assert not again.changed
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == snapshot
+
+
+def test_recover_refuses_a_prefix_that_does_not_match_its_checkpoint(store: Path) -> None:
+    _crash(store, "r", 12)
+    path = transcript_path(store, "r")
+    data = bytearray(path.read_bytes())
+    data[3] ^= 0x20
+    path.write_bytes(bytes(data))
+    with pytest.raises(RecoveryRefusedError):
+        recover_run("r", store)
+    assert not path.with_name("r.jsonl.b3").exists()
+
+
+def test_recover_refuses_while_a_writer_holds_the_file(store: Path) -> None:
+    writer = TranscriptWriter("r", store=store)
+    writer.write({"a": 1})
+    writer.flush()
+    with pytest.raises(RunLockedError):
+        recover_run("r", store)
+    writer.abort()
+
+
+def test_recover_seals_a_missing_artifact_as_empty(store: Path) -> None:
+    writer = TranscriptWriter("r", store=store)
+    writer.write({"a": 1})
+    writer.abort()
+    report = recover_run("r", store)
+    actions = {a.kind: a.action for a in report.artifacts}
+    assert actions == {"transcript": "sealed", "tool-events": "created-empty"}
+    assert check_run("r", store).complete
+
+
+def test_crashed_run_is_never_complete_and_writer_will_not_continue_it(store: Path) -> None:
+    _crash(store, "r", 3)
+    assert not check_run("r", store).complete
+    size = os.path.getsize(transcript_path(store, "r"))
+    with pytest.raises(UnsealedRunError):
+        TranscriptWriter("r", store=store)
+    assert os.path.getsize(transcript_path(store, "r")) == size

@@ -1,0 +1,102 @@
+"""Ed25519 manifest signatures: valid, bad, unknown key, unsigned, and what they bind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from agc.errors import FileExistsRefusedError, KeyInvalidError
+from agc.integrity.hashing import new_hasher
+from agc.integrity.signing import (
+    generate_keypair,
+    load_signing_key,
+    load_trusted_keys,
+)
+from agc.integrity.verify import check_run
+from tests.integrity.evidence_helpers import transcript_path, write_run
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> dict[str, Path]:
+    private, public, _ = generate_keypair(tmp_path / "keys")
+    other_private, other_public, _ = generate_keypair(tmp_path / "other")
+    return {"private": private, "public": public, "other": other_private, "other_pub": other_public}
+
+
+def test_generate_writes_private_key_0600_and_refuses_overwrite(tmp_path: Path) -> None:
+    private, public, key_id = generate_keypair(tmp_path / "k")
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    assert len(key_id) == 64
+    assert key_id in load_trusted_keys([public])
+    with pytest.raises(FileExistsRefusedError):
+        generate_keypair(tmp_path / "k")
+
+
+def test_signed_run_verifies_with_the_trusted_key(store: Path, keys: dict[str, Path]) -> None:
+    write_run(store, "r", signing_key=load_signing_key(keys["private"]))
+    report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert report.complete
+    assert report.signature == "signature-valid"
+
+
+def test_signing_with_an_untrusted_key_is_unknown_key(store: Path, keys: dict[str, Path]) -> None:
+    write_run(store, "r", signing_key=load_signing_key(keys["other"]))
+    report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert report.signature == "unknown-key"
+    assert "unknown-key" in {f.code for f in report.findings}
+    assert not report.complete
+
+
+def test_resealing_a_tampered_file_without_the_key_is_bad_signature(
+    store: Path, keys: dict[str, Path]
+) -> None:
+    write_run(store, "r", signing_key=load_signing_key(keys["private"]))
+    path = transcript_path(store, "r")
+    data = path.read_bytes().replace(b"message 0", b"message 9")
+    path.write_bytes(data)
+    hasher = new_hasher("blake3")
+    hasher.update(data)
+    digest = hasher.hexdigest()
+    path.with_name("r.jsonl.b3").write_text(f"{digest}  r.jsonl\n")
+    manifest_path = store / "audit/manifests/r.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["artifacts"]["transcript"]["digest"] = digest
+    manifest_path.write_text(json.dumps(manifest))
+    report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert report.signature == "bad-signature"
+    assert not report.complete
+    # Without the signature check, the attacker's re-seal would look consistent.
+    assert check_run("r", store).complete
+
+
+def test_manifest_moved_to_another_run_fails(store: Path, keys: dict[str, Path]) -> None:
+    signer = load_signing_key(keys["private"])
+    write_run(store, "a", seed=1, signing_key=signer)
+    write_run(store, "b", seed=2, signing_key=signer)
+    manifests = store / "audit/manifests"
+    shutil.copy(manifests / "a.json", manifests / "b.json")
+    report = check_run("b", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert "manifest-invalid" in {f.code for f in report.findings}
+
+
+def test_require_signature_makes_an_unsigned_run_incomplete(
+    store: Path, keys: dict[str, Path]
+) -> None:
+    write_run(store, "r")
+    trusted = load_trusted_keys([keys["public"]])
+    assert check_run("r", store, trusted_keys=trusted).complete
+    report = check_run("r", store, trusted_keys=trusted, require_signature=True)
+    assert {f.code for f in report.findings} == {"unsigned"}
+
+
+def test_a_non_key_file_is_a_clear_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.pem"
+    bogus.write_text("not a key")
+    with pytest.raises(KeyInvalidError, match=r"bogus\.pem"):
+        load_signing_key(bogus)
+    with pytest.raises(KeyInvalidError, match=r"bogus\.pem"):
+        load_trusted_keys([bogus])

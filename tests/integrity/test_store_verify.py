@@ -1,0 +1,199 @@
+"""agc-verify --all: every run, the store chain, stray files, a pinned head; and the
+tamper matrix: each kind of tampering gives its own finding code, every single-byte
+flip of a small sealed run is detected."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agc.integrity.signing import generate_keypair, load_signing_key, load_trusted_keys
+from agc.integrity.store_verify import StoreReport, check_store
+from tests.integrity.evidence_helpers import transcript_path, write_run
+
+
+def _codes(report: StoreReport) -> set[str]:
+    codes = {f.code for f in report.findings}
+    for run in report.runs:
+        codes |= {f.code for f in run.findings if f.severity == "error"}
+    return codes
+
+
+def _three_runs(store: Path) -> str:
+    for index, run_id in enumerate(("a", "b", "c")):
+        write_run(store, run_id, seed=index, count=3)
+    head = check_store(store).head
+    assert head is not None
+    return head
+
+
+def test_clean_store_is_complete_with_a_linked_chain(store: Path) -> None:
+    head = _three_runs(store)
+    report = check_store(store, expect_head=head)
+    assert report.complete
+    assert report.head_position == 3
+    lines = (store / "audit/chain.jsonl").read_text().splitlines()
+    assert [json.loads(line)["run_id"] for line in lines] == ["a", "b", "c"]
+    assert json.loads(lines[1])["prev"] == json.loads(lines[0])["manifest_digest"]
+
+
+def _flip_transcript(store: Path) -> None:
+    path = transcript_path(store, "b")
+    data = bytearray(path.read_bytes())
+    data[10] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def _truncate_at_boundary(store: Path) -> None:
+    path = transcript_path(store, "b")
+    data = path.read_bytes()
+    path.write_bytes(data[: data.index(b"\n") + 1])
+
+
+def _append_record(store: Path) -> None:
+    with transcript_path(store, "b").open("ab") as handle:
+        handle.write(b'{"seq":3,"ts":1,"role":"user","content":"added"}\n')
+
+
+def _swap_records(store: Path) -> None:
+    path = transcript_path(store, "b")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[0], lines[1] = lines[1], lines[0]
+    path.write_bytes(b"".join(lines))
+
+
+def _delete_sidecar(store: Path) -> None:
+    os.unlink(transcript_path(store, "b").with_name("b.jsonl.b3"))
+
+
+def _delete_manifest(store: Path) -> None:
+    os.unlink(store / "audit/manifests/b.json")
+
+
+def _delete_middle_run(store: Path) -> None:
+    _delete_manifest(store)
+    for folder in ("transcripts", "tool-events"):
+        for path in (store / "audit" / folder).glob("b.jsonl*"):
+            os.unlink(path)
+
+
+def _roll_back_head(store: Path) -> None:
+    # Remove the last run and its chain link, as if the store were restored from backup.
+    for folder in ("transcripts", "tool-events"):
+        for path in (store / "audit" / folder).glob("c.jsonl*"):
+            os.unlink(path)
+    os.unlink(store / "audit/manifests/c.json")
+    log = store / "audit/chain.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:-1]))
+    previous = json.loads(lines[-2])
+    head = {"position": previous["position"], "digest": previous["manifest_digest"]}
+    (store / "audit/chain-head.json").write_text(json.dumps(head))
+
+
+def _reorder_chain(store: Path) -> None:
+    log = store / "audit/chain.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[0], lines[1] = lines[1], lines[0]
+    log.write_text("".join(lines))
+
+
+def _stray_file(store: Path) -> None:
+    (store / "audit/transcripts/notes.txt").write_text("hello")
+
+
+def _replace_manifest(store: Path) -> None:
+    path = store / "audit/manifests/b.json"
+    manifest = json.loads(path.read_text())
+    manifest["artifacts"]["transcript"]["sealed_at_ms"] += 1
+    path.write_text(json.dumps(manifest))
+
+
+TAMPERING: list[tuple[str, Callable[[Path], None], str]] = [
+    ("byte-flip", _flip_transcript, "modified"),
+    ("truncated-at-record-boundary", _truncate_at_boundary, "truncated"),
+    ("record-appended-after-seal", _append_record, "extended"),
+    ("records-swapped", _swap_records, "modified"),
+    ("sidecar-deleted", _delete_sidecar, "sidecar-missing"),
+    ("manifest-deleted", _delete_manifest, "manifest-missing"),
+    ("middle-run-deleted", _delete_middle_run, "run-deleted"),
+    ("head-rolled-back", _roll_back_head, "head-not-in-chain"),
+    ("chain-reordered", _reorder_chain, "chain-broken"),
+    ("stray-file", _stray_file, "unexpected"),
+    ("manifest-replaced", _replace_manifest, "manifest-replaced"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tamper", "code"), [(t, c) for _, t, c in TAMPERING], ids=[n for n, _, _ in TAMPERING]
+)
+def test_each_tampering_gives_its_own_finding_code(
+    store: Path, tamper: Callable[[Path], None], code: str
+) -> None:
+    head = _three_runs(store)
+    tamper(store)
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert code in _codes(report)
+
+
+def test_every_single_byte_flip_of_a_small_sealed_run_is_detected(tmp_path: Path) -> None:
+    """Every byte of every file of a signed one-run store, flipped one at a time."""
+    private, public, _ = generate_keypair(tmp_path / "keys")
+    trusted = load_trusted_keys([public])
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    write_run(pristine, "r", count=2, signing_key=load_signing_key(private))
+    head = check_store(pristine).head
+    files = [
+        p.relative_to(pristine)
+        for p in sorted(pristine.rglob("*"))
+        if p.is_file() and not p.name.endswith(".lock")
+    ]
+    assert {p.name for p in files} >= {"r.jsonl", "r.jsonl.b3", "r.json", "chain.jsonl"}
+    work = tmp_path / "work"
+    flips = 0
+    for relative in files:
+        original = (pristine / relative).read_bytes()
+        for position in range(len(original)):
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.copytree(pristine, work)
+            changed = bytearray(original)
+            changed[position] ^= 0x01
+            (work / relative).write_bytes(bytes(changed))
+            report = check_store(work, trusted_keys=trusted, expect_head=head)
+            assert not report.complete, f"undetected flip at {relative}:{position}"
+            flips += 1
+    assert flips > 1000
+
+
+WRITE_ONE_RUN = """
+import sys
+from agc.integrity.writer import open_run
+store, run_id = sys.argv[1], sys.argv[2]
+with open_run(run_id, store=store) as run:
+    for i in range(50):
+        run.transcript.write({"i": i, "run": run_id})
+"""
+
+
+def test_concurrent_writers_of_different_runs_never_fork_the_chain(store: Path) -> None:
+    processes = [
+        subprocess.Popen([sys.executable, "-c", WRITE_ONE_RUN, str(store), f"run-{n}"])
+        for n in range(12)
+    ]
+    assert all(p.wait(timeout=120) == 0 for p in processes)
+    report = check_store(store)
+    assert report.complete, [f.message for f in report.findings]
+    assert report.head_position == 12
+    lines = (store / "audit/chain.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["run_id"] for line in lines) == sorted(
+        f"run-{n}" for n in range(12)
+    )
