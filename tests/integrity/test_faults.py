@@ -1,0 +1,117 @@
+"""Kill -9 fuzz: a child process writes a transcript and is killed at random moments.
+
+After each kill the run must never verify as complete, must report the verified prefix,
+and ``recover_run`` must seal it without losing a byte. No timing is asserted; the
+random moments come from a seeded generator.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.integrity.ingest import line_to_record
+from agc.integrity.recover import recover_run
+from agc.integrity.verify import check_run
+from agc.integrity.writer import open_run
+from tests.conftest import REAL_FIXTURES, require_shared
+from tests.integrity.evidence_helpers import records
+
+KILL_MOMENTS = 200
+
+
+def _generated_lines() -> list[bytes]:
+    return [str(record).encode() for record in records(seed=11, count=300)]
+
+
+def _real_lines() -> list[bytes]:
+    folder = require_shared(REAL_FIXTURES / "codex-rollout")
+    lines: list[bytes] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        lines.extend(path.read_bytes().splitlines())
+    return lines
+
+
+def _child_writes_forever(store: Path, lines: list[bytes]) -> None:
+    """Runs in the forked child; never returns."""
+    try:
+        run = open_run("fuzz", store=store)
+        for writer in (run.transcript, run.tool_events):
+            writer._checkpoint_records = 20
+            writer._checkpoint_interval_ns = 2_000_000
+            writer._buffer_limit = 4096
+        index = 0
+        while True:
+            run.transcript.write(line_to_record(lines[index % len(lines)], index + 1))
+            if index % 5 == 0:
+                run.tool_events.write({"event": "tool_call", "n": index})
+            index += 1
+    finally:
+        os._exit(0)
+
+
+def _kill_and_check(tmp: Path, lines: list[bytes], delay: float, stats: Counter[str]) -> None:
+    store = tmp / "store"
+    store.mkdir(parents=True)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        _child_writes_forever(store, lines)
+    time.sleep(delay)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+    report = check_run("fuzz", store)
+    assert not report.complete, "a killed run must never verify as complete"
+    transcript = store / "audit/transcripts/fuzz.jsonl"
+    before = transcript.read_bytes() if transcript.exists() else None
+    finding = next(f for f in report.findings if f.artifact == "transcript")
+    if before is None:
+        assert finding.code == "missing"
+        stats["killed-before-the-file-existed"] += 1
+    else:
+        assert finding.code in {"unsealed", "empty", "torn-tail"}
+        unsealed = next(f for f in report.findings if f.code == "unsealed")
+        facts: dict[str, Any] = dict(unsealed.actual or {})
+        if unsealed.artifact == "transcript":
+            assert 0 <= facts["verified_bytes"] <= len(before)
+            assert facts["torn_tail"] == (bool(before) and not before.endswith(b"\n"))
+            stats["prefix-verified-by-checkpoint"] += facts["verified_bytes"] > 0
+            stats["torn-tail"] += facts["torn_tail"]
+
+    recovery = recover_run("fuzz", store)
+    after = check_run("fuzz", store)
+    errors = {f.code for f in after.findings if f.severity == "error"}
+    assert errors <= {"empty"}, after.missing
+    if before:
+        boundary = before.rfind(b"\n") + 1
+        assert transcript.read_bytes() == before[:boundary], "recovery lost or changed a byte"
+        quarantine = transcript.with_name("fuzz.jsonl.quarantine")
+        if boundary < len(before):
+            assert quarantine.read_bytes() == before[boundary:]
+        else:
+            assert not quarantine.exists()
+        stats["records-recovered"] += before[:boundary].count(b"\n")
+    assert not recover_run("fuzz", store).changed
+    assert recovery.changed
+    stats["kills"] += 1
+
+
+@pytest.mark.parametrize("source", ["generated", "real-codex-rollouts"])
+def test_kill9_at_random_moments_never_complete_and_recover_loses_nothing(
+    tmp_path: Path, source: str
+) -> None:
+    lines = _generated_lines() if source == "generated" else _real_lines()
+    rng = random.Random(2026)
+    stats: Counter[str] = Counter()
+    for moment in range(KILL_MOMENTS):
+        _kill_and_check(tmp_path / f"m{moment}", lines, rng.uniform(0.0, 0.06), stats)
+    assert stats["kills"] == KILL_MOMENTS
+    assert stats["prefix-verified-by-checkpoint"] > 0
+    print(f"kill -9 fuzz ({source}): {dict(stats)}")  # figures for the closing note
