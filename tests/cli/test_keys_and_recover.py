@@ -1,0 +1,108 @@
+"""CLI: agc keys generate, agc recover, and signed record/import."""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from agc.cli.app import main
+from agc.cli.verify import main as verify_main
+from agc.integrity.writer import open_run
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_keys_generate_then_signed_record_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys, store = tmp_path / "keys", tmp_path / "store"
+    assert main(["keys", "generate", "--out", str(keys), "--json"]) == 0
+    generated = json.loads(capsys.readouterr().out)
+    assert stat.S_IMODE(Path(generated["private_key"]).stat().st_mode) == 0o600
+    _stdin(monkeypatch, b'{"role":"user","content":"hi"}\n')
+    monkeypatch.setenv("AGC_SIGNING_KEY", generated["private_key"])
+    assert main(["record", "--run-id", "r1", "--store", str(store)]) == 0
+    capsys.readouterr()
+    args = ["r1", "--store", str(store), "--json", "--require-signature"]
+    assert verify_main([*args, "--trusted-key", generated["public_key"]]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["signature"] == "signature-valid"
+    assert report["key_id"] == generated["key_id"]
+    # Without a trusted key, a required signature cannot be checked: incomplete.
+    assert verify_main(args) == 1
+
+
+def test_keys_generate_refuses_to_overwrite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keys", "generate", "--out", str(tmp_path)]) == 0
+    assert main(["keys", "generate", "--out", str(tmp_path)]) == 2
+    assert "never overwritten" in capsys.readouterr().err
+
+
+def test_bad_signing_key_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bogus = tmp_path / "k.pem"
+    bogus.write_text("nope")
+    _stdin(monkeypatch, b"{}\n")
+    code = main(
+        ["record", "--run-id", "r", "--store", str(tmp_path / "s"), "--signing-key", str(bogus)]
+    )
+    assert code == 2
+    assert "k.pem" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_recover_cli_seals_a_crashed_run_and_is_idempotent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    run = open_run("crashed", store=store)
+    run.transcript.write({"role": "user", "content": "hi"})
+    run.abort()
+    with (store / "audit/transcripts/crashed.jsonl").open("ab") as handle:
+        handle.write(b'{"seq":1,"to')
+    assert verify_main(["crashed", "--store", str(store)]) == 1
+    capsys.readouterr()
+    assert main(["recover", "crashed", "--store", str(store), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    transcript = next(a for a in result["artifacts"] if a["kind"] == "transcript")
+    assert transcript["quarantined_bytes"] == len(b'{"seq":1,"to')
+    assert result["changed"] is True
+    assert main(["recover", "crashed", "--store", str(store)]) == 0
+    assert "nothing changed" in capsys.readouterr().out
+    assert verify_main(["crashed", "--store", str(store)]) == 0
+
+
+def test_verify_all_json_and_expect_head(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    for run_id in ("a", "b"):
+        with open_run(run_id, store=store) as run:
+            run.transcript.write({"n": run_id})
+    assert verify_main(["--all", "--store", str(store), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["summary"]["runs"] == 2
+    head = summary["summary"]["head"]
+    assert verify_main(["--all", "--store", str(store), "--expect-head", head]) == 0
+    assert head in capsys.readouterr().out
+    assert verify_main(["--all", "--store", str(store), "--expect-head", "0" * 64]) == 1
+    assert "rolled back or forked" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["a", "--all"], ["--expect-head", "x", "a"], []],
+    ids=["run-and-all", "expect-head-without-all", "nothing"],
+)
+def test_verify_argument_combinations_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    assert verify_main([*args, "--store", str(tmp_path)]) == 2
