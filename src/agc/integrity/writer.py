@@ -17,6 +17,7 @@ Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
 
 from __future__ import annotations
 
+import abc
 import errno
 import fcntl
 import json
@@ -89,7 +90,33 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-class JsonlWriter:
+class _SealsOnExit(abc.ABC):
+    """Context-manager protocol shared by writers: seal on a clean exit, abort on error."""
+
+    @abc.abstractmethod
+    def close(self) -> object:
+        """Seal."""
+
+    @abc.abstractmethod
+    def abort(self) -> None:
+        """Release without sealing."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class JsonlWriter(_SealsOnExit):
     """Append-only, hash-while-writing JSONL writer for one artifact of one run.
 
     Use :class:`TranscriptWriter` or :class:`ToolEventWriter`. As a context manager it
@@ -283,20 +310,6 @@ class JsonlWriter:
                     self._fsync()
         finally:
             self._release()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     def __del__(self) -> None:
         # A writer dropped without close() must not leak its descriptor or lock.
@@ -529,7 +542,7 @@ class ToolEventWriter(JsonlWriter):
         return super()._encode(record, seq)
 
 
-class RunWriters:
+class RunWriters(_SealsOnExit):
     """Both writers of one run, opened together as seed 004's ``createAuditWriters`` does.
 
     As a context manager: seals both on a clean exit, releases both unsealed on error.
@@ -551,20 +564,6 @@ class RunWriters:
     def abort(self) -> None:
         self.transcript.abort()
         self.tool_events.abort()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def open_run(
