@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 from agc.integrity.ingest import line_to_record
 from agc.integrity.recover import recover_run
+from agc.integrity.store_verify import check_store
 from agc.integrity.verify import check_run
 from agc.integrity.writer import open_run
 from tests.conftest import REAL_FIXTURES, require_shared
@@ -115,3 +117,48 @@ def test_kill9_at_random_moments_never_complete_and_recover_loses_nothing(
     assert stats["kills"] == KILL_MOMENTS
     assert stats["prefix-verified-by-checkpoint"] > 0
     print(f"kill -9 fuzz ({source}): {dict(stats)}")  # figures for the closing note
+
+
+def _die(*_args: object, **_kwargs: object) -> None:
+    os._exit(9)
+
+
+CRASH_POINTS = {
+    # module attribute replaced in the child, so the child dies right there
+    "before-the-sidecar": ("agc.integrity.writer", "atomic_write_bytes"),
+    "after-the-sidecar-before-the-manifest": ("agc.integrity.writer", "record_seal"),
+    "after-the-manifest-before-the-chain-link": ("agc.integrity.store_io", "append_link"),
+    "after-the-chain-link-before-the-head": ("agc.integrity.chain", "write_head"),
+}
+
+
+@pytest.mark.parametrize("point", list(CRASH_POINTS))
+def test_crash_while_sealing_is_never_complete_and_recovers(tmp_path: Path, point: str) -> None:
+    store = tmp_path / "store"
+    with open_run("earlier", store=store) as run:
+        run.transcript.write({"role": "user", "content": "an earlier run keeps the chain going"})
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            module_name, attribute = CRASH_POINTS[point]
+            run = open_run("r", store=store)
+            for record in records(seed=5, count=30):
+                run.transcript.write(record)
+            run.transcript.close()
+            setattr(sys.modules[module_name], attribute, _die)
+            run.tool_events.close()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 9, "the child must die at the crash point"
+    transcript = store / "audit/transcripts/r.jsonl"
+    before = transcript.read_bytes()
+
+    assert not check_store(store).complete
+    recover_run("r", store)
+    after = check_store(store)
+    assert after.complete, [f.message for f in after.findings] + [
+        m for r in after.runs for m in r.missing
+    ]
+    assert transcript.read_bytes() == before
+    assert after.head_position == 2

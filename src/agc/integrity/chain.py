@@ -41,6 +41,7 @@ __all__ = [
     "manifest_digest",
     "read_chain",
     "read_head",
+    "write_head",
 ]
 
 _MAX_HEAD_BYTES: Final = 4096
@@ -154,6 +155,11 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         os.fsync(fd)
     finally:
         os.close(fd)
+    write_head(layout, entry)
+    return entry
+
+
+def write_head(layout: StoreLayout, entry: ChainEntry) -> None:
+    """Replace ``audit/chain-head.json`` so it names ``entry`` (under the chain lock)."""
     head = {"position": entry.position, "digest": entry.manifest_digest, "run_id": entry.run_id}
     atomic_write_bytes(chain_head_path(layout), json.dumps(head).encode() + b"\n", overwrite=True)
-    return entry

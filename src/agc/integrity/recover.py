@@ -18,13 +18,27 @@ from pathlib import Path
 from typing import Any
 
 from agc.errors import RecoveryRefusedError, RunLockedError, StoreError
+from agc.integrity.chain import (
+    append_link,
+    chain_lock_path,
+    manifest_digest,
+    read_chain,
+    read_head,
+    write_head,
+)
 from agc.integrity.checkpoint import (
     CHECKPOINT_SUFFIX,
     check_prefix,
     parse_checkpoints,
     remove_checkpoints,
 )
-from agc.integrity.fsio import atomic_write_bytes, fsync_dir, open_nofollow, read_small_file
+from agc.integrity.fsio import (
+    atomic_write_bytes,
+    exclusive_lock,
+    fsync_dir,
+    open_nofollow,
+    read_small_file,
+)
 from agc.integrity.hashing import (
     DEFAULT_ALGORITHM,
     Algorithm,
@@ -84,16 +98,23 @@ class RecoveryReport:
 
     run_id: str
     artifacts: tuple[ArtifactRecovery, ...]
+    chain: str = "already-linked"
+    """``already-linked``, ``linked`` (a crash between writing the manifest and its chain
+    link was repaired), ``head-repaired``, ``not-closed`` or ``cannot-link`` (another
+    run took the position; left alone and reported by ``agc-verify --all``)."""
 
     @property
     def changed(self) -> bool:
-        return any(a.action != "already-sealed" for a in self.artifacts)
+        return self.chain in {"linked", "head-repaired"} or any(
+            a.action != "already-sealed" for a in self.artifacts
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": 1,
             "run_id": self.run_id,
             "changed": self.changed,
+            "chain": self.chain,
             "artifacts": [a.to_dict() for a in self.artifacts],
         }
 
@@ -128,7 +149,35 @@ def recover_run(
             )
             continue
         results.append(_recover_artifact(layout, run_id, kind, seal, signing_key, now))
-    return RecoveryReport(run_id=run_id, artifacts=tuple(results))
+    return RecoveryReport(
+        run_id=run_id, artifacts=tuple(results), chain=_repair_chain(layout, run_id)
+    )
+
+
+def _repair_chain(layout: StoreLayout, run_id: str) -> str:
+    """Finish a chain link that a crash interrupted (the manifest is never rewritten)."""
+    with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
+        manifest = read_manifest(layout, run_id)
+        if manifest is None or not manifest.closed or manifest.chain is None:
+            return "not-closed"
+        entries, _ = read_chain(layout)
+        digest = manifest_digest(manifest)
+        if any(entry.manifest_digest == digest for entry in entries):
+            head = read_head(layout)
+            last = entries[-1]
+            if head is not None and head.digest == last.manifest_digest:
+                return "already-linked"
+            write_head(layout, last)
+            return "head-repaired"
+        last_position = entries[-1].position if entries else 0
+        last_digest = entries[-1].manifest_digest if entries else None
+        if (
+            manifest.chain.get("position") == last_position + 1
+            and manifest.chain.get("prev") == last_digest
+        ):
+            append_link(layout, manifest)
+            return "linked"
+        return "cannot-link"
 
 
 def _recover_artifact(

@@ -368,12 +368,14 @@ def judge_artifact(
     *,
     seal: ArtifactSeal | None,
     legacy_events: int | None = None,
+    manifest_present: bool = False,
 ) -> list[Finding]:
     """Turn an observation and the manifest's seal into findings. Pure.
 
     Args:
         obs: what is on disk.
         seal: the manifest's entry for this artifact, if any.
+        manifest_present: the run has a manifest (so a sealed artifact must be in it).
         legacy_events: for tool events of a manifest-less run, the number of records
             for this run in the seed's shared ``audit/tool-events.jsonl`` (``None``
             when not consulted).
@@ -417,6 +419,16 @@ def judge_artifact(
     elif seal is not None:
         findings.extend(_judge_against_seal(obs, seal, expected, actual))
     elif sidecar is not None and obs.digest is not None:
+        if manifest_present:
+            findings.append(
+                Finding(
+                    "unsealed",
+                    kind,
+                    f"{kind} has a sidecar but no entry in the run manifest "
+                    "(interrupted while sealing?)",
+                    actual=actual,
+                )
+            )
         if not digests_equal(sidecar.digest, obs.digest):
             findings.append(
                 Finding(
@@ -687,7 +699,9 @@ def check_run(
         legacy_events = None
         if legacy and obs.kind == "tool-events" and obs.file_type == "absent":
             legacy_events = sum(1 for _ in read_tool_events(run_id, layout.root, legacy_only=True))
-        own = judge_artifact(obs, seal=seal, legacy_events=legacy_events)
+        own = judge_artifact(
+            obs, seal=seal, legacy_events=legacy_events, manifest_present=manifest is not None
+        )
         findings.extend(own)
         artifact_reports.append(
             ArtifactReport(
