@@ -13,6 +13,11 @@ Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
 * one writer per file across processes (``flock``), no symlinks followed, never an
   append to a sealed file or to a file whose last line is unterminated, and records are
   validated before a byte is written.
+
+The machinery lives in :class:`JsonlFileWriter`, which writes one JSONL file at any
+path (records as given, no ``seq``/``ts``) and seals it with a sidecar only; the run
+writers add the store layout, ``seq``/``ts`` and the run manifest. Files outside a
+store, such as the turn ledger (:mod:`agc.ledger`), use :class:`JsonlFileWriter`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Final, Literal, Self
@@ -53,7 +59,9 @@ from agc.store import ArtifactKind, StoreLayout, validate_run_id
 
 __all__ = [
     "FSYNC_POLICIES",
+    "FileSeal",
     "FsyncPolicy",
+    "JsonlFileWriter",
     "JsonlWriter",
     "RunWriters",
     "ToolEventWriter",
@@ -77,61 +85,76 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-class JsonlWriter:
-    """Append-only, hash-while-writing JSONL writer for one artifact of one run.
+@dataclass(frozen=True)
+class FileSeal:
+    """The sealed state of one file written by a :class:`JsonlFileWriter`.
 
-    Use :class:`TranscriptWriter` or :class:`ToolEventWriter`. As a context manager it
-    seals on a clean exit; if the ``with`` body raises, it flushes and releases the file
-    *without* sealing, so the run reads as unsealed rather than falsely complete.
+    Attributes:
+        path: the sealed file.
+        sidecar: its checksum sidecar (``<name>.b3`` / ``<name>.sha256``).
+        algorithm: ``"blake3"`` or ``"sha256"``.
+        digest: lower-case hex digest of the whole file's bytes.
+        bytes: file length in bytes.
+        records: number of records (lines) in the whole file.
+    """
+
+    path: Path
+    sidecar: Path
+    algorithm: Algorithm
+    digest: str
+    bytes: int
+    records: int
+
+
+class JsonlFileWriter:
+    """Append-only, hash-while-writing JSONL writer for one file at any path.
+
+    Records are written as given (one compact JSON object per line); an existing
+    unsealed file is continued after its content is hashed once at open. :meth:`finish`
+    seals the file with its checksum sidecar. As a context manager it seals on a clean
+    exit and releases the file unsealed if the ``with`` body raises.
 
     Args:
-        run_id: the run id (validated before the disk is touched).
-        store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
+        path: the file; its folder is created, the file itself is never a symlink.
         algorithm: ``"blake3"`` (default) or ``"sha256"``.
         fsync: ``"none"``, ``"close"`` (default: fsync once when sealing) or
             ``"always"`` (fsync after every record).
-        clock: returns Unix time in ms for ``ts``; defaults to the system clock.
         buffer_bytes: records are written once this many bytes are buffered (and on
-            :meth:`flush` / :meth:`close`).
+            :meth:`flush` / :meth:`finish`); ``0`` writes every record at once.
 
     Raises:
-        RunIdInvalidError: bad run id (nothing is created).
-        ArtifactSealedError: the file is already sealed.
+        ArtifactSealedError: the file already has a sidecar (subclasses may allow it).
         TornTailError: the existing file ends in an unterminated line.
         RunLockedError: another writer holds the file.
         UnsafePathError: the file is a symlink.
-        StoreError: the store cannot be created or written.
+        StoreError: the folder cannot be created or the file cannot be written.
     """
 
-    kind: ClassVar[ArtifactKind]
-    _reserved: ClassVar[tuple[str, ...]] = ("seq", "ts")
+    _reserved: ClassVar[tuple[str, ...]] = ()
+    _replace_sidecar: ClassVar[bool] = False
+    """Whether sealing may replace an existing sidecar (only after verifying it)."""
 
     def __init__(
         self,
-        run_id: str,
+        path: str | os.PathLike[str],
         *,
-        store: str | os.PathLike[str] | None = None,
         algorithm: Algorithm = DEFAULT_ALGORITHM,
         fsync: FsyncPolicy = "close",
-        clock: Callable[[], int] | None = None,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
     ) -> None:
-        self.run_id = validate_run_id(run_id)
         self.algorithm = check_algorithm(algorithm)
         if fsync not in FSYNC_POLICIES:
             raise ValueError(f"fsync policy {fsync!r} is not one of {FSYNC_POLICIES}")
         self.fsync_policy: FsyncPolicy = fsync
-        self.layout = StoreLayout.at(store)
-        self.path: Path = self.layout.artifact_path(run_id, self.kind)
-        self._clock = clock or unix_ms
+        self.path: Path = Path(path)
         self._buffer_limit = max(0, buffer_bytes)
         self._buffer = bytearray()
         self._buffered_records = 0
         self._closed = False
         self._failed = False
-        self.seal: ArtifactSeal | None = None
+        self.file_seal: FileSeal | None = None
         self._refuse_if_sealed()
-        _make_dirs(self.path.parent, self.layout.manifests_dir)
+        _make_dirs(self.path.parent, *self._extra_dirs())
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         except PermissionError as exc:
@@ -185,41 +208,47 @@ class JsonlWriter:
         if self.fsync_policy == "always":
             self._fsync()
 
-    def close(self) -> ArtifactSeal:
-        """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
+    def current_digest(self) -> str:
+        """Write buffered records and return the hex digest of the file's bytes so far.
 
-        Returns the seal. Closing twice returns the same seal.
+        Raises:
+            WriterClosedError, WriteFailedError: as :meth:`flush`.
+        """
+        self.flush()
+        return self._hasher.hexdigest()
+
+    def finish(self) -> FileSeal:
+        """Flush, fsync (unless policy ``none``), write the sidecar and release the file.
+
+        Returns the seal. Finishing twice returns the same seal.
 
         Raises:
             WriteFailedError: the final write or fsync failed; nothing is sealed.
             WriterClosedError: the writer failed earlier and cannot be sealed.
+            StoreError: the sidecar (or a subclass's seal record) could not be written.
         """
-        if self.seal is not None:
-            return self.seal
+        if self.file_seal is not None:
+            return self.file_seal
         self._check_usable()
         try:
             self._write_buffer()
             if self.fsync_policy != "none":
                 self._fsync()
-            seal = ArtifactSeal(
-                kind=self.kind,
-                file=self.path.name,
+            seal = FileSeal(
+                path=self.path,
+                sidecar=self.path.with_name(sidecar_name(self.path.name, self.algorithm)),
                 algorithm=self.algorithm,
                 digest=self._hasher.hexdigest(),
                 bytes=self.bytes_written,
                 records=self.records_written,
-                last_seq=self.records_written - 1 if self.records_written else None,
-                sealed_at_ms=self._clock(),
             )
-            sidecar = self.path.with_name(sidecar_name(self.path.name, self.algorithm))
-            atomic_write_bytes(sidecar, format_sidecar(seal.digest, seal.file), overwrite=False)
-            record_seal(self.layout, self.run_id, seal)
+            self._publish_seal(seal)
         except OSError as exc:
             self._failed = True
             raise StoreError(f"sealing {self.path} failed: {exc}") from exc
         finally:
             self._release()
-        self.seal = seal
+        self.file_seal = seal
         return seal
 
     def abort(self) -> None:
@@ -244,13 +273,14 @@ class JsonlWriter:
         tb: TracebackType | None,
     ) -> None:
         if exc_type is None:
-            self.close()
+            self.finish()
         else:
             self.abort()
 
     def __del__(self) -> None:
         # A writer dropped without close() must not leak its descriptor or lock.
-        if not getattr(self, "_closed", True):
+        # (No descriptor yet when __init__ refused the file before opening it.)
+        if not getattr(self, "_closed", True) and hasattr(self, "_fd"):
             os.close(self._fd)
             self._closed = True
 
@@ -264,7 +294,7 @@ class JsonlWriter:
         if any(not isinstance(key, str) for key in record):
             raise RecordInvalidError("record keys must be strings")
         self._check_reserved(record)
-        body = {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
+        body = self._body(record, seq)
         try:
             text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
             return text.encode("utf-8") + b"\n"
@@ -280,8 +310,27 @@ class JsonlWriter:
                 f"record uses the reserved key(s) {', '.join(clash)}; the writer sets them"
             )
 
+    def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
+        """The object written for ``record`` (the run writers add ``seq`` and ``ts``)."""
+        return {**self._stamp(), **record}
+
     def _stamp(self) -> dict[str, Any]:
         return {}
+
+    def _extra_dirs(self) -> tuple[Path, ...]:
+        """Folders created with the file's own folder before it is opened."""
+        return ()
+
+    def _describe(self) -> str:
+        return str(self.path)
+
+    def _publish_seal(self, seal: FileSeal) -> None:
+        """Write the checksum sidecar; subclasses also record the seal elsewhere."""
+        atomic_write_bytes(
+            seal.sidecar,
+            format_sidecar(seal.digest, self.path.name),
+            overwrite=self._replace_sidecar,
+        )
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -349,9 +398,7 @@ class JsonlWriter:
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise RunLockedError(
-                f"{self.kind} of run {self.run_id} is already open in another writer"
-            ) from exc
+            raise RunLockedError(f"{self._describe()} is already open in another writer") from exc
 
     def _refuse_if_sealed(self) -> None:
         for suffix in SIDECAR_SUFFIXES.values():
@@ -360,12 +407,6 @@ class JsonlWriter:
                 raise ArtifactSealedError(
                     f"{self.path} is sealed ({sidecar.name} exists); it is never appended to"
                 )
-        manifest = read_manifest(self.layout, self.run_id)
-        if manifest is not None and self.kind in manifest.artifacts:
-            raise ArtifactSealedError(
-                f"{self.kind} of run {self.run_id} is sealed in its manifest; "
-                "it is never appended to"
-            )
 
     def _adopt_existing_prefix(self) -> tuple[int, int]:
         """Hash an unsealed file's existing content once, at open, to continue it."""
@@ -390,6 +431,106 @@ class JsonlWriter:
                 "agc does not append after it"
             )
         return size, records
+
+
+class JsonlWriter(JsonlFileWriter):
+    """Append-only, hash-while-writing JSONL writer for one artifact of one run.
+
+    Use :class:`TranscriptWriter` or :class:`ToolEventWriter`. Each record gets ``seq``
+    and ``ts``. As a context manager it seals on a clean exit; if the ``with`` body
+    raises, it flushes and releases the file *without* sealing, so the run reads as
+    unsealed rather than falsely complete.
+
+    Args:
+        run_id: the run id (validated before the disk is touched).
+        store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
+        algorithm: ``"blake3"`` (default) or ``"sha256"``.
+        fsync: ``"none"``, ``"close"`` (default: fsync once when sealing) or
+            ``"always"`` (fsync after every record).
+        clock: returns Unix time in ms for ``ts``; defaults to the system clock.
+        buffer_bytes: records are written once this many bytes are buffered (and on
+            :meth:`flush` / :meth:`close`).
+
+    Raises:
+        RunIdInvalidError: bad run id (nothing is created).
+        ArtifactSealedError: the file is already sealed.
+        TornTailError: the existing file ends in an unterminated line.
+        RunLockedError: another writer holds the file.
+        UnsafePathError: the file is a symlink.
+        StoreError: the store cannot be created or written.
+    """
+
+    kind: ClassVar[ArtifactKind]
+    _reserved: ClassVar[tuple[str, ...]] = ("seq", "ts")
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        store: str | os.PathLike[str] | None = None,
+        algorithm: Algorithm = DEFAULT_ALGORITHM,
+        fsync: FsyncPolicy = "close",
+        clock: Callable[[], int] | None = None,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+    ) -> None:
+        self.run_id = validate_run_id(run_id)
+        check_algorithm(algorithm)
+        self.layout = StoreLayout.at(store)
+        self._clock = clock or unix_ms
+        self.seal: ArtifactSeal | None = None
+        super().__init__(
+            self.layout.artifact_path(run_id, self.kind),
+            algorithm=algorithm,
+            fsync=fsync,
+            buffer_bytes=buffer_bytes,
+        )
+
+    def close(self) -> ArtifactSeal:
+        """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
+
+        Returns the seal. Closing twice returns the same seal.
+
+        Raises:
+            WriteFailedError: the final write or fsync failed; nothing is sealed.
+            WriterClosedError: the writer failed earlier and cannot be sealed.
+        """
+        if self.seal is None:
+            self.finish()
+        assert self.seal is not None
+        return self.seal
+
+    def _publish_seal(self, seal: FileSeal) -> None:
+        artifact_seal = ArtifactSeal(
+            kind=self.kind,
+            file=self.path.name,
+            algorithm=seal.algorithm,
+            digest=seal.digest,
+            bytes=seal.bytes,
+            records=seal.records,
+            last_seq=seal.records - 1 if seal.records else None,
+            sealed_at_ms=self._clock(),
+        )
+        super()._publish_seal(seal)
+        record_seal(self.layout, self.run_id, artifact_seal)
+        self.seal = artifact_seal
+
+    def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
+        return {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
+
+    def _extra_dirs(self) -> tuple[Path, ...]:
+        return (self.layout.manifests_dir,)
+
+    def _describe(self) -> str:
+        return f"{self.kind} of run {self.run_id}"
+
+    def _refuse_if_sealed(self) -> None:
+        super()._refuse_if_sealed()
+        manifest = read_manifest(self.layout, self.run_id)
+        if manifest is not None and self.kind in manifest.artifacts:
+            raise ArtifactSealedError(
+                f"{self.kind} of run {self.run_id} is sealed in its manifest; "
+                "it is never appended to"
+            )
 
 
 class TranscriptWriter(JsonlWriter):
