@@ -13,7 +13,9 @@ from agc.integrity.verify import (
     verify_run,
 )
 from agc.integrity.writer import (
+    FileSeal,
     FsyncPolicy,
+    JsonlFileWriter,
     JsonlWriter,
     RunWriters,
     ToolEventWriter,
@@ -27,8 +29,10 @@ __all__ = [
     "Algorithm",
     "ArtifactReport",
     "ArtifactSeal",
+    "FileSeal",
     "Finding",
     "FsyncPolicy",
+    "JsonlFileWriter",
     "JsonlWriter",
     "RunManifest",
     "RunReport",

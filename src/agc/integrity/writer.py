@@ -6,13 +6,20 @@ Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
 * each record gets ``seq`` (0, 1, 2 … per file) and ``ts`` (Unix ms); tool events also
   ``run_id``. One JSON object per line, UTF-8, ``\\n``-terminated; U+2028/U+2029 are
   written raw and round-trip because lines split only on ``\\n``;
-* the digest is updated with exactly the bytes that reached the file, so :meth:`close`
-  never re-reads it: closing costs the same for 1 KB and 1 GB;
-* :meth:`close` writes the checksum sidecar (``<name>.b3`` / ``<name>.sha256``) and
-  records the seal in the run manifest;
+* the digest is updated with exactly the bytes that reached the file, so sealing never
+  re-reads it: closing costs the same for 1 KB and 1 GB;
+* while open, crash checkpoints (prefix digests) go to ``<name>.ckpt``
+  (:mod:`agc.integrity.checkpoint`); sealing writes the checksum sidecar
+  (``<name>.b3`` / ``<name>.sha256``) and, for run artifacts, the run manifest entry;
 * one writer per file across processes (``flock``), no symlinks followed, never an
   append to a sealed file or to a file whose last line is unterminated, and records are
   validated before a byte is written.
+
+The machinery lives in :class:`JsonlFileWriter`, which writes one JSONL file at any
+path (records as given, no ``seq``/``ts``) and seals it with a sidecar only; the run
+writers (:class:`TranscriptWriter`, :class:`ToolEventWriter`) add the store layout,
+``seq``/``ts``, the run manifest, signatures and re-opening as segments. Files outside a
+store, such as the turn ledger (:mod:`agc.ledger`), use :class:`JsonlFileWriter`.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Final, Literal, Self
@@ -64,7 +72,9 @@ from agc.store import ArtifactKind, StoreLayout, validate_run_id
 
 __all__ = [
     "FSYNC_POLICIES",
+    "FileSeal",
     "FsyncPolicy",
+    "JsonlFileWriter",
     "JsonlWriter",
     "RunWriters",
     "ToolEventWriter",
@@ -86,16 +96,12 @@ def unix_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 class _SealsOnExit(abc.ABC):
     """Context-manager protocol shared by writers: seal on a clean exit, abort on error."""
 
     @abc.abstractmethod
-    def close(self) -> object:
-        """Seal."""
+    def _seal_on_exit(self) -> object:
+        """Seal (called on a clean exit of the ``with`` body)."""
 
     @abc.abstractmethod
     def abort(self) -> None:
@@ -111,87 +117,94 @@ class _SealsOnExit(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         if exc_type is None:
-            self.close()
+            self._seal_on_exit()
         else:
             self.abort()
 
 
-class JsonlWriter(_SealsOnExit):
-    """Append-only, hash-while-writing JSONL writer for one artifact of one run.
+@dataclass(frozen=True)
+class FileSeal:
+    """The sealed state of one file written by a :class:`JsonlFileWriter`.
 
-    Use :class:`TranscriptWriter` or :class:`ToolEventWriter`. As a context manager it
-    seals on a clean exit; if the ``with`` body raises, it flushes and releases the file
-    *without* sealing, so the run reads as unsealed rather than falsely complete.
+    Attributes:
+        path: the sealed file.
+        sidecar: its checksum sidecar (``<name>.b3`` / ``<name>.sha256``).
+        algorithm: ``"blake3"`` or ``"sha256"``.
+        digest: lower-case hex digest of the whole file's bytes.
+        bytes: file length in bytes.
+        records: number of records (lines) in the whole file.
+    """
+
+    path: Path
+    sidecar: Path
+    algorithm: Algorithm
+    digest: str
+    bytes: int
+    records: int
+
+
+class JsonlFileWriter(_SealsOnExit):
+    """Append-only, hash-while-writing JSONL writer for one file at any path.
+
+    Records are written as given (one compact JSON object per line); an existing
+    unsealed file is continued after its content is hashed once at open. :meth:`finish`
+    seals the file with its checksum sidecar. As a context manager it seals on a clean
+    exit and releases the file unsealed if the ``with`` body raises.
 
     Args:
-        run_id: the run id (validated before the disk is touched).
-        store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
+        path: the file; its folder is created, the file itself is never a symlink.
         algorithm: ``"blake3"`` (default) or ``"sha256"``.
         fsync: ``"none"``, ``"close"`` (default: fsync once when sealing) or
             ``"always"`` (fsync after every record).
-        clock: returns Unix time in ms for ``ts``; defaults to the system clock.
         buffer_bytes: records are written once this many bytes are buffered (and on
-            :meth:`flush` / :meth:`close`).
+            :meth:`flush` / :meth:`finish`); ``0`` writes every record at once.
         checkpoint_records: write a crash checkpoint (``<name>.ckpt``) at least every
             this many records (``0`` disables the count trigger).
         checkpoint_interval_ms: and at the first write after this many ms since the
             last checkpoint (``0`` disables the time trigger).
-        signing_key: when given, the run manifest is signed (Ed25519) at each seal.
-        reopen: continue a *sealed* file as a new segment: its sealed content is
-            verified first (``VerificationError`` if it does not match its seal).
+        clock: returns Unix time in ms (checkpoint ``ts``); defaults to the system clock.
 
     Raises:
-        RunIdInvalidError: bad run id (nothing is created).
-        ArtifactSealedError: the file is already sealed.
+        ArtifactSealedError: the file already has a sidecar (subclasses may allow it).
         TornTailError: the existing file ends in an unterminated line.
-        UnsealedRunError: the file exists, is not empty and was never sealed (a crash);
-            ``agc recover`` seals it first.
         RunLockedError: another writer holds the file.
         UnsafePathError: the file is a symlink.
-        StoreError: the store cannot be created or written.
+        StoreError: the folder cannot be created or the file cannot be written.
     """
 
-    kind: ClassVar[ArtifactKind]
-    _reserved: ClassVar[tuple[str, ...]] = ("seq", "ts")
+    _reserved: ClassVar[tuple[str, ...]] = ()
+    _replace_sidecar: ClassVar[bool] = False
+    """Whether sealing may replace an existing sidecar (only after verifying it)."""
 
     def __init__(
         self,
-        run_id: str,
+        path: str | os.PathLike[str],
         *,
-        store: str | os.PathLike[str] | None = None,
         algorithm: Algorithm = DEFAULT_ALGORITHM,
         fsync: FsyncPolicy = "close",
-        clock: Callable[[], int] | None = None,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         checkpoint_records: int = DEFAULT_CHECKPOINT_RECORDS,
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
-        signing_key: SigningKey | None = None,
-        reopen: bool = False,
+        clock: Callable[[], int] | None = None,
     ) -> None:
-        self.run_id = validate_run_id(run_id)
         self.algorithm = check_algorithm(algorithm)
         if fsync not in FSYNC_POLICIES:
             raise ValueError(f"fsync policy {fsync!r} is not one of {FSYNC_POLICIES}")
         self.fsync_policy: FsyncPolicy = fsync
-        self.layout = StoreLayout.at(store)
-        self.path: Path = self.layout.artifact_path(run_id, self.kind)
+        self.path: Path = Path(path)
         self._clock = clock or unix_ms
         self._buffer_limit = max(0, buffer_bytes)
         self._buffer = bytearray()
         self._buffered_records = 0
         self._closed = True  # until the file is open and locked
         self._failed = False
-        self.seal: ArtifactSeal | None = None
-        self._signing_key = signing_key
+        self.file_seal: FileSeal | None = None
         self._checkpoint_records = max(0, checkpoint_records)
         self._checkpoint_interval_ns = max(0, checkpoint_interval_ms) * 1_000_000
-        self._last_checkpoint_records = 0
         self._last_checkpoint_ns = time.monotonic_ns()
         self._checkpoint_fd: int | None = None
-        self._previous_seal: ArtifactSeal | None = None
-        if not reopen:
-            self._refuse_if_sealed()
-        _make_dirs(self.path.parent, self.layout.manifests_dir)
+        self._refuse_before_open()
+        _make_dirs(self.path.parent, *self._extra_dirs())
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         except PermissionError as exc:
@@ -200,11 +213,7 @@ class JsonlWriter(_SealsOnExit):
             self._lock()
             self._hasher: Hasher = new_hasher(self.algorithm)
             self.bytes_written = self.records_written = 0
-            if reopen:
-                self._continue_sealed()
-            else:
-                self._refuse_if_sealed()
-                self._refuse_unsealed_content()
+            self._open_existing()
         except BaseException:
             os.close(self._fd)
             raise
@@ -219,11 +228,11 @@ class JsonlWriter(_SealsOnExit):
 
     @property
     def next_seq(self) -> int:
-        """The ``seq`` the next record will get."""
+        """The ``seq`` the next record will get (records in the file + buffered)."""
         return self.records_written + self._buffered_records
 
     def write(self, record: Mapping[str, Any]) -> int:
-        """Append one record and return its ``seq``.
+        """Append one record and return its ``seq`` (its 0-based line number).
 
         The record is validated and serialized before any byte is written.
 
@@ -254,49 +263,50 @@ class JsonlWriter(_SealsOnExit):
         if self.fsync_policy == "always":
             self._fsync()
 
-    def close(self) -> ArtifactSeal:
-        """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
+    def current_digest(self) -> str:
+        """Write buffered records and return the hex digest of the file's bytes so far.
 
-        Returns the seal. Closing twice returns the same seal.
+        Raises:
+            WriterClosedError, WriteFailedError: as :meth:`flush`.
+        """
+        self.flush()
+        return self._hasher.hexdigest()
+
+    def finish(self) -> FileSeal:
+        """Flush, fsync (unless policy ``none``), seal, and release the file.
+
+        Sealing writes the sidecar (and, in subclasses, the seal record); the crash
+        checkpoints are then removed, since the seal covers every byte. Returns the
+        seal; finishing twice returns the same seal.
 
         Raises:
             WriteFailedError: the final write or fsync failed; nothing is sealed.
             WriterClosedError: the writer failed earlier and cannot be sealed.
+            StoreError: the sidecar (or a subclass's seal record) could not be written.
         """
-        if self.seal is not None:
-            return self.seal
+        if self.file_seal is not None:
+            return self.file_seal
         self._check_usable()
         try:
             self._write_buffer()
             if self.fsync_policy != "none":
                 self._fsync()
-            previous = self._previous_seal
-            seal = ArtifactSeal(
-                kind=self.kind,
-                file=self.path.name,
+            seal = FileSeal(
+                path=self.path,
+                sidecar=self.path.with_name(sidecar_name(self.path.name, self.algorithm)),
                 algorithm=self.algorithm,
                 digest=self._hasher.hexdigest(),
                 bytes=self.bytes_written,
                 records=self.records_written,
-                last_seq=self.records_written - 1 if self.records_written else None,
-                sealed_at_ms=self._clock(),
-                segments=() if previous is None else (*previous.segments, _segment(previous)),
             )
-            sidecar = self.path.with_name(sidecar_name(self.path.name, self.algorithm))
-            atomic_write_bytes(
-                sidecar,
-                format_sidecar(seal.digest, seal.file),
-                overwrite=previous is not None,
-            )
-            record_seal(self.layout, self.run_id, seal, signer=self._signing_key)
-            # Checkpoints only serve crash recovery; the seal now covers every byte.
+            self._publish_seal(seal)
             remove_checkpoints(self.path)
         except OSError as exc:
             self._failed = True
             raise StoreError(f"sealing {self.path} failed: {exc}") from exc
         finally:
             self._release()
-        self.seal = seal
+        self.file_seal = seal
         return seal
 
     def abort(self) -> None:
@@ -311,11 +321,53 @@ class JsonlWriter(_SealsOnExit):
         finally:
             self._release()
 
+    def _seal_on_exit(self) -> object:
+        return self.finish()
+
     def __del__(self) -> None:
-        # A writer dropped without close() must not leak its descriptor or lock.
+        # A writer dropped without finish() must not leak its descriptor or lock.
         if not getattr(self, "_closed", True):
-            os.close(self._fd)
-            self._closed = True
+            self._release()
+
+    # -- hooks for subclasses -----------------------------------------------------------
+
+    def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:  # noqa: ARG002
+        """The object written for ``record`` (the run writers add ``seq`` and ``ts``)."""
+        return {**self._stamp(), **record}
+
+    def _stamp(self) -> dict[str, Any]:
+        return {}
+
+    def _extra_dirs(self) -> tuple[Path, ...]:
+        """Folders created with the file's own folder before it is opened."""
+        return ()
+
+    def _describe(self) -> str:
+        return str(self.path)
+
+    def _refuse_before_open(self) -> None:
+        self._refuse_if_sealed()
+
+    def _open_existing(self) -> None:
+        """Decide what to do with existing content, under the lock (default: continue)."""
+        self._refuse_if_sealed()
+        self.bytes_written, self.records_written = self._adopt_existing_prefix()
+
+    def _publish_seal(self, seal: FileSeal) -> None:
+        """Write the checksum sidecar; subclasses also record the seal elsewhere."""
+        atomic_write_bytes(
+            seal.sidecar,
+            format_sidecar(seal.digest, self.path.name),
+            overwrite=self._replace_sidecar,
+        )
+
+    def _refuse_if_sealed(self) -> None:
+        for suffix in SIDECAR_SUFFIXES.values():
+            sidecar = self.path.with_name(self.path.name + suffix)
+            if os.path.lexists(sidecar):
+                raise ArtifactSealedError(
+                    f"{self.path} is sealed ({sidecar.name} exists); it is never appended to"
+                )
 
     # -- internals --------------------------------------------------------------------
 
@@ -327,7 +379,7 @@ class JsonlWriter(_SealsOnExit):
         if any(not isinstance(key, str) for key in record):
             raise RecordInvalidError("record keys must be strings")
         self._check_reserved(record)
-        body = {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
+        body = self._body(record, seq)
         try:
             text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
             return text.encode("utf-8") + b"\n"
@@ -342,9 +394,6 @@ class JsonlWriter(_SealsOnExit):
             raise RecordInvalidError(
                 f"record uses the reserved key(s) {', '.join(clash)}; the writer sets them"
             )
-
-    def _stamp(self) -> dict[str, Any]:
-        return {}
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -415,61 +464,28 @@ class JsonlWriter(_SealsOnExit):
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise RunLockedError(
-                f"{self.kind} of run {self.run_id} is already open in another writer"
-            ) from exc
+            raise RunLockedError(f"{self._describe()} is already open in another writer") from exc
 
-    def _refuse_if_sealed(self) -> None:
-        for suffix in SIDECAR_SUFFIXES.values():
-            sidecar = self.path.with_name(self.path.name + suffix)
-            if os.path.lexists(sidecar):
-                raise ArtifactSealedError(
-                    f"{self.path} is sealed ({sidecar.name} exists); it is never appended to"
-                )
-        manifest = read_manifest(self.layout, self.run_id)
-        if manifest is not None and self.kind in manifest.artifacts:
-            raise ArtifactSealedError(
-                f"{self.kind} of run {self.run_id} is sealed in its manifest; "
-                "it is never appended to"
-            )
+    def _read_existing(self) -> tuple[int, int, bytes]:
+        """Hash the file's existing content once: ``(bytes, records, last byte)``."""
+        size = records = 0
+        last = b""
+        while chunk := os.pread(self._fd, _PREFIX_CHUNK, size):
+            self._hasher.update(chunk)
+            records += chunk.count(b"\n")
+            size += len(chunk)
+            last = chunk[-1:]
+        return size, records, last
 
-    def _refuse_unsealed_content(self) -> None:
-        size = os.fstat(self._fd).st_size
-        if size == 0:
-            return
-        if os.pread(self._fd, 1, size - 1) != b"\n":
+    def _adopt_existing_prefix(self) -> tuple[int, int]:
+        """Hash an unsealed file's existing content once, at open, to continue it."""
+        size, records, last = self._read_existing()
+        if size and last != b"\n":
             raise TornTailError(
                 f"{self.path} ends in an unterminated line (a crash mid-write?); "
                 "agc does not append after it"
             )
-        raise UnsealedRunError(
-            f"{self.path} holds {size} bytes but was never sealed (a crash?); "
-            "a writer does not continue an unsealed file"
-        )
-
-    def _continue_sealed(self) -> None:
-        """Verify the sealed content in one pass, then continue its hash (new segment)."""
-        manifest = read_manifest(self.layout, self.run_id)
-        seal = manifest.artifacts.get(self.kind) if manifest else None
-        if seal is None or not seal.closed:
-            raise UnsealedRunError(
-                f"{self.kind} of run {self.run_id} is not sealed; there is nothing to re-open",
-                hint="Open it without reopen=True, or run `agc recover` after a crash.",
-            )
-        if seal.algorithm != self.algorithm:
-            self.algorithm = seal.algorithm
-            self._hasher = new_hasher(self.algorithm)
-        size = 0
-        while chunk := os.pread(self._fd, _PREFIX_CHUNK, size):
-            self._hasher.update(chunk)
-            size += len(chunk)
-        if size != seal.bytes or not digests_equal(seal.digest, self._hasher.hexdigest()):
-            raise VerificationError(
-                f"{self.path} does not match its seal; it cannot be re-opened", report=None
-            )
-        self.bytes_written, self.records_written = seal.bytes, seal.records
-        self._previous_seal = seal
-        record_reopen(self.layout, self.run_id, self.kind, self._clock(), signer=self._signing_key)
+        return size, records
 
     def _checkpoint_due(self) -> bool:
         pending = self.next_seq - self._last_checkpoint_records
@@ -511,6 +527,170 @@ class JsonlWriter(_SealsOnExit):
         self._last_checkpoint_ns = time.monotonic_ns()
 
 
+class JsonlWriter(JsonlFileWriter):
+    """Append-only, hash-while-writing JSONL writer for one artifact of one run.
+
+    Use :class:`TranscriptWriter` or :class:`ToolEventWriter`. Each record gets ``seq``
+    and ``ts``. As a context manager it seals on a clean exit; if the ``with`` body
+    raises, it flushes and releases the file *without* sealing, so the run reads as
+    unsealed rather than falsely complete.
+
+    Args:
+        run_id: the run id (validated before the disk is touched).
+        store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
+        algorithm, fsync, buffer_bytes, checkpoint_records, checkpoint_interval_ms:
+            as :class:`JsonlFileWriter`.
+        clock: returns Unix time in ms for ``ts``; defaults to the system clock.
+        signing_key: when given, the run manifest is signed (Ed25519) at each seal.
+        reopen: continue a *sealed* file as a new segment: its sealed content is
+            verified first (``VerificationError`` if it does not match its seal).
+
+    Raises:
+        RunIdInvalidError: bad run id (nothing is created).
+        ArtifactSealedError: the file is already sealed.
+        TornTailError: the existing file ends in an unterminated line.
+        UnsealedRunError: the file exists, is not empty and was never sealed (a crash);
+            ``agc recover`` seals it first.
+        RunLockedError: another writer holds the file.
+        UnsafePathError: the file is a symlink.
+        StoreError: the store cannot be created or written.
+    """
+
+    kind: ClassVar[ArtifactKind]
+    _reserved: ClassVar[tuple[str, ...]] = ("seq", "ts")
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        store: str | os.PathLike[str] | None = None,
+        algorithm: Algorithm = DEFAULT_ALGORITHM,
+        fsync: FsyncPolicy = "close",
+        clock: Callable[[], int] | None = None,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        checkpoint_records: int = DEFAULT_CHECKPOINT_RECORDS,
+        checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
+        signing_key: SigningKey | None = None,
+        reopen: bool = False,
+    ) -> None:
+        self.run_id = validate_run_id(run_id)
+        check_algorithm(algorithm)
+        self.layout = StoreLayout.at(store)
+        self.seal: ArtifactSeal | None = None
+        self._signing_key = signing_key
+        self._reopen = reopen
+        self._previous_seal: ArtifactSeal | None = None
+        super().__init__(
+            self.layout.artifact_path(run_id, self.kind),
+            algorithm=algorithm,
+            fsync=fsync,
+            buffer_bytes=buffer_bytes,
+            checkpoint_records=checkpoint_records,
+            checkpoint_interval_ms=checkpoint_interval_ms,
+            clock=clock,
+        )
+
+    def close(self) -> ArtifactSeal:
+        """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
+
+        Returns the seal. Closing twice returns the same seal.
+
+        Raises:
+            WriteFailedError: the final write or fsync failed; nothing is sealed.
+            WriterClosedError: the writer failed earlier and cannot be sealed.
+            StoreError: the sidecar or manifest could not be written.
+        """
+        if self.seal is None:
+            self.finish()
+        assert self.seal is not None
+        return self.seal
+
+    def _seal_on_exit(self) -> object:
+        return self.close()
+
+    def _publish_seal(self, seal: FileSeal) -> None:
+        previous = self._previous_seal
+        artifact_seal = ArtifactSeal(
+            kind=self.kind,
+            file=self.path.name,
+            algorithm=seal.algorithm,
+            digest=seal.digest,
+            bytes=seal.bytes,
+            records=seal.records,
+            last_seq=seal.records - 1 if seal.records else None,
+            sealed_at_ms=self._clock(),
+            segments=() if previous is None else (*previous.segments, _segment(previous)),
+        )
+        atomic_write_bytes(
+            seal.sidecar,
+            format_sidecar(seal.digest, self.path.name),
+            overwrite=previous is not None,
+        )
+        record_seal(self.layout, self.run_id, artifact_seal, signer=self._signing_key)
+        self.seal = artifact_seal
+
+    def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
+        return {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
+
+    def _extra_dirs(self) -> tuple[Path, ...]:
+        return (self.layout.manifests_dir,)
+
+    def _describe(self) -> str:
+        return f"{self.kind} of run {self.run_id}"
+
+    def _refuse_before_open(self) -> None:
+        if not self._reopen:
+            self._refuse_if_sealed()
+
+    def _open_existing(self) -> None:
+        if self._reopen:
+            self._continue_sealed()
+            return
+        self._refuse_if_sealed()
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            return
+        if os.pread(self._fd, 1, size - 1) != b"\n":
+            raise TornTailError(
+                f"{self.path} ends in an unterminated line (a crash mid-write?); "
+                "agc does not append after it"
+            )
+        raise UnsealedRunError(
+            f"{self.path} holds {size} bytes but was never sealed (a crash?); "
+            "a writer does not continue an unsealed file"
+        )
+
+    def _refuse_if_sealed(self) -> None:
+        super()._refuse_if_sealed()
+        manifest = read_manifest(self.layout, self.run_id)
+        if manifest is not None and self.kind in manifest.artifacts:
+            raise ArtifactSealedError(
+                f"{self.kind} of run {self.run_id} is sealed in its manifest; "
+                "it is never appended to"
+            )
+
+    def _continue_sealed(self) -> None:
+        """Verify the sealed content in one pass, then continue its hash (new segment)."""
+        manifest = read_manifest(self.layout, self.run_id)
+        seal = manifest.artifacts.get(self.kind) if manifest else None
+        if seal is None or not seal.closed:
+            raise UnsealedRunError(
+                f"{self.kind} of run {self.run_id} is not sealed; there is nothing to re-open",
+                hint="Open it without reopen=True, or run `agc recover` after a crash.",
+            )
+        if seal.algorithm != self.algorithm:
+            self.algorithm = seal.algorithm
+            self._hasher = new_hasher(self.algorithm)
+        size, records, _ = self._read_existing()
+        if size != seal.bytes or not digests_equal(seal.digest, self._hasher.hexdigest()):
+            raise VerificationError(
+                f"{self.path} does not match its seal; it cannot be re-opened", report=None
+            )
+        self.bytes_written, self.records_written = size, records
+        self._previous_seal = seal
+        record_reopen(self.layout, self.run_id, self.kind, self._clock(), signer=self._signing_key)
+
+
 class TranscriptWriter(JsonlWriter):
     """Writer for ``audit/transcripts/<runId>.jsonl`` (seed 004's transcript writer)."""
 
@@ -524,7 +704,6 @@ class ToolEventWriter(JsonlWriter):
     """
 
     kind = "tool-events"
-    _reserved = ("seq", "ts")
 
     def _check_reserved(self, record: Mapping[str, Any]) -> None:
         super()._check_reserved(record)
@@ -564,6 +743,9 @@ class RunWriters(_SealsOnExit):
     def abort(self) -> None:
         self.transcript.abort()
         self.tool_events.abort()
+
+    def _seal_on_exit(self) -> object:
+        return self.close()
 
 
 def open_run(
