@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from agc.integrity.hashing import Algorithm
+from agc.integrity.verify import RunReport
+from agc.integrity.writer import open_run
+from agc.store import StoreLayout
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
@@ -38,3 +46,39 @@ def store(tmp_path: Path) -> Path:
 def _no_user_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never touch ~/.agc: AGC_HOME points into the test's temp folder."""
     monkeypatch.setenv("AGC_HOME", str(tmp_path / "agc-home"))
+
+
+def fixed_clock(start_ms: int = 1_764_460_800_000) -> Callable[[], int]:
+    """A deterministic clock for writers: start_ms, start_ms + 1, … (Unix ms)."""
+    ticks = itertools.count(start_ms)
+    return lambda: next(ticks)
+
+
+def write_run(
+    store: Path,
+    run_id: str = "r1",
+    *,
+    transcript: Iterable[dict[str, Any]] = ({"role": "user", "content": "hi"},),
+    tool_events: Iterable[dict[str, Any]] = ({"event": "tool_call_start", "call_id": "c1"},),
+    algorithm: Algorithm = "blake3",
+    clock: Callable[[], int] | None = None,
+) -> StoreLayout:
+    """Write and seal one run through the writers; return the store layout."""
+    with open_run(run_id, store=store, algorithm=algorithm, clock=clock or fixed_clock()) as run:
+        for record in transcript:
+            run.transcript.write(record)
+        for record in tool_events:
+            run.tool_events.write(record)
+    return StoreLayout(store)
+
+
+def finding_codes(report: RunReport) -> set[str]:
+    """The codes of a report's findings."""
+    return {finding.code for finding in report.findings}
+
+
+def tree(root: Path) -> list[str]:
+    """Every path under root (relative, sorted), to assert that nothing was created."""
+    if not root.exists():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
