@@ -142,6 +142,7 @@ class JsonlWriter:
             self._hasher: Hasher = new_hasher(self.algorithm)
             self.bytes_written, self.records_written = self._adopt_existing_prefix()
         except BaseException:
+            self._closed = True  # so __del__ never closes the (reused) descriptor again
             os.close(self._fd)
             raise
 
@@ -250,7 +251,7 @@ class JsonlWriter:
 
     def __del__(self) -> None:
         # A writer dropped without close() must not leak its descriptor or lock.
-        if not getattr(self, "_closed", True):
+        if not getattr(self, "_closed", True) and hasattr(self, "_fd"):
             os.close(self._fd)
             self._closed = True
 
