@@ -420,6 +420,7 @@ class ToolEventWriter(JsonlWriter):
 
     def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
         if isinstance(record, Mapping) and "run_id" in record:
+            self._check_reserved(record)  # before run_id is dropped: it must match
             record = {key: value for key, value in record.items() if key != "run_id"}
         return super()._encode(record, seq)
 
