@@ -134,7 +134,7 @@ class JsonlWriter:
         _make_dirs(self.path.parent, self.layout.manifests_dir)
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        except PermissionError as exc:
+        except OSError as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc.strerror}") from exc
         try:
             self._lock()
