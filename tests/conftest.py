@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import itertools
+import json
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -82,3 +86,51 @@ def tree(root: Path) -> list[str]:
     if not root.exists():
         return []
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Make ``sys.stdin.buffer`` read ``data`` (for ``agc record`` in process)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def input_lines(data: bytes) -> list[tuple[bytes, Any]]:
+    """Each input line (BOM removed from the first) and what json.loads makes of it.
+
+    Computed independently of agc's parser; ``None`` when the line is not JSON.
+    """
+    lines = data.split(b"\n")
+    if data.endswith(b"\n") or not data:
+        lines.pop()
+    out: list[tuple[bytes, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        raw = line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            value = None
+        out.append((raw, value))
+    return out
+
+
+def assert_keeps_every_line(data: bytes, stored: list[dict[str, Any]]) -> None:
+    """Every input line is a record, in order: a JSON-object line's record payload equals
+    the parsed line; any other line is an ``invalid`` record holding its exact text."""
+    expected = input_lines(data)
+    assert len(stored) == len(expected)
+    for number, (record, (raw, value)) in enumerate(zip(stored, expected, strict=True), 1):
+        assert record["line"] == number
+        assert record["seq"] == number - 1
+        if isinstance(value, dict):
+            assert record["payload"] == value
+        else:
+            assert "payload" not in record
+            assert record["invalid"]
+            if "text_b64" in record:
+                assert base64.b64decode(record["text_b64"]) == raw
+            else:
+                assert record["text"].encode("utf-8") == raw
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON records of a store file, one per line."""
+    return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]
