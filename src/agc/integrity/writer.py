@@ -17,6 +17,7 @@ Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -474,8 +475,9 @@ def open_run(
     """Open the transcript and tool-event writers of a run together.
 
     Raises: as :class:`JsonlWriter`; if the second writer cannot open, the first is
-    released unsealed.
+    released unsealed (and its file removed again if this call created it empty).
     """
+    existed = os.path.lexists(StoreLayout.at(store).artifact_path(run_id, "transcript"))
     transcript = TranscriptWriter(
         run_id, store=store, algorithm=algorithm, fsync=fsync, clock=clock
     )
@@ -484,6 +486,10 @@ def open_run(
             run_id, store=store, algorithm=algorithm, fsync=fsync, clock=clock
         )
     except BaseException:
+        if not existed and transcript.next_seq == 0:
+            # Leave the disk as it was: remove the empty file we just created (still locked).
+            with contextlib.suppress(OSError):
+                os.unlink(transcript.path)
         transcript.abort()
         raise
     return RunWriters(transcript, tool_events)
