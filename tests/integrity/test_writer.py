@@ -529,3 +529,37 @@ def test_failure_to_open_the_file_is_a_store_error(
     with pytest.raises(StoreError, match="cannot open") as info:
         TranscriptWriter("r1", store=store)
     assert info.value.exit_code == ExitCode.UNREADABLE
+
+
+@pytest.mark.parametrize("damage", ["torn", "sealed-elsewhere"])
+def test_open_run_refused_by_tool_events_leaves_no_transcript_behind(
+    store: Path, damage: str
+) -> None:
+    layout = StoreLayout(store)
+    events = layout.artifact_path("r1", "tool-events")
+    events.parent.mkdir(parents=True)
+    if damage == "torn":
+        events.write_bytes(b'{"a":1}\n{"b"')
+        expected: type[Exception] = TornTailError
+    else:
+        events.write_bytes(b"")
+        events.with_name("r1.jsonl.b3").write_bytes(b"")
+        expected = ArtifactSealedError
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    with pytest.raises(expected):
+        open_run("r1", store=store)
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+    assert not layout.artifact_path("r1", "transcript").exists()
+
+
+def test_open_run_keeps_an_existing_empty_transcript(store: Path) -> None:
+    layout = StoreLayout(store)
+    transcript = layout.artifact_path("r1", "transcript")
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(b"")
+    events = layout.artifact_path("r1", "tool-events")
+    events.parent.mkdir(parents=True)
+    events.write_bytes(b"{")
+    with pytest.raises(TornTailError):
+        open_run("r1", store=store)
+    assert transcript.exists()
