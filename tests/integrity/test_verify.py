@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from agc.errors import RunIdInvalidError, StoreError, VerificationError
 from agc.exitcodes import ExitCode
 from agc.integrity import hashing
+from agc.integrity import verify as verify_module
 from agc.integrity.hashing import Algorithm, new_hasher
 from agc.integrity.manifest import ArtifactSeal
 from agc.integrity.sidecar import format_sidecar
@@ -459,3 +461,12 @@ def test_verify_streams_the_file(layout: StoreLayout, monkeypatch: pytest.Monkey
     assert check_run("r1", layout.root).complete
     assert sizes
     assert max(sizes) <= 16
+
+
+def test_every_finding_code_is_documented() -> None:
+    source = Path(verify_module.__file__).read_text()
+    codes = set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
+    assert len(codes) >= 15
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "format.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z-]+)` \| (?:error|warning) \|", docs, re.MULTILINE))
+    assert codes == documented
