@@ -22,6 +22,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -35,6 +36,7 @@ from agc.errors import (
     RunLockedError,
     StoreError,
     TornTailError,
+    UnsafePathError,
     WriteFailedError,
     WriterClosedError,
 )
@@ -100,7 +102,7 @@ class JsonlWriter:
         ArtifactSealedError: the file is already sealed.
         TornTailError: the existing file ends in an unterminated line.
         RunLockedError: another writer holds the file.
-        UnsafePathError: the file is a symlink.
+        UnsafePathError: the file is a symlink or not a regular file (a FIFO, a device).
         StoreError: the store cannot be created or written.
     """
 
@@ -138,6 +140,8 @@ class JsonlWriter:
         except OSError as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc.strerror}") from exc
         try:
+            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+                raise UnsafePathError(f"{self.path} is not a regular file; agc writes only files")
             self._lock()
             self._refuse_if_sealed()
             self._hasher: Hasher = new_hasher(self.algorithm)
