@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +71,20 @@ def test_symlink_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     code, _, err = _seal(capsys, str(tmp_path / "link.jsonl"))
     assert code == ExitCode.USAGE
     assert "symlink" in err
+
+
+def test_fifo_exits_3_without_blocking(tmp_path: Path) -> None:
+    # In a subprocess with a timeout: the failure this guards against is a hang.
+    fifo = tmp_path / "t.jsonl"
+    os.mkfifo(fifo)
+    script = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    result = subprocess.run(
+        [sys.executable, "-c", script, "seal", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == ExitCode.UNREADABLE
+    assert "not a regular file" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]

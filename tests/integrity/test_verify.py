@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -470,3 +472,46 @@ def test_every_finding_code_is_documented() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "format.md").read_text()
     documented = set(re.findall(r"^\| `([a-z-]+)` \| (?:error|warning) \|", docs, re.MULTILINE))
     assert codes == documented
+
+
+def _verify_in_subprocess(store: Path) -> dict[str, Any]:
+    # In a subprocess with a timeout: the failure this guards against is a hang.
+    script = "import sys; from agc.cli.verify import main; sys.exit(main(sys.argv[1:]))"
+    result = subprocess.run(
+        [sys.executable, "-c", script, "r1", "--store", str(store), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == ExitCode.FINDINGS, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def test_fifo_in_place_of_a_sidecar_does_not_hang(layout: StoreLayout) -> None:
+    sidecar = layout.artifact_path("r1", "transcript").with_name("r1.jsonl.b3")
+    sidecar.unlink()
+    os.mkfifo(sidecar)
+    report = _verify_in_subprocess(layout.root)
+    assert {f["code"] for f in report["findings"]} == {"sidecar-invalid"}
+
+
+@pytest.mark.parametrize("what", ["fifo", "folder"])
+def test_non_file_in_place_of_the_manifest(layout: StoreLayout, what: str) -> None:
+    manifest = layout.manifest_path("r1")
+    manifest.unlink()
+    if what == "fifo":
+        os.mkfifo(manifest)
+    else:
+        manifest.mkdir()
+    report = _verify_in_subprocess(layout.root)
+    assert "not-regular-file" in {f["code"] for f in report["findings"]}
+
+
+def test_fifo_in_place_of_the_transcript(layout: StoreLayout) -> None:
+    path = layout.artifact_path("r1", "transcript")
+    path.unlink()
+    os.mkfifo(path)
+    report = _verify_in_subprocess(layout.root)
+    assert {f["code"] for f in report["findings"]} == {"not-regular-file"}

@@ -6,6 +6,7 @@ import errno
 import gc
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -563,3 +564,13 @@ def test_open_run_keeps_an_existing_empty_transcript(store: Path) -> None:
     with pytest.raises(TornTailError):
         open_run("r1", store=store)
     assert transcript.exists()
+
+
+def test_fifo_in_place_of_the_transcript_is_refused(store: Path) -> None:
+    path = _transcript(store)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with pytest.raises(UnsafePathError, match="not a regular file"):
+        open_run("r1", store=store, fsync="none")
+    assert stat.S_ISFIFO(path.lstat().st_mode)
+    assert not path.with_name("r1.jsonl.b3").exists()
