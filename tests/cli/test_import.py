@@ -16,6 +16,7 @@ from agc.store import StoreLayout
 from tests.conftest import (
     REAL_FIXTURES,
     assert_keeps_every_line,
+    feed_stdin,
     finding_codes,
     read_records,
     real_fixture_files,
@@ -131,3 +132,40 @@ def test_real_transcript_fails_after_a_one_byte_change(
     assert not report.complete
     assert "modified" in finding_codes(report)
     assert verify_main(["real", "--store", str(store)]) == ExitCode.FINDINGS
+
+
+BAD_TRANSCRIPTS = [
+    pytest.param(b'\xef\xbb\xbf{"a":1}\n{"b":2}\n', ExitCode.OK, id="bom"),
+    pytest.param(b'{"a":1}\r\n{"b":2}\r\n', ExitCode.OK, id="crlf"),
+    pytest.param(b'{"a":1}\n{"b":2}', ExitCode.OK, id="unterminated-last-line"),
+    pytest.param(b'{"a":"\xff"}\n\xc3\x28\n{"c":3}\n', ExitCode.OK, id="invalid-utf8"),
+    pytest.param(b'{"big":"' + b"z" * (10 * 1024 * 1024) + b'"}\n', ExitCode.OK, id="10mb-line"),
+    pytest.param(b"", ExitCode.FINDINGS, id="zero-records"),
+]
+
+
+@pytest.mark.parametrize(("data", "verdict"), BAD_TRANSCRIPTS)
+@pytest.mark.parametrize("how", ["import", "record"])
+def test_awkward_transcripts_keep_every_line(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    data: bytes,
+    verdict: ExitCode,
+    how: str,
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(data)
+    if how == "import":
+        code = main(["import", str(source), "--run-id", "r1", "--store", str(store)])
+    else:
+        feed_stdin(monkeypatch, data)
+        code = main(["record", "--run-id", "r1", "--store", str(store)])
+    assert code == ExitCode.OK
+    stored = read_records(StoreLayout(store).artifact_path("r1", "transcript"))
+    assert_keeps_every_line(data, stored)
+    assert verify_main(["r1", "--store", str(store)]) == verdict
+    out = capsys.readouterr().out
+    if verdict == ExitCode.FINDINGS:
+        assert "transcript has no records" in out
