@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import itertools
+import json
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from agc.integrity.hashing import Algorithm
+from agc.integrity.verify import RunReport
+from agc.integrity.writer import open_run
+from agc.store import StoreLayout
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
@@ -38,3 +50,87 @@ def store(tmp_path: Path) -> Path:
 def _no_user_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never touch ~/.agc: AGC_HOME points into the test's temp folder."""
     monkeypatch.setenv("AGC_HOME", str(tmp_path / "agc-home"))
+
+
+def fixed_clock(start_ms: int = 1_764_460_800_000) -> Callable[[], int]:
+    """A deterministic clock for writers: start_ms, start_ms + 1, … (Unix ms)."""
+    ticks = itertools.count(start_ms)
+    return lambda: next(ticks)
+
+
+def write_run(
+    store: Path,
+    run_id: str = "r1",
+    *,
+    transcript: Iterable[dict[str, Any]] = ({"role": "user", "content": "hi"},),
+    tool_events: Iterable[dict[str, Any]] = ({"event": "tool_call_start", "call_id": "c1"},),
+    algorithm: Algorithm = "blake3",
+    clock: Callable[[], int] | None = None,
+) -> StoreLayout:
+    """Write and seal one run through the writers; return the store layout."""
+    with open_run(run_id, store=store, algorithm=algorithm, clock=clock or fixed_clock()) as run:
+        for record in transcript:
+            run.transcript.write(record)
+        for record in tool_events:
+            run.tool_events.write(record)
+    return StoreLayout(store)
+
+
+def finding_codes(report: RunReport) -> set[str]:
+    """The codes of a report's findings."""
+    return {finding.code for finding in report.findings}
+
+
+def tree(root: Path) -> list[str]:
+    """Every path under root (relative, sorted), to assert that nothing was created."""
+    if not root.exists():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Make ``sys.stdin.buffer`` read ``data`` (for ``agc record`` in process)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def input_lines(data: bytes) -> list[tuple[bytes, Any]]:
+    """Each input line (BOM removed from the first) and what json.loads makes of it.
+
+    Computed independently of agc's parser; ``None`` when the line is not JSON.
+    """
+    lines = data.split(b"\n")
+    if data.endswith(b"\n") or not data:
+        lines.pop()
+    out: list[tuple[bytes, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        raw = line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            value = None
+        out.append((raw, value))
+    return out
+
+
+def assert_keeps_every_line(data: bytes, stored: list[dict[str, Any]]) -> None:
+    """Every input line is a record, in order: a JSON-object line's record payload equals
+    the parsed line; any other line is an ``invalid`` record holding its exact text."""
+    expected = input_lines(data)
+    assert len(stored) == len(expected)
+    for number, (record, (raw, value)) in enumerate(zip(stored, expected, strict=True), 1):
+        assert record["line"] == number
+        assert record["seq"] == number - 1
+        if isinstance(value, dict):
+            assert record["payload"] == value
+        else:
+            assert "payload" not in record
+            assert record["invalid"]
+            if "text_b64" in record:
+                assert base64.b64decode(record["text_b64"]) == raw
+            else:
+                assert record["text"].encode("utf-8") == raw
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON records of a store file, one per line."""
+    return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]

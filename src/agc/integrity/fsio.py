@@ -12,6 +12,7 @@ import errno
 import fcntl
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -50,13 +51,18 @@ def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
 def read_small_file(path: Path, *, max_bytes: int) -> bytes:
     """Read a small file (sidecar, manifest) without following symlinks.
 
+    Opened with ``O_NONBLOCK`` and checked to be a regular file, so a FIFO or device put
+    in place of a sidecar cannot make the verifier hang.
+
     Raises:
-        UnsafePathError: the path is a symlink.
+        UnsafePathError: the path is a symlink or not a regular file.
         StoreError: larger than ``max_bytes`` or unreadable.
         FileNotFoundError: it does not exist.
     """
-    fd = open_nofollow(path, os.O_RDONLY)
+    fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(f"{path} is not a regular file")
         chunks: list[bytes] = []
         total = 0
         while True:

@@ -4,15 +4,17 @@ Each input line becomes one record. A line that is a JSON object is kept as
 ``{"line": n, "payload": <object>}``; any other line (not JSON, not an object,
 NaN/Infinity, duplicate keys, invalid UTF-8, blank) is kept as
 ``{"line": n, "invalid": <reason>, "text": <line>}`` (``"text_b64"`` when the bytes are
-not UTF-8), so that nothing the agent wrote is dropped. A UTF-8 byte-order mark before
-the first line is removed and flagged with ``"bom": true``. Lines split only on
-``\\n``: U+2028/U+2029 inside a line are content.
+not UTF-8). An object the writer could not write (a number out of float range, a lone
+surrogate escape) is kept the same way, so that nothing the agent wrote is dropped. A
+UTF-8 byte-order mark before the first line is removed and flagged with ``"bom": true``.
+Lines split only on ``\\n``: U+2028/U+2029 inside a line are content.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -46,6 +48,14 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 parses to inf, which the writer (rightly) refuses to write.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text} is out of range for a float")
+    return value
+
+
 def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
     """Turn one input line (without its ``\\n``) into a record body. Pure.
 
@@ -64,7 +74,17 @@ def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
         return record
     reason: str
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constants,
+            parse_float=_finite_float,
+        )
+        if "\\u" in text:
+            # A \\uD800-style escape decodes to a lone surrogate, which UTF-8 cannot hold.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        reason = "JSON string with a lone surrogate escape (not encodable as UTF-8)"
     except _DuplicateKeyError as exc:
         reason = f"JSON object with a {exc}"
     except RecursionError:

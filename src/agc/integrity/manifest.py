@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from agc.errors import ManifestInvalidError
+from agc.errors import ManifestInvalidError, RunIdInvalidError
 from agc.integrity.hashing import ALGORITHMS, Algorithm
 from agc.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 
@@ -263,7 +263,10 @@ class RunManifest:
         run_id = raw.get("run_id")
         if not isinstance(run_id, str):
             raise ManifestInvalidError("manifest has no run_id")
-        validate_run_id(run_id)
+        try:
+            validate_run_id(run_id)
+        except RunIdInvalidError as exc:
+            raise ManifestInvalidError(f"manifest has a bad run id: {exc.message}") from exc
         if expected_run_id is not None and run_id != expected_run_id:
             raise ManifestInvalidError(
                 f"manifest belongs to run {run_id!r}, not {expected_run_id!r}"

@@ -56,7 +56,7 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
         StoreError: ``path`` is missing, not a regular file, or unreadable.
     """
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block
     except UnsafePathError:
         raise
     except FileNotFoundError as exc:

@@ -20,7 +20,9 @@ from agc.integrity.hashing import SIDECAR_SUFFIXES, Algorithm
 
 __all__ = ["Sidecar", "format_sidecar", "parse_sidecar", "sidecar_name"]
 
-_LINE_RE: Final = re.compile(rb"([0-9a-f]{64})  ([^\r\n/\\]+)\n")
+# The file name neither starts nor ends with a space: "<hex>   name" or "name " would
+# otherwise parse as a name with stray spaces instead of being reported as bad spacing.
+_LINE_RE: Final = re.compile(rb"([0-9a-f]{64})  ([^\r\n/\\ ](?:[^\r\n/\\]*[^\r\n/\\ ])?)\n")
 _LEGACY_RE: Final = re.compile(rb"([0-9a-f]{64})\n?")
 _MAX_SIDECAR_BYTES: Final = 4096
 
@@ -50,11 +52,13 @@ def format_sidecar(digest: str, file_name: str) -> bytes:
 
     Raises:
         ValueError: the digest is not 64 lower-case hex characters, or the file name
-            holds a path separator or line break (b3sum would escape it).
+            holds a path separator or line break (b3sum would escape it), or starts or
+            ends with a space (it would not parse back).
     """
     if re.fullmatch(r"[0-9a-f]{64}", digest) is None:
         raise ValueError(f"digest {digest!r} is not 64 lower-case hex characters")
-    if not file_name or any(ch in file_name for ch in "/\\\r\n"):
+    bad_char = any(ch in file_name for ch in "/\\\r\n")
+    if not file_name or bad_char or file_name != file_name.strip(" "):
         raise ValueError(f"file name {file_name!r} cannot be written in a sidecar")
     return f"{digest}  {file_name}\n".encode()
 
@@ -75,7 +79,11 @@ def parse_sidecar(data: bytes, *, algorithm: Algorithm) -> Sidecar:
         raise SidecarInvalidError(f"sidecar is {len(data)} bytes; one line is expected")
     match = _LINE_RE.fullmatch(data)
     if match is not None:
-        return Sidecar(digest=match.group(1).decode(), file_name=match.group(2).decode())
+        try:
+            file_name = match.group(2).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SidecarInvalidError("sidecar names a file name that is not UTF-8") from exc
+        return Sidecar(digest=match.group(1).decode(), file_name=file_name)
     if algorithm == "sha256":
         legacy = _LEGACY_RE.fullmatch(data)
         if legacy is not None:

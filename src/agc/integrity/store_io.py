@@ -30,7 +30,7 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
         data = read_small_file(path, max_bytes=MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         return None
-    except PermissionError as exc:
+    except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     return RunManifest.from_bytes(data, expected_run_id=run_id)
 

@@ -335,7 +335,7 @@ def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
         except FileNotFoundError:
             continue
         except UnsafePathError:
-            found[algorithm] = "is a symlink"
+            found[algorithm] = "is a symlink or not a regular file"
             continue
         except StoreError as exc:
             found[algorithm] = str(exc)
@@ -685,7 +685,9 @@ def check_run(
             Finding("manifest-invalid", "manifest", f"run manifest invalid: {exc.message}")
         )
     except UnsafePathError:
-        findings.append(Finding("not-regular-file", "manifest", "run manifest is a symlink"))
+        findings.append(
+            Finding("not-regular-file", "manifest", "run manifest is a symlink or not a file")
+        )
 
     observations: list[ArtifactObservation] = []
     for kind in ARTIFACT_KINDS:

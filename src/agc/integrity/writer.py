@@ -25,10 +25,12 @@ store, such as the turn ledger (:mod:`agc.ledger`), use :class:`JsonlFileWriter`
 from __future__ import annotations
 
 import abc
+import contextlib
 import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +45,7 @@ from agc.errors import (
     RunLockedError,
     StoreError,
     TornTailError,
+    UnsafePathError,
     UnsealedRunError,
     VerificationError,
     WriteFailedError,
@@ -168,7 +171,7 @@ class JsonlFileWriter(_SealsOnExit):
         ArtifactSealedError: the file already has a sidecar (subclasses may allow it).
         TornTailError: the existing file ends in an unterminated line.
         RunLockedError: another writer holds the file.
-        UnsafePathError: the file is a symlink.
+        UnsafePathError: the file is a symlink or not a regular file (a FIFO, a device).
         StoreError: the folder cannot be created or the file cannot be written.
     """
 
@@ -207,9 +210,11 @@ class JsonlFileWriter(_SealsOnExit):
         _make_dirs(self.path.parent, *self._extra_dirs())
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        except PermissionError as exc:
+        except OSError as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc.strerror}") from exc
         try:
+            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+                raise UnsafePathError(f"{self.path} is not a regular file; agc writes only files")
             self._lock()
             self._hasher: Hasher = new_hasher(self.algorithm)
             self.bytes_written = self.records_written = 0
@@ -717,6 +722,7 @@ class ToolEventWriter(JsonlWriter):
 
     def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
         if isinstance(record, Mapping) and "run_id" in record:
+            self._check_reserved(record)  # before run_id is dropped: it must match
             record = {key: value for key, value in record.items() if key != "run_id"}
         return super()._encode(record, seq)
 
@@ -760,8 +766,9 @@ def open_run(
     """Open the transcript and tool-event writers of a run together.
 
     Raises: as :class:`JsonlWriter`; if the second writer cannot open, the first is
-    released unsealed.
+    released unsealed (and its file removed again if this call created it empty).
     """
+    existed = os.path.lexists(StoreLayout.at(store).artifact_path(run_id, "transcript"))
     transcript = TranscriptWriter(
         run_id,
         store=store,
@@ -780,6 +787,10 @@ def open_run(
             signing_key=signing_key,
         )
     except BaseException:
+        if not existed and transcript.next_seq == 0:
+            # Leave the disk as it was: remove the empty file we just created (still locked).
+            with contextlib.suppress(OSError):
+                os.unlink(transcript.path)
         transcript.abort()
         raise
     return RunWriters(transcript, tool_events)

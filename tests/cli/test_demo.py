@@ -1,0 +1,54 @@
+"""Tests for ``agc demo`` and the generated example run in agc.demo."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from agc.cli.app import main
+from agc.demo import demo_run
+from agc.exitcodes import ExitCode
+from agc.integrity.verify import check_run
+
+
+def test_demo_run_is_deterministic_and_realistic() -> None:
+    first = list(demo_run())
+    assert first == list(demo_run())
+    assert first != list(demo_run(seed=8))
+    kinds = {record.kind for record in first}
+    assert kinds == {"transcript", "tool-events"}
+    calls = [r.body["call_id"] for r in first if r.kind == "tool-events"]
+    assert len(calls) == 12  # a start and an end for each of the 6 tool calls
+
+
+def test_demo_verifies_then_shows_the_tampered_copy_failing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workdir = tmp_path / "demo"
+    assert main(["demo", "--store", str(workdir)]) == ExitCode.OK
+    out, err = capsys.readouterr()
+    assert "   run demo-fix-parser: complete" in out
+    assert "   FAIL transcript   transcript checksum mismatch" in out
+    assert "Demo finished: the sealed run verifies, the tampered copy fails." in err
+    assert check_run("demo-fix-parser", workdir / "store").complete
+    assert not check_run("demo-fix-parser", workdir / "tampered-store").complete
+
+
+def test_demo_defaults_to_a_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["demo"]) == ExitCode.OK
+    assert len(list(tmp_path.glob("agc-demo-*/store"))) == 1
+    capsys.readouterr()
+
+
+def test_demo_refuses_a_non_empty_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    assert main(["demo", "--store", str(tmp_path)]) == ExitCode.USAGE
+    assert "not empty" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]

@@ -1,0 +1,216 @@
+"""Tests for ``agc-verify`` / ``agc verify``: every exit code, human and JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.cli import app as agc_app
+from agc.cli import verify as verify_cli
+from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
+from agc.store import StoreLayout
+from tests.conftest import fixed_clock, tree, write_run
+from tests.test_store import BAD_RUN_IDS
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+
+DEMO_TRANSCRIPT: list[dict[str, Any]] = [
+    {"role": "user", "content": "The parser test fails on empty input."},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "name": "shell"}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "1 failed"},
+    {"role": "assistant", "content": "Fixed: parse() returns [] for empty input."},
+]
+DEMO_EVENTS: list[dict[str, Any]] = [
+    {"event": "tool_call_start", "call_id": "c1", "tool": "shell"},
+    {"event": "tool_call_end", "call_id": "c1", "tool": "shell", "exit_code": 1},
+]
+
+
+def _deterministic_run(store: Path) -> StoreLayout:
+    return write_run(
+        store,
+        "golden-run",
+        transcript=DEMO_TRANSCRIPT,
+        tool_events=DEMO_EVENTS,
+        clock=fixed_clock(1_764_460_800_000),
+    )
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = verify_cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- exit codes -----------------------------------------------------------------------
+
+
+def test_exit_0_complete(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(store)
+    code, out, err = _run(["r1", "--store", str(store)], capsys)
+    assert code == 0
+    assert int(ExitCode.OK) == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("OK   transcript   1 records")
+    assert lines[1].startswith("OK   tool-events  1 records")
+    assert lines[-1] == "run r1: complete"
+    assert err == ""
+
+
+def test_exit_1_findings(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    layout = write_run(store)
+    layout.artifact_path("r1", "tool-events").unlink()
+    code, out, _ = _run(["r1", "--store", str(store)], capsys)
+    assert code == 1
+    assert int(ExitCode.FINDINGS) == 1
+    assert "FAIL tool-events  tool-events file missing (deleted after sealing)" in out
+    assert out.splitlines()[-1] == "run r1: INCOMPLETE (1 finding(s))"
+
+
+@pytest.mark.parametrize("run_id", BAD_RUN_IDS)
+def test_exit_2_bad_run_id_creates_nothing(
+    run_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "new-store"
+    code, out, err = _run([run_id, "--store", str(store)], capsys)
+    assert code == 2
+    assert int(ExitCode.USAGE) == 2
+    assert out == ""
+    assert "run id" in err
+    assert not store.exists()
+    assert not Path(os.environ["AGC_HOME"]).exists()
+
+
+@pytest.mark.parametrize(
+    "argv", [[], ["r1", "--no-such-option"], ["r1", "r2"], ["r1", "--store"]], ids=str
+)
+def test_exit_2_usage(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(argv, capsys)
+    assert code == ExitCode.USAGE
+    assert err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_exit_3_store_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    argv = ["r1", "--store", str(blocker)] + (["--json"] if as_json else [])
+    code, out, err = _run(argv, capsys)
+    assert code == 3
+    assert int(ExitCode.UNREADABLE) == 3
+    assert "error: store" in err
+    if as_json:
+        assert json.loads(out)["error"]["code"] == "store-unreadable"
+    else:
+        assert out == ""
+    code, _, _ = _run(["r1", "--store", str(tmp_path / "absent")], capsys)
+    assert code == ExitCode.UNREADABLE
+
+
+def test_exit_3_file_unreadable(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Root reads any file whatever its mode, so an I/O error is injected instead.
+    layout = write_run(store)
+    target = layout.artifact_path("r1", "transcript")
+    real_open = os.open
+
+    def failing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if Path(path) == target:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", failing_open)
+    code, out, err = _run(["r1", "--store", str(store)], capsys)
+    assert code == ExitCode.UNREADABLE
+    assert "cannot read" in err
+    assert out == ""
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_exit_4_internal_error_is_not_a_verdict(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    write_run(store)
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("boom in the verifier")
+
+    monkeypatch.setattr(verify_cli, "check_run", broken)
+    code, out, err = _run(["r1", "--store", str(store)] + (["--json"] if as_json else []), capsys)
+    assert code == 4
+    assert int(ExitCode.INTERNAL) == 4
+    assert out == ""  # no report, no "INCOMPLETE", no "complete": false
+    assert "RuntimeError: boom in the verifier" in err
+    assert "this is a bug, not a verdict" in err
+    for word in ("INCOMPLETE", "FAIL", "finding"):
+        assert word not in err
+
+
+def test_help_shows_the_exit_code_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["--help"], capsys)
+    assert code == 0
+    assert "Exit codes:" in out
+    for exit_code, text in EXIT_CODE_TABLE:
+        assert f"{int(exit_code)}  {text}" in out
+    assert "agc-verify fix-tests-42 --store ./evidence --json" in out
+
+
+def test_agc_verify_subcommand_matches_agc_verify(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(store)
+    first = _run(["r1", "--store", str(store), "--json"], capsys)
+    second = agc_app.main(["verify", "r1", "--store", str(store), "--json"])
+    assert (second, capsys.readouterr().out) == first[:2]
+
+
+def test_store_from_agc_home(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_run(store)
+    monkeypatch.setenv("AGC_HOME", str(store))
+    assert verify_cli.main(["r1"]) == 0
+
+
+def test_json_report(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    layout = write_run(store)
+    layout.artifact_path("r1", "transcript").write_bytes(b"")
+    code, out, _ = _run(["r1", "--store", str(store), "--json"], capsys)
+    report = json.loads(out)
+    assert code == 1
+    assert report["schema_version"] == 1
+    assert report["complete"] is False
+    assert [f["code"] for f in report["findings"]] == ["truncated", "empty"]
+
+
+# -- golden files ----------------------------------------------------------------------
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("AGC_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; AGC_UPDATE_GOLDEN=1 rewrites it"
+
+
+@pytest.mark.parametrize("tampered", [False, True], ids=["complete", "tampered"])
+@pytest.mark.parametrize("as_json", [False, True], ids=["human", "json"])
+def test_golden_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tampered: bool, as_json: bool
+) -> None:
+    store = tmp_path / "store"
+    layout = _deterministic_run(store)
+    if tampered:
+        path = layout.artifact_path("golden-run", "transcript")
+        path.write_bytes(path.read_bytes().replace(b"1 failed", b"1 passed"))
+    argv = ["golden-run", "--store", str(store)] + (["--json"] if as_json else [])
+    code, out, _ = _run(argv, capsys)
+    assert code == (1 if tampered else 0)
+    name = f"verify-{'tampered' if tampered else 'complete'}.{'json' if as_json else 'txt'}"
+    _golden(name, out.replace(str(store), "<STORE>"))
+    assert tree(store)  # the run really is on disk

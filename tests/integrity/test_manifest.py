@@ -1,0 +1,149 @@
+"""Tests for agc.integrity.manifest (pure) and agc.integrity.store_io (its on-disk I/O)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.errors import ManifestInvalidError, StoreError, UnsafePathError
+from agc.integrity.manifest import MANIFEST_SCHEMA_VERSION, ArtifactSeal, RunManifest
+from agc.integrity.store_io import read_manifest, record_seal
+from agc.store import StoreLayout
+
+HEX = "ab" * 32
+
+
+def _seal(kind: Any = "transcript", **changes: Any) -> ArtifactSeal:
+    fields: dict[str, Any] = {
+        "kind": kind,
+        "file": "r1.jsonl",
+        "algorithm": "blake3",
+        "digest": HEX,
+        "bytes": 10,
+        "records": 2,
+        "last_seq": 1,
+        "sealed_at_ms": 1_000,
+    }
+    fields.update(changes)
+    return ArtifactSeal(**fields)
+
+
+def _closed_manifest() -> RunManifest:
+    return (
+        RunManifest(run_id="r1")
+        .with_seal(_seal())
+        .with_seal(_seal("tool-events", records=0, last_seq=None, bytes=0))
+    )
+
+
+def test_round_trip_and_closed_flag() -> None:
+    half = RunManifest(run_id="r1").with_seal(_seal())
+    assert not half.closed
+    manifest = _closed_manifest()
+    assert manifest.closed
+    assert RunManifest.from_bytes(manifest.to_bytes(), expected_run_id="r1") == manifest
+    data = json.loads(manifest.to_bytes())
+    assert data["schema_version"] == MANIFEST_SCHEMA_VERSION == 1
+    assert data["closed"] is True
+    assert data["artifacts"]["transcript"] == {
+        "file": "r1.jsonl",
+        "algorithm": "blake3",
+        "digest": HEX,
+        "bytes": 10,
+        "records": 2,
+        "last_seq": 1,
+        "sealed_at_ms": 1_000,
+        "closed": True,
+        "segments": [],
+        "recovered": False,
+    }
+
+
+def test_an_artifact_is_sealed_only_once() -> None:
+    with pytest.raises(ManifestInvalidError, match="already sealed"):
+        _closed_manifest().with_seal(_seal())
+
+
+def _edit(change: Any) -> bytes:
+    data = json.loads(_closed_manifest().to_bytes())
+    change(data)
+    return json.dumps(data).encode()
+
+
+def _set(path: tuple[str, ...], value: Any) -> Any:
+    def change(data: dict[str, Any]) -> None:
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        pytest.param(b"{", "not valid JSON", id="not-json"),
+        pytest.param(b"\xff", "not valid JSON", id="not-utf8"),
+        pytest.param(b"[]", "not a JSON object", id="array"),
+        pytest.param(_edit(_set(("schema_version",), 2)), "schema_version", id="schema-2"),
+        pytest.param(_edit(_set(("run_id",), 7)), "run_id", id="run-id-not-str"),
+        pytest.param(_edit(_set(("run_id",), "r2")), "belongs to run 'r2'", id="other-run"),
+        pytest.param(_edit(_set(("run_id",), "../r1")), "run id", id="bad-run-id"),
+        pytest.param(_edit(_set(("artifacts",), [])), "artifacts", id="artifacts-not-object"),
+        pytest.param(_edit(_set(("artifacts", "extra"), {})), "unknown", id="unknown-artifact"),
+        pytest.param(_edit(_set(("closed",), False)), "closed", id="closed-disagrees"),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "algorithm"), "md5")), "algorithm", id="algo"
+        ),
+        pytest.param(_edit(_set(("artifacts", "transcript", "bytes"), -1)), "bytes", id="bytes"),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "records"), True)), "records", id="records-bool"
+        ),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "last_seq"), "1")), "last_seq", id="last-seq"
+        ),
+        pytest.param(_edit(_set(("artifacts", "transcript", "digest"), "")), "digest", id="dig"),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "closed"), False)),
+            "bad 'closed'",
+            id="entry-open",
+        ),
+        pytest.param(_edit(_set(("artifacts", "transcript"), 3)), "not an object", id="entry"),
+    ],
+)
+def test_damaged_manifest_is_rejected(data: bytes, problem: str) -> None:
+    with pytest.raises(ManifestInvalidError, match=problem):
+        RunManifest.from_bytes(data, expected_run_id="r1")
+
+
+def test_record_seal_writes_and_read_manifest_reads(store: Path) -> None:
+    layout = StoreLayout(store)
+    assert read_manifest(layout, "r1") is None
+    record_seal(layout, "r1", _seal())
+    updated = record_seal(layout, "r1", _seal("tool-events"))
+    assert updated.closed
+    assert read_manifest(layout, "r1") == updated
+    with pytest.raises(ManifestInvalidError, match="already sealed"):
+        record_seal(layout, "r1", _seal())
+    assert read_manifest(layout, "r1") == updated
+
+
+def test_read_manifest_refuses_a_symlink(store: Path, tmp_path: Path) -> None:
+    layout = StoreLayout(store)
+    target = tmp_path / "elsewhere.json"
+    target.write_bytes(_closed_manifest().to_bytes())
+    layout.manifests_dir.mkdir(parents=True)
+    layout.manifest_path("r1").symlink_to(target)
+    with pytest.raises(UnsafePathError):
+        read_manifest(layout, "r1")
+
+
+def test_read_manifest_in_a_store_under_a_file_is_a_store_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot read"):
+        read_manifest(StoreLayout(blocker / "store"), "r1")
