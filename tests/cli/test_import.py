@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from agc.cli.app import main
 from agc.cli.verify import main as verify_main
 from agc.exitcodes import ExitCode
 from agc.integrity.verify import check_run
+from agc.integrity.writer import TranscriptWriter
 from agc.store import StoreLayout
 from tests.conftest import (
     REAL_FIXTURES,
@@ -169,3 +173,36 @@ def test_awkward_transcripts_keep_every_line(
     out = capsys.readouterr().out
     if verdict == ExitCode.FINDINGS:
         assert "transcript has no records" in out
+
+
+def test_importing_the_runs_own_file_is_refused(store: Path) -> None:
+    # Without the check this copies the file into itself until the disk is full, so it
+    # runs in a subprocess with a file-size limit and a timeout.
+    writer = TranscriptWriter("r1", store=store)
+    for n in range(2000):
+        writer.write({"n": n, "pad": "x" * 100})
+    writer.abort()
+    target = StoreLayout(store).artifact_path("r1", "transcript")
+    link = store.parent / "hardlink.jsonl"
+    os.link(target, link)
+    before = target.read_bytes()
+    script = textwrap.dedent(
+        """
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000_000, 20_000_000))
+        from agc.cli.app import main
+        sys.exit(main(sys.argv[1:]))
+        """
+    )
+    for source in (target, link):
+        argv = ["import", str(source), "--run-id", "r1", "--store", str(store)]
+        result = subprocess.run(
+            [sys.executable, "-c", script, *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == ExitCode.USAGE, result.stderr
+        assert "is the transcript file of run r1 itself" in result.stderr
+        assert target.read_bytes() == before

@@ -88,3 +88,12 @@ def test_fifo_exits_3_without_blocking(tmp_path: Path) -> None:
     assert result.returncode == ExitCode.UNREADABLE
     assert "not a regular file" in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+
+
+def test_output_names_the_file_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # rich would render ":smile:" as an emoji; stdout carries data, so it must not.
+    path = tmp_path / ":smile: [bold]x.jsonl"
+    path.write_bytes(b"{}\n")
+    code, out, _ = _seal(capsys, str(path))
+    assert code == 0
+    assert out == f"sealed: {path}.b3\n"

@@ -517,3 +517,30 @@ def test_fifo_in_place_of_the_transcript(layout: StoreLayout) -> None:
     os.mkfifo(path)
     report = _verify_in_subprocess(layout.root)
     assert {f["code"] for f in report["findings"]} == {"not-regular-file"}
+
+
+@pytest.mark.parametrize("what", ["fifo", "folder", "symlink"])
+def test_non_file_legacy_shared_tool_events_is_unreadable_not_a_hang(
+    store: Path, what: str
+) -> None:
+    layout = _legacy_store(store)
+    shared = layout.legacy_tool_events_path
+    shared.unlink()
+    if what == "fifo":
+        os.mkfifo(shared)
+    elif what == "folder":
+        shared.mkdir()
+    else:
+        (store / "elsewhere.jsonl").write_text('{"run_id":"r1"}\n')
+        shared.symlink_to(store / "elsewhere.jsonl")
+    script = "import sys; from agc.cli.verify import main; sys.exit(main(sys.argv[1:]))"
+    result = subprocess.run(
+        [sys.executable, "-c", script, "r1", "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode in {ExitCode.USAGE, ExitCode.UNREADABLE}, result.stderr
+    assert "tool-events.jsonl" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -32,8 +32,8 @@ __all__ = [
 # click's "\b" keeps the table's line breaks when it re-wraps the epilog.
 EPILOG = "\b\n" + exit_code_help()
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-out_console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+out_console = Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def new_app(*, name: str, help_text: str) -> typer.Typer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 import shutil
 import sys
 import tempfile
@@ -130,6 +131,11 @@ def import_command(
         raise InputError(f"{file} is a folder, not a file") from exc
     except PermissionError as exc:
         raise InputError(f"{file} cannot be read: permission denied") from exc
+    target = StoreLayout.at(store).artifact_path(run_id, kind.value)
+    if target.exists() and os.path.samestat(target.lstat(), os.fstat(handle.fileno())):
+        handle.close()
+        # Reading the file the writer appends to would copy it into itself forever.
+        raise InputError(f"{file} is the {kind.value} file of run {run_id} itself")
     with handle, _progress(file.stat().st_size, f"importing {file.name}") as progress:
         summary = ingest_stream(
             handle,

@@ -838,6 +838,8 @@ def read_tool_events(
 
     Raises:
         RunIdInvalidError: bad run id.
+        UnsafePathError: a file is a symlink.
+        StoreError: a file is not a regular file (a FIFO, a folder) or cannot be read.
     """
     layout = StoreLayout.at(store)
     paths = [layout.legacy_tool_events_path]
@@ -846,10 +848,16 @@ def read_tool_events(
     for path in paths:
         filter_by_run = path == layout.legacy_tool_events_path
         try:
-            handle = path.open("rb")
+            # Not following symlinks and never blocking: read_small_file's rules.
+            fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             continue
-        with handle:
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb") as handle:
             for line in handle:
                 try:
                     record = json.loads(line)
