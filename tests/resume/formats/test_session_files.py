@@ -1,0 +1,116 @@
+"""Codex rollout and Claude Code session files: read, repaired, written back (golden files).
+
+The golden outputs were checked by hand: unchanged lines are byte for byte the input's,
+a dropped line's children hang from its parent, a synthetic result is a new line chained
+below the call's line, and lines that are not messages (or not JSON) stay where they were.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agc.resume.formats import load_history
+from agc.resume.formats.jsonl import parse_jsonl
+from agc.resume.repair import Strategy, repair_loaded
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+@pytest.mark.parametrize("name", ["claude-code-in-flight", "codex-rollout-in-flight"])
+def test_repaired_session_file_matches_golden(name: str, strategy: Strategy) -> None:
+    source = GOLDEN / f"{name}.jsonl"
+    result = repair_loaded(load_history(source.read_bytes(), source=source.name), strategy=strategy)
+    assert result.data == (GOLDEN / f"{name}.{strategy}.jsonl").read_bytes()
+    assert result.report.after.valid
+
+
+def test_claude_code_reader_groups_lines_and_skips_non_messages() -> None:
+    history = load_history((GOLDEN / "claude-code-in-flight.jsonl").read_bytes(), source="x")
+    assert history.format == "claude-code"
+    assert [m.role for m in history.messages] == ["user", "assistant", "user"]
+    assert [b.origin for b in history.messages[1].blocks] == [2, 3]
+    assert history.skipped == [0, 4, 6]
+
+
+def test_codex_reader_keeps_only_response_items() -> None:
+    history = load_history((GOLDEN / "codex-rollout-in-flight.jsonl").read_bytes(), source="x")
+    assert history.format == "codex-rollout"
+    assert [m.origin for m in history.messages] == [1, 2, 3]
+    assert history.skipped == [0, 4]
+
+
+def test_codex_compacted_line_resets_the_history() -> None:
+    lines = [
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": "{}",
+                "call_id": "old",
+            },
+        },
+        {"timestamp": "t", "type": "compacted", "payload": {"message": "summary"}},
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "go"}],
+            },
+        },
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    history = load_history(data, source="x")
+    assert [m.origin for m in history.messages] == [2]
+    result = repair_loaded(history)
+    assert result.data == data
+    assert not result.report.changed
+
+
+def test_parse_jsonl_keeps_bad_lines_and_missing_final_newline() -> None:
+    records, lines, final = parse_jsonl(b'{"a":1}\nnot json\n[1]\r\nNaN', source="x")
+    assert records == [{"a": 1}, "not json", [1], "NaN"]
+    assert lines == ['{"a":1}', "not json", "[1]", "NaN"]
+    assert final is False
+
+
+def test_text_and_result_lines_edited_in_place() -> None:
+    lines = [
+        {
+            "type": "user",
+            "uuid": "a",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "go"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "b",
+            "parentUuid": "a",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "on it"},
+                    {"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": 1}},
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "c",
+            "parentUuid": "b",
+            "message": {"role": "user", "content": "hello?"},
+        },
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    result = repair_loaded(load_history(data, source="x"))
+    out = [json.loads(line) for line in result.data.decode().splitlines()]
+    assert out[1]["message"]["content"] == [{"type": "text", "text": "on it"}]
+    assert out[1]["uuid"] == "b"
+    assert out[2] == lines[2]
