@@ -17,7 +17,7 @@ from agc.errors import HistoryFormatError, InputError, UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity.fsio import atomic_write_bytes, read_small_file
 from agc.resume.formats import get_spec, load_history
-from agc.resume.formats.model import History
+from agc.resume.formats.model import FormatName, History
 from agc.resume.repair import Change, RepairResult, repair_loaded
 from agc.resume.snapshot import (
     MAX_SNAPSHOT_BYTES,
@@ -47,6 +47,14 @@ class FormatChoice(enum.StrEnum):
     codex_rollout = "codex-rollout"
     claude_code = "claude-code"
 
+
+_FORMATS: Final[dict[FormatChoice, FormatName]] = {
+    FormatChoice.openai_chat: "openai-chat",
+    FormatChoice.anthropic: "anthropic",
+    FormatChoice.openai_responses: "openai-responses",
+    FormatChoice.codex_rollout: "codex-rollout",
+    FormatChoice.claude_code: "claude-code",
+}
 
 RESUME_HELP = """Check a saved history and repair it so the model provider accepts it again.
 
@@ -196,7 +204,7 @@ def resume_command(
     store: StoreOption = None,
     insecure_skip_verify: InsecureOption = False,
 ) -> int:
-    wanted = format.value if format is not None else None
+    wanted = _FORMATS[format] if format is not None else None
     source: Path | None = None
     state = ToolCallState()
     run_id: str | None = None
@@ -209,7 +217,7 @@ def resume_command(
             history = _from_snapshot(snapshot, wanted)
             state, run_id = snapshot.tool_call_state, snapshot.run_id
         else:
-            history = load_history(data, source=str(path), format=wanted)  # type: ignore[arg-type]
+            history = load_history(data, source=str(path), format=wanted)
     elif _looks_like_path(target):
         raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
     else:
