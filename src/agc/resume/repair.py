@@ -553,6 +553,7 @@ class _Repairer:
                 if anthropic and following is not None and following.role == "user":
                     handled.add(index + 1)
                     rest = [b for b in following.blocks if b.kind != "result"]
+                    self._note_results_first(index + 1, following, region)
                     out.append(_with_blocks(following, region + rest))
                 elif anthropic:
                     out.extend(self.spec.wrap_results(region))
@@ -566,6 +567,21 @@ class _Repairer:
                 continue
             out.append(message)
         return out
+
+    def _note_results_first(self, index: int, message: Message, region: list[Block]) -> None:
+        """Report real results that sat after other content in their user message."""
+        seen_other = False
+        for block in message.blocks:
+            if block.kind != "result":
+                seen_other = True
+            elif seen_other and any(block is placed for placed in region):
+                self._note(
+                    "moved-result",
+                    index,
+                    "tool_result blocks must come first in the user message; moved before "
+                    "the other content",
+                    self.owner[id(block)],
+                )
 
     def _chat_region(self, region: list[Block]) -> list[Message]:
         """Tool messages for ``region``, reusing each existing tool message as read."""

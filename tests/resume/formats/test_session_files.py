@@ -114,3 +114,59 @@ def test_text_and_result_lines_edited_in_place() -> None:
     assert out[1]["message"]["content"] == [{"type": "text", "text": "on it"}]
     assert out[1]["uuid"] == "b"
     assert out[2] == lines[2]
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_claude_code_blocks_moved_across_lines(strategy: Strategy) -> None:
+    """Text after tool_use and text before tool_result, each in its own line, are fixed."""
+    lines = [
+        {
+            "type": "user",
+            "uuid": "a",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "go"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "b",
+            "parentUuid": "a",
+            "message": {
+                "id": "m",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "R", "input": {}}],
+            },
+        },
+        {
+            "type": "assistant",
+            "uuid": "c",
+            "parentUuid": "b",
+            "message": {
+                "id": "m",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "also"}],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "d",
+            "parentUuid": "c",
+            "message": {"role": "user", "content": [{"type": "text", "text": "hm"}]},
+        },
+        {
+            "type": "user",
+            "uuid": "e",
+            "parentUuid": "d",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        },
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    result = repair_loaded(load_history(data, source="x"), strategy=strategy)
+    assert [c.action for c in result.report.changes] == ["moved-text", "moved-result"]
+    out = [json.loads(line) for line in result.data.decode().splitlines()]
+    assert [r["uuid"] for r in out] == ["a", "b", "d"]
+    assert [b["type"] for b in out[1]["message"]["content"]] == ["text", "tool_use"]
+    assert [b["type"] for b in out[2]["message"]["content"]] == ["tool_result", "text"]
+    assert out[2]["parentUuid"] == "b"

@@ -80,9 +80,9 @@ def write(history: History, messages: list[Message]) -> list[Any]:
         origins = [block.origin for block in message.blocks if block.origin is not None]
         if message.role == "assistant" and origins:
             last_assistant_line = max(origins)
-        for block in message.blocks:
-            if block.origin is not None:
-                new_blocks.setdefault(block.origin, []).append(block)
+        for block, target in zip(message.blocks, _assign_lines(message.blocks), strict=True):
+            if target is not None:
+                new_blocks.setdefault(target, []).append(block)
             else:
                 at = last_assistant_line if last_assistant_line is not None else -1
                 inserted.setdefault(at, []).append(block)
@@ -121,6 +121,24 @@ def write(history: History, messages: list[Message]) -> list[Any]:
                 if isinstance(record, dict) and record.get("parentUuid") == anchor_uuid:
                     repoint.setdefault(later, parent)
     return [_emit(index, text, record, dropped, repoint) for index, text, record in entries]
+
+
+def _assign_lines(blocks: list[Block]) -> list[int | None]:
+    """The line each block of one message is written to, so file order is block order.
+
+    A block moved before blocks of earlier lines (text moved before ``tool_use``, a
+    ``tool_result`` moved before text) joins the earliest of those lines; a line left
+    without blocks is dropped. New blocks (no origin) get ``None``.
+    """
+    assigned: list[int | None] = [None] * len(blocks)
+    floor: int | None = None
+    for position in range(len(blocks) - 1, -1, -1):
+        origin = blocks[position].origin
+        if origin is None:
+            continue
+        floor = origin if floor is None else min(origin, floor)
+        assigned[position] = floor
+    return assigned
 
 
 def _emit(
