@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc.errors import UsageError
 from agc.resume.formats.model import FormatName
 from agc.resume.repair import (
     ACTIONS,
@@ -145,7 +146,7 @@ def test_valid_history_is_returned_unchanged() -> None:
 
 
 def test_unknown_strategy_is_refused() -> None:
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(UsageError, match="strategy"):
         repair_history([], "openai-chat", strategy="replay")  # type: ignore[arg-type]
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agc.errors import RepairIncompleteError
+from agc.errors import RepairIncompleteError, UsageError
 from agc.integrity.hashing import new_hasher
 from agc.resume.formats.detect import dump_history, get_spec, load_history
 from agc.resume.formats.model import (
@@ -226,6 +226,7 @@ def repair_history(
         run_id: mixed into idempotency keys.
 
     Raises:
+        UsageError: an unknown strategy.
         HistoryFormatError: the messages do not fit the format.
         RepairIncompleteError: the repaired history would still be rejected (a bug).
     """
@@ -242,7 +243,7 @@ def repair_loaded(
 ) -> RepairResult:
     """:func:`repair_history` on a history already read (keeps session lines' text)."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+        raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
     state = tool_call_state or ToolCallState()
     spec = get_spec(history.format)
     before = check_messages(history.messages, history.format)
