@@ -1,4 +1,4 @@
-"""Codex rollout and Claude Code session files: read, repaired, written back (golden files).
+"""Claude Code session files (and Codex rollouts): read, repaired, written back (golden files).
 
 The golden outputs were checked by hand: unchanged lines are byte for byte the input's,
 a dropped line's children hang from its parent, a synthetic result is a new line chained
@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from agc.resume.formats import load_history
-from agc.resume.formats.jsonl import parse_jsonl
 from agc.resume.repair import Strategy, repair_loaded
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -34,51 +33,6 @@ def test_claude_code_reader_groups_lines_and_skips_non_messages() -> None:
     assert [m.role for m in history.messages] == ["user", "assistant", "user"]
     assert [b.origin for b in history.messages[1].blocks] == [2, 3]
     assert history.skipped == [0, 4, 6]
-
-
-def test_codex_reader_keeps_only_response_items() -> None:
-    history = load_history((GOLDEN / "codex-rollout-in-flight.jsonl").read_bytes(), source="x")
-    assert history.format == "codex-rollout"
-    assert [m.origin for m in history.messages] == [1, 2, 3]
-    assert history.skipped == [0, 4]
-
-
-def test_codex_compacted_line_resets_the_history() -> None:
-    lines = [
-        {
-            "timestamp": "t",
-            "type": "response_item",
-            "payload": {
-                "type": "function_call",
-                "name": "shell",
-                "arguments": "{}",
-                "call_id": "old",
-            },
-        },
-        {"timestamp": "t", "type": "compacted", "payload": {"message": "summary"}},
-        {
-            "timestamp": "t",
-            "type": "response_item",
-            "payload": {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "go"}],
-            },
-        },
-    ]
-    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    history = load_history(data, source="x")
-    assert [m.origin for m in history.messages] == [2]
-    result = repair_loaded(history)
-    assert result.data == data
-    assert not result.report.changed
-
-
-def test_parse_jsonl_keeps_bad_lines_and_missing_final_newline() -> None:
-    records, lines, final = parse_jsonl(b'{"a":1}\nnot json\n[1]\r\nNaN', source="x")
-    assert records == [{"a": 1}, "not json", [1], "NaN"]
-    assert lines == ['{"a":1}', "not json", "[1]", "NaN"]
-    assert final is False
 
 
 def test_text_and_result_lines_edited_in_place() -> None:
