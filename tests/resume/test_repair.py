@@ -261,3 +261,11 @@ def test_property_repair_output_always_passes_check_history(
     # Repairing again changes nothing.
     again = repair_history(result.messages, fmt, strategy=strategy)
     assert not again.report.changed
+
+
+def test_tool_use_in_a_user_message_is_stripped() -> None:
+    use = {"type": "tool_use", "id": "t", "name": "r", "input": {}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}, use]}]
+    result = repair_history(messages, "anthropic", strategy="synthesize")
+    assert result.messages == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert result.report.ids("stripped") == ["t"]

@@ -368,6 +368,10 @@ class _Repairer:
         seen_anywhere: set[str] = set()
         for index, message in enumerate(self.view):
             if message.role != "assistant":
+                for call in message.calls():
+                    self.call_message[id(call)] = index
+                    self.dropped_calls.add(id(call))
+                    self._note("stripped", index, "a tool call outside an assistant message", call)
                 continue
             seen_here: set[str] = set()
             for call in message.calls():
@@ -424,7 +428,12 @@ class _Repairer:
 
     def _drop_result(self, result: Block, index: int, action: str, reason: str) -> None:
         self.dropped_results.add(id(result))
-        self._note(action, index, reason, Block("result", None, call_id=result.call_id))
+        self._note(
+            action,
+            index,
+            reason,
+            Block("result", None, call_id=result.call_id, origin=result.origin),
+        )
 
     def _in_place(self, call: Block, result_index: int) -> bool:
         call_index = self.call_message[id(call)]
@@ -561,8 +570,8 @@ class _Repairer:
                 else:
                     out.extend(self._chat_region(region))
                 continue
-            if message.results():
-                blocks = [b for b in message.blocks if b.kind != "result"]
+            if message.results() or message.calls():
+                blocks = [b for b in message.blocks if b.kind not in {"result", "call"}]
                 if blocks:
                     out.append(_with_blocks(message, blocks))
                 continue
