@@ -10,15 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import UsageError
+from agc.resume.formats import load_history
 from agc.resume.formats.model import FormatName
 from agc.resume.repair import (
     ACTIONS,
     Strategy,
     idempotency_key,
     repair_history,
+    repair_loaded,
 )
 from agc.resume.snapshot import ToolCallState
-from agc.resume.validate import check_history
+from agc.resume.validate import check_history, check_messages
 from tests.resume.helpers import blocks
 
 
@@ -269,3 +271,70 @@ def test_tool_use_in_a_user_message_is_stripped() -> None:
     result = repair_history(messages, "anthropic", strategy="synthesize")
     assert result.messages == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
     assert result.report.ids("stripped") == ["t"]
+
+
+def _claude_lines(events: list[tuple[Any, ...]], split: bool, noise: bool) -> bytes:
+    """Claude Code lines for the events: one line per block when ``split``."""
+    messages = _render(events, "anthropic")
+    lines = [json.dumps({"type": "summary", "summary": "s", "leafUuid": "none"})]
+    parent: str | None = None
+    for number, message in enumerate(messages):
+        parts = [[block] for block in message["content"]] if split else [message["content"]]
+        for part_number, part in enumerate(parts):
+            uuid = f"u{number}-{part_number}"
+            line = {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "sessionId": "s",
+                "type": message["role"],
+                "message": {"role": message["role"], "content": part},
+                "uuid": uuid,
+            }
+            lines.append(json.dumps(line))
+            if noise:
+                progress = {"type": "progress", "parentUuid": uuid, "uuid": "p" + uuid}
+                lines.append(json.dumps(progress))
+                lines.append("not json")
+            parent = uuid
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _codex_lines(events: list[tuple[Any, ...]], noise: bool) -> bytes:
+    lines = [json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}})]
+    for item in _render(events, "openai-responses"):
+        lines.append(json.dumps({"timestamp": "t", "type": "response_item", "payload": item}))
+        if noise:
+            lines.append(json.dumps({"timestamp": "t", "type": "event_msg", "payload": {}}))
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _other_lines(raw: bytes) -> list[str]:
+    """Lines that are not messages (progress lines by uuid: they may be re-pointed)."""
+    out = []
+    for line in raw.decode().splitlines():
+        if line == "not json" or '"event_msg"' in line:
+            out.append(line)
+        elif '"progress"' in line:
+            out.append(json.loads(line)["uuid"])
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    events=st.lists(_EVENT, max_size=12),
+    claude=st.booleans(),
+    split=st.booleans(),
+    noise=st.booleans(),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_property_session_file_repair_passes_check_history(
+    events: list[tuple[Any, ...]], claude: bool, split: bool, noise: bool, strategy: Strategy
+) -> None:
+    data = _claude_lines(events, split, noise) if claude else _codex_lines(events, noise)
+    history = load_history(data, source="session.jsonl")
+    result = repair_loaded(history, strategy=strategy)
+    reread = load_history(result.data, source="repaired", format=history.format)
+    assert check_messages(reread.messages, history.format).valid
+    if not result.report.changed:
+        assert result.data == data
+    assert _other_lines(result.data) == _other_lines(data)

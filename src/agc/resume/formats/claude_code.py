@@ -30,9 +30,14 @@ _NAMESPACE: Final = uuid.UUID("6f1b1c8e-4d1e-5a0c-9b7e-61676372736d")
 _COPIED_KEYS: Final = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
 
 
+def _type(record: dict[str, Any]) -> str | None:
+    value = record.get("type")
+    return value if isinstance(value, str) else None
+
+
 def is_message_line(record: Any) -> bool:
     """True for a main-chain user/assistant line whose content the API would accept."""
-    if not isinstance(record, dict) or record.get("type") not in {"user", "assistant"}:
+    if not isinstance(record, dict) or _type(record) not in {"user", "assistant"}:
         return False
     if record.get("isSidechain") is True:
         return False

@@ -26,7 +26,8 @@ def is_rollout_line(record: Any) -> bool:
     """True for a ``{"timestamp", "type", "payload"}`` line of a known rollout type."""
     return (
         isinstance(record, dict)
-        and record.get("type") in _ROLLOUT_TYPES
+        and isinstance(record.get("type"), str)
+        and record["type"] in _ROLLOUT_TYPES
         and isinstance(record.get("payload"), dict)
     )
 

@@ -54,15 +54,22 @@ def _parts(record: dict[str, Any]) -> set[str]:
     content = record.get("content")
     if not isinstance(content, list):
         return set()
-    return {part["type"] for part in content if isinstance(part, dict) and "type" in part}
+    return {
+        part["type"]
+        for part in content
+        if isinstance(part, dict) and isinstance(part.get("type"), str)
+    }
+
+
+def _type(record: dict[str, Any]) -> str | None:
+    value = record.get("type")
+    return value if isinstance(value, str) else None
 
 
 def _detect_array(records: Sequence[Any]) -> FormatName:
     dicts = [record for record in records if isinstance(record, dict)]
     for record in dicts:
-        if record.get("type") in _RESPONSES_MARKERS or (
-            record.get("type") == "message" and "role" in record
-        ):
+        if _type(record) in _RESPONSES_MARKERS or (_type(record) == "message" and "role" in record):
             return "openai-responses"
         if _RESPONSES_PARTS.intersection(_parts(record)):
             return "openai-responses"
@@ -79,12 +86,12 @@ def _detect_lines(records: Sequence[Any], *, source: str) -> FormatName:
     if any(codex_rollout.is_rollout_line(record) for record in dicts):
         return "codex-rollout"
     if any(
-        record.get("type") in _CLAUDE_TYPES
+        _type(record) in _CLAUDE_TYPES
         and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
         for record in dicts
     ):
         return "claude-code"
-    if any(record.get("type") in _CODEX_EXEC_TYPES for record in dicts):
+    if any(_type(record) in _CODEX_EXEC_TYPES for record in dicts):
         raise HistoryFormatError(
             f"{source} is a `codex exec --json` event stream: it holds no resumable history",
             hint="Resume from the rollout file Codex keeps under ~/.codex/sessions/ instead.",
