@@ -140,3 +140,18 @@ def test_real_claude_code_session_repaired_to_file(
     capsys.readouterr()
     assert main(["resume", str(out), "--check"]) == 0
     assert main(["resume", str(source), "--check"]) == 1
+
+
+def test_symlinked_input_file_is_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps(PENDING[:1]))
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert main(["resume", str(link), "--check"]) == 0
+
+
+def test_folder_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "dir.json"
+    folder.mkdir()
+    assert main(["resume", str(folder)]) == 2
+    assert "is a folder" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from agc.cli.common import EPILOG, emit_json, err_console, out_console
 from agc.cli.verify import StoreOption
 from agc.errors import HistoryFormatError, InputError, UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity.fsio import atomic_write_bytes, read_small_file
+from agc.integrity.fsio import atomic_write_bytes
 from agc.resume.formats import get_spec, load_history
 from agc.resume.formats.model import FormatName, History
 from agc.resume.repair import Change, RepairResult, repair_loaded
@@ -79,16 +79,20 @@ def _looks_like_path(target: str) -> bool:
 
 
 def _read_input(path: Path) -> bytes:
+    """Read a FILE given on the command line (symlinks followed: it is the user's file)."""
     try:
-        mode = os.stat(path).st_mode
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{path} is a folder, not a file")
+        if info.st_size > _MAX_INPUT_BYTES:
+            raise InputError(f"{path} is larger than {_MAX_INPUT_BYTES} bytes")
+        return path.read_bytes()
     except FileNotFoundError as exc:
         raise InputError(f"{path} does not exist") from exc
-    if stat.S_ISDIR(mode):
-        raise InputError(f"{path} is a folder, not a file")
-    try:
-        return read_small_file(path, max_bytes=_MAX_INPUT_BYTES)
     except PermissionError as exc:
         raise InputError(f"{path} cannot be read: permission denied") from exc
+    except OSError as exc:
+        raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from exc
 
 
 def _is_snapshot(path: Path, data: bytes) -> bool:

@@ -257,7 +257,7 @@ def sanitize_snapshot(
         messages=redact_value(snapshot.messages, stats),
         tool_call_state=snapshot.tool_call_state,
         agent_config=redact_value(config, stats),
-        node_id=snapshot.node_id if snapshot.node_id is None else redact_value(snapshot.node_id),
+        node_id=None if snapshot.node_id is None else redact_value(snapshot.node_id, stats),
         format=snapshot.format,
         timestamp=snapshot.timestamp,
     )
