@@ -82,10 +82,11 @@ def write(history: History, messages: list[Message]) -> list[Any]:
     inserted: dict[int, list[Block]] = {}
     last_assistant_line: int | None = None
     for message in messages:
-        origins = [block.origin for block in message.blocks if block.origin is not None]
-        if message.role == "assistant" and origins:
-            last_assistant_line = max(origins)
-        for block, target in zip(message.blocks, _assign_lines(message.blocks), strict=True):
+        targets = _assign_lines(message.blocks)
+        written = [target for target in targets if target is not None]
+        if message.role == "assistant" and written:
+            last_assistant_line = max(written)
+        for block, target in zip(message.blocks, targets, strict=True):
             if target is not None:
                 new_blocks.setdefault(target, []).append(block)
             else:
