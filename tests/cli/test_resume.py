@@ -155,3 +155,14 @@ def test_folder_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFix
     folder.mkdir()
     assert main(["resume", str(folder)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_json_report_matches_golden(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = Path(__file__).resolve().parent.parent / "resume" / "golden"
+    monkeypatch.chdir(golden)
+    args = ["resume", "codex-rollout-in-flight.jsonl", "--strategy", "synthesize", "--json"]
+    assert main(args) == 0
+    expected = (golden / "codex-rollout-in-flight.synthesize.report.json").read_text()
+    assert capsys.readouterr().out == expected
