@@ -6,6 +6,8 @@ import enum
 import json
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -18,7 +20,7 @@ from agc.exitcodes import ExitCode
 from agc.integrity.fsio import atomic_write_bytes
 from agc.resume.formats import get_spec, load_history
 from agc.resume.formats.model import FormatName, History
-from agc.resume.repair import Change, RepairResult, repair_loaded
+from agc.resume.repair import Change, RepairResult, Strategy, repair_loaded
 from agc.resume.snapshot import (
     MAX_SNAPSHOT_BYTES,
     SessionSnapshot,
@@ -32,6 +34,7 @@ from agc.store import validate_run_id
 __all__ = ["register", "resume_command"]
 
 _MAX_INPUT_BYTES: Final = MAX_SNAPSHOT_BYTES
+_STATUS_BYTES: Final = 8 * 1024 * 1024  # show a status line on stderr above this size
 _PATH_HINTS: Final = ("/", "\\", ".json", ".jsonl", ".zst")
 
 
@@ -48,6 +51,10 @@ class FormatChoice(enum.StrEnum):
     claude_code = "claude-code"
 
 
+_STRATEGIES: Final[dict[StrategyChoice, Strategy]] = {
+    StrategyChoice.STRIP: "strip",
+    StrategyChoice.SYNTHESIZE: "synthesize",
+}
 _FORMATS: Final[dict[FormatChoice, FormatName]] = {
     FormatChoice.openai_chat: "openai-chat",
     FormatChoice.anthropic: "anthropic",
@@ -72,6 +79,16 @@ Examples:
   agc resume rollout-….jsonl --json            # the report as JSON on stdout
   agc resume history.json --format anthropic --out repaired.json
 """
+
+
+@contextmanager
+def _working(label: str, size: int) -> Iterator[None]:
+    """A status spinner on stderr for large inputs, only when stderr is a terminal."""
+    if not err_console.is_terminal or size < _STATUS_BYTES:
+        yield
+        return
+    with err_console.status(label):
+        yield
 
 
 def _looks_like_path(target: str) -> bool:
@@ -212,16 +229,19 @@ def resume_command(
     source: Path | None = None
     state = ToolCallState()
     run_id: str | None = None
+    size = 0  # input bytes, for the status line
     path = Path(target)
     if os.path.lexists(path):
         source = path
         data = _read_input(path)
+        size = len(data)
         if _is_snapshot(path, data):
             snapshot = load_snapshot_file(path, insecure_skip_verify=insecure_skip_verify)
             history = _from_snapshot(snapshot, wanted)
             state, run_id = snapshot.tool_call_state, snapshot.run_id
         else:
-            history = load_history(data, source=str(path), format=wanted)
+            with _working(f"reading {path.name}", len(data)):
+                history = load_history(data, source=str(path), format=wanted)
     elif _looks_like_path(target):
         raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
     else:
@@ -247,9 +267,10 @@ def resume_command(
                 )
         return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
 
-    result: RepairResult = repair_loaded(
-        history, strategy=strategy.value, tool_call_state=state, run_id=run_id
-    )
+    with _working("repairing", size):
+        result: RepairResult = repair_loaded(
+            history, strategy=_STRATEGIES[strategy], tool_call_state=state, run_id=run_id
+        )
     if out is not None:
         _write_out(out, source, result.data)
     if as_json:
