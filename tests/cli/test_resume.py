@@ -166,3 +166,11 @@ def test_json_report_matches_golden(
     assert main(args) == 0
     expected = (golden / "codex-rollout-in-flight.synthesize.report.json").read_text()
     assert capsys.readouterr().out == expected
+
+
+def test_check_with_out_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING))
+    out = tmp_path / "o.json"
+    assert main(["resume", str(source), "--check", "--out", str(out)]) == 2
+    assert not out.exists()

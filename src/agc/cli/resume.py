@@ -225,6 +225,16 @@ def resume_command(
     store: StoreOption = None,
     insecure_skip_verify: InsecureOption = False,
 ) -> int:
+    """Check (``--check``) or repair a history; see :data:`RESUME_HELP` and docs/resume.md.
+
+    TARGET is read as a FILE when that path exists, else as a run id.
+
+    Raises:
+        UsageError: ``--check`` with ``--out``; ``--out`` is the input or exists.
+        InputError, HistoryFormatError, Snapshot*Error: see docs/resume.md.
+    """
+    if check and out is not None:
+        raise UsageError("--check only validates; it writes nothing, so --out cannot be used")
     wanted = _FORMATS[format] if format is not None else None
     source: Path | None = None
     state = ToolCallState()
