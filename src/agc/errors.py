@@ -16,15 +16,22 @@ __all__ = [
     "AgcError",
     "ArtifactSealedError",
     "FileExistsRefusedError",
+    "HistoryFormatError",
+    "HistoryInvalidError",
     "InputError",
     "KeyInvalidError",
     "ManifestInvalidError",
     "RecordInvalidError",
     "RecoveryRefusedError",
+    "RepairIncompleteError",
     "RunIdInvalidError",
     "RunLockedError",
     "SidecarInvalidError",
     "SidecarMismatchError",
+    "SnapshotInvalidError",
+    "SnapshotNotFoundError",
+    "SnapshotTamperedError",
+    "SnapshotUnsealedError",
     "StoreError",
     "TornTailError",
     "UnsafePathError",
@@ -209,3 +216,62 @@ class RecoveryRefusedError(AgcError):
     code = "recovery-refused"
     exit_code = ExitCode.FINDINGS
     default_hint = "The run was modified after it was written; inspect it with agc-verify."
+
+
+# --- resume (issue 4): snapshots and tool-call histories -------------------------------
+
+
+class SnapshotNotFoundError(InputError):
+    """No session snapshot exists for the run id (or the named file does not exist)."""
+
+    code = "snapshot-not-found"
+    default_hint = "Check the run id and --store; snapshots live in <store>/sessions/."
+
+
+class SnapshotInvalidError(InputError):
+    """A snapshot's bytes verified but are not a snapshot of the documented shape."""
+
+    code = "snapshot-invalid"
+    default_hint = "The snapshot does not follow docs/resume.md; it cannot be resumed."
+
+
+class SnapshotUnsealedError(SidecarMismatchError):
+    """A snapshot has no checksum sidecar: never sealed, or a save was interrupted (exit 1)."""
+
+    code = "snapshot-unsealed"
+    default_hint = (
+        "Save the snapshot again; --insecure-skip-verify reads it without checking its seal."
+    )
+
+
+class SnapshotTamperedError(SidecarMismatchError):
+    """A snapshot's bytes do not match its sidecar: tampered with or truncated (exit 1)."""
+
+    code = "snapshot-tampered"
+    default_hint = (
+        "Do not resume from it; --insecure-skip-verify reads it without checking its seal."
+    )
+
+
+class HistoryFormatError(InputError):
+    """A history is not in the named format, or its format cannot be detected (exit 2)."""
+
+    code = "history-format"
+    default_hint = (
+        "Name the format with --format: openai-chat, anthropic, openai-responses, "
+        "codex-rollout or claude-code."
+    )
+
+
+class HistoryInvalidError(VerificationError):
+    """Raised by ``verify_history`` when a provider would reject the history (exit 1)."""
+
+    code = "history-invalid"
+    default_hint = "Run `agc resume FILE` to see each broken rule and the repair."
+
+
+class RepairIncompleteError(VerificationError):
+    """A repaired history still breaks a provider rule (exit 1); nothing was written."""
+
+    code = "repair-incomplete"
+    default_hint = "Report this history (without secrets) as an agc bug; the input is untouched."

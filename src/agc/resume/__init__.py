@@ -1,1 +1,65 @@
-"""Resume: secret-free session snapshots and repair of broken tool-call histories."""
+"""Resume: secret-free session snapshots and repair of broken tool-call histories.
+
+See ``docs/resume.md``. The public API::
+
+    save_snapshot / load_snapshot      sealed, secret-free session snapshots
+    check_history / verify_history     the provider rules a history breaks
+    repair_history / resume_session    a valid history again, with a report of changes
+"""
+
+from __future__ import annotations
+
+from agc.resume.formats import FORMAT_NAMES, FormatName, detect_format, load_history
+from agc.resume.repair import (
+    ACTIONS,
+    STRATEGIES,
+    Change,
+    RepairReport,
+    RepairResult,
+    ResumeResult,
+    Strategy,
+    idempotency_key,
+    repair_history,
+    repair_loaded,
+    resume_session,
+)
+from agc.resume.secrets import redact_text, redact_value
+from agc.resume.snapshot import (
+    SessionSnapshot,
+    SnapshotSaveResult,
+    ToolCallState,
+    load_snapshot,
+    load_snapshot_file,
+    save_snapshot,
+)
+from agc.resume.validate import HistoryFinding, HistoryReport, check_history, verify_history
+
+__all__ = [
+    "ACTIONS",
+    "FORMAT_NAMES",
+    "STRATEGIES",
+    "Change",
+    "FormatName",
+    "HistoryFinding",
+    "HistoryReport",
+    "RepairReport",
+    "RepairResult",
+    "ResumeResult",
+    "SessionSnapshot",
+    "SnapshotSaveResult",
+    "Strategy",
+    "ToolCallState",
+    "check_history",
+    "detect_format",
+    "idempotency_key",
+    "load_history",
+    "load_snapshot",
+    "load_snapshot_file",
+    "redact_text",
+    "redact_value",
+    "repair_history",
+    "repair_loaded",
+    "resume_session",
+    "save_snapshot",
+    "verify_history",
+]

@@ -1,0 +1,102 @@
+"""Repair speed, as a ratio against a baseline measured in the same run.
+
+Baseline: parsing a session file line by line and serializing every record again (the
+least any reader/writer must do). Measured: ``load_history`` + ``repair_loaded`` on the
+same bytes (read, check, repair, write back, read back and check again). The ratio says
+how many baselines a repair costs; absolute times depend on the machine.
+
+Run: ``.venv/bin/python -m benchmarks.resume_repair [--turns N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agc.resume.formats import load_history
+from agc.resume.formats.jsonl import dump_line, parse_jsonl
+from agc.resume.repair import repair_loaded
+
+__all__ = ["main", "session_bytes"]
+
+
+def session_bytes(turns: int) -> bytes:
+    """A Claude Code session: ``turns`` turns of three parallel calls, the last in flight."""
+    lines: list[str] = []
+    parent: str | None = None
+
+    def add(kind: str, content: list[dict[str, Any]]) -> None:
+        nonlocal parent
+        uuid = f"u{len(lines)}"
+        record = {
+            "parentUuid": parent,
+            "type": kind,
+            "sessionId": "bench",
+            "uuid": uuid,
+            "message": {"role": kind, "content": content},
+        }
+        lines.append(json.dumps(record))
+        parent = uuid
+
+    for turn in range(turns):
+        add("user", [{"type": "text", "text": f"step {turn} " + "x" * 200}])
+        for call in range(3):
+            use = {
+                "type": "tool_use",
+                "id": f"t{turn}-{call}",
+                "name": "Bash",
+                "input": {"c": "ls"},
+            }
+            add("assistant", [use])
+        if turn < turns - 1:
+            for call in range(3):
+                result = {"type": "tool_result", "tool_use_id": f"t{turn}-{call}", "content": "ok"}
+                add("user", [result])
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _best(action: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    data = session_bytes(args.turns)
+
+    def baseline() -> None:
+        records, _, _ = parse_jsonl(data, source="bench")
+        for record in records:
+            dump_line(record)
+
+    def repair() -> None:
+        for strategy in ("strip", "synthesize"):
+            repair_loaded(load_history(data, source="bench"), strategy=strategy)
+
+    base = _best(baseline, args.repeat) * 2  # two strategies
+    measured = _best(repair, args.repeat)
+    print(
+        json.dumps(
+            {
+                "benchmark": "resume_repair",
+                "bytes": len(data),
+                "turns": args.turns,
+                "ratio_repair_to_parse_and_dump": round(measured / base, 2),
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,316 @@
+"""``agc resume``: check and repair a saved history (snapshot, session file, JSON array)."""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import typer
+
+from agc.cli.common import EPILOG, emit_json, err_console, out_console
+from agc.cli.verify import StoreOption
+from agc.errors import HistoryFormatError, InputError, UsageError
+from agc.exitcodes import ExitCode
+from agc.integrity.fsio import atomic_write_bytes
+from agc.resume.formats import get_spec, load_history
+from agc.resume.formats.model import FormatName, History
+from agc.resume.repair import Change, RepairResult, Strategy, repair_loaded
+from agc.resume.snapshot import (
+    MAX_SNAPSHOT_BYTES,
+    SessionSnapshot,
+    ToolCallState,
+    load_snapshot,
+    load_snapshot_file,
+)
+from agc.resume.validate import HistoryReport, check_messages
+from agc.store import validate_run_id
+
+__all__ = ["register", "resume_command"]
+
+_MAX_INPUT_BYTES: Final = MAX_SNAPSHOT_BYTES
+_STATUS_BYTES: Final = 8 * 1024 * 1024  # show a status line on stderr above this size
+_PATH_HINTS: Final = ("/", "\\", ".json", ".jsonl", ".zst")
+
+
+class StrategyChoice(enum.StrEnum):
+    STRIP = "strip"
+    SYNTHESIZE = "synthesize"
+
+
+class FormatChoice(enum.StrEnum):
+    openai_chat = "openai-chat"
+    anthropic = "anthropic"
+    openai_responses = "openai-responses"
+    codex_rollout = "codex-rollout"
+    claude_code = "claude-code"
+
+
+_STRATEGIES: Final[dict[StrategyChoice, Strategy]] = {
+    StrategyChoice.STRIP: "strip",
+    StrategyChoice.SYNTHESIZE: "synthesize",
+}
+_FORMATS: Final[dict[FormatChoice, FormatName]] = {
+    FormatChoice.openai_chat: "openai-chat",
+    FormatChoice.anthropic: "anthropic",
+    FormatChoice.openai_responses: "openai-responses",
+    FormatChoice.codex_rollout: "codex-rollout",
+    FormatChoice.claude_code: "claude-code",
+}
+
+RESUME_HELP = """Check a saved history and repair it so the model provider accepts it again.
+
+TARGET is a run id (its snapshot in the store) or a FILE: a snapshot, a session file
+(Codex rollout, Claude Code JSONL) or a JSON array of messages/items in one of the three
+API formats. agc prints what was wrong (as the provider would say it) and what the
+repair changed: each in-flight call stripped or answered, with its tool name, arguments
+and an idempotency key, so you decide whether to run it again.
+
+\b
+Examples:
+  agc resume fix-tests-42                      # the run's snapshot, strategy strip
+  agc resume fix-tests-42 --check              # exit 1 if the provider would reject it
+  agc resume ~/.claude/projects/x/s.jsonl --strategy synthesize --out fixed.jsonl
+  agc resume rollout-….jsonl --json            # the report as JSON on stdout
+  agc resume history.json --format anthropic --out repaired.json
+"""
+
+
+@contextmanager
+def _working(label: str, size: int) -> Iterator[None]:
+    """A status spinner on stderr for large inputs, only when stderr is a terminal."""
+    if not err_console.is_terminal or size < _STATUS_BYTES:
+        yield
+        return
+    with err_console.status(label):
+        yield
+
+
+def _looks_like_path(target: str) -> bool:
+    return any(hint in target for hint in _PATH_HINTS)
+
+
+def _read_input(path: Path) -> bytes:
+    """Read a FILE given on the command line (symlinks followed: it is the user's file)."""
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{path} is a folder, not a file")
+        if info.st_size > _MAX_INPUT_BYTES:
+            raise InputError(f"{path} is larger than {_MAX_INPUT_BYTES} bytes")
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError(f"{path} does not exist") from exc
+    except PermissionError as exc:
+        raise InputError(f"{path} cannot be read: permission denied") from exc
+    except OSError as exc:
+        raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+
+
+def _is_snapshot(path: Path, data: bytes) -> bool:
+    if data.startswith(b"\x28\xb5\x2f\xfd") or path.name.endswith(".json.zst"):
+        return True
+    if not data.lstrip().startswith(b"{"):
+        return False
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and "toolCallState" in document and "messages" in document
+
+
+def _from_snapshot(snapshot: SessionSnapshot, wanted: str | None) -> History:
+    if wanted is not None and wanted != snapshot.format:
+        raise HistoryFormatError(
+            f"the snapshot of run {snapshot.run_id} holds {snapshot.format} messages, not {wanted}"
+        )
+    return get_spec(snapshot.format).read(snapshot.messages)
+
+
+def _where(history: History, index: int, record: int | None) -> str:
+    if get_spec(history.format).line_based and record is not None:
+        return f"line {record + 1}"
+    return f"message {index}"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _print_findings(history: History, report: HistoryReport) -> None:
+    say = out_console.print
+    say(
+        f"{report.format}: {report.messages} messages, {report.calls} tool calls, "
+        f"{report.results} tool results",
+        markup=False,
+    )
+    if report.valid:
+        say("valid: the provider would accept this history", markup=False)
+        return
+    say(f"{len(report.findings)} problem(s), as the provider would report them:", markup=False)
+    for finding in report.findings:
+        where = _where(history, finding.message_index, finding.record)
+        say(f"  {where}: {finding.code}: {finding.provider_message}", markup=False)
+
+
+def _print_change(history: History, change: Change) -> None:
+    where = _where(history, change.message_index, change.record)
+    line = f"  {where}: {change.action}"
+    if change.call_id is not None:
+        line += f" {change.call_id}"
+    if change.tool_name is not None:
+        line += f" {change.tool_name} {_short(change.arguments)}"
+    if change.idempotency_key is not None and change.action in {"stripped", "synthesized"}:
+        line += f" [{change.idempotency_key}]"
+    out_console.print(line + f": {change.reason}", markup=False)
+
+
+def _write_out(out: Path, source: Path | None, data: bytes) -> None:
+    if source is not None and (
+        out.resolve() == source.resolve() or (out.exists() and out.samefile(source))
+    ):
+        raise UsageError(f"--out {out} is the input; agc never writes over its input")
+    try:
+        atomic_write_bytes(out, data, overwrite=False, mode=0o600)
+    except FileNotFoundError as exc:
+        raise InputError(f"--out {out}: its folder does not exist") from exc
+    except PermissionError as exc:
+        raise InputError(f"--out {out} cannot be written: permission denied") from exc
+
+
+StrategyOption = Annotated[
+    StrategyChoice,
+    typer.Option(
+        "--strategy",
+        help="strip: remove calls without a result; synthesize: answer them as interrupted.",
+    ),
+]
+FormatOption = Annotated[
+    FormatChoice | None,
+    typer.Option("--format", help="The history's format (default: detected).", show_default=False),
+]
+CheckOption = Annotated[
+    bool, typer.Option("--check", help="Only validate: exit 1 if the provider would reject it.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
+OutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--out", help="Write the repaired history here (never over the input).", show_default=False
+    ),
+]
+InsecureOption = Annotated[
+    bool,
+    typer.Option(
+        "--insecure-skip-verify",
+        help="Read a snapshot without checking its checksum sidecar (a tampered or "
+        "truncated snapshot is then used as it is).",
+    ),
+]
+
+
+def resume_command(
+    target: Annotated[str, typer.Argument(help="A run id (its snapshot in the store) or a FILE.")],
+    strategy: StrategyOption = StrategyChoice.STRIP,
+    format: FormatOption = None,
+    check: CheckOption = False,
+    as_json: JsonOption = False,
+    out: OutOption = None,
+    store: StoreOption = None,
+    insecure_skip_verify: InsecureOption = False,
+) -> int:
+    """Check (``--check``) or repair a history; see :data:`RESUME_HELP` and docs/resume.md.
+
+    TARGET is read as a FILE when that path exists, else as a run id.
+
+    Raises:
+        UsageError: ``--check`` with ``--out``; ``--out`` is the input or exists.
+        InputError, HistoryFormatError, Snapshot*Error: see docs/resume.md.
+    """
+    if check and out is not None:
+        raise UsageError("--check only validates; it writes nothing, so --out cannot be used")
+    wanted = _FORMATS[format] if format is not None else None
+    source: Path | None = None
+    state = ToolCallState()
+    run_id: str | None = None
+    size = 0  # input bytes, for the status line
+    path = Path(target)
+    if os.path.lexists(path):
+        source = path
+        data = _read_input(path)
+        size = len(data)
+        if _is_snapshot(path, data):
+            snapshot = load_snapshot_file(path, insecure_skip_verify=insecure_skip_verify)
+            history = _from_snapshot(snapshot, wanted)
+            state, run_id = snapshot.tool_call_state, snapshot.run_id
+        else:
+            with _working(f"reading {path.name}", len(data)):
+                history = load_history(data, source=str(path), format=wanted)
+    elif _looks_like_path(target):
+        raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
+    else:
+        run_id = validate_run_id(target)
+        snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
+        history = _from_snapshot(snapshot, wanted)
+        state = snapshot.tool_call_state
+    if insecure_skip_verify:
+        err_console.print(
+            "warning: --insecure-skip-verify: the snapshot's seal was not checked", markup=False
+        )
+
+    if check:
+        report = check_messages(history.messages, history.format)
+        if as_json:
+            emit_json({**report.to_dict(), "source": target, "tool_call_state": state.to_dict()})
+        else:
+            _print_findings(history, report)
+            if state.in_flight:
+                out_console.print(
+                    f"the snapshot says call {state.pending_tool_call_id} was in flight",
+                    markup=False,
+                )
+        return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
+
+    with _working("repairing", size):
+        result: RepairResult = repair_loaded(
+            history, strategy=_STRATEGIES[strategy], tool_call_state=state, run_id=run_id
+        )
+    if out is not None:
+        _write_out(out, source, result.data)
+    if as_json:
+        emit_json(
+            {
+                "schema_version": 1,
+                "source": target,
+                "out": str(out) if out is not None else None,
+                "report": result.report.to_dict(),
+            }
+        )
+        return int(ExitCode.OK)
+    _print_findings(history, result.report.before)
+    if result.report.changes:
+        out_console.print(
+            f"{len(result.report.changes)} change(s), strategy {strategy.value}:", markup=False
+        )
+        for change in result.report.changes:
+            _print_change(history, change)
+    else:
+        out_console.print("no change needed", markup=False)
+    if out is not None:
+        err_console.print(f"repaired history written to {out} (valid)", markup=False)
+    elif result.report.changes:
+        err_console.print(
+            "nothing written: give --out FILE to write the repaired history", markup=False
+        )
+    return int(ExitCode.OK)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``resume`` to the ``agc`` app."""
+    app.command(name="resume", help=RESUME_HELP, epilog=EPILOG)(resume_command)

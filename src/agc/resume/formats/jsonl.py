@@ -1,0 +1,59 @@
+"""Reading and writing session files (JSONL) line by line, keeping each line's text.
+
+A line that is not JSON is kept as its text, so a session file with damaged lines is
+still read and written back whole: nothing is dropped that the repair did not drop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agc.errors import InputError
+
+__all__ = ["dump_line", "join_lines", "parse_jsonl"]
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool]:
+    """Split JSONL bytes into ``(records, lines, final_newline)``.
+
+    ``records[i]`` is line ``i`` parsed as JSON, or the line's text when it is not JSON
+    (NaN and Infinity count as not JSON). Blank lines are kept as empty strings.
+
+    Raises:
+        InputError: the bytes are not UTF-8 (naming ``source`` and the line).
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{source}: line {line_no} is not UTF-8") from exc
+    final_newline = text.endswith("\n")
+    lines = text.split("\n")
+    if final_newline:
+        lines.pop()
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    records: list[Any] = []
+    for line in lines:
+        try:
+            records.append(json.loads(line, parse_constant=_reject_constant))
+        except ValueError:
+            records.append(line)
+    return records, lines, final_newline
+
+
+def dump_line(value: Any) -> str:
+    """One compact JSON line (UTF-8 kept as is), as the agents themselves write."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def join_lines(lines: list[str], *, final_newline: bool) -> bytes:
+    """The file bytes for ``lines``."""
+    text = "\n".join(lines)
+    if final_newline and lines:
+        text += "\n"
+    return text.encode("utf-8")

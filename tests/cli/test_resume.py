@@ -1,0 +1,176 @@
+"""Tests for ``agc resume`` (run in process through ``agc.cli.app.main``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.cli.app import main
+from agc.resume.snapshot import SessionSnapshot, ToolCallState, save_snapshot
+from agc.resume.validate import check_history
+from tests.conftest import REAL_FIXTURES, require_shared
+
+PENDING: list[dict[str, Any]] = [
+    {"role": "user", "content": "hi"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "run", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "run", "arguments": "{}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "a", "content": "ok"},
+]
+
+
+def _save(store: Path) -> Path:
+    snapshot = SessionSnapshot("run-7", "s", PENDING, ToolCallState(True, "b"), {"model": "m"})
+    return save_snapshot(snapshot, store).path
+
+
+def test_resume_run_id_prints_report_json(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _save(store)
+    rc = main(["resume", "run-7", "--store", str(store), "--json"])
+    assert rc == 0
+    report = json.loads(capsys.readouterr().out)["report"]
+    assert [c["action"] for c in report["changes"]] == ["stripped"]
+    assert report["changes"][0]["call_id"] == "b"
+    assert report["after"]["valid"] is True
+    assert report["was_interrupted"] is True
+
+
+def test_resume_synthesize_writes_out(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _save(store)
+    out = tmp_path / "repaired.json"
+    rc = main(
+        ["resume", "run-7", "--store", str(store), "--strategy", "synthesize", "--out", str(out)]
+    )
+    assert rc == 0
+    repaired = json.loads(out.read_text())
+    assert [m.get("tool_call_id") for m in repaired] == [None, None, "a", "b"]
+    assert check_history(repaired, "openai-chat").valid
+    captured = capsys.readouterr()
+    assert "synthesized b run" in captured.out
+    assert "written to" in captured.err
+
+
+def test_check_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(PENDING[:2]))
+    assert main(["resume", str(broken), "--check"]) == 1
+    assert "tool-call-unanswered" in capsys.readouterr().out
+    fine = tmp_path / "fine.json"
+    fine.write_text(json.dumps(PENDING[:1]))
+    assert main(["resume", str(fine), "--check", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["valid"] is True
+
+
+def test_out_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING))
+    before = source.read_bytes()
+    assert main(["resume", str(source), "--out", str(source)]) == 2
+    assert source.read_bytes() == before
+    taken = tmp_path / "taken.json"
+    taken.write_text("keep me")
+    assert main(["resume", str(source), "--out", str(taken)]) == 2
+    assert taken.read_text() == "keep me"
+    assert "file-exists" not in capsys.readouterr().out
+
+
+def test_tampered_snapshot_exit_1_and_insecure_skip(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _save(store)
+    path.write_bytes(path.read_bytes().replace(b'"ok"', b'"OK"'))
+    assert main(["resume", "run-7", "--store", str(store), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "snapshot-tampered"
+    assert main(["resume", "run-7", "--store", str(store), "--insecure-skip-verify"]) == 0
+    assert "seal was not checked" in capsys.readouterr().err
+
+
+def test_snapshot_file_is_accepted(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _save(store)
+    assert main(["resume", str(path), "--check"]) == 1
+    assert "call b was in flight" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["resume", "bad/id"], 2),
+        (["resume", "missing-run"], 2),
+        (["resume", "x", "--strategy", "replay"], 2),
+        (["resume", "x", "--format", "yaml"], 2),
+    ],
+)
+def test_bad_input_exit_codes(args: list[str], code: int, store: Path) -> None:
+    assert main([*args, "--store", str(store)]) == code
+
+
+def test_format_mismatch_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING))
+    assert main(["resume", str(source), "--format", "codex-rollout"]) == 2
+    assert "not a codex-rollout session file" in capsys.readouterr().err
+
+
+def test_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["resume", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "agc resume fix-tests-42 --check" in text
+    assert "Exit codes:" in text
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_real_claude_code_session_repaired_to_file(
+    tmp_path: Path, strategy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = require_shared(REAL_FIXTURES / "claude-code" / "agentcmd-full-session.jsonl")
+    out = tmp_path / "fixed.jsonl"
+    assert main(["resume", str(source), "--strategy", strategy, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["resume", str(out), "--check"]) == 0
+    assert main(["resume", str(source), "--check"]) == 1
+
+
+def test_symlinked_input_file_is_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps(PENDING[:1]))
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert main(["resume", str(link), "--check"]) == 0
+
+
+def test_folder_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "dir.json"
+    folder.mkdir()
+    assert main(["resume", str(folder)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_json_report_matches_golden(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = Path(__file__).resolve().parent.parent / "resume" / "golden"
+    monkeypatch.chdir(golden)
+    args = ["resume", "codex-rollout-in-flight.jsonl", "--strategy", "synthesize", "--json"]
+    assert main(args) == 0
+    expected = (golden / "codex-rollout-in-flight.synthesize.report.json").read_text()
+    assert capsys.readouterr().out == expected
+
+
+def test_check_with_out_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING))
+    out = tmp_path / "o.json"
+    assert main(["resume", str(source), "--check", "--out", str(out)]) == 2
+    assert not out.exists()

@@ -1,0 +1,72 @@
+"""Tests for agc.resume.formats.detect: format detection and loading."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agc.errors import HistoryFormatError, InputError
+from agc.resume.formats import detect_format, dump_history, load_history
+
+ARRAYS: list[tuple[str, list[dict[str, Any]]]] = [
+    ("openai-chat", [{"role": "tool", "tool_call_id": "a", "content": "x"}]),
+    ("openai-chat", [{"role": "user", "content": "plain"}]),
+    (
+        "anthropic",
+        [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+            }
+        ],
+    ),
+    (
+        "openai-responses",
+        [{"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"}],
+    ),
+    ("openai-responses", [{"role": "user", "content": [{"type": "input_text", "text": "x"}]}]),
+]
+
+
+@pytest.mark.parametrize(("expected", "records"), ARRAYS)
+def test_detect_json_arrays(expected: str, records: list[dict[str, Any]]) -> None:
+    assert detect_format(records, line_based=False) == expected
+    history = load_history(json.dumps(records).encode(), source="x")
+    assert history.format == expected
+    assert json.loads(dump_history(history, history.records)) == records
+
+
+def test_detect_session_files() -> None:
+    codex = [{"timestamp": "t", "type": "session_meta", "payload": {}}]
+    claude = [{"type": "user", "uuid": "u", "message": {"role": "user", "content": "x"}}]
+    assert detect_format(codex, line_based=True) == "codex-rollout"
+    assert detect_format(claude, line_based=True) == "claude-code"
+
+
+def test_codex_exec_stream_is_named() -> None:
+    with pytest.raises(HistoryFormatError, match="codex exec --json"):
+        load_history(b'{"type":"thread.started","thread_id":"x"}\n', source="s.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (b"", InputError),
+        (b"[1, 2", InputError),
+        (b'{"x": 1}\n', HistoryFormatError),
+        (b'[{"content": "no role"}]', HistoryFormatError),
+        (b"\xff\xfe\n", InputError),
+    ],
+)
+def test_bad_input_is_named(data: bytes, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        load_history(data, source="input.json")
+
+
+def test_explicit_format_that_does_not_fit() -> None:
+    with pytest.raises(HistoryFormatError, match="not a claude-code session file"):
+        load_history(b'[{"role": "user", "content": "x"}]', source="x", format="claude-code")
+    with pytest.raises(HistoryFormatError, match="content is neither"):
+        load_history(b'[{"role": "user", "content": 5}]', source="x", format="anthropic")

@@ -1,0 +1,28 @@
+"""Tests for agc.resume.formats.jsonl: lines kept exactly, bad lines kept as text."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agc.resume.formats.jsonl import join_lines, parse_jsonl
+
+
+def test_parse_jsonl_keeps_bad_lines_and_missing_final_newline() -> None:
+    records, lines, final = parse_jsonl(b'{"a":1}\nnot json\n[1]\r\nNaN', source="x")
+    assert records == [{"a": 1}, "not json", [1], "NaN"]
+    assert lines == ['{"a":1}', "not json", "[1]", "NaN"]
+    assert final is False
+
+
+_LINE = st.text(alphabet=st.characters(exclude_characters="\n\r", exclude_categories=["Cs"]))
+
+
+@given(lines=st.lists(_LINE, min_size=1, max_size=8), final=st.booleans())
+def test_property_split_and_join_round_trip(lines: list[str], final: bool) -> None:
+    data = join_lines(lines, final_newline=final)
+    records, parsed, final_newline = parse_jsonl(data, source="x")
+    if not final and lines == [""]:
+        return  # an empty file has no line
+    assert join_lines(parsed, final_newline=final_newline) == data
+    assert len(records) == len(parsed)

@@ -1,0 +1,60 @@
+"""Tests for agc.resume.formats.openai_chat: reading, writing, untouched fields kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agc.resume.formats import openai_chat
+from agc.resume.repair import repair_history
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_CALL = st.fixed_dictionaries(
+    {
+        "id": st.text(min_size=1, max_size=4),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {"name": st.text(max_size=4), "arguments": st.text(max_size=8)}
+        ),
+    }
+)
+_MESSAGE = st.one_of(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "system", "developer"]), "content": _JSON}
+    ),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": _JSON, "tool_calls": st.lists(_CALL, max_size=3)},
+        optional={"name": st.text(max_size=3), "refusal": st.none()},
+    ),
+    st.fixed_dictionaries(
+        {"role": st.just("tool"), "tool_call_id": st.text(max_size=4), "content": _JSON}
+    ),
+)
+
+
+@given(messages=st.lists(_MESSAGE, max_size=6))
+def test_property_read_then_write_is_identity(messages: list[dict[str, Any]]) -> None:
+    history = openai_chat.read(messages)
+    assert openai_chat.write(history, history.messages) == messages
+    calls = sum(len(m.get("tool_calls") or []) for m in messages if m["role"] == "assistant")
+    assert sum(len(m.calls()) for m in history.messages) == calls
+
+
+def test_rewritten_assistant_message_keeps_its_other_fields() -> None:
+    call = {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    message = {
+        "role": "assistant",
+        "content": "thinking aloud",
+        "name": "bot",
+        "tool_calls": [call],
+    }
+    result = repair_history([message], "openai-chat")
+    assert result.messages == [{"role": "assistant", "content": "thinking aloud", "name": "bot"}]

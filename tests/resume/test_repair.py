@@ -1,0 +1,340 @@
+"""Tests for agc.resume.repair: strategies, placement, reports, and repair properties."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agc.errors import UsageError
+from agc.resume.formats import load_history
+from agc.resume.formats.model import FormatName
+from agc.resume.repair import (
+    ACTIONS,
+    Strategy,
+    idempotency_key,
+    repair_history,
+    repair_loaded,
+)
+from agc.resume.snapshot import ToolCallState
+from agc.resume.validate import check_history, check_messages
+from tests.resume.helpers import blocks
+
+
+def _chat_call(call_id: str, arguments: str = '{"cmd": "ls"}') -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "run", "arguments": arguments}}
+
+
+def test_strip_keeps_answered_sibling_and_its_result() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [_chat_call("a"), _chat_call("b")]},
+        {"role": "tool", "tool_call_id": "a", "content": "ok"},
+    ]
+    result = repair_history(messages, "openai-chat", tool_call_state=ToolCallState(True, "b"))
+    assert result.messages == [
+        messages[0],
+        {"role": "assistant", "content": "", "tool_calls": [_chat_call("a")]},
+        messages[2],
+    ]
+    assert result.messages[1] is not messages[1], "the input is never mutated"
+    assert messages[1]["tool_calls"] == [_chat_call("a"), _chat_call("b")]
+
+
+def test_synthesize_answers_call_directly_after_it_in_responses() -> None:
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "x"},
+        {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "sh", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "done"},
+    ]
+    result = repair_history(items, "openai-responses", strategy="synthesize")
+    assert [item.get("call_id") for item in result.messages] == [
+        None,
+        None,
+        "c1",
+        "c2",
+        "c2",
+        "c1",
+    ]
+    synthetic = result.messages[4]
+    assert synthetic["type"] == "function_call_output"
+    assert "may or may not have executed" in synthetic["output"]
+    assert idempotency_key("c2") in synthetic["output"]
+
+
+def test_strip_drops_reasoning_that_belonged_to_the_dropped_call() -> None:
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": "{}"},
+    ]
+    result = repair_history(items, "openai-responses")
+    assert result.messages == items[:1]
+    # Changes are listed in history order: the reasoning item comes first.
+    assert [c.action for c in result.report.changes] == ["dropped-reasoning", "stripped"]
+
+
+def test_reasoning_followed_by_a_kept_message_is_kept() -> None:
+    items = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]},
+        {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": "{"},
+    ]
+    result = repair_history(items, "openai-responses", strategy="synthesize")
+    assert result.messages == items[:2]
+    assert result.report.changes[0].reason.endswith("never kept")
+
+
+def test_synthesize_keeps_partial_result_of_pending_call() -> None:
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [_chat_call("a")]},
+        {"role": "tool", "tool_call_id": "a", "content": "partial"},
+    ]
+    state = ToolCallState(True, "a")
+    result = repair_history(messages, "openai-chat", strategy="synthesize", tool_call_state=state)
+    assert result.messages == messages
+    assert [c.action for c in result.report.changes] == ["kept-partial-result"]
+    assert result.report.was_interrupted
+
+
+def test_result_after_intervening_user_message_is_moved_not_replaced() -> None:
+    messages = [
+        {"role": "assistant", "content": "", "tool_calls": [_chat_call("a")]},
+        {"role": "user", "content": "wait"},
+        {"role": "tool", "tool_call_id": "a", "content": "real"},
+    ]
+    result = repair_history(messages, "openai-chat", strategy="synthesize")
+    assert result.messages == [messages[0], messages[2], messages[1]]
+    assert [c.action for c in result.report.changes] == ["moved-result"]
+
+
+def test_change_reports_tool_name_arguments_and_key() -> None:
+    messages = [{"role": "assistant", "content": "", "tool_calls": [_chat_call("x", '{"a":1}')]}]
+    change = repair_history(messages, "openai-chat", run_id="r9").report.changes[0]
+    assert change.to_dict() == {
+        "action": "stripped",
+        "message_index": 0,
+        "record": 0,
+        "call_id": "x",
+        "tool_name": "run",
+        "arguments": '{"a":1}',
+        "idempotency_key": idempotency_key("x", run_id="r9"),
+        "reason": "it has no result in the history",
+    }
+    assert idempotency_key("x", run_id="r9") != idempotency_key("x", run_id="r8")
+    assert idempotency_key("x") == idempotency_key("x")
+
+
+def test_valid_history_is_returned_unchanged() -> None:
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "r", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
+    ]
+    result = repair_history(messages, "anthropic", strategy="synthesize")
+    assert result.messages == messages
+    assert not result.report.changed
+    assert not result.report.was_interrupted
+    assert result.report.to_dict()["schema_version"] == 1
+
+
+def test_unknown_strategy_is_refused() -> None:
+    with pytest.raises(UsageError, match="strategy"):
+        repair_history([], "openai-chat", strategy="replay")  # type: ignore[arg-type]
+
+
+# --- property: the repaired history always passes check_history --------------------------
+
+_IDS = st.sampled_from(["a", "b", "c", "d"])
+_EVENT = st.one_of(
+    st.tuples(st.just("user"), st.text(max_size=5)),
+    st.tuples(
+        st.just("assistant"),
+        st.sampled_from(["", "text", "text-after"]),
+        st.lists(st.tuples(_IDS, st.booleans()), max_size=3),
+        st.booleans(),
+    ),
+    st.tuples(st.just("result"), _IDS, st.booleans()),
+)
+
+
+def _render(events: list[tuple[Any, ...]], fmt: FormatName) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for event in events:
+        if event[0] == "user":
+            text = event[1] or "u"
+            if fmt == "openai-chat":
+                out.append({"role": "user", "content": text})
+            elif fmt == "anthropic":
+                out.append({"role": "user", "content": [{"type": "text", "text": text}]})
+            else:
+                part = {"type": "input_text", "text": text}
+                out.append({"type": "message", "role": "user", "content": [part]})
+        elif event[0] == "assistant":
+            _, text, calls, reasoning = event
+            args = ['{"n": 1}' if ok else '{"n": ' for _, ok in calls]
+            if fmt == "openai-chat":
+                message: dict[str, Any] = {"role": "assistant", "content": text or "x"}
+                if calls:
+                    message["tool_calls"] = [
+                        _chat_call(call_id, arg)
+                        for (call_id, _), arg in zip(calls, args, strict=True)
+                    ]
+                    message["content"] = text
+                out.append(message)
+            elif fmt == "anthropic":
+                content: list[dict[str, Any]] = []
+                if reasoning:
+                    content.append({"type": "thinking", "thinking": "t", "signature": "s"})
+                uses = [
+                    {"type": "tool_use", "id": call_id, "name": "r", "input": {} if ok else "{"}
+                    for call_id, ok in calls
+                ]
+                words = [{"type": "text", "text": "w"}] if text or not uses else []
+                content += uses + words if text == "text-after" else words + uses
+                out.append({"role": "assistant", "content": content})
+            else:
+                if reasoning:
+                    out.append({"type": "reasoning", "id": "rs", "summary": []})
+                if text or not calls:
+                    part = {"type": "output_text", "text": "w"}
+                    out.append({"type": "message", "role": "assistant", "content": [part]})
+                for (call_id, _), arg in zip(calls, args, strict=True):
+                    out.append(
+                        {"type": "function_call", "call_id": call_id, "name": "r", "arguments": arg}
+                    )
+        else:
+            _, call_id, with_text = event
+            if fmt == "openai-chat":
+                out.append({"role": "tool", "tool_call_id": call_id, "content": f"r-{call_id}"})
+            elif fmt == "anthropic":
+                block = {"type": "tool_result", "tool_use_id": call_id, "content": f"r-{call_id}"}
+                extra = [{"type": "text", "text": "note"}] if with_text else []
+                out.append({"role": "user", "content": [block, *extra]})
+            else:
+                out.append(
+                    {"type": "function_call_output", "call_id": call_id, "output": f"r-{call_id}"}
+                )
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    events=st.lists(_EVENT, max_size=12),
+    fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+    in_flight=st.booleans(),
+    pending=_IDS,
+)
+def test_property_repair_output_always_passes_check_history(
+    events: list[tuple[Any, ...]],
+    fmt: FormatName,
+    strategy: Strategy,
+    in_flight: bool,
+    pending: str,
+) -> None:
+    messages = _render(events, fmt)
+    snapshot = json.dumps(messages)
+    state = ToolCallState(in_flight, pending)
+    result = repair_history(messages, fmt, strategy=strategy, tool_call_state=state)
+    assert json.dumps(messages) == snapshot, "the input was mutated"
+    assert result.report.after.valid
+    assert check_history(result.messages, fmt).valid
+    assert {c.action for c in result.report.changes} <= set(ACTIONS)
+    # Every result in the output is a real one from the input, or an explicit synthetic one.
+    real = {json.dumps(b.raw, sort_keys=True) for b in blocks(messages, fmt, "result")}
+    for block in blocks(result.messages, fmt, "result"):
+        assert json.dumps(block.raw, sort_keys=True) in real or "agc resume:" in json.dumps(
+            block.raw
+        )
+    # A history the provider accepts, with no call in flight, is left exactly as it is.
+    if check_history(messages, fmt).valid and not in_flight:
+        assert result.messages == messages
+        assert not result.report.changed
+    # Repairing again changes nothing.
+    again = repair_history(result.messages, fmt, strategy=strategy)
+    assert not again.report.changed
+
+
+def test_tool_use_in_a_user_message_is_stripped() -> None:
+    use = {"type": "tool_use", "id": "t", "name": "r", "input": {}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}, use]}]
+    result = repair_history(messages, "anthropic", strategy="synthesize")
+    assert result.messages == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert result.report.ids("stripped") == ["t"]
+
+
+def _claude_lines(events: list[tuple[Any, ...]], split: bool, noise: bool) -> bytes:
+    """Claude Code lines for the events: one line per block when ``split``."""
+    messages = _render(events, "anthropic")
+    lines = [json.dumps({"type": "summary", "summary": "s", "leafUuid": "none"})]
+    parent: str | None = None
+    for number, message in enumerate(messages):
+        parts = [[block] for block in message["content"]] if split else [message["content"]]
+        for part_number, part in enumerate(parts):
+            uuid = f"u{number}-{part_number}"
+            line = {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "sessionId": "s",
+                "type": message["role"],
+                "message": {"role": message["role"], "content": part},
+                "uuid": uuid,
+            }
+            lines.append(json.dumps(line))
+            if noise:
+                progress = {"type": "progress", "parentUuid": uuid, "uuid": "p" + uuid}
+                lines.append(json.dumps(progress))
+                lines.append("not json")
+            parent = uuid
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _codex_lines(events: list[tuple[Any, ...]], noise: bool) -> bytes:
+    lines = [json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}})]
+    for item in _render(events, "openai-responses"):
+        lines.append(json.dumps({"timestamp": "t", "type": "response_item", "payload": item}))
+        if noise:
+            lines.append(json.dumps({"timestamp": "t", "type": "event_msg", "payload": {}}))
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _other_lines(raw: bytes) -> list[str]:
+    """Lines that are not messages (progress lines by uuid: they may be re-pointed)."""
+    out = []
+    for line in raw.decode().splitlines():
+        if line == "not json" or '"event_msg"' in line:
+            out.append(line)
+        elif '"progress"' in line:
+            out.append(json.loads(line)["uuid"])
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    events=st.lists(_EVENT, max_size=12),
+    claude=st.booleans(),
+    split=st.booleans(),
+    noise=st.booleans(),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_property_session_file_repair_passes_check_history(
+    events: list[tuple[Any, ...]], claude: bool, split: bool, noise: bool, strategy: Strategy
+) -> None:
+    data = _claude_lines(events, split, noise) if claude else _codex_lines(events, noise)
+    history = load_history(data, source="session.jsonl")
+    result = repair_loaded(history, strategy=strategy)
+    reread = load_history(result.data, source="repaired", format=history.format)
+    assert check_messages(reread.messages, history.format).valid
+    if not result.report.changed:
+        assert result.data == data
+    assert _other_lines(result.data) == _other_lines(data)

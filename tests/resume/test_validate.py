@@ -1,0 +1,176 @@
+"""Tests for agc.resume.validate: each provider rule, in each format, as a finding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agc.errors import HistoryInvalidError
+from agc.resume.formats.model import FormatName
+from agc.resume.validate import FINDING_CODES, check_history, verify_history
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def _use(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "f", "input": {}}
+
+
+def _res(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": "ok"}
+
+
+def _fc(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+
+def _fco(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+
+BROKEN: list[tuple[str, FormatName, list[dict[str, Any]], list[tuple[str, str | None]]]] = [
+    (
+        "chat-unanswered",
+        "openai-chat",
+        [{"role": "assistant", "content": None, "tool_calls": [_call("a")]}],
+        [("tool-call-unanswered", "a")],
+    ),
+    (
+        "chat-user-between-call-and-result",
+        "openai-chat",
+        [
+            {"role": "assistant", "content": None, "tool_calls": [_call("a")]},
+            {"role": "user", "content": "x"},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"},
+        ],
+        [("tool-call-unanswered", "a"), ("orphan-tool-result", "a")],
+    ),
+    (
+        "chat-duplicate-result",
+        "openai-chat",
+        [
+            {"role": "assistant", "content": None, "tool_calls": [_call("a")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "a", "content": "2"},
+        ],
+        [("duplicate-tool-result", "a")],
+    ),
+    (
+        "anthropic-result-not-first",
+        "anthropic",
+        [
+            {"role": "assistant", "content": [_use("t")]},
+            {"role": "user", "content": [{"type": "text", "text": "x"}, _res("t")]},
+        ],
+        [("tool-result-not-first", "t")],
+    ),
+    (
+        "anthropic-duplicate-id-across-messages",
+        "anthropic",
+        [
+            {"role": "assistant", "content": [_use("t")]},
+            {"role": "user", "content": [_res("t")]},
+            {"role": "assistant", "content": [_use("t")]},
+            {"role": "user", "content": [_res("t")]},
+        ],
+        [("duplicate-call-id", "t")],
+    ),
+    (
+        "anthropic-result-in-first-message",
+        "anthropic",
+        [{"role": "user", "content": [_res("t")]}],
+        [("orphan-tool-result", "t")],
+    ),
+    (
+        "responses-output-before-call",
+        "openai-responses",
+        [_fco("c"), _fc("c")],
+        [("orphan-tool-result", "c"), ("tool-call-unanswered", "c")],
+    ),
+    (
+        "responses-reasoning-last",
+        "openai-responses",
+        [{"type": "reasoning", "id": "rs_9", "summary": []}],
+        [("reasoning-without-following", None)],
+    ),
+    (
+        "responses-reasoning-before-user",
+        "openai-responses",
+        [
+            {"type": "reasoning", "id": "rs_9", "summary": []},
+            {"role": "user", "content": [{"type": "input_text", "text": "x"}]},
+        ],
+        [("reasoning-without-following", None)],
+    ),
+    (
+        "responses-duplicate-output",
+        "openai-responses",
+        [_fc("c"), _fco("c"), _fco("c")],
+        [("duplicate-tool-result", "c")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "messages", "expected"),
+    [pytest.param(f, m, e, id=name) for name, f, m, e in BROKEN],
+)
+def test_broken_rule_is_reported(
+    fmt: FormatName, messages: list[dict[str, Any]], expected: list[tuple[str, str | None]]
+) -> None:
+    report = check_history(messages, fmt)
+    assert sorted((f.code, f.call_id) for f in report.findings) == sorted(expected)
+    assert {f.code for f in report.findings} <= set(FINDING_CODES)
+    assert not report.valid
+    with pytest.raises(HistoryInvalidError) as raised:
+        verify_history(messages, fmt)
+    assert raised.value.report == report
+
+
+def test_provider_wording_is_kept() -> None:
+    report = check_history([_fc("call_1")], "openai-responses")
+    assert report.findings[0].provider_message == "No tool output found for function call call_1."
+
+
+@pytest.mark.parametrize(
+    ("fmt", "messages"),
+    [
+        ("openai-chat", []),
+        (
+            "openai-chat",
+            [
+                {"role": "assistant", "content": None, "tool_calls": [_call("a"), _call("b")]},
+                {"role": "tool", "tool_call_id": "b", "content": "ok"},
+                {"role": "tool", "tool_call_id": "a", "content": "ok"},
+            ],
+        ),
+        (
+            "anthropic",
+            [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "thinking", "thinking": "t"}, _use("t")],
+                },
+                {"role": "user", "content": [_res("t"), {"type": "text", "text": "more"}]},
+            ],
+        ),
+        (
+            "openai-responses",
+            [
+                {"type": "reasoning", "id": "r", "summary": []},
+                _fc("c"),
+                _fc("d"),
+                _fco("d"),
+                _fco("c"),
+            ],
+        ),
+    ],
+)
+def test_valid_histories_have_no_findings(fmt: FormatName, messages: list[dict[str, Any]]) -> None:
+    report = check_history(messages, fmt)
+    assert report.valid
+    assert report.to_dict()["findings"] == []
+    assert verify_history(messages, fmt) == report
