@@ -14,10 +14,13 @@ from agc.exitcodes import ExitCode
 
 __all__ = [
     "AgcError",
+    "AgentDbError",
     "ArtifactSealedError",
     "FileExistsRefusedError",
     "InputError",
+    "LedgerInvalidError",
     "ManifestInvalidError",
+    "PolicyInvalidError",
     "RecordInvalidError",
     "RunIdInvalidError",
     "RunLockedError",
@@ -25,6 +28,7 @@ __all__ = [
     "SidecarMismatchError",
     "StoreError",
     "TornTailError",
+    "TurnIdInvalidError",
     "UnsafePathError",
     "UsageError",
     "VerificationError",
@@ -184,3 +188,33 @@ class VerificationError(AgcError):
     def __init__(self, message: str, *, report: object, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.report = report
+
+
+class TurnIdInvalidError(UsageError):
+    """A ``clientTurnId`` breaks the seed-000 rule (after trimming: 6-160 ASCII letters,
+    digits or ``-``, the first a letter or digit)."""
+
+    code = "turn-id-invalid"
+    default_hint = "Use 6-160 characters from A-Z a-z 0-9 -, starting with a letter or digit."
+
+
+class PolicyInvalidError(InputError):
+    """A ledger policy file (TOML) is not valid TOML or not of the documented shape."""
+
+    code = "policy-invalid"
+    default_hint = "Compare the policy file with the built-in one in docs/ledger.md."
+
+
+class LedgerInvalidError(InputError):
+    """A file given as a turn ledger holds no turn (no ``turn_start`` record)."""
+
+    code = "ledger-invalid"
+    default_hint = "Name a turn file: .agent/runtime/direct-codex/turns/<clientTurnId>.jsonl."
+
+
+class AgentDbError(StoreError):
+    """The project's ``.agent/agent.db`` cannot be used (foreign schema, record too large,
+    SQLite error)."""
+
+    code = "agent-db-unusable"
+    default_hint = "Check .agent/agent.db: it must be an agc record database you may write."
