@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agc.cli import evidence
+from agc.cli import evidence, ledger
 from agc.cli.common import EPILOG, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
@@ -18,6 +18,7 @@ app = new_app(
 )
 app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG)(verify_command)
 evidence.register(app)
+ledger.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
