@@ -84,6 +84,13 @@ _ENV_HOME_RE: Final = re.compile(
     r"%(?:HOME|USERPROFILE|HOMEPATH|HOMEDRIVE|USERNAME)%|\$env:",
     re.IGNORECASE,
 )
+# An environment reference to a home folder and the path that follows it.
+_ENV_PATH_RE: Final = re.compile(
+    r"(?:\$\{?(?:HOME|USERPROFILE|HOMEPATH|HOMEDRIVE|USER|USERNAME|LOGNAME)\b\}?|"
+    r"%(?:HOME|USERPROFILE|HOMEPATH|HOMEDRIVE|USERNAME)%|\$env:\w*)"
+    r"[^\s'\"`;|&<>(){}\[\],]*",
+    re.IGNORECASE,
+)
 _URL_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}://[^\s'\"`<>|;&(){}\[\]]*")
 # A path candidate starts at the beginning or after a separator-like character and is
 # absolute (POSIX, Windows drive, UNC) or home-relative (~).
@@ -292,9 +299,10 @@ class PathSanitizer:
         text = _strip_forbidden(raw)
         if single_line:
             text = text.replace("\n", " ").replace("\t", " ")
-        replaced = _ENV_HOME_RE.sub("[path]", text)
+        replaced = _ENV_PATH_RE.sub("[path]", text)
         cleaned = self._replace_paths(replaced, on_foreign="[path]")
         assert cleaned is not None
+        cleaned = _WORD_RE.sub(_hide_climbing_word, cleaned)
         marks = cleaned.count("[path]") + cleaned.count("[url]")
         redacted = replaced != text or marks > replaced.count("[path]") + replaced.count("[url]")
         result = _cut(cleaned, max_chars)
@@ -364,6 +372,17 @@ class PathSanitizer:
         return False
 
 
+_WORD_RE: Final = re.compile(r"[^\s'\"`;|&<>(){}\[\],=]+")
+
+
+def _hide_climbing_word(match: re.Match[str]) -> str:
+    """``[path]`` for a relative path that climbs above its start (``../../x``)."""
+    word = match.group(0).replace("\\", "/")
+    if ".." in word.split("/") and _split(word.lstrip("/")) is None:
+        return "[path]"
+    return match.group(0)
+
+
 def _cut(text: str, max_chars: int) -> CleanText:
     if len(text) <= max_chars:
         return CleanText(text)
@@ -379,10 +398,14 @@ def clean_token(raw: object) -> str | None:
 
 def clean_name(raw: object, *, max_chars: int = 120) -> str | None:
     """An attachment's display name: its last path component, control characters
-    dropped, cut to ``max_chars``; ``None`` if nothing is left (§5.1)."""
+    dropped, cut to ``max_chars``; ``None`` if nothing is left or it names a folder
+    (§5.1)."""
     if not isinstance(raw, str):
         return None
-    base = _strip_forbidden(raw).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].strip()
+    text = _strip_forbidden(raw).replace("\\", "/").strip()
+    if text.endswith("/"):
+        return None  # a folder, not a file name
+    base = text.rsplit("/", 1)[-1].strip()
     base = base.replace("\n", " ").replace("\t", " ")
     if not base or base in {".", ".."} or base.startswith("~"):
         return None
