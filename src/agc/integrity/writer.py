@@ -166,6 +166,7 @@ class JsonlFileWriter:
             self.bytes_written, self.records_written = self._adopt_existing_prefix()
         except BaseException:
             os.close(self._fd)
+            self._closed = True  # so that __del__ does not close a reused descriptor
             raise
 
     # -- public API -------------------------------------------------------------------
