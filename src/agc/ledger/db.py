@@ -36,8 +36,10 @@ CREATE TABLE IF NOT EXISTS agent_records (
     updated_at INTEGER NOT NULL,
     schema_version INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS agent_records_by_key ON agent_records (record_type, record_key, id);
 """
+_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS agent_records_by_key ON agent_records (record_type, record_key, id)"
+)
 
 
 class AgentDb:
@@ -59,17 +61,21 @@ class AgentDb:
             raise AgentDbError(f"cannot read {self.path}: {exc.strerror}") from exc
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise AgentDbError(f"{self.path} is a symlink or not a regular file; not opened")
+        conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(self.path, timeout=5.0)
             conn.executescript(_SCHEMA)
             columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(agent_records)"))
+            if columns != _COLUMNS:
+                conn.close()
+                raise AgentDbError(
+                    f"{self.path} has an agent_records table of another shape: {list(columns)}"
+                )
+            conn.execute(_INDEX)
         except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
             raise AgentDbError(f"{self.path} cannot be used as agent.db: {exc}") from exc
-        if columns != _COLUMNS:
-            conn.close()
-            raise AgentDbError(
-                f"{self.path} has an agent_records table of another shape: {list(columns)}"
-            )
         return conn
 
     def append(
