@@ -196,9 +196,10 @@ def read_turn_file(path: Path) -> LedgerFile:
         raise StoreError(f"{path} does not exist", hint="Name an existing turn file.") from exc
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"{path} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StoreError(f"{path} is not a regular file")
         try:
             return _read(path, handle)
         except OSError as exc:
