@@ -266,7 +266,10 @@ def _print_summary(summary: TurnSummary) -> None:
         markup=False,
     )
     table = Table(title="Offered files", title_justify="left")
-    for column in ("localPath", "read", "read at seq", "sha256 match", "listed/searched at"):
+    # Paths are data: the column is as wide as the longest one, never cut or wrapped.
+    longest = max((len(o.local_path) + 2 for o in summary.offered), default=10)
+    table.add_column("localPath", no_wrap=True, min_width=longest)
+    for column in ("read", "read at seq", "sha256 match", "listed/searched at"):
         table.add_column(column)
     for offered in summary.offered:
         match = offered.content_sha256_match
@@ -280,7 +283,7 @@ def _print_summary(summary: TurnSummary) -> None:
         for seq, path in offered.other_path_reads:
             table.add_row(Text(f"  same name read at {path}"), "", str(seq), "", "")
     if summary.offered:
-        out_console.print(table)
+        out_console.print(table, width=max(out_console.width, longest + 70))
     else:
         out_console.print("Offered files: none", markup=False)
     design = summary.first_design
