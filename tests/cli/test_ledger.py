@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from agc.cli.app import main
+from agc.cli.verify import main as verify_main
 from agc.exitcodes import ExitCode
 from tests.conftest import REAL_FIXTURES, require_shared
 from tests.ledger.helpers import command, mcp
@@ -283,3 +284,17 @@ def test_real_exec_stream_records_the_command(
             "exitCode": 0,
         }
     ]
+
+
+def test_agc_verify_checks_a_turn_file_path(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    path = _turn_file(project)
+    capsys.readouterr()
+    assert verify_main([str(path)]) == 0
+    assert ": ok;" in capsys.readouterr().out
+    path.write_bytes(path.read_bytes() + b"{}\n")
+    assert verify_main([str(path), "--json"]) == ExitCode.FINDINGS
+    assert "extended" in capsys.readouterr().out

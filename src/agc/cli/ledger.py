@@ -25,7 +25,7 @@ from agc.ledger.events import EventDecoder
 from agc.ledger.policy import load_policy
 from agc.ledger.writer import TurnOutcome, TurnRecorder
 
-__all__ = ["register"]
+__all__ = ["format_check", "register", "run_check"]
 
 _MAX_ATTACHMENTS_BYTES = 1024 * 1024
 _MAX_PROMPT_BYTES = 16 * 1024 * 1024
@@ -315,6 +315,11 @@ def check_command(
       agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl
       agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl --json
     """
+    return run_check(turn_file, policy=policy, as_json=as_json)
+
+
+def run_check(turn_file: Path, *, policy: Path | None, as_json: bool) -> int:
+    """Check a turn file and print the report; the exit code (also for ``agc-verify``)."""
     report = check_turn_file(turn_file, policy=load_policy(policy))
     if as_json:
         emit_json(report.to_dict())

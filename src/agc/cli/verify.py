@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from agc.cli.common import EPILOG, emit_json, new_app, out_console, run_app
+from agc.cli.ledger import run_check
 from agc.exitcodes import ExitCode
 from agc.integrity.verify import RunReport, check_run
 
@@ -18,10 +19,14 @@ VERIFY_HELP = """Check that a run's evidence is complete and untouched.
 Exit 0 only when every artifact (transcript, tool events) is present, sealed and
 matches its seal, and the transcript holds at least one record.
 
+An argument that contains a "/" is not a run id but the path of a turn ledger file
+(.agent/runtime/direct-codex/turns/<id>.jsonl), checked as `agc ledger check` does.
+
 \b
 Examples:
   agc-verify fix-tests-42
   agc-verify fix-tests-42 --store ./evidence --json
+  agc-verify .agent/runtime/direct-codex/turns/Abc123-def.jsonl
 """
 
 StoreOption = Annotated[
@@ -65,13 +70,20 @@ def format_report(report: RunReport) -> list[str]:
 
 
 def verify_command(
-    run_id: Annotated[str, typer.Argument(help="The run id to verify.", show_default=False)],
+    run_id: Annotated[
+        str,
+        typer.Argument(
+            help="The run id to verify (or a turn ledger file path).", show_default=False
+        ),
+    ],
     store: StoreOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report as JSON on stdout.")
     ] = False,
 ) -> int:
     """Check that a run's evidence is complete and untouched."""
+    if "/" in run_id:  # never a run id: the path of a turn ledger file
+        return run_check(Path(run_id), policy=None, as_json=as_json)
     report = check_run(run_id, store)
     if as_json:
         emit_json(report.to_dict())
