@@ -304,3 +304,8 @@ def test_property_no_host_path_home_or_user_reaches_the_turn_file(case: tuple[st
             assert tmp not in text
         for line in data.splitlines():
             json.loads(line)
+
+
+def test_clean_text_leaves_words_that_only_look_like_paths() -> None:
+    text = "60 fps / smooth, ~5 enemies, A/B testing, ~ 3 levels, see /etc"
+    assert SAN.clean_text(text, max_chars=4000).text == text

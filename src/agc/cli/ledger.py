@@ -199,6 +199,14 @@ def record_command(
                     progress(done)
         for item in decoder.finish():
             recorder.observe(item)
+    except OSError as exc:
+        # The turn still ends in the ledger (seed §6: finish on error too).
+        recorder.finish(completed=False)
+        where = "stdin" if input_file is None else str(input_file)
+        raise InputError(f"reading events from {where} failed: {exc}") from exc
+    except BaseException:
+        recorder.finish(completed=False)
+        raise
     finally:
         if input_file is not None:
             stream.close()

@@ -418,7 +418,7 @@ def _is_int(value: object) -> bool:
 
 
 def _is_count(value: object) -> bool:
-    return _is_int(value) and value >= 0  # type: ignore[operator]
+    return _is_int(value) and 0 <= value < 2**53  # type: ignore[operator]
 
 
 def _copy_int(

@@ -99,6 +99,15 @@ _ABS_RE: Final = re.compile(
     r"(?:[A-Za-z]:[\\/]|\\\\|/|~)"
     r"[^\s'\"`;|&<>(){}\[\],]*"
 )
+# In free text a path must look like one, so that "fps / smooth" or "~5 enemies" stay
+# words: a POSIX path needs two components, a home path a separator after "~" or
+# "~user".
+_ABS_TEXT_RE: Final = re.compile(
+    r"(?:^|(?<=[\s'\"`=(<>|;&,\[{:@]))"
+    r"(?:[A-Za-z]:[\\/]|\\\\|//(?=\w)|/(?=[^\s/'\"`;|&<>(){}\[\],]+[\\/])|~(?=[\\/])"
+    r"|~[A-Za-z_][\w.-]*(?=[\\/]))"
+    r"[^\s'\"`;|&<>(){}\[\],]*"
+)
 _DOTDOT_RE: Final = re.compile(r"(?:^|[\s'\"`=(<>|;&,/\\])\.\.(?=$|[\s'\"`;|&<>()/\\])")
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.:@+-]{1,128}")
 _MEDIA_TYPE_RE: Final = re.compile(
@@ -313,9 +322,10 @@ class PathSanitizer:
         ``on_foreign`` is ``None`` (commands are then dropped whole)."""
         pieces: list[str] = []
         last = 0
+        path_re = _ABS_RE if on_foreign is None else _ABS_TEXT_RE
         spans = sorted(
             [(m.start(), m.end(), "url") for m in _URL_RE.finditer(text)]
-            + [(m.start(), m.end(), "path") for m in _ABS_RE.finditer(text)]
+            + [(m.start(), m.end(), "path") for m in path_re.finditer(text)]
         )
         covered = -1
         for start, end, kind in spans:
