@@ -309,3 +309,34 @@ def test_property_no_host_path_home_or_user_reaches_the_turn_file(case: tuple[st
 def test_clean_text_leaves_words_that_only_look_like_paths() -> None:
     text = "60 fps / smooth, ~5 enemies, A/B testing, ~ 3 levels, see /etc"
     assert SAN.clean_text(text, max_chars=4000).text == text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        'curl -H "Authorization: Bearer abcdefghijklmnop" https://api.example.com/v1',
+        "OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx codex exec",
+        "git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123@github.com/x/y",
+        "mysql --password=hunter22 db",
+        "export AWS_ACCESS_KEY_ID=AKIAABCDEFGHIJKLMNOP",
+        "echo token: abcdefgh12345678",
+    ],
+)
+def test_commands_with_credentials_are_dropped(raw: str) -> None:
+    cleaned = SAN.clean_command(raw, max_chars=240)
+    assert cleaned.text is None
+    assert cleaned.redacted is True
+
+
+def test_text_credentials_become_secret_marks() -> None:
+    cleaned = SAN.clean_text("use key sk-abcdefghijklmnopqrstuvwx for art", max_chars=4000)
+    assert cleaned.text == "use key [secret] for art"
+    assert cleaned.redacted is True
+    assert SAN.clean_text("collect 5 tokens per level", max_chars=100).text == (
+        "collect 5 tokens per level"
+    )
+
+
+def test_design_words_are_not_taken_for_credentials() -> None:
+    text = "Basic gameplay loop: collect tokens, Bearer of the crown"
+    assert SAN.clean_text(text, max_chars=4000).text == text

@@ -91,6 +91,18 @@ _ENV_PATH_RE: Final = re.compile(
     r"[^\s'\"`;|&<>(){}\[\],]*",
     re.IGNORECASE,
 )
+# Credentials (§5 "no tokens"): bearer/basic headers, well-known key prefixes, and
+# KEY=value / --password value style assignments.
+_SECRET_RE: Final = re.compile(
+    r"(?i:\b(?:bearer|basic|token)\s+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})"
+    r"|(?i:authorization\s*[:=]\s*\S+)"
+    r"|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"
+    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_-]{30,}"
+    r"|(?i:\b[\w.-]*(?:api[_-]?key|token|secret|passw(?:or)?d|pwd|credential)[\w.-]*"
+    r"\s*[=:]\s*\S+)"
+    r"|(?i:--?(?:api[_-]?key|token|secret|passw(?:or)?d)(?:=|\s+)\S+)"
+)
 _URL_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}://[^\s'\"`<>|;&(){}\[\]]*")
 # A path candidate starts at the beginning or after a separator-like character and is
 # absolute (POSIX, Windows drive, UNC) or home-relative (~).
@@ -285,12 +297,18 @@ class PathSanitizer:
     def clean_command(self, raw: object, *, max_chars: int) -> CleanText:
         """Clean a shell command (§5.2): absolute paths inside the project become
         relative; system executables stay; any other host path, ``~``, ``$HOME``, a
-        ``..`` climbing out, a URL with credentials or a query, or a control character
-        drops the whole command (``redacted``). Then it is cut to ``max_chars``.
+        ``..`` climbing out, a URL with credentials or a query, something that looks
+        like a credential (bearer token, API key, ``PASSWORD=…``), or a control
+        character drops the whole command (``redacted``). Then it is cut to
+        ``max_chars``.
         """
         if not isinstance(raw, str):
             return CleanText(None)
-        if _has_forbidden_chars(raw, allow_newlines=True) or _ENV_HOME_RE.search(raw):
+        if (
+            _has_forbidden_chars(raw, allow_newlines=True)
+            or _ENV_HOME_RE.search(raw)
+            or _SECRET_RE.search(raw)
+        ):
             return CleanText(None, redacted=True)
         text = self._replace_paths(raw, on_foreign=None)
         if text is None:
@@ -299,16 +317,16 @@ class PathSanitizer:
 
     def clean_text(self, raw: object, *, max_chars: int, single_line: bool = False) -> CleanText:
         """Clean free text (briefs, prompts, queries, names): control characters are
-        dropped, absolute paths inside the project become relative, other host paths
-        and URLs with credentials or a query become ``[path]`` / ``[url]``
-        (``redacted``), then it is cut to ``max_chars``.
+        dropped, absolute paths inside the project become relative, other host paths,
+        URLs with credentials or a query and credentials become ``[path]`` / ``[url]``
+        / ``[secret]`` (``redacted``), then it is cut to ``max_chars``.
         """
         if not isinstance(raw, str):
             return CleanText(None)
         text = _strip_forbidden(raw)
         if single_line:
             text = text.replace("\n", " ").replace("\t", " ")
-        replaced = _ENV_PATH_RE.sub("[path]", text)
+        replaced = _SECRET_RE.sub("[secret]", _ENV_PATH_RE.sub("[path]", text))
         cleaned = self._replace_paths(replaced, on_foreign="[path]")
         assert cleaned is not None
         cleaned = _WORD_RE.sub(_hide_climbing_word, cleaned)
