@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -48,7 +48,7 @@ from agc.errors import (
 )
 from agc.integrity.fsio import open_nofollow, read_small_file
 from agc.integrity.hashing import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
-from agc.integrity.sidecar import parse_sidecar
+from agc.integrity.sidecar import Sidecar, parse_sidecar
 from agc.ledger.classify import (
     Attempt,
     TurnSummary,
@@ -129,7 +129,7 @@ class LedgerFile:
     digests: Mapping[Algorithm, str]
     seals: tuple[SealCheck, ...]
     seal_ends: Mapping[Algorithm, tuple[str, ...]]
-    sidecars: Mapping[Algorithm, Any] = field(default_factory=dict)
+    sidecars: Mapping[Algorithm, Sidecar | str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def read_turn_file(path: Path) -> LedgerFile:
             raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
 
 
-def _read(path: Path, lines: Iterator[bytes] | Any) -> LedgerFile:
+def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
     hashers = {a: new_hasher(a) for a in ALGORITHMS}
     records: list[tuple[int, Mapping[str, Any]]] = []
     invalid: list[int] = []
@@ -253,8 +253,8 @@ def _parse(raw: bytes) -> Mapping[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _read_sidecars(path: Path) -> dict[Algorithm, Any]:
-    found: dict[Algorithm, Any] = {}
+def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
+    found: dict[Algorithm, Sidecar | str] = {}
     for algorithm in ALGORITHMS:
         sidecar = path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
         try:
