@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -273,25 +274,37 @@ def _print_summary(summary: TurnSummary) -> None:
         f"completed: {completed}",
         markup=False,
     )
-    table = Table(title="Offered files", title_justify="left")
+    table = Table()
     # Paths are data: the column is as wide as the longest one, never cut or wrapped.
     longest = max((len(o.local_path) + 2 for o in summary.offered), default=10)
     table.add_column("localPath", no_wrap=True, min_width=longest)
-    for column in ("read", "read at seq", "sha256 match", "listed/searched at"):
+    columns = ("read", "read at seq", "before design", "sha256 match", "listed/searched at")
+    for column in columns:
         table.add_column(column)
+    design_seq = summary.first_design.get("seq") if summary.first_design else None
     for offered in summary.offered:
         match = offered.content_sha256_match
+        if not offered.read_seqs:
+            before = "-"
+        elif not isinstance(design_seq, int):
+            before = "no design"
+        else:
+            before = "yes" if min(offered.read_seqs) < design_seq else "no"
         table.add_row(
             Text(offered.local_path),
             "yes" if offered.read_seqs else "no",
             Text(", ".join(map(str, offered.read_seqs)) or "-"),
+            before,
             "-" if match is None else ("yes" if match else "NO"),
             Text(", ".join(map(str, offered.listed_or_searched_seqs)) or "-"),
         )
         for seq, path in offered.other_path_reads:
-            table.add_row(Text(f"  same name read at {path}"), "", str(seq), "", "")
+            table.add_row(Text(f"  same name read at {path}"), "", str(seq), "", "", "")
     if summary.offered:
-        out_console.print(table, width=max(out_console.width, longest + 70))
+        out_console.print("Offered files:", markup=False)
+        # Rendered at its natural width (the console's may be 80 when piped).
+        wide = Console(file=sys.stdout, width=max(out_console.width, longest + 90))
+        wide.print(table)
     else:
         out_console.print("Offered files: none", markup=False)
     design = summary.first_design
