@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from agc.ledger.check import FORBIDDEN_KEYS
 from agc.ledger.events.item import CompletedItem
-from agc.ledger.policy import builtin_policy
+from agc.ledger.policy import builtin_policy, parse_policy
 from agc.ledger.project import FileHash
 from agc.ledger.records import RecordContext, item_record, turn_start_record
 from agc.ledger.sanitize import PathSanitizer
@@ -324,3 +324,30 @@ def test_property_any_fields_give_a_json_record_without_forbidden_keys(
         return set()
 
     assert not keys(record) & FORBIDDEN_KEYS
+
+
+def test_oversized_mcp_record_cuts_texts_and_keeps_structure() -> None:
+    rules = "\n".join(
+        f'a{i} = {{ kind = "text", max_chars = 4000, chars = true }}' for i in range(40)
+    )
+    policy = parse_policy(f"schema_version = 1\n[tools.big]\n{rules}\n".encode(), name="big.toml")
+    ctx = RecordContext("Abc123-def", PathSanitizer([ROOT]), lambda p: FileHash(), policy)
+    args = {f"a{i}": "\U0001f600" * 4000 for i in range(40)}
+    record = item_record(
+        ctx,
+        CompletedItem(
+            "app-server",
+            "mcpToolCall",
+            "mcpToolCall",
+            "i",
+            "completed",
+            {"tool": "big", "arguments": args},
+        ),
+        seq=1,
+        recorded_at_ms=1,
+    )
+    assert record is not None
+    assert "fieldsOmitted" not in record
+    assert record["arguments"]["a0"] == "\U0001f600" * 240
+    assert record["arguments"]["a0Truncated"] is True
+    assert record["arguments"]["a0Chars"] == 4000

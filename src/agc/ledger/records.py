@@ -19,6 +19,7 @@ from agc.ledger.contract import (
     MAX_COMMAND_CHARS,
     MAX_ITEMS,
     MAX_LINE_BYTES,
+    MAX_PREVIEW_CHARS,
     MAX_WEB_QUERY_CHARS,
     RECORD_ITEM,
     RECORD_ITEMS_TRUNCATED,
@@ -148,7 +149,8 @@ def item_record(
 
     Common fields (``seq``, ``itemId``, ``itemType``, ``status``, ``source``) always;
     the per-type fields of §5.2's table; for an unknown type nothing else. A record
-    whose line would exceed 256 KiB keeps its common fields and says
+    whose line would exceed 256 KiB first has its argument texts cut to 240
+    characters; if still too long it keeps its common fields and says
     ``fieldsOmitted: "too-large"``.
     """
     if item.item_type in SKIPPED_ITEM_TYPES:
@@ -170,9 +172,27 @@ def item_record(
     if builder is None:
         return record
     full = {**record, **builder(ctx, item.fields)}
-    if len(encode_record(full)) > MAX_LINE_BYTES:
-        return {**record, "fieldsOmitted": "too-large"}
-    return full
+    if len(encode_record(full)) <= MAX_LINE_BYTES:
+        return full
+    # §5.6: cut the text fields, keep the structure; only if that is not enough, the
+    # record keeps its common fields.
+    shortened = _shorten_texts(full)
+    if len(encode_record(shortened)) <= MAX_LINE_BYTES:
+        return shortened
+    return {**record, "fieldsOmitted": "too-large"}
+
+
+def _shorten_texts(record: dict[str, Any]) -> dict[str, Any]:
+    """Cut every argument text to ``briefPreview`` length, marking ``<key>Truncated``."""
+    args = record.get("arguments")
+    if not isinstance(args, dict):
+        return record
+    cut = dict(args)
+    for key, value in args.items():
+        if isinstance(value, str) and len(value) > MAX_PREVIEW_CHARS:
+            cut[key] = value[:MAX_PREVIEW_CHARS]
+            cut[f"{key}Truncated"] = True
+    return {**record, "arguments": cut}
 
 
 def _command_execution(ctx: RecordContext, fields: Mapping[str, object]) -> dict[str, Any]:
