@@ -5,16 +5,20 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agc.errors import SidecarMismatchError, TornTailError, TurnIdInvalidError
 from agc.integrity.hashing import new_hasher
 from agc.ledger.check import check_turn_file
 from agc.ledger.db import AgentDb
 from agc.ledger.writer import TurnLedgerFile, TurnRecorder
-from tests.ledger.helpers import TURN_ID, Clock, command, mcp, record_turn, records
+from tests.ledger.helpers import TURN_ID, Clock, command, completed, mcp, record_turn, records
 
 
 def _b3(data: bytes) -> str:
@@ -169,3 +173,64 @@ def test_sha256_sidecar_is_kept_for_later_attempts(project: Path) -> None:
     assert second.seal.algorithm == "sha256"
     assert not path.with_name(path.name + ".b3").exists()
     assert check_turn_file(path).ok
+
+
+def test_symlinked_turn_file_is_not_followed(project: Path, tmp_path: Path) -> None:
+    folder = project / ".agent/runtime/direct-codex/turns"
+    folder.mkdir(parents=True)
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_bytes(b"")
+    (folder / f"{TURN_ID}.jsonl").symlink_to(target)
+    outcome = record_turn(project, [command("c1", "ls")])
+    assert outcome.audit_write_failed is True
+    assert target.read_bytes() == b""
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=15),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.lists(
+        st.one_of(
+            _JSON,
+            st.builds(
+                completed,
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "type",
+                            "id",
+                            "status",
+                            "command",
+                            "commandActions",
+                            "changes",
+                            "path",
+                            "tool",
+                            "arguments",
+                        ]
+                    ),
+                    _JSON,
+                ),
+            ),
+        ),
+        max_size=8,
+    )
+)
+def test_property_any_events_are_recorded_and_check_clean(events: list[Any]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        lines = [json.dumps(e) for e in events]
+        outcome = record_turn(project, lines)
+        assert outcome.audit_write_failed is False
+        assert check_turn_file(outcome.turn_file).ok
