@@ -130,6 +130,7 @@ def record_command(
         list[str] | None,
         typer.Option(
             "--agent-root",
+            metavar="DIR",
             help="Absolute path the agent had as project root, when auditing a past run "
             "from another place (repeatable).",
         ),
