@@ -5,18 +5,15 @@ from __future__ import annotations
 import enum
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console
+from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
 from agc.errors import InputError, UsageError
 from agc.exitcodes import ExitCode
 from agc.ledger.check import LedgerReport, check_turn_file, show_turn_file
@@ -88,18 +85,6 @@ def _read_attachments(path: Path | None) -> list[object]:
                 f"attachments file {path}: entry {index} is not a JSON object", hint=hint
             )
     return value
-
-
-@contextmanager
-def _progress(total: int | None, label: str) -> Iterator[Callable[[int], None] | None]:
-    """A progress bar on stderr when it is a terminal; otherwise nothing."""
-    if not err_console.is_terminal or not total:
-        yield None
-        return
-    columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda done: progress.update(task, completed=done)
 
 
 def record_command(
@@ -192,7 +177,7 @@ def record_command(
         size = input_file.stat().st_size
     done = 0
     try:
-        with _progress(size, "recording turn") as progress:
+        with byte_progress(size, "recording turn") as progress:
             for line in stream:
                 done += len(line)
                 for item in decoder.feed(line):
