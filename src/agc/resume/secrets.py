@@ -28,24 +28,35 @@ __all__ = [
     "redact_value",
 ]
 
-_NOT_BEFORE: Final = r"(?<![A-Za-z0-9_-])"
+# Not inside a longer word, except right after a JSON escape (backslash-n, -t, -u00e9):
+# tool-call arguments are JSON text, where a secret starting a line follows backslash-n.
+_AFTER_ESCAPE: Final = r"(?<=\\[nrtbf])|(?<=\\u[0-9A-Fa-f]{4})"
+_NOT_BEFORE: Final = r"(?:(?<![A-Za-z0-9_-])|" + _AFTER_ESCAPE + ")"
 _NOT_AFTER: Final = r"(?![A-Za-z0-9_-])"
+
+_AWS_SECRET_NAMES: Final = r"aws_secret_access_key|aws_secret_key|secretaccesskey"  # noqa: S105 - names, not a secret
 
 # (kind, pattern). A pattern's group 1, if any, is kept (the scheme of a bearer token).
 # Order matters: more specific prefixes first (sk-ant- before sk-).
 _RULES: Final[tuple[tuple[str, str], ...]] = (
     (
         "private-key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        # To the END line; a cut-off key to the end of the string or of the JSON string
+        # holding it (an unescaped quote), so JSON arguments stay valid.
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[^\"\\]|\\[\s\S])*?"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|(?=\")|\\?\Z)",
     ),
     ("anthropic-key", _NOT_BEFORE + r"sk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai-key", _NOT_BEFORE + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
     ("openai-key", _NOT_BEFORE + r"sk-[A-Za-z0-9]{32,}" + _NOT_AFTER),
     ("stripe-key", _NOT_BEFORE + r"(?:sk|rk)_live_[A-Za-z0-9]{20,}"),
-    ("aws-access-key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    (
+        "aws-access-key",
+        r"(?:(?<![A-Z0-9])|" + _AFTER_ESCAPE + r")(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])",
+    ),
     (
         "aws-secret-key",
-        r"((?i:aws_secret_access_key|aws_secret_key|secretaccesskey)[\"']?\s*[:=]\s*[\"']?)"
+        r"((?i:" + _AWS_SECRET_NAMES + r")[\"']?\s*[:=]\s*[\"']?)"
         r"[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])",
     ),
     ("github-token", _NOT_BEFORE + r"gh[pousr]_[A-Za-z0-9]{36,255}"),
@@ -76,6 +87,10 @@ PROTECTED_KEYS: Final[frozenset[str]] = frozenset(
     }
 )
 
+
+# The same secret as a JSON value whose key is its name (a tool's ``input`` object).
+_AWS_SECRET_KEY_NAME: Final = re.compile(r"(?i:" + _AWS_SECRET_NAMES + r")")
+_AWS_SECRET_VALUE: Final = re.compile(r"\s*[A-Za-z0-9/+=]{40}\s*")
 
 _COMPILED: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
     (kind, re.compile(pattern)) for kind, pattern in _RULES
@@ -147,6 +162,21 @@ def _redact(value: Any, stats: RedactionStats | None, *, protected: bool) -> Any
         for key, item in value.items():
             new_key = redact_text(key, stats) if isinstance(key, str) else key
             keep = protected or key in PROTECTED_KEYS or (opaque_data and key == "data")
+            if not keep and _is_aws_secret_entry(key, item):
+                if stats is not None:
+                    stats.by_kind["aws-secret-key"] += 1
+                out[new_key] = "[REDACTED:aws-secret-key]"
+                continue
             out[new_key] = _redact(item, stats, protected=keep)
         return out
     return value
+
+
+def _is_aws_secret_entry(key: Any, item: Any) -> bool:
+    """``{"aws_secret_access_key": "<40 characters>"}``: the name is the key."""
+    return (
+        isinstance(key, str)
+        and isinstance(item, str)
+        and _AWS_SECRET_KEY_NAME.fullmatch(key) is not None
+        and _AWS_SECRET_VALUE.fullmatch(item) is not None
+    )
