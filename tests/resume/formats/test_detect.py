@@ -27,6 +27,34 @@ ARRAYS: list[tuple[str, list[dict[str, Any]]]] = [
         [{"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"}],
     ),
     ("openai-responses", [{"role": "user", "content": [{"type": "input_text", "text": "x"}]}]),
+    # Ambiguous markers: a Chat assistant message may hold a `refusal` content part
+    # (Chat Completions reference), and a saved Anthropic response object has
+    # `"type": "message"`; the tool-call markers decide.
+    (
+        "openai-chat",
+        [
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "n", "arguments": "{}"}}
+                ],
+            },
+        ],
+    ),
+    (
+        "anthropic",
+        [
+            {"role": "user", "content": "hi"},
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+            },
+        ],
+    ),
 ]
 
 

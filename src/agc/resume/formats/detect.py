@@ -68,16 +68,22 @@ def _type(record: dict[str, Any]) -> str | None:
 
 def _detect_array(records: Sequence[Any]) -> FormatName:
     dicts = [record for record in records if isinstance(record, dict)]
+    # Markers of one format only first: Responses item types, Chat tool fields, Anthropic
+    # tool blocks. Weaker ones after: a Chat assistant message may hold a `refusal` part
+    # and a saved Anthropic response object has `"type": "message"`.
     for record in dicts:
-        if _type(record) in _RESPONSES_MARKERS or (_type(record) == "message" and "role" in record):
-            return "openai-responses"
-        if _RESPONSES_PARTS.intersection(_parts(record)):
+        if _type(record) in _RESPONSES_MARKERS:
             return "openai-responses"
     for record in dicts:
         if record.get("role") == "tool" or "tool_calls" in record:
             return "openai-chat"
         if _ANTHROPIC_PARTS.intersection(_parts(record)):
             return "anthropic"
+    for record in dicts:
+        if _type(record) == "message" and "role" in record:
+            return "openai-responses"
+        if _RESPONSES_PARTS.intersection(_parts(record)):
+            return "openai-responses"
     return "openai-chat"
 
 
