@@ -153,6 +153,14 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     records, lines, final_newline = parse_jsonl(data, source=source)
     chosen = format or detect_format(records, line_based=True, source=source)
     spec = get_spec(chosen)
+    if format is not None and spec.line_based:
+        # A session file of the other kind read as this one shows no history at all.
+        try:
+            found: str | None = detect_format(records, line_based=True, source=source)
+        except HistoryFormatError:
+            found = None
+        if found is not None and found != chosen:
+            raise HistoryFormatError(f"{source} is a {found} session file, not {chosen}")
     if not spec.line_based:
         if len(records) == 1 and isinstance(records[0], list):
             return spec.read(records[0])

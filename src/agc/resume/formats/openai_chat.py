@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agc.errors import HistoryFormatError
-from agc.resume.formats.model import Block, FormatSpec, History, Message
+from agc.resume.formats.model import Block, FormatSpec, History, Message, foreign_tool_marker
 
 __all__ = ["SPEC", "read", "write"]
 
@@ -27,6 +27,9 @@ def read(records: Sequence[Any]) -> History:
     for index, record in enumerate(records):
         if not isinstance(record, dict) or not isinstance(record.get("role"), str):
             raise HistoryFormatError(f"message {index} is not an object with a string 'role'")
+        foreign = foreign_tool_marker(record, "chat")
+        if foreign is not None:
+            raise HistoryFormatError(f"message {index} holds {foreign}, not an openai-chat message")
         role = record["role"]
         blocks: list[Block] = []
         if role == "tool":

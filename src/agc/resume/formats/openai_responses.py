@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from agc.errors import HistoryFormatError
-from agc.resume.formats.model import Block, FormatSpec, History, Message
+from agc.resume.formats.model import Block, FormatSpec, History, Message, foreign_tool_marker
 
 __all__ = ["CALL_TYPES", "OUTPUT_TYPES", "SPEC", "item_message", "read", "write"]
 
@@ -91,6 +91,9 @@ def read(records: Sequence[Any]) -> History:
     """
     messages: list[Message] = []
     for index, record in enumerate(records):
+        foreign = foreign_tool_marker(record, "responses")
+        if foreign is not None:
+            raise HistoryFormatError(f"item {index} holds {foreign}, not a Responses item")
         message = item_message(record, index)
         if message is None:
             raise HistoryFormatError(f"item {index} is not an object with a 'type' or 'role'")
