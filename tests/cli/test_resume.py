@@ -174,3 +174,27 @@ def test_check_with_out_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "o.json"
     assert main(["resume", str(source), "--check", "--out", str(out)]) == 2
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        (
+            "deep.json",
+            b'[{"role": "user", "content": "x", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}]",
+        ),
+        ("deep.jsonl", b'{"type": "user", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n"),
+        (
+            "deep-snapshot.json",
+            b'{"toolCallState": {}, "messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+        ),
+    ],
+)
+def test_deeply_nested_input_is_bad_input_not_an_internal_error(
+    tmp_path: Path, name: str, data: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    rc = main(["resume", str(path), "--insecure-skip-verify"])
+    assert rc == 2
+    assert "internal error" not in capsys.readouterr().err

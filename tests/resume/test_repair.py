@@ -338,3 +338,19 @@ def test_property_session_file_repair_passes_check_history(
     if not result.report.changed:
         assert result.data == data
     assert _other_lines(result.data) == _other_lines(data)
+
+
+def test_arguments_too_deep_to_check_are_never_kept_for_replay() -> None:
+    deep = '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "w", "arguments": deep}}
+            ],
+        },
+    ]
+    result = repair_history(messages, "openai-chat", strategy="synthesize")
+    assert [c.action for c in result.report.changes] == ["stripped", "dropped-empty-message"]

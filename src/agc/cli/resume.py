@@ -119,7 +119,7 @@ def _is_snapshot(path: Path, data: bytes) -> bool:
         return False
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(document, dict) and "toolCallState" in document and "messages" in document
 

@@ -298,7 +298,7 @@ def decode_snapshot(data: bytes, *, source: str) -> SessionSnapshot:
             raise SnapshotInvalidError(f"{source} expands to more than {MAX_SNAPSHOT_BYTES} bytes")
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SnapshotInvalidError(f"{source} is not valid JSON: {exc}") from exc
     return SessionSnapshot.from_dict(document, source=source)
 

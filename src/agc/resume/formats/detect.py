@@ -141,7 +141,7 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     if stripped.startswith(b"["):
         try:
             records = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise InputError(f"{source} is not a valid JSON array: {exc}") from exc
         if not isinstance(records, list):
             raise InputError(f"{source} is not a JSON array")

@@ -41,7 +41,7 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
     for line in lines:
         try:
             records.append(json.loads(line, parse_constant=_reject_constant))
-        except ValueError:
+        except (ValueError, RecursionError):  # too deeply nested: kept as text
             records.append(line)
     return records, lines, final_newline
 

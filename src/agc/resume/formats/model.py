@@ -156,7 +156,7 @@ def arguments_are_json(arguments: Any) -> bool:
         return False
     try:
         value = json.loads(arguments, parse_constant=_reject_constant)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, dict)
 
