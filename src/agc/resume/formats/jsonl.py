@@ -36,9 +36,10 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
     lines = text.split("\n")
     if final_newline:
         lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    # A CRLF line keeps its "\r" in `lines`, so it is written back byte for byte.
     records: list[Any] = []
-    for line in lines:
+    for raw in lines:
+        line = raw[:-1] if raw.endswith("\r") else raw
         try:
             records.append(json.loads(line, parse_constant=_reject_constant))
         except (ValueError, RecursionError):  # too deeply nested: kept as text
