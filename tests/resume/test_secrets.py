@@ -133,3 +133,28 @@ def test_aws_secret_key_under_its_name_in_an_object_is_redacted() -> None:
     assert stats.to_dict() == {"aws-secret-key": 2}
     # Another 40-character value under another name is left alone.
     assert redact_value({"sha": "a" * 40}) == {"sha": "a" * 40}
+
+
+def test_protected_names_inside_a_tool_input_are_still_scanned() -> None:
+    # The call id of a tool_use is protected; a tool's own `input` is the model's
+    # arguments (a JSON string elsewhere, where every value is scanned), not an id.
+    secret = "ghp_" + "k" * 36
+    block = {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "gh_api",
+        "input": {
+            "id": secret,
+            "signature": secret,
+            "nested": {"call_id": secret},
+            "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        },
+    }
+    out = redact_value(block)
+    assert out["id"] == "toolu_1"
+    assert out["input"] == {
+        "id": "[REDACTED:github-token]",
+        "signature": "[REDACTED:github-token]",
+        "nested": {"call_id": "[REDACTED:github-token]"},
+        "aws_secret_access_key": "[REDACTED:aws-secret-key]",
+    }

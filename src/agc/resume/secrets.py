@@ -88,6 +88,9 @@ PROTECTED_KEYS: Final[frozenset[str]] = frozenset(
 )
 
 
+# Blocks whose `input` is the model's arguments to a tool (Anthropic Messages).
+_TOOL_USE_TYPES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
 # The same secret as a JSON value whose key is its name (a tool's ``input`` object).
 _AWS_SECRET_KEY_NAME: Final = re.compile(r"(?i:" + _AWS_SECRET_NAMES + r")")
 _AWS_SECRET_VALUE: Final = re.compile(r"\s*[A-Za-z0-9/+=]{40}\s*")
@@ -151,23 +154,30 @@ def redact_value(value: Any, stats: RedactionStats | None = None) -> Any:
     return _redact(value, stats, protected=False)
 
 
-def _redact(value: Any, stats: RedactionStats | None, *, protected: bool) -> Any:
+def _redact(
+    value: Any, stats: RedactionStats | None, *, protected: bool, payload: bool = False
+) -> Any:
+    """``payload``: inside a tool's own ``input``, where no provider-checked id lives."""
     if isinstance(value, str):
         return value if protected else redact_text(value, stats)
     if isinstance(value, list):
-        return [_redact(item, stats, protected=protected) for item in value]
+        return [_redact(item, stats, protected=protected, payload=payload) for item in value]
     if isinstance(value, Mapping):
         opaque_data = value.get("type") == "redacted_thinking"
+        tool_use = value.get("type") in _TOOL_USE_TYPES
         out: dict[str, Any] = {}
         for key, item in value.items():
             new_key = redact_text(key, stats) if isinstance(key, str) else key
-            keep = protected or key in PROTECTED_KEYS or (opaque_data and key == "data")
+            inner = not protected and (payload or (tool_use and key == "input"))
+            keep = not inner and (
+                protected or key in PROTECTED_KEYS or (opaque_data and key == "data")
+            )
             if not keep and _is_aws_secret_entry(key, item):
                 if stats is not None:
                     stats.by_kind["aws-secret-key"] += 1
                 out[new_key] = "[REDACTED:aws-secret-key]"
                 continue
-            out[new_key] = _redact(item, stats, protected=keep)
+            out[new_key] = _redact(item, stats, protected=keep, payload=inner)
         return out
     return value
 
