@@ -325,6 +325,7 @@ class _Repairer:
     dropped_results: set[int] = field(default_factory=set)
     fate: dict[int, str] = field(default_factory=dict)  # id(call) -> keep|strip|synth
     synthetic: dict[int, Block] = field(default_factory=dict)
+    unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
 
     def run(self) -> tuple[list[Message], list[Change]]:
         self._index_calls()
@@ -415,6 +416,7 @@ class _Repairer:
                         "the call already has a result; the first one is kept",
                     )
                 elif not self.spec.can_move and not self._in_place(call, index):
+                    self.unmovable.add(id(call))
                     self._drop_result(
                         block,
                         index,
@@ -487,6 +489,17 @@ class _Repairer:
                 self._unanswered(call, index, why)
 
     def _unanswered(self, call: Block, index: int, why: str) -> None:
+        if id(call) in self.unmovable:
+            # Issue 4: a real result is never replaced by a synthetic one.
+            self.fate[id(call)] = "strip"
+            self._note(
+                "stripped",
+                index,
+                "its real result is not where the provider looks for it and a session-file "
+                "line is never moved; it is never answered as interrupted instead",
+                call,
+            )
+            return
         if self.strategy == "strip":
             self.fate[id(call)] = "strip"
             self._note("stripped", index, why, call)
