@@ -198,3 +198,33 @@ def test_deeply_nested_input_is_bad_input_not_an_internal_error(
     rc = main(["resume", str(path), "--insecure-skip-verify"])
     assert rc == 2
     assert "internal error" not in capsys.readouterr().err
+
+
+def test_history_text_cannot_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Call ids, tool names and arguments come from the file (or the model): an escape
+    # sequence in them must not reach the terminal (clear screen, hide a line), and
+    # each problem and change stays on one line.
+    history = [
+        {"role": "user", "content": "x"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c\x1b[8m",
+                    "type": "function",
+                    "function": {"name": "run\x1b]0;t\x07", "arguments": '{"a":\n "2\x1b[2J"}'},
+                }
+            ],
+        },
+    ]
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(history))
+    assert main(["resume", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    change = next(line for line in out.splitlines() if ": stripped " in line)
+    assert change.endswith("it has no result in the history")
