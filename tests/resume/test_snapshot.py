@@ -231,6 +231,35 @@ def test_save_leaves_no_temporary_files(store: Path) -> None:
     assert sorted(p.name for p in (store / "sessions").iterdir()) == ["run-1.json", "run-1.json.b3"]
 
 
+@pytest.mark.parametrize(
+    ("format", "messages"),
+    [
+        # Anthropic tool_use blocks saved under the default format, openai-chat.
+        (
+            "openai-chat",
+            [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "n", "input": {}}],
+                },
+            ],
+        ),
+        ("anthropic", [{"role": "user", "content": 5}]),
+        ("openai-responses", [{"no": "type"}]),
+    ],
+)
+def test_messages_that_do_not_fit_the_format_are_refused_before_writing(
+    store: Path, format: str, messages: list[dict[str, object]]
+) -> None:
+    # Loading refuses them (snapshot-invalid): a sealed snapshot that can never be
+    # resumed must not be written.
+    bad = SessionSnapshot("run-1", "s", messages, format=format)  # type: ignore[arg-type]
+    with pytest.raises(SnapshotInvalidError):
+        save_snapshot(bad, store)
+    assert not (store / "sessions").exists() or not list((store / "sessions").iterdir())
+
+
 def test_non_json_value_is_refused_before_writing(store: Path) -> None:
     bad = SessionSnapshot("run-1", "s", [{"role": "user", "content": float("nan")}])
     with pytest.raises(SnapshotInvalidError):

@@ -343,8 +343,8 @@ def save_snapshot(
 
     Raises:
         RunIdInvalidError: the run id is invalid.
-        SnapshotInvalidError: the snapshot is not JSON or its format is not one of
-            :data:`SNAPSHOT_FORMATS`.
+        SnapshotInvalidError: the snapshot is not JSON, its format is not one of
+            :data:`SNAPSHOT_FORMATS`, or its messages do not fit that format.
         UnsafePathError: the snapshot path is a symlink.
         StoreError: the store cannot be written (permissions, disk full).
     """
@@ -353,6 +353,8 @@ def save_snapshot(
     path = snapshot_path(snapshot.run_id, store, compressed=compress)
     clean, stats, dropped = sanitize_snapshot(snapshot)
     data = encode_snapshot(clean, compress=compress)
+    # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
+    SessionSnapshot.from_dict(clean.to_dict(), source=f"snapshot of run {snapshot.run_id}")
     digest = _digest(data, algorithm)
     sidecar = path.with_name(sidecar_name(path.name, algorithm))
     other = snapshot_path(snapshot.run_id, store, compressed=not compress)
