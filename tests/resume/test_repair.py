@@ -354,3 +354,50 @@ def test_arguments_too_deep_to_check_are_never_kept_for_replay() -> None:
     ]
     result = repair_history(messages, "openai-chat", strategy="synthesize")
     assert [c.action for c in result.report.changes] == ["stripped", "dropped-empty-message"]
+
+
+_RESULT_BEFORE_CALL: dict[str, list[dict[str, Any]]] = {
+    "openai-chat": [
+        {"role": "user", "content": "go"},
+        {"role": "tool", "tool_call_id": "A", "content": "deployed v2"},
+        {"role": "assistant", "content": None, "tool_calls": [_chat_call("A")]},
+        {"role": "tool", "tool_call_id": "B", "content": "late"},
+    ],
+    "anthropic": [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "A", "content": "deployed v2"},
+                {"type": "text", "text": "go"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "A", "name": "run", "input": {}}],
+        },
+    ],
+    "openai-responses": [
+        {"role": "user", "content": "go"},
+        {"type": "function_call_output", "call_id": "A", "output": "deployed v2"},
+        {"type": "function_call", "call_id": "A", "name": "run", "arguments": "{}"},
+    ],
+}
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+@pytest.mark.parametrize("fmt", list(_RESULT_BEFORE_CALL))
+def test_real_result_recorded_before_its_call_is_moved_after_it(
+    fmt: FormatName, strategy: Strategy
+) -> None:
+    """A result written before its call (records out of order) is the call's real result.
+
+    docs/resume.md: a real result not where the provider looks is moved next to its
+    call, never replaced by a synthetic one; the call keeps it under both strategies.
+    """
+    messages = _RESULT_BEFORE_CALL[fmt]
+    result = repair_history(messages, fmt, strategy=strategy)
+    assert result.report.after.valid
+    assert result.report.ids("moved-result") == ["A"]
+    assert not result.report.ids("synthesized")
+    assert "A" not in result.report.ids("stripped")
+    assert "deployed v2" in json.dumps(result.messages)

@@ -398,6 +398,7 @@ class _Repairer:
 
     def _attribute_results(self) -> None:
         latest: dict[str, Block] = {}
+        early: list[tuple[Block, int]] = []  # results with no call before them
         for index, message in enumerate(self.view):
             for block in message.blocks:
                 if block.kind == "call" and id(block) not in self.dropped_calls:
@@ -407,7 +408,7 @@ class _Repairer:
                 self.result_message[id(block)] = index
                 call = latest.get(block.call_id) if block.call_id is not None else None
                 if call is None:
-                    self._drop_result(block, index, "dropped-orphan-result", "it answers no call")
+                    early.append((block, index))
                 elif id(call) in self.answer:
                     self._drop_result(
                         block,
@@ -427,6 +428,38 @@ class _Repairer:
                 else:
                     self.answer[id(call)] = block
                     self.owner[id(block)] = call
+        for block, index in early:
+            self._attribute_early(block, index)
+
+    def _attribute_early(self, result: Block, index: int) -> None:
+        """A result recorded before its call (records out of order): the first later call
+        with its id that has no result of its own gets it, moved after the call."""
+        call = next(
+            (
+                block
+                for later, message in enumerate(self.view)
+                if later > index
+                for block in message.calls()
+                if block.call_id is not None
+                and block.call_id == result.call_id
+                and id(block) not in self.dropped_calls
+                and id(block) not in self.answer
+            ),
+            None,
+        )
+        if call is None:
+            self._drop_result(result, index, "dropped-orphan-result", "it answers no call")
+        elif not self.spec.can_move:
+            self.unmovable.add(id(call))
+            self._drop_result(
+                result,
+                index,
+                "dropped-orphan-result",
+                "it was recorded before its call, and a session-file line is never moved",
+            )
+        else:
+            self.answer[id(call)] = result
+            self.owner[id(result)] = call
 
     def _drop_result(self, result: Block, index: int, action: str, reason: str) -> None:
         self.dropped_results.add(id(result))
@@ -534,10 +567,21 @@ class _Repairer:
                 continue
             if block.kind == "result" and not self._result_kept(block):
                 continue
+            if block.kind == "result" and self._is_early(block, index):
+                continue  # placed after its call below
             origin_index[id(message)] = index
             out.append(message)
             if block.kind == "call" and id(block) in self.synthetic:
                 out.extend(self.spec.wrap_results([self.synthetic[id(block)]]))
+            result = self.answer.get(id(block)) if block.kind == "call" else None
+            if result is not None and self._is_early(result, self.result_message[id(result)]):
+                self._note(
+                    "moved-result",
+                    self.result_message[id(result)],
+                    "its real result was recorded before the call; it is placed right after it",
+                    block,
+                )
+                out.extend(self.spec.wrap_results([result]))
         final: list[Message] = []
         for position, message in enumerate(out):
             if message.blocks[0].kind == "reasoning" and not _followed(out, position):
@@ -590,6 +634,10 @@ class _Repairer:
                 continue
             out.append(message)
         return out
+
+    def _is_early(self, result: Block, index: int) -> bool:
+        call = self.owner.get(id(result))
+        return call is not None and self.call_message[id(call)] > index
 
     def _note_results_first(self, index: int, message: Message, region: list[Block]) -> None:
         """Report real results that sat after other content in their user message."""
