@@ -17,6 +17,8 @@ SAMPLES: list[tuple[str, str]] = [
     ("github-token", "github_pat_" + "11ABCDEFG" * 4),
     ("gitlab-token", "glpat-" + "abcDEF123_" * 2),
     ("slack-token", "xoxb-1234567890-abcdefghij"),
+    # Slack app-level token (documented prefix xapp-).
+    ("slack-token", "xapp-1-A0123456789-1234567890123-" + "abcdef0123456789" * 4),
     ("slack-webhook", "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX"),
     ("google-api-key", "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
     ("stripe-key", "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"),
@@ -158,3 +160,12 @@ def test_protected_names_inside_a_tool_input_are_still_scanned() -> None:
         "nested": {"call_id": "[REDACTED:github-token]"},
         "aws_secret_access_key": "[REDACTED:aws-secret-key]",
     }
+
+
+def test_pgp_private_key_block_is_redacted() -> None:
+    # An armored OpenPGP private key ends its header with "PRIVATE KEY BLOCK-----".
+    block = (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF" + "x" * 64 + "\n=abcd\n"
+        "-----END PGP PRIVATE KEY BLOCK-----"
+    )
+    assert redact_text(f"key:\n{block}\nend") == "key:\n[REDACTED:private-key]\nend"

@@ -43,8 +43,9 @@ _RULES: Final[tuple[tuple[str, str], ...]] = (
         "private-key",
         # To the END line; a cut-off key to the end of the string or of the JSON string
         # holding it (an unescaped quote), so JSON arguments stay valid.
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[^\"\\]|\\[\s\S])*?"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|(?=\")|\\?\Z)",
+        # (OpenPGP armor, RFC 4880, ends the header with "PRIVATE KEY BLOCK-----".)
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[^\"\\]|\\[\s\S])*?"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?=\")|\\?\Z)",
     ),
     ("anthropic-key", _NOT_BEFORE + r"sk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai-key", _NOT_BEFORE + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
@@ -63,6 +64,7 @@ _RULES: Final[tuple[tuple[str, str], ...]] = (
     ("github-token", _NOT_BEFORE + r"github_pat_[A-Za-z0-9_]{22,255}"),
     ("gitlab-token", _NOT_BEFORE + r"glpat-[A-Za-z0-9_-]{20,}"),
     ("slack-token", _NOT_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("slack-token", _NOT_BEFORE + r"xapp-[0-9]+-[A-Za-z0-9-]{10,}"),
     (
         "slack-webhook",
         r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/-]{20,}",
