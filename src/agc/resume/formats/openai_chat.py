@@ -53,6 +53,13 @@ def read(records: Sequence[Any]) -> History:
                         f"message {index}: a tool_calls entry is not an object"
                     )
                 function = call.get("function")
+                if call.get("type") == "custom":  # {"custom": {"name", "input"}}
+                    function = call.get("custom")
+                    if isinstance(function, dict):
+                        function = {
+                            "name": function.get("name"),
+                            "arguments": function.get("input"),
+                        }
                 function = function if isinstance(function, dict) else {}
                 call_id = call.get("id")
                 blocks.append(
