@@ -401,3 +401,35 @@ def test_real_result_recorded_before_its_call_is_moved_after_it(
     assert not result.report.ids("synthesized")
     assert "A" not in result.report.ids("stripped")
     assert "deployed v2" in json.dumps(result.messages)
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_result_of_a_dropped_duplicate_call_is_not_given_to_the_earlier_call(
+    strategy: Strategy,
+) -> None:
+    """Two turns reuse one tool_use id: `rm a` (never answered), then `rm b` (answered).
+
+    The later call is dropped as a duplicate; its result must not become the result of
+    `rm a`, which would then look answered ("removed b") and never be reported as
+    interrupted.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [_use("A", {"command": "rm a"})]},
+        {"role": "user", "content": "hm?"},
+        {"role": "assistant", "content": [_use("A", {"command": "rm b"})]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "A", "content": "removed b"}],
+        },
+    ]
+    result = repair_history(messages, "anthropic", strategy=strategy)
+    interrupted = "stripped" if strategy == "strip" else "synthesized"
+    changed = {(c.action, c.call_id, json.dumps(c.arguments)) for c in result.report.changes}
+    assert (interrupted, "A", json.dumps({"command": "rm a"})) in changed
+    assert "removed b" not in json.dumps(result.messages)
+    assert not result.report.ids("moved-result")
+
+
+def _use(call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "Bash", "input": arguments}

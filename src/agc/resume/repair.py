@@ -398,16 +398,34 @@ class _Repairer:
 
     def _attribute_results(self) -> None:
         latest: dict[str, Block] = {}
+        latest_any: dict[str, Block] = {}  # also calls dropped as a duplicate id
         early: list[tuple[Block, int]] = []  # results with no call before them
         for index, message in enumerate(self.view):
             for block in message.blocks:
                 if block.kind == "call" and id(block) not in self.dropped_calls:
                     latest[block.call_id or ""] = block
+                if block.kind == "call" and block.call_id is not None:
+                    latest_any[block.call_id] = block
                 if block.kind != "result":
                     continue
                 self.result_message[id(block)] = index
                 call = latest.get(block.call_id) if block.call_id is not None else None
-                if call is None:
+                nearest = latest_any.get(block.call_id) if block.call_id is not None else None
+                if (
+                    call is not None
+                    and nearest is not None
+                    and nearest is not call
+                    and self.call_message[id(nearest)] != self.call_message[id(call)]
+                ):
+                    # It answers a later call of another turn that reused the id and was
+                    # dropped as a duplicate: never the earlier call's result.
+                    self._drop_result(
+                        block,
+                        index,
+                        "dropped-orphan-result",
+                        "its call was dropped: an earlier call in another turn has the same id",
+                    )
+                elif call is None:
                     early.append((block, index))
                 elif id(call) in self.answer:
                     self._drop_result(
