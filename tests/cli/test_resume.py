@@ -228,3 +228,24 @@ def test_history_text_cannot_drive_the_terminal(
     assert "\x07" not in out
     change = next(line for line in out.splitlines() if ": stripped " in line)
     assert change.endswith("it has no result in the history")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_lone_surrogate_in_a_call_is_reported_not_a_crash(
+    tmp_path: Path, as_json: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `\ud83d` is valid JSON (a tool output or id cut mid-emoji).
+    call = {"id": "c\ud83d", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    path = tmp_path / "h.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+            ]
+        )
+    )
+    assert main(["resume", str(path), *(["--json"] if as_json else [])]) == 0
+    out = capsys.readouterr().out
+    if as_json:
+        assert json.loads(out)["report"]["changes"][0]["call_id"] == "c\ud83d"

@@ -433,3 +433,32 @@ def test_result_of_a_dropped_duplicate_call_is_not_given_to_the_earlier_call(
 
 def _use(call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": "Bash", "input": arguments}
+
+
+_CUT_EMOJI = "output cut mid-emoji: \ud83d"  # a lone surrogate, as JSON.stringify writes it
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_lone_surrogate_in_history_is_written_back(strategy: Strategy) -> None:
+    # `\ud83d` is valid JSON text (RFC 8259 §8.2); a tool output cut at a UTF-16 limit
+    # ends with one. The repaired file must still be UTF-8 JSON holding the same value.
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": _CUT_EMOJI},
+        {"role": "assistant", "content": None, "tool_calls": [_chat_call("a")]},
+    ]
+    data = json.dumps(messages).encode()
+    result = repair_loaded(load_history(data, source="x"), strategy=strategy)
+    assert json.loads(result.data.decode("utf-8"))[0]["content"] == _CUT_EMOJI
+    line = {
+        "type": "assistant",
+        "uuid": "u",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": _CUT_EMOJI}, _use("t", {})],
+        },
+    }
+    session = (json.dumps(line) + "\n").encode()
+    result = repair_loaded(load_history(session, source="s.jsonl"), strategy=strategy)
+    text = json.loads(result.data.decode("utf-8").splitlines()[0])["message"]["content"][0]
+    assert text["text"] == _CUT_EMOJI
+    assert idempotency_key("call_\ud83d").startswith("idem-")

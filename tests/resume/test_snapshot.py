@@ -369,3 +369,9 @@ def test_property_no_secret_reaches_disk(
     resumed = resume_session("prop", store)
     assert resumed.context["apiKey"] == ""
     assert resumed.report.after.valid
+
+
+def test_lone_surrogate_round_trips_through_a_snapshot(store: Path) -> None:
+    text = "cut mid-emoji: \ud83d"
+    save_snapshot(SessionSnapshot("run-1", "s", [{"role": "user", "content": text}]), store)
+    assert load_snapshot("run-1", store).messages[0]["content"] == text

@@ -52,7 +52,12 @@ def new_app(*, name: str, help_text: str) -> typer.Typer:
 
 def emit_json(data: Any) -> None:
     """Write one JSON document to stdout (data goes to stdout, messages to stderr)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from the input: keep it escaped
+        text = json.dumps(data, indent=2)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 

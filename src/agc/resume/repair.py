@@ -88,7 +88,14 @@ def idempotency_key(call_id: str, *, run_id: str | None = None) -> str:
     that honours idempotency keys can refuse to run it twice.
     """
     hasher = new_hasher("blake3")
-    hasher.update(_IDEMPOTENCY_DOMAIN + (run_id or "").encode() + b"\x00" + call_id.encode())
+    # surrogatepass: a lone surrogate in an id (valid JSON as an escape) still gets a key;
+    # any other id is plain UTF-8, so its key is unchanged.
+    hasher.update(
+        _IDEMPOTENCY_DOMAIN
+        + (run_id or "").encode()
+        + b"\x00"
+        + call_id.encode("utf-8", "surrogatepass")
+    )
     return "idem-" + hasher.hexdigest()[:32]
 
 

@@ -274,9 +274,14 @@ def encode_snapshot(snapshot: SessionSnapshot, *, compress: bool = False) -> byt
         text = json.dumps(
             snapshot.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )
+        try:
+            data = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (valid JSON as an escape, not UTF-8): keep it escaped.
+            text = json.dumps(snapshot.to_dict(), separators=(",", ":"), allow_nan=False)
+            data = (text + "\n").encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise SnapshotInvalidError(f"snapshot of run {snapshot.run_id} is not JSON: {exc}") from exc
-    data = (text + "\n").encode("utf-8")
     if compress:
         data = zstandard.ZstdCompressor(level=3, write_content_size=True).compress(data)
     return data

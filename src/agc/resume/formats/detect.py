@@ -175,4 +175,7 @@ def dump_history(history: History, native: list[Any]) -> bytes:
     """Bytes of a written history: JSONL lines for session files, else a JSON array."""
     if get_spec(history.format).line_based:
         return join_lines([str(line) for line in native], final_newline=history.final_newline)
-    return (json.dumps(native, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        return (json.dumps(native, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
+        return (json.dumps(native, indent=2) + "\n").encode("utf-8")

@@ -49,7 +49,12 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
 
 def dump_line(value: Any) -> str:
     """One compact JSON line (UTF-8 kept as is), as the agents themselves write."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
+        return json.dumps(value, separators=(",", ":"))
+    return text
 
 
 def join_lines(lines: list[str], *, final_newline: bool) -> bytes:
