@@ -307,7 +307,10 @@ def _snapshot_with_secrets(draw: st.DrawFn) -> tuple[SessionSnapshot, list[str]]
         for _ in range(draw(st.integers(0, 2))):
             shown, core = draw(_SECRETS)
             planted.append(core)
-            parts.append(f"{draw(_FILLER)} {shown} {draw(_FILLER)}")
+            # A secret may start a line: in tool arguments (JSON text) it then follows
+            # the escape `\n`.
+            before = draw(st.sampled_from([" ", "\n", "\t", "=", "'"]))
+            parts.append(f"{draw(_FILLER)}{before}{shown} {draw(_FILLER)}")
         return " ".join(parts) or draw(_FILLER)
 
     messages: list[dict[str, object]] = [{"role": "system", "content": text()}]
