@@ -113,6 +113,26 @@ def test_no_secret_reaches_the_store(store: Path) -> None:
     assert sorted(p.name for p in (store / "sessions").iterdir()) == ["run-1.json", "run-1.json.b3"]
 
 
+def test_allow_list_keeps_no_nested_config(store: Path) -> None:
+    # Seed 004's allow-list is provider, model, workspace: a credential nested under an
+    # allowed key ({"provider": {"apiKey": …}}) is not one of them, whatever its format.
+    snapshot = SessionSnapshot(
+        "run-1",
+        "s",
+        [{"role": "user", "content": "hi"}],
+        agent_config={
+            "provider": {"name": "openai", "apiKey": "plain-credential-123"},
+            "model": "gpt-5",
+            "workspace": ["/w", {"token": "plain-credential-456"}],
+        },
+    )
+    result = save_snapshot(snapshot, store)
+    data = result.path.read_bytes()
+    assert b"plain-credential" not in data
+    assert result.dropped_config_keys == ("provider", "workspace")
+    assert load_snapshot("run-1", store).agent_config == {"model": "gpt-5"}
+
+
 def test_resume_session_returns_empty_credentials(store: Path) -> None:
     save_snapshot(_snapshot(), store)
     resumed = resume_session("run-1", store)

@@ -123,7 +123,8 @@ class SessionSnapshot:
         session_id: the agent session within the run.
         messages: the history, as sent to the provider (JSON values).
         tool_call_state: in-flight call, if any.
-        agent_config: provider, model, workspace (anything else is dropped on save).
+        agent_config: provider, model, workspace as plain values (anything else, and a
+            nested object or array under those keys, is dropped on save).
         node_id: the workflow node the session belongs to, if any.
         format: ``openai-chat`` (default), ``anthropic`` or ``openai-responses``.
         timestamp: ISO 8601 UTC time of the snapshot.
@@ -249,8 +250,14 @@ def sanitize_snapshot(
     values are redacted (call ids, signatures and encrypted reasoning untouched).
     """
     stats = RedactionStats()
-    config = {k: v for k, v in snapshot.agent_config.items() if k in ALLOWED_CONFIG_KEYS}
-    dropped = tuple(sorted(k for k in snapshot.agent_config if k not in ALLOWED_CONFIG_KEYS))
+    # Only plain values: a credential nested under an allowed key ({"provider": {"apiKey":
+    # …}}) is not on the allow-list either.
+    config = {
+        k: v
+        for k, v in snapshot.agent_config.items()
+        if k in ALLOWED_CONFIG_KEYS and (v is None or isinstance(v, str | int | float | bool))
+    }
+    dropped = tuple(sorted(k for k in snapshot.agent_config if k not in config))
     clean = SessionSnapshot(
         run_id=snapshot.run_id,
         session_id=redact_value(snapshot.session_id, stats),
