@@ -333,6 +333,7 @@ class _Repairer:
     fate: dict[int, str] = field(default_factory=dict)  # id(call) -> keep|strip|synth
     synthetic: dict[int, Block] = field(default_factory=dict)
     unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
+    tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
 
     def run(self) -> tuple[list[Message], list[Change]]:
         self._index_calls()
@@ -681,9 +682,11 @@ class _Repairer:
 
     def _chat_region(self, region: list[Block]) -> list[Message]:
         """Tool messages for ``region``, reusing each existing tool message as read."""
-        by_result = {
-            id(message.blocks[0]): message for message in self.view if message.role == "tool"
-        }
+        if self.tool_messages is None:  # built once: a region per call message
+            self.tool_messages = {
+                id(message.blocks[0]): message for message in self.view if message.role == "tool"
+            }
+        by_result = self.tool_messages
         out: list[Message] = []
         for block in region:
             existing = by_result.get(id(block))
