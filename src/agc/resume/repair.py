@@ -334,6 +334,7 @@ class _Repairer:
     synthetic: dict[int, Block] = field(default_factory=dict)
     unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
     tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
+    calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
 
     def run(self) -> tuple[list[Message], list[Change]]:
         self._index_calls()
@@ -454,23 +455,20 @@ class _Repairer:
                 else:
                     self.answer[id(call)] = block
                     self.owner[id(block)] = call
+        if early:
+            for message_index, message in enumerate(self.view):
+                for call in message.calls():
+                    if call.call_id is not None and id(call) not in self.dropped_calls:
+                        self.calls_by_id.setdefault(call.call_id, []).append((message_index, call))
         for block, index in early:
             self._attribute_early(block, index)
 
     def _attribute_early(self, result: Block, index: int) -> None:
         """A result recorded before its call (records out of order): the first later call
         with its id that has no result of its own gets it, moved after the call."""
+        candidates = self.calls_by_id.get(result.call_id or "", [])
         call = next(
-            (
-                block
-                for later, message in enumerate(self.view)
-                if later > index
-                for block in message.calls()
-                if block.call_id is not None
-                and block.call_id == result.call_id
-                and id(block) not in self.dropped_calls
-                and id(block) not in self.answer
-            ),
+            (block for at, block in candidates if at > index and id(block) not in self.answer),
             None,
         )
         if call is None:
