@@ -71,7 +71,12 @@ def byte_progress(total: int | None, label: str) -> Iterator[Callable[[int], Non
 
 def emit_json(data: Any) -> None:
     """Write one JSON document to stdout (data goes to stdout, messages to stderr)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from the input: keep it escaped
+        text = json.dumps(data, indent=2)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 
