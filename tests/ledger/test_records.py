@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc.ledger.check import FORBIDDEN_KEYS
+from agc.ledger.events.appserver import pick_fields
 from agc.ledger.events.item import CompletedItem
 from agc.ledger.policy import builtin_policy, parse_policy
 from agc.ledger.project import FileHash
@@ -350,3 +351,13 @@ def test_oversized_mcp_record_cuts_texts_and_keeps_structure() -> None:
     assert record["arguments"]["a0"] == "\U0001f600" * 240
     assert record["arguments"]["a0Truncated"] is True
     assert record["arguments"]["a0Chars"] == 4000
+
+
+@pytest.mark.parametrize("kind", [["add"], {"type": ["add"]}, {"type": {"x": 1}}, 3])
+def test_file_change_kind_of_unexpected_shape_is_unknown(kind: object) -> None:
+    # An app-server change whose kind is not a word (a list, an object whose "type" is
+    # not a string) keeps its path with kind "unknown"; it never drops the item.
+    fields = pick_fields(
+        "fileChange", {"changes": [{"path": "game/a.js", "kind": kind, "diff": "D"}]}
+    )
+    assert _item("fileChange", **fields)["changes"] == [{"path": "game/a.js", "kind": "unknown"}]
