@@ -165,6 +165,20 @@ def test_fail_open_exits_0_and_strict_exits_3(
     assert main([*_record(project, prompt), "--strict"]) == ExitCode.UNREADABLE
 
 
+def test_strict_exits_3_when_only_the_agent_db_summary_failed(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/ledger.md "Fail-open": a failed write (the agent.db summary is one) is
+    # printed and exits 0, or 3 with --strict.
+    (project / ".agent").mkdir()
+    (project / ".agent" / "agent.db").write_bytes(b"this is not sqlite" * 100)
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    assert "agent.db" in capsys.readouterr().err
+    _stdin(monkeypatch, [command("c2", "ls")])
+    assert main([*_record(project, prompt), "--strict"]) == ExitCode.UNREADABLE
+
+
 def test_record_survives_lines_of_unexpected_shape(
     project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
