@@ -212,8 +212,8 @@ def test_image_view_is_hashed_web_search_cut_function_and_dynamic_tools() -> Non
 
 
 def test_oversized_record_keeps_structure_only() -> None:
-    # 64 read actions with ~1000-character paths of 4-byte characters: over 256 KiB.
-    long = "\U0001f600" * 1000
+    # 64 read actions with ~1020-character paths of 4-byte characters: over 256 KiB.
+    long = "\U0001f600" * 1020
     record = _item(
         "commandExecution",
         commandActions=[{"type": "read", "path": long + str(i)} for i in range(64)],
@@ -361,3 +361,16 @@ def test_file_change_kind_of_unexpected_shape_is_unknown(kind: object) -> None:
         "fileChange", {"changes": [{"path": "game/a.js", "kind": kind, "diff": "D"}]}
     )
     assert _item("fileChange", **fields)["changes"] == [{"path": "game/a.js", "kind": "unknown"}]
+
+
+def test_record_of_64_long_ascii_reads_keeps_its_actions() -> None:
+    # docs/ledger.md: a record is cut only when its line would exceed 256 KiB; 64 read
+    # actions of ~1000-character ASCII paths (about 70 KB) keep their read evidence.
+    long = "d/" * 495 + "x"
+    record = _item(
+        "commandExecution",
+        commandActions=[{"type": "read", "path": f"{long}{i}.md"} for i in range(64)],
+    )
+    assert "fieldsOmitted" not in record
+    assert len(record["actions"]) == 64
+    assert 64 * 1024 < len(json.dumps(record)) <= 256 * 1024

@@ -66,7 +66,7 @@ MAX_ACTIONS: Final = 64
 bounded records); the rest is counted in ``actionsOmitted``."""
 MAX_CHANGES: Final = 64
 """agc's bound on ``changes[]`` per file change, rest counted in ``changesOmitted``."""
-MAX_LINE_BYTES: Final = 64 * 1024
+MAX_LINE_BYTES: Final = 256 * 1024
 """agc's line limit for the turn file (§5.6 "jsonl single line"): a longer item record
 keeps its structure and loses its text fields (``fieldsOmitted: "too-large"``)."""
 MAX_DB_RECORD_BYTES: Final = 1024 * 1024
