@@ -11,7 +11,9 @@ Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing
 1. Opening the file for a new attempt hashes its existing bytes once. If a sidecar
    exists, that digest must equal the sidecar's (the previous sealed prefix is intact),
    else the attempt is refused and nothing is appended. A file without a sidecar (an
-   attempt that died before sealing) is continued; ``check`` reports that attempt.
+   attempt that died before sealing) is continued, and so is one whose sidecar seals
+   the file up to a seal record followed by a ``turn_start`` (a later attempt died
+   before its seal); ``check`` reports that attempt.
 2. Each attempt ends with a ``direct.codex.seal`` record holding the digest, length
    and record count of every byte before it.
 3. The sidecar is then replaced (atomically) by the digest of the whole file, so
@@ -36,12 +38,14 @@ from agc.integrity.hashing import (
     SIDECAR_SUFFIXES,
     Algorithm,
     digests_equal,
+    new_hasher,
 )
 from agc.integrity.sidecar import parse_sidecar
 from agc.integrity.writer import FileSeal, JsonlFileWriter, unix_ms
 from agc.ledger.classify import Attempt, db_summary, derive_turn_end
 from agc.ledger.contract import (
     MAX_ITEMS,
+    RECORD_SEAL,
     RECORD_TURN_END,
     RECORD_TURN_START,
     TURNS_DIR_PARTS,
@@ -111,14 +115,32 @@ class TurnLedgerFile(JsonlFileWriter):
             ) from exc
         except OSError as exc:
             raise StoreError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
-        if sidecar.file_name not in {None, self.path.name} or not digests_equal(
-            sidecar.digest, self.current_digest()
+        if sidecar.file_name not in {None, self.path.name} or not (
+            digests_equal(sidecar.digest, self.current_digest())
+            or self._sealed_then_new_attempt(sidecar.digest, algorithm)
         ):
             raise SidecarMismatchError(
                 f"{self.path} does not match its sidecar: the sealed turn file changed; "
                 "not appended to",
                 hint="Run `agc ledger check` on the file to see what changed.",
             )
+
+    def _sealed_then_new_attempt(self, digest: str, algorithm: Algorithm) -> bool:
+        """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
+        seal record and the next line is a ``turn_start``: a later attempt died before
+        its own seal (§4), and nothing was changed or added inside a sealed attempt."""
+        hasher = new_hasher(algorithm)
+        sealed = False
+        with os.fdopen(os.dup(self._fd), "rb") as handle:
+            handle.seek(0)
+            for line in handle:
+                if sealed:
+                    return _record_type(line) == RECORD_TURN_START
+                hasher.update(line)
+                sealed = _record_type(line) == RECORD_SEAL and digests_equal(
+                    digest, hasher.hexdigest()
+                )
+        return False
 
     def seal_attempt(self, *, client_turn_id: str, attempt: int, recorded_at_ms: int) -> FileSeal:
         """Write the attempt's seal record, then seal the whole file (sidecar).
@@ -423,6 +445,14 @@ class TurnRecorder:
 
 def _message(exc: BaseException) -> str:
     return exc.message if isinstance(exc, AgcError) else str(exc)
+
+
+def _record_type(line: bytes) -> object:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record.get("recordType") if isinstance(record, dict) else None
 
 
 def _count_attempts(path: Path) -> int:
