@@ -16,6 +16,7 @@ from agc.errors import TurnIdInvalidError
 __all__ = [
     "AGENT_DB_PARTS",
     "DB_RECORD_SCHEMA_VERSION",
+    "FORBIDDEN_KEYS",
     "MAX_ACTIONS",
     "MAX_ATTACHMENTS",
     "MAX_CHANGES",
@@ -47,6 +48,24 @@ RECORD_SEAL: Final = "direct.codex.seal"
 """agc's addition: the per-attempt seal record (docs/ledger.md, "Sealing")."""
 RECORD_DB_TURN: Final = "direct.codex.turn"
 DB_RECORD_SCHEMA_VERSION: Final = 1
+
+FORBIDDEN_KEYS: Final = frozenset(
+    {
+        "aggregatedOutput",
+        "aggregated_output",
+        "formattedOutput",
+        "stdout",
+        "stderr",
+        "output",
+        "result",
+        "diff",
+        "content",
+        "contentItems",
+        "error",
+    }
+)
+"""Keys the seed never allows in a turn file (§5: outputs, results, error text, diffs,
+file content); ``check`` reports them and no policy rule may write them."""
 
 MAX_ITEMS: Final = 256
 """Items per attempt (§5.6); the next one writes ``items_truncated`` once."""
