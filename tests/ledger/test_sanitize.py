@@ -421,3 +421,19 @@ def test_property_clean_command_glued_never_keeps_a_user(
     path, user = case
     cleaned = SAN.clean_command(template.format(path), max_chars=240)
     assert cleaned.text is None or user not in cleaned.text
+
+
+@pytest.mark.parametrize("raw", ["type \\bob\\secret.txt", "dir \\ProgramData\\bob\\x"])
+def test_clean_command_drops_windows_root_relative_paths(raw: str) -> None:
+    # Backslashes count as separators (§8 "Windows"): "\bob\x" is a host path.
+    cleaned = SAN.clean_command(raw, max_chars=240)
+    assert cleaned.text is None
+    assert cleaned.redacted is True
+
+
+def test_clean_text_replaces_windows_root_relative_paths_and_keeps_escapes() -> None:
+    assert SAN.clean_text("see \\ProgramData\\bob\\x now", max_chars=400).text == "see [path] now"
+    assert SAN.clean_command("find . -name \\*.js", max_chars=240).text == "find . -name \\*.js"
+    assert SAN.clean_command("printf 'a\\nb' | sed 's/a\\/b/'", max_chars=240).text == (
+        "printf 'a\\nb' | sed 's/a\\/b/'"
+    )

@@ -105,11 +105,11 @@ _SECRET_RE: Final = re.compile(
 )
 _URL_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}://[^\s'\"`<>|;&(){}\[\]]*")
 # A path candidate starts at the beginning, after a separator-like character or right
-# after a short option ("-C/x"), and is absolute (POSIX, Windows drive, UNC) or
-# home-relative (~).
+# after a short option ("-C/x"), and is absolute (POSIX, Windows drive, UNC, a rooted
+# "\a\b" with two backslashes at least) or home-relative (~).
 _ABS_RE: Final = re.compile(
     r"(?:^|(?<=[\s'\"`=(<>|;&,\[{:@])|(?<=(?<![A-Za-z0-9_.~/\\-])-[A-Za-z]))"
-    r"(?:[A-Za-z]:[\\/]|\\\\|/|~)"
+    r"(?:[A-Za-z]:[\\/]|\\\\|/|~|\\(?=[^\s\\/'\"`;|&<>(){}\[\],]+\\))"
     r"[^\s'\"`;|&<>(){}\[\],]*"
 )
 # In free text a path must look like one, so that "fps / smooth" or "~5 enemies" stay
@@ -118,7 +118,7 @@ _ABS_RE: Final = re.compile(
 _ABS_TEXT_RE: Final = re.compile(
     r"(?:^|(?<=[\s'\"`=(<>|;&,\[{:@]))"
     r"(?:[A-Za-z]:[\\/]|\\\\|//(?=\w)|/(?=[^\s/'\"`;|&<>(){}\[\],]+[\\/])|~(?=[\\/])"
-    r"|~[A-Za-z_][\w.-]*(?=[\\/]))"
+    r"|~[A-Za-z_][\w.-]*(?=[\\/])|\\(?=[^\s\\/'\"`;|&<>(){}\[\],]+\\))"
     r"[^\s'\"`;|&<>(){}\[\],]*"
 )
 # Where a path may start although it is glued to what precedes it: after any character
