@@ -164,6 +164,37 @@ def test_a_locked_turn_file_fails_open(project: Path) -> None:
     assert outcome.db_written is True
 
 
+def test_a_refused_attempt_has_its_own_number_in_the_summary(project: Path) -> None:
+    # The agent.db summary of an attempt whose turn file could not be opened (locked
+    # here) must not claim to be attempt 1: readers take the last row (§4), and
+    # attempt 1 is another, real attempt in the file.
+    path = record_turn(project, [command("c1", "ls")]).turn_file
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        outcome = record_turn(project, [command("c2", "ls")])
+    finally:
+        os.close(fd)
+    assert outcome.audit_write_failed is True
+    assert outcome.attempt == 2
+    last = AgentDb(project / ".agent" / "agent.db").last("direct.codex.turn", TURN_ID)
+    assert last is not None
+    assert last["attempt"] == 2
+
+
+def test_a_symlinked_turn_file_is_never_read_to_count_attempts(
+    project: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(b'{"recordType":"direct.codex.turn_start"}\n' * 3)
+    turns = project / ".agent/runtime/direct-codex/turns"
+    turns.mkdir(parents=True)
+    (turns / f"{TURN_ID}.jsonl").symlink_to(outside)
+    outcome = record_turn(project, [command("c1", "ls")])
+    assert outcome.audit_write_failed is True
+    assert outcome.attempt == 1  # the three turn_start lines outside were not counted
+
+
 def test_db_failure_is_reported_not_raised(project: Path) -> None:
     (project / ".agent").mkdir()
     (project / ".agent" / "agent.db").write_bytes(b"this is not sqlite" * 100)

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from agc.errors import AgcError, SidecarMismatchError, StoreError
-from agc.integrity.fsio import read_small_file
+from agc.integrity.fsio import open_nofollow, read_small_file
 from agc.integrity.hashing import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
@@ -313,7 +314,8 @@ class TurnRecorder:
             state.attempt = _count_attempts(self.turn_file) + 1
         except (AgcError, OSError) as exc:
             self._fail("opening the turn file", exc)
-            state.attempt = max(state.attempt, 1)
+            # The summary still names this attempt, not an earlier one (§4).
+            state.attempt = max(state.attempt, _count_attempts(self.turn_file) + 1)
         record = turn_start_record(
             self._ctx,
             prompt=prompt,
@@ -456,17 +458,20 @@ def _record_type(line: bytes) -> object:
 
 
 def _count_attempts(path: Path) -> int:
-    """How many ``turn_start`` records the file holds (read under the writer's lock)."""
+    """How many ``turn_start`` records the file holds; 0 when it is missing, a symlink
+    (never followed) or not a regular file (a FIFO is never waited on)."""
     count = 0
     try:
-        with path.open("rb") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and record.get("recordType") == RECORD_TURN_START:
-                    count += 1
-    except FileNotFoundError:
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (AgcError, OSError):
         return 0
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        try:
+            for line in handle:
+                if _record_type(line) == RECORD_TURN_START:
+                    count += 1
+        except OSError:
+            return count
     return count
