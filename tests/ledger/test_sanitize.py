@@ -392,7 +392,10 @@ def test_clean_text_finds_host_paths_glued_to_a_word(raw: str, expected: str) ->
 
 
 def test_clean_text_keeps_cjk_words_separated_by_slashes() -> None:
-    text = "收集/射击/跑酷\uff0c动作/RPG/卡牌\uff0cA/B\uff0c60 fps / smooth\uff0c素材/../x"
+    text = (
+        "收集/射击/跑酷\uff0c动作/RPG/卡牌\uff0cA/B\uff0c60 fps / smooth\uff0c素材/../x"
+        "\uff0c素材/data/levels.json\uff0c关卡/work/a.png"
+    )
     assert SAN.clean_text(text, max_chars=4000).text == text
     assert SAN.clean_command("ls game/*/index.html src/**/x.js", max_chars=240).text == (
         "ls game/*/index.html src/**/x.js"

@@ -127,8 +127,7 @@ _ABS_TEXT_RE: Final = re.compile(
 _GLUED: Final = r"(?:(?<![A-Za-z0-9_.~/\\$%-])|(?<=(?<![A-Za-z0-9_.~/\\-])-[A-Za-z]))"
 HOST_TOP_DIRS: Final = (
     "Users", "home", "root", "tmp", "private", "var", "etc", "opt", "mnt", "media",
-    "Volumes", "srv", "usr", "proc", "sys", "dev", "run", "Library", "System",
-    "Applications", "nix", "snap", "cygdrive", "workspace", "workspaces", "work", "data",
+    "Volumes", "usr", "proc", "Library", "System", "Applications", "nix", "cygdrive",
 )  # fmt: skip
 """First folders of absolute host paths (homes, temp, mounts, system): a glued path is
 taken for a host path only when it starts with one of these (or with the first folder
