@@ -440,3 +440,12 @@ def test_clean_text_replaces_windows_root_relative_paths_and_keeps_escapes() -> 
     assert SAN.clean_command("printf 'a\\nb' | sed 's/a\\/b/'", max_chars=240).text == (
         "printf 'a\\nb' | sed 's/a\\/b/'"
     )
+
+
+@pytest.mark.parametrize("raw", ["see\x00/srv/bob/x", "see\u200b/srv/bob/x", "see\x1b/home/bob/x"])
+def test_clean_text_dropped_characters_do_not_glue_a_path_to_a_word(raw: str) -> None:
+    # Control and format characters are dropped; one right before a path must not
+    # make "see/srv/bob/x" out of "see<NUL>/srv/bob/x" (a relative word that leaks).
+    cleaned = SAN.clean_text(raw, max_chars=400)
+    assert cleaned.text == "see [path]"
+    assert SAN.clean_text("a\u200bb\x00c", max_chars=400).text == "abc"

@@ -155,12 +155,18 @@ def _has_forbidden_chars(text: str, *, allow_newlines: bool) -> bool:
 
 
 def _strip_forbidden(text: str) -> str:
-    """Drop control, format, surrogate and private characters (keep newline and tab)."""
-    return "".join(
-        ch
-        for ch in text
-        if ch in "\n\t" or unicodedata.category(ch) not in {"Cc", "Cs", "Cf", "Co", "Cn"}
-    )
+    """Drop control, format, surrogate and private characters (keep newline and tab).
+
+    One right before a path start (``/``, ``\\``, ``~``) becomes a space, so that
+    dropping it does not glue the path to the word before it (``see<NUL>/srv/x``).
+    """
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if ch in "\n\t" or unicodedata.category(ch) not in {"Cc", "Cs", "Cf", "Co", "Cn"}:
+            out.append(ch)
+        elif text[index + 1 : index + 2] in {"/", "\\", "~"} and out and not out[-1].isspace():
+            out.append(" ")
+    return "".join(out)
 
 
 def deny_reason(parts: Sequence[str]) -> RejectReason | None:
