@@ -400,6 +400,9 @@ def test_clean_text_keeps_cjk_words_separated_by_slashes() -> None:
     assert SAN.clean_command("ls game/*/index.html src/**/x.js", max_chars=240).text == (
         "ls game/*/index.html src/**/x.js"
     )
+    # a short option whose value is a lone "/" (a separator, not a path) stays
+    for command_text in ("cut -d/ -f2 a.txt", "awk -F/ '{print $2}' a.txt", "cut -d~ -f1 a"):
+        assert SAN.clean_command(command_text, max_chars=240).text == command_text
 
 
 @given(

@@ -108,8 +108,11 @@ _URL_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}://[^\s'\"`<>|;&(){}\[
 # after a short option ("-C/x"), and is absolute (POSIX, Windows drive, UNC, a rooted
 # "\a\b" with two backslashes at least) or home-relative (~).
 _ABS_RE: Final = re.compile(
-    r"(?:^|(?<=[\s'\"`=(<>|;&,\[{:@])|(?<=(?<![A-Za-z0-9_.~/\\-])-[A-Za-z]))"
+    r"(?:(?:^|(?<=[\s'\"`=(<>|;&,\[{:@]))"
     r"(?:[A-Za-z]:[\\/]|\\\\|/|~|\\(?=[^\s\\/'\"`;|&<>(){}\[\],]+\\))"
+    # after a short option a lone "/" or "~" is a value ("cut -d/"), not a path
+    r"|(?<=(?<![A-Za-z0-9_.~/\\-])-[A-Za-z])"
+    r"(?:[A-Za-z]:[\\/]|\\\\|/(?=[^\s'\"`;|&<>(){}\[\],])|~(?=[\\/A-Za-z_])|\\(?=[^\s\\/'\"`;|&<>(){}\[\],]+\\)))"
     r"[^\s'\"`;|&<>(){}\[\],]*"
 )
 # In free text a path must look like one, so that "fps / smooth" or "~5 enemies" stay
