@@ -165,6 +165,39 @@ def test_fail_open_exits_0_and_strict_exits_3(
     assert main([*_record(project, prompt), "--strict"]) == ExitCode.UNREADABLE
 
 
+def test_strict_exits_3_when_only_the_agent_db_summary_failed(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/ledger.md "Fail-open": a failed write (the agent.db summary is one) is
+    # printed and exits 0, or 3 with --strict.
+    (project / ".agent").mkdir()
+    (project / ".agent" / "agent.db").write_bytes(b"this is not sqlite" * 100)
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    assert "agent.db" in capsys.readouterr().err
+    _stdin(monkeypatch, [command("c2", "ls")])
+    assert main([*_record(project, prompt), "--strict"]) == ExitCode.UNREADABLE
+
+
+def test_record_survives_lines_of_unexpected_shape(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "Lines that are not JSON objects and unknown types are counted, never fatal"
+    # (docs/ledger.md): a list where a word is expected must not end in exit 4.
+    _stdin(
+        monkeypatch,
+        [
+            {"type": "response_item", "payload": {"type": ["function_call"]}},
+            {"type": "response_item", "payload": {"type": "function_call", "name": {}}},
+            {"type": "event_msg", "payload": {"type": ["task_complete"]}},
+            {"method": "turn/completed", "params": {"turn": {"status": ["completed"]}}},
+            command("c1", "ls"),
+        ],
+    )
+    assert main(_record(project, prompt)) == 0
+    assert main(["ledger", "check", str(_turn_file(project))]) == 0
+
+
 def test_help_lists_the_ledger_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ledger", "--help"]) == 0
     out = capsys.readouterr().out

@@ -65,6 +65,19 @@ def _read(path: str, item_id: str = "r") -> dict[str, Any]:
             OFFERED,
             "read-before-design",
         ),
+        # Listed after the design and read after it too: the file was read, so it
+        # was not "only listed or searched, never read" (§3 row 3).
+        (
+            [
+                ART,
+                command(
+                    "l", "ls assets/uploads", [{"type": "listFiles", "path": "assets/uploads"}]
+                ),
+                _read(GDD),
+            ],
+            OFFERED,
+            "not-opened-before-design",
+        ),
     ],
 )
 def test_section3_rows(project: Path, events: list[Any], attachments: list[Any], row: str) -> None:

@@ -327,3 +327,39 @@ def test_property_any_item_shape_decodes_without_error(kind: str, fields: dict[s
     items = list(decode_lines([json.dumps(completed({**fields, "type": kind}))]))
     assert len(items) == 1
     assert items[0].item_type == kind
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"type": "response_item", "payload": {"type": ["function_call"]}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": {"a": 1}}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": ["shell"]}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": []}},
+        {"type": "event_msg", "payload": {"type": ["task_complete"]}},
+        {"method": "turn/completed", "params": {"turn": {"status": ["completed"]}}},
+        {"method": "turn/completed", "params": {"turn": {"status": {"x": 1}}}},
+    ],
+)
+def test_lines_of_unexpected_shape_are_never_fatal(line: dict[str, Any]) -> None:
+    # docs/ledger.md "Inputs": nothing in the input is fatal (a value of the wrong JSON
+    # type where a word is expected, e.g. a list as "type", must not raise).
+    items, decoder = _decode([line, command("c1", "ls")])
+    assert [i.item_id for i in items][-1] == "c1"
+    assert decoder.stats.lines == 2
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    st.sampled_from(["response_item", "event_msg"]),
+    st.dictionaries(st.sampled_from(["type", "name", "call_id", "arguments", "status"]), JSON),
+    JSON,
+)
+def test_property_any_rollout_or_turn_line_decodes_without_error(
+    line_type: str, payload: dict[str, Any], status: Any
+) -> None:
+    lines = [
+        {"type": line_type, "payload": payload},
+        {"method": "turn/completed", "params": {"turn": {"status": status}}},
+    ]
+    _decode(lines)

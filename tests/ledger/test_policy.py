@@ -84,6 +84,20 @@ def test_invalid_policies_are_rejected_naming_the_problem(text: str, words: str)
         parse_policy(text.encode(), name="p.toml")
 
 
+@pytest.mark.parametrize("key", ["content", "output", "result", "diff", "error", "stdout"])
+@pytest.mark.parametrize("kind", ["text", "token", "path"])
+def test_a_policy_cannot_keep_a_forbidden_argument(key: str, kind: str) -> None:
+    # §5: file content, outputs, results, diffs and error text are never written; a
+    # policy that kept them would make records that `check` rejects (forbidden-field).
+    text = f"schema_version = 1\n[tools.agc_write_file]\n{key} = '{kind}'"
+    with pytest.raises(PolicyInvalidError, match=f"{key}.*never"):
+        parse_policy(text.encode(), name="p.toml")
+    allowed = parse_policy(
+        f"schema_version = 1\n[tools.agc_write_file]\n{key} = 'chars'".encode(), name="p.toml"
+    )
+    assert allowed.tools["agc_write_file"][0].kind == "chars"
+
+
 def test_policy_not_utf8_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(PolicyInvalidError, match="UTF-8"):
         parse_policy(b"\xff\xfe", name="p.toml")

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc.ledger.check import FORBIDDEN_KEYS
+from agc.ledger.events.appserver import pick_fields
 from agc.ledger.events.item import CompletedItem
 from agc.ledger.policy import builtin_policy, parse_policy
 from agc.ledger.project import FileHash
@@ -211,8 +212,8 @@ def test_image_view_is_hashed_web_search_cut_function_and_dynamic_tools() -> Non
 
 
 def test_oversized_record_keeps_structure_only() -> None:
-    # 64 read actions with ~1000-character paths of 4-byte characters: over 256 KiB.
-    long = "\U0001f600" * 1000
+    # 64 read actions with ~1020-character paths of 4-byte characters: over 256 KiB.
+    long = "\U0001f600" * 1020
     record = _item(
         "commandExecution",
         commandActions=[{"type": "read", "path": long + str(i)} for i in range(64)],
@@ -350,3 +351,26 @@ def test_oversized_mcp_record_cuts_texts_and_keeps_structure() -> None:
     assert record["arguments"]["a0"] == "\U0001f600" * 240
     assert record["arguments"]["a0Truncated"] is True
     assert record["arguments"]["a0Chars"] == 4000
+
+
+@pytest.mark.parametrize("kind", [["add"], {"type": ["add"]}, {"type": {"x": 1}}, 3])
+def test_file_change_kind_of_unexpected_shape_is_unknown(kind: object) -> None:
+    # An app-server change whose kind is not a word (a list, an object whose "type" is
+    # not a string) keeps its path with kind "unknown"; it never drops the item.
+    fields = pick_fields(
+        "fileChange", {"changes": [{"path": "game/a.js", "kind": kind, "diff": "D"}]}
+    )
+    assert _item("fileChange", **fields)["changes"] == [{"path": "game/a.js", "kind": "unknown"}]
+
+
+def test_record_of_64_long_ascii_reads_keeps_its_actions() -> None:
+    # docs/ledger.md: a record is cut only when its line would exceed 256 KiB; 64 read
+    # actions of ~1000-character ASCII paths (about 70 KB) keep their read evidence.
+    long = "d/" * 495 + "x"
+    record = _item(
+        "commandExecution",
+        commandActions=[{"type": "read", "path": f"{long}{i}.md"} for i in range(64)],
+    )
+    assert "fieldsOmitted" not in record
+    assert len(record["actions"]) == 64
+    assert 64 * 1024 < len(json.dumps(record)) <= 256 * 1024

@@ -340,3 +340,115 @@ def test_text_credentials_become_secret_marks() -> None:
 def test_design_words_are_not_taken_for_credentials() -> None:
     text = "Basic gameplay loop: collect tokens, Bearer of the crown"
     assert SAN.clean_text(text, max_chars=4000).text == text
+
+
+# -- paths glued to a word: CJK text, markdown, quotes, short options --------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "tar -C/home/bob/proj -xf a.tar",
+        "gcc -I/Users/bob/include a.c",
+        "git -C/home/bob/repo status",
+        "ld -L/opt/bob/lib x.o",
+        "cat -f../../bob/x",
+        "cat ${IFS}/home/bob/x",
+        "cat a*/home/bob/x",
+        "echo 见/Users/bob/gdd.md",
+        "echo 参考C:\\Users\\bob\\gdd.md",
+        "echo 见~/Desktop/gdd.md",
+        "echo 见../../bob/gdd.md",
+    ],
+)
+def test_clean_command_drops_paths_glued_to_a_word(raw: str) -> None:
+    # §5.2: a command whose paths cannot all be made relative is dropped whole, also
+    # when the path follows a short option, "}", "*" or a non-ASCII letter directly.
+    cleaned = SAN.clean_command(raw, max_chars=240)
+    assert cleaned.text is None
+    assert cleaned.redacted is True
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("见/Users/bob/gdd.md的设计", "见[path]"),
+        ("路径\uff1a/home/bob/gdd.md", "路径\uff1a[path]"),
+        ("按**/home/bob/gdd.md**做", "按**[path]"),
+        ("“/Users/bob/Desktop/gdd.md”", "“[path]"),
+        ("【/tmp/bob/x】", "【[path]"),
+        ("参考C:\\Users\\bob\\gdd.md", "参考[path]"),
+        ("见~/Desktop/gdd.md", "见[path]"),
+        ("见../../bob/gdd.md", "[path]"),
+        ("见/home/alice/proj/game/a.js", "见game/a.js"),
+    ],
+)
+def test_clean_text_finds_host_paths_glued_to_a_word(raw: str, expected: str) -> None:
+    # Briefs are written in Chinese (seed 000): a host path right after a CJK letter,
+    # a full-width colon, "**" or a curly quote is still a host path (§5, §8).
+    cleaned = SAN.clean_text(raw, max_chars=4000)
+    assert cleaned.text == expected
+    assert "bob" not in cleaned.text
+
+
+def test_clean_text_keeps_cjk_words_separated_by_slashes() -> None:
+    text = (
+        "收集/射击/跑酷\uff0c动作/RPG/卡牌\uff0cA/B\uff0c60 fps / smooth\uff0c素材/../x"
+        "\uff0c素材/data/levels.json\uff0c关卡/work/a.png"
+    )
+    assert SAN.clean_text(text, max_chars=4000).text == text
+    assert SAN.clean_command("ls game/*/index.html src/**/x.js", max_chars=240).text == (
+        "ls game/*/index.html src/**/x.js"
+    )
+    # a short option whose value is a lone "/" (a separator, not a path) stays
+    for command_text in ("cut -d/ -f2 a.txt", "awk -F/ '{print $2}' a.txt", "cut -d~ -f1 a"):
+        assert SAN.clean_command(command_text, max_chars=240).text == command_text
+
+
+@given(
+    hostile_paths(),
+    st.sampled_from(["见{}的设计", "路径\uff1a{}", "**{}**", "“{}”", "【{}】", "参考{}"]),
+)
+def test_property_clean_text_glued_to_cjk_never_keeps_a_user(
+    case: tuple[str, str], template: str
+) -> None:
+    path, user = case
+    cleaned = SAN.clean_text(template.format(path), max_chars=4000)
+    assert cleaned.text is None or user not in cleaned.text
+
+
+@given(
+    hostile_paths(),
+    st.sampled_from(["tar -C{} -xf a.tar", "gcc -I{} a.c", "echo 见{}", "cat ${{IFS}}{}"]),
+)
+def test_property_clean_command_glued_never_keeps_a_user(
+    case: tuple[str, str], template: str
+) -> None:
+    path, user = case
+    cleaned = SAN.clean_command(template.format(path), max_chars=240)
+    assert cleaned.text is None or user not in cleaned.text
+
+
+@pytest.mark.parametrize("raw", ["type \\bob\\secret.txt", "dir \\ProgramData\\bob\\x"])
+def test_clean_command_drops_windows_root_relative_paths(raw: str) -> None:
+    # Backslashes count as separators (§8 "Windows"): "\bob\x" is a host path.
+    cleaned = SAN.clean_command(raw, max_chars=240)
+    assert cleaned.text is None
+    assert cleaned.redacted is True
+
+
+def test_clean_text_replaces_windows_root_relative_paths_and_keeps_escapes() -> None:
+    assert SAN.clean_text("see \\ProgramData\\bob\\x now", max_chars=400).text == "see [path] now"
+    assert SAN.clean_command("find . -name \\*.js", max_chars=240).text == "find . -name \\*.js"
+    assert SAN.clean_command("printf 'a\\nb' | sed 's/a\\/b/'", max_chars=240).text == (
+        "printf 'a\\nb' | sed 's/a\\/b/'"
+    )
+
+
+@pytest.mark.parametrize("raw", ["see\x00/srv/bob/x", "see\u200b/srv/bob/x", "see\x1b/home/bob/x"])
+def test_clean_text_dropped_characters_do_not_glue_a_path_to_a_word(raw: str) -> None:
+    # Control and format characters are dropped; one right before a path must not
+    # make "see/srv/bob/x" out of "see<NUL>/srv/bob/x" (a relative word that leaks).
+    cleaned = SAN.clean_text(raw, max_chars=400)
+    assert cleaned.text == "see [path]"
+    assert SAN.clean_text("a\u200bb\x00c", max_chars=400).text == "abc"

@@ -106,6 +106,39 @@ def test_unsealed_previous_attempt_is_continued(project: Path) -> None:
     assert {f.code for f in report.findings} == {"turn-end-missing", "attempt-unsealed"}
 
 
+def test_a_later_attempt_that_died_before_sealing_is_continued(project: Path) -> None:
+    # §4: a second turn with the same id is a new attempt. When attempt 2 dies before
+    # its seal, the sidecar still seals attempt 1; attempt 3 must continue the file
+    # (as after a first attempt that died), not be refused for ever.
+    first = record_turn(project, [command("c1", "ls")])
+    sealed = first.turn_file.read_bytes()
+    recorder = TurnRecorder.start(project, TURN_ID, prompt="crashed", clock=Clock())
+    recorder.observe_notification(command("c2", "ls"))
+    del recorder  # the process dies: no finish()
+    third = record_turn(project, [command("c3", "ls")])
+    assert third.audit_write_failed is False, third.errors
+    assert third.attempt == 3
+    assert third.turn_file.read_bytes().startswith(sealed)
+    report = check_turn_file(third.turn_file)
+    assert report.ok, report.findings
+    assert {(f.code, f.attempt) for f in report.findings} == {
+        ("turn-end-missing", 2),
+        ("attempt-unsealed", 2),
+    }
+
+
+def test_records_appended_after_the_seal_without_a_new_attempt_are_refused(
+    project: Path,
+) -> None:
+    path = record_turn(project, [command("c1", "ls")]).turn_file
+    item = next(r for r in records(path) if r["recordType"] == "direct.codex.item")
+    with path.open("ab") as handle:
+        handle.write(json.dumps(item).encode() + b"\n")
+    outcome = record_turn(project, [command("c2", "ls")])
+    assert outcome.audit_write_failed is True
+    assert any("does not match its sidecar" in e for e in outcome.errors)
+
+
 def test_torn_tail_is_refused_fail_open(project: Path) -> None:
     path = project / ".agent/runtime/direct-codex/turns" / f"{TURN_ID}.jsonl"
     path.parent.mkdir(parents=True)
@@ -129,6 +162,37 @@ def test_a_locked_turn_file_fails_open(project: Path) -> None:
     assert outcome.audit_write_failed is True
     assert any("already open" in e for e in outcome.errors)
     assert outcome.db_written is True
+
+
+def test_a_refused_attempt_has_its_own_number_in_the_summary(project: Path) -> None:
+    # The agent.db summary of an attempt whose turn file could not be opened (locked
+    # here) must not claim to be attempt 1: readers take the last row (§4), and
+    # attempt 1 is another, real attempt in the file.
+    path = record_turn(project, [command("c1", "ls")]).turn_file
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        outcome = record_turn(project, [command("c2", "ls")])
+    finally:
+        os.close(fd)
+    assert outcome.audit_write_failed is True
+    assert outcome.attempt == 2
+    last = AgentDb(project / ".agent" / "agent.db").last("direct.codex.turn", TURN_ID)
+    assert last is not None
+    assert last["attempt"] == 2
+
+
+def test_a_symlinked_turn_file_is_never_read_to_count_attempts(
+    project: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(b'{"recordType":"direct.codex.turn_start"}\n' * 3)
+    turns = project / ".agent/runtime/direct-codex/turns"
+    turns.mkdir(parents=True)
+    (turns / f"{TURN_ID}.jsonl").symlink_to(outside)
+    outcome = record_turn(project, [command("c1", "ls")])
+    assert outcome.audit_write_failed is True
+    assert outcome.attempt == 1  # the three turn_start lines outside were not counted
 
 
 def test_db_failure_is_reported_not_raised(project: Path) -> None:

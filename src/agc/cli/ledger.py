@@ -130,7 +130,10 @@ def record_command(
     ] = None,
     strict: Annotated[
         bool,
-        typer.Option("--strict", help="Exit 3 when a ledger write failed (default: fail-open)."),
+        typer.Option(
+            "--strict",
+            help="Exit 3 when a ledger write (turn file or agent.db) failed (default: fail-open).",
+        ),
     ] = False,
     as_json: JsonOption = False,
 ) -> int:
@@ -201,7 +204,7 @@ def record_command(
         completed=decoder.completed is True if completed is None else completed
     )
     _print_outcome(outcome, decoder, as_json)
-    if strict and outcome.audit_write_failed:
+    if strict and (outcome.audit_write_failed or not outcome.db_written):
         return int(ExitCode.UNREADABLE)
     return int(ExitCode.OK)
 
@@ -227,6 +230,8 @@ def _print_outcome(outcome: TurnOutcome, decoder: EventDecoder, as_json: bool) -
     )
     if outcome.audit_write_failed:
         out_console.print("auditWriteFailed: true (see the warnings above)", markup=False)
+    if not outcome.db_written:
+        out_console.print("agent.db summary NOT written (see the warnings above)", markup=False)
 
 
 def show_command(

@@ -56,11 +56,12 @@ from agc.ledger.classify import (
     split_attempts,
     summarize_attempt,
 )
-from agc.ledger.contract import MAX_ITEMS, RECORD_SEAL
+from agc.ledger.contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
 from agc.ledger.policy import LedgerPolicy, builtin_policy
 from agc.ledger.sanitize import PathSanitizer
 
 __all__ = [
+    "FORBIDDEN_KEYS",
     "LEDGER_REPORT_SCHEMA_VERSION",
     "LedgerFile",
     "LedgerFinding",
@@ -74,23 +75,6 @@ __all__ = [
 
 LEDGER_REPORT_SCHEMA_VERSION: Final = 1
 Severity = Literal["error", "warning"]
-FORBIDDEN_KEYS: Final = frozenset(
-    {
-        "aggregatedOutput",
-        "aggregated_output",
-        "formattedOutput",
-        "stdout",
-        "stderr",
-        "output",
-        "result",
-        "diff",
-        "content",
-        "contentItems",
-        "error",
-    }
-)
-"""Keys the seed never allows in a turn file (§5: outputs, results, error text, diffs,
-file content)."""
 _PATH_KEYS: Final = frozenset({"path", "localPath", "movePath", "outputPath"})
 _DERIVED: Final = ("itemCount", "itemsTruncated", "offeredRead", "firstDesign")
 

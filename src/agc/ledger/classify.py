@@ -314,7 +314,8 @@ def summarize_attempt(attempt: Attempt, attempts: int, policy: LedgerPolicy) -> 
     Rows, first match wins: no offered file -> ``no-offered-files``; an offered file
     read before the first design action (or with none) -> ``read-before-design`` /
     ``read-no-design``; a same-name file read elsewhere -> ``read-different-path``;
-    only lists or searches reaching an offered file -> ``listed-or-searched-only``;
+    only lists or searches reaching an offered file, and no read of one (not even after
+    the design action) -> ``listed-or-searched-only``;
     otherwise ``not-opened-before-design`` (a design action came first) or
     ``not-opened``.
     """
@@ -352,7 +353,7 @@ def _row(offered: Sequence[OfferedFile], design_seq: object) -> Row:
         return "read-no-design"
     if any(o.other_path_reads for o in offered):
         return "read-different-path"
-    if any(o.listed_or_searched_seqs for o in offered):
+    if any(o.listed_or_searched_seqs for o in offered) and not any(o.read_seqs for o in offered):
         return "listed-or-searched-only"
     return "not-opened-before-design" if limit is not None else "not-opened"
 

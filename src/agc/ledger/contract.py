@@ -16,6 +16,7 @@ from agc.errors import TurnIdInvalidError
 __all__ = [
     "AGENT_DB_PARTS",
     "DB_RECORD_SCHEMA_VERSION",
+    "FORBIDDEN_KEYS",
     "MAX_ACTIONS",
     "MAX_ATTACHMENTS",
     "MAX_CHANGES",
@@ -48,6 +49,24 @@ RECORD_SEAL: Final = "direct.codex.seal"
 RECORD_DB_TURN: Final = "direct.codex.turn"
 DB_RECORD_SCHEMA_VERSION: Final = 1
 
+FORBIDDEN_KEYS: Final = frozenset(
+    {
+        "aggregatedOutput",
+        "aggregated_output",
+        "formattedOutput",
+        "stdout",
+        "stderr",
+        "output",
+        "result",
+        "diff",
+        "content",
+        "contentItems",
+        "error",
+    }
+)
+"""Keys the seed never allows in a turn file (§5: outputs, results, error text, diffs,
+file content); ``check`` reports them and no policy rule may write them."""
+
 MAX_ITEMS: Final = 256
 """Items per attempt (§5.6); the next one writes ``items_truncated`` once."""
 MAX_COMMAND_CHARS: Final = 240
@@ -66,7 +85,7 @@ MAX_ACTIONS: Final = 64
 bounded records); the rest is counted in ``actionsOmitted``."""
 MAX_CHANGES: Final = 64
 """agc's bound on ``changes[]`` per file change, rest counted in ``changesOmitted``."""
-MAX_LINE_BYTES: Final = 64 * 1024
+MAX_LINE_BYTES: Final = 256 * 1024
 """agc's line limit for the turn file (§5.6 "jsonl single line"): a longer item record
 keeps its structure and loses its text fields (``fieldsOmitted: "too-large"``)."""
 MAX_DB_RECORD_BYTES: Final = 1024 * 1024

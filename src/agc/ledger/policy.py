@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from agc.errors import InputError, PolicyInvalidError
-from agc.ledger.contract import MAX_DESIGN_TEXT_CHARS, MAX_LIST_ITEMS
+from agc.ledger.contract import FORBIDDEN_KEYS, MAX_DESIGN_TEXT_CHARS, MAX_LIST_ITEMS
 from agc.ledger.sanitize import clean_token
 
 __all__ = [
@@ -193,8 +193,10 @@ def parse_policy(data: bytes, *, name: str) -> LedgerPolicy:
 
     Raises:
         PolicyInvalidError: not UTF-8 TOML, an unknown ``schema_version``, a rule of an
-            unknown kind or beyond the limits, or a field of the wrong type (the message
-            names the table and key).
+            unknown kind or beyond the limits, a rule other than ``chars`` for an
+            argument the seed never keeps (``content``, ``output``, ``result``, ``diff``,
+            ``error`` …), or a field of the wrong type (the message names the table and
+            key).
     """
     try:
         raw = tomllib.loads(data.decode("utf-8"))
@@ -300,6 +302,11 @@ def _rule(key: str, value: object, where: str) -> ArgRule:
     if found is None:
         raise PolicyInvalidError(
             f"policy {where}.{key}: kind {kind!r} is not one of {', '.join(_KINDS)}"
+        )
+    if key in FORBIDDEN_KEYS and found != "chars":
+        raise PolicyInvalidError(
+            f"policy {where}.{key}: {key!r} is never kept (§5: no file content, output, "
+            "result, diff or error text); only kind 'chars' (its length) is allowed"
         )
     limit = MAX_DESIGN_TEXT_CHARS if found == "text" else _MAX_TOKEN_CHARS
     max_chars = spec.get("max_chars", 120)

@@ -337,7 +337,7 @@ def _change(ctx: RecordContext, raw: object) -> dict[str, Any]:
         out["pathRejected"] = True
     else:
         out["path"] = cleaned.path
-    out["kind"] = kind if kind in _CHANGE_KINDS else "unknown"
+    out["kind"] = kind if isinstance(kind, str) and kind in _CHANGE_KINDS else "unknown"
     if change.get("movePath") is not None:
         moved = ctx.sanitizer.clean(change.get("movePath"))
         if moved.path is None:

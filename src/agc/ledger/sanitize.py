@@ -104,11 +104,15 @@ _SECRET_RE: Final = re.compile(
     r"|(?i:--?(?:api[_-]?key|token|secret|passw(?:or)?d)(?:=|\s+)\S+)"
 )
 _URL_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}://[^\s'\"`<>|;&(){}\[\]]*")
-# A path candidate starts at the beginning or after a separator-like character and is
-# absolute (POSIX, Windows drive, UNC) or home-relative (~).
+# A path candidate starts at the beginning, after a separator-like character or right
+# after a short option ("-C/x"), and is absolute (POSIX, Windows drive, UNC, a rooted
+# "\a\b" with two backslashes at least) or home-relative (~).
 _ABS_RE: Final = re.compile(
-    r"(?:^|(?<=[\s'\"`=(<>|;&,\[{:@]))"
-    r"(?:[A-Za-z]:[\\/]|\\\\|/|~)"
+    r"(?:(?:^|(?<=[\s'\"`=(<>|;&,\[{:@]))"
+    r"(?:[A-Za-z]:[\\/]|\\\\|/|~|\\(?=[^\s\\/'\"`;|&<>(){}\[\],]+\\))"
+    # after a short option a lone "/" or "~" is a value ("cut -d/"), not a path
+    r"|(?<=(?<![A-Za-z0-9_.~/\\-])-[A-Za-z])"
+    r"(?:[A-Za-z]:[\\/]|\\\\|/(?=[^\s'\"`;|&<>(){}\[\],])|~(?=[\\/A-Za-z_])|\\(?=[^\s\\/'\"`;|&<>(){}\[\],]+\\)))"
     r"[^\s'\"`;|&<>(){}\[\],]*"
 )
 # In free text a path must look like one, so that "fps / smooth" or "~5 enemies" stay
@@ -117,10 +121,22 @@ _ABS_RE: Final = re.compile(
 _ABS_TEXT_RE: Final = re.compile(
     r"(?:^|(?<=[\s'\"`=(<>|;&,\[{:@]))"
     r"(?:[A-Za-z]:[\\/]|\\\\|//(?=\w)|/(?=[^\s/'\"`;|&<>(){}\[\],]+[\\/])|~(?=[\\/])"
-    r"|~[A-Za-z_][\w.-]*(?=[\\/]))"
+    r"|~[A-Za-z_][\w.-]*(?=[\\/])|\\(?=[^\s\\/'\"`;|&<>(){}\[\],]+\\))"
     r"[^\s'\"`;|&<>(){}\[\],]*"
 )
-_DOTDOT_RE: Final = re.compile(r"(?:^|[\s'\"`=(<>|;&,/\\])\.\.(?=$|[\s'\"`;|&<>()/\\])")
+# Where a path may start although it is glued to what precedes it: after any character
+# that cannot be part of an ASCII path word (a CJK letter, a full-width colon, "**",
+# a curly quote, "}"), or right after a short option ("tar -C/home/…").
+_GLUED: Final = r"(?:(?<![A-Za-z0-9_.~/\\$%-])|(?<=(?<![A-Za-z0-9_.~/\\-])-[A-Za-z]))"
+HOST_TOP_DIRS: Final = (
+    "Users", "home", "root", "tmp", "private", "var", "etc", "opt", "mnt", "media",
+    "Volumes", "usr", "proc", "Library", "System", "Applications", "nix", "cygdrive",
+)  # fmt: skip
+"""First folders of absolute host paths (homes, temp, mounts, system): a glued path is
+taken for a host path only when it starts with one of these (or with the first folder
+of a project root), so that "收集/射击/跑酷" or "动作/RPG/卡牌" stay words."""
+# A path glued to a word that starts with ".." always climbs out of where it starts.
+_GLUED_DOTDOT_RE: Final = re.compile(_GLUED + r"\.\.[/\\]")
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.:@+-]{1,128}")
 _MEDIA_TYPE_RE: Final = re.compile(
     r"[a-z0-9][a-z0-9!#$&^_.+-]{0,62}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}"
@@ -142,12 +158,18 @@ def _has_forbidden_chars(text: str, *, allow_newlines: bool) -> bool:
 
 
 def _strip_forbidden(text: str) -> str:
-    """Drop control, format, surrogate and private characters (keep newline and tab)."""
-    return "".join(
-        ch
-        for ch in text
-        if ch in "\n\t" or unicodedata.category(ch) not in {"Cc", "Cs", "Cf", "Co", "Cn"}
-    )
+    """Drop control, format, surrogate and private characters (keep newline and tab).
+
+    One right before a path start (``/``, ``\\``, ``~``) becomes a space, so that
+    dropping it does not glue the path to the word before it (``see<NUL>/srv/x``).
+    """
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if ch in "\n\t" or unicodedata.category(ch) not in {"Cc", "Cs", "Cf", "Co", "Cn"}:
+            out.append(ch)
+        elif text[index + 1 : index + 2] in {"/", "\\", "~"} and out and not out[-1].isspace():
+            out.append(" ")
+    return "".join(out)
 
 
 def deny_reason(parts: Sequence[str]) -> RejectReason | None:
@@ -233,6 +255,22 @@ class PathSanitizer:
             found.append(_Root(parts=parts, windows=windows))
         # Longest first, so that a nested root wins.
         self._roots = tuple(sorted(found, key=lambda r: len(r.parts), reverse=True))
+        tops = {
+            *HOST_TOP_DIRS,
+            *(
+                r.parts[1] if r.windows else r.parts[0]
+                for r in found
+                if len(r.parts) > int(r.windows)
+            ),
+        }
+        names = "|".join(re.escape(t) for t in sorted(tops, key=len, reverse=True))
+        self._glued_re = re.compile(
+            _GLUED
+            + r"(?:[A-Za-z]:[\\/]|\\\\(?=\w)|//(?=\w)|~[\\/]|~[A-Za-z_][\w.-]*(?=[\\/])|[\\/](?i:"
+            + names
+            + r")"
+            r"(?=[\\/]))[^\s'\"`;|&<>(){}\[\],]*"
+        )
 
     # -- paths ------------------------------------------------------------------------
 
@@ -344,6 +382,7 @@ class PathSanitizer:
         spans = sorted(
             [(m.start(), m.end(), "url") for m in _URL_RE.finditer(text)]
             + [(m.start(), m.end(), "path") for m in path_re.finditer(text)]
+            + [(m.start(), m.end(), "path") for m in self._glued_re.finditer(text)]
         )
         covered = -1
         for start, end, kind in spans:
@@ -370,7 +409,7 @@ class PathSanitizer:
             covered = end
         pieces.append(text[last:])
         result = "".join(pieces)
-        if on_foreign is None and _DOTDOT_RE.search(result) and self._climbs_out(result):
+        if on_foreign is None and ".." in result and self._climbs_out(result):
             return None
         return result
 
@@ -392,7 +431,7 @@ class PathSanitizer:
         """True if a whitespace-separated word is a relative path that climbs above its
         start with ``..`` (``cat ../../etc/passwd``, ``cd ..``)."""
         for word in re.split(r"[\s'\"`=(<>|;&,]+", text):
-            if (
+            if _GLUED_DOTDOT_RE.search(word) or (
                 ".." in word.replace("\\", "/").split("/")
                 and _split(word.replace("\\", "/").lstrip("/")) is None
             ):
@@ -406,7 +445,9 @@ _WORD_RE: Final = re.compile(r"[^\s'\"`;|&<>(){}\[\],=]+")
 def _hide_climbing_word(match: re.Match[str]) -> str:
     """``[path]`` for a relative path that climbs above its start (``../../x``)."""
     word = match.group(0).replace("\\", "/")
-    if ".." in word.split("/") and _split(word.lstrip("/")) is None:
+    if _GLUED_DOTDOT_RE.search(word) or (
+        ".." in word.split("/") and _split(word.lstrip("/")) is None
+    ):
         return "[path]"
     return match.group(0)
 

@@ -11,7 +11,9 @@ Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing
 1. Opening the file for a new attempt hashes its existing bytes once. If a sidecar
    exists, that digest must equal the sidecar's (the previous sealed prefix is intact),
    else the attempt is refused and nothing is appended. A file without a sidecar (an
-   attempt that died before sealing) is continued; ``check`` reports that attempt.
+   attempt that died before sealing) is continued, and so is one whose sidecar seals
+   the file up to a seal record followed by a ``turn_start`` (a later attempt died
+   before its seal); ``check`` reports that attempt.
 2. Each attempt ends with a ``direct.codex.seal`` record holding the digest, length
    and record count of every byte before it.
 3. The sidecar is then replaced (atomically) by the digest of the whole file, so
@@ -23,25 +25,28 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from agc.errors import AgcError, SidecarMismatchError, StoreError
-from agc.integrity.fsio import read_small_file
+from agc.integrity.fsio import open_nofollow, read_small_file
 from agc.integrity.hashing import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
     SIDECAR_SUFFIXES,
     Algorithm,
     digests_equal,
+    new_hasher,
 )
 from agc.integrity.sidecar import parse_sidecar
 from agc.integrity.writer import FileSeal, JsonlFileWriter, unix_ms
 from agc.ledger.classify import Attempt, db_summary, derive_turn_end
 from agc.ledger.contract import (
     MAX_ITEMS,
+    RECORD_SEAL,
     RECORD_TURN_END,
     RECORD_TURN_START,
     TURNS_DIR_PARTS,
@@ -111,14 +116,32 @@ class TurnLedgerFile(JsonlFileWriter):
             ) from exc
         except OSError as exc:
             raise StoreError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
-        if sidecar.file_name not in {None, self.path.name} or not digests_equal(
-            sidecar.digest, self.current_digest()
+        if sidecar.file_name not in {None, self.path.name} or not (
+            digests_equal(sidecar.digest, self.current_digest())
+            or self._sealed_then_new_attempt(sidecar.digest, algorithm)
         ):
             raise SidecarMismatchError(
                 f"{self.path} does not match its sidecar: the sealed turn file changed; "
                 "not appended to",
                 hint="Run `agc ledger check` on the file to see what changed.",
             )
+
+    def _sealed_then_new_attempt(self, digest: str, algorithm: Algorithm) -> bool:
+        """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
+        seal record and the next line is a ``turn_start``: a later attempt died before
+        its own seal (§4), and nothing was changed or added inside a sealed attempt."""
+        hasher = new_hasher(algorithm)
+        sealed = False
+        with os.fdopen(os.dup(self._fd), "rb") as handle:
+            handle.seek(0)
+            for line in handle:
+                if sealed:
+                    return _record_type(line) == RECORD_TURN_START
+                hasher.update(line)
+                sealed = _record_type(line) == RECORD_SEAL and digests_equal(
+                    digest, hasher.hexdigest()
+                )
+        return False
 
     def seal_attempt(self, *, client_turn_id: str, attempt: int, recorded_at_ms: int) -> FileSeal:
         """Write the attempt's seal record, then seal the whole file (sidecar).
@@ -291,7 +314,8 @@ class TurnRecorder:
             state.attempt = _count_attempts(self.turn_file) + 1
         except (AgcError, OSError) as exc:
             self._fail("opening the turn file", exc)
-            state.attempt = max(state.attempt, 1)
+            # The summary still names this attempt, not an earlier one (§4).
+            state.attempt = max(state.attempt, _count_attempts(self.turn_file) + 1)
         record = turn_start_record(
             self._ctx,
             prompt=prompt,
@@ -425,18 +449,29 @@ def _message(exc: BaseException) -> str:
     return exc.message if isinstance(exc, AgcError) else str(exc)
 
 
+def _record_type(line: bytes) -> object:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record.get("recordType") if isinstance(record, dict) else None
+
+
 def _count_attempts(path: Path) -> int:
-    """How many ``turn_start`` records the file holds (read under the writer's lock)."""
+    """How many ``turn_start`` records the file holds; 0 when it is missing, a symlink
+    (never followed) or not a regular file (a FIFO is never waited on)."""
     count = 0
     try:
-        with path.open("rb") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and record.get("recordType") == RECORD_TURN_START:
-                    count += 1
-    except FileNotFoundError:
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (AgcError, OSError):
         return 0
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        try:
+            for line in handle:
+                if _record_type(line) == RECORD_TURN_START:
+                    count += 1
+        except OSError:
+            return count
     return count

@@ -124,7 +124,7 @@ class EventDecoder:
                 params = message.get("params")
                 turn = params.get("turn") if isinstance(params, Mapping) else None
                 status = turn.get("status") if isinstance(turn, Mapping) else None
-                self._completed = status in {None, "completed"}
+                self._completed = status is None or status == "completed"
             item = item_from_notification(message)
             return [] if item is None else [item]
         event_type = message.get("type")

@@ -69,7 +69,8 @@ def _patch_changes(patch: object) -> list[dict[str, object]] | None:
 
 def _from_call(payload: Mapping[str, Any]) -> CompletedItem:
     kind = str(payload.get("type"))
-    name = payload.get("name")
+    raw_name = payload.get("name")
+    name = raw_name if isinstance(raw_name, str) else None
     call_id = payload.get("call_id", payload.get("id"))
     if kind == "local_shell_call":
         action = payload.get("action")
@@ -115,8 +116,10 @@ class RolloutAdapter:
         payload = line.get("payload")
         if not isinstance(payload, Mapping):
             return []
+        kind = payload.get("type")
+        if not isinstance(kind, str):
+            return []
         if line.get("type") == "event_msg":
-            kind = payload.get("type")
             if kind == "task_complete":
                 self.completed = True
             elif kind in {"turn_aborted", "task_failed"}:
@@ -124,7 +127,6 @@ class RolloutAdapter:
             return []
         if line.get("type") != "response_item":
             return []
-        kind = payload.get("type")
         if kind in _CALL_TYPES:
             item = _from_call(payload)
             call_id = payload.get("call_id", payload.get("id"))
