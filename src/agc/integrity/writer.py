@@ -6,6 +6,10 @@ Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
 * each record gets ``seq`` (0, 1, 2 … per file) and ``ts`` (Unix ms); tool events also
   ``run_id``. One JSON object per line, UTF-8, ``\\n``-terminated; U+2028/U+2029 are
   written raw and round-trip because lines split only on ``\\n``;
+* records are serialized with orjson (compact, raw UTF-8); a record that orjson does
+  not take natively or whose bytes hold ``null`` (NaN/Infinity become ``null`` in
+  orjson, so they could hide there) goes through the standard library's stricter path,
+  which rejects NaN/Infinity, lone surrogates and unsupported types;
 * the digest is updated with exactly the bytes that reached the file, so :meth:`close`
   never re-reads it: closing costs the same for 1 KB and 1 GB;
 * :meth:`close` writes the checksum sidecar (``<name>.b3`` / ``<name>.sha256``) and
@@ -26,6 +30,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Final, Literal, Self
+
+import orjson
 
 from agc.errors import (
     AgcError,
@@ -71,6 +77,36 @@ _PREFIX_CHUNK: Final = 8 * 1024 * 1024
 def unix_ms() -> int:
     """Current Unix time in whole milliseconds."""
     return time.time_ns() // 1_000_000
+
+
+# Types orjson would serialize where the standard library refuses (datetime,
+# dataclasses, subclasses of builtins) are passed to ``_not_native`` instead, which
+# sends the record to the standard-library path: the same verdict as before orjson.
+_ORJSON_OPTIONS: Final = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _not_native(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is left to the standard library")
+
+
+def _fast_line(body: dict[str, Any]) -> bytes | None:
+    """The record as one orjson line, or ``None`` when the stdlib path must decide.
+
+    ``None`` for anything orjson refuses (non-string keys, integers beyond 64 bits, lone
+    surrogates, nesting deeper than 254, unsupported types) and whenever the bytes hold
+    ``null``: orjson writes NaN/Infinity as ``null`` instead of refusing them.
+    """
+    try:
+        data = orjson.dumps(body, default=_not_native, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+    if b"null" in data:
+        return None
+    return data + b"\n"
 
 
 def _reject_constant(name: str) -> Any:
@@ -167,12 +203,12 @@ class JsonlWriter:
             WriterClosedError: the writer is closed or failed earlier.
             WriteFailedError: the write failed (disk full …); complete records stay.
         """
-        self._check_usable()
-        seq = self.next_seq
-        line = self._encode(record, seq)
-        self._buffer += line
+        if self._closed or self._failed:
+            self._check_usable()
+        seq = self.records_written + self._buffered_records
+        self._buffer += self._encode(record, seq)
         self._buffered_records += 1
-        if self.fsync_policy == "always" or len(self._buffer) >= self._buffer_limit:
+        if len(self._buffer) >= self._buffer_limit or self.fsync_policy == "always":
             self._write_buffer()
             if self.fsync_policy == "always":
                 self._fsync()
@@ -257,14 +293,18 @@ class JsonlWriter:
     # -- internals --------------------------------------------------------------------
 
     def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
-        if not isinstance(record, Mapping):
+        if type(record) is not dict and not isinstance(record, Mapping):
             raise RecordInvalidError(
                 f"record must be a JSON object (a mapping), not {type(record).__name__}"
             )
+        body = {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
+        line = _fast_line(body)
+        if line is not None:  # orjson took it: every key is a string
+            self._check_reserved(record)
+            return line
         if any(not isinstance(key, str) for key in record):
             raise RecordInvalidError("record keys must be strings")
         self._check_reserved(record)
-        body = {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
         try:
             text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
             return text.encode("utf-8") + b"\n"
@@ -274,6 +314,8 @@ class JsonlWriter:
             raise RecordInvalidError(f"record holds a lone surrogate: {exc.reason}") from exc
 
     def _check_reserved(self, record: Mapping[str, Any]) -> None:
+        if type(record) is dict and record.keys().isdisjoint(self._reserved):
+            return
         clash = [key for key in self._reserved if key in record]
         if clash:
             raise RecordInvalidError(
@@ -418,7 +460,7 @@ class ToolEventWriter(JsonlWriter):
         return {"run_id": self.run_id}
 
     def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
-        if isinstance(record, Mapping) and "run_id" in record:
+        if (type(record) is dict or isinstance(record, Mapping)) and "run_id" in record:
             record = {key: value for key, value in record.items() if key != "run_id"}
         return super()._encode(record, seq)
 
