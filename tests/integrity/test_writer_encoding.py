@@ -165,3 +165,17 @@ def test_property_non_finite_floats_are_always_rejected(
         with pytest.raises(RecordInvalidError):
             writer.write(poisoned)
         assert writer.next_seq == 0
+
+
+def test_tool_event_with_the_writers_run_id_is_written_once(store: Path) -> None:
+    with ToolEventWriter("r1", store=store, clock=lambda: 7) as writer:
+        writer.write({"tool": "bash", "run_id": "r1"})
+    assert writer.path.read_bytes() == b'{"seq":0,"ts":7,"run_id":"r1","tool":"bash"}\n'
+
+
+def test_tool_event_with_another_run_id_is_rejected_not_rewritten(store: Path) -> None:
+    with ToolEventWriter("r1", store=store) as writer:
+        with pytest.raises(RecordInvalidError, match="run_id 'r2'"):
+            writer.write({"tool": "bash", "run_id": "r2"})
+        assert writer.next_seq == 0
+    assert writer.path.read_bytes() == b""

@@ -141,6 +141,9 @@ class JsonlWriter:
 
     kind: ClassVar[ArtifactKind]
     _reserved: ClassVar[tuple[str, ...]] = ("seq", "ts")
+    # Keys whose presence sends a record through _check_reserved (the common record
+    # has none of them and skips the call).
+    _checked_keys: ClassVar[frozenset[str]] = frozenset({"seq", "ts"})
 
     def __init__(
         self,
@@ -160,6 +163,7 @@ class JsonlWriter:
         self.layout = StoreLayout.at(store)
         self.path: Path = self.layout.artifact_path(run_id, self.kind)
         self._clock = clock or unix_ms
+        self._stamp_fields = self._stamp()
         self._buffer_limit = max(0, buffer_bytes)
         self._buffer = bytearray()
         self._buffered_records = 0
@@ -297,10 +301,11 @@ class JsonlWriter:
             raise RecordInvalidError(
                 f"record must be a JSON object (a mapping), not {type(record).__name__}"
             )
-        body = {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
+        body = {"seq": seq, "ts": self._clock(), **self._stamp_fields, **record}
         line = _fast_line(body)
         if line is not None:  # orjson took it: every key is a string
-            self._check_reserved(record)
+            if not self._checked_keys.isdisjoint(record):
+                self._check_reserved(record)
             return line
         if any(not isinstance(key, str) for key in record):
             raise RecordInvalidError("record keys must be strings")
@@ -314,8 +319,6 @@ class JsonlWriter:
             raise RecordInvalidError(f"record holds a lone surrogate: {exc.reason}") from exc
 
     def _check_reserved(self, record: Mapping[str, Any]) -> None:
-        if type(record) is dict and record.keys().isdisjoint(self._reserved):
-            return
         clash = [key for key in self._reserved if key in record]
         if clash:
             raise RecordInvalidError(
@@ -448,6 +451,7 @@ class ToolEventWriter(JsonlWriter):
 
     kind = "tool-events"
     _reserved = ("seq", "ts")
+    _checked_keys = frozenset({"seq", "ts", "run_id"})
 
     def _check_reserved(self, record: Mapping[str, Any]) -> None:
         super()._check_reserved(record)
@@ -457,12 +461,8 @@ class ToolEventWriter(JsonlWriter):
             )
 
     def _stamp(self) -> dict[str, Any]:
+        # A record's own (equal) run_id then keeps this position and value.
         return {"run_id": self.run_id}
-
-    def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
-        if (type(record) is dict or isinstance(record, Mapping)) and "run_id" in record:
-            record = {key: value for key, value in record.items() if key != "run_id"}
-        return super()._encode(record, seq)
 
 
 class RunWriters:
