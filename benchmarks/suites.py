@@ -23,29 +23,26 @@ import orjson
 import agc
 from agc.integrity.hashing import Algorithm, digest_fd
 from agc.integrity.verify import check_run
-from agc.integrity.writer import ToolEventWriter, open_run, unix_ms
+from agc.integrity.writer import (
+    _ORJSON_OPTIONS,
+    ToolEventWriter,
+    _not_native,
+    open_run,
+    unix_ms,
+)
 from benchmarks.data import RecordSizes, chat_history, tool_records, write_random_file
 from benchmarks.harness import Timing, Variant, command_variant, find_tool, interleaved
 from benchmarks.report import Row, Section, Target
 
 __all__ = ["SUITES", "Context"]
 
-try:  # the writer's own serializer, so that the plain write differs only by sealing
-    from agc.integrity.writer import _fast_line
 
-    def _plain_line(body: dict[str, Any]) -> bytes:
-        line = _fast_line(body)
-        if line is None:  # not taken by these records; the stdlib path for completeness
-            return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        return line
+def _plain_line(body: dict[str, Any]) -> bytes:
+    """One record as the writer's fast path serializes it (orjson, same options)."""
+    return orjson.dumps(body, default=_not_native, option=_ORJSON_OPTIONS) + b"\n"
 
-    PLAIN_SERIALIZER = f"agc's serializer, orjson {orjson.__version__}"
-except ImportError:  # pragma: no cover - a writer without the orjson fast path
 
-    def _plain_line(body: dict[str, Any]) -> bytes:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-    PLAIN_SERIALIZER = "json (stdlib)"
+PLAIN_SERIALIZER = f"orjson {orjson.__version__} with the writer's options"
 
 
 @dataclass

@@ -93,22 +93,6 @@ def _not_native(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is left to the standard library")
 
 
-def _fast_line(body: dict[str, Any]) -> bytes | None:
-    """The record as one orjson line, or ``None`` when the stdlib path must decide.
-
-    ``None`` for anything orjson refuses (non-string keys, integers beyond 64 bits, lone
-    surrogates, nesting deeper than 254, unsupported types) and whenever the bytes hold
-    ``null``: orjson writes NaN/Infinity as ``null`` instead of refusing them.
-    """
-    try:
-        data = orjson.dumps(body, default=_not_native, option=_ORJSON_OPTIONS)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return None
-    if b"null" in data:
-        return None
-    return data + b"\n"
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -302,11 +286,18 @@ class JsonlWriter:
                 f"record must be a JSON object (a mapping), not {type(record).__name__}"
             )
         body = {"seq": seq, "ts": self._clock(), **self._stamp_fields, **record}
-        line = _fast_line(body)
-        if line is not None:  # orjson took it: every key is a string
+        # Fast path: orjson. It refuses non-string keys, integers beyond 64 bits, lone
+        # surrogates, nesting deeper than 254 and (via _not_native) types the standard
+        # library refuses; it writes NaN/Infinity as null, so bytes holding "null" go
+        # to the standard library's path too, which rejects them.
+        try:
+            data = orjson.dumps(body, default=_not_native, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            data = None
+        if data is not None and b"null" not in data:  # every key is a string
             if not self._checked_keys.isdisjoint(record):
                 self._check_reserved(record)
-            return line
+            return data + b"\n"
         if any(not isinstance(key, str) for key in record):
             raise RecordInvalidError("record keys must be strings")
         self._check_reserved(record)
