@@ -2,7 +2,7 @@
 
 Examples::
 
-    python -m benchmarks                       # full: 1 GiB, 5 rounds -> results/latest.*
+    python -m benchmarks                       # full: 1 GiB, 7 rounds -> results/latest.*
     python -m benchmarks --quick               # smoke test, tens of seconds -> results/tmp/quick.*
     python -m benchmarks --size 256MiB --only digest,verify
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         help="large-file size (default 1GiB; 32MiB with --quick)",
     )
     parser.add_argument(
-        "--rounds", type=int, default=None, help="timed rounds (default 5; 3 quick)"
+        "--rounds", type=int, default=None, help="timed rounds (default 7; 3 quick)"
     )
     parser.add_argument(
         "--only", default=",".join(SUITES), help=f"comma-separated subset of {','.join(SUITES)}"
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in only if name not in SUITES]
     if unknown or not only:
         parser.error(f"unknown benchmark(s) {unknown}; choose from {','.join(SUITES)}")
-    rounds = args.rounds if args.rounds is not None else (3 if args.quick else 5)
+    rounds = args.rounds if args.rounds is not None else (3 if args.quick else 7)
     if rounds < 1:
         parser.error("--rounds must be at least 1")
     size = args.size if args.size is not None else (32 * 1024**2 if args.quick else 1024**3)
