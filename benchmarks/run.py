@@ -32,6 +32,9 @@ from benchmarks.suites import SUITES, Context
 __all__ = ["main", "parse_size", "run_suite"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+README = Path(__file__).resolve().parent.parent / "README.md"
+README_START = "<!-- benchmarks:start (written by make bench) -->"
+README_END = "<!-- benchmarks:end -->"
 _UNITS = {
     "": 1,
     "B": 1,
@@ -105,6 +108,18 @@ def run_suite(
     }
 
 
+def update_readme(readme: Path, markdown: str) -> bool:
+    """Replace the text between the README's benchmark markers; False if none are found."""
+    text = readme.read_text(encoding="utf-8")
+    start = text.find(README_START)
+    end = text.find(README_END)
+    if start < 0 or end < start:
+        return False
+    head = text[: start + len(README_START)]
+    readme.write_text(f"{head}\n{markdown.rstrip()}\n{text[end:]}", encoding="utf-8")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run, write the JSON and Markdown files; return the exit status."""
     parser = argparse.ArgumentParser(
@@ -127,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     parser.add_argument("--name", default=None, help="file stem (default latest; quick: quick)")
+    parser.add_argument(
+        "--update-readme",
+        action="store_true",
+        help="also write the tables into README.md's Performance section (make bench)",
+    )
     parser.add_argument(
         "--workdir",
         type=Path,
@@ -154,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         command=shlex.join(shown),
     )
     json_path, md_path = write_results(doc, out, name)
+    if args.update_readme and not update_readme(README, md_path.read_text(encoding="utf-8")):
+        print(f"[bench] {README} has no benchmark markers; not updated", file=sys.stderr)
     for target in doc["targets"]:
         value = "—" if target["value"] is None else f"{target['value']:.2f}"
         print(f"{target['status']:4}  {target['text']}: {value}  {target['note']}", file=sys.stderr)

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.data import RecordSizes, chat_history, record_sizes, tool_records
 from benchmarks.harness import Timing, Variant, interleaved
 from benchmarks.report import Target, render_markdown, write_results
-from benchmarks.run import main, parse_size, run_suite
+from benchmarks.run import README_END, README_START, main, parse_size, run_suite, update_readme
 from benchmarks.suites import SUITES
 
 from benchmarks import harness, suites
@@ -234,3 +234,32 @@ def test_markdown_renders_skipped_rows_and_sections(tmp_path: Path) -> None:
     json_path, md_path = write_results(doc, tmp_path / "r", "x")
     assert json.loads(json_path.read_text())["command"] == "c"
     assert md_path.read_text() == render_markdown(doc)
+
+
+def test_update_readme_replaces_only_the_marked_section(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# top\n\n## Performance\n\n{README_START}\nold\n{README_END}\n\nafter\n")
+    assert update_readme(readme, "| new |\n")
+    assert readme.read_text() == (
+        f"# top\n\n## Performance\n\n{README_START}\n| new |\n{README_END}\n\nafter\n"
+    )
+    assert update_readme(readme, "| newer |")
+    assert "| new |\n" not in readme.read_text()
+
+
+def test_update_readme_refuses_a_file_without_markers(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# top\n")
+    assert not update_readme(readme, "x")
+    assert readme.read_text() == "# top\n"
+
+
+def test_the_real_readme_keeps_its_top_and_has_the_markers() -> None:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    lines = text.splitlines()
+    assert (
+        lines[3]
+        == "make demo   # creates .venv, installs agc, runs the main job on a built-in example"
+    )
+    assert lines[4].startswith("make test ")
+    assert text.index("## Performance") < text.index(README_START) < text.index(README_END)
