@@ -7,6 +7,7 @@ import contextlib
 import gc
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import shutil
@@ -88,6 +89,13 @@ def _no_fsync() -> Iterator[None]:
 # -- 1. digest -----------------------------------------------------------------------
 
 
+def _warm(path: Path) -> None:
+    """Read ``path`` once so that the timed runs find it in the page cache."""
+    with path.open("rb", buffering=0) as handle:
+        while handle.read(8 * 1024 * 1024):
+            pass
+
+
 def bench_digest(ctx: Context) -> Section:
     section = Section(
         "digest",
@@ -98,7 +106,7 @@ def bench_digest(ctx: Context) -> Section:
     )
     path = ctx.work / "digest.bin"
     write_random_file(path, ctx.size)
-    path.read_bytes() if ctx.size <= 2**31 else None  # warm the page cache
+    _warm(path)
 
     def agc(algorithm: Algorithm, threads: int) -> Callable[[], None]:
         def run() -> None:
@@ -528,16 +536,26 @@ def _resume_functions() -> tuple[dict[str, Callable[..., Any]], str | None]:
     return found, None
 
 
-def _call_history(fn: Callable[..., Any], messages: list[dict[str, Any]]) -> None:
+def _history_caller(fn: Callable[..., Any]) -> Callable[[list[dict[str, Any]]], object]:
+    """``fn(messages, "openai-chat")``, or ``format=`` when ``format`` is keyword-only.
+
+    The history is passed as a fresh list each call, so that a function that edits the
+    list in place cannot change what the next round gets.
+    """
     try:
-        fn(messages, HISTORY_FORMAT)
-    except TypeError:
-        fn(messages, format=HISTORY_FORMAT)
+        param = inspect.signature(fn).parameters.get("format")
+    except (TypeError, ValueError):
+        param = None
+    if param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY:
+        return lambda messages: fn(list(messages), format=HISTORY_FORMAT)
+    return lambda messages: fn(list(messages), HISTORY_FORMAT)
 
 
-def _bind_history(fn: Callable[..., Any], messages: list[dict[str, Any]]) -> Callable[[], None]:
+def _bind_history(
+    call: Callable[[list[dict[str, Any]]], object], messages: list[dict[str, Any]]
+) -> Callable[[], None]:
     def run() -> None:
-        _call_history(fn, messages)
+        call(messages)
 
     return run
 
@@ -584,20 +602,20 @@ def bench_history(ctx: Context) -> Section:
                 )
             )
             continue
-        fn = functions[name]
+        call = _history_caller(functions[name])
         timings: dict[int, Timing] = {}
         failed: str | None = None
         for count in counts:
             messages = chat_history(count)
             try:
-                variant = Variant(f"{name} {count:,}", _bind_history(fn, messages))
+                variant = Variant(f"{name} {count:,}", _bind_history(call, messages))
                 timing = interleaved([variant], rounds=rounds)[variant.name]
-            except TypeError as exc:
-                failed = f"{name}() did not accept (messages, format): {exc}"
+            except Exception as exc:  # an API still in the making: report, do not crash
+                failed = f"{name}(messages, {HISTORY_FORMAT!r}) raised {type(exc).__name__}: {exc}"
                 break
             gc.collect()
             tracemalloc.start()
-            _call_history(fn, messages)
+            call(messages)
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             timings[count] = timing

@@ -263,3 +263,46 @@ def test_the_real_readme_keeps_its_top_and_has_the_markers() -> None:
     )
     assert lines[4].startswith("make test ")
     assert text.index("## Performance") < text.index(README_START) < text.index(README_END)
+
+
+def test_history_benchmark_passes_a_keyword_only_format_and_a_fresh_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    def repair_history(messages: list[dict[str, Any]], *, format: str) -> None:
+        seen.append(format)
+        messages.clear()  # must not change what the next round gets
+
+    monkeypatch.setattr(
+        suites, "_resume_functions", lambda: ({"repair_history": repair_history}, None)
+    )
+    doc = run_suite(
+        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="t"
+    )
+    targets = {t["id"]: t for t in doc["targets"]}
+    assert targets["history-repair-linear"]["status"] in {"PASS", "FAIL"}
+    assert targets["history-validate-linear"]["status"] == "SKIP"
+    assert set(seen) == {"openai-chat"}
+
+
+def test_history_benchmark_reports_an_api_that_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def check_history(messages: list[dict[str, Any]], format: str) -> None:
+        raise ValueError(f"unknown format {format}")
+
+    monkeypatch.setattr(
+        suites, "_resume_functions", lambda: ({"check_history": check_history}, None)
+    )
+    doc = run_suite(
+        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="t"
+    )
+    rows = doc["sections"][0]["rows"]
+    assert all((r["median_s"] is not None) != bool(r["skipped"]) for r in rows)
+    assert any(
+        "raised ValueError: unknown format openai-chat" in (r["skipped"] or "") for r in rows
+    )
+    targets = {t["id"]: t for t in doc["targets"]}
+    assert targets["history-validate-linear"]["status"] == "SKIP"
+    assert "raised ValueError" in targets["history-validate-linear"]["note"]
