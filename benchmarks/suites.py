@@ -220,18 +220,26 @@ def bench_verify(ctx: Context) -> Section:
         "2. Verifying a large sealed transcript",
         "`agc-verify RUN` (whole command: process start, imports, both artifacts, "
         "manifest; agc byte-compiled as installed) and the library call check_run() vs "
-        "`b3sum --check` on the transcript's sidecar.",
+        "`b3sum --check` on the transcript's sidecar; the 1-record rows show each "
+        "command's fixed start-up cost.",
     )
     _compile_agc()
     store = ctx.fresh("verify-store")
     run_id = "bench-verify"
     size = _build_sealed_run(store, run_id, ctx.size, ctx.sizes)
     folder = store / "audit" / "transcripts"
+    tiny = "bench-tiny"
+    _build_sealed_run(store, tiny, 1, ctx.sizes)
     variants: list[Variant] = []
     command = _agc_verify_command()
     if command is not None:
         variants.append(
             command_variant("agc-verify (command)", [command, run_id, "--store", str(store)])
+        )
+        # Information: the fixed cost of the command (interpreter start, imports), on a
+        # run of one record, next to b3sum's on the same run.
+        variants.append(
+            command_variant("agc-verify, 1-record run", [command, tiny, "--store", str(store)])
         )
 
     def library() -> None:
@@ -244,6 +252,11 @@ def bench_verify(ctx: Context) -> Section:
     if b3sum is not None:
         variants.append(
             command_variant("b3sum --check", [b3sum, "--check", f"{run_id}.jsonl.b3"], cwd=folder)
+        )
+        variants.append(
+            command_variant(
+                "b3sum --check, 1-record run", [b3sum, "--check", f"{tiny}.jsonl.b3"], cwd=folder
+            )
         )
     timings = interleaved(variants, rounds=ctx.rounds)
     gb = size / 1e9
@@ -267,6 +280,9 @@ def bench_verify(ctx: Context) -> Section:
         section.rows.append(Row.timed("b3sum --check", base, work=gb, unit="GB/s"))
     else:
         section.rows.append(Row("b3sum --check", skipped=_missing("b3sum")))
+    for name in ("agc-verify, 1-record run", "b3sum --check, 1-record run"):
+        if name in timings:
+            section.rows.append(Row.timed(name, timings[name]))
     section.targets.append(
         Target.judge(
             "verify-command",
@@ -487,7 +503,9 @@ def bench_close(ctx: Context) -> Section:
         )
 
     variants = [make(size) for size in sizes]
-    timings = interleaved(variants, rounds=ctx.rounds)
+    # A close is a few fsyncs of small files: milliseconds that a shared disk makes noisy,
+    # so the full run takes at least 11 rounds here.
+    timings = interleaved(variants, rounds=ctx.rounds if ctx.quick else max(ctx.rounds, 11))
     small = timings[variants[0].name]
     for variant in variants:
         row = Row.timed(variant.name, timings[variant.name])
