@@ -26,7 +26,18 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest
 
-test: lint typecheck unit
+# `make test` ends with the quick benchmark as a smoke test: it must run and write its
+# results (benchmarks/results/tmp/quick.*); it asserts nothing about speed.
+test: lint typecheck unit bench-quick
+
+# The full suite (1 GiB, 7 rounds, about 5 min on 2 cores): benchmarks/results/latest.{json,md}
+# and the tables in README.md's Performance section.
+# Pass options with BENCH_ARGS, e.g. make bench BENCH_ARGS="--size 256MiB --only digest".
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks --update-readme $(BENCH_ARGS)
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m benchmarks --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,16 +1,24 @@
-"""Tests for agc.integrity.hashing: algorithms, streaming digests, constant-time compare."""
+"""Tests for agc.integrity.hashing: algorithms, streaming and mapped digests, compare."""
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
+import random
 from pathlib import Path
 
 import blake3
 import pytest
 
 from agc.integrity import hashing
-from agc.integrity.hashing import check_algorithm, digest_fd, digests_equal, new_hasher
+from agc.integrity.hashing import (
+    Algorithm,
+    check_algorithm,
+    digest_fd,
+    digests_equal,
+    new_hasher,
+)
 
 
 def _reference(data: bytes, algorithm: str) -> str:
@@ -78,3 +86,83 @@ def test_digests_equal() -> None:
     assert not digests_equal(digest, "ac" * 32)
     assert not digests_equal("", "")
     assert not digests_equal(digest, "")
+
+
+@pytest.fixture
+def data_file(tmp_path: Path) -> tuple[Path, bytes]:
+    data = random.Random(5).randbytes(300_000)
+    path = tmp_path / "data.bin"
+    path.write_bytes(data)
+    return path, data
+
+
+@pytest.mark.parametrize("algorithm", ["blake3", "sha256"])
+@pytest.mark.parametrize("mmap_min", [1, 10**9], ids=["mapped", "buffered"])
+@pytest.mark.parametrize(
+    ("start", "limit"),
+    [(0, None), (7, None), (0, 1000), (4099, 123_457), (299_990, 50), (300_000, None)],
+)
+@pytest.mark.parametrize("threads", [1, 0])
+def test_digest_fd_matches_reference_from_position_and_limit(
+    monkeypatch: pytest.MonkeyPatch,
+    data_file: tuple[Path, bytes],
+    algorithm: Algorithm,
+    mmap_min: int,
+    start: int,
+    limit: int | None,
+    threads: int,
+) -> None:
+    monkeypatch.setattr(hashing, "_MMAP_MIN_BYTES", mmap_min)
+    path, data = data_file
+    expected = data[start:] if limit is None else data[start : start + limit]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.lseek(fd, start, os.SEEK_SET)
+        digest, count = digest_fd(fd, algorithm, limit=limit, threads=threads)
+        assert os.lseek(fd, 0, os.SEEK_CUR) == start + len(expected)
+    finally:
+        os.close(fd)
+    assert count == len(expected)
+    assert digest == _reference(expected, algorithm)
+
+
+def test_digest_fd_maps_a_large_regular_file(
+    monkeypatch: pytest.MonkeyPatch, data_file: tuple[Path, bytes]
+) -> None:
+    monkeypatch.setattr(hashing, "_MMAP_MIN_BYTES", 1)
+    path, data = data_file
+    seen: list[int] = []
+    real_mmap = mmap.mmap
+
+    def spy(fd: int, length: int, *, access: int) -> mmap.mmap:
+        seen.append(length)
+        return real_mmap(fd, length, access=access)
+
+    monkeypatch.setattr(mmap, "mmap", spy)
+    with path.open("rb") as handle:
+        digest, _ = digest_fd(handle, "blake3")
+    assert seen == [len(data)]
+    assert digest == _reference(data, "blake3")
+
+
+def test_digest_fd_reads_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hashing, "_MMAP_MIN_BYTES", 1)
+    data = b"x" * 50_000  # fits in a pipe buffer (64 KiB on Linux)
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data)
+        os.close(write_end)
+        digest, count = digest_fd(read_end, "sha256")
+    finally:
+        os.close(read_end)
+    assert (digest, count) == (_reference(data, "sha256"), len(data))
+
+
+def test_empty_file_digest_is_the_empty_input_digest(tmp_path: Path) -> None:
+    path = tmp_path / "empty"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert digest_fd(fd, "blake3") == (_reference(b"", "blake3"), 0)
+    finally:
+        os.close(fd)

@@ -41,7 +41,7 @@ def _run(case: dict[str, Any], strategy: Strategy) -> RepairResult:
 Fact = Callable[[dict[str, Any], RepairResult, Any], None]
 
 
-def _stripped(case: dict[str, Any], result: RepairResult, want: Any) -> None:  # noqa: ARG001 - one signature for every format's writer or fact check
+def _stripped(case: dict[str, Any], result: RepairResult, want: Any) -> None:
     assert sorted(result.report.ids("stripped")) == sorted(want)
 
 
@@ -70,7 +70,7 @@ def _results_for(case: dict[str, Any], result: RepairResult, want: Any) -> None:
     assert {call_id: counts[call_id] for call_id in want} == want
 
 
-def _messages_after(case: dict[str, Any], result: RepairResult, want: Any) -> None:  # noqa: ARG001 - one signature for every format's writer or fact check
+def _messages_after(case: dict[str, Any], result: RepairResult, want: Any) -> None:
     assert len(result.messages) == want
 
 

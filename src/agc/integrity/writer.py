@@ -6,6 +6,10 @@ Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
 * each record gets ``seq`` (0, 1, 2 … per file) and ``ts`` (Unix ms); tool events also
   ``run_id``. One JSON object per line, UTF-8, ``\\n``-terminated; U+2028/U+2029 are
   written raw and round-trip because lines split only on ``\\n``;
+* records are serialized with orjson (compact, raw UTF-8); a record that orjson does
+  not take natively or whose bytes hold ``null`` (NaN/Infinity become ``null`` in
+  orjson, so they could hide there) goes through the standard library's stricter path,
+  which rejects NaN/Infinity, lone surrogates and unsupported types;
 * the digest is updated with exactly the bytes that reached the file, so sealing never
   re-reads it: closing costs the same for 1 KB and 1 GB;
 * while open, crash checkpoints (prefix digests) go to ``<name>.ckpt``
@@ -37,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Final, Literal, Self
+
+import orjson
 
 from agc.errors import (
     AgcError,
@@ -97,6 +103,20 @@ _PREFIX_CHUNK: Final = 8 * 1024 * 1024
 def unix_ms() -> int:
     """Current Unix time in whole milliseconds."""
     return time.time_ns() // 1_000_000
+
+
+# Types orjson would serialize where the standard library refuses (datetime,
+# dataclasses, subclasses of builtins) are passed to ``_not_native`` instead, which
+# sends the record to the standard-library path: the same verdict as before orjson.
+_ORJSON_OPTIONS: Final = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _not_native(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is left to the standard library")
 
 
 class _SealsOnExit(abc.ABC):
@@ -176,6 +196,9 @@ class JsonlFileWriter(_SealsOnExit):
     """
 
     _reserved: ClassVar[tuple[str, ...]] = ()
+    # Keys whose presence sends a record through _check_reserved (the common record
+    # has none of them and skips the call).
+    _checked_keys: ClassVar[frozenset[str]] = frozenset()
     _replace_sidecar: ClassVar[bool] = False
     """Whether sealing may replace an existing sidecar (only after verifying it)."""
 
@@ -196,6 +219,7 @@ class JsonlFileWriter(_SealsOnExit):
         self.fsync_policy: FsyncPolicy = fsync
         self.path: Path = Path(path)
         self._clock = clock or unix_ms
+        self._stamp_fields = self._stamp()
         self._buffer_limit = max(0, buffer_bytes)
         self._buffer = bytearray()
         self._buffered_records = 0
@@ -248,12 +272,12 @@ class JsonlFileWriter(_SealsOnExit):
             WriterClosedError: the writer is closed or failed earlier.
             WriteFailedError: the write failed (disk full …); complete records stay.
         """
-        self._check_usable()
-        seq = self.next_seq
-        line = self._encode(record, seq)
-        self._buffer += line
+        if self._closed or self._failed:
+            self._check_usable()
+        seq = self.records_written + self._buffered_records
+        self._buffer += self._encode(record, seq)
         self._buffered_records += 1
-        if self.fsync_policy == "always" or len(self._buffer) >= self._buffer_limit:
+        if len(self._buffer) >= self._buffer_limit or self.fsync_policy == "always":
             self._write_buffer()
             if self.fsync_policy == "always":
                 self._fsync()
@@ -339,7 +363,7 @@ class JsonlFileWriter(_SealsOnExit):
 
     def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:  # noqa: ARG002
         """The object written for ``record`` (the run writers add ``seq`` and ``ts``)."""
-        return {**self._stamp(), **record}
+        return {**self._stamp_fields, **record}
 
     def _stamp(self) -> dict[str, Any]:
         return {}
@@ -378,14 +402,26 @@ class JsonlFileWriter(_SealsOnExit):
     # -- internals --------------------------------------------------------------------
 
     def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
-        if not isinstance(record, Mapping):
+        if type(record) is not dict and not isinstance(record, Mapping):
             raise RecordInvalidError(
                 f"record must be a JSON object (a mapping), not {type(record).__name__}"
             )
+        body = self._body(record, seq)
+        # Fast path: orjson. It refuses non-string keys, integers beyond 64 bits, lone
+        # surrogates, nesting deeper than 254 and (via _not_native) types the standard
+        # library refuses; it writes NaN/Infinity as null, so bytes holding "null" go
+        # to the standard library's path too, which rejects them.
+        try:
+            data: bytes | None = orjson.dumps(body, default=_not_native, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            data = None
+        if data is not None and b"null" not in data:  # every key is a string
+            if not self._checked_keys.isdisjoint(record):
+                self._check_reserved(record)
+            return data + b"\n"
         if any(not isinstance(key, str) for key in record):
             raise RecordInvalidError("record keys must be strings")
         self._check_reserved(record)
-        body = self._body(record, seq)
         try:
             text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
             return text.encode("utf-8") + b"\n"
@@ -564,6 +600,7 @@ class JsonlWriter(JsonlFileWriter):
 
     kind: ClassVar[ArtifactKind]
     _reserved: ClassVar[tuple[str, ...]] = ("seq", "ts")
+    _checked_keys: ClassVar[frozenset[str]] = frozenset({"seq", "ts"})
 
     def __init__(
         self,
@@ -636,7 +673,7 @@ class JsonlWriter(JsonlFileWriter):
         self.seal = artifact_seal
 
     def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
-        return {"seq": seq, "ts": self._clock(), **self._stamp(), **record}
+        return {"seq": seq, "ts": self._clock(), **self._stamp_fields, **record}
 
     def _extra_dirs(self) -> tuple[Path, ...]:
         return (self.layout.manifests_dir,)
@@ -710,6 +747,7 @@ class ToolEventWriter(JsonlWriter):
     """
 
     kind = "tool-events"
+    _checked_keys = frozenset({"seq", "ts", "run_id"})
 
     def _check_reserved(self, record: Mapping[str, Any]) -> None:
         super()._check_reserved(record)
@@ -719,13 +757,8 @@ class ToolEventWriter(JsonlWriter):
             )
 
     def _stamp(self) -> dict[str, Any]:
+        # A record's own (equal) run_id then keeps this position and value.
         return {"run_id": self.run_id}
-
-    def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
-        if isinstance(record, Mapping) and "run_id" in record:
-            self._check_reserved(record)  # before run_id is dropped: it must match
-            record = {key: value for key, value in record.items() if key != "run_id"}
-        return super()._encode(record, seq)
 
 
 class RunWriters(_SealsOnExit):

@@ -1,0 +1,86 @@
+"""Entry point of the ``agc-verify`` console script, quick to start.
+
+``agc-verify`` gates CI, where it runs once per run and its start-up time adds to every
+check (issue 5 measures it against ``b3sum --check``, process start included). The
+common invocations, ``agc-verify RUN_ID [--store DIR] [--json]``, are therefore served
+here without importing typer or rich (about 40 ms of imports). Everything else
+(``--help``, a usage error, any other option) and every error is handed to the full
+command, :func:`agc.cli.verify.main`, so output and exit codes are the same either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from agc.cli.verify_text import format_report
+from agc.exitcodes import ExitCode
+from agc.integrity.verify import check_run
+
+__all__ = ["main", "parse_simple"]
+
+
+def parse_simple(args: list[str]) -> tuple[str, str | None, bool] | None:
+    """``(run_id, store, as_json)`` for ``RUN_ID [--store DIR] [--json]``, else ``None``.
+
+    Any other shape (help, unknown options, a second argument, an empty value) returns
+    ``None`` and goes to the full command.
+    """
+    run_id: str | None = None
+    store: str | None = None
+    as_json = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--json" and not as_json:
+            as_json = True
+        elif arg == "--store" and store is None and index + 1 < len(args):
+            index += 1
+            store = args[index]
+            if not store or store.startswith("-"):
+                return None
+        elif arg.startswith("--store=") and store is None and len(arg) > len("--store="):
+            store = arg.removeprefix("--store=")
+        elif not arg.startswith("-") and run_id is None and arg:
+            run_id = arg
+        else:
+            return None
+        index += 1
+    if run_id is None:
+        return None
+    return run_id, store, as_json
+
+
+def _full(args: list[str]) -> int:
+    from agc.cli.verify import main as full_main  # noqa: PLC0415 - typer only when needed
+
+    return full_main(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``agc-verify``; returns the exit code (see :mod:`agc.exitcodes`)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    simple = parse_simple(args)
+    if simple is None or os.environ.get("AGC_TRUSTED_KEYS"):
+        # Trusted keys from the environment are the full command's business.
+        return _full(args)
+    run_id, store, as_json = simple
+    try:
+        report = check_run(run_id, store)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return int(ExitCode.INTERNAL)
+    except Exception:
+        # Bad run id, unreadable store, a bug: the full command reports it its usual way.
+        return _full(args)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write("".join(line + "\n" for line in format_report(report)))
+    sys.stdout.flush()
+    return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,308 @@
+"""Smoke tests for the benchmark harness: it runs, and every comparison is reported.
+
+No assertion here is about speed (CONTRIBUTING: speed is shown in benchmarks/ as
+ratios, never as a timed unit test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks.data import RecordSizes, chat_history, record_sizes, tool_records
+from benchmarks.harness import Timing, Variant, interleaved
+from benchmarks.report import Target, render_markdown, write_results
+from benchmarks.run import README_END, README_START, main, parse_size, run_suite, update_readme
+from benchmarks.suites import SUITES
+
+from benchmarks import harness, suites
+from tests.conftest import REAL_FIXTURES, require_shared
+
+SIZES = RecordSizes(calls=(150, 160, 400), results=(120, 130, 6000), source="test")
+
+EXPECTED_TARGETS = {
+    "digest-1-thread",
+    "digest-all-cores",
+    "verify-command",
+    "writer-vs-naive",
+    "writer-seal-overhead",
+    "close-flat",
+    "history-validate-linear",
+    "history-repair-linear",
+}
+
+
+def _quick_doc(tmp_path: Path) -> dict[str, Any]:
+    return run_suite(
+        quick=True,
+        size=2 * 1024 * 1024,
+        rounds=1,
+        only=list(SUITES),
+        workdir=tmp_path,
+        command="test",
+    )
+
+
+def _check_complete(doc: dict[str, Any]) -> None:
+    assert [s["id"] for s in doc["sections"]] == list(SUITES)
+    for section in doc["sections"]:
+        if section["skipped"]:
+            assert section["skipped"].strip()
+            continue
+        assert section["rows"], section["id"]
+        for row in section["rows"]:
+            measured = row["median_s"] is not None and row["median_s"] >= 0
+            assert measured != bool(row["skipped"]), row
+    assert {t["id"] for t in doc["targets"]} == EXPECTED_TARGETS
+    for target in doc["targets"]:
+        assert target["status"] in {"PASS", "FAIL", "SKIP"}
+        if target["status"] == "SKIP":
+            assert target["note"], target
+        else:
+            assert isinstance(target["value"], float)
+
+
+def test_quick_run_reports_every_comparison_or_its_skip(tmp_path: Path) -> None:
+    doc = _quick_doc(tmp_path)
+    _check_complete(doc)
+    assert doc["machine"]["cpu"]["usable_cores"] >= 1
+    assert doc["machine"]["packages"]["blake3"]
+    assert list(tmp_path.iterdir()) == []  # the scratch folder is removed
+
+
+def test_missing_tools_are_skipped_with_a_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(suites, "find_tool", lambda name: None)
+    doc = _quick_doc(tmp_path)
+    _check_complete(doc)
+    rows = {r["name"]: r for s in doc["sections"] for r in s["rows"]}
+    for name in ("b3sum --num-threads 1", "b3sum", "sha256sum", "b3sum --check"):
+        assert "not found on PATH" in rows[name]["skipped"]
+    targets = {t["id"]: t for t in doc["targets"]}
+    assert targets["digest-all-cores"]["status"] == "SKIP"
+    assert targets["verify-command"]["status"] == "SKIP"
+
+
+def test_history_benchmark_skips_clearly_without_the_resume_api(tmp_path: Path) -> None:
+    doc = run_suite(
+        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="t"
+    )
+    section = doc["sections"][0]
+    functions, _ = suites._resume_functions()
+    if functions:
+        pytest.skip("agc.resume provides the API: the benchmark runs instead")
+    assert "check_history" in section["skipped"]
+    assert all(t["status"] == "SKIP" for t in doc["targets"])
+
+
+def test_history_benchmark_measures_a_provided_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[int, str]] = []
+
+    def check_history(messages: list[dict[str, Any]], format: str) -> None:
+        seen.append((len(messages), format))
+
+    monkeypatch.setattr(
+        suites, "_resume_functions", lambda: ({"check_history": check_history}, None)
+    )
+    doc = run_suite(
+        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="t"
+    )
+    targets = {t["id"]: t for t in doc["targets"]}
+    assert targets["history-validate-linear"]["status"] in {"PASS", "FAIL"}
+    assert targets["history-repair-linear"]["status"] == "SKIP"
+    assert {count for count, _ in seen} == {1_000, 10_000}
+    assert {fmt for _, fmt in seen} == {"openai-chat"}
+    rows = doc["sections"][0]["rows"]
+    assert all(r["peak_bytes"] is not None for r in rows if not r["skipped"])
+
+
+def test_main_writes_json_and_markdown(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["--quick", "--size", "2MiB", "--rounds", "1", "--only", "digest,close"]
+    code = main([*args, "--out", str(out), "--workdir", str(tmp_path)])
+    assert code == 0
+    doc = json.loads((out / "quick.json").read_text())
+    markdown = (out / "quick.md").read_text()
+    assert doc["config"]["benchmarks"] == ["digest", "close"]
+    for section in doc["sections"]:
+        assert section["title"] in markdown
+    for target in doc["targets"]:
+        assert target["text"] in markdown
+    assert "python -m benchmarks --quick" in markdown
+
+
+def test_main_rejects_an_unknown_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--only", "nope"])
+    assert exc.value.code == 2
+    assert "unknown benchmark" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("1GiB", 1024**3), ("256MiB", 256 * 1024**2), ("64MB", 64_000_000), ("2000000", 2_000_000)],
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "1TB", "x", "12kb", "-1G"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_size(text)
+
+
+def test_interleaved_rotates_order_and_takes_the_median() -> None:
+    calls: list[str] = []
+
+    def runner(name: str, seconds: float) -> Variant:
+        def run() -> float:
+            calls.append(name)
+            return seconds
+
+        return Variant(name, run)
+
+    variants = [runner("a", 3.0), runner("b", 1.0)]
+    timings = interleaved(variants, rounds=3)
+    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
+    assert timings["a"] == Timing((3.0, 3.0, 3.0))
+    assert timings["b"].median == 1.0
+
+
+def test_command_variant_refuses_a_failing_command() -> None:
+    false = harness.find_tool("false")
+    if false is None:
+        pytest.skip("`false` not on PATH")
+    with pytest.raises(RuntimeError, match="exited 1"):
+        harness.command_variant("false", [false]).once()
+
+
+@pytest.mark.parametrize(
+    ("value", "op", "status"),
+    [(0.95, ">=", "PASS"), (0.85, ">=", "FAIL"), (1.9, "<=", "PASS"), (2.1, "<=", "FAIL")],
+)
+def test_target_judgement(value: float, op: str, status: str) -> None:
+    threshold = 0.9 if op == ">=" else 2.0
+    target = Target.judge("t", "text", value, threshold=threshold, op=op)  # type: ignore[arg-type]
+    assert target.status == status
+    assert Target.judge("t", "text", None, threshold=1, op=">=").status == "SKIP"
+
+
+def test_generated_records_are_deterministic_and_sized_like_the_sample() -> None:
+    first = tool_records(200, SIZES)
+    assert first == tool_records(200, SIZES)
+    assert first != tool_records(200, SIZES, seed=1)
+    assert [r["type"] for r in first[:4]] == ["tool_call", "tool_result"] * 2
+    assert first[1]["call_id"] == first[0]["call_id"]
+    lengths = [len(json.dumps(r, separators=(",", ":"), ensure_ascii=False)) for r in first]
+    assert max(lengths) > 2000  # the 6000-byte result size is drawn
+    assert min(lengths) < 300
+
+
+def test_chat_history_has_the_requested_length_and_a_call_in_flight() -> None:
+    history = chat_history(1000)
+    assert len(history) == 1000
+    assert history[-1]["tool_calls"][0]["id"] == "call_in_flight"
+    answered = {m["tool_call_id"] for m in history if m["role"] == "tool"}
+    assert "call_in_flight" not in answered
+
+
+def test_record_sizes_come_from_the_real_fixtures() -> None:
+    require_shared(REAL_FIXTURES)
+    sizes = record_sizes()
+    assert "real fixtures" in sizes.source
+    assert len(sizes.calls) > 10
+    assert len(sizes.results) > 10
+
+
+def test_record_sizes_fall_back_when_fixtures_are_absent(tmp_path: Path) -> None:
+    sizes = record_sizes(tmp_path / "absent")
+    assert "fallback" in sizes.source
+    assert sizes.summary()["calls"]["count"] == 200
+
+
+def test_markdown_renders_skipped_rows_and_sections(tmp_path: Path) -> None:
+    doc = run_suite(
+        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="c"
+    )
+    json_path, md_path = write_results(doc, tmp_path / "r", "x")
+    assert json.loads(json_path.read_text())["command"] == "c"
+    assert md_path.read_text() == render_markdown(doc)
+
+
+def test_update_readme_replaces_only_the_marked_section(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# top\n\n## Performance\n\n{README_START}\nold\n{README_END}\n\nafter\n")
+    assert update_readme(readme, "| new |\n")
+    assert readme.read_text() == (
+        f"# top\n\n## Performance\n\n{README_START}\n| new |\n{README_END}\n\nafter\n"
+    )
+    assert update_readme(readme, "| newer |")
+    assert "| new |\n" not in readme.read_text()
+
+
+def test_update_readme_refuses_a_file_without_markers(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# top\n")
+    assert not update_readme(readme, "x")
+    assert readme.read_text() == "# top\n"
+
+
+def test_the_real_readme_keeps_its_top_and_has_the_markers() -> None:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    lines = text.splitlines()
+    assert (
+        lines[3]
+        == "make demo   # creates .venv, installs agc, runs the main job on a built-in example"
+    )
+    assert lines[4].startswith("make test ")
+    assert text.index("## Performance") < text.index(README_START) < text.index(README_END)
+
+
+def test_history_benchmark_passes_a_keyword_only_format_and_a_fresh_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    def repair_history(messages: list[dict[str, Any]], *, format: str) -> None:
+        seen.append(format)
+        messages.clear()  # must not change what the next round gets
+
+    monkeypatch.setattr(
+        suites, "_resume_functions", lambda: ({"repair_history": repair_history}, None)
+    )
+    doc = run_suite(
+        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="t"
+    )
+    targets = {t["id"]: t for t in doc["targets"]}
+    assert targets["history-repair-linear"]["status"] in {"PASS", "FAIL"}
+    assert targets["history-validate-linear"]["status"] == "SKIP"
+    assert set(seen) == {"openai-chat"}
+
+
+def test_history_benchmark_reports_an_api_that_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def check_history(messages: list[dict[str, Any]], format: str) -> None:
+        raise ValueError(f"unknown format {format}")
+
+    monkeypatch.setattr(
+        suites, "_resume_functions", lambda: ({"check_history": check_history}, None)
+    )
+    doc = run_suite(
+        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="t"
+    )
+    rows = doc["sections"][0]["rows"]
+    assert all((r["median_s"] is not None) != bool(r["skipped"]) for r in rows)
+    assert any(
+        "raised ValueError: unknown format openai-chat" in (r["skipped"] or "") for r in rows
+    )
+    targets = {t["id"]: t for t in doc["targets"]}
+    assert targets["history-validate-linear"]["status"] == "SKIP"
+    assert "raised ValueError" in targets["history-validate-linear"]["note"]

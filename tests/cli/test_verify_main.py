@@ -1,0 +1,115 @@
+"""``agc-verify``'s quick entry point: same output and exit codes as the full command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from agc.cli import verify as full
+from agc.cli import verify_main
+from agc.cli.verify_main import parse_simple
+from agc.integrity.writer import open_run
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["r1"], ("r1", None, False)),
+        (["r1", "--json"], ("r1", None, True)),
+        (["--json", "r1"], ("r1", None, True)),
+        (["r1", "--store", "/s"], ("r1", "/s", False)),
+        (["--store", "/s", "r1", "--json"], ("r1", "/s", True)),
+        (["r1", "--store=/s"], ("r1", "/s", False)),
+        ([], None),
+        (["--help"], None),
+        (["-h"], None),
+        (["r1", "r2"], None),
+        (["r1", "--store"], None),
+        (["r1", "--store", ""], None),
+        (["r1", "--store", "--json"], None),
+        (["r1", "--store="], None),
+        (["r1", "--store", "a", "--store", "b"], None),
+        (["r1", "--json", "--json"], None),
+        (["r1", "--verbose"], None),
+        (["--", "r1"], None),
+        ([""], None),
+    ],
+)
+def test_parse_simple(args: list[str], expected: tuple[str, str | None, bool] | None) -> None:
+    assert parse_simple(args) == expected
+
+
+def _sealed(store: Path, run_id: str = "r1") -> Path:
+    with open_run(run_id, store=store) as run:
+        run.transcript.write({"role": "user", "content": "hi"})
+        run.tool_events.write({"tool": "bash"})
+    return store / "audit" / "transcripts" / f"{run_id}.jsonl"
+
+
+def _tamper(path: Path) -> None:
+    path.write_bytes(path.read_bytes().replace(b"hi", b"ho"))
+
+
+SCENARIOS = ["complete", "tampered", "missing-run", "bad-run-id", "no-store", "help", "usage"]
+
+
+def _args(scenario: str, store: Path) -> list[str]:
+    return {
+        "complete": ["r1", "--store", str(store)],
+        "tampered": ["r1", "--store", str(store)],
+        "missing-run": ["nope", "--store", str(store)],
+        "bad-run-id": ["../x", "--store", str(store)],
+        "no-store": ["r1", "--store", str(store / "absent")],
+        "help": ["--help"],
+        "usage": ["r1", "--bogus"],
+    }[scenario]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_quick_entry_matches_the_full_command(
+    store: Path, capsys: pytest.CaptureFixture[str], scenario: str, as_json: bool
+) -> None:
+    path = _sealed(store)
+    if scenario == "tampered":
+        _tamper(path)
+    args = _args(scenario, store) + (["--json"] if as_json else [])
+    quick_code = verify_main.main(args)
+    quick = capsys.readouterr()
+    full_code = full.main(args)
+    expected = capsys.readouterr()
+    assert (quick_code, quick.out, quick.err) == (full_code, expected.out, expected.err)
+    if scenario == "complete":
+        assert quick_code == 0
+    if scenario == "tampered":
+        assert quick_code == 1
+
+
+def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) -> None:
+    _sealed(store)
+    code = (
+        "import sys\n"
+        "from agc.cli.verify_main import main\n"
+        f"rc = main(['r1', '--store', {str(store)!r}])\n"
+        "heavy = [m for m in ('typer', 'rich', 'agc.integrity.writer', 'orjson')"
+        " if m in sys.modules]\n"
+        "print(rc, heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.stdout.splitlines()[-1] == "0 []"
+
+
+def test_agc_verify_console_script_uses_the_quick_entry() -> None:
+    (script,) = [ep for ep in entry_points(group="console_scripts") if ep.name == "agc-verify"]
+    assert script.value == "agc.cli.verify_main:main"
