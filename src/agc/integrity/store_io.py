@@ -6,13 +6,16 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from agc.errors import StoreError
 from agc.integrity.chain import append_link, chain_lock_path, read_head
 from agc.integrity.fsio import atomic_write_bytes, exclusive_lock, read_small_file
 from agc.integrity.manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
-from agc.integrity.signing import SigningKey, sign_document
 from agc.store import ArtifactKind, StoreLayout
+
+if TYPE_CHECKING:
+    from agc.integrity.signing import SigningKey
 
 __all__ = ["read_manifest", "record_reopen", "record_seal"]
 
@@ -39,6 +42,8 @@ def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
     unsigned = replace(manifest, signature=None, raw=None)
     if signer is None:
         return unsigned
+    from agc.integrity.signing import sign_document  # noqa: PLC0415 - only when signing
+
     signed = sign_document(unsigned.to_dict(), signer)
     return replace(unsigned, signature=signed["signature"])
 

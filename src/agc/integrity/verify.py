@@ -51,9 +51,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Literal
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agc.errors import (
     ManifestInvalidError,
@@ -79,9 +77,13 @@ from agc.integrity.hashing import (
 )
 from agc.integrity.manifest import ArtifactSeal, RunManifest
 from agc.integrity.sidecar import Sidecar, parse_sidecar
-from agc.integrity.signing import SignatureStatus, check_signature
 from agc.integrity.store_io import read_manifest
 from agc.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
+
+if TYPE_CHECKING:
+    # cryptography is imported only when a signature is actually checked: agc-verify
+    # gates CI and pays its import time on every run.
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -777,7 +779,9 @@ def _judge_signature(
                 Finding("unknown-key", "manifest", "no trusted key given to check the signature")
             )
         return "not-checked", key_id
-    status: SignatureStatus = check_signature(document, trusted_keys or {})
+    from agc.integrity.signing import check_signature  # noqa: PLC0415 - see TYPE_CHECKING
+
+    status = check_signature(document, trusted_keys or {})
     if status == "bad-signature":
         findings.append(Finding("bad-signature", "manifest", "run manifest signature is invalid"))
     elif status == "unknown-key":
