@@ -12,8 +12,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import blake3
 import pytest
 
+from agc.integrity.chain import manifest_digest
 from agc.integrity.signing import generate_keypair, load_signing_key, load_trusted_keys
 from agc.integrity.store_verify import StoreReport, check_store
 from tests.integrity.evidence_helpers import transcript_path, write_run
@@ -116,6 +118,25 @@ def _replace_manifest(store: Path) -> None:
     path.write_text(json.dumps(manifest))
 
 
+def _rewrite_middle_run_and_patch_chain(store: Path) -> None:
+    # An adversary without a key edits run b, re-computes its sidecar, its manifest and
+    # its chain link, and points the next link's prev at the new digest: the links are
+    # consistent again and the head (run c's manifest) is unchanged.
+    path = transcript_path(store, "b")
+    data = path.read_bytes().replace(b"message 0", b"message X", 1)
+    path.write_bytes(data)
+    digest = blake3.blake3(data).hexdigest()
+    path.with_name("b.jsonl.b3").write_text(f"{digest}  b.jsonl\n")
+    manifest_path = store / "audit/manifests/b.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["artifacts"]["transcript"]["digest"] = digest
+    manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    log = store / "audit/chain.jsonl"
+    links = [json.loads(line) for line in log.read_text().splitlines()]
+    links[1]["manifest_digest"] = links[2]["prev"] = manifest_digest(manifest)
+    log.write_text("".join(json.dumps(link, separators=(",", ":")) + "\n" for link in links))
+
+
 TAMPERING: list[tuple[str, Callable[[Path], None], str]] = [
     ("byte-flip", _flip_transcript, "modified"),
     ("truncated-at-record-boundary", _truncate_at_boundary, "truncated"),
@@ -128,6 +149,7 @@ TAMPERING: list[tuple[str, Callable[[Path], None], str]] = [
     ("chain-reordered", _reorder_chain, "chain-broken"),
     ("stray-file", _stray_file, "unexpected"),
     ("manifest-replaced", _replace_manifest, "manifest-replaced"),
+    ("middle-run-rewritten-chain-patched", _rewrite_middle_run_and_patch_chain, "chain-broken"),
 ]
 
 

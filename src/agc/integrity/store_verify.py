@@ -268,6 +268,19 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
                     f"manifest of run {entry.run_id} names another chain position",
                 )
             )
+        elif (manifest.chain or {}).get("prev") != entry.prev:
+            # The manifest's own link (covered by its digest and signature) must name
+            # the same predecessor as the log; otherwise the log was patched around a
+            # replaced run.
+            findings.append(
+                Finding(
+                    "chain-broken",
+                    "store",
+                    f"manifest of run {entry.run_id} names another previous link",
+                    expected={"prev": (manifest.chain or {}).get("prev")},
+                    actual={"prev": entry.prev},
+                )
+            )
     linked = set(latest_position)
     manifests = layout.manifests_dir
     for name in sorted(os.listdir(manifests)) if manifests.is_dir() else []:
