@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +163,45 @@ def test_reading_failure_leaves_the_run_unsealed(store: Path) -> None:
     assert not report.complete
     assert "unsealed" in finding_codes(report)
     assert len(_stored(store)) == 1
+
+
+def test_lines_read_from_a_live_pipe_reach_the_file_before_the_next_line_arrives(
+    store: Path,
+) -> None:
+    """`agc record` on a live agent: the agent writes three events, then hangs in a tool
+    call. The records must be on disk while it hangs, so that a kill -9 of the
+    recorder then loses nothing it already read from the pipe."""
+    read_fd, write_fd = os.pipe()
+    stream = os.fdopen(read_fd, "rb")
+    worker = threading.Thread(target=ingest_stream, args=(stream, "r1"), kwargs={"store": store})
+    worker.start()
+    try:
+        os.write(write_fd, b'{"n":0}\n{"n":1}\n{"n":2}\n')
+        path = StoreLayout(store).artifact_path("r1", "transcript")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_bytes().count(b"\n") == 3:
+                break
+            time.sleep(0.05)
+        on_disk = path.read_bytes().count(b"\n") if path.exists() else 0
+    finally:
+        os.close(write_fd)
+        worker.join(timeout=30)
+        stream.close()
+    assert on_disk == 3
+    assert [r["payload"]["n"] for r in _stored(store)] == [0, 1, 2]
+    assert check_run("r1", store).complete
+
+
+def test_iter_lines_on_a_pipe_calls_before_wait_before_each_read() -> None:
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, b'{"a":1}\n{"b":2}\npartial')
+    os.close(write_fd)
+    calls: list[int] = []
+    with os.fdopen(read_fd, "rb") as stream:
+        lines = list(iter_lines(stream, before_wait=lambda: calls.append(1)))
+    assert lines == [(b'{"a":1}', 8), (b'{"b":2}', 8), (b"partial", 7)]
+    assert calls
 
 
 def test_progress_reports_bytes_consumed(store: Path) -> None:

@@ -29,6 +29,7 @@ from agc.store import ArtifactKind
 __all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
 
 _BOM: Final = b"\xef\xbb\xbf"
+_READ_CHUNK: Final = 1 << 20
 
 
 class _DuplicateKeyError(ValueError):
@@ -101,13 +102,38 @@ def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
     return record
 
 
-def iter_lines(stream: BinaryIO) -> Iterable[tuple[bytes, int]]:
+def iter_lines(
+    stream: BinaryIO, *, before_wait: Callable[[], None] | None = None
+) -> Iterable[tuple[bytes, int]]:
     """Yield ``(line without its \\n, bytes consumed)``, split on ``\\n`` only.
 
     A final unterminated line is yielded too.
+
+    Args:
+        before_wait: for a stream that is not seekable (a pipe: a live agent), called
+            before every read that may block waiting for input, i.e. whenever no complete
+            line is left in hand. ``agc record`` flushes its writer there, so that what
+            was read from the pipe is on disk while the agent is quiet.
     """
-    for line in stream:
-        yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+    if before_wait is None or stream.seekable():
+        for line in stream:
+            yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+        return
+    read = getattr(stream, "read1", stream.read)
+    pending = bytearray()
+    while True:
+        before_wait()
+        chunk: bytes = read(_READ_CHUNK)
+        if not chunk:
+            break
+        scan, start = len(pending), 0
+        pending += chunk
+        while (end := pending.find(b"\n", scan)) != -1:
+            yield bytes(pending[start:end]), end + 1 - start
+            start = scan = end + 1
+        del pending[:start]
+    if pending:
+        yield bytes(pending), len(pending)
 
 
 @dataclass(frozen=True)
@@ -173,7 +199,7 @@ def ingest_stream(
         target: TranscriptWriter | ToolEventWriter = (
             run.transcript if kind == "transcript" else run.tool_events
         )
-        for raw, size in iter_lines(stream):
+        for raw, size in iter_lines(stream, before_wait=target.flush):
             records += 1
             consumed += size
             body = line_to_record(raw, records)
