@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +50,59 @@ def test_recover_quarantines_torn_tail_and_keeps_every_complete_record(store: Pa
     assert seal.recovered
     assert seal.quarantine is not None
     assert seal.quarantine["bytes"] == len(before) - boundary
+
+
+def _delete_quarantine(path: Path) -> None:
+    path.unlink()
+
+
+def _change_quarantine(path: Path) -> None:
+    path.write_bytes(path.read_bytes().replace(b"us", b"XX"))
+
+
+def _extend_quarantine(path: Path) -> None:
+    with path.open("ab") as handle:
+        handle.write(b"more")
+
+
+def _symlink_quarantine(path: Path) -> None:
+    target = path.with_name("elsewhere")
+    path.rename(target)
+    path.symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "code"),
+    [
+        (_delete_quarantine, "deleted"),
+        (_change_quarantine, "modified"),
+        (_extend_quarantine, "modified"),
+        (_symlink_quarantine, "not-regular-file"),
+    ],
+    ids=["deleted", "changed", "extended", "symlink"],
+)
+def test_the_quarantine_file_of_a_recovered_run_is_verified(
+    store: Path, tamper: Any, code: str
+) -> None:
+    """The torn bytes are evidence too: the manifest seals their length and digest."""
+    _crash(store, "r", 12, torn=b'{"seq":12,"ts":1,"role":"us')
+    recover_run("r", store)
+    tamper(transcript_path(store, "r").with_name("r.jsonl.quarantine"))
+    report = check_run("r", store)
+    assert not report.complete
+    assert code in {f.code for f in report.findings if f.artifact == "transcript"}
+    assert not next(a for a in report.artifacts if a.kind == "transcript").ok
+
+
+def test_a_quarantine_name_outside_the_run_makes_the_manifest_invalid(store: Path) -> None:
+    _crash(store, "r", 12, torn=b"{")
+    recover_run("r", store)
+    path = store / "audit/manifests/r.json"
+    document = json.loads(path.read_text())
+    document["artifacts"]["transcript"]["quarantine"]["file"] = "../manifests/r.json"
+    path.write_text(json.dumps(document))
+    report = check_run("r", store)
+    assert "manifest-invalid" in {f.code for f in report.findings}
 
 
 def test_recover_twice_changes_nothing(store: Path) -> None:

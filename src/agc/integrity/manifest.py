@@ -10,6 +10,7 @@ artifact of the run (transcript and tool events) is sealed. The format is docume
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -132,7 +133,7 @@ class ArtifactSeal:
         if not isinstance(segments, list) or not all(_is_segment(s) for s in segments):
             raise ManifestInvalidError(f"manifest entry {kind!r} has bad segments")
         quarantine = data.get("quarantine")
-        if quarantine is not None and not isinstance(quarantine, dict):
+        if quarantine is not None and not _is_quarantine(quarantine, data["file"]):
             raise ManifestInvalidError(f"manifest entry {kind!r} has a bad quarantine")
         if not isinstance(data.get("recovered", False), bool):
             raise ManifestInvalidError(f"manifest entry {kind!r} has a bad 'recovered'")
@@ -157,6 +158,18 @@ def _is_segment(value: object) -> bool:
         isinstance(value, dict)
         and all(_is_count(value.get(key)) for key in ("records", "bytes", "sealed_at_ms"))
         and isinstance(value.get("digest"), str)
+    )
+
+
+def _is_quarantine(value: object, file: str) -> bool:
+    """``{"file": "<file>.quarantine[-N]", "bytes": n, "digest": hex}`` beside the file."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"file", "bytes", "digest"}
+        and isinstance(value["file"], str)
+        and re.fullmatch(re.escape(file) + r"\.quarantine(-[0-9]+)?", value["file"]) is not None
+        and _is_count(value["bytes"])
+        and isinstance(value["digest"], str)
     )
 
 

@@ -704,6 +704,8 @@ def check_run(
         own = judge_artifact(
             obs, seal=seal, legacy_events=legacy_events, manifest_present=manifest is not None
         )
+        if seal is not None and seal.quarantine is not None:
+            own.extend(_check_quarantine(obs.path, seal))
         findings.extend(own)
         artifact_reports.append(
             ArtifactReport(
@@ -756,6 +758,50 @@ def check_run(
         signature=status,
         key_id=key_id,
     )
+
+
+def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[Finding]:
+    """The torn bytes ``agc recover`` moved beside a file: present and as sealed."""
+    kind, quarantine = seal.kind, seal.quarantine or {}
+    name = str(quarantine.get("file"))
+    expected = {"digest": quarantine.get("digest"), "bytes": quarantine.get("bytes")}
+    target = path.with_name(name)
+    try:
+        fd = open_nofollow(target, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return [
+            Finding(
+                "deleted",
+                kind,
+                f"{kind} quarantine file {name} missing (deleted after recovery)",
+                expected=expected,
+            )
+        ]
+    except UnsafePathError:
+        return [Finding("not-regular-file", kind, f"{kind} quarantine file {name} is a symlink")]
+    except OSError as exc:
+        raise StoreError(f"cannot read {target}: {exc.strerror}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return [
+                Finding("not-regular-file", kind, f"{kind} quarantine file {name} is not a file")
+            ]
+        digest, size = digest_fd(fd, seal.algorithm)
+    except OSError as exc:
+        raise StoreError(f"cannot read {target}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    if size == quarantine.get("bytes") and digests_equal(str(quarantine.get("digest")), digest):
+        return []
+    return [
+        Finding(
+            "modified",
+            kind,
+            f"{kind} quarantine file {name} checksum mismatch",
+            expected=expected,
+            actual={"digest": digest, "bytes": size},
+        )
+    ]
 
 
 def _judge_signature(
