@@ -133,6 +133,41 @@ def test_exit_3_file_unreadable(
     assert out == ""
 
 
+@pytest.mark.parametrize(
+    "unreadable", ["audit/chain.jsonl", "audit/chain-head.json", "audit/transcripts"]
+)
+def test_exit_3_store_file_unreadable_with_all(
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    unreadable: str,
+) -> None:
+    # Root reads any file whatever its mode, so an I/O error is injected instead.
+    write_run(store)
+    target = store / unreadable
+    real_open, real_listdir = os.open, os.listdir
+
+    def denied(path: Any) -> None:
+        if Path(path) == target:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    def failing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        denied(path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def failing_listdir(path: Any = ".") -> list[str]:
+        denied(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "open", failing_open)
+    monkeypatch.setattr(os, "listdir", failing_listdir)
+    code, out, err = _run(["--all", "--store", str(store)], capsys)
+    assert code == ExitCode.UNREADABLE, err
+    assert "cannot read" in err
+    assert "Traceback" not in err
+    assert out == ""
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_exit_4_internal_error_is_not_a_verdict(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_json: bool

@@ -166,6 +166,26 @@ def test_each_tampering_gives_its_own_finding_code(
     assert code in _codes(report)
 
 
+@pytest.mark.parametrize("name", ["chain.jsonl", "chain-head.json"])
+@pytest.mark.parametrize("kind", ["folder", "fifo", "symlink"])
+def test_a_non_file_in_place_of_the_chain_log_or_head_is_chain_invalid(
+    store: Path, name: str, kind: str
+) -> None:
+    head = _three_runs(store)
+    path = store / "audit" / name
+    moved = path.with_name(name + ".moved")
+    path.rename(moved)
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(moved)
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert "chain-invalid" in {f.code for f in report.findings}
+
+
 def test_every_single_byte_flip_of_a_small_sealed_run_is_detected(tmp_path: Path) -> None:
     """Every byte of every file of a signed one-run store, flipped one at a time."""
     private, public, _ = generate_keypair(tmp_path / "keys")

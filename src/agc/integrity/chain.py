@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import rfc8785
 
+from agc.errors import StoreError, UnsafePathError
 from agc.integrity.fsio import atomic_write_bytes, open_nofollow, read_small_file
 from agc.integrity.manifest import RunManifest
 from agc.store import StoreLayout
@@ -100,6 +101,8 @@ def read_head(layout: StoreLayout) -> ChainHead | None:
         data = read_small_file(chain_head_path(layout), max_bytes=_MAX_HEAD_BYTES)
     except FileNotFoundError:
         return ChainHead(position=0, digest=None)
+    except (UnsafePathError, StoreError):
+        return None  # a symlink, folder or FIFO in its place, or far too large
     try:
         raw = json.loads(data)
         position, digest = raw["position"], raw["digest"]

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError
+from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity.chain import (
     chain_head_path,
     chain_lock_path,
@@ -143,9 +143,33 @@ def check_store(
     layout = StoreLayout.at(store)
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
+    try:
+        return _check_store(layout, trusted_keys, require_signature, expect_head, progress)
+    except OSError as exc:
+        # A folder or chain file of the store cannot be read: exit 3, never a verdict.
+        raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
+
+
+def _check_store(
+    layout: StoreLayout,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    expect_head: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> StoreReport:
     findings: list[Finding] = []
     run_ids = _discover(layout, findings)
-    entries, unusable = read_chain(layout)
+    try:
+        entries, unusable = read_chain(layout)
+    except UnsafePathError:
+        entries, unusable = [], 0
+        findings.append(
+            Finding(
+                "chain-invalid",
+                "store",
+                "audit/chain.jsonl is a symlink or not a regular file (not followed)",
+            )
+        )
     if unusable:
         findings.append(
             Finding("chain-invalid", "store", f"{unusable} unreadable line(s) in audit/chain.jsonl")
