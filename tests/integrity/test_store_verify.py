@@ -166,6 +166,28 @@ def test_each_tampering_gives_its_own_finding_code(
     assert code in _codes(report)
 
 
+@pytest.mark.parametrize(
+    "stray",
+    [
+        "audit/transcripts/ghost.jsonl.b3",
+        "audit/transcripts/ghost.jsonl.ckpt",
+        "audit/tool-events/ghost.jsonl.quarantine",
+        "audit/transcripts/b.jsonl.quarantine",
+        "audit/transcripts/b.jsonl.quarantine-2",
+    ],
+)
+def test_a_sidecar_checkpoint_or_quarantine_file_that_nothing_explains_is_unexpected(
+    store: Path, stray: str
+) -> None:
+    head = _three_runs(store)
+    (store / stray).write_bytes(b"x\n")
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    messages = [f.message for f in report.findings if f.code == "unexpected"]
+    assert any(stray.removeprefix("audit/") in message for message in messages), messages
+    assert "ghost" not in {run.run_id for run in report.runs}
+
+
 @pytest.mark.parametrize("name", ["chain.jsonl", "chain-head.json"])
 @pytest.mark.parametrize("kind", ["folder", "fifo", "symlink"])
 def test_a_non_file_in_place_of_the_chain_log_or_head_is_chain_invalid(

@@ -37,13 +37,13 @@ from agc.integrity.chain import (
 )
 from agc.integrity.store_io import read_manifest
 from agc.integrity.verify import REPORT_SCHEMA_VERSION, Finding, RunReport, check_run
-from agc.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
+from agc.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 
 __all__ = ["StoreReport", "check_store"]
 
 _RUN_ID: Final = r"[A-Za-z0-9._-]{1,128}"
 _ARTIFACT_FILE: Final = re.compile(
-    rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|\.quarantine(-\d+)?)?"
+    rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|(?P<quarantine>\.quarantine(-\d+)?))?"
 )
 _MANIFEST_FILE: Final = re.compile(rf"(?P<run>{_RUN_ID})\.json|\.(?P<lock>{_RUN_ID})\.lock")
 
@@ -100,14 +100,19 @@ def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
         for name in sorted(os.listdir(layout.audit_dir)):
             if name not in known_audit:
                 findings.append(_unexpected(f"audit/{name}"))
+    # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store).
+    companions: list[tuple[str, ArtifactKind, str, str]] = []
     for kind in ARTIFACT_KINDS:
         folder = layout.artifact_dir(kind)
         for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+            relative = f"{folder.relative_to(layout.root)}/{name}"
             match = _ARTIFACT_FILE.fullmatch(name)
             if match is None or match.group("run") in {".", ".."}:
-                findings.append(_unexpected(f"{folder.relative_to(layout.root)}/{name}"))
+                findings.append(_unexpected(relative))
             elif name.endswith(".jsonl"):
                 runs.add(match.group("run"))
+            else:
+                companions.append((match.group("run"), kind, name, relative))
     folder = layout.manifests_dir
     for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
         match = _MANIFEST_FILE.fullmatch(name)
@@ -115,7 +120,27 @@ def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
             findings.append(_unexpected(f"audit/manifests/{name}"))
         elif match.group("run"):
             runs.add(match.group("run"))
+    for run_id, kind, name, relative in companions:
+        if run_id not in runs:
+            findings.append(_unexpected(relative))  # beside no artifact file, no manifest
+        elif _is_quarantine_name(name) and not _quarantine_listed(layout, run_id, kind, name):
+            findings.append(_unexpected(relative))
     return runs
+
+
+def _is_quarantine_name(name: str) -> bool:
+    match = _ARTIFACT_FILE.fullmatch(name)
+    return match is not None and match.group("quarantine") is not None
+
+
+def _quarantine_listed(layout: StoreLayout, run_id: str, kind: ArtifactKind, name: str) -> bool:
+    """Whether the run's manifest records ``name`` as the artifact's quarantine file."""
+    try:
+        manifest = read_manifest(layout, run_id)
+    except (ManifestInvalidError, UnsafePathError, StoreError):
+        return True  # the run's own report says what is wrong with its manifest
+    seal = manifest.artifacts.get(kind) if manifest is not None else None
+    return seal is not None and (seal.quarantine or {}).get("file") == name
 
 
 def _unexpected(relative: str) -> Finding:
