@@ -67,6 +67,9 @@ def test_an_artifact_is_sealed_only_once() -> None:
         _closed_manifest().with_seal(_seal())
 
 
+_SEGMENT = {"records": 1, "bytes": 5, "digest": HEX, "sealed_at_ms": 1}
+
+
 def _edit(change: Any) -> bytes:
     data = json.loads(_closed_manifest().to_bytes())
     change(data)
@@ -113,6 +116,29 @@ def _set(path: tuple[str, ...], value: Any) -> Any:
             id="entry-open",
         ),
         pytest.param(_edit(_set(("artifacts", "transcript"), 3)), "not an object", id="entry"),
+        # Values RFC 8785 cannot canonicalize (no chain digest, no signature check):
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "sealed_at_ms"), 2**64)),
+            "RFC 8785",
+            id="int-beyond-2^53",
+        ),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "segments"), [_SEGMENT | {"x": 2**60}])),
+            "RFC 8785",
+            id="big-int-in-segment",
+        ),
+        pytest.param(
+            _edit(_set(("signature",), {"algorithm": "ed25519", "n": 2**64})),
+            "RFC 8785",
+            id="big-int-in-signature",
+        ),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "segments"), [_SEGMENT | {"x": 1.0}])).replace(
+                b"1.0", b"NaN"
+            ),
+            "RFC 8785",
+            id="nan-in-segment",
+        ),
     ],
 )
 def test_damaged_manifest_is_rejected(data: bytes, problem: str) -> None:

@@ -188,6 +188,17 @@ def test_a_sidecar_checkpoint_or_quarantine_file_that_nothing_explains_is_unexpe
     assert "ghost" not in {run.run_id for run in report.runs}
 
 
+def test_a_manifest_value_outside_rfc_8785_is_manifest_invalid_not_a_crash(store: Path) -> None:
+    head = _three_runs(store)
+    path = store / "audit/manifests/b.json"
+    manifest = json.loads(path.read_text())
+    manifest["artifacts"]["tool-events"]["sealed_at_ms"] = 2**64
+    path.write_text(json.dumps(manifest))
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert "manifest-invalid" in _codes(report)
+
+
 @pytest.mark.parametrize("name", ["chain.jsonl", "chain-head.json"])
 @pytest.mark.parametrize("kind", ["folder", "fifo", "symlink"])
 def test_a_non_file_in_place_of_the_chain_log_or_head_is_chain_invalid(

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+import rfc8785
+
 from agc.errors import ManifestInvalidError, RunIdInvalidError
 from agc.integrity.hashing import ALGORITHMS, Algorithm
 from agc.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
@@ -306,6 +308,12 @@ class RunManifest:
         unknown = set(raw) - _MANIFEST_KEYS
         if unknown:
             raise ManifestInvalidError(f"manifest has unknown member(s) {sorted(unknown)}")
+        try:
+            rfc8785.dumps(raw)  # chain digests and signatures are over this form
+        except rfc8785.CanonicalizationError as exc:
+            raise ManifestInvalidError(
+                f"manifest holds a value RFC 8785 cannot canonicalize: {exc}"
+            ) from exc
         manifest = cls(
             run_id=run_id, artifacts=artifacts, chain=chain, signature=signature, raw=raw
         )
