@@ -126,16 +126,27 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
             continue
         try:
             raw = json.loads(line)
-            entries.append(
-                ChainEntry(
-                    position=int(raw["position"]),
-                    run_id=str(raw["run_id"]),
-                    manifest_digest=str(raw["manifest_digest"]),
-                    prev=raw["prev"],
-                )
+            position, run_id, digest, prev = (
+                raw["position"],
+                raw["run_id"],
+                raw["manifest_digest"],
+                raw["prev"],
             )
         except (ValueError, KeyError, TypeError):
             unusable += 1
+            continue
+        if (
+            isinstance(position, int)
+            and not isinstance(position, bool)
+            and isinstance(run_id, str)
+            and isinstance(digest, str)
+            and (prev is None or isinstance(prev, str))
+        ):
+            entries.append(
+                ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
+            )
+        else:
+            unusable += 1  # a field of the wrong type: never coerced
     return entries, unusable
 
 
