@@ -106,3 +106,15 @@ def test_verify_all_json_and_expect_head(
 )
 def test_verify_argument_combinations_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
     assert verify_main([*args, "--store", str(tmp_path)]) == 2
+
+
+def test_recover_of_an_unknown_run_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    assert main(["recover", "typo", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to recover" in err
+    assert "hint:" in err
+    assert list(store.iterdir()) == []

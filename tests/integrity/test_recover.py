@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from agc.errors import RecoveryRefusedError, RunLockedError, UnsealedRunError
+from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, UnsealedRunError
 from agc.integrity.manifest import RunManifest
 from agc.integrity.recover import recover_run
 from agc.integrity.verify import check_run
 from agc.integrity.writer import TranscriptWriter, open_run
-from tests.integrity.evidence_helpers import records, transcript_path
+from tests.conftest import tree
+from tests.integrity.evidence_helpers import records, transcript_path, write_run
 
 
 def _crash(store: Path, run_id: str, count: int, torn: bytes = b"") -> bytes:
@@ -103,6 +104,17 @@ def test_a_quarantine_name_outside_the_run_makes_the_manifest_invalid(store: Pat
     path.write_text(json.dumps(document))
     report = check_run("r", store)
     assert "manifest-invalid" in {f.code for f in report.findings}
+
+
+def test_recover_of_a_run_that_was_never_written_refuses_and_creates_nothing(
+    store: Path,
+) -> None:
+    """A typo in the run id must not add an empty run to the store's chain forever."""
+    write_run(store, "real", count=2)
+    before = tree(store)
+    with pytest.raises(RunNotFoundError, match="nothing to recover"):
+        recover_run("reel", store)
+    assert tree(store) == before
 
 
 def test_recover_twice_changes_nothing(store: Path) -> None:
