@@ -46,6 +46,17 @@ def test_clean_store_is_complete_with_a_linked_chain(store: Path) -> None:
     assert json.loads(lines[1])["prev"] == json.loads(lines[0])["manifest_digest"]
 
 
+@pytest.mark.parametrize("layout", ["empty-folder", "empty-audit-folders"])
+def test_a_store_with_no_run_is_never_complete(store: Path, layout: str) -> None:
+    """An empty input never counts as verified: a wiped store must not pass the gate."""
+    if layout == "empty-audit-folders":
+        for folder in ("transcripts", "tool-events", "manifests"):
+            (store / "audit" / folder).mkdir(parents=True)
+    report = check_store(store)
+    assert not report.complete
+    assert "empty" in {f.code for f in report.findings}
+
+
 def _flip_transcript(store: Path) -> None:
     path = transcript_path(store, "b")
     data = bytearray(path.read_bytes())

@@ -13,6 +13,7 @@ Store-level finding codes (beside each run's own findings):
                          chain: the store was rolled back or forked
 ``unchained``            a closed manifest that no chain link records
 ``unexpected``           a file that no manifest, sidecar or chain explains
+``empty``                the store holds no run (an empty store is never verified)
 =======================  ===============================================================
 """
 
@@ -212,6 +213,10 @@ def _check_store(
         if progress is not None:
             progress(done, len(ordered))
 
+    if not ordered:
+        findings.append(
+            Finding("empty", "store", "the store holds no run (an empty store is never verified)")
+        )
     _check_chain(layout, entries, findings)
     head = read_head(layout)
     if head is None:
