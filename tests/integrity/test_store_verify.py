@@ -4,6 +4,7 @@ flip of a small sealed run is detected."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -148,6 +149,17 @@ def _rewrite_middle_run_and_patch_chain(store: Path) -> None:
     log.write_text("".join(json.dumps(link, separators=(",", ":")) + "\n" for link in links))
 
 
+def _downgrade_to_legacy(store: Path) -> None:
+    # Edit run b, delete its manifest and agc sidecars, write seed-004 sidecars.
+    for folder in ("transcripts", "tool-events"):
+        path = store / "audit" / folder / "b.jsonl"
+        data = path.read_bytes().replace(b"message 0", b"message X")
+        path.write_bytes(data)
+        path.with_name("b.jsonl.b3").unlink()
+        path.with_name("b.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    _delete_manifest(store)
+
+
 TAMPERING: list[tuple[str, Callable[[Path], None], str]] = [
     ("byte-flip", _flip_transcript, "modified"),
     ("truncated-at-record-boundary", _truncate_at_boundary, "truncated"),
@@ -161,6 +173,7 @@ TAMPERING: list[tuple[str, Callable[[Path], None], str]] = [
     ("stray-file", _stray_file, "unexpected"),
     ("manifest-replaced", _replace_manifest, "manifest-replaced"),
     ("middle-run-rewritten-chain-patched", _rewrite_middle_run_and_patch_chain, "chain-broken"),
+    ("downgraded-to-legacy-format", _downgrade_to_legacy, "manifest-missing"),
 ]
 
 

@@ -293,6 +293,10 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
         except (ManifestInvalidError, StoreError):
             continue  # the run's own report says what is wrong with it
         if manifest is None:
+            if any(
+                os.path.lexists(layout.artifact_path(entry.run_id, kind)) for kind in ARTIFACT_KINDS
+            ):
+                continue  # its files are there: the run's own report says manifest-missing
             findings.append(
                 Finding(
                     "run-deleted",

@@ -62,6 +62,7 @@ from agc.errors import (
     UnsafePathError,
     VerificationError,
 )
+from agc.integrity.chain import read_chain
 from agc.integrity.checkpoint import (
     CHECKPOINT_SUFFIX,
     Checkpoint,
@@ -695,6 +696,17 @@ def check_run(
         observations.append(observe_artifact(layout.artifact_path(run_id, kind), kind, seal=seal))
 
     legacy = manifest is None and not findings and _looks_legacy(observations)
+    if legacy and _in_chain(layout, run_id):
+        # A run the store chain links had a manifest: not a seed-004 run, but one whose
+        # manifest was removed (and its sidecars rewritten in the legacy format).
+        legacy = False
+        findings.append(
+            Finding(
+                "manifest-missing",
+                "manifest",
+                "run manifest missing (the store chain links this run)",
+            )
+        )
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
@@ -839,6 +851,20 @@ def _judge_signature(
 
 def _has_code(findings: list[Finding], code: str) -> bool:
     return any(f.code == code for f in findings)
+
+
+def _in_chain(layout: StoreLayout, run_id: str) -> bool:
+    """Whether ``audit/chain.jsonl`` links the run (read only for would-be legacy runs).
+
+    A chain log that cannot be read as a file counts as linking it: a store with a
+    damaged chain is not a seed-004 store."""
+    try:
+        entries, _ = read_chain(layout)
+    except FileNotFoundError:
+        return False
+    except (UnsafePathError, StoreError, OSError):
+        return True
+    return any(entry.run_id == run_id for entry in entries)
 
 
 def _looks_legacy(observations: list[ArtifactObservation]) -> bool:
