@@ -27,10 +27,10 @@ from typing import Any, Final
 
 import rfc8785
 
-from agc.errors import StoreError, UnsafePathError
+from agc.errors import RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity.fsio import atomic_write_bytes, open_nofollow, read_small_file
 from agc.integrity.manifest import RunManifest
-from agc.store import StoreLayout
+from agc.store import StoreLayout, validate_run_id
 
 __all__ = [
     "ChainEntry",
@@ -139,6 +139,7 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
             isinstance(position, int)
             and not isinstance(position, bool)
             and isinstance(run_id, str)
+            and _is_run_id(run_id)
             and isinstance(digest, str)
             and (prev is None or isinstance(prev, str))
         ):
@@ -148,6 +149,14 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
         else:
             unusable += 1  # a field of the wrong type: never coerced
     return entries, unusable
+
+
+def _is_run_id(run_id: str) -> bool:
+    try:
+        validate_run_id(run_id)
+    except RunIdInvalidError:
+        return False  # agc never links such a run; it would also reach messages raw
+    return True
 
 
 def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
