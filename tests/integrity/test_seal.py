@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agc.errors import SidecarMismatchError, StoreError, UnsafePathError
+from agc.errors import RunLockedError, SidecarMismatchError, StoreError, UnsafePathError
 from agc.exitcodes import ExitCode
 from agc.integrity.hashing import Algorithm, new_hasher
 from agc.integrity.seal import seal_file
+from agc.integrity.verify import check_run
+from agc.integrity.writer import open_run
 from agc.store import StoreLayout
 from tests.conftest import write_run
 
@@ -157,3 +159,18 @@ def test_tool_made_sidecar_is_read_by_agc(tmp_path: Path) -> None:
     made = subprocess.run([tool, path.name], cwd=path.parent, capture_output=True, check=True)
     (path.parent / "r1.jsonl.b3").write_bytes(made.stdout)
     assert not seal_file(path).created
+
+
+def test_seal_refuses_a_file_a_writer_still_holds(store: Path) -> None:
+    """`agc seal` on a live run's transcript must not seal a prefix: the writer's own
+    seal would then fail and leave the run without a manifest for good."""
+    run = open_run("live", store=store)
+    run.transcript.write({"role": "user", "content": "first"})
+    run.transcript.flush()
+    path = run.transcript.path
+    with pytest.raises(RunLockedError):
+        seal_file(path)
+    assert not path.with_name("live.jsonl.b3").exists()
+    run.transcript.write({"role": "assistant", "content": "second"})
+    run.close()
+    assert check_run("live", store).complete
