@@ -58,6 +58,14 @@ def test_a_store_with_no_run_is_never_complete(store: Path, layout: str) -> None
     assert "empty" in {f.code for f in report.findings}
 
 
+@pytest.mark.parametrize("run_id", [".x", ".lock", "..x", "-a", "_", "a.json", "x.jsonl"])
+def test_every_valid_run_id_verifies_with_all(store: Path, run_id: str) -> None:
+    """Run ids are 1-128 of [A-Za-z0-9._-] other than . and ..; a leading dot too."""
+    write_run(store, run_id)
+    report = check_store(store)
+    assert report.complete, [f.message for f in report.findings]
+
+
 def _flip_transcript(store: Path) -> None:
     path = transcript_path(store, "b")
     data = bytearray(path.read_bytes())

@@ -117,7 +117,8 @@ def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
     folder = layout.manifests_dir
     for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
         match = _MANIFEST_FILE.fullmatch(name)
-        if match is None or (name.startswith(".") and match.group("lock") is None):
+        if match is None or (match.group("run") or match.group("lock")) in {".", ".."}:
+            # A run id may start with a dot (.x -> .x.json); only . and .. are no run ids.
             findings.append(_unexpected(f"audit/manifests/{name}"))
         elif match.group("run"):
             runs.add(match.group("run"))
