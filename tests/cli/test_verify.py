@@ -197,6 +197,14 @@ def test_help_shows_the_exit_code_table(capsys: pytest.CaptureFixture[str]) -> N
     assert "agc-verify fix-tests-42 --store ./evidence --json" in out
 
 
+def test_help_names_option_values_as_a_user_types_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, out, _ = _run(["--help"], capsys)
+    assert "--trusted-key <path>" in out
+    assert "list[" not in out
+
+
 def test_agc_verify_subcommand_matches_agc_verify(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

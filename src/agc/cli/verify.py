@@ -121,6 +121,7 @@ def verify_command(
             "--trusted-key",
             help="Trusted Ed25519 public key (PEM); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
             show_default=False,
+            metavar="<path>",
         ),
     ] = None,
     require_signature: Annotated[
