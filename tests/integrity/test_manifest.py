@@ -116,6 +116,16 @@ def _set(path: tuple[str, ...], value: Any) -> Any:
             id="entry-open",
         ),
         pytest.param(_edit(_set(("artifacts", "transcript"), 3)), "not an object", id="entry"),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "file"), "r2.jsonl")),
+            "names the file 'r2.jsonl'",
+            id="file-of-another-run",
+        ),
+        pytest.param(
+            _edit(_set(("artifacts", "tool-events", "file"), "../r1.jsonl")),
+            "names the file '../r1.jsonl'",
+            id="file-with-a-path",
+        ),
         # Values RFC 8785 cannot canonicalize (no chain digest, no signature check):
         pytest.param(
             _edit(_set(("artifacts", "transcript", "sealed_at_ms"), 2**64)),

@@ -104,6 +104,12 @@ def test_a_quarantine_name_outside_the_run_makes_the_manifest_invalid(store: Pat
     path.write_text(json.dumps(document))
     report = check_run("r", store)
     assert "manifest-invalid" in {f.code for f in report.findings}
+    # … also when the entry's own file name carries the path (never a crash).
+    document["artifacts"]["transcript"]["file"] = "../x"
+    document["artifacts"]["transcript"]["quarantine"]["file"] = "../x.quarantine"
+    path.write_text(json.dumps(document))
+    report = check_run("r", store)
+    assert "manifest-invalid" in {f.code for f in report.findings}
 
 
 def test_recover_of_a_run_that_was_never_written_refuses_and_creates_nothing(

@@ -295,6 +295,11 @@ class RunManifest:
             if kind is None:
                 raise ManifestInvalidError(f"manifest lists unknown artifact {name!r}")
             artifacts[kind] = ArtifactSeal.from_dict(kind, entry)
+            if artifacts[kind].file != f"{run_id}.jsonl":
+                raise ManifestInvalidError(
+                    f"manifest entry {kind!r} names the file {artifacts[kind].file!r}, "
+                    f"not {run_id}.jsonl"
+                )
         chain = raw.get("chain")
         if chain is not None and not (
             isinstance(chain, dict)
