@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import pytest
 from hypothesis import given
@@ -247,3 +247,34 @@ def test_property_ingest_line_parser_never_loses_a_line(
             assert _original(record) == body
         # Every record can be written: valid JSON without NaN/Infinity, encodable as UTF-8.
         json.dumps(record, allow_nan=False, ensure_ascii=False).encode("utf-8")
+
+
+class _Trickle(io.RawIOBase):
+    """A non-seekable stream whose read1 hands out the data in given chunk sizes."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self._data, self._sizes, self._at = data, sizes or [1], 0
+
+    def seekable(self) -> bool:
+        return False
+
+    def read1(self, size: int = -1) -> bytes:
+        want = self._sizes[self._at % len(self._sizes)] if self._data else 0
+        self._at += 1
+        chunk, self._data = self._data[: min(want, size)], self._data[min(want, size) :]
+        return chunk
+
+
+@given(
+    data=st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n")),
+    sizes=st.lists(st.integers(min_value=1, max_value=40), max_size=6),
+)
+def test_property_live_reading_splits_lines_exactly_like_file_reading(
+    data: bytes, sizes: list[int]
+) -> None:
+    waits: list[int] = []
+    stream = cast(BinaryIO, _Trickle(data, sizes))
+    live = list(iter_lines(stream, before_wait=lambda: waits.append(1)))
+    assert live == list(iter_lines(io.BytesIO(data)))
+    assert sum(size for _, size in live) == len(data)
+    assert waits
