@@ -197,6 +197,29 @@ def test_help_shows_the_exit_code_table(capsys: pytest.CaptureFixture[str]) -> N
     assert "agc-verify fix-tests-42 --store ./evidence --json" in out
 
 
+def test_all_prints_finding_text_literally_never_as_markup(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding messages quote store content (here a manifest's member names); the
+    summary table must print them as text: '[/]' once crashed it (exit 4)."""
+    write_run(store)
+    path = StoreLayout(store).manifest_path("r1")
+    manifest = json.loads(path.read_text())
+    manifest["[/]"] = 1
+    manifest["[bold]x"] = 2
+    path.write_text(json.dumps(manifest))
+    code, out, err = _run(["--all", "--store", str(store)], capsys)
+    assert code == ExitCode.FINDINGS, err
+    assert "'[/]'" in out
+    assert "'[bold]x'" in out
+    # … and a store folder whose name looks like markup.
+    odd = store.parent / "[bold]evidence"
+    store.rename(odd)
+    code, out, err = _run(["--all", "--store", str(odd)], capsys)
+    assert code == ExitCode.FINDINGS, err
+    assert "[bold]evidence" in out
+
+
 def test_help_names_option_values_as_a_user_types_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
