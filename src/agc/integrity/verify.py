@@ -47,6 +47,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -100,6 +101,7 @@ __all__ = [
 REPORT_SCHEMA_VERSION: Final = 1
 Severity = Literal["error", "warning"]
 _MAX_SIDECAR_BYTES: Final = 4096
+_KEY_ID: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -828,7 +830,9 @@ def _judge_signature(
         return "unsigned", None
     document = manifest.document()
     signature = manifest.signature or {}
-    key_id = signature.get("key_id") if isinstance(signature.get("key_id"), str) else None
+    named = signature.get("key_id")
+    # A key id is 64 lower-case hex digits; anything else is not echoed (store content).
+    key_id = named if isinstance(named, str) and _KEY_ID.fullmatch(named) else None
     if manifest.signature is not None and not trusted_keys:
         if require_signature:
             findings.append(
@@ -841,7 +845,9 @@ def _judge_signature(
     elif status == "unknown-key":
         findings.append(
             Finding(
-                "unknown-key", "manifest", f"run manifest is signed by an untrusted key {key_id}"
+                "unknown-key",
+                "manifest",
+                f"run manifest is signed by an untrusted key {key_id or '(malformed key id)'}",
             )
         )
     elif status == "unsigned" and require_signature:
