@@ -231,6 +231,18 @@ def test_a_manifest_value_outside_rfc_8785_is_manifest_invalid_not_a_crash(store
     assert "manifest-invalid" in _codes(report)
 
 
+@pytest.mark.parametrize("folder", ["audit", "audit/transcripts", "audit/manifests"])
+def test_a_stray_file_name_is_never_echoed_raw(store: Path, folder: str) -> None:
+    """File names are store content: a newline or escape would forge report lines."""
+    _three_runs(store)
+    (store / folder / "x\nstore: complete\x1b[8m").write_text("x")
+    report = check_store(store)
+    messages = [f.message for f in report.findings if f.code == "unexpected"]
+    assert len(messages) == 1
+    assert "\n" not in messages[0]
+    assert "\x1b" not in messages[0]
+
+
 @pytest.mark.parametrize("name", ["chain.jsonl", "chain-head.json"])
 @pytest.mark.parametrize("kind", ["folder", "fifo", "symlink"])
 def test_a_non_file_in_place_of_the_chain_log_or_head_is_chain_invalid(

@@ -146,7 +146,9 @@ def _quarantine_listed(layout: StoreLayout, run_id: str, kind: ArtifactKind, nam
 
 
 def _unexpected(relative: str) -> Finding:
-    return Finding("unexpected", "store", f"unexpected file {relative} (no manifest lists it)")
+    # A name with control characters is quoted: it must not forge or hide report lines.
+    shown = relative if relative.isprintable() else repr(relative)
+    return Finding("unexpected", "store", f"unexpected file {shown} (no manifest lists it)")
 
 
 def check_store(
