@@ -193,6 +193,26 @@ def test_lines_read_from_a_live_pipe_reach_the_file_before_the_next_line_arrives
     assert check_run("r1", store).complete
 
 
+def test_a_non_blocking_pipe_with_no_data_yet_is_not_the_end_of_input(store: Path) -> None:
+    """A parent may hand agc record a stdin with O_NONBLOCK set: a pause of the agent
+    must not end the run (it was sealed after the first line, the rest lost)."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    stream = os.fdopen(read_fd, "rb")
+    worker = threading.Thread(target=ingest_stream, args=(stream, "r1"), kwargs={"store": store})
+    worker.start()
+    try:
+        os.write(write_fd, b'{"n":0}\n')
+        time.sleep(0.5)
+        os.write(write_fd, b'{"n":1}\n')
+    finally:
+        os.close(write_fd)
+        worker.join(timeout=30)
+        stream.close()
+    assert [r["payload"]["n"] for r in _stored(store)] == [0, 1]
+    assert check_run("r1", store).complete
+
+
 def test_iter_lines_on_a_pipe_calls_before_wait_before_each_read() -> None:
     read_fd, write_fd = os.pipe()
     os.write(write_fd, b'{"a":1}\n{"b":2}\npartial')

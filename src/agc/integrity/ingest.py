@@ -16,6 +16,7 @@ import base64
 import json
 import math
 import os
+import select
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
@@ -120,9 +121,19 @@ def iter_lines(
             yield (line[:-1] if line.endswith(b"\n") else line), len(line)
         return
     read = getattr(stream, "read1", stream.read)
+    poller = select.poll()
+    waiter: select.poll | None = poller
+    try:
+        poller.register(stream.fileno(), select.POLLIN)
+    except (OSError, ValueError):  # no file descriptor (an in-memory stream)
+        waiter = None
     pending = bytearray()
     while True:
         before_wait()
+        if waiter is not None:
+            # Wait for data or end of input: on a stdin with O_NONBLOCK set, a read
+            # with nothing to read yet returns b"" just like the end of input.
+            waiter.poll()
         chunk: bytes = read(_READ_CHUNK)
         if not chunk:
             break
