@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +282,36 @@ def test_golden_output(
     name = f"verify-{'tampered' if tampered else 'complete'}.{'json' if as_json else 'txt'}"
     _golden(name, out.replace(str(store), "<STORE>"))
     assert tree(store)  # the run really is on disk
+
+
+VERIFY_INTO_A_CLOSED_PIPE = """
+import os, sys
+from agc.cli.verify import main
+read_end, write_end = os.pipe()
+os.close(read_end)               # the reader (`| head -1`) is gone
+os.dup2(write_end, 1)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("tampered", [False, True])
+def test_a_closed_stdout_keeps_the_verdict_as_exit_code(
+    store: Path, as_json: bool, tampered: bool
+) -> None:
+    """`agc-verify --all | head -1`: rich turned EPIPE into exit 1 ("findings") for a
+    complete store, and the JSON path into a traceback and exit 4."""
+    layout = write_run(store)
+    if tampered:
+        path = layout.artifact_path("r1", "transcript")
+        path.write_bytes(path.read_bytes().replace(b"hi", b"HI"))
+    argv = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
+    done = subprocess.run(
+        [sys.executable, "-c", VERIFY_INTO_A_CLOSED_PIPE, *argv],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == (ExitCode.FINDINGS if tampered else ExitCode.OK), done.stderr
+    assert "Traceback" not in done.stderr
