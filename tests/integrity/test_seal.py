@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from agc.errors import RunLockedError, SidecarMismatchError, StoreError, UnsafePathError
+from agc.errors import (
+    InputError,
+    RunLockedError,
+    SidecarMismatchError,
+    StoreError,
+    UnsafePathError,
+)
 from agc.exitcodes import ExitCode
 from agc.integrity.hashing import Algorithm, new_hasher
 from agc.integrity.seal import seal_file
@@ -174,3 +180,13 @@ def test_seal_refuses_a_file_a_writer_still_holds(store: Path) -> None:
     run.transcript.write({"role": "assistant", "content": "second"})
     run.close()
     assert check_run("live", store).complete
+
+
+@pytest.mark.parametrize("name", ["x\ny.jsonl", "x\\y.jsonl", " lead.jsonl", "trail.jsonl "])
+def test_seal_of_a_name_a_sidecar_cannot_hold_is_a_usage_error(tmp_path: Path, name: str) -> None:
+    """b3sum escapes such names; agc's sidecar format has no escape: refuse, clearly."""
+    path = tmp_path / name
+    path.write_bytes(b'{"a":1}\n')
+    with pytest.raises(InputError, match="cannot be written in a sidecar"):
+        seal_file(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]

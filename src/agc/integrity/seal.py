@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agc.errors import (
+    InputError,
     RunLockedError,
     SidecarInvalidError,
     SidecarMismatchError,
@@ -62,7 +63,15 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
         UnsafePathError: ``path`` is a symlink.
         RunLockedError: an agc writer still holds the file (it is not closed).
         StoreError: ``path`` is missing, not a regular file, or unreadable.
+        InputError: the file's name cannot be written in a sidecar (a line break, a
+            backslash, a leading or trailing space).
     """
+    try:
+        format_sidecar("0" * 64, path.name)  # checks the name before hashing the file
+    except ValueError as exc:
+        raise InputError(
+            str(exc), hint="Rename the file; b3sum would have to escape its name."
+        ) from exc
     try:
         fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block
     except UnsafePathError:
