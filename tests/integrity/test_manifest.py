@@ -168,6 +168,17 @@ def test_record_seal_writes_and_read_manifest_reads(store: Path) -> None:
     assert read_manifest(layout, "r1") == updated
 
 
+def test_an_oversized_manifest_is_damaged_not_unreadable(store: Path) -> None:
+    """Padding a manifest past 1 MiB made agc-verify exit 3 ("store unreadable") and
+    abort --all for every run, instead of naming the damage (manifest-invalid)."""
+    layout = StoreLayout(store)
+    record_seal(layout, "r1", _seal())
+    path = layout.manifest_path("r1")
+    path.write_bytes(path.read_bytes() + b" " * (2 * 1024 * 1024))
+    with pytest.raises(ManifestInvalidError, match="larger than"):
+        read_manifest(layout, "r1")
+
+
 def test_read_manifest_refuses_a_symlink(store: Path, tmp_path: Path) -> None:
     layout = StoreLayout(store)
     target = tmp_path / "elsewhere.json"
