@@ -243,6 +243,24 @@ def test_a_stray_file_name_is_never_echoed_raw(store: Path, folder: str) -> None
     assert "\x1b" not in messages[0]
 
 
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder"])
+def test_a_non_file_in_place_of_a_chained_manifest_is_a_finding(store: Path, kind: str) -> None:
+    """agc-verify b says not-regular-file; --all exited 2 (usage error) instead."""
+    head = _three_runs(store)
+    path = store / "audit/manifests/b.json"
+    moved = store / "b.json.moved"
+    path.rename(moved)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        path.symlink_to(moved)
+    else:
+        path.mkdir()
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert "not-regular-file" in _codes(report)
+
+
 @pytest.mark.parametrize("name", ["chain.jsonl", "chain-head.json"])
 @pytest.mark.parametrize("kind", ["folder", "fifo", "symlink"])
 def test_a_non_file_in_place_of_the_chain_log_or_head_is_chain_invalid(

@@ -293,7 +293,7 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             continue  # superseded by a later segment's link
         try:
             manifest = read_manifest(layout, entry.run_id)
-        except (ManifestInvalidError, StoreError):
+        except (ManifestInvalidError, UnsafePathError, StoreError):
             continue  # the run's own report says what is wrong with it
         if manifest is None:
             if any(
@@ -351,7 +351,7 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
         run_id = match.group("run")
         try:
             manifest = read_manifest(layout, run_id)
-        except (ManifestInvalidError, StoreError):
+        except (ManifestInvalidError, UnsafePathError, StoreError):
             continue
         if manifest is not None and manifest.closed and run_id not in linked:
             findings.append(
