@@ -5,7 +5,10 @@ least any reader/writer must do). Measured: ``load_history`` + ``repair_loaded``
 same bytes (read, check, repair, write back, read back and check again). The ratio says
 how many baselines a repair costs; absolute times depend on the machine.
 
-Run: ``.venv/bin/python -m benchmarks.resume_repair [--turns N] [--repeat R]``
+With ``--format openai-chat`` the same turns are a JSON array of Chat Completions
+messages (baseline: ``json.loads`` + ``json.dumps``).
+
+Run: ``.venv/bin/python -m benchmarks.resume_repair [--turns N] [--repeat R] [--format F]``
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from agc.resume.formats import load_history
 from agc.resume.formats.jsonl import dump_line, parse_jsonl
 from agc.resume.repair import repair_loaded
 
-__all__ = ["main", "session_bytes"]
+__all__ = ["chat_bytes", "main", "session_bytes"]
 
 
 def session_bytes(turns: int) -> bytes:
@@ -58,6 +61,28 @@ def session_bytes(turns: int) -> bytes:
     return "".join(line + "\n" for line in lines).encode()
 
 
+def chat_bytes(turns: int) -> bytes:
+    """A Chat Completions array: ``turns`` turns of three parallel calls, the last in flight."""
+    messages: list[dict[str, Any]] = []
+    for turn in range(turns):
+        messages.append({"role": "user", "content": f"step {turn} " + "x" * 200})
+        calls = [
+            {
+                "id": f"t{turn}-{call}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"c": "ls"}'},
+            }
+            for call in range(3)
+        ]
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        if turn < turns - 1:
+            for call in range(3):
+                messages.append(
+                    {"role": "tool", "tool_call_id": f"t{turn}-{call}", "content": "ok"}
+                )
+    return json.dumps(messages).encode()
+
+
 def _best(action: Callable[[], object], repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -71,10 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--format", choices=["claude-code", "openai-chat"], default="claude-code")
     args = parser.parse_args(argv)
-    data = session_bytes(args.turns)
+    chat = args.format == "openai-chat"
+    data = chat_bytes(args.turns) if chat else session_bytes(args.turns)
 
     def baseline() -> None:
+        if chat:
+            json.dumps(json.loads(data), indent=2, ensure_ascii=False)
+            return
         records, _, _ = parse_jsonl(data, source="bench")
         for record in records:
             dump_line(record)
@@ -89,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "benchmark": "resume_repair",
+                "format": args.format,
                 "bytes": len(data),
                 "turns": args.turns,
                 "ratio_repair_to_parse_and_dump": round(measured / base, 2),

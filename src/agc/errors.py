@@ -14,13 +14,16 @@ from agc.exitcodes import ExitCode
 
 __all__ = [
     "AgcError",
+    "AgentDbError",
     "ArtifactSealedError",
     "FileExistsRefusedError",
     "HistoryFormatError",
     "HistoryInvalidError",
     "InputError",
     "KeyInvalidError",
+    "LedgerInvalidError",
     "ManifestInvalidError",
+    "PolicyInvalidError",
     "RecordInvalidError",
     "RecoveryRefusedError",
     "RepairIncompleteError",
@@ -35,6 +38,7 @@ __all__ = [
     "SnapshotUnsealedError",
     "StoreError",
     "TornTailError",
+    "TurnIdInvalidError",
     "UnsafePathError",
     "UnsealedRunError",
     "UsageError",
@@ -283,3 +287,33 @@ class RepairIncompleteError(VerificationError):
 
     code = "repair-incomplete"
     default_hint = "Report this history (without secrets) as an agc bug; the input is untouched."
+
+
+class TurnIdInvalidError(UsageError):
+    """A ``clientTurnId`` breaks the seed-000 rule (after trimming: 6-160 ASCII letters,
+    digits or ``-``, the first a letter or digit)."""
+
+    code = "turn-id-invalid"
+    default_hint = "Use 6-160 characters from A-Z a-z 0-9 -, starting with a letter or digit."
+
+
+class PolicyInvalidError(InputError):
+    """A ledger policy file (TOML) is not valid TOML or not of the documented shape."""
+
+    code = "policy-invalid"
+    default_hint = "Compare the policy file with the built-in one in docs/ledger.md."
+
+
+class LedgerInvalidError(InputError):
+    """A file given as a turn ledger holds no turn (no ``turn_start`` record)."""
+
+    code = "ledger-invalid"
+    default_hint = "Name a turn file: .agent/runtime/direct-codex/turns/<clientTurnId>.jsonl."
+
+
+class AgentDbError(StoreError):
+    """The project's ``.agent/agent.db`` cannot be used (foreign schema, record too large,
+    SQLite error)."""
+
+    code = "agent-db-unusable"
+    default_hint = "Check .agent/agent.db: it must be an agc record database you may write."

@@ -174,3 +174,78 @@ def test_check_with_out_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "o.json"
     assert main(["resume", str(source), "--check", "--out", str(out)]) == 2
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        (
+            "deep.json",
+            b'[{"role": "user", "content": "x", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}]",
+        ),
+        ("deep.jsonl", b'{"type": "user", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n"),
+        (
+            "deep-snapshot.json",
+            b'{"toolCallState": {}, "messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+        ),
+    ],
+)
+def test_deeply_nested_input_is_bad_input_not_an_internal_error(
+    tmp_path: Path, name: str, data: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    rc = main(["resume", str(path), "--insecure-skip-verify"])
+    assert rc == 2
+    assert "internal error" not in capsys.readouterr().err
+
+
+def test_history_text_cannot_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Call ids, tool names and arguments come from the file (or the model): an escape
+    # sequence in them must not reach the terminal (clear screen, hide a line), and
+    # each problem and change stays on one line.
+    history = [
+        {"role": "user", "content": "x"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c\x1b[8m",
+                    "type": "function",
+                    "function": {"name": "run\x1b]0;t\x07", "arguments": '{"a":\n "2\x1b[2J"}'},
+                }
+            ],
+        },
+    ]
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(history))
+    assert main(["resume", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    change = next(line for line in out.splitlines() if ": stripped " in line)
+    assert change.endswith("it has no result in the history")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_lone_surrogate_in_a_call_is_reported_not_a_crash(
+    tmp_path: Path, as_json: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `\ud83d` is valid JSON (a tool output or id cut mid-emoji).
+    call = {"id": "c\ud83d", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    path = tmp_path / "h.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+            ]
+        )
+    )
+    assert main(["resume", str(path), *(["--json"] if as_json else [])]) == 0
+    out = capsys.readouterr().out
+    if as_json:
+        assert json.loads(out)["report"]["changes"][0]["call_id"] == "c\ud83d"

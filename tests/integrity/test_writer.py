@@ -642,3 +642,14 @@ def test_run_writer_still_stamps_seq_and_ts(store: Path) -> None:
     assert writer.seal is not None
     assert writer.seal.last_seq == 1
     assert (store / "audit" / "manifests" / "r2.json").exists()
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_writer_refused_after_open_does_not_close_its_descriptor_twice(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    holder = JsonlFileWriter(path)
+    with pytest.raises(RunLockedError):
+        JsonlFileWriter(path)
+    gc.collect()
+    holder.write({"a": 1})
+    assert holder.finish().records == 1

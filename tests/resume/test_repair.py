@@ -338,3 +338,127 @@ def test_property_session_file_repair_passes_check_history(
     if not result.report.changed:
         assert result.data == data
     assert _other_lines(result.data) == _other_lines(data)
+
+
+def test_arguments_too_deep_to_check_are_never_kept_for_replay() -> None:
+    deep = '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "w", "arguments": deep}}
+            ],
+        },
+    ]
+    result = repair_history(messages, "openai-chat", strategy="synthesize")
+    assert [c.action for c in result.report.changes] == ["stripped", "dropped-empty-message"]
+
+
+_RESULT_BEFORE_CALL: dict[str, list[dict[str, Any]]] = {
+    "openai-chat": [
+        {"role": "user", "content": "go"},
+        {"role": "tool", "tool_call_id": "A", "content": "deployed v2"},
+        {"role": "assistant", "content": None, "tool_calls": [_chat_call("A")]},
+        {"role": "tool", "tool_call_id": "B", "content": "late"},
+    ],
+    "anthropic": [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "A", "content": "deployed v2"},
+                {"type": "text", "text": "go"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "A", "name": "run", "input": {}}],
+        },
+    ],
+    "openai-responses": [
+        {"role": "user", "content": "go"},
+        {"type": "function_call_output", "call_id": "A", "output": "deployed v2"},
+        {"type": "function_call", "call_id": "A", "name": "run", "arguments": "{}"},
+    ],
+}
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+@pytest.mark.parametrize("fmt", list(_RESULT_BEFORE_CALL))
+def test_real_result_recorded_before_its_call_is_moved_after_it(
+    fmt: FormatName, strategy: Strategy
+) -> None:
+    """A result written before its call (records out of order) is the call's real result.
+
+    docs/resume.md: a real result not where the provider looks is moved next to its
+    call, never replaced by a synthetic one; the call keeps it under both strategies.
+    """
+    messages = _RESULT_BEFORE_CALL[fmt]
+    result = repair_history(messages, fmt, strategy=strategy)
+    assert result.report.after.valid
+    assert result.report.ids("moved-result") == ["A"]
+    assert not result.report.ids("synthesized")
+    assert "A" not in result.report.ids("stripped")
+    assert "deployed v2" in json.dumps(result.messages)
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_result_of_a_dropped_duplicate_call_is_not_given_to_the_earlier_call(
+    strategy: Strategy,
+) -> None:
+    """Two turns reuse one tool_use id: `rm a` (never answered), then `rm b` (answered).
+
+    The later call is dropped as a duplicate; its result must not become the result of
+    `rm a`, which would then look answered ("removed b") and never be reported as
+    interrupted.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [_use("A", {"command": "rm a"})]},
+        {"role": "user", "content": "hm?"},
+        {"role": "assistant", "content": [_use("A", {"command": "rm b"})]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "A", "content": "removed b"}],
+        },
+    ]
+    result = repair_history(messages, "anthropic", strategy=strategy)
+    interrupted = "stripped" if strategy == "strip" else "synthesized"
+    changed = {(c.action, c.call_id, json.dumps(c.arguments)) for c in result.report.changes}
+    assert (interrupted, "A", json.dumps({"command": "rm a"})) in changed
+    assert "removed b" not in json.dumps(result.messages)
+    assert not result.report.ids("moved-result")
+
+
+def _use(call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "Bash", "input": arguments}
+
+
+_CUT_EMOJI = "output cut mid-emoji: \ud83d"  # a lone surrogate, as JSON.stringify writes it
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_lone_surrogate_in_history_is_written_back(strategy: Strategy) -> None:
+    # `\ud83d` is valid JSON text (RFC 8259 §8.2); a tool output cut at a UTF-16 limit
+    # ends with one. The repaired file must still be UTF-8 JSON holding the same value.
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": _CUT_EMOJI},
+        {"role": "assistant", "content": None, "tool_calls": [_chat_call("a")]},
+    ]
+    data = json.dumps(messages).encode()
+    result = repair_loaded(load_history(data, source="x"), strategy=strategy)
+    assert json.loads(result.data.decode("utf-8"))[0]["content"] == _CUT_EMOJI
+    line = {
+        "type": "assistant",
+        "uuid": "u",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": _CUT_EMOJI}, _use("t", {})],
+        },
+    }
+    session = (json.dumps(line) + "\n").encode()
+    result = repair_loaded(load_history(session, source="s.jsonl"), strategy=strategy)
+    text = json.loads(result.data.decode("utf-8").splitlines()[0])["message"]["content"][0]
+    assert text["text"] == _CUT_EMOJI
+    assert idempotency_key("call_\ud83d").startswith("idem-")

@@ -113,6 +113,26 @@ def test_no_secret_reaches_the_store(store: Path) -> None:
     assert sorted(p.name for p in (store / "sessions").iterdir()) == ["run-1.json", "run-1.json.b3"]
 
 
+def test_allow_list_keeps_no_nested_config(store: Path) -> None:
+    # Seed 004's allow-list is provider, model, workspace: a credential nested under an
+    # allowed key ({"provider": {"apiKey": …}}) is not one of them, whatever its format.
+    snapshot = SessionSnapshot(
+        "run-1",
+        "s",
+        [{"role": "user", "content": "hi"}],
+        agent_config={
+            "provider": {"name": "openai", "apiKey": "plain-credential-123"},
+            "model": "gpt-5",
+            "workspace": ["/w", {"token": "plain-credential-456"}],
+        },
+    )
+    result = save_snapshot(snapshot, store)
+    data = result.path.read_bytes()
+    assert b"plain-credential" not in data
+    assert result.dropped_config_keys == ("provider", "workspace")
+    assert load_snapshot("run-1", store).agent_config == {"model": "gpt-5"}
+
+
 def test_resume_session_returns_empty_credentials(store: Path) -> None:
     save_snapshot(_snapshot(), store)
     resumed = resume_session("run-1", store)
@@ -231,6 +251,35 @@ def test_save_leaves_no_temporary_files(store: Path) -> None:
     assert sorted(p.name for p in (store / "sessions").iterdir()) == ["run-1.json", "run-1.json.b3"]
 
 
+@pytest.mark.parametrize(
+    ("format", "messages"),
+    [
+        # Anthropic tool_use blocks saved under the default format, openai-chat.
+        (
+            "openai-chat",
+            [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "n", "input": {}}],
+                },
+            ],
+        ),
+        ("anthropic", [{"role": "user", "content": 5}]),
+        ("openai-responses", [{"no": "type"}]),
+    ],
+)
+def test_messages_that_do_not_fit_the_format_are_refused_before_writing(
+    store: Path, format: str, messages: list[dict[str, object]]
+) -> None:
+    # Loading refuses them (snapshot-invalid): a sealed snapshot that can never be
+    # resumed must not be written.
+    bad = SessionSnapshot("run-1", "s", messages, format=format)  # type: ignore[arg-type]
+    with pytest.raises(SnapshotInvalidError):
+        save_snapshot(bad, store)
+    assert not (store / "sessions").exists() or not list((store / "sessions").iterdir())
+
+
 def test_non_json_value_is_refused_before_writing(store: Path) -> None:
     bad = SessionSnapshot("run-1", "s", [{"role": "user", "content": float("nan")}])
     with pytest.raises(SnapshotInvalidError):
@@ -278,7 +327,10 @@ def _snapshot_with_secrets(draw: st.DrawFn) -> tuple[SessionSnapshot, list[str]]
         for _ in range(draw(st.integers(0, 2))):
             shown, core = draw(_SECRETS)
             planted.append(core)
-            parts.append(f"{draw(_FILLER)} {shown} {draw(_FILLER)}")
+            # A secret may start a line: in tool arguments (JSON text) it then follows
+            # the escape `\n`.
+            before = draw(st.sampled_from([" ", "\n", "\t", "=", "'"]))
+            parts.append(f"{draw(_FILLER)}{before}{shown} {draw(_FILLER)}")
         return " ".join(parts) or draw(_FILLER)
 
     messages: list[dict[str, object]] = [{"role": "system", "content": text()}]
@@ -340,3 +392,9 @@ def test_property_no_secret_reaches_disk(
     resumed = resume_session("prop", store)
     assert resumed.context["apiKey"] == ""
     assert resumed.report.after.valid
+
+
+def test_lone_surrogate_round_trips_through_a_snapshot(store: Path) -> None:
+    text = "cut mid-emoji: \ud83d"
+    save_snapshot(SessionSnapshot("run-1", "s", [{"role": "user", "content": text}]), store)
+    assert load_snapshot("run-1", store).messages[0]["content"] == text

@@ -12,16 +12,20 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
 from agc.errors import AgcError
 from agc.exitcodes import ExitCode, exit_code_help
 
 __all__ = [
     "EPILOG",
+    "byte_progress",
     "emit_json",
     "err_console",
     "new_app",
@@ -69,10 +73,30 @@ def new_app(*, name: str, help_text: str) -> typer.Typer:
     )
 
 
+@contextmanager
+def byte_progress(total: int | None, label: str) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar for ``total`` bytes on stderr when it is a terminal; else ``None``.
+
+    Yields a callback taking the number of bytes done so far.
+    """
+    if not err_console.is_terminal or not total:
+        yield None
+        return
+    columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda done: progress.update(task, completed=done)
+
+
 def emit_json(data: Any) -> None:
     """Write one JSON document to stdout (data goes to stdout, messages to stderr)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
     try:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from the input: keep it escaped
+        text = json.dumps(data, indent=2)
+    try:
+        sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         _discard_stdout()

@@ -7,15 +7,12 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-from agc.cli.common import emit_json, err_console, out_console
+from agc.cli.common import byte_progress, emit_json, err_console, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.verify import StoreOption, format_report
 from agc.demo import demo_run
@@ -59,18 +56,6 @@ def _print_summary(summary: IngestSummary, as_json: bool) -> None:
         f" ({summary.invalid_lines} non-object lines kept as 'invalid' records), sealed",
         markup=False,
     )
-
-
-@contextmanager
-def _progress(total: int | None, label: str) -> Iterator[Callable[[int], None] | None]:
-    """A progress bar on stderr when it is a terminal; otherwise nothing."""
-    if not err_console.is_terminal or not total:
-        yield None
-        return
-    columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda done: progress.update(task, completed=done)
 
 
 def record_command(
@@ -141,7 +126,7 @@ def import_command(
         handle.close()
         # Reading the file the writer appends to would copy it into itself forever.
         raise InputError(f"{file} is the {kind.value} file of run {run_id} itself")
-    with handle, _progress(file.stat().st_size, f"importing {file.name}") as progress:
+    with handle, byte_progress(file.stat().st_size, f"importing {file.name}") as progress:
         summary = ingest_stream(
             handle,
             run_id,

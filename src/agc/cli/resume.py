@@ -119,7 +119,7 @@ def _is_snapshot(path: Path, data: bytes) -> bool:
         return False
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(document, dict) and "toolCallState" in document and "messages" in document
 
@@ -136,6 +136,18 @@ def _where(history: History, index: int, record: int | None) -> str:
     if get_spec(history.format).line_based and record is not None:
         return f"line {record + 1}"
     return f"message {index}"
+
+
+def _printable(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\x1b``, ``\\n``).
+
+    Call ids, tool names and arguments come from the history file (or the model): an
+    escape sequence in them must not drive the terminal, and a line stays one line.
+    """
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -156,7 +168,7 @@ def _print_findings(history: History, report: HistoryReport) -> None:
     say(f"{len(report.findings)} problem(s), as the provider would report them:", markup=False)
     for finding in report.findings:
         where = _where(history, finding.message_index, finding.record)
-        say(f"  {where}: {finding.code}: {finding.provider_message}", markup=False)
+        say(_printable(f"  {where}: {finding.code}: {finding.provider_message}"), markup=False)
 
 
 def _print_change(history: History, change: Change) -> None:
@@ -168,7 +180,7 @@ def _print_change(history: History, change: Change) -> None:
         line += f" {change.tool_name} {_short(change.arguments)}"
     if change.idempotency_key is not None and change.action in {"stripped", "synthesized"}:
         line += f" [{change.idempotency_key}]"
-    out_console.print(line + f": {change.reason}", markup=False)
+    out_console.print(_printable(line + f": {change.reason}"), markup=False)
 
 
 def _write_out(out: Path, source: Path | None, data: bytes) -> None:
@@ -272,7 +284,9 @@ def resume_command(
             _print_findings(history, report)
             if state.in_flight:
                 out_console.print(
-                    f"the snapshot says call {state.pending_tool_call_id} was in flight",
+                    _printable(
+                        f"the snapshot says call {state.pending_tool_call_id} was in flight"
+                    ),
                     markup=False,
                 )
         return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)

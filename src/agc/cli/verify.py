@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console, run_app
+from agc.cli.ledger import run_check
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity.signing import load_trusted_keys
@@ -26,7 +27,8 @@ VERIFY_HELP = """Check that a run's evidence is complete and untouched.
 
 Exit 0 only when every artifact (transcript, tool events) is present, sealed and
 matches its seal, and the transcript holds at least one record. With --all, check
-every run of the store and the store-wide chain, and print the chain head.
+every run of the store and the store-wide chain, and print the chain head. With
+--turn-file, check a turn ledger file as `agc ledger check` does.
 
 \b
 Examples:
@@ -34,6 +36,7 @@ Examples:
   agc-verify fix-tests-42 --store ./evidence --json
   agc-verify fix-tests-42 --trusted-key ci.pub.pem --require-signature
   agc-verify --all --expect-head 3f1c…   # fail if the store was rolled back
+  agc-verify --turn-file .agent/runtime/direct-codex/turns/Abc123-def.jsonl
 """
 
 StoreOption = Annotated[
@@ -139,8 +142,20 @@ def verify_command(
             show_default=False,
         ),
     ] = None,
+    turn_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--turn-file",
+            help="Check a turn ledger file (.agent/runtime/direct-codex/turns/<id>.jsonl).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> int:
     """Check that a run's evidence is complete and untouched."""
+    if turn_file is not None:
+        if run_id is not None or all_runs:
+            raise UsageError("give a run id, --all or --turn-file, not several")
+        return run_check(turn_file, policy=None, as_json=as_json)
     trusted = _trusted(trusted_key)
     if all_runs:
         if run_id is not None:

@@ -221,6 +221,7 @@ class JsonlFileWriter(_SealsOnExit):
             self._open_existing()
         except BaseException:
             os.close(self._fd)
+            self._closed = True  # so that __del__ does not close a reused descriptor
             raise
         self._closed = False
         self._last_checkpoint_records = self.records_written

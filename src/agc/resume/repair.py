@@ -88,7 +88,14 @@ def idempotency_key(call_id: str, *, run_id: str | None = None) -> str:
     that honours idempotency keys can refuse to run it twice.
     """
     hasher = new_hasher("blake3")
-    hasher.update(_IDEMPOTENCY_DOMAIN + (run_id or "").encode() + b"\x00" + call_id.encode())
+    # surrogatepass: a lone surrogate in an id (valid JSON as an escape) still gets a key;
+    # any other id is plain UTF-8, so its key is unchanged.
+    hasher.update(
+        _IDEMPOTENCY_DOMAIN
+        + (run_id or "").encode()
+        + b"\x00"
+        + call_id.encode("utf-8", "surrogatepass")
+    )
     return "idem-" + hasher.hexdigest()[:32]
 
 
@@ -325,6 +332,9 @@ class _Repairer:
     dropped_results: set[int] = field(default_factory=set)
     fate: dict[int, str] = field(default_factory=dict)  # id(call) -> keep|strip|synth
     synthetic: dict[int, Block] = field(default_factory=dict)
+    unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
+    tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
+    calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
 
     def run(self) -> tuple[list[Message], list[Change]]:
         self._index_calls()
@@ -397,16 +407,35 @@ class _Repairer:
 
     def _attribute_results(self) -> None:
         latest: dict[str, Block] = {}
+        latest_any: dict[str, Block] = {}  # also calls dropped as a duplicate id
+        early: list[tuple[Block, int]] = []  # results with no call before them
         for index, message in enumerate(self.view):
             for block in message.blocks:
                 if block.kind == "call" and id(block) not in self.dropped_calls:
                     latest[block.call_id or ""] = block
+                if block.kind == "call" and block.call_id is not None:
+                    latest_any[block.call_id] = block
                 if block.kind != "result":
                     continue
                 self.result_message[id(block)] = index
                 call = latest.get(block.call_id) if block.call_id is not None else None
-                if call is None:
-                    self._drop_result(block, index, "dropped-orphan-result", "it answers no call")
+                nearest = latest_any.get(block.call_id) if block.call_id is not None else None
+                if (
+                    call is not None
+                    and nearest is not None
+                    and nearest is not call
+                    and self.call_message[id(nearest)] != self.call_message[id(call)]
+                ):
+                    # It answers a later call of another turn that reused the id and was
+                    # dropped as a duplicate: never the earlier call's result.
+                    self._drop_result(
+                        block,
+                        index,
+                        "dropped-orphan-result",
+                        "its call was dropped: an earlier call in another turn has the same id",
+                    )
+                elif call is None:
+                    early.append((block, index))
                 elif id(call) in self.answer:
                     self._drop_result(
                         block,
@@ -415,6 +444,7 @@ class _Repairer:
                         "the call already has a result; the first one is kept",
                     )
                 elif not self.spec.can_move and not self._in_place(call, index):
+                    self.unmovable.add(id(call))
                     self._drop_result(
                         block,
                         index,
@@ -425,6 +455,35 @@ class _Repairer:
                 else:
                     self.answer[id(call)] = block
                     self.owner[id(block)] = call
+        if early:
+            for message_index, message in enumerate(self.view):
+                for call in message.calls():
+                    if call.call_id is not None and id(call) not in self.dropped_calls:
+                        self.calls_by_id.setdefault(call.call_id, []).append((message_index, call))
+        for block, index in early:
+            self._attribute_early(block, index)
+
+    def _attribute_early(self, result: Block, index: int) -> None:
+        """A result recorded before its call (records out of order): the first later call
+        with its id that has no result of its own gets it, moved after the call."""
+        candidates = self.calls_by_id.get(result.call_id or "", [])
+        call = next(
+            (block for at, block in candidates if at > index and id(block) not in self.answer),
+            None,
+        )
+        if call is None:
+            self._drop_result(result, index, "dropped-orphan-result", "it answers no call")
+        elif not self.spec.can_move:
+            self.unmovable.add(id(call))
+            self._drop_result(
+                result,
+                index,
+                "dropped-orphan-result",
+                "it was recorded before its call, and a session-file line is never moved",
+            )
+        else:
+            self.answer[id(call)] = result
+            self.owner[id(result)] = call
 
     def _drop_result(self, result: Block, index: int, action: str, reason: str) -> None:
         self.dropped_results.add(id(result))
@@ -487,6 +546,17 @@ class _Repairer:
                 self._unanswered(call, index, why)
 
     def _unanswered(self, call: Block, index: int, why: str) -> None:
+        if id(call) in self.unmovable:
+            # Issue 4: a real result is never replaced by a synthetic one.
+            self.fate[id(call)] = "strip"
+            self._note(
+                "stripped",
+                index,
+                "its real result is not where the provider looks for it and a session-file "
+                "line is never moved; it is never answered as interrupted instead",
+                call,
+            )
+            return
         if self.strategy == "strip":
             self.fate[id(call)] = "strip"
             self._note("stripped", index, why, call)
@@ -521,10 +591,21 @@ class _Repairer:
                 continue
             if block.kind == "result" and not self._result_kept(block):
                 continue
+            if block.kind == "result" and self._is_early(block, index):
+                continue  # placed after its call below
             origin_index[id(message)] = index
             out.append(message)
             if block.kind == "call" and id(block) in self.synthetic:
                 out.extend(self.spec.wrap_results([self.synthetic[id(block)]]))
+            result = self.answer.get(id(block)) if block.kind == "call" else None
+            if result is not None and self._is_early(result, self.result_message[id(result)]):
+                self._note(
+                    "moved-result",
+                    self.result_message[id(result)],
+                    "its real result was recorded before the call; it is placed right after it",
+                    block,
+                )
+                out.extend(self.spec.wrap_results([result]))
         final: list[Message] = []
         for position, message in enumerate(out):
             if message.blocks[0].kind == "reasoning" and not _followed(out, position):
@@ -578,6 +659,10 @@ class _Repairer:
             out.append(message)
         return out
 
+    def _is_early(self, result: Block, index: int) -> bool:
+        call = self.owner.get(id(result))
+        return call is not None and self.call_message[id(call)] > index
+
     def _note_results_first(self, index: int, message: Message, region: list[Block]) -> None:
         """Report real results that sat after other content in their user message."""
         seen_other = False
@@ -595,9 +680,11 @@ class _Repairer:
 
     def _chat_region(self, region: list[Block]) -> list[Message]:
         """Tool messages for ``region``, reusing each existing tool message as read."""
-        by_result = {
-            id(message.blocks[0]): message for message in self.view if message.role == "tool"
-        }
+        if self.tool_messages is None:  # built once: a region per call message
+            self.tool_messages = {
+                id(message.blocks[0]): message for message in self.view if message.role == "tool"
+            }
+        by_result = self.tool_messages
         out: list[Message] = []
         for block in region:
             existing = by_result.get(id(block))

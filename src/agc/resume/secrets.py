@@ -28,30 +28,43 @@ __all__ = [
     "redact_value",
 ]
 
-_NOT_BEFORE: Final = r"(?<![A-Za-z0-9_-])"
+# Not inside a longer word, except right after a JSON escape (backslash-n, -t, -u00e9):
+# tool-call arguments are JSON text, where a secret starting a line follows backslash-n.
+_AFTER_ESCAPE: Final = r"(?<=\\[nrtbf])|(?<=\\u[0-9A-Fa-f]{4})"
+_NOT_BEFORE: Final = r"(?:(?<![A-Za-z0-9_-])|" + _AFTER_ESCAPE + ")"
 _NOT_AFTER: Final = r"(?![A-Za-z0-9_-])"
+
+_AWS_SECRET_NAMES: Final = r"aws_secret_access_key|aws_secret_key|secretaccesskey"  # noqa: S105 - names, not a secret
 
 # (kind, pattern). A pattern's group 1, if any, is kept (the scheme of a bearer token).
 # Order matters: more specific prefixes first (sk-ant- before sk-).
 _RULES: Final[tuple[tuple[str, str], ...]] = (
     (
         "private-key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        # To the END line; a cut-off key to the end of the string or of the JSON string
+        # holding it (an unescaped quote), so JSON arguments stay valid.
+        # (OpenPGP armor, RFC 4880, ends the header with "PRIVATE KEY BLOCK-----".)
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[^\"\\]|\\[\s\S])*?"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?=\")|\\?\Z)",
     ),
     ("anthropic-key", _NOT_BEFORE + r"sk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai-key", _NOT_BEFORE + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
     ("openai-key", _NOT_BEFORE + r"sk-[A-Za-z0-9]{32,}" + _NOT_AFTER),
     ("stripe-key", _NOT_BEFORE + r"(?:sk|rk)_live_[A-Za-z0-9]{20,}"),
-    ("aws-access-key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    (
+        "aws-access-key",
+        r"(?:(?<![A-Z0-9])|" + _AFTER_ESCAPE + r")(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])",
+    ),
     (
         "aws-secret-key",
-        r"((?i:aws_secret_access_key|aws_secret_key|secretaccesskey)[\"']?\s*[:=]\s*[\"']?)"
+        r"((?i:" + _AWS_SECRET_NAMES + r")[\"']?\s*[:=]\s*[\"']?)"
         r"[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])",
     ),
     ("github-token", _NOT_BEFORE + r"gh[pousr]_[A-Za-z0-9]{36,255}"),
     ("github-token", _NOT_BEFORE + r"github_pat_[A-Za-z0-9_]{22,255}"),
     ("gitlab-token", _NOT_BEFORE + r"glpat-[A-Za-z0-9_-]{20,}"),
     ("slack-token", _NOT_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("slack-token", _NOT_BEFORE + r"xapp-[0-9]+-[A-Za-z0-9-]{10,}"),
     (
         "slack-webhook",
         r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/-]{20,}",
@@ -76,6 +89,13 @@ PROTECTED_KEYS: Final[frozenset[str]] = frozenset(
     }
 )
 
+
+# Blocks whose `input` is the model's arguments to a tool (Anthropic Messages).
+_TOOL_USE_TYPES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
+# The same secret as a JSON value whose key is its name (a tool's ``input`` object).
+_AWS_SECRET_KEY_NAME: Final = re.compile(r"(?i:" + _AWS_SECRET_NAMES + r")")
+_AWS_SECRET_VALUE: Final = re.compile(r"\s*[A-Za-z0-9/+=]{40}\s*")
 
 _COMPILED: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
     (kind, re.compile(pattern)) for kind, pattern in _RULES
@@ -136,17 +156,39 @@ def redact_value(value: Any, stats: RedactionStats | None = None) -> Any:
     return _redact(value, stats, protected=False)
 
 
-def _redact(value: Any, stats: RedactionStats | None, *, protected: bool) -> Any:
+def _redact(
+    value: Any, stats: RedactionStats | None, *, protected: bool, payload: bool = False
+) -> Any:
+    """``payload``: inside a tool's own ``input``, where no provider-checked id lives."""
     if isinstance(value, str):
         return value if protected else redact_text(value, stats)
     if isinstance(value, list):
-        return [_redact(item, stats, protected=protected) for item in value]
+        return [_redact(item, stats, protected=protected, payload=payload) for item in value]
     if isinstance(value, Mapping):
         opaque_data = value.get("type") == "redacted_thinking"
+        tool_use = value.get("type") in _TOOL_USE_TYPES
         out: dict[str, Any] = {}
         for key, item in value.items():
             new_key = redact_text(key, stats) if isinstance(key, str) else key
-            keep = protected or key in PROTECTED_KEYS or (opaque_data and key == "data")
-            out[new_key] = _redact(item, stats, protected=keep)
+            inner = not protected and (payload or (tool_use and key == "input"))
+            keep = not inner and (
+                protected or key in PROTECTED_KEYS or (opaque_data and key == "data")
+            )
+            if not keep and _is_aws_secret_entry(key, item):
+                if stats is not None:
+                    stats.by_kind["aws-secret-key"] += 1
+                out[new_key] = "[REDACTED:aws-secret-key]"
+                continue
+            out[new_key] = _redact(item, stats, protected=keep, payload=inner)
         return out
     return value
+
+
+def _is_aws_secret_entry(key: Any, item: Any) -> bool:
+    """``{"aws_secret_access_key": "<40 characters>"}``: the name is the key."""
+    return (
+        isinstance(key, str)
+        and isinstance(item, str)
+        and _AWS_SECRET_KEY_NAME.fullmatch(key) is not None
+        and _AWS_SECRET_VALUE.fullmatch(item) is not None
+    )

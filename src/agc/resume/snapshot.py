@@ -123,7 +123,8 @@ class SessionSnapshot:
         session_id: the agent session within the run.
         messages: the history, as sent to the provider (JSON values).
         tool_call_state: in-flight call, if any.
-        agent_config: provider, model, workspace (anything else is dropped on save).
+        agent_config: provider, model, workspace as plain values (anything else, and a
+            nested object or array under those keys, is dropped on save).
         node_id: the workflow node the session belongs to, if any.
         format: ``openai-chat`` (default), ``anthropic`` or ``openai-responses``.
         timestamp: ISO 8601 UTC time of the snapshot.
@@ -249,8 +250,14 @@ def sanitize_snapshot(
     values are redacted (call ids, signatures and encrypted reasoning untouched).
     """
     stats = RedactionStats()
-    config = {k: v for k, v in snapshot.agent_config.items() if k in ALLOWED_CONFIG_KEYS}
-    dropped = tuple(sorted(k for k in snapshot.agent_config if k not in ALLOWED_CONFIG_KEYS))
+    # Only plain values: a credential nested under an allowed key ({"provider": {"apiKey":
+    # …}}) is not on the allow-list either.
+    config = {
+        k: v
+        for k, v in snapshot.agent_config.items()
+        if k in ALLOWED_CONFIG_KEYS and (v is None or isinstance(v, str | int | float | bool))
+    }
+    dropped = tuple(sorted(k for k in snapshot.agent_config if k not in config))
     clean = SessionSnapshot(
         run_id=snapshot.run_id,
         session_id=redact_value(snapshot.session_id, stats),
@@ -274,9 +281,14 @@ def encode_snapshot(snapshot: SessionSnapshot, *, compress: bool = False) -> byt
         text = json.dumps(
             snapshot.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )
+        try:
+            data = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (valid JSON as an escape, not UTF-8): keep it escaped.
+            text = json.dumps(snapshot.to_dict(), separators=(",", ":"), allow_nan=False)
+            data = (text + "\n").encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise SnapshotInvalidError(f"snapshot of run {snapshot.run_id} is not JSON: {exc}") from exc
-    data = (text + "\n").encode("utf-8")
     if compress:
         data = zstandard.ZstdCompressor(level=3, write_content_size=True).compress(data)
     return data
@@ -298,7 +310,7 @@ def decode_snapshot(data: bytes, *, source: str) -> SessionSnapshot:
             raise SnapshotInvalidError(f"{source} expands to more than {MAX_SNAPSHOT_BYTES} bytes")
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SnapshotInvalidError(f"{source} is not valid JSON: {exc}") from exc
     return SessionSnapshot.from_dict(document, source=source)
 
@@ -343,8 +355,8 @@ def save_snapshot(
 
     Raises:
         RunIdInvalidError: the run id is invalid.
-        SnapshotInvalidError: the snapshot is not JSON or its format is not one of
-            :data:`SNAPSHOT_FORMATS`.
+        SnapshotInvalidError: the snapshot is not JSON, its format is not one of
+            :data:`SNAPSHOT_FORMATS`, or its messages do not fit that format.
         UnsafePathError: the snapshot path is a symlink.
         StoreError: the store cannot be written (permissions, disk full).
     """
@@ -353,6 +365,8 @@ def save_snapshot(
     path = snapshot_path(snapshot.run_id, store, compressed=compress)
     clean, stats, dropped = sanitize_snapshot(snapshot)
     data = encode_snapshot(clean, compress=compress)
+    # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
+    SessionSnapshot.from_dict(clean.to_dict(), source=f"snapshot of run {snapshot.run_id}")
     digest = _digest(data, algorithm)
     sidecar = path.with_name(sidecar_name(path.name, algorithm))
     other = snapshot_path(snapshot.run_id, store, compressed=not compress)

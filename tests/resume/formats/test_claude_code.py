@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,50 @@ def test_claude_code_blocks_moved_across_lines(strategy: Strategy) -> None:
     assert [b["type"] for b in out[1]["message"]["content"]] == ["text", "tool_use"]
     assert [b["type"] for b in out[2]["message"]["content"]] == ["tool_result", "text"]
     assert out[2]["parentUuid"] == "b"
+
+
+def test_real_result_that_cannot_be_moved_is_never_replaced_by_a_synthetic_one() -> None:
+    """Issue 4: real results are never replaced by synthetic ones.
+
+    The result of `deploy` sits two messages after its call; a session-file line is
+    never moved, so the call cannot keep it. Answering the call as "interrupted, may or
+    may not have executed" while the history shows it ran would replace the real
+    result: the call is stripped with its result instead, under both strategies.
+    """
+
+    def line(kind: str, uuid: str, parent: str | None, content: Any) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s",
+            "message": {"role": kind, "content": content},
+        }
+
+    lines = [
+        line("user", "u1", None, "go"),
+        line(
+            "assistant", "a1", "u1", [{"type": "tool_use", "id": "tA", "name": "Bash", "input": {}}]
+        ),
+        line("user", "u2", "a1", [{"type": "text", "text": "also b"}]),
+        line(
+            "assistant", "a2", "u2", [{"type": "tool_use", "id": "tB", "name": "Read", "input": {}}]
+        ),
+        line(
+            "user",
+            "u3",
+            "a2",
+            [{"type": "tool_result", "tool_use_id": "tA", "content": "deployed"}],
+        ),
+        line("user", "u4", "u3", [{"type": "tool_result", "tool_use_id": "tB", "content": "bbb"}]),
+    ]
+    data = "".join(json.dumps(item) + "\n" for item in lines).encode()
+    result = repair_loaded(load_history(data, source="x"), strategy="synthesize")
+    actions = [(c.action, c.call_id) for c in result.report.changes]
+    assert ("stripped", "tA") in actions
+    assert ("dropped-orphan-result", "tA") in actions
+    assert not result.report.ids("synthesized")
+    stripped = next(c for c in result.report.changes if c.action == "stripped")
+    assert "no result in the history" not in stripped.reason
+    assert b"agc resume:" not in result.data
+    assert b'"bbb"' in result.data

@@ -27,6 +27,34 @@ ARRAYS: list[tuple[str, list[dict[str, Any]]]] = [
         [{"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"}],
     ),
     ("openai-responses", [{"role": "user", "content": [{"type": "input_text", "text": "x"}]}]),
+    # Ambiguous markers: a Chat assistant message may hold a `refusal` content part
+    # (Chat Completions reference), and a saved Anthropic response object has
+    # `"type": "message"`; the tool-call markers decide.
+    (
+        "openai-chat",
+        [
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "n", "arguments": "{}"}}
+                ],
+            },
+        ],
+    ),
+    (
+        "anthropic",
+        [
+            {"role": "user", "content": "hi"},
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+            },
+        ],
+    ),
 ]
 
 
@@ -70,3 +98,46 @@ def test_explicit_format_that_does_not_fit() -> None:
         load_history(b'[{"role": "user", "content": "x"}]', source="x", format="claude-code")
     with pytest.raises(HistoryFormatError, match="content is neither"):
         load_history(b'[{"role": "user", "content": 5}]', source="x", format="anthropic")
+
+
+_CHAT_PENDING: list[dict[str, Any]] = [
+    {"role": "user", "content": "go"},
+    {
+        "role": "assistant",
+        "content": "removing it",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "rm", "arguments": "{}"}}
+        ],
+    },
+]
+_ANTHROPIC_PENDING: list[dict[str, Any]] = [
+    {"role": "user", "content": "go"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "rm", "input": {}}]},
+]
+_CODEX_LINES = (
+    b'{"timestamp":"t","type":"session_meta","payload":{"id":"s"}}\n'
+    b'{"timestamp":"t","type":"response_item","payload":{"type":"function_call",'
+    b'"name":"exec_command","arguments":"{}","call_id":"c1"}}\n'
+)
+_CLAUDE_LINES = (
+    b'{"type":"assistant","uuid":"u1","parentUuid":null,"sessionId":"s","message":'
+    b'{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "forced"),
+    [
+        (json.dumps(_CHAT_PENDING).encode(), "anthropic"),
+        (json.dumps(_CHAT_PENDING).encode(), "openai-responses"),
+        (json.dumps(_ANTHROPIC_PENDING).encode(), "openai-chat"),
+        (json.dumps(_ANTHROPIC_PENDING).encode(), "openai-responses"),
+        (_CODEX_LINES, "claude-code"),
+        (_CLAUDE_LINES, "codex-rollout"),
+    ],
+)
+def test_forced_format_that_hides_the_tool_calls_is_refused(data: bytes, forced: str) -> None:
+    # Read as the wrong format, the pending call would be invisible and the history
+    # reported valid (`--check` exit 0) although its provider rejects it.
+    with pytest.raises(HistoryFormatError):
+        load_history(data, source="x", format=forced)  # type: ignore[arg-type]

@@ -11,11 +11,21 @@ from agc.resume.formats.jsonl import join_lines, parse_jsonl
 def test_parse_jsonl_keeps_bad_lines_and_missing_final_newline() -> None:
     records, lines, final = parse_jsonl(b'{"a":1}\nnot json\n[1]\r\nNaN', source="x")
     assert records == [{"a": 1}, "not json", [1], "NaN"]
-    assert lines == ['{"a":1}', "not json", "[1]", "NaN"]
+    assert lines == ['{"a":1}', "not json", "[1]\r", "NaN"]
     assert final is False
 
 
-_LINE = st.text(alphabet=st.characters(exclude_characters="\n\r", exclude_categories=["Cs"]))
+def test_crlf_session_file_is_written_back_identical() -> None:
+    # docs/resume.md: an unchanged history is written back identical to its input.
+    data = b'{"a":1}\r\nnot json\r\n{"b":2}\r\n'
+    records, lines, final = parse_jsonl(data, source="x")
+    assert records == [{"a": 1}, "not json", {"b": 2}]
+    assert join_lines(lines, final_newline=final) == data
+
+
+_LINE = st.text(alphabet=st.characters(exclude_characters="\n", exclude_categories=["Cs"])).filter(
+    lambda line: "\r" not in line[:-1]
+)
 
 
 @given(lines=st.lists(_LINE, min_size=1, max_size=8), final=st.booleans())

@@ -58,3 +58,21 @@ def test_rewritten_assistant_message_keeps_its_other_fields() -> None:
     }
     result = repair_history([message], "openai-chat")
     assert result.messages == [{"role": "assistant", "content": "thinking aloud", "name": "bot"}]
+
+
+def test_custom_tool_call_reports_its_name_and_input() -> None:
+    # Chat Completions custom tool calls: {"id", "type": "custom", "custom": {"name", "input"}}.
+    call = {"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin"}}
+    messages = [
+        {"role": "user", "content": "patch it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    history = openai_chat.read(messages)
+    block = history.messages[1].calls()[0]
+    assert (block.name, block.arguments) == ("apply_patch", "*** Begin")
+    change = repair_history(messages, "openai-chat").report.changes[0]
+    assert (change.action, change.tool_name, change.arguments) == (
+        "stripped",
+        "apply_patch",
+        "*** Begin",
+    )

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from agc.errors import HistoryFormatError
-from agc.resume.formats.model import Block, BlockKind, FormatSpec, History, Message
+from agc.resume.formats.model import (
+    Block,
+    BlockKind,
+    FormatSpec,
+    History,
+    Message,
+    foreign_tool_marker,
+)
 
 __all__ = ["SPEC", "block_from_raw", "content_blocks", "read", "write"]
 
@@ -72,6 +79,9 @@ def read(records: Sequence[Any]) -> History:
     for index, record in enumerate(records):
         if not isinstance(record, dict) or not isinstance(record.get("role"), str):
             raise HistoryFormatError(f"message {index} is not an object with a string 'role'")
+        foreign = foreign_tool_marker(record, "anthropic")
+        if foreign is not None:
+            raise HistoryFormatError(f"message {index} holds {foreign}, not an anthropic message")
         blocks = content_blocks(record.get("content"), index)
         if blocks is None:
             raise HistoryFormatError(

@@ -68,16 +68,22 @@ def _type(record: dict[str, Any]) -> str | None:
 
 def _detect_array(records: Sequence[Any]) -> FormatName:
     dicts = [record for record in records if isinstance(record, dict)]
+    # Markers of one format only first: Responses item types, Chat tool fields, Anthropic
+    # tool blocks. Weaker ones after: a Chat assistant message may hold a `refusal` part
+    # and a saved Anthropic response object has `"type": "message"`.
     for record in dicts:
-        if _type(record) in _RESPONSES_MARKERS or (_type(record) == "message" and "role" in record):
-            return "openai-responses"
-        if _RESPONSES_PARTS.intersection(_parts(record)):
+        if _type(record) in _RESPONSES_MARKERS:
             return "openai-responses"
     for record in dicts:
         if record.get("role") == "tool" or "tool_calls" in record:
             return "openai-chat"
         if _ANTHROPIC_PARTS.intersection(_parts(record)):
             return "anthropic"
+    for record in dicts:
+        if _type(record) == "message" and "role" in record:
+            return "openai-responses"
+        if _RESPONSES_PARTS.intersection(_parts(record)):
+            return "openai-responses"
     return "openai-chat"
 
 
@@ -135,7 +141,7 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     if stripped.startswith(b"["):
         try:
             records = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise InputError(f"{source} is not a valid JSON array: {exc}") from exc
         if not isinstance(records, list):
             raise InputError(f"{source} is not a JSON array")
@@ -147,6 +153,14 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     records, lines, final_newline = parse_jsonl(data, source=source)
     chosen = format or detect_format(records, line_based=True, source=source)
     spec = get_spec(chosen)
+    if format is not None and spec.line_based:
+        # A session file of the other kind read as this one shows no history at all.
+        try:
+            found: str | None = detect_format(records, line_based=True, source=source)
+        except HistoryFormatError:
+            found = None
+        if found is not None and found != chosen:
+            raise HistoryFormatError(f"{source} is a {found} session file, not {chosen}")
     if not spec.line_based:
         if len(records) == 1 and isinstance(records[0], list):
             return spec.read(records[0])
@@ -161,4 +175,7 @@ def dump_history(history: History, native: list[Any]) -> bytes:
     """Bytes of a written history: JSONL lines for session files, else a JSON array."""
     if get_spec(history.format).line_based:
         return join_lines([str(line) for line in native], final_newline=history.final_newline)
-    return (json.dumps(native, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        return (json.dumps(native, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
+        return (json.dumps(native, indent=2) + "\n").encode("utf-8")

@@ -36,19 +36,25 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
     lines = text.split("\n")
     if final_newline:
         lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    # A CRLF line keeps its "\r" in `lines`, so it is written back byte for byte.
     records: list[Any] = []
-    for line in lines:
+    for raw in lines:
+        line = raw[:-1] if raw.endswith("\r") else raw
         try:
             records.append(json.loads(line, parse_constant=_reject_constant))
-        except ValueError:
+        except (ValueError, RecursionError):  # too deeply nested: kept as text
             records.append(line)
     return records, lines, final_newline
 
 
 def dump_line(value: Any) -> str:
     """One compact JSON line (UTF-8 kept as is), as the agents themselves write."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
+        return json.dumps(value, separators=(",", ":"))
+    return text
 
 
 def join_lines(lines: list[str], *, final_newline: bool) -> bytes:

@@ -25,6 +25,7 @@ __all__ = [
     "History",
     "Message",
     "arguments_are_json",
+    "foreign_tool_marker",
 ]
 
 FormatName = Literal["openai-chat", "anthropic", "openai-responses", "codex-rollout", "claude-code"]
@@ -155,10 +156,32 @@ def arguments_are_json(arguments: Any) -> bool:
         return False
     try:
         value = json.loads(arguments, parse_constant=_reject_constant)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, dict)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+_ANTHROPIC_TOOL_PARTS: Final = frozenset({"tool_use", "tool_result"})
+
+
+def foreign_tool_marker(record: Any, family: Family) -> str | None:
+    """Describe a tool-call marker of another API format in one record, else ``None``.
+
+    A record read as the wrong format hides its calls (Chat ``tool_calls`` read as
+    Anthropic, Anthropic ``tool_use`` blocks read as Chat text …), so the history would
+    be reported valid while its provider rejects it; readers refuse such a record.
+    """
+    if not isinstance(record, dict):
+        return None
+    if family != "chat" and (record.get("role") == "tool" or "tool_calls" in record):
+        return "OpenAI Chat tool fields (role 'tool' or 'tool_calls')"
+    content = record.get("content")
+    if family != "anthropic" and isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in _ANTHROPIC_TOOL_PARTS:
+                return f"an Anthropic `{part['type']}` block"
+    return None

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agc.errors import HistoryFormatError
-from agc.resume.formats.model import Block, FormatSpec, History, Message
+from agc.resume.formats.model import Block, FormatSpec, History, Message, foreign_tool_marker
 
 __all__ = ["SPEC", "read", "write"]
 
@@ -27,6 +27,9 @@ def read(records: Sequence[Any]) -> History:
     for index, record in enumerate(records):
         if not isinstance(record, dict) or not isinstance(record.get("role"), str):
             raise HistoryFormatError(f"message {index} is not an object with a string 'role'")
+        foreign = foreign_tool_marker(record, "chat")
+        if foreign is not None:
+            raise HistoryFormatError(f"message {index} holds {foreign}, not an openai-chat message")
         role = record["role"]
         blocks: list[Block] = []
         if role == "tool":
@@ -50,6 +53,13 @@ def read(records: Sequence[Any]) -> History:
                         f"message {index}: a tool_calls entry is not an object"
                     )
                 function = call.get("function")
+                if call.get("type") == "custom":  # {"custom": {"name", "input"}}
+                    function = call.get("custom")
+                    if isinstance(function, dict):
+                        function = {
+                            "name": function.get("name"),
+                            "arguments": function.get("input"),
+                        }
                 function = function if isinstance(function, dict) else {}
                 call_id = call.get("id")
                 blocks.append(

@@ -1,0 +1,375 @@
+"""``agc ledger record|show|check``: the turn ledger (seed 000, issue 6) on the command line."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, BinaryIO
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
+from agc.errors import InputError, UsageError
+from agc.exitcodes import ExitCode
+from agc.ledger.check import LedgerReport, check_turn_file, show_turn_file
+from agc.ledger.classify import TurnSummary
+from agc.ledger.contract import validate_client_turn_id
+from agc.ledger.events import EventDecoder
+from agc.ledger.policy import load_policy
+from agc.ledger.writer import TurnOutcome, TurnRecorder
+
+__all__ = ["format_check", "register", "run_check"]
+
+_MAX_ATTACHMENTS_BYTES = 1024 * 1024
+_MAX_PROMPT_BYTES = 16 * 1024 * 1024
+
+
+class FormatChoice(enum.StrEnum):
+    auto = "auto"
+    app_server = "app-server"
+    exec = "exec"
+    rollout = "rollout"
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+PolicyOption = Annotated[
+    Path | None,
+    typer.Option("--policy", help="Policy TOML (MCP allow-list); default: the built-in one."),
+]
+TurnFileArgument = Annotated[
+    Path, typer.Argument(help="A turn file: .agent/runtime/direct-codex/turns/<id>.jsonl")
+]
+
+
+def _read_prompt(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError(f"prompt file {path} does not exist") from exc
+    except OSError as exc:
+        raise InputError(f"prompt file {path} cannot be read: {exc.strerror}") from exc
+    if len(data) > _MAX_PROMPT_BYTES:
+        raise InputError(f"prompt file {path} is larger than {_MAX_PROMPT_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"prompt file {path} is not UTF-8 ({exc.reason})") from exc
+
+
+def _read_attachments(path: Path | None) -> list[object]:
+    if path is None:
+        return []
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError(f"attachments file {path} does not exist") from exc
+    except OSError as exc:
+        raise InputError(f"attachments file {path} cannot be read: {exc.strerror}") from exc
+    if len(data) > _MAX_ATTACHMENTS_BYTES:
+        raise InputError(f"attachments file {path} is larger than {_MAX_ATTACHMENTS_BYTES} bytes")
+    try:
+        value = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"attachments file {path} is not JSON: {exc}") from exc
+    hint = 'Give a JSON array like [{"name": "gdd.md", "localPath": "assets/uploads/gdd.md"}].'
+    if not isinstance(value, list):
+        raise InputError(f"attachments file {path} must hold a JSON array", hint=hint)
+    for index, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise InputError(
+                f"attachments file {path}: entry {index} is not a JSON object", hint=hint
+            )
+    return value
+
+
+def record_command(
+    project: Annotated[
+        Path, typer.Option("--project", help="The project root (where .agent/ lives).")
+    ],
+    turn_id: Annotated[
+        str, typer.Option("--turn-id", help="clientTurnId: 6-160 of A-Z a-z 0-9 -.")
+    ],
+    prompt_file: Annotated[
+        Path, typer.Option("--prompt-file", help="The user's original prompt text (UTF-8).")
+    ],
+    attachments: Annotated[
+        Path | None,
+        typer.Option(
+            "--attachments",
+            help="JSON array of attachment objects (name, localPath, mediaType, size, status).",
+        ),
+    ] = None,
+    policy: PolicyOption = None,
+    input_file: Annotated[
+        Path | None, typer.Option("--input", help="Read events from this file, not stdin.")
+    ] = None,
+    input_format: Annotated[
+        FormatChoice, typer.Option("--format", help="Input kind; auto detects each line.")
+    ] = FormatChoice.auto,
+    agent_roots: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-root",
+            metavar="DIR",
+            help="Absolute path the agent had as project root, when auditing a past run "
+            "from another place (repeatable).",
+        ),
+    ] = None,
+    completed: Annotated[
+        bool | None,
+        typer.Option(
+            "--completed/--not-completed",
+            help="The turn's outcome; default: what the input says (turn completed).",
+            show_default=False,
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Exit 3 when a ledger write (turn file or agent.db) failed (default: fail-open).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> int:
+    """Record one turn from Codex events into the project's turn ledger.
+
+    Reads app-server notifications, `codex exec --json` events or a Codex rollout
+    (detected line by line), writes .agent/runtime/direct-codex/turns/<ID>.jsonl
+    (a new attempt if it exists), seals it and appends the summary to .agent/agent.db.
+    A failed ledger write is reported and does not fail the command (seed §7)
+    unless --strict is given.
+
+    \b
+    Examples:
+      codex exec --json "make the game" | agc ledger record --project . \\
+          --turn-id Abc123-def --prompt-file prompt.txt --attachments files.json
+      agc ledger record --project . --turn-id past-run-1 --prompt-file p.txt \\
+          --input ~/.codex/sessions/2026/11/30/rollout-x.jsonl --agent-root /old/path
+    """
+    client_turn_id = validate_client_turn_id(turn_id)
+    prompt = _read_prompt(prompt_file)
+    attachment_list = _read_attachments(attachments)
+    chosen_policy = load_policy(policy)
+    roots = list(agent_roots or [])
+    for root in roots:
+        if not (root.startswith(("/", "\\")) or (len(root) > 2 and root[1] == ":")):
+            raise UsageError(f"--agent-root {root!r} is not an absolute path")
+    if input_file is not None and not input_file.is_file():
+        raise InputError(f"input file {input_file} does not exist or is not a file")
+    recorder = TurnRecorder.start(
+        project,
+        client_turn_id,
+        prompt=prompt,
+        attachments=attachment_list,
+        policy=chosen_policy,
+        agent_roots=roots,
+    )
+    decoder = EventDecoder(input_format.value)
+    stream: BinaryIO
+    if input_file is None:
+        stream = sys.stdin.buffer
+        size = None
+    else:
+        stream = input_file.open("rb")
+        size = input_file.stat().st_size
+    done = 0
+    try:
+        with byte_progress(size, "recording turn") as progress:
+            for line in stream:
+                done += len(line)
+                for item in decoder.feed(line):
+                    recorder.observe(item)
+                if progress is not None:
+                    progress(done)
+        for item in decoder.finish():
+            recorder.observe(item)
+    except OSError as exc:
+        # The turn still ends in the ledger (seed §6: finish on error too).
+        recorder.finish(completed=False)
+        where = "stdin" if input_file is None else str(input_file)
+        raise InputError(f"reading events from {where} failed: {exc}") from exc
+    except BaseException:
+        recorder.finish(completed=False)
+        raise
+    finally:
+        if input_file is not None:
+            stream.close()
+    outcome = recorder.finish(
+        completed=decoder.completed is True if completed is None else completed
+    )
+    _print_outcome(outcome, decoder, as_json)
+    if strict and (outcome.audit_write_failed or not outcome.db_written):
+        return int(ExitCode.UNREADABLE)
+    return int(ExitCode.OK)
+
+
+def _print_outcome(outcome: TurnOutcome, decoder: EventDecoder, as_json: bool) -> None:
+    for error in outcome.errors:
+        err_console.print(f"warning: {error}", markup=False)
+    if as_json:
+        emit_json({**outcome.to_dict(), "input": decoder.stats.to_dict()})
+        return
+    stats = decoder.stats
+    state = "sealed" if outcome.seal is not None else "NOT sealed"
+    out_console.print(
+        f"turn {outcome.client_turn_id} attempt {outcome.attempt}: {outcome.item_count} item(s)"
+        f"{' (truncated at 256)' if outcome.items_truncated else ''}, "
+        f"completed={str(outcome.completed).lower()}, {state}: {outcome.turn_log}",
+        markup=False,
+    )
+    out_console.print(
+        f"input: {stats.lines} line(s), {stats.items} completed item(s), "
+        f"{stats.invalid_lines} not JSON, {stats.ignored_lines} ignored",
+        markup=False,
+    )
+    if outcome.audit_write_failed:
+        out_console.print("auditWriteFailed: true (see the warnings above)", markup=False)
+    if not outcome.db_written:
+        out_console.print("agent.db summary NOT written (see the warnings above)", markup=False)
+
+
+def show_command(
+    turn_file: TurnFileArgument,
+    attempt: Annotated[
+        int | None, typer.Option("--attempt", help="Which attempt (default: the last).")
+    ] = None,
+    policy: PolicyOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Show one attempt: offered files, whether and when each was read, the first
+    design action, item counts, and the seed's §3 timeline row (a fact, not a verdict).
+
+    \b
+    Examples:
+      agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl
+      agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl --attempt 1 --json
+    """
+    summary = show_turn_file(turn_file, attempt=attempt, policy=load_policy(policy))
+    if as_json:
+        emit_json(summary.to_dict())
+    else:
+        _print_summary(summary)
+    return int(ExitCode.OK)
+
+
+def _print_summary(summary: TurnSummary) -> None:
+    completed = "unknown (no turn_end)" if summary.completed is None else summary.completed
+    out_console.print(
+        f"turn {summary.client_turn_id}: attempt {summary.attempt} of {summary.attempts}, "
+        f"completed: {completed}",
+        markup=False,
+    )
+    table = Table()
+    # Paths are data: the column is as wide as the longest one, never cut or wrapped.
+    longest = max((len(o.local_path) + 2 for o in summary.offered), default=10)
+    table.add_column("localPath", no_wrap=True, min_width=longest)
+    columns = ("read", "read at seq", "before design", "sha256 match", "listed/searched at")
+    for column in columns:
+        table.add_column(column)
+    design_seq = summary.first_design.get("seq") if summary.first_design else None
+    for offered in summary.offered:
+        match = offered.content_sha256_match
+        if not offered.read_seqs:
+            before = "-"
+        elif not isinstance(design_seq, int):
+            before = "no design"
+        else:
+            before = "yes" if min(offered.read_seqs) < design_seq else "no"
+        table.add_row(
+            Text(offered.local_path),
+            "yes" if offered.read_seqs else "no",
+            Text(", ".join(map(str, offered.read_seqs)) or "-"),
+            before,
+            "-" if match is None else ("yes" if match else "NO"),
+            Text(", ".join(map(str, offered.listed_or_searched_seqs)) or "-"),
+        )
+        for seq, path in offered.other_path_reads:
+            table.add_row(Text(f"  same name read at {path}"), "", str(seq), "", "", "")
+    if summary.offered:
+        out_console.print("Offered files:", markup=False)
+        # Rendered at its natural width (the console's may be 80 when piped).
+        wide = Console(file=sys.stdout, width=max(out_console.width, longest + 90))
+        wide.print(table)
+    else:
+        out_console.print("Offered files: none", markup=False)
+    design = summary.first_design
+    if design is None:
+        out_console.print("First design action: none", markup=False)
+    else:
+        preview = design.get("briefPreview")
+        out_console.print(
+            f"First design action: seq {design.get('seq')} {design.get('kind')}"
+            + (f' brief: "{preview}"' if preview else ""),
+            markup=False,
+        )
+    counts = ", ".join(f"{kind} {n}" for kind, n in summary.item_counts.items()) or "none"
+    truncated = " (truncated at 256)" if summary.items_truncated else ""
+    out_console.print(f"Items: {counts}{truncated}", markup=False)
+    out_console.print(f"Timeline (seed §3): {summary.row}: {summary.row_label}", markup=False)
+
+
+def check_command(
+    turn_file: TurnFileArgument,
+    policy: PolicyOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Check a turn file: its seal and per-attempt seal records, the records, and every
+    turn_end recomputed from turn_start and the items. Exit 0 only when all agree.
+
+    \b
+    Examples:
+      agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl
+      agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl --json
+    """
+    return run_check(turn_file, policy=policy, as_json=as_json)
+
+
+def run_check(turn_file: Path, *, policy: Path | None, as_json: bool) -> int:
+    """Check a turn file and print the report; the exit code (also for ``agc-verify``)."""
+    report = check_turn_file(turn_file, policy=load_policy(policy))
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        for line in format_check(report):
+            out_console.print(line, markup=False)
+    return int(ExitCode.OK if report.ok else ExitCode.FINDINGS)
+
+
+def format_check(report: LedgerReport) -> list[str]:
+    """Human lines: one per finding, then the verdict."""
+    lines: list[str] = []
+    for finding in report.findings:
+        tag = "FAIL" if finding.severity == "error" else "warn"
+        lines.append(f"{tag} {finding.code:<18} {finding.message}")
+    seal = f"{report.algorithm} {report.digest[:16]}…" if report.digest else "no seal"
+    verdict = (
+        "ok"
+        if report.ok
+        else f"FAILED ({sum(f.severity == 'error' for f in report.findings)} finding(s))"
+    )
+    lines.append(
+        f"{report.path}: {verdict}; {report.attempts} attempt(s), {report.records} records, "
+        f"{report.bytes} bytes, {seal}"
+    )
+    return lines
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``agc ledger record|show|check`` to the ``agc`` app."""
+    ledger = new_app(
+        name="ledger",
+        help_text=(
+            "The turn ledger: a sanitized, sealed per-turn record of what a Codex agent "
+            "did (seed 000). Files live under <project>/.agent/runtime/direct-codex/turns/."
+        ),
+    )
+    ledger.command(name="record", epilog=EPILOG)(record_command)
+    ledger.command(name="show", epilog=EPILOG)(show_command)
+    ledger.command(name="check", epilog=EPILOG)(check_command)
+    app.add_typer(ledger, name="ledger")

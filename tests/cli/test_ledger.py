@@ -1,0 +1,333 @@
+"""Tests for ``agc ledger record|show|check`` (in process), including the real Codex
+streams and rollouts in ../shared/fixtures/real/."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.cli.app import main
+from agc.cli.verify import main as verify_main
+from agc.exitcodes import ExitCode
+from tests.conftest import REAL_FIXTURES, require_shared
+from tests.ledger.helpers import command, mcp
+
+GDD = "assets/uploads/upload-1-fast_gdd.md"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "assets" / "uploads").mkdir(parents=True)
+    (root / GDD).write_text("# GDD\n")
+    return root
+
+
+@pytest.fixture
+def prompt(tmp_path: Path) -> Path:
+    path = tmp_path / "prompt.txt"
+    path.write_text("make the game from the GDD")
+    return path
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, lines: list[dict[str, Any]]) -> None:
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def _record(project: Path, prompt: Path, *extra: str) -> list[str]:
+    return [
+        "ledger",
+        "record",
+        "--project",
+        str(project),
+        "--turn-id",
+        "Abc123-def",
+        "--prompt-file",
+        str(prompt),
+        *extra,
+    ]
+
+
+def _turn_file(project: Path, turn_id: str = "Abc123-def") -> Path:
+    return project / ".agent/runtime/direct-codex/turns" / f"{turn_id}.jsonl"
+
+
+def test_record_show_check_round_trip(
+    project: Path,
+    prompt: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    attachments = tmp_path / "files.json"
+    attachments.write_text(json.dumps([{"name": "fast_gdd.md", "localPath": GDD}]))
+    _stdin(
+        monkeypatch,
+        [
+            command("c1", "ls", [{"type": "listFiles", "path": "assets/uploads"}]),
+            mcp("m1", "taonier_prepare_game_art", {"brief": "collect stars"}),
+            {"method": "turn/completed", "params": {"turn": {"status": "completed"}}},
+        ],
+    )
+    assert main(_record(project, prompt, "--attachments", str(attachments), "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["attempt"] == 1
+    assert out["itemCount"] == 2
+    assert out["completed"] is True
+    assert out["input"]["items"] == 2
+    assert out["turnLog"] == ".agent/runtime/direct-codex/turns/Abc123-def.jsonl"
+
+    assert main(["ledger", "show", str(_turn_file(project))]) == 0
+    shown = capsys.readouterr().out
+    assert "listed-or-searched-only" in shown
+    assert "mcp:taonier_prepare_game_art" in shown
+    assert GDD in shown
+
+    assert main(["ledger", "show", str(_turn_file(project)), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["row"] == "listed-or-searched-only"
+
+    assert main(["ledger", "check", str(_turn_file(project))]) == 0
+    assert ": ok;" in capsys.readouterr().out
+
+
+def test_check_exits_1_on_findings(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    path = _turn_file(project)
+    path.write_bytes(path.read_bytes().replace(b'"ls"', b'"rm"'))
+    capsys.readouterr()
+    assert main(["ledger", "check", str(path), "--json"]) == ExitCode.FINDINGS
+    report = json.loads(capsys.readouterr().out)
+    assert {f["code"] for f in report["findings"]} >= {"modified"}
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["--turn-id", "bad/id"], ExitCode.USAGE, "clientTurnId"),
+        (["--prompt-file", "/nonexistent/prompt.txt"], ExitCode.USAGE, "prompt file"),
+        (["--attachments", "{bad}"], ExitCode.USAGE, "attachments file"),
+        (["--policy", "{bad}"], ExitCode.USAGE, "policy"),
+        (["--project", "{missing}"], ExitCode.UNREADABLE, "does not exist"),
+        (["--agent-root", "relative/dir"], ExitCode.USAGE, "not an absolute path"),
+        (["--input", "{missing}"], ExitCode.USAGE, "input file"),
+    ],
+)
+def test_record_bad_usage(
+    project: Path,
+    prompt: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    code: ExitCode,
+    words: str,
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "an array"}')
+    (tmp_path / "bad.toml").write_text("schema_version = 9\n")
+    replace = {"{bad}": str(bad), "{missing}": str(tmp_path / "missing")}
+    fixed = [replace.get(a, a) for a in args]
+    if args[0] == "--policy":
+        fixed = ["--policy", str(tmp_path / "bad.toml")]
+    base = _record(project, prompt)
+    # later options win in click, so appending overrides the defaults above
+    _stdin(monkeypatch, [])
+    assert main([*base, *fixed]) == code
+    assert words in capsys.readouterr().err
+
+
+def test_fail_open_exits_0_and_strict_exits_3(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    path = _turn_file(project)
+    path.write_bytes(path.read_bytes() + b"{}\n")  # the sealed file changed: no appends
+    capsys.readouterr()
+    _stdin(monkeypatch, [command("c2", "ls")])
+    assert main(_record(project, prompt)) == 0
+    captured = capsys.readouterr()
+    assert "warning:" in captured.err
+    assert "auditWriteFailed: true" in captured.out
+    _stdin(monkeypatch, [command("c3", "ls")])
+    assert main([*_record(project, prompt), "--strict"]) == ExitCode.UNREADABLE
+
+
+def test_strict_exits_3_when_only_the_agent_db_summary_failed(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/ledger.md "Fail-open": a failed write (the agent.db summary is one) is
+    # printed and exits 0, or 3 with --strict.
+    (project / ".agent").mkdir()
+    (project / ".agent" / "agent.db").write_bytes(b"this is not sqlite" * 100)
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    assert "agent.db" in capsys.readouterr().err
+    _stdin(monkeypatch, [command("c2", "ls")])
+    assert main([*_record(project, prompt), "--strict"]) == ExitCode.UNREADABLE
+
+
+def test_record_survives_lines_of_unexpected_shape(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "Lines that are not JSON objects and unknown types are counted, never fatal"
+    # (docs/ledger.md): a list where a word is expected must not end in exit 4.
+    _stdin(
+        monkeypatch,
+        [
+            {"type": "response_item", "payload": {"type": ["function_call"]}},
+            {"type": "response_item", "payload": {"type": "function_call", "name": {}}},
+            {"type": "event_msg", "payload": {"type": ["task_complete"]}},
+            {"method": "turn/completed", "params": {"turn": {"status": ["completed"]}}},
+            command("c1", "ls"),
+        ],
+    )
+    assert main(_record(project, prompt)) == 0
+    assert main(["ledger", "check", str(_turn_file(project))]) == 0
+
+
+def test_help_lists_the_ledger_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ledger", "--help"]) == 0
+    out = capsys.readouterr().out
+    for name in ("record", "show", "check"):
+        assert name in out
+
+
+# -- real Codex inputs --------------------------------------------------------------------
+
+
+def _real(kind: str) -> list[Path]:
+    folder = REAL_FIXTURES / kind
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder / "absent.jsonl"]
+
+
+def _strings(value: object, keys: frozenset[str], under: bool = False) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _strings(inner, keys, under or key in keys)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _strings(inner, keys, under)
+    elif isinstance(value, str) and under:
+        yield value
+
+
+_OUTPUT_KEYS = frozenset(
+    {"aggregated_output", "output", "text", "result", "diff", "arguments", "message", "content"}
+)
+_ABSOLUTE = re.compile(r"(?<![\w.])/(?:private|opt|Users|home|redacted|tmp|var)/[^\s\"']*")
+
+
+@pytest.mark.parametrize(
+    "fixture", _real("codex-exec") + _real("codex-rollout"), ids=lambda p: p.name
+)
+def test_real_codex_inputs_record_and_check_cleanly(
+    fixture: Path, tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_shared(fixture)
+    project = tmp_path / "proj"
+    project.mkdir()
+    turn_id = "real-" + hashlib.sha256(fixture.name.encode()).hexdigest()[:12]
+    args = ["ledger", "record", "--project", str(project), "--turn-id", turn_id]
+    args += ["--prompt-file", str(prompt), "--input", str(fixture), "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["auditWriteFailed"] is False
+    assert summary["input"]["invalidLines"] == 0
+    turn_file = _turn_file(project, turn_id)
+    assert main(["ledger", "check", str(turn_file)]) == 0
+    capsys.readouterr()
+
+    written = turn_file.read_text() + (project / ".agent/agent.db").read_bytes().decode(
+        "utf-8", "replace"
+    )
+    events = [json.loads(line) for line in fixture.read_text().splitlines() if line.strip()]
+    secrets = {s for e in events for s in _strings(e, _OUTPUT_KEYS) if len(s.strip()) >= 8}
+    for secret in secrets:
+        assert secret not in written
+    paths = {
+        m.group(0) for line in fixture.read_text().splitlines() for m in _ABSOLUTE.finditer(line)
+    }
+    for path in paths:
+        assert path not in written
+    assert str(project) not in written
+    assert not _ABSOLUTE.search(turn_file.read_text())
+
+
+def test_real_rollout_with_a_call_in_flight_is_recorded_incomplete(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = require_shared(
+        REAL_FIXTURES
+        / "codex-rollout"
+        / "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
+    )
+    project = tmp_path / "proj"
+    project.mkdir()
+    args = ["ledger", "record", "--project", str(project), "--turn-id", "inflight-1"]
+    assert main([*args, "--prompt-file", str(prompt), "--input", str(fixture), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["completed"] is False
+    items = [
+        json.loads(line)
+        for line in _turn_file(project, "inflight-1").read_text().splitlines()
+        if '"direct.codex.item"' in line
+    ]
+    assert [(i["itemType"], i["status"]) for i in items] == [("commandExecution", "incomplete")]
+
+
+def test_real_exec_stream_records_the_command(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = require_shared(REAL_FIXTURES / "codex-exec" / "stream-output-4.jsonl")
+    project = tmp_path / "proj"
+    project.mkdir()
+    args = ["ledger", "record", "--project", str(project), "--turn-id", "exec-4-run"]
+    assert main([*args, "--prompt-file", str(prompt), "--input", str(fixture)]) == 0
+    capsys.readouterr()
+    items = [
+        json.loads(line)
+        for line in _turn_file(project, "exec-4-run").read_text().splitlines()
+        if '"direct.codex.item"' in line
+    ]
+    assert items == [
+        {
+            "recordType": "direct.codex.item",
+            "clientTurnId": "exec-4-run",
+            "seq": 1,
+            "itemId": "item_1",
+            "itemType": "commandExecution",
+            "status": "completed",
+            "recordedAtMs": items[0]["recordedAtMs"],
+            "source": "exec",
+            "sourceType": "command_execution",
+            "command": "bash -lc 'cat test.js'",
+            "exitCode": 0,
+        }
+    ]
+
+
+def test_agc_verify_checks_a_turn_file_path(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    path = _turn_file(project)
+    capsys.readouterr()
+    assert verify_main(["--turn-file", str(path)]) == 0
+    assert ": ok;" in capsys.readouterr().out
+    path.write_bytes(path.read_bytes() + b"{}\n")
+    assert verify_main(["--turn-file", str(path), "--json"]) == ExitCode.FINDINGS
+    assert "extended" in capsys.readouterr().out

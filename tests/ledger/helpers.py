@@ -1,0 +1,107 @@
+"""Builders for Codex events and a fixed-clock recorder, shared by the ledger tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agc.ledger.events import decode_lines
+from agc.ledger.policy import LedgerPolicy
+from agc.ledger.writer import TurnOutcome, TurnRecorder
+
+TURN_ID = "Abc123-def"
+
+
+class Clock:
+    """A deterministic clock: 1_700_000_000_000, +1 ms per call."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000_000
+
+    def __call__(self) -> int:
+        self.now += 1
+        return self.now
+
+
+def completed(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An app-server ``item/completed`` notification."""
+    return {
+        "method": "item/completed",
+        "params": {"threadId": "thr_1", "turnId": "turn_1", "item": dict(item)},
+    }
+
+
+def command(
+    item_id: str, cmd: str, actions: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
+    return completed(
+        {
+            "type": "commandExecution",
+            "id": item_id,
+            "command": cmd,
+            "cwd": "/",
+            "status": "completed",
+            "commandActions": actions or [],
+            "aggregatedOutput": "OUTPUT-SHOULD-NEVER-APPEAR",
+            "exitCode": 0,
+            "durationMs": 7,
+            **extra,
+        }
+    )
+
+
+def mcp(item_id: str, tool: str, arguments: Any, **extra: Any) -> dict[str, Any]:
+    return completed(
+        {
+            "type": "mcpToolCall",
+            "id": item_id,
+            "server": "agc_tools",
+            "tool": tool,
+            "status": "completed",
+            "arguments": arguments,
+            "result": {"content": [{"type": "text", "text": "RESULT-SHOULD-NEVER-APPEAR"}]},
+            "error": None,
+            "durationMs": 3,
+            **extra,
+        }
+    )
+
+
+def record_turn(
+    project: Path,
+    events: Iterable[Mapping[str, Any] | str],
+    *,
+    prompt: str = "make the game from my GDD",
+    attachments: list[Any] | None = None,
+    policy: LedgerPolicy | None = None,
+    completed_turn: bool = True,
+    turn_id: str = TURN_ID,
+    clock: Clock | None = None,
+) -> TurnOutcome:
+    """Run one attempt through the recorder, as the CLI does."""
+    recorder = TurnRecorder.start(
+        project,
+        turn_id,
+        prompt=prompt,
+        attachments=attachments or [],
+        policy=policy,
+        clock=clock or Clock(),
+    )
+    lines = [e if isinstance(e, str) else json.dumps(e) for e in events]
+    for item in decode_lines(lines):
+        recorder.observe(item)
+    return recorder.finish(completed=completed_turn)
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def items(path: Path) -> list[dict[str, Any]]:
+    return [r for r in records(path) if r["recordType"] == "direct.codex.item"]
+
+
+def turn_end(path: Path) -> dict[str, Any]:
+    return [r for r in records(path) if r["recordType"] == "direct.codex.turn_end"][-1]

@@ -1,0 +1,193 @@
+"""Tests for agc.ledger.check: show and check, and every tampering case."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agc.errors import LedgerInvalidError, StoreError, VerificationError
+from agc.integrity.hashing import new_hasher
+from agc.ledger.check import check_turn_file, show_turn_file, verify_turn_file
+from agc.ledger.policy import parse_policy
+from tests.ledger.helpers import command, mcp, record_turn
+
+GDD = "assets/uploads/upload-1-fast_gdd.md"
+OFFERED = [{"name": "fast_gdd.md", "localPath": GDD, "status": "imported"}]
+
+
+def _reseal(path: Path) -> None:
+    hasher = new_hasher("blake3")
+    hasher.update(path.read_bytes())
+    path.with_name(path.name + ".b3").write_text(f"{hasher.hexdigest()}  {path.name}\n")
+
+
+def _edit_record(index: int, change: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
+    def apply(path: Path) -> None:
+        lines = path.read_bytes().splitlines()
+        record = json.loads(lines[index])
+        change(record)
+        lines[index] = json.dumps(record, separators=(",", ":")).encode()
+        path.write_bytes(b"\n".join(lines) + b"\n")
+
+    return apply
+
+
+def _sealed_turn(project: Path) -> Path:
+    events = [
+        command("c1", f"ls {GDD}", [{"type": "listFiles", "path": "assets/uploads"}]),
+        mcp("m1", "taonier_prepare_game_art", {"brief": "collect"}),
+    ]
+    return record_turn(project, events, attachments=OFFERED).turn_file
+
+
+def test_a_fresh_turn_file_checks_ok(project: Path) -> None:
+    report = check_turn_file(_sealed_turn(project))
+    assert report.ok
+    assert report.findings == ()
+    assert report.to_dict()["schema_version"] == 1
+    assert verify_turn_file(_sealed_turn(project)).attempts == 2
+
+
+def _append(path: Path) -> None:
+    with path.open("ab") as handle:
+        handle.write(b'{"recordType":"direct.codex.item","clientTurnId":"Abc123-def","seq":3}\n')
+
+
+def _flip(path: Path) -> None:
+    path.write_bytes(path.read_bytes().replace(b'"collect"', b'"collecT"', 1))
+
+
+def _drop_last_line(path: Path) -> None:
+    path.write_bytes(b"\n".join(path.read_bytes().splitlines()[:-1]) + b"\n")
+
+
+def _torn(path: Path) -> None:
+    path.write_bytes(path.read_bytes() + b'{"recordType":')
+
+
+def _junk(path: Path) -> None:
+    path.write_bytes(path.read_bytes() + b"not json\n")
+    _reseal(path)
+
+
+def _both(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+    def apply(path: Path) -> None:
+        for step in steps:
+            step(path)
+
+    return apply
+
+
+def _set(key: str, value: object) -> Callable[[dict[str, object]], None]:
+    def change(record: dict[str, object]) -> None:
+        record[key] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("tamper", "codes"),
+    [
+        pytest.param(_flip, {"modified", "seal-mismatch", "turn-end-mismatch"}, id="byte-changed"),
+        pytest.param(_append, {"extended", "turn-end-mismatch"}, id="record-appended"),
+        pytest.param(_drop_last_line, {"modified", "attempt-unsealed"}, id="seal-line-removed"),
+        pytest.param(_torn, {"torn-tail", "record-invalid", "extended"}, id="torn-tail"),
+        pytest.param(_junk, {"record-invalid"}, id="junk-line-resealed"),
+        pytest.param(
+            lambda p: p.with_name(p.name + ".b3").unlink(), {"unsealed"}, id="sidecar-deleted"
+        ),
+        pytest.param(
+            lambda p: p.with_name(p.name + ".b3").write_text("nonsense\n"),
+            {"sidecar-invalid"},
+            id="sidecar-garbled",
+        ),
+        pytest.param(
+            _both(
+                _edit_record(3, _set("offeredRead", [{"localPath": GDD, "read": True}])), _reseal
+            ),
+            {"turn-end-mismatch", "seal-mismatch"},
+            id="turn-end-forged-and-resealed",
+        ),
+        pytest.param(
+            _both(_edit_record(1, _set("aggregatedOutput", "secret")), _reseal),
+            {"forbidden-field", "seal-mismatch"},
+            id="output-smuggled",
+        ),
+        pytest.param(
+            _both(_edit_record(1, _set("path", "/home/bob/x")), _reseal),
+            {"host-path", "seal-mismatch"},
+            id="host-path-smuggled",
+        ),
+        pytest.param(
+            _both(_edit_record(2, _set("clientTurnId", "other-turn")), _reseal),
+            {"turn-id-mismatch", "seal-mismatch"},
+            id="turn-id-changed",
+        ),
+        pytest.param(
+            _both(_edit_record(2, _set("seq", 5)), _reseal),
+            {"seq-invalid", "turn-end-mismatch", "seal-mismatch"},
+            id="seq-changed",
+        ),
+    ],
+)
+def test_tampering_is_found(project: Path, tamper: Callable[[Path], None], codes: set[str]) -> None:
+    path = record_turn(
+        project,
+        [
+            command("c1", "ls", [{"type": "listFiles", "path": "assets/uploads"}]),
+            mcp("m1", "taonier_prepare_game_art", {"brief": "collect"}),
+        ],
+        attachments=OFFERED,
+    ).turn_file
+    tamper(path)
+    report = check_turn_file(path)
+    assert not report.ok
+    assert {f.code for f in report.findings} == codes
+    with pytest.raises(VerificationError):
+        verify_turn_file(path)
+
+
+def test_policy_mismatch_is_a_warning(project: Path) -> None:
+    path = _sealed_turn(project)
+    other = parse_policy(b"schema_version = 1\n", name="empty.toml")
+    report = check_turn_file(path, policy=other)
+    codes = {f.code: f.severity for f in report.findings}
+    assert codes["policy-mismatch"] == "warning"
+    assert codes["turn-end-mismatch"] == "error"  # the empty policy finds no design
+
+
+def test_not_a_turn_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"a":1}\n')
+    report = check_turn_file(path)
+    assert {"no-turn-start", "orphan-records", "unsealed"} <= {f.code for f in report.findings}
+    with pytest.raises(LedgerInvalidError):
+        show_turn_file(path)
+
+
+def test_unreadable_inputs_are_store_errors(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        check_turn_file(tmp_path / "missing.jsonl")
+    (tmp_path / "real.jsonl").write_text("")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "real.jsonl")
+    with pytest.raises(StoreError, match="symlink"):
+        check_turn_file(tmp_path / "link.jsonl")
+    with pytest.raises(StoreError, match="not a regular file"):
+        check_turn_file(tmp_path)
+
+
+def test_show_picks_an_attempt(project: Path) -> None:
+    record_turn(
+        project, [mcp("m", "taonier_prepare_game_art", {"brief": "x"})], attachments=OFFERED
+    )
+    path = record_turn(
+        project, [command("r", "cat", [{"type": "read", "path": GDD}])], attachments=OFFERED
+    ).turn_file
+    assert show_turn_file(path).row == "read-no-design"
+    first = show_turn_file(path, attempt=1)
+    assert (first.attempt, first.attempts, first.row) == (1, 2, "not-opened-before-design")
+    with pytest.raises(LedgerInvalidError, match="no attempt 3"):
+        show_turn_file(path, attempt=3)
