@@ -29,6 +29,7 @@ __all__ = [
     "RepairIncompleteError",
     "RunIdInvalidError",
     "RunLockedError",
+    "RunNotFoundError",
     "SidecarInvalidError",
     "SidecarMismatchError",
     "SnapshotInvalidError",
@@ -82,6 +83,13 @@ class RunIdInvalidError(UsageError):
 
     code = "run-id-invalid"
     default_hint = "Use 1-128 characters from A-Z a-z 0-9 . _ - (not '.' or '..')."
+
+
+class RunNotFoundError(UsageError):
+    """The store holds nothing of the named run: no manifest, no artifact file (exit 2)."""
+
+    code = "run-not-found"
+    default_hint = "Check the run id; `agc-verify --all` lists the runs of the store."
 
 
 class InputError(UsageError):

@@ -106,3 +106,31 @@ def test_verify_all_json_and_expect_head(
 )
 def test_verify_argument_combinations_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
     assert verify_main([*args, "--store", str(tmp_path)]) == 2
+
+
+def test_recover_of_an_unknown_run_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    assert main(["recover", "typo", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to recover" in err
+    assert "hint:" in err
+    assert list(store.iterdir()) == []
+
+
+def test_keys_generate_into_a_file_or_below_one_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"keep me")
+    assert main(["keys", "generate", "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert "not a folder" in err
+    assert "Traceback" not in err
+    assert main(["keys", "generate", "--out", str(blocker / "keys")]) == 3
+    err = capsys.readouterr().err
+    assert "cannot create" in err
+    assert "Traceback" not in err
+    assert blocker.read_bytes() == b"keep me"

@@ -148,3 +148,16 @@ def test_real_transcripts_through_record(
     assert check_run("real", store).complete
     stored = read_records(StoreLayout(store).artifact_path("real", "transcript"))
     assert_keeps_every_line(data, stored)
+
+
+def test_record_without_standard_input_is_a_usage_error_and_creates_nothing(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `agc record … <&-`: Python then has no sys.stdin at all.
+    monkeypatch.setattr("sys.stdin", None)
+    code = main(["record", "--run-id", "r1", "--store", str(store)])
+    _, err = capsys.readouterr()
+    assert code == ExitCode.USAGE
+    assert "standard input" in err
+    assert "Traceback" not in err
+    assert tree(store) == []

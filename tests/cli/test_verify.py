@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,41 @@ def test_exit_3_file_unreadable(
     assert out == ""
 
 
+@pytest.mark.parametrize(
+    "unreadable", ["audit/chain.jsonl", "audit/chain-head.json", "audit/transcripts"]
+)
+def test_exit_3_store_file_unreadable_with_all(
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    unreadable: str,
+) -> None:
+    # Root reads any file whatever its mode, so an I/O error is injected instead.
+    write_run(store)
+    target = store / unreadable
+    real_open, real_listdir = os.open, os.listdir
+
+    def denied(path: Any) -> None:
+        if Path(path) == target:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    def failing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        denied(path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def failing_listdir(path: Any = ".") -> list[str]:
+        denied(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "open", failing_open)
+    monkeypatch.setattr(os, "listdir", failing_listdir)
+    code, out, err = _run(["--all", "--store", str(store)], capsys)
+    assert code == ExitCode.UNREADABLE, err
+    assert "cannot read" in err
+    assert "Traceback" not in err
+    assert out == ""
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_exit_4_internal_error_is_not_a_verdict(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_json: bool
@@ -160,6 +197,37 @@ def test_help_shows_the_exit_code_table(capsys: pytest.CaptureFixture[str]) -> N
     for exit_code, text in EXIT_CODE_TABLE:
         assert f"{int(exit_code)}  {text}" in out
     assert "agc-verify fix-tests-42 --store ./evidence --json" in out
+
+
+def test_all_prints_finding_text_literally_never_as_markup(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding messages quote store content (here a manifest's member names); the
+    summary table must print them as text: '[/]' once crashed it (exit 4)."""
+    write_run(store)
+    path = StoreLayout(store).manifest_path("r1")
+    manifest = json.loads(path.read_text())
+    manifest["[/]"] = 1
+    manifest["[bold]x"] = 2
+    path.write_text(json.dumps(manifest))
+    code, out, err = _run(["--all", "--store", str(store)], capsys)
+    assert code == ExitCode.FINDINGS, err
+    assert "'[/]'" in out
+    assert "'[bold]x'" in out
+    # … and a store folder whose name looks like markup.
+    odd = store.parent / "[bold]evidence"
+    store.rename(odd)
+    code, out, err = _run(["--all", "--store", str(odd)], capsys)
+    assert code == ExitCode.FINDINGS, err
+    assert "[bold]evidence" in out
+
+
+def test_help_names_option_values_as_a_user_types_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, out, _ = _run(["--help"], capsys)
+    assert "--trusted-key <path>" in out
+    assert "list[" not in out
 
 
 def test_agc_verify_subcommand_matches_agc_verify(
@@ -214,3 +282,36 @@ def test_golden_output(
     name = f"verify-{'tampered' if tampered else 'complete'}.{'json' if as_json else 'txt'}"
     _golden(name, out.replace(str(store), "<STORE>"))
     assert tree(store)  # the run really is on disk
+
+
+VERIFY_INTO_A_CLOSED_PIPE = """
+import os, sys
+from agc.cli.verify import main
+read_end, write_end = os.pipe()
+os.close(read_end)               # the reader (`| head -1`) is gone
+os.dup2(write_end, 1)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("tampered", [False, True])
+def test_a_closed_stdout_keeps_the_verdict_as_exit_code(
+    store: Path, as_json: bool, tampered: bool
+) -> None:
+    """`agc-verify --all | head -1`: rich turned EPIPE into exit 1 ("findings") for a
+    complete store, and the JSON path into a traceback and exit 4."""
+    layout = write_run(store)
+    if tampered:
+        path = layout.artifact_path("r1", "transcript")
+        path.write_bytes(path.read_bytes().replace(b"hi", b"HI"))
+    argv = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
+    done = subprocess.run(
+        [sys.executable, "-c", VERIFY_INTO_A_CLOSED_PIPE, *argv],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == (ExitCode.FINDINGS if tampered else ExitCode.OK), done.stderr
+    assert "Traceback" not in done.stderr

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agc.errors import RunNotFoundError
 from agc.integrity.ingest import line_to_record
 from agc.integrity.recover import recover_run
 from agc.integrity.store_verify import check_store
@@ -87,6 +88,13 @@ def _kill_and_check(tmp: Path, lines: list[bytes], delay: float, stats: Counter[
             stats["prefix-verified-by-checkpoint"] += facts["verified_bytes"] > 0
             stats["torn-tail"] += facts["torn_tail"]
 
+    if before is None and not (store / "audit/tool-events/fuzz.jsonl").exists():
+        # Nothing of the run reached the disk: there is nothing to recover, and no
+        # empty run is made up (it would stay in the store's chain for good).
+        with pytest.raises(RunNotFoundError):
+            recover_run("fuzz", store)
+        stats["kills"] += 1
+        return
     recovery = recover_run("fuzz", store)
     after = check_run("fuzz", store)
     errors = {f.code for f in after.findings if f.severity == "error"}

@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import pytest
 from hypothesis import given
@@ -162,6 +165,65 @@ def test_reading_failure_leaves_the_run_unsealed(store: Path) -> None:
     assert len(_stored(store)) == 1
 
 
+def test_lines_read_from_a_live_pipe_reach_the_file_before_the_next_line_arrives(
+    store: Path,
+) -> None:
+    """`agc record` on a live agent: the agent writes three events, then hangs in a tool
+    call. The records must be on disk while it hangs, so that a kill -9 of the
+    recorder then loses nothing it already read from the pipe."""
+    read_fd, write_fd = os.pipe()
+    stream = os.fdopen(read_fd, "rb")
+    worker = threading.Thread(target=ingest_stream, args=(stream, "r1"), kwargs={"store": store})
+    worker.start()
+    try:
+        os.write(write_fd, b'{"n":0}\n{"n":1}\n{"n":2}\n')
+        path = StoreLayout(store).artifact_path("r1", "transcript")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_bytes().count(b"\n") == 3:
+                break
+            time.sleep(0.05)
+        on_disk = path.read_bytes().count(b"\n") if path.exists() else 0
+    finally:
+        os.close(write_fd)
+        worker.join(timeout=30)
+        stream.close()
+    assert on_disk == 3
+    assert [r["payload"]["n"] for r in _stored(store)] == [0, 1, 2]
+    assert check_run("r1", store).complete
+
+
+def test_a_non_blocking_pipe_with_no_data_yet_is_not_the_end_of_input(store: Path) -> None:
+    """A parent may hand agc record a stdin with O_NONBLOCK set: a pause of the agent
+    must not end the run (it was sealed after the first line, the rest lost)."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    stream = os.fdopen(read_fd, "rb")
+    worker = threading.Thread(target=ingest_stream, args=(stream, "r1"), kwargs={"store": store})
+    worker.start()
+    try:
+        os.write(write_fd, b'{"n":0}\n')
+        time.sleep(0.5)
+        os.write(write_fd, b'{"n":1}\n')
+    finally:
+        os.close(write_fd)
+        worker.join(timeout=30)
+        stream.close()
+    assert [r["payload"]["n"] for r in _stored(store)] == [0, 1]
+    assert check_run("r1", store).complete
+
+
+def test_iter_lines_on_a_pipe_calls_before_wait_before_each_read() -> None:
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, b'{"a":1}\n{"b":2}\npartial')
+    os.close(write_fd)
+    calls: list[int] = []
+    with os.fdopen(read_fd, "rb") as stream:
+        lines = list(iter_lines(stream, before_wait=lambda: calls.append(1)))
+    assert lines == [(b'{"a":1}', 8), (b'{"b":2}', 8), (b"partial", 7)]
+    assert calls
+
+
 def test_progress_reports_bytes_consumed(store: Path) -> None:
     seen: list[int] = []
     ingest_stream(io.BytesIO(b'{"a":1}\n{"b":22}\n'), "r1", store=store, progress=seen.append)
@@ -205,3 +267,34 @@ def test_property_ingest_line_parser_never_loses_a_line(
             assert _original(record) == body
         # Every record can be written: valid JSON without NaN/Infinity, encodable as UTF-8.
         json.dumps(record, allow_nan=False, ensure_ascii=False).encode("utf-8")
+
+
+class _Trickle(io.RawIOBase):
+    """A non-seekable stream whose read1 hands out the data in given chunk sizes."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self._data, self._sizes, self._at = data, sizes or [1], 0
+
+    def seekable(self) -> bool:
+        return False
+
+    def read1(self, size: int = -1) -> bytes:
+        want = self._sizes[self._at % len(self._sizes)] if self._data else 0
+        self._at += 1
+        chunk, self._data = self._data[: min(want, size)], self._data[min(want, size) :]
+        return chunk
+
+
+@given(
+    data=st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n")),
+    sizes=st.lists(st.integers(min_value=1, max_value=40), max_size=6),
+)
+def test_property_live_reading_splits_lines_exactly_like_file_reading(
+    data: bytes, sizes: list[int]
+) -> None:
+    waits: list[int] = []
+    stream = cast(BinaryIO, _Trickle(data, sizes))
+    live = list(iter_lines(stream, before_wait=lambda: waits.append(1)))
+    assert live == list(iter_lines(io.BytesIO(data)))
+    assert sum(size for _, size in live) == len(data)
+    assert waits

@@ -67,6 +67,9 @@ def test_an_artifact_is_sealed_only_once() -> None:
         _closed_manifest().with_seal(_seal())
 
 
+_SEGMENT = {"records": 1, "bytes": 5, "digest": HEX, "sealed_at_ms": 1}
+
+
 def _edit(change: Any) -> bytes:
     data = json.loads(_closed_manifest().to_bytes())
     change(data)
@@ -113,6 +116,39 @@ def _set(path: tuple[str, ...], value: Any) -> Any:
             id="entry-open",
         ),
         pytest.param(_edit(_set(("artifacts", "transcript"), 3)), "not an object", id="entry"),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "file"), "r2.jsonl")),
+            "names the file 'r2.jsonl'",
+            id="file-of-another-run",
+        ),
+        pytest.param(
+            _edit(_set(("artifacts", "tool-events", "file"), "../r1.jsonl")),
+            "names the file '../r1.jsonl'",
+            id="file-with-a-path",
+        ),
+        # Values RFC 8785 cannot canonicalize (no chain digest, no signature check):
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "sealed_at_ms"), 2**64)),
+            "RFC 8785",
+            id="int-beyond-2^53",
+        ),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "segments"), [_SEGMENT | {"x": 2**60}])),
+            "RFC 8785",
+            id="big-int-in-segment",
+        ),
+        pytest.param(
+            _edit(_set(("signature",), {"algorithm": "ed25519", "n": 2**64})),
+            "RFC 8785",
+            id="big-int-in-signature",
+        ),
+        pytest.param(
+            _edit(_set(("artifacts", "transcript", "segments"), [_SEGMENT | {"x": 1.0}])).replace(
+                b"1.0", b"NaN"
+            ),
+            "RFC 8785",
+            id="nan-in-segment",
+        ),
     ],
 )
 def test_damaged_manifest_is_rejected(data: bytes, problem: str) -> None:
@@ -130,6 +166,17 @@ def test_record_seal_writes_and_read_manifest_reads(store: Path) -> None:
     with pytest.raises(ManifestInvalidError, match="already sealed"):
         record_seal(layout, "r1", _seal())
     assert read_manifest(layout, "r1") == updated
+
+
+def test_an_oversized_manifest_is_damaged_not_unreadable(store: Path) -> None:
+    """Padding a manifest past 1 MiB made agc-verify exit 3 ("store unreadable") and
+    abort --all for every run, instead of naming the damage (manifest-invalid)."""
+    layout = StoreLayout(store)
+    record_seal(layout, "r1", _seal())
+    path = layout.manifest_path("r1")
+    path.write_bytes(path.read_bytes() + b" " * (2 * 1024 * 1024))
+    with pytest.raises(ManifestInvalidError, match="larger than"):
+        read_manifest(layout, "r1")
 
 
 def test_read_manifest_refuses_a_symlink(store: Path, tmp_path: Path) -> None:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agc.errors import RecoveryRefusedError, RunLockedError, UnsealedRunError
+from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, UnsealedRunError
 from agc.integrity.manifest import RunManifest
 from agc.integrity.recover import recover_run
 from agc.integrity.verify import check_run
 from agc.integrity.writer import TranscriptWriter, open_run
-from tests.integrity.evidence_helpers import records, transcript_path
+from tests.conftest import tree
+from tests.integrity.evidence_helpers import records, transcript_path, write_run
 
 
 def _crash(store: Path, run_id: str, count: int, torn: bytes = b"") -> bytes:
@@ -48,6 +51,76 @@ def test_recover_quarantines_torn_tail_and_keeps_every_complete_record(store: Pa
     assert seal.recovered
     assert seal.quarantine is not None
     assert seal.quarantine["bytes"] == len(before) - boundary
+
+
+def _delete_quarantine(path: Path) -> None:
+    path.unlink()
+
+
+def _change_quarantine(path: Path) -> None:
+    path.write_bytes(path.read_bytes().replace(b"us", b"XX"))
+
+
+def _extend_quarantine(path: Path) -> None:
+    with path.open("ab") as handle:
+        handle.write(b"more")
+
+
+def _symlink_quarantine(path: Path) -> None:
+    target = path.with_name("elsewhere")
+    path.rename(target)
+    path.symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "code"),
+    [
+        (_delete_quarantine, "deleted"),
+        (_change_quarantine, "modified"),
+        (_extend_quarantine, "modified"),
+        (_symlink_quarantine, "not-regular-file"),
+    ],
+    ids=["deleted", "changed", "extended", "symlink"],
+)
+def test_the_quarantine_file_of_a_recovered_run_is_verified(
+    store: Path, tamper: Any, code: str
+) -> None:
+    """The torn bytes are evidence too: the manifest seals their length and digest."""
+    _crash(store, "r", 12, torn=b'{"seq":12,"ts":1,"role":"us')
+    recover_run("r", store)
+    tamper(transcript_path(store, "r").with_name("r.jsonl.quarantine"))
+    report = check_run("r", store)
+    assert not report.complete
+    assert code in {f.code for f in report.findings if f.artifact == "transcript"}
+    assert not next(a for a in report.artifacts if a.kind == "transcript").ok
+
+
+def test_a_quarantine_name_outside_the_run_makes_the_manifest_invalid(store: Path) -> None:
+    _crash(store, "r", 12, torn=b"{")
+    recover_run("r", store)
+    path = store / "audit/manifests/r.json"
+    document = json.loads(path.read_text())
+    document["artifacts"]["transcript"]["quarantine"]["file"] = "../manifests/r.json"
+    path.write_text(json.dumps(document))
+    report = check_run("r", store)
+    assert "manifest-invalid" in {f.code for f in report.findings}
+    # … also when the entry's own file name carries the path (never a crash).
+    document["artifacts"]["transcript"]["file"] = "../x"
+    document["artifacts"]["transcript"]["quarantine"]["file"] = "../x.quarantine"
+    path.write_text(json.dumps(document))
+    report = check_run("r", store)
+    assert "manifest-invalid" in {f.code for f in report.findings}
+
+
+def test_recover_of_a_run_that_was_never_written_refuses_and_creates_nothing(
+    store: Path,
+) -> None:
+    """A typo in the run id must not add an empty run to the store's chain forever."""
+    write_run(store, "real", count=2)
+    before = tree(store)
+    with pytest.raises(RunNotFoundError, match="nothing to recover"):
+        recover_run("reel", store)
+    assert tree(store) == before
 
 
 def test_recover_twice_changes_nothing(store: Path) -> None:

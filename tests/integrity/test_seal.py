@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from agc.errors import SidecarMismatchError, StoreError, UnsafePathError
+from agc.errors import (
+    InputError,
+    RunLockedError,
+    SidecarMismatchError,
+    StoreError,
+    UnsafePathError,
+)
 from agc.exitcodes import ExitCode
 from agc.integrity.hashing import Algorithm, new_hasher
 from agc.integrity.seal import seal_file
+from agc.integrity.verify import check_run
+from agc.integrity.writer import open_run
 from agc.store import StoreLayout
 from tests.conftest import write_run
 
@@ -157,3 +165,28 @@ def test_tool_made_sidecar_is_read_by_agc(tmp_path: Path) -> None:
     made = subprocess.run([tool, path.name], cwd=path.parent, capture_output=True, check=True)
     (path.parent / "r1.jsonl.b3").write_bytes(made.stdout)
     assert not seal_file(path).created
+
+
+def test_seal_refuses_a_file_a_writer_still_holds(store: Path) -> None:
+    """`agc seal` on a live run's transcript must not seal a prefix: the writer's own
+    seal would then fail and leave the run without a manifest for good."""
+    run = open_run("live", store=store)
+    run.transcript.write({"role": "user", "content": "first"})
+    run.transcript.flush()
+    path = run.transcript.path
+    with pytest.raises(RunLockedError):
+        seal_file(path)
+    assert not path.with_name("live.jsonl.b3").exists()
+    run.transcript.write({"role": "assistant", "content": "second"})
+    run.close()
+    assert check_run("live", store).complete
+
+
+@pytest.mark.parametrize("name", ["x\ny.jsonl", "x\\y.jsonl", " lead.jsonl", "trail.jsonl "])
+def test_seal_of_a_name_a_sidecar_cannot_hold_is_a_usage_error(tmp_path: Path, name: str) -> None:
+    """b3sum escapes such names; agc's sidecar format has no escape: refuse, clearly."""
+    path = tmp_path / name
+    path.write_bytes(b'{"a":1}\n')
+    with pytest.raises(InputError, match="cannot be written in a sidecar"):
+        seal_file(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]

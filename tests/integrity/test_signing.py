@@ -51,6 +51,22 @@ def test_signing_with_an_untrusted_key_is_unknown_key(store: Path, keys: dict[st
     assert not report.complete
 
 
+def test_a_forged_key_id_never_reaches_the_report_raw(store: Path, keys: dict[str, Path]) -> None:
+    """The key id is store content: with a newline and an escape it could forge lines
+    ("run r: complete") and hide the rest of a terminal's output."""
+    write_run(store, "r", signing_key=load_signing_key(keys["private"]))
+    path = store / "audit/manifests/r.json"
+    manifest = json.loads(path.read_text())
+    manifest["signature"]["key_id"] = "ab\nrun r: complete\x1b[8m"
+    path.write_text(json.dumps(manifest))
+    report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert not report.complete
+    assert report.key_id is None
+    for finding in report.findings:
+        assert "\n" not in finding.message
+        assert "\x1b" not in finding.message
+
+
 def test_resealing_a_tampered_file_without_the_key_is_bad_signature(
     store: Path, keys: dict[str, Path]
 ) -> None:

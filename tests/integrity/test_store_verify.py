@@ -4,6 +4,7 @@ flip of a small sealed run is detected."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -12,8 +13,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import blake3
 import pytest
 
+from agc.integrity.chain import manifest_digest
 from agc.integrity.signing import generate_keypair, load_signing_key, load_trusted_keys
 from agc.integrity.store_verify import StoreReport, check_store
 from tests.integrity.evidence_helpers import transcript_path, write_run
@@ -42,6 +45,25 @@ def test_clean_store_is_complete_with_a_linked_chain(store: Path) -> None:
     lines = (store / "audit/chain.jsonl").read_text().splitlines()
     assert [json.loads(line)["run_id"] for line in lines] == ["a", "b", "c"]
     assert json.loads(lines[1])["prev"] == json.loads(lines[0])["manifest_digest"]
+
+
+@pytest.mark.parametrize("layout", ["empty-folder", "empty-audit-folders"])
+def test_a_store_with_no_run_is_never_complete(store: Path, layout: str) -> None:
+    """An empty input never counts as verified: a wiped store must not pass the gate."""
+    if layout == "empty-audit-folders":
+        for folder in ("transcripts", "tool-events", "manifests"):
+            (store / "audit" / folder).mkdir(parents=True)
+    report = check_store(store)
+    assert not report.complete
+    assert "empty" in {f.code for f in report.findings}
+
+
+@pytest.mark.parametrize("run_id", [".x", ".lock", "..x", "-a", "_", "a.json", "x.jsonl"])
+def test_every_valid_run_id_verifies_with_all(store: Path, run_id: str) -> None:
+    """Run ids are 1-128 of [A-Za-z0-9._-] other than . and ..; a leading dot too."""
+    write_run(store, run_id)
+    report = check_store(store)
+    assert report.complete, [f.message for f in report.findings]
 
 
 def _flip_transcript(store: Path) -> None:
@@ -116,6 +138,36 @@ def _replace_manifest(store: Path) -> None:
     path.write_text(json.dumps(manifest))
 
 
+def _rewrite_middle_run_and_patch_chain(store: Path) -> None:
+    # An adversary without a key edits run b, re-computes its sidecar, its manifest and
+    # its chain link, and points the next link's prev at the new digest: the links are
+    # consistent again and the head (run c's manifest) is unchanged.
+    path = transcript_path(store, "b")
+    data = path.read_bytes().replace(b"message 0", b"message X", 1)
+    path.write_bytes(data)
+    digest = blake3.blake3(data).hexdigest()
+    path.with_name("b.jsonl.b3").write_text(f"{digest}  b.jsonl\n")
+    manifest_path = store / "audit/manifests/b.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["artifacts"]["transcript"]["digest"] = digest
+    manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    log = store / "audit/chain.jsonl"
+    links = [json.loads(line) for line in log.read_text().splitlines()]
+    links[1]["manifest_digest"] = links[2]["prev"] = manifest_digest(manifest)
+    log.write_text("".join(json.dumps(link, separators=(",", ":")) + "\n" for link in links))
+
+
+def _downgrade_to_legacy(store: Path) -> None:
+    # Edit run b, delete its manifest and agc sidecars, write seed-004 sidecars.
+    for folder in ("transcripts", "tool-events"):
+        path = store / "audit" / folder / "b.jsonl"
+        data = path.read_bytes().replace(b"message 0", b"message X")
+        path.write_bytes(data)
+        path.with_name("b.jsonl.b3").unlink()
+        path.with_name("b.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    _delete_manifest(store)
+
+
 TAMPERING: list[tuple[str, Callable[[Path], None], str]] = [
     ("byte-flip", _flip_transcript, "modified"),
     ("truncated-at-record-boundary", _truncate_at_boundary, "truncated"),
@@ -128,6 +180,8 @@ TAMPERING: list[tuple[str, Callable[[Path], None], str]] = [
     ("chain-reordered", _reorder_chain, "chain-broken"),
     ("stray-file", _stray_file, "unexpected"),
     ("manifest-replaced", _replace_manifest, "manifest-replaced"),
+    ("middle-run-rewritten-chain-patched", _rewrite_middle_run_and_patch_chain, "chain-broken"),
+    ("downgraded-to-legacy-format", _downgrade_to_legacy, "manifest-missing"),
 ]
 
 
@@ -142,6 +196,89 @@ def test_each_tampering_gives_its_own_finding_code(
     report = check_store(store, expect_head=head)
     assert not report.complete
     assert code in _codes(report)
+
+
+@pytest.mark.parametrize(
+    "stray",
+    [
+        "audit/transcripts/ghost.jsonl.b3",
+        "audit/transcripts/ghost.jsonl.ckpt",
+        "audit/tool-events/ghost.jsonl.quarantine",
+        "audit/transcripts/b.jsonl.quarantine",
+        "audit/transcripts/b.jsonl.quarantine-2",
+    ],
+)
+def test_a_sidecar_checkpoint_or_quarantine_file_that_nothing_explains_is_unexpected(
+    store: Path, stray: str
+) -> None:
+    head = _three_runs(store)
+    (store / stray).write_bytes(b"x\n")
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    messages = [f.message for f in report.findings if f.code == "unexpected"]
+    assert any(stray.removeprefix("audit/") in message for message in messages), messages
+    assert "ghost" not in {run.run_id for run in report.runs}
+
+
+def test_a_manifest_value_outside_rfc_8785_is_manifest_invalid_not_a_crash(store: Path) -> None:
+    head = _three_runs(store)
+    path = store / "audit/manifests/b.json"
+    manifest = json.loads(path.read_text())
+    manifest["artifacts"]["tool-events"]["sealed_at_ms"] = 2**64
+    path.write_text(json.dumps(manifest))
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert "manifest-invalid" in _codes(report)
+
+
+@pytest.mark.parametrize("folder", ["audit", "audit/transcripts", "audit/manifests"])
+def test_a_stray_file_name_is_never_echoed_raw(store: Path, folder: str) -> None:
+    """File names are store content: a newline or escape would forge report lines."""
+    _three_runs(store)
+    (store / folder / "x\nstore: complete\x1b[8m").write_text("x")
+    report = check_store(store)
+    messages = [f.message for f in report.findings if f.code == "unexpected"]
+    assert len(messages) == 1
+    assert "\n" not in messages[0]
+    assert "\x1b" not in messages[0]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder"])
+def test_a_non_file_in_place_of_a_chained_manifest_is_a_finding(store: Path, kind: str) -> None:
+    """agc-verify b says not-regular-file; --all exited 2 (usage error) instead."""
+    head = _three_runs(store)
+    path = store / "audit/manifests/b.json"
+    moved = store / "b.json.moved"
+    path.rename(moved)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        path.symlink_to(moved)
+    else:
+        path.mkdir()
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert "not-regular-file" in _codes(report)
+
+
+@pytest.mark.parametrize("name", ["chain.jsonl", "chain-head.json"])
+@pytest.mark.parametrize("kind", ["folder", "fifo", "symlink"])
+def test_a_non_file_in_place_of_the_chain_log_or_head_is_chain_invalid(
+    store: Path, name: str, kind: str
+) -> None:
+    head = _three_runs(store)
+    path = store / "audit" / name
+    moved = path.with_name(name + ".moved")
+    path.rename(moved)
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(moved)
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert "chain-invalid" in {f.code for f in report.findings}
 
 
 def test_every_single_byte_flip_of_a_small_sealed_run_is_detected(tmp_path: Path) -> None:

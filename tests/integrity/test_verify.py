@@ -452,6 +452,25 @@ def test_legacy_store_without_tool_events_for_the_run(store: Path) -> None:
     assert "tool-events file missing" in report.missing
 
 
+def test_a_chained_run_rewritten_into_the_legacy_format_is_manifest_missing(store: Path) -> None:
+    """Downgrade: an adversary edits a sealed run, deletes its manifest and agc sidecars,
+    and writes seed-004 digest-only sidecars. The store chain still links the run, so
+    it had a manifest: it is not a legacy run."""
+    layout = write_run(store, "r1")
+    write_run(store, "r2")
+    for kind in ("transcript", "tool-events"):
+        path = layout.artifact_path("r1", kind)
+        data = path.read_bytes().replace(b'"hi"', b'"forged"')
+        path.write_bytes(data)
+        path.with_name("r1.jsonl.b3").unlink()
+        path.with_name("r1.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    layout.manifest_path("r1").unlink()
+    report = check_run("r1", store)
+    assert not report.complete
+    assert not report.legacy
+    assert "manifest-missing" in finding_codes(report)
+
+
 def test_verify_streams_the_file(layout: StoreLayout, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hashing, "_CHUNK_BYTES", 16)
     sizes: list[int] = []

@@ -9,6 +9,7 @@ traceback on stderr and is never reported as a verification verdict.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -36,8 +37,26 @@ __all__ = [
 # click's "\b" keeps the table's line breaks when it re-wraps the epilog.
 EPILOG = "\b\n" + exit_code_help()
 
+
+def _discard_stdout() -> None:
+    """The reader of stdout is gone (``agc-verify --all | head -1``): send the rest of
+    the output to /dev/null and let the command return its own exit code. rich and
+    click would exit 1 here, which reads as "findings" even for a complete run."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
+class _StdoutConsole(Console):
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _discard_stdout()
+
+
 err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-out_console = Console(highlight=False, soft_wrap=True, emoji=False)
+out_console = _StdoutConsole(highlight=False, soft_wrap=True, emoji=False)
 
 
 def new_app(*, name: str, help_text: str) -> typer.Typer:
@@ -76,8 +95,11 @@ def emit_json(data: Any) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from the input: keep it escaped
         text = json.dumps(data, indent=2)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
 
 
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:

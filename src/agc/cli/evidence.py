@@ -78,6 +78,11 @@ def record_command(
       my-runner --events | agc record --run-id r7 --kind tool-events
     """
     validate_run_id(run_id)
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise InputError(
+            "agc record has no standard input (it is closed)",
+            hint="Pipe the agent's JSONL into agc record, or use agc import FILE.",
+        )
     stdin: BinaryIO = sys.stdin.buffer
     summary = ingest_stream(
         stdin,

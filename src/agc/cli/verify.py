@@ -11,6 +11,7 @@ import typer
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console, run_app
 from agc.cli.ledger import run_check
@@ -50,12 +51,14 @@ StoreOption = Annotated[
 
 
 def _print_store(report: StoreReport) -> None:
-    table = Table(title=f"store {report.store}", show_lines=False)
+    table = Table(title=Text(f"store {report.store}"), show_lines=False)
     for column in ("run", "verdict", "signature", "findings"):
         table.add_column(column)
     for run in report.runs:
         verdict = "complete" if run.complete else "INCOMPLETE"
-        table.add_row(run.run_id, verdict, run.signature, "; ".join(run.missing))
+        # Text, not markup: findings quote store content ("[/]" would crash rich).
+        cells = (run.run_id, verdict, run.signature, "; ".join(run.missing))
+        table.add_row(*(Text(cell) for cell in cells))
     out_console.print(table)
     for finding in report.findings:
         out_console.print(f"FAIL store        {finding.message}", markup=False)
@@ -94,6 +97,7 @@ def verify_command(
             "--trusted-key",
             help="Trusted Ed25519 public key (PEM); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
             show_default=False,
+            metavar="<path>",
         ),
     ] = None,
     require_signature: Annotated[

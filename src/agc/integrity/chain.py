@@ -27,9 +27,10 @@ from typing import Any, Final
 
 import rfc8785
 
+from agc.errors import RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity.fsio import atomic_write_bytes, open_nofollow, read_small_file
 from agc.integrity.manifest import RunManifest
-from agc.store import StoreLayout
+from agc.store import StoreLayout, validate_run_id
 
 __all__ = [
     "ChainEntry",
@@ -100,6 +101,8 @@ def read_head(layout: StoreLayout) -> ChainHead | None:
         data = read_small_file(chain_head_path(layout), max_bytes=_MAX_HEAD_BYTES)
     except FileNotFoundError:
         return ChainHead(position=0, digest=None)
+    except (UnsafePathError, StoreError):
+        return None  # a symlink, folder or FIFO in its place, or far too large
     try:
         raw = json.loads(data)
         position, digest = raw["position"], raw["digest"]
@@ -123,17 +126,37 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
             continue
         try:
             raw = json.loads(line)
-            entries.append(
-                ChainEntry(
-                    position=int(raw["position"]),
-                    run_id=str(raw["run_id"]),
-                    manifest_digest=str(raw["manifest_digest"]),
-                    prev=raw["prev"],
-                )
+            position, run_id, digest, prev = (
+                raw["position"],
+                raw["run_id"],
+                raw["manifest_digest"],
+                raw["prev"],
             )
         except (ValueError, KeyError, TypeError):
             unusable += 1
+            continue
+        if (
+            isinstance(position, int)
+            and not isinstance(position, bool)
+            and isinstance(run_id, str)
+            and _is_run_id(run_id)
+            and isinstance(digest, str)
+            and (prev is None or isinstance(prev, str))
+        ):
+            entries.append(
+                ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
+            )
+        else:
+            unusable += 1  # a field of the wrong type: never coerced
     return entries, unusable
+
+
+def _is_run_id(run_id: str) -> bool:
+    try:
+        validate_run_id(run_id)
+    except RunIdInvalidError:
+        return False  # agc never links such a run; it would also reach messages raw
+    return True
 
 
 def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:

@@ -16,6 +16,7 @@ import base64
 import json
 import math
 import os
+import select
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
@@ -29,6 +30,7 @@ from agc.store import ArtifactKind
 __all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
 
 _BOM: Final = b"\xef\xbb\xbf"
+_READ_CHUNK: Final = 1 << 20
 
 
 class _DuplicateKeyError(ValueError):
@@ -101,13 +103,48 @@ def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
     return record
 
 
-def iter_lines(stream: BinaryIO) -> Iterable[tuple[bytes, int]]:
+def iter_lines(
+    stream: BinaryIO, *, before_wait: Callable[[], None] | None = None
+) -> Iterable[tuple[bytes, int]]:
     """Yield ``(line without its \\n, bytes consumed)``, split on ``\\n`` only.
 
     A final unterminated line is yielded too.
+
+    Args:
+        before_wait: for a stream that is not seekable (a pipe: a live agent), called
+            before every read that may block waiting for input, i.e. whenever no complete
+            line is left in hand. ``agc record`` flushes its writer there, so that what
+            was read from the pipe is on disk while the agent is quiet.
     """
-    for line in stream:
-        yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+    if before_wait is None or stream.seekable():
+        for line in stream:
+            yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+        return
+    read = getattr(stream, "read1", stream.read)
+    poller = select.poll()
+    waiter: select.poll | None = poller
+    try:
+        poller.register(stream.fileno(), select.POLLIN)
+    except (OSError, ValueError):  # no file descriptor (an in-memory stream)
+        waiter = None
+    pending = bytearray()
+    while True:
+        before_wait()
+        if waiter is not None:
+            # Wait for data or end of input: on a stdin with O_NONBLOCK set, a read
+            # with nothing to read yet returns b"" just like the end of input.
+            waiter.poll()
+        chunk: bytes = read(_READ_CHUNK)
+        if not chunk:
+            break
+        scan, start = len(pending), 0
+        pending += chunk
+        while (end := pending.find(b"\n", scan)) != -1:
+            yield bytes(pending[start:end]), end + 1 - start
+            start = scan = end + 1
+        del pending[:start]
+    if pending:
+        yield bytes(pending), len(pending)
 
 
 @dataclass(frozen=True)
@@ -173,7 +210,7 @@ def ingest_stream(
         target: TranscriptWriter | ToolEventWriter = (
             run.transcript if kind == "transcript" else run.tool_events
         )
-        for raw, size in iter_lines(stream):
+        for raw, size in iter_lines(stream, before_wait=target.flush):
             records += 1
             consumed += size
             body = line_to_record(raw, records)

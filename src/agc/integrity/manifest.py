@@ -10,9 +10,12 @@ artifact of the run (transcript and tool events) is sealed. The format is docume
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
+
+import rfc8785
 
 from agc.errors import ManifestInvalidError, RunIdInvalidError
 from agc.integrity.hashing import ALGORITHMS, Algorithm
@@ -132,7 +135,7 @@ class ArtifactSeal:
         if not isinstance(segments, list) or not all(_is_segment(s) for s in segments):
             raise ManifestInvalidError(f"manifest entry {kind!r} has bad segments")
         quarantine = data.get("quarantine")
-        if quarantine is not None and not isinstance(quarantine, dict):
+        if quarantine is not None and not _is_quarantine(quarantine, data["file"]):
             raise ManifestInvalidError(f"manifest entry {kind!r} has a bad quarantine")
         if not isinstance(data.get("recovered", False), bool):
             raise ManifestInvalidError(f"manifest entry {kind!r} has a bad 'recovered'")
@@ -157,6 +160,18 @@ def _is_segment(value: object) -> bool:
         isinstance(value, dict)
         and all(_is_count(value.get(key)) for key in ("records", "bytes", "sealed_at_ms"))
         and isinstance(value.get("digest"), str)
+    )
+
+
+def _is_quarantine(value: object, file: str) -> bool:
+    """``{"file": "<file>.quarantine[-N]", "bytes": n, "digest": hex}`` beside the file."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"file", "bytes", "digest"}
+        and isinstance(value["file"], str)
+        and re.fullmatch(re.escape(file) + r"\.quarantine(-[0-9]+)?", value["file"]) is not None
+        and _is_count(value["bytes"])
+        and isinstance(value["digest"], str)
     )
 
 
@@ -280,6 +295,11 @@ class RunManifest:
             if kind is None:
                 raise ManifestInvalidError(f"manifest lists unknown artifact {name!r}")
             artifacts[kind] = ArtifactSeal.from_dict(kind, entry)
+            if artifacts[kind].file != f"{run_id}.jsonl":
+                raise ManifestInvalidError(
+                    f"manifest entry {kind!r} names the file {artifacts[kind].file!r}, "
+                    f"not {run_id}.jsonl"
+                )
         chain = raw.get("chain")
         if chain is not None and not (
             isinstance(chain, dict)
@@ -293,6 +313,12 @@ class RunManifest:
         unknown = set(raw) - _MANIFEST_KEYS
         if unknown:
             raise ManifestInvalidError(f"manifest has unknown member(s) {sorted(unknown)}")
+        try:
+            rfc8785.dumps(raw)  # chain digests and signatures are over this form
+        except rfc8785.CanonicalizationError as exc:
+            raise ManifestInvalidError(
+                f"manifest holds a value RFC 8785 cannot canonicalize: {exc}"
+            ) from exc
         manifest = cls(
             run_id=run_id, artifacts=artifacts, chain=chain, signature=signature, raw=raw
         )

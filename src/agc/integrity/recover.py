@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agc.errors import RecoveryRefusedError, RunLockedError, StoreError
+from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, StoreError
 from agc.integrity.chain import (
     append_link,
     chain_lock_path,
@@ -130,6 +130,7 @@ def recover_run(
 
     Raises:
         RunIdInvalidError: bad run id.
+        RunNotFoundError: the store has no manifest and no artifact file of the run.
         RunLockedError: a writer still holds a file of the run.
         RecoveryRefusedError: a prefix does not match its checkpoint or its earlier seal.
         StoreError: the store cannot be read or written.
@@ -138,6 +139,14 @@ def recover_run(
     layout = StoreLayout.at(store)
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
+    if read_manifest(layout, run_id) is None and not any(
+        os.path.lexists(layout.artifact_path(run_id, kind)) for kind in ARTIFACT_KINDS
+    ):
+        # Sealing an empty run here would chain it into the store for good.
+        raise RunNotFoundError(
+            f"run {run_id} has nothing to recover: no manifest and no artifact file "
+            f"in store {layout.root}"
+        )
     now = clock or unix_ms
     results = []
     for kind in ARTIFACT_KINDS:

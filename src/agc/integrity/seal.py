@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agc.errors import SidecarInvalidError, SidecarMismatchError, StoreError, UnsafePathError
+from agc.errors import (
+    InputError,
+    RunLockedError,
+    SidecarInvalidError,
+    SidecarMismatchError,
+    StoreError,
+    UnsafePathError,
+)
 from agc.integrity.fsio import atomic_write_bytes, open_nofollow, read_small_file
 from agc.integrity.hashing import DEFAULT_ALGORITHM, Algorithm, digest_fd, digests_equal
 from agc.integrity.sidecar import format_sidecar, parse_sidecar, sidecar_name
@@ -53,8 +61,17 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
     Raises:
         SidecarMismatchError: a sidecar exists and does not match the file (exit 1).
         UnsafePathError: ``path`` is a symlink.
+        RunLockedError: an agc writer still holds the file (it is not closed).
         StoreError: ``path`` is missing, not a regular file, or unreadable.
+        InputError: the file's name cannot be written in a sidecar (a line break, a
+            backslash, a leading or trailing space).
     """
+    try:
+        format_sidecar("0" * 64, path.name)  # checks the name before hashing the file
+    except ValueError as exc:
+        raise InputError(
+            str(exc), hint="Rename the file; b3sum would have to escape its name."
+        ) from exc
     try:
         fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block
     except UnsafePathError:
@@ -66,9 +83,22 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise StoreError(f"{path} is not a regular file")
+        try:
+            # agc's writers hold an exclusive flock while a file is open; held shared
+            # until the sidecar is written, so no writer can start meanwhile either.
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise RunLockedError(
+                f"{path} is still open in an agc writer; it is not closed",
+                hint="Let the writer finish: it seals the file itself.",
+            ) from exc
         digest, size = digest_fd(fd, algorithm)
+        return _write_sidecar(path, algorithm, digest, size)
     finally:
         os.close(fd)
+
+
+def _write_sidecar(path: Path, algorithm: Algorithm, digest: str, size: int) -> SealResult:
     sidecar = path.with_name(sidecar_name(path.name, algorithm))
     if os.path.lexists(sidecar):
         existing = read_small_file(sidecar, max_bytes=4096)

@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from agc.errors import FileExistsRefusedError, KeyInvalidError
+from agc.errors import FileExistsRefusedError, KeyInvalidError, StoreError, UsageError
 
 __all__ = [
     "PRIVATE_KEY_NAME",
@@ -112,8 +112,15 @@ def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:
 
     Raises:
         FileExistsRefusedError: either file exists (keys are never overwritten).
+        UsageError: ``out_dir`` exists and is not a folder.
+        StoreError: the folder or a key file cannot be created.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir} is not a folder", hint="Give --out a folder for the keys.")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create key folder {out_dir}: {exc.strerror}") from exc
     private_path, public_path = out_dir / PRIVATE_KEY_NAME, out_dir / PUBLIC_KEY_NAME
     for path in (private_path, public_path):
         if os.path.lexists(path):
@@ -133,7 +140,12 @@ def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError as exc:
+        raise FileExistsRefusedError(f"{path} already exists; keys are never overwritten") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
     try:
         os.write(fd, data)
         os.fsync(fd)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from agc.errors import StoreError
+from agc.errors import ManifestInvalidError, StoreError
 from agc.integrity.chain import append_link, chain_lock_path, read_head
 from agc.integrity.fsio import atomic_write_bytes, exclusive_lock, read_small_file
 from agc.integrity.manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
@@ -27,6 +27,7 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
         ManifestInvalidError: the manifest exists but is damaged or of another run.
         UnsafePathError: the manifest is a symlink.
         StoreError: it cannot be read.
+        ManifestInvalidError: also when it is larger than ``MAX_MANIFEST_BYTES``.
     """
     path = layout.manifest_path(run_id)
     try:
@@ -35,6 +36,10 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
         return None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    except StoreError as exc:  # read_small_file: larger than MAX_MANIFEST_BYTES
+        raise ManifestInvalidError(
+            f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
+        ) from exc
     return RunManifest.from_bytes(data, expected_run_id=run_id)
 
 

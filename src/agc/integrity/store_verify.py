@@ -13,6 +13,7 @@ Store-level finding codes (beside each run's own findings):
                          chain: the store was rolled back or forked
 ``unchained``            a closed manifest that no chain link records
 ``unexpected``           a file that no manifest, sidecar or chain explains
+``empty``                the store holds no run (an empty store is never verified)
 =======================  ===============================================================
 """
 
@@ -26,7 +27,7 @@ from typing import Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError
+from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity.chain import (
     chain_head_path,
     chain_lock_path,
@@ -37,13 +38,13 @@ from agc.integrity.chain import (
 )
 from agc.integrity.store_io import read_manifest
 from agc.integrity.verify import REPORT_SCHEMA_VERSION, Finding, RunReport, check_run
-from agc.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
+from agc.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 
 __all__ = ["StoreReport", "check_store"]
 
 _RUN_ID: Final = r"[A-Za-z0-9._-]{1,128}"
 _ARTIFACT_FILE: Final = re.compile(
-    rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|\.quarantine(-\d+)?)?"
+    rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|(?P<quarantine>\.quarantine(-\d+)?))?"
 )
 _MANIFEST_FILE: Final = re.compile(rf"(?P<run>{_RUN_ID})\.json|\.(?P<lock>{_RUN_ID})\.lock")
 
@@ -100,26 +101,54 @@ def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
         for name in sorted(os.listdir(layout.audit_dir)):
             if name not in known_audit:
                 findings.append(_unexpected(f"audit/{name}"))
+    # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store).
+    companions: list[tuple[str, ArtifactKind, str, str]] = []
     for kind in ARTIFACT_KINDS:
         folder = layout.artifact_dir(kind)
         for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+            relative = f"{folder.relative_to(layout.root)}/{name}"
             match = _ARTIFACT_FILE.fullmatch(name)
             if match is None or match.group("run") in {".", ".."}:
-                findings.append(_unexpected(f"{folder.relative_to(layout.root)}/{name}"))
+                findings.append(_unexpected(relative))
             elif name.endswith(".jsonl"):
                 runs.add(match.group("run"))
+            else:
+                companions.append((match.group("run"), kind, name, relative))
     folder = layout.manifests_dir
     for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
         match = _MANIFEST_FILE.fullmatch(name)
-        if match is None or (name.startswith(".") and match.group("lock") is None):
+        if match is None or (match.group("run") or match.group("lock")) in {".", ".."}:
+            # A run id may start with a dot (.x -> .x.json); only . and .. are no run ids.
             findings.append(_unexpected(f"audit/manifests/{name}"))
         elif match.group("run"):
             runs.add(match.group("run"))
+    for run_id, kind, name, relative in companions:
+        if run_id not in runs:
+            findings.append(_unexpected(relative))  # beside no artifact file, no manifest
+        elif _is_quarantine_name(name) and not _quarantine_listed(layout, run_id, kind, name):
+            findings.append(_unexpected(relative))
     return runs
 
 
+def _is_quarantine_name(name: str) -> bool:
+    match = _ARTIFACT_FILE.fullmatch(name)
+    return match is not None and match.group("quarantine") is not None
+
+
+def _quarantine_listed(layout: StoreLayout, run_id: str, kind: ArtifactKind, name: str) -> bool:
+    """Whether the run's manifest records ``name`` as the artifact's quarantine file."""
+    try:
+        manifest = read_manifest(layout, run_id)
+    except (ManifestInvalidError, UnsafePathError, StoreError):
+        return True  # the run's own report says what is wrong with its manifest
+    seal = manifest.artifacts.get(kind) if manifest is not None else None
+    return seal is not None and (seal.quarantine or {}).get("file") == name
+
+
 def _unexpected(relative: str) -> Finding:
-    return Finding("unexpected", "store", f"unexpected file {relative} (no manifest lists it)")
+    # A name with control characters is quoted: it must not forge or hide report lines.
+    shown = relative if relative.isprintable() else repr(relative)
+    return Finding("unexpected", "store", f"unexpected file {shown} (no manifest lists it)")
 
 
 def check_store(
@@ -143,9 +172,33 @@ def check_store(
     layout = StoreLayout.at(store)
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
+    try:
+        return _check_store(layout, trusted_keys, require_signature, expect_head, progress)
+    except OSError as exc:
+        # A folder or chain file of the store cannot be read: exit 3, never a verdict.
+        raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
+
+
+def _check_store(
+    layout: StoreLayout,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    expect_head: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> StoreReport:
     findings: list[Finding] = []
     run_ids = _discover(layout, findings)
-    entries, unusable = read_chain(layout)
+    try:
+        entries, unusable = read_chain(layout)
+    except UnsafePathError:
+        entries, unusable = [], 0
+        findings.append(
+            Finding(
+                "chain-invalid",
+                "store",
+                "audit/chain.jsonl is a symlink or not a regular file (not followed)",
+            )
+        )
     if unusable:
         findings.append(
             Finding("chain-invalid", "store", f"{unusable} unreadable line(s) in audit/chain.jsonl")
@@ -163,6 +216,10 @@ def check_store(
         if progress is not None:
             progress(done, len(ordered))
 
+    if not ordered:
+        findings.append(
+            Finding("empty", "store", "the store holds no run (an empty store is never verified)")
+        )
     _check_chain(layout, entries, findings)
     head = read_head(layout)
     if head is None:
@@ -236,9 +293,13 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             continue  # superseded by a later segment's link
         try:
             manifest = read_manifest(layout, entry.run_id)
-        except (ManifestInvalidError, StoreError):
+        except (ManifestInvalidError, UnsafePathError, StoreError):
             continue  # the run's own report says what is wrong with it
         if manifest is None:
+            if any(
+                os.path.lexists(layout.artifact_path(entry.run_id, kind)) for kind in ARTIFACT_KINDS
+            ):
+                continue  # its files are there: the run's own report says manifest-missing
             findings.append(
                 Finding(
                     "run-deleted",
@@ -268,6 +329,19 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
                     f"manifest of run {entry.run_id} names another chain position",
                 )
             )
+        elif (manifest.chain or {}).get("prev") != entry.prev:
+            # The manifest's own link (covered by its digest and signature) must name
+            # the same predecessor as the log; otherwise the log was patched around a
+            # replaced run.
+            findings.append(
+                Finding(
+                    "chain-broken",
+                    "store",
+                    f"manifest of run {entry.run_id} names another previous link",
+                    expected={"prev": (manifest.chain or {}).get("prev")},
+                    actual={"prev": entry.prev},
+                )
+            )
     linked = set(latest_position)
     manifests = layout.manifests_dir
     for name in sorted(os.listdir(manifests)) if manifests.is_dir() else []:
@@ -277,7 +351,7 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
         run_id = match.group("run")
         try:
             manifest = read_manifest(layout, run_id)
-        except (ManifestInvalidError, StoreError):
+        except (ManifestInvalidError, UnsafePathError, StoreError):
             continue
         if manifest is not None and manifest.closed and run_id not in linked:
             findings.append(

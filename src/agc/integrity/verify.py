@@ -47,6 +47,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -60,6 +61,7 @@ from agc.errors import (
     UnsafePathError,
     VerificationError,
 )
+from agc.integrity.chain import read_chain
 from agc.integrity.checkpoint import (
     CHECKPOINT_SUFFIX,
     Checkpoint,
@@ -101,6 +103,7 @@ __all__ = [
 REPORT_SCHEMA_VERSION: Final = 1
 Severity = Literal["error", "warning"]
 _MAX_SIDECAR_BYTES: Final = 4096
+_KEY_ID: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -697,6 +700,17 @@ def check_run(
         observations.append(observe_artifact(layout.artifact_path(run_id, kind), kind, seal=seal))
 
     legacy = manifest is None and not findings and _looks_legacy(observations)
+    if legacy and _in_chain(layout, run_id):
+        # A run the store chain links had a manifest: not a seed-004 run, but one whose
+        # manifest was removed (and its sidecars rewritten in the legacy format).
+        legacy = False
+        findings.append(
+            Finding(
+                "manifest-missing",
+                "manifest",
+                "run manifest missing (the store chain links this run)",
+            )
+        )
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
@@ -706,6 +720,8 @@ def check_run(
         own = judge_artifact(
             obs, seal=seal, legacy_events=legacy_events, manifest_present=manifest is not None
         )
+        if seal is not None and seal.quarantine is not None:
+            own.extend(_check_quarantine(obs.path, seal))
         findings.extend(own)
         artifact_reports.append(
             ArtifactReport(
@@ -760,6 +776,50 @@ def check_run(
     )
 
 
+def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[Finding]:
+    """The torn bytes ``agc recover`` moved beside a file: present and as sealed."""
+    kind, quarantine = seal.kind, seal.quarantine or {}
+    name = str(quarantine.get("file"))
+    expected = {"digest": quarantine.get("digest"), "bytes": quarantine.get("bytes")}
+    target = path.with_name(name)
+    try:
+        fd = open_nofollow(target, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return [
+            Finding(
+                "deleted",
+                kind,
+                f"{kind} quarantine file {name} missing (deleted after recovery)",
+                expected=expected,
+            )
+        ]
+    except UnsafePathError:
+        return [Finding("not-regular-file", kind, f"{kind} quarantine file {name} is a symlink")]
+    except OSError as exc:
+        raise StoreError(f"cannot read {target}: {exc.strerror}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return [
+                Finding("not-regular-file", kind, f"{kind} quarantine file {name} is not a file")
+            ]
+        digest, size = digest_fd(fd, seal.algorithm)
+    except OSError as exc:
+        raise StoreError(f"cannot read {target}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    if size == quarantine.get("bytes") and digests_equal(str(quarantine.get("digest")), digest):
+        return []
+    return [
+        Finding(
+            "modified",
+            kind,
+            f"{kind} quarantine file {name} checksum mismatch",
+            expected=expected,
+            actual={"digest": digest, "bytes": size},
+        )
+    ]
+
+
 def _judge_signature(
     manifest: RunManifest | None,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None,
@@ -772,7 +832,9 @@ def _judge_signature(
         return "unsigned", None
     document = manifest.document()
     signature = manifest.signature or {}
-    key_id = signature.get("key_id") if isinstance(signature.get("key_id"), str) else None
+    named = signature.get("key_id")
+    # A key id is 64 lower-case hex digits; anything else is not echoed (store content).
+    key_id = named if isinstance(named, str) and _KEY_ID.fullmatch(named) else None
     if manifest.signature is not None and not trusted_keys:
         if require_signature:
             findings.append(
@@ -787,7 +849,9 @@ def _judge_signature(
     elif status == "unknown-key":
         findings.append(
             Finding(
-                "unknown-key", "manifest", f"run manifest is signed by an untrusted key {key_id}"
+                "unknown-key",
+                "manifest",
+                f"run manifest is signed by an untrusted key {key_id or '(malformed key id)'}",
             )
         )
     elif status == "unsigned" and require_signature:
@@ -797,6 +861,20 @@ def _judge_signature(
 
 def _has_code(findings: list[Finding], code: str) -> bool:
     return any(f.code == code for f in findings)
+
+
+def _in_chain(layout: StoreLayout, run_id: str) -> bool:
+    """Whether ``audit/chain.jsonl`` links the run (read only for would-be legacy runs).
+
+    A chain log that cannot be read as a file counts as linking it: a store with a
+    damaged chain is not a seed-004 store."""
+    try:
+        entries, _ = read_chain(layout)
+    except FileNotFoundError:
+        return False
+    except (UnsafePathError, StoreError, OSError):
+        return True
+    return any(entry.run_id == run_id for entry in entries)
 
 
 def _looks_legacy(observations: list[ArtifactObservation]) -> bool:
