@@ -32,6 +32,7 @@ from typing import Any, Final, Literal
 
 from agc.errors import RepairIncompleteError, UsageError
 from agc.integrity.hashing import new_hasher
+from agc.resume._gc import collector_paused
 from agc.resume.formats.detect import dump_history, get_spec, load_history
 from agc.resume.formats.model import (
     Block,
@@ -215,6 +216,7 @@ class ResumeResult:
     report: RepairReport
 
 
+@collector_paused
 def repair_history(
     messages: Sequence[Any],
     format: FormatName,
@@ -241,6 +243,7 @@ def repair_history(
     return repair_loaded(history, strategy=strategy, tool_call_state=tool_call_state, run_id=run_id)
 
 
+@collector_paused
 def repair_loaded(
     history: History,
     *,
@@ -279,6 +282,7 @@ def _unchanged(history: History) -> list[Any]:
     return get_spec(history.format).write(history, history.messages)
 
 
+@collector_paused
 def resume_session(
     run_id: str,
     store: str | os.PathLike[str] | None = None,
@@ -700,10 +704,11 @@ class _Repairer:
             candidates = following.results() if following and following.role == "user" else []
         else:
             candidates = []
-            for message in self.view[index + 1 :]:
-                if message.role != "tool":
-                    break
-                candidates.extend(message.results())
+            # Walk by position: slicing the rest of the view here made repair quadratic.
+            position = index + 1
+            while position < len(self.view) and self.view[position].role == "tool":
+                candidates.extend(self.view[position].results())
+                position += 1
         for candidate in candidates:
             owner = self.owner.get(id(candidate))
             if owner is not None and id(owner) in kept_ids and self._result_kept(candidate):

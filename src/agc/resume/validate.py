@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agc.errors import HistoryInvalidError
+from agc.resume._gc import collector_paused
 from agc.resume.formats.detect import get_spec
 from agc.resume.formats.model import FormatName, Message
 
@@ -119,6 +120,7 @@ class HistoryReport:
         }
 
 
+@collector_paused
 def check_history(messages: Sequence[Any], format: FormatName) -> HistoryReport:
     """Check a history the way its provider would.
 

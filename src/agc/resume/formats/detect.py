@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from agc.errors import HistoryFormatError, InputError
+from agc.resume._gc import collector_paused
 from agc.resume.formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
 from agc.resume.formats.jsonl import join_lines, parse_jsonl
 from agc.resume.formats.model import FORMAT_NAMES, FormatName, FormatSpec, History
@@ -122,6 +123,7 @@ def read_history(records: Sequence[Any], format: FormatName) -> History:
     return get_spec(format).read(records)
 
 
+@collector_paused
 def load_history(data: bytes, *, source: str, format: FormatName | None = None) -> History:
     """Parse a history file's bytes: a JSON array, or JSONL for session files.
 
