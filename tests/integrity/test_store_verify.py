@@ -15,10 +15,13 @@ from pathlib import Path
 
 import blake3
 import pytest
+import rfc8785
 
 from agc.integrity.chain import manifest_digest
+from agc.integrity.hashing import new_hasher
 from agc.integrity.signing import generate_keypair, load_signing_key, load_trusted_keys
 from agc.integrity.store_verify import StoreReport, check_store
+from agc.integrity.writer import TranscriptWriter
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 
@@ -334,3 +337,74 @@ def test_concurrent_writers_of_different_runs_never_fork_the_chain(store: Path) 
     assert sorted(json.loads(line)["run_id"] for line in lines) == sorted(
         f"run-{n}" for n in range(12)
     )
+
+
+def test_reopened_run_keeps_its_earlier_link_checkable(store: Path) -> None:
+    head = _three_runs(store)
+    with TranscriptWriter("a", store=store, reopen=True) as writer:
+        writer.write({"role": "user", "content": "a resumed session keeps writing"})
+    assert (store / "audit/manifests/a@1.json").exists()
+    report = check_store(store, expect_head=head)
+    assert report.complete, [f.message for f in report.findings]
+    assert report.head_position == 4
+
+
+def _forge_reopen_of_a(store: Path, edit: Callable[[bytes], bytes]) -> None:
+    """An attacker without keys rewrites run a as if it had been re-opened legitimately."""
+    manifests = store / "audit/manifests"
+    old_manifest = json.loads((manifests / "a.json").read_text())
+    shutil.copy(manifests / "a.json", manifests / "a@1.json")  # the "archived" manifest
+    path = transcript_path(store, "a")
+    data = edit(path.read_bytes())
+    path.write_bytes(data)
+    hasher = new_hasher("blake3")
+    hasher.update(data)
+    digest = hasher.hexdigest()
+    path.with_name("a.jsonl.b3").write_text(f"{digest}  a.jsonl\n")
+    old = old_manifest["artifacts"]["transcript"]
+    new_manifest = json.loads(json.dumps(old_manifest))
+    new_manifest["artifacts"]["transcript"].update(
+        digest=digest,
+        bytes=len(data),
+        records=data.count(b"\n"),
+        last_seq=data.count(b"\n") - 1,
+        segments=[
+            {
+                "records": old["records"],
+                "bytes": old["bytes"],
+                "digest": old["digest"],
+                "sealed_at_ms": old["sealed_at_ms"],
+            }
+        ],
+    )
+    log = store / "audit/chain.jsonl"
+    last = json.loads(log.read_text().splitlines()[-1])
+    new_manifest["chain"] = {"position": last["position"] + 1, "prev": last["manifest_digest"]}
+    (manifests / "a.json").write_text(json.dumps(new_manifest))
+    new_digest = hashlib.sha256(rfc8785.dumps(new_manifest)).hexdigest()
+    link = {
+        "position": last["position"] + 1,
+        "run_id": "a",
+        "manifest_digest": new_digest,
+        "prev": last["manifest_digest"],
+    }
+    with log.open("a") as handle:
+        handle.write(json.dumps(link) + "\n")
+    head = {"position": link["position"], "digest": new_digest, "run_id": "a"}
+    (store / "audit/chain-head.json").write_text(json.dumps(head))
+
+
+def test_rewriting_a_past_run_as_a_fake_reopen_is_detected(store: Path) -> None:
+    head = _three_runs(store)
+    _forge_reopen_of_a(store, lambda data: data.replace(b"message 0", b"message 7", 1))
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert "modified" in _codes(report)
+
+
+def test_a_fake_reopen_without_the_archived_manifest_is_detected(store: Path) -> None:
+    head = _three_runs(store)
+    _forge_reopen_of_a(store, lambda data: data + b'{"seq":3,"ts":1,"role":"user"}\n')
+    os.unlink(store / "audit/manifests/a@1.json")
+    report = check_store(store, expect_head=head)
+    assert "manifest-replaced" in _codes(report)

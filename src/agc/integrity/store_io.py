@@ -6,18 +6,25 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agc.errors import ManifestInvalidError, StoreError
 from agc.integrity.chain import append_link, chain_lock_path, read_head
 from agc.integrity.fsio import atomic_write_bytes, exclusive_lock, read_small_file
 from agc.integrity.manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
-from agc.store import ArtifactKind, StoreLayout
+from agc.store import ArtifactKind, StoreLayout, validate_run_id
 
 if TYPE_CHECKING:
     from agc.integrity.signing import SigningKey
 
-__all__ = ["read_manifest", "record_reopen", "record_seal"]
+__all__ = ["archived_manifest_path", "read_manifest", "record_reopen", "record_seal"]
+
+
+def archived_manifest_path(layout: StoreLayout, run_id: str, position: int) -> Path:
+    """``audit/manifests/<runId>@<position>.json``: a closed manifest kept when its run
+    was re-opened, so the chain link at ``position`` can still be checked."""
+    return layout.manifests_dir / f"{validate_run_id(run_id)}@{position}.json"
 
 
 def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
@@ -109,6 +116,12 @@ def record_reopen(
         current = read_manifest(layout, run_id)
         if current is None:
             raise StoreError(f"run {run_id} has no manifest; nothing to re-open")
+        if current.chain is not None:
+            # Keep the linked manifest: its chain link must stay checkable after the run
+            # is sealed again (a new link), or an earlier state could be rewritten unseen.
+            archive = archived_manifest_path(layout, run_id, int(current.chain["position"]))
+            data = read_small_file(layout.manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES)
+            atomic_write_bytes(archive, data, overwrite=False)
         updated = _signed(replace(current.with_reopened(kind, at_ms), chain=None), signer)
         atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
     return updated

@@ -36,7 +36,9 @@ from agc.integrity.chain import (
     read_chain,
     read_head,
 )
-from agc.integrity.store_io import read_manifest
+from agc.integrity.fsio import read_small_file
+from agc.integrity.manifest import MAX_MANIFEST_BYTES, RunManifest
+from agc.integrity.store_io import archived_manifest_path, read_manifest
 from agc.integrity.verify import REPORT_SCHEMA_VERSION, Finding, RunReport, check_run
 from agc.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 
@@ -46,7 +48,10 @@ _RUN_ID: Final = r"[A-Za-z0-9._-]{1,128}"
 _ARTIFACT_FILE: Final = re.compile(
     rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|(?P<quarantine>\.quarantine(-\d+)?))?"
 )
-_MANIFEST_FILE: Final = re.compile(rf"(?P<run>{_RUN_ID})\.json|\.(?P<lock>{_RUN_ID})\.lock")
+_MANIFEST_FILE: Final = re.compile(
+    rf"(?P<run>{_RUN_ID})\.json|\.(?P<lock>{_RUN_ID})\.lock"
+    rf"|(?P<archived>{_RUN_ID})@(?P<position>[1-9][0-9]*)\.json"
+)
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,8 @@ def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
     folder = layout.manifests_dir
     for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
         match = _MANIFEST_FILE.fullmatch(name)
-        if match is None or (match.group("run") or match.group("lock")) in {".", ".."}:
+        name_run = match and (match.group("run") or match.group("lock") or match.group("archived"))
+        if match is None or name_run in {".", ".."}:
             # A run id may start with a dot (.x -> .x.json); only . and .. are no run ids.
             findings.append(_unexpected(f"audit/manifests/{name}"))
         elif match.group("run"):
@@ -289,8 +295,11 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
                 )
             )
         previous_digest = entry.manifest_digest
-        if latest_position.get(entry.run_id) != entry.position or not _valid_run_id(entry.run_id):
-            continue  # superseded by a later segment's link
+        if not _valid_run_id(entry.run_id):
+            continue
+        if latest_position.get(entry.run_id) != entry.position:
+            _check_superseded(layout, entry, findings)
+            continue
         try:
             manifest = read_manifest(layout, entry.run_id)
         except (ManifestInvalidError, UnsafePathError, StoreError):
@@ -343,9 +352,16 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
                 )
             )
     linked = set(latest_position)
+    superseded = {
+        (e.run_id, e.position) for e in entries if latest_position[e.run_id] != e.position
+    }
     manifests = layout.manifests_dir
     for name in sorted(os.listdir(manifests)) if manifests.is_dir() else []:
         match = _MANIFEST_FILE.fullmatch(name)
+        if match is not None and match.group("archived"):
+            if (match.group("archived"), int(match.group("position"))) not in superseded:
+                findings.append(_unexpected(f"audit/manifests/{name}"))
+            continue
         if match is None or not match.group("run"):
             continue
         run_id = match.group("run")
@@ -357,5 +373,55 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             findings.append(
                 Finding(
                     "unchained", "store", f"closed manifest of run {run_id} is not in the chain"
+                )
+            )
+
+
+def _check_superseded(layout: StoreLayout, entry: Any, findings: list[Finding]) -> None:
+    """A link superseded by a later seal of the same run (a re-opened segment).
+
+    Its manifest was archived when the run was re-opened; it must still hash to the
+    link's digest, and the run's current seals must extend it: each artifact's earlier
+    seal is one of its current segments (whose file prefixes ``check_run`` verifies).
+    """
+    path = archived_manifest_path(layout, entry.run_id, entry.position)
+    try:
+        archived = RunManifest.from_bytes(
+            read_small_file(path, max_bytes=MAX_MANIFEST_BYTES), expected_run_id=entry.run_id
+        )
+    except FileNotFoundError:
+        archived = None
+    except (ManifestInvalidError, UnsafePathError, StoreError):
+        archived = None
+    if archived is None or manifest_digest(archived) != entry.manifest_digest:
+        findings.append(
+            Finding(
+                "manifest-replaced",
+                "store",
+                f"run {entry.run_id}: the manifest of chain link {entry.position} (kept as "
+                f"{path.name} when the run was re-opened) is missing or differs from the link",
+                expected={"manifest_digest": entry.manifest_digest},
+            )
+        )
+        return
+    try:
+        current = read_manifest(layout, entry.run_id)
+    except (ManifestInvalidError, UnsafePathError, StoreError):
+        return  # the run's own report says what is wrong with it
+    for kind, earlier in archived.artifacts.items():
+        seal = current.artifacts.get(kind) if current else None
+        states = [] if seal is None else [{"digest": seal.digest, "bytes": seal.bytes}]
+        states += [
+            {"digest": s.get("digest"), "bytes": s.get("bytes")}
+            for s in (seal.segments if seal else ())
+        ]
+        if {"digest": earlier.digest, "bytes": earlier.bytes} not in states:
+            findings.append(
+                Finding(
+                    "manifest-replaced",
+                    "store",
+                    f"run {entry.run_id}: the {kind} sealed at chain link {entry.position} "
+                    "is not among the run's current segments",
+                    expected={"digest": earlier.digest, "bytes": earlier.bytes},
                 )
             )

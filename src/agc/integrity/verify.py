@@ -150,6 +150,8 @@ class ArtifactObservation:
         algorithm: the algorithm used for ``digest``.
         ends_with_newline: True if the file is empty or its last byte is ``\\n``.
         records: number of ``\\n``-terminated lines, counted only when needed.
+        segment_mismatch: the first earlier segment (of a re-opened file) whose prefix no
+            longer hashes to the digest it was sealed with.
         prefix_digest: digest of the first ``expected bytes`` when the file is longer
             than its seal (tells "extended" from "modified").
         sidecars: parsed sidecar (or the error text) by algorithm, for sidecars present.
@@ -165,6 +167,7 @@ class ArtifactObservation:
     ends_with_newline: bool = True
     records: int | None = None
     prefix_digest: str | None = None
+    segment_mismatch: Mapping[str, Any] | None = None
     sidecars: Mapping[Algorithm, Sidecar | str] = field(default_factory=dict)
     prefix: PrefixCheck | None = None
 
@@ -283,6 +286,7 @@ def observe_artifact(
         ends_with_newline = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
         matches_seal = seal is not None and digests_equal(seal.digest, digest)
         records = None if matches_seal else _count_lines(fd)
+        segment_mismatch = _first_changed_segment(fd, seal, size) if seal else None
         prefix_digest = None
         if seal is not None and not matches_seal and size > seal.bytes:
             os.lseek(fd, 0, os.SEEK_SET)
@@ -305,6 +309,7 @@ def observe_artifact(
         ends_with_newline=ends_with_newline,
         records=records if records is not None else (seal.records if seal else None),
         prefix_digest=prefix_digest,
+        segment_mismatch=segment_mismatch,
         sidecars=sidecars,
         prefix=prefix,
     )
@@ -318,6 +323,19 @@ def _read_checkpoints(path: Path) -> list[Checkpoint]:
     except OSError as exc:
         raise StoreError(f"cannot read the checkpoints of {path}: {exc}") from exc
     return parse_checkpoints(data)[0]
+
+
+def _first_changed_segment(fd: int, seal: ArtifactSeal, size: int) -> Mapping[str, Any] | None:
+    """Check each earlier segment's prefix against the digest it was sealed with."""
+    for segment in seal.segments:
+        length = segment.get("bytes")
+        if not isinstance(length, int) or length > size:
+            return segment
+        os.lseek(fd, 0, os.SEEK_SET)
+        digest, _ = digest_fd(fd, seal.algorithm, limit=length)
+        if not digests_equal(str(segment.get("digest", "")), digest):
+            return segment
+    return None
 
 
 def _choose_algorithm(
@@ -454,6 +472,17 @@ def judge_artifact(
                 )
             )
 
+    if obs.segment_mismatch is not None and not any(f.code == "modified" for f in findings):
+        findings.append(
+            Finding(
+                "modified",
+                kind,
+                f"{kind}: an earlier segment ({obs.segment_mismatch.get('bytes')} bytes, sealed "
+                "before the file was re-opened) no longer matches its seal",
+                expected=dict(obs.segment_mismatch),
+                actual=actual,
+            )
+        )
     if not obs.ends_with_newline and not any(f.code == "truncated" for f in findings):
         findings.append(
             Finding("torn-tail", kind, f"{kind} ends in an unterminated line", actual=actual)
