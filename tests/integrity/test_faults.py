@@ -49,6 +49,7 @@ def _child_writes_forever(store: Path, lines: list[bytes]) -> None:
         for writer in (run.transcript, run.tool_events):
             writer._checkpoint_records = 20
             writer._checkpoint_interval_ns = 2_000_000
+            writer._schedule_checkpoint()
             writer._buffer_limit = 4096
         index = 0
         while True:

@@ -22,6 +22,7 @@ def _crash(store: Path, run_id: str, count: int, torn: bytes = b"") -> bytes:
     """Write ``count`` records, leave both files unsealed, append ``torn`` raw bytes."""
     run = open_run(run_id, store=store)
     run.transcript._checkpoint_records = 5
+    run.transcript._schedule_checkpoint()
     for record in records(7, count):
         run.transcript.write(record)
     run.abort()

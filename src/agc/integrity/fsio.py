@@ -11,7 +11,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,7 +104,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 
     """
     if overwrite and path.is_symlink():
         raise UnsafePathError(f"{path} is a symlink; agc does not replace it")
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
     try:
         try:

@@ -10,12 +10,11 @@ artifact of the run (transcript and tool events) is sealed. The format is docume
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
-
-import rfc8785
 
 from agc.errors import ManifestInvalidError, RunIdInvalidError
 from agc.integrity.hashing import ALGORITHMS, Algorithm
@@ -153,6 +152,35 @@ class ArtifactSeal:
             recovered=data.get("recovered", False),
             quarantine=quarantine,
         )
+
+
+# RFC 8785 §3.2.2.3: numbers are IEEE 754 doubles; integers beyond 2**53 - 1 in
+# magnitude, NaN and the infinities have no canonical form.
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+
+def _not_canonicalizable(value: object) -> str | None:
+    """What in ``value`` (parsed JSON) RFC 8785 cannot canonicalize, else ``None``.
+
+    Checked here without importing the rfc8785 package, which ``agc-verify`` would
+    otherwise pay for at every start.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        if isinstance(item, int):
+            if abs(item) > _MAX_SAFE_INTEGER:
+                return f"the integer {item} is beyond 2**53 - 1"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"the number {item} is not finite"
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def _is_segment(value: object) -> bool:
@@ -313,12 +341,11 @@ class RunManifest:
         unknown = set(raw) - _MANIFEST_KEYS
         if unknown:
             raise ManifestInvalidError(f"manifest has unknown member(s) {sorted(unknown)}")
-        try:
-            rfc8785.dumps(raw)  # chain digests and signatures are over this form
-        except rfc8785.CanonicalizationError as exc:
+        problem = _not_canonicalizable(raw)  # chain digests and signatures use RFC 8785
+        if problem is not None:
             raise ManifestInvalidError(
-                f"manifest holds a value RFC 8785 cannot canonicalize: {exc}"
-            ) from exc
+                f"manifest holds a value RFC 8785 cannot canonicalize: {problem}"
+            )
         manifest = cls(
             run_id=run_id, artifacts=artifacts, chain=chain, signature=signature, raw=raw
         )

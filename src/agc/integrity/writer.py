@@ -228,7 +228,6 @@ class JsonlFileWriter(_SealsOnExit):
         self.file_seal: FileSeal | None = None
         self._checkpoint_records = max(0, checkpoint_records)
         self._checkpoint_interval_ns = max(0, checkpoint_interval_ms) * 1_000_000
-        self._last_checkpoint_ns = time.monotonic_ns()
         self._checkpoint_fd: int | None = None
         self._refuse_before_open()
         _make_dirs(self.path.parent, *self._extra_dirs())
@@ -248,7 +247,7 @@ class JsonlFileWriter(_SealsOnExit):
             self._closed = True  # so that __del__ does not close a reused descriptor
             raise
         self._closed = False
-        self._last_checkpoint_records = self.records_written
+        self._schedule_checkpoint()
 
     # -- public API -------------------------------------------------------------------
 
@@ -281,7 +280,8 @@ class JsonlFileWriter(_SealsOnExit):
             self._write_buffer()
             if self.fsync_policy == "always":
                 self._fsync()
-        if self._checkpoint_due():
+        # Inline on purpose: this runs for every record (see benchmarks/, writer).
+        if seq >= self._checkpoint_at_seq or time.monotonic_ns() >= self._checkpoint_deadline_ns:
             self._write_buffer()
             self._checkpoint()
         return seq
@@ -529,15 +529,18 @@ class JsonlFileWriter(_SealsOnExit):
             )
         return size, records
 
-    def _checkpoint_due(self) -> bool:
-        pending = self.next_seq - self._last_checkpoint_records
-        if pending <= 0:
-            return False
-        if self._checkpoint_records and pending >= self._checkpoint_records:
-            return True
-        return bool(
-            self._checkpoint_interval_ns
-            and time.monotonic_ns() - self._last_checkpoint_ns >= self._checkpoint_interval_ns
+    def _schedule_checkpoint(self) -> None:
+        """Set when the next checkpoint is due: after N more records or T more ns."""
+        never = 1 << 62
+        self._checkpoint_at_seq = (
+            self.records_written + self._checkpoint_records - 1
+            if self._checkpoint_records
+            else never
+        )
+        self._checkpoint_deadline_ns = (
+            time.monotonic_ns() + self._checkpoint_interval_ns
+            if self._checkpoint_interval_ns
+            else never
         )
 
     def _checkpoint(self) -> None:
@@ -565,8 +568,7 @@ class JsonlFileWriter(_SealsOnExit):
                 f"writing the checkpoint of {self.path} failed ({_describe_os_error(exc)})",
                 records_written=self.records_written,
             ) from exc
-        self._last_checkpoint_records = self.records_written
-        self._last_checkpoint_ns = time.monotonic_ns()
+        self._schedule_checkpoint()
 
 
 class JsonlWriter(JsonlFileWriter):
