@@ -12,6 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+import orjson
+
 from agc.errors import HistoryFormatError, InputError
 from agc.resume._gc import collector_paused
 from agc.resume.formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
@@ -142,9 +144,12 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
         raise InputError(f"{source} is empty")
     if stripped.startswith(b"["):
         try:
-            records = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise InputError(f"{source} is not a valid JSON array: {exc}") from exc
+            records = orjson.loads(data)  # fast; anything it refuses gets the stdlib's word
+        except orjson.JSONDecodeError:
+            try:
+                records = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                raise InputError(f"{source} is not a valid JSON array: {exc}") from exc
         if not isinstance(records, list):
             raise InputError(f"{source} is not a JSON array")
         chosen = format or detect_format(records, line_based=False, source=source)
@@ -177,6 +182,13 @@ def dump_history(history: History, native: list[Any]) -> bytes:
     """Bytes of a written history: JSONL lines for session files, else a JSON array."""
     if get_spec(history.format).line_based:
         return join_lines([str(line) for line in native], final_newline=history.final_newline)
+    try:
+        # orjson: the standard library's indenting encoder is pure Python, and was most
+        # of the time of repairing a long history (benchmarks/, history).
+        data: bytes = orjson.dumps(native, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        return data
+    except TypeError:  # orjson refuses it (a lone surrogate, an integer beyond 64 bits)
+        pass
     try:
         return (json.dumps(native, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
