@@ -16,6 +16,7 @@ from rich.text import Text
 from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
 from agc.errors import InputError, UsageError
 from agc.exitcodes import ExitCode
+from agc.inputfiles import read_limited
 from agc.ledger.check import LedgerReport, check_turn_file, show_turn_file
 from agc.ledger.classify import TurnSummary
 from agc.ledger.contract import validate_client_turn_id
@@ -47,14 +48,7 @@ TurnFileArgument = Annotated[
 
 
 def _read_prompt(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise InputError(f"prompt file {path} does not exist") from exc
-    except OSError as exc:
-        raise InputError(f"prompt file {path} cannot be read: {exc.strerror}") from exc
-    if len(data) > _MAX_PROMPT_BYTES:
-        raise InputError(f"prompt file {path} is larger than {_MAX_PROMPT_BYTES} bytes")
+    data = read_limited(path, what="prompt file", max_bytes=_MAX_PROMPT_BYTES)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -64,14 +58,7 @@ def _read_prompt(path: Path) -> str:
 def _read_attachments(path: Path | None) -> list[object]:
     if path is None:
         return []
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise InputError(f"attachments file {path} does not exist") from exc
-    except OSError as exc:
-        raise InputError(f"attachments file {path} cannot be read: {exc.strerror}") from exc
-    if len(data) > _MAX_ATTACHMENTS_BYTES:
-        raise InputError(f"attachments file {path} is larger than {_MAX_ATTACHMENTS_BYTES} bytes")
+    data = read_limited(path, what="attachments file", max_bytes=_MAX_ATTACHMENTS_BYTES)
     try:
         value = json.loads(data)
     except (UnicodeDecodeError, ValueError) as exc:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from agc.errors import InputError, PolicyInvalidError
+from agc.errors import PolicyInvalidError
+from agc.inputfiles import read_limited
 from agc.ledger.contract import FORBIDDEN_KEYS, MAX_DESIGN_TEXT_CHARS, MAX_LIST_ITEMS
 from agc.ledger.sanitize import clean_token
 
@@ -251,14 +252,9 @@ def load_policy(path: Path | None) -> LedgerPolicy:
     """
     if path is None:
         return builtin_policy()
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise InputError(f"policy file {path} does not exist") from exc
-    except OSError as exc:
-        raise InputError(f"policy file {path} cannot be read: {exc.strerror}") from exc
-    if len(data) > _MAX_POLICY_BYTES:
-        raise PolicyInvalidError(f"policy {path} is larger than {_MAX_POLICY_BYTES} bytes")
+    data = read_limited(
+        path, what="policy file", max_bytes=_MAX_POLICY_BYTES, too_large=PolicyInvalidError
+    )
     return parse_policy(data, name=path.name)
 
 
