@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agc.resume.formats import load_history
-from agc.resume.formats.jsonl import dump_line, parse_jsonl
-from agc.resume.repair import repair_loaded
+from agc.resume._formats import load_history
+from agc.resume._formats.jsonl import dump_line, parse_jsonl
+from agc.resume._repair import repair_loaded
 
 __all__ = ["chat_bytes", "main", "session_bytes"]
 

@@ -22,15 +22,10 @@ from typing import Any
 import orjson
 
 import agc
-from agc.integrity.hashing import Algorithm, digest_fd
-from agc.integrity.verify import check_run
-from agc.integrity.writer import (
-    _ORJSON_OPTIONS,
-    ToolEventWriter,
-    _not_native,
-    open_run,
-    unix_ms,
-)
+from agc._core.digest import Algorithm, digest_fd
+from agc._core.jsonl import _ORJSON_OPTIONS, _not_native, unix_ms
+from agc.integrity._verify import check_run
+from agc.integrity._writer import ToolEventWriter, open_run
 from benchmarks.data import RecordSizes, chat_history, tool_records, write_random_file
 from benchmarks.harness import Timing, Variant, command_variant, find_tool, interleaved
 from benchmarks.report import Row, Section, Target

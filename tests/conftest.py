@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from agc.integrity.hashing import Algorithm
-from agc.integrity.verify import RunReport
-from agc.integrity.writer import open_run
-from agc.store import StoreLayout
+from agc._core.digest import Algorithm
+from agc._core.store import StoreLayout
+from agc.integrity._verify import RunReport
+from agc.integrity._writer import open_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"

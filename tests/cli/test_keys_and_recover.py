@@ -12,7 +12,7 @@ import pytest
 
 from agc.cli.app import main
 from agc.cli.verify import main as verify_main
-from agc.integrity.writer import open_run
+from agc.integrity._writer import open_run
 
 
 def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from agc._core.store import StoreLayout
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.integrity.verify import check_run
-from agc.integrity.writer import TranscriptWriter
-from agc.store import StoreLayout
+from agc.integrity._verify import check_run
+from agc.integrity._writer import TranscriptWriter
+from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import (
     REAL_FIXTURES,
     assert_keeps_every_line,
@@ -24,7 +25,6 @@ from tests.conftest import (
     tree,
     write_run,
 )
-from tests.test_store import BAD_RUN_IDS
 
 REAL = real_fixture_files() or [REAL_FIXTURES / "absent.jsonl"]
 

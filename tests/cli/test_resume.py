@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agc.cli.app import main
-from agc.resume.snapshot import SessionSnapshot, ToolCallState, save_snapshot
-from agc.resume.validate import check_history
+from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
+from agc.resume._validate import check_history
 from tests.conftest import REAL_FIXTURES, require_shared
 
 PENDING: list[dict[str, Any]] = [

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from agc._core.store import StoreLayout
 from agc.cli import app as agc_app
 from agc.cli import verify as verify_cli
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
-from agc.store import StoreLayout
+from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import fixed_clock, tree, write_run
-from tests.test_store import BAD_RUN_IDS
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 

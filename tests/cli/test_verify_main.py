@@ -13,7 +13,7 @@ import pytest
 from agc.cli import verify as full
 from agc.cli import verify_main
 from agc.cli.verify_main import parse_simple
-from agc.integrity.writer import open_run
+from agc.integrity._writer import open_run
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
         "import sys\n"
         "from agc.cli.verify_main import main\n"
         f"rc = main(['r1', '--store', {str(store)!r}])\n"
-        "heavy = [m for m in ('typer', 'rich', 'agc.integrity.writer', 'orjson')"
+        "heavy = [m for m in ('typer', 'rich', 'agc.integrity._writer', 'orjson')"
         " if m in sys.modules]\n"
         "print(rc, heavy)\n"
     )

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agc.integrity.signing import SigningKey
-from agc.integrity.writer import open_run
+from agc.integrity._signing import SigningKey
+from agc.integrity._writer import open_run
 
 
 def fixed_clock(start: int = 1_790_000_000_000) -> Any:

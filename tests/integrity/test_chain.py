@@ -1,4 +1,4 @@
-"""agc.integrity.chain: reading the chain log strictly (a damaged line is unusable)."""
+"""agc.integrity._chain: reading the chain log strictly (a damaged line is unusable)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agc.integrity.chain import read_chain
-from agc.store import StoreLayout
+from agc._core.store import StoreLayout
+from agc.integrity._chain import read_chain
 
 GOOD = b'{"position":1,"run_id":"a","manifest_digest":"ab","prev":null}\n'
 

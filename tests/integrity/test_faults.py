@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from agc.errors import RunNotFoundError
-from agc.integrity.ingest import line_to_record
-from agc.integrity.recover import recover_run
-from agc.integrity.store_verify import check_store
-from agc.integrity.verify import check_run
-from agc.integrity.writer import open_run
+from agc.integrity._ingest import line_to_record
+from agc.integrity._recover import recover_run
+from agc.integrity._store_verify import check_store
+from agc.integrity._verify import check_run
+from agc.integrity._writer import open_run
 from tests.conftest import REAL_FIXTURES, require_shared
 from tests.integrity.evidence_helpers import records
 
@@ -134,10 +134,10 @@ def _die(*_args: object, **_kwargs: object) -> None:
 
 CRASH_POINTS = {
     # module attribute replaced in the child, so the child dies right there
-    "before-the-sidecar": ("agc.integrity.writer", "atomic_write_bytes"),
-    "after-the-sidecar-before-the-manifest": ("agc.integrity.writer", "record_seal"),
-    "after-the-manifest-before-the-chain-link": ("agc.integrity.store_io", "append_link"),
-    "after-the-chain-link-before-the-head": ("agc.integrity.chain", "write_head"),
+    "before-the-sidecar": ("agc.integrity._writer", "atomic_write_bytes"),
+    "after-the-sidecar-before-the-manifest": ("agc.integrity._writer", "record_seal"),
+    "after-the-manifest-before-the-chain-link": ("agc.integrity._store_io", "append_link"),
+    "after-the-chain-link-before-the-head": ("agc.integrity._chain", "write_head"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Tests for agc.integrity.ingest: every input line becomes a record, nothing is lost."""
+"""Tests for agc.integrity._ingest: every input line becomes a record, nothing is lost."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.integrity.ingest import ingest_stream, iter_lines, line_to_record
-from agc.integrity.verify import check_run
-from agc.store import StoreLayout
+from agc._core.store import StoreLayout
+from agc.integrity._ingest import ingest_stream, iter_lines, line_to_record
+from agc.integrity._verify import check_run
 from tests.conftest import finding_codes
 
 

@@ -1,4 +1,4 @@
-"""Tests for agc.integrity.manifest (pure) and agc.integrity.store_io (its on-disk I/O)."""
+"""Tests for agc.integrity._manifest (pure) and agc.integrity._store_io (its on-disk I/O)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from agc._core.store import StoreLayout
 from agc.errors import ManifestInvalidError, StoreError, UnsafePathError
-from agc.integrity.manifest import MANIFEST_SCHEMA_VERSION, ArtifactSeal, RunManifest
-from agc.integrity.store_io import read_manifest, record_seal
-from agc.store import StoreLayout
+from agc.integrity._manifest import MANIFEST_SCHEMA_VERSION, ArtifactSeal, RunManifest
+from agc.integrity._store_io import read_manifest, record_seal
 
 HEX = "ab" * 32
 

@@ -25,8 +25,8 @@ def test_unknown_name_raises_attribute_error() -> None:
 def test_importing_the_verifier_does_not_load_the_writer() -> None:
     code = (
         "import sys\n"
-        "from agc.integrity.verify import check_run\n"
-        "print('agc.integrity.writer' in sys.modules, 'orjson' in sys.modules)\n"
+        "from agc.integrity._verify import check_run\n"
+        "print('agc.integrity._writer' in sys.modules, 'orjson' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, UnsealedRunError
-from agc.integrity.manifest import RunManifest
-from agc.integrity.recover import recover_run
-from agc.integrity.verify import check_run
-from agc.integrity.writer import TranscriptWriter, open_run
+from agc.integrity._manifest import RunManifest
+from agc.integrity._recover import recover_run
+from agc.integrity._verify import check_run
+from agc.integrity._writer import TranscriptWriter, open_run
 from tests.conftest import tree
 from tests.integrity.evidence_helpers import records, transcript_path, write_run
 

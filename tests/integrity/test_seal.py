@@ -1,4 +1,4 @@
-"""Tests for agc.integrity.seal, and sidecars checked by the real b3sum / sha256sum."""
+"""Tests for agc.integrity._seal, and sidecars checked by the real b3sum / sha256sum."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from agc._core.digest import Algorithm, new_hasher
+from agc._core.store import StoreLayout
 from agc.errors import (
     InputError,
     RunLockedError,
@@ -17,11 +19,9 @@ from agc.errors import (
     UnsafePathError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity.hashing import Algorithm, new_hasher
-from agc.integrity.seal import seal_file
-from agc.integrity.verify import check_run
-from agc.integrity.writer import open_run
-from agc.store import StoreLayout
+from agc.integrity._seal import seal_file
+from agc.integrity._verify import check_run
+from agc.integrity._writer import open_run
 from tests.conftest import write_run
 
 TOOLS: dict[Algorithm, tuple[str, str, str]] = {

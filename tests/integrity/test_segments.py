@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from agc.errors import ArtifactSealedError, VerificationError
-from agc.integrity.manifest import RunManifest
-from agc.integrity.verify import check_run
-from agc.integrity.writer import TranscriptWriter
+from agc.integrity._manifest import RunManifest
+from agc.integrity._verify import check_run
+from agc.integrity._writer import TranscriptWriter
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 

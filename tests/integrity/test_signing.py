@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from agc._core.digest import new_hasher
 from agc.errors import FileExistsRefusedError, KeyInvalidError
-from agc.integrity.hashing import new_hasher
-from agc.integrity.signing import (
+from agc.integrity._signing import (
     generate_keypair,
     load_signing_key,
     load_trusted_keys,
 )
-from agc.integrity.verify import check_run
+from agc.integrity._verify import check_run
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 

@@ -17,11 +17,11 @@ import blake3
 import pytest
 import rfc8785
 
-from agc.integrity.chain import manifest_digest
-from agc.integrity.hashing import new_hasher
-from agc.integrity.signing import generate_keypair, load_signing_key, load_trusted_keys
-from agc.integrity.store_verify import StoreReport, check_store
-from agc.integrity.writer import TranscriptWriter
+from agc._core.digest import new_hasher
+from agc.integrity._chain import manifest_digest
+from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
+from agc.integrity._store_verify import StoreReport, check_store
+from agc.integrity._writer import TranscriptWriter
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 
@@ -316,7 +316,7 @@ def test_every_single_byte_flip_of_a_small_sealed_run_is_detected(tmp_path: Path
 
 WRITE_ONE_RUN = """
 import sys
-from agc.integrity.writer import open_run
+from agc.integrity._writer import open_run
 store, run_id = sys.argv[1], sys.argv[2]
 with open_run(run_id, store=store) as run:
     for i in range(50):

@@ -1,4 +1,4 @@
-"""Tests for agc.integrity.verify: findings for every kind of damage, legacy stores."""
+"""Tests for agc.integrity._verify: findings for every kind of damage, legacy stores."""
 
 from __future__ import annotations
 
@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 
+from agc._core import digest as hashing
+from agc._core.digest import Algorithm, new_hasher
+from agc._core.sidecar import format_sidecar
+from agc._core.store import ArtifactKind, StoreLayout
 from agc.errors import RunIdInvalidError, StoreError, VerificationError
 from agc.exitcodes import ExitCode
-from agc.integrity import hashing
-from agc.integrity import verify as verify_module
-from agc.integrity.hashing import Algorithm, new_hasher
-from agc.integrity.manifest import ArtifactSeal
-from agc.integrity.sidecar import format_sidecar
-from agc.integrity.store_io import record_seal
-from agc.integrity.verify import check_run, read_tool_events, verify_run
-from agc.store import ArtifactKind, StoreLayout
+from agc.integrity import _verify as verify_module
+from agc.integrity._manifest import ArtifactSeal
+from agc.integrity._store_io import record_seal
+from agc.integrity._verify import check_run, read_tool_events, verify_run
+from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import finding_codes, tree, write_run
-from tests.test_store import BAD_RUN_IDS
 
 TRANSCRIPT = [
     {"role": "user", "content": "fix the parser"},

@@ -1,4 +1,4 @@
-"""Tests for agc.integrity.writer: append-only, hash-while-writing, sealed on close."""
+"""Tests for agc.integrity._writer: append-only, hash-while-writing, sealed on close."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core.digest import new_hasher
+from agc._core.jsonl import JsonlFileWriter
+from agc._core.store import StoreLayout
 from agc.errors import (
     ArtifactSealedError,
     RecordInvalidError,
@@ -30,13 +33,11 @@ from agc.errors import (
     WriterClosedError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity.hashing import new_hasher
-from agc.integrity.recover import recover_run
-from agc.integrity.verify import check_run
-from agc.integrity.writer import JsonlFileWriter, ToolEventWriter, TranscriptWriter, open_run
-from agc.store import StoreLayout
+from agc.integrity._recover import recover_run
+from agc.integrity._verify import check_run
+from agc.integrity._writer import ToolEventWriter, TranscriptWriter, open_run
+from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import finding_codes, fixed_clock, tree, write_run
-from tests.test_store import BAD_RUN_IDS
 
 
 def _transcript(store: Path, run_id: str = "r1") -> Path:
@@ -266,7 +267,7 @@ def test_second_writer_in_another_process_fails(store: Path) -> None:
         """
         import sys
         from agc.errors import RunLockedError
-        from agc.integrity.writer import TranscriptWriter
+        from agc.integrity._writer import TranscriptWriter
         try:
             TranscriptWriter("r1", store=sys.argv[1])
         except RunLockedError as exc:
@@ -384,7 +385,7 @@ _FULL_DISK_SCRIPT = textwrap.dedent(
     """
     import json, resource, sys
     from agc.errors import WriteFailedError
-    from agc.integrity.writer import TranscriptWriter
+    from agc.integrity._writer import TranscriptWriter
 
     store, limit, buffer_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     writer = TranscriptWriter("r1", store=store, buffer_bytes=buffer_bytes)

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agc.ledger.events import decode_lines
-from agc.ledger.policy import LedgerPolicy
-from agc.ledger.writer import TurnOutcome, TurnRecorder
+from agc.ledger._events import decode_lines
+from agc.ledger._policy import LedgerPolicy
+from agc.ledger._writer import TurnOutcome, TurnRecorder
 
 TURN_ID = "Abc123-def"
 

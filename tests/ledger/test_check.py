@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.check: show and check, and every tampering case."""
+"""Tests for agc.ledger._check: show and check, and every tampering case."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from agc._core.digest import new_hasher
 from agc.errors import LedgerInvalidError, StoreError, VerificationError
-from agc.integrity.hashing import new_hasher
-from agc.ledger.check import check_turn_file, show_turn_file, verify_turn_file
-from agc.ledger.policy import parse_policy
+from agc.ledger._check import check_turn_file, show_turn_file, verify_turn_file
+from agc.ledger._policy import parse_policy
 from tests.ledger.helpers import command, mcp, record_turn
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"

@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.classify: turn_end (seed 000 §5.4) and the §3 timeline rows."""
+"""Tests for agc.ledger._classify: turn_end (seed 000 §5.4) and the §3 timeline rows."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from agc.ledger.check import show_turn_file
-from agc.ledger.classify import Attempt, derive_turn_end, split_attempts, summarize_attempt
-from agc.ledger.events import decode_lines
-from agc.ledger.policy import builtin_policy
-from agc.ledger.writer import TurnRecorder
+from agc.ledger._check import show_turn_file
+from agc.ledger._classify import Attempt, derive_turn_end, split_attempts, summarize_attempt
+from agc.ledger._events import decode_lines
+from agc.ledger._policy import builtin_policy
+from agc.ledger._writer import TurnRecorder
 from tests.ledger.helpers import command, completed, mcp, record_turn, turn_end
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"

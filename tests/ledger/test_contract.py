@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.contract: the clientTurnId rule (seed 000 §4) and file location."""
+"""Tests for agc.ledger._contract: the clientTurnId rule (seed 000 §4) and file location."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from agc.errors import TurnIdInvalidError
 from agc.exitcodes import ExitCode
-from agc.ledger.contract import turn_log_relpath, validate_client_turn_id
+from agc.ledger._contract import turn_log_relpath, validate_client_turn_id
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.db: the agent.db record table (seed 000 §5.5)."""
+"""Tests for agc.ledger._db: the agent.db record table (seed 000 §5.5)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agc.errors import AgentDbError
-from agc.ledger.db import AgentDb
+from agc.ledger._db import AgentDb
 
 
 def test_append_creates_the_table_and_last_returns_the_newest(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.events: the three inputs, detected line by line."""
+"""Tests for agc.ledger._events: the three inputs, detected line by line."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.ledger.events import EventDecoder, decode_lines
-from agc.ledger.events.decode import detect
-from agc.ledger.events.item import camel_case
+from agc.ledger._events import EventDecoder, decode_lines
+from agc.ledger._events.decode import detect
+from agc.ledger._events.item import camel_case
 from tests.ledger.helpers import command, completed, mcp
 
 

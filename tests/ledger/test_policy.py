@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.policy: the TOML allow-list (seed 000 §5.3)."""
+"""Tests for agc.ledger._policy: the TOML allow-list (seed 000 §5.3)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agc.errors import InputError, PolicyInvalidError
-from agc.ledger.policy import BUILTIN_POLICY_TOML, builtin_policy, load_policy, parse_policy
+from agc.ledger._policy import BUILTIN_POLICY_TOML, builtin_policy, load_policy, parse_policy
 from tests.ledger.helpers import items, mcp, record_turn
 
 

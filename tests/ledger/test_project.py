@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.project: hashing inside the project only (seed 000 §5.1, §8)."""
+"""Tests for agc.ledger._project: hashing inside the project only (seed 000 §5.1, §8)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agc.errors import StoreError, UnsafePathError
-from agc.ledger.project import FileHash, Project
+from agc.ledger._project import FileHash, Project
 
 
 def test_hash_matches_hashlib(project: Path) -> None:

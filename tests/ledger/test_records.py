@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.records: per-type fields and limits (seed 000 §5.1-§5.3, §5.6)."""
+"""Tests for agc.ledger._records: per-type fields and limits (seed 000 §5.1-§5.3, §5.6)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.ledger.check import FORBIDDEN_KEYS
-from agc.ledger.events.appserver import pick_fields
-from agc.ledger.events.item import CompletedItem
-from agc.ledger.policy import builtin_policy, parse_policy
-from agc.ledger.project import FileHash
-from agc.ledger.records import RecordContext, item_record, turn_start_record
-from agc.ledger.sanitize import PathSanitizer
+from agc.ledger._check import FORBIDDEN_KEYS
+from agc.ledger._events.appserver import pick_fields
+from agc.ledger._events.item import CompletedItem
+from agc.ledger._policy import builtin_policy, parse_policy
+from agc.ledger._project import FileHash
+from agc.ledger._records import RecordContext, item_record, turn_start_record
+from agc.ledger._sanitize import PathSanitizer
 
 ROOT = "/home/alice/proj"
 

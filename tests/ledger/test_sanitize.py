@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.sanitize: paths, commands and text (seed 000 §5.2, §8)."""
+"""Tests for agc.ledger._sanitize: paths, commands and text (seed 000 §5.2, §8)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.ledger.sanitize import (
+from agc.ledger._sanitize import (
     PathSanitizer,
     clean_media_type,
     clean_name,

@@ -13,7 +13,7 @@ import pytest
 
 from agc.errors import WriteFailedError
 from agc.integrity import check_run, open_run
-from agc.ledger import writer as ledger_writer
+from agc.ledger import _writer as ledger_writer
 from tests.ledger.conftest import GDD_TEXT
 from tests.ledger.helpers import (
     TURN_ID,

@@ -1,4 +1,4 @@
-"""Tests for agc.ledger.writer: attempts, sealing and re-sealing, fail-open (§4, §7)."""
+"""Tests for agc.ledger._writer: attempts, sealing and re-sealing, fail-open (§4, §7)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core.digest import new_hasher
 from agc.errors import SidecarMismatchError, TornTailError, TurnIdInvalidError
-from agc.integrity.hashing import new_hasher
-from agc.ledger.check import check_turn_file
-from agc.ledger.db import AgentDb
-from agc.ledger.writer import TurnLedgerFile, TurnRecorder
+from agc.ledger._check import check_turn_file
+from agc.ledger._db import AgentDb
+from agc.ledger._writer import TurnLedgerFile, TurnRecorder
 from tests.ledger.helpers import TURN_ID, Clock, command, completed, mcp, record_turn, records
 
 

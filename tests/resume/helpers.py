@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agc.resume.formats import get_spec
-from agc.resume.formats.model import Block, FormatName, Message
+from agc.resume._formats import get_spec
+from agc.resume._formats.model import Block, FormatName, Message
 from tests.conftest import REAL_FIXTURES, RESUME_CASES, require_shared
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from agc.errors import HistoryFormatError
-from agc.resume.formats import load_history
-from agc.resume.formats.model import Message
-from agc.resume.repair import RepairResult, Strategy, repair_loaded
+from agc.resume._formats import load_history
+from agc.resume._formats.model import Message
+from agc.resume._repair import RepairResult, Strategy, repair_loaded
 from tests.conftest import require_shared
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
 

@@ -1,4 +1,4 @@
-"""Tests for agc.resume.repair: strategies, placement, reports, and repair properties."""
+"""Tests for agc.resume._repair: strategies, placement, reports, and repair properties."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import UsageError
-from agc.resume.formats import load_history
-from agc.resume.formats.model import FormatName
-from agc.resume.repair import (
+from agc.resume._formats import load_history
+from agc.resume._formats.model import FormatName
+from agc.resume._repair import (
     ACTIONS,
     Strategy,
     idempotency_key,
     repair_history,
     repair_loaded,
 )
-from agc.resume.snapshot import ToolCallState
-from agc.resume.validate import check_history, check_messages
+from agc.resume._snapshot import ToolCallState
+from agc.resume._validate import check_history, check_messages
 from tests.resume.helpers import blocks
 
 

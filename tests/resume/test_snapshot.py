@@ -1,4 +1,4 @@
-"""Tests for agc.resume.snapshot: atomic, 0600, sealed, secret-free, tamper-evident."""
+"""Tests for agc.resume._snapshot: atomic, 0600, sealed, secret-free, tamper-evident."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core.digest import new_hasher
 from agc.errors import (
     AgcError,
     SnapshotInvalidError,
@@ -21,9 +22,8 @@ from agc.errors import (
     SnapshotUnsealedError,
     UnsafePathError,
 )
-from agc.integrity.hashing import new_hasher
-from agc.resume.repair import resume_session
-from agc.resume.snapshot import (
+from agc.resume._repair import resume_session
+from agc.resume._snapshot import (
     SessionSnapshot,
     ToolCallState,
     load_snapshot,

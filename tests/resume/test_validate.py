@@ -1,4 +1,4 @@
-"""Tests for agc.resume.validate: each provider rule, in each format, as a finding."""
+"""Tests for agc.resume._validate: each provider rule, in each format, as a finding."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agc.errors import HistoryInvalidError
-from agc.resume.formats.model import FormatName
-from agc.resume.validate import FINDING_CODES, check_history, verify_history
+from agc.resume._formats.model import FormatName
+from agc.resume._validate import FINDING_CODES, check_history, verify_history
 
 
 def _call(call_id: str) -> dict[str, Any]:

@@ -12,17 +12,17 @@ from typing import Annotated, BinaryIO
 
 import typer
 
+from agc._core.store import StoreLayout, validate_run_id
 from agc.cli.common import byte_progress, emit_json, err_console, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.verify import StoreOption, format_report
 from agc.demo import demo_run
 from agc.errors import InputError, UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity.ingest import IngestSummary, ingest_stream
-from agc.integrity.seal import seal_file
-from agc.integrity.verify import check_run
-from agc.integrity.writer import open_run
-from agc.store import StoreLayout, validate_run_id
+from agc.integrity._ingest import IngestSummary, ingest_stream
+from agc.integrity._seal import seal_file
+from agc.integrity._verify import check_run
+from agc.integrity._writer import open_run
 
 __all__ = ["register"]
 

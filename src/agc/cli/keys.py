@@ -11,8 +11,8 @@ import typer
 from agc.cli.common import emit_json, out_console
 from agc.cli.verify import StoreOption
 from agc.exitcodes import ExitCode
-from agc.integrity.recover import recover_run
-from agc.integrity.signing import SigningKey, generate_keypair, load_signing_key
+from agc.integrity._recover import recover_run
+from agc.integrity._signing import SigningKey, generate_keypair, load_signing_key
 
 __all__ = ["register", "signing_key_from"]
 

@@ -13,16 +13,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agc._core.fs import read_limited
 from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
 from agc.errors import InputError, UsageError
 from agc.exitcodes import ExitCode
-from agc.inputfiles import read_limited
-from agc.ledger.check import LedgerReport, check_turn_file, show_turn_file
-from agc.ledger.classify import TurnSummary
-from agc.ledger.contract import validate_client_turn_id
-from agc.ledger.events import EventDecoder
-from agc.ledger.policy import load_policy
-from agc.ledger.writer import TurnOutcome, TurnRecorder
+from agc.ledger._check import LedgerReport, check_turn_file, show_turn_file
+from agc.ledger._classify import TurnSummary
+from agc.ledger._contract import validate_client_turn_id
+from agc.ledger._events import EventDecoder
+from agc.ledger._policy import load_policy
+from agc.ledger._writer import TurnOutcome, TurnRecorder
 
 __all__ = ["format_check", "register", "run_check"]
 

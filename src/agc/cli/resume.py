@@ -13,23 +13,23 @@ from typing import Annotated, Any, Final
 
 import typer
 
+from agc._core.fs import atomic_write_bytes
+from agc._core.store import validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, out_console
 from agc.cli.verify import StoreOption
 from agc.errors import HistoryFormatError, InputError, UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity.fsio import atomic_write_bytes
-from agc.resume.formats import get_spec, load_history
-from agc.resume.formats.model import FormatName, History
-from agc.resume.repair import Change, RepairResult, Strategy, repair_loaded
-from agc.resume.snapshot import (
+from agc.resume._formats import get_spec, load_history
+from agc.resume._formats.model import FormatName, History
+from agc.resume._repair import Change, RepairResult, Strategy, repair_loaded
+from agc.resume._snapshot import (
     MAX_SNAPSHOT_BYTES,
     SessionSnapshot,
     ToolCallState,
     load_snapshot,
     load_snapshot_file,
 )
-from agc.resume.validate import HistoryReport, check_messages
-from agc.store import validate_run_id
+from agc.resume._validate import HistoryReport, check_messages
 
 __all__ = ["register", "resume_command"]
 

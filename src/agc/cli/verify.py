@@ -18,9 +18,9 @@ from agc.cli.ledger import run_check
 from agc.cli.verify_text import format_report
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity.signing import load_trusted_keys
-from agc.integrity.store_verify import StoreReport, check_store
-from agc.integrity.verify import check_run
+from agc.integrity._signing import load_trusted_keys
+from agc.integrity._store_verify import StoreReport, check_store
+from agc.integrity._verify import check_run
 
 __all__ = ["format_report", "main", "verify_command"]
 

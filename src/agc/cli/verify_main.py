@@ -16,7 +16,7 @@ import sys
 
 from agc.cli.verify_text import format_report
 from agc.exitcodes import ExitCode
-from agc.integrity.verify import check_run
+from agc.integrity._verify import check_run
 
 __all__ = ["main", "parse_simple"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agc.integrity.verify import RunReport
+from agc.integrity._verify import RunReport
 
 __all__ = ["format_report"]
 

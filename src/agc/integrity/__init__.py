@@ -10,9 +10,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agc.integrity.hashing import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
-    from agc.integrity.manifest import ArtifactSeal, RunManifest
-    from agc.integrity.verify import (
+    from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
+    from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
+    from agc.integrity._manifest import ArtifactSeal, RunManifest
+    from agc.integrity._verify import (
         ArtifactReport,
         Finding,
         RunReport,
@@ -20,10 +21,7 @@ if TYPE_CHECKING:
         read_tool_events,
         verify_run,
     )
-    from agc.integrity.writer import (
-        FileSeal,
-        FsyncPolicy,
-        JsonlFileWriter,
+    from agc.integrity._writer import (
         JsonlWriter,
         RunWriters,
         ToolEventWriter,
@@ -54,9 +52,9 @@ __all__ = [
 ]
 
 _HOMES = {
-    "agc.integrity.hashing": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
-    "agc.integrity.manifest": ("ArtifactSeal", "RunManifest"),
-    "agc.integrity.verify": (
+    "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
+    "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
+    "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",
         "RunReport",
@@ -64,10 +62,8 @@ _HOMES = {
         "read_tool_events",
         "verify_run",
     ),
-    "agc.integrity.writer": (
-        "FileSeal",
-        "FsyncPolicy",
-        "JsonlFileWriter",
+    "agc._core.jsonl": ("FileSeal", "FsyncPolicy", "JsonlFileWriter"),
+    "agc.integrity._writer": (
         "JsonlWriter",
         "RunWriters",
         "ToolEventWriter",

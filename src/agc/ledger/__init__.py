@@ -26,18 +26,18 @@ Example::
 
 from __future__ import annotations
 
-from agc.ledger.check import (
+from agc.ledger._check import (
     LedgerFinding,
     LedgerReport,
     check_turn_file,
     show_turn_file,
     verify_turn_file,
 )
-from agc.ledger.classify import ROW_LABELS, TurnSummary
-from agc.ledger.contract import turn_log_relpath, validate_client_turn_id
-from agc.ledger.events import CompletedItem, EventDecoder, decode_lines
-from agc.ledger.policy import LedgerPolicy, builtin_policy, load_policy
-from agc.ledger.writer import TurnOutcome, TurnRecorder
+from agc.ledger._classify import ROW_LABELS, TurnSummary
+from agc.ledger._contract import turn_log_relpath, validate_client_turn_id
+from agc.ledger._events import CompletedItem, EventDecoder, decode_lines
+from agc.ledger._policy import LedgerPolicy, builtin_policy, load_policy
+from agc.ledger._writer import TurnOutcome, TurnRecorder
 
 __all__ = [
     "ROW_LABELS",

@@ -9,8 +9,9 @@ See ``docs/resume.md``. The public API::
 
 from __future__ import annotations
 
-from agc.resume.formats import FORMAT_NAMES, FormatName, detect_format, load_history
-from agc.resume.repair import (
+from agc._core.redact import redact_text, redact_value
+from agc.resume._formats import FORMAT_NAMES, FormatName, detect_format, load_history
+from agc.resume._repair import (
     ACTIONS,
     STRATEGIES,
     Change,
@@ -23,8 +24,7 @@ from agc.resume.repair import (
     repair_loaded,
     resume_session,
 )
-from agc.resume.secrets import redact_text, redact_value
-from agc.resume.snapshot import (
+from agc.resume._snapshot import (
     SessionSnapshot,
     SnapshotSaveResult,
     ToolCallState,
@@ -32,7 +32,7 @@ from agc.resume.snapshot import (
     load_snapshot_file,
     save_snapshot,
 )
-from agc.resume.validate import HistoryFinding, HistoryReport, check_history, verify_history
+from agc.resume._validate import HistoryFinding, HistoryReport, check_history, verify_history
 
 __all__ = [
     "ACTIONS",

@@ -1,4 +1,4 @@
-"""Tests for agc.resume.formats.anthropic: content blocks classified, rewritten faithfully."""
+"""Tests for agc.resume._formats.anthropic: content blocks classified, rewritten faithfully."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.resume.formats import anthropic
-from agc.resume.repair import repair_history
+from agc.resume._formats import anthropic
+from agc.resume._repair import repair_history
 
 _BLOCK = st.one_of(
     st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=5)}),

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agc.resume.formats import load_history
-from agc.resume.repair import Strategy, repair_loaded
+from agc.resume._formats import load_history
+from agc.resume._repair import Strategy, repair_loaded
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 

@@ -1,12 +1,12 @@
-"""Tests for agc.resume.formats.codex_rollout: response items read, other lines kept."""
+"""Tests for agc.resume._formats.codex_rollout: response items read, other lines kept."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from agc.resume.formats import load_history
-from agc.resume.repair import repair_loaded
+from agc.resume._formats import load_history
+from agc.resume._repair import repair_loaded
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 

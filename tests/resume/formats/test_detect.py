@@ -1,4 +1,4 @@
-"""Tests for agc.resume.formats.detect: format detection and loading."""
+"""Tests for agc.resume._formats.detect: format detection and loading."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agc.errors import HistoryFormatError, InputError
-from agc.resume.formats import detect_format, dump_history, load_history
+from agc.resume._formats import detect_format, dump_history, load_history
 
 ARRAYS: list[tuple[str, list[dict[str, Any]]]] = [
     ("openai-chat", [{"role": "tool", "tool_call_id": "a", "content": "x"}]),

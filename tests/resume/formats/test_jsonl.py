@@ -1,11 +1,11 @@
-"""Tests for agc.resume.formats.jsonl: lines kept exactly, bad lines kept as text."""
+"""Tests for agc.resume._formats.jsonl: lines kept exactly, bad lines kept as text."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.resume.formats.jsonl import join_lines, parse_jsonl
+from agc.resume._formats.jsonl import join_lines, parse_jsonl
 
 
 def test_parse_jsonl_keeps_bad_lines_and_missing_final_newline() -> None:

@@ -1,4 +1,4 @@
-"""Tests for agc.resume.formats.openai_chat: reading, writing, untouched fields kept."""
+"""Tests for agc.resume._formats.openai_chat: reading, writing, untouched fields kept."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.resume.formats import openai_chat
-from agc.resume.repair import repair_history
+from agc.resume._formats import openai_chat
+from agc.resume._repair import repair_history
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),

@@ -1,4 +1,4 @@
-"""Tests for agc.resume.formats.openai_responses: items kept whole, outputs synthesized."""
+"""Tests for agc.resume._formats.openai_responses: items kept whole, outputs synthesized."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from agc.resume.formats import openai_responses
-from agc.resume.repair import repair_history
-from agc.resume.validate import check_history
+from agc.resume._formats import openai_responses
+from agc.resume._repair import repair_history
+from agc.resume._validate import check_history
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,182 @@
+"""The few places where agc's integrity code touches the filesystem.
+
+Every file inside a store is opened without following symlinks (``O_NOFOLLOW``) and
+every replacement is atomic (temporary file in the same folder, fsync, rename, fsync of
+the folder), so a crash leaves either the old or the new bytes, never a mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+from agc.errors import (
+    FileExistsRefusedError,
+    InputError,
+    RunLockedError,
+    StoreError,
+    UnsafePathError,
+)
+
+__all__ = [
+    "atomic_write_bytes",
+    "exclusive_lock",
+    "fsync_dir",
+    "open_nofollow",
+    "read_small_file",
+]
+
+_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+
+
+def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` with ``O_NOFOLLOW | O_CLOEXEC``; returns the descriptor.
+
+    Raises:
+        UnsafePathError: ``path`` is a symlink.
+        FileNotFoundError, PermissionError, OSError: as ``os.open``.
+    """
+    try:
+        return os.open(path, flags | _O_NOFOLLOW | _O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (
+            exc.errno in {errno.EMLINK, errno.ENOTDIR} and path.is_symlink()
+        ):
+            raise UnsafePathError(f"{path} is a symlink; agc does not follow it") from exc
+        raise
+
+
+def read_small_file(path: Path, *, max_bytes: int) -> bytes:
+    """Read a small file (sidecar, manifest) without following symlinks.
+
+    Opened with ``O_NONBLOCK`` and checked to be a regular file, so a FIFO or device put
+    in place of a sidecar cannot make the verifier hang.
+
+    Raises:
+        UnsafePathError: the path is a symlink or not a regular file.
+        StoreError: larger than ``max_bytes`` or unreadable.
+        FileNotFoundError: it does not exist.
+    """
+    fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(f"{path} is not a regular file")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > max_bytes:
+                raise StoreError(f"{path} is larger than {max_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a folder so that a rename or create inside it is durable."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` atomically (temp file, fsync, rename, fsync folder).
+
+    Args:
+        path: destination; its folder must exist.
+        data: the complete new content.
+        overwrite: if False and ``path`` exists, refuse (``FileExistsRefusedError``);
+            the check and the rename are atomic (``os.link``), so a racing writer cannot
+            be overwritten either.
+        mode: permission bits of the new file.
+
+    Raises:
+        FileExistsRefusedError: ``overwrite`` is False and ``path`` exists.
+        UnsafePathError: ``path`` is a symlink and ``overwrite`` is True.
+        OSError: the write failed; the destination is unchanged.
+    """
+    if overwrite and path.is_symlink():
+        raise UnsafePathError(f"{path} is a symlink; agc does not replace it")
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError as exc:
+                raise FileExistsRefusedError(f"{path} already exists") from exc
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, *, blocking: bool, what: str) -> Iterator[int]:
+    """Hold an exclusive ``flock`` on ``path`` (created if absent) for the ``with`` body.
+
+    ``flock`` locks belong to the open file description, so the lock excludes other
+    processes and other opens in this process alike.
+
+    Raises:
+        RunLockedError: ``blocking`` is False and someone else holds the lock.
+    """
+    fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError as exc:
+            raise RunLockedError(f"{what} is locked by another writer") from exc
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_limited(
+    path: Path, *, what: str, max_bytes: int, too_large: type[InputError] = InputError
+) -> bytes:
+    """Return the bytes of ``path``, reading at most ``max_bytes + 1`` of them.
+
+    Args:
+        path: the file the user named.
+        what: how messages name it ("prompt file", "policy" …).
+        max_bytes: the largest accepted size in bytes.
+        too_large: the error raised for a larger file.
+
+    Raises:
+        InputError: the file does not exist or cannot be read.
+        too_large: it holds more than ``max_bytes`` bytes (never read whole).
+    """
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError as exc:
+        raise InputError(f"{what} {path} does not exist") from exc
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be read: {exc.strerror}") from exc
+    if len(data) > max_bytes:
+        raise too_large(f"{what} {path} is larger than {max_bytes} bytes")
+    return data

@@ -1,0 +1,115 @@
+"""Checksum sidecars: ``<name>.b3`` / ``<name>.sha256`` beside a sealed file.
+
+A sidecar holds exactly one line, ``<lower-case hex digest>  <file name>\\n``: the
+format of ``b3sum`` and ``sha256sum`` (GNU coreutils, text mode), so that
+``b3sum --check x.jsonl.b3`` or ``sha256sum -c x.jsonl.sha256``, run inside the
+file's folder, verify it with no agc installed.
+
+Seed 004's own writer left ``<file>.sha256`` holding only the hex SHA-256; such a
+*legacy* sidecar is accepted for reading and reported as legacy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from agc._core.digest import SIDECAR_SUFFIXES, Algorithm
+from agc.errors import SidecarInvalidError
+
+__all__ = ["Sidecar", "format_sidecar", "parse_sidecar", "sidecar_name"]
+
+# The file name neither starts nor ends with a space: "<hex>   name" or "name " would
+# otherwise parse as a name with stray spaces instead of being reported as bad spacing.
+_LINE_RE: Final = re.compile(rb"([0-9a-f]{64})  ([^\r\n/\\ ](?:[^\r\n/\\]*[^\r\n/\\ ])?)\n")
+_LEGACY_RE: Final = re.compile(rb"([0-9a-f]{64})\n?")
+_MAX_SIDECAR_BYTES: Final = 4096
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A parsed sidecar.
+
+    Attributes:
+        digest: lower-case hex digest.
+        file_name: the file name the sidecar names (``None`` for a legacy sidecar).
+        legacy: True for seed 004's digest-only SHA-256 format.
+    """
+
+    digest: str
+    file_name: str | None
+    legacy: bool = False
+
+
+def sidecar_name(file_name: str, algorithm: Algorithm) -> str:
+    """``x.jsonl`` -> ``x.jsonl.b3`` (BLAKE3) or ``x.jsonl.sha256`` (SHA-256)."""
+    return file_name + SIDECAR_SUFFIXES[algorithm]
+
+
+def format_sidecar(digest: str, file_name: str) -> bytes:
+    """Return the sidecar bytes ``b"<digest>  <file_name>\\n"``.
+
+    Raises:
+        ValueError: the digest is not 64 lower-case hex characters, or the file name
+            holds a path separator or line break (b3sum would escape it), or starts or
+            ends with a space (it would not parse back).
+    """
+    if re.fullmatch(r"[0-9a-f]{64}", digest) is None:
+        raise ValueError(f"digest {digest!r} is not 64 lower-case hex characters")
+    bad_char = any(ch in file_name for ch in "/\\\r\n")
+    if not file_name or bad_char or file_name != file_name.strip(" "):
+        raise ValueError(f"file name {file_name!r} cannot be written in a sidecar")
+    return f"{digest}  {file_name}\n".encode()
+
+
+def parse_sidecar(data: bytes, *, algorithm: Algorithm) -> Sidecar:
+    """Parse sidecar bytes strictly.
+
+    Args:
+        data: the sidecar file's bytes.
+        algorithm: the algorithm implied by the sidecar's suffix; only SHA-256
+            sidecars may be in the legacy digest-only form.
+
+    Raises:
+        SidecarInvalidError: with a message naming the exact problem (upper-case hex,
+            CRLF, extra spaces, more than one line, no file name …).
+    """
+    if len(data) > _MAX_SIDECAR_BYTES:
+        raise SidecarInvalidError(f"sidecar is {len(data)} bytes; one line is expected")
+    match = _LINE_RE.fullmatch(data)
+    if match is not None:
+        try:
+            file_name = match.group(2).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SidecarInvalidError("sidecar names a file name that is not UTF-8") from exc
+        return Sidecar(digest=match.group(1).decode(), file_name=file_name)
+    if algorithm == "sha256":
+        legacy = _LEGACY_RE.fullmatch(data)
+        if legacy is not None:
+            return Sidecar(digest=legacy.group(1).decode(), file_name=None, legacy=True)
+    raise SidecarInvalidError(f"sidecar {_describe_problem(data)}")
+
+
+def _describe_problem(data: bytes) -> str:
+    if not data:
+        return "is empty"
+    if b"\r" in data:
+        return "has CRLF or CR line ends"
+    if data.count(b"\n") > 1 or (b"\n" in data and not data.endswith(b"\n")):
+        return "has more than one line"
+    if not data.endswith(b"\n"):
+        return "does not end with a newline"
+    line = data[:-1]
+    digest, sep, rest = line.partition(b" ")
+    if re.fullmatch(rb"[0-9A-Fa-f]{64}", digest) and digest != digest.lower():
+        return "digest is not lower-case hex"
+    if re.fullmatch(rb"[0-9a-f]+", digest) is None:
+        return "does not start with a hex digest"
+    if len(digest) != 64:
+        return f"digest has {len(digest)} hex characters; 64 expected"
+    if not sep:
+        return "has no file name after the digest"
+    if not rest.startswith(b" ") or rest.startswith(b"  ") or rest.endswith(b" "):
+        return "has wrong spacing: exactly two spaces separate digest and file name"
+    return "names an unusable file name"

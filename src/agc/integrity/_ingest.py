@@ -1,0 +1,230 @@
+"""Ingest JSONL from an agent (stdin or a file) into a run, losing nothing.
+
+Each input line becomes one record. A line that is a JSON object is kept as
+``{"line": n, "payload": <object>}``; any other line (not JSON, not an object,
+NaN/Infinity, duplicate keys, invalid UTF-8, blank) is kept as
+``{"line": n, "invalid": <reason>, "text": <line>}`` (``"text_b64"`` when the bytes are
+not UTF-8). An object the writer could not write (a number out of float range, a lone
+surrogate escape) is kept the same way, so that nothing the agent wrote is dropped. A
+UTF-8 byte-order mark before the first line is removed and flagged with ``"bom": true``.
+Lines split only on ``\\n``: U+2028/U+2029 inside a line are content.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import select
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Final
+
+from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
+from agc._core.jsonl import FsyncPolicy
+from agc._core.store import ArtifactKind
+from agc.integrity._manifest import ArtifactSeal
+from agc.integrity._signing import SigningKey
+from agc.integrity._writer import ToolEventWriter, TranscriptWriter, open_run
+
+__all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
+
+_BOM: Final = b"\xef\xbb\xbf"
+_READ_CHUNK: Final = 1 << 20
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    # 1e400 parses to inf, which the writer (rightly) refuses to write.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text} is out of range for a float")
+    return value
+
+
+def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
+    """Turn one input line (without its ``\\n``) into a record body. Pure.
+
+    Returns ``{"line", "payload"}`` for a JSON object, else
+    ``{"line", "invalid", "text"|"text_b64"}``; adds ``"bom": true`` if a BOM was removed.
+    """
+    record: dict[str, Any] = {"line": line_no}
+    if line_no == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+        record["bom"] = True
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        record["invalid"] = f"not UTF-8 ({exc.reason} at byte {exc.start})"
+        record["text_b64"] = base64.b64encode(raw).decode("ascii")
+        return record
+    reason: str
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constants,
+            parse_float=_finite_float,
+        )
+        if "\\u" in text:
+            # A \\uD800-style escape decodes to a lone surrogate, which UTF-8 cannot hold.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        reason = "JSON string with a lone surrogate escape (not encodable as UTF-8)"
+    except _DuplicateKeyError as exc:
+        reason = f"JSON object with a {exc}"
+    except RecursionError:
+        reason = "JSON nested too deeply"
+    except ValueError as exc:
+        reason = "blank line" if not text.strip() else f"not JSON ({exc})"
+    else:
+        if isinstance(value, dict):
+            record["payload"] = value
+            return record
+        reason = f"not a JSON object (a JSON {type(value).__name__})"
+    record["invalid"] = reason
+    record["text"] = text
+    return record
+
+
+def iter_lines(
+    stream: BinaryIO, *, before_wait: Callable[[], None] | None = None
+) -> Iterable[tuple[bytes, int]]:
+    """Yield ``(line without its \\n, bytes consumed)``, split on ``\\n`` only.
+
+    A final unterminated line is yielded too.
+
+    Args:
+        before_wait: for a stream that is not seekable (a pipe: a live agent), called
+            before every read that may block waiting for input, i.e. whenever no complete
+            line is left in hand. ``agc record`` flushes its writer there, so that what
+            was read from the pipe is on disk while the agent is quiet.
+    """
+    if before_wait is None or stream.seekable():
+        for line in stream:
+            yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+        return
+    read = getattr(stream, "read1", stream.read)
+    poller = select.poll()
+    waiter: select.poll | None = poller
+    try:
+        poller.register(stream.fileno(), select.POLLIN)
+    except (OSError, ValueError):  # no file descriptor (an in-memory stream)
+        waiter = None
+    pending = bytearray()
+    while True:
+        before_wait()
+        if waiter is not None:
+            # Wait for data or end of input: on a stdin with O_NONBLOCK set, a read
+            # with nothing to read yet returns b"" just like the end of input.
+            waiter.poll()
+        chunk: bytes = read(_READ_CHUNK)
+        if not chunk:
+            break
+        scan, start = len(pending), 0
+        pending += chunk
+        while (end := pending.find(b"\n", scan)) != -1:
+            yield bytes(pending[start:end]), end + 1 - start
+            start = scan = end + 1
+        del pending[:start]
+    if pending:
+        yield bytes(pending), len(pending)
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What one ingest wrote.
+
+    Attributes:
+        run_id: the run.
+        kind: the artifact the input went to.
+        records: records written (= input lines).
+        invalid_lines: lines kept as ``invalid`` records.
+        bytes_in: input bytes read.
+        seals: the seals of both artifacts (the input's and the empty other one).
+    """
+
+    run_id: str
+    kind: ArtifactKind
+    records: int
+    invalid_lines: int
+    bytes_in: int
+    seals: tuple[ArtifactSeal, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "records": self.records,
+            "invalid_lines": self.invalid_lines,
+            "bytes_in": self.bytes_in,
+            "seals": [{"kind": s.kind, **s.to_dict()} for s in self.seals],
+        }
+
+
+def ingest_stream(
+    stream: BinaryIO,
+    run_id: str,
+    *,
+    kind: ArtifactKind = "transcript",
+    store: str | os.PathLike[str] | None = None,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+    fsync: FsyncPolicy = "close",
+    progress: Callable[[int], None] | None = None,
+    signing_key: SigningKey | None = None,
+) -> IngestSummary:
+    """Write every line of ``stream`` as a record of ``kind`` and seal the run.
+
+    As in seed 004, a run always has both artifacts: the other kind is sealed as an
+    empty file. If reading or writing fails, both files are released unsealed (the run
+    then verifies as unsealed, never as complete).
+
+    Args:
+        progress: called with the number of input bytes consumed so far.
+        signing_key: sign the run manifest (Ed25519) when sealing.
+
+    Raises:
+        as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
+    """
+    records = invalid = consumed = 0
+    with open_run(
+        run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key
+    ) as run:
+        target: TranscriptWriter | ToolEventWriter = (
+            run.transcript if kind == "transcript" else run.tool_events
+        )
+        for raw, size in iter_lines(stream, before_wait=target.flush):
+            records += 1
+            consumed += size
+            body = line_to_record(raw, records)
+            invalid += "invalid" in body
+            target.write(body)
+            if progress is not None:
+                progress(consumed)
+    seals = (run.transcript.seal, run.tool_events.seal)
+    return IngestSummary(
+        run_id=run_id,
+        kind=kind,
+        records=records,
+        invalid_lines=invalid,
+        bytes_in=consumed,
+        seals=tuple(s for s in seals if s is not None),
+    )

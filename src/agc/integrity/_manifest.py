@@ -1,0 +1,354 @@
+"""Run manifests: what was sealed for a run, so deletion and truncation can be told apart.
+
+One manifest per run, ``audit/manifests/<runId>.json``, written atomically each time an
+artifact of the run is sealed. For each artifact it records the file name, algorithm,
+digest, byte length, record count and last ``seq``; ``closed`` is true once every
+artifact of the run (transcript and tool events) is sealed. The format is documented in
+``docs/format.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from agc._core.digest import ALGORITHMS, Algorithm
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
+from agc.errors import ManifestInvalidError, RunIdInvalidError
+
+__all__ = ["MANIFEST_SCHEMA_VERSION", "ArtifactSeal", "RunManifest"]
+
+MANIFEST_SCHEMA_VERSION: Final = 1
+MAX_MANIFEST_BYTES: Final = 1024 * 1024
+_MANIFEST_KEYS: Final = frozenset(
+    {"schema_version", "run_id", "closed", "artifacts", "chain", "signature"}
+)
+_ENTRY_KEYS: Final = frozenset(
+    {
+        "file",
+        "algorithm",
+        "digest",
+        "bytes",
+        "records",
+        "last_seq",
+        "sealed_at_ms",
+        "closed",
+        "segments",
+        "recovered",
+        "reopened_at_ms",
+        "quarantine",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ArtifactSeal:
+    """The sealed state of one artifact file.
+
+    Attributes:
+        kind: ``"transcript"`` or ``"tool-events"``.
+        file: the file's name inside its artifact folder (``<runId>.jsonl``).
+        algorithm: ``"blake3"`` or ``"sha256"``.
+        digest: lower-case hex digest of the file's bytes.
+        bytes: file length in bytes.
+        records: number of records (lines).
+        last_seq: ``seq`` of the last record, ``None`` when there are none.
+        sealed_at_ms: Unix time of sealing, in milliseconds.
+        segments: earlier seals of this file, oldest first, when a sealed file was
+            re-opened to append (each ``{"records", "bytes", "digest", "sealed_at_ms"}``:
+            the file's state when that segment was sealed).
+        reopened_at_ms: set while the file is re-opened for a new segment (the seal
+            then covers only the prefix it names; the artifact is not closed).
+        recovered: True when ``agc recover`` sealed the file after a crash.
+        quarantine: for a recovered file whose last line was torn: ``{"file", "bytes",
+            "digest"}`` of the quarantine file that holds the torn bytes.
+    """
+
+    kind: ArtifactKind
+    file: str
+    algorithm: Algorithm
+    digest: str
+    bytes: int
+    records: int
+    last_seq: int | None
+    sealed_at_ms: int
+    segments: tuple[Mapping[str, Any], ...] = ()
+    reopened_at_ms: int | None = None
+    recovered: bool = False
+    quarantine: Mapping[str, Any] | None = None
+
+    @property
+    def closed(self) -> bool:
+        """False while the file is re-opened for a new segment."""
+        return self.reopened_at_ms is None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "file": self.file,
+            "algorithm": self.algorithm,
+            "digest": self.digest,
+            "bytes": self.bytes,
+            "records": self.records,
+            "last_seq": self.last_seq,
+            "sealed_at_ms": self.sealed_at_ms,
+            "closed": self.closed,
+            "segments": [dict(segment) for segment in self.segments],
+            "recovered": self.recovered,
+        }
+        if self.reopened_at_ms is not None:
+            data["reopened_at_ms"] = self.reopened_at_ms
+        if self.quarantine is not None:
+            data["quarantine"] = dict(self.quarantine)
+        return data
+
+    @classmethod
+    def from_dict(cls, kind: ArtifactKind, data: object) -> ArtifactSeal:
+        """Build from a manifest entry; raises ``ManifestInvalidError`` on any bad field."""
+        if not isinstance(data, dict):
+            raise ManifestInvalidError(f"manifest entry {kind!r} is not an object")
+        unknown = set(data) - _ENTRY_KEYS
+        if unknown:
+            raise ManifestInvalidError(f"manifest entry {kind!r} has unknown {sorted(unknown)}")
+        algorithm = data.get("algorithm")
+        if algorithm not in ALGORITHMS:
+            raise ManifestInvalidError(f"manifest entry {kind!r} has algorithm {algorithm!r}")
+        last_seq = data.get("last_seq")
+        if last_seq is not None and not _is_count(last_seq):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad last_seq")
+        for key in ("bytes", "records", "sealed_at_ms"):
+            if not _is_count(data.get(key)):
+                raise ManifestInvalidError(f"manifest entry {kind!r} has a bad {key}")
+        for key in ("file", "digest"):
+            if not isinstance(data.get(key), str) or not data[key]:
+                raise ManifestInvalidError(f"manifest entry {kind!r} has a bad {key}")
+        reopened = data.get("reopened_at_ms")
+        if reopened is not None and not _is_count(reopened):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad reopened_at_ms")
+        if data.get("closed") is not (reopened is None):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad 'closed'")
+        segments = data.get("segments", [])
+        if not isinstance(segments, list) or not all(_is_segment(s) for s in segments):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has bad segments")
+        quarantine = data.get("quarantine")
+        if quarantine is not None and not _is_quarantine(quarantine, data["file"]):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad quarantine")
+        if not isinstance(data.get("recovered", False), bool):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has a bad 'recovered'")
+        return cls(
+            kind=kind,
+            file=data["file"],
+            algorithm=algorithm,
+            digest=data["digest"],
+            bytes=data["bytes"],
+            records=data["records"],
+            last_seq=last_seq,
+            sealed_at_ms=data["sealed_at_ms"],
+            segments=tuple(segments),
+            reopened_at_ms=reopened,
+            recovered=data.get("recovered", False),
+            quarantine=quarantine,
+        )
+
+
+# RFC 8785 §3.2.2.3: numbers are IEEE 754 doubles; integers beyond 2**53 - 1 in
+# magnitude, NaN and the infinities have no canonical form.
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+
+def _not_canonicalizable(value: object) -> str | None:
+    """What in ``value`` (parsed JSON) RFC 8785 cannot canonicalize, else ``None``.
+
+    Checked here without importing the rfc8785 package, which ``agc-verify`` would
+    otherwise pay for at every start.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        if isinstance(item, int):
+            if abs(item) > _MAX_SAFE_INTEGER:
+                return f"the integer {item} is beyond 2**53 - 1"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"the number {item} is not finite"
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def _is_segment(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and all(_is_count(value.get(key)) for key in ("records", "bytes", "sealed_at_ms"))
+        and isinstance(value.get("digest"), str)
+    )
+
+
+def _is_quarantine(value: object, file: str) -> bool:
+    """``{"file": "<file>.quarantine[-N]", "bytes": n, "digest": hex}`` beside the file."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"file", "bytes", "digest"}
+        and isinstance(value["file"], str)
+        and re.fullmatch(re.escape(file) + r"\.quarantine(-[0-9]+)?", value["file"]) is not None
+        and _is_count(value["bytes"])
+        and isinstance(value["digest"], str)
+    )
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """The manifest of one run.
+
+    Attributes:
+        run_id: the run id (validated).
+        artifacts: sealed artifacts by kind.
+        schema_version: manifest format version (``MANIFEST_SCHEMA_VERSION``).
+        chain: the store-chain link once the run is closed: ``{"position": n,
+            "prev": <digest of the previous closed manifest> | None}``.
+        signature: ``{"algorithm": "ed25519", "key_id", "value"}`` when signed
+            (see :mod:`agc.integrity._signing`).
+    """
+
+    run_id: str
+    artifacts: Mapping[ArtifactKind, ArtifactSeal] = field(default_factory=dict)
+    schema_version: int = MANIFEST_SCHEMA_VERSION
+    chain: Mapping[str, Any] | None = None
+    signature: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The JSON document exactly as parsed from disk (``None`` for a new manifest).
+    Signatures and chain digests are checked over this, never over a re-serialization,
+    so nothing in the stored document escapes them."""
+
+    def document(self) -> Mapping[str, Any]:
+        """The stored document if this manifest was read from disk, else :meth:`to_dict`."""
+        return self.raw if self.raw is not None else self.to_dict()
+
+    @property
+    def closed(self) -> bool:
+        """True once every artifact kind of the run is sealed (and none is re-opened)."""
+        return all(
+            kind in self.artifacts and self.artifacts[kind].closed for kind in ARTIFACT_KINDS
+        )
+
+    def with_seal(self, seal: ArtifactSeal) -> RunManifest:
+        """Return a copy that records ``seal``.
+
+        An artifact is sealed once; it may be sealed again only while re-opened for a
+        new segment (``reopened_at_ms`` set), which the new seal ends.
+
+        Raises:
+            ManifestInvalidError: the artifact is already sealed and not re-opened.
+        """
+        current = self.artifacts.get(seal.kind)
+        if current is not None and current.closed:
+            raise ManifestInvalidError(f"{seal.kind} of run {self.run_id} is already sealed")
+        return replace(self, artifacts={**self.artifacts, seal.kind: seal}, raw=None)
+
+    def with_reopened(self, kind: ArtifactKind, at_ms: int) -> RunManifest:
+        """Return a copy where ``kind`` is marked re-opened for a new segment."""
+        current = self.artifacts.get(kind)
+        if current is None or not current.closed:
+            raise ManifestInvalidError(f"{kind} of run {self.run_id} is not sealed")
+        reopened = replace(current, reopened_at_ms=at_ms)
+        return replace(self, artifacts={**self.artifacts, kind: reopened}, raw=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "schema_version": self.schema_version,
+            "run_id": self.run_id,
+            "closed": self.closed,
+            "artifacts": {
+                kind: self.artifacts[kind].to_dict()
+                for kind in ARTIFACT_KINDS
+                if kind in self.artifacts
+            },
+        }
+        if self.chain is not None:
+            data["chain"] = dict(self.chain)
+        if self.signature is not None:
+            data["signature"] = dict(self.signature)
+        return data
+
+    def to_bytes(self) -> bytes:
+        """Stable JSON encoding (sorted keys, two-space indent, trailing newline)."""
+        return (json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, expected_run_id: str | None = None) -> RunManifest:
+        """Parse manifest bytes strictly.
+
+        Raises:
+            ManifestInvalidError: not UTF-8 JSON, wrong shape, unknown schema version, or
+                (when ``expected_run_id`` is given) a manifest of another run.
+        """
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ManifestInvalidError(f"manifest is not valid JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ManifestInvalidError("manifest is not a JSON object")
+        if raw.get("schema_version") != MANIFEST_SCHEMA_VERSION:
+            raise ManifestInvalidError(
+                f"manifest schema_version {raw.get('schema_version')!r} is not supported"
+            )
+        run_id = raw.get("run_id")
+        if not isinstance(run_id, str):
+            raise ManifestInvalidError("manifest has no run_id")
+        try:
+            validate_run_id(run_id)
+        except RunIdInvalidError as exc:
+            raise ManifestInvalidError(f"manifest has a bad run id: {exc.message}") from exc
+        if expected_run_id is not None and run_id != expected_run_id:
+            raise ManifestInvalidError(
+                f"manifest belongs to run {run_id!r}, not {expected_run_id!r}"
+            )
+        entries = raw.get("artifacts")
+        if not isinstance(entries, dict):
+            raise ManifestInvalidError("manifest has no artifacts object")
+        artifacts: dict[ArtifactKind, ArtifactSeal] = {}
+        for name, entry in entries.items():
+            kind = next((k for k in ARTIFACT_KINDS if k == name), None)
+            if kind is None:
+                raise ManifestInvalidError(f"manifest lists unknown artifact {name!r}")
+            artifacts[kind] = ArtifactSeal.from_dict(kind, entry)
+            if artifacts[kind].file != f"{run_id}.jsonl":
+                raise ManifestInvalidError(
+                    f"manifest entry {kind!r} names the file {artifacts[kind].file!r}, "
+                    f"not {run_id}.jsonl"
+                )
+        chain = raw.get("chain")
+        if chain is not None and not (
+            isinstance(chain, dict)
+            and _is_count(chain.get("position"))
+            and (chain.get("prev") is None or isinstance(chain.get("prev"), str))
+        ):
+            raise ManifestInvalidError("manifest has a bad chain link")
+        signature = raw.get("signature")
+        if signature is not None and not isinstance(signature, dict):
+            raise ManifestInvalidError("manifest has a bad signature member")
+        unknown = set(raw) - _MANIFEST_KEYS
+        if unknown:
+            raise ManifestInvalidError(f"manifest has unknown member(s) {sorted(unknown)}")
+        problem = _not_canonicalizable(raw)  # chain digests and signatures use RFC 8785
+        if problem is not None:
+            raise ManifestInvalidError(
+                f"manifest holds a value RFC 8785 cannot canonicalize: {problem}"
+            )
+        manifest = cls(
+            run_id=run_id, artifacts=artifacts, chain=chain, signature=signature, raw=raw
+        )
+        if raw.get("closed") is not manifest.closed:
+            raise ManifestInvalidError("manifest 'closed' disagrees with its artifacts")
+        return manifest

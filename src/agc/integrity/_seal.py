@@ -1,0 +1,117 @@
+"""Seal a finished file in place: write its checksum sidecar (``agc seal FILE``)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agc._core.digest import DEFAULT_ALGORITHM, Algorithm, digest_fd, digests_equal
+from agc._core.fs import atomic_write_bytes, open_nofollow, read_small_file
+from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc.errors import (
+    InputError,
+    RunLockedError,
+    SidecarInvalidError,
+    SidecarMismatchError,
+    StoreError,
+    UnsafePathError,
+)
+
+__all__ = ["SealResult", "seal_file"]
+
+
+@dataclass(frozen=True)
+class SealResult:
+    """Outcome of :func:`seal_file`.
+
+    Attributes:
+        path: the sealed file.
+        sidecar: the sidecar path.
+        digest: hex digest of the file's bytes.
+        bytes: file length in bytes.
+        created: False when a matching sidecar already existed (nothing written).
+    """
+
+    path: Path
+    sidecar: Path
+    algorithm: Algorithm
+    digest: str
+    bytes: int
+    created: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "path": str(self.path),
+            "sidecar": str(self.sidecar),
+            "algorithm": self.algorithm,
+            "digest": self.digest,
+            "bytes": self.bytes,
+            "created": self.created,
+        }
+
+
+def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealResult:
+    """Write ``<path>.b3`` (or ``.sha256``) for a closed file; never overwrite a sidecar.
+
+    Raises:
+        SidecarMismatchError: a sidecar exists and does not match the file (exit 1).
+        UnsafePathError: ``path`` is a symlink.
+        RunLockedError: an agc writer still holds the file (it is not closed).
+        StoreError: ``path`` is missing, not a regular file, or unreadable.
+        InputError: the file's name cannot be written in a sidecar (a line break, a
+            backslash, a leading or trailing space).
+    """
+    try:
+        format_sidecar("0" * 64, path.name)  # checks the name before hashing the file
+    except ValueError as exc:
+        raise InputError(
+            str(exc), hint="Rename the file; b3sum would have to escape its name."
+        ) from exc
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block
+    except UnsafePathError:
+        raise
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path} does not exist", hint="Name an existing file.") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(f"{path} is not a regular file")
+        try:
+            # agc's writers hold an exclusive flock while a file is open; held shared
+            # until the sidecar is written, so no writer can start meanwhile either.
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise RunLockedError(
+                f"{path} is still open in an agc writer; it is not closed",
+                hint="Let the writer finish: it seals the file itself.",
+            ) from exc
+        digest, size = digest_fd(fd, algorithm)
+        return _write_sidecar(path, algorithm, digest, size)
+    finally:
+        os.close(fd)
+
+
+def _write_sidecar(path: Path, algorithm: Algorithm, digest: str, size: int) -> SealResult:
+    sidecar = path.with_name(sidecar_name(path.name, algorithm))
+    if os.path.lexists(sidecar):
+        existing = read_small_file(sidecar, max_bytes=4096)
+        try:
+            parsed = parse_sidecar(existing, algorithm=algorithm)
+        except SidecarInvalidError as exc:
+            raise SidecarMismatchError(
+                f"{sidecar} exists and is not a valid sidecar ({exc.message}); left as it is"
+            ) from exc
+        if not digests_equal(parsed.digest, digest) or parsed.file_name not in {None, path.name}:
+            raise SidecarMismatchError(
+                f"{sidecar} exists and does not match {path.name}; left as it is"
+            )
+        return SealResult(path, sidecar, algorithm, digest, size, created=False)
+    atomic_write_bytes(sidecar, format_sidecar(digest, path.name), overwrite=False)
+    return SealResult(path, sidecar, algorithm, digest, size, created=True)

@@ -1,0 +1,495 @@
+"""Reading a turn file back, and checking it: ``agc ledger show`` / ``check``.
+
+:func:`read_turn_file` is the only I/O: it streams the file once, hashing as it goes,
+so each ``direct.codex.seal`` record can be compared with the digest of the bytes
+before it. :func:`judge_turn_file` is pure. :func:`check_turn_file` returns a
+:class:`LedgerReport` and never raises on findings; :func:`verify_turn_file` raises.
+
+Finding codes (stable; docs/ledger.md):
+
+=====================  ===================================================================
+``unsealed``           no checksum sidecar
+``sidecar-invalid``    the sidecar is malformed or names another file
+``modified``           the file's digest differs from its sidecar
+``extended``           records were appended after the last seal
+``torn-tail``          the last line is unterminated
+``record-invalid``     a line is not a JSON object
+``no-turn-start``      no ``turn_start``: not a turn file
+``orphan-records``     records before the first ``turn_start``
+``seal-mismatch``      a seal record's digest, length or count is not the prefix's
+``turn-id-mismatch``   a record's ``clientTurnId`` is not the file's
+``seq-invalid``        item ``seq`` is not 1, 2, 3 … within an attempt
+``too-many-items``     more than 256 items in an attempt
+``turn-end-mismatch``  ``turn_end`` differs from the one recomputed from the records
+``forbidden-field``    a key the seed never allows (output, result, diff, content …)
+``host-path``          a path field that is not project-relative POSIX
+``attempt-unsealed``   (warning) an attempt has no seal record (it was interrupted)
+``turn-end-missing``   (warning) an attempt has no ``turn_end`` (it was interrupted)
+``policy-mismatch``    (warning) ``turn_start`` names another policy than the check's
+=====================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
+from agc._core.fs import open_nofollow, read_small_file
+from agc._core.sidecar import Sidecar, parse_sidecar
+from agc.errors import (
+    LedgerInvalidError,
+    SidecarInvalidError,
+    StoreError,
+    UnsafePathError,
+    VerificationError,
+)
+from agc.ledger._classify import (
+    Attempt,
+    TurnSummary,
+    derive_turn_end,
+    split_attempts,
+    summarize_attempt,
+)
+from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
+from agc.ledger._policy import LedgerPolicy, builtin_policy
+from agc.ledger._sanitize import PathSanitizer
+
+__all__ = [
+    "FORBIDDEN_KEYS",
+    "LEDGER_REPORT_SCHEMA_VERSION",
+    "LedgerFile",
+    "LedgerFinding",
+    "LedgerReport",
+    "check_turn_file",
+    "judge_turn_file",
+    "read_turn_file",
+    "show_turn_file",
+    "verify_turn_file",
+]
+
+LEDGER_REPORT_SCHEMA_VERSION: Final = 1
+Severity = Literal["error", "warning"]
+_PATH_KEYS: Final = frozenset({"path", "localPath", "movePath", "outputPath"})
+_DERIVED: Final = ("itemCount", "itemsTruncated", "offeredRead", "firstDesign")
+
+
+@dataclass(frozen=True)
+class SealCheck:
+    """One seal record and what the bytes before it hash to."""
+
+    line: int
+    record: Mapping[str, Any]
+    actual_digest: str | None
+    actual_bytes: int
+    actual_records: int
+
+
+@dataclass(frozen=True)
+class LedgerFile:
+    """A turn file as read from disk.
+
+    Attributes:
+        path: the file.
+        records: ``(line number, record)`` for every line that is a JSON object.
+        invalid_lines: line numbers of lines that are not.
+        bytes: file length; ``ends_with_newline``: False for a torn tail.
+        digests: the whole file's digest by algorithm.
+        seals: each seal record with the digest of the bytes before it.
+        seal_ends: digest of the file up to and including each seal line, by algorithm.
+        sidecars: parsed sidecars (or the error text) by algorithm.
+    """
+
+    path: Path
+    records: tuple[tuple[int, Mapping[str, Any]], ...]
+    invalid_lines: tuple[int, ...]
+    bytes: int
+    ends_with_newline: bool
+    digests: Mapping[Algorithm, str]
+    seals: tuple[SealCheck, ...]
+    seal_ends: Mapping[Algorithm, tuple[str, ...]]
+    sidecars: Mapping[Algorithm, Sidecar | str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LedgerFinding:
+    """One problem (or, for warnings, one fact worth knowing) in a turn file."""
+
+    code: str
+    message: str
+    severity: Severity = "error"
+    attempt: int | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "attempt": self.attempt,
+            "line": self.line,
+        }
+
+
+@dataclass(frozen=True)
+class LedgerReport:
+    """The verdict on one turn file: ``ok`` when there is no error finding."""
+
+    path: str
+    ok: bool
+    findings: tuple[LedgerFinding, ...]
+    attempts: int
+    records: int
+    bytes: int
+    algorithm: str | None
+    digest: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": LEDGER_REPORT_SCHEMA_VERSION,
+            "path": self.path,
+            "ok": self.ok,
+            "attempts": self.attempts,
+            "records": self.records,
+            "bytes": self.bytes,
+            "algorithm": self.algorithm,
+            "digest": self.digest,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+# -- reading (I/O) ------------------------------------------------------------------------
+
+
+def read_turn_file(path: Path) -> LedgerFile:
+    """Read and hash a turn file in one pass (memory: the parsed records).
+
+    Raises:
+        StoreError: the file is missing, a symlink, not a regular file, or unreadable.
+    """
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except UnsafePathError as exc:
+        raise StoreError(f"{path} is a symlink; not followed") from exc
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path} does not exist", hint="Name an existing turn file.") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"{path} is not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return _read(path, handle)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
+    hashers = {a: new_hasher(a) for a in ALGORITHMS}
+    records: list[tuple[int, Mapping[str, Any]]] = []
+    invalid: list[int] = []
+    seals: list[SealCheck] = []
+    seal_ends: dict[Algorithm, list[str]] = {a: [] for a in ALGORITHMS}
+    total = 0
+    last = b"\n"
+    number = 0
+    for number, raw in enumerate(lines, start=1):
+        record = _parse(raw)
+        if record is None:
+            invalid.append(number)
+        else:
+            records.append((number, record))
+            if record.get("recordType") == RECORD_SEAL:
+                algorithm = record.get("algorithm")
+                digest = hashers[algorithm].hexdigest() if algorithm in hashers else None
+                seals.append(SealCheck(number, record, digest, total, number - 1))
+        for hasher in hashers.values():
+            hasher.update(raw)
+        total += len(raw)
+        last = raw[-1:] if raw else last
+        if record is not None and record.get("recordType") == RECORD_SEAL:
+            for algorithm, hasher in hashers.items():
+                seal_ends[algorithm].append(hasher.hexdigest())
+    return LedgerFile(
+        path=path,
+        records=tuple(records),
+        invalid_lines=tuple(invalid),
+        bytes=total,
+        ends_with_newline=last == b"\n",
+        digests={a: h.hexdigest() for a, h in hashers.items()},
+        seals=tuple(seals),
+        seal_ends={a: tuple(v) for a, v in seal_ends.items()},
+        sidecars=_read_sidecars(path),
+    )
+
+
+def _parse(raw: bytes) -> Mapping[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
+    found: dict[Algorithm, Sidecar | str] = {}
+    for algorithm in ALGORITHMS:
+        sidecar = path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
+        try:
+            data = read_small_file(sidecar, max_bytes=4096)
+        except FileNotFoundError:
+            continue
+        except (UnsafePathError, StoreError, OSError) as exc:
+            found[algorithm] = f"unreadable: {exc}"
+            continue
+        try:
+            found[algorithm] = parse_sidecar(data, algorithm=algorithm)
+        except SidecarInvalidError as exc:
+            found[algorithm] = exc.message
+    return found
+
+
+# -- judging (pure) -------------------------------------------------------------------------
+
+
+def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
+    """Every finding for ``ledger`` (see the module docstring). Pure."""
+    findings: list[LedgerFinding] = []
+    algorithm, digest = _judge_seal(ledger, findings)
+    for line in ledger.invalid_lines:
+        findings.append(
+            LedgerFinding("record-invalid", f"line {line} is not a JSON object", line=line)
+        )
+    attempts, orphans = split_attempts(record for _, record in ledger.records)
+    if not attempts:
+        findings.append(LedgerFinding("no-turn-start", "the file has no turn_start record"))
+    if orphans:
+        findings.append(
+            LedgerFinding("orphan-records", f"{orphans} record(s) come before the first turn_start")
+        )
+    turn_id = ledger.path.name.removesuffix(".jsonl")
+    lines = {id(record): line for line, record in ledger.records}
+    for line, record in ledger.records:
+        if record.get("clientTurnId") != turn_id:
+            findings.append(
+                LedgerFinding(
+                    "turn-id-mismatch",
+                    f"line {line} has clientTurnId {record.get('clientTurnId')!r}, not {turn_id!r}",
+                    line=line,
+                )
+            )
+        findings.extend(_judge_fields(record, line))
+    for check in ledger.seals:
+        findings.extend(_judge_seal_record(check))
+    for attempt in attempts:
+        findings.extend(_judge_attempt(attempt, policy, lines))
+    errors = [f for f in findings if f.severity == "error"]
+    return LedgerReport(
+        path=str(ledger.path),
+        ok=not errors,
+        findings=tuple(findings),
+        attempts=len(attempts),
+        records=len(ledger.records) + len(ledger.invalid_lines),
+        bytes=ledger.bytes,
+        algorithm=algorithm,
+        digest=digest,
+    )
+
+
+def _judge_seal(ledger: LedgerFile, findings: list[LedgerFinding]) -> tuple[str | None, str | None]:
+    if not ledger.ends_with_newline:
+        findings.append(LedgerFinding("torn-tail", "the last line is unterminated"))
+    if not ledger.sidecars:
+        findings.append(LedgerFinding("unsealed", "the file has no checksum sidecar"))
+        return None, None
+    chosen: tuple[str | None, str | None] = (None, None)
+    for algorithm, sidecar in ledger.sidecars.items():
+        actual = ledger.digests[algorithm]
+        chosen = (algorithm, actual)
+        if isinstance(sidecar, str):
+            findings.append(LedgerFinding("sidecar-invalid", f"{algorithm} sidecar: {sidecar}"))
+            continue
+        if sidecar.file_name not in {None, ledger.path.name}:
+            findings.append(
+                LedgerFinding("sidecar-invalid", f"the sidecar names {sidecar.file_name!r}")
+            )
+        if digests_equal(sidecar.digest, actual):
+            continue
+        if any(digests_equal(sidecar.digest, d) for d in ledger.seal_ends[algorithm]):
+            findings.append(LedgerFinding("extended", "records were appended after the last seal"))
+        else:
+            findings.append(
+                LedgerFinding(
+                    "modified", "the file does not match its sidecar (changed after sealing)"
+                )
+            )
+    return chosen
+
+
+def _judge_seal_record(check: SealCheck) -> list[LedgerFinding]:
+    record = check.record
+    attempt = record.get("attempt") if isinstance(record.get("attempt"), int) else None
+    expected = record.get("prefixDigest")
+    if (
+        check.actual_digest is None
+        or not isinstance(expected, str)
+        or not digests_equal(expected, check.actual_digest)
+        or record.get("prefixBytes") != check.actual_bytes
+        or record.get("prefixRecords") != check.actual_records
+    ):
+        return [
+            LedgerFinding(
+                "seal-mismatch",
+                f"the seal on line {check.line} does not match the bytes before it",
+                attempt=attempt,
+                line=check.line,
+            )
+        ]
+    return []
+
+
+def _judge_fields(record: Mapping[str, Any], line: int) -> list[LedgerFinding]:
+    findings: list[LedgerFinding] = []
+    plain = PathSanitizer([])
+    for key, value in _walk(record):
+        if key in FORBIDDEN_KEYS:
+            findings.append(
+                LedgerFinding("forbidden-field", f"line {line} holds the key {key!r}", line=line)
+            )
+        if key in _PATH_KEYS and isinstance(value, str) and plain.clean(value).path != value:
+            findings.append(
+                LedgerFinding("host-path", f"line {line}: {key} is not a project path", line=line)
+            )
+        if (
+            key == "localPaths"
+            and isinstance(value, list)
+            and any(not isinstance(v, str) or plain.clean(v).path != v for v in value)
+        ):
+            findings.append(
+                LedgerFinding(
+                    "host-path", f"line {line}: localPaths is not project paths", line=line
+                )
+            )
+    return findings
+
+
+def _walk(value: object) -> Iterator[tuple[str, object]]:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield str(key), inner
+            yield from _walk(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _walk(inner)
+
+
+def _judge_attempt(
+    attempt: Attempt, policy: LedgerPolicy, lines: Mapping[int, int]
+) -> list[LedgerFinding]:
+    n = attempt.number
+    findings: list[LedgerFinding] = []
+    policy_hash = attempt.start.get("policySha256")
+    if isinstance(policy_hash, str) and not digests_equal(policy_hash, policy.sha256):
+        findings.append(
+            LedgerFinding(
+                "policy-mismatch",
+                f"attempt {n} was recorded with another policy; the recomputation may differ",
+                "warning",
+                attempt=n,
+            )
+        )
+    seqs = [item.get("seq") for item in attempt.items]
+    if seqs != list(range(1, len(seqs) + 1)):
+        findings.append(
+            LedgerFinding("seq-invalid", f"attempt {n}: item seq is not 1..{len(seqs)}", attempt=n)
+        )
+    if len(attempt.items) > MAX_ITEMS:
+        findings.append(
+            LedgerFinding(
+                "too-many-items", f"attempt {n} has {len(attempt.items)} items", attempt=n
+            )
+        )
+    if attempt.end is None:
+        findings.append(
+            LedgerFinding(
+                "turn-end-missing",
+                f"attempt {n} has no turn_end (interrupted)",
+                "warning",
+                attempt=n,
+            )
+        )
+    else:
+        expected = derive_turn_end(attempt, policy)
+        differing = [key for key in _DERIVED if attempt.end.get(key) != expected[key]]
+        if differing:
+            findings.append(
+                LedgerFinding(
+                    "turn-end-mismatch",
+                    f"attempt {n}: turn_end {', '.join(differing)} differ(s) from the records",
+                    attempt=n,
+                    line=lines.get(id(attempt.end)),
+                )
+            )
+    if attempt.seal is None:
+        findings.append(
+            LedgerFinding(
+                "attempt-unsealed", f"attempt {n} has no seal record", "warning", attempt=n
+            )
+        )
+    return findings
+
+
+# -- the public pair ----------------------------------------------------------------------
+
+
+def check_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
+    """Check a turn file: its seal, seal records, records and every ``turn_end``.
+
+    Never raises on findings.
+
+    Raises:
+        StoreError: the file cannot be read.
+    """
+    return judge_turn_file(read_turn_file(path), policy or builtin_policy())
+
+
+def verify_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
+    """Like :func:`check_turn_file`, but raise when the report has an error finding.
+
+    Raises:
+        VerificationError: not ok (``exc.report`` holds the report).
+        StoreError: as :func:`check_turn_file`.
+    """
+    report = check_turn_file(path, policy=policy)
+    if not report.ok:
+        errors = [f.message for f in report.findings if f.severity == "error"]
+        raise VerificationError(f"turn file {path} failed: " + "; ".join(errors), report=report)
+    return report
+
+
+def show_turn_file(
+    path: Path, *, attempt: int | None = None, policy: LedgerPolicy | None = None
+) -> TurnSummary:
+    """Summarize one attempt of a turn file (default: the last, §4).
+
+    Raises:
+        LedgerInvalidError: no ``turn_start`` in the file, or no such attempt.
+        StoreError: the file cannot be read.
+    """
+    ledger = read_turn_file(path)
+    attempts, _ = split_attempts(record for _, record in ledger.records)
+    if not attempts:
+        raise LedgerInvalidError(f"{path} holds no turn_start record")
+    index = len(attempts) if attempt is None else attempt
+    if not 1 <= index <= len(attempts):
+        raise LedgerInvalidError(
+            f"{path} has {len(attempts)} attempt(s); there is no attempt {index}",
+            hint=f"Give --attempt between 1 and {len(attempts)}.",
+        )
+    return summarize_attempt(attempts[index - 1], len(attempts), policy or builtin_policy())

@@ -1,0 +1,164 @@
+"""Codex rollout session files (``~/.codex/sessions/…/rollout-*.jsonl``).
+
+Lines are ``{timestamp, type, payload}``. A tool call is a ``response_item`` of type
+``function_call`` / ``custom_tool_call`` / ``local_shell_call`` and completes with the
+``*_output`` item of the same ``call_id``; ``web_search_call`` completes on its own.
+The item is emitted when its output arrives (the rollout's ``item/completed``); the
+output's text is never read. A call with no output by the end of the input (a run
+interrupted mid-tool) is emitted at the end with status ``incomplete``.
+
+Function names map to the seed's item types: ``exec_command`` / ``shell`` and
+``local_shell_call`` to ``commandExecution``, ``apply_patch`` to ``fileChange`` (paths
+from the patch's ``*** Add/Update/Delete File:`` headers, never its lines),
+``view_image`` to ``imageView``, ``mcp__<server>__<tool>`` to ``mcpToolCall``; any
+other function is a ``functionCall`` with its ``name``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any, Final
+
+from agc.ledger._events.item import CompletedItem
+
+__all__ = ["ROLLOUT_LINE_TYPES", "RolloutAdapter"]
+
+ROLLOUT_LINE_TYPES: Final = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+_CALL_TYPES: Final = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+_OUTPUT_TYPES: Final = frozenset({"function_call_output", "custom_tool_call_output"})
+_SHELL_FUNCTIONS: Final = frozenset({"shell", "container.exec", "shell_command", "local_shell"})
+_PATCH_HEADER_RE: Final = re.compile(
+    r"^\*\*\* (Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE
+)
+_PATCH_KINDS: Final = {"Add": "add", "Update": "update", "Delete": "delete"}
+
+
+def _arguments(raw: object) -> object:
+    """Function-call arguments: a JSON string parsed, anything else as is."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            return None
+    return raw
+
+
+def _command(value: object) -> object:
+    if isinstance(value, list) and all(isinstance(part, str) for part in value):
+        return shlex.join(value)
+    return value
+
+
+def _patch_changes(patch: object) -> list[dict[str, object]] | None:
+    if not isinstance(patch, str):
+        return None
+    changes: list[dict[str, object]] = []
+    for match in _PATCH_HEADER_RE.finditer(patch):
+        if match.group(3) is not None:
+            if changes:
+                changes[-1]["movePath"] = match.group(3).strip()
+            continue
+        changes.append({"path": match.group(2).strip(), "kind": _PATCH_KINDS[match.group(1)]})
+    return changes
+
+
+def _from_call(payload: Mapping[str, Any]) -> CompletedItem:
+    kind = str(payload.get("type"))
+    raw_name = payload.get("name")
+    name = raw_name if isinstance(raw_name, str) else None
+    call_id = payload.get("call_id", payload.get("id"))
+    if kind == "local_shell_call":
+        action = payload.get("action")
+        command = _command(action.get("command")) if isinstance(action, Mapping) else None
+        fields: dict[str, object] = {} if command is None else {"command": command}
+        return CompletedItem("rollout", "commandExecution", kind, call_id, None, fields)
+    raw_args = payload.get("input") if kind == "custom_tool_call" else payload.get("arguments")
+    args = _arguments(raw_args) if kind == "function_call" else raw_args
+    mapping = args if isinstance(args, Mapping) else {}
+    if name == "exec_command" or name in _SHELL_FUNCTIONS:
+        command = _command(mapping.get("cmd", mapping.get("command")))
+        fields = {} if command is None else {"command": command}
+        return CompletedItem("rollout", "commandExecution", kind, call_id, None, fields)
+    if name == "apply_patch":
+        patch = mapping.get("input") if mapping else raw_args
+        changes = _patch_changes(patch)
+        fields = {} if changes is None else {"changes": changes}
+        return CompletedItem("rollout", "fileChange", kind, call_id, None, fields)
+    if name == "view_image":
+        fields = {"path": mapping["path"]} if "path" in mapping else {}
+        return CompletedItem("rollout", "imageView", kind, call_id, None, fields)
+    if isinstance(name, str) and name.startswith("mcp__") and name.count("__") >= 2:
+        server, _, tool = name[len("mcp__") :].partition("__")
+        fields = {"server": server, "tool": tool}
+        if args is not None:
+            fields["arguments"] = args
+        return CompletedItem("rollout", "mcpToolCall", kind, call_id, None, fields)
+    fields = {"name": name}
+    if "namespace" in payload:
+        fields["namespace"] = payload["namespace"]
+    return CompletedItem("rollout", "functionCall", kind, call_id, None, fields)
+
+
+class RolloutAdapter:
+    """Pairs rollout calls with their outputs; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, tuple[CompletedItem, object]] = {}
+        self.completed: bool | None = None
+
+    def feed(self, line: Mapping[str, Any]) -> list[CompletedItem]:
+        """Items completed by this rollout line (usually none or one)."""
+        payload = line.get("payload")
+        if not isinstance(payload, Mapping):
+            return []
+        kind = payload.get("type")
+        if not isinstance(kind, str):
+            return []
+        if line.get("type") == "event_msg":
+            if kind == "task_complete":
+                self.completed = True
+            elif kind in {"turn_aborted", "task_failed"}:
+                self.completed = False
+            return []
+        if line.get("type") != "response_item":
+            return []
+        if kind in _CALL_TYPES:
+            item = _from_call(payload)
+            call_id = payload.get("call_id", payload.get("id"))
+            if isinstance(call_id, str) and call_id:
+                self._pending[call_id] = (item, payload.get("status"))
+                return []
+            return [_with_status(item, payload.get("status") or "completed")]
+        if kind in _OUTPUT_TYPES:
+            call_id = payload.get("call_id")
+            found = self._pending.pop(call_id, None) if isinstance(call_id, str) else None
+            if found is None:
+                return []
+            item, status = found
+            return [_with_status(item, status if isinstance(status, str) else "completed")]
+        if kind == "web_search_call":
+            action = payload.get("action")
+            query = action.get("query") if isinstance(action, Mapping) else None
+            fields = {} if query is None else {"query": query}
+            item = CompletedItem(
+                "rollout", "webSearch", "web_search_call", payload.get("id"), None, fields
+            )
+            return [_with_status(item, payload.get("status") or "completed")]
+        return []
+
+    def finish(self) -> list[CompletedItem]:
+        """Calls that never got an output, with status ``incomplete``, in call order."""
+        left = [_with_status(item, "incomplete") for item, _ in self._pending.values()]
+        self._pending.clear()
+        return left
+
+
+def _with_status(item: CompletedItem, status: object) -> CompletedItem:
+    return CompletedItem(
+        item.source, item.item_type, item.source_type, item.item_id, status, item.fields
+    )

@@ -1,0 +1,477 @@
+"""Writing one turn: the per-turn file, its seals, and the ``agent.db`` summary.
+
+:class:`TurnRecorder` is the seed's ``DirectCodexTurnAudit`` (§6): ``start`` writes
+``turn_start``, ``observe`` writes one ``item`` per completed item, ``finish`` writes
+``turn_end``, seals the attempt and appends the summary to ``agent.db``. It is
+fail-open (§7): no write failure ever raises out of ``start``/``observe``/``finish``;
+it sets ``auditWriteFailed`` and keeps the message in :attr:`TurnOutcome.errors`.
+
+Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing"):
+
+1. Opening the file for a new attempt hashes its existing bytes once. If a sidecar
+   exists, that digest must equal the sidecar's (the previous sealed prefix is intact),
+   else the attempt is refused and nothing is appended. A file without a sidecar (an
+   attempt that died before sealing) is continued, and so is one whose sidecar seals
+   the file up to a seal record followed by a ``turn_start`` (a later attempt died
+   before its seal); ``check`` reports that attempt.
+2. Each attempt ends with a ``direct.codex.seal`` record holding the digest, length
+   and record count of every byte before it.
+3. The sidecar is then replaced (atomically) by the digest of the whole file, so
+   ``b3sum --check`` verifies the latest seal and each seal record verifies the prefix
+   it closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agc._core.digest import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    SIDECAR_SUFFIXES,
+    Algorithm,
+    digests_equal,
+    new_hasher,
+)
+from agc._core.fs import open_nofollow, read_small_file
+from agc._core.jsonl import FileSeal, JsonlFileWriter, unix_ms
+from agc._core.sidecar import parse_sidecar
+from agc.errors import AgcError, SidecarMismatchError, StoreError
+from agc.ledger._classify import Attempt, db_summary, derive_turn_end
+from agc.ledger._contract import (
+    MAX_ITEMS,
+    RECORD_SEAL,
+    RECORD_TURN_END,
+    RECORD_TURN_START,
+    TURNS_DIR_PARTS,
+    turn_log_relpath,
+    validate_client_turn_id,
+)
+from agc.ledger._db import AgentDb
+from agc.ledger._events.appserver import item_from_notification
+from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
+from agc.ledger._policy import LedgerPolicy, builtin_policy
+from agc.ledger._project import Project
+from agc.ledger._records import (
+    RecordContext,
+    item_record,
+    items_truncated_record,
+    seal_record,
+    turn_start_record,
+)
+from agc.ledger._sanitize import PathSanitizer
+
+__all__ = ["TurnLedgerFile", "TurnOutcome", "TurnRecorder"]
+
+
+class TurnLedgerFile(JsonlFileWriter):
+    """The per-turn JSONL file, opened for one more attempt (see the module docstring).
+
+    Records are written at once (no buffering) so that ``seq`` counts only records
+    that reached the file (§5.2).
+
+    Args:
+        path: the turn file.
+        algorithm: digest algorithm for a new file; an existing sidecar's wins.
+
+    Raises:
+        SidecarMismatchError: the file changed since its last seal, or has two sidecars.
+        TornTailError, RunLockedError, UnsafePathError, StoreError: as the base writer.
+    """
+
+    _replace_sidecar: ClassVar[bool] = True
+
+    def __init__(self, path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> None:
+        sidecars = [a for a in ALGORITHMS if os.path.lexists(_sidecar(path, a))]
+        if len(sidecars) > 1:
+            raise SidecarMismatchError(f"{path} has two sidecars; not appended to")
+        chosen = sidecars[0] if sidecars else algorithm
+        super().__init__(path, algorithm=chosen, fsync="close", buffer_bytes=0)
+        self.previous_sealed = bool(sidecars)
+        if sidecars:
+            try:
+                self._verify_sealed_prefix(chosen)
+            except BaseException:
+                self.abort()
+                raise
+
+    def _refuse_if_sealed(self) -> None:
+        """A sealed turn file is continued after its prefix is verified (not refused)."""
+
+    def _verify_sealed_prefix(self, algorithm: Algorithm) -> None:
+        sidecar_path = _sidecar(self.path, algorithm)
+        try:
+            sidecar = parse_sidecar(
+                read_small_file(sidecar_path, max_bytes=4096), algorithm=algorithm
+            )
+        except AgcError as exc:
+            raise SidecarMismatchError(
+                f"{sidecar_path} is not a valid sidecar ({exc.message}); not appended to"
+            ) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
+        if sidecar.file_name not in {None, self.path.name} or not (
+            digests_equal(sidecar.digest, self.current_digest())
+            or self._sealed_then_new_attempt(sidecar.digest, algorithm)
+        ):
+            raise SidecarMismatchError(
+                f"{self.path} does not match its sidecar: the sealed turn file changed; "
+                "not appended to",
+                hint="Run `agc ledger check` on the file to see what changed.",
+            )
+
+    def _sealed_then_new_attempt(self, digest: str, algorithm: Algorithm) -> bool:
+        """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
+        seal record and the next line is a ``turn_start``: a later attempt died before
+        its own seal (§4), and nothing was changed or added inside a sealed attempt."""
+        hasher = new_hasher(algorithm)
+        sealed = False
+        with os.fdopen(os.dup(self._fd), "rb") as handle:
+            handle.seek(0)
+            for line in handle:
+                if sealed:
+                    return _record_type(line) == RECORD_TURN_START
+                hasher.update(line)
+                sealed = _record_type(line) == RECORD_SEAL and digests_equal(
+                    digest, hasher.hexdigest()
+                )
+        return False
+
+    def seal_attempt(self, *, client_turn_id: str, attempt: int, recorded_at_ms: int) -> FileSeal:
+        """Write the attempt's seal record, then seal the whole file (sidecar).
+
+        Raises:
+            WriteFailedError, WriterClosedError, StoreError: the seal could not be written.
+        """
+        prefix = self.current_digest()
+        self.write(
+            seal_record(
+                client_turn_id,
+                attempt=attempt,
+                algorithm=self.algorithm,
+                prefix_digest=prefix,
+                prefix_bytes=self.bytes_written,
+                prefix_records=self.records_written,
+                recorded_at_ms=recorded_at_ms,
+            )
+        )
+        return self.finish()
+
+
+def _sidecar(path: Path, algorithm: Algorithm) -> Path:
+    return path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What :meth:`TurnRecorder.finish` did.
+
+    Attributes:
+        client_turn_id: the turn.
+        turn_file: the per-turn file on this host.
+        turn_log: its project-relative POSIX path (as in ``agent.db``).
+        attempt: this attempt's number (1 for the first).
+        item_count: items written; ``items_truncated``: the 256 limit was hit.
+        completed: the turn's outcome as given to ``finish``.
+        audit_write_failed: some ledger write failed (§7).
+        db_written: the ``agent.db`` summary was appended.
+        seal: the file's seal, when the attempt was sealed.
+        summary: the ``direct.codex.turn`` record (as stored, when stored).
+        errors: one message per failed write.
+    """
+
+    client_turn_id: str
+    turn_file: Path
+    turn_log: str
+    attempt: int
+    item_count: int
+    items_truncated: bool
+    completed: bool
+    audit_write_failed: bool
+    db_written: bool
+    seal: FileSeal | None
+    summary: Mapping[str, Any]
+    errors: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "clientTurnId": self.client_turn_id,
+            "turnLog": self.turn_log,
+            "attempt": self.attempt,
+            "itemCount": self.item_count,
+            "itemsTruncated": self.items_truncated,
+            "completed": self.completed,
+            "auditWriteFailed": self.audit_write_failed,
+            "dbWritten": self.db_written,
+            "seal": None
+            if self.seal is None
+            else {
+                "algorithm": self.seal.algorithm,
+                "digest": self.seal.digest,
+                "bytes": self.seal.bytes,
+                "records": self.seal.records,
+            },
+            "errors": list(self.errors),
+        }
+
+
+@dataclass
+class _State:
+    attempt: int = 0
+    start: dict[str, Any] | None = None
+    items: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+    truncated_written: bool = False
+    failed: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+class TurnRecorder:
+    """Records one attempt of one turn (see the module docstring). Use :meth:`start`."""
+
+    def __init__(
+        self,
+        project: Project,
+        client_turn_id: str,
+        *,
+        policy: LedgerPolicy,
+        agent_roots: Sequence[str] = (),
+        clock: Callable[[], int] = unix_ms,
+        algorithm: Algorithm = DEFAULT_ALGORITHM,
+    ) -> None:
+        self.project = project
+        self.client_turn_id = validate_client_turn_id(client_turn_id)
+        self.policy = policy
+        self.turn_file = project.turn_file(self.client_turn_id)
+        self.turn_log = turn_log_relpath(self.client_turn_id)
+        self._clock = clock
+        self._algorithm = algorithm
+        self._ctx = RecordContext(
+            client_turn_id=self.client_turn_id,
+            sanitizer=PathSanitizer([*project.host_roots, *agent_roots]),
+            hash_file=project.hash_file,
+            policy=policy,
+        )
+        self._state = _State()
+        self._file: TurnLedgerFile | None = None
+        self._finished: TurnOutcome | None = None
+
+    @classmethod
+    def start(
+        cls,
+        project_root: str | os.PathLike[str],
+        client_turn_id: str,
+        *,
+        prompt: str,
+        attachments: Sequence[object] = (),
+        policy: LedgerPolicy | None = None,
+        agent_roots: Sequence[str] = (),
+        clock: Callable[[], int] = unix_ms,
+        algorithm: Algorithm = DEFAULT_ALGORITHM,
+    ) -> TurnRecorder:
+        """Open the turn file for a new attempt and write ``turn_start`` (§5.1).
+
+        Args:
+            project_root: the project folder.
+            client_turn_id: the client's turn id (§4 rule; trimmed).
+            prompt: the user's original text (not the text with the sidecar).
+            attachments: the client's attachment objects (``name``, ``localPath``,
+                ``mediaType``, ``size``, ``status``); the first 8 are kept.
+            policy: the MCP allow-list (default: the built-in one).
+            agent_roots: absolute paths the agent had as its project root, if other
+                than ``project_root`` (auditing a run after the fact).
+
+        Raises:
+            TurnIdInvalidError: the id breaks the rule (nothing is written).
+            StoreError: the project folder does not exist.
+            (Write failures never raise: see :class:`TurnOutcome`.)
+        """
+        recorder = cls(
+            Project(project_root),
+            client_turn_id,
+            policy=policy or builtin_policy(),
+            agent_roots=agent_roots,
+            clock=clock,
+            algorithm=algorithm,
+        )
+        recorder._begin(prompt=prompt, attachments=attachments)
+        return recorder
+
+    # -- the three calls of §6 ----------------------------------------------------------
+
+    def _begin(self, *, prompt: str, attachments: Sequence[object]) -> None:
+        state = self._state
+        try:
+            self.project.ensure_dirs(TURNS_DIR_PARTS)
+            self._file = TurnLedgerFile(self.turn_file, algorithm=self._algorithm)
+            state.attempt = _count_attempts(self.turn_file) + 1
+        except (AgcError, OSError) as exc:
+            self._fail("opening the turn file", exc)
+            # The summary still names this attempt, not an earlier one (§4).
+            state.attempt = max(state.attempt, _count_attempts(self.turn_file) + 1)
+        record = turn_start_record(
+            self._ctx,
+            prompt=prompt,
+            attachments=attachments,
+            attempt=state.attempt,
+            recorded_at_ms=self._clock(),
+        )
+        if self._append(record, "turn_start"):
+            state.start = record
+
+    def observe(self, item: CompletedItem) -> None:
+        """Record one completed item (skipped types are ignored). Never raises."""
+        state = self._state
+        if self._finished is not None or item.item_type in SKIPPED_ITEM_TYPES:
+            return
+        if len(state.items) >= MAX_ITEMS:
+            state.truncated = True
+            if not state.truncated_written:
+                marker = items_truncated_record(self._ctx, recorded_at_ms=self._clock())
+                state.truncated_written = self._append(marker, "items_truncated")
+            return
+        try:
+            record = item_record(
+                self._ctx, item, seq=len(state.items) + 1, recorded_at_ms=self._clock()
+            )
+        except Exception as exc:  # fail-open (§7): a hostile item never fails the turn
+            self._fail("building an item record", exc)
+            return
+        if record is not None and self._append(record, "item"):
+            state.items.append(record)
+
+    def observe_notification(self, message: Mapping[str, Any]) -> None:
+        """Record an app-server ``item/completed`` notification; other methods are
+        ignored (§5.2). Never raises."""
+        item = item_from_notification(message)
+        if item is not None:
+            self.observe(item)
+
+    def finish(self, *, completed: bool) -> TurnOutcome:
+        """Write ``turn_end``, seal the attempt and append the ``agent.db`` summary.
+
+        Call it whether the turn succeeded or not (§6). Never raises; calling it
+        again returns the same outcome.
+        """
+        if self._finished is not None:
+            return self._finished
+        state = self._state
+        start = state.start or {"clientTurnId": self.client_turn_id, "attempt": state.attempt}
+        attempt = Attempt(number=state.attempt, start=start, items=list(state.items))
+        if state.truncated_written:
+            attempt.truncated = {}
+        derived = derive_turn_end(attempt, self.policy)
+        derived["itemsTruncated"] = state.truncated
+        turn_end = {
+            "recordType": RECORD_TURN_END,
+            "clientTurnId": self.client_turn_id,
+            "attempt": state.attempt,
+            "completed": completed,
+            **derived,
+            "recordedAtMs": self._clock(),
+        }
+        seal: FileSeal | None = None
+        if state.start is not None and self._append(turn_end, "turn_end"):
+            seal = self._seal()
+        elif self._file is not None:
+            self._file.abort()
+        summary = db_summary(
+            turn_end=turn_end,
+            start=start,
+            turn_log=self.turn_log,
+            audit_write_failed=state.failed,
+        )
+        db_written = False
+        try:
+            self.project.ensure_dirs(TURNS_DIR_PARTS[:1])
+            summary = AgentDb(self.project.agent_db).append(
+                summary, key=self.client_turn_id, updated_at_ms=self._clock()
+            )
+            db_written = True
+        except (AgcError, OSError) as exc:
+            state.errors.append(f"writing the agent.db summary failed: {_message(exc)}")
+        self._finished = TurnOutcome(
+            client_turn_id=self.client_turn_id,
+            turn_file=self.turn_file,
+            turn_log=self.turn_log,
+            attempt=state.attempt,
+            item_count=len(state.items),
+            items_truncated=state.truncated,
+            completed=completed,
+            audit_write_failed=state.failed,
+            db_written=db_written,
+            seal=seal,
+            summary=summary,
+            errors=tuple(state.errors),
+        )
+        return self._finished
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _append(self, record: Mapping[str, Any], what: str) -> bool:
+        if self._file is None:
+            if not self._state.failed:
+                self._fail(f"writing {what}", StoreError("the turn file is not open"))
+            return False
+        try:
+            self._file.write(record)
+        except (AgcError, OSError) as exc:
+            self._fail(f"writing {what}", exc)
+            return False
+        return True
+
+    def _seal(self) -> FileSeal | None:
+        assert self._file is not None
+        try:
+            return self._file.seal_attempt(
+                client_turn_id=self.client_turn_id,
+                attempt=self._state.attempt,
+                recorded_at_ms=self._clock(),
+            )
+        except (AgcError, OSError) as exc:
+            self._fail("sealing the turn file", exc)
+            self._file.abort()
+            return None
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        self._state.failed = True
+        self._state.errors.append(f"{what} failed: {_message(exc)}")
+
+
+def _message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, AgcError) else str(exc)
+
+
+def _record_type(line: bytes) -> object:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record.get("recordType") if isinstance(record, dict) else None
+
+
+def _count_attempts(path: Path) -> int:
+    """How many ``turn_start`` records the file holds; 0 when it is missing, a symlink
+    (never followed) or not a regular file (a FIFO is never waited on)."""
+    count = 0
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (AgcError, OSError):
+        return 0
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        try:
+            for line in handle:
+                if _record_type(line) == RECORD_TURN_START:
+                    count += 1
+        except OSError:
+            return count
+    return count

@@ -1,0 +1,195 @@
+"""Detecting a history's format and loading/dumping history files.
+
+A file is either a JSON array (OpenAI Chat messages, Anthropic messages or Responses
+items) or JSONL (a Codex rollout or a Claude Code session). Detection looks for the
+markers only one format has; a history without any tool call or format marker is
+read as OpenAI Chat, whose rules it then trivially meets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+import orjson
+
+from agc.errors import HistoryFormatError, InputError
+from agc.resume._formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
+from agc.resume._formats.jsonl import join_lines, parse_jsonl
+from agc.resume._formats.model import FORMAT_NAMES, FormatName, FormatSpec, History
+from agc.resume._gc import collector_paused
+
+__all__ = ["SPECS", "detect_format", "dump_history", "get_spec", "load_history", "read_history"]
+
+SPECS: Final[dict[FormatName, FormatSpec]] = {
+    "openai-chat": openai_chat.SPEC,
+    "anthropic": anthropic.SPEC,
+    "openai-responses": openai_responses.SPEC,
+    "codex-rollout": codex_rollout.SPEC,
+    "claude-code": claude_code.SPEC,
+}
+
+_RESPONSES_MARKERS: Final = frozenset(
+    {*openai_responses.CALL_TYPES, *openai_responses.OUTPUT_TYPES, "reasoning", "item_reference"}
+)
+_RESPONSES_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "refusal"})
+_ANTHROPIC_PARTS: Final = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+_CLAUDE_TYPES: Final = frozenset(
+    {"user", "assistant", "summary", "system", "progress", "file-history-snapshot"}
+)
+_CODEX_EXEC_TYPES: Final = frozenset({"thread.started", "turn.started", "item.completed"})
+
+
+def get_spec(name: FormatName | str) -> FormatSpec:
+    """The spec of a format name.
+
+    Raises:
+        HistoryFormatError: not one of the five format names.
+    """
+    if name not in SPECS:
+        choices = ", ".join(FORMAT_NAMES)
+        raise HistoryFormatError(f"unknown format {name!r}; choose one of {choices}")
+    return SPECS[name]
+
+
+def _parts(record: dict[str, Any]) -> set[str]:
+    content = record.get("content")
+    if not isinstance(content, list):
+        return set()
+    return {
+        part["type"]
+        for part in content
+        if isinstance(part, dict) and isinstance(part.get("type"), str)
+    }
+
+
+def _type(record: dict[str, Any]) -> str | None:
+    value = record.get("type")
+    return value if isinstance(value, str) else None
+
+
+def _detect_array(records: Sequence[Any]) -> FormatName:
+    dicts = [record for record in records if isinstance(record, dict)]
+    # Markers of one format only first: Responses item types, Chat tool fields, Anthropic
+    # tool blocks. Weaker ones after: a Chat assistant message may hold a `refusal` part
+    # and a saved Anthropic response object has `"type": "message"`.
+    for record in dicts:
+        if _type(record) in _RESPONSES_MARKERS:
+            return "openai-responses"
+    for record in dicts:
+        if record.get("role") == "tool" or "tool_calls" in record:
+            return "openai-chat"
+        if _ANTHROPIC_PARTS.intersection(_parts(record)):
+            return "anthropic"
+    for record in dicts:
+        if _type(record) == "message" and "role" in record:
+            return "openai-responses"
+        if _RESPONSES_PARTS.intersection(_parts(record)):
+            return "openai-responses"
+    return "openai-chat"
+
+
+def _detect_lines(records: Sequence[Any], *, source: str) -> FormatName:
+    dicts = [record for record in records if isinstance(record, dict)]
+    if any(codex_rollout.is_rollout_line(record) for record in dicts):
+        return "codex-rollout"
+    if any(
+        _type(record) in _CLAUDE_TYPES
+        and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
+        for record in dicts
+    ):
+        return "claude-code"
+    if any(_type(record) in _CODEX_EXEC_TYPES for record in dicts):
+        raise HistoryFormatError(
+            f"{source} is a `codex exec --json` event stream: it holds no resumable history",
+            hint="Resume from the rollout file Codex keeps under ~/.codex/sessions/ instead.",
+        )
+    raise HistoryFormatError(f"{source}: cannot tell the format of this JSONL file")
+
+
+def detect_format(records: Sequence[Any], *, line_based: bool, source: str = "input") -> FormatName:
+    """Guess the format of parsed records (a JSON array's items, or JSONL lines).
+
+    Raises:
+        HistoryFormatError: JSONL of no known session format (a ``codex exec --json``
+            stream is named as such).
+    """
+    if line_based:
+        return _detect_lines(records, source=source)
+    return _detect_array(records)
+
+
+def read_history(records: Sequence[Any], format: FormatName) -> History:
+    """Read parsed records as ``format`` (no text kept for session lines)."""
+    return get_spec(format).read(records)
+
+
+@collector_paused
+def load_history(data: bytes, *, source: str, format: FormatName | None = None) -> History:
+    """Parse a history file's bytes: a JSON array, or JSONL for session files.
+
+    Args:
+        data: the file's bytes.
+        source: the file's name, for messages.
+        format: the format to read it as; ``None`` to detect it.
+
+    Raises:
+        InputError: not UTF-8, or a JSON array that does not parse.
+        HistoryFormatError: the format cannot be detected or the content does not fit
+            the named format.
+    """
+    stripped = data.lstrip()
+    if not stripped:
+        raise InputError(f"{source} is empty")
+    if stripped.startswith(b"["):
+        try:
+            records = orjson.loads(data)  # fast; anything it refuses gets the stdlib's word
+        except orjson.JSONDecodeError:
+            try:
+                records = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                raise InputError(f"{source} is not a valid JSON array: {exc}") from exc
+        if not isinstance(records, list):
+            raise InputError(f"{source} is not a JSON array")
+        chosen = format or detect_format(records, line_based=False, source=source)
+        spec = get_spec(chosen)
+        if spec.line_based:
+            raise HistoryFormatError(f"{source} is a JSON array, not a {chosen} session file")
+        return spec.read(records)
+    records, lines, final_newline = parse_jsonl(data, source=source)
+    chosen = format or detect_format(records, line_based=True, source=source)
+    spec = get_spec(chosen)
+    if format is not None and spec.line_based:
+        # A session file of the other kind read as this one shows no history at all.
+        try:
+            found: str | None = detect_format(records, line_based=True, source=source)
+        except HistoryFormatError:
+            found = None
+        if found is not None and found != chosen:
+            raise HistoryFormatError(f"{source} is a {found} session file, not {chosen}")
+    if not spec.line_based:
+        if len(records) == 1 and isinstance(records[0], list):
+            return spec.read(records[0])
+        raise HistoryFormatError(f"{source} is JSONL, not a JSON array of {chosen} messages")
+    history = spec.read(records)
+    history.lines = lines
+    history.final_newline = final_newline
+    return history
+
+
+def dump_history(history: History, native: list[Any]) -> bytes:
+    """Bytes of a written history: JSONL lines for session files, else a JSON array."""
+    if get_spec(history.format).line_based:
+        return join_lines([str(line) for line in native], final_newline=history.final_newline)
+    try:
+        # orjson: the standard library's indenting encoder is pure Python, and was most
+        # of the time of repairing a long history (benchmarks/, history).
+        data: bytes = orjson.dumps(native, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        return data
+    except TypeError:  # orjson refuses it (a lone surrogate, an integer beyond 64 bits)
+        pass
+    try:
+        return (json.dumps(native, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
+        return (json.dumps(native, indent=2) + "\n").encode("utf-8")

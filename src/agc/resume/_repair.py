@@ -1,0 +1,762 @@
+"""Repair of broken tool-call histories, and ``resume_session`` (seed 004's ``resumeSession``).
+
+Seed 004 removed only the message that held ``pendingToolCallId`` and any result for
+it. That drops the *whole* assistant message, orphaning the results of parallel calls
+answered in it, and it leaves every other broken pair in place. Here the whole history
+is repaired, for the provider's rules that :mod:`agc.resume._validate` checks:
+
+* each call without a result (the pending one, a parallel sibling, one in the middle of
+  the history) is **stripped** (``strip``, the default) or answered with an explicit
+  "interrupted, may have executed" error result placed directly after it
+  (``synthesize``). A call whose arguments are not valid JSON is always stripped;
+* under ``strip`` the pending call is removed together with any partial result; under
+  ``synthesize`` a recorded result for it is kept (reported as possibly partial);
+* results that answer no call and second results for one call are dropped; a real
+  result is moved next to its call when it is elsewhere, never replaced;
+* a later call reusing an id is dropped; Anthropic text after ``tool_use`` is moved
+  before it; a Responses ``reasoning`` item left without its following item is dropped;
+  a message left empty is dropped.
+
+Every change is reported (:class:`Change`), with the call's tool name, arguments and an
+idempotency key derived from its call id, so the caller decides whether to run it again.
+The repaired history is written, read back and checked: a repair whose output breaks a
+rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from agc._core.digest import new_hasher
+from agc.errors import RepairIncompleteError, UsageError
+from agc.resume._formats.detect import dump_history, get_spec, load_history
+from agc.resume._formats.model import (
+    Block,
+    FormatName,
+    FormatSpec,
+    History,
+    Message,
+    arguments_are_json,
+)
+from agc.resume._gc import collector_paused
+from agc.resume._snapshot import ToolCallState, load_snapshot
+from agc.resume._validate import HistoryReport, check_messages
+
+__all__ = [
+    "ACTIONS",
+    "STRATEGIES",
+    "Change",
+    "RepairReport",
+    "RepairResult",
+    "ResumeResult",
+    "Strategy",
+    "ToolCallState",
+    "idempotency_key",
+    "repair_history",
+    "repair_loaded",
+    "resume_session",
+]
+
+Strategy = Literal["strip", "synthesize"]
+STRATEGIES: Final[tuple[Strategy, ...]] = ("strip", "synthesize")
+
+ACTIONS: Final[tuple[str, ...]] = (
+    "stripped",
+    "synthesized",
+    "kept-partial-result",
+    "dropped-partial-result",
+    "dropped-orphan-result",
+    "dropped-duplicate-result",
+    "dropped-duplicate-call",
+    "moved-result",
+    "moved-text",
+    "dropped-reasoning",
+    "dropped-empty-message",
+)
+"""Every kind of change a repair makes (``Change.action``)."""
+
+_IDEMPOTENCY_DOMAIN: Final = b"agc-idempotency-key-v1\x00"
+
+
+def idempotency_key(call_id: str, *, run_id: str | None = None) -> str:
+    """A stable key for re-running a call: ``idem-`` + 32 hex characters.
+
+    It is BLAKE3 over ``agc-idempotency-key-v1\\0<run id>\\0<call id>`` (agc's own
+    digest machinery), so the same interrupted call always gets the same key and a tool
+    that honours idempotency keys can refuse to run it twice.
+    """
+    hasher = new_hasher("blake3")
+    # surrogatepass: a lone surrogate in an id (valid JSON as an escape) still gets a key;
+    # any other id is plain UTF-8, so its key is unchanged.
+    hasher.update(
+        _IDEMPOTENCY_DOMAIN
+        + (run_id or "").encode()
+        + b"\x00"
+        + call_id.encode("utf-8", "surrogatepass")
+    )
+    return "idem-" + hasher.hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change the repair made.
+
+    Attributes:
+        action: one of :data:`ACTIONS`.
+        message_index: index of the message (or item) in the *input* history's view.
+        record: index of the input's native record (for session files, the 0-based line).
+        call_id: the call concerned, if any.
+        tool_name: the call's tool name, if known.
+        arguments: the call's arguments as stored (a JSON string or an object).
+        idempotency_key: :func:`idempotency_key` of the call id, for calls.
+        reason: why, in one sentence.
+    """
+
+    action: str
+    message_index: int
+    record: int | None
+    call_id: str | None
+    tool_name: str | None
+    arguments: Any
+    idempotency_key: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "message_index": self.message_index,
+            "record": self.record,
+            "call_id": self.call_id,
+            "tool_name": self.tool_name,
+            "arguments": self.arguments,
+            "idempotency_key": self.idempotency_key,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    """What was wrong and what changed.
+
+    Attributes:
+        format: the history's format.
+        strategy: ``strip`` or ``synthesize``.
+        tool_call_state: the state the repair was given.
+        before: :func:`~agc.resume._validate.check_history` of the input.
+        after: the same check of the repaired history (always valid).
+        changes: every change, in history order.
+        was_interrupted: the snapshot said a call was in flight, or the history holds a
+            call without a result (a crash can come before ``inFlight`` is saved).
+    """
+
+    format: FormatName
+    strategy: Strategy
+    tool_call_state: ToolCallState
+    before: HistoryReport
+    after: HistoryReport
+    changes: tuple[Change, ...]
+    was_interrupted: bool
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    def ids(self, action: str) -> list[str]:
+        """Call ids of the changes with ``action``, in order."""
+        return [c.call_id for c in self.changes if c.action == action and c.call_id is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "format": self.format,
+            "strategy": self.strategy,
+            "tool_call_state": self.tool_call_state.to_dict(),
+            "was_interrupted": self.was_interrupted,
+            "changed": self.changed,
+            "before": self.before.to_dict(),
+            "after": self.after.to_dict(),
+            "changes": [change.to_dict() for change in self.changes],
+        }
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    """Output of :func:`repair_history`.
+
+    Attributes:
+        messages: the repaired history's native records (messages or items; for session
+            files, the lines' text).
+        data: the repaired history as file bytes (JSON array, or JSONL).
+        report: the :class:`RepairReport`.
+    """
+
+    messages: list[Any]
+    data: bytes
+    report: RepairReport
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    """Output of :func:`resume_session` (seed 004's ``ResumeResult``, extended).
+
+    Attributes:
+        context: the snapshot's agent config with ``apiKey`` and ``baseUrl`` set to
+            ``""``: the caller injects credentials again.
+        messages: the repaired messages.
+        was_interrupted: see :attr:`RepairReport.was_interrupted`.
+        report: every change made.
+    """
+
+    context: dict[str, Any]
+    messages: list[Any]
+    was_interrupted: bool
+    report: RepairReport
+
+
+@collector_paused
+def repair_history(
+    messages: Sequence[Any],
+    format: FormatName,
+    *,
+    strategy: Strategy = "strip",
+    tool_call_state: ToolCallState | None = None,
+    run_id: str | None = None,
+) -> RepairResult:
+    """Repair a history so its provider accepts it (pure).
+
+    Args:
+        messages: the messages/items (or, for session files, the parsed lines).
+        format: the format name.
+        strategy: ``strip`` (default) or ``synthesize``.
+        tool_call_state: the snapshot's ``{inFlight, pendingToolCallId}``, if known.
+        run_id: mixed into idempotency keys.
+
+    Raises:
+        UsageError: an unknown strategy.
+        HistoryFormatError: the messages do not fit the format.
+        RepairIncompleteError: the repaired history would still be rejected (a bug).
+    """
+    history = get_spec(format).read(messages)
+    return repair_loaded(history, strategy=strategy, tool_call_state=tool_call_state, run_id=run_id)
+
+
+@collector_paused
+def repair_loaded(
+    history: History,
+    *,
+    strategy: Strategy = "strip",
+    tool_call_state: ToolCallState | None = None,
+    run_id: str | None = None,
+) -> RepairResult:
+    """:func:`repair_history` on a history already read (keeps session lines' text)."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
+    state = tool_call_state or ToolCallState()
+    spec = get_spec(history.format)
+    before = check_messages(history.messages, history.format)
+    repaired, changes = _Repairer(history.messages, spec, strategy, state, run_id).run()
+    native = spec.write(history, repaired) if changes else _unchanged(history)
+    data = dump_history(history, native)
+    reread = load_history(data, source="repaired history", format=history.format)
+    after = check_messages(reread.messages, history.format)
+    interrupted = state.in_flight or any(
+        c.action in {"stripped", "synthesized", "kept-partial-result"} for c in changes
+    )
+    report = RepairReport(
+        history.format, strategy, state, before, after, tuple(changes), interrupted
+    )
+    if not after.valid:
+        codes = ", ".join(sorted({finding.code for finding in after.findings}))
+        raise RepairIncompleteError(
+            f"the repaired {history.format} history still breaks: {codes}", report=report
+        )
+    return RepairResult(native, data, report)
+
+
+def _unchanged(history: History) -> list[Any]:
+    if history.lines is not None:
+        return list(history.lines)
+    return get_spec(history.format).write(history, history.messages)
+
+
+@collector_paused
+def resume_session(
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    strategy: Strategy = "strip",
+    insecure_skip_verify: bool = False,
+) -> ResumeResult:
+    """Load a run's snapshot, verify its seal, and repair its history.
+
+    Raises:
+        RunIdInvalidError, SnapshotNotFoundError, SnapshotUnsealedError,
+        SnapshotTamperedError, SnapshotInvalidError: from
+        :func:`~agc.resume._snapshot.load_snapshot`.
+        RepairIncompleteError: the repair failed its own check (a bug).
+    """
+    snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
+    result = repair_history(
+        snapshot.messages,
+        snapshot.format,
+        strategy=strategy,
+        tool_call_state=snapshot.tool_call_state,
+        run_id=run_id,
+    )
+    context = {**snapshot.agent_config, "apiKey": "", "baseUrl": ""}
+    return ResumeResult(context, result.messages, result.report.was_interrupted, result.report)
+
+
+def _synthetic_text(key: str) -> str:
+    return (
+        "agc resume: this tool call was interrupted before its result was recorded. It may "
+        "or may not have executed: check its effects before running it again "
+        f"(idempotency key {key})."
+    )
+
+
+@dataclass
+class _Repairer:
+    """One repair pass over a neutral view (pure; see the module docstring)."""
+
+    view: list[Message]
+    spec: FormatSpec
+    strategy: Strategy
+    state: ToolCallState
+    run_id: str | None
+    changes: list[tuple[int, int, Change]] = field(default_factory=list)
+    dropped_calls: set[int] = field(default_factory=set)
+    call_message: dict[int, int] = field(default_factory=dict)
+    answer: dict[int, Block] = field(default_factory=dict)  # id(call) -> result
+    owner: dict[int, Block] = field(default_factory=dict)  # id(result) -> call
+    result_message: dict[int, int] = field(default_factory=dict)
+    dropped_results: set[int] = field(default_factory=set)
+    fate: dict[int, str] = field(default_factory=dict)  # id(call) -> keep|strip|synth
+    synthetic: dict[int, Block] = field(default_factory=dict)
+    unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
+    tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
+    calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
+
+    def run(self) -> tuple[list[Message], list[Change]]:
+        self._index_calls()
+        self._attribute_results()
+        self._decide()
+        flat = self.spec.family == "responses"
+        out = self._rebuild_flat() if flat else self._rebuild_turns()
+        ordered = sorted(self.changes, key=lambda item: (item[0], item[1]))
+        return out, [change for _, _, change in ordered]
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    def _note(self, action: str, index: int, reason: str, call: Block | None = None) -> None:
+        message = self.view[index]
+        record = message.origin
+        if call is not None and call.origin is not None:
+            record = call.origin
+        key = idempotency_key(call.call_id, run_id=self.run_id) if call and call.call_id else None
+        change = Change(
+            action=action,
+            message_index=index,
+            record=record,
+            call_id=call.call_id if call is not None else None,
+            tool_name=call.name if call is not None else None,
+            arguments=call.arguments if call is not None else None,
+            idempotency_key=key,
+            reason=reason,
+        )
+        self.changes.append((index, len(self.changes), change))
+
+    def _kept(self, call: Block) -> bool:
+        return self.fate.get(id(call)) in {"keep", "synth"}
+
+    def _result_kept(self, result: Block) -> bool:
+        call = self.owner.get(id(result))
+        return call is not None and self._kept(call) and id(result) not in self.dropped_results
+
+    # -- analysis ------------------------------------------------------------------
+
+    def _index_calls(self) -> None:
+        seen_anywhere: set[str] = set()
+        for index, message in enumerate(self.view):
+            if message.role != "assistant":
+                for call in message.calls():
+                    self.call_message[id(call)] = index
+                    self.dropped_calls.add(id(call))
+                    self._note("stripped", index, "a tool call outside an assistant message", call)
+                continue
+            seen_here: set[str] = set()
+            for call in message.calls():
+                self.call_message[id(call)] = index
+                if call.call_id is None:
+                    self.dropped_calls.add(id(call))
+                    self._note(
+                        "stripped", index, "the call has no id, so it cannot be answered", call
+                    )
+                    continue
+                scope = seen_here if self.spec.family == "chat" else seen_anywhere
+                if call.call_id in scope:
+                    self.dropped_calls.add(id(call))
+                    self._note(
+                        "dropped-duplicate-call",
+                        index,
+                        "an earlier call has the same id; providers require unique ids",
+                        call,
+                    )
+                    continue
+                seen_here.add(call.call_id)
+                seen_anywhere.add(call.call_id)
+
+    def _attribute_results(self) -> None:
+        latest: dict[str, Block] = {}
+        latest_any: dict[str, Block] = {}  # also calls dropped as a duplicate id
+        early: list[tuple[Block, int]] = []  # results with no call before them
+        for index, message in enumerate(self.view):
+            for block in message.blocks:
+                if block.kind == "call" and id(block) not in self.dropped_calls:
+                    latest[block.call_id or ""] = block
+                if block.kind == "call" and block.call_id is not None:
+                    latest_any[block.call_id] = block
+                if block.kind != "result":
+                    continue
+                self.result_message[id(block)] = index
+                call = latest.get(block.call_id) if block.call_id is not None else None
+                nearest = latest_any.get(block.call_id) if block.call_id is not None else None
+                if (
+                    call is not None
+                    and nearest is not None
+                    and nearest is not call
+                    and self.call_message[id(nearest)] != self.call_message[id(call)]
+                ):
+                    # It answers a later call of another turn that reused the id and was
+                    # dropped as a duplicate: never the earlier call's result.
+                    self._drop_result(
+                        block,
+                        index,
+                        "dropped-orphan-result",
+                        "its call was dropped: an earlier call in another turn has the same id",
+                    )
+                elif call is None:
+                    early.append((block, index))
+                elif id(call) in self.answer:
+                    self._drop_result(
+                        block,
+                        index,
+                        "dropped-duplicate-result",
+                        "the call already has a result; the first one is kept",
+                    )
+                elif not self.spec.can_move and not self._in_place(call, index):
+                    self.unmovable.add(id(call))
+                    self._drop_result(
+                        block,
+                        index,
+                        "dropped-orphan-result",
+                        "it is not where the provider looks for its call's result, and a "
+                        "session-file line is never moved",
+                    )
+                else:
+                    self.answer[id(call)] = block
+                    self.owner[id(block)] = call
+        if early:
+            for message_index, message in enumerate(self.view):
+                for call in message.calls():
+                    if call.call_id is not None and id(call) not in self.dropped_calls:
+                        self.calls_by_id.setdefault(call.call_id, []).append((message_index, call))
+        for block, index in early:
+            self._attribute_early(block, index)
+
+    def _attribute_early(self, result: Block, index: int) -> None:
+        """A result recorded before its call (records out of order): the first later call
+        with its id that has no result of its own gets it, moved after the call."""
+        candidates = self.calls_by_id.get(result.call_id or "", [])
+        call = next(
+            (block for at, block in candidates if at > index and id(block) not in self.answer),
+            None,
+        )
+        if call is None:
+            self._drop_result(result, index, "dropped-orphan-result", "it answers no call")
+        elif not self.spec.can_move:
+            self.unmovable.add(id(call))
+            self._drop_result(
+                result,
+                index,
+                "dropped-orphan-result",
+                "it was recorded before its call, and a session-file line is never moved",
+            )
+        else:
+            self.answer[id(call)] = result
+            self.owner[id(result)] = call
+
+    def _drop_result(self, result: Block, index: int, action: str, reason: str) -> None:
+        self.dropped_results.add(id(result))
+        self._note(
+            action,
+            index,
+            reason,
+            Block("result", None, call_id=result.call_id, origin=result.origin),
+        )
+
+    def _in_place(self, call: Block, result_index: int) -> bool:
+        call_index = self.call_message[id(call)]
+        if self.spec.family == "responses":
+            return result_index > call_index
+        if self.spec.family == "anthropic":
+            return result_index == call_index + 1
+        return all(m.role == "tool" for m in self.view[call_index + 1 : result_index])
+
+    def _decide(self) -> None:
+        pending = self.state.pending_tool_call_id if self.state.in_flight else None
+        for index, message in enumerate(self.view):
+            for call in message.calls():
+                if id(call) in self.dropped_calls:
+                    continue
+                result = self.answer.get(id(call))
+                is_pending = pending is not None and call.call_id == pending
+                if is_pending and self.strategy == "strip":
+                    self.fate[id(call)] = "strip"
+                    self._note(
+                        "stripped",
+                        index,
+                        "it was in flight when the snapshot was saved (pendingToolCallId)",
+                        call,
+                    )
+                    if result is not None:
+                        self.dropped_results.add(id(result))
+                        self._note(
+                            "dropped-partial-result",
+                            self.result_message[id(result)],
+                            "a result recorded for the in-flight call may be partial",
+                            call,
+                        )
+                    continue
+                if result is not None:
+                    self.fate[id(call)] = "keep"
+                    if is_pending:
+                        self._note(
+                            "kept-partial-result",
+                            index,
+                            "it was in flight when the snapshot was saved, but a result was "
+                            "recorded; the real result is kept and may be partial",
+                            call,
+                        )
+                    continue
+                why = (
+                    "it was in flight when the snapshot was saved"
+                    if is_pending
+                    else "it has no result in the history"
+                )
+                self._unanswered(call, index, why)
+
+    def _unanswered(self, call: Block, index: int, why: str) -> None:
+        if id(call) in self.unmovable:
+            # Issue 4: a real result is never replaced by a synthetic one.
+            self.fate[id(call)] = "strip"
+            self._note(
+                "stripped",
+                index,
+                "its real result is not where the provider looks for it and a session-file "
+                "line is never moved; it is never answered as interrupted instead",
+                call,
+            )
+            return
+        if self.strategy == "strip":
+            self.fate[id(call)] = "strip"
+            self._note("stripped", index, why, call)
+            return
+        if not arguments_are_json(call.arguments):
+            self.fate[id(call)] = "strip"
+            self._note(
+                "stripped",
+                index,
+                why + "; its arguments are not valid JSON, so it is never kept",
+                call,
+            )
+            return
+        key = idempotency_key(call.call_id or "", run_id=self.run_id)
+        block = self.spec.synthesize(call, _synthetic_text(key))
+        if block is None:
+            self.fate[id(call)] = "strip"
+            self._note("stripped", index, why + "; its call type cannot be answered", call)
+            return
+        self.fate[id(call)] = "synth"
+        self.synthetic[id(call)] = block
+        self._note("synthesized", index, why + "; answered as interrupted", call)
+
+    # -- rebuilding ----------------------------------------------------------------
+
+    def _rebuild_flat(self) -> list[Message]:
+        out: list[Message] = []
+        origin_index: dict[int, int] = {}
+        for index, message in enumerate(self.view):
+            block = message.blocks[0]
+            if block.kind == "call" and not self._kept(block):
+                continue
+            if block.kind == "result" and not self._result_kept(block):
+                continue
+            if block.kind == "result" and self._is_early(block, index):
+                continue  # placed after its call below
+            origin_index[id(message)] = index
+            out.append(message)
+            if block.kind == "call" and id(block) in self.synthetic:
+                out.extend(self.spec.wrap_results([self.synthetic[id(block)]]))
+            result = self.answer.get(id(block)) if block.kind == "call" else None
+            if result is not None and self._is_early(result, self.result_message[id(result)]):
+                self._note(
+                    "moved-result",
+                    self.result_message[id(result)],
+                    "its real result was recorded before the call; it is placed right after it",
+                    block,
+                )
+                out.extend(self.spec.wrap_results([result]))
+        final: list[Message] = []
+        for position, message in enumerate(out):
+            if message.blocks[0].kind == "reasoning" and not _followed(out, position):
+                self._note(
+                    "dropped-reasoning",
+                    origin_index[id(message)],
+                    "a reasoning item must be followed by the item it produced, and that "
+                    "item is gone (a dropped call) or never existed",
+                )
+                continue
+            final.append(message)
+        return final
+
+    def _rebuild_turns(self) -> list[Message]:
+        anthropic = self.spec.family == "anthropic"
+        out: list[Message] = []
+        consumed: set[int] = set()
+        handled: set[int] = set()
+        for index, message in enumerate(self.view):
+            if index in handled:
+                continue
+            if message.role == "assistant" and message.calls():
+                blocks = [b for b in message.blocks if b.kind != "call" or self._kept(b)]
+                if anthropic:
+                    blocks = self._calls_last(blocks, index)
+                rebuilt = _with_blocks(message, blocks)
+                if rebuilt.blocks:
+                    out.append(rebuilt)
+                else:
+                    self._note("dropped-empty-message", index, "nothing is left in it")
+                kept = [call for call in message.calls() if self._kept(call)]
+                if not kept:
+                    continue
+                region = self._region(index, kept, consumed)
+                following = self.view[index + 1] if index + 1 < len(self.view) else None
+                if anthropic and following is not None and following.role == "user":
+                    handled.add(index + 1)
+                    rest = [b for b in following.blocks if b.kind != "result"]
+                    self._note_results_first(index + 1, following, region)
+                    out.append(_with_blocks(following, region + rest))
+                elif anthropic:
+                    out.extend(self.spec.wrap_results(region))
+                else:
+                    out.extend(self._chat_region(region))
+                continue
+            if message.results() or message.calls():
+                blocks = [b for b in message.blocks if b.kind not in {"result", "call"}]
+                if blocks:
+                    out.append(_with_blocks(message, blocks))
+                continue
+            out.append(message)
+        return out
+
+    def _is_early(self, result: Block, index: int) -> bool:
+        call = self.owner.get(id(result))
+        return call is not None and self.call_message[id(call)] > index
+
+    def _note_results_first(self, index: int, message: Message, region: list[Block]) -> None:
+        """Report real results that sat after other content in their user message."""
+        seen_other = False
+        for block in message.blocks:
+            if block.kind != "result":
+                seen_other = True
+            elif seen_other and any(block is placed for placed in region):
+                self._note(
+                    "moved-result",
+                    index,
+                    "tool_result blocks must come first in the user message; moved before "
+                    "the other content",
+                    self.owner[id(block)],
+                )
+
+    def _chat_region(self, region: list[Block]) -> list[Message]:
+        """Tool messages for ``region``, reusing each existing tool message as read."""
+        if self.tool_messages is None:  # built once: a region per call message
+            self.tool_messages = {
+                id(message.blocks[0]): message for message in self.view if message.role == "tool"
+            }
+        by_result = self.tool_messages
+        out: list[Message] = []
+        for block in region:
+            existing = by_result.get(id(block))
+            out.extend([existing] if existing is not None else self.spec.wrap_results([block]))
+        return out
+
+    def _region(self, index: int, kept: list[Block], consumed: set[int]) -> list[Block]:
+        """Result blocks for the kept calls of message ``index``, in the provider's place."""
+        kept_ids = {id(call) for call in kept}
+        in_place: list[Block] = []
+        if self.spec.family == "anthropic":
+            following = self.view[index + 1] if index + 1 < len(self.view) else None
+            candidates = following.results() if following and following.role == "user" else []
+        else:
+            candidates = []
+            # Walk by position: slicing the rest of the view here made repair quadratic.
+            position = index + 1
+            while position < len(self.view) and self.view[position].role == "tool":
+                candidates.extend(self.view[position].results())
+                position += 1
+        for candidate in candidates:
+            owner = self.owner.get(id(candidate))
+            if owner is not None and id(owner) in kept_ids and self._result_kept(candidate):
+                in_place.append(candidate)
+        placed = {id(result) for result in in_place}
+        moved: list[Block] = []
+        for call in kept:
+            result = self.answer.get(id(call))
+            if result is not None and id(result) not in placed and self._result_kept(result):
+                moved.append(result)
+                self._note(
+                    "moved-result",
+                    self.result_message[id(result)],
+                    "its real result was not where the provider looks for it; it is placed "
+                    "with the other results right after the call",
+                    call,
+                )
+        synthetic = [self.synthetic[id(call)] for call in kept if id(call) in self.synthetic]
+        region = in_place + moved + synthetic
+        consumed.update(id(result) for result in region)
+        return region
+
+    def _calls_last(self, blocks: list[Block], index: int) -> list[Block]:
+        first = next((i for i, b in enumerate(blocks) if b.kind == "call"), None)
+        if first is None:
+            return blocks
+        tail = blocks[first:]
+        moving = [b for b in tail if b.kind in {"text", "other"}]
+        if not moving:
+            return blocks
+        self._note(
+            "moved-text",
+            index,
+            "content after a tool_use block is moved before the tool_use blocks",
+        )
+        return blocks[:first] + moving + [b for b in tail if b.kind not in {"text", "other"}]
+
+
+def _with_blocks(message: Message, blocks: list[Block]) -> Message:
+    if [id(b) for b in blocks] == [id(b) for b in message.blocks]:
+        return message
+    return Message(message.role, blocks, raw=message.raw, origin=message.origin, dirty=True)
+
+
+def _followed(messages: Sequence[Message], index: int) -> bool:
+    for message in messages[index + 1 :]:
+        kind = message.blocks[0].kind
+        if kind == "reasoning":
+            continue
+        return message.role == "assistant" and kind in {"call", "text", "other"}
+    return False

@@ -1,0 +1,474 @@
+"""Session snapshots: secret-free, sealed, written atomically (seed 004's session store).
+
+A snapshot is one JSON document (``docs/resume.md``) at
+``<store>/sessions/<runId>.json`` or, compressed with zstd, ``<runId>.json.zst``, sealed
+by a checksum sidecar beside it (``<file>.b3`` or ``<file>.sha256``) in the same format,
+written by the same code, as the sidecars of sealed transcripts
+(:mod:`agc._core.sidecar`), so ``b3sum --check`` verifies it too.
+
+Before anything is written the snapshot is made secret-free: the agent config keeps only
+``provider``, ``model`` and ``workspace`` (seed 004's allow-list; API keys, base URLs and
+everything else are dropped), and every string in the messages and the kept config is
+passed through :func:`agc._core.redact.redact_value`.
+
+Saving: the old sidecar is removed first, then the snapshot and then its new sidecar are
+each written atomically (temporary file in the same folder, fsync, rename, fsync of the
+folder) with mode 0600. A crash in between leaves a snapshot without a sidecar, which
+loading reports as ``snapshot-unsealed``, never as a valid snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import zstandard
+
+from agc._core.digest import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    Algorithm,
+    digests_equal,
+    new_hasher,
+)
+from agc._core.fs import atomic_write_bytes, read_small_file
+from agc._core.redact import RedactionStats, redact_value
+from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc._core.store import resolve_store, validate_run_id
+from agc.errors import (
+    HistoryFormatError,
+    RunIdInvalidError,
+    SidecarInvalidError,
+    SnapshotInvalidError,
+    SnapshotNotFoundError,
+    SnapshotTamperedError,
+    SnapshotUnsealedError,
+    StoreError,
+    UnsafePathError,
+)
+from agc.resume._formats.detect import get_spec
+from agc.resume._formats.model import FormatName
+
+__all__ = [
+    "ALLOWED_CONFIG_KEYS",
+    "MAX_SNAPSHOT_BYTES",
+    "SNAPSHOT_FORMATS",
+    "SNAPSHOT_SCHEMA_VERSION",
+    "SessionSnapshot",
+    "SnapshotSaveResult",
+    "ToolCallState",
+    "decode_snapshot",
+    "encode_snapshot",
+    "load_snapshot",
+    "load_snapshot_file",
+    "sanitize_snapshot",
+    "save_snapshot",
+    "snapshot_path",
+]
+
+SNAPSHOT_SCHEMA_VERSION: Final = 1
+ALLOWED_CONFIG_KEYS: Final[tuple[str, ...]] = ("provider", "model", "workspace")
+SNAPSHOT_FORMATS: Final[tuple[FormatName, ...]] = ("openai-chat", "anthropic", "openai-responses")
+MAX_SNAPSHOT_BYTES: Final = 512 * 1024 * 1024
+"""Largest snapshot read, compressed or not (bytes); guards against zstd bombs too."""
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class ToolCallState:
+    """Seed 004's ``toolCallState``: was a call running when the snapshot was saved?
+
+    Attributes:
+        in_flight: ``inFlight``.
+        pending_tool_call_id: ``pendingToolCallId`` (the running call's id).
+    """
+
+    in_flight: bool = False
+    pending_tool_call_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"inFlight": self.in_flight, "pendingToolCallId": self.pending_tool_call_id}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ToolCallState:
+        """Parse ``{"inFlight": bool, "pendingToolCallId"?: str | null}``.
+
+        Raises:
+            SnapshotInvalidError: another shape.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("inFlight"), bool):
+            raise SnapshotInvalidError("toolCallState must be an object with a boolean inFlight")
+        pending = data.get("pendingToolCallId")
+        if pending is not None and not isinstance(pending, str):
+            raise SnapshotInvalidError("toolCallState.pendingToolCallId must be a string or null")
+        return cls(data["inFlight"], pending or None)
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """One saved session (seed 004's ``SessionState``).
+
+    Attributes:
+        run_id: the run (``[A-Za-z0-9._-]{1,128}``).
+        session_id: the agent session within the run.
+        messages: the history, as sent to the provider (JSON values).
+        tool_call_state: in-flight call, if any.
+        agent_config: provider, model, workspace as plain values (anything else, and a
+            nested object or array under those keys, is dropped on save).
+        node_id: the workflow node the session belongs to, if any.
+        format: ``openai-chat`` (default), ``anthropic`` or ``openai-responses``.
+        timestamp: ISO 8601 UTC time of the snapshot.
+        schema_version: :data:`SNAPSHOT_SCHEMA_VERSION`.
+    """
+
+    run_id: str
+    session_id: str
+    messages: list[Any]
+    tool_call_state: ToolCallState = field(default_factory=ToolCallState)
+    agent_config: dict[str, Any] = field(default_factory=dict)
+    node_id: str | None = None
+    format: FormatName = "openai-chat"
+    timestamp: str = field(default_factory=_now)
+    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The on-disk document (camelCase keys, as in seed 004)."""
+        return {
+            "schemaVersion": self.schema_version,
+            "runId": self.run_id,
+            "sessionId": self.session_id,
+            "nodeId": self.node_id,
+            "timestamp": self.timestamp,
+            "format": self.format,
+            "toolCallState": self.tool_call_state.to_dict(),
+            "agentConfig": self.agent_config,
+            "messages": self.messages,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "snapshot") -> SessionSnapshot:
+        """Parse and check an on-disk document.
+
+        Raises:
+            SnapshotInvalidError: a missing or mistyped field, an unknown schema version or
+                format, an invalid run id, or messages that do not fit the format.
+        """
+        if not isinstance(data, dict):
+            raise SnapshotInvalidError(f"{source} is not a JSON object")
+        version = data.get("schemaVersion")
+        if version != SNAPSHOT_SCHEMA_VERSION:
+            raise SnapshotInvalidError(
+                f"{source} has schemaVersion {version!r}; this agc reads {SNAPSHOT_SCHEMA_VERSION}"
+            )
+        for key, kind in (("runId", str), ("sessionId", str), ("timestamp", str)):
+            if not isinstance(data.get(key), kind):
+                raise SnapshotInvalidError(f"{source}: {key} must be a string")
+        if data.get("nodeId") is not None and not isinstance(data.get("nodeId"), str):
+            raise SnapshotInvalidError(f"{source}: nodeId must be a string or null")
+        if not isinstance(data.get("messages"), list):
+            raise SnapshotInvalidError(f"{source}: messages must be an array")
+        if not isinstance(data.get("agentConfig"), dict):
+            raise SnapshotInvalidError(f"{source}: agentConfig must be an object")
+        format_name = data.get("format")
+        if format_name not in SNAPSHOT_FORMATS:
+            raise SnapshotInvalidError(
+                f"{source}: format {format_name!r} is not one of {', '.join(SNAPSHOT_FORMATS)}"
+            )
+        try:
+            validate_run_id(data["runId"])
+            get_spec(format_name).read(data["messages"])
+        except HistoryFormatError as exc:
+            raise SnapshotInvalidError(f"{source}: {exc.message}") from exc
+        except RunIdInvalidError as exc:
+            raise SnapshotInvalidError(f"{source}: {exc.message}") from exc
+        return cls(
+            run_id=data["runId"],
+            session_id=data["sessionId"],
+            messages=data["messages"],
+            tool_call_state=ToolCallState.from_dict(data.get("toolCallState")),
+            agent_config=data["agentConfig"],
+            node_id=data.get("nodeId"),
+            format=format_name,
+            timestamp=data["timestamp"],
+        )
+
+
+@dataclass(frozen=True)
+class SnapshotSaveResult:
+    """Outcome of :func:`save_snapshot`.
+
+    Attributes:
+        path: the snapshot file.
+        sidecar: its checksum sidecar.
+        algorithm: digest algorithm of the seal.
+        digest: hex digest of the file's bytes.
+        bytes: file length in bytes.
+        compressed: True for ``.json.zst``.
+        redactions: secrets replaced, by kind (never the secrets).
+        dropped_config_keys: agent-config keys dropped by the allow-list.
+    """
+
+    path: Path
+    sidecar: Path
+    algorithm: Algorithm
+    digest: str
+    bytes: int
+    compressed: bool
+    redactions: dict[str, int]
+    dropped_config_keys: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "path": str(self.path),
+            "sidecar": str(self.sidecar),
+            "algorithm": self.algorithm,
+            "digest": self.digest,
+            "bytes": self.bytes,
+            "compressed": self.compressed,
+            "redactions": self.redactions,
+            "dropped_config_keys": list(self.dropped_config_keys),
+        }
+
+
+def sanitize_snapshot(
+    snapshot: SessionSnapshot,
+) -> tuple[SessionSnapshot, RedactionStats, tuple[str, ...]]:
+    """Return the secret-free copy that is written, the redaction counts, dropped keys (pure).
+
+    The agent config keeps only :data:`ALLOWED_CONFIG_KEYS`; messages and the kept config
+    values are redacted (call ids, signatures and encrypted reasoning untouched).
+    """
+    stats = RedactionStats()
+    # Only plain values: a credential nested under an allowed key ({"provider": {"apiKey":
+    # …}}) is not on the allow-list either.
+    config = {
+        k: v
+        for k, v in snapshot.agent_config.items()
+        if k in ALLOWED_CONFIG_KEYS and (v is None or isinstance(v, str | int | float | bool))
+    }
+    dropped = tuple(sorted(k for k in snapshot.agent_config if k not in config))
+    clean = SessionSnapshot(
+        run_id=snapshot.run_id,
+        session_id=redact_value(snapshot.session_id, stats),
+        messages=redact_value(snapshot.messages, stats),
+        tool_call_state=snapshot.tool_call_state,
+        agent_config=redact_value(config, stats),
+        node_id=None if snapshot.node_id is None else redact_value(snapshot.node_id, stats),
+        format=snapshot.format,
+        timestamp=snapshot.timestamp,
+    )
+    return clean, stats, dropped
+
+
+def encode_snapshot(snapshot: SessionSnapshot, *, compress: bool = False) -> bytes:
+    """The file bytes of a (sanitized) snapshot: compact UTF-8 JSON, optionally zstd.
+
+    Raises:
+        SnapshotInvalidError: a value is not JSON (NaN, Infinity, a non-JSON type).
+    """
+    try:
+        text = json.dumps(
+            snapshot.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+        try:
+            data = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (valid JSON as an escape, not UTF-8): keep it escaped.
+            text = json.dumps(snapshot.to_dict(), separators=(",", ":"), allow_nan=False)
+            data = (text + "\n").encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise SnapshotInvalidError(f"snapshot of run {snapshot.run_id} is not JSON: {exc}") from exc
+    if compress:
+        data = zstandard.ZstdCompressor(level=3, write_content_size=True).compress(data)
+    return data
+
+
+def decode_snapshot(data: bytes, *, source: str) -> SessionSnapshot:
+    """Parse snapshot file bytes (zstd detected by its magic number).
+
+    Raises:
+        SnapshotInvalidError: not zstd/UTF-8/JSON, too large, or not a snapshot.
+    """
+    if data.startswith(_ZSTD_MAGIC):
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
+            data = reader.read(MAX_SNAPSHOT_BYTES + 1)
+        except zstandard.ZstdError as exc:
+            raise SnapshotInvalidError(f"{source} is not valid zstd: {exc}") from exc
+        if len(data) > MAX_SNAPSHOT_BYTES:
+            raise SnapshotInvalidError(f"{source} expands to more than {MAX_SNAPSHOT_BYTES} bytes")
+    try:
+        document = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SnapshotInvalidError(f"{source} is not valid JSON: {exc}") from exc
+    return SessionSnapshot.from_dict(document, source=source)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def snapshot_path(
+    run_id: str, store: str | os.PathLike[str] | None = None, *, compressed: bool = False
+) -> Path:
+    """``<store>/sessions/<runId>.json`` or ``….json.zst`` (pure).
+
+    Raises:
+        RunIdInvalidError: the run id is invalid.
+    """
+    name = validate_run_id(run_id) + (".json.zst" if compressed else ".json")
+    return resolve_store(store) / "sessions" / name
+
+
+def _digest(data: bytes, algorithm: Algorithm) -> str:
+    hasher = new_hasher(algorithm)
+    hasher.update(data)
+    return hasher.hexdigest()
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def save_snapshot(
+    snapshot: SessionSnapshot,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    compress: bool = False,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+) -> SnapshotSaveResult:
+    """Make the snapshot secret-free, write it atomically (mode 0600) and seal it.
+
+    Replaces an earlier snapshot of the same run (compressed or not).
+
+    Raises:
+        RunIdInvalidError: the run id is invalid.
+        SnapshotInvalidError: the snapshot is not JSON, its format is not one of
+            :data:`SNAPSHOT_FORMATS`, or its messages do not fit that format.
+        UnsafePathError: the snapshot path is a symlink.
+        StoreError: the store cannot be written (permissions, disk full).
+    """
+    if snapshot.format not in SNAPSHOT_FORMATS:
+        raise SnapshotInvalidError(f"snapshot format {snapshot.format!r} is not an API format")
+    path = snapshot_path(snapshot.run_id, store, compressed=compress)
+    clean, stats, dropped = sanitize_snapshot(snapshot)
+    data = encode_snapshot(clean, compress=compress)
+    # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
+    SessionSnapshot.from_dict(clean.to_dict(), source=f"snapshot of run {snapshot.run_id}")
+    digest = _digest(data, algorithm)
+    sidecar = path.with_name(sidecar_name(path.name, algorithm))
+    other = snapshot_path(snapshot.run_id, store, compressed=not compress)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for name in ALGORITHMS:
+            _remove(path.with_name(sidecar_name(path.name, name)))
+        atomic_write_bytes(path, data, overwrite=True, mode=0o600)
+        atomic_write_bytes(sidecar, format_sidecar(digest, path.name), overwrite=True, mode=0o600)
+        for name in ALGORITHMS:
+            _remove(other.with_name(sidecar_name(other.name, name)))
+        _remove(other)
+    except UnsafePathError:
+        raise
+    except OSError as exc:
+        raise StoreError(f"cannot write snapshot {path}: {exc.strerror or exc}") from exc
+    return SnapshotSaveResult(
+        path, sidecar, algorithm, digest, len(data), compress, stats.to_dict(), dropped
+    )
+
+
+def load_snapshot(
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    insecure_skip_verify: bool = False,
+) -> SessionSnapshot:
+    """Load a run's snapshot from the store after checking its seal.
+
+    Args:
+        run_id: the run.
+        store: the store folder (default: ``$AGC_HOME`` or ``~/.agc``).
+        insecure_skip_verify: do not check the sidecar (a tampered or truncated snapshot
+            is then read as it is, and only its JSON shape is checked).
+
+    Raises:
+        RunIdInvalidError, SnapshotNotFoundError, SnapshotUnsealedError,
+        SnapshotTamperedError, SnapshotInvalidError, UnsafePathError, StoreError.
+    """
+    plain = snapshot_path(run_id, store)
+    packed = snapshot_path(run_id, store, compressed=True)
+    present = [path for path in (packed, plain) if os.path.lexists(path)]
+    if not present:
+        raise SnapshotNotFoundError(f"no snapshot of run {run_id} in {plain.parent}")
+    if len(present) == 2:
+        raise SnapshotInvalidError(
+            f"both {packed.name} and {plain.name} exist for run {run_id}",
+            hint="A save was interrupted; remove the older file (see docs/resume.md).",
+        )
+    snapshot = load_snapshot_file(present[0], insecure_skip_verify=insecure_skip_verify)
+    if snapshot.run_id != run_id:
+        raise SnapshotInvalidError(f"{present[0]} holds run {snapshot.run_id}, not {run_id}")
+    return snapshot
+
+
+def load_snapshot_file(path: Path, *, insecure_skip_verify: bool = False) -> SessionSnapshot:
+    """Load a snapshot file, checking the sidecar beside it (``.b3``, else ``.sha256``).
+
+    Raises:
+        SnapshotNotFoundError: the file does not exist.
+        SnapshotUnsealedError: no sidecar beside it.
+        SnapshotTamperedError: the sidecar is malformed, names another file, or its
+            digest differs from the file's bytes (tampering, truncation).
+        SnapshotInvalidError: the bytes are not a snapshot.
+        UnsafePathError: the file or sidecar is a symlink.
+        StoreError: unreadable.
+    """
+    data = _read(path)
+    if not insecure_skip_verify:
+        _check_seal(path, data)
+    return decode_snapshot(data, source=str(path))
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return read_small_file(path, max_bytes=MAX_SNAPSHOT_BYTES)
+    except FileNotFoundError as exc:
+        raise SnapshotNotFoundError(f"{path} does not exist") from exc
+    except IsADirectoryError as exc:
+        raise SnapshotInvalidError(f"{path} is a folder, not a snapshot") from exc
+    except UnsafePathError:
+        raise
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _check_seal(path: Path, data: bytes) -> None:
+    for algorithm in ALGORITHMS:
+        sidecar = path.with_name(sidecar_name(path.name, algorithm))
+        if not os.path.lexists(sidecar):
+            continue
+        raw = _read(sidecar)
+        try:
+            parsed = parse_sidecar(raw, algorithm=algorithm)
+        except SidecarInvalidError as exc:
+            raise SnapshotTamperedError(f"{sidecar} is not a valid sidecar: {exc.message}") from exc
+        if parsed.file_name is not None and parsed.file_name != path.name:
+            raise SnapshotTamperedError(f"{sidecar} seals {parsed.file_name}, not {path.name}")
+        if not digests_equal(parsed.digest, _digest(data, algorithm)):
+            raise SnapshotTamperedError(
+                f"{path} does not match its seal {sidecar.name}: it was changed or truncated "
+                f"({len(data)} bytes now)"
+            )
+        return
+    raise SnapshotUnsealedError(f"{path} has no checksum sidecar (.b3 or .sha256)")

@@ -1,0 +1,447 @@
+"""``check_history``: every provider rule on tool calls that a history breaks.
+
+The rules are the ones the providers enforce when a request is sent, reported with the
+provider's own wording so a finding can be matched with the error a user saw:
+
+=================================  ==========================================================
+``tool-call-unanswered``           a call has no result where the provider looks for it
+                                   (OpenAI Chat: the ``tool`` messages right after the
+                                   assistant message; Anthropic: the next message;
+                                   Responses: any later item)
+``orphan-tool-result``             a result answers no call where the provider looks for it
+``duplicate-tool-result``          a second result for one call
+``duplicate-call-id``              two calls share an id (Chat: in one message; Anthropic and
+                                   Responses: anywhere in the history)
+``tool-result-not-first``          (Anthropic) text before a ``tool_result`` in a user message
+``text-after-tool-use``            (Anthropic) text after a ``tool_use`` in an assistant
+                                   message (resume case ``anthropic-text-after-tool-use``)
+``reasoning-without-following``    (Responses) a ``reasoning`` item not followed by the
+                                   output item it produced
+=================================  ==========================================================
+
+``check_history`` returns a :class:`HistoryReport` and never raises on findings;
+``verify_history`` raises :class:`~agc.errors.HistoryInvalidError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from agc.errors import HistoryInvalidError
+from agc.resume._formats.detect import get_spec
+from agc.resume._formats.model import FormatName, Message
+from agc.resume._gc import collector_paused
+
+__all__ = [
+    "FINDING_CODES",
+    "HistoryFinding",
+    "HistoryReport",
+    "check_history",
+    "check_messages",
+    "verify_history",
+]
+
+FINDING_CODES: Final[tuple[str, ...]] = (
+    "tool-call-unanswered",
+    "orphan-tool-result",
+    "duplicate-tool-result",
+    "duplicate-call-id",
+    "tool-result-not-first",
+    "text-after-tool-use",
+    "reasoning-without-following",
+)
+
+_ASSISTANT_OUTPUT: Final = frozenset({"call", "text", "other"})
+
+
+@dataclass(frozen=True)
+class HistoryFinding:
+    """One broken rule.
+
+    Attributes:
+        code: one of :data:`FINDING_CODES`.
+        message_index: index in the history's neutral view (for JSON arrays, the index
+            of the message or item, as in the provider's ``messages.N``).
+        record: index of the native record (for session files, the 0-based line).
+        call_id: the call or result id concerned, if any.
+        provider_message: the rule in the provider's words.
+    """
+
+    code: str
+    message_index: int
+    record: int | None
+    call_id: str | None
+    provider_message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message_index": self.message_index,
+            "record": self.record,
+            "call_id": self.call_id,
+            "provider_message": self.provider_message,
+        }
+
+
+@dataclass(frozen=True)
+class HistoryReport:
+    """Result of :func:`check_history`.
+
+    Attributes:
+        format: the format the history was checked as.
+        messages: messages (or items) in the history's view.
+        calls: tool calls in the history.
+        results: tool results in the history.
+        findings: every broken rule, in history order.
+    """
+
+    format: FormatName
+    messages: int
+    calls: int
+    results: int
+    findings: tuple[HistoryFinding, ...]
+
+    @property
+    def valid(self) -> bool:
+        """True when no rule is broken (the provider would accept the history)."""
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "format": self.format,
+            "valid": self.valid,
+            "messages": self.messages,
+            "calls": self.calls,
+            "results": self.results,
+            "findings": [finding.to_dict() for finding in self.findings],
+        }
+
+
+@collector_paused
+def check_history(messages: Sequence[Any], format: FormatName) -> HistoryReport:
+    """Check a history the way its provider would.
+
+    Args:
+        messages: for ``openai-chat``/``anthropic``/``openai-responses`` the messages or
+            items as sent to the API; for ``codex-rollout``/``claude-code`` the parsed
+            lines of the session file (a line that is not JSON may be given as its text).
+        format: the format name.
+
+    Raises:
+        HistoryFormatError: the messages do not fit the format at all.
+    """
+    spec = get_spec(format)
+    return check_messages(spec.read(messages).messages, format)
+
+
+def verify_history(messages: Sequence[Any], format: FormatName) -> HistoryReport:
+    """Like :func:`check_history`, but raise when the history breaks a rule.
+
+    Raises:
+        HistoryInvalidError: with the report, when any finding exists.
+        HistoryFormatError: the messages do not fit the format at all.
+    """
+    report = check_history(messages, format)
+    if not report.valid:
+        codes = sorted({finding.code for finding in report.findings})
+        raise HistoryInvalidError(
+            f"the {format} history breaks {len(report.findings)} provider rule(s): "
+            + ", ".join(codes),
+            report=report,
+        )
+    return report
+
+
+def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryReport:
+    """:func:`check_history` on a neutral view (pure)."""
+    family = get_spec(format).family
+    findings = {
+        "chat": _check_chat,
+        "anthropic": _check_anthropic,
+        "responses": _check_responses,
+    }[family](messages)
+    calls = sum(len(message.calls()) for message in messages)
+    results = sum(len(message.results()) for message in messages)
+    ordered = tuple(sorted(findings, key=lambda finding: finding.message_index))
+    return HistoryReport(format, len(messages), calls, results, ordered)
+
+
+def _finding(
+    code: str, index: int, message: Message, call_id: str | None, text: str
+) -> HistoryFinding:
+    return HistoryFinding(code, index, message.origin, call_id, text)
+
+
+def _check_chat(messages: Sequence[Message]) -> list[HistoryFinding]:
+    findings: list[HistoryFinding] = []
+    open_ids: set[str] = set()  # calls of the last assistant message, still answerable
+    answered: set[str] = set()
+    in_tool_run = False
+    for index, message in enumerate(messages):
+        if message.role == "tool":
+            result = message.blocks[0]
+            call_id = result.call_id
+            if not in_tool_run or call_id not in open_ids:
+                findings.append(
+                    _finding(
+                        "orphan-tool-result",
+                        index,
+                        message,
+                        call_id,
+                        "Invalid parameter: messages with role 'tool' must be a response to a "
+                        "preceding message with 'tool_calls'.",
+                    )
+                )
+            elif call_id in answered:
+                findings.append(
+                    _finding(
+                        "duplicate-tool-result",
+                        index,
+                        message,
+                        call_id,
+                        f"tool_call_id {call_id} has more than one response message.",
+                    )
+                )
+            else:
+                answered.add(call_id)
+            continue
+        findings.extend(_unanswered_chat(messages, index, open_ids, answered))
+        open_ids, answered, in_tool_run = set(), set(), False
+        calls = message.calls() if message.role == "assistant" else []
+        seen: set[str] = set()
+        for call in calls:
+            if call.call_id is None:
+                findings.append(
+                    _finding("tool-call-unanswered", index, message, None, "tool call without id")
+                )
+            elif call.call_id in seen:
+                findings.append(
+                    _finding(
+                        "duplicate-call-id",
+                        index,
+                        message,
+                        call.call_id,
+                        f"Duplicate tool_call id {call.call_id} in one assistant message.",
+                    )
+                )
+            seen.add(call.call_id or "")
+        open_ids = {call.call_id for call in calls if call.call_id is not None}
+        in_tool_run = bool(calls)
+    findings.extend(_unanswered_chat(messages, len(messages), open_ids, answered))
+    return findings
+
+
+def _unanswered_chat(
+    messages: Sequence[Message], end: int, open_ids: set[str], answered: set[str]
+) -> list[HistoryFinding]:
+    missing = sorted(open_ids - answered)
+    if not missing:
+        return []
+    start = end - 1
+    while start >= 0 and messages[start].role == "tool":
+        start -= 1
+    text = (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+    )
+    return [
+        _finding("tool-call-unanswered", start, messages[start], call_id, text + call_id)
+        for call_id in missing
+    ]
+
+
+def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
+    findings: list[HistoryFinding] = []
+    all_ids: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            first_call: int | None = None
+            for position, block in enumerate(message.blocks):
+                if block.kind == "call":
+                    first_call = position if first_call is None else first_call
+                    if block.call_id is not None and block.call_id in all_ids:
+                        findings.append(
+                            _finding(
+                                "duplicate-call-id",
+                                index,
+                                message,
+                                block.call_id,
+                                f"messages.{index}: `tool_use` ids must be unique: {block.call_id}",
+                            )
+                        )
+                    if block.call_id is not None:
+                        all_ids.add(block.call_id)
+                elif first_call is not None and block.kind in {"text", "other"}:
+                    findings.append(
+                        _finding(
+                            "text-after-tool-use",
+                            index,
+                            message,
+                            None,
+                            f"messages.{index}: content after a `tool_use` block; "
+                            "`tool_use` blocks must come last in an assistant message.",
+                        )
+                    )
+                    break
+            calls = message.calls()
+            if calls:
+                following = messages[index + 1] if index + 1 < len(messages) else None
+                answered = (
+                    {block.call_id for block in following.results()}
+                    if following is not None and following.role == "user"
+                    else set()
+                )
+                missing = [
+                    call.call_id or "(no id)" for call in calls if call.call_id not in answered
+                ]
+                for call_id in missing:
+                    findings.append(
+                        _finding(
+                            "tool-call-unanswered",
+                            index,
+                            message,
+                            call_id,
+                            f"messages.{index}: `tool_use` ids were found without `tool_result` "
+                            f"blocks immediately after: {call_id}. Each `tool_use` block must "
+                            "have a corresponding `tool_result` block in the next message.",
+                        )
+                    )
+            continue
+        results = message.results()
+        if not results:
+            continue
+        previous = messages[index - 1] if index > 0 else None
+        expected = (
+            {call.call_id for call in previous.calls()}
+            if previous is not None and previous.role == "assistant"
+            else set()
+        )
+        seen: set[str | None] = set()
+        text_seen = False
+        for position, block in enumerate(message.blocks):
+            if block.kind != "result":
+                text_seen = True
+                continue
+            if text_seen:
+                findings.append(
+                    _finding(
+                        "tool-result-not-first",
+                        index,
+                        message,
+                        block.call_id,
+                        f"messages.{index}.content.{position}: `tool_result` blocks must come "
+                        "first in the user message, before any other content.",
+                    )
+                )
+                text_seen = False
+            if message.role != "user" or block.call_id not in expected:
+                findings.append(
+                    _finding(
+                        "orphan-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        f"messages.{index}.content.{position}: unexpected `tool_use_id` found in "
+                        f"`tool_result` blocks: {block.call_id}. Each `tool_result` block must "
+                        "have a corresponding `tool_use` block in the previous message.",
+                    )
+                )
+            elif block.call_id in seen:
+                findings.append(
+                    _finding(
+                        "duplicate-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        f"messages.{index}.content.{position}: more than one `tool_result` for "
+                        f"`tool_use` id {block.call_id}.",
+                    )
+                )
+            seen.add(block.call_id)
+    return findings
+
+
+def _check_responses(messages: Sequence[Message]) -> list[HistoryFinding]:
+    findings: list[HistoryFinding] = []
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for index, message in enumerate(messages):
+        block = message.blocks[0]
+        if block.kind == "call":
+            if block.call_id is None:
+                findings.append(
+                    _finding("tool-call-unanswered", index, message, None, "call without call_id")
+                )
+            elif block.call_id in calls:
+                findings.append(
+                    _finding(
+                        "duplicate-call-id",
+                        index,
+                        message,
+                        block.call_id,
+                        f"Duplicate item call_id {block.call_id}.",
+                    )
+                )
+            else:
+                calls[block.call_id] = index
+        elif block.kind == "result":
+            if block.call_id not in calls:
+                findings.append(
+                    _finding(
+                        "orphan-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        "No tool call found for function call output with call_id "
+                        f"{block.call_id}.",
+                    )
+                )
+            elif block.call_id in answered:
+                findings.append(
+                    _finding(
+                        "duplicate-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        f"Duplicate function call output for call_id {block.call_id}.",
+                    )
+                )
+            else:
+                answered.add(block.call_id)
+        elif block.kind == "reasoning" and not _reasoning_followed(messages, index):
+            item_id = block.raw.get("id") if isinstance(block.raw, dict) else None
+            findings.append(
+                _finding(
+                    "reasoning-without-following",
+                    index,
+                    message,
+                    None,
+                    f"Item '{item_id}' of type 'reasoning' was provided without its required "
+                    "following item.",
+                )
+            )
+    for call_id, index in calls.items():
+        if call_id not in answered:
+            findings.append(
+                _finding(
+                    "tool-call-unanswered",
+                    index,
+                    messages[index],
+                    call_id,
+                    f"No tool output found for function call {call_id}.",
+                )
+            )
+    return findings
+
+
+def _reasoning_followed(messages: Sequence[Message], index: int) -> bool:
+    """A reasoning item is followed (after any further reasoning) by an assistant output."""
+    for message in messages[index + 1 :]:
+        block = message.blocks[0]
+        if block.kind == "reasoning":
+            continue
+        return message.role == "assistant" and block.kind in _ASSISTANT_OUTPUT
+    return False
