@@ -1,1 +1,23 @@
-"""The command line: ``agc`` and ``agc-verify``. The only package that imports typer/rich."""
+"""The command line: ``agc`` and ``agc-verify``. The only package that imports typer/rich.
+
+Its front door is the two console-script entry points, each
+``main(argv: list[str] | None = None) -> int``; the subcommands live in private modules.
+"""
+
+from __future__ import annotations
+
+__all__ = ["agc_main", "agc_verify_main"]
+
+
+def agc_main(argv: list[str] | None = None) -> int:
+    """Run ``agc`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    from agc.cli.app import main
+
+    return main(argv)
+
+
+def agc_verify_main(argv: list[str] | None = None) -> int:
+    """Run ``agc-verify`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    from agc.cli.verify_main import main
+
+    return main(argv)

@@ -6,10 +6,11 @@ only the verifier, does not pay for importing the writer.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
     from agc.integrity._manifest import ArtifactSeal, RunManifest
@@ -74,11 +75,11 @@ _HOMES = {
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
