@@ -52,7 +52,7 @@ def _layer(module: str) -> str:
 
 
 def _violation(importer: str, imported: str) -> str | None:
-    top = imported.split(".")[0]
+    top = imported.split(".", maxsplit=1)[0]
     mine = _layer(importer)
     if top in CLI_ONLY and mine != "agc.cli":
         return f"only agc.cli imports {top}"

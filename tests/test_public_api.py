@@ -6,8 +6,8 @@ modules (``agc.integrity._verify`` …) behind the front door.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import importlib
 import types
 

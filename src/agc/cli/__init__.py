@@ -11,13 +11,13 @@ __all__ = ["agc_main", "agc_verify_main"]
 
 def agc_main(argv: list[str] | None = None) -> int:
     """Run ``agc`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
-    from agc.cli.app import main
+    from agc.cli.app import main  # noqa: PLC0415 - load typer only when agc runs
 
     return main(argv)
 
 
 def agc_verify_main(argv: list[str] | None = None) -> int:
     """Run ``agc-verify`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
-    from agc.cli.verify_main import main
+    from agc.cli.verify_main import main  # noqa: PLC0415 - agc-verify starts without typer
 
     return main(argv)
