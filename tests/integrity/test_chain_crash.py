@@ -13,6 +13,7 @@ that seals run after run checks the same from the outside.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -24,6 +25,9 @@ from typing import Any
 
 import pytest
 
+from agc._core.fs import remove_stale_temp_files
+from agc._core.store import StoreLayout
+from agc.errors import StoreError
 from agc.integrity._chain import read_chain
 from agc.integrity._recover import recover_run, recover_store
 from agc.integrity._store_verify import StoreReport, check_store
@@ -104,8 +108,6 @@ def _assert_healed(store: Path, run_ids: set[str]) -> None:
 
 
 def read_chain_of(store: Path) -> tuple[list[Any], int]:
-    from agc._core.store import StoreLayout
-
     return read_chain(StoreLayout.at(store))
 
 
@@ -182,29 +184,24 @@ def test_a_torn_chain_line_is_quarantined_not_glued_to_the_next_link(tmp_path: P
     _seal(store, "b")
     assert chain.read_bytes().startswith(whole)
     lines = chain.read_bytes().splitlines()
-    assert len(lines) == 2 and b"ghost" not in chain.read_bytes()
+    assert len(lines) == 2
+    assert b"ghost" not in chain.read_bytes()
     assert (store / "audit/chain.jsonl.quarantine").read_bytes().startswith(b'{"position":2')
     _assert_healed(store, {"a", "b"})
 
 
 def test_a_head_ahead_of_the_log_is_refused_not_healed(tmp_path: Path) -> None:
-    from agc.errors import StoreError
-
     store = tmp_path / "store"
     _seal(store, "a")
     _seal(store, "b")
     chain = store / "audit/chain.jsonl"
     chain.write_bytes(chain.read_bytes().splitlines(keepends=True)[0])  # cut link 2
-    with pytest.raises(StoreError, match="ahead of audit/chain.jsonl"):
+    with pytest.raises(StoreError, match=r"ahead of audit/chain\.jsonl"):
         _seal(store, "c")
     assert len(chain.read_bytes().splitlines()) == 1, "nothing may be linked on a cut log"
 
 
 def test_a_live_temp_file_is_never_removed(tmp_path: Path) -> None:
-    import fcntl
-
-    from agc._core.fs import remove_stale_temp_files
-
     live = tmp_path / ".x.json.0123456789ab.tmp"
     dead = tmp_path / ".y.json.ba9876543210.tmp"
     other = tmp_path / "y.json"
@@ -216,7 +213,9 @@ def test_a_live_temp_file_is_never_removed(tmp_path: Path) -> None:
         assert remove_stale_temp_files(tmp_path) == [dead.name]
     finally:
         os.close(fd)
-    assert live.exists() and other.exists() and not dead.exists()
+    assert live.exists()
+    assert other.exists()
+    assert not dead.exists()
 
 
 def _seal_forever(store: Path, start: int) -> None:  # pragma: no cover - child
