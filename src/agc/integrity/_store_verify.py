@@ -345,7 +345,10 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             )
             continue
         if not manifest.closed:
-            continue  # re-opened for a new segment since it was linked
+            # Re-opened for a new segment since it was linked: the linked manifest was
+            # archived then, and must still match this link.
+            _check_superseded(layout, entry, findings)
+            continue
         if manifest_digest(manifest) != entry.manifest_digest:
             findings.append(
                 Finding(
@@ -430,6 +433,21 @@ def _check_superseded(layout: StoreLayout, entry: Any, findings: list[Finding]) 
                 f"run {entry.run_id}: the manifest of chain link {entry.position} (kept as "
                 f"{path.name} when the run was re-opened) is missing or differs from the link",
                 expected={"manifest_digest": entry.manifest_digest},
+            )
+        )
+        return
+    own = archived.chain or {}
+    if own.get("position") != entry.position or own.get("prev") != entry.prev:
+        # Its digest matches, so this is the manifest that was linked somewhere: the
+        # link it names itself must be this one, or history was spliced around it.
+        findings.append(
+            Finding(
+                "chain-broken",
+                "store",
+                f"run {entry.run_id}: the manifest kept for chain link {entry.position} "
+                "names another position or previous link",
+                expected={"position": own.get("position"), "prev": own.get("prev")},
+                actual={"position": entry.position, "prev": entry.prev},
             )
         )
         return
