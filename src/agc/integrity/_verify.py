@@ -284,20 +284,21 @@ def observe_artifact(
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     try:
+        # Checkpoints first, size second: a live writer writes bytes before the
+        # checkpoint that covers them, so every checkpoint read here is within ``size``
+        # (the other order reports a run being written as truncated).
+        checkpoints = _read_checkpoints(path) if seal is None or not seal.closed else None
         size = os.fstat(fd).st_size
-        digest, _ = digest_fd(fd, algorithm)
+        digest, _ = digest_fd(fd, algorithm, limit=size)
         ends_with_newline = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
         matches_seal = seal is not None and digests_equal(seal.digest, digest)
-        records = None if matches_seal else _count_lines(fd)
+        records = None if matches_seal else _count_lines(fd, size)
         segment_mismatch = _first_changed_segment(fd, seal, size) if seal else None
         prefix_digest = None
         if seal is not None and not matches_seal and size > seal.bytes:
             os.lseek(fd, 0, os.SEEK_SET)
             prefix_digest, _ = digest_fd(fd, seal.algorithm, limit=seal.bytes)
-        prefix = None
-        if seal is None or not seal.closed:
-            checkpoints = _read_checkpoints(path)
-            prefix = check_prefix(fd, checkpoints, size=size)
+        prefix = None if checkpoints is None else check_prefix(fd, checkpoints, size=size)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     finally:
@@ -378,11 +379,12 @@ def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
     return found
 
 
-def _count_lines(fd: int) -> int:
-    os.lseek(fd, 0, os.SEEK_SET)
-    count = 0
-    while chunk := os.read(fd, 8 * 1024 * 1024):
+def _count_lines(fd: int, size: int) -> int:
+    """Newlines in the first ``size`` bytes (a live writer may be appending after them)."""
+    count = position = 0
+    while position < size and (chunk := os.pread(fd, min(8 << 20, size - position), position)):
         count += chunk.count(b"\n")
+        position += len(chunk)
     return count
 
 
