@@ -29,7 +29,7 @@ from agc.resume._snapshot import (
     load_snapshot,
     load_snapshot_file,
 )
-from agc.resume._validate import HistoryReport, check_messages
+from agc.resume._validate import HistoryReport, check_loaded
 
 __all__ = ["register", "resume_command"]
 
@@ -277,7 +277,7 @@ def resume_command(
         )
 
     if check:
-        report = check_messages(history.messages, history.format)
+        report = check_loaded(history)
         if as_json:
             emit_json({**report.to_dict(), "source": target, "tool_call_state": state.to_dict()})
         else:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from agc._core.digest import new_hasher
@@ -41,9 +41,10 @@ from agc.resume._formats.model import (
     Message,
     arguments_are_json,
 )
+from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
-from agc.resume._validate import HistoryReport, check_messages
+from agc.resume._validate import HistoryReport, check_loaded, torn_tail_finding
 
 __all__ = [
     "ACTIONS",
@@ -75,6 +76,7 @@ ACTIONS: Final[tuple[str, ...]] = (
     "moved-text",
     "dropped-reasoning",
     "dropped-empty-message",
+    "dropped-torn-line",
 )
 """Every kind of change a repair makes (``Change.action``)."""
 
@@ -256,14 +258,20 @@ def repair_loaded(
         raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
     state = tool_call_state or ToolCallState()
     spec = get_spec(history.format)
-    before = check_messages(history.messages, history.format)
-    repaired, changes = _Repairer(history.messages, spec, strategy, state, run_id).run()
-    native = spec.write(history, repaired) if changes else _unchanged(history)
-    data = dump_history(history, native)
+    before = check_loaded(history)
+    whole = _without_torn_line(history)
+    repaired, changes = _Repairer(whole.messages, spec, strategy, state, run_id).run()
+    native = spec.write(whole, repaired) if changes else _unchanged(whole)
+    torn = _torn_change(history, run_id)
+    if torn is not None:
+        changes.append(torn)
+    data = dump_history(whole, native)
     reread = load_history(data, source="repaired history", format=history.format)
-    after = check_messages(reread.messages, history.format)
+    after = check_loaded(reread)
     interrupted = state.in_flight or any(
-        c.action in {"stripped", "synthesized", "kept-partial-result"} for c in changes
+        c.action in {"stripped", "synthesized", "kept-partial-result"}
+        or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
+        for c in changes
     )
     report = RepairReport(
         history.format, strategy, state, before, after, tuple(changes), interrupted
@@ -274,6 +282,40 @@ def repair_loaded(
             f"the repaired {history.format} history still breaks: {codes}", report=report
         )
     return RepairResult(native, data, report)
+
+
+def _without_torn_line(history: History) -> History:
+    """The history without its torn last line (the line is not part of the history)."""
+    if history.torn is None or history.lines is None:
+        return history
+    torn = history.torn
+    return replace(
+        history,
+        records=history.records[:torn],
+        lines=history.lines[:torn],
+        skipped=[index for index in history.skipped if index != torn],
+        final_newline=True,
+        torn=None,
+    )
+
+
+def _torn_change(history: History, run_id: str | None) -> Change | None:
+    finding = torn_tail_finding(history)
+    if finding is None or history.lines is None or history.torn is None:
+        return None
+    held = describe_torn(history.lines[history.torn])
+    key = idempotency_key(held.call_id, run_id=run_id) if held.call_id else None
+    return Change(
+        action="dropped-torn-line",
+        message_index=finding.message_index,
+        record=finding.record,
+        call_id=finding.call_id,
+        tool_name=None,
+        arguments=None,
+        idempotency_key=key,
+        reason=f"the last line was cut off by a crash (not JSON, no final line break); it "
+        f"held {held.describe()}, which is lost and removed with the line",
+    )
 
 
 def _unchanged(history: History) -> list[Any]:

@@ -18,6 +18,7 @@ from agc.errors import HistoryFormatError, InputError
 from agc.resume._formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
 from agc.resume._formats.jsonl import join_lines, parse_jsonl
 from agc.resume._formats.model import FORMAT_NAMES, FormatName, FormatSpec, History
+from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
 __all__ = ["SPECS", "detect_format", "dump_history", "get_spec", "load_history", "read_history"]
@@ -175,13 +176,15 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     history = spec.read(records)
     history.lines = lines
     history.final_newline = final_newline
+    history.torn = torn_line(lines, final_newline)
     return history
 
 
 def dump_history(history: History, native: list[Any]) -> bytes:
     """Bytes of a written history: JSONL lines for session files, else a JSON array."""
     if get_spec(history.format).line_based:
-        return join_lines([str(line) for line in native], final_newline=history.final_newline)
+        # Always ends with a newline: a client appending to the file must start a new line.
+        return join_lines([str(line) for line in native], final_newline=True)
     try:
         # orjson: the standard library's indenting encoder is pure Python, and was most
         # of the time of repairing a long history (benchmarks/, history).
