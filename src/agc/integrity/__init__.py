@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
+    from agc.integrity._export import export_session, iter_session_lines
     from agc.integrity._manifest import ArtifactSeal, RunManifest
     from agc.integrity._verify import (
         ArtifactReport,
@@ -46,6 +47,8 @@ __all__ = [
     "ToolEventWriter",
     "TranscriptWriter",
     "check_run",
+    "export_session",
+    "iter_session_lines",
     "open_run",
     "read_tool_events",
     "verify_run",
@@ -53,6 +56,7 @@ __all__ = [
 
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
+    "agc.integrity._export": ("export_session", "iter_session_lines"),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
     "agc.integrity._verify": (
         "ArtifactReport",

@@ -56,6 +56,7 @@ __all__ = [
     "Strategy",
     "ToolCallState",
     "idempotency_key",
+    "pending_warnings",
     "repair_history",
     "repair_loaded",
     "resume_session",
@@ -109,7 +110,8 @@ class Change:
     Attributes:
         action: one of :data:`ACTIONS`.
         message_index: index of the message (or item) in the *input* history's view.
-        record: index of the input's native record (for session files, the 0-based line).
+        record: index of the input's native record, 0-based (for session files the line
+            number minus one; the report's ``to_dict`` adds ``line``, 1-based).
         call_id: the call concerned, if any.
         tool_name: the call's tool name, if known.
         arguments: the call's arguments as stored (a JSON string or an object).
@@ -146,21 +148,26 @@ class RepairReport:
     Attributes:
         format: the history's format.
         strategy: ``strip`` or ``synthesize``.
-        tool_call_state: the state the repair was given.
+        tool_call_state: the snapshot's state the repair was given; ``None`` when there
+            was none (a session file or a JSON array: nothing says what was in flight,
+            :attr:`was_interrupted` says what the history shows).
         before: :func:`~agc.resume._validate.check_history` of the input.
         after: the same check of the repaired history (always valid).
         changes: every change, in history order.
         was_interrupted: the snapshot said a call was in flight, or the history holds a
             call without a result (a crash can come before ``inFlight`` is saved).
+        warnings: what the repair noticed but could not act on, one sentence each (a
+            ``pendingToolCallId`` that matches no call of the history).
     """
 
     format: FormatName
     strategy: Strategy
-    tool_call_state: ToolCallState
+    tool_call_state: ToolCallState | None
     before: HistoryReport
     after: HistoryReport
     changes: tuple[Change, ...]
     was_interrupted: bool
+    warnings: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -175,12 +182,17 @@ class RepairReport:
             "schema_version": 1,
             "format": self.format,
             "strategy": self.strategy,
-            "tool_call_state": self.tool_call_state.to_dict(),
+            "tool_call_state": (
+                self.tool_call_state.to_dict() if self.tool_call_state is not None else None
+            ),
             "was_interrupted": self.was_interrupted,
             "changed": self.changed,
             "before": self.before.to_dict(),
             "after": self.after.to_dict(),
-            "changes": [change.to_dict() for change in self.changes],
+            "changes": [
+                _with_line(change.to_dict(), change.record, self.format) for change in self.changes
+            ],
+            "warnings": list(self.warnings),
         }
 
 
@@ -274,7 +286,14 @@ def repair_loaded(
         for c in changes
     )
     report = RepairReport(
-        history.format, strategy, state, before, after, tuple(changes), interrupted
+        history.format,
+        strategy,
+        tool_call_state,
+        before,
+        after,
+        tuple(changes),
+        interrupted,
+        pending_warnings(history.messages, tool_call_state),
     )
     if not after.valid:
         codes = ", ".join(sorted({finding.code for finding in after.findings}))
@@ -282,6 +301,28 @@ def repair_loaded(
             f"the repaired {history.format} history still breaks: {codes}", report=report
         )
     return RepairResult(native, data, report)
+
+
+def pending_warnings(messages: Sequence[Message], state: ToolCallState | None) -> tuple[str, ...]:
+    """A warning when the snapshot's ``pendingToolCallId`` names no call of the history:
+    the state and the messages disagree, so the in-flight call cannot be told."""
+    if state is None or not state.in_flight or state.pending_tool_call_id is None:
+        return ()
+    pending = state.pending_tool_call_id
+    if any(call.call_id == pending for message in messages for call in message.calls()):
+        return ()
+    return (
+        f"the snapshot says call {pending} was in flight (pendingToolCallId), but the "
+        "history holds no call with that id: the in-flight call cannot be told",
+    )
+
+
+def _with_line(entry: dict[str, Any], record: int | None, format: FormatName) -> dict[str, Any]:
+    """A change or finding as JSON with ``line`` (1-based) beside ``record`` (0-based) for
+    session files, so the JSON and the text (``line N``) agree."""
+    if get_spec(format).line_based:
+        entry["line"] = record + 1 if record is not None else None
+    return entry
 
 
 def _without_torn_line(history: History) -> History:

@@ -71,7 +71,8 @@ class HistoryFinding:
         code: one of :data:`FINDING_CODES`.
         message_index: index in the history's neutral view (for JSON arrays, the index
             of the message or item, as in the provider's ``messages.N``).
-        record: index of the native record (for session files, the 0-based line).
+        record: index of the native record, 0-based (for session files the line number
+            minus one; ``to_dict`` of the report adds ``line``, 1-based).
         call_id: the call or result id concerned, if any.
         provider_message: the rule in the provider's words.
     """
@@ -123,8 +124,16 @@ class HistoryReport:
             "messages": self.messages,
             "calls": self.calls,
             "results": self.results,
-            "findings": [finding.to_dict() for finding in self.findings],
+            "findings": [self._finding_dict(finding) for finding in self.findings],
         }
+
+    def _finding_dict(self, finding: HistoryFinding) -> dict[str, Any]:
+        """The finding as JSON; for session files with ``line`` (1-based, as the text
+        output says ``line N``) beside ``record`` (0-based)."""
+        entry = finding.to_dict()
+        if get_spec(self.format).line_based:
+            entry["line"] = finding.record + 1 if finding.record is not None else None
+        return entry
 
 
 @collector_paused
