@@ -243,29 +243,39 @@ def test_client_resumes_what_agc_repaired(
 # --- 3. the client's own resume of the unrepaired file -------------------------------------
 
 
-def test_native_resume_of_the_killed_session(world: World, e2e_results: Rows) -> None:
-    """What the client does on its own (pinned versions): Codex answers the killed call
-    "aborted" in the request only, and writes nothing for it to the file; Claude Code
-    answers it with its own interrupted result and writes that line into the file."""
+@pytest.mark.parametrize("shape", ["killed", "ends-after-call", "torn"])
+def test_native_resume_of_the_unrepaired_file(
+    world: World, shape: Shape, e2e_results: Rows
+) -> None:
+    """What the client does on its own (pinned versions). Killed mid call, Codex answers
+    the call "aborted" in the request only and writes nothing for it to the file; Claude
+    Code answers it with its own interrupted result and writes that line into the file.
+    With a torn last line both skip the line without a word: the lost call is gone from
+    the request and nothing tells the user (agc's check names it)."""
     driver = world.driver
-    resumed = driver.resume(world.killed, world.killed.data, "Please continue.")
+    data = world.shape(shape)
+    resumed = driver.resume(world.killed, data, "Please continue.")
     assert resumed.result.returncode == 0, resumed.result.describe()
     first = resumed.first
     assert pairing_error(first) is None
     calls, results = calls_and_results(first)
+    assert FIRST_OUTPUT in results[driver.first_id]
+    if shape == "torn":
+        assert driver.long_id not in calls
+        assert driver.long_id not in resumed.result.stdout + resumed.result.stderr
+        e2e_results.append((driver.client, shape, "native resume", "skips the torn line silently"))
+        return
     assert driver.long_id in calls
     written = [
-        json.loads(line)
-        for line in resumed.file_after[len(world.killed.data) :].splitlines()
-        if line.strip()
+        json.loads(line) for line in resumed.file_after[len(data) :].splitlines() if line.strip()
     ]
     answers_in_file = [line for line in written if json.dumps(driver.long_id) in json.dumps(line)]
     if driver.client == "codex":
         assert results[driver.long_id] == "aborted"
         assert answers_in_file == []  # in memory only: the file still lacks an output
-        observed = 'answers "aborted" in memory; file unchanged for the call'
+        observed = '"aborted" in memory only'
     else:
         assert results[driver.long_id].startswith("[Tool call interrupted")
         assert [line["type"] for line in answers_in_file][:1] == ["user"]
-        observed = "writes its own interrupted tool_result line"
-    e2e_results.append((driver.client, "killed", "native resume", observed))
+        observed = "writes its own interrupted tool_result"
+    e2e_results.append((driver.client, shape, "native resume", observed))
