@@ -152,8 +152,12 @@ class Driver:
             log = box.root / "claude-run.log"
         try:
             wait_for("the long tool call to start", marker.exists, timeout=90)
-            # the client records the call before it runs it; give its writer a moment
-            time.sleep(0.5)
+            # the kill must come after the client wrote the call to its session file
+            wait_for(
+                "the client to record the long call",
+                lambda: self._recorded(box, session_id),
+                timeout=30,
+            )
         finally:
             kill_group(process)
         seconds = time.monotonic() - started
@@ -166,6 +170,17 @@ class Driver:
             raise AssertionError("the long tool call survived the process-group SIGKILL")
         stream = log.read_bytes() if isinstance(box, ClaudeSandbox) else b""
         return self._session(box, session_id, seconds, stream)
+
+    def _recorded(self, box: CodexSandbox | ClaudeSandbox, session_id: str) -> bool:
+        """True once the session file on disk holds a complete line with the long call."""
+        home = self._home(box)
+        pattern = "rollout-*.jsonl" if isinstance(box, CodexSandbox) else f"{session_id}.jsonl"
+        needle = json.dumps(self.long_id).encode()
+        for path in home.rglob(pattern):
+            lines = path.read_bytes().split(b"\n")[:-1]  # complete lines only
+            if any(needle in line for line in lines):
+                return True
+        return False
 
     def _session(
         self, box: CodexSandbox | ClaudeSandbox, session_id: str, seconds: float, stream: bytes
