@@ -150,7 +150,9 @@ def export_command(
             "--out", help="Write here (never over a file); default stdout.", show_default=False
         ),
     ] = None,
-    kind: KindOption = Kind.transcript,
+    kind: Annotated[
+        Kind, typer.Option("--kind", help="Which artifact of the run to write back.")
+    ] = Kind.transcript,
     store: StoreOption = None,
     insecure_skip_verify: Annotated[
         bool,
