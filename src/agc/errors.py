@@ -17,6 +17,7 @@ __all__ = [
     "AgentDbError",
     "ArtifactSealedError",
     "FileExistsRefusedError",
+    "HistoryEmptyError",
     "HistoryFormatError",
     "HistoryInvalidError",
     "InputError",
@@ -272,6 +273,17 @@ class HistoryFormatError(InputError):
     default_hint = (
         "Name the format with --format: openai-chat, anthropic, openai-responses, "
         "codex-rollout or claude-code."
+    )
+
+
+class HistoryEmptyError(HistoryFormatError):
+    """A history holds no message to check or repair: an empty array, a file with no
+    message line, or a file of another kind read with ``--format`` (exit 2)."""
+
+    code = "history-empty"
+    default_hint = (
+        "Give the session file or JSON array the agent saved (without --format, agc tells "
+        "the format); a run recorded with agc record/import is resumed by its run id."
     )
 
 

@@ -121,10 +121,15 @@ class CodexSandbox:
     env: dict[str, str]
 
     @classmethod
-    def create(cls, root: Path, server: ModelServer, binary: Path) -> CodexSandbox:
+    def create(
+        cls, root: Path, server: ModelServer, binary: Path, work: Path | None = None
+    ) -> CodexSandbox:
+        """A new sandbox under ``root``; ``work`` (shared by sandboxes) defaults to a new
+        ``root/work``."""
         root.mkdir(parents=True, exist_ok=True)
-        work = root / "work"
-        work.mkdir()
+        if work is None:
+            work = root / "work"
+            work.mkdir()
         home = codex_home(root, server)
         return cls(root, server, binary, work, home, codex_env(root, server, home))
 
@@ -174,10 +179,15 @@ class ClaudeSandbox:
     model: str = "claude-sonnet-4-5"
 
     @classmethod
-    def create(cls, root: Path, server: ModelServer, binary: Path) -> ClaudeSandbox:
+    def create(
+        cls, root: Path, server: ModelServer, binary: Path, work: Path | None = None
+    ) -> ClaudeSandbox:
+        """A new sandbox under ``root``; ``work`` (shared by sandboxes: Claude Code files
+        sessions by their cwd) defaults to a new ``root/work``."""
         root.mkdir(parents=True, exist_ok=True)
-        work = root / "work"
-        work.mkdir()
+        if work is None:
+            work = root / "work"
+            work.mkdir()
         config = claude_home(root)
         return cls(root, server, binary, work, config, claude_env(root, server, config))
 

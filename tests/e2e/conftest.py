@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.e2e.clients import ClientName, ClientUnavailableError, ensure_client
+from tests.e2e.clients import CACHE_DIR, PINNED, ClientName, ClientUnavailableError, ensure_client
 from tests.e2e.model_server import ModelServer, Script
 
 
@@ -58,3 +59,47 @@ def model_server(tmp_path: Path) -> Iterator[Callable[[Script], ModelServer]]:
         server.__exit__(None, None, None)
     attempts = [attempt for server in started for attempt in server.outside_attempts]
     assert not attempts, f"a client tried to reach the outside: {attempts}"
+
+
+# --- the results table ------------------------------------------------------------------
+
+_RESULTS: list[tuple[str, str, str, str]] = []
+
+
+@pytest.fixture(scope="session")
+def e2e_results() -> list[tuple[str, str, str, str]]:
+    """Rows (client, scenario, step, result) for the table printed at the end of the run."""
+    return _RESULTS
+
+
+def results_table(rows: list[tuple[str, str, str, str]]) -> str:
+    """The rows as a Markdown table: one line per client and scenario, one column per step."""
+    steps: list[str] = []
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for client, scenario, step, result in rows:
+        if step not in steps:
+            steps.append(step)
+        cells.setdefault((client, scenario), {})[step] = result
+    lines = [
+        "| client | scenario | " + " | ".join(steps) + " |",
+        "|---|---|" + "---|" * len(steps),
+    ]
+    for (client, scenario), by_step in cells.items():
+        row = [by_step.get(step, "") for step in steps]
+        lines.append(f"| {client} | {scenario} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _RESULTS:
+        return
+    table = results_table(_RESULTS)
+    terminalreporter.section("agc e2e: client x scenario x result")
+    terminalreporter.write_line(table)
+    target = CACHE_DIR / "last-results.md"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        versions = ", ".join(pin.spec for pin in PINNED.values())
+        target.write_text(f"Clients: {versions}\n\n{table}\n", encoding="utf-8")
+    except OSError:
+        pass

@@ -12,13 +12,15 @@ from typing import Annotated, BinaryIO
 
 import typer
 
+from agc._core.fs import atomic_write_bytes
 from agc._core.store import StoreLayout, validate_run_id
 from agc.cli.common import byte_progress, emit_json, err_console, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.verify import StoreOption, format_report
 from agc.demo import demo_run
-from agc.errors import InputError, UsageError
+from agc.errors import InputError, UsageError, VerificationError
 from agc.exitcodes import ExitCode
+from agc.integrity._export import iter_session_lines
 from agc.integrity._ingest import IngestSummary, ingest_stream
 from agc.integrity._seal import seal_file
 from agc.integrity._verify import check_run
@@ -140,6 +142,70 @@ def import_command(
     return int(ExitCode.OK)
 
 
+def export_command(
+    run_id: Annotated[str, typer.Argument(help="The run recorded or imported with agc.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Write here (never over a file); default stdout.", show_default=False
+        ),
+    ] = None,
+    kind: Annotated[
+        Kind, typer.Option("--kind", help="Which artifact of the run to write back.")
+    ] = Kind.transcript,
+    store: StoreOption = None,
+    insecure_skip_verify: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-skip-verify",
+            help="Export a run that does not verify (tampered or incomplete) as it is.",
+        ),
+    ] = False,
+) -> int:
+    """Write a recorded or imported run back as the JSONL file it was made from.
+
+    The run is verified first (as agc-verify does) and refused when tampered or
+    incomplete. Each record gives back its input line: lines that were JSON objects come
+    back as compact JSON (byte for byte for the session files Codex and Claude Code
+    write), other lines exactly as they were. See docs/resume.md for the limits.
+
+    \b
+    Examples:
+      agc export rollout-1130 --out rollout-1130.jsonl
+      agc export cc-1 --store ./evidence > session.jsonl
+    """
+    validate_run_id(run_id)
+    report = check_run(run_id, store)
+    if not report.complete:
+        if not insecure_skip_verify:
+            raise VerificationError(
+                f"run {run_id} does not verify ({'; '.join(report.missing)}): agc export "
+                "does not write back evidence that is tampered or incomplete",
+                report=report,
+                hint=f"See agc-verify {run_id}; --insecure-skip-verify exports it anyway.",
+            )
+        err_console.print(
+            f"warning: --insecure-skip-verify: run {run_id} does not verify; exported as it is",
+            markup=False,
+        )
+    lines = iter_session_lines(run_id, store, kind=kind.value)
+    if out is None:
+        stdout = sys.stdout.buffer
+        for line in lines:
+            stdout.write(line)
+        stdout.flush()
+        return int(ExitCode.OK)
+    data = b"".join(lines)
+    try:
+        atomic_write_bytes(out, data, overwrite=False, mode=0o600)
+    except FileNotFoundError as exc:
+        raise InputError(f"--out {out}: its folder does not exist") from exc
+    except PermissionError as exc:
+        raise InputError(f"--out {out} cannot be written: permission denied") from exc
+    err_console.print(f"run {run_id} ({kind.value}) written to {out}", markup=False)
+    return int(ExitCode.OK)
+
+
 def seal_command(
     file: Annotated[Path, typer.Argument(help="The closed file to seal.")],
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
@@ -209,8 +275,9 @@ def demo_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``record``, ``import``, ``seal`` and ``demo`` to the ``agc`` app."""
+    """Add ``record``, ``import``, ``export``, ``seal`` and ``demo`` to the ``agc`` app."""
     app.command(name="record")(record_command)
     app.command(name="import")(import_command)
+    app.command(name="export")(export_command)
     app.command(name="seal")(seal_command)
     app.command(name="demo")(demo_command)

@@ -13,6 +13,7 @@ from typing import Any as _Any
 if _TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
+    from agc.integrity._export import export_session, iter_session_lines
     from agc.integrity._manifest import ArtifactSeal, RunManifest
     from agc.integrity._verify import (
         ArtifactReport,
@@ -47,6 +48,8 @@ __all__ = [
     "ToolEventWriter",
     "TranscriptWriter",
     "check_run",
+    "export_session",
+    "iter_session_lines",
     "open_run",
     "read_tool_events",
     "verify_run",
@@ -54,6 +57,7 @@ __all__ = [
 
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
+    "agc.integrity._export": ("export_session", "iter_session_lines"),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
     "agc.integrity._verify": (
         "ArtifactReport",

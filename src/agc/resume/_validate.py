@@ -17,6 +17,9 @@ provider's own wording so a finding can be matched with the error a user saw:
                                    message (resume case ``anthropic-text-after-tool-use``)
 ``reasoning-without-following``    (Responses) a ``reasoning`` item not followed by the
                                    output item it produced
+``torn-tail``                      (session files) the last line was cut off by a crash:
+                                   no final line break and not JSON; the record is lost
+                                   (the finding says what it held, when that can be told)
 =================================  ==========================================================
 
 ``check_history`` returns a :class:`HistoryReport` and never raises on findings;
@@ -26,12 +29,13 @@ provider's own wording so a finding can be matched with the error a user saw:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
-from agc.resume._formats.model import FormatName, Message
+from agc.resume._formats.model import FormatName, History, Message
+from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 
 __all__ = [
@@ -39,7 +43,9 @@ __all__ = [
     "HistoryFinding",
     "HistoryReport",
     "check_history",
+    "check_loaded",
     "check_messages",
+    "torn_tail_finding",
     "verify_history",
 ]
 
@@ -51,6 +57,7 @@ FINDING_CODES: Final[tuple[str, ...]] = (
     "tool-result-not-first",
     "text-after-tool-use",
     "reasoning-without-following",
+    "torn-tail",
 )
 
 _ASSISTANT_OUTPUT: Final = frozenset({"call", "text", "other"})
@@ -64,7 +71,8 @@ class HistoryFinding:
         code: one of :data:`FINDING_CODES`.
         message_index: index in the history's neutral view (for JSON arrays, the index
             of the message or item, as in the provider's ``messages.N``).
-        record: index of the native record (for session files, the 0-based line).
+        record: index of the native record, 0-based (for session files the line number
+            minus one; ``to_dict`` of the report adds ``line``, 1-based).
         call_id: the call or result id concerned, if any.
         provider_message: the rule in the provider's words.
     """
@@ -116,8 +124,16 @@ class HistoryReport:
             "messages": self.messages,
             "calls": self.calls,
             "results": self.results,
-            "findings": [finding.to_dict() for finding in self.findings],
+            "findings": [self._finding_dict(finding) for finding in self.findings],
         }
+
+    def _finding_dict(self, finding: HistoryFinding) -> dict[str, Any]:
+        """The finding as JSON; for session files with ``line`` (1-based, as the text
+        output says ``line N``) beside ``record`` (0-based)."""
+        entry = finding.to_dict()
+        if get_spec(self.format).line_based:
+            entry["line"] = finding.record + 1 if finding.record is not None else None
+        return entry
 
 
 @collector_paused
@@ -153,6 +169,32 @@ def verify_history(messages: Sequence[Any], format: FormatName) -> HistoryReport
             report=report,
         )
     return report
+
+
+def check_loaded(history: History) -> HistoryReport:
+    """:func:`check_messages` of a history read from a file, plus what only the file
+    shows: a torn last line (``torn-tail``) is a finding after the history's own."""
+    report = check_messages(history.messages, history.format)
+    finding = torn_tail_finding(history)
+    if finding is None:
+        return report
+    return replace(report, findings=(*report.findings, finding))
+
+
+def torn_tail_finding(history: History) -> HistoryFinding | None:
+    """The ``torn-tail`` finding of a session file whose last line is torn, else None."""
+    if history.torn is None or history.lines is None:
+        return None
+    held = describe_torn(history.lines[history.torn])
+    return HistoryFinding(
+        "torn-tail",
+        len(history.messages),
+        history.torn,
+        held.call_id or held.result_id,
+        f"the last line (line {history.torn + 1}) was cut off by a crash: no final line "
+        f"break and not JSON. It held {held.describe()}, which is lost; the client never "
+        "saw it saved.",
+    )
 
 
 def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryReport:

@@ -107,6 +107,8 @@ class History:
         final_newline: for session files, whether the last line ended with a newline.
         skipped: indices of records that are not part of the history (session-file
             lines such as metadata, progress events or lines that are not objects).
+        torn: for session files, the index of a torn last line (not JSON and no final
+            newline: a write cut off by a crash), else ``None``. See :mod:`.torn`.
     """
 
     format: FormatName
@@ -115,6 +117,7 @@ class History:
     lines: list[str] | None = None
     final_newline: bool = True
     skipped: list[int] = field(default_factory=list)
+    torn: int | None = None
 
 
 @dataclass(frozen=True)
