@@ -269,7 +269,7 @@ def normalize_server(raw: Any, *, json_form: bool) -> ServerSpec:
     if not isinstance(raw, dict):
         return ServerSpec({}, "the server entry is not a table/object")
     notes: list[str] = []
-    source = dict(raw)
+    source = {key: value for key, value in raw.items() if value is not None}  # JSON null: absent
     if json_form:
         error = _from_json_form(source, notes)
         if error is not None:
