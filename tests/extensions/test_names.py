@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import ExtensionNameInvalidError
-from agc.extensions._names import ItemType
 from agc.extensions import (
     RESERVED_MCP_NAMES,
     assign_name,
@@ -18,6 +17,7 @@ from agc.extensions import (
     is_native_name,
     normalize_name,
 )
+from agc.extensions._names import ItemType
 
 SKILL_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MCP_RE = re.compile(r"[A-Za-z0-9_-]+")
