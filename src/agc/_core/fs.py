@@ -11,6 +11,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,15 +26,21 @@ from agc.errors import (
 )
 
 __all__ = [
+    "TEMP_SUFFIX",
     "atomic_write_bytes",
     "exclusive_lock",
     "fsync_dir",
+    "is_temp_name",
     "open_nofollow",
+    "read_limited",
     "read_small_file",
+    "remove_stale_temp_files",
 ]
 
 _O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+TEMP_SUFFIX: Final = ".tmp"
+_TEMP_NAME: Final = re.compile(r"\..+\.[0-9a-f]{12}\.tmp", re.DOTALL)
 
 
 def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
@@ -110,17 +117,17 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 
     """
     if overwrite and path.is_symlink():
         raise UnsafePathError(f"{path} is a symlink; agc does not replace it")
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        # Held until the rename is done: a temp file nobody holds is a crash's leftover,
+        # which remove_stale_temp_files() may delete (see there).
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
         if overwrite:
             os.replace(tmp, path)
         else:
@@ -131,7 +138,56 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        os.close(fd)
     fsync_dir(path.parent)
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is a temporary file of :func:`atomic_write_bytes`
+    (``.<name>.<12 hex digits>.tmp``)."""
+    return _TEMP_NAME.fullmatch(name) is not None
+
+
+def remove_stale_temp_files(folder: Path) -> list[str]:
+    """Delete the temporary files in ``folder`` that a crashed writer left behind.
+
+    A live :func:`atomic_write_bytes` holds an exclusive ``flock`` on its temporary file
+    from creation until after the rename, so a temp file whose lock can be taken has no
+    writer: it is removed, unless the name was reused for another file meanwhile (the
+    inode is compared). Nothing else is touched. Returns the removed names, sorted.
+
+    Raises:
+        OSError: the folder cannot be listed (a missing folder yields ``[]``).
+    """
+    try:
+        names = sorted(name for name in os.listdir(folder) if is_temp_name(name))
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        path = folder / name
+        try:
+            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            continue  # gone already, or a symlink: not ours
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a writer is still at work
+            held, named = os.fstat(fd), os.lstat(path)
+            if (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino) and stat.S_ISREG(
+                held.st_mode
+            ):
+                os.unlink(path)
+                removed.append(name)
+        except FileNotFoundError:
+            continue  # renamed into place by its writer meanwhile
+        finally:
+            os.close(fd)
+    if removed:
+        fsync_dir(folder)
+    return removed
 
 
 @contextlib.contextmanager

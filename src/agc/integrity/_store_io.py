@@ -7,18 +7,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import ManifestInvalidError, StoreError
-from agc.integrity._chain import append_link, chain_lock_path, read_head
+from agc.integrity._chain import chain_lock_path, heal_chain, link_closed_manifest
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 
 if TYPE_CHECKING:
     from agc.integrity._signing import SigningKey
 
-__all__ = ["archived_manifest_path", "read_manifest", "record_reopen", "record_seal"]
+__all__ = [
+    "archived_manifest_path",
+    "read_manifest",
+    "record_reopen",
+    "record_seal",
+    "sign_manifest",
+]
 
 
 def archived_manifest_path(layout: StoreLayout, run_id: str, position: int) -> Path:
@@ -50,7 +56,8 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
     return RunManifest.from_bytes(data, expected_run_id=run_id)
 
 
-def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
+def sign_manifest(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
+    """``manifest`` without its old signature, signed by ``signer`` when one is given."""
     unsigned = replace(manifest, signature=None, raw=None)
     if signer is None:
         return unsigned
@@ -84,20 +91,19 @@ def record_seal(
         current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)
         updated = current.with_seal(seal)
         if not updated.closed:
-            updated = _signed(replace(updated, chain=None), signer)
+            updated = sign_manifest(replace(updated, chain=None), signer)
             atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
             return updated
-        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-            head = read_head(layout)
-            if head is None:
-                raise StoreError(
-                    f"chain head of store {layout.root} is damaged; no run can be linked",
-                    hint="Run `agc-verify --all` to see the chain's state.",
-                )
-            link = {"position": head.position + 1, "prev": head.digest}
-            updated = _signed(replace(updated, chain=link), signer)
-            atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
-            append_link(layout, updated)
+        closed = updated
+
+        def sign_and_write(link: dict[str, Any]) -> RunManifest:
+            linked = sign_manifest(replace(closed, chain=link), signer)
+            atomic_write_bytes(layout.manifest_path(run_id), linked.to_bytes(), overwrite=True)
+            return linked
+
+        updated = link_closed_manifest(
+            layout, run_id, sign_and_write, lambda other: read_manifest(layout, other)
+        )
     return updated
 
 
@@ -113,6 +119,10 @@ def record_reopen(
     with exclusive_lock(
         layout.manifest_lock_path(run_id), blocking=True, what=f"manifest of run {run_id}"
     ):
+        # An interrupted link of this very run is completed first, so the manifest it
+        # archives below is one the chain records.
+        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
+            heal_chain(layout, lambda other: read_manifest(layout, other))
         current = read_manifest(layout, run_id)
         if current is None:
             raise StoreError(f"run {run_id} has no manifest; nothing to re-open")
@@ -122,6 +132,6 @@ def record_reopen(
             archive = archived_manifest_path(layout, run_id, int(current.chain["position"]))
             data = read_small_file(layout.manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES)
             atomic_write_bytes(archive, data, overwrite=False)
-        updated = _signed(replace(current.with_reopened(kind, at_ms), chain=None), signer)
+        updated = sign_manifest(replace(current.with_reopened(kind, at_ms), chain=None), signer)
         atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
     return updated

@@ -13,6 +13,10 @@ Store-level finding codes (beside each run's own findings):
                          chain: the store was rolled back or forked
 ``unchained``            a closed manifest that no chain link records
 ``unexpected``           a file that no manifest, sidecar or chain explains
+``temp-file``            (warning) a temporary file of an atomic write: in progress, or
+                         left by a killed writer (``agc recover`` removes leftovers)
+``link-pending``         (warning) ``audit/chain-pending.json``: a link being made, or
+                         interrupted (the next seal or ``agc recover`` completes it)
 ``empty``                the store holds no run (an empty store is never verified)
 =======================  ===============================================================
 """
@@ -27,13 +31,14 @@ from typing import Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from agc._core.fs import read_small_file
+from agc._core.fs import is_temp_name, read_small_file
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity._chain import (
     chain_head_path,
     chain_lock_path,
     chain_log_path,
+    chain_pending_path,
     manifest_digest,
     read_chain,
     read_head,
@@ -48,6 +53,7 @@ _RUN_ID: Final = r"[A-Za-z0-9._-]{1,128}"
 _ARTIFACT_FILE: Final = re.compile(
     rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|(?P<quarantine>\.quarantine(-\d+)?))?"
 )
+_CHAIN_QUARANTINE: Final = re.compile(r"chain\.jsonl\.quarantine(-[1-9][0-9]*)?")
 _MANIFEST_FILE: Final = re.compile(
     rf"(?P<run>{_RUN_ID})\.json|\.(?P<lock>{_RUN_ID})\.lock"
     rf"|(?P<archived>{_RUN_ID})@(?P<position>[1-9][0-9]*)\.json"
@@ -104,7 +110,19 @@ def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
     }
     if layout.audit_dir.is_dir():
         for name in sorted(os.listdir(layout.audit_dir)):
-            if name not in known_audit:
+            if name in known_audit or _CHAIN_QUARANTINE.fullmatch(name):
+                continue
+            if name == chain_pending_path(layout).name:
+                findings.append(
+                    Finding(
+                        "link-pending",
+                        "store",
+                        "a chain link is being made or was interrupted by a crash "
+                        "(audit/chain-pending.json); the next seal or `agc recover` completes it",
+                        severity="warning",
+                    )
+                )
+            else:
                 findings.append(_unexpected(f"audit/{name}"))
     # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store).
     companions: list[tuple[str, ArtifactKind, str, str]] = []
@@ -154,6 +172,14 @@ def _quarantine_listed(layout: StoreLayout, run_id: str, kind: ArtifactKind, nam
 def _unexpected(relative: str) -> Finding:
     # A name with control characters is quoted: it must not forge or hide report lines.
     shown = relative if relative.isprintable() else repr(relative)
+    if is_temp_name(relative.rsplit("/", 1)[-1]):
+        return Finding(
+            "temp-file",
+            "store",
+            f"temporary file {shown}: a write in progress, or left by a killed writer "
+            "(`agc recover` removes leftovers)",
+            severity="warning",
+        )
     return Finding("unexpected", "store", f"unexpected file {shown} (no manifest lists it)")
 
 
@@ -319,7 +345,10 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             )
             continue
         if not manifest.closed:
-            continue  # re-opened for a new segment since it was linked
+            # Re-opened for a new segment since it was linked: the linked manifest was
+            # archived then, and must still match this link.
+            _check_superseded(layout, entry, findings)
+            continue
         if manifest_digest(manifest) != entry.manifest_digest:
             findings.append(
                 Finding(
@@ -372,7 +401,10 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
         if manifest is not None and manifest.closed and run_id not in linked:
             findings.append(
                 Finding(
-                    "unchained", "store", f"closed manifest of run {run_id} is not in the chain"
+                    "unchained",
+                    "store",
+                    f"closed manifest of run {run_id} is not in the chain "
+                    f"(after a crash, `agc recover {run_id}` links it)",
                 )
             )
 
@@ -401,6 +433,21 @@ def _check_superseded(layout: StoreLayout, entry: Any, findings: list[Finding]) 
                 f"run {entry.run_id}: the manifest of chain link {entry.position} (kept as "
                 f"{path.name} when the run was re-opened) is missing or differs from the link",
                 expected={"manifest_digest": entry.manifest_digest},
+            )
+        )
+        return
+    own = archived.chain or {}
+    if own.get("position") != entry.position or own.get("prev") != entry.prev:
+        # Its digest matches, so this is the manifest that was linked somewhere: the
+        # link it names itself must be this one, or history was spliced around it.
+        findings.append(
+            Finding(
+                "chain-broken",
+                "store",
+                f"run {entry.run_id}: the manifest kept for chain link {entry.position} "
+                "names another position or previous link",
+                expected={"position": own.get("position"), "prev": own.get("prev")},
+                actual={"position": entry.position, "prev": entry.prev},
             )
         )
         return
