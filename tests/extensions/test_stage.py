@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import unicodedata
+import warnings
 import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from agc.errors import ArchiveRefusedError, InputError
 from agc.extensions import ExtensionRepository, ImportLimits
@@ -285,3 +289,70 @@ def test_a_file_name_that_is_not_utf8_is_refused(tmp_path: Path, store: Path) ->
     with pytest.raises(InputError, match="not UTF-8"):
         ExtensionRepository(store).import_path(folder)
     _assert_nothing_kept(ExtensionRepository(store))
+
+
+_PARTS = st.sampled_from(
+    [
+        "a",
+        "A",
+        "b",
+        ".",
+        "..",
+        "",
+        "skills",
+        "SKILL.md",
+        "c:",
+        "C:",
+        "x:y",
+        "\uff0e\uff0e",
+        "\ufb01",
+        "fi",
+        "caf\u00e9",
+        "cafe\u0301",
+    ]
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_PARTS, min_size=1, max_size=4), st.sampled_from(["/", "\\"]), st.booleans()
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_any_archive_is_either_refused_whole_or_extracted_inside_its_tree(
+    tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[list[str], str, bool]]
+) -> None:
+    root = tmp_path_factory.mktemp("prop")
+    names = []
+    for parts, separator, leading in entries:
+        name = separator.join(parts)
+        names.append(separator + name if leading else name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        archive = zip_entries(root / "a.zip", [(name, b"x") for name in names if name])
+    repo = ExtensionRepository(root / "store")
+    try:
+        result = repo.import_path(archive)
+    except (ArchiveRefusedError, InputError):
+        event("refused")
+        _assert_nothing_kept(repo)
+        assert sorted(os.listdir(root)) == ["a.zip", "store"]
+        return
+    event("extracted")
+    tree = repo.tree_dir(result.source).resolve()
+    stored = list(tree.rglob("*"))
+    assert all(path.resolve().is_relative_to(tree) for path in stored)
+    keys = [
+        "/".join(
+            unicodedata.normalize("NFKC", part).casefold() for part in path.relative_to(tree).parts
+        )
+        for path in stored
+    ]
+    assert len(keys) == len(set(keys))
+    assert sorted(os.listdir(root)) == ["a.zip", "store"]

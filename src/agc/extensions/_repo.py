@@ -228,7 +228,10 @@ class ExtensionRepository:
         """
         source_path = Path(path)
         kind = self._kind_of(source_path)
-        name = source_path.resolve().name or str(source_path)
+        # The name the user gave (a symlink's own name), unless it is "." or "..".
+        name = source_path.absolute().name
+        if name in {"", "..", "."}:
+            name = source_path.resolve().name or str(source_path)
         make_dirs(self.root / "staging")
         staging = Path(tempfile.mkdtemp(prefix="import-", dir=self.root / "staging"))
         try:
