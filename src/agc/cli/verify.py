@@ -102,7 +102,17 @@ def verify_command(
     ] = None,
     require_signature: Annotated[
         bool,
-        typer.Option("--require-signature", help="A run without a valid signature fails."),
+        typer.Option(
+            "--require-signature",
+            help="A run without a valid signature fails (implied by any trusted key).",
+        ),
+    ] = False,
+    allow_unsigned: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unsigned",
+            help="With trusted keys: let unsigned runs pass (signed ones are still checked).",
+        ),
     ] = False,
     expect_head: Annotated[
         str | None,
@@ -130,12 +140,20 @@ def verify_command(
     if all_runs:
         if run_id is not None:
             raise UsageError("give a run id or --all, not both")
-        return _verify_store(store, trusted, require_signature, expect_head, as_json)
+        return _verify_store(
+            store, trusted, require_signature, allow_unsigned, expect_head, as_json
+        )
     if run_id is None:
         raise UsageError("missing run id", hint="Give a run id, or --all for the whole store.")
     if expect_head is not None:
         raise UsageError("--expect-head goes with --all")
-    report = check_run(run_id, store, trusted_keys=trusted, require_signature=require_signature)
+    report = check_run(
+        run_id,
+        store,
+        trusted_keys=trusted,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+    )
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -148,6 +166,7 @@ def _verify_store(
     store: Path | None,
     trusted: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
+    allow_unsigned: bool,
     expect_head: str | None,
     as_json: bool,
 ) -> int:
@@ -156,6 +175,7 @@ def _verify_store(
             store,
             trusted_keys=trusted,
             require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
             expect_head=expect_head,
             progress=progress,
         )

@@ -191,13 +191,21 @@ def load_trusted_keys(
 
     Raises:
         KeyInvalidError: a named file is not an Ed25519 public key.
+        UsageError: ``folder`` holds no ``*.pem`` file: an empty trust set is never
+            taken as "no keys, every signature fine".
     """
     keys: dict[str, Ed25519PublicKey] = {}
     candidates = list(paths)
     if folder is not None:
         if not folder.is_dir():
             raise KeyInvalidError(f"trusted-key folder {folder} does not exist")
-        candidates.extend(sorted(folder.glob("*.pem")))
+        found = sorted(folder.glob("*.pem"))
+        if not found:
+            raise UsageError(
+                f"trusted-key folder {folder} holds no *.pem public key",
+                hint="Put the public key (signing-key.pub.pem from `agc keys generate`) there.",
+            )
+        candidates.extend(found)
     for path in candidates:
         key = load_public_key(path)
         keys[key_id_of(key)] = key

@@ -45,7 +45,13 @@ from agc.integrity._chain import (
 )
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._store_io import archived_manifest_path, read_manifest
-from agc.integrity._verify import REPORT_SCHEMA_VERSION, Finding, RunReport, check_run
+from agc.integrity._verify import (
+    REPORT_SCHEMA_VERSION,
+    Finding,
+    RunReport,
+    check_run,
+    signature_required,
+)
 
 __all__ = ["StoreReport", "check_store"]
 
@@ -188,12 +194,15 @@ def check_store(
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
+    allow_unsigned: bool = False,
     expect_head: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> StoreReport:
     """Check every run of a store and the store chain; never raises on findings.
 
     Args:
+        trusted_keys, require_signature, allow_unsigned: as :func:`check_run` (with
+            trusted keys, every run must be signed by one of them).
         expect_head: a head digest pinned from outside; if the chain does not contain
             it, the store was rolled back or forked (``head-not-in-chain``).
         progress: called with ``(runs done, runs total)``.
@@ -205,7 +214,10 @@ def check_store(
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
     try:
-        return _check_store(layout, trusted_keys, require_signature, expect_head, progress)
+        required = signature_required(
+            trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+        )
+        return _check_store(layout, trusted_keys, required, expect_head, progress)
     except OSError as exc:
         # A folder or chain file of the store cannot be read: exit 3, never a verdict.
         raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc

@@ -33,7 +33,9 @@ Finding codes (stable, documented in ``docs/format.md``):
 ``recovered``             (warning) sealed by ``agc recover`` after a crash
 ``bad-signature``         the manifest's signature does not verify
 ``unknown-key``           the manifest is signed by a key that is not trusted
-``unsigned``              no signature, and ``require_signature`` was asked for
+``unsigned``              no signature, and one is required (trusted keys were given,
+                          or ``require_signature``; ``allow_unsigned`` relaxes it)
+``signature-not-verified`` (warning) signed, but no trusted key was given to check it
 ========================  ==============================================================
 
 ``unsealed`` (a crash before ``close()``) carries the verified prefix: the bytes and
@@ -76,6 +78,7 @@ from agc.errors import (
     SidecarInvalidError,
     StoreError,
     UnsafePathError,
+    UsageError,
     VerificationError,
 )
 from agc.integrity._chain import read_chain
@@ -691,21 +694,31 @@ def check_run(
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
+    allow_unsigned: bool = False,
 ) -> RunReport:
     """Check one run's evidence and return a report; never raises on findings.
 
     Args:
         run_id: the run id (validated first: ``RunIdInvalidError``, nothing touched).
         store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
-        trusted_keys: Ed25519 public keys by key id; with them the manifest signature
-            is checked (``bad-signature`` / ``unknown-key`` are errors).
-        require_signature: a run without a valid signature by a trusted key is
-            incomplete (``unsigned``).
+        trusted_keys: Ed25519 public keys by key id. With any, every run must carry a
+            valid signature by one of them: an unsigned run (a stripped signature, a
+            legacy-format store, a segment sealed without the key, a fabricated run)
+            is incomplete (``unsigned``), a bad one ``bad-signature``, another key's
+            ``unknown-key``.
+        require_signature: the explicit spelling of that rule; without trusted keys it
+            makes every run incomplete (``unknown-key``: nothing to check against).
+        allow_unsigned: with trusted keys, let an unsigned run pass (signed runs are
+            still checked). The only way to relax the rule.
 
     Raises:
         RunIdInvalidError: bad run id.
+        UsageError: ``require_signature`` and ``allow_unsigned`` together.
         StoreError: the store or a file in it cannot be read (exit 3).
     """
+    require_signature = signature_required(
+        trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+    )
     validate_run_id(run_id)
     layout = StoreLayout.at(store)
     if not layout.root.is_dir():
@@ -849,6 +862,22 @@ def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[Finding]:
     ]
 
 
+def signature_required(
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    *,
+    require_signature: bool,
+    allow_unsigned: bool,
+) -> bool:
+    """Whether an unsigned run fails: asked for, or implied by trusted keys.
+
+    Raises:
+        UsageError: ``require_signature`` and ``allow_unsigned`` together.
+    """
+    if require_signature and allow_unsigned:
+        raise UsageError("--require-signature and --allow-unsigned contradict each other")
+    return require_signature or (bool(trusted_keys) and not allow_unsigned)
+
+
 def _judge_signature(
     manifest: RunManifest | None,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None,
@@ -868,6 +897,16 @@ def _judge_signature(
         if require_signature:
             findings.append(
                 Finding("unknown-key", "manifest", "no trusted key given to check the signature")
+            )
+        else:
+            findings.append(
+                Finding(
+                    "signature-not-verified",
+                    "manifest",
+                    f"run manifest is signed (key id {key_id or '(malformed)'}) but no trusted "
+                    "key was given, so the signature was not checked",
+                    severity="warning",
+                )
             )
         return "not-checked", key_id
     from agc.integrity._signing import check_signature  # noqa: PLC0415 - see TYPE_CHECKING
@@ -918,15 +957,20 @@ def verify_run(
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
+    allow_unsigned: bool = False,
 ) -> RunReport:
     """Like :func:`check_run`, but raise when the run is not complete.
 
     Raises:
         VerificationError: the report has error findings (``exc.report`` holds it).
-        RunIdInvalidError, StoreError: as :func:`check_run`.
+        RunIdInvalidError, UsageError, StoreError: as :func:`check_run`.
     """
     report = check_run(
-        run_id, store, trusted_keys=trusted_keys, require_signature=require_signature
+        run_id,
+        store,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
     )
     if not report.complete:
         raise VerificationError(
