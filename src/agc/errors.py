@@ -15,7 +15,11 @@ from agc.exitcodes import ExitCode
 __all__ = [
     "AgcError",
     "AgentDbError",
+    "ArchiveRefusedError",
     "ArtifactSealedError",
+    "ExtensionIndexInvalidError",
+    "ExtensionNameInvalidError",
+    "ExtensionNotFoundError",
     "FileExistsRefusedError",
     "HistoryEmptyError",
     "HistoryFormatError",
@@ -25,6 +29,7 @@ __all__ = [
     "LedgerInvalidError",
     "ManifestInvalidError",
     "PolicyInvalidError",
+    "ProjectionRefusedError",
     "RecordInvalidError",
     "RecoveryRefusedError",
     "RepairIncompleteError",
@@ -329,3 +334,53 @@ class AgentDbError(StoreError):
 
     code = "agent-db-unusable"
     default_hint = "Check .agent/agent.db: it must be an agc record database you may write."
+
+
+# --- extensions: imported Skills, MCP servers and plugins -------------------------------
+
+
+class ArchiveRefusedError(InputError):
+    """An archive or folder offered for import is unsafe or too large; nothing was kept."""
+
+    code = "archive-refused"
+    default_hint = (
+        "agc refuses archives with unsafe entries (.., absolute paths, links, collisions) "
+        "and archives past the size limits; repack it without them."
+    )
+
+
+class ExtensionNotFoundError(UsageError):
+    """No extension item (or more than one) matches the id or name given."""
+
+    code = "extension-not-found"
+    default_hint = "Run `agc ext list` to see the ids and names of the imported items."
+
+
+class ExtensionNameInvalidError(UsageError):
+    """A new name for an item is empty or not in the native form of its kind."""
+
+    code = "extension-name-invalid"
+    default_hint = (
+        "Skills: lower-case letters, digits and single hyphens, at most 64 characters; "
+        "MCP servers: letters, digits, '_' and '-'."
+    )
+
+
+class ExtensionIndexInvalidError(StoreError):
+    """The extension index (``<store>/extensions/index.json``) is damaged or foreign."""
+
+    code = "extension-index-invalid"
+    default_hint = (
+        "Compare <store>/extensions/index.json with docs/extensions.md; agc never rewrites "
+        "an index it cannot read."
+    )
+
+
+class ProjectionRefusedError(UsageError):
+    """A projection target (Codex home, skill root) is not one agc may rebuild."""
+
+    code = "projection-refused"
+    default_hint = (
+        "Point --codex-home at an empty folder or one agc projected before; agc never "
+        "deletes a folder it did not make."
+    )
