@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
     from agc.integrity._manifest import ArtifactSeal, RunManifest
+    from agc.integrity._store_io import read_run_manifest
     from agc.integrity._verify import (
         ArtifactReport,
         Finding,
@@ -47,6 +48,7 @@ __all__ = [
     "TranscriptWriter",
     "check_run",
     "open_run",
+    "read_run_manifest",
     "read_tool_events",
     "verify_run",
 ]
@@ -54,6 +56,7 @@ __all__ = [
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
+    "agc.integrity._store_io": ("read_run_manifest",),
     "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",

@@ -5,9 +5,11 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
@@ -18,7 +20,13 @@ from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifes
 if TYPE_CHECKING:
     from agc.integrity._signing import SigningKey
 
-__all__ = ["archived_manifest_path", "read_manifest", "record_reopen", "record_seal"]
+__all__ = [
+    "archived_manifest_path",
+    "read_manifest",
+    "read_run_manifest",
+    "record_reopen",
+    "record_seal",
+]
 
 
 def archived_manifest_path(layout: StoreLayout, run_id: str, position: int) -> Path:
@@ -50,6 +58,17 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
     return RunManifest.from_bytes(data, expected_run_id=run_id)
 
 
+def read_run_manifest(
+    run_id: str, store: str | os.PathLike[str] | None = None
+) -> RunManifest | None:
+    """The manifest of ``run_id`` in ``store`` (``--store`` / ``$AGC_HOME`` / ``~/.agc``),
+    or ``None`` if the run has none. Only parses it: :func:`check_run` verifies it.
+
+    Raises: as :func:`read_manifest`, and ``RunIdInvalidError`` for a bad run id.
+    """
+    return read_manifest(StoreLayout.at(store), validate_run_id(run_id))
+
+
 def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
     unsigned = replace(manifest, signature=None, raw=None)
     if signer is None:
@@ -60,14 +79,32 @@ def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
     return replace(unsigned, signature=signed["signature"])
 
 
+def _with_attributes(manifest: RunManifest, attributes: Mapping[str, Any] | None) -> RunManifest:
+    if attributes is None:
+        return manifest
+    if manifest.attributes is None:
+        return replace(manifest, attributes=dict(attributes), raw=None)
+    if dict(manifest.attributes) != dict(attributes):
+        raise ManifestInvalidError(
+            f"run {manifest.run_id} already has other attributes; they are fixed by its first seal",
+            hint="Write the new facts to a new run id.",
+        )
+    return manifest
+
+
 def record_seal(
     layout: StoreLayout,
     run_id: str,
     seal: ArtifactSeal,
     *,
     signer: SigningKey | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> RunManifest:
     """Add ``seal`` to the run's manifest atomically and return the new manifest.
+
+    ``attributes`` (checked by :func:`~agc.integrity._manifest.check_attributes`) are
+    stored by the run's first seal that names them; a later seal may name the same
+    attributes or none, never others.
 
     The read-modify-write runs under the run's manifest lock, so the transcript and
     tool-event writers of one run may close concurrently in different processes. When
@@ -82,7 +119,7 @@ def record_seal(
     lock = layout.manifest_lock_path(run_id)
     with exclusive_lock(lock, blocking=True, what=f"manifest of run {run_id}"):
         current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)
-        updated = current.with_seal(seal)
+        updated = _with_attributes(current, attributes).with_seal(seal)
         if not updated.closed:
             updated = _signed(replace(updated, chain=None), signer)
             atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
