@@ -16,6 +16,7 @@ __all__ = [
     "AgcError",
     "AgentDbError",
     "ArtifactSealedError",
+    "DeploymentManifestError",
     "FileExistsRefusedError",
     "HistoryFormatError",
     "HistoryInvalidError",
@@ -23,7 +24,9 @@ __all__ = [
     "KeyInvalidError",
     "LedgerInvalidError",
     "ManifestInvalidError",
+    "ObservationInvalidError",
     "PolicyInvalidError",
+    "ReadinessConfigError",
     "RecordInvalidError",
     "RecoveryRefusedError",
     "RepairIncompleteError",
@@ -41,6 +44,7 @@ __all__ = [
     "TurnIdInvalidError",
     "UnsafePathError",
     "UnsealedRunError",
+    "UrlInvalidError",
     "UsageError",
     "VerificationError",
     "WriteFailedError",
@@ -317,3 +321,34 @@ class AgentDbError(StoreError):
 
     code = "agent-db-unusable"
     default_hint = "Check .agent/agent.db: it must be an agc record database you may write."
+
+
+# --- readiness: the gate for an agent chat endpoint (docs/readiness.md) ------------------
+
+
+class ObservationInvalidError(InputError):
+    """A readiness observation is not JSON of the documented shape (exit 2)."""
+
+    code = "observation-invalid"
+    default_hint = "Compare the observation with the format in docs/readiness.md."
+
+
+class ReadinessConfigError(InputError):
+    """A readiness configuration file (TOML or JSON) is unreadable or of the wrong shape."""
+
+    code = "readiness-config-invalid"
+    default_hint = "Compare the configuration file with the example in docs/readiness.md."
+
+
+class DeploymentManifestError(InputError):
+    """A deployment manifest is not YAML, or not Kubernetes objects (exit 2)."""
+
+    code = "deployment-manifest-invalid"
+    default_hint = "Give Kubernetes YAML files (Deployment, StatefulSet, Pod …), as kubectl takes."
+
+
+class UrlInvalidError(UsageError):
+    """A URL given to the readiness probe cannot be probed as given (exit 2)."""
+
+    code = "url-invalid"
+    default_hint = "Give the service's base URL, e.g. https://dev.example.com:16666/"
