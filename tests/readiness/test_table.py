@@ -288,6 +288,21 @@ CASES: list[Case] = [
         quoted_field="response",
     ),
     Case(
+        "202 without traceId",
+        observation({"status": "accepted"}, http=202),
+        "accepted-without-trace-id",
+        "BLOCKED/schema",
+        False,
+        quoted_field="response.traceId",
+    ),
+    Case(
+        "202 with a traceId but never polled",
+        observation({"status": "accepted", "traceId": "t-1"}, http=202),
+        "not-terminal",
+        "BLOCKED/transport",
+        False,
+    ),
+    Case(
         "no status",
         observation({"reply": {"content": "hi"}}),
         "status-missing",

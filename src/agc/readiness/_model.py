@@ -45,6 +45,7 @@ __all__ = [
     "quote",
     "redact_json",
     "reply_length",
+    "usable_trace_id",
 ]
 
 Level = Literal["SOURCE", "LOCAL", "DRY-RUN", "LIVE", "BLOCKED"]
@@ -150,6 +151,20 @@ def reply_length(content: Any) -> int | None:
     ):
         return int(content["length"])
     return None
+
+
+_MAX_TRACE_ID_CHARS: Final = 256
+
+
+def usable_trace_id(value: Any) -> bool:
+    """True for a ``traceId`` the probe can poll: 1-256 printable, non-blank characters."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= _MAX_TRACE_ID_CHARS
+        and value.isprintable()
+        and value.strip() == value
+        and bool(value)
+    )
 
 
 @dataclass(frozen=True)

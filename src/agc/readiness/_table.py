@@ -36,6 +36,7 @@ from agc.readiness._model import (
     field_value,
     quote,
     reply_length,
+    usable_trace_id,
 )
 from agc.readiness._policy import ReadinessPolicy, policy_digest
 from agc.readiness._urls import is_local_endpoint, safe_url
@@ -491,6 +492,19 @@ def _not_json(f: Facts) -> list[Reason] | None:
     return None
 
 
+def _accepted_without_trace(f: Facts) -> list[Reason] | None:
+    if f.observation.http_status != 202 or usable_trace_id(f.value("response.traceId")):
+        return None
+    return [
+        f.reason("accepted", "httpStatus", "the submit was accepted (202)"),
+        f.reason(
+            "trace-id-unusable",
+            "response.traceId",
+            "but without a usable traceId (1-256 printable characters) to poll",
+        ),
+    ]
+
+
 def _status_missing(f: Facts) -> list[Reason] | None:
     if isinstance(f.status, str):
         return None
@@ -757,6 +771,15 @@ DECISION_TABLE: Final[tuple[DecisionRow, ...]] = (
         None,
         False,
         _not_json,
+    ),
+    _row(
+        "accepted-without-trace-id",
+        "HTTP 202 without a usable traceId",
+        "BLOCKED",
+        "schema",
+        None,
+        False,
+        _accepted_without_trace,
     ),
     _row("status-missing", "no status string", "BLOCKED", "schema", None, False, _status_missing),
     _row(
