@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agc.cli import evidence, keys, ledger, resume
+from agc.cli import evidence, keys, ledger, readiness, resume
 from agc.cli.common import EPILOG, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
@@ -21,6 +21,7 @@ evidence.register(app)
 keys.register(app)
 resume.register(app)
 ledger.register(app)
+readiness.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,25 @@ Example::
 
 from __future__ import annotations
 
+from agc.readiness._contract import (
+    ManifestDocument,
+    SourceFile,
+    check_contract,
+    load_manifests,
+    parse_manifests,
+)
+from agc.readiness._evidence import (
+    PREDICATE_TYPE,
+    STATEMENT_TYPE,
+    EvidenceCheck,
+    build_statement,
+    canonical_digest,
+    check_evidence,
+    evidence_attributes,
+    evidence_records,
+    resource_uri,
+    stored_observation,
+)
 from agc.readiness._model import (
     BLOCKERS,
     CAPABILITIES,
@@ -48,6 +67,7 @@ from agc.readiness._policy import (
     load_config,
     parse_config,
 )
+from agc.readiness._probe import ProbeResult, ProbeStep, Timing, probe
 from agc.readiness._table import (
     CEILINGS,
     DECISION_TABLE,
@@ -68,22 +88,41 @@ __all__ = [
     "LEVELS",
     "LEVEL_ORDER",
     "ORIGINS",
+    "PREDICATE_TYPE",
+    "STATEMENT_TYPE",
     "BaseUrlRule",
     "Ceiling",
     "ContractSpec",
     "DecisionRow",
     "EnvRequirement",
     "EnvironmentConfig",
+    "EvidenceCheck",
+    "ManifestDocument",
     "Observation",
+    "ProbeResult",
     "ProbeSettings",
+    "ProbeStep",
     "ReadinessConfig",
     "ReadinessPolicy",
     "ReadinessVerdict",
     "Reason",
     "ReplySummary",
+    "SourceFile",
+    "Timing",
+    "build_statement",
+    "canonical_digest",
+    "check_contract",
+    "check_evidence",
     "classify",
     "decision_table_document",
+    "evidence_attributes",
+    "evidence_records",
     "load_config",
+    "load_manifests",
     "parse_config",
+    "parse_manifests",
+    "probe",
     "readiness_policy_digest",
+    "resource_uri",
+    "stored_observation",
 ]

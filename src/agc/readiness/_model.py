@@ -45,6 +45,7 @@ __all__ = [
     "quote",
     "redact_json",
     "reply_length",
+    "scrub",
     "usable_trace_id",
 ]
 
@@ -80,6 +81,15 @@ def _escape_control(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+def scrub(text: str) -> str:
+    """``text`` with any lone surrogate (no UTF-8 form) replaced by ``?``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
 def quote(value: Any) -> Any:
     """A value as it may appear in a reason or a summary: redacted, bounded, inert.
 
@@ -90,7 +100,7 @@ def quote(value: Any) -> Any:
     as they are; NaN/Infinity as strings.
     """
     if isinstance(value, str):
-        text = _CONTROL.sub(_escape_control, redact_text(value))
+        text = _CONTROL.sub(_escape_control, redact_text(scrub(value)))
         if len(text) > _MAX_QUOTED_CHARS:
             text = text[: _MAX_QUOTED_CHARS - 1] + "…"
         return text
@@ -113,13 +123,14 @@ def redact_json(value: Any) -> Any:
 
     Unlike :func:`agc._core.redact.redact_value`, no key is exempt: an observation's
     ``id`` or ``signature`` is whatever the endpoint sent, not a provider-checked token.
+    Lone surrogates become ``?`` (:func:`scrub`), so the result always has a UTF-8 form.
     """
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(scrub(value))
     if isinstance(value, list | tuple):
         return [redact_json(item) for item in value]
     if isinstance(value, Mapping):
-        return {redact_text(str(key)): redact_json(item) for key, item in value.items()}
+        return {redact_text(scrub(str(key))): redact_json(item) for key, item in value.items()}
     return value
 
 
@@ -456,6 +467,8 @@ def _string(data: Mapping[str, Any], name: str, source: str, *, max_chars: int) 
         raise ObservationInvalidError(f"{source}: {name!r} must be a non-empty string")
     if len(value) > max_chars:
         raise ObservationInvalidError(f"{source}: {name!r} is longer than {max_chars} characters")
+    if scrub(value) != value:
+        raise ObservationInvalidError(f"{source}: {name!r} holds a lone surrogate (not UTF-8)")
     return value
 
 
