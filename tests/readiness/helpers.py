@@ -25,7 +25,7 @@ def completed(
 
 
 def read_only_answer() -> dict[str, Any]:
-    """A read-only session registry answer with every field the runbook lists."""
+    """A read-only session registry answer with every field the protocol requires."""
     return completed(
         provider="codex-readonly-runner",
         sessionMode="controlled-readonly-session-registry",

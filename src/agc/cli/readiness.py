@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -407,7 +408,7 @@ def probe_command(
         options["max_wait_s"] = max_wait
     if auth_env is not None:
         options["auth_env"] = auth_env
-    probe_settings = _replace(settings.probe, options)
+    probe_settings = replace(settings.probe, **options)
     headers = _auth_headers(probe_settings.auth_env)
     err_console.print(
         f"probing {safe_url(base)} ({'live chat' if live else 'dry run'}) for {environment}",
@@ -447,12 +448,6 @@ def probe_command(
         extra={"observation": stored, "steps": steps} if as_json else None,
     )
     return _gate(verdict, require_level, require_agent_runner)
-
-
-def _replace(settings: Any, options: dict[str, Any]) -> Any:
-    from dataclasses import replace  # noqa: PLC0415 - a local helper
-
-    return replace(settings, **options)
 
 
 def _auth_headers(name: str | None) -> dict[str, str]:

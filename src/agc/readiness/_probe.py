@@ -4,7 +4,7 @@ Live (``live=True``): one short-connection submit, ``POST <base>/v1/agent/chat``
 ``{"message": ...}`` and an ``Idempotency-Key`` header, answered ``202`` with a
 ``traceId``; then polls of ``GET …/result/<traceId>``, each followed by a refresh of
 ``GET …/trace/<traceId>``, with capped exponential backoff and jitter, honouring
-``Retry-After`` (RFC 9110 §10.2.3: delay-seconds or an HTTP-date). A 408, 425, 429 or
+``Retry-After`` (RFC 9110, section 10.2.3: delay-seconds or an HTTP-date). A 408, 425, 429 or
 5xx answer without a structured terminal body, a timeout, a refused connection, an
 empty or non-JSON body are recoverable: the poll backs off and continues. The probe
 ends only on a terminal answer (``completed``, or a structured failure), a client-error
@@ -138,7 +138,7 @@ def backoff_delay(attempt: int, *, initial: float, cap: float, rand: float) -> f
 def retry_after_seconds(value: str | None, *, now: float, cap: float) -> float | None:
     """The wait a ``Retry-After`` header asks for, in seconds (at most ``cap``).
 
-    Accepts delay-seconds (``"120"``) and an HTTP-date (RFC 9110 §10.2.3, relative to
+    Accepts delay-seconds (``"120"``) and an HTTP-date (RFC 9110, section 10.2.3, relative to
     ``now``, Unix seconds); anything else, or no header, is ``None``.
     """
     if value is None:

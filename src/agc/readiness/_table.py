@@ -8,8 +8,8 @@ reply evidence; a loopback or ``file://`` endpoint is at most ``LOCAL``; a dry r
 at most ``DRY-RUN``; an endpoint other than the environment's declared one is never
 ``LIVE``. Both tables are in ``docs/readiness.md`` and enter the policy digest.
 
-The rules are the agent chat readiness runbook's: only a real deployed route answering
-``status: "completed"`` with a non-empty assistant ``reply.content`` is a live pass; a
+The rules: only a real deployed route answering ``status: "completed"`` with a
+non-empty assistant ``reply.content`` is a live pass; a
 provider credential named in ``error.missingEnv`` is ``BLOCKED/credential``; a read-only
 session registry passes only as such and never satisfies the full runner gate; any
 ``codexStdioFeasibility`` blocker is ``BLOCKED/runner``; a text-only fallback never
@@ -77,7 +77,7 @@ KNOWN_RUNNER_BLOCKERS: Final[Mapping[str, str]] = {
     "codex_home_write_blocked": "CODEX_HOME is not writable",
     "provider_token_boundary": "the provider token is not injected across its boundary",
 }
-"""The ``codexStdioFeasibility`` blockers the runbook names, with what each means."""
+"""The ``codexStdioFeasibility`` blockers of the chat protocol, with what each means."""
 
 
 # -- facts: reading the observation -------------------------------------------------------
@@ -373,7 +373,7 @@ def _runner_infeasible(f: Facts) -> list[Reason] | None:
                 field="response.codexStdioFeasibility.blockers",
                 observed=name,
                 present=True,
-                message=meaning or "a runner blocker the runbook does not list (still a blocker)",
+                message=meaning or "a runner blocker not in the known list (still a blocker)",
             )
         )
     return reasons
@@ -604,7 +604,7 @@ class DecisionRow:
 
     Attributes:
         id: stable kebab-case id (the verdict's ``rule``).
-        observed: the condition, in words (the runbook's observation column).
+        observed: the observed condition, in words.
         level: the level before the ceilings (``LIVE`` for a reply pass).
         blocker, capability, passed: as in the verdict.
         match: the condition; returns the reasons, or ``None`` when it does not match.

@@ -1,10 +1,10 @@
 """What an endpoint URL says about where the answer came from (pure).
 
-A loopback host is ``localhost`` or a name under ``.localhost`` (RFC 6761 §6.3), an
-address in 127.0.0.0/8 (RFC 1122 §3.2.1.3), ``::1`` (RFC 4291 §2.5.3), an IPv4-mapped
-form of either, or the unspecified address (``0.0.0.0``, ``::``), which a client on
-Linux reaches on the local host. A ``file://`` URL is a file on this machine. Either way
-the answer is at most ``LOCAL`` evidence, whatever it says.
+A loopback host is ``localhost`` or a name under ``.localhost`` (RFC 6761, section
+6.3), an address in 127.0.0.0/8 (RFC 1122, section 3.2.1.3), ``::1`` (RFC 4291,
+section 2.5.3), an IPv4-mapped form of either, or the unspecified address (``0.0.0.0``,
+``::``), which a client on Linux reaches on the local host. A ``file://`` URL is a file
+on this machine. Either way the answer is at most ``LOCAL`` evidence, whatever it says.
 """
 
 from __future__ import annotations
