@@ -17,6 +17,7 @@ __all__ = [
     "AgentDbError",
     "ArchiveRefusedError",
     "ArtifactSealedError",
+    "DeploymentManifestError",
     "ExtensionIndexInvalidError",
     "ExtensionNameInvalidError",
     "ExtensionNotFoundError",
@@ -28,8 +29,10 @@ __all__ = [
     "KeyInvalidError",
     "LedgerInvalidError",
     "ManifestInvalidError",
+    "ObservationInvalidError",
     "PolicyInvalidError",
     "ProjectionRefusedError",
+    "ReadinessConfigError",
     "RecordInvalidError",
     "RecoveryRefusedError",
     "RepairIncompleteError",
@@ -47,6 +50,7 @@ __all__ = [
     "TurnIdInvalidError",
     "UnsafePathError",
     "UnsealedRunError",
+    "UrlInvalidError",
     "UsageError",
     "VerificationError",
     "WriteFailedError",
@@ -384,3 +388,34 @@ class ProjectionRefusedError(UsageError):
         "Point --codex-home at an empty folder or one agc projected before; agc never "
         "deletes a folder it did not make."
     )
+
+
+# --- readiness: the gate for an agent chat endpoint (docs/readiness.md) ------------------
+
+
+class ObservationInvalidError(InputError):
+    """A readiness observation is not JSON of the documented shape (exit 2)."""
+
+    code = "observation-invalid"
+    default_hint = "Compare the observation with the format in docs/readiness.md."
+
+
+class ReadinessConfigError(InputError):
+    """A readiness configuration file (TOML or JSON) is unreadable or of the wrong shape."""
+
+    code = "readiness-config-invalid"
+    default_hint = "Compare the configuration file with the example in docs/readiness.md."
+
+
+class DeploymentManifestError(InputError):
+    """A deployment manifest is not YAML, or not Kubernetes objects (exit 2)."""
+
+    code = "deployment-manifest-invalid"
+    default_hint = "Give Kubernetes YAML files (Deployment, StatefulSet, Pod …), as kubectl takes."
+
+
+class UrlInvalidError(UsageError):
+    """A URL given to the readiness probe cannot be probed as given (exit 2)."""
+
+    code = "url-invalid"
+    default_hint = "Give the service's base URL, e.g. https://dev.example.com:16666/"

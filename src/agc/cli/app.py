@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agc.cli import evidence, ext, keys, ledger, resume
+from agc.cli import evidence, ext, keys, ledger, readiness, resume
 from agc.cli.common import EPILOG, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
@@ -22,6 +22,7 @@ keys.register(app)
 resume.register(app)
 ledger.register(app)
 ext.register(app)
+readiness.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ if _TYPE_CHECKING:
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
     from agc.integrity._export import export_session, iter_session_lines
     from agc.integrity._manifest import ArtifactSeal, RunManifest
+    from agc.integrity._store_io import read_run_manifest
     from agc.integrity._verify import (
         ArtifactReport,
         Finding,
@@ -51,6 +52,7 @@ __all__ = [
     "export_session",
     "iter_session_lines",
     "open_run",
+    "read_run_manifest",
     "read_tool_events",
     "verify_run",
 ]
@@ -59,6 +61,7 @@ _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
     "agc.integrity._export": ("export_session", "iter_session_lines"),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
+    "agc.integrity._store_io": ("read_run_manifest",),
     "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",

@@ -5,6 +5,8 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "archived_manifest_path",
     "read_manifest",
+    "read_run_manifest",
     "record_reopen",
     "record_seal",
     "sign_manifest",
@@ -56,6 +59,17 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
     return RunManifest.from_bytes(data, expected_run_id=run_id)
 
 
+def read_run_manifest(
+    run_id: str, store: str | os.PathLike[str] | None = None
+) -> RunManifest | None:
+    """The manifest of ``run_id`` in ``store`` (``--store`` / ``$AGC_HOME`` / ``~/.agc``),
+    or ``None`` if the run has none. Only parses it: :func:`check_run` verifies it.
+
+    Raises: as :func:`read_manifest`, and ``RunIdInvalidError`` for a bad run id.
+    """
+    return read_manifest(StoreLayout.at(store), validate_run_id(run_id))
+
+
 def sign_manifest(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
     """``manifest`` without its old signature, signed by ``signer`` when one is given."""
     unsigned = replace(manifest, signature=None, raw=None)
@@ -67,14 +81,32 @@ def sign_manifest(manifest: RunManifest, signer: SigningKey | None) -> RunManife
     return replace(unsigned, signature=signed["signature"])
 
 
+def _with_attributes(manifest: RunManifest, attributes: Mapping[str, Any] | None) -> RunManifest:
+    if attributes is None:
+        return manifest
+    if manifest.attributes is None:
+        return replace(manifest, attributes=dict(attributes), raw=None)
+    if dict(manifest.attributes) != dict(attributes):
+        raise ManifestInvalidError(
+            f"run {manifest.run_id} already has other attributes; they are fixed by its first seal",
+            hint="Write the new facts to a new run id.",
+        )
+    return manifest
+
+
 def record_seal(
     layout: StoreLayout,
     run_id: str,
     seal: ArtifactSeal,
     *,
     signer: SigningKey | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> RunManifest:
     """Add ``seal`` to the run's manifest atomically and return the new manifest.
+
+    ``attributes`` (checked by :func:`~agc.integrity._manifest.check_attributes`) are
+    stored by the run's first seal that names them; a later seal may name the same
+    attributes or none, never others.
 
     The read-modify-write runs under the run's manifest lock, so the transcript and
     tool-event writers of one run may close concurrently in different processes. When
@@ -89,7 +121,7 @@ def record_seal(
     lock = layout.manifest_lock_path(run_id)
     with exclusive_lock(lock, blocking=True, what=f"manifest of run {run_id}"):
         current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)
-        updated = current.with_seal(seal)
+        updated = _with_attributes(current, attributes).with_seal(seal)
         if not updated.closed:
             updated = sign_manifest(replace(updated, chain=None), signer)
             atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)

@@ -61,7 +61,7 @@ from agc.errors import (
     UnsealedRunError,
     VerificationError,
 )
-from agc.integrity._manifest import ArtifactSeal
+from agc.integrity._manifest import ArtifactSeal, check_attributes
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
 
@@ -89,6 +89,8 @@ class JsonlWriter(JsonlFileWriter):
             as :class:`JsonlFileWriter`.
         clock: returns Unix time in ms for ``ts``; defaults to the system clock.
         signing_key: when given, the run manifest is signed (Ed25519) at each seal.
+        attributes: facts about the run stored in its manifest (a JSON object, at most
+            64 KiB; see :func:`~agc.integrity._manifest.check_attributes`), signed with it.
         reopen: continue a *sealed* file as a new segment: its sealed content is
             verified first (``VerificationError`` if it does not match its seal).
 
@@ -120,9 +122,11 @@ class JsonlWriter(JsonlFileWriter):
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
         signing_key: SigningKey | None = None,
         reopen: bool = False,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         self.run_id = validate_run_id(run_id)
         check_algorithm(algorithm)
+        self._attributes = None if attributes is None else check_attributes(attributes)
         self.layout = StoreLayout.at(store)
         self.seal: ArtifactSeal | None = None
         self._signing_key = signing_key
@@ -174,7 +178,13 @@ class JsonlWriter(JsonlFileWriter):
             format_sidecar(seal.digest, self.path.name),
             overwrite=previous is not None,
         )
-        record_seal(self.layout, self.run_id, artifact_seal, signer=self._signing_key)
+        record_seal(
+            self.layout,
+            self.run_id,
+            artifact_seal,
+            signer=self._signing_key,
+            attributes=self._attributes,
+        )
         self.seal = artifact_seal
 
     def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
@@ -301,12 +311,20 @@ def open_run(
     fsync: FsyncPolicy = "close",
     clock: Callable[[], int] | None = None,
     signing_key: SigningKey | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> RunWriters:
     """Open the transcript and tool-event writers of a run together.
 
-    Raises: as :class:`JsonlWriter`; if the second writer cannot open, the first is
-    released unsealed (and its file removed again if this call created it empty).
+    ``attributes``: facts about the run for its manifest (a JSON object, at most 64 KiB),
+    stored with the first seal and covered by the signature; a run re-opened later keeps
+    them. Checked before the disk is touched.
+
+    Raises: as :class:`JsonlWriter` (``RecordInvalidError`` for bad attributes); if the
+    second writer cannot open, the first is released unsealed (and its file removed
+    again if this call created it empty).
     """
+    if attributes is not None:
+        attributes = check_attributes(attributes)
     existed = os.path.lexists(StoreLayout.at(store).artifact_path(run_id, "transcript"))
     transcript = TranscriptWriter(
         run_id,
@@ -315,6 +333,7 @@ def open_run(
         fsync=fsync,
         clock=clock,
         signing_key=signing_key,
+        attributes=attributes,
     )
     try:
         tool_events = ToolEventWriter(
@@ -324,6 +343,7 @@ def open_run(
             fsync=fsync,
             clock=clock,
             signing_key=signing_key,
+            attributes=attributes,
         )
     except BaseException:
         if not existed and transcript.next_seq == 0:
