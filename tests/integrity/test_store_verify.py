@@ -26,7 +26,7 @@ from tests.integrity.evidence_helpers import transcript_path, write_run
 
 
 def _codes(report: StoreReport) -> set[str]:
-    codes = {f.code for f in report.findings}
+    codes: set[str] = {f.code for f in report.findings}
     for run in report.runs:
         codes |= {f.code for f in run.findings if f.severity == "error"}
     return codes

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -21,10 +21,11 @@ from agc._core.sidecar import format_sidecar
 from agc._core.store import ArtifactKind, StoreLayout
 from agc.errors import RunIdInvalidError, StoreError, VerificationError
 from agc.exitcodes import ExitCode
+from agc.integrity import _legacy as legacy_module
 from agc.integrity import _verify as verify_module
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._store_io import record_seal
-from agc.integrity._verify import check_run, read_tool_events, verify_run
+from agc.integrity._verify import RunFindingCode, check_run, read_tool_events, verify_run
 from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import finding_codes, tree, write_run
 
@@ -406,11 +407,11 @@ def test_empty_tool_events_are_fine(store: Path) -> None:
     assert check_run("r1", store).complete
 
 
-# -- the seed's legacy store ----------------------------------------------------------
+# -- the legacy store format ----------------------------------------------------------
 
 
 def _legacy_store(store: Path, events_for_run: int = 2) -> StoreLayout:
-    """What seed 004's implementation leaves: digest-only .sha256, shared tool events."""
+    """A legacy store: a digest-only .sha256 sidecar, no manifest, shared tool events."""
     layout = StoreLayout(store)
     path = layout.artifact_path("r1", "transcript")
     path.parent.mkdir(parents=True)
@@ -429,10 +430,13 @@ def test_legacy_store_verifies_and_is_reported_as_legacy(store: Path) -> None:
     assert report.complete, report.missing
     assert report.legacy
     assert report.manifest is False
-    assert finding_codes(report) == {"legacy-format"}
+    assert finding_codes(report) == {"legacy-format", "unverified-records"}
     assert all(f.severity == "warning" for f in report.findings)
-    assert [a.records for a in report.artifacts] == [2, 2]
-    assert [e["run_id"] for e in read_tool_events("r1", store)] == ["r1", "r1"]
+    # The shared file's records are reported, never counted as verified tool events.
+    assert [a.records for a in report.artifacts] == [2, None]
+    unverified = next(f for f in report.findings if f.code == "unverified-records")
+    assert unverified.actual == {"records": 2}
+    assert list(read_tool_events("r1", store)) == []
 
 
 def test_legacy_store_tampering_is_found(store: Path) -> None:
@@ -487,12 +491,17 @@ def test_verify_streams_the_file(layout: StoreLayout, monkeypatch: pytest.Monkey
 
 
 def test_every_finding_code_is_documented() -> None:
-    source = Path(verify_module.__file__).read_text()
-    codes = set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
-    assert len(codes) >= 15
+    """Every code the run verifier emits (in its source and the legacy module's) is in
+    the typed list of codes, and that list is exactly the table in docs/format.md."""
+    emitted: set[str] = set()
+    for module in (verify_module, legacy_module):
+        source = Path(str(module.__file__)).read_text()
+        emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
+    assert len(emitted) >= 18
+    typed = set(get_args(RunFindingCode))
     docs = (Path(__file__).resolve().parents[2] / "docs" / "format.md").read_text()
     documented = set(re.findall(r"^\| `([a-z-]+)` \| (?:error|warning) \|", docs, re.MULTILINE))
-    assert codes == documented
+    assert emitted == typed == documented
 
 
 def _verify_in_subprocess(store: Path) -> dict[str, Any]:

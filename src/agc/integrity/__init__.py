@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
+    from agc.integrity._legacy import read_legacy_tool_events
     from agc.integrity._manifest import ArtifactSeal, RunManifest
     from agc.integrity._verify import (
         ArtifactReport,
         Finding,
+        RunFindingCode,
         RunReport,
         check_run,
         read_tool_events,
@@ -40,6 +42,7 @@ __all__ = [
     "FsyncPolicy",
     "JsonlFileWriter",
     "JsonlWriter",
+    "RunFindingCode",
     "RunManifest",
     "RunReport",
     "RunWriters",
@@ -47,16 +50,19 @@ __all__ = [
     "TranscriptWriter",
     "check_run",
     "open_run",
+    "read_legacy_tool_events",
     "read_tool_events",
     "verify_run",
 ]
 
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
+    "agc.integrity._legacy": ("read_legacy_tool_events",),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
     "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",
+        "RunFindingCode",
         "RunReport",
         "check_run",
         "read_tool_events",

@@ -5,11 +5,15 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
+from agc._core.fs import atomic_write_bytes, exclusive_lock, open_nofollow, read_small_file
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import ManifestInvalidError, StoreError
 from agc.integrity._chain import append_link, chain_lock_path, read_head
@@ -18,7 +22,13 @@ from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifes
 if TYPE_CHECKING:
     from agc.integrity._signing import SigningKey
 
-__all__ = ["archived_manifest_path", "read_manifest", "record_reopen", "record_seal"]
+__all__ = [
+    "archived_manifest_path",
+    "iter_json_objects",
+    "read_manifest",
+    "record_reopen",
+    "record_seal",
+]
 
 
 def archived_manifest_path(layout: StoreLayout, run_id: str, position: int) -> Path:
@@ -48,6 +58,39 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
             f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
         ) from exc
     return RunManifest.from_bytes(data, expected_run_id=run_id)
+
+
+def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield each line of a JSONL file that is a JSON object; nothing if it is absent.
+
+    The file is opened without following symlinks and without blocking (a FIFO in its
+    place is refused, never waited on). Lines that are not JSON objects are skipped: the
+    verifier, not this reader, reports damage.
+
+    Raises:
+        UnsafePathError: the file is a symlink.
+        StoreError: it is not a regular file (a FIFO, a folder) or cannot be read.
+    """
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"{path} is not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(record, dict):
+                    yield record
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
 
 
 def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
