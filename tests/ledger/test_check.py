@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from agc._core.digest import new_hasher
 from agc.errors import LedgerInvalidError, StoreError, VerificationError
-from agc.ledger._check import check_turn_file, show_turn_file, verify_turn_file
+from agc.ledger import _check as check_module
+from agc.ledger._check import (
+    LedgerFindingCode,
+    check_turn_file,
+    show_turn_file,
+    verify_turn_file,
+)
 from agc.ledger._policy import parse_policy
 from tests.ledger.helpers import command, mcp, record_turn
 
@@ -191,3 +199,14 @@ def test_show_picks_an_attempt(project: Path) -> None:
     assert (first.attempt, first.attempts, first.row) == (1, 2, "not-opened-before-design")
     with pytest.raises(LedgerInvalidError, match="no attempt 3"):
         show_turn_file(path, attempt=3)
+
+
+def test_every_ledger_finding_code_is_documented() -> None:
+    """The codes the checker emits are the typed codes, and exactly those docs/ledger.md
+    lists for `check`."""
+    source = Path(str(check_module.__file__)).read_text()
+    emitted = set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "ledger.md").read_text()
+    listed = docs[docs.index("Finding codes:") : docs.index("The JSON report has")]
+    documented = set(re.findall(r"`([a-z-]+)`", listed))
+    assert emitted == set(get_args(LedgerFindingCode)) == documented

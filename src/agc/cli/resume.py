@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from agc._core.fs import atomic_write_bytes
+from agc._core.report import SCHEMA_VERSION
 from agc._core.store import validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, out_console
 from agc.cli.verify import StoreOption
@@ -132,7 +133,7 @@ def _from_snapshot(snapshot: SessionSnapshot, wanted: str | None) -> History:
     return get_spec(snapshot.format).read(snapshot.messages)
 
 
-def _where(history: History, index: int, record: int | None) -> str:
+def _where(history: History, index: int | None, record: int | None) -> str:
     if get_spec(history.format).line_based and record is not None:
         return f"line {record + 1}"
     return f"message {index}"
@@ -168,7 +169,7 @@ def _print_findings(history: History, report: HistoryReport) -> None:
     say(f"{len(report.findings)} problem(s), as the provider would report them:", markup=False)
     for finding in report.findings:
         where = _where(history, finding.message_index, finding.record)
-        say(_printable(f"  {where}: {finding.code}: {finding.provider_message}"), markup=False)
+        say(_printable(f"  {where}: {finding.code}: {finding.message}"), markup=False)
 
 
 def _print_change(history: History, change: Change) -> None:
@@ -300,7 +301,7 @@ def resume_command(
     if as_json:
         emit_json(
             {
-                "schema_version": 1,
+                "schema_version": SCHEMA_VERSION,
                 "source": target,
                 "out": str(out) if out is not None else None,
                 "report": result.report.to_dict(),

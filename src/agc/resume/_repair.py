@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from agc._core.digest import new_hasher
+from agc._core.report import Report
 from agc.errors import RepairIncompleteError, UsageError
 from agc.resume._formats.detect import dump_history, get_spec, load_history
 from agc.resume._formats.model import (
@@ -43,7 +44,13 @@ from agc.resume._formats.model import (
 )
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
-from agc.resume._validate import HistoryReport, check_messages
+from agc.resume._validate import (
+    FINDING_CODES,
+    HistoryFinding,
+    HistoryFindingCode,
+    HistoryReport,
+    check_messages,
+)
 
 __all__ = [
     "ACTIONS",
@@ -138,8 +145,12 @@ class Change:
 
 
 @dataclass(frozen=True)
-class RepairReport:
+class RepairReport(Report[HistoryFindingCode]):
     """What was wrong and what changed.
+
+    Its findings are those of the repaired history (``after``), so its verdict
+    :attr:`valid` says whether the provider accepts the output; ``before`` holds what was
+    wrong with the input and :attr:`changed` whether anything was changed.
 
     Attributes:
         format: the history's format.
@@ -152,6 +163,8 @@ class RepairReport:
             call without a result (a crash can come before ``inFlight`` is saved).
     """
 
+    CODES = frozenset(FINDING_CODES)
+
     format: FormatName
     strategy: Strategy
     tool_call_state: ToolCallState
@@ -161,16 +174,26 @@ class RepairReport:
     was_interrupted: bool
 
     @property
+    def findings(self) -> tuple[HistoryFinding, ...]:
+        """The rules the repaired history still breaks (none in a returned report)."""
+        return self.after.findings
+
+    @property
+    def valid(self) -> bool:
+        """True when the repaired history breaks no rule."""
+        return not self.errors
+
+    @property
     def changed(self) -> bool:
+        """True when the repair changed anything."""
         return bool(self.changes)
 
     def ids(self, action: str) -> list[str]:
         """Call ids of the changes with ``action``, in order."""
         return [c.call_id for c in self.changes if c.action == action and c.call_id is not None]
 
-    def to_dict(self) -> dict[str, Any]:
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "format": self.format,
             "strategy": self.strategy,
             "tool_call_state": self.tool_call_state.to_dict(),

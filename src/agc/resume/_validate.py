@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias, get_args
 
+from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
 from agc.resume._formats.model import FormatName, Message
@@ -37,13 +38,14 @@ from agc.resume._gc import collector_paused
 __all__ = [
     "FINDING_CODES",
     "HistoryFinding",
+    "HistoryFindingCode",
     "HistoryReport",
     "check_history",
     "check_messages",
     "verify_history",
 ]
 
-FINDING_CODES: Final[tuple[str, ...]] = (
+HistoryFindingCode = Literal[
     "tool-call-unanswered",
     "orphan-tool-result",
     "duplicate-tool-result",
@@ -51,42 +53,25 @@ FINDING_CODES: Final[tuple[str, ...]] = (
     "tool-result-not-first",
     "text-after-tool-use",
     "reasoning-without-following",
-)
+]
+"""The codes of a history report (documented in ``docs/resume.md``)."""
+
+FINDING_CODES: Final[tuple[HistoryFindingCode, ...]] = get_args(HistoryFindingCode)
 
 _ASSISTANT_OUTPUT: Final = frozenset({"call", "text", "other"})
 
 
-@dataclass(frozen=True)
-class HistoryFinding:
-    """One broken rule.
+HistoryFinding: TypeAlias = Finding[HistoryFindingCode]
+"""One broken rule: a :class:`~agc._core.report.Finding` whose ``message`` is the rule
+in the provider's words, with ``message_index`` (index in the history's neutral view;
+for JSON arrays the provider's ``messages.N``), ``record`` (index of the native record:
+for session files, the 0-based line) and ``call_id`` (the call or result concerned)."""
 
-    Attributes:
-        code: one of :data:`FINDING_CODES`.
-        message_index: index in the history's neutral view (for JSON arrays, the index
-            of the message or item, as in the provider's ``messages.N``).
-        record: index of the native record (for session files, the 0-based line).
-        call_id: the call or result id concerned, if any.
-        provider_message: the rule in the provider's words.
-    """
-
-    code: str
-    message_index: int
-    record: int | None
-    call_id: str | None
-    provider_message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message_index": self.message_index,
-            "record": self.record,
-            "call_id": self.call_id,
-            "provider_message": self.provider_message,
-        }
+_FINDING_KEYS: Final = ("code", "message_index", "record", "call_id")
 
 
 @dataclass(frozen=True)
-class HistoryReport:
+class HistoryReport(Report[HistoryFindingCode]):
     """Result of :func:`check_history`.
 
     Attributes:
@@ -97,6 +82,8 @@ class HistoryReport:
         findings: every broken rule, in history order.
     """
 
+    CODES = frozenset(FINDING_CODES)
+
     format: FormatName
     messages: int
     calls: int
@@ -106,17 +93,19 @@ class HistoryReport:
     @property
     def valid(self) -> bool:
         """True when no rule is broken (the provider would accept the history)."""
-        return not self.findings
+        return not self.errors
 
-    def to_dict(self) -> dict[str, Any]:
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "format": self.format,
             "valid": self.valid,
             "messages": self.messages,
             "calls": self.calls,
             "results": self.results,
-            "findings": [finding.to_dict() for finding in self.findings],
+            "findings": [
+                {**finding.to_dict(_FINDING_KEYS), "provider_message": finding.message}
+                for finding in self.findings
+            ],
         }
 
 
@@ -165,14 +154,19 @@ def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryRe
     }[family](messages)
     calls = sum(len(message.calls()) for message in messages)
     results = sum(len(message.results()) for message in messages)
-    ordered = tuple(sorted(findings, key=lambda finding: finding.message_index))
-    return HistoryReport(format, len(messages), calls, results, ordered)
+    ordered = tuple(sorted(findings, key=_position))
+    return HistoryReport(format, len(messages), calls, results, findings=ordered)
+
+
+def _position(finding: HistoryFinding) -> int:
+    assert finding.message_index is not None  # every history finding is built by _finding
+    return finding.message_index
 
 
 def _finding(
-    code: str, index: int, message: Message, call_id: str | None, text: str
+    code: HistoryFindingCode, index: int, message: Message, call_id: str | None, text: str
 ) -> HistoryFinding:
-    return HistoryFinding(code, index, message.origin, call_id, text)
+    return Finding(code, text, message_index=index, record=message.origin, call_id=call_id)
 
 
 def _check_chat(messages: Sequence[Message]) -> list[HistoryFinding]:
