@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
@@ -210,3 +213,24 @@ def test_every_ledger_finding_code_is_documented() -> None:
     listed = docs[docs.index("Finding codes:") : docs.index("The JSON report has")]
     documented = set(re.findall(r"`([a-z-]+)`", listed))
     assert emitted == set(get_args(LedgerFindingCode)) == documented
+
+
+def test_a_fifo_in_place_of_a_turn_file_is_unreadable_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "Abc123-def.jsonl"
+    os.mkfifo(fifo)
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from agc.errors import StoreError\n"
+        "from agc.ledger import check_turn_file\n"
+        "try:\n    check_turn_file(Path(sys.argv[1]))\n"
+        "except StoreError as exc:\n    print(exc.code, exc.message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert done.stdout.startswith("store-unreadable ")
+    assert "not a regular file" in done.stdout

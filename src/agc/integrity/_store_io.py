@@ -6,14 +6,12 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agc._core.fs import atomic_write_bytes, exclusive_lock, open_nofollow, read_small_file
+from agc._core.fs import atomic_write_bytes, exclusive_lock, open_regular_file, read_small_file
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import ManifestInvalidError, StoreError
 from agc.integrity._chain import append_link, chain_lock_path, read_head
@@ -72,15 +70,10 @@ def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
         StoreError: it is not a regular file (a FIFO, a folder) or cannot be read.
     """
     try:
-        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+        handle = open_regular_file(path)
     except FileNotFoundError:
         return
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise StoreError(f"{path} is not a regular file")
-    with os.fdopen(fd, "rb") as handle:
+    with handle:
         try:
             for line in handle:
                 try:

@@ -32,15 +32,13 @@ Finding codes (stable; docs/ledger.md):
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
-from agc._core.fs import open_nofollow, read_small_file
+from agc._core.fs import open_regular_file, read_small_file
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, parse_sidecar
 from agc.errors import (
@@ -186,17 +184,12 @@ def read_turn_file(path: Path) -> LedgerFile:
         StoreError: the file is missing, a symlink, not a regular file, or unreadable.
     """
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        handle = open_regular_file(path)
     except UnsafePathError as exc:
         raise StoreError(f"{path} is a symlink; not followed") from exc
     except FileNotFoundError as exc:
         raise StoreError(f"{path} does not exist", hint="Name an existing turn file.") from exc
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise StoreError(f"{path} is not a regular file")
-    with os.fdopen(fd, "rb") as handle:
+    with handle:
         try:
             return _read(path, handle)
         except OSError as exc:
