@@ -36,6 +36,7 @@ __all__ = [
     "RecordInvalidError",
     "RecoveryRefusedError",
     "RepairIncompleteError",
+    "ReportInvalidError",
     "RunIdInvalidError",
     "RunLockedError",
     "RunNotFoundError",
@@ -192,6 +193,13 @@ class WriterClosedError(UsageError):
 
     code = "writer-closed"
     default_hint = "Open a new writer; a closed or failed writer accepts no more records."
+
+
+class ReportInvalidError(AgcError):
+    """A finding or report was built with an unknown code or severity (a bug, exit 4)."""
+
+    code = "report-invalid"
+    default_hint = "Report this as an agc bug; the evidence itself is untouched."
 
 
 class SidecarMismatchError(AgcError):

@@ -15,7 +15,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from agc.errors import (
     FileExistsRefusedError,
@@ -32,6 +32,7 @@ __all__ = [
     "fsync_dir",
     "is_temp_name",
     "open_nofollow",
+    "open_regular_file",
     "read_limited",
     "read_small_file",
     "remove_stale_temp_files",
@@ -58,6 +59,28 @@ def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
         ):
             raise UnsafePathError(f"{path} is a symlink; agc does not follow it") from exc
         raise
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """Open a regular file for streamed reading, without following a symlink.
+
+    Opened with ``O_NONBLOCK``, so a FIFO put in its place is refused, never waited on.
+
+    Raises:
+        UnsafePathError: ``path`` is a symlink.
+        FileNotFoundError: it does not exist.
+        StoreError: it is not a regular file (a FIFO, a folder) or cannot be opened.
+    """
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, UnsafePathError):
+        raise
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def read_small_file(path: Path, *, max_bytes: int) -> bytes:

@@ -22,6 +22,7 @@ import typer
 
 import agc
 from agc._core.fs import read_limited
+from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout, validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
@@ -200,7 +201,7 @@ def _show(
     if as_json:
         emit_json(
             {
-                "schema_version": 1,
+                "schema_version": SCHEMA_VERSION,
                 "verdict": verdict.to_dict(),
                 "statement": statement,
                 "evidence": evidence,
@@ -633,7 +634,7 @@ def check_evidence_command(
     report = check_run(
         run_id, store, trusted_keys=_trusted(trusted_key), require_signature=require_signature
     )
-    result: dict[str, Any] = {"schema_version": 1, "run": report.to_dict()}
+    result: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": report.to_dict()}
     if not report.complete:
         if as_json:
             emit_json({**result, "evidence": None, "ok": False})
@@ -690,7 +691,7 @@ def table_command(as_json: JsonOption = False) -> int:
       agc readiness table --json
     """
     if as_json:
-        emit_json({"schema_version": 1, "rows": decision_table_document()})
+        emit_json({"schema_version": SCHEMA_VERSION, "rows": decision_table_document()})
         return int(ExitCode.OK)
     for number, row in enumerate(DECISION_TABLE, start=1):
         label = f"{row.level}/{row.blocker}" if row.blocker else row.level

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from agc._core.fs import atomic_write_bytes
+from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, out_console
 from agc.cli.verify import StoreOption
@@ -198,7 +199,7 @@ def _from_snapshot(snapshot: SessionSnapshot, wanted: str | None) -> History:
     return get_spec(snapshot.format).read(snapshot.messages)
 
 
-def _where(history: History, index: int, record: int | None) -> str:
+def _where(history: History, index: int | None, record: int | None) -> str:
     """``line N`` (1-based, as editors count; the JSON's ``line``) for session files,
     else ``message N`` (0-based, as the provider's ``messages.N``)."""
     if get_spec(history.format).line_based and record is not None:
@@ -236,7 +237,7 @@ def _print_findings(history: History, report: HistoryReport) -> None:
     say(f"{len(report.findings)} problem(s), as the provider would report them:", markup=False)
     for finding in report.findings:
         where = _where(history, finding.message_index, finding.record)
-        say(_printable(f"  {where}: {finding.code}: {finding.provider_message}"), markup=False)
+        say(_printable(f"  {where}: {finding.code}: {finding.message}"), markup=False)
 
 
 def _print_warnings(warnings: tuple[str, ...]) -> None:
@@ -391,7 +392,7 @@ def resume_command(
     if as_json:
         emit_json(
             {
-                "schema_version": 1,
+                "schema_version": SCHEMA_VERSION,
                 "source": target,
                 "out": str(out) if out is not None else None,
                 "report": result.report.to_dict(),
@@ -407,7 +408,7 @@ def resume_command(
             _print_change(history, change)
     else:
         out_console.print("no change needed", markup=False)
-    _print_warnings(result.report.warnings)
+    _print_warnings(result.report.notices)
     if out is not None:
         err_console.print(f"repaired history written to {out} (valid)", markup=False)
     elif result.report.changes:

@@ -24,7 +24,7 @@ def format_report(report: RunReport) -> list[str]:
                 f"{artifact.records} records, {artifact.bytes} bytes, "
                 f"{artifact.algorithm} {artifact.digest[:16]}…"
                 if artifact.digest
-                else "legacy shared file"
+                else "no sealed file"
             )
             lines.append(f"OK   {name} {facts}")
             lines.extend(f"     {name} {note}" for note in notes)
@@ -32,7 +32,7 @@ def format_report(report: RunReport) -> list[str]:
             lines.append(f"FAIL {name} {'; '.join(notes)}")
     errors = len(report.missing)
     verdict = "complete" if report.complete else f"INCOMPLETE ({errors} finding(s))"
-    legacy = " (legacy seed-004 store)" if report.legacy else ""
+    legacy = " (legacy store format)" if report.legacy else ""
     signature = "" if report.signature == "unsigned" else f", {report.signature}"
     lines.append(f"run {report.run_id}: {verdict}{legacy}{signature}")
     return lines

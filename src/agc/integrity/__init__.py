@@ -14,11 +14,13 @@ if _TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
     from agc.integrity._export import export_session, iter_session_lines
+    from agc.integrity._legacy import read_legacy_tool_events
     from agc.integrity._manifest import ArtifactSeal, RunManifest
     from agc.integrity._store_io import read_run_manifest
     from agc.integrity._verify import (
         ArtifactReport,
         Finding,
+        RunFindingCode,
         RunReport,
         check_run,
         read_tool_events,
@@ -43,6 +45,7 @@ __all__ = [
     "FsyncPolicy",
     "JsonlFileWriter",
     "JsonlWriter",
+    "RunFindingCode",
     "RunManifest",
     "RunReport",
     "RunWriters",
@@ -52,6 +55,7 @@ __all__ = [
     "export_session",
     "iter_session_lines",
     "open_run",
+    "read_legacy_tool_events",
     "read_run_manifest",
     "read_tool_events",
     "verify_run",
@@ -60,11 +64,13 @@ __all__ = [
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
     "agc.integrity._export": ("export_session", "iter_session_lines"),
+    "agc.integrity._legacy": ("read_legacy_tool_events",),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
     "agc.integrity._store_io": ("read_run_manifest",),
     "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",
+        "RunFindingCode",
         "RunReport",
         "check_run",
         "read_tool_events",

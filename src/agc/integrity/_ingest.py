@@ -23,6 +23,7 @@ from typing import Any, BinaryIO, Final
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.jsonl import FsyncPolicy
+from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ArtifactKind
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
@@ -170,7 +171,7 @@ class IngestSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
             "kind": self.kind,
             "records": self.records,

@@ -41,6 +41,7 @@ from agc._core.fs import (
     remove_stale_temp_files,
 )
 from agc._core.jsonl import unix_ms
+from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, StoreError
@@ -117,7 +118,7 @@ class RecoveryReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
             "changed": self.changed,
             "chain": self.chain,
@@ -269,7 +270,7 @@ class StoreRecovery:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "store": self.store,
             "changed": self.changed,
             "linked": self.linked,

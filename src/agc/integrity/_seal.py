@@ -11,6 +11,7 @@ from typing import Any
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm, digest_fd, digests_equal
 from agc._core.fs import atomic_write_bytes, open_nofollow, read_small_file
+from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
 from agc.errors import (
     InputError,
@@ -45,7 +46,7 @@ class SealResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "path": str(self.path),
             "sidecar": str(self.sidecar),
             "algorithm": self.algorithm,

@@ -5,13 +5,14 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
+from agc._core.fs import atomic_write_bytes, exclusive_lock, open_regular_file, read_small_file
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import ManifestInvalidError, StoreError
 from agc.integrity._chain import chain_lock_path, heal_chain, link_closed_manifest
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "archived_manifest_path",
+    "iter_json_objects",
     "read_manifest",
     "read_run_manifest",
     "record_reopen",
@@ -68,6 +70,34 @@ def read_run_manifest(
     Raises: as :func:`read_manifest`, and ``RunIdInvalidError`` for a bad run id.
     """
     return read_manifest(StoreLayout.at(store), validate_run_id(run_id))
+
+
+def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield each line of a JSONL file that is a JSON object; nothing if it is absent.
+
+    The file is opened without following symlinks and without blocking (a FIFO in its
+    place is refused, never waited on). Lines that are not JSON objects are skipped: the
+    verifier, not this reader, reports damage.
+
+    Raises:
+        UnsafePathError: the file is a symlink.
+        StoreError: it is not a regular file (a FIFO, a folder) or cannot be read.
+    """
+    try:
+        handle = open_regular_file(path)
+    except FileNotFoundError:
+        return
+    with handle:
+        try:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(record, dict):
+                    yield record
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
 
 
 def sign_manifest(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:

@@ -41,6 +41,7 @@ from agc._core.digest import (
 )
 from agc._core.fs import open_nofollow, read_small_file
 from agc._core.jsonl import FileSeal, JsonlFileWriter, unix_ms
+from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import parse_sidecar
 from agc.errors import AgcError, SidecarMismatchError, StoreError
 from agc.ledger._classify import Attempt, db_summary, derive_turn_end
@@ -201,7 +202,7 @@ class TurnOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "clientTurnId": self.client_turn_id,
             "turnLog": self.turn_log,
             "attempt": self.attempt,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from agc._core.digest import new_hasher
+from agc._core.report import Report
 from agc.errors import RepairIncompleteError, UsageError
 from agc.resume._formats.detect import dump_history, get_spec, load_history
 from agc.resume._formats.model import (
@@ -44,7 +45,14 @@ from agc.resume._formats.model import (
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
-from agc.resume._validate import HistoryReport, check_loaded, torn_tail_finding
+from agc.resume._validate import (
+    FINDING_CODES,
+    HistoryFinding,
+    HistoryFindingCode,
+    HistoryReport,
+    check_loaded,
+    torn_tail_finding,
+)
 
 __all__ = [
     "ACTIONS",
@@ -142,8 +150,12 @@ class Change:
 
 
 @dataclass(frozen=True)
-class RepairReport:
+class RepairReport(Report[HistoryFindingCode]):
     """What was wrong and what changed.
+
+    Its findings are those of the repaired history (``after``), so its verdict
+    :attr:`valid` says whether the provider accepts the output; ``before`` holds what was
+    wrong with the input and :attr:`changed` whether anything was changed.
 
     Attributes:
         format: the history's format.
@@ -156,9 +168,11 @@ class RepairReport:
         changes: every change, in history order.
         was_interrupted: the snapshot said a call was in flight, or the history holds a
             call without a result (a crash can come before ``inFlight`` is saved).
-        warnings: what the repair noticed but could not act on, one sentence each (a
+        notices: what the repair noticed but could not act on, one sentence each (a
             ``pendingToolCallId`` that matches no call of the history).
     """
+
+    CODES = frozenset(FINDING_CODES)
 
     format: FormatName
     strategy: Strategy
@@ -167,19 +181,29 @@ class RepairReport:
     after: HistoryReport
     changes: tuple[Change, ...]
     was_interrupted: bool
-    warnings: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+
+    @property
+    def findings(self) -> tuple[HistoryFinding, ...]:
+        """The rules the repaired history still breaks (none in a returned report)."""
+        return self.after.findings
+
+    @property
+    def valid(self) -> bool:
+        """True when the repaired history breaks no rule."""
+        return not self.errors
 
     @property
     def changed(self) -> bool:
+        """True when the repair changed anything."""
         return bool(self.changes)
 
     def ids(self, action: str) -> list[str]:
         """Call ids of the changes with ``action``, in order."""
         return [c.call_id for c in self.changes if c.action == action and c.call_id is not None]
 
-    def to_dict(self) -> dict[str, Any]:
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "format": self.format,
             "strategy": self.strategy,
             "tool_call_state": (
@@ -192,7 +216,7 @@ class RepairReport:
             "changes": [
                 _with_line(change.to_dict(), change.record, self.format) for change in self.changes
             ],
-            "warnings": list(self.warnings),
+            "warnings": list(self.notices),
         }
 
 
@@ -342,7 +366,12 @@ def _without_torn_line(history: History) -> History:
 
 def _torn_change(history: History, run_id: str | None) -> Change | None:
     finding = torn_tail_finding(history)
-    if finding is None or history.lines is None or history.torn is None:
+    if (
+        finding is None
+        or finding.message_index is None
+        or history.lines is None
+        or history.torn is None
+    ):
         return None
     held = describe_torn(history.lines[history.torn])
     key = idempotency_key(held.call_id, run_id=run_id) if held.call_id else None

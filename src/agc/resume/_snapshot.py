@@ -39,6 +39,7 @@ from agc._core.digest import (
 )
 from agc._core.fs import atomic_write_bytes, read_small_file
 from agc._core.redact import RedactionStats, redact_value
+from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
 from agc._core.store import resolve_store, validate_run_id
 from agc.errors import (
@@ -229,7 +230,7 @@ class SnapshotSaveResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "path": str(self.path),
             "sidecar": str(self.sidecar),
             "algorithm": self.algorithm,

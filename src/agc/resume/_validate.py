@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias, get_args
 
+from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
 from agc.resume._formats.model import FormatName, History, Message
@@ -41,6 +42,7 @@ from agc.resume._gc import collector_paused
 __all__ = [
     "FINDING_CODES",
     "HistoryFinding",
+    "HistoryFindingCode",
     "HistoryReport",
     "check_history",
     "check_loaded",
@@ -49,7 +51,7 @@ __all__ = [
     "verify_history",
 ]
 
-FINDING_CODES: Final[tuple[str, ...]] = (
+HistoryFindingCode = Literal[
     "tool-call-unanswered",
     "orphan-tool-result",
     "duplicate-tool-result",
@@ -58,43 +60,25 @@ FINDING_CODES: Final[tuple[str, ...]] = (
     "text-after-tool-use",
     "reasoning-without-following",
     "torn-tail",
-)
+]
+"""The codes of a history report (documented in ``docs/resume.md``)."""
+
+FINDING_CODES: Final[tuple[HistoryFindingCode, ...]] = get_args(HistoryFindingCode)
 
 _ASSISTANT_OUTPUT: Final = frozenset({"call", "text", "other"})
 
 
-@dataclass(frozen=True)
-class HistoryFinding:
-    """One broken rule.
+HistoryFinding: TypeAlias = Finding[HistoryFindingCode]
+"""One broken rule: a :class:`~agc._core.report.Finding` whose ``message`` is the rule
+in the provider's words, with ``message_index`` (index in the history's neutral view;
+for JSON arrays the provider's ``messages.N``), ``record`` (index of the native record:
+for session files, the 0-based line) and ``call_id`` (the call or result concerned)."""
 
-    Attributes:
-        code: one of :data:`FINDING_CODES`.
-        message_index: index in the history's neutral view (for JSON arrays, the index
-            of the message or item, as in the provider's ``messages.N``).
-        record: index of the native record, 0-based (for session files the line number
-            minus one; ``to_dict`` of the report adds ``line``, 1-based).
-        call_id: the call or result id concerned, if any.
-        provider_message: the rule in the provider's words.
-    """
-
-    code: str
-    message_index: int
-    record: int | None
-    call_id: str | None
-    provider_message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message_index": self.message_index,
-            "record": self.record,
-            "call_id": self.call_id,
-            "provider_message": self.provider_message,
-        }
+_FINDING_KEYS: Final = ("code", "message_index", "record", "call_id")
 
 
 @dataclass(frozen=True)
-class HistoryReport:
+class HistoryReport(Report[HistoryFindingCode]):
     """Result of :func:`check_history`.
 
     Attributes:
@@ -105,6 +89,8 @@ class HistoryReport:
         findings: every broken rule, in history order.
     """
 
+    CODES = frozenset(FINDING_CODES)
+
     format: FormatName
     messages: int
     calls: int
@@ -114,11 +100,10 @@ class HistoryReport:
     @property
     def valid(self) -> bool:
         """True when no rule is broken (the provider would accept the history)."""
-        return not self.findings
+        return not self.errors
 
-    def to_dict(self) -> dict[str, Any]:
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "format": self.format,
             "valid": self.valid,
             "messages": self.messages,
@@ -130,7 +115,7 @@ class HistoryReport:
     def _finding_dict(self, finding: HistoryFinding) -> dict[str, Any]:
         """The finding as JSON; for session files with ``line`` (1-based, as the text
         output says ``line N``) beside ``record`` (0-based)."""
-        entry = finding.to_dict()
+        entry = {**finding.to_dict(_FINDING_KEYS), "provider_message": finding.message}
         if get_spec(self.format).line_based:
             entry["line"] = finding.record + 1 if finding.record is not None else None
         return entry
@@ -186,14 +171,14 @@ def torn_tail_finding(history: History) -> HistoryFinding | None:
     if history.torn is None or history.lines is None:
         return None
     held = describe_torn(history.lines[history.torn])
-    return HistoryFinding(
+    return Finding(
         "torn-tail",
-        len(history.messages),
-        history.torn,
-        held.call_id or held.result_id,
         f"the last line (line {history.torn + 1}) was cut off by a crash: no final line "
         f"break and not JSON. It held {held.describe()}, which is lost; the client never "
         "saw it saved.",
+        message_index=len(history.messages),
+        record=history.torn,
+        call_id=held.call_id or held.result_id,
     )
 
 
@@ -207,14 +192,19 @@ def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryRe
     }[family](messages)
     calls = sum(len(message.calls()) for message in messages)
     results = sum(len(message.results()) for message in messages)
-    ordered = tuple(sorted(findings, key=lambda finding: finding.message_index))
-    return HistoryReport(format, len(messages), calls, results, ordered)
+    ordered = tuple(sorted(findings, key=_position))
+    return HistoryReport(format, len(messages), calls, results, findings=ordered)
+
+
+def _position(finding: HistoryFinding) -> int:
+    assert finding.message_index is not None  # every history finding is built by _finding
+    return finding.message_index
 
 
 def _finding(
-    code: str, index: int, message: Message, call_id: str | None, text: str
+    code: HistoryFindingCode, index: int, message: Message, call_id: str | None, text: str
 ) -> HistoryFinding:
-    return HistoryFinding(code, index, message.origin, call_id, text)
+    return Finding(code, text, message_index=index, record=message.origin, call_id=call_id)
 
 
 def _check_chat(messages: Sequence[Message]) -> list[HistoryFinding]:

@@ -70,8 +70,8 @@ def test_torn_call_line_is_a_finding_naming_the_lost_call() -> None:
     assert not report.valid
     (finding,) = report.findings
     assert (finding.code, finding.record, finding.call_id) == ("torn-tail", 2, "call_9")
-    assert "line 3" in finding.provider_message
-    assert "function_call (call call_9)" in finding.provider_message
+    assert "line 3" in finding.message
+    assert "function_call (call call_9)" in finding.message
 
 
 @pytest.mark.parametrize("strategy", ["strip", "synthesize"])

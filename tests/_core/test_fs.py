@@ -1,0 +1,54 @@
+"""Tests for agc._core.fs.open_regular_file: no symlink followed, no FIFO waited on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agc._core.fs import open_regular_file
+from agc.errors import StoreError, UnsafePathError
+
+
+def test_a_regular_file_is_streamed(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"a\nb\n")
+    with open_regular_file(path) as handle:
+        assert list(handle) == [b"a\n", b"b\n"]
+
+
+def test_a_symlink_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "real").write_bytes(b"x\n")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(UnsafePathError):
+        open_regular_file(tmp_path / "link")
+
+
+def test_absent_and_folder(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        open_regular_file(tmp_path / "absent")
+    with pytest.raises(StoreError, match="not a regular file"):
+        open_regular_file(tmp_path)
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    # In a subprocess with a timeout: the failure this guards against is a hang.
+    script = (
+        "import sys; from pathlib import Path; from agc._core.fs import open_regular_file\n"
+        "from agc.errors import StoreError\n"
+        "try:\n    open_regular_file(Path(sys.argv[1]))\n"
+        "except StoreError as exc:\n    print(exc.message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert "not a regular file" in done.stdout
