@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
+from agc._core.json import loads_lines
 
 __all__ = [
     "CHECKPOINT_SUFFIX",
@@ -74,31 +75,24 @@ def format_checkpoint(checkpoint: Checkpoint) -> bytes:
 def parse_checkpoints(data: bytes) -> tuple[list[Checkpoint], int]:
     """Parse a checkpoint file. Returns ``(checkpoints, unusable lines)``.
 
-    A torn last line (crash while writing a checkpoint) or a damaged line is counted
-    as unusable and skipped; it never makes an earlier checkpoint invalid.
+    A torn last line (crash while writing a checkpoint) or a damaged line (not strict
+    JSON, see :mod:`agc._core.json`, or a field of the wrong type) is counted as
+    unusable and skipped; it never makes an earlier checkpoint invalid.
     """
-    checkpoints: list[Checkpoint] = []
-    unusable = 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        try:
-            raw = json.loads(line)
-            algorithm = raw["algorithm"]
-            if algorithm not in ALGORITHMS:
-                raise ValueError(algorithm)
-            checkpoint = Checkpoint(
-                records=_count(raw["records"]),
-                bytes=_count(raw["bytes"]),
-                algorithm=algorithm,
-                digest=str(raw["digest"]),
-                ts=_count(raw["ts"]),
-            )
-        except (ValueError, KeyError, TypeError):
-            unusable += 1
-            continue
-        checkpoints.append(checkpoint)
-    return checkpoints, unusable
+    return loads_lines(data, _checkpoint)
+
+
+def _checkpoint(raw: Any) -> Checkpoint:
+    algorithm = raw["algorithm"]
+    if algorithm not in ALGORITHMS:
+        raise ValueError(algorithm)
+    return Checkpoint(
+        records=_count(raw["records"]),
+        bytes=_count(raw["bytes"]),
+        algorithm=algorithm,
+        digest=str(raw["digest"]),
+        ts=_count(raw["ts"]),
+    )
 
 
 def _count(value: object) -> int:

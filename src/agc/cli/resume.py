@@ -13,11 +13,12 @@ from typing import Annotated, Any, Final
 
 import typer
 
+from agc._core import json as strict_json
 from agc._core.fs import atomic_write_bytes
 from agc._core.store import validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, out_console
 from agc.cli.verify import StoreOption
-from agc.errors import HistoryFormatError, InputError, UsageError
+from agc.errors import HistoryFormatError, InputError, JsonInvalidError, UsageError
 from agc.exitcodes import ExitCode
 from agc.resume._formats import get_spec, load_history
 from agc.resume._formats.model import FormatName, History
@@ -118,8 +119,8 @@ def _is_snapshot(path: Path, data: bytes) -> bool:
     if not data.lstrip().startswith(b"{"):
         return False
     try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
+        document = strict_json.loads(data, allow_lone_surrogates=True)
+    except JsonInvalidError:
         return False
     return isinstance(document, dict) and "toolCallState" in document and "messages" in document
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from agc._core.fs import atomic_write_bytes, open_nofollow, read_small_file
+from agc._core.json import JsonInvalidError, loads, loads_lines
 from agc._core.store import StoreLayout, validate_run_id
 from agc.errors import RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity._manifest import RunManifest
@@ -104,51 +105,43 @@ def read_head(layout: StoreLayout) -> ChainHead | None:
     except (UnsafePathError, StoreError):
         return None  # a symlink, folder or FIFO in its place, or far too large
     try:
-        raw = json.loads(data)
+        raw = loads(data)  # strict: a head with a duplicate member is damaged
         position, digest = raw["position"], raw["digest"]
         if not isinstance(position, int) or not isinstance(digest, str | None):
             return None
         return ChainHead(position=position, digest=digest, run_id=raw.get("run_id"))
-    except (ValueError, KeyError, TypeError):
+    except (JsonInvalidError, KeyError, TypeError):
         return None
 
 
 def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
-    """All links in ``audit/chain.jsonl`` and the number of unusable lines."""
+    """All links in ``audit/chain.jsonl`` and the number of unusable lines (not strict
+    JSON, e.g. a duplicate member, or a field of the wrong type)."""
     try:
         data = read_small_file(chain_log_path(layout), max_bytes=1 << 34)
     except FileNotFoundError:
         return [], 0
-    entries: list[ChainEntry] = []
-    unusable = 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        try:
-            raw = json.loads(line)
-            position, run_id, digest, prev = (
-                raw["position"],
-                raw["run_id"],
-                raw["manifest_digest"],
-                raw["prev"],
-            )
-        except (ValueError, KeyError, TypeError):
-            unusable += 1
-            continue
-        if (
-            isinstance(position, int)
-            and not isinstance(position, bool)
-            and isinstance(run_id, str)
-            and _is_run_id(run_id)
-            and isinstance(digest, str)
-            and (prev is None or isinstance(prev, str))
-        ):
-            entries.append(
-                ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
-            )
-        else:
-            unusable += 1  # a field of the wrong type: never coerced
-    return entries, unusable
+    return loads_lines(data, _entry)
+
+
+def _entry(raw: Any) -> ChainEntry:
+    """One chain line as a link; a field of the wrong type is refused, never coerced."""
+    position, run_id, digest, prev = (
+        raw["position"],
+        raw["run_id"],
+        raw["manifest_digest"],
+        raw["prev"],
+    )
+    if not (
+        isinstance(position, int)
+        and not isinstance(position, bool)
+        and isinstance(run_id, str)
+        and _is_run_id(run_id)
+        and isinstance(digest, str)
+        and (prev is None or isinstance(prev, str))
+    ):
+        raise TypeError("a chain link field has the wrong type")
+    return ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
 
 
 def _is_run_id(run_id: str) -> bool:

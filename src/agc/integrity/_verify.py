@@ -45,7 +45,6 @@ prefix that does not match its checkpoint is ``modified``, one shorter than a ch
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import stat
@@ -54,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from agc._core import json as strict_json
 from agc._core.checkpoint import (
     CHECKPOINT_SUFFIX,
     Checkpoint,
@@ -72,6 +72,7 @@ from agc._core.fs import open_nofollow, read_small_file
 from agc._core.sidecar import Sidecar, parse_sidecar
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import (
+    JsonInvalidError,
     ManifestInvalidError,
     SidecarInvalidError,
     StoreError,
@@ -971,8 +972,8 @@ def read_tool_events(
         with os.fdopen(fd, "rb") as handle:
             for line in handle:
                 try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                    record = strict_json.loads(line)
+                except JsonInvalidError:
                     continue
                 if not isinstance(record, dict):
                     continue

@@ -31,7 +31,6 @@ Finding codes (stable; docs/ledger.md):
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
@@ -39,10 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
 from agc._core.fs import open_nofollow, read_small_file
 from agc._core.sidecar import Sidecar, parse_sidecar
 from agc.errors import (
+    JsonInvalidError,
     LedgerInvalidError,
     SidecarInvalidError,
     StoreError,
@@ -231,8 +232,8 @@ def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
 
 def _parse(raw: bytes) -> Mapping[str, Any] | None:
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
+        value = strict_json.loads(raw)
+    except JsonInvalidError:  # not JSON, a duplicate key, NaN, too deep, lone surrogate
         return None
     return value if isinstance(value, dict) else None
 

@@ -23,7 +23,6 @@ Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agc._core import json as strict_json
 from agc._core.digest import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
@@ -42,7 +42,7 @@ from agc._core.digest import (
 from agc._core.fs import open_nofollow, read_small_file
 from agc._core.jsonl import FileSeal, JsonlFileWriter, unix_ms
 from agc._core.sidecar import parse_sidecar
-from agc.errors import AgcError, SidecarMismatchError, StoreError
+from agc.errors import AgcError, JsonInvalidError, SidecarMismatchError, StoreError
 from agc.ledger._classify import Attempt, db_summary, derive_turn_end
 from agc.ledger._contract import (
     MAX_ITEMS,
@@ -451,8 +451,8 @@ def _message(exc: BaseException) -> str:
 
 def _record_type(line: bytes) -> object:
     try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):
+        record = strict_json.loads(line)
+    except JsonInvalidError:
         return None
     return record.get("recordType") if isinstance(record, dict) else None
 

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import zstandard
 
+from agc._core import json as strict_json
 from agc._core.digest import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
@@ -43,6 +44,7 @@ from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
 from agc._core.store import resolve_store, validate_run_id
 from agc.errors import (
     HistoryFormatError,
+    JsonInvalidError,
     RunIdInvalidError,
     SidecarInvalidError,
     SnapshotInvalidError,
@@ -309,14 +311,11 @@ def decode_snapshot(data: bytes, *, source: str) -> SessionSnapshot:
         if len(data) > MAX_SNAPSHOT_BYTES:
             raise SnapshotInvalidError(f"{source} expands to more than {MAX_SNAPSHOT_BYTES} bytes")
     try:
-        document = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise SnapshotInvalidError(f"{source} is not valid JSON: {exc}") from exc
+        # A lone surrogate from the history is kept escaped by encode_snapshot().
+        document = strict_json.loads(data, allow_lone_surrogates=True)
+    except JsonInvalidError as exc:
+        raise SnapshotInvalidError(f"{source} is not valid JSON: {exc.message}") from exc
     return SessionSnapshot.from_dict(document, source=source)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def snapshot_path(
