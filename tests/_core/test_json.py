@@ -77,6 +77,67 @@ def test_what_dumps_writes_loads_reads_back_equal(value: Any) -> None:
     ).encode("utf-8")
 
 
+# -- the orjson fast path for large documents gives the same verdict ---------------------
+
+
+def _variants(value: Any) -> list[bytes]:
+    """The document and forms that the fast path must hand to the standard library."""
+    text = json.dumps({"v": value, "w": value}, ensure_ascii=False)
+    return [
+        text.encode(),
+        text.replace('"w":', '"v":', 1).encode(),  # a duplicate member
+        text.replace('"w":', '"\\u0076":', 1).encode(),  # a duplicate spelled with \\u
+        text.replace('"w":', '"\\u003a":', 1).encode(),  # a colon spelled \\u003a
+        text.replace('"w":', '"w":18446744073709551616,"x":', 1).encode(),  # 2**64
+        text.replace('"w":', '"w":"\\ud800","x":', 1).encode(),  # a lone surrogate
+        text.replace('"w":', '"w":' + "[" * 300 + "]" * 300 + ',"x":', 1).encode(),
+    ]
+
+
+def _verdict(read: Any, data: bytes) -> tuple[str, Any]:
+    try:
+        return ("value", read(data))
+    except JsonInvalidError as exc:
+        return ("refused", exc.problem)
+
+
+@settings(max_examples=200)
+@given(JSON_VALUES)
+def test_the_fast_path_agrees_with_the_standard_library(value: Any) -> None:
+    for data in _variants(value):
+        fast = strict_json._loads_orjson(data)
+        slow = _verdict(loads, data)  # small: the standard library's path
+        if fast is not strict_json._NOT_TAKEN:
+            assert slow == ("value", fast)
+            assert json.dumps(fast) == json.dumps(slow[1])  # same types (int, not float)
+
+
+@pytest.mark.parametrize(
+    ("tail", "problem"),
+    [
+        (b',"a":1', "duplicate"),
+        (b',"b":18446744073709551616', None),
+        (b',"b":"\\ud800"', "surrogate"),
+        (b',"b":NaN', "constant"),
+        (b',"b":' + b"[" * 600 + b"]" * 600, "depth"),
+        (b',"b":' + b"[" * 300 + b"]" * 300, None),
+    ],
+)
+def test_a_large_document_gets_the_same_verdict_as_a_small_one(
+    tail: bytes, problem: str | None
+) -> None:
+    padding = json.dumps("x" * (strict_json._FAST_PATH_BYTES + 10)).encode()
+    for data in (b'{"a":' + padding + tail + b"}", b'{"a":"x"' + tail + b"}"):
+        verdict = _verdict(loads, data)
+        if problem is None:
+            assert verdict[0] == "value"
+        else:
+            assert verdict == ("refused", problem)
+    assert loads(b'{"a":' + padding + b',"b":18446744073709551616}')["b"] == 2**64
+    # ... and a plain large document is read by orjson.
+    assert strict_json._loads_orjson(b'{"a":' + padding + b"}") == {"a": json.loads(padding)}
+
+
 # -- duplicate members: refused at any depth -----------------------------------------
 
 

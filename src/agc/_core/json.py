@@ -146,11 +146,17 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
         text = data
     elif not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"JSON text must be bytes or str, not {type(data).__name__}")
-    elif bytes(data[:3]) == b"\xef\xbb\xbf":
-        raise JsonInvalidError("starts with a UTF-8 byte order mark", problem="bom")
     else:
+        data = bytes(data)
+        if data.startswith(b"\xef\xbb\xbf"):
+            raise JsonInvalidError("starts with a UTF-8 byte order mark", problem="bom")
+    if not isinstance(data, str):
+        if len(data) >= _FAST_PATH_BYTES:
+            value = _loads_orjson(data)
+            if value is not _NOT_TAKEN:
+                return value
         try:
-            text = bytes(data).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonInvalidError(
                 f"not UTF-8 ({exc.reason} at byte {exc.start})", problem="not-utf8"
@@ -165,7 +171,7 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
         raise JsonInvalidError(str(exc), problem="syntax") from exc
     # Cheap bounds first: most documents have fewer brackets than MAX_DEPTH, and in
     # UTF-8 bytes a lone surrogate can only come from a \u escape.
-    if text.count("[") + text.count("{") > MAX_DEPTH and exceeds_depth(value):
+    if text.count("[") + text.count("{") > MAX_DEPTH and _nests_deeper(value, MAX_DEPTH):
         raise _too_deep()
     if (
         not allow_lone_surrogates
@@ -177,6 +183,58 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
             problem="surrogate",
         )
     return value
+
+
+# Documents this large are read by orjson when that gives the same value (below);
+# smaller ones never load orjson (agc-verify reads a 2 KB manifest and starts faster).
+_FAST_PATH_BYTES: Final = 64 * 1024
+_NOT_TAKEN: Final = object()
+# Every digit becomes "0": a run of 19 zeros then marks a run of 19 digits, found at
+# C speed (a regular expression took longer than orjson's whole parse).
+_DIGITS_TO_ZERO: Final = bytes.maketrans(b"0123456789", b"0" * 10)
+_NINETEEN_DIGITS: Final = b"0" * 19
+
+
+def _loads_orjson(data: bytes) -> Any:
+    """orjson's value when it is provably the rule's value, else ``_NOT_TAKEN``.
+
+    orjson refuses NaN/Infinity, numbers beyond a double, lone surrogates, a byte order
+    mark, invalid UTF-8 and nesting deeper than 1024, as the rule does. Where it may
+    differ, the standard library decides: a run of 19+ digits (orjson reads an integer
+    beyond 64 bits as a float), a ``\\u003a`` escape (see below), anything orjson refuses
+    (for the exact error, or a lone surrogate the caller allows), nesting deeper than
+    254 (orjson cannot write the value back) and a duplicate member. orjson keeps the
+    last of two duplicates silently; they are found by counting: in JSON a colon is
+    either a member separator or inside a string, and orjson writes the value back with
+    one separator per member kept and every colon of every string as a raw ``:``. So
+    when the input spells no colon as ``\\u003a``, the input has as many colons as the
+    value written back exactly when no member was dropped.
+    """
+    import orjson  # noqa: PLC0415 - only for large documents (see _FAST_PATH_BYTES)
+
+    if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
+        _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)
+    ):
+        return _NOT_TAKEN
+    try:
+        value = orjson.loads(data)
+        written: bytes = orjson.dumps(value)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return _NOT_TAKEN
+    return value if written.count(b":") == data.count(b":") else _NOT_TAKEN
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """:func:`exceeds_depth` for parsed JSON (only ``dict`` and ``list``), level by level."""
+    level = [value]
+    for _ in range(limit + 1):
+        dicts = [item for item in level if type(item) is dict]
+        lists = [item for item in level if type(item) is list]
+        if not dicts and not lists:
+            return False
+        level = [child for item in dicts for child in item.values()]
+        level += [child for item in lists for child in item]
+    return True
 
 
 def _too_deep() -> JsonInvalidError:
