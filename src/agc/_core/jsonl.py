@@ -51,14 +51,13 @@ from agc._core.checkpoint import (
 )
 from agc._core.digest import (
     DEFAULT_ALGORITHM,
-    SIDECAR_SUFFIXES,
     Algorithm,
     Hasher,
     check_algorithm,
     new_hasher,
 )
 from agc._core.fs import atomic_write_bytes, open_nofollow
-from agc._core.sidecar import format_sidecar, sidecar_name
+from agc._core.sidecar import format_sidecar, sidecar_path, sidecar_paths
 from agc.errors import (
     ArtifactSealedError,
     RecordInvalidError,
@@ -315,7 +314,7 @@ class JsonlFileWriter(SealsOnExit):
                 self._fsync()
             seal = FileSeal(
                 path=self.path,
-                sidecar=self.path.with_name(sidecar_name(self.path.name, self.algorithm)),
+                sidecar=sidecar_path(self.path, self.algorithm),
                 algorithm=self.algorithm,
                 digest=self._hasher.hexdigest(),
                 bytes=self.bytes_written,
@@ -384,8 +383,7 @@ class JsonlFileWriter(SealsOnExit):
         )
 
     def _refuse_if_sealed(self) -> None:
-        for suffix in SIDECAR_SUFFIXES.values():
-            sidecar = self.path.with_name(self.path.name + suffix)
+        for sidecar in sidecar_paths(self.path).values():
             if os.path.lexists(sidecar):
                 raise ArtifactSealedError(
                     f"{self.path} is sealed ({sidecar.name} exists); it is never appended to"

@@ -38,9 +38,15 @@ from agc._core.fs import (
     read_small_file,
 )
 from agc._core.jsonl import unix_ms
-from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
-from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, StoreError
+from agc.errors import (
+    RecoveryRefusedError,
+    RunLockedError,
+    RunNotFoundError,
+    SidecarInvalidError,
+    StoreError,
+)
 from agc.integrity._chain import (
     append_link,
     chain_lock_path,
@@ -326,11 +332,17 @@ def _count_records(fd: int, length: int) -> int:
 
 
 def _write_sidecar(path: Path, seal: ArtifactSeal, *, replace_existing: bool) -> None:
-    sidecar = path.with_name(sidecar_name(path.name, seal.algorithm))
-    if os.path.lexists(sidecar) and not replace_existing:
+    sidecar = sidecar_path(path, seal.algorithm)
+    if not replace_existing:
         # A crash between writing the sidecar and the manifest: keep it only if it agrees.
-        parsed = parse_sidecar(read_small_file(sidecar, max_bytes=4096), algorithm=seal.algorithm)
-        if not digests_equal(parsed.digest, seal.digest):
-            raise RecoveryRefusedError(f"{sidecar} exists and does not match {path.name}")
-        return
+        try:
+            parsed = read_sidecar(path, seal.algorithm)
+        except SidecarInvalidError as exc:
+            raise RecoveryRefusedError(
+                f"{sidecar} exists and is not a valid sidecar ({exc.message})"
+            ) from exc
+        if parsed is not None:
+            if not digests_equal(parsed.digest, seal.digest):
+                raise RecoveryRefusedError(f"{sidecar} exists and does not match {path.name}")
+            return
     atomic_write_bytes(sidecar, format_sidecar(seal.digest, seal.file), overwrite=replace_existing)

@@ -34,15 +34,20 @@ from agc._core import json as strict_json
 from agc._core.digest import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
-    SIDECAR_SUFFIXES,
     Algorithm,
     digests_equal,
     new_hasher,
 )
-from agc._core.fs import open_nofollow, read_small_file
+from agc._core.fs import open_nofollow
 from agc._core.jsonl import FileSeal, JsonlFileWriter, unix_ms
-from agc._core.sidecar import parse_sidecar
-from agc.errors import AgcError, JsonInvalidError, SidecarMismatchError, StoreError
+from agc._core.sidecar import read_sidecar, sidecar_path
+from agc.errors import (
+    AgcError,
+    JsonInvalidError,
+    SidecarInvalidError,
+    SidecarMismatchError,
+    StoreError,
+)
 from agc.ledger._classify import Attempt, db_summary, derive_turn_end
 from agc.ledger._contract import (
     MAX_ITEMS,
@@ -88,7 +93,7 @@ class TurnLedgerFile(JsonlFileWriter):
     _replace_sidecar: ClassVar[bool] = True
 
     def __init__(self, path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> None:
-        sidecars = [a for a in ALGORITHMS if os.path.lexists(_sidecar(path, a))]
+        sidecars = [a for a in ALGORITHMS if os.path.lexists(sidecar_path(path, a))]
         if len(sidecars) > 1:
             raise SidecarMismatchError(f"{path} has two sidecars; not appended to")
         chosen = sidecars[0] if sidecars else algorithm
@@ -105,17 +110,15 @@ class TurnLedgerFile(JsonlFileWriter):
         """A sealed turn file is continued after its prefix is verified (not refused)."""
 
     def _verify_sealed_prefix(self, algorithm: Algorithm) -> None:
-        sidecar_path = _sidecar(self.path, algorithm)
+        where = sidecar_path(self.path, algorithm)
         try:
-            sidecar = parse_sidecar(
-                read_small_file(sidecar_path, max_bytes=4096), algorithm=algorithm
-            )
-        except AgcError as exc:
+            sidecar = read_sidecar(self.path, algorithm)
+        except SidecarInvalidError as exc:
             raise SidecarMismatchError(
-                f"{sidecar_path} is not a valid sidecar ({exc.message}); not appended to"
+                f"{where} is not a valid sidecar ({exc.message}); not appended to"
             ) from exc
-        except OSError as exc:
-            raise StoreError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
+        if sidecar is None:
+            raise SidecarMismatchError(f"{where} disappeared while opening; not appended to")
         if sidecar.file_name not in {None, self.path.name} or not (
             digests_equal(sidecar.digest, self.current_digest())
             or self._sealed_then_new_attempt(sidecar.digest, algorithm)
@@ -162,10 +165,6 @@ class TurnLedgerFile(JsonlFileWriter):
             )
         )
         return self.finish()
-
-
-def _sidecar(path: Path, algorithm: Algorithm) -> Path:
-    return path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
 
 
 @dataclass(frozen=True)
