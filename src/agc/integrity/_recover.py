@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from agc._core.checkpoint import (
-    CHECKPOINT_SUFFIX,
     check_prefix,
-    parse_checkpoints,
+    read_checkpoints,
     remove_checkpoints,
 )
 from agc._core.digest import (
@@ -35,7 +34,6 @@ from agc._core.fs import (
     exclusive_lock,
     fsync_dir,
     open_nofollow,
-    read_small_file,
 )
 from agc._core.jsonl import unix_ms
 from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
@@ -273,11 +271,7 @@ def _verified_prefix(fd: int, path: Path, size: int, reopened: ArtifactSeal | No
         if got != reopened.bytes or not digests_equal(reopened.digest, digest):
             raise RecoveryRefusedError(f"{path} no longer matches its earlier seal")
         return reopened.bytes
-    try:
-        data = read_small_file(path.with_name(path.name + CHECKPOINT_SUFFIX), max_bytes=1 << 30)
-    except FileNotFoundError:
-        return 0
-    prefix = check_prefix(fd, parse_checkpoints(data)[0], size=size)
+    prefix = check_prefix(fd, read_checkpoints(path)[0], size=size)
     if prefix.mismatch is not None:
         raise RecoveryRefusedError(
             f"{path} does not match its checkpoint at {prefix.mismatch.bytes} bytes"

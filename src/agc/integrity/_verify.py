@@ -54,11 +54,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agc._core import json as strict_json
 from agc._core.checkpoint import (
-    CHECKPOINT_SUFFIX,
     Checkpoint,
     PrefixCheck,
     check_prefix,
-    parse_checkpoints,
+    read_checkpoints,
 )
 from agc._core.digest import (
     ALGORITHMS,
@@ -66,7 +65,7 @@ from agc._core.digest import (
     digest_fd,
     digests_equal,
 )
-from agc._core.fs import open_nofollow, read_small_file
+from agc._core.fs import open_nofollow
 from agc._core.sidecar import Sidecar, read_sidecars, sidecar_name
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import (
@@ -315,12 +314,9 @@ def observe_artifact(
 
 def _read_checkpoints(path: Path) -> list[Checkpoint]:
     try:
-        data = read_small_file(path.with_name(path.name + CHECKPOINT_SUFFIX), max_bytes=1 << 30)
-    except (FileNotFoundError, UnsafePathError):
-        return []
-    except OSError as exc:
-        raise StoreError(f"cannot read the checkpoints of {path}: {exc}") from exc
-    return parse_checkpoints(data)[0]
+        return read_checkpoints(path)[0]
+    except UnsafePathError:
+        return []  # not a checkpoint file: nothing of the file counts as verified
 
 
 def _first_changed_segment(fd: int, seal: ArtifactSeal, size: int) -> Mapping[str, Any] | None:
