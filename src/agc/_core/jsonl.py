@@ -1,8 +1,5 @@
 """Append-only JSONL writers that hash as they write and seal on close.
 
-Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
-``{...entry, ts}`` lines and re-read the whole file at close to write a checksum. Here:
-
 * one JSON object per line, UTF-8, ``\\n``-terminated; U+2028/U+2029 are written raw and
   round-trip because lines split only on ``\\n``;
 * records are serialized with orjson (compact, raw UTF-8); a record that orjson does
