@@ -37,6 +37,8 @@ def test_each_error_has_an_exit_code_a_hint_and_a_json_form(cls: type[AgcError])
         extra = {"report": None}
     if issubclass(cls, errors.WriteFailedError):
         extra = {"records_written": 0}
+    if issubclass(cls, errors.JsonInvalidError):
+        extra = {"problem": "syntax"}
     error = cls("what went wrong", **extra)  # type: ignore[arg-type]
     assert error.to_dict() == {"code": cls.code, "message": "what went wrong", "hint": error.hint}
     assert isinstance(error.hint, str)

@@ -26,6 +26,7 @@ __all__ = [
     "HistoryFormatError",
     "HistoryInvalidError",
     "InputError",
+    "JsonInvalidError",
     "KeyInvalidError",
     "LedgerInvalidError",
     "ManifestInvalidError",
@@ -107,6 +108,29 @@ class InputError(UsageError):
     """Input data (a file or stdin) cannot be used as given (exit 2)."""
 
     code = "input-invalid"
+
+
+class JsonInvalidError(InputError, ValueError):
+    """Bytes are not JSON under agc's rule: UTF-8, no NaN/Infinity, no duplicate member
+    names, no lone surrogates, bounded nesting (RFC 8259 and I-JSON, RFC 7493).
+
+    Also a ``ValueError``, as ``json.JSONDecodeError`` is. Readers of evidence turn it
+    into their own finding (``manifest-invalid`` …); the message names the problem.
+    """
+
+    code = "json-invalid"
+    default_hint = "The file must hold strict JSON (RFC 8259 and RFC 7493)."
+
+    PROBLEMS: ClassVar[frozenset[str]] = frozenset(
+        {"not-utf8", "bom", "syntax", "constant", "number", "duplicate", "depth", "surrogate"}
+    )
+
+    def __init__(self, message: str, *, problem: str, hint: str | None = None) -> None:
+        if problem not in self.PROBLEMS:
+            raise ValueError(f"unknown JSON problem {problem!r}")
+        super().__init__(message, hint=hint)
+        self.problem = problem
+        """What is wrong, one of :attr:`PROBLEMS` (``"duplicate"``, ``"depth"`` …)."""
 
 
 class RecordInvalidError(InputError):

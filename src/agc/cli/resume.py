@@ -13,6 +13,7 @@ from typing import Annotated, Any, Final
 
 import typer
 
+from agc._core import json as strict_json
 from agc._core.fs import atomic_write_bytes
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
@@ -22,6 +23,7 @@ from agc.errors import (
     HistoryEmptyError,
     HistoryFormatError,
     InputError,
+    JsonInvalidError,
     SnapshotNotFoundError,
     UsageError,
     VerificationError,
@@ -185,8 +187,8 @@ def _is_snapshot(path: Path, data: bytes) -> bool:
     if not data.lstrip().startswith(b"{"):
         return False
     try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
+        document = strict_json.loads(data, allow_lone_surrogates=True)
+    except JsonInvalidError:
         return False
     return isinstance(document, dict) and "toolCallState" in document and "messages" in document
 

@@ -45,6 +45,7 @@ from agc._core.fs import (
     read_small_file,
     remove_stale_temp_files,
 )
+from agc._core.json import JsonInvalidError, loads, loads_lines
 from agc._core.store import StoreLayout, validate_run_id
 from agc.errors import (
     AgcError,
@@ -144,47 +145,34 @@ def read_head(layout: StoreLayout) -> ChainHead | None:
     except (UnsafePathError, StoreError):
         return None  # a symlink, folder or FIFO in its place, or far too large
     try:
-        raw = json.loads(data)
+        raw = loads(data)  # strict: a head with a duplicate member is damaged
         position, digest = raw["position"], raw["digest"]
         if not isinstance(position, int) or not isinstance(digest, str | None):
             return None
         return ChainHead(position=position, digest=digest, run_id=raw.get("run_id"))
-    except (ValueError, KeyError, TypeError):
+    except (JsonInvalidError, KeyError, TypeError):
         return None
 
 
 def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
-    """All links in ``audit/chain.jsonl`` and the number of unusable lines."""
+    """All links in ``audit/chain.jsonl`` and the number of unusable lines (not strict
+    JSON, e.g. a duplicate member, or a field of the wrong type)."""
     try:
         data = read_small_file(chain_log_path(layout), max_bytes=1 << 34)
     except FileNotFoundError:
         return [], 0
-    entries: list[ChainEntry] = []
-    unusable = 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        entry = _parse_link(line)
-        if entry is None:
-            unusable += 1
-        else:
-            entries.append(entry)
-    return entries, unusable
+    return loads_lines(data, _entry)
 
 
-def _parse_link(line: bytes) -> ChainEntry | None:
-    """One line of the log as a link, or ``None`` if it is not one (never coerced)."""
-    try:
-        raw = json.loads(line)
-        position, run_id, digest, prev = (
-            raw["position"],
-            raw["run_id"],
-            raw["manifest_digest"],
-            raw["prev"],
-        )
-    except (ValueError, KeyError, TypeError):
-        return None
-    if (
+def _entry(raw: Any) -> ChainEntry:
+    """One chain line as a link; a field of the wrong type is refused, never coerced."""
+    position, run_id, digest, prev = (
+        raw["position"],
+        raw["run_id"],
+        raw["manifest_digest"],
+        raw["prev"],
+    )
+    if not (
         isinstance(position, int)
         and not isinstance(position, bool)
         and isinstance(run_id, str)
@@ -192,8 +180,16 @@ def _parse_link(line: bytes) -> ChainEntry | None:
         and isinstance(digest, str)
         and (prev is None or isinstance(prev, str))
     ):
-        return ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
-    return None
+        raise TypeError("a chain link field has the wrong type")
+    return ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
+
+
+def _parse_link(line: bytes) -> ChainEntry | None:
+    """One line of the log as a link, or ``None`` if it is not one (never coerced)."""
+    try:
+        return _entry(loads(line))
+    except (ValueError, KeyError, TypeError):  # JsonInvalidError is a ValueError
+        return None
 
 
 def _is_run_id(run_id: str) -> bool:
@@ -421,7 +417,7 @@ def _read_pending(layout: StoreLayout) -> tuple[str, int, str | None] | None:
     except (UnsafePathError, StoreError):
         return None  # not ours: ignored (and removed) like a damaged intent
     try:
-        raw = json.loads(data)
+        raw = loads(data)
         run_id, position, prev = raw["run_id"], raw["position"], raw["prev"]
     except (ValueError, KeyError, TypeError):
         return None

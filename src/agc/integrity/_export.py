@@ -29,8 +29,9 @@ import os
 from collections.abc import Iterator
 from typing import Any, Final
 
+from agc._core import json as strict_json
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
-from agc.errors import InputError, RunNotFoundError, StoreError
+from agc.errors import InputError, JsonInvalidError, RunNotFoundError, StoreError
 
 __all__ = ["export_session", "iter_session_lines"]
 
@@ -97,8 +98,8 @@ def iter_session_lines(
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
-            except (ValueError, RecursionError) as exc:
+                record = strict_json.loads(raw, allow_lone_surrogates=True)
+            except JsonInvalidError as exc:
                 raise InputError(f"{source}: record {position} is not JSON") from exc
             if pending is not None:
                 yield pending[0] + b"\n"

@@ -16,9 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, Algorithm
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
-from agc.errors import ManifestInvalidError, RecordInvalidError, RunIdInvalidError
+from agc.errors import (
+    JsonInvalidError,
+    ManifestInvalidError,
+    RecordInvalidError,
+    RunIdInvalidError,
+)
 
 __all__ = [
     "MANIFEST_SCHEMA_VERSION",
@@ -336,13 +342,15 @@ class RunManifest:
         """Parse manifest bytes strictly.
 
         Raises:
-            ManifestInvalidError: not UTF-8 JSON, wrong shape, unknown schema version, or
-                (when ``expected_run_id`` is given) a manifest of another run.
+            ManifestInvalidError: not strict JSON (:mod:`agc._core.json`: a duplicate
+                member anywhere, NaN, a lone surrogate, nesting too deep …), wrong
+                shape, unknown schema version, or (when ``expected_run_id`` is given)
+                a manifest of another run.
         """
         try:
-            raw = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ManifestInvalidError(f"manifest is not valid JSON: {exc}") from exc
+            raw = strict_json.loads(data)
+        except JsonInvalidError as exc:
+            raise ManifestInvalidError(f"manifest is not valid JSON: {exc.message}") from exc
         if not isinstance(raw, dict):
             raise ManifestInvalidError("manifest is not a JSON object")
         if raw.get("schema_version") != MANIFEST_SCHEMA_VERSION:

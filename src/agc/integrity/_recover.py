@@ -22,7 +22,7 @@ from typing import Any
 from agc._core.checkpoint import (
     CHECKPOINT_SUFFIX,
     check_prefix,
-    parse_checkpoints,
+    read_checkpoints,
     remove_checkpoints,
 )
 from agc._core.digest import (
@@ -37,14 +37,19 @@ from agc._core.fs import (
     exclusive_lock,
     fsync_dir,
     open_nofollow,
-    read_small_file,
     remove_stale_temp_files,
 )
 from agc._core.jsonl import unix_ms
 from agc._core.report import SCHEMA_VERSION
-from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
-from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, StoreError
+from agc.errors import (
+    RecoveryRefusedError,
+    RunLockedError,
+    RunNotFoundError,
+    SidecarInvalidError,
+    StoreError,
+)
 from agc.integrity._chain import (
     chain_lock_path,
     heal_chain,
@@ -391,11 +396,7 @@ def _verified_prefix(fd: int, path: Path, size: int, reopened: ArtifactSeal | No
         if got != reopened.bytes or not digests_equal(reopened.digest, digest):
             raise RecoveryRefusedError(f"{path} no longer matches its earlier seal")
         return reopened.bytes
-    try:
-        data = read_small_file(path.with_name(path.name + CHECKPOINT_SUFFIX), max_bytes=1 << 30)
-    except FileNotFoundError:
-        return 0
-    prefix = check_prefix(fd, parse_checkpoints(data)[0], size=size)
+    prefix = check_prefix(fd, read_checkpoints(path)[0], size=size)
     if prefix.mismatch is not None:
         raise RecoveryRefusedError(
             f"{path} does not match its checkpoint at {prefix.mismatch.bytes} bytes"
@@ -450,11 +451,17 @@ def _count_records(fd: int, length: int) -> int:
 
 
 def _write_sidecar(path: Path, seal: ArtifactSeal, *, replace_existing: bool) -> None:
-    sidecar = path.with_name(sidecar_name(path.name, seal.algorithm))
-    if os.path.lexists(sidecar) and not replace_existing:
+    sidecar = sidecar_path(path, seal.algorithm)
+    if not replace_existing:
         # A crash between writing the sidecar and the manifest: keep it only if it agrees.
-        parsed = parse_sidecar(read_small_file(sidecar, max_bytes=4096), algorithm=seal.algorithm)
-        if not digests_equal(parsed.digest, seal.digest):
-            raise RecoveryRefusedError(f"{sidecar} exists and does not match {path.name}")
-        return
+        try:
+            parsed = read_sidecar(path, seal.algorithm)
+        except SidecarInvalidError as exc:
+            raise RecoveryRefusedError(
+                f"{sidecar} exists and is not a valid sidecar ({exc.message})"
+            ) from exc
+        if parsed is not None:
+            if not digests_equal(parsed.digest, seal.digest):
+                raise RecoveryRefusedError(f"{sidecar} exists and does not match {path.name}")
+            return
     atomic_write_bytes(sidecar, format_sidecar(seal.digest, seal.file), overwrite=replace_existing)

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm, digest_fd, digests_equal
-from agc._core.fs import atomic_write_bytes, open_nofollow, read_small_file
+from agc._core.fs import atomic_write_bytes, open_nofollow
 from agc._core.report import SCHEMA_VERSION
-from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc.errors import (
     InputError,
     RunLockedError,
@@ -100,15 +100,14 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
 
 
 def _write_sidecar(path: Path, algorithm: Algorithm, digest: str, size: int) -> SealResult:
-    sidecar = path.with_name(sidecar_name(path.name, algorithm))
-    if os.path.lexists(sidecar):
-        existing = read_small_file(sidecar, max_bytes=4096)
-        try:
-            parsed = parse_sidecar(existing, algorithm=algorithm)
-        except SidecarInvalidError as exc:
-            raise SidecarMismatchError(
-                f"{sidecar} exists and is not a valid sidecar ({exc.message}); left as it is"
-            ) from exc
+    sidecar = sidecar_path(path, algorithm)
+    try:
+        parsed = read_sidecar(path, algorithm)
+    except SidecarInvalidError as exc:
+        raise SidecarMismatchError(
+            f"{sidecar} exists and is not a valid sidecar ({exc.message}); left as it is"
+        ) from exc
+    if parsed is not None:
         if not digests_equal(parsed.digest, digest) or parsed.file_name not in {None, path.name}:
             raise SidecarMismatchError(
                 f"{sidecar} exists and does not match {path.name}; left as it is"

@@ -5,16 +5,16 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agc._core import json as strict_json
 from agc._core.fs import atomic_write_bytes, exclusive_lock, open_regular_file, read_small_file
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
-from agc.errors import ManifestInvalidError, StoreError
+from agc.errors import JsonInvalidError, ManifestInvalidError, StoreError
 from agc.integrity._chain import chain_lock_path, heal_chain, link_closed_manifest
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 
@@ -91,8 +91,8 @@ def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
         try:
             for line in handle:
                 try:
-                    record = json.loads(line)
-                except (ValueError, RecursionError):
+                    record = strict_json.loads(line, allow_lone_surrogates=True)
+                except JsonInvalidError:
                     continue
                 if isinstance(record, dict):
                     yield record

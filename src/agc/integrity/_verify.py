@@ -48,7 +48,6 @@ prefix that does not match its checkpoint is ``modified``, one shorter than a ch
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import stat
@@ -58,27 +57,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from agc._core.checkpoint import (
-    CHECKPOINT_SUFFIX,
     Checkpoint,
     PrefixCheck,
     check_prefix,
-    parse_checkpoints,
+    read_checkpoints,
 )
 from agc._core.digest import (
     ALGORITHMS,
-    SIDECAR_SUFFIXES,
     Algorithm,
     digest_fd,
     digests_equal,
 )
-from agc._core.fs import open_nofollow, read_small_file
+from agc._core.fs import open_nofollow
 from agc._core.report import Finding, Report
-from agc._core.sidecar import Sidecar, parse_sidecar
+from agc._core.sidecar import Sidecar, read_sidecars, sidecar_name
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import (
     ManifestInvalidError,
     ReportInvalidError,
-    SidecarInvalidError,
     StoreError,
     UnsafePathError,
     UsageError,
@@ -136,7 +132,6 @@ RunFindingCode = Literal[
 """The finding codes of a run report (documented in ``docs/format.md``)."""
 
 _Finding: TypeAlias = Finding[RunFindingCode]
-_MAX_SIDECAR_BYTES: Final = 4096
 _KEY_ID: Final = re.compile(r"[0-9a-f]{64}")
 
 
@@ -299,9 +294,10 @@ def observe_artifact(
     Lines are counted only when the digest does not match the seal or there is no seal.
 
     Raises:
-        StoreError: a file exists but cannot be read.
+        StoreError: a file exists but cannot be read (a sidecar too: see
+            :mod:`agc._core.sidecar` for the one rule every sidecar reader follows).
     """
-    sidecars = _read_sidecars(path)
+    sidecars = read_sidecars(path)
     try:
         info = path.lstat()
     except FileNotFoundError:
@@ -357,12 +353,9 @@ def observe_artifact(
 
 def _read_checkpoints(path: Path) -> list[Checkpoint]:
     try:
-        data = read_small_file(path.with_name(path.name + CHECKPOINT_SUFFIX), max_bytes=1 << 30)
-    except (FileNotFoundError, UnsafePathError):
-        return []
-    except OSError as exc:
-        raise StoreError(f"cannot read the checkpoints of {path}: {exc}") from exc
-    return parse_checkpoints(data)[0]
+        return read_checkpoints(path)[0]
+    except UnsafePathError:
+        return []  # not a checkpoint file: nothing of the file counts as verified
 
 
 def _first_changed_segment(fd: int, seal: ArtifactSeal, size: int) -> Mapping[str, Any] | None:
@@ -387,32 +380,6 @@ def _choose_algorithm(
         if algorithm in sidecars:
             return algorithm
     return "blake3"
-
-
-def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
-    found: dict[Algorithm, Sidecar | str] = {}
-    for algorithm in ALGORITHMS:
-        sidecar_path = path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
-        try:
-            data = read_small_file(sidecar_path, max_bytes=_MAX_SIDECAR_BYTES)
-        except FileNotFoundError:
-            continue
-        except UnsafePathError:
-            found[algorithm] = "is a symlink or not a regular file"
-            continue
-        except StoreError as exc:
-            found[algorithm] = str(exc)
-            continue
-        except OSError as exc:
-            if exc.errno in {errno.EACCES, errno.EPERM}:
-                raise StoreError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
-            found[algorithm] = exc.strerror or str(exc)
-            continue
-        try:
-            found[algorithm] = parse_sidecar(data, algorithm=algorithm)
-        except SidecarInvalidError as exc:
-            found[algorithm] = exc.message.removeprefix("sidecar ")
-    return found
 
 
 def _count_lines(fd: int, size: int) -> int:
@@ -604,7 +571,7 @@ def _judge_sidecars(
             findings.append(
                 Finding(
                     "unexpected",
-                    f"unexpected {obs.path.name}{SIDECAR_SUFFIXES[algorithm]}: the run was "
+                    f"unexpected {sidecar_name(obs.path.name, algorithm)}: the run was "
                     f"sealed with {seal.algorithm}",
                     artifact=kind,
                 )

@@ -31,19 +31,19 @@ Finding codes (stable; docs/ledger.md):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, get_args
 
-from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
-from agc._core.fs import open_regular_file, read_small_file
+from agc._core import json as strict_json
+from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
+from agc._core.fs import open_regular_file
 from agc._core.report import Finding, Report
-from agc._core.sidecar import Sidecar, parse_sidecar
+from agc._core.sidecar import Sidecar, read_sidecars
 from agc.errors import (
+    JsonInvalidError,
     LedgerInvalidError,
-    SidecarInvalidError,
     StoreError,
     UnsafePathError,
     VerificationError,
@@ -181,7 +181,9 @@ def read_turn_file(path: Path) -> LedgerFile:
     """Read and hash a turn file in one pass (memory: the parsed records).
 
     Raises:
-        StoreError: the file is missing, a symlink, not a regular file, or unreadable.
+        StoreError: the file is missing, a symlink, not a regular file, or unreadable, or
+            a sidecar beside it is unreadable (:mod:`agc._core.sidecar`: an unusable
+            sidecar is a finding, one agc cannot read is exit 3).
     """
     try:
         handle = open_regular_file(path)
@@ -231,34 +233,16 @@ def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
         digests={a: h.hexdigest() for a, h in hashers.items()},
         seals=tuple(seals),
         seal_ends={a: tuple(v) for a, v in seal_ends.items()},
-        sidecars=_read_sidecars(path),
+        sidecars=read_sidecars(path),
     )
 
 
 def _parse(raw: bytes) -> Mapping[str, Any] | None:
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
+        value = strict_json.loads(raw)
+    except JsonInvalidError:  # not JSON, a duplicate key, NaN, too deep, lone surrogate
         return None
     return value if isinstance(value, dict) else None
-
-
-def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
-    found: dict[Algorithm, Sidecar | str] = {}
-    for algorithm in ALGORITHMS:
-        sidecar = path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
-        try:
-            data = read_small_file(sidecar, max_bytes=4096)
-        except FileNotFoundError:
-            continue
-        except (UnsafePathError, StoreError, OSError) as exc:
-            found[algorithm] = f"unreadable: {exc}"
-            continue
-        try:
-            found[algorithm] = parse_sidecar(data, algorithm=algorithm)
-        except SidecarInvalidError as exc:
-            found[algorithm] = exc.message
-    return found
 
 
 # -- judging (pure) -------------------------------------------------------------------------
@@ -315,7 +299,7 @@ def _judge_seal(ledger: LedgerFile, findings: list[LedgerFinding]) -> tuple[str 
         actual = ledger.digests[algorithm]
         chosen = (algorithm, actual)
         if isinstance(sidecar, str):
-            findings.append(Finding("sidecar-invalid", f"{algorithm} sidecar: {sidecar}"))
+            findings.append(Finding("sidecar-invalid", f"{algorithm} sidecar {sidecar}"))
             continue
         if sidecar.file_name not in {None, ledger.path.name}:
             findings.append(Finding("sidecar-invalid", f"the sidecar names {sidecar.file_name!r}"))

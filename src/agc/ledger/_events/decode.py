@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agc.errors import UsageError
+from agc._core import json as strict_json
+from agc.errors import JsonInvalidError, UsageError
 from agc.ledger._events.appserver import item_from_notification
 from agc.ledger._events.codex_exec import item_from_event
 from agc.ledger._events.item import CompletedItem
@@ -101,8 +101,8 @@ class EventDecoder:
         """Decode one line (without or with its ``\\n``)."""
         self.stats.lines += 1
         try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
+            message = strict_json.loads(line, allow_lone_surrogates=True)
+        except JsonInvalidError:
             self.stats.invalid_lines += 1
             return []
         if not isinstance(message, dict):

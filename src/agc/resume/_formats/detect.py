@@ -14,7 +14,8 @@ from typing import Any, Final
 
 import orjson
 
-from agc.errors import HistoryFormatError, InputError
+from agc._core import json as strict_json
+from agc.errors import HistoryFormatError, InputError, JsonInvalidError
 from agc.resume._formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
 from agc.resume._formats.jsonl import join_lines, parse_jsonl
 from agc.resume._formats.model import FORMAT_NAMES, FormatName, FormatSpec, History
@@ -177,12 +178,9 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
         raise InputError(f"{source} is empty")
     if stripped.startswith(b"["):
         try:
-            records = orjson.loads(data)  # fast; anything it refuses gets the stdlib's word
-        except orjson.JSONDecodeError:
-            try:
-                records = json.loads(data.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-                raise InputError(f"{source} is not a valid JSON array: {exc}") from exc
+            records = strict_json.loads(data, allow_lone_surrogates=True)
+        except JsonInvalidError as exc:
+            raise InputError(f"{source} is not a valid JSON array: {exc.message}") from exc
         if not isinstance(records, list):
             raise InputError(f"{source} is not a JSON array")
         chosen = format or detect_format(records, line_based=False, source=source)

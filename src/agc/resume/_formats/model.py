@@ -10,10 +10,12 @@ byte for byte.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+
+from agc._core import json as strict_json
+from agc.errors import JsonInvalidError
 
 __all__ = [
     "FORMAT_NAMES",
@@ -158,14 +160,10 @@ def arguments_are_json(arguments: Any) -> bool:
     if not isinstance(arguments, str):
         return False
     try:
-        value = json.loads(arguments, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+        value = strict_json.loads(arguments, allow_lone_surrogates=True)
+    except JsonInvalidError:  # a duplicate key is ambiguous: not replayed either
         return False
     return isinstance(value, dict)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 _ANTHROPIC_TOOL_PARTS: Final = frozenset({"tool_use", "tool_result"})
