@@ -440,7 +440,7 @@ PLACEMENTS: tuple[str, ...] = (
     "markdown",
 )
 
-_GLUE = ("[{}]", "<{}>", "'{}'", "({})", "key={}&", "`{}`", "“{}”")
+_GLUE = ("[{}]", "<{}>", "'{}'", "({})", "key={}&", "`{}`", "“{}”", "{}.txt", "{},")
 
 
 def _cases_for(secret: Secret, rng: random.Random, index: int) -> Iterator[Case]:

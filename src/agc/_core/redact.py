@@ -460,7 +460,7 @@ def _telegram_rule() -> _Rule:
 
 
 def _azure_client_secret_rule() -> _Rule:
-    pattern = re.compile(r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
+    pattern = re.compile(r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~-])")
     word = frozenset(string.ascii_letters + string.digits + "_~.")
 
     def find(text: str) -> Iterator[Span]:
