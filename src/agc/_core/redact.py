@@ -36,13 +36,14 @@ How a text is scanned
        redaction is idempotent and never leaves a secret that a replacement completed.
 
 Placements handled: a secret glued to other text (a token's start must not follow an
-ASCII letter or digit, but may follow CJK text, punctuation or a JSON escape such as
-``\\n`` or ``\\u00e9``), JSON-escaped once or more, wrapped across two lines (a line
-break, raw or JSON-escaped, anywhere after the prefix), in
-a URL, a header, a ``.env`` line, a command-line flag, and as the value of a JSON key
+ASCII letter or digit, as almost every position inside a base64 blob such as an
+``encrypted_content`` field does, but it may follow CJK text, punctuation or a JSON
+escape such as ``\\n`` or ``\\u00e9``), JSON-escaped any number of times, wrapped
+across two lines (a line break, raw or JSON-escaped, anywhere after the prefix), in a
+URL, a header, a ``.env`` line, a command-line flag, and as the value of a JSON key
 that names a secret (``"password"``, ``"SecretAccessKey"``) in :func:`redact_value`.
-A line break inside a token's prefix, a password with spaces and a password wrapped
-across lines are not found.
+Not found: a token glued right after a letter or digit, a line break inside a token's
+prefix, a password of only letters and spaces, a password wrapped across lines.
 
 A PEM ``BEGIN … PRIVATE KEY`` header is redacted only with the key material after it
 (32 or more base64 characters, up to its ``END`` line, or to where the material stops
@@ -132,7 +133,7 @@ _STOPWORDS: Final = frozenset((
     "boolean", "bool", "object", "any", "secret", "secrets", "password", "passwd",
     "passphrase", "pass", "token", "tokens", "key", "keys", "value", "values", "hidden",
     "redacted", "masked", "empty", "default", "inherit", "env", "environment", "example",
-    "sample", "test", "dummy", "placeholder", "changeit", "xxx",
+    "sample", "test", "dummy", "placeholder", "changeit", "xxx", "final", "classvar",
 ))
 # fmt: on
 _PLACEHOLDER_PREFIX: Final = re.compile(
@@ -326,7 +327,10 @@ _TOKENS: Final[tuple[tuple[str, str, str, str, bool, tuple[str, ...], str], ...]
       "gloas-", "glsoat-", "glffct-"), "gitleaks gitlab-* (13 token types)"),
     ("gitlab-token", "GR1348941", "[A-Za-z0-9_-]{20,}", _B64URL, False, ("gr1348941",),
      "gitleaks gitlab-rrt (runner registration token)"),
-    ("slack-token", "xox[abposre]-", "[A-Za-z0-9-]{10,}", "[A-Za-z0-9-]", False, ("xox",),
+    # Lenient on purpose: "xoxb-" and 10 token characters is a Slack token or its
+    # placeholder; gitleaks' stricter digit groups would let a malformed real one by.
+    ("slack-token", "xox[abposre]-", "[A-Za-z0-9-]{10,}", "[A-Za-z0-9-]", False,
+     ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"),
      "gitleaks slack-bot-token, slack-user-token, slack-legacy-*"),
     ("slack-token", r"xoxe\.xox[bp]-", "[A-Za-z0-9-]{10,}", "[A-Za-z0-9-]", False,
      ("xoxe.",), "gitleaks slack-config-access-token"),
@@ -577,7 +581,10 @@ def _find_auth_header(text: str) -> Iterator[Span]:
     for match in _AUTH_HEADER.finditer(text):
         value = match.group("s")
         scheme = (match.group("scheme") or "").lower()
-        if _is_placeholder(value, paths=bool(scheme)) or not (scheme or _looks_random(value)):
+        code = _DOTTED_NAME.fullmatch(value) is not None  # authorization = base64.b64…
+        if _is_placeholder(value, paths=bool(scheme)) or not (
+            scheme or (_looks_random(value) and not code)
+        ):
             continue
         kind = {"bearer": "bearer-token", "basic": "basic-auth"}.get(scheme, "auth-header")
         yield match.start("s"), match.end("s"), kind
@@ -787,6 +794,8 @@ def _valid_assigned(value: str, *, word: str, env: bool, quoted: bool) -> bool:
         and _looks_random(value)
         and _DOTTED_NAME.fullmatch(value) is None
         and _CAMEL_CASE.fullmatch(value) is None  # a type: "signing_key: SigningKey"
+        # a name in code ("token = _TokenType()", "passwd = HTTPPasswordMgr()")
+        and not (value.isidentifier() and not any(c.isdigit() for c in value))
         and _entropy(value) >= 2.5
     )
 
@@ -812,7 +821,9 @@ def _find_assignment(text: str, hits: list[int]) -> Iterator[Span]:
         # An environment file's NAME=value (no spaces around "="; "NAME: value" in a
         # compose file), not a constant in code (NAME = value).
         env = _ENV_NAME.fullmatch(name) is not None and operator.group("op") in {"=", ":", ": "}
-        called = text[end : end + 1] in {"(", "["} and not _looks_random(value)
+        called = text[end : end + 1] in {"(", "["} and (
+            not _looks_random(value) or (value.isidentifier() and "_" in value)
+        )
         if not env and (called or _DOTTED_NAME.fullmatch(value)):
             continue  # a call, a subscript or an attribute: code, not a value
         if quote and word.startswith(("pass", "pwd")):
