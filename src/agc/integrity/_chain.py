@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,14 +166,18 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
     with the file's size (a padded or sparse log costs no more than its links).
 
     Raises:
-        UnsafePathError: the log is a symlink.
-        StoreError: it is not a regular file or cannot be read.
+        UnsafePathError: the log is a symlink or not a regular file (a folder, a FIFO).
+        StoreError: it cannot be read.
     """
     path = chain_log_path(layout)
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise UnsafePathError(f"{path} is a symlink or not a regular file")
         handle = open_regular_file(path)
     except FileNotFoundError:
         return [], 0
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     too_long = 0
 
     def bounded() -> Iterator[bytes]:
