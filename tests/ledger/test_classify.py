@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,7 @@ import pytest
 
 from agc.ledger._check import show_turn_file
 from agc.ledger._classify import Attempt, derive_turn_end, split_attempts, summarize_attempt
-from agc.ledger._events import decode_lines
 from agc.ledger._policy import builtin_policy
-from agc.ledger._writer import TurnRecorder
 from tests.ledger.helpers import command, completed, mcp, record_turn, turn_end
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"
@@ -87,11 +86,12 @@ def test_section3_rows(project: Path, events: list[Any], attachments: list[Any],
 
 def test_hash_mismatch_is_read_true_with_match_false(project: Path) -> None:
     # The file changes between the offer and the read.
-    recorder = TurnRecorder.start(project, "Abc123-def", prompt="p", attachments=OFFERED)
-    (project / GDD).write_text("changed")
-    for item in decode_lines([json.dumps(_read(GDD))]):
-        recorder.observe(item)
-    outcome = recorder.finish(completed=True)
+    def events() -> Iterator[str]:
+        # Read after turn_start: the stream is iterated once the attempt is open.
+        (project / GDD).write_text("changed")
+        yield json.dumps(_read(GDD))
+
+    outcome = record_turn(project, events(), attachments=OFFERED)
     assert turn_end(outcome.turn_file)["offeredRead"] == [
         {"localPath": GDD, "read": True, "contentSha256Match": False}
     ]

@@ -20,9 +20,10 @@ from agc.exitcodes import ExitCode
 from agc.ledger._check import LedgerReport, check_turn_file, show_turn_file
 from agc.ledger._classify import TurnSummary
 from agc.ledger._contract import validate_client_turn_id
-from agc.ledger._events import EventDecoder
+from agc.ledger._events import DecodeStats
 from agc.ledger._policy import load_policy
-from agc.ledger._writer import TurnOutcome, TurnRecorder
+from agc.ledger._turn import record_turn
+from agc.ledger._writer import TurnOutcome
 
 __all__ = ["format_check", "register", "run_check"]
 
@@ -149,60 +150,42 @@ def record_command(
             raise UsageError(f"--agent-root {root!r} is not an absolute path")
     if input_file is not None and not input_file.is_file():
         raise InputError(f"input file {input_file} does not exist or is not a file")
-    recorder = TurnRecorder.start(
-        project,
-        client_turn_id,
-        prompt=prompt,
-        attachments=attachment_list,
-        policy=chosen_policy,
-        agent_roots=roots,
-    )
-    decoder = EventDecoder(input_format.value)
     stream: BinaryIO
     if input_file is None:
-        stream = sys.stdin.buffer
-        size = None
+        stream, size, where = sys.stdin.buffer, None, "stdin"
     else:
-        stream = input_file.open("rb")
-        size = input_file.stat().st_size
-    done = 0
+        stream, size, where = input_file.open("rb"), input_file.stat().st_size, str(input_file)
     try:
         with byte_progress(size, "recording turn") as progress:
-            for line in stream:
-                done += len(line)
-                for item in decoder.feed(line):
-                    recorder.observe(item)
-                if progress is not None:
-                    progress(done)
-        for item in decoder.finish():
-            recorder.observe(item)
-    except OSError as exc:
-        # The turn still ends in the ledger (seed §6: finish on error too).
-        recorder.finish(completed=False)
-        where = "stdin" if input_file is None else str(input_file)
-        raise InputError(f"reading events from {where} failed: {exc}") from exc
-    except BaseException:
-        recorder.finish(completed=False)
-        raise
+            outcome = record_turn(
+                stream,
+                project=project,
+                client_turn_id=client_turn_id,
+                prompt=prompt,
+                attachments=attachment_list,
+                policy=chosen_policy,
+                input_format=input_format.value,
+                agent_roots=roots,
+                completed=completed,
+                source=where,
+                on_progress=progress,
+            )
     finally:
         if input_file is not None:
             stream.close()
-    outcome = recorder.finish(
-        completed=decoder.completed is True if completed is None else completed
-    )
-    _print_outcome(outcome, decoder, as_json)
+    _print_outcome(outcome, as_json)
     if strict and (outcome.audit_write_failed or not outcome.db_written):
         return int(ExitCode.UNREADABLE)
     return int(ExitCode.OK)
 
 
-def _print_outcome(outcome: TurnOutcome, decoder: EventDecoder, as_json: bool) -> None:
+def _print_outcome(outcome: TurnOutcome, as_json: bool) -> None:
     for error in outcome.errors:
         err_console.print(f"warning: {error}", markup=False)
     if as_json:
-        emit_json({**outcome.to_dict(), "input": decoder.stats.to_dict()})
+        emit_json(outcome.to_dict())
         return
-    stats = decoder.stats
+    stats = outcome.input or DecodeStats()
     state = "sealed" if outcome.seal is not None else "NOT sealed"
     out_console.print(
         f"turn {outcome.client_turn_id} attempt {outcome.attempt}: {outcome.item_count} item(s)"

@@ -35,13 +35,15 @@ from agc.ledger._check import (
 )
 from agc.ledger._classify import ROW_LABELS, TurnSummary
 from agc.ledger._contract import turn_log_relpath, validate_client_turn_id
-from agc.ledger._events import CompletedItem, EventDecoder, decode_lines
+from agc.ledger._events import CompletedItem, DecodeStats, EventDecoder, decode_lines
 from agc.ledger._policy import LedgerPolicy, builtin_policy, load_policy
+from agc.ledger._turn import record_turn
 from agc.ledger._writer import TurnOutcome, TurnRecorder
 
 __all__ = [
     "ROW_LABELS",
     "CompletedItem",
+    "DecodeStats",
     "EventDecoder",
     "LedgerFinding",
     "LedgerPolicy",
@@ -53,6 +55,7 @@ __all__ = [
     "check_turn_file",
     "decode_lines",
     "load_policy",
+    "record_turn",
     "show_turn_file",
     "turn_log_relpath",
     "validate_client_turn_id",

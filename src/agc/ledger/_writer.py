@@ -55,6 +55,7 @@ from agc.ledger._contract import (
 )
 from agc.ledger._db import AgentDb
 from agc.ledger._events.appserver import item_from_notification
+from agc.ledger._events.decode import DecodeStats
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
 from agc.ledger._policy import LedgerPolicy, builtin_policy
 from agc.ledger._project import Project
@@ -184,6 +185,8 @@ class TurnOutcome:
         seal: the file's seal, when the attempt was sealed.
         summary: the ``direct.codex.turn`` record (as stored, when stored).
         errors: one message per failed write.
+        input: the decoder's counts, when the turn was recorded from a stream
+            (:func:`~agc.ledger.record_turn`).
     """
 
     client_turn_id: str
@@ -198,9 +201,10 @@ class TurnOutcome:
     seal: FileSeal | None
     summary: Mapping[str, Any]
     errors: tuple[str, ...] = ()
+    input: DecodeStats | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema_version": 1,
             "clientTurnId": self.client_turn_id,
             "turnLog": self.turn_log,
@@ -220,6 +224,9 @@ class TurnOutcome:
             },
             "errors": list(self.errors),
         }
+        if self.input is not None:
+            out["input"] = self.input.to_dict()
+        return out
 
 
 @dataclass
@@ -354,11 +361,11 @@ class TurnRecorder:
         if item is not None:
             self.observe(item)
 
-    def finish(self, *, completed: bool) -> TurnOutcome:
+    def finish(self, *, completed: bool, input_stats: DecodeStats | None = None) -> TurnOutcome:
         """Write ``turn_end``, seal the attempt and append the ``agent.db`` summary.
 
-        Call it whether the turn succeeded or not (§6). Never raises; calling it
-        again returns the same outcome.
+        Call it whether the turn succeeded or not. Never raises; calling it again
+        returns the same outcome. ``input_stats`` is kept in :attr:`TurnOutcome.input`.
         """
         if self._finished is not None:
             return self._finished
@@ -410,6 +417,7 @@ class TurnRecorder:
             seal=seal,
             summary=summary,
             errors=tuple(state.errors),
+            input=input_stats,
         )
         return self._finished
 
