@@ -198,6 +198,26 @@ def test_record_survives_lines_of_unexpected_shape(
     assert main(["ledger", "check", str(_turn_file(project))]) == 0
 
 
+def test_policy_preset_by_name_and_check_recomputes_with_it(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change = {"type": "fileChange", "id": "f1", "changes": [{"path": "src/a.py", "kind": "add"}]}
+    _stdin(monkeypatch, [{"method": "item/completed", "params": {"item": change}}])
+    assert main([*_record(project, prompt), "--policy", "generic"]) == 0
+    capsys.readouterr()
+    path = _turn_file(project)
+    assert main(["ledger", "show", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["firstDesign"]["kind"] == "fileChange:src/a.py"
+    assert main(["ledger", "check", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["findings"] == []
+    # another policy given explicitly: the recomputation differs and says why
+    assert main(["ledger", "check", str(path), "--policy", "direct-project", "--json"]) == 1
+    codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert codes == {"policy-mismatch", "turn-end-mismatch"}
+    assert main(["ledger", "check", str(path), "--policy", "no-such-preset"]) == ExitCode.USAGE
+    assert "no-such-preset" in capsys.readouterr().err
+
+
 def test_help_lists_the_ledger_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ledger", "--help"]) == 0
     out = capsys.readouterr().out

@@ -77,7 +77,7 @@ def test_app_server_turn_failed_is_not_completed() -> None:
 # -- codex exec --json --------------------------------------------------------------------
 
 
-def test_exec_items_map_to_seed_types_with_their_fields() -> None:
+def test_exec_items_map_to_app_server_types_with_their_fields() -> None:
     lines = [
         {"type": "thread.started", "thread_id": "t"},
         {"type": "turn.started"},

@@ -1,4 +1,4 @@
-"""``agc ledger record|show|check``: the turn ledger (seed 000, issue 6) on the command line."""
+"""``agc ledger record|show|check``: the turn ledger on the command line."""
 
 from __future__ import annotations
 
@@ -40,8 +40,14 @@ class FormatChoice(enum.StrEnum):
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 PolicyOption = Annotated[
-    Path | None,
-    typer.Option("--policy", help="Policy TOML (MCP allow-list); default: the built-in one."),
+    str | None,
+    typer.Option(
+        "--policy",
+        metavar="direct-project|generic|FILE",
+        help="Ledger policy: a preset (direct-project, the default; generic) or a policy "
+        "TOML file (which MCP arguments are kept, what counts as the first design action).",
+        show_default=False,
+    ),
 ]
 TurnFileArgument = Annotated[
     Path, typer.Argument(help="A turn file: .agent/runtime/direct-codex/turns/<id>.jsonl")
@@ -130,8 +136,9 @@ def record_command(
     Reads app-server notifications, `codex exec --json` events or a Codex rollout
     (detected line by line), writes .agent/runtime/direct-codex/turns/<ID>.jsonl
     (a new attempt if it exists), seals it and appends the summary to .agent/agent.db.
-    A failed ledger write is reported and does not fail the command (seed §7)
-    unless --strict is given.
+    A failed ledger write is reported and does not fail the command (fail-open)
+    unless --strict is given. --policy generic suits any agent; the default,
+    direct-project, knows the MCP tools of a game-making project agent.
 
     \b
     Examples:
@@ -213,14 +220,17 @@ def show_command(
     as_json: JsonOption = False,
 ) -> int:
     """Show one attempt: offered files, whether and when each was read, the first
-    design action, item counts, and the seed's §3 timeline row (a fact, not a verdict).
+    design action, item counts, and the attempt's timeline row (a fact, not a verdict).
+    Each attempt is recomputed with the preset it was recorded with, unless --policy
+    is given.
 
     \b
     Examples:
       agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl
       agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl --attempt 1 --json
     """
-    summary = show_turn_file(turn_file, attempt=attempt, policy=load_policy(policy))
+    chosen = None if policy is None else load_policy(policy)
+    summary = show_turn_file(turn_file, attempt=attempt, policy=chosen)
     if as_json:
         emit_json(summary.to_dict())
     else:
@@ -281,7 +291,7 @@ def _print_summary(summary: TurnSummary) -> None:
     counts = ", ".join(f"{kind} {n}" for kind, n in summary.item_counts.items()) or "none"
     truncated = " (truncated at 256)" if summary.items_truncated else ""
     out_console.print(f"Items: {counts}{truncated}", markup=False)
-    out_console.print(f"Timeline (seed §3): {summary.row}: {summary.row_label}", markup=False)
+    out_console.print(f"Timeline: {summary.row}: {summary.row_label}", markup=False)
 
 
 def check_command(
@@ -300,9 +310,9 @@ def check_command(
     return run_check(turn_file, policy=policy, as_json=as_json)
 
 
-def run_check(turn_file: Path, *, policy: Path | None, as_json: bool) -> int:
+def run_check(turn_file: Path, *, policy: str | None, as_json: bool) -> int:
     """Check a turn file and print the report; the exit code (also for ``agc-verify``)."""
-    report = check_turn_file(turn_file, policy=load_policy(policy))
+    report = check_turn_file(turn_file, policy=None if policy is None else load_policy(policy))
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -336,7 +346,7 @@ def register(app: typer.Typer) -> None:
         name="ledger",
         help_text=(
             "The turn ledger: a sanitized, sealed per-turn record of what a Codex agent "
-            "did (seed 000). Files live under <project>/.agent/runtime/direct-codex/turns/."
+            "did. Files live under <project>/.agent/runtime/direct-codex/turns/."
         ),
     )
     ledger.command(name="record", epilog=EPILOG)(record_command)

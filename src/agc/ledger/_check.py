@@ -21,7 +21,7 @@ Finding codes (stable; docs/ledger.md):
 ``seq-invalid``        item ``seq`` is not 1, 2, 3 … within an attempt
 ``too-many-items``     more than 256 items in an attempt
 ``turn-end-mismatch``  ``turn_end`` differs from the one recomputed from the records
-``forbidden-field``    a key the seed never allows (output, result, diff, content …)
+``forbidden-field``    a key the ledger never writes (output, result, diff, content …)
 ``host-path``          a path field that is not project-relative POSIX
 ``attempt-unsealed``   (warning) an attempt has no seal record (it was interrupted)
 ``turn-end-missing``   (warning) an attempt has no ``turn_end`` (it was interrupted)
@@ -57,7 +57,7 @@ from agc.ledger._classify import (
     summarize_attempt,
 )
 from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
-from agc.ledger._policy import LedgerPolicy, builtin_policy
+from agc.ledger._policy import LedgerPolicy, default_policy, preset_for_digest
 from agc.ledger._sanitize import PathSanitizer
 
 __all__ = [
@@ -258,8 +258,12 @@ def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
 # -- judging (pure) -------------------------------------------------------------------------
 
 
-def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
-    """Every finding for ``ledger`` (see the module docstring). Pure."""
+def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy | None = None) -> LedgerReport:
+    """Every finding for ``ledger`` (see the module docstring). Pure.
+
+    ``policy`` recomputes every attempt's ``turn_end``; ``None`` takes, per attempt,
+    the preset its ``policySha256`` names, else the default preset.
+    """
     findings: list[LedgerFinding] = []
     algorithm, digest = _judge_seal(ledger, findings)
     for line in ledger.invalid_lines:
@@ -288,7 +292,7 @@ def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
     for check in ledger.seals:
         findings.extend(_judge_seal_record(check))
     for attempt in attempts:
-        findings.extend(_judge_attempt(attempt, policy, lines))
+        findings.extend(_judge_attempt(attempt, policy or attempt_policy(attempt), lines))
     errors = [f for f in findings if f.severity == "error"]
     return LedgerReport(
         path=str(ledger.path),
@@ -395,7 +399,7 @@ def _judge_attempt(
     n = attempt.number
     findings: list[LedgerFinding] = []
     policy_hash = attempt.start.get("policySha256")
-    if isinstance(policy_hash, str) and not digests_equal(policy_hash, policy.sha256):
+    if isinstance(policy_hash, str) and not policy.names_digest(policy_hash):
         findings.append(
             LedgerFinding(
                 "policy-mismatch",
@@ -445,18 +449,25 @@ def _judge_attempt(
     return findings
 
 
+def attempt_policy(attempt: Attempt) -> LedgerPolicy:
+    """The preset an attempt was recorded with (by its ``policySha256``), else the
+    default preset (a policy file must be given to recompute with it)."""
+    return preset_for_digest(attempt.start.get("policySha256")) or default_policy()
+
+
 # -- the public pair ----------------------------------------------------------------------
 
 
 def check_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
     """Check a turn file: its seal, seal records, records and every ``turn_end``.
 
-    Never raises on findings.
+    ``policy`` recomputes ``turn_end``; by default each attempt's own preset (named by
+    its ``policySha256``), else the default preset. Never raises on findings.
 
     Raises:
         StoreError: the file cannot be read.
     """
-    return judge_turn_file(read_turn_file(path), policy or builtin_policy())
+    return judge_turn_file(read_turn_file(path), policy)
 
 
 def verify_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
@@ -476,7 +487,7 @@ def verify_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> Ledge
 def show_turn_file(
     path: Path, *, attempt: int | None = None, policy: LedgerPolicy | None = None
 ) -> TurnSummary:
-    """Summarize one attempt of a turn file (default: the last, §4).
+    """Summarize one attempt of a turn file (default: the last).
 
     Raises:
         LedgerInvalidError: no ``turn_start`` in the file, or no such attempt.
@@ -492,4 +503,5 @@ def show_turn_file(
             f"{path} has {len(attempts)} attempt(s); there is no attempt {index}",
             hint=f"Give --attempt between 1 and {len(attempts)}.",
         )
-    return summarize_attempt(attempts[index - 1], len(attempts), policy or builtin_policy())
+    chosen = attempts[index - 1]
+    return summarize_attempt(chosen, len(attempts), policy or attempt_policy(chosen))

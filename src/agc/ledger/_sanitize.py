@@ -1,9 +1,9 @@
 """Pure cleaning of what an agent wrote: paths, commands, free text, names and ids.
 
-Seed 000 §5 and §8: nothing that reaches a turn file may hold an absolute host path, a
+Nothing that reaches a turn file may hold an absolute host path, a
 home directory, a user name, a token or a URL signature. Paths are made
 project-relative POSIX or rejected; a command whose paths cannot all be made relative
-is dropped whole (``commandRedacted``, §5.2); design text keeps its words and loses its
+is dropped whole (``commandRedacted``); design text keeps its words and loses its
 host paths. Nothing here touches the disk (hashing is in :mod:`agc.ledger._project`).
 """
 
@@ -64,7 +64,7 @@ SENSITIVE_NAME_PATTERNS: Final = (
     "credentials",
     "credentials.json",
 )
-"""Base names never read, hashed or written (§8 "sensitive files"), case-insensitive."""
+"""Base names never read, hashed or written (keys, credentials), case-insensitive."""
 
 SYSTEM_PATH_PREFIXES: Final = (
     "/bin/",
@@ -91,7 +91,7 @@ _ENV_PATH_RE: Final = re.compile(
     r"[^\s'\"`;|&<>(){}\[\],]*",
     re.IGNORECASE,
 )
-# Credentials (§5 "no tokens"): bearer/basic headers, well-known key prefixes, and
+# Credentials: bearer/basic headers, well-known key prefixes, and
 # KEY=value / --password value style assignments.
 _SECRET_RE: Final = re.compile(
     r"(?i:\b(?:bearer|basic|token)\s+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})"
@@ -175,7 +175,7 @@ def _strip_forbidden(text: str) -> str:
 def deny_reason(parts: Sequence[str]) -> RejectReason | None:
     """``"control-plane"`` for ``.agent``/``.git``, ``"sensitive"`` for keys and secrets.
 
-    ``parts`` are the components of a project-relative path (§8).
+    ``parts`` are the components of a project-relative path.
     """
     for part in parts:
         folded = part.casefold()
@@ -236,7 +236,7 @@ def _split(path: str) -> tuple[bool, tuple[str, ...]] | None:
 
 
 class PathSanitizer:
-    """Makes agent-reported paths project-relative, or rejects them (§5.2, §8).
+    """Makes agent-reported paths project-relative, or rejects them.
 
     Args:
         roots: absolute paths that mean "the project root": the project folder as this
@@ -333,7 +333,7 @@ class PathSanitizer:
     # -- commands and text ------------------------------------------------------------
 
     def clean_command(self, raw: object, *, max_chars: int) -> CleanText:
-        """Clean a shell command (§5.2): absolute paths inside the project become
+        """Clean a shell command: absolute paths inside the project become
         relative; system executables stay; any other host path, ``~``, ``$HOME``, a
         ``..`` climbing out, a URL with credentials or a query, something that looks
         like a credential (bearer token, API key, ``PASSWORD=…``), or a control
@@ -467,8 +467,8 @@ def clean_token(raw: object) -> str | None:
 
 def clean_name(raw: object, *, max_chars: int = 120) -> str | None:
     """An attachment's display name: its last path component, control characters
-    dropped, cut to ``max_chars``; ``None`` if nothing is left or it names a folder
-    (§5.1)."""
+    dropped, cut to ``max_chars``; ``None`` if nothing is left or it names a
+    folder."""
     if not isinstance(raw, str):
         return None
     text = _strip_forbidden(raw).replace("\\", "/").strip()

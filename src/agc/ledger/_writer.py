@@ -1,10 +1,12 @@
 """Writing one turn: the per-turn file, its seals, and the ``agent.db`` summary.
 
-:class:`TurnRecorder` is the seed's ``DirectCodexTurnAudit`` (§6): ``start`` writes
-``turn_start``, ``observe`` writes one ``item`` per completed item, ``finish`` writes
-``turn_end``, seals the attempt and appends the summary to ``agent.db``. It is
-fail-open (§7): no write failure ever raises out of ``start``/``observe``/``finish``;
-it sets ``auditWriteFailed`` and keeps the message in :attr:`TurnOutcome.errors`.
+:class:`TurnRecorder` records one attempt: ``start`` writes ``turn_start``,
+``observe`` writes one ``item`` per completed item, ``finish`` writes ``turn_end``,
+seals the attempt and appends the summary to ``agent.db``. It is fail-open (an audit
+must never fail the agent's turn): no write failure ever raises out of
+``start``/``observe``/``finish``; it sets ``auditWriteFailed`` and keeps the message in
+:attr:`TurnOutcome.errors`. :func:`agc.ledger.record_turn` runs the whole loop over an
+event stream.
 
 Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing"):
 
@@ -57,7 +59,7 @@ from agc.ledger._db import AgentDb
 from agc.ledger._events.appserver import item_from_notification
 from agc.ledger._events.decode import DecodeStats
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
-from agc.ledger._policy import LedgerPolicy, builtin_policy
+from agc.ledger._policy import LedgerPolicy, default_policy
 from agc.ledger._project import Project
 from agc.ledger._records import (
     RecordContext,
@@ -75,7 +77,7 @@ class TurnLedgerFile(JsonlFileWriter):
     """The per-turn JSONL file, opened for one more attempt (see the module docstring).
 
     Records are written at once (no buffering) so that ``seq`` counts only records
-    that reached the file (§5.2).
+    that reached the file.
 
     Args:
         path: the turn file.
@@ -130,7 +132,7 @@ class TurnLedgerFile(JsonlFileWriter):
     def _sealed_then_new_attempt(self, digest: str, algorithm: Algorithm) -> bool:
         """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
         seal record and the next line is a ``turn_start``: a later attempt died before
-        its own seal (§4), and nothing was changed or added inside a sealed attempt."""
+        its own seal, and nothing was changed or added inside a sealed attempt."""
         hasher = new_hasher(algorithm)
         sealed = False
         with os.fdopen(os.dup(self._fd), "rb") as handle:
@@ -180,7 +182,7 @@ class TurnOutcome:
         attempt: this attempt's number (1 for the first).
         item_count: items written; ``items_truncated``: the 256 limit was hit.
         completed: the turn's outcome as given to ``finish``.
-        audit_write_failed: some ledger write failed (§7).
+        audit_write_failed: some ledger write failed (fail-open: the turn went on).
         db_written: the ``agent.db`` summary was appended.
         seal: the file's seal, when the attempt was sealed.
         summary: the ``direct.codex.turn`` record (as stored, when stored).
@@ -283,15 +285,16 @@ class TurnRecorder:
         clock: Callable[[], int] = unix_ms,
         algorithm: Algorithm = DEFAULT_ALGORITHM,
     ) -> TurnRecorder:
-        """Open the turn file for a new attempt and write ``turn_start`` (§5.1).
+        """Open the turn file for a new attempt and write ``turn_start``.
 
         Args:
             project_root: the project folder.
-            client_turn_id: the client's turn id (§4 rule; trimmed).
+            client_turn_id: the client's turn id (6-160 of ``A-Z a-z 0-9 -``, the
+                first a letter or digit; trimmed).
             prompt: the user's original text (not the text with the sidecar).
             attachments: the client's attachment objects (``name``, ``localPath``,
                 ``mediaType``, ``size``, ``status``); the first 8 are kept.
-            policy: the MCP allow-list (default: the built-in one).
+            policy: the ledger policy (default: the ``direct-project`` preset).
             agent_roots: absolute paths the agent had as its project root, if other
                 than ``project_root`` (auditing a run after the fact).
 
@@ -303,7 +306,7 @@ class TurnRecorder:
         recorder = cls(
             Project(project_root),
             client_turn_id,
-            policy=policy or builtin_policy(),
+            policy=policy or default_policy(),
             agent_roots=agent_roots,
             clock=clock,
             algorithm=algorithm,
@@ -311,7 +314,7 @@ class TurnRecorder:
         recorder._begin(prompt=prompt, attachments=attachments)
         return recorder
 
-    # -- the three calls of §6 ----------------------------------------------------------
+    # -- start, observe, finish ---------------------------------------------------------
 
     def _begin(self, *, prompt: str, attachments: Sequence[object]) -> None:
         state = self._state
@@ -321,7 +324,7 @@ class TurnRecorder:
             state.attempt = _count_attempts(self.turn_file) + 1
         except (AgcError, OSError) as exc:
             self._fail("opening the turn file", exc)
-            # The summary still names this attempt, not an earlier one (§4).
+            # The summary still names this attempt, not an earlier one.
             state.attempt = max(state.attempt, _count_attempts(self.turn_file) + 1)
         record = turn_start_record(
             self._ctx,
@@ -348,7 +351,7 @@ class TurnRecorder:
             record = item_record(
                 self._ctx, item, seq=len(state.items) + 1, recorded_at_ms=self._clock()
             )
-        except Exception as exc:  # fail-open (§7): a hostile item never fails the turn
+        except Exception as exc:  # fail-open: a hostile item never fails the turn
             self._fail("building an item record", exc)
             return
         if record is not None and self._append(record, "item"):
@@ -356,7 +359,7 @@ class TurnRecorder:
 
     def observe_notification(self, message: Mapping[str, Any]) -> None:
         """Record an app-server ``item/completed`` notification; other methods are
-        ignored (§5.2). Never raises."""
+        ignored. Never raises."""
         item = item_from_notification(message)
         if item is not None:
             self.observe(item)

@@ -3,7 +3,7 @@
 ``params.item`` is a ``ThreadItem`` tagged by ``type``: ``commandExecution`` (with
 ``commandActions`` read/listFiles/search/unknown), ``mcpToolCall``, ``fileChange``,
 ``imageView``, ``webSearch``, ``dynamicToolCall``, … (Codex
-``app-server-protocol`` v2). Other methods are ignored (§5.2).
+``app-server-protocol`` v2, ``ThreadItem``). Other methods are ignored.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Items carry fewer fields than the app-server's: ``command_execution`` has ``command``,
 ``exit_code`` and ``status`` but no ``commandActions``; ``mcp_tool_call`` has
 ``server``, ``tool`` and (in newer versions) ``arguments``. What is there is recorded;
-nothing is invented (issue 6).
+nothing is invented (Codex ``exec`` crate, ``exec_events.rs``: ``ThreadEvent``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ SKIPPED_ITEM_TYPES: Final = frozenset(
         "todoList",
     }
 )
-"""Item types never recorded (§5.2: the final answer is in the conversation file and
+"""Item types never recorded (the final answer is in the conversation file, and
 reasoning is not this ledger's business). ``todoList`` is ``codex exec``'s plan."""
 
 
@@ -31,7 +31,8 @@ class CompletedItem:
 
     Attributes:
         source: which input it came from.
-        item_type: the seed's camelCase type (``commandExecution``, ``mcpToolCall`` …);
+        item_type: the app-server's camelCase type (``commandExecution``,
+            ``mcpToolCall`` …);
             an unknown type keeps the input's own word.
         source_type: the input's own word (``command_execution``, ``function_call``…).
         item_id: the input's item id, unchecked (records clean it).

@@ -7,7 +7,7 @@ The item is emitted when its output arrives (the rollout's ``item/completed``); 
 output's text is never read. A call with no output by the end of the input (a run
 interrupted mid-tool) is emitted at the end with status ``incomplete``.
 
-Function names map to the seed's item types: ``exec_command`` / ``shell`` and
+Function names map to the app-server's item types: ``exec_command`` / ``shell`` and
 ``local_shell_call`` to ``commandExecution``, ``apply_patch`` to ``fileChange`` (paths
 from the patch's ``*** Add/Update/Delete File:`` headers, never its lines),
 ``view_image`` to ``imageView``, ``mcp__<server>__<tool>`` to ``mcpToolCall``; any
