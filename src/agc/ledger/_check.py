@@ -22,7 +22,8 @@ Finding codes (stable; docs/ledger.md):
 ``too-many-items``     more than 256 items in an attempt
 ``turn-end-mismatch``  ``turn_end`` differs from the one recomputed from the records
 ``forbidden-field``    a key the ledger never writes (output, result, diff, content …)
-``host-path``          a path field that is not project-relative POSIX
+``host-path``          a path field that is not a clean project-relative path, or a
+                       command or text field holding a host path (any spelling)
 ``attempt-unsealed``   (warning) an attempt has no seal record (it was interrupted)
 ``turn-end-missing``   (warning) an attempt has no ``turn_end`` (it was interrupted)
 ``policy-mismatch``    (warning) ``turn_start`` names another policy than the check's
@@ -57,6 +58,7 @@ from agc.ledger._classify import (
     summarize_attempt,
 )
 from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
+from agc.ledger._guard import host_path_fields
 from agc.ledger._policy import LedgerPolicy, default_policy, preset_for_digest
 from agc.ledger._sanitize import PathSanitizer
 
@@ -75,7 +77,6 @@ __all__ = [
 
 LEDGER_REPORT_SCHEMA_VERSION: Final = 1
 Severity = Literal["error", "warning"]
-_PATH_KEYS: Final = frozenset({"path", "localPath", "movePath", "outputPath"})
 _DERIVED: Final = ("itemCount", "itemsTruncated", "offeredRead", "firstDesign")
 
 
@@ -360,27 +361,20 @@ def _judge_seal_record(check: SealCheck) -> list[LedgerFinding]:
 
 def _judge_fields(record: Mapping[str, Any], line: int) -> list[LedgerFinding]:
     findings: list[LedgerFinding] = []
-    plain = PathSanitizer([])
-    for key, value in _walk(record):
+    for key, _ in _walk(record):
         if key in FORBIDDEN_KEYS:
             findings.append(
                 LedgerFinding("forbidden-field", f"line {line} holds the key {key!r}", line=line)
             )
-        if key in _PATH_KEYS and isinstance(value, str) and plain.clean(value).path != value:
-            findings.append(
-                LedgerFinding("host-path", f"line {line}: {key} is not a project path", line=line)
-            )
-        if (
-            key == "localPaths"
-            and isinstance(value, list)
-            and any(not isinstance(v, str) or plain.clean(v).path != v for v in value)
-        ):
-            findings.append(
-                LedgerFinding(
-                    "host-path", f"line {line}: localPaths is not project paths", line=line
-                )
-            )
+    findings.extend(
+        LedgerFinding("host-path", f"line {line}: {name} holds a host path", line=line)
+        for name in host_path_fields(record, _NO_ROOT)
+    )
     return findings
+
+
+_NO_ROOT: Final = PathSanitizer([])
+"""Knows no project root: any absolute path but a system executable is a host path."""
 
 
 def _walk(value: object) -> Iterator[tuple[str, object]]:

@@ -59,6 +59,7 @@ from agc.ledger._db import AgentDb
 from agc.ledger._events.appserver import item_from_notification
 from agc.ledger._events.decode import DecodeStats
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
+from agc.ledger._guard import guard_record
 from agc.ledger._policy import LedgerPolicy, default_policy
 from agc.ledger._project import Project
 from agc.ledger._records import (
@@ -333,8 +334,9 @@ class TurnRecorder:
             attempt=state.attempt,
             recorded_at_ms=self._clock(),
         )
-        if self._append(record, "turn_start"):
-            state.start = record
+        written = self._append(record, "turn_start")
+        if written is not None:
+            state.start = written
 
     def observe(self, item: CompletedItem) -> None:
         """Record one completed item (skipped types are ignored). Never raises."""
@@ -345,7 +347,7 @@ class TurnRecorder:
             state.truncated = True
             if not state.truncated_written:
                 marker = items_truncated_record(self._ctx, recorded_at_ms=self._clock())
-                state.truncated_written = self._append(marker, "items_truncated")
+                state.truncated_written = self._append(marker, "items_truncated") is not None
             return
         try:
             record = item_record(
@@ -354,8 +356,9 @@ class TurnRecorder:
         except Exception as exc:  # fail-open: a hostile item never fails the turn
             self._fail("building an item record", exc)
             return
-        if record is not None and self._append(record, "item"):
-            state.items.append(record)
+        written = None if record is None else self._append(record, "item")
+        if written is not None:
+            state.items.append(written)
 
     def observe_notification(self, message: Mapping[str, Any]) -> None:
         """Record an app-server ``item/completed`` notification; other methods are
@@ -388,7 +391,7 @@ class TurnRecorder:
             "recordedAtMs": self._clock(),
         }
         seal: FileSeal | None = None
-        if state.start is not None and self._append(turn_end, "turn_end"):
+        if state.start is not None and self._append(turn_end, "turn_end") is not None:
             seal = self._seal()
         elif self._file is not None:
             self._file.abort()
@@ -402,7 +405,9 @@ class TurnRecorder:
         try:
             self.project.ensure_dirs(TURNS_DIR_PARTS[:1])
             summary = AgentDb(self.project.agent_db).append(
-                summary, key=self.client_turn_id, updated_at_ms=self._clock()
+                guard_record(summary, self._ctx.sanitizer),
+                key=self.client_turn_id,
+                updated_at_ms=self._clock(),
             )
             db_written = True
         except (AgcError, OSError) as exc:
@@ -426,17 +431,20 @@ class TurnRecorder:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _append(self, record: Mapping[str, Any], what: str) -> bool:
+    def _append(self, record: Mapping[str, Any], what: str) -> dict[str, Any] | None:
+        """Write ``record`` after the last look for host paths; the record as written,
+        or ``None`` when the write failed (recorded as a failure)."""
         if self._file is None:
             if not self._state.failed:
                 self._fail(f"writing {what}", StoreError("the turn file is not open"))
-            return False
+            return None
+        guarded = guard_record(record, self._ctx.sanitizer)
         try:
-            self._file.write(record)
+            self._file.write(guarded)
         except (AgcError, OSError) as exc:
             self._fail(f"writing {what}", exc)
-            return False
-        return True
+            return None
+        return guarded
 
     def _seal(self) -> FileSeal | None:
         assert self._file is not None
