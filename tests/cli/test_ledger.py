@@ -333,10 +333,77 @@ def test_real_exec_stream_records_the_command(
             "recordedAtMs": items[0]["recordedAtMs"],
             "source": "exec",
             "sourceType": "command_execution",
-            "command": "bash -lc 'cat test.js'",
+            "command": "cat test.js",  # the script of Codex's shell wrapper
             "exitCode": 0,
         }
     ]
+
+
+def _ledger_items(project: Path, turn_id: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for line in _turn_file(project, turn_id).read_text().splitlines()
+        if '"direct.codex.item"' in line
+    ]
+
+
+def test_a_rollout_repaired_by_agc_resume_synthesize_records_the_call_as_interrupted(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The interrupted call gets agc's synthesized answer: the ledger must say the call
+    # was interrupted and answered by agc, never that the command completed.
+    call = {
+        "type": "function_call",
+        "name": "shell",
+        "arguments": json.dumps({"command": ["bash", "-lc", "npm test"]}),
+        "call_id": "call_1",
+    }
+    lines = [
+        {"timestamp": "t", "type": "session_meta", "payload": {"id": "s1", "cwd": "/w"}},
+        {"timestamp": "t", "type": "response_item", "payload": call},
+    ]
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    repaired = tmp_path / "repaired.jsonl"
+    resume = ["resume", str(rollout), "--strategy", "synthesize", "--out", str(repaired)]
+    assert main(resume) == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    for name, source in (("before-1", rollout), ("after-1", repaired)):
+        args = ["ledger", "record", "--project", str(project), "--turn-id", name]
+        assert main([*args, "--prompt-file", str(prompt), "--input", str(source)]) == 0
+    capsys.readouterr()
+    (before,) = _ledger_items(project, "before-1")
+    (after,) = _ledger_items(project, "after-1")
+    assert (before["status"], before["command"]) == ("incomplete", "npm test")
+    assert (after["status"], after["command"], after["outputSynthesized"]) == (
+        "interrupted",
+        "npm test",
+        True,
+    )
+
+
+def test_the_real_interrupted_call_is_never_a_completed_command_before_or_after_repair(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its arguments were redacted by the fixture's publisher (not JSON), so agc resume
+    # strips the call even with --strategy synthesize: then there is nothing to record.
+    fixture = require_shared(
+        REAL_FIXTURES
+        / "codex-rollout"
+        / "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
+    )
+    repaired = tmp_path / "repaired.jsonl"
+    assert main(["resume", str(fixture), "--strategy", "synthesize", "--out", str(repaired)]) == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    for name, source in (("real-before", fixture), ("real-after", repaired)):
+        args = ["ledger", "record", "--project", str(project), "--turn-id", name]
+        assert main([*args, "--prompt-file", str(prompt), "--input", str(source)]) == 0
+    capsys.readouterr()
+    before = [(i["itemType"], i["status"]) for i in _ledger_items(project, "real-before")]
+    assert before == [("commandExecution", "incomplete")]
+    assert _ledger_items(project, "real-after") == []
 
 
 def test_agc_verify_checks_a_turn_file_path(

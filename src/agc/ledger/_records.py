@@ -26,7 +26,7 @@ from agc.ledger._contract import (
     RECORD_SEAL,
     RECORD_TURN_START,
 )
-from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
+from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem, shell_script
 from agc.ledger._policy import ArgRule, LedgerPolicy
 from agc.ledger._project import FileHash
 from agc.ledger._sanitize import (
@@ -169,10 +169,17 @@ def item_record(
     }
     if item.source_type != item.item_type:
         record["sourceType"] = clean_token(item.source_type) or "unknown"
+    if item.synthesized:
+        # agc wrote this output for an interrupted call: no exit code or duration of
+        # the tool's own is known
+        record["outputSynthesized"] = True
     builder = _BUILDERS.get(item.item_type)
     if builder is None:
         return record
-    full = {**record, **builder(ctx, item.fields)}
+    built = builder(ctx, item.fields)
+    if item.synthesized:
+        built = {k: v for k, v in built.items() if k not in {"exitCode", "durationMs", "errorKind"}}
+    full = {**record, **built}
     if len(encode_record(full)) <= MAX_LINE_BYTES:
         return full
     # Cut the text fields, keep the structure; only if that is not enough, the
@@ -199,7 +206,10 @@ def _shorten_texts(record: dict[str, Any]) -> dict[str, Any]:
 def _command_execution(ctx: RecordContext, fields: Mapping[str, object]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "command" in fields:
-        command = ctx.sanitizer.clean_command(fields["command"], max_chars=MAX_COMMAND_CHARS)
+        raw = fields["command"]
+        # the script a Codex shell wrapper runs ("bash -lc 'x'" -> "x"), as a rollout holds it
+        script = shell_script(raw) if isinstance(raw, str) else raw
+        command = ctx.sanitizer.clean_command(script, max_chars=MAX_COMMAND_CHARS)
         if command.text is not None:
             out["command"] = command.text
             if command.truncated:

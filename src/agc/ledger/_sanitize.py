@@ -383,10 +383,13 @@ def _boundary(text: str, index: int) -> Literal["strong", "option", "glob", "let
 
 
 def _climbs(word: str) -> bool:
-    """True if ``word`` is a relative path that climbs above its start with ``..``."""
-    slashed = word.replace("\\", "/")
+    """True if ``word`` is a relative path that climbs above its start with ``..``. A
+    folder name that ends in ``..`` counts as ``..``: it is one glued to what precedes
+    it ("see:../../x", "-C-C../x")."""
+    parts = word.replace("\\", "/").split("/")
+    parts = [".." if p.endswith("..") and i < len(parts) - 1 else p for i, p in enumerate(parts)]
     return bool(_GLUED_DOTDOT_RE.search(word)) or (
-        ".." in slashed.split("/") and _split(slashed.lstrip("/")) is None
+        ".." in parts and _split("/".join(parts).lstrip("/")) is None
     )
 
 

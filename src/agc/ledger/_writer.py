@@ -56,8 +56,7 @@ from agc.ledger._contract import (
     validate_client_turn_id,
 )
 from agc.ledger._db import AgentDb
-from agc.ledger._events.appserver import item_from_notification
-from agc.ledger._events.decode import DecodeStats
+from agc.ledger._events.decode import DecodeStats, EventDecoder
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
 from agc.ledger._guard import guard_record
 from agc.ledger._policy import LedgerPolicy, default_policy
@@ -272,6 +271,7 @@ class TurnRecorder:
         self._state = _State()
         self._file: TurnLedgerFile | None = None
         self._finished: TurnOutcome | None = None
+        self._notifications = EventDecoder("app-server")
 
     @classmethod
     def start(
@@ -361,10 +361,11 @@ class TurnRecorder:
             state.items.append(written)
 
     def observe_notification(self, message: Mapping[str, Any]) -> None:
-        """Record an app-server ``item/completed`` notification; other methods are
-        ignored. Never raises."""
-        item = item_from_notification(message)
-        if item is not None:
+        """Record an app-server notification as a live client receives it:
+        ``item/completed`` records its item; an ``item/started`` item that has not
+        completed by :meth:`finish` is recorded then as ``incomplete``; other methods
+        are ignored. Never raises."""
+        for item in self._notifications.feed_message(message):
             self.observe(item)
 
     def finish(self, *, completed: bool, input_stats: DecodeStats | None = None) -> TurnOutcome:
@@ -375,6 +376,8 @@ class TurnRecorder:
         """
         if self._finished is not None:
             return self._finished
+        for item in self._notifications.finish():
+            self.observe(item)
         state = self._state
         start = state.start or {"clientTurnId": self.client_turn_id, "attempt": state.attempt}
         attempt = Attempt(number=state.attempt, start=start, items=list(state.items))

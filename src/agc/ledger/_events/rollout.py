@@ -4,8 +4,10 @@ Lines are ``{timestamp, type, payload}``. A tool call is a ``response_item`` of 
 ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` and completes with the
 ``*_output`` item of the same ``call_id``; ``web_search_call`` completes on its own.
 The item is emitted when its output arrives (the rollout's ``item/completed``); the
-output's text is never read. A call with no output by the end of the input (a run
-interrupted mid-tool) is emitted at the end with status ``incomplete``.
+output's text is never kept (only its beginning is compared, to tell an output that
+``agc resume --strategy synthesize`` wrote for an interrupted call: that item's status
+is ``interrupted``). A call with no output by the end of the input (a run interrupted
+mid-tool) is emitted at the end with status ``incomplete``.
 
 Function names map to the app-server's item types: ``exec_command`` / ``shell`` and
 ``local_shell_call`` to ``commandExecution``, ``apply_patch`` to ``fileChange`` (paths
@@ -22,7 +24,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agc.ledger._events.item import CompletedItem
+from agc.ledger._events.item import CompletedItem, is_synthesized_output
 
 __all__ = ["ROLLOUT_LINE_TYPES", "RolloutAdapter"]
 
@@ -140,6 +142,9 @@ class RolloutAdapter:
             if found is None:
                 return []
             item, status = found
+            if is_synthesized_output(payload.get("output")):
+                # agc resume answered the interrupted call: it did not complete
+                return [_with_status(item, "interrupted", synthesized=True)]
             return [_with_status(item, status if isinstance(status, str) else "completed")]
         if kind == "web_search_call":
             action = payload.get("action")
@@ -158,7 +163,15 @@ class RolloutAdapter:
         return left
 
 
-def _with_status(item: CompletedItem, status: object) -> CompletedItem:
+def _with_status(
+    item: CompletedItem, status: object, *, synthesized: bool = False
+) -> CompletedItem:
     return CompletedItem(
-        item.source, item.item_type, item.source_type, item.item_id, status, item.fields
+        item.source,
+        item.item_type,
+        item.source_type,
+        item.item_id,
+        status,
+        item.fields,
+        synthesized=synthesized,
     )
