@@ -406,6 +406,34 @@ def test_the_real_interrupted_call_is_never_a_completed_command_before_or_after_
     assert _ledger_items(project, "real-after") == []
 
 
+def test_a_real_killed_codex_turn_repaired_by_agc_resume_is_interrupted_in_the_ledger(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Recorded with the real Codex CLI (tests/ledger/fixtures/README.md): the command
+    # running when Codex was killed is incomplete; after agc resume --strategy
+    # synthesize it is interrupted and answered by agc, never completed.
+    rollout = Path(__file__).parents[1] / "ledger/fixtures/codex-0.171.0/killed/rollout.jsonl"
+    repaired = tmp_path / "repaired.jsonl"
+    assert main(["resume", str(rollout), "--strategy", "synthesize", "--out", str(repaired)]) == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    for name, source in (("killed-before", rollout), ("killed-after", repaired)):
+        args = ["ledger", "record", "--project", str(project), "--turn-id", name]
+        assert main([*args, "--prompt-file", str(prompt), "--input", str(source)]) == 0
+    capsys.readouterr()
+    states = {
+        name: [
+            (i["status"], i["command"], i.get("outputSynthesized"))
+            for i in _ledger_items(project, name)
+        ]
+        for name in ("killed-before", "killed-after")
+    }
+    assert states == {
+        "killed-before": [("completed", "cat README.md", None), ("incomplete", "sleep 40", None)],
+        "killed-after": [("completed", "cat README.md", None), ("interrupted", "sleep 40", True)],
+    }
+
+
 def test_agc_verify_checks_a_turn_file_path(
     project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from agc.ledger import check_turn_file
+from agc.ledger import record_turn as record_stream
 from agc.ledger._events.item import shell_script
 from tests.conftest import REAL_FIXTURES
 from tests.ledger.helpers import items, record_turn
@@ -374,6 +376,46 @@ def test_a_real_output_that_mentions_agc_resume_later_is_the_tools_own(project: 
 )
 def test_shell_script_unwraps_only_codex_shell_wrappers(command: str, script: str) -> None:
     assert shell_script(command) == script
+
+
+# -- turns recorded with the real Codex CLI (tests/ledger/fixtures/README.md) -------------
+
+RECORDED = Path(__file__).parent / "fixtures" / "codex-0.171.0"
+
+
+def _recorded(project: Path, scenario: str, kind: str) -> list[dict[str, Any]]:
+    folder = RECORDED / scenario
+    cwd = json.loads((folder / "meta.json").read_text())["cwd"]
+    outcome = record_stream(
+        (folder / f"{kind}.jsonl").read_bytes().splitlines(),
+        project=project,
+        client_turn_id=f"{scenario}-{kind}",
+        prompt="go",
+        agent_roots=[cwd],
+    )
+    assert outcome.audit_write_failed is False
+    assert check_turn_file(outcome.turn_file).ok
+    written = outcome.turn_file.read_text()
+    assert cwd not in written
+    return [
+        {k: v for k, v in i.items() if k not in SOURCE_FIELDS} for i in items(outcome.turn_file)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        ("clean", [("completed", "cat README.md"), ("completed", "ls")]),
+        ("killed", [("completed", "cat README.md"), ("incomplete", "sleep 40")]),
+    ],
+)
+def test_a_real_codex_turn_reads_the_same_from_exec_and_from_rollout(
+    project: Path, scenario: str, expected: list[tuple[str, str]]
+) -> None:
+    from_exec = _recorded(project, scenario, "exec")
+    from_rollout = _recorded(project, scenario, "rollout")
+    assert from_exec == from_rollout
+    assert [(i["status"], i["command"]) for i in from_exec] == expected
 
 
 # -- the real transcripts -----------------------------------------------------------------

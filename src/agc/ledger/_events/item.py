@@ -28,10 +28,13 @@ SKIPPED_ITEM_TYPES: Final = frozenset(
         "contextCompaction",
         "hookPrompt",
         "todoList",
+        "error",
     }
 )
 """Item types never recorded (the final answer is in the conversation file, and
-reasoning is not this ledger's business). ``todoList`` is ``codex exec``'s plan."""
+reasoning is not this ledger's business). ``todoList`` is ``codex exec``'s plan;
+``error`` is a warning ``codex exec`` shows as an item (a retried stream, unknown model
+metadata), not something the agent did."""
 
 
 @dataclass(frozen=True)
