@@ -15,6 +15,7 @@ project-relative path as written. Nothing here touches the disk (hashing is in
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import re
 import unicodedata
@@ -247,6 +248,7 @@ def _decode_round(text: str) -> tuple[str, list[tuple[int, int]]] | None:
     return "".join(out), spans
 
 
+@functools.lru_cache(maxsize=4096)
 def _map_char(ch: str) -> str:
     if ch in _SLASH_LOOKALIKES:
         return "/"
@@ -260,6 +262,7 @@ def _map_char(ch: str) -> str:
     return ch
 
 
+@functools.lru_cache(maxsize=64)  # a text is cleaned, then checked again: decode once
 def decoded_view(source: str) -> _View:
     """``source`` with escapes, encodings (up to three layers), ``$IFS`` and look-alike
     or full-width characters undone, and where each decoded character came from."""
@@ -652,9 +655,12 @@ class PathSanitizer:
                 continue
             end = _BODY_RE.match(text, start).end()  # type: ignore[union-attr]
             found.append(_Span(start, end, "path", self._keep(text[start:end])))
-        found.extend(
-            _Span(*m.span(), "climb", None) for m in _WORD_RE.finditer(text) if _climbs(m.group())
-        )
+        if ".." in text:
+            found.extend(
+                _Span(*m.span(), "climb", None)
+                for m in _WORD_RE.finditer(text)
+                if ".." in m.group() and _climbs(m.group())
+            )
         return _merge(found)
 
     def _starts_path(
@@ -776,14 +782,15 @@ class PathSanitizer:
         replaced = _SECRET_RE.sub("[secret]", _ENV_PATH_RE.sub("[path]", text))
         cleaned, foreign = self._rewrite(replaced, "text")
         assert cleaned is not None
-        for _ in range(2):  # a replacement can reveal another spelling; rarely needed
-            if not self.holds_host_path(cleaned):
-                break
+        rounds = 0
+        while self.holds_host_path(cleaned):
+            # a replacement can reveal another spelling: rarely needed, bounded
+            rounds += 1
+            if rounds > 2:
+                return CleanText(None, redacted=True)
             again, more = self._rewrite(cleaned, "text")
             assert again is not None
             cleaned, foreign = again, foreign + more
-        if self.holds_host_path(cleaned):
-            return CleanText(None, redacted=True)
         result = _cut(cleaned, max_chars)
         return CleanText(
             result.text,
