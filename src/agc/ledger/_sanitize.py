@@ -36,6 +36,7 @@ __all__ = [
     "clean_name",
     "clean_token",
     "decoded_view",
+    "decoded_views",
     "deny_reason",
     "sha256_text",
 ]
@@ -262,34 +263,49 @@ def _map_char(ch: str) -> str:
     return ch
 
 
-@functools.lru_cache(maxsize=64)  # a text is cleaned, then checked again: decode once
 def decoded_view(source: str) -> _View:
     """``source`` with escapes, encodings (up to three layers), ``$IFS`` and look-alike
     or full-width characters undone, and where each decoded character came from."""
+    return decoded_views(source)[-1]
+
+
+@functools.lru_cache(maxsize=64)  # a text is cleaned, then checked again: decode once
+def decoded_views(source: str) -> tuple[_View, ...]:
+    """``source`` as written, then after each layer of decoding (the last is
+    :func:`decoded_view`). Every layer is looked at for host paths: undoing one layer
+    can also hide a path that the layer before showed (``%5C%5Chost`` is the UNC
+    ``\\\\host``, which read once more as an escape is a single ``\\``)."""
+    identity = _View(source, source)
     if _MAYBE_ENCODED_RE.search(source) is None:
-        return _View(source, source)
+        return (identity,)
+    views = [identity]
     # look-alikes first (a look-alike backslash can make an escape), then decoding,
     # then look-alikes again (a percent-encoded look-alike)
     text = "".join(_map_char(ch) for ch in source)
-    spans: list[tuple[int, int]] | None = None
+    spans = [(i, i + 1) for i in range(len(source))]
+    if text != source:
+        views.append(_make_view(source, text, spans))
     for _ in range(3):
         result = _decode_round(text)
         if result is None:
             break
         text, inner = result
-        spans = inner if spans is None else [(spans[a][0], spans[b - 1][1]) for a, b in inner]
+        spans = [(spans[a][0], spans[b - 1][1]) for a, b in inner]
+        views.append(_make_view(source, text, spans))
     mapped = "".join(_map_char(ch) for ch in text)
-    if spans is None and mapped == source:
-        return _View(source, source)
-    if spans is None:
-        spans = [(i, i + 1) for i in range(len(source))]
+    if mapped != text:
+        views.append(_make_view(source, mapped, spans))
+    return tuple(views)
+
+
+def _make_view(source: str, text: str, spans: list[tuple[int, int]]) -> _View:
     disguised = any(
         ch in _PATH_SIGNIFICANT and source[a:b] != ch
-        for ch, (a, b) in zip(mapped, spans, strict=True)
+        for ch, (a, b) in zip(text, spans, strict=True)
     )
     return _View(
         source,
-        mapped,
+        text,
         tuple(a for a, _ in spans),
         tuple(b for _, b in spans),
         disguised=disguised,
@@ -550,7 +566,7 @@ class PathSanitizer:
         lexical = self._clean_lexical(text)
         if lexical.path is None:
             return lexical
-        if decoded_view(text).disguised:
+        if any(view.disguised for view in decoded_views(text)):
             return CleanPath(None, "invalid")
         # The result, and a relative input as written (normalizing "see:../../u/x"
         # would hide the climb), must be clean words with no host path in them.
@@ -621,8 +637,7 @@ class PathSanitizer:
         positions, merged. Both are looked at: decoding can also hide a path (a UNC
         path's leading double backslash read as a JSON escape is a single one)."""
         spans = self._spans(text, mode)
-        view = decoded_view(text)
-        if view.text != text:
+        for view in decoded_views(text)[1:]:
             for span in self._spans(view.text, mode):
                 start, end = view.span(span.start, span.end)
                 spans.append(_Span(start, end, span.kind, span.keep))
