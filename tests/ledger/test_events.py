@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc.errors import UsageError
 from agc.ledger._events import EventDecoder, decode_lines
 from agc.ledger._events.decode import detect
 from agc.ledger._events.item import camel_case
@@ -272,8 +273,8 @@ def test_fixed_format_ignores_other_inputs() -> None:
     assert decoder.stats.ignored_lines == 1
 
 
-def test_unknown_format_name_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="input format"):
+def test_unknown_format_name_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="input format"):
         EventDecoder("xml")  # type: ignore[arg-type]
 
 

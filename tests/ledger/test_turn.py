@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agc.errors import InputError
+from agc.errors import InputError, UsageError
 from agc.ledger import check_turn_file, record_turn
 from tests.ledger.helpers import TURN_ID, Clock, command, items, turn_end
 
@@ -83,3 +83,9 @@ def test_an_interrupt_finishes_the_attempt_and_propagates(project: Path) -> None
     turn_file = project / ".agent/runtime/direct-codex/turns" / f"{TURN_ID}.jsonl"
     assert turn_end(turn_file)["completed"] is False
     assert check_turn_file(turn_file).ok
+
+
+def test_a_relative_agent_root_is_a_usage_error_and_writes_nothing(project: Path) -> None:
+    with pytest.raises(UsageError, match="not an absolute path"):
+        record_turn([], project=project, client_turn_id=TURN_ID, prompt="p", agent_roots=["x/y"])
+    assert not (project / ".agent").exists()

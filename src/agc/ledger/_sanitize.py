@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from agc.errors import UsageError
+
 __all__ = [
     "SCAN_LIMIT",
     "SENSITIVE_DIR_NAMES",
@@ -152,7 +154,7 @@ them, so the rest never reaches a file and is not scanned (bounded time per fiel
 _ENCODED_RE: Final = re.compile(
     r"(?P<pct>(?:%[0-9A-Fa-f]{2})+)"
     r"|\\u(?P<u>[0-9A-Fa-f]{4})"
-    # printf's hex and octal escapes of a separator, a dot or "~" only: "C:\\2024\\x"
+    # printf's hex and octal escapes of a separator, a dot or "~" only: "C:\2024\x"
     # is a Windows path, not an escape
     r"|\\x(?P<x>2[fFeE]|5[cC]|7[eE]|3[aA])"
     r"|\\(?P<oct>057|134|056|176|072)"
@@ -515,7 +517,7 @@ class PathSanitizer:
             absolute path other than a system executable is a host path (``check``).
 
     Raises:
-        ValueError: a root is not an absolute path.
+        UsageError: a root is not an absolute path.
     """
 
     def __init__(self, roots: Iterable[str]) -> None:
@@ -524,7 +526,10 @@ class PathSanitizer:
             normalized = root.replace("\\", "/")
             split = _split(normalized)
             if split is None or not (normalized.startswith("/") or split[0]):
-                raise ValueError(f"project root {root!r} is not an absolute path")
+                raise UsageError(
+                    f"project root {root!r} is not an absolute path",
+                    hint="Give the folder the agent ran in as an absolute path (--agent-root).",
+                )
             windows, parts = split
             found.append(_Root(parts=parts, windows=windows))
         # Longest first, so that a nested root wins.

@@ -67,6 +67,7 @@ def record_turn(
 
     Raises:
         TurnIdInvalidError: the id breaks the rule (nothing is written).
+        UsageError: an agent root is not absolute, or ``input_format`` is unknown.
         StoreError: the project folder does not exist.
         InputError: reading ``stream`` failed; the attempt was finished first
             (``completed: false``), so the turn file stays sealed.

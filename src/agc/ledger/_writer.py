@@ -301,6 +301,7 @@ class TurnRecorder:
 
         Raises:
             TurnIdInvalidError: the id breaks the rule (nothing is written).
+            UsageError: an agent root is not an absolute path (nothing is written).
             StoreError: the project folder does not exist.
             (Write failures never raise: see :class:`TurnOutcome`.)
         """

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from agc.errors import UsageError
 from agc.ledger._events.appserver import COMPLETED_METHOD, STARTED_METHOD, item_from_notification
 from agc.ledger._events.codex_exec import STARTED_TYPE, item_from_event
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
@@ -70,6 +71,9 @@ class EventDecoder:
         input_format: ``"auto"`` (each line is recognized on its own) or one format,
             whose lines alone are used.
 
+    Raises:
+        UsageError: ``input_format`` is not one of :data:`FORMATS`.
+
     Attributes:
         completed: whether the input said the turn completed (``turn/completed`` with
             status ``completed``, ``turn.completed``, rollout ``task_complete``), failed
@@ -78,7 +82,7 @@ class EventDecoder:
 
     def __init__(self, input_format: InputFormat = "auto") -> None:
         if input_format not in FORMATS:
-            raise ValueError(f"input format {input_format!r} is not one of {FORMATS}")
+            raise UsageError(f"input format {input_format!r} is not one of {', '.join(FORMATS)}")
         self.input_format: InputFormat = input_format
         self.stats = DecodeStats()
         self._rollout = RolloutAdapter()
