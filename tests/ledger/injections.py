@@ -425,3 +425,20 @@ def run_matrix(
             continue
         leaked.extend(Injection(shape, form, markers[user].name) for user in found)
     return MatrixResult(count, tuple(leaked))
+
+
+if __name__ == "__main__":
+    # python -m tests.ledger.injections: the figures (injections, leaks by form/field)
+    import collections
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        result = run_matrix(Path(folder))
+    print(
+        f"{result.injections} injections ({len(SHAPES)} shapes x {len(FORMS)} forms x "
+        f"{len(FIELDS)} fields), {len(result.leaked)} leaks"
+    )
+    for key in ("form", "field", "shape"):
+        counts = collections.Counter(getattr(leak, key) for leak in result.leaked)
+        if counts:
+            print(f"  by {key}: {dict(counts.most_common())}")

@@ -340,9 +340,10 @@ _TWO_COMPONENTS_RE: Final = re.compile(r"(?:[A-Za-z0-9_.~@+-]+[\\/]){2}")
 _ROOTED_WINDOWS_RE: Final = re.compile(r"\\[^\s\\/'\"`;|&<>(){}\[\],]+\\")
 _HOME_TEXT_RE: Final = re.compile(r"~(?:[A-Za-z_][\w.-]*)?[\\/]")
 _HOME_OPTION_RE: Final = re.compile(r"~[\\/A-Za-z_]")
-# user@host:path (scp, rsync, git over ssh): names a user and a host.
+# user@host:path (scp, rsync, git over ssh): names a user and a host, also glued to
+# what precedes it ("-Cuser@host:…").
 _REMOTE_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9_.%+-])[A-Za-z0-9_][A-Za-z0-9_.-]*@[A-Za-z0-9][A-Za-z0-9_.-]*:"
+    r"[A-Za-z0-9_][A-Za-z0-9_.-]*@[A-Za-z0-9][A-Za-z0-9_.-]*:"
     r"(?=[^\s:])[^\s'\"`;|&<>(){}\[\],]*"
 )
 # Unified and git diff headers print a path after "a/" / "b/" with its leading "/"
