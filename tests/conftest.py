@@ -6,6 +6,7 @@ import base64
 import io
 import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -25,7 +26,9 @@ settings.register_profile("agc", deadline=None)
 settings.load_profile("agc")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED = REPO_ROOT.parent / "shared"
+# ../shared beside the checkout; AGC_SHARED_DIR names it when the checkout is elsewhere
+# (a git worktree in another folder).
+SHARED = Path(os.environ.get("AGC_SHARED_DIR") or REPO_ROOT.parent / "shared")
 REAL_FIXTURES = SHARED / "fixtures" / "real"
 RESUME_CASES = SHARED / "cases" / "resume"
 

@@ -198,6 +198,26 @@ def test_record_survives_lines_of_unexpected_shape(
     assert main(["ledger", "check", str(_turn_file(project))]) == 0
 
 
+def test_policy_preset_by_name_and_check_recomputes_with_it(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change = {"type": "fileChange", "id": "f1", "changes": [{"path": "src/a.py", "kind": "add"}]}
+    _stdin(monkeypatch, [{"method": "item/completed", "params": {"item": change}}])
+    assert main([*_record(project, prompt), "--policy", "generic"]) == 0
+    capsys.readouterr()
+    path = _turn_file(project)
+    assert main(["ledger", "show", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["firstDesign"]["kind"] == "fileChange:src/a.py"
+    assert main(["ledger", "check", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["findings"] == []
+    # another policy given explicitly: the recomputation differs and says why
+    assert main(["ledger", "check", str(path), "--policy", "direct-project", "--json"]) == 1
+    codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert codes == {"policy-mismatch", "turn-end-mismatch"}
+    assert main(["ledger", "check", str(path), "--policy", "no-such-preset"]) == ExitCode.USAGE
+    assert "no-such-preset" in capsys.readouterr().err
+
+
 def test_help_lists_the_ledger_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ledger", "--help"]) == 0
     out = capsys.readouterr().out
@@ -313,10 +333,105 @@ def test_real_exec_stream_records_the_command(
             "recordedAtMs": items[0]["recordedAtMs"],
             "source": "exec",
             "sourceType": "command_execution",
-            "command": "bash -lc 'cat test.js'",
+            "command": "cat test.js",  # the script of Codex's shell wrapper
             "exitCode": 0,
         }
     ]
+
+
+def _ledger_items(project: Path, turn_id: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for line in _turn_file(project, turn_id).read_text().splitlines()
+        if '"direct.codex.item"' in line
+    ]
+
+
+def test_a_rollout_repaired_by_agc_resume_synthesize_records_the_call_as_interrupted(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The interrupted call gets agc's synthesized answer: the ledger must say the call
+    # was interrupted and answered by agc, never that the command completed.
+    call = {
+        "type": "function_call",
+        "name": "shell",
+        "arguments": json.dumps({"command": ["bash", "-lc", "npm test"]}),
+        "call_id": "call_1",
+    }
+    lines = [
+        {"timestamp": "t", "type": "session_meta", "payload": {"id": "s1", "cwd": "/w"}},
+        {"timestamp": "t", "type": "response_item", "payload": call},
+    ]
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    repaired = tmp_path / "repaired.jsonl"
+    resume = ["resume", str(rollout), "--strategy", "synthesize", "--out", str(repaired)]
+    assert main(resume) == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    for name, source in (("before-1", rollout), ("after-1", repaired)):
+        args = ["ledger", "record", "--project", str(project), "--turn-id", name]
+        assert main([*args, "--prompt-file", str(prompt), "--input", str(source)]) == 0
+    capsys.readouterr()
+    (before,) = _ledger_items(project, "before-1")
+    (after,) = _ledger_items(project, "after-1")
+    assert (before["status"], before["command"]) == ("incomplete", "npm test")
+    assert (after["status"], after["command"], after["outputSynthesized"]) == (
+        "interrupted",
+        "npm test",
+        True,
+    )
+
+
+def test_the_real_interrupted_call_is_never_a_completed_command_before_or_after_repair(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its arguments were redacted by the fixture's publisher (not JSON), so agc resume
+    # strips the call even with --strategy synthesize: then there is nothing to record.
+    fixture = require_shared(
+        REAL_FIXTURES
+        / "codex-rollout"
+        / "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
+    )
+    repaired = tmp_path / "repaired.jsonl"
+    assert main(["resume", str(fixture), "--strategy", "synthesize", "--out", str(repaired)]) == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    for name, source in (("real-before", fixture), ("real-after", repaired)):
+        args = ["ledger", "record", "--project", str(project), "--turn-id", name]
+        assert main([*args, "--prompt-file", str(prompt), "--input", str(source)]) == 0
+    capsys.readouterr()
+    before = [(i["itemType"], i["status"]) for i in _ledger_items(project, "real-before")]
+    assert before == [("commandExecution", "incomplete")]
+    assert _ledger_items(project, "real-after") == []
+
+
+def test_a_real_killed_codex_turn_repaired_by_agc_resume_is_interrupted_in_the_ledger(
+    tmp_path: Path, prompt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Recorded with the real Codex CLI (tests/ledger/fixtures/README.md): the command
+    # running when Codex was killed is incomplete; after agc resume --strategy
+    # synthesize it is interrupted and answered by agc, never completed.
+    rollout = Path(__file__).parents[1] / "ledger/fixtures/codex-0.171.0/killed/rollout.jsonl"
+    repaired = tmp_path / "repaired.jsonl"
+    assert main(["resume", str(rollout), "--strategy", "synthesize", "--out", str(repaired)]) == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    for name, source in (("killed-before", rollout), ("killed-after", repaired)):
+        args = ["ledger", "record", "--project", str(project), "--turn-id", name]
+        assert main([*args, "--prompt-file", str(prompt), "--input", str(source)]) == 0
+    capsys.readouterr()
+    states = {
+        name: [
+            (i["status"], i["command"], i.get("outputSynthesized"))
+            for i in _ledger_items(project, name)
+        ]
+        for name in ("killed-before", "killed-after")
+    }
+    assert states == {
+        "killed-before": [("completed", "cat README.md", None), ("incomplete", "sleep 40", None)],
+        "killed-after": [("completed", "cat README.md", None), ("interrupted", "sleep 40", True)],
+    }
 
 
 def test_agc_verify_checks_a_turn_file_path(

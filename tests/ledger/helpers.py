@@ -7,9 +7,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agc.ledger._events import decode_lines
-from agc.ledger._policy import LedgerPolicy
-from agc.ledger._writer import TurnOutcome, TurnRecorder
+from agc.ledger import LedgerPolicy, TurnOutcome
+from agc.ledger import record_turn as record_stream
 
 TURN_ID = "Abc123-def"
 
@@ -80,19 +79,19 @@ def record_turn(
     turn_id: str = TURN_ID,
     clock: Clock | None = None,
 ) -> TurnOutcome:
-    """Run one attempt through the recorder, as the CLI does."""
-    recorder = TurnRecorder.start(
-        project,
-        turn_id,
+    """Record one attempt from ``events`` (objects or raw lines) with the library's
+    :func:`agc.ledger.record_turn`, as the CLI does."""
+    return record_stream(
+        # lazily: a test's generator may act between turn_start and the first line
+        (e if isinstance(e, str) else json.dumps(e) for e in events),
+        project=project,
+        client_turn_id=turn_id,
         prompt=prompt,
         attachments=attachments or [],
         policy=policy,
+        completed=completed_turn,
         clock=clock or Clock(),
     )
-    lines = [e if isinstance(e, str) else json.dumps(e) for e in events]
-    for item in decode_lines(lines):
-        recorder.observe(item)
-    return recorder.finish(completed=completed_turn)
 
 
 def records(path: Path) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
-"""Tests for agc.ledger._classify: turn_end (seed 000 §5.4) and the §3 timeline rows."""
+"""Tests for agc.ledger._classify: turn_end and the timeline rows."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,7 @@ import pytest
 
 from agc.ledger._check import show_turn_file
 from agc.ledger._classify import Attempt, derive_turn_end, split_attempts, summarize_attempt
-from agc.ledger._events import decode_lines
-from agc.ledger._policy import builtin_policy
-from agc.ledger._writer import TurnRecorder
+from agc.ledger._policy import default_policy
 from tests.ledger.helpers import command, completed, mcp, record_turn, turn_end
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"
@@ -66,7 +65,7 @@ def _read(path: str, item_id: str = "r") -> dict[str, Any]:
             "read-before-design",
         ),
         # Listed after the design and read after it too: the file was read, so it
-        # was not "only listed or searched, never read" (§3 row 3).
+        # was not "only listed or searched, never read".
         (
             [
                 ART,
@@ -80,18 +79,19 @@ def _read(path: str, item_id: str = "r") -> dict[str, Any]:
         ),
     ],
 )
-def test_section3_rows(project: Path, events: list[Any], attachments: list[Any], row: str) -> None:
+def test_timeline_rows(project: Path, events: list[Any], attachments: list[Any], row: str) -> None:
     outcome = record_turn(project, events, attachments=attachments)
     assert show_turn_file(outcome.turn_file).row == row
 
 
 def test_hash_mismatch_is_read_true_with_match_false(project: Path) -> None:
     # The file changes between the offer and the read.
-    recorder = TurnRecorder.start(project, "Abc123-def", prompt="p", attachments=OFFERED)
-    (project / GDD).write_text("changed")
-    for item in decode_lines([json.dumps(_read(GDD))]):
-        recorder.observe(item)
-    outcome = recorder.finish(completed=True)
+    def events() -> Iterator[str]:
+        # Read after turn_start: the stream is iterated once the attempt is open.
+        (project / GDD).write_text("changed")
+        yield json.dumps(_read(GDD))
+
+    outcome = record_turn(project, events(), attachments=OFFERED)
     assert turn_end(outcome.turn_file)["offeredRead"] == [
         {"localPath": GDD, "read": True, "contentSha256Match": False}
     ]
@@ -186,12 +186,12 @@ def test_derive_is_pure_over_records() -> None:
             }
         ],
     )
-    assert derive_turn_end(attempt, builtin_policy()) == {
+    assert derive_turn_end(attempt, default_policy()) == {
         "itemCount": 1,
         "itemsTruncated": False,
         "offeredRead": [{"localPath": "a.md", "read": True, "contentSha256Match": True}],
         "firstDesign": None,
     }
-    summary = summarize_attempt(attempt, 1, builtin_policy())
+    summary = summarize_attempt(attempt, 1, default_policy())
     assert summary.row == "read-no-design"
     assert summary.to_dict()["offered"][0]["readSeqs"] == [1]

@@ -1,4 +1,4 @@
-"""Tests for agc.ledger._contract: the clientTurnId rule (seed 000 §4) and file location."""
+"""Tests for agc.ledger._contract: the clientTurnId rule and file location."""
 
 from __future__ import annotations
 

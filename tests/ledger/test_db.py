@@ -1,4 +1,4 @@
-"""Tests for agc.ledger._db: the agent.db record table (seed 000 §5.5)."""
+"""Tests for agc.ledger._db: the agent.db record table."""
 
 from __future__ import annotations
 

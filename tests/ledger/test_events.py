@@ -29,7 +29,7 @@ def _decode(lines: list[Any], fmt: str = "auto") -> tuple[list[Any], EventDecode
 # -- app-server --------------------------------------------------------------------------
 
 
-def test_app_server_only_item_completed_counts() -> None:
+def test_app_server_items_complete_with_item_completed_and_started_ones_end_incomplete() -> None:
     lines = [
         {"method": "item/started", "params": {"item": {"type": "commandExecution", "id": "a"}}},
         {"method": "item/commandExecution/outputDelta", "params": {"delta": "x"}},
@@ -39,7 +39,8 @@ def test_app_server_only_item_completed_counts() -> None:
         {"method": "turn/completed", "params": {"turn": {"status": "completed"}}},
     ]
     items, decoder = _decode(lines)
-    assert [i.item_id for i in items] == ["c1"]
+    # "a" started and never completed: it comes last, as incomplete
+    assert [(i.item_id, i.status) for i in items] == [("c1", "completed"), ("a", "incomplete")]
     assert decoder.completed is True
     assert decoder.stats.formats == {"app-server": 6}
 
@@ -79,7 +80,7 @@ def test_app_server_turn_failed_is_not_completed() -> None:
 # -- codex exec --json --------------------------------------------------------------------
 
 
-def test_exec_items_map_to_seed_types_with_their_fields() -> None:
+def test_exec_items_map_to_app_server_types_with_their_fields() -> None:
     lines = [
         {"type": "thread.started", "thread_id": "t"},
         {"type": "turn.started"},

@@ -1,4 +1,4 @@
-"""Tests for agc.ledger._project: hashing inside the project only (seed 000 §5.1, §8)."""
+"""Tests for agc.ledger._project: hashing inside the project only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for agc.ledger._sanitize: paths, commands and text (seed 000 §5.2, §8)."""
+"""Tests for agc.ledger._sanitize: paths, commands and text."""
 
 from __future__ import annotations
 
@@ -266,7 +266,7 @@ def test_property_clean_command_never_keeps_a_host_path(
 )
 @given(hostile_paths())
 def test_property_no_host_path_home_or_user_reaches_the_turn_file(case: tuple[str, str]) -> None:
-    """Issue 6 §Security: hostile paths and commands everywhere a path can appear."""
+    """Hostile paths and commands everywhere a path can appear."""
     path, user = case
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "proj"
@@ -364,7 +364,7 @@ def test_design_words_are_not_taken_for_credentials() -> None:
     ],
 )
 def test_clean_command_drops_paths_glued_to_a_word(raw: str) -> None:
-    # §5.2: a command whose paths cannot all be made relative is dropped whole, also
+    # A command whose paths cannot all be made relative is dropped whole, also
     # when the path follows a short option, "}", "*" or a non-ASCII letter directly.
     cleaned = SAN.clean_command(raw, max_chars=240)
     assert cleaned.text is None
@@ -386,8 +386,8 @@ def test_clean_command_drops_paths_glued_to_a_word(raw: str) -> None:
     ],
 )
 def test_clean_text_finds_host_paths_glued_to_a_word(raw: str, expected: str) -> None:
-    # Briefs are written in Chinese (seed 000): a host path right after a CJK letter,
-    # a full-width colon, "**" or a curly quote is still a host path (§5, §8).
+    # Briefs are often written in Chinese: a host path right after a CJK letter, a
+    # full-width colon, "**" or a curly quote is still a host path.
     cleaned = SAN.clean_text(raw, max_chars=4000)
     assert cleaned.text == expected
     assert "bob" not in cleaned.text
@@ -433,7 +433,7 @@ def test_property_clean_command_glued_never_keeps_a_user(
 
 @pytest.mark.parametrize("raw", ["type \\bob\\secret.txt", "dir \\ProgramData\\bob\\x"])
 def test_clean_command_drops_windows_root_relative_paths(raw: str) -> None:
-    # Backslashes count as separators (§8 "Windows"): "\bob\x" is a host path.
+    # Backslashes count as separators (Windows): "\bob\x" is a host path.
     cleaned = SAN.clean_command(raw, max_chars=240)
     assert cleaned.text is None
     assert cleaned.redacted is True

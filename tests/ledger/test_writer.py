@@ -1,4 +1,4 @@
-"""Tests for agc.ledger._writer: attempts, sealing and re-sealing, fail-open (§4, §7)."""
+"""Tests for agc.ledger._writer: attempts, sealing and re-sealing, fail-open ."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_unsealed_previous_attempt_is_continued(project: Path) -> None:
 
 
 def test_a_later_attempt_that_died_before_sealing_is_continued(project: Path) -> None:
-    # §4: a second turn with the same id is a new attempt. When attempt 2 dies before
+    # A second turn with the same id is a new attempt. When attempt 2 dies before
     # its seal, the sidecar still seals attempt 1; attempt 3 must continue the file
     # (as after a first attempt that died), not be refused for ever.
     first = record_turn(project, [command("c1", "ls")])
@@ -166,7 +166,7 @@ def test_a_locked_turn_file_fails_open(project: Path) -> None:
 
 def test_a_refused_attempt_has_its_own_number_in_the_summary(project: Path) -> None:
     # The agent.db summary of an attempt whose turn file could not be opened (locked
-    # here) must not claim to be attempt 1: readers take the last row (§4), and
+    # here) must not claim to be attempt 1: readers take the last row, and
     # attempt 1 is another, real attempt in the file.
     path = record_turn(project, [command("c1", "ls")]).turn_file
     fd = os.open(path, os.O_RDWR)

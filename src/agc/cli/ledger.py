@@ -1,4 +1,4 @@
-"""``agc ledger record|show|check``: the turn ledger (seed 000, issue 6) on the command line."""
+"""``agc ledger record|show|check``: the turn ledger on the command line."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ from agc.exitcodes import ExitCode
 from agc.ledger._check import LedgerReport, check_turn_file, show_turn_file
 from agc.ledger._classify import TurnSummary
 from agc.ledger._contract import validate_client_turn_id
-from agc.ledger._events import EventDecoder
+from agc.ledger._events import DecodeStats
 from agc.ledger._policy import load_policy
-from agc.ledger._writer import TurnOutcome, TurnRecorder
+from agc.ledger._turn import record_turn
+from agc.ledger._writer import TurnOutcome
 
 __all__ = ["format_check", "register", "run_check"]
 
@@ -39,8 +40,14 @@ class FormatChoice(enum.StrEnum):
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 PolicyOption = Annotated[
-    Path | None,
-    typer.Option("--policy", help="Policy TOML (MCP allow-list); default: the built-in one."),
+    str | None,
+    typer.Option(
+        "--policy",
+        metavar="direct-project|generic|FILE",
+        help="Ledger policy: a preset (direct-project, the default; generic) or a policy "
+        "TOML file (which MCP arguments are kept, what counts as the first design action).",
+        show_default=False,
+    ),
 ]
 TurnFileArgument = Annotated[
     Path, typer.Argument(help="A turn file: .agent/runtime/direct-codex/turns/<id>.jsonl")
@@ -129,8 +136,9 @@ def record_command(
     Reads app-server notifications, `codex exec --json` events or a Codex rollout
     (detected line by line), writes .agent/runtime/direct-codex/turns/<ID>.jsonl
     (a new attempt if it exists), seals it and appends the summary to .agent/agent.db.
-    A failed ledger write is reported and does not fail the command (seed §7)
-    unless --strict is given.
+    A failed ledger write is reported and does not fail the command (fail-open)
+    unless --strict is given. --policy generic suits any agent; the default,
+    direct-project, knows the MCP tools of a game-making project agent.
 
     \b
     Examples:
@@ -149,60 +157,42 @@ def record_command(
             raise UsageError(f"--agent-root {root!r} is not an absolute path")
     if input_file is not None and not input_file.is_file():
         raise InputError(f"input file {input_file} does not exist or is not a file")
-    recorder = TurnRecorder.start(
-        project,
-        client_turn_id,
-        prompt=prompt,
-        attachments=attachment_list,
-        policy=chosen_policy,
-        agent_roots=roots,
-    )
-    decoder = EventDecoder(input_format.value)
     stream: BinaryIO
     if input_file is None:
-        stream = sys.stdin.buffer
-        size = None
+        stream, size, where = sys.stdin.buffer, None, "stdin"
     else:
-        stream = input_file.open("rb")
-        size = input_file.stat().st_size
-    done = 0
+        stream, size, where = input_file.open("rb"), input_file.stat().st_size, str(input_file)
     try:
         with byte_progress(size, "recording turn") as progress:
-            for line in stream:
-                done += len(line)
-                for item in decoder.feed(line):
-                    recorder.observe(item)
-                if progress is not None:
-                    progress(done)
-        for item in decoder.finish():
-            recorder.observe(item)
-    except OSError as exc:
-        # The turn still ends in the ledger (seed §6: finish on error too).
-        recorder.finish(completed=False)
-        where = "stdin" if input_file is None else str(input_file)
-        raise InputError(f"reading events from {where} failed: {exc}") from exc
-    except BaseException:
-        recorder.finish(completed=False)
-        raise
+            outcome = record_turn(
+                stream,
+                project=project,
+                client_turn_id=client_turn_id,
+                prompt=prompt,
+                attachments=attachment_list,
+                policy=chosen_policy,
+                input_format=input_format.value,
+                agent_roots=roots,
+                completed=completed,
+                source=where,
+                on_progress=progress,
+            )
     finally:
         if input_file is not None:
             stream.close()
-    outcome = recorder.finish(
-        completed=decoder.completed is True if completed is None else completed
-    )
-    _print_outcome(outcome, decoder, as_json)
+    _print_outcome(outcome, as_json)
     if strict and (outcome.audit_write_failed or not outcome.db_written):
         return int(ExitCode.UNREADABLE)
     return int(ExitCode.OK)
 
 
-def _print_outcome(outcome: TurnOutcome, decoder: EventDecoder, as_json: bool) -> None:
+def _print_outcome(outcome: TurnOutcome, as_json: bool) -> None:
     for error in outcome.errors:
         err_console.print(f"warning: {error}", markup=False)
     if as_json:
-        emit_json({**outcome.to_dict(), "input": decoder.stats.to_dict()})
+        emit_json(outcome.to_dict())
         return
-    stats = decoder.stats
+    stats = outcome.input or DecodeStats()
     state = "sealed" if outcome.seal is not None else "NOT sealed"
     out_console.print(
         f"turn {outcome.client_turn_id} attempt {outcome.attempt}: {outcome.item_count} item(s)"
@@ -230,14 +220,17 @@ def show_command(
     as_json: JsonOption = False,
 ) -> int:
     """Show one attempt: offered files, whether and when each was read, the first
-    design action, item counts, and the seed's §3 timeline row (a fact, not a verdict).
+    design action, item counts, and the attempt's timeline row (a fact, not a verdict).
+    Each attempt is recomputed with the preset it was recorded with, unless --policy
+    is given.
 
     \b
     Examples:
       agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl
       agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl --attempt 1 --json
     """
-    summary = show_turn_file(turn_file, attempt=attempt, policy=load_policy(policy))
+    chosen = None if policy is None else load_policy(policy)
+    summary = show_turn_file(turn_file, attempt=attempt, policy=chosen)
     if as_json:
         emit_json(summary.to_dict())
     else:
@@ -298,7 +291,7 @@ def _print_summary(summary: TurnSummary) -> None:
     counts = ", ".join(f"{kind} {n}" for kind, n in summary.item_counts.items()) or "none"
     truncated = " (truncated at 256)" if summary.items_truncated else ""
     out_console.print(f"Items: {counts}{truncated}", markup=False)
-    out_console.print(f"Timeline (seed §3): {summary.row}: {summary.row_label}", markup=False)
+    out_console.print(f"Timeline: {summary.row}: {summary.row_label}", markup=False)
 
 
 def check_command(
@@ -317,9 +310,9 @@ def check_command(
     return run_check(turn_file, policy=policy, as_json=as_json)
 
 
-def run_check(turn_file: Path, *, policy: Path | None, as_json: bool) -> int:
+def run_check(turn_file: Path, *, policy: str | None, as_json: bool) -> int:
     """Check a turn file and print the report; the exit code (also for ``agc-verify``)."""
-    report = check_turn_file(turn_file, policy=load_policy(policy))
+    report = check_turn_file(turn_file, policy=None if policy is None else load_policy(policy))
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -353,7 +346,7 @@ def register(app: typer.Typer) -> None:
         name="ledger",
         help_text=(
             "The turn ledger: a sanitized, sealed per-turn record of what a Codex agent "
-            "did (seed 000). Files live under <project>/.agent/runtime/direct-codex/turns/."
+            "did. Files live under <project>/.agent/runtime/direct-codex/turns/."
         ),
     )
     ledger.command(name="record", epilog=EPILOG)(record_command)

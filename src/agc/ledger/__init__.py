@@ -1,27 +1,28 @@
 """The turn ledger: a sanitized, sealed record of what a Codex agent did in each turn.
 
-Seed 000 (``../shared/seeds/000_turn_audit_ledger.txt``) and issue 6. Per turn, an
-append-only file ``.agent/runtime/direct-codex/turns/<clientTurnId>.jsonl`` under the
-project root holds ``turn_start`` (the prompt's hash, the offered attachments and their
-file hashes), one ``item`` per completed item (commands, MCP calls with an allow-list of
-arguments, file changes, image views, web searches), ``turn_end`` (which offered files
-were read, the first design action) and a seal; ``.agent/agent.db`` gets one summary
-record per attempt. The format is in ``docs/ledger.md``.
+Per turn, an append-only file ``.agent/runtime/direct-codex/turns/<clientTurnId>.jsonl``
+under the project root holds ``turn_start`` (the prompt's hash, the offered attachments
+and their file hashes), one ``item`` per completed item (commands, MCP calls with an
+allow-list of arguments, file changes, image views, web searches), ``turn_end`` (which
+offered files were read, the first design action) and a seal; ``.agent/agent.db`` gets
+one summary record per attempt. Inputs are the Codex CLI's own streams: app-server
+JSON-RPC notifications, ``codex exec --json`` events and rollout session files. The
+format is in ``docs/ledger.md``.
 
-Modules, by concern: :mod:`.events` (inputs), :mod:`.sanitize` (paths, commands,
-text), :mod:`.project` (hashing files), :mod:`.policy` (the TOML allow-list),
-:mod:`.records` (building records), :mod:`.classify` (turn_end, summary, §3 rows),
-:mod:`.writer` (the turn file and its seals), :mod:`.db` (``agent.db``), :mod:`.check`
-(reading, show and check).
+Modules, by concern: :mod:`._events` (inputs), :mod:`._sanitize` (paths, commands,
+text), :mod:`._project` (hashing files), :mod:`._policy` (presets and policy files),
+:mod:`._records` (building records), :mod:`._classify` (turn_end, summary, timeline
+rows), :mod:`._writer` (the turn file and its seals), :mod:`._turn` (one turn from a
+stream), :mod:`._db` (``agent.db``), :mod:`._check` (reading, show and check).
 
 Example::
 
-    from agc.ledger import TurnRecorder, decode_lines
+    from agc.ledger import check_turn_file, record_turn
 
-    recorder = TurnRecorder.start(".", "Abc123-def", prompt=text, attachments=files)
-    for item in decode_lines(open("events.jsonl", "rb")):
-        recorder.observe(item)
-    outcome = recorder.finish(completed=True)      # never raises (fail-open, §7)
+    with open("events.jsonl", "rb") as events:
+        outcome = record_turn(events, project=".", client_turn_id="Abc123-def",
+                              prompt=text, attachments=files)   # write failures never raise
+    report = check_turn_file(outcome.turn_file)                 # never raises on findings
 """
 
 from __future__ import annotations
@@ -36,13 +37,24 @@ from agc.ledger._check import (
 )
 from agc.ledger._classify import ROW_LABELS, TurnSummary
 from agc.ledger._contract import turn_log_relpath, validate_client_turn_id
-from agc.ledger._events import CompletedItem, EventDecoder, decode_lines
-from agc.ledger._policy import LedgerPolicy, builtin_policy, load_policy
+from agc.ledger._events import CompletedItem, DecodeStats, EventDecoder, decode_lines
+from agc.ledger._policy import (
+    DEFAULT_PRESET,
+    POLICY_PRESETS,
+    LedgerPolicy,
+    default_policy,
+    load_policy,
+    preset_policy,
+)
+from agc.ledger._turn import record_turn
 from agc.ledger._writer import TurnOutcome, TurnRecorder
 
 __all__ = [
+    "DEFAULT_PRESET",
+    "POLICY_PRESETS",
     "ROW_LABELS",
     "CompletedItem",
+    "DecodeStats",
     "EventDecoder",
     "LedgerFinding",
     "LedgerFindingCode",
@@ -51,10 +63,12 @@ __all__ = [
     "TurnOutcome",
     "TurnRecorder",
     "TurnSummary",
-    "builtin_policy",
     "check_turn_file",
     "decode_lines",
+    "default_policy",
     "load_policy",
+    "preset_policy",
+    "record_turn",
     "show_turn_file",
     "turn_log_relpath",
     "validate_client_turn_id",

@@ -21,8 +21,9 @@ Finding codes (stable; docs/ledger.md):
 ``seq-invalid``        item ``seq`` is not 1, 2, 3 … within an attempt
 ``too-many-items``     more than 256 items in an attempt
 ``turn-end-mismatch``  ``turn_end`` differs from the one recomputed from the records
-``forbidden-field``    a key the seed never allows (output, result, diff, content …)
-``host-path``          a path field that is not project-relative POSIX
+``forbidden-field``    a key the ledger never writes (output, result, diff, content …)
+``host-path``          a path field that is not a clean project-relative path, or a
+                       command or text field holding a host path (any spelling)
 ``attempt-unsealed``   (warning) an attempt has no seal record (it was interrupted)
 ``turn-end-missing``   (warning) an attempt has no ``turn_end`` (it was interrupted)
 ``policy-mismatch``    (warning) ``turn_start`` names another policy than the check's
@@ -56,7 +57,8 @@ from agc.ledger._classify import (
     summarize_attempt,
 )
 from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
-from agc.ledger._policy import LedgerPolicy, builtin_policy
+from agc.ledger._guard import host_path_fields
+from agc.ledger._policy import LedgerPolicy, default_policy, preset_for_digest
 from agc.ledger._sanitize import PathSanitizer
 
 __all__ = [
@@ -248,8 +250,12 @@ def _parse(raw: bytes) -> Mapping[str, Any] | None:
 # -- judging (pure) -------------------------------------------------------------------------
 
 
-def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
-    """Every finding for ``ledger`` (see the module docstring). Pure."""
+def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy | None = None) -> LedgerReport:
+    """Every finding for ``ledger`` (see the module docstring). Pure.
+
+    ``policy`` recomputes every attempt's ``turn_end``; ``None`` takes, per attempt,
+    the preset its ``policySha256`` names, else the default preset.
+    """
     findings: list[LedgerFinding] = []
     algorithm, digest = _judge_seal(ledger, findings)
     for line in ledger.invalid_lines:
@@ -276,7 +282,7 @@ def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
     for check in ledger.seals:
         findings.extend(_judge_seal_record(check))
     for attempt in attempts:
-        findings.extend(_judge_attempt(attempt, policy, lines))
+        findings.extend(_judge_attempt(attempt, policy or attempt_policy(attempt), lines))
     return LedgerReport(
         path=str(ledger.path),
         findings=tuple(findings),
@@ -338,25 +344,20 @@ def _judge_seal_record(check: SealCheck) -> list[LedgerFinding]:
 
 def _judge_fields(record: Mapping[str, Any], line: int) -> list[LedgerFinding]:
     findings: list[LedgerFinding] = []
-    plain = PathSanitizer([])
-    for key, value in _walk(record):
+    for key, _ in _walk(record):
         if key in FORBIDDEN_KEYS:
             findings.append(
                 Finding("forbidden-field", f"line {line} holds the key {key!r}", line=line)
             )
-        if key in _PATH_KEYS and isinstance(value, str) and plain.clean(value).path != value:
-            findings.append(
-                Finding("host-path", f"line {line}: {key} is not a project path", line=line)
-            )
-        if (
-            key == "localPaths"
-            and isinstance(value, list)
-            and any(not isinstance(v, str) or plain.clean(v).path != v for v in value)
-        ):
-            findings.append(
-                Finding("host-path", f"line {line}: localPaths is not project paths", line=line)
-            )
+    findings.extend(
+        Finding("host-path", f"line {line}: {name} holds a host path", line=line)
+        for name in host_path_fields(record, _NO_ROOT)
+    )
     return findings
+
+
+_NO_ROOT: Final = PathSanitizer([])
+"""Knows no project root: any absolute path but a system executable is a host path."""
 
 
 def _walk(value: object) -> Iterator[tuple[str, object]]:
@@ -375,7 +376,7 @@ def _judge_attempt(
     n = attempt.number
     findings: list[LedgerFinding] = []
     policy_hash = attempt.start.get("policySha256")
-    if isinstance(policy_hash, str) and not digests_equal(policy_hash, policy.sha256):
+    if isinstance(policy_hash, str) and not policy.names_digest(policy_hash):
         findings.append(
             Finding(
                 "policy-mismatch",
@@ -421,18 +422,25 @@ def _judge_attempt(
     return findings
 
 
+def attempt_policy(attempt: Attempt) -> LedgerPolicy:
+    """The preset an attempt was recorded with (by its ``policySha256``), else the
+    default preset (a policy file must be given to recompute with it)."""
+    return preset_for_digest(attempt.start.get("policySha256")) or default_policy()
+
+
 # -- the public pair ----------------------------------------------------------------------
 
 
 def check_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
     """Check a turn file: its seal, seal records, records and every ``turn_end``.
 
-    Never raises on findings.
+    ``policy`` recomputes ``turn_end``; by default each attempt's own preset (named by
+    its ``policySha256``), else the default preset. Never raises on findings.
 
     Raises:
         StoreError: the file cannot be read.
     """
-    return judge_turn_file(read_turn_file(path), policy or builtin_policy())
+    return judge_turn_file(read_turn_file(path), policy)
 
 
 def verify_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
@@ -452,7 +460,7 @@ def verify_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> Ledge
 def show_turn_file(
     path: Path, *, attempt: int | None = None, policy: LedgerPolicy | None = None
 ) -> TurnSummary:
-    """Summarize one attempt of a turn file (default: the last, §4).
+    """Summarize one attempt of a turn file (default: the last).
 
     Raises:
         LedgerInvalidError: no ``turn_start`` in the file, or no such attempt.
@@ -468,4 +476,5 @@ def show_turn_file(
             f"{path} has {len(attempts)} attempt(s); there is no attempt {index}",
             hint=f"Give --attempt between 1 and {len(attempts)}.",
         )
-    return summarize_attempt(attempts[index - 1], len(attempts), policy or builtin_policy())
+    chosen = attempts[index - 1]
+    return summarize_attempt(chosen, len(attempts), policy or attempt_policy(chosen))

@@ -1,5 +1,5 @@
-"""What a turn file says: attempts, ``turn_end`` (seed 000 §5.4), the ``agent.db``
-summary (§5.5) and the §3 timeline row. Pure: works on parsed records only.
+"""What a turn file says: attempts, ``turn_end``, the ``agent.db`` summary and the
+timeline row of an attempt. Pure: works on parsed records only.
 
 Everything here is derived from the records already in the file, so ``agc ledger
 check`` can recompute ``turn_end`` and compare.
@@ -58,7 +58,7 @@ ROW_LABELS: Final[dict[Row, str]] = {
     "not-opened": "no offered file was opened; no design action in this attempt",
     "no-offered-files": "no file was offered in this turn",
 }
-"""The §3 rows (first four) and the cases §3 leaves out. Timeline facts, not verdicts."""
+"""The timeline rows (docs/ledger.md, "Commands"). Timeline facts, not verdicts."""
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Attempt:
 
 def split_attempts(records: Iterable[Mapping[str, Any]]) -> tuple[list[Attempt], int]:
     """Group records into attempts; returns ``(attempts, records before the first
-    turn_start)``. A later ``turn_start`` opens a new attempt (§4)."""
+    turn_start)``. A later ``turn_start`` opens a new attempt."""
     attempts: list[Attempt] = []
     orphans = 0
     for record in records:
@@ -115,7 +115,7 @@ def split_attempts(records: Iterable[Mapping[str, Any]]) -> tuple[list[Attempt],
 
 
 def read_evidence(item: Mapping[str, Any]) -> list[tuple[str, str | None]]:
-    """``(path, contentSha256 or None)`` for every way ``item`` opened a path (§5.4):
+    """``(path, contentSha256 or None)`` for every way ``item`` opened a path:
     ``read`` actions, ``imageView``, and MCP ``path`` / ``localPaths`` arguments."""
     found: list[tuple[str, str | None]] = []
     kind = item.get("itemType")
@@ -135,9 +135,9 @@ def read_evidence(item: Mapping[str, Any]) -> list[tuple[str, str | None]]:
 
 
 def first_design(items: Sequence[Mapping[str, Any]], policy: LedgerPolicy) -> dict[str, Any] | None:
-    """§5.4 ``firstDesign``: the first item that is a design MCP call, a design write
-    (``agc_write_file`` under ``game/`` or of ``index.html``) or a file change of such
-    a path; ``None`` when there is none. Lists, searches, reads, playtests and web
+    """``firstDesign``: the first item that is a design MCP call, a design write (a
+    write tool to a design path) or a file change of a design path, as ``policy``
+    says; ``None`` when there is none. Lists, searches, reads, playtests and web
     searches never count."""
     for item in items:
         kind = item.get("itemType")
@@ -166,7 +166,7 @@ def first_design(items: Sequence[Mapping[str, Any]], policy: LedgerPolicy) -> di
 def offered_read(
     start: Mapping[str, Any], items: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """§5.4 ``offeredRead``: for each offered ``localPath``, whether this attempt read
+    """``offeredRead``: for each offered ``localPath``, whether this attempt read
     it; ``contentSha256Match`` when both sides have a hash (true if any read's hash
     equals the offered one, compared with ``hmac.compare_digest``)."""
     out: list[dict[str, Any]] = []
@@ -187,7 +187,7 @@ def offered_read(
 
 
 def derive_turn_end(attempt: Attempt, policy: LedgerPolicy) -> dict[str, Any]:
-    """The derivable fields of ``turn_end`` (§5.4): ``itemCount``, ``itemsTruncated``,
+    """The derivable fields of ``turn_end``: ``itemCount``, ``itemsTruncated``,
     ``offeredRead``, ``firstDesign``. (``completed`` is the turn's outcome, not
     derivable; ``recordedAtMs`` is a time.)"""
     return {
@@ -205,7 +205,7 @@ def db_summary(
     turn_log: str,
     audit_write_failed: bool,
 ) -> dict[str, Any]:
-    """The ``direct.codex.turn`` record for ``agent.db`` (§5.5): counts, offeredRead
+    """The ``direct.codex.turn`` record for ``agent.db``: counts, offeredRead
     and firstDesign with only ``briefPreview`` (240 characters), never the file."""
     design = turn_end.get("firstDesign")
     brief: dict[str, Any] | None = None
@@ -230,7 +230,7 @@ def db_summary(
     }
 
 
-# -- the §3 timeline ----------------------------------------------------------------------
+# -- the timeline row ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -278,8 +278,8 @@ class TurnSummary:
         item_counts: items by ``itemType``.
         items_truncated: whether the 256-item limit was hit.
         offered: the offered files.
-        first_design: §5.4 ``firstDesign`` recomputed.
-        row: the §3 row; ``row_label``: its words.
+        first_design: ``firstDesign`` recomputed.
+        row: the timeline row; ``row_label``: its words.
     """
 
     client_turn_id: str | None
@@ -310,7 +310,7 @@ class TurnSummary:
 
 
 def summarize_attempt(attempt: Attempt, attempts: int, policy: LedgerPolicy) -> TurnSummary:
-    """Summarize one attempt and place it in a §3 row.
+    """Summarize one attempt and place it in a timeline row.
 
     Rows, first match wins: no offered file -> ``no-offered-files``; an offered file
     read before the first design action (or with none) -> ``read-before-design`` /

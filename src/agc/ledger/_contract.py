@@ -1,9 +1,7 @@
 """The turn ledger's record contract: record types, limits and the turn-id rule.
 
-Everything here is taken from seed 000 (``../shared/seeds/000_turn_audit_ledger.txt``)
-unless noted: record types from §5, the limits of §5.6, the ``clientTurnId`` rule of
-§4, and the per-turn file location of §4. The record format is documented in
-``docs/ledger.md``.
+The record types, the per-record limits, the ``clientTurnId`` rule and where the
+per-turn file lives. The record format is documented in ``docs/ledger.md``.
 """
 
 from __future__ import annotations
@@ -64,32 +62,32 @@ FORBIDDEN_KEYS: Final = frozenset(
         "error",
     }
 )
-"""Keys the seed never allows in a turn file (§5: outputs, results, error text, diffs,
+"""Keys never allowed in a turn file (outputs, results, error text, diffs,
 file content); ``check`` reports them and no policy rule may write them."""
 
 MAX_ITEMS: Final = 256
-"""Items per attempt (§5.6); the next one writes ``items_truncated`` once."""
+"""Items per attempt; the next one writes ``items_truncated`` once."""
 MAX_COMMAND_CHARS: Final = 240
 MAX_DESIGN_TEXT_CHARS: Final = 4000
-"""``brief`` and generation ``prompt`` (§5.3, §5.6); also the cap on any policy text."""
+"""``brief`` and generation ``prompt``; also the cap on any policy text."""
 MAX_PREVIEW_CHARS: Final = 240
-"""``briefPreview`` (§5.3, §5.6)."""
+"""``briefPreview``."""
 MAX_WEB_QUERY_CHARS: Final = 400
 MAX_HASH_BYTES: Final = 2 * 1024 * 1024
-"""Files larger than this are not hashed: ``hashSkipped: "too-large"`` (§5.1)."""
+"""Files larger than this are not hashed: ``hashSkipped: "too-large"``."""
 MAX_ATTACHMENTS: Final = 8
 MAX_LIST_ITEMS: Final = 8
-"""``assetIds`` / ``localPaths`` (§5.3)."""
+"""``assetIds`` / ``localPaths``."""
 MAX_ACTIONS: Final = 64
-"""agc's bound on ``actions[]`` per command (the seed leaves it open; §5.6 asks for
-bounded records); the rest is counted in ``actionsOmitted``."""
+"""The bound on ``actions[]`` per command (records stay bounded); the rest is counted
+in ``actionsOmitted``."""
 MAX_CHANGES: Final = 64
 """agc's bound on ``changes[]`` per file change, rest counted in ``changesOmitted``."""
 MAX_LINE_BYTES: Final = 256 * 1024
-"""agc's line limit for the turn file (§5.6 "jsonl single line"): a longer item record
+"""The line limit of the turn file: a longer item record
 keeps its structure and loses its text fields (``fieldsOmitted: "too-large"``)."""
 MAX_DB_RECORD_BYTES: Final = 1024 * 1024
-"""One ``agent.db`` record (§5.5, "Ordinary 1 MiB")."""
+"""One ``agent.db`` record."""
 
 TURNS_DIR_PARTS: Final = (".agent", "runtime", "direct-codex", "turns")
 AGENT_DB_PARTS: Final = (".agent", "agent.db")
@@ -98,7 +96,7 @@ _TURN_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{5,159}")
 
 
 def validate_client_turn_id(raw: object) -> str:
-    """Return the normalized ``clientTurnId``: ``raw`` trimmed, if it follows §4's rule.
+    """Return the normalized ``clientTurnId``: ``raw`` trimmed, if it follows the rule.
 
     The rule: after trimming surrounding whitespace, 6-160 ASCII letters, digits or
     ``-``, the first a letter or digit. The normalized id is the file name as is.

@@ -1,4 +1,4 @@
-"""The project's ``.agent/agent.db``: a SQLite file of typed records (seed 000 §5.5).
+"""The project's ``.agent/agent.db``: a SQLite file of typed records.
 
 One table, created if absent::
 
@@ -6,7 +6,7 @@ One table, created if absent::
                   record_key TEXT, body TEXT NOT NULL, updated_at INTEGER NOT NULL,
                   schema_version INTEGER NOT NULL)
 
-Records are only appended (§4 "Ordinary"): each ``turn_end`` adds one
+Records are only appended: each ``turn_end`` adds one
 ``direct.codex.turn`` row, and readers take the last row of a ``clientTurnId``. The JSON
 body carries ``updatedAt`` (Unix ms) and ``schemaVersion`` too, and is at most 1 MiB.
 """

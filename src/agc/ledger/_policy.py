@@ -1,19 +1,28 @@
-"""The ledger policy: which MCP arguments are kept (seed 000 §5.3) and which actions
-count as the first design action (§5.4), as a TOML file.
+"""The ledger policy: which MCP arguments are kept and which actions count as the first
+design action, as a TOML file (the format is in ``docs/ledger.md``).
 
-The built-in policy (:data:`BUILTIN_POLICY_TOML`) is the seed's table. A user policy has
-the same shape (``docs/ledger.md``). Rules can only keep a bounded, cleaned form of an
-argument: text is cut to at most 4000 characters (§5.6) and has its host paths
-removed, paths are made project-relative, and a ``chars`` rule keeps only a length, so
-no policy can make the ledger store a file's content.
+Two presets are built in (:data:`POLICY_PRESETS`):
+
+* ``direct-project`` (the default): the MCP tools of a game-making project agent
+  (``taonier_prepare_game_art``, ``agc_write_file`` …); a design action is an art or
+  generation tool call, or a write under ``game/`` or of an ``index.html``.
+* ``generic``: for any Codex agent. No MCP tool keeps arguments (a tool's arguments are
+  kept only when a policy lists the tool), the server is always recorded, and the first
+  design action is the first change to any project file.
+
+A user policy has the same shape. Rules can only keep a bounded, cleaned form of an
+argument: text is cut to at most 4000 characters and has its host paths removed, paths
+are made project-relative, and a ``chars`` rule keeps only a length, so no policy can
+make the ledger store a file's content.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -23,14 +32,19 @@ from agc.ledger._contract import FORBIDDEN_KEYS, MAX_DESIGN_TEXT_CHARS, MAX_LIST
 from agc.ledger._sanitize import clean_token
 
 __all__ = [
-    "BUILTIN_POLICY_TOML",
+    "DEFAULT_PRESET",
+    "DIRECT_PROJECT_POLICY_TOML",
+    "GENERIC_POLICY_TOML",
+    "POLICY_PRESETS",
     "POLICY_SCHEMA_VERSION",
     "ArgRule",
     "LedgerPolicy",
     "RuleKind",
-    "builtin_policy",
+    "default_policy",
     "load_policy",
     "parse_policy",
+    "preset_for_digest",
+    "preset_policy",
 ]
 
 POLICY_SCHEMA_VERSION: Final = 1
@@ -48,11 +62,13 @@ _KINDS: Final[tuple[RuleKind, ...]] = (
 _MAX_TOKEN_CHARS: Final = 240
 _MAX_POLICY_BYTES: Final = 256 * 1024
 
-BUILTIN_POLICY_TOML: Final = """\
-# agc turn ledger policy (built in): seed 000 §5.3 (MCP argument allow-list) and
-# §5.4 (what counts as the first design action).
+DIRECT_PROJECT_POLICY_TOML: Final = """\
+# agc turn ledger policy preset "direct-project": the MCP tools of a game-making
+# project agent (server "agc_tools"): which arguments each tool keeps, and what counts
+# as the first design action (art and generation tools, writes under game/ or of an
+# index.html).
 schema_version = 1
-# An MCP item's "server" is omitted when it is this one (§5.2).
+# An MCP item's "server" is omitted when it is this one.
 default_server = "agc_tools"
 
 [design]
@@ -135,6 +151,32 @@ query = { kind = "text", max_chars = 400 }
 maxResults = "int"
 """
 
+GENERIC_POLICY_TOML: Final = """\
+# agc turn ledger policy preset "generic": for any Codex agent. No MCP tool keeps its
+# arguments (list a tool under [tools.<name>] to keep some), the MCP server is always
+# recorded, and the first design action is the first change to any project file.
+schema_version = 1
+
+[design]
+any_path = true
+"""
+
+POLICY_PRESETS: Final[Mapping[str, str]] = {
+    "direct-project": DIRECT_PROJECT_POLICY_TOML,
+    "generic": GENERIC_POLICY_TOML,
+}
+"""The built-in policies by name (``--policy NAME``)."""
+DEFAULT_PRESET: Final = "direct-project"
+"""The preset used when no policy is given."""
+
+# Digests the presets' TOML had in earlier agc versions (same rules, other comments):
+# turn files recorded with them name the same policy, so ``check`` does not warn.
+_EARLIER_DIGESTS: Final[Mapping[str, frozenset[str]]] = {
+    "direct-project": frozenset(
+        {"045e4aaa33903603290b3d1c76ef640943da2a4f62175a6b8af2129b65202d7c"}
+    ),
+}
+
 
 @dataclass(frozen=True)
 class ArgRule:
@@ -162,7 +204,8 @@ class LedgerPolicy:
     """A parsed policy.
 
     Attributes:
-        name: ``"builtin"`` or the policy file's name.
+        name: the preset's name (``"direct-project"``, ``"generic"``) or the policy
+            file's name.
         sha256: SHA-256 of the policy's TOML bytes (recorded in ``turn_start``).
         default_server: the MCP server omitted from item records.
         tools: the allow-list: argument rules by MCP tool name.
@@ -170,7 +213,10 @@ class LedgerPolicy:
         write_tools: MCP tools that write a file (``path`` argument).
         design_path_prefixes: a write under one of these is a design action.
         design_file_names: a write of a file with one of these names is one too.
+        design_any_path: every path is a design path (the ``generic`` preset).
         preview_argument: the text argument shown as ``briefPreview``.
+        earlier_sha256: digests an earlier version of the same policy had (a preset
+            whose comments changed): a turn file naming one was recorded with it.
     """
 
     name: str
@@ -181,12 +227,23 @@ class LedgerPolicy:
     write_tools: frozenset[str] = frozenset()
     design_path_prefixes: tuple[str, ...] = ()
     design_file_names: frozenset[str] = frozenset()
+    design_any_path: bool = False
     preview_argument: str = "brief"
+    earlier_sha256: frozenset[str] = frozenset()
 
     def is_design_path(self, path: str) -> bool:
-        """True for a path under a design prefix or with a design file name (§5.4)."""
+        """True for a path whose write or change is a design action: any path with
+        ``any_path``, else one under a design prefix or with a design file name."""
+        if self.design_any_path:
+            return True
         name = path.rsplit("/", 1)[-1]
         return path.startswith(self.design_path_prefixes) or name in self.design_file_names
+
+    def names_digest(self, digest: str) -> bool:
+        """True when ``digest`` (a turn file's ``policySha256``) is this policy's."""
+        return any(
+            hmac.compare_digest(digest, known) for known in (self.sha256, *self.earlier_sha256)
+        )
 
 
 def parse_policy(data: bytes, *, name: str) -> LedgerPolicy:
@@ -195,9 +252,9 @@ def parse_policy(data: bytes, *, name: str) -> LedgerPolicy:
     Raises:
         PolicyInvalidError: not UTF-8 TOML, an unknown ``schema_version``, a rule of an
             unknown kind or beyond the limits, a rule other than ``chars`` for an
-            argument the seed never keeps (``content``, ``output``, ``result``, ``diff``,
-            ``error`` …), or a field of the wrong type (the message names the table and
-            key).
+            argument the ledger never keeps (``content``, ``output``, ``result``,
+            ``diff``, ``error`` …), or a field of the wrong type (the message names the
+            table and key).
     """
     try:
         raw = tomllib.loads(data.decode("utf-8"))
@@ -234,24 +291,58 @@ def parse_policy(data: bytes, *, name: str) -> LedgerPolicy:
         write_tools=frozenset(_names(design, "write_tools", name)),
         design_path_prefixes=tuple(_strings(design, "path_prefixes", name)),
         design_file_names=frozenset(_strings(design, "file_names", name)),
+        design_any_path=_bool(design, "any_path", name),
         preview_argument=_string(design, "preview_argument", name, default="brief"),
     )
 
 
-def builtin_policy() -> LedgerPolicy:
-    """The seed's policy (:data:`BUILTIN_POLICY_TOML`)."""
-    return parse_policy(BUILTIN_POLICY_TOML.encode("utf-8"), name="builtin")
+def preset_policy(name: str) -> LedgerPolicy:
+    """The built-in policy called ``name`` (a key of :data:`POLICY_PRESETS`).
+
+    Raises:
+        PolicyInvalidError: no preset has that name (the message lists them).
+    """
+    text = POLICY_PRESETS.get(name)
+    if text is None:
+        raise PolicyInvalidError(
+            f"no policy preset is called {name!r}; presets: {', '.join(POLICY_PRESETS)}"
+        )
+    policy = parse_policy(text.encode("utf-8"), name=name)
+    return replace(policy, earlier_sha256=_EARLIER_DIGESTS.get(name, frozenset()))
 
 
-def load_policy(path: Path | None) -> LedgerPolicy:
-    """The policy in ``path``, or the built-in one when ``path`` is ``None``.
+def preset_for_digest(digest: object) -> LedgerPolicy | None:
+    """The preset a turn file's ``policySha256`` names, or ``None`` (a policy file, or
+    no digest)."""
+    if not isinstance(digest, str):
+        return None
+    for name in POLICY_PRESETS:
+        policy = preset_policy(name)
+        if policy.names_digest(digest):
+            return policy
+    return None
+
+
+def default_policy() -> LedgerPolicy:
+    """The policy used when none is given: the :data:`DEFAULT_PRESET` preset."""
+    return preset_policy(DEFAULT_PRESET)
+
+
+def load_policy(spec: str | Path | None) -> LedgerPolicy:
+    """A preset by name, a policy file, or the default preset when ``spec`` is ``None``.
+
+    A ``str`` that is a preset name (``direct-project``, ``generic``) names the preset;
+    any other value is a file path (write ``./generic`` for a file of that name).
 
     Raises:
         InputError: the file cannot be read.
         PolicyInvalidError: as :func:`parse_policy`.
     """
-    if path is None:
-        return builtin_policy()
+    if spec is None:
+        return default_policy()
+    if isinstance(spec, str) and spec in POLICY_PRESETS:
+        return preset_policy(spec)
+    path = Path(spec)
     data = read_limited(
         path, what="policy file", max_bytes=_MAX_POLICY_BYTES, too_large=PolicyInvalidError
     )
@@ -279,6 +370,13 @@ def _names(table: Mapping[str, Any], key: str, name: str) -> list[str]:
     return values
 
 
+def _bool(table: Mapping[str, Any], key: str, name: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise PolicyInvalidError(f"policy {name} [design].{key} must be true or false")
+    return value
+
+
 def _string(table: Mapping[str, Any], key: str, name: str, *, default: str) -> str:
     value = table.get(key, default)
     if not isinstance(value, str) or clean_token(value) is None:
@@ -301,7 +399,7 @@ def _rule(key: str, value: object, where: str) -> ArgRule:
         )
     if key in FORBIDDEN_KEYS and found != "chars":
         raise PolicyInvalidError(
-            f"policy {where}.{key}: {key!r} is never kept (§5: no file content, output, "
+            f"policy {where}.{key}: {key!r} is never kept (no file content, output, "
             "result, diff or error text); only kind 'chars' (its length) is allowed"
         )
     limit = MAX_DESIGN_TEXT_CHARS if found == "text" else _MAX_TOKEN_CHARS

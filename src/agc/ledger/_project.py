@@ -1,5 +1,5 @@
 """The project folder: the only place the ledger reads files (to hash them) and the
-control-plane folders it creates (seed 000 §4, §8).
+control-plane folders it creates.
 
 A file is hashed only when its real location (symlinks resolved) is inside the project
 root and is not under ``.agent``/``.git`` or a sensitive file; it is then opened one
@@ -32,7 +32,7 @@ _O_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
 
 @dataclass(frozen=True)
 class FileHash:
-    """The outcome of hashing one project file (§5.1).
+    """The outcome of hashing one project file.
 
     Exactly one of: ``content_sha256`` (lower-case hex SHA-256 of the bytes),
     ``hash_skipped`` (``missing``, ``too-large`` over 2 MiB, ``not-a-file``,

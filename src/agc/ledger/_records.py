@@ -1,4 +1,4 @@
-"""Building the turn file's records (seed 000 §5.1-§5.3, §5.6). Pure.
+"""Building the turn file's records (docs/ledger.md, "Records"). Pure.
 
 The only outside effect is the ``hash_file`` callback (``Project.hash_file`` in real
 use), passed in so that these functions stay testable without a disk.
@@ -28,7 +28,7 @@ from agc.ledger._contract import (
     RECORD_SEAL,
     RECORD_TURN_START,
 )
-from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
+from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem, shell_script
 from agc.ledger._policy import ArgRule, LedgerPolicy
 from agc.ledger._project import FileHash
 from agc.ledger._sanitize import (
@@ -75,7 +75,7 @@ def encode_record(record: Mapping[str, Any]) -> bytes:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
-# -- turn_start (§5.1) ----------------------------------------------------------------
+# -- turn_start -----------------------------------------------------------------------
 
 
 def turn_start_record(
@@ -140,17 +140,18 @@ def _path_with_hash(ctx: RecordContext, raw: object, *, key: str) -> dict[str, A
     return out
 
 
-# -- item (§5.2, §5.3) ----------------------------------------------------------------
+# -- item -----------------------------------------------------------------------------
 
 
 def item_record(
     ctx: RecordContext, item: CompletedItem, *, seq: int, recorded_at_ms: int
 ) -> dict[str, Any] | None:
-    """``direct.codex.item`` for one completed item, or ``None`` for a type the seed
-    skips (messages, plans, reasoning …).
+    """``direct.codex.item`` for one completed item, or ``None`` for a type never
+    recorded (messages, plans, reasoning …).
 
     Common fields (``seq``, ``itemId``, ``itemType``, ``status``, ``source``) always;
-    the per-type fields of §5.2's table; for an unknown type nothing else. A record
+    the per-type fields (docs/ledger.md, "direct.codex.item"); for an unknown type
+    nothing else. A record
     whose line would exceed 256 KiB first has its argument texts cut to 240
     characters; if still too long it keeps its common fields and says
     ``fieldsOmitted: "too-large"``.
@@ -170,13 +171,20 @@ def item_record(
     }
     if item.source_type != item.item_type:
         record["sourceType"] = clean_token(item.source_type) or "unknown"
+    if item.synthesized:
+        # agc wrote this output for an interrupted call: no exit code or duration of
+        # the tool's own is known
+        record["outputSynthesized"] = True
     builder = _BUILDERS.get(item.item_type)
     if builder is None:
         return record
-    full = {**record, **builder(ctx, item.fields)}
+    built = builder(ctx, item.fields)
+    if item.synthesized:
+        built = {k: v for k, v in built.items() if k not in {"exitCode", "durationMs", "errorKind"}}
+    full = {**record, **built}
     if len(encode_record(full)) <= MAX_LINE_BYTES:
         return full
-    # §5.6: cut the text fields, keep the structure; only if that is not enough, the
+    # Cut the text fields, keep the structure; only if that is not enough, the
     # record keeps its common fields.
     shortened = _shorten_texts(full)
     if len(encode_record(shortened)) <= MAX_LINE_BYTES:
@@ -200,7 +208,10 @@ def _shorten_texts(record: dict[str, Any]) -> dict[str, Any]:
 def _command_execution(ctx: RecordContext, fields: Mapping[str, object]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "command" in fields:
-        command = ctx.sanitizer.clean_command(fields["command"], max_chars=MAX_COMMAND_CHARS)
+        raw = fields["command"]
+        # the script a Codex shell wrapper runs ("bash -lc 'x'" -> "x"), as a rollout holds it
+        script = shell_script(raw) if isinstance(raw, str) else raw
+        command = ctx.sanitizer.clean_command(script, max_chars=MAX_COMMAND_CHARS)
         if command.text is not None:
             out["command"] = command.text
             if command.truncated:
@@ -270,7 +281,7 @@ def _mcp_tool_call(ctx: RecordContext, fields: Mapping[str, object]) -> dict[str
 def _apply_rules(
     ctx: RecordContext, rules: Sequence[ArgRule], args: Mapping[str, object]
 ) -> dict[str, Any]:
-    """Keep only the allow-listed arguments, each in its cleaned form (§5.3)."""
+    """Keep only the allow-listed arguments, each in its cleaned form."""
     out: dict[str, Any] = {}
     for rule in rules:
         if rule.key not in args:
@@ -343,7 +354,7 @@ def _change(ctx: RecordContext, raw: object) -> dict[str, Any]:
     if change.get("movePath") is not None:
         moved = ctx.sanitizer.clean(change.get("movePath"))
         if moved.path is None:
-            # §5.2: a change whose paths cannot all be made relative loses its path.
+            # A change whose paths cannot all be made relative loses its path.
             out.pop("path", None)
             out["pathRejected"] = True
         else:
@@ -402,7 +413,7 @@ _BUILDERS: Final[dict[str, Callable[[RecordContext, Mapping[str, object]], dict[
 
 
 def items_truncated_record(ctx: RecordContext, *, recorded_at_ms: int) -> dict[str, Any]:
-    """``direct.codex.items_truncated``, written once when item 257 arrives (§5.6)."""
+    """``direct.codex.items_truncated``, written once when item 257 arrives."""
     return {
         "recordType": RECORD_ITEMS_TRUNCATED,
         "clientTurnId": ctx.client_turn_id,

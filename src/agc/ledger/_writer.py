@@ -1,10 +1,12 @@
 """Writing one turn: the per-turn file, its seals, and the ``agent.db`` summary.
 
-:class:`TurnRecorder` is the seed's ``DirectCodexTurnAudit`` (§6): ``start`` writes
-``turn_start``, ``observe`` writes one ``item`` per completed item, ``finish`` writes
-``turn_end``, seals the attempt and appends the summary to ``agent.db``. It is
-fail-open (§7): no write failure ever raises out of ``start``/``observe``/``finish``;
-it sets ``auditWriteFailed`` and keeps the message in :attr:`TurnOutcome.errors`.
+:class:`TurnRecorder` records one attempt: ``start`` writes ``turn_start``,
+``observe`` writes one ``item`` per completed item, ``finish`` writes ``turn_end``,
+seals the attempt and appends the summary to ``agent.db``. It is fail-open (an audit
+must never fail the agent's turn): no write failure ever raises out of
+``start``/``observe``/``finish``; it sets ``auditWriteFailed`` and keeps the message in
+:attr:`TurnOutcome.errors`. :func:`agc.ledger.record_turn` runs the whole loop over an
+event stream.
 
 Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing"):
 
@@ -61,9 +63,10 @@ from agc.ledger._contract import (
     validate_client_turn_id,
 )
 from agc.ledger._db import AgentDb
-from agc.ledger._events.appserver import item_from_notification
+from agc.ledger._events.decode import DecodeStats, EventDecoder
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
-from agc.ledger._policy import LedgerPolicy, builtin_policy
+from agc.ledger._guard import guard_record
+from agc.ledger._policy import LedgerPolicy, default_policy
 from agc.ledger._project import Project
 from agc.ledger._records import (
     RecordContext,
@@ -156,7 +159,7 @@ class TurnLedgerFile(JsonlFileWriter):
     """The per-turn JSONL file, opened for one more attempt (see the module docstring).
 
     Records are written at once (no buffering) so that ``seq`` counts only records
-    that reached the file (§5.2). The seal policy is :class:`TurnFileSeal`.
+    that reached the file. The seal policy is :class:`TurnFileSeal`.
 
     Args:
         path: the turn file.
@@ -206,11 +209,13 @@ class TurnOutcome:
         attempt: this attempt's number (1 for the first).
         item_count: items written; ``items_truncated``: the 256 limit was hit.
         completed: the turn's outcome as given to ``finish``.
-        audit_write_failed: some ledger write failed (§7).
+        audit_write_failed: some ledger write failed (fail-open: the turn went on).
         db_written: the ``agent.db`` summary was appended.
         seal: the file's seal, when the attempt was sealed.
         summary: the ``direct.codex.turn`` record (as stored, when stored).
         errors: one message per failed write.
+        input: the decoder's counts, when the turn was recorded from a stream
+            (:func:`~agc.ledger.record_turn`).
     """
 
     client_turn_id: str
@@ -225,9 +230,10 @@ class TurnOutcome:
     seal: FileSeal | None
     summary: Mapping[str, Any]
     errors: tuple[str, ...] = ()
+    input: DecodeStats | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "clientTurnId": self.client_turn_id,
             "turnLog": self.turn_log,
@@ -247,6 +253,9 @@ class TurnOutcome:
             },
             "errors": list(self.errors),
         }
+        if self.input is not None:
+            out["input"] = self.input.to_dict()
+        return out
 
 
 @dataclass
@@ -289,6 +298,7 @@ class TurnRecorder:
         self._state = _State()
         self._file: TurnLedgerFile | None = None
         self._finished: TurnOutcome | None = None
+        self._notifications = EventDecoder("app-server")
 
     @classmethod
     def start(
@@ -303,27 +313,29 @@ class TurnRecorder:
         clock: Callable[[], int] = unix_ms,
         algorithm: Algorithm = DEFAULT_ALGORITHM,
     ) -> TurnRecorder:
-        """Open the turn file for a new attempt and write ``turn_start`` (§5.1).
+        """Open the turn file for a new attempt and write ``turn_start``.
 
         Args:
             project_root: the project folder.
-            client_turn_id: the client's turn id (§4 rule; trimmed).
+            client_turn_id: the client's turn id (6-160 of ``A-Z a-z 0-9 -``, the
+                first a letter or digit; trimmed).
             prompt: the user's original text (not the text with the sidecar).
             attachments: the client's attachment objects (``name``, ``localPath``,
                 ``mediaType``, ``size``, ``status``); the first 8 are kept.
-            policy: the MCP allow-list (default: the built-in one).
+            policy: the ledger policy (default: the ``direct-project`` preset).
             agent_roots: absolute paths the agent had as its project root, if other
                 than ``project_root`` (auditing a run after the fact).
 
         Raises:
             TurnIdInvalidError: the id breaks the rule (nothing is written).
+            UsageError: an agent root is not an absolute path (nothing is written).
             StoreError: the project folder does not exist.
             (Write failures never raise: see :class:`TurnOutcome`.)
         """
         recorder = cls(
             Project(project_root),
             client_turn_id,
-            policy=policy or builtin_policy(),
+            policy=policy or default_policy(),
             agent_roots=agent_roots,
             clock=clock,
             algorithm=algorithm,
@@ -331,7 +343,7 @@ class TurnRecorder:
         recorder._begin(prompt=prompt, attachments=attachments)
         return recorder
 
-    # -- the three calls of §6 ----------------------------------------------------------
+    # -- start, observe, finish ---------------------------------------------------------
 
     def _begin(self, *, prompt: str, attachments: Sequence[object]) -> None:
         state = self._state
@@ -341,7 +353,7 @@ class TurnRecorder:
             state.attempt = _count_attempts(self.turn_file) + 1
         except (AgcError, OSError) as exc:
             self._fail("opening the turn file", exc)
-            # The summary still names this attempt, not an earlier one (§4).
+            # The summary still names this attempt, not an earlier one.
             state.attempt = max(state.attempt, _count_attempts(self.turn_file) + 1)
         record = turn_start_record(
             self._ctx,
@@ -350,8 +362,9 @@ class TurnRecorder:
             attempt=state.attempt,
             recorded_at_ms=self._clock(),
         )
-        if self._append(record, "turn_start"):
-            state.start = record
+        written = self._append(record, "turn_start")
+        if written is not None:
+            state.start = written
 
     def observe(self, item: CompletedItem) -> None:
         """Record one completed item (skipped types are ignored). Never raises."""
@@ -362,33 +375,37 @@ class TurnRecorder:
             state.truncated = True
             if not state.truncated_written:
                 marker = items_truncated_record(self._ctx, recorded_at_ms=self._clock())
-                state.truncated_written = self._append(marker, "items_truncated")
+                state.truncated_written = self._append(marker, "items_truncated") is not None
             return
         try:
             record = item_record(
                 self._ctx, item, seq=len(state.items) + 1, recorded_at_ms=self._clock()
             )
-        except Exception as exc:  # fail-open (§7): a hostile item never fails the turn
+        except Exception as exc:  # fail-open: a hostile item never fails the turn
             self._fail("building an item record", exc)
             return
-        if record is not None and self._append(record, "item"):
-            state.items.append(record)
+        written = None if record is None else self._append(record, "item")
+        if written is not None:
+            state.items.append(written)
 
     def observe_notification(self, message: Mapping[str, Any]) -> None:
-        """Record an app-server ``item/completed`` notification; other methods are
-        ignored (§5.2). Never raises."""
-        item = item_from_notification(message)
-        if item is not None:
+        """Record an app-server notification as a live client receives it:
+        ``item/completed`` records its item; an ``item/started`` item that has not
+        completed by :meth:`finish` is recorded then as ``incomplete``; other methods
+        are ignored. Never raises."""
+        for item in self._notifications.feed_message(message):
             self.observe(item)
 
-    def finish(self, *, completed: bool) -> TurnOutcome:
+    def finish(self, *, completed: bool, input_stats: DecodeStats | None = None) -> TurnOutcome:
         """Write ``turn_end``, seal the attempt and append the ``agent.db`` summary.
 
-        Call it whether the turn succeeded or not (§6). Never raises; calling it
-        again returns the same outcome.
+        Call it whether the turn succeeded or not. Never raises; calling it again
+        returns the same outcome. ``input_stats`` is kept in :attr:`TurnOutcome.input`.
         """
         if self._finished is not None:
             return self._finished
+        for item in self._notifications.finish():
+            self.observe(item)
         state = self._state
         start = state.start or {"clientTurnId": self.client_turn_id, "attempt": state.attempt}
         attempt = Attempt(number=state.attempt, start=start, items=list(state.items))
@@ -405,7 +422,7 @@ class TurnRecorder:
             "recordedAtMs": self._clock(),
         }
         seal: FileSeal | None = None
-        if state.start is not None and self._append(turn_end, "turn_end"):
+        if state.start is not None and self._append(turn_end, "turn_end") is not None:
             seal = self._seal()
         elif self._file is not None:
             self._file.abort()
@@ -418,9 +435,10 @@ class TurnRecorder:
         db_written = False
         try:
             self.project.ensure_dirs(TURNS_DIR_PARTS[:1])
-            _scrub(summary)
             summary = AgentDb(self.project.agent_db).append(
-                summary, key=self.client_turn_id, updated_at_ms=self._clock()
+                guard_record(redact_value(summary, marker=SECRET_MARK), self._ctx.sanitizer),
+                key=self.client_turn_id,
+                updated_at_ms=self._clock(),
             )
             db_written = True
         except (AgcError, OSError) as exc:
@@ -438,23 +456,29 @@ class TurnRecorder:
             seal=seal,
             summary=summary,
             errors=tuple(state.errors),
+            input=input_stats,
         )
         return self._finished
 
     # -- internals ----------------------------------------------------------------------
 
-    def _append(self, record: dict[str, Any], what: str) -> bool:
-        _scrub(record)
+    def _append(self, record: Mapping[str, Any], what: str) -> dict[str, Any] | None:
+        """Write ``record`` after the last look for host paths; the record as written,
+        or ``None`` when the write failed (recorded as a failure)."""
         if self._file is None:
             if not self._state.failed:
                 self._fail(f"writing {what}", StoreError("the turn file is not open"))
-            return False
+            return None
+        # Last guards: every string through the one secret detector, then the host-path
+        # rules `check` uses; the record kept for turn_end is the one written.
+        scrubbed = redact_value(dict(record), marker=SECRET_MARK)
+        guarded = guard_record(scrubbed, self._ctx.sanitizer)
         try:
-            self._file.write(record)
+            self._file.write(guarded)
         except (AgcError, OSError) as exc:
             self._fail(f"writing {what}", exc)
-            return False
-        return True
+            return None
+        return guarded
 
     def _seal(self) -> FileSeal | None:
         assert self._file is not None
@@ -472,17 +496,6 @@ class TurnRecorder:
     def _fail(self, what: str, exc: BaseException) -> None:
         self._state.failed = True
         self._state.errors.append(f"{what} failed: {_message(exc)}")
-
-
-def _scrub(record: dict[str, Any]) -> None:
-    """The last guard before a record is written: every string in it (ids, names, paths
-    and texts alike) goes through the one secret detector, in place, so the record
-    kept for ``turn_end`` is the one written. The field cleaners have already removed
-    what they know; this catches what a field of a later version might carry."""
-    clean = redact_value(record, marker=SECRET_MARK)
-    if clean != record:
-        record.clear()
-        record.update(clean)
 
 
 def _message(exc: BaseException) -> str:

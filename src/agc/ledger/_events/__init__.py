@@ -1,6 +1,6 @@
 """Input adapters: Codex event streams in, :class:`CompletedItem` out.
 
-Three inputs are understood (seed 000 §5.2 and issue 6), detected line by line:
+Three inputs of the Codex CLI are understood, detected line by line:
 
 * Codex app-server JSON-RPC notifications (``item/completed``; :mod:`.appserver`);
 * ``codex exec --json`` events (``item.completed``; :mod:`.codex_exec`);
@@ -9,7 +9,7 @@ Three inputs are understood (seed 000 §5.2 and issue 6), detected line by line:
 
 Each adapter copies into :class:`CompletedItem` only the fields the ledger may use;
 command output, MCP results and error text, diffs, function outputs and image bytes are
-never read (§8).
+never read.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 ``params.item`` is a ``ThreadItem`` tagged by ``type``: ``commandExecution`` (with
 ``commandActions`` read/listFiles/search/unknown), ``mcpToolCall``, ``fileChange``,
 ``imageView``, ``webSearch``, ``dynamicToolCall``, … (Codex
-``app-server-protocol`` v2). Other methods are ignored (§5.2).
+``app-server-protocol`` v2, ``ThreadItem``). An ``item/started`` item that never gets
+its ``item/completed`` is recorded at the end of the input as ``incomplete``. Other
+methods are ignored.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agc.ledger._events.item import CompletedItem, camel_case
+from agc.ledger._events.item import CompletedItem, camel_case, is_synthesized_output
 
-__all__ = ["COMPLETED_METHOD", "item_from_notification", "pick_fields"]
+__all__ = ["COMPLETED_METHOD", "STARTED_METHOD", "item_from_notification", "pick_fields"]
 
 COMPLETED_METHOD: Final = "item/completed"
+STARTED_METHOD: Final = "item/started"
 
 # The only keys copied, per item type. Never: aggregatedOutput, result, error (only
 # whether it is set), diff, contentItems, output, image bytes.
@@ -67,9 +70,12 @@ def _action(action: object) -> dict[str, object]:
     return {key: action[key] for key in ("type", "path", "query", "command") if key in action}
 
 
-def item_from_notification(message: Mapping[str, Any]) -> CompletedItem | None:
-    """The completed item of an ``item/completed`` notification, else ``None``."""
-    if message.get("method") != COMPLETED_METHOD:
+def item_from_notification(
+    message: Mapping[str, Any], *, method: str = COMPLETED_METHOD
+) -> CompletedItem | None:
+    """The item of a ``method`` notification (``item/completed``, or
+    ``item/started`` to remember an item that may never complete), else ``None``."""
+    if message.get("method") != method:
         return None
     params = message.get("params")
     item = params.get("item") if isinstance(params, Mapping) else None
@@ -78,11 +84,15 @@ def item_from_notification(message: Mapping[str, Any]) -> CompletedItem | None:
     raw_type = item.get("type")
     source_type = raw_type if isinstance(raw_type, str) else "unknown"
     item_type = camel_case(source_type)
+    synthesized = is_synthesized_output(item.get("aggregatedOutput")) or is_synthesized_output(
+        item.get("result")
+    )
     return CompletedItem(
         source="app-server",
         item_type=item_type,
         source_type=source_type,
         item_id=item.get("id"),
-        status=item.get("status", "completed"),
+        status="interrupted" if synthesized else item.get("status", "completed"),
         fields=pick_fields(item_type, item),
+        synthesized=synthesized,
     )

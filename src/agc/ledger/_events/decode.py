@@ -8,9 +8,9 @@ from typing import Any, Final, Literal
 
 from agc._core import json as strict_json
 from agc.errors import JsonInvalidError, UsageError
-from agc.ledger._events.appserver import item_from_notification
-from agc.ledger._events.codex_exec import item_from_event
-from agc.ledger._events.item import CompletedItem
+from agc.ledger._events.appserver import COMPLETED_METHOD, STARTED_METHOD, item_from_notification
+from agc.ledger._events.codex_exec import STARTED_TYPE, item_from_event
+from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
 from agc.ledger._events.rollout import ROLLOUT_LINE_TYPES, RolloutAdapter
 
 __all__ = ["FORMATS", "DecodeStats", "EventDecoder", "InputFormat", "decode_lines", "detect"]
@@ -72,7 +72,7 @@ class EventDecoder:
             whose lines alone are used.
 
     Raises:
-        UsageError: an unknown ``input_format``.
+        UsageError: ``input_format`` is not one of :data:`FORMATS`.
 
     Attributes:
         completed: whether the input said the turn completed (``turn/completed`` with
@@ -90,6 +90,9 @@ class EventDecoder:
         self.stats = DecodeStats()
         self._rollout = RolloutAdapter()
         self._completed: bool | None = None
+        # items started (app-server item/started, exec item.started) and not yet
+        # completed, by (input, item id), in the order they started
+        self._started: dict[tuple[str, str], CompletedItem] = {}
 
     @property
     def completed(self) -> bool | None:
@@ -108,6 +111,15 @@ class EventDecoder:
         if not isinstance(message, dict):
             self.stats.invalid_lines += 1
             return []
+        return self._feed_message(message)
+
+    def feed_message(self, message: Mapping[str, Any]) -> list[CompletedItem]:
+        """Decode one message already parsed (an app-server notification as a live
+        client receives it, an exec event, a rollout line)."""
+        self.stats.lines += 1
+        return self._feed_message(dict(message))
+
+    def _feed_message(self, message: dict[str, Any]) -> list[CompletedItem]:
         kind = detect(message)
         if kind is None or self.input_format not in {"auto", kind}:
             self.stats.ignored_lines += 1
@@ -118,10 +130,25 @@ class EventDecoder:
         return items
 
     def finish(self) -> list[CompletedItem]:
-        """Items still open at the end of the input (rollout calls with no output)."""
+        """Items still open at the end of the input, with status ``incomplete``:
+        rollout calls with no output, then items that started and never completed
+        (the agent was killed mid-item), each in the order it began."""
         items = self._rollout.finish()
+        items.extend(_incomplete(item) for item in self._started.values())
+        self._started.clear()
         self.stats.items += len(items)
         return items
+
+    def _track(self, input_kind: str, item: CompletedItem, started: bool) -> list[CompletedItem]:
+        """Remember a started item; a completed one is done (and forgotten)."""
+        key = (input_kind, item.item_id) if isinstance(item.item_id, str) else None
+        if started:
+            if key is not None and item.item_type not in SKIPPED_ITEM_TYPES:
+                self._started.setdefault(key, item)
+            return []
+        if key is not None:
+            self._started.pop(key, None)
+        return [item]
 
     def _decode(self, kind: InputFormat, message: dict[str, Any]) -> list[CompletedItem]:
         if kind == "rollout":
@@ -132,15 +159,20 @@ class EventDecoder:
                 turn = params.get("turn") if isinstance(params, Mapping) else None
                 status = turn.get("status") if isinstance(turn, Mapping) else None
                 self._completed = status is None or status == "completed"
-            item = item_from_notification(message)
-            return [] if item is None else [item]
+            method = message.get("method")
+            if method not in {STARTED_METHOD, COMPLETED_METHOD}:
+                return []
+            item = item_from_notification(message, method=method)
+            return [] if item is None else self._track("app-server", item, method == STARTED_METHOD)
         event_type = message.get("type")
         if event_type == "turn.completed":
             self._completed = True
         elif event_type == "turn.failed":
             self._completed = False
         item = item_from_event(message)
-        return [] if item is None else [item]
+        if item is None:
+            return []
+        return self._track("exec", item, event_type == STARTED_TYPE)
 
 
 def decode_lines(
@@ -151,3 +183,9 @@ def decode_lines(
     for line in lines:
         yield from decoder.feed(line)
     yield from decoder.finish()
+
+
+def _incomplete(item: CompletedItem) -> CompletedItem:
+    return CompletedItem(
+        item.source, item.item_type, item.source_type, item.item_id, "incomplete", item.fields
+    )

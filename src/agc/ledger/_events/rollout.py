@@ -4,10 +4,12 @@ Lines are ``{timestamp, type, payload}``. A tool call is a ``response_item`` of 
 ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` and completes with the
 ``*_output`` item of the same ``call_id``; ``web_search_call`` completes on its own.
 The item is emitted when its output arrives (the rollout's ``item/completed``); the
-output's text is never read. A call with no output by the end of the input (a run
-interrupted mid-tool) is emitted at the end with status ``incomplete``.
+output's text is never kept (only its beginning is compared, to tell an output that
+``agc resume --strategy synthesize`` wrote for an interrupted call: that item's status
+is ``interrupted``). A call with no output by the end of the input (a run interrupted
+mid-tool) is emitted at the end with status ``incomplete``.
 
-Function names map to the seed's item types: ``exec_command`` / ``shell`` and
+Function names map to the app-server's item types: ``exec_command`` / ``shell`` and
 ``local_shell_call`` to ``commandExecution``, ``apply_patch`` to ``fileChange`` (paths
 from the patch's ``*** Add/Update/Delete File:`` headers, never its lines),
 ``view_image`` to ``imageView``, ``mcp__<server>__<tool>`` to ``mcpToolCall``; any
@@ -23,7 +25,7 @@ from typing import Any, Final
 
 from agc._core import json as strict_json
 from agc.errors import JsonInvalidError
-from agc.ledger._events.item import CompletedItem
+from agc.ledger._events.item import CompletedItem, is_synthesized_output
 
 __all__ = ["ROLLOUT_LINE_TYPES", "RolloutAdapter"]
 
@@ -141,6 +143,9 @@ class RolloutAdapter:
             if found is None:
                 return []
             item, status = found
+            if is_synthesized_output(payload.get("output")):
+                # agc resume answered the interrupted call: it did not complete
+                return [_with_status(item, "interrupted", synthesized=True)]
             return [_with_status(item, status if isinstance(status, str) else "completed")]
         if kind == "web_search_call":
             action = payload.get("action")
@@ -159,7 +164,15 @@ class RolloutAdapter:
         return left
 
 
-def _with_status(item: CompletedItem, status: object) -> CompletedItem:
+def _with_status(
+    item: CompletedItem, status: object, *, synthesized: bool = False
+) -> CompletedItem:
     return CompletedItem(
-        item.source, item.item_type, item.source_type, item.item_id, status, item.fields
+        item.source,
+        item.item_type,
+        item.source_type,
+        item.item_id,
+        status,
+        item.fields,
+        synthesized=synthesized,
     )

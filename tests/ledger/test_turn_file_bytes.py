@@ -1,5 +1,6 @@
-"""Seed 000 §10, one test per line, end to end through ``TurnRecorder`` and the bytes it
-writes. (The deeper cases are in the module tests beside this file.)"""
+"""Each record kind end to end, through ``record_turn`` and the bytes it writes: the
+turn_start, item, turn_end and agent.db contracts of docs/ledger.md, fail-open and
+truncation. (The deeper cases are in the module tests beside this file.)"""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _start(path: Path) -> dict[str, Any]:
     return records(path)[0]
 
 
-# §10 line 1: turn_start
+# turn_start: prompt hash, cleaned attachment paths
 def test_turn_start_prompt_hash_is_stable_sha256_of_the_original_text(project: Path) -> None:
     first = record_turn(project, [], prompt="做成游戏 ✓", turn_id="stable-1")
     second = record_turn(project, [], prompt="做成游戏 ✓", turn_id="stable-2")
@@ -78,7 +79,7 @@ def test_turn_start_without_attachments_has_no_sidecar(project: Path) -> None:
     assert start["recordType"] == "direct.codex.turn_start"
 
 
-# §10 line 2: attachment hashes
+# attachment hashes
 def test_attachment_content_sha256_equals_direct_hash(project: Path) -> None:
     outcome = record_turn(project, [], attachments=OFFERED)
     attachment = _start(outcome.turn_file)["attachments"][0]
@@ -106,7 +107,7 @@ def test_attachment_over_2_mib_is_hash_skipped_too_large(project: Path) -> None:
     assert edge["hashSkipped"] is None  # exactly 2 MiB is still hashed
 
 
-# §10 line 3: read action with an absolute path
+# a read action with an absolute path
 def test_read_action_absolute_path_becomes_relative_with_hash(project: Path) -> None:
     events = [
         command(
@@ -128,7 +129,7 @@ def test_read_action_absolute_path_becomes_relative_with_hash(project: Path) -> 
     assert "aggregatedOutput" not in data
 
 
-# §10 line 4: relativization fails
+# a read path that cannot be made relative
 def test_read_outside_project_is_path_rejected_without_windows_path(project: Path) -> None:
     win = "C:\\Users\\bob\\Desktop\\fast_gdd.md"
     events = [
@@ -150,7 +151,7 @@ def test_read_outside_project_is_path_rejected_without_windows_path(project: Pat
     assert "Users" not in data
 
 
-# §10 line 5: taonier_prepare_game_art
+# an art tool call keeps its brief
 def test_art_call_keeps_brief_and_drops_result(project: Path) -> None:
     brief = "俯视角收集冒险小游戏 玩家收集星星"
     outcome = record_turn(
@@ -165,7 +166,7 @@ def test_art_call_keeps_brief_and_drops_result(project: Path) -> None:
     assert '"result"' not in data
 
 
-# §10 line 6: agc_write_file
+# a write tool keeps its path and the content length only
 def test_write_file_keeps_path_and_content_chars_not_content(project: Path) -> None:
     content = "<html>SECRET-CONTENT</html>"
     outcome = record_turn(
@@ -176,7 +177,7 @@ def test_write_file_keeps_path_and_content_chars_not_content(project: Path) -> N
     assert "SECRET-CONTENT" not in outcome.turn_file.read_text()
 
 
-# §10 line 7: agc_generate_image with a 32k prompt
+# a generation prompt of 32k characters is cut
 def test_generate_image_32k_prompt_keeps_4000_chars_length_and_hash(project: Path) -> None:
     prompt = "p" * 16_000 + "q" * 16_000
     outcome = record_turn(
@@ -189,7 +190,7 @@ def test_generate_image_32k_prompt_keeps_4000_chars_length_and_hash(project: Pat
     assert "q" * 10 not in outcome.turn_file.read_text()
 
 
-# §10 line 8: fileChange
+# fileChange: paths and kinds, never the diff
 def test_file_change_keeps_path_and_kind_not_diff(project: Path) -> None:
     event = completed(
         {
@@ -207,7 +208,7 @@ def test_file_change_keeps_path_and_kind_not_diff(project: Path) -> None:
     assert "DIFF-LINE" not in outcome.turn_file.read_text()
 
 
-# §10 line 9: offeredRead
+# offeredRead
 def test_offered_read_true_when_read_path_equals_offered(project: Path) -> None:
     events = [command("c1", f"cat {GDD}", [{"type": "read", "path": str(project / GDD)}])]
     outcome = record_turn(project, events, attachments=OFFERED)
@@ -225,7 +226,7 @@ def test_offered_read_false_when_only_listed_or_searched(project: Path) -> None:
     assert turn_end(outcome.turn_file)["offeredRead"] == [{"localPath": GDD, "read": False}]
 
 
-# §10 line 10: firstDesign
+# firstDesign
 def test_first_design_is_the_art_call_after_a_read(project: Path) -> None:
     events = [
         command("c1", f"cat {GDD}", [{"type": "read", "path": GDD}]),
@@ -247,7 +248,7 @@ def test_first_design_is_null_with_only_a_read(project: Path) -> None:
     assert turn_end(outcome.turn_file)["firstDesign"] is None
 
 
-# §10 line 11: the 257th item
+# the 257th item
 def test_item_257_writes_items_truncated_and_turn_end_says_so(project: Path) -> None:
     events = [command(f"c{i}", "ls", [{"type": "listFiles", "path": "."}]) for i in range(260)]
     outcome = record_turn(project, events)
@@ -261,7 +262,7 @@ def test_item_257_writes_items_truncated_and_turn_end_says_so(project: Path) -> 
     assert outcome.items_truncated is True
 
 
-# §10 line 12: agent.db summary
+# the agent.db summary
 def test_agent_db_summary_has_relative_turn_log_offered_read_and_brief_preview(
     project: Path,
 ) -> None:
@@ -285,7 +286,7 @@ def test_agent_db_summary_has_relative_turn_log_offered_read_and_brief_preview(
     assert {"updatedAt", "schemaVersion"} <= set(body)
 
 
-# §10 line 13: injected write failure
+# an injected write failure (fail-open)
 def test_injected_write_failure_never_raises_and_sets_audit_write_failed(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -307,7 +308,7 @@ def test_injected_write_failure_never_raises_and_sets_audit_write_failed(
     assert outcome.db_written is True
 
 
-# §10 line 14: unknown item type
+# an unknown item type
 def test_unknown_item_type_keeps_only_common_fields(project: Path) -> None:
     event = completed(
         {"type": "holoDeck", "id": "h1", "status": "completed", "secret": "SECRET", "path": "/x"}
@@ -328,7 +329,7 @@ def test_unknown_item_type_keeps_only_common_fields(project: Path) -> None:
     assert "SECRET" not in outcome.turn_file.read_text()
 
 
-# §10 line 15: existing behaviour unaffected (agc's equivalent: the run writers)
+# the run writers are unaffected by the ledger
 def test_run_writers_unchanged_by_the_ledger(store: Path) -> None:
     with open_run("r1", store=store) as run:
         run.transcript.write({"role": "user", "content": "hi"})

@@ -1,0 +1,104 @@
+"""Recording one turn from an event stream: decode, record, finish.
+
+:func:`record_turn` is the whole loop the ``agc ledger record`` command runs, for any
+caller that has a stream of Codex events (app-server notifications, ``codex exec
+--json`` lines or a rollout file): it opens the attempt, feeds every line to an
+:class:`~agc.ledger.EventDecoder`, records each item, and always finishes the attempt,
+also when reading the stream fails or the caller is interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
+from agc._core.jsonl import unix_ms
+from agc.errors import InputError
+from agc.ledger._events.decode import EventDecoder, InputFormat
+from agc.ledger._policy import LedgerPolicy
+from agc.ledger._writer import TurnOutcome, TurnRecorder
+
+__all__ = ["record_turn"]
+
+
+def record_turn(
+    stream: Iterable[bytes | str],
+    *,
+    project: str | os.PathLike[str],
+    client_turn_id: str,
+    prompt: str,
+    attachments: Sequence[object] = (),
+    policy: LedgerPolicy | None = None,
+    input_format: InputFormat = "auto",
+    agent_roots: Sequence[str] = (),
+    completed: bool | None = None,
+    source: str = "the event stream",
+    on_progress: Callable[[int], None] | None = None,
+    clock: Callable[[], int] = unix_ms,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+) -> TurnOutcome:
+    """Record one attempt of a turn from ``stream`` and finish it.
+
+    Args:
+        stream: the input lines (``bytes`` or ``str``, with or without ``\\n``), for
+            example an open file, ``sys.stdin.buffer`` or a list of JSON strings.
+        project: the project root (where ``.agent/`` lives).
+        client_turn_id: the client's turn id (6-160 of ``A-Z a-z 0-9 -``).
+        prompt: the user's original text (only its SHA-256 and length are recorded).
+        attachments: the offered attachment objects (``name``, ``localPath``,
+            ``mediaType``, ``size``, ``status``).
+        policy: the ledger policy (default: the ``direct-project`` preset).
+        input_format: ``"auto"`` (each line recognized on its own), ``"app-server"``,
+            ``"exec"`` or ``"rollout"``.
+        agent_roots: absolute folders the agent had as its project root, when a past
+            run is audited from another place.
+        completed: the turn's outcome; ``None`` takes what the input says (a turn that
+            completed), so an input that ends without saying so is not completed.
+        source: how error messages name the stream (a file name, ``"stdin"``).
+        on_progress: called with the number of bytes (of ``bytes`` lines) or
+            characters (of ``str`` lines) read so far, after each line.
+        clock: Unix milliseconds for ``recordedAtMs`` (tests pass a fixed one).
+        algorithm: digest algorithm of a new turn file's seal.
+
+    Returns:
+        The :class:`TurnOutcome`; ``outcome.input`` holds the decoder's counts. Ledger
+        write failures never raise: they set ``outcome.audit_write_failed``.
+
+    Raises:
+        TurnIdInvalidError: the id breaks the rule (nothing is written).
+        UsageError: an agent root is not absolute, or ``input_format`` is unknown.
+        StoreError: the project folder does not exist.
+        InputError: reading ``stream`` failed; the attempt was finished first
+            (``completed: false``), so the turn file stays sealed.
+    """
+    recorder = TurnRecorder.start(
+        project,
+        client_turn_id,
+        prompt=prompt,
+        attachments=attachments,
+        policy=policy,
+        agent_roots=agent_roots,
+        clock=clock,
+        algorithm=algorithm,
+    )
+    decoder = EventDecoder(input_format)
+    done = 0
+    try:
+        for line in stream:
+            done += len(line)
+            for item in decoder.feed(line):
+                recorder.observe(item)
+            if on_progress is not None:
+                on_progress(done)
+        for item in decoder.finish():
+            recorder.observe(item)
+    except OSError as exc:
+        # The attempt still ends in the ledger: a turn is finished on error too.
+        recorder.finish(completed=False, input_stats=decoder.stats)
+        raise InputError(f"reading events from {source} failed: {exc}") from exc
+    except BaseException:
+        recorder.finish(completed=False, input_stats=decoder.stats)
+        raise
+    outcome = decoder.completed is True if completed is None else completed
+    return recorder.finish(completed=outcome, input_stats=decoder.stats)
