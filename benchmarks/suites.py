@@ -1,4 +1,4 @@
-"""The six benchmarks of issue 5, each against its baseline in the same run."""
+"""The benchmarks, each against its baseline measured in the same run."""
 
 from __future__ import annotations
 
@@ -301,7 +301,7 @@ def bench_verify(ctx: Context) -> Section:
 
 
 def _naive_seed_writer(path: Path, records: list[dict[str, Any]]) -> None:
-    """Seed 004's way: stdlib JSON, one append per record, re-read the file at close."""
+    """The naive way: stdlib JSON, one append per record, re-read the file at close."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         for record in records:
@@ -353,7 +353,7 @@ def bench_writer(ctx: Context) -> Section:
         "3. Writing records",
         f"{count:,} tool call/result records sized like the real fixtures; agc's "
         "ToolEventWriter (hash while writing, sealed on close: sidecar + manifest) vs "
-        "the seed's way (stdlib json, one write per record, re-read + SHA-256 at close) "
+        "a naive writer (stdlib json, one write per record, re-read + SHA-256 at close) "
         f"and vs a plain unhashed buffered write ({PLAIN_SERIALIZER}; no validation, no "
         "hash, no seal); fsync off for all (policy `none`). 'hashing off' is agc's "
         "writer with a no-op hasher (for information: what hashing itself costs).",
@@ -382,7 +382,7 @@ def bench_writer(ctx: Context) -> Section:
     variants = [
         Variant("agc writer (sealed)", agc, setup=reset),
         Variant(
-            "naive seed-style writer",
+            "naive re-reading writer",
             lambda: _naive_seed_writer(folder / "w.jsonl", records),
             setup=reset,
         ),
@@ -393,7 +393,7 @@ def bench_writer(ctx: Context) -> Section:
     ]
     timings = interleaved(variants, rounds=ctx.rounds)
     agc_t = timings["agc writer (sealed)"]
-    naive = timings["naive seed-style writer"]
+    naive = timings["naive re-reading writer"]
     plain = timings["plain unhashed write"]
     section.rows.append(
         Row.timed(
@@ -402,10 +402,10 @@ def bench_writer(ctx: Context) -> Section:
             work=count,
             unit="records/s",
             baseline=naive,
-            baseline_name="naive seed-style writer",
+            baseline_name="naive re-reading writer",
         )
     )
-    section.rows.append(Row.timed("naive seed-style writer", naive, work=count, unit="records/s"))
+    section.rows.append(Row.timed("naive re-reading writer", naive, work=count, unit="records/s"))
     plain_row = Row.timed(
         "plain unhashed write",
         plain,
@@ -428,7 +428,7 @@ def bench_writer(ctx: Context) -> Section:
     section.targets.append(
         Target.judge(
             "writer-vs-naive",
-            "writer >= 3x naive seed-style writer",
+            "writer >= 3x naive re-reading writer",
             naive.median / agc_t.median,
             threshold=3.0,
             op=">=",
@@ -548,7 +548,7 @@ def _resume_functions() -> tuple[dict[str, Callable[..., Any]], str | None]:
     if not found:
         return {}, (
             "agc.resume has no check_history() and no repair_history()/repair() yet "
-            "(issue 4, developed in parallel); benchmark skipped"
+            "(this agc build has none); benchmark skipped"
         )
     return found, None
 

@@ -272,7 +272,7 @@ class RecoveryRefusedError(AgcError):
     default_hint = "The run was modified after it was written; inspect it with agc-verify."
 
 
-# --- resume (issue 4): snapshots and tool-call histories -------------------------------
+# --- resume: snapshots and tool-call histories -------------------------------
 
 
 class SnapshotNotFoundError(InputError):
@@ -343,7 +343,7 @@ class RepairIncompleteError(VerificationError):
 
 
 class TurnIdInvalidError(UsageError):
-    """A ``clientTurnId`` breaks the seed-000 rule (after trimming: 6-160 ASCII letters,
+    """A ``clientTurnId`` breaks the turn-id rule (after trimming: 6-160 ASCII letters,
     digits or ``-``, the first a letter or digit)."""
 
     code = "turn-id-invalid"

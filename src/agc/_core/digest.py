@@ -2,8 +2,8 @@
 
 BLAKE3 is the default (fast, parallel, checkable with ``b3sum``); SHA-256 is selectable
 for environments that only trust FIPS algorithms (checkable with ``sha256sum``). Digests
-are always computed over raw bytes, never over decoded text: seed 004 hashed decoded
-UTF-8, which hides changes to invalid byte sequences.
+are always computed over raw bytes, never over decoded text: hashing decoded UTF-8 would hide
+changes to invalid byte sequences.
 """
 
 from __future__ import annotations

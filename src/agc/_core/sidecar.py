@@ -5,7 +5,7 @@ format of ``b3sum`` and ``sha256sum`` (GNU coreutils, text mode), so that
 ``b3sum --check x.jsonl.b3`` or ``sha256sum -c x.jsonl.sha256``, run inside the
 file's folder, verify it with no agc installed.
 
-Seed 004's own writer left ``<file>.sha256`` holding only the hex SHA-256; such a
+The legacy store format left ``<file>.sha256`` holding only the hex SHA-256; such a
 *legacy* sidecar is accepted for reading and reported as legacy.
 
 Reading, one rule for every reader (the verifier, ``agc seal``, ``agc recover``, the
@@ -61,7 +61,7 @@ class Sidecar:
     Attributes:
         digest: lower-case hex digest.
         file_name: the file name the sidecar names (``None`` for a legacy sidecar).
-        legacy: True for seed 004's digest-only SHA-256 format.
+        legacy: True for the legacy digest-only SHA-256 format.
     """
 
     digest: str

@@ -5,11 +5,11 @@ documented in ``docs/format.md``::
 
     audit/transcripts/<runId>.jsonl        + <runId>.jsonl.b3 (or .sha256) sidecar
     audit/tool-events/<runId>.jsonl        + sidecar
-    audit/tool-events.jsonl                legacy shared file (seed 004), read only
+    audit/tool-events.jsonl                legacy shared file, read only
     audit/manifests/<runId>.json           one run manifest per sealed run
 
-Run ids follow seed 004's rule (reject ``/``, ``\\`` and anything outside an
-allow-list, so a run id can never escape the audit folders), tightened here to
+Run ids are an allow-list (no ``/``, no ``\\``, nothing outside it, so a run id can
+never escape the audit folders):
 1-128 characters of ``[A-Za-z0-9._-]`` and never ``.`` or ``..``.
 """
 
@@ -103,7 +103,7 @@ class StoreLayout:
 
     @property
     def legacy_tool_events_path(self) -> Path:
-        """The seed's shared ``audit/tool-events.jsonl`` (read only, filtered by run_id)."""
+        """The legacy shared ``audit/tool-events.jsonl`` (read only, filtered by run_id)."""
         return self.audit_dir / "tool-events.jsonl"
 
     def artifact_dir(self, kind: ArtifactKind) -> Path:

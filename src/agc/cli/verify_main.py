@@ -1,7 +1,7 @@
 """Entry point of the ``agc-verify`` console script, quick to start.
 
 ``agc-verify`` gates CI, where it runs once per run and its start-up time adds to every
-check (issue 5 measures it against ``b3sum --check``, process start included). The
+check (``make bench`` measures it against ``b3sum --check``, process start included). The
 common invocations, ``agc-verify RUN_ID [--store DIR] [--json]``, are therefore served
 here without importing typer or rich (about 40 ms of imports). Everything else
 (``--help``, a usage error, any other option) and every error is handed to the full

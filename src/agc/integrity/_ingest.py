@@ -166,7 +166,7 @@ def ingest_stream(
 ) -> IngestSummary:
     """Write every line of ``stream`` as a record of ``kind`` and seal the run.
 
-    As in seed 004, a run always has both artifacts: the other kind is sealed as an
+    A run always has both artifacts: the other kind is sealed as an
     empty file. If reading or writing fails, both files are released unsealed (the run
     then verifies as unsealed, never as complete).
 

@@ -1,7 +1,7 @@
 """The run writers: a run's transcript and tool events, sealed into the run manifest.
 
-Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
-``{...entry, ts}`` lines and re-read the whole file at close to write a checksum. Here
+A naive audit writer appends ``{...entry, ts}`` lines and re-reads the whole file at
+close to write a checksum. Here
 the JSONL machinery of :class:`~agc._core.jsonl.JsonlFileWriter` (hash while writing,
 checkpoints, one writer per file, records validated first) is given two objects:
 
@@ -278,7 +278,7 @@ class JsonlWriter(JsonlFileWriter):
 
 
 class TranscriptWriter(JsonlWriter):
-    """Writer for ``audit/transcripts/<runId>.jsonl`` (seed 004's transcript writer)."""
+    """Writer for ``audit/transcripts/<runId>.jsonl``."""
 
     kind = "transcript"
 
@@ -294,7 +294,7 @@ class ToolEventWriter(JsonlWriter):
 
 
 class RunWriters(SealsOnExit):
-    """Both writers of one run, opened together as seed 004's ``createAuditWriters`` does.
+    """Both writers of one run, opened together.
 
     As a context manager: seals both on a clean exit, releases both unsealed on error.
     """

@@ -142,7 +142,7 @@ class TurnFileSeal:
 def _sealed_then_new_attempt(fd: int, digest: str, algorithm: Algorithm) -> bool:
     """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
     seal record and the next line is a ``turn_start``: a later attempt died before
-    its own seal (§4), and nothing was changed or added inside a sealed attempt."""
+    its own seal, and nothing was changed or added inside a sealed attempt."""
     hasher = new_hasher(algorithm)
     sealed = False
     with os.fdopen(os.dup(fd), "rb") as handle:

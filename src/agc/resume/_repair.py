@@ -1,7 +1,7 @@
-"""Repair of broken tool-call histories, and ``resume_session`` (seed 004's ``resumeSession``).
+"""Repair of broken tool-call histories, and ``resume_session``.
 
-Seed 004 removed only the message that held ``pendingToolCallId`` and any result for
-it. That drops the *whole* assistant message, orphaning the results of parallel calls
+Removing only the message that holds ``pendingToolCallId`` and any result for it
+drops the *whole* assistant message, orphaning the results of parallel calls
 answered in it, and it leaves every other broken pair in place. Here the whole history
 is repaired, for the provider's rules that :mod:`agc.resume._validate` checks:
 
@@ -238,7 +238,7 @@ class RepairResult:
 
 @dataclass(frozen=True)
 class ResumeResult:
-    """Output of :func:`resume_session` (seed 004's ``ResumeResult``, extended).
+    """Output of :func:`resume_session`.
 
     Attributes:
         context: the snapshot's agent config with ``apiKey`` and ``baseUrl`` set to
@@ -663,7 +663,7 @@ class _Repairer:
 
     def _unanswered(self, call: Block, index: int, why: str) -> None:
         if id(call) in self.unmovable:
-            # Issue 4: a real result is never replaced by a synthetic one.
+            # A real result is never replaced by a synthetic one.
             self.fate[id(call)] = "strip"
             self._note(
                 "stripped",

@@ -1,4 +1,4 @@
-"""Session snapshots: secret-free, sealed, written atomically (seed 004's session store).
+"""Session snapshots: secret-free, sealed, written atomically.
 
 A snapshot is one JSON document (``docs/resume.md``) at
 ``<store>/sessions/<runId>.json`` or, compressed with zstd, ``<runId>.json.zst``, sealed
@@ -7,7 +7,7 @@ written by the same code, as the sidecars of sealed transcripts
 (:mod:`agc._core.sidecar`), so ``b3sum --check`` verifies it too.
 
 Before anything is written the snapshot is made secret-free: the agent config keeps only
-``provider``, ``model`` and ``workspace`` (seed 004's allow-list; API keys, base URLs and
+``provider``, ``model`` and ``workspace`` (an allow-list; API keys, base URLs and
 everything else are dropped), and every string in the messages and the kept config is
 passed through :func:`agc._core.redact.redact_value`.
 
@@ -93,7 +93,7 @@ def _now() -> str:
 
 @dataclass(frozen=True)
 class ToolCallState:
-    """Seed 004's ``toolCallState``: was a call running when the snapshot was saved?
+    """The snapshot's ``toolCallState``: was a call running when the snapshot was saved?
 
     Attributes:
         in_flight: ``inFlight``.
@@ -123,7 +123,7 @@ class ToolCallState:
 
 @dataclass(frozen=True)
 class SessionSnapshot:
-    """One saved session (seed 004's ``SessionState``).
+    """One saved session.
 
     Attributes:
         run_id: the run (``[A-Za-z0-9._-]{1,128}``).
@@ -149,7 +149,7 @@ class SessionSnapshot:
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        """The on-disk document (camelCase keys, as in seed 004)."""
+        """The on-disk document (camelCase keys, see docs/resume.md)."""
         return {
             "schemaVersion": self.schema_version,
             "runId": self.run_id,

@@ -152,8 +152,8 @@ class FormatSpec:
 def arguments_are_json(arguments: Any) -> bool:
     """True when a call's arguments can be replayed: an object, or a JSON object string.
 
-    Source: issue 4 ("Calls whose arguments are not valid JSON are never kept for
-    replay"); a stream cut mid-call leaves a truncated arguments string.
+    Calls whose arguments are not valid JSON are never kept for replay: a stream cut
+    mid-call leaves a truncated arguments string, which no provider accepts back.
     """
     if isinstance(arguments, dict):
         return True
