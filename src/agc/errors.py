@@ -16,10 +16,14 @@ __all__ = [
     "AgcError",
     "AgentDbError",
     "ArtifactSealedError",
+    "EmptyInputError",
     "FileExistsRefusedError",
+    "FileUnreadableError",
+    "FileWriteError",
     "HistoryFormatError",
     "HistoryInvalidError",
     "InputError",
+    "InputMissingError",
     "KeyInvalidError",
     "LedgerInvalidError",
     "ManifestInvalidError",
@@ -98,6 +102,20 @@ class InputError(UsageError):
     code = "input-invalid"
 
 
+class InputMissingError(InputError):
+    """A file named on the command line does not exist (exit 2, the same for every command)."""
+
+    code = "input-missing"
+    default_hint = "Check the path: agc reads the file you name, it never creates an input."
+
+
+class EmptyInputError(InputError):
+    """The input holds no line at all; nothing was sealed and the run id stays free."""
+
+    code = "input-empty"
+    default_hint = "An agent run writes at least one line; --allow-empty seals an empty run."
+
+
 class RecordInvalidError(InputError):
     """A record is not a JSON object, holds NaN/Infinity, or uses a reserved key."""
 
@@ -125,6 +143,34 @@ class StoreError(AgcError):
     code = "store-unreadable"
     exit_code = ExitCode.UNREADABLE
     default_hint = "Check that the store folder exists and that you may read and write it."
+
+
+class FileUnreadableError(StoreError):
+    """A file outside the store (an input, a key) exists but cannot be read (exit 3)."""
+
+    code = "file-unreadable"
+    default_hint = "Check the file's permissions and the disk it is on."
+
+
+class FileWriteError(StoreError):
+    """Writing a file failed for a reason of the machine: disk full, quota, read-only file
+    system, I/O error, file-size limit (exit 3). The file is unchanged or absent, never
+    half-written, so running the command again once the cause is gone works.
+
+    Attributes:
+        path: the file that could not be written.
+        errno: the operating system's error number (``errno.ENOSPC`` …).
+    """
+
+    code = "file-write-failed"
+    default_hint = "Free disk space and run the command again; nothing was half-written."
+
+    def __init__(
+        self, message: str, *, path: str, errno: int | None, hint: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.errno = errno
 
 
 class SidecarInvalidError(InputError):

@@ -29,6 +29,7 @@ store, such as the turn ledger (:mod:`agc.ledger`), use :class:`JsonlFileWriter`
 from __future__ import annotations
 
 import abc
+import contextlib
 import errno
 import fcntl
 import json
@@ -332,7 +333,11 @@ class JsonlFileWriter(SealsOnExit):
         return seal
 
     def abort(self) -> None:
-        """Write what is buffered and release the file without sealing it."""
+        """Write what is buffered and release the file without sealing it.
+
+        A last crash checkpoint covers every record written, so that the verifier shows
+        the whole unsealed file as verified and ``agc recover`` can seal it.
+        """
         if self._closed:
             return
         try:
@@ -340,6 +345,9 @@ class JsonlFileWriter(SealsOnExit):
                 self._write_buffer()
                 if self.fsync_policy != "none":
                     self._fsync()
+                if self.records_written:
+                    with contextlib.suppress(WriteFailedError):  # a help, not a must
+                        self._checkpoint()
         finally:
             self._release()
 

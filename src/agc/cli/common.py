@@ -8,23 +8,29 @@ traceback on stderr and is never reported as a verification verdict.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
+from agc._core.fs import MACHINE_ERRNOS, describe_os_error
 from agc.errors import AgcError
 from agc.exitcodes import ExitCode, exit_code_help
 
 __all__ = [
     "EPILOG",
+    "Terminated",
     "byte_progress",
     "emit_json",
     "err_console",
@@ -32,6 +38,7 @@ __all__ = [
     "out_console",
     "report_error",
     "run_app",
+    "stop_code",
 ]
 
 # click's "\b" keeps the table's line breaks when it re-wraps the epilog.
@@ -102,6 +109,59 @@ def emit_json(data: Any) -> None:
         _discard_stdout()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``, so that
+    writers release their files on the way out (``with`` blocks, ``finally``)."""
+
+
+class _StopState:
+    """What stopped the current command, since typer turns any ``KeyboardInterrupt``
+    (SIGTERM's :class:`Terminated` too) into a silent exit code 130."""
+
+    terminated = False
+    reported = False
+
+
+_stop = _StopState()
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
+    _stop.terminated = True
+    raise Terminated
+
+
+def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
+    """Exit code and word for a stop: ``(130, "interrupted")`` or ``(143, "terminated")``.
+
+    A command that prints its own line about the stop (what is on disk) calls this,
+    and the generic word is then not printed again.
+    """
+    _stop.reported = True
+    if isinstance(exc, Terminated) or _stop.terminated:
+        return ExitCode.TERMINATED, "terminated"
+    return ExitCode.INTERRUPTED, "interrupted"
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While a command runs, SIGTERM raises :class:`Terminated` (only when the process
+    has the default handler and this is the main thread, where signals are delivered)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
+
+
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:
     """Print an agc error (message and hint) to stderr; return its exit code."""
     if as_json:
@@ -119,8 +179,10 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
+    _stop.terminated = _stop.reported = False
     try:
-        result = app(args=args, prog_name=prog_name, standalone_mode=False)
+        with _sigterm_raises():
+            result = app(args=args, prog_name=prog_name, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.TyperException as exc:
@@ -136,16 +198,40 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
         return int(ExitCode.USAGE)
     except AgcError as exc:
         return report_error(exc, as_json=as_json)
-    except KeyboardInterrupt:
-        err_console.print("interrupted", markup=False)
-        return int(ExitCode.INTERNAL)
-    except Exception:
-        traceback.print_exc(file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        code, word = stop_code(exc)
+        err_console.print(word, markup=False)
+        return int(code)
+    except OSError as exc:
+        if exc.errno not in _UNREADABLE_ERRNOS:
+            return _internal_error()
+        # The machine, not agc: a full disk or a read-only folder is never "a bug".
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(f"error: {where}{describe_os_error(exc)}", markup=False)
         err_console.print(
-            "internal error: agc failed unexpectedly; this is a bug, not a verdict",
+            "hint: free disk space or fix the permissions, then run the command again",
             markup=False,
         )
-        return int(ExitCode.INTERNAL)
+        return int(ExitCode.UNREADABLE)
+    except Exception:
+        return _internal_error()
+    if result == ExitCode.INTERRUPTED:
+        # typer's exit code for a KeyboardInterrupt it caught (or a command's own).
+        reported = _stop.reported
+        code, word = stop_code(Terminated() if _stop.terminated else KeyboardInterrupt())
+        if not reported:
+            err_console.print(word, markup=False)
+        return int(code)
     if result is None:
         return int(ExitCode.OK)
     return int(result)
+
+
+def _internal_error() -> int:
+    """Print the traceback of the exception being handled; exit 4 (a bug, not a verdict)."""
+    traceback.print_exc(file=sys.stderr)
+    err_console.print(
+        "internal error: agc failed unexpectedly; this is a bug, not a verdict",
+        markup=False,
+    )
+    return int(ExitCode.INTERNAL)

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agc._core.fs import atomic_write_bytes, open_nofollow, read_small_file
+from agc._core.fs import (
+    MACHINE_ERRNOS,
+    append_whole,
+    atomic_write_bytes,
+    open_nofollow,
+    read_small_file,
+    write_error,
+)
 from agc._core.store import StoreLayout, validate_run_id
 from agc.errors import RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity._manifest import RunManifest
@@ -164,6 +171,10 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
 
     Must be called under the chain lock, after ``manifest`` (with its ``chain`` member
     set from :func:`read_head`) has been written.
+
+    Raises:
+        FileWriteError: the disk is full (or read-only …); the chain log is as it was,
+            and ``agc recover`` adds the link once the disk can be written again.
     """
     assert manifest.chain is not None
     entry = ChainEntry(
@@ -172,10 +183,17 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         manifest_digest=manifest_digest(manifest),
         prev=manifest.chain.get("prev"),
     )
-    fd = open_nofollow(chain_log_path(layout), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    path = chain_log_path(layout)
     try:
-        os.write(fd, json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n")
-        os.fsync(fd)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="open") from exc
+        raise
+    try:
+        # Whole or not at all: a full disk never leaves half a link to glue the next to.
+        line = json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
+        append_whole(fd, line, path=path)
     finally:
         os.close(fd)
     write_head(layout, entry)

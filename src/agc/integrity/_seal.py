@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm, digest_fd, digests_equal
-from agc._core.fs import atomic_write_bytes, open_nofollow, read_small_file
+from agc._core.fs import atomic_write_bytes, describe_os_error, open_nofollow, read_small_file
 from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
 from agc.errors import (
+    FileUnreadableError,
     InputError,
+    InputMissingError,
     RunLockedError,
     SidecarInvalidError,
     SidecarMismatchError,
-    StoreError,
     UnsafePathError,
 )
 
@@ -62,7 +63,11 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
         SidecarMismatchError: a sidecar exists and does not match the file (exit 1).
         UnsafePathError: ``path`` is a symlink.
         RunLockedError: an agc writer still holds the file (it is not closed).
-        StoreError: ``path`` is missing, not a regular file, or unreadable.
+        InputMissingError: ``path`` does not exist (exit 2).
+        InputError: ``path`` is not a regular file (exit 2).
+        FileUnreadableError: it cannot be read (exit 3).
+        FileWriteError: the sidecar cannot be written: disk full, read-only … (exit 3;
+            nothing is left behind, a retry works).
         InputError: the file's name cannot be written in a sidecar (a line break, a
             backslash, a leading or trailing space).
     """
@@ -77,12 +82,12 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
     except UnsafePathError:
         raise
     except FileNotFoundError as exc:
-        raise StoreError(f"{path} does not exist", hint="Name an existing file.") from exc
+        raise InputMissingError(f"file {path} does not exist") from exc
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+        raise FileUnreadableError(f"cannot read {path}: {describe_os_error(exc)}") from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StoreError(f"{path} is not a regular file")
+            raise InputError(f"{path} is not a regular file", hint="agc seals files only.")
         try:
             # agc's writers hold an exclusive flock while a file is open; held shared
             # until the sidecar is written, so no writer can start meanwhile either.

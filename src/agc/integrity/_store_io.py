@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
+from agc._core.fs import atomic_write_bytes, ensure_dirs, exclusive_lock, read_small_file
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import ManifestInvalidError, StoreError
 from agc.integrity._chain import append_link, chain_lock_path, read_head
@@ -76,9 +76,10 @@ def record_seal(
 
     Raises:
         ManifestInvalidError: the artifact is already sealed, or the manifest is damaged.
+        FileWriteError: disk full, read-only … (the old manifest stays).
         OSError: the manifest could not be written (the old one stays).
     """
-    layout.manifests_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dirs(layout.manifests_dir)
     lock = layout.manifest_lock_path(run_id)
     with exclusive_lock(lock, blocking=True, what=f"manifest of run {run_id}"):
         current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)

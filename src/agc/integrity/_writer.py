@@ -52,11 +52,12 @@ from agc._core.jsonl import (
     SealsOnExit,
 )
 from agc._core.sidecar import format_sidecar
-from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
+from agc._core.store import ArtifactKind, StoreLayout, validate_new_run_id, validate_run_id
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
     RecordInvalidError,
+    RunLockedError,
     TornTailError,
     UnsealedRunError,
     VerificationError,
@@ -93,7 +94,8 @@ class JsonlWriter(JsonlFileWriter):
             verified first (``VerificationError`` if it does not match its seal).
 
     Raises:
-        RunIdInvalidError: bad run id (nothing is created).
+        RunIdInvalidError: bad run id, or (unless ``reopen``) one that begins with ``-``
+            (nothing is created).
         ArtifactSealedError: the file is already sealed.
         TornTailError: the existing file ends in an unterminated line.
         UnsealedRunError: the file exists, is not empty and was never sealed (a crash);
@@ -121,7 +123,7 @@ class JsonlWriter(JsonlFileWriter):
         signing_key: SigningKey | None = None,
         reopen: bool = False,
     ) -> None:
-        self.run_id = validate_run_id(run_id)
+        self.run_id = validate_run_id(run_id) if reopen else validate_new_run_id(run_id)
         check_algorithm(algorithm)
         self.layout = StoreLayout.at(store)
         self.seal: ArtifactSeal | None = None
@@ -207,6 +209,16 @@ class JsonlWriter(JsonlFileWriter):
             f"{self.path} holds {size} bytes but was never sealed (a crash?); "
             "a writer does not continue an unsealed file"
         )
+
+    def _lock(self) -> None:
+        try:
+            super()._lock()
+        except RunLockedError:
+            # The other writer may have sealed it meanwhile: then say that, since waiting
+            # for it would not help.
+            if not self._reopen:
+                self._refuse_if_sealed()
+            raise
 
     def _refuse_if_sealed(self) -> None:
         super()._refuse_if_sealed()
@@ -307,6 +319,7 @@ def open_run(
     Raises: as :class:`JsonlWriter`; if the second writer cannot open, the first is
     released unsealed (and its file removed again if this call created it empty).
     """
+    validate_new_run_id(run_id)
     existed = os.path.lexists(StoreLayout.at(store).artifact_path(run_id, "transcript"))
     transcript = TranscriptWriter(
         run_id,

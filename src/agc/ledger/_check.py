@@ -43,6 +43,9 @@ from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_eq
 from agc._core.fs import open_nofollow, read_small_file
 from agc._core.sidecar import Sidecar, parse_sidecar
 from agc.errors import (
+    FileUnreadableError,
+    InputError,
+    InputMissingError,
     LedgerInvalidError,
     SidecarInvalidError,
     StoreError,
@@ -170,19 +173,25 @@ def read_turn_file(path: Path) -> LedgerFile:
     """Read and hash a turn file in one pass (memory: the parsed records).
 
     Raises:
-        StoreError: the file is missing, a symlink, not a regular file, or unreadable.
+        InputMissingError: the file does not exist (exit 2, as for every named input).
+        InputError: it is not a regular file (exit 2).
+        FileUnreadableError: it cannot be read (exit 3).
+        StoreError: it is a symlink (not followed).
     """
     try:
         fd = open_nofollow(path, os.O_RDONLY)
     except UnsafePathError as exc:
         raise StoreError(f"{path} is a symlink; not followed") from exc
     except FileNotFoundError as exc:
-        raise StoreError(f"{path} does not exist", hint="Name an existing turn file.") from exc
+        raise InputMissingError(
+            f"turn file {path} does not exist",
+            hint="Name an existing turn file: .agent/runtime/direct-codex/turns/<id>.jsonl",
+        ) from exc
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+        raise FileUnreadableError(f"cannot read {path}: {exc.strerror}") from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise StoreError(f"{path} is not a regular file")
+        raise InputError(f"{path} is not a regular file", hint="Name a turn file.")
     with os.fdopen(fd, "rb") as handle:
         try:
             return _read(path, handle)
