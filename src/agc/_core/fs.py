@@ -41,6 +41,7 @@ __all__ = [
     "ensure_dirs",
     "exclusive_lock",
     "fsync_dir",
+    "machine_hint",
     "open_nofollow",
     "prepare_write",
     "read_small_file",
@@ -73,6 +74,11 @@ def describe_os_error(exc: OSError) -> str:
     if exc.errno in _CAUSES:
         return _CAUSES[exc.errno]
     return exc.strerror.lower() if exc.strerror else str(exc)
+
+
+def machine_hint(exc: OSError) -> str | None:
+    """What to do about a failure of the machine (``None`` for any other error)."""
+    return _HINTS.get(exc.errno or 0)
 
 
 def write_error(path: Path | str, exc: OSError, *, doing: str = "write") -> FileWriteError:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -58,7 +57,17 @@ from agc._core.digest import (
     check_algorithm,
     new_hasher,
 )
-from agc._core.fs import atomic_write_bytes, open_nofollow
+from agc._core.fs import (
+    MACHINE_ERRNOS,
+    atomic_write_bytes,
+    ensure_dirs,
+    machine_hint,
+    open_nofollow,
+    write_error,
+)
+from agc._core.fs import (
+    describe_os_error as fs_describe_os_error,
+)
 from agc._core.sidecar import format_sidecar, sidecar_name
 from agc.errors import (
     ArtifactSealedError,
@@ -227,6 +236,8 @@ class JsonlFileWriter(SealsOnExit):
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
+            if exc.errno in MACHINE_ERRNOS:
+                raise write_error(self.path, exc, doing="open") from exc
             raise StoreError(f"cannot open {self.path} for writing: {exc.strerror}") from exc
         try:
             if not stat.S_ISREG(os.fstat(self._fd).st_mode):
@@ -466,6 +477,7 @@ class JsonlFileWriter(SealsOnExit):
                 f"{self.records_written} records are complete on disk, "
                 f"{lost} buffered records were not written{note}",
                 records_written=self.records_written,
+                hint=machine_hint(exc),
             ) from exc
         self._account(data, count)
 
@@ -492,6 +504,7 @@ class JsonlFileWriter(SealsOnExit):
             raise WriteFailedError(
                 f"fsync of {self.path} failed ({describe_os_error(exc)})",
                 records_written=self.records_written,
+                hint=machine_hint(exc),
             ) from exc
 
     def _release(self) -> None:
@@ -567,21 +580,16 @@ class JsonlFileWriter(SealsOnExit):
             raise WriteFailedError(
                 f"writing the checkpoint of {self.path} failed ({describe_os_error(exc)})",
                 records_written=self.records_written,
+                hint=machine_hint(exc),
             ) from exc
         self._schedule_checkpoint()
 
 
 def make_dirs(*folders: Path) -> None:
-    for folder in folders:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create {folder}: {describe_os_error(exc)}") from exc
+    """Create folders: :func:`agc._core.fs.ensure_dirs` (``FileWriteError``, ``StoreError``)."""
+    ensure_dirs(*folders)
 
 
 def describe_os_error(exc: OSError) -> str:
-    if exc.errno == errno.EFBIG:
-        return "file-size limit reached"
-    if exc.errno == errno.ENOSPC:
-        return "no space left on device"
-    return exc.strerror or str(exc)
+    """The cause of ``exc`` in words: :func:`agc._core.fs.describe_os_error`."""
+    return fs_describe_os_error(exc)

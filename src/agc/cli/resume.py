@@ -17,7 +17,7 @@ from agc._core.fs import atomic_write_bytes
 from agc._core.store import validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, out_console
 from agc.cli.verify import StoreOption
-from agc.errors import HistoryFormatError, InputError, UsageError
+from agc.errors import HistoryFormatError, InputError, StoreError, UsageError
 from agc.exitcodes import ExitCode
 from agc.resume._formats import get_spec, load_history
 from agc.resume._formats.model import FormatName, History
@@ -192,8 +192,11 @@ def _write_out(out: Path, source: Path | None, data: bytes) -> None:
         atomic_write_bytes(out, data, overwrite=False, mode=0o600)
     except FileNotFoundError as exc:
         raise InputError(f"--out {out}: its folder does not exist") from exc
-    except PermissionError as exc:
-        raise InputError(f"--out {out} cannot be written: permission denied") from exc
+    except PermissionError as exc:  # exit 3, as every unwritable file (FileWriteError too)
+        raise StoreError(
+            f"--out {out} cannot be written: permission denied",
+            hint="Choose a folder you may write.",
+        ) from exc
 
 
 StrategyOption = Annotated[

@@ -229,6 +229,7 @@ def ingest_stream(
             target.write(body)
             if progress is not None:
                 progress(consumed)
+        target.flush()  # a full disk fails here, while an empty run can still be undone
     except BaseException:
         _release_unsealed(run, created)
         raise
@@ -250,14 +251,16 @@ def ingest_stream(
 
 
 def _release_unsealed(run: RunWriters, created: dict[ArtifactKind, bool]) -> None:
-    """Release both writers unsealed; remove the files this ingest created if they are
-    still empty (while their lock is held, so no other writer has them)."""
-    for writer in (run.transcript, run.tool_events):
-        if writer.closed:
-            continue
+    """Release both writers unsealed. When neither holds a record, remove the files this
+    ingest created (while their locks are held, so no other writer has them): the run
+    id stays free. Otherwise both stay, for ``agc recover`` to seal."""
+    writers = [w for w in (run.transcript, run.tool_events) if not w.closed]
+    for writer in writers:
         with contextlib.suppress(AgcError):
             writer.flush()
-        if created[writer.kind] and writer.bytes_written == 0 and writer.next_seq == 0:
-            with contextlib.suppress(OSError):
-                os.unlink(writer.path)
+    if all(w.bytes_written == 0 and w.next_seq == 0 for w in writers):
+        for writer in writers:
+            if created[writer.kind]:
+                with contextlib.suppress(OSError):
+                    os.unlink(writer.path)
     run.abort()

@@ -25,7 +25,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from agc._core.fs import describe_os_error, prepare_write
+from agc._core.fs import MACHINE_ERRNOS, describe_os_error, prepare_write, write_error
 from agc.errors import FileExistsRefusedError, KeyInvalidError, StoreError, UsageError
 
 __all__ = [
@@ -128,6 +128,8 @@ def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(out_dir, exc, doing="create the key folder") from exc
         raise StoreError(
             f"cannot create key folder {out_dir}: {describe_os_error(exc)}",
             hint="Give --out a folder you may create and write.",
