@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agc.cli import evidence, keys, ledger, resume
-from agc.cli.common import EPILOG, new_app, run_app
+from agc.cli.common import EPILOG, VersionOption, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
 __all__ = ["app", "main"]
@@ -15,7 +15,15 @@ app = new_app(
         "Seal agent transcripts as they are written, verify them in CI, and resume runs "
         "that died mid tool call."
     ),
+    completion=True,
 )
+
+
+@app.callback()
+def _options(version: VersionOption = False) -> None:
+    """agc: auditable, resumable AI-agent runs."""
+
+
 app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG)(verify_command)
 evidence.register(app)
 keys.register(app)

@@ -18,12 +18,13 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
+from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error
 from agc.errors import AgcError
 from agc.exitcodes import ExitCode, exit_code_help
@@ -31,6 +32,7 @@ from agc.exitcodes import ExitCode, exit_code_help
 __all__ = [
     "EPILOG",
     "Terminated",
+    "VersionOption",
     "byte_progress",
     "emit_json",
     "err_console",
@@ -39,6 +41,7 @@ __all__ = [
     "report_error",
     "run_app",
     "stop_code",
+    "write_lines",
 ]
 
 # click's "\b" keeps the table's line breaks when it re-wraps the epilog.
@@ -66,13 +69,46 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 out_console = _StdoutConsole(highlight=False, soft_wrap=True, emoji=False)
 
 
-def new_app(*, name: str, help_text: str) -> typer.Typer:
-    """A typer app configured the agc way: no rich tracebacks, exit codes in ``--help``."""
+def _print_version(ctx: typer.Context, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    program = ctx.find_root().info_name or "agc"
+    typer.echo(f"{program} {__version__}" if program == "agc" else f"{program} (agc) {__version__}")
+    raise typer.Exit(int(ExitCode.OK))
+
+
+VersionOption = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        expose_value=True,
+        help="Print the version and exit.",
+    ),
+]
+
+
+def write_lines(lines: list[str]) -> None:
+    """Write human lines to stdout as they are (no markup, no wrapping)."""
+    try:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+
+
+def new_app(*, name: str, help_text: str, completion: bool = False) -> typer.Typer:
+    """A typer app configured the agc way: no rich tracebacks, exit codes in ``--help``.
+
+    ``completion`` adds typer's ``--install-completion`` / ``--show-completion`` (for the
+    programs themselves, not for sub-groups).
+    """
     return typer.Typer(
         name=name,
         help=help_text,
         epilog=EPILOG,
-        add_completion=False,
+        add_completion=completion,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,

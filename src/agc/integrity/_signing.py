@@ -15,7 +15,7 @@ import binascii
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -210,11 +210,27 @@ def load_signing_key(path: Path) -> SigningKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
-    """Load an Ed25519 public key (PEM). Raises ``KeyInvalidError``."""
+    """Load an Ed25519 public key (PEM).
+
+    Raises:
+        KeyInvalidError: missing, unreadable, a private key, or not an Ed25519 public key.
+    """
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise KeyInvalidError(f"trusted key {path} does not exist") from exc
     except OSError as exc:
-        raise KeyInvalidError(f"cannot read trusted key {path}: {exc.strerror}") from exc
+        raise KeyInvalidError(f"cannot read trusted key {path}: {describe_os_error(exc)}") from exc
+    if _is_private_pem(data):
+        public = path.with_name(path.name.removesuffix(".pem") + ".pub.pem")
+        raise KeyInvalidError(
+            f"{path} is a private key, not a public key",
+            hint=f"Trust the public key beside it: --trusted-key {public}"
+            if public.exists()
+            else "Trust the public key (the .pub.pem file `agc keys generate` wrote).",
+        )
+    try:
+        key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
         raise KeyInvalidError(f"{path} is not a PEM public key: {exc}") from exc
     if not isinstance(key, Ed25519PublicKey):
@@ -222,21 +238,70 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     return key
 
 
+def _is_private_pem(data: bytes) -> bool:
+    return b"PRIVATE KEY-----" in data[:4096]
+
+
 def load_trusted_keys(
-    paths: Iterable[Path] = (), *, folder: Path | None = None
+    paths: Iterable[Path] = (),
+    *,
+    folder: Path | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> dict[str, Ed25519PublicKey]:
-    """Trusted public keys by key id: each PEM in ``paths`` and every ``*.pem`` in ``folder``.
+    """Trusted public keys by key id, from key files and folders of keys.
+
+    Args:
+        paths: public key files (PEM) or folders; a folder is read as ``folder`` is.
+        folder: a folder of keys (``$AGC_TRUSTED_KEYS``): every ``*.pem`` in it. A
+            private key there (the folder ``agc keys generate`` made holds one) is
+            skipped with a note; every other ``*.pem`` must be an Ed25519 public key.
+        on_note: called with a one-line note for every skipped private key.
 
     Raises:
-        KeyInvalidError: a named file is not an Ed25519 public key.
+        KeyInvalidError: a named file does not exist, is a private key or not an Ed25519
+            public key; a folder does not exist, is a file, or holds no public key.
     """
     keys: dict[str, Ed25519PublicKey] = {}
-    candidates = list(paths)
+    for path in paths:
+        if path.is_dir():
+            keys.update(_load_folder(path, "trusted-key folder", on_note))
+        else:
+            key = load_public_key(path)
+            keys[key_id_of(key)] = key
     if folder is not None:
-        if not folder.is_dir():
-            raise KeyInvalidError(f"trusted-key folder {folder} does not exist")
-        candidates.extend(sorted(folder.glob("*.pem")))
-    for path in candidates:
+        keys.update(_load_folder(folder, "$AGC_TRUSTED_KEYS folder", on_note))
+    return keys
+
+
+def _load_folder(
+    folder: Path, label: str, on_note: Callable[[str], None] | None
+) -> dict[str, Ed25519PublicKey]:
+    if not folder.exists():
+        raise KeyInvalidError(f"{label} {folder} does not exist")
+    if not folder.is_dir():
+        raise KeyInvalidError(
+            f"{label} {folder} is a file, not a folder",
+            hint="Point $AGC_TRUSTED_KEYS at a folder of public keys; name a single key "
+            "file with --trusted-key.",
+        )
+    keys: dict[str, Ed25519PublicKey] = {}
+    for path in sorted(folder.glob("*.pem")):
+        try:
+            head = path.read_bytes()[:4096]
+        except OSError as exc:
+            raise KeyInvalidError(
+                f"cannot read {path} in {label} {folder}: {describe_os_error(exc)}"
+            ) from exc
+        if _is_private_pem(head):
+            if on_note is not None:
+                on_note(f"skipped {path}: a private key (only public keys are trusted)")
+            continue
         key = load_public_key(path)
         keys[key_id_of(key)] = key
+    if not keys:
+        raise KeyInvalidError(
+            f"{label} {folder} holds no public key (*.pem)",
+            hint="An empty trust list would trust nothing: add the .pub.pem files of "
+            "the keys that sign your runs.",
+        )
     return keys

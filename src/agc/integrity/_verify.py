@@ -13,6 +13,8 @@ manifest entry into findings.
 Finding codes (stable, documented in ``docs/format.md``):
 
 ========================  ==============================================================
+``run-missing``           the store holds nothing of the run: no manifest, no file, no
+                          chain link (a mistyped run id, or the wrong store)
 ``missing``               the file was never written (no manifest entry, no file)
 ``deleted``               the manifest sealed the file but it is gone
 ``modified``              same length, different digest (or digest differs, length unknown)
@@ -740,6 +742,14 @@ def check_run(
                 "run manifest missing (the store chain links this run)",
             )
         )
+    if (
+        manifest is None
+        and not findings
+        and all(o.file_type == "absent" and not o.sidecars for o in observations)
+        and not any(True for _ in read_tool_events(run_id, layout.root, legacy_only=True))
+        and not _in_chain(layout, run_id)
+    ):
+        return _run_missing(run_id, layout, observations)
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
@@ -802,6 +812,26 @@ def check_run(
         legacy=legacy,
         signature=status,
         key_id=key_id,
+    )
+
+
+def _run_missing(
+    run_id: str, layout: StoreLayout, observations: list[ArtifactObservation]
+) -> RunReport:
+    """The report on a run of which the store holds nothing at all (one finding)."""
+    finding = Finding(
+        "run-missing", None, f"no run {run_id!r} in store {layout.root}", severity="error"
+    )
+    return RunReport(
+        run_id=run_id,
+        store=str(layout.root),
+        complete=False,
+        missing=(finding.message,),
+        findings=(finding,),
+        artifacts=tuple(
+            ArtifactReport(o.kind, str(o.path), False, None, None, None, None) for o in observations
+        ),
+        manifest=False,
     )
 
 
