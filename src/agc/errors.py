@@ -93,7 +93,7 @@ class RunNotFoundError(UsageError):
     """The store holds nothing of the named run: no manifest, no artifact file (exit 2)."""
 
     code = "run-not-found"
-    default_hint = "Check the run id; `agc-verify --all` lists the runs of the store."
+    default_hint = "Check the run id and --store; `agc runs` lists the runs of the store."
 
 
 class InputError(UsageError):

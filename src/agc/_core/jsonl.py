@@ -238,7 +238,10 @@ class JsonlFileWriter(SealsOnExit):
         except OSError as exc:
             if exc.errno in MACHINE_ERRNOS:
                 raise write_error(self.path, exc, doing="open") from exc
-            raise StoreError(f"cannot open {self.path} for writing: {exc.strerror}") from exc
+            raise StoreError(
+                f"cannot open {self.path} for writing: {exc.strerror}",
+                hint=f"Check that {self.path.parent} exists and that you may write it.",
+            ) from exc
         try:
             if not stat.S_ISREG(os.fstat(self._fd).st_mode):
                 raise UnsafePathError(f"{self.path} is not a regular file; agc writes only files")
@@ -337,7 +340,10 @@ class JsonlFileWriter(SealsOnExit):
             remove_checkpoints(self.path)
         except OSError as exc:
             self._failed = True
-            raise StoreError(f"sealing {self.path} failed: {exc}") from exc
+            raise StoreError(
+                f"sealing {self.path} failed: {describe_os_error(exc)}",
+                hint=f"Check that you may write {self.path.parent}; the file is unsealed.",
+            ) from exc
         finally:
             self._release()
         self.file_seal = seal

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agc.cli import evidence, keys, ledger, resume
+from agc.cli import evidence, keys, ledger, report, resume, runs
 from agc.cli.common import EPILOG, VersionOption, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
@@ -26,6 +26,8 @@ def _options(version: VersionOption = False) -> None:
 
 app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG)(verify_command)
 evidence.register(app)
+runs.register(app)
+report.register(app)
 keys.register(app)
 resume.register(app)
 ledger.register(app)

@@ -41,7 +41,7 @@ from agc.integrity._verify import check_run
 from agc.ledger._check import check_turn_file
 from agc.ledger._policy import load_policy
 
-__all__ = ["format_report", "main", "verify_command"]
+__all__ = ["format_report", "main", "parse_head", "trusted_keys_from", "verify_command"]
 
 VERIFY_HELP = """Check that a run's evidence is complete and untouched.
 
@@ -152,12 +152,21 @@ def _check_options(
         return None
     if not all_runs:
         raise UsageError("--expect-head goes with --all")
-    if _HEAD.fullmatch(expect_head) is None:
+    return parse_head(expect_head)
+
+
+def parse_head(value: str) -> str:
+    """A pinned chain head: 64 hex digits in either case, returned in lower case.
+
+    Raises:
+        UsageError: anything else (never read as "the store was rolled back").
+    """
+    if _HEAD.fullmatch(value) is None:
         raise UsageError(
-            f"--expect-head {expect_head!r} is not a chain head digest",
+            f"--expect-head {value!r} is not a chain head digest",
             hint="Give the 64 hex digits printed as 'chain head' by an earlier `agc-verify --all`.",
         )
-    return expect_head.lower()
+    return value.lower()
 
 
 def verify_command(

@@ -181,7 +181,9 @@ def read_turn_file(path: Path) -> LedgerFile:
     try:
         fd = open_nofollow(path, os.O_RDONLY)
     except UnsafePathError as exc:
-        raise StoreError(f"{path} is a symlink; not followed") from exc
+        raise StoreError(
+            f"{path} is a symlink; not followed", hint="Name the turn file itself."
+        ) from exc
     except FileNotFoundError as exc:
         raise InputMissingError(
             f"turn file {path} does not exist",
@@ -196,7 +198,7 @@ def read_turn_file(path: Path) -> LedgerFile:
         try:
             return _read(path, handle)
         except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+            raise FileUnreadableError(f"cannot read {path}: {exc.strerror}") from exc
 
 
 def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:

@@ -42,7 +42,7 @@ from agc._core.digest import (
 from agc._core.fs import open_nofollow, read_small_file
 from agc._core.jsonl import FileSeal, JsonlFileWriter, unix_ms
 from agc._core.sidecar import parse_sidecar
-from agc.errors import AgcError, SidecarMismatchError, StoreError
+from agc.errors import AgcError, FileUnreadableError, SidecarMismatchError, StoreError
 from agc.ledger._classify import Attempt, db_summary, derive_turn_end
 from agc.ledger._contract import (
     MAX_ITEMS,
@@ -115,7 +115,7 @@ class TurnLedgerFile(JsonlFileWriter):
                 f"{sidecar_path} is not a valid sidecar ({exc.message}); not appended to"
             ) from exc
         except OSError as exc:
-            raise StoreError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
+            raise FileUnreadableError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
         if sidecar.file_name not in {None, self.path.name} or not (
             digests_equal(sidecar.digest, self.current_digest())
             or self._sealed_then_new_attempt(sidecar.digest, algorithm)

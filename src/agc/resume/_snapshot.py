@@ -42,6 +42,7 @@ from agc._core.redact import RedactionStats, redact_value
 from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
 from agc._core.store import resolve_store, validate_new_run_id, validate_run_id
 from agc.errors import (
+    FileUnreadableError,
     HistoryFormatError,
     RunIdInvalidError,
     SidecarInvalidError,
@@ -458,7 +459,7 @@ def _read(path: Path) -> bytes:
     except UnsafePathError:
         raise
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise FileUnreadableError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 def _check_seal(path: Path, data: bytes) -> None:
