@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from agc import __version__
 from agc._core.fs import atomic_write_bytes
 from agc.cli.common import EPILOG, err_console
 from agc.cli.verify import StoreOption, parse_head, trusted_keys_from
@@ -116,6 +117,7 @@ def report_command(
         require_signature=require_signature,
         expect_head=expect_head,
         generated_ms=_generated_ms(),
+        generator=f"agc {__version__}",
     )
     written = []
     if html_file is not None:

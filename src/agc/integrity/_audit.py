@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from agc import __version__
 from agc._core.store import StoreLayout
 from agc.errors import AgcError
 from agc.integrity._chain import read_head
@@ -72,6 +71,7 @@ class Audit:
         findings: store-level findings (``all`` only).
         runs: failing runs first, each group by run id.
         generated_ms: when the report was made (Unix ms).
+        generator: the program and version named in the page ("agc 0.1.0").
     """
 
     store: str
@@ -83,6 +83,7 @@ class Audit:
     findings: tuple[Finding, ...]
     runs: tuple[AuditRun, ...]
     generated_ms: int
+    generator: str = "agc"
 
     @property
     def failing(self) -> int:
@@ -102,6 +103,7 @@ def build_audit(
     require_signature: bool = False,
     expect_head: str | None = None,
     generated_ms: int,
+    generator: str = "agc",
 ) -> Audit:
     """Check the store (``run_ids`` ``None``) or the named runs and gather a timeline.
 
@@ -140,6 +142,7 @@ def build_audit(
         findings=tuple(findings),
         runs=runs,
         generated_ms=generated_ms,
+        generator=generator,
     )
 
 
@@ -273,7 +276,7 @@ def audit_html(audit: Audit) -> str:
         (
             "Generated",
             f'<time datetime="{_iso(audit.generated_ms)}">'
-            f"{_iso(audit.generated_ms)}</time> by agc {_e(__version__)}",
+            f"{_iso(audit.generated_ms)}</time> by {_e(audit.generator)}",
         )
     )
     facts_html = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
