@@ -26,7 +26,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColu
 
 from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error
-from agc.errors import AgcError
+from agc._core.store import validate_run_id
+from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "err_console",
     "new_app",
     "out_console",
+    "refuse_ambiguous",
     "report_error",
     "run_app",
     "stop_code",
@@ -87,6 +89,33 @@ VersionOption = Annotated[
         help="Print the version and exit.",
     ),
 ]
+
+
+def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: str) -> None:
+    """Refuse a name that is both an existing file and a run, instead of picking one.
+
+    A name with a ``/`` is a path and never ambiguous (``./x`` means the file ``x``).
+
+    Args:
+        target: the name the user gave.
+        is_run: whether the store holds a run (or its snapshot) of that name.
+        run_what: how the message names the run ("the snapshot of run x in store S").
+
+    Raises:
+        UsageError: ``target`` names an existing file and a run.
+    """
+    if "/" in target or os.sep in target or not os.path.lexists(target):
+        return
+    try:
+        validate_run_id(target)
+    except AgcError:
+        return
+    if is_run(target):
+        raise UsageError(
+            f"{target!r} is ambiguous: it is both the file ./{target} and {run_what}",
+            hint=f"Write ./{target} to mean the file; to mean the run, run the command "
+            "from another folder (or rename the file).",
+        )
 
 
 def write_lines(lines: list[str]) -> None:

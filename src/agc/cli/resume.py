@@ -15,7 +15,7 @@ import typer
 
 from agc._core.fs import atomic_write_bytes
 from agc._core.store import validate_run_id
-from agc.cli.common import EPILOG, emit_json, err_console, out_console
+from agc.cli.common import EPILOG, emit_json, err_console, out_console, refuse_ambiguous
 from agc.cli.verify import StoreOption
 from agc.errors import HistoryFormatError, InputError, StoreError, UsageError
 from agc.exitcodes import ExitCode
@@ -28,6 +28,7 @@ from agc.resume._snapshot import (
     ToolCallState,
     load_snapshot,
     load_snapshot_file,
+    snapshot_path,
 )
 from agc.resume._validate import HistoryReport, check_messages
 
@@ -256,6 +257,13 @@ def resume_command(
     run_id: str | None = None
     size = 0  # input bytes, for the status line
     path = Path(target)
+    refuse_ambiguous(
+        target,
+        is_run=lambda name: any(
+            snapshot_path(name, store, compressed=z).exists() for z in (False, True)
+        ),
+        run_what=f"the snapshot of run {target} in the store",
+    )
     if os.path.lexists(path):
         source = path
         data = _read_input(path)
