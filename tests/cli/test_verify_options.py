@@ -47,10 +47,11 @@ def test_a_run_that_does_not_exist(
     write_run(store, "real")
     argv = ["nope", "--store", str(store)]
     code = fast.main(argv) if entry == "fast" else verify_main([*argv, "--quiet"])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == ExitCode.FINDINGS
     assert f"no run 'nope' in store {store}" in out
     assert "transcript file missing" not in out
+    assert f"`agc runs --store {store}` lists the runs" in err
     assert fast.main([*argv, "--json"]) == ExitCode.FINDINGS
     report = json.loads(capsys.readouterr().out)
     assert [f["code"] for f in report["findings"]] == ["run-missing"]
@@ -189,7 +190,7 @@ def test_options_that_do_not_apply_to_a_turn_file_are_usage_errors(
     turn.write_text("{}\n")
     code, _, err = _run(["--turn-file", str(turn), *extra], capsys)
     assert code == ExitCode.USAGE
-    assert f"{extra[0]} do(es) not apply to --turn-file" in err
+    assert f"{extra[0]} does not apply to --turn-file" in err
 
 
 @pytest.mark.parametrize("extra", [["--quiet"], ["--status"]])

@@ -139,7 +139,8 @@ def _check_options(
         ]
         if given:
             raise UsageError(
-                f"{', '.join(given)} do(es) not apply to --turn-file",
+                f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply "
+                "to --turn-file",
                 hint="A turn file is checked against its own seal records; it is not in a "
                 "store and has no signature.",
             )

@@ -89,13 +89,15 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
 
 
 def recovery_hint(report: RunReport, *, store: str | None = None) -> str | None:
-    """A hint for a run that was never sealed (crashed, stopped, or still being written):
-    ``agc recover`` seals what is on disk. ``None`` for any other report."""
+    """The next step for a run that was never sealed (crashed, stopped, or still being
+    written: ``agc recover`` seals what is on disk) or that the store does not hold
+    (``agc runs`` lists those it does). ``None`` for any other report."""
+    store_words = ["--store", store] if store is not None else []
+    if any(f.code == "run-missing" for f in report.findings):
+        return f"hint: `{shlex.join(['agc', 'runs', *store_words])}` lists the runs of the store"
     if not any(f.code in _NOT_SEALED and f.severity == "error" for f in report.findings):
         return None
-    words = ["agc", "recover", report.run_id]
-    if store is not None:
-        words += ["--store", store]
+    words = ["agc", "recover", report.run_id, *store_words]
     return (
         f"hint: run {report.run_id} is not sealed (stopped by a crash, Ctrl-C or a full "
         f"disk, or still being written); when no writer is left, `{shlex.join(words)}` "
