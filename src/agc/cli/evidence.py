@@ -35,6 +35,7 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.integrity._ingest import IngestSummary, ingest_stream
+from agc.integrity._runs import run_is_sealed
 from agc.integrity._seal import seal_file
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
@@ -111,7 +112,13 @@ def _explain_failure(exc: StoreError, run_id: str, store: Path | None, kind: Kin
     """A write that failed midway (disk full …): point to `agc recover` when records
     are on disk (the run is unsealed), keep the error's own hint otherwise."""
     found = _on_disk(run_id, store, kind)
-    if found is not None and found[1] > 0:
+    layout = StoreLayout.at(store)
+    if all(run_is_sealed(layout, run_id, k) for k in ("transcript", "tool-events")):
+        exc.hint = (
+            "The run is sealed but its store-chain link may be missing; once the disk can "
+            f"be written, `{recover_hint(run_id, store)}` adds it."
+        )
+    elif found is not None and found[1] > 0:
         exc.hint = (
             f"The run is unsealed: its {found[1]:,} complete records are intact. Free disk "
             f"space, then `{recover_hint(run_id, store)}` seals them."
