@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench bench-quick clean
+.PHONY: demo test lint typecheck unit e2e e2e-clients clean-e2e bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,11 +24,24 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest --ignore=tests/e2e
+
+# The end-to-end suite: the real Codex CLI and Claude Code (versions pinned in
+# tests/e2e/clients.py, installed from the npm registry into $(E2E_CACHE) on first use)
+# against a scripted model server on 127.0.0.1. See docs/e2e.md.
+E2E_CACHE ?= .cache/e2e
+export AGC_E2E_CACHE := $(abspath $(E2E_CACHE))
+
+e2e: $(STAMP)
+	$(BIN)/pytest tests/e2e
+
+# Install (or check) the pinned clients only: for warming a CI cache.
+e2e-clients: $(STAMP)
+	$(BIN)/python -m tests.e2e.clients
 
 # `make test` ends with the quick benchmark as a smoke test: it must run and write its
 # results (benchmarks/results/tmp/quick.*); it asserts nothing about speed.
-test: lint typecheck unit bench-quick
+test: lint typecheck unit e2e bench-quick
 
 # The full suite (1 GiB, 7 rounds, about 5 min on 2 cores): benchmarks/results/latest.{json,md}
 # and the tables in README.md's Performance section.
@@ -41,3 +54,7 @@ bench-quick: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The client cache is kept by `make clean`; remove it with `make clean-e2e`.
+clean-e2e:
+	rm -rf $(E2E_CACHE)

@@ -23,7 +23,8 @@ import orjson
 
 import agc
 from agc._core.digest import Algorithm, digest_fd
-from agc._core.jsonl import _ORJSON_OPTIONS, _not_native, unix_ms
+from agc._core.json import not_native, orjson_options
+from agc._core.jsonl import unix_ms
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, open_run
 from benchmarks.data import RecordSizes, chat_history, tool_records, write_random_file
@@ -33,9 +34,12 @@ from benchmarks.report import Row, Section, Target
 __all__ = ["SUITES", "Context"]
 
 
+_WRITER_OPTIONS = orjson_options()
+
+
 def _plain_line(body: dict[str, Any]) -> bytes:
     """One record as the writer's fast path serializes it (orjson, same options)."""
-    return orjson.dumps(body, default=_not_native, option=_ORJSON_OPTIONS) + b"\n"
+    return orjson.dumps(body, default=not_native, option=_WRITER_OPTIONS) + b"\n"
 
 
 PLAIN_SERIALIZER = f"orjson {orjson.__version__} with the writer's options"

@@ -12,11 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from agc._core.digest import Algorithm
 from agc._core.store import StoreLayout
 from agc.integrity._verify import RunReport
 from agc.integrity._writer import open_run
+
+# Property tests assert behaviour, never speed: no per-example deadline, which a loaded
+# 2-core CI machine would miss at random.
+settings.register_profile("agc", deadline=None)
+settings.load_profile("agc")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"

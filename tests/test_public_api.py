@@ -13,7 +13,7 @@ import types
 
 import pytest
 
-FRONT_DOORS = ("agc", "agc.integrity", "agc.resume", "agc.ledger", "agc.cli")
+FRONT_DOORS = ("agc", "agc.integrity", "agc.resume", "agc.ledger", "agc.extensions", "agc.cli")
 
 
 def _public_names(module: types.ModuleType) -> set[str]:

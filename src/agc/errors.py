@@ -15,22 +15,33 @@ from agc.exitcodes import ExitCode
 __all__ = [
     "AgcError",
     "AgentDbError",
+    "ArchiveRefusedError",
     "ArtifactSealedError",
+    "DeploymentManifestError",
     "EmptyInputError",
+    "ExtensionIndexInvalidError",
+    "ExtensionNameInvalidError",
+    "ExtensionNotFoundError",
     "FileExistsRefusedError",
     "FileUnreadableError",
     "FileWriteError",
+    "HistoryEmptyError",
     "HistoryFormatError",
     "HistoryInvalidError",
     "InputError",
     "InputMissingError",
+    "JsonInvalidError",
     "KeyInvalidError",
     "LedgerInvalidError",
     "ManifestInvalidError",
+    "ObservationInvalidError",
     "PolicyInvalidError",
+    "ProjectionRefusedError",
+    "ReadinessConfigError",
     "RecordInvalidError",
     "RecoveryRefusedError",
     "RepairIncompleteError",
+    "ReportInvalidError",
     "RunIdInvalidError",
     "RunLockedError",
     "RunNotFoundError",
@@ -45,6 +56,7 @@ __all__ = [
     "TurnIdInvalidError",
     "UnsafePathError",
     "UnsealedRunError",
+    "UrlInvalidError",
     "UsageError",
     "VerificationError",
     "WriteFailedError",
@@ -114,6 +126,29 @@ class EmptyInputError(InputError):
 
     code = "input-empty"
     default_hint = "An agent run writes at least one line; --allow-empty seals an empty run."
+
+
+class JsonInvalidError(InputError, ValueError):
+    """Bytes are not JSON under agc's rule: UTF-8, no NaN/Infinity, no duplicate member
+    names, no lone surrogates, bounded nesting (RFC 8259 and I-JSON, RFC 7493).
+
+    Also a ``ValueError``, as ``json.JSONDecodeError`` is. Readers of evidence turn it
+    into their own finding (``manifest-invalid`` …); the message names the problem.
+    """
+
+    code = "json-invalid"
+    default_hint = "The file must hold strict JSON (RFC 8259 and RFC 7493)."
+
+    PROBLEMS: ClassVar[frozenset[str]] = frozenset(
+        {"not-utf8", "bom", "syntax", "constant", "number", "duplicate", "depth", "surrogate"}
+    )
+
+    def __init__(self, message: str, *, problem: str, hint: str | None = None) -> None:
+        if problem not in self.PROBLEMS:
+            raise ValueError(f"unknown JSON problem {problem!r}")
+        super().__init__(message, hint=hint)
+        self.problem = problem
+        """What is wrong, one of :attr:`PROBLEMS` (``"duplicate"``, ``"depth"`` …)."""
 
 
 class RecordInvalidError(InputError):
@@ -230,6 +265,13 @@ class WriterClosedError(UsageError):
     default_hint = "Open a new writer; a closed or failed writer accepts no more records."
 
 
+class ReportInvalidError(AgcError):
+    """A finding or report was built with an unknown code or severity (a bug, exit 4)."""
+
+    code = "report-invalid"
+    default_hint = "Report this as an agc bug; the evidence itself is untouched."
+
+
 class SidecarMismatchError(AgcError):
     """An existing checksum sidecar does not match the file (exit 1)."""
 
@@ -321,6 +363,17 @@ class HistoryFormatError(InputError):
     )
 
 
+class HistoryEmptyError(HistoryFormatError):
+    """A history holds no message to check or repair: an empty array, a file with no
+    message line, or a file of another kind read with ``--format`` (exit 2)."""
+
+    code = "history-empty"
+    default_hint = (
+        "Give the session file or JSON array the agent saved (without --format, agc tells "
+        "the format); a run recorded with agc record/import is resumed by its run id."
+    )
+
+
 class HistoryInvalidError(VerificationError):
     """Raised by ``verify_history`` when a provider would reject the history (exit 1)."""
 
@@ -363,3 +416,84 @@ class AgentDbError(StoreError):
 
     code = "agent-db-unusable"
     default_hint = "Check .agent/agent.db: it must be an agc record database you may write."
+
+
+# --- extensions: imported Skills, MCP servers and plugins -------------------------------
+
+
+class ArchiveRefusedError(InputError):
+    """An archive or folder offered for import is unsafe or too large; nothing was kept."""
+
+    code = "archive-refused"
+    default_hint = (
+        "agc refuses archives with unsafe entries (.., absolute paths, links, collisions) "
+        "and archives past the size limits; repack it without them."
+    )
+
+
+class ExtensionNotFoundError(UsageError):
+    """No extension item (or more than one) matches the id or name given."""
+
+    code = "extension-not-found"
+    default_hint = "Run `agc ext list` to see the ids and names of the imported items."
+
+
+class ExtensionNameInvalidError(UsageError):
+    """A new name for an item is empty or not in the native form of its kind."""
+
+    code = "extension-name-invalid"
+    default_hint = (
+        "Skills: lower-case letters, digits and single hyphens, at most 64 characters; "
+        "MCP servers: letters, digits, '_' and '-'."
+    )
+
+
+class ExtensionIndexInvalidError(StoreError):
+    """The extension index (``<store>/extensions/index.json``) is damaged or foreign."""
+
+    code = "extension-index-invalid"
+    default_hint = (
+        "Compare <store>/extensions/index.json with docs/extensions.md; agc never rewrites "
+        "an index it cannot read."
+    )
+
+
+class ProjectionRefusedError(UsageError):
+    """A projection target (Codex home, skill root) is not one agc may rebuild."""
+
+    code = "projection-refused"
+    default_hint = (
+        "Point --codex-home at an empty folder or one agc projected before; agc never "
+        "deletes a folder it did not make."
+    )
+
+
+# --- readiness: the gate for an agent chat endpoint (docs/readiness.md) ------------------
+
+
+class ObservationInvalidError(InputError):
+    """A readiness observation is not JSON of the documented shape (exit 2)."""
+
+    code = "observation-invalid"
+    default_hint = "Compare the observation with the format in docs/readiness.md."
+
+
+class ReadinessConfigError(InputError):
+    """A readiness configuration file (TOML or JSON) is unreadable or of the wrong shape."""
+
+    code = "readiness-config-invalid"
+    default_hint = "Compare the configuration file with the example in docs/readiness.md."
+
+
+class DeploymentManifestError(InputError):
+    """A deployment manifest is not YAML, or not Kubernetes objects (exit 2)."""
+
+    code = "deployment-manifest-invalid"
+    default_hint = "Give Kubernetes YAML files (Deployment, StatefulSet, Pod …), as kubectl takes."
+
+
+class UrlInvalidError(UsageError):
+    """A URL given to the readiness probe cannot be probed as given (exit 2)."""
+
+    code = "url-invalid"
+    default_hint = "Give the service's base URL, e.g. https://dev.example.com:16666/"

@@ -7,6 +7,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,8 +16,10 @@ from agc._core.checkpoint import (
     check_prefix,
     format_checkpoint,
     parse_checkpoints,
+    read_checkpoints,
 )
 from agc._core.digest import new_hasher
+from agc.errors import UnsafePathError
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter
 from tests.integrity.evidence_helpers import records, transcript_path
@@ -158,3 +161,18 @@ def test_check_prefix_finds_any_changed_byte_under_a_checkpoint(
         handle.flush()
         result = check_prefix(handle.fileno(), [checkpoint], size=len(changed))
     assert result.mismatch == checkpoint
+
+
+def test_read_checkpoints_is_the_one_reader_of_a_ckpt_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    assert read_checkpoints(path) == ([], 0)
+    good = Checkpoint(records=1, bytes=8, algorithm="blake3", digest="ab" * 32, ts=5)
+    ckpt = path.with_name("x.jsonl.ckpt")
+    ckpt.write_bytes(
+        format_checkpoint(good) + b'{"records":1,"records":2,"bytes":8}\n' + b"[" * 9000 + b"\n"
+    )
+    assert read_checkpoints(path) == ([good], 2)
+    ckpt.unlink()
+    ckpt.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UnsafePathError):
+        read_checkpoints(path)

@@ -19,6 +19,8 @@ from agc._core.digest import (
     digests_equal,
     new_hasher,
 )
+from agc.errors import UsageError
+from agc.exitcodes import ExitCode
 
 
 def _reference(data: bytes, algorithm: str) -> str:
@@ -36,8 +38,10 @@ def test_new_hasher_matches_reference(algorithm: hashing.Algorithm) -> None:
 
 
 def test_unknown_algorithm_is_rejected() -> None:
-    with pytest.raises(ValueError, match="md5"):
+    with pytest.raises(UsageError, match="md5") as caught:
         check_algorithm("md5")
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert "blake3, sha256" in caught.value.hint
 
 
 @pytest.mark.parametrize("algorithm", ["blake3", "sha256"])

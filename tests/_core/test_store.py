@@ -40,6 +40,13 @@ def test_good_run_id_is_returned_unchanged(run_id: str) -> None:
     assert validate_run_id(run_id) == run_id
 
 
+@pytest.mark.parametrize("run_id", [None, 7, b"r1"])
+def test_a_run_id_that_is_not_a_string_is_named_as_such(run_id: object) -> None:
+    with pytest.raises(RunIdInvalidError, match="must be a string, not") as info:
+        validate_run_id(run_id)  # type: ignore[arg-type]
+    assert info.value.exit_code == ExitCode.USAGE
+
+
 def test_error_names_the_bad_character() -> None:
     with pytest.raises(RunIdInvalidError, match="'/'"):
         validate_run_id("a/b")

@@ -167,14 +167,24 @@ def test_a_run_sealed_while_its_lock_is_held_is_called_sealed_not_locked(
     path = StoreLayout(store).artifact_path("r1", "transcript")
     holder = os.open(path, os.O_RDONLY)
     fcntl.flock(holder, fcntl.LOCK_SH)  # as `agc seal` holds it while it hashes
-    # The check before opening saw no seal (the race this guards against).
-    monkeypatch.setattr(_writer.JsonlWriter, "_refuse_before_open", lambda self: None)
+    # The check before opening saw no seal yet (the race this guards against); later
+    # checks see the seal the other writer wrote meanwhile.
+    real = _writer.RunArtifactSeal.before_open
+    calls: list[Path] = []
+
+    def first_sees_nothing(self: _writer.RunArtifactSeal, path: Path) -> None:
+        calls.append(path)
+        if len(calls) > 1:
+            real(self, path)
+
+    monkeypatch.setattr(_writer.RunArtifactSeal, "before_open", first_sees_nothing)
     try:
         with pytest.raises(ArtifactSealedError) as caught:
             TranscriptWriter("r1", store=store)
     finally:
         os.close(holder)
     assert "wait for the other writer" not in caught.value.hint
+    assert len(calls) == 2  # refused after the lock was found taken
 
 
 # -- a name that is both a file and a run --------------------------------------------------

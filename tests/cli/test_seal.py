@@ -74,7 +74,7 @@ def test_symlink_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "symlink" in err
 
 
-def test_fifo_exits_2_without_blocking(tmp_path: Path) -> None:
+def test_fifo_exits_3_without_blocking(tmp_path: Path) -> None:
     # In a subprocess with a timeout: the failure this guards against is a hang.
     fifo = tmp_path / "t.jsonl"
     os.mkfifo(fifo)
@@ -86,7 +86,7 @@ def test_fifo_exits_2_without_blocking(tmp_path: Path) -> None:
         timeout=30,
         check=False,
     )
-    assert result.returncode == ExitCode.USAGE  # not a file: bad input, like a folder
+    assert result.returncode == ExitCode.UNREADABLE  # cannot be read as a file
     assert "not a regular file" in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
 

@@ -15,6 +15,7 @@ from agc._core.store import StoreLayout
 from agc.cli import app as agc_app
 from agc.cli import verify as verify_cli
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
+from agc.integrity._signing import generate_keypair
 from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import fixed_clock, tree, write_run
 
@@ -315,3 +316,30 @@ def test_a_closed_stdout_keeps_the_verdict_as_exit_code(
     )
     assert done.returncode == (ExitCode.FINDINGS if tampered else ExitCode.OK), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_trusted_key_folder_fails_unsigned_runs_unless_allow_unsigned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    write_run(store, "r1")
+    keys = tmp_path / "keys"
+    _private, public, _ = generate_keypair(keys)
+    trust = tmp_path / "trust"
+    trust.mkdir()
+    (trust / public.name).write_bytes(public.read_bytes())
+    monkeypatch.setenv("AGC_TRUSTED_KEYS", str(trust))
+    assert verify_cli.main(["r1", "--store", str(store)]) == ExitCode.FINDINGS
+    assert verify_cli.main(["r1", "--store", str(store), "--allow-unsigned"]) == ExitCode.OK
+    args = ["r1", "--store", str(store), "--allow-unsigned", "--require-signature"]
+    assert verify_cli.main(args) == ExitCode.USAGE
+
+
+def test_an_empty_trusted_key_folder_is_a_usage_error_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    write_run(store, "r1")
+    (tmp_path / "trust").mkdir()
+    monkeypatch.setenv("AGC_TRUSTED_KEYS", str(tmp_path / "trust"))
+    assert verify_cli.main(["r1", "--store", str(store)]) == ExitCode.USAGE

@@ -98,6 +98,15 @@ def _kill_and_check(tmp: Path, lines: list[bytes], delay: float, stats: Counter[
         stats["kills"] += 1
         return
     recovery = recover_run("fuzz", store)
+    if all(a.action == "removed-empty" for a in recovery.artifacts):
+        # Killed before the first record: the empty files are removed, nothing sealed.
+        assert not before
+        assert not transcript.exists()
+        with pytest.raises(RunNotFoundError):
+            recover_run("fuzz", store)
+        stats["killed-before-the-first-record"] += 1
+        stats["kills"] += 1
+        return
     after = check_run("fuzz", store)
     errors = {f.code for f in after.findings if f.severity == "error"}
     assert errors <= {"empty"}, after.missing
@@ -137,7 +146,7 @@ CRASH_POINTS = {
     # module attribute replaced in the child, so the child dies right there
     "before-the-sidecar": ("agc.integrity._writer", "atomic_write_bytes"),
     "after-the-sidecar-before-the-manifest": ("agc.integrity._writer", "record_seal"),
-    "after-the-manifest-before-the-chain-link": ("agc.integrity._store_io", "append_link"),
+    "after-the-manifest-before-the-chain-link": ("agc.integrity._chain", "append_link"),
     "after-the-chain-link-before-the-head": ("agc.integrity._chain", "write_head"),
 }
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from agc._core.digest import new_hasher
-from agc.errors import FileExistsRefusedError, KeyInvalidError
+from agc.errors import FileExistsRefusedError, KeyInvalidError, UsageError
 from agc.integrity._signing import (
     generate_keypair,
     load_signing_key,
     load_trusted_keys,
 )
 from agc.integrity._verify import check_run
+from agc.integrity._writer import TranscriptWriter
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 
@@ -99,14 +100,96 @@ def test_manifest_moved_to_another_run_fails(store: Path, keys: dict[str, Path])
     assert "manifest-invalid" in {f.code for f in report.findings}
 
 
-def test_require_signature_makes_an_unsigned_run_incomplete(
+def test_a_trusted_key_makes_an_unsigned_run_incomplete(store: Path, keys: dict[str, Path]) -> None:
+    write_run(store, "r")
+    trusted = load_trusted_keys([keys["public"]])
+    for report in (
+        check_run("r", store, trusted_keys=trusted),
+        check_run("r", store, trusted_keys=trusted, require_signature=True),
+    ):
+        assert not report.complete
+        assert {f.code for f in report.findings} == {"unsigned"}
+    assert check_run("r", store, trusted_keys=trusted, allow_unsigned=True).complete
+
+
+def test_allow_unsigned_still_checks_the_signed_runs(store: Path, keys: dict[str, Path]) -> None:
+    write_run(store, "r", signing_key=load_signing_key(keys["other"]))
+    trusted = load_trusted_keys([keys["public"]])
+    report = check_run("r", store, trusted_keys=trusted, allow_unsigned=True)
+    assert {f.code for f in report.findings} == {"unknown-key"}
+
+
+def test_require_and_allow_unsigned_together_is_a_usage_error(
     store: Path, keys: dict[str, Path]
 ) -> None:
     write_run(store, "r")
     trusted = load_trusted_keys([keys["public"]])
+    with pytest.raises(UsageError, match="contradict"):
+        check_run("r", store, trusted_keys=trusted, require_signature=True, allow_unsigned=True)
+
+
+def _strip_signature(store: Path, run_id: str) -> None:
+    path = store / "audit/manifests" / f"{run_id}.json"
+    manifest = json.loads(path.read_bytes())
+    del manifest["signature"]
+    path.write_bytes(json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n")
+
+
+def _to_legacy(store: Path, run_id: str) -> None:
+    """Downgrade to the legacy store shape: digest-only SHA-256 sidecar, no manifest."""
+    (store / "audit/manifests" / f"{run_id}.json").unlink()
+    for folder in ("transcripts", "tool-events"):
+        path = store / "audit" / folder / f"{run_id}.jsonl"
+        path.with_name(path.name + ".b3").unlink()
+        hasher = new_hasher("sha256")
+        hasher.update(path.read_bytes())
+        path.with_name(path.name + ".sha256").write_text(hasher.hexdigest() + "\n")
+
+
+def _append_unsigned_segment(store: Path, run_id: str) -> None:
+    with TranscriptWriter(run_id, store=store, reopen=True) as writer:
+        writer.write({"role": "user", "content": "appended without the key"})
+
+
+def _fabricate(store: Path, run_id: str) -> None:
+    (store / "audit/manifests" / f"{run_id}.json").unlink()
+    for folder in ("transcripts", "tool-events"):
+        for path in (store / "audit" / folder).glob(f"{run_id}.jsonl*"):
+            path.unlink()
+    write_run(store, run_id, seed=99)  # a new run under the same id, sealed without the key
+
+
+@pytest.mark.parametrize(
+    "attack", [_strip_signature, _to_legacy, _append_unsigned_segment, _fabricate]
+)
+def test_with_a_trusted_key_no_unsigned_form_of_a_signed_run_passes(
+    store: Path, keys: dict[str, Path], attack: object
+) -> None:
+    write_run(store, "r", signing_key=load_signing_key(keys["private"]))
+    trusted = load_trusted_keys([keys["public"]])
     assert check_run("r", store, trusted_keys=trusted).complete
-    report = check_run("r", store, trusted_keys=trusted, require_signature=True)
-    assert {f.code for f in report.findings} == {"unsigned"}
+    assert callable(attack)
+    attack(store, "r")
+    report = check_run("r", store, trusted_keys=trusted)
+    assert not report.complete
+    assert "unsigned" in {f.code for f in report.findings}
+
+
+def test_a_signature_checked_against_no_key_is_a_warning_not_silence(
+    store: Path, keys: dict[str, Path]
+) -> None:
+    write_run(store, "r", signing_key=load_signing_key(keys["private"]))
+    report = check_run("r", store)
+    assert report.complete
+    warnings = [f for f in report.findings if f.code == "signature-not-verified"]
+    assert len(warnings) == 1
+    assert warnings[0].severity == "warning"
+
+
+def test_an_empty_trusted_key_folder_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="holds no"):
+        load_trusted_keys(folder=tmp_path / "empty")
 
 
 def test_a_non_key_file_is_a_clear_error(tmp_path: Path) -> None:

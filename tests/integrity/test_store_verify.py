@@ -7,11 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 import blake3
 import pytest
@@ -19,16 +21,17 @@ import rfc8785
 
 from agc._core import store as store_rules
 from agc._core.digest import new_hasher
+from agc.integrity import _store_verify as store_verify_module
 from agc.integrity import _writer
 from agc.integrity._chain import manifest_digest
 from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
-from agc.integrity._store_verify import StoreReport, check_store
+from agc.integrity._store_verify import StoreFindingCode, StoreReport, check_store
 from agc.integrity._writer import TranscriptWriter
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 
 def _codes(report: StoreReport) -> set[str]:
-    codes = {f.code for f in report.findings}
+    codes: set[str] = {f.code for f in report.findings}
     for run in report.runs:
         codes |= {f.code for f in run.findings if f.severity == "error"}
     return codes
@@ -421,3 +424,16 @@ def test_a_fake_reopen_without_the_archived_manifest_is_detected(store: Path) ->
     os.unlink(store / "audit/manifests/a@1.json")
     report = check_store(store, expect_head=head)
     assert "manifest-replaced" in _codes(report)
+
+
+def test_every_store_finding_code_is_documented() -> None:
+    """Every store-level code the source emits is typed, and the typed codes are exactly
+    the table in docs/evidence.md."""
+    source = Path(str(store_verify_module.__file__)).read_text()
+    emitted = set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "evidence.md").read_text()
+    match = re.search(r"Store-level\s+finding codes:\n\n((?:\|.*\n)+)", docs)
+    assert match is not None
+    table = match.group(1)
+    documented = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.MULTILINE))
+    assert emitted == set(get_args(StoreFindingCode)) == documented

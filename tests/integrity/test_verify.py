@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -21,10 +21,12 @@ from agc._core.sidecar import format_sidecar
 from agc._core.store import ArtifactKind, StoreLayout
 from agc.errors import RunIdInvalidError, StoreError, VerificationError
 from agc.exitcodes import ExitCode
+from agc.integrity import _legacy as legacy_module
 from agc.integrity import _verify as verify_module
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._store_io import record_seal
-from agc.integrity._verify import check_run, read_tool_events, verify_run
+from agc.integrity._verify import RunFindingCode, check_run, read_tool_events, verify_run
+from agc.integrity._writer import TranscriptWriter
 from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import finding_codes, tree, write_run
 
@@ -107,6 +109,11 @@ def _truncate_mid_record(layout: StoreLayout) -> None:
     path.write_bytes(data[: len(data) - 5])
 
 
+def _cut_final_newline(layout: StoreLayout) -> None:
+    path = layout.artifact_path("r1", "transcript")
+    os.truncate(path, path.stat().st_size - 1)
+
+
 def _append_record(layout: StoreLayout) -> None:
     path = layout.artifact_path("r1", "transcript")
     with path.open("ab") as handle:
@@ -151,6 +158,7 @@ TAMPERING: list[Any] = [
     pytest.param(_flip_byte, "modified", "transcript", id="byte-flip"),
     pytest.param(_truncate_at_boundary, "truncated", "transcript", id="truncated-at-boundary"),
     pytest.param(_truncate_mid_record, "truncated", "transcript", id="truncated-mid-record"),
+    pytest.param(_cut_final_newline, "truncated", "transcript", id="final-newline-cut"),
     pytest.param(_append_record, "extended", "transcript", id="appended-record"),
     pytest.param(_delete_sidecar, "sidecar-missing", "transcript", id="deleted-sidecar"),
     pytest.param(_delete_manifest, "manifest-missing", "manifest", id="deleted-manifest"),
@@ -194,6 +202,59 @@ def test_truncation_reports_where_and_how_much(layout: StoreLayout) -> None:
     _truncate_mid_record(layout)
     (finding,) = check_run("r1", layout.root).findings
     assert "inside a record" in finding.message
+
+
+@pytest.mark.parametrize("algorithm", ["blake3", "sha256"])
+@pytest.mark.parametrize("kind", ["transcript", "tool-events"])
+def test_cutting_only_the_final_newline_is_truncated_not_modified(
+    store: Path, algorithm: Algorithm, kind: ArtifactKind
+) -> None:
+    """One byte gone, and that byte the last newline: the file is shorter than its seal,
+    so it is truncated (inside a record, since its last line is now unterminated), never
+    a checksum mismatch, and not reported twice as a torn tail."""
+    layout = write_run(store, transcript=TRANSCRIPT, tool_events=EVENTS, algorithm=algorithm)
+    path = layout.artifact_path("r1", kind)
+    sealed = path.stat().st_size
+    assert path.read_bytes().endswith(b"}\n")
+    os.truncate(path, sealed - 1)
+    report = check_run("r1", store)
+    assert not report.complete
+    (finding,) = report.findings
+    assert (finding.code, finding.artifact, finding.severity) == ("truncated", kind, "error")
+    assert finding.message == f"{kind} truncated inside a record (1 bytes gone)"
+    assert finding.expected is not None
+    assert finding.actual is not None
+    assert (finding.expected["bytes"], finding.actual["bytes"]) == (sealed, sealed - 1)
+
+
+def test_every_cut_is_truncated_never_modified(layout: StoreLayout) -> None:
+    """Each length from one byte to the whole file: ``truncated`` with the exact count of
+    bytes gone (a file cut to nothing is also an empty transcript)."""
+    path = layout.artifact_path("r1", "transcript")
+    data = path.read_bytes()
+    for cut in range(1, len(data) + 1):
+        path.write_bytes(data[: len(data) - cut])
+        report = check_run("r1", layout.root)
+        codes = finding_codes(report)
+        assert codes == ({"truncated", "empty"} if cut == len(data) else {"truncated"}), cut
+        truncated = next(f for f in report.findings if f.code == "truncated")
+        assert truncated.message.endswith(f"({cut} bytes gone)"), cut
+        kept = data[: len(data) - cut]
+        where = "at a record boundary" if kept.endswith(b"\n") or not kept else "inside a record"
+        assert where in truncated.message, cut
+
+
+def test_cutting_the_final_newline_of_a_reopened_segment_is_truncated(store: Path) -> None:
+    """A run re-opened for a new segment that never got sealed: its sealed prefix cut by
+    one byte is truncated as well."""
+    layout = write_run(store, transcript=TRANSCRIPT, tool_events=EVENTS)
+    path = layout.artifact_path("r1", "transcript")
+    sealed = path.stat().st_size
+    writer = TranscriptWriter("r1", store=store, reopen=True)
+    writer.abort()
+    os.truncate(path, sealed - 1)
+    codes = {f.code for f in check_run("r1", store).findings if f.artifact == "transcript"}
+    assert codes == {"truncated"}
 
 
 def test_sidecar_rewritten_to_match_is_caught_by_the_manifest(layout: StoreLayout) -> None:
@@ -417,11 +478,11 @@ def test_empty_tool_events_are_fine(store: Path) -> None:
     assert check_run("r1", store).complete
 
 
-# -- the seed's legacy store ----------------------------------------------------------
+# -- the legacy store format ----------------------------------------------------------
 
 
 def _legacy_store(store: Path, events_for_run: int = 2) -> StoreLayout:
-    """What seed 004's implementation leaves: digest-only .sha256, shared tool events."""
+    """A legacy store: a digest-only .sha256 sidecar, no manifest, shared tool events."""
     layout = StoreLayout(store)
     path = layout.artifact_path("r1", "transcript")
     path.parent.mkdir(parents=True)
@@ -440,10 +501,13 @@ def test_legacy_store_verifies_and_is_reported_as_legacy(store: Path) -> None:
     assert report.complete, report.missing
     assert report.legacy
     assert report.manifest is False
-    assert finding_codes(report) == {"legacy-format"}
+    assert finding_codes(report) == {"legacy-format", "unverified-records"}
     assert all(f.severity == "warning" for f in report.findings)
-    assert [a.records for a in report.artifacts] == [2, 2]
-    assert [e["run_id"] for e in read_tool_events("r1", store)] == ["r1", "r1"]
+    # The shared file's records are reported, never counted as verified tool events.
+    assert [a.records for a in report.artifacts] == [2, None]
+    unverified = next(f for f in report.findings if f.code == "unverified-records")
+    assert unverified.actual == {"records": 2}
+    assert list(read_tool_events("r1", store)) == []
 
 
 def test_legacy_store_tampering_is_found(store: Path) -> None:
@@ -498,12 +562,17 @@ def test_verify_streams_the_file(layout: StoreLayout, monkeypatch: pytest.Monkey
 
 
 def test_every_finding_code_is_documented() -> None:
-    source = Path(verify_module.__file__).read_text()
-    codes = set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
-    assert len(codes) >= 15
+    """Every code the run verifier emits (in its source and the legacy module's) is in
+    the typed list of codes, and that list is exactly the table in docs/format.md."""
+    emitted: set[str] = set()
+    for module in (verify_module, legacy_module):
+        source = Path(str(module.__file__)).read_text()
+        emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
+    assert len(emitted) >= 18
+    typed = set(get_args(RunFindingCode))
     docs = (Path(__file__).resolve().parents[2] / "docs" / "format.md").read_text()
     documented = set(re.findall(r"^\| `([a-z-]+)` \| (?:error|warning) \|", docs, re.MULTILINE))
-    assert codes == documented
+    assert emitted == typed == documented
 
 
 def _verify_in_subprocess(store: Path) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc._core.digest import new_hasher
-from agc._core.jsonl import JsonlFileWriter
+from agc._core.jsonl import JsonlFileWriter, SidecarSeal
 from agc._core.store import StoreLayout
 from agc.errors import (
     ArtifactSealedError,
@@ -616,17 +616,12 @@ def test_file_writer_refuses_a_sealed_file(tmp_path: Path) -> None:
         JsonlFileWriter(path)
 
 
-def test_file_writer_subclass_may_replace_its_sidecar(tmp_path: Path) -> None:
-    class Resealing(JsonlFileWriter):
-        _replace_sidecar = True
-
-        def _refuse_if_sealed(self) -> None:
-            return None
-
+def test_file_writer_with_a_resealing_policy_replaces_its_sidecar(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
-    with Resealing(path) as first:
+    with JsonlFileWriter(path, seal_policy=SidecarSeal(reseal=True)) as first:
         first.write({"a": 1})
-    with Resealing(path) as second:
+    with JsonlFileWriter(path, seal_policy=SidecarSeal(reseal=True)) as second:
+        assert second.next_seq == 1
         second.write({"a": 2})
     data = path.read_bytes()
     assert data.count(b"\n") == 2

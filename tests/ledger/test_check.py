@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -16,7 +21,13 @@ from agc.errors import (
     StoreError,
     VerificationError,
 )
-from agc.ledger._check import check_turn_file, show_turn_file, verify_turn_file
+from agc.ledger import _check as check_module
+from agc.ledger._check import (
+    LedgerFindingCode,
+    check_turn_file,
+    show_turn_file,
+    verify_turn_file,
+)
 from agc.ledger._policy import parse_policy
 from tests.ledger.helpers import command, mcp, record_turn
 
@@ -182,7 +193,7 @@ def test_missing_or_unusable_turn_files_are_named(tmp_path: Path) -> None:
     (tmp_path / "link.jsonl").symlink_to(tmp_path / "real.jsonl")
     with pytest.raises(StoreError, match="symlink"):
         check_turn_file(tmp_path / "link.jsonl")
-    with pytest.raises(InputError, match="not a regular file"):
+    with pytest.raises(InputError, match="is a folder"):
         check_turn_file(tmp_path)
 
 
@@ -198,3 +209,35 @@ def test_show_picks_an_attempt(project: Path) -> None:
     assert (first.attempt, first.attempts, first.row) == (1, 2, "not-opened-before-design")
     with pytest.raises(LedgerInvalidError, match="no attempt 3"):
         show_turn_file(path, attempt=3)
+
+
+def test_every_ledger_finding_code_is_documented() -> None:
+    """The codes the checker emits are the typed codes, and exactly those docs/ledger.md
+    lists for `check`."""
+    source = Path(str(check_module.__file__)).read_text()
+    emitted = set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "ledger.md").read_text()
+    listed = docs[docs.index("Finding codes:") : docs.index("The JSON report has")]
+    documented = set(re.findall(r"`([a-z-]+)`", listed))
+    assert emitted == set(get_args(LedgerFindingCode)) == documented
+
+
+def test_a_fifo_in_place_of_a_turn_file_is_unreadable_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "Abc123-def.jsonl"
+    os.mkfifo(fifo)
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from agc.errors import StoreError\n"
+        "from agc.ledger import check_turn_file\n"
+        "try:\n    check_turn_file(Path(sys.argv[1]))\n"
+        "except StoreError as exc:\n    print(exc.code, exc.message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert done.stdout.startswith("store-unreadable ")
+    assert "not a regular file" in done.stdout

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc.errors import UsageError
+from agc.exitcodes import ExitCode
 from agc.ledger._events import EventDecoder, decode_lines
 from agc.ledger._events.decode import detect
 from agc.ledger._events.item import camel_case
@@ -271,9 +273,10 @@ def test_fixed_format_ignores_other_inputs() -> None:
     assert decoder.stats.ignored_lines == 1
 
 
-def test_unknown_format_name_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="input format"):
+def test_unknown_format_name_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="input format 'xml'") as caught:
         EventDecoder("xml")  # type: ignore[arg-type]
+    assert caught.value.exit_code == ExitCode.USAGE
 
 
 def test_camel_case() -> None:
@@ -282,7 +285,11 @@ def test_camel_case() -> None:
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
     ),

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc.errors import UsageError
+from agc.exitcodes import ExitCode
 from agc.ledger._sanitize import (
     PathSanitizer,
     clean_media_type,
@@ -452,3 +454,10 @@ def test_clean_text_dropped_characters_do_not_glue_a_path_to_a_word(raw: str) ->
     cleaned = SAN.clean_text(raw, max_chars=400)
     assert cleaned.text == "see [path]"
     assert SAN.clean_text("a\u200bb\x00c", max_chars=400).text == "abc"
+
+
+@pytest.mark.parametrize("root", ["relative/proj", "", "proj", "./proj"])
+def test_a_project_root_that_is_not_absolute_is_a_usage_error(root: str) -> None:
+    with pytest.raises(UsageError, match="not an absolute path") as caught:
+        PathSanitizer([root])
+    assert caught.value.exit_code == ExitCode.USAGE

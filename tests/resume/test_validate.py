@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agc.errors import HistoryInvalidError
+from agc.resume import _validate as validate_module
 from agc.resume._formats.model import FormatName
 from agc.resume._validate import FINDING_CODES, check_history, verify_history
 
@@ -132,7 +135,7 @@ def test_broken_rule_is_reported(
 
 def test_provider_wording_is_kept() -> None:
     report = check_history([_fc("call_1")], "openai-responses")
-    assert report.findings[0].provider_message == "No tool output found for function call call_1."
+    assert report.findings[0].message == "No tool output found for function call call_1."
 
 
 @pytest.mark.parametrize(
@@ -174,3 +177,14 @@ def test_valid_histories_have_no_findings(fmt: FormatName, messages: list[dict[s
     assert report.valid
     assert report.to_dict()["findings"] == []
     assert verify_history(messages, fmt) == report
+
+
+def test_every_history_finding_code_is_documented() -> None:
+    """The codes the checks emit are the typed codes, and exactly docs/resume.md's table."""
+    source = Path(str(validate_module.__file__)).read_text()
+    emitted = set(re.findall(r'(?:_finding|Finding)\(\s*"([a-z-]+)"', source))
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "resume.md").read_text()
+    match = re.search(r"\| code \| rule \|\n\|[-|]+\|\n((?:\|.*\n)+)", docs)
+    assert match is not None
+    documented = set(re.findall(r"^\| `([a-z-]+)` \|", match.group(1), re.MULTILINE))
+    assert emitted == set(FINDING_CODES) == documented

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
+from agc._core.fs import read_small_file
+from agc._core.json import loads_lines
+from agc.errors import StoreError
 
 __all__ = [
     "CHECKPOINT_SUFFIX",
@@ -31,10 +34,13 @@ __all__ = [
     "check_prefix",
     "format_checkpoint",
     "parse_checkpoints",
+    "read_checkpoints",
     "remove_checkpoints",
 ]
 
 CHECKPOINT_SUFFIX: Final = ".ckpt"
+MAX_CHECKPOINT_BYTES: Final = 1 << 30
+"""The largest checkpoint file read (a checkpoint line is about 150 bytes)."""
 _CHUNK: Final = 8 * 1024 * 1024
 
 
@@ -74,31 +80,42 @@ def format_checkpoint(checkpoint: Checkpoint) -> bytes:
 def parse_checkpoints(data: bytes) -> tuple[list[Checkpoint], int]:
     """Parse a checkpoint file. Returns ``(checkpoints, unusable lines)``.
 
-    A torn last line (crash while writing a checkpoint) or a damaged line is counted
-    as unusable and skipped; it never makes an earlier checkpoint invalid.
+    A torn last line (crash while writing a checkpoint) or a damaged line (not strict
+    JSON, see :mod:`agc._core.json`, or a field of the wrong type) is counted as
+    unusable and skipped; it never makes an earlier checkpoint invalid.
     """
-    checkpoints: list[Checkpoint] = []
-    unusable = 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        try:
-            raw = json.loads(line)
-            algorithm = raw["algorithm"]
-            if algorithm not in ALGORITHMS:
-                raise ValueError(algorithm)
-            checkpoint = Checkpoint(
-                records=_count(raw["records"]),
-                bytes=_count(raw["bytes"]),
-                algorithm=algorithm,
-                digest=str(raw["digest"]),
-                ts=_count(raw["ts"]),
-            )
-        except (ValueError, KeyError, TypeError):
-            unusable += 1
-            continue
-        checkpoints.append(checkpoint)
-    return checkpoints, unusable
+    return loads_lines(data, _checkpoint)
+
+
+def _checkpoint(raw: Any) -> Checkpoint:
+    algorithm = raw["algorithm"]
+    if algorithm not in ALGORITHMS:
+        raise ValueError(algorithm)
+    return Checkpoint(
+        records=_count(raw["records"]),
+        bytes=_count(raw["bytes"]),
+        algorithm=algorithm,
+        digest=str(raw["digest"]),
+        ts=_count(raw["ts"]),
+    )
+
+
+def read_checkpoints(path: Path) -> tuple[list[Checkpoint], int]:
+    """The checkpoints of the file ``path`` (from ``<name>.ckpt``) and the number of
+    unusable lines; ``([], 0)`` when it has none.
+
+    Raises:
+        UnsafePathError: a symlink or a non-regular file is in the checkpoint file's place.
+        StoreError: it is larger than :data:`MAX_CHECKPOINT_BYTES` or cannot be read.
+    """
+    where = path.with_name(path.name + CHECKPOINT_SUFFIX)
+    try:
+        data = read_small_file(where, max_bytes=MAX_CHECKPOINT_BYTES)
+    except FileNotFoundError:
+        return [], 0
+    except OSError as exc:
+        raise StoreError(f"cannot read the checkpoints of {path}: {exc.strerror or exc}") from exc
+    return parse_checkpoints(data)
 
 
 def _count(value: object) -> int:

@@ -17,6 +17,8 @@ from typing import BinaryIO, Final, Literal, Protocol
 
 import blake3
 
+from agc.errors import UsageError
+
 __all__ = [
     "ALGORITHMS",
     "DEFAULT_ALGORITHM",
@@ -53,12 +55,18 @@ class Hasher(Protocol):
 
 
 def check_algorithm(algorithm: str) -> Algorithm:
-    """Return ``algorithm`` if supported, else raise ``ValueError`` naming the choices."""
+    """Return ``algorithm`` if it is supported.
+
+    Raises:
+        UsageError: another name (the message names the choices).
+    """
     if algorithm == "blake3":
         return "blake3"
     if algorithm == "sha256":
         return "sha256"
-    raise ValueError(f"unknown digest algorithm {algorithm!r}; choose one of {ALGORITHMS}")
+    raise UsageError(
+        f"unknown digest algorithm {algorithm!r}", hint=f"Choose one of {', '.join(ALGORITHMS)}."
+    )
 
 
 def new_hasher(algorithm: Algorithm, *, threads: int = 1) -> Hasher:

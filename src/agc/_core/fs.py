@@ -16,10 +16,11 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from agc.errors import (
     FileExistsRefusedError,
@@ -34,6 +35,7 @@ from agc.errors import (
 
 __all__ = [
     "MACHINE_ERRNOS",
+    "TEMP_SUFFIX",
     "PreparedWrite",
     "append_whole",
     "atomic_write_bytes",
@@ -41,10 +43,14 @@ __all__ = [
     "ensure_dirs",
     "exclusive_lock",
     "fsync_dir",
+    "is_temp_name",
     "machine_hint",
     "open_nofollow",
+    "open_regular_file",
     "prepare_write",
+    "read_limited",
     "read_small_file",
+    "remove_stale_temp_files",
     "write_error",
 ]
 
@@ -93,6 +99,8 @@ def write_error(path: Path | str, exc: OSError, *, doing: str = "write") -> File
 
 _O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+TEMP_SUFFIX: Final = ".tmp"
+_TEMP_NAME: Final = re.compile(r"\..+\.[0-9a-f]{12}\.tmp", re.DOTALL)
 
 
 def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
@@ -110,6 +118,28 @@ def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
         ):
             raise UnsafePathError(f"{path} is a symlink; agc does not follow it") from exc
         raise
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """Open a regular file for streamed reading, without following a symlink.
+
+    Opened with ``O_NONBLOCK``, so a FIFO put in its place is refused, never waited on.
+
+    Raises:
+        UnsafePathError: ``path`` is a symlink.
+        FileNotFoundError: it does not exist.
+        StoreError: it is not a regular file (a FIFO, a folder) or cannot be opened.
+    """
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, UnsafePathError):
+        raise
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def read_small_file(path: Path, *, max_bytes: int) -> bytes:
@@ -177,9 +207,12 @@ class PreparedWrite:
     ``with`` block discards what was not committed.
     """
 
-    def __init__(self, path: Path, tmp: Path) -> None:
+    def __init__(self, path: Path, tmp: Path, fd: int) -> None:
         self.path = path
         self._tmp: Path | None = tmp
+        # Its exclusive flock is held until the rename is done: a temp file nobody holds
+        # is a crash's leftover, which remove_stale_temp_files() may delete.
+        self._fd: int | None = fd
 
     def commit(self, *, overwrite: bool) -> None:
         """Put the content in place, then fsync the folder.
@@ -226,11 +259,14 @@ class PreparedWrite:
             raise
 
     def discard(self) -> None:
-        """Remove the temporary file if it is still there (idempotent)."""
+        """Remove the temporary file if it is still there, release it (idempotent)."""
         if self._tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._tmp)
             self._tmp = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> PreparedWrite:
         return self
@@ -248,7 +284,7 @@ def prepare_write(path: Path, data: bytes, *, mode: int = 0o644) -> PreparedWrit
         FileWriteError: a failure of the machine (the temporary file is removed).
         OSError: any other failure, such as a missing folder (nothing is left behind).
     """
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
     except OSError as exc:
@@ -256,21 +292,20 @@ def prepare_write(path: Path, data: bytes, *, mode: int = 0o644) -> PreparedWrit
             raise write_error(path, exc) from exc
         raise
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        os.close(fd)
         if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:
             raise write_error(path, exc) from exc
         raise
-    return PreparedWrite(path, tmp)
+    return PreparedWrite(path, tmp, fd)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 0o644) -> None:
@@ -320,6 +355,54 @@ def append_whole(fd: int, data: bytes, *, path: Path, fsync: bool = True) -> Non
         if exc.errno in MACHINE_ERRNOS:
             raise write_error(path, exc, doing="append to") from exc
         raise
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is a temporary file of :func:`atomic_write_bytes`
+    (``.<name>.<12 hex digits>.tmp``)."""
+    return _TEMP_NAME.fullmatch(name) is not None
+
+
+def remove_stale_temp_files(folder: Path) -> list[str]:
+    """Delete the temporary files in ``folder`` that a crashed writer left behind.
+
+    A live :func:`atomic_write_bytes` holds an exclusive ``flock`` on its temporary file
+    from creation until after the rename, so a temp file whose lock can be taken has no
+    writer: it is removed, unless the name was reused for another file meanwhile (the
+    inode is compared). Nothing else is touched. Returns the removed names, sorted.
+
+    Raises:
+        OSError: the folder cannot be listed (a missing folder yields ``[]``).
+    """
+    try:
+        names = sorted(name for name in os.listdir(folder) if is_temp_name(name))
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        path = folder / name
+        try:
+            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            continue  # gone already, or a symlink: not ours
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a writer is still at work
+            held, named = os.fstat(fd), os.lstat(path)
+            if (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino) and stat.S_ISREG(
+                held.st_mode
+            ):
+                os.unlink(path)
+                removed.append(name)
+        except FileNotFoundError:
+            continue  # renamed into place by its writer meanwhile
+        finally:
+            os.close(fd)
+    if removed:
+        fsync_dir(folder)
+    return removed
 
 
 @contextlib.contextmanager

@@ -1,29 +1,37 @@
 """Append-only JSONL writers that hash as they write and seal on close.
 
-Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
-``{...entry, ts}`` lines and re-read the whole file at close to write a checksum. Here:
-
-* each record gets ``seq`` (0, 1, 2 … per file) and ``ts`` (Unix ms); tool events also
-  ``run_id``. One JSON object per line, UTF-8, ``\\n``-terminated; U+2028/U+2029 are
-  written raw and round-trip because lines split only on ``\\n``;
+* one JSON object per line, UTF-8, ``\\n``-terminated; U+2028/U+2029 are written raw and
+  round-trip because lines split only on ``\\n``;
 * records are serialized with orjson (compact, raw UTF-8); a record that orjson does
   not take natively or whose bytes hold ``null`` (NaN/Infinity become ``null`` in
-  orjson, so they could hide there) goes through the standard library's stricter path,
-  which rejects NaN/Infinity, lone surrogates and unsupported types;
+  orjson, so they could hide there) goes through the standard library's stricter path
+  (:func:`agc._core.json.dumps_stdlib`), which rejects NaN/Infinity, lone surrogates,
+  unsupported types and nesting beyond :data:`agc._core.json.MAX_DEPTH`;
 * the digest is updated with exactly the bytes that reached the file, so sealing never
   re-reads it: closing costs the same for 1 KB and 1 GB;
 * while open, crash checkpoints (prefix digests) go to ``<name>.ckpt``
   (:mod:`agc._core.checkpoint`); sealing writes the checksum sidecar
-  (``<name>.b3`` / ``<name>.sha256``) and, for run artifacts, the run manifest entry;
+  (``<name>.b3`` / ``<name>.sha256``);
 * one writer per file across processes (``flock``), no symlinks followed, never an
-  append to a sealed file or to a file whose last line is unterminated, and records are
-  validated before a byte is written.
+  append to a file whose last line is unterminated, and records are validated before a
+  byte is written.
 
-The machinery lives in :class:`JsonlFileWriter`, which writes one JSONL file at any
-path (records as given, no ``seq``/``ts``) and seals it with a sidecar only; the run
-writers (:class:`TranscriptWriter`, :class:`ToolEventWriter`) add the store layout,
-``seq``/``ts``, the run manifest, signatures and re-opening as segments. Files outside a
-store, such as the turn ledger (:mod:`agc.ledger`), use :class:`JsonlFileWriter`.
+:class:`JsonlFileWriter` is this machinery for one file at any path. What differs
+between files is passed in, as two objects:
+
+* a :class:`Stamp` builds the object written for a record: :data:`AS_GIVEN` (the
+  default) writes it as given; :class:`SeqStamp` puts ``seq`` (0, 1, 2 … per file),
+  ``ts`` (Unix ms) and fixed fields (a tool event's ``run_id``) first;
+* a :class:`SealPolicy` decides what an existing file means (continue it, refuse it,
+  verify it first) and what sealing writes: :class:`SidecarSeal` (the default) writes
+  the sidecar only; the run writers (:mod:`agc.integrity`) also write the run manifest,
+  its signature and segments; the turn ledger (:mod:`agc.ledger`) re-seals a file after
+  verifying its sealed prefix.
+
+The writer calls its policy at three points: :meth:`SealPolicy.before_open` (before a
+folder or file is created), :meth:`SealPolicy.adopt` (the file is open and locked: the
+policy hashes what it holds and returns the :class:`Prefix` to continue after) and
+:meth:`SealPolicy.publish` (at :meth:`JsonlFileWriter.finish`).
 """
 
 from __future__ import annotations
@@ -31,7 +39,6 @@ from __future__ import annotations
 import abc
 import contextlib
 import fcntl
-import json
 import os
 import stat
 import time
@@ -39,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Final, Literal, Self
+from typing import Any, Final, Literal, Protocol, Self
 
 import orjson
 
@@ -51,7 +58,6 @@ from agc._core.checkpoint import (
 )
 from agc._core.digest import (
     DEFAULT_ALGORITHM,
-    SIDECAR_SUFFIXES,
     Algorithm,
     Hasher,
     check_algorithm,
@@ -68,7 +74,8 @@ from agc._core.fs import (
 from agc._core.fs import (
     describe_os_error as fs_describe_os_error,
 )
-from agc._core.sidecar import format_sidecar, sidecar_name
+from agc._core.json import JsonInvalidError, dumps_stdlib, not_native, orjson_options
+from agc._core.sidecar import format_sidecar, sidecar_path, sidecar_paths
 from agc.errors import (
     ArtifactSealedError,
     RecordInvalidError,
@@ -81,6 +88,7 @@ from agc.errors import (
 )
 
 __all__ = [
+    "AS_GIVEN",
     "DEFAULT_BUFFER_BYTES",
     "DEFAULT_CHECKPOINT_INTERVAL_MS",
     "DEFAULT_CHECKPOINT_RECORDS",
@@ -88,9 +96,17 @@ __all__ = [
     "FileSeal",
     "FsyncPolicy",
     "JsonlFileWriter",
+    "Prefix",
+    "SealPolicy",
     "SealsOnExit",
+    "SeqStamp",
+    "SidecarSeal",
+    "Stamp",
     "describe_os_error",
     "make_dirs",
+    "read_prefix",
+    "refuse_if_sidecar",
+    "refuse_torn_tail",
     "unix_ms",
 ]
 
@@ -100,6 +116,7 @@ DEFAULT_BUFFER_BYTES: Final = 64 * 1024
 DEFAULT_CHECKPOINT_RECORDS: Final = 1000
 DEFAULT_CHECKPOINT_INTERVAL_MS: Final = 1000
 _PREFIX_CHUNK: Final = 8 * 1024 * 1024
+_ORJSON_OPTIONS: Final = orjson_options()
 
 
 def unix_ms() -> int:
@@ -107,18 +124,209 @@ def unix_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-# Types orjson would serialize where the standard library refuses (datetime,
-# dataclasses, subclasses of builtins) are passed to ``_not_native`` instead, which
-# sends the record to the standard-library path: the same verdict as before orjson.
-_ORJSON_OPTIONS: Final = (
-    orjson.OPT_PASSTHROUGH_DATETIME
-    | orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
+# -- stamping ---------------------------------------------------------------------------
 
 
-def _not_native(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is left to the standard library")
+class Stamp(Protocol):
+    """Builds the object written for each record.
+
+    Attributes:
+        reserved: keys the writer sets; a record holding one of them is passed to
+            :meth:`check` (the common record holds none and skips the call).
+    """
+
+    reserved: frozenset[str]
+
+    def body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
+        """The object written for ``record``, the ``seq``-th record of the file."""
+        ...
+
+    def check(self, record: Mapping[str, Any]) -> None:
+        """Raise ``RecordInvalidError`` if ``record`` sets a key the stamp owns."""
+        ...
+
+
+class _AsGiven:
+    """Records are written as given: nothing is added, nothing reserved."""
+
+    reserved: frozenset[str] = frozenset()
+
+    def body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:  # noqa: ARG002
+        return {**record}
+
+    def check(self, record: Mapping[str, Any]) -> None:  # noqa: ARG002
+        return None
+
+
+AS_GIVEN: Final[Stamp] = _AsGiven()
+"""The default :class:`Stamp`: records as given."""
+
+
+class SeqStamp:
+    """``{"seq": n, "ts": <Unix ms>, **fixed, **record}``.
+
+    Args:
+        clock: returns Unix time in ms for ``ts``.
+        fixed: fields every record gets after ``seq``/``ts`` (a tool event's
+            ``run_id``); a record may carry one only with the same value (it then keeps
+            this position and value).
+
+    ``seq`` and ``ts`` are reserved: a record that sets them is refused.
+    """
+
+    def __init__(self, clock: Callable[[], int], fixed: Mapping[str, Any] | None = None) -> None:
+        self._clock = clock
+        self._fixed = dict(fixed or {})
+        self.reserved: frozenset[str] = frozenset({"seq", "ts", *self._fixed})
+
+    def body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
+        return {"seq": seq, "ts": self._clock(), **self._fixed, **record}
+
+    def check(self, record: Mapping[str, Any]) -> None:
+        clash = [key for key in ("seq", "ts") if key in record]
+        if clash:
+            raise RecordInvalidError(
+                f"record uses the reserved key(s) {', '.join(clash)}; the writer sets them"
+            )
+        for key, value in self._fixed.items():
+            if key in record and record[key] != value:
+                raise RecordInvalidError(
+                    f"record has {key} {record[key]!r} but the writer is for {value!r}"
+                )
+
+
+# -- sealing ------------------------------------------------------------------------------
+
+
+@dataclass
+class Prefix:
+    """What a writer continues after: the file's existing content, hashed once.
+
+    Attributes:
+        algorithm: the digest algorithm the file is (or will be) sealed with.
+        hasher: the hasher over the existing bytes (updated as records are written).
+        bytes: existing length in bytes.
+        records: existing records (lines).
+        ends_with_newline: the existing content is empty or ends with ``\\n``.
+    """
+
+    algorithm: Algorithm
+    hasher: Hasher
+    bytes: int = 0
+    records: int = 0
+    ends_with_newline: bool = True
+
+
+def read_prefix(fd: int, algorithm: Algorithm) -> Prefix:
+    """Hash everything ``fd`` holds, once, from offset 0 (``pread``: the offset of an
+    ``O_APPEND`` descriptor does not matter).
+
+    Raises:
+        OSError: reading failed.
+    """
+    hasher = new_hasher(algorithm)
+    size = records = 0
+    last = b""
+    while chunk := os.pread(fd, _PREFIX_CHUNK, size):
+        hasher.update(chunk)
+        records += chunk.count(b"\n")
+        size += len(chunk)
+        last = chunk[-1:]
+    return Prefix(algorithm, hasher, size, records, ends_with_newline=last in {b"", b"\n"})
+
+
+def refuse_torn_tail(path: Path, *, ends_with_newline: bool) -> None:
+    """Raise ``TornTailError`` unless the file ends on a record boundary."""
+    if not ends_with_newline:
+        raise TornTailError(
+            f"{path} ends in an unterminated line (a crash mid-write?); "
+            "agc does not append after it"
+        )
+
+
+def refuse_if_sidecar(path: Path) -> None:
+    """Raise ``ArtifactSealedError`` when ``path`` has a sidecar (of any algorithm)."""
+    for sidecar in sidecar_paths(path).values():
+        if os.path.lexists(sidecar):
+            raise ArtifactSealedError(
+                f"{path} is sealed ({sidecar.name} exists); it is never appended to"
+            )
+
+
+class SealPolicy(Protocol):
+    """What an existing file means and what sealing writes (see the module docstring)."""
+
+    def describe(self, path: Path) -> str:
+        """How messages name the file (``"transcript of run r1"``)."""
+        ...
+
+    def before_open(self, path: Path) -> None:
+        """Refuse early (nothing created yet) and create folders beside the file's own.
+
+        Raises:
+            AgcError: the file may not be written (``ArtifactSealedError`` …).
+        """
+        ...
+
+    def adopt(self, fd: int, path: Path, algorithm: Algorithm) -> Prefix:
+        """Decide about the existing content, under the writer's lock.
+
+        Args:
+            fd: the open, locked, regular file (``O_RDWR | O_APPEND``).
+            path: its path.
+            algorithm: the algorithm the writer was given.
+
+        Returns:
+            The prefix to continue after (its algorithm may differ from the given one).
+
+        Raises:
+            AgcError: the existing content may not be continued.
+            OSError: reading failed.
+        """
+        ...
+
+    def publish(self, seal: FileSeal) -> None:
+        """Record the seal (the sidecar, and whatever else the policy keeps).
+
+        Raises:
+            OSError, StoreError: it could not be written.
+        """
+        ...
+
+
+class SidecarSeal:
+    """Seal with the checksum sidecar only.
+
+    Args:
+        reseal: continue a file that is already sealed and replace its sidecar when
+            sealing again (the caller verifies the sealed prefix first, as the turn
+            ledger does); by default a sealed file is refused.
+
+    An existing unsealed file is continued after its content is hashed once; one that
+    ends in an unterminated line is refused (``TornTailError``).
+    """
+
+    def __init__(self, *, reseal: bool = False) -> None:
+        self.reseal = reseal
+
+    def describe(self, path: Path) -> str:
+        return str(path)
+
+    def before_open(self, path: Path) -> None:
+        if not self.reseal:
+            refuse_if_sidecar(path)
+
+    def adopt(self, fd: int, path: Path, algorithm: Algorithm) -> Prefix:
+        if not self.reseal:
+            refuse_if_sidecar(path)  # again, under the lock
+        prefix = read_prefix(fd, algorithm)
+        refuse_torn_tail(path, ends_with_newline=prefix.ends_with_newline)
+        return prefix
+
+    def publish(self, seal: FileSeal) -> None:
+        atomic_write_bytes(
+            seal.sidecar, format_sidecar(seal.digest, seal.path.name), overwrite=self.reseal
+        )
 
 
 class SealsOnExit(abc.ABC):
@@ -171,14 +379,15 @@ class FileSeal:
 class JsonlFileWriter(SealsOnExit):
     """Append-only, hash-while-writing JSONL writer for one file at any path.
 
-    Records are written as given (one compact JSON object per line); an existing
-    unsealed file is continued after its content is hashed once at open. :meth:`finish`
-    seals the file with its checksum sidecar. As a context manager it seals on a clean
-    exit and releases the file unsealed if the ``with`` body raises.
+    By default records are written as given (one compact JSON object per line), an
+    existing unsealed file is continued after its content is hashed once at open, and
+    :meth:`finish` seals the file with its checksum sidecar. As a context manager it
+    seals on a clean exit and releases the file unsealed if the ``with`` body raises.
 
     Args:
         path: the file; its folder is created, the file itself is never a symlink.
-        algorithm: ``"blake3"`` (default) or ``"sha256"``.
+        algorithm: ``"blake3"`` (default) or ``"sha256"`` (the seal policy may keep the
+            algorithm an existing file was sealed with).
         fsync: ``"none"``, ``"close"`` (default: fsync once when sealing) or
             ``"always"`` (fsync after every record).
         buffer_bytes: records are written once this many bytes are buffered (and on
@@ -188,21 +397,18 @@ class JsonlFileWriter(SealsOnExit):
         checkpoint_interval_ms: and at the first write after this many ms since the
             last checkpoint (``0`` disables the time trigger).
         clock: returns Unix time in ms (checkpoint ``ts``); defaults to the system clock.
+        stamp: builds the object written for each record (default :data:`AS_GIVEN`).
+        seal_policy: what an existing file means and what sealing writes (default
+            :class:`SidecarSeal`: refuse a sealed file, write the sidecar).
 
     Raises:
-        ArtifactSealedError: the file already has a sidecar (subclasses may allow it).
+        ArtifactSealedError: the file already has a sidecar (the default policy).
         TornTailError: the existing file ends in an unterminated line.
         RunLockedError: another writer holds the file.
         UnsafePathError: the file is a symlink or not a regular file (a FIFO, a device).
         StoreError: the folder cannot be created or the file cannot be written.
+        AgcError: whatever else the seal policy refuses.
     """
-
-    _reserved: ClassVar[tuple[str, ...]] = ()
-    # Keys whose presence sends a record through _check_reserved (the common record
-    # has none of them and skips the call).
-    _checked_keys: ClassVar[frozenset[str]] = frozenset()
-    _replace_sidecar: ClassVar[bool] = False
-    """Whether sealing may replace an existing sidecar (only after verifying it)."""
 
     def __init__(
         self,
@@ -214,6 +420,8 @@ class JsonlFileWriter(SealsOnExit):
         checkpoint_records: int = DEFAULT_CHECKPOINT_RECORDS,
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
         clock: Callable[[], int] | None = None,
+        stamp: Stamp = AS_GIVEN,
+        seal_policy: SealPolicy | None = None,
     ) -> None:
         self.algorithm = check_algorithm(algorithm)
         if fsync not in FSYNC_POLICIES:
@@ -221,7 +429,11 @@ class JsonlFileWriter(SealsOnExit):
         self.fsync_policy: FsyncPolicy = fsync
         self.path: Path = Path(path)
         self._clock = clock or unix_ms
-        self._stamp_fields = self._stamp()
+        self._stamp = stamp
+        # Looked up once: both run for every record.
+        self._stamp_body = stamp.body
+        self._reserved = stamp.reserved
+        self._seal_policy: SealPolicy = seal_policy if seal_policy is not None else SidecarSeal()
         self._buffer_limit = max(0, buffer_bytes)
         self._buffer = bytearray()
         self._buffered_records = 0
@@ -231,8 +443,8 @@ class JsonlFileWriter(SealsOnExit):
         self._checkpoint_records = max(0, checkpoint_records)
         self._checkpoint_interval_ns = max(0, checkpoint_interval_ms) * 1_000_000
         self._checkpoint_fd: int | None = None
-        self._refuse_before_open()
-        make_dirs(self.path.parent, *self._extra_dirs())
+        self._seal_policy.before_open(self.path)
+        make_dirs(self.path.parent)
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
@@ -246,13 +458,15 @@ class JsonlFileWriter(SealsOnExit):
             if not stat.S_ISREG(os.fstat(self._fd).st_mode):
                 raise UnsafePathError(f"{self.path} is not a regular file; agc writes only files")
             self._lock()
-            self._hasher: Hasher = new_hasher(self.algorithm)
-            self.bytes_written = self.records_written = 0
-            self._open_existing()
+            prefix = self._seal_policy.adopt(self._fd, self.path, self.algorithm)
         except BaseException:
             os.close(self._fd)
             self._closed = True  # so that __del__ does not close a reused descriptor
             raise
+        self.algorithm = prefix.algorithm
+        self._hasher: Hasher = prefix.hasher
+        self.bytes_written = prefix.bytes
+        self.records_written = prefix.records
         self._closed = False
         self._schedule_checkpoint()
 
@@ -274,7 +488,8 @@ class JsonlFileWriter(SealsOnExit):
 
         Raises:
             RecordInvalidError: not a mapping with string keys, holds NaN/Infinity, a
-                lone surrogate, a value JSON cannot encode, or a reserved key.
+                lone surrogate, a value JSON cannot encode, nesting deeper than
+                :data:`agc._core.json.MAX_DEPTH`, or a key the stamp reserves.
             WriterClosedError: the writer is closed or failed earlier.
             WriteFailedError: the write failed (disk full …); complete records stay.
         """
@@ -312,14 +527,14 @@ class JsonlFileWriter(SealsOnExit):
     def finish(self) -> FileSeal:
         """Flush, fsync (unless policy ``none``), seal, and release the file.
 
-        Sealing writes the sidecar (and, in subclasses, the seal record); the crash
-        checkpoints are then removed, since the seal covers every byte. Returns the
-        seal; finishing twice returns the same seal.
+        Sealing is the seal policy's :meth:`~SealPolicy.publish` (the sidecar, and for
+        run artifacts the manifest); the crash checkpoints are then removed, since the
+        seal covers every byte. Returns the seal; finishing twice returns the same seal.
 
         Raises:
             WriteFailedError: the final write or fsync failed; nothing is sealed.
             WriterClosedError: the writer failed earlier and cannot be sealed.
-            StoreError: the sidecar (or a subclass's seal record) could not be written.
+            StoreError: the seal could not be written.
         """
         if self.file_seal is not None:
             return self.file_seal
@@ -330,13 +545,13 @@ class JsonlFileWriter(SealsOnExit):
                 self._fsync()
             seal = FileSeal(
                 path=self.path,
-                sidecar=self.path.with_name(sidecar_name(self.path.name, self.algorithm)),
+                sidecar=sidecar_path(self.path, self.algorithm),
                 algorithm=self.algorithm,
                 digest=self._hasher.hexdigest(),
                 bytes=self.bytes_written,
                 records=self.records_written,
             )
-            self._publish_seal(seal)
+            self._seal_policy.publish(seal)
             remove_checkpoints(self.path)
         except OSError as exc:
             self._failed = True
@@ -376,46 +591,6 @@ class JsonlFileWriter(SealsOnExit):
         if not getattr(self, "_closed", True):
             self._release()
 
-    # -- hooks for subclasses -----------------------------------------------------------
-
-    def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:  # noqa: ARG002
-        """The object written for ``record`` (the run writers add ``seq`` and ``ts``)."""
-        return {**self._stamp_fields, **record}
-
-    def _stamp(self) -> dict[str, Any]:
-        return {}
-
-    def _extra_dirs(self) -> tuple[Path, ...]:
-        """Folders created with the file's own folder before it is opened."""
-        return ()
-
-    def _describe(self) -> str:
-        return str(self.path)
-
-    def _refuse_before_open(self) -> None:
-        self._refuse_if_sealed()
-
-    def _open_existing(self) -> None:
-        """Decide what to do with existing content, under the lock (default: continue)."""
-        self._refuse_if_sealed()
-        self.bytes_written, self.records_written = self._adopt_existing_prefix()
-
-    def _publish_seal(self, seal: FileSeal) -> None:
-        """Write the checksum sidecar; subclasses also record the seal elsewhere."""
-        atomic_write_bytes(
-            seal.sidecar,
-            format_sidecar(seal.digest, self.path.name),
-            overwrite=self._replace_sidecar,
-        )
-
-    def _refuse_if_sealed(self) -> None:
-        for suffix in SIDECAR_SUFFIXES.values():
-            sidecar = self.path.with_name(self.path.name + suffix)
-            if os.path.lexists(sidecar):
-                raise ArtifactSealedError(
-                    f"{self.path} is sealed ({sidecar.name} exists); it is never appended to"
-                )
-
     # -- internals --------------------------------------------------------------------
 
     def _encode(self, record: Mapping[str, Any], seq: int) -> bytes:
@@ -423,36 +598,30 @@ class JsonlFileWriter(SealsOnExit):
             raise RecordInvalidError(
                 f"record must be a JSON object (a mapping), not {type(record).__name__}"
             )
-        body = self._body(record, seq)
-        # Fast path: orjson. It refuses non-string keys, integers beyond 64 bits, lone
-        # surrogates, nesting deeper than 254 and (via _not_native) types the standard
-        # library refuses; it writes NaN/Infinity as null, so bytes holding "null" go
-        # to the standard library's path too, which rejects them.
+        body = self._stamp_body(record, seq)
+        # Fast path: orjson, inline (agc._core.json.dumps is the same rule as a call).
+        # It refuses non-string keys, integers beyond 64 bits, lone surrogates, nesting
+        # deeper than 254 and (via not_native) types the standard library refuses; it
+        # writes NaN/Infinity as null, so bytes holding "null" go to the standard
+        # library's path too, which rejects them.
         try:
-            data: bytes | None = orjson.dumps(body, default=_not_native, option=_ORJSON_OPTIONS)
+            data: bytes | None = orjson.dumps(body, default=not_native, option=_ORJSON_OPTIONS)
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             data = None
         if data is not None and b"null" not in data:  # every key is a string
-            if not self._checked_keys.isdisjoint(record):
-                self._check_reserved(record)
+            if not self._reserved.isdisjoint(record):
+                self._stamp.check(record)
             return data + b"\n"
         if any(not isinstance(key, str) for key in record):
             raise RecordInvalidError("record keys must be strings")
-        self._check_reserved(record)
+        self._stamp.check(record)
         try:
-            text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            return text.encode("utf-8") + b"\n"
-        except (ValueError, TypeError, RecursionError) as exc:
-            raise RecordInvalidError(f"record cannot be written as JSON: {exc}") from exc
-        except UnicodeEncodeError as exc:
-            raise RecordInvalidError(f"record holds a lone surrogate: {exc.reason}") from exc
-
-    def _check_reserved(self, record: Mapping[str, Any]) -> None:
-        clash = [key for key in self._reserved if key in record]
-        if clash:
-            raise RecordInvalidError(
-                f"record uses the reserved key(s) {', '.join(clash)}; the writer sets them"
-            )
+            # orjson took it (data is not None): keys are strings, nesting is shallow.
+            return dumps_stdlib(body, checked=data is not None) + b"\n"
+        except JsonInvalidError as exc:
+            if exc.problem == "surrogate":
+                raise RecordInvalidError(f"record holds a lone surrogate: {exc.message}") from exc
+            raise RecordInvalidError(f"record cannot be written as JSON: {exc.message}") from exc
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -525,28 +694,12 @@ class JsonlFileWriter(SealsOnExit):
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise RunLockedError(f"{self._describe()} is already open in another writer") from exc
-
-    def _read_existing(self) -> tuple[int, int, bytes]:
-        """Hash the file's existing content once: ``(bytes, records, last byte)``."""
-        size = records = 0
-        last = b""
-        while chunk := os.pread(self._fd, _PREFIX_CHUNK, size):
-            self._hasher.update(chunk)
-            records += chunk.count(b"\n")
-            size += len(chunk)
-            last = chunk[-1:]
-        return size, records, last
-
-    def _adopt_existing_prefix(self) -> tuple[int, int]:
-        """Hash an unsealed file's existing content once, at open, to continue it."""
-        size, records, last = self._read_existing()
-        if size and last != b"\n":
-            raise TornTailError(
-                f"{self.path} ends in an unterminated line (a crash mid-write?); "
-                "agc does not append after it"
-            )
-        return size, records
+            # The other writer may have sealed the file meanwhile: then the policy says
+            # so (ArtifactSealedError), since "wait for the other writer" would not help.
+            self._seal_policy.before_open(self.path)
+            raise RunLockedError(
+                f"{self._seal_policy.describe(self.path)} is already open in another writer"
+            ) from exc
 
     def _schedule_checkpoint(self) -> None:
         """Set when the next checkpoint is due: after N more records or T more ns."""

@@ -7,24 +7,51 @@ file's folder, verify it with no agc installed.
 
 Seed 004's own writer left ``<file>.sha256`` holding only the hex SHA-256; such a
 *legacy* sidecar is accepted for reading and reported as legacy.
+
+Reading, one rule for every reader (the verifier, ``agc seal``, ``agc recover``, the
+writers, resume snapshots, the turn ledger):
+
+* absent: :func:`read_sidecar` returns ``None``;
+* present but not a usable sidecar: a symlink, folder, FIFO, socket or device in its
+  place, more than :data:`MAX_SIDECAR_BYTES` bytes, or not exactly one well-formed
+  line: :class:`~agc.errors.SidecarInvalidError`, with the problem. It says something
+  about the evidence: checkers report it as a finding (``sidecar-invalid``), writers
+  and loaders refuse to go on;
+* present but unreadable (permission denied, an I/O error): :class:`~agc.errors.StoreError`
+  (exit 3). agc could not look, which is neither a pass nor a finding about the
+  evidence, so it is never reported as one.
 """
 
 from __future__ import annotations
 
+import errno
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
-from agc._core.digest import SIDECAR_SUFFIXES, Algorithm
-from agc.errors import SidecarInvalidError
+from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm
+from agc._core.fs import read_small_file
+from agc.errors import SidecarInvalidError, StoreError, UnsafePathError
 
-__all__ = ["Sidecar", "format_sidecar", "parse_sidecar", "sidecar_name"]
+__all__ = [
+    "MAX_SIDECAR_BYTES",
+    "Sidecar",
+    "format_sidecar",
+    "parse_sidecar",
+    "read_sidecar",
+    "read_sidecars",
+    "sidecar_name",
+    "sidecar_path",
+    "sidecar_paths",
+]
 
 # The file name neither starts nor ends with a space: "<hex>   name" or "name " would
 # otherwise parse as a name with stray spaces instead of being reported as bad spacing.
 _LINE_RE: Final = re.compile(rb"([0-9a-f]{64})  ([^\r\n/\\ ](?:[^\r\n/\\]*[^\r\n/\\ ])?)\n")
 _LEGACY_RE: Final = re.compile(rb"([0-9a-f]{64})\n?")
-_MAX_SIDECAR_BYTES: Final = 4096
+MAX_SIDECAR_BYTES: Final = 4096
+"""The largest sidecar read: one line is 64 hex digits, two spaces and a file name."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +72,69 @@ class Sidecar:
 def sidecar_name(file_name: str, algorithm: Algorithm) -> str:
     """``x.jsonl`` -> ``x.jsonl.b3`` (BLAKE3) or ``x.jsonl.sha256`` (SHA-256)."""
     return file_name + SIDECAR_SUFFIXES[algorithm]
+
+
+def sidecar_path(path: Path, algorithm: Algorithm) -> Path:
+    """The sidecar beside ``path``: ``dir/x.jsonl`` -> ``dir/x.jsonl.b3`` (pure)."""
+    return path.with_name(sidecar_name(path.name, algorithm))
+
+
+def sidecar_paths(path: Path) -> dict[Algorithm, Path]:
+    """Every sidecar ``path`` may have, by algorithm (``.b3`` first; pure)."""
+    return {algorithm: sidecar_path(path, algorithm) for algorithm in ALGORITHMS}
+
+
+def read_sidecar(path: Path, algorithm: Algorithm) -> Sidecar | None:
+    """Read and parse the ``algorithm`` sidecar of the file ``path``.
+
+    Args:
+        path: the sealed file (not the sidecar).
+        algorithm: which sidecar (``.b3`` or ``.sha256``).
+
+    Returns:
+        The sidecar, or ``None`` when there is none.
+
+    Raises:
+        SidecarInvalidError: present but not a usable sidecar (see the module docstring);
+            the message starts with ``"sidecar "`` and names the problem.
+        StoreError: present but unreadable (permission denied, an I/O error): exit 3.
+    """
+    where = sidecar_path(path, algorithm)
+    try:
+        data = read_small_file(where, max_bytes=MAX_SIDECAR_BYTES)
+    except FileNotFoundError:
+        return None
+    except UnsafePathError as exc:
+        raise SidecarInvalidError("sidecar is a symlink or not a regular file") from exc
+    except StoreError as exc:  # read_small_file: larger than the limit
+        raise SidecarInvalidError(
+            f"sidecar is larger than {MAX_SIDECAR_BYTES} bytes; one line is expected"
+        ) from exc
+    except OSError as exc:
+        if exc.errno in {errno.ENXIO, errno.ENODEV}:  # a socket or device in its place
+            raise SidecarInvalidError("sidecar is a symlink or not a regular file") from exc
+        raise StoreError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    return parse_sidecar(data, algorithm=algorithm)
+
+
+def read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
+    """Every sidecar present beside the file ``path``: parsed, or the problem that
+    makes it unusable (``"is empty"``, ``"is a symlink or not a regular file"`` …:
+    the :class:`~agc.errors.SidecarInvalidError` message without ``"sidecar "``).
+
+    Raises:
+        StoreError: a sidecar is present but unreadable (see :func:`read_sidecar`).
+    """
+    found: dict[Algorithm, Sidecar | str] = {}
+    for algorithm in ALGORITHMS:
+        try:
+            sidecar = read_sidecar(path, algorithm)
+        except SidecarInvalidError as exc:
+            found[algorithm] = exc.message.removeprefix("sidecar ")
+            continue
+        if sidecar is not None:
+            found[algorithm] = sidecar
+    return found
 
 
 def format_sidecar(digest: str, file_name: str) -> bytes:
@@ -75,7 +165,7 @@ def parse_sidecar(data: bytes, *, algorithm: Algorithm) -> Sidecar:
         SidecarInvalidError: with a message naming the exact problem (upper-case hex,
             CRLF, extra spaces, more than one line, no file name …).
     """
-    if len(data) > _MAX_SIDECAR_BYTES:
+    if len(data) > MAX_SIDECAR_BYTES:
         raise SidecarInvalidError(f"sidecar is {len(data)} bytes; one line is expected")
     match = _LINE_RE.fullmatch(data)
     if match is not None:

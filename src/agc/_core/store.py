@@ -48,10 +48,12 @@ def validate_run_id(run_id: str) -> str:
     """Return ``run_id`` unchanged if it is a valid run id.
 
     Raises:
-        RunIdInvalidError: empty, longer than 128 characters, a character outside
+        RunIdInvalidError: not a string, empty, longer than 128 characters, a character outside
             ``[A-Za-z0-9._-]`` (``/``, ``\\``, NUL, space …), or exactly ``.``/``..``.
     """
-    if not isinstance(run_id, str) or not run_id:
+    if not isinstance(run_id, str):
+        raise RunIdInvalidError(f"run id must be a string, not {type(run_id).__name__}")
+    if not run_id:
         raise RunIdInvalidError("run id is empty")
     if len(run_id) > RUN_ID_MAX_LENGTH:
         raise RunIdInvalidError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agc.cli import evidence, keys, ledger, report, resume, runs
+from agc.cli import evidence, ext, keys, ledger, readiness, report, resume, runs
 from agc.cli.common import EPILOG, VersionOption, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
@@ -31,6 +31,8 @@ report.register(app)
 keys.register(app)
 resume.register(app)
 ledger.register(app)
+ext.register(app)
+readiness.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

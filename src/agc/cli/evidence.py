@@ -13,8 +13,8 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from agc._core.fs import describe_os_error
-from agc._core.store import StoreLayout, validate_new_run_id
+from agc._core.fs import atomic_write_bytes, describe_os_error
+from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
 from agc.cli.common import (
     EPILOG,
     byte_progress,
@@ -32,8 +32,10 @@ from agc.errors import (
     InputMissingError,
     StoreError,
     UsageError,
+    VerificationError,
 )
 from agc.exitcodes import ExitCode
+from agc.integrity._export import iter_session_lines
 from agc.integrity._ingest import IngestSummary, ingest_stream
 from agc.integrity._runs import run_is_sealed
 from agc.integrity._seal import seal_file
@@ -249,6 +251,73 @@ def open_input(path: Path, *, what: str) -> BinaryIO:
         ) from exc
 
 
+def export_command(
+    run_id: Annotated[str, typer.Argument(help="The run recorded or imported with agc.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Write here (never over a file); default stdout.", show_default=False
+        ),
+    ] = None,
+    kind: Annotated[
+        Kind, typer.Option("--kind", help="Which artifact of the run to write back.")
+    ] = Kind.transcript,
+    store: StoreOption = None,
+    insecure_skip_verify: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-skip-verify",
+            help="Export a run that does not verify (tampered or incomplete) as it is.",
+        ),
+    ] = False,
+) -> int:
+    """Write a recorded or imported run back as the JSONL file it was made from.
+
+    The run is verified first (as agc-verify does) and refused when tampered or
+    incomplete. Each record gives back its input line: lines that were JSON objects come
+    back as compact JSON (byte for byte for the session files Codex and Claude Code
+    write), other lines exactly as they were. See docs/resume.md for the limits.
+
+    \b
+    Examples:
+      agc export rollout-1130 --out rollout-1130.jsonl
+      agc export cc-1 --store ./evidence > session.jsonl
+    """
+    validate_run_id(run_id)
+    report = check_run(run_id, store)
+    if not report.complete:
+        if not insecure_skip_verify:
+            raise VerificationError(
+                f"run {run_id} does not verify ({'; '.join(report.missing)}): agc export "
+                "does not write back evidence that is tampered or incomplete",
+                report=report,
+                hint=f"See agc-verify {run_id}; --insecure-skip-verify exports it anyway.",
+            )
+        err_console.print(
+            f"warning: --insecure-skip-verify: run {run_id} does not verify; exported as it is",
+            markup=False,
+        )
+    lines = iter_session_lines(run_id, store, kind=kind.value)
+    if out is None:
+        stdout = sys.stdout.buffer
+        for line in lines:
+            stdout.write(line)
+        stdout.flush()
+        return int(ExitCode.OK)
+    data = b"".join(lines)
+    try:
+        atomic_write_bytes(out, data, overwrite=False, mode=0o600)
+    except FileNotFoundError as exc:
+        raise InputError(f"--out {out}: its folder does not exist") from exc
+    except PermissionError as exc:  # exit 3, as every unwritable file (FileWriteError too)
+        raise StoreError(
+            f"--out {out} cannot be written: permission denied",
+            hint="Choose a folder you may write.",
+        ) from exc
+    err_console.print(f"run {run_id} ({kind.value}) written to {out}", markup=False)
+    return int(ExitCode.OK)
+
+
 def seal_command(
     file: Annotated[Path, typer.Argument(help="The closed file to seal.")],
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
@@ -318,8 +387,9 @@ def demo_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``record``, ``import``, ``seal`` and ``demo`` to the ``agc`` app."""
+    """Add ``record``, ``import``, ``export``, ``seal`` and ``demo`` to the ``agc`` app."""
     app.command(name="record", epilog=EPILOG)(record_command)
     app.command(name="import", epilog=EPILOG)(import_command)
+    app.command(name="export", epilog=EPILOG)(export_command)
     app.command(name="seal", epilog=EPILOG)(seal_command)
     app.command(name="demo", epilog=EPILOG)(demo_command)

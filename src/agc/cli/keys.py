@@ -11,7 +11,7 @@ import typer
 from agc.cli.common import EPILOG, emit_json, new_app, out_console
 from agc.cli.verify import StoreOption
 from agc.exitcodes import ExitCode
-from agc.integrity._recover import recover_run
+from agc.integrity._recover import recover_run, recover_store
 from agc.integrity._signing import SigningKey, generate_keypair, load_signing_key
 
 __all__ = ["register", "signing_key_from"]
@@ -67,7 +67,13 @@ def generate_command(
 
 
 def recover_command(
-    run_id: Annotated[str, typer.Argument(help="The crashed run to seal.", show_default=False)],
+    run_id: Annotated[
+        str | None,
+        typer.Argument(
+            help="The crashed run to seal; without it, only the store-level state is repaired.",
+            show_default=False,
+        ),
+    ] = None,
     store: StoreOption = None,
     signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
@@ -76,16 +82,41 @@ def recover_command(
 
     Verifies each unsealed file against its crash checkpoints (refuses, exit 1, on a
     mismatch), moves a torn last line into FILE.quarantine, seals, and marks the
-    manifest `recovered: true`. Recovering a sealed run changes nothing.
+    manifest `recovered: true`. Recovering a sealed run changes nothing. It also heals
+    the store: completes a chain link a crash interrupted, rewrites a stale chain head,
+    quarantines a torn chain line and removes temporary files a killed writer left.
+    Without RUN_ID only the store is healed.
 
     \b
     Examples:
       agc recover fix-tests-42
       agc recover fix-tests-42 --store ./evidence --json
+      agc recover --store ./evidence          # store-level state only
     """
+    if run_id is None:
+        healed = recover_store(store)
+        if as_json:
+            emit_json(healed.to_dict())
+            return int(ExitCode.OK)
+        if healed.linked:
+            out_console.print(f"chain: completed the interrupted link of run {healed.linked}")
+        if healed.head_repaired:
+            out_console.print("chain: rewrote the chain head from the last link")
+        if healed.quarantined_bytes:
+            out_console.print(
+                f"chain: moved a torn last line ({healed.quarantined_bytes} bytes) to "
+                "audit/chain.jsonl.quarantine",
+                markup=False,
+            )
+        for name in healed.removed_temp_files:
+            out_console.print(f"removed leftover temporary file {name}", markup=False)
+        verdict = "healed" if healed.changed else "nothing to repair"
+        out_console.print(f"store {healed.store}: {verdict}", markup=False)
+        return int(ExitCode.OK)
     report = recover_run(run_id, store, signing_key=signing_key_from(signing_key))
+    healed = recover_store(store)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "store": healed.to_dict()})
         return int(ExitCode.OK)
     for artifact in report.artifacts:
         line = (
@@ -95,7 +126,16 @@ def recover_command(
         if artifact.quarantine:
             line += f"; {artifact.quarantined_bytes} torn bytes moved to {artifact.quarantine}"
         out_console.print(line, markup=False)
-    verdict = "recovered and sealed" if report.changed else "already sealed; nothing changed"
+    if report.chain != "already-linked":
+        out_console.print(f"chain: {report.chain}", markup=False)
+    for name in healed.removed_temp_files:
+        out_console.print(f"removed leftover temporary file {name}", markup=False)
+    if all(a.action == "removed-empty" for a in report.artifacts):
+        verdict = "killed before its first record; its empty files were removed"
+    elif report.changed or healed.changed:
+        verdict = "recovered and sealed"
+    else:
+        verdict = "already sealed; nothing changed"
     out_console.print(f"run {run_id}: {verdict}", markup=False)
     return int(ExitCode.OK)
 

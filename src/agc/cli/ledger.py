@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, BinaryIO
@@ -13,9 +12,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agc._core import json as strict_json
 from agc._core.fs import read_limited
 from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
-from agc.errors import InputError, InputMissingError, UsageError
+from agc.errors import InputError, InputMissingError, JsonInvalidError, UsageError
 from agc.exitcodes import ExitCode
 from agc.ledger._check import LedgerReport, check_turn_file, show_turn_file
 from agc.ledger._classify import TurnSummary
@@ -60,9 +60,9 @@ def _read_attachments(path: Path | None) -> list[object]:
         return []
     data = read_limited(path, what="attachments file", max_bytes=_MAX_ATTACHMENTS_BYTES)
     try:
-        value = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"attachments file {path} is not JSON: {exc}") from exc
+        value = strict_json.loads(data, allow_lone_surrogates=True)
+    except JsonInvalidError as exc:
+        raise InputError(f"attachments file {path} is not JSON: {exc.message}") from exc
     hint = 'Give a JSON array like [{"name": "gdd.md", "localPath": "assets/uploads/gdd.md"}].'
     if not isinstance(value, list):
         raise InputError(f"attachments file {path} must hold a JSON array", hint=hint)

@@ -80,6 +80,12 @@ def report_command(
     require_signature: Annotated[
         bool, typer.Option("--require-signature", help="A run without a valid signature fails.")
     ] = False,
+    allow_unsigned: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unsigned", help="With trusted keys: let unsigned runs pass, as agc-verify."
+        ),
+    ] = False,
     expect_head: Annotated[
         str | None,
         typer.Option("--expect-head", help="With --all: the chain head pinned earlier (64 hex)."),
@@ -115,6 +121,7 @@ def report_command(
         runs or None,
         trusted_keys=trusted_keys_from(trusted_key),
         require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
         expect_head=expect_head,
         generated_ms=_generated_ms(),
         generator=f"agc {__version__}",

@@ -13,15 +13,27 @@ from typing import Annotated, Any, Final
 
 import typer
 
+from agc._core import json as strict_json
 from agc._core.fs import atomic_write_bytes
-from agc._core.store import validate_run_id
+from agc._core.report import SCHEMA_VERSION
+from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, out_console, refuse_ambiguous
 from agc.cli.verify import StoreOption
-from agc.errors import HistoryFormatError, InputError, StoreError, UsageError
+from agc.errors import (
+    HistoryEmptyError,
+    HistoryFormatError,
+    InputError,
+    JsonInvalidError,
+    SnapshotNotFoundError,
+    StoreError,
+    UsageError,
+    VerificationError,
+)
 from agc.exitcodes import ExitCode
+from agc.integrity import check_run, export_session
 from agc.resume._formats import get_spec, load_history
 from agc.resume._formats.model import FormatName, History
-from agc.resume._repair import Change, RepairResult, Strategy, repair_loaded
+from agc.resume._repair import Change, RepairResult, Strategy, pending_warnings, repair_loaded
 from agc.resume._snapshot import (
     MAX_SNAPSHOT_BYTES,
     SessionSnapshot,
@@ -30,7 +42,7 @@ from agc.resume._snapshot import (
     load_snapshot_file,
     snapshot_path,
 )
-from agc.resume._validate import HistoryReport, check_messages
+from agc.resume._validate import HistoryReport, check_loaded
 
 __all__ = ["register", "resume_command"]
 
@@ -66,9 +78,12 @@ _FORMATS: Final[dict[FormatChoice, FormatName]] = {
 
 RESUME_HELP = """Check a saved history and repair it so the model provider accepts it again.
 
-TARGET is a run id (its snapshot in the store) or a FILE: a snapshot, a session file
-(Codex rollout, Claude Code JSONL) or a JSON array of messages/items in one of the three
-API formats. agc prints what was wrong (as the provider would say it) and what the
+TARGET is a run id or a FILE. A run id names its snapshot in the store or, when it has
+none, a run recorded with agc record / agc import: that run is verified first (refused
+when tampered or incomplete), and its records are unwrapped into the session file they
+came from. A FILE is a snapshot, a session file (Codex rollout, Claude Code JSONL or
+`claude -p --output-format stream-json` output) or a JSON array of messages/items in one
+of the three API formats. agc prints what was wrong (as the provider would say it) and what the
 repair changed: each in-flight call stripped or answered, with its tool name, arguments
 and an idempotency key, so you decide whether to run it again.
 
@@ -76,6 +91,7 @@ and an idempotency key, so you decide whether to run it again.
 Examples:
   agc resume fix-tests-42                      # the run's snapshot, strategy strip
   agc resume fix-tests-42 --check              # exit 1 if the provider would reject it
+  agc import rollout-….jsonl --run-id r9 && agc resume r9 --strategy synthesize --out fixed.jsonl
   agc resume ~/.claude/projects/x/s.jsonl --strategy synthesize --out fixed.jsonl
   agc resume rollout-….jsonl --json            # the report as JSON on stdout
   agc resume history.json --format anthropic --out repaired.json
@@ -113,14 +129,68 @@ def _read_input(path: Path) -> bytes:
         raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from exc
 
 
+def _has_run(run_id: str, store: Path | None) -> bool:
+    layout = StoreLayout.at(store)
+    return os.path.lexists(layout.manifest_path(run_id)) or any(
+        os.path.lexists(layout.artifact_path(run_id, kind)) for kind in ARTIFACT_KINDS
+    )
+
+
+def _from_run(
+    run_id: str, store: Path | None, insecure: bool, wanted: FormatName | None
+) -> History:
+    """The session a recorded or imported run holds: verified, then unwrapped.
+
+    Raises:
+        VerificationError: the run is tampered or incomplete (without ``insecure``).
+    """
+    report = check_run(run_id, store)
+    if not report.complete:
+        if not insecure:
+            raise VerificationError(
+                f"run {run_id} does not verify ({'; '.join(report.missing)}): agc resume "
+                "does not resume from evidence that is tampered or incomplete",
+                report=report,
+                hint=f"See agc-verify {run_id}; --insecure-skip-verify resumes from it anyway.",
+            )
+        err_console.print(
+            f"warning: --insecure-skip-verify: run {run_id} does not verify "
+            f"({'; '.join(report.missing)}); its records are used as they are",
+            markup=False,
+        )
+    data = export_session(run_id, store, max_bytes=_MAX_INPUT_BYTES)
+    return load_history(data, source=f"run {run_id}", format=wanted)
+
+
+def _require_messages(history: History, source: str, wanted: str | None) -> None:
+    """Refuse a history with no message: an empty input never counts as valid."""
+    if history.messages:
+        return
+    records = len(history.records)
+    if not records:
+        problem = f"{source} holds no messages: the history is empty"
+    elif wanted is not None:
+        noun = "line" if get_spec(history.format).line_based else "item"
+        problem = (
+            f"{source}: none of its {records} {noun}(s) is a {wanted} message, so there is "
+            "nothing to check"
+        )
+    else:
+        problem = (
+            f"{source} holds no {history.format} message ({records} record(s), none of "
+            "them a message), so there is nothing to check"
+        )
+    raise HistoryEmptyError(problem)
+
+
 def _is_snapshot(path: Path, data: bytes) -> bool:
     if data.startswith(b"\x28\xb5\x2f\xfd") or path.name.endswith(".json.zst"):
         return True
     if not data.lstrip().startswith(b"{"):
         return False
     try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
+        document = strict_json.loads(data, allow_lone_surrogates=True)
+    except JsonInvalidError:
         return False
     return isinstance(document, dict) and "toolCallState" in document and "messages" in document
 
@@ -133,7 +203,9 @@ def _from_snapshot(snapshot: SessionSnapshot, wanted: str | None) -> History:
     return get_spec(snapshot.format).read(snapshot.messages)
 
 
-def _where(history: History, index: int, record: int | None) -> str:
+def _where(history: History, index: int | None, record: int | None) -> str:
+    """``line N`` (1-based, as editors count; the JSON's ``line``) for session files,
+    else ``message N`` (0-based, as the provider's ``messages.N``)."""
     if get_spec(history.format).line_based and record is not None:
         return f"line {record + 1}"
     return f"message {index}"
@@ -169,7 +241,12 @@ def _print_findings(history: History, report: HistoryReport) -> None:
     say(f"{len(report.findings)} problem(s), as the provider would report them:", markup=False)
     for finding in report.findings:
         where = _where(history, finding.message_index, finding.record)
-        say(_printable(f"  {where}: {finding.code}: {finding.provider_message}"), markup=False)
+        say(_printable(f"  {where}: {finding.code}: {finding.message}"), markup=False)
+
+
+def _print_warnings(warnings: tuple[str, ...]) -> None:
+    for warning in warnings:
+        err_console.print(_printable(f"warning: {warning}"), markup=False)
 
 
 def _print_change(history: History, change: Change) -> None:
@@ -253,16 +330,18 @@ def resume_command(
         raise UsageError("--check only validates; it writes nothing, so --out cannot be used")
     wanted = _FORMATS[format] if format is not None else None
     source: Path | None = None
-    state = ToolCallState()
+    state: ToolCallState | None = None  # known only from a snapshot
     run_id: str | None = None
+    snapshot: SessionSnapshot | None = None
     size = 0  # input bytes, for the status line
     path = Path(target)
     refuse_ambiguous(
         target,
-        is_run=lambda name: any(
-            snapshot_path(name, store, compressed=z).exists() for z in (False, True)
+        is_run=lambda name: (
+            _has_run(name, store)
+            or any(snapshot_path(name, store, compressed=z).exists() for z in (False, True))
         ),
-        run_what=f"the snapshot of run {target} in the store",
+        run_what=f"run {target} in the store",
     )
     if os.path.lexists(path):
         source = path
@@ -279,27 +358,44 @@ def resume_command(
         raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
     else:
         run_id = validate_run_id(target)
-        snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
-        history = _from_snapshot(snapshot, wanted)
-        state = snapshot.tool_call_state
-    if insecure_skip_verify:
+        try:
+            snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
+        except SnapshotNotFoundError:
+            if not _has_run(run_id, store):
+                raise
+            snapshot = None
+            history = _from_run(run_id, store, insecure_skip_verify, wanted)
+        if snapshot is not None:
+            history = _from_snapshot(snapshot, wanted)
+            state = snapshot.tool_call_state
+    if insecure_skip_verify and snapshot is not None:
         err_console.print(
             "warning: --insecure-skip-verify: the snapshot's seal was not checked", markup=False
         )
+    _require_messages(history, target if source is None else str(source), wanted)
 
     if check:
-        report = check_messages(history.messages, history.format)
+        report = check_loaded(history)
+        warnings = pending_warnings(history.messages, state)
         if as_json:
-            emit_json({**report.to_dict(), "source": target, "tool_call_state": state.to_dict()})
+            emit_json(
+                {
+                    **report.to_dict(),
+                    "source": target,
+                    "tool_call_state": state.to_dict() if state is not None else None,
+                    "warnings": list(warnings),
+                }
+            )
         else:
             _print_findings(history, report)
-            if state.in_flight:
+            if state is not None and state.in_flight:
                 out_console.print(
                     _printable(
                         f"the snapshot says call {state.pending_tool_call_id} was in flight"
                     ),
                     markup=False,
                 )
+            _print_warnings(warnings)
         return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
 
     with _working("repairing", size):
@@ -311,7 +407,7 @@ def resume_command(
     if as_json:
         emit_json(
             {
-                "schema_version": 1,
+                "schema_version": SCHEMA_VERSION,
                 "source": target,
                 "out": str(out) if out is not None else None,
                 "report": result.report.to_dict(),
@@ -327,6 +423,7 @@ def resume_command(
             _print_change(history, change)
     else:
         out_console.print("no change needed", markup=False)
+    _print_warnings(result.report.notices)
     if out is not None:
         err_console.print(f"repaired history written to {out} (valid)", markup=False)
     elif result.report.changes:

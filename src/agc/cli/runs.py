@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout
 from agc.cli.common import EPILOG, emit_json, err_console, write_lines
 from agc.cli.verify import StoreOption
@@ -77,7 +78,7 @@ def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
     if as_json:
         emit_json(
             {
-                "schema_version": 1,
+                "schema_version": SCHEMA_VERSION,
                 "store": str(StoreLayout.at(store).root),
                 "runs": [run.to_dict() for run in runs],
             }

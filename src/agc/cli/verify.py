@@ -91,6 +91,11 @@ def _print_table(report: StoreReport) -> None:
     out_console.print(store_summary(report), markup=False)
 
 
+def _trusted(paths: list[Path] | None) -> Mapping[str, Ed25519PublicKey] | None:
+    """:func:`trusted_keys_from` with notes printed (for other commands' options)."""
+    return trusted_keys_from(paths)
+
+
 def trusted_keys_from(
     paths: list[Path] | None, *, quiet: bool = False
 ) -> Mapping[str, Ed25519PublicKey] | None:
@@ -118,6 +123,7 @@ def _check_options(
     status: bool,
     trusted_key: list[Path] | None,
     require_signature: bool,
+    allow_unsigned: bool,
     expect_head: str | None,
 ) -> str | None:
     """Refuse options that do not apply (never silently ignored); return the expected
@@ -132,6 +138,7 @@ def _check_options(
             for name, used in (
                 ("--trusted-key", bool(trusted_key)),
                 ("--require-signature", require_signature),
+                ("--allow-unsigned", allow_unsigned),
                 ("--expect-head", expect_head is not None),
                 ("--store", store is not None),
             )
@@ -194,7 +201,17 @@ def verify_command(
     ] = None,
     require_signature: Annotated[
         bool,
-        typer.Option("--require-signature", help="A run without a valid signature fails."),
+        typer.Option(
+            "--require-signature",
+            help="A run without a valid signature fails (implied by any trusted key).",
+        ),
+    ] = False,
+    allow_unsigned: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unsigned",
+            help="With trusted keys: let unsigned runs pass (signed ones are still checked).",
+        ),
     ] = False,
     expect_head: Annotated[
         str | None,
@@ -231,6 +248,7 @@ def verify_command(
         status=status,
         trusted_key=trusted_key,
         require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
         expect_head=expect_head,
     )
     quiet = quiet or status
@@ -246,9 +264,17 @@ def verify_command(
         return int(ExitCode.OK if ledger_report.ok else ExitCode.FINDINGS)
     trusted = trusted_keys_from(trusted_key, quiet=status)
     if all_runs:
-        return _verify_store(store, trusted, require_signature, expect_head, as_json, quiet, status)
+        return _verify_store(
+            store, trusted, require_signature, allow_unsigned, expect_head, as_json, quiet, status
+        )
     assert run_id is not None
-    report = check_run(run_id, store, trusted_keys=trusted, require_signature=require_signature)
+    report = check_run(
+        run_id,
+        store,
+        trusted_keys=trusted,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+    )
     if as_json:
         emit_json(report.to_dict())
     elif not status:
@@ -263,6 +289,7 @@ def _verify_store(
     store: Path | None,
     trusted: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
+    allow_unsigned: bool,
     expect_head: str | None,
     as_json: bool,
     quiet: bool,
@@ -273,6 +300,7 @@ def _verify_store(
             store,
             trusted_keys=trusted,
             require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
             expect_head=expect_head,
             progress=progress,
         )

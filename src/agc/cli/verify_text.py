@@ -68,7 +68,7 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
                 f"{artifact.records} records, {artifact.bytes} bytes, "
                 f"{artifact.algorithm} {artifact.digest}"
                 if artifact.digest
-                else "legacy shared file"
+                else "no sealed file"
             )
             lines.append(f"{ok} {name} {facts}")
             lines.extend(f"     {name} {note}" for note in notes)
@@ -82,7 +82,7 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
         if report.complete
         else _paint(f"INCOMPLETE ({errors} finding(s))", _RED, color)
     )
-    legacy = " (legacy seed-004 store)" if report.legacy else ""
+    legacy = " (legacy store format)" if report.legacy else ""
     signature = "" if report.signature == "unsigned" else f", {report.signature}"
     lines.append(f"run {report.run_id}: {verdict}{legacy}{signature}")
     return lines

@@ -13,10 +13,14 @@ from typing import Any as _Any
 if _TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
+    from agc.integrity._export import export_session, iter_session_lines
+    from agc.integrity._legacy import read_legacy_tool_events
     from agc.integrity._manifest import ArtifactSeal, RunManifest
+    from agc.integrity._store_io import read_run_manifest
     from agc.integrity._verify import (
         ArtifactReport,
         Finding,
+        RunFindingCode,
         RunReport,
         check_run,
         read_tool_events,
@@ -41,23 +45,32 @@ __all__ = [
     "FsyncPolicy",
     "JsonlFileWriter",
     "JsonlWriter",
+    "RunFindingCode",
     "RunManifest",
     "RunReport",
     "RunWriters",
     "ToolEventWriter",
     "TranscriptWriter",
     "check_run",
+    "export_session",
+    "iter_session_lines",
     "open_run",
+    "read_legacy_tool_events",
+    "read_run_manifest",
     "read_tool_events",
     "verify_run",
 ]
 
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
+    "agc.integrity._export": ("export_session", "iter_session_lines"),
+    "agc.integrity._legacy": ("read_legacy_tool_events",),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
+    "agc.integrity._store_io": ("read_run_manifest",),
     "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",
+        "RunFindingCode",
         "RunReport",
         "check_run",
         "read_tool_events",

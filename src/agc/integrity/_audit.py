@@ -80,7 +80,7 @@ class Audit:
     head: str | None
     head_position: int
     expected_head: str | None
-    findings: tuple[Finding, ...]
+    findings: tuple[Finding[Any], ...]
     runs: tuple[AuditRun, ...]
     generated_ms: int
     generator: str = "agc"
@@ -101,6 +101,7 @@ def build_audit(
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
+    allow_unsigned: bool = False,
     expect_head: str | None = None,
     generated_ms: int,
     generator: str = "agc",
@@ -116,6 +117,7 @@ def build_audit(
             store,
             trusted_keys=trusted_keys,
             require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
             expect_head=expect_head,
         )
         reports = list(store_report.runs)
@@ -123,7 +125,13 @@ def build_audit(
         head, position = store_report.head, store_report.head_position
     else:
         reports = [
-            check_run(r, store, trusted_keys=trusted_keys, require_signature=require_signature)
+            check_run(
+                r,
+                store,
+                trusted_keys=trusted_keys,
+                require_signature=require_signature,
+                allow_unsigned=allow_unsigned,
+            )
             for r in dict.fromkeys(run_ids)
         ]
         findings, complete = (), all(r.complete for r in reports)
@@ -237,7 +245,7 @@ def _verdict(report: RunReport) -> str:
     return "complete" if report.complete else "incomplete"
 
 
-def _findings_list(findings: Sequence[Finding]) -> str:
+def _findings_list(findings: Sequence[Finding[Any]]) -> str:
     if not findings:
         return '<p class="none">no findings</p>'
     items = "".join(

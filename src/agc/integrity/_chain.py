@@ -13,14 +13,27 @@ detectable, as a transparency-log client detects a fork from a pinned checkpoint
 
 The manifest digest is the SHA-256 of the manifest's RFC 8785 canonical JSON, signature
 included.
+
+Crash safety. ``audit/chain.jsonl`` is the record; the head is derived from its last
+link. Linking a run is five steps under the chain lock: (1) write the intent
+``audit/chain-pending.json`` ``{"run_id", "position", "prev"}``, (2) write the run's
+manifest with its ``chain`` member, (3) append the link (one ``write`` of one whole
+line, fsync), (4) replace the head, (5) remove the intent. A process killed between any
+two of them leaves a state that :func:`heal_chain` completes the next time anyone takes
+the chain lock (the next seal, ``agc recover``): a torn last line is moved to
+``audit/chain.jsonl.quarantine`` and cut off, an intent whose manifest was written is
+linked, a stale head is rewritten from the last link, and leftover temporary files in
+``audit/`` are removed. A head *ahead* of the log, or naming another digest than the
+link at its position, cannot come from a crash: it is refused, never healed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -29,21 +42,34 @@ from agc._core.fs import (
     MACHINE_ERRNOS,
     append_whole,
     atomic_write_bytes,
+    exclusive_lock,
     open_nofollow,
     read_small_file,
+    remove_stale_temp_files,
     write_error,
 )
+from agc._core.json import JsonInvalidError, loads, loads_lines
 from agc._core.store import StoreLayout, validate_run_id
-from agc.errors import RunIdInvalidError, StoreError, UnsafePathError
+from agc.errors import (
+    AgcError,
+    FileExistsRefusedError,
+    RunIdInvalidError,
+    StoreError,
+    UnsafePathError,
+)
 from agc.integrity._manifest import RunManifest
 
 __all__ = [
     "ChainEntry",
     "ChainHead",
+    "ChainHeal",
     "append_link",
     "chain_head_path",
     "chain_lock_path",
     "chain_log_path",
+    "chain_pending_path",
+    "heal_chain",
+    "link_closed_manifest",
     "manifest_digest",
     "read_chain",
     "read_head",
@@ -51,6 +77,7 @@ __all__ = [
 ]
 
 _MAX_HEAD_BYTES: Final = 4096
+_MAX_LINK_BYTES: Final = 4096
 
 
 def chain_log_path(layout: StoreLayout) -> Path:
@@ -63,6 +90,16 @@ def chain_head_path(layout: StoreLayout) -> Path:
 
 def chain_lock_path(layout: StoreLayout) -> Path:
     return layout.audit_dir / ".chain.lock"
+
+
+def chain_pending_path(layout: StoreLayout) -> Path:
+    """``audit/chain-pending.json``: the link being made (exists only during a seal)."""
+    return layout.audit_dir / "chain-pending.json"
+
+
+def chain_quarantine_path(layout: StoreLayout) -> Path:
+    """Where a torn last line of ``audit/chain.jsonl`` is kept (``-2``, ``-3`` … after)."""
+    return layout.audit_dir / "chain.jsonl.quarantine"
 
 
 def manifest_digest(manifest: RunManifest | Mapping[str, Any]) -> str:
@@ -111,51 +148,51 @@ def read_head(layout: StoreLayout) -> ChainHead | None:
     except (UnsafePathError, StoreError):
         return None  # a symlink, folder or FIFO in its place, or far too large
     try:
-        raw = json.loads(data)
+        raw = loads(data)  # strict: a head with a duplicate member is damaged
         position, digest = raw["position"], raw["digest"]
         if not isinstance(position, int) or not isinstance(digest, str | None):
             return None
         return ChainHead(position=position, digest=digest, run_id=raw.get("run_id"))
-    except (ValueError, KeyError, TypeError):
+    except (JsonInvalidError, KeyError, TypeError):
         return None
 
 
 def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
-    """All links in ``audit/chain.jsonl`` and the number of unusable lines."""
+    """All links in ``audit/chain.jsonl`` and the number of unusable lines (not strict
+    JSON, e.g. a duplicate member, or a field of the wrong type)."""
     try:
         data = read_small_file(chain_log_path(layout), max_bytes=1 << 34)
     except FileNotFoundError:
         return [], 0
-    entries: list[ChainEntry] = []
-    unusable = 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        try:
-            raw = json.loads(line)
-            position, run_id, digest, prev = (
-                raw["position"],
-                raw["run_id"],
-                raw["manifest_digest"],
-                raw["prev"],
-            )
-        except (ValueError, KeyError, TypeError):
-            unusable += 1
-            continue
-        if (
-            isinstance(position, int)
-            and not isinstance(position, bool)
-            and isinstance(run_id, str)
-            and _is_run_id(run_id)
-            and isinstance(digest, str)
-            and (prev is None or isinstance(prev, str))
-        ):
-            entries.append(
-                ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
-            )
-        else:
-            unusable += 1  # a field of the wrong type: never coerced
-    return entries, unusable
+    return loads_lines(data, _entry)
+
+
+def _entry(raw: Any) -> ChainEntry:
+    """One chain line as a link; a field of the wrong type is refused, never coerced."""
+    position, run_id, digest, prev = (
+        raw["position"],
+        raw["run_id"],
+        raw["manifest_digest"],
+        raw["prev"],
+    )
+    if not (
+        isinstance(position, int)
+        and not isinstance(position, bool)
+        and isinstance(run_id, str)
+        and _is_run_id(run_id)
+        and isinstance(digest, str)
+        and (prev is None or isinstance(prev, str))
+    ):
+        raise TypeError("a chain link field has the wrong type")
+    return ChainEntry(position=position, run_id=run_id, manifest_digest=digest, prev=prev)
+
+
+def _parse_link(line: bytes) -> ChainEntry | None:
+    """One line of the log as a link, or ``None`` if it is not one (never coerced)."""
+    try:
+        return _entry(loads(line))
+    except (ValueError, KeyError, TypeError):  # JsonInvalidError is a ValueError
+        return None
 
 
 def _is_run_id(run_id: str) -> bool:
@@ -183,6 +220,7 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         manifest_digest=manifest_digest(manifest),
         prev=manifest.chain.get("prev"),
     )
+    line = json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
     path = chain_log_path(layout)
     try:
         fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -192,7 +230,6 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         raise
     try:
         # Whole or not at all: a full disk never leaves half a link to glue the next to.
-        line = json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
         append_whole(fd, line, path=path)
     finally:
         os.close(fd)
@@ -204,3 +241,224 @@ def write_head(layout: StoreLayout, entry: ChainEntry) -> None:
     """Replace ``audit/chain-head.json`` so it names ``entry`` (under the chain lock)."""
     head = {"position": entry.position, "digest": entry.manifest_digest, "run_id": entry.run_id}
     atomic_write_bytes(chain_head_path(layout), json.dumps(head).encode() + b"\n", overwrite=True)
+
+
+@dataclass(frozen=True)
+class ChainHeal:
+    """What :func:`heal_chain` found and did, and the chain's tip afterwards.
+
+    Attributes:
+        tip: the last link after healing (``ChainHead(0, None)`` for an empty chain).
+        quarantined_bytes: bytes of a torn last line moved to the quarantine file.
+        linked: run id whose interrupted link was completed, if any.
+        head_repaired: the head file was missing, stale or damaged and was rewritten.
+        removed_temp_files: leftover temporary files removed from ``audit/``.
+    """
+
+    tip: ChainHead
+    quarantined_bytes: int = 0
+    linked: str | None = None
+    head_repaired: bool = False
+    removed_temp_files: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.quarantined_bytes or self.linked or self.head_repaired or self.removed_temp_files
+        )
+
+
+def heal_chain(
+    layout: StoreLayout, read_manifest: Callable[[str], RunManifest | None]
+) -> ChainHeal:
+    """Complete or roll forward whatever a crash interrupted; call under the chain lock.
+
+    Args:
+        layout: the store.
+        read_manifest: returns a run's current manifest (``None`` if it has none).
+
+    Raises:
+        StoreError: the chain is damaged in a way no crash produces (an unusable last
+            line, a head ahead of the log or naming another link): nothing can be
+            linked until ``agc-verify --all`` has been read and the store repaired.
+    """
+    audit = layout.audit_dir
+    removed = tuple(remove_stale_temp_files(audit)) if audit.is_dir() else ()
+    quarantined = _cut_torn_line(layout)
+    tip = _last_link(layout)
+    linked = None
+    pending = _read_pending(layout)
+    if pending is not None:
+        run_id, position, prev = pending
+        if position == tip.position + 1 and prev == tip.digest:
+            try:
+                manifest = read_manifest(run_id)
+            except AgcError:
+                manifest = None  # damaged: the run's own report says so
+            if (
+                manifest is not None
+                and manifest.closed
+                and manifest.chain == {"position": position, "prev": prev}
+            ):
+                entry = append_link(layout, manifest)
+                tip = ChainHead(entry.position, entry.manifest_digest, entry.run_id)
+                linked = run_id
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(chain_pending_path(layout))
+    head = read_head(layout)
+    head_repaired = False
+    if head is None or (head.position, head.digest, head.run_id) != (
+        tip.position,
+        tip.digest,
+        tip.run_id,
+    ):
+        _refuse_impossible_head(layout, head, tip)
+        if tip.digest is not None:
+            write_head(layout, ChainEntry(tip.position, tip.run_id or "", tip.digest, None))
+        head_repaired = True
+    return ChainHeal(tip, quarantined, linked, head_repaired, removed)
+
+
+def link_closed_manifest(
+    layout: StoreLayout,
+    run_id: str,
+    sign_and_write: Callable[[dict[str, Any]], RunManifest],
+    read_manifest: Callable[[str], RunManifest | None],
+) -> RunManifest:
+    """Link a run whose manifest just became closed; call under the run's manifest lock.
+
+    Takes the chain lock, heals the chain, records the intent, lets ``sign_and_write``
+    write the manifest with the given ``chain`` member, appends the link, moves the head
+    and clears the intent (the module docstring gives the crash analysis).
+
+    Raises:
+        StoreError: the chain cannot be healed or written.
+    """
+    with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
+        tip = heal_chain(layout, read_manifest).tip
+        link: dict[str, Any] = {"position": tip.position + 1, "prev": tip.digest}
+        pending = {"run_id": run_id, **link}
+        atomic_write_bytes(
+            chain_pending_path(layout), json.dumps(pending).encode() + b"\n", overwrite=True
+        )
+        manifest = sign_and_write(link)
+        append_link(layout, manifest)
+        os.unlink(chain_pending_path(layout))
+    return manifest
+
+
+def _cut_torn_line(layout: StoreLayout) -> int:
+    """Move bytes after the log's last newline (an append cut short) to quarantine."""
+    path = chain_log_path(layout)
+    try:
+        fd = open_nofollow(path, os.O_RDWR)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="open") from exc
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+    try:
+        size = os.fstat(fd).st_size
+        boundary = _last_newline_end(fd, size)
+        if boundary == size:
+            return 0
+        tail = os.pread(fd, size - boundary, boundary)
+        number = 1
+        while True:
+            target = chain_quarantine_path(layout)
+            if number > 1:
+                target = target.with_name(f"{target.name}-{number}")
+            try:
+                atomic_write_bytes(target, tail, overwrite=False)
+                break
+            except FileExistsRefusedError:
+                number += 1
+        os.ftruncate(fd, boundary)
+        os.fsync(fd)
+        return len(tail)
+    finally:
+        os.close(fd)
+
+
+def _last_newline_end(fd: int, size: int) -> int:
+    """Offset just after the last ``\\n`` of the open file (0 if it has none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        chunk = os.pread(fd, end - start, start)
+        index = chunk.rfind(b"\n")
+        if index >= 0:
+            return start + index + 1
+        end = start
+    return 0
+
+
+def _last_link(layout: StoreLayout) -> ChainHead:
+    """The log's last link, read from the end (the log is never read whole here)."""
+    path = chain_log_path(layout)
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return ChainHead(position=0, digest=None)
+    except OSError as exc:
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return ChainHead(position=0, digest=None)
+        start = _last_newline_end(fd, size - 1)
+        line = os.pread(fd, min(size - start, _MAX_LINK_BYTES + 1), start)
+    finally:
+        os.close(fd)
+    entry = _parse_link(line.rstrip(b"\n")) if len(line) <= _MAX_LINK_BYTES else None
+    if entry is None:
+        raise StoreError(
+            f"the last line of {path} is not a chain link; no run can be linked",
+            hint="Run `agc-verify --all` to see the chain's state.",
+        )
+    return ChainHead(entry.position, entry.manifest_digest, entry.run_id)
+
+
+def _read_pending(layout: StoreLayout) -> tuple[str, int, str | None] | None:
+    try:
+        data = read_small_file(chain_pending_path(layout), max_bytes=_MAX_HEAD_BYTES)
+    except FileNotFoundError:
+        return None
+    except (UnsafePathError, StoreError):
+        return None  # not ours: ignored (and removed) like a damaged intent
+    try:
+        raw = loads(data)
+        run_id, position, prev = raw["run_id"], raw["position"], raw["prev"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if (
+        isinstance(run_id, str)
+        and _is_run_id(run_id)
+        and isinstance(position, int)
+        and not isinstance(position, bool)
+        and (prev is None or isinstance(prev, str))
+    ):
+        return run_id, position, prev
+    return None
+
+
+def _refuse_impossible_head(layout: StoreLayout, head: ChainHead | None, tip: ChainHead) -> None:
+    """A crash leaves the head behind the log, never ahead of it or off it."""
+    if head is None or head.digest is None:
+        return  # missing or damaged: rewritten from the log
+    if head.position > tip.position:
+        raise StoreError(
+            f"the chain head of store {layout.root} is ahead of audit/chain.jsonl "
+            f"(position {head.position} > {tip.position}): the log was cut; no run can "
+            "be linked",
+            hint="Run `agc-verify --all` to see the chain's state.",
+        )
+    entries, _ = read_chain(layout)
+    at = next((e for e in entries if e.position == head.position), None)
+    if at is None or at.manifest_digest != head.digest:
+        raise StoreError(
+            f"the chain head of store {layout.root} names a link that audit/chain.jsonl "
+            "does not hold; no run can be linked",
+            hint="Run `agc-verify --all` to see the chain's state.",
+        )

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
-import math
 import os
 import select
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
+from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.jsonl import FsyncPolicy
+from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout
-from agc.errors import AgcError, EmptyInputError
+from agc.errors import AgcError, EmptyInputError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
 from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
@@ -33,32 +33,12 @@ from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter,
 __all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
 
 _BOM: Final = b"\xef\xbb\xbf"
+# The reasons records carry (a documented part of the record format).
+_REASONS: Final = {
+    "surrogate": "JSON string with a lone surrogate escape (not encodable as UTF-8)",
+    "depth": "JSON nested too deeply",
+}
 _READ_CHUNK: Final = 1 << 20
-
-
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKeyError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    # 1e400 parses to inf, which the writer (rightly) refuses to write.
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"number {text} is out of range for a float")
-    return value
 
 
 def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
@@ -79,23 +59,15 @@ def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
         return record
     reason: str
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_no_constants,
-            parse_float=_finite_float,
+        # agc's one rule: a lone surrogate escape is refused too, since the writer
+        # could not write it as UTF-8.
+        value = strict_json.loads(text)
+    except JsonInvalidError as exc:
+        reason = _REASONS.get(exc.problem) or (
+            "blank line" if not text.strip() else f"not JSON ({exc.message})"
         )
-        if "\\u" in text:
-            # A \\uD800-style escape decodes to a lone surrogate, which UTF-8 cannot hold.
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        reason = "JSON string with a lone surrogate escape (not encodable as UTF-8)"
-    except _DuplicateKeyError as exc:
-        reason = f"JSON object with a {exc}"
-    except RecursionError:
-        reason = "JSON nested too deeply"
-    except ValueError as exc:
-        reason = "blank line" if not text.strip() else f"not JSON ({exc})"
+        if exc.problem == "duplicate":
+            reason = f"JSON object with a {exc.message}"
     else:
         if isinstance(value, dict):
             record["payload"] = value
@@ -172,7 +144,7 @@ class IngestSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
             "kind": self.kind,
             "records": self.records,

@@ -16,16 +16,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, Algorithm
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
-from agc.errors import ManifestInvalidError, RunIdInvalidError
+from agc.errors import (
+    JsonInvalidError,
+    ManifestInvalidError,
+    RecordInvalidError,
+    RunIdInvalidError,
+)
 
-__all__ = ["MANIFEST_SCHEMA_VERSION", "ArtifactSeal", "RunManifest"]
+__all__ = [
+    "MANIFEST_SCHEMA_VERSION",
+    "MAX_ATTRIBUTES_BYTES",
+    "ArtifactSeal",
+    "RunManifest",
+    "check_attributes",
+]
 
 MANIFEST_SCHEMA_VERSION: Final = 1
 MAX_MANIFEST_BYTES: Final = 1024 * 1024
+MAX_ATTRIBUTES_BYTES: Final = 64 * 1024
 _MANIFEST_KEYS: Final = frozenset(
-    {"schema_version", "run_id", "closed", "artifacts", "chain", "signature"}
+    {"schema_version", "run_id", "closed", "artifacts", "chain", "signature", "attributes"}
 )
 _ENTRY_KEYS: Final = frozenset(
     {
@@ -183,6 +196,38 @@ def _not_canonicalizable(value: object) -> str | None:
     return None
 
 
+def check_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a plain-dict copy of run attributes after checking they can be stored.
+
+    Attributes are a JSON object (string keys; values of JSON types) that RFC 8785 can
+    canonicalize (no NaN/Infinity, integers within 2**53 - 1), at most
+    :data:`MAX_ATTRIBUTES_BYTES` bytes as compact JSON.
+
+    Raises:
+        RecordInvalidError: any of these does not hold (nothing is written).
+    """
+    if not isinstance(attributes, Mapping):
+        raise RecordInvalidError("run attributes must be a JSON object")
+    try:
+        text = json.dumps(
+            dict(attributes), allow_nan=False, ensure_ascii=False, separators=(",", ":")
+        )
+        size = len(text.encode("utf-8"))  # a lone surrogate has no UTF-8 form
+    except (TypeError, ValueError) as exc:
+        raise RecordInvalidError(f"run attributes are not JSON: {exc}") from exc
+    copy: dict[str, Any] = json.loads(text)
+    if set(copy) != set(attributes):  # a non-string key that json.dumps coerced
+        raise RecordInvalidError("run attributes must have string keys")
+    problem = _not_canonicalizable(copy)
+    if problem is not None:
+        raise RecordInvalidError(f"run attributes cannot be canonicalized: {problem}")
+    if size > MAX_ATTRIBUTES_BYTES:
+        raise RecordInvalidError(
+            f"run attributes are larger than {MAX_ATTRIBUTES_BYTES} bytes as JSON"
+        )
+    return copy
+
+
 def _is_segment(value: object) -> bool:
     return (
         isinstance(value, dict)
@@ -219,6 +264,10 @@ class RunManifest:
             "prev": <digest of the previous closed manifest> | None}``.
         signature: ``{"algorithm": "ed25519", "key_id", "value"}`` when signed
             (see :mod:`agc.integrity._signing`).
+        attributes: caller-supplied facts about the run (a JSON object, see
+            :func:`check_attributes`), fixed by the run's first seal and covered by the
+            signature and the chain digest like every other member; ``None`` when the
+            writer gave none.
     """
 
     run_id: str
@@ -226,6 +275,7 @@ class RunManifest:
     schema_version: int = MANIFEST_SCHEMA_VERSION
     chain: Mapping[str, Any] | None = None
     signature: Mapping[str, Any] | None = None
+    attributes: Mapping[str, Any] | None = None
     raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     """The JSON document exactly as parsed from disk (``None`` for a new manifest).
     Signatures and chain digests are checked over this, never over a re-serialization,
@@ -279,6 +329,8 @@ class RunManifest:
             data["chain"] = dict(self.chain)
         if self.signature is not None:
             data["signature"] = dict(self.signature)
+        if self.attributes is not None:
+            data["attributes"] = dict(self.attributes)
         return data
 
     def to_bytes(self) -> bytes:
@@ -290,13 +342,15 @@ class RunManifest:
         """Parse manifest bytes strictly.
 
         Raises:
-            ManifestInvalidError: not UTF-8 JSON, wrong shape, unknown schema version, or
-                (when ``expected_run_id`` is given) a manifest of another run.
+            ManifestInvalidError: not strict JSON (:mod:`agc._core.json`: a duplicate
+                member anywhere, NaN, a lone surrogate, nesting too deep …), wrong
+                shape, unknown schema version, or (when ``expected_run_id`` is given)
+                a manifest of another run.
         """
         try:
-            raw = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ManifestInvalidError(f"manifest is not valid JSON: {exc}") from exc
+            raw = strict_json.loads(data)
+        except JsonInvalidError as exc:
+            raise ManifestInvalidError(f"manifest is not valid JSON: {exc.message}") from exc
         if not isinstance(raw, dict):
             raise ManifestInvalidError("manifest is not a JSON object")
         if raw.get("schema_version") != MANIFEST_SCHEMA_VERSION:
@@ -338,6 +392,9 @@ class RunManifest:
         signature = raw.get("signature")
         if signature is not None and not isinstance(signature, dict):
             raise ManifestInvalidError("manifest has a bad signature member")
+        attributes = raw.get("attributes")
+        if attributes is not None and not isinstance(attributes, dict):
+            raise ManifestInvalidError("manifest has a bad attributes member (not an object)")
         unknown = set(raw) - _MANIFEST_KEYS
         if unknown:
             raise ManifestInvalidError(f"manifest has unknown member(s) {sorted(unknown)}")
@@ -347,7 +404,12 @@ class RunManifest:
                 f"manifest holds a value RFC 8785 cannot canonicalize: {problem}"
             )
         manifest = cls(
-            run_id=run_id, artifacts=artifacts, chain=chain, signature=signature, raw=raw
+            run_id=run_id,
+            artifacts=artifacts,
+            chain=chain,
+            signature=signature,
+            attributes=attributes,
+            raw=raw,
         )
         if raw.get("closed") is not manifest.closed:
             raise ManifestInvalidError("manifest 'closed' disagrees with its artifacts")

@@ -13,15 +13,16 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agc._core.checkpoint import (
     CHECKPOINT_SUFFIX,
     check_prefix,
-    parse_checkpoints,
+    read_checkpoints,
     remove_checkpoints,
 )
 from agc._core.digest import (
@@ -33,36 +34,39 @@ from agc._core.digest import (
 )
 from agc._core.fs import (
     MACHINE_ERRNOS,
+    atomic_write_bytes,
     describe_os_error,
     exclusive_lock,
     open_nofollow,
     prepare_write,
     read_small_file,
+    remove_stale_temp_files,
     write_error,
 )
 from agc._core.jsonl import unix_ms
-from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc._core.report import SCHEMA_VERSION
+from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import (
     AgcError,
     RecoveryRefusedError,
     RunLockedError,
     RunNotFoundError,
+    SidecarInvalidError,
     StoreError,
 )
 from agc.integrity._chain import (
-    append_link,
     chain_lock_path,
+    heal_chain,
+    link_closed_manifest,
     manifest_digest,
     read_chain,
-    read_head,
-    write_head,
 )
-from agc.integrity._manifest import ArtifactSeal
+from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._signing import SigningKey
-from agc.integrity._store_io import read_manifest, record_seal
+from agc.integrity._store_io import read_manifest, record_seal, sign_manifest
 
-__all__ = ["ArtifactRecovery", "RecoveryReport", "recover_run"]
+__all__ = ["ArtifactRecovery", "RecoveryReport", "StoreRecovery", "recover_run", "recover_store"]
 
 QUARANTINE_SUFFIX = ".quarantine"
 
@@ -72,7 +76,9 @@ class ArtifactRecovery:
     """What recovery did to one artifact.
 
     Attributes:
-        action: ``already-sealed``, ``sealed`` or ``created-empty``.
+        action: ``already-sealed``, ``sealed``, ``created-empty`` (the other artifact
+            had records) or ``removed-empty`` (the run was killed before its first
+            record: its empty files were removed, nothing was sealed).
         records: records in the sealed file.
         bytes: sealed length in bytes.
         verified_bytes: prefix proven by crash checkpoints (or an earlier seal).
@@ -109,18 +115,20 @@ class RecoveryReport:
     artifacts: tuple[ArtifactRecovery, ...]
     chain: str = "already-linked"
     """``already-linked``, ``linked`` (a crash between writing the manifest and its chain
-    link was repaired), ``head-repaired``, ``not-closed`` or ``cannot-link`` (another
-    run took the position; left alone and reported by ``agc-verify --all``)."""
+    link was repaired), ``head-repaired``, ``relinked`` (a closed run no link named was
+    linked at the end of the chain), ``not-closed`` or ``cannot-link`` (a link names
+    the run with another manifest: replaced, left alone and reported by
+    ``agc-verify --all``)."""
 
     @property
     def changed(self) -> bool:
-        return self.chain in {"linked", "head-repaired"} or any(
+        return self.chain in {"linked", "head-repaired", "relinked"} or any(
             a.action != "already-sealed" for a in self.artifacts
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
             "changed": self.changed,
             "chain": self.chain,
@@ -158,6 +166,19 @@ def recover_run(
             f"run {run_id} has nothing to recover: no manifest and no artifact file "
             f"in store {layout.root}"
         )
+    if read_manifest(layout, run_id) is None and _only_empty_files(layout, run_id):
+        # Killed before its first record: there is nothing to seal, and a sealed empty
+        # run would never verify. Its empty files are removed instead.
+        for kind in ARTIFACT_KINDS:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(layout.artifact_path(run_id, kind))
+        return RecoveryReport(
+            run_id=run_id,
+            artifacts=tuple(
+                ArtifactRecovery(kind, "removed-empty", 0, 0, 0) for kind in ARTIFACT_KINDS
+            ),
+            chain="not-closed",
+        )
     now = clock or unix_ms
     results = []
     try:
@@ -170,7 +191,7 @@ def recover_run(
                 )
                 continue
             results.append(_recover_artifact(layout, run_id, kind, seal, signing_key, now))
-        chain = _repair_chain(layout, run_id)
+        chain = _repair_chain(layout, run_id, signing_key)
     except OSError as exc:
         # A folder, lock or cut that failed: name the file; a full disk is exit 3 and
         # `agc recover` is simply run again once there is space.
@@ -181,30 +202,134 @@ def recover_run(
     return RecoveryReport(run_id=run_id, artifacts=tuple(results), chain=chain)
 
 
-def _repair_chain(layout: StoreLayout, run_id: str) -> str:
-    """Finish a chain link that a crash interrupted (the manifest is never rewritten)."""
+def _only_empty_files(layout: StoreLayout, run_id: str) -> bool:
+    """Whether the run's artifact files are all empty regular files with no checkpoint."""
+    for kind in ARTIFACT_KINDS:
+        path = layout.artifact_path(run_id, kind)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_size:
+            return False
+        if os.path.lexists(path.with_name(path.name + CHECKPOINT_SUFFIX)):
+            return False
+    return True
+
+
+def _repair_chain(layout: StoreLayout, run_id: str, signing_key: SigningKey | None) -> str:
+    """Heal the store chain, then make sure the run, if closed, is linked.
+
+    A closed manifest that no link names (a store damaged before links were written
+    with an intent, or by hand) is linked at the end of the chain: its ``chain`` member
+    is rewritten and, when it was signed, signed again with ``signing_key``. A run that
+    some link already names is never re-linked: its manifest was replaced, which
+    ``agc-verify --all`` reports.
+    """
+
+    def reader(other: str) -> RunManifest | None:
+        return read_manifest(layout, other)
+
+    with exclusive_lock(
+        layout.manifest_lock_path(run_id), blocking=True, what=f"manifest of run {run_id}"
+    ):
+        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
+            heal = heal_chain(layout, reader)
+            manifest = read_manifest(layout, run_id)
+            if manifest is None or not manifest.closed:
+                return "not-closed"
+            entries, _ = read_chain(layout)
+            digest = manifest_digest(manifest)
+            if any(entry.manifest_digest == digest for entry in entries):
+                if heal.linked == run_id:
+                    return "linked"
+                return "head-repaired" if heal.head_repaired else "already-linked"
+            if any(entry.run_id == run_id for entry in entries):
+                return "cannot-link"  # replaced after it was linked: evidence, not a crash
+        if manifest.signature is not None and signing_key is None:
+            raise RecoveryRefusedError(
+                f"run {run_id} is closed but not in the store chain, and its manifest is "
+                "signed: linking it rewrites the manifest, which needs the signing key",
+                hint="Set AGC_SIGNING_KEY (or --signing-key) to the key that signed it.",
+            )
+        closed = manifest
+
+        def sign_and_write(link: dict[str, Any]) -> RunManifest:
+            linked = sign_manifest(replace(closed, chain=link), signing_key)
+            atomic_write_bytes(layout.manifest_path(run_id), linked.to_bytes(), overwrite=True)
+            return linked
+
+        link_closed_manifest(layout, run_id, sign_and_write, reader)
+    return "relinked"
+
+
+@dataclass(frozen=True)
+class StoreRecovery:
+    """Outcome of :func:`recover_store`.
+
+    Attributes:
+        store: the store folder.
+        linked: a run whose interrupted link was completed, if any.
+        head_repaired: the chain head was missing, stale or damaged and was rewritten.
+        quarantined_bytes: bytes of a torn chain line moved to its quarantine file.
+        removed_temp_files: leftover temporary files removed (paths in the store).
+    """
+
+    store: str
+    linked: str | None
+    head_repaired: bool
+    quarantined_bytes: int
+    removed_temp_files: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.linked or self.head_repaired or self.quarantined_bytes or self.removed_temp_files
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "store": self.store,
+            "changed": self.changed,
+            "linked": self.linked,
+            "head_repaired": self.head_repaired,
+            "quarantined_bytes": self.quarantined_bytes,
+            "removed_temp_files": list(self.removed_temp_files),
+        }
+
+
+def recover_store(store: str | os.PathLike[str] | None = None) -> StoreRecovery:
+    """Repair the store-level state a crash can leave, whatever run it came from.
+
+    Heals the chain (a torn last link, an interrupted link, a stale head: see
+    :mod:`agc.integrity._chain`) and removes temporary files that a killed writer left
+    in the store's folders (never one a live writer holds). Idempotent.
+
+    Raises:
+        StoreError: the store does not exist, cannot be written, or its chain is
+            damaged in a way no crash produces.
+    """
+    layout = StoreLayout.at(store)
+    if not layout.root.is_dir():
+        raise StoreError(f"store {layout.root} does not exist or is not a folder")
+    removed: list[str] = []
     with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-        manifest = read_manifest(layout, run_id)
-        if manifest is None or not manifest.closed or manifest.chain is None:
-            return "not-closed"
-        entries, _ = read_chain(layout)
-        digest = manifest_digest(manifest)
-        if any(entry.manifest_digest == digest for entry in entries):
-            head = read_head(layout)
-            last = entries[-1]
-            if head is not None and head.digest == last.manifest_digest:
-                return "already-linked"
-            write_head(layout, last)
-            return "head-repaired"
-        last_position = entries[-1].position if entries else 0
-        last_digest = entries[-1].manifest_digest if entries else None
-        if (
-            manifest.chain.get("position") == last_position + 1
-            and manifest.chain.get("prev") == last_digest
-        ):
-            append_link(layout, manifest)
-            return "linked"
-        return "cannot-link"
+        heal = heal_chain(layout, lambda other: read_manifest(layout, other))
+        removed += [f"audit/{name}" for name in heal.removed_temp_files]
+    for folder in (
+        layout.manifests_dir,
+        *(layout.artifact_dir(kind) for kind in ARTIFACT_KINDS),
+    ):
+        relative = folder.relative_to(layout.root)
+        removed += [f"{relative}/{name}" for name in remove_stale_temp_files(folder)]
+    return StoreRecovery(
+        store=str(layout.root),
+        linked=heal.linked,
+        head_repaired=heal.head_repaired,
+        quarantined_bytes=heal.quarantined_bytes,
+        removed_temp_files=tuple(sorted(removed)),
+    )
 
 
 def _recover_artifact(
@@ -264,7 +389,7 @@ def _recover_artifact(
             recovered=True,
             quarantine=quarantine,
         )
-        sidecar = path.with_name(sidecar_name(path.name, seal.algorithm))
+        sidecar = sidecar_path(path, seal.algorithm)
         replace_sidecar = reopened is not None
         sidecar_ok = not replace_sidecar and _existing_sidecar_agrees(sidecar, path, seal)
         with contextlib.ExitStack() as stack:
@@ -331,9 +456,14 @@ def _quarantine_facts(target: Path, data: bytes, algorithm: Algorithm) -> dict[s
 
 def _existing_sidecar_agrees(sidecar: Path, path: Path, seal: ArtifactSeal) -> bool:
     """A sidecar left by a crash between writing it and the manifest: kept if it agrees."""
-    if not os.path.lexists(sidecar):
+    try:
+        parsed = read_sidecar(path, seal.algorithm)
+    except SidecarInvalidError as exc:
+        raise RecoveryRefusedError(
+            f"{sidecar} exists and is not a valid sidecar ({exc.message})"
+        ) from exc
+    if parsed is None:
         return False
-    parsed = parse_sidecar(read_small_file(sidecar, max_bytes=4096), algorithm=seal.algorithm)
     if not digests_equal(parsed.digest, seal.digest):
         raise RecoveryRefusedError(f"{sidecar} exists and does not match {path.name}")
     return True
@@ -347,11 +477,7 @@ def _verified_prefix(fd: int, path: Path, size: int, reopened: ArtifactSeal | No
         if got != reopened.bytes or not digests_equal(reopened.digest, digest):
             raise RecoveryRefusedError(f"{path} no longer matches its earlier seal")
         return reopened.bytes
-    try:
-        data = read_small_file(path.with_name(path.name + CHECKPOINT_SUFFIX), max_bytes=1 << 30)
-    except FileNotFoundError:
-        return 0
-    prefix = check_prefix(fd, parse_checkpoints(data)[0], size=size)
+    prefix = check_prefix(fd, read_checkpoints(path)[0], size=size)
     if prefix.mismatch is not None:
         raise RecoveryRefusedError(
             f"{path} does not match its checkpoint at {prefix.mismatch.bytes} bytes"

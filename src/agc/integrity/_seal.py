@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm, digest_fd, digests_equal
-from agc._core.fs import atomic_write_bytes, describe_os_error, open_nofollow, read_small_file
-from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc._core.fs import atomic_write_bytes, describe_os_error, open_nofollow
+from agc._core.report import SCHEMA_VERSION
+from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc.errors import (
     FileUnreadableError,
     InputError,
@@ -19,6 +20,7 @@ from agc.errors import (
     RunLockedError,
     SidecarInvalidError,
     SidecarMismatchError,
+    StoreError,
     UnsafePathError,
 )
 
@@ -46,7 +48,7 @@ class SealResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "path": str(self.path),
             "sidecar": str(self.sidecar),
             "algorithm": self.algorithm,
@@ -64,7 +66,8 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
         UnsafePathError: ``path`` is a symlink.
         RunLockedError: an agc writer still holds the file (it is not closed).
         InputMissingError: ``path`` does not exist (exit 2).
-        InputError: ``path`` is not a regular file (exit 2).
+        InputError: ``path`` is a folder (exit 2).
+        StoreError: it is a FIFO or a device (exit 3).
         FileUnreadableError: it cannot be read (exit 3).
         FileWriteError: the sidecar cannot be written: disk full, read-only … (exit 3;
             nothing is left behind, a retry works).
@@ -86,8 +89,11 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
     except OSError as exc:
         raise FileUnreadableError(f"cannot read {path}: {describe_os_error(exc)}") from exc
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{path} is not a regular file", hint="agc seals files only.")
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{path} is a folder, not a file", hint="agc seals files only.")
+        if not stat.S_ISREG(mode):  # a FIFO or a device: it cannot be read as a file
+            raise StoreError(f"{path} is not a regular file", hint="agc seals files only.")
         try:
             # agc's writers hold an exclusive flock while a file is open; held shared
             # until the sidecar is written, so no writer can start meanwhile either.
@@ -104,15 +110,14 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
 
 
 def _write_sidecar(path: Path, algorithm: Algorithm, digest: str, size: int) -> SealResult:
-    sidecar = path.with_name(sidecar_name(path.name, algorithm))
-    if os.path.lexists(sidecar):
-        existing = read_small_file(sidecar, max_bytes=4096)
-        try:
-            parsed = parse_sidecar(existing, algorithm=algorithm)
-        except SidecarInvalidError as exc:
-            raise SidecarMismatchError(
-                f"{sidecar} exists and is not a valid sidecar ({exc.message}); left as it is"
-            ) from exc
+    sidecar = sidecar_path(path, algorithm)
+    try:
+        parsed = read_sidecar(path, algorithm)
+    except SidecarInvalidError as exc:
+        raise SidecarMismatchError(
+            f"{sidecar} exists and is not a valid sidecar ({exc.message}); left as it is"
+        ) from exc
+    if parsed is not None:
         if not digests_equal(parsed.digest, digest) or parsed.file_name not in {None, path.name}:
             raise SidecarMismatchError(
                 f"{sidecar} exists and does not match {path.name}; left as it is"

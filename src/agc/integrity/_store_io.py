@@ -5,20 +5,37 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agc._core.fs import atomic_write_bytes, ensure_dirs, exclusive_lock, read_small_file
+from agc._core import json as strict_json
+from agc._core.fs import (
+    atomic_write_bytes,
+    ensure_dirs,
+    exclusive_lock,
+    open_regular_file,
+    read_small_file,
+)
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
-from agc.errors import ManifestInvalidError, StoreError
-from agc.integrity._chain import append_link, chain_lock_path, read_head
+from agc.errors import JsonInvalidError, ManifestInvalidError, StoreError
+from agc.integrity._chain import chain_lock_path, heal_chain, link_closed_manifest
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 
 if TYPE_CHECKING:
     from agc.integrity._signing import SigningKey
 
-__all__ = ["archived_manifest_path", "read_manifest", "record_reopen", "record_seal"]
+__all__ = [
+    "archived_manifest_path",
+    "iter_json_objects",
+    "read_manifest",
+    "read_run_manifest",
+    "record_reopen",
+    "record_seal",
+    "sign_manifest",
+]
 
 
 def archived_manifest_path(layout: StoreLayout, run_id: str, position: int) -> Path:
@@ -50,7 +67,47 @@ def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:
     return RunManifest.from_bytes(data, expected_run_id=run_id)
 
 
-def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
+def read_run_manifest(
+    run_id: str, store: str | os.PathLike[str] | None = None
+) -> RunManifest | None:
+    """The manifest of ``run_id`` in ``store`` (``--store`` / ``$AGC_HOME`` / ``~/.agc``),
+    or ``None`` if the run has none. Only parses it: :func:`check_run` verifies it.
+
+    Raises: as :func:`read_manifest`, and ``RunIdInvalidError`` for a bad run id.
+    """
+    return read_manifest(StoreLayout.at(store), validate_run_id(run_id))
+
+
+def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield each line of a JSONL file that is a JSON object; nothing if it is absent.
+
+    The file is opened without following symlinks and without blocking (a FIFO in its
+    place is refused, never waited on). Lines that are not JSON objects are skipped: the
+    verifier, not this reader, reports damage.
+
+    Raises:
+        UnsafePathError: the file is a symlink.
+        StoreError: it is not a regular file (a FIFO, a folder) or cannot be read.
+    """
+    try:
+        handle = open_regular_file(path)
+    except FileNotFoundError:
+        return
+    with handle:
+        try:
+            for line in handle:
+                try:
+                    record = strict_json.loads(line, allow_lone_surrogates=True)
+                except JsonInvalidError:
+                    continue
+                if isinstance(record, dict):
+                    yield record
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def sign_manifest(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
+    """``manifest`` without its old signature, signed by ``signer`` when one is given."""
     unsigned = replace(manifest, signature=None, raw=None)
     if signer is None:
         return unsigned
@@ -60,14 +117,32 @@ def _signed(manifest: RunManifest, signer: SigningKey | None) -> RunManifest:
     return replace(unsigned, signature=signed["signature"])
 
 
+def _with_attributes(manifest: RunManifest, attributes: Mapping[str, Any] | None) -> RunManifest:
+    if attributes is None:
+        return manifest
+    if manifest.attributes is None:
+        return replace(manifest, attributes=dict(attributes), raw=None)
+    if dict(manifest.attributes) != dict(attributes):
+        raise ManifestInvalidError(
+            f"run {manifest.run_id} already has other attributes; they are fixed by its first seal",
+            hint="Write the new facts to a new run id.",
+        )
+    return manifest
+
+
 def record_seal(
     layout: StoreLayout,
     run_id: str,
     seal: ArtifactSeal,
     *,
     signer: SigningKey | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> RunManifest:
     """Add ``seal`` to the run's manifest atomically and return the new manifest.
+
+    ``attributes`` (checked by :func:`~agc.integrity._manifest.check_attributes`) are
+    stored by the run's first seal that names them; a later seal may name the same
+    attributes or none, never others.
 
     The read-modify-write runs under the run's manifest lock, so the transcript and
     tool-event writers of one run may close concurrently in different processes. When
@@ -83,22 +158,21 @@ def record_seal(
     lock = layout.manifest_lock_path(run_id)
     with exclusive_lock(lock, blocking=True, what=f"manifest of run {run_id}"):
         current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)
-        updated = current.with_seal(seal)
+        updated = _with_attributes(current, attributes).with_seal(seal)
         if not updated.closed:
-            updated = _signed(replace(updated, chain=None), signer)
+            updated = sign_manifest(replace(updated, chain=None), signer)
             atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
             return updated
-        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-            head = read_head(layout)
-            if head is None:
-                raise StoreError(
-                    f"chain head of store {layout.root} is damaged; no run can be linked",
-                    hint="Run `agc-verify --all` to see the chain's state.",
-                )
-            link = {"position": head.position + 1, "prev": head.digest}
-            updated = _signed(replace(updated, chain=link), signer)
-            atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
-            append_link(layout, updated)
+        closed = updated
+
+        def sign_and_write(link: dict[str, Any]) -> RunManifest:
+            linked = sign_manifest(replace(closed, chain=link), signer)
+            atomic_write_bytes(layout.manifest_path(run_id), linked.to_bytes(), overwrite=True)
+            return linked
+
+        updated = link_closed_manifest(
+            layout, run_id, sign_and_write, lambda other: read_manifest(layout, other)
+        )
     return updated
 
 
@@ -114,6 +188,10 @@ def record_reopen(
     with exclusive_lock(
         layout.manifest_lock_path(run_id), blocking=True, what=f"manifest of run {run_id}"
     ):
+        # An interrupted link of this very run is completed first, so the manifest it
+        # archives below is one the chain records.
+        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
+            heal_chain(layout, lambda other: read_manifest(layout, other))
         current = read_manifest(layout, run_id)
         if current is None:
             raise StoreError(f"run {run_id} has no manifest; nothing to re-open")
@@ -123,6 +201,6 @@ def record_reopen(
             archive = archived_manifest_path(layout, run_id, int(current.chain["position"]))
             data = read_small_file(layout.manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES)
             atomic_write_bytes(archive, data, overwrite=False)
-        updated = _signed(replace(current.with_reopened(kind, at_ms), chain=None), signer)
+        updated = sign_manifest(replace(current.with_reopened(kind, at_ms), chain=None), signer)
         atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
     return updated

@@ -13,6 +13,10 @@ Store-level finding codes (beside each run's own findings):
                          chain: the store was rolled back or forked
 ``unchained``            a closed manifest that no chain link records
 ``unexpected``           a file that no manifest, sidecar or chain explains
+``temp-file``            (warning) a temporary file of an atomic write: in progress, or
+                         left by a killed writer (``agc recover`` removes leftovers)
+``link-pending``         (warning) ``audit/chain-pending.json``: a link being made, or
+                         interrupted (the next seal or ``agc recover`` completes it)
 ``empty``                the store holds no run (an empty store is never verified)
 =======================  ===============================================================
 """
@@ -23,31 +27,52 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias, get_args
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from agc._core.fs import read_small_file
+from agc._core.fs import is_temp_name, read_small_file
+from agc._core.report import Finding, Report
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError, UnsafePathError
 from agc.integrity._chain import (
     chain_head_path,
     chain_lock_path,
     chain_log_path,
+    chain_pending_path,
     manifest_digest,
     read_chain,
     read_head,
 )
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._store_io import archived_manifest_path, read_manifest
-from agc.integrity._verify import REPORT_SCHEMA_VERSION, Finding, RunReport, check_run
+from agc.integrity._verify import RunReport, check_run, signature_required
 
-__all__ = ["StoreReport", "check_store"]
+__all__ = ["StoreFindingCode", "StoreReport", "check_store"]
+
+StoreFindingCode = Literal[
+    "run-deleted",
+    "manifest-replaced",
+    "chain-broken",
+    "chain-invalid",
+    "head-mismatch",
+    "head-not-in-chain",
+    "unchained",
+    "unexpected",
+    "temp-file",
+    "link-pending",
+    "empty",
+]
+"""The store-level finding codes (documented in ``docs/evidence.md``)."""
+
+_Finding: TypeAlias = Finding[StoreFindingCode]
+_FINDING_KEYS: Final = ("code", "artifact", "severity", "message", "expected", "actual")
 
 _RUN_ID: Final = r"[A-Za-z0-9._-]{1,128}"
 _ARTIFACT_FILE: Final = re.compile(
     rf"(?P<run>{_RUN_ID})\.jsonl(\.b3|\.sha256|\.ckpt|(?P<quarantine>\.quarantine(-\d+)?))?"
 )
+_CHAIN_QUARANTINE: Final = re.compile(r"chain\.jsonl\.quarantine(-[1-9][0-9]*)?")
 _MANIFEST_FILE: Final = re.compile(
     rf"(?P<run>{_RUN_ID})\.json|\.(?P<lock>{_RUN_ID})\.lock"
     rf"|(?P<archived>{_RUN_ID})@(?P<position>[1-9][0-9]*)\.json"
@@ -55,27 +80,31 @@ _MANIFEST_FILE: Final = re.compile(
 
 
 @dataclass(frozen=True)
-class StoreReport:
+class StoreReport(Report[StoreFindingCode]):
     """The verdict on a whole store.
 
     Attributes:
         store: the store folder.
-        complete: every run complete and no store-level error finding.
         runs: one report per run, by run id.
         findings: store-level findings (chain, stray files).
         head: the chain head digest (``None`` for an empty chain) and its position.
     """
 
+    CODES = frozenset(get_args(StoreFindingCode))
+
     store: str
-    complete: bool
     runs: tuple[RunReport, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[_Finding, ...]
     head: str | None
     head_position: int
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def complete(self) -> bool:
+        """Every run complete and no store-level error finding."""
+        return not self.errors and all(r.complete for r in self.runs)
+
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": REPORT_SCHEMA_VERSION,
             "store": self.store,
             "complete": self.complete,
             "summary": {
@@ -85,12 +114,12 @@ class StoreReport:
                 "head": self.head,
                 "head_position": self.head_position,
             },
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [f.to_dict(_FINDING_KEYS) for f in self.findings],
             "runs": [r.to_dict() for r in self.runs],
         }
 
 
-def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
+def _discover(layout: StoreLayout, findings: list[_Finding]) -> set[str]:
     """Run ids named by files in the store; stray files become ``unexpected``."""
     runs: set[str] = set()
     known_audit = {
@@ -104,7 +133,19 @@ def _discover(layout: StoreLayout, findings: list[Finding]) -> set[str]:
     }
     if layout.audit_dir.is_dir():
         for name in sorted(os.listdir(layout.audit_dir)):
-            if name not in known_audit:
+            if name in known_audit or _CHAIN_QUARANTINE.fullmatch(name):
+                continue
+            if name == chain_pending_path(layout).name:
+                findings.append(
+                    Finding(
+                        "link-pending",
+                        "a chain link is being made or was interrupted by a crash "
+                        "(audit/chain-pending.json); the next seal or `agc recover` completes it",
+                        "warning",
+                        artifact="store",
+                    )
+                )
+            else:
                 findings.append(_unexpected(f"audit/{name}"))
     # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store).
     companions: list[tuple[str, ArtifactKind, str, str]] = []
@@ -151,10 +192,20 @@ def _quarantine_listed(layout: StoreLayout, run_id: str, kind: ArtifactKind, nam
     return seal is not None and (seal.quarantine or {}).get("file") == name
 
 
-def _unexpected(relative: str) -> Finding:
+def _unexpected(relative: str) -> _Finding:
     # A name with control characters is quoted: it must not forge or hide report lines.
     shown = relative if relative.isprintable() else repr(relative)
-    return Finding("unexpected", "store", f"unexpected file {shown} (no manifest lists it)")
+    if is_temp_name(relative.rsplit("/", 1)[-1]):
+        return Finding(
+            "temp-file",
+            f"temporary file {shown}: a write in progress, or left by a killed writer "
+            "(`agc recover` removes leftovers)",
+            "warning",
+            artifact="store",
+        )
+    return Finding(
+        "unexpected", f"unexpected file {shown} (no manifest lists it)", artifact="store"
+    )
 
 
 def check_store(
@@ -162,12 +213,15 @@ def check_store(
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
+    allow_unsigned: bool = False,
     expect_head: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> StoreReport:
     """Check every run of a store and the store chain; never raises on findings.
 
     Args:
+        trusted_keys, require_signature, allow_unsigned: as :func:`check_run` (with
+            trusted keys, every run must be signed by one of them).
         expect_head: a head digest pinned from outside; if the chain does not contain
             it, the store was rolled back or forked (``head-not-in-chain``).
         progress: called with ``(runs done, runs total)``.
@@ -179,7 +233,10 @@ def check_store(
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
     try:
-        return _check_store(layout, trusted_keys, require_signature, expect_head, progress)
+        required = signature_required(
+            trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+        )
+        return _check_store(layout, trusted_keys, required, expect_head, progress)
     except OSError as exc:
         # A folder or chain file of the store cannot be read: exit 3, never a verdict.
         raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
@@ -192,7 +249,7 @@ def _check_store(
     expect_head: str | None,
     progress: Callable[[int, int], None] | None,
 ) -> StoreReport:
-    findings: list[Finding] = []
+    findings: list[_Finding] = []
     run_ids = _discover(layout, findings)
     try:
         entries, unusable = read_chain(layout)
@@ -201,13 +258,17 @@ def _check_store(
         findings.append(
             Finding(
                 "chain-invalid",
-                "store",
                 "audit/chain.jsonl is a symlink or not a regular file (not followed)",
+                artifact="store",
             )
         )
     if unusable:
         findings.append(
-            Finding("chain-invalid", "store", f"{unusable} unreadable line(s) in audit/chain.jsonl")
+            Finding(
+                "chain-invalid",
+                f"{unusable} unreadable line(s) in audit/chain.jsonl",
+                artifact="store",
+            )
         )
     run_ids |= {entry.run_id for entry in entries if _valid_run_id(entry.run_id)}
 
@@ -224,12 +285,18 @@ def _check_store(
 
     if not ordered:
         findings.append(
-            Finding("empty", "store", "the store holds no run (an empty store is never verified)")
+            Finding(
+                "empty",
+                "the store holds no run (an empty store is never verified)",
+                artifact="store",
+            )
         )
     _check_chain(layout, entries, findings)
     head = read_head(layout)
     if head is None:
-        findings.append(Finding("chain-invalid", "store", "audit/chain-head.json is damaged"))
+        findings.append(
+            Finding("chain-invalid", "audit/chain-head.json is damaged", artifact="store")
+        )
     else:
         last = entries[-1] if entries else None
         if (last is None and head.digest is not None) or (
@@ -243,8 +310,8 @@ def _check_store(
             findings.append(
                 Finding(
                     "head-mismatch",
-                    "store",
                     "the chain head does not name the last link of audit/chain.jsonl",
+                    artifact="store",
                     expected={"digest": last.manifest_digest if last else None},
                     actual={"digest": head.digest},
                 )
@@ -253,16 +320,14 @@ def _check_store(
         findings.append(
             Finding(
                 "head-not-in-chain",
-                "store",
                 "the expected head is not in the chain: the store was rolled back or forked",
+                artifact="store",
                 expected={"digest": expect_head},
                 actual={"digest": entries[-1].manifest_digest if entries else None},
             )
         )
-    errors = [f for f in findings if f.severity == "error"]
     return StoreReport(
         store=str(layout.root),
-        complete=not errors and all(r.complete for r in reports),
         runs=tuple(reports),
         findings=tuple(findings),
         head=entries[-1].manifest_digest if entries else None,
@@ -278,7 +343,7 @@ def _valid_run_id(run_id: str) -> bool:
     return True
 
 
-def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding]) -> None:
+def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[_Finding]) -> None:
     previous_digest: str | None = None
     latest_position: dict[str, int] = {}
     for entry in entries:
@@ -288,8 +353,8 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             findings.append(
                 Finding(
                     "chain-broken",
-                    "store",
                     f"chain link {index} (run {entry.run_id}) does not follow link {index - 1}",
+                    artifact="store",
                     expected={"position": index, "prev": previous_digest},
                     actual={"position": entry.position, "prev": entry.prev},
                 )
@@ -312,20 +377,23 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             findings.append(
                 Finding(
                     "run-deleted",
-                    "store",
                     f"run {entry.run_id} (chain link {entry.position}) was deleted",
+                    artifact="store",
                     expected={"manifest_digest": entry.manifest_digest},
                 )
             )
             continue
         if not manifest.closed:
-            continue  # re-opened for a new segment since it was linked
+            # Re-opened for a new segment since it was linked: the linked manifest was
+            # archived then, and must still match this link.
+            _check_superseded(layout, entry, findings)
+            continue
         if manifest_digest(manifest) != entry.manifest_digest:
             findings.append(
                 Finding(
                     "manifest-replaced",
-                    "store",
                     f"manifest of run {entry.run_id} differs from its chain link",
+                    artifact="store",
                     expected={"manifest_digest": entry.manifest_digest},
                     actual={"manifest_digest": manifest_digest(manifest)},
                 )
@@ -334,8 +402,8 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             findings.append(
                 Finding(
                     "chain-broken",
-                    "store",
                     f"manifest of run {entry.run_id} names another chain position",
+                    artifact="store",
                 )
             )
         elif (manifest.chain or {}).get("prev") != entry.prev:
@@ -345,8 +413,8 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
             findings.append(
                 Finding(
                     "chain-broken",
-                    "store",
                     f"manifest of run {entry.run_id} names another previous link",
+                    artifact="store",
                     expected={"prev": (manifest.chain or {}).get("prev")},
                     actual={"prev": entry.prev},
                 )
@@ -372,12 +440,15 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[Finding
         if manifest is not None and manifest.closed and run_id not in linked:
             findings.append(
                 Finding(
-                    "unchained", "store", f"closed manifest of run {run_id} is not in the chain"
+                    "unchained",
+                    f"closed manifest of run {run_id} is not in the chain "
+                    f"(after a crash, `agc recover {run_id}` links it)",
+                    artifact="store",
                 )
             )
 
 
-def _check_superseded(layout: StoreLayout, entry: Any, findings: list[Finding]) -> None:
+def _check_superseded(layout: StoreLayout, entry: Any, findings: list[_Finding]) -> None:
     """A link superseded by a later seal of the same run (a re-opened segment).
 
     Its manifest was archived when the run was re-opened; it must still hash to the
@@ -397,10 +468,25 @@ def _check_superseded(layout: StoreLayout, entry: Any, findings: list[Finding]) 
         findings.append(
             Finding(
                 "manifest-replaced",
-                "store",
                 f"run {entry.run_id}: the manifest of chain link {entry.position} (kept as "
                 f"{path.name} when the run was re-opened) is missing or differs from the link",
+                artifact="store",
                 expected={"manifest_digest": entry.manifest_digest},
+            )
+        )
+        return
+    own = archived.chain or {}
+    if own.get("position") != entry.position or own.get("prev") != entry.prev:
+        # Its digest matches, so this is the manifest that was linked somewhere: the
+        # link it names itself must be this one, or history was spliced around it.
+        findings.append(
+            Finding(
+                "chain-broken",
+                f"run {entry.run_id}: the manifest kept for chain link {entry.position} "
+                "names another position or previous link",
+                artifact="store",
+                expected={"position": own.get("position"), "prev": own.get("prev")},
+                actual={"position": entry.position, "prev": entry.prev},
             )
         )
         return
@@ -419,9 +505,9 @@ def _check_superseded(layout: StoreLayout, entry: Any, findings: list[Finding]) 
             findings.append(
                 Finding(
                     "manifest-replaced",
-                    "store",
                     f"run {entry.run_id}: the {kind} sealed at chain link {entry.position} "
                     "is not among the run's current segments",
+                    artifact="store",
                     expected={"digest": earlier.digest, "bytes": earlier.bytes},
                 )
             )

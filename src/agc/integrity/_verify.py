@@ -1,10 +1,10 @@
 """The run verifier: is a run's evidence complete and untouched?
 
 ``check_run`` returns a :class:`RunReport` and never raises on findings; ``verify_run``
-raises :class:`~agc.errors.VerificationError` when the report is not complete. Seed 004's
-``checkTranscriptIntegrity`` answered ``{complete, missing}``; the report keeps those two
-fields (``missing`` holds the seed's human strings, "transcript checksum mismatch" …)
-and adds structured :class:`Finding` objects with stable codes.
+raises :class:`~agc.errors.VerificationError` when the report is not complete. The report
+answers ``complete`` (computed from its findings) and ``missing`` (the message of every
+error finding, "transcript checksum mismatch" …), and holds the structured findings
+with stable codes (:data:`RunFindingCode`).
 
 The work is split in two: :func:`observe_artifact` is the only part that reads files
 (streamed, memory flat); :func:`judge_artifact` is pure and turns an observation plus the
@@ -30,12 +30,16 @@ Finding codes (stable, documented in ``docs/format.md``):
 ``empty``                 the transcript holds no records (never complete)
 ``not-regular-file``      a symlink or other non-file stands where a file should
 ``unexpected``            a sidecar of an algorithm the manifest does not use
-``legacy-format``         (warning) a seed-004 store: digest-only SHA-256 sidecar, no
-                          manifest
+``legacy-format``         (warning) a legacy store: digest-only SHA-256 sidecar, no
+                          manifest (see :mod:`agc.integrity._legacy`)
+``unverified-records``    (warning) records naming the run in the legacy shared
+                          ``audit/tool-events.jsonl``: no seal covers them
 ``recovered``             (warning) sealed by ``agc recover`` after a crash
 ``bad-signature``         the manifest's signature does not verify
 ``unknown-key``           the manifest is signed by a key that is not trusted
-``unsigned``              no signature, and ``require_signature`` was asked for
+``unsigned``              no signature, and one is required (trusted keys were given,
+                          or ``require_signature``; ``allow_unsigned`` relaxes it)
+``signature-not-verified`` (warning) signed, but no trusted key was given to check it
 ========================  ==============================================================
 
 ``unsealed`` (a crash before ``close()``) carries the verified prefix: the bytes and
@@ -46,43 +50,46 @@ prefix that does not match its checkpoint is ``modified``, one shorter than a ch
 
 from __future__ import annotations
 
-import errno
-import json
 import os
 import re
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from agc._core.checkpoint import (
-    CHECKPOINT_SUFFIX,
     Checkpoint,
     PrefixCheck,
     check_prefix,
-    parse_checkpoints,
+    read_checkpoints,
 )
 from agc._core.digest import (
     ALGORITHMS,
-    SIDECAR_SUFFIXES,
     Algorithm,
     digest_fd,
     digests_equal,
 )
-from agc._core.fs import open_nofollow, read_small_file
-from agc._core.sidecar import Sidecar, parse_sidecar
+from agc._core.fs import open_nofollow
+from agc._core.report import Finding, Report
+from agc._core.sidecar import Sidecar, read_sidecars, sidecar_name
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import (
     ManifestInvalidError,
-    SidecarInvalidError,
+    ReportInvalidError,
     StoreError,
     UnsafePathError,
+    UsageError,
     VerificationError,
 )
-from agc.integrity._chain import read_chain
+from agc.integrity._legacy import (
+    LegacyFindingCode,
+    count_legacy_tool_events,
+    detect_legacy_run,
+    unverified_records_finding,
+)
 from agc.integrity._manifest import ArtifactSeal, RunManifest
-from agc.integrity._store_io import read_manifest
+from agc.integrity._store_io import iter_json_objects, read_manifest
 
 if TYPE_CHECKING:
     # cryptography is imported only when a signature is actually checked: agc-verify
@@ -90,10 +97,10 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [
-    "REPORT_SCHEMA_VERSION",
     "ArtifactObservation",
     "ArtifactReport",
     "Finding",
+    "RunFindingCode",
     "RunReport",
     "check_run",
     "judge_artifact",
@@ -102,41 +109,33 @@ __all__ = [
     "verify_run",
 ]
 
-REPORT_SCHEMA_VERSION: Final = 1
-Severity = Literal["error", "warning"]
-_MAX_SIDECAR_BYTES: Final = 4096
+RunFindingCode = Literal[
+    "run-missing",
+    "missing",
+    "deleted",
+    "modified",
+    "truncated",
+    "extended",
+    "torn-tail",
+    "unsealed",
+    "sidecar-missing",
+    "sidecar-invalid",
+    "manifest-missing",
+    "manifest-invalid",
+    "empty",
+    "not-regular-file",
+    "unexpected",
+    "recovered",
+    "bad-signature",
+    "unknown-key",
+    "unsigned",
+    "signature-not-verified",
+    LegacyFindingCode,
+]
+"""The finding codes of a run report (documented in ``docs/format.md``)."""
+
+_Finding: TypeAlias = Finding[RunFindingCode]
 _KEY_ID: Final = re.compile(r"[0-9a-f]{64}")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing that is wrong (or, for warnings, worth knowing) about a run.
-
-    Attributes:
-        code: stable kebab-case code (see the module docstring).
-        artifact: ``"transcript"``, ``"tool-events"``, ``"manifest"`` or ``None``.
-        message: the human string, e.g. ``"transcript checksum mismatch"``.
-        severity: ``"error"`` makes the run incomplete; ``"warning"`` does not.
-        expected: what the seal says (``digest``, ``bytes``, ``records`` …), if known.
-        actual: what is on disk now, if known.
-    """
-
-    code: str
-    artifact: str | None
-    message: str
-    severity: Severity = "error"
-    expected: Mapping[str, Any] | None = None
-    actual: Mapping[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "artifact": self.artifact,
-            "severity": self.severity,
-            "message": self.message,
-            "expected": dict(self.expected) if self.expected is not None else None,
-            "actual": dict(self.actual) if self.actual is not None else None,
-        }
 
 
 @dataclass(frozen=True)
@@ -175,19 +174,37 @@ class ArtifactObservation:
 
 
 @dataclass(frozen=True)
-class ArtifactReport:
-    """Per-artifact outcome: ``ok`` is True when the artifact has no error finding."""
+class ArtifactReport(Report[RunFindingCode]):
+    """Per-artifact outcome, an entry of a :class:`RunReport`.
+
+    Attributes:
+        kind: the artifact kind; ``path``: its file.
+        findings: the findings about this artifact (they are also in the run's report).
+        algorithm, digest, bytes, records: what was verified (``None`` where not known).
+        legacy: the run is in the legacy store format.
+    """
+
+    CODES = frozenset(get_args(RunFindingCode))
 
     kind: ArtifactKind
     path: str
-    ok: bool
+    findings: tuple[_Finding, ...]
     algorithm: str | None
     digest: str | None
     bytes: int | None
     records: int | None
     legacy: bool = False
 
+    @property
+    def ok(self) -> bool:
+        """True when the artifact has no error finding."""
+        return not self.errors
+
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (an entry of the run report: no ``schema_version`` of its own)."""
+        return self._members()
+
+    def _members(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "path": self.path,
@@ -200,45 +217,63 @@ class ArtifactReport:
         }
 
 
+_FINDING_KEYS: Final = ("code", "artifact", "severity", "message", "expected", "actual")
+
+
 @dataclass(frozen=True)
-class RunReport:
+class RunReport(Report[RunFindingCode]):
     """The verdict on one run.
 
     Attributes:
         run_id: the run.
         store: the store folder.
-        complete: True only if every artifact is present, sealed and matches, and the
-            transcript holds at least one record (no error finding).
-        missing: human strings, one per error finding (seed 004's ``missing`` list).
         findings: every finding, errors and warnings.
         artifacts: one report per artifact kind.
         manifest: whether a valid manifest was found.
-        legacy: True for a run written by seed 004's implementation.
+        legacy: True for a run in the legacy store format (:mod:`agc.integrity._legacy`).
         signature: ``signature-valid``, ``bad-signature``, ``unknown-key``, ``unsigned``,
             or ``not-checked`` (signed, but no trusted key was given).
         key_id: the key id named by the manifest's signature, if any.
+
+    Raises:
+        ReportInvalidError: an artifact's finding is not among the run's findings.
     """
+
+    CODES = frozenset(get_args(RunFindingCode))
 
     run_id: str
     store: str
-    complete: bool
-    missing: tuple[str, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[_Finding, ...]
     artifacts: tuple[ArtifactReport, ...]
     manifest: bool
     legacy: bool = False
     signature: str = "unsigned"
     key_id: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with ``schema_version`` (the ``--json`` contract)."""
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        known = {id(f) for f in self.findings}
+        if any(id(f) not in known for a in self.artifacts for f in a.findings):
+            raise ReportInvalidError("an artifact's finding is missing from the run's findings")
+
+    @property
+    def complete(self) -> bool:
+        """True only if every artifact is present, sealed and matches, and the transcript
+        holds at least one record: no error finding."""
+        return not self.errors
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The message of every error finding, in order."""
+        return tuple(f.message for f in self.errors)
+
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": REPORT_SCHEMA_VERSION,
             "run_id": self.run_id,
             "store": self.store,
             "complete": self.complete,
             "missing": list(self.missing),
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [f.to_dict(_FINDING_KEYS) for f in self.findings],
             "artifacts": [a.to_dict() for a in self.artifacts],
             "manifest": self.manifest,
             "legacy": self.legacy,
@@ -262,9 +297,10 @@ def observe_artifact(
     Lines are counted only when the digest does not match the seal or there is no seal.
 
     Raises:
-        StoreError: a file exists but cannot be read.
+        StoreError: a file exists but cannot be read (a sidecar too: see
+            :mod:`agc._core.sidecar` for the one rule every sidecar reader follows).
     """
-    sidecars = _read_sidecars(path)
+    sidecars = read_sidecars(path)
     try:
         info = path.lstat()
     except FileNotFoundError:
@@ -283,20 +319,21 @@ def observe_artifact(
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     try:
+        # Checkpoints first, size second: a live writer writes bytes before the
+        # checkpoint that covers them, so every checkpoint read here is within ``size``
+        # (the other order reports a run being written as truncated).
+        checkpoints = _read_checkpoints(path) if seal is None or not seal.closed else None
         size = os.fstat(fd).st_size
-        digest, _ = digest_fd(fd, algorithm)
+        digest, _ = digest_fd(fd, algorithm, limit=size)
         ends_with_newline = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
         matches_seal = seal is not None and digests_equal(seal.digest, digest)
-        records = None if matches_seal else _count_lines(fd)
+        records = None if matches_seal else _count_lines(fd, size)
         segment_mismatch = _first_changed_segment(fd, seal, size) if seal else None
         prefix_digest = None
         if seal is not None and not matches_seal and size > seal.bytes:
             os.lseek(fd, 0, os.SEEK_SET)
             prefix_digest, _ = digest_fd(fd, seal.algorithm, limit=seal.bytes)
-        prefix = None
-        if seal is None or not seal.closed:
-            checkpoints = _read_checkpoints(path)
-            prefix = check_prefix(fd, checkpoints, size=size)
+        prefix = None if checkpoints is None else check_prefix(fd, checkpoints, size=size)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     finally:
@@ -319,12 +356,9 @@ def observe_artifact(
 
 def _read_checkpoints(path: Path) -> list[Checkpoint]:
     try:
-        data = read_small_file(path.with_name(path.name + CHECKPOINT_SUFFIX), max_bytes=1 << 30)
-    except (FileNotFoundError, UnsafePathError):
-        return []
-    except OSError as exc:
-        raise StoreError(f"cannot read the checkpoints of {path}: {exc}") from exc
-    return parse_checkpoints(data)[0]
+        return read_checkpoints(path)[0]
+    except UnsafePathError:
+        return []  # not a checkpoint file: nothing of the file counts as verified
 
 
 def _first_changed_segment(fd: int, seal: ArtifactSeal, size: int) -> Mapping[str, Any] | None:
@@ -351,37 +385,12 @@ def _choose_algorithm(
     return "blake3"
 
 
-def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
-    found: dict[Algorithm, Sidecar | str] = {}
-    for algorithm in ALGORITHMS:
-        sidecar_path = path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
-        try:
-            data = read_small_file(sidecar_path, max_bytes=_MAX_SIDECAR_BYTES)
-        except FileNotFoundError:
-            continue
-        except UnsafePathError:
-            found[algorithm] = "is a symlink or not a regular file"
-            continue
-        except StoreError as exc:
-            found[algorithm] = str(exc)
-            continue
-        except OSError as exc:
-            if exc.errno in {errno.EACCES, errno.EPERM}:
-                raise StoreError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
-            found[algorithm] = exc.strerror or str(exc)
-            continue
-        try:
-            found[algorithm] = parse_sidecar(data, algorithm=algorithm)
-        except SidecarInvalidError as exc:
-            found[algorithm] = exc.message.removeprefix("sidecar ")
-    return found
-
-
-def _count_lines(fd: int) -> int:
-    os.lseek(fd, 0, os.SEEK_SET)
-    count = 0
-    while chunk := os.read(fd, 8 * 1024 * 1024):
+def _count_lines(fd: int, size: int) -> int:
+    """Newlines in the first ``size`` bytes (a live writer may be appending after them)."""
+    count = position = 0
+    while position < size and (chunk := os.pread(fd, min(8 << 20, size - position), position)):
         count += chunk.count(b"\n")
+        position += len(chunk)
     return count
 
 
@@ -392,47 +401,34 @@ def judge_artifact(
     obs: ArtifactObservation,
     *,
     seal: ArtifactSeal | None,
-    legacy_events: int | None = None,
     manifest_present: bool = False,
-) -> list[Finding]:
+) -> list[_Finding]:
     """Turn an observation and the manifest's seal into findings. Pure.
 
     Args:
         obs: what is on disk.
         seal: the manifest's entry for this artifact, if any.
         manifest_present: the run has a manifest (so a sealed artifact must be in it).
-        legacy_events: for tool events of a manifest-less run, the number of records
-            for this run in the seed's shared ``audit/tool-events.jsonl`` (``None``
-            when not consulted).
     """
     kind = obs.kind
-    findings: list[Finding] = []
+    findings: list[_Finding] = []
     expected = _seal_facts(seal)
 
     if obs.file_type == "symlink":
-        return [Finding("not-regular-file", kind, f"{kind} is a symlink (not followed)")]
+        return [Finding("not-regular-file", f"{kind} is a symlink (not followed)", artifact=kind)]
     if obs.file_type == "other":
-        return [Finding("not-regular-file", kind, f"{kind} is not a regular file")]
+        return [Finding("not-regular-file", f"{kind} is not a regular file", artifact=kind)]
     if obs.file_type == "absent":
         if seal is not None:
             return [
                 Finding(
                     "deleted",
-                    kind,
                     f"{kind} file missing (deleted after sealing)",
+                    artifact=kind,
                     expected=expected,
                 )
             ]
-        if kind == "tool-events" and legacy_events:
-            return [
-                Finding(
-                    "legacy-format",
-                    kind,
-                    f"tool events read from the legacy shared file ({legacy_events} records)",
-                    severity="warning",
-                )
-            ]
-        return [Finding("missing", kind, f"{kind} file missing")]
+        return [Finding("missing", f"{kind} file missing", artifact=kind)]
 
     actual = {"digest": obs.digest, "bytes": obs.bytes, "records": obs.records}
     sidecar = _judge_sidecars(obs, seal, findings)
@@ -448,9 +444,9 @@ def judge_artifact(
             findings.append(
                 Finding(
                     "unsealed",
-                    kind,
                     f"{kind} has a sidecar but no entry in the run manifest "
                     "(interrupted while sealing?)",
+                    artifact=kind,
                     actual=actual,
                 )
             )
@@ -458,19 +454,10 @@ def judge_artifact(
             findings.append(
                 Finding(
                     "modified",
-                    kind,
                     f"{kind} checksum mismatch",
+                    artifact=kind,
                     expected={"digest": sidecar.digest},
                     actual=actual,
-                )
-            )
-        if sidecar.legacy:
-            findings.append(
-                Finding(
-                    "legacy-format",
-                    kind,
-                    f"{kind} has a legacy digest-only SHA-256 sidecar (seed 004 format)",
-                    severity="warning",
                 )
             )
 
@@ -478,19 +465,21 @@ def judge_artifact(
         findings.append(
             Finding(
                 "modified",
-                kind,
                 f"{kind}: an earlier segment ({obs.segment_mismatch.get('bytes')} bytes, sealed "
                 "before the file was re-opened) no longer matches its seal",
+                artifact=kind,
                 expected=dict(obs.segment_mismatch),
                 actual=actual,
             )
         )
     if not obs.ends_with_newline and not any(f.code == "truncated" for f in findings):
         findings.append(
-            Finding("torn-tail", kind, f"{kind} ends in an unterminated line", actual=actual)
+            Finding(
+                "torn-tail", f"{kind} ends in an unterminated line", artifact=kind, actual=actual
+            )
         )
     if kind == "transcript" and obs.bytes == 0:
-        findings.append(Finding("empty", kind, "transcript has no records", actual=actual))
+        findings.append(Finding("empty", "transcript has no records", artifact=kind, actual=actual))
     return findings
 
 
@@ -510,22 +499,22 @@ def _unsealed_facts(
     }
 
 
-def _judge_unsealed(obs: ArtifactObservation, actual: dict[str, Any]) -> Finding:
+def _judge_unsealed(obs: ArtifactObservation, actual: dict[str, Any]) -> _Finding:
     """A file that was never sealed: crashed (or still being written)."""
     kind, prefix = obs.kind, obs.prefix
     if prefix is not None and prefix.mismatch is not None:
         return Finding(
             "modified",
-            kind,
             f"{kind} prefix does not match its checkpoint at {prefix.mismatch.bytes} bytes",
+            artifact=kind,
             expected=prefix.mismatch.to_dict(),
             actual=actual,
         )
     if prefix is not None and prefix.beyond_end is not None:
         return Finding(
             "truncated",
-            kind,
             f"{kind} is shorter than its checkpoint at {prefix.beyond_end.bytes} bytes",
+            artifact=kind,
             expected=prefix.beyond_end.to_dict(),
             actual=actual,
         )
@@ -534,10 +523,10 @@ def _judge_unsealed(obs: ArtifactObservation, actual: dict[str, Any]) -> Finding
     facts = _unsealed_facts(obs, verified_bytes, verified_records)
     return Finding(
         "unsealed",
-        kind,
         f"{kind} not sealed (no checksum sidecar): {verified_records} records "
         f"({verified_bytes} bytes) verified by checkpoints, "
         f"{facts['unverified_bytes']} bytes unverified",
+        artifact=kind,
         actual=facts,
     )
 
@@ -547,7 +536,7 @@ def _judge_reopened(
     seal: ArtifactSeal,
     expected: dict[str, Any],
     actual: dict[str, Any],
-) -> list[Finding]:
+) -> list[_Finding]:
     """A sealed file re-opened for a new segment: the sealed prefix must still match."""
     kind = obs.kind
     assert obs.bytes is not None
@@ -564,10 +553,10 @@ def _judge_reopened(
     return [
         Finding(
             "unsealed",
-            kind,
             f"{kind} was re-opened for a new segment that is not sealed yet: "
             f"{seal.records} records ({seal.bytes} bytes) verified by the previous seal, "
             f"{facts['unverified_bytes']} bytes unverified",
+            artifact=kind,
             expected=expected,
             actual=facts,
         )
@@ -575,7 +564,7 @@ def _judge_reopened(
 
 
 def _judge_sidecars(
-    obs: ArtifactObservation, seal: ArtifactSeal | None, findings: list[Finding]
+    obs: ArtifactObservation, seal: ArtifactSeal | None, findings: list[_Finding]
 ) -> Sidecar | None:
     """Check the sidecar(s); return the one that counts, appending findings."""
     kind = obs.kind
@@ -585,9 +574,9 @@ def _judge_sidecars(
             findings.append(
                 Finding(
                     "unexpected",
-                    kind,
-                    f"unexpected {obs.path.name}{SIDECAR_SUFFIXES[algorithm]}: the run was "
+                    f"unexpected {sidecar_name(obs.path.name, algorithm)}: the run was "
                     f"sealed with {seal.algorithm}",
+                    artifact=kind,
                 )
             )
     parsed = obs.sidecars.get(wanted) if wanted is not None else None
@@ -596,31 +585,31 @@ def _judge_sidecars(
             findings.append(
                 Finding(
                     "sidecar-missing",
-                    kind,
                     f"{kind} checksum sidecar missing",
+                    artifact=kind,
                     expected={"digest": seal.digest},
                 )
             )
         return None
     if isinstance(parsed, str):
         findings.append(
-            Finding("sidecar-invalid", kind, f"{kind} checksum sidecar invalid: {parsed}")
+            Finding("sidecar-invalid", f"{kind} checksum sidecar invalid: {parsed}", artifact=kind)
         )
         return None
     if parsed.file_name is not None and parsed.file_name != obs.path.name:
         findings.append(
             Finding(
                 "sidecar-invalid",
-                kind,
                 f"{kind} checksum sidecar names {parsed.file_name!r}, not {obs.path.name!r}",
+                artifact=kind,
             )
         )
     if seal is not None and not digests_equal(parsed.digest, seal.digest):
         findings.append(
             Finding(
                 "sidecar-invalid",
-                kind,
                 f"{kind} checksum sidecar disagrees with the run manifest",
+                artifact=kind,
                 expected={"digest": seal.digest},
                 actual={"digest": parsed.digest},
             )
@@ -629,8 +618,8 @@ def _judge_sidecars(
         findings.append(
             Finding(
                 "sidecar-invalid",
-                kind,
                 f"{kind} checksum sidecar is in the legacy format but the run has a manifest",
+                artifact=kind,
             )
         )
     return parsed
@@ -641,7 +630,7 @@ def _judge_against_seal(
     seal: ArtifactSeal,
     expected: dict[str, Any],
     actual: dict[str, Any],
-) -> list[Finding]:
+) -> list[_Finding]:
     kind = obs.kind
     assert obs.digest is not None
     assert obs.bytes is not None
@@ -652,8 +641,8 @@ def _judge_against_seal(
         return [
             Finding(
                 "truncated",
-                kind,
                 f"{kind} truncated {where} ({seal.bytes - obs.bytes} bytes gone)",
+                artifact=kind,
                 expected=expected,
                 actual=actual,
             )
@@ -667,14 +656,16 @@ def _judge_against_seal(
         return [
             Finding(
                 "extended",
-                kind,
                 f"{kind} has {extra} record(s) appended after sealing",
+                artifact=kind,
                 expected=expected,
                 actual=actual,
             )
         ]
     return [
-        Finding("modified", kind, f"{kind} checksum mismatch", expected=expected, actual=actual)
+        Finding(
+            "modified", f"{kind} checksum mismatch", artifact=kind, expected=expected, actual=actual
+        )
     ]
 
 
@@ -693,36 +684,48 @@ def check_run(
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
+    allow_unsigned: bool = False,
 ) -> RunReport:
     """Check one run's evidence and return a report; never raises on findings.
 
     Args:
         run_id: the run id (validated first: ``RunIdInvalidError``, nothing touched).
         store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
-        trusted_keys: Ed25519 public keys by key id; with them the manifest signature
-            is checked (``bad-signature`` / ``unknown-key`` are errors).
-        require_signature: a run without a valid signature by a trusted key is
-            incomplete (``unsigned``).
+        trusted_keys: Ed25519 public keys by key id. With any, every run must carry a
+            valid signature by one of them: an unsigned run (a stripped signature, a
+            legacy-format store, a segment sealed without the key, a fabricated run)
+            is incomplete (``unsigned``), a bad one ``bad-signature``, another key's
+            ``unknown-key``.
+        require_signature: the explicit spelling of that rule; without trusted keys it
+            makes every run incomplete (``unknown-key``: nothing to check against).
+        allow_unsigned: with trusted keys, let an unsigned run pass (signed runs are
+            still checked). The only way to relax the rule.
 
     Raises:
         RunIdInvalidError: bad run id.
+        UsageError: ``require_signature`` and ``allow_unsigned`` together.
         StoreError: the store or a file in it cannot be read (exit 3).
     """
+    require_signature = signature_required(
+        trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+    )
     validate_run_id(run_id)
     layout = StoreLayout.at(store)
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
-    findings: list[Finding] = []
+    findings: list[_Finding] = []
     manifest: RunManifest | None = None
     try:
         manifest = read_manifest(layout, run_id)
     except ManifestInvalidError as exc:
         findings.append(
-            Finding("manifest-invalid", "manifest", f"run manifest invalid: {exc.message}")
+            Finding("manifest-invalid", f"run manifest invalid: {exc.message}", artifact="manifest")
         )
     except UnsafePathError:
         findings.append(
-            Finding("not-regular-file", "manifest", "run manifest is a symlink or not a file")
+            Finding(
+                "not-regular-file", "run manifest is a symlink or not a file", artifact="manifest"
+            )
         )
 
     observations: list[ArtifactObservation] = []
@@ -730,35 +733,28 @@ def check_run(
         seal = manifest.artifacts.get(kind) if manifest else None
         observations.append(observe_artifact(layout.artifact_path(run_id, kind), kind, seal=seal))
 
-    legacy = manifest is None and not findings and _looks_legacy(observations)
-    if legacy and _in_chain(layout, run_id):
-        # A run the store chain links had a manifest: not a seed-004 run, but one whose
-        # manifest was removed (and its sidecars rewritten in the legacy format).
-        legacy = False
-        findings.append(
-            Finding(
-                "manifest-missing",
-                "manifest",
-                "run manifest missing (the store chain links this run)",
-            )
+    # Records naming the run in the legacy shared file are never part of it: reported
+    # as unverified, for legacy and agc runs alike.
+    shared_records = count_legacy_tool_events(layout, run_id)
+    legacy = None
+    if manifest is None and not findings:
+        legacy, downgrade = detect_legacy_run(
+            layout, run_id, observations[0], shared_records=shared_records
         )
+        findings.extend(downgrade)
     if (
         manifest is None
         and not findings
+        and not shared_records
         and all(o.file_type == "absent" and not o.sidecars for o in observations)
-        and not any(True for _ in read_tool_events(run_id, layout.root, legacy_only=True))
-        and not _in_chain(layout, run_id)
     ):
         return _run_missing(run_id, layout, observations)
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
-        legacy_events = None
-        if legacy and obs.kind == "tool-events" and obs.file_type == "absent":
-            legacy_events = sum(1 for _ in read_tool_events(run_id, layout.root, legacy_only=True))
-        own = judge_artifact(
-            obs, seal=seal, legacy_events=legacy_events, manifest_present=manifest is not None
-        )
+        own = judge_artifact(obs, seal=seal, manifest_present=manifest is not None)
+        if legacy is not None:
+            own = legacy.judge(obs, own)
         if seal is not None and seal.quarantine is not None:
             own.extend(_check_quarantine(obs.path, seal))
         findings.extend(own)
@@ -766,25 +762,27 @@ def check_run(
             ArtifactReport(
                 kind=obs.kind,
                 path=str(obs.path),
-                ok=not any(f.severity == "error" for f in own),
+                findings=tuple(own),
                 algorithm=obs.algorithm,
                 digest=obs.digest,
                 bytes=obs.bytes,
-                records=obs.records if obs.records is not None else legacy_events,
-                legacy=legacy,
+                records=obs.records,
+                legacy=legacy is not None,
             )
         )
+    if shared_records:
+        findings.append(unverified_records_finding(shared_records))
 
     has_modern_sidecar = any(
         isinstance(s, Sidecar) and not s.legacy for o in observations for s in o.sidecars.values()
     )
     if (
         manifest is None
-        and not legacy
+        and legacy is None
         and has_modern_sidecar
         and not _has_code(findings, "manifest-invalid")
     ):
-        findings.insert(0, Finding("manifest-missing", "manifest", "run manifest missing"))
+        findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
 
     status, key_id = _judge_signature(manifest, trusted_keys, require_signature, findings)
     if manifest is not None:
@@ -794,22 +792,19 @@ def check_run(
                 findings.append(
                     Finding(
                         "recovered",
-                        seal.kind,
                         f"{seal.kind} was sealed by `agc recover` after a crash "
                         f"({quarantined} torn bytes quarantined)",
+                        artifact=seal.kind,
                         severity="warning",
                     )
                 )
-    errors = [f for f in findings if f.severity == "error"]
     return RunReport(
         run_id=run_id,
         store=str(layout.root),
-        complete=not errors,
-        missing=tuple(f.message for f in errors),
         findings=tuple(findings),
         artifacts=tuple(artifact_reports),
         manifest=manifest is not None,
-        legacy=legacy,
+        legacy=legacy is not None,
         signature=status,
         key_id=key_id,
     )
@@ -818,24 +813,22 @@ def check_run(
 def _run_missing(
     run_id: str, layout: StoreLayout, observations: list[ArtifactObservation]
 ) -> RunReport:
-    """The report on a run of which the store holds nothing at all (one finding)."""
-    finding = Finding(
-        "run-missing", None, f"no run {run_id!r} in store {layout.root}", severity="error"
-    )
+    """The report on a run of which the store holds nothing at all: one finding, which
+    every artifact shares (none of them is there)."""
+    finding: _Finding = Finding("run-missing", f"no run {run_id!r} in store {layout.root}")
     return RunReport(
         run_id=run_id,
         store=str(layout.root),
-        complete=False,
-        missing=(finding.message,),
         findings=(finding,),
         artifacts=tuple(
-            ArtifactReport(o.kind, str(o.path), False, None, None, None, None) for o in observations
+            ArtifactReport(o.kind, str(o.path), (finding,), None, None, None, None)
+            for o in observations
         ),
         manifest=False,
     )
 
 
-def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[Finding]:
+def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[_Finding]:
     """The torn bytes ``agc recover`` moved beside a file: present and as sealed."""
     kind, quarantine = seal.kind, seal.quarantine or {}
     name = str(quarantine.get("file"))
@@ -847,19 +840,27 @@ def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[Finding]:
         return [
             Finding(
                 "deleted",
-                kind,
                 f"{kind} quarantine file {name} missing (deleted after recovery)",
+                artifact=kind,
                 expected=expected,
             )
         ]
     except UnsafePathError:
-        return [Finding("not-regular-file", kind, f"{kind} quarantine file {name} is a symlink")]
+        return [
+            Finding(
+                "not-regular-file", f"{kind} quarantine file {name} is a symlink", artifact=kind
+            )
+        ]
     except OSError as exc:
         raise StoreError(f"cannot read {target}: {exc.strerror}") from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return [
-                Finding("not-regular-file", kind, f"{kind} quarantine file {name} is not a file")
+                Finding(
+                    "not-regular-file",
+                    f"{kind} quarantine file {name} is not a file",
+                    artifact=kind,
+                )
             ]
         digest, size = digest_fd(fd, seal.algorithm)
     except OSError as exc:
@@ -871,23 +872,39 @@ def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[Finding]:
     return [
         Finding(
             "modified",
-            kind,
             f"{kind} quarantine file {name} checksum mismatch",
+            artifact=kind,
             expected=expected,
             actual={"digest": digest, "bytes": size},
         )
     ]
 
 
+def signature_required(
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    *,
+    require_signature: bool,
+    allow_unsigned: bool,
+) -> bool:
+    """Whether an unsigned run fails: asked for, or implied by trusted keys.
+
+    Raises:
+        UsageError: ``require_signature`` and ``allow_unsigned`` together.
+    """
+    if require_signature and allow_unsigned:
+        raise UsageError("--require-signature and --allow-unsigned contradict each other")
+    return require_signature or (bool(trusted_keys) and not allow_unsigned)
+
+
 def _judge_signature(
     manifest: RunManifest | None,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
-    findings: list[Finding],
+    findings: list[_Finding],
 ) -> tuple[str, str | None]:
     if manifest is None:
         if require_signature:
-            findings.append(Finding("unsigned", "manifest", "run has no signed manifest"))
+            findings.append(Finding("unsigned", "run has no signed manifest", artifact="manifest"))
         return "unsigned", None
     document = manifest.document()
     signature = manifest.signature or {}
@@ -897,49 +914,45 @@ def _judge_signature(
     if manifest.signature is not None and not trusted_keys:
         if require_signature:
             findings.append(
-                Finding("unknown-key", "manifest", "no trusted key given to check the signature")
+                Finding(
+                    "unknown-key",
+                    "no trusted key given to check the signature",
+                    artifact="manifest",
+                )
+            )
+        else:
+            findings.append(
+                Finding(
+                    "signature-not-verified",
+                    f"run manifest is signed (key id {key_id or '(malformed)'}) but no trusted "
+                    "key was given, so the signature was not checked",
+                    "warning",
+                    artifact="manifest",
+                )
             )
         return "not-checked", key_id
     from agc.integrity._signing import check_signature  # noqa: PLC0415 - see TYPE_CHECKING
 
     status = check_signature(document, trusted_keys or {})
     if status == "bad-signature":
-        findings.append(Finding("bad-signature", "manifest", "run manifest signature is invalid"))
+        findings.append(
+            Finding("bad-signature", "run manifest signature is invalid", artifact="manifest")
+        )
     elif status == "unknown-key":
         findings.append(
             Finding(
                 "unknown-key",
-                "manifest",
                 f"run manifest is signed by an untrusted key {key_id or '(malformed key id)'}",
+                artifact="manifest",
             )
         )
     elif status == "unsigned" and require_signature:
-        findings.append(Finding("unsigned", "manifest", "run manifest is not signed"))
+        findings.append(Finding("unsigned", "run manifest is not signed", artifact="manifest"))
     return status, key_id
 
 
-def _has_code(findings: list[Finding], code: str) -> bool:
+def _has_code(findings: list[_Finding], code: str) -> bool:
     return any(f.code == code for f in findings)
-
-
-def _in_chain(layout: StoreLayout, run_id: str) -> bool:
-    """Whether ``audit/chain.jsonl`` links the run (read only for would-be legacy runs).
-
-    A chain log that cannot be read as a file counts as linking it: a store with a
-    damaged chain is not a seed-004 store."""
-    try:
-        entries, _ = read_chain(layout)
-    except FileNotFoundError:
-        return False
-    except (UnsafePathError, StoreError, OSError):
-        return True
-    return any(entry.run_id == run_id for entry in entries)
-
-
-def _looks_legacy(observations: list[ArtifactObservation]) -> bool:
-    transcript = observations[0]
-    sidecar = transcript.sidecars.get("sha256")
-    return isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
 
 
 def verify_run(
@@ -948,15 +961,20 @@ def verify_run(
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
+    allow_unsigned: bool = False,
 ) -> RunReport:
     """Like :func:`check_run`, but raise when the run is not complete.
 
     Raises:
         VerificationError: the report has error findings (``exc.report`` holds it).
-        RunIdInvalidError, StoreError: as :func:`check_run`.
+        RunIdInvalidError, UsageError, StoreError: as :func:`check_run`.
     """
     report = check_run(
-        run_id, store, trusted_keys=trusted_keys, require_signature=require_signature
+        run_id,
+        store,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
     )
     if not report.complete:
         raise VerificationError(
@@ -968,44 +986,19 @@ def verify_run(
 def read_tool_events(
     run_id: str,
     store: str | os.PathLike[str] | None = None,
-    *,
-    legacy_only: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Yield the run's tool events: its own file, then the legacy shared file's records
-    whose ``run_id`` matches (seed 004 reads both and filters the shared one by run id).
+    """Yield the records of the run's own tool-events file (what ``check_run`` verifies).
 
+    Records naming the run in the legacy shared ``audit/tool-events.jsonl`` are NOT
+    yielded: no seal covers them (``check_run`` reports them as ``unverified-records``);
+    :func:`~agc.integrity.read_legacy_tool_events` reads them for a caller who asks.
     Lines that are not JSON objects are skipped here (the verifier, not this reader,
     reports damage).
 
     Raises:
         RunIdInvalidError: bad run id.
-        UnsafePathError: a file is a symlink.
-        StoreError: a file is not a regular file (a FIFO, a folder) or cannot be read.
+        UnsafePathError: the file is a symlink.
+        StoreError: it is not a regular file (a FIFO, a folder) or cannot be read.
     """
     layout = StoreLayout.at(store)
-    paths = [layout.legacy_tool_events_path]
-    if not legacy_only:
-        paths.insert(0, layout.artifact_path(run_id, "tool-events"))
-    for path in paths:
-        filter_by_run = path == layout.legacy_tool_events_path
-        try:
-            # Not following symlinks and never blocking: read_small_file's rules.
-            fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise StoreError(f"{path} is not a regular file")
-        with os.fdopen(fd, "rb") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if not isinstance(record, dict):
-                    continue
-                if filter_by_run and record.get("run_id") != run_id:
-                    continue
-                yield record
+    yield from iter_json_objects(layout.artifact_path(run_id, "tool-events"))

@@ -1,29 +1,17 @@
-"""Append-only JSONL writers that hash as they write and seal on close.
+"""The run writers: a run's transcript and tool events, sealed into the run manifest.
 
 Seed 004's ``createTranscriptWriter`` / ``createToolEventWriter`` appended
-``{...entry, ts}`` lines and re-read the whole file at close to write a checksum. Here:
+``{...entry, ts}`` lines and re-read the whole file at close to write a checksum. Here
+the JSONL machinery of :class:`~agc._core.jsonl.JsonlFileWriter` (hash while writing,
+checkpoints, one writer per file, records validated first) is given two objects:
 
-* each record gets ``seq`` (0, 1, 2 … per file) and ``ts`` (Unix ms); tool events also
-  ``run_id``. One JSON object per line, UTF-8, ``\\n``-terminated; U+2028/U+2029 are
-  written raw and round-trip because lines split only on ``\\n``;
-* records are serialized with orjson (compact, raw UTF-8); a record that orjson does
-  not take natively or whose bytes hold ``null`` (NaN/Infinity become ``null`` in
-  orjson, so they could hide there) goes through the standard library's stricter path,
-  which rejects NaN/Infinity, lone surrogates and unsupported types;
-* the digest is updated with exactly the bytes that reached the file, so sealing never
-  re-reads it: closing costs the same for 1 KB and 1 GB;
-* while open, crash checkpoints (prefix digests) go to ``<name>.ckpt``
-  (:mod:`agc._core.checkpoint`); sealing writes the checksum sidecar
-  (``<name>.b3`` / ``<name>.sha256``) and, for run artifacts, the run manifest entry;
-* one writer per file across processes (``flock``), no symlinks followed, never an
-  append to a sealed file or to a file whose last line is unterminated, and records are
-  validated before a byte is written.
-
-The machinery lives in :class:`JsonlFileWriter`, which writes one JSONL file at any
-path (records as given, no ``seq``/``ts``) and seals it with a sidecar only; the run
-writers (:class:`TranscriptWriter`, :class:`ToolEventWriter`) add the store layout,
-``seq``/``ts``, the run manifest, signatures and re-opening as segments. Files outside a
-store, such as the turn ledger (:mod:`agc.ledger`), use :class:`JsonlFileWriter`.
+* a :class:`~agc._core.jsonl.SeqStamp`: each record gets ``seq`` (0, 1, 2 … per file)
+  and ``ts`` (Unix ms); tool events also ``run_id``;
+* a :class:`RunArtifactSeal`: the file lives in the store layout; a file already sealed
+  (sidecar or manifest entry) or left unsealed by a crash is refused; with
+  ``reopen=True`` a sealed file is verified and continued as a new segment; sealing
+  writes the sidecar and the run manifest entry (signed when a key is given), and the
+  closed manifest is linked into the store chain.
 """
 
 from __future__ import annotations
@@ -49,30 +37,148 @@ from agc._core.jsonl import (
     FileSeal,
     FsyncPolicy,
     JsonlFileWriter,
+    Prefix,
     SealsOnExit,
+    SeqStamp,
+    make_dirs,
+    read_prefix,
+    refuse_if_sidecar,
+    refuse_torn_tail,
+    unix_ms,
 )
 from agc._core.sidecar import format_sidecar
 from agc._core.store import ArtifactKind, StoreLayout, validate_new_run_id, validate_run_id
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
-    RecordInvalidError,
-    RunLockedError,
-    TornTailError,
     UnsealedRunError,
     VerificationError,
 )
-from agc.integrity._manifest import ArtifactSeal
+from agc.integrity._manifest import ArtifactSeal, check_attributes
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
 
 __all__ = [
     "JsonlWriter",
+    "RunArtifactSeal",
     "RunWriters",
     "ToolEventWriter",
     "TranscriptWriter",
     "open_run",
 ]
+
+
+class RunArtifactSeal:
+    """The seal policy of one artifact of a run (see the module docstring).
+
+    Args:
+        layout: the store.
+        run_id: the run (validated).
+        kind: ``"transcript"`` or ``"tool-events"``.
+        clock: Unix time in ms (``sealed_at_ms``, ``reopened_at_ms``).
+        signing_key: sign the manifest at each seal.
+        reopen: continue a sealed file as a new segment.
+        attributes: facts about the run stored in its manifest (checked already).
+
+    Attributes:
+        seal: the artifact's seal once :meth:`publish` ran, else ``None``.
+    """
+
+    def __init__(
+        self,
+        layout: StoreLayout,
+        run_id: str,
+        kind: ArtifactKind,
+        *,
+        clock: Callable[[], int],
+        signing_key: SigningKey | None,
+        reopen: bool,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.layout = layout
+        self.run_id = run_id
+        self.kind = kind
+        self.seal: ArtifactSeal | None = None
+        self._clock = clock
+        self._signing_key = signing_key
+        self._reopen = reopen
+        self._attributes = attributes
+        self._previous: ArtifactSeal | None = None
+
+    def describe(self, path: Path) -> str:  # noqa: ARG002 - named by run, not path
+        return f"{self.kind} of run {self.run_id}"
+
+    def before_open(self, path: Path) -> None:
+        if not self._reopen:
+            self._refuse_if_sealed(path)
+        make_dirs(self.layout.manifests_dir)
+
+    def adopt(self, fd: int, path: Path, algorithm: Algorithm) -> Prefix:
+        if self._reopen:
+            return self._continue_sealed(fd, path)
+        self._refuse_if_sealed(path)
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return Prefix(algorithm, new_hasher(algorithm))
+        refuse_torn_tail(path, ends_with_newline=os.pread(fd, 1, size - 1) == b"\n")
+        raise UnsealedRunError(
+            f"{path} holds {size} bytes but was never sealed (a crash?); "
+            "a writer does not continue an unsealed file"
+        )
+
+    def publish(self, seal: FileSeal) -> None:
+        previous = self._previous
+        artifact_seal = ArtifactSeal(
+            kind=self.kind,
+            file=seal.path.name,
+            algorithm=seal.algorithm,
+            digest=seal.digest,
+            bytes=seal.bytes,
+            records=seal.records,
+            last_seq=seal.records - 1 if seal.records else None,
+            sealed_at_ms=self._clock(),
+            segments=() if previous is None else (*previous.segments, _segment(previous)),
+        )
+        atomic_write_bytes(
+            seal.sidecar,
+            format_sidecar(seal.digest, seal.path.name),
+            overwrite=previous is not None,
+        )
+        record_seal(
+            self.layout,
+            self.run_id,
+            artifact_seal,
+            signer=self._signing_key,
+            attributes=self._attributes,
+        )
+        self.seal = artifact_seal
+
+    def _refuse_if_sealed(self, path: Path) -> None:
+        refuse_if_sidecar(path)
+        manifest = read_manifest(self.layout, self.run_id)
+        if manifest is not None and self.kind in manifest.artifacts:
+            raise ArtifactSealedError(
+                f"{self.kind} of run {self.run_id} is sealed in its manifest; "
+                "it is never appended to"
+            )
+
+    def _continue_sealed(self, fd: int, path: Path) -> Prefix:
+        """Verify the sealed content in one pass, then continue its hash (new segment)."""
+        manifest = read_manifest(self.layout, self.run_id)
+        seal = manifest.artifacts.get(self.kind) if manifest else None
+        if seal is None or not seal.closed:
+            raise UnsealedRunError(
+                f"{self.kind} of run {self.run_id} is not sealed; there is nothing to re-open",
+                hint="Open it without reopen=True, or run `agc recover` after a crash.",
+            )
+        prefix = read_prefix(fd, seal.algorithm)
+        if prefix.bytes != seal.bytes or not digests_equal(seal.digest, prefix.hasher.hexdigest()):
+            raise VerificationError(
+                f"{path} does not match its seal; it cannot be re-opened", report=None
+            )
+        self._previous = seal
+        record_reopen(self.layout, self.run_id, self.kind, self._clock(), signer=self._signing_key)
+        return prefix
 
 
 class JsonlWriter(JsonlFileWriter):
@@ -90,6 +196,8 @@ class JsonlWriter(JsonlFileWriter):
             as :class:`JsonlFileWriter`.
         clock: returns Unix time in ms for ``ts``; defaults to the system clock.
         signing_key: when given, the run manifest is signed (Ed25519) at each seal.
+        attributes: facts about the run stored in its manifest (a JSON object, at most
+            64 KiB; see :func:`~agc.integrity._manifest.check_attributes`), signed with it.
         reopen: continue a *sealed* file as a new segment: its sealed content is
             verified first (``VerificationError`` if it does not match its seal).
 
@@ -106,8 +214,8 @@ class JsonlWriter(JsonlFileWriter):
     """
 
     kind: ClassVar[ArtifactKind]
-    _reserved: ClassVar[tuple[str, ...]] = ("seq", "ts")
-    _checked_keys: ClassVar[frozenset[str]] = frozenset({"seq", "ts"})
+    stamps_run_id: ClassVar[bool] = False
+    """Whether every record also gets ``run_id`` (tool events)."""
 
     def __init__(
         self,
@@ -122,14 +230,22 @@ class JsonlWriter(JsonlFileWriter):
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
         signing_key: SigningKey | None = None,
         reopen: bool = False,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         self.run_id = validate_run_id(run_id) if reopen else validate_new_run_id(run_id)
         check_algorithm(algorithm)
+        checked = None if attributes is None else check_attributes(attributes)
         self.layout = StoreLayout.at(store)
-        self.seal: ArtifactSeal | None = None
-        self._signing_key = signing_key
-        self._reopen = reopen
-        self._previous_seal: ArtifactSeal | None = None
+        clock = clock or unix_ms
+        self._artifact = RunArtifactSeal(
+            self.layout,
+            self.run_id,
+            self.kind,
+            clock=clock,
+            signing_key=signing_key,
+            reopen=reopen,
+            attributes=checked,
+        )
         super().__init__(
             self.layout.artifact_path(run_id, self.kind),
             algorithm=algorithm,
@@ -138,7 +254,14 @@ class JsonlWriter(JsonlFileWriter):
             checkpoint_records=checkpoint_records,
             checkpoint_interval_ms=checkpoint_interval_ms,
             clock=clock,
+            stamp=SeqStamp(clock, {"run_id": self.run_id} if self.stamps_run_id else None),
+            seal_policy=self._artifact,
         )
+
+    @property
+    def seal(self) -> ArtifactSeal | None:
+        """The artifact's seal once closed, else ``None``."""
+        return self._artifact.seal
 
     def close(self) -> ArtifactSeal:
         """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
@@ -150,105 +273,9 @@ class JsonlWriter(JsonlFileWriter):
             WriterClosedError: the writer failed earlier and cannot be sealed.
             StoreError: the sidecar or manifest could not be written.
         """
-        if self.seal is None:
-            self.finish()
-        assert self.seal is not None
-        return self.seal
-
-    def _seal_on_exit(self) -> object:
-        return self.close()
-
-    def _publish_seal(self, seal: FileSeal) -> None:
-        previous = self._previous_seal
-        artifact_seal = ArtifactSeal(
-            kind=self.kind,
-            file=self.path.name,
-            algorithm=seal.algorithm,
-            digest=seal.digest,
-            bytes=seal.bytes,
-            records=seal.records,
-            last_seq=seal.records - 1 if seal.records else None,
-            sealed_at_ms=self._clock(),
-            segments=() if previous is None else (*previous.segments, _segment(previous)),
-        )
-        atomic_write_bytes(
-            seal.sidecar,
-            format_sidecar(seal.digest, self.path.name),
-            overwrite=previous is not None,
-        )
-        record_seal(self.layout, self.run_id, artifact_seal, signer=self._signing_key)
-        self.seal = artifact_seal
-
-    def _body(self, record: Mapping[str, Any], seq: int) -> dict[str, Any]:
-        return {"seq": seq, "ts": self._clock(), **self._stamp_fields, **record}
-
-    def _extra_dirs(self) -> tuple[Path, ...]:
-        return (self.layout.manifests_dir,)
-
-    def _describe(self) -> str:
-        return f"{self.kind} of run {self.run_id}"
-
-    def _refuse_before_open(self) -> None:
-        if not self._reopen:
-            self._refuse_if_sealed()
-
-    def _open_existing(self) -> None:
-        if self._reopen:
-            self._continue_sealed()
-            return
-        self._refuse_if_sealed()
-        size = os.fstat(self._fd).st_size
-        if size == 0:
-            return
-        if os.pread(self._fd, 1, size - 1) != b"\n":
-            raise TornTailError(
-                f"{self.path} ends in an unterminated line (a crash mid-write?); "
-                "agc does not append after it"
-            )
-        raise UnsealedRunError(
-            f"{self.path} holds {size} bytes but was never sealed (a crash?); "
-            "a writer does not continue an unsealed file"
-        )
-
-    def _lock(self) -> None:
-        try:
-            super()._lock()
-        except RunLockedError:
-            # The other writer may have sealed it meanwhile: then say that, since waiting
-            # for it would not help.
-            if not self._reopen:
-                self._refuse_if_sealed()
-            raise
-
-    def _refuse_if_sealed(self) -> None:
-        super()._refuse_if_sealed()
-        manifest = read_manifest(self.layout, self.run_id)
-        if manifest is not None and self.kind in manifest.artifacts:
-            raise ArtifactSealedError(
-                f"{self.kind} of run {self.run_id} is sealed in its manifest; "
-                "it is never appended to"
-            )
-
-    def _continue_sealed(self) -> None:
-        """Verify the sealed content in one pass, then continue its hash (new segment)."""
-        manifest = read_manifest(self.layout, self.run_id)
-        seal = manifest.artifacts.get(self.kind) if manifest else None
-        if seal is None or not seal.closed:
-            raise UnsealedRunError(
-                f"{self.kind} of run {self.run_id} is not sealed; there is nothing to re-open",
-                hint="Open it without reopen=True, or run `agc recover` after a crash.",
-            )
-        if seal.algorithm != self.algorithm:
-            self.algorithm = seal.algorithm
-            self._hasher = new_hasher(self.algorithm)
-        size, records, _ = self._read_existing()
-        if size != seal.bytes or not digests_equal(seal.digest, self._hasher.hexdigest()):
-            raise VerificationError(
-                f"{self.path} does not match its seal; it cannot be re-opened", report=None
-            )
-        self.bytes_written, self.records_written = size, records
-        self._previous_seal = seal
-        record_reopen(self.layout, self.run_id, self.kind, self._clock(), signer=self._signing_key)
+        self.finish()
+        assert self._artifact.seal is not None
+        return self._artifact.seal
 
 
 class TranscriptWriter(JsonlWriter):
@@ -264,18 +291,7 @@ class ToolEventWriter(JsonlWriter):
     """
 
     kind = "tool-events"
-    _checked_keys = frozenset({"seq", "ts", "run_id"})
-
-    def _check_reserved(self, record: Mapping[str, Any]) -> None:
-        super()._check_reserved(record)
-        if "run_id" in record and record["run_id"] != self.run_id:
-            raise RecordInvalidError(
-                f"record has run_id {record['run_id']!r} but the writer is for {self.run_id!r}"
-            )
-
-    def _stamp(self) -> dict[str, Any]:
-        # A record's own (equal) run_id then keeps this position and value.
-        return {"run_id": self.run_id}
+    stamps_run_id = True
 
 
 class RunWriters(SealsOnExit):
@@ -313,12 +329,20 @@ def open_run(
     fsync: FsyncPolicy = "close",
     clock: Callable[[], int] | None = None,
     signing_key: SigningKey | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> RunWriters:
     """Open the transcript and tool-event writers of a run together.
 
-    Raises: as :class:`JsonlWriter`; if the second writer cannot open, the first is
-    released unsealed (and its file removed again if this call created it empty).
+    ``attributes``: facts about the run for its manifest (a JSON object, at most 64 KiB),
+    stored with the first seal and covered by the signature; a run re-opened later keeps
+    them. Checked before the disk is touched.
+
+    Raises: as :class:`JsonlWriter` (``RecordInvalidError`` for bad attributes); if the
+    second writer cannot open, the first is released unsealed (and its file removed
+    again if this call created it empty).
     """
+    if attributes is not None:
+        attributes = check_attributes(attributes)
     validate_new_run_id(run_id)
     existed = os.path.lexists(StoreLayout.at(store).artifact_path(run_id, "transcript"))
     transcript = TranscriptWriter(
@@ -328,6 +352,7 @@ def open_run(
         fsync=fsync,
         clock=clock,
         signing_key=signing_key,
+        attributes=attributes,
     )
     try:
         tool_events = ToolEventWriter(
@@ -337,6 +362,7 @@ def open_run(
             fsync=fsync,
             clock=clock,
             signing_key=signing_key,
+            attributes=attributes,
         )
     except BaseException:
         if not existed and transcript.next_seq == 0:

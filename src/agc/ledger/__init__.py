@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from agc.ledger._check import (
     LedgerFinding,
+    LedgerFindingCode,
     LedgerReport,
     check_turn_file,
     show_turn_file,
@@ -44,6 +45,7 @@ __all__ = [
     "CompletedItem",
     "EventDecoder",
     "LedgerFinding",
+    "LedgerFindingCode",
     "LedgerPolicy",
     "LedgerReport",
     "TurnOutcome",

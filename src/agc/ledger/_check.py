@@ -31,23 +31,22 @@ Finding codes (stable; docs/ledger.md):
 
 from __future__ import annotations
 
-import json
-import os
-import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias, get_args
 
-from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
-from agc._core.fs import open_nofollow, read_small_file
-from agc._core.sidecar import Sidecar, parse_sidecar
+from agc._core import json as strict_json
+from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
+from agc._core.fs import open_regular_file
+from agc._core.report import Finding, Report
+from agc._core.sidecar import Sidecar, read_sidecars
 from agc.errors import (
     FileUnreadableError,
     InputError,
     InputMissingError,
+    JsonInvalidError,
     LedgerInvalidError,
-    SidecarInvalidError,
     StoreError,
     UnsafePathError,
     VerificationError,
@@ -65,9 +64,9 @@ from agc.ledger._sanitize import PathSanitizer
 
 __all__ = [
     "FORBIDDEN_KEYS",
-    "LEDGER_REPORT_SCHEMA_VERSION",
     "LedgerFile",
     "LedgerFinding",
+    "LedgerFindingCode",
     "LedgerReport",
     "check_turn_file",
     "judge_turn_file",
@@ -76,8 +75,28 @@ __all__ = [
     "verify_turn_file",
 ]
 
-LEDGER_REPORT_SCHEMA_VERSION: Final = 1
-Severity = Literal["error", "warning"]
+LedgerFindingCode = Literal[
+    "unsealed",
+    "sidecar-invalid",
+    "modified",
+    "extended",
+    "torn-tail",
+    "record-invalid",
+    "no-turn-start",
+    "orphan-records",
+    "seal-mismatch",
+    "turn-id-mismatch",
+    "seq-invalid",
+    "too-many-items",
+    "turn-end-mismatch",
+    "forbidden-field",
+    "host-path",
+    "attempt-unsealed",
+    "turn-end-missing",
+    "policy-mismatch",
+]
+"""The codes of a turn-file report (documented in ``docs/ledger.md``)."""
+
 _PATH_KEYS: Final = frozenset({"path", "localPath", "movePath", "outputPath"})
 _DERIVED: Final = ("itemCount", "itemsTruncated", "offeredRead", "firstDesign")
 
@@ -119,32 +138,20 @@ class LedgerFile:
     sidecars: Mapping[Algorithm, Sidecar | str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class LedgerFinding:
-    """One problem (or, for warnings, one fact worth knowing) in a turn file."""
+LedgerFinding: TypeAlias = Finding[LedgerFindingCode]
+"""One problem (or, for warnings, one fact worth knowing) in a turn file: a
+:class:`~agc._core.report.Finding` with the ``attempt`` and ``line`` it is about."""
 
-    code: str
-    message: str
-    severity: Severity = "error"
-    attempt: int | None = None
-    line: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "message": self.message,
-            "attempt": self.attempt,
-            "line": self.line,
-        }
+_FINDING_KEYS: Final = ("code", "severity", "message", "attempt", "line")
 
 
 @dataclass(frozen=True)
-class LedgerReport:
+class LedgerReport(Report[LedgerFindingCode]):
     """The verdict on one turn file: ``ok`` when there is no error finding."""
 
+    CODES = frozenset(get_args(LedgerFindingCode))
+
     path: str
-    ok: bool
     findings: tuple[LedgerFinding, ...]
     attempts: int
     records: int
@@ -152,9 +159,13 @@ class LedgerReport:
     algorithm: str | None
     digest: str | None
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def ok(self) -> bool:
+        """True when the turn file has no error finding."""
+        return not self.errors
+
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": LEDGER_REPORT_SCHEMA_VERSION,
             "path": self.path,
             "ok": self.ok,
             "attempts": self.attempts,
@@ -162,7 +173,7 @@ class LedgerReport:
             "bytes": self.bytes,
             "algorithm": self.algorithm,
             "digest": self.digest,
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [f.to_dict(_FINDING_KEYS) for f in self.findings],
         }
 
 
@@ -174,12 +185,16 @@ def read_turn_file(path: Path) -> LedgerFile:
 
     Raises:
         InputMissingError: the file does not exist (exit 2, as for every named input).
-        InputError: it is not a regular file (exit 2).
+        InputError: it is a folder (exit 2).
         FileUnreadableError: it cannot be read (exit 3).
-        StoreError: it is a symlink (not followed).
+        StoreError: it is a symlink (not followed), not a regular file (a FIFO), or a
+            sidecar beside it is unreadable (:mod:`agc._core.sidecar`: an unusable
+            sidecar is a finding, one agc cannot read is exit 3).
     """
+    if path.is_dir() and not path.is_symlink():
+        raise InputError(f"{path} is a folder, not a turn file", hint="Name a turn file.")
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        handle = open_regular_file(path)
     except UnsafePathError as exc:
         raise StoreError(
             f"{path} is a symlink; not followed", hint="Name the turn file itself."
@@ -189,12 +204,7 @@ def read_turn_file(path: Path) -> LedgerFile:
             f"turn file {path} does not exist",
             hint="Name an existing turn file: .agent/runtime/direct-codex/turns/<id>.jsonl",
         ) from exc
-    except OSError as exc:
-        raise FileUnreadableError(f"cannot read {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise InputError(f"{path} is not a regular file", hint="Name a turn file.")
-    with os.fdopen(fd, "rb") as handle:
+    with handle:
         try:
             return _read(path, handle)
         except OSError as exc:
@@ -236,34 +246,16 @@ def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
         digests={a: h.hexdigest() for a, h in hashers.items()},
         seals=tuple(seals),
         seal_ends={a: tuple(v) for a, v in seal_ends.items()},
-        sidecars=_read_sidecars(path),
+        sidecars=read_sidecars(path),
     )
 
 
 def _parse(raw: bytes) -> Mapping[str, Any] | None:
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
+        value = strict_json.loads(raw)
+    except JsonInvalidError:  # not JSON, a duplicate key, NaN, too deep, lone surrogate
         return None
     return value if isinstance(value, dict) else None
-
-
-def _read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
-    found: dict[Algorithm, Sidecar | str] = {}
-    for algorithm in ALGORITHMS:
-        sidecar = path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
-        try:
-            data = read_small_file(sidecar, max_bytes=4096)
-        except FileNotFoundError:
-            continue
-        except (UnsafePathError, StoreError, OSError) as exc:
-            found[algorithm] = f"unreadable: {exc}"
-            continue
-        try:
-            found[algorithm] = parse_sidecar(data, algorithm=algorithm)
-        except SidecarInvalidError as exc:
-            found[algorithm] = exc.message
-    return found
 
 
 # -- judging (pure) -------------------------------------------------------------------------
@@ -274,22 +266,20 @@ def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
     findings: list[LedgerFinding] = []
     algorithm, digest = _judge_seal(ledger, findings)
     for line in ledger.invalid_lines:
-        findings.append(
-            LedgerFinding("record-invalid", f"line {line} is not a JSON object", line=line)
-        )
+        findings.append(Finding("record-invalid", f"line {line} is not a JSON object", line=line))
     attempts, orphans = split_attempts(record for _, record in ledger.records)
     if not attempts:
-        findings.append(LedgerFinding("no-turn-start", "the file has no turn_start record"))
+        findings.append(Finding("no-turn-start", "the file has no turn_start record"))
     if orphans:
         findings.append(
-            LedgerFinding("orphan-records", f"{orphans} record(s) come before the first turn_start")
+            Finding("orphan-records", f"{orphans} record(s) come before the first turn_start")
         )
     turn_id = ledger.path.name.removesuffix(".jsonl")
     lines = {id(record): line for line, record in ledger.records}
     for line, record in ledger.records:
         if record.get("clientTurnId") != turn_id:
             findings.append(
-                LedgerFinding(
+                Finding(
                     "turn-id-mismatch",
                     f"line {line} has clientTurnId {record.get('clientTurnId')!r}, not {turn_id!r}",
                     line=line,
@@ -300,10 +290,8 @@ def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
         findings.extend(_judge_seal_record(check))
     for attempt in attempts:
         findings.extend(_judge_attempt(attempt, policy, lines))
-    errors = [f for f in findings if f.severity == "error"]
     return LedgerReport(
         path=str(ledger.path),
-        ok=not errors,
         findings=tuple(findings),
         attempts=len(attempts),
         records=len(ledger.records) + len(ledger.invalid_lines),
@@ -315,30 +303,26 @@ def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy) -> LedgerReport:
 
 def _judge_seal(ledger: LedgerFile, findings: list[LedgerFinding]) -> tuple[str | None, str | None]:
     if not ledger.ends_with_newline:
-        findings.append(LedgerFinding("torn-tail", "the last line is unterminated"))
+        findings.append(Finding("torn-tail", "the last line is unterminated"))
     if not ledger.sidecars:
-        findings.append(LedgerFinding("unsealed", "the file has no checksum sidecar"))
+        findings.append(Finding("unsealed", "the file has no checksum sidecar"))
         return None, None
     chosen: tuple[str | None, str | None] = (None, None)
     for algorithm, sidecar in ledger.sidecars.items():
         actual = ledger.digests[algorithm]
         chosen = (algorithm, actual)
         if isinstance(sidecar, str):
-            findings.append(LedgerFinding("sidecar-invalid", f"{algorithm} sidecar: {sidecar}"))
+            findings.append(Finding("sidecar-invalid", f"{algorithm} sidecar {sidecar}"))
             continue
         if sidecar.file_name not in {None, ledger.path.name}:
-            findings.append(
-                LedgerFinding("sidecar-invalid", f"the sidecar names {sidecar.file_name!r}")
-            )
+            findings.append(Finding("sidecar-invalid", f"the sidecar names {sidecar.file_name!r}"))
         if digests_equal(sidecar.digest, actual):
             continue
         if any(digests_equal(sidecar.digest, d) for d in ledger.seal_ends[algorithm]):
-            findings.append(LedgerFinding("extended", "records were appended after the last seal"))
+            findings.append(Finding("extended", "records were appended after the last seal"))
         else:
             findings.append(
-                LedgerFinding(
-                    "modified", "the file does not match its sidecar (changed after sealing)"
-                )
+                Finding("modified", "the file does not match its sidecar (changed after sealing)")
             )
     return chosen
 
@@ -355,7 +339,7 @@ def _judge_seal_record(check: SealCheck) -> list[LedgerFinding]:
         or record.get("prefixRecords") != check.actual_records
     ):
         return [
-            LedgerFinding(
+            Finding(
                 "seal-mismatch",
                 f"the seal on line {check.line} does not match the bytes before it",
                 attempt=attempt,
@@ -371,11 +355,11 @@ def _judge_fields(record: Mapping[str, Any], line: int) -> list[LedgerFinding]:
     for key, value in _walk(record):
         if key in FORBIDDEN_KEYS:
             findings.append(
-                LedgerFinding("forbidden-field", f"line {line} holds the key {key!r}", line=line)
+                Finding("forbidden-field", f"line {line} holds the key {key!r}", line=line)
             )
         if key in _PATH_KEYS and isinstance(value, str) and plain.clean(value).path != value:
             findings.append(
-                LedgerFinding("host-path", f"line {line}: {key} is not a project path", line=line)
+                Finding("host-path", f"line {line}: {key} is not a project path", line=line)
             )
         if (
             key == "localPaths"
@@ -383,9 +367,7 @@ def _judge_fields(record: Mapping[str, Any], line: int) -> list[LedgerFinding]:
             and any(not isinstance(v, str) or plain.clean(v).path != v for v in value)
         ):
             findings.append(
-                LedgerFinding(
-                    "host-path", f"line {line}: localPaths is not project paths", line=line
-                )
+                Finding("host-path", f"line {line}: localPaths is not project paths", line=line)
             )
     return findings
 
@@ -408,7 +390,7 @@ def _judge_attempt(
     policy_hash = attempt.start.get("policySha256")
     if isinstance(policy_hash, str) and not digests_equal(policy_hash, policy.sha256):
         findings.append(
-            LedgerFinding(
+            Finding(
                 "policy-mismatch",
                 f"attempt {n} was recorded with another policy; the recomputation may differ",
                 "warning",
@@ -418,17 +400,15 @@ def _judge_attempt(
     seqs = [item.get("seq") for item in attempt.items]
     if seqs != list(range(1, len(seqs) + 1)):
         findings.append(
-            LedgerFinding("seq-invalid", f"attempt {n}: item seq is not 1..{len(seqs)}", attempt=n)
+            Finding("seq-invalid", f"attempt {n}: item seq is not 1..{len(seqs)}", attempt=n)
         )
     if len(attempt.items) > MAX_ITEMS:
         findings.append(
-            LedgerFinding(
-                "too-many-items", f"attempt {n} has {len(attempt.items)} items", attempt=n
-            )
+            Finding("too-many-items", f"attempt {n} has {len(attempt.items)} items", attempt=n)
         )
     if attempt.end is None:
         findings.append(
-            LedgerFinding(
+            Finding(
                 "turn-end-missing",
                 f"attempt {n} has no turn_end (interrupted)",
                 "warning",
@@ -440,7 +420,7 @@ def _judge_attempt(
         differing = [key for key in _DERIVED if attempt.end.get(key) != expected[key]]
         if differing:
             findings.append(
-                LedgerFinding(
+                Finding(
                     "turn-end-mismatch",
                     f"attempt {n}: turn_end {', '.join(differing)} differ(s) from the records",
                     attempt=n,
@@ -449,9 +429,7 @@ def _judge_attempt(
             )
     if attempt.seal is None:
         findings.append(
-            LedgerFinding(
-                "attempt-unsealed", f"attempt {n} has no seal record", "warning", attempt=n
-            )
+            Finding("attempt-unsealed", f"attempt {n} has no seal record", "warning", attempt=n)
         )
     return findings
 
@@ -479,7 +457,7 @@ def verify_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> Ledge
     """
     report = check_turn_file(path, policy=policy)
     if not report.ok:
-        errors = [f.message for f in report.findings if f.severity == "error"]
+        errors = [f.message for f in report.errors]
         raise VerificationError(f"turn file {path} failed: " + "; ".join(errors), report=report)
     return report
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from agc._core.report import SCHEMA_VERSION
 from agc.ledger._contract import (
     MAX_PREVIEW_CHARS,
     RECORD_DB_TURN,
@@ -294,7 +295,7 @@ class TurnSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "clientTurnId": self.client_turn_id,
             "attempt": self.attempt,
             "attempts": self.attempts,

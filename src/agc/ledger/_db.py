@@ -21,7 +21,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Final
 
-from agc.errors import AgentDbError
+from agc._core import json as strict_json
+from agc.errors import AgentDbError, JsonInvalidError
 from agc.ledger._contract import DB_RECORD_SCHEMA_VERSION, MAX_DB_RECORD_BYTES
 
 __all__ = ["AgentDb"]
@@ -130,8 +131,8 @@ class AgentDb:
         if row is None:
             return None
         try:
-            body = json.loads(row[0])
-        except (TypeError, ValueError) as exc:
+            body = strict_json.loads(row[0])
+        except (TypeError, JsonInvalidError) as exc:
             raise AgentDbError(f"{self.path} holds a {record_type} body that is not JSON") from exc
         if not isinstance(body, dict):
             raise AgentDbError(f"{self.path} holds a {record_type} body that is not an object")

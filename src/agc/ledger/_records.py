@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from agc._core import json as strict_json
+from agc.errors import JsonInvalidError
 from agc.ledger._contract import (
     MAX_ACTIONS,
     MAX_ATTACHMENTS,
@@ -258,8 +260,8 @@ def _mcp_tool_call(ctx: RecordContext, fields: Mapping[str, object]) -> dict[str
         args = fields.get("arguments")
         if isinstance(args, str):
             try:
-                args = json.loads(args)
-            except (ValueError, RecursionError):
+                args = strict_json.loads(args, allow_lone_surrogates=True)
+            except JsonInvalidError:
                 args = None
         out["arguments"] = _apply_rules(ctx, rules, args if isinstance(args, Mapping) else {})
     return out

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from agc.errors import UsageError
+
 __all__ = [
     "SENSITIVE_DIR_NAMES",
     "SENSITIVE_NAME_PATTERNS",
@@ -242,6 +244,9 @@ class PathSanitizer:
         roots: absolute paths that mean "the project root": the project folder as this
             host sees it, and (for a run audited after the fact) the folder the agent
             had as its working directory. POSIX or Windows form.
+
+    Raises:
+        UsageError: a root is not an absolute path.
     """
 
     def __init__(self, roots: Iterable[str]) -> None:
@@ -250,7 +255,10 @@ class PathSanitizer:
             normalized = root.replace("\\", "/")
             split = _split(normalized)
             if split is None or not (normalized.startswith("/") or split[0]):
-                raise ValueError(f"project root {root!r} is not an absolute path")
+                raise UsageError(
+                    f"project root {root!r} is not an absolute path",
+                    hint="Give each project root as an absolute POSIX or Windows path.",
+                )
             windows, parts = split
             found.append(_Root(parts=parts, windows=windows))
         # Longest first, so that a nested root wins.

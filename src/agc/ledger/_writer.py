@@ -23,26 +23,32 @@ Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
+from agc._core import json as strict_json
 from agc._core.digest import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
-    SIDECAR_SUFFIXES,
     Algorithm,
     digests_equal,
     new_hasher,
 )
-from agc._core.fs import open_nofollow, read_small_file
-from agc._core.jsonl import FileSeal, JsonlFileWriter, unix_ms
-from agc._core.sidecar import parse_sidecar
-from agc.errors import AgcError, FileUnreadableError, SidecarMismatchError, StoreError
+from agc._core.fs import open_nofollow
+from agc._core.jsonl import FileSeal, JsonlFileWriter, Prefix, SidecarSeal, unix_ms
+from agc._core.report import SCHEMA_VERSION
+from agc._core.sidecar import read_sidecar, sidecar_path
+from agc.errors import (
+    AgcError,
+    JsonInvalidError,
+    SidecarInvalidError,
+    SidecarMismatchError,
+    StoreError,
+)
 from agc.ledger._classify import Attempt, db_summary, derive_turn_end
 from agc.ledger._contract import (
     MAX_ITEMS,
@@ -67,14 +73,89 @@ from agc.ledger._records import (
 )
 from agc.ledger._sanitize import PathSanitizer
 
-__all__ = ["TurnLedgerFile", "TurnOutcome", "TurnRecorder"]
+__all__ = ["TurnFileSeal", "TurnLedgerFile", "TurnOutcome", "TurnRecorder"]
+
+
+class TurnFileSeal:
+    """The seal policy of a turn file (steps 1 and 3 of the module docstring).
+
+    An existing sealed file is continued only after its sealed prefix is verified
+    against its sidecar, under the writer's lock; sealing replaces the sidecar. The
+    algorithm of an existing sidecar wins over the one asked for.
+
+    Args:
+        path: the turn file.
+        algorithm: digest algorithm for a file without a sidecar.
+
+    Raises:
+        SidecarMismatchError: the file has two sidecars.
+    """
+
+    def __init__(self, path: Path, algorithm: Algorithm) -> None:
+        sidecars = [a for a in ALGORITHMS if os.path.lexists(sidecar_path(path, a))]
+        if len(sidecars) > 1:
+            raise SidecarMismatchError(f"{path} has two sidecars; not appended to")
+        self.algorithm: Algorithm = sidecars[0] if sidecars else algorithm
+        self.previous_sealed = bool(sidecars)
+        self._sidecar = SidecarSeal(reseal=True)
+
+    def describe(self, path: Path) -> str:
+        return str(path)
+
+    def before_open(self, path: Path) -> None:
+        """A sealed turn file is continued after its prefix is verified (not refused)."""
+
+    def adopt(self, fd: int, path: Path, algorithm: Algorithm) -> Prefix:
+        prefix = self._sidecar.adopt(fd, path, algorithm)  # hashed once; torn tail refused
+        if self.previous_sealed:
+            self._verify_sealed_prefix(fd, path, prefix)
+        return prefix
+
+    def publish(self, seal: FileSeal) -> None:
+        self._sidecar.publish(seal)
+
+    def _verify_sealed_prefix(self, fd: int, path: Path, prefix: Prefix) -> None:
+        algorithm = prefix.algorithm
+        where = sidecar_path(path, algorithm)
+        try:
+            sidecar = read_sidecar(path, algorithm)
+        except SidecarInvalidError as exc:
+            raise SidecarMismatchError(
+                f"{where} is not a valid sidecar ({exc.message}); not appended to"
+            ) from exc
+        if sidecar is None:
+            raise SidecarMismatchError(f"{where} disappeared while opening; not appended to")
+        if sidecar.file_name not in {None, path.name} or not (
+            digests_equal(sidecar.digest, prefix.hasher.hexdigest())
+            or _sealed_then_new_attempt(fd, sidecar.digest, algorithm)
+        ):
+            raise SidecarMismatchError(
+                f"{path} does not match its sidecar: the sealed turn file changed; not appended to",
+                hint="Run `agc ledger check` on the file to see what changed.",
+            )
+
+
+def _sealed_then_new_attempt(fd: int, digest: str, algorithm: Algorithm) -> bool:
+    """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
+    seal record and the next line is a ``turn_start``: a later attempt died before
+    its own seal (§4), and nothing was changed or added inside a sealed attempt."""
+    hasher = new_hasher(algorithm)
+    sealed = False
+    with os.fdopen(os.dup(fd), "rb") as handle:
+        handle.seek(0)
+        for line in handle:
+            if sealed:
+                return _record_type(line) == RECORD_TURN_START
+            hasher.update(line)
+            sealed = _record_type(line) == RECORD_SEAL and digests_equal(digest, hasher.hexdigest())
+    return False
 
 
 class TurnLedgerFile(JsonlFileWriter):
     """The per-turn JSONL file, opened for one more attempt (see the module docstring).
 
     Records are written at once (no buffering) so that ``seq`` counts only records
-    that reached the file (§5.2).
+    that reached the file (§5.2). The seal policy is :class:`TurnFileSeal`.
 
     Args:
         path: the turn file.
@@ -85,63 +166,12 @@ class TurnLedgerFile(JsonlFileWriter):
         TornTailError, RunLockedError, UnsafePathError, StoreError: as the base writer.
     """
 
-    _replace_sidecar: ClassVar[bool] = True
-
     def __init__(self, path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> None:
-        sidecars = [a for a in ALGORITHMS if os.path.lexists(_sidecar(path, a))]
-        if len(sidecars) > 1:
-            raise SidecarMismatchError(f"{path} has two sidecars; not appended to")
-        chosen = sidecars[0] if sidecars else algorithm
-        super().__init__(path, algorithm=chosen, fsync="close", buffer_bytes=0)
-        self.previous_sealed = bool(sidecars)
-        if sidecars:
-            try:
-                self._verify_sealed_prefix(chosen)
-            except BaseException:
-                self.abort()
-                raise
-
-    def _refuse_if_sealed(self) -> None:
-        """A sealed turn file is continued after its prefix is verified (not refused)."""
-
-    def _verify_sealed_prefix(self, algorithm: Algorithm) -> None:
-        sidecar_path = _sidecar(self.path, algorithm)
-        try:
-            sidecar = parse_sidecar(
-                read_small_file(sidecar_path, max_bytes=4096), algorithm=algorithm
-            )
-        except AgcError as exc:
-            raise SidecarMismatchError(
-                f"{sidecar_path} is not a valid sidecar ({exc.message}); not appended to"
-            ) from exc
-        except OSError as exc:
-            raise FileUnreadableError(f"cannot read {sidecar_path}: {exc.strerror}") from exc
-        if sidecar.file_name not in {None, self.path.name} or not (
-            digests_equal(sidecar.digest, self.current_digest())
-            or self._sealed_then_new_attempt(sidecar.digest, algorithm)
-        ):
-            raise SidecarMismatchError(
-                f"{self.path} does not match its sidecar: the sealed turn file changed; "
-                "not appended to",
-                hint="Run `agc ledger check` on the file to see what changed.",
-            )
-
-    def _sealed_then_new_attempt(self, digest: str, algorithm: Algorithm) -> bool:
-        """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
-        seal record and the next line is a ``turn_start``: a later attempt died before
-        its own seal (§4), and nothing was changed or added inside a sealed attempt."""
-        hasher = new_hasher(algorithm)
-        sealed = False
-        with os.fdopen(os.dup(self._fd), "rb") as handle:
-            handle.seek(0)
-            for line in handle:
-                if sealed:
-                    return _record_type(line) == RECORD_TURN_START
-                hasher.update(line)
-                sealed = _record_type(line) == RECORD_SEAL and digests_equal(
-                    digest, hasher.hexdigest()
-                )
-        return False
+        policy = TurnFileSeal(path, algorithm)
+        super().__init__(
+            path, algorithm=policy.algorithm, fsync="close", buffer_bytes=0, seal_policy=policy
+        )
+        self.previous_sealed = policy.previous_sealed
 
     def seal_attempt(self, *, client_turn_id: str, attempt: int, recorded_at_ms: int) -> FileSeal:
         """Write the attempt's seal record, then seal the whole file (sidecar).
@@ -162,10 +192,6 @@ class TurnLedgerFile(JsonlFileWriter):
             )
         )
         return self.finish()
-
-
-def _sidecar(path: Path, algorithm: Algorithm) -> Path:
-    return path.with_name(path.name + SIDECAR_SUFFIXES[algorithm])
 
 
 @dataclass(frozen=True)
@@ -201,7 +227,7 @@ class TurnOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "clientTurnId": self.client_turn_id,
             "turnLog": self.turn_log,
             "attempt": self.attempt,
@@ -451,8 +477,8 @@ def _message(exc: BaseException) -> str:
 
 def _record_type(line: bytes) -> object:
     try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):
+        record = strict_json.loads(line)
+    except JsonInvalidError:
         return None
     return record.get("recordType") if isinstance(record, dict) else None
 

@@ -32,7 +32,13 @@ from agc.resume._snapshot import (
     load_snapshot_file,
     save_snapshot,
 )
-from agc.resume._validate import HistoryFinding, HistoryReport, check_history, verify_history
+from agc.resume._validate import (
+    HistoryFinding,
+    HistoryFindingCode,
+    HistoryReport,
+    check_history,
+    verify_history,
+)
 
 __all__ = [
     "ACTIONS",
@@ -41,6 +47,7 @@ __all__ = [
     "Change",
     "FormatName",
     "HistoryFinding",
+    "HistoryFindingCode",
     "HistoryReport",
     "RepairReport",
     "RepairResult",

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from agc._core.digest import new_hasher
+from agc._core.report import Report
 from agc.errors import RepairIncompleteError, UsageError
 from agc.resume._formats.detect import dump_history, get_spec, load_history
 from agc.resume._formats.model import (
@@ -41,9 +42,17 @@ from agc.resume._formats.model import (
     Message,
     arguments_are_json,
 )
+from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
-from agc.resume._validate import HistoryReport, check_messages
+from agc.resume._validate import (
+    FINDING_CODES,
+    HistoryFinding,
+    HistoryFindingCode,
+    HistoryReport,
+    check_loaded,
+    torn_tail_finding,
+)
 
 __all__ = [
     "ACTIONS",
@@ -55,6 +64,7 @@ __all__ = [
     "Strategy",
     "ToolCallState",
     "idempotency_key",
+    "pending_warnings",
     "repair_history",
     "repair_loaded",
     "resume_session",
@@ -75,6 +85,7 @@ ACTIONS: Final[tuple[str, ...]] = (
     "moved-text",
     "dropped-reasoning",
     "dropped-empty-message",
+    "dropped-torn-line",
 )
 """Every kind of change a repair makes (``Change.action``)."""
 
@@ -107,7 +118,8 @@ class Change:
     Attributes:
         action: one of :data:`ACTIONS`.
         message_index: index of the message (or item) in the *input* history's view.
-        record: index of the input's native record (for session files, the 0-based line).
+        record: index of the input's native record, 0-based (for session files the line
+            number minus one; the report's ``to_dict`` adds ``line``, 1-based).
         call_id: the call concerned, if any.
         tool_name: the call's tool name, if known.
         arguments: the call's arguments as stored (a JSON string or an object).
@@ -138,47 +150,73 @@ class Change:
 
 
 @dataclass(frozen=True)
-class RepairReport:
+class RepairReport(Report[HistoryFindingCode]):
     """What was wrong and what changed.
+
+    Its findings are those of the repaired history (``after``), so its verdict
+    :attr:`valid` says whether the provider accepts the output; ``before`` holds what was
+    wrong with the input and :attr:`changed` whether anything was changed.
 
     Attributes:
         format: the history's format.
         strategy: ``strip`` or ``synthesize``.
-        tool_call_state: the state the repair was given.
+        tool_call_state: the snapshot's state the repair was given; ``None`` when there
+            was none (a session file or a JSON array: nothing says what was in flight,
+            :attr:`was_interrupted` says what the history shows).
         before: :func:`~agc.resume._validate.check_history` of the input.
         after: the same check of the repaired history (always valid).
         changes: every change, in history order.
         was_interrupted: the snapshot said a call was in flight, or the history holds a
             call without a result (a crash can come before ``inFlight`` is saved).
+        notices: what the repair noticed but could not act on, one sentence each (a
+            ``pendingToolCallId`` that matches no call of the history).
     """
+
+    CODES = frozenset(FINDING_CODES)
 
     format: FormatName
     strategy: Strategy
-    tool_call_state: ToolCallState
+    tool_call_state: ToolCallState | None
     before: HistoryReport
     after: HistoryReport
     changes: tuple[Change, ...]
     was_interrupted: bool
+    notices: tuple[str, ...] = ()
+
+    @property
+    def findings(self) -> tuple[HistoryFinding, ...]:
+        """The rules the repaired history still breaks (none in a returned report)."""
+        return self.after.findings
+
+    @property
+    def valid(self) -> bool:
+        """True when the repaired history breaks no rule."""
+        return not self.errors
 
     @property
     def changed(self) -> bool:
+        """True when the repair changed anything."""
         return bool(self.changes)
 
     def ids(self, action: str) -> list[str]:
         """Call ids of the changes with ``action``, in order."""
         return [c.call_id for c in self.changes if c.action == action and c.call_id is not None]
 
-    def to_dict(self) -> dict[str, Any]:
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "format": self.format,
             "strategy": self.strategy,
-            "tool_call_state": self.tool_call_state.to_dict(),
+            "tool_call_state": (
+                self.tool_call_state.to_dict() if self.tool_call_state is not None else None
+            ),
             "was_interrupted": self.was_interrupted,
             "changed": self.changed,
             "before": self.before.to_dict(),
             "after": self.after.to_dict(),
-            "changes": [change.to_dict() for change in self.changes],
+            "changes": [
+                _with_line(change.to_dict(), change.record, self.format) for change in self.changes
+            ],
+            "warnings": list(self.notices),
         }
 
 
@@ -256,17 +294,30 @@ def repair_loaded(
         raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
     state = tool_call_state or ToolCallState()
     spec = get_spec(history.format)
-    before = check_messages(history.messages, history.format)
-    repaired, changes = _Repairer(history.messages, spec, strategy, state, run_id).run()
-    native = spec.write(history, repaired) if changes else _unchanged(history)
-    data = dump_history(history, native)
+    before = check_loaded(history)
+    whole = _without_torn_line(history)
+    repaired, changes = _Repairer(whole.messages, spec, strategy, state, run_id).run()
+    native = spec.write(whole, repaired) if changes else _unchanged(whole)
+    torn = _torn_change(history, run_id)
+    if torn is not None:
+        changes.append(torn)
+    data = dump_history(whole, native)
     reread = load_history(data, source="repaired history", format=history.format)
-    after = check_messages(reread.messages, history.format)
+    after = check_loaded(reread)
     interrupted = state.in_flight or any(
-        c.action in {"stripped", "synthesized", "kept-partial-result"} for c in changes
+        c.action in {"stripped", "synthesized", "kept-partial-result"}
+        or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
+        for c in changes
     )
     report = RepairReport(
-        history.format, strategy, state, before, after, tuple(changes), interrupted
+        history.format,
+        strategy,
+        tool_call_state,
+        before,
+        after,
+        tuple(changes),
+        interrupted,
+        pending_warnings(history.messages, tool_call_state),
     )
     if not after.valid:
         codes = ", ".join(sorted({finding.code for finding in after.findings}))
@@ -274,6 +325,67 @@ def repair_loaded(
             f"the repaired {history.format} history still breaks: {codes}", report=report
         )
     return RepairResult(native, data, report)
+
+
+def pending_warnings(messages: Sequence[Message], state: ToolCallState | None) -> tuple[str, ...]:
+    """A warning when the snapshot's ``pendingToolCallId`` names no call of the history:
+    the state and the messages disagree, so the in-flight call cannot be told."""
+    if state is None or not state.in_flight or state.pending_tool_call_id is None:
+        return ()
+    pending = state.pending_tool_call_id
+    if any(call.call_id == pending for message in messages for call in message.calls()):
+        return ()
+    return (
+        f"the snapshot says call {pending} was in flight (pendingToolCallId), but the "
+        "history holds no call with that id: the in-flight call cannot be told",
+    )
+
+
+def _with_line(entry: dict[str, Any], record: int | None, format: FormatName) -> dict[str, Any]:
+    """A change or finding as JSON with ``line`` (1-based) beside ``record`` (0-based) for
+    session files, so the JSON and the text (``line N``) agree."""
+    if get_spec(format).line_based:
+        entry["line"] = record + 1 if record is not None else None
+    return entry
+
+
+def _without_torn_line(history: History) -> History:
+    """The history without its torn last line (the line is not part of the history)."""
+    if history.torn is None or history.lines is None:
+        return history
+    torn = history.torn
+    return replace(
+        history,
+        records=history.records[:torn],
+        lines=history.lines[:torn],
+        skipped=[index for index in history.skipped if index != torn],
+        final_newline=True,
+        torn=None,
+    )
+
+
+def _torn_change(history: History, run_id: str | None) -> Change | None:
+    finding = torn_tail_finding(history)
+    if (
+        finding is None
+        or finding.message_index is None
+        or history.lines is None
+        or history.torn is None
+    ):
+        return None
+    held = describe_torn(history.lines[history.torn])
+    key = idempotency_key(held.call_id, run_id=run_id) if held.call_id else None
+    return Change(
+        action="dropped-torn-line",
+        message_index=finding.message_index,
+        record=finding.record,
+        call_id=finding.call_id,
+        tool_name=None,
+        arguments=None,
+        idempotency_key=key,
+        reason=f"the last line was cut off by a crash (not JSON, no final line break); it "
+        f"held {held.describe()}, which is lost and removed with the line",
+    )
 
 
 def _unchanged(history: History) -> list[Any]:

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import zstandard
 
+from agc._core import json as strict_json
 from agc._core.digest import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
@@ -39,11 +40,17 @@ from agc._core.digest import (
 )
 from agc._core.fs import prepare_write, read_small_file
 from agc._core.redact import RedactionStats, redact_value
-from agc._core.sidecar import format_sidecar, parse_sidecar, sidecar_name
+from agc._core.report import SCHEMA_VERSION
+from agc._core.sidecar import (
+    format_sidecar,
+    read_sidecar,
+    sidecar_path,
+)
 from agc._core.store import resolve_store, validate_new_run_id, validate_run_id
 from agc.errors import (
     FileUnreadableError,
     HistoryFormatError,
+    JsonInvalidError,
     RunIdInvalidError,
     SidecarInvalidError,
     SnapshotInvalidError,
@@ -230,7 +237,7 @@ class SnapshotSaveResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "path": str(self.path),
             "sidecar": str(self.sidecar),
             "algorithm": self.algorithm,
@@ -310,14 +317,11 @@ def decode_snapshot(data: bytes, *, source: str) -> SessionSnapshot:
         if len(data) > MAX_SNAPSHOT_BYTES:
             raise SnapshotInvalidError(f"{source} expands to more than {MAX_SNAPSHOT_BYTES} bytes")
     try:
-        document = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise SnapshotInvalidError(f"{source} is not valid JSON: {exc}") from exc
+        # A lone surrogate from the history is kept escaped by encode_snapshot().
+        document = strict_json.loads(data, allow_lone_surrogates=True)
+    except JsonInvalidError as exc:
+        raise SnapshotInvalidError(f"{source} is not valid JSON: {exc.message}") from exc
     return SessionSnapshot.from_dict(document, source=source)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def snapshot_path(
@@ -371,7 +375,7 @@ def save_snapshot(
     # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
     SessionSnapshot.from_dict(clean.to_dict(), source=f"snapshot of run {snapshot.run_id}")
     digest = _digest(data, algorithm)
-    sidecar = path.with_name(sidecar_name(path.name, algorithm))
+    sidecar = sidecar_path(path, algorithm)
     other = snapshot_path(snapshot.run_id, store, compressed=not compress)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -382,11 +386,11 @@ def save_snapshot(
             prepare_write(sidecar, format_sidecar(digest, path.name), mode=0o600) as new_seal,
         ):
             for name in ALGORITHMS:
-                _remove(path.with_name(sidecar_name(path.name, name)))
+                _remove(sidecar_path(path, name))
             new_data.commit(overwrite=True)
             new_seal.commit(overwrite=True)
         for name in ALGORITHMS:
-            _remove(other.with_name(sidecar_name(other.name, name)))
+            _remove(sidecar_path(other, name))
         _remove(other)
     except UnsafePathError:
         raise
@@ -437,11 +441,12 @@ def load_snapshot_file(path: Path, *, insecure_skip_verify: bool = False) -> Ses
     Raises:
         SnapshotNotFoundError: the file does not exist.
         SnapshotUnsealedError: no sidecar beside it.
-        SnapshotTamperedError: the sidecar is malformed, names another file, or its
-            digest differs from the file's bytes (tampering, truncation).
+        SnapshotTamperedError: the sidecar is not a usable sidecar (malformed, a symlink
+            or not a regular file, too large: :mod:`agc._core.sidecar`), names another
+            file, or its digest differs from the file's bytes (tampering, truncation).
         SnapshotInvalidError: the bytes are not a snapshot.
-        UnsafePathError: the file or sidecar is a symlink.
-        StoreError: unreadable.
+        UnsafePathError: the file is a symlink.
+        StoreError: the file or its sidecar is unreadable.
     """
     data = _read(path)
     if not insecure_skip_verify:
@@ -464,14 +469,13 @@ def _read(path: Path) -> bytes:
 
 def _check_seal(path: Path, data: bytes) -> None:
     for algorithm in ALGORITHMS:
-        sidecar = path.with_name(sidecar_name(path.name, algorithm))
-        if not os.path.lexists(sidecar):
-            continue
-        raw = _read(sidecar)
+        sidecar = sidecar_path(path, algorithm)
         try:
-            parsed = parse_sidecar(raw, algorithm=algorithm)
+            parsed = read_sidecar(path, algorithm)
         except SidecarInvalidError as exc:
             raise SnapshotTamperedError(f"{sidecar} is not a valid sidecar: {exc.message}") from exc
+        if parsed is None:
+            continue
         if parsed.file_name is not None and parsed.file_name != path.name:
             raise SnapshotTamperedError(f"{sidecar} seals {parsed.file_name}, not {path.name}")
         if not digests_equal(parsed.digest, _digest(data, algorithm)):

@@ -17,6 +17,9 @@ provider's own wording so a finding can be matched with the error a user saw:
                                    message (resume case ``anthropic-text-after-tool-use``)
 ``reasoning-without-following``    (Responses) a ``reasoning`` item not followed by the
                                    output item it produced
+``torn-tail``                      (session files) the last line was cut off by a crash:
+                                   no final line break and not JSON; the record is lost
+                                   (the finding says what it held, when that can be told)
 =================================  ==========================================================
 
 ``check_history`` returns a :class:`HistoryReport` and never raises on findings;
@@ -26,24 +29,29 @@ provider's own wording so a finding can be matched with the error a user saw:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal, TypeAlias, get_args
 
+from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
-from agc.resume._formats.model import FormatName, Message
+from agc.resume._formats.model import FormatName, History, Message
+from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 
 __all__ = [
     "FINDING_CODES",
     "HistoryFinding",
+    "HistoryFindingCode",
     "HistoryReport",
     "check_history",
+    "check_loaded",
     "check_messages",
+    "torn_tail_finding",
     "verify_history",
 ]
 
-FINDING_CODES: Final[tuple[str, ...]] = (
+HistoryFindingCode = Literal[
     "tool-call-unanswered",
     "orphan-tool-result",
     "duplicate-tool-result",
@@ -51,42 +59,26 @@ FINDING_CODES: Final[tuple[str, ...]] = (
     "tool-result-not-first",
     "text-after-tool-use",
     "reasoning-without-following",
-)
+    "torn-tail",
+]
+"""The codes of a history report (documented in ``docs/resume.md``)."""
+
+FINDING_CODES: Final[tuple[HistoryFindingCode, ...]] = get_args(HistoryFindingCode)
 
 _ASSISTANT_OUTPUT: Final = frozenset({"call", "text", "other"})
 
 
-@dataclass(frozen=True)
-class HistoryFinding:
-    """One broken rule.
+HistoryFinding: TypeAlias = Finding[HistoryFindingCode]
+"""One broken rule: a :class:`~agc._core.report.Finding` whose ``message`` is the rule
+in the provider's words, with ``message_index`` (index in the history's neutral view;
+for JSON arrays the provider's ``messages.N``), ``record`` (index of the native record:
+for session files, the 0-based line) and ``call_id`` (the call or result concerned)."""
 
-    Attributes:
-        code: one of :data:`FINDING_CODES`.
-        message_index: index in the history's neutral view (for JSON arrays, the index
-            of the message or item, as in the provider's ``messages.N``).
-        record: index of the native record (for session files, the 0-based line).
-        call_id: the call or result id concerned, if any.
-        provider_message: the rule in the provider's words.
-    """
-
-    code: str
-    message_index: int
-    record: int | None
-    call_id: str | None
-    provider_message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message_index": self.message_index,
-            "record": self.record,
-            "call_id": self.call_id,
-            "provider_message": self.provider_message,
-        }
+_FINDING_KEYS: Final = ("code", "message_index", "record", "call_id")
 
 
 @dataclass(frozen=True)
-class HistoryReport:
+class HistoryReport(Report[HistoryFindingCode]):
     """Result of :func:`check_history`.
 
     Attributes:
@@ -97,6 +89,8 @@ class HistoryReport:
         findings: every broken rule, in history order.
     """
 
+    CODES = frozenset(FINDING_CODES)
+
     format: FormatName
     messages: int
     calls: int
@@ -106,18 +100,25 @@ class HistoryReport:
     @property
     def valid(self) -> bool:
         """True when no rule is broken (the provider would accept the history)."""
-        return not self.findings
+        return not self.errors
 
-    def to_dict(self) -> dict[str, Any]:
+    def _members(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "format": self.format,
             "valid": self.valid,
             "messages": self.messages,
             "calls": self.calls,
             "results": self.results,
-            "findings": [finding.to_dict() for finding in self.findings],
+            "findings": [self._finding_dict(finding) for finding in self.findings],
         }
+
+    def _finding_dict(self, finding: HistoryFinding) -> dict[str, Any]:
+        """The finding as JSON; for session files with ``line`` (1-based, as the text
+        output says ``line N``) beside ``record`` (0-based)."""
+        entry = {**finding.to_dict(_FINDING_KEYS), "provider_message": finding.message}
+        if get_spec(self.format).line_based:
+            entry["line"] = finding.record + 1 if finding.record is not None else None
+        return entry
 
 
 @collector_paused
@@ -155,6 +156,32 @@ def verify_history(messages: Sequence[Any], format: FormatName) -> HistoryReport
     return report
 
 
+def check_loaded(history: History) -> HistoryReport:
+    """:func:`check_messages` of a history read from a file, plus what only the file
+    shows: a torn last line (``torn-tail``) is a finding after the history's own."""
+    report = check_messages(history.messages, history.format)
+    finding = torn_tail_finding(history)
+    if finding is None:
+        return report
+    return replace(report, findings=(*report.findings, finding))
+
+
+def torn_tail_finding(history: History) -> HistoryFinding | None:
+    """The ``torn-tail`` finding of a session file whose last line is torn, else None."""
+    if history.torn is None or history.lines is None:
+        return None
+    held = describe_torn(history.lines[history.torn])
+    return Finding(
+        "torn-tail",
+        f"the last line (line {history.torn + 1}) was cut off by a crash: no final line "
+        f"break and not JSON. It held {held.describe()}, which is lost; the client never "
+        "saw it saved.",
+        message_index=len(history.messages),
+        record=history.torn,
+        call_id=held.call_id or held.result_id,
+    )
+
+
 def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryReport:
     """:func:`check_history` on a neutral view (pure)."""
     family = get_spec(format).family
@@ -165,14 +192,19 @@ def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryRe
     }[family](messages)
     calls = sum(len(message.calls()) for message in messages)
     results = sum(len(message.results()) for message in messages)
-    ordered = tuple(sorted(findings, key=lambda finding: finding.message_index))
-    return HistoryReport(format, len(messages), calls, results, ordered)
+    ordered = tuple(sorted(findings, key=_position))
+    return HistoryReport(format, len(messages), calls, results, findings=ordered)
+
+
+def _position(finding: HistoryFinding) -> int:
+    assert finding.message_index is not None  # every history finding is built by _finding
+    return finding.message_index
 
 
 def _finding(
-    code: str, index: int, message: Message, call_id: str | None, text: str
+    code: HistoryFindingCode, index: int, message: Message, call_id: str | None, text: str
 ) -> HistoryFinding:
-    return HistoryFinding(code, index, message.origin, call_id, text)
+    return Finding(code, text, message_index=index, record=message.origin, call_id=call_id)
 
 
 def _check_chat(messages: Sequence[Message]) -> list[HistoryFinding]:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agc.resume._formats import load_history
 from agc.resume._repair import Strategy, repair_loaded
@@ -172,3 +174,79 @@ def test_real_result_that_cannot_be_moved_is_never_replaced_by_a_synthetic_one()
     assert "no result in the history" not in stripped.reason
     assert b"agc resume:" not in result.data
     assert b'"bbb"' in result.data
+
+
+# --- the uuid chain stays whole (what Claude Code loads a session by) ----------------------
+
+
+def _chain_session(plan: list[str]) -> bytes:
+    """A Claude Code session as it writes one: every line chained to the one before by
+    parentUuid, side lines (attachment, last-prompt with leafUuid) in between."""
+    lines: list[dict[str, Any]] = []
+    parent: str | None = None
+
+    def add(record: dict[str, Any]) -> None:
+        nonlocal parent
+        record = {"parentUuid": parent, "sessionId": "s", **record}
+        record["uuid"] = f"u{len(lines)}"
+        parent = record["uuid"]
+        lines.append(record)
+
+    add({"type": "user", "message": {"role": "user", "content": "go"}})
+    for number, step in enumerate(plan):
+        if step == "attachment":
+            add({"type": "attachment", "attachment": {"type": "reminder"}})
+            continue
+        call = f"toolu_{number}"
+        add(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}}
+                    ],
+                },
+            }
+        )
+        lines.append({"type": "last-prompt", "leafUuid": parent, "sessionId": "s"})
+        if step == "answered":
+            add(
+                {
+                    "type": "user",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": call, "content": "ok"}],
+                    },
+                }
+            )
+    return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    plan=st.lists(st.sampled_from(["answered", "unanswered", "attachment"]), max_size=8),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_repair_keeps_the_uuid_chain_whole(plan: list[str], strategy: Strategy) -> None:
+    """After any repair every parentUuid and leafUuid names a line of the file, uuids are
+    unique, and walking parents from the last line reaches every message line: the file
+    stays loadable for Claude Code, not only for agc."""
+    data = _chain_session(plan)
+    result = repair_loaded(load_history(data, source="s.jsonl"), strategy=strategy)
+    records = [json.loads(line) for line in result.data.splitlines()]
+    uuids = [r["uuid"] for r in records if "uuid" in r]
+    assert len(uuids) == len(set(uuids))
+    known = set(uuids)
+    for record in records:
+        for key in ("parentUuid", "leafUuid"):
+            if record.get(key) is not None:
+                assert record[key] in known, (key, record)
+    by_uuid = {r["uuid"]: r for r in records if "uuid" in r}
+    walked: set[str] = set()
+    node: str | None = uuids[-1]
+    while node is not None:
+        walked.add(node)
+        node = by_uuid[node]["parentUuid"]
+    messages = {r["uuid"] for r in records if r["type"] in {"user", "assistant"}}
+    assert messages <= walked

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from agc._core import json as strict_json
+from agc.errors import JsonInvalidError, UsageError
 from agc.ledger._events.appserver import item_from_notification
 from agc.ledger._events.codex_exec import item_from_event
 from agc.ledger._events.item import CompletedItem
@@ -70,6 +71,9 @@ class EventDecoder:
         input_format: ``"auto"`` (each line is recognized on its own) or one format,
             whose lines alone are used.
 
+    Raises:
+        UsageError: an unknown ``input_format``.
+
     Attributes:
         completed: whether the input said the turn completed (``turn/completed`` with
             status ``completed``, ``turn.completed``, rollout ``task_complete``), failed
@@ -78,7 +82,10 @@ class EventDecoder:
 
     def __init__(self, input_format: InputFormat = "auto") -> None:
         if input_format not in FORMATS:
-            raise ValueError(f"input format {input_format!r} is not one of {FORMATS}")
+            raise UsageError(
+                f"input format {input_format!r} is not known",
+                hint=f"Choose one of {', '.join(FORMATS)}.",
+            )
         self.input_format: InputFormat = input_format
         self.stats = DecodeStats()
         self._rollout = RolloutAdapter()
@@ -94,8 +101,8 @@ class EventDecoder:
         """Decode one line (without or with its ``\\n``)."""
         self.stats.lines += 1
         try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
+            message = strict_json.loads(line, allow_lone_surrogates=True)
+        except JsonInvalidError:
             self.stats.invalid_lines += 1
             return []
         if not isinstance(message, dict):

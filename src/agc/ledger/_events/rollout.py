@@ -16,12 +16,13 @@ other function is a ``functionCall`` with its ``name``.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Mapping
 from typing import Any, Final
 
+from agc._core import json as strict_json
+from agc.errors import JsonInvalidError
 from agc.ledger._events.item import CompletedItem
 
 __all__ = ["ROLLOUT_LINE_TYPES", "RolloutAdapter"]
@@ -42,8 +43,8 @@ def _arguments(raw: object) -> object:
     """Function-call arguments: a JSON string parsed, anything else as is."""
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
+            return strict_json.loads(raw, allow_lone_surrogates=True)
+        except JsonInvalidError:
             return None
     return raw
 

@@ -14,13 +14,23 @@ from typing import Any, Final
 
 import orjson
 
-from agc.errors import HistoryFormatError, InputError
+from agc._core import json as strict_json
+from agc.errors import HistoryFormatError, InputError, JsonInvalidError
 from agc.resume._formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
 from agc.resume._formats.jsonl import join_lines, parse_jsonl
 from agc.resume._formats.model import FORMAT_NAMES, FormatName, FormatSpec, History
+from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
-__all__ = ["SPECS", "detect_format", "dump_history", "get_spec", "load_history", "read_history"]
+__all__ = [
+    "SPECS",
+    "detect_format",
+    "dump_history",
+    "get_spec",
+    "is_agc_transcript",
+    "load_history",
+    "read_history",
+]
 
 SPECS: Final[dict[FormatName, FormatSpec]] = {
     "openai-chat": openai_chat.SPEC,
@@ -90,7 +100,31 @@ def _detect_array(records: Sequence[Any]) -> FormatName:
     return "openai-chat"
 
 
+_TRANSCRIPT_KEYS: Final = frozenset({"seq", "ts", "line"})
+
+
+def is_agc_transcript(records: Sequence[Any]) -> bool:
+    """True when JSONL records are an agc run's sealed records (``{"seq", "ts", "line",
+    "payload" | "invalid"}``), the form ``agc record``/``agc import`` store lines in."""
+    dicts = [record for record in records[:64] if isinstance(record, dict)]
+    return bool(dicts) and all(
+        record.keys() >= _TRANSCRIPT_KEYS and ("payload" in record or "invalid" in record)
+        for record in dicts
+    )
+
+
+def _transcript_error(source: str) -> HistoryFormatError:
+    return HistoryFormatError(
+        f"{source} is an agc run's sealed transcript (records of agc record/import), not "
+        "the session file itself",
+        hint="Resume the run by its id (agc resume RUN_ID: verified, then unwrapped), or "
+        "write the session back with agc export RUN_ID --out FILE.",
+    )
+
+
 def _detect_lines(records: Sequence[Any], *, source: str) -> FormatName:
+    if is_agc_transcript(records):
+        raise _transcript_error(source)
     dicts = [record for record in records if isinstance(record, dict)]
     if any(codex_rollout.is_rollout_line(record) for record in dicts):
         return "codex-rollout"
@@ -144,12 +178,9 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
         raise InputError(f"{source} is empty")
     if stripped.startswith(b"["):
         try:
-            records = orjson.loads(data)  # fast; anything it refuses gets the stdlib's word
-        except orjson.JSONDecodeError:
-            try:
-                records = json.loads(data.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-                raise InputError(f"{source} is not a valid JSON array: {exc}") from exc
+            records = strict_json.loads(data, allow_lone_surrogates=True)
+        except JsonInvalidError as exc:
+            raise InputError(f"{source} is not a valid JSON array: {exc.message}") from exc
         if not isinstance(records, list):
             raise InputError(f"{source} is not a JSON array")
         chosen = format or detect_format(records, line_based=False, source=source)
@@ -160,6 +191,8 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     records, lines, final_newline = parse_jsonl(data, source=source)
     chosen = format or detect_format(records, line_based=True, source=source)
     spec = get_spec(chosen)
+    if format is not None and is_agc_transcript(records):
+        raise _transcript_error(source)
     if format is not None and spec.line_based:
         # A session file of the other kind read as this one shows no history at all.
         try:
@@ -175,13 +208,15 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     history = spec.read(records)
     history.lines = lines
     history.final_newline = final_newline
+    history.torn = torn_line(lines, final_newline)
     return history
 
 
 def dump_history(history: History, native: list[Any]) -> bytes:
     """Bytes of a written history: JSONL lines for session files, else a JSON array."""
     if get_spec(history.format).line_based:
-        return join_lines([str(line) for line in native], final_newline=history.final_newline)
+        # Always ends with a newline: a client appending to the file must start a new line.
+        return join_lines([str(line) for line in native], final_newline=True)
     try:
         # orjson: the standard library's indenting encoder is pure Python, and was most
         # of the time of repairing a long history (benchmarks/, history).

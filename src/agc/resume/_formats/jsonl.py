@@ -9,20 +9,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agc.errors import InputError
+from agc._core import json as strict_json
+from agc.errors import InputError, JsonInvalidError
 
 __all__ = ["dump_line", "join_lines", "parse_jsonl"]
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool]:
     """Split JSONL bytes into ``(records, lines, final_newline)``.
 
     ``records[i]`` is line ``i`` parsed as JSON, or the line's text when it is not JSON
-    (NaN and Infinity count as not JSON). Blank lines are kept as empty strings.
+    under agc's rule (:mod:`agc._core.json`: NaN, Infinity, a duplicate key or nesting
+    too deep count as not JSON; a lone surrogate escape is kept). Blank lines are kept
+    as empty strings.
 
     Raises:
         InputError: the bytes are not UTF-8 (naming ``source`` and the line).
@@ -41,8 +40,8 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
     for raw in lines:
         line = raw[:-1] if raw.endswith("\r") else raw
         try:
-            records.append(json.loads(line, parse_constant=_reject_constant))
-        except (ValueError, RecursionError):  # too deeply nested: kept as text
+            records.append(strict_json.loads(line, allow_lone_surrogates=True))
+        except JsonInvalidError:
             records.append(line)
     return records, lines, final_newline
 

@@ -10,10 +10,12 @@ byte for byte.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+
+from agc._core import json as strict_json
+from agc.errors import JsonInvalidError
 
 __all__ = [
     "FORMAT_NAMES",
@@ -107,6 +109,8 @@ class History:
         final_newline: for session files, whether the last line ended with a newline.
         skipped: indices of records that are not part of the history (session-file
             lines such as metadata, progress events or lines that are not objects).
+        torn: for session files, the index of a torn last line (not JSON and no final
+            newline: a write cut off by a crash), else ``None``. See :mod:`.torn`.
     """
 
     format: FormatName
@@ -115,6 +119,7 @@ class History:
     lines: list[str] | None = None
     final_newline: bool = True
     skipped: list[int] = field(default_factory=list)
+    torn: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,14 +160,10 @@ def arguments_are_json(arguments: Any) -> bool:
     if not isinstance(arguments, str):
         return False
     try:
-        value = json.loads(arguments, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+        value = strict_json.loads(arguments, allow_lone_surrogates=True)
+    except JsonInvalidError:  # a duplicate key is ambiguous: not replayed either
         return False
     return isinstance(value, dict)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 _ANTHROPIC_TOOL_PARTS: Final = frozenset({"tool_use", "tool_result"})

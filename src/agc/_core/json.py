@@ -1,0 +1,391 @@
+"""Strict JSON: one reader, one writer, one rule for what counts as JSON.
+
+Every JSON document agc reads back (run manifests, chain lines and the chain head,
+checkpoint lines, sealed snapshots, ledger turn files, histories and agent input) is
+parsed by :func:`loads`, and every record agc writes goes through :func:`dumps` (the
+JSONL writer inlines the same fast path). The rule is RFC 8259 JSON that is also
+I-JSON (RFC 7493):
+
+* ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259 §6), and neither is a
+  number too large for an IEEE 754 double (``1e400`` would read as infinity);
+* an object may not name a member twice. RFC 8259 §4 leaves the meaning of a duplicate
+  to the parser (Python, JavaScript and orjson keep the last value, other parsers the
+  first or fail), and RFC 7493 §2.3 forbids it: evidence must mean one thing to every
+  reader, so a manifest with two ``artifacts`` members is refused, not read one way;
+* arrays and objects nest at most :data:`MAX_DEPTH` deep (a deeper document is refused,
+  never a ``RecursionError``);
+* a string may not hold a lone surrogate (an unpaired ``\\uD800``-``\\uDFFF`` escape:
+  not a Unicode scalar value, RFC 7493 §2.1, and not encodable as UTF-8). Readers of
+  transcripts written by other programs pass ``allow_lone_surrogates=True``: an agent
+  that cut a string inside a surrogate pair still wrote RFC 8259 JSON, and the line
+  is read (and written back) as it is;
+* bytes are UTF-8 without a byte order mark (RFC 8259 §8.1).
+
+Why the reader is the standard library's parser, not orjson: orjson keeps the last of
+two duplicate members silently and turns integers beyond 64 bits into floats, so it
+cannot apply the rule; the standard library's C scanner with a duplicate check costs
+about as much as orjson plus the walk that check would need. The writer does use
+orjson (compact, raw UTF-8) and falls back to the standard library where orjson refuses
+a value or may differ (see :func:`dumps`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, TypeVar
+
+from agc.errors import JsonInvalidError
+
+__all__ = [
+    "MAX_DEPTH",
+    "JsonInvalidError",
+    "dumps",
+    "dumps_stdlib",
+    "exceeds_depth",
+    "loads",
+    "loads_lines",
+    "not_native",
+    "orjson_options",
+]
+
+T = TypeVar("T")
+
+MAX_DEPTH: Final = 512
+"""Deepest nesting of arrays and objects read or written (orjson writes up to 254)."""
+
+
+@functools.cache
+def orjson_options() -> int:
+    """The orjson options of every agc writer.
+
+    Types orjson would serialize where the standard library refuses (datetime,
+    dataclasses, subclasses of builtins) are passed to :func:`not_native` instead, which
+    sends the value to the standard-library path: one verdict whichever path runs.
+    orjson is imported here, on first write: readers (``agc-verify``) never load it.
+    """
+    import orjson  # noqa: PLC0415 - see above
+
+    options: int = (
+        orjson.OPT_PASSTHROUGH_DATETIME
+        | orjson.OPT_PASSTHROUGH_DATACLASS
+        | orjson.OPT_PASSTHROUGH_SUBCLASS
+    )
+    return options
+
+
+def not_native(value: Any) -> Any:
+    """orjson ``default=``: leave every type orjson does not take natively to the
+    standard library (raises ``TypeError``)."""
+    raise TypeError(f"{type(value).__name__} is left to the standard library")
+
+
+class _RefusedError(ValueError):
+    """Raised inside the decoder's hooks; becomes a JsonInvalidError with its problem."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RefusedError(f"duplicate key {key!r}", "duplicate")
+            seen.add(key)
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _RefusedError(f"{name} is not valid JSON", "constant")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _RefusedError(f"number {text} is out of range for a float", "number")
+    return value
+
+
+# One decoder, built once: json.loads() with hooks builds a new one on every call.
+_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_unique_members,
+    parse_constant=_refuse_constant,
+    parse_float=_finite_float,
+)
+
+
+def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
+    """Parse one JSON document under the rule above.
+
+    Args:
+        data: UTF-8 bytes (or text) of exactly one JSON value; surrounding whitespace is
+            allowed.
+        allow_lone_surrogates: keep a lone surrogate escape in a string (as a Python
+            ``str`` that cannot be encoded as UTF-8) instead of refusing the document;
+            only for transcripts written by other programs.
+
+    Returns:
+        The value: ``dict`` (insertion-ordered), ``list``, ``str``, ``int``, ``float``,
+        ``bool`` or ``None``.
+
+    Raises:
+        JsonInvalidError: a ``ValueError`` naming the problem (and its
+            :attr:`~agc.errors.JsonInvalidError.problem`): not UTF-8, a byte order mark,
+            not JSON (with line and column), NaN/Infinity, a number beyond a double, a
+            duplicate member name, nesting deeper than :data:`MAX_DEPTH`, or a lone
+            surrogate.
+        TypeError: ``data`` is neither bytes nor str.
+    """
+    if isinstance(data, str):
+        text = data
+    elif not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"JSON text must be bytes or str, not {type(data).__name__}")
+    else:
+        data = bytes(data)
+        if data.startswith(b"\xef\xbb\xbf"):
+            raise JsonInvalidError("starts with a UTF-8 byte order mark", problem="bom")
+    if not isinstance(data, str):
+        if len(data) >= _FAST_PATH_BYTES:
+            value = _loads_orjson(data)
+            if value is not _NOT_TAKEN:
+                return value
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonInvalidError(
+                f"not UTF-8 ({exc.reason} at byte {exc.start})", problem="not-utf8"
+            ) from exc
+    try:
+        value = _DECODER.decode(text)
+    except RecursionError as exc:
+        raise _too_deep() from exc
+    except _RefusedError as exc:
+        raise JsonInvalidError(str(exc), problem=exc.problem) from exc
+    except ValueError as exc:  # json.JSONDecodeError; an integer of more than 4300 digits
+        raise JsonInvalidError(str(exc), problem="syntax") from exc
+    # Cheap bounds first: most documents have fewer brackets than MAX_DEPTH, and in
+    # UTF-8 bytes a lone surrogate can only come from a \u escape.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _nests_deeper(value, MAX_DEPTH):
+        raise _too_deep()
+    if (
+        not allow_lone_surrogates
+        and ("\\u" in text or (isinstance(data, str) and _not_utf8(text)))
+        and _has_lone_surrogate(value)
+    ):
+        raise JsonInvalidError(
+            "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)",
+            problem="surrogate",
+        )
+    return value
+
+
+# Documents this large are read by orjson when that gives the same value (below);
+# smaller ones never load orjson (agc-verify reads a 2 KB manifest and starts faster).
+_FAST_PATH_BYTES: Final = 64 * 1024
+_NOT_TAKEN: Final = object()
+# Every digit becomes "0": a run of 19 zeros then marks a run of 19 digits, found at
+# C speed (a regular expression took longer than orjson's whole parse).
+_DIGITS_TO_ZERO: Final = bytes.maketrans(b"0123456789", b"0" * 10)
+_NINETEEN_DIGITS: Final = b"0" * 19
+
+
+def _loads_orjson(data: bytes) -> Any:
+    """orjson's value when it is provably the rule's value, else ``_NOT_TAKEN``.
+
+    orjson refuses NaN/Infinity, numbers beyond a double, lone surrogates, a byte order
+    mark, invalid UTF-8 and nesting deeper than 1024, as the rule does. Where it may
+    differ, the standard library decides: a run of 19+ digits (orjson reads an integer
+    beyond 64 bits as a float), a ``\\u003a`` escape (see below), anything orjson refuses
+    (for the exact error, or a lone surrogate the caller allows), nesting deeper than
+    254 (orjson cannot write the value back) and a duplicate member. orjson keeps the
+    last of two duplicates silently; they are found by counting: in JSON a colon is
+    either a member separator or inside a string, and orjson writes the value back with
+    one separator per member kept and every colon of every string as a raw ``:``. So
+    when the input spells no colon as ``\\u003a``, the input has as many colons as the
+    value written back exactly when no member was dropped.
+    """
+    import orjson  # noqa: PLC0415 - only for large documents (see _FAST_PATH_BYTES)
+
+    if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
+        _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)
+    ):
+        return _NOT_TAKEN
+    try:
+        value = orjson.loads(data)
+        written: bytes = orjson.dumps(value)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return _NOT_TAKEN
+    return value if written.count(b":") == data.count(b":") else _NOT_TAKEN
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """:func:`exceeds_depth` for parsed JSON (only ``dict`` and ``list``), level by level."""
+    level = [value]
+    for _ in range(limit + 1):
+        dicts = [item for item in level if type(item) is dict]
+        lists = [item for item in level if type(item) is list]
+        if not dicts and not lists:
+            return False
+        level = [child for item in dicts for child in item.values()]
+        level += [child for item in lists for child in item]
+    return True
+
+
+def _too_deep() -> JsonInvalidError:
+    return JsonInvalidError(f"nested deeper than {MAX_DEPTH} levels", problem="depth")
+
+
+def exceeds_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when arrays/objects (lists, tuples, mappings) in ``value`` nest deeper
+    than ``limit``; a scalar has depth 0. Iterative: any depth is measured safely."""
+    try:
+        _check_tree(value, limit, keys=False)
+    except JsonInvalidError:
+        return True
+    return False
+
+
+_KEY_TEXT: Final[dict[object, str]] = {True: "true", False: "false", None: "null"}
+
+
+def _check_tree(value: Any, limit: int, *, keys: bool) -> None:
+    """Refuse nesting deeper than ``limit`` and (``keys``) non-string keys that the
+    standard library would write as a name the object already has (``{1: .., "1": ..}``)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+            if keys and not all(type(key) is str for key in item):
+                names = [_key_text(key) for key in item]
+                if len(set(names)) != len(names):
+                    raise JsonInvalidError(
+                        "two keys of an object would be written as one name", problem="duplicate"
+                    )
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            raise JsonInvalidError(f"nested deeper than {limit} levels", problem="depth")
+        stack.extend(
+            (child, depth) for child in children if isinstance(child, Mapping | list | tuple)
+        )
+
+
+def _key_text(key: object) -> object:
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, bool) or key is None:
+        return _KEY_TEXT[key]
+    if isinstance(key, int | float):
+        return json.dumps(key)
+    return key  # the standard library refuses it with a TypeError
+
+
+def _not_utf8(text: str) -> bool:
+    """A ``str`` given may hold a raw surrogate (bytes never do: they were UTF-8)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False, check_circular=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON bytes of ``value`` (raw UTF-8, no trailing newline) under the rule.
+
+    orjson first; a value orjson does not take natively, or whose bytes hold ``null``
+    (orjson writes NaN/Infinity as ``null``, so they could hide there), goes through
+    :func:`dumps_stdlib`, which refuses them.
+
+    Raises:
+        JsonInvalidError: NaN/Infinity, a lone surrogate, a non-string key that is not
+            a ``str``/``int``/``float``/``bool``/``None``, a type JSON has no form for,
+            or nesting deeper than :data:`MAX_DEPTH`.
+    """
+    import orjson  # noqa: PLC0415 - readers never load it (see orjson_options)
+
+    try:
+        data: bytes = orjson.dumps(value, default=not_native, option=orjson_options())
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return dumps_stdlib(value)
+    if b"null" in data:
+        # orjson took it: every key is a str and nesting is at most 254 deep.
+        return dumps_stdlib(value, checked=True)
+    return data
+
+
+def dumps_stdlib(value: Any, *, checked: bool = False) -> bytes:
+    """:func:`dumps` by the standard library alone (the path for what orjson refuses).
+
+    Args:
+        value: the value.
+        checked: the caller knows that every key is a ``str`` and that nesting is
+            within :data:`MAX_DEPTH` (orjson took the value), so the walk is skipped.
+
+    Raises:
+        JsonInvalidError: as :func:`dumps`; also when two keys of one object would be
+            written as the same name (``{1: …, "1": …}``).
+    """
+    if not checked:
+        _check_tree(value, MAX_DEPTH, keys=True)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise JsonInvalidError(
+            f"a string holds a lone surrogate ({exc.reason})", problem="surrogate"
+        ) from exc
+    except ValueError as exc:  # NaN or Infinity (allow_nan=False)
+        raise JsonInvalidError(f"not JSON: {exc}", problem="constant") from exc
+    except (TypeError, RecursionError) as exc:
+        raise JsonInvalidError(f"not JSON: {exc}", problem="syntax") from exc
+
+
+def loads_lines(lines: bytes | Iterable[bytes], build: Callable[[Any], T]) -> tuple[list[T], int]:
+    """Parse a JSONL evidence file line by line; return ``(built records, unusable)``.
+
+    Each non-empty line is parsed by :func:`loads` and handed to ``build``, which turns
+    the value into a record or raises ``ValueError``, ``KeyError`` or ``TypeError``
+    when its shape is wrong. A line that is not strict JSON or that ``build`` refuses
+    counts as unusable and is skipped: a torn last line (a crash while appending) or a
+    damaged line never makes the other lines unreadable, and the caller reports the
+    count. Empty lines are ignored.
+
+    Args:
+        lines: the file's bytes, or an iterable of lines (a binary file object: read as
+            it is iterated, so a large file is never held whole); each line may keep
+            its ``\\n``.
+        build: turns one parsed value into a record.
+    """
+    if isinstance(lines, bytes | bytearray | memoryview):
+        lines = bytes(lines).split(b"\n")
+    built: list[T] = []
+    unusable = 0
+    for line in lines:
+        text = line[:-1] if line.endswith(b"\n") else line
+        if not text:
+            continue
+        try:
+            built.append(build(loads(text)))
+        except (ValueError, KeyError, TypeError):  # JsonInvalidError is a ValueError
+            unusable += 1
+    return built, unusable

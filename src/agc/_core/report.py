@@ -1,0 +1,148 @@
+"""Findings and reports: the one shape every agc check returns.
+
+Every ``check_*()`` function returns a frozen report and never raises on findings. A
+report holds :class:`Finding` objects, each with a stable kebab-case ``code`` (typed by
+the report kind's ``Literal`` of codes), a ``severity`` and a human ``message``. The
+report's verdict (``complete`` for runs and stores, ``valid`` for histories, ``ok`` for
+turn files …) is a property computed from its findings, never a stored field that could
+contradict them: an ``error`` finding fails the verdict, ``warning`` and ``info`` do not.
+
+Every report serialises with ``to_dict()``, whose first member is ``schema_version``
+(:data:`SCHEMA_VERSION`, the version of every agc ``--json`` output).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
+
+from agc.errors import ReportInvalidError
+
+__all__ = ["SCHEMA_VERSION", "SEVERITIES", "CodeT_co", "Finding", "Report", "Severity"]
+
+SCHEMA_VERSION: Final = 1
+"""Version of every report and result agc prints with ``--json`` (``schema_version``)."""
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: Final[tuple[Severity, ...]] = get_args(Severity)
+
+CodeT_co = TypeVar("CodeT_co", bound=str, covariant=True)
+"""A report kind's code type: a ``Literal`` of its codes."""
+
+_KEBAB: Final = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+@dataclass(frozen=True)
+class Finding(Generic[CodeT_co]):
+    """One thing that is wrong (or, for warnings and infos, worth knowing).
+
+    ``code``, ``message`` and ``severity`` may be given by position; the rest, which a
+    report kind uses or not, only by keyword.
+
+    Attributes:
+        code: stable kebab-case code, one of the report kind's codes.
+        message: the human sentence, e.g. ``"transcript checksum mismatch"``.
+        severity: ``error`` fails the report's verdict; ``warning`` and ``info`` do not.
+        artifact: what the finding is about: an artifact kind (``transcript``,
+            ``tool-events``), ``manifest`` or ``store``.
+        expected: what the seal says (``digest``, ``bytes``, ``records`` …), if known.
+        actual: what was found instead, if known.
+        attempt: the attempt (1-based) of a turn file the finding is about.
+        line: the 1-based line of the file the finding is about.
+        message_index: index of the message or item in a history's view.
+        record: 0-based index of the history's native record (a session file's line).
+        call_id: the tool call or result id concerned.
+
+    Raises:
+        ReportInvalidError: ``code`` is not kebab-case or ``severity`` is unknown.
+    """
+
+    code: CodeT_co
+    message: str
+    severity: Severity = "error"
+    _: KW_ONLY
+    artifact: str | None = None
+    expected: Mapping[str, Any] | None = None
+    actual: Mapping[str, Any] | None = None
+    attempt: int | None = None
+    line: int | None = None
+    message_index: int | None = None
+    record: int | None = None
+    call_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not _KEBAB.fullmatch(self.code):
+            raise ReportInvalidError(f"finding code {self.code!r} is not kebab-case")
+        if self.severity not in SEVERITIES:
+            raise ReportInvalidError(
+                f"finding severity {self.severity!r} is not one of {', '.join(SEVERITIES)}"
+            )
+
+    @property
+    def is_error(self) -> bool:
+        """True for an ``error`` finding (it fails the verdict)."""
+        return self.severity == "error"
+
+    def to_dict(self, keys: Sequence[str] | None = None) -> dict[str, Any]:
+        """JSON-ready dict of ``keys`` (attribute names, in output order; default: all).
+
+        Mappings (``expected``, ``actual``) are copied to plain dicts.
+        """
+        names = keys if keys is not None else [f.name for f in fields(self)]
+        out: dict[str, Any] = {}
+        for name in names:
+            value = getattr(self, name)
+            out[name] = dict(value) if isinstance(value, Mapping) else value
+        return out
+
+
+@dataclass(frozen=True)
+class Report(Generic[CodeT_co]):
+    """Base of every agc report; subclasses are frozen dataclasses.
+
+    A subclass declares its findings (a field, or a property for a report made of
+    others), its codes in :attr:`CODES`, its one verdict property computed from
+    :attr:`errors`, and its JSON members in :meth:`_members`.
+
+    Raises:
+        ReportInvalidError: at construction, a finding's code is not one of :attr:`CODES`.
+    """
+
+    CODES: ClassVar[frozenset[str]] = frozenset()
+    """The kind's finding codes (``get_args`` of its ``Literal``); checked at construction."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def findings(self) -> tuple[Finding[CodeT_co], ...]:
+            """Every finding, in the order found."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted({f.code for f in self.findings} - self.CODES)
+        if unknown:
+            raise ReportInvalidError(
+                f"{type(self).__name__} does not know the finding code(s) {', '.join(unknown)}"
+            )
+
+    @property
+    def errors(self) -> tuple[Finding[CodeT_co], ...]:
+        """The findings of severity ``error``: the verdict fails when there is one."""
+        return tuple(f for f in self.findings if f.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Finding[CodeT_co], ...]:
+        """The findings of severity ``warning``."""
+        return tuple(f for f in self.findings if f.severity == "warning")
+
+    def codes(self) -> frozenset[str]:
+        """The codes of every finding."""
+        return frozenset(f.code for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: ``schema_version`` first, then the report's members."""
+        return {"schema_version": SCHEMA_VERSION, **self._members()}
+
+    def _members(self) -> dict[str, Any]:
+        raise NotImplementedError(f"{type(self).__name__} does not define its JSON members")

@@ -1,0 +1,726 @@
+"""``agc readiness classify|probe|contract|check-evidence|table``: the readiness gate.
+
+The verdicts come from :mod:`agc.readiness`; ``--evidence RUN_ID`` writes them as an
+agc run through :mod:`agc.integrity` (composed here, at the edge): the redacted
+observation, the verdict and the in-toto Statement in the transcript, the probe's HTTP
+exchanges as tool events, the verdict in the manifest attributes, signed when a signing
+key is set. Nothing printed here is a header, an env value or the reply text.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+import agc
+from agc._core.fs import read_limited
+from agc._core.report import SCHEMA_VERSION
+from agc._core.store import StoreLayout, validate_run_id
+from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console
+from agc.cli.keys import SigningKeyOption, signing_key_from
+from agc.cli.verify import StoreOption, _trusted, format_report
+from agc.errors import FileExistsRefusedError, InputError, ObservationInvalidError, UsageError
+from agc.exitcodes import ExitCode
+from agc.integrity import check_run, open_run, read_run_manifest
+from agc.readiness import (
+    DECISION_TABLE,
+    ContractSpec,
+    EnvRequirement,
+    Observation,
+    ReadinessConfig,
+    ReadinessVerdict,
+    build_statement,
+    canonical_digest,
+    check_contract,
+    check_evidence,
+    classify,
+    decision_table_document,
+    evidence_attributes,
+    evidence_records,
+    load_config,
+    load_manifests,
+    probe,
+    readiness_policy_digest,
+    stored_observation,
+)
+from agc.readiness._policy import BaseUrlRule
+from agc.readiness._urls import safe_url
+
+__all__ = ["register"]
+
+_MAX_OBSERVATION_BYTES = 16 * 1024 * 1024
+_MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+
+
+class LevelChoice(enum.StrEnum):
+    source = "SOURCE"
+    local = "LOCAL"
+    dry_run = "DRY-RUN"
+    live = "LIVE"
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Readiness configuration, TOML or JSON: policy, probe settings, environments "
+        "(docs/readiness.md).",
+        show_default=False,
+    ),
+]
+EvidenceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--evidence",
+        metavar="RUN_ID",
+        help="Seal the verdict into the store (--store) as run RUN_ID; signed when a "
+        "signing key is set.",
+        show_default=False,
+    ),
+]
+RequireLevelOption = Annotated[
+    LevelChoice | None,
+    typer.Option(
+        "--require-level",
+        help="Exit 0 only for a pass at this level or a stronger one (SOURCE < LOCAL < "
+        "DRY-RUN < LIVE).",
+        show_default=False,
+    ),
+]
+RequireRunnerOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-agent-runner",
+        help="Exit 0 only when the full agent-runner gate is satisfied too.",
+    ),
+]
+EnvironmentOption = Annotated[
+    str,
+    typer.Option(
+        "--environment", help="The environment's name (dev, staging …).", show_default=False
+    ),
+]
+
+
+# -- shared edges ---------------------------------------------------------------------------
+
+
+def _check_evidence_target(run_id: str | None, store: Path | None) -> None:
+    """Refuse a bad or existing run id before anything is probed or written."""
+    if run_id is None:
+        return
+    validate_run_id(run_id)
+    layout = StoreLayout.at(store)
+    for kind in ("transcript", "tool-events"):
+        if os.path.lexists(layout.artifact_path(run_id, kind)):
+            raise FileExistsRefusedError(
+                f"run {run_id} already exists in store {layout.root}; evidence is never overwritten"
+            )
+
+
+def _seal(
+    run_id: str,
+    *,
+    store: Path | None,
+    signing_key: Path | None,
+    verdict: ReadinessVerdict,
+    config: ReadinessConfig,
+    subject: Any,
+    observation: dict[str, Any] | None = None,
+    steps: list[dict[str, Any]] | None = None,
+    sources: list[dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Write the evidence run; returns ``(statement, evidence summary)``."""
+    key = signing_key_from(signing_key)
+    statement = _statement(verdict, config, subject)
+    subject_digest = canonical_digest(subject)
+    policy_digest = readiness_policy_digest(config.policy)
+    transcript, events = evidence_records(
+        observation=observation,
+        verdict=verdict,
+        statement=statement,
+        steps=steps or [],
+        sources=sources or [],
+    )
+    attributes = evidence_attributes(
+        verdict, statement=statement, subject_digest=subject_digest, policy_digest=policy_digest
+    )
+    with open_run(run_id, store=store, signing_key=key, attributes=attributes) as run:
+        for record in transcript:
+            run.transcript.write(record)
+        for event in events:
+            run.tool_events.write(event)
+    summary = {
+        "run_id": run_id,
+        "store": str(StoreLayout.at(store).root),
+        "signed": key is not None,
+        "key_id": key.key_id if key is not None else None,
+        "statement_digest": attributes["readiness"]["statement_digest"],
+    }
+    return statement, summary
+
+
+def _statement(verdict: ReadinessVerdict, config: ReadinessConfig, subject: Any) -> dict[str, Any]:
+    return build_statement(
+        verdict,
+        observation_digest=canonical_digest(subject),
+        policy_digest=readiness_policy_digest(config.policy),
+        verified_at=time.time(),
+        verifier_id=config.verifier_id,
+        verifier_version=agc.__version__,
+        policy_uri=config.policy_uri,
+    )
+
+
+def _gate(verdict: ReadinessVerdict, level: LevelChoice | None, runner: bool) -> int:
+    ok = verdict.passed
+    if level is not None:
+        ok = ok and verdict.meets(level.value)
+    if runner:
+        ok = ok and verdict.agent_runner_gate
+    return int(ExitCode.OK if ok else ExitCode.FINDINGS)
+
+
+def _show(
+    verdict: ReadinessVerdict,
+    *,
+    as_json: bool,
+    statement: dict[str, Any] | None,
+    evidence: dict[str, Any] | None,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    if as_json:
+        emit_json(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "verdict": verdict.to_dict(),
+                "statement": statement,
+                "evidence": evidence,
+                **(extra or {}),
+            }
+        )
+        return
+    for line in format_verdict(verdict):
+        out_console.print(line, markup=False)
+    if evidence is not None:
+        signed = f", signed by key {evidence['key_id'][:16]}…" if evidence["signed"] else ""
+        out_console.print(
+            f"evidence: run {evidence['run_id']} sealed in {evidence['store']}{signed}",
+            markup=False,
+        )
+
+
+def format_verdict(verdict: ReadinessVerdict) -> list[str]:
+    """Human lines for a verdict (every value already quoted by the library)."""
+    outcome = "pass" if verdict.passed else "NOT a pass"
+    gate = "satisfied" if verdict.agent_runner_gate else "not satisfied"
+    summary = verdict.summary
+    lines = [
+        f"readiness: {verdict.label} {outcome} (agent-runner gate {gate})",
+        f"environment: {verdict.environment}",
+        f"endpoint: {verdict.endpoint or '-'}",
+        f"capability: {verdict.capability or '-'}",
+    ]
+    if verdict.rule != "deployment-contract":
+        reply = (
+            f"non-empty, {summary.reply_length} characters"
+            if summary.reply_non_empty
+            else "empty or missing"
+        )
+        lines += [
+            f"provider: {summary.provider or '-'}  model: {summary.model or '-'}  "
+            f"backend: {summary.backend or '-'}",
+            f"http status: {summary.http_status if summary.http_status is not None else '-'}  "
+            f"reply: {reply}  error class: {summary.error_class or '-'}",
+        ]
+    if verdict.runner_blockers:
+        lines.append(f"runner blockers: {', '.join(verdict.runner_blockers)}")
+    lines.append(f"rule: {verdict.rule}")
+    lines.append("reasons:")
+    for reason in verdict.reasons:
+        observed = json.dumps(reason.observed, ensure_ascii=False) if reason.present else "absent"
+        lines.append(f"  {reason.field} = {observed}: {reason.message}")
+    return lines
+
+
+# -- classify -------------------------------------------------------------------------------
+
+
+def classify_command(
+    file: Annotated[
+        Path, typer.Argument(help="An observation JSON file ('-' for standard input).")
+    ],
+    config: ConfigOption = None,
+    evidence: EvidenceOption = None,
+    store: StoreOption = None,
+    signing_key: SigningKeyOption = None,
+    require_level: RequireLevelOption = None,
+    require_agent_runner: RequireRunnerOption = False,
+    as_json: JsonOption = False,
+) -> int:
+    """Classify an observation (docs/readiness.md) with the decision table.
+
+    Exit 0 only for a pass (and the --require-* conditions); 1 when not a pass.
+
+    \b
+    Examples:
+      agc readiness classify answer.json
+      agc readiness classify answer.json --config readiness.toml --require-level LIVE
+      agc readiness classify answer.json --json --evidence dev-readiness-0412
+    """
+    settings = load_config(config)
+    _check_evidence_target(evidence, store)
+    if str(file) == "-":
+        if sys.stdin is None:
+            raise InputError("agc readiness classify - has no standard input (it is closed)")
+        data = sys.stdin.buffer.read(_MAX_OBSERVATION_BYTES + 1)
+        if len(data) > _MAX_OBSERVATION_BYTES:
+            raise InputError(f"the observation is larger than {_MAX_OBSERVATION_BYTES} bytes")
+        source = "the observation on standard input"
+    else:
+        data = read_limited(file, what="observation", max_bytes=_MAX_OBSERVATION_BYTES)
+        source = f"observation {file}"
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ObservationInvalidError(f"{source} is not UTF-8 JSON: {exc}") from exc
+    observation = Observation.from_dict(raw, source=source)
+    verdict = classify(observation, settings.policy)
+    stored = stored_observation(observation)
+    statement: dict[str, Any] | None = None
+    summary = None
+    if evidence is not None:
+        statement, summary = _seal(
+            evidence,
+            store=store,
+            signing_key=signing_key,
+            verdict=verdict,
+            config=settings,
+            subject=stored,
+            observation=stored,
+        )
+    elif as_json:
+        statement = _statement(verdict, settings, stored)
+    _show(verdict, as_json=as_json, statement=statement, evidence=summary)
+    return _gate(verdict, require_level, require_agent_runner)
+
+
+# -- probe ----------------------------------------------------------------------------------
+
+
+def probe_command(
+    environment: EnvironmentOption,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="The service's base URL (default: environments.NAME.url of --config).",
+            show_default=False,
+        ),
+    ] = None,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live", help="Send one minimal chat and poll it to the end (else a dry run)."
+        ),
+    ] = False,
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-timeout",
+            help="Seconds without a new trace event (and no change of waitingFor) before "
+            "giving up [default: 120].",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    request_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--request-timeout",
+            help="Seconds for one HTTP request [default: 10].",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    max_wait: Annotated[
+        float | None,
+        typer.Option("--max-wait", help="Seconds to wait in all [default: no limit].", min=0.001),
+    ] = None,
+    auth_env: Annotated[
+        str | None,
+        typer.Option(
+            "--auth-env",
+            metavar="NAME",
+            help="Send the value of env var NAME as a bearer token (never shown or stored).",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    evidence: EvidenceOption = None,
+    store: StoreOption = None,
+    signing_key: SigningKeyOption = None,
+    require_level: RequireLevelOption = None,
+    require_agent_runner: RequireRunnerOption = False,
+    as_json: JsonOption = False,
+) -> int:
+    """Probe an agent chat endpoint and classify what it answers.
+
+    Without --live: a dry run (the service's /readyz, else the error answer of the chat
+    route for an unknown trace); it sends no chat and never passes above DRY-RUN. With
+    --live: one minimal chat, submit (202 + traceId), then result/trace polling with
+    capped exponential backoff and jitter, honouring Retry-After; 408/425/429/5xx,
+    timeouts, empty or non-JSON bodies are retried. A loopback endpoint is at most LOCAL.
+    The output gives the level, provider/model/backend, whether the reply is non-empty
+    and its length, the error class: never the reply text, a header or an env value.
+
+    \b
+    Examples:
+      agc readiness probe --url https://dev.example.com:16666/ --environment dev
+      agc readiness probe --url https://dev.example.com:16666/ --environment dev --live
+      agc readiness probe --environment dev --config readiness.toml --live \\
+          --require-level LIVE --evidence dev-live-0412
+      agc readiness probe --url http://127.0.0.1:8080 --environment local --live --json
+    """
+    settings = load_config(config)
+    env_config = settings.environment(environment)
+    base = url or env_config.url
+    if base is None:
+        raise UsageError(
+            "no URL to probe",
+            hint=f"Give --url, or set environments.{environment}.url in --config.",
+        )
+    _check_evidence_target(evidence, store)
+    options: dict[str, Any] = {}
+    if idle_timeout is not None:
+        options["idle_timeout_s"] = idle_timeout
+    if request_timeout is not None:
+        options["request_timeout_s"] = request_timeout
+    if max_wait is not None:
+        options["max_wait_s"] = max_wait
+    if auth_env is not None:
+        options["auth_env"] = auth_env
+    probe_settings = replace(settings.probe, **options)
+    headers = _auth_headers(probe_settings.auth_env)
+    err_console.print(
+        f"probing {safe_url(base)} ({'live chat' if live else 'dry run'}) for {environment}",
+        markup=False,
+    )
+    result = probe(
+        base,
+        environment=environment,
+        live=live,
+        settings=probe_settings,
+        headers=headers,
+        log=lambda line: err_console.print(line, markup=False),
+    )
+    verdict = classify(result.observation, settings.policy)
+    stored = stored_observation(result.observation)
+    steps = [step.to_dict() for step in result.steps]
+    statement: dict[str, Any] | None = None
+    summary = None
+    if evidence is not None:
+        statement, summary = _seal(
+            evidence,
+            store=store,
+            signing_key=signing_key,
+            verdict=verdict,
+            config=settings,
+            subject=stored,
+            observation=stored,
+            steps=steps,
+        )
+    elif as_json:
+        statement = _statement(verdict, settings, stored)
+    _show(
+        verdict,
+        as_json=as_json,
+        statement=statement,
+        evidence=summary,
+        extra={"observation": stored, "steps": steps} if as_json else None,
+    )
+    return _gate(verdict, require_level, require_agent_runner)
+
+
+def _auth_headers(name: str | None) -> dict[str, str]:
+    if name is None:
+        return {}
+    value = os.environ.get(name)
+    if not value:
+        raise UsageError(
+            f"--auth-env {name}: that env var is not set or empty",
+            hint="Export the token in that variable; agc never prints or stores it.",
+        )
+    return {"Authorization": f"Bearer {value}"}
+
+
+# -- contract -------------------------------------------------------------------------------
+
+
+def _secret_ref(text: str) -> EnvRequirement:
+    name, sep, ref = text.partition("=")
+    secret, slash, key = ref.partition("/")
+    if not (name and sep and secret and slash and key):
+        raise UsageError(
+            f"--require-secret-ref {text!r} is not NAME=SECRET/KEY",
+            hint="e.g. --require-secret-ref OPENAI_API_KEY=provider-keys/openai-api-key",
+        )
+    return EnvRequirement(name=name, secret=secret, key=key)
+
+
+def contract_command(
+    manifests: Annotated[
+        list[Path], typer.Argument(help="Kubernetes YAML files (Deployment, Pod …).")
+    ],
+    environment: EnvironmentOption,
+    require_env: Annotated[
+        list[str] | None,
+        typer.Option("--require-env", metavar="NAME", help="An env name that must be declared."),
+    ] = None,
+    require_secret_ref: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--require-secret-ref",
+            metavar="NAME=SECRET/KEY",
+            help="An env var that must come from this Secret's key (secretKeyRef).",
+        ),
+    ] = None,
+    base_url_env: Annotated[
+        str | None,
+        typer.Option("--base-url-env", metavar="NAME", help="The provider base-URL env var."),
+    ] = None,
+    expect_base_url: Annotated[
+        str | None,
+        typer.Option("--expect-base-url", metavar="URL", help="The base URL it must hold."),
+    ] = None,
+    proxy_required: Annotated[
+        bool,
+        typer.Option("--proxy-required", help="The base URL must not name a public provider host."),
+    ] = False,
+    public_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--public-host",
+            metavar="HOST",
+            help="A public provider host (sub-domains too); repeatable [default: "
+            "api.openai.com, api.anthropic.com, generativelanguage.googleapis.com].",
+        ),
+    ] = None,
+    workload: Annotated[
+        list[str] | None,
+        typer.Option("--workload", metavar="NAME", help="Check only this workload; repeatable."),
+    ] = None,
+    container: Annotated[
+        list[str] | None,
+        typer.Option("--container", metavar="NAME", help="Check only this container; repeatable."),
+    ] = None,
+    config: ConfigOption = None,
+    evidence: EvidenceOption = None,
+    store: StoreOption = None,
+    signing_key: SigningKeyOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Check deployment manifests against the readiness contract (level SOURCE).
+
+    Checks, without reading Secret data, that the declared env names, the secretKeyRef
+    Secret and key names and the provider base-URL contract are present, and that the
+    base URL does not name a public provider host when a proxy is required. The
+    contract comes from environments.NAME.contract in --config, plus these flags.
+
+    \b
+    Examples:
+      agc readiness contract deploy/cloud-api.yaml --environment dev --config readiness.toml
+      agc readiness contract k8s/*.yaml --environment dev \\
+          --require-env HWLAB_CODE_AGENT_PROVIDER \\
+          --require-secret-ref OPENAI_API_KEY=provider-keys/openai-api-key \\
+          --base-url-env HWLAB_CODE_AGENT_OPENAI_BASE_URL --proxy-required
+    """
+    settings = load_config(config)
+    env_config = settings.environment(environment)
+    spec = env_config.contract
+    extra = [EnvRequirement(name=name) for name in require_env or []]
+    extra += [_secret_ref(text) for text in require_secret_ref or []]
+    base_url = spec.base_url
+    if base_url_env is not None:
+        base_url = BaseUrlRule(env=base_url_env)
+    if base_url is not None:
+        base_url = BaseUrlRule(
+            env=base_url.env,
+            expected=expect_base_url or base_url.expected,
+            proxy_required=proxy_required or base_url.proxy_required,
+            public_hosts=tuple(public_host) if public_host else base_url.public_hosts,
+        )
+    elif expect_base_url or proxy_required or public_host:
+        raise UsageError(
+            "--expect-base-url, --proxy-required and --public-host need --base-url-env"
+        )
+    spec = ContractSpec(
+        workloads=tuple(workload) if workload else spec.workloads,
+        containers=tuple(container) if container else spec.containers,
+        env=(*spec.env, *extra),
+        base_url=base_url,
+    )
+    _check_evidence_target(evidence, store)
+    documents, sources = load_manifests(manifests)
+    verdict = check_contract(documents, spec, environment=environment, endpoint=env_config.endpoint)
+    subject = {"sources": [source.to_dict() for source in sources]}
+    statement: dict[str, Any] | None = None
+    summary = None
+    if evidence is not None:
+        statement, summary = _seal(
+            evidence,
+            store=store,
+            signing_key=signing_key,
+            verdict=verdict,
+            config=settings,
+            subject=subject,
+            sources=subject["sources"],
+        )
+    elif as_json:
+        statement = _statement(verdict, settings, subject)
+    _show(verdict, as_json=as_json, statement=statement, evidence=summary)
+    return int(ExitCode.OK if verdict.passed else ExitCode.FINDINGS)
+
+
+# -- check-evidence -------------------------------------------------------------------------
+
+
+def check_evidence_command(
+    run_id: Annotated[str, typer.Argument(help="The evidence run to check.", show_default=False)],
+    environment: EnvironmentOption,
+    endpoint: Annotated[
+        str | None,
+        typer.Option("--endpoint", help="The chat endpoint it must be for.", show_default=False),
+    ] = None,
+    store: StoreOption = None,
+    trusted_key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--trusted-key",
+            help="Trusted Ed25519 public key (PEM); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
+            show_default=False,
+            metavar="<path>",
+        ),
+    ] = None,
+    require_signature: Annotated[
+        bool, typer.Option("--require-signature", help="An unsigned or badly signed run fails.")
+    ] = False,
+    require_level: RequireLevelOption = None,
+    require_agent_runner: RequireRunnerOption = False,
+    as_json: JsonOption = False,
+) -> int:
+    """Check a sealed readiness verdict before relying on it.
+
+    Exit 0 only when the run verifies (as agc-verify), its sealed verdict is for
+    --environment (and --endpoint), its transcript holds the sealed statement and
+    observation, and the verdict passed (and meets the --require-* conditions).
+
+    \b
+    Examples:
+      agc readiness check-evidence dev-live-0412 --environment dev --require-level LIVE
+      agc readiness check-evidence dev-live-0412 --environment dev \\
+          --trusted-key ci.pub.pem --require-signature --json
+    """
+    validate_run_id(run_id)
+    report = check_run(
+        run_id, store, trusted_keys=_trusted(trusted_key), require_signature=require_signature
+    )
+    result: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": report.to_dict()}
+    if not report.complete:
+        if as_json:
+            emit_json({**result, "evidence": None, "ok": False})
+        else:
+            for line in format_report(report):
+                out_console.print(line, markup=False)
+        return int(ExitCode.FINDINGS)
+    manifest = read_run_manifest(run_id, store)
+    path = StoreLayout.at(store).artifact_path(run_id, "transcript")
+    data = read_limited(path, what="transcript", max_bytes=_MAX_TRANSCRIPT_BYTES)
+    records = [json.loads(line) for line in data.splitlines() if line.strip()]
+    checked = check_evidence(
+        manifest.attributes if manifest else None,
+        records,
+        environment=environment,
+        endpoint=endpoint,
+    )
+    sealed = checked.attributes or {}
+    passed = bool(sealed.get("passed"))
+    if require_level is not None:
+        order = {"SOURCE": 0, "LOCAL": 1, "DRY-RUN": 2, "LIVE": 3}
+        level = order.get(str(sealed.get("level")), -1)
+        passed = passed and level >= order[require_level.value]
+    if require_agent_runner:
+        passed = passed and bool(sealed.get("agent_runner_gate"))
+    ok = checked.ok and passed
+    if as_json:
+        emit_json({**result, "evidence": checked.to_dict(), "ok": ok})
+    else:
+        out_console.print(f"run {run_id}: verifies ({report.signature})", markup=False)
+        for code, message in checked.problems:
+            out_console.print(f"FAIL {code:<20} {message}", markup=False)
+        if checked.attributes is not None:
+            out_console.print(
+                f"sealed verdict: {sealed.get('label')} "
+                f"{'pass' if sealed.get('passed') else 'NOT a pass'} for "
+                f"{sealed.get('environment')} at {sealed.get('endpoint') or '-'}, "
+                f"verified {sealed.get('time_verified')}",
+                markup=False,
+            )
+        out_console.print("evidence: ok" if ok else "evidence: NOT usable", markup=False)
+    return int(ExitCode.OK if ok else ExitCode.FINDINGS)
+
+
+# -- table ----------------------------------------------------------------------------------
+
+
+def table_command(as_json: JsonOption = False) -> int:
+    """Print the decision table and the ceilings, in the order they apply.
+
+    \b
+    Examples:
+      agc readiness table
+      agc readiness table --json
+    """
+    if as_json:
+        emit_json({"schema_version": SCHEMA_VERSION, "rows": decision_table_document()})
+        return int(ExitCode.OK)
+    for number, row in enumerate(DECISION_TABLE, start=1):
+        label = f"{row.level}/{row.blocker}" if row.blocker else row.level
+        verdict = f"{label} {'pass' if row.passed else 'no pass'}"
+        capability = f", {row.capability}" if row.capability else ""
+        out_console.print(
+            f"{number:>2}. {row.id}: {row.observed} -> {verdict}{capability}", markup=False
+        )
+    out_console.print("then the ceilings:", markup=False)
+    for entry in decision_table_document():
+        if entry["table"] == "ceiling":
+            keeps = "a pass survives, lowered" if entry["keeps_pass"] else "never a pass"
+            out_console.print(f"  - {entry['id']}: {entry['observed']} ({keeps})", markup=False)
+    return int(ExitCode.OK)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``agc readiness classify|probe|contract|check-evidence|table`` to ``agc``."""
+    readiness = new_app(
+        name="readiness",
+        help_text=(
+            "The readiness gate for an agent chat endpoint (POST /v1/agent/chat): "
+            "classify observations, probe endpoints, check deployment contracts, and "
+            "seal the verdicts as evidence. Formats: docs/readiness.md."
+        ),
+    )
+    readiness.command(name="classify", epilog=EPILOG)(classify_command)
+    readiness.command(name="probe", epilog=EPILOG)(probe_command)
+    readiness.command(name="contract", epilog=EPILOG)(contract_command)
+    readiness.command(name="check-evidence", epilog=EPILOG)(check_evidence_command)
+    readiness.command(name="table", epilog=EPILOG)(table_command)
+    app.add_typer(readiness, name="readiness")

@@ -1,0 +1,472 @@
+"""MCP server configurations: reading the published forms, writing what Codex reads.
+
+Inputs (every server becomes its own item):
+
+* a Codex ``config.toml``: each ``[mcp_servers.<name>]`` table (parsed with ``tomllib``);
+* a ``.mcp.json``: the wrapped form ``{"mcpServers": {<name>: {...}}}`` or the bare map
+  ``{<name>: {...}}`` that plugins use; entries whose value is not an object (a
+  ``"_comment"`` string) are not servers;
+* a plugin manifest's ``mcpServers``: a ``./`` path to such a file, or the object inline.
+
+Each server is reduced to the fields Codex reads (codex-rs ``RawMcpServerConfig``):
+stdio ``command``, ``args``, ``env``, ``env_vars``, ``cwd``; streamable HTTP ``url``,
+``bearer_token_env_var``, ``http_headers``, ``env_http_headers``; both
+``startup_timeout_sec``/``startup_timeout_ms``, ``tool_timeout_sec``, ``enabled_tools``
+and ``disabled_tools``. Codex rejects unknown fields and HTTP fields on a stdio server
+(and the reverse), so anything else is left out with a note. From the ``.mcp.json`` form
+(Claude Code's), ``headers`` is ``http_headers``, and the ``${VAR}`` references Claude
+Code expands that Codex has a native field for are converted: ``"K": "${K}"`` in
+``env`` forwards ``K`` (``env_vars``), ``"Authorization": "Bearer ${V}"`` is
+``bearer_token_env_var = V`` and ``"H": "${V}"`` is ``env_http_headers``. A server of
+the SSE transport (Codex has none) is imported with ``lastError``.
+
+Projection (:func:`project_server`) never forwards the client's own secrets: an
+``env_vars``, ``bearer_token_env_var`` or ``env_http_headers`` entry that names one
+(:class:`EnvBlocklist`) is dropped and reported; the server's own static ``env`` and
+``http_headers`` are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "DEFAULT_BLOCKED_ENV",
+    "EnvBlocklist",
+    "ProjectedServer",
+    "RawServer",
+    "ServerSpec",
+    "normalize_server",
+    "project_server",
+    "read_codex_config",
+    "read_mcp_json",
+    "servers_from_map",
+]
+
+DEFAULT_BLOCKED_ENV: Final[tuple[str, ...]] = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "OPENROUTER_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "AGC_*",
+    "CODEX_*",
+)
+"""Environment variables of the client never forwarded to a third-party server: the
+provider keys, and everything of agc (``AGC_*``) and Codex (``CODEX_*``)."""
+
+PLUGIN_ROOT_VARIABLE: Final = "${CLAUDE_PLUGIN_ROOT}"
+
+_STDIO_FIELDS: Final = ("command", "args", "env", "env_vars", "cwd")
+_HTTP_FIELDS: Final = ("url", "bearer_token_env_var", "http_headers", "env_http_headers")
+_SHARED_FIELDS: Final = (
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+    "enabled_tools",
+    "disabled_tools",
+)
+_SET_BY_AGC: Final = frozenset({"enabled", "required"})
+_JSON_ONLY: Final = frozenset({"type", "transport", "headers"})
+_VAR_RE: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_BEARER_RE: Final = re.compile(r"(?i:bearer)\s+\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class RawServer:
+    """One server entry as published: its key and value (not yet checked)."""
+
+    name: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """A server reduced to the fields Codex reads.
+
+    Attributes:
+        config: the fields, JSON-compatible (``command`` or ``url`` decides the
+            transport); empty when ``error`` is set and nothing usable was found.
+        error: why it cannot be launched (``None`` when it can).
+        notes: fields left out or converted, one sentence each.
+    """
+
+    config: dict[str, Any]
+    error: str | None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EnvBlocklist:
+    """Names of the client's secrets (``NAME`` exact or ``PREFIX*``), ASCII case-insensitive.
+
+    Attributes:
+        patterns: the patterns; :data:`DEFAULT_BLOCKED_ENV` plus any configured.
+    """
+
+    patterns: tuple[str, ...] = DEFAULT_BLOCKED_ENV
+
+    @classmethod
+    def with_extra(cls, extra: Iterable[str]) -> EnvBlocklist:
+        return cls(tuple(dict.fromkeys([*DEFAULT_BLOCKED_ENV, *extra])))
+
+    def blocks(self, name: str) -> bool:
+        upper = name.upper()
+        for pattern in self.patterns:
+            wanted = pattern.upper()
+            if wanted.endswith("*"):
+                if upper.startswith(wanted[:-1]):
+                    return True
+            elif upper == wanted:
+                return True
+        return False
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def read_codex_config(data: bytes) -> tuple[list[RawServer], str | None]:
+    """Servers of a Codex ``config.toml``: ``(servers, error)``; never raises."""
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return [], f"not UTF-8 ({exc.reason})"
+    except tomllib.TOMLDecodeError as exc:
+        return [], f"not valid TOML ({exc})"
+    table = document.get("mcp_servers")
+    if table is None:
+        return [], None
+    if not isinstance(table, dict):
+        return [], "`mcp_servers` is not a table"
+    return [RawServer(str(name), value) for name, value in table.items()], None
+
+
+def read_mcp_json(data: bytes) -> tuple[list[RawServer], str | None]:
+    """Servers of an ``.mcp.json`` (wrapped or bare map): ``(servers, error)``."""
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return [], f"not UTF-8 ({exc.reason})"
+    except ValueError as exc:
+        return [], f"not valid JSON ({exc})"
+    if not isinstance(document, dict):
+        return [], "not a JSON object"
+    return servers_from_map(document)
+
+
+def servers_from_map(document: Mapping[str, Any]) -> tuple[list[RawServer], str | None]:
+    """Servers of a wrapped ``{"mcpServers": {...}}`` or a bare ``{<name>: {...}}`` map.
+
+    Entries whose value is not an object are not servers and are left out. A map that
+    is itself one server (``command``/``url`` at the top) is refused as ambiguous.
+    """
+    wrapped = document.get("mcpServers")
+    servers: Mapping[str, Any]
+    if isinstance(wrapped, dict):
+        servers = wrapped
+    elif "mcpServers" in document:
+        return [], "`mcpServers` is not an object"
+    elif isinstance(document.get("command"), str) or isinstance(document.get("url"), str):
+        return [], "holds a single server's fields, not a map of named servers"
+    else:
+        servers = document
+    return [
+        RawServer(str(name), value) for name, value in servers.items() if isinstance(value, dict)
+    ], None
+
+
+# -- checking -------------------------------------------------------------------------
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and isinstance(item, str) for key, item in value.items()
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _is_env_var_list(value: Any) -> bool:
+    if not isinstance(value, list):
+        return False
+    for item in value:
+        if isinstance(item, str):
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            return False
+        if set(item) - {"name", "source"} or item.get("source", "local") not in {"local", "remote"}:
+            return False
+    return True
+
+
+_CHECKS: Final = {
+    "command": lambda v: isinstance(v, str) and bool(v),
+    "args": _is_str_list,
+    "env": _is_str_map,
+    "env_vars": _is_env_var_list,
+    "cwd": lambda v: isinstance(v, str) and bool(v),
+    "url": lambda v: isinstance(v, str) and bool(v),
+    "bearer_token_env_var": lambda v: isinstance(v, str) and bool(v),
+    "http_headers": _is_str_map,
+    "env_http_headers": _is_str_map,
+    "startup_timeout_sec": _is_number,
+    "startup_timeout_ms": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "tool_timeout_sec": _is_number,
+    "enabled_tools": _is_str_list,
+    "disabled_tools": _is_str_list,
+}
+_SHAPES: Final = {
+    "command": "a non-empty string",
+    "args": "a list of strings",
+    "env": "a map of strings",
+    "env_vars": "a list of names (or {name, source} objects)",
+    "cwd": "a non-empty string",
+    "url": "a non-empty string",
+    "bearer_token_env_var": "a non-empty string",
+    "http_headers": "a map of strings",
+    "env_http_headers": "a map of strings",
+    "startup_timeout_sec": "a number of seconds",
+    "startup_timeout_ms": "a whole number of milliseconds",
+    "tool_timeout_sec": "a number of seconds",
+    "enabled_tools": "a list of strings",
+    "disabled_tools": "a list of strings",
+}
+
+
+def normalize_server(raw: Any, *, json_form: bool) -> ServerSpec:
+    """Reduce a published server object to the fields Codex reads (never raises).
+
+    Args:
+        raw: the server's value (a dict for a server; anything else is an error).
+        json_form: it came from a ``.mcp.json``/plugin (Claude Code's field names and
+            ``${VAR}`` references), not from a Codex ``config.toml``.
+    """
+    if not isinstance(raw, dict):
+        return ServerSpec({}, "the server entry is not a table/object")
+    notes: list[str] = []
+    source = {key: value for key, value in raw.items() if value is not None}  # JSON null: absent
+    if json_form:
+        error = _from_json_form(source, notes)
+        if error is not None:
+            return ServerSpec({}, error, tuple(notes))
+    has_command = "command" in source
+    has_url = "url" in source
+    if has_command and has_url:
+        return ServerSpec({}, "the server has both `command` and `url`", tuple(notes))
+    if not has_command and not has_url:
+        return ServerSpec(
+            {}, "the server has neither `command` (stdio) nor `url` (HTTP)", tuple(notes)
+        )
+    allowed = (_STDIO_FIELDS if has_command else _HTTP_FIELDS) + _SHARED_FIELDS
+    config: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in source.items():
+        if key in allowed:
+            if _CHECKS[key](value):
+                config[key] = value
+            else:
+                problems.append(f"`{key}` must be {_SHAPES[key]}")
+        elif key in _SET_BY_AGC:
+            continue
+        elif key == "bearer_token":
+            notes.append(
+                "`bearer_token` left out: Codex takes a token only from an environment "
+                "variable (`bearer_token_env_var`)"
+            )
+        elif key in _STDIO_FIELDS + _HTTP_FIELDS:
+            transport = "stdio" if has_command else "HTTP"
+            notes.append(f"`{key}` left out: Codex does not read it for a {transport} server")
+        else:
+            notes.append(f"`{key}` left out: Codex does not read it")
+    if problems:
+        return ServerSpec(config, "; ".join(problems), tuple(notes))
+    if json_form:
+        notes.extend(_unexpanded_notes(config))
+    return ServerSpec(config, None, tuple(notes))
+
+
+def _from_json_form(source: dict[str, Any], notes: list[str]) -> str | None:
+    """Claude Code's ``.mcp.json`` names in place: ``type``, ``headers``, ``${VAR}``."""
+    transport = source.pop("type", None)
+    if transport is None:
+        transport = source.pop("transport", None)
+    if transport is not None:
+        if not isinstance(transport, str):
+            return "`type` is not a string"
+        kind = transport.lower()
+        if kind == "sse":
+            return (
+                "the server uses the SSE transport, which Codex does not support "
+                "(stdio and streamable HTTP only)"
+            )
+        if kind not in {"stdio", "http", "streamable-http", "streamable_http", "streamablehttp"}:
+            return f"unknown transport {transport!r}"
+    headers = source.pop("headers", None)
+    if headers is not None:
+        if not _is_str_map(headers):
+            return "`headers` must be a map of strings"
+        static: dict[str, str] = dict(source.get("http_headers") or {})
+        from_env: dict[str, str] = dict(source.get("env_http_headers") or {})
+        for header, value in headers.items():
+            bearer = _BEARER_RE.fullmatch(value.strip())
+            whole = _VAR_RE.fullmatch(value.strip())
+            if (
+                header.lower() == "authorization"
+                and bearer
+                and "bearer_token_env_var" not in source
+            ):
+                source["bearer_token_env_var"] = bearer.group(1)
+                notes.append(
+                    f"header {header} converted to bearer_token_env_var = {bearer.group(1)}"
+                )
+            elif whole:
+                from_env[header] = whole.group(1)
+                notes.append(f"header {header} converted to env_http_headers ({whole.group(1)})")
+            else:
+                static[header] = value
+        if static:
+            source["http_headers"] = static
+        if from_env:
+            source["env_http_headers"] = from_env
+    env = source.get("env")
+    if isinstance(env, dict) and _is_str_map(env):
+        forwarded = list(source.get("env_vars") or [])
+        kept: dict[str, str] = {}
+        for key, value in env.items():
+            whole = _VAR_RE.fullmatch(value.strip())
+            if whole and whole.group(1) == key:
+                forwarded.append(key)
+                notes.append(f"env {key} = ${{{key}}} converted to env_vars")
+            else:
+                kept[key] = value
+        source["env"] = kept
+        if not kept:
+            del source["env"]
+        if forwarded:
+            source["env_vars"] = forwarded
+    return None
+
+
+def _unexpanded_notes(config: Mapping[str, Any]) -> list[str]:
+    texts: list[tuple[str, str]] = []
+    if isinstance(config.get("command"), str):
+        texts.append(("command", config["command"]))
+    texts.extend(("args", arg) for arg in config.get("args", []))
+    texts.extend((f"env {key}", value) for key, value in config.get("env", {}).items())
+    texts.extend((f"header {key}", value) for key, value in config.get("http_headers", {}).items())
+    if isinstance(config.get("url"), str):
+        texts.append(("url", config["url"]))
+    notes = []
+    for where, text in texts:
+        names = {match.group(1) for match in _VAR_RE.finditer(text)} - {"CLAUDE_PLUGIN_ROOT"}
+        if names:
+            notes.append(f"{where} holds ${{...}} text that Codex does not expand; kept as written")
+    return notes
+
+
+# -- projection -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectedServer:
+    """A server as written into ``config.toml``.
+
+    Attributes:
+        table: the ``[mcp_servers.<name>]`` table.
+        dropped: the client's secrets it asked for and did not get (env names).
+    """
+
+    table: dict[str, Any]
+    dropped: tuple[str, ...] = field(default=())
+
+
+def project_server(
+    config: Mapping[str, Any],
+    *,
+    config_dir: Path,
+    plugin_root: Path | None,
+    blocklist: EnvBlocklist,
+) -> ProjectedServer:
+    """The ``config.toml`` table of a checked server (see :func:`normalize_server`).
+
+    A stdio server's relative ``cwd`` (or none) is resolved against ``config_dir``, the
+    absolute folder of the configuration it came from, and a relative ``command`` with
+    a path separator (``./server.sh``) against that ``cwd``; ``${CLAUDE_PLUGIN_ROOT}`` is
+    the stored plugin's folder. ``enabled = true`` and ``required = false`` are set.
+    """
+
+    def expand(text: str) -> str:
+        return text.replace(PLUGIN_ROOT_VARIABLE, str(plugin_root)) if plugin_root else text
+
+    table: dict[str, Any] = {}
+    dropped: list[str] = []
+    if "command" in config:
+        cwd_text = expand(config.get("cwd", "."))
+        cwd = Path(os.path.normpath(config_dir / cwd_text))
+        command = expand(config["command"])
+        if not os.path.isabs(command) and ("/" in command or "\\" in command):
+            command = os.path.normpath(cwd / command)
+        table["command"] = command
+        if "args" in config:
+            table["args"] = [expand(arg) for arg in config["args"]]
+        if "env" in config:
+            table["env"] = {key: expand(value) for key, value in config["env"].items()}
+        env_vars = []
+        for entry in config.get("env_vars", []):
+            name = entry if isinstance(entry, str) else entry["name"]
+            if blocklist.blocks(name):
+                dropped.append(name)
+            else:
+                env_vars.append(entry)
+        if env_vars:
+            table["env_vars"] = env_vars
+        table["cwd"] = str(cwd)
+    else:
+        table["url"] = config["url"]
+        token_var = config.get("bearer_token_env_var")
+        if token_var is not None:
+            if blocklist.blocks(token_var):
+                dropped.append(token_var)
+            else:
+                table["bearer_token_env_var"] = token_var
+        if "http_headers" in config:
+            table["http_headers"] = dict(config["http_headers"])
+        env_headers = {}
+        for header, name in config.get("env_http_headers", {}).items():
+            if blocklist.blocks(name):
+                dropped.append(name)
+            else:
+                env_headers[header] = name
+        if env_headers:
+            table["env_http_headers"] = env_headers
+    for key in _SHARED_FIELDS:
+        if key in config:
+            table[key] = config[key]
+    table["enabled"] = True
+    table["required"] = False
+    return ProjectedServer(table=table, dropped=tuple(dict.fromkeys(dropped)))

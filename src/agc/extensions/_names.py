@@ -1,0 +1,180 @@
+"""Names of extension items: one name per item, in the native form of its kind.
+
+The rules, and where they come from:
+
+* Skills: the Agent Skills specification (agentskills.io) allows 1-64 lower-case ASCII
+  letters, digits and single hyphens, neither first nor last. Two skill names collide
+  when they are equal ignoring ASCII case, because a projected skill is a folder named
+  after it and Windows and default macOS file systems ignore case.
+* MCP servers: Codex accepts server names matching ``^[A-Za-z0-9_-]+$`` and compares
+  them case-sensitively, but the tool names it gives the model (``mcp__<server>__<tool>``)
+  go through a sanitiser after which ``-`` and ``_`` can be the same character
+  (codex-rs ``sanitize_responses_api_tool_name``), so ``a-b`` beside ``a_b`` is a
+  collision too. ``agc_tools`` (agc's built-in server) and ``codex_apps`` (Codex's own
+  apps server) are reserved.
+* Skill and MCP names live in separate namespaces; unknown items are in none.
+* A collision, or the same content imported again, keeps the new item and gives it the
+  first free name of ``<name>-2``, ``<name>-3`` …
+
+Everything here is pure: no file is touched.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Iterable
+from typing import Final, Literal
+
+from agc.errors import ExtensionNameInvalidError
+
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "RESERVED_MCP_NAMES",
+    "ItemType",
+    "assign_name",
+    "check_manual_name",
+    "collision_key",
+    "is_native_name",
+    "normalize_name",
+]
+
+ItemType = Literal["skill", "mcp", "unknown"]
+
+MAX_NAME_LENGTH: Final = 64
+"""Longest skill or MCP server name, in characters (Agent Skills ``name`` limit)."""
+MAX_UNKNOWN_NAME_LENGTH: Final = 255
+RESERVED_MCP_NAMES: Final[tuple[str, ...]] = ("agc_tools", "codex_apps")
+
+_SKILL_RE: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_MCP_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def is_native_name(item_type: ItemType, name: str) -> bool:
+    """Whether ``name`` is a valid name of its kind as it stands (no normalising)."""
+    if item_type == "skill":
+        return len(name) <= MAX_NAME_LENGTH and _SKILL_RE.fullmatch(name) is not None
+    if item_type == "mcp":
+        return len(name) <= MAX_NAME_LENGTH and _MCP_RE.fullmatch(name) is not None
+    return _is_unknown_name(name)
+
+
+def _is_unknown_name(name: str) -> bool:
+    return (
+        0 < len(name) <= MAX_UNKNOWN_NAME_LENGTH
+        and name == name.strip()
+        and not any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in name)
+    )
+
+
+def normalize_name(item_type: ItemType, raw: str) -> str:
+    """The native form of a name found in an extension (a frontmatter ``name``, a
+    ``[mcp_servers.<name>]`` key), never empty.
+
+    Skills: accents dropped (NFKD), ASCII lower-cased, every run of other characters one
+    hyphen, trimmed to 64 characters; ``skill`` when nothing is left. MCP servers: each
+    character outside ``[A-Za-z0-9_-]`` becomes ``_`` (as Codex's own sanitiser does),
+    trimmed to 64; ``server`` when empty. Unknown items keep their name, control
+    characters replaced by ``_`` and trimmed to 255 (``item`` when empty).
+    """
+    if item_type == "skill":
+        ascii_text = unicodedata.normalize("NFKD", raw).encode("ascii", "ignore").decode()
+        text = re.sub(r"[^a-z0-9]+", "-", ascii_text.translate(_ASCII_LOWER)).strip("-")
+        return text[:MAX_NAME_LENGTH].rstrip("-") or "skill"
+    if item_type == "mcp":
+        return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:MAX_NAME_LENGTH] or "server"
+    cleaned = "".join(
+        "_" if unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} else ch for ch in raw
+    ).strip()
+    return cleaned[:MAX_UNKNOWN_NAME_LENGTH].strip() or "item"
+
+
+def collision_key(item_type: ItemType, name: str) -> str:
+    """The key two names of one kind collide on: ASCII case-folded for skills, ``-``
+    read as ``_`` for MCP servers (Codex's tool-name sanitising)."""
+    if item_type == "skill":
+        return name.translate(_ASCII_LOWER)
+    if item_type == "mcp":
+        return name.replace("-", "_")
+    return name
+
+
+def _with_suffix(item_type: ItemType, base: str, number: int) -> str:
+    suffix = f"-{number}"
+    head = base[: MAX_NAME_LENGTH - len(suffix)]
+    if item_type == "skill":
+        head = head.rstrip("-") or "skill"
+    return head + suffix
+
+
+def _reserved_keys(item_type: ItemType, extra: Iterable[str]) -> set[str]:
+    reserved = set(extra)
+    if item_type == "mcp":
+        reserved.update(RESERVED_MCP_NAMES)
+    return {collision_key(item_type, name) for name in reserved}
+
+
+def assign_name(
+    item_type: ItemType,
+    wanted: str,
+    taken: Collection[str],
+    *,
+    reserved: Iterable[str] = (),
+) -> str:
+    """The name an item of ``item_type`` gets when it asks for ``wanted``.
+
+    Args:
+        item_type: ``"skill"``, ``"mcp"`` or ``"unknown"``.
+        wanted: a name in native form (see :func:`normalize_name`).
+        taken: names already used in the same namespace (compared by
+            :func:`collision_key`).
+        reserved: more names no item may take (``agc_tools`` and ``codex_apps`` are
+            always reserved for MCP servers).
+
+    Returns:
+        ``wanted`` if it is free, else the first free ``wanted-2``, ``wanted-3`` … (cut
+        so that the result stays within 64 characters). Unknown items are in no
+        namespace and always keep ``wanted``.
+    """
+    if item_type == "unknown":
+        return wanted
+    blocked = {collision_key(item_type, name) for name in taken}
+    blocked |= _reserved_keys(item_type, reserved)
+    candidate = wanted
+    number = 1
+    while collision_key(item_type, candidate) in blocked:
+        number += 1
+        candidate = _with_suffix(item_type, wanted, number)
+    return candidate
+
+
+def check_manual_name(item_type: ItemType, name: str) -> str:
+    """Validate a name a user typed for an item; return it unchanged.
+
+    Raises:
+        ExtensionNameInvalidError: empty, or not in the native form of ``item_type``
+            (the message says which rule and suggests the normalised form).
+    """
+    if not name or not name.strip():
+        raise ExtensionNameInvalidError("the new name is empty")
+    if is_native_name(item_type, name):
+        return name
+    suggestion = normalize_name(item_type, name)
+    if item_type == "skill":
+        rule = "lower-case letters, digits and single hyphens, at most 64 characters"
+    elif item_type == "mcp":
+        rule = "letters, digits, '_' and '-', at most 64 characters"
+    else:
+        rule = "no control characters or surrounding spaces, at most 255 characters"
+    raise ExtensionNameInvalidError(
+        f"{name!r} is not a valid {_KIND_LABEL[item_type]} name ({rule})",
+        hint=f"Try {suggestion!r}.",
+    )
+
+
+_KIND_LABEL: Final[dict[ItemType, str]] = {
+    "skill": "skill",
+    "mcp": "MCP server",
+    "unknown": "item",
+}

@@ -1,0 +1,520 @@
+"""The extension repository under ``<store>/extensions/``: import, list, enable, rename, remove.
+
+Layout (``docs/extensions.md``)::
+
+    extensions/index.json              the index (``_model``), replaced atomically
+    extensions/.lock                   flock serialising every read-modify-write
+    extensions/sources/<sourceId>/     one import, kept once, files read-only:
+        tree/                          the content (a lone file, a folder copy, an
+                                       extracted zip), byte for byte
+        archive.zip                    the archive as imported (zip sources)
+    extensions/staging/                imports in progress (removed when done)
+    extensions/projections/<id>.jsonl  sealed projection records (``_project``)
+
+An import is staged and checked outside the lock (the slow part), then, under the
+lock, named against the current index, moved into ``sources/`` and committed with one
+atomic index write. A crash before that write leaves an unreferenced folder that the
+next change under the lock removes; a crash after it leaves a complete import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
+from agc._core.jsonl import describe_os_error, make_dirs, unix_ms
+from agc._core.store import resolve_store
+from agc.errors import ExtensionNotFoundError, InputError, StoreError, UsageError
+from agc.extensions._discover import Found, discover
+from agc.extensions._fingerprint import file_fingerprint, tree_fingerprint
+from agc.extensions._model import (
+    ExtensionIndex,
+    ExtensionItem,
+    ImportedSource,
+    SourceKind,
+    new_item_id,
+    new_source_id,
+)
+from agc.extensions._names import ItemType, assign_name, check_manual_name
+from agc.extensions._stage import (
+    DEFAULT_LIMITS,
+    ImportLimits,
+    copy_file,
+    copy_folder,
+    extract_zip,
+    is_zip_file,
+)
+
+__all__ = [
+    "ExtensionRepository",
+    "ImportResult",
+    "RemoveResult",
+    "RenameResult",
+]
+
+_MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
+_ID_PREFIX_MIN: Final = 4
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What one import added.
+
+    Attributes:
+        source: the stored source.
+        items: its items, in discovery order.
+        renamed: some item took a ``-2``, ``-3`` … suffix (a name collision or a
+            duplicate).
+        duplicate: some item's content was already in the repository.
+        notice: the one notice of this import (``None`` when nothing was renamed).
+        notes: what discovery ignored or converted.
+    """
+
+    source: ImportedSource
+    items: tuple[ExtensionItem, ...]
+    renamed: bool
+    duplicate: bool
+    notice: str | None
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The import interface's DTO: ``imported[]``, ``sourceName``, ``renamed``,
+        ``duplicate`` (plus ``sourceId``, ``notice`` and ``notes``)."""
+        return {
+            "imported": [item.dto(self.source.original_name) for item in self.items],
+            "sourceName": self.source.original_name,
+            "renamed": self.renamed,
+            "duplicate": self.duplicate,
+            "sourceId": self.source.id,
+            "notice": self.notice,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class RenameResult:
+    """A manual rename: the item after it, the name asked for, and the notice if the
+    name was taken and a suffix given."""
+
+    item: ExtensionItem
+    requested: str
+    suffixed: bool
+    notice: str | None
+
+
+@dataclass(frozen=True)
+class RemoveResult:
+    """Items removed, and the sources deleted with their last item."""
+
+    items: tuple[ExtensionItem, ...]
+    sources: tuple[ImportedSource, ...]
+
+
+def _notice(names: Sequence[str]) -> str | None:
+    if not names:
+        return None
+    quoted = ", ".join(f'"{name}"' for name in names)
+    return f"Duplicate or same-name extensions found; named automatically: {quoted}."
+
+
+class ExtensionRepository:
+    """The repository of one store (``--store``, ``$AGC_HOME`` or ``~/.agc``).
+
+    Args:
+        store: the store folder; see :func:`agc._core.store.resolve_store`.
+        limits: caps for each import (zip bombs, huge folders).
+        clock: Unix time in ms (tests pass a fixed clock).
+    """
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | None = None,
+        *,
+        limits: ImportLimits = DEFAULT_LIMITS,
+        clock: Callable[[], int] = unix_ms,
+    ) -> None:
+        # Absolute: projected MCP servers start in folders of the store.
+        self.store = resolve_store(store).expanduser().absolute()
+        self.root = self.store / "extensions"
+        self.limits = limits
+        self.clock = clock
+
+    # -- paths ----------------------------------------------------------------------
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / "index.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def sources_dir(self) -> Path:
+        return self.root / "sources"
+
+    @property
+    def projections_dir(self) -> Path:
+        return self.root / "projections"
+
+    def source_dir(self, source: ImportedSource) -> Path:
+        """``sources/<id>`` (the id was checked when the index was read)."""
+        return self.root / source.storage_path
+
+    def tree_dir(self, source: ImportedSource) -> Path:
+        return self.source_dir(source) / "tree"
+
+    # -- index ----------------------------------------------------------------------
+
+    def load(self) -> ExtensionIndex:
+        """The current index (empty when none was written yet).
+
+        Raises:
+            ExtensionIndexInvalidError: damaged or of a newer schema.
+            StoreError: unreadable.
+        """
+        try:
+            data = read_small_file(self.index_path, max_bytes=_MAX_INDEX_BYTES)
+        except FileNotFoundError:
+            return ExtensionIndex()
+        except OSError as exc:
+            raise StoreError(f"{self.index_path} cannot be read: {describe_os_error(exc)}") from exc
+        return ExtensionIndex.from_bytes(data, where=str(self.index_path))
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[ExtensionIndex]:
+        """Hold the repository lock (blocking) and yield the index read under it."""
+        make_dirs(self.root)
+        with exclusive_lock(self.lock_path, blocking=True, what="the extension index"):
+            yield self.load()
+
+    def save(self, index: ExtensionIndex) -> None:
+        """Replace the index atomically; call only inside :meth:`locked`.
+
+        Raises:
+            StoreError: the write failed (disk full …); the old index is intact.
+        """
+        try:
+            atomic_write_bytes(self.index_path, index.to_bytes(), overwrite=True)
+        except OSError as exc:
+            raise StoreError(
+                f"writing {self.index_path} failed ({describe_os_error(exc)}); "
+                "the index is unchanged"
+            ) from exc
+
+    def items(self) -> tuple[ExtensionItem, ...]:
+        return self.load().items
+
+    # -- import ---------------------------------------------------------------------
+
+    def import_path(self, path: str | os.PathLike[str]) -> ImportResult:
+        """Import a file, folder or zip; every Skill and MCP server found is one item.
+
+        Nothing inside is run, started or fetched. The source is kept once, byte for
+        byte; recognised items are enabled, unknown content is one disabled item.
+
+        Raises:
+            InputError: the path does not exist or is neither a file nor a folder.
+            ArchiveRefusedError: an unsafe or oversized archive or folder (nothing kept).
+            StoreError: the store cannot be written (disk full: nothing kept).
+        """
+        source_path = Path(path)
+        kind = self._kind_of(source_path)
+        # The name the user gave (a symlink's own name), unless it is "." or "..".
+        name = source_path.absolute().name
+        if name in {"", "..", "."}:
+            name = source_path.resolve().name or str(source_path)
+        make_dirs(self.root / "staging")
+        staging = Path(tempfile.mkdtemp(prefix="import-", dir=self.root / "staging"))
+        try:
+            fingerprint, stage_notes = self._stage(source_path, staging, kind, name)
+            found = discover(
+                staging / "tree", source_name=name, kind=kind, source_fingerprint=fingerprint
+            )
+            _make_read_only(staging)
+            with self.locked() as index:
+                result = self._commit(
+                    index,
+                    staging,
+                    name,
+                    kind,
+                    fingerprint,
+                    found.found,
+                    [*stage_notes, *found.notes],
+                )
+        finally:
+            _remove_tree(staging)
+        return result
+
+    def _kind_of(self, path: Path) -> SourceKind:
+        try:
+            info = path.stat()
+        except FileNotFoundError as exc:
+            raise InputError(f"{path} does not exist") from exc
+        except OSError as exc:
+            raise InputError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+        if stat.S_ISDIR(info.st_mode):
+            return "folder"
+        if stat.S_ISREG(info.st_mode):
+            return "zip" if is_zip_file(path) else "file"
+        raise InputError(f"{path} is neither a file nor a folder")
+
+    def _stage(
+        self, source: Path, staging: Path, kind: SourceKind, name: str
+    ) -> tuple[str, list[str]]:
+        tree = staging / "tree"
+        tree.mkdir()
+        if kind == "folder":
+            notes = copy_folder(source, tree, limits=self.limits)
+            return tree_fingerprint(tree), notes
+        if kind == "zip":
+            archive = staging / "archive.zip"
+            copy_file(source, archive, limits=self.limits)
+            # Extract from our own copy: the bytes checked are the bytes kept.
+            extract_zip(archive, tree, limits=self.limits, label=name)
+            return file_fingerprint(archive), []
+        copy_file(source, tree / name, limits=self.limits)
+        return file_fingerprint(tree / name), []
+
+    def _commit(
+        self,
+        index: ExtensionIndex,
+        staging: Path,
+        name: str,
+        kind: SourceKind,
+        fingerprint: str,
+        found: Sequence[Found],
+        notes: Sequence[str],
+    ) -> ImportResult:
+        now = self.clock()
+        existing_ids = {source.id for source in index.sources}
+        source_id = new_source_id()
+        while source_id in existing_ids:
+            source_id = new_source_id()
+        source = ImportedSource(
+            id=source_id,
+            original_name=name,
+            storage_path=f"sources/{source_id}",
+            fingerprint=fingerprint,
+            kind=kind,
+            imported_at=now,
+            notes=tuple(notes),
+        )
+        taken: dict[ItemType, list[str]] = {"skill": [], "mcp": [], "unknown": []}
+        contents: dict[ItemType, set[str]] = {"skill": set(), "mcp": set(), "unknown": set()}
+        for item in index.items:
+            taken[item.type].append(item.name)
+            contents[item.type].add(item.fingerprint)
+        item_ids = {item.id for item in index.items}
+        items: list[ExtensionItem] = []
+        suffixed: list[str] = []
+        duplicate = False
+        for entry in found:
+            final = assign_name(entry.type, entry.wanted_name, taken[entry.type])
+            taken[entry.type].append(final)
+            if final != entry.wanted_name:
+                suffixed.append(final)
+            if entry.fingerprint in contents[entry.type]:
+                duplicate = True
+            contents[entry.type].add(entry.fingerprint)
+            item_id = new_item_id()
+            while item_id in item_ids:
+                item_id = new_item_id()
+            item_ids.add(item_id)
+            items.append(
+                ExtensionItem(
+                    id=item_id,
+                    source_id=source_id,
+                    type=entry.type,
+                    name=final,
+                    original_name=entry.original_name,
+                    source_relative_path=entry.source_relative_path,
+                    enabled=entry.type != "unknown",
+                    fingerprint=entry.fingerprint,
+                    last_error=entry.last_error,
+                    error_origin="import" if entry.last_error and entry.type != "unknown" else None,
+                    imported_at=now,
+                    skill_dir=entry.skill_dir,
+                    mcp=entry.mcp,
+                    notes=entry.notes,
+                )
+            )
+        self._remove_orphans(index)
+        make_dirs(self.sources_dir)
+        final_dir = self.sources_dir / source_id
+        try:
+            os.rename(staging, final_dir)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot move the import into {final_dir}: {describe_os_error(exc)}"
+            ) from exc
+        try:
+            self.save(
+                replace(index, sources=(*index.sources, source), items=(*index.items, *items))
+            )
+        except BaseException:
+            _remove_tree(final_dir)
+            raise
+        return ImportResult(
+            source=source,
+            items=tuple(items),
+            renamed=bool(suffixed),
+            duplicate=duplicate,
+            notice=_notice(suffixed),
+            notes=tuple(notes),
+        )
+
+    def _remove_orphans(self, index: ExtensionIndex) -> None:
+        """Delete ``sources/*`` folders no source names (a crash between two steps)."""
+        known = {source.id for source in index.sources}
+        try:
+            names = os.listdir(self.sources_dir)
+        except OSError:
+            return
+        for entry in names:
+            if entry.startswith("source-") and entry not in known:
+                _remove_tree(self.sources_dir / entry)
+
+    # -- changes --------------------------------------------------------------------
+
+    def resolve(self, index: ExtensionIndex, ref: str) -> ExtensionItem:
+        """The item an id, a unique id prefix (at least 4 hex digits) or a unique name
+        names.
+
+        Raises:
+            ExtensionNotFoundError: none, or more than one.
+        """
+        for item in index.items:
+            if item.id == ref:
+                return item
+        candidates: list[ExtensionItem] = []
+        bare = ref.removeprefix("extension-")
+        if len(bare) >= _ID_PREFIX_MIN:
+            candidates = [
+                item for item in index.items if item.id.removeprefix("extension-").startswith(bare)
+            ]
+        if not candidates:
+            candidates = [item for item in index.items if item.name == ref]
+        if len(candidates) == 1:
+            return candidates[0]
+        if not candidates:
+            raise ExtensionNotFoundError(f"no extension item has the id or name {ref!r}")
+        listed = ", ".join(f"{item.id} ({item.type} {item.name})" for item in candidates)
+        raise ExtensionNotFoundError(
+            f"{ref!r} matches {len(candidates)} items: {listed}", hint="Give the full id."
+        )
+
+    def set_enabled(self, refs: Iterable[str], enabled: bool) -> tuple[ExtensionItem, ...]:
+        """Enable or disable items; takes effect at the next projection.
+
+        A change forgets the item's last startup status (that connection is gone).
+
+        Raises:
+            ExtensionNotFoundError: an id or name matches no item (nothing changed).
+            UsageError: enabling an ``unknown`` item (it has no launch entry).
+        """
+        with self.locked() as index:
+            targets = [self.resolve(index, ref) for ref in refs]
+            if enabled:
+                for item in targets:
+                    if item.type == "unknown":
+                        raise UsageError(
+                            f"{item.id} ({item.name}) is unknown content and cannot be enabled",
+                            hint="Only recognised Skills and MCP servers are launched.",
+                        )
+            wanted = {item.id for item in targets}
+            changed: list[ExtensionItem] = []
+            new_items = []
+            for item in index.items:
+                if item.id in wanted and item.enabled != enabled:
+                    toggled = _forget_runtime(replace(item, enabled=enabled))
+                    changed.append(toggled)
+                    new_items.append(toggled)
+                else:
+                    new_items.append(item)
+            if changed:
+                self.save(replace(index, items=tuple(new_items)))
+            by_id = {item.id: item for item in new_items}
+            return tuple(by_id[item.id] for item in targets)
+
+    def rename(self, ref: str, new_name: str) -> RenameResult:
+        """Give an item a new name (native form); a taken name gets ``-2``, ``-3`` ….
+
+        Raises:
+            ExtensionNotFoundError: no such item.
+            ExtensionNameInvalidError: empty or not in native form.
+        """
+        with self.locked() as index:
+            item = self.resolve(index, ref)
+            requested = check_manual_name(item.type, new_name)
+            taken = [
+                other.name
+                for other in index.items
+                if other.type == item.type and other.id != item.id
+            ]
+            final = assign_name(item.type, requested, taken)
+            if final == item.name:
+                return RenameResult(item=item, requested=requested, suffixed=False, notice=None)
+            renamed = _forget_runtime(replace(item, name=final))
+            self.save(
+                replace(
+                    index,
+                    items=tuple(renamed if other.id == item.id else other for other in index.items),
+                )
+            )
+        suffixed = final != requested
+        notice = _notice([final]) if suffixed else None
+        return RenameResult(item=renamed, requested=requested, suffixed=suffixed, notice=notice)
+
+    def remove(self, refs: Iterable[str]) -> RemoveResult:
+        """Remove items; a source is deleted with its last item.
+
+        Raises:
+            ExtensionNotFoundError: an id or name matches no item (nothing removed).
+        """
+        with self.locked() as index:
+            targets = {self.resolve(index, ref).id for ref in refs}
+            removed = tuple(item for item in index.items if item.id in targets)
+            kept = tuple(item for item in index.items if item.id not in targets)
+            used = {item.source_id for item in kept}
+            gone = tuple(source for source in index.sources if source.id not in used)
+            self.save(
+                replace(index, items=kept, sources=tuple(s for s in index.sources if s.id in used))
+            )
+            for source in gone:
+                _remove_tree(self.source_dir(source))
+            self._remove_orphans(
+                replace(index, sources=tuple(s for s in index.sources if s.id in used))
+            )
+        return RemoveResult(items=removed, sources=gone)
+
+
+def _forget_runtime(item: ExtensionItem) -> ExtensionItem:
+    """Drop the startup status and any projection/startup error (a new state begins)."""
+    if item.error_origin in {"startup", "projection", "forwarding"}:
+        item = item.with_error(None, None)
+    return replace(item, startup_status=None)
+
+
+def _make_read_only(root: Path) -> None:
+    """Stored files are never modified: drop their write bits (folders stay writable so
+    that a removal works)."""
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(folder) / name
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
+                path.chmod(0o555 if info.st_mode & 0o100 else 0o444)
+
+
+def _remove_tree(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(path)

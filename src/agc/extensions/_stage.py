@@ -1,0 +1,497 @@
+"""Bringing an import source into a fresh staging folder: a zip, a folder or one file.
+
+Nothing found inside is ever executed. Zip archives are checked whole before the first
+byte is extracted and refused whole (:class:`~agc.errors.ArchiveRefusedError`, naming
+the entry) when an entry
+
+* has a ``..`` component, an absolute path, a drive letter or a ``:`` (a Windows
+  alternate data stream), a NUL, or a name that changes meaning under NFKC
+  (fullwidth dots become ``..``, a fullwidth solidus ``/``);
+* is a symbolic link or a device/FIFO (the Unix file type in ``external_attr``);
+* collides with another after case folding and NFKC (``A.md`` beside ``a.md``, ``é``
+  composed and decomposed), or is a file where another entry needs a folder;
+* overlaps another entry's bytes in the archive (the "overlapping files" zip bomb), or
+  is encrypted or uses an unsupported compression method;
+
+and the archive is refused when it has more entries than the limit, declares or
+actually expands to more bytes than the limit, or holds an entry whose expansion ratio
+exceeds the limit. Sizes are checked while streaming, against the bytes really
+produced, never only against what the archive declares.
+
+A folder is copied without following any symlink (links are skipped with a note, so
+nothing outside the folder is ever read), special files are skipped, and the same
+entry and byte limits apply.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import struct
+import unicodedata
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from agc._core.jsonl import describe_os_error
+from agc.errors import ArchiveRefusedError, InputError, StoreError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "ImportLimits",
+    "copy_file",
+    "copy_folder",
+    "extract_zip",
+    "is_zip_file",
+]
+
+_CHUNK: Final = 64 * 1024
+_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_LOCAL_HEADER: Final = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_SIGNATURE: Final = b"PK\x03\x04"
+_SUPPORTED_COMPRESSION: Final = frozenset(
+    {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+)
+_DRIVE_RE: Final = re.compile(r"[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class ImportLimits:
+    """Caps for one import (zip bombs, a folder named by mistake).
+
+    Attributes:
+        max_entries: files and folders in the source.
+        max_total_bytes: bytes of all files together, after decompression.
+        max_ratio: largest uncompressed/compressed size ratio of one zip entry ...
+        ratio_floor_bytes: ... counted only for entries larger than this many bytes,
+            so that small, very compressible files (a blank template) pass.
+    """
+
+    max_entries: int = 10_000
+    max_total_bytes: int = 512 * 1024 * 1024
+    max_ratio: int = 200
+    ratio_floor_bytes: int = 1024 * 1024
+
+
+DEFAULT_LIMITS: Final = ImportLimits()
+
+
+def is_zip_file(path: Path) -> bool:
+    """Whether ``path`` (a regular file) starts like a zip archive or is named ``*.zip``."""
+    if path.suffix.lower() == ".zip":
+        return True
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4)
+    except OSError:
+        return False
+    return head in {b"PK\x03\x04", b"PK\x05\x06"}
+
+
+# -- zip ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    info: zipfile.ZipInfo
+    parts: tuple[str, ...]
+    is_dir: bool
+    executable: bool
+
+
+def _refuse(archive: str, message: str) -> ArchiveRefusedError:
+    return ArchiveRefusedError(f"{archive}: {message}; nothing was imported")
+
+
+def _entry_parts(archive: str, raw: str) -> tuple[tuple[str, ...], bool]:
+    """Split an entry name into safe components; refuse any unsafe name."""
+    if "\x00" in raw:
+        raise _refuse(archive, f"entry {raw!r} has a NUL character in its name")
+    name = raw.replace("\\", "/")
+    if name.startswith("/"):
+        raise _refuse(archive, f"entry {raw!r} is an absolute path")
+    if _DRIVE_RE.match(name):
+        raise _refuse(archive, f"entry {raw!r} starts with a drive letter")
+    is_dir = name.endswith("/")
+    parts = tuple(part for part in name.split("/") if part not in {"", "."})
+    for part in parts:
+        if part == "..":
+            raise _refuse(archive, f"entry {raw!r} has a '..' component")
+        if ":" in part:
+            raise _refuse(
+                archive, f"entry {raw!r} has a ':' (a drive letter or alternate data stream)"
+            )
+        folded = unicodedata.normalize("NFKC", part)
+        if folded in {".", ".."} or "/" in folded or "\\" in folded or ":" in folded:
+            raise _refuse(archive, f"entry {raw!r} changes meaning under NFKC ({folded!r})")
+    if not parts and not is_dir:
+        raise _refuse(archive, f"entry {raw!r} has an empty name")
+    return parts, is_dir
+
+
+def _unix_mode(info: zipfile.ZipInfo) -> int:
+    return (info.external_attr >> 16) & 0xFFFF
+
+
+def _check_entry(archive: str, info: zipfile.ZipInfo) -> _Entry:
+    parts, is_dir = _entry_parts(archive, info.filename)
+    mode = _unix_mode(info)
+    kind = stat.S_IFMT(mode)
+    if kind == stat.S_IFLNK:
+        raise _refuse(archive, f"entry {info.filename!r} is a symbolic link")
+    if kind not in {0, stat.S_IFREG, stat.S_IFDIR}:
+        raise _refuse(archive, f"entry {info.filename!r} is a device, FIFO or socket")
+    if kind == stat.S_IFDIR:
+        is_dir = True
+    if info.flag_bits & 0x1:
+        raise _refuse(archive, f"entry {info.filename!r} is encrypted")
+    if not is_dir and info.compress_type not in _SUPPORTED_COMPRESSION:
+        raise _refuse(
+            archive,
+            f"entry {info.filename!r} uses compression method {info.compress_type}, "
+            "which agc does not extract",
+        )
+    return _Entry(info=info, parts=parts, is_dir=is_dir, executable=bool(mode & 0o100))
+
+
+def _check_collisions(archive: str, entries: list[_Entry]) -> None:
+    """No two entries the same after case folding and NFKC; no file where a folder is."""
+    files: dict[tuple[str, ...], str] = {}
+    folders: dict[tuple[str, ...], str] = {}
+    for entry in entries:
+        key = tuple(unicodedata.normalize("NFKC", part).casefold() for part in entry.parts)
+        name = entry.info.filename
+        for depth in range(1, len(key) + (1 if entry.is_dir else 0)):
+            prefix = key[:depth]
+            if prefix in files:
+                raise _refuse(
+                    archive, f"entry {name!r} needs a folder where {files[prefix]!r} is a file"
+                )
+            folders.setdefault(prefix, name)
+        if entry.is_dir:
+            continue
+        if key in files:
+            raise _refuse(
+                archive,
+                f"entries {files[key]!r} and {name!r} collide (same name after case folding "
+                "and NFKC)",
+            )
+        if key in folders:
+            raise _refuse(
+                archive, f"entry {name!r} is a file where {folders[key]!r} needs a folder"
+            )
+        files[key] = name
+
+
+def _check_layout(archive: str, handle: BinaryIO, infos: list[zipfile.ZipInfo], end: int) -> None:
+    """Every entry's bytes lie before the next entry's and before the central directory."""
+    ordered = sorted(infos, key=lambda info: info.header_offset)
+    for index, info in enumerate(ordered):
+        handle.seek(info.header_offset)
+        header = handle.read(_LOCAL_HEADER.size)
+        if len(header) != _LOCAL_HEADER.size or header[:4] != _LOCAL_SIGNATURE:
+            raise _refuse(archive, f"entry {info.filename!r} has no valid local header")
+        fields = _LOCAL_HEADER.unpack(header)
+        name_length, extra_length = fields[-2], fields[-1]
+        data_end = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+        data_end += info.compress_size
+        limit = ordered[index + 1].header_offset if index + 1 < len(ordered) else end
+        if data_end > limit:
+            other = ordered[index + 1].filename if index + 1 < len(ordered) else None
+            where = f"entry {other!r}" if other is not None else "the central directory"
+            raise _refuse(archive, f"entry {info.filename!r} overlaps {where}")
+
+
+def extract_zip(
+    archive: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS, label: str | None = None
+) -> None:
+    """Extract ``archive`` into the empty folder ``dest`` after checking it whole.
+
+    Args:
+        archive: the zip file.
+        dest: an existing, empty staging folder.
+        limits: entry count, byte and ratio caps.
+        label: how messages name the archive (default: its path).
+
+    Raises:
+        ArchiveRefusedError: an unsafe entry or a limit (see the module docstring);
+            ``dest`` may then hold a partial extraction for the caller to delete.
+        InputError: the file is not a zip archive or cannot be read.
+        StoreError: writing into ``dest`` failed (disk full …).
+    """
+    name = label or str(archive)
+    try:
+        handle = archive.open("rb")
+    except OSError as exc:
+        raise InputError(f"{name} cannot be read: {describe_os_error(exc)}") from exc
+    with handle:
+        try:
+            zf = zipfile.ZipFile(handle)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise InputError(f"{name} is not a readable zip archive ({exc})") from exc
+        with zf:
+            infos = zf.infolist()
+            if len(infos) > limits.max_entries:
+                raise _refuse(
+                    name, f"it has {len(infos)} entries; the limit is {limits.max_entries}"
+                )
+            entries = [_check_entry(name, info) for info in infos]
+            _check_collisions(name, entries)
+            _check_layout(
+                name, handle, infos, getattr(zf, "start_dir", os.fstat(handle.fileno()).st_size)
+            )
+            declared = sum(entry.info.file_size for entry in entries if not entry.is_dir)
+            if declared > limits.max_total_bytes:
+                raise _refuse(
+                    name,
+                    f"it declares {declared} bytes uncompressed; the limit is "
+                    f"{limits.max_total_bytes}",
+                )
+            for entry in entries:
+                _check_ratio(name, entry.info.filename, entry.info.file_size, entry.info, limits)
+            total = 0
+            for entry in entries:
+                total = _extract_entry(name, zf, entry, dest, total, limits)
+
+
+def _check_ratio(
+    archive: str, entry: str, size: int, info: zipfile.ZipInfo, limits: ImportLimits
+) -> None:
+    if size > limits.ratio_floor_bytes and size > limits.max_ratio * max(info.compress_size, 1):
+        raise _refuse(
+            archive,
+            f"entry {entry!r} expands {size} bytes from {info.compress_size} "
+            f"(more than {limits.max_ratio}:1, a zip bomb?)",
+        )
+
+
+def _extract_entry(
+    archive: str,
+    zf: zipfile.ZipFile,
+    entry: _Entry,
+    dest: Path,
+    total: int,
+    limits: ImportLimits,
+) -> int:
+    folder = dest
+    parents = entry.parts if entry.is_dir else entry.parts[:-1]
+    for part in parents:
+        folder = folder / part
+        _mkdir_nofollow(folder)
+    if entry.is_dir:
+        return total
+    target = folder / entry.parts[-1]
+    fd = _create_exclusive(target, 0o755 if entry.executable else 0o644)
+    written = 0
+    try:
+        with zf.open(entry.info) as member:
+            while chunk := member.read(_CHUNK):
+                written += len(chunk)
+                total += len(chunk)
+                if written > entry.info.file_size:
+                    raise _refuse(
+                        archive, f"entry {entry.info.filename!r} holds more bytes than it declares"
+                    )
+                if total > limits.max_total_bytes:
+                    raise _refuse(
+                        archive,
+                        f"it expands past {limits.max_total_bytes} bytes (at entry "
+                        f"{entry.info.filename!r})",
+                    )
+                _check_ratio(archive, entry.info.filename, written, entry.info, limits)
+                _write_all(fd, chunk, target)
+    except ArchiveRefusedError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise _refuse(archive, f"entry {entry.info.filename!r} is damaged ({exc})") from exc
+    except OSError as exc:
+        raise InputError(f"{archive}: reading entry {entry.info.filename!r} failed: {exc}") from exc
+    finally:
+        os.close(fd)
+    return total
+
+
+# -- folders and files -----------------------------------------------------------------
+
+
+def _mkdir_nofollow(path: Path) -> None:
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        if not stat.S_ISDIR(path.lstat().st_mode):
+            raise StoreError(f"{path} exists and is not a folder") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {describe_os_error(exc)}") from exc
+
+
+def _create_exclusive(path: Path, mode: int) -> int:
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {describe_os_error(exc)}") from exc
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise StoreError(f"writing {path} failed: {describe_os_error(exc)}") from exc
+
+
+def _copy_fd(src_fd: int, dest: Path, mode: int, budget: int, what: str) -> int:
+    """Copy an open regular file to a new ``dest``; return the bytes copied."""
+    fd = _create_exclusive(dest, mode)
+    copied = 0
+    try:
+        while True:
+            try:
+                chunk = os.read(src_fd, _CHUNK)
+            except OSError as exc:
+                raise InputError(f"reading {what} failed: {describe_os_error(exc)}") from exc
+            if not chunk:
+                return copied
+            copied += len(chunk)
+            if copied > budget:
+                raise ArchiveRefusedError(
+                    f"{what}: the source is larger than the import limit; nothing was imported"
+                )
+            _write_all(fd, chunk, dest)
+    finally:
+        os.close(fd)
+
+
+def copy_file(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS) -> None:
+    """Copy one regular file (the user named it: a final symlink is followed).
+
+    Raises:
+        InputError: not a regular file, or unreadable.
+        ArchiveRefusedError: larger than ``limits.max_total_bytes``.
+        StoreError: writing ``dest`` failed.
+    """
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"{source} cannot be read: {describe_os_error(exc)}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{source} is not a regular file")
+        mode = 0o755 if info.st_mode & 0o100 else 0o644
+        _copy_fd(fd, dest, mode, limits.max_total_bytes, str(source))
+    finally:
+        os.close(fd)
+
+
+def copy_folder(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS) -> list[str]:
+    """Copy the folder ``source`` into the empty folder ``dest``; return notes.
+
+    Every folder is opened with ``O_NOFOLLOW`` and read through its descriptor, so a
+    link swapped in during the copy is never followed; symlinks and special files are
+    skipped with a note.
+
+    Raises:
+        InputError: unreadable, or a file name that is not UTF-8.
+        ArchiveRefusedError: more entries or bytes than the limits.
+        StoreError: writing ``dest`` failed.
+    """
+    try:
+        root_fd = os.open(source, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"{source} cannot be read: {describe_os_error(exc)}") from exc
+    state = _CopyState(limits=limits, label=str(source))
+    try:
+        _copy_tree(root_fd, dest, "", state)
+    finally:
+        os.close(root_fd)
+    return state.notes
+
+
+@dataclass
+class _CopyState:
+    limits: ImportLimits
+    label: str
+    entries: int = 0
+    total: int = 0
+
+    def __post_init__(self) -> None:
+        self.notes: list[str] = []
+
+    def count(self) -> None:
+        self.entries += 1
+        if self.entries > self.limits.max_entries:
+            raise ArchiveRefusedError(
+                f"{self.label}: more than {self.limits.max_entries} files and folders; "
+                "nothing was imported"
+            )
+
+
+def _listdir_fd(dir_fd: int, label: str) -> Iterator[str]:
+    try:
+        names = sorted(os.listdir(dir_fd))
+    except OSError as exc:
+        raise InputError(f"{label} cannot be listed: {describe_os_error(exc)}") from exc
+    for name in names:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = name.encode("utf-8", "surrogateescape")
+            raise InputError(f"{label}: the file name {shown!r} is not UTF-8") from exc
+        yield name
+
+
+def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
+    for name in _listdir_fd(dir_fd, f"{state.label}/{prefix}".rstrip("/")):
+        relative = prefix + name
+        state.count()
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError as exc:
+            raise InputError(f"{state.label}/{relative} cannot be read: {exc.strerror}") from exc
+        if stat.S_ISLNK(info.st_mode):
+            state.notes.append(f"{relative}: symbolic link skipped (agc never follows links)")
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            child_fd = _open_child(dir_fd, name, _O_DIRECTORY, state, relative)
+            if child_fd is None:
+                continue
+            try:
+                _mkdir_nofollow(dest / name)
+                _copy_tree(child_fd, dest / name, relative + "/", state)
+            finally:
+                os.close(child_fd)
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            state.notes.append(f"{relative}: special file skipped")
+            continue
+        file_fd = _open_child(dir_fd, name, os.O_NONBLOCK, state, relative)
+        if file_fd is None:
+            continue
+        try:
+            current = os.fstat(file_fd)
+            if not stat.S_ISREG(current.st_mode):
+                state.notes.append(f"{relative}: special file skipped")
+                continue
+            mode = 0o755 if current.st_mode & 0o100 else 0o644
+            budget = state.limits.max_total_bytes - state.total
+            state.total += _copy_fd(file_fd, dest / name, mode, budget, f"{state.label}/{relative}")
+        finally:
+            os.close(file_fd)
+
+
+def _open_child(dir_fd: int, name: str, flags: int, state: _CopyState, relative: str) -> int | None:
+    try:
+        return os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in {errno.ELOOP, errno.ENOTDIR}:
+            state.notes.append(f"{relative}: replaced by a link during the copy; skipped")
+            return None
+        raise InputError(f"{state.label}/{relative} cannot be read: {exc.strerror}") from exc

@@ -1,0 +1,177 @@
+"""The legacy store format: read and checked, never trusted more than it deserves.
+
+Stores written before run manifests existed differ from agc's format in two ways:
+
+* a transcript is sealed by ``<runId>.jsonl.sha256`` holding only the hex SHA-256 of the
+  file (no file name, final newline optional), and the run has no manifest, so a file
+  deleted with its sidecar cannot be told from one never written;
+* tool events of every run were appended to one shared file, ``audit/tool-events.jsonl``,
+  each record naming its ``run_id``. No digest covers that file: its records cannot be
+  verified, and anyone who can write the store can add records in any run's name.
+
+This module is the only place that knows about that format. The verifier asks it once
+per run (:func:`detect_legacy_run`) and, for a legacy run, lets it judge the artifacts
+(:meth:`LegacyRun.judge`); records of the shared file are reported as unverified
+(``unverified-records``, a warning) for every run they name and never counted as, or
+merged with, a run's verified tool events. :func:`read_legacy_tool_events` reads them
+for a caller who asks for them by name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from agc._core.report import Finding
+from agc._core.sidecar import Sidecar
+from agc._core.store import StoreLayout, validate_run_id
+from agc.errors import StoreError, UnsafePathError
+from agc.integrity._chain import read_chain
+from agc.integrity._store_io import iter_json_objects
+
+if TYPE_CHECKING:
+    from agc.integrity._verify import ArtifactObservation
+
+__all__ = [
+    "LegacyFindingCode",
+    "LegacyRun",
+    "count_legacy_tool_events",
+    "detect_legacy_run",
+    "read_legacy_tool_events",
+    "unverified_records_finding",
+]
+
+LegacyFindingCode = Literal["legacy-format", "unverified-records"]
+"""The finding codes only this module emits."""
+
+_DetectCode = Literal["manifest-missing"]
+C = TypeVar("C", bound=str)
+
+
+def read_legacy_tool_events(
+    run_id: str, store: str | os.PathLike[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield the records of the shared ``audit/tool-events.jsonl`` whose ``run_id`` is
+    ``run_id``: UNVERIFIED records (no seal covers the shared file).
+
+    Lines that are not JSON objects are skipped.
+
+    Raises:
+        RunIdInvalidError: bad run id.
+        UnsafePathError: the shared file is a symlink.
+        StoreError: it is not a regular file (a FIFO, a folder) or cannot be read.
+    """
+    validate_run_id(run_id)
+    layout = StoreLayout.at(store)
+    for record in iter_json_objects(layout.legacy_tool_events_path):
+        if record.get("run_id") == run_id:
+            yield record
+
+
+def count_legacy_tool_events(layout: StoreLayout, run_id: str) -> int:
+    """How many records of the shared file name ``run_id`` (0 when there is no such file).
+
+    Raises:
+        UnsafePathError, StoreError: as :func:`read_legacy_tool_events`.
+    """
+    return sum(1 for _ in read_legacy_tool_events(run_id, layout.root))
+
+
+def unverified_records_finding(count: int) -> Finding[LegacyFindingCode]:
+    """The warning for ``count`` records of the shared file that name the run."""
+    return Finding(
+        "unverified-records",
+        f"{count} tool-event record(s) for this run in the legacy shared "
+        "audit/tool-events.jsonl cannot be verified (no seal covers that file); "
+        "they are not part of the verified run",
+        "warning",
+        artifact="tool-events",
+        actual={"records": count},
+    )
+
+
+@dataclass(frozen=True)
+class LegacyRun:
+    """A run in the legacy format: no manifest, a digest-only SHA-256 transcript sidecar.
+
+    Attributes:
+        shared_records: records of the shared tool-events file that name the run.
+    """
+
+    shared_records: int
+
+    def judge(
+        self, obs: ArtifactObservation, modern: Sequence[Finding[C]]
+    ) -> list[Finding[C | LegacyFindingCode]]:
+        """The findings for one artifact of a legacy run, given what the verifier found
+        judging it without a manifest (``modern``).
+
+        Tool events kept only in the shared file are not a missing file: the verifier
+        reports them as unverified records (:func:`unverified_records_finding`), so here
+        they have no finding; with no record for the run in the shared file they stay
+        ``missing``. A legacy sidecar that counted adds a ``legacy-format`` warning.
+        """
+        if obs.kind == "tool-events" and obs.file_type == "absent" and self.shared_records:
+            return []
+        findings: list[Finding[C | LegacyFindingCode]] = list(modern)
+        counted = obs.sidecars.get(obs.algorithm) if obs.algorithm is not None else None
+        if isinstance(counted, Sidecar) and counted.legacy:
+            findings.append(
+                Finding(
+                    "legacy-format",
+                    f"{obs.kind} has a legacy digest-only SHA-256 sidecar (no file name, "
+                    "no run manifest: a deleted file cannot be told from one never written)",
+                    "warning",
+                    artifact=obs.kind,
+                )
+            )
+        return findings
+
+
+def detect_legacy_run(
+    layout: StoreLayout,
+    run_id: str,
+    transcript: ArtifactObservation,
+    *,
+    shared_records: int,
+) -> tuple[LegacyRun | None, list[Finding[_DetectCode]]]:
+    """Whether a run without a manifest is in the legacy format.
+
+    It is when its transcript's only sidecar is a digest-only SHA-256 one, unless the
+    store chain links the run: a chained run had a manifest, so it is a run whose
+    manifest was removed and whose sidecars were rewritten in the legacy format (a
+    downgrade), reported as ``manifest-missing``.
+
+    Call it only for a run that has no manifest and no manifest finding;
+    ``shared_records`` is :func:`count_legacy_tool_events` of the run.
+    """
+    sidecar = transcript.sidecars.get("sha256")
+    if not (
+        isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
+    ):
+        return None, []
+    if _in_chain(layout, run_id):
+        return None, [
+            Finding(
+                "manifest-missing",
+                "run manifest missing (the store chain links this run)",
+                artifact="manifest",
+            )
+        ]
+    return LegacyRun(shared_records=shared_records), []
+
+
+def _in_chain(layout: StoreLayout, run_id: str) -> bool:
+    """Whether ``audit/chain.jsonl`` links the run (read only for would-be legacy runs).
+
+    A chain log that cannot be read as a file counts as linking it: a store with a
+    damaged chain is not a legacy store."""
+    try:
+        entries, _ = read_chain(layout)
+    except FileNotFoundError:
+        return False
+    except (UnsafePathError, StoreError, OSError):
+        return True
+    return any(entry.run_id == run_id for entry in entries)

@@ -1,0 +1,647 @@
+"""Observing an agent chat endpoint over HTTP: a dry run, or one minimal live chat.
+
+Live (``live=True``): one short-connection submit, ``POST <base>/v1/agent/chat`` with
+``{"message": ...}`` and an ``Idempotency-Key`` header, answered ``202`` with a
+``traceId``; then polls of ``GET …/result/<traceId>``, each followed by a refresh of
+``GET …/trace/<traceId>``, with capped exponential backoff and jitter, honouring
+``Retry-After`` (RFC 9110, section 10.2.3: delay-seconds or an HTTP-date). A 408, 425, 429 or
+5xx answer without a structured terminal body, a timeout, a refused connection, an
+empty or non-JSON body are recoverable: the poll backs off and continues. The probe
+ends only on a terminal answer (``completed``, or a structured failure), a client-error
+answer, or an idle timeout: no new trace event for ``idle_timeout_s`` while
+``waitingFor`` did not change (and, if set, ``max_wait_s`` overall).
+
+Dry run (``live=False``): no chat is sent. ``GET <base>/readyz`` (a service preflight,
+if the service has one), else ``GET …/result/<unknown id>``, whose structured error
+answer shows the route is wired. A dry run is never more than ``DRY-RUN`` evidence.
+
+The probe records no header, no env value and no reply text: the observation holds the
+parsed answer (callers redact it before storing, see :mod:`agc.readiness._evidence`),
+and :class:`ProbeStep` holds only routes, statuses, outcomes and delays. The clock,
+sleep and randomness are injectable (:class:`Timing`) so tests never wait.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Final, Literal
+from urllib.parse import quote as url_quote
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from agc.errors import UrlInvalidError
+from agc.readiness._model import Observation, Route, quote, usable_trace_id
+from agc.readiness._policy import ProbeSettings
+from agc.readiness._table import FAILURE_STATUSES, RUNNING_STATUSES
+from agc.readiness._urls import is_loopback_host, safe_url
+
+__all__ = [
+    "ProbeResult",
+    "ProbeStep",
+    "Timing",
+    "backoff_delay",
+    "probe",
+    "probe_urls",
+    "retry_after_seconds",
+]
+
+RECOVERABLE_HTTP: Final = frozenset({408, 425, 429})
+TERMINAL_STATUSES: Final = frozenset({"completed"}) | FAILURE_STATUSES
+_SUBMIT_RETRY_HTTP: Final = frozenset({408, 425, 429, 503})
+
+Outcome = Literal[
+    "accepted", "terminal", "running", "recoverable", "progress", "no-progress", "refused"
+]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The probe's clock and sleep, injectable so tests do not wait.
+
+    Attributes:
+        monotonic: seconds from a monotonic clock (timeouts, backoff).
+        sleep: waits the given seconds.
+        random: a float in [0, 1) for jitter.
+        wall: Unix time in seconds (``Retry-After`` HTTP-dates).
+    """
+
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    random: Callable[[], float] = random.random
+    wall: Callable[[], float] = time.time
+
+
+@dataclass(frozen=True)
+class ProbeStep:
+    """One HTTP exchange of a probe, as evidence records it (no header, no body).
+
+    Attributes:
+        route: ``submit``, ``result``, ``trace``, ``readyz`` or ``error-answer``.
+        method: ``GET`` or ``POST``.
+        http_status: the answer's status, or ``None`` when none came.
+        outcome: ``accepted``, ``terminal``, ``running``, ``recoverable``,
+            ``progress``, ``no-progress`` (a trace refresh) or ``refused``.
+        kind: for a recoverable answer, what it was: ``http-503``, ``timeout``,
+            ``connect``, ``not-json``, ``empty``, ``too-large`` …; else ``None``.
+        at_ms: milliseconds since the probe started.
+        delay_ms: the backoff slept after this step, if any.
+    """
+
+    route: str
+    method: str
+    http_status: int | None
+    outcome: Outcome
+    kind: str | None
+    at_ms: int
+    delay_ms: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "route": self.route,
+            "method": self.method,
+            "http_status": self.http_status,
+            "outcome": self.outcome,
+            "kind": self.kind,
+            "at_ms": self.at_ms,
+            "delay_ms": self.delay_ms,
+        }
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The observation a probe made and the steps it took."""
+
+    observation: Observation
+    steps: tuple[ProbeStep, ...]
+
+
+def backoff_delay(attempt: int, *, initial: float, cap: float, rand: float) -> float:
+    """Capped exponential backoff with "equal jitter", in seconds.
+
+    The ceiling doubles from ``initial`` with each ``attempt`` (0, 1, 2 …) up to ``cap``;
+    the delay is half the ceiling plus a random part of the other half (``rand`` in
+    [0, 1)), so clients spread out yet never poll in a tight loop.
+    """
+    ceiling = min(cap, initial * math.pow(2, min(attempt, 62)))
+    return ceiling / 2 + ceiling / 2 * min(max(rand, 0.0), 1.0)
+
+
+def retry_after_seconds(value: str | None, *, now: float, cap: float) -> float | None:
+    """The wait a ``Retry-After`` header asks for, in seconds (at most ``cap``).
+
+    Accepts delay-seconds (``"120"``) and an HTTP-date (RFC 9110, section 10.2.3, relative to
+    ``now``, Unix seconds); anything else, or no header, is ``None``.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return min(float(text), cap)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None  # RFC 9110 dates are GMT; a zone-less one is not of the grammar
+    return min(max(when.timestamp() - now, 0.0), cap)
+
+
+def probe_urls(url: str, chat_path: str) -> tuple[str, str]:
+    """``(base, chat endpoint)`` for the service at ``url``.
+
+    ``url`` is the service's base URL (``https://dev.example:16666/``) or already its
+    chat endpoint (ending in ``chat_path``).
+
+    Raises:
+        UrlInvalidError: not ``http``/``https`` (a ``file://`` answer is classified with
+            ``agc readiness classify``), no host, user information (it would reach
+            logs and evidence), a query or a fragment.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:
+        raise UrlInvalidError(f"--url {safe_url(url)!r} is not a URL: {exc}") from exc
+    if parts.scheme == "file":
+        raise UrlInvalidError(
+            "--url is a file:// URL; the probe speaks HTTP",
+            hint="Classify a recorded answer with: agc readiness classify FILE",
+        )
+    if parts.scheme not in ("http", "https") or not host:
+        raise UrlInvalidError(f"--url {safe_url(url)!r} is not an http(s) URL with a host")
+    if "@" in parts.netloc:
+        raise UrlInvalidError(
+            "--url holds user information (user:password@); it would be recorded",
+            hint="Send a token with --auth-env NAME (the env var's value is never shown).",
+        )
+    if parts.query or parts.fragment:
+        raise UrlInvalidError("--url must not have a query or a fragment")
+    path = parts.path.rstrip("/")
+    if path.endswith(chat_path.rstrip("/")):
+        path = path[: len(path) - len(chat_path.rstrip("/"))]
+    base = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    return base, base + chat_path
+
+
+# -- one exchange -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Answer:
+    http_status: int | None
+    body: Any = None
+    raw: str | None = None
+    error: str | None = None
+    retry_after: str | None = None
+    peer_loopback: bool | None = None
+    too_large: bool = False
+
+    @property
+    def parsed(self) -> bool:
+        return self.raw is None and self.error is None and not self.too_large
+
+    @property
+    def recoverable_kind(self) -> str:
+        if self.error is not None:
+            return self.error
+        if self.too_large:
+            return "too-large"
+        if self.http_status is not None and not 200 <= self.http_status < 300:
+            return f"http-{self.http_status}"
+        if self.raw is not None:
+            return "empty" if self.raw == "" else "not-json"
+        return f"http-{self.http_status}"
+
+    @property
+    def structured_terminal(self) -> bool:
+        """A JSON object whose ``status`` is terminal: the backend's own last word."""
+        return (
+            self.parsed
+            and isinstance(self.body, Mapping)
+            and self.body.get("status") in TERMINAL_STATUSES
+        )
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _decode(data: bytes) -> tuple[Any, str | None]:
+    """``(parsed, None)`` for a JSON body, else ``(None, text)``."""
+    if not data.strip():
+        return None, ""
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant), None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None, data.decode("utf-8", errors="replace")
+
+
+def _peer_is_loopback(response: httpx.Response) -> bool | None:
+    stream = response.extensions.get("network_stream")
+    get_extra_info = getattr(stream, "get_extra_info", None)
+    if get_extra_info is None:
+        return None
+    try:
+        address = get_extra_info("server_addr")
+    except Exception:
+        return None
+    if isinstance(address, tuple) and address and isinstance(address[0], str):
+        return is_loopback_host(address[0])
+    return None
+
+
+def _exchange(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    settings: ProbeSettings,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any] | None = None,
+) -> _Answer:
+    try:
+        with client.stream(
+            method, url, json=body, headers=dict(headers), timeout=settings.request_timeout_s
+        ) as response:
+            peer = _peer_is_loopback(response)
+            data = bytearray()
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > settings.max_body_bytes:
+                    return _Answer(response.status_code, too_large=True, peer_loopback=peer)
+            parsed, raw = _decode(bytes(data))
+            return _Answer(
+                response.status_code,
+                body=parsed,
+                raw=raw,
+                retry_after=response.headers.get("retry-after"),
+                peer_loopback=peer,
+            )
+    except httpx.TimeoutException:
+        return _Answer(None, error="timeout")
+    except httpx.ConnectError:
+        return _Answer(None, error="connect")
+    except httpx.RemoteProtocolError:
+        return _Answer(None, error="protocol")
+    except httpx.TransportError:
+        return _Answer(None, error="transport")
+
+
+# -- the probe ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """The mutable state of one probe run."""
+
+    client: httpx.Client
+    settings: ProbeSettings
+    timing: Timing
+    headers: Mapping[str, str]
+    log: Callable[[str], None]
+    started: float
+    steps: list[ProbeStep] = field(default_factory=list)
+    recoverable: Counter[str] = field(default_factory=Counter)
+    peer_loopback: bool | None = None
+    polls: int = 0
+    trace_refreshes: int = 0
+    submit_attempts: int = 0
+    events: int = 0
+    waiting_for: str | None = None
+    waiting_by_source: dict[str, str] = field(default_factory=dict)
+
+    def elapsed_ms(self) -> int:
+        return int((self.timing.monotonic() - self.started) * 1000)
+
+    def exchange(self, method: str, url: str, body: Mapping[str, Any] | None = None) -> _Answer:
+        answer = _exchange(
+            self.client, method, url, settings=self.settings, headers=self.headers, body=body
+        )
+        if answer.peer_loopback is not None:
+            # Once any answer came from a loopback peer, the evidence is local.
+            self.peer_loopback = bool(self.peer_loopback) or answer.peer_loopback
+        return answer
+
+    def step(self, route: str, method: str, answer: _Answer, outcome: Outcome) -> ProbeStep:
+        kind = answer.recoverable_kind if outcome in ("recoverable", "refused") else None
+        step = ProbeStep(route, method, answer.http_status, outcome, kind, self.elapsed_ms())
+        self.steps.append(step)
+        return step
+
+    def slept(self, delay: float) -> None:
+        if self.steps:
+            last = self.steps[-1]
+            self.steps[-1] = ProbeStep(
+                last.route,
+                last.method,
+                last.http_status,
+                last.outcome,
+                last.kind,
+                last.at_ms,
+                int(delay * 1000),
+            )
+        self.timing.sleep(delay)
+
+    def delay(self, attempt: int, answer: _Answer | None, *, limit: float | None) -> float:
+        """Backoff for ``attempt``; a ``Retry-After`` is honoured in full (up to its cap),
+        a computed delay is cut at ``limit`` (the time left before the idle timeout)."""
+        settings = self.settings
+        delay = backoff_delay(
+            attempt,
+            initial=settings.backoff_initial_s,
+            cap=settings.backoff_max_s,
+            rand=self.timing.random(),
+        )
+        asked = retry_after_seconds(
+            answer.retry_after if answer else None,
+            now=self.timing.wall(),
+            cap=settings.max_retry_after_s,
+        )
+        if asked is not None:
+            return max(delay, asked)
+        return delay if limit is None else max(min(delay, limit), 0.0)
+
+    def track(self, body: Any, source: str) -> bool:
+        """Note the events and ``waitingFor`` in a result or trace body; True on progress:
+        more events than ever seen, or a ``waitingFor`` other than the last one this
+        source (``result`` or ``trace``) gave."""
+        if not isinstance(body, Mapping):
+            return False
+        progressed = False
+        count = body.get("eventCount")
+        if not (isinstance(count, int) and not isinstance(count, bool)):
+            events = body.get("events")
+            count = len(events) if isinstance(events, list) else None
+        if count is not None and count > self.events:
+            self.events = count
+            progressed = True
+        waiting = body.get("waitingFor")
+        if waiting is not None:
+            signature = json.dumps(waiting, sort_keys=True, default=str)
+            if signature != self.waiting_by_source.get(source):
+                self.waiting_by_source[source] = signature
+                progressed = True
+            self.waiting_for = waiting if isinstance(waiting, str) else signature
+        return progressed
+
+    def info(self, trace_id: str | None, **extra: Any) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "polls": self.polls,
+            "traceRefreshes": self.trace_refreshes,
+            "submitAttempts": self.submit_attempts,
+            "recoverable": dict(sorted(self.recoverable.items())),
+            "eventCount": self.events,
+            "waitingFor": None if self.waiting_for is None else quote(self.waiting_for),
+            "elapsedMs": self.elapsed_ms(),
+            **extra,
+        }
+        if trace_id is not None:
+            info["traceId"] = quote(trace_id)
+        return info
+
+
+def probe(
+    url: str,
+    *,
+    environment: str,
+    live: bool,
+    settings: ProbeSettings | None = None,
+    timing: Timing | None = None,
+    client: httpx.Client | None = None,
+    headers: Mapping[str, str] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ProbeResult:
+    """Observe the agent chat endpoint of the service at ``url``.
+
+    Args:
+        url: the service's base URL (or its chat endpoint).
+        environment: the environment's name, recorded in the observation.
+        live: send one minimal chat and poll it to the end; else a dry run.
+        settings: timeouts (seconds), backoff, sizes (bytes); defaults when ``None``.
+        timing: clock, sleep and randomness; the real ones when ``None``.
+        client: the HTTP client (a new ``httpx.Client`` when ``None``; closed then).
+        headers: extra request headers (a bearer token); sent, never recorded.
+        log: receives one line per step for a human (no header, no value).
+
+    Returns:
+        The :class:`ProbeResult`. Failures to get an answer are in the observation
+        (``transportError``), never raised.
+
+    Raises:
+        UrlInvalidError: ``url`` cannot be probed (see :func:`probe_urls`).
+    """
+    settings = settings or ProbeSettings()
+    timing = timing or Timing()
+    base, chat = probe_urls(url, settings.chat_path)
+    own_client = client is None
+    http = client or httpx.Client(follow_redirects=False, trust_env=False)
+    run = _Run(
+        client=http,
+        settings=settings,
+        timing=timing,
+        headers=dict(headers or {}),
+        log=log or (lambda _: None),
+        started=timing.monotonic(),
+    )
+    try:
+        observation = (
+            _live(run, chat, environment) if live else _dry_run(run, base, chat, environment)
+        )
+    finally:
+        if own_client:
+            http.close()
+    return ProbeResult(observation=observation, steps=tuple(run.steps))
+
+
+def _observation(
+    run: _Run,
+    chat: str,
+    environment: str,
+    answer: _Answer | None,
+    *,
+    mode: Literal["live", "dry-run"] = "live",
+    route: Route = "chat",
+    transport_error: str | None = None,
+    trace_id: str | None = None,
+    response: Any = None,
+    **info: Any,
+) -> Observation:
+    http_status = answer.http_status if answer else None
+    body = response if response is not None else (answer.body if answer else None)
+    raw = answer.raw if answer and response is None else None
+    if answer is not None and answer.error is not None and transport_error is None:
+        transport_error = answer.error
+    if answer is not None and answer.too_large and transport_error is None:
+        transport_error = "too-large"
+    return Observation(
+        endpoint=safe_url(chat),
+        environment=environment,
+        origin="live",
+        http_status=http_status,
+        response=body,
+        raw_body=raw,
+        transport_error=transport_error,
+        mode=mode,
+        route=route,
+        peer_loopback=run.peer_loopback,
+        probe=run.info(trace_id, **info),
+    )
+
+
+def _dry_run(run: _Run, base: str, chat: str, environment: str) -> Observation:
+    readyz = run.exchange("GET", base + "/readyz")
+    if readyz.parsed and isinstance(readyz.body, Mapping):
+        run.step("readyz", "GET", readyz, "terminal")
+        run.log(f"readyz: HTTP {readyz.http_status}, a preflight answer")
+        return _observation(run, chat, environment, readyz, mode="dry-run", route="readyz")
+    run.step("readyz", "GET", readyz, "recoverable")
+    run.log(f"readyz: {readyz.recoverable_kind}; asking the chat route for an unknown trace")
+    unknown = f"{chat}/result/agc-readiness-dry-run-{uuid.uuid4().hex}"
+    answer = run.exchange("GET", unknown)
+    run.step("error-answer", "GET", answer, "terminal")
+    run.log(
+        f"error answer: HTTP {answer.http_status}"
+        if answer.error is None
+        else f"error answer: {answer.error}"
+    )
+    return _observation(run, chat, environment, answer, mode="dry-run", route="error-answer")
+
+
+def _submit(run: _Run, chat: str) -> _Answer:
+    key = uuid.uuid4().hex  # the same key on every try: a server may drop duplicates
+    headers = {**run.headers, "Idempotency-Key": key}
+    answer = _Answer(None, error="connect")
+    for attempt in range(run.settings.submit_attempts):
+        run.submit_attempts += 1
+        answer = _exchange(
+            run.client,
+            "POST",
+            chat,
+            settings=run.settings,
+            headers=headers,
+            body={"message": run.settings.message},
+        )
+        if answer.peer_loopback is not None:
+            run.peer_loopback = bool(run.peer_loopback) or answer.peer_loopback
+        refused = answer.error in ("connect", "timeout") or (
+            answer.http_status in _SUBMIT_RETRY_HTTP and not answer.structured_terminal
+        )
+        if not refused:
+            run.step(
+                "submit", "POST", answer, "accepted" if answer.http_status == 202 else "terminal"
+            )
+            return answer
+        run.step("submit", "POST", answer, "refused")
+        if attempt + 1 < run.settings.submit_attempts:
+            delay = run.delay(attempt, answer, limit=None)
+            run.log(f"submit: {answer.recoverable_kind}; trying again in {delay:.1f} s")
+            run.slept(delay)
+    return answer
+
+
+def _live(run: _Run, chat: str, environment: str) -> Observation:
+    submitted = _submit(run, chat)
+    if submitted.error is not None:
+        run.log(f"submit: {submitted.error}; giving up")
+        return _observation(run, chat, environment, submitted)
+    if submitted.http_status in _SUBMIT_RETRY_HTTP and not submitted.structured_terminal:
+        run.log(f"submit: refused (HTTP {submitted.http_status}) {run.submit_attempts} times")
+        return _observation(
+            run,
+            chat,
+            environment,
+            submitted,
+            transport_error=f"submit-http-{submitted.http_status}",
+        )
+    body = submitted.body
+    trace_id = body.get("traceId") if isinstance(body, Mapping) else None
+    if (
+        submitted.http_status != 202
+        or not usable_trace_id(trace_id)
+        or submitted.structured_terminal
+    ):
+        # A synchronous terminal answer, a structured refusal, or a 202 without a
+        # traceId: classify decides which.
+        run.log(f"submit: HTTP {submitted.http_status}, no turn to poll")
+        return _observation(run, chat, environment, submitted)
+    assert isinstance(trace_id, str)
+    run.log(f"submit: HTTP 202, trace {quote(trace_id)}")
+    quoted = url_quote(trace_id, safe="")  # a traceId never adds path segments
+    result_url, trace_url = f"{chat}/result/{quoted}", f"{chat}/trace/{quoted}"
+    last_progress = run.timing.monotonic()
+    attempt = 0
+    last_running: _Answer | None = None
+    while True:
+        run.polls += 1
+        answer = run.exchange("GET", result_url)
+        state = _poll_state(answer)
+        if state == "terminal":
+            run.step("result", "GET", answer, "terminal")
+            run.log(f"result: HTTP {answer.http_status}, terminal")
+            return _observation(run, chat, environment, answer, trace_id=trace_id)
+        progressed = False
+        if state == "running":
+            last_running = answer
+            progressed = run.track(answer.body, "result")
+            run.step("result", "GET", answer, "running")
+        else:
+            run.recoverable[answer.recoverable_kind] += 1
+            run.step("result", "GET", answer, "recoverable")
+        trace = run.exchange("GET", trace_url)
+        run.trace_refreshes += 1
+        trace_progress = trace.parsed and run.track(trace.body, "trace")
+        progressed = progressed or trace_progress
+        run.step("trace", "GET", trace, "progress" if trace_progress else "no-progress")
+        now = run.timing.monotonic()
+        if progressed:
+            last_progress, attempt = now, 0
+        idle_for = now - last_progress
+        waiting = "" if run.waiting_for is None else f", waiting for {quote(run.waiting_for)}"
+        if idle_for >= run.settings.idle_timeout_s:
+            run.log(f"idle for {idle_for:.1f} s: no new trace event{waiting}; giving up")
+            return _observation(
+                run,
+                chat,
+                environment,
+                last_running,
+                transport_error="idle-timeout",
+                trace_id=trace_id,
+                idleForMs=int(idle_for * 1000),
+            )
+        max_wait = run.settings.max_wait_s
+        if max_wait is not None and now - run.started >= max_wait:
+            run.log(f"waited {now - run.started:.1f} s in all; giving up")
+            return _observation(
+                run, chat, environment, last_running, transport_error="deadline", trace_id=trace_id
+            )
+        delay = run.delay(attempt, answer, limit=run.settings.idle_timeout_s - idle_for)
+        attempt += 1
+        what = "running" if state == "running" else answer.recoverable_kind
+        run.log(f"poll {run.polls}: {what}, {run.events} events{waiting}; next in {delay:.1f} s")
+        run.slept(delay)
+
+
+def _poll_state(answer: _Answer) -> Literal["terminal", "running", "recoverable"]:
+    """What one ``/result`` answer means for the poll loop."""
+    if answer.error is not None or answer.too_large:
+        return "recoverable"
+    status = answer.http_status or 0
+    if status in RECOVERABLE_HTTP or status >= 500:
+        return "terminal" if answer.structured_terminal else "recoverable"
+    if 200 <= status < 300:
+        if not answer.parsed:
+            return "recoverable"  # empty or not JSON: a proxy's hiccup, not an answer
+        body_status = answer.body.get("status") if isinstance(answer.body, Mapping) else None
+        if body_status in RUNNING_STATUSES:
+            return "running"
+        return "terminal"  # completed, a failure, or a schema problem classify names
+    return "terminal"  # 3xx, 4xx: retrying does not change the answer

@@ -1,0 +1,85 @@
+"""A torn last line: the record a crash cut off while it was being written.
+
+An agent appends each record as one line and ends it with a line break. A process killed
+mid-write leaves the file ending in part of a line: no final line break, and the text is
+not JSON. That record is lost; what it held can often still be told from the fragment
+(a tool call and its id, a tool result), which is what :func:`describe_torn` reports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["TornLine", "describe_torn", "torn_line"]
+
+
+def torn_line(lines: list[str], final_newline: bool) -> int | None:
+    """The index of the torn last line of a JSONL file, or ``None``.
+
+    Torn means: the file does not end with a line break, and its last line is neither
+    blank nor JSON. (A complete JSON line without the final line break is not torn: the
+    record is whole.)
+    """
+    if final_newline or not lines or not lines[-1].strip():
+        return None
+    try:
+        json.loads(lines[-1])
+    except (ValueError, RecursionError):
+        return len(lines) - 1
+    return None
+
+
+@dataclass(frozen=True)
+class TornLine:
+    """What a torn line held, as far as its fragment tells.
+
+    Attributes:
+        what: a short description (``"a function_call"``, ``"a tool_use block"``, …).
+        call_id: the tool call id in the fragment, when it is a call.
+        result_id: the call id a tool result in the fragment answers.
+    """
+
+    what: str
+    call_id: str | None
+    result_id: str | None
+
+    def describe(self) -> str:
+        if self.call_id is not None:
+            return f"{self.what} (call {self.call_id})"
+        if self.result_id is not None:
+            return f"{self.what} (the result of call {self.result_id})"
+        return self.what
+
+
+_STRING: Final = r'"((?:[^"\\]|\\.)*)"'
+_CALL_TYPES: Final = ("function_call", "custom_tool_call", "local_shell_call", "computer_call")
+
+
+def _field(fragment: str, name: str) -> str | None:
+    match = re.search(rf'"{name}"\s*:\s*{_STRING}', fragment)
+    return match.group(1) if match else None
+
+
+def describe_torn(fragment: str) -> TornLine:
+    """Tell what a torn line held from its text (Codex rollout or Claude Code line)."""
+    tool_use = re.search(rf'"type"\s*:\s*"tool_use"\s*,\s*"id"\s*:\s*{_STRING}', fragment)
+    if tool_use:
+        return TornLine("an assistant line with a tool_use block", tool_use.group(1), None)
+    if '"tool_use"' in fragment:
+        return TornLine("an assistant line with a tool_use block", None, None)
+    if '"tool_result"' in fragment or '"tool_use_id"' in fragment:
+        return TornLine("a user line with a tool_result", None, _field(fragment, "tool_use_id"))
+    types = re.findall(rf'"type"\s*:\s*{_STRING}', fragment)
+    for kind in types:
+        if kind in _CALL_TYPES:
+            return TornLine(f"a {kind}", _field(fragment, "call_id"), None)
+        if kind.endswith("_output"):
+            return TornLine(f"a {kind}", None, _field(fragment, "call_id"))
+    if types:
+        shown = [kind for kind in types[:2] if kind.isascii() and len(kind) <= 40]
+        if shown:
+            return TornLine(f"a {' / '.join(shown)} record", None, None)
+    return TornLine("a record that cannot be told from its fragment", None, None)

@@ -1,0 +1,388 @@
+"""``agc ext``: the DTOs, exit codes and messages of each command, run in process."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.cli.app import main
+from agc.exitcodes import ExitCode
+from agc.extensions import STARTUP_STATUS_METHOD, ExtensionRepository
+from tests.conftest import feed_stdin
+from tests.extensions.builders import (
+    access_plugins,
+    codex_config_two_servers,
+    plugin_with_two_skills_and_mcp,
+    write_script,
+    zip_entries,
+    zip_folder,
+)
+
+DTO_ITEM_KEYS = {
+    "id",
+    "name",
+    "originalName",
+    "extensionType",
+    "sourceName",
+    "sourceRelativePath",
+    "enabled",
+    "status",
+    "lastError",
+}
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    code, out, err = _run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_import_json_is_the_import_dto(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plugin = plugin_with_two_skills_and_mcp(tmp_path / "src")
+    archive = zip_folder(plugin, tmp_path / "bundle.zip")
+    dto = _json(capsys, "ext", "import", str(archive), "--store", str(store))
+    assert {"imported", "sourceName", "renamed", "duplicate"} <= set(dto)
+    assert dto["sourceName"] == "bundle.zip"
+    assert (dto["renamed"], dto["duplicate"]) == (False, False)
+    assert [set(item) for item in dto["imported"]] == [DTO_ITEM_KEYS] * 3
+    assert [
+        (i["name"], i["extensionType"], i["sourceRelativePath"], i["status"])
+        for i in dto["imported"]
+    ] == [
+        ("art-skill", "skill", "skills/art-skill/SKILL.md", "enabled"),
+        ("code-skill", "skill", "skills/code-skill/SKILL.md", "enabled"),
+        ("search", "mcp", ".mcp.json", "enabled"),
+    ]
+    assert all(item["id"].startswith("extension-") for item in dto["imported"])
+    assert all(item["sourceName"] == "bundle.zip" and item["enabled"] for item in dto["imported"])
+
+
+def test_unknown_content_is_an_imported_item_not_a_top_level_field(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tool = write_script(tmp_path / "tool.exe", tmp_path)
+    dto = _json(capsys, "ext", "import", str(tool), "--store", str(store))
+    assert "unknown" not in dto
+    assert dto["imported"] == [
+        {
+            "id": dto["imported"][0]["id"],
+            "name": "tool.exe",
+            "originalName": "tool.exe",
+            "extensionType": "unknown",
+            "sourceName": "tool.exe",
+            "sourceRelativePath": "tool.exe",
+            "enabled": False,
+            "status": "unknown",
+            "lastError": None,
+        }
+    ]
+
+
+def test_a_repeated_import_reports_renamed_and_duplicate_with_one_notice(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plugin = plugin_with_two_skills_and_mcp(tmp_path)
+    _json(capsys, "ext", "import", str(plugin), "--store", str(store))
+    code, out, err = _run(capsys, "ext", "import", str(plugin), "--store", str(store), "--json")
+    assert code == 0
+    dto = json.loads(out)
+    assert (dto["renamed"], dto["duplicate"]) == (True, True)
+    assert [item["name"] for item in dto["imported"]] == ["art-skill-2", "code-skill-2", "search-2"]
+    assert err.count("named automatically") == 1
+
+
+def test_several_paths_give_a_list_of_dtos(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plugins = access_plugins(tmp_path)
+    dtos = _json(capsys, "ext", "import", *map(str, plugins), "--store", str(store))
+    assert [dto["imported"][0]["name"] for dto in dtos] == ["access", "access-2", "access-3"]
+
+
+def test_a_refused_archive_exits_2_names_the_entry_and_keeps_nothing(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = zip_entries(
+        tmp_path / "evil.zip", [("skills/x/SKILL.md", b"---\n---\n"), ("../../x", b"")]
+    )
+    good = plugin_with_two_skills_and_mcp(tmp_path)
+    code, out, err = _run(
+        capsys, "ext", "import", str(archive), str(good), "--store", str(store), "--json"
+    )
+    assert code == ExitCode.USAGE
+    assert "'../../x'" in err
+    assert "hint:" in err
+    refused, imported = json.loads(out)
+    assert refused["error"]["code"] == "archive-refused"
+    assert len(imported["imported"]) == 3
+    assert len(ExtensionRepository(store).load().sources) == 1
+
+
+def test_a_missing_path_exits_2(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "ext", "import", str(tmp_path / "nope"), "--store", str(store))
+    assert code == ExitCode.USAGE
+    assert "does not exist" in err
+    assert out == ""
+
+
+def test_list_shows_every_item_flat_with_its_source_and_status(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = zip_folder(
+        plugin_with_two_skills_and_mcp(tmp_path / "src"), tmp_path / "my-plugin.zip"
+    )
+    _json(capsys, "ext", "import", str(archive), "--store", str(store))
+    _run(capsys, "ext", "disable", "code-skill", "--store", str(store))
+    code, out, _ = _run(capsys, "ext", "list", "--store", str(store))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "TYPE", "SOURCE", "STATUS", "ID"]
+    assert [line.split()[:4] for line in lines[1:]] == [
+        ["art-skill", "Skill", "my-plugin.zip", "enabled"],
+        ["code-skill", "Skill", "my-plugin.zip", "disabled"],
+        ["search", "MCP", "my-plugin.zip", "enabled"],
+    ]
+    listed = _json(capsys, "ext", "list", "--type", "mcp", "--store", str(store))
+    assert [item["name"] for item in listed["items"]] == ["search"]
+
+
+def test_an_empty_list_says_so_and_is_not_an_error(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "ext", "list", "--store", str(store))
+    assert (code, out) == (0, "")
+    assert "No extensions imported yet" in err
+    assert _json(capsys, "ext", "list", "--store", str(store))["items"] == []
+
+
+def test_enable_disable_rename_rm(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _json(
+        capsys,
+        "ext",
+        "import",
+        str(plugin_with_two_skills_and_mcp(tmp_path)),
+        "--store",
+        str(store),
+    )
+    s = ("--store", str(store))
+    assert _json(capsys, "ext", "disable", "search", *s)["items"][0]["status"] == "disabled"
+    assert _json(capsys, "ext", "enable", "search", *s)["items"][0]["status"] == "enabled"
+    renamed = _json(capsys, "ext", "rename", "search", "code-skill", *s)
+    assert (renamed["item"]["name"], renamed["renamed"]) == ("code-skill", False)
+    clash = _json(capsys, "ext", "rename", "art-skill", "code-skill", *s)
+    assert (clash["item"]["name"], clash["renamed"]) == ("code-skill-2", True)
+    removed = _json(capsys, "ext", "rm", "code-skill-2", *s)
+    assert [r["name"] for r in removed["removed"]] == ["code-skill-2"]
+    assert removed["sourcesDeleted"] == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (("ext", "rename", "art-skill", "Art Skill"), ExitCode.USAGE, "not a valid skill name"),
+        (("ext", "rename", "art-skill", ""), ExitCode.USAGE, "empty"),
+        (("ext", "enable", "no-such-item"), ExitCode.USAGE, "no extension item"),
+        (("ext", "rm", "extension-0000000000000000"), ExitCode.USAGE, "no extension item"),
+    ],
+)
+def test_bad_requests_exit_2_with_a_message(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    code: int,
+    message: str,
+) -> None:
+    _json(
+        capsys,
+        "ext",
+        "import",
+        str(plugin_with_two_skills_and_mcp(tmp_path)),
+        "--store",
+        str(store),
+    )
+    got, _out, err = _run(capsys, *argv, "--store", str(store))
+    assert got == code
+    assert message in err
+
+
+def test_project_json_has_the_launchers_shape(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _json(
+        capsys,
+        "ext",
+        "import",
+        str(plugin_with_two_skills_and_mcp(tmp_path)),
+        "--store",
+        str(store),
+    )
+    home = tmp_path / "home"
+    result = _json(capsys, "ext", "project", "--codex-home", str(home), "--store", str(store))
+    assert {"skillRoot", "configToml", "fingerprint", "skills", "mcpServers"} <= set(result)
+    assert result["skillRoot"] == str(home / "extension-skills")
+    assert result["configToml"] == str(home / "config.toml")
+    assert result["fingerprint"].startswith("blake3:")
+    assert [set(skill) for skill in result["skills"]] == [{"id", "name", "path"}] * 2
+    assert [set(server) for server in result["mcpServers"]] == [{"id", "name"}]
+    assert Path(result["skills"][0]["path"]).is_file()
+
+
+def test_project_with_a_base_config_and_extra_blocked_names(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _json(
+        capsys,
+        "ext",
+        "import",
+        str(codex_config_two_servers(tmp_path / "cfg")),
+        "--store",
+        str(store),
+    )
+    base = tmp_path / "launcher.toml"
+    base.write_text('model = "m"\n[mcp_servers.agc_tools]\ncommand = "agc"\n')
+    home = tmp_path / "home"
+    code, _out, err = _run(
+        capsys,
+        "ext",
+        "project",
+        "--codex-home",
+        str(home),
+        "--base-config",
+        str(base),
+        "--block-env",
+        "HOME_DIR",
+        "--startup-grace-ms",
+        "30000",
+        "--store",
+        str(store),
+    )
+    assert code == 0, err
+    text = (home / "config.toml").read_text()
+    assert "[mcp_servers.agc_tools]" in text
+    assert "mcp_optional_startup_grace_ms = 30000" in text
+    assert "HOME_DIR" not in text
+    assert "not forwarded" in err
+    assert "OPENAI_API_KEY" in err
+
+
+def test_project_refuses_a_foreign_codex_home_with_exit_2(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("model = 'mine'\n")
+    code, _, err = _run(capsys, "ext", "project", "--codex-home", str(home), "--store", str(store))
+    assert code == ExitCode.USAGE
+    assert "was not written by" in err
+    assert (home / "config.toml").read_text() == "model = 'mine'\n"
+
+
+def test_a_bad_base_config_exits_2(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = tmp_path / "base.toml"
+    base.write_text("[unclosed")
+    code, _, err = _run(
+        capsys,
+        "ext",
+        "project",
+        "--codex-home",
+        str(tmp_path / "h"),
+        "--base-config",
+        str(base),
+        "--store",
+        str(store),
+    )
+    assert code == ExitCode.USAGE
+    assert "not valid TOML" in err
+
+
+def _events(*items: tuple[str, str, str | None]) -> bytes:
+    return b"".join(
+        json.dumps(
+            {
+                "method": STARTUP_STATUS_METHOD,
+                "params": {"name": name, "status": status, "error": error},
+            }
+        ).encode()
+        + b"\n"
+        for name, status, error in items
+    )
+
+
+def test_status_from_an_events_file_and_from_stdin(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _json(
+        capsys,
+        "ext",
+        "import",
+        str(codex_config_two_servers(tmp_path / "cfg")),
+        "--store",
+        str(store),
+    )
+    _json(capsys, "ext", "project", "--codex-home", str(tmp_path / "home"), "--store", str(store))
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(_events(("search", "ready", None), ("docs", "failed", "401 Unauthorized")))
+    status = _json(capsys, "ext", "status", "--from-events", str(events), "--store", str(store))
+    by_name = {item["name"]: item for item in status["items"]}
+    assert by_name["docs"]["status"] == "failed"
+    assert by_name["docs"]["lastError"] == "startup failed: 401 Unauthorized"
+    assert by_name["search"]["startupStatus"] == "ready"
+    assert status["events"]["ignored"] == {"stale": 0, "unmatched": 0, "malformed": 0}
+    feed_stdin(monkeypatch, _events(("docs", "ready", None)))
+    again = _json(capsys, "ext", "status", "--from-events", "-", "--store", str(store))
+    assert {item["name"]: item["status"] for item in again["items"]}["docs"] == "enabled"
+    code, out, _ = _run(capsys, "ext", "status", "--store", str(store))
+    assert code == 0
+    assert "failed" not in out
+
+
+def test_a_damaged_index_exits_3(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _json(
+        capsys,
+        "ext",
+        "import",
+        str(plugin_with_two_skills_and_mcp(tmp_path)),
+        "--store",
+        str(store),
+    )
+    index = store / "extensions" / "index.json"
+    os.chmod(index, 0o644)
+    index.write_text('{"schemaVersion": 1, "sources": "x"}')
+    code, _, err = _run(capsys, "ext", "list", "--store", str(store))
+    assert code == ExitCode.UNREADABLE
+    assert "sources is not a list" in err
+
+
+@pytest.mark.parametrize(
+    "command", ["import", "list", "enable", "disable", "rename", "rm", "project", "status"]
+)
+def test_every_command_has_help_with_examples(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, out, _ = _run(capsys, "ext", command, "--help")
+    assert code == 0
+    assert "Examples:" in out
+    assert "--store" in out
+    assert "--json" in out
+    assert "Exit codes:" in out

@@ -1,0 +1,387 @@
+"""``agc readiness …`` in process: classify, probe, contract, evidence and its check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc._core.store import StoreLayout
+from agc.cli.app import main
+from agc.exitcodes import ExitCode
+from agc.integrity import check_run, read_run_manifest
+from agc.integrity._signing import generate_keypair
+from tests.readiness.chat_server import Script, chat_server, json_reply
+from tests.readiness.helpers import LIVE_URL, completed, credential_answer
+
+Capture = pytest.CaptureFixture[str]
+
+
+def _run(capsys: Capture, *argv: str) -> tuple[int, str, str]:
+    code = main(["readiness", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _observation_file(tmp_path: Path, response: Any, **members: Any) -> Path:
+    data = {
+        "endpoint": LIVE_URL,
+        "environment": "dev",
+        "origin": "live",
+        "httpStatus": 200,
+        "response": response,
+        **members,
+    }
+    path = tmp_path / "observation.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_classify_a_live_pass(tmp_path: Path, capsys: Capture) -> None:
+    path = _observation_file(tmp_path, completed(content="a reply nobody may print"))
+    code, out, _ = _run(capsys, "classify", str(path))
+    assert code == ExitCode.OK
+    assert "readiness: LIVE pass (agent-runner gate satisfied)" in out
+    assert "reply: non-empty, 24 characters" in out
+    assert "a reply nobody may print" not in out
+
+
+def test_classify_json_and_exit_codes(tmp_path: Path, capsys: Capture) -> None:
+    path = _observation_file(tmp_path, credential_answer(), httpStatus=503)
+    code, out, _ = _run(capsys, "classify", str(path), "--json")
+    assert code == ExitCode.FINDINGS
+    document = json.loads(out)
+    assert document["verdict"]["label"] == "BLOCKED/credential"
+    assert document["statement"]["_type"] == "https://in-toto.io/Statement/v1"
+    assert document["statement"]["predicate"]["verificationResult"] == "FAILED"
+    assert document["evidence"] is None
+
+
+def test_require_level_and_runner(tmp_path: Path, capsys: Capture) -> None:
+    local = _observation_file(tmp_path, completed(), endpoint="http://127.0.0.1/v1/agent/chat")
+    assert _run(capsys, "classify", str(local))[0] == ExitCode.OK
+    assert _run(capsys, "classify", str(local), "--require-level", "LIVE")[0] == 1
+    text_only = _observation_file(tmp_path, completed(provider="openai-responses-fallback"))
+    assert _run(capsys, "classify", str(text_only))[0] == ExitCode.OK
+    assert _run(capsys, "classify", str(text_only), "--require-agent-runner")[0] == 1
+
+
+def test_classify_bad_input_is_a_usage_error(tmp_path: Path, capsys: Capture) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    code, _, err = _run(capsys, "classify", str(path))
+    assert code == ExitCode.USAGE
+    assert "is not UTF-8 JSON" in err
+    extra = _observation_file(tmp_path, completed(), orgin="live")
+    code, _, err = _run(capsys, "classify", str(extra))
+    assert code == ExitCode.USAGE
+    assert "'orgin'" in err
+    code, _, err = _run(capsys, "classify", str(tmp_path / "absent.json"))
+    assert code == ExitCode.USAGE
+    assert "does not exist" in err
+
+
+def test_classify_with_a_config_that_declares_the_endpoint(tmp_path: Path, capsys: Capture) -> None:
+    config = tmp_path / "readiness.toml"
+    config.write_text(
+        '[environments.dev]\nendpoint = "https://web.dev.example.test/v1/agent/chat"\n'
+    )
+    path = _observation_file(tmp_path, completed())
+    code, out, _ = _run(capsys, "classify", str(path), "--config", str(config))
+    assert code == ExitCode.FINDINGS
+    assert "BLOCKED/transport" in out
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[policy]\nprovider_key = ['X']\n")
+    code, _, err = _run(capsys, "classify", str(path), "--config", str(bad))
+    assert code == ExitCode.USAGE
+    assert "'provider_key'" in err
+
+
+def test_probe_live_with_evidence_then_check_it(
+    tmp_path: Path, store: Path, capsys: Capture
+) -> None:
+    private, public, key_id = generate_keypair(tmp_path / "keys")
+    script = Script(
+        result=[
+            json_reply(200, {"status": "running", "eventCount": 1}),
+            json_reply(200, completed()),
+        ],
+        trace=[json_reply(200, {"events": [{}, {}]})],
+    )
+    with chat_server(script) as url:
+        code, out, err = _run(
+            capsys,
+            "probe",
+            "--url",
+            url,
+            "--environment",
+            "local",
+            "--live",
+            "--evidence",
+            "ready-1",
+            "--store",
+            str(store),
+            "--signing-key",
+            str(private),
+            "--json",
+        )
+    assert code == ExitCode.OK, err
+    document = json.loads(out)
+    assert document["verdict"]["label"] == "LOCAL"
+    assert document["evidence"]["signed"] is True
+    assert document["evidence"]["key_id"] == key_id
+    assert "submit: HTTP 202" in err
+    assert check_run("ready-1", store).complete
+    manifest = read_run_manifest("ready-1", store)
+    assert manifest is not None
+    assert manifest.attributes is not None
+    assert manifest.attributes["readiness"]["environment"] == "local"
+    assert manifest.attributes["readiness"]["level"] == "LOCAL"
+    events = StoreLayout(store).artifact_path("ready-1", "tool-events").read_text()
+    assert '"route":"submit"' in events.replace(" ", "")
+
+    ok = _run(
+        capsys,
+        "check-evidence",
+        "ready-1",
+        "--environment",
+        "local",
+        "--store",
+        str(store),
+        "--trusted-key",
+        str(public),
+        "--require-signature",
+    )
+    assert ok[0] == ExitCode.OK, ok[1]
+    assert "evidence: ok" in ok[1]
+    other = _run(
+        capsys, "check-evidence", "ready-1", "--environment", "prod", "--store", str(store)
+    )
+    assert other[0] == ExitCode.FINDINGS
+    assert "environment-mismatch" in other[1]
+    live = _run(
+        capsys,
+        "check-evidence",
+        "ready-1",
+        "--environment",
+        "local",
+        "--store",
+        str(store),
+        "--require-level",
+        "LIVE",
+    )
+    assert live[0] == ExitCode.FINDINGS
+
+
+def test_relabelled_evidence_fails_its_signature(
+    tmp_path: Path, store: Path, capsys: Capture
+) -> None:
+    private, public, _ = generate_keypair(tmp_path / "keys")
+    path = _observation_file(tmp_path, completed())
+    code, _, _ = _run(
+        capsys,
+        "classify",
+        str(path),
+        "--evidence",
+        "e1",
+        "--store",
+        str(store),
+        "--signing-key",
+        str(private),
+    )
+    assert code == ExitCode.OK
+    manifest_path = StoreLayout(store).manifest_path("e1")
+    raw = json.loads(manifest_path.read_text())
+    raw["attributes"]["readiness"]["environment"] = "prod"
+    manifest_path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
+    code, out, _ = _run(
+        capsys,
+        "check-evidence",
+        "e1",
+        "--environment",
+        "prod",
+        "--store",
+        str(store),
+        "--trusted-key",
+        str(public),
+        "--require-signature",
+    )
+    assert code == ExitCode.FINDINGS
+    assert "bad-signature" in out
+
+
+def test_evidence_is_never_overwritten(tmp_path: Path, store: Path, capsys: Capture) -> None:
+    path = _observation_file(tmp_path, completed())
+    assert _run(capsys, "classify", str(path), "--evidence", "e2", "--store", str(store))[0] == 0
+    code, _, err = _run(capsys, "classify", str(path), "--evidence", "e2", "--store", str(store))
+    assert code == ExitCode.USAGE
+    assert "never overwritten" in err
+    code, _, _ = _run(capsys, "classify", str(path), "--evidence", "../x", "--store", str(store))
+    assert code == ExitCode.USAGE
+
+
+def test_probe_dry_run_sends_no_chat(capsys: Capture) -> None:
+    script = Script(readyz=[json_reply(503, credential_answer())])
+    with chat_server(script) as url:
+        code, out, _ = _run(capsys, "probe", "--url", url, "--environment", "dev")
+    assert code == ExitCode.FINDINGS
+    assert "BLOCKED/credential" in out
+    assert all(method == "GET" for method, _, _ in script.requests)
+
+
+def test_probe_idle_timeout_from_the_command_line(capsys: Capture) -> None:
+    script = Script(
+        result=[json_reply(200, {"status": "running", "waitingFor": "model"})],
+        trace=[json_reply(200, {"events": []})],
+    )
+    with chat_server(script) as url:
+        code, out, err = _run(
+            capsys,
+            "probe",
+            "--url",
+            url,
+            "--environment",
+            "dev",
+            "--live",
+            "--idle-timeout",
+            "0.3",
+            "--json",
+        )
+    assert code == ExitCode.FINDINGS
+    document = json.loads(out)
+    assert document["verdict"]["label"] == "BLOCKED/transport"
+    assert document["verdict"]["summary"]["error_class"] == "idle-timeout"
+    assert "giving up" in err
+
+
+def test_probe_auth_env_sends_a_token_it_never_shows(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "tok-" + "Z" * 40
+    monkeypatch.setenv("CHAT_TOKEN", token)
+    script = Script(result=[json_reply(200, completed())])
+    with chat_server(script) as url:
+        code, out, err = _run(
+            capsys,
+            "probe",
+            "--url",
+            url,
+            "--environment",
+            "dev",
+            "--live",
+            "--auth-env",
+            "CHAT_TOKEN",
+            "--json",
+        )
+    assert code == ExitCode.OK
+    assert script.requests[0][2]["Authorization"] == f"Bearer {token}"
+    assert token not in out + err
+    monkeypatch.delenv("CHAT_TOKEN")
+    code, _, err = _run(
+        capsys,
+        "probe",
+        "--url",
+        "http://127.0.0.1:9",
+        "--environment",
+        "dev",
+        "--auth-env",
+        "CHAT_TOKEN",
+    )
+    assert code == ExitCode.USAGE
+    assert "CHAT_TOKEN" in err
+
+
+def test_probe_refuses_a_file_url(capsys: Capture) -> None:
+    code, _, err = _run(capsys, "probe", "--url", "file:///tmp/x.json", "--environment", "dev")
+    assert code == ExitCode.USAGE
+    assert "agc readiness classify" in err
+
+
+MANIFEST = """\
+apiVersion: v1
+kind: Secret
+metadata: {name: provider-keys}
+stringData:
+  openai-api-key: sk-proj-THISISNOTAREALKEYBUTLOOKSLIKE1234
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cloud-api}
+spec:
+  template:
+    spec:
+      containers:
+        - name: api
+          env:
+            - {name: AGENT_PROVIDER, value: codex-stdio}
+            - name: OPENAI_API_KEY
+              valueFrom: {secretKeyRef: {name: provider-keys, key: openai-api-key}}
+            - {name: PROVIDER_BASE_URL, value: "http://egress.internal:17680/v1/responses"}
+"""
+
+CONFIG = """\
+[environments.dev]
+endpoint = "https://web.dev.example.test/v1/agent/chat"
+
+[environments.dev.contract]
+workloads = ["cloud-api"]
+env = [
+  { name = "AGENT_PROVIDER", value = "codex-stdio" },
+  { name = "OPENAI_API_KEY", secret = "provider-keys", key = "openai-api-key" },
+]
+base_url = { env = "PROVIDER_BASE_URL", proxy_required = true }
+"""
+
+
+def test_contract_passes_at_source_without_reading_secret_data(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(MANIFEST)
+    config = tmp_path / "readiness.toml"
+    config.write_text(CONFIG)
+    code, out, _ = _run(
+        capsys, "contract", str(manifest), "--environment", "dev", "--config", str(config), "--json"
+    )
+    assert code == ExitCode.OK, out
+    document = json.loads(out)
+    assert document["verdict"]["level"] == "SOURCE"
+    assert document["verdict"]["passed"] is True
+    assert "THISISNOTAREALKEY" not in out
+
+
+def test_contract_public_host_behind_a_required_proxy(tmp_path: Path, capsys: Capture) -> None:
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(MANIFEST.replace("http://egress.internal:17680", "https://api.openai.com"))
+    code, out, _ = _run(
+        capsys,
+        "contract",
+        str(manifest),
+        "--environment",
+        "dev",
+        "--base-url-env",
+        "PROVIDER_BASE_URL",
+        "--proxy-required",
+        "--require-secret-ref",
+        "OPENAI_API_KEY=provider-keys/openai-api-key",
+    )
+    assert code == ExitCode.FINDINGS
+    assert "readiness: SOURCE/transport NOT a pass" in out
+    assert "names the public provider host api.openai.com" in out
+
+
+def test_contract_with_nothing_to_check_is_a_usage_error(tmp_path: Path, capsys: Capture) -> None:
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(MANIFEST)
+    code, _, err = _run(capsys, "contract", str(manifest), "--environment", "dev")
+    assert code == ExitCode.USAGE
+    assert "requires nothing" in err
+
+
+def test_table_lists_every_row(capsys: Capture) -> None:
+    code, out, _ = _run(capsys, "table", "--json")
+    assert code == ExitCode.OK
+    rows = json.loads(out)["rows"]
+    assert any(row["id"] == "credential-missing" for row in rows)

@@ -1,0 +1,356 @@
+"""The pinned real agent clients, installed from the npm registry into a cache folder.
+
+``PINNED`` is the one place the client versions are named. :func:`ensure_client`
+installs a client once into ``<repo>/.cache/e2e/`` (or ``$AGC_E2E_CACHE``): the npm
+package ships the native binary in a platform package, which is what is returned and run
+(no Node.js at run time). Installing is
+
+* idempotent: a finished install has a ``.installed`` marker and is returned at once,
+  with no call to npm (so a warm cache works offline);
+* safe against concurrent installs: an exclusive ``flock`` per client, and npm writes
+  into a temporary folder that is renamed into place only when the binary is there;
+* honest about failure: :class:`ClientUnavailableError` says whether node/npm are missing
+  (the tests skip) or npm failed (the tests fail with npm's output).
+
+It also builds the clients' throwaway homes: :func:`codex_home` and :func:`claude_home`
+write a configuration that points the client at the scripted model server with update
+checks, analytics and other outside calls off, and :func:`codex_env` / :func:`claude_env`
+give the environment to run them in (proxy pointed at the server, see
+:func:`tests.e2e.model_server.proxy_env`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from tests.e2e.model_server import ModelServer, proxy_env
+
+__all__ = [
+    "CACHE_DIR",
+    "PINNED",
+    "ClientName",
+    "ClientUnavailableError",
+    "claude_env",
+    "claude_home",
+    "codex_env",
+    "codex_home",
+    "ensure_client",
+    "node_tools",
+]
+
+ClientName = Literal["codex", "claude"]
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+CACHE_DIR: Final = Path(os.environ.get("AGC_E2E_CACHE") or REPO_ROOT / ".cache" / "e2e")
+
+API_KEY: Final = "agc-e2e-dummy-key"  # the server accepts any key; this one is never real
+MODEL_PROVIDER: Final = "agc-e2e"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned npm package and where its native binary lies inside the install."""
+
+    package: str
+    version: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.package}@{self.version}"
+
+
+#: The client versions the end-to-end suite runs (and docs/e2e.md names).
+PINNED: Final[Mapping[ClientName, Pin]] = {
+    "codex": Pin("@openai/codex", "0.171.0"),
+    "claude": Pin("@anthropic-ai/claude-code", "2.1.332"),
+}
+
+_INSTALL_TIMEOUT: Final = 900  # seconds; two ~100 MB tarballs on a slow link
+
+
+class ClientUnavailableError(RuntimeError):
+    """A client could not be installed. ``missing_tools`` is true when node/npm are absent."""
+
+    def __init__(self, message: str, *, missing_tools: bool = False) -> None:
+        super().__init__(message)
+        self.missing_tools = missing_tools
+
+
+def node_tools() -> tuple[str, str] | None:
+    """(node, npm) on PATH, or None when either is absent."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    return (node, npm) if node and npm else None
+
+
+def _machine() -> str:
+    machine = platform.machine().lower()
+    if machine in {"x86_64", "amd64"}:
+        return "x64"
+    if machine in {"aarch64", "arm64"}:
+        return "arm64"
+    raise ClientUnavailableError(f"no pinned client binaries for this machine ({machine})")
+
+
+def _is_musl() -> bool:
+    return not platform.libc_ver()[0] and sys.platform == "linux"
+
+
+def _binary_in(install: Path, name: ClientName) -> Path:
+    """Where the platform package puts the native binary (as the packages' launchers say)."""
+    arch = _machine()
+    modules = install / "node_modules"
+    if sys.platform not in {"linux", "darwin"}:
+        raise ClientUnavailableError(f"the e2e suite runs on Linux and macOS, not {sys.platform}")
+    if name == "codex":
+        triple = {
+            ("linux", "x64"): "x86_64-unknown-linux-musl",
+            ("linux", "arm64"): "aarch64-unknown-linux-musl",
+            ("darwin", "x64"): "x86_64-apple-darwin",
+            ("darwin", "arm64"): "aarch64-apple-darwin",
+        }[(sys.platform, arch)]
+        return (
+            modules
+            / "@openai"
+            / f"codex-{sys.platform}-{arch}"
+            / "vendor"
+            / triple
+            / "bin"
+            / "codex"
+        )
+    suffix = "-musl" if sys.platform == "linux" and _is_musl() else ""
+    return modules / "@anthropic-ai" / f"claude-code-{sys.platform}-{arch}{suffix}" / "claude"
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def install_dir(name: ClientName) -> Path:
+    pin = PINNED[name]
+    return CACHE_DIR / f"{name}-{pin.version}"
+
+
+def ensure_client(name: ClientName) -> Path:
+    """The pinned client's native binary, installed into the cache on first use.
+
+    Raises:
+        ClientUnavailableError: node/npm absent (``missing_tools``), npm failed (its output in
+            the message), or the package held no binary where its launcher looks.
+    """
+    pin = PINNED[name]
+    target = install_dir(name)
+    marker = target / ".installed"
+    if marker.is_file():
+        return _checked(_binary_in(target, name))
+    tools = node_tools()
+    if tools is None:
+        raise ClientUnavailableError(
+            f"node and npm are needed to install {pin.spec} (not found on PATH)",
+            missing_tools=True,
+        )
+    _, npm = tools
+    with _locked(CACHE_DIR / f".{name}.lock"):
+        if marker.is_file():  # another process finished the install while we waited
+            return _checked(_binary_in(target, name))
+        staging = CACHE_DIR / f".{target.name}.tmp-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)  # a half-made folder from a killed install
+        staging.mkdir(parents=True)
+        command = [
+            npm,
+            "install",
+            "--prefix",
+            str(staging),
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--ignore-scripts",  # the platform package holds the binary; no postinstall
+            "--prefer-offline",
+            "--loglevel=error",
+            pin.spec,
+        ]
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=_INSTALL_TIMEOUT,
+                check=False,
+                env={**os.environ, "npm_config_update_notifier": "false"},
+            )
+        except subprocess.TimeoutExpired as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ClientUnavailableError(
+                f"npm install {pin.spec} took over {_INSTALL_TIMEOUT}s"
+            ) from exc
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ClientUnavailableError(
+                f"npm install {pin.spec} failed (exit {done.returncode}):\n"
+                f"{done.stderr.strip() or done.stdout.strip()}"
+            )
+        _checked(_binary_in(staging, name))
+        (staging / ".installed").write_text(pin.spec + "\n", encoding="utf-8")
+        os.rename(staging, target)
+    return _checked(_binary_in(target, name))
+
+
+def _checked(binary: Path) -> Path:
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise ClientUnavailableError(f"the installed package has no executable at {binary}")
+    return binary
+
+
+# --- throwaway homes --------------------------------------------------------------------
+
+
+def codex_home(root: Path, server: ModelServer, *, model: str = "gpt-5-agc-e2e") -> Path:
+    """A fresh ``CODEX_HOME`` under ``root`` whose only provider is ``server``.
+
+    The provider is a custom ``model_provider`` speaking the Responses API
+    (``wire_api = "responses"``, ``env_key`` naming a dummy key). Retries are off so a
+    refused request fails at once; update checks, analytics and feedback are off.
+    """
+    home = root / "codex-home"
+    home.mkdir(parents=True, exist_ok=False)
+    (home / "config.toml").write_text(
+        f"""\
+model = "{model}"
+model_provider = "{MODEL_PROVIDER}"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+hide_agent_reasoning = true
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[history]
+persistence = "none"
+
+[features]
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+apps = false
+in_app_updates = false
+api_key_model_discovery = false
+skill_mcp_dependency_install = false
+tool_suggest = false
+image_generation = false
+browser_use = false
+computer_use = false
+shell_snapshot = false
+
+[model_providers.{MODEL_PROVIDER}]
+name = "agc e2e scripted server"
+base_url = "{server.url}/v1"
+wire_api = "responses"
+env_key = "AGC_E2E_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 600000
+""",
+        encoding="utf-8",
+    )
+    return home
+
+
+def _base_env(root: Path, server: ModelServer) -> dict[str, str]:
+    home = root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    (root / "tmp").mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "TMPDIR": str(root / "tmp"),
+        **proxy_env(server),
+    }
+    return env
+
+
+def codex_env(root: Path, server: ModelServer, home: Path) -> dict[str, str]:
+    """The environment to run the Codex binary in: its home, the dummy key, the proxy."""
+    return {
+        **_base_env(root, server),
+        "CODEX_HOME": str(home),
+        "AGC_E2E_API_KEY": API_KEY,
+        "RUST_LOG": os.environ.get("AGC_E2E_RUST_LOG", "error"),
+    }
+
+
+def claude_home(root: Path) -> Path:
+    """A fresh Claude Code config folder (``CLAUDE_CONFIG_DIR``) under ``root``.
+
+    ``settings.json`` turns off the auto-updater and non-essential traffic; the global
+    state file marks onboarding done so a headless run asks nothing.
+    """
+    config = root / "claude-config"
+    config.mkdir(parents=True, exist_ok=False)
+    (config / "settings.json").write_text(
+        '{"env": {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},'
+        ' "permissions": {"allow": ["Bash"]}}\n',
+        encoding="utf-8",
+    )
+    (config / ".claude.json").write_text(
+        '{"hasCompletedOnboarding": true, "bypassPermissionsModeAccepted": true}\n',
+        encoding="utf-8",
+    )
+    return config
+
+
+def claude_env(root: Path, server: ModelServer, config: Path) -> dict[str, str]:
+    """The environment to run Claude Code in: Messages API at ``server``, dummy key."""
+    return {
+        **_base_env(root, server),
+        "CLAUDE_CONFIG_DIR": str(config),
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_BUG_COMMAND": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
+        "IS_SANDBOX": "1",  # root in a container: allow --dangerously-skip-permissions
+    }
+
+
+def main() -> int:
+    """``python -m tests.e2e.clients``: install the pinned clients, print their binaries."""
+    status = 0
+    for name, pin in PINNED.items():
+        try:
+            print(f"{pin.spec}: {ensure_client(name)}")
+        except ClientUnavailableError as exc:
+            print(f"{pin.spec}: {exc}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""Fixtures for the end-to-end suite: the pinned real clients and the model server.
+
+``codex_bin`` / ``claude_bin`` install the pinned client once per cache (see
+:mod:`tests.e2e.clients`) and skip, with the reason, only when node/npm are absent; any
+other install failure fails the test with npm's output. ``model_server`` starts a
+scripted server per test and fails the test if a client tried to reach another host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.clients import CACHE_DIR, PINNED, ClientName, ClientUnavailableError, ensure_client
+from tests.e2e.model_server import ModelServer, Script
+
+
+def _client(name: ClientName) -> Path:
+    try:
+        return ensure_client(name)
+    except ClientUnavailableError as exc:
+        if exc.missing_tools:
+            pytest.skip(str(exc))
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    """The pinned Codex CLI's native binary."""
+    return _client("codex")
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    """The pinned Claude Code native binary."""
+    return _client("claude")
+
+
+@pytest.fixture
+def model_server(tmp_path: Path) -> Iterator[Callable[[Script], ModelServer]]:
+    """A factory: ``model_server(script)`` starts a server for this test.
+
+    At teardown every server is stopped, and the test fails if any client tried to
+    reach a host other than the server (through the proxy the sandboxes set).
+    """
+    started: list[ModelServer] = []
+
+    def start(script: Script) -> ModelServer:
+        server = ModelServer(script, log=tmp_path / f"requests-{len(started)}.jsonl")
+        server.__enter__()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+    attempts = [attempt for server in started for attempt in server.outside_attempts]
+    assert not attempts, f"a client tried to reach the outside: {attempts}"
+
+
+# --- the results table ------------------------------------------------------------------
+
+_RESULTS: list[tuple[str, str, str, str]] = []
+
+
+@pytest.fixture(scope="session")
+def e2e_results() -> list[tuple[str, str, str, str]]:
+    """Rows (client, scenario, step, result) for the table printed at the end of the run."""
+    return _RESULTS
+
+
+def results_table(rows: list[tuple[str, str, str, str]]) -> str:
+    """The rows as a Markdown table: one line per client and scenario, one column per step."""
+    steps: list[str] = []
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for client, scenario, step, result in rows:
+        if step not in steps:
+            steps.append(step)
+        cells.setdefault((client, scenario), {})[step] = result
+    lines = [
+        "| client | scenario | " + " | ".join(steps) + " |",
+        "|---|---|" + "---|" * len(steps),
+    ]
+    for (client, scenario), by_step in cells.items():
+        row = [by_step.get(step, "") for step in steps]
+        lines.append(f"| {client} | {scenario} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _RESULTS:
+        return
+    table = results_table(_RESULTS)
+    terminalreporter.section("agc e2e: client x scenario x result")
+    terminalreporter.write_line(table)
+    target = CACHE_DIR / "last-results.md"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        versions = ", ".join(pin.spec for pin in PINNED.values())
+        target.write_text(f"Clients: {versions}\n\n{table}\n", encoding="utf-8")
+    except OSError:
+        pass

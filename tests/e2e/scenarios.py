@@ -1,0 +1,299 @@
+"""The crash scenarios of the end-to-end suite, for either client.
+
+Each client runs one scripted turn: a quick shell call (it completes: ``FIRST``), then a
+long one (``sleep``: ``LONG``) during which the whole process group is SIGKILLed, then
+a final answer that the killed run never gets to. What the kill leaves on disk gives the
+crash shapes (:data:`SHAPES`):
+
+``clean``            the same turn, not killed (control: nothing to repair)
+``killed``           the session file exactly as the kill left it
+``ends-after-call``  cut right after the line that records the long call (the kill came
+                     before anything else was written)
+``torn``             that file with its last line (the call) cut in half: the write was
+                     interrupted (the cut is in the part after the call id, so what was
+                     lost can still be named)
+
+:class:`Driver` hides what differs between the clients: how a session is started and
+resumed, where its file lives, and how a request shows calls and results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from tests.e2e.agents import ClaudeSandbox, ClientResult, CodexSandbox, kill_group, wait_for
+from tests.e2e.clients import ClientName
+from tests.e2e.model_server import (
+    Answer,
+    ModelServer,
+    RecordedRequest,
+    Script,
+    ShellCall,
+    anthropic_pairing_error,
+    responses_pairing_error,
+)
+
+__all__ = [
+    "FIRST_OUTPUT",
+    "SHAPES",
+    "Driver",
+    "Session",
+    "Shape",
+    "calls_and_results",
+    "crash_shape",
+    "new_driver",
+    "pairing_error",
+]
+
+Shape = Literal["clean", "killed", "ends-after-call", "torn"]
+SHAPES: Final[tuple[Shape, ...]] = ("clean", "killed", "ends-after-call", "torn")
+
+FIRST_OUTPUT: Final = "agc-e2e-first-done"
+FINAL_ANSWER: Final = "All done: the tests pass."
+RESUMED_ANSWER: Final = "Resumed and finished."
+_STARTED: Final = "long-call-started"
+
+
+@dataclass(frozen=True)
+class Session:
+    """One session file as a client left it.
+
+    Attributes:
+        session_id: the client's session id (what its resume command takes).
+        data: the file's bytes.
+        relative: where it lives under the client's home (``CODEX_HOME`` or
+            ``CLAUDE_CONFIG_DIR``).
+        stream: Claude Code's ``stream-json`` output of the run (empty for Codex).
+        seconds: how long the run took (to the kill, for a killed run).
+    """
+
+    session_id: str
+    data: bytes
+    relative: Path
+    stream: bytes = b""
+    seconds: float = 0.0
+
+
+@dataclass
+class Driver:
+    """One client against one scripted model server, sessions in a shared work folder."""
+
+    client: ClientName
+    binary: Path
+    root: Path
+    server: ModelServer
+    first_id: str
+    long_id: str
+    work: Path = field(init=False)
+    _homes: int = 0
+
+    def __post_init__(self) -> None:
+        self.work = self.root / "work"
+        self.work.mkdir(parents=True, exist_ok=True)
+
+    # -- sandboxes -------------------------------------------------------------------
+
+    def sandbox(self) -> CodexSandbox | ClaudeSandbox:
+        """A fresh client home (nothing of earlier runs in it), same work folder."""
+        self._homes += 1
+        root = self.root / f"home-{self._homes}"
+        if self.client == "codex":
+            return CodexSandbox.create(root, self.server, self.binary, work=self.work)
+        return ClaudeSandbox.create(root, self.server, self.binary, work=self.work)
+
+    def _home(self, box: CodexSandbox | ClaudeSandbox) -> Path:
+        return box.home if isinstance(box, CodexSandbox) else box.config
+
+    def _script(self, *, long_command: str) -> Script:
+        return Script(
+            [
+                ShellCall(f"echo {FIRST_OUTPUT}", self.first_id),
+                ShellCall(long_command, self.long_id),
+                Answer(FINAL_ANSWER),
+            ]
+        )
+
+    # -- runs ------------------------------------------------------------------------
+
+    def run_clean(self) -> Session:
+        """The scripted turn run to the end."""
+        self.server.script = self._script(long_command="echo long-call-done")
+        box = self.sandbox()
+        session_id = str(uuid.uuid4())
+        started = time.monotonic()
+        if isinstance(box, CodexSandbox):
+            done = box.exec("Run the two steps.")
+        else:
+            done = box.run("Run the two steps.", session_id)
+        assert done.returncode == 0, done.describe()
+        return self._session(box, session_id, time.monotonic() - started, done.stdout.encode())
+
+    def run_killed(self) -> Session:
+        """The scripted turn, SIGKILLed (process group) while the long call runs."""
+        marker = self.root / _STARTED
+        marker.unlink(missing_ok=True)
+        self.server.script = self._script(long_command=f"touch {marker}; sleep 600")
+        box = self.sandbox()
+        session_id = str(uuid.uuid4())
+        started = time.monotonic()
+        if isinstance(box, CodexSandbox):
+            process = box.start("Run the two steps.")
+            log = box.root / "codex-exec.log"
+        else:
+            process = box.start("Run the two steps.", session_id)
+            log = box.root / "claude-run.log"
+        try:
+            wait_for("the long tool call to start", marker.exists, timeout=90)
+            # the kill must come after the client wrote the call to its session file
+            wait_for(
+                "the client to record the long call",
+                lambda: self._recorded(box, session_id),
+                timeout=30,
+            )
+        finally:
+            kill_group(process)
+        seconds = time.monotonic() - started
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            pass
+        else:  # pragma: no cover - a tool process survived the group kill
+            os.killpg(process.pid, signal.SIGKILL)
+            raise AssertionError("the long tool call survived the process-group SIGKILL")
+        stream = log.read_bytes() if isinstance(box, ClaudeSandbox) else b""
+        return self._session(box, session_id, seconds, stream)
+
+    def _recorded(self, box: CodexSandbox | ClaudeSandbox, session_id: str) -> bool:
+        """True once the session file on disk holds a complete line with the long call."""
+        home = self._home(box)
+        pattern = "rollout-*.jsonl" if isinstance(box, CodexSandbox) else f"{session_id}.jsonl"
+        needle = json.dumps(self.long_id).encode()
+        for path in home.rglob(pattern):
+            lines = path.read_bytes().split(b"\n")[:-1]  # complete lines only
+            if any(needle in line for line in lines):
+                return True
+        return False
+
+    def _session(
+        self, box: CodexSandbox | ClaudeSandbox, session_id: str, seconds: float, stream: bytes
+    ) -> Session:
+        if isinstance(box, CodexSandbox):
+            path = box.session_file()
+            session_id = box.session_id_of(path)
+        else:
+            path = box.session_file(session_id)
+        relative = path.relative_to(self._home(box))
+        return Session(session_id, path.read_bytes(), relative, stream, seconds)
+
+    def resume(self, session: Session, data: bytes, prompt: str) -> Resumed:
+        """Put ``data`` where the client keeps ``session`` (a fresh home) and resume it
+        with the client's own command; the first model request it sends is kept."""
+        self.server.script = Script([Answer(RESUMED_ANSWER)])
+        box = self.sandbox()
+        path = self._home(box) / session.relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        before = len(self.server.requests)
+        done = box.resume(session.session_id, prompt)
+        requests = [r for r in self.server.requests[before:] if r.protocol is not None]
+        model = [r for r in requests if isinstance(r.body, dict) and r.body.get("tools")]
+        return Resumed(done, model, path.read_bytes() if path.exists() else b"")
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A resume: the client's result, the model requests it sent, its file afterwards."""
+
+    result: ClientResult
+    requests: list[RecordedRequest]
+    file_after: bytes
+
+    @property
+    def first(self) -> RecordedRequest:
+        assert self.requests, f"the client sent no model request\n{self.result.describe()}"
+        return self.requests[0]
+
+
+def new_driver(client: ClientName, binary: Path, root: Path, server: ModelServer) -> Driver:
+    if client == "codex":
+        return Driver(client, binary, root, server, "call_e2e_first", "call_e2e_long")
+    return Driver(client, binary, root, server, "toolu_e2e_first", "toolu_e2e_long")
+
+
+# --- crash shapes ------------------------------------------------------------------------
+
+
+def _call_line(lines: list[bytes], long_id: str) -> int:
+    needle = json.dumps(long_id).encode()
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        is_call = b'"function_call"' in line or b'"tool_use"' in line
+        is_result = b'"function_call_output"' in line or b'"tool_result"' in line
+        if needle in line and is_call and not is_result:
+            return index
+    raise AssertionError(f"no line records the call {long_id}")
+
+
+def crash_shape(killed: Session, clean: Session, shape: Shape, long_id: str) -> bytes:
+    """The bytes of a crash shape (see the module docstring)."""
+    if shape == "clean":
+        return clean.data
+    if shape == "killed":
+        return killed.data
+    lines = killed.data.splitlines(keepends=True)
+    cut = _call_line(lines, long_id)
+    ends_after_call = b"".join(lines[: cut + 1])
+    if shape == "ends-after-call":
+        return ends_after_call
+    call = lines[cut].rstrip(b"\n")
+    after_id = call.index(json.dumps(long_id).encode()) + len(long_id) + 2
+    half = after_id + (len(call) - after_id) // 2
+    return b"".join(lines[:cut]) + call[:half]
+
+
+# --- what a request carries ----------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def calls_and_results(request: RecordedRequest) -> tuple[list[str], dict[str, str]]:
+    """The call ids a model request carries (in order) and each result's text by call id."""
+    body = request.body
+    calls: list[str] = []
+    results: dict[str, str] = {}
+    if request.protocol == "responses":
+        for item in body.get("input", []):
+            kind = item.get("type")
+            if kind in {"function_call", "custom_tool_call", "local_shell_call"}:
+                calls.append(item["call_id"])
+            elif kind in {"function_call_output", "custom_tool_call_output"}:
+                results[item["call_id"]] = _text(item.get("output"))
+        return calls, results
+    for message in body.get("messages", []):
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_use":
+                calls.append(block["id"])
+            elif block.get("type") == "tool_result":
+                results[block["tool_use_id"]] = _text(block.get("content"))
+    return calls, results
+
+
+def pairing_error(request: RecordedRequest) -> str | None:
+    """The provider's 400 message for the request's history, or None when it pairs."""
+    check: Callable[[Any], str | None] = (
+        responses_pairing_error if request.protocol == "responses" else anthropic_pairing_error
+    )
+    return check(request.body)

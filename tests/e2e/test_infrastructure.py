@@ -1,0 +1,235 @@
+"""The end-to-end harness itself: the model server's rules and wire shapes, the proxy
+trap, the client install cache, and one clean turn of each real client."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import clients
+from tests.e2e.agents import ClaudeSandbox, CodexSandbox
+from tests.e2e.model_server import (
+    Answer,
+    ModelServer,
+    Script,
+    ShellCall,
+    anthropic_pairing_error,
+    responses_pairing_error,
+)
+
+StartServer = Callable[[Script], ModelServer]
+
+
+def _post(server: ModelServer, path: str, body: object) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+def _sse_events(data: bytes) -> list[dict[str, object]]:
+    events = []
+    for chunk in data.decode().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in chunk.splitlines() if ": " in line)
+        if "data" in lines:
+            event = json.loads(lines["data"])
+            assert event["type"] == lines["event"]
+            events.append(event)
+    return events
+
+
+# --- the pairing rules --------------------------------------------------------------------
+
+
+def test_responses_rule_names_the_unanswered_call() -> None:
+    body = {
+        "input": [
+            {"type": "function_call", "call_id": "c1", "name": "x", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            {"type": "function_call", "call_id": "c2", "name": "x", "arguments": "{}"},
+        ]
+    }
+    assert responses_pairing_error(body) == "No tool output found for function call c2."
+    body["input"].append({"type": "function_call_output", "call_id": "c2", "output": "ok"})
+    assert responses_pairing_error(body) is None
+
+
+def test_responses_rule_names_an_orphan_output() -> None:
+    body = {"input": [{"type": "function_call_output", "call_id": "zz", "output": "ok"}]}
+    assert responses_pairing_error(body) == (
+        "No tool call found for function call output with call_id zz."
+    )
+
+
+def test_anthropic_rule_wants_the_result_in_the_next_message() -> None:
+    use = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "B", "input": {}}],
+    }
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+    text = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    assert anthropic_pairing_error({"messages": [use, result]}) is None
+    late = anthropic_pairing_error({"messages": [use, text, result]})
+    assert late is not None
+    assert late.startswith("messages.0: `tool_use` ids were found without `tool_result` blocks")
+    orphan = anthropic_pairing_error({"messages": [text, result]})
+    assert orphan is not None
+    assert orphan.startswith("messages.1.content.0: unexpected `tool_use_id`")
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+def test_broken_history_gets_the_providers_400(model_server: StartServer) -> None:
+    server = model_server(Script([Answer("hi")]))
+    bad = {
+        "tools": [{"name": "shell_command"}],
+        "input": [{"type": "function_call", "call_id": "c9"}],
+    }
+    status, data = _post(server, "/v1/responses", bad)
+    assert status == 400
+    assert json.loads(data)["error"] == {
+        "message": "No tool output found for function call c9.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": None,
+    }
+    status, data = _post(
+        server,
+        "/v1/messages",
+        {
+            "tools": [{}],
+            "messages": [
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "q"}]}
+            ],
+        },
+    )
+    assert status == 400
+    assert json.loads(data)["error"]["type"] == "invalid_request_error"
+    assert [r.status for r in server.requests] == [400, 400]
+
+
+def test_script_steps_are_answered_in_order(model_server: StartServer) -> None:
+    server = model_server(Script([ShellCall("echo hi", "call_a"), Answer("done")]))
+    tools = [{"type": "function", "name": "shell_command"}]
+    status, first = _post(server, "/v1/responses", {"tools": tools, "input": []})
+    assert status == 200
+    events = _sse_events(first)
+    assert [e["type"] for e in events] == [
+        "response.created",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    call = events[2]["item"]
+    assert isinstance(call, dict)
+    assert call["call_id"] == "call_a"
+    assert json.loads(str(call["arguments"]))["command"] == "echo hi"
+    # a side request (no tools) does not advance the script
+    _post(server, "/v1/responses", {"input": []})
+    _, second = _post(server, "/v1/responses", {"tools": tools, "input": []})
+    item = _sse_events(second)[2]["item"]
+    assert isinstance(item, dict)
+    assert item["content"] == [{"type": "output_text", "text": "done"}]
+    assert len(server.model_requests()) == 2
+
+
+def test_messages_stream_carries_a_tool_use(model_server: StartServer) -> None:
+    server = model_server(Script([ShellCall("ls", "toolu_1"), Answer("done")]))
+    _, data = _post(server, "/v1/messages", {"model": "m", "tools": [{}], "messages": []})
+    events = _sse_events(data)
+    assert events[0]["type"] == "message_start"
+    assert events[1]["content_block"] == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "Bash",
+        "input": {},
+    }
+    delta = events[2]["delta"]
+    assert isinstance(delta, dict)
+    assert json.loads(str(delta["partial_json"]))["command"] == "ls"
+    assert events[-2]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
+    status, counted = _post(server, "/v1/messages/count_tokens", {"messages": []})
+    assert (status, json.loads(counted)) == (200, {"input_tokens": 10})
+
+
+def test_proxy_trap_refuses_and_records_outside_hosts() -> None:
+    with ModelServer(Script([Answer("x")])) as server:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request("CONNECT", "example.com:443")
+        assert connection.getresponse().status == 403
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request("GET", "http://example.com/")
+        assert connection.getresponse().status == 403
+        assert server.outside_attempts == ["CONNECT example.com:443", "GET http://example.com/"]
+
+
+# --- the install cache ----------------------------------------------------------------------
+
+
+def test_installed_client_is_returned_without_npm(
+    codex_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm cache needs neither node nor npm (offline, CI cache)."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert clients.ensure_client("codex") == codex_bin
+
+
+def test_missing_node_is_reported_as_missing_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(clients, "CACHE_DIR", tmp_path / "empty-cache")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(clients.ClientUnavailableError) as caught:
+        clients.ensure_client("claude")
+    assert caught.value.missing_tools
+    assert "@anthropic-ai/claude-code@2.1.332" in str(caught.value)
+
+
+def test_pinned_versions_are_what_the_binaries_report(codex_bin: Path, claude_bin: Path) -> None:
+    codex = subprocess.run([codex_bin, "--version"], capture_output=True, text=True, check=True)
+    claude = subprocess.run([claude_bin, "--version"], capture_output=True, text=True, check=True)
+    assert clients.PINNED["codex"].version in codex.stdout
+    assert clients.PINNED["claude"].version in claude.stdout
+
+
+# --- one clean turn of each client ------------------------------------------------------------
+
+
+def test_codex_runs_a_turn_against_the_server(
+    tmp_path: Path, model_server: StartServer, codex_bin: Path
+) -> None:
+    server = model_server(Script([ShellCall("echo agc-e2e-ok", "call_smoke"), Answer("finished")]))
+    codex = CodexSandbox.create(tmp_path / "codex", server, codex_bin)
+    done = codex.exec("say ok")
+    assert done.returncode == 0, done.describe()
+    assert "finished" in done.stdout
+    second = server.model_requests("responses")[1].body
+    outputs = [i for i in second["input"] if i.get("type") == "function_call_output"]
+    assert [o["call_id"] for o in outputs] == ["call_smoke"]
+    assert "agc-e2e-ok" in json.dumps(outputs[0]["output"])
+    assert codex.session_file().is_file()
+    assert os.environ.get("CODEX_HOME") != str(codex.home)  # the test's own env untouched
+
+
+def test_claude_runs_a_turn_against_the_server(
+    tmp_path: Path, model_server: StartServer, claude_bin: Path
+) -> None:
+    server = model_server(Script([ShellCall("echo agc-e2e-ok", "toolu_smoke"), Answer("finished")]))
+    claude = ClaudeSandbox.create(tmp_path / "claude", server, claude_bin)
+    session = str(uuid.UUID(int=1))
+    done = claude.run("say ok", session)
+    assert done.returncode == 0, done.describe()
+    last = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (last["type"], last["subtype"], last["result"]) == ("result", "success", "finished")
+    second = server.model_requests("messages")[1].body
+    results = [b for b in second["messages"][-1]["content"] if b.get("type") == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_smoke"]
+    assert claude.session_file(session).is_file()

@@ -1,0 +1,169 @@
+"""Naming rules: native forms, collisions per namespace, suffixes, reserved names."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agc.errors import ExtensionNameInvalidError
+from agc.extensions import (
+    RESERVED_MCP_NAMES,
+    assign_name,
+    check_manual_name,
+    collision_key,
+    is_native_name,
+    normalize_name,
+)
+from agc.extensions._names import ItemType
+
+SKILL_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+MCP_RE = re.compile(r"[A-Za-z0-9_-]+")
+skill_names = st.from_regex(r"[a-z0-9]{1,10}(-[a-z0-9]{1,10}){0,3}", fullmatch=True)
+mcp_names = st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True)
+
+
+@given(st.text())
+def test_any_text_normalizes_to_a_valid_skill_name(raw: str) -> None:
+    name = normalize_name("skill", raw)
+    assert SKILL_RE.fullmatch(name), name
+    assert len(name) <= 64
+    assert is_native_name("skill", name)
+
+
+@given(st.text())
+def test_any_text_normalizes_to_a_valid_mcp_name(raw: str) -> None:
+    name = normalize_name("mcp", raw)
+    assert MCP_RE.fullmatch(name), name
+    assert len(name) <= 64
+
+
+@given(skill_names)
+def test_a_native_skill_name_is_kept_as_it_is(name: str) -> None:
+    if len(name) <= 64:
+        assert normalize_name("skill", name) == name
+
+
+def test_skill_names_are_normalized_like_the_agent_skills_rule() -> None:
+    assert normalize_name("skill", "PDF Processing") == "pdf-processing"
+    assert normalize_name("skill", "--Café__Tools--") == "cafe-tools"
+    assert normalize_name("skill", "ÆØ") == "skill"
+    assert normalize_name("skill", "a" * 70) == "a" * 64
+    assert normalize_name("mcp", "my server.v2") == "my_server_v2"
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(["skill", "mcp"]), st.lists(st.text(max_size=80), max_size=25))
+def test_assigned_names_never_collide_and_stay_native(kind: str, raws: list[str]) -> None:
+    item_type: ItemType = "skill" if kind == "skill" else "mcp"
+    taken: list[str] = []
+    for raw in raws:
+        wanted = normalize_name(item_type, raw)
+        name = assign_name(item_type, wanted, taken)
+        assert is_native_name(item_type, name)
+        assert collision_key(item_type, name) not in {collision_key(item_type, t) for t in taken}
+        taken.append(name)
+    if item_type == "mcp":
+        reserved = {collision_key("mcp", name) for name in RESERVED_MCP_NAMES}
+        assert not reserved & {collision_key("mcp", name) for name in taken}
+
+
+@given(st.lists(skill_names, min_size=1, max_size=15))
+def test_a_free_name_is_given_unchanged_and_a_taken_one_gets_the_first_free_suffix(
+    wanted: list[str],
+) -> None:
+    taken: list[str] = []
+    for name in wanted:
+        got = assign_name("skill", name, taken)
+        if name not in taken:
+            assert got == name
+        else:
+            number = int(got.rsplit("-", 1)[1])
+            assert got == f"{name}-{number}"
+            for smaller in range(2, number):
+                assert f"{name}-{smaller}" in taken
+        taken.append(got)
+
+
+def test_collisions_take_two_then_three() -> None:
+    taken = ["art-skill"]
+    second = assign_name("skill", "art-skill", taken)
+    third = assign_name("skill", "art-skill", [*taken, second])
+    assert (second, third) == ("art-skill-2", "art-skill-3")
+
+
+def test_skill_collisions_ignore_ascii_case() -> None:
+    assert assign_name("skill", "foo", ["Foo"]) == "foo-2"
+
+
+def test_mcp_collisions_are_case_sensitive() -> None:
+    assert assign_name("mcp", "Search", ["search"]) == "Search"
+
+
+@pytest.mark.parametrize(("existing", "new"), [("a_b", "a-b"), ("a-b", "a_b"), ("x-y_z", "x_y-z")])
+def test_mcp_names_equal_after_codex_tool_name_sanitising_collide(existing: str, new: str) -> None:
+    assert assign_name("mcp", new, [existing]) == f"{new}-2"
+
+
+def test_skill_and_mcp_namespaces_are_separate() -> None:
+    # A name taken by a skill is checked against skills only: assign_name is per namespace.
+    assert assign_name("mcp", "search", []) == "search"
+    assert assign_name("skill", "search", []) == "search"
+
+
+@pytest.mark.parametrize("reserved", ["agc_tools", "agc-tools", "codex_apps", "codex-apps"])
+def test_reserved_server_names_are_never_given_to_a_third_party_item(reserved: str) -> None:
+    assert assign_name("mcp", reserved, []) == f"{reserved}-2"
+
+
+def test_a_suffix_keeps_the_name_within_64_characters() -> None:
+    long_name = "a" * 63 + "b"
+    got = assign_name("skill", long_name, [long_name])
+    assert len(got) == 64
+    assert got.endswith("-2")
+    assert is_native_name("skill", got)
+
+
+def test_a_cut_before_the_suffix_never_leaves_a_double_hyphen() -> None:
+    name = "a" * 61 + "-bc"
+    got = assign_name("skill", name, [name])
+    assert "--" not in got
+    assert is_native_name("skill", got)
+
+
+@pytest.mark.parametrize(
+    ("item_type", "name"),
+    [
+        ("skill", ""),
+        ("skill", "   "),
+        ("skill", "Pixel-Art"),
+        ("skill", "pixel_art"),
+        ("skill", "-pixel"),
+        ("skill", "pixel--art"),
+        ("skill", "a" * 65),
+        ("mcp", "my server"),
+        ("mcp", "db.v2"),
+        ("mcp", ""),
+        ("unknown", " padded "),
+        ("unknown", "bad\nname"),
+    ],
+)
+def test_manual_names_outside_the_native_form_are_refused(item_type: str, name: str) -> None:
+    kind: ItemType = (
+        "skill" if item_type == "skill" else ("mcp" if item_type == "mcp" else "unknown")
+    )
+    with pytest.raises(ExtensionNameInvalidError):
+        check_manual_name(kind, name)
+
+
+def test_a_refused_manual_name_suggests_the_native_form() -> None:
+    with pytest.raises(ExtensionNameInvalidError) as caught:
+        check_manual_name("skill", "Pixel Art")
+    assert "pixel-art" in caught.value.hint
+
+
+@given(mcp_names)
+def test_a_valid_mcp_name_passes_the_manual_check(name: str) -> None:
+    assert check_manual_name("mcp", name) == name

@@ -1,0 +1,358 @@
+"""Zip and folder safety: every refusal with an archive the test builds, and nothing
+kept after a refusal."""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import unicodedata
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from agc.errors import ArchiveRefusedError, InputError
+from agc.extensions import ExtensionRepository, ImportLimits
+from tests.extensions.builders import write_skill, zip_entries, zip_folder
+
+SKILL = b"---\nname: ok-skill\ndescription: fine\n---\nbody\n"
+
+
+def _info(name: str, *, mode: int = stat.S_IFREG | 0o644, system: int = 3) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.create_system = system
+    info.external_attr = mode << 16
+    return info
+
+
+def _assert_nothing_kept(repo: ExtensionRepository) -> None:
+    assert repo.items() == ()
+    sources = repo.sources_dir
+    assert not sources.exists() or os.listdir(sources) == []
+    staging = repo.root / "staging"
+    assert not staging.exists() or os.listdir(staging) == []
+
+
+def _refused(repo: ExtensionRepository, archive: Path, *needles: str) -> ArchiveRefusedError:
+    with pytest.raises(ArchiveRefusedError) as caught:
+        repo.import_path(archive)
+    for needle in needles:
+        assert needle in caught.value.message
+    _assert_nothing_kept(repo)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("../evil.txt", "'..' component"),
+        ("skills/../../evil.txt", "'..' component"),
+        ("..\\evil.txt", "'..' component"),
+        ("/etc/evil", "absolute path"),
+        ("\\\\server\\share\\evil", "absolute path"),
+        ("C:/Windows/evil", "drive letter"),
+        ("C:evil", "drive letter"),
+        ("notes.txt:hidden", "alternate data stream"),
+        ("\uff0e\uff0e/evil", "NFKC"),
+        ("a\uff0fb.txt", "NFKC"),
+    ],
+)
+def test_an_entry_whose_path_escapes_is_refused_with_its_name(
+    tmp_path: Path, store: Path, entry: str, why: str
+) -> None:
+    archive = zip_entries(tmp_path / "bad.zip", [("ok/SKILL.md", SKILL), (entry, b"x")])
+    error = _refused(ExtensionRepository(store), archive, why, "nothing was imported")
+    assert repr(entry) in error.message or entry in error.message
+
+
+def test_a_symlink_entry_is_refused(tmp_path: Path, store: Path) -> None:
+    link = _info("ok/link", mode=stat.S_IFLNK | 0o777)
+    archive = zip_entries(tmp_path / "link.zip", [("ok/SKILL.md", SKILL), (link, b"/etc/passwd")])
+    _refused(ExtensionRepository(store), archive, "'ok/link'", "symbolic link")
+
+
+@pytest.mark.parametrize("kind", [stat.S_IFIFO, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFSOCK])
+def test_a_device_or_fifo_entry_is_refused(tmp_path: Path, store: Path, kind: int) -> None:
+    special = _info("ok/dev", mode=kind | 0o644)
+    archive = zip_entries(tmp_path / "dev.zip", [("ok/SKILL.md", SKILL), (special, b"")])
+    _refused(ExtensionRepository(store), archive, "'ok/dev'", "device, FIFO or socket")
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("skills/a/SKILL.md", "skills/A/skill.md"),
+        ("caf\u00e9.md", "cafe\u0301.md"),
+        ("\ufb01le.txt", "file.txt"),
+        ("same.txt", "same.txt"),
+    ],
+)
+def test_entries_that_collide_after_case_folding_or_nfkc_are_refused(
+    tmp_path: Path, store: Path, first: str, second: str
+) -> None:
+    archive = zip_entries(tmp_path / "dup.zip", [(first, b"1"), (second, b"2")])
+    _refused(ExtensionRepository(store), archive, "collide", repr(second))
+
+
+def test_a_file_where_another_entry_needs_a_folder_is_refused(tmp_path: Path, store: Path) -> None:
+    archive = zip_entries(tmp_path / "clash.zip", [("docs", b"file"), ("docs/readme.md", b"x")])
+    _refused(ExtensionRepository(store), archive, "'docs/readme.md'", "needs a folder")
+
+
+def _central_entries(data: bytes) -> list[int]:
+    offsets = []
+    start = 0
+    while (found := data.find(b"PK\x01\x02", start)) != -1:
+        offsets.append(found)
+        start = found + 4
+    return offsets
+
+
+def test_overlapping_entries_are_refused(tmp_path: Path, store: Path) -> None:
+    archive = zip_entries(
+        tmp_path / "overlap.zip", [("ok/SKILL.md", SKILL), ("ok/other.md", b"other" * 100)]
+    )
+    data = bytearray(archive.read_bytes())
+    first, second = _central_entries(bytes(data))
+    first_offset = struct.unpack_from("<L", data, first + 42)[0]
+    # The second entry now points at the first one's local header: one set of bytes,
+    # two names (the "overlapping files" zip bomb).
+    struct.pack_into("<L", data, second + 42, first_offset)
+    archive.write_bytes(bytes(data))
+    _refused(ExtensionRepository(store), archive, "overlaps")
+
+
+def test_an_entry_pointing_into_another_entrys_data_is_refused(tmp_path: Path, store: Path) -> None:
+    archive = zip_entries(
+        tmp_path / "inside.zip", [("ok/SKILL.md", SKILL * 40), ("ok/b.md", b"b" * 10)]
+    )
+    data = bytearray(archive.read_bytes())
+    first, second = _central_entries(bytes(data))
+    first_offset = struct.unpack_from("<L", data, first + 42)[0]
+    struct.pack_into("<L", data, second + 42, first_offset + 40)
+    archive.write_bytes(bytes(data))
+    with pytest.raises(ArchiveRefusedError):
+        ExtensionRepository(store).import_path(archive)
+    _assert_nothing_kept(ExtensionRepository(store))
+
+
+def test_an_encrypted_entry_is_refused(tmp_path: Path, store: Path) -> None:
+    archive = zip_entries(tmp_path / "enc.zip", [("ok/SKILL.md", SKILL), ("ok/secret.md", b"x")])
+    data = bytearray(archive.read_bytes())
+    second = _central_entries(bytes(data))[1]
+    flags = struct.unpack_from("<H", data, second + 8)[0]
+    struct.pack_into("<H", data, second + 8, flags | 0x1)  # "encrypted" bit
+    archive.write_bytes(bytes(data))
+    _refused(ExtensionRepository(store), archive, "'ok/secret.md'", "encrypted")
+
+
+def test_more_entries_than_the_limit_are_refused(tmp_path: Path, store: Path) -> None:
+    archive = zip_entries(tmp_path / "many.zip", [(f"f{n}.txt", b"x") for n in range(6)])
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=5))
+    _refused(repo, archive, "6 entries", "limit is 5")
+
+
+def test_an_archive_declaring_more_bytes_than_the_limit_is_refused(
+    tmp_path: Path, store: Path
+) -> None:
+    archive = zip_entries(tmp_path / "big.zip", [("a.bin", b"ab" * 2500), ("b.bin", b"x" * 10)])
+    repo = ExtensionRepository(store, limits=ImportLimits(max_total_bytes=4000))
+    _refused(repo, archive, "declares", "limit is 4000")
+
+
+def test_a_highly_compressed_entry_is_refused_as_a_zip_bomb(tmp_path: Path, store: Path) -> None:
+    archive = zip_entries(
+        tmp_path / "bomb.zip", [("ok/SKILL.md", SKILL), ("zeros.bin", bytes(8 << 20))]
+    )
+    _refused(ExtensionRepository(store), archive, "'zeros.bin'", "zip bomb")
+
+
+def test_an_entry_that_lies_about_its_size_is_refused_while_streaming(
+    tmp_path: Path, store: Path
+) -> None:
+    archive = zip_entries(
+        tmp_path / "liar.zip", [("ok/SKILL.md", SKILL), ("zeros.bin", bytes(3 << 20))]
+    )
+    data = bytearray(archive.read_bytes())
+    second = _central_entries(bytes(data))[1]
+    # Declare 1000 bytes uncompressed: the ratio check on declared sizes passes, the
+    # bytes actually produced do not.
+    struct.pack_into("<L", data, second + 24, 1000)
+    archive.write_bytes(bytes(data))
+    with pytest.raises(ArchiveRefusedError) as caught:
+        ExtensionRepository(store).import_path(archive)
+    assert "'zeros.bin'" in caught.value.message
+    _assert_nothing_kept(ExtensionRepository(store))
+
+
+def test_the_sizes_of_all_entries_add_up_against_the_limit(tmp_path: Path, store: Path) -> None:
+    archive = zip_entries(tmp_path / "sum.zip", [(f"part{n}.bin", b"xy" * 1500) for n in range(4)])
+    repo = ExtensionRepository(store, limits=ImportLimits(max_total_bytes=12_000 - 1))
+    _refused(repo, archive)
+
+
+def test_a_file_that_is_not_a_zip_but_named_zip_is_a_clear_input_error(
+    tmp_path: Path, store: Path
+) -> None:
+    archive = tmp_path / "broken.zip"
+    archive.write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(InputError, match="not a readable zip archive"):
+        ExtensionRepository(store).import_path(archive)
+    _assert_nothing_kept(ExtensionRepository(store))
+
+
+def test_a_safe_zip_is_extracted_with_its_executable_bits(tmp_path: Path, store: Path) -> None:
+    folder = tmp_path / "bundle"
+    write_skill(folder / "skills" / "art", "art")
+    script = folder / "skills" / "art" / "scripts" / "run.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    archive = zip_folder(folder, tmp_path / "bundle.zip", top="bundle")
+    repo = ExtensionRepository(store)
+    result = repo.import_path(archive)
+    assert [item.name for item in result.items] == ["art"]
+    tree = repo.tree_dir(result.source)
+    stored = tree / "bundle" / "skills" / "art" / "scripts" / "run.sh"
+    assert stored.read_bytes() == b"#!/bin/sh\n"
+    assert stored.stat().st_mode & 0o100
+    assert (repo.source_dir(result.source) / "archive.zip").read_bytes() == archive.read_bytes()
+
+
+# -- folders ------------------------------------------------------------------------------
+
+
+def test_a_folder_import_never_follows_a_symlink_out_of_the_folder(
+    tmp_path: Path, store: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    outside = tmp_path / "outside"
+    (outside / "nested").mkdir(parents=True)
+    (outside / "nested" / "key.pem").write_text("PRIVATE")
+    folder = tmp_path / "pkg"
+    write_skill(folder / "skills" / "art", "art")
+    (folder / "skills" / "art" / "leak.txt").symlink_to(secret)
+    (folder / "skills" / "art" / "dir-link").symlink_to(outside, target_is_directory=True)
+    repo = ExtensionRepository(store)
+    result = repo.import_path(folder)
+    stored = repo.tree_dir(result.source)
+    everything = b"".join(path.read_bytes() for path in stored.rglob("*") if path.is_file())
+    assert b"TOP SECRET" not in everything
+    assert b"PRIVATE" not in everything
+    assert not any(path.is_symlink() for path in stored.rglob("*"))
+    assert any("leak.txt: symbolic link skipped" in note for note in result.notes)
+    assert any("dir-link: symbolic link skipped" in note for note in result.notes)
+
+
+def test_a_fifo_in_a_folder_is_skipped_without_hanging(tmp_path: Path, store: Path) -> None:
+    folder = tmp_path / "pkg"
+    write_skill(folder, "solo")
+    os.mkfifo(folder / "pipe")
+    result = ExtensionRepository(store).import_path(folder)
+    assert [item.name for item in result.items] == ["solo"]
+    assert any("pipe: special file skipped" in note for note in result.notes)
+
+
+def test_a_folder_with_more_entries_than_the_limit_is_refused(tmp_path: Path, store: Path) -> None:
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    for number in range(8):
+        (folder / f"f{number}.txt").write_text("x")
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=5))
+    with pytest.raises(ArchiveRefusedError, match="more than 5"):
+        repo.import_path(folder)
+    _assert_nothing_kept(repo)
+
+
+def test_a_folder_larger_than_the_limit_is_refused(tmp_path: Path, store: Path) -> None:
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "a.bin").write_bytes(b"x" * 3000)
+    (folder / "b.bin").write_bytes(b"x" * 3000)
+    repo = ExtensionRepository(store, limits=ImportLimits(max_total_bytes=5000))
+    with pytest.raises(ArchiveRefusedError, match="larger than the import limit"):
+        repo.import_path(folder)
+    _assert_nothing_kept(repo)
+
+
+def test_a_file_name_that_is_not_utf8_is_refused(tmp_path: Path, store: Path) -> None:
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    fd = os.open(os.fsencode(folder) + b"/bad-\xff.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.close(fd)
+    with pytest.raises(InputError, match="not UTF-8"):
+        ExtensionRepository(store).import_path(folder)
+    _assert_nothing_kept(ExtensionRepository(store))
+
+
+_PARTS = st.sampled_from(
+    [
+        "a",
+        "A",
+        "b",
+        ".",
+        "..",
+        "",
+        "skills",
+        "SKILL.md",
+        "c:",
+        "C:",
+        "x:y",
+        "\uff0e\uff0e",
+        "\ufb01",
+        "fi",
+        "caf\u00e9",
+        "cafe\u0301",
+    ]
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_PARTS, min_size=1, max_size=4), st.sampled_from(["/", "\\"]), st.booleans()
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_any_archive_is_either_refused_whole_or_extracted_inside_its_tree(
+    tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[list[str], str, bool]]
+) -> None:
+    root = tmp_path_factory.mktemp("prop")
+    names = []
+    for parts, separator, leading in entries:
+        name = separator.join(parts)
+        names.append(separator + name if leading else name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        archive = zip_entries(root / "a.zip", [(name, b"x") for name in names if name])
+    repo = ExtensionRepository(root / "store")
+    try:
+        result = repo.import_path(archive)
+    except (ArchiveRefusedError, InputError):
+        event("refused")
+        _assert_nothing_kept(repo)
+        assert sorted(os.listdir(root)) == ["a.zip", "store"]
+        return
+    event("extracted")
+    tree = repo.tree_dir(result.source).resolve()
+    stored = list(tree.rglob("*"))
+    assert all(path.resolve().is_relative_to(tree) for path in stored)
+    keys = [
+        "/".join(
+            unicodedata.normalize("NFKC", part).casefold() for part in path.relative_to(tree).parts
+        )
+        for path in stored
+    ]
+    assert len(keys) == len(set(keys))
+    assert sorted(os.listdir(root)) == ["a.zip", "store"]

@@ -1,0 +1,142 @@
+"""Codex startup notifications applied to the items; stale connections ignored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agc.errors import ExtensionNotFoundError, SidecarMismatchError
+from agc.extensions import (
+    STARTUP_STATUS_METHOD,
+    ExtensionRepository,
+    apply_startup_events,
+    project,
+)
+from tests.extensions.builders import codex_config_two_servers
+
+
+def _event(name: str, status: str, error: str | None = None) -> bytes:
+    message = {
+        "jsonrpc": "2.0",
+        "method": STARTUP_STATUS_METHOD,
+        "params": {"threadId": None, "name": name, "status": status, "error": error},
+    }
+    return json.dumps(message).encode() + b"\n"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, store: Path) -> ExtensionRepository:
+    repo = ExtensionRepository(store)
+    repo.import_path(codex_config_two_servers(tmp_path / "cfg"))
+    return repo
+
+
+def test_failed_and_ready_notifications_set_the_status(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    project(repo, tmp_path / "home")
+    result = apply_startup_events(
+        repo,
+        [
+            _event("search", "starting"),
+            _event("filesystem", "starting"),
+            _event("search", "ready"),
+            _event("filesystem", "failed", "spawn ./bin/fs-server: No such file"),
+            _event("docs", "cancelled"),
+        ],
+    )
+    assert result.current
+    assert (result.notifications, result.stale, result.unmatched, result.malformed) == (5, 0, 0, 0)
+    items = {item.name: item for item in repo.items()}
+    assert (items["search"].startup_status, items["search"].status) == ("ready", "enabled")
+    assert items["filesystem"].status == "failed"
+    assert items["filesystem"].last_error == "startup failed: spawn ./bin/fs-server: No such file"
+    assert items["docs"].status == "failed"
+    assert items["docs"].last_error == "startup cancelled"
+
+
+def test_ready_clears_an_earlier_startup_failure(tmp_path: Path, repo: ExtensionRepository) -> None:
+    project(repo, tmp_path / "home")
+    apply_startup_events(repo, [_event("search", "failed", "timeout")])
+    apply_startup_events(repo, [_event("search", "ready")])
+    search = {item.name: item for item in repo.items()}["search"]
+    assert (search.status, search.last_error, search.startup_status) == ("enabled", None, "ready")
+
+
+def test_notifications_of_an_older_projection_are_ignored(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    old = project(repo, tmp_path / "home").projection_id
+    project(repo, tmp_path / "home")
+    result = apply_startup_events(repo, [_event("search", "failed", "late")], projection_id=old)
+    assert not result.current
+    assert (result.stale, result.applied) == (1, ())
+    assert {item.name: item for item in repo.items()}["search"].status == "enabled"
+
+
+@pytest.mark.parametrize("change", ["disable", "rename", "remove"])
+def test_notifications_for_an_item_changed_since_projection_are_stale(
+    tmp_path: Path, repo: ExtensionRepository, change: str
+) -> None:
+    project(repo, tmp_path / "home")
+    search = {item.name: item for item in repo.items()}["search"]
+    if change == "disable":
+        repo.set_enabled([search.id], False)
+    elif change == "rename":
+        repo.rename(search.id, "finder")
+    else:
+        repo.remove([search.id])
+    result = apply_startup_events(repo, [_event("search", "failed", "gone")])
+    assert result.stale == 1
+    assert result.applied == ()
+    for item in repo.items():
+        assert item.last_error is None or "startup" not in item.last_error
+
+
+def test_a_reimported_item_of_the_same_name_is_not_the_projected_one(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    project(repo, tmp_path / "home")
+    repo.remove([item.id for item in repo.items()])
+    repo.import_path(tmp_path / "cfg" / "config.toml")
+    result = apply_startup_events(repo, [_event("search", "failed", "old connection")])
+    assert result.stale == 1
+    assert all(item.status == "enabled" for item in repo.items())
+
+
+def test_servers_agc_did_not_project_and_bad_lines_are_counted_not_applied(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    project(repo, tmp_path / "home")
+    lines = [
+        _event("agc_tools", "failed", "builtin"),
+        b"not json\n",
+        b"[1, 2]\n",
+        json.dumps(
+            {"method": STARTUP_STATUS_METHOD, "params": {"name": "search", "status": "odd"}}
+        ).encode(),
+        json.dumps({"method": "thread/started", "params": {}}).encode(),
+        b"\n",
+    ]
+    result = apply_startup_events(repo, lines)
+    assert (result.notifications, result.unmatched, result.malformed, result.applied) == (
+        1,
+        1,
+        3,
+        (),
+    )
+
+
+def test_nothing_projected_yet_is_a_clear_error(repo: ExtensionRepository) -> None:
+    with pytest.raises(ExtensionNotFoundError, match="nothing was projected"):
+        apply_startup_events(repo, [])
+
+
+def test_a_tampered_projection_record_is_refused(tmp_path: Path, repo: ExtensionRepository) -> None:
+    result = project(repo, tmp_path / "home")
+    data = result.record.read_bytes()
+    result.record.write_bytes(data.replace(b'"search"', b'"searcH"', 1))
+    with pytest.raises(SidecarMismatchError):
+        apply_startup_events(repo, [_event("search", "ready")])

@@ -1,0 +1,39 @@
+"""Tests for agc.integrity._export: ingested records back to the input lines."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from agc.errors import InputError, RunNotFoundError
+from agc.integrity import export_session, iter_session_lines
+from agc.integrity._ingest import ingest_stream
+from tests.conftest import write_run
+
+
+def test_lines_come_back_with_their_bom_and_bytes(store: Path) -> None:
+    data = b'\xef\xbb\xbf{"a":1}\nnot json\n\xff\xfe\n{"b":"\xc3\xa9"}\n'
+    ingest_stream(io.BytesIO(data), "r", store=store)
+    assert export_session("r", store) == data
+
+
+def test_a_torn_last_line_stays_torn(store: Path) -> None:
+    data = b'{"a":1}\n{"b":"cut'
+    ingest_stream(io.BytesIO(data), "r", store=store)
+    assert list(iter_session_lines("r", store)) == [b'{"a":1}\n', b'{"b":"cut']
+
+
+def test_a_run_of_the_python_writers_is_not_exportable(store: Path) -> None:
+    write_run(store, "w")
+    with pytest.raises(InputError, match="only ingested runs can be exported"):
+        export_session("w", store)
+
+
+def test_missing_run_and_size_limit(store: Path) -> None:
+    with pytest.raises(RunNotFoundError):
+        export_session("nope", store)
+    ingest_stream(io.BytesIO(b'{"a":1}\n' * 10), "big", store=store)
+    with pytest.raises(InputError, match="larger than 20 bytes"):
+        export_session("big", store, max_bytes=20)

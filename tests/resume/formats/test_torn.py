@@ -1,0 +1,143 @@
+"""A torn last line (a write cut off by a crash): found, described, removed on repair."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agc.resume._formats import load_history
+from agc.resume._formats.torn import describe_torn, torn_line
+from agc.resume._repair import Strategy, repair_loaded
+from agc.resume._validate import check_loaded
+
+
+def _rollout(*payloads: Mapping[str, object]) -> list[str]:
+    lines = [{"timestamp": "t", "ordinal": 0, "type": "session_meta", "payload": {"id": "s"}}]
+    for payload in payloads:
+        lines.append(
+            {"timestamp": "t", "ordinal": len(lines), "type": "response_item", "payload": payload}
+        )
+    return [json.dumps(line, separators=(",", ":")) for line in lines]
+
+
+USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+CALL = {"type": "function_call", "name": "exec_command", "arguments": "{}", "call_id": "call_9"}
+OUTPUT = {"type": "function_call_output", "call_id": "call_9", "output": "done"}
+
+
+def _claude_lines() -> list[str]:
+    records = [
+        {
+            "parentUuid": None,
+            "type": "user",
+            "uuid": "u1",
+            "sessionId": "s",
+            "message": {"role": "user", "content": "go"},
+        },
+        {
+            "parentUuid": "u1",
+            "type": "assistant",
+            "uuid": "a1",
+            "sessionId": "s",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_9",
+                        "name": "Bash",
+                        "input": {"command": "sleep 9"},
+                    }
+                ],
+            },
+        },
+    ]
+    return [json.dumps(record, separators=(",", ":")) for record in records]
+
+
+def test_torn_call_line_is_a_finding_naming_the_lost_call() -> None:
+    lines = _rollout(USER, CALL)
+    data = ("\n".join(lines[:-1]) + "\n" + lines[-1][:-2]).encode()
+    history = load_history(data, source="r.jsonl")
+    assert history.torn == 2
+    report = check_loaded(history)
+    assert not report.valid
+    (finding,) = report.findings
+    assert (finding.code, finding.record, finding.call_id) == ("torn-tail", 2, "call_9")
+    assert "line 3" in finding.message
+    assert "function_call (call call_9)" in finding.message
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_repair_drops_the_torn_line_and_says_so(strategy: Strategy) -> None:
+    lines = _rollout(USER, CALL, OUTPUT)
+    data = ("\n".join(lines) + "\n" + lines[2][:30]).encode()
+    result = repair_loaded(load_history(data, source="r.jsonl"), strategy=strategy)
+    assert result.data == ("\n".join(lines) + "\n").encode()
+    (change,) = result.report.changes
+    assert change.action == "dropped-torn-line"
+    assert change.record == 4
+    assert result.report.before.findings[0].code == "torn-tail"
+    assert result.report.after.valid
+
+
+def test_torn_claude_tool_use_is_named() -> None:
+    lines = _claude_lines()
+    cut = lines[-1].index("toolu_9") + len("toolu_9") + 5
+    data = (lines[0] + "\n" + lines[1][:cut]).encode()
+    report = check_loaded(load_history(data, source="s.jsonl"))
+    assert [(f.code, f.call_id) for f in report.findings] == [("torn-tail", "toolu_9")]
+    result = repair_loaded(load_history(data, source="s.jsonl"), strategy="synthesize")
+    assert result.data == (lines[0] + "\n").encode()
+
+
+def test_a_whole_last_line_without_a_line_break_is_not_torn() -> None:
+    lines = _rollout(USER, CALL, OUTPUT)
+    data = "\n".join(lines).encode()
+    history = load_history(data, source="r.jsonl")
+    assert history.torn is None
+    assert check_loaded(history).valid
+    result = repair_loaded(history)
+    assert result.data == data + b"\n"  # the output always ends with a line break
+
+
+def test_fragment_descriptions() -> None:
+    assert describe_torn(
+        '{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","out'
+    ).describe() == ("a function_call_output (the result of call c1)")
+    assert (
+        describe_torn(
+            '{"parentUuid":"a","type":"user","message":{"role":"user","content":'
+            '[{"tool_use_id":"toolu_2","type":"tool_res'
+        ).result_id
+        == "toolu_2"
+    )
+    assert describe_torn("\x00\x01garbage").call_id is None
+    assert torn_line(["{}", "   "], final_newline=False) is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_any_cut_inside_the_last_line_is_found_and_repaired(data: st.DataObject) -> None:
+    """Wherever a kill cuts the last line, check says torn-tail and repair gives back the
+    lines before it, newline-terminated and valid."""
+    lines = data.draw(st.sampled_from([_rollout(USER, CALL, OUTPUT, CALL), _claude_lines()]))
+    last = lines[-1]
+    cut = data.draw(st.integers(min_value=1, max_value=len(last) - 1))
+    torn = ("\n".join(lines[:-1]) + "\n" + last[:cut]).encode()
+    history = load_history(torn, source="x.jsonl")
+    report = check_loaded(history)
+    assert report.findings[-1].code == "torn-tail"
+    strategy: Strategy = data.draw(st.sampled_from(["strip", "synthesize"]))
+    result = repair_loaded(history, strategy=strategy)
+    assert result.report.changes[-1].action == "dropped-torn-line"
+    assert result.data.endswith(b"\n")
+    assert result.report.after.valid
+    kept = load_history(result.data, source="out")
+    assert kept.torn is None
