@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from agc._core.fs import open_regular_file
+from agc._core.fs import iter_bounded_lines, open_regular_file
 from agc.errors import StoreError, UnsafePathError
 
 
@@ -52,3 +55,19 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
         check=True,
     )
     assert "not a regular file" in done.stdout
+
+
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+    st.booleans(),
+    st.integers(min_value=1, max_value=30),
+)
+def test_bounded_lines_keep_short_lines_and_flag_long_ones(
+    lines: list[bytes], final_newline: bool, limit: int
+) -> None:
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    got = list(iter_bounded_lines(io.BytesIO(data), max_line_bytes=limit))
+    pieces = [piece + b"\n" for piece in data.split(b"\n")]
+    pieces[-1] = pieces[-1][:-1]  # after the last newline: the unterminated rest, if any
+    expected = [line if len(line.rstrip(b"\n")) <= limit else None for line in pieces if line]
+    assert got == expected

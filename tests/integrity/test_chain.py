@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from agc._core.store import StoreLayout
 from agc.integrity._chain import read_chain
+from agc.integrity._store_verify import check_store
+from agc.integrity._writer import open_run
 
 GOOD = b'{"position":1,"run_id":"a","manifest_digest":"ab","prev":null}\n'
 
@@ -50,3 +53,29 @@ def test_a_damaged_chain_line_is_unusable_never_a_crash(store: Path, line: bytes
     entries, unusable = read_chain(layout)
     assert [entry.run_id for entry in entries] == ["a"]
     assert unusable == 1
+
+
+def test_a_huge_sparse_chain_log_is_streamed_in_bounded_memory(tmp_path: Path) -> None:
+    """A padded log (here 512 MiB of zero bytes, sparse) is one unusable line, read in
+    bounded memory: never loaded whole."""
+    store = tmp_path / "store"
+    with open_run("r", store=store) as run:
+        run.transcript.write({"role": "user", "content": "hi"})
+    log = store / "audit" / "chain.jsonl"
+    good = log.read_bytes()
+    with log.open("r+b") as handle:
+        handle.truncate(512 << 20)
+        handle.seek(512 << 20)
+        handle.write(b"\n" + good)
+    tracemalloc.start()
+    try:
+        entries, unusable = read_chain(StoreLayout.at(store))
+        report = check_store(store)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, f"peak {peak} bytes"
+    assert unusable == 1
+    assert [e.run_id for e in entries] == ["r", "r"]
+    assert "chain-invalid" in {f.code for f in report.findings}
+    assert not report.complete

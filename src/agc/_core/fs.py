@@ -44,6 +44,7 @@ __all__ = [
     "exclusive_lock",
     "fsync_dir",
     "is_temp_name",
+    "iter_bounded_lines",
     "machine_hint",
     "open_nofollow",
     "open_regular_file",
@@ -140,6 +141,29 @@ def open_regular_file(path: Path) -> BinaryIO:
         os.close(fd)
         raise StoreError(f"{path} is not a regular file")
     return os.fdopen(fd, "rb")
+
+
+def iter_bounded_lines(handle: BinaryIO, *, max_line_bytes: int) -> Iterator[bytes | None]:
+    """Yield the lines of ``handle`` (each with its ``\\n``, the last maybe without),
+    holding at most ``max_line_bytes + 1`` bytes at a time.
+
+    A line longer than ``max_line_bytes`` is read through to its end, never kept, and
+    yielded as ``None``, so a file of any size (a sparse file of zeros, one line of many
+    gigabytes) is read in bounded memory and its other lines still count.
+
+    Raises:
+        OSError: reading failed.
+    """
+    while True:
+        line = handle.readline(max_line_bytes + 1)
+        if not line:
+            return
+        if len(line) <= max_line_bytes or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):  # skip the rest of the long line
+            line = handle.readline(1 << 20)
+        yield None
 
 
 def read_small_file(path: Path, *, max_bytes: int) -> bytes:

@@ -33,7 +33,8 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+import stat
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -43,7 +44,9 @@ from agc._core.fs import (
     append_whole,
     atomic_write_bytes,
     exclusive_lock,
+    iter_bounded_lines,
     open_nofollow,
+    open_regular_file,
     read_small_file,
     remove_stale_temp_files,
     write_error,
@@ -159,12 +162,41 @@ def read_head(layout: StoreLayout) -> ChainHead | None:
 
 def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
     """All links in ``audit/chain.jsonl`` and the number of unusable lines (not strict
-    JSON, e.g. a duplicate member, or a field of the wrong type)."""
+    JSON, e.g. a duplicate member, a field of the wrong type, or longer than a link can
+    be: ``_MAX_LINK_BYTES``).
+
+    The log is streamed line by line, so memory grows with the number of links, never
+    with the file's size (a padded or sparse log costs no more than its links).
+
+    Raises:
+        UnsafePathError: the log is a symlink or not a regular file (a folder, a FIFO).
+        StoreError: it cannot be read.
+    """
+    path = chain_log_path(layout)
     try:
-        data = read_small_file(chain_log_path(layout), max_bytes=1 << 34)
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise UnsafePathError(f"{path} is a symlink or not a regular file")
+        handle = open_regular_file(path)
     except FileNotFoundError:
         return [], 0
-    return loads_lines(data, _entry)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    too_long = 0
+
+    def bounded() -> Iterator[bytes]:
+        nonlocal too_long
+        for line in iter_bounded_lines(handle, max_line_bytes=_MAX_LINK_BYTES):
+            if line is None:
+                too_long += 1
+            else:
+                yield line
+
+    with handle:
+        try:
+            entries, unusable = loads_lines(bounded(), _entry)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    return entries, unusable + too_long
 
 
 def _entry(raw: Any) -> ChainEntry:
