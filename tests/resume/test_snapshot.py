@@ -305,7 +305,10 @@ _SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
     _chars(_ALNUM + "_-", 20).map(lambda s: ("glpat-" + s, "glpat-" + s)),
     _chars(_ALNUM + "-", 24).map(lambda s: ("xoxb-" + s, "xoxb-" + s)),
     _chars(_ALNUM + "_-", 35).map(lambda s: ("AIza" + s, "AIza" + s)),
-    _chars(_ALNUM + "._~+/-", 32).map(lambda s: ("Bearer " + s, s)),
+    # A bearer token is random: "Bearer 0000…" is a placeholder, left alone.
+    _chars(_ALNUM + "._~+/-", 32)
+    .filter(lambda s: len(set(s)) >= 8)
+    .map(lambda s: ("Bearer " + s, s)),
     _chars(_B64, 64).map(
         lambda s: (
             "-----BEGIN OPENSSH PRIVATE KEY-----\n"

@@ -17,9 +17,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from agc._core.redact import contains_secret, redact_text
 from agc.errors import UsageError
 
 __all__ = [
+    "SECRET_MARK",
     "SENSITIVE_DIR_NAMES",
     "SENSITIVE_NAME_PATTERNS",
     "SYSTEM_PATH_PREFIXES",
@@ -68,6 +70,9 @@ SENSITIVE_NAME_PATTERNS: Final = (
 )
 """Base names never read, hashed or written (§8 "sensitive files"), case-insensitive."""
 
+SECRET_MARK: Final = "[secret]"  # noqa: S105 - the marker, not a secret
+"""What replaces a secret in ledger text (beside ``[path]`` and ``[url]``)."""
+
 SYSTEM_PATH_PREFIXES: Final = (
     "/bin/",
     "/sbin/",
@@ -92,18 +97,6 @@ _ENV_PATH_RE: Final = re.compile(
     r"%(?:HOME|USERPROFILE|HOMEPATH|HOMEDRIVE|USERNAME)%|\$env:\w*)"
     r"[^\s'\"`;|&<>(){}\[\],]*",
     re.IGNORECASE,
-)
-# Credentials (§5 "no tokens"): bearer/basic headers, well-known key prefixes, and
-# KEY=value / --password value style assignments.
-_SECRET_RE: Final = re.compile(
-    r"(?i:\b(?:bearer|basic|token)\s+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})"
-    r"|(?i:authorization\s*[:=]\s*\S+)"
-    r"|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"
-    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_-]{30,}"
-    r"|(?i:\b[\w.-]*(?:api[_-]?key|token|secret|passw(?:or)?d|pwd|credential)[\w.-]*"
-    r"\s*[=:]\s*\S+)"
-    r"|(?i:--?(?:api[_-]?key|token|secret|passw(?:or)?d)(?:=|\s+)\S+)"
 )
 _URL_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}://[^\s'\"`<>|;&(){}\[\]]*")
 # A path candidate starts at the beginning, after a separator-like character or right
@@ -343,9 +336,9 @@ class PathSanitizer:
     def clean_command(self, raw: object, *, max_chars: int) -> CleanText:
         """Clean a shell command (§5.2): absolute paths inside the project become
         relative; system executables stay; any other host path, ``~``, ``$HOME``, a
-        ``..`` climbing out, a URL with credentials or a query, something that looks
-        like a credential (bearer token, API key, ``PASSWORD=…``), or a control
-        character drops the whole command (``redacted``). Then it is cut to
+        ``..`` climbing out, a URL with credentials or a query, a secret found by
+        :func:`agc._core.redact.contains_secret` (tokens, keys, ``PASSWORD=…``), or a
+        control character drops the whole command (``redacted``). Then it is cut to
         ``max_chars``.
         """
         if not isinstance(raw, str):
@@ -353,7 +346,7 @@ class PathSanitizer:
         if (
             _has_forbidden_chars(raw, allow_newlines=True)
             or _ENV_HOME_RE.search(raw)
-            or _SECRET_RE.search(raw)
+            or contains_secret(raw)
         ):
             return CleanText(None, redacted=True)
         text = self._replace_paths(raw, on_foreign=None)
@@ -364,20 +357,28 @@ class PathSanitizer:
     def clean_text(self, raw: object, *, max_chars: int, single_line: bool = False) -> CleanText:
         """Clean free text (briefs, prompts, queries, names): control characters are
         dropped, absolute paths inside the project become relative, other host paths,
-        URLs with credentials or a query and credentials become ``[path]`` / ``[url]``
-        / ``[secret]`` (``redacted``), then it is cut to ``max_chars``.
+        URLs with credentials or a query and secrets (:func:`agc._core.redact.redact_text`)
+        become ``[path]`` / ``[url]`` / ``[secret]`` (``redacted``), then it is cut to
+        ``max_chars``.
         """
         if not isinstance(raw, str):
             return CleanText(None)
-        text = _strip_forbidden(raw)
+        stripped = _strip_forbidden(raw)
+        # Secrets first, while a token wrapped across two lines is still joinable.
+        text = redact_text(stripped, marker=SECRET_MARK)
+        found_secret = text != stripped
         if single_line:
             text = text.replace("\n", " ").replace("\t", " ")
-        replaced = _SECRET_RE.sub("[secret]", _ENV_PATH_RE.sub("[path]", text))
+        replaced = _ENV_PATH_RE.sub("[path]", text)
         cleaned = self._replace_paths(replaced, on_foreign="[path]")
         assert cleaned is not None
         cleaned = _WORD_RE.sub(_hide_climbing_word, cleaned)
         marks = cleaned.count("[path]") + cleaned.count("[url]")
-        redacted = replaced != text or marks > replaced.count("[path]") + replaced.count("[url]")
+        redacted = (
+            found_secret
+            or replaced != text
+            or marks > replaced.count("[path]") + replaced.count("[url]")
+        )
         result = _cut(cleaned, max_chars)
         return CleanText(result.text, redacted=redacted, truncated=result.truncated)
 
@@ -467,8 +468,9 @@ def _cut(text: str, max_chars: int) -> CleanText:
 
 
 def clean_token(raw: object) -> str | None:
-    """An opaque id or a tool/server name: 1-128 of ``[A-Za-z0-9_.:@+-]``, else ``None``."""
-    if isinstance(raw, str) and _TOKEN_RE.fullmatch(raw):
+    """An opaque id or a tool/server name: 1-128 of ``[A-Za-z0-9_.:@+-]`` and no secret
+    (:func:`agc._core.redact.contains_secret`), else ``None``."""
+    if isinstance(raw, str) and _TOKEN_RE.fullmatch(raw) and not contains_secret(raw):
         return raw
     return None
 
@@ -483,7 +485,7 @@ def clean_name(raw: object, *, max_chars: int = 120) -> str | None:
     if text.endswith("/"):
         return None  # a folder, not a file name
     base = text.rsplit("/", 1)[-1].strip()
-    base = base.replace("\n", " ").replace("\t", " ")
+    base = redact_text(base, marker=SECRET_MARK).replace("\n", " ").replace("\t", " ")
     if not base or base in {".", ".."} or base.startswith("~"):
         return None
     return base[:max_chars]

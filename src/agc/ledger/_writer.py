@@ -40,6 +40,7 @@ from agc._core.digest import (
 )
 from agc._core.fs import open_nofollow
 from agc._core.jsonl import FileSeal, JsonlFileWriter, Prefix, SidecarSeal, unix_ms
+from agc._core.redact import redact_value
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import read_sidecar, sidecar_path
 from agc.errors import (
@@ -71,7 +72,7 @@ from agc.ledger._records import (
     seal_record,
     turn_start_record,
 )
-from agc.ledger._sanitize import PathSanitizer
+from agc.ledger._sanitize import SECRET_MARK, PathSanitizer
 
 __all__ = ["TurnFileSeal", "TurnLedgerFile", "TurnOutcome", "TurnRecorder"]
 
@@ -417,6 +418,7 @@ class TurnRecorder:
         db_written = False
         try:
             self.project.ensure_dirs(TURNS_DIR_PARTS[:1])
+            _scrub(summary)
             summary = AgentDb(self.project.agent_db).append(
                 summary, key=self.client_turn_id, updated_at_ms=self._clock()
             )
@@ -441,7 +443,8 @@ class TurnRecorder:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _append(self, record: Mapping[str, Any], what: str) -> bool:
+    def _append(self, record: dict[str, Any], what: str) -> bool:
+        _scrub(record)
         if self._file is None:
             if not self._state.failed:
                 self._fail(f"writing {what}", StoreError("the turn file is not open"))
@@ -469,6 +472,17 @@ class TurnRecorder:
     def _fail(self, what: str, exc: BaseException) -> None:
         self._state.failed = True
         self._state.errors.append(f"{what} failed: {_message(exc)}")
+
+
+def _scrub(record: dict[str, Any]) -> None:
+    """The last guard before a record is written: every string in it (ids, names, paths
+    and texts alike) goes through the one secret detector, in place, so the record
+    kept for ``turn_end`` is the one written. The field cleaners have already removed
+    what they know; this catches what a field of a later version might carry."""
+    clean = redact_value(record, marker=SECRET_MARK)
+    if clean != record:
+        record.clear()
+        record.update(clean)
 
 
 def _message(exc: BaseException) -> str:

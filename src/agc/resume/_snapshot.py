@@ -254,8 +254,10 @@ def sanitize_snapshot(
 ) -> tuple[SessionSnapshot, RedactionStats, tuple[str, ...]]:
     """Return the secret-free copy that is written, the redaction counts, dropped keys (pure).
 
-    The agent config keeps only :data:`ALLOWED_CONFIG_KEYS`; messages and the kept config
-    values are redacted (call ids, signatures and encrypted reasoning untouched).
+    The agent config keeps only :data:`ALLOWED_CONFIG_KEYS`; every string of the
+    messages, the kept config, the session id, the node id and the pending tool call's
+    id is redacted by :func:`agc._core.redact.redact_value` (a call id redacted in the
+    messages is redacted the same way in ``toolCallState``).
     """
     stats = RedactionStats()
     # Only plain values: a credential nested under an allowed key ({"provider": {"apiKey":
@@ -270,13 +272,20 @@ def sanitize_snapshot(
         run_id=snapshot.run_id,
         session_id=redact_value(snapshot.session_id, stats),
         messages=redact_value(snapshot.messages, stats),
-        tool_call_state=snapshot.tool_call_state,
+        tool_call_state=_redact_state(snapshot.tool_call_state, stats),
         agent_config=redact_value(config, stats),
         node_id=None if snapshot.node_id is None else redact_value(snapshot.node_id, stats),
         format=snapshot.format,
         timestamp=snapshot.timestamp,
     )
     return clean, stats, dropped
+
+
+def _redact_state(state: ToolCallState, stats: RedactionStats) -> ToolCallState:
+    pending = state.pending_tool_call_id
+    if pending is None:
+        return state
+    return ToolCallState(state.in_flight, redact_value(pending, stats))
 
 
 def encode_snapshot(snapshot: SessionSnapshot, *, compress: bool = False) -> bytes:

@@ -1,0 +1,82 @@
+"""The secret corpus through the ledger path: turns recorded from events that carry
+every corpus case leave none of them in the turn files or in agent.db."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agc.ledger._sanitize import PathSanitizer, clean_name, clean_token
+from tests._core.secret_corpus import Case, build_cases, survivors
+from tests.ledger.helpers import Clock, command, completed, items, mcp, record_turn
+
+CASES = build_cases()
+TEXT_CASES = [case for case in CASES if case.text is not None]
+ID_TOKENS = [case.value["id"] for case in CASES if case.placement == "under-id" and case.value]
+BATCH = 80  # three items per case: 240 of the 256 items a turn keeps
+
+
+def _events(batch: list[Case], first: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for number, case in enumerate(batch, start=first):
+        assert case.text is not None
+        events.append(command(f"c{number}", case.text))
+        events.append(
+            mcp(f"m{number}", "taonier_prepare_game_art", {"mode": "full", "brief": case.text})
+        )
+        events.append(completed({"type": "webSearch", "id": f"w{number}", "query": case.text}))
+    return events
+
+
+def test_no_corpus_secret_reaches_a_turn_file_or_agent_db(project: Path) -> None:
+    clock = Clock()
+    turn_files: list[Path] = []
+    for turn, start in enumerate(range(0, len(TEXT_CASES), BATCH)):
+        batch = TEXT_CASES[start : start + BATCH]
+        outcome = record_turn(project, _events(batch, start), turn_id=f"turn-{turn}", clock=clock)
+        assert outcome.audit_write_failed is False
+        written = items(outcome.turn_file)
+        # The texts were kept (cleaned), not dropped: each brief is there and marked.
+        briefs = [i["arguments"] for i in written if i.get("tool") == "taonier_prepare_game_art"]
+        assert len(briefs) == len(batch)
+        assert all(b["brief"] and b.get("briefRedacted") is True for b in briefs)
+        commands = [i for i in written if i["itemType"] == "commandExecution"]
+        assert all(i.get("commandRedacted") is True and "command" not in i for i in commands)
+        turn_files.append(outcome.turn_file)
+    # Tokens as item ids and as attachment names.
+    ids = [command(token, "ls -la") for token in ID_TOKENS]
+    names = [{"name": f"{token}.txt", "mediaType": "text/plain"} for token in ID_TOKENS[:8]]
+    outcome = record_turn(project, ids, turn_id="turn-ids", attachments=names, clock=clock)
+    turn_files.append(outcome.turn_file)
+    stored = "\n".join(path.read_text(encoding="utf-8") for path in turn_files)
+    database = (project / ".agent" / "agent.db").read_bytes().decode("utf-8", "replace")
+    assert "[secret]" in database  # first-design briefs reached agent.db, redacted
+    left = {
+        (case.secret.kind, case.placement)
+        for case in CASES
+        if survivors(case.pieces, stored) or survivors(case.pieces, database)
+    }
+    assert left == set()
+    for line in stored.splitlines():
+        if line:
+            json.loads(line)
+
+
+def test_ids_and_names_holding_a_secret_are_not_kept() -> None:
+    for token in ID_TOKENS:
+        assert clean_token(token) is None
+        name = clean_name(f"{token}.txt")
+        assert name is not None
+        assert token not in name
+    assert clean_token("call_0Hq3kAqz2vN9x8Yt") == "call_0Hq3kAqz2vN9x8Yt"
+
+
+def test_a_token_wrapped_across_lines_is_redacted_before_text_becomes_one_line() -> None:
+    sanitizer = PathSanitizer(["/work/proj"])
+    token = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"
+    cleaned = sanitizer.clean_text(
+        f"token:\n{token[:20]}\n{token[20:]}", max_chars=400, single_line=True
+    )
+    assert cleaned.text == "token: [secret]"
+    assert cleaned.redacted is True
