@@ -40,6 +40,18 @@ def test_each_error_has_an_exit_code_a_hint_and_a_json_form(cls: type[AgcError])
         extra = {"records_written": 0}
     if issubclass(cls, errors.JsonInvalidError):
         extra = {"problem": "syntax"}
+    if issubclass(cls, errors.FileWriteError):
+        extra = {"path": "f", "errno": 28}
     error = cls("what went wrong", **extra)  # type: ignore[arg-type]
     assert error.to_dict() == {"code": cls.code, "message": "what went wrong", "hint": error.hint}
     assert isinstance(error.hint, str)
+
+
+def test_the_failure_kinds_of_the_machine_and_of_inputs() -> None:
+    assert errors.InputMissingError("x").exit_code == ExitCode.USAGE
+    assert errors.EmptyInputError("x").exit_code == ExitCode.USAGE
+    assert errors.FileUnreadableError("x").exit_code == ExitCode.UNREADABLE
+    error = errors.FileWriteError("cannot write f", path="f", errno=28)
+    assert isinstance(error, errors.StoreError)
+    assert (error.path, error.errno) == ("f", 28)
+    assert error.exit_code == ExitCode.UNREADABLE

@@ -18,14 +18,18 @@ __all__ = [
     "ArchiveRefusedError",
     "ArtifactSealedError",
     "DeploymentManifestError",
+    "EmptyInputError",
     "ExtensionIndexInvalidError",
     "ExtensionNameInvalidError",
     "ExtensionNotFoundError",
     "FileExistsRefusedError",
+    "FileUnreadableError",
+    "FileWriteError",
     "HistoryEmptyError",
     "HistoryFormatError",
     "HistoryInvalidError",
     "InputError",
+    "InputMissingError",
     "JsonInvalidError",
     "KeyInvalidError",
     "LedgerInvalidError",
@@ -101,13 +105,27 @@ class RunNotFoundError(UsageError):
     """The store holds nothing of the named run: no manifest, no artifact file (exit 2)."""
 
     code = "run-not-found"
-    default_hint = "Check the run id; `agc-verify --all` lists the runs of the store."
+    default_hint = "Check the run id and --store; `agc runs` lists the runs of the store."
 
 
 class InputError(UsageError):
     """Input data (a file or stdin) cannot be used as given (exit 2)."""
 
     code = "input-invalid"
+
+
+class InputMissingError(InputError):
+    """A file named on the command line does not exist (exit 2, the same for every command)."""
+
+    code = "input-missing"
+    default_hint = "Check the path: agc reads the file you name, it never creates an input."
+
+
+class EmptyInputError(InputError):
+    """The input holds no line at all; nothing was sealed and the run id stays free."""
+
+    code = "input-empty"
+    default_hint = "An agent run writes at least one line; --allow-empty seals an empty run."
 
 
 class JsonInvalidError(InputError, ValueError):
@@ -160,6 +178,34 @@ class StoreError(AgcError):
     code = "store-unreadable"
     exit_code = ExitCode.UNREADABLE
     default_hint = "Check that the store folder exists and that you may read and write it."
+
+
+class FileUnreadableError(StoreError):
+    """A file outside the store (an input, a key) exists but cannot be read (exit 3)."""
+
+    code = "file-unreadable"
+    default_hint = "Check the file's permissions and the disk it is on."
+
+
+class FileWriteError(StoreError):
+    """Writing a file failed for a reason of the machine: disk full, quota, read-only file
+    system, I/O error, file-size limit (exit 3). The file is unchanged or absent, never
+    half-written, so running the command again once the cause is gone works.
+
+    Attributes:
+        path: the file that could not be written.
+        errno: the operating system's error number (``errno.ENOSPC`` …).
+    """
+
+    code = "file-write-failed"
+    default_hint = "Free disk space and run the command again; nothing was half-written."
+
+    def __init__(
+        self, message: str, *, path: str, errno: int | None, hint: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.errno = errno
 
 
 class SidecarInvalidError(InputError):

@@ -25,6 +25,11 @@ class ExitCode(enum.IntEnum):
     """The store or a file could not be read or written (permissions, disk full, lock)."""
     INTERNAL = 4
     """An unexpected error inside agc: a bug, never a verification verdict."""
+    INTERRUPTED = 130
+    """Stopped by Ctrl-C (SIGINT, 128 + 2 as shells report it); a run being written is
+    left unsealed, and ``agc recover`` seals what is on disk."""
+    TERMINATED = 143
+    """Stopped by SIGTERM (128 + 15); as :attr:`INTERRUPTED`."""
 
 
 EXIT_CODE_TABLE: tuple[tuple[ExitCode, str], ...] = (
@@ -33,11 +38,13 @@ EXIT_CODE_TABLE: tuple[tuple[ExitCode, str], ...] = (
     (ExitCode.USAGE, "usage error: bad option, run id or input"),
     (ExitCode.UNREADABLE, "store or file unreadable/unwritable (permissions, disk, lock)"),
     (ExitCode.INTERNAL, "internal error in agc (a bug, not a verdict)"),
+    (ExitCode.INTERRUPTED, "interrupted (Ctrl-C); a run being written stays unsealed"),
+    (ExitCode.TERMINATED, "terminated (SIGTERM); as 130, `agc recover RUN` seals it"),
 )
 
 
 def exit_code_help() -> str:
     """Return the exit-code table as plain text lines, for ``--help`` epilogs."""
     lines = ["Exit codes:"]
-    lines.extend(f"  {int(code)}  {text}" for code, text in EXIT_CODE_TABLE)
+    lines.extend(f"  {int(code):>3}  {text}" for code, text in EXIT_CODE_TABLE)
     return "\n".join(lines)

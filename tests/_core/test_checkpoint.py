@@ -60,11 +60,18 @@ def test_checkpoint_file_is_removed_when_sealed(store: Path) -> None:
     assert not _ckpt(store, "r").exists()
 
 
+def _crash(writer: TranscriptWriter) -> None:
+    """Leave the file as a killed process would: records written, nothing more (abort()
+    would add a last checkpoint)."""
+    writer.flush()
+    writer._release()
+
+
 def test_unsealed_run_reports_verified_prefix_and_tail(store: Path) -> None:
     writer = TranscriptWriter("r", store=store, checkpoint_records=4, checkpoint_interval_ms=0)
     for record in records(3, 10):
         writer.write(record)
-    writer.abort()
+    _crash(writer)
     report = check_run("r", store)
     assert not report.complete
     unsealed = next(f for f in report.findings if f.artifact == "transcript")
@@ -74,6 +81,19 @@ def test_unsealed_run_reports_verified_prefix_and_tail(store: Path) -> None:
     size = transcript_path(store, "r").stat().st_size
     assert unsealed.actual["unverified_bytes"] == size - unsealed.actual["verified_bytes"]
     assert unsealed.actual["torn_tail"] is False
+
+
+def test_abort_adds_a_last_checkpoint_so_every_record_is_verified(store: Path) -> None:
+    """A writer released on an exception (not a crash) vouches for all it wrote."""
+    writer = TranscriptWriter("r", store=store, checkpoint_records=4, checkpoint_interval_ms=0)
+    for record in records(3, 10):
+        writer.write(record)
+    writer.abort()
+    unsealed = next(f for f in check_run("r", store).findings if f.artifact == "transcript")
+    assert unsealed.code == "unsealed"
+    assert unsealed.actual is not None
+    assert unsealed.actual["verified_records"] == 10
+    assert unsealed.actual["unverified_bytes"] == 0
 
 
 def test_prefix_edit_under_a_checkpoint_is_modified_not_unsealed(store: Path) -> None:

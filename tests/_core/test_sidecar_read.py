@@ -37,7 +37,7 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.integrity._manifest import ArtifactSeal
-from agc.integrity._recover import _write_sidecar as recover_write_sidecar
+from agc.integrity._recover import _existing_sidecar_agrees
 from agc.integrity._seal import seal_file
 from agc.integrity._verify import check_run
 from agc.ledger._check import check_turn_file
@@ -210,7 +210,7 @@ def _recover(tmp_path: Path) -> tuple[Path, Callable[[], Any]]:
         last_seq=0,
         sealed_at_ms=1,
     )
-    return path, lambda: recover_write_sidecar(path, seal, replace_existing=False)
+    return path, lambda: _existing_sidecar_agrees(sidecar_path(path, "blake3"), path, seal)
 
 
 CALLERS: dict[str, Callable[[Path], tuple[Path, Callable[[], Any]]]] = {

@@ -65,12 +65,13 @@ def test_import_json_summary(
     assert json.loads(out)["records"] == 2
 
 
-def test_import_zero_records_gives_an_incomplete_run(
+def test_import_zero_records_with_allow_empty_gives_an_incomplete_run(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = tmp_path / "empty.jsonl"
     source.write_bytes(b"")
-    assert _import(capsys, str(source), "--run-id", "r1", "--store", str(store))[0] == 0
+    argv = [str(source), "--run-id", "r1", "--store", str(store), "--allow-empty"]
+    assert _import(capsys, *argv)[0] == 0
     assert verify_main(["r1", "--store", str(store)]) == ExitCode.FINDINGS
     assert "transcript has no records" in capsys.readouterr().out
 
@@ -161,11 +162,13 @@ def test_awkward_transcripts_keep_every_line(
 ) -> None:
     source = tmp_path / "in.jsonl"
     source.write_bytes(data)
+    # An empty input is refused unless asked for (tests/cli/test_failures.py).
+    extra = [] if data else ["--allow-empty"]
     if how == "import":
-        code = main(["import", str(source), "--run-id", "r1", "--store", str(store)])
+        code = main(["import", str(source), "--run-id", "r1", "--store", str(store), *extra])
     else:
         feed_stdin(monkeypatch, data)
-        code = main(["record", "--run-id", "r1", "--store", str(store)])
+        code = main(["record", "--run-id", "r1", "--store", str(store), *extra])
     assert code == ExitCode.OK
     stored = read_records(StoreLayout(store).artifact_path("r1", "transcript"))
     assert_keeps_every_line(data, stored)

@@ -57,9 +57,10 @@ def test_mismatching_sidecar_exits_1_and_is_left_alone(
     assert sidecar.read_bytes() == before
 
 
-def test_missing_file_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The same code as any missing input file (import, ledger show): tests/cli/test_failures.py
     code, _, err = _seal(capsys, str(tmp_path / "absent.jsonl"))
-    assert code == ExitCode.UNREADABLE
+    assert code == ExitCode.USAGE
     assert "does not exist" in err
     assert list(tmp_path.iterdir()) == []
 
@@ -85,7 +86,7 @@ def test_fifo_exits_3_without_blocking(tmp_path: Path) -> None:
         timeout=30,
         check=False,
     )
-    assert result.returncode == ExitCode.UNREADABLE
+    assert result.returncode == ExitCode.UNREADABLE  # cannot be read as a file
     assert "not a regular file" in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
 

@@ -13,9 +13,9 @@ from agc._core.digest import Algorithm, new_hasher
 from agc._core.store import StoreLayout
 from agc.errors import (
     InputError,
+    InputMissingError,
     RunLockedError,
     SidecarMismatchError,
-    StoreError,
     UnsafePathError,
 )
 from agc.exitcodes import ExitCode
@@ -96,9 +96,9 @@ def test_refuses_when_an_existing_sidecar_does_not_match(tmp_path: Path, existin
 
 
 def test_refuses_missing_folder_and_symlink(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="does not exist"):
+    with pytest.raises(InputMissingError, match="does not exist"):
         seal_file(tmp_path / "absent.jsonl")
-    with pytest.raises(StoreError, match="not a regular file"):
+    with pytest.raises(InputError, match="is a folder"):
         seal_file(tmp_path)
     target = tmp_path / "real.jsonl"
     target.write_bytes(b"x\n")

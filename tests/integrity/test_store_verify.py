@@ -19,8 +19,10 @@ import blake3
 import pytest
 import rfc8785
 
+from agc._core import store as store_rules
 from agc._core.digest import new_hasher
 from agc.integrity import _store_verify as store_verify_module
+from agc.integrity import _writer
 from agc.integrity._chain import manifest_digest
 from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
 from agc.integrity._store_verify import StoreFindingCode, StoreReport, check_store
@@ -64,10 +66,21 @@ def test_a_store_with_no_run_is_never_complete(store: Path, layout: str) -> None
     assert "empty" in {f.code for f in report.findings}
 
 
-@pytest.mark.parametrize("run_id", [".x", ".lock", "..x", "-a", "_", "a.json", "x.jsonl"])
+@pytest.mark.parametrize("run_id", [".x", ".lock", "..x", "_", "a.json", "x.jsonl"])
 def test_every_valid_run_id_verifies_with_all(store: Path, run_id: str) -> None:
     """Run ids are 1-128 of [A-Za-z0-9._-] other than . and ..; a leading dot too."""
     write_run(store, run_id)
+    report = check_store(store)
+    assert report.complete, [f.message for f in report.findings]
+
+
+def test_a_dash_run_id_made_before_the_creation_rule_still_verifies(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New run ids may not begin with '-'; a store written before that rule stays valid."""
+    monkeypatch.setattr(_writer, "validate_new_run_id", store_rules.validate_run_id)
+    write_run(store, "-a")
+    monkeypatch.undo()
     report = check_store(store)
     assert report.complete, [f.message for f in report.findings]
 

@@ -356,10 +356,21 @@ def test_folder_in_place_of_the_transcript(layout: StoreLayout) -> None:
     assert finding_codes(check_run("r1", layout.root)) == {"not-regular-file"}
 
 
-def test_unknown_run_is_missing_everything(layout: StoreLayout) -> None:
+def test_unknown_run_is_one_run_missing_finding_naming_the_store(layout: StoreLayout) -> None:
     report = check_run("nope", layout.root)
     assert not report.complete
-    assert report.missing == ("transcript file missing", "tool-events file missing")
+    assert report.missing == (f"no run 'nope' in store {layout.root}",)
+    assert [f.code for f in report.findings] == ["run-missing"]
+    assert [a.ok for a in report.artifacts] == [False, False]
+
+
+def test_a_run_with_one_file_left_is_not_run_missing(layout: StoreLayout) -> None:
+    path = layout.artifact_path("other", "tool-events")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'{"seq":0}\n')
+    report = check_run("other", layout.root)
+    assert "run-missing" not in finding_codes(report)
+    assert next(f.code for f in report.findings if f.artifact == "transcript") == "missing"
 
 
 def test_unsealed_and_torn_run(store: Path) -> None:

@@ -14,7 +14,13 @@ from typing import get_args
 import pytest
 
 from agc._core.digest import new_hasher
-from agc.errors import LedgerInvalidError, StoreError, VerificationError
+from agc.errors import (
+    InputError,
+    InputMissingError,
+    LedgerInvalidError,
+    StoreError,
+    VerificationError,
+)
 from agc.ledger import _check as check_module
 from agc.ledger._check import (
     LedgerFindingCode,
@@ -179,14 +185,15 @@ def test_not_a_turn_file(tmp_path: Path) -> None:
         show_turn_file(path)
 
 
-def test_unreadable_inputs_are_store_errors(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="does not exist"):
+def test_missing_or_unusable_turn_files_are_named(tmp_path: Path) -> None:
+    # A missing file is the same error as any missing input (exit 2); a symlink exit 3.
+    with pytest.raises(InputMissingError, match="does not exist"):
         check_turn_file(tmp_path / "missing.jsonl")
     (tmp_path / "real.jsonl").write_text("")
     (tmp_path / "link.jsonl").symlink_to(tmp_path / "real.jsonl")
     with pytest.raises(StoreError, match="symlink"):
         check_turn_file(tmp_path / "link.jsonl")
-    with pytest.raises(StoreError, match="not a regular file"):
+    with pytest.raises(InputError, match="is a folder"):
         check_turn_file(tmp_path)
 
 

@@ -3,6 +3,11 @@
 Every file inside a store is opened without following symlinks (``O_NOFOLLOW``) and
 every replacement is atomic (temporary file in the same folder, fsync, rename, fsync of
 the folder), so a crash leaves either the old or the new bytes, never a mix.
+
+A failure of the machine while writing (disk full, quota exceeded, read-only file
+system, I/O error, file-size limit: :data:`MACHINE_ERRNOS`) is raised as
+:class:`~agc.errors.FileWriteError`, naming the file and the cause, after the partial
+bytes are removed: the destination is unchanged, so a retry works.
 """
 
 from __future__ import annotations
@@ -19,25 +24,79 @@ from typing import BinaryIO, Final
 
 from agc.errors import (
     FileExistsRefusedError,
+    FileUnreadableError,
+    FileWriteError,
     InputError,
+    InputMissingError,
     RunLockedError,
     StoreError,
     UnsafePathError,
 )
 
 __all__ = [
+    "MACHINE_ERRNOS",
     "TEMP_SUFFIX",
+    "PreparedWrite",
+    "append_whole",
     "atomic_write_bytes",
+    "describe_os_error",
+    "ensure_dirs",
     "exclusive_lock",
     "fsync_dir",
     "is_temp_name",
     "iter_bounded_lines",
+    "machine_hint",
     "open_nofollow",
     "open_regular_file",
+    "prepare_write",
     "read_limited",
     "read_small_file",
     "remove_stale_temp_files",
+    "write_error",
 ]
+
+MACHINE_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+"""Errors of the machine, not of agc or of its input: exit 3, never "internal error"."""
+
+_CAUSES: Final = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EIO: "input/output error",
+    errno.EFBIG: "file-size limit reached",
+}
+_HINTS: Final = {
+    errno.ENOSPC: "Free disk space and run the command again; nothing was half-written.",
+    errno.EDQUOT: "Free space within your quota (or raise it) and run the command again.",
+    errno.EROFS: "The file system is mounted read-only: remount it read-write or use "
+    "another folder, then run the command again.",
+    errno.EIO: "The disk reported an I/O error: check it (dmesg, smartctl) before "
+    "writing to it again.",
+    errno.EFBIG: "Raise the file-size limit (ulimit -f) and run the command again.",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """A short lower-case cause for ``exc`` ("no space left on device" …)."""
+    if exc.errno in _CAUSES:
+        return _CAUSES[exc.errno]
+    return exc.strerror.lower() if exc.strerror else str(exc)
+
+
+def machine_hint(exc: OSError) -> str | None:
+    """What to do about a failure of the machine (``None`` for any other error)."""
+    return _HINTS.get(exc.errno or 0)
+
+
+def write_error(path: Path | str, exc: OSError, *, doing: str = "write") -> FileWriteError:
+    """The :class:`FileWriteError` for a failed write of ``path`` (``raise … from exc``)."""
+    return FileWriteError(
+        f"cannot {doing} {path}: {describe_os_error(exc)}",
+        path=str(path),
+        errno=exc.errno,
+        hint=_HINTS.get(exc.errno or 0),
+    )
+
 
 _O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
@@ -137,6 +196,22 @@ def read_small_file(path: Path, *, max_bytes: int) -> bytes:
         os.close(fd)
 
 
+def ensure_dirs(*folders: Path) -> None:
+    """Create each folder (and its parents) if absent.
+
+    Raises:
+        FileWriteError: a failure of the machine (read-only file system, disk full).
+        StoreError: any other reason (a file in the way, permissions).
+    """
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if exc.errno in MACHINE_ERRNOS:
+                raise write_error(folder, exc, doing="create the folder") from exc
+            raise StoreError(f"cannot create {folder}: {describe_os_error(exc)}") from exc
+
+
 def fsync_dir(path: Path) -> None:
     """fsync a folder so that a rename or create inside it is durable."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -144,6 +219,117 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class PreparedWrite:
+    """The new content of one file, complete and fsynced in a temporary file beside it.
+
+    Made by :func:`prepare_write`; :meth:`commit` puts it in place (a rename), and
+    :meth:`discard` removes it. Preparing several files before committing any lets a
+    caller replace them together: the space is taken before the first rename, so a full
+    disk leaves every destination as it was. Use it as a context manager: leaving the
+    ``with`` block discards what was not committed.
+    """
+
+    def __init__(self, path: Path, tmp: Path, fd: int) -> None:
+        self.path = path
+        self._tmp: Path | None = tmp
+        # Its exclusive flock is held until the rename is done: a temp file nobody holds
+        # is a crash's leftover, which remove_stale_temp_files() may delete.
+        self._fd: int | None = fd
+
+    def commit(self, *, overwrite: bool) -> None:
+        """Put the content in place, then fsync the folder.
+
+        Args:
+            overwrite: if False and the destination exists, refuse; the check and the
+                rename are one step (``os.link``), so a racing writer is never
+                overwritten either.
+
+        Raises:
+            FileExistsRefusedError: ``overwrite`` is False and the destination exists.
+            UnsafePathError: the destination is a symlink and ``overwrite`` is True.
+            FileWriteError: a failure of the machine; the destination is unchanged.
+            OSError: any other failure (a missing folder …); the destination is unchanged.
+        """
+        tmp = self._tmp
+        if tmp is None:
+            raise RuntimeError(f"the new content of {self.path} was already committed")
+        path = self.path
+        try:
+            if overwrite:
+                if path.is_symlink():
+                    raise UnsafePathError(f"{path} is a symlink; agc does not replace it")
+                os.replace(tmp, path)
+            else:
+                try:
+                    os.link(tmp, path)
+                except FileExistsError as exc:
+                    raise FileExistsRefusedError(f"{path} already exists") from exc
+        except OSError as exc:
+            self.discard()
+            if exc.errno in MACHINE_ERRNOS:
+                raise write_error(path, exc) from exc
+            raise
+        except BaseException:
+            self.discard()
+            raise
+        self.discard()  # after os.link the temporary name is a second link
+        try:
+            fsync_dir(path.parent)
+        except OSError as exc:
+            if exc.errno in MACHINE_ERRNOS:
+                raise write_error(path.parent, exc, doing="sync the folder") from exc
+            raise
+
+    def discard(self) -> None:
+        """Remove the temporary file if it is still there, release it (idempotent)."""
+        if self._tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._tmp)
+            self._tmp = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> PreparedWrite:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.discard()
+
+
+def prepare_write(path: Path, data: bytes, *, mode: int = 0o644) -> PreparedWrite:
+    """Write ``data`` to a new temporary file beside ``path`` and fsync it.
+
+    Nothing at ``path`` changes until :meth:`PreparedWrite.commit`.
+
+    Raises:
+        FileWriteError: a failure of the machine (the temporary file is removed).
+        OSError: any other failure, such as a missing folder (nothing is left behind).
+    """
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc) from exc
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        os.close(fd)
+        if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc) from exc
+        raise
+    return PreparedWrite(path, tmp, fd)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 0o644) -> None:
@@ -160,33 +346,39 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 
     Raises:
         FileExistsRefusedError: ``overwrite`` is False and ``path`` exists.
         UnsafePathError: ``path`` is a symlink and ``overwrite`` is True.
-        OSError: the write failed; the destination is unchanged.
+        FileWriteError: disk full, quota, read-only file system, I/O error or file-size
+            limit; the destination is unchanged and no temporary file is left.
+        OSError: any other failure (a missing folder …); the destination is unchanged.
     """
     if overwrite and path.is_symlink():
         raise UnsafePathError(f"{path} is a symlink; agc does not replace it")
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
+    prepare_write(path, data, mode=mode).commit(overwrite=overwrite)
+
+
+def append_whole(fd: int, data: bytes, *, path: Path, fsync: bool = True) -> None:
+    """Append ``data`` to the open file ``fd`` entirely, or not at all.
+
+    On a failed or short write the file is cut back to its length before the call, so
+    an append-only log never ends in half a line. The caller holds the file's lock.
+
+    Raises:
+        FileWriteError: a failure of the machine (the file is as it was).
+        OSError: any other failure (the file is as it was, if it could be cut back).
+    """
+    start = os.fstat(fd).st_size
     try:
-        # Held until the rename is done: a temp file nobody holds is a crash's leftover,
-        # which remove_stale_temp_files() may delete (see there).
-        fcntl.flock(fd, fcntl.LOCK_EX)
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError as exc:
-                raise FileExistsRefusedError(f"{path} already exists") from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        os.close(fd)
-    fsync_dir(path.parent)
+        if fsync:
+            os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="append to") from exc
+        raise
 
 
 def is_temp_name(name: str) -> bool:
@@ -246,8 +438,14 @@ def exclusive_lock(path: Path, *, blocking: bool, what: str) -> Iterator[int]:
 
     Raises:
         RunLockedError: ``blocking`` is False and someone else holds the lock.
+        FileWriteError: the lock file cannot be created (read-only file system, disk full).
     """
-    fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="create the lock file") from exc
+        raise
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
@@ -270,16 +468,22 @@ def read_limited(
         too_large: the error raised for a larger file.
 
     Raises:
-        InputError: the file does not exist or cannot be read.
+        InputMissingError: the file does not exist (exit 2).
+        InputError: it is a folder (exit 2).
+        FileUnreadableError: it cannot be read: permissions, I/O error (exit 3).
         too_large: it holds more than ``max_bytes`` bytes (never read whole).
     """
     try:
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     except FileNotFoundError as exc:
-        raise InputError(f"{what} {path} does not exist") from exc
+        raise InputMissingError(f"{what} {path} does not exist") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{what} {path} is a folder, not a file") from exc
     except OSError as exc:
-        raise InputError(f"{what} {path} cannot be read: {exc.strerror}") from exc
+        raise FileUnreadableError(
+            f"{what} {path} cannot be read: {describe_os_error(exc)}"
+        ) from exc
     if len(data) > max_bytes:
         raise too_large(f"{what} {path} is larger than {max_bytes} bytes")
     return data

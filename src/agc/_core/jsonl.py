@@ -37,7 +37,7 @@ policy hashes what it holds and returns the :class:`Prefix` to continue after) a
 from __future__ import annotations
 
 import abc
-import errno
+import contextlib
 import fcntl
 import os
 import stat
@@ -63,7 +63,17 @@ from agc._core.digest import (
     check_algorithm,
     new_hasher,
 )
-from agc._core.fs import atomic_write_bytes, open_nofollow
+from agc._core.fs import (
+    MACHINE_ERRNOS,
+    atomic_write_bytes,
+    ensure_dirs,
+    machine_hint,
+    open_nofollow,
+    write_error,
+)
+from agc._core.fs import (
+    describe_os_error as fs_describe_os_error,
+)
 from agc._core.json import JsonInvalidError, dumps_stdlib, not_native, orjson_options
 from agc._core.sidecar import format_sidecar, sidecar_path, sidecar_paths
 from agc.errors import (
@@ -438,7 +448,12 @@ class JsonlFileWriter(SealsOnExit):
         try:
             self._fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
-            raise StoreError(f"cannot open {self.path} for writing: {exc.strerror}") from exc
+            if exc.errno in MACHINE_ERRNOS:
+                raise write_error(self.path, exc, doing="open") from exc
+            raise StoreError(
+                f"cannot open {self.path} for writing: {exc.strerror}",
+                hint=f"Check that {self.path.parent} exists and that you may write it.",
+            ) from exc
         try:
             if not stat.S_ISREG(os.fstat(self._fd).st_mode):
                 raise UnsafePathError(f"{self.path} is not a regular file; agc writes only files")
@@ -540,14 +555,21 @@ class JsonlFileWriter(SealsOnExit):
             remove_checkpoints(self.path)
         except OSError as exc:
             self._failed = True
-            raise StoreError(f"sealing {self.path} failed: {exc}") from exc
+            raise StoreError(
+                f"sealing {self.path} failed: {describe_os_error(exc)}",
+                hint=f"Check that you may write {self.path.parent}; the file is unsealed.",
+            ) from exc
         finally:
             self._release()
         self.file_seal = seal
         return seal
 
     def abort(self) -> None:
-        """Write what is buffered and release the file without sealing it."""
+        """Write what is buffered and release the file without sealing it.
+
+        A last crash checkpoint covers every record written, so that the verifier shows
+        the whole unsealed file as verified and ``agc recover`` can seal it.
+        """
         if self._closed:
             return
         try:
@@ -555,6 +577,9 @@ class JsonlFileWriter(SealsOnExit):
                 self._write_buffer()
                 if self.fsync_policy != "none":
                     self._fsync()
+                if self.records_written:
+                    with contextlib.suppress(WriteFailedError):  # a help, not a must
+                        self._checkpoint()
         finally:
             self._release()
 
@@ -627,6 +652,7 @@ class JsonlFileWriter(SealsOnExit):
                 f"{self.records_written} records are complete on disk, "
                 f"{lost} buffered records were not written{note}",
                 records_written=self.records_written,
+                hint=machine_hint(exc),
             ) from exc
         self._account(data, count)
 
@@ -653,6 +679,7 @@ class JsonlFileWriter(SealsOnExit):
             raise WriteFailedError(
                 f"fsync of {self.path} failed ({describe_os_error(exc)})",
                 records_written=self.records_written,
+                hint=machine_hint(exc),
             ) from exc
 
     def _release(self) -> None:
@@ -667,6 +694,9 @@ class JsonlFileWriter(SealsOnExit):
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
+            # The other writer may have sealed the file meanwhile: then the policy says
+            # so (ArtifactSealedError), since "wait for the other writer" would not help.
+            self._seal_policy.before_open(self.path)
             raise RunLockedError(
                 f"{self._seal_policy.describe(self.path)} is already open in another writer"
             ) from exc
@@ -709,21 +739,16 @@ class JsonlFileWriter(SealsOnExit):
             raise WriteFailedError(
                 f"writing the checkpoint of {self.path} failed ({describe_os_error(exc)})",
                 records_written=self.records_written,
+                hint=machine_hint(exc),
             ) from exc
         self._schedule_checkpoint()
 
 
 def make_dirs(*folders: Path) -> None:
-    for folder in folders:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create {folder}: {describe_os_error(exc)}") from exc
+    """Create folders: :func:`agc._core.fs.ensure_dirs` (``FileWriteError``, ``StoreError``)."""
+    ensure_dirs(*folders)
 
 
 def describe_os_error(exc: OSError) -> str:
-    if exc.errno == errno.EFBIG:
-        return "file-size limit reached"
-    if exc.errno == errno.ENOSPC:
-        return "no space left on device"
-    return exc.strerror or str(exc)
+    """The cause of ``exc`` in words: :func:`agc._core.fs.describe_os_error`."""
+    return fs_describe_os_error(exc)

@@ -29,6 +29,7 @@ __all__ = [
     "ArtifactKind",
     "StoreLayout",
     "resolve_store",
+    "validate_new_run_id",
     "validate_run_id",
 ]
 
@@ -63,6 +64,26 @@ def validate_run_id(run_id: str) -> str:
         raise RunIdInvalidError(f"run id {run_id!r} contains the character {bad!r}")
     if run_id in {".", ".."}:
         raise RunIdInvalidError(f"run id {run_id!r} is not allowed")
+    return run_id
+
+
+def validate_new_run_id(run_id: str) -> str:
+    """Like :func:`validate_run_id`, for a run about to be created: also refuse a run id
+    that begins with ``-``, which every command line would read as an option (a run
+    named ``--help`` would turn ``agc-verify "$RUN_ID"`` into a help screen that exits 0).
+
+    Runs that already exist under such an id stay readable (``agc-verify -- -x``).
+
+    Raises:
+        RunIdInvalidError: as :func:`validate_run_id`, or the id begins with ``-``.
+    """
+    validate_run_id(run_id)
+    if run_id.startswith("-"):
+        raise RunIdInvalidError(
+            f"run id {run_id!r} begins with '-', which commands read as an option",
+            hint="Begin the run id with a letter, a digit, '.' or '_' (for example "
+            f"{'run' + run_id!r}).",
+        )
     return run_id
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agc.cli import evidence, ext, keys, ledger, readiness, resume
-from agc.cli.common import EPILOG, new_app, run_app
+from agc.cli import evidence, ext, keys, ledger, readiness, report, resume, runs
+from agc.cli.common import EPILOG, VersionOption, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
 __all__ = ["app", "main"]
@@ -15,9 +15,19 @@ app = new_app(
         "Seal agent transcripts as they are written, verify them in CI, and resume runs "
         "that died mid tool call."
     ),
+    completion=True,
 )
+
+
+@app.callback()
+def _options(version: VersionOption = False) -> None:
+    """agc: auditable, resumable AI-agent runs."""
+
+
 app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG)(verify_command)
 evidence.register(app)
+runs.register(app)
+report.register(app)
 keys.register(app)
 resume.register(app)
 ledger.register(app)

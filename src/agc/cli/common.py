@@ -8,30 +8,42 @@ traceback on stderr and is never reported as a verification verdict.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from types import FrameType
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-from agc.errors import AgcError
+from agc import __version__
+from agc._core.fs import MACHINE_ERRNOS, describe_os_error
+from agc._core.store import validate_run_id
+from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
 
 __all__ = [
     "EPILOG",
+    "Terminated",
+    "VersionOption",
     "byte_progress",
     "emit_json",
     "err_console",
     "new_app",
     "out_console",
+    "refuse_ambiguous",
     "report_error",
     "run_app",
+    "stop_code",
+    "write_lines",
 ]
 
 # click's "\b" keeps the table's line breaks when it re-wraps the epilog.
@@ -59,13 +71,73 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 out_console = _StdoutConsole(highlight=False, soft_wrap=True, emoji=False)
 
 
-def new_app(*, name: str, help_text: str) -> typer.Typer:
-    """A typer app configured the agc way: no rich tracebacks, exit codes in ``--help``."""
+def _print_version(ctx: typer.Context, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    program = ctx.find_root().info_name or "agc"
+    typer.echo(f"{program} {__version__}" if program == "agc" else f"{program} (agc) {__version__}")
+    raise typer.Exit(int(ExitCode.OK))
+
+
+VersionOption = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        expose_value=True,
+        help="Print the version and exit.",
+    ),
+]
+
+
+def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: str) -> None:
+    """Refuse a name that is both an existing file and a run, instead of picking one.
+
+    A name with a ``/`` is a path and never ambiguous (``./x`` means the file ``x``).
+
+    Args:
+        target: the name the user gave.
+        is_run: whether the store holds a run (or its snapshot) of that name.
+        run_what: how the message names the run ("the snapshot of run x in store S").
+
+    Raises:
+        UsageError: ``target`` names an existing file and a run.
+    """
+    if "/" in target or os.sep in target or not os.path.lexists(target):
+        return
+    try:
+        validate_run_id(target)
+    except AgcError:
+        return
+    if is_run(target):
+        raise UsageError(
+            f"{target!r} is ambiguous: it is both the file ./{target} and {run_what}",
+            hint=f"Write ./{target} to mean the file; to mean the run, run the command "
+            "from another folder (or rename the file).",
+        )
+
+
+def write_lines(lines: list[str]) -> None:
+    """Write human lines to stdout as they are (no markup, no wrapping)."""
+    try:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+
+
+def new_app(*, name: str, help_text: str, completion: bool = False) -> typer.Typer:
+    """A typer app configured the agc way: no rich tracebacks, exit codes in ``--help``.
+
+    ``completion`` adds typer's ``--install-completion`` / ``--show-completion`` (for the
+    programs themselves, not for sub-groups).
+    """
     return typer.Typer(
         name=name,
         help=help_text,
         epilog=EPILOG,
-        add_completion=False,
+        add_completion=completion,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
@@ -102,6 +174,59 @@ def emit_json(data: Any) -> None:
         _discard_stdout()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``, so that
+    writers release their files on the way out (``with`` blocks, ``finally``)."""
+
+
+class _StopState:
+    """What stopped the current command, since typer turns any ``KeyboardInterrupt``
+    (SIGTERM's :class:`Terminated` too) into a silent exit code 130."""
+
+    terminated = False
+    reported = False
+
+
+_stop = _StopState()
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
+    _stop.terminated = True
+    raise Terminated
+
+
+def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
+    """Exit code and word for a stop: ``(130, "interrupted")`` or ``(143, "terminated")``.
+
+    A command that prints its own line about the stop (what is on disk) calls this,
+    and the generic word is then not printed again.
+    """
+    _stop.reported = True
+    if isinstance(exc, Terminated) or _stop.terminated:
+        return ExitCode.TERMINATED, "terminated"
+    return ExitCode.INTERRUPTED, "interrupted"
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While a command runs, SIGTERM raises :class:`Terminated` (only when the process
+    has the default handler and this is the main thread, where signals are delivered)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
+
+
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:
     """Print an agc error (message and hint) to stderr; return its exit code."""
     if as_json:
@@ -119,8 +244,10 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
+    _stop.terminated = _stop.reported = False
     try:
-        result = app(args=args, prog_name=prog_name, standalone_mode=False)
+        with _sigterm_raises():
+            result = app(args=args, prog_name=prog_name, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.TyperException as exc:
@@ -136,16 +263,40 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
         return int(ExitCode.USAGE)
     except AgcError as exc:
         return report_error(exc, as_json=as_json)
-    except KeyboardInterrupt:
-        err_console.print("interrupted", markup=False)
-        return int(ExitCode.INTERNAL)
-    except Exception:
-        traceback.print_exc(file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        code, word = stop_code(exc)
+        err_console.print(word, markup=False)
+        return int(code)
+    except OSError as exc:
+        if exc.errno not in _UNREADABLE_ERRNOS:
+            return _internal_error()
+        # The machine, not agc: a full disk or a read-only folder is never "a bug".
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(f"error: {where}{describe_os_error(exc)}", markup=False)
         err_console.print(
-            "internal error: agc failed unexpectedly; this is a bug, not a verdict",
+            "hint: free disk space or fix the permissions, then run the command again",
             markup=False,
         )
-        return int(ExitCode.INTERNAL)
+        return int(ExitCode.UNREADABLE)
+    except Exception:
+        return _internal_error()
+    if result == ExitCode.INTERRUPTED:
+        # typer's exit code for a KeyboardInterrupt it caught (or a command's own).
+        reported = _stop.reported
+        code, word = stop_code(Terminated() if _stop.terminated else KeyboardInterrupt())
+        if not reported:
+            err_console.print(word, markup=False)
+        return int(code)
     if result is None:
         return int(ExitCode.OK)
     return int(result)
+
+
+def _internal_error() -> int:
+    """Print the traceback of the exception being handled; exit 4 (a bug, not a verdict)."""
+    traceback.print_exc(file=sys.stderr)
+    err_console.print(
+        "internal error: agc failed unexpectedly; this is a bug, not a verdict",
+        markup=False,
+    )
+    return int(ExitCode.INTERNAL)

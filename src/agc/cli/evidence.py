@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -12,16 +13,31 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from agc._core.fs import atomic_write_bytes
-from agc._core.store import StoreLayout, validate_run_id
-from agc.cli.common import byte_progress, emit_json, err_console, out_console
+from agc._core.fs import atomic_write_bytes, describe_os_error
+from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
+from agc.cli.common import (
+    EPILOG,
+    byte_progress,
+    emit_json,
+    err_console,
+    out_console,
+    stop_code,
+)
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.verify import StoreOption, format_report
 from agc.demo import demo_run
-from agc.errors import InputError, UsageError, VerificationError
+from agc.errors import (
+    FileUnreadableError,
+    InputError,
+    InputMissingError,
+    StoreError,
+    UsageError,
+    VerificationError,
+)
 from agc.exitcodes import ExitCode
 from agc.integrity._export import iter_session_lines
 from agc.integrity._ingest import IngestSummary, ingest_stream
+from agc.integrity._runs import run_is_sealed
 from agc.integrity._seal import seal_file
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
@@ -47,6 +63,68 @@ AlgorithmOption = Annotated[
     AlgorithmChoice, typer.Option("--algorithm", help="Digest algorithm of the seal.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+AllowEmptyOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="Seal a run even when the input holds no line (it never verifies complete).",
+    ),
+]
+
+
+def recover_hint(run_id: str, store: Path | None) -> str:
+    """The ``agc recover`` command line for a run (with ``--store`` when one was given)."""
+    words = ["agc", "recover", run_id]
+    if store is not None:
+        words += ["--store", str(store)]
+    return shlex.join(words)
+
+
+def _on_disk(run_id: str, store: Path | None, kind: Kind) -> tuple[Path, int, int] | None:
+    """``(path, records, bytes)`` of the run's file, or ``None`` if there is none."""
+    path = StoreLayout.at(store).artifact_path(run_id, kind.value)
+    try:
+        with path.open("rb") as handle:
+            records = size = 0
+            while chunk := handle.read(1 << 20):
+                records += chunk.count(b"\n")
+                size += len(chunk)
+    except OSError:  # absent, or the store itself cannot be read
+        return None
+    return path, records, size
+
+
+def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind) -> int:
+    """One line on stderr after Ctrl-C / SIGTERM: what is on disk and how to seal it."""
+    code, word = stop_code(exc)
+    found = _on_disk(run_id, store, kind)
+    if found is None:
+        err_console.print(f"{word}: nothing was recorded; run id {run_id} stays free", markup=False)
+    else:
+        path, records, size = found
+        err_console.print(
+            f"{word}: run {run_id} is NOT sealed; {records:,} records ({size:,} bytes) of its "
+            f"{kind.value} are on disk in {path}; seal them with `{recover_hint(run_id, store)}`",
+            markup=False,
+        )
+    return int(code)
+
+
+def _explain_failure(exc: StoreError, run_id: str, store: Path | None, kind: Kind) -> None:
+    """A write that failed midway (disk full …): point to `agc recover` when records
+    are on disk (the run is unsealed), keep the error's own hint otherwise."""
+    found = _on_disk(run_id, store, kind)
+    layout = StoreLayout.at(store)
+    if all(run_is_sealed(layout, run_id, k) for k in ("transcript", "tool-events")):
+        exc.hint = (
+            "The run is sealed but its store-chain link may be missing; once the disk can "
+            f"be written, `{recover_hint(run_id, store)}` adds it."
+        )
+    elif found is not None and found[1] > 0:
+        exc.hint = (
+            f"The run is unsealed: its {found[1]:,} complete records are intact. Free disk "
+            f"space, then `{recover_hint(run_id, store)}` seals them."
+        )
 
 
 def _print_summary(summary: IngestSummary, as_json: bool) -> None:
@@ -67,33 +145,45 @@ def record_command(
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
     signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
 ) -> int:
     """Read JSONL from stdin and write it to a run, sealing at end of input.
 
     Every line becomes a record; a line that is not a JSON object is kept as a record
     that says so (with its text) and counted in the summary. The other artifact of the
-    run is sealed as an empty file.
+    run is sealed as an empty file. An empty input is refused (exit 2, nothing is
+    sealed, the run id stays free) unless --allow-empty is given. Stopped by Ctrl-C or
+    SIGTERM (exit 130/143), the records read so far stay on disk, unsealed: `agc
+    recover RUN` seals them.
 
     \b
     Examples:
       codex exec --json "fix the tests" | agc record --run-id fix-tests-42
       my-runner --events | agc record --run-id r7 --kind tool-events
     """
-    validate_run_id(run_id)
+    validate_new_run_id(run_id)
     if sys.stdin is None:  # started with standard input closed (`<&-`)
         raise InputError(
             "agc record has no standard input (it is closed)",
             hint="Pipe the agent's JSONL into agc record, or use agc import FILE.",
         )
     stdin: BinaryIO = sys.stdin.buffer
-    summary = ingest_stream(
-        stdin,
-        run_id,
-        kind=kind.value,
-        store=store,
-        algorithm=algorithm.value,
-        signing_key=signing_key_from(signing_key),
-    )
+    key = signing_key_from(signing_key)
+    try:
+        summary = ingest_stream(
+            stdin,
+            run_id,
+            kind=kind.value,
+            store=store,
+            algorithm=algorithm.value,
+            signing_key=key,
+            allow_empty=allow_empty,
+        )
+    except KeyboardInterrupt as exc:
+        return _stopped(exc, run_id, store, kind)
+    except StoreError as exc:
+        _explain_failure(exc, run_id, store, kind)
+        raise
     _print_summary(summary, as_json)
     return int(ExitCode.OK)
 
@@ -106,40 +196,59 @@ def import_command(
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
     signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
 ) -> int:
     """Copy an existing JSONL file into the store through the writer, and seal it.
+
+    An empty file is refused (exit 2, the run id stays free) unless --allow-empty.
 
     \b
     Examples:
       agc import ~/.codex/sessions/2026/11/30/rollout-x.jsonl --run-id rollout-1130
       agc import session.jsonl --run-id cc-1 --store ./evidence --json
     """
-    validate_run_id(run_id)
-    try:
-        handle = file.open("rb")
-    except FileNotFoundError as exc:
-        raise InputError(f"{file} does not exist", hint="Name an existing JSONL file.") from exc
-    except IsADirectoryError as exc:
-        raise InputError(f"{file} is a folder, not a file") from exc
-    except PermissionError as exc:
-        raise InputError(f"{file} cannot be read: permission denied") from exc
+    validate_new_run_id(run_id)
+    handle = open_input(file, what="input file")
     target = StoreLayout.at(store).artifact_path(run_id, kind.value)
     if target.exists() and os.path.samestat(target.lstat(), os.fstat(handle.fileno())):
         handle.close()
         # Reading the file the writer appends to would copy it into itself forever.
         raise InputError(f"{file} is the {kind.value} file of run {run_id} itself")
-    with handle, byte_progress(file.stat().st_size, f"importing {file.name}") as progress:
-        summary = ingest_stream(
-            handle,
-            run_id,
-            kind=kind.value,
-            store=store,
-            algorithm=algorithm.value,
-            progress=progress,
-            signing_key=signing_key_from(signing_key),
-        )
+    key = signing_key_from(signing_key)
+    try:
+        with handle, byte_progress(file.stat().st_size, f"importing {file.name}") as progress:
+            summary = ingest_stream(
+                handle,
+                run_id,
+                kind=kind.value,
+                store=store,
+                algorithm=algorithm.value,
+                progress=progress,
+                signing_key=key,
+                allow_empty=allow_empty,
+            )
+    except KeyboardInterrupt as exc:
+        return _stopped(exc, run_id, store, kind)
+    except StoreError as exc:
+        _explain_failure(exc, run_id, store, kind)
+        raise
     _print_summary(summary, as_json)
     return int(ExitCode.OK)
+
+
+def open_input(path: Path, *, what: str) -> BinaryIO:
+    """Open a file the user named for reading, with the same errors for every command:
+    missing is exit 2 (``input-missing``), a folder exit 2, unreadable exit 3."""
+    try:
+        return path.open("rb")
+    except FileNotFoundError as exc:
+        raise InputMissingError(f"{what} {path} does not exist") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{what} {path} is a folder, not a file") from exc
+    except OSError as exc:
+        raise FileUnreadableError(
+            f"{what} {path} cannot be read: {describe_os_error(exc)}"
+        ) from exc
 
 
 def export_command(
@@ -200,8 +309,11 @@ def export_command(
         atomic_write_bytes(out, data, overwrite=False, mode=0o600)
     except FileNotFoundError as exc:
         raise InputError(f"--out {out}: its folder does not exist") from exc
-    except PermissionError as exc:
-        raise InputError(f"--out {out} cannot be written: permission denied") from exc
+    except PermissionError as exc:  # exit 3, as every unwritable file (FileWriteError too)
+        raise StoreError(
+            f"--out {out} cannot be written: permission denied",
+            hint="Choose a folder you may write.",
+        ) from exc
     err_console.print(f"run {run_id} ({kind.value}) written to {out}", markup=False)
     return int(ExitCode.OK)
 
@@ -276,8 +388,8 @@ def demo_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``record``, ``import``, ``export``, ``seal`` and ``demo`` to the ``agc`` app."""
-    app.command(name="record")(record_command)
-    app.command(name="import")(import_command)
-    app.command(name="export")(export_command)
-    app.command(name="seal")(seal_command)
-    app.command(name="demo")(demo_command)
+    app.command(name="record", epilog=EPILOG)(record_command)
+    app.command(name="import", epilog=EPILOG)(import_command)
+    app.command(name="export", epilog=EPILOG)(export_command)
+    app.command(name="seal", epilog=EPILOG)(seal_command)
+    app.command(name="demo", epilog=EPILOG)(demo_command)

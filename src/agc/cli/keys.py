@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from agc.cli.common import emit_json, out_console
+from agc.cli.common import EPILOG, emit_json, new_app, out_console
 from agc.cli.verify import StoreOption
 from agc.exitcodes import ExitCode
 from agc.integrity._recover import recover_run, recover_store
@@ -26,13 +26,7 @@ SigningKeyOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 
-keys_app = typer.Typer(
-    name="keys",
-    help="Manage Ed25519 signing keys for run manifests.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+keys_app = new_app(name="keys", help_text="Manage Ed25519 signing keys for run manifests.")
 
 
 def signing_key_from(option: Path | None) -> SigningKey | None:
@@ -43,18 +37,24 @@ def signing_key_from(option: Path | None) -> SigningKey | None:
     return load_signing_key(path) if path is not None else None
 
 
-@keys_app.command("generate")
+@keys_app.command("generate", epilog=EPILOG)
 def generate_command(
     out: Annotated[Path, typer.Option("--out", help="Folder for the key pair.")],
     as_json: JsonOption = False,
 ) -> int:
     """Create DIR/signing-key.pem (mode 0600) and DIR/signing-key.pub.pem.
 
+    Both are written in full before either takes its name: a full or read-only disk
+    leaves no key at all (exit 3), and the same command works once there is space.
+    Existing keys are never overwritten. DIR can then be given to agc-verify
+    --trusted-key (or $AGC_TRUSTED_KEYS): its private key is skipped.
+
     \b
     Examples:
       agc keys generate --out ~/.agc/keys
       AGC_SIGNING_KEY=~/.agc/keys/signing-key.pem agc record --run-id r1 < run.jsonl
       agc-verify r1 --trusted-key ~/.agc/keys/signing-key.pub.pem --require-signature
+      AGC_TRUSTED_KEYS=~/.agc/keys agc-verify --all
     """
     private, public, key_id = generate_keypair(out)
     if as_json:
@@ -143,4 +143,4 @@ def recover_command(
 def register(app: typer.Typer) -> None:
     """Add ``keys`` and ``recover`` to the ``agc`` app."""
     app.add_typer(keys_app)
-    app.command(name="recover")(recover_command)
+    app.command(name="recover", epilog=EPILOG)(recover_command)

@@ -15,7 +15,7 @@ from rich.text import Text
 from agc._core import json as strict_json
 from agc._core.fs import read_limited
 from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
-from agc.errors import InputError, JsonInvalidError, UsageError
+from agc.errors import InputError, InputMissingError, JsonInvalidError, UsageError
 from agc.exitcodes import ExitCode
 from agc.ledger._check import LedgerReport, check_turn_file, show_turn_file
 from agc.ledger._classify import TurnSummary
@@ -155,8 +155,10 @@ def record_command(
     for root in roots:
         if not (root.startswith(("/", "\\")) or (len(root) > 2 and root[1] == ":")):
             raise UsageError(f"--agent-root {root!r} is not an absolute path")
+    if input_file is not None and not input_file.exists():
+        raise InputMissingError(f"input file {input_file} does not exist")
     if input_file is not None and not input_file.is_file():
-        raise InputError(f"input file {input_file} does not exist or is not a file")
+        raise InputError(f"input file {input_file} is not a file")
     stream: BinaryIO
     if input_file is None:
         stream, size, where = sys.stdin.buffer, None, "stdin"

@@ -17,7 +17,7 @@ from agc._core import json as strict_json
 from agc._core.fs import atomic_write_bytes
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
-from agc.cli.common import EPILOG, emit_json, err_console, out_console
+from agc.cli.common import EPILOG, emit_json, err_console, out_console, refuse_ambiguous
 from agc.cli.verify import StoreOption
 from agc.errors import (
     HistoryEmptyError,
@@ -25,6 +25,7 @@ from agc.errors import (
     InputError,
     JsonInvalidError,
     SnapshotNotFoundError,
+    StoreError,
     UsageError,
     VerificationError,
 )
@@ -39,6 +40,7 @@ from agc.resume._snapshot import (
     ToolCallState,
     load_snapshot,
     load_snapshot_file,
+    snapshot_path,
 )
 from agc.resume._validate import HistoryReport, check_loaded
 
@@ -268,8 +270,11 @@ def _write_out(out: Path, source: Path | None, data: bytes) -> None:
         atomic_write_bytes(out, data, overwrite=False, mode=0o600)
     except FileNotFoundError as exc:
         raise InputError(f"--out {out}: its folder does not exist") from exc
-    except PermissionError as exc:
-        raise InputError(f"--out {out} cannot be written: permission denied") from exc
+    except PermissionError as exc:  # exit 3, as every unwritable file (FileWriteError too)
+        raise StoreError(
+            f"--out {out} cannot be written: permission denied",
+            hint="Choose a folder you may write.",
+        ) from exc
 
 
 StrategyOption = Annotated[
@@ -330,6 +335,14 @@ def resume_command(
     snapshot: SessionSnapshot | None = None
     size = 0  # input bytes, for the status line
     path = Path(target)
+    refuse_ambiguous(
+        target,
+        is_run=lambda name: (
+            _has_run(name, store)
+            or any(snapshot_path(name, store, compressed=z).exists() for z in (False, True))
+        ),
+        run_what=f"run {target} in the store",
+    )
     if os.path.lexists(path):
         source = path
         data = _read_input(path)

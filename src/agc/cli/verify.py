@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Final
 
 import typer
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -13,31 +15,54 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console, run_app
-from agc.cli.ledger import run_check
-from agc.cli.verify_text import format_report
+from agc.cli.common import (
+    EPILOG,
+    VersionOption,
+    emit_json,
+    err_console,
+    new_app,
+    out_console,
+    run_app,
+    write_lines,
+)
+from agc.cli.ledger import format_check
+from agc.cli.verify_text import (
+    format_report,
+    format_store,
+    recovery_hint,
+    store_summary,
+    use_color,
+)
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity._signing import load_trusted_keys
 from agc.integrity._store_verify import StoreReport, check_store
 from agc.integrity._verify import check_run
+from agc.ledger._check import check_turn_file
+from agc.ledger._policy import load_policy
 
-__all__ = ["format_report", "main", "verify_command"]
+__all__ = ["format_report", "main", "parse_head", "trusted_keys_from", "verify_command"]
 
 VERIFY_HELP = """Check that a run's evidence is complete and untouched.
 
 Exit 0 only when every artifact (transcript, tool events) is present, sealed and
 matches its seal, and the transcript holds at least one record. With --all, check
-every run of the store and the store-wide chain, and print the chain head. With
---turn-file, check a turn ledger file as `agc ledger check` does.
+every run of the store and the store-wide chain, and print the chain head: one plain
+line per run when stdout is not a terminal (failing runs first), a table on one. With
+--turn-file, check a turn ledger file as `agc ledger check` does. Like `sha256sum -c`:
+--quiet prints only failures, --status prints nothing (the exit code says it all).
+A run id that begins with '-' (agc no longer creates one) goes after `--`.
 
 \b
 Examples:
   agc-verify fix-tests-42
   agc-verify fix-tests-42 --store ./evidence --json
-  agc-verify fix-tests-42 --trusted-key ci.pub.pem --require-signature
-  agc-verify --all --expect-head 3f1c…   # fail if the store was rolled back
+  agc-verify fix-tests-42 --status && deploy
+  agc-verify fix-tests-42 --trusted-key ~/.agc/keys --require-signature
+  agc-verify --all --quiet
+  agc-verify --all --expect-head 3f1c…   # 64 hex digits: fail if the store was rolled back
   agc-verify --turn-file .agent/runtime/direct-codex/turns/Abc123-def.jsonl
+  agc-verify -- -old-run-id
 """
 
 StoreOption = Annotated[
@@ -48,35 +73,108 @@ StoreOption = Annotated[
         show_default=False,
     ),
 ]
+_HEAD: Final = re.compile(r"[0-9a-fA-F]{64}")
 
 
-def _print_store(report: StoreReport) -> None:
+def _print_table(report: StoreReport) -> None:
+    """``--all`` on a terminal: a table (rich); failing runs first."""
     table = Table(title=Text(f"store {report.store}"), show_lines=False)
     for column in ("run", "verdict", "signature", "findings"):
-        table.add_column(column)
-    for run in report.runs:
-        verdict = "complete" if run.complete else "INCOMPLETE"
+        table.add_column(column, overflow="fold")
+    for run in sorted(report.runs, key=lambda r: (r.complete, r.run_id)):
+        verdict = Text("complete", style="green") if run.complete else Text("INCOMPLETE", "red")
         # Text, not markup: findings quote store content ("[/]" would crash rich).
-        cells = (run.run_id, verdict, run.signature, "; ".join(run.missing))
-        table.add_row(*(Text(cell) for cell in cells))
+        table.add_row(Text(run.run_id), verdict, Text(run.signature), Text("; ".join(run.missing)))
     out_console.print(table)
     for finding in report.findings:
         out_console.print(f"FAIL store        {finding.message}", markup=False)
-    total = len(report.runs)
-    good = sum(r.complete for r in report.runs)
-    verdict = "complete" if report.complete else "INCOMPLETE"
-    out_console.print(
-        f"store: {verdict}; {good}/{total} runs complete; "
-        f"chain head {report.head or '(empty)'} at position {report.head_position}",
-        markup=False,
-    )
+    out_console.print(store_summary(report), markup=False)
 
 
 def _trusted(paths: list[Path] | None) -> Mapping[str, Ed25519PublicKey] | None:
+    """:func:`trusted_keys_from` with notes printed (for other commands' options)."""
+    return trusted_keys_from(paths)
+
+
+def trusted_keys_from(
+    paths: list[Path] | None, *, quiet: bool = False
+) -> Mapping[str, Ed25519PublicKey] | None:
+    """The trusted keys of ``--trusted-key`` (files or folders) and ``$AGC_TRUSTED_KEYS``;
+    ``None`` when neither is given. Skipped private keys are noted on stderr."""
     folder = os.environ.get("AGC_TRUSTED_KEYS")
     if not paths and not folder:
         return None
-    return load_trusted_keys(paths or [], folder=Path(folder) if folder else None)
+
+    def note(text: str) -> None:
+        if not quiet:
+            err_console.print(f"note: {text}", markup=False)
+
+    return load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)
+
+
+def _check_options(
+    *,
+    run_id: str | None,
+    all_runs: bool,
+    turn_file: Path | None,
+    store: Path | None,
+    as_json: bool,
+    quiet: bool,
+    status: bool,
+    trusted_key: list[Path] | None,
+    require_signature: bool,
+    allow_unsigned: bool,
+    expect_head: str | None,
+) -> str | None:
+    """Refuse options that do not apply (never silently ignored); return the expected
+    head in lower case."""
+    if as_json and (quiet or status):
+        raise UsageError("--json prints the whole report; it does not go with --quiet/--status")
+    if turn_file is not None:
+        if run_id is not None or all_runs:
+            raise UsageError("give a run id, --all or --turn-file, not several")
+        given = [
+            name
+            for name, used in (
+                ("--trusted-key", bool(trusted_key)),
+                ("--require-signature", require_signature),
+                ("--allow-unsigned", allow_unsigned),
+                ("--expect-head", expect_head is not None),
+                ("--store", store is not None),
+            )
+            if used
+        ]
+        if given:
+            raise UsageError(
+                f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply "
+                "to --turn-file",
+                hint="A turn file is checked against its own seal records; it is not in a "
+                "store and has no signature.",
+            )
+        return None
+    if all_runs and run_id is not None:
+        raise UsageError("give a run id or --all, not both")
+    if not all_runs and run_id is None:
+        raise UsageError("missing run id", hint="Give a run id, or --all for the whole store.")
+    if expect_head is None:
+        return None
+    if not all_runs:
+        raise UsageError("--expect-head goes with --all")
+    return parse_head(expect_head)
+
+
+def parse_head(value: str) -> str:
+    """A pinned chain head: 64 hex digits in either case, returned in lower case.
+
+    Raises:
+        UsageError: anything else (never read as "the store was rolled back").
+    """
+    if _HEAD.fullmatch(value) is None:
+        raise UsageError(
+            f"--expect-head {value!r} is not a chain head digest",
+            hint="Give the 64 hex digits printed as 'chain head' by an earlier `agc-verify --all`.",
+        )
+    return value.lower()
 
 
 def verify_command(
@@ -95,7 +193,8 @@ def verify_command(
         list[Path] | None,
         typer.Option(
             "--trusted-key",
-            help="Trusted Ed25519 public key (PEM); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
+            help="Trusted Ed25519 public key (PEM), or a folder of them (private keys in "
+            "it are skipped); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
             show_default=False,
             metavar="<path>",
         ),
@@ -118,7 +217,7 @@ def verify_command(
         str | None,
         typer.Option(
             "--expect-head",
-            help="With --all: fail unless the chain contains this head digest.",
+            help="With --all: fail unless the chain contains this head digest (64 hex).",
             show_default=False,
         ),
     ] = None,
@@ -130,23 +229,45 @@ def verify_command(
             show_default=False,
         ),
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only what failed (nothing if all is well).")
+    ] = False,
+    status: Annotated[
+        bool, typer.Option("--status", help="Print nothing; the exit code is the verdict.")
+    ] = False,
+    version: VersionOption = False,  # noqa: ARG001 - handled by its callback
 ) -> int:
     """Check that a run's evidence is complete and untouched."""
+    expect_head = _check_options(
+        run_id=run_id,
+        all_runs=all_runs,
+        turn_file=turn_file,
+        store=store,
+        as_json=as_json,
+        quiet=quiet,
+        status=status,
+        trusted_key=trusted_key,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+        expect_head=expect_head,
+    )
+    quiet = quiet or status
     if turn_file is not None:
-        if run_id is not None or all_runs:
-            raise UsageError("give a run id, --all or --turn-file, not several")
-        return run_check(turn_file, policy=None, as_json=as_json)
-    trusted = _trusted(trusted_key)
+        ledger_report = check_turn_file(turn_file, policy=load_policy(None))
+        if as_json:
+            emit_json(ledger_report.to_dict())
+        elif not status:
+            lines = format_check(ledger_report)
+            if quiet:
+                lines = [] if ledger_report.ok else [x for x in lines if not x.startswith("warn")]
+            write_lines(lines)
+        return int(ExitCode.OK if ledger_report.ok else ExitCode.FINDINGS)
+    trusted = trusted_keys_from(trusted_key, quiet=status)
     if all_runs:
-        if run_id is not None:
-            raise UsageError("give a run id or --all, not both")
         return _verify_store(
-            store, trusted, require_signature, allow_unsigned, expect_head, as_json
+            store, trusted, require_signature, allow_unsigned, expect_head, as_json, quiet, status
         )
-    if run_id is None:
-        raise UsageError("missing run id", hint="Give a run id, or --all for the whole store.")
-    if expect_head is not None:
-        raise UsageError("--expect-head goes with --all")
+    assert run_id is not None
     report = check_run(
         run_id,
         store,
@@ -156,9 +277,11 @@ def verify_command(
     )
     if as_json:
         emit_json(report.to_dict())
-    else:
-        for line in format_report(report):
-            out_console.print(line, markup=False)
+    elif not status:
+        write_lines(format_report(report, color=use_color(sys.stdout), quiet=quiet))
+        hint = recovery_hint(report, store=str(store) if store is not None else None)
+        if hint is not None:
+            err_console.print(hint, markup=False)
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
@@ -169,6 +292,8 @@ def _verify_store(
     allow_unsigned: bool,
     expect_head: str | None,
     as_json: bool,
+    quiet: bool,
+    status: bool,
 ) -> int:
     def run(progress: Callable[[int, int], None] | None) -> StoreReport:
         return check_store(
@@ -180,7 +305,7 @@ def _verify_store(
             progress=progress,
         )
 
-    if err_console.is_terminal:
+    if err_console.is_terminal and not status:
         columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn())
         with Progress(*columns, console=err_console, transient=True) as bar:
             task = bar.add_task("runs", total=None)
@@ -189,12 +314,16 @@ def _verify_store(
         report = run(None)
     if as_json:
         emit_json(report.to_dict())
+    elif status:
+        pass
+    elif out_console.is_terminal and not quiet:
+        _print_table(report)
     else:
-        _print_store(report)
+        write_lines(format_store(report, color=use_color(sys.stdout), quiet=quiet))
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
-app = new_app(name="agc-verify", help_text=VERIFY_HELP)
+app = new_app(name="agc-verify", help_text=VERIFY_HELP, completion=True)
 app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG)(verify_command)
 
 

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from agc.cli.verify_text import format_report
+from agc.cli.verify_text import format_report, recovery_hint, use_color
 from agc.exitcodes import ExitCode
 from agc.integrity._verify import check_run
 
@@ -70,14 +70,18 @@ def main(argv: list[str] | None = None) -> int:
         report = check_run(run_id, store)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
-        return int(ExitCode.INTERNAL)
+        return int(ExitCode.INTERRUPTED)
     except Exception:
         # Bad run id, unreadable store, a bug: the full command reports it its usual way.
         return _full(args)
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write("".join(line + "\n" for line in format_report(report)))
+        lines = format_report(report, color=use_color(sys.stdout))
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        hint = recovery_hint(report, store=store)
+        if hint is not None:
+            sys.stderr.write(hint + "\n")
     sys.stdout.flush()
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 

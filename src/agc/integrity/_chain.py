@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from agc._core.fs import (
+    MACHINE_ERRNOS,
+    append_whole,
     atomic_write_bytes,
     exclusive_lock,
     iter_bounded_lines,
@@ -47,6 +49,7 @@ from agc._core.fs import (
     open_regular_file,
     read_small_file,
     remove_stale_temp_files,
+    write_error,
 )
 from agc._core.json import JsonInvalidError, loads, loads_lines
 from agc._core.store import StoreLayout, validate_run_id
@@ -237,6 +240,10 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
 
     Must be called under the chain lock, after ``manifest`` (with its ``chain`` member
     set from :func:`read_head`) has been written.
+
+    Raises:
+        FileWriteError: the disk is full (or read-only …); the chain log is as it was,
+            and ``agc recover`` adds the link once the disk can be written again.
     """
     assert manifest.chain is not None
     entry = ChainEntry(
@@ -246,14 +253,16 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         prev=manifest.chain.get("prev"),
     )
     line = json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
-    fd = open_nofollow(chain_log_path(layout), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    path = chain_log_path(layout)
     try:
-        written = os.write(fd, line)
-        if written != len(line):
-            # A short write (disk full): cut the partial line so the log stays whole.
-            os.ftruncate(fd, os.fstat(fd).st_size - written)
-            raise StoreError(f"cannot append to {chain_log_path(layout)}: short write")
-        os.fsync(fd)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="open") from exc
+        raise
+    try:
+        # Whole or not at all: a full disk never leaves half a link to glue the next to.
+        append_whole(fd, line, path=path)
     finally:
         os.close(fd)
     write_head(layout, entry)
@@ -378,6 +387,8 @@ def _cut_torn_line(layout: StoreLayout) -> int:
     except FileNotFoundError:
         return 0
     except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="open") from exc
         raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
     try:
         size = os.fstat(fd).st_size

@@ -15,8 +15,8 @@ other line, ``"bom": true`` on a first line that began with a byte-order mark.
   before its line break comes back as the same JSON value in compact form, not the same
   bytes.
 
-Every line ends with ``\\n`` except a last ``invalid`` record that is not blank: a record
-that is not JSON at the end of an agent's file is a line a crash cut off, and it is
+Every line ends with ``\\n`` except a last ``invalid`` record that is not JSON at all: a
+record that is not JSON at the end of an agent's file is a line a crash cut off, and it is
 given back as it was, without a line break, so a reader still sees it as torn. (A last
 line that was whole JSON but had no line break gets one: the record does not say.)
 """
@@ -68,6 +68,18 @@ def _line(record: Any, position: int, source: str) -> tuple[bytes, bool]:
     return data, invalid
 
 
+def _torn(data: bytes) -> bool:
+    """Whether a kept line is one a crash cut off: not blank and not JSON at all (a
+    whole JSON value that is not an object, such as ``0``, was a complete line)."""
+    if not data.decode("utf-8", "replace").strip():  # blank as ingest judges it (str)
+        return False
+    try:
+        json.loads(data.removeprefix(_BOM))
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
 def iter_session_lines(
     run_id: str, store: str | os.PathLike[str] | None = None, *, kind: ArtifactKind = "transcript"
 ) -> Iterator[bytes]:
@@ -106,7 +118,7 @@ def iter_session_lines(
             pending = _line(record, position, source)
         if pending is not None:
             data, invalid = pending
-            yield data if invalid and data.strip() else data + b"\n"
+            yield data if invalid and _torn(data) else data + b"\n"
 
 
 def export_session(

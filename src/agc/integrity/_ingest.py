@@ -13,6 +13,7 @@ Lines split only on ``\\n``: U+2028/U+2029 inside a line are content.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import select
 from collections.abc import Callable, Iterable
@@ -23,11 +24,11 @@ from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.jsonl import FsyncPolicy
 from agc._core.report import SCHEMA_VERSION
-from agc._core.store import ArtifactKind
-from agc.errors import JsonInvalidError
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout
+from agc.errors import AgcError, EmptyInputError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
-from agc.integrity._writer import ToolEventWriter, TranscriptWriter, open_run
+from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
 
 __all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
 
@@ -163,27 +164,35 @@ def ingest_stream(
     fsync: FsyncPolicy = "close",
     progress: Callable[[int], None] | None = None,
     signing_key: SigningKey | None = None,
+    allow_empty: bool = True,
 ) -> IngestSummary:
     """Write every line of ``stream`` as a record of ``kind`` and seal the run.
 
     A run always has both artifacts: the other kind is sealed as an
-    empty file. If reading or writing fails, both files are released unsealed (the run
-    then verifies as unsealed, never as complete).
+    empty file. If reading or writing fails or the process is interrupted (Ctrl-C,
+    SIGTERM raised as an exception), both files are released unsealed with a last
+    checkpoint (the run then verifies as unsealed, never as complete, and
+    ``agc recover`` seals it); files this call created and that hold no record are
+    removed again, so the run id stays free.
 
     Args:
         progress: called with the number of input bytes consumed so far.
         signing_key: sign the run manifest (Ed25519) when sealing.
+        allow_empty: seal a run whose input holds no line; if False, such an input is
+            refused before anything is sealed (``EmptyInputError``).
 
     Raises:
+        EmptyInputError: the input is empty and ``allow_empty`` is False.
         as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
     """
+    layout = StoreLayout.at(store)
+    created = {k: not os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS}
     records = invalid = consumed = 0
-    with open_run(
-        run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key
-    ) as run:
-        target: TranscriptWriter | ToolEventWriter = (
-            run.transcript if kind == "transcript" else run.tool_events
-        )
+    run = open_run(run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key)
+    target: TranscriptWriter | ToolEventWriter = (
+        run.transcript if kind == "transcript" else run.tool_events
+    )
+    try:
         for raw, size in iter_lines(stream, before_wait=target.flush):
             records += 1
             consumed += size
@@ -192,6 +201,16 @@ def ingest_stream(
             target.write(body)
             if progress is not None:
                 progress(consumed)
+        target.flush()  # a full disk fails here, while an empty run can still be undone
+    except BaseException:
+        _release_unsealed(run, created)
+        raise
+    if records == 0 and not allow_empty:
+        _release_unsealed(run, created)
+        raise EmptyInputError(
+            f"the input is empty: nothing was recorded, and run id {run_id} stays free"
+        )
+    run.close()
     seals = (run.transcript.seal, run.tool_events.seal)
     return IngestSummary(
         run_id=run_id,
@@ -201,3 +220,19 @@ def ingest_stream(
         bytes_in=consumed,
         seals=tuple(s for s in seals if s is not None),
     )
+
+
+def _release_unsealed(run: RunWriters, created: dict[ArtifactKind, bool]) -> None:
+    """Release both writers unsealed. When neither holds a record, remove the files this
+    ingest created (while their locks are held, so no other writer has them): the run
+    id stays free. Otherwise both stay, for ``agc recover`` to seal."""
+    writers = [w for w in (run.transcript, run.tool_events) if not w.closed]
+    for writer in writers:
+        with contextlib.suppress(AgcError):
+            writer.flush()
+    if all(w.bytes_written == 0 and w.next_seq == 0 for w in writers):
+        for writer in writers:
+            if created[writer.kind]:
+                with contextlib.suppress(OSError):
+                    os.unlink(writer.path)
+    run.abort()

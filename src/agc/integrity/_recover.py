@@ -33,17 +33,22 @@ from agc._core.digest import (
     new_hasher,
 )
 from agc._core.fs import (
+    MACHINE_ERRNOS,
     atomic_write_bytes,
+    describe_os_error,
     exclusive_lock,
-    fsync_dir,
     open_nofollow,
+    prepare_write,
+    read_small_file,
     remove_stale_temp_files,
+    write_error,
 )
 from agc._core.jsonl import unix_ms
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import (
+    AgcError,
     RecoveryRefusedError,
     RunLockedError,
     RunNotFoundError,
@@ -145,6 +150,8 @@ def recover_run(
         RunNotFoundError: the store has no manifest and no artifact file of the run.
         RunLockedError: a writer still holds a file of the run.
         RecoveryRefusedError: a prefix does not match its checkpoint or its earlier seal.
+        FileWriteError: the disk is full, read-only …: what was done is whole, and
+            running recovery again once the disk can be written finishes it.
         StoreError: the store cannot be read or written.
     """
     validate_run_id(run_id)
@@ -174,18 +181,25 @@ def recover_run(
         )
     now = clock or unix_ms
     results = []
-    for kind in ARTIFACT_KINDS:
-        manifest = read_manifest(layout, run_id)
-        seal = manifest.artifacts.get(kind) if manifest else None
-        if seal is not None and seal.closed:
-            results.append(
-                ArtifactRecovery(kind, "already-sealed", seal.records, seal.bytes, seal.bytes)
-            )
-            continue
-        results.append(_recover_artifact(layout, run_id, kind, seal, signing_key, now))
-    return RecoveryReport(
-        run_id=run_id, artifacts=tuple(results), chain=_repair_chain(layout, run_id, signing_key)
-    )
+    try:
+        for kind in ARTIFACT_KINDS:
+            manifest = read_manifest(layout, run_id)
+            seal = manifest.artifacts.get(kind) if manifest else None
+            if seal is not None and seal.closed:
+                results.append(
+                    ArtifactRecovery(kind, "already-sealed", seal.records, seal.bytes, seal.bytes)
+                )
+                continue
+            results.append(_recover_artifact(layout, run_id, kind, seal, signing_key, now))
+        chain = _repair_chain(layout, run_id, signing_key)
+    except OSError as exc:
+        # A folder, lock or cut that failed: name the file; a full disk is exit 3 and
+        # `agc recover` is simply run again once there is space.
+        where = exc.filename or layout.root
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(where, exc) from exc
+        raise StoreError(f"cannot recover run {run_id}: {where}: {describe_os_error(exc)}") from exc
+    return RecoveryReport(run_id=run_id, artifacts=tuple(results), chain=chain)
 
 
 def _only_empty_files(layout: StoreLayout, run_id: str) -> bool:
@@ -326,6 +340,10 @@ def _recover_artifact(
     signing_key: SigningKey | None,
     now: Callable[[], int],
 ) -> ArtifactRecovery:
+    """Seal one artifact. Everything is computed and the new files are written in full
+    under temporary names before the first change, so a full disk changes nothing; the
+    steps after that (quarantine, cut the torn tail, sidecar, manifest) are each
+    atomic, and a retry finishes what an interrupted run of them began."""
     path = layout.artifact_path(run_id, kind)
     path.parent.mkdir(parents=True, exist_ok=True)
     layout.manifests_dir.mkdir(parents=True, exist_ok=True)
@@ -340,14 +358,13 @@ def _recover_artifact(
         algorithm = reopened.algorithm if reopened else DEFAULT_ALGORITHM
         verified = _verified_prefix(fd, path, size, reopened)
         boundary = _last_boundary(fd, size)
-        quarantine: dict[str, Any] | None = None
-        if boundary < size:
-            quarantine = _quarantine_tail(fd, path, boundary, size, algorithm)
-            os.ftruncate(fd, boundary)
-            os.fsync(fd)
+        tail = os.pread(fd, size - boundary, boundary) if boundary < size else b""
         os.lseek(fd, 0, os.SEEK_SET)
-        digest, length = digest_fd(fd, algorithm)
+        digest, length = digest_fd(fd, algorithm, limit=boundary)
         records = _count_records(fd, length)
+        listed = (reopened.quarantine or {}).get("file") if reopened else None
+        target, keep = _quarantine_target(path, tail, listed)
+        quarantine = None if target is None else _quarantine_facts(target, keep, algorithm)
         previous_segments: tuple[Any, ...] = ()
         if reopened is not None:
             previous_segments = (
@@ -372,7 +389,26 @@ def _recover_artifact(
             recovered=True,
             quarantine=quarantine,
         )
-        _write_sidecar(path, seal, replace_existing=reopened is not None)
+        sidecar = sidecar_path(path, seal.algorithm)
+        replace_sidecar = reopened is not None
+        sidecar_ok = not replace_sidecar and _existing_sidecar_agrees(sidecar, path, seal)
+        with contextlib.ExitStack() as stack:
+            new_tail = None
+            if tail and target is not None and not os.path.lexists(target):
+                new_tail = stack.enter_context(prepare_write(target, tail))
+            new_sidecar = None
+            if not sidecar_ok:
+                new_sidecar = stack.enter_context(
+                    prepare_write(sidecar, format_sidecar(seal.digest, seal.file))
+                )
+            # Space for both is taken: from here on, each step is one rename or a cut.
+            if new_tail is not None:
+                new_tail.commit(overwrite=False)
+            if tail:
+                os.ftruncate(fd, boundary)
+                os.fsync(fd)
+            if new_sidecar is not None:
+                new_sidecar.commit(overwrite=replace_sidecar)
         record_seal(layout, run_id, seal, signer=signing_key)
         remove_checkpoints(path)
     finally:
@@ -386,6 +422,51 @@ def _recover_artifact(
         quarantined_bytes=int(quarantine["bytes"]) if quarantine else 0,
         quarantine=str(quarantine["file"]) if quarantine else None,
     )
+
+
+def _quarantine_target(path: Path, tail: bytes, listed: object) -> tuple[Path | None, bytes]:
+    """Where the torn tail goes, and the bytes the quarantine file holds.
+
+    An earlier recovery that was stopped after it moved the tail (a full disk while
+    sealing) left the tail in the last quarantine file and none in the artifact: that
+    file is adopted. A tail equal to the last quarantine file's bytes (stopped before
+    the tail was cut) reuses it; otherwise the tail gets the next free name.
+    """
+    names = [path.name + QUARANTINE_SUFFIX]
+    while os.path.lexists(path.with_name(names[-1])):
+        names.append(f"{path.name}{QUARANTINE_SUFFIX}-{len(names) + 1}")
+    last = path.with_name(names[-2]) if len(names) > 1 else None
+    if last is not None and last.name != listed:
+        try:
+            held = read_small_file(last, max_bytes=max(len(tail), 1 << 20))
+        except (OSError, AgcError):
+            held = None
+        if held is not None and (not tail or held == tail):
+            return last, held
+    if not tail:
+        return None, b""
+    return path.with_name(names[-1]), tail
+
+
+def _quarantine_facts(target: Path, data: bytes, algorithm: Algorithm) -> dict[str, Any]:
+    hasher = new_hasher(algorithm)
+    hasher.update(data)
+    return {"file": target.name, "bytes": len(data), "digest": hasher.hexdigest()}
+
+
+def _existing_sidecar_agrees(sidecar: Path, path: Path, seal: ArtifactSeal) -> bool:
+    """A sidecar left by a crash between writing it and the manifest: kept if it agrees."""
+    try:
+        parsed = read_sidecar(path, seal.algorithm)
+    except SidecarInvalidError as exc:
+        raise RecoveryRefusedError(
+            f"{sidecar} exists and is not a valid sidecar ({exc.message})"
+        ) from exc
+    if parsed is None:
+        return False
+    if not digests_equal(parsed.digest, seal.digest):
+        raise RecoveryRefusedError(f"{sidecar} exists and does not match {path.name}")
+    return True
 
 
 def _verified_prefix(fd: int, path: Path, size: int, reopened: ArtifactSeal | None) -> int:
@@ -421,24 +502,6 @@ def _last_boundary(fd: int, size: int) -> int:
     return 0
 
 
-def _quarantine_tail(
-    fd: int, path: Path, boundary: int, size: int, algorithm: Algorithm
-) -> dict[str, Any]:
-    tail = os.pread(fd, size - boundary, boundary)
-    number = 1
-    while True:
-        suffix = QUARANTINE_SUFFIX if number == 1 else f"{QUARANTINE_SUFFIX}-{number}"
-        target = path.with_name(path.name + suffix)
-        if not os.path.lexists(target):
-            break
-        number += 1
-    atomic_write_bytes(target, tail, overwrite=False)
-    hasher = new_hasher(algorithm)
-    hasher.update(tail)
-    fsync_dir(path.parent)
-    return {"file": target.name, "bytes": len(tail), "digest": hasher.hexdigest()}
-
-
 def _count_records(fd: int, length: int) -> int:
     count = position = 0
     while position < length:
@@ -448,20 +511,3 @@ def _count_records(fd: int, length: int) -> int:
         count += chunk.count(b"\n")
         position += len(chunk)
     return count
-
-
-def _write_sidecar(path: Path, seal: ArtifactSeal, *, replace_existing: bool) -> None:
-    sidecar = sidecar_path(path, seal.algorithm)
-    if not replace_existing:
-        # A crash between writing the sidecar and the manifest: keep it only if it agrees.
-        try:
-            parsed = read_sidecar(path, seal.algorithm)
-        except SidecarInvalidError as exc:
-            raise RecoveryRefusedError(
-                f"{sidecar} exists and is not a valid sidecar ({exc.message})"
-            ) from exc
-        if parsed is not None:
-            if not digests_equal(parsed.digest, seal.digest):
-                raise RecoveryRefusedError(f"{sidecar} exists and does not match {path.name}")
-            return
-    atomic_write_bytes(sidecar, format_sidecar(seal.digest, seal.file), overwrite=replace_existing)

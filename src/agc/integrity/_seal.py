@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm, digest_fd, digests_equal
-from agc._core.fs import atomic_write_bytes, open_nofollow
+from agc._core.fs import atomic_write_bytes, describe_os_error, open_nofollow
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc.errors import (
+    FileUnreadableError,
     InputError,
+    InputMissingError,
     RunLockedError,
     SidecarInvalidError,
     SidecarMismatchError,
@@ -63,7 +65,12 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
         SidecarMismatchError: a sidecar exists and does not match the file (exit 1).
         UnsafePathError: ``path`` is a symlink.
         RunLockedError: an agc writer still holds the file (it is not closed).
-        StoreError: ``path`` is missing, not a regular file, or unreadable.
+        InputMissingError: ``path`` does not exist (exit 2).
+        InputError: ``path`` is a folder (exit 2).
+        StoreError: it is a FIFO or a device (exit 3).
+        FileUnreadableError: it cannot be read (exit 3).
+        FileWriteError: the sidecar cannot be written: disk full, read-only … (exit 3;
+            nothing is left behind, a retry works).
         InputError: the file's name cannot be written in a sidecar (a line break, a
             backslash, a leading or trailing space).
     """
@@ -78,12 +85,15 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
     except UnsafePathError:
         raise
     except FileNotFoundError as exc:
-        raise StoreError(f"{path} does not exist", hint="Name an existing file.") from exc
+        raise InputMissingError(f"file {path} does not exist") from exc
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+        raise FileUnreadableError(f"cannot read {path}: {describe_os_error(exc)}") from exc
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StoreError(f"{path} is not a regular file")
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{path} is a folder, not a file", hint="agc seals files only.")
+        if not stat.S_ISREG(mode):  # a FIFO or a device: it cannot be read as a file
+            raise StoreError(f"{path} is not a regular file", hint="agc seals files only.")
         try:
             # agc's writers hold an exclusive flock while a file is open; held shared
             # until the sidecar is written, so no writer can start meanwhile either.

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -24,6 +25,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from agc._core.fs import MACHINE_ERRNOS, describe_os_error, prepare_write, write_error
 from agc.errors import FileExistsRefusedError, KeyInvalidError, StoreError, UsageError
 
 __all__ = [
@@ -108,23 +110,33 @@ def check_signature(
 def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:
     """Create ``signing-key.pem`` (mode 0600, PKCS#8) and ``signing-key.pub.pem`` in ``out_dir``.
 
+    Both files are written completely (and fsynced) under temporary names before either
+    takes its name, and the private key is removed again if the public key cannot be
+    put in place: a full disk or a read-only folder leaves no key, never a 0-byte or a
+    lone key, so running the command again works.
+
     Returns ``(private path, public path, key id)``.
 
     Raises:
         FileExistsRefusedError: either file exists (keys are never overwritten).
         UsageError: ``out_dir`` exists and is not a folder.
-        StoreError: the folder or a key file cannot be created.
+        FileWriteError: the disk is full, read-only … (nothing is left behind).
+        StoreError: the folder or a key file cannot be created for another reason.
     """
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} is not a folder", hint="Give --out a folder for the keys.")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StoreError(f"cannot create key folder {out_dir}: {exc.strerror}") from exc
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(out_dir, exc, doing="create the key folder") from exc
+        raise StoreError(
+            f"cannot create key folder {out_dir}: {describe_os_error(exc)}",
+            hint="Give --out a folder you may create and write.",
+        ) from exc
     private_path, public_path = out_dir / PRIVATE_KEY_NAME, out_dir / PUBLIC_KEY_NAME
     for path in (private_path, public_path):
-        if os.path.lexists(path):
-            raise FileExistsRefusedError(f"{path} already exists; keys are never overwritten")
+        _refuse_existing(path)
     private_key = Ed25519PrivateKey.generate()
     private_pem = private_key.private_bytes(
         serialization.Encoding.PEM,
@@ -134,24 +146,43 @@ def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:
     public_pem = private_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    _write_new(private_path, private_pem, 0o600)
-    _write_new(public_path, public_pem, 0o644)
+    try:
+        with (
+            prepare_write(private_path, private_pem, mode=0o600) as private_new,
+            prepare_write(public_path, public_pem, mode=0o644) as public_new,
+        ):
+            private_new.commit(overwrite=False)
+            try:
+                public_new.commit(overwrite=False)
+            except BaseException:
+                os.unlink(private_path)  # no lone private key: the pair is made again
+                raise
+    except FileExistsRefusedError as exc:
+        raise FileExistsRefusedError(
+            f"{exc.message.removesuffix(' already exists')} already exists; "
+            "keys are never overwritten"
+        ) from exc
+    except OSError as exc:  # not a failure of the machine (those are FileWriteError)
+        raise StoreError(
+            f"cannot create the keys in {out_dir}: {describe_os_error(exc)}",
+            hint="Give --out a folder you may write.",
+        ) from exc
+    os.chmod(private_path, 0o600)
+    os.chmod(public_path, 0o644)
     return private_path, public_path, key_id_of(private_key.public_key())
 
 
-def _write_new(path: Path, data: bytes, mode: int) -> None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    except FileExistsError as exc:
-        raise FileExistsRefusedError(f"{path} already exists; keys are never overwritten") from exc
-    except OSError as exc:
-        raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.chmod(path, mode)
+def _refuse_existing(path: Path) -> None:
+    if not os.path.lexists(path):
+        return
+    hint = None
+    with contextlib.suppress(OSError):
+        if path.lstat().st_size == 0:
+            hint = (
+                f"{path.name} is empty (left by an interrupted key generation?): "
+                "remove it and run the command again."
+            )
+    raise FileExistsRefusedError(f"{path} already exists; keys are never overwritten", hint=hint)
 
 
 def load_signing_key(path: Path) -> SigningKey:
@@ -161,9 +192,16 @@ def load_signing_key(path: Path) -> SigningKey:
         KeyInvalidError: missing, unreadable or not an Ed25519 private key.
     """
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        data = path.read_bytes()
     except OSError as exc:
-        raise KeyInvalidError(f"cannot read signing key {path}: {exc.strerror}") from exc
+        raise KeyInvalidError(f"cannot read signing key {path}: {describe_os_error(exc)}") from exc
+    if not data.strip():
+        raise KeyInvalidError(
+            f"signing key {path} is empty",
+            hint="Create a new pair with `agc keys generate --out DIR` (remove the empty file).",
+        )
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
         raise KeyInvalidError(f"{path} is not an unencrypted PEM private key: {exc}") from exc
     if not isinstance(key, Ed25519PrivateKey):
@@ -172,11 +210,27 @@ def load_signing_key(path: Path) -> SigningKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
-    """Load an Ed25519 public key (PEM). Raises ``KeyInvalidError``."""
+    """Load an Ed25519 public key (PEM).
+
+    Raises:
+        KeyInvalidError: missing, unreadable, a private key, or not an Ed25519 public key.
+    """
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise KeyInvalidError(f"trusted key {path} does not exist") from exc
     except OSError as exc:
-        raise KeyInvalidError(f"cannot read trusted key {path}: {exc.strerror}") from exc
+        raise KeyInvalidError(f"cannot read trusted key {path}: {describe_os_error(exc)}") from exc
+    if _is_private_pem(data):
+        public = path.with_name(path.name.removesuffix(".pem") + ".pub.pem")
+        raise KeyInvalidError(
+            f"{path} is a private key, not a public key",
+            hint=f"Trust the public key beside it: --trusted-key {public}"
+            if public.exists()
+            else "Trust the public key (the .pub.pem file `agc keys generate` wrote).",
+        )
+    try:
+        key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
         raise KeyInvalidError(f"{path} is not a PEM public key: {exc}") from exc
     if not isinstance(key, Ed25519PublicKey):
@@ -184,29 +238,70 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     return key
 
 
+def _is_private_pem(data: bytes) -> bool:
+    return b"PRIVATE KEY-----" in data[:4096]
+
+
 def load_trusted_keys(
-    paths: Iterable[Path] = (), *, folder: Path | None = None
+    paths: Iterable[Path] = (),
+    *,
+    folder: Path | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> dict[str, Ed25519PublicKey]:
-    """Trusted public keys by key id: each PEM in ``paths`` and every ``*.pem`` in ``folder``.
+    """Trusted public keys by key id, from key files and folders of keys.
+
+    Args:
+        paths: public key files (PEM) or folders; a folder is read as ``folder`` is.
+        folder: a folder of keys (``$AGC_TRUSTED_KEYS``): every ``*.pem`` in it. A
+            private key there (the folder ``agc keys generate`` made holds one) is
+            skipped with a note; every other ``*.pem`` must be an Ed25519 public key.
+        on_note: called with a one-line note for every skipped private key.
 
     Raises:
-        KeyInvalidError: a named file is not an Ed25519 public key.
-        UsageError: ``folder`` holds no ``*.pem`` file: an empty trust set is never
-            taken as "no keys, every signature fine".
+        KeyInvalidError: a named file does not exist, is a private key or not an Ed25519
+            public key; a folder does not exist, is a file, or holds no public key.
     """
     keys: dict[str, Ed25519PublicKey] = {}
-    candidates = list(paths)
+    for path in paths:
+        if path.is_dir():
+            keys.update(_load_folder(path, "trusted-key folder", on_note))
+        else:
+            key = load_public_key(path)
+            keys[key_id_of(key)] = key
     if folder is not None:
-        if not folder.is_dir():
-            raise KeyInvalidError(f"trusted-key folder {folder} does not exist")
-        found = sorted(folder.glob("*.pem"))
-        if not found:
-            raise UsageError(
-                f"trusted-key folder {folder} holds no *.pem public key",
-                hint="Put the public key (signing-key.pub.pem from `agc keys generate`) there.",
-            )
-        candidates.extend(found)
-    for path in candidates:
+        keys.update(_load_folder(folder, "$AGC_TRUSTED_KEYS folder", on_note))
+    return keys
+
+
+def _load_folder(
+    folder: Path, label: str, on_note: Callable[[str], None] | None
+) -> dict[str, Ed25519PublicKey]:
+    if not folder.exists():
+        raise KeyInvalidError(f"{label} {folder} does not exist")
+    if not folder.is_dir():
+        raise KeyInvalidError(
+            f"{label} {folder} is a file, not a folder",
+            hint="Point $AGC_TRUSTED_KEYS at a folder of public keys; name a single key "
+            "file with --trusted-key.",
+        )
+    keys: dict[str, Ed25519PublicKey] = {}
+    for path in sorted(folder.glob("*.pem")):
+        try:
+            head = path.read_bytes()[:4096]
+        except OSError as exc:
+            raise KeyInvalidError(
+                f"cannot read {path} in {label} {folder}: {describe_os_error(exc)}"
+            ) from exc
+        if _is_private_pem(head):
+            if on_note is not None:
+                on_note(f"skipped {path}: a private key (only public keys are trusted)")
+            continue
         key = load_public_key(path)
         keys[key_id_of(key)] = key
+    if not keys:
+        raise KeyInvalidError(
+            f"{label} {folder} holds no public key (*.pem)",
+            hint="An empty trust list would trust nothing: add the .pub.pem files of "
+            "the keys that sign your runs.",
+        )
     return keys

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agc._core import json as strict_json
-from agc._core.fs import atomic_write_bytes, exclusive_lock, open_regular_file, read_small_file
+from agc._core.fs import (
+    atomic_write_bytes,
+    ensure_dirs,
+    exclusive_lock,
+    open_regular_file,
+    read_small_file,
+)
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import JsonInvalidError, ManifestInvalidError, StoreError
 from agc.integrity._chain import chain_lock_path, heal_chain, link_closed_manifest
@@ -145,9 +151,10 @@ def record_seal(
 
     Raises:
         ManifestInvalidError: the artifact is already sealed, or the manifest is damaged.
+        FileWriteError: disk full, read-only … (the old manifest stays).
         OSError: the manifest could not be written (the old one stays).
     """
-    layout.manifests_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dirs(layout.manifests_dir)
     lock = layout.manifest_lock_path(run_id)
     with exclusive_lock(lock, blocking=True, what=f"manifest of run {run_id}"):
         current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)

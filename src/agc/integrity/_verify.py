@@ -13,6 +13,8 @@ manifest entry into findings.
 Finding codes (stable, documented in ``docs/format.md``):
 
 ========================  ==============================================================
+``run-missing``           the store holds nothing of the run: no manifest, no file, no
+                          chain link (a mistyped run id, or the wrong store)
 ``missing``               the file was never written (no manifest entry, no file)
 ``deleted``               the manifest sealed the file but it is gone
 ``modified``              same length, different digest (or digest differs, length unknown)
@@ -108,6 +110,7 @@ __all__ = [
 ]
 
 RunFindingCode = Literal[
+    "run-missing",
     "missing",
     "deleted",
     "modified",
@@ -739,6 +742,13 @@ def check_run(
             layout, run_id, observations[0], shared_records=shared_records
         )
         findings.extend(downgrade)
+    if (
+        manifest is None
+        and not findings
+        and not shared_records
+        and all(o.file_type == "absent" and not o.sidecars for o in observations)
+    ):
+        return _run_missing(run_id, layout, observations)
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
@@ -797,6 +807,24 @@ def check_run(
         legacy=legacy is not None,
         signature=status,
         key_id=key_id,
+    )
+
+
+def _run_missing(
+    run_id: str, layout: StoreLayout, observations: list[ArtifactObservation]
+) -> RunReport:
+    """The report on a run of which the store holds nothing at all: one finding, which
+    every artifact shares (none of them is there)."""
+    finding: _Finding = Finding("run-missing", f"no run {run_id!r} in store {layout.root}")
+    return RunReport(
+        run_id=run_id,
+        store=str(layout.root),
+        findings=(finding,),
+        artifacts=tuple(
+            ArtifactReport(o.kind, str(o.path), (finding,), None, None, None, None)
+            for o in observations
+        ),
+        manifest=False,
     )
 
 

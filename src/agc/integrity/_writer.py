@@ -47,7 +47,7 @@ from agc._core.jsonl import (
     unix_ms,
 )
 from agc._core.sidecar import format_sidecar
-from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
+from agc._core.store import ArtifactKind, StoreLayout, validate_new_run_id, validate_run_id
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
@@ -202,7 +202,8 @@ class JsonlWriter(JsonlFileWriter):
             verified first (``VerificationError`` if it does not match its seal).
 
     Raises:
-        RunIdInvalidError: bad run id (nothing is created).
+        RunIdInvalidError: bad run id, or (unless ``reopen``) one that begins with ``-``
+            (nothing is created).
         ArtifactSealedError: the file is already sealed.
         TornTailError: the existing file ends in an unterminated line.
         UnsealedRunError: the file exists, is not empty and was never sealed (a crash);
@@ -231,7 +232,7 @@ class JsonlWriter(JsonlFileWriter):
         reopen: bool = False,
         attributes: Mapping[str, Any] | None = None,
     ) -> None:
-        self.run_id = validate_run_id(run_id)
+        self.run_id = validate_run_id(run_id) if reopen else validate_new_run_id(run_id)
         check_algorithm(algorithm)
         checked = None if attributes is None else check_attributes(attributes)
         self.layout = StoreLayout.at(store)
@@ -342,6 +343,7 @@ def open_run(
     """
     if attributes is not None:
         attributes = check_attributes(attributes)
+    validate_new_run_id(run_id)
     existed = os.path.lexists(StoreLayout.at(store).artifact_path(run_id, "transcript"))
     transcript = TranscriptWriter(
         run_id,

@@ -43,6 +43,9 @@ from agc._core.fs import open_regular_file
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, read_sidecars
 from agc.errors import (
+    FileUnreadableError,
+    InputError,
+    InputMissingError,
     JsonInvalidError,
     LedgerInvalidError,
     StoreError,
@@ -183,21 +186,31 @@ def read_turn_file(path: Path) -> LedgerFile:
     """Read and hash a turn file in one pass (memory: the parsed records).
 
     Raises:
-        StoreError: the file is missing, a symlink, not a regular file, or unreadable, or
-            a sidecar beside it is unreadable (:mod:`agc._core.sidecar`: an unusable
+        InputMissingError: the file does not exist (exit 2, as for every named input).
+        InputError: it is a folder (exit 2).
+        FileUnreadableError: it cannot be read (exit 3).
+        StoreError: it is a symlink (not followed), not a regular file (a FIFO), or a
+            sidecar beside it is unreadable (:mod:`agc._core.sidecar`: an unusable
             sidecar is a finding, one agc cannot read is exit 3).
     """
+    if path.is_dir() and not path.is_symlink():
+        raise InputError(f"{path} is a folder, not a turn file", hint="Name a turn file.")
     try:
         handle = open_regular_file(path)
     except UnsafePathError as exc:
-        raise StoreError(f"{path} is a symlink; not followed") from exc
+        raise StoreError(
+            f"{path} is a symlink; not followed", hint="Name the turn file itself."
+        ) from exc
     except FileNotFoundError as exc:
-        raise StoreError(f"{path} does not exist", hint="Name an existing turn file.") from exc
+        raise InputMissingError(
+            f"turn file {path} does not exist",
+            hint="Name an existing turn file: .agent/runtime/direct-codex/turns/<id>.jsonl",
+        ) from exc
     with handle:
         try:
             return _read(path, handle)
         except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+            raise FileUnreadableError(f"cannot read {path}: {exc.strerror}") from exc
 
 
 def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:

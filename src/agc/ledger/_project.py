@@ -58,7 +58,10 @@ class Project:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(os.path.abspath(root))
         if not self.root.is_dir():
-            raise StoreError(f"project folder {self.root} does not exist or is not a folder")
+            raise StoreError(
+                f"project folder {self.root} does not exist or is not a folder",
+                hint="Give --project the root folder of an existing project.",
+            )
         self.real_root = Path(os.path.realpath(self.root))
 
     @property
@@ -89,7 +92,10 @@ class Project:
             except FileExistsError:
                 pass
             except OSError as exc:
-                raise StoreError(f"cannot create {current}: {exc.strerror}") from exc
+                raise StoreError(
+                    f"cannot create {current}: {exc.strerror}",
+                    hint="Check that you may write the project's .agent folder.",
+                ) from exc
             info = current.lstat()
             if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
                 raise UnsafePathError(f"{current} is a symlink or not a folder; not followed")

@@ -38,7 +38,7 @@ from agc._core.digest import (
     digests_equal,
     new_hasher,
 )
-from agc._core.fs import atomic_write_bytes, read_small_file
+from agc._core.fs import prepare_write, read_small_file
 from agc._core.redact import RedactionStats, redact_value
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import (
@@ -46,8 +46,9 @@ from agc._core.sidecar import (
     read_sidecar,
     sidecar_path,
 )
-from agc._core.store import resolve_store, validate_run_id
+from agc._core.store import resolve_store, validate_new_run_id, validate_run_id
 from agc.errors import (
+    FileUnreadableError,
     HistoryFormatError,
     JsonInvalidError,
     RunIdInvalidError,
@@ -367,14 +368,16 @@ def save_snapshot(
     Replaces an earlier snapshot of the same run (compressed or not).
 
     Raises:
-        RunIdInvalidError: the run id is invalid.
+        RunIdInvalidError: the run id is invalid or begins with "-".
         SnapshotInvalidError: the snapshot is not JSON, its format is not one of
             :data:`SNAPSHOT_FORMATS`, or its messages do not fit that format.
         UnsafePathError: the snapshot path is a symlink.
-        StoreError: the store cannot be written (permissions, disk full).
+        FileWriteError: disk full, read-only … (the earlier snapshot is unchanged).
+        StoreError: the store cannot be written (permissions).
     """
     if snapshot.format not in SNAPSHOT_FORMATS:
         raise SnapshotInvalidError(f"snapshot format {snapshot.format!r} is not an API format")
+    validate_new_run_id(snapshot.run_id)
     path = snapshot_path(snapshot.run_id, store, compressed=compress)
     clean, stats, dropped = sanitize_snapshot(snapshot)
     data = encode_snapshot(clean, compress=compress)
@@ -385,10 +388,16 @@ def save_snapshot(
     other = snapshot_path(snapshot.run_id, store, compressed=not compress)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for name in ALGORITHMS:
-            _remove(sidecar_path(path, name))
-        atomic_write_bytes(path, data, overwrite=True, mode=0o600)
-        atomic_write_bytes(sidecar, format_sidecar(digest, path.name), overwrite=True, mode=0o600)
+        # Both files are written in full before anything is replaced: a full disk leaves
+        # the earlier snapshot and its seal as they were (FileWriteError, exit 3).
+        with (
+            prepare_write(path, data, mode=0o600) as new_data,
+            prepare_write(sidecar, format_sidecar(digest, path.name), mode=0o600) as new_seal,
+        ):
+            for name in ALGORITHMS:
+                _remove(sidecar_path(path, name))
+            new_data.commit(overwrite=True)
+            new_seal.commit(overwrite=True)
         for name in ALGORITHMS:
             _remove(sidecar_path(other, name))
         _remove(other)
@@ -464,7 +473,7 @@ def _read(path: Path) -> bytes:
     except UnsafePathError:
         raise
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise FileUnreadableError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 def _check_seal(path: Path, data: bytes) -> None:

@@ -1,0 +1,170 @@
+"""``agc runs`` and ``agc show``: what a store holds, and a run's records read back."""
+
+from __future__ import annotations
+
+import enum
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+
+from agc._core.report import SCHEMA_VERSION
+from agc._core.store import StoreLayout
+from agc.cli.common import EPILOG, emit_json, err_console, write_lines
+from agc.cli.verify import StoreOption
+from agc.errors import RunNotFoundError, UsageError
+from agc.exitcodes import ExitCode
+from agc.integrity._runs import RunListing, iter_records, list_runs, run_is_sealed, unwrap_record
+
+__all__ = ["format_runs", "register"]
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+class ShowKind(enum.StrEnum):
+    transcript = "transcript"
+    tool_events = "tool-events"
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_runs(runs: list[RunListing]) -> list[str]:
+    """Aligned plain-text columns: run, state, records, bytes, signed, last write (UTC)."""
+    header = ("RUN", "STATE", "RECORDS", "BYTES", "SIGNED", "LAST WRITE")
+    rows = [
+        (
+            run.run_id,
+            run.state,
+            str(run.total_records),
+            str(run.bytes),
+            "signed" if run.signed else "unsigned",
+            _when(run.last_write_ms),
+        )
+        for run in runs
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    right = {2, 3}  # numbers
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        return "  ".join(cells).rstrip()
+
+    return [line(header), *(line(row) for row in rows)]
+
+
+def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
+    """List the runs of a store: state, records, bytes, signature, last write.
+
+    Nothing is verified (no file is hashed, so it is quick on a large store): `sealed`
+    means the run's manifest is closed, `unsealed` that it is still being written, was
+    stopped or crashed (`agc recover RUN` seals it), `damaged` that its manifest cannot
+    be read. `agc-verify RUN` (or `--all`) checks the evidence. Newest first.
+
+    \b
+    Examples:
+      agc runs
+      agc runs --store ./evidence --json | jq -r '.runs[].run_id'
+    """
+    runs = list_runs(store)
+    if as_json:
+        emit_json(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "store": str(StoreLayout.at(store).root),
+                "runs": [run.to_dict() for run in runs],
+            }
+        )
+        return int(ExitCode.OK)
+    if not runs:
+        err_console.print(f"no runs in store {StoreLayout.at(store).root}", markup=False)
+        return int(ExitCode.OK)
+    write_lines(format_runs(runs))
+    return int(ExitCode.OK)
+
+
+def show_command(
+    run_id: Annotated[str, typer.Argument(help="The run whose records to print.")],
+    store: StoreOption = None,
+    kind: Annotated[
+        ShowKind, typer.Option("--kind", help="Which artifact to print.")
+    ] = ShowKind.transcript,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="Print the stored records as they are (with seq, ts).")
+    ] = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep printing records as they are written, until the run is sealed.",
+        ),
+    ] = False,
+    interval: Annotated[
+        float,
+        typer.Option("--interval", help="With --follow: seconds between checks.", min=0.01),
+    ] = 0.25,
+) -> int:
+    """Print a run's records, one per line, as the agent wrote them.
+
+    A line that `agc record`/`agc import` kept is printed unwrapped: its JSON payload,
+    or the exact bytes of a line that was not a JSON object. Records are read as they
+    are on disk and not verified (use `agc-verify RUN`). With --follow, like `tail -f`,
+    wait for new records of a run still being written and stop once it is sealed
+    (Ctrl-C stops earlier, exit 130).
+
+    \b
+    Examples:
+      agc show fix-tests-42
+      agc show fix-tests-42 --kind tool-events --raw
+      agc show fix-tests-42 --follow | jq .type
+    """
+    layout = StoreLayout.at(store)
+    if not follow and interval != 0.25:
+        raise UsageError("--interval goes with --follow")
+    path = layout.artifact_path(run_id, kind.value)
+    if follow and not path.exists() and layout.root.is_dir():
+        err_console.print(f"waiting for run {run_id} to start …", markup=False)
+        while not path.exists():
+            time.sleep(interval)
+    sealed = run_is_sealed(layout, run_id, kind.value)
+    if not sealed and not follow and path.exists():
+        err_console.print(
+            f"note: the {kind.value} of run {run_id} is not sealed (being written, or "
+            "stopped: `agc recover` seals it); records shown as they are on disk",
+            markup=False,
+        )
+    out = sys.stdout.buffer
+    offset = 0
+    try:
+        while True:
+            for line, end in iter_records(run_id, store, kind=kind.value, start=offset):
+                out.write((line if raw else unwrap_record(line, kind.value)) + b"\n")
+                offset = end
+            out.flush()
+            if not follow or sealed:
+                break
+            time.sleep(interval)
+            # Sealed now? Read once more first: the last records came before the seal.
+            sealed = run_is_sealed(layout, run_id, kind.value)
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except RunNotFoundError as exc:
+        if not layout.root.is_dir():
+            raise RunNotFoundError(f"store {layout.root} does not exist") from exc
+        raise
+    return int(ExitCode.OK)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``runs`` and ``show`` to the ``agc`` app."""
+    app.command(name="runs", epilog=EPILOG)(runs_command)
+    app.command(name="show", epilog=EPILOG)(show_command)

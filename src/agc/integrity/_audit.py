@@ -1,0 +1,425 @@
+"""An auditor's report of a store: one self-contained HTML page, or CSV for spreadsheets.
+
+:func:`build_audit` gathers the verdicts (``check_store`` for the whole store, or
+``check_run`` for named runs) and a timeline from the run manifests; :func:`audit_html`
+and :func:`audit_csv` are pure renderers of that :class:`Audit`.
+
+The HTML page loads nothing: no script, no font, no image, no link to a CDN. Its
+Content-Security-Policy (``default-src 'none'``) makes any such load fail in the
+browser, and everything taken from the store (run ids, findings, paths) is escaped.
+Failing runs come first. In the CSV, a cell that a spreadsheet would run as a formula
+(leading ``=``, ``+``, ``-``, ``@``, tab or CR, as OWASP's "CSV Injection" advises) is
+prefixed with ``'``.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from agc._core.store import StoreLayout
+from agc.errors import AgcError
+from agc.integrity._chain import read_head
+from agc.integrity._store_io import read_manifest
+from agc.integrity._store_verify import check_store
+from agc.integrity._verify import Finding, RunReport, check_run
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+__all__ = ["Audit", "AuditRun", "TimelineEvent", "audit_csv", "audit_html", "build_audit"]
+
+_FIRST_LINE_LIMIT: Final = 1 << 20
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    """Something that happened to a run: ``first-record``, ``sealed``, ``recovered``,
+    ``reopened``; ``at_ms`` is Unix time in ms."""
+
+    at_ms: int
+    run_id: str
+    event: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """One run in the report: its verdict and when it was written."""
+
+    report: RunReport
+    events: tuple[TimelineEvent, ...]
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What the report shows.
+
+    Attributes:
+        store: the store folder.
+        scope: ``"all"`` (the whole store and its chain) or ``"runs"`` (named runs).
+        complete: every run complete and, for ``all``, no store-level error.
+        head, head_position: the chain head (``None`` for an empty chain).
+        expected_head: the head pinned with ``--expect-head``, if any.
+        findings: store-level findings (``all`` only).
+        runs: failing runs first, each group by run id.
+        generated_ms: when the report was made (Unix ms).
+        generator: the program and version named in the page ("agc 0.1.0").
+    """
+
+    store: str
+    scope: str
+    complete: bool
+    head: str | None
+    head_position: int
+    expected_head: str | None
+    findings: tuple[Finding[Any], ...]
+    runs: tuple[AuditRun, ...]
+    generated_ms: int
+    generator: str = "agc"
+
+    @property
+    def failing(self) -> int:
+        return sum(not run.report.complete for run in self.runs)
+
+    @property
+    def timeline(self) -> list[TimelineEvent]:
+        events = [event for run in self.runs for event in run.events]
+        return sorted(events, key=lambda e: (e.at_ms, e.run_id, e.event))
+
+
+def build_audit(
+    store: str | os.PathLike[str] | None = None,
+    run_ids: Sequence[str] | None = None,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
+    expect_head: str | None = None,
+    generated_ms: int,
+    generator: str = "agc",
+) -> Audit:
+    """Check the store (``run_ids`` ``None``) or the named runs and gather a timeline.
+
+    Raises:
+        RunIdInvalidError, StoreError: as :func:`check_run` / :func:`check_store`.
+    """
+    layout = StoreLayout.at(store)
+    if run_ids is None:
+        store_report = check_store(
+            store,
+            trusted_keys=trusted_keys,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+            expect_head=expect_head,
+        )
+        reports = list(store_report.runs)
+        findings, complete = store_report.findings, store_report.complete
+        head, position = store_report.head, store_report.head_position
+    else:
+        reports = [
+            check_run(
+                r,
+                store,
+                trusted_keys=trusted_keys,
+                require_signature=require_signature,
+                allow_unsigned=allow_unsigned,
+            )
+            for r in dict.fromkeys(run_ids)
+        ]
+        findings, complete = (), all(r.complete for r in reports)
+        stored = read_head(layout)
+        head = stored.digest if stored else None
+        position = stored.position if stored else 0
+    reports.sort(key=lambda r: (r.complete, r.run_id))
+    runs = tuple(AuditRun(r, tuple(_events(layout, r))) for r in reports)
+    return Audit(
+        store=str(layout.root),
+        scope="all" if run_ids is None else "runs",
+        complete=complete and bool(reports),
+        head=head,
+        head_position=position,
+        expected_head=expect_head,
+        findings=tuple(findings),
+        runs=runs,
+        generated_ms=generated_ms,
+        generator=generator,
+    )
+
+
+def _events(layout: StoreLayout, report: RunReport) -> Iterable[TimelineEvent]:
+    run_id = report.run_id
+    first = _first_record_ms(layout, run_id)
+    if first is not None:
+        yield TimelineEvent(first, run_id, "first-record")
+    try:
+        manifest = read_manifest(layout, run_id)
+    except (AgcError, OSError):
+        return  # the report's findings say what is wrong with it
+    if manifest is None:
+        return
+    for kind, seal in manifest.artifacts.items():
+        for segment in seal.segments:
+            at = segment.get("sealed_at_ms")
+            if isinstance(at, int):
+                yield TimelineEvent(at, run_id, "sealed", f"{kind}, earlier segment")
+        if seal.reopened_at_ms is not None:
+            yield TimelineEvent(seal.reopened_at_ms, run_id, "reopened", kind)
+        if seal.closed:
+            event = "recovered" if seal.recovered else "sealed"
+            yield TimelineEvent(seal.sealed_at_ms, run_id, event, f"{kind}, {seal.records} records")
+
+
+def _first_record_ms(layout: StoreLayout, run_id: str) -> int | None:
+    """The ``ts`` of the transcript's first record, if it can be read."""
+    try:
+        with layout.artifact_path(run_id, "transcript").open("rb") as handle:
+            line = handle.readline(_FIRST_LINE_LIMIT)
+        ts = json.loads(line).get("ts")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return ts if isinstance(ts, int) and not isinstance(ts, bool) and ts >= 0 else None
+
+
+# -- rendering (pure) --------------------------------------------------------------------
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+_CSS: Final = """
+:root { color-scheme: light; --fail: #b3261e; --ok: #1e6b34; --warn: #8a5a00; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
+       color: #1b1b1b; background: #fafafa; }
+header, main, footer { max-width: 1100px; margin: 0 auto; padding: 16px 24px; }
+header { border-bottom: 4px solid var(--ok); background: #fff; }
+header.fail { border-bottom-color: var(--fail); }
+h1 { font-size: 24px; margin: 0 0 6px; }
+h2 { font-size: 18px; margin: 24px 0 8px; }
+.summary { font-size: 18px; font-weight: 600; margin: 4px 0 12px; }
+.summary.fail { color: var(--fail); }
+.summary.ok { color: var(--ok); }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0; }
+dt { font-weight: 600; }
+dd { margin: 0; }
+code, .digest { font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", monospace;
+                overflow-wrap: anywhere; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; vertical-align: top; padding: 6px 8px; border-bottom: 1px solid #ddd; }
+th { background: #eee; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff;
+         font-weight: 600; font-size: 13px; }
+tr.fail .badge, .badge.fail { background: var(--fail); }
+tr.ok .badge, .badge.ok { background: var(--ok); }
+tr.fail td:first-child { border-left: 4px solid var(--fail); }
+tr.ok td:first-child { border-left: 4px solid var(--ok); }
+ul.findings { margin: 0; padding-left: 18px; }
+li.warning { color: var(--warn); }
+section.run { background: #fff; border: 1px solid #ddd; margin: 12px 0; padding: 8px 12px; }
+section.run.fail { border-left: 4px solid var(--fail); }
+section.run.ok { border-left: 4px solid var(--ok); }
+ol.timeline { list-style: none; padding: 0; border-left: 2px solid #bbb; margin-left: 8px; }
+ol.timeline li { padding: 2px 0 2px 12px; position: relative; }
+ol.timeline li::before { content: ""; position: absolute; left: -6px; top: 9px; width: 10px;
+                         height: 10px; border-radius: 50%; background: #888; }
+ol.timeline li.fail::before { background: var(--fail); }
+ol.timeline li.ok::before { background: var(--ok); }
+footer { color: #666; font-size: 13px; }
+"""
+
+
+def _verdict(report: RunReport) -> str:
+    return "complete" if report.complete else "incomplete"
+
+
+def _findings_list(findings: Sequence[Finding[Any]]) -> str:
+    if not findings:
+        return '<p class="none">no findings</p>'
+    items = "".join(
+        f'<li class="{_e(f.severity)}" data-code="{_e(f.code)}"><code>{_e(f.code)}</code> '
+        f"{_e(f.message)}</li>"
+        for f in findings
+    )
+    return f'<ul class="findings">{items}</ul>'
+
+
+def audit_html(audit: Audit) -> str:
+    """The report as one self-contained HTML5 page (UTF-8, no external resource)."""
+    state = "ok" if audit.complete else "fail"
+    runs_total = len(audit.runs)
+    if not audit.runs:
+        summary = "INCOMPLETE: no run to verify (an empty store is never verified)"
+    elif audit.complete:
+        summary = f"COMPLETE: all {runs_total} run(s) verified"
+    else:
+        summary = f"INCOMPLETE: {audit.failing} of {runs_total} run(s) failed"
+        if audit.findings and not audit.failing:
+            summary = "INCOMPLETE: the store itself has findings"
+    head = (
+        f'<code class="digest">{_e(audit.head)}</code> at position {audit.head_position}'
+        if audit.head
+        else "(empty chain)"
+    )
+    facts = [
+        ("Store", f"<code>{_e(audit.store)}</code>"),
+        ("Scope", "every run and the store chain" if audit.scope == "all" else "named runs"),
+        ("Chain head", head),
+    ]
+    if audit.expected_head:
+        facts.append(("Expected head", f'<code class="digest">{_e(audit.expected_head)}</code>'))
+    facts.append(
+        (
+            "Generated",
+            f'<time datetime="{_iso(audit.generated_ms)}">'
+            f"{_iso(audit.generated_ms)}</time> by {_e(audit.generator)}",
+        )
+    )
+    facts_html = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+
+    rows = []
+    for run in audit.runs:
+        r = run.report
+        cls = "ok" if r.complete else "fail"
+        errors = [f for f in r.findings if f.severity == "error"]
+        rows.append(
+            f'<tr class="run {cls}" data-run="{_e(r.run_id)}" data-verdict="{_verdict(r)}">'
+            f'<td><a href="#run-{_e(r.run_id)}"><code>{_e(r.run_id)}</code></a></td>'
+            f'<td><span class="badge">{"complete" if r.complete else "INCOMPLETE"}</span></td>'
+            f"<td>{_e(r.signature)}</td>"
+            f"<td>{sum(a.records or 0 for a in r.artifacts)}</td>"
+            f"<td>{len(errors)}</td></tr>"
+        )
+    table = (
+        '<table id="runs-table"><thead><tr><th>Run</th><th>Verdict</th><th>Signature</th>'
+        "<th>Records</th><th>Findings</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        if rows
+        else '<p class="none">no runs</p>'
+    )
+
+    details = []
+    for run in audit.runs:
+        r = run.report
+        cls = "ok" if r.complete else "fail"
+        artifacts = "".join(
+            f'<tr data-artifact="{_e(a.kind)}"><td>{_e(a.kind)}</td>'
+            f'<td><span class="badge {"ok" if a.ok else "fail"}">{"OK" if a.ok else "FAIL"}'
+            f"</span></td><td>{'' if a.records is None else a.records}</td>"
+            f"<td>{'' if a.bytes is None else a.bytes}</td>"
+            f'<td><code class="digest">{_e(a.algorithm or "")} {_e(a.digest or "")}</code>'
+            "</td></tr>"
+            for a in r.artifacts
+        )
+        key = f'<code class="digest">{_e(r.key_id)}</code>' if r.key_id else "none"
+        details.append(
+            f'<section class="run {cls}" id="run-{_e(r.run_id)}" data-run="{_e(r.run_id)}">'
+            f"<h3><code>{_e(r.run_id)}</code> "
+            f'<span class="badge {cls}">{"complete" if r.complete else "INCOMPLETE"}</span></h3>'
+            f"<p>Signature: {_e(r.signature)}; key id: {key}</p>"
+            '<table class="artifacts"><thead><tr><th>Artifact</th><th></th><th>Records</th>'
+            f"<th>Bytes</th><th>Digest</th></tr></thead><tbody>{artifacts}</tbody></table>"
+            f"{_findings_list(r.findings)}</section>"
+        )
+
+    verdicts = {run.report.run_id: run.report.complete for run in audit.runs}
+    timeline = "".join(
+        f'<li class="{"ok" if verdicts.get(e.run_id) else "fail"}" data-run="{_e(e.run_id)}" '
+        f'data-event="{_e(e.event)}"><time datetime="{_iso(e.at_ms)}">{_iso(e.at_ms)}</time> '
+        f"<code>{_e(e.run_id)}</code> {_e(e.event)}"
+        + (f" ({_e(e.detail)})" if e.detail else "")
+        + "</li>"
+        for e in audit.timeline
+    )
+    store_findings = (
+        f'<section id="store-findings"><h2>Store findings</h2>'
+        f"{_findings_list(audit.findings)}</section>"
+        if audit.scope == "all"
+        else ""
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>agc audit report: {_e(audit.store)}</title>"
+        f"<style>{_CSS}</style></head>\n<body>"
+        f'<header class="{state}"><h1>agc audit report</h1>'
+        f'<p class="summary {state}" id="summary" data-complete="{str(audit.complete).lower()}">'
+        f"{_e(summary)}</p>"
+        f'<dl class="facts">{facts_html}</dl></header>\n'
+        f'<main><section id="runs"><h2>Runs (failing first)</h2>{table}</section>\n'
+        f"{store_findings}\n"
+        f'<section id="details"><h2>Evidence per run</h2>{"".join(details)}</section>\n'
+        f'<section id="timeline"><h2>Timeline</h2><ol class="timeline">{timeline}</ol>'
+        "</section></main>\n"
+        "<footer>Made by <code>agc report</code>. Digests are BLAKE3 or SHA-256 of the "
+        "files' bytes; check a file with <code>b3sum --check</code> and the whole store "
+        "with <code>agc-verify --all</code>.</footer>\n"
+        "</body></html>\n"
+    )
+
+
+CSV_COLUMNS: Final = (
+    "run_id",
+    "verdict",
+    "signature",
+    "key_id",
+    "transcript_records",
+    "transcript_bytes",
+    "transcript_digest",
+    "tool_events_records",
+    "tool_events_bytes",
+    "tool_events_digest",
+    "finding_codes",
+    "findings",
+    "sealed_at",
+    "store",
+    "chain_head",
+)
+_FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def audit_csv(audit: Audit) -> str:
+    """One row per run (failing first), columns :data:`CSV_COLUMNS`; RFC 4180 quoting."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    for run in audit.runs:
+        r = run.report
+        by_kind = {a.kind: a for a in r.artifacts}
+        sealed = [e.at_ms for e in run.events if e.event in {"sealed", "recovered"}]
+        row: list[Any] = [r.run_id, _verdict(r), r.signature, r.key_id]
+        for kind in ("transcript", "tool-events"):
+            artifact = by_kind.get(kind)
+            row += (
+                [artifact.records, artifact.bytes, artifact.digest]
+                if artifact is not None
+                else [None, None, None]
+            )
+        row += [
+            ";".join(f.code for f in r.findings),
+            "; ".join(f.message for f in r.findings),
+            _iso(max(sealed)) if sealed else None,
+            audit.store,
+            audit.head,
+        ]
+        writer.writerow([_cell(value) for value in row])
+    return buffer.getvalue()

@@ -1,0 +1,267 @@
+"""Listing a store's runs and reading a run's records back (``agc runs``, ``agc show``).
+
+Neither verifies anything: the listing reads manifests and file sizes (no file is
+hashed, so it is quick on a large store), and the reader returns the records on disk as
+they are. ``check_run`` / ``agc-verify`` say whether they are complete and untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from agc._core.digest import SIDECAR_SUFFIXES
+from agc._core.fs import open_nofollow
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
+from agc.errors import (
+    AgcError,
+    ManifestInvalidError,
+    RunIdInvalidError,
+    RunNotFoundError,
+    StoreError,
+    UnsafePathError,
+)
+from agc.integrity._manifest import RunManifest
+from agc.integrity._store_io import read_manifest
+
+__all__ = ["RunListing", "iter_records", "list_runs", "run_is_sealed", "unwrap_record"]
+
+RunState = Literal["sealed", "unsealed", "damaged"]
+_COUNT_CHUNK: Final = 1 << 20
+_STAMPS: Final[dict[ArtifactKind, tuple[str, ...]]] = {
+    "transcript": ("seq", "ts"),
+    "tool-events": ("seq", "ts", "run_id"),
+}
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """One run of a store, as its files say (not verified).
+
+    Attributes:
+        run_id: the run.
+        state: ``sealed`` (its manifest is closed), ``unsealed`` (still being written,
+            crashed, stopped, or re-opened for a new segment) or ``damaged`` (its
+            manifest cannot be read: ``agc-verify`` says why).
+        records: records per artifact kind (sealed: from the manifest; otherwise the
+            complete lines on disk).
+        bytes: bytes of both artifact files on disk.
+        signed: the manifest carries a signature (whether it verifies is
+            ``agc-verify --trusted-key``'s business).
+        last_write_ms: the latest modification time of the run's files (Unix ms).
+    """
+
+    run_id: str
+    state: RunState
+    records: dict[str, int]
+    bytes: int
+    signed: bool
+    last_write_ms: int | None
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.records.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "records": self.total_records,
+            "records_by_kind": dict(self.records),
+            "bytes": self.bytes,
+            "signed": self.signed,
+            "last_write_ms": self.last_write_ms,
+        }
+
+
+def _run_ids(layout: StoreLayout) -> set[str]:
+    names: set[str] = set()
+    folders = [(layout.artifact_dir(kind), ".jsonl") for kind in ARTIFACT_KINDS]
+    folders.append((layout.manifests_dir, ".json"))
+    for folder, suffix in folders:
+        try:
+            entries = os.listdir(folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(f"cannot read {folder}: {exc.strerror}") from exc
+        for name in entries:
+            if not name.endswith(suffix) or "@" in name:
+                continue
+            candidate = name.removesuffix(suffix)
+            try:
+                names.add(validate_run_id(candidate))
+            except RunIdInvalidError:
+                continue  # a stray file: agc-verify --all reports it
+    return names
+
+
+def _count_lines(path: Path) -> tuple[int, int, int | None]:
+    """``(complete lines, bytes, mtime ms)`` of a file, or zeros when it is absent."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, UnsafePathError):
+        return 0, 0, None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return 0, 0, None
+        count = 0
+        while chunk := os.read(fd, _COUNT_CHUNK):
+            count += chunk.count(b"\n")
+        return count, info.st_size, info.st_mtime_ns // 1_000_000
+    finally:
+        os.close(fd)
+
+
+def _listing(layout: StoreLayout, run_id: str) -> RunListing:
+    manifest: RunManifest | None = None
+    state: RunState = "unsealed"
+    try:
+        manifest = read_manifest(layout, run_id)
+    except (ManifestInvalidError, UnsafePathError):
+        state = "damaged"
+    if manifest is not None and manifest.closed:
+        state = "sealed"
+    records: dict[str, int] = {}
+    size = 0
+    times: list[int] = []
+    for kind in ARTIFACT_KINDS:
+        path = layout.artifact_path(run_id, kind)
+        seal = manifest.artifacts.get(kind) if manifest else None
+        if seal is not None and seal.closed:
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                info = None
+            records[kind] = seal.records
+            if info is not None:
+                size += info.st_size
+                times.append(info.st_mtime_ns // 1_000_000)
+            continue
+        lines, length, mtime = _count_lines(path)
+        records[kind] = lines
+        size += length
+        if mtime is not None:
+            times.append(mtime)
+    with contextlib.suppress(OSError):
+        times.append(layout.manifest_path(run_id).lstat().st_mtime_ns // 1_000_000)
+    return RunListing(
+        run_id=run_id,
+        state=state,
+        records=records,
+        bytes=size,
+        signed=manifest is not None and manifest.signature is not None,
+        last_write_ms=max(times) if times else None,
+    )
+
+
+def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
+    """Every run of the store, the most recently written first (no file is hashed).
+
+    Raises:
+        StoreError: the store does not exist or cannot be read.
+    """
+    layout = StoreLayout.at(store)
+    if not layout.root.is_dir():
+        raise StoreError(f"store {layout.root} does not exist or is not a folder")
+    listings = [_listing(layout, run_id) for run_id in sorted(_run_ids(layout))]
+    listings.sort(key=lambda r: -(r.last_write_ms or 0))
+    return listings
+
+
+def run_is_sealed(layout: StoreLayout, run_id: str, kind: ArtifactKind) -> bool:
+    """Whether the artifact has a closed seal (a sidecar and a closed manifest entry)."""
+    path = layout.artifact_path(run_id, kind)
+    if not any(os.path.lexists(str(path) + suffix) for suffix in SIDECAR_SUFFIXES.values()):
+        return False
+    try:
+        manifest = read_manifest(layout, run_id)
+    except AgcError:
+        return False
+    seal = manifest.artifacts.get(kind) if manifest else None
+    return seal is not None and seal.closed
+
+
+def unwrap_record(line: bytes, kind: ArtifactKind) -> bytes:
+    """The agent's own line for a stored record (without its ``\\n``).
+
+    ``agc record``/``agc import`` keep each input line as ``{"line", "payload"}`` (or
+    ``{"line", "invalid", "text"|"text_b64"}``): the payload is printed as compact JSON
+    and an invalid line as its exact bytes. A record written through the library loses
+    only the writer's stamps (``seq``, ``ts``, and ``run_id`` for tool events). A line
+    that is not a JSON object (damage) is returned as it is.
+    """
+    try:
+        record = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return line
+    if not isinstance(record, dict):
+        return line
+    if "line" in record and "payload" in record:
+        return _compact(record["payload"])
+    if "line" in record and "invalid" in record:
+        if isinstance(record.get("text_b64"), str):
+            try:
+                return base64.b64decode(record["text_b64"], validate=True)
+            except ValueError:
+                return line
+        if isinstance(record.get("text"), str):
+            return str(record["text"]).encode("utf-8", "surrogatepass")
+    return _compact({k: v for k, v in record.items() if k not in _STAMPS[kind]})
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def iter_records(
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    kind: ArtifactKind = "transcript",
+    start: int = 0,
+) -> Iterator[tuple[bytes, int]]:
+    """Yield ``(line without its \\n, offset after it)`` for each complete line from
+    byte ``start`` of a run's artifact. An unterminated last line is not yielded (it may
+    still be being written).
+
+    Raises:
+        RunNotFoundError: the store has no such file.
+        UnsafePathError: it is a symlink.
+        StoreError: it cannot be read.
+    """
+    layout = StoreLayout.at(store)
+    path = layout.artifact_path(run_id, kind)
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise RunNotFoundError(
+            f"no {kind} of run {run_id!r} in store {layout.root}",
+            hint="`agc runs` lists the runs of the store.",
+        ) from exc
+    except UnsafePathError:
+        raise
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise StoreError(f"{path} is not a regular file")
+        handle.seek(start)
+        offset = start
+        for line in handle:
+            if not line.endswith(b"\n"):
+                return
+            offset += len(line)
+            yield line[:-1], offset

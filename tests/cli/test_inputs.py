@@ -1,0 +1,239 @@
+"""Inputs a new user gets wrong: empty input, run ids that look like options, missing
+files, names that are both a file and a run; one exit code per kind of failure and hints
+that fit the situation."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
+from agc.cli.app import main
+from agc.cli.verify import main as verify_main
+from agc.errors import ArtifactSealedError, RunIdInvalidError
+from agc.exitcodes import ExitCode
+from agc.integrity import _writer
+from agc.integrity._recover import recover_run
+from agc.integrity._verify import check_run
+from agc.integrity._writer import TranscriptWriter, open_run
+from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
+from tests.conftest import feed_stdin, tree, write_run
+
+STORE_HINT = "Check that the store folder exists"
+
+# -- empty input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["record", "import-empty-file", "import-dev-null"])
+def test_empty_input_is_refused_and_the_run_id_stays_free(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    argv = ["--run-id", "r1", "--store", str(store)]
+    if how == "record":
+        feed_stdin(monkeypatch, b"")
+        code = main(["record", *argv])
+    else:
+        source = "/dev/null" if how == "import-dev-null" else str(empty)
+        code = main(["import", source, *argv])
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE
+    assert "the input is empty" in err
+    assert "run id r1 stays free" in err
+    assert "--allow-empty" in err
+    layout = StoreLayout(store)
+    assert [p for p in tree(store) if "r1" in p] == []
+    assert not (layout.audit_dir / "chain.jsonl").exists()  # nothing was sealed
+    feed_stdin(monkeypatch, b'{"role": "user"}\n')
+    assert main(["record", *argv]) == ExitCode.OK  # the id is free
+    assert verify_main(["r1", "--store", str(store)]) == ExitCode.OK
+
+
+def test_allow_empty_seals_an_empty_run_that_never_verifies(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    feed_stdin(monkeypatch, b"")
+    assert main(["record", "--run-id", "r1", "--store", str(store), "--allow-empty"]) == 0
+    assert verify_main(["r1", "--store", str(store)]) == ExitCode.FINDINGS
+    assert "transcript has no records" in capsys.readouterr().out
+
+
+# -- run ids beginning with '-' ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("run_id", ["-x", "--help", "-", "--all"])
+def test_a_dash_run_id_is_refused_at_creation_with_a_hint(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    run_id: str,
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"{}\n")
+    feed_stdin(monkeypatch, b"{}\n")
+    assert main(["record", f"--run-id={run_id}", "--store", str(store)]) == ExitCode.USAGE
+    assert main(["import", str(source), f"--run-id={run_id}", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("begins with '-'") == 2
+    assert "hint: Begin the run id with a letter" in err
+    with pytest.raises(RunIdInvalidError):
+        open_run(run_id, store=store)
+    with pytest.raises(RunIdInvalidError):
+        TranscriptWriter(run_id, store=store)
+    snapshot = SessionSnapshot(
+        run_id, "s", [{"role": "user", "content": "hi"}], ToolCallState(False, None), {}
+    )
+    with pytest.raises(RunIdInvalidError):
+        save_snapshot(snapshot, store)
+    assert tree(store) == []
+
+
+def test_a_dash_run_from_before_the_rule_is_read_after_double_dash(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(_writer, "validate_new_run_id", validate_run_id)
+    write_run(store, "-old")
+    monkeypatch.undo()
+    assert verify_main(["--store", str(store), "--", "-old"]) == ExitCode.OK
+    assert "run -old: complete" in capsys.readouterr().out
+    assert main(["show", "--store", str(store), "--", "-old"]) == ExitCode.OK
+    with pytest.raises(RunIdInvalidError):
+        validate_new_run_id("-old")
+
+
+# -- one exit code per kind of failure ------------------------------------------------------
+
+
+def test_a_missing_input_file_is_exit_2_for_every_command(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "missing.jsonl")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("p")
+    project = tmp_path / "proj"
+    project.mkdir()
+    record = ["ledger", "record", "--project", str(project), "--turn-id", "Abc123-def"]
+    commands = {
+        "import": ["import", missing, "--run-id", "r1", "--store", str(store)],
+        "seal": ["seal", missing],
+        "ledger show": ["ledger", "show", missing],
+        "ledger check": ["ledger", "check", missing],
+        "ledger record --input": [*record, "--prompt-file", str(prompt), "--input", missing],
+        "ledger record --prompt-file": [*record, "--prompt-file", missing],
+        "resume": ["resume", missing],
+        "verify --turn-file": ["verify", "--turn-file", missing],
+    }
+    for name, argv in commands.items():
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == ExitCode.USAGE, (name, err)
+        assert "missing.jsonl" in err, name
+        assert "does not exist" in err, name
+        assert STORE_HINT not in err, name
+    json_codes = set()
+    for argv in (commands["import"], commands["seal"], commands["ledger show"]):
+        main([*argv, "--json"])
+        json_codes.add(json.loads(capsys.readouterr().out)["error"]["code"])
+    assert json_codes == {"input-missing"}
+
+
+def test_hints_fit_a_failure_outside_any_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("p")
+    argv = ["ledger", "record", "--project", str(tmp_path / "nope"), "--turn-id", "Abc123-def"]
+    assert main([*argv, "--prompt-file", str(prompt)]) == ExitCode.UNREADABLE
+    err = capsys.readouterr().err
+    assert "--project" in err
+    assert STORE_HINT not in err
+
+
+def test_a_run_sealed_while_its_lock_is_held_is_called_sealed_not_locked(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other writer finished meanwhile: 'wait for the other writer' would not help."""
+    write_run(store)
+    path = StoreLayout(store).artifact_path("r1", "transcript")
+    holder = os.open(path, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_SH)  # as `agc seal` holds it while it hashes
+    # The check before opening saw no seal yet (the race this guards against); later
+    # checks see the seal the other writer wrote meanwhile.
+    real = _writer.RunArtifactSeal.before_open
+    calls: list[Path] = []
+
+    def first_sees_nothing(self: _writer.RunArtifactSeal, path: Path) -> None:
+        calls.append(path)
+        if len(calls) > 1:
+            real(self, path)
+
+    monkeypatch.setattr(_writer.RunArtifactSeal, "before_open", first_sees_nothing)
+    try:
+        with pytest.raises(ArtifactSealedError) as caught:
+            TranscriptWriter("r1", store=store)
+    finally:
+        os.close(holder)
+    assert "wait for the other writer" not in caught.value.hint
+    assert len(calls) == 2  # refused after the lock was found taken
+
+
+# -- a name that is both a file and a run --------------------------------------------------
+
+
+def test_a_name_that_is_a_file_and_a_run_is_ambiguous(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = [{"role": "user", "content": "hi"}]
+    save_snapshot(SessionSnapshot("run-7", "s", history, ToolCallState(False, None), {}), store)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run-7").write_text(json.dumps(history))
+    assert main(["resume", "run-7", "--store", str(store), "--check"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "ambiguous" in err
+    assert "./run-7" in err
+    assert main(["resume", "./run-7", "--check"]) == ExitCode.OK  # a path: the file
+    (tmp_path / "run-7").unlink()
+    assert main(["resume", "run-7", "--store", str(store), "--check"]) == ExitCode.OK
+
+
+# -- open_run when the with body raises ----------------------------------------------------
+
+
+def test_open_run_on_an_exception_stays_unsealed_with_every_record_checkpointed(
+    store: Path,
+) -> None:
+    """The documented choice: an exception never seals (a half-done run must not verify
+    complete); a last checkpoint vouches for every record written, recover seals it."""
+
+    class AgentCrashedError(RuntimeError):
+        pass
+
+    def agent() -> None:
+        with open_run("r1", store=store) as run:
+            for n in range(5):
+                run.transcript.write({"n": n})
+            run.tool_events.write({"tool": "bash"})
+            raise AgentCrashedError
+
+    with pytest.raises(AgentCrashedError):
+        agent()
+    report = check_run("r1", store)
+    assert not report.complete
+    unsealed = {f.artifact: f for f in report.findings if f.code == "unsealed"}
+    assert set(unsealed) == {"transcript", "tool-events"}
+    transcript_facts = unsealed["transcript"].actual or {}
+    assert transcript_facts["verified_records"] == 5
+    assert transcript_facts["unverified_bytes"] == 0
+    recovered = recover_run("r1", store)
+    assert [a.records for a in recovered.artifacts] == [5, 1]
+    assert check_run("r1", store).complete

@@ -1,0 +1,173 @@
+"""``agc runs`` and ``agc show`` (with ``--follow`` on a run still being written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agc._core.store import StoreLayout
+from agc.cli.app import main
+from agc.exitcodes import ExitCode
+from agc.integrity._runs import list_runs, unwrap_record
+from agc.integrity._signing import generate_keypair, load_signing_key
+from agc.integrity._writer import TranscriptWriter, open_run
+from tests.conftest import feed_stdin, write_run
+
+SCRIPT = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _agent_output() -> bytes:
+    return b'{"type":"turn.started"}\nplain text, not JSON\n{"type":"item","n":[1,2]}\n\xff\xfe\n'
+
+
+def test_runs_lists_state_records_bytes_signature_and_time(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    private, _, _ = generate_keypair(tmp_path / "keys")
+    with open_run("signed", store=store, signing_key=load_signing_key(private)) as run:
+        run.transcript.write({"a": 1})
+    write_run(store, "plain")
+    crashed = TranscriptWriter("crashed", store=store)
+    for n in range(3):
+        crashed.write({"n": n})
+    crashed.abort()
+    assert main(["runs", "--store", str(store), "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    runs = {run["run_id"]: run for run in listing["runs"]}
+    assert listing["store"] == str(store)
+    assert set(runs) == {"signed", "plain", "crashed"}
+    assert (runs["signed"]["state"], runs["signed"]["signed"]) == ("sealed", True)
+    assert (runs["plain"]["state"], runs["plain"]["signed"]) == ("sealed", False)
+    assert (runs["crashed"]["state"], runs["crashed"]["records"]) == ("unsealed", 3)
+    layout = StoreLayout(store)
+    on_disk = sum(layout.artifact_path("plain", k).stat().st_size for k in ("transcript",))
+    assert runs["plain"]["bytes"] >= on_disk
+    assert runs["plain"]["records"] == 2  # one transcript record, one tool event
+    times = [run["last_write_ms"] for run in listing["runs"]]
+    assert times == sorted(times, reverse=True)  # newest first
+
+    assert main(["runs", "--store", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["RUN", "STATE", "RECORDS", "BYTES", "SIGNED", "LAST", "WRITE"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["signed"][1:2] + rows["signed"][4:5] == ["sealed", "signed"]
+    assert rows["crashed"][1:3] == ["unsealed", "3"]
+    assert rows["crashed"][5].endswith("Z")
+
+
+def test_runs_of_an_empty_or_missing_store(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["runs", "--store", str(store)]) == 0
+    assert "no runs in store" in capsys.readouterr().err
+    assert main(["runs", "--store", str(tmp_path / "nowhere")]) == ExitCode.UNREADABLE
+    assert list_runs(store) == []
+
+
+def test_show_prints_what_the_agent_wrote(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    feed_stdin(monkeypatch, _agent_output())
+    assert main(["record", "--run-id", "r1", "--store", str(store)]) == 0
+    capsysbinary.readouterr()
+    assert main(["show", "r1", "--store", str(store)]) == 0
+    captured = capsysbinary.readouterr()
+    assert captured.out.splitlines() == [
+        b'{"type":"turn.started"}',
+        b"plain text, not JSON",
+        b'{"type":"item","n":[1,2]}',
+        b"\xff\xfe",  # the exact bytes, though not UTF-8
+    ]
+    assert captured.err == b""  # sealed: no note
+    assert main(["show", "r1", "--store", str(store), "--raw"]) == 0
+    raw = [json.loads(line) for line in capsysbinary.readouterr().out.splitlines()]
+    assert [record["seq"] for record in raw] == [0, 1, 2, 3]
+
+
+def test_show_unwraps_library_records_and_tool_events(
+    store: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    write_run(store, transcript=[{"role": "user", "content": "hi"}], tool_events=[{"tool": "sh"}])
+    assert main(["show", "r1", "--store", str(store), "--kind", "tool-events"]) == 0
+    assert capsysbinary.readouterr().out == b'{"tool":"sh"}\n'
+    assert unwrap_record(b"[1,2]", "transcript") == b"[1,2]"  # damage is shown as it is
+
+
+def test_show_a_missing_or_unsealed_run(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "nope", "--store", str(store)]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"no transcript of run 'nope' in store {store}" in err
+    assert "agc runs" in err
+    writer = TranscriptWriter("live", store=store)
+    writer.write({"a": 1})
+    writer.flush()
+    try:
+        assert main(["show", "live", "--store", str(store)]) == 0
+        captured = capsys.readouterr()
+        assert captured.out == '{"a":1}\n'
+        assert "is not sealed" in captured.err
+    finally:
+        writer.abort()
+
+
+def _read_lines(stream: object, count: int, timeout: float = 20.0) -> list[bytes]:
+    selector = selectors.DefaultSelector()
+    selector.register(stream, selectors.EVENT_READ)  # type: ignore[arg-type]
+    lines: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    while len(lines) < count and time.monotonic() < deadline:
+        if not selector.select(timeout=0.5):
+            continue
+        chunk = os.read(stream.fileno(), 65536)  # type: ignore[attr-defined]
+        if not chunk:
+            break
+        buffer += chunk
+        *done, buffer = buffer.split(b"\n")
+        lines.extend(done)
+    return lines
+
+
+def test_follow_prints_records_as_they_come_and_stops_at_the_seal(store: Path) -> None:
+    writer = TranscriptWriter("live", store=store, buffer_bytes=0)
+    writer.write({"n": 0})
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SCRIPT,
+            "show",
+            "live",
+            "--store",
+            str(store),
+            "--follow",
+            "--interval",
+            "0.05",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert _read_lines(child.stdout, 1) == [b'{"n":0}']
+        writer.write({"n": 1})
+        writer.write({"n": 2})
+        assert _read_lines(child.stdout, 2) == [b'{"n":1}', b'{"n":2}']
+        assert child.poll() is None  # still following
+        writer.write({"n": 3})
+        writer.close()  # sealed: follow prints the rest and ends
+        out, _ = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0
+    assert out == b'{"n":3}\n'

@@ -1,0 +1,328 @@
+"""``agc-verify`` as ``sha256sum -c`` users expect it: run-missing, --quiet, --status,
+full digests, colour only on a terminal, plain --all when piped, --expect-head checked,
+options that do not apply refused, trusted-key folders, --version and completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agc import __version__
+from agc._core.store import StoreLayout
+from agc.cli import verify_main as fast
+from agc.cli.app import main as agc_main
+from agc.cli.verify import main as verify_main
+from agc.exitcodes import ExitCode
+from agc.integrity._manifest import RunManifest
+from agc.integrity._writer import TranscriptWriter
+from tests.conftest import write_run
+
+BOX = set("┏┓┗┛━┃│─┡┩╇╈┼╭╮╰╯")
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = verify_main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _tamper(store: Path, run_id: str) -> None:
+    path = StoreLayout(store).artifact_path(run_id, "transcript")
+    data = bytearray(path.read_bytes())
+    data[3] ^= 1
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("entry", ["fast", "full"])
+def test_a_run_that_does_not_exist(
+    store: Path, capsys: pytest.CaptureFixture[str], entry: str
+) -> None:
+    write_run(store, "real")
+    argv = ["nope", "--store", str(store)]
+    code = fast.main(argv) if entry == "fast" else verify_main([*argv, "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.FINDINGS
+    assert f"no run 'nope' in store {store}" in out
+    assert "transcript file missing" not in out
+    assert f"`agc runs --store {store}` lists the runs" in err
+    assert fast.main([*argv, "--json"]) == ExitCode.FINDINGS
+    report = json.loads(capsys.readouterr().out)
+    assert [f["code"] for f in report["findings"]] == ["run-missing"]
+
+
+def test_quiet_prints_only_failures_and_status_nothing(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(store, "good")
+    write_run(store, "bad")
+    _tamper(store, "bad")
+    assert _run(["good", "--store", str(store), "--quiet"], capsys) == (0, "", "")
+    code, out, _ = _run(["bad", "--store", str(store), "-q"], capsys)
+    assert code == 1
+    assert out.splitlines() == [
+        "FAIL transcript   transcript checksum mismatch",
+        "run bad: INCOMPLETE (1 finding(s))",
+    ]
+    for run_id, expected in (("good", 0), ("bad", 1), ("nope", 1)):
+        assert _run([run_id, "--store", str(store), "--status"], capsys) == (expected, "", "")
+    code, out, _ = _run(["--all", "--store", str(store), "--quiet"], capsys)
+    assert code == 1
+    assert "good" not in out
+    assert out.splitlines()[0].startswith("FAIL bad  unsigned  transcript checksum mismatch")
+    assert _run(["--all", "--store", str(store), "--status"], capsys) == (1, "", "")
+
+
+def test_human_output_has_full_digests(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    layout = write_run(store)
+    manifest = RunManifest.from_bytes(layout.manifest_path("r1").read_bytes())
+    code, out, _ = _run(["r1", "--store", str(store)], capsys)
+    assert code == 0
+    for seal in manifest.artifacts.values():
+        assert f"blake3 {seal.digest}\n" in out
+    assert "…" not in out
+
+
+def test_all_is_plain_text_when_piped_failing_first(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_id = "a-very-long-run-id-" + "x" * 100
+    for run_id in ("aaa", long_id, "zzz"):
+        write_run(store, run_id)
+    _tamper(store, "zzz")
+    code, out, _ = _run(["--all", "--store", str(store)], capsys)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("FAIL zzz  ")
+    assert lines[1] == "OK   a-very-long-run-id-" + "x" * 100 + "  unsigned"
+    assert lines[2] == "OK   aaa  unsigned"
+    assert lines[-1].startswith(f"store {store}: INCOMPLETE; 2/3 runs complete; chain head ")
+    assert not BOX & set(out)
+    assert "\x1b[" not in out
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str]) -> str:
+    """Run agc-verify with stdout on a pseudo-terminal; return what it printed."""
+    leader, follower = pty.openpty()
+    script = "import sys; from agc.cli.verify_main import main; sys.exit(main(sys.argv[1:]))"
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *argv],
+        stdout=follower,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "200", **env},
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    child.wait(timeout=30)
+    os.close(leader)
+    return b"".join(chunks).decode()
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(store: Path) -> None:
+    write_run(store)
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["TERM"] = "xterm-256color"
+    coloured = _on_a_terminal(["r1", "--store", str(store)], env)
+    assert "\x1b[32mOK  \x1b[0m transcript" in coloured
+    plain = _on_a_terminal(["r1", "--store", str(store)], {**env, "NO_COLOR": "1"})
+    assert "\x1b[" not in plain
+    assert "OK   transcript" in plain
+
+
+def test_all_on_a_terminal_is_a_table(store: Path) -> None:
+    write_run(store)
+    shown = _on_a_terminal(["--all", "--store", str(store)], {"NO_COLOR": "1"})
+    assert BOX & set(shown)
+    assert "│ r1 " in shown
+
+
+@pytest.mark.parametrize("head", ["zz", "3f1c", "g" * 64, "a" * 63, "a" * 65, "", " " + "a" * 64])
+def test_expect_head_must_be_64_hex_digits(
+    store: Path, capsys: pytest.CaptureFixture[str], head: str
+) -> None:
+    write_run(store)
+    code, out, err = _run(["--all", "--store", str(store), "--expect-head", head], capsys)
+    assert code == ExitCode.USAGE
+    assert "is not a chain head digest" in err
+    assert "rolled back" not in out + err
+
+
+def test_expect_head_in_either_case(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(store)
+    _run(["--all", "--store", str(store)], capsys)
+    head = json.loads((StoreLayout(store).audit_dir / "chain-head.json").read_text())["digest"]
+    for given in (head, head.upper()):
+        code, _, err = _run(["--all", "--store", str(store), "--expect-head", given], capsys)
+        assert code == ExitCode.OK, err
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--trusted-key", "k.pub.pem"],
+        ["--require-signature"],
+        ["--expect-head", "a" * 64],
+        ["--store", "somewhere"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_options_that_do_not_apply_to_a_turn_file_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    turn = tmp_path / "t.jsonl"
+    turn.write_text("{}\n")
+    code, _, err = _run(["--turn-file", str(turn), *extra], capsys)
+    assert code == ExitCode.USAGE
+    assert f"{extra[0]} does not apply to --turn-file" in err
+
+
+@pytest.mark.parametrize("extra", [["--quiet"], ["--status"]])
+def test_json_with_quiet_or_status_is_a_usage_error(
+    store: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    write_run(store)
+    assert _run(["r1", "--store", str(store), "--json", *extra], capsys)[0] == ExitCode.USAGE
+
+
+# -- trusted keys -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def signed_store(tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    keys = tmp_path / "keys"
+    assert agc_main(["keys", "generate", "--out", str(keys)]) == 0
+    monkeypatch.setenv("AGC_SIGNING_KEY", str(keys / "signing-key.pem"))
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b'{"a": 1}\n')
+    assert agc_main(["import", str(source), "--run-id", "r1", "--store", str(store)]) == 0
+    monkeypatch.delenv("AGC_SIGNING_KEY")
+    return keys
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_the_folder_keys_generate_made_is_a_trusted_key_folder(
+    store: Path,
+    signed_store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    capsys.readouterr()
+    argv = ["r1", "--store", str(store), "--require-signature"]
+    if how == "option":
+        argv += ["--trusted-key", str(signed_store)]
+    else:
+        monkeypatch.setenv("AGC_TRUSTED_KEYS", str(signed_store))
+    code, out, err = _run(argv, capsys)
+    assert code == ExitCode.OK, out + err
+    assert "signature-valid" in out
+    assert f"note: skipped {signed_store / 'signing-key.pem'}: a private key" in err
+    assert _run([*argv, "--status"], capsys) == (0, "", "")  # --status: not even the note
+
+
+def test_trusted_key_messages_for_files_and_folders(
+    tmp_path: Path,
+    store: Path,
+    signed_store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["r1", "--store", str(store)]
+    private = signed_store / "signing-key.pem"
+    code, _, err = _run([*base, "--trusted-key", str(private)], capsys)
+    assert code == ExitCode.USAGE
+    assert "is a private key, not a public key" in err
+    assert f"--trusted-key {signed_store / 'signing-key.pub.pem'}" in err
+    code, _, err = _run([*base, "--trusted-key", str(tmp_path / "absent.pem")], capsys)
+    assert (code, "trusted key" in err, "does not exist" in err) == (2, True, True)
+    empty = tmp_path / "empty-keys"
+    empty.mkdir()
+    code, _, err = _run([*base, "--trusted-key", str(empty)], capsys)
+    assert code == ExitCode.USAGE
+    assert "holds no public key" in err
+    monkeypatch.setenv("AGC_TRUSTED_KEYS", str(signed_store / "signing-key.pub.pem"))
+    code, _, err = _run(base, capsys)
+    assert code == ExitCode.USAGE
+    assert "$AGC_TRUSTED_KEYS folder" in err
+    assert "is a file, not a folder" in err
+    monkeypatch.setenv("AGC_TRUSTED_KEYS", str(tmp_path / "nowhere"))
+    code, _, err = _run(base, capsys)
+    assert (code, "does not exist" in err) == (2, True)
+
+
+# -- unsealed runs point to agc recover ---------------------------------------------------
+
+
+def test_an_unsealed_run_points_to_agc_recover(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    writer = TranscriptWriter("r1", store=store)
+    writer.write({"a": 1})
+    writer.abort()
+    for entry in (fast.main, verify_main):
+        assert entry(["r1", "--store", str(store)]) == ExitCode.FINDINGS
+        err = capsys.readouterr().err
+        assert f"`agc recover r1 --store {store}` seals what is on disk" in err
+    write_run(store, "fine")
+    assert fast.main(["fine", "--store", str(store)]) == 0
+    assert "agc recover" not in capsys.readouterr().err
+
+
+# -- what users reach for -------------------------------------------------------------------
+
+
+def test_version_on_both_programs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert agc_main(["--version"]) == 0
+    assert capsys.readouterr().out == f"agc {__version__}\n"
+    assert fast.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"agc-verify (agc) {__version__}\n"
+
+
+@pytest.mark.parametrize(
+    ("program", "variable", "words", "expected"),
+    [
+        ("agc", "_AGC_COMPLETE", "agc rep", "report"),
+        ("agc-verify", "_AGC_VERIFY_COMPLETE", "agc-verify --sta", "--status"),
+    ],
+)
+def test_shell_completion(program: str, variable: str, words: str, expected: str) -> None:
+    entry = {"agc": "agc.cli.app", "agc-verify": "agc.cli.verify_main"}[program]
+    script = f"import sys; from {entry} import main; sys.exit(main(sys.argv[1:]))"
+    shown = subprocess.run(
+        [sys.executable, "-c", script, "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"},
+    )
+    assert variable in shown.stdout
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **os.environ,
+            variable: "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - 1),
+        },
+    )
+    assert expected in done.stdout.split()

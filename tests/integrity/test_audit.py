@@ -1,0 +1,134 @@
+"""The audit report's renderers: self-contained HTML (nothing loaded, store content
+escaped, failing runs first) and CSV (RFC 4180, no formula injection)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from agc._core import store as store_rules
+from agc.integrity import _writer
+from agc.integrity._audit import CSV_COLUMNS, _cell, audit_csv, audit_html, build_audit
+from tests.conftest import fixed_clock, write_run
+from tests.integrity.evidence_helpers import transcript_path
+
+NOW = 1_764_460_800_000
+
+
+def _store_with_a_tampered_run(store: Path) -> None:
+    for offset, run_id in enumerate(("alpha", "beta", "gamma")):
+        write_run(store, run_id, clock=fixed_clock(NOW + offset * 60_000))
+    path = transcript_path(store, "beta")
+    path.write_bytes(path.read_bytes().replace(b"hi", b"HI"))
+
+
+class _Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def _elements(page: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Elements()
+    parser.feed(page)
+    return parser.tags
+
+
+def test_failing_runs_come_first_everywhere(store: Path) -> None:
+    _store_with_a_tampered_run(store)
+    audit = build_audit(store, generated_ms=NOW)
+    assert [r.report.run_id for r in audit.runs] == ["beta", "alpha", "gamma"]
+    assert not audit.complete
+    page = audit_html(audit)
+    rows = [a["data-run"] for t, a in _elements(page) if t == "tr" and "data-run" in a]
+    assert rows == ["beta", "alpha", "gamma"]
+    sections = [a["data-run"] for t, a in _elements(page) if t == "section" and "data-run" in a]
+    assert sections == ["beta", "alpha", "gamma"]
+    rows_csv = list(csv.reader(io.StringIO(audit_csv(audit))))
+    assert rows_csv[0] == list(CSV_COLUMNS)
+    assert [row[0] for row in rows_csv[1:]] == ["beta", "alpha", "gamma"]
+    assert rows_csv[1][1] == "incomplete"
+    assert rows_csv[1][CSV_COLUMNS.index("finding_codes")] == "modified"
+
+
+def test_the_page_has_the_store_head_findings_signatures_and_a_timeline(store: Path) -> None:
+    _store_with_a_tampered_run(store)
+    audit = build_audit(store, generated_ms=NOW)
+    page = audit_html(audit)
+    assert str(store) in page
+    assert audit.head is not None
+    assert audit.head in page
+    assert 'data-code="modified"' in page
+    assert "unsigned" in page
+    events = [(a["data-run"], a["data-event"]) for t, a in _elements(page) if "data-event" in a]
+    assert ("alpha", "first-record") in events
+    assert {("alpha", "sealed"), ("beta", "sealed"), ("gamma", "sealed")} <= set(events)
+    times = re.findall(
+        r'<li class="[a-z]+" data-run="[^"]+" data-event="[^"]+"><time '
+        r'datetime="([^"]+)"',
+        page,
+    )
+    assert times == sorted(times)
+
+
+def test_the_page_loads_nothing(store: Path) -> None:
+    _store_with_a_tampered_run(store)
+    page = audit_html(build_audit(store, generated_ms=NOW))
+    assert "default-src 'none'" in page
+    tags = {tag for tag, _ in _elements(page)}
+    assert not tags & {"script", "link", "img", "iframe", "object", "embed", "svg"}
+    assert not re.search(r"https?://|url\(|@import|src=", page)
+
+
+@pytest.mark.parametrize(
+    "name", ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "a&b"]
+)
+def test_store_content_is_escaped(tmp_path: Path, name: str) -> None:
+    store = tmp_path / name.replace("/", "_")
+    write_run(store, "r1")
+    page = audit_html(build_audit(store, generated_ms=NOW))
+    tags = {tag for tag, _ in _elements(page)}
+    assert "script" not in tags
+    assert "img" not in tags
+    assert name not in page
+
+
+@pytest.mark.parametrize("text", ["=HYPERLINK(1)", "+1", "@SUM(A1)", "-2", "\t=1", "\r=1"])
+def test_csv_cells_never_start_a_formula(text: str) -> None:
+    assert _cell(text) == "'" + text
+    assert _cell("a=1") == "a=1"
+
+
+def test_a_dash_run_id_is_not_a_formula_in_the_csv(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run ids may not begin with '-' any more, but stores made before the rule exist."""
+    monkeypatch.setattr(_writer, "validate_new_run_id", store_rules.validate_run_id)
+    write_run(store, "-2.3")
+    rows = list(csv.reader(io.StringIO(audit_csv(build_audit(store, generated_ms=NOW)))))
+    assert rows[1][0] == "'-2.3"
+    for row in rows[1:]:
+        assert not any(cell.startswith(("=", "+", "-", "@")) for cell in row)
+
+
+def test_an_empty_store_is_never_complete(store: Path) -> None:
+    audit = build_audit(store, generated_ms=NOW)
+    assert not audit.complete
+    assert "no run to verify" in audit_html(audit)
+
+
+def test_named_runs_only(store: Path) -> None:
+    _store_with_a_tampered_run(store)
+    audit = build_audit(store, ["gamma", "alpha"], generated_ms=NOW)
+    assert audit.complete
+    assert audit.scope == "runs"
+    assert [r.report.run_id for r in audit.runs] == ["alpha", "gamma"]
+    assert audit.head is not None  # the chain head is shown for named runs too
