@@ -45,6 +45,7 @@ __all__ = [
     "fsync_dir",
     "is_temp_name",
     "iter_bounded_lines",
+    "last_line_end",
     "machine_hint",
     "open_nofollow",
     "open_regular_file",
@@ -164,6 +165,25 @@ def iter_bounded_lines(handle: BinaryIO, *, max_line_bytes: int) -> Iterator[byt
         while line and not line.endswith(b"\n"):  # skip the rest of the long line
             line = handle.readline(1 << 20)
         yield None
+
+
+def last_line_end(fd: int, size: int) -> int:
+    """Offset just after the last ``\\n`` in the first ``size`` bytes of the open file
+    (0 if there is none): where a torn last line starts. Reads backwards in 64 KiB
+    steps, never the whole file.
+
+    Raises:
+        OSError: reading failed.
+    """
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        chunk = os.pread(fd, end - start, start)
+        index = chunk.rfind(b"\n")
+        if index >= 0:
+            return start + index + 1
+        end = start
+    return 0
 
 
 def read_small_file(path: Path, *, max_bytes: int) -> bytes:

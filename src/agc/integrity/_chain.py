@@ -45,6 +45,7 @@ from agc._core.fs import (
     atomic_write_bytes,
     exclusive_lock,
     iter_bounded_lines,
+    last_line_end,
     open_nofollow,
     open_regular_file,
     read_small_file,
@@ -392,7 +393,7 @@ def _cut_torn_line(layout: StoreLayout) -> int:
         raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
     try:
         size = os.fstat(fd).st_size
-        boundary = _last_newline_end(fd, size)
+        boundary = last_line_end(fd, size)
         if boundary == size:
             return 0
         tail = os.pread(fd, size - boundary, boundary)
@@ -413,19 +414,6 @@ def _cut_torn_line(layout: StoreLayout) -> int:
         os.close(fd)
 
 
-def _last_newline_end(fd: int, size: int) -> int:
-    """Offset just after the last ``\\n`` of the open file (0 if it has none)."""
-    end = size
-    while end > 0:
-        start = max(0, end - 65536)
-        chunk = os.pread(fd, end - start, start)
-        index = chunk.rfind(b"\n")
-        if index >= 0:
-            return start + index + 1
-        end = start
-    return 0
-
-
 def _last_link(layout: StoreLayout) -> ChainHead:
     """The log's last link, read from the end (the log is never read whole here)."""
     path = chain_log_path(layout)
@@ -439,7 +427,7 @@ def _last_link(layout: StoreLayout) -> ChainHead:
         size = os.fstat(fd).st_size
         if size == 0:
             return ChainHead(position=0, digest=None)
-        start = _last_newline_end(fd, size - 1)
+        start = last_line_end(fd, size - 1)
         line = os.pread(fd, min(size - start, _MAX_LINK_BYTES + 1), start)
     finally:
         os.close(fd)

@@ -37,6 +37,7 @@ from agc._core.fs import (
     atomic_write_bytes,
     describe_os_error,
     exclusive_lock,
+    last_line_end,
     open_nofollow,
     prepare_write,
     read_small_file,
@@ -357,7 +358,7 @@ def _recover_artifact(
         size = os.fstat(fd).st_size
         algorithm = reopened.algorithm if reopened else DEFAULT_ALGORITHM
         verified = _verified_prefix(fd, path, size, reopened)
-        boundary = _last_boundary(fd, size)
+        boundary = last_line_end(fd, size)
         tail = os.pread(fd, size - boundary, boundary) if boundary < size else b""
         os.lseek(fd, 0, os.SEEK_SET)
         digest, length = digest_fd(fd, algorithm, limit=boundary)
@@ -487,19 +488,6 @@ def _verified_prefix(fd: int, path: Path, size: int, reopened: ArtifactSeal | No
             f"{path} is shorter than its checkpoint at {prefix.beyond_end.bytes} bytes"
         )
     return prefix.verified_bytes
-
-
-def _last_boundary(fd: int, size: int) -> int:
-    """Offset just after the last ``\\n`` (0 if none)."""
-    end = size
-    while end > 0:
-        start = max(0, end - 65536)
-        chunk = os.pread(fd, end - start, start)
-        index = chunk.rfind(b"\n")
-        if index >= 0:
-            return start + index + 1
-        end = start
-    return 0
 
 
 def _count_records(fd: int, length: int) -> int:
