@@ -13,17 +13,17 @@ Lines split only on ``\\n``: U+2028/U+2029 inside a line are content.
 from __future__ import annotations
 
 import base64
-import os
 import select
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
 from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.jsonl import FsyncPolicy
+from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
-from agc._core.store import ArtifactKind
+from agc._core.store import ArtifactKind, StoreArg, folder_store
 from agc.errors import JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
@@ -140,8 +140,11 @@ class IngestSummary:
     invalid_lines: int
     bytes_in: int
     seals: tuple[ArtifactSeal, ...]
+    object_store: Mapping[str, Any] | None = None
+    """For a run written to an object store: its upload (store, position, objects)."""
 
     def to_dict(self) -> dict[str, Any]:
+        upload = {} if self.object_store is None else {"object_store": dict(self.object_store)}
         return {
             "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
@@ -150,6 +153,7 @@ class IngestSummary:
             "invalid_lines": self.invalid_lines,
             "bytes_in": self.bytes_in,
             "seals": [{"kind": s.kind, **s.to_dict()} for s in self.seals],
+            **upload,
         }
 
 
@@ -158,7 +162,7 @@ def ingest_stream(
     run_id: str,
     *,
     kind: ArtifactKind = "transcript",
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     progress: Callable[[int], None] | None = None,
@@ -174,9 +178,29 @@ def ingest_stream(
         progress: called with the number of input bytes consumed so far.
         signing_key: sign the run manifest (Ed25519) when sealing.
 
+    For an object store (``s3://…``) the run is written in a local staging store and
+    uploaded once sealed; the summary's ``object_store`` describes the upload.
+
     Raises:
         as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
     """
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.integrity._s3_run import ingest_to_object_store  # noqa: PLC0415
+
+        staged, upload = ingest_to_object_store(
+            stream,
+            run_id,
+            remote,
+            kind=kind,
+            algorithm=algorithm,
+            fsync=fsync,
+            progress=progress,
+            signing_key=signing_key,
+        )
+        summary: IngestSummary = replace(staged, object_store=upload.to_dict())
+        return summary
+    store = folder_store(store)
     records = invalid = consumed = 0
     with open_run(
         run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key
