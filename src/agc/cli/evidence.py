@@ -13,9 +13,20 @@ from typing import Annotated, BinaryIO
 import typer
 
 from agc._core.fs import atomic_write_bytes
+from agc._core.objstore import object_store_of
 from agc._core.store import StoreLayout, validate_run_id
 from agc.cli.common import byte_progress, emit_json, err_console, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
+from agc.cli.objstore import (
+    LegalHoldOption,
+    LockModeChoice,
+    RetentionDaysOption,
+    RetentionModeOption,
+    policy_store,
+    print_upload,
+    retention_from,
+    seal_to_object_store,
+)
 from agc.cli.verify import StoreOption, format_report
 from agc.demo import demo_run
 from agc.errors import InputError, UsageError, VerificationError
@@ -67,6 +78,9 @@ def record_command(
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
     signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
+    retention_days: RetentionDaysOption = None,
+    retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
+    legal_hold: LegalHoldOption = False,
 ) -> int:
     """Read JSONL from stdin and write it to a run, sealing at end of input.
 
@@ -78,8 +92,10 @@ def record_command(
     Examples:
       codex exec --json "fix the tests" | agc record --run-id fix-tests-42
       my-runner --events | agc record --run-id r7 --kind tool-events
+      codex exec --json "…" | agc record --run-id r8 --store s3://evidence/team --retention-days 365
     """
     validate_run_id(run_id)
+    target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     if sys.stdin is None:  # started with standard input closed (`<&-`)
         raise InputError(
             "agc record has no standard input (it is closed)",
@@ -90,11 +106,12 @@ def record_command(
         stdin,
         run_id,
         kind=kind.value,
-        store=store,
+        store=target_store,
         algorithm=algorithm.value,
         signing_key=signing_key_from(signing_key),
     )
     _print_summary(summary, as_json)
+    print_upload(summary.object_store)
     return int(ExitCode.OK)
 
 
@@ -106,6 +123,9 @@ def import_command(
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
     signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
+    retention_days: RetentionDaysOption = None,
+    retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
+    legal_hold: LegalHoldOption = False,
 ) -> int:
     """Copy an existing JSONL file into the store through the writer, and seal it.
 
@@ -113,8 +133,10 @@ def import_command(
     Examples:
       agc import ~/.codex/sessions/2026/11/30/rollout-x.jsonl --run-id rollout-1130
       agc import session.jsonl --run-id cc-1 --store ./evidence --json
+      agc import session.jsonl --run-id cc-2 --store s3://evidence/team --legal-hold
     """
     validate_run_id(run_id)
+    target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     try:
         handle = file.open("rb")
     except FileNotFoundError as exc:
@@ -123,8 +145,13 @@ def import_command(
         raise InputError(f"{file} is a folder, not a file") from exc
     except PermissionError as exc:
         raise InputError(f"{file} cannot be read: permission denied") from exc
-    target = StoreLayout.at(store).artifact_path(run_id, kind.value)
-    if target.exists() and os.path.samestat(target.lstat(), os.fstat(handle.fileno())):
+    remote = object_store_of(target_store)
+    target = None if remote else StoreLayout.at(store).artifact_path(run_id, kind.value)
+    if (
+        target is not None
+        and target.exists()
+        and os.path.samestat(target.lstat(), os.fstat(handle.fileno()))
+    ):
         handle.close()
         # Reading the file the writer appends to would copy it into itself forever.
         raise InputError(f"{file} is the {kind.value} file of run {run_id} itself")
@@ -133,12 +160,13 @@ def import_command(
             handle,
             run_id,
             kind=kind.value,
-            store=store,
+            store=target_store,
             algorithm=algorithm.value,
             progress=progress,
             signing_key=signing_key_from(signing_key),
         )
     _print_summary(summary, as_json)
+    print_upload(summary.object_store)
     return int(ExitCode.OK)
 
 
@@ -210,6 +238,17 @@ def seal_command(
     file: Annotated[Path, typer.Argument(help="The closed file to seal.")],
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
     as_json: JsonOption = False,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Also put FILE and its sidecar in this s3:// store (under files/).",
+            show_default=False,
+        ),
+    ] = None,
+    retention_days: RetentionDaysOption = None,
+    retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
+    legal_hold: LegalHoldOption = False,
 ) -> int:
     """Write the checksum sidecar (FILE.b3 or FILE.sha256) for a closed file.
 
@@ -219,8 +258,26 @@ def seal_command(
     Examples:
       agc seal transcript.jsonl && b3sum --check transcript.jsonl.b3
       agc seal events.jsonl --algorithm sha256
+      agc seal report.jsonl --store s3://evidence/team --retention-days 2555
     """
+    remote = None
+    if store is not None:
+        remote = object_store_of(store)
+        if remote is None:
+            raise UsageError(
+                "agc seal --store takes an s3:// store", hint="See docs/object-store.md."
+            )
+        remote = remote.with_policy(
+            retention=retention_from(retention_days, retention_mode), legal_hold=legal_hold
+        )
+    elif retention_days is not None or legal_hold:
+        raise UsageError("--retention-days and --legal-hold go with --store s3://…")
     result = seal_file(file, algorithm=algorithm.value)
+    if remote is not None:
+        uploaded = seal_to_object_store(remote, result.path, result.sidecar, as_json)
+        if as_json:
+            emit_json({**result.to_dict(), "object_store": uploaded})
+            return int(ExitCode.OK)
     if as_json:
         emit_json(result.to_dict())
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -38,13 +38,16 @@ Examples:
   agc-verify fix-tests-42 --trusted-key ci.pub.pem --require-signature
   agc-verify --all --expect-head 3f1c…   # fail if the store was rolled back
   agc-verify --turn-file .agent/runtime/direct-codex/turns/Abc123-def.jsonl
+  agc-verify --all --store s3://evidence/team --jobs 8 --retention-days 365
+  agc-verify --all --store s3://evidence/team --scheduler tcp://10.0.0.5:8786 \\
+      --inventory s3://inventory/evidence/daily/2026-11-30T00-00Z/manifest.json
 """
 
 StoreOption = Annotated[
     Path | None,
     typer.Option(
         "--store",
-        help="Store folder (default: $AGC_HOME, else ~/.agc).",
+        help="Store folder or s3://bucket/prefix (default: $AGC_HOME, else ~/.agc).",
         show_default=False,
     ),
 ]
@@ -130,8 +133,48 @@ def verify_command(
             show_default=False,
         ),
     ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", "-j", help="With --all: check runs in N processes.", min=1),
+    ] = 1,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="With --all: run the per-run checks on this Dask scheduler (tcp://HOST:PORT).",
+            show_default=False,
+        ),
+    ] = None,
+    inventory: Annotated[
+        str | None,
+        typer.Option(
+            "--inventory",
+            help="With --all on s3://: the run list from this S3 Inventory manifest.json.",
+            show_default=False,
+        ),
+    ] = None,
+    retention_days: Annotated[
+        int | None,
+        typer.Option(
+            "--retention-days",
+            help="s3:// stores: every object must be retained at least N days "
+            "(default: the bucket's default retention).",
+            show_default=False,
+            min=1,
+        ),
+    ] = None,
+    retention_mode: Annotated[
+        str,
+        typer.Option("--retention-mode", help="With --retention-days: COMPLIANCE or GOVERNANCE."),
+    ] = "COMPLIANCE",
 ) -> int:
     """Check that a run's evidence is complete and untouched."""
+    retention = None
+    if retention_days is not None:
+        from agc._core.objstore import Retention  # noqa: PLC0415
+
+        retention = Retention(retention_mode.upper(), retention_days)  # type: ignore[arg-type]
+    scale = {"jobs": jobs, "scheduler": scheduler, "inventory": inventory, "retention": retention}
     if turn_file is not None:
         if run_id is not None or all_runs:
             raise UsageError("give a run id, --all or --turn-file, not several")
@@ -141,19 +184,28 @@ def verify_command(
         if run_id is not None:
             raise UsageError("give a run id or --all, not both")
         return _verify_store(
-            store, trusted, require_signature, allow_unsigned, expect_head, as_json
+            store, trusted, require_signature, allow_unsigned, expect_head, as_json, scale
         )
     if run_id is None:
         raise UsageError("missing run id", hint="Give a run id, or --all for the whole store.")
     if expect_head is not None:
         raise UsageError("--expect-head goes with --all")
-    report = check_run(
-        run_id,
-        store,
-        trusted_keys=trusted,
-        require_signature=require_signature,
-        allow_unsigned=allow_unsigned,
-    )
+    if jobs != 1 or scheduler is not None or inventory is not None:
+        raise UsageError("--jobs, --scheduler and --inventory go with --all")
+    if retention is not None:
+        from agc.cli.verify_scale import check_run_with_retention  # noqa: PLC0415
+
+        report = check_run_with_retention(
+            run_id, store, retention, trusted, require_signature, allow_unsigned
+        )
+    else:
+        report = check_run(
+            run_id,
+            store,
+            trusted_keys=trusted,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+        )
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -169,6 +221,7 @@ def _verify_store(
     allow_unsigned: bool,
     expect_head: str | None,
     as_json: bool,
+    scale: Mapping[str, Any],
 ) -> int:
     def run(progress: Callable[[int, int], None] | None) -> StoreReport:
         return check_store(
@@ -178,6 +231,7 @@ def _verify_store(
             allow_unsigned=allow_unsigned,
             expect_head=expect_head,
             progress=progress,
+            **scale,
         )
 
     if err_console.is_terminal:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -42,6 +42,7 @@ __all__ = [
     "open_remote_run",
     "recover_remote_run",
     "recover_remote_store",
+    "upload_sealed_file",
 ]
 
 
@@ -245,6 +246,27 @@ def recover_remote_store(
     return RemoteStoreRecovery(store.url, linked, tuple(uploaded), tuple(failed))
 
 
-def with_upload(summary: Any, upload: UploadResult) -> Any:
-    """The ingest summary with the upload attached (``summary.object_store``)."""
-    return replace(summary, object_store=upload.to_dict())
+def upload_sealed_file(store: ObjectStore, file: Path, sidecar: Path) -> dict[str, Any]:
+    """Upload a file sealed with ``agc seal`` and its sidecar to ``files/<name>``
+    (sidecar last, each with ``If-None-Match: *`` and the store's write policy).
+
+    An object already there is accepted only if it holds the same bytes.
+
+    Raises:
+        ArtifactSealedError: ``files/<name>`` holds other bytes.
+        StoreError: the store cannot be written.
+    """
+    from agc.integrity._s3 import _file_digest, _put_file  # noqa: PLC0415
+
+    policy = write_policy(store)
+    remote = f"files/{file.name}"
+    uploaded = False
+    for path, local in ((remote, file), (f"files/{sidecar.name}", sidecar)):
+        digest = _file_digest(local, "sha256")
+        uploaded = _put_file(store, path, local, digest, "sha256", policy) or uploaded
+    return {
+        "object": store.url_of(remote),
+        "sidecar": store.url_of(f"files/{sidecar.name}"),
+        "uploaded": uploaded,
+        "object_lock": policy.to_dict(),
+    }
