@@ -54,10 +54,8 @@ def save_snapshot_bytes(
     path = f"sessions/{validate_run_id(run_id)}/{name}"
     lock = store.bucket_lock()
     retention: Retention | None = store.retention or lock.default
-    for key, body in (
-        (path, data),
-        (path + SIDECAR_SUFFIXES[algorithm], format_sidecar(digest, name)),
-    ):
+    sidecar = (path + SIDECAR_SUFFIXES[algorithm], format_sidecar(digest, name))
+    for key, body in ((path, data), sidecar):
         try:
             store.put_new(key, body, retention=retention, legal_hold=store.legal_hold)
         except PreconditionFailed as exc:
