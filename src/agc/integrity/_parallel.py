@@ -110,16 +110,16 @@ def _on_dask(
         chunks = _chunks(items, workers)
         # pure=False: identical chunks (never, but cheap to say) are still computed.
         futures = client.map(_chunk, [check] * len(chunks), chunks, pure=False)
-        index = {future.key: i for i, future in enumerate(futures)}
-        out: list[Any] = [None] * len(chunks)
+        out: list[Any] = []
         done = 0
-        for future in distributed.as_completed(futures):  # type: ignore[no-untyped-call]
-            i = index[future.key]
-            out[i] = future.result()
-            done += len(chunks[i])
+        # Gathered in order (a client of our own, never the process's default client):
+        # progress moves as the earliest outstanding chunk completes.
+        for future, chunk in zip(futures, chunks, strict=True):
+            out.append(client.gather(future))
+            done += len(chunk)
             if progress is not None:
                 progress(done, len(items))
-        return [result for chunk in out for result in chunk]
+        return [result for part in out for result in part]
     finally:
         client.close()
 
