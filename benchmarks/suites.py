@@ -15,16 +15,24 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+from tests.s3server import create_locked_bucket, s3_env, start_server
 
 import agc
 from agc._core.digest import Algorithm, digest_fd
 from agc._core.json import not_native, orjson_options
 from agc._core.jsonl import unix_ms
+from agc._core.objstore import ObjectStore
+from agc._core.store import StoreLayout
+from agc.integrity._chain import read_chain
+from agc.integrity._parallel import default_jobs
+from agc.integrity._s3 import HEAD_PATH, RemoteHead, link_bytes, link_path
+from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, open_run
 from benchmarks.data import RecordSizes, chat_history, tool_records, write_random_file
@@ -728,6 +736,100 @@ def bench_bulk(ctx: Context) -> Section:
     return section
 
 
+# -- 7. store-wide verification, 1 vs N jobs, folder and S3 ------------------------------
+
+
+def _mirror_to_s3(store: Path, remote: ObjectStore) -> None:
+    """Upload a folder store as the same store in object storage (objects, link objects,
+    head), with threads: the benchmark measures verifying, not writing."""
+    layout = StoreLayout(store)
+    uploads: list[tuple[str, bytes]] = []
+    for folder in ("audit/transcripts", "audit/tool-events", "audit/manifests"):
+        for path in sorted((store / folder).iterdir()):
+            if not path.name.startswith("."):
+                uploads.append((f"{folder}/{path.name}", path.read_bytes()))
+    entries, _ = read_chain(layout)
+    uploads += [(link_path(e.position), link_bytes(e)) for e in entries]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda item: remote.put_new(item[0], item[1]), uploads))
+    last = entries[-1]
+    manifest = layout.manifest_path(last.run_id).read_bytes()
+    head = RemoteHead(last.position, last.manifest_digest, last.run_id, last.prev, manifest)
+    remote.put_swap(HEAD_PATH, head.to_bytes(), etag=None)
+
+
+def bench_store_all(ctx: Context) -> Section:
+    # AGC_BENCH_STORE_RUNS overrides the size (moto's server handles ~30 runs/s here, so
+    # the full 10,000 runs take about half an hour).
+    count = int(os.environ.get("AGC_BENCH_STORE_RUNS") or (40 if ctx.quick else 10_000))
+    jobs = max(2, default_jobs())
+    rounds = min(ctx.rounds, 3)
+    section = Section(
+        "store_all",
+        "7. Store-wide verification (--all), 1 vs N jobs",
+        f"check_store() (`agc-verify --all`) over {count:,} small sealed runs, in one process "
+        f"and with jobs={jobs} processes, on a folder store and on the same store in S3 "
+        "(moto's server on 127.0.0.1, Object Lock bucket); ratio = 1 job / N jobs of the "
+        f"same store in the same run; {rounds} rounds; no target (information).",
+    )
+    store = ctx.fresh("store-all")
+    records = tool_records(6, ctx.sizes)
+    with _no_fsync():
+        for index in range(count):
+            with open_run(f"run-{index:05d}", store=store, fsync="none") as run:
+                for record in records[:4]:
+                    run.transcript.write(record)
+                for record in records[4:]:
+                    run.tool_events.write(record)
+    server = start_server()
+    saved = {name: os.environ.get(name) for name in s3_env(server.endpoint)}
+    os.environ.update(s3_env(server.endpoint))
+    try:
+        create_locked_bucket(server.endpoint, "bench-evidence")
+        remote = ObjectStore.parse("s3://bench-evidence/store")
+        _mirror_to_s3(store, remote)
+
+        def check(target: Any, n: int) -> Callable[[], None]:
+            def run() -> None:
+                report = check_store(target, jobs=n)
+                if not report.complete or len(report.runs) != count:
+                    raise RuntimeError("benchmark store does not verify")
+
+            return run
+
+        variants = [
+            Variant("folder, 1 job", check(store, 1)),
+            Variant(f"folder, {jobs} jobs", check(store, jobs)),
+            Variant("s3, 1 job", check(remote.url, 1)),
+            Variant(f"s3, {jobs} jobs", check(remote.url, jobs)),
+        ]
+        timings = interleaved(variants, rounds=rounds)
+    finally:
+        server.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    for where in ("folder", "s3"):
+        one = timings[f"{where}, 1 job"]
+        section.rows.append(Row.timed(f"{where}, 1 job", one, work=count, unit="runs/s"))
+        section.rows.append(
+            Row.timed(
+                f"{where}, {jobs} jobs",
+                timings[f"{where}, {jobs} jobs"],
+                work=count,
+                unit="runs/s",
+                baseline=one,
+                baseline_name=f"{where}, 1 job",
+            )
+        )
+    section.extra["runs"] = count
+    section.extra["jobs"] = jobs
+    shutil.rmtree(store)
+    return section
+
+
 SUITES: dict[str, Callable[[Context], Section]] = {
     "digest": bench_digest,
     "verify": bench_verify,
@@ -735,4 +837,5 @@ SUITES: dict[str, Callable[[Context], Section]] = {
     "close": bench_close,
     "history": bench_history,
     "bulk": bench_bulk,
+    "store_all": bench_store_all,
 }

@@ -20,6 +20,8 @@ from agc._core.store import StoreLayout
 from agc.integrity._verify import RunReport
 from agc.integrity._writer import open_run
 
+pytest_plugins = ["tests.s3fixtures"]
+
 # Property tests assert behaviour, never speed: no per-example deadline, which a loaded
 # 2-core CI machine would miss at random.
 settings.register_profile("agc", deadline=None)

@@ -21,6 +21,7 @@ import rfc8785
 
 from agc._core import store as store_rules
 from agc._core.digest import new_hasher
+from agc.integrity import _s3_findings as s3_findings_module
 from agc.integrity import _store_verify as store_verify_module
 from agc.integrity import _writer
 from agc.integrity._chain import manifest_digest
@@ -429,8 +430,10 @@ def test_a_fake_reopen_without_the_archived_manifest_is_detected(store: Path) ->
 def test_every_store_finding_code_is_documented() -> None:
     """Every store-level code the source emits is typed, and the typed codes are exactly
     the table in docs/evidence.md."""
-    source = Path(str(store_verify_module.__file__)).read_text()
-    emitted = set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
+    emitted: set[str] = set()
+    for module in (store_verify_module, s3_findings_module):
+        source = Path(str(module.__file__)).read_text()
+        emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
     docs = (Path(__file__).resolve().parents[2] / "docs" / "evidence.md").read_text()
     match = re.search(r"Store-level\s+finding codes:\n\n((?:\|.*\n)+)", docs)
     assert match is not None

@@ -462,3 +462,36 @@ def test_lone_surrogate_in_history_is_written_back(strategy: Strategy) -> None:
     text = json.loads(result.data.decode("utf-8").splitlines()[0])["message"]["content"][0]
     assert text["text"] == _CUT_EMOJI
     assert idempotency_key("call_\ud83d").startswith("idem-")
+
+
+def test_the_change_list_never_shows_a_secret_of_the_arguments() -> None:
+    """The report is printed and logged: a key in an interrupted call's arguments is
+    redacted there (the repaired history keeps what the input held)."""
+    secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd"
+    pem = (
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        + "MIIEowIBAAKCAQEA7x9" * 4
+        + "\n-----END RSA PRIVATE KEY-----"
+    )
+    arguments = json.dumps(
+        {"cmd": f"export OPENAI_API_KEY={secret}; psql postgres://u:p4ssw0rd@h/db", "key": pem}
+    )
+    history = [
+        {"role": "user", "content": "deploy"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": arguments},
+                }
+            ],
+        },
+    ]
+    result = repair_history(history, format="openai-chat", strategy="synthesize")
+    shown = json.dumps(result.report.to_dict())
+    for leaked in (secret, "p4ssw0rd", "MIIEowIBAAKCAQEA7x9"):
+        assert leaked not in shown
+    assert result.report.changes[0].tool_name == "bash"

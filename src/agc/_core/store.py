@@ -21,13 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from agc.errors import RunIdInvalidError
+from agc._core.objstore import ObjectStore, object_store_of
+from agc.errors import RunIdInvalidError, UsageError
 
 __all__ = [
     "ARTIFACT_KINDS",
     "RUN_ID_MAX_LENGTH",
     "ArtifactKind",
+    "StoreArg",
     "StoreLayout",
+    "folder_store",
     "resolve_store",
     "validate_new_run_id",
     "validate_run_id",
@@ -35,6 +38,10 @@ __all__ = [
 
 RUN_ID_MAX_LENGTH: Final = 128
 _RUN_ID_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+StoreArg = str | os.PathLike[str] | ObjectStore | None
+"""A ``--store`` value: a folder, an ``s3://bucket/prefix`` URL or an
+:class:`~agc._core.objstore.ObjectStore`, or ``None`` (``$AGC_HOME``, else ``~/.agc``)."""
 
 ArtifactKind = Literal["transcript", "tool-events"]
 ARTIFACT_KINDS: Final[tuple[ArtifactKind, ...]] = ("transcript", "tool-events")
@@ -91,13 +98,35 @@ def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
     """Return the store folder: ``store`` if given, else ``$AGC_HOME``, else ``~/.agc``.
 
     The folder is not created here; writers create what they need.
+
+    Raises:
+        UsageError: the store is an object store (``s3://…``) and the caller works on
+            folders only; nothing named ``s3:`` is ever created.
     """
+    remote = object_store_of(store)
+    if remote is not None:
+        raise UsageError(
+            f"store {remote.url} is an object store; this works on a store folder only",
+            hint="Give a folder with --store (see docs/object-store.md for what works on S3).",
+        )
     if store is not None:
         return Path(store)
     env = os.environ.get("AGC_HOME")
     if env:
         return Path(env)
     return Path.home() / ".agc"
+
+
+def folder_store(store: StoreArg) -> str | os.PathLike[str] | None:
+    """``store`` when it names a folder store (or ``None``).
+
+    Raises:
+        UsageError: it names an object store (as :func:`resolve_store`).
+    """
+    if isinstance(store, ObjectStore):
+        resolve_store(store.url)
+        raise AssertionError  # pragma: no cover - resolve_store raised
+    return store
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Annotated, BinaryIO
 import typer
 
 from agc._core.fs import atomic_write_bytes, describe_os_error
+from agc._core.objstore import object_store_of
 from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
 from agc.cli.common import (
     EPILOG,
@@ -24,6 +25,16 @@ from agc.cli.common import (
     stop_code,
 )
 from agc.cli.keys import SigningKeyOption, signing_key_from
+from agc.cli.objstore import (
+    LegalHoldOption,
+    LockModeChoice,
+    RetentionDaysOption,
+    RetentionModeOption,
+    policy_store,
+    print_upload,
+    retention_from,
+    seal_to_object_store,
+)
 from agc.cli.verify import StoreOption, format_report
 from agc.demo import demo_run
 from agc.errors import (
@@ -97,7 +108,7 @@ def _on_disk(run_id: str, store: Path | None, kind: Kind) -> tuple[Path, int, in
 def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind) -> int:
     """One line on stderr after Ctrl-C / SIGTERM: what is on disk and how to seal it."""
     code, word = stop_code(exc)
-    found = _on_disk(run_id, store, kind)
+    found = None if object_store_of(store) is not None else _on_disk(run_id, store, kind)
     if found is None:
         err_console.print(f"{word}: nothing was recorded; run id {run_id} stays free", markup=False)
     else:
@@ -112,7 +123,10 @@ def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind
 
 def _explain_failure(exc: StoreError, run_id: str, store: Path | None, kind: Kind) -> None:
     """A write that failed midway (disk full …): point to `agc recover` when records
-    are on disk (the run is unsealed), keep the error's own hint otherwise."""
+    are on disk (the run is unsealed), keep the error's own hint otherwise. An object
+    store's errors keep their own hints (its staging is described there)."""
+    if object_store_of(store) is not None:
+        return
     found = _on_disk(run_id, store, kind)
     layout = StoreLayout.at(store)
     if all(run_is_sealed(layout, run_id, k) for k in ("transcript", "tool-events")):
@@ -146,6 +160,9 @@ def record_command(
     signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
+    retention_days: RetentionDaysOption = None,
+    retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
+    legal_hold: LegalHoldOption = False,
 ) -> int:
     """Read JSONL from stdin and write it to a run, sealing at end of input.
 
@@ -160,8 +177,10 @@ def record_command(
     Examples:
       codex exec --json "fix the tests" | agc record --run-id fix-tests-42
       my-runner --events | agc record --run-id r7 --kind tool-events
+      codex exec --json "…" | agc record --run-id r8 --store s3://evidence/team --retention-days 365
     """
     validate_new_run_id(run_id)
+    target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     if sys.stdin is None:  # started with standard input closed (`<&-`)
         raise InputError(
             "agc record has no standard input (it is closed)",
@@ -174,7 +193,7 @@ def record_command(
             stdin,
             run_id,
             kind=kind.value,
-            store=store,
+            store=target_store,
             algorithm=algorithm.value,
             signing_key=key,
             allow_empty=allow_empty,
@@ -185,6 +204,7 @@ def record_command(
         _explain_failure(exc, run_id, store, kind)
         raise
     _print_summary(summary, as_json)
+    print_upload(summary.object_store)
     return int(ExitCode.OK)
 
 
@@ -197,6 +217,9 @@ def import_command(
     signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
+    retention_days: RetentionDaysOption = None,
+    retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
+    legal_hold: LegalHoldOption = False,
 ) -> int:
     """Copy an existing JSONL file into the store through the writer, and seal it.
 
@@ -206,11 +229,18 @@ def import_command(
     Examples:
       agc import ~/.codex/sessions/2026/11/30/rollout-x.jsonl --run-id rollout-1130
       agc import session.jsonl --run-id cc-1 --store ./evidence --json
+      agc import session.jsonl --run-id cc-2 --store s3://evidence/team --legal-hold
     """
     validate_new_run_id(run_id)
+    target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     handle = open_input(file, what="input file")
-    target = StoreLayout.at(store).artifact_path(run_id, kind.value)
-    if target.exists() and os.path.samestat(target.lstat(), os.fstat(handle.fileno())):
+    remote = object_store_of(target_store)
+    target = None if remote else StoreLayout.at(store).artifact_path(run_id, kind.value)
+    if (
+        target is not None
+        and target.exists()
+        and os.path.samestat(target.lstat(), os.fstat(handle.fileno()))
+    ):
         handle.close()
         # Reading the file the writer appends to would copy it into itself forever.
         raise InputError(f"{file} is the {kind.value} file of run {run_id} itself")
@@ -221,7 +251,7 @@ def import_command(
                 handle,
                 run_id,
                 kind=kind.value,
-                store=store,
+                store=target_store,
                 algorithm=algorithm.value,
                 progress=progress,
                 signing_key=key,
@@ -233,6 +263,7 @@ def import_command(
         _explain_failure(exc, run_id, store, kind)
         raise
     _print_summary(summary, as_json)
+    print_upload(summary.object_store)
     return int(ExitCode.OK)
 
 
@@ -322,6 +353,17 @@ def seal_command(
     file: Annotated[Path, typer.Argument(help="The closed file to seal.")],
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
     as_json: JsonOption = False,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Also put FILE and its sidecar in this s3:// store (under files/).",
+            show_default=False,
+        ),
+    ] = None,
+    retention_days: RetentionDaysOption = None,
+    retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
+    legal_hold: LegalHoldOption = False,
 ) -> int:
     """Write the checksum sidecar (FILE.b3 or FILE.sha256) for a closed file.
 
@@ -331,8 +373,26 @@ def seal_command(
     Examples:
       agc seal transcript.jsonl && b3sum --check transcript.jsonl.b3
       agc seal events.jsonl --algorithm sha256
+      agc seal report.jsonl --store s3://evidence/team --retention-days 2555
     """
+    remote = None
+    if store is not None:
+        remote = object_store_of(store)
+        if remote is None:
+            raise UsageError(
+                "agc seal --store takes an s3:// store", hint="See docs/object-store.md."
+            )
+        remote = remote.with_policy(
+            retention=retention_from(retention_days, retention_mode), legal_hold=legal_hold
+        )
+    elif retention_days is not None or legal_hold:
+        raise UsageError("--retention-days and --legal-hold go with --store s3://…")
     result = seal_file(file, algorithm=algorithm.value)
+    if remote is not None:
+        uploaded = seal_to_object_store(remote, result.path, result.sidecar, as_json)
+        if as_json:
+            emit_json({**result.to_dict(), "object_store": uploaded})
+            return int(ExitCode.OK)
     if as_json:
         emit_json(result.to_dict())
     else:

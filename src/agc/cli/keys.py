@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from agc._core.objstore import object_store_of
 from agc.cli.common import EPILOG, emit_json, new_app, out_console
 from agc.cli.verify import StoreOption
 from agc.exitcodes import ExitCode
@@ -92,7 +93,13 @@ def recover_command(
       agc recover fix-tests-42
       agc recover fix-tests-42 --store ./evidence --json
       agc recover --store ./evidence          # store-level state only
+      agc recover fix-tests-42 --store s3://evidence/team   # seal and upload a staged run
     """
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.cli.objstore import recover_remote  # noqa: PLC0415
+
+        return recover_remote(remote, run_id, signing_key_from(signing_key), as_json)
     if run_id is None:
         healed = recover_store(store)
         if as_json:

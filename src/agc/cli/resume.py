@@ -15,6 +15,7 @@ import typer
 
 from agc._core import json as strict_json
 from agc._core.fs import atomic_write_bytes
+from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
 from agc.cli.common import EPILOG, emit_json, err_console, out_console, refuse_ambiguous
@@ -130,6 +131,8 @@ def _read_input(path: Path) -> bytes:
 
 
 def _has_run(run_id: str, store: Path | None) -> bool:
+    if object_store_of(store) is not None:
+        return False  # an object store: resumed from its snapshots only
     layout = StoreLayout.at(store)
     return os.path.lexists(layout.manifest_path(run_id)) or any(
         os.path.lexists(layout.artifact_path(run_id, kind)) for kind in ARTIFACT_KINDS

@@ -7,7 +7,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
 import typer
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -63,13 +63,16 @@ Examples:
   agc-verify --all --expect-head 3f1c…   # 64 hex digits: fail if the store was rolled back
   agc-verify --turn-file .agent/runtime/direct-codex/turns/Abc123-def.jsonl
   agc-verify -- -old-run-id
+  agc-verify --all --store s3://evidence/team --jobs 8 --retention-days 365
+  agc-verify --all --store s3://evidence/team --scheduler tcp://10.0.0.5:8786 \\
+      --inventory s3://inventory/evidence/daily/2026-11-30T00-00Z/manifest.json
 """
 
 StoreOption = Annotated[
     Path | None,
     typer.Option(
         "--store",
-        help="Store folder (default: $AGC_HOME, else ~/.agc).",
+        help="Store folder or s3://bucket/prefix (default: $AGC_HOME, else ~/.agc).",
         show_default=False,
     ),
 ]
@@ -236,6 +239,40 @@ def verify_command(
         bool, typer.Option("--status", help="Print nothing; the exit code is the verdict.")
     ] = False,
     version: VersionOption = False,  # noqa: ARG001 - handled by its callback
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", "-j", help="With --all: check runs in N processes.", min=1),
+    ] = 1,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="With --all: run the per-run checks on this Dask scheduler (tcp://HOST:PORT).",
+            show_default=False,
+        ),
+    ] = None,
+    inventory: Annotated[
+        str | None,
+        typer.Option(
+            "--inventory",
+            help="With --all on s3://: the run list from this S3 Inventory manifest.json.",
+            show_default=False,
+        ),
+    ] = None,
+    retention_days: Annotated[
+        int | None,
+        typer.Option(
+            "--retention-days",
+            help="s3:// stores: every object must be retained at least N days "
+            "(default: the bucket's default retention).",
+            show_default=False,
+            min=1,
+        ),
+    ] = None,
+    retention_mode: Annotated[
+        str,
+        typer.Option("--retention-mode", help="With --retention-days: COMPLIANCE or GOVERNANCE."),
+    ] = "COMPLIANCE",
 ) -> int:
     """Check that a run's evidence is complete and untouched."""
     expect_head = _check_options(
@@ -252,6 +289,12 @@ def verify_command(
         expect_head=expect_head,
     )
     quiet = quiet or status
+    retention = None
+    if retention_days is not None:
+        from agc._core.objstore import Retention  # noqa: PLC0415
+
+        retention = Retention(retention_mode.upper(), retention_days)  # type: ignore[arg-type]
+    scale = {"jobs": jobs, "scheduler": scheduler, "inventory": inventory, "retention": retention}
     if turn_file is not None:
         ledger_report = check_turn_file(turn_file, policy=load_policy(None))
         if as_json:
@@ -265,16 +308,33 @@ def verify_command(
     trusted = trusted_keys_from(trusted_key, quiet=status)
     if all_runs:
         return _verify_store(
-            store, trusted, require_signature, allow_unsigned, expect_head, as_json, quiet, status
+            store,
+            trusted,
+            require_signature,
+            allow_unsigned,
+            expect_head,
+            as_json,
+            quiet,
+            status,
+            scale,
         )
     assert run_id is not None
-    report = check_run(
-        run_id,
-        store,
-        trusted_keys=trusted,
-        require_signature=require_signature,
-        allow_unsigned=allow_unsigned,
-    )
+    if jobs != 1 or scheduler is not None or inventory is not None:
+        raise UsageError("--jobs, --scheduler and --inventory go with --all")
+    if retention is not None:
+        from agc.cli.verify_scale import check_run_with_retention  # noqa: PLC0415
+
+        report = check_run_with_retention(
+            run_id, store, retention, trusted, require_signature, allow_unsigned
+        )
+    else:
+        report = check_run(
+            run_id,
+            store,
+            trusted_keys=trusted,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+        )
     if as_json:
         emit_json(report.to_dict())
     elif not status:
@@ -294,6 +354,7 @@ def _verify_store(
     as_json: bool,
     quiet: bool,
     status: bool,
+    scale: Mapping[str, Any],
 ) -> int:
     def run(progress: Callable[[int, int], None] | None) -> StoreReport:
         return check_store(
@@ -303,6 +364,7 @@ def _verify_store(
             allow_unsigned=allow_unsigned,
             expect_head=expect_head,
             progress=progress,
+            **scale,
         )
 
     if err_console.is_terminal and not status:

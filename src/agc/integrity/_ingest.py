@@ -16,15 +16,16 @@ import base64
 import contextlib
 import os
 import select
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
 from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.jsonl import FsyncPolicy
+from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, folder_store
 from agc.errors import AgcError, EmptyInputError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
@@ -141,8 +142,11 @@ class IngestSummary:
     invalid_lines: int
     bytes_in: int
     seals: tuple[ArtifactSeal, ...]
+    object_store: Mapping[str, Any] | None = None
+    """For a run written to an object store: its upload (store, position, objects)."""
 
     def to_dict(self) -> dict[str, Any]:
+        upload = {} if self.object_store is None else {"object_store": dict(self.object_store)}
         return {
             "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
@@ -151,6 +155,7 @@ class IngestSummary:
             "invalid_lines": self.invalid_lines,
             "bytes_in": self.bytes_in,
             "seals": [{"kind": s.kind, **s.to_dict()} for s in self.seals],
+            **upload,
         }
 
 
@@ -159,7 +164,7 @@ def ingest_stream(
     run_id: str,
     *,
     kind: ArtifactKind = "transcript",
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     progress: Callable[[int], None] | None = None,
@@ -181,10 +186,30 @@ def ingest_stream(
         allow_empty: seal a run whose input holds no line; if False, such an input is
             refused before anything is sealed (``EmptyInputError``).
 
+    For an object store (``s3://…``) the run is written in a local staging store and
+    uploaded once sealed; the summary's ``object_store`` describes the upload.
+
     Raises:
         EmptyInputError: the input is empty and ``allow_empty`` is False.
         as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
     """
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.integrity._s3_run import ingest_to_object_store  # noqa: PLC0415
+
+        staged, upload = ingest_to_object_store(
+            stream,
+            run_id,
+            remote,
+            kind=kind,
+            algorithm=algorithm,
+            fsync=fsync,
+            progress=progress,
+            signing_key=signing_key,
+        )
+        summary: IngestSummary = replace(staged, object_store=upload.to_dict())
+        return summary
+    store = folder_store(store)
     layout = StoreLayout.at(store)
     created = {k: not os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS}
     records = invalid = consumed = 0

@@ -25,26 +25,43 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias, get_args
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol, TypeAlias, get_args
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agc._core.fs import is_temp_name, read_small_file
+from agc._core.objstore import Retention, object_store_of
 from agc._core.report import Finding, Report
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
-from agc.errors import ManifestInvalidError, RunIdInvalidError, StoreError, UnsafePathError
+from agc._core.store import (
+    ARTIFACT_KINDS,
+    ArtifactKind,
+    StoreArg,
+    StoreLayout,
+    folder_store,
+    validate_run_id,
+)
+from agc.errors import (
+    ManifestInvalidError,
+    RunIdInvalidError,
+    StoreError,
+    UnsafePathError,
+    UsageError,
+)
 from agc.integrity._chain import (
+    ChainEntry,
+    ChainHead,
     chain_head_path,
     chain_lock_path,
     chain_log_path,
-    chain_pending_path,
     manifest_digest,
     read_chain,
     read_head,
 )
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
+from agc.integrity._parallel import map_checks
+from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import archived_manifest_path, read_manifest
 from agc.integrity._verify import RunReport, check_run, signature_required
 
@@ -62,6 +79,7 @@ StoreFindingCode = Literal[
     "temp-file",
     "link-pending",
     "empty",
+    ObjectStoreFindingCode,
 ]
 """The store-level finding codes (documented in ``docs/evidence.md``)."""
 
@@ -119,40 +137,30 @@ class StoreReport(Report[StoreFindingCode]):
         }
 
 
-def _discover(layout: StoreLayout, findings: list[_Finding]) -> set[str]:
+def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
     """Run ids named by files in the store; stray files become ``unexpected``."""
     runs: set[str] = set()
-    known_audit = {
-        "transcripts",
-        "tool-events",
-        "manifests",
-        chain_log_path(layout).name,
-        chain_head_path(layout).name,
-        chain_lock_path(layout).name,
-        layout.legacy_tool_events_path.name,
-    }
-    if layout.audit_dir.is_dir():
-        for name in sorted(os.listdir(layout.audit_dir)):
-            if name in known_audit or _CHAIN_QUARANTINE.fullmatch(name):
-                continue
-            if name == chain_pending_path(layout).name:
-                findings.append(
-                    Finding(
-                        "link-pending",
-                        "a chain link is being made or was interrupted by a crash "
-                        "(audit/chain-pending.json); the next seal or `agc recover` completes it",
-                        "warning",
-                        artifact="store",
-                    )
+    for name in view.list_dir("audit") or []:
+        if name in view.known_audit or _CHAIN_QUARANTINE.fullmatch(name):
+            continue
+        if name == "chain-pending.json":
+            findings.append(
+                Finding(
+                    "link-pending",
+                    "a chain link is being made or was interrupted by a crash "
+                    "(audit/chain-pending.json); the next seal or `agc recover` completes it",
+                    "warning",
+                    artifact="store",
                 )
-            else:
-                findings.append(_unexpected(f"audit/{name}"))
+            )
+        else:
+            findings.append(_unexpected(f"audit/{name}"))
     # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store).
     companions: list[tuple[str, ArtifactKind, str, str]] = []
     for kind in ARTIFACT_KINDS:
-        folder = layout.artifact_dir(kind)
-        for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
-            relative = f"{folder.relative_to(layout.root)}/{name}"
+        folder = _FOLDERS[kind]
+        for name in view.list_dir(folder) or []:
+            relative = f"{folder}/{name}"
             match = _ARTIFACT_FILE.fullmatch(name)
             if match is None or match.group("run") in {".", ".."}:
                 findings.append(_unexpected(relative))
@@ -160,8 +168,7 @@ def _discover(layout: StoreLayout, findings: list[_Finding]) -> set[str]:
                 runs.add(match.group("run"))
             else:
                 companions.append((match.group("run"), kind, name, relative))
-    folder = layout.manifests_dir
-    for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+    for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
         name_run = match and (match.group("run") or match.group("lock") or match.group("archived"))
         if match is None or name_run in {".", ".."}:
@@ -172,7 +179,7 @@ def _discover(layout: StoreLayout, findings: list[_Finding]) -> set[str]:
     for run_id, kind, name, relative in companions:
         if run_id not in runs:
             findings.append(_unexpected(relative))  # beside no artifact file, no manifest
-        elif _is_quarantine_name(name) and not _quarantine_listed(layout, run_id, kind, name):
+        elif _is_quarantine_name(name) and not _quarantine_listed(view, run_id, kind, name):
             findings.append(_unexpected(relative))
     return runs
 
@@ -182,10 +189,10 @@ def _is_quarantine_name(name: str) -> bool:
     return match is not None and match.group("quarantine") is not None
 
 
-def _quarantine_listed(layout: StoreLayout, run_id: str, kind: ArtifactKind, name: str) -> bool:
+def _quarantine_listed(view: StoreView, run_id: str, kind: ArtifactKind, name: str) -> bool:
     """Whether the run's manifest records ``name`` as the artifact's quarantine file."""
     try:
-        manifest = read_manifest(layout, run_id)
+        manifest = view.read_manifest(run_id)
     except (ManifestInvalidError, UnsafePathError, StoreError):
         return True  # the run's own report says what is wrong with its manifest
     seal = manifest.artifacts.get(kind) if manifest is not None else None
@@ -209,79 +216,249 @@ def _unexpected(relative: str) -> _Finding:
 
 
 def check_store(
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
     allow_unsigned: bool = False,
     expect_head: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    inventory: str | None = None,
+    retention: Retention | None = None,
 ) -> StoreReport:
     """Check every run of a store and the store chain; never raises on findings.
 
     Args:
+        store: a store folder or an object store (``s3://bucket/prefix``).
         trusted_keys, require_signature, allow_unsigned: as :func:`check_run` (with
             trusted keys, every run must be signed by one of them).
         expect_head: a head digest pinned from outside; if the chain does not contain
             it, the store was rolled back or forked (``head-not-in-chain``).
         progress: called with ``(runs done, runs total)``.
+        jobs: check the runs in this many local processes (the chain is checked once,
+            here; the report is the same in any case).
+        scheduler: run the per-run checks on this Dask distributed scheduler
+            (``tcp://HOST:PORT``) instead.
+        inventory: object stores: take the run list and the object versions from this S3
+            Inventory report (``manifest.json``, an ``s3://`` URL or a file) instead of
+            listing the bucket.
+        retention: object stores: the retention every object must have (default: the
+            bucket's default retention rule).
 
     Raises:
+        UsageError: ``inventory`` or ``retention`` for a folder store, bad ``jobs``.
         StoreError: the store cannot be read.
     """
-    layout = StoreLayout.at(store)
+    required = signature_required(
+        trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+    )
+    raw_keys = _raw_keys(trusted_keys)
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.integrity._inventory import read_inventory  # noqa: PLC0415 - boto3
+        from agc.integrity._s3_verify import (  # noqa: PLC0415
+            ObjectRunCheck,
+            S3StoreView,
+            verify_policy,
+        )
+
+        policy = verify_policy(remote, retention)
+        listing = None if inventory is None else read_inventory(inventory, remote)
+        s3_view = S3StoreView.listed(remote, policy, listing)
+        s3_check = ObjectRunCheck(remote, raw_keys, required, policy)
+
+        def s3_runs(run_ids: list[str]) -> list[RunReport]:
+            items = [(run_id, s3_view.run_versions(run_id)) for run_id in run_ids]
+            return map_checks(s3_check, items, jobs=jobs, scheduler=scheduler, progress=progress)
+
+        return _check_store(s3_view, s3_runs, expect_head)
+    if inventory is not None or retention is not None:
+        raise UsageError("--inventory and --retention-days go with an s3:// store")
+    layout = StoreLayout.at(folder_store(store))
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
+    local_check = LocalRunCheck(str(layout.root), raw_keys, required)
+
+    def local_runs(run_ids: list[str]) -> list[RunReport]:
+        if jobs == 1 and scheduler is None:
+            check = LocalRunCheck(str(layout.root), raw_keys, required, trusted_keys)
+            return map_checks(check, run_ids, progress=progress)
+        return map_checks(local_check, run_ids, jobs=jobs, scheduler=scheduler, progress=progress)
+
     try:
-        required = signature_required(
-            trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
-        )
-        return _check_store(layout, trusted_keys, required, expect_head, progress)
+        return _check_store(LocalStoreView(layout), local_runs, expect_head)
     except OSError as exc:
         # A folder or chain file of the store cannot be read: exit 3, never a verdict.
         raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
 
 
+def _raw_keys(trusted_keys: Mapping[str, Ed25519PublicKey] | None) -> dict[str, bytes]:
+    """Trusted keys as raw bytes: what is sent to worker processes (keys do not pickle)."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
+    return {
+        key_id: key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        for key_id, key in (trusted_keys or {}).items()
+    }
+
+
+@dataclass(frozen=True)
+class LocalRunCheck:
+    """A picklable per-run check of a folder store (``--jobs``, Dask workers)."""
+
+    root: str
+    trusted: Mapping[str, bytes]
+    require_signature: bool
+    keys: Mapping[str, Ed25519PublicKey] | None = field(default=None, compare=False)
+
+    def __call__(self, run_id: str) -> RunReport:
+        keys = self.keys
+        if keys is None and self.trusted:
+            from agc.integrity._s3_verify import _public_keys  # noqa: PLC0415
+
+            keys = _public_keys(self.trusted)
+        return check_run(
+            run_id, self.root, trusted_keys=keys, require_signature=self.require_signature
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "trusted": self.trusted,
+            "require_signature": self.require_signature,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "keys", None)
+
+
+class StoreView(Protocol):
+    """What checking a whole store reads: a folder store or an object store."""
+
+    label: str
+    known_audit: frozenset[str]
+
+    def list_dir(self, folder: str) -> list[str] | None:
+        """Sorted names in ``folder`` (a ``/``-path in the store), ``None`` if absent."""
+
+    def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
+        """The chain's links; unreadable ones become findings."""
+
+    def read_head(self) -> ChainHead | None:
+        """The head (``ChainHead(0, None)`` without a chain), ``None`` if damaged."""
+
+    def read_manifest(self, run_id: str) -> RunManifest | None:
+        """As :func:`~agc.integrity._store_io.read_manifest`."""
+
+    def read_archived(self, run_id: str, position: int) -> RunManifest | None:
+        """The manifest kept for a superseded link, ``None`` if absent."""
+
+    def archived_name(self, run_id: str, position: int) -> str: ...
+
+    def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool: ...
+
+    def prefetch(self, run_ids: Iterable[str]) -> None:
+        """A hint: these manifests (and the chain) are about to be read."""
+
+    def store_findings(self, findings: list[Finding[Any]]) -> None:
+        """Store-level findings of the store's kind (a bucket without Object Lock)."""
+
+
+_FOLDERS: Final[dict[ArtifactKind, str]] = {
+    "transcript": "audit/transcripts",
+    "tool-events": "audit/tool-events",
+}
+
+
+class LocalStoreView:
+    """A folder store as :func:`check_store` reads it."""
+
+    def __init__(self, layout: StoreLayout) -> None:
+        self.layout = layout
+        self.label = str(layout.root)
+        self.known_audit = frozenset(
+            {
+                "transcripts",
+                "tool-events",
+                "manifests",
+                chain_log_path(layout).name,
+                chain_head_path(layout).name,
+                chain_lock_path(layout).name,
+                layout.legacy_tool_events_path.name,
+            }
+        )
+
+    def list_dir(self, folder: str) -> list[str] | None:
+        path = self.layout.root / folder
+        return sorted(os.listdir(path)) if path.is_dir() else None
+
+    def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
+        try:
+            entries, unusable = read_chain(self.layout)
+        except UnsafePathError:
+            findings.append(
+                Finding(
+                    "chain-invalid",
+                    "audit/chain.jsonl is a symlink or not a regular file (not followed)",
+                    artifact="store",
+                )
+            )
+            return []
+        if unusable:
+            findings.append(
+                Finding(
+                    "chain-invalid",
+                    f"{unusable} unreadable line(s) in audit/chain.jsonl",
+                    artifact="store",
+                )
+            )
+        return entries
+
+    def read_head(self) -> ChainHead | None:
+        return read_head(self.layout)
+
+    def read_manifest(self, run_id: str) -> RunManifest | None:
+        return read_manifest(self.layout, run_id)
+
+    def read_archived(self, run_id: str, position: int) -> RunManifest | None:
+        path = archived_manifest_path(self.layout, run_id, position)
+        try:
+            data = read_small_file(path, max_bytes=MAX_MANIFEST_BYTES)
+        except FileNotFoundError:
+            return None
+        return RunManifest.from_bytes(data, expected_run_id=run_id)
+
+    def archived_name(self, run_id: str, position: int) -> str:
+        return archived_manifest_path(self.layout, run_id, position).name
+
+    def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool:
+        return os.path.lexists(self.layout.artifact_path(run_id, kind))
+
+    def prefetch(self, run_ids: Iterable[str]) -> None:
+        pass  # local files: read when needed
+
+    def store_findings(self, findings: list[Finding[Any]]) -> None:
+        pass
+
+
 def _check_store(
-    layout: StoreLayout,
-    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
-    require_signature: bool,
+    view: StoreView,
+    check_runs: Callable[[list[str]], list[RunReport]],
     expect_head: str | None,
-    progress: Callable[[int, int], None] | None,
 ) -> StoreReport:
     findings: list[_Finding] = []
-    run_ids = _discover(layout, findings)
-    try:
-        entries, unusable = read_chain(layout)
-    except UnsafePathError:
-        entries, unusable = [], 0
-        findings.append(
-            Finding(
-                "chain-invalid",
-                "audit/chain.jsonl is a symlink or not a regular file (not followed)",
-                artifact="store",
-            )
-        )
-    if unusable:
-        findings.append(
-            Finding(
-                "chain-invalid",
-                f"{unusable} unreadable line(s) in audit/chain.jsonl",
-                artifact="store",
-            )
-        )
+    view.store_findings(findings)
+    run_ids = _discover(view, findings)
+    view.prefetch(sorted(run_ids))
+    entries = view.read_chain(findings)
     run_ids |= {entry.run_id for entry in entries if _valid_run_id(entry.run_id)}
 
-    reports: list[RunReport] = []
     ordered = sorted(run_ids)
-    for done, run_id in enumerate(ordered, start=1):
-        reports.append(
-            check_run(
-                run_id, layout.root, trusted_keys=trusted_keys, require_signature=require_signature
-            )
-        )
-        if progress is not None:
-            progress(done, len(ordered))
+    reports = check_runs(ordered)
 
     if not ordered:
         findings.append(
@@ -291,8 +468,8 @@ def _check_store(
                 artifact="store",
             )
         )
-    _check_chain(layout, entries, findings)
-    head = read_head(layout)
+    _check_chain(view, entries, findings)
+    head = view.read_head()
     if head is None:
         findings.append(
             Finding("chain-invalid", "audit/chain-head.json is damaged", artifact="store")
@@ -327,7 +504,7 @@ def _check_store(
             )
         )
     return StoreReport(
-        store=str(layout.root),
+        store=view.label,
         runs=tuple(reports),
         findings=tuple(findings),
         head=entries[-1].manifest_digest if entries else None,
@@ -343,7 +520,7 @@ def _valid_run_id(run_id: str) -> bool:
     return True
 
 
-def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[_Finding]) -> None:
+def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) -> None:
     previous_digest: str | None = None
     latest_position: dict[str, int] = {}
     for entry in entries:
@@ -363,16 +540,14 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[_Findin
         if not _valid_run_id(entry.run_id):
             continue
         if latest_position.get(entry.run_id) != entry.position:
-            _check_superseded(layout, entry, findings)
+            _check_superseded(view, entry, findings)
             continue
         try:
-            manifest = read_manifest(layout, entry.run_id)
+            manifest = view.read_manifest(entry.run_id)
         except (ManifestInvalidError, UnsafePathError, StoreError):
             continue  # the run's own report says what is wrong with it
         if manifest is None:
-            if any(
-                os.path.lexists(layout.artifact_path(entry.run_id, kind)) for kind in ARTIFACT_KINDS
-            ):
+            if any(view.artifact_exists(entry.run_id, kind) for kind in ARTIFACT_KINDS):
                 continue  # its files are there: the run's own report says manifest-missing
             findings.append(
                 Finding(
@@ -386,7 +561,7 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[_Findin
         if not manifest.closed:
             # Re-opened for a new segment since it was linked: the linked manifest was
             # archived then, and must still match this link.
-            _check_superseded(layout, entry, findings)
+            _check_superseded(view, entry, findings)
             continue
         if manifest_digest(manifest) != entry.manifest_digest:
             findings.append(
@@ -423,8 +598,7 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[_Findin
     superseded = {
         (e.run_id, e.position) for e in entries if latest_position[e.run_id] != e.position
     }
-    manifests = layout.manifests_dir
-    for name in sorted(os.listdir(manifests)) if manifests.is_dir() else []:
+    for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
         if match is not None and match.group("archived"):
             if (match.group("archived"), int(match.group("position"))) not in superseded:
@@ -434,7 +608,7 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[_Findin
             continue
         run_id = match.group("run")
         try:
-            manifest = read_manifest(layout, run_id)
+            manifest = view.read_manifest(run_id)
         except (ManifestInvalidError, UnsafePathError, StoreError):
             continue
         if manifest is not None and manifest.closed and run_id not in linked:
@@ -448,20 +622,16 @@ def _check_chain(layout: StoreLayout, entries: list[Any], findings: list[_Findin
             )
 
 
-def _check_superseded(layout: StoreLayout, entry: Any, findings: list[_Finding]) -> None:
+def _check_superseded(view: StoreView, entry: Any, findings: list[_Finding]) -> None:
     """A link superseded by a later seal of the same run (a re-opened segment).
 
     Its manifest was archived when the run was re-opened; it must still hash to the
     link's digest, and the run's current seals must extend it: each artifact's earlier
     seal is one of its current segments (whose file prefixes ``check_run`` verifies).
     """
-    path = archived_manifest_path(layout, entry.run_id, entry.position)
+    name = view.archived_name(entry.run_id, entry.position)
     try:
-        archived = RunManifest.from_bytes(
-            read_small_file(path, max_bytes=MAX_MANIFEST_BYTES), expected_run_id=entry.run_id
-        )
-    except FileNotFoundError:
-        archived = None
+        archived = view.read_archived(entry.run_id, entry.position)
     except (ManifestInvalidError, UnsafePathError, StoreError):
         archived = None
     if archived is None or manifest_digest(archived) != entry.manifest_digest:
@@ -469,7 +639,7 @@ def _check_superseded(layout: StoreLayout, entry: Any, findings: list[_Finding])
             Finding(
                 "manifest-replaced",
                 f"run {entry.run_id}: the manifest of chain link {entry.position} (kept as "
-                f"{path.name} when the run was re-opened) is missing or differs from the link",
+                f"{name} when the run was re-opened) is missing or differs from the link",
                 artifact="store",
                 expected={"manifest_digest": entry.manifest_digest},
             )
@@ -491,7 +661,7 @@ def _check_superseded(layout: StoreLayout, entry: Any, findings: list[_Finding])
         )
         return
     try:
-        current = read_manifest(layout, entry.run_id)
+        current = view.read_manifest(entry.run_id)
     except (ManifestInvalidError, UnsafePathError, StoreError):
         return  # the run's own report says what is wrong with it
     for kind, earlier in archived.artifacts.items():

@@ -71,9 +71,17 @@ from agc._core.digest import (
     digests_equal,
 )
 from agc._core.fs import open_nofollow
+from agc._core.objstore import object_store_of
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, read_sidecars, sidecar_name
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
+from agc._core.store import (
+    ARTIFACT_KINDS,
+    ArtifactKind,
+    StoreArg,
+    StoreLayout,
+    folder_store,
+    validate_run_id,
+)
 from agc.errors import (
     ManifestInvalidError,
     ReportInvalidError,
@@ -89,6 +97,7 @@ from agc.integrity._legacy import (
     unverified_records_finding,
 )
 from agc.integrity._manifest import ArtifactSeal, RunManifest
+from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import iter_json_objects, read_manifest
 
 if TYPE_CHECKING:
@@ -131,6 +140,7 @@ RunFindingCode = Literal[
     "unsigned",
     "signature-not-verified",
     LegacyFindingCode,
+    ObjectStoreFindingCode,
 ]
 """The finding codes of a run report (documented in ``docs/format.md``)."""
 
@@ -680,7 +690,7 @@ def _seal_facts(seal: ArtifactSeal | None) -> dict[str, Any]:
 
 def check_run(
     run_id: str,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
@@ -705,7 +715,23 @@ def check_run(
         RunIdInvalidError: bad run id.
         UsageError: ``require_signature`` and ``allow_unsigned`` together.
         StoreError: the store or a file in it cannot be read (exit 3).
+
+    ``store`` may be an object store (``s3://bucket/prefix``): its objects are streamed
+    and hashed as they are read, and what only object storage shows (newer versions,
+    delete markers, retention) is reported too (:mod:`agc.integrity._s3_verify`).
     """
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - boto3
+
+        return check_object_run(
+            remote,
+            run_id,
+            trusted_keys=trusted_keys,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+        )
+    store = folder_store(store)
     require_signature = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
@@ -957,7 +983,7 @@ def _has_code(findings: list[_Finding], code: str) -> bool:
 
 def verify_run(
     run_id: str,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,

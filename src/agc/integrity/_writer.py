@@ -46,8 +46,16 @@ from agc._core.jsonl import (
     refuse_torn_tail,
     unix_ms,
 )
+from agc._core.objstore import object_store_of
 from agc._core.sidecar import format_sidecar
-from agc._core.store import ArtifactKind, StoreLayout, validate_new_run_id, validate_run_id
+from agc._core.store import (
+    ArtifactKind,
+    StoreArg,
+    StoreLayout,
+    folder_store,
+    validate_new_run_id,
+    validate_run_id,
+)
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
@@ -324,7 +332,7 @@ class RunWriters(SealsOnExit):
 def open_run(
     run_id: str,
     *,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     clock: Callable[[], int] | None = None,
@@ -337,10 +345,28 @@ def open_run(
     stored with the first seal and covered by the signature; a run re-opened later keeps
     them. Checked before the disk is touched.
 
+    ``store`` may be an object store (``s3://bucket/prefix`` or an
+    :class:`~agc._core.objstore.ObjectStore`): the run is then written in a local
+    staging store and uploaded when closed (:mod:`agc.integrity._s3`).
+
     Raises: as :class:`JsonlWriter` (``RecordInvalidError`` for bad attributes); if the
     second writer cannot open, the first is released unsealed (and its file removed
     again if this call created it empty).
     """
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.integrity._s3_run import open_remote_run  # noqa: PLC0415 - boto3 when used
+
+        return open_remote_run(
+            remote,
+            run_id,
+            algorithm=algorithm,
+            fsync=fsync,
+            clock=clock,
+            signing_key=signing_key,
+            attributes=attributes,
+        )
+    store = folder_store(store)
     if attributes is not None:
         attributes = check_attributes(attributes)
     validate_new_run_id(run_id)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from agc._core.digest import new_hasher
+from agc._core.redact import redact_value
 from agc._core.report import Report
 from agc.errors import RepairIncompleteError, UsageError
 from agc.resume._formats.detect import dump_history, get_spec, load_history
@@ -122,7 +123,9 @@ class Change:
             number minus one; the report's ``to_dict`` adds ``line``, 1-based).
         call_id: the call concerned, if any.
         tool_name: the call's tool name, if known.
-        arguments: the call's arguments as stored (a JSON string or an object).
+        arguments: the call's arguments as stored (a JSON string or an object), with
+            every secret the shared detector finds replaced (the report is printed and
+            logged; the repaired history itself keeps what the input held).
         idempotency_key: :func:`idempotency_key` of the call id, for calls.
         reason: why, in one sentence.
     """
@@ -475,7 +478,8 @@ class _Repairer:
             record=record,
             call_id=call.call_id if call is not None else None,
             tool_name=call.name if call is not None else None,
-            arguments=call.arguments if call is not None else None,
+            # The report is printed and logged: never a secret the arguments hold.
+            arguments=redact_value(call.arguments) if call is not None else None,
             idempotency_key=key,
             reason=reason,
         )

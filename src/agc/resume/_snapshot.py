@@ -39,6 +39,7 @@ from agc._core.digest import (
     new_hasher,
 )
 from agc._core.fs import prepare_write, read_small_file
+from agc._core.objstore import object_store_of
 from agc._core.redact import RedactionStats, redact_value
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import (
@@ -46,7 +47,13 @@ from agc._core.sidecar import (
     read_sidecar,
     sidecar_path,
 )
-from agc._core.store import resolve_store, validate_new_run_id, validate_run_id
+from agc._core.store import (
+    StoreArg,
+    folder_store,
+    resolve_store,
+    validate_new_run_id,
+    validate_run_id,
+)
 from agc.errors import (
     FileUnreadableError,
     HistoryFormatError,
@@ -358,7 +365,7 @@ def _remove(path: Path) -> None:
 
 def save_snapshot(
     snapshot: SessionSnapshot,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     *,
     compress: bool = False,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
@@ -378,14 +385,31 @@ def save_snapshot(
     if snapshot.format not in SNAPSHOT_FORMATS:
         raise SnapshotInvalidError(f"snapshot format {snapshot.format!r} is not an API format")
     validate_new_run_id(snapshot.run_id)
-    path = snapshot_path(snapshot.run_id, store, compressed=compress)
+    remote = object_store_of(store)
     clean, stats, dropped = sanitize_snapshot(snapshot)
     data = encode_snapshot(clean, compress=compress)
     # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
     SessionSnapshot.from_dict(clean.to_dict(), source=f"snapshot of run {snapshot.run_id}")
+    if remote is not None:
+        from agc.resume._snapshot_s3 import save_snapshot_bytes  # noqa: PLC0415 - boto3
+
+        url, sidecar_url, digest = save_snapshot_bytes(
+            remote, snapshot.run_id, data, compressed=compress, algorithm=algorithm
+        )
+        return SnapshotSaveResult(
+            Path(url),
+            Path(sidecar_url),
+            algorithm,
+            digest,
+            len(data),
+            compress,
+            stats.to_dict(),
+            dropped,
+        )
+    path = snapshot_path(snapshot.run_id, folder_store(store), compressed=compress)
     digest = _digest(data, algorithm)
     sidecar = sidecar_path(path, algorithm)
-    other = snapshot_path(snapshot.run_id, store, compressed=not compress)
+    other = snapshot_path(snapshot.run_id, folder_store(store), compressed=not compress)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Both files are written in full before anything is replaced: a full disk leaves
@@ -412,7 +436,7 @@ def save_snapshot(
 
 def load_snapshot(
     run_id: str,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     *,
     insecure_skip_verify: bool = False,
 ) -> SessionSnapshot:
@@ -427,7 +451,20 @@ def load_snapshot(
     Raises:
         RunIdInvalidError, SnapshotNotFoundError, SnapshotUnsealedError,
         SnapshotTamperedError, SnapshotInvalidError, UnsafePathError, StoreError.
+
+    In an object store (``s3://…``) the run's newest snapshot is loaded
+    (:mod:`agc.resume._snapshot_s3`).
     """
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.resume._snapshot_s3 import load_snapshot_bytes  # noqa: PLC0415 - boto3
+
+        data, url = load_snapshot_bytes(remote, run_id, verify=not insecure_skip_verify)
+        found = decode_snapshot(data, source=url)
+        if found.run_id != run_id:
+            raise SnapshotInvalidError(f"{url} holds run {found.run_id}, not {run_id}")
+        return found
+    store = folder_store(store)
     plain = snapshot_path(run_id, store)
     packed = snapshot_path(run_id, store, compressed=True)
     present = [path for path in (packed, plain) if os.path.lexists(path)]

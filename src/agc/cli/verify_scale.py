@@ -1,0 +1,41 @@
+"""``agc-verify RUN --store s3://… --retention-days N``: one run against a retention policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from agc._core.objstore import Retention, object_store_of
+from agc.errors import UsageError
+from agc.integrity._s3_verify import check_object_run, verify_policy
+from agc.integrity._verify import RunReport
+
+__all__ = ["check_run_with_retention"]
+
+
+def check_run_with_retention(
+    run_id: str,
+    store: Path | None,
+    retention: Retention,
+    trusted: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    allow_unsigned: bool,
+) -> RunReport:
+    """:func:`~agc.integrity._s3_verify.check_object_run` with ``retention`` as the policy.
+
+    Raises:
+        UsageError: the store is a folder (retention is a property of object storage).
+    """
+    remote = object_store_of(store)
+    if remote is None:
+        raise UsageError("--retention-days goes with an s3:// store")
+    return check_object_run(
+        remote,
+        run_id,
+        trusted_keys=trusted,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+        policy=verify_policy(remote, retention),
+    )

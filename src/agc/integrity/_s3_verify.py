@@ -1,0 +1,656 @@
+"""Verifying evidence in object storage: one run, and the store view for ``--all``.
+
+Every object is streamed (``GetObject``) and hashed as its bytes arrive, in one pass
+that also counts records, keeps the last byte and hashes the sealed prefix of a longer
+object; memory stays flat. What the bytes say is judged by the same pure functions as
+for a folder store (:func:`~agc.integrity._verify.judge_artifact`, the signature rules),
+so a run's findings mean the same in both. On top, each object's versions, delete
+markers and Object Lock retention are judged (:mod:`agc.integrity._s3_findings`).
+
+The retention policy is the one asked for (``--retention-days``/``--retention-mode``),
+else the bucket's default retention rule, else none (retention is then not judged, and a
+bucket without Object Lock is a warning).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from agc._core import json as strict_json
+from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
+from agc._core.objstore import BucketLock, ObjectInfo, ObjectStore, ObjectVersion, Retention
+from agc._core.report import Finding
+from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
+from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
+from agc.integrity._chain import ChainEntry, ChainHead
+from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
+from agc.integrity._s3 import (
+    CHAIN_DIR,
+    HEAD_PATH,
+    RemoteHead,
+    artifact_path,
+    manifest_path,
+)
+from agc.integrity._s3_findings import judge_object, object_lock_finding
+from agc.integrity._verify import (
+    ArtifactObservation,
+    ArtifactReport,
+    RunFindingCode,
+    RunReport,
+    _judge_signature,
+    judge_artifact,
+    signature_required,
+)
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+__all__ = [
+    "ObjectRunCheck",
+    "S3StoreView",
+    "VerifyPolicy",
+    "check_object_run",
+    "run_paths",
+    "verify_policy",
+]
+
+_Finding: TypeAlias = Finding[RunFindingCode]
+_LINK_NAME: Final = re.compile(r"(?P<position>[0-9]{20})\.json")
+_MAX_LINK_BYTES: Final = 4096
+_THREADS: Final = 16
+
+
+@dataclass(frozen=True)
+class VerifyPolicy:
+    """What the verifier asks of object storage.
+
+    Attributes:
+        retention: the retention every object must have (``None``: not judged).
+        asked: the retention was asked for explicitly (a bucket without Object Lock is
+            then an error, not a warning).
+        lock: the bucket's Object Lock configuration.
+    """
+
+    retention: Retention | None
+    asked: bool
+    lock: BucketLock
+
+
+def verify_policy(store: ObjectStore, retention: Retention | None = None) -> VerifyPolicy:
+    """The policy for ``store``: ``retention`` if given, else the bucket's default."""
+    lock = store.bucket_lock()
+    return VerifyPolicy(retention or lock.default, retention is not None, lock)
+
+
+def run_paths(run_id: str, kind: ArtifactKind) -> tuple[str, ...]:
+    """The artifact file and sidecar paths of one artifact (quarantine files come from
+    the manifest)."""
+    path = artifact_path(run_id, kind)
+    return (path, *(path + SIDECAR_SUFFIXES[a] for a in ALGORITHMS))
+
+
+def _group(versions: Iterable[ObjectVersion], store: ObjectStore) -> dict[str, list[ObjectVersion]]:
+    by_path: dict[str, list[ObjectVersion]] = defaultdict(list)
+    for version in versions:
+        by_path[store.relative(version.key)].append(version)
+    return by_path
+
+
+def _current(versions: Sequence[ObjectVersion]) -> bool:
+    """The key has a current version that is not a delete marker."""
+    return any(v.is_latest and not v.is_delete_marker for v in versions)
+
+
+@dataclass
+class _Observed:
+    """One streamed object: its observation facts and what the service said about it."""
+
+    digest: str
+    size: int
+    records: int
+    ends_with_newline: bool
+    prefix_digest: str | None
+    segment_mismatch: Mapping[str, Any] | None
+    info: ObjectInfo
+
+
+def _stream(
+    store: ObjectStore, path: str, algorithm: Algorithm, seal: ArtifactSeal | None
+) -> _Observed | None:
+    """Read the object once: digest, length, lines, last byte, sealed prefix, segments."""
+    with store.open(path) as found:
+        if found is None:
+            return None
+        chunks, info = found
+        hasher = new_hasher(algorithm)
+        # Hashers that stop at a length: the sealed length (to tell "extended"), and each
+        # earlier segment of a re-opened file.
+        caps: list[tuple[int, Any, Mapping[str, Any] | None]] = []
+        mismatch: Mapping[str, Any] | None = None
+        if seal is not None:
+            if info.size > seal.bytes:
+                caps.append((seal.bytes, new_hasher(seal.algorithm), None))
+            for earlier in seal.segments:
+                length = earlier.get("bytes")
+                if isinstance(length, int):
+                    caps.append((length, new_hasher(seal.algorithm), earlier))
+        total = lines = 0
+        last = b""
+        for chunk in chunks:
+            for limit, capped, _ in caps:
+                if total < limit:
+                    capped.update(chunk[: limit - total])
+            hasher.update(chunk)
+            lines += chunk.count(b"\n")
+            total += len(chunk)
+            last = chunk[-1:]
+    prefix_digest = None
+    for limit, capped, which in caps:
+        if which is None:
+            prefix_digest = capped.hexdigest() if total >= limit else None
+        elif mismatch is None and (
+            total < limit or not digests_equal(str(which.get("digest", "")), capped.hexdigest())
+        ):
+            mismatch = which
+    for earlier in seal.segments if seal else ():
+        if not isinstance(earlier.get("bytes"), int) and mismatch is None:
+            mismatch = earlier
+    return _Observed(
+        digest=hasher.hexdigest(),
+        size=total,
+        records=lines,
+        ends_with_newline=total == 0 or last == b"\n",
+        prefix_digest=prefix_digest,
+        segment_mismatch=mismatch,
+        info=info,
+    )
+
+
+def _read_sidecars(
+    store: ObjectStore, path: str, present: set[str] | None, infos: dict[str, ObjectInfo]
+) -> dict[Algorithm, Sidecar | str]:
+    found: dict[Algorithm, Sidecar | str] = {}
+    for algorithm in ALGORITHMS:
+        where = path + SIDECAR_SUFFIXES[algorithm]
+        if present is not None and where not in present:
+            continue
+        got = store.get(where, max_bytes=1 << 30)
+        if got is None:
+            continue
+        data, info = got
+        infos[where] = info
+        if len(data) > MAX_SIDECAR_BYTES:
+            found[algorithm] = f"is larger than {MAX_SIDECAR_BYTES} bytes; one line is expected"
+            continue
+        try:
+            found[algorithm] = parse_sidecar(data, algorithm=algorithm)
+        except SidecarInvalidError as exc:
+            found[algorithm] = exc.message.removeprefix("sidecar ")
+    return found
+
+
+def _observe(
+    store: ObjectStore,
+    run_id: str,
+    kind: ArtifactKind,
+    seal: ArtifactSeal | None,
+    present: set[str] | None,
+    infos: dict[str, ObjectInfo],
+) -> ArtifactObservation:
+    path = artifact_path(run_id, kind)
+    sidecars = _read_sidecars(store, path, present, infos)
+    local = Path(path)
+    algorithm: Algorithm = seal.algorithm if seal else next(iter(sidecars), "blake3")
+    observed = (
+        None
+        if present is not None and path not in present
+        else _stream(store, path, algorithm, seal)
+    )
+    if observed is None:
+        return ArtifactObservation(kind, local, "absent", sidecars=sidecars)
+    infos[path] = observed.info
+    matches = seal is not None and digests_equal(seal.digest, observed.digest)
+    return ArtifactObservation(
+        kind=kind,
+        path=local,
+        file_type="file",
+        bytes=observed.size,
+        digest=observed.digest,
+        algorithm=algorithm,
+        ends_with_newline=observed.ends_with_newline,
+        records=seal.records if matches and seal else observed.records,
+        prefix_digest=observed.prefix_digest,
+        segment_mismatch=observed.segment_mismatch,
+        sidecars=sidecars,
+    )
+
+
+def _check_quarantine(
+    store: ObjectStore, run_id: str, seal: ArtifactSeal, infos: dict[str, ObjectInfo]
+) -> list[_Finding]:
+    kind, quarantine = seal.kind, seal.quarantine or {}
+    name = str(quarantine.get("file"))
+    path = artifact_path(run_id, kind).rsplit("/", 1)[0] + "/" + name
+    expected = {"digest": quarantine.get("digest"), "bytes": quarantine.get("bytes")}
+    observed = _stream(store, path, seal.algorithm, None)
+    if observed is None:
+        return [
+            Finding(
+                "deleted",
+                f"{kind} quarantine file {name} missing (deleted after recovery)",
+                artifact=kind,
+                expected=expected,
+            )
+        ]
+    infos[path] = observed.info
+    if observed.size == quarantine.get("bytes") and digests_equal(
+        str(quarantine.get("digest")), observed.digest
+    ):
+        return []
+    return [
+        Finding(
+            "modified",
+            f"{kind} quarantine file {name} checksum mismatch",
+            artifact=kind,
+            expected=expected,
+            actual={"digest": observed.digest, "bytes": observed.size},
+        )
+    ]
+
+
+def _label(path: str, kind: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return kind if name.endswith(".jsonl") or kind == "manifest" else f"{kind} {name}"
+
+
+def check_object_run(
+    store: ObjectStore,
+    run_id: str,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
+    policy: VerifyPolicy | None = None,
+    versions: Sequence[ObjectVersion] | None = None,
+    bucket_findings: bool = True,
+) -> RunReport:
+    """Check one run of an object store; never raises on findings (see the module doc).
+
+    Args:
+        store: the object store.
+        run_id: the run (validated first).
+        trusted_keys, require_signature, allow_unsigned: as :func:`check_run`.
+        policy: the retention policy and the bucket's lock (default: read from the
+            bucket, retention = its default rule).
+        versions: the versions of the run's keys, as listed (default: listed here).
+        bucket_findings: report a bucket without Object Lock in this run's report
+            (``--all`` reports it once, for the store).
+
+    Raises:
+        RunIdInvalidError, UsageError: as :func:`check_run`.
+        StoreError: the store cannot be read (exit 3).
+    """
+    required = signature_required(
+        trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+    )
+    validate_run_id(run_id)
+    policy = policy or verify_policy(store)
+    if versions is None:
+        versions = [
+            v
+            for prefix in (
+                *(artifact_path(run_id, k) for k in ARTIFACT_KINDS),
+                manifest_path(run_id),
+            )
+            for v in store.list_versions(prefix)
+        ]
+    by_path = _group(versions, store)
+    present = {path for path, found in by_path.items() if _current(found)}
+    infos: dict[str, ObjectInfo] = {}
+    findings: list[_Finding] = []
+    manifest: RunManifest | None = None
+    mpath = manifest_path(run_id)
+    if mpath in present:
+        got = store.get(mpath, max_bytes=MAX_MANIFEST_BYTES + 1)
+        if got is not None:
+            data, infos[mpath] = got
+            try:
+                if len(data) > MAX_MANIFEST_BYTES:
+                    raise ManifestInvalidError(
+                        f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
+                    )
+                manifest = RunManifest.from_bytes(data, expected_run_id=run_id)
+            except ManifestInvalidError as exc:
+                findings.append(
+                    Finding(
+                        "manifest-invalid",
+                        f"run manifest invalid: {exc.message}",
+                        artifact="manifest",
+                    )
+                )
+    observations = [
+        _observe(
+            store,
+            run_id,
+            kind,
+            manifest.artifacts.get(kind) if manifest else None,
+            present,
+            infos,
+        )
+        for kind in ARTIFACT_KINDS
+    ]
+    artifact_reports: list[ArtifactReport] = []
+    for obs in observations:
+        seal = manifest.artifacts.get(obs.kind) if manifest else None
+        own = judge_artifact(obs, seal=seal, manifest_present=manifest is not None)
+        if seal is not None and seal.quarantine is not None:
+            own.extend(_check_quarantine(store, run_id, seal, infos))
+        findings.extend(own)
+        artifact_reports.append(
+            ArtifactReport(
+                kind=obs.kind,
+                path=store.url_of(str(obs.path)),
+                findings=tuple(own),
+                algorithm=obs.algorithm,
+                digest=obs.digest,
+                bytes=obs.bytes,
+                records=obs.records,
+            )
+        )
+    has_sidecar = any(
+        isinstance(s, Sidecar) and not s.legacy for o in observations for s in o.sidecars.values()
+    )
+    if manifest is None and has_sidecar and not any(f.code == "manifest-invalid" for f in findings):
+        findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
+    status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
+    if manifest is not None:
+        for seal in manifest.artifacts.values():
+            if seal.recovered:
+                quarantined = (seal.quarantine or {}).get("bytes", 0)
+                findings.append(
+                    Finding(
+                        "recovered",
+                        f"{seal.kind} was sealed by `agc recover` after a crash "
+                        f"({quarantined} torn bytes quarantined)",
+                        artifact=seal.kind,
+                        severity="warning",
+                    )
+                )
+    # What only object storage shows, key by key (in a stable order).
+    kinds = {artifact_path(run_id, k).rsplit("/", 1)[0]: k for k in ARTIFACT_KINDS}
+    for path in sorted(set(by_path) | set(infos)):
+        kind = "manifest" if path == mpath else kinds.get(path.rsplit("/", 1)[0], "store")
+        findings.extend(
+            judge_object(
+                _label(path, kind), kind, by_path.get(path, ()), infos.get(path), policy.retention
+            )
+        )
+    if bucket_findings and not policy.lock.enabled:
+        findings.append(object_lock_finding(store.bucket, policy_asked=policy.asked))
+    return RunReport(
+        run_id=run_id,
+        store=store.url,
+        findings=tuple(findings),
+        artifacts=tuple(artifact_reports),
+        manifest=manifest is not None,
+        signature=status,
+        key_id=key_id,
+    )
+
+
+# -- the whole store ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObjectRunCheck:
+    """A picklable per-run check for ``--all --jobs`` / Dask workers: the store (never
+    its client or credentials), the signature rules and the policy."""
+
+    store: ObjectStore
+    trusted: Mapping[str, bytes]
+    require_signature: bool
+    policy: VerifyPolicy
+
+    def __call__(self, item: tuple[str, Sequence[ObjectVersion]]) -> RunReport:
+        run_id, versions = item
+        return check_object_run(
+            self.store,
+            run_id,
+            trusted_keys=_public_keys(self.trusted),
+            require_signature=self.require_signature,
+            policy=self.policy,
+            versions=versions,
+            bucket_findings=False,
+        )
+
+
+_KEY_CACHE: dict[tuple[tuple[str, bytes], ...], dict[str, Any]] = {}
+
+
+def _public_keys(raw: Mapping[str, bytes]) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    cache_key = tuple(sorted(raw.items()))
+    if cache_key not in _KEY_CACHE:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+            Ed25519PublicKey,
+        )
+
+        _KEY_CACHE[cache_key] = {k: Ed25519PublicKey.from_public_bytes(v) for k, v in raw.items()}
+    return _KEY_CACHE[cache_key]
+
+
+@dataclass
+class S3StoreView:
+    """The store as ``agc-verify --all`` sees it, from one listing of every version
+    under ``audit/`` (or an S3 Inventory report): names per folder, the chain from its
+    link objects, the head, and manifests read in parallel threads."""
+
+    store: ObjectStore
+    versions: dict[str, list[ObjectVersion]]
+    policy: VerifyPolicy
+    label: str = ""
+    known_audit: frozenset[str] = frozenset(
+        {"transcripts", "tool-events", "manifests", "chain", "chain-head.json"}
+    )
+    _manifests: dict[str, RunManifest | Exception | None] = field(default_factory=dict)
+    _links: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
+
+    @classmethod
+    def listed(
+        cls,
+        store: ObjectStore,
+        policy: VerifyPolicy,
+        listing: Iterable[ObjectVersion] | None = None,
+    ) -> S3StoreView:
+        """List every version under ``audit/`` (or take ``listing``, an inventory)."""
+        source = store.list_versions("audit/") if listing is None else listing
+        audit = store.key("audit/")
+        grouped = _group((v for v in source if v.key.startswith(audit)), store)
+        return cls(store, dict(grouped), policy, label=store.url)
+
+    def current(self, path: str) -> bool:
+        return _current(self.versions.get(path, ()))
+
+    def list_dir(self, folder: str) -> list[str] | None:
+        """Names directly inside ``folder`` (a sub-folder once), of current objects."""
+        prefix = folder.rstrip("/") + "/"
+        names = set()
+        for path, found in self.versions.items():
+            if path.startswith(prefix) and _current(found):
+                names.add(path[len(prefix) :].split("/", 1)[0])
+        return sorted(names) if names else None
+
+    def run_versions(self, run_id: str) -> list[ObjectVersion]:
+        """The listed versions of every key of the run."""
+        paths = [manifest_path(run_id)]
+        for kind in ARTIFACT_KINDS:
+            base = artifact_path(run_id, kind)
+            paths.extend(p for p in self.versions if p == base or _companion(p, base))
+        return [v for p in paths for v in self.versions.get(p, ())]
+
+    def prefetch(self, run_ids: Iterable[str]) -> None:
+        """Read the manifests of ``run_ids`` and every link object, 16 at a time."""
+        wanted = [r for r in run_ids if r not in self._manifests]
+        links = sorted(p for p in self.versions if p.startswith(CHAIN_DIR) and self.current(p))
+        with ThreadPoolExecutor(_THREADS) as pool:
+            for run_id, manifest in zip(
+                wanted, pool.map(self._fetch_manifest, wanted), strict=True
+            ):
+                self._manifests[run_id] = manifest
+            for path, got in zip(links, pool.map(self._fetch_small, links), strict=True):
+                self._links[path] = got
+
+    def _fetch_small(self, path: str) -> tuple[bytes, ObjectInfo] | None:
+        return self.store.get(path, max_bytes=_MAX_LINK_BYTES + 1)
+
+    def _fetch_manifest(self, run_id: str) -> RunManifest | Exception | None:
+        if not self.current(manifest_path(run_id)):
+            return None
+        try:
+            got = self.store.get(manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES)
+            return None if got is None else RunManifest.from_bytes(got[0], expected_run_id=run_id)
+        except (ManifestInvalidError, StoreError) as exc:
+            return exc
+
+    def read_manifest(self, run_id: str) -> RunManifest | None:
+        if run_id not in self._manifests:
+            self._manifests[run_id] = self._fetch_manifest(run_id)
+        found = self._manifests[run_id]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def read_archived(self, run_id: str, position: int) -> RunManifest | None:  # noqa: ARG002
+        return None  # a run in object storage is never re-opened
+
+    def archived_name(self, run_id: str, position: int) -> str:
+        return f"{run_id}@{position}.json"
+
+    def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool:
+        return self.current(artifact_path(run_id, kind))
+
+    def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
+        """The link objects in position order; unusable ones become findings."""
+        entries: list[ChainEntry] = []
+        unusable: list[str] = []
+        for path in sorted(p for p in self.versions if p.startswith(CHAIN_DIR)):
+            name = path[len(CHAIN_DIR) :]
+            match = _LINK_NAME.fullmatch(name)
+            if match is None:
+                findings.append(_unexpected(path))
+                continue
+            findings.extend(
+                judge_object(
+                    f"chain link {int(match['position'])}",
+                    "store",
+                    self.versions[path],
+                    (self._links.get(path) or (b"", None))[1],
+                    self.policy.retention,
+                )
+            )
+            if not self.current(path):
+                continue
+            if path not in self._links:
+                self._links[path] = self._fetch_small(path)
+            got = self._links[path]
+            entry = _parse_link(got[0]) if got is not None else None
+            if entry is None or entry.position != int(match["position"]):
+                unusable.append(path)
+                continue
+            entries.append(entry)
+        if unusable:
+            findings.append(
+                Finding(
+                    "chain-invalid",
+                    f"{len(unusable)} unreadable chain link object(s) under {CHAIN_DIR}",
+                    artifact="store",
+                )
+            )
+        head = self._head()
+        if isinstance(head, RemoteHead) and (
+            not entries or entries[-1].position == head.position - 1
+        ):
+            # The head's own link object is not written yet: a link being made, or its
+            # writer died after the swap (the next seal or `agc recover` writes it).
+            entries.append(head.entry)
+            findings.append(
+                Finding(
+                    "link-pending",
+                    f"the link of run {head.run_id} at position {head.position} is in the "
+                    "chain head but its link object is not written yet; the next seal or "
+                    "`agc recover` completes it",
+                    "warning",
+                    artifact="store",
+                )
+            )
+        return entries
+
+    def _head(self) -> RemoteHead | str | None:
+        got = self.store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
+        if got is None:
+            return None
+        try:
+            return RemoteHead.from_bytes(got[0])
+        except (ValueError, UnicodeDecodeError):
+            return "damaged"
+
+    def read_head(self) -> ChainHead | None:
+        head = self._head()
+        if head is None:
+            return ChainHead(position=0, digest=None)
+        if isinstance(head, str):
+            return None
+        return head.head
+
+    def store_findings(self, findings: list[Finding[Any]]) -> None:
+        if not self.policy.lock.enabled:
+            findings.append(object_lock_finding(self.store.bucket, policy_asked=self.policy.asked))
+
+
+def _companion(path: str, base: str) -> bool:
+    rest = path[len(base) :] if path.startswith(base) else ""
+    return (
+        rest in SIDECAR_SUFFIXES.values() or re.fullmatch(r"\.quarantine(-\d+)?", rest) is not None
+    )
+
+
+def _parse_link(data: bytes) -> ChainEntry | None:
+    try:
+        raw = strict_json.loads(data)
+        entry = ChainEntry(
+            position=raw["position"],
+            run_id=raw["run_id"],
+            manifest_digest=raw["manifest_digest"],
+            prev=raw["prev"],
+        )
+    except (JsonInvalidError, KeyError, TypeError):
+        return None
+    if not (
+        isinstance(entry.position, int)
+        and not isinstance(entry.position, bool)
+        and isinstance(entry.run_id, str)
+        and isinstance(entry.manifest_digest, str)
+        and (entry.prev is None or isinstance(entry.prev, str))
+        and set(raw) == {"position", "run_id", "manifest_digest", "prev"}
+    ):
+        return None
+    try:
+        validate_run_id(entry.run_id)
+    except Exception:
+        return None
+    return entry
+
+
+def _unexpected(path: str) -> Finding[Any]:
+    shown = path if path.isprintable() else repr(path)
+    return Finding(
+        "unexpected", f"unexpected object {shown} (no manifest lists it)", artifact="store"
+    )

@@ -1,0 +1,154 @@
+"""``agc-verify --all`` in parallel (--jobs), on a Dask cluster (--scheduler) and from an
+S3 Inventory report (--inventory): the same report as one process listing the store."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import gzip
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc._core.objstore import ObjectStore
+from agc.cli.verify import main as verify
+from agc.errors import InputError
+from agc.integrity._ingest import ingest_stream
+from agc.integrity._store_verify import check_store
+from tests.conftest import write_run
+from tests.s3fixtures import new_bucket
+from tests.s3server import S3Server
+
+
+def _folder_store(root: Path) -> Path:
+    for n in range(9):
+        write_run(root, f"run-{n}", transcript=[{"role": "user", "content": f"n{n}"}])
+    path = root / "audit/transcripts/run-4.jsonl"
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 1  # one tampered run among the good ones
+    path.write_bytes(bytes(data))
+    return root
+
+
+def _s3_store(store: ObjectStore) -> ObjectStore:
+    for n in range(6):
+        ingest_stream(io.BytesIO(b'{"n":%d}\n' % n), f"run-{n}", store=store)
+    key = store.key("audit/transcripts/run-2.jsonl")
+    store.client.put_object(Bucket=store.bucket, Key=key, Body=b'{"n":9}\n')
+    return store
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler() -> Iterator[str]:
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    )
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
+
+
+def test_jobs_give_the_same_report_as_one_process(store: Path) -> None:
+    _folder_store(store)
+    one = check_store(store).to_dict()
+    assert one["summary"]["incomplete"] == 1
+    assert check_store(store, jobs=3).to_dict() == one
+
+
+def test_the_command_line_jobs_report_is_byte_for_byte_the_same(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _folder_store(store)
+    assert verify(["--all", "--store", str(store), "--json"]) == 1
+    serial = capsys.readouterr().out
+    assert verify(["--all", "--store", str(store), "--json", "--jobs", "2"]) == 1
+    assert capsys.readouterr().out == serial
+
+
+def test_a_dask_cluster_gives_the_same_report(store: Path, dask_scheduler: str) -> None:
+    _folder_store(store)
+    assert check_store(store, scheduler=dask_scheduler).to_dict() == check_store(store).to_dict()
+
+
+def test_an_object_store_on_dask_and_in_processes_gives_the_same_report(
+    s3_store: ObjectStore, dask_scheduler: str
+) -> None:
+    _s3_store(s3_store)
+    local = check_store(s3_store).to_dict()
+    assert {run["run_id"] for run in local["runs"] if not run["complete"]} == {"run-2"}
+    assert check_store(s3_store, jobs=2).to_dict() == local
+    assert check_store(s3_store, scheduler=dask_scheduler).to_dict() == local
+
+
+def test_an_unreachable_scheduler_is_exit_3(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(store, "r1")
+    code = verify(["--all", "--store", str(store), "--scheduler", "tcp://127.0.0.1:9"])
+    assert code == 3
+    assert "Dask scheduler" in capsys.readouterr().err
+
+
+def _inventory(store: ObjectStore, destination: ObjectStore, *, corrupt: bool = False) -> str:
+    """An S3 Inventory report of every version under the store, as AWS publishes one."""
+    schema = ["Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size",
+              "LastModifiedDate", "ETag"]  # fmt: skip
+    rows = io.StringIO()
+    writer = csv.writer(rows, quoting=csv.QUOTE_ALL)
+    for version in store.list_versions(""):
+        modified = version.last_modified_ms / 1000
+        when = dt.datetime.fromtimestamp(modified, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        writer.writerow([
+            store.bucket, version.key.replace("/", "%2F"), version.version_id,
+            str(version.is_latest).lower(), str(version.is_delete_marker).lower(),
+            version.size, when, (version.etag or "").strip('"'),
+        ])  # fmt: skip
+    data = gzip.compress(rows.getvalue().encode())
+    base = f"inv/{store.bucket}/daily/2026-11-30T00-00Z"
+    destination.put_new(f"inv/{store.bucket}/daily/data/part-0.csv.gz", data)
+    manifest: dict[str, Any] = {
+        "sourceBucket": store.bucket,
+        "destinationBucket": f"arn:aws:s3:::{destination.bucket}",
+        "version": "2016-11-30",
+        "creationTimestamp": "1796000000000",
+        "fileFormat": "CSV",
+        "fileSchema": ", ".join(schema),
+        "files": [
+            {
+                "key": destination.key(f"inv/{store.bucket}/daily/data/part-0.csv.gz"),
+                "size": len(data),
+                "MD5checksum": hashlib.md5(data + (b"x" if corrupt else b"")).hexdigest(),
+            }
+        ],
+    }
+    body = json.dumps(manifest).encode()
+    destination.put_new(f"{base}/manifest.json", body)
+    destination.put_new(f"{base}/manifest.checksum", hashlib.md5(body).hexdigest().encode())
+    return destination.url_of(f"{base}/manifest.json")
+
+
+def test_an_inventory_report_gives_the_same_report_as_a_listing(
+    s3_store: ObjectStore, s3_server: S3Server
+) -> None:
+    _s3_store(s3_store)
+    destination = ObjectStore.parse(f"s3://{new_bucket(s3_server, object_lock=False)}")
+    manifest = _inventory(s3_store, destination)
+    listed = check_store(s3_store).to_dict()
+    assert check_store(s3_store, inventory=manifest, jobs=2).to_dict() == listed
+
+
+def test_an_inventory_data_file_that_does_not_match_its_md5_is_refused(
+    s3_store: ObjectStore, s3_server: S3Server
+) -> None:
+    _s3_store(s3_store)
+    destination = ObjectStore.parse(f"s3://{new_bucket(s3_server, object_lock=False)}")
+    manifest = _inventory(s3_store, destination, corrupt=True)
+    with pytest.raises(InputError, match="MD5"):
+        check_store(s3_store, inventory=manifest)
