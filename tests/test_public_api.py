@@ -13,7 +13,15 @@ import types
 
 import pytest
 
-FRONT_DOORS = ("agc", "agc.integrity", "agc.resume", "agc.ledger", "agc.extensions", "agc.cli")
+FRONT_DOORS = (
+    "agc",
+    "agc.integrity",
+    "agc.resume",
+    "agc.ledger",
+    "agc.extensions",
+    "agc.serve",
+    "agc.cli",
+)
 
 
 def _public_names(module: types.ModuleType) -> set[str]:
