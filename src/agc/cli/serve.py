@@ -118,6 +118,7 @@ class AuditSink:
         )
         try:
             run.transcript.write(request_record(turn))
+            run.transcript.flush()
         except BaseException:
             run.abort()
             raise
@@ -136,6 +137,10 @@ class AuditSink:
         if record is not None:
             open_turn.run.tool_events.write(record)
             open_turn.tool_events += 1
+            open_turn.run.tool_events.flush()
+        # Each event reaches the file at once: a crash of the service loses none of
+        # them (agc recover seals what is there).
+        open_turn.run.transcript.flush()
         if open_turn.recorder is not None and event.source == "codex":
             open_turn.recorder.observe_notification(
                 {"method": event.method, "params": event.params}
@@ -491,6 +496,7 @@ def serve_command(
         )
     )
     stopped_by: list[int] = []
+
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal with the
     # handlers it found: ours note it, so a clean stop exits 0 and not "killed".
     def note(number: int, frame: object) -> None:

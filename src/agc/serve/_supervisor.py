@@ -178,6 +178,8 @@ class Supervisor:
         extra_checks: preflight checks composed in by the caller.
         client_version: sent to Codex as the client's version.
         monotonic: the clock for idle times, in seconds.
+        grace_s: seconds a turn gets to end after an interrupt before its process is
+            killed (a cancel, a timeout, a shutdown).
     """
 
     def __init__(
@@ -189,8 +191,10 @@ class Supervisor:
         extra_checks: Sequence[Callable[[], Blocker | None]] = (),
         client_version: str = "0",
         monotonic: Callable[[], float] = time.monotonic,
+        grace_s: float = _GRACE_S,
     ) -> None:
         self.config = config
+        self.grace_s = grace_s
         self.sink: TurnSink = sink or NullSink()
         self._factory = session_factory or default_session_factory(
             config, client_version=client_version
@@ -232,12 +236,12 @@ class Supervisor:
         await asyncio.gather(*(s.interrupt() for s in sessions), return_exceptions=True)
         tasks = [task for _, task in self._turns.values()]
         if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=_GRACE_S)
+            _, pending = await asyncio.wait(tasks, timeout=self.grace_s)
             if pending:
                 for conversation in self.conversations.values():
                     if conversation.session is not None:
                         _kill(conversation.session)
-                await asyncio.wait(pending, timeout=_GRACE_S * 3)
+                await asyncio.wait(pending, timeout=self.grace_s * 3)
         for conversation in self.conversations.values():
             await self._end_session(conversation, "idle")
         if self._reaper is not None:
@@ -548,10 +552,10 @@ class Supervisor:
     async def _stop_turn(self, session: ProviderSession, run: asyncio.Task[TurnResult]) -> None:
         """Interrupt; if the turn does not end within the grace, kill the process."""
         await session.interrupt()
-        done, _ = await asyncio.wait({run}, timeout=_GRACE_S)
+        done, _ = await asyncio.wait({run}, timeout=self.grace_s)
         if not done:
             _kill(session)
-            await asyncio.wait({run}, timeout=_GRACE_S)
+            await asyncio.wait({run}, timeout=self.grace_s)
 
     async def _start_session(
         self, conversation: Conversation, protocol: ProtocolName
@@ -686,7 +690,7 @@ class Supervisor:
 
     async def _cancel_turn(self, session: ProviderSession, task: asyncio.Task[None]) -> None:
         await session.interrupt()
-        done, _ = await asyncio.wait({task}, timeout=_GRACE_S)
+        done, _ = await asyncio.wait({task}, timeout=self.grace_s)
         if not done:
             _kill(session)
 
@@ -699,7 +703,7 @@ class Supervisor:
         turn = self._turns.get(trace_id) if trace_id else None
         if turn is not None and trace_id is not None:
             await self.cancel(trace_id)
-            await asyncio.wait({turn[1]}, timeout=_GRACE_S * 2)
+            await asyncio.wait({turn[1]}, timeout=self.grace_s * 2)
         await self._end_session(conversation, "idle")
         self.conversations.pop(conversation_id, None)
         return {"conversationId": conversation_id, "status": "closed"}
