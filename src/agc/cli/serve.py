@@ -305,6 +305,15 @@ def serve_command(
             show_default=False,
         ),
     ] = None,
+    conversation_retention: Annotated[
+        float | None,
+        typer.Option(
+            "--conversation-retention",
+            help="Seconds an idle conversation (no process) is remembered [default: 86400].",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
     turn_timeout: Annotated[
         float | None,
         typer.Option(
@@ -436,6 +445,7 @@ def serve_command(
         sandbox=sandbox,
         idle_timeout_ms=_seconds_ms(idle_timeout, 600_000),
         turn_timeout_ms=_seconds_ms(turn_timeout, 1_800_000),
+        conversation_retention_ms=_seconds_ms(conversation_retention, 86_400_000),
         handshake_timeout_ms=_seconds_ms(handshake_timeout, 20_000),
         result_trace_limit=result_trace_limit,
         trace_page_limit=trace_page_limit,
