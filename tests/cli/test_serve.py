@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agc.cli import agc_main
-from agc.cli.serve import AuditSink, is_loopback
+from agc.cli.serve import AuditSink, handle_leftovers, is_loopback
 from agc.integrity import check_run, read_run_manifest
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
@@ -106,6 +106,22 @@ def test_a_turn_cut_off_by_a_crash_stays_unsealed_until_recovered(tmp_path: Path
     transcript = _lines(store / "audit" / "transcripts" / f"{trace_id}.jsonl")
     assert [r["type"] for r in transcript] == ["serve.request", "serve.event", "serve.event"]
     assert sink.unsealed_runs() == []
+
+
+def test_serve_recover_seals_what_a_crash_left_and_otherwise_only_lists_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    sink = AuditSink(store=store, signing_key=None, ledger_root=None)
+    trace_id = "trc-" + "b" * 32
+    sink.on_turn_start(_info(trace_id))
+    sink._turns[trace_id].run.abort()
+    assert handle_leftovers(sink, store=store, signing_key=None, recover=False) == []
+    assert "agc serve --recover" in capsys.readouterr().err
+    assert not check_run(trace_id, store).complete
+    assert handle_leftovers(sink, store=store, signing_key=None, recover=True) == [trace_id]
+    assert check_run(trace_id, store).complete
+    assert handle_leftovers(sink, store=store, signing_key=None, recover=True) == []
 
 
 def test_an_unwritable_store_is_a_preflight_blocker(tmp_path: Path) -> None:

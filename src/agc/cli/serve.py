@@ -20,7 +20,7 @@ import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -57,7 +57,7 @@ from agc.serve import (
     transcript_record,
 )
 
-__all__ = ["AuditSink", "register"]
+__all__ = ["AuditSink", "handle_leftovers", "is_loopback", "register"]
 
 DEFAULT_TOKEN_ENV: Final = "AGC_SERVE_TOKEN"  # noqa: S105 - a name, not a secret
 _MIN_TOKEN_CHARS: Final = 16
@@ -85,8 +85,14 @@ class AuditSink:
     """
 
     def __init__(
-        self, *, store: Path | None, signing_key: SigningKey | None, ledger_root: Path | None
+        self,
+        *,
+        store: Path | None,
+        signing_key: SigningKey | None,
+        ledger_root: Path | None,
+        log: Callable[[str], None] | None = None,
     ) -> None:
+        self.log = log
         self.layout = StoreLayout.at(store)
         self.store = store
         self.signing_key = signing_key
@@ -181,6 +187,13 @@ class AuditSink:
                 "dbWritten": outcome.db_written,
                 "auditWriteFailed": outcome.audit_write_failed,
             }
+        if self.log is not None:
+            error = "" if end.error is None else f" ({end.error.get('code')})"
+            self.log(
+                f"turn {turn.trace_id} of {turn.conversation_id}: {end.status}{error} after "
+                f"{end.ended_at_ms - turn.created_at_ms} ms, {end.event_count} events; "
+                f"run sealed{', signed' if self.signing_key else ''}"
+            )
         return audit
 
     def unsealed_runs(self) -> list[str]:
@@ -199,6 +212,34 @@ class AuditSink:
             if not any(side.exists() for side in sidecar_paths(entry).values()):
                 found.append(entry.name[: -len(".jsonl")])
         return found
+
+
+def handle_leftovers(
+    sink: AuditSink, *, store: Path | None, signing_key: SigningKey | None, recover: bool
+) -> list[str]:
+    """Runs an earlier crash of the service left unsealed: sealed with ``agc recover``'s
+    machinery when ``recover``, else listed on stderr. Returns those it sealed."""
+    leftovers = sink.unsealed_runs()
+    if not leftovers:
+        return []
+    if not recover:
+        shown = ", ".join(leftovers[:5]) + (" …" if len(leftovers) > 5 else "")
+        err_console.print(
+            f"{len(leftovers)} turn run(s) of an earlier service are unsealed (a crash?): "
+            f"{shown}; seal them with `agc recover RUN_ID` or `agc serve --recover`",
+            markup=False,
+        )
+        return []
+    sealed = []
+    for run_id in leftovers:
+        try:
+            recover_run(run_id, store, signing_key=signing_key)
+        except AgcError as exc:  # a live writer of another service, tampering …
+            err_console.print(f"run {run_id} not recovered: {exc.message}", markup=False)
+            continue
+        err_console.print(f"recovered and sealed run {run_id}", markup=False)
+        sealed.append(run_id)
+    return sealed
 
 
 def is_loopback(host: str) -> bool:
@@ -458,23 +499,9 @@ def serve_command(
         store=store,
         signing_key=key,
         ledger_root=None if no_ledger else (ledger_root or work).resolve(),
+        log=lambda line: err_console.print(line, markup=False),
     )
-    leftovers = sink.unsealed_runs()
-    if leftovers and recover:
-        for run_id in leftovers:
-            try:
-                recover_run(run_id, store, signing_key=key)
-            except AgcError as exc:  # a live writer of another service, tampering …
-                err_console.print(f"run {run_id} not recovered: {exc.message}", markup=False)
-                continue
-            err_console.print(f"recovered and sealed run {run_id}", markup=False)
-    elif leftovers:
-        err_console.print(
-            f"{len(leftovers)} turn run(s) of an earlier service are unsealed (a crash?): "
-            f"{', '.join(leftovers[:5])}{' …' if len(leftovers) > 5 else ''}; "
-            "seal them with `agc recover RUN_ID` or `agc serve --recover`",
-            markup=False,
-        )
+    handle_leftovers(sink, store=store, signing_key=key, recover=recover)
     if codex_log_dir is not None:
         codex_log_dir.mkdir(parents=True, exist_ok=True)
     supervisor = Supervisor(config, sink, extra_checks=[sink.check], client_version=agc.__version__)
