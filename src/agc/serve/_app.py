@@ -189,8 +189,9 @@ def create_app(
 
     async def healthz(request: Request) -> Response:
         del request
-        uptime = int((supervisor._monotonic() - supervisor.started_at) * 1000)
-        return JSONResponse({"status": "ok", "provider": PROVIDER, "uptimeMs": uptime})
+        return JSONResponse(
+            {"status": "ok", "provider": PROVIDER, "uptimeMs": supervisor.uptime_ms()}
+        )
 
     async def readyz(request: Request) -> Response:
         del request

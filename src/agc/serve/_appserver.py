@@ -18,7 +18,6 @@ of the turn).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -180,7 +179,7 @@ class AppServerSession:
             stale = rpc.events.get_nowait()
             if stale is None:
                 return TurnResult(
-                    "failed", error_code="provider_exited", error_message=rpc._exit_text()
+                    "failed", error_code="provider_exited", error_message=rpc.exit_text()
                 )
             await on_event(stale)
         try:
@@ -215,7 +214,7 @@ class AppServerSession:
                         reply=reply,
                         turn_id=turn_id,
                         error_code="provider_exited",
-                        error_message=rpc._exit_text(),
+                        error_message=rpc.exit_text(),
                     )
                 await on_event(event)
                 params = event.params
@@ -281,12 +280,3 @@ def _turn_result(
         error_code=code,
         error_message=redact_text(text)[:1000] if text else f"the turn ended {turn.get('status')}",
     )
-
-
-async def wait_for_exit(session: AppServerSession, timeout_s: float) -> bool:
-    """Whether the session's process ended within ``timeout_s``."""
-    try:
-        await asyncio.wait_for(session.rpc.wait_closed(), timeout=timeout_s)
-    except TimeoutError:
-        return False
-    return True

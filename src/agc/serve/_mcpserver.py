@@ -89,7 +89,6 @@ class McpServerSession:
         self._start_error: ProviderError | None = None
         self._events: asyncio.Queue[ProviderEvent] = asyncio.Queue()
         self._call: asyncio.Task[Any] | None = None
-        self._resumed_elsewhere = False
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -97,7 +96,7 @@ class McpServerSession:
         self._owner = asyncio.create_task(self._own(), name="mcp-server-session")
         ready = asyncio.create_task(self._ready.wait())
         try:
-            done, _ = await asyncio.wait(
+            await asyncio.wait(
                 {self._owner, ready},
                 timeout=self.options.handshake_timeout_s,
                 return_when=asyncio.FIRST_COMPLETED,
@@ -112,8 +111,6 @@ class McpServerSession:
             f"{self.options.handshake_timeout_s:g} s",
         )
         await self.close()
-        if not done:
-            raise error
         raise error
 
     async def _own(self) -> None:

@@ -20,7 +20,7 @@ import itertools
 import json
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -193,7 +193,7 @@ class StdioRpc:
                 answer; its message is redacted).
         """
         if not self.alive():
-            raise ProviderError("provider_exited", self._exit_text())
+            raise ProviderError("provider_exited", self.exit_text())
         request_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
@@ -224,9 +224,10 @@ class StdioRpc:
                 process.stdin.write(data)
                 await process.stdin.drain()
             except (ConnectionError, RuntimeError, OSError) as exc:
-                raise ProviderError("provider_exited", self._exit_text()) from exc
+                raise ProviderError("provider_exited", self.exit_text()) from exc
 
-    def _exit_text(self) -> str:
+    def exit_text(self) -> str:
+        """How the child ended, as a sentence (exit code or signal)."""
         if self.exit_reason is not None:
             return self.exit_reason
         code = self.returncode
@@ -255,7 +256,7 @@ class StdioRpc:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._process.wait(), timeout=5.0)
             self._closed.set()
-            self._fail_pending(self._exit_text())
+            self._fail_pending(self.exit_text())
             self.events.put_nowait(None)
 
     async def _dispatch(self, line: bytes) -> None:
@@ -348,15 +349,3 @@ class StdioRpc:
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(ProviderError("provider_exited", reason))
-
-
-async def next_event(rpc: StdioRpc, *, timeout_s: float | None) -> ProviderEvent | None:
-    """The next event of ``rpc`` (``None`` at end of output).
-
-    Raises:
-        TimeoutError: none came within ``timeout_s``.
-    """
-    awaitable: Awaitable[ProviderEvent | None] = rpc.events.get()
-    if timeout_s is None:
-        return await awaitable
-    return await asyncio.wait_for(awaitable, timeout=timeout_s)

@@ -31,7 +31,7 @@ import hashlib
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -48,7 +48,7 @@ from agc.serve._provider import (
     TurnResult,
 )
 from agc.serve._sink import NullSink, TurnEnd, TurnInfo, TurnSink
-from agc.serve._trace import WINDOW_STRING_CHARS, Trace, iso_ms, now_ms
+from agc.serve._trace import WINDOW_STRING_CHARS, EventSource, Trace, iso_ms, now_ms
 
 __all__ = [
     "PROVIDER",
@@ -242,13 +242,22 @@ class Supervisor:
                     if conversation.session is not None:
                         _kill(conversation.session)
                 await asyncio.wait(pending, timeout=self.grace_s * 3)
+        sessions = [c.session for c in self.conversations.values() if c.session is not None]
         for conversation in self.conversations.values():
-            await self._end_session(conversation, "idle")
+            conversation.session = None
+            conversation.status = "idle"
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
+        await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
+        if self._background:
+            await asyncio.wait(list(self._background), timeout=self.grace_s * 3)
         self._running = False
+
+    def uptime_ms(self) -> int:
+        """Milliseconds since the supervisor was made."""
+        return int((self._monotonic() - self.started_at) * 1000)
 
     @property
     def live_sessions(self) -> int:
@@ -435,10 +444,11 @@ class Supervisor:
         method: str,
         params: Mapping[str, Any],
         *,
-        source: str = "serve",
+        source: EventSource = "serve",
         kind: str = "serve",
     ) -> None:
-        event = trace.add(source, method, params, kind)  # type: ignore[arg-type]
+        """Add an event to the trace and hand it to the sink (in a worker thread)."""
+        event = trace.add(source, method, params, kind)
         if trace.error is not None and trace.error.get("code") == "audit_write_failed":
             return  # the sink already failed; the turn is being stopped
         try:
@@ -732,20 +742,27 @@ class Supervisor:
         now = self._monotonic()
         idle_s = self.config.idle_timeout_ms / 1000
         retention_s = self.config.conversation_retention_ms / 1000
-        ended = 0
+        idle: list[Conversation] = []
         for conversation in list(self.conversations.values()):
             if conversation.status == "ready" and now - conversation.last_active >= idle_s:
                 conversation.status = "idle"
-                await self._end_session(conversation, "idle")
-                self.stats["reaped"] += 1
-                ended += 1
+                idle.append(conversation)
             elif (
                 conversation.status == "idle"
                 and conversation.session is None
                 and now - conversation.last_active >= retention_s
             ):
                 self.conversations.pop(conversation.conversation_id, None)
-        return ended
+        # Detached at once (the entry never says idle with a process), then ended
+        # together: each gets its grace, not the sum of them all.
+        sessions = [c.session for c in idle if c.session is not None]
+        for conversation in idle:
+            conversation.session = None
+        closing = [self._background_task(session.close()) for session in sessions]
+        if closing:
+            await asyncio.wait(closing)  # tracked: a stop() that cancels the reaper waits
+        self.stats["reaped"] += len(idle)
+        return len(idle)
 
     async def _reap_loop(self) -> None:
         interval = self.config.reap_interval_ms / 1000
@@ -754,10 +771,11 @@ class Supervisor:
             with contextlib.suppress(Exception):
                 await self.reap()
 
-    def _background_task(self, coroutine: Any) -> None:
+    def _background_task(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     # -- answers -----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from agc._core.redact import redact_text, redact_value
+from agc._core.redact import RedactionStats, redact_text, redact_value
 
 __all__ = [
     "TRACE_STRING_CHARS",
@@ -178,8 +178,6 @@ class Trace:
         self, source: EventSource, method: str, params: Mapping[str, Any], kind: str
     ) -> TraceEvent:
         """Append an event (``params`` redacted here); returns it."""
-        from agc._core.redact import RedactionStats  # noqa: PLC0415 - tiny, local
-
         stats = RedactionStats()
         clean = redact_value(dict(params), stats)
         self.redactions += stats.total
