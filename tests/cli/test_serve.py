@@ -16,7 +16,7 @@ from agc.integrity import check_run, read_run_manifest
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
 from agc.ledger import check_turn_file
-from agc.serve import TurnInfo
+from agc.serve import TurnEnd, TurnInfo
 from agc.serve._trace import Trace
 from tests.serve.fakes import make_supervisor
 from tests.serve.helpers import run
@@ -122,6 +122,23 @@ def test_serve_recover_seals_what_a_crash_left_and_otherwise_only_lists_it(
     assert handle_leftovers(sink, store=store, signing_key=None, recover=True) == [trace_id]
     assert check_run(trace_id, store).complete
     assert handle_leftovers(sink, store=store, signing_key=None, recover=True) == []
+
+
+def test_odd_agent_text_still_makes_a_sealed_run(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    sink = AuditSink(store=store, signing_key=None, ledger_root=tmp_path)
+    trace_id = "trc-" + "c" * 32
+    info = _info(trace_id)
+    sink.on_turn_start(info)
+    trace = Trace(trace_id, "conv-1", 1, 0, 100)
+    odd = {
+        "item": {"type": "agentMessage", "id": "m", "text": "\ud800 \x00 \u2028 " + "x" * 300_000}
+    }
+    sink.on_event(info, trace.add("codex", "item/completed", odd, "notification"))
+    end = TurnEnd("completed", "ok", None, "app-server", None, None, None, None, 1, 1)
+    audit = sink.on_turn_end(info, end)
+    assert audit["sealed"] is True
+    assert check_run(trace_id, store).complete
 
 
 def test_an_unwritable_store_is_a_preflight_blocker(tmp_path: Path) -> None:

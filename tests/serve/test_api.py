@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -469,3 +470,47 @@ def test_a_turn_that_fails_in_codex_is_failed_with_its_message(tmp_path: Path) -
             assert "A" * 40 not in str(result)
 
     run(scenario())
+
+
+def test_a_huge_output_is_whole_in_the_record_and_cut_in_the_answers(tmp_path: Path) -> None:
+    output = "z" * 100_000
+    sink = RecordingSink()
+    supervisor, _ = make_supervisor(tmp_path, factory=Factory(Behaviour(output=output)), sink=sink)
+
+    async def scenario() -> str:
+        async with served(supervisor) as client:
+            trace_id = (await client.post(CHAT, json={"message": "x"})).json()["traceId"]
+            result = await terminal(client, trace_id)
+            page = await client.get(f"{CHAT}/trace/{trace_id}")
+            assert output not in page.text
+            assert "z" * 16_384 + "…[+83616 chars]" in page.text
+            assert output not in str(result)
+            return str(trace_id)
+
+    trace_id = run(scenario())
+    recorded = [
+        r["params"]["item"].get("aggregatedOutput")
+        for r in sink.records[trace_id]
+        if r.get("method") == "item/completed"
+    ]
+    assert output in recorded
+
+
+def test_lone_surrogates_from_the_agent_become_replacement_characters(tmp_path: Path) -> None:
+    behaviour = Behaviour(output="bad \ud800 byte", reply="reply \udfff")
+    sink = RecordingSink()
+    supervisor, _ = make_supervisor(tmp_path, factory=Factory(behaviour), sink=sink)
+
+    async def scenario() -> str:
+        async with served(supervisor) as client:
+            trace_id = (await client.post(CHAT, json={"message": "x"})).json()["traceId"]
+            result = await terminal(client, trace_id)
+            assert result["reply"]["content"] == "reply \ufffd"
+            page = await client.get(f"{CHAT}/trace/{trace_id}")
+            assert (
+                "bad \ufffd byte" in page.json()["events"][-4]["params"]["item"]["aggregatedOutput"]
+            )
+            return str(trace_id)
+
+    trace_id = run(scenario())
+    json.dumps(sink.records[trace_id], ensure_ascii=False).encode("utf-8")  # no lone surrogate

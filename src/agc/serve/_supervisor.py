@@ -48,7 +48,14 @@ from agc.serve._provider import (
     TurnResult,
 )
 from agc.serve._sink import NullSink, TurnEnd, TurnInfo, TurnSink
-from agc.serve._trace import WINDOW_STRING_CHARS, EventSource, Trace, iso_ms, now_ms
+from agc.serve._trace import (
+    WINDOW_STRING_CHARS,
+    EventSource,
+    Trace,
+    iso_ms,
+    now_ms,
+    well_formed,
+)
 
 __all__ = [
     "PROVIDER",
@@ -617,7 +624,9 @@ class Supervisor:
         if result.error_code is not None:
             error = {
                 "code": result.error_code,
-                "message": redact_text(result.error_message or result.error_code)[:1000],
+                "message": well_formed(
+                    redact_text(result.error_message or result.error_code)[:1000]
+                ),
             }
         if trace.error is not None and trace.error.get("code") == "audit_write_failed":
             status, error = "failed", trace.error
@@ -629,7 +638,7 @@ class Supervisor:
                 else {"code": "turn_cancelled", "message": "the turn was cancelled"}
             )
         trace.turn_id = result.turn_id or trace.turn_id
-        trace.reply = None if result.reply is None else redact_text(result.reply)
+        trace.reply = None if result.reply is None else well_formed(redact_text(result.reply))
         trace.error = error
         session = conversation.session
         if session is not None and not session.alive():

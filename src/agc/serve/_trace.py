@@ -11,6 +11,7 @@ are kept, shown or recorded. The in-memory trace keeps at most ``max_events`` ev
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ __all__ = [
     "now_ms",
     "trim",
     "waiting_for_after",
+    "well_formed",
 ]
 
 TRACE_STRING_CHARS: Final = 16_384
@@ -47,6 +49,21 @@ def now_ms() -> int:
 def iso_ms(ms: int) -> str:
     """Unix ms as RFC 3339 UTC with milliseconds (``2026-01-02T03:04:05.678Z``)."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(value: Any) -> Any:
+    """A copy of a JSON value whose strings (and keys) hold no lone surrogate: each is
+    replaced by U+FFFD, so every answer and record is valid UTF-8 (RFC 8259, section 8.1)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, Mapping):
+        return {well_formed(k): well_formed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [well_formed(v) for v in value]
+    return value
 
 
 def trim(value: Any, max_chars: int, _depth: int = 0) -> Any:
@@ -86,14 +103,15 @@ class TraceEvent:
     params: Mapping[str, Any]
     kind: str = "notification"
 
-    def to_dict(self, max_chars: int = TRACE_STRING_CHARS) -> dict[str, Any]:
+    def to_dict(self, max_chars: int | None = None) -> dict[str, Any]:
+        """The event as JSON; strings cut at ``max_chars`` when given."""
         return {
             "seq": self.seq,
             "atMs": self.at_ms,
             "source": self.source,
             "kind": self.kind,
             "method": self.method,
-            "params": trim(self.params, max_chars),
+            "params": self.params if max_chars is None else trim(self.params, max_chars),
         }
 
 
@@ -177,15 +195,21 @@ class Trace:
     def add(
         self, source: EventSource, method: str, params: Mapping[str, Any], kind: str
     ) -> TraceEvent:
-        """Append an event (``params`` redacted here); returns it."""
+        """Append an event and return it whole (``params`` redacted, lone surrogates
+        replaced by U+FFFD); the trace keeps a copy with strings cut at
+        :data:`TRACE_STRING_CHARS`, so a huge command output costs memory only once,
+        in the sealed record."""
         stats = RedactionStats()
-        clean = redact_value(dict(params), stats)
+        clean = well_formed(redact_value(dict(params), stats))
         self.redactions += stats.total
         event = TraceEvent(
-            self.event_count, now_ms(), source, redact_text(method)[:200], clean, kind
+            self.event_count, now_ms(), source, well_formed(redact_text(method)[:200]), clean, kind
         )
         self.event_count += 1
-        self.events.append(event)
+        kept = TraceEvent(
+            event.seq, event.at_ms, source, event.method, trim(clean, TRACE_STRING_CHARS), kind
+        )
+        self.events.append(kept)
         if len(self.events) > self.max_events:
             del self.events[0]
         self.updated_at_ms = event.at_ms
