@@ -20,6 +20,7 @@ FRONT_DOORS = (
     "agc.ledger",
     "agc.extensions",
     "agc.readiness",
+    "agc.serve",
     "agc.cli",
 )
 

@@ -221,12 +221,19 @@ def _checked(binary: Path) -> Path:
 # --- throwaway homes --------------------------------------------------------------------
 
 
-def codex_home(root: Path, server: ModelServer, *, model: str = "gpt-5-agc-e2e") -> Path:
+def codex_home(
+    root: Path,
+    server: ModelServer,
+    *,
+    model: str = "gpt-5-agc-e2e",
+    env_key: str = "AGC_E2E_API_KEY",
+) -> Path:
     """A fresh ``CODEX_HOME`` under ``root`` whose only provider is ``server``.
 
     The provider is a custom ``model_provider`` speaking the Responses API
-    (``wire_api = "responses"``, ``env_key`` naming a dummy key). Retries are off so a
-    refused request fails at once; update checks, analytics and feedback are off.
+    (``wire_api = "responses"``, ``env_key`` naming the env var of a dummy key). Retries
+    are off so a refused request fails at once; update checks, analytics and feedback
+    are off.
     """
     home = root / "codex-home"
     home.mkdir(parents=True, exist_ok=False)
@@ -266,7 +273,7 @@ shell_snapshot = false
 name = "agc e2e scripted server"
 base_url = "{server.url}/v1"
 wire_api = "responses"
-env_key = "AGC_E2E_API_KEY"
+env_key = "{env_key}"
 request_max_retries = 0
 stream_max_retries = 0
 stream_idle_timeout_ms = 600000

@@ -72,6 +72,15 @@ def e2e_results() -> list[tuple[str, str, str, str]]:
     return _RESULTS
 
 
+_FIGURES: list[tuple[str, str]] = []
+
+
+@pytest.fixture(scope="session")
+def e2e_figures() -> list[tuple[str, str]]:
+    """(measurement, figures) lines printed in their own section at the end of the run."""
+    return _FIGURES
+
+
 def results_table(rows: list[tuple[str, str, str, str]]) -> str:
     """The rows as a Markdown table: one line per client and scenario, one column per step."""
     steps: list[str] = []
@@ -91,6 +100,10 @@ def results_table(rows: list[tuple[str, str, str, str]]) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _FIGURES:
+        terminalreporter.section("agc e2e: figures")
+        for name, figures in _FIGURES:
+            terminalreporter.write_line(f"{name}: {figures}")
     if not _RESULTS:
         return
     table = results_table(_RESULTS)

@@ -42,6 +42,7 @@ import zstandard
 __all__ = [
     "Answer",
     "ModelServer",
+    "ReactiveScript",
     "RecordedRequest",
     "Script",
     "ShellCall",
@@ -94,6 +95,63 @@ class Script:
 
     def rewind(self, to: int = 0) -> None:
         self._next = to
+
+    def step_for(self, body: Any) -> Step:
+        """The step answering the request ``body`` (called under the server's lock).
+
+        This script ignores the body and answers its steps in order; see
+        :class:`ReactiveScript` for one that answers each request from its own history.
+        """
+        del body
+        return self.advance()
+
+
+_RUN_PREFIX: Final = "run:"
+
+
+class ReactiveScript(Script):
+    """Answers each Responses request from its own history, so any number of
+    conversations can run at once (each gets the same behaviour):
+
+    * the last user message ``run: COMMAND`` with no tool output after it: a shell call
+      running ``COMMAND`` (a fresh call id);
+    * the same with a tool output after it: the answer ``"agc-e2e reply: <output>"``
+      (the text after Codex's ``Output:`` header, stripped, at most 200 characters);
+    * any other last user message: the answer ``"ready"``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__([Answer("ready")])
+        self._calls = itertools.count(1)
+
+    def step_for(self, body: Any) -> Step:
+        items = body.get("input") if isinstance(body, dict) else None
+        items = [item for item in items or () if isinstance(item, dict)]
+        last_user = max(
+            (i for i, item in enumerate(items) if item.get("role") == "user"), default=None
+        )
+        if last_user is None:
+            return Answer("ready")
+        text = _message_text(items[last_user]).strip()
+        if not text.startswith(_RUN_PREFIX):
+            return Answer("ready")
+        outputs = [
+            item for item in items[last_user + 1 :] if item.get("type") == "function_call_output"
+        ]
+        if not outputs:
+            return ShellCall(text[len(_RUN_PREFIX) :].strip(), f"call_r{next(self._calls)}")
+        output = outputs[-1].get("output")
+        output = output if isinstance(output, str) else json.dumps(output)
+        tail = output.rsplit("Output:", 1)[-1].strip()[:200]
+        return Answer(f"agc-e2e reply: {tail}")
+
+
+def _message_text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts = [part.get("text") for part in content or () if isinstance(part, dict)]
+    return "".join(part for part in parts if isinstance(part, str))
 
 
 @dataclass(frozen=True)
@@ -431,7 +489,7 @@ class ModelServer:
                 return 400, "application/json", json.dumps(payload).encode(), None
         has_tools = isinstance(body, dict) and bool(body.get("tools"))
         with self._lock:
-            step: Step = self.script.advance() if has_tools else Answer("agc e2e")
+            step: Step = self.script.step_for(body) if has_tools else Answer("agc e2e")
             number = next(self._ids)
         if protocol == "responses":
             data = responses_stream(step, body.get("tools"), f"resp_{number}")

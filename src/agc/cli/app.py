@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agc.cli import evidence, ext, keys, ledger, readiness, report, resume, runs
+from agc.cli import evidence, ext, keys, ledger, readiness, report, resume, runs, serve
 from agc.cli.common import EPILOG, VersionOption, new_app, run_app
 from agc.cli.verify import VERIFY_HELP, verify_command
 
@@ -33,6 +33,7 @@ resume.register(app)
 ledger.register(app)
 ext.register(app)
 readiness.register(app)
+serve.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

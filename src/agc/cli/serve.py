@@ -1,0 +1,568 @@
+"""``agc serve``: the audited agent chat endpoint, run on uvicorn.
+
+The HTTP API and the supervisor come from :mod:`agc.serve`; the record of each turn is
+composed here, at the edge, by :class:`AuditSink`: every turn is an agc run written
+with :func:`agc.integrity.open_run` (the request, each event and the reply in its
+transcript, tool calls in its tool events, sealed when the turn ends and signed when a
+signing key is set) plus a turn ledger from the same events
+(:class:`agc.ledger.TurnRecorder`). A crash of the service leaves the open turns'
+runs unsealed, for ``agc recover`` (or ``agc serve --recover`` at the next start).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import typer
+
+import agc
+from agc._core.fs import atomic_write_bytes
+from agc._core.sidecar import sidecar_paths
+from agc._core.store import StoreLayout
+from agc.cli.common import err_console
+from agc.cli.keys import SigningKeyOption, signing_key_from
+from agc.cli.verify import StoreOption
+from agc.errors import AgcError, UsageError
+from agc.exitcodes import ExitCode
+from agc.integrity import RunWriters, open_run
+from agc.integrity._recover import recover_run
+from agc.integrity._signing import SigningKey
+from agc.ledger import TurnRecorder
+from agc.serve import (
+    APPROVAL_POLICIES,
+    SANDBOX_MODES,
+    Blocker,
+    ServeConfig,
+    Supervisor,
+    TraceEvent,
+    TurnEnd,
+    TurnInfo,
+    create_app,
+    manifest_attributes,
+    reply_record,
+    request_record,
+    tool_event,
+    transcript_record,
+)
+
+__all__ = ["AuditSink", "handle_leftovers", "is_loopback", "register"]
+
+DEFAULT_TOKEN_ENV: Final = "AGC_SERVE_TOKEN"  # noqa: S105 - a name, not a secret
+_MIN_TOKEN_CHARS: Final = 16
+_RUN_PREFIX: Final = "trc-"
+
+
+@dataclass
+class _OpenTurn:
+    run: RunWriters
+    recorder: TurnRecorder | None
+    tool_events: int = 0
+    events: int = 0
+
+
+class AuditSink:
+    """Seals each turn as an agc run and records its turn ledger.
+
+    Args:
+        store: the agc store (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
+        signing_key: sign each run manifest, if given.
+        ledger_root: the project folder of the turn ledger (``None``: no ledger).
+
+    The run id is the trace id (``trc-<32 hex>``), which is also the ledger's turn id.
+    Thread-safe across turns; one turn's calls come one after the other.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Path | None,
+        signing_key: SigningKey | None,
+        ledger_root: Path | None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.log = log
+        self.layout = StoreLayout.at(store)
+        self.store = store
+        self.signing_key = signing_key
+        self.ledger_root = ledger_root
+        self._turns: dict[str, _OpenTurn] = {}
+        self._lock = threading.Lock()
+
+    def check(self) -> Blocker | None:
+        """A preflight check: the store's transcript folder can take a new file."""
+        folder = self.layout.artifact_path("probe", "transcript").parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".agc-serve-probe-", dir=folder)
+        except OSError as exc:
+            return Blocker(
+                "audit_store_not_writable", f"the agc store is not writable ({exc.strerror})"
+            )
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+        return None
+
+    def on_turn_start(self, turn: TurnInfo) -> None:
+        run = open_run(
+            turn.trace_id,
+            store=self.store,
+            signing_key=self.signing_key,
+            attributes=manifest_attributes(turn),
+        )
+        try:
+            run.transcript.write(request_record(turn))
+            run.transcript.flush()
+        except BaseException:
+            run.abort()
+            raise
+        recorder = None
+        if self.ledger_root is not None:
+            recorder = TurnRecorder.start(self.ledger_root, turn.trace_id, prompt=turn.message)
+        with self._lock:
+            self._turns[turn.trace_id] = _OpenTurn(run, recorder)
+
+    def on_event(self, turn: TurnInfo, event: TraceEvent) -> None:
+        with self._lock:
+            open_turn = self._turns[turn.trace_id]
+        open_turn.run.transcript.write(transcript_record(event))
+        open_turn.events += 1
+        record = tool_event(event)
+        if record is not None:
+            open_turn.run.tool_events.write(record)
+            open_turn.tool_events += 1
+            open_turn.run.tool_events.flush()
+        # Each event reaches the file at once: a crash of the service loses none of
+        # them (agc recover seals what is there).
+        open_turn.run.transcript.flush()
+        if open_turn.recorder is not None and event.source == "codex":
+            open_turn.recorder.observe_notification(
+                {"method": event.method, "params": event.params}
+            )
+
+    def on_turn_end(self, turn: TurnInfo, end: TurnEnd) -> Mapping[str, Any]:
+        with self._lock:
+            open_turn = self._turns.pop(turn.trace_id)
+        try:
+            open_turn.run.transcript.write(reply_record(turn, end))
+            transcript, tool_events = open_turn.run.close()
+        except BaseException:
+            open_turn.run.abort()  # left unsealed: `agc recover` seals what reached the disk
+            if open_turn.recorder is not None:
+                open_turn.recorder.finish(completed=False)
+            raise
+        audit: dict[str, Any] = {
+            "recorded": True,
+            "runId": turn.trace_id,
+            "sealed": True,
+            "signed": self.signing_key is not None,
+            "keyId": None if self.signing_key is None else self.signing_key.key_id,
+            "transcript": {
+                "records": transcript.records,
+                "algorithm": transcript.algorithm,
+                "digest": transcript.digest,
+            },
+            "toolEvents": {"records": tool_events.records},
+            "ledger": None,
+        }
+        if open_turn.recorder is not None:
+            outcome = open_turn.recorder.finish(completed=end.status == "completed")
+            audit["ledger"] = {
+                "turnLog": outcome.turn_log,
+                "attempt": outcome.attempt,
+                "itemCount": outcome.item_count,
+                "sealed": outcome.seal is not None,
+                "dbWritten": outcome.db_written,
+                "auditWriteFailed": outcome.audit_write_failed,
+            }
+        if self.log is not None:
+            error = "" if end.error is None else f" ({end.error.get('code')})"
+            self.log(
+                f"turn {turn.trace_id} of {turn.conversation_id}: {end.status}{error} after "
+                f"{end.ended_at_ms - turn.created_at_ms} ms, {end.event_count} events; "
+                f"run sealed{', signed' if self.signing_key else ''}"
+            )
+        return audit
+
+    def unsealed_runs(self) -> list[str]:
+        """Runs of this service whose transcript has no seal (a crash), oldest first."""
+        folder = self.layout.artifact_path("probe", "transcript").parent
+        try:
+            entries = [
+                entry
+                for entry in folder.iterdir()
+                if entry.name.startswith(_RUN_PREFIX) and entry.name.endswith(".jsonl")
+            ]
+        except OSError:
+            return []
+        found = []
+        for entry in sorted(entries, key=lambda path: path.name):
+            if not any(side.exists() for side in sidecar_paths(entry).values()):
+                found.append(entry.name[: -len(".jsonl")])
+        return found
+
+
+def handle_leftovers(
+    sink: AuditSink, *, store: Path | None, signing_key: SigningKey | None, recover: bool
+) -> list[str]:
+    """Runs an earlier crash of the service left unsealed: sealed with ``agc recover``'s
+    machinery when ``recover``, else listed on stderr. Returns those it sealed."""
+    leftovers = sink.unsealed_runs()
+    if not leftovers:
+        return []
+    if not recover:
+        shown = ", ".join(leftovers[:5]) + (" …" if len(leftovers) > 5 else "")
+        err_console.print(
+            f"{len(leftovers)} turn run(s) of an earlier service are unsealed (a crash?): "
+            f"{shown}; seal them with `agc recover RUN_ID` or `agc serve --recover`",
+            markup=False,
+        )
+        return []
+    sealed = []
+    for run_id in leftovers:
+        try:
+            recover_run(run_id, store, signing_key=signing_key)
+        except AgcError as exc:  # a live writer of another service, tampering …
+            err_console.print(f"run {run_id} not recovered: {exc.message}", markup=False)
+            continue
+        err_console.print(f"recovered and sealed run {run_id}", markup=False)
+        sealed.append(run_id)
+    return sealed
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost``, 127.0.0.0/8 or ``::1``."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror}",
+            hint="Choose another --port (0 picks a free one).",
+        ) from exc
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _seconds_ms(value: float | None, default_ms: int) -> int:
+    return default_ms if value is None else max(1, int(value * 1000))
+
+
+def serve_command(
+    host: Annotated[
+        str,
+        typer.Option("--host", help="Address to listen on (loopback unless --allow-non-loopback)."),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port (0: a free one).", min=0, max=65535)
+    ] = 8765,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            help="The agent's working folder [default: the current folder].",
+            show_default=False,
+        ),
+    ] = None,
+    codex_home: Annotated[
+        Path | None,
+        typer.Option(
+            "--codex-home",
+            help="CODEX_HOME for the agent [default: $CODEX_HOME, else ~/.codex].",
+            show_default=False,
+        ),
+    ] = None,
+    codex_bin: Annotated[
+        str, typer.Option("--codex-bin", help="The Codex executable (a path, or a name on PATH).")
+    ] = "codex",
+    protocol: Annotated[
+        str,
+        typer.Option(
+            "--protocol", help="auto (the first whose handshake answers), app-server or mcp-server."
+        ),
+    ] = "auto",
+    provider_key_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--provider-key-env",
+            metavar="NAME",
+            help="Env var the model provider needs (repeatable) [default: OPENAI_API_KEY]; "
+            "only whether it is set is checked.",
+            show_default=False,
+        ),
+    ] = None,
+    no_provider_key: Annotated[
+        bool,
+        typer.Option(
+            "--no-provider-key",
+            help="The provider needs no env credential (Codex logs in otherwise).",
+        ),
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The thread's model [default: Codex's config].")
+    ] = None,
+    approval_policy: Annotated[
+        str, typer.Option("--approval-policy", help=f"One of {', '.join(APPROVAL_POLICIES)}.")
+    ] = "never",
+    sandbox: Annotated[
+        str | None,
+        typer.Option(
+            "--sandbox",
+            help=f"One of {', '.join(SANDBOX_MODES)} [default: Codex's config].",
+            show_default=False,
+        ),
+    ] = None,
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-timeout",
+            help="Seconds before an idle session's process is ended [default: 600].",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    conversation_retention: Annotated[
+        float | None,
+        typer.Option(
+            "--conversation-retention",
+            help="Seconds an idle conversation (no process) is remembered [default: 86400].",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    turn_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--turn-timeout",
+            help="Seconds a turn may run [default: 1800].",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    handshake_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--handshake-timeout",
+            help="Seconds for a session's start and handshake [default: 20].",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    result_trace_limit: Annotated[
+        int, typer.Option("--result-trace-limit", help="Events in the /result window.", min=1)
+    ] = 20,
+    trace_page_limit: Annotated[
+        int, typer.Option("--trace-page-limit", help="Largest /trace page.", min=1)
+    ] = 500,
+    max_sessions: Annotated[
+        int, typer.Option("--max-sessions", help="Codex processes at once.", min=1)
+    ] = 32,
+    store: StoreOption = None,
+    signing_key: SigningKeyOption = None,
+    ledger_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger-root",
+            help="Project folder of the turn ledger [default: the workspace].",
+            show_default=False,
+        ),
+    ] = None,
+    no_ledger: Annotated[bool, typer.Option("--no-ledger", help="Write no turn ledger.")] = False,
+    token_env: Annotated[
+        str,
+        typer.Option(
+            "--token-env",
+            metavar="NAME",
+            help="Env var holding the bearer token (required off loopback).",
+        ),
+    ] = DEFAULT_TOKEN_ENV,
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            "--allow-non-loopback",
+            help="Listen on a non-loopback address (needs the bearer token).",
+        ),
+    ] = False,
+    recover: Annotated[
+        bool,
+        typer.Option(
+            "--recover",
+            help="Seal the runs an earlier crash of the service left unsealed, then start.",
+        ),
+    ] = False,
+    port_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--port-file",
+            help='Write {"url", "port", "pid"} here once listening.',
+            show_default=False,
+        ),
+    ] = None,
+    codex_log_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--codex-log-dir",
+            help="Write each Codex process's stderr (redacted) here.",
+            show_default=False,
+        ),
+    ] = None,
+    access_log: Annotated[
+        bool, typer.Option("--access-log", help="Log each HTTP request (method, path, status).")
+    ] = False,
+) -> int:
+    """Serve POST /v1/agent/chat on the real Codex CLI; every turn a sealed agc run.
+
+    Each conversation gets a long-lived `codex app-server` (or `codex mcp-server`)
+    process over stdio; a follow-up message continues the same Codex thread. Submit
+    answers 202 {traceId, conversationId}; poll /v1/agent/chat/result/<traceId> and
+    /v1/agent/chat/trace/<traceId>. GET /readyz is the preflight (docs/serve.md). Each
+    turn is sealed into the store as run <traceId> (signed with $AGC_SIGNING_KEY) with a
+    turn ledger in the workspace. Listens on loopback unless --allow-non-loopback, which
+    needs a bearer token in $AGC_SERVE_TOKEN (or --token-env). Stop with Ctrl-C/SIGTERM:
+    running turns are interrupted and sealed.
+
+    \b
+    Examples:
+      agc serve --workspace ~/project --port 8765
+      agc readiness probe --url http://127.0.0.1:8765 --environment local --live
+      AGC_SERVE_TOKEN=… agc serve --host 0.0.0.0 --allow-non-loopback --store /audit
+      agc serve --recover --store /audit          # after a crash
+    """
+    import uvicorn  # noqa: PLC0415 - only this command needs the server
+
+    if not is_loopback(host) and not allow_non_loopback:
+        raise UsageError(
+            f"--host {host} is not a loopback address",
+            hint="Add --allow-non-loopback and set a bearer token in $" + token_env + ".",
+        )
+    token = os.environ.get(token_env) or None
+    if not is_loopback(host) and (token is None or len(token) < _MIN_TOKEN_CHARS):
+        raise UsageError(
+            f"listening on {host} needs a bearer token of at least {_MIN_TOKEN_CHARS} "
+            f"characters in ${token_env}",
+            hint="Generate one: python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        )
+    work = (workspace or Path.cwd()).resolve()
+    home_default = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+    home = (codex_home or Path(home_default)).expanduser().resolve()
+    keys: tuple[str, ...] = (
+        () if no_provider_key else tuple(provider_key_env or ("OPENAI_API_KEY",))
+    )
+    if protocol not in ("auto", "app-server", "mcp-server"):
+        raise UsageError(f"--protocol {protocol!r} is not auto, app-server or mcp-server")
+    config = ServeConfig(
+        workspace=work,
+        codex_home=home,
+        codex_bin=codex_bin,
+        protocol=protocol,  # type: ignore[arg-type]
+        provider_key_env=keys,
+        model=model,
+        approval_policy=approval_policy,
+        sandbox=sandbox,
+        idle_timeout_ms=_seconds_ms(idle_timeout, 600_000),
+        turn_timeout_ms=_seconds_ms(turn_timeout, 1_800_000),
+        conversation_retention_ms=_seconds_ms(conversation_retention, 86_400_000),
+        handshake_timeout_ms=_seconds_ms(handshake_timeout, 20_000),
+        result_trace_limit=result_trace_limit,
+        trace_page_limit=trace_page_limit,
+        max_sessions=max_sessions,
+        token_env=token_env,
+        codex_log_dir=codex_log_dir.resolve() if codex_log_dir else None,
+    )
+    key = signing_key_from(signing_key)
+    sink = AuditSink(
+        store=store,
+        signing_key=key,
+        ledger_root=None if no_ledger else (ledger_root or work).resolve(),
+        log=lambda line: err_console.print(line, markup=False),
+    )
+    handle_leftovers(sink, store=store, signing_key=key, recover=recover)
+    if codex_log_dir is not None:
+        codex_log_dir.mkdir(parents=True, exist_ok=True)
+    supervisor = Supervisor(config, sink, extra_checks=[sink.check], client_version=agc.__version__)
+    sock = _bind(host, port)
+    bound_port = int(sock.getsockname()[1])
+    shown_host = f"[{host}]" if ":" in host else host
+    url = f"http://{shown_host}:{bound_port}"
+
+    def started() -> None:
+        if port_file is not None:
+            data = json.dumps({"url": url, "port": bound_port, "pid": os.getpid()}).encode()
+            atomic_write_bytes(port_file, data + b"\n", overwrite=True)
+        auth = "bearer token required" if token else "no token (loopback)"
+        err_console.print(
+            f"agc serve: listening on {url} (provider codex-stdio, protocol {config.protocol}, "
+            f"{auth}); workspace {work}; store {sink.layout.root}",
+            markup=False,
+        )
+
+    app = create_app(supervisor, token=token, on_startup=started)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            lifespan="on",
+            log_level="warning",
+            access_log=access_log,
+            server_header=False,
+            timeout_graceful_shutdown=60,
+        )
+    )
+    stopped_by: list[int] = []
+
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal with the
+    # handlers it found: ours note it, so a clean stop exits 0 and not "killed".
+    def note(number: int, frame: object) -> None:
+        del frame
+        stopped_by.append(number)
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stopped_by:
+        err_console.print(
+            f"agc serve: stopped ({signal.Signals(stopped_by[0]).name}); running turns were sealed",
+            markup=False,
+        )
+    if not server.started:
+        err_console.print(
+            "agc serve: the server did not start (see the messages above)", markup=False
+        )
+        return int(ExitCode.INTERNAL)
+    sys.stderr.flush()
+    return int(ExitCode.OK)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``agc serve`` to the ``agc`` app."""
+    from agc.cli.common import EPILOG  # noqa: PLC0415
+
+    app.command(name="serve", epilog=EPILOG)(serve_command)

@@ -1,0 +1,78 @@
+"""``agc serve``: an audited agent chat endpoint on the real Codex CLI.
+
+``POST /v1/agent/chat`` in front of long-lived Codex sessions over stdio (the
+``codex-stdio`` provider: ``codex app-server``, or ``codex mcp-server`` through the MCP
+Python SDK where a build has it), with short-connection submit (``202`` + ``traceId``),
+``/result`` and ``/trace`` polling, a session registry, preflight blockers and nothing
+secret in any answer. Each turn is handed to a :class:`TurnSink`; the command line
+composes one that seals every turn as an agc run with a turn ledger.
+
+Example::
+
+    from agc.serve import ServeConfig, Supervisor, create_app
+
+    config = ServeConfig(workspace=Path("/work"), codex_home=Path("/codex-home"))
+    app = create_app(Supervisor(config, sink=my_sink))   # any ASGI server runs it
+
+The HTTP API, the records and the blockers are documented in docs/serve.md.
+"""
+
+from __future__ import annotations
+
+from agc.serve._app import CHAT_PATH, BearerAuth, create_app
+from agc.serve._config import APPROVAL_POLICIES, HIDDEN_ENV, SANDBOX_MODES, ServeConfig
+from agc.serve._preflight import BLOCKER_CODES, Blocker, Preflight, PreflightReport
+from agc.serve._provider import (
+    PROTOCOLS,
+    ProviderError,
+    ProviderEvent,
+    ProviderSession,
+    SessionFacts,
+    TurnResult,
+)
+from agc.serve._records import (
+    RECORD_SCHEMA_VERSION,
+    manifest_attributes,
+    reply_record,
+    request_record,
+    tool_event,
+    transcript_record,
+)
+from agc.serve._sink import NullSink, TurnEnd, TurnInfo, TurnSink
+from agc.serve._supervisor import PROVIDER, ChatRefusedError, Conversation, Supervisor
+from agc.serve._trace import TraceEvent
+
+__all__ = [
+    "APPROVAL_POLICIES",
+    "BLOCKER_CODES",
+    "CHAT_PATH",
+    "HIDDEN_ENV",
+    "PROTOCOLS",
+    "PROVIDER",
+    "RECORD_SCHEMA_VERSION",
+    "SANDBOX_MODES",
+    "BearerAuth",
+    "Blocker",
+    "ChatRefusedError",
+    "Conversation",
+    "NullSink",
+    "Preflight",
+    "PreflightReport",
+    "ProviderError",
+    "ProviderEvent",
+    "ProviderSession",
+    "ServeConfig",
+    "SessionFacts",
+    "Supervisor",
+    "TraceEvent",
+    "TurnEnd",
+    "TurnInfo",
+    "TurnResult",
+    "TurnSink",
+    "create_app",
+    "manifest_attributes",
+    "reply_record",
+    "request_record",
+    "tool_event",
+    "transcript_record",
+]

@@ -1,0 +1,125 @@
+"""A stand-in for ``codex app-server`` speaking its stdio JSON-RPC, for protocol tests.
+
+Run as ``python appserver_double.py MODE``. It answers ``initialize``,
+``thread/start``, ``thread/resume``, ``turn/start`` and ``turn/interrupt`` with the
+shapes of the Codex app-server protocol (v2) and plays one turn per ``turn/start``:
+
+* ``normal``: a command item, then the agent message ``reply: <the user's text>``;
+* ``approval``: asks ``item/commandExecution/requestApproval`` first and replies with
+  the decision it got;
+* ``exit``: exits with code 3 after the command item started;
+* ``hang``: waits for ``turn/interrupt``;
+* ``silent``: never answers ``initialize``;
+* ``spawn``: starts ``sleep 300`` in its process group and writes its pid to stderr.
+
+It writes one line with a key-shaped string to stderr, for the redaction test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
+FAKE_KEY = "sk-proj-" + "Q" * 40
+
+
+def send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def read() -> dict[str, Any] | None:
+    line = sys.stdin.readline()
+    return json.loads(line) if line else None
+
+
+def notify(method: str, params: dict[str, Any]) -> None:
+    send({"method": method, "params": params})
+
+
+def main() -> None:
+    print(f"starting with {FAKE_KEY}", file=sys.stderr, flush=True)
+    if MODE == "spawn":
+        child = subprocess.Popen(["sleep", "300"])
+        print(f"child {child.pid}", file=sys.stderr, flush=True)
+    pending_turn = None
+    while True:
+        message = read()
+        if message is None:
+            return
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") or {}
+        if method == "initialize":
+            if MODE == "silent":
+                continue
+            send({"id": request_id, "result": {"userAgent": "double/1", "codexHome": "/x"}})
+        elif method in ("thread/start", "thread/resume"):
+            thread_id = params.get("threadId", "thr-1")
+            send(
+                {
+                    "id": request_id,
+                    "result": {
+                        "thread": {"id": thread_id, "sessionId": "sess-" + thread_id},
+                        "model": "double-model",
+                    },
+                }
+            )
+        elif method == "turn/start":
+            turn_id = f"turn-{request_id}"
+            text = params["input"][0]["text"]
+            send({"id": request_id, "result": {"turn": {"id": turn_id, "status": "inProgress"}}})
+            notify("turn/started", {"threadId": params["threadId"], "turn": {"id": turn_id}})
+            item = {
+                "type": "commandExecution",
+                "id": "call_1",
+                "command": "echo hi",
+                "status": "inProgress",
+            }
+            notify("item/started", {"item": item, "turnId": turn_id})
+            decision = None
+            if MODE == "approval":
+                send(
+                    {
+                        "id": 99,
+                        "method": "item/commandExecution/requestApproval",
+                        "params": {"itemId": "call_1", "turnId": turn_id},
+                    }
+                )
+                answer = read()
+                decision = (answer or {}).get("result", {}).get("decision")
+            if MODE == "exit":
+                sys.exit(3)
+            if MODE == "hang":
+                pending_turn = turn_id
+                continue
+            done = {**item, "status": "completed", "exitCode": 0, "aggregatedOutput": "hi\n"}
+            notify("item/completed", {"item": done, "turnId": turn_id})
+            reply = f"reply: {text}" if decision is None else f"decision: {decision}"
+            notify(
+                "item/completed",
+                {"item": {"type": "agentMessage", "id": "m1", "text": reply}, "turnId": turn_id},
+            )
+            notify(
+                "turn/completed",
+                {
+                    "threadId": params["threadId"],
+                    "turn": {"id": turn_id, "status": "completed", "items": []},
+                },
+            )
+        elif method == "turn/interrupt":
+            send({"id": request_id, "result": {}})
+            if pending_turn is not None:
+                notify(
+                    "turn/completed",
+                    {"turn": {"id": pending_turn, "status": "interrupted", "error": None}},
+                )
+                pending_turn = None
+        elif request_id is not None:
+            send({"id": request_id, "error": {"code": -32601, "message": f"unknown {method}"}})
+
+
+if __name__ == "__main__":
+    main()
