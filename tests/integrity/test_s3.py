@@ -416,3 +416,19 @@ def test_no_credential_reaches_an_output_a_report_or_the_store(
     for value in (secret, key_id):
         assert value not in text
         assert value.encode() not in stored
+
+
+def test_runs_lists_an_object_store(
+    s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``agc runs --store s3://…`` lists the uploaded runs from their manifests."""
+    _record(s3_store, "r1")
+    _record(s3_store, "r2")
+    capsys.readouterr()
+    assert agc_main(["runs", "--store", s3_store.url, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["store"] == s3_store.url
+    by_id = {run["run_id"]: run for run in listed["runs"]}
+    assert sorted(by_id) == ["r1", "r2"]
+    assert {run["state"] for run in by_id.values()} == {"sealed"}
+    assert by_id["r1"]["records"] == TRANSCRIPT.count(b"\n")

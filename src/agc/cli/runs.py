@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout
 from agc.cli.common import EPILOG, emit_json, err_console, write_lines
@@ -73,19 +74,22 @@ def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
     Examples:
       agc runs
       agc runs --store ./evidence --json | jq -r '.runs[].run_id'
+      agc runs --store s3://evidence/team      # uploaded runs, and runs staged for upload
     """
     runs = list_runs(store)
+    remote = object_store_of(store)
+    where = remote.url if remote is not None else str(StoreLayout.at(store).root)
     if as_json:
         emit_json(
             {
                 "schema_version": SCHEMA_VERSION,
-                "store": str(StoreLayout.at(store).root),
+                "store": where,
                 "runs": [run.to_dict() for run in runs],
             }
         )
         return int(ExitCode.OK)
     if not runs:
-        err_console.print(f"no runs in store {StoreLayout.at(store).root}", markup=False)
+        err_console.print(f"no runs in store {where}", markup=False)
         return int(ExitCode.OK)
     write_lines(format_runs(runs))
     return int(ExitCode.OK)

@@ -13,12 +13,13 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.fs import open_nofollow
+from agc._core.objstore import ObjectStore, object_store_of
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import (
     AgcError,
@@ -28,7 +29,7 @@ from agc.errors import (
     StoreError,
     UnsafePathError,
 )
-from agc.integrity._manifest import RunManifest
+from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._store_io import read_manifest
 
 __all__ = ["RunListing", "iter_records", "list_runs", "run_is_sealed", "unwrap_record"]
@@ -171,12 +172,55 @@ def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
     Raises:
         StoreError: the store does not exist or cannot be read.
     """
-    layout = StoreLayout.at(store)
-    if not layout.root.is_dir():
-        raise StoreError(f"store {layout.root} does not exist or is not a folder")
-    listings = [_listing(layout, run_id) for run_id in sorted(_run_ids(layout))]
+    remote = object_store_of(store)
+    if remote is not None:
+        listings = _remote_listings(remote)
+    else:
+        layout = StoreLayout.at(store)
+        if not layout.root.is_dir():
+            raise StoreError(f"store {layout.root} does not exist or is not a folder")
+        listings = [_listing(layout, run_id) for run_id in sorted(_run_ids(layout))]
     listings.sort(key=lambda r: -(r.last_write_ms or 0))
     return listings
+
+
+def _remote_listings(remote: ObjectStore) -> list[RunListing]:
+    """The runs of an ``s3://`` store: each uploaded manifest, read (not verified), and
+    each run still staged locally for upload (``unsealed``)."""
+    from agc.integrity._s3 import staged_run_ids, staging_store  # noqa: PLC0415 - boto3
+
+    listings: dict[str, RunListing] = {}
+    for path in remote.list_paths("audit/manifests/"):
+        name = path.rsplit("/", 1)[-1]
+        if not name.endswith(".json") or "@" in name:
+            continue
+        run_id = name[: -len(".json")]
+        try:
+            validate_run_id(run_id)
+        except RunIdInvalidError:
+            continue
+        found = remote.get(path, max_bytes=MAX_MANIFEST_BYTES)
+        if found is None:
+            continue
+        try:
+            manifest = RunManifest.from_bytes(found[0], expected_run_id=run_id)
+        except ManifestInvalidError:
+            listings[run_id] = RunListing(run_id, "damaged", {}, 0, False, None)
+            continue
+        seals = manifest.artifacts
+        listings[run_id] = RunListing(
+            run_id=run_id,
+            state="sealed" if manifest.closed else "unsealed",
+            records={kind: seal.records for kind, seal in seals.items()},
+            bytes=sum(seal.bytes for seal in seals.values()),
+            signed=manifest.signature is not None,
+            last_write_ms=max((seal.sealed_at_ms for seal in seals.values()), default=None),
+        )
+    for run_id in staged_run_ids(remote):
+        if run_id not in listings:
+            staged = _listing(StoreLayout(staging_store(remote, run_id)), run_id)
+            listings[run_id] = replace(staged, state="unsealed")
+    return list(listings.values())
 
 
 def run_is_sealed(layout: StoreLayout, run_id: str, kind: ArtifactKind) -> bool:
