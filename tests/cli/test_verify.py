@@ -112,8 +112,9 @@ def test_exit_3_store_unreadable(
         assert json.loads(out)["error"]["code"] == "store-unreadable"
     else:
         assert out == ""
+    # No store folder at all holds no run: a finding (exit 1), not an unreadable store.
     code, _, _ = _run(["r1", "--store", str(tmp_path / "absent")], capsys)
-    assert code == ExitCode.UNREADABLE
+    assert code == ExitCode.FINDINGS
 
 
 def test_exit_3_file_unreadable(

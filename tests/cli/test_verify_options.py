@@ -57,6 +57,20 @@ def test_a_run_that_does_not_exist(
     assert [f["code"] for f in report["findings"]] == ["run-missing"]
 
 
+@pytest.mark.parametrize("entry", ["fast", "full"])
+def test_a_run_in_a_store_folder_that_does_not_exist_is_run_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str
+) -> None:
+    """A first `agc-verify` before any store was made: no run, exit 1, never exit 3."""
+    missing = tmp_path / "never-made"
+    argv = ["nope", "--store", str(missing)]
+    code = fast.main(argv) if entry == "fast" else verify_main(argv)
+    out, _ = capsys.readouterr()
+    assert code == ExitCode.FINDINGS
+    assert f"no run 'nope' in store {missing} (the store folder does not exist)" in out
+    assert not missing.exists(), "verifying never creates a store"
+
+
 def test_quiet_prints_only_failures_and_status_nothing(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -403,10 +403,12 @@ def test_bad_run_id_touches_nothing(run_id: str, store: Path) -> None:
     assert tree(store) == []
 
 
-def test_store_missing_or_a_file_is_unreadable(tmp_path: Path) -> None:
-    with pytest.raises(StoreError) as info:
-        check_run("r1", tmp_path / "absent")
-    assert info.value.exit_code == ExitCode.UNREADABLE
+def test_a_missing_store_holds_no_run_and_a_file_in_its_place_is_unreadable(
+    tmp_path: Path,
+) -> None:
+    report = check_run("r1", tmp_path / "absent")
+    assert [f.code for f in report.findings] == ["run-missing"]
+    assert not report.complete
     (tmp_path / "file").write_bytes(b"")
     with pytest.raises(StoreError):
         check_run("r1", tmp_path / "file")

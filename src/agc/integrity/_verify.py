@@ -14,7 +14,8 @@ Finding codes (stable, documented in ``docs/format.md``):
 
 ========================  ==============================================================
 ``run-missing``           the store holds nothing of the run: no manifest, no file, no
-                          chain link (a mistyped run id, or the wrong store)
+                          chain link (a mistyped run id, the wrong store, or no store
+                          folder at all)
 ``missing``               the file was never written (no manifest entry, no file)
 ``deleted``               the manifest sealed the file but it is gone
 ``modified``              same length, different digest (or digest differs, length unknown)
@@ -737,8 +738,16 @@ def check_run(
     )
     validate_run_id(run_id)
     layout = StoreLayout.at(store)
+    if not os.path.lexists(layout.root):
+        # No store at all holds no run either: the same verdict as an empty store
+        # (``run-missing``, exit 1), not an unreadable one.
+        absent = [
+            observe_artifact(layout.artifact_path(run_id, kind), kind, seal=None)
+            for kind in ARTIFACT_KINDS
+        ]
+        return _run_missing(run_id, layout, absent, store_exists=False)
     if not layout.root.is_dir():
-        raise StoreError(f"store {layout.root} does not exist or is not a folder")
+        raise StoreError(f"store {layout.root} is not a folder")
     findings: list[_Finding] = []
     manifest: RunManifest | None = None
     try:
@@ -837,11 +846,16 @@ def check_run(
 
 
 def _run_missing(
-    run_id: str, layout: StoreLayout, observations: list[ArtifactObservation]
+    run_id: str,
+    layout: StoreLayout,
+    observations: list[ArtifactObservation],
+    *,
+    store_exists: bool = True,
 ) -> RunReport:
     """The report on a run of which the store holds nothing at all: one finding, which
     every artifact shares (none of them is there)."""
-    finding: _Finding = Finding("run-missing", f"no run {run_id!r} in store {layout.root}")
+    where = "" if store_exists else " (the store folder does not exist)"
+    finding: _Finding = Finding("run-missing", f"no run {run_id!r} in store {layout.root}{where}")
     return RunReport(
         run_id=run_id,
         store=str(layout.root),
