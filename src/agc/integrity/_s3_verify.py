@@ -46,6 +46,7 @@ from agc.integrity._verify import (
     RunReport,
     _judge_signature,
     judge_artifact,
+    recovered_findings,
     signature_required,
 )
 
@@ -370,19 +371,7 @@ def check_object_run(
     if manifest is None and has_sidecar and not any(f.code == "manifest-invalid" for f in findings):
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
     status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
-    if manifest is not None:
-        for seal in manifest.artifacts.values():
-            if seal.recovered:
-                quarantined = (seal.quarantine or {}).get("bytes", 0)
-                findings.append(
-                    Finding(
-                        "recovered",
-                        f"{seal.kind} was sealed by `agc recover` after a crash "
-                        f"({quarantined} torn bytes quarantined)",
-                        artifact=seal.kind,
-                        severity="warning",
-                    )
-                )
+    findings.extend(recovered_findings(manifest))
     # What only object storage shows, key by key (in a stable order).
     kinds = {artifact_path(run_id, k).rsplit("/", 1)[0]: k for k in ARTIFACT_KINDS}
     for path in sorted(set(by_path) | set(infos)):

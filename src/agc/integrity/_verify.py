@@ -820,19 +820,7 @@ def check_run(
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
 
     status, key_id = _judge_signature(manifest, trusted_keys, require_signature, findings)
-    if manifest is not None:
-        for seal in manifest.artifacts.values():
-            if seal.recovered:
-                quarantined = (seal.quarantine or {}).get("bytes", 0)
-                findings.append(
-                    Finding(
-                        "recovered",
-                        f"{seal.kind} was sealed by `agc recover` after a crash "
-                        f"({quarantined} torn bytes quarantined)",
-                        artifact=seal.kind,
-                        severity="warning",
-                    )
-                )
+    findings.extend(recovered_findings(manifest))
     return RunReport(
         run_id=run_id,
         store=str(layout.root),
@@ -843,6 +831,23 @@ def check_run(
         signature=status,
         key_id=key_id,
     )
+
+
+def recovered_findings(manifest: RunManifest | None) -> list[_Finding]:
+    """A ``recovered`` warning for each artifact ``agc recover`` sealed after a crash."""
+    if manifest is None:
+        return []
+    return [
+        Finding(
+            "recovered",
+            f"{seal.kind} was sealed by `agc recover` after a crash "
+            f"({(seal.quarantine or {}).get('bytes', 0)} torn bytes quarantined)",
+            artifact=seal.kind,
+            severity="warning",
+        )
+        for seal in manifest.artifacts.values()
+        if seal.recovered
+    ]
 
 
 def _run_missing(
