@@ -181,6 +181,42 @@ def _statement(verdict: ReadinessVerdict, config: ReadinessConfig, subject: Any)
     )
 
 
+def _conclude(
+    observation: Observation,
+    settings: ReadinessConfig,
+    *,
+    evidence: str | None,
+    store: Path | None,
+    signing_key: Path | None,
+    as_json: bool,
+    require_level: LevelChoice | None,
+    require_agent_runner: bool,
+    steps: list[dict[str, Any]] | None = None,
+) -> int:
+    """Classify, seal the verdict (``--evidence``) or build its statement (``--json``),
+    show it and return the gate's exit code. ``steps``: the probe's, shown and sealed."""
+    verdict = classify(observation, settings.policy)
+    stored = stored_observation(observation)
+    statement: dict[str, Any] | None = None
+    summary = None
+    if evidence is not None:
+        statement, summary = _seal(
+            evidence,
+            store=store,
+            signing_key=signing_key,
+            verdict=verdict,
+            config=settings,
+            subject=stored,
+            observation=stored,
+            steps=steps,
+        )
+    elif as_json:
+        statement = _statement(verdict, settings, stored)
+    extra = {"observation": stored, "steps": steps} if as_json and steps is not None else None
+    _show(verdict, as_json=as_json, statement=statement, evidence=summary, extra=extra)
+    return _gate(verdict, require_level, require_agent_runner)
+
+
 def _gate(verdict: ReadinessVerdict, level: LevelChoice | None, runner: bool) -> int:
     ok = verdict.passed
     if level is not None:
@@ -294,24 +330,16 @@ def classify_command(
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ObservationInvalidError(f"{source} is not UTF-8 JSON: {exc}") from exc
     observation = Observation.from_dict(raw, source=source)
-    verdict = classify(observation, settings.policy)
-    stored = stored_observation(observation)
-    statement: dict[str, Any] | None = None
-    summary = None
-    if evidence is not None:
-        statement, summary = _seal(
-            evidence,
-            store=store,
-            signing_key=signing_key,
-            verdict=verdict,
-            config=settings,
-            subject=stored,
-            observation=stored,
-        )
-    elif as_json:
-        statement = _statement(verdict, settings, stored)
-    _show(verdict, as_json=as_json, statement=statement, evidence=summary)
-    return _gate(verdict, require_level, require_agent_runner)
+    return _conclude(
+        observation,
+        settings,
+        evidence=evidence,
+        store=store,
+        signing_key=signing_key,
+        as_json=as_json,
+        require_level=require_level,
+        require_agent_runner=require_agent_runner,
+    )
 
 
 # -- probe ----------------------------------------------------------------------------------
@@ -423,32 +451,17 @@ def probe_command(
         headers=headers,
         log=lambda line: err_console.print(line, markup=False),
     )
-    verdict = classify(result.observation, settings.policy)
-    stored = stored_observation(result.observation)
-    steps = [step.to_dict() for step in result.steps]
-    statement: dict[str, Any] | None = None
-    summary = None
-    if evidence is not None:
-        statement, summary = _seal(
-            evidence,
-            store=store,
-            signing_key=signing_key,
-            verdict=verdict,
-            config=settings,
-            subject=stored,
-            observation=stored,
-            steps=steps,
-        )
-    elif as_json:
-        statement = _statement(verdict, settings, stored)
-    _show(
-        verdict,
+    return _conclude(
+        result.observation,
+        settings,
+        evidence=evidence,
+        store=store,
+        signing_key=signing_key,
         as_json=as_json,
-        statement=statement,
-        evidence=summary,
-        extra={"observation": stored, "steps": steps} if as_json else None,
+        require_level=require_level,
+        require_agent_runner=require_agent_runner,
+        steps=[step.to_dict() for step in result.steps],
     )
-    return _gate(verdict, require_level, require_agent_runner)
 
 
 def _auth_headers(name: str | None) -> dict[str, str]:
