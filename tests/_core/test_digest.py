@@ -7,9 +7,12 @@ import mmap
 import os
 import random
 from pathlib import Path
+from unittest import mock
 
 import blake3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agc._core import digest as hashing
 from agc._core.digest import (
@@ -170,3 +173,82 @@ def test_empty_file_digest_is_the_empty_input_digest(tmp_path: Path) -> None:
         assert digest_fd(fd, "blake3") == (_reference(b"", "blake3"), 0)
     finally:
         os.close(fd)
+
+
+def _readv_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    sizes: list[int] = []
+    real_readv = os.readv
+
+    def readv(fd: int, buffers: list[memoryview]) -> int:
+        sizes.append(sum(len(b) for b in buffers))
+        return real_readv(fd, buffers)
+
+    monkeypatch.setattr(os, "readv", readv)
+    return sizes
+
+
+def test_a_small_file_is_read_with_a_buffer_sized_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Zero-filling an 8 MiB buffer costs more than hashing a small file.
+    data = os.urandom(3000)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    sizes = _readv_sizes(monkeypatch)
+    with path.open("rb") as handle:
+        assert digest_fd(handle, "blake3") == (_reference(data, "blake3"), len(data))
+    assert sizes
+    assert max(sizes) <= len(data) + hashing._MIN_BUFFER
+
+
+@pytest.mark.parametrize("algorithm", ["blake3", "sha256"])
+def test_a_file_that_grew_after_fstat_is_still_read_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algorithm: Algorithm
+) -> None:
+    # fstat reports the length before a writer appended: the bytes after it are read
+    # (and hashed) as before the buffer was sized to the file.
+    data = random.Random(3).randbytes(200_000)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    real_fstat = os.fstat
+
+    def stale_fstat(fd: int) -> os.stat_result:
+        info = list(real_fstat(fd))
+        info[6] = 10  # st_size
+        return os.stat_result(info)
+
+    monkeypatch.setattr(os, "fstat", stale_fstat)
+    with path.open("rb") as handle:
+        assert digest_fd(handle, algorithm) == (_reference(data, algorithm), len(data))
+    with path.open("rb") as handle:
+        limited = digest_fd(handle, algorithm, limit=150_000)
+    assert limited == (_reference(data[:150_000], algorithm), 150_000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.binary(max_size=200_000) | st.integers(0, 300_000).map(lambda n: b"\x5a" * n),
+    start=st.integers(0, 300_000),
+    limit=st.none() | st.integers(0, 300_000),
+    mapped=st.booleans(),
+)
+def test_digest_fd_is_the_digest_of_the_bytes_from_position_to_limit(
+    tmp_path_factory: pytest.TempPathFactory,
+    data: bytes,
+    start: int,
+    limit: int | None,
+    mapped: bool,
+) -> None:
+    path = tmp_path_factory.mktemp("digest") / "f"
+    path.write_bytes(data)
+    start = min(start, len(data))
+    expected = data[start:] if limit is None else data[start : start + limit]
+    with mock.patch.object(hashing, "_MMAP_MIN_BYTES", 1 if mapped else 10**12):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.lseek(fd, start, os.SEEK_SET)
+            result = digest_fd(fd, "blake3", limit=limit)
+            assert os.lseek(fd, 0, os.SEEK_CUR) == start + len(expected)
+        finally:
+            os.close(fd)
+    assert result == (_reference(expected, "blake3"), len(expected))

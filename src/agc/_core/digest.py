@@ -42,6 +42,8 @@ _CHUNK_BYTES: Final = 8 * 1024 * 1024
 # From this size on a regular file is hashed through a read-only memory map, as b3sum
 # does: no copy into a buffer, and BLAKE3 can split the whole file across cores at once.
 _MMAP_MIN_BYTES: Final = 16 * 1024 * 1024
+# The smallest read buffer: room to see end of file (or a few appended lines) at once.
+_MIN_BUFFER: Final = 64 * 1024
 
 
 class Hasher(Protocol):
@@ -94,8 +96,9 @@ def digest_fd(
 
     Memory stays flat whatever the file size: a regular file of 16 MiB or more is hashed
     through a read-only memory map (the method of ``b3sum``; its pages come from the page
-    cache, no copy), anything else through one 8 MiB buffer. The map covers the length
-    seen by ``fstat`` when hashing starts. As with ``b3sum``, another process that
+    cache, no copy), anything else through one buffer of 8 MiB at most (sized to the
+    file when it is a regular file). The map covers the length seen by ``fstat`` when
+    hashing starts. As with ``b3sum``, another process that
     truncates the file while it is mapped makes the kernel end this process (SIGBUS):
     a crash, never a verdict. The file position ends after the bytes hashed.
 
@@ -110,14 +113,19 @@ def digest_fd(
     """
     hasher = new_hasher(algorithm, threads=threads)
     raw_fd = fd if isinstance(fd, int) else fd.fileno()
-    mapped = _digest_mapped(raw_fd, hasher, limit)
-    if mapped is not None:
-        return hasher.hexdigest(), mapped
-    buffer = bytearray(_CHUNK_BYTES)
-    view = memoryview(buffer)
+    remaining = _regular_remaining(raw_fd, limit)
+    if remaining is not None and remaining >= _MMAP_MIN_BYTES:
+        mapped = _digest_mapped(raw_fd, hasher, remaining)
+        if mapped is not None:
+            return hasher.hexdigest(), mapped
+    # The buffer is sized to what a regular file holds (a small sidecar'd file is most
+    # of what agc-verify reads: zero-filling 8 MiB for it costs more than hashing it);
+    # reading still goes on to end of file, so a file that grew is read in full.
+    size = _CHUNK_BYTES if remaining is None else min(_CHUNK_BYTES, remaining + _MIN_BUFFER)
+    view = memoryview(bytearray(size))
     total = 0
     while limit is None or total < limit:
-        want = _CHUNK_BYTES if limit is None else min(_CHUNK_BYTES, limit - total)
+        want = size if limit is None else min(size, limit - total)
         got = os.readv(raw_fd, [view[:want]])
         if got == 0:
             break
@@ -126,17 +134,19 @@ def digest_fd(
     return hasher.hexdigest(), total
 
 
-def _digest_mapped(raw_fd: int, hasher: Hasher, limit: int | None) -> int | None:
-    """Hash from the position to end (or ``limit``) through mmap; ``None`` if not used."""
+def _regular_remaining(raw_fd: int, limit: int | None) -> int | None:
+    """Bytes from the position to end of file (at most ``limit``) for a regular file;
+    ``None`` for anything else (a pipe, a device: its length is not known)."""
     info = os.fstat(raw_fd)
     if not stat.S_ISREG(info.st_mode):
         return None
+    remaining = max(0, info.st_size - os.lseek(raw_fd, 0, os.SEEK_CUR))
+    return remaining if limit is None else min(remaining, limit)
+
+
+def _digest_mapped(raw_fd: int, hasher: Hasher, length: int) -> int | None:
+    """Hash ``length`` bytes from the position through mmap; ``None`` if not mappable."""
     start = os.lseek(raw_fd, 0, os.SEEK_CUR)
-    length = max(0, info.st_size - start)
-    if limit is not None:
-        length = min(length, limit)
-    if length < _MMAP_MIN_BYTES:
-        return None
     try:
         region = mmap.mmap(raw_fd, start + length, access=mmap.ACCESS_READ)
     except (OSError, ValueError):

@@ -17,21 +17,29 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
 from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error
-from agc._core.store import validate_run_id
 from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from typer.core import TyperGroup
+
+    # Created on first use (see __getattr__ below): rich costs tens of milliseconds to
+    # import, which `agc --help` and the quick commands do not pay.
+    err_console: Console
+    out_console: Console
+
 __all__ = [
     "EPILOG",
+    "StoreOption",
     "Terminated",
     "VersionOption",
     "byte_progress",
@@ -61,14 +69,35 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-class _StdoutConsole(Console):
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        _discard_stdout()
+def _new_console(name: str) -> Console:
+    from rich.console import Console  # noqa: PLC0415 - rich only when a command prints
+
+    if name == "err_console":
+        return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+    class _StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            _discard_stdout()
+
+    return _StdoutConsole(highlight=False, soft_wrap=True, emoji=False)
 
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-out_console = _StdoutConsole(highlight=False, soft_wrap=True, emoji=False)
+def __getattr__(name: str) -> Any:
+    """``err_console`` (stderr) and ``out_console`` (stdout): rich consoles made on first
+    access (``from agc.cli.common import err_console`` included), then kept (PEP 562)."""
+    if name not in ("err_console", "out_console"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    console = globals().get(name)
+    if console is None:
+        console = globals()[name] = _new_console(name)
+    return console
+
+
+def _err() -> Console:
+    """The stderr console, for this module's own messages."""
+    console: Console = __getattr__("err_console")
+    return console
 
 
 def _print_version(ctx: typer.Context, value: bool) -> None:
@@ -90,6 +119,15 @@ VersionOption = Annotated[
     ),
 ]
 
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help="Store folder or s3://bucket/prefix (default: $AGC_HOME, else ~/.agc).",
+        show_default=False,
+    ),
+]
+
 
 def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: str) -> None:
     """Refuse a name that is both an existing file and a run, instead of picking one.
@@ -106,6 +144,8 @@ def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: st
     """
     if "/" in target or os.sep in target or not os.path.lexists(target):
         return
+    from agc._core.store import validate_run_id  # noqa: PLC0415 - not needed by --help
+
     try:
         validate_run_id(target)
     except AgcError:
@@ -127,14 +167,22 @@ def write_lines(lines: list[str]) -> None:
         _discard_stdout()
 
 
-def new_app(*, name: str, help_text: str, completion: bool = False) -> typer.Typer:
+def new_app(
+    *,
+    name: str,
+    help_text: str,
+    completion: bool = False,
+    cls: type[TyperGroup] | None = None,
+) -> typer.Typer:
     """A typer app configured the agc way: no rich tracebacks, exit codes in ``--help``.
 
     ``completion`` adds typer's ``--install-completion`` / ``--show-completion`` (for the
-    programs themselves, not for sub-groups).
+    programs themselves, not for sub-groups); ``cls`` is the click group class to build
+    (default typer's ``TyperGroup``).
     """
     return typer.Typer(
         name=name,
+        cls=cls,
         help=help_text,
         epilog=EPILOG,
         add_completion=completion,
@@ -151,11 +199,19 @@ def byte_progress(total: int | None, label: str) -> Iterator[Callable[[int], Non
 
     Yields a callback taking the number of bytes done so far.
     """
-    if not err_console.is_terminal or not total:
+    console = _err()
+    if not console.is_terminal or not total:
         yield None
         return
+    from rich.progress import (  # noqa: PLC0415 - rich only for a terminal
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TimeRemainingColumn,
+    )
+
     columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
+    with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda done: progress.update(task, completed=done)
 
@@ -231,9 +287,9 @@ def report_error(exc: AgcError, *, as_json: bool = False) -> int:
     """Print an agc error (message and hint) to stderr; return its exit code."""
     if as_json:
         emit_json({"error": exc.to_dict()})
-    err_console.print(f"error: {exc.message}", markup=False)
+    _err().print(f"error: {exc.message}", markup=False)
     if exc.hint:
-        err_console.print(f"hint: {exc.hint}", markup=False)
+        _err().print(f"hint: {exc.hint}", markup=False)
     return int(exc.exit_code)
 
 
@@ -256,24 +312,24 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
         if callable(show):
             show(file=sys.stderr)
         else:
-            err_console.print(f"error: {exc.format_message()}", markup=False)
+            _err().print(f"error: {exc.format_message()}", markup=False)
         return int(ExitCode.USAGE)
     except typer.Abort:
-        err_console.print("aborted", markup=False)
+        _err().print("aborted", markup=False)
         return int(ExitCode.USAGE)
     except AgcError as exc:
         return report_error(exc, as_json=as_json)
     except KeyboardInterrupt as exc:
         code, word = stop_code(exc)
-        err_console.print(word, markup=False)
+        _err().print(word, markup=False)
         return int(code)
     except OSError as exc:
         if exc.errno not in _UNREADABLE_ERRNOS:
             return _internal_error()
         # The machine, not agc: a full disk or a read-only folder is never "a bug".
         where = f"{exc.filename}: " if exc.filename else ""
-        err_console.print(f"error: {where}{describe_os_error(exc)}", markup=False)
-        err_console.print(
+        _err().print(f"error: {where}{describe_os_error(exc)}", markup=False)
+        _err().print(
             "hint: free disk space or fix the permissions, then run the command again",
             markup=False,
         )
@@ -285,7 +341,7 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
         reported = _stop.reported
         code, word = stop_code(Terminated() if _stop.terminated else KeyboardInterrupt())
         if not reported:
-            err_console.print(word, markup=False)
+            _err().print(word, markup=False)
         return int(code)
     if result is None:
         return int(ExitCode.OK)
@@ -295,7 +351,7 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
 def _internal_error() -> int:
     """Print the traceback of the exception being handled; exit 4 (a bug, not a verdict)."""
     traceback.print_exc(file=sys.stderr)
-    err_console.print(
+    _err().print(
         "internal error: agc failed unexpectedly; this is a bug, not a verdict",
         markup=False,
     )

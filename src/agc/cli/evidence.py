@@ -18,6 +18,7 @@ from agc._core.objstore import object_store_of
 from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
 from agc.cli.common import (
     EPILOG,
+    StoreOption,
     byte_progress,
     emit_json,
     err_console,
@@ -35,7 +36,7 @@ from agc.cli.objstore import (
     retention_from,
     seal_to_object_store,
 )
-from agc.cli.verify import StoreOption, format_report
+from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
     FileUnreadableError,

@@ -13,8 +13,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from agc._core.fs import read_limited
-from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console
-from agc.cli.verify import StoreOption
+from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.errors import AgcError, InputError
 from agc.exitcodes import ExitCode
 from agc.extensions import (

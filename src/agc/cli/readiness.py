@@ -24,9 +24,9 @@ import agc
 from agc._core.fs import read_limited
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout, validate_run_id
-from agc.cli.common import EPILOG, emit_json, err_console, new_app, out_console
+from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
-from agc.cli.verify import StoreOption, _trusted, format_report
+from agc.cli.verify import _trusted, format_report
 from agc.errors import FileExistsRefusedError, InputError, ObservationInvalidError, UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity import check_run, open_run, read_run_manifest

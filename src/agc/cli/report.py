@@ -12,8 +12,8 @@ import typer
 
 from agc import __version__
 from agc._core.fs import atomic_write_bytes
-from agc.cli.common import EPILOG, err_console
-from agc.cli.verify import StoreOption, parse_head, trusted_keys_from
+from agc.cli.common import EPILOG, StoreOption, err_console
+from agc.cli.verify import parse_head, trusted_keys_from
 from agc.errors import FileExistsRefusedError, InputError, UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity._audit import audit_csv, audit_html, build_audit

@@ -18,8 +18,14 @@ from agc._core.fs import atomic_write_bytes
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
-from agc.cli.common import EPILOG, emit_json, err_console, out_console, refuse_ambiguous
-from agc.cli.verify import StoreOption
+from agc.cli.common import (
+    EPILOG,
+    StoreOption,
+    emit_json,
+    err_console,
+    out_console,
+    refuse_ambiguous,
+)
 from agc.errors import (
     HistoryEmptyError,
     HistoryFormatError,

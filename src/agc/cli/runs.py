@@ -13,8 +13,7 @@ import typer
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout
-from agc.cli.common import EPILOG, emit_json, err_console, write_lines
-from agc.cli.verify import StoreOption
+from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, write_lines
 from agc.errors import RunNotFoundError, UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity._runs import RunListing, iter_records, list_runs, run_is_sealed, unwrap_record

@@ -31,9 +31,8 @@ import agc
 from agc._core.fs import atomic_write_bytes
 from agc._core.sidecar import sidecar_paths
 from agc._core.store import StoreLayout
-from agc.cli.common import err_console
+from agc.cli.common import StoreOption, err_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
-from agc.cli.verify import StoreOption
 from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity import RunWriters, open_run

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from agc.cli.common import (
     EPILOG,
+    StoreOption,
     VersionOption,
     emit_json,
     err_console,
@@ -68,14 +69,6 @@ Examples:
       --inventory s3://inventory/evidence/daily/2026-11-30T00-00Z/manifest.json
 """
 
-StoreOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--store",
-        help="Store folder or s3://bucket/prefix (default: $AGC_HOME, else ~/.agc).",
-        show_default=False,
-    ),
-]
 _HEAD: Final = re.compile(r"[0-9a-fA-F]{64}")
 
 
