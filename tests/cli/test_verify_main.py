@@ -91,13 +91,24 @@ def test_quick_entry_matches_the_full_command(
 
 
 def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) -> None:
+    # An unsigned run in a folder store: nothing to check a signature with, no S3.
     _sealed(store)
+    heavy = (
+        "typer",
+        "rich",
+        "agc.integrity._writer",
+        "orjson",
+        "cryptography",
+        "rfc8785",
+        "boto3",
+        "botocore",
+        "agc.integrity._signing",
+    )
     code = (
         "import sys\n"
         "from agc.cli.verify_main import main\n"
         f"rc = main(['r1', '--store', {str(store)!r}])\n"
-        "heavy = [m for m in ('typer', 'rich', 'agc.integrity._writer', 'orjson')"
-        " if m in sys.modules]\n"
+        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
         "print(rc, heavy)\n"
     )
     done = subprocess.run(

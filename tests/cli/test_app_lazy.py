@@ -1,0 +1,192 @@
+"""``agc`` loads a subcommand's module only when it runs, and behaves as when it loaded
+them all: the same help, listings, suggestions, completion and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.core import TyperCommand
+
+from agc.cli import app as lazy_app
+from agc.cli.app import SUBCOMMANDS, load_module, main
+from agc.cli.common import EPILOG, VersionOption, new_app, run_app
+
+MODULES = sorted({sub.module for sub in SUBCOMMANDS})
+# Read from the files, not from the table under test: every module with a register()
+# (and the verify command's).
+_CLI = Path(lazy_app.__file__).parent
+COMMAND_MODULES = {
+    f"agc.cli.{path.stem}"
+    for path in _CLI.glob("*.py")
+    if "\ndef register(" in path.read_text(encoding="utf-8") or path.stem == "verify"
+}
+
+
+def _eager_app() -> typer.Typer:
+    """``agc`` as it was built before: every module imported and registered up front."""
+    eager = new_app(name="agc", help_text=str(lazy_app.app.info.help), completion=True)
+
+    @eager.callback()
+    def _options(version: VersionOption = False) -> None:
+        """agc: auditable, resumable AI-agent runs."""
+
+    import agc.cli.verify as verify_module  # noqa: PLC0415
+
+    eager.command(name="verify", help=verify_module.VERIFY_HELP, epilog=EPILOG)(
+        verify_module.verify_command
+    )
+    for module in dict.fromkeys(sub.module for sub in SUBCOMMANDS if sub.name != "verify"):
+        __import__(module, fromlist=["register"]).register(eager)
+    return eager
+
+
+def test_the_table_names_every_command_of_every_module_in_the_listed_order() -> None:
+    loaded: dict[str, str] = {}
+    for module in MODULES:
+        loaded.update(dict.fromkeys(load_module(module), module))
+    assert {sub.name: sub.module for sub in SUBCOMMANDS} == loaded
+    eager = typer.main.get_group(_eager_app())
+    assert [sub.name for sub in SUBCOMMANDS] == list(eager.commands)
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS, ids=lambda s: s.name)
+def test_a_summary_gives_the_one_line_help_of_the_loaded_command(
+    sub: lazy_app.Subcommand,
+) -> None:
+    real = load_module(sub.module)[sub.name]
+    stand_in = TyperCommand(sub.name, help=sub.summary, rich_markup_mode=None)
+    for limit in range(20, 200):
+        assert stand_in.get_short_help_str(limit) == real.get_short_help_str(limit)
+
+
+def _run(
+    capsys: pytest.CaptureFixture[str], app: typer.Typer, argv: list[str]
+) -> tuple[int, str, str]:
+    code = run_app(app, argv, prog_name="agc")
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        [],
+        ["-h"],
+        ["--version"],
+        ["resme"],
+        ["no-such-command"],
+        ["ledger", "--help"],
+        ["ledger"],
+        ["keys", "generate", "--help"],
+        ["verify", "--help"],
+        ["resume", "--help"],
+        ["resume", "--check"],
+        ["ext", "list", "--bogus"],
+        ["readiness", "--help"],
+    ],
+    ids=lambda a: " ".join(a) or "(none)",
+)
+def test_same_output_and_exit_code_as_the_eager_app(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A fresh lazy app (nothing loaded yet) against the eager one.
+    fresh = new_app(
+        name="agc", help_text=str(lazy_app.app.info.help), completion=True, cls=lazy_app._LazyGroup
+    )
+    fresh.callback()(lazy_app._options)
+    assert _run(capsys, fresh, argv) == _run(capsys, _eager_app(), argv)
+
+
+def test_main_runs_a_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = tmp_path / "h.json"
+    history.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert main(["resume", "--check", str(history)]) == 0
+    assert main(["resume", "--check", str(tmp_path / "absent.json")]) != 0
+
+
+# -- in a fresh process: what is imported, shell completion ---------------------------
+
+_RUNNER = (
+    "import json, sys\n"
+    "from agc.cli.app import main\n"
+    "code = main(sys.argv[1:])\n"
+    "sys.stdout.flush()\n"
+    "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+    "raise SystemExit(code)\n"
+)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def _modules_after(argv: list[str]) -> tuple[int, set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNNER, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_env(),
+    )
+    line = done.stderr.rsplit("\nMODULES ", 1)[1]
+    return done.returncode, set(json.loads(line))
+
+
+def _subcommand_modules(loaded: set[str]) -> set[str]:
+    return COMMAND_MODULES & loaded
+
+
+def test_the_command_modules_are_found() -> None:
+    assert set(MODULES) == COMMAND_MODULES
+
+
+def test_help_imports_no_subcommand_module_and_no_rich() -> None:
+    code, loaded = _modules_after(["--help"])
+    assert code == 0
+    assert _subcommand_modules(loaded) == set()
+    heavy = {"rich", "agc.integrity", "agc.resume", "agc.ledger", "cryptography", "pydantic"}
+    assert heavy & loaded == set()
+
+
+def test_resume_check_imports_only_the_resume_command(tmp_path: Path) -> None:
+    history = tmp_path / "small.json"
+    history.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    code, loaded = _modules_after(["resume", "--check", str(history)])
+    assert code == 0
+    assert _subcommand_modules(loaded) == {"agc.cli.resume"}
+    assert {"cryptography", "rfc8785", "boto3", "pydantic"} & loaded == set()
+
+
+@pytest.mark.parametrize(
+    ("words", "cword", "expected"),
+    [
+        ("agc re", "1", ["record", "report", "recover", "resume", "readiness"]),
+        ("agc ledger ", "2", ["record", "show", "check"]),
+    ],
+)
+def test_shell_completion_of_names(words: str, cword: str, expected: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from agc.cli.app import main; raise SystemExit(main())"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**_env(), "_AGC_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": cword},
+    )
+    assert done.stdout.split() == expected
+
+
+def test_shell_completion_with_help_texts_and_of_a_commands_options() -> None:
+    env = {**_env(), "_AGC_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "agc re"}
+    runner = [sys.executable, "-c", "from agc.cli.app import main; raise SystemExit(main())"]
+    done = subprocess.run(runner, capture_output=True, text=True, check=False, env=env)
+    assert '"resume":"Check a saved history and repair it so the..."' in done.stdout
+    env["_TYPER_COMPLETE_ARGS"] = "agc resume --"
+    done = subprocess.run(runner, capture_output=True, text=True, check=False, env=env)
+    assert '"--check":' in done.stdout
