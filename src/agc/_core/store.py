@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
-from agc._core.objstore import ObjectStore, object_store_of
 from agc.errors import RunIdInvalidError, UsageError
+
+if TYPE_CHECKING:
+    # Imported when a store can be an object store (see remote_store): a folder store
+    # (every agc-verify of a folder) does without it.
+    from agc._core.objstore import ObjectStore
 
 __all__ = [
     "ARTIFACT_KINDS",
@@ -31,6 +36,7 @@ __all__ = [
     "StoreArg",
     "StoreLayout",
     "folder_store",
+    "remote_store",
     "resolve_store",
     "validate_new_run_id",
     "validate_run_id",
@@ -39,7 +45,7 @@ __all__ = [
 RUN_ID_MAX_LENGTH: Final = 128
 _RUN_ID_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
-StoreArg = str | os.PathLike[str] | ObjectStore | None
+StoreArg: TypeAlias = "str | os.PathLike[str] | ObjectStore | None"
 """A ``--store`` value: a folder, an ``s3://bucket/prefix`` URL or an
 :class:`~agc._core.objstore.ObjectStore`, or ``None`` (``$AGC_HOME``, else ``~/.agc``)."""
 
@@ -94,6 +100,33 @@ def validate_new_run_id(run_id: str) -> str:
     return run_id
 
 
+_OBJSTORE: Final = "agc._core.objstore"
+
+
+def remote_store(store: object) -> ObjectStore | None:
+    """:func:`agc._core.objstore.object_store_of`, importing that module only when
+    ``store`` can name an object store: an ``ObjectStore`` exists only once the module
+    is imported, and a URL (``store`` or, for ``None``, ``$AGC_HOME``) begins ``s3:/``.
+
+    Raises:
+        UsageError: an ``s3://`` URL that is not valid.
+    """
+    if _OBJSTORE not in sys.modules and not may_name_object_store(store):
+        return None
+    from agc._core.objstore import object_store_of  # noqa: PLC0415 - see above
+
+    return object_store_of(store)
+
+
+def may_name_object_store(store: object) -> bool:
+    """Whether ``store`` (not an ``ObjectStore``) could name one: its text, or for
+    ``None`` that of ``$AGC_HOME``, begins ``s3:/`` (``s3://`` or a path made from it)."""
+    named = (os.environ.get("AGC_HOME") or None) if store is None else store
+    if isinstance(named, os.PathLike):
+        named = os.fspath(named)
+    return isinstance(named, str) and named.startswith("s3:/")
+
+
 def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
     """Return the store folder: ``store`` if given, else ``$AGC_HOME``, else ``~/.agc``.
 
@@ -103,7 +136,7 @@ def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
         UsageError: the store is an object store (``s3://…``) and the caller works on
             folders only; nothing named ``s3:`` is ever created.
     """
-    remote = object_store_of(store)
+    remote = remote_store(store)
     if remote is not None:
         raise UsageError(
             f"store {remote.url} is an object store; this works on a store folder only",
@@ -123,10 +156,13 @@ def folder_store(store: StoreArg) -> str | os.PathLike[str] | None:
     Raises:
         UsageError: it names an object store (as :func:`resolve_store`).
     """
-    if isinstance(store, ObjectStore):
-        resolve_store(store.url)
-        raise AssertionError  # pragma: no cover - resolve_store raised
-    return store
+    if _OBJSTORE in sys.modules:  # no ObjectStore exists before its module is imported
+        from agc._core.objstore import ObjectStore  # noqa: PLC0415
+
+        if isinstance(store, ObjectStore):
+            resolve_store(store.url)
+            raise AssertionError  # pragma: no cover - resolve_store raised
+    return cast("str | os.PathLike[str] | None", store)
 
 
 @dataclass(frozen=True)

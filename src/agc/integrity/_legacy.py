@@ -28,7 +28,6 @@ from agc._core.report import Finding
 from agc._core.sidecar import Sidecar
 from agc._core.store import StoreLayout, validate_run_id
 from agc.errors import StoreError, UnsafePathError
-from agc.integrity._chain import read_chain
 from agc.integrity._store_io import iter_json_objects
 
 if TYPE_CHECKING:
@@ -168,6 +167,8 @@ def _in_chain(layout: StoreLayout, run_id: str) -> bool:
 
     A chain log that cannot be read as a file counts as linking it: a store with a
     damaged chain is not a legacy store."""
+    from agc.integrity._chain import read_chain  # noqa: PLC0415 - a would-be legacy run only
+
     try:
         entries, _ = read_chain(layout)
     except FileNotFoundError:

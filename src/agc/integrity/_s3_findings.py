@@ -21,10 +21,12 @@ Pure: each function turns what S3 listed or answered about one key into findings
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from agc._core.objstore import ObjectInfo, ObjectVersion, Retention
 from agc._core.report import Finding
+
+if TYPE_CHECKING:  # the run verifier imports this module for a folder store too
+    from agc._core.objstore import ObjectInfo, ObjectVersion, Retention
 
 __all__ = ["ObjectStoreFindingCode", "judge_object", "object_lock_finding"]
 

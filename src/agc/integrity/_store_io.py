@@ -21,7 +21,6 @@ from agc._core.fs import (
 )
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import JsonInvalidError, ManifestInvalidError, StoreError
-from agc.integrity._chain import chain_lock_path, heal_chain, link_closed_manifest
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 
 if TYPE_CHECKING:
@@ -165,6 +164,9 @@ def record_seal(
             return updated
         closed = updated
 
+        # The chain module is the writers' (the run verifier reads no chain).
+        from agc.integrity._chain import link_closed_manifest  # noqa: PLC0415
+
         def sign_and_write(link: dict[str, Any]) -> RunManifest:
             linked = sign_manifest(replace(closed, chain=link), signer)
             atomic_write_bytes(layout.manifest_path(run_id), linked.to_bytes(), overwrite=True)
@@ -190,6 +192,8 @@ def record_reopen(
     ):
         # An interrupted link of this very run is completed first, so the manifest it
         # archives below is one the chain records.
+        from agc.integrity._chain import chain_lock_path, heal_chain  # noqa: PLC0415
+
         with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
             heal_chain(layout, lambda other: read_manifest(layout, other))
         current = read_manifest(layout, run_id)

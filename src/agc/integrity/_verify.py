@@ -59,12 +59,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
-from agc._core.checkpoint import (
-    Checkpoint,
-    PrefixCheck,
-    check_prefix,
-    read_checkpoints,
-)
 from agc._core.digest import (
     ALGORITHMS,
     Algorithm,
@@ -72,7 +66,6 @@ from agc._core.digest import (
     digests_equal,
 )
 from agc._core.fs import open_nofollow
-from agc._core.objstore import object_store_of
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, read_sidecars, sidecar_name
 from agc._core.store import (
@@ -81,6 +74,7 @@ from agc._core.store import (
     StoreArg,
     StoreLayout,
     folder_store,
+    remote_store,
     validate_run_id,
 )
 from agc.errors import (
@@ -103,8 +97,11 @@ from agc.integrity._store_io import iter_json_objects, read_manifest
 
 if TYPE_CHECKING:
     # cryptography is imported only when a signature is actually checked: agc-verify
-    # gates CI and pays its import time on every run.
+    # gates CI and pays its import time on every run. Checkpoints likewise, only for
+    # a file that is not sealed for good.
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from agc._core.checkpoint import Checkpoint, PrefixCheck
 
 __all__ = [
     "ArtifactObservation",
@@ -344,7 +341,7 @@ def observe_artifact(
         if seal is not None and not matches_seal and size > seal.bytes:
             os.lseek(fd, 0, os.SEEK_SET)
             prefix_digest, _ = digest_fd(fd, seal.algorithm, limit=seal.bytes)
-        prefix = None if checkpoints is None else check_prefix(fd, checkpoints, size=size)
+        prefix = None if checkpoints is None else _check_prefix(fd, checkpoints, size)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     finally:
@@ -365,7 +362,15 @@ def observe_artifact(
     )
 
 
+def _check_prefix(fd: int, checkpoints: list[Checkpoint], size: int) -> PrefixCheck:
+    from agc._core.checkpoint import check_prefix  # noqa: PLC0415 - see TYPE_CHECKING
+
+    return check_prefix(fd, checkpoints, size=size)
+
+
 def _read_checkpoints(path: Path) -> list[Checkpoint]:
+    from agc._core.checkpoint import read_checkpoints  # noqa: PLC0415 - see TYPE_CHECKING
+
     try:
         return read_checkpoints(path)[0]
     except UnsafePathError:
@@ -721,7 +726,7 @@ def check_run(
     and hashed as they are read, and what only object storage shows (newer versions,
     delete markers, retention) is reported too (:mod:`agc.integrity._s3_verify`).
     """
-    remote = object_store_of(store)
+    remote = remote_store(store)
     if remote is not None:
         from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - boto3
 
