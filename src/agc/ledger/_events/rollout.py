@@ -23,15 +23,16 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agc._core import json as strict_json
 from agc.errors import JsonInvalidError
 from agc.ledger._events.item import CompletedItem, is_synthesized_output
+from agc.ledger._fastjson import loads_event_text
 
 __all__ = ["ROLLOUT_LINE_TYPES", "RolloutAdapter"]
 
 ROLLOUT_LINE_TYPES: Final = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
+_FAILED_KINDS: Final = frozenset({"turn_aborted", "task_failed"})
 _CALL_TYPES: Final = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUT_TYPES: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 _SHELL_FUNCTIONS: Final = frozenset({"shell", "container.exec", "shell_command", "local_shell"})
@@ -45,7 +46,7 @@ def _arguments(raw: object) -> object:
     """Function-call arguments: a JSON string parsed, anything else as is."""
     if isinstance(raw, str):
         try:
-            return strict_json.loads(raw, allow_lone_surrogates=True)
+            return loads_event_text(raw)
         except JsonInvalidError:
             return None
     return raw
@@ -117,18 +118,20 @@ class RolloutAdapter:
     def feed(self, line: Mapping[str, Any]) -> list[CompletedItem]:
         """Items completed by this rollout line (usually none or one)."""
         payload = line.get("payload")
-        if not isinstance(payload, Mapping):
+        # type() first: every parsed line is a dict, and an ABC check costs more.
+        if type(payload) is not dict and not isinstance(payload, Mapping):
             return []
         kind = payload.get("type")
         if not isinstance(kind, str):
             return []
-        if line.get("type") == "event_msg":
+        line_type = line.get("type")
+        if line_type == "event_msg":
             if kind == "task_complete":
                 self.completed = True
-            elif kind in {"turn_aborted", "task_failed"}:
+            elif kind in _FAILED_KINDS:
                 self.completed = False
             return []
-        if line.get("type") != "response_item":
+        if line_type != "response_item":
             return []
         if kind in _CALL_TYPES:
             item = _from_call(payload)
