@@ -36,6 +36,7 @@ from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, open_run
 from benchmarks.data import RecordSizes, chat_history, tool_records, write_random_file
+from benchmarks.ledger_bench import bench_ledger
 from benchmarks.harness import Timing, Variant, command_variant, find_tool, interleaved
 from benchmarks.report import Row, Section, Target
 
@@ -838,4 +839,5 @@ SUITES: dict[str, Callable[[Context], Section]] = {
     "history": bench_history,
     "bulk": bench_bulk,
     "store_all": bench_store_all,
+    "ledger": bench_ledger,
 }

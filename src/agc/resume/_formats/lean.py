@@ -1,0 +1,218 @@
+"""Reading a long JSON-array history without holding its parsed records.
+
+Parsed JSON takes several times the bytes of its text in Python objects (a dict per
+message and per tool call, a string per value), and orjson's parse of one large
+document peaks higher still. A history read here keeps the file's text and, per
+record, only its place in it; the neutral view keeps what validation and repair use
+(roles, kinds, call ids, tool names, arguments), and every ``raw`` is a
+:class:`~agc.resume._formats.model.RawRef` parsed again when read (by a writer, for the
+few records a repair changes, or by the element-wise dump of the output).
+
+The records are read one at a time with the standard library's scanner and held to agc's
+JSON rule (RFC 8259 and I-JSON, RFC 7493, as :func:`agc._core.json.loads` with lone
+surrogates allowed) element by element: NaN/Infinity and numbers beyond a double are
+refused by the scanner's hooks; a duplicate member is excluded by counting colons (in
+JSON a colon is a member separator or part of a string, and orjson writes the parsed
+value back with one separator per member kept and each string's colons raw, so, when
+no colon is spelt ``\\u003a``, the counts agree exactly when no member was dropped);
+anything orjson cannot write back is read by the strict reader; nesting is limited as
+in the whole document. Whatever is not proven this way, and any error, gives ``None``:
+the caller then reads the file as before, so an invalid file gets the same error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, overload
+
+import orjson
+
+from agc._core import json as strict_json
+from agc.errors import HistoryFormatError, JsonInvalidError
+from agc.resume._formats.model import Message, RawRef
+
+__all__ = ["LEAN_MIN_BYTES", "SpanRecords", "read_lean", "scan_array"]
+
+LEAN_MIN_BYTES: Final = 1024 * 1024
+"""Smaller files are parsed whole (the saving is small, the whole parse faster)."""
+
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+
+
+class _NotProven(Exception):
+    """The lean read cannot prove it reads what the strict reader reads."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NotProven(text)
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotProven(name)
+
+
+# No object_pairs_hook: the scanner builds dicts in C (duplicates are excluded after).
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder(
+    parse_float=_finite_float, parse_constant=_refuse_constant
+).scan_once
+
+
+def _element(text: str, start: int, end: int, value: Any) -> Any:
+    """``value`` (scanned from ``text[start:end]``) when it is provably the strict
+    reader's value of that element inside the array, else raise :class:`_NotProven`."""
+    element = text[start:end]
+    if element.count("[") + element.count("{") >= strict_json.MAX_DEPTH and (
+        strict_json.exceeds_depth(value, strict_json.MAX_DEPTH - 1)
+    ):
+        raise _NotProven("depth")  # the array adds one level
+    if "\\u003" not in element or ("\\u003a" not in element and "\\u003A" not in element):
+        try:
+            written = orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            pass  # a lone surrogate, an integer beyond 64 bits, 255+ levels: strict reader
+        else:
+            if written.count(b":") == element.count(":"):
+                return value
+    try:
+        return strict_json.loads(element, allow_lone_surrogates=True)
+    except JsonInvalidError as exc:
+        raise _NotProven(str(exc)) from exc
+
+
+def scan_array(text: str) -> Iterator[tuple[int, int, Any]]:
+    """``(start, end, value)`` of each element of the JSON array ``text``.
+
+    Raises:
+        _NotProven: ``text`` is not one JSON array under the rule, or a part of it is
+            not provably read as the strict reader reads it.
+    """
+    index = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
+    if text[index : index + 1] != "[":
+        raise _NotProven("not an array")
+    index = _WHITESPACE.match(text, index + 1).end()  # type: ignore[union-attr]
+    if text[index : index + 1] == "]":
+        index += 1
+    else:
+        while True:
+            try:
+                value, end = _SCAN(text, index)
+            except (ValueError, RecursionError, StopIteration) as exc:
+                raise _NotProven("element") from exc
+            yield index, end, _element(text, index, end, value)
+            index = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+            separator = text[index : index + 1]
+            index = _WHITESPACE.match(text, index + 1).end()  # type: ignore[union-attr]
+            if separator == "]":
+                break
+            if separator != ",":
+                raise _NotProven("separator")
+    if _WHITESPACE.match(text, index).end() != len(text):  # type: ignore[union-attr]
+        raise _NotProven("trailing data")
+
+
+class SpanRecords(Sequence[Any]):
+    """A JSON array's records as places in its text; each read parses its record again
+    (already proven by :func:`scan_array`: the scanner gives the same value again)."""
+
+    __slots__ = ("_ends", "_starts", "_text")
+
+    def __init__(self, text: str | bytes, starts: array[int], ends: array[int]) -> None:
+        self._text = text  # bytes when the text is ASCII (the caller's bytes: no copy)
+        self._starts = starts
+        self._ends = ends
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        element = self._text[self._starts[index] : self._ends[index]]
+        value, _ = _SCAN(element.decode("ascii") if isinstance(element, bytes) else element, 0)
+        return value
+
+
+def _detach(message: Message, record: Any, records: SpanRecords, index: int) -> None:
+    """Replace the message's and its blocks' ``raw`` (the record or a part of it) by a
+    :class:`RawRef`, so that the record itself can be freed."""
+    if message.native() is record:
+        message.raw = RawRef(records, index, ())
+    for block in message.blocks:
+        raw = block.native()
+        path = _path_in(record, raw)
+        if path is not None:
+            block.raw = RawRef(records, index, path)
+
+
+def _path_in(record: Any, part: Any) -> tuple[str | int, ...] | None:
+    """Keys (and one list position) from ``record`` to ``part``, by identity, else None."""
+    if part is record:
+        return ()
+    if not isinstance(record, dict):
+        return None
+    for key, value in record.items():
+        if value is part:
+            return (key,)
+        if isinstance(value, list):
+            for position, item in enumerate(value):
+                if item is part:
+                    return (key, position)
+    return None
+
+
+def read_lean(
+    data: bytes,
+    read_one: Callable[[Any, int], Message] | None,
+    detector: Any = None,
+) -> tuple[list[Message] | None, SpanRecords] | None:
+    """Read the JSON array ``data`` record by record.
+
+    Args:
+        data: the file's bytes.
+        read_one: the format's reader of one record (``None``: only ``detector`` runs).
+        detector: an object whose ``feed(record)`` sees every record that is a dict.
+
+    Returns:
+        ``(messages, records)``; ``messages`` is ``None`` when ``read_one`` refused a
+        record (``HistoryFormatError``: the caller reads the file whole for the error).
+        ``None`` when the file must be read whole (not proven or not valid JSON).
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    starts: array[int] = array("q")
+    ends: array[int] = array("q")
+    records = SpanRecords(data if text.isascii() else text, starts, ends)
+    messages: list[Message] | None = [] if read_one is not None else None
+    try:
+        for start, end, value in scan_array(text):
+            index = len(starts)
+            starts.append(start)
+            ends.append(end)
+            if detector is not None and isinstance(value, dict):
+                detector.feed(value)
+            if messages is not None and read_one is not None:
+                try:
+                    message = read_one(value, index)
+                except HistoryFormatError:
+                    messages = None
+                    continue
+                _detach(message, value, records, index)
+                messages.append(message)
+    except _NotProven:
+        return None
+    return messages, records
