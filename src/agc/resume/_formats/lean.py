@@ -22,9 +22,11 @@ the caller then reads the file as before, so an invalid file gets the same error
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
+import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, overload
@@ -64,10 +66,9 @@ _SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder(
 ).scan_once
 
 
-def _element(text: str, start: int, end: int, value: Any) -> Any:
-    """``value`` (scanned from ``text[start:end]``) when it is provably the strict
-    reader's value of that element inside the array, else raise :class:`_NotProven`."""
-    element = text[start:end]
+def _element(element: str, value: Any) -> Any:
+    """``value`` (scanned from ``element``) when it is provably the strict reader's value
+    of that element inside the array, else raise :class:`_NotProven`."""
     if element.count("[") + element.count("{") >= strict_json.MAX_DEPTH and (
         strict_json.exceeds_depth(value, strict_json.MAX_DEPTH - 1)
     ):
@@ -86,35 +87,103 @@ def _element(text: str, start: int, end: int, value: Any) -> Any:
         raise _NotProven(str(exc)) from exc
 
 
-def scan_array(text: str) -> Iterator[tuple[int, int, Any]]:
-    """``(start, end, value)`` of each element of the JSON array ``text``.
+_WINDOW: Final = 4 * 1024 * 1024
+
+
+class _Window:
+    """A decoded piece of the file: ``text`` is ``data[start:end]`` as text (``end`` on a
+    character boundary), so the whole file is never held as one ``str``."""
+
+    __slots__ = ("_byte", "_char", "ascii", "end", "final", "start", "text")
+
+    def __init__(self, data: bytes, start: int, size: int) -> None:
+        end = min(len(data), start + size)
+        while end < len(data) and data[end] & 0xC0 == 0x80:  # inside a UTF-8 sequence
+            end -= 1
+        self.start = start
+        self.end = end
+        self.final = end == len(data)
+        self.text = data[start:end].decode("utf-8")  # valid: the caller decoded it all
+        self.ascii = self.text.isascii()
+        self._char = 0
+        self._byte = 0
+
+    def byte_at(self, index: int) -> int:
+        """Byte offset in the file of character ``index`` of :attr:`text` (asked in
+        increasing order, so each character is encoded once)."""
+        if self.ascii:
+            return self.start + index
+        if index < self._char:
+            self._char = self._byte = 0
+        self._byte += len(self.text[self._char : index].encode("utf-8"))
+        self._char = index
+        return self.start + self._byte
+
+
+def _next(data: bytes, window: _Window, index: int, size: int) -> tuple[_Window, int]:
+    """The window and index of the next character that is not whitespace.
 
     Raises:
-        _NotProven: ``text`` is not one JSON array under the rule, or a part of it is
+        _NotProven: the file ends first.
+    """
+    while True:
+        index = _skip(window.text, index)
+        if index < len(window.text):
+            return window, index
+        if window.final:
+            raise _NotProven("the array is not closed")
+        window = _Window(data, window.byte_at(index), size)
+        index = 0
+
+
+def scan_array(data: bytes) -> Iterator[tuple[int, int, Any]]:
+    """``(start, end, value)`` of each element of the JSON array ``data`` (UTF-8 bytes
+    that decode), offsets in bytes.
+
+    Raises:
+        _NotProven: ``data`` is not one JSON array under the rule, or a part of it is
             not provably read as the strict reader reads it.
     """
-    index = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
-    if text[index : index + 1] != "[":
+    size = _WINDOW
+    window, index = _next(data, _Window(data, 0, size), 0, size)
+    if window.text[index] != "[":
         raise _NotProven("not an array")
-    index = _WHITESPACE.match(text, index + 1).end()  # type: ignore[union-attr]
-    if text[index : index + 1] == "]":
+    window, index = _next(data, window, index + 1, size)
+    if window.text[index] == "]":
         index += 1
     else:
         while True:
+            text = window.text
             try:
                 value, end = _SCAN(text, index)
-            except (ValueError, RecursionError, StopIteration) as exc:
-                raise _NotProven("element") from exc
-            yield index, end, _element(text, index, end, value)
-            index = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
-            separator = text[index : index + 1]
-            index = _WHITESPACE.match(text, index + 1).end()  # type: ignore[union-attr]
+                if end >= len(text) and not window.final:
+                    raise StopIteration(end)  # a number may go on past the window
+            except (ValueError, StopIteration) as exc:
+                if window.final:
+                    raise _NotProven("element") from exc
+                at = window.byte_at(index)
+                size = max(size, 2 * (window.end - at))  # the element did not fit
+                window, index = _Window(data, at, size), 0
+                continue
+            except RecursionError as exc:
+                raise _NotProven("depth") from exc
+            element = text[index:end]
+            start = window.byte_at(index)
+            yield start, window.byte_at(end), _element(element, value)
+            window, index = _next(data, window, end, size)
+            separator = window.text[index]
             if separator == "]":
+                index += 1
                 break
             if separator != ",":
                 raise _NotProven("separator")
-    if _WHITESPACE.match(text, index).end() != len(text):  # type: ignore[union-attr]
+            window, index = _next(data, window, index + 1, size)
+    if data[window.byte_at(index) :].strip(b" \t\r\n"):
         raise _NotProven("trailing data")
+
+
+def _skip(text: str, index: int) -> int:
+    return _WHITESPACE.match(text, index).end()  # type: ignore[union-attr]
 
 
 class SpanRecords(Sequence[Any]):
@@ -123,8 +192,8 @@ class SpanRecords(Sequence[Any]):
 
     __slots__ = ("_ends", "_starts", "_text")
 
-    def __init__(self, text: str | bytes, starts: array[int], ends: array[int]) -> None:
-        self._text = text  # bytes when the text is ASCII (the caller's bytes: no copy)
+    def __init__(self, data: bytes, starts: array[int], ends: array[int]) -> None:
+        self._text = data  # the caller's bytes: no copy
         self._starts = starts
         self._ends = ends
 
@@ -138,21 +207,30 @@ class SpanRecords(Sequence[Any]):
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
-        element = self._text[self._starts[index] : self._ends[index]]
-        value, _ = _SCAN(element.decode("ascii") if isinstance(element, bytes) else element, 0)
+        element = self._text[self._starts[index] : self._ends[index]].decode("utf-8")
+        value, _ = _SCAN(element, 0)
         return value
 
 
-def _detach(message: Message, record: Any, records: SpanRecords, index: int) -> None:
+def _detach(
+    message: Message,
+    record: Any,
+    records: SpanRecords,
+    index: int,
+    paths: dict[tuple[str | int, ...], tuple[str | int, ...]],
+) -> None:
     """Replace the message's and its blocks' ``raw`` (the record or a part of it) by a
-    :class:`RawRef`, so that the record itself can be freed."""
+    :class:`RawRef`, so that the record itself can be freed; share what repeats."""
+    whole = RawRef(records, index, ())
+    message.role = sys.intern(message.role)
     if message.native() is record:
-        message.raw = RawRef(records, index, ())
+        message.raw = whole
     for block in message.blocks:
-        raw = block.native()
-        path = _path_in(record, raw)
+        path = _path_in(record, block.native())
         if path is not None:
-            block.raw = RawRef(records, index, path)
+            block.raw = whole if not path else RawRef(records, index, paths.setdefault(path, path))
+        if type(block.name) is str:
+            block.name = sys.intern(block.name)
 
 
 def _path_in(record: Any, part: Any) -> tuple[str | int, ...] | None:
@@ -191,15 +269,16 @@ def read_lean(
     if data.startswith(b"\xef\xbb\xbf"):
         return None
     try:
-        text = data.decode("utf-8")
+        codecs.decode(data, "utf-8")  # valid UTF-8, checked without keeping the text
     except UnicodeDecodeError:
         return None
     starts: array[int] = array("q")
     ends: array[int] = array("q")
-    records = SpanRecords(data if text.isascii() else text, starts, ends)
+    records = SpanRecords(data, starts, ends)
     messages: list[Message] | None = [] if read_one is not None else None
+    paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}  # one tuple per path
     try:
-        for start, end, value in scan_array(text):
+        for start, end, value in scan_array(data):
             index = len(starts)
             starts.append(start)
             ends.append(end)
@@ -211,7 +290,7 @@ def read_lean(
                 except HistoryFormatError:
                     messages = None
                     continue
-                _detach(message, value, records, index)
+                _detach(message, value, records, index, paths)
                 messages.append(message)
     except _NotProven:
         return None
