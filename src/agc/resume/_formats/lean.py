@@ -87,7 +87,7 @@ def _element(element: str, value: Any) -> Any:
         raise _NotProven(str(exc)) from exc
 
 
-_WINDOW: Final = 4 * 1024 * 1024
+_WINDOW: Final = 1024 * 1024
 
 
 class _Window:
@@ -231,6 +231,8 @@ def _detach(
             block.raw = whole if not path else RawRef(records, index, paths.setdefault(path, path))
         if type(block.name) is str:
             block.name = sys.intern(block.name)
+        if type(block.call_id) is str:  # a call's id and its result's: one string
+            block.call_id = sys.intern(block.call_id)
 
 
 def _path_in(record: Any, part: Any) -> tuple[str | int, ...] | None:
