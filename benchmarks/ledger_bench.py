@@ -80,6 +80,7 @@ def bench_ledger(ctx: Context) -> Section:
     """``agc ledger record --input ROLLOUT`` (the whole command) vs the reference commit's
     and vs ``orjson.loads`` over every line of the same file (a process of its own)."""
     from benchmarks.suites import _compile_agc  # noqa: PLC0415 - suites imports this module
+
     count = 20_000 if ctx.quick else 1_000_000
     section = Section(
         "ledger",
@@ -102,7 +103,9 @@ def bench_ledger(ctx: Context) -> Section:
         *("--prompt-file", str(prompt), "--input", str(events)),
     ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    variants = [_command("agc ledger record", [sys.executable, "-c", _RUN_AGC, *args], env, project)]
+    variants = [
+        _command("agc ledger record", [sys.executable, "-c", _RUN_AGC, *args], env, project)
+    ]
     reference, why = _reference_tree(work)
     if reference is not None:
         old_env = {**env, "PYTHONPATH": str(reference)}

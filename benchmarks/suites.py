@@ -36,9 +36,9 @@ from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, open_run
 from benchmarks.data import RecordSizes, chat_history, tool_records, write_random_file
+from benchmarks.harness import Timing, Variant, command_variant, find_tool, interleaved
 from benchmarks.history_memory import memory_rows
 from benchmarks.ledger_bench import bench_ledger
-from benchmarks.harness import Timing, Variant, command_variant, find_tool, interleaved
 from benchmarks.report import Row, Section, Target
 
 __all__ = ["SUITES", "Context"]

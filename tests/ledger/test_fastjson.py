@@ -223,3 +223,35 @@ def test_the_ledger_of_a_real_transcript_is_byte_identical_with_the_strict_reade
     assert json.dumps(fast_outcome, sort_keys=True).replace("/fast/", "/X/") == json.dumps(
         strict_outcome, sort_keys=True
     ).replace("/strict/", "/X/")
+
+
+def test_a_long_rollout_records_the_same_ledger_as_the_strict_full_decoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the item limit the decoder only counts rollout calls: same bytes, same counts
+    as decoding every call with the strict reader (the code before either shortcut)."""
+    from benchmarks.ledger_events import write_rollout  # noqa: PLC0415
+
+    events = tmp_path / "rollout.jsonl"
+    write_rollout(events, 4000, seed=3)
+    lines = events.read_bytes().splitlines(keepends=True)
+    # an unanswered call after the limit, a duplicate-key line, a web search, a failure
+    lines[-1:-1] = [
+        b'{"type":"response_item","payload":{"type":"function_call","name":"shell",'
+        b'"arguments":"{\\"command\\":[\\"ls\\"]}","call_id":"late-1"}}\n',
+        b'{"type":"response_item","payload":{"type":"web_search_call","id":"w",'
+        b'"status":"completed","action":{"query":"q"}}}\n',
+        b'{"type":"response_item","type":"event_msg","payload":{"type":"task_failed"}}\n',
+    ]
+    fast_bytes, fast_outcome = _record(lines, tmp_path / "fast")
+    with monkeypatch.context() as patch:
+        patch.setattr(decode_module, "loads_event", _strict)
+        patch.setattr(rollout_module, "loads_event_text", _strict)
+        patch.setattr(decode_module.EventDecoder, "count_only", lambda self: None)
+        strict_bytes, strict_outcome = _record(lines, tmp_path / "strict")
+    assert fast_outcome["itemsTruncated"] is True
+    assert fast_outcome["input"]["items"] > 600
+    assert fast_bytes == strict_bytes
+    assert {k: v for k, v in fast_outcome.items() if k != "turnLog"} == {
+        k: v for k, v in strict_outcome.items() if k != "turnLog"
+    }

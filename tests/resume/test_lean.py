@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from agc.errors import AgcError
 from agc.resume import check_history
 from agc.resume._formats import detect, lean, load_history
-from agc.resume._formats.model import FormatName, History
-from agc.resume._repair import repair_loaded
+from agc.resume._formats.model import FormatName, History, RawRef
+from agc.resume._repair import STRATEGIES, repair_loaded
 from agc.resume._validate import check_loaded
 from tests.conftest import REAL_FIXTURES
 from tests.resume.test_repair import _EVENT, _render
@@ -66,9 +66,9 @@ def _outcome(data: bytes, format: FormatName | None, *, use_lean: bool) -> Any:
             _summary(history),
             check_loaded(history).to_dict(),
         ]
-        for strategy in ("strip", "synthesize"):
+        for strategy in STRATEGIES:
             try:
-                result = repair_loaded(history, strategy=strategy)  # type: ignore[arg-type]
+                result = repair_loaded(history, strategy=strategy)
             except AgcError as exc:
                 out.append(("error", type(exc).__name__, exc.message))
                 continue
@@ -154,7 +154,9 @@ def test_histories_spliced_with_refused_json_read_the_same(
 
 
 def test_a_long_history_is_read_lean_and_its_repair_matches_the_whole_read() -> None:
-    records = _render([("user", "hi"), ("assistant", "", [("a", True), ("b", False)], True)], "openai-chat")
+    records = _render(
+        [("user", "hi"), ("assistant", "", [("a", True), ("b", False)], True)], "openai-chat"
+    )
     data = json.dumps(records * 4000).encode()
     assert len(data) > lean.LEAN_MIN_BYTES
     history = load_history(data, source="long.json")
@@ -164,10 +166,9 @@ def test_a_long_history_is_read_lean_and_its_repair_matches_the_whole_read() -> 
 
 
 def test_empty_and_nested_arrays_dump_as_orjson_does() -> None:
-    for records in ([], [[]], [{}], [{"a": [1, {"b": []}], "c": "x\ny"}], [1, "s", None]):
-        native: list[Any] = [detect.RawRef(records, i, ()) for i in range(len(records))]
-        import orjson  # noqa: PLC0415
-
+    cases: list[list[Any]] = [[], [[]], [{}], [{"a": [1, {"b": []}], "c": "x\ny"}], [1, "s"]]
+    for records in cases:
+        native: list[Any] = [RawRef(records, i, ()) for i in range(len(records))]
         want = orjson.dumps(records, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         assert detect._dump_by_element(native) in (want, None if not records else want)
 
@@ -181,8 +182,8 @@ def test_real_session_files_repair_the_same_as_reading_the_output_back(name: str
             history = load_history(data, source=path.name)
         except AgcError:
             continue
-        for strategy in ("strip", "synthesize"):
-            result = repair_loaded(history, strategy=strategy)  # type: ignore[arg-type]
+        for strategy in STRATEGIES:
+            result = repair_loaded(history, strategy=strategy)
             reread = load_history(result.data, source="out", format=history.format)
             assert check_loaded(reread).to_dict() == result.report.after.to_dict(), path
 
@@ -193,4 +194,3 @@ def test_path_of_a_part_is_found_by_identity() -> None:
     assert lean._path_in(record, call) == ("tool_calls", 0)
     assert lean._path_in(record, record) == ()
     assert lean._path_in(record, {"id": "a"}) is None
-    assert Path  # noqa: B018 - imported for type checkers of the fixtures above

@@ -66,8 +66,11 @@ def loads_event(line: bytes | str) -> Any:
         except _Refused:
             pass
         else:
-            body = line.strip(_JSON_WHITESPACE)
-            if written == body or _same_members(body, written):
+            # Most lines are the written bytes and a "\n": compared without a copy.
+            size = len(written)
+            if (len(line) == size + 1 and line[size] == 10 and line.startswith(written)) or (
+                _same_members(line.strip(_JSON_WHITESPACE), written)
+            ):
                 return value
     return strict_json.loads(line, allow_lone_surrogates=True)
 
@@ -92,7 +95,10 @@ def loads_event_text(text: str) -> Any:
 
 
 def _same_members(body: bytes, written: bytes) -> bool:
-    """Proof 2 of the module docstring: no member dropped and no integer read as a float."""
+    """Proof 1 (``body`` without its surrounding whitespace), else proof 2 of the module
+    docstring: no member dropped and no integer read as a float."""
+    if written == body:
+        return True
     if b"\\u003" in body and (b"\\u003a" in body or b"\\u003A" in body):
         return False
     if _NINETEEN_DIGITS in body.translate(_DIGITS_TO_ZERO):

@@ -389,9 +389,7 @@ def _written_session(whole: History, native: list[Any]) -> History:
             records.append(strict_json.loads(text, allow_lone_surrogates=True))
         except JsonInvalidError:
             records.append(text)
-    return history_from_lines(
-        records, lines, True, source="repaired history", format=whole.format
-    )
+    return history_from_lines(records, lines, True, source="repaired history", format=whole.format)
 
 
 def pending_warnings(messages: Sequence[Message], state: ToolCallState | None) -> tuple[str, ...]:

@@ -94,6 +94,11 @@ class EventDecoder:
         # completed, by (input, item id), in the order they started
         self._started: dict[tuple[str, str], CompletedItem] = {}
 
+    def count_only(self) -> None:
+        """From now on only the number of items matters, not their contents (the
+        caller's ledger is full): rollout calls are counted without being decoded."""
+        self._rollout.counting_only = True
+
     @property
     def completed(self) -> bool | None:
         if self._rollout.completed is not None:
@@ -112,7 +117,18 @@ class EventDecoder:
         if not isinstance(message, dict):
             stats.invalid_lines += 1
             return []
-        return self._feed_message(message)
+        # _feed_message inlined: this runs once per input line.
+        kind = detect(message)
+        wanted = self.input_format
+        if kind is None or wanted not in ("auto", kind):
+            stats.ignored_lines += 1
+            return []
+        formats = stats.formats
+        formats[kind] = formats.get(kind, 0) + 1
+        items = self._rollout.feed(message) if kind == "rollout" else self._decode(kind, message)
+        if items:
+            stats.items += len(items)
+        return items
 
     def feed_message(self, message: Mapping[str, Any]) -> list[CompletedItem]:
         """Decode one message already parsed (an app-server notification as a live

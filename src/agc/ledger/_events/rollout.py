@@ -108,12 +108,21 @@ def _from_call(payload: Mapping[str, Any]) -> CompletedItem:
     return CompletedItem("rollout", "functionCall", kind, call_id, None, fields)
 
 
+_COUNTED: Final = CompletedItem("rollout", "functionCall", "function_call", None, "completed", {})
+"""The item given once only the number of items matters (a type that is recorded, as
+every rollout call's is)."""
+_COUNTED_KINDS: Final = frozenset({*_CALL_TYPES, *_OUTPUT_TYPES, "web_search_call"})
+
+
 class RolloutAdapter:
     """Pairs rollout calls with their outputs; see the module docstring."""
 
     def __init__(self) -> None:
         self._pending: dict[str, tuple[CompletedItem, object]] = {}
         self.completed: bool | None = None
+        # Set when the items' contents no longer matter (the ledger is full): calls
+        # then give _COUNTED items, so that only their number is kept.
+        self.counting_only = False
 
     def feed(self, line: Mapping[str, Any]) -> list[CompletedItem]:
         """Items completed by this rollout line (usually none or one)."""
@@ -133,6 +142,8 @@ class RolloutAdapter:
             return []
         if line_type != "response_item":
             return []
+        if self.counting_only and kind in _COUNTED_KINDS:
+            return self._count(kind, payload)
         if kind in _CALL_TYPES:
             item = _from_call(payload)
             call_id = payload.get("call_id", payload.get("id"))
@@ -159,6 +170,21 @@ class RolloutAdapter:
             )
             return [_with_status(item, payload.get("status") or "completed")]
         return []
+
+    def _count(self, kind: str, payload: Mapping[str, Any]) -> list[CompletedItem]:
+        """:meth:`feed` of a call, output or web search giving the same number of items,
+        each :data:`_COUNTED` (no arguments parsed, no fields copied)."""
+        if kind in _CALL_TYPES:
+            call_id = payload.get("call_id", payload.get("id"))
+            if isinstance(call_id, str) and call_id:
+                self._pending[call_id] = (_COUNTED, None)
+                return []
+            return [_COUNTED]
+        if kind in _OUTPUT_TYPES:
+            call_id = payload.get("call_id")
+            found = self._pending.pop(call_id, None) if isinstance(call_id, str) else None
+            return [] if found is None else [_COUNTED]
+        return [_COUNTED]  # web_search_call
 
     def finish(self) -> list[CompletedItem]:
         """Calls that never got an output, with status ``incomplete``, in call order."""

@@ -45,34 +45,34 @@ LEAN_MIN_BYTES: Final = 1024 * 1024
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
 
 
-class _NotProven(Exception):
+class _NotProvenError(Exception):
     """The lean read cannot prove it reads what the strict reader reads."""
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise _NotProven(text)
+        raise _NotProvenError(text)
     return value
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _NotProven(name)
+    raise _NotProvenError(name)
 
 
 # No object_pairs_hook: the scanner builds dicts in C (duplicates are excluded after).
 _SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder(
     parse_float=_finite_float, parse_constant=_refuse_constant
-).scan_once
+).scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__ (the C scanner)
 
 
 def _element(element: str, value: Any) -> Any:
     """``value`` (scanned from ``element``) when it is provably the strict reader's value
-    of that element inside the array, else raise :class:`_NotProven`."""
+    of that element inside the array, else raise :class:`_NotProvenError`."""
     if element.count("[") + element.count("{") >= strict_json.MAX_DEPTH and (
         strict_json.exceeds_depth(value, strict_json.MAX_DEPTH - 1)
     ):
-        raise _NotProven("depth")  # the array adds one level
+        raise _NotProvenError("depth")  # the array adds one level
     if "\\u003" not in element or ("\\u003a" not in element and "\\u003A" not in element):
         try:
             written = orjson.dumps(value)
@@ -84,7 +84,7 @@ def _element(element: str, value: Any) -> Any:
     try:
         return strict_json.loads(element, allow_lone_surrogates=True)
     except JsonInvalidError as exc:
-        raise _NotProven(str(exc)) from exc
+        raise _NotProvenError(str(exc)) from exc
 
 
 _WINDOW: Final = 1024 * 1024
@@ -124,14 +124,14 @@ def _next(data: bytes, window: _Window, index: int, size: int) -> tuple[_Window,
     """The window and index of the next character that is not whitespace.
 
     Raises:
-        _NotProven: the file ends first.
+        _NotProvenError: the file ends first.
     """
     while True:
         index = _skip(window.text, index)
         if index < len(window.text):
             return window, index
         if window.final:
-            raise _NotProven("the array is not closed")
+            raise _NotProvenError("the array is not closed")
         window = _Window(data, window.byte_at(index), size)
         index = 0
 
@@ -141,13 +141,13 @@ def scan_array(data: bytes) -> Iterator[tuple[int, int, Any]]:
     that decode), offsets in bytes.
 
     Raises:
-        _NotProven: ``data`` is not one JSON array under the rule, or a part of it is
+        _NotProvenError: ``data`` is not one JSON array under the rule, or a part of it is
             not provably read as the strict reader reads it.
     """
     size = _WINDOW
     window, index = _next(data, _Window(data, 0, size), 0, size)
     if window.text[index] != "[":
-        raise _NotProven("not an array")
+        raise _NotProvenError("not an array")
     window, index = _next(data, window, index + 1, size)
     if window.text[index] == "]":
         index += 1
@@ -156,17 +156,18 @@ def scan_array(data: bytes) -> Iterator[tuple[int, int, Any]]:
             text = window.text
             try:
                 value, end = _SCAN(text, index)
-                if end >= len(text) and not window.final:
-                    raise StopIteration(end)  # a number may go on past the window
             except (ValueError, StopIteration) as exc:
                 if window.final:
-                    raise _NotProven("element") from exc
+                    raise _NotProvenError("element") from exc
+                value, end = None, len(text)  # cut by the window's end: read it again
+            except RecursionError as exc:
+                raise _NotProvenError("depth") from exc
+            if end >= len(text) and not window.final:
+                # The element did not fit (a number may also go on past the window).
                 at = window.byte_at(index)
                 size = max(size, 2 * (window.end - at))  # the element did not fit
                 window, index = _Window(data, at, size), 0
                 continue
-            except RecursionError as exc:
-                raise _NotProven("depth") from exc
             element = text[index:end]
             start = window.byte_at(index)
             yield start, window.byte_at(end), _element(element, value)
@@ -176,10 +177,10 @@ def scan_array(data: bytes) -> Iterator[tuple[int, int, Any]]:
                 index += 1
                 break
             if separator != ",":
-                raise _NotProven("separator")
+                raise _NotProvenError("separator")
             window, index = _next(data, window, index + 1, size)
     if data[window.byte_at(index) :].strip(b" \t\r\n"):
-        raise _NotProven("trailing data")
+        raise _NotProvenError("trailing data")
 
 
 def _skip(text: str, index: int) -> int:
@@ -294,6 +295,6 @@ def read_lean(
                     continue
                 _detach(message, value, records, index, paths)
                 messages.append(message)
-    except _NotProven:
+    except _NotProvenError:
         return None
     return messages, records
