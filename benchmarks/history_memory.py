@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +24,25 @@ _RUN_AGC = "import sys; from agc.cli.app import main; sys.exit(main())"
 TARGETS = {"check": 4.0, "repair": 6.0}
 
 
-def peak_rss(argv: list[str]) -> int:
-    """Peak resident bytes of the command ``argv`` (exit 0 or 1: findings are fine).
+def peak_rss(argv: list[str]) -> tuple[int, float]:
+    """Peak resident bytes and wall seconds of the command ``argv`` (exit 0 or 1:
+    findings are fine).
 
     Raises:
         RuntimeError: the command failed.
     """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    start = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert process.stderr is not None
     error = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     process.stderr.close()
     if process.returncode not in (0, 1):
         raise RuntimeError(f"{argv} exited {process.returncode}: {error.decode()[-400:]}")
-    return int(usage.ru_maxrss) * 1024
+    return int(usage.ru_maxrss) * 1024, seconds
 
 
 def memory_rows(
@@ -61,13 +65,16 @@ def memory_rows(
                 Path(leftover).unlink(missing_ok=True)
             return [sys.executable, "-c", _RUN_AGC, "resume", str(path), *flags, *out]
 
-        fixed = peak_rss(argv(tiny))
-        peak = peak_rss(argv(history))
+        fixed, _ = peak_rss(argv(tiny))
+        peak, seconds = peak_rss(argv(history))
         net = (peak - fixed) / len(data)
         row = Row(
             f"agc resume --{'check' if label == 'check' else 'out'}: peak "
             f"{peak / 2**20:,.0f} MiB = {peak / len(data):.2f}x the input gross, "
             f"{net:.2f}x beyond the {fixed / 2**20:,.0f} MiB of a 2-message run",
+            median_s=seconds,
+            spread=0.0,
+            rounds=1,
             peak_bytes=peak,
         )
         rows.append(row)

@@ -32,6 +32,9 @@ EXPECTED_TARGETS = {
     "close-flat",
     "history-validate-linear",
     "history-repair-linear",
+    "history-check-memory",
+    "history-repair-memory",
+    "ledger-record-2x",
 }
 
 

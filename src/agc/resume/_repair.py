@@ -19,7 +19,8 @@ is repaired, for the provider's rules that :mod:`agc.resume._validate` checks:
 
 Every change is reported (:class:`Change`), with the call's tool name, arguments and an
 idempotency key derived from its call id, so the caller decides whether to run it again.
-The repaired history is written, read back and checked: a repair whose output breaks a
+The repaired history is checked as its provider will read it (the written records read
+back from memory, not by parsing the output again): a repair whose output breaks a
 rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 """
 
