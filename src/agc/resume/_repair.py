@@ -929,7 +929,7 @@ class _Repairer:
 def _with_blocks(message: Message, blocks: list[Block]) -> Message:
     if [id(b) for b in blocks] == [id(b) for b in message.blocks]:
         return message
-    return Message(message.role, blocks, raw=message.raw, origin=message.origin, dirty=True)
+    return Message(message.role, blocks, raw=message.native(), origin=message.origin, dirty=True)
 
 
 def _followed(messages: Sequence[Message], index: int) -> bool:
