@@ -1,7 +1,9 @@
 """Peak memory of ``agc resume`` on a history file, as a multiple of the file's size.
 
-Each command runs in a process of its own; its peak resident set (``ru_maxrss`` from
-``wait4``, Linux: KiB) is read when it exits. The same command on a 2-message history
+Each command runs in a process of its own; its peak resident set is the ``VmHWM`` of
+``/proc/self/status`` (Linux), read at the interpreter's exit. (``ru_maxrss`` would not
+do: it keeps the high-water mark of the process from before ``exec``, when it still was
+a fork of this large benchmark process.) The same command on a 2-message history
 gives the fixed part (interpreter, imports); the figure judged is the rest:
 (peak - fixed) / input bytes. The gross peak is reported beside it.
 """
@@ -20,29 +22,43 @@ from benchmarks.report import Row, Target
 
 __all__ = ["memory_rows", "peak_rss"]
 
-_RUN_AGC = "import sys; from agc.cli.app import main; sys.exit(main())"
+_RUN_AGC = """
+import atexit, sys
+
+def _report(path=sys.argv.pop(1)):
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(path, "w") as out:
+        out.write(peak)
+
+atexit.register(_report)
+from agc.cli.app import main
+sys.exit(main())
+"""
 TARGETS = {"check": 4.0, "repair": 6.0}
 
 
-def peak_rss(argv: list[str]) -> tuple[int, float]:
-    """Peak resident bytes and wall seconds of the command ``argv`` (exit 0 or 1:
-    findings are fine).
+def peak_rss(argv: list[str], report: Path) -> tuple[int, float]:
+    """Peak resident bytes and wall seconds of the agc command ``argv`` (exit 0 or 1:
+    findings are fine); ``report`` receives the peak (KiB) from the process itself.
 
     Raises:
         RuntimeError: the command failed.
     """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    report.unlink(missing_ok=True)
     start = time.perf_counter()
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    error = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AGC, str(report), *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
     seconds = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    process.stderr.close()
-    if process.returncode not in (0, 1):
-        raise RuntimeError(f"{argv} exited {process.returncode}: {error.decode()[-400:]}")
-    return int(usage.ru_maxrss) * 1024, seconds
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"agc {argv} exited {done.returncode}: {done.stderr.decode()[-400:]}")
+    return int(report.read_text()) * 1024, seconds
 
 
 def memory_rows(
@@ -63,10 +79,10 @@ def memory_rows(
             out = [str(work / f"out-{label}-{path.stem}.json")] if flags == ["--out"] else []
             for leftover in out:
                 Path(leftover).unlink(missing_ok=True)
-            return [sys.executable, "-c", _RUN_AGC, "resume", str(path), *flags, *out]
+            return ["resume", str(path), *flags, *out]
 
-        fixed, _ = peak_rss(argv(tiny))
-        peak, seconds = peak_rss(argv(history))
+        fixed, _ = peak_rss(argv(tiny), work / "peak.txt")
+        peak, seconds = peak_rss(argv(history), work / "peak.txt")
         net = (peak - fixed) / len(data)
         row = Row(
             f"agc resume --{'check' if label == 'check' else 'out'}: peak "
