@@ -303,11 +303,13 @@ def history_from_lines(
     return history
 
 
-def dump_history(history: History, native: list[Any]) -> bytes:
+def dump_history(history: History, native: Sequence[Any]) -> bytes:
     """Bytes of a written history: JSONL lines for session files, else a JSON array."""
     if get_spec(history.format).line_based:
         # Always ends with a newline: a client appending to the file must start a new line.
         return join_lines([str(line) for line in native], final_newline=True)
+    if not isinstance(native, list):
+        native = list(native)  # history.records of a long array: each record parsed
     if any(type(record) is RawRef for record in native):
         dumped = _dump_by_element(native)
         if dumped is not None:
