@@ -2,8 +2,8 @@
 
 Baseline: parsing a session file line by line and serializing every record again (the
 least any reader/writer must do). Measured: ``load_history`` + ``repair_loaded`` on the
-same bytes (read, check, repair, write back, read back and check again). The ratio says
-how many baselines a repair costs; absolute times depend on the machine.
+same bytes (read, check, repair, write back, check the written records from memory). The
+ratio says how many baselines a repair costs; absolute times depend on the machine.
 
 With ``--format openai-chat`` the same turns are a JSON array of Chat Completions
 messages (baseline: ``json.loads`` + ``json.dumps``).

@@ -37,6 +37,8 @@ from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, open_run
 from benchmarks.data import RecordSizes, chat_history, tool_records, write_random_file
 from benchmarks.harness import Timing, Variant, command_variant, find_tool, interleaved
+from benchmarks.history_memory import memory_rows
+from benchmarks.ledger_bench import bench_ledger
 from benchmarks.report import Row, Section, Target
 
 __all__ = ["SUITES", "Context"]
@@ -689,6 +691,11 @@ def bench_history(ctx: Context) -> Section:
                 note=failed or "time ratio",
             )
         )
+    # Peak memory of the commands on a file of the largest size (see history_memory).
+    rows, memory_targets, extra = memory_rows(ctx.fresh("history-memory"), chat_history(counts[-1]))
+    section.rows.extend(rows)
+    section.targets.extend(memory_targets)
+    section.extra.update(extra)
     return section
 
 
@@ -944,4 +951,5 @@ SUITES: dict[str, Callable[[Context], Section]] = {
     "history": bench_history,
     "bulk": bench_bulk,
     "store_all": bench_store_all,
+    "ledger": bench_ledger,
 }

@@ -35,6 +35,9 @@ EXPECTED_TARGETS = {
     "close-flat",
     "history-validate-linear",
     "history-repair-linear",
+    "history-check-memory",
+    "history-repair-memory",
+    "ledger-record-2x",
 }
 
 

@@ -84,11 +84,19 @@ def record_turn(
     )
     decoder = EventDecoder(input_format)
     done = 0
+    feed, observe = decoder.feed, recorder.observe  # once, not per line
     try:
+        counting = False
         for line in stream:
             done += len(line)
-            for item in decoder.feed(line):
-                recorder.observe(item)
+            items = feed(line)
+            if items:
+                for item in items:
+                    observe(item)
+                if not counting and recorder.saturated:
+                    # Later items change nothing but the input's counts.
+                    decoder.count_only()
+                    counting = True
             if on_progress is not None:
                 on_progress(done)
         for item in decoder.finish():

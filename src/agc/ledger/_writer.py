@@ -366,6 +366,13 @@ class TurnRecorder:
         if written is not None:
             state.start = written
 
+    @property
+    def saturated(self) -> bool:
+        """True when no later item can change the ledger: the attempt is finished, or
+        it holds :data:`MAX_ITEMS` items and its ``items_truncated`` marker is written
+        (:meth:`observe` then only ignores items)."""
+        return self._finished is not None or self._state.truncated_written
+
     def observe(self, item: CompletedItem) -> None:
         """Record one completed item (skipped types are ignored). Never raises."""
         state = self._state

@@ -19,7 +19,8 @@ is repaired, for the provider's rules that :mod:`agc.resume._validate` checks:
 
 Every change is reported (:class:`Change`), with the call's tool name, arguments and an
 idempotency key derived from its call id, so the caller decides whether to run it again.
-The repaired history is written, read back and checked: a repair whose output breaks a
+The repaired history is checked as its provider will read it (the written records read
+back from memory, not by parsing the output again): a repair whose output breaks a
 rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 """
 
@@ -30,18 +31,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
+from agc._core import json as strict_json
 from agc._core.digest import new_hasher
 from agc._core.redact import redact_value
 from agc._core.report import Report
-from agc.errors import RepairIncompleteError, UsageError
-from agc.resume._formats.detect import dump_history, get_spec, load_history
+from agc.errors import JsonInvalidError, RepairIncompleteError, UsageError
+from agc.resume._formats.detect import _READ_ONE, dump_history, get_spec, history_from_lines
 from agc.resume._formats.model import (
     Block,
     FormatName,
     FormatSpec,
     History,
     Message,
+    RawRef,
     arguments_are_json,
+    resolve,
 )
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
@@ -223,20 +227,35 @@ class RepairReport(Report[HistoryFindingCode]):
         }
 
 
-@dataclass(frozen=True)
 class RepairResult:
     """Output of :func:`repair_history`.
 
     Attributes:
         messages: the repaired history's native records (messages or items; for session
-            files, the lines' text).
+            files, the lines' text). For a long JSON array read from a file they are
+            parsed from the output's records on first access (a list of its own then).
         data: the repaired history as file bytes (JSON array, or JSONL).
         report: the :class:`RepairReport`.
     """
 
-    messages: list[Any]
-    data: bytes
-    report: RepairReport
+    __slots__ = ("_messages", "_native", "data", "report")
+
+    def __init__(self, messages: list[Any], data: bytes, report: RepairReport) -> None:
+        self._native = messages
+        self._messages: list[Any] | None = None
+        self.data = data
+        self.report = report
+
+    @property
+    def messages(self) -> list[Any]:
+        if self._messages is None:
+            native = self._native
+            lazy = any(type(record) is RawRef for record in native)
+            self._messages = [resolve(record) for record in native] if lazy else native
+        return self._messages
+
+    def __repr__(self) -> str:
+        return f"RepairResult({len(self._native)} records, {len(self.data)} bytes)"
 
 
 @dataclass(frozen=True)
@@ -305,8 +324,10 @@ def repair_loaded(
     if torn is not None:
         changes.append(torn)
     data = dump_history(whole, native)
-    reread = load_history(data, source="repaired history", format=history.format)
-    after = check_loaded(reread)
+    # The output is checked as the provider reads it, without parsing it again: the
+    # repaired records are read back from memory (see _written_history; a test reads
+    # the bytes back and compares).
+    after = check_loaded(_written_history(whole, repaired if changes else whole.messages, native))
     interrupted = state.in_flight or any(
         c.action in {"stripped", "synthesized", "kept-partial-result"}
         or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
@@ -328,6 +349,48 @@ def repair_loaded(
             f"the repaired {history.format} history still breaks: {codes}", report=report
         )
     return RepairResult(native, data, report)
+
+
+def _written_history(whole: History, written: list[Message], native: list[Any]) -> History:
+    """The history the written ``native`` records are when read back (as
+    :func:`load_history` of their bytes reads them), built without parsing those bytes.
+
+    JSON arrays: record ``i`` of the output is what ``written[i]`` was written as; a
+    record the writer kept as it was read (the same object, or the same
+    :class:`~agc.resume._formats.model.RawRef`) reads back as that message's blocks
+    (each reader is a function of the record alone), any other is read by the format's
+    reader from memory. A JSON value written and read back is the same value, so this is
+    the view of the output file. Session files: each output line that is a line of the
+    input keeps that line's parsed record; new lines are parsed (they are few).
+    """
+    spec = get_spec(whole.format)
+    if spec.line_based:
+        return _written_session(whole, native)
+    read_one = _READ_ONE[whole.format]
+    messages: list[Message] = []
+    for position, (message, record) in enumerate(zip(written, native, strict=True)):
+        if not message.dirty and record is message.native():
+            messages.append(Message(message.role, message.blocks, origin=position))
+        else:
+            messages.append(read_one(resolve(record), position))
+    return History(whole.format, messages, native)
+
+
+def _written_session(whole: History, native: list[Any]) -> History:
+    lines = [str(line) for line in native]
+    known = {id(line): index for index, line in enumerate(whole.lines or [])}
+    records: list[Any] = []
+    for line in lines:
+        index = known.get(id(line))
+        if index is not None:
+            records.append(whole.records[index])
+            continue
+        text = line[:-1] if line.endswith("\r") else line
+        try:
+            records.append(strict_json.loads(text, allow_lone_surrogates=True))
+        except JsonInvalidError:
+            records.append(text)
+    return history_from_lines(records, lines, True, source="repaired history", format=whole.format)
 
 
 def pending_warnings(messages: Sequence[Message], state: ToolCallState | None) -> tuple[str, ...]:
@@ -866,7 +929,7 @@ class _Repairer:
 def _with_blocks(message: Message, blocks: list[Block]) -> Message:
     if [id(b) for b in blocks] == [id(b) for b in message.blocks]:
         return message
-    return Message(message.role, blocks, raw=message.raw, origin=message.origin, dirty=True)
+    return Message(message.role, blocks, raw=message.native(), origin=message.origin, dirty=True)
 
 
 def _followed(messages: Sequence[Message], index: int) -> bool:

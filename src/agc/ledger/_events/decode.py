@@ -6,12 +6,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agc._core import json as strict_json
 from agc.errors import JsonInvalidError, UsageError
 from agc.ledger._events.appserver import COMPLETED_METHOD, STARTED_METHOD, item_from_notification
 from agc.ledger._events.codex_exec import STARTED_TYPE, item_from_event
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
 from agc.ledger._events.rollout import ROLLOUT_LINE_TYPES, RolloutAdapter
+from agc.ledger._fastjson import loads_event
 
 __all__ = ["FORMATS", "DecodeStats", "EventDecoder", "InputFormat", "decode_lines", "detect"]
 
@@ -94,6 +94,11 @@ class EventDecoder:
         # completed, by (input, item id), in the order they started
         self._started: dict[tuple[str, str], CompletedItem] = {}
 
+    def count_only(self) -> None:
+        """From now on only the number of items matters, not their contents (the
+        caller's ledger is full): rollout calls are counted without being decoded."""
+        self._rollout.counting_only = True
+
     @property
     def completed(self) -> bool | None:
         if self._rollout.completed is not None:
@@ -102,16 +107,28 @@ class EventDecoder:
 
     def feed(self, line: bytes | str) -> list[CompletedItem]:
         """Decode one line (without or with its ``\\n``)."""
-        self.stats.lines += 1
+        stats = self.stats
+        stats.lines += 1
         try:
-            message = strict_json.loads(line, allow_lone_surrogates=True)
+            message = loads_event(line)
         except JsonInvalidError:
-            self.stats.invalid_lines += 1
+            stats.invalid_lines += 1
             return []
         if not isinstance(message, dict):
-            self.stats.invalid_lines += 1
+            stats.invalid_lines += 1
             return []
-        return self._feed_message(message)
+        # _feed_message inlined: this runs once per input line.
+        kind = detect(message)
+        wanted = self.input_format
+        if kind is None or wanted not in ("auto", kind):
+            stats.ignored_lines += 1
+            return []
+        formats = stats.formats
+        formats[kind] = formats.get(kind, 0) + 1
+        items = self._rollout.feed(message) if kind == "rollout" else self._decode(kind, message)
+        if items:
+            stats.items += len(items)
+        return items
 
     def feed_message(self, message: Mapping[str, Any]) -> list[CompletedItem]:
         """Decode one message already parsed (an app-server notification as a live
@@ -120,13 +137,17 @@ class EventDecoder:
         return self._feed_message(dict(message))
 
     def _feed_message(self, message: dict[str, Any]) -> list[CompletedItem]:
+        stats = self.stats
         kind = detect(message)
-        if kind is None or self.input_format not in {"auto", kind}:
-            self.stats.ignored_lines += 1
+        wanted = self.input_format
+        if kind is None or wanted not in ("auto", kind):
+            stats.ignored_lines += 1
             return []
-        self.stats.formats[kind] = self.stats.formats.get(kind, 0) + 1
-        items = self._decode(kind, message)
-        self.stats.items += len(items)
+        formats = stats.formats
+        formats[kind] = formats.get(kind, 0) + 1
+        items = self._rollout.feed(message) if kind == "rollout" else self._decode(kind, message)
+        if items:
+            stats.items += len(items)
         return items
 
     def finish(self) -> list[CompletedItem]:

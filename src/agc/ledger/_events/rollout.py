@@ -23,15 +23,16 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agc._core import json as strict_json
 from agc.errors import JsonInvalidError
 from agc.ledger._events.item import CompletedItem, is_synthesized_output
+from agc.ledger._fastjson import loads_event_text
 
 __all__ = ["ROLLOUT_LINE_TYPES", "RolloutAdapter"]
 
 ROLLOUT_LINE_TYPES: Final = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
+_FAILED_KINDS: Final = frozenset({"turn_aborted", "task_failed"})
 _CALL_TYPES: Final = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUT_TYPES: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 _SHELL_FUNCTIONS: Final = frozenset({"shell", "container.exec", "shell_command", "local_shell"})
@@ -45,7 +46,7 @@ def _arguments(raw: object) -> object:
     """Function-call arguments: a JSON string parsed, anything else as is."""
     if isinstance(raw, str):
         try:
-            return strict_json.loads(raw, allow_lone_surrogates=True)
+            return loads_event_text(raw)
         except JsonInvalidError:
             return None
     return raw
@@ -107,29 +108,42 @@ def _from_call(payload: Mapping[str, Any]) -> CompletedItem:
     return CompletedItem("rollout", "functionCall", kind, call_id, None, fields)
 
 
+_COUNTED: Final = CompletedItem("rollout", "functionCall", "function_call", None, "completed", {})
+"""The item given once only the number of items matters (a type that is recorded, as
+every rollout call's is)."""
+_COUNTED_KINDS: Final = frozenset({*_CALL_TYPES, *_OUTPUT_TYPES, "web_search_call"})
+
+
 class RolloutAdapter:
     """Pairs rollout calls with their outputs; see the module docstring."""
 
     def __init__(self) -> None:
         self._pending: dict[str, tuple[CompletedItem, object]] = {}
         self.completed: bool | None = None
+        # Set when the items' contents no longer matter (the ledger is full): calls
+        # then give _COUNTED items, so that only their number is kept.
+        self.counting_only = False
 
     def feed(self, line: Mapping[str, Any]) -> list[CompletedItem]:
         """Items completed by this rollout line (usually none or one)."""
         payload = line.get("payload")
-        if not isinstance(payload, Mapping):
+        # type() first: every parsed line is a dict, and an ABC check costs more.
+        if type(payload) is not dict and not isinstance(payload, Mapping):
             return []
         kind = payload.get("type")
         if not isinstance(kind, str):
             return []
-        if line.get("type") == "event_msg":
+        line_type = line.get("type")
+        if line_type == "event_msg":
             if kind == "task_complete":
                 self.completed = True
-            elif kind in {"turn_aborted", "task_failed"}:
+            elif kind in _FAILED_KINDS:
                 self.completed = False
             return []
-        if line.get("type") != "response_item":
+        if line_type != "response_item":
             return []
+        if self.counting_only and kind in _COUNTED_KINDS:
+            return self._count(kind, payload)
         if kind in _CALL_TYPES:
             item = _from_call(payload)
             call_id = payload.get("call_id", payload.get("id"))
@@ -156,6 +170,21 @@ class RolloutAdapter:
             )
             return [_with_status(item, payload.get("status") or "completed")]
         return []
+
+    def _count(self, kind: str, payload: Mapping[str, Any]) -> list[CompletedItem]:
+        """:meth:`feed` of a call, output or web search giving the same number of items,
+        each :data:`_COUNTED` (no arguments parsed, no fields copied)."""
+        if kind in _CALL_TYPES:
+            call_id = payload.get("call_id", payload.get("id"))
+            if isinstance(call_id, str) and call_id:
+                self._pending[call_id] = (_COUNTED, None)
+                return []
+            return [_COUNTED]
+        if kind in _OUTPUT_TYPES:
+            call_id = payload.get("call_id")
+            found = self._pending.pop(call_id, None) if isinstance(call_id, str) else None
+            return [] if found is None else [_COUNTED]
+        return [_COUNTED]  # web_search_call
 
     def finish(self) -> list[CompletedItem]:
         """Calls that never got an output, with status ``incomplete``, in call order."""

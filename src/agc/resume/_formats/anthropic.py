@@ -21,7 +21,7 @@ from agc.resume._formats.model import (
     foreign_tool_marker,
 )
 
-__all__ = ["SPEC", "block_from_raw", "content_blocks", "read", "write"]
+__all__ = ["SPEC", "block_from_raw", "content_blocks", "read", "read_one", "write"]
 
 _REASONING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
 
@@ -75,20 +75,23 @@ def read(records: Sequence[Any]) -> History:
         HistoryFormatError: an entry is not ``{"role", "content"}`` with a string or a
             list of typed content blocks.
     """
-    messages: list[Message] = []
-    for index, record in enumerate(records):
-        if not isinstance(record, dict) or not isinstance(record.get("role"), str):
-            raise HistoryFormatError(f"message {index} is not an object with a string 'role'")
-        foreign = foreign_tool_marker(record, "anthropic")
-        if foreign is not None:
-            raise HistoryFormatError(f"message {index} holds {foreign}, not an anthropic message")
-        blocks = content_blocks(record.get("content"), index)
-        if blocks is None:
-            raise HistoryFormatError(
-                f"message {index}: content is neither a string nor a list of typed blocks"
-            )
-        messages.append(Message(record["role"], blocks, raw=record, origin=index))
+    messages = [read_one(record, index) for index, record in enumerate(records)]
     return History("anthropic", messages, list(records))
+
+
+def read_one(record: Any, index: int) -> Message:
+    """The message of one Messages API record at ``index`` (see :func:`read`)."""
+    if not isinstance(record, dict) or not isinstance(record.get("role"), str):
+        raise HistoryFormatError(f"message {index} is not an object with a string 'role'")
+    foreign = foreign_tool_marker(record, "anthropic")
+    if foreign is not None:
+        raise HistoryFormatError(f"message {index} holds {foreign}, not an anthropic message")
+    blocks = content_blocks(record.get("content"), index)
+    if blocks is None:
+        raise HistoryFormatError(
+            f"message {index}: content is neither a string nor a list of typed blocks"
+        )
+    return Message(record["role"], blocks, raw=record, origin=index)
 
 
 def block_to_raw(block: Block) -> Any:
@@ -103,7 +106,7 @@ def write(history: History, messages: list[Message]) -> list[Any]:  # noqa: ARG0
     out: list[Any] = []
     for message in messages:
         if not message.dirty:
-            out.append(message.raw)
+            out.append(message.native())  # a RawRef stays one: written without a copy
             continue
         new = dict(message.raw) if isinstance(message.raw, dict) else {"role": message.role}
         new["content"] = [block_to_raw(block) for block in message.blocks]

@@ -8,8 +8,9 @@ read as OpenAI Chat, whose rules it then trivially meets.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import orjson
@@ -18,7 +19,16 @@ from agc._core import json as strict_json
 from agc.errors import HistoryFormatError, InputError, JsonInvalidError
 from agc.resume._formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
 from agc.resume._formats.jsonl import join_lines, parse_jsonl
-from agc.resume._formats.model import FORMAT_NAMES, FormatName, FormatSpec, History
+from agc.resume._formats.lean import LEAN_MIN_BYTES, read_lean
+from agc.resume._formats.model import (
+    FORMAT_NAMES,
+    FormatName,
+    FormatSpec,
+    History,
+    Message,
+    RawRef,
+    resolve,
+)
 from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
@@ -27,6 +37,7 @@ __all__ = [
     "detect_format",
     "dump_history",
     "get_spec",
+    "history_from_lines",
     "is_agc_transcript",
     "load_history",
     "read_history",
@@ -79,25 +90,89 @@ def _type(record: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+class _ArrayDetector:
+    """Which format a JSON array is, fed one record (a dict) at a time.
+
+    Markers of one format only first: Responses item types, Chat tool fields, Anthropic
+    tool blocks. Weaker ones after: a Chat assistant message may hold a `refusal` part
+    and a saved Anthropic response object has `"type": "message"`. So: any Responses
+    item type; else the first record with Chat tool fields or Anthropic tool blocks;
+    else any weak Responses marker; else Chat.
+    """
+
+    __slots__ = ("responses", "strong", "weak")
+
+    def __init__(self) -> None:
+        self.responses = False
+        self.strong: FormatName | None = None
+        self.weak = False
+
+    def feed(self, record: dict[str, Any]) -> None:
+        if self.responses:
+            return
+        kind = _type(record)
+        if kind in _RESPONSES_MARKERS:
+            self.responses = True
+            return
+        if self.strong is not None and self.weak:
+            return
+        parts = _parts(record)
+        if self.strong is None:
+            if record.get("role") == "tool" or "tool_calls" in record:
+                self.strong = "openai-chat"
+            elif _ANTHROPIC_PARTS.intersection(parts):
+                self.strong = "anthropic"
+        if not self.weak:
+            self.weak = (kind == "message" and "role" in record) or bool(
+                _RESPONSES_PARTS.intersection(parts)
+            )
+
+    def result(self) -> FormatName:
+        if self.responses:
+            return "openai-responses"
+        if self.strong is not None:
+            return self.strong
+        return "openai-responses" if self.weak else "openai-chat"
+
+
 def _detect_array(records: Sequence[Any]) -> FormatName:
-    dicts = [record for record in records if isinstance(record, dict)]
-    # Markers of one format only first: Responses item types, Chat tool fields, Anthropic
-    # tool blocks. Weaker ones after: a Chat assistant message may hold a `refusal` part
-    # and a saved Anthropic response object has `"type": "message"`.
-    for record in dicts:
-        if _type(record) in _RESPONSES_MARKERS:
-            return "openai-responses"
-    for record in dicts:
-        if record.get("role") == "tool" or "tool_calls" in record:
-            return "openai-chat"
-        if _ANTHROPIC_PARTS.intersection(_parts(record)):
-            return "anthropic"
-    for record in dicts:
-        if _type(record) == "message" and "role" in record:
-            return "openai-responses"
-        if _RESPONSES_PARTS.intersection(_parts(record)):
-            return "openai-responses"
-    return "openai-chat"
+    detector = _ArrayDetector()
+    for record in records:
+        if isinstance(record, dict):
+            detector.feed(record)
+    return detector.result()
+
+
+_READ_ONE: Final[dict[FormatName, Callable[[Any, int], Message]]] = {
+    "openai-chat": openai_chat.read_one,
+    "anthropic": anthropic.read_one,
+    "openai-responses": openai_responses.read_one,
+}
+
+
+def _load_array_lean(data: bytes, format: FormatName | None) -> History | None:
+    """A long JSON array read record by record (see :mod:`.lean`), or ``None`` to read
+    it whole. Read as Chat while detecting (the common case); another detected format
+    is read in a second pass."""
+    if len(data) < LEAN_MIN_BYTES or (format is not None and format not in _READ_ONE):
+        return None
+    if format is not None:
+        read = read_lean(data, _READ_ONE[format])
+        if read is None or read[0] is None:
+            return None
+        return History(format, read[0], read[1])
+    detector = _ArrayDetector()
+    read = read_lean(data, openai_chat.read_one, detector)
+    if read is None:
+        return None
+    chosen = detector.result()
+    if chosen == "openai-chat":
+        return None if read[0] is None else History(chosen, read[0], read[1])
+    del read
+    again = read_lean(data, _READ_ONE[chosen])
+    if again is None or again[0] is None:
+        return None
+    return History(chosen, again[0], again[1])
 
 
 _TRANSCRIPT_KEYS: Final = frozenset({"seq", "ts", "line"})
@@ -177,6 +252,9 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     if not stripped:
         raise InputError(f"{source} is empty")
     if stripped.startswith(b"["):
+        lean = _load_array_lean(data, format)
+        if lean is not None:
+            return lean
         try:
             records = strict_json.loads(data, allow_lone_surrogates=True)
         except JsonInvalidError as exc:
@@ -189,6 +267,19 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
             raise HistoryFormatError(f"{source} is a JSON array, not a {chosen} session file")
         return spec.read(records)
     records, lines, final_newline = parse_jsonl(data, source=source)
+    return history_from_lines(records, lines, final_newline, source=source, format=format)
+
+
+def history_from_lines(
+    records: list[Any],
+    lines: list[str],
+    final_newline: bool,
+    *,
+    source: str,
+    format: FormatName | None,
+) -> History:
+    """:func:`load_history` of JSONL already split by
+    :func:`~agc.resume._formats.jsonl.parse_jsonl` (same errors)."""
     chosen = format or detect_format(records, line_based=True, source=source)
     spec = get_spec(chosen)
     if format is not None and is_agc_transcript(records):
@@ -212,11 +303,18 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
     return history
 
 
-def dump_history(history: History, native: list[Any]) -> bytes:
+def dump_history(history: History, native: Sequence[Any]) -> bytes:
     """Bytes of a written history: JSONL lines for session files, else a JSON array."""
     if get_spec(history.format).line_based:
         # Always ends with a newline: a client appending to the file must start a new line.
         return join_lines([str(line) for line in native], final_newline=True)
+    if not isinstance(native, list):
+        native = list(native)  # history.records of a long array: each record parsed
+    if any(type(record) is RawRef for record in native):
+        dumped = _dump_by_element(native)
+        if dumped is not None:
+            return dumped
+        native = [resolve(record) for record in native]
     try:
         # orjson: the standard library's indenting encoder is pure Python, and was most
         # of the time of repairing a long history (benchmarks/, history).
@@ -228,3 +326,29 @@ def dump_history(history: History, native: list[Any]) -> bytes:
         return (json.dumps(native, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
         return (json.dumps(native, indent=2) + "\n").encode("utf-8")
+
+
+def _dump_by_element(native: list[Any]) -> bytes | None:
+    """The bytes ``orjson.dumps(native, option=OPT_INDENT_2 | OPT_APPEND_NEWLINE)`` gives,
+    written one record at a time (each :class:`RawRef` parsed only while it is written),
+    or ``None`` when orjson refuses a record.
+
+    orjson indents each level by two spaces and a string never holds a raw line break
+    (JSON escapes it), so a record written on its own, with two spaces after each of
+    its line breaks, is the record as written inside the array.
+    """
+    if not native:
+        return b"[]\n"
+    out = io.BytesIO()
+    out.write(b"[\n  ")
+    option = orjson.OPT_INDENT_2
+    for position, record in enumerate(native):
+        try:
+            chunk = orjson.dumps(resolve(record), option=option)
+        except TypeError:
+            return None
+        if position:
+            out.write(b",\n  ")
+        out.write(chunk.replace(b"\n", b"\n  "))
+    out.write(b"\n]\n")
+    return out.getvalue()

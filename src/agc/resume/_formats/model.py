@@ -26,8 +26,10 @@ __all__ = [
     "FormatSpec",
     "History",
     "Message",
+    "RawRef",
     "arguments_are_json",
     "foreign_tool_marker",
+    "resolve",
 ]
 
 FormatName = Literal["openai-chat", "anthropic", "openai-responses", "codex-rollout", "claude-code"]
@@ -45,7 +47,35 @@ Family = Literal["chat", "anthropic", "responses"]
 BlockKind = Literal["call", "result", "text", "reasoning", "other"]
 
 
-@dataclass(eq=False)
+class RawRef:
+    """Where a native object of a history read from a file is, instead of the object.
+
+    A long history read by :func:`~agc.resume._formats.detect.load_history` keeps its
+    records as the file's text (see :mod:`.lean`), not as parsed objects (which take
+    several times the file's size); a message's ``raw`` then names record ``index`` and
+    the ``path`` of keys and list positions inside it, and is parsed again when read.
+    """
+
+    __slots__ = ("index", "path", "records")
+
+    def __init__(self, records: Sequence[Any], index: int, path: tuple[str | int, ...]) -> None:
+        self.records = records
+        self.index = index
+        self.path = path
+
+    def resolve(self) -> Any:
+        """The native object (a fresh copy at each call)."""
+        value = self.records[self.index]
+        for step in self.path:
+            value = value[step]
+        return value
+
+
+def resolve(raw: Any) -> Any:
+    """``raw`` itself, or the object a :class:`RawRef` names."""
+    return raw.resolve() if type(raw) is RawRef else raw
+
+
 class Block:
     """One part of a message: a tool call, a tool result, text, reasoning or other.
 
@@ -60,18 +90,49 @@ class Block:
         origin: index of the native record it came from; ``None`` for a block the
             repair created.
         synthetic: True for a result the repair created.
+
+    Compared by identity; ``__slots__``: a long history holds millions of them.
     """
 
-    kind: BlockKind
-    raw: Any
-    call_id: str | None = None
-    name: str | None = None
-    arguments: Any = None
-    origin: int | None = None
-    synthetic: bool = False
+    __slots__ = ("_raw", "arguments", "call_id", "kind", "name", "origin", "synthetic")
+
+    def __init__(
+        self,
+        kind: BlockKind,
+        raw: Any,
+        call_id: str | None = None,
+        name: str | None = None,
+        arguments: Any = None,
+        origin: int | None = None,
+        synthetic: bool = False,
+    ) -> None:
+        self.kind: BlockKind = kind
+        self._raw = raw
+        self.call_id = call_id
+        self.name = name
+        self.arguments = arguments
+        self.origin = origin
+        self.synthetic = synthetic
+
+    @property
+    def raw(self) -> Any:
+        return resolve(self._raw)
+
+    @raw.setter
+    def raw(self, value: Any) -> None:
+        self._raw = value
+
+    def native(self) -> Any:
+        """``raw`` as held: the object, or its :class:`RawRef` (not parsed)."""
+        return self._raw
+
+    def __repr__(self) -> str:
+        return (
+            f"Block({self.kind!r}, call_id={self.call_id!r}, name={self.name!r}, "
+            f"origin={self.origin!r}, synthetic={self.synthetic!r})"
+        )
 
 
-@dataclass(eq=False)
 class Message:
     """One message of the neutral view.
 
@@ -81,19 +142,46 @@ class Message:
         raw: the native message (``None`` when it spans several records or is new).
         origin: index of its first native record (``None`` when new).
         dirty: True when the repair changed it, so the writer must rebuild it.
+
+    Compared by identity; ``__slots__``, as :class:`Block`.
     """
 
-    role: str
-    blocks: list[Block]
-    raw: Any = None
-    origin: int | None = None
-    dirty: bool = False
+    __slots__ = ("_raw", "blocks", "dirty", "origin", "role")
+
+    def __init__(
+        self,
+        role: str,
+        blocks: list[Block],
+        raw: Any = None,
+        origin: int | None = None,
+        dirty: bool = False,
+    ) -> None:
+        self.role = role
+        self.blocks = blocks
+        self._raw = raw
+        self.origin = origin
+        self.dirty = dirty
+
+    @property
+    def raw(self) -> Any:
+        return resolve(self._raw)
+
+    @raw.setter
+    def raw(self, value: Any) -> None:
+        self._raw = value
+
+    def native(self) -> Any:
+        """``raw`` as held: the object, or its :class:`RawRef` (not parsed)."""
+        return self._raw
 
     def calls(self) -> list[Block]:
         return [block for block in self.blocks if block.kind == "call"]
 
     def results(self) -> list[Block]:
         return [block for block in self.blocks if block.kind == "result"]
+
+    def __repr__(self) -> str:
+        return f"Message({self.role!r}, {self.blocks!r}, origin={self.origin!r})"
 
 
 @dataclass
@@ -104,7 +192,8 @@ class History:
         format: the format it was read as.
         messages: the neutral view.
         records: the native records (parsed JSON values; for session files, one per
-            line, a non-JSON line as its text).
+            line, a non-JSON line as its text). For a JSON array read from a file, a
+            sequence that parses each record from the file's text when it is read.
         lines: for session files, each line's exact text (without its line break).
         final_newline: for session files, whether the last line ended with a newline.
         skipped: indices of records that are not part of the history (session-file
@@ -115,7 +204,7 @@ class History:
 
     format: FormatName
     messages: list[Message]
-    records: list[Any]
+    records: Sequence[Any]
     lines: list[str] | None = None
     final_newline: bool = True
     skipped: list[int] = field(default_factory=list)

@@ -13,7 +13,7 @@ from typing import Any
 from agc.errors import HistoryFormatError
 from agc.resume._formats.model import Block, FormatSpec, History, Message, foreign_tool_marker
 
-__all__ = ["SPEC", "read", "write"]
+__all__ = ["SPEC", "read", "read_one", "write"]
 
 
 def read(records: Sequence[Any]) -> History:
@@ -23,59 +23,58 @@ def read(records: Sequence[Any]) -> History:
         HistoryFormatError: an entry is not an object with a string ``role``, or a
             ``tool_calls`` entry is not an object.
     """
-    messages: list[Message] = []
-    for index, record in enumerate(records):
-        if not isinstance(record, dict) or not isinstance(record.get("role"), str):
-            raise HistoryFormatError(f"message {index} is not an object with a string 'role'")
-        foreign = foreign_tool_marker(record, "chat")
-        if foreign is not None:
-            raise HistoryFormatError(f"message {index} holds {foreign}, not an openai-chat message")
-        role = record["role"]
-        blocks: list[Block] = []
-        if role == "tool":
-            call_id = record.get("tool_call_id")
+    messages = [read_one(record, index) for index, record in enumerate(records)]
+    return History("openai-chat", messages, list(records))
+
+
+def read_one(record: Any, index: int) -> Message:
+    """The message of one Chat Completions record at ``index`` (see :func:`read`)."""
+    if not isinstance(record, dict) or not isinstance(record.get("role"), str):
+        raise HistoryFormatError(f"message {index} is not an object with a string 'role'")
+    foreign = foreign_tool_marker(record, "chat")
+    if foreign is not None:
+        raise HistoryFormatError(f"message {index} holds {foreign}, not an openai-chat message")
+    role = record["role"]
+    blocks: list[Block] = []
+    if role == "tool":
+        call_id = record.get("tool_call_id")
+        blocks.append(
+            Block(
+                "result",
+                record,
+                call_id=call_id if isinstance(call_id, str) else None,
+                origin=index,
+            )
+        )
+    else:
+        content = record.get("content")
+        if content not in (None, "", []):
+            blocks.append(Block("text", content, origin=index))
+        tool_calls = record.get("tool_calls") if role == "assistant" else None
+        for call in tool_calls or []:
+            if not isinstance(call, dict):
+                raise HistoryFormatError(f"message {index}: a tool_calls entry is not an object")
+            function = call.get("function")
+            if call.get("type") == "custom":  # {"custom": {"name", "input"}}
+                function = call.get("custom")
+                if isinstance(function, dict):
+                    function = {
+                        "name": function.get("name"),
+                        "arguments": function.get("input"),
+                    }
+            function = function if isinstance(function, dict) else {}
+            call_id = call.get("id")
             blocks.append(
                 Block(
-                    "result",
-                    record,
-                    call_id=call_id if isinstance(call_id, str) else None,
+                    "call",
+                    call,
+                    call_id=call_id if isinstance(call_id, str) and call_id else None,
+                    name=function.get("name") if isinstance(function.get("name"), str) else None,
+                    arguments=function.get("arguments"),
                     origin=index,
                 )
             )
-        else:
-            content = record.get("content")
-            if content not in (None, "", []):
-                blocks.append(Block("text", content, origin=index))
-            tool_calls = record.get("tool_calls") if role == "assistant" else None
-            for call in tool_calls or []:
-                if not isinstance(call, dict):
-                    raise HistoryFormatError(
-                        f"message {index}: a tool_calls entry is not an object"
-                    )
-                function = call.get("function")
-                if call.get("type") == "custom":  # {"custom": {"name", "input"}}
-                    function = call.get("custom")
-                    if isinstance(function, dict):
-                        function = {
-                            "name": function.get("name"),
-                            "arguments": function.get("input"),
-                        }
-                function = function if isinstance(function, dict) else {}
-                call_id = call.get("id")
-                blocks.append(
-                    Block(
-                        "call",
-                        call,
-                        call_id=call_id if isinstance(call_id, str) and call_id else None,
-                        name=function.get("name")
-                        if isinstance(function.get("name"), str)
-                        else None,
-                        arguments=function.get("arguments"),
-                        origin=index,
-                    )
-                )
-        messages.append(Message(role, blocks, raw=record, origin=index))
-    return History("openai-chat", messages, list(records))
+    return Message(role, blocks, raw=record, origin=index)
 
 
 def write(history: History, messages: list[Message]) -> list[Any]:  # noqa: ARG001 - one signature for every format's writer or fact check
@@ -83,7 +82,7 @@ def write(history: History, messages: list[Message]) -> list[Any]:  # noqa: ARG0
     out: list[Any] = []
     for message in messages:
         if not message.dirty:
-            out.append(message.raw)
+            out.append(message.native())  # a RawRef stays one: written without a copy
             continue
         new = dict(message.raw) if isinstance(message.raw, dict) else {"role": message.role}
         calls = [block.raw for block in message.blocks if block.kind == "call"]
@@ -106,7 +105,7 @@ def synthesize(call: Block, text: str) -> Block | None:
 
 def wrap_results(blocks: list[Block]) -> list[Message]:
     """One ``tool`` message per result (a result block's ``raw`` is the whole message)."""
-    return [Message("tool", [block], raw=block.raw, origin=block.origin) for block in blocks]
+    return [Message("tool", [block], raw=block.native(), origin=block.origin) for block in blocks]
 
 
 SPEC = FormatSpec(

@@ -15,7 +15,7 @@ from typing import Any, Final
 from agc.errors import HistoryFormatError
 from agc.resume._formats.model import Block, FormatSpec, History, Message, foreign_tool_marker
 
-__all__ = ["CALL_TYPES", "OUTPUT_TYPES", "SPEC", "item_message", "read", "write"]
+__all__ = ["CALL_TYPES", "OUTPUT_TYPES", "SPEC", "item_message", "read", "read_one", "write"]
 
 CALL_TYPES: Final[dict[str, str | None]] = {
     "function_call": "function_call_output",
@@ -89,21 +89,24 @@ def read(records: Sequence[Any]) -> History:
     Raises:
         HistoryFormatError: an entry is not an object with a ``type`` or a ``role``.
     """
-    messages: list[Message] = []
-    for index, record in enumerate(records):
-        foreign = foreign_tool_marker(record, "responses")
-        if foreign is not None:
-            raise HistoryFormatError(f"item {index} holds {foreign}, not a Responses item")
-        message = item_message(record, index)
-        if message is None:
-            raise HistoryFormatError(f"item {index} is not an object with a 'type' or 'role'")
-        messages.append(message)
+    messages = [read_one(record, index) for index, record in enumerate(records)]
     return History("openai-responses", messages, list(records))
+
+
+def read_one(record: Any, index: int) -> Message:
+    """The message of one Responses item at ``index`` (see :func:`read`)."""
+    foreign = foreign_tool_marker(record, "responses")
+    if foreign is not None:
+        raise HistoryFormatError(f"item {index} holds {foreign}, not a Responses item")
+    message = item_message(record, index)
+    if message is None:
+        raise HistoryFormatError(f"item {index} is not an object with a 'type' or 'role'")
+    return message
 
 
 def write(history: History, messages: list[Message]) -> list[Any]:  # noqa: ARG001 - one signature for every format's writer or fact check
     """Return the repaired items (items are never edited, only kept, dropped or added)."""
-    return [message.raw for message in messages]
+    return [message.native() for message in messages]  # a RawRef stays one
 
 
 def make_synthesizer(shell_output_type: str) -> Any:
@@ -125,7 +128,7 @@ def make_synthesizer(shell_output_type: str) -> Any:
 
 def wrap_results(blocks: list[Block]) -> list[Message]:
     """One output item per result."""
-    return [Message("tool", [block], raw=block.raw, origin=block.origin) for block in blocks]
+    return [Message("tool", [block], raw=block.native(), origin=block.origin) for block in blocks]
 
 
 SPEC = FormatSpec(
