@@ -162,6 +162,8 @@ def test_resume_check_imports_only_the_resume_command(tmp_path: Path) -> None:
     assert code == 0
     assert _subcommand_modules(loaded) == {"agc.cli.resume"}
     assert {"cryptography", "rfc8785", "boto3", "pydantic"} & loaded == set()
+    # A check writes no snapshot: the secret detector (hundreds of patterns) stays unloaded.
+    assert "agc._core.redact" not in loaded
 
 
 @pytest.mark.parametrize(

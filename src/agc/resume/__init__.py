@@ -9,7 +9,6 @@ See ``docs/resume.md``. The public API::
 
 from __future__ import annotations
 
-from agc._core.redact import redact_text, redact_value
 from agc.resume._formats import FORMAT_NAMES, FormatName, detect_format, load_history
 from agc.resume._repair import (
     ACTIONS,
@@ -70,3 +69,13 @@ __all__ = [
     "save_snapshot",
     "verify_history",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The secret detector compiles a few hundred patterns at import (~10 ms): load it
+    # only when a snapshot or a repair needs it, not for ``agc resume --check``.
+    if name in ("redact_text", "redact_value"):
+        from agc._core import redact  # noqa: PLC0415
+
+        return getattr(redact, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,6 @@ from typing import Any, Final, Literal
 
 from agc._core import json as strict_json
 from agc._core.digest import new_hasher
-from agc._core.redact import redact_value
 from agc._core.report import Report
 from agc.errors import JsonInvalidError, RepairIncompleteError, UsageError
 from agc.resume._formats.detect import _READ_ONE, dump_history, get_spec, history_from_lines
@@ -542,7 +541,7 @@ class _Repairer:
             call_id=call.call_id if call is not None else None,
             tool_name=call.name if call is not None else None,
             # The report is printed and logged: never a secret the arguments hold.
-            arguments=redact_value(call.arguments) if call is not None else None,
+            arguments=_redacted(call.arguments) if call is not None else None,
             idempotency_key=key,
             reason=reason,
         )
@@ -939,3 +938,11 @@ def _followed(messages: Sequence[Message], index: int) -> bool:
             continue
         return message.role == "assistant" and kind in {"call", "text", "other"}
     return False
+
+
+def _redacted(value: object) -> object:
+    """``value`` with secrets replaced (:func:`agc._core.redact.redact_value`), the
+    detector loaded on first use."""
+    from agc._core.redact import redact_value  # noqa: PLC0415 - ~10 ms import
+
+    return redact_value(value)

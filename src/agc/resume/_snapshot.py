@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import zstandard
 
@@ -40,7 +40,6 @@ from agc._core.digest import (
 )
 from agc._core.fs import prepare_write, read_small_file
 from agc._core.objstore import object_store_of
-from agc._core.redact import RedactionStats, redact_value
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import (
     format_sidecar,
@@ -69,6 +68,9 @@ from agc.errors import (
 )
 from agc.resume._formats.detect import get_spec
 from agc.resume._formats.model import FormatName
+
+if TYPE_CHECKING:
+    from agc._core.redact import RedactionStats
 
 __all__ = [
     "ALLOWED_CONFIG_KEYS",
@@ -266,6 +268,10 @@ def sanitize_snapshot(
     id is redacted by :func:`agc._core.redact.redact_value` (a call id redacted in the
     messages is redacted the same way in ``toolCallState``).
     """
+    # The detector compiles a few hundred patterns at import: loaded here, on first use,
+    # so that commands which never write a snapshot (``agc resume --check``) skip it.
+    from agc._core.redact import RedactionStats, redact_value  # noqa: PLC0415
+
     stats = RedactionStats()
     # Only plain values: a credential nested under an allowed key ({"provider": {"apiKey":
     # …}}) is not on the allow-list either.
@@ -292,6 +298,8 @@ def _redact_state(state: ToolCallState, stats: RedactionStats) -> ToolCallState:
     pending = state.pending_tool_call_id
     if pending is None:
         return state
+    from agc._core.redact import redact_value  # noqa: PLC0415 - see sanitize_snapshot
+
     return ToolCallState(state.in_flight, redact_value(pending, stats))
 
 
