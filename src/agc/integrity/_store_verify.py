@@ -27,9 +27,9 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, TypeAlias, get_args
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
 
 from agc._core.fs import is_temp_name, read_small_file
 from agc._core.objstore import Retention, object_store_of
@@ -63,7 +63,10 @@ from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._parallel import map_checks
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import archived_manifest_path, read_manifest
-from agc.integrity._verify import RunReport, check_run, signature_required
+from agc.integrity._verify import RunReport, check_folder_run, signature_required
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = ["StoreFindingCode", "StoreReport", "check_store"]
 
@@ -279,16 +282,21 @@ def check_store(
     layout = StoreLayout.at(folder_store(store))
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
-    local_check = LocalRunCheck(str(layout.root), raw_keys, required)
+    view = LocalStoreView(layout)
 
     def local_runs(run_ids: list[str]) -> list[RunReport]:
         if jobs == 1 and scheduler is None:
             check = LocalRunCheck(str(layout.root), raw_keys, required, trusted_keys)
-            return map_checks(check, run_ids, progress=progress)
-        return map_checks(local_check, run_ids, jobs=jobs, scheduler=scheduler, progress=progress)
+            results = map_checks(check, run_ids, progress=progress)
+        else:
+            check = LocalRunCheck(str(layout.root), raw_keys, required)
+            results = map_checks(check, run_ids, jobs=jobs, scheduler=scheduler, progress=progress)
+        # The chain is judged against the manifests the runs were judged by (one read).
+        view.remember(zip(run_ids, (manifest for _, manifest in results), strict=True))
+        return [report for report, _ in results]
 
     try:
-        return _check_store(LocalStoreView(layout), local_runs, expect_head)
+        return _check_store(view, local_runs, expect_head)
     except OSError as exc:
         # A folder or chain file of the store cannot be read: exit 3, never a verdict.
         raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
@@ -313,15 +321,22 @@ class LocalRunCheck:
     require_signature: bool
     keys: Mapping[str, Ed25519PublicKey] | None = field(default=None, compare=False)
 
-    def __call__(self, run_id: str) -> RunReport:
+    def __call__(self, run_id: str) -> tuple[RunReport, RunManifest | str | None]:
+        """The run's report, and the manifest it was judged by (see
+        :func:`~agc.integrity._verify.check_folder_run`)."""
         keys = self.keys
         if keys is None and self.trusted:
             from agc.integrity._s3_verify import _public_keys  # noqa: PLC0415
 
             keys = _public_keys(self.trusted)
-        return check_run(
-            run_id, self.root, trusted_keys=keys, require_signature=self.require_signature
+        validate_run_id(run_id)
+        return check_folder_run(
+            run_id, self._layout, trusted_keys=keys, require_signature=self.require_signature
         )
+
+    @cached_property
+    def _layout(self) -> StoreLayout:
+        return StoreLayout(Path(self.root))
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -391,6 +406,7 @@ class LocalStoreView:
                 layout.legacy_tool_events_path.name,
             }
         )
+        self._manifests: dict[str, RunManifest | str | None] = {}
 
     def list_dir(self, folder: str) -> list[str] | None:
         path = self.layout.root / folder
@@ -421,8 +437,18 @@ class LocalStoreView:
     def read_head(self) -> ChainHead | None:
         return read_head(self.layout)
 
+    def remember(self, manifests: Iterable[tuple[str, RunManifest | str | None]]) -> None:
+        """Keep the manifests the runs' checks read: :meth:`read_manifest` returns these
+        (a string: why the manifest is unusable, raised as ``ManifestInvalidError``)."""
+        self._manifests.update(manifests)
+
     def read_manifest(self, run_id: str) -> RunManifest | None:
-        return read_manifest(self.layout, run_id)
+        if run_id not in self._manifests:
+            return read_manifest(self.layout, run_id)
+        found = self._manifests[run_id]
+        if isinstance(found, str):
+            raise ManifestInvalidError(found)
+        return found
 
     def read_archived(self, run_id: str, position: int) -> RunManifest | None:
         path = archived_manifest_path(self.layout, run_id, position)

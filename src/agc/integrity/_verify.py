@@ -737,7 +737,31 @@ def check_run(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
     validate_run_id(run_id)
-    layout = StoreLayout.at(store)
+    report, _ = check_folder_run(
+        run_id,
+        StoreLayout.at(store),
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+    )
+    return report
+
+
+def check_folder_run(
+    run_id: str,
+    layout: StoreLayout,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+) -> tuple[RunReport, RunManifest | str | None]:
+    """:func:`check_run` on a folder store, with the manifest it judged the run by.
+
+    ``agc-verify --all`` judges the store chain against that same manifest, read once.
+    The second member is the manifest, ``None`` when the run has none, or why it is
+    unusable (a ``manifest-invalid`` or ``not-regular-file`` finding of the report).
+
+    Raises:
+        RunIdInvalidError, StoreError: as :func:`check_run`.
+    """
     if not os.path.lexists(layout.root):
         # No store at all holds no run either: the same verdict as an empty store
         # (``run-missing``, exit 1), not an unreadable one.
@@ -745,7 +769,7 @@ def check_run(
             observe_artifact(layout.artifact_path(run_id, kind), kind, seal=None)
             for kind in ARTIFACT_KINDS
         ]
-        return _run_missing(run_id, layout, absent, store_exists=False)
+        return _run_missing(run_id, layout, absent, store_exists=False), None
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} is not a folder")
     findings: list[_Finding] = []
@@ -762,6 +786,7 @@ def check_run(
                 "not-regular-file", "run manifest is a symlink or not a file", artifact="manifest"
             )
         )
+    judged: RunManifest | str | None = findings[0].message if findings else manifest
 
     observations: list[ArtifactObservation] = []
     for kind in ARTIFACT_KINDS:
@@ -783,7 +808,7 @@ def check_run(
         and not shared_records
         and all(o.file_type == "absent" and not o.sidecars for o in observations)
     ):
-        return _run_missing(run_id, layout, observations)
+        return _run_missing(run_id, layout, observations), None
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
@@ -821,7 +846,7 @@ def check_run(
 
     status, key_id = _judge_signature(manifest, trusted_keys, require_signature, findings)
     findings.extend(recovered_findings(manifest))
-    return RunReport(
+    report = RunReport(
         run_id=run_id,
         store=str(layout.root),
         findings=tuple(findings),
@@ -831,6 +856,7 @@ def check_run(
         signature=status,
         key_id=key_id,
     )
+    return report, judged
 
 
 def recovered_findings(manifest: RunManifest | None) -> list[_Finding]:
