@@ -27,10 +27,18 @@ from tests.integrity.evidence_helpers import write_run
 from tests.integrity.test_store_verify import TAMPERING
 
 
+class _UncachedView(store_verify.LocalStoreView):
+    """The store view as it was: every listing and manifest read afresh."""
+
+    def list_dir(self, folder: str) -> list[str] | None:
+        path = self.layout.root / folder
+        return sorted(os.listdir(path)) if path.is_dir() else None
+
+
 def _reference(store: Path, expect_head: str | None = None) -> StoreReport:
     """The report as check_store composed it before: nothing remembered, every manifest
-    read from disk again by the chain checks."""
-    view = store_verify.LocalStoreView(StoreLayout.at(store))
+    read from disk again by the chain checks, each run checked without the listing."""
+    view = _UncachedView(StoreLayout.at(store))
     return store_verify._check_store(  # the reference composition
         view, lambda run_ids: [check_run(run_id, store) for run_id in run_ids], expect_head
     )
@@ -69,7 +77,25 @@ def _unchained_run(store: Path) -> None:
     log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
 
 
+def _shared_legacy_events(store: Path) -> None:
+    record = {"run_id": "a", "seq": 0, "type": "tool_call"}
+    (store / "audit/tool-events.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def _sha256_sidecar_beside(store: Path) -> None:
+    (store / "audit/transcripts/b.jsonl.sha256").write_text("0" * 64 + "  b.jsonl\n")
+
+
+def _sidecar_symlink(store: Path) -> None:
+    path = store / "audit/tool-events/c.jsonl.b3"
+    os.replace(path, store / "c.b3")
+    path.symlink_to(store / "c.b3")
+
+
 EXTRA: list[tuple[str, Callable[[Path], None]]] = [
+    ("legacy-shared-tool-events", _shared_legacy_events),
+    ("sha256-sidecar-beside", _sha256_sidecar_beside),
+    ("sidecar-symlink", _sidecar_symlink),
     ("manifest-invalid-json", _invalid_manifest),
     ("manifest-of-another-run", _manifest_of_another_run),
     ("manifest-symlink", _manifest_symlink),

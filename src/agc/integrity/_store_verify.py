@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
 
+from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.fs import is_temp_name, read_small_file
 from agc._core.objstore import Retention, object_store_of
 from agc._core.report import Finding, Report
@@ -273,7 +274,7 @@ def check_store(
         s3_check = ObjectRunCheck(remote, raw_keys, required, policy)
 
         def s3_runs(run_ids: list[str]) -> list[RunReport]:
-            items = [(run_id, s3_view.run_versions(run_id)) for run_id in run_ids]
+            items = [s3_view.run_item(run_id) for run_id in run_ids]
             return map_checks(s3_check, items, jobs=jobs, scheduler=scheduler, progress=progress)
 
         return _check_store(s3_view, s3_runs, expect_head)
@@ -285,12 +286,14 @@ def check_store(
     view = LocalStoreView(layout)
 
     def local_runs(run_ids: list[str]) -> list[RunReport]:
+        shared = layout.legacy_tool_events_path.name in (view.list_dir("audit") or ())
+        items = [(run_id, view.listed_names(run_id)) for run_id in run_ids]
         if jobs == 1 and scheduler is None:
-            check = LocalRunCheck(str(layout.root), raw_keys, required, trusted_keys)
-            results = map_checks(check, run_ids, progress=progress)
+            check = LocalRunCheck(str(layout.root), raw_keys, required, shared, trusted_keys)
+            results = map_checks(check, items, progress=progress)
         else:
-            check = LocalRunCheck(str(layout.root), raw_keys, required)
-            results = map_checks(check, run_ids, jobs=jobs, scheduler=scheduler, progress=progress)
+            check = LocalRunCheck(str(layout.root), raw_keys, required, shared)
+            results = map_checks(check, items, jobs=jobs, scheduler=scheduler, progress=progress)
         # The chain is judged against the manifests the runs were judged by (one read).
         view.remember(zip(run_ids, (manifest for _, manifest in results), strict=True))
         return [report for report, _ in results]
@@ -319,11 +322,14 @@ class LocalRunCheck:
     root: str
     trusted: Mapping[str, bytes]
     require_signature: bool
+    shared_events: bool = True
     keys: Mapping[str, Ed25519PublicKey] | None = field(default=None, compare=False)
 
-    def __call__(self, run_id: str) -> tuple[RunReport, RunManifest | str | None]:
+    def __call__(self, item: LocalRunItem) -> tuple[RunReport, RunManifest | str | None]:
         """The run's report, and the manifest it was judged by (see
-        :func:`~agc.integrity._verify.check_folder_run`)."""
+        :func:`~agc.integrity._verify.check_folder_run`); ``item`` is the run id and the
+        names of its files the store listing holds."""
+        run_id, listed = item
         keys = self.keys
         if keys is None and self.trusted:
             from agc.integrity._s3_verify import _public_keys  # noqa: PLC0415
@@ -331,7 +337,12 @@ class LocalRunCheck:
             keys = _public_keys(self.trusted)
         validate_run_id(run_id)
         return check_folder_run(
-            run_id, self._layout, trusted_keys=keys, require_signature=self.require_signature
+            run_id,
+            self._layout,
+            trusted_keys=keys,
+            require_signature=self.require_signature,
+            listed=listed,
+            shared_events=self.shared_events,
         )
 
     @cached_property
@@ -343,12 +354,17 @@ class LocalRunCheck:
             "root": self.root,
             "trusted": self.trusted,
             "require_signature": self.require_signature,
+            "shared_events": self.shared_events,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "keys", None)
+
+
+LocalRunItem: TypeAlias = tuple[str, Mapping[ArtifactKind, Container[str]]]
+"""A run for :class:`LocalRunCheck`: its id, and the names of its files in the listing."""
 
 
 class StoreView(Protocol):
@@ -407,10 +423,28 @@ class LocalStoreView:
             }
         )
         self._manifests: dict[str, RunManifest | str | None] = {}
+        self._listings: dict[str, list[str] | None] = {}
+        self._listed_sets: dict[ArtifactKind, frozenset[str]] = {}
 
     def list_dir(self, folder: str) -> list[str] | None:
-        path = self.layout.root / folder
-        return sorted(os.listdir(path)) if path.is_dir() else None
+        # Listed once: the runs, the stray files and the chain checks see one listing.
+        if folder not in self._listings:
+            path = self.layout.root / folder
+            self._listings[folder] = sorted(os.listdir(path)) if path.is_dir() else None
+        return self._listings[folder]
+
+    def listed_names(self, run_id: str) -> dict[ArtifactKind, frozenset[str]]:
+        """The names of the run's artifact files and sidecars in the listing."""
+        found: dict[ArtifactKind, frozenset[str]] = {}
+        for kind in ARTIFACT_KINDS:
+            if kind not in self._listed_sets:
+                self._listed_sets[kind] = frozenset(self.list_dir(_FOLDERS[kind]) or ())
+            names = self._listed_sets[kind]
+            base = f"{run_id}.jsonl"
+            found[kind] = frozenset(
+                n for n in (base, *(base + s for s in SIDECAR_SUFFIXES.values())) if n in names
+            )
+        return found
 
     def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
         try:
