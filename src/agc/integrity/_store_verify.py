@@ -159,8 +159,9 @@ def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
             )
         else:
             findings.append(_unexpected(f"audit/{name}"))
-    # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store).
-    companions: list[tuple[str, ArtifactKind, str, str]] = []
+    # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store,
+    # whether it is a quarantine file).
+    companions: list[tuple[str, ArtifactKind, str, str, bool]] = []
     for kind in ARTIFACT_KINDS:
         folder = _FOLDERS[kind]
         for name in view.list_dir(folder) or []:
@@ -171,7 +172,8 @@ def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
             elif name.endswith(".jsonl"):
                 runs.add(match.group("run"))
             else:
-                companions.append((match.group("run"), kind, name, relative))
+                quarantine = match.group("quarantine") is not None
+                companions.append((match.group("run"), kind, name, relative, quarantine))
     for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
         name_run = match and (match.group("run") or match.group("lock") or match.group("archived"))
@@ -180,17 +182,12 @@ def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
             findings.append(_unexpected(f"audit/manifests/{name}"))
         elif match.group("run"):
             runs.add(match.group("run"))
-    for run_id, kind, name, relative in companions:
+    for run_id, kind, name, relative, quarantine in companions:
         if run_id not in runs:
             findings.append(_unexpected(relative))  # beside no artifact file, no manifest
-        elif _is_quarantine_name(name) and not _quarantine_listed(view, run_id, kind, name):
+        elif quarantine and not _quarantine_listed(view, run_id, kind, name):
             findings.append(_unexpected(relative))
     return runs
-
-
-def _is_quarantine_name(name: str) -> bool:
-    match = _ARTIFACT_FILE.fullmatch(name)
-    return match is not None and match.group("quarantine") is not None
 
 
 def _quarantine_listed(view: StoreView, run_id: str, kind: ArtifactKind, name: str) -> bool:
