@@ -32,6 +32,9 @@ EXPECTED_TARGETS = {
     "close-flat",
     "history-validate-linear",
     "history-repair-linear",
+    "bulk-command",
+    "bulk-command-json",
+    "bulk-linear",
 }
 
 
