@@ -702,18 +702,10 @@ def bench_history(ctx: Context) -> Section:
 # -- 6. bulk verification ------------------------------------------------------------
 
 
-def bench_bulk(ctx: Context) -> Section:
-    count = 100 if ctx.quick else 10_000
-    section = Section(
-        "bulk",
-        "6. Bulk verification",
-        f"check_run() over a store of {count:,} small sealed runs (4 transcript records, "
-        "2 tool events each) vs `b3sum --check` over all their sidecars (one process per "
-        "folder); no target, the ratio is for information.",
-    )
-    store = ctx.fresh("bulk-store")
-    records = tool_records(6, ctx.sizes)
-    run_ids = [f"run-{index:05d}" for index in range(count)]
+def _build_small_runs(store: Path, count: int, sizes: RecordSizes) -> list[str]:
+    """``count`` small sealed runs (4 transcript records, 2 tool events each)."""
+    records = tool_records(6, sizes)
+    run_ids = [f"run-{index:06d}" for index in range(count)]
     with _no_fsync():
         for run_id in run_ids:
             with open_run(run_id, store=store, fsync="none") as run:
@@ -721,13 +713,36 @@ def bench_bulk(ctx: Context) -> Section:
                     run.transcript.write(record)
                 for record in records[4:]:
                     run.tool_events.write(record)
+    return run_ids
 
-    def library() -> None:
-        for run_id in run_ids:
-            if not check_run(run_id, store).complete:
-                raise RuntimeError(f"benchmark run {run_id} is not complete")
 
-    variants = [Variant("check_run() per run", library)]
+def bench_bulk(ctx: Context) -> Section:
+    count = 100 if ctx.quick else 10_000
+    # The linearity row: the library's check_store() over `count` runs vs a tenth of
+    # them (AGC_BENCH_BULK_LINEAR=100000 measures 100,000 vs 10,000: ~600,000 files).
+    large = int(os.environ.get("AGC_BENCH_BULK_LINEAR") or count)
+    small = max(1, large // 10)
+    section = Section(
+        "bulk",
+        "6. Bulk verification (agc-verify --all)",
+        f"The command `agc-verify --all --store STORE` (process start included; agc "
+        f"byte-compiled as installed; stdout to /dev/null, so plain text), and with "
+        f"`--json`, over a store of {count:,} small sealed runs (4 transcript records, "
+        "2 tool events each), vs `b3sum --check` over all their sidecars (one process per "
+        "artifact folder: the sidecars name files relative to their folder). The target "
+        "is on time: agc time / b3sum time <= 6 (the ratio column is b3sum time / agc "
+        f"time, so >= {1 / 6:.3f}). Linearity: check_store() (library: start-up excluded) "
+        f"over {large:,} runs vs {small:,} runs of the same kind, time ratio.",
+    )
+    _compile_agc()
+    store = ctx.fresh("bulk-store")
+    run_ids = _build_small_runs(store, count, ctx.sizes)
+    command = _agc_verify_command()
+    variants: list[Variant] = []
+    if command is not None:
+        argv = [command, "--all", "--store", str(store)]
+        variants.append(command_variant("agc-verify --all", argv))
+        variants.append(command_variant("agc-verify --all --json", [*argv, "--json"]))
     b3sum = find_tool("b3sum")
     if b3sum is not None:
         commands = [
@@ -740,30 +755,93 @@ def bench_bulk(ctx: Context) -> Section:
         ]
 
         def both() -> None:
-            for command in commands:
-                command.run()
+            for each in commands:
+                each.run()
 
         variants.append(Variant("b3sum --check, all sidecars", both))
     timings = interleaved(variants, rounds=ctx.rounds)
-    base = timings.get("b3sum --check, all sidecars")
+    base_name = "b3sum --check, all sidecars"
+    base = timings.get(base_name)
+    for name in ("agc-verify --all", "agc-verify --all --json"):
+        if name in timings:
+            section.rows.append(
+                Row.timed(
+                    name,
+                    timings[name],
+                    work=count,
+                    unit="runs/s",
+                    baseline=base,
+                    baseline_name=base_name if base else None,
+                )
+            )
+        else:
+            section.rows.append(Row(name, skipped="agc-verify not installed beside this Python"))
+    if base is not None:
+        section.rows.append(Row.timed(base_name, base, work=count, unit="runs/s"))
+    else:
+        section.rows.append(Row(base_name, skipped=_missing("b3sum")))
+    for row_name, target_id in (
+        ("agc-verify --all", "bulk-command"),
+        ("agc-verify --all --json", "bulk-command-json"),
+    ):
+        ratio = next((r.ratio for r in section.rows if r.name == row_name), None)
+        section.targets.append(
+            Target.judge(
+                target_id,
+                f"`{row_name}` takes <= 6x the time of b3sum --check over all sidecars "
+                "(b3sum time / agc time >= 0.167)",
+                ratio,
+                threshold=round(1 / 6, 3),
+                op=">=",
+                note=(
+                    (f"{count:,} runs" + (" (quick: start-up dominates)" if ctx.quick else ""))
+                    if base
+                    else _missing("b3sum")
+                ),
+            )
+        )
+    if large != count:
+        shutil.rmtree(store)
+        store = ctx.fresh("bulk-store")
+        _build_small_runs(store, large, ctx.sizes)
+    small_store = ctx.fresh("bulk-store-small")
+    _build_small_runs(small_store, small, ctx.sizes)
+
+    def library(target: Path, n: int) -> Callable[[], None]:
+        def run() -> None:
+            report = check_store(target)
+            if not report.complete or len(report.runs) != n:
+                raise RuntimeError("benchmark store does not verify")
+
+        return run
+
+    growth = interleaved(
+        [
+            Variant(f"check_store(), {large:,} runs", library(store, large)),
+            Variant(f"check_store(), {small:,} runs", library(small_store, small)),
+        ],
+        rounds=ctx.rounds,
+    )
+    big, little = growth[f"check_store(), {large:,} runs"], growth[f"check_store(), {small:,} runs"]
+    section.rows.append(Row.timed(f"check_store(), {large:,} runs", big, work=large, unit="runs/s"))
     section.rows.append(
-        Row.timed(
-            "check_run() per run",
-            timings["check_run() per run"],
-            work=count,
-            unit="runs/s",
-            baseline=base,
-            baseline_name="b3sum --check, all sidecars" if base else None,
+        Row.timed(f"check_store(), {small:,} runs", little, work=small, unit="runs/s")
+    )
+    section.targets.append(
+        Target.judge(
+            "bulk-linear",
+            f"check_store() over {large:,} runs takes <= 12x its time over {small:,} "
+            "(10x the runs: linear growth)",
+            big.median / little.median if little.median > 0 else None,
+            threshold=12.0,
+            op="<=",
+            note="time ratio",
         )
     )
-    if base is not None:
-        section.rows.append(
-            Row.timed("b3sum --check, all sidecars", base, work=count, unit="runs/s")
-        )
-    else:
-        section.rows.append(Row("b3sum --check, all sidecars", skipped=_missing("b3sum")))
     section.extra["runs"] = count
+    section.extra["linearity_runs"] = [small, large]
     shutil.rmtree(store)
+    shutil.rmtree(small_store)
     return section
 
 
@@ -790,28 +868,29 @@ def _mirror_to_s3(store: Path, remote: ObjectStore) -> None:
 
 
 def bench_store_all(ctx: Context) -> Section:
-    # AGC_BENCH_STORE_RUNS overrides the size (moto's server handles ~30 runs/s here, so
-    # the full 10,000 runs take about half an hour).
+    # AGC_BENCH_STORE_RUNS overrides the size. moto's server answers some 200 requests/s
+    # here and a run costs 6 of them (2 sidecars, 2 artifacts, its manifest and its chain
+    # link object), so above 1,000 runs the S3 variants get one round and no warm-up.
     count = int(os.environ.get("AGC_BENCH_STORE_RUNS") or (40 if ctx.quick else 10_000))
     jobs = max(2, default_jobs())
     rounds = min(ctx.rounds, 3)
+    s3_rounds = rounds if count <= 1000 else 1
     section = Section(
         "store_all",
         "7. Store-wide verification (--all), 1 vs N jobs",
         f"check_store() (`agc-verify --all`) over {count:,} small sealed runs, in one process "
         f"and with jobs={jobs} processes, on a folder store and on the same store in S3 "
         "(moto's server on 127.0.0.1, Object Lock bucket); ratio = 1 job / N jobs of the "
-        f"same store in the same run; {rounds} rounds; no target (information).",
+        f"same store in the same run; folder: {rounds} rounds after a warm-up; S3: "
+        + (
+            f"{s3_rounds} rounds after a warm-up"
+            if s3_rounds == rounds
+            else "1 round, no warm-up (moto's speed bounds it; folder and S3 are timed apart)"
+        )
+        + "; no target (information).",
     )
     store = ctx.fresh("store-all")
-    records = tool_records(6, ctx.sizes)
-    with _no_fsync():
-        for index in range(count):
-            with open_run(f"run-{index:05d}", store=store, fsync="none") as run:
-                for record in records[:4]:
-                    run.transcript.write(record)
-                for record in records[4:]:
-                    run.tool_events.write(record)
+    _build_small_runs(store, count, ctx.sizes)
     server = start_server()
     saved = {name: os.environ.get(name) for name in s3_env(server.endpoint)}
     os.environ.update(s3_env(server.endpoint))
@@ -828,13 +907,19 @@ def bench_store_all(ctx: Context) -> Section:
 
             return run
 
-        variants = [
+        folder_variants = [
             Variant("folder, 1 job", check(store, 1)),
             Variant(f"folder, {jobs} jobs", check(store, jobs)),
+        ]
+        s3_variants = [
             Variant("s3, 1 job", check(remote.url, 1)),
             Variant(f"s3, {jobs} jobs", check(remote.url, jobs)),
         ]
-        timings = interleaved(variants, rounds=rounds)
+        if s3_rounds == rounds:
+            timings = interleaved(folder_variants + s3_variants, rounds=rounds)
+        else:
+            timings = interleaved(folder_variants, rounds=rounds)
+            timings |= interleaved(s3_variants, rounds=s3_rounds, warmup=False)
     finally:
         server.stop()
         for name, value in saved.items():

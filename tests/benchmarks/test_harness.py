@@ -38,6 +38,9 @@ EXPECTED_TARGETS = {
     "history-check-memory",
     "history-repair-memory",
     "ledger-record-2x",
+    "bulk-command",
+    "bulk-command-json",
+    "bulk-linear",
 }
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import re
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -117,16 +118,24 @@ def read_sidecar(path: Path, algorithm: Algorithm) -> Sidecar | None:
     return parse_sidecar(data, algorithm=algorithm)
 
 
-def read_sidecars(path: Path) -> dict[Algorithm, Sidecar | str]:
+def read_sidecars(
+    path: Path, *, listed: Container[str] | None = None
+) -> dict[Algorithm, Sidecar | str]:
     """Every sidecar present beside the file ``path``: parsed, or the problem that
     makes it unusable (``"is empty"``, ``"is a symlink or not a regular file"`` …:
     the :class:`~agc.errors.SidecarInvalidError` message without ``"sidecar "``).
+
+    Args:
+        listed: the names in the file's folder, from a listing taken before: a sidecar
+            whose name is not among them is not looked for (``None``: look for each).
 
     Raises:
         StoreError: a sidecar is present but unreadable (see :func:`read_sidecar`).
     """
     found: dict[Algorithm, Sidecar | str] = {}
     for algorithm in ALGORITHMS:
+        if listed is not None and sidecar_name(path.name, algorithm) not in listed:
+            continue
         try:
             sidecar = read_sidecar(path, algorithm)
         except SidecarInvalidError as exc:

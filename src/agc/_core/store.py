@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
@@ -179,11 +180,12 @@ class StoreLayout:
         """Layout of the store chosen by :func:`resolve_store`."""
         return cls(resolve_store(store))
 
-    @property
+    # Cached: ``agc-verify --all`` asks for these paths several times for every run.
+    @cached_property
     def audit_dir(self) -> Path:
         return self.root / "audit"
 
-    @property
+    @cached_property
     def manifests_dir(self) -> Path:
         return self.audit_dir / "manifests"
 
@@ -193,7 +195,11 @@ class StoreLayout:
         return self.audit_dir / "tool-events.jsonl"
 
     def artifact_dir(self, kind: ArtifactKind) -> Path:
-        return self.audit_dir / _ARTIFACT_DIRS[kind]
+        return self._artifact_dirs[kind]
+
+    @cached_property
+    def _artifact_dirs(self) -> dict[ArtifactKind, Path]:
+        return {kind: self.audit_dir / name for kind, name in _ARTIFACT_DIRS.items()}
 
     def artifact_path(self, run_id: str, kind: ArtifactKind) -> Path:
         """``audit/transcripts/<runId>.jsonl`` or ``audit/tool-events/<runId>.jsonl``."""

@@ -7,12 +7,10 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
+import orjson
 import typer
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 from rich.text import Text
 
 from agc.cli.common import (
@@ -26,7 +24,6 @@ from agc.cli.common import (
     run_app,
     write_lines,
 )
-from agc.cli.ledger import format_check
 from agc.cli.verify_text import (
     format_report,
     format_store,
@@ -36,13 +33,22 @@ from agc.cli.verify_text import (
 )
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity._signing import load_trusted_keys
 from agc.integrity._store_verify import StoreReport, check_store
 from agc.integrity._verify import check_run
-from agc.ledger._check import check_turn_file
-from agc.ledger._policy import load_policy
 
-__all__ = ["format_report", "main", "parse_head", "trusted_keys_from", "verify_command"]
+if TYPE_CHECKING:
+    # Imported where used: `agc-verify --all` starts without cryptography, the ledger
+    # and rich's progress and table (a table only on a terminal).
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+__all__ = [
+    "format_report",
+    "json_text",
+    "main",
+    "parse_head",
+    "trusted_keys_from",
+    "verify_command",
+]
 
 VERIFY_HELP = """Check that a run's evidence is complete and untouched.
 
@@ -72,8 +78,43 @@ Examples:
 _HEAD: Final = re.compile(r"[0-9a-fA-F]{64}")
 
 
+_INDENT_OPTION: Final = orjson.OPT_INDENT_2
+
+
+def json_text(data: Any) -> str | None:
+    """``json.dumps(data, indent=2, ensure_ascii=False)``, by orjson (a store report of
+    10,000 runs is some 10 MB of JSON; the json module's indented encoder is pure Python).
+
+    orjson writes the same text for what a report holds: strings (UTF-8 as is; ``"``,
+    ``\\`` and U+0000-U+001F escaped the same way), integers, booleans, ``null``, lists
+    and ``dict`` with string keys, two-space indent, ``": "`` after a key. ``None`` for
+    anything else (a float, whose repr differs; a lone surrogate; another type): the
+    caller then uses the json module.
+    """
+    stack = [data]
+    for item in stack:  # grows while it is walked
+        kind = type(item)
+        if kind is dict:
+            if not all(type(key) is str for key in item):
+                return None
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is int:
+            if not -(2**63) <= item < 2**64:
+                return None
+        elif not (kind is str or kind is bool or item is None):
+            return None
+    try:
+        return orjson.dumps(data, option=_INDENT_OPTION).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate
+        return None
+
+
 def _print_table(report: StoreReport) -> None:
     """``--all`` on a terminal: a table (rich); failing runs first."""
+    from rich.table import Table  # noqa: PLC0415 - only on a terminal
+
     table = Table(title=Text(f"store {report.store}"), show_lines=False)
     for column in ("run", "verdict", "signature", "findings"):
         table.add_column(column, overflow="fold")
@@ -104,6 +145,8 @@ def trusted_keys_from(
     def note(text: str) -> None:
         if not quiet:
             err_console.print(f"note: {text}", markup=False)
+
+    from agc.integrity._signing import load_trusted_keys  # noqa: PLC0415 - cryptography
 
     return load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)
 
@@ -289,6 +332,10 @@ def verify_command(
         retention = Retention(retention_mode.upper(), retention_days)  # type: ignore[arg-type]
     scale = {"jobs": jobs, "scheduler": scheduler, "inventory": inventory, "retention": retention}
     if turn_file is not None:
+        from agc.cli.ledger import format_check  # noqa: PLC0415 - only for --turn-file
+        from agc.ledger._check import check_turn_file  # noqa: PLC0415
+        from agc.ledger._policy import load_policy  # noqa: PLC0415
+
         ledger_report = check_turn_file(turn_file, policy=load_policy(None))
         if as_json:
             emit_json(ledger_report.to_dict())
@@ -361,6 +408,13 @@ def _verify_store(
         )
 
     if err_console.is_terminal and not status:
+        from rich.progress import (  # noqa: PLC0415 - only on a terminal
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+        )
+
         columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn())
         with Progress(*columns, console=err_console, transient=True) as bar:
             task = bar.add_task("runs", total=None)
@@ -368,7 +422,12 @@ def _verify_store(
     else:
         report = run(None)
     if as_json:
-        emit_json(report.to_dict())
+        data = report.to_dict()
+        text = json_text(data)
+        if text is None:
+            emit_json(data)
+        else:
+            write_lines([text])  # emit_json's bytes
     elif status:
         pass
     elif out_console.is_terminal and not quiet:

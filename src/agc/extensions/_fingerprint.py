@@ -20,8 +20,7 @@ import stat
 from pathlib import Path
 from typing import Any, Final
 
-import rfc8785
-
+from agc._core.canonical import canonical_json
 from agc._core.digest import digest_fd, new_hasher
 from agc._core.fs import open_nofollow
 from agc.errors import UnsafePathError
@@ -64,7 +63,7 @@ def file_fingerprint(path: Path) -> str:
 
 def json_fingerprint(value: Any) -> str:
     """Fingerprint of a JSON value in RFC 8785 canonical form."""
-    return bytes_fingerprint(rfc8785.dumps(value))
+    return bytes_fingerprint(canonical_json(value))
 
 
 def jsonable(value: Any) -> Any:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from agc._core.canonical import canonical_json
 from agc._core.fs import (
     MACHINE_ERRNOS,
     append_whole,
@@ -109,10 +110,7 @@ def chain_quarantine_path(layout: StoreLayout) -> Path:
 def manifest_digest(manifest: RunManifest | Mapping[str, Any]) -> str:
     """SHA-256 hex of the manifest's RFC 8785 canonical JSON (signature included)."""
     data = manifest.document() if isinstance(manifest, RunManifest) else manifest
-    import rfc8785  # noqa: PLC0415 - only when a digest is needed: agc-verify starts faster
-
-    canonical: bytes = rfc8785.dumps(data)
-    return hashlib.sha256(canonical).hexdigest()
+    return hashlib.sha256(canonical_json(data)).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,9 @@ def count_legacy_tool_events(layout: StoreLayout, run_id: str) -> int:
     Raises:
         UnsafePathError, StoreError: as :func:`read_legacy_tool_events`.
     """
-    return sum(1 for _ in read_legacy_tool_events(run_id, layout.root))
+    validate_run_id(run_id)
+    path = layout.legacy_tool_events_path
+    return sum(1 for record in iter_json_objects(path) if record.get("run_id") == run_id)
 
 
 def unverified_records_finding(count: int) -> Finding[LegacyFindingCode]:

@@ -178,21 +178,30 @@ def _not_canonicalizable(value: object) -> str | None:
     Checked here without importing the rfc8785 package, which ``agc-verify`` would
     otherwise pay for at every start.
     """
-    stack = [value]
+    stack: list[Any] = [value]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        item = stack.pop()
-        if isinstance(item, bool) or item is None or isinstance(item, str):
+        item = pop()
+        kind = type(item)
+        # Exact types first (what a JSON parser returns), then subclasses as before.
+        if kind is str or kind is bool or item is None:
             continue
-        if isinstance(item, int):
+        if kind is dict:
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif isinstance(item, (bool, str)):
+            continue
+        elif isinstance(item, int):
             if abs(item) > _MAX_SAFE_INTEGER:
                 return f"the integer {item} is beyond 2**53 - 1"
         elif isinstance(item, float):
             if not math.isfinite(item):
                 return f"the number {item} is not finite"
         elif isinstance(item, dict):
-            stack.extend(item.values())
+            extend(item.values())
         elif isinstance(item, list):
-            stack.extend(item)
+            extend(item)
     return None
 
 

@@ -68,6 +68,19 @@ _MAX_LINK_BYTES: Final = 4096
 _THREADS: Final = 16
 
 
+class _Unread:
+    """The manifest object was not read yet (as opposed to ``None``: there is none)."""
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD: Final = _Unread()
+_ManifestObject: TypeAlias = "tuple[bytes, ObjectInfo] | _Unread | None"
+RunItem: TypeAlias = tuple[str, Sequence[ObjectVersion], _ManifestObject]
+"""A run for :class:`ObjectRunCheck`: its id, its listed versions, its manifest object."""
+
+
 @dataclass(frozen=True)
 class VerifyPolicy:
     """What the verifier asks of object storage.
@@ -281,6 +294,7 @@ def check_object_run(
     policy: VerifyPolicy | None = None,
     versions: Sequence[ObjectVersion] | None = None,
     bucket_findings: bool = True,
+    manifest_object: tuple[bytes, ObjectInfo] | _Unread | None = UNREAD,
 ) -> RunReport:
     """Check one run of an object store; never raises on findings (see the module doc).
 
@@ -293,6 +307,8 @@ def check_object_run(
         versions: the versions of the run's keys, as listed (default: listed here).
         bucket_findings: report a bucket without Object Lock in this run's report
             (``--all`` reports it once, for the store).
+        manifest_object: the manifest's bytes and object facts as ``--all`` already read
+            them (``None``: no such object); by default it is read here.
 
     Raises:
         RunIdInvalidError, UsageError: as :func:`check_run`.
@@ -319,7 +335,11 @@ def check_object_run(
     manifest: RunManifest | None = None
     mpath = manifest_path(run_id)
     if mpath in present:
-        got = store.get(mpath, max_bytes=MAX_MANIFEST_BYTES + 1)
+        got = (
+            store.get(mpath, max_bytes=MAX_MANIFEST_BYTES + 1)
+            if isinstance(manifest_object, _Unread)
+            else manifest_object
+        )
         if got is not None:
             data, infos[mpath] = got
             try:
@@ -407,8 +427,8 @@ class ObjectRunCheck:
     require_signature: bool
     policy: VerifyPolicy
 
-    def __call__(self, item: tuple[str, Sequence[ObjectVersion]]) -> RunReport:
-        run_id, versions = item
+    def __call__(self, item: RunItem) -> RunReport:
+        run_id, versions, manifest_object = item
         return check_object_run(
             self.store,
             run_id,
@@ -417,6 +437,7 @@ class ObjectRunCheck:
             policy=self.policy,
             versions=versions,
             bucket_findings=False,
+            manifest_object=manifest_object,
         )
 
 
@@ -450,6 +471,7 @@ class S3StoreView:
         {"transcripts", "tool-events", "manifests", "chain", "chain-head.json"}
     )
     _manifests: dict[str, RunManifest | Exception | None] = field(default_factory=dict)
+    _manifest_objects: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
     _links: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
 
     @classmethod
@@ -476,6 +498,16 @@ class S3StoreView:
             if path.startswith(prefix) and _current(found):
                 names.add(path[len(prefix) :].split("/", 1)[0])
         return sorted(names) if names else None
+
+    def run_item(self, run_id: str) -> RunItem:
+        """What :class:`ObjectRunCheck` needs for the run: its versions and the manifest
+        object as :meth:`prefetch` read it (handed over once: the run is checked against
+        the same bytes as the chain, and the object is not fetched twice)."""
+        return (
+            run_id,
+            self.run_versions(run_id),
+            self._manifest_objects.pop(run_id, UNREAD),
+        )
 
     def run_versions(self, run_id: str) -> list[ObjectVersion]:
         """The listed versions of every key of the run."""
@@ -504,9 +536,19 @@ class S3StoreView:
         if not self.current(manifest_path(run_id)):
             return None
         try:
-            got = self.store.get(manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES)
-            return None if got is None else RunManifest.from_bytes(got[0], expected_run_id=run_id)
-        except (ManifestInvalidError, StoreError) as exc:
+            got = self.store.get(manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES + 1)
+        except StoreError as exc:
+            return exc
+        self._manifest_objects[run_id] = got
+        if got is None:
+            return None
+        if len(got[0]) > MAX_MANIFEST_BYTES:
+            return ManifestInvalidError(
+                f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
+            )
+        try:
+            return RunManifest.from_bytes(got[0], expected_run_id=run_id)
+        except ManifestInvalidError as exc:
             return exc
 
     def read_manifest(self, run_id: str) -> RunManifest | None:

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from agc._core.canonical import canonical_json
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error, prepare_write, write_error
 from agc.errors import FileExistsRefusedError, KeyInvalidError, StoreError, UsageError
 
@@ -65,7 +65,7 @@ class SigningKey:
 def canonical_bytes(document: Mapping[str, Any]) -> bytes:
     """RFC 8785 canonical JSON of ``document`` without its ``signature`` member."""
     unsigned = {key: value for key, value in document.items() if key != "signature"}
-    result: bytes = rfc8785.dumps(unsigned)
+    result: bytes = canonical_json(unsigned)
     return result
 
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, TypeAlias, get_args
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
+from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.fs import is_temp_name, read_small_file
 from agc._core.objstore import Retention, object_store_of
 from agc._core.report import Finding, Report
@@ -63,7 +64,10 @@ from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._parallel import map_checks
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import archived_manifest_path, read_manifest
-from agc.integrity._verify import RunReport, check_run, signature_required
+from agc.integrity._verify import RunReport, check_folder_run, signature_required
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = ["StoreFindingCode", "StoreReport", "check_store"]
 
@@ -155,8 +159,9 @@ def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
             )
         else:
             findings.append(_unexpected(f"audit/{name}"))
-    # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store).
-    companions: list[tuple[str, ArtifactKind, str, str]] = []
+    # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store,
+    # whether it is a quarantine file).
+    companions: list[tuple[str, ArtifactKind, str, str, bool]] = []
     for kind in ARTIFACT_KINDS:
         folder = _FOLDERS[kind]
         for name in view.list_dir(folder) or []:
@@ -167,7 +172,8 @@ def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
             elif name.endswith(".jsonl"):
                 runs.add(match.group("run"))
             else:
-                companions.append((match.group("run"), kind, name, relative))
+                quarantine = match.group("quarantine") is not None
+                companions.append((match.group("run"), kind, name, relative, quarantine))
     for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
         name_run = match and (match.group("run") or match.group("lock") or match.group("archived"))
@@ -176,17 +182,12 @@ def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
             findings.append(_unexpected(f"audit/manifests/{name}"))
         elif match.group("run"):
             runs.add(match.group("run"))
-    for run_id, kind, name, relative in companions:
+    for run_id, kind, name, relative, quarantine in companions:
         if run_id not in runs:
             findings.append(_unexpected(relative))  # beside no artifact file, no manifest
-        elif _is_quarantine_name(name) and not _quarantine_listed(view, run_id, kind, name):
+        elif quarantine and not _quarantine_listed(view, run_id, kind, name):
             findings.append(_unexpected(relative))
     return runs
-
-
-def _is_quarantine_name(name: str) -> bool:
-    match = _ARTIFACT_FILE.fullmatch(name)
-    return match is not None and match.group("quarantine") is not None
 
 
 def _quarantine_listed(view: StoreView, run_id: str, kind: ArtifactKind, name: str) -> bool:
@@ -270,7 +271,7 @@ def check_store(
         s3_check = ObjectRunCheck(remote, raw_keys, required, policy)
 
         def s3_runs(run_ids: list[str]) -> list[RunReport]:
-            items = [(run_id, s3_view.run_versions(run_id)) for run_id in run_ids]
+            items = [s3_view.run_item(run_id) for run_id in run_ids]
             return map_checks(s3_check, items, jobs=jobs, scheduler=scheduler, progress=progress)
 
         return _check_store(s3_view, s3_runs, expect_head)
@@ -279,16 +280,23 @@ def check_store(
     layout = StoreLayout.at(folder_store(store))
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
-    local_check = LocalRunCheck(str(layout.root), raw_keys, required)
+    view = LocalStoreView(layout)
 
     def local_runs(run_ids: list[str]) -> list[RunReport]:
+        shared = layout.legacy_tool_events_path.name in (view.list_dir("audit") or ())
+        items = [(run_id, view.listed_names(run_id)) for run_id in run_ids]
         if jobs == 1 and scheduler is None:
-            check = LocalRunCheck(str(layout.root), raw_keys, required, trusted_keys)
-            return map_checks(check, run_ids, progress=progress)
-        return map_checks(local_check, run_ids, jobs=jobs, scheduler=scheduler, progress=progress)
+            check = LocalRunCheck(str(layout.root), raw_keys, required, shared, trusted_keys)
+            results = map_checks(check, items, progress=progress)
+        else:
+            check = LocalRunCheck(str(layout.root), raw_keys, required, shared)
+            results = map_checks(check, items, jobs=jobs, scheduler=scheduler, progress=progress)
+        # The chain is judged against the manifests the runs were judged by (one read).
+        view.remember(zip(run_ids, (manifest for _, manifest in results), strict=True))
+        return [report for report, _ in results]
 
     try:
-        return _check_store(LocalStoreView(layout), local_runs, expect_head)
+        return _check_store(view, local_runs, expect_head)
     except OSError as exc:
         # A folder or chain file of the store cannot be read: exit 3, never a verdict.
         raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
@@ -311,29 +319,49 @@ class LocalRunCheck:
     root: str
     trusted: Mapping[str, bytes]
     require_signature: bool
+    shared_events: bool = True
     keys: Mapping[str, Ed25519PublicKey] | None = field(default=None, compare=False)
 
-    def __call__(self, run_id: str) -> RunReport:
+    def __call__(self, item: LocalRunItem) -> tuple[RunReport, RunManifest | str | None]:
+        """The run's report, and the manifest it was judged by (see
+        :func:`~agc.integrity._verify.check_folder_run`); ``item`` is the run id and the
+        names of its files the store listing holds."""
+        run_id, listed = item
         keys = self.keys
         if keys is None and self.trusted:
             from agc.integrity._s3_verify import _public_keys  # noqa: PLC0415
 
             keys = _public_keys(self.trusted)
-        return check_run(
-            run_id, self.root, trusted_keys=keys, require_signature=self.require_signature
+        validate_run_id(run_id)
+        return check_folder_run(
+            run_id,
+            self._layout,
+            trusted_keys=keys,
+            require_signature=self.require_signature,
+            listed=listed,
+            shared_events=self.shared_events,
         )
+
+    @cached_property
+    def _layout(self) -> StoreLayout:
+        return StoreLayout(Path(self.root))
 
     def __getstate__(self) -> dict[str, Any]:
         return {
             "root": self.root,
             "trusted": self.trusted,
             "require_signature": self.require_signature,
+            "shared_events": self.shared_events,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "keys", None)
+
+
+LocalRunItem: TypeAlias = tuple[str, Mapping[ArtifactKind, Container[str]]]
+"""A run for :class:`LocalRunCheck`: its id, and the names of its files in the listing."""
 
 
 class StoreView(Protocol):
@@ -391,10 +419,29 @@ class LocalStoreView:
                 layout.legacy_tool_events_path.name,
             }
         )
+        self._manifests: dict[str, RunManifest | str | None] = {}
+        self._listings: dict[str, list[str] | None] = {}
+        self._listed_sets: dict[ArtifactKind, frozenset[str]] = {}
 
     def list_dir(self, folder: str) -> list[str] | None:
-        path = self.layout.root / folder
-        return sorted(os.listdir(path)) if path.is_dir() else None
+        # Listed once: the runs, the stray files and the chain checks see one listing.
+        if folder not in self._listings:
+            path = self.layout.root / folder
+            self._listings[folder] = sorted(os.listdir(path)) if path.is_dir() else None
+        return self._listings[folder]
+
+    def listed_names(self, run_id: str) -> dict[ArtifactKind, frozenset[str]]:
+        """The names of the run's artifact files and sidecars in the listing."""
+        found: dict[ArtifactKind, frozenset[str]] = {}
+        for kind in ARTIFACT_KINDS:
+            if kind not in self._listed_sets:
+                self._listed_sets[kind] = frozenset(self.list_dir(_FOLDERS[kind]) or ())
+            names = self._listed_sets[kind]
+            base = f"{run_id}.jsonl"
+            found[kind] = frozenset(
+                n for n in (base, *(base + s for s in SIDECAR_SUFFIXES.values())) if n in names
+            )
+        return found
 
     def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
         try:
@@ -421,8 +468,18 @@ class LocalStoreView:
     def read_head(self) -> ChainHead | None:
         return read_head(self.layout)
 
+    def remember(self, manifests: Iterable[tuple[str, RunManifest | str | None]]) -> None:
+        """Keep the manifests the runs' checks read: :meth:`read_manifest` returns these
+        (a string: why the manifest is unusable, raised as ``ManifestInvalidError``)."""
+        self._manifests.update(manifests)
+
     def read_manifest(self, run_id: str) -> RunManifest | None:
-        return read_manifest(self.layout, run_id)
+        if run_id not in self._manifests:
+            return read_manifest(self.layout, run_id)
+        found = self._manifests[run_id]
+        if isinstance(found, str):
+            raise ManifestInvalidError(found)
+        return found
 
     def read_archived(self, run_id: str, position: int) -> RunManifest | None:
         path = archived_manifest_path(self.layout, run_id, position)

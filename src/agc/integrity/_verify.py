@@ -54,7 +54,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
@@ -298,17 +298,20 @@ def observe_artifact(
     kind: ArtifactKind,
     *,
     seal: ArtifactSeal | None,
+    listed: Container[str] | None = None,
 ) -> ArtifactObservation:
     """Read what is on disk for one artifact: file type, length, digest, sidecars.
 
     The file is opened without following symlinks and streamed (memory stays flat).
     Lines are counted only when the digest does not match the seal or there is no seal.
+    ``listed``: the names in the file's folder from an earlier listing (sidecars not
+    among them are not looked for).
 
     Raises:
         StoreError: a file exists but cannot be read (a sidecar too: see
             :mod:`agc._core.sidecar` for the one rule every sidecar reader follows).
     """
-    sidecars = read_sidecars(path)
+    sidecars = read_sidecars(path, listed=listed)
     try:
         info = path.lstat()
     except FileNotFoundError:
@@ -742,7 +745,36 @@ def check_run(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
     validate_run_id(run_id)
-    layout = StoreLayout.at(store)
+    report, _ = check_folder_run(
+        run_id,
+        StoreLayout.at(store),
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+    )
+    return report
+
+
+def check_folder_run(
+    run_id: str,
+    layout: StoreLayout,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    listed: Mapping[ArtifactKind, Container[str]] | None = None,
+    shared_events: bool = True,
+) -> tuple[RunReport, RunManifest | str | None]:
+    """:func:`check_run` on a folder store, with the manifest it judged the run by.
+
+    ``agc-verify --all`` judges the store chain against that same manifest, read once.
+    The second member is the manifest, ``None`` when the run has none, or why it is
+    unusable (a ``manifest-invalid`` or ``not-regular-file`` finding of the report).
+    ``listed`` (names in each artifact folder) and ``shared_events`` (the legacy shared
+    tool-events file is in the store) come from the listing ``--all`` took: what it did
+    not list is not looked for.
+
+    Raises:
+        RunIdInvalidError, StoreError: as :func:`check_run`.
+    """
     if not os.path.lexists(layout.root):
         # No store at all holds no run either: the same verdict as an empty store
         # (``run-missing``, exit 1), not an unreadable one.
@@ -750,7 +782,7 @@ def check_run(
             observe_artifact(layout.artifact_path(run_id, kind), kind, seal=None)
             for kind in ARTIFACT_KINDS
         ]
-        return _run_missing(run_id, layout, absent, store_exists=False)
+        return _run_missing(run_id, layout, absent, store_exists=False), None
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} is not a folder")
     findings: list[_Finding] = []
@@ -767,15 +799,18 @@ def check_run(
                 "not-regular-file", "run manifest is a symlink or not a file", artifact="manifest"
             )
         )
+    judged: RunManifest | str | None = findings[0].message if findings else manifest
 
     observations: list[ArtifactObservation] = []
     for kind in ARTIFACT_KINDS:
         seal = manifest.artifacts.get(kind) if manifest else None
-        observations.append(observe_artifact(layout.artifact_path(run_id, kind), kind, seal=seal))
+        path = layout.artifact_path(run_id, kind)
+        names = listed[kind] if listed is not None else None
+        observations.append(observe_artifact(path, kind, seal=seal, listed=names))
 
     # Records naming the run in the legacy shared file are never part of it: reported
     # as unverified, for legacy and agc runs alike.
-    shared_records = count_legacy_tool_events(layout, run_id)
+    shared_records = count_legacy_tool_events(layout, run_id) if shared_events else 0
     legacy = None
     if manifest is None and not findings:
         legacy, downgrade = detect_legacy_run(
@@ -788,7 +823,7 @@ def check_run(
         and not shared_records
         and all(o.file_type == "absent" and not o.sidecars for o in observations)
     ):
-        return _run_missing(run_id, layout, observations)
+        return _run_missing(run_id, layout, observations), None
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
@@ -826,7 +861,7 @@ def check_run(
 
     status, key_id = _judge_signature(manifest, trusted_keys, require_signature, findings)
     findings.extend(recovered_findings(manifest))
-    return RunReport(
+    report = RunReport(
         run_id=run_id,
         store=str(layout.root),
         findings=tuple(findings),
@@ -836,6 +871,7 @@ def check_run(
         signature=status,
         key_id=key_id,
     )
+    return report, judged
 
 
 def recovered_findings(manifest: RunManifest | None) -> list[_Finding]:

@@ -29,8 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import quote as url_quote
 
-import rfc8785
-
+from agc._core.canonical import canonical_json
 from agc.readiness._model import (
     Observation,
     ReadinessVerdict,
@@ -63,7 +62,7 @@ _MIN_REPLY_CHARS_TO_SEARCH: Final = 8
 
 def canonical_digest(document: Any) -> str:
     """SHA-256 hex of the RFC 8785 canonical JSON of ``document``."""
-    canonical: bytes = rfc8785.dumps(document)
+    canonical: bytes = canonical_json(document)
     return hashlib.sha256(canonical).hexdigest()
 
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-import rfc8785
-
+from agc._core.canonical import canonical_json
 from agc._core.fs import read_limited
 from agc.errors import ReadinessConfigError
 
@@ -247,7 +246,7 @@ def policy_digest(policy: ReadinessPolicy, table: list[dict[str, Any]]) -> str:
     """SHA-256 hex of the RFC 8785 canonical JSON of the policy and the decision table:
     it changes when a parameter or a row changes."""
     document: dict[str, Any] = {"policy": policy.to_dict(), "decision_table": table}
-    canonical: bytes = rfc8785.dumps(document)
+    canonical: bytes = canonical_json(document)
     return hashlib.sha256(canonical).hexdigest()
 
 

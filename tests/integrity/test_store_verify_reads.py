@@ -1,0 +1,181 @@
+"""``check_store`` reads each run's manifest once: the chain is judged against the manifest
+the run was judged by. Differential: the same report, for every tampering and any mix
+of them, as the reference composition (``check_run`` per run, then every manifest read
+again from disk for the chain checks)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agc._core.store import StoreLayout
+from agc.cli.verify import json_text
+from agc.errors import AgcError
+from agc.integrity import _store_verify as store_verify
+from agc.integrity._store_verify import StoreReport, check_store
+from agc.integrity._verify import check_run
+from agc.integrity._writer import TranscriptWriter
+from tests.integrity.evidence_helpers import write_run
+from tests.integrity.test_store_verify import TAMPERING
+
+
+class _UncachedView(store_verify.LocalStoreView):
+    """The store view as it was: every listing and manifest read afresh."""
+
+    def list_dir(self, folder: str) -> list[str] | None:
+        path = self.layout.root / folder
+        return sorted(os.listdir(path)) if path.is_dir() else None
+
+
+def _reference(store: Path, expect_head: str | None = None) -> StoreReport:
+    """The report as check_store composed it before: nothing remembered, every manifest
+    read from disk again by the chain checks, each run checked without the listing."""
+    view = _UncachedView(StoreLayout.at(store))
+    return store_verify._check_store(  # the reference composition
+        view, lambda run_ids: [check_run(run_id, store) for run_id in run_ids], expect_head
+    )
+
+
+def _invalid_manifest(store: Path) -> None:
+    (store / "audit/manifests/a.json").write_text('{"schema_version": 1, "run_id": "a"')
+
+
+def _manifest_of_another_run(store: Path) -> None:
+    data = (store / "audit/manifests/a.json").read_text()
+    (store / "audit/manifests/a.json").write_text(data.replace('"a.jsonl"', '"c.jsonl"'))
+
+
+def _manifest_symlink(store: Path) -> None:
+    path = store / "audit/manifests/b.json"
+    os.replace(path, store / "elsewhere.json")
+    path.symlink_to(store / "elsewhere.json")
+
+
+def _manifest_not_closed(store: Path) -> None:
+    path = store / "audit/manifests/c.json"
+    manifest = json.loads(path.read_text())
+    del manifest["artifacts"]["tool-events"]
+    manifest["closed"] = False
+    path.write_text(json.dumps(manifest))
+
+
+def _reopen_a(store: Path) -> None:
+    with TranscriptWriter("a", store=store, reopen=True) as writer:
+        writer.write({"role": "user", "content": "a resumed session keeps writing"})
+
+
+def _unchained_run(store: Path) -> None:
+    log = store / "audit/chain.jsonl"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
+
+
+def _shared_legacy_events(store: Path) -> None:
+    record = {"run_id": "a", "seq": 0, "type": "tool_call"}
+    (store / "audit/tool-events.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def _sha256_sidecar_beside(store: Path) -> None:
+    (store / "audit/transcripts/b.jsonl.sha256").write_text("0" * 64 + "  b.jsonl\n")
+
+
+def _sidecar_symlink(store: Path) -> None:
+    path = store / "audit/tool-events/c.jsonl.b3"
+    os.replace(path, store / "c.b3")
+    path.symlink_to(store / "c.b3")
+
+
+EXTRA: list[tuple[str, Callable[[Path], None]]] = [
+    ("legacy-shared-tool-events", _shared_legacy_events),
+    ("sha256-sidecar-beside", _sha256_sidecar_beside),
+    ("sidecar-symlink", _sidecar_symlink),
+    ("manifest-invalid-json", _invalid_manifest),
+    ("manifest-of-another-run", _manifest_of_another_run),
+    ("manifest-symlink", _manifest_symlink),
+    ("manifest-not-closed", _manifest_not_closed),
+    ("reopened-run", _reopen_a),
+    ("last-link-dropped", _unchained_run),
+]
+ALL: list[tuple[str, Callable[[Path], None]]] = [(n, t) for n, t, _ in TAMPERING] + EXTRA
+
+
+def _three_runs(store: Path) -> str:
+    for index, run_id in enumerate(("a", "b", "c")):
+        write_run(store, run_id, seed=index, count=3)
+    head = check_store(store).head
+    assert head is not None
+    return head
+
+
+@pytest.mark.parametrize("tamper", [t for _, t in ALL], ids=[n for n, _ in ALL])
+def test_each_tampering_gives_the_reference_report(
+    store: Path, tamper: Callable[[Path], None]
+) -> None:
+    head = _three_runs(store)
+    tamper(store)
+    expected = _reference(store, head).to_dict()
+    assert check_store(store, expect_head=head).to_dict() == expected
+    assert check_store(store, expect_head=head, jobs=2).to_dict() == expected
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(range(len(ALL))), min_size=1, max_size=4, unique=True))
+def test_any_mix_of_tamperings_gives_the_reference_report(picks: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "store"
+        store.mkdir()
+        head = _three_runs(store)
+        for index in picks:
+            # An earlier tampering may have removed or broken what this one edits.
+            with contextlib.suppress(OSError, LookupError, ValueError, AgcError):
+                ALL[index][1](store)
+        assert check_store(store, expect_head=head).to_dict() == _reference(store, head).to_dict()
+
+
+# -- the --all --json text ---------------------------------------------------------------
+
+_KEYS = st.text(max_size=6)
+_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())),
+)
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(_KEYS, children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=1000)
+@given(_VALUES)
+def test_json_text_is_the_json_module_text_or_none(value: object) -> None:
+    text = json_text(value)
+    if text is not None:
+        assert text == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(_KEYS, st.lists(st.text(max_size=8), max_size=3), max_size=5))
+def test_json_text_takes_the_fast_path_for_report_values(value: dict[str, list[str]]) -> None:
+    surrogate = any(0xD800 <= ord(c) <= 0xDFFF for k, v in value.items() for c in k + "".join(v))
+    assert (json_text(value) is None) == surrogate
+
+
+def test_a_tampered_store_report_is_the_json_module_text(store: Path) -> None:
+    head = _three_runs(store)
+    for _, tamper in ALL[:6]:
+        tamper(store)
+    data = check_store(store, expect_head=head).to_dict()
+    assert json_text(data) == json.dumps(data, indent=2, ensure_ascii=False)
