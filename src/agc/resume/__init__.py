@@ -77,5 +77,11 @@ def __getattr__(name: str) -> object:
     if name in ("redact_text", "redact_value"):
         from agc._core import redact  # noqa: PLC0415
 
-        return getattr(redact, name)
+        value: object = getattr(redact, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
