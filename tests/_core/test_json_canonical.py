@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -169,3 +170,13 @@ def test_a_canonical_is_written_by_the_standard_library_path_as_its_value() -> N
     assert found is not None
     assert dumps_stdlib({"k": found, "n": None}) == b'{"k":{"a":[1,null,"x"]},"n":null}'
     assert dumps({"k": [found]}) == b'{"k":[{"a":[1,null,"x"]}]}'
+
+
+_REFERENCE_UNSTABLE = re.compile(rb"[0-9]e-[0-9](?![0-9])|[0-9]\.0000")
+
+
+@given(st.binary(max_size=40) | st.text(alphabet='0159e-.0x"', max_size=40).map(str.encode))
+@settings(max_examples=1500)
+def test_stable_spelling_finds_what_the_pattern_finds(data: bytes) -> None:
+    """The find-loop is the regular expression it replaced."""
+    assert stable_spelling(data) == (_REFERENCE_UNSTABLE.search(data) is None)

@@ -456,6 +456,11 @@ class JsonlFileWriter(SealsOnExit):
         # Looked up once: both run for every record.
         self._stamp_body = stamp.body
         self._reserved = stamp.reserved
+        # A SeqStamp's body is built inline (one call less a record). It adds exactly
+        # its reserved keys, so a record sets one of them exactly when the body has
+        # fewer keys than the two together.
+        self._seq_fields = (stamp._clock, stamp._fixed) if type(stamp) is SeqStamp else None
+        self._width = len(stamp.reserved)
         self._seal_policy: SealPolicy = seal_policy if seal_policy is not None else SidecarSeal()
         self._buffer_limit = max(0, buffer_bytes)
         # Under "always" every record is written (and fsynced) at once.
@@ -562,13 +567,10 @@ class JsonlFileWriter(SealsOnExit):
         first = seq = self.records_written + self._buffered_records
         index = 0
         # Looked up once for the whole batch: the loop below runs for every record.
-        stamp = self._stamp
         stamp_body, reserved, finish = self._stamp_body, self._reserved, self._finish_encode
-        # A SeqStamp's body is built inline; it adds exactly its reserved keys, so a
-        # record sets one of them exactly when the body has fewer keys than both.
-        seq_stamp = stamp if type(stamp) is SeqStamp else None
-        clock, fixed = (seq_stamp._clock, seq_stamp._fixed) if seq_stamp else (unix_ms, {})
-        width = len(reserved)
+        seq_stamp = self._seq_fields is not None
+        clock, fixed = self._seq_fields or (unix_ms, {})
+        width = self._width
         buffer, dumps, plain = self._buffer, orjson.dumps, _PLAIN_TYPES
         flush_at, monotonic = self._flush_at, time.monotonic_ns
         try:
@@ -578,7 +580,7 @@ class JsonlFileWriter(SealsOnExit):
                 # write()'s _encode, inline.
                 if type(record) is not dict and not isinstance(record, Mapping):
                     finish(record, None, None)  # raises RecordInvalidError
-                if seq_stamp is not None:
+                if seq_stamp:
                     body = {"seq": seq, "ts": clock(), **fixed, **record}
                     clash = len(body) != len(record) + width
                 else:
@@ -701,7 +703,13 @@ class JsonlFileWriter(SealsOnExit):
         """The line (ending in ``\\n``) written for ``record``; raises ``RecordInvalidError``."""
         if type(record) is not dict and not isinstance(record, Mapping):
             self._finish_encode(record, None, None)  # raises
-        body = self._stamp_body(record, seq)
+        seq_fields = self._seq_fields
+        if seq_fields is not None:
+            body = {"seq": seq, "ts": seq_fields[0](), **seq_fields[1], **record}
+            clash = len(body) != len(record) + self._width
+        else:
+            body = self._stamp_body(record, seq)
+            clash = not self._reserved.isdisjoint(record)
         # Fast path: orjson, inline (agc._core.json.dumps is the same rule as a call).
         # It refuses non-string keys, integers beyond 64 bits, lone surrogates, nesting
         # deeper than 254 and (via _fragment_of) types the standard library refuses; it
@@ -714,8 +722,8 @@ class JsonlFileWriter(SealsOnExit):
             data = None
         if (
             data is not None
+            and not clash
             and (_PLAIN_TYPES.issuperset(map(type, body.values())) or b"null" not in data)
-            and self._reserved.isdisjoint(record)
         ):
             return data
         return self._finish_encode(record, body, data)
