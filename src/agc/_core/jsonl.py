@@ -7,6 +7,11 @@
   orjson, so they could hide there) goes through the standard library's stricter path
   (:func:`agc._core.json.dumps_stdlib`), which rejects NaN/Infinity, lone surrogates,
   unsupported types and nesting beyond :data:`agc._core.json.MAX_DEPTH`;
+* a top-level member may be a :class:`agc._core.json.Canonical` (JSON text proven to
+  be the writer's spelling of its value): its bytes are copied, and the line is the one
+  its value would give (ingest keeps an agent's compact lines this way);
+* :meth:`JsonlFileWriter.write_many` is a loop of :meth:`~JsonlFileWriter.write` at a
+  lower cost per record (same bytes, seq numbers, checkpoints and seal);
 * the digest is updated with exactly the bytes that reached the file, so sealing never
   re-reads it: closing costs the same for 1 KB and 1 GB;
 * while open, crash checkpoints (prefix digests) go to ``<name>.ckpt``

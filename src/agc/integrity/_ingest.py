@@ -8,6 +8,10 @@ not UTF-8). An object the writer could not write (a number out of float range, a
 surrogate escape) is kept the same way, so that nothing the agent wrote is dropped. A
 UTF-8 byte-order mark before the first line is removed and flagged with ``"bom": true``.
 Lines split only on ``\\n``: U+2028/U+2029 inside a line are content.
+
+A line already spelled as the writer would write its object (compact JSON, what most
+agents write; :func:`agc._core.json.canonical` proves it) is not encoded again from its
+parsed value: its own bytes become the payload, which gives the same file.
 """
 
 from __future__ import annotations
