@@ -523,7 +523,7 @@ def _writer_fixed_sizes(
 INGEST_TARGET_MB_S = 40.0
 
 
-def _agc_command() -> str | None:
+def _agc_cli_command() -> str | None:
     beside = Path(sys.executable).parent / "agc"
     return str(beside) if beside.exists() else find_tool("agc")
 
@@ -561,7 +561,7 @@ def bench_ingest(ctx: Context) -> Section:
             for k in ("record", "import")
         ]
         return section
-    agc_cmd = _agc_command()
+    agc_cmd = _agc_cli_command()
     b3sum = find_tool("b3sum")
     store = folder / "store"
     copy = folder / "copy.jsonl"
