@@ -126,3 +126,14 @@ def test_the_real_transcript_mix_seals_the_same_bytes_on_both_paths(
     data = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in files)
     fast, old = _ingest_both(monkeypatch, data, tmp_path, kind="tool-events")
     assert fast == old
+
+
+@pytest.mark.parametrize("depth", [253, 254, 255, 511, 512])
+def test_an_object_nested_to_the_readers_limit_is_kept_as_a_record(depth: int, store: Path) -> None:
+    """An object nested 512 deep is JSON under the rule; as a payload it would nest 513
+    deep, beyond what the writer writes: it is kept as an invalid record (with its
+    text), never a failed ingest."""
+    line = b'{"k":' * depth + b"1" + b"}" * depth
+    summary = ingest_stream(io.BytesIO(line + b"\n" + b'{"after":1}\n'), "r1", store=store)
+    assert summary.records == 2
+    assert summary.invalid_lines == (depth == 512)

@@ -75,10 +75,16 @@ def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
         if exc.problem == "duplicate":
             reason = f"JSON object with a {exc.message}"
     else:
-        if isinstance(value, dict):
+        if not isinstance(value, dict):
+            reason = f"not a JSON object (a JSON {type(value).__name__})"
+        elif text.count("{") + text.count("[") >= strict_json.MAX_DEPTH and (
+            strict_json.exceeds_depth(value, strict_json.MAX_DEPTH - 1)
+        ):
+            # As a payload it would be one level deeper than the writer writes.
+            reason = _REASONS["depth"]
+        else:
             record["payload"] = value
             return record
-        reason = f"not a JSON object (a JSON {type(value).__name__})"
     record["invalid"] = reason
     record["text"] = text
     return record
