@@ -6,6 +6,10 @@
   that folder is absent a built-in log-normal fallback is used and the results say so.
 * :func:`tool_records`: records of that shape and size: ``tool_call`` /
   ``tool_result`` pairs with shell-like text, quotes, escapes and some non-ASCII.
+* :func:`fixed_size_records`: ``tool_result`` records of one line size (the writer's
+  2 KiB and 150-byte rows).
+* :func:`real_transcript_mix`: the real transcripts end to end, repeated to a size (the
+  ingest benchmark's input; written to the scratch folder, never into the project).
 * :func:`chat_history`: an OpenAI Chat Completions history of ``n`` messages for the
   history validation/repair benchmark, its last tool call left in flight.
 """
@@ -23,6 +27,8 @@ __all__ = [
     "SEED",
     "RecordSizes",
     "chat_history",
+    "fixed_size_records",
+    "real_transcript_mix",
     "record_sizes",
     "tool_records",
     "write_random_file",
@@ -248,3 +254,49 @@ def chat_history(count: int, *, seed: int = SEED) -> list[dict[str, Any]]:
         }
     )
     return messages[:count]
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def fixed_size_records(count: int, size: int, *, seed: int = SEED) -> list[dict[str, Any]]:
+    """``count`` ``tool_result`` records whose stamped line (``seq``, ``ts``, ``run_id``
+    as the tool-event writer adds them) is close to ``size`` bytes."""
+    rng = random.Random(seed)
+    stamp = {"seq": 0, "ts": 1_764_460_800_000, "run_id": "w"}
+    records: list[dict[str, Any]] = []
+    for _ in range(count):
+        record: dict[str, Any] = {
+            "type": "tool_result",
+            "call_id": f"call_{rng.getrandbits(64):016x}",
+            "output": "",
+            "exit_code": rng.choice((0, 0, 0, 1)),
+        }
+        base = len(_compact({**stamp, **record}))
+        text = _text(rng, max(0, size - base - 1))
+        # Escapes and non-ASCII take more than one byte a character: trim until it fits.
+        while text and base + len(_compact(text)) - 2 > size - 1:
+            text = text[:-4]
+        record["output"] = text
+        records.append(record)
+    return records
+
+
+def real_transcript_mix(path: Path, size: int, folder: Path = REAL_FIXTURES) -> int | None:
+    """Write the real transcripts (every ``*.jsonl`` under ``folder``, sorted, each ended
+    by a newline) end to end, repeated until ``path`` holds at least ``size`` bytes.
+
+    Returns the bytes written, or ``None`` when ``folder`` holds no transcript (the
+    fixtures are read, never copied into the project).
+    """
+    files = sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []
+    if not files:
+        return None
+    parts = [p.read_bytes() for p in files]
+    once = b"".join(part if part.endswith(b"\n") else part + b"\n" for part in parts)
+    copies = max(1, -(-size // len(once)))
+    with path.open("wb") as handle:
+        for _ in range(copies):
+            handle.write(once)
+    return copies * len(once)

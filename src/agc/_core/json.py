@@ -41,7 +41,9 @@ from agc.errors import JsonInvalidError
 
 __all__ = [
     "MAX_DEPTH",
+    "Canonical",
     "JsonInvalidError",
+    "canonical",
     "dumps",
     "dumps_stdlib",
     "exceeds_depth",
@@ -49,6 +51,7 @@ __all__ = [
     "loads_lines",
     "not_native",
     "orjson_options",
+    "stable_spelling",
 ]
 
 T = TypeVar("T")
@@ -260,6 +263,8 @@ def _check_tree(value: Any, limit: int, *, keys: bool) -> None:
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
+        if type(item) is Canonical:
+            item = item.value
         if isinstance(item, Mapping):
             children: Any = item.values()
             if keys and not all(type(key) is str for key in item):
@@ -276,7 +281,9 @@ def _check_tree(value: Any, limit: int, *, keys: bool) -> None:
         if depth > limit:
             raise JsonInvalidError(f"nested deeper than {limit} levels", problem="depth")
         stack.extend(
-            (child, depth) for child in children if isinstance(child, Mapping | list | tuple)
+            (child, depth)
+            for child in children
+            if isinstance(child, Mapping | list | tuple | Canonical)
         )
 
 
@@ -333,6 +340,109 @@ def dumps(value: Any) -> bytes:
     return data
 
 
+# Where orjson and the standard library spell a float differently, orjson's spelling
+# is a decimal with four zeros after the point (``0.00001``: 1e-5 <= |x| < 1e-4, which
+# the standard library writes ``1e-05``) or a one-digit negative exponent (``1e-7``,
+# the standard library ``1e-07``). Every other value both write the same (a property
+# test checks both claims).
+_DIGITS: Final = frozenset(b"0123456789")
+
+
+def stable_spelling(data: bytes) -> bool:
+    """True when orjson's bytes ``data`` hold no float that the standard library would
+    spell differently, so that ``json.dumps`` (compact, raw UTF-8) gives the same bytes
+    for the same value. False may be a false alarm (``"1e-5"`` inside a string).
+
+    The two markers are found with ``bytes.find`` (a C search) and only their few
+    occurrences are looked at (a regular expression scanned every byte, slower).
+    """
+    digits, end = _DIGITS, len(data)
+    at = data.find(b"e-")
+    while at != -1:
+        # <digit>e-<digit>, and no digit after that one: a one-digit exponent.
+        if (
+            at
+            and data[at - 1] in digits
+            and at + 2 < end
+            and data[at + 2] in digits
+            and (at + 3 == end or data[at + 3] not in digits)
+        ):
+            return False
+        at = data.find(b"e-", at + 2)
+    at = data.find(b".0000")
+    while at != -1:
+        if at and data[at - 1] in digits:  # <digit>.0000
+            return False
+        at = data.find(b".0000", at + 1)
+    return True
+
+
+class Canonical:
+    """JSON text proven to be the writer's own spelling of its value.
+
+    Made only by :func:`canonical`. The text is what :func:`dumps` writes for
+    :attr:`value`, and what both of its paths (orjson and the standard library) write,
+    so a writer may copy :attr:`data` instead of encoding the value again wherever the
+    value stands in a record: the line is the same byte for byte.
+
+    Attributes:
+        data: the text (UTF-8, no newline).
+        value: the parsed value (as :func:`loads` reads it).
+        fragment: ``orjson.Fragment(data)``, which orjson copies as it is.
+    """
+
+    __slots__ = ("data", "fragment", "value")
+
+    def __init__(self, data: bytes, value: Any, fragment: Any) -> None:
+        self.data = data
+        self.value = value
+        self.fragment = fragment
+
+    def __repr__(self) -> str:
+        return f"Canonical({self.data[:60]!r}{'…' if len(self.data) > 60 else ''})"
+
+
+def canonical(data: bytes) -> Canonical | None:
+    """``data`` as a :class:`Canonical` when it is exactly :func:`dumps` of its own value
+    under the rule (``dumps(loads(data)) == data``), else ``None``. Pure, never raises.
+
+    Proof that the value is the rule's, from orjson alone: orjson refuses NaN,
+    Infinity, numbers beyond a double, lone surrogates, invalid UTF-8 and a byte order
+    mark, as :func:`loads` does, and its value written back is compared with ``data``
+    byte for byte. The comparison fails for every text :func:`loads` would read
+    otherwise or refuse: whitespace, escapes orjson does not write, other spellings of
+    a number, an integer beyond 64 bits (orjson reads it as a float, written with a
+    ``.`` or an exponent), a duplicate member (the value written back has one member
+    fewer) and nesting deeper than 254 (orjson does not write it). A float orjson
+    spells unlike the standard library (:func:`stable_spelling`) is checked against the
+    standard library's bytes too. ``None`` means only "not proven": read such text with
+    :func:`loads`.
+    """
+    import orjson  # noqa: PLC0415 - see orjson_options
+
+    try:
+        value = orjson.loads(data)
+        written = orjson.dumps(value, option=orjson_options())
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    if written != data:
+        return None
+    if not stable_spelling(data):
+        try:
+            if dumps_stdlib(value, checked=True) != data:
+                return None
+        except JsonInvalidError:
+            return None
+    return Canonical(data, value, orjson.Fragment(data))
+
+
+def _unwrap_canonical(value: Any) -> Any:
+    """``json.dumps`` ``default=``: a :class:`Canonical` is written as its value."""
+    if type(value) is Canonical:
+        return value.value
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def dumps_stdlib(value: Any, *, checked: bool = False) -> bytes:
     """:func:`dumps` by the standard library alone (the path for what orjson refuses).
 
@@ -348,7 +458,13 @@ def dumps_stdlib(value: Any, *, checked: bool = False) -> bytes:
     if not checked:
         _check_tree(value, MAX_DEPTH, keys=True)
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(
+            value,
+            ensure_ascii=False,
+            allow_nan=False,
+            separators=(",", ":"),
+            default=_unwrap_canonical,
+        )
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise JsonInvalidError(

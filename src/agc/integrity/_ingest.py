@@ -8,6 +8,10 @@ not UTF-8). An object the writer could not write (a number out of float range, a
 surrogate escape) is kept the same way, so that nothing the agent wrote is dropped. A
 UTF-8 byte-order mark before the first line is removed and flagged with ``"bom": true``.
 Lines split only on ``\\n``: U+2028/U+2029 inside a line are content.
+
+A line already spelled as the writer would write its object (compact JSON, what most
+agents write; :func:`agc._core.json.canonical` proves it) is not encoded again from its
+parsed value: its own bytes become the payload, which gives the same file.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import base64
 import contextlib
 import os
 import select
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Final
 
@@ -40,6 +44,7 @@ _REASONS: Final = {
     "depth": "JSON nested too deeply",
 }
 _READ_CHUNK: Final = 1 << 20
+_PROGRESS_BYTES: Final = 1 << 20
 
 
 def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
@@ -70,10 +75,16 @@ def line_to_record(raw: bytes, line_no: int) -> dict[str, Any]:
         if exc.problem == "duplicate":
             reason = f"JSON object with a {exc.message}"
     else:
-        if isinstance(value, dict):
+        if not isinstance(value, dict):
+            reason = f"not a JSON object (a JSON {type(value).__name__})"
+        elif text.count("{") + text.count("[") >= strict_json.MAX_DEPTH and (
+            strict_json.exceeds_depth(value, strict_json.MAX_DEPTH - 1)
+        ):
+            # As a payload it would be one level deeper than the writer writes.
+            reason = _REASONS["depth"]
+        else:
             record["payload"] = value
             return record
-        reason = f"not a JSON object (a JSON {type(value).__name__})"
     record["invalid"] = reason
     record["text"] = text
     return record
@@ -181,7 +192,8 @@ def ingest_stream(
     removed again, so the run id stays free.
 
     Args:
-        progress: called with the number of input bytes consumed so far.
+        progress: called with the number of input bytes consumed so far (about every
+            MiB, and once at the end).
         signing_key: sign the run manifest (Ed25519) when sealing.
         allow_empty: seal a run whose input holds no line; if False, such an input is
             refused before anything is sealed (``EmptyInputError``).
@@ -212,24 +224,18 @@ def ingest_stream(
     store = folder_store(store)
     layout = StoreLayout.at(store)
     created = {k: not os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS}
-    records = invalid = consumed = 0
     run = open_run(run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key)
     target: TranscriptWriter | ToolEventWriter = (
         run.transcript if kind == "transcript" else run.tool_events
     )
+    counts = _Counts()
     try:
-        for raw, size in iter_lines(stream, before_wait=target.flush):
-            records += 1
-            consumed += size
-            body = line_to_record(raw, records)
-            invalid += "invalid" in body
-            target.write(body)
-            if progress is not None:
-                progress(consumed)
+        target.write_many(_bodies(stream, counts, target.flush, progress))
         target.flush()  # a full disk fails here, while an empty run can still be undone
     except BaseException:
         _release_unsealed(run, created)
         raise
+    records, invalid = counts.records, counts.invalid
     if records == 0 and not allow_empty:
         _release_unsealed(run, created)
         raise EmptyInputError(
@@ -242,9 +248,50 @@ def ingest_stream(
         kind=kind,
         records=records,
         invalid_lines=invalid,
-        bytes_in=consumed,
+        bytes_in=counts.consumed,
         seals=tuple(s for s in seals if s is not None),
     )
+
+
+@dataclass
+class _Counts:
+    records: int = 0
+    invalid: int = 0
+    consumed: int = 0
+
+
+def _bodies(
+    stream: BinaryIO,
+    counts: _Counts,
+    before_wait: Callable[[], None],
+    progress: Callable[[int], None] | None,
+) -> Iterator[dict[str, Any]]:
+    """The record body of each input line, counted in ``counts`` as it is read.
+
+    A line that is already a JSON object spelled exactly as the writer would write it
+    (:func:`agc._core.json.canonical`: the common case, agents write compact JSON) is
+    kept as it is: its record holds the line's own bytes as the payload, which the
+    writer copies (the same bytes as writing the parsed object). Any other line goes
+    through :func:`line_to_record`. ``progress`` is called about every MiB and at the end.
+    """
+    canonical = strict_json.canonical
+    next_report = 0
+    for raw, size in iter_lines(stream, before_wait=before_wait):
+        counts.records += 1
+        counts.consumed += size
+        line_no = counts.records
+        value = None if line_no == 1 and raw.startswith(_BOM) else canonical(raw)
+        if value is not None and type(value.value) is dict:
+            yield {"line": line_no, "payload": value}
+        else:
+            body = line_to_record(raw, line_no)
+            counts.invalid += "invalid" in body
+            yield body
+        if progress is not None and counts.consumed >= next_report:
+            progress(counts.consumed)
+            next_report = counts.consumed + _PROGRESS_BYTES
+    if progress is not None and counts.consumed:
+        progress(counts.consumed)
 
 
 def _release_unsealed(run: RunWriters, created: dict[ArtifactKind, bool]) -> None:
