@@ -27,7 +27,7 @@ _TRICKY_CHAR = st.sampled_from(
 _TEXT = st.text(st.one_of(_ANY_CHAR, _TRICKY_CHAR), max_size=12)
 _SURROGATE_FREE = st.text(
     st.one_of(
-        st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=("Cs",)),
+        st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=["Cs"]),
         _TRICKY_CHAR,
     ),
     max_size=12,
@@ -93,7 +93,7 @@ def test_orjson_path_is_the_reference_bytes(value: dict[str, str]) -> None:
 def test_keys_sort_by_utf16_code_units_not_code_points() -> None:
     # U+1F600 is the surrogate pair D83D DE00 in UTF-16, before U+E000; by code point
     # (orjson's order) it comes after.
-    value = {"\ue000": 1, "\U0001f600": 2, "a": {"\uffff": 3, "\U00010000": 4}}
+    value: dict[str, Any] = {"\ue000": 1, "\U0001f600": 2, "a": {"\uffff": 3, "\U00010000": 4}}
     expected = rfc8785.dumps(value)
     assert expected.index("\U0001f600".encode()) < expected.index("\ue000".encode())
     assert orjson.dumps(value, option=orjson.OPT_SORT_KEYS) != expected  # the case is real

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
+import rfc8785
 
 from agc._core.store import StoreLayout
 from agc.errors import ManifestInvalidError, StoreError, UnsafePathError
@@ -194,3 +197,14 @@ def test_read_manifest_in_a_store_under_a_file_is_a_store_error(tmp_path: Path) 
     blocker.write_text("not a folder")
     with pytest.raises(StoreError, match="cannot read"):
         read_manifest(StoreLayout(blocker / "store"), "r1")
+
+
+def test_the_cached_digest_is_rfc8785_of_the_stored_document_and_survives_pickling() -> None:
+    stored = _closed_manifest().to_bytes()
+    manifest = RunManifest.from_bytes(stored)
+    expected = hashlib.sha256(rfc8785.dumps(json.loads(stored))).hexdigest()
+    assert manifest.digest == expected
+    # A worker of `agc-verify --all --jobs N` computes it; the parent reads it back.
+    copy = pickle.loads(pickle.dumps(manifest))
+    assert copy.__dict__.get("digest") == expected
+    assert copy == manifest

@@ -17,7 +17,8 @@ import pytest
 
 from agc._core.objstore import ObjectStore
 from agc.cli.verify import main as verify
-from agc.errors import InputError
+from agc.errors import InputError, UsageError
+from agc.integrity import _parallel
 from agc.integrity._ingest import ingest_stream
 from agc.integrity._store_verify import check_store
 from tests.conftest import write_run
@@ -70,6 +71,45 @@ def test_the_command_line_jobs_report_is_byte_for_byte_the_same(
     serial = capsys.readouterr().out
     assert verify(["--all", "--store", str(store), "--json", "--jobs", "2"]) == 1
     assert capsys.readouterr().out == serial
+
+
+def test_auto_jobs_use_every_core_only_from_the_threshold_on() -> None:
+    cores = min(_parallel.default_jobs(), _parallel.MAX_JOBS)
+    below = _parallel.AUTO_PARALLEL_RUNS - 1
+    assert _parallel.resolve_jobs(None, below) == 1
+    assert _parallel.resolve_jobs(None, _parallel.AUTO_PARALLEL_RUNS) == cores
+    assert _parallel.resolve_jobs(3, 1) == 3  # an explicit count is kept, however small
+    with pytest.raises(UsageError):
+        _parallel.resolve_jobs(0, 10)
+
+
+def test_without_jobs_a_large_store_is_checked_in_processes_with_the_same_report(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _folder_store(store)
+    for n in range(9, 40):
+        write_run(store, f"run-{n}", transcript=[{"role": "user", "content": f"n{n}"}])
+    assert verify(["--all", "--store", str(store), "--json", "--jobs", "1"]) == 1
+    serial = capsys.readouterr().out
+    pools: list[int] = []
+    real_pool = _parallel.ProcessPoolExecutor  # type: ignore[attr-defined]
+
+    def counted(max_workers: int) -> Any:
+        pools.append(max_workers)
+        return real_pool(max_workers=max_workers)
+
+    monkeypatch.setattr(_parallel, "ProcessPoolExecutor", counted)
+    monkeypatch.setattr(_parallel, "AUTO_PARALLEL_RUNS", 40)
+    monkeypatch.setattr(_parallel, "default_jobs", lambda: 2)
+    assert verify(["--all", "--store", str(store), "--json"]) == 1
+    assert capsys.readouterr().out == serial
+    assert pools == [2]
+
+
+def test_jobs_go_with_all_only(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(store, "r1")
+    assert verify(["r1", "--store", str(store), "--jobs", "1"]) == 2
+    assert "--jobs" in capsys.readouterr().err
 
 
 def test_a_dask_cluster_gives_the_same_report(store: Path, dask_scheduler: str) -> None:

@@ -276,9 +276,18 @@ def verify_command(
     ] = False,
     version: VersionOption = False,  # noqa: ARG001 - handled by its callback
     jobs: Annotated[
-        int,
-        typer.Option("--jobs", "-j", help="With --all: check runs in N processes.", min=1),
-    ] = 1,
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help=(
+                "With --all: check runs in N processes (default: every usable core for a "
+                "store of 512 runs or more, else 1; the report is the same)."
+            ),
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
     scheduler: Annotated[
         str | None,
         typer.Option(
@@ -359,7 +368,7 @@ def verify_command(
             scale,
         )
     assert run_id is not None
-    if jobs != 1 or scheduler is not None or inventory is not None:
+    if jobs is not None or scheduler is not None or inventory is not None:
         raise UsageError("--jobs, --scheduler and --inventory go with --all")
     if retention is not None:
         from agc.cli.verify_scale import check_run_with_retention  # noqa: PLC0415

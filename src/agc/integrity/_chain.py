@@ -109,8 +109,9 @@ def chain_quarantine_path(layout: StoreLayout) -> Path:
 
 def manifest_digest(manifest: RunManifest | Mapping[str, Any]) -> str:
     """SHA-256 hex of the manifest's RFC 8785 canonical JSON (signature included)."""
-    data = manifest.document() if isinstance(manifest, RunManifest) else manifest
-    return hashlib.sha256(canonical_json(data)).hexdigest()
+    if isinstance(manifest, RunManifest):
+        return manifest.digest
+    return hashlib.sha256(canonical_json(manifest)).hexdigest()
 
 
 @dataclass(frozen=True)

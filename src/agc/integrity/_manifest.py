@@ -9,14 +9,17 @@ artifact of the run (transcript and tool events) is sealed. The format is docume
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Final
 
 from agc._core import json as strict_json
+from agc._core.canonical import canonical_json
 from agc._core.digest import ALGORITHMS, Algorithm
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 from agc.errors import (
@@ -293,6 +296,16 @@ class RunManifest:
     def document(self) -> Mapping[str, Any]:
         """The stored document if this manifest was read from disk, else :meth:`to_dict`."""
         return self.raw if self.raw is not None else self.to_dict()
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 hex of :meth:`document` as RFC 8785 canonical JSON (signature included).
+
+        Computed once per object (the manifest is frozen and its document is never
+        changed after parsing) and pickled with it, so a worker of ``agc-verify --all
+        --jobs N`` that read the manifest hands its digest to the chain check too.
+        """
+        return hashlib.sha256(canonical_json(self.document())).hexdigest()
 
     @property
     def closed(self) -> bool:

@@ -21,12 +21,29 @@ from typing import Any, Final, TypeVar
 
 from agc.errors import StoreError, UsageError
 
-__all__ = ["MAX_JOBS", "map_checks"]
+__all__ = ["AUTO_PARALLEL_RUNS", "MAX_JOBS", "map_checks", "resolve_jobs"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 MAX_JOBS: Final = 256
 _CHUNK_RUNS: Final = 64
+AUTO_PARALLEL_RUNS: Final = 512
+"""With ``jobs=None`` (auto), stores of at least this many runs use every usable core:
+below it, starting worker processes costs more than it saves."""
+
+
+def resolve_jobs(jobs: int | None, total: int) -> int:
+    """The worker count for ``total`` items: ``jobs`` itself, or for ``None`` (auto)
+    :func:`default_jobs` from :data:`AUTO_PARALLEL_RUNS` items on, else 1.
+
+    Raises:
+        UsageError: ``jobs`` outside 1..256.
+    """
+    if jobs is None:
+        return min(default_jobs(), MAX_JOBS) if total >= AUTO_PARALLEL_RUNS else 1
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be 1..{MAX_JOBS}, not {jobs}")
+    return jobs
 
 
 def _chunk(check: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -44,7 +61,7 @@ def map_checks(
     check: Callable[[T], R],
     items: Sequence[T],
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
     scheduler: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[R]:
@@ -52,7 +69,8 @@ def map_checks(
 
     Args:
         check: a picklable callable (a module-level function or a frozen dataclass).
-        jobs: local worker processes (1: in this process).
+        jobs: local worker processes (1: in this process; ``None``: see
+            :func:`resolve_jobs`).
         scheduler: a Dask distributed scheduler address (``tcp://HOST:PORT``); the
             checks then run on its workers and ``jobs`` is not used.
         progress: called with ``(items done, items total)``.
@@ -62,9 +80,8 @@ def map_checks(
         StoreError: the scheduler cannot be reached.
         Whatever ``check`` raises (the first failure stops the run).
     """
-    if not 1 <= jobs <= MAX_JOBS:
-        raise UsageError(f"--jobs must be 1..{MAX_JOBS}, not {jobs}")
     total = len(items)
+    jobs = resolve_jobs(jobs, total)
     if scheduler is not None:
         return _on_dask(check, items, scheduler, progress)
     if jobs == 1 or total <= 1:

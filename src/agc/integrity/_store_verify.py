@@ -61,7 +61,7 @@ from agc.integrity._chain import (
     read_head,
 )
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
-from agc.integrity._parallel import map_checks
+from agc.integrity._parallel import map_checks, resolve_jobs
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import archived_manifest_path, read_manifest
 from agc.integrity._verify import RunReport, check_folder_run, signature_required
@@ -224,7 +224,7 @@ def check_store(
     allow_unsigned: bool = False,
     expect_head: str | None = None,
     progress: Callable[[int, int], None] | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
     scheduler: str | None = None,
     inventory: str | None = None,
     retention: Retention | None = None,
@@ -239,7 +239,8 @@ def check_store(
             it, the store was rolled back or forked (``head-not-in-chain``).
         progress: called with ``(runs done, runs total)``.
         jobs: check the runs in this many local processes (the chain is checked once,
-            here; the report is the same in any case).
+            here; the report is the same in any case); ``None``: every usable core for
+            a store of 512 runs or more, else one process.
         scheduler: run the per-run checks on this Dask distributed scheduler
             (``tcp://HOST:PORT``) instead.
         inventory: object stores: take the run list and the object versions from this S3
@@ -285,12 +286,13 @@ def check_store(
     def local_runs(run_ids: list[str]) -> list[RunReport]:
         shared = layout.legacy_tool_events_path.name in (view.list_dir("audit") or ())
         items = [(run_id, view.listed_names(run_id)) for run_id in run_ids]
-        if jobs == 1 and scheduler is None:
+        workers = resolve_jobs(jobs, len(items))
+        if workers == 1 and scheduler is None:
             check = LocalRunCheck(str(layout.root), raw_keys, required, shared, trusted_keys)
             results = map_checks(check, items, progress=progress)
         else:
             check = LocalRunCheck(str(layout.root), raw_keys, required, shared)
-            results = map_checks(check, items, jobs=jobs, scheduler=scheduler, progress=progress)
+            results = map_checks(check, items, jobs=workers, scheduler=scheduler, progress=progress)
         # The chain is judged against the manifests the runs were judged by (one read).
         view.remember(zip(run_ids, (manifest for _, manifest in results), strict=True))
         return [report for report, _ in results]
@@ -333,7 +335,7 @@ class LocalRunCheck:
 
             keys = _public_keys(self.trusted)
         validate_run_id(run_id)
-        return check_folder_run(
+        report, manifest = check_folder_run(
             run_id,
             self._layout,
             trusted_keys=keys,
@@ -341,6 +343,11 @@ class LocalRunCheck:
             listed=listed,
             shared_events=self.shared_events,
         )
+        if isinstance(manifest, RunManifest) and manifest.closed:
+            # The chain check needs this digest; computed here it is computed by the
+            # worker (in parallel) and travels with the pickled manifest.
+            _ = manifest.digest
+        return report, manifest
 
     @cached_property
     def _layout(self) -> StoreLayout:
