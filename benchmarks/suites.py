@@ -912,8 +912,10 @@ def bench_bulk(ctx: Context) -> Section:
         "bulk",
         "6. Bulk verification (agc-verify --all)",
         f"The command `agc-verify --all --store STORE` (process start included; agc "
-        f"byte-compiled as installed; stdout to /dev/null, so plain text), and with "
-        f"`--json`, over a store of {count:,} small sealed runs (4 transcript records, "
+        f"byte-compiled as installed; stdout to /dev/null, so plain text; its default "
+        f"jobs: {default_jobs()} processes from 512 runs on, one below), with `--json`, "
+        f"and with `--jobs 1` (information), over a store of {count:,} small sealed runs "
+        "(4 transcript records, "
         "2 tool events each), vs `b3sum --check` over all their sidecars (one process per "
         "artifact folder: the sidecars name files relative to their folder). The target "
         "is on time: agc time / b3sum time <= 6 (the ratio column is b3sum time / agc "
@@ -929,6 +931,7 @@ def bench_bulk(ctx: Context) -> Section:
         argv = [command, "--all", "--store", str(store)]
         variants.append(command_variant("agc-verify --all", argv))
         variants.append(command_variant("agc-verify --all --json", [*argv, "--json"]))
+        variants.append(command_variant("agc-verify --all --jobs 1", [*argv, "--jobs", "1"]))
     b3sum = find_tool("b3sum")
     if b3sum is not None:
         commands = [
@@ -948,7 +951,7 @@ def bench_bulk(ctx: Context) -> Section:
     timings = interleaved(variants, rounds=ctx.rounds)
     base_name = "b3sum --check, all sidecars"
     base = timings.get(base_name)
-    for name in ("agc-verify --all", "agc-verify --all --json"):
+    for name in ("agc-verify --all", "agc-verify --all --json", "agc-verify --all --jobs 1"):
         if name in timings:
             section.rows.append(
                 Row.timed(
