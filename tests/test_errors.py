@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 
 import pytest
@@ -45,6 +46,12 @@ def test_each_error_has_an_exit_code_a_hint_and_a_json_form(cls: type[AgcError])
     error = cls("what went wrong", **extra)  # type: ignore[arg-type]
     assert error.to_dict() == {"code": cls.code, "message": "what went wrong", "hint": error.hint}
     assert isinstance(error.hint, str)
+    # An error raised in a worker process reaches the parent whole (--jobs N).
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is cls
+    assert copy.to_dict() == error.to_dict()
+    assert vars(copy) == vars(error)
+    assert str(copy) == str(error)
 
 
 def test_the_failure_kinds_of_the_machine_and_of_inputs() -> None:

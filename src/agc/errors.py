@@ -8,7 +8,7 @@ kebab-case :attr:`~AgcError.code`, a :attr:`~AgcError.hint` for the human, and t
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from agc.exitcodes import ExitCode
 
@@ -85,6 +85,19 @@ class AgcError(Exception):
     def to_dict(self) -> dict[str, str]:
         """Return ``{"code", "message", "hint"}`` for JSON error output."""
         return {"code": self.code, "message": self.message, "hint": self.hint}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled without calling __init__ again (subclasses take keyword-only fields):
+        # an error raised in a worker process of `agc-verify --all --jobs N` reaches the
+        # parent as itself, not as a broken process pool.
+        return (_restore_error, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restore_error(cls: type[AgcError], args: tuple[Any, ...], state: dict[str, Any]) -> AgcError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class UsageError(AgcError):

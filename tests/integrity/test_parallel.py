@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,21 @@ def test_an_inventory_data_file_that_does_not_match_its_md5_is_refused(
     manifest = _inventory(s3_store, destination, corrupt=True)
     with pytest.raises(InputError, match="MD5"):
         check_store(s3_store, inventory=manifest)
+
+
+def _fails_for_1_and_13(item: int) -> int:
+    """A picklable check: item 1 fails late, item 13 fails at once."""
+    if item == 1:
+        time.sleep(0.5)
+        raise InputError("item 1 is bad")
+    if item == 13:
+        raise InputError("item 13 is bad")
+    return item
+
+
+def test_in_processes_the_error_raised_is_the_earliest_items_as_in_one_process() -> None:
+    with pytest.raises(InputError, match="item 1 is bad"):
+        _parallel.map_checks(_fails_for_1_and_13, list(range(16)), jobs=1)
+    # Item 13's chunk finishes long before item 1's: still item 1's error, as above.
+    with pytest.raises(InputError, match="item 1 is bad"):
+        _parallel.map_checks(_fails_for_1_and_13, list(range(16)), jobs=2)

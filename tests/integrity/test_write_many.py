@@ -189,3 +189,48 @@ def test_a_canonical_member_gives_the_line_of_its_value(
                 outcomes.append(exc.message)
         assert outcomes[0] == outcomes[1]
     assert plain.path.read_bytes() == kept.path.read_bytes()
+
+
+@pytest.mark.parametrize("depth", range(250, 258))
+def test_a_deeply_nested_canonical_member_gives_the_line_of_its_value(
+    tmp_path_factory: pytest.TempPathFactory, depth: int
+) -> None:
+    """Near orjson's depth limit the record as a value may be written by the standard
+    library (float 1e-07, not orjson's 1e-7); a kept member must not change that."""
+    raw = b"[" * depth + b"]" * depth
+    found = canonical(raw)
+    member: Any = found if found is not None else None
+    if member is None:
+        return  # not kept: nothing to compare
+    value = {"f": 1e-7, "deep": member.value}
+    kept = {"f": 1e-7, "deep": member}
+    lines = []
+    for record in (value, kept):
+        store = tmp_path_factory.mktemp("store")
+        with _open(TranscriptWriter, store, 0) as writer:
+            writer.write(record)
+        lines.append(writer.path.read_bytes())
+    assert lines[0] == lines[1]
+
+
+def test_canonical_keeps_no_text_deep_enough_to_push_a_record_past_orjson() -> None:
+    assert canonical(b"[" * 253 + b"]" * 253) is not None
+    assert canonical(b"[" * 254 + b"]" * 254) is None
+
+
+@pytest.mark.parametrize("stop", ["finish", "abort"])
+def test_a_generator_that_closes_the_writer_stops_the_batch_as_write_would(
+    store: Path, stop: str
+) -> None:
+    writer = TranscriptWriter("r1", store=store, clock=lambda: 7)
+
+    def records() -> Iterator[dict[str, int]]:
+        yield {"n": 0}
+        getattr(writer, stop)()
+        yield {"n": 1}
+
+    with pytest.raises(AgcError) as caught:
+        writer.write_many(records())
+    assert caught.value.code == "writer-closed"
+    written = writer.path.read_bytes() if writer.path.exists() else b""
+    assert b'"n":1' not in written  # the record after the close is refused, not kept

@@ -402,6 +402,10 @@ class Canonical:
         return f"Canonical({self.data[:60]!r}{'…' if len(self.data) > 60 else ''})"
 
 
+# A record holding a member nested this deep is beyond what orjson writes (255 levels).
+_ORJSON_MEMBER_DEPTH: Final = 254
+
+
 def canonical(data: bytes) -> Canonical | None:
     """``data`` as a :class:`Canonical` when it is exactly :func:`dumps` of its own value
     under the rule (``dumps(loads(data)) == data``), else ``None``. Pure, never raises.
@@ -413,13 +417,18 @@ def canonical(data: bytes) -> Canonical | None:
     otherwise or refuse: whitespace, escapes orjson does not write, other spellings of
     a number, an integer beyond 64 bits (orjson reads it as a float, written with a
     ``.`` or an exponent), a duplicate member (the value written back has one member
-    fewer) and nesting deeper than 254 (orjson does not write it). A float orjson
+    fewer) and nesting deeper than 254 (orjson does not write it). Text with 254 or
+    more opening brackets is never proven either: kept as a member of a record, it
+    would let orjson write a record that, as a value, is one level too deep for it and
+    written by the standard library (whose float spelling may differ). A float orjson
     spells unlike the standard library (:func:`stable_spelling`) is checked against the
     standard library's bytes too. ``None`` means only "not proven": read such text with
     :func:`loads`.
     """
     import orjson  # noqa: PLC0415 - see orjson_options
 
+    if data.count(b"[") + data.count(b"{") >= _ORJSON_MEMBER_DEPTH:
+        return None  # maybe nested too deep to be a member (see above): not proven
     try:
         value = orjson.loads(data)
         written = orjson.dumps(value, option=orjson_options())

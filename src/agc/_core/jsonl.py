@@ -580,7 +580,10 @@ class JsonlFileWriter(SealsOnExit):
         flush_at, monotonic = self._flush_at, time.monotonic_ns
         try:
             for index, record in enumerate(records):  # noqa: B007 - index: the note below
-                # Read back each time: the iterable may be a generator that uses the writer.
+                # Read back each time: the iterable may be a generator that uses the writer
+                # (and may even finish or abort it, after which write() would refuse).
+                if self._closed or self._failed:
+                    self._check_usable()
                 seq = self.records_written + self._buffered_records
                 # write()'s _encode, inline.
                 if type(record) is not dict and not isinstance(record, Mapping):

@@ -94,14 +94,23 @@ def map_checks(
     chunks = _chunks(items, jobs)
     out: list[list[R] | None] = [None] * len(chunks)
     done = 0
+    failed: dict[int, BaseException] = {}
     with ProcessPoolExecutor(max_workers=min(jobs, len(chunks))) as pool:
         futures = {pool.submit(_chunk, check, chunk): i for i, chunk in enumerate(chunks)}
         for future in as_completed(futures):
             index = futures[future]
+            error = future.exception()
+            if error is not None:
+                failed[index] = error
+                continue
             out[index] = future.result()
             done += len(chunks[index])
             if progress is not None:
                 progress(done, total)
+    if failed:
+        # The failure of the earliest run in run-id order, as one process would raise it,
+        # whichever chunk happened to finish first.
+        raise failed[min(failed)]
     return [result for chunk in out if chunk is not None for result in chunk]
 
 
