@@ -43,7 +43,7 @@ e2e-clients: $(STAMP)
 # results (benchmarks/results/tmp/quick.*); it asserts nothing about speed.
 test: lint typecheck unit e2e bench-quick
 
-# The full suite (1 GiB, 7 rounds, about 5 min on 2 cores): benchmarks/results/latest.{json,md}
+# The full suite (1 GiB, 7 rounds, about 15 min on 2 cores, 1,000-run moto S3 store included): benchmarks/results/latest.{json,md}
 # and the tables in README.md's Performance section.
 # Pass options with BENCH_ARGS, e.g. make bench BENCH_ARGS="--size 256MiB --only digest".
 bench: $(STAMP)
