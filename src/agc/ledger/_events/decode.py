@@ -117,18 +117,7 @@ class EventDecoder:
         if not isinstance(message, dict):
             stats.invalid_lines += 1
             return []
-        # _feed_message inlined: this runs once per input line.
-        kind = detect(message)
-        wanted = self.input_format
-        if kind is None or wanted not in ("auto", kind):
-            stats.ignored_lines += 1
-            return []
-        formats = stats.formats
-        formats[kind] = formats.get(kind, 0) + 1
-        items = self._rollout.feed(message) if kind == "rollout" else self._decode(kind, message)
-        if items:
-            stats.items += len(items)
-        return items
+        return self._feed_message(message)
 
     def feed_message(self, message: Mapping[str, Any]) -> list[CompletedItem]:
         """Decode one message already parsed (an app-server notification as a live

@@ -76,7 +76,26 @@ def resolve(raw: Any) -> Any:
     return raw.resolve() if type(raw) is RawRef else raw
 
 
-class Block:
+class _HoldsRaw:
+    """The ``raw`` attribute of :class:`Block` and :class:`Message`: held as given (an
+    object or a :class:`RawRef`), parsed only when read."""
+
+    __slots__ = ("_raw",)
+
+    @property
+    def raw(self) -> Any:
+        return resolve(self._raw)
+
+    @raw.setter
+    def raw(self, value: Any) -> None:
+        self._raw = value
+
+    def native(self) -> Any:
+        """``raw`` as held: the object, or its :class:`RawRef` (not parsed)."""
+        return self._raw
+
+
+class Block(_HoldsRaw):
     """One part of a message: a tool call, a tool result, text, reasoning or other.
 
     Attributes:
@@ -94,7 +113,7 @@ class Block:
     Compared by identity; ``__slots__``: a long history holds millions of them.
     """
 
-    __slots__ = ("_raw", "arguments", "call_id", "kind", "name", "origin", "synthetic")
+    __slots__ = ("arguments", "call_id", "kind", "name", "origin", "synthetic")
 
     def __init__(
         self,
@@ -114,18 +133,6 @@ class Block:
         self.origin = origin
         self.synthetic = synthetic
 
-    @property
-    def raw(self) -> Any:
-        return resolve(self._raw)
-
-    @raw.setter
-    def raw(self, value: Any) -> None:
-        self._raw = value
-
-    def native(self) -> Any:
-        """``raw`` as held: the object, or its :class:`RawRef` (not parsed)."""
-        return self._raw
-
     def __repr__(self) -> str:
         return (
             f"Block({self.kind!r}, call_id={self.call_id!r}, name={self.name!r}, "
@@ -133,7 +140,7 @@ class Block:
         )
 
 
-class Message:
+class Message(_HoldsRaw):
     """One message of the neutral view.
 
     Attributes:
@@ -146,7 +153,7 @@ class Message:
     Compared by identity; ``__slots__``, as :class:`Block`.
     """
 
-    __slots__ = ("_raw", "blocks", "dirty", "origin", "role")
+    __slots__ = ("blocks", "dirty", "origin", "role")
 
     def __init__(
         self,
@@ -161,18 +168,6 @@ class Message:
         self._raw = raw
         self.origin = origin
         self.dirty = dirty
-
-    @property
-    def raw(self) -> Any:
-        return resolve(self._raw)
-
-    @raw.setter
-    def raw(self, value: Any) -> None:
-        self._raw = value
-
-    def native(self) -> Any:
-        """``raw`` as held: the object, or its :class:`RawRef` (not parsed)."""
-        return self._raw
 
     def calls(self) -> list[Block]:
         return [block for block in self.blocks if block.kind == "call"]
