@@ -7,6 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,4 +124,106 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
 
 def test_agc_verify_console_script_uses_the_quick_entry() -> None:
     (script,) = [ep for ep in entry_points(group="console_scripts") if ep.name == "agc-verify"]
-    assert script.value == "agc.cli.verify_main:main"
+    assert script.value == "agc.cli.verify_main:console"
+
+
+def _console(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """``agc-verify ARGS`` through the console entry, in a fresh process (it ends with
+    ``os._exit``, which would end pytest too)."""
+    code = (
+        f"import sys\nsys.argv[1:] = {args!r}\nfrom agc.cli.verify_main import console\nconsole()\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("scenario", ["complete", "tampered", "missing-run", "usage", "all"])
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_console_entry_prints_and_exits_as_main(
+    store: Path, capsys: pytest.CaptureFixture[str], scenario: str, as_json: bool
+) -> None:
+    # The console entry skips the interpreter's teardown: nothing of the output may be
+    # lost with it, and the exit code is main()'s.
+    path = _sealed(store)
+    _sealed(store, "r2")
+    if scenario == "tampered":
+        _tamper(path)
+    args = ["--all", "--store", str(store)] if scenario == "all" else _args(scenario, store)
+    args += ["--json"] if as_json else []
+    expected_code = verify_main.main(args)
+    expected = capsys.readouterr()
+    done = _console(args, capture_output=True)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        expected_code,
+        expected.out,
+        expected.err,
+    )
+    assert (
+        done.returncode
+        == {
+            "complete": 0,
+            "tampered": 1,
+            "missing-run": 1,
+            "usage": 2,
+            "all": 1 if scenario == "tampered" else 0,
+        }[scenario]
+    )
+
+
+@pytest.mark.parametrize("args", [["r1"], ["r1", "--json"], ["--all"]], ids=["run", "json", "all"])
+def test_a_full_disk_on_stdout_is_exit_3_never_a_verdict(store: Path, args: list[str]) -> None:
+    # /dev/full refuses every write with ENOSPC: the report cannot be written, which is
+    # the machine's failure (exit 3), not "findings" (1) or a traceback.
+    _sealed(store)
+    with open("/dev/full", "w") as full_disk:
+        done = _console([*args, "--store", str(store)], stdout=full_disk, stderr=subprocess.PIPE)
+    assert done.returncode == 3
+    assert "no space left on device" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+class _FullStdout:
+    """A stdout whose writes fail as on a full disk."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        raise OSError(28, "No space left on device")
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return os.open(os.devnull, os.O_WRONLY)
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_quick_entry_full_stdout_is_exit_3(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    _sealed(store)
+    monkeypatch.setattr(verify_main, "_discard_stdout", lambda: None)
+    monkeypatch.setattr(sys, "stdout", _FullStdout())
+    code = verify_main.main(["r1", "--store", str(store)] + (["--json"] if as_json else []))
+    assert code == 3
+    assert capsys.readouterr().err.startswith("error: no space left on device\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "pipe"), reason="needs os.pipe")
+def test_a_reader_gone_keeps_the_exit_code(store: Path) -> None:
+    # The read end is closed before agc-verify starts: every write gets EPIPE. The
+    # verdict's exit code stands (0: complete), with no traceback.
+    _sealed(store)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = _console(["r1", "--store", str(store)], stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")
