@@ -68,6 +68,34 @@ def _all_codes(report: Any) -> set[str]:
 # -- writing ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("how", ["record", "import"])
+def test_an_empty_input_is_refused_and_nothing_is_uploaded(
+    s3_store: ObjectStore,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+) -> None:
+    # As for a folder store: exit 2, nothing sealed or uploaded, no staging left behind,
+    # and the run id stays free.
+    argv = ["--run-id", "r1", "--store", s3_store.url]
+    if how == "record":
+        feed_stdin(monkeypatch, b"")
+        code = agc_main(["record", *argv])
+    else:
+        empty = tmp_path / "empty.jsonl"
+        empty.write_bytes(b"")
+        code = agc_main(["import", str(empty), *argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "the input is empty" in err
+    assert list(s3_store.list_paths("")) == []
+    assert not staging_store(s3_store, "r1").exists()
+    feed_stdin(monkeypatch, TRANSCRIPT)
+    assert agc_main(["record", *argv]) == 0  # the id is free
+    assert verify_main(["r1", "--store", s3_store.url]) == 0
+
+
 def test_a_recorded_run_is_uploaded_artifacts_first_manifest_last_and_verifies(
     s3_store: ObjectStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -218,6 +218,7 @@ def ingest_stream(
             fsync=fsync,
             progress=progress,
             signing_key=signing_key,
+            allow_empty=allow_empty,
         )
         summary: IngestSummary = replace(staged, object_store=upload.to_dict())
         return summary
