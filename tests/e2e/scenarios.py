@@ -19,6 +19,7 @@ resumed, where its file lives, and how a request shows calls and results.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -140,7 +141,14 @@ class Driver:
         """The scripted turn, SIGKILLed (process group) while the long call runs."""
         marker = self.root / _STARTED
         marker.unlink(missing_ok=True)
-        self.server.script = self._script(long_command=f"touch {marker}; sleep 600")
+        # The tool's shell leaves its pid and becomes the sleep (exec): Claude Code starts
+        # tool commands outside its own process group, so the group kill below does not
+        # reach it, and it is ended here instead of living on for ten minutes.
+        pid_file = self.root / "long-call.pid"
+        pid_file.unlink(missing_ok=True)
+        self.server.script = self._script(
+            long_command=f"echo $$ > {pid_file}; touch {marker}; exec sleep 600"
+        )
         box = self.sandbox()
         session_id = str(uuid.uuid4())
         started = time.monotonic()
@@ -168,6 +176,8 @@ class Driver:
         else:  # pragma: no cover - a tool process survived the group kill
             os.killpg(process.pid, signal.SIGKILL)
             raise AssertionError("the long tool call survived the process-group SIGKILL")
+        finally:
+            _end_tool_process(pid_file)
         stream = log.read_bytes() if isinstance(box, ClaudeSandbox) else b""
         return self._session(box, session_id, seconds, stream)
 
@@ -220,6 +230,18 @@ class Resumed:
     def first(self) -> RecordedRequest:
         assert self.requests, f"the client sent no model request\n{self.result.describe()}"
         return self.requests[0]
+
+
+def _end_tool_process(pid_file: Path) -> None:
+    """SIGKILL the long call's ``sleep`` (its pid in ``pid_file``) if it still runs."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return  # never started, or already gone
+    if cmdline.startswith(b"sleep\x00"):  # not a reused pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def new_driver(client: ClientName, binary: Path, root: Path, server: ModelServer) -> Driver:
