@@ -825,12 +825,13 @@ def check_folder_run(
     unusable (a ``manifest-invalid`` or ``not-regular-file`` finding of the report).
     ``listed`` (names in each artifact folder) and ``shared_events`` (the legacy shared
     tool-events file is in the store) come from the listing ``--all`` took: what it did
-    not list is not looked for.
+    not list is not looked for, and the store folder is known to be there (it is looked
+    at again only for a run of which nothing is found).
 
     Raises:
         RunIdInvalidError, StoreError: as :func:`check_run`.
     """
-    if not os.path.lexists(layout.root):
+    if listed is None and not os.path.lexists(layout.root):
         # No store at all holds no run either: the same verdict as an empty store
         # (``run-missing``, exit 1), not an unreadable one.
         absent = [
@@ -838,7 +839,7 @@ def check_folder_run(
             for kind in ARTIFACT_KINDS
         ]
         return _run_missing(run_id, layout, absent, store_exists=False), None
-    if not layout.root.is_dir():
+    if listed is None and not layout.root.is_dir():
         raise StoreError(f"store {layout.root} is not a folder")
     findings: list[_Finding] = []
     manifest: RunManifest | None = None
@@ -878,7 +879,8 @@ def check_folder_run(
         and not shared_records
         and all(o.file_type == "absent" and not o.sidecars for o in observations)
     ):
-        return _run_missing(run_id, layout, observations), None
+        exists = listed is None or os.path.lexists(layout.root)
+        return _run_missing(run_id, layout, observations, store_exists=exists), None
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
