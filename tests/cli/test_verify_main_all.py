@@ -187,7 +187,12 @@ def test_an_environment_that_changes_the_full_command_hands_over(
     monkeypatch.setenv(variable, str(store / "keys") if variable == "AGC_TRUSTED_KEYS" else "1")
     (store / "keys").mkdir()
     handed_over: list[list[str]] = []
-    monkeypatch.setattr(verify_main, "_full", lambda given: handed_over.append(given) or 0)
+
+    def spy(given: list[str]) -> int:
+        handed_over.append(given)
+        return 0
+
+    monkeypatch.setattr(verify_main, "_full", spy)
     verify_main.main(["--all", "--store", str(store)])
     assert handed_over == [["--all", "--store", str(store)]]
 
