@@ -104,7 +104,7 @@ def test_without_jobs_a_large_store_is_checked_in_processes_with_the_same_report
     monkeypatch.setattr(_parallel, "default_jobs", lambda: 2)
     assert verify(["--all", "--store", str(store), "--json"]) == 1
     assert capsys.readouterr().out == serial
-    assert pools == [2]
+    assert pools == [1]  # two processes: this one and one worker
 
 
 def test_jobs_go_with_all_only(store: Path, capsys: pytest.CaptureFixture[str]) -> None:

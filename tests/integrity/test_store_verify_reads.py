@@ -6,6 +6,7 @@ again from disk for the chain checks)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import tempfile
@@ -179,3 +180,20 @@ def test_a_tampered_store_report_is_the_json_module_text(store: Path) -> None:
         tamper(store)
     data = check_store(store, expect_head=head).to_dict()
     assert json_text(data) == json.dumps(data, indent=2, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_check_store_leaves_the_cyclic_collector_as_it_found_it(store: Path, enabled: bool) -> None:
+    _three_runs(store)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        seen: list[bool] = []
+        check_store(store, progress=lambda done, total: seen.append(gc.isenabled()))
+        assert seen == [False, False, False]  # paused while the runs are checked
+        assert gc.isenabled() is enabled
+        with pytest.raises(AgcError):
+            check_store(store / "absent")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

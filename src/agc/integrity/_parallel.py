@@ -1,8 +1,9 @@
 """Per-run checks of ``agc-verify --all`` in parallel: local processes or a Dask cluster.
 
-The runs are cut into chunks in run-id order; each chunk is checked by one task (a
-process of a :class:`~concurrent.futures.ProcessPoolExecutor` for ``--jobs N``, a task
-of a Dask distributed cluster for ``--scheduler tcp://HOST:PORT``), and the reports are
+The runs are cut into chunks in run-id order; each chunk is checked by one task (for
+``--jobs N``: this process or one of ``N - 1`` worker processes of a
+:class:`~concurrent.futures.ProcessPoolExecutor`; a task of a Dask distributed cluster
+for ``--scheduler tcp://HOST:PORT``), and the reports are
 put back in run-id order whatever order the tasks finish in, so the report is the same
 as one process would give. Only the per-run checks are distributed: the chain is read
 and checked once, by the caller.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Final, TypeVar
 
 from agc.errors import StoreError, UsageError
@@ -69,7 +70,7 @@ def map_checks(
 
     Args:
         check: a picklable callable (a module-level function or a frozen dataclass).
-        jobs: local worker processes (1: in this process; ``None``: see
+        jobs: local processes, this one included (1: only this process; ``None``: see
             :func:`resolve_jobs`).
         scheduler: a Dask distributed scheduler address (``tcp://HOST:PORT``); the
             checks then run on its workers and ``jobs`` is not used.
@@ -91,22 +92,59 @@ def map_checks(
             if progress is not None:
                 progress(done, total)
         return results
-    chunks = _chunks(items, jobs)
+    return _in_processes(check, _chunks(items, jobs), jobs, progress)
+
+
+def _in_processes(
+    check: Callable[[T], R],
+    chunks: list[Sequence[T]],
+    jobs: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[R]:
+    """The chunks checked by ``jobs`` processes: this one and ``jobs - 1`` workers.
+
+    This process takes the next chunk whenever the workers have enough queued, so only
+    the workers' share of the reports is pickled back, and one process fewer is started.
+    """
+    total = sum(len(chunk) for chunk in chunks)
     out: list[list[R] | None] = [None] * len(chunks)
-    done = 0
     failed: dict[int, BaseException] = {}
-    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks))) as pool:
-        futures = {pool.submit(_chunk, check, chunk): i for i, chunk in enumerate(chunks)}
-        for future in as_completed(futures):
-            index = futures[future]
-            error = future.exception()
-            if error is not None:
-                failed[index] = error
-                continue
-            out[index] = future.result()
-            done += len(chunks[index])
-            if progress is not None:
-                progress(done, total)
+    done = 0
+
+    def finish(index: int, result: list[R] | None, error: BaseException | None) -> None:
+        nonlocal done
+        if error is not None:
+            failed[index] = error
+            return
+        out[index] = result
+        done += len(chunks[index])
+        if progress is not None:
+            progress(done, total)
+
+    workers = min(jobs - 1, len(chunks))
+    queued = 2 * workers + 1  # a worker never waits for this process to hand it more
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending: dict[Future[list[R]], int] = {}
+        upcoming = 0
+        while upcoming < len(chunks) or pending:
+            while len(pending) < queued and upcoming < len(chunks):
+                pending[pool.submit(_chunk, check, chunks[upcoming])] = upcoming
+                upcoming += 1
+            if upcoming < len(chunks):
+                index, upcoming = upcoming, upcoming + 1
+                try:
+                    result = _chunk(check, chunks[index])
+                except Exception as exc:  # as a worker's: the earliest run's is raised
+                    finish(index, None, exc)
+                else:
+                    finish(index, result, None)
+                finished = [future for future in pending if future.done()]
+            else:
+                finished = list(wait(pending, return_when=FIRST_COMPLETED).done)
+            for future in finished:
+                index = pending.pop(future)
+                error = future.exception()
+                finish(index, None if error is not None else future.result(), error)
     if failed:
         # The failure of the earliest run in run-id order, as one process would raise it,
         # whichever chunk happened to finish first.

@@ -23,9 +23,11 @@ Store-level finding codes (beside each run's own findings):
 
 from __future__ import annotations
 
+import gc
 import os
 import re
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -216,6 +218,23 @@ def _unexpected(relative: str) -> _Finding:
     )
 
 
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector (reference counting still frees everything).
+
+    A store check allocates a few dozen objects per run and keeps every report, so the
+    collector's full passes over a growing heap cost some 10% of ``--all``'s time; the
+    reports, manifests and findings hold no reference cycles for it to find.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def check_store(
     store: StoreArg = None,
     *,
@@ -253,6 +272,34 @@ def check_store(
         UsageError: ``inventory`` or ``retention`` for a folder store, bad ``jobs``.
         StoreError: the store cannot be read.
     """
+    with _cyclic_gc_paused():
+        return _check_any_store(
+            store,
+            trusted_keys=trusted_keys,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+            expect_head=expect_head,
+            progress=progress,
+            jobs=jobs,
+            scheduler=scheduler,
+            inventory=inventory,
+            retention=retention,
+        )
+
+
+def _check_any_store(
+    store: StoreArg,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    allow_unsigned: bool,
+    expect_head: str | None,
+    progress: Callable[[int, int], None] | None,
+    jobs: int | None,
+    scheduler: str | None,
+    inventory: str | None,
+    retention: Retention | None,
+) -> StoreReport:
     required = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
