@@ -17,12 +17,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any, Final, TypeVar
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from typing import Any, Final, Generic, TypeVar
 
 from agc.errors import StoreError, UsageError
 
-__all__ = ["AUTO_PARALLEL_RUNS", "MAX_JOBS", "map_checks", "resolve_jobs"]
+__all__ = [
+    "AUTO_PARALLEL_RUNS",
+    "MAX_JOBS",
+    "StartedChecks",
+    "map_checks",
+    "resolve_jobs",
+    "start_checks",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -92,64 +99,124 @@ def map_checks(
             if progress is not None:
                 progress(done, total)
         return results
-    return _in_processes(check, _chunks(items, jobs), jobs, progress)
+    with start_checks(check, items, jobs=jobs, progress=progress) as started:
+        return started.results()
 
 
-def _in_processes(
+def start_checks(
     check: Callable[[T], R],
-    chunks: list[Sequence[T]],
-    jobs: int,
-    progress: Callable[[int, int], None] | None,
-) -> list[R]:
-    """The chunks checked by ``jobs`` processes: this one and ``jobs - 1`` workers.
+    items: Sequence[T],
+    *,
+    jobs: int | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> StartedChecks[T, R]:
+    """:func:`map_checks` in two steps: start the worker processes on ``items`` now;
+    :meth:`StartedChecks.results` completes the checks (this process can do other work
+    in between). Close it in any case (``with``): that stops the workers if the results
+    are never asked for.
 
-    This process takes the next chunk whenever the workers have enough queued, so only
-    the workers' share of the reports is pickled back, and one process fewer is started.
+    Raises:
+        UsageError: ``jobs`` outside 1..256.
     """
-    total = sum(len(chunk) for chunk in chunks)
-    out: list[list[R] | None] = [None] * len(chunks)
-    failed: dict[int, BaseException] = {}
-    done = 0
+    return StartedChecks(check, items, resolve_jobs(jobs, len(items)), progress)
 
-    def finish(index: int, result: list[R] | None, error: BaseException | None) -> None:
-        nonlocal done
-        if error is not None:
-            failed[index] = error
-            return
-        out[index] = result
-        done += len(chunks[index])
-        if progress is not None:
-            progress(done, total)
 
-    workers = min(jobs - 1, len(chunks))
-    queued = 2 * workers + 1  # a worker never waits for this process to hand it more
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        pending: dict[Future[list[R]], int] = {}
-        upcoming = 0
-        while upcoming < len(chunks) or pending:
-            while len(pending) < queued and upcoming < len(chunks):
-                pending[pool.submit(_chunk, check, chunks[upcoming])] = upcoming
-                upcoming += 1
-            if upcoming < len(chunks):
-                index, upcoming = upcoming, upcoming + 1
+class StartedChecks(Generic[T, R]):
+    """Checks started by :func:`start_checks`.
+
+    With ``jobs`` processes, ``jobs - 1`` are workers and this process is the last one:
+    :meth:`results` checks the chunks no worker has started yet, from the last one
+    backwards, while the workers go on from the first. Only the workers' share of the
+    results is pickled back, and one process fewer is started. With one job nothing is
+    started: :meth:`results` checks every item.
+    """
+
+    def __init__(
+        self,
+        check: Callable[[T], R],
+        items: Sequence[T],
+        jobs: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self._check, self._items, self._progress = check, items, progress
+        self._chunks = _chunks(items, jobs) if jobs > 1 and len(items) > 1 else []
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[list[R]]] = []
+        if self._chunks:
+            self._pool = ProcessPoolExecutor(max_workers=min(jobs - 1, len(self._chunks)))
+            try:
+                # All submitted at once: the pool hands them to its workers in this order.
+                self._futures = [self._pool.submit(_chunk, check, c) for c in self._chunks]
+            except BaseException:
+                self.close()
+                raise
+
+    def __enter__(self) -> StartedChecks[T, R]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers (chunks not started are dropped); nothing once done."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def results(self) -> list[R]:
+        """``[check(item) for item in items]``, in the order of the items.
+
+        Raises:
+            Whatever ``check`` raised for the earliest item that failed.
+        """
+        if not self._chunks:
+            return map_checks(self._check, self._items, jobs=1, progress=self._progress)
+        chunks, futures, progress = self._chunks, self._futures, self._progress
+        total = len(self._items)
+        out: list[list[R] | None] = [None] * len(chunks)
+        failed: dict[int, BaseException] = {}
+        collected: set[int] = set()
+        done = 0
+
+        def record(index: int, result: list[R] | None, error: BaseException | None) -> None:
+            nonlocal done
+            collected.add(index)
+            if error is not None:
+                failed[index] = error
+                return
+            out[index] = result
+            done += len(chunks[index])
+            if progress is not None:
+                progress(done, total)
+
+        def collect_finished() -> None:
+            for index, future in enumerate(futures):
+                if index not in collected and future.done() and not future.cancelled():
+                    error = future.exception()
+                    record(index, None if error is not None else future.result(), error)
+
+        try:
+            for index in reversed(range(len(chunks))):
+                if not futures[index].cancel():
+                    break  # a worker has it, and every chunk before it
                 try:
-                    result = _chunk(check, chunks[index])
+                    result = _chunk(self._check, chunks[index])
                 except Exception as exc:  # as a worker's: the earliest run's is raised
-                    finish(index, None, exc)
+                    record(index, None, exc)
                 else:
-                    finish(index, result, None)
-                finished = [future for future in pending if future.done()]
-            else:
-                finished = list(wait(pending, return_when=FIRST_COMPLETED).done)
-            for future in finished:
-                index = pending.pop(future)
-                error = future.exception()
-                finish(index, None if error is not None else future.result(), error)
-    if failed:
-        # The failure of the earliest run in run-id order, as one process would raise it,
-        # whichever chunk happened to finish first.
-        raise failed[min(failed)]
-    return [result for chunk in out if chunk is not None for result in chunk]
+                    record(index, result, None)
+                collect_finished()
+            for index in range(len(chunks)):
+                if index not in collected:
+                    wait([futures[index]])
+                    collect_finished()
+        finally:
+            self.close()
+        if failed:
+            # The failure of the earliest run in run-id order, as one process would
+            # raise it, whichever chunk happened to finish first.
+            raise failed[min(failed)]
+        return [result for chunk in out if chunk is not None for result in chunk]
 
 
 def _on_dask(

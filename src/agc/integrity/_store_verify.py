@@ -63,7 +63,7 @@ from agc.integrity._chain import (
     read_head,
 )
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
-from agc.integrity._parallel import map_checks, resolve_jobs
+from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import archived_manifest_path, read_manifest
 from agc.integrity._verify import RunReport, check_folder_run, signature_required
@@ -330,22 +330,48 @@ def _check_any_store(
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
     view = LocalStoreView(layout)
 
-    def local_runs(run_ids: list[str]) -> list[RunReport]:
+    def start_local(first: list[str]) -> _StartedRuns:
         shared = layout.legacy_tool_events_path.name in (view.list_dir("audit") or ())
-        items = [(run_id, view.listed_names(run_id)) for run_id in run_ids]
-        workers = resolve_jobs(jobs, len(items))
-        if workers == 1 and scheduler is None:
-            check = LocalRunCheck(str(layout.root), raw_keys, required, shared, trusted_keys)
-            results = map_checks(check, items, progress=progress)
-        else:
-            check = LocalRunCheck(str(layout.root), raw_keys, required, shared)
-            results = map_checks(check, items, jobs=workers, scheduler=scheduler, progress=progress)
-        # The chain is judged against the manifests the runs were judged by (one read).
-        view.remember(zip(run_ids, (manifest for _, manifest in results), strict=True))
-        return [report for report, _ in results]
+        workers = resolve_jobs(jobs, len(first))
+        check = LocalRunCheck(str(layout.root), raw_keys, required, shared)
+        here = LocalRunCheck(str(layout.root), raw_keys, required, shared, trusted_keys)
+        started = None
+        if scheduler is None:
+            # The workers start on the runs the listing names while this process reads
+            # the chain; it then takes its share of the runs.
+            items = [(run_id, view.listed_names(run_id)) for run_id in first]
+            started = start_checks(
+                check if workers > 1 else here, items, jobs=workers, progress=progress
+            )
+
+        def results(extra: list[str]) -> list[RunReport]:
+            if started is None:
+                ordered = sorted([*first, *extra])
+                items = [(run_id, view.listed_names(run_id)) for run_id in ordered]
+                found = map_checks(
+                    check, items, jobs=workers, scheduler=scheduler, progress=progress
+                )
+            else:
+                # Runs only the chain names (deleted ones) are checked here, after.
+                offset = len(first)
+
+                def more(done: int, total: int) -> None:
+                    if progress is not None:
+                        progress(offset + done, offset + total)
+
+                later = [(run_id, view.listed_names(run_id)) for run_id in extra]
+                by_run = dict(zip(first, started.results(), strict=True))
+                by_run.update(zip(extra, map_checks(here, later, progress=more), strict=True))
+                ordered = sorted(by_run)
+                found = [by_run[run_id] for run_id in ordered]
+            # The chain is judged against the manifests the runs were judged by (one read).
+            view.remember(zip(ordered, (manifest for _, manifest in found), strict=True))
+            return [report for report, _ in found]
+
+        return _StartedRuns(results, started.close if started is not None else None)
 
     try:
-        return _check_store(view, local_runs, expect_head)
+        return _check_store(view, None, expect_head, start_runs=start_local)
     except OSError as exc:
         # A folder or chain file of the store cannot be read: exit 3, never a verdict.
         raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
@@ -556,20 +582,44 @@ class LocalStoreView:
         pass
 
 
+@dataclass(frozen=True)
+class _StartedRuns:
+    """Run checks under way (see ``start_runs`` of :func:`_check_store`)."""
+
+    results: Callable[[list[str]], list[RunReport]]
+    """The reports of the runs started and of these further ones, in run-id order."""
+    close: Callable[[], None] | None = None
+    """Stop what is still running (the results are not wanted)."""
+
+
 def _check_store(
     view: StoreView,
-    check_runs: Callable[[list[str]], list[RunReport]],
+    check_runs: Callable[[list[str]], list[RunReport]] | None,
     expect_head: str | None,
+    *,
+    start_runs: Callable[[list[str]], _StartedRuns] | None = None,
 ) -> StoreReport:
+    """The store report; the runs are checked by ``check_runs`` (every run, in run-id
+    order, once the chain is read), or started by ``start_runs`` on the runs the
+    listing names before the chain is read, and completed with those only the chain
+    names."""
     findings: list[_Finding] = []
     view.store_findings(findings)
     run_ids = _discover(view, findings)
     view.prefetch(sorted(run_ids))
-    entries = view.read_chain(findings)
-    run_ids |= {entry.run_id for entry in entries if _valid_run_id(entry.run_id)}
-
-    ordered = sorted(run_ids)
-    reports = check_runs(ordered)
+    started = start_runs(sorted(run_ids)) if start_runs is not None else None
+    try:
+        entries = view.read_chain(findings)
+        chained = {entry.run_id for entry in entries if _valid_run_id(entry.run_id)}
+        ordered = sorted(run_ids | chained)
+        if started is not None:
+            reports = started.results(sorted(chained - run_ids))
+        else:
+            assert check_runs is not None
+            reports = check_runs(ordered)
+    finally:
+        if started is not None and started.close is not None:
+            started.close()
 
     if not ordered:
         findings.append(
