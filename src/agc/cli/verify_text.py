@@ -163,26 +163,43 @@ def json_text(data: Any) -> str | None:
     anything else (a float, whose repr differs; a lone surrogate; another type): the
     caller then uses the json module.
     """
-    stack = [data]
-    for item in stack:  # grows while it is walked
-        kind = type(item)
-        if kind is dict:
-            if not all(type(key) is str for key in item):
-                return None
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        elif kind is int:
-            if not -(2**63) <= item < 2**64:
-                return None
-        elif not (kind is str or kind is bool or item is None):
-            return None
+    if not _orjson_writes_as_json(data):
+        return None
     import orjson  # noqa: PLC0415 - only for --json (agc-verify RUN starts without it)
 
     try:
         return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
     except orjson.JSONEncodeError:  # a lone surrogate
         return None
+
+
+_ATOMS: Final = frozenset({str, bool, type(None)})
+
+
+def _orjson_writes_as_json(data: Any) -> bool:
+    """Whether ``data`` holds only what orjson writes as the json module does (see
+    :func:`json_text`); a string, ``True`` or ``None`` is never pushed on the stack."""
+    stack = [data]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            for key, value in item.items():
+                if type(key) is not str:
+                    return False
+                if type(value) not in _ATOMS:
+                    push(value)
+        elif kind is list or kind is tuple:
+            for value in item:
+                if type(value) not in _ATOMS:
+                    push(value)
+        elif kind is int:
+            if not -(2**63) <= item < 2**64:
+                return False
+        elif kind not in _ATOMS:
+            return False
+    return True
 
 
 def json_document(data: Any) -> str:
