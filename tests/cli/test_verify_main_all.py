@@ -207,7 +207,7 @@ def test_quick_all_in_a_fresh_process_loads_neither_typer_nor_rich(
         "import sys\n"
         "from agc.cli.verify_main import main\n"
         f"rc = main({args!r})\n"
-        "heavy = [m for m in ('typer', 'rich', 'click') if m in sys.modules]\n"
+        "heavy = [m for m in ('typer', 'rich', 'click', 'cryptography') if m in sys.modules]\n"
         "sys.stderr.write(f'{rc} {heavy}')\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

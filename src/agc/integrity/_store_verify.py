@@ -143,9 +143,27 @@ class StoreReport(Report[StoreFindingCode]):
         }
 
 
-def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
-    """Run ids named by files in the store; stray files become ``unexpected``."""
+def _listed_runs(view: StoreView) -> set[str]:
+    """Run ids named by files in the store: an artifact file ``<run>.jsonl`` or a
+    manifest ``<run>.json`` (any other name is judged by :func:`_discover`)."""
     runs: set[str] = set()
+    for kind in ARTIFACT_KINDS:
+        for name in view.list_dir(_FOLDERS[kind]) or []:
+            if name.endswith(".jsonl"):
+                match = _ARTIFACT_FILE.fullmatch(name)
+                if match is not None and match.group("run") not in {".", ".."}:
+                    runs.add(match.group("run"))
+    for name in view.list_dir("audit/manifests") or []:
+        match = _MANIFEST_FILE.fullmatch(name)
+        # A run id may start with a dot (.x -> .x.json); only . and .. are no run ids.
+        if match is not None and match.group("run") and match.group("run") not in {".", ".."}:
+            runs.add(match.group("run"))
+    return runs
+
+
+def _discover(view: StoreView, findings: list[_Finding], runs: Container[str]) -> None:
+    """Stray files (that :func:`_listed_runs` and the manifests of ``runs`` do not
+    explain) become ``unexpected``."""
     for name in view.list_dir("audit") or []:
         if name in view.known_audit or _CHAIN_QUARANTINE.fullmatch(name):
             continue
@@ -161,35 +179,30 @@ def _discover(view: StoreView, findings: list[_Finding]) -> set[str]:
             )
         else:
             findings.append(_unexpected(f"audit/{name}"))
-    # Sidecars, checkpoints and quarantine files: (run, kind, name, path in the store,
-    # whether it is a quarantine file).
+    # Sidecars, checkpoints and quarantine files: (run, kind, name, folder, whether it
+    # is a quarantine file).
     companions: list[tuple[str, ArtifactKind, str, str, bool]] = []
     for kind in ARTIFACT_KINDS:
         folder = _FOLDERS[kind]
         for name in view.list_dir(folder) or []:
-            relative = f"{folder}/{name}"
             match = _ARTIFACT_FILE.fullmatch(name)
-            if match is None or match.group("run") in {".", ".."}:
-                findings.append(_unexpected(relative))
-            elif name.endswith(".jsonl"):
-                runs.add(match.group("run"))
-            else:
-                quarantine = match.group("quarantine") is not None
-                companions.append((match.group("run"), kind, name, relative, quarantine))
+            run = None if match is None else match.group("run")
+            if run is None or run in {".", ".."}:
+                findings.append(_unexpected(f"{folder}/{name}"))
+            elif not name.endswith(".jsonl"):
+                quarantine = match is not None and match.group("quarantine") is not None
+                companions.append((run, kind, name, folder, quarantine))
     for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
         name_run = match and (match.group("run") or match.group("lock") or match.group("archived"))
         if match is None or name_run in {".", ".."}:
-            # A run id may start with a dot (.x -> .x.json); only . and .. are no run ids.
             findings.append(_unexpected(f"audit/manifests/{name}"))
-        elif match.group("run"):
-            runs.add(match.group("run"))
-    for run_id, kind, name, relative, quarantine in companions:
+    for run_id, kind, name, folder, quarantine in companions:
         if run_id not in runs:
-            findings.append(_unexpected(relative))  # beside no artifact file, no manifest
+            # beside no artifact file, no manifest
+            findings.append(_unexpected(f"{folder}/{name}"))
         elif quarantine and not _quarantine_listed(view, run_id, kind, name):
-            findings.append(_unexpected(relative))
-    return runs
+            findings.append(_unexpected(f"{folder}/{name}"))
 
 
 def _quarantine_listed(view: StoreView, run_id: str, kind: ArtifactKind, name: str) -> bool:
@@ -379,6 +392,8 @@ def _check_any_store(
 
 def _raw_keys(trusted_keys: Mapping[str, Ed25519PublicKey] | None) -> dict[str, bytes]:
     """Trusted keys as raw bytes: what is sent to worker processes (keys do not pickle)."""
+    if not trusted_keys:
+        return {}  # cryptography not imported for an unsigned check
     from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
 
     return {
@@ -605,10 +620,11 @@ def _check_store(
     names."""
     findings: list[_Finding] = []
     view.store_findings(findings)
-    run_ids = _discover(view, findings)
-    view.prefetch(sorted(run_ids))
+    run_ids = _listed_runs(view)
     started = start_runs(sorted(run_ids)) if start_runs is not None else None
     try:
+        _discover(view, findings, run_ids)
+        view.prefetch(sorted(run_ids))
         entries = view.read_chain(findings)
         chained = {entry.run_id for entry in entries if _valid_run_id(entry.run_id)}
         ordered = sorted(run_ids | chained)
