@@ -197,3 +197,27 @@ def test_check_store_leaves_the_cyclic_collector_as_it_found_it(store: Path, ena
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_check_store_keeps_the_objects_a_program_froze_frozen(store: Path) -> None:
+    _three_runs(store)
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        check_store(store)
+        assert gc.get_freeze_count() == frozen  # not released by the check
+    finally:
+        gc.unfreeze()
+    assert frozen_before == 0 or gc.get_freeze_count() == 0
+
+
+def test_what_the_check_leaves_is_not_in_the_youngest_generation(store: Path) -> None:
+    _three_runs(store)
+    gc.collect()
+    young = gc.get_count()[0]
+    report = check_store(store)
+    assert report.complete
+    assert gc.get_count()[0] <= young + 50  # moved on, not walked by the next collection
+    assert gc.get_freeze_count() == 0

@@ -238,6 +238,11 @@ def _cyclic_gc_paused() -> Iterator[None]:
     A store check allocates a few dozen objects per run and keeps every report, so the
     collector's full passes over a growing heap cost some 10% of ``--all``'s time; the
     reports, manifests and findings hold no reference cycles for it to find.
+
+    Afterwards, what survived is moved to the oldest generation at once (``freeze`` then
+    ``unfreeze``, two list splices): left in the youngest, the first collection after
+    the check would walk all of it (some 70 ms for 10,000 runs). Skipped when the
+    program froze objects of its own, which ``unfreeze`` would release.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -245,6 +250,9 @@ def _cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
