@@ -128,13 +128,14 @@ class StoreReport(Report[StoreFindingCode]):
         return not self.errors and all(r.complete for r in self.runs)
 
     def _members(self) -> dict[str, Any]:
+        good = sum(r.complete for r in self.runs)  # each run's verdict computed once
         return {
             "store": self.store,
-            "complete": self.complete,
+            "complete": not self.errors and good == len(self.runs),
             "summary": {
                 "runs": len(self.runs),
-                "complete": sum(r.complete for r in self.runs),
-                "incomplete": sum(not r.complete for r in self.runs),
+                "complete": good,
+                "incomplete": len(self.runs) - good,
                 "head": self.head,
                 "head_position": self.head_position,
             },
