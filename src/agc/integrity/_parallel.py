@@ -16,6 +16,7 @@ its own environment, so no credential travels with a task.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any, Final, Generic, TypeVar
@@ -189,11 +190,21 @@ class StartedChecks(Generic[T, R]):
             if progress is not None:
                 progress(done, total)
 
+        def collect(index: int) -> None:
+            future = futures[index]
+            if index not in collected and not future.cancelled():
+                error = future.exception()
+                record(index, None if error is not None else future.result(), error)
+
         def collect_finished() -> None:
-            for index, future in enumerate(futures):
-                if index not in collected and future.done() and not future.cancelled():
-                    error = future.exception()
-                    record(index, None if error is not None else future.result(), error)
+            while finished:
+                collect(finished.popleft())
+
+        # Filled by the pool's thread as futures complete (deque appends are atomic), so
+        # collecting costs nothing per chunk still running: linear in the chunks.
+        finished: deque[int] = deque()
+        for index, future in enumerate(futures):
+            future.add_done_callback(_note_done(finished, index))
 
         try:
             for index in reversed(range(len(chunks))):
@@ -209,7 +220,7 @@ class StartedChecks(Generic[T, R]):
             for index in range(len(chunks)):
                 if index not in collected:
                     wait([futures[index]])
-                    collect_finished()
+                    collect(index)
         finally:
             self.close()
         if failed:
@@ -217,6 +228,10 @@ class StartedChecks(Generic[T, R]):
             # raise it, whichever chunk happened to finish first.
             raise failed[min(failed)]
         return [result for chunk in out if chunk is not None for result in chunk]
+
+
+def _note_done(finished: deque[int], index: int) -> Callable[[Future[Any]], None]:
+    return lambda _future: finished.append(index)
 
 
 def _on_dask(
