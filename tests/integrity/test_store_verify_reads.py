@@ -21,6 +21,7 @@ from agc._core.store import StoreLayout
 from agc.cli.verify import json_text
 from agc.errors import AgcError
 from agc.integrity import _store_verify as store_verify
+from agc.integrity import _verify as verify_module
 from agc.integrity._store_verify import StoreReport, check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter
@@ -40,9 +41,12 @@ def _reference(store: Path, expect_head: str | None = None) -> StoreReport:
     """The report as check_store composed it before: nothing remembered, every manifest
     read from disk again by the chain checks, each run checked without the listing."""
     view = _UncachedView(StoreLayout.at(store))
-    return store_verify._check_store(  # the reference composition
-        view, lambda run_ids: [check_run(run_id, store) for run_id in run_ids], expect_head
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        # Every file streamed, as before files were read whole.
+        patch.setattr(verify_module, "IN_MEMORY_BYTES", -1)
+        return store_verify._check_store(  # the reference composition
+            view, lambda run_ids: [check_run(run_id, store) for run_id in run_ids], expect_head
+        )
 
 
 def _invalid_manifest(store: Path) -> None:
@@ -137,7 +141,9 @@ def test_any_mix_of_tamperings_gives_the_reference_report(picks: list[int]) -> N
             # An earlier tampering may have removed or broken what this one edits.
             with contextlib.suppress(OSError, LookupError, ValueError, AgcError):
                 ALL[index][1](store)
-        assert check_store(store, expect_head=head).to_dict() == _reference(store, head).to_dict()
+        expected = _reference(store, head).to_dict()
+        assert check_store(store, expect_head=head).to_dict() == expected
+        assert check_store(store, expect_head=head, jobs=2).to_dict() == expected
 
 
 # -- the --all --json text ---------------------------------------------------------------
