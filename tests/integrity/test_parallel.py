@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,7 +105,7 @@ def test_without_jobs_a_large_store_is_checked_in_processes_with_the_same_report
     monkeypatch.setattr(_parallel, "default_jobs", lambda: 2)
     assert verify(["--all", "--store", str(store), "--json"]) == 1
     assert capsys.readouterr().out == serial
-    assert pools == [2]
+    assert pools == [1]  # two processes: this one and one worker
 
 
 def test_jobs_go_with_all_only(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,3 +212,40 @@ def test_in_processes_the_error_raised_is_the_earliest_items_as_in_one_process()
     # Item 13's chunk finishes long before item 1's: still item 1's error, as above.
     with pytest.raises(InputError, match="item 1 is bad"):
         _parallel.map_checks(_fails_for_1_and_13, list(range(16)), jobs=2)
+
+
+def _pid_of(item: int) -> tuple[int, int]:
+    """A picklable check: the item and the process that checked it."""
+    return item, os.getpid()
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+@pytest.mark.parametrize("count", [2, 7, 64, 300])
+def test_this_process_and_the_workers_share_the_items_and_keep_their_order(
+    jobs: int, count: int
+) -> None:
+    seen: list[tuple[int, int]] = []
+    results = _parallel.map_checks(
+        _pid_of, list(range(count)), jobs=jobs, progress=lambda d, t: seen.append((d, t))
+    )
+    assert [item for item, _ in results] == list(range(count))
+    if count == 300:  # more chunks than the workers' queue holds
+        # This process takes chunks from the end, the workers from the start.
+        assert results[-1][1] == os.getpid()
+    assert len({pid for _, pid in results}) <= jobs
+    assert seen[-1] == (count, count)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_started_checks_closed_unasked_stop_their_workers() -> None:
+    started = _parallel.start_checks(_sleepy, list(range(40)), jobs=2)
+    begun = time.monotonic()
+    started.close()
+    # 40 items of 0.1 s each: the chunks no worker had begun are dropped, not run.
+    assert time.monotonic() - begun < 2.0
+    started.close()  # twice is harmless
+
+
+def _sleepy(item: int) -> int:
+    time.sleep(0.1)
+    return item

@@ -6,6 +6,7 @@ again from disk for the chain checks)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import tempfile
@@ -20,6 +21,7 @@ from agc._core.store import StoreLayout
 from agc.cli.verify import json_text
 from agc.errors import AgcError
 from agc.integrity import _store_verify as store_verify
+from agc.integrity import _verify as verify_module
 from agc.integrity._store_verify import StoreReport, check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter
@@ -39,9 +41,12 @@ def _reference(store: Path, expect_head: str | None = None) -> StoreReport:
     """The report as check_store composed it before: nothing remembered, every manifest
     read from disk again by the chain checks, each run checked without the listing."""
     view = _UncachedView(StoreLayout.at(store))
-    return store_verify._check_store(  # the reference composition
-        view, lambda run_ids: [check_run(run_id, store) for run_id in run_ids], expect_head
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        # Every file streamed, as before files were read whole.
+        patch.setattr(verify_module, "IN_MEMORY_BYTES", -1)
+        return store_verify._check_store(  # the reference composition
+            view, lambda run_ids: [check_run(run_id, store) for run_id in run_ids], expect_head
+        )
 
 
 def _invalid_manifest(store: Path) -> None:
@@ -136,7 +141,9 @@ def test_any_mix_of_tamperings_gives_the_reference_report(picks: list[int]) -> N
             # An earlier tampering may have removed or broken what this one edits.
             with contextlib.suppress(OSError, LookupError, ValueError, AgcError):
                 ALL[index][1](store)
-        assert check_store(store, expect_head=head).to_dict() == _reference(store, head).to_dict()
+        expected = _reference(store, head).to_dict()
+        assert check_store(store, expect_head=head).to_dict() == expected
+        assert check_store(store, expect_head=head, jobs=2).to_dict() == expected
 
 
 # -- the --all --json text ---------------------------------------------------------------
@@ -179,3 +186,44 @@ def test_a_tampered_store_report_is_the_json_module_text(store: Path) -> None:
         tamper(store)
     data = check_store(store, expect_head=head).to_dict()
     assert json_text(data) == json.dumps(data, indent=2, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_check_store_leaves_the_cyclic_collector_as_it_found_it(store: Path, enabled: bool) -> None:
+    _three_runs(store)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        seen: list[bool] = []
+        check_store(store, progress=lambda done, total: seen.append(gc.isenabled()))
+        assert seen == [False, False, False]  # paused while the runs are checked
+        assert gc.isenabled() is enabled
+        with pytest.raises(AgcError):
+            check_store(store / "absent")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_check_store_keeps_the_objects_a_program_froze_frozen(store: Path) -> None:
+    _three_runs(store)
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        check_store(store)
+        assert gc.get_freeze_count() == frozen  # not released by the check
+    finally:
+        gc.unfreeze()
+    assert frozen_before == 0 or gc.get_freeze_count() == 0
+
+
+def test_what_the_check_leaves_is_not_in_the_youngest_generation(store: Path) -> None:
+    _three_runs(store)
+    gc.collect()
+    young = gc.get_count()[0]
+    report = check_store(store)
+    assert report.complete
+    assert gc.get_count()[0] <= young + 50  # moved on, not walked by the next collection
+    assert gc.get_freeze_count() == 0

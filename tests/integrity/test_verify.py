@@ -549,7 +549,10 @@ def test_a_chained_run_rewritten_into_the_legacy_format_is_manifest_missing(stor
     assert "manifest-missing" in finding_codes(report)
 
 
-def test_verify_streams_the_file(layout: StoreLayout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_streams_a_file_larger_than_the_in_memory_limit(
+    layout: StoreLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(verify_module, "IN_MEMORY_BYTES", 16)
     monkeypatch.setattr(hashing, "_CHUNK_BYTES", 16)
     sizes: list[int] = []
     real = os.readv
@@ -562,6 +565,23 @@ def test_verify_streams_the_file(layout: StoreLayout, monkeypatch: pytest.Monkey
     assert check_run("r1", layout.root).complete
     assert sizes
     assert max(sizes) <= 16
+
+
+def test_verify_reads_a_small_file_in_one_bounded_read(
+    layout: StoreLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes: list[int] = []
+    real = os.read
+
+    def read(fd: int, size: int) -> bytes:
+        sizes.append(size)
+        return real(fd, size)
+
+    monkeypatch.setattr(os, "read", read)
+    assert check_run("r1", layout.root).complete
+    transcript = (layout.root / "audit/transcripts/r1.jsonl").stat().st_size
+    assert transcript in sizes  # the whole file, in one read of its own size
+    assert max(sizes) <= max(verify_module.IN_MEMORY_BYTES, 65536)
 
 
 def test_every_finding_code_is_documented() -> None:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
-import orjson
 import typer
 from rich.text import Text
 
@@ -27,6 +26,8 @@ from agc.cli.common import (
 from agc.cli.verify_text import (
     format_report,
     format_store,
+    json_document,
+    json_text,
     recovery_hint,
     store_summary,
     use_color,
@@ -76,39 +77,6 @@ Examples:
 """
 
 _HEAD: Final = re.compile(r"[0-9a-fA-F]{64}")
-
-
-_INDENT_OPTION: Final = orjson.OPT_INDENT_2
-
-
-def json_text(data: Any) -> str | None:
-    """``json.dumps(data, indent=2, ensure_ascii=False)``, by orjson (a store report of
-    10,000 runs is some 10 MB of JSON; the json module's indented encoder is pure Python).
-
-    orjson writes the same text for what a report holds: strings (UTF-8 as is; ``"``,
-    ``\\`` and U+0000-U+001F escaped the same way), integers, booleans, ``null``, lists
-    and ``dict`` with string keys, two-space indent, ``": "`` after a key. ``None`` for
-    anything else (a float, whose repr differs; a lone surrogate; another type): the
-    caller then uses the json module.
-    """
-    stack = [data]
-    for item in stack:  # grows while it is walked
-        kind = type(item)
-        if kind is dict:
-            if not all(type(key) is str for key in item):
-                return None
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        elif kind is int:
-            if not -(2**63) <= item < 2**64:
-                return None
-        elif not (kind is str or kind is bool or item is None):
-            return None
-    try:
-        return orjson.dumps(data, option=_INDENT_OPTION).decode()
-    except orjson.JSONEncodeError:  # a lone surrogate
-        return None
 
 
 def _print_table(report: StoreReport) -> None:
@@ -431,12 +399,7 @@ def _verify_store(
     else:
         report = run(None)
     if as_json:
-        data = report.to_dict()
-        text = json_text(data)
-        if text is None:
-            emit_json(data)
-        else:
-            write_lines([text])  # emit_json's bytes
+        write_lines([json_document(report.to_dict())])  # emit_json's bytes
     elif status:
         pass
     elif out_console.is_terminal and not quiet:

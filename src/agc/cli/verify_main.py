@@ -2,10 +2,12 @@
 
 ``agc-verify`` gates CI, where it runs once per run and its start-up time adds to every
 check (``make bench`` measures it against ``b3sum --check``, process start included). The
-common invocations, ``agc-verify RUN_ID [--store DIR] [--json]``, are therefore served
-here without importing typer or rich (about 40 ms of imports). Everything else
-(``--help``, a usage error, any other option) and every error is handed to the full
-command, :func:`agc.cli.verify.main`, so output and exit codes are the same either way.
+common invocations, ``agc-verify RUN_ID [--store DIR] [--json]`` and
+``agc-verify --all [--store DIR] [--json] [--jobs N]`` (when neither stdout nor stderr
+is a terminal: no table, no progress bar), are therefore served here without importing
+typer or rich (about 40 ms of imports). Everything else (``--help``, a usage error, any
+other option) and every error is handed to the full command,
+:func:`agc.cli.verify.main`, so output and exit codes are the same either way.
 """
 
 from __future__ import annotations
@@ -13,15 +15,24 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import signal
 import sys
-from typing import NoReturn
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Final, NoReturn, TextIO
 
 from agc._core.fs import describe_os_error
-from agc.cli.verify_text import format_report, recovery_hint, use_color
+from agc.cli.verify_text import format_report, format_store, json_document, recovery_hint, use_color
 from agc.exitcodes import ExitCode
 from agc.integrity._verify import check_run
 
-__all__ = ["console", "main", "parse_simple"]
+__all__ = ["console", "main", "parse_all", "parse_simple"]
+
+_JOBS: Final = re.compile(r"[1-9][0-9]{0,5}")
 
 
 def parse_simple(args: list[str]) -> tuple[str, str | None, bool] | None:
@@ -55,6 +66,119 @@ def parse_simple(args: list[str]) -> tuple[str, str | None, bool] | None:
     return run_id, store, as_json
 
 
+def parse_all(args: list[str]) -> tuple[str | None, bool, int | None] | None:
+    """``(store, as_json, jobs)`` for ``--all [--store DIR] [--json] [--jobs N]``, else
+    ``None`` (``-j N`` and ``--store=DIR``, ``--jobs=N`` too; each at most once; ``N`` a
+    plain positive decimal). Any other shape goes to the full command."""
+    all_runs = as_json = False
+    store: str | None = None
+    jobs: str | None = None
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        name, equals, value = arg.partition("=")
+        if arg == "--all" and not all_runs:
+            all_runs = True
+        elif arg == "--json" and not as_json:
+            as_json = True
+        elif name == "--store" and store is None:
+            if not equals:
+                index += 1
+                value = args[index] if index < len(args) else ""
+            if not value or value.startswith("-"):
+                return None
+            store = value
+        elif (name == "--jobs" or (arg == "-j" and not equals)) and jobs is None:
+            if not equals:
+                index += 1
+                value = args[index] if index < len(args) else ""
+            if _JOBS.fullmatch(value) is None:
+                return None
+            jobs = value
+        else:
+            return None
+        index += 1
+    if not all_runs:
+        return None
+    return store, as_json, None if jobs is None else int(jobs)
+
+
+def _terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed or replaced stream
+        return False
+
+
+def _plain_streams() -> bool:
+    """Neither stdout nor stderr is a terminal, as rich would judge it (so the full
+    command would print plain lines and no progress bar)."""
+    if "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return False
+    return not _terminal(sys.stdout) and not _terminal(sys.stderr)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM while ``--all`` runs, raised like Ctrl-C (the full command does the same)."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
+    raise _Terminated
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _write(text: str) -> int | None:
+    """Write to stdout; a reader that went away (``| head``) gets nothing more. Returns
+    exit 3 when stdout cannot be written otherwise (a full disk), else ``None``."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+    except OSError as exc:
+        return _stdout_failed(exc)
+    return None
+
+
+def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | None) -> int:
+    """``--all`` as the full command runs it, for plain output (see :func:`parse_all`)."""
+    from agc.integrity._store_verify import check_store  # noqa: PLC0415
+
+    try:
+        with _sigterm_raises():
+            report = check_store(Path(store) if store is not None else None, jobs=jobs)
+        if as_json:
+            text = json_document(report.to_dict()) + "\n"
+        else:
+            lines = format_store(report, color=use_color(sys.stdout))
+            text = "".join(line + "\n" for line in lines)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        sys.stderr.write("terminated\n" if terminated else "interrupted\n")
+        return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
+    except Exception:
+        # An unreadable store, a bad --jobs, a bug: the full command reports it its way.
+        return _full(args)
+    failed = _write(text)
+    if failed is not None:
+        return failed
+    return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
+
+
 def _full(args: list[str]) -> int:
     from agc.cli.verify import main as full_main  # noqa: PLC0415 - typer only when needed
 
@@ -65,8 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``agc-verify``; returns the exit code (see :mod:`agc.exitcodes`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     simple = parse_simple(args)
-    if simple is None or os.environ.get("AGC_TRUSTED_KEYS"):
+    if os.environ.get("AGC_TRUSTED_KEYS"):
         # Trusted keys from the environment are the full command's business.
+        return _full(args)
+    if simple is None:
+        every = parse_all(args)
+        if every is not None and _plain_streams():
+            return _verify_all(args, *every)
         return _full(args)
     run_id, store, as_json = simple
     try:

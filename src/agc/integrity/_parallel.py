@@ -1,8 +1,9 @@
 """Per-run checks of ``agc-verify --all`` in parallel: local processes or a Dask cluster.
 
-The runs are cut into chunks in run-id order; each chunk is checked by one task (a
-process of a :class:`~concurrent.futures.ProcessPoolExecutor` for ``--jobs N``, a task
-of a Dask distributed cluster for ``--scheduler tcp://HOST:PORT``), and the reports are
+The runs are cut into chunks in run-id order; each chunk is checked by one task (for
+``--jobs N``: this process or one of ``N - 1`` worker processes of a
+:class:`~concurrent.futures.ProcessPoolExecutor`; a task of a Dask distributed cluster
+for ``--scheduler tcp://HOST:PORT``), and the reports are
 put back in run-id order whatever order the tasks finish in, so the report is the same
 as one process would give. Only the per-run checks are distributed: the chain is read
 and checked once, by the caller.
@@ -15,13 +16,21 @@ its own environment, so no credential travels with a task.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any, Final, TypeVar
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from typing import Any, Final, Generic, TypeVar
 
 from agc.errors import StoreError, UsageError
 
-__all__ = ["AUTO_PARALLEL_RUNS", "MAX_JOBS", "map_checks", "resolve_jobs"]
+__all__ = [
+    "AUTO_PARALLEL_RUNS",
+    "MAX_JOBS",
+    "StartedChecks",
+    "map_checks",
+    "resolve_jobs",
+    "start_checks",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -69,7 +78,7 @@ def map_checks(
 
     Args:
         check: a picklable callable (a module-level function or a frozen dataclass).
-        jobs: local worker processes (1: in this process; ``None``: see
+        jobs: local processes, this one included (1: only this process; ``None``: see
             :func:`resolve_jobs`).
         scheduler: a Dask distributed scheduler address (``tcp://HOST:PORT``); the
             checks then run on its workers and ``jobs`` is not used.
@@ -91,27 +100,138 @@ def map_checks(
             if progress is not None:
                 progress(done, total)
         return results
-    chunks = _chunks(items, jobs)
-    out: list[list[R] | None] = [None] * len(chunks)
-    done = 0
-    failed: dict[int, BaseException] = {}
-    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks))) as pool:
-        futures = {pool.submit(_chunk, check, chunk): i for i, chunk in enumerate(chunks)}
-        for future in as_completed(futures):
-            index = futures[future]
-            error = future.exception()
+    with start_checks(check, items, jobs=jobs, progress=progress) as started:
+        return started.results()
+
+
+def start_checks(
+    check: Callable[[T], R],
+    items: Sequence[T],
+    *,
+    jobs: int | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> StartedChecks[T, R]:
+    """:func:`map_checks` in two steps: start the worker processes on ``items`` now;
+    :meth:`StartedChecks.results` completes the checks (this process can do other work
+    in between). Close it in any case (``with``): that stops the workers if the results
+    are never asked for.
+
+    Raises:
+        UsageError: ``jobs`` outside 1..256.
+    """
+    return StartedChecks(check, items, resolve_jobs(jobs, len(items)), progress)
+
+
+class StartedChecks(Generic[T, R]):
+    """Checks started by :func:`start_checks`.
+
+    With ``jobs`` processes, ``jobs - 1`` are workers and this process is the last one:
+    :meth:`results` checks the chunks no worker has started yet, from the last one
+    backwards, while the workers go on from the first. Only the workers' share of the
+    results is pickled back, and one process fewer is started. With one job nothing is
+    started: :meth:`results` checks every item.
+    """
+
+    def __init__(
+        self,
+        check: Callable[[T], R],
+        items: Sequence[T],
+        jobs: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self._check, self._items, self._progress = check, items, progress
+        self._chunks = _chunks(items, jobs) if jobs > 1 and len(items) > 1 else []
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[list[R]]] = []
+        if self._chunks:
+            self._pool = ProcessPoolExecutor(max_workers=min(jobs - 1, len(self._chunks)))
+            try:
+                # All submitted at once: the pool hands them to its workers in this order.
+                self._futures = [self._pool.submit(_chunk, check, c) for c in self._chunks]
+            except BaseException:
+                self.close()
+                raise
+
+    def __enter__(self) -> StartedChecks[T, R]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers (chunks not started are dropped); nothing once done."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def results(self) -> list[R]:
+        """``[check(item) for item in items]``, in the order of the items.
+
+        Raises:
+            Whatever ``check`` raised for the earliest item that failed.
+        """
+        if not self._chunks:
+            return map_checks(self._check, self._items, jobs=1, progress=self._progress)
+        chunks, futures, progress = self._chunks, self._futures, self._progress
+        total = len(self._items)
+        out: list[list[R] | None] = [None] * len(chunks)
+        failed: dict[int, BaseException] = {}
+        collected: set[int] = set()
+        done = 0
+
+        def record(index: int, result: list[R] | None, error: BaseException | None) -> None:
+            nonlocal done
+            collected.add(index)
             if error is not None:
                 failed[index] = error
-                continue
-            out[index] = future.result()
+                return
+            out[index] = result
             done += len(chunks[index])
             if progress is not None:
                 progress(done, total)
-    if failed:
-        # The failure of the earliest run in run-id order, as one process would raise it,
-        # whichever chunk happened to finish first.
-        raise failed[min(failed)]
-    return [result for chunk in out if chunk is not None for result in chunk]
+
+        def collect(index: int) -> None:
+            future = futures[index]
+            if index not in collected and not future.cancelled():
+                error = future.exception()
+                record(index, None if error is not None else future.result(), error)
+
+        def collect_finished() -> None:
+            while finished:
+                collect(finished.popleft())
+
+        # Filled by the pool's thread as futures complete (deque appends are atomic), so
+        # collecting costs nothing per chunk still running: linear in the chunks.
+        finished: deque[int] = deque()
+        for index, future in enumerate(futures):
+            future.add_done_callback(_note_done(finished, index))
+
+        try:
+            for index in reversed(range(len(chunks))):
+                if not futures[index].cancel():
+                    break  # a worker has it, and every chunk before it
+                try:
+                    result = _chunk(self._check, chunks[index])
+                except Exception as exc:  # as a worker's: the earliest run's is raised
+                    record(index, None, exc)
+                else:
+                    record(index, result, None)
+                collect_finished()
+            for index in range(len(chunks)):
+                if index not in collected:
+                    wait([futures[index]])
+                    collect(index)
+        finally:
+            self.close()
+        if failed:
+            # The failure of the earliest run in run-id order, as one process would
+            # raise it, whichever chunk happened to finish first.
+            raise failed[min(failed)]
+        return [result for chunk in out if chunk is not None for result in chunk]
+
+
+def _note_done(finished: deque[int], index: int) -> Callable[[Future[Any]], None]:
+    return lambda _future: finished.append(index)
 
 
 def _on_dask(

@@ -64,6 +64,7 @@ from agc._core.digest import (
     Algorithm,
     digest_fd,
     digests_equal,
+    new_hasher,
 )
 from agc._core.fs import open_nofollow
 from agc._core.report import Finding, Report
@@ -302,7 +303,9 @@ def observe_artifact(
 ) -> ArtifactObservation:
     """Read what is on disk for one artifact: file type, length, digest, sidecars.
 
-    The file is opened without following symlinks and streamed (memory stays flat).
+    The file is opened without following symlinks; a file of at most
+    :data:`IN_MEMORY_BYTES` is read in one call and judged from those bytes, a larger
+    one is streamed (memory stays flat). Either way the facts are the same.
     Lines are counted only when the digest does not match the seal or there is no seal.
     ``listed``: the names in the file's folder from an earlier listing (sidecars not
     among them are not looked for).
@@ -313,14 +316,14 @@ def observe_artifact(
     """
     sidecars = read_sidecars(path, listed=listed)
     try:
-        info = path.lstat()
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return ArtifactObservation(kind, path, "absent", sidecars=sidecars)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-    if stat.S_ISLNK(info.st_mode):
+    if stat.S_ISLNK(mode):
         return ArtifactObservation(kind, path, "symlink", sidecars=sidecars)
-    if not stat.S_ISREG(info.st_mode):
+    if not stat.S_ISREG(mode):
         return ArtifactObservation(kind, path, "other", sidecars=sidecars)
     algorithm = _choose_algorithm(seal, sidecars)
     try:
@@ -335,20 +338,18 @@ def observe_artifact(
         # (the other order reports a run being written as truncated).
         checkpoints = _read_checkpoints(path) if seal is None or not seal.closed else None
         size = os.fstat(fd).st_size
-        digest, _ = digest_fd(fd, algorithm, limit=size)
-        ends_with_newline = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
-        matches_seal = seal is not None and digests_equal(seal.digest, digest)
-        records = None if matches_seal else _count_lines(fd, size)
-        segment_mismatch = _first_changed_segment(fd, seal, size) if seal else None
-        prefix_digest = None
-        if seal is not None and not matches_seal and size > seal.bytes:
+        data = os.read(fd, size) if size <= IN_MEMORY_BYTES else None
+        if data is not None and len(data) == size:
+            facts = _facts_of_bytes(data, seal, algorithm)
+        else:  # large, or shorter than fstat said (truncated meanwhile): streamed
             os.lseek(fd, 0, os.SEEK_SET)
-            prefix_digest, _ = digest_fd(fd, seal.algorithm, limit=seal.bytes)
+            facts = _facts_of_fd(fd, size, seal, algorithm)
         prefix = None if checkpoints is None else _check_prefix(fd, checkpoints, size)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     finally:
         os.close(fd)
+    digest, ends_with_newline, records, prefix_digest, segment_mismatch = facts
     return ArtifactObservation(
         kind=kind,
         path=path,
@@ -363,6 +364,60 @@ def observe_artifact(
         sidecars=sidecars,
         prefix=prefix,
     )
+
+
+IN_MEMORY_BYTES: Final = 1 << 20
+"""Files up to this size (most of a store: small runs) are read whole, in one call, and
+hashed, counted and compared from memory; larger ones are streamed (memory flat)."""
+
+# digest, ends with a newline, records (None: not counted), prefix digest, changed segment
+_Facts: TypeAlias = tuple[str, bool, "int | None", "str | None", "Mapping[str, Any] | None"]
+
+
+def _facts_of_fd(fd: int, size: int, seal: ArtifactSeal | None, algorithm: Algorithm) -> _Facts:
+    """The facts of the first ``size`` bytes of ``fd`` (positioned at 0), streamed."""
+    digest, _ = digest_fd(fd, algorithm, limit=size)
+    ends_with_newline = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+    matches_seal = seal is not None and digests_equal(seal.digest, digest)
+    records = None if matches_seal else _count_lines(fd, size)
+    segment_mismatch = _first_changed_segment(fd, seal, size) if seal else None
+    prefix_digest = None
+    if seal is not None and not matches_seal and size > seal.bytes:
+        os.lseek(fd, 0, os.SEEK_SET)
+        prefix_digest, _ = digest_fd(fd, seal.algorithm, limit=seal.bytes)
+    return digest, ends_with_newline, records, prefix_digest, segment_mismatch
+
+
+def _facts_of_bytes(data: bytes, seal: ArtifactSeal | None, algorithm: Algorithm) -> _Facts:
+    """:func:`_facts_of_fd` for a file read whole into ``data``."""
+    size = len(data)
+    digest = _digest_bytes(data, algorithm)
+    ends_with_newline = size == 0 or data[-1] == 0x0A
+    matches_seal = seal is not None and digests_equal(seal.digest, digest)
+    records = None if matches_seal else data.count(b"\n")
+    segment_mismatch = None
+    prefix_digest = None
+    if seal is not None:
+        view = memoryview(data)
+        for segment in seal.segments:
+            length = segment.get("bytes")
+            if not isinstance(length, int) or length > size:
+                segment_mismatch = segment
+                break
+            if not digests_equal(
+                str(segment.get("digest", "")), _digest_bytes(view[:length], seal.algorithm)
+            ):
+                segment_mismatch = segment
+                break
+        if not matches_seal and size > seal.bytes:
+            prefix_digest = _digest_bytes(view[: seal.bytes], seal.algorithm)
+    return digest, ends_with_newline, records, prefix_digest, segment_mismatch
+
+
+def _digest_bytes(data: bytes | memoryview, algorithm: Algorithm) -> str:
+    hasher = new_hasher(algorithm, threads=1)
+    hasher.update(data)
+    return hasher.hexdigest()
 
 
 def _check_prefix(fd: int, checkpoints: list[Checkpoint], size: int) -> PrefixCheck:
@@ -770,12 +825,13 @@ def check_folder_run(
     unusable (a ``manifest-invalid`` or ``not-regular-file`` finding of the report).
     ``listed`` (names in each artifact folder) and ``shared_events`` (the legacy shared
     tool-events file is in the store) come from the listing ``--all`` took: what it did
-    not list is not looked for.
+    not list is not looked for, and the store folder is known to be there (it is looked
+    at again only for a run of which nothing is found).
 
     Raises:
         RunIdInvalidError, StoreError: as :func:`check_run`.
     """
-    if not os.path.lexists(layout.root):
+    if listed is None and not os.path.lexists(layout.root):
         # No store at all holds no run either: the same verdict as an empty store
         # (``run-missing``, exit 1), not an unreadable one.
         absent = [
@@ -783,7 +839,7 @@ def check_folder_run(
             for kind in ARTIFACT_KINDS
         ]
         return _run_missing(run_id, layout, absent, store_exists=False), None
-    if not layout.root.is_dir():
+    if listed is None and not layout.root.is_dir():
         raise StoreError(f"store {layout.root} is not a folder")
     findings: list[_Finding] = []
     manifest: RunManifest | None = None
@@ -823,7 +879,8 @@ def check_folder_run(
         and not shared_records
         and all(o.file_type == "absent" and not o.sidecars for o in observations)
     ):
-        return _run_missing(run_id, layout, observations), None
+        exists = listed is None or os.path.lexists(layout.root)
+        return _run_missing(run_id, layout, observations, store_exists=exists), None
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None

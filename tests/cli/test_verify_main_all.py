@@ -1,0 +1,228 @@
+"""``agc-verify --all``'s quick path: the same stdout, stderr and exit code as the full
+(typer) command for every argument list, store and failure; typer and rich not loaded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agc.cli import verify as full
+from agc.cli import verify_main
+from agc.cli.verify_main import parse_all
+from agc.integrity import _store_verify
+from tests.integrity.evidence_helpers import write_run
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--all"], (None, False, None)),
+        (["--all", "--json"], (None, True, None)),
+        (["--json", "--all", "--store", "/s"], ("/s", True, None)),
+        (["--all", "--store=/s", "--jobs", "2"], ("/s", False, 2)),
+        (["--all", "-j", "3"], (None, False, 3)),
+        (["--jobs=12", "--all"], (None, False, 12)),
+        ([], None),
+        (["--json"], None),
+        (["--all", "--help"], None),
+        (["--all", "-h"], None),
+        (["--all", "r1"], None),
+        (["--all", "--all"], None),
+        (["--all", "--json", "--json"], None),
+        (["--all", "--store"], None),
+        (["--all", "--store", ""], None),
+        (["--all", "--store="], None),
+        (["--all", "--store", "--json"], None),
+        (["--all", "--store", "a", "--store", "b"], None),
+        (["--all", "--jobs"], None),
+        (["--all", "--jobs", "0"], None),
+        (["--all", "--jobs", "01"], None),
+        (["--all", "--jobs", "+2"], None),
+        (["--all", "--jobs", "two"], None),
+        (["--all", "-j=2"], None),
+        (["--all", "-j2"], None),
+        (["--all", "--jobs", "1", "-j", "2"], None),
+        (["--all", "--quiet"], None),
+        (["--all", "--status"], None),
+        (["--all", "--expect-head", "0" * 64], None),
+        (["--all", "--trusted-key", "k.pem"], None),
+        (["--all", "--scheduler", "tcp://h:1"], None),
+        (["--all", "--"], None),
+        (["--all=1"], None),
+    ],
+)
+def test_parse_all(args: list[str], expected: tuple[str | None, bool, int | None] | None) -> None:
+    assert parse_all(args) == expected
+
+
+def _complete(store: Path) -> None:
+    for index, run_id in enumerate(("a", "b", "c")):
+        write_run(store, run_id, seed=index, count=3)
+
+
+def _tampered(store: Path) -> None:
+    _complete(store)
+    path = store / "audit/transcripts/b.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[:5] + bytes([data[5] ^ 1]) + data[6:])
+    (store / "audit/manifests/c.json").unlink()
+    (store / "audit/transcripts/x\nstore: complete").write_text("stray")
+    (store / "audit/tool-events/a.jsonl").write_bytes(b'{"seq": "\xe9\xff"}\n')
+
+
+def _empty(store: Path) -> None:
+    pass
+
+
+STORES: dict[str, Callable[[Path], None]] = {
+    "complete": _complete,
+    "tampered": _tampered,
+    "empty": _empty,
+}
+
+
+def _arg_lists(store: Path) -> dict[str, list[str]]:
+    s = str(store)
+    return {
+        "plain": ["--all", "--store", s],
+        "json": ["--all", "--store", s, "--json"],
+        "json-first": ["--json", "--all", f"--store={s}"],
+        "jobs-2": ["--all", "--store", s, "--jobs", "2"],
+        "jobs-1-json": ["--all", "--store", s, "-j", "1", "--json"],
+        "jobs-equals": ["--all", "--store", s, "--jobs=1"],
+        "jobs-too-many": ["--all", "--store", s, "--jobs", "300"],
+        "jobs-zero": ["--all", "--store", s, "--jobs", "0"],
+        "no-store-folder": ["--all", "--store", str(store / "absent")],
+        "no-store-folder-json": ["--all", "--store", str(store / "absent"), "--json"],
+        "store-is-a-file": ["--all", "--store", str(store / "audit/chain.jsonl")],
+        "quiet": ["--all", "--store", s, "--quiet"],
+        "with-run-id": ["--all", "--store", s, "a"],
+        "help": ["--all", "--help"],
+        "twice": ["--all", "--all", "--store", s],
+    }
+
+
+_QUICK = {"plain", "json", "json-first", "jobs-2", "jobs-1-json", "jobs-equals"}
+
+
+@pytest.fixture
+def plain_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("kind", list(STORES))
+@pytest.mark.parametrize("case", list(_arg_lists(Path("/x"))))
+def test_quick_all_matches_the_full_command(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    plain_env: None,
+    kind: str,
+    case: str,
+) -> None:
+    STORES[kind](store)
+    args = _arg_lists(store)[case]
+    handed_over: list[list[str]] = []
+    real_full = verify_main._full
+
+    def spy(given: list[str]) -> int:
+        handed_over.append(given)
+        return real_full(given)
+
+    monkeypatch.setattr(verify_main, "_full", spy)
+    quick_code = verify_main.main(args)
+    quick = capsys.readouterr()
+    full_code = full.main(args)
+    expected = capsys.readouterr()
+    assert (quick_code, quick.out, quick.err) == (full_code, expected.out, expected.err)
+    if case in _QUICK and kind != "empty":
+        assert handed_over == [], "the quick path was not taken"
+        assert quick_code == (0 if kind == "complete" else 1)
+    if case not in _QUICK:
+        assert handed_over == [args]
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, verify_main._Terminated])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_stop_during_the_check_is_reported_as_the_full_command_does(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    plain_env: None,
+    stop: type[KeyboardInterrupt],
+    as_json: bool,
+) -> None:
+    _complete(store)
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        if stop is verify_main._Terminated:
+            os.kill(os.getpid(), 15)  # the handler each path installs raises
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_store_verify, "check_store", stopped)
+    monkeypatch.setattr(full, "check_store", stopped)
+    args = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
+    quick_code = verify_main.main(args)
+    quick = capsys.readouterr()
+    full_code = full.main(args)
+    expected = capsys.readouterr()
+    assert (quick_code, quick.out, quick.err) == (full_code, expected.out, expected.err)
+    assert quick_code == (143 if stop is verify_main._Terminated else 130)
+
+
+@pytest.mark.parametrize("variable", ["FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"])
+def test_an_environment_that_changes_the_full_command_hands_over(
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plain_env: None,
+    variable: str,
+) -> None:
+    _complete(store)
+    monkeypatch.setenv(variable, str(store / "keys") if variable == "AGC_TRUSTED_KEYS" else "1")
+    (store / "keys").mkdir()
+    handed_over: list[list[str]] = []
+
+    def spy(given: list[str]) -> int:
+        handed_over.append(given)
+        return 0
+
+    monkeypatch.setattr(verify_main, "_full", spy)
+    verify_main.main(["--all", "--store", str(store)])
+    assert handed_over == [["--all", "--store", str(store)]]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_quick_all_in_a_fresh_process_loads_neither_typer_nor_rich(
+    store: Path, as_json: bool
+) -> None:
+    _tampered(store)
+    args = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
+    code = (
+        "import sys\n"
+        "from agc.cli.verify_main import main\n"
+        f"rc = main({args!r})\n"
+        "heavy = [m for m in ('typer', 'rich', 'click', 'cryptography') if m in sys.modules]\n"
+        "sys.stderr.write(f'{rc} {heavy}')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
+        env.pop(name, None)
+    quick = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert quick.stderr == "1 []"
+    reference = subprocess.run(
+        [sys.executable, "-c", f"import sys; from agc.cli.verify import main; main({args!r})"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert quick.stdout == reference.stdout
+    assert reference.stdout
