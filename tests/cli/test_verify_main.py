@@ -208,7 +208,7 @@ def test_quick_entry_full_stdout_is_exit_3(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_json: bool
 ) -> None:
     _sealed(store)
-    monkeypatch.setattr(verify_main, "_discard_stdout", lambda: None)
+    monkeypatch.setattr(verify_main, "discard_stdout", lambda: None)
     monkeypatch.setattr(sys, "stdout", _FullStdout())
     code = verify_main.main(["r1", "--store", str(store)] + (["--json"] if as_json else []))
     assert code == 3

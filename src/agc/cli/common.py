@@ -11,9 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-import signal
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +23,7 @@ import typer
 
 from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error
+from agc.cli._process import discard_stdout, sigterm_raises
 from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
 
@@ -58,17 +57,6 @@ __all__ = [
 EPILOG = "\b\n" + exit_code_help()
 
 
-def _discard_stdout() -> None:
-    """The reader of stdout is gone (``agc-verify --all | head -1``): send the rest of
-    the output to /dev/null and let the command return its own exit code. rich and
-    click would exit 1 here, which reads as "findings" even for a complete run."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        os.close(devnull)
-
-
 def _new_console(name: str) -> Console:
     from rich.console import Console  # noqa: PLC0415 - rich only when a command prints
 
@@ -78,7 +66,7 @@ def _new_console(name: str) -> Console:
     class _StdoutConsole(Console):
         def on_broken_pipe(self) -> None:
             self.quiet = True
-            _discard_stdout()
+            discard_stdout()
 
     return _StdoutConsole(highlight=False, soft_wrap=True, emoji=False)
 
@@ -164,7 +152,7 @@ def write_lines(lines: list[str]) -> None:
         sys.stdout.write("".join(line + "\n" for line in lines))
         sys.stdout.flush()
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
 
 
 def new_app(
@@ -227,7 +215,7 @@ def emit_json(data: Any) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
 
 
 class Terminated(KeyboardInterrupt):
@@ -263,23 +251,6 @@ def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
     return ExitCode.INTERRUPTED, "interrupted"
 
 
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """While a command runs, SIGTERM raises :class:`Terminated` (only when the process
-    has the default handler and this is the main thread, where signals are delivered)."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        yield
-        return
-    signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 _UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
 
 
@@ -302,7 +273,7 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     as_json = "--json" in args
     _stop.terminated = _stop.reported = False
     try:
-        with _sigterm_raises():
+        with sigterm_raises(_raise_terminated):
             result = app(args=args, prog_name=prog_name, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)

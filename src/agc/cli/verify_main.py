@@ -16,16 +16,13 @@ import contextlib
 import json
 import os
 import re
-import signal
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Final, NoReturn, TextIO
 
 from agc._core.fs import describe_os_error
+from agc.cli._process import discard_stdout, sigterm_raises
 from agc.cli.verify_text import format_report, format_store, json_document, recovery_hint, use_color
 from agc.exitcodes import ExitCode
 from agc.integrity._verify import check_run
@@ -126,21 +123,6 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: AR
     raise _Terminated
 
 
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        yield
-        return
-    signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _write(text: str) -> int | None:
     """Write to stdout; a reader that went away (``| head``) gets nothing more. Returns
     exit 3 when stdout cannot be written otherwise (a full disk), else ``None``."""
@@ -148,7 +130,7 @@ def _write(text: str) -> int | None:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
     except OSError as exc:
         return _stdout_failed(exc)
     return None
@@ -159,7 +141,7 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     from agc.integrity._store_verify import check_store  # noqa: PLC0415
 
     try:
-        with _sigterm_raises():
+        with sigterm_raises(_raise_terminated):
             report = check_store(Path(store) if store is not None else None, jobs=jobs)
         if as_json:
             text = json_document(report.to_dict()) + "\n"
@@ -217,26 +199,16 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stderr.write(hint + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
     except OSError as exc:
         return _stdout_failed(exc)
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
-def _discard_stdout() -> None:
-    """The reader of stdout is gone (``agc-verify RUN | head -1``): the rest of the output
-    goes to /dev/null and the verdict keeps its exit code, as in the full command."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        os.close(devnull)
-
-
 def _stdout_failed(exc: OSError) -> int:
     """stdout cannot be written (a full disk, an I/O error): the full command's message
     and exit 3, never a verdict."""
-    _discard_stdout()  # what is still buffered cannot be written either
+    discard_stdout()  # what is still buffered cannot be written either
     sys.stderr.write(
         f"error: {describe_os_error(exc)}\n"
         "hint: free disk space or fix the permissions, then run the command again\n"
@@ -259,7 +231,7 @@ def console() -> NoReturn:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
     except OSError as exc:
         code = _stdout_failed(exc)
     with contextlib.suppress(OSError):
