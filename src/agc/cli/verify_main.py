@@ -192,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("AGC_TRUSTED_KEYS"):
         # Trusted keys from the environment are the full command's business.
         return _full(args)
+    if sys.stdout is None or sys.stderr is None:
+        # Started with stdout or stderr closed (``>&-``, ``2>&-``): Python has no stream
+        # for it, and what then happens is the full command's rule.
+        return _full(args)
     if simple is None:
         every = parse_all(args)
         if every is not None and _plain_streams():
@@ -237,10 +241,11 @@ def _stdout_failed(exc: OSError) -> int:
     """stdout cannot be written (a full disk, an I/O error): the full command's message
     and exit 3, never a verdict."""
     _discard_stdout()  # what is still buffered cannot be written either
-    sys.stderr.write(
-        f"error: {describe_os_error(exc)}\n"
-        "hint: free disk space or fix the permissions, then run the command again\n"
-    )
+    if sys.stderr is not None:  # else started with stderr closed: nowhere to say it
+        sys.stderr.write(
+            f"error: {describe_os_error(exc)}\n"
+            "hint: free disk space or fix the permissions, then run the command again\n"
+        )
     return int(ExitCode.UNREADABLE)
 
 
@@ -257,13 +262,15 @@ def console() -> NoReturn:
     """
     code = main()
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with stdout closed
+            sys.stdout.flush()
     except BrokenPipeError:
         _discard_stdout()
     except OSError as exc:
         code = _stdout_failed(exc)
     with contextlib.suppress(OSError):
-        sys.stderr.flush()  # nowhere left to say it otherwise
+        if sys.stderr is not None:
+            sys.stderr.flush()  # nowhere left to say it otherwise
     os._exit(code)
 
 
