@@ -56,7 +56,16 @@ def _tamper(path: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b"hi", b"ho"))
 
 
-SCENARIOS = ["complete", "tampered", "missing-run", "bad-run-id", "no-store", "help", "usage"]
+SCENARIOS = [
+    "complete",
+    "tampered",
+    "missing-run",
+    "missing-run-store-spelled",
+    "bad-run-id",
+    "no-store",
+    "help",
+    "usage",
+]
 
 
 def _args(scenario: str, store: Path) -> list[str]:
@@ -64,6 +73,8 @@ def _args(scenario: str, store: Path) -> list[str]:
         "complete": ["r1", "--store", str(store)],
         "tampered": ["r1", "--store", str(store)],
         "missing-run": ["nope", "--store", str(store)],
+        # The hint names the store as the full command's path option reads it.
+        "missing-run-store-spelled": ["nope", "--store", f"{store}/./"],
         "bad-run-id": ["../x", "--store", str(store)],
         "no-store": ["r1", "--store", str(store / "absent")],
         "help": ["--help"],

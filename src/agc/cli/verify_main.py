@@ -216,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             lines = format_report(report, color=use_color(sys.stdout))
             sys.stdout.write("".join(line + "\n" for line in lines))
-            hint = recovery_hint(report, store=store)
+            # The store as the full command names it: its option is a path
+            # (``./evidence/`` reads ``evidence``).
+            hint = recovery_hint(report, store=None if store is None else str(Path(store)))
             if hint is not None:
                 sys.stderr.write(hint + "\n")
         sys.stdout.flush()
