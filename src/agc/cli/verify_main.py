@@ -161,11 +161,13 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     try:
         with _sigterm_raises():
             report = check_store(Path(store) if store is not None else None, jobs=jobs)
-        if as_json:
-            text = json_document(report.to_dict()) + "\n"
-        else:
-            lines = format_store(report, color=use_color(sys.stdout))
-            text = "".join(line + "\n" for line in lines)
+            if as_json:
+                text = json_document(report.to_dict()) + "\n"
+            else:
+                lines = format_store(report, color=use_color(sys.stdout))
+                text = "".join(line + "\n" for line in lines)
+            # A stop while the report is written is reported as the full command does.
+            failed = _write(text)
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, _Terminated)
         sys.stderr.write("terminated\n" if terminated else "interrupted\n")
@@ -173,7 +175,6 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     except Exception:
         # An unreadable store, a bad --jobs, a bug: the full command reports it its way.
         return _full(args)
-    failed = _write(text)
     if failed is not None:
         return failed
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
