@@ -56,7 +56,16 @@ def _tamper(path: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b"hi", b"ho"))
 
 
-SCENARIOS = ["complete", "tampered", "missing-run", "bad-run-id", "no-store", "help", "usage"]
+SCENARIOS = [
+    "complete",
+    "tampered",
+    "missing-run",
+    "missing-run-store-spelled",
+    "bad-run-id",
+    "no-store",
+    "help",
+    "usage",
+]
 
 
 def _args(scenario: str, store: Path) -> list[str]:
@@ -64,6 +73,8 @@ def _args(scenario: str, store: Path) -> list[str]:
         "complete": ["r1", "--store", str(store)],
         "tampered": ["r1", "--store", str(store)],
         "missing-run": ["nope", "--store", str(store)],
+        # The hint names the store as the full command's path option reads it.
+        "missing-run-store-spelled": ["nope", "--store", f"{store}/./"],
         "bad-run-id": ["../x", "--store", str(store)],
         "no-store": ["r1", "--store", str(store / "absent")],
         "help": ["--help"],
@@ -227,3 +238,46 @@ def test_a_reader_gone_keeps_the_exit_code(store: Path) -> None:
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def _redirected(redirect: str, code: str) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE`` with a shell redirection (``2>&-`` closes stderr: Python then
+    has ``None`` for it)."""
+    return subprocess.run(
+        ["sh", "-c", f'exec "$0" -c "$1" {redirect}', sys.executable, code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
+@pytest.mark.parametrize(
+    ("redirect", "scenario", "code"),
+    [
+        ("2>&-", "complete", 0),
+        ("2>&-", "tampered", 1),
+        ("2>&-", "all", 0),
+        (">/dev/full 2>&-", "complete", 3),
+        (">/dev/full 2>&-", "all", 3),
+        (">&-", "complete", 4),
+        (">&-", "all", 4),
+    ],
+)
+def test_a_closed_stderr_or_stdout_gives_the_full_commands_exit_code(
+    store: Path, redirect: str, scenario: str, code: int
+) -> None:
+    # With stderr closed, a complete run exited 1 (a "finding") through the quick path:
+    # flushing the missing stream raised, as did the message about a full stdout.
+    path = _sealed(store)
+    if scenario == "tampered":
+        _tamper(path)
+    args = ["--all", "--store", str(store)] if scenario == "all" else _args(scenario, store)
+    quick = (
+        f"import sys\nsys.argv[1:] = {args!r}\nfrom agc.cli.verify_main import console\nconsole()\n"
+    )
+    reference = f"import sys\nfrom agc.cli.verify import main\nsys.exit(main({args!r}))\n"
+    expected = _redirected(redirect, reference)
+    done = _redirected(redirect, quick)
+    assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout)
+    assert done.returncode == code

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -173,6 +174,55 @@ def test_a_stop_during_the_check_is_reported_as_the_full_command_does(
     full_code = full.main(args)
     expected = capsys.readouterr()
     assert (quick_code, quick.out, quick.err) == (full_code, expected.out, expected.err)
+    assert quick_code == (143 if stop is verify_main._Terminated else 130)
+
+
+class _StoppedStdout:
+    """A stdout on which the stop (Ctrl-C, or SIGTERM through the handler each path
+    installs) comes while the report is written."""
+
+    def __init__(self, terminate: bool) -> None:
+        self.terminate = terminate
+
+    def write(self, text: str) -> int:
+        if self.terminate:
+            # Without a handler the signal would end pytest itself.
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL, "SIGTERM kills"
+            os.kill(os.getpid(), signal.SIGTERM)
+        raise KeyboardInterrupt
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, verify_main._Terminated])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_stop_while_the_report_is_written_is_reported_as_the_full_command_does(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    plain_env: None,
+    stop: type[KeyboardInterrupt],
+    as_json: bool,
+) -> None:
+    # The quick path wrote outside its stop handling: a traceback and death by the
+    # signal, where the full command says "interrupted"/"terminated" (exit 130/143).
+    _complete(store)
+    args = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
+    stdout = _StoppedStdout(stop is verify_main._Terminated)
+    with monkeypatch.context() as patched:
+        patched.setattr(sys, "stdout", stdout)
+        full_code = full.main(args)
+        expected = capsys.readouterr()
+        try:
+            quick_code = verify_main.main(args)
+        except KeyboardInterrupt:
+            pytest.fail("the stop escaped the quick path")
+        quick = capsys.readouterr()
+    assert (quick_code, quick.err) == (full_code, expected.err)
     assert quick_code == (143 if stop is verify_main._Terminated else 130)
 
 

@@ -183,3 +183,33 @@ def test_a_run_report_is_the_same_either_way(
     fast = check_run("r1", store).to_dict()
     monkeypatch.setattr(verify_module, "IN_MEMORY_BYTES", -1)
     assert fast == check_run("r1", store).to_dict()
+
+
+def test_a_fifo_swapped_in_after_the_type_check_is_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An attacker who writes the store swaps a FIFO in for the transcript between the
+    # lstat and the open: opening it for reading waited for a writer, for ever.
+    import stat as stat_module  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    path = tmp_path / "t.jsonl"
+    os.mkfifo(path)
+    real_lstat = os.lstat
+    regular = os.stat_result((stat_module.S_IFREG | 0o644, *real_lstat(tmp_path)[1:]))
+
+    def lstat(target: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        return regular if Path(target) == path else real_lstat(target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    seen: list[ArtifactObservation] = []
+    worker = threading.Thread(
+        target=lambda: seen.append(observe_artifact(path, "transcript", seal=None)), daemon=True
+    )
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():  # unblock it: a writer appears
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=10)
+        pytest.fail("observe_artifact waited on a FIFO")
+    assert [o.file_type for o in seen] == ["other"]

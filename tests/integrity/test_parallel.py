@@ -3,6 +3,7 @@ S3 Inventory report (--inventory): the same report as one process listing the st
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import gzip
@@ -10,6 +11,8 @@ import hashlib
 import io
 import json
 import os
+import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,9 +99,9 @@ def test_without_jobs_a_large_store_is_checked_in_processes_with_the_same_report
     pools: list[int] = []
     real_pool = _parallel.ProcessPoolExecutor  # type: ignore[attr-defined]
 
-    def counted(max_workers: int) -> Any:
+    def counted(max_workers: int, **options: Any) -> Any:
         pools.append(max_workers)
-        return real_pool(max_workers=max_workers)
+        return real_pool(max_workers=max_workers, **options)
 
     monkeypatch.setattr(_parallel, "ProcessPoolExecutor", counted)
     monkeypatch.setattr(_parallel, "AUTO_PARALLEL_RUNS", 40)
@@ -249,3 +252,35 @@ def test_started_checks_closed_unasked_stop_their_workers() -> None:
 def _sleepy(item: int) -> int:
     time.sleep(0.1)
     return item
+
+
+def _signals_of(item: int) -> tuple[int, str, str, int]:
+    """A picklable check: the process, its SIGTERM and SIGINT handlers, its parent-death
+    signal (Linux ``prctl(PR_GET_PDEATHSIG)``, 0 elsewhere)."""
+    import ctypes  # noqa: PLC0415
+
+    death = ctypes.c_int(0)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(2, ctypes.byref(death), 0, 0, 0)  # PR_GET_PDEATHSIG
+    handlers = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)]
+    term, interrupt = ("ignored" if h is signal.SIG_IGN else repr(h) for h in handlers)
+    return os.getpid(), term, interrupt, death.value
+
+
+def _raise_stop(signum: int, frame: object) -> None:  # pragma: no cover - never sent
+    raise KeyboardInterrupt
+
+
+def test_workers_leave_stops_to_this_process_and_end_with_it() -> None:
+    # agc-verify makes SIGTERM raise in this process; a forked worker inherited that,
+    # sent the exception back as a chunk's result during the shutdown and was left
+    # blocked on the result pipe after this process ended (`timeout agc-verify --all`
+    # signals the whole process group).
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        results = _parallel.map_checks(_signals_of, list(range(300)), jobs=2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    workers = {r[1:] for r in results if r[0] != os.getpid()}
+    expected_death = int(signal.SIGKILL) if sys.platform == "linux" else 0
+    assert workers == {("ignored", "ignored", expected_death)}

@@ -143,11 +143,13 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     try:
         with sigterm_raises(_raise_terminated):
             report = check_store(Path(store) if store is not None else None, jobs=jobs)
-        if as_json:
-            text = json_document(report.to_dict()) + "\n"
-        else:
-            lines = format_store(report, color=use_color(sys.stdout))
-            text = "".join(line + "\n" for line in lines)
+            if as_json:
+                text = json_document(report.to_dict()) + "\n"
+            else:
+                lines = format_store(report, color=use_color(sys.stdout))
+                text = "".join(line + "\n" for line in lines)
+            # A stop while the report is written is reported as the full command does.
+            failed = _write(text)
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, _Terminated)
         sys.stderr.write("terminated\n" if terminated else "interrupted\n")
@@ -155,7 +157,6 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     except Exception:
         # An unreadable store, a bad --jobs, a bug: the full command reports it its way.
         return _full(args)
-    failed = _write(text)
     if failed is not None:
         return failed
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
@@ -173,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     simple = parse_simple(args)
     if os.environ.get("AGC_TRUSTED_KEYS"):
         # Trusted keys from the environment are the full command's business.
+        return _full(args)
+    if sys.stdout is None or sys.stderr is None:
+        # Started with stdout or stderr closed (``>&-``, ``2>&-``): Python has no stream
+        # for it, and what then happens is the full command's rule.
         return _full(args)
     if simple is None:
         every = parse_all(args)
@@ -194,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             lines = format_report(report, color=use_color(sys.stdout))
             sys.stdout.write("".join(line + "\n" for line in lines))
-            hint = recovery_hint(report, store=store)
+            # The store as the full command names it: its option is a path
+            # (``./evidence/`` reads ``evidence``).
+            hint = recovery_hint(report, store=None if store is None else str(Path(store)))
             if hint is not None:
                 sys.stderr.write(hint + "\n")
         sys.stdout.flush()
@@ -209,10 +216,11 @@ def _stdout_failed(exc: OSError) -> int:
     """stdout cannot be written (a full disk, an I/O error): the full command's message
     and exit 3, never a verdict."""
     discard_stdout()  # what is still buffered cannot be written either
-    sys.stderr.write(
-        f"error: {describe_os_error(exc)}\n"
-        "hint: free disk space or fix the permissions, then run the command again\n"
-    )
+    if sys.stderr is not None:  # else started with stderr closed: nowhere to say it
+        sys.stderr.write(
+            f"error: {describe_os_error(exc)}\n"
+            "hint: free disk space or fix the permissions, then run the command again\n"
+        )
     return int(ExitCode.UNREADABLE)
 
 
@@ -229,13 +237,15 @@ def console() -> NoReturn:
     """
     code = main()
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with stdout closed
+            sys.stdout.flush()
     except BrokenPipeError:
         discard_stdout()
     except OSError as exc:
         code = _stdout_failed(exc)
     with contextlib.suppress(OSError):
-        sys.stderr.flush()  # nowhere left to say it otherwise
+        if sys.stderr is not None:
+            sys.stderr.flush()  # nowhere left to say it otherwise
     os._exit(code)
 
 

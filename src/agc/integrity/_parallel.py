@@ -16,6 +16,7 @@ its own environment, so no credential travels with a task.
 from __future__ import annotations
 
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
@@ -144,7 +145,9 @@ class StartedChecks(Generic[T, R]):
         self._pool: ProcessPoolExecutor | None = None
         self._futures: list[Future[list[R]]] = []
         if self._chunks:
-            self._pool = ProcessPoolExecutor(max_workers=min(jobs - 1, len(self._chunks)))
+            self._pool = ProcessPoolExecutor(
+                max_workers=min(jobs - 1, len(self._chunks)), initializer=_worker_signals
+            )
             try:
                 # All submitted at once: the pool hands them to its workers in this order.
                 self._futures = [self._pool.submit(_chunk, check, c) for c in self._chunks]
@@ -160,9 +163,17 @@ class StartedChecks(Generic[T, R]):
 
     def close(self) -> None:
         """Stop the workers (chunks not started are dropped); nothing once done."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            # Stopped again while the workers finish their chunks: they are ended, never
+            # left behind (they ignore the stop signals; see _worker_signals).
+            for process in list((pool._processes or {}).values()):
+                process.kill()
+            raise
 
     def results(self) -> list[R]:
         """``[check(item) for item in items]``, in the order of the items.
@@ -228,6 +239,41 @@ class StartedChecks(Generic[T, R]):
             # raise it, whichever chunk happened to finish first.
             raise failed[min(failed)]
         return [result for chunk in out if chunk is not None for result in chunk]
+
+
+def _worker_signals() -> None:
+    """A worker leaves stops to this process, which ends the pool: it ignores SIGTERM and
+    Ctrl-C's SIGINT (which a terminal, ``timeout`` or a CI runner send to the whole
+    process group).
+
+    Forked workers inherit this process's handlers: SIGTERM raised an exception in a
+    worker too, which the pool sends back as a chunk's result while this process shuts
+    the pool down; a worker left writing to a result pipe that nobody reads outlived this
+    process or kept it waiting at its exit, for ever. A worker ended by the signal
+    instead breaks the pool, which Python 3.11 does not survive with cancelled chunks.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent()
+
+
+def _end_with_parent() -> None:
+    """Linux: the kernel ends this worker when the process that started it ends, by
+    whatever way (``agc-verify`` exits with ``os._exit``, which skips the pool's own
+    shutdown at exit); a worker is never left behind blocked on a pipe."""
+    import ctypes  # noqa: PLC0415 - in the workers only
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: nothing more to do
+        return
+    if os.getppid() != parent:  # it ended before the request was made
+        os._exit(0)
+
+
+_PR_SET_PDEATHSIG: Final = 1  # from <linux/prctl.h>
 
 
 def _note_done(finished: deque[int], index: int) -> Callable[[Future[Any]], None]:

@@ -327,7 +327,8 @@ def observe_artifact(
         return ArtifactObservation(kind, path, "other", sidecars=sidecars)
     algorithm = _choose_algorithm(seal, sidecars)
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        # O_NONBLOCK: a FIFO swapped in since the lstat is not waited on for ever.
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except UnsafePathError:
         return ArtifactObservation(kind, path, "symlink", sidecars=sidecars)
     except OSError as exc:
@@ -337,7 +338,10 @@ def observe_artifact(
         # checkpoint that covers them, so every checkpoint read here is within ``size``
         # (the other order reports a run being written as truncated).
         checkpoints = _read_checkpoints(path) if seal is None or not seal.closed else None
-        size = os.fstat(fd).st_size
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            return ArtifactObservation(kind, path, "other", sidecars=sidecars)
+        size = opened.st_size
         data = os.read(fd, size) if size <= IN_MEMORY_BYTES else None
         if data is not None and len(data) == size:
             facts = _facts_of_bytes(data, seal, algorithm)
