@@ -21,7 +21,8 @@ store of n objects left pages x n copies alive for good: about 155 MB for 6,000 
 and some 15 GB for 60,000 (10,000 runs), which is quadratic growth, not S3 behaviour. The
 server here lets these lists hold their instances weakly (:class:`_WeakInstances`): the
 dashboard and the reset still see every live object, and the copies die once answered.
-What the S3 API answers is unchanged.
+What the S3 API answers is unchanged. (moto's own reset, ``POST /moto-api/reset``, puts
+plain lists back; nothing here calls it.)
 
 Run ``python -m tests.s3server`` to start one by hand (it prints its endpoint).
 """
