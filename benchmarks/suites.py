@@ -1110,7 +1110,7 @@ def bench_store_all(ctx: Context) -> Section:
 
         def listing() -> None:
             if sum(1 for _ in remote.list_versions("audit/")) < count:
-                raise RuntimeError("benchmark bucket lists no versions")
+                raise RuntimeError("benchmark bucket lists fewer versions than runs")
 
         s3_variants = [
             Variant("s3, 1 job", check(remote.url, 1)),
