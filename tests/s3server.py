@@ -11,16 +11,31 @@ therefore serialises every request that changes the bucket (PUT, POST, DELETE) w
 lock around moto's application, which gives the atomicity S3 documents; reads stay
 concurrent.
 
+One thing it keeps that S3 would not: memory. Every moto model class (``BaseModel``)
+appends each instance it ever makes to a class-level list, ``instances_tracked``, for
+moto's dashboard (``/moto-api/data.json``) and its reset; nothing is ever taken off it.
+``ListObjectVersions`` (``S3Backend.list_object_versions`` in ``moto/s3/models.py``)
+deep-copies every key version of the bucket for each page it answers, and each copy
+(with its body buffer and ACL objects) is a new tracked instance. So one listing of a
+store of n objects left pages x n copies alive for good: about 155 MB for 6,000 objects,
+and some 15 GB for 60,000 (10,000 runs), which is quadratic growth, not S3 behaviour. The
+server here lets these lists hold their instances weakly (:class:`_WeakInstances`): the
+dashboard and the reset still see every live object, and the copies die once answered.
+What the S3 API answers is unchanged. (moto's own reset, ``POST /moto-api/reset``, puts
+plain lists back; nothing here calls it.)
+
 Run ``python -m tests.s3server`` to start one by hand (it prints its endpoint).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -45,6 +60,35 @@ def _serialised(app: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
+class _WeakInstances:
+    """moto's per-class instance list (``append`` and iteration, all moto uses), holding
+    each instance by a weak reference: tracking an instance no longer keeps it alive."""
+
+    def __init__(self) -> None:
+        self._live: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+    def append(self, instance: Any) -> None:
+        self._live[id(instance)] = instance
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._live.values()))
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+
+def track_weakly(service: str = "s3") -> int:
+    """Make the instance lists of ``service``'s moto model classes weak (see the module
+    doc); returns how many classes were changed. Call it in the server process."""
+    importlib.import_module(f"moto.{service}.models")  # defines (and registers) its models
+    from moto.core.model_instances import model_data  # noqa: PLC0415
+
+    classes = list(model_data[service].values())
+    for cls in classes:
+        cls.instances_tracked = _WeakInstances()  # type: ignore[attr-defined]
+    return len(classes)
+
+
 def _serve(port: int) -> None:  # pragma: no cover - runs in the server process
     # moto is imported in the server process only: the tests' own process stays light.
     from moto.moto_server.werkzeug_app import (  # noqa: PLC0415
@@ -53,6 +97,7 @@ def _serve(port: int) -> None:  # pragma: no cover - runs in the server process
     )
     from werkzeug.serving import make_server  # noqa: PLC0415
 
+    track_weakly("s3")
     app = _serialised(DomainDispatcherApplication(create_backend_app))
     server = make_server("127.0.0.1", port, app, threaded=True)
     sys.stdout.write(f"{server.server_address[1]}\n")

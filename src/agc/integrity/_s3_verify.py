@@ -66,6 +66,8 @@ _Finding: TypeAlias = Finding[RunFindingCode]
 _LINK_NAME: Final = re.compile(r"(?P<position>[0-9]{20})\.json")
 _MAX_LINK_BYTES: Final = 4096
 _THREADS: Final = 16
+_QUARANTINE_REST: Final = re.compile(r"\.quarantine(-\d+)?")
+_QUARANTINE_TAIL: Final = re.compile(r"\.quarantine(-\d+)?\Z")
 
 
 class _Unread:
@@ -473,6 +475,7 @@ class S3StoreView:
     _manifests: dict[str, RunManifest | Exception | None] = field(default_factory=dict)
     _manifest_objects: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
     _links: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
+    _companions: dict[str, list[str]] | None = field(default=None, repr=False)
 
     @classmethod
     def listed(
@@ -510,11 +513,15 @@ class S3StoreView:
         )
 
     def run_versions(self, run_id: str) -> list[ObjectVersion]:
-        """The listed versions of every key of the run."""
+        """The listed versions of every key of the run: its manifest, then per artifact
+        the artifact file and its companions (sidecars, quarantine files) in listing
+        order. One look-up per artifact in an index made once, so ``--all`` stays linear
+        in the number of keys (a scan of the listing per run is quadratic)."""
+        if self._companions is None:
+            self._companions = _companion_index(self.versions)
         paths = [manifest_path(run_id)]
         for kind in ARTIFACT_KINDS:
-            base = artifact_path(run_id, kind)
-            paths.extend(p for p in self.versions if p == base or _companion(p, base))
+            paths.extend(self._companions.get(artifact_path(run_id, kind), ()))
         return [v for p in paths for v in self.versions.get(p, ())]
 
     def prefetch(self, run_ids: Iterable[str]) -> None:
@@ -647,10 +654,29 @@ class S3StoreView:
 
 
 def _companion(path: str, base: str) -> bool:
+    """Whether ``path`` is a sidecar or a quarantine file of the artifact at ``base``."""
     rest = path[len(base) :] if path.startswith(base) else ""
-    return (
-        rest in SIDECAR_SUFFIXES.values() or re.fullmatch(r"\.quarantine(-\d+)?", rest) is not None
-    )
+    return rest in SIDECAR_SUFFIXES.values() or _QUARANTINE_REST.fullmatch(rest) is not None
+
+
+def _companion_index(paths: Iterable[str]) -> dict[str, list[str]]:
+    """For every path that may be an artifact file: the listed paths that are it or its
+    companions (:func:`_companion`), in the order of ``paths``.
+
+    A path is filed under itself and under each base it is a companion of: itself minus
+    a sidecar suffix, and itself minus a trailing ``.quarantine`` / ``.quarantine-N``.
+    """
+    index: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        bases = {path}
+        bases.update(path[: -len(s)] for s in SIDECAR_SUFFIXES.values() if path.endswith(s))
+        found = _QUARANTINE_TAIL.search(path)
+        if found is not None:
+            bases.add(path[: found.start()])
+        for base in bases:
+            if base == path or _companion(path, base):
+                index[base].append(path)
+    return dict(index)
 
 
 def _parse_link(data: bytes) -> ChainEntry | None:
