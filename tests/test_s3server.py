@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from agc._core.objstore import ObjectStore
+from agc._core.objstore import ObjectStore, PreconditionFailed
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
 
@@ -86,3 +86,19 @@ def test_versions_bodies_locks_and_preconditions_survive_many_listings(
     with pytest.raises(ClientError) as precondition:
         client.put_object(Bucket=bucket, Key=live, Body=b"x", IfNoneMatch="*")
     assert precondition.value.response["Error"]["Code"] == "PreconditionFailed"
+
+
+def test_compare_and_swap_after_many_listings(s3_store: ObjectStore) -> None:
+    # The chain head is swapped with If-Match on the ETag read before; listings between
+    # (and the copies they leave to be collected) change neither answer.
+    first = s3_store.put_swap("audit/chain-head.json", b"1\n", etag=None)
+    for _ in range(3):
+        assert len(list(s3_store.list_versions("audit/"))) == 1
+    second = s3_store.put_swap("audit/chain-head.json", b"2\n", etag=first)
+    with pytest.raises(PreconditionFailed):
+        s3_store.put_swap("audit/chain-head.json", b"3\n", etag=first)
+    with pytest.raises(PreconditionFailed):
+        s3_store.put_swap("audit/chain-head.json", b"3\n", etag=None)
+    assert second != first
+    assert s3_store.get("audit/chain-head.json", max_bytes=10)[0] == b"2\n"  # type: ignore[index]
+    assert [v.is_latest for v in s3_store.list_versions("audit/")] == [True, False]
