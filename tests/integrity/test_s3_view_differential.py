@@ -1,0 +1,128 @@
+"""``agc-verify --all`` on a real (loopback) S3 store answers exactly as the plain scan
+of the listing per run did, under each kind of tampering: the index behind
+``S3StoreView.run_versions`` is held to the scan end to end, on a store whose prefix is a
+prefix of another store's, with run ids that are prefixes of each other."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agc._core.objstore import BucketLock, ObjectStore, ObjectVersion
+from agc._core.store import ARTIFACT_KINDS
+from agc.cli.verify_main import main as verify_main
+from agc.integrity._ingest import ingest_stream
+from agc.integrity._s3 import artifact_path, manifest_path
+from agc.integrity._s3_verify import S3StoreView, VerifyPolicy, _companion
+from tests.s3fixtures import new_bucket
+from tests.s3server import S3Server
+
+_TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
+_POLICY = VerifyPolicy(retention=None, asked=False, lock=BucketLock(enabled=True))
+_RUNS = ("r1", "r10", "r1.x", "r1.jsonl")
+
+
+def _scan(view: S3StoreView, run_id: str) -> list[ObjectVersion]:
+    """The run's versions as the scan before the index found them."""
+    paths = [manifest_path(run_id)]
+    for kind in ARTIFACT_KINDS:
+        base = artifact_path(run_id, kind)
+        paths.extend(p for p in view.versions if p == base or _companion(p, base))
+    return [v for p in paths for v in view.versions.get(p, ())]
+
+
+def _answers(url: str, capsys: pytest.CaptureFixture[str]) -> list[tuple[int, object]]:
+    out = []
+    for argv in (["--all"], *([r] for r in _RUNS)):
+        code = verify_main([*argv, "--store", url, "--json"])
+        out.append((code, json.loads(capsys.readouterr().out)))
+    return out
+
+
+def _delete_all_versions(store: ObjectStore, path: str) -> None:
+    for v in list(store.list_versions(path)):
+        if v.key == store.key(path):
+            store.client.delete_object(Bucket=store.bucket, Key=v.key, VersionId=v.version_id)
+
+
+def _put(store: ObjectStore, path: str, body: bytes = b"x\n") -> None:
+    store.client.put_object(Bucket=store.bucket, Key=store.key(path), Body=body)
+
+
+_T = artifact_path("r1", "transcript")
+_TAMPERINGS: dict[str, Callable[[ObjectStore], object]] = {
+    "none": lambda s: None,
+    "deleted": lambda s: _delete_all_versions(s, _T),
+    "delete-marker": lambda s: s.client.delete_object(Bucket=s.bucket, Key=s.key(_T)),
+    "newer-version": lambda s: _put(s, _T, _TRANSCRIPT),
+    "overwritten-sidecar": lambda s: _put(s, _T + ".b3", b"0" * 64 + b"\n"),
+    "extra-quarantine": lambda s: _put(s, _T + ".quarantine-7"),
+    "extra-artifact-like": lambda s: _put(s, artifact_path("r1.x", "transcript") + ".sha256"),
+    "extra-unknown": lambda s: _put(s, "audit/transcripts/r1.jsonl.tmp"),
+    "manifest-deleted": lambda s: _delete_all_versions(s, manifest_path("r10")),
+    "manifest-marker": lambda s: s.client.delete_object(
+        Bucket=s.bucket, Key=s.key(manifest_path("r1"))
+    ),
+    "head-marker": lambda s: s.client.delete_object(
+        Bucket=s.bucket, Key=s.key("audit/chain-head.json")
+    ),
+}
+
+
+@pytest.mark.parametrize("tampering", sorted(_TAMPERINGS))
+def test_all_and_single_run_findings_are_those_of_the_scan(
+    s3_server: S3Server,
+    s3_env_vars: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tampering: str,
+) -> None:
+    bucket = new_bucket(s3_server, object_lock=False)
+    store = ObjectStore.parse(f"s3://{bucket}/store")
+    other = ObjectStore.parse(f"s3://{bucket}/store2")  # its keys share the prefix "store"
+    for run_id in _RUNS:
+        ingest_stream(io.BytesIO(_TRANSCRIPT), run_id, store=store)
+    ingest_stream(io.BytesIO(_TRANSCRIPT), "r1", store=other)
+    _put(other, _T + ".quarantine")
+    _TAMPERINGS[tampering](store)
+    indexed = _answers(store.url, capsys)
+    monkeypatch.setattr(S3StoreView, "run_versions", _scan)
+    assert _answers(store.url, capsys) == indexed
+
+
+_ODD = st.lists(
+    st.sampled_from(
+        [*"r1.-_/x7", "\n", "\u0661", "\u00e9", " ", ".quarantine", ".b3", ".sha256", ".jsonl"]
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    keys=st.lists(
+        st.tuples(st.sampled_from(("r1", "r10", "r1.x", "r-1")), _ODD, st.booleans()),
+        max_size=30,
+    ),
+    asked=st.lists(st.sampled_from(("r1", "r10", "r1.x", "r-1", "r")), max_size=5),
+)
+def test_the_index_is_the_scan_for_keys_with_any_characters(
+    keys: list[tuple[str, str, bool]], asked: list[str]
+) -> None:
+    # Unicode digits after ".quarantine-", line breaks and spaces in keys, keys of other
+    # stores whose prefix starts with this one's, keys directly under the store prefix.
+    store = ObjectStore.parse("s3://bkt/store")
+    listing = []
+    for number, (run_id, tail, manifest) in enumerate(keys):
+        path = (manifest_path(run_id) if manifest else artifact_path(run_id, "transcript")) + tail
+        for key in (store.key(path), "store2/" + path, store.key(tail or "x")):
+            listing.append(ObjectVersion(key, f"v{number}", True, number % 4 == 0, number))
+            listing.append(ObjectVersion(key, f"o{number}", False, False, 0))
+    view = S3StoreView.listed(store, _POLICY, listing)
+    for run_id in asked:
+        assert view.run_versions(run_id) == _scan(view, run_id)
