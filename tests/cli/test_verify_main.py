@@ -281,3 +281,22 @@ def test_a_closed_stderr_or_stdout_gives_the_full_commands_exit_code(
     done = _redirected(redirect, quick)
     assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout)
     assert done.returncode == code
+
+
+@pytest.mark.parametrize(
+    "args", [["r1"], ["r1", "--quiet"], ["--all"], ["--all", "--quiet"]], ids=str
+)
+def test_stdout_opened_for_reading_only_is_exit_3_on_every_path(
+    store: Path, args: list[str]
+) -> None:
+    # `agc-verify … 1</dev/null`: every write to stdout fails with EBADF. That is how the
+    # command was started, not a bug (exit 4) nor a verdict (1): the quick paths and the
+    # full command (--quiet) all answer 3 with the same two lines.
+    _sealed(store)
+    with open(os.devnull, "rb") as read_only:
+        done = _console([*args, "--store", str(store)], stdout=read_only, stderr=subprocess.PIPE)
+    assert done.returncode == 3
+    assert done.stderr == (
+        "error: bad file descriptor\n"
+        "hint: free disk space or fix the permissions, then run the command again\n"
+    )

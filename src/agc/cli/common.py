@@ -9,6 +9,7 @@ traceback on stderr and is never reported as a verification verdict.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import sys
@@ -295,7 +296,7 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
         _err().print(word, markup=False)
         return int(code)
     except OSError as exc:
-        if exc.errno not in _UNREADABLE_ERRNOS:
+        if exc.errno not in _UNREADABLE_ERRNOS and not _stdout_read_only(exc):
             return _internal_error()
         # The machine, not agc: a full disk or a read-only folder is never "a bug".
         where = f"{exc.filename}: " if exc.filename else ""
@@ -317,6 +318,18 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     if result is None:
         return int(ExitCode.OK)
     return int(result)
+
+
+def _stdout_read_only(exc: OSError) -> bool:
+    """``EBADF`` because stdout was opened for reading only (``1</dev/null``): how the
+    command was started, not a bug in agc (exit 3, as for a full disk)."""
+    if exc.errno != errno.EBADF:
+        return False
+    try:
+        flags = fcntl.fcntl(sys.stdout.fileno(), fcntl.F_GETFL)
+    except (OSError, ValueError, AttributeError):  # no usable stdout at all
+        return False
+    return flags & os.O_ACCMODE == os.O_RDONLY
 
 
 def _internal_error() -> int:
