@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import sys
 import traceback
@@ -24,6 +23,7 @@ import typer
 
 from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error
+from agc.cli._jsontext import json_document
 from agc.cli._process import discard_stdout, sigterm_raises
 from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
@@ -207,11 +207,7 @@ def byte_progress(total: int | None, label: str) -> Iterator[Callable[[int], Non
 
 def emit_json(data: Any) -> None:
     """Write one JSON document to stdout (data goes to stdout, messages to stderr)."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from the input: keep it escaped
-        text = json.dumps(data, indent=2)
+    text = json_document(data)
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 from rich.text import Text
 
+from agc.cli._jsontext import json_text
 from agc.cli.common import (
     EPILOG,
     StoreOption,
@@ -26,8 +27,6 @@ from agc.cli.common import (
 from agc.cli.verify_text import (
     format_report,
     format_store,
-    json_document,
-    json_text,
     recovery_hint,
     store_summary,
     use_color,
@@ -399,7 +398,7 @@ def _verify_store(
     else:
         report = run(None)
     if as_json:
-        write_lines([json_document(report.to_dict())])  # emit_json's bytes
+        emit_json(report.to_dict())
     elif status:
         pass
     elif out_console.is_terminal and not quiet:

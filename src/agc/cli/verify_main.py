@@ -22,8 +22,9 @@ from types import FrameType
 from typing import Final, NoReturn, TextIO
 
 from agc._core.fs import describe_os_error
+from agc.cli._jsontext import json_document
 from agc.cli._process import discard_stdout, sigterm_raises
-from agc.cli.verify_text import format_report, format_store, json_document, recovery_hint, use_color
+from agc.cli.verify_text import format_report, format_store, recovery_hint, use_color
 from agc.exitcodes import ExitCode
 from agc.integrity._verify import check_run
 
