@@ -226,7 +226,6 @@ def test_quick_entry_full_stdout_is_exit_3(
     assert capsys.readouterr().err.startswith("error: no space left on device\n")
 
 
-@pytest.mark.skipif(not hasattr(os, "pipe"), reason="needs os.pipe")
 def test_a_reader_gone_keeps_the_exit_code(store: Path) -> None:
     # The read end is closed before agc-verify starts: every write gets EPIPE. The
     # verdict's exit code stands (0: complete), with no traceback.
@@ -300,3 +299,22 @@ def test_stdout_opened_for_reading_only_is_exit_3_on_every_path(
         "error: bad file descriptor\n"
         "hint: free disk space or fix the permissions, then run the command again\n"
     )
+
+
+def test_a_store_path_that_is_not_utf8_is_printed_as_the_full_command_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A store folder whose name is not UTF-8 reaches Python as a lone surrogate
+    # (os.fsdecode): --json keeps it as a \udcff escape (JSON has no other form for it),
+    # on the quick path as in the full command, never a raw surrogate that a strict
+    # UTF-8 stdout refuses.
+    store = tmp_path / os.fsdecode(b"evidence-\xff")
+    _sealed(store)
+    args = ["r1", "--store", str(store), "--json"]
+    quick_code = verify_main.main(args)
+    quick = capsys.readouterr()
+    full_code = full.main(args)
+    expected = capsys.readouterr()
+    assert (quick_code, quick.out, quick.err) == (full_code, expected.out, expected.err)
+    assert "evidence-\\udcff" in quick.out
+    quick.out.encode("utf-8")  # no lone surrogate left in the text

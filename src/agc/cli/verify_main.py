@@ -13,7 +13,6 @@ other option) and every error is handed to the full command,
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sys
@@ -194,22 +193,18 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         # Bad run id, unreadable store, a bug: the full command reports it its usual way.
         return _full(args)
-    try:
-        if as_json:
-            sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-        else:
-            lines = format_report(report, color=use_color(sys.stdout))
-            sys.stdout.write("".join(line + "\n" for line in lines))
-            # The store as the full command names it: its option is a path
-            # (``./evidence/`` reads ``evidence``).
-            hint = recovery_hint(report, store=None if store is None else str(Path(store)))
-            if hint is not None:
-                sys.stderr.write(hint + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        discard_stdout()
-    except OSError as exc:
-        return _stdout_failed(exc)
+    if as_json:
+        failed = _write(json_document(report.to_dict()) + "\n")
+    else:
+        lines = format_report(report, color=use_color(sys.stdout))
+        failed = _write("".join(line + "\n" for line in lines))
+        # The store as the full command names it: its option is a path
+        # (``./evidence/`` reads ``evidence``).
+        hint = recovery_hint(report, store=None if store is None else str(Path(store)))
+        if failed is None and hint is not None:
+            sys.stderr.write(hint + "\n")
+    if failed is not None:
+        return failed
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
