@@ -54,7 +54,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
@@ -384,11 +384,12 @@ def _facts_of_fd(fd: int, size: int, seal: ArtifactSeal | None, algorithm: Algor
     ends_with_newline = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
     matches_seal = seal is not None and digests_equal(seal.digest, digest)
     records = None if matches_seal else _count_lines(fd, size)
-    segment_mismatch = _first_changed_segment(fd, seal, size) if seal else None
-    prefix_digest = None
-    if seal is not None and not matches_seal and size > seal.bytes:
-        os.lseek(fd, 0, os.SEEK_SET)
-        prefix_digest, _ = digest_fd(fd, seal.algorithm, limit=seal.bytes)
+    segment_mismatch = prefix_digest = None
+    if seal is not None:
+        of_prefix = _fd_prefix_digest(fd, seal.algorithm)
+        segment_mismatch = _first_changed_segment(seal, size, of_prefix)
+        if not matches_seal and size > seal.bytes:
+            prefix_digest = of_prefix(seal.bytes)
     return digest, ends_with_newline, records, prefix_digest, segment_mismatch
 
 
@@ -399,22 +400,16 @@ def _facts_of_bytes(data: bytes, seal: ArtifactSeal | None, algorithm: Algorithm
     ends_with_newline = size == 0 or data[-1] == 0x0A
     matches_seal = seal is not None and digests_equal(seal.digest, digest)
     records = None if matches_seal else data.count(b"\n")
-    segment_mismatch = None
-    prefix_digest = None
+    segment_mismatch = prefix_digest = None
     if seal is not None:
-        view = memoryview(data)
-        for segment in seal.segments:
-            length = segment.get("bytes")
-            if not isinstance(length, int) or length > size:
-                segment_mismatch = segment
-                break
-            if not digests_equal(
-                str(segment.get("digest", "")), _digest_bytes(view[:length], seal.algorithm)
-            ):
-                segment_mismatch = segment
-                break
+        view, sealed_with = memoryview(data), seal.algorithm
+
+        def of_prefix(length: int) -> str:
+            return _digest_bytes(view[:length], sealed_with)
+
+        segment_mismatch = _first_changed_segment(seal, size, of_prefix)
         if not matches_seal and size > seal.bytes:
-            prefix_digest = _digest_bytes(view[: seal.bytes], seal.algorithm)
+            prefix_digest = of_prefix(seal.bytes)
     return digest, ends_with_newline, records, prefix_digest, segment_mismatch
 
 
@@ -439,17 +434,31 @@ def _read_checkpoints(path: Path) -> list[Checkpoint]:
         return []  # not a checkpoint file: nothing of the file counts as verified
 
 
-def _first_changed_segment(fd: int, seal: ArtifactSeal, size: int) -> Mapping[str, Any] | None:
-    """Check each earlier segment's prefix against the digest it was sealed with."""
+def _first_changed_segment(
+    seal: ArtifactSeal, size: int, prefix_digest: Callable[[int], str]
+) -> Mapping[str, Any] | None:
+    """Check each earlier segment's prefix against the digest it was sealed with.
+
+    ``prefix_digest(n)``: the hex digest (the seal's algorithm) of the file's first
+    ``n`` bytes, ``n <= size``.
+    """
     for segment in seal.segments:
         length = segment.get("bytes")
         if not isinstance(length, int) or length > size:
             return segment
-        os.lseek(fd, 0, os.SEEK_SET)
-        digest, _ = digest_fd(fd, seal.algorithm, limit=length)
-        if not digests_equal(str(segment.get("digest", "")), digest):
+        if not digests_equal(str(segment.get("digest", "")), prefix_digest(length)):
             return segment
     return None
+
+
+def _fd_prefix_digest(fd: int, algorithm: Algorithm) -> Callable[[int], str]:
+    """``prefix_digest`` of :func:`_first_changed_segment` for an open file."""
+
+    def digest(length: int) -> str:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return digest_fd(fd, algorithm, limit=length)[0]
+
+    return digest
 
 
 def _choose_algorithm(
