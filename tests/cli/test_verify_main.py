@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -318,3 +319,76 @@ def test_a_store_path_that_is_not_utf8_is_printed_as_the_full_command_does(
     assert (quick_code, quick.out, quick.err) == (full_code, expected.out, expected.err)
     assert "evidence-\\udcff" in quick.out
     quick.out.encode("utf-8")  # no lone surrogate left in the text
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "names_the_store"),
+    [
+        (["r1"], 0, False),
+        (["r2"], 1, True),
+        (["--all"], 0, True),
+        (["--all", "--quiet"], 0, False),
+        (["r2", "--quiet"], 1, True),
+    ],
+    ids=str,
+)
+def test_a_store_path_that_is_not_utf8_reaches_a_strict_stdout_as_its_bytes(
+    tmp_path: Path, args: list[str], code: int, names_the_store: bool
+) -> None:
+    # In a UTF-8 locale other than C.UTF-8, Python's stdout is strict: text naming a
+    # store folder that is not UTF-8 (a lone surrogate in Python) raised
+    # UnicodeEncodeError: a traceback on the quick path, "internal error" (exit 4) in
+    # the full command (--quiet). Both now print the folder's own bytes.
+    raw = os.fsencode(tmp_path) + b"/evidence-\xff"
+    store = Path(os.fsdecode(raw))
+    _sealed(store)
+    argv = [*args, "--store", str(store)]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys\nsys.argv[1:] = {argv!r}\n"
+            "from agc.cli.verify_main import console\nconsole()\n",
+        ],
+        capture_output=True,
+        check=False,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(sys.path),
+            "PYTHONIOENCODING": "utf-8:strict",
+        },
+    )
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    assert done.returncode == code
+    assert (raw in done.stdout) == names_the_store
+
+
+def test_a_stop_while_a_runs_report_is_written_is_reported_as_the_full_command_does(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The quick path for one run had no SIGTERM handler: the process died of the signal
+    # in silence, where the full command says "terminated" and exits 143.
+    _sealed(store)
+
+    class Stopping:
+        def write(self, text: str) -> int:
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL, "SIGTERM kills"
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise AssertionError("the handler raises first")
+
+        def flush(self) -> None:
+            pass
+
+        def isatty(self) -> bool:
+            return False
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
+        monkeypatch.delenv(name, raising=False)
+    args = ["r1", "--store", str(store)]
+    with monkeypatch.context() as patched:
+        patched.setattr(sys, "stdout", Stopping())
+        full_code = full.main(args)
+        expected = capsys.readouterr()
+        quick_code = verify_main.main(args)
+        quick = capsys.readouterr()
+    assert (quick_code, quick.err) == (full_code, expected.err) == (143, "terminated\n")

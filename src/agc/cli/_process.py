@@ -6,6 +6,9 @@ without them.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import io
 import os
 import signal
 import sys
@@ -14,7 +17,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["discard_stdout", "sigterm_raises"]
+__all__ = ["discard_stdout", "passes_undecodable_bytes", "sigterm_raises"]
+
+# The error handler that writes a name's undecodable bytes back as they were.
+_AS_GIVEN_BYTES = "agc-as-given-bytes"
 
 
 def discard_stdout() -> None:
@@ -45,3 +51,46 @@ def sigterm_raises(handler: Callable[[int, FrameType | None], None]) -> Iterator
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _as_given_bytes(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """A lone surrogate U+DC80..U+DCFF (an undecodable byte of a POSIX name, PEP 383)
+    becomes that byte again; any other character the encoding lacks becomes a
+    ``\\x``/``\\u`` escape, as Python's ``backslashreplace`` spells it."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = bytearray()
+    for char in exc.object[exc.start : exc.end]:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(code - 0xDC00)
+        else:
+            out += char.encode("ascii", "backslashreplace")
+    return bytes(out), exc.end
+
+
+codecs.register_error(_AS_GIVEN_BYTES, _as_given_bytes)
+
+
+@contextmanager
+def passes_undecodable_bytes() -> Iterator[None]:
+    """While a command runs, text on stdout that holds a name which is not valid UTF-8
+    (a store folder ``st\\xff``: Python decodes it with lone surrogates, PEP 383) is
+    written with the name's own bytes, as ``ls`` writes them to a pipe, instead of
+    failing with ``UnicodeEncodeError`` (a command that ends "internal error").
+
+    Only a strict text stream is changed (Python's stdout in a UTF-8 locale other than
+    C.UTF-8); its error handler is put back afterwards. JSON output never needs it:
+    it escapes such names."""
+    stream = sys.stdout
+    if not isinstance(stream, io.TextIOWrapper) or stream.errors != "strict":
+        yield
+        return
+    stream.reconfigure(errors=_AS_GIVEN_BYTES)
+    try:
+        yield
+    finally:
+        # Putting it back flushes the stream: a reader gone or a full disk there is
+        # the command's own rule, already applied to what it wrote.
+        with contextlib.suppress(OSError, ValueError):
+            stream.reconfigure(errors="strict")

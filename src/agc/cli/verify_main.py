@@ -22,7 +22,7 @@ from typing import Final, NoReturn, TextIO
 
 from agc._core.fs import describe_os_error
 from agc.cli._jsontext import json_document
-from agc.cli._process import discard_stdout, sigterm_raises
+from agc.cli._process import discard_stdout, passes_undecodable_bytes, sigterm_raises
 from agc.cli.verify_text import format_report, format_store, recovery_hint, use_color
 from agc.exitcodes import ExitCode
 from agc.integrity._verify import check_run
@@ -116,7 +116,7 @@ def _plain_streams() -> bool:
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM while ``--all`` runs, raised like Ctrl-C (the full command does the same)."""
+    """SIGTERM while a check runs, raised like Ctrl-C (the full command does the same)."""
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
@@ -151,9 +151,7 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
             # A stop while the report is written is reported as the full command does.
             failed = _write(text)
     except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, _Terminated)
-        sys.stderr.write("terminated\n" if terminated else "interrupted\n")
-        return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
+        return _stopped(exc)
     except Exception:
         # An unreadable store, a bad --jobs, a bug: the full command reports it its way.
         return _full(args)
@@ -179,33 +177,46 @@ def main(argv: list[str] | None = None) -> int:
         # Started with stdout or stderr closed (``>&-``, ``2>&-``): Python has no stream
         # for it, and what then happens is the full command's rule.
         return _full(args)
-    if simple is None:
-        every = parse_all(args)
-        if every is not None and _plain_streams():
-            return _verify_all(args, *every)
-        return _full(args)
-    run_id, store, as_json = simple
+    with passes_undecodable_bytes():
+        if simple is None:
+            every = parse_all(args)
+            if every is not None and _plain_streams():
+                return _verify_all(args, *every)
+            return _full(args)
+        return _verify_run(args, *simple)
+
+
+def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) -> int:
+    """``RUN_ID [--store DIR] [--json]`` as the full command runs it (see
+    :func:`parse_simple`)."""
     try:
-        report = check_run(run_id, store)
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return int(ExitCode.INTERRUPTED)
+        with sigterm_raises(_raise_terminated):
+            report = check_run(run_id, store)
+            if as_json:
+                failed = _write(json_document(report.to_dict()) + "\n")
+            else:
+                lines = format_report(report, color=use_color(sys.stdout))
+                failed = _write("".join(line + "\n" for line in lines))
+                # The store as the full command names it: its option is a path
+                # (``./evidence/`` reads ``evidence``).
+                hint = recovery_hint(report, store=None if store is None else str(Path(store)))
+                if failed is None and hint is not None:
+                    sys.stderr.write(hint + "\n")
+    except KeyboardInterrupt as exc:
+        return _stopped(exc)
     except Exception:
         # Bad run id, unreadable store, a bug: the full command reports it its usual way.
         return _full(args)
-    if as_json:
-        failed = _write(json_document(report.to_dict()) + "\n")
-    else:
-        lines = format_report(report, color=use_color(sys.stdout))
-        failed = _write("".join(line + "\n" for line in lines))
-        # The store as the full command names it: its option is a path
-        # (``./evidence/`` reads ``evidence``).
-        hint = recovery_hint(report, store=None if store is None else str(Path(store)))
-        if failed is None and hint is not None:
-            sys.stderr.write(hint + "\n")
     if failed is not None:
         return failed
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
+
+
+def _stopped(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C or SIGTERM: the word and the exit code the full command gives."""
+    terminated = isinstance(exc, _Terminated)
+    sys.stderr.write("terminated\n" if terminated else "interrupted\n")
+    return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
 
 
 def _stdout_failed(exc: OSError) -> int:

@@ -1,0 +1,67 @@
+"""``agc.cli._process``: the stdout plumbing shared by the typer commands and the quick
+``agc-verify`` entry."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agc.cli._process import passes_undecodable_bytes
+
+
+def _strict(encoding: str = "utf-8") -> tuple[io.BytesIO, io.TextIOWrapper]:
+    raw = io.BytesIO()
+    return raw, io.TextIOWrapper(raw, encoding=encoding, errors="strict")
+
+
+@given(st.binary(max_size=64))
+def test_any_posix_name_reaches_a_strict_utf8_stdout_as_its_own_bytes(name: bytes) -> None:
+    # A POSIX name is bytes; Python decodes what is not UTF-8 to lone surrogates
+    # (os.fsdecode, PEP 383). Written while the command runs, the name comes out as it
+    # is on disk, whatever the bytes.
+    raw, stream = _strict()
+    saved = sys.stdout
+    sys.stdout = stream
+    try:
+        with passes_undecodable_bytes():
+            stream.write(f"store {os.fsdecode(name)}\n")
+            stream.flush()
+    finally:
+        sys.stdout = saved
+    assert raw.getvalue() == b"store " + name + b"\n"
+
+
+def test_characters_the_encoding_lacks_are_escaped_and_the_handler_is_put_back() -> None:
+    raw, stream = _strict("ascii")
+    saved = sys.stdout
+    sys.stdout = stream
+    try:
+        with passes_undecodable_bytes():
+            stream.write("st\udcff-\u00e9-\ud800\n")
+            stream.flush()
+    finally:
+        sys.stdout = saved
+    assert raw.getvalue() == b"st\xff-\\xe9-\\ud800\n"
+    assert stream.errors == "strict"
+    with pytest.raises(UnicodeEncodeError):
+        stream.write("st\udcff")
+
+
+def test_a_stream_that_is_not_strict_is_left_alone() -> None:
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    saved = sys.stdout
+    sys.stdout = stream
+    try:
+        with passes_undecodable_bytes():
+            assert stream.errors == "replace"
+            stream.write("st\udcff\n")
+            stream.flush()
+    finally:
+        sys.stdout = saved
+    assert raw.getvalue() == b"st?\n"
