@@ -170,8 +170,11 @@ class StartedChecks(Generic[T, R]):
             pool.shutdown(wait=True, cancel_futures=True)
         except BaseException:
             # Stopped again while the workers finish their chunks: they are ended, never
-            # left behind (they ignore the stop signals; see _worker_signals).
-            for process in list((pool._processes or {}).values()):
+            # left behind (they ignore the stop signals; see _worker_signals). The pool
+            # does not publish its processes: read defensively, so that a Python whose
+            # pool keeps them elsewhere still re-raises the stop, not an AttributeError.
+            processes = getattr(pool, "_processes", None) or {}
+            for process in list(processes.values()):
                 process.kill()
             raise
 
