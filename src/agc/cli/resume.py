@@ -90,17 +90,19 @@ RESUME_HELP = """Check a saved history and repair it so the model provider accep
 TARGET is a run id or a FILE. A run id names its snapshot in the store or, when it has
 none, a run recorded with agc record / agc import: that run is verified first (refused
 when tampered or incomplete), and its records are unwrapped into the session file they
-came from. A FILE is a snapshot, a session file (Codex rollout, Claude Code JSONL or
-`claude -p --output-format stream-json` output) or a JSON array of messages/items in one
-of the three API formats. agc prints what was wrong (as the provider would say it) and what the
-repair changed: each in-flight call stripped or answered, with its tool name, arguments
-and an idempotency key, so you decide whether to run it again.
+came from (in an s3:// store, the very bytes the verification read). A FILE is a
+snapshot, a session file (Codex rollout, Claude Code JSONL or `claude -p --output-format
+stream-json` output) or a JSON array of messages/items in one of the three API formats.
+agc prints what was wrong (as the provider would say it) and what the repair changed:
+each in-flight call stripped or answered, with its tool name, arguments and an
+idempotency key, so you decide whether to run it again.
 
 \b
 Examples:
   agc resume fix-tests-42                      # the run's snapshot, strategy strip
   agc resume fix-tests-42 --check              # exit 1 if the provider would reject it
   agc import rollout-….jsonl --run-id r9 && agc resume r9 --strategy synthesize --out fixed.jsonl
+  agc resume r9 --store s3://acme-evidence/agents --check   # a run recorded to S3
   agc resume ~/.claude/projects/x/s.jsonl --strategy synthesize --out fixed.jsonl
   agc resume rollout-….jsonl --json            # the report as JSON on stdout
   agc resume history.json --format anthropic --out repaired.json
