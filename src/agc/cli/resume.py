@@ -158,6 +158,8 @@ def _has_run(run_id: str, store: Path | None) -> bool:
 
 
 def _has_snapshot(run_id: str, store: Path | None) -> bool:
+    """Whether the store holds a snapshot of the run (in an object store: any object
+    under ``sessions/<runId>/``)."""
     remote = object_store_of(store)
     if remote is not None:
         return any(True for _ in remote.list_paths(f"sessions/{run_id}/"))
