@@ -3,18 +3,29 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+import blake3
 import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core import objstore
+from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.cli.app import main
+from agc.integrity import _s3_export as s3_export
+from agc.integrity._s3 import artifact_path, manifest_path
+from agc.integrity._s3_verify import check_object_run
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import feed_stdin
+from tests.s3fixtures import new_bucket
+from tests.s3server import S3Server
 
 
 def _line(record: Any) -> str:
@@ -318,3 +329,407 @@ def test_text_and_json_name_the_same_line(
     (finding,) = _json(capsys)["findings"]
     assert finding["record"] == 4  # 0-based
     assert f"line {finding['line']}: tool-call-unanswered" in text
+
+
+# --- agc resume RUN_ID --store s3://… for a recorded run (moto's server on loopback) -------
+
+_S3_TRANSCRIPT: Final = artifact_path("r1", "transcript")
+_S3_SIDECAR: Final = _S3_TRANSCRIPT + ".b3"
+_S3_MANIFEST: Final = manifest_path("r1")
+_EXAMPLES = itertools.count(1)
+
+
+def _s3_import(tmp_path: Path, s3: ObjectStore, data: bytes, run_id: str = "r1") -> None:
+    source = tmp_path / f"{run_id}-s3.jsonl"
+    source.write_bytes(data)
+    assert main(["import", str(source), "--run-id", run_id, "--store", s3.url]) == 0
+
+
+def _put(s3: ObjectStore, path: str, data: bytes) -> None:
+    """What a writer of the bucket can do: a new version of the key (the bucket keeps
+    the sealed one under it: Object Lock, versioning)."""
+    s3.client.put_object(Bucket=s3.bucket, Key=s3.key(path), Body=data)
+
+
+def _delete(s3: ObjectStore, path: str) -> None:
+    s3.client.delete_object(Bucket=s3.bucket, Key=s3.key(path))
+
+
+def _object(s3: ObjectStore, path: str) -> bytes:
+    got = s3.get(path, max_bytes=1 << 30)
+    assert got is not None
+    return got[0]
+
+
+def _resume(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["resume", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@st.composite
+def _transcripts(draw: st.DrawFn) -> bytes:
+    """A Codex rollout of messages and calls (each answered or not), with at times a
+    line that is not JSON in the middle or a torn last line."""
+    text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=12)
+    lines: list[bytes] = [
+        _line({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}).encode()
+    ]
+    for index in range(draw(st.integers(1, 5))):
+        if draw(st.booleans()):
+            item: dict[str, Any] = {
+                "type": "message",
+                "role": draw(st.sampled_from(["user", "assistant"])),
+                "content": [{"type": "input_text", "text": draw(text)}],
+            }
+            items = [item]
+        else:
+            call = f"call_{index}"
+            items = [
+                {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "arguments": json.dumps({"cmd": draw(text)}),
+                    "call_id": call,
+                }
+            ]
+            if draw(st.booleans()):
+                items.append(
+                    {"type": "function_call_output", "call_id": call, "output": draw(text)}
+                )
+        lines.extend(
+            _line({"timestamp": "t", "type": "response_item", "payload": i}).encode() for i in items
+        )
+    noise = draw(st.sampled_from([None, b"not json", b"\xff\xfe"]))
+    if noise is not None:
+        lines.insert(draw(st.integers(1, len(lines))), noise)
+    data = b"".join(line + b"\n" for line in lines)
+    return data + b'{"timestamp":"t","ty' if draw(st.booleans()) else data
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=_transcripts())
+def test_a_run_recorded_to_s3_resumes_as_the_same_run_recorded_to_a_folder(
+    data: bytes,
+    s3_store: ObjectStore,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Differential: the object store path (verify with a kept copy, unwrap the copy)
+    gives what the folder path gives: exit code, report, messages, repaired bytes."""
+    root = tmp_path_factory.mktemp("s3diff")
+    folder = root / "store"
+    folder.mkdir()
+    run_id = f"d{next(_EXAMPLES)}"
+    _import(root, folder, data, run_id)
+    _s3_import(root, s3_store, data, run_id)
+    results: list[tuple[Any, ...]] = []
+    for where in (str(folder), s3_store.url):
+        checked = _resume([run_id, "--store", where, "--check", "--json"], capsys)
+        out = root / f"fixed-{len(results)}.jsonl"
+        repair = ["--strategy", "synthesize", "--out", str(out)]
+        repaired = _resume([run_id, "--store", where, *repair], capsys)
+        results.append(
+            (
+                checked,
+                repaired[0],
+                repaired[1],
+                repaired[2].replace(str(out), "OUT"),
+                out.read_bytes() if out.exists() else None,
+            )
+        )
+    assert results[0] == results[1]
+    assert "does not verify" not in results[0][0][2]  # both runs verified
+
+
+def _rewrite_transcript(s3: ObjectStore) -> None:
+    _put(s3, _S3_TRANSCRIPT, _object(s3, _S3_TRANSCRIPT).replace(b"sleep 9", b"sleep 1"))
+
+
+def _rewrite_transcript_and_sidecar(s3: ObjectStore) -> None:
+    # Consistent with each other, not with the manifest: the seal names the digest.
+    tampered = _object(s3, _S3_TRANSCRIPT).replace(b"sleep 9", b"sleep 1")
+    sidecar = _object(s3, _S3_SIDECAR).decode()
+    digest = blake3.blake3(tampered).hexdigest()
+    _put(s3, _S3_TRANSCRIPT, tampered)
+    _put(s3, _S3_SIDECAR, (digest + sidecar[len(digest) :]).encode())
+
+
+def _delete_every_object(s3: ObjectStore) -> None:
+    for path in list(s3.list_paths("audit/")):
+        if "/r1." in path:
+            _delete(s3, path)
+
+
+def _folder_rewrite(layout: StoreLayout) -> None:
+    path = layout.artifact_path("r1", "transcript")
+    path.write_bytes(path.read_bytes().replace(b"sleep 9", b"sleep 1"))
+
+
+def _folder_rewrite_with_sidecar(layout: StoreLayout) -> None:
+    path = layout.artifact_path("r1", "transcript")
+    tampered = path.read_bytes().replace(b"sleep 9", b"sleep 1")
+    sidecar = Path(str(path) + ".b3")
+    digest = blake3.blake3(tampered).hexdigest()
+    path.write_bytes(tampered)
+    sidecar.write_text(digest + sidecar.read_text()[len(digest) :])
+
+
+@pytest.mark.parametrize(
+    ("change", "folder_change"),
+    [
+        pytest.param(_rewrite_transcript, _folder_rewrite, id="transcript-replaced"),
+        pytest.param(
+            _rewrite_transcript_and_sidecar,
+            _folder_rewrite_with_sidecar,
+            id="transcript-and-sidecar-replaced",
+        ),
+        pytest.param(
+            lambda s3: _put(s3, _S3_TRANSCRIPT, _object(s3, _S3_TRANSCRIPT)),
+            None,  # a folder cannot tell the same bytes written again
+            id="transcript-overwritten-with-the-same-bytes",
+        ),
+        pytest.param(
+            lambda s3: _delete(s3, _S3_TRANSCRIPT),
+            lambda layout: layout.artifact_path("r1", "transcript").unlink(),
+            id="transcript-deleted",
+        ),
+        pytest.param(
+            lambda s3: _delete(s3, _S3_MANIFEST),
+            lambda layout: layout.manifest_path("r1").unlink(),
+            id="manifest-deleted",
+        ),
+        pytest.param(
+            _delete_every_object,
+            None,  # a folder keeps no trace of a deleted run: it is not found (exit 2)
+            id="every-object-deleted",
+        ),
+    ],
+)
+def test_an_s3_run_changed_after_recording_is_refused_as_in_a_folder(
+    tmp_path: Path,
+    store: Path,
+    s3_store: ObjectStore,
+    capsys: pytest.CaptureFixture[str],
+    change: Callable[[ObjectStore], None],
+    folder_change: Callable[[StoreLayout], None] | None,
+) -> None:
+    data = _rollout(answered=False)
+    _import(tmp_path, store, data)
+    _s3_import(tmp_path, s3_store, data)
+    change(s3_store)
+    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    assert code == 1  # VerificationError, as `agc-verify r1` says 1
+    assert "run r1 does not verify" in err
+    assert "--insecure-skip-verify resumes from it anyway" in err
+    assert out == ""
+    assert "Traceback" not in err
+    insecure = _resume(["r1", "--store", s3_store.url, "--check", "--insecure-skip-verify"], capsys)
+    assert "warning: --insecure-skip-verify: run r1 does not verify" in insecure[2]
+    if folder_change is None:
+        return
+    folder_change(StoreLayout(store))
+    assert _resume(["r1", "--store", str(store), "--check"], capsys)[0] == code
+    folder = _resume(["r1", "--store", str(store), "--check", "--insecure-skip-verify"], capsys)
+    assert insecure[0] == folder[0]  # records used as they are, or none to use (exit 2)
+    assert insecure[1] == folder[1]
+
+
+def _evil_objects(tmp_path: Path, s3_server: S3Server) -> dict[str, bytes]:
+    """The transcript, sidecar and manifest of another run r1 (every call answered),
+    recorded in another bucket: what an attacker who can write the bucket swaps in."""
+    other = ObjectStore.parse(f"s3://{new_bucket(s3_server)}/team/evidence")
+    (tmp_path / "evil").mkdir()
+    _s3_import(tmp_path / "evil", other, _rollout(answered=True))
+    return {path: _object(other, path) for path in (_S3_TRANSCRIPT, _S3_SIDECAR, _S3_MANIFEST)}
+
+
+@pytest.mark.parametrize("when", ["after-the-check", "after-the-transcript-get"])
+def test_a_swap_between_verify_and_read_cannot_get_other_bytes_parsed(
+    tmp_path: Path,
+    s3_server: S3Server,
+    s3_store: ObjectStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    when: str,
+) -> None:
+    data = _rollout(answered=False)
+    _s3_import(tmp_path, s3_store, data)
+    evil = _evil_objects(tmp_path, s3_server)
+    swapped: list[str] = []
+    opened: list[str] = []
+
+    def swap() -> None:
+        if not swapped:
+            for path, body in evil.items():
+                _put(s3_store, path, body)
+            swapped.append(when)
+
+    real_check = check_object_run
+    real_open = ObjectStore.open
+
+    def check_then_swap(*args: Any, **kwargs: Any) -> Any:
+        report = real_check(*args, **kwargs)
+        swap()
+        return report
+
+    class _SwapAfterGet:
+        def __init__(self, inner: Any, path: str) -> None:
+            self._inner, self._path = inner, path
+
+        def __enter__(self) -> Any:
+            found = self._inner.__enter__()
+            if self._path == _S3_TRANSCRIPT:
+                swap()  # the object's answer is on its way: its version is fixed
+            return found
+
+        def __exit__(self, *exc: object) -> None:
+            self._inner.__exit__(*exc)
+
+    def open_then_swap(self: ObjectStore, path: str, **kwargs: Any) -> Any:
+        opened.append(path)
+        inner = real_open(self, path, **kwargs)
+        return _SwapAfterGet(inner, path) if when == "after-the-transcript-get" else inner
+
+    monkeypatch.setattr(ObjectStore, "open", open_then_swap)
+    if when == "after-the-check":
+        monkeypatch.setattr(s3_export, "check_object_run", check_then_swap)
+    out = tmp_path / "fixed.jsonl"
+    code, _, err = _resume(
+        ["r1", "--store", s3_store.url, "--strategy", "synthesize", "--out", str(out)], capsys
+    )
+    assert swapped == [when]
+    assert code == 0, err
+    fixed = out.read_bytes()
+    assert fixed.startswith(data)  # the verified bytes, not the swapped-in run's
+    assert b'"output":"ok"' not in fixed  # the swapped-in run answered call_2 with "ok"
+    assert opened.count(_S3_TRANSCRIPT) == 1  # fetched once, never again after the check
+    # The bucket holds the other run now: the swap took place, and a new resume sees it.
+    assert _object(s3_store, _S3_TRANSCRIPT) == evil[_S3_TRANSCRIPT]
+
+
+def test_a_copy_that_differs_from_the_bytes_verified_is_refused(
+    tmp_path: Path,
+    s3_store: ObjectStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _s3_import(tmp_path, s3_store, _rollout(answered=False))
+    real_write = s3_export.KeptArtifact.write
+    monkeypatch.setattr(
+        s3_export.KeptArtifact,
+        "write",
+        lambda self, chunk: real_write(self, chunk.replace(b"sleep 9", b"sleep 1")),
+    )
+    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    assert code == 1
+    assert "does not match its seal on this host" in err
+    assert out == ""
+
+
+def test_a_run_missing_from_s3_is_not_found_as_in_a_folder(
+    tmp_path: Path, store: Path, s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _import(tmp_path, store, _rollout(answered=False))
+    _s3_import(tmp_path, s3_store, _rollout(answered=False))
+    answers = []
+    for where in (str(store), s3_store.url):
+        code, _, err = _resume(["nope", "--store", where, "--check", "--json"], capsys)
+        answers.append((code, err.splitlines()[0].split(" in ")[0]))
+        assert _resume(["r1", "--store", where, "--check"], capsys)[0] == 1  # the run is found
+    assert answers[0] == answers[1] == (2, "error: no snapshot of run nope")
+
+
+def _failing(error: Exception, where: str) -> Callable[..., None]:
+    """A botocore ``before-send`` handler: the request fails as the network or the
+    service would make it fail, for requests whose URL contains ``where``."""
+
+    def handler(request: Any, **_: Any) -> None:
+        if where in request.url:
+            raise error
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("operation", "error", "where", "says"),
+    [
+        pytest.param(
+            "ListObjectVersions",
+            EndpointConnectionError(endpoint_url="http://127.0.0.1:1"),
+            "",
+            "cannot be reached",
+            id="network-down-when-listing-the-run",
+        ),
+        pytest.param(
+            "GetObjectLockConfiguration",
+            ClientError({"Error": {"Code": "NoSuchBucket"}}, "GetObjectLockConfiguration"),
+            "",
+            "does not exist",
+            id="bucket-gone-when-verifying",
+        ),
+        pytest.param(
+            "GetObject",
+            NoCredentialsError(),
+            "transcripts",
+            "no usable AWS credentials",
+            id="credentials-gone-when-reading-the-transcript",
+        ),
+        pytest.param(
+            "GetObject",
+            EndpointConnectionError(endpoint_url="http://127.0.0.1:1"),
+            "transcripts",
+            "cannot be reached",
+            id="network-down-when-reading-the-transcript",
+        ),
+    ],
+)
+def test_s3_failures_while_resuming_a_run_are_exit_3_with_a_hint(
+    tmp_path: Path,
+    s3_store: ObjectStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    operation: str,
+    error: Exception,
+    where: str,
+    says: str,
+) -> None:
+    _s3_import(tmp_path, s3_store, _rollout(answered=False))
+    real_new_client = objstore._new_client
+
+    def failing_client() -> Any:
+        client = real_new_client()
+        client.meta.events.register(f"before-send.s3.{operation}", _failing(error, where))
+        return client
+
+    monkeypatch.setattr(objstore, "_new_client", failing_client)
+    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    assert code == 3, err
+    assert says in err
+    assert "hint:" in err
+    assert "Traceback" not in err
+    assert "internal error" not in err
+    assert out == ""
+
+
+@pytest.mark.parametrize("holds", ["run", "snapshot"])
+def test_a_name_that_is_a_file_and_an_s3_run_is_ambiguous(
+    tmp_path: Path,
+    s3_store: ObjectStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    holds: str,
+) -> None:
+    if holds == "run":
+        _s3_import(tmp_path, s3_store, _rollout(answered=False))
+    else:
+        messages = [{"role": "user", "content": "hi"}]
+        save_snapshot(SessionSnapshot("r1", "s", messages, ToolCallState(), {}), s3_store)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r1").write_bytes(_rollout(answered=True))
+    code, _, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    assert code == 2
+    assert "'r1' is ambiguous: it is both the file ./r1 and run r1 in the store" in err

@@ -6,9 +6,13 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from agc._core.store import StoreLayout
 from agc.errors import InputError, RunNotFoundError
 from agc.integrity import export_session, iter_session_lines
+from agc.integrity._export import export_copy
 from agc.integrity._ingest import ingest_stream
 from tests.conftest import write_run
 
@@ -37,3 +41,28 @@ def test_missing_run_and_size_limit(store: Path) -> None:
     ingest_stream(io.BytesIO(b'{"a":1}\n' * 10), "big", store=store)
     with pytest.raises(InputError, match="larger than 20 bytes"):
         export_session("big", store, max_bytes=20)
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.binary(max_size=24).filter(lambda b: b"\n" not in b), max_size=6))
+def test_a_copy_exports_as_the_store_file_does(
+    lines: list[bytes], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """export_copy over the artifact's bytes gives what export_session gives (or the
+    same error), whatever the lines were."""
+    store = tmp_path_factory.mktemp("copy")
+    data = b"".join(line + b"\n" for line in lines) + b'{"last":1}'
+    ingest_stream(io.BytesIO(data), "r", store=store)
+    records = StoreLayout(store).artifact_path("r", "transcript").read_bytes()
+    expected = export_session("r", store)
+    assert export_copy(io.BytesIO(records), "r") == expected
+    limit = len(expected) - 1
+    with pytest.raises(InputError, match=f"larger than {limit} bytes"):
+        export_copy(io.BytesIO(records), "r", max_bytes=limit)
+
+
+def test_a_copy_of_records_not_ingested_is_refused(store: Path) -> None:
+    write_run(store, "w")
+    records = StoreLayout(store).artifact_path("w", "transcript").read_bytes()
+    with pytest.raises(InputError, match="only ingested runs can be exported"):
+        export_copy(io.BytesIO(records), "w")

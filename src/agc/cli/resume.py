@@ -31,13 +31,15 @@ from agc.errors import (
     HistoryFormatError,
     InputError,
     JsonInvalidError,
+    RunNotFoundError,
     SnapshotNotFoundError,
     StoreError,
     UsageError,
     VerificationError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity import check_run, export_session
+from agc.integrity import RunReport, check_run, export_session
+from agc.integrity._export import export_copy
 from agc.resume._formats import get_spec, load_history
 from agc.resume._formats.model import FormatName, History
 from agc.resume._repair import Change, RepairResult, Strategy, pending_warnings, repair_loaded
@@ -88,17 +90,19 @@ RESUME_HELP = """Check a saved history and repair it so the model provider accep
 TARGET is a run id or a FILE. A run id names its snapshot in the store or, when it has
 none, a run recorded with agc record / agc import: that run is verified first (refused
 when tampered or incomplete), and its records are unwrapped into the session file they
-came from. A FILE is a snapshot, a session file (Codex rollout, Claude Code JSONL or
-`claude -p --output-format stream-json` output) or a JSON array of messages/items in one
-of the three API formats. agc prints what was wrong (as the provider would say it) and what the
-repair changed: each in-flight call stripped or answered, with its tool name, arguments
-and an idempotency key, so you decide whether to run it again.
+came from (in an s3:// store, the very bytes the verification read). A FILE is a
+snapshot, a session file (Codex rollout, Claude Code JSONL or `claude -p --output-format
+stream-json` output) or a JSON array of messages/items in one of the three API formats.
+agc prints what was wrong (as the provider would say it) and what the repair changed:
+each in-flight call stripped or answered, with its tool name, arguments and an
+idempotency key, so you decide whether to run it again.
 
 \b
 Examples:
   agc resume fix-tests-42                      # the run's snapshot, strategy strip
   agc resume fix-tests-42 --check              # exit 1 if the provider would reject it
   agc import rollout-….jsonl --run-id r9 && agc resume r9 --strategy synthesize --out fixed.jsonl
+  agc resume r9 --store s3://acme-evidence/agents --check   # a run recorded to S3
   agc resume ~/.claude/projects/x/s.jsonl --strategy synthesize --out fixed.jsonl
   agc resume rollout-….jsonl --json            # the report as JSON on stdout
   agc resume history.json --format anthropic --out repaired.json
@@ -137,11 +141,50 @@ def _read_input(path: Path) -> bytes:
 
 
 def _has_run(run_id: str, store: Path | None) -> bool:
-    if object_store_of(store) is not None:
-        return False  # an object store: resumed from its snapshots only
+    """Whether the store holds the run's evidence (a recorded or imported run).
+
+    In an object store, any version of the run's keys counts, delete markers too: a run
+    whose objects were deleted is refused by its verification, not taken as never there.
+    """
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.integrity._s3_verify import list_run_versions  # noqa: PLC0415 - S3 only
+
+        return bool(list_run_versions(remote, run_id))
     layout = StoreLayout.at(store)
     return os.path.lexists(layout.manifest_path(run_id)) or any(
         os.path.lexists(layout.artifact_path(run_id, kind)) for kind in ARTIFACT_KINDS
+    )
+
+
+def _has_snapshot(run_id: str, store: Path | None) -> bool:
+    """Whether the store holds a snapshot of the run (in an object store: any object
+    under ``sessions/<runId>/``)."""
+    remote = object_store_of(store)
+    if remote is not None:
+        return any(True for _ in remote.list_paths(f"sessions/{run_id}/"))
+    return any(snapshot_path(run_id, store, compressed=z).exists() for z in (False, True))
+
+
+def _refuse_unverified(report: RunReport, run_id: str, insecure: bool) -> None:
+    """Refuse a run that does not verify, or warn that it is used anyway (``insecure``).
+
+    Raises:
+        VerificationError: the run is tampered or incomplete (without ``insecure``).
+    """
+    if report.complete:
+        return
+    if not insecure:
+        raise VerificationError(
+            f"run {run_id} does not verify ({'; '.join(report.missing)}): agc resume "
+            "does not resume from evidence that is tampered or incomplete",
+            report=report,
+            hint=f"See agc-verify {run_id}; --insecure-skip-verify resumes from it anyway.",
+        )
+    err_console.print(
+        f"warning: --insecure-skip-verify: run {run_id} does not verify "
+        f"({'; '.join(report.missing)}); its records are used as they are",
+        markup=False,
     )
 
 
@@ -150,24 +193,29 @@ def _from_run(
 ) -> History:
     """The session a recorded or imported run holds: verified, then unwrapped.
 
+    In an object store the records parsed are the copy the verification kept of the
+    bytes it hashed (one read of the object, see :mod:`agc.integrity._s3_export`).
+
     Raises:
         VerificationError: the run is tampered or incomplete (without ``insecure``).
+        RunNotFoundError: the run has no transcript.
+        StoreError: the store cannot be read (exit 3).
     """
-    report = check_run(run_id, store)
-    if not report.complete:
-        if not insecure:
-            raise VerificationError(
-                f"run {run_id} does not verify ({'; '.join(report.missing)}): agc resume "
-                "does not resume from evidence that is tampered or incomplete",
-                report=report,
-                hint=f"See agc-verify {run_id}; --insecure-skip-verify resumes from it anyway.",
-            )
-        err_console.print(
-            f"warning: --insecure-skip-verify: run {run_id} does not verify "
-            f"({'; '.join(report.missing)}); its records are used as they are",
-            markup=False,
-        )
-    data = export_session(run_id, store, max_bytes=_MAX_INPUT_BYTES)
+    remote = object_store_of(store)
+    if remote is not None:
+        from agc.integrity._s3_export import check_object_run_kept  # noqa: PLC0415 - S3 only
+
+        report, kept = check_object_run_kept(remote, run_id)
+        with kept:
+            _refuse_unverified(report, run_id, insecure)
+            if not kept.read:
+                raise RunNotFoundError(
+                    f"run {run_id} has no transcript file in the store ({kept.url})"
+                )
+            data = export_copy(kept.file, run_id, max_bytes=_MAX_INPUT_BYTES)
+    else:
+        _refuse_unverified(check_run(run_id, store), run_id, insecure)
+        data = export_session(run_id, store, max_bytes=_MAX_INPUT_BYTES)
     return load_history(data, source=f"run {run_id}", format=wanted)
 
 
@@ -346,10 +394,7 @@ def resume_command(
     path = Path(target)
     refuse_ambiguous(
         target,
-        is_run=lambda name: (
-            _has_run(name, store)
-            or any(snapshot_path(name, store, compressed=z).exists() for z in (False, True))
-        ),
+        is_run=lambda name: _has_run(name, store) or _has_snapshot(name, store),
         run_what=f"run {target} in the store",
     )
     if os.path.lexists(path):

@@ -26,14 +26,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterator
-from typing import Any, Final
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, Final
 
 from agc._core import json as strict_json
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
 from agc.errors import InputError, JsonInvalidError, RunNotFoundError, StoreError
 
-__all__ = ["export_session", "iter_session_lines"]
+__all__ = ["export_copy", "export_session", "iter_session_lines"]
 
 _BOM: Final = b"\xef\xbb\xbf"
 
@@ -105,20 +105,24 @@ def iter_session_lines(
     except OSError as exc:
         raise StoreError(f"{path} cannot be read: {exc.strerror or exc}") from exc
     with handle:
-        pending: tuple[bytes, bool] | None = None
-        for position, raw in enumerate(handle):
-            if not raw.strip():
-                continue
-            try:
-                record = strict_json.loads(raw, allow_lone_surrogates=True)
-            except JsonInvalidError as exc:
-                raise InputError(f"{source}: record {position} is not JSON") from exc
-            if pending is not None:
-                yield pending[0] + b"\n"
-            pending = _line(record, position, source)
+        yield from _lines_of(handle, source)
+
+
+def _lines_of(handle: IO[bytes], source: str) -> Iterator[bytes]:
+    pending: tuple[bytes, bool] | None = None
+    for position, raw in enumerate(handle):
+        if not raw.strip():
+            continue
+        try:
+            record = strict_json.loads(raw, allow_lone_surrogates=True)
+        except JsonInvalidError as exc:
+            raise InputError(f"{source}: record {position} is not JSON") from exc
         if pending is not None:
-            data, invalid = pending
-            yield data if invalid and _torn(data) else data + b"\n"
+            yield pending[0] + b"\n"
+        pending = _line(record, position, source)
+    if pending is not None:
+        data, invalid = pending
+        yield data if invalid and _torn(data) else data + b"\n"
 
 
 def export_session(
@@ -133,9 +137,33 @@ def export_session(
     Raises:
         InputError: more than ``max_bytes`` (when given); as :func:`iter_session_lines`.
     """
+    return _join(iter_session_lines(run_id, store, kind=kind), run_id, kind, max_bytes)
+
+
+def export_copy(
+    copy: IO[bytes],
+    run_id: str,
+    *,
+    kind: ArtifactKind = "transcript",
+    max_bytes: int | None = None,
+) -> bytes:
+    """:func:`export_session` from a copy of the artifact's bytes (read from its current
+    position to the end) instead of the store's file: the copy an object-store check
+    kept of the bytes it verified.
+
+    Raises:
+        RunIdInvalidError: bad run id.
+        InputError: a record is not an ingested line, or more than ``max_bytes``.
+        OSError: the copy cannot be read.
+    """
+    validate_run_id(run_id)
+    return _join(_lines_of(copy, f"run {run_id} ({kind})"), run_id, kind, max_bytes)
+
+
+def _join(lines: Iterable[bytes], run_id: str, kind: ArtifactKind, max_bytes: int | None) -> bytes:
     parts: list[bytes] = []
     size = 0
-    for line in iter_session_lines(run_id, store, kind=kind):
+    for line in lines:
         size += len(line)
         if max_bytes is not None and size > max_bytes:
             raise InputError(f"run {run_id}: its {kind} is larger than {max_bytes} bytes")

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
@@ -54,10 +54,12 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [
+    "ObjectCopy",
     "ObjectRunCheck",
     "S3StoreView",
     "VerifyPolicy",
     "check_object_run",
+    "list_run_versions",
     "run_paths",
     "verify_policy",
 ]
@@ -99,6 +101,22 @@ class VerifyPolicy:
     lock: BucketLock
 
 
+class ObjectCopy(Protocol):
+    """Where :func:`check_object_run` copies an artifact's bytes while it hashes them.
+
+    The copy receives exactly the chunks the digest is computed over, from the one
+    ``GetObject`` the check makes, so a reader of the copy reads the bytes that were
+    judged (never a second fetch, which a writer of the bucket could answer with others).
+    """
+
+    def begin(self, info: ObjectInfo, seal: ArtifactSeal | None) -> None:
+        """The object answered (``info``: its version, size, ETag); ``seal``: the
+        manifest's entry it is judged against (``None``: the run has none)."""
+
+    def write(self, chunk: bytes, /) -> object:
+        """One piece of the body, in order (raise ``StoreError`` to stop the check)."""
+
+
 def verify_policy(store: ObjectStore, retention: Retention | None = None) -> VerifyPolicy:
     """The policy for ``store``: ``retention`` if given, else the bucket's default."""
     lock = store.bucket_lock()
@@ -138,13 +156,20 @@ class _Observed:
 
 
 def _stream(
-    store: ObjectStore, path: str, algorithm: Algorithm, seal: ArtifactSeal | None
+    store: ObjectStore,
+    path: str,
+    algorithm: Algorithm,
+    seal: ArtifactSeal | None,
+    copy: ObjectCopy | None = None,
 ) -> _Observed | None:
-    """Read the object once: digest, length, lines, last byte, sealed prefix, segments."""
+    """Read the object once: digest, length, lines, last byte, sealed prefix, segments
+    (and every chunk into ``copy``, when given)."""
     with store.open(path) as found:
         if found is None:
             return None
         chunks, info = found
+        if copy is not None:
+            copy.begin(info, seal)
         hasher = new_hasher(algorithm)
         # Hashers that stop at a length: the sealed length (to tell "extended"), and each
         # earlier segment of a re-opened file.
@@ -164,6 +189,8 @@ def _stream(
                 if total < limit:
                     capped.update(chunk[: limit - total])
             hasher.update(chunk)
+            if copy is not None:
+                copy.write(chunk)
             lines += chunk.count(b"\n")
             total += len(chunk)
             last = chunk[-1:]
@@ -219,6 +246,7 @@ def _observe(
     seal: ArtifactSeal | None,
     present: set[str] | None,
     infos: dict[str, ObjectInfo],
+    copy: ObjectCopy | None = None,
 ) -> ArtifactObservation:
     path = artifact_path(run_id, kind)
     sidecars = _read_sidecars(store, path, present, infos)
@@ -227,7 +255,7 @@ def _observe(
     observed = (
         None
         if present is not None and path not in present
-        else _stream(store, path, algorithm, seal)
+        else _stream(store, path, algorithm, seal, copy)
     )
     if observed is None:
         return ArtifactObservation(kind, local, "absent", sidecars=sidecars)
@@ -297,6 +325,7 @@ def check_object_run(
     versions: Sequence[ObjectVersion] | None = None,
     bucket_findings: bool = True,
     manifest_object: tuple[bytes, ObjectInfo] | _Unread | None = UNREAD,
+    copies: Mapping[ArtifactKind, ObjectCopy] | None = None,
 ) -> RunReport:
     """Check one run of an object store; never raises on findings (see the module doc).
 
@@ -311,6 +340,9 @@ def check_object_run(
             (``--all`` reports it once, for the store).
         manifest_object: the manifest's bytes and object facts as ``--all`` already read
             them (``None``: no such object); by default it is read here.
+        copies: for each artifact kind given, where the object's bytes are copied as
+            they are hashed (:class:`ObjectCopy`); an artifact not read (absent, or no
+            current version) leaves its copy untouched.
 
     Raises:
         RunIdInvalidError, UsageError: as :func:`check_run`.
@@ -322,14 +354,7 @@ def check_object_run(
     validate_run_id(run_id)
     policy = policy or verify_policy(store)
     if versions is None:
-        versions = [
-            v
-            for prefix in (
-                *(artifact_path(run_id, k) for k in ARTIFACT_KINDS),
-                manifest_path(run_id),
-            )
-            for v in store.list_versions(prefix)
-        ]
+        versions = list_run_versions(store, run_id)
     by_path = _group(versions, store)
     present = {path for path, found in by_path.items() if _current(found)}
     infos: dict[str, ObjectInfo] = {}
@@ -366,6 +391,7 @@ def check_object_run(
             manifest.artifacts.get(kind) if manifest else None,
             present,
             infos,
+            (copies or {}).get(kind),
         )
         for kind in ARTIFACT_KINDS
     ]
@@ -414,6 +440,22 @@ def check_object_run(
         signature=status,
         key_id=key_id,
     )
+
+
+def list_run_versions(store: ObjectStore, run_id: str) -> list[ObjectVersion]:
+    """Every version and delete marker of the run's keys (artifact files, their
+    sidecars and quarantine files, the manifest); empty when the store never held the run.
+
+    Raises:
+        RunIdInvalidError: bad run id.
+        StoreError: the store cannot be listed (exit 3).
+    """
+    validate_run_id(run_id)
+    return [
+        v
+        for prefix in (*(artifact_path(run_id, k) for k in ARTIFACT_KINDS), manifest_path(run_id))
+        for v in store.list_versions(prefix)
+    ]
 
 
 # -- the whole store ------------------------------------------------------------------
