@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -18,10 +19,14 @@ from hypothesis import strategies as st
 from agc._core import objstore
 from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
+from agc.cli import evidence as evidence_module
+from agc.cli import resume as resume_module
 from agc.cli.app import main
+from agc.integrity import _kept as kept_module
 from agc.integrity import _s3_export as s3_export
 from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import check_object_run
+from agc.integrity._verify import check_run
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import feed_stdin
 from tests.s3fixtures import new_bucket
@@ -209,6 +214,116 @@ def test_export_refuses_a_tampered_run(
     out = tmp_path / "back.jsonl"
     assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 1
     assert not out.exists()
+
+
+# --- a file swapped between the check and the read ------------------------------------
+
+
+def _swap_after_check(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> list[int]:
+    """Run ``swap`` right after the run's check, before its transcript is read (the
+    window an attacker who can write the store has); returns the count of checks."""
+    real = check_run
+    calls: list[int] = []
+
+    def check_then_swap(run_id: str, store: Any = None) -> Any:
+        report = real(run_id, store)
+        calls.append(1)
+        swap()
+        return report
+
+    # Every name the commands may check through (so that the same test judges a reader
+    # that checks and then opens the file again).
+    monkeypatch.setattr(kept_module, "check_run", check_then_swap)
+    for module in (resume_module, evidence_module):
+        monkeypatch.setattr(module, "check_run", check_then_swap, raising=False)
+    return calls
+
+
+def _swaps(store: Path) -> dict[str, Callable[[], None]]:
+    layout = StoreLayout(store)
+    target, other = (
+        layout.artifact_path("r1", "transcript"),
+        layout.artifact_path("r2", "transcript"),
+    )
+
+    def rewritten() -> None:  # same length: only the digest can tell
+        target.write_bytes(target.read_bytes().replace(b"sleep 9", b"sleep 1"))
+
+    def appended() -> None:
+        with target.open("ab") as handle:
+            handle.write(other.read_bytes())
+
+    def other_runs_file() -> None:  # a sealed transcript, just not this run's
+        target.unlink()
+        target.write_bytes(other.read_bytes())
+
+    def symlink() -> None:
+        target.unlink()
+        target.symlink_to(other)
+
+    def deleted() -> None:
+        target.unlink()
+
+    def fifo() -> None:
+        target.unlink()
+        os.mkfifo(target)
+
+    return {
+        "rewritten": rewritten,
+        "appended": appended,
+        "other-runs-file": other_runs_file,
+        "symlink": symlink,
+        "deleted": deleted,
+        "fifo": fifo,
+    }
+
+
+_SWAPS: Final = ("rewritten", "appended", "other-runs-file", "symlink", "deleted", "fifo")
+
+
+@pytest.mark.parametrize("command", ["resume", "export"])
+@pytest.mark.parametrize("swap", _SWAPS)
+def test_a_transcript_swapped_after_the_check_is_refused_never_read(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    swap: str,
+) -> None:
+    # agc resume RUN / agc export RUN checked the run, then opened its transcript again:
+    # bytes put there in between (another run's sealed file, a symlink to it, an edit)
+    # were resumed or exported as if verified. The copy parsed is now the one read once
+    # and checked against the verdict's digest.
+    _import(tmp_path, store, _rollout(answered=False), "r1")
+    _import(tmp_path, store, _rollout(answered=True), "r2")
+    calls = _swap_after_check(monkeypatch, _swaps(store)[swap])
+    out = tmp_path / "out.jsonl"
+    capsys.readouterr()
+    if command == "resume":
+        args = ["resume", "r1", "--store", str(store), "--strategy", "synthesize"]
+    else:
+        args = ["export", "r1", "--store", str(store)]
+    code = main([*args, "--out", str(out)])
+    captured = capsys.readouterr()
+    assert calls == [1]
+    assert code == 1, captured.err
+    assert "run r1 does not verify" in captured.err
+    assert not out.exists()
+
+
+def test_an_untouched_run_is_read_from_its_checked_copy(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The guard itself: with nothing swapped, the check happens once and the output is
+    # the run's own bytes (for export) -- the copy, not a second read of the file.
+    data = _rollout(answered=False)
+    _import(tmp_path, store, data, "r1")
+    calls = _swap_after_check(monkeypatch, lambda: None)
+    out = tmp_path / "back.jsonl"
+    assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 0
+    assert calls == [1]
+    assert out.read_bytes() == data
 
 
 _LINE = st.one_of(

@@ -42,13 +42,15 @@ from agc.errors import (
     FileUnreadableError,
     InputError,
     InputMissingError,
+    RunNotFoundError,
     StoreError,
     UsageError,
     VerificationError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity._export import iter_session_lines
+from agc.integrity._export import iter_copy_lines
 from agc.integrity._ingest import IngestSummary, ingest_stream
+from agc.integrity._kept import check_run_kept
 from agc.integrity._runs import run_is_sealed
 from agc.integrity._seal import seal_file
 from agc.integrity._verify import check_run
@@ -316,27 +318,34 @@ def export_command(
       agc export cc-1 --store ./evidence > session.jsonl
     """
     validate_run_id(run_id)
-    report = check_run(run_id, store)
-    if not report.complete:
-        if not insecure_skip_verify:
-            raise VerificationError(
-                f"run {run_id} does not verify ({'; '.join(report.missing)}): agc export "
-                "does not write back evidence that is tampered or incomplete",
-                report=report,
-                hint=f"See agc-verify {run_id}; --insecure-skip-verify exports it anyway.",
+    # The lines written are a copy of the artifact read once and checked against what
+    # the verification judged: a file swapped after the check is refused, never written.
+    report, kept = check_run_kept(run_id, store, kind=kind.value)
+    with kept:
+        if not report.complete:
+            if not insecure_skip_verify:
+                raise VerificationError(
+                    f"run {run_id} does not verify ({'; '.join(report.missing)}): agc export "
+                    "does not write back evidence that is tampered or incomplete",
+                    report=report,
+                    hint=f"See agc-verify {run_id}; --insecure-skip-verify exports it anyway.",
+                )
+            err_console.print(
+                f"warning: --insecure-skip-verify: run {run_id} does not verify; exported as it is",
+                markup=False,
             )
-        err_console.print(
-            f"warning: --insecure-skip-verify: run {run_id} does not verify; exported as it is",
-            markup=False,
-        )
-    lines = iter_session_lines(run_id, store, kind=kind.value)
-    if out is None:
-        stdout = sys.stdout.buffer
-        for line in lines:
-            stdout.write(line)
-        stdout.flush()
-        return int(ExitCode.OK)
-    data = b"".join(lines)
+        if not kept.read:
+            raise RunNotFoundError(
+                f"run {run_id} has no {kind.value} file in the store ({kept.url})"
+            )
+        lines = iter_copy_lines(kept.file, run_id, kind=kind.value)
+        if out is None:
+            stdout = sys.stdout.buffer
+            for line in lines:
+                stdout.write(line)
+            stdout.flush()
+            return int(ExitCode.OK)
+        data = b"".join(lines)
     try:
         atomic_write_bytes(out, data, overwrite=False, mode=0o600)
     except FileNotFoundError as exc:

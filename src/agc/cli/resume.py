@@ -38,8 +38,9 @@ from agc.errors import (
     VerificationError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity import RunReport, check_run, export_session
+from agc.integrity import RunReport
 from agc.integrity._export import export_copy
+from agc.integrity._kept import check_run_kept
 from agc.resume._formats import get_spec, load_history
 from agc.resume._formats.model import FormatName, History
 from agc.resume._repair import Change, RepairResult, Strategy, pending_warnings, repair_loaded
@@ -193,8 +194,10 @@ def _from_run(
 ) -> History:
     """The session a recorded or imported run holds: verified, then unwrapped.
 
-    In an object store the records parsed are the copy the verification kept of the
-    bytes it hashed (one read of the object, see :mod:`agc.integrity._s3_export`).
+    The records parsed are a copy of the transcript read once and checked against what
+    the verification judged (:mod:`agc.integrity._kept`; in an object store, the copy
+    of the very bytes it hashed, :mod:`agc.integrity._s3_export`): a file swapped after
+    the check is refused, never parsed.
 
     Raises:
         VerificationError: the run is tampered or incomplete (without ``insecure``).
@@ -206,16 +209,13 @@ def _from_run(
         from agc.integrity._s3_export import check_object_run_kept  # noqa: PLC0415 - S3 only
 
         report, kept = check_object_run_kept(remote, run_id)
-        with kept:
-            _refuse_unverified(report, run_id, insecure)
-            if not kept.read:
-                raise RunNotFoundError(
-                    f"run {run_id} has no transcript file in the store ({kept.url})"
-                )
-            data = export_copy(kept.file, run_id, max_bytes=_MAX_INPUT_BYTES)
     else:
-        _refuse_unverified(check_run(run_id, store), run_id, insecure)
-        data = export_session(run_id, store, max_bytes=_MAX_INPUT_BYTES)
+        report, kept = check_run_kept(run_id, store)
+    with kept:
+        _refuse_unverified(report, run_id, insecure)
+        if not kept.read:
+            raise RunNotFoundError(f"run {run_id} has no transcript file in the store ({kept.url})")
+        data = export_copy(kept.file, run_id, max_bytes=_MAX_INPUT_BYTES)
     return load_history(data, source=f"run {run_id}", format=wanted)
 
 

@@ -156,8 +156,22 @@ def export_copy(
         InputError: a record is not an ingested line, or more than ``max_bytes``.
         OSError: the copy cannot be read.
     """
+    return _join(iter_copy_lines(copy, run_id, kind=kind), run_id, kind, max_bytes)
+
+
+def iter_copy_lines(
+    copy: IO[bytes], run_id: str, *, kind: ArtifactKind = "transcript"
+) -> Iterator[bytes]:
+    """:func:`iter_session_lines` from a copy of the artifact's bytes (read from its
+    current position to the end): the copy a check kept of the bytes it verified.
+
+    Raises:
+        RunIdInvalidError: bad run id.
+        InputError: a record is not an ingested line.
+        OSError: the copy cannot be read.
+    """
     validate_run_id(run_id)
-    return _join(_lines_of(copy, f"run {run_id} ({kind})"), run_id, kind, max_bytes)
+    return _lines_of(copy, f"run {run_id} ({kind})")
 
 
 def _join(lines: Iterable[bytes], run_id: str, kind: ArtifactKind, max_bytes: int | None) -> bytes:

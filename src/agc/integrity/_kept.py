@@ -1,0 +1,208 @@
+"""A run's artifact read once, as it was verified (``agc resume RUN``, ``agc export``).
+
+A reader that checks a run and then opens its transcript reads the file twice, and a
+writer of the store can put other bytes there in between (rewrite the file, swap in a
+symlink or another run's file): the check would judge one set of bytes and the reader
+parse another. :func:`check_run_kept` checks the run with
+:func:`~agc.integrity._verify.check_run`, then copies the artifact in one read and
+hashes the copy against what the check found (length and digest, which for a complete
+run are the seal's); a reader parses that copy only. A copy that differs makes the
+verdict incomplete, with a ``modified`` finding.
+
+The copy is a :class:`KeptArtifact`: held in memory up to ``spool_bytes`` and moved to
+a temporary file above that (:class:`tempfile.SpooledTemporaryFile`: mode 0600 in the
+temporary folder, ``$TMPDIR``, unlinked at once), so a large transcript does not fill
+memory. The object-store check keeps its copy in the same class
+(:mod:`agc.integrity._s3_export`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Final
+
+from agc._core.digest import check_algorithm, digests_equal, new_hasher
+from agc._core.fs import describe_os_error, open_nofollow
+from agc._core.report import Finding
+from agc._core.store import ArtifactKind, StoreLayout
+from agc.errors import StoreError, UnsafePathError, UsageError
+from agc.integrity._verify import RunFindingCode, RunReport, check_run
+
+if TYPE_CHECKING:
+    from agc._core.objstore import ObjectInfo
+    from agc.integrity._manifest import ArtifactSeal
+
+__all__ = ["SPOOL_BYTES", "KeptArtifact", "check_run_kept"]
+
+SPOOL_BYTES: Final = 8 * 1024 * 1024
+"""A kept copy larger than this (bytes) is moved from memory to a temporary file."""
+_CHUNK: Final = 1 << 20
+
+
+@dataclass
+class KeptArtifact:
+    """The bytes of one artifact exactly as they were read for its check; a context
+    manager that drops the copy on exit.
+
+    Attributes:
+        kind: the artifact kind; ``url``: where it was read (a path or an ``s3://`` URL).
+        file: the copy, positioned at its start once the check is over.
+        info: for an object, what the ``GetObject`` answered (its ``version_id`` is the
+            version copied); ``None`` for a file, or when nothing was read.
+        seal: the manifest's entry the object was judged against (``None``: none).
+        size: bytes copied.
+    """
+
+    kind: ArtifactKind
+    url: str
+    spool_bytes: int = SPOOL_BYTES
+    file: IO[bytes] = field(init=False, repr=False)
+    info: ObjectInfo | None = None
+    seal: ArtifactSeal | None = None
+    size: int = 0
+    _read: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.file = tempfile.SpooledTemporaryFile(max_size=self.spool_bytes, mode="w+b")  # noqa: SIM115 - closed by close()
+
+    @property
+    def read(self) -> bool:
+        """Whether the artifact was read (and the copy holds its bytes)."""
+        return self._read
+
+    def begin(self, info: ObjectInfo | None = None, seal: ArtifactSeal | None = None) -> None:
+        """The artifact is being read: its bytes follow through :meth:`write`."""
+        self.info, self.seal, self._read = info, seal, True
+
+    def write(self, chunk: bytes, /) -> None:
+        """Append a chunk of the artifact's bytes.
+
+        Raises:
+            StoreError: the copy cannot be written (a full temporary folder: exit 3).
+        """
+        try:
+            self.file.write(chunk)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot keep a copy of {self.url} in {tempfile.gettempdir()}: "
+                f"{describe_os_error(exc)}",
+                hint="Free disk space there, or set TMPDIR to a folder with room.",
+            ) from exc
+        self.size += len(chunk)
+
+    def matches(self, algorithm: str | None, size: int | None, digest: str | None) -> bool:
+        """Hash the copy again and compare it with ``size`` bytes of ``digest`` (in
+        constant time); ``False`` when nothing was read or a value is missing. Leaves
+        the copy at its start.
+
+        Raises:
+            OSError: the copy cannot be read back.
+        """
+        self.file.seek(0)
+        if not self._read or size is None or not digest:
+            return False
+        try:
+            hasher = new_hasher(check_algorithm(algorithm or ""))
+        except UsageError:  # not an algorithm agc knows: nothing to compare with
+            return False
+        total = 0
+        while chunk := self.file.read(_CHUNK):
+            hasher.update(chunk)
+            total += len(chunk)
+        self.file.seek(0)
+        return total == size and digests_equal(digest, hasher.hexdigest())
+
+    def matches_seal(self) -> bool:
+        """:meth:`matches` against :attr:`seal`; ``False`` without a seal."""
+        if self.seal is None:
+            self.file.seek(0)
+            return False
+        return self.matches(self.seal.algorithm, self.seal.bytes, self.seal.digest)
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> KeptArtifact:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def with_modified(report: RunReport, kind: ArtifactKind, message: str) -> RunReport:
+    """``report`` with one more ``modified`` finding about ``kind`` (its verdict fails)."""
+    finding: Finding[RunFindingCode] = Finding("modified", message, artifact=kind)
+    return replace(report, findings=(*report.findings, finding))
+
+
+def check_run_kept(
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    kind: ArtifactKind = "transcript",
+    spool_bytes: int = SPOOL_BYTES,
+) -> tuple[RunReport, KeptArtifact]:
+    """Check the run as ``agc-verify RUN`` does, then keep a copy of one artifact read
+    once (never through a symlink, never from a FIFO or a folder).
+
+    The report is :func:`~agc.integrity._verify.check_run`'s, with one more
+    ``modified`` finding when its verdict is complete but the copy is not the bytes it
+    judged (a different length or digest: the file changed after the check). A
+    complete report therefore means the copy is the sealed bytes. When the artifact is
+    absent (or not a regular file) nothing is read (:attr:`KeptArtifact.read` is
+    false). The caller closes the copy (``with``).
+
+    Raises:
+        RunIdInvalidError, StoreError: as ``check_run``; StoreError too when the
+            artifact cannot be read or copied (the copy is closed).
+    """
+    report = check_run(run_id, store)
+    path = StoreLayout.at(store).artifact_path(run_id, kind)
+    kept = KeptArtifact(kind, str(path), spool_bytes)
+    try:
+        _copy_file(path, kept)
+        if report.complete:
+            observed = next((a for a in report.artifacts if a.kind == kind), None)
+            if observed is None or not kept.matches(
+                observed.algorithm, observed.bytes, observed.digest
+            ):
+                report = with_modified(
+                    report,
+                    kind,
+                    f"{kind}: {path} is not the file that was verified (changed after the check)",
+                )
+        kept.file.seek(0)
+    except BaseException:
+        kept.close()
+        raise
+    return report, kept
+
+
+def _copy_file(path: Path, kept: KeptArtifact) -> None:
+    """Copy the regular file at ``path`` into ``kept`` in one read; nothing when it is
+    absent, a symlink or not a regular file."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, UnsafePathError):
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        kept.begin()
+        try:
+            while chunk := handle.read(_CHUNK):
+                kept.write(chunk)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc

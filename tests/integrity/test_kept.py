@@ -1,0 +1,123 @@
+"""``agc.integrity._kept``: a run's artifact copied once and checked against what the
+verification judged."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agc.errors import StoreError
+from agc.integrity import _kept as kept_module
+from agc.integrity._kept import KeptArtifact, check_run_kept
+from agc.integrity._verify import check_run
+from tests.conftest import write_run
+
+# What a writer of the store may do to a run before it is checked (the check judges it)
+# and between the check and the copy (the copy must then be refused).
+_EDITS = ("none", "flip", "truncate", "append", "delete", "sidecar-gone", "manifest-gone")
+
+
+def _edit(store: Path, edit: str, position: int) -> None:
+    folder = store / "audit"
+    transcript = folder / "transcripts" / "r1.jsonl"
+    data = transcript.read_bytes()
+    index = position % len(data)
+    if edit == "flip":
+        transcript.write_bytes(data[:index] + bytes([data[index] ^ 1]) + data[index + 1 :])
+    elif edit == "truncate":
+        transcript.write_bytes(data[:index])
+    elif edit == "append":
+        transcript.write_bytes(data + b'{"forged":true}\n')
+    elif edit == "delete":
+        transcript.unlink()
+    elif edit == "sidecar-gone":
+        (folder / "transcripts" / "r1.jsonl.b3").unlink()
+    elif edit == "manifest-gone":
+        (folder / "manifests" / "r1.json").unlink()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    records=st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=20)), min_size=1),
+    edit=st.sampled_from(_EDITS),
+    position=st.integers(min_value=0),
+)
+def test_the_verdict_is_check_runs_and_a_complete_copy_is_the_file(
+    records: list[dict[str, Any]], edit: str, position: int
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder)
+        write_run(store, transcript=records)
+        _edit(store, edit, position)
+        report, kept = check_run_kept("r1", store)
+        with kept:
+            assert report.to_dict() == check_run("r1", store).to_dict()
+            if report.complete:
+                path = store / "audit" / "transcripts" / "r1.jsonl"
+                assert kept.read
+                assert kept.file.read() == path.read_bytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    edit=st.sampled_from(_EDITS[1:]),
+    position=st.integers(min_value=0),
+)
+def test_any_change_after_the_check_makes_the_verdict_fail(edit: str, position: int) -> None:
+    # The check passes, then the store changes before the copy is read: the verdict
+    # fails (a change the copy cannot see, such as a gone sidecar, leaves the copy the
+    # sealed bytes, and then the verdict stands).
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder)
+        write_run(store, transcript=[{"n": n} for n in range(5)])
+        sealed = (store / "audit" / "transcripts" / "r1.jsonl").read_bytes()
+        real = check_run
+
+        def check_then_edit(run_id: str, at: Any = None) -> Any:
+            report = real(run_id, at)
+            _edit(store, edit, position)
+            return report
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(kept_module, "check_run", check_then_edit)
+            report, kept = check_run_kept("r1", store)
+        with kept:
+            copy = kept.file.read() if kept.read else None
+        if copy == sealed:
+            assert report.complete
+        else:
+            assert not report.complete
+            assert [f.code for f in report.findings] == ["modified"]
+
+
+def test_a_copy_larger_than_the_spool_goes_to_a_private_temporary_file(tmp_path: Path) -> None:
+    write_run(tmp_path, transcript=[{"text": "x" * 1000} for _ in range(50)])
+    report, kept = check_run_kept("r1", tmp_path, spool_bytes=4096)
+    with kept:
+        assert report.complete
+        assert kept.file._rolled  # type: ignore[attr-defined]  # SpooledTemporaryFile's state
+        assert os.fstat(kept.file.fileno()).st_mode & 0o077 == 0
+
+
+def test_a_copy_that_cannot_be_written_is_exit_3_not_a_verdict() -> None:
+    kept = KeptArtifact("transcript", "/store/r1.jsonl", spool_bytes=0)
+
+    class Full:
+        def write(self, data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    kept.file = Full()  # type: ignore[assignment]
+    kept.begin()
+    with pytest.raises(StoreError) as caught:
+        kept.write(b"x")
+    assert caught.value.exit_code == 3
+    assert "TMPDIR" in (caught.value.hint or "")
