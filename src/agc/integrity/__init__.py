@@ -13,7 +13,13 @@ from typing import Any as _Any
 if _TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
-    from agc.integrity._export import export_session, iter_session_lines
+    from agc.integrity._export import (
+        export_copy,
+        export_session,
+        iter_copy_lines,
+        iter_session_lines,
+    )
+    from agc.integrity._kept import KeptArtifact, check_run_kept
     from agc.integrity._legacy import read_legacy_tool_events
     from agc.integrity._manifest import ArtifactSeal, RunManifest
     from agc.integrity._store_io import read_run_manifest
@@ -45,6 +51,7 @@ __all__ = [
     "FsyncPolicy",
     "JsonlFileWriter",
     "JsonlWriter",
+    "KeptArtifact",
     "RunFindingCode",
     "RunManifest",
     "RunReport",
@@ -52,7 +59,10 @@ __all__ = [
     "ToolEventWriter",
     "TranscriptWriter",
     "check_run",
+    "check_run_kept",
+    "export_copy",
     "export_session",
+    "iter_copy_lines",
     "iter_session_lines",
     "open_run",
     "read_legacy_tool_events",
@@ -63,7 +73,13 @@ __all__ = [
 
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
-    "agc.integrity._export": ("export_session", "iter_session_lines"),
+    "agc.integrity._export": (
+        "export_copy",
+        "export_session",
+        "iter_copy_lines",
+        "iter_session_lines",
+    ),
+    "agc.integrity._kept": ("KeptArtifact", "check_run_kept"),
     "agc.integrity._legacy": ("read_legacy_tool_events",),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
     "agc.integrity._store_io": ("read_run_manifest",),

@@ -86,8 +86,10 @@ def iter_session_lines(
     """Yield the input lines of an ingested run's artifact, each with its line break
     (see the module docstring for which line has none).
 
-    This reads the artifact as it is; verify the run first (``check_run``) to know it is
-    complete and untouched.
+    This reads the artifact as it is. To read bytes known to be complete and untouched,
+    check and copy in one step (:func:`agc.integrity.check_run_kept`) and read the copy
+    (:func:`iter_copy_lines`): a check followed by this read opens the file twice, and
+    a writer of the store may change it in between.
 
     Raises:
         RunIdInvalidError: bad run id.
