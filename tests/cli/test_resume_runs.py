@@ -848,3 +848,26 @@ def test_a_name_that_is_a_file_and_an_s3_run_is_ambiguous(
     code, _, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
     assert code == 2
     assert "'r1' is ambiguous: it is both the file ./r1 and run r1 in the store" in err
+
+
+# --- agc export RUN_ID --store s3://… -----------------------------------------------------
+
+
+def test_export_from_s3_gives_back_the_imported_file_and_refuses_a_rewrite(
+    tmp_path: Path, s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # agc export was folder-only (a usage error for s3://); it now writes from the copy
+    # the object store's check kept, as agc resume does.
+    data = _rollout(answered=True)
+    _s3_import(tmp_path, s3_store, data)
+    out = tmp_path / "back.jsonl"
+    assert main(["export", "r1", "--store", s3_store.url, "--out", str(out)]) == 0
+    assert out.read_bytes() == data
+    capsys.readouterr()
+    assert main(["export", "r1", "--store", s3_store.url]) == 0
+    assert capsys.readouterr().out == data.decode()
+    _rewrite_transcript(s3_store)
+    again = tmp_path / "again.jsonl"
+    assert main(["export", "r1", "--store", s3_store.url, "--out", str(again)]) == 1
+    assert "run r1 does not verify" in capsys.readouterr().err
+    assert not again.exists()
