@@ -359,8 +359,9 @@ InsecureOption = Annotated[
     bool,
     typer.Option(
         "--insecure-skip-verify",
-        help="Read a snapshot without checking its checksum sidecar (a tampered or "
-        "truncated snapshot is then used as it is).",
+        help="Use a snapshot without checking its checksum sidecar, or a recorded run "
+        "that does not verify (tampered or incomplete): either is then used as it is, "
+        "with a warning.",
     ),
 ]
 
