@@ -65,3 +65,35 @@ def test_a_stream_that_is_not_strict_is_left_alone() -> None:
     finally:
         sys.stdout = saved
     assert raw.getvalue() == b"st?\n"
+
+
+def test_a_closed_stdout_is_left_alone_for_the_command_to_meet() -> None:
+    # An in-process caller may hand over a closed stdout; a command that never writes
+    # to it (a report to a file) must still run. Reconfiguring a closed stream raises
+    # ValueError, which made every such command "internal error" (exit 4).
+    _, stream = _strict()
+    stream.close()
+    saved = sys.stdout
+    sys.stdout = stream
+    try:
+        with passes_undecodable_bytes():
+            ran = True
+    finally:
+        sys.stdout = saved
+    assert ran
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "utf-32-be"])
+def test_an_encoding_with_wide_units_escapes_the_name_instead_of_failing(encoding: str) -> None:
+    # UTF-16/32 take no raw byte from an error handler (a unit is 2 or 4 bytes): the
+    # name's bytes raised UnicodeEncodeError there. Such a stream gets the escape.
+    raw, stream = _strict(encoding)
+    saved = sys.stdout
+    sys.stdout = stream
+    try:
+        with passes_undecodable_bytes():
+            stream.write("st\udcff\n")
+            stream.flush()
+    finally:
+        sys.stdout = saved
+    assert raw.getvalue().decode(encoding) == "st\\udcff\n"

@@ -258,3 +258,22 @@ def test_console_errors_and_blocked_loads_would_be_seen(tmp_path: Path) -> None:
     assert any("Content Security Policy" in line for line in blocked)
     failed = _console(_browse(broken, tmp_path / "p2", "--dump-dom").stderr)
     assert any("kaput" in line for line in failed)
+
+
+@pytest.mark.parametrize("option", ["--csv", "--html"])
+def test_a_store_path_that_is_not_utf8_is_written_to_the_file_as_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    # The report names the store; a folder whose name is not UTF-8 is a lone surrogate in
+    # Python (os.fsdecode). Encoding the report strictly as UTF-8 for the file raised
+    # UnicodeEncodeError: "internal error", exit 4, no report. The file now holds the
+    # name's own bytes, as `--csv -`/`--html -` write them to stdout.
+    raw = os.fsencode(tmp_path) + b"/evidence-\xff"
+    store = Path(os.fsdecode(raw))
+    write_run(store, "alpha", clock=fixed_clock(1_764_460_800_000))
+    target = tmp_path / ("audit" + option.replace("--", "."))
+    code = _report(store, "--all", option, str(target), monkeypatch=monkeypatch)
+    err = capsys.readouterr().err
+    assert code == ExitCode.OK, err
+    assert "internal error" not in err
+    assert raw in target.read_bytes()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["discard_stdout", "passes_undecodable_bytes", "sigterm_raises"]
+__all__ = ["discard_stdout", "encode_as_given", "passes_undecodable_bytes", "sigterm_raises"]
 
 # The error handler that writes a name's undecodable bytes back as they were.
 _AS_GIVEN_BYTES = "agc-as-given-bytes"
@@ -56,9 +56,15 @@ def sigterm_raises(handler: Callable[[int, FrameType | None], None]) -> Iterator
 def _as_given_bytes(exc: UnicodeError) -> tuple[str | bytes, int]:
     """A lone surrogate U+DC80..U+DCFF (an undecodable byte of a POSIX name, PEP 383)
     becomes that byte again; any other character the encoding lacks becomes a
-    ``\\x``/``\\u`` escape, as Python's ``backslashreplace`` spells it."""
+    ``\\x``/``\\u`` escape, as Python's ``backslashreplace`` spells it.
+
+    UTF-16 and UTF-32 take no single byte (their code units are 2 and 4 bytes, and
+    CPython refuses a replacement of another length): there the name is escaped too."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
+    if exc.encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")):
+        escaped = exc.object[exc.start : exc.end].encode("ascii", "backslashreplace")
+        return escaped.decode("ascii"), exc.end
     out = bytearray()
     for char in exc.object[exc.start : exc.end]:
         code = ord(char)
@@ -70,6 +76,14 @@ def _as_given_bytes(exc: UnicodeError) -> tuple[str | bytes, int]:
 
 
 codecs.register_error(_AS_GIVEN_BYTES, _as_given_bytes)
+
+
+def encode_as_given(text: str) -> bytes:
+    """``text`` as UTF-8 for a file, a name that is not UTF-8 (lone surrogates
+    U+DC80..U+DCFF, PEP 383) as its own bytes: the bytes a strict UTF-8 stdout gets
+    from :func:`passes_undecodable_bytes`, so ``--csv FILE`` and ``--csv - > FILE``
+    write the same file. Never raises :class:`UnicodeEncodeError`."""
+    return text.encode("utf-8", _AS_GIVEN_BYTES)
 
 
 @contextmanager
@@ -86,7 +100,14 @@ def passes_undecodable_bytes() -> Iterator[None]:
     if not isinstance(stream, io.TextIOWrapper) or stream.errors != "strict":
         yield
         return
-    stream.reconfigure(errors=_AS_GIVEN_BYTES)
+    try:
+        stream.reconfigure(errors=_AS_GIVEN_BYTES)
+    except (OSError, ValueError):
+        # A closed stream (an in-process caller's), or what was buffered before the
+        # command cannot be written: left as it is, for the command's own rule when it
+        # writes (a command that writes nothing to stdout still runs).
+        yield
+        return
     try:
         yield
     finally:

@@ -12,6 +12,7 @@ import typer
 
 from agc import __version__
 from agc._core.fs import atomic_write_bytes
+from agc.cli._process import encode_as_given
 from agc.cli.common import EPILOG, StoreOption, err_console
 from agc.cli.verify import parse_head, trusted_keys_from
 from agc.errors import FileExistsRefusedError, InputError, UsageError
@@ -38,7 +39,7 @@ def _write(target: Path, text: str, *, force: bool) -> None:
         sys.stdout.flush()
         return
     try:
-        atomic_write_bytes(target, text.encode("utf-8"), overwrite=force)
+        atomic_write_bytes(target, encode_as_given(text), overwrite=force)
     except FileExistsRefusedError as exc:
         raise FileExistsRefusedError(
             f"{target} already exists", hint="Choose another file, or give --force to replace it."
