@@ -252,12 +252,24 @@ _UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
 
 
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:
-    """Print an agc error (message and hint) to stderr; return its exit code."""
+    """Print an agc error (message and hint) to stderr; return its exit code, or exit 3
+    when its ``--json`` document cannot be written to stdout (a full disk)."""
+    unwritable: OSError | None = None
     if as_json:
-        emit_json({"error": exc.to_dict()})
+        try:
+            emit_json({"error": exc.to_dict()})
+        except OSError as write_error:
+            unwritable = write_error
     _err().print(f"error: {exc.message}", markup=False)
     if exc.hint:
         _err().print(f"hint: {exc.hint}", markup=False)
+    if unwritable is not None:
+        _err().print(f"error: stdout: {describe_os_error(unwritable)}", markup=False)
+        _err().print(
+            "hint: free disk space or fix the permissions, then run the command again",
+            markup=False,
+        )
+        return int(ExitCode.UNREADABLE)
     return int(exc.exit_code)
 
 
