@@ -392,3 +392,47 @@ def test_a_stop_while_a_runs_report_is_written_is_reported_as_the_full_command_d
         quick_code = verify_main.main(args)
         quick = capsys.readouterr()
     assert (quick_code, quick.err) == (full_code, expected.err) == (143, "terminated\n")
+
+
+# Imported before agc-verify starts: a finder that raises SIGTERM (or SIGINT) in the
+# first import orjson's initialisation makes, as a stop at that moment would.
+_STOP_IN_ORJSONS_INIT = """
+import signal, sys
+
+class StopInOrjsonsInit:
+    armed = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "orjson.orjson":
+            StopInOrjsonsInit.armed = True
+        elif StopInOrjsonsInit.armed:
+            StopInOrjsonsInit.armed = False
+            signal.raise_signal(signal.{signal})
+        return None
+
+sys.meta_path.insert(0, StopInOrjsonsInit())
+sys.argv[1:] = {args!r}
+from agc.cli.verify_main import console
+console()
+"""
+
+
+@pytest.mark.parametrize(
+    ("stop", "code", "word"), [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")]
+)
+def test_a_stop_while_orjson_is_first_imported_is_reported_never_a_crash(
+    store: Path, stop: str, code: int, word: str
+) -> None:
+    # orjson's initialisation assumes its imports of the standard library succeed: a
+    # KeyboardInterrupt raised in one of them (a stop as --json reaches its first JSON
+    # text) crashed the interpreter, SIGSEGV, no word. The stop is now reported.
+    _sealed(store)
+    args = ["r1", "--store", str(store), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", _STOP_IN_ORJSONS_INIT.format(signal=stop, args=args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert (done.returncode, done.stderr) == (code, word + "\n")
