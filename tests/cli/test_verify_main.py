@@ -436,3 +436,45 @@ def test_a_stop_while_orjson_is_first_imported_is_reported_never_a_crash(
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert (done.returncode, done.stderr) == (code, word + "\n")
+
+
+_CTRL_C_IN_IMPORT = """
+import sys
+
+class CtrlCIn:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, CtrlCIn())
+sys.argv[1:] = {args!r}
+from agc.cli.verify_main import console
+console()
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        ("agc.integrity._store_verify", ["--all"]),  # the store checker, loaded for --all
+        ("agc.cli.verify", ["r1", "--verbose"]),  # the full command, for any other shape
+    ],
+    ids=["all", "full"],
+)
+def test_ctrl_c_while_a_later_part_is_loaded_is_interrupted_never_a_traceback(
+    store: Path, module: str, args: list[str]
+) -> None:
+    # Ctrl-C arrives while agc-verify loads what the invocation needs after start-up
+    # (tens of milliseconds for typer and rich): the KeyboardInterrupt escaped main(), a
+    # traceback. It is "interrupted", exit 130, as anywhere else in the command.
+    _sealed(store)
+    argv = [*args, "--store", str(store)]
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_IMPORT.format(module=module, args=argv)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")

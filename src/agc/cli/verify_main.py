@@ -168,7 +168,15 @@ def _full(args: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``agc-verify``; returns the exit code (see :mod:`agc.exitcodes`)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt as exc:
+        # Ctrl-C while a later part loads (the store checker, or typer and rich for the
+        # full command) or between two steps: the word and exit code of any other stop.
+        return _stopped(exc)
+
+
+def _main(args: list[str]) -> int:
     simple = parse_simple(args)
     if os.environ.get("AGC_TRUSTED_KEYS"):
         # Trusted keys from the environment are the full command's business.
@@ -215,7 +223,8 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
 def _stopped(exc: KeyboardInterrupt) -> int:
     """Ctrl-C or SIGTERM: the word and the exit code the full command gives."""
     terminated = isinstance(exc, _Terminated)
-    sys.stderr.write("terminated\n" if terminated else "interrupted\n")
+    if sys.stderr is not None:  # else started with stderr closed: nowhere to say it
+        sys.stderr.write("terminated\n" if terminated else "interrupted\n")
     return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
 
 
