@@ -478,3 +478,53 @@ def test_ctrl_c_while_a_later_part_is_loaded_is_interrupted_never_a_traceback(
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+def _swallowing_a_sigterm(check: Any) -> Any:
+    """``check`` after a SIGTERM whose exception is swallowed on the way, as a library's
+    at-fork hook or ``__del__`` swallows it ("Exception ignored in …"): seen with
+    --all --jobs 2, whose worker processes are forked."""
+
+    def swallowing(*args: Any, **kwargs: Any) -> Any:
+        try:  # noqa: SIM105 - the handler raises in this very block, not in an __exit__
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises right here
+        except KeyboardInterrupt:
+            pass
+        return check(*args, **kwargs)
+
+    return swallowing
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+@pytest.mark.parametrize("scope", ["run", "all"])
+def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_check(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    scope: str,
+    as_json: bool,
+) -> None:
+    # The stop was lost: the check went on and exited 0 with its report, as if no one
+    # had asked it to stop. It is "terminated", exit 143, with no report.
+    from agc.integrity import _store_verify  # noqa: PLC0415
+
+    _sealed(store)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
+        monkeypatch.delenv(name, raising=False)
+    if scope == "run":
+        from agc.integrity._verify import check_run  # noqa: PLC0415
+
+        monkeypatch.setattr(verify_main, "check_run", _swallowing_a_sigterm(check_run))
+        args = ["r1"]
+    else:
+        monkeypatch.setattr(
+            _store_verify, "check_store", _swallowing_a_sigterm(_store_verify.check_store)
+        )
+        args = ["--all"]
+    code = verify_main.main([*args, "--store", str(store)] + (["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (143, "", "terminated\n")
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    # The next check in the same process is not taken for stopped.
+    monkeypatch.undo()
+    assert verify_main.main([*args, "--store", str(store)]) == 0

@@ -316,6 +316,11 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
         return int(ExitCode.UNREADABLE)
     except Exception:
         return _internal_error()
+    if _stop.terminated and not _stop.reported and result != ExitCode.INTERRUPTED:
+        # SIGTERM's exception was swallowed on its way (a library's at-fork hook or
+        # __del__: "Exception ignored in …") and the command went on: it still stops.
+        _err().print("terminated", markup=False)
+        return int(ExitCode.TERMINATED)
     if result == ExitCode.INTERRUPTED:
         # typer's exit code for a KeyboardInterrupt it caught (or a command's own).
         reported = _stop.reported

@@ -119,8 +119,26 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM while a check runs, raised like Ctrl-C (the full command does the same)."""
 
 
+class _StopState:
+    """Whether SIGTERM arrived during the current check."""
+
+    terminated = False
+
+
+_stop = _StopState()
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
+    _stop.terminated = True
     raise _Terminated
+
+
+def _stop_if_terminated() -> None:
+    """Raise :class:`_Terminated` again for a SIGTERM whose exception was swallowed on
+    its way (a library's at-fork hook or ``__del__``: "Exception ignored in …"), so the
+    check stops instead of reporting as if no one had asked it to."""
+    if _stop.terminated:
+        raise _Terminated
 
 
 def _write(text: str) -> int | None:
@@ -143,6 +161,7 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     try:
         with sigterm_raises(_raise_terminated):
             report = check_store(Path(store) if store is not None else None, jobs=jobs)
+            _stop_if_terminated()
             if as_json:
                 text = json_document(report.to_dict()) + "\n"
             else:
@@ -150,6 +169,7 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
                 text = "".join(line + "\n" for line in lines)
             # A stop while the report is written is reported as the full command does.
             failed = _write(text)
+            _stop_if_terminated()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
@@ -168,6 +188,7 @@ def _full(args: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``agc-verify``; returns the exit code (see :mod:`agc.exitcodes`)."""
+    _stop.terminated = False
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt as exc:
@@ -200,6 +221,7 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
     try:
         with sigterm_raises(_raise_terminated):
             report = check_run(run_id, store)
+            _stop_if_terminated()
             if as_json:
                 failed = _write(json_document(report.to_dict()) + "\n")
             else:
@@ -210,6 +232,7 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
                 hint = recovery_hint(report, store=None if store is None else str(Path(store)))
                 if failed is None and hint is not None:
                     sys.stderr.write(hint + "\n")
+            _stop_if_terminated()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
