@@ -183,3 +183,35 @@ def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_command(
     assert err.endswith("\nterminated\n"), err
     monkeypatch.undo()
     assert main(["runs", "--store", str(store)]) == ExitCode.OK
+
+
+class _StopInDel:
+    """Sends its signal as it is collected: Python cannot raise the handler's exception
+    out of ``__del__`` and prints "Exception ignored in …" with a traceback instead."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), self.signum)
+
+
+@pytest.mark.parametrize(("signum", "code", "word"), SIGNALS)
+def test_a_stop_python_cannot_raise_still_stops_the_command_with_one_word(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    signum: int,
+    code: int,
+    word: str,
+) -> None:
+    from agc.cli import runs  # noqa: PLC0415
+    from agc.integrity._runs import list_runs as listed  # noqa: PLC0415
+
+    def stopped_in_a_del(*args: object, **kwargs: object) -> object:
+        _StopInDel(signum)  # collected at once
+        return listed(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs, "list_runs", stopped_in_a_del)
+    exit_code = main(["runs", "--store", str(store), "--json"])
+    assert (exit_code, capsys.readouterr().err) == (code, word + "\n")

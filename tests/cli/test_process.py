@@ -6,12 +6,17 @@ from __future__ import annotations
 import io
 import os
 import sys
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.cli._process import passes_undecodable_bytes
+from agc.cli._process import (
+    notes_unraisable_stops,
+    passes_undecodable_bytes,
+    raise_unraisable_stop,
+)
 
 
 def _strict(encoding: str = "utf-8") -> tuple[io.BytesIO, io.TextIOWrapper]:
@@ -97,3 +102,32 @@ def test_an_encoding_with_wide_units_escapes_the_name_instead_of_failing(encodin
     finally:
         sys.stdout = saved
     assert raw.getvalue().decode(encoding) == "st\\udcff\n"
+
+
+class _RaisesInDel:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def __del__(self) -> None:
+        raise self.exc
+
+
+def test_a_stop_python_cannot_raise_is_noted_not_printed_and_raised_once() -> None:
+    seen: list[BaseException | None] = []
+    saved = sys.unraisablehook
+
+    def recorder(unraisable: Any) -> None:
+        seen.append(unraisable.exc_value)
+
+    sys.unraisablehook = recorder
+    try:
+        with notes_unraisable_stops():
+            _RaisesInDel(KeyboardInterrupt("stop"))  # collected at once
+            _RaisesInDel(ValueError("other"))
+            with pytest.raises(KeyboardInterrupt, match="stop"):
+                raise_unraisable_stop()
+            raise_unraisable_stop()  # once: nothing left
+        assert [type(exc) for exc in seen] == [ValueError]  # other ones still reported
+        assert sys.unraisablehook is recorder  # the hook in place is back
+    finally:
+        sys.unraisablehook = saved

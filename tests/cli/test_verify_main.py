@@ -528,3 +528,55 @@ def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_check(
     # The next check in the same process is not taken for stopped.
     monkeypatch.undo()
     assert verify_main.main([*args, "--store", str(store)]) == 0
+
+
+class _StopInDel:
+    """Sends its signal as it is collected: Python cannot raise the handler's exception
+    out of ``__del__`` and prints "Exception ignored in …" with a traceback instead, as
+    for logging's at-fork hook when a stop lands while --all -j 2 forks a worker."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), self.signum)
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "word"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+    ids=["ctrl-c", "sigterm"],
+)
+@pytest.mark.parametrize("scope", ["run", "all"])
+def test_a_stop_python_cannot_raise_still_stops_the_check_with_one_word(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    scope: str,
+    signum: int,
+    code: int,
+    word: str,
+) -> None:
+    # The stop was printed as "Exception ignored in …" with a traceback and lost: the
+    # check went on and exited 0 with its report.
+    from agc.integrity import _store_verify  # noqa: PLC0415
+    from agc.integrity._verify import check_run  # noqa: PLC0415
+
+    _sealed(store)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
+        monkeypatch.delenv(name, raising=False)
+    module, name, check = (
+        (verify_main, "check_run", check_run)
+        if scope == "run"
+        else (_store_verify, "check_store", _store_verify.check_store)
+    )
+
+    def stopped_in_a_del(*args: Any, **kwargs: Any) -> Any:
+        _StopInDel(signum)  # collected at once
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, stopped_in_a_del)
+    args = ["r1"] if scope == "run" else ["--all"]
+    exit_code = verify_main.main([*args, "--store", str(store), "--json"])
+    out, err = capsys.readouterr()
+    assert (exit_code, out, err) == (code, "", word + "\n")

@@ -16,8 +16,16 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
-__all__ = ["discard_stdout", "encode_as_given", "passes_undecodable_bytes", "sigterm_raises"]
+__all__ = [
+    "discard_stdout",
+    "encode_as_given",
+    "notes_unraisable_stops",
+    "passes_undecodable_bytes",
+    "raise_unraisable_stop",
+    "sigterm_raises",
+]
 
 # The error handler that writes a name's undecodable bytes back as they were.
 _AS_GIVEN_BYTES = "agc-as-given-bytes"
@@ -51,6 +59,46 @@ def sigterm_raises(handler: Callable[[int, FrameType | None], None]) -> Iterator
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# Stops that Python could not raise while the current command ran (see below).
+_unraisable_stops: list[KeyboardInterrupt] = []
+
+
+@contextmanager
+def notes_unraisable_stops() -> Iterator[None]:
+    """While a command runs, a stop that Python cannot raise is noted for
+    :func:`raise_unraisable_stop` instead of printed and lost.
+
+    Ctrl-C's ``KeyboardInterrupt`` (or SIGTERM's exception) raised by a signal handler
+    in an at-fork hook, a ``__del__`` or a weakref callback cannot leave it: Python
+    prints "Exception ignored in …" with a traceback (``sys.unraisablehook``) and goes
+    on, and the command ended as if no one had asked it to stop (logging's at-fork hook
+    when the stop lands while a worker process is forked). Other unraisable exceptions
+    go to the hook in place; it is put back afterwards.
+    """
+    previous = sys.unraisablehook
+
+    def note(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _unraisable_stops.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    _unraisable_stops.clear()
+    sys.unraisablehook = note
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def raise_unraisable_stop() -> None:
+    """Raise the first stop noted by :func:`notes_unraisable_stops`, if any (once)."""
+    if _unraisable_stops:
+        stop = _unraisable_stops[0]
+        _unraisable_stops.clear()
+        raise stop
 
 
 def _as_given_bytes(exc: UnicodeError) -> tuple[str | bytes, int]:

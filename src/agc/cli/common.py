@@ -24,7 +24,13 @@ import typer
 from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error
 from agc.cli._jsontext import json_document
-from agc.cli._process import discard_stdout, passes_undecodable_bytes, sigterm_raises
+from agc.cli._process import (
+    discard_stdout,
+    notes_unraisable_stops,
+    passes_undecodable_bytes,
+    raise_unraisable_stop,
+    sigterm_raises,
+)
 from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
 
@@ -282,8 +288,11 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     as_json = "--json" in args
     _stop.terminated = _stop.reported = False
     try:
-        with sigterm_raises(_raise_terminated), passes_undecodable_bytes():
-            result = app(args=args, prog_name=prog_name, standalone_mode=False)
+        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
+            with passes_undecodable_bytes():
+                result = app(args=args, prog_name=prog_name, standalone_mode=False)
+            # A stop Python could not raise (it printed nothing): the command stops.
+            raise_unraisable_stop()
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.TyperException as exc:

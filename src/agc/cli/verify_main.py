@@ -22,7 +22,13 @@ from typing import Final, NoReturn, TextIO
 
 from agc._core.fs import describe_os_error
 from agc.cli._jsontext import json_document
-from agc.cli._process import discard_stdout, passes_undecodable_bytes, sigterm_raises
+from agc.cli._process import (
+    discard_stdout,
+    notes_unraisable_stops,
+    passes_undecodable_bytes,
+    raise_unraisable_stop,
+    sigterm_raises,
+)
 from agc.cli.verify_text import format_report, format_store, recovery_hint, use_color
 from agc.exitcodes import ExitCode
 from agc.integrity._verify import check_run
@@ -133,10 +139,11 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: AR
     raise _Terminated
 
 
-def _stop_if_terminated() -> None:
-    """Raise :class:`_Terminated` again for a SIGTERM whose exception was swallowed on
-    its way (a library's at-fork hook or ``__del__``: "Exception ignored in …"), so the
-    check stops instead of reporting as if no one had asked it to."""
+def _stop_if_stopped() -> None:
+    """Raise a stop again whose exception was swallowed on its way (a library's at-fork
+    hook or ``__del__``: "Exception ignored in …"; an ``except BaseException`` for
+    SIGTERM), so the check stops instead of reporting as if no one had asked it to."""
+    raise_unraisable_stop()
     if _stop.terminated:
         raise _Terminated
 
@@ -159,9 +166,9 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     from agc.integrity._store_verify import check_store  # noqa: PLC0415
 
     try:
-        with sigterm_raises(_raise_terminated):
+        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
             report = check_store(Path(store) if store is not None else None, jobs=jobs)
-            _stop_if_terminated()
+            _stop_if_stopped()
             if as_json:
                 text = json_document(report.to_dict()) + "\n"
             else:
@@ -169,7 +176,7 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
                 text = "".join(line + "\n" for line in lines)
             # A stop while the report is written is reported as the full command does.
             failed = _write(text)
-            _stop_if_terminated()
+            _stop_if_stopped()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
@@ -219,9 +226,9 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
     """``RUN_ID [--store DIR] [--json]`` as the full command runs it (see
     :func:`parse_simple`)."""
     try:
-        with sigterm_raises(_raise_terminated):
+        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
             report = check_run(run_id, store)
-            _stop_if_terminated()
+            _stop_if_stopped()
             if as_json:
                 failed = _write(json_document(report.to_dict()) + "\n")
             else:
@@ -232,7 +239,7 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
                 hint = recovery_hint(report, store=None if store is None else str(Path(store)))
                 if failed is None and hint is not None:
                     sys.stderr.write(hint + "\n")
-            _stop_if_terminated()
+            _stop_if_stopped()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
