@@ -131,3 +131,20 @@ def test_a_stop_python_cannot_raise_is_noted_not_printed_and_raised_once() -> No
         assert sys.unraisablehook is recorder  # the hook in place is back
     finally:
         sys.unraisablehook = saved
+
+
+def test_a_strict_stderr_gets_pythons_own_escapes_while_a_command_runs() -> None:
+    # Python's own stderr escapes what it cannot encode (backslashreplace); a strict one
+    # (an in-process caller's, pytest's capsys) raised UnicodeEncodeError out of the
+    # error message that names a file which is not UTF-8.
+    raw, stream = _strict()
+    saved = sys.stderr
+    sys.stderr = stream
+    try:
+        with passes_undecodable_bytes():
+            stream.write("error: st\udcff\n")
+            stream.flush()
+    finally:
+        sys.stderr = saved
+    assert raw.getvalue() == b"error: st\\udcff\n"
+    assert stream.errors == "strict"

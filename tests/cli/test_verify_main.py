@@ -580,3 +580,26 @@ def test_a_stop_python_cannot_raise_still_stops_the_check_with_one_word(
     exit_code = verify_main.main([*args, "--store", str(store), "--json"])
     out, err = capsys.readouterr()
     assert (exit_code, out, err) == (code, "", word + "\n")
+
+
+def test_a_full_stderr_never_prints_the_report_twice(store: Path) -> None:
+    # The hint after a missing run's report goes to stderr; when that write failed
+    # (2>/dev/full) the quick path handed over to the full command, which printed the
+    # whole report a second time on stdout.
+    _sealed(store)
+    args = ["nosuch", "--store", str(store)]
+    with open("/dev/full", "w") as full_disk:
+        done = _console(args, stdout=subprocess.PIPE, stderr=full_disk)
+    reference = f"import sys\nfrom agc.cli.verify import main\nsys.exit(main({args!r}))\n"
+    with open("/dev/full", "w") as full_disk:
+        expected = subprocess.run(
+            [sys.executable, "-c", reference],
+            stdout=subprocess.PIPE,
+            stderr=full_disk,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+    assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout)
+    assert done.returncode == 1
+    assert done.stdout.count("run nosuch: INCOMPLETE") == 1

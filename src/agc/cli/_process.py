@@ -139,17 +139,27 @@ def passes_undecodable_bytes() -> Iterator[None]:
     """While a command runs, text on stdout that holds a name which is not valid UTF-8
     (a store folder ``st\\xff``: Python decodes it with lone surrogates, PEP 383) is
     written with the name's own bytes, as ``ls`` writes them to a pipe, instead of
-    failing with ``UnicodeEncodeError`` (a command that ends "internal error").
+    failing with ``UnicodeEncodeError`` (a command that ends "internal error"). On
+    stderr such a name is escaped (``st\\udcff``), as Python's own stderr always
+    does (``backslashreplace``): a strict stderr is an in-process caller's (pytest's
+    capsys), where the message naming the file raised instead.
 
     Only a strict text stream is changed (Python's stdout in a UTF-8 locale other than
     C.UTF-8); its error handler is put back afterwards. JSON output never needs it:
     it escapes such names."""
-    stream = sys.stdout
+    with _errors_while(sys.stdout, _AS_GIVEN_BYTES), _errors_while(sys.stderr, "backslashreplace"):
+        yield
+
+
+@contextmanager
+def _errors_while(stream: object, errors: str) -> Iterator[None]:
+    """``stream`` with the error handler ``errors`` while the block runs, if it is a
+    strict :class:`io.TextIOWrapper`; put back to strict afterwards."""
     if not isinstance(stream, io.TextIOWrapper) or stream.errors != "strict":
         yield
         return
     try:
-        stream.reconfigure(errors=_AS_GIVEN_BYTES)
+        stream.reconfigure(errors=errors)
     except (OSError, ValueError):
         # A closed stream (an in-process caller's), or what was buffered before the
         # command cannot be written: left as it is, for the command's own rule when it

@@ -285,12 +285,17 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     Commands return an ``int`` exit code (``None`` means 0).
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    # Around the error messages too: one may name a file that is not UTF-8.
+    with passes_undecodable_bytes():
+        return _run_app(app, args, prog_name=prog_name)
+
+
+def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
     as_json = "--json" in args
     _stop.terminated = _stop.reported = False
     try:
         with sigterm_raises(_raise_terminated), notes_unraisable_stops():
-            with passes_undecodable_bytes():
-                result = app(args=args, prog_name=prog_name, standalone_mode=False)
+            result = app(args=args, prog_name=prog_name, standalone_mode=False)
             # A stop Python could not raise (it printed nothing): the command stops.
             raise_unraisable_stop()
     except typer.Exit as exc:

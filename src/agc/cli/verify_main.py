@@ -238,7 +238,7 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
                 # (``./evidence/`` reads ``evidence``).
                 hint = recovery_hint(report, store=None if store is None else str(Path(store)))
                 if failed is None and hint is not None:
-                    sys.stderr.write(hint + "\n")
+                    _say(hint)
             _stop_if_stopped()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
@@ -250,11 +250,18 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
+def _say(line: str) -> None:
+    """A line on stderr. Once the report is written, a stderr that cannot take it
+    (``2>/dev/full``, closed) is nowhere to say it: never a reason to hand over to the
+    full command, which would print the report again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(line + "\n")
+
+
 def _stopped(exc: KeyboardInterrupt) -> int:
     """Ctrl-C or SIGTERM: the word and the exit code the full command gives."""
     terminated = isinstance(exc, _Terminated)
-    if sys.stderr is not None:  # else started with stderr closed: nowhere to say it
-        sys.stderr.write("terminated\n" if terminated else "interrupted\n")
+    _say("terminated" if terminated else "interrupted")
     return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
 
 
