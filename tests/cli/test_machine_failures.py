@@ -440,3 +440,42 @@ def test_an_errors_json_on_a_full_stdout_is_exit_3(tmp_path: Path, argv: list[st
     assert done.returncode == ExitCode.UNREADABLE, done.stderr
     assert done.stderr.startswith("error: "), done.stderr
     assert "no space left on device" in done.stderr
+
+
+# -- stderr that cannot be written ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["import", "missing.jsonl", "--run-id", "r1"], ExitCode.USAGE),
+        (["runs", "--store", "nonexistent"], ExitCode.UNREADABLE),
+        (["import", "in.jsonl", "--run-id", "r2"], ExitCode.OK),
+        (["report", "--all", "--csv", "-"], ExitCode.OK),
+    ],
+    ids=["usage", "unreadable", "import", "report"],
+)
+def test_a_full_stderr_keeps_the_commands_exit_code(
+    tmp_path: Path, argv: list[str], code: int
+) -> None:
+    # A message on stderr (2>/dev/full) failed with OSError, and its "error: …" report
+    # failed again inside run_app's handler: an uncaught exception, Python's exit 1
+    # (which reads as "findings") whatever the command's own outcome. With nowhere to
+    # say it, the command's exit code stands, as agc-verify's quick path does.
+    (tmp_path / "in.jsonl").write_bytes(_lines(2))
+    write_run(tmp_path / "store")
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    with open("/dev/full", "w") as full_disk:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=full_disk,
+            check=False,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(sys.path),
+                "AGC_HOME": str(tmp_path / "store"),
+            },
+        )
+    assert done.returncode == code

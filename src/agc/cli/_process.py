@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO, cast
 
 __all__ = [
     "discard_stdout",
@@ -25,6 +25,7 @@ __all__ = [
     "passes_undecodable_bytes",
     "raise_unraisable_stop",
     "sigterm_raises",
+    "stderr_never_fails",
 ]
 
 # The error handler that writes a name's undecodable bytes back as they were.
@@ -59,6 +60,60 @@ def sigterm_raises(handler: Callable[[int, FrameType | None], None]) -> Iterator
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+class _NowhereToSayIt:
+    """stderr whose write failures end its output instead of the command: a message
+    that cannot be written (``2>/dev/full``, an I/O error) is nowhere to say it, and
+    the rest goes to /dev/null so the process's last flush does not fail either.
+    Everything else is the stream's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            self._discard()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            self._discard()
+
+    def _discard(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+            self._stream.flush()  # what was buffered, to /dev/null now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def stderr_never_fails() -> Iterator[None]:
+    """While a command runs, a message on stderr that cannot be written never changes
+    its outcome (was: OSError out of the error report itself, Python's exit 1, which
+    reads as "findings"): see :class:`_NowhereToSayIt`. The stream is put back
+    afterwards."""
+    stream = sys.stderr
+    if stream is None:  # started with stderr closed
+        yield
+        return
+    wrapper = cast(TextIO, _NowhereToSayIt(stream))
+    sys.stderr = wrapper
+    try:
+        yield
+    finally:
+        if sys.stderr is wrapper:
+            sys.stderr = stream
 
 
 # Stops that Python could not raise while the current command ran (see below).

@@ -30,6 +30,7 @@ from agc.cli._process import (
     passes_undecodable_bytes,
     raise_unraisable_stop,
     sigterm_raises,
+    stderr_never_fails,
 )
 from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
@@ -285,8 +286,9 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     Commands return an ``int`` exit code (``None`` means 0).
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    # Around the error messages too: one may name a file that is not UTF-8.
-    with passes_undecodable_bytes():
+    # Around the error messages too: one may name a file that is not UTF-8, or find
+    # stderr unwritable.
+    with passes_undecodable_bytes(), stderr_never_fails():
         return _run_app(app, args, prog_name=prog_name)
 
 
