@@ -19,6 +19,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -277,3 +278,26 @@ def test_a_store_path_that_is_not_utf8_is_written_to_the_file_as_its_bytes(
     assert code == ExitCode.OK, err
     assert "internal error" not in err
     assert raw in target.read_bytes()
+
+
+@pytest.mark.parametrize("option", ["--csv", "--html"])
+def test_a_reader_gone_keeps_the_reports_exit_code(store: Path, option: str) -> None:
+    # The read end of stdout is closed before the report is written: the EPIPE reached
+    # click, whose rule for it is exit 1 (findings) for a complete store.
+    write_run(store, "alpha", clock=fixed_clock(1_764_460_800_000))
+    argv = ["report", "--all", "--store", str(store), option, "-"]
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "SOURCE_DATE_EPOCH": EPOCH},
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "report of 1 run(s): complete\n")

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +321,27 @@ def test_text_and_json_name_the_same_line(
     (finding,) = _json(capsys)["findings"]
     assert finding["record"] == 4  # 0-based
     assert f"line {finding['line']}: tool-call-unanswered" in text
+
+
+def test_export_to_a_reader_gone_keeps_its_exit_code(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `agc export r1 | head -0`: the EPIPE reached click, whose rule for it is exit 1.
+    _import(tmp_path, store, _rollout(answered=True))
+    capsys.readouterr()
+    argv = ["export", "r1", "--store", str(store)]
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")
