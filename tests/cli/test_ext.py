@@ -294,6 +294,37 @@ def test_project_refuses_a_foreign_codex_home_with_exit_2(
     assert (home / "config.toml").read_text() == "model = 'mine'\n"
 
 
+@pytest.mark.parametrize("option", ["--codex-home", "--skill-root"])
+def test_project_refuses_a_path_that_is_not_utf8_naming_it_and_creating_nothing(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    # The sealed projection record (JSON) and Codex's CODEX_HOME keep the paths as
+    # UTF-8 text. A folder name that is not UTF-8 got as far as the record, after the
+    # Codex home was created: "record holds a lone surrogate", with a hint about NaN and
+    # seq/ts. It is refused first, naming the folder.
+    _json(
+        capsys,
+        "ext",
+        "import",
+        str(plugin_with_two_skills_and_mcp(tmp_path)),
+        "--store",
+        str(store),
+    )
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/home-\xff"))
+    home = odd if option == "--codex-home" else tmp_path / "home"
+    argv = ["ext", "project", "--codex-home", str(home), "--store", str(store)]
+    if option == "--skill-root":
+        argv += ["--skill-root", str(odd / "skills")]
+    code, _, err = _run(capsys, *argv)
+    assert code == ExitCode.USAGE, err
+    what = "Codex home" if option == "--codex-home" else "skill root"
+    assert err.startswith(f"error: the {what} b'{os.fsencode(tmp_path).decode()}/home-\\xff"), err
+    assert "is not UTF-8" in err
+    assert "seq/ts" not in err
+    assert not odd.exists()
+    assert not home.exists()
+
+
 def test_a_bad_base_config_exits_2(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -209,3 +209,14 @@ def test_importing_the_runs_own_file_is_refused(store: Path) -> None:
         assert result.returncode == ExitCode.USAGE, result.stderr
         assert "is the transcript file of run r1 itself" in result.stderr
         assert target.read_bytes() == before
+
+
+def test_a_missing_input_whose_name_is_not_utf8_is_named_on_a_strict_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # capsys's stderr is strict, as an in-process caller's may be: the message naming
+    # the file raised UnicodeEncodeError out of main() instead of exit 2.
+    missing = Path(os.fsdecode(os.fsencode(tmp_path) + b"/in-\xfe.jsonl"))
+    code = main(["import", str(missing), "--run-id", "r1", "--store", str(tmp_path / "s")])
+    assert code == ExitCode.USAGE
+    assert "in-\\udcfe.jsonl does not exist" in capsys.readouterr().err

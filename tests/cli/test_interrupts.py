@@ -158,3 +158,60 @@ def test_any_other_command_exits_with_the_signal_s_code(
 def test_the_exit_code_table_has_130_and_143() -> None:
     assert int(ExitCode.INTERRUPTED) == 128 + signal.SIGINT
     assert int(ExitCode.TERMINATED) == 128 + signal.SIGTERM
+
+
+def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_command(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A library swallows the SIGTERM's exception on the way ("Exception ignored in …",
+    # as an at-fork hook does when the signal lands while a worker is forked): the
+    # command went on and exited 0 as if no one had asked it to stop.
+    from agc.cli import runs  # noqa: PLC0415
+    from agc.integrity._runs import list_runs as listed  # noqa: PLC0415
+
+    def swallowing(*args: object, **kwargs: object) -> object:
+        try:  # noqa: SIM105 - the handler raises in this very block, not in an __exit__
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises right here
+        except KeyboardInterrupt:
+            pass
+        return listed(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs, "list_runs", swallowing)
+    code = main(["runs", "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == ExitCode.TERMINATED, err
+    assert err.endswith("\nterminated\n"), err
+    monkeypatch.undo()
+    assert main(["runs", "--store", str(store)]) == ExitCode.OK
+
+
+class _StopInDel:
+    """Sends its signal as it is collected: Python cannot raise the handler's exception
+    out of ``__del__`` and prints "Exception ignored in …" with a traceback instead."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), self.signum)
+
+
+@pytest.mark.parametrize(("signum", "code", "word"), SIGNALS)
+def test_a_stop_python_cannot_raise_still_stops_the_command_with_one_word(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    signum: int,
+    code: int,
+    word: str,
+) -> None:
+    from agc.cli import runs  # noqa: PLC0415
+    from agc.integrity._runs import list_runs as listed  # noqa: PLC0415
+
+    def stopped_in_a_del(*args: object, **kwargs: object) -> object:
+        _StopInDel(signum)  # collected at once
+        return listed(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs, "list_runs", stopped_in_a_del)
+    exit_code = main(["runs", "--store", str(store), "--json"])
+    assert (exit_code, capsys.readouterr().err) == (code, word + "\n")

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -398,3 +401,81 @@ def test_resume_out_on_a_full_tmpfs(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert main(["resume", str(source), "--out", str(out)]) == ExitCode.UNREADABLE
         assert "no space left on device" in capsys.readouterr().err
         assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+
+
+# -- an error's --json document on a full stdout -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["import", "missing.jsonl", "--run-id", "r1", "--json"],
+        ["resume", "missing-run", "--json"],
+        ["keys", "generate", "--out", "keys", "--json"],
+    ],
+    ids=["import", "resume", "keys"],
+)
+def test_an_errors_json_on_a_full_stdout_is_exit_3(tmp_path: Path, argv: list[str]) -> None:
+    # /dev/full refuses the {"error": …} document: OSError escaped run_app (a traceback,
+    # Python's exit 1, which reads as "findings"). The error is said on stderr and the
+    # full stdout is the machine's failure, exit 3.
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "signing-key.pem").write_text("taken")
+    code = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    with open("/dev/full", "w") as full_disk:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            stdout=full_disk,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(sys.path),
+                "AGC_HOME": str(tmp_path / "store"),
+            },
+        )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == ExitCode.UNREADABLE, done.stderr
+    assert done.stderr.startswith("error: "), done.stderr
+    assert "no space left on device" in done.stderr
+
+
+# -- stderr that cannot be written ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["import", "missing.jsonl", "--run-id", "r1"], ExitCode.USAGE),
+        (["runs", "--store", "nonexistent"], ExitCode.UNREADABLE),
+        (["import", "in.jsonl", "--run-id", "r2"], ExitCode.OK),
+        (["report", "--all", "--csv", "-"], ExitCode.OK),
+    ],
+    ids=["usage", "unreadable", "import", "report"],
+)
+def test_a_full_stderr_keeps_the_commands_exit_code(
+    tmp_path: Path, argv: list[str], code: int
+) -> None:
+    # A message on stderr (2>/dev/full) failed with OSError, and its "error: …" report
+    # failed again inside run_app's handler: an uncaught exception, Python's exit 1
+    # (which reads as "findings") whatever the command's own outcome. With nowhere to
+    # say it, the command's exit code stands, as agc-verify's quick path does.
+    (tmp_path / "in.jsonl").write_bytes(_lines(2))
+    write_run(tmp_path / "store")
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    with open("/dev/full", "w") as full_disk:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=full_disk,
+            check=False,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(sys.path),
+                "AGC_HOME": str(tmp_path / "store"),
+            },
+        )
+    assert done.returncode == code

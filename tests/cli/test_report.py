@@ -19,6 +19,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -258,3 +259,45 @@ def test_console_errors_and_blocked_loads_would_be_seen(tmp_path: Path) -> None:
     assert any("Content Security Policy" in line for line in blocked)
     failed = _console(_browse(broken, tmp_path / "p2", "--dump-dom").stderr)
     assert any("kaput" in line for line in failed)
+
+
+@pytest.mark.parametrize("option", ["--csv", "--html"])
+def test_a_store_path_that_is_not_utf8_is_written_to_the_file_as_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    # The report names the store; a folder whose name is not UTF-8 is a lone surrogate in
+    # Python (os.fsdecode). Encoding the report strictly as UTF-8 for the file raised
+    # UnicodeEncodeError: "internal error", exit 4, no report. The file now holds the
+    # name's own bytes, as `--csv -`/`--html -` write them to stdout.
+    raw = os.fsencode(tmp_path) + b"/evidence-\xff"
+    store = Path(os.fsdecode(raw))
+    write_run(store, "alpha", clock=fixed_clock(1_764_460_800_000))
+    target = tmp_path / ("audit" + option.replace("--", "."))
+    code = _report(store, "--all", option, str(target), monkeypatch=monkeypatch)
+    err = capsys.readouterr().err
+    assert code == ExitCode.OK, err
+    assert "internal error" not in err
+    assert raw in target.read_bytes()
+
+
+@pytest.mark.parametrize("option", ["--csv", "--html"])
+def test_a_reader_gone_keeps_the_reports_exit_code(store: Path, option: str) -> None:
+    # The read end of stdout is closed before the report is written: the EPIPE reached
+    # click, whose rule for it is exit 1 (findings) for a complete store.
+    write_run(store, "alpha", clock=fixed_clock(1_764_460_800_000))
+    argv = ["report", "--all", "--store", str(store), option, "-"]
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "SOURCE_DATE_EPOCH": EPOCH},
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "report of 1 run(s): complete\n")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -871,3 +873,27 @@ def test_export_from_s3_gives_back_the_imported_file_and_refuses_a_rewrite(
     assert main(["export", "r1", "--store", s3_store.url, "--out", str(again)]) == 1
     assert "run r1 does not verify" in capsys.readouterr().err
     assert not again.exists()
+
+
+def test_export_to_a_reader_gone_keeps_its_exit_code(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `agc export r1 | head -0`: the EPIPE reached click, whose rule for it is exit 1.
+    _import(tmp_path, store, _rollout(answered=True))
+    capsys.readouterr()
+    argv = ["export", "r1", "--store", str(store)]
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")

@@ -98,3 +98,18 @@ def test_output_names_the_file_exactly(tmp_path: Path, capsys: pytest.CaptureFix
     code, out, _ = _seal(capsys, str(path))
     assert code == 0
     assert out == f"sealed: {path}.b3\n"
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A sidecar line is UTF-8 text, so such a name cannot be written in one. The
+    # refusal was the codec's own words ("'utf-8' codec can't encode character '\udcff'
+    # in position 68: surrogates not allowed"), naming neither the file nor the problem.
+    path = Path(os.fsdecode(os.fsencode(tmp_path) + b"/t-\xff.jsonl"))
+    path.write_bytes(b"{}\n")
+    code, _, err = _seal(capsys, str(path))
+    assert code == ExitCode.USAGE
+    assert err.startswith("error: file name b't-\\xff.jsonl' is not UTF-8"), err
+    assert "codec" not in err
+    assert sorted(os.listdir(os.fsencode(tmp_path))) == [b"t-\xff.jsonl"]

@@ -392,3 +392,214 @@ def test_a_stop_while_a_runs_report_is_written_is_reported_as_the_full_command_d
         quick_code = verify_main.main(args)
         quick = capsys.readouterr()
     assert (quick_code, quick.err) == (full_code, expected.err) == (143, "terminated\n")
+
+
+# Imported before agc-verify starts: a finder that raises SIGTERM (or SIGINT) in the
+# first import orjson's initialisation makes, as a stop at that moment would.
+_STOP_IN_ORJSONS_INIT = """
+import signal, sys
+
+class StopInOrjsonsInit:
+    armed = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "orjson.orjson":
+            StopInOrjsonsInit.armed = True
+        elif StopInOrjsonsInit.armed:
+            StopInOrjsonsInit.armed = False
+            signal.raise_signal(signal.{signal})
+        return None
+
+sys.meta_path.insert(0, StopInOrjsonsInit())
+sys.argv[1:] = {args!r}
+from agc.cli.verify_main import console
+console()
+"""
+
+
+@pytest.mark.parametrize(
+    ("stop", "code", "word"), [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")]
+)
+def test_a_stop_while_orjson_is_first_imported_is_reported_never_a_crash(
+    store: Path, stop: str, code: int, word: str
+) -> None:
+    # orjson's initialisation assumes its imports of the standard library succeed: a
+    # KeyboardInterrupt raised in one of them (a stop as --json reaches its first JSON
+    # text) crashed the interpreter, SIGSEGV, no word. The stop is now reported.
+    _sealed(store)
+    args = ["r1", "--store", str(store), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", _STOP_IN_ORJSONS_INIT.format(signal=stop, args=args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert (done.returncode, done.stderr) == (code, word + "\n")
+
+
+_CTRL_C_IN_IMPORT = """
+import sys
+
+class CtrlCIn:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, CtrlCIn())
+sys.argv[1:] = {args!r}
+from agc.cli.verify_main import console
+console()
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        ("agc.integrity._store_verify", ["--all"]),  # the store checker, loaded for --all
+        ("agc.cli.verify", ["r1", "--verbose"]),  # the full command, for any other shape
+    ],
+    ids=["all", "full"],
+)
+def test_ctrl_c_while_a_later_part_is_loaded_is_interrupted_never_a_traceback(
+    store: Path, module: str, args: list[str]
+) -> None:
+    # Ctrl-C arrives while agc-verify loads what the invocation needs after start-up
+    # (tens of milliseconds for typer and rich): the KeyboardInterrupt escaped main(), a
+    # traceback. It is "interrupted", exit 130, as anywhere else in the command.
+    _sealed(store)
+    argv = [*args, "--store", str(store)]
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_IMPORT.format(module=module, args=argv)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+def _swallowing_a_sigterm(check: Any) -> Any:
+    """``check`` after a SIGTERM whose exception is swallowed on the way, as a library's
+    at-fork hook or ``__del__`` swallows it ("Exception ignored in …"): seen with
+    --all --jobs 2, whose worker processes are forked."""
+
+    def swallowing(*args: Any, **kwargs: Any) -> Any:
+        try:  # noqa: SIM105 - the handler raises in this very block, not in an __exit__
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises right here
+        except KeyboardInterrupt:
+            pass
+        return check(*args, **kwargs)
+
+    return swallowing
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+@pytest.mark.parametrize("scope", ["run", "all"])
+def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_check(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    scope: str,
+    as_json: bool,
+) -> None:
+    # The stop was lost: the check went on and exited 0 with its report, as if no one
+    # had asked it to stop. It is "terminated", exit 143, with no report.
+    from agc.integrity import _store_verify  # noqa: PLC0415
+
+    _sealed(store)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
+        monkeypatch.delenv(name, raising=False)
+    if scope == "run":
+        from agc.integrity._verify import check_run  # noqa: PLC0415
+
+        monkeypatch.setattr(verify_main, "check_run", _swallowing_a_sigterm(check_run))
+        args = ["r1"]
+    else:
+        monkeypatch.setattr(
+            _store_verify, "check_store", _swallowing_a_sigterm(_store_verify.check_store)
+        )
+        args = ["--all"]
+    code = verify_main.main([*args, "--store", str(store)] + (["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (143, "", "terminated\n")
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    # The next check in the same process is not taken for stopped.
+    monkeypatch.undo()
+    assert verify_main.main([*args, "--store", str(store)]) == 0
+
+
+class _StopInDel:
+    """Sends its signal as it is collected: Python cannot raise the handler's exception
+    out of ``__del__`` and prints "Exception ignored in …" with a traceback instead, as
+    for logging's at-fork hook when a stop lands while --all -j 2 forks a worker."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), self.signum)
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "word"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+    ids=["ctrl-c", "sigterm"],
+)
+@pytest.mark.parametrize("scope", ["run", "all"])
+def test_a_stop_python_cannot_raise_still_stops_the_check_with_one_word(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    scope: str,
+    signum: int,
+    code: int,
+    word: str,
+) -> None:
+    # The stop was printed as "Exception ignored in …" with a traceback and lost: the
+    # check went on and exited 0 with its report.
+    from agc.integrity import _store_verify  # noqa: PLC0415
+    from agc.integrity._verify import check_run  # noqa: PLC0415
+
+    _sealed(store)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
+        monkeypatch.delenv(name, raising=False)
+    module, name, check = (
+        (verify_main, "check_run", check_run)
+        if scope == "run"
+        else (_store_verify, "check_store", _store_verify.check_store)
+    )
+
+    def stopped_in_a_del(*args: Any, **kwargs: Any) -> Any:
+        _StopInDel(signum)  # collected at once
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, stopped_in_a_del)
+    args = ["r1"] if scope == "run" else ["--all"]
+    exit_code = verify_main.main([*args, "--store", str(store), "--json"])
+    out, err = capsys.readouterr()
+    assert (exit_code, out, err) == (code, "", word + "\n")
+
+
+def test_a_full_stderr_never_prints_the_report_twice(store: Path) -> None:
+    # The hint after a missing run's report goes to stderr; when that write failed
+    # (2>/dev/full) the quick path handed over to the full command, which printed the
+    # whole report a second time on stdout.
+    _sealed(store)
+    args = ["nosuch", "--store", str(store)]
+    with open("/dev/full", "w") as full_disk:
+        done = _console(args, stdout=subprocess.PIPE, stderr=full_disk)
+    reference = f"import sys\nfrom agc.cli.verify import main\nsys.exit(main({args!r}))\n"
+    with open("/dev/full", "w") as full_disk:
+        expected = subprocess.run(
+            [sys.executable, "-c", reference],
+            stdout=subprocess.PIPE,
+            stderr=full_disk,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+    assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout)
+    assert done.returncode == 1
+    assert done.stdout.count("run nosuch: INCOMPLETE") == 1

@@ -64,7 +64,7 @@ def canonical_json(value: Any) -> bytes:
             not a string, an unsupported type), as ``rfc8785.dumps`` raises it.
     """
     if _orjson_safe(value):
-        import orjson  # noqa: PLC0415 - the single-run verifier does without it
+        from agc._core.orjson_loader import orjson  # noqa: PLC0415 - the single-run verifier does without it
 
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)

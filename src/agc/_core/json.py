@@ -69,7 +69,7 @@ def orjson_options() -> int:
     sends the value to the standard-library path: one verdict whichever path runs.
     orjson is imported here, on first write: readers (``agc-verify``) never load it.
     """
-    import orjson  # noqa: PLC0415 - see above
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - see above
 
     options: int = (
         orjson.OPT_PASSTHROUGH_DATETIME
@@ -213,7 +213,7 @@ def _loads_orjson(data: bytes) -> Any:
     when the input spells no colon as ``\\u003a``, the input has as many colons as the
     value written back exactly when no member was dropped.
     """
-    import orjson  # noqa: PLC0415 - only for large documents (see _FAST_PATH_BYTES)
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for large documents (see _FAST_PATH_BYTES)
 
     if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
         _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)
@@ -328,7 +328,7 @@ def dumps(value: Any) -> bytes:
             a ``str``/``int``/``float``/``bool``/``None``, a type JSON has no form for,
             or nesting deeper than :data:`MAX_DEPTH`.
     """
-    import orjson  # noqa: PLC0415 - readers never load it (see orjson_options)
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - readers never load it (see orjson_options)
 
     try:
         data: bytes = orjson.dumps(value, default=not_native, option=orjson_options())
@@ -425,7 +425,7 @@ def canonical(data: bytes) -> Canonical | None:
     standard library's bytes too. ``None`` means only "not proven": read such text with
     :func:`loads`.
     """
-    import orjson  # noqa: PLC0415 - see orjson_options
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - see orjson_options
 
     if data.count(b"[") + data.count(b"{") >= _ORJSON_MEMBER_DEPTH:
         return None  # maybe nested too deep to be a member (see above): not proven

@@ -53,8 +53,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, Protocol, Self
 
-import orjson
-
 from agc._core.checkpoint import (
     CHECKPOINT_SUFFIX,
     Checkpoint,
@@ -85,6 +83,7 @@ from agc._core.json import (
     dumps_stdlib,
     orjson_options,
 )
+from agc._core.orjson_loader import orjson
 from agc._core.sidecar import format_sidecar, sidecar_path, sidecar_paths
 from agc.errors import (
     ArtifactSealedError,

@@ -25,6 +25,7 @@ writers, resume snapshots, the turn ledger):
 from __future__ import annotations
 
 import errno
+import os
 import re
 from collections.abc import Container
 from dataclasses import dataclass
@@ -152,14 +153,20 @@ def format_sidecar(digest: str, file_name: str) -> bytes:
     Raises:
         ValueError: the digest is not 64 lower-case hex characters, or the file name
             holds a path separator or line break (b3sum would escape it), or starts or
-            ends with a space (it would not parse back).
+            ends with a space (it would not parse back), or is not UTF-8.
     """
     if re.fullmatch(r"[0-9a-f]{64}", digest) is None:
         raise ValueError(f"digest {digest!r} is not 64 lower-case hex characters")
     bad_char = any(ch in file_name for ch in "/\\\r\n")
     if not file_name or bad_char or file_name != file_name.strip(" "):
         raise ValueError(f"file name {file_name!r} cannot be written in a sidecar")
-    return f"{digest}  {file_name}\n".encode()
+    try:
+        return f"{digest}  {file_name}\n".encode()
+    except UnicodeEncodeError:  # undecodable bytes of a POSIX name (PEP 383)
+        shown = os.fsencode(file_name)
+        raise ValueError(
+            f"file name {shown!r} is not UTF-8 and cannot be written in a sidecar"
+        ) from None
 
 
 def parse_sidecar(data: bytes, *, algorithm: Algorithm) -> Sidecar:

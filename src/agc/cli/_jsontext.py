@@ -25,7 +25,7 @@ def json_text(data: Any) -> str | None:
     """
     if not _orjson_writes_as_json(data):
         return None
-    import orjson  # noqa: PLC0415 - only for --json (agc-verify RUN starts without it)
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for --json (agc-verify RUN starts without it)
 
     try:
         return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()

@@ -24,7 +24,14 @@ import typer
 from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error
 from agc.cli._jsontext import json_document
-from agc.cli._process import discard_stdout, passes_undecodable_bytes, sigterm_raises
+from agc.cli._process import (
+    discard_stdout,
+    notes_unraisable_stops,
+    passes_undecodable_bytes,
+    raise_unraisable_stop,
+    sigterm_raises,
+    stderr_never_fails,
+)
 from agc.errors import AgcError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
 
@@ -252,12 +259,24 @@ _UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
 
 
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:
-    """Print an agc error (message and hint) to stderr; return its exit code."""
+    """Print an agc error (message and hint) to stderr; return its exit code, or exit 3
+    when its ``--json`` document cannot be written to stdout (a full disk)."""
+    unwritable: OSError | None = None
     if as_json:
-        emit_json({"error": exc.to_dict()})
+        try:
+            emit_json({"error": exc.to_dict()})
+        except OSError as write_error:
+            unwritable = write_error
     _err().print(f"error: {exc.message}", markup=False)
     if exc.hint:
         _err().print(f"hint: {exc.hint}", markup=False)
+    if unwritable is not None:
+        _err().print(f"error: stdout: {describe_os_error(unwritable)}", markup=False)
+        _err().print(
+            "hint: free disk space or fix the permissions, then run the command again",
+            markup=False,
+        )
+        return int(ExitCode.UNREADABLE)
     return int(exc.exit_code)
 
 
@@ -267,11 +286,20 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     Commands return an ``int`` exit code (``None`` means 0).
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    # Around the error messages too: one may name a file that is not UTF-8, or find
+    # stderr unwritable.
+    with passes_undecodable_bytes(), stderr_never_fails():
+        return _run_app(app, args, prog_name=prog_name)
+
+
+def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
     as_json = "--json" in args
     _stop.terminated = _stop.reported = False
     try:
-        with sigterm_raises(_raise_terminated), passes_undecodable_bytes():
+        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
             result = app(args=args, prog_name=prog_name, standalone_mode=False)
+            # A stop Python could not raise (it printed nothing): the command stops.
+            raise_unraisable_stop()
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.TyperException as exc:
@@ -304,6 +332,11 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
         return int(ExitCode.UNREADABLE)
     except Exception:
         return _internal_error()
+    if _stop.terminated and not _stop.reported and result != ExitCode.INTERRUPTED:
+        # SIGTERM's exception was swallowed on its way (a library's at-fork hook or
+        # __del__: "Exception ignored in …") and the command went on: it still stops.
+        _err().print("terminated", markup=False)
+        return int(ExitCode.TERMINATED)
     if result == ExitCode.INTERRUPTED:
         # typer's exit code for a KeyboardInterrupt it caught (or a command's own).
         reported = _stop.reported

@@ -16,6 +16,7 @@ import typer
 from agc._core.fs import atomic_write_bytes, describe_os_error
 from agc._core.objstore import object_store_of
 from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
+from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
     StoreOption,
@@ -347,9 +348,12 @@ def export_command(
         lines = iter_copy_lines(kept.file, run_id, kind=kind.value)
         if out is None:
             stdout = sys.stdout.buffer
-            for line in lines:
-                stdout.write(line)
-            stdout.flush()
+            try:
+                for line in lines:
+                    stdout.write(line)
+                stdout.flush()
+            except BrokenPipeError:  # the reader is gone (`| head`): it wanted no more
+                discard_stdout()
             return int(ExitCode.OK)
         data = b"".join(lines)
     try:

@@ -12,6 +12,7 @@ import typer
 
 from agc import __version__
 from agc._core.fs import atomic_write_bytes
+from agc.cli._process import discard_stdout, encode_as_given
 from agc.cli.common import EPILOG, StoreOption, err_console
 from agc.cli.verify import parse_head, trusted_keys_from
 from agc.errors import FileExistsRefusedError, InputError, UsageError
@@ -34,11 +35,14 @@ def _generated_ms() -> int:
 
 def _write(target: Path, text: str, *, force: bool) -> None:
     if str(target) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader is gone (`| head`): the verdict stands
+            discard_stdout()
         return
     try:
-        atomic_write_bytes(target, text.encode("utf-8"), overwrite=force)
+        atomic_write_bytes(target, encode_as_given(text), overwrite=force)
     except FileExistsRefusedError as exc:
         raise FileExistsRefusedError(
             f"{target} already exists", hint="Choose another file, or give --force to replace it."

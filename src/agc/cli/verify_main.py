@@ -22,7 +22,13 @@ from typing import Final, NoReturn, TextIO
 
 from agc._core.fs import describe_os_error
 from agc.cli._jsontext import json_document
-from agc.cli._process import discard_stdout, passes_undecodable_bytes, sigterm_raises
+from agc.cli._process import (
+    discard_stdout,
+    notes_unraisable_stops,
+    passes_undecodable_bytes,
+    raise_unraisable_stop,
+    sigterm_raises,
+)
 from agc.cli.verify_text import format_report, format_store, recovery_hint, use_color
 from agc.exitcodes import ExitCode
 from agc.integrity._verify import check_run
@@ -119,8 +125,27 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM while a check runs, raised like Ctrl-C (the full command does the same)."""
 
 
+class _StopState:
+    """Whether SIGTERM arrived during the current check."""
+
+    terminated = False
+
+
+_stop = _StopState()
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
+    _stop.terminated = True
     raise _Terminated
+
+
+def _stop_if_stopped() -> None:
+    """Raise a stop again whose exception was swallowed on its way (a library's at-fork
+    hook or ``__del__``: "Exception ignored in …"; an ``except BaseException`` for
+    SIGTERM), so the check stops instead of reporting as if no one had asked it to."""
+    raise_unraisable_stop()
+    if _stop.terminated:
+        raise _Terminated
 
 
 def _write(text: str) -> int | None:
@@ -141,8 +166,9 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
     from agc.integrity._store_verify import check_store  # noqa: PLC0415
 
     try:
-        with sigterm_raises(_raise_terminated):
+        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
             report = check_store(Path(store) if store is not None else None, jobs=jobs)
+            _stop_if_stopped()
             if as_json:
                 text = json_document(report.to_dict()) + "\n"
             else:
@@ -150,6 +176,7 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
                 text = "".join(line + "\n" for line in lines)
             # A stop while the report is written is reported as the full command does.
             failed = _write(text)
+            _stop_if_stopped()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
@@ -168,7 +195,16 @@ def _full(args: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``agc-verify``; returns the exit code (see :mod:`agc.exitcodes`)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    _stop.terminated = False
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt as exc:
+        # Ctrl-C while a later part loads (the store checker, or typer and rich for the
+        # full command) or between two steps: the word and exit code of any other stop.
+        return _stopped(exc)
+
+
+def _main(args: list[str]) -> int:
     simple = parse_simple(args)
     if os.environ.get("AGC_TRUSTED_KEYS"):
         # Trusted keys from the environment are the full command's business.
@@ -190,8 +226,9 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
     """``RUN_ID [--store DIR] [--json]`` as the full command runs it (see
     :func:`parse_simple`)."""
     try:
-        with sigterm_raises(_raise_terminated):
+        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
             report = check_run(run_id, store)
+            _stop_if_stopped()
             if as_json:
                 failed = _write(json_document(report.to_dict()) + "\n")
             else:
@@ -201,7 +238,8 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
                 # (``./evidence/`` reads ``evidence``).
                 hint = recovery_hint(report, store=None if store is None else str(Path(store)))
                 if failed is None and hint is not None:
-                    sys.stderr.write(hint + "\n")
+                    _say(hint)
+            _stop_if_stopped()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
@@ -212,10 +250,18 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
+def _say(line: str) -> None:
+    """A line on stderr. Once the report is written, a stderr that cannot take it
+    (``2>/dev/full``, closed) is nowhere to say it: never a reason to hand over to the
+    full command, which would print the report again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(line + "\n")
+
+
 def _stopped(exc: KeyboardInterrupt) -> int:
     """Ctrl-C or SIGTERM: the word and the exit code the full command gives."""
     terminated = isinstance(exc, _Terminated)
-    sys.stderr.write("terminated\n" if terminated else "interrupted\n")
+    _say("terminated" if terminated else "interrupted")
     return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
 
 

@@ -45,7 +45,7 @@ import tomli_w
 from agc._core.digest import digests_equal
 from agc._core.fs import atomic_write_bytes
 from agc._core.jsonl import JsonlFileWriter, describe_os_error, make_dirs
-from agc.errors import AgcError, ProjectionRefusedError, StoreError, UnsafePathError
+from agc.errors import AgcError, InputError, ProjectionRefusedError, StoreError, UnsafePathError
 from agc.extensions._fingerprint import (
     bytes_fingerprint,
     json_fingerprint,
@@ -264,6 +264,24 @@ class _Run:
         return self.repo.tree_dir(self.index.source(item.source_id))
 
 
+def _require_utf8_path(what: str, path: Path) -> None:
+    """Refuse a folder whose path is not UTF-8 (undecodable bytes, PEP 383): Codex reads
+    ``CODEX_HOME`` and the skill root as UTF-8 text and the sealed projection record
+    keeps them as JSON strings, which have no form for such bytes.
+
+    Raises:
+        InputError: naming the folder by its bytes.
+    """
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"the {what} {os.fsencode(path)!r} is not UTF-8",
+            hint="Choose a folder whose path is UTF-8: Codex and the projection record "
+            "keep it as UTF-8 text.",
+        ) from exc
+
+
 def project(
     repo: ExtensionRepository,
     codex_home: str | os.PathLike[str],
@@ -286,6 +304,7 @@ def project(
     Raises:
         ProjectionRefusedError: the target holds a ``config.toml`` or skill root agc
             did not write.
+        InputError: the Codex home or the skill root has a path that is not UTF-8.
         StoreError: writing failed (disk full …); the previous projection stays whole.
         ExtensionIndexInvalidError: the index is damaged.
     """
@@ -293,6 +312,8 @@ def project(
         raise ValueError("startup_grace_ms must be >= 0")
     home = Path(codex_home).absolute()
     root = Path(skill_root).absolute() if skill_root is not None else home / DEFAULT_SKILL_ROOT_NAME
+    for what, path in (("Codex home", home), ("skill root", root)):
+        _require_utf8_path(what, path)
     config_toml = _check_target(home, root)
     base = copy.deepcopy(dict(base_config or {}))
     base_servers = base.pop("mcp_servers", {}) or {}

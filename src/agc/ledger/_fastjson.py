@@ -33,9 +33,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import orjson
-
 from agc._core import json as strict_json
+from agc._core.orjson_loader import orjson
 
 __all__ = ["loads_event", "loads_event_text"]
 

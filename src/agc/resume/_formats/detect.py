@@ -13,9 +13,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-import orjson
-
 from agc._core import json as strict_json
+from agc._core.orjson_loader import orjson
 from agc.errors import HistoryFormatError, InputError, JsonInvalidError
 from agc.resume._formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
 from agc.resume._formats.jsonl import join_lines, parse_jsonl

@@ -31,9 +31,8 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, overload
 
-import orjson
-
 from agc._core import json as strict_json
+from agc._core.orjson_loader import orjson
 from agc.errors import HistoryFormatError, JsonInvalidError
 from agc.resume._formats.model import Message, RawRef
 
