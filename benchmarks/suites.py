@@ -24,7 +24,7 @@ import orjson
 from tests.s3server import create_locked_bucket, s3_env, start_server
 
 import agc
-from agc._core.digest import Algorithm, digest_fd
+from agc._core.digest import Algorithm, Hasher, digest_fd, new_hasher
 from agc._core.json import not_native, orjson_options
 from agc._core.jsonl import unix_ms
 from agc._core.objstore import ObjectStore
@@ -357,17 +357,22 @@ def _naive_seed_writer(path: Path, records: list[dict[str, Any]]) -> None:
     path.with_name(path.name + ".sha256").write_text(hasher.hexdigest() + "\n")
 
 
-def _plain_writer(path: Path, records: list[dict[str, Any]]) -> None:
-    """The same records, stamped and serialized as agc does, buffered; no hash, no seal."""
+def _plain_writer(path: Path, records: list[dict[str, Any]], hasher: Hasher | None = None) -> None:
+    """The same records, stamped and serialized as agc does, buffered; no seal, and no
+    hash unless ``hasher`` is given (then each buffer is hashed before it is written)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     buffer = bytearray()
     try:
         for seq, record in enumerate(records):
             buffer += _plain_line({"seq": seq, "ts": unix_ms(), "run_id": "w", **record})
             if len(buffer) >= 64 * 1024:
+                if hasher is not None:
+                    hasher.update(buffer)
                 os.write(fd, buffer)
                 buffer.clear()
         if buffer:
+            if hasher is not None:
+                hasher.update(buffer)
             os.write(fd, buffer)
     finally:
         os.close(fd)
@@ -399,7 +404,9 @@ def bench_writer(ctx: Context) -> Section:
         "hash, no seal); fsync off for all (policy `none`). 'hashing off' is agc's "
         "writer with a no-op hasher (for information: what hashing itself costs). The "
         "2 KiB and 150-byte rows: lines of that size by write() per record and by "
-        "write_many(), ratio = agc's time ÷ the plain write's.",
+        "write_many(), ratio = agc's time ÷ the plain write's; 'plain write + BLAKE3' is "
+        "the plain loop hashing each buffer and doing nothing else (for information: the "
+        "floor of any hash-while-writing writer written in Python).",
     )
     folder = ctx.work / "writer"
     total_bytes: list[int] = []
@@ -516,15 +523,22 @@ def _writer_fixed_sizes(
         def plain(records: list[dict[str, Any]] = records) -> None:
             _plain_writer(folder / "w.jsonl", records)
 
+        def floor(records: list[dict[str, Any]] = records) -> None:
+            _plain_writer(folder / "w.jsonl", records, hasher=new_hasher("blake3"))
+
         names = (f"agc write(), {label}", f"agc write_many(), {label}", f"plain write, {label}")
+        # Information: the plain loop hashing its buffers as agc does and nothing else (no
+        # validation, no counters, no checkpoints, no seal): what hashing alone costs.
+        floor_name = f"plain write + BLAKE3 of each buffer, {label}"
         variants = [
             Variant(names[0], loop, setup=reset),
             Variant(names[1], batch, setup=reset),
             Variant(names[2], plain, setup=reset),
+            Variant(floor_name, floor, setup=reset),
         ]
         timings = interleaved(variants, rounds=ctx.rounds)
         base = timings[names[2]]
-        for name in names:
+        for name in (*names, floor_name):
             row = Row.timed(name, timings[name], work=count, unit="records/s")
             if name != names[2]:
                 # Here the ratio is agc's time ÷ the plain loop's (the target's form).
