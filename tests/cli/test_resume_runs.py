@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -214,6 +215,27 @@ def test_export_refuses_a_tampered_run(
     out = tmp_path / "back.jsonl"
     assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 1
     assert not out.exists()
+
+
+def test_export_of_tool_events_a_verified_legacy_run_lacks_is_not_found_not_tampered(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A legacy run whose tool events are only in the shared file verifies (agc-verify
+    # exit 0): its own tool-events file is not there, and nothing changed after the check.
+    layout = StoreLayout(store)
+    path = layout.artifact_path("r1", "transcript")
+    path.parent.mkdir(parents=True)
+    data = b'{"line":1,"payload":{"a":1}}\n'
+    path.write_bytes(data)
+    path.with_name("r1.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    layout.legacy_tool_events_path.write_text('{"run_id":"r1","tool":"x"}\n')
+    assert check_run("r1", store).complete
+    assert main(["export", "r1", "--store", str(store), "--kind", "tool-events"]) == 2
+    err = capsys.readouterr().err
+    assert "has no tool-events file" in err
+    assert "changed after the check" not in err
+    assert main(["export", "r1", "--store", str(store)]) == 0
+    assert capsys.readouterr().out == '{"a":1}\n'
 
 
 # --- a file swapped between the check and the read ------------------------------------

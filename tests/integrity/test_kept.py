@@ -3,6 +3,7 @@ verification judged."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.integrity import _kept as kept_module
 from agc.integrity._kept import KeptArtifact, check_run_kept
@@ -44,7 +46,14 @@ def _edit(store: Path, edit: str, position: int) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    records=st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=20)), min_size=1),
+    records=st.lists(
+        # "seq" and "ts" are the writer's own keys: a record holding one is refused.
+        st.dictionaries(
+            st.text(max_size=5).filter(lambda key: key not in {"seq", "ts"}),
+            st.text(max_size=20),
+        ),
+        min_size=1,
+    ),
     edit=st.sampled_from(_EDITS),
     position=st.integers(min_value=0),
 )
@@ -121,3 +130,35 @@ def test_a_copy_that_cannot_be_written_is_exit_3_not_a_verdict() -> None:
         kept.write(b"x")
     assert caught.value.exit_code == 3
     assert "TMPDIR" in (caught.value.hint or "")
+
+
+def _legacy_run_with_shared_tool_events(store: Path) -> None:
+    """A legacy run (digest-only .sha256 sidecar, no manifest) whose tool events are
+    only in the shared ``audit/tool-events.jsonl``: it verifies, with no own file."""
+    layout = StoreLayout(store)
+    path = layout.artifact_path("r1", "transcript")
+    path.parent.mkdir(parents=True)
+    data = b'{"line":1,"payload":{"a":1}}\n'
+    path.write_bytes(data)
+    path.with_name("r1.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    layout.legacy_tool_events_path.write_text('{"run_id":"r1","tool":"x"}\n')
+
+
+def test_an_artifact_absent_at_the_check_and_the_copy_keeps_the_verdict(tmp_path: Path) -> None:
+    # Nothing was judged and nothing read: no "changed after the check" on a store that
+    # nobody touched (agc export --kind tool-events then says the file is not there).
+    _legacy_run_with_shared_tool_events(tmp_path)
+    report, kept = check_run_kept("r1", tmp_path, kind="tool-events")
+    with kept:
+        assert report.complete
+        assert report.to_dict() == check_run("r1", tmp_path).to_dict()
+        assert not kept.read
+
+
+def test_a_legacy_transcript_copy_is_checked_against_its_sha256_sidecar(tmp_path: Path) -> None:
+    _legacy_run_with_shared_tool_events(tmp_path)
+    path = StoreLayout(tmp_path).artifact_path("r1", "transcript")
+    report, kept = check_run_kept("r1", tmp_path)
+    with kept:
+        assert report.complete
+        assert kept.file.read() == path.read_bytes()

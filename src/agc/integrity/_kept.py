@@ -171,16 +171,23 @@ def check_run_kept(
     kept = KeptArtifact(kind, str(path), spool_bytes)
     try:
         _copy_file(path, kept)
-        if report.complete:
-            observed = next((a for a in report.artifacts if a.kind == kind), None)
-            if observed is None or not kept.matches(
-                observed.algorithm, observed.bytes, observed.digest
-            ):
-                report = with_modified(
-                    report,
-                    kind,
-                    f"{kind}: {path} is not the file that was verified (changed after the check)",
-                )
+        observed = next((a for a in report.artifacts if a.kind == kind), None)
+        # Absent at the check and at the copy (a legacy run's tool events kept only in
+        # the shared file): nothing was judged and nothing is read, so nothing differs.
+        absent = not kept.read and (observed is None or observed.bytes is None)
+        if (
+            report.complete
+            and not absent
+            and (
+                observed is None
+                or not kept.matches(observed.algorithm, observed.bytes, observed.digest)
+            )
+        ):
+            report = with_modified(
+                report,
+                kind,
+                f"{kind}: {path} is not the file that was verified (changed after the check)",
+            )
         kept.file.seek(0)
     except BaseException:
         kept.close()
