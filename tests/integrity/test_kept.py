@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -162,3 +165,42 @@ def test_a_legacy_transcript_copy_is_checked_against_its_sha256_sidecar(tmp_path
     with kept:
         assert report.complete
         assert kept.file.read() == path.read_bytes()
+
+
+_COPY_IN_A_CHILD = """
+import resource, signal, sys
+from agc.errors import StoreError
+from agc.integrity._kept import check_run_kept
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+try:
+    report, kept = check_run_kept("r1", sys.argv[1], spool_bytes=1024)
+except StoreError as exc:
+    print("StoreError", exc.exit_code, exc.message)
+except BaseException as exc:
+    print("unexpected", type(exc).__name__, exc)
+else:
+    print("ok", report.complete, kept.size)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs POSIX file-size limits")
+@pytest.mark.parametrize("short_by", [20_000, 100, 1])
+def test_a_temporary_folder_that_fills_at_any_byte_is_exit_3(tmp_path: Path, short_by: int) -> None:
+    # A file-size limit makes the temporary folder "full" at an exact byte, for real
+    # (EFBIG, as ENOSPC): the last bytes of the copy are still buffered when it fills,
+    # so the failure shows when the copy is read back or closed, not while writing.
+    store = tmp_path / "store"
+    write_run(store, transcript=[{"text": "x" * 1000} for _ in range(100)])
+    size = (store / "audit" / "transcripts" / "r1.jsonl").stat().st_size
+    (tmp_path / "tmp").mkdir()
+    child = subprocess.run(
+        [sys.executable, "-B", "-c", _COPY_IN_A_CHILD, str(store), str(size - short_by)],
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = child.stdout + child.stderr
+    assert child.stdout.startswith("StoreError 3 cannot keep a copy of "), output

@@ -18,6 +18,7 @@ memory. The object-store check keeps its copy in the same class
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -88,12 +89,27 @@ class KeptArtifact:
         try:
             self.file.write(chunk)
         except OSError as exc:
-            raise StoreError(
-                f"cannot keep a copy of {self.url} in {tempfile.gettempdir()}: "
-                f"{describe_os_error(exc)}",
-                hint="Free disk space there, or set TMPDIR to a folder with room.",
-            ) from exc
+            raise self._failed(exc) from exc
         self.size += len(chunk)
+
+    def rewind(self) -> None:
+        """Put the copy at its start. The last chunk written may still be buffered,
+        so this is where a full temporary folder can show.
+
+        Raises:
+            StoreError: the copy cannot be written or read back (exit 3).
+        """
+        try:
+            self.file.seek(0)
+        except OSError as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: OSError) -> StoreError:
+        return StoreError(
+            f"cannot keep a copy of {self.url} in {tempfile.gettempdir()}: "
+            f"{describe_os_error(exc)}",
+            hint="Free disk space there, or set TMPDIR to a folder with room.",
+        )
 
     def matches(self, algorithm: str | None, size: int | None, digest: str | None) -> bool:
         """Hash the copy again and compare it with ``size`` bytes of ``digest`` (in
@@ -101,9 +117,9 @@ class KeptArtifact:
         the copy at its start.
 
         Raises:
-            OSError: the copy cannot be read back.
+            StoreError: the copy cannot be written or read back (exit 3).
         """
-        self.file.seek(0)
+        self.rewind()
         if not self._read or size is None or not digest:
             return False
         try:
@@ -111,21 +127,28 @@ class KeptArtifact:
         except UsageError:  # not an algorithm agc knows: nothing to compare with
             return False
         total = 0
-        while chunk := self.file.read(_CHUNK):
-            hasher.update(chunk)
-            total += len(chunk)
-        self.file.seek(0)
+        try:
+            while chunk := self.file.read(_CHUNK):
+                hasher.update(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise self._failed(exc) from exc
+        self.rewind()
         return total == size and digests_equal(digest, hasher.hexdigest())
 
     def matches_seal(self) -> bool:
         """:meth:`matches` against :attr:`seal`; ``False`` without a seal."""
         if self.seal is None:
-            self.file.seek(0)
+            self.rewind()
             return False
         return self.matches(self.seal.algorithm, self.seal.bytes, self.seal.digest)
 
     def close(self) -> None:
-        self.file.close()
+        """Drop the copy. Never raises: a tail still buffered when the temporary folder
+        is full fails to flush here, and the copy is discarded anyway (the descriptor is
+        closed all the same); the error that stopped the copy is the one to report."""
+        with contextlib.suppress(OSError):
+            self.file.close()
 
     def __enter__(self) -> KeptArtifact:
         return self
@@ -188,7 +211,7 @@ def check_run_kept(
                 kind,
                 f"{kind}: {path} is not the file that was verified (changed after the check)",
             )
-        kept.file.seek(0)
+        kept.rewind()
     except BaseException:
         kept.close()
         raise

@@ -52,7 +52,7 @@ def check_object_run_kept(
                 f"{kind}: the copy read from {kept.url} does not match its seal "
                 "on this host (changed after it was read)",
             )
-        kept.file.seek(0)
+        kept.rewind()
     except BaseException:
         kept.close()
         raise
