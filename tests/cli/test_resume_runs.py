@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from agc._core import objstore
 from agc._core.objstore import ObjectStore
-from agc._core.store import StoreLayout
+from agc._core.store import ArtifactKind, StoreLayout
 from agc.cli import evidence as evidence_module
 from agc.cli import resume as resume_module
 from agc.cli.app import main
@@ -673,6 +673,34 @@ def test_an_s3_run_changed_after_recording_is_refused_as_in_a_folder(
     folder = _resume(["r1", "--store", str(store), "--check", "--insecure-skip-verify"], capsys)
     assert insecure[0] == folder[0]  # records used as they are, or none to use (exit 2)
     assert insecure[1] == folder[1]
+
+
+def _legacy_records(data: bytes) -> bytes:
+    """``data``'s lines as records of a legacy store (no manifest): what agc export undoes."""
+    lines = data.splitlines()
+    return b"".join(
+        _line({"line": n, "payload": json.loads(line)}).encode() + b"\n"
+        for n, line in enumerate(lines, 1)
+    )
+
+
+def test_a_legacy_s3_run_resumes_as_agc_verify_judges_it(
+    s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run with digest-only SHA-256 sidecars and no manifest, not in the store chain:
+    # agc-verify says complete (exit 0), so agc resume --check checks its history.
+    legacy: dict[ArtifactKind, bytes] = {
+        "transcript": _legacy_records(_rollout(answered=True)),
+        "tool-events": b"",
+    }
+    for kind, body in legacy.items():
+        path = artifact_path("r1", kind)
+        _put(s3_store, path, body)
+        _put(s3_store, path + ".sha256", hashlib.sha256(body).hexdigest().encode())
+    assert check_run("r1", s3_store).complete
+    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    assert (code, "changed after it was read" in err) == (0, False)
+    assert "valid" in out
 
 
 def _evil_objects(tmp_path: Path, s3_server: S3Server) -> dict[str, bytes]:
