@@ -238,6 +238,22 @@ def test_export_of_tool_events_a_verified_legacy_run_lacks_is_not_found_not_tamp
     assert capsys.readouterr().out == '{"a":1}\n'
 
 
+@pytest.mark.parametrize("command", ["resume", "export"])
+def test_a_folder_in_place_of_the_transcript_is_refused_not_an_internal_error(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    _import(tmp_path, store, _rollout(answered=True))
+    path = StoreLayout(store).artifact_path("r1", "transcript")
+    path.unlink()
+    path.mkdir()
+    check = ["--check"] if command == "resume" else []
+    assert main([command, "r1", "--store", str(store), *check]) == 1  # as agc-verify r1
+    assert "transcript is not a regular file" in capsys.readouterr().err
+    insecure = [command, "r1", "--store", str(store), *check, "--insecure-skip-verify"]
+    assert main(insecure) == 2  # no transcript file to use
+    assert "Traceback" not in capsys.readouterr().err
+
+
 # --- a file swapped between the check and the read ------------------------------------
 
 

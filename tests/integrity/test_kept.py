@@ -204,3 +204,21 @@ def test_a_temporary_folder_that_fills_at_any_byte_is_exit_3(tmp_path: Path, sho
     )
     output = child.stdout + child.stderr
     assert child.stdout.startswith("StoreError 3 cannot keep a copy of "), output
+
+
+@pytest.mark.parametrize("thing", ["folder", "fifo"])
+def test_a_folder_or_fifo_in_place_of_the_transcript_is_a_verdict_never_read(
+    tmp_path: Path, thing: str
+) -> None:
+    write_run(tmp_path)
+    path = StoreLayout(tmp_path).artifact_path("r1", "transcript")
+    path.unlink()
+    if thing == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)  # opened without blocking: no writer is waited for
+    report, kept = check_run_kept("r1", tmp_path)
+    with kept:
+        assert report.to_dict() == check_run("r1", tmp_path).to_dict()
+        assert "not-regular-file" in {f.code for f in report.findings}
+        assert not kept.read

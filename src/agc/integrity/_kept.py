@@ -227,9 +227,15 @@ def _copy_file(path: Path, kept: KeptArtifact) -> None:
         return
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
+    if not regular:  # a folder, a FIFO, a device: judged by the check, never read
+        os.close(fd)  # (a folder's descriptor cannot even be wrapped in a file object)
+        return
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
         kept.begin()
         try:
             while chunk := handle.read(_CHUNK):
