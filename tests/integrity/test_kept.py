@@ -222,3 +222,12 @@ def test_a_folder_or_fifo_in_place_of_the_transcript_is_a_verdict_never_read(
         assert report.to_dict() == check_run("r1", tmp_path).to_dict()
         assert "not-regular-file" in {f.code for f in report.findings}
         assert not kept.read
+
+
+def test_a_spool_of_zero_bytes_keeps_every_copy_in_a_temporary_file(tmp_path: Path) -> None:
+    # "In memory up to spool_bytes": zero is none at all, never "no limit".
+    write_run(tmp_path, transcript=[{"text": "x" * 100} for _ in range(50)])
+    report, kept = check_run_kept("r1", tmp_path, spool_bytes=0)
+    with kept:
+        assert report.complete
+        assert kept.file._rolled  # type: ignore[attr-defined]  # SpooledTemporaryFile's state

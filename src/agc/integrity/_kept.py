@@ -69,7 +69,9 @@ class KeptArtifact:
     _read: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.file = tempfile.SpooledTemporaryFile(max_size=self.spool_bytes, mode="w+b")  # noqa: SIM115 - closed by close()
+        # SpooledTemporaryFile reads max_size=0 as "never move to a file": at least one
+        # byte, so spool_bytes=0 means every copy goes to a temporary file.
+        self.file = tempfile.SpooledTemporaryFile(max_size=max(self.spool_bytes, 1), mode="w+b")  # noqa: SIM115 - closed by close()
 
     @property
     def read(self) -> bool:
