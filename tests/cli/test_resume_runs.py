@@ -914,3 +914,120 @@ def test_a_name_that_is_a_file_and_an_s3_run_is_ambiguous(
     code, _, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
     assert code == 2
     assert "'r1' is ambiguous: it is both the file ./r1 and run r1 in the store" in err
+
+
+# --- differential: agc resume RUN / agc export RUN judge as agc-verify RUN does ------------
+
+
+def _tamper(layout: StoreLayout, how: str, position: int, other: str) -> None:
+    """One change of a writer of the store to run r1 (``other``: another sealed run)."""
+    transcript = layout.artifact_path("r1", "transcript")
+    sidecars = list(transcript.parent.glob("r1.jsonl.*"))
+    data = transcript.read_bytes()
+    index = position % max(len(data), 1)
+    if how == "flip":
+        transcript.write_bytes(data[:index] + bytes([data[index] ^ 0x20]) + data[index + 1 :])
+    elif how == "truncate":
+        transcript.write_bytes(data[:index])
+    elif how == "append":
+        transcript.write_bytes(data + data[: index + 1])
+    elif how == "empty":
+        transcript.write_bytes(b"")
+    elif how == "delete":
+        transcript.unlink()
+    elif how == "sidecar-gone":
+        for sidecar in sidecars:
+            sidecar.unlink()
+    elif how == "manifest-gone":
+        layout.manifest_path("r1").unlink()
+    elif how == "symlink-to-other":
+        transcript.unlink()
+        transcript.symlink_to(layout.artifact_path(other, "transcript"))
+    elif how == "hard-link-to-other":
+        transcript.unlink()
+        os.link(layout.artifact_path(other, "transcript"), transcript)
+    elif how in {"other-run-swapped-in", "other-run-files-only"}:
+        # Another run's transcript and sidecar (and its manifest): is the run id bound?
+        source = layout.artifact_path(other, "transcript")
+        transcript.write_bytes(source.read_bytes())
+        for sidecar in sidecars:
+            sidecar.write_bytes(source.with_name(f"{other}.jsonl{sidecar.suffix}").read_bytes())
+        if how == "other-run-swapped-in":
+            layout.manifest_path("r1").write_bytes(layout.manifest_path(other).read_bytes())
+    elif how == "folder":
+        transcript.unlink()
+        transcript.mkdir()
+
+
+_TAMPERINGS = (
+    "none",
+    "flip",
+    "truncate",
+    "append",
+    "empty",
+    "delete",
+    "sidecar-gone",
+    "manifest-gone",
+    "symlink-to-other",
+    "hard-link-to-other",
+    "other-run-swapped-in",
+    "other-run-files-only",
+    "folder",
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    data=_transcripts(),
+    other=_transcripts(),
+    algorithm=st.sampled_from(["blake3", "sha256"]),
+    how=st.sampled_from(_TAMPERINGS),
+    position=st.integers(min_value=0),
+)
+def test_resume_and_export_judge_a_tampered_run_as_agc_verify_does(
+    data: bytes,
+    other: bytes,
+    algorithm: str,
+    how: str,
+    position: int,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agc.cli.verify_main import main as verify_main  # noqa: PLC0415 - its own entry point
+
+    root = tmp_path_factory.mktemp("differential")
+    store = root / "store"
+    for run_id, body in (("r1", data), ("r2", other)):
+        source = root / f"{run_id}.jsonl"
+        source.write_bytes(body)
+        args = ["import", str(source), "--run-id", run_id, "--store", str(store)]
+        assert main([*args, "--algorithm", algorithm]) == 0
+    untouched = _resume(["r1", "--store", str(store), "--check", "--json"], capsys)
+    _tamper(StoreLayout(store), how, position, "r2")
+    capsys.readouterr()
+    verified = verify_main(["r1", "--store", str(store)])
+    checked = _resume(["r1", "--store", str(store), "--check", "--json"], capsys)
+    out = root / "exported.jsonl"
+    exported = main(["export", "r1", "--store", str(store), "--out", str(out)])
+    assert verified in {0, 1}
+    if verified == 1:
+        assert (checked[0], exported) == (1, 1)
+        assert not out.exists()
+    else:
+        assert checked == untouched
+        assert exported == 0
+        assert out.read_bytes() == _as_exported(data)
+
+
+def _as_exported(data: bytes) -> bytes:
+    """The file agc export gives back for an imported ``data``: the same bytes, except
+    the documented limit that a last line that is not JSON at all comes back without a
+    line break (the record cannot tell it from a line a crash cut off)."""
+    last = data.rstrip(b"\n").rpartition(b"\n")[2]
+    try:
+        json.loads(last)
+    except ValueError:
+        return data.removesuffix(b"\n")
+    return data
