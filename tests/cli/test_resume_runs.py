@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from agc._core import objstore
 from agc._core.objstore import ObjectStore
-from agc._core.store import StoreLayout
+from agc._core.store import ArtifactKind, StoreLayout
 from agc.cli import evidence as evidence_module
 from agc.cli import resume as resume_module
 from agc.cli.app import main
@@ -216,6 +217,43 @@ def test_export_refuses_a_tampered_run(
     out = tmp_path / "back.jsonl"
     assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 1
     assert not out.exists()
+
+
+def test_export_of_tool_events_a_verified_legacy_run_lacks_is_not_found_not_tampered(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A legacy run whose tool events are only in the shared file verifies (agc-verify
+    # exit 0): its own tool-events file is not there, and nothing changed after the check.
+    layout = StoreLayout(store)
+    path = layout.artifact_path("r1", "transcript")
+    path.parent.mkdir(parents=True)
+    data = b'{"line":1,"payload":{"a":1}}\n'
+    path.write_bytes(data)
+    path.with_name("r1.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    layout.legacy_tool_events_path.write_text('{"run_id":"r1","tool":"x"}\n')
+    assert check_run("r1", store).complete
+    assert main(["export", "r1", "--store", str(store), "--kind", "tool-events"]) == 2
+    err = capsys.readouterr().err
+    assert "has no tool-events file" in err
+    assert "changed after the check" not in err
+    assert main(["export", "r1", "--store", str(store)]) == 0
+    assert capsys.readouterr().out == '{"a":1}\n'
+
+
+@pytest.mark.parametrize("command", ["resume", "export"])
+def test_a_folder_in_place_of_the_transcript_is_refused_not_an_internal_error(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    _import(tmp_path, store, _rollout(answered=True))
+    path = StoreLayout(store).artifact_path("r1", "transcript")
+    path.unlink()
+    path.mkdir()
+    check = ["--check"] if command == "resume" else []
+    assert main([command, "r1", "--store", str(store), *check]) == 1  # as agc-verify r1
+    assert "transcript is not a regular file" in capsys.readouterr().err
+    insecure = [command, "r1", "--store", str(store), *check, "--insecure-skip-verify"]
+    assert main(insecure) == 2  # no transcript file to use
+    assert "Traceback" not in capsys.readouterr().err
 
 
 # --- a file swapped between the check and the read ------------------------------------
@@ -655,6 +693,34 @@ def test_an_s3_run_changed_after_recording_is_refused_as_in_a_folder(
     assert insecure[1] == folder[1]
 
 
+def _legacy_records(data: bytes) -> bytes:
+    """``data``'s lines as records of a legacy store (no manifest): what agc export undoes."""
+    lines = data.splitlines()
+    return b"".join(
+        _line({"line": n, "payload": json.loads(line)}).encode() + b"\n"
+        for n, line in enumerate(lines, 1)
+    )
+
+
+def test_a_legacy_s3_run_resumes_as_agc_verify_judges_it(
+    s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run with digest-only SHA-256 sidecars and no manifest, not in the store chain:
+    # agc-verify says complete (exit 0), so agc resume --check checks its history.
+    legacy: dict[ArtifactKind, bytes] = {
+        "transcript": _legacy_records(_rollout(answered=True)),
+        "tool-events": b"",
+    }
+    for kind, body in legacy.items():
+        path = artifact_path("r1", kind)
+        _put(s3_store, path, body)
+        _put(s3_store, path + ".sha256", hashlib.sha256(body).hexdigest().encode())
+    assert check_run("r1", s3_store).complete
+    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    assert (code, "changed after it was read" in err) == (0, False)
+    assert "valid" in out
+
+
 def _evil_objects(tmp_path: Path, s3_server: S3Server) -> dict[str, bytes]:
     """The transcript, sidecar and manifest of another run r1 (every call answered),
     recorded in another bucket: what an attacker who can write the bucket swaps in."""
@@ -897,3 +963,120 @@ def test_export_to_a_reader_gone_keeps_its_exit_code(
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+# --- differential: agc resume RUN / agc export RUN judge as agc-verify RUN does ------------
+
+
+def _tamper(layout: StoreLayout, how: str, position: int, other: str) -> None:
+    """One change of a writer of the store to run r1 (``other``: another sealed run)."""
+    transcript = layout.artifact_path("r1", "transcript")
+    sidecars = list(transcript.parent.glob("r1.jsonl.*"))
+    data = transcript.read_bytes()
+    index = position % max(len(data), 1)
+    if how == "flip":
+        transcript.write_bytes(data[:index] + bytes([data[index] ^ 0x20]) + data[index + 1 :])
+    elif how == "truncate":
+        transcript.write_bytes(data[:index])
+    elif how == "append":
+        transcript.write_bytes(data + data[: index + 1])
+    elif how == "empty":
+        transcript.write_bytes(b"")
+    elif how == "delete":
+        transcript.unlink()
+    elif how == "sidecar-gone":
+        for sidecar in sidecars:
+            sidecar.unlink()
+    elif how == "manifest-gone":
+        layout.manifest_path("r1").unlink()
+    elif how == "symlink-to-other":
+        transcript.unlink()
+        transcript.symlink_to(layout.artifact_path(other, "transcript"))
+    elif how == "hard-link-to-other":
+        transcript.unlink()
+        os.link(layout.artifact_path(other, "transcript"), transcript)
+    elif how in {"other-run-swapped-in", "other-run-files-only"}:
+        # Another run's transcript and sidecar (and its manifest): is the run id bound?
+        source = layout.artifact_path(other, "transcript")
+        transcript.write_bytes(source.read_bytes())
+        for sidecar in sidecars:
+            sidecar.write_bytes(source.with_name(f"{other}.jsonl{sidecar.suffix}").read_bytes())
+        if how == "other-run-swapped-in":
+            layout.manifest_path("r1").write_bytes(layout.manifest_path(other).read_bytes())
+    elif how == "folder":
+        transcript.unlink()
+        transcript.mkdir()
+
+
+_TAMPERINGS = (
+    "none",
+    "flip",
+    "truncate",
+    "append",
+    "empty",
+    "delete",
+    "sidecar-gone",
+    "manifest-gone",
+    "symlink-to-other",
+    "hard-link-to-other",
+    "other-run-swapped-in",
+    "other-run-files-only",
+    "folder",
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    data=_transcripts(),
+    other=_transcripts(),
+    algorithm=st.sampled_from(["blake3", "sha256"]),
+    how=st.sampled_from(_TAMPERINGS),
+    position=st.integers(min_value=0),
+)
+def test_resume_and_export_judge_a_tampered_run_as_agc_verify_does(
+    data: bytes,
+    other: bytes,
+    algorithm: str,
+    how: str,
+    position: int,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agc.cli.verify_main import main as verify_main  # noqa: PLC0415 - its own entry point
+
+    root = tmp_path_factory.mktemp("differential")
+    store = root / "store"
+    for run_id, body in (("r1", data), ("r2", other)):
+        source = root / f"{run_id}.jsonl"
+        source.write_bytes(body)
+        args = ["import", str(source), "--run-id", run_id, "--store", str(store)]
+        assert main([*args, "--algorithm", algorithm]) == 0
+    untouched = _resume(["r1", "--store", str(store), "--check", "--json"], capsys)
+    _tamper(StoreLayout(store), how, position, "r2")
+    capsys.readouterr()
+    verified = verify_main(["r1", "--store", str(store)])
+    checked = _resume(["r1", "--store", str(store), "--check", "--json"], capsys)
+    out = root / "exported.jsonl"
+    exported = main(["export", "r1", "--store", str(store), "--out", str(out)])
+    assert verified in {0, 1}
+    if verified == 1:
+        assert (checked[0], exported) == (1, 1)
+        assert not out.exists()
+    else:
+        assert checked == untouched
+        assert exported == 0
+        assert out.read_bytes() == _as_exported(data)
+
+
+def _as_exported(data: bytes) -> bytes:
+    """The file agc export gives back for an imported ``data``: the same bytes, except
+    the documented limit that a last line that is not JSON at all comes back without a
+    line break (the record cannot tell it from a line a crash cut off)."""
+    last = data.rstrip(b"\n").rpartition(b"\n")[2]
+    try:
+        json.loads(last)
+    except ValueError:
+        return data.removesuffix(b"\n")
+    return data

@@ -3,7 +3,11 @@ verification judged."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.integrity import _kept as kept_module
 from agc.integrity._kept import KeptArtifact, check_run_kept
@@ -44,7 +49,14 @@ def _edit(store: Path, edit: str, position: int) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    records=st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=20)), min_size=1),
+    records=st.lists(
+        # "seq" and "ts" are the writer's own keys: a record holding one is refused.
+        st.dictionaries(
+            st.text(max_size=5).filter(lambda key: key not in {"seq", "ts"}),
+            st.text(max_size=20),
+        ),
+        min_size=1,
+    ),
     edit=st.sampled_from(_EDITS),
     position=st.integers(min_value=0),
 )
@@ -121,3 +133,101 @@ def test_a_copy_that_cannot_be_written_is_exit_3_not_a_verdict() -> None:
         kept.write(b"x")
     assert caught.value.exit_code == 3
     assert "TMPDIR" in (caught.value.hint or "")
+
+
+def _legacy_run_with_shared_tool_events(store: Path) -> None:
+    """A legacy run (digest-only .sha256 sidecar, no manifest) whose tool events are
+    only in the shared ``audit/tool-events.jsonl``: it verifies, with no own file."""
+    layout = StoreLayout(store)
+    path = layout.artifact_path("r1", "transcript")
+    path.parent.mkdir(parents=True)
+    data = b'{"line":1,"payload":{"a":1}}\n'
+    path.write_bytes(data)
+    path.with_name("r1.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    layout.legacy_tool_events_path.write_text('{"run_id":"r1","tool":"x"}\n')
+
+
+def test_an_artifact_absent_at_the_check_and_the_copy_keeps_the_verdict(tmp_path: Path) -> None:
+    # Nothing was judged and nothing read: no "changed after the check" on a store that
+    # nobody touched (agc export --kind tool-events then says the file is not there).
+    _legacy_run_with_shared_tool_events(tmp_path)
+    report, kept = check_run_kept("r1", tmp_path, kind="tool-events")
+    with kept:
+        assert report.complete
+        assert report.to_dict() == check_run("r1", tmp_path).to_dict()
+        assert not kept.read
+
+
+def test_a_legacy_transcript_copy_is_checked_against_its_sha256_sidecar(tmp_path: Path) -> None:
+    _legacy_run_with_shared_tool_events(tmp_path)
+    path = StoreLayout(tmp_path).artifact_path("r1", "transcript")
+    report, kept = check_run_kept("r1", tmp_path)
+    with kept:
+        assert report.complete
+        assert kept.file.read() == path.read_bytes()
+
+
+_COPY_IN_A_CHILD = """
+import resource, signal, sys
+from agc.errors import StoreError
+from agc.integrity._kept import check_run_kept
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+try:
+    report, kept = check_run_kept("r1", sys.argv[1], spool_bytes=1024)
+except StoreError as exc:
+    print("StoreError", exc.exit_code, exc.message)
+except BaseException as exc:
+    print("unexpected", type(exc).__name__, exc)
+else:
+    print("ok", report.complete, kept.size)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs POSIX file-size limits")
+@pytest.mark.parametrize("short_by", [20_000, 100, 1])
+def test_a_temporary_folder_that_fills_at_any_byte_is_exit_3(tmp_path: Path, short_by: int) -> None:
+    # A file-size limit makes the temporary folder "full" at an exact byte, for real
+    # (EFBIG, as ENOSPC): the last bytes of the copy are still buffered when it fills,
+    # so the failure shows when the copy is read back or closed, not while writing.
+    store = tmp_path / "store"
+    write_run(store, transcript=[{"text": "x" * 1000} for _ in range(100)])
+    size = (store / "audit" / "transcripts" / "r1.jsonl").stat().st_size
+    (tmp_path / "tmp").mkdir()
+    child = subprocess.run(
+        [sys.executable, "-B", "-c", _COPY_IN_A_CHILD, str(store), str(size - short_by)],
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = child.stdout + child.stderr
+    assert child.stdout.startswith("StoreError 3 cannot keep a copy of "), output
+
+
+@pytest.mark.parametrize("thing", ["folder", "fifo"])
+def test_a_folder_or_fifo_in_place_of_the_transcript_is_a_verdict_never_read(
+    tmp_path: Path, thing: str
+) -> None:
+    write_run(tmp_path)
+    path = StoreLayout(tmp_path).artifact_path("r1", "transcript")
+    path.unlink()
+    if thing == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)  # opened without blocking: no writer is waited for
+    report, kept = check_run_kept("r1", tmp_path)
+    with kept:
+        assert report.to_dict() == check_run("r1", tmp_path).to_dict()
+        assert "not-regular-file" in {f.code for f in report.findings}
+        assert not kept.read
+
+
+def test_a_spool_of_zero_bytes_keeps_every_copy_in_a_temporary_file(tmp_path: Path) -> None:
+    # "In memory up to spool_bytes": zero is none at all, never "no limit".
+    write_run(tmp_path, transcript=[{"text": "x" * 100} for _ in range(50)])
+    report, kept = check_run_kept("r1", tmp_path, spool_bytes=0)
+    with kept:
+        assert report.complete
+        assert kept.file._rolled  # type: ignore[attr-defined]  # SpooledTemporaryFile's state

@@ -4,6 +4,7 @@ transcript kept from the same read, on a real S3 implementation on loopback (mot
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import tempfile
 import tracemalloc
@@ -14,9 +15,11 @@ import pytest
 from agc._core.objstore import ObjectStore
 from agc.errors import StoreError
 from agc.integrity._ingest import ingest_stream
-from agc.integrity._s3 import artifact_path
+from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_export import KeptArtifact, check_object_run_kept
 from agc.integrity._verify import check_run
+from tests.s3fixtures import new_bucket
+from tests.s3server import S3Server
 
 TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"d\xc3\xa9j\xc3\xa0"}\n'
 TRANSCRIPT_KEY = artifact_path("r1", "transcript")
@@ -135,3 +138,58 @@ def test_a_full_temporary_folder_is_a_store_error(
         check_object_run_kept(s3_store, "r1")
     assert caught.value.exit_code == 3
     assert "TMPDIR" in caught.value.hint
+
+
+_LEGACY_LINE = b'{"line":1,"payload":{"type":"thread.started"}}\n'
+
+
+def _put_legacy(store: ObjectStore, kind: Any, data: bytes) -> None:
+    """An artifact with a legacy digest-only SHA-256 sidecar (no manifest)."""
+    path = artifact_path("r1", kind)
+    for key, body in ((path, data), (path + ".sha256", hashlib.sha256(data).hexdigest().encode())):
+        store.client.put_object(Bucket=store.bucket, Key=store.key(key), Body=body)
+
+
+def _purge(store: ObjectStore, path: str) -> None:
+    """Every version of one key, gone for good (a bucket without Object Lock allows it)."""
+    key = store.key(path)
+    listed = store.client.list_object_versions(Bucket=store.bucket, Prefix=key)
+    for version in (*listed.get("Versions", []), *listed.get("DeleteMarkers", [])):
+        if version["Key"] == key:
+            store.client.delete_object(Bucket=store.bucket, Key=key, VersionId=version["VersionId"])
+
+
+def test_a_legacy_run_is_judged_by_its_sidecar_as_agc_verify_judges_it(
+    s3_store: ObjectStore,
+) -> None:
+    # No manifest, digest-only sidecars, not in the store chain: agc-verify calls it
+    # complete, and the copy is the bytes it hashed (not "changed after it was read").
+    _put_legacy(s3_store, "transcript", _LEGACY_LINE)
+    _put_legacy(s3_store, "tool-events", b"")
+    report, kept = check_object_run_kept(s3_store, "r1")
+    with kept:
+        assert report.to_dict() == check_run("r1", s3_store).to_dict()
+        assert report.complete
+        assert kept.file.read() == _LEGACY_LINE
+
+
+def test_a_recorded_run_rewritten_as_legacy_is_refused(
+    s3_server: S3Server, s3_env_vars: Any
+) -> None:
+    # Whoever may write a bucket without Object Lock purges a recorded run's manifest,
+    # sidecars and versions and writes other bytes with legacy sidecars: the chain still
+    # links the run, so it had a manifest (manifest-missing, as in a folder store).
+    store = ObjectStore.parse(f"s3://{new_bucket(s3_server, object_lock=False)}/team/evidence")
+    _record(store)
+    events = _object(store, artifact_path("r1", "tool-events"))
+    for kind in ("transcript", "tool-events"):
+        for suffix in ("", ".b3"):
+            _purge(store, artifact_path("r1", kind) + suffix)
+    _purge(store, manifest_path("r1"))
+    _put_legacy(store, "transcript", _LEGACY_LINE)
+    _put_legacy(store, "tool-events", events)
+    assert "manifest-missing" in _codes(check_run("r1", store))
+    report, kept = check_object_run_kept(store, "r1")
+    with kept:
+        assert not report.complete
+        assert "manifest-missing" in _codes(report)

@@ -18,6 +18,7 @@ memory. The object-store check keeps its copy in the same class
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -68,7 +69,9 @@ class KeptArtifact:
     _read: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.file = tempfile.SpooledTemporaryFile(max_size=self.spool_bytes, mode="w+b")  # noqa: SIM115 - closed by close()
+        # SpooledTemporaryFile reads max_size=0 as "never move to a file": at least one
+        # byte, so spool_bytes=0 means every copy goes to a temporary file.
+        self.file = tempfile.SpooledTemporaryFile(max_size=max(self.spool_bytes, 1), mode="w+b")  # noqa: SIM115 - closed by close()
 
     @property
     def read(self) -> bool:
@@ -88,12 +91,27 @@ class KeptArtifact:
         try:
             self.file.write(chunk)
         except OSError as exc:
-            raise StoreError(
-                f"cannot keep a copy of {self.url} in {tempfile.gettempdir()}: "
-                f"{describe_os_error(exc)}",
-                hint="Free disk space there, or set TMPDIR to a folder with room.",
-            ) from exc
+            raise self._failed(exc) from exc
         self.size += len(chunk)
+
+    def rewind(self) -> None:
+        """Put the copy at its start. The last chunk written may still be buffered,
+        so this is where a full temporary folder can show.
+
+        Raises:
+            StoreError: the copy cannot be written or read back (exit 3).
+        """
+        try:
+            self.file.seek(0)
+        except OSError as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: OSError) -> StoreError:
+        return StoreError(
+            f"cannot keep a copy of {self.url} in {tempfile.gettempdir()}: "
+            f"{describe_os_error(exc)}",
+            hint="Free disk space there, or set TMPDIR to a folder with room.",
+        )
 
     def matches(self, algorithm: str | None, size: int | None, digest: str | None) -> bool:
         """Hash the copy again and compare it with ``size`` bytes of ``digest`` (in
@@ -101,9 +119,9 @@ class KeptArtifact:
         the copy at its start.
 
         Raises:
-            OSError: the copy cannot be read back.
+            StoreError: the copy cannot be written or read back (exit 3).
         """
-        self.file.seek(0)
+        self.rewind()
         if not self._read or size is None or not digest:
             return False
         try:
@@ -111,21 +129,28 @@ class KeptArtifact:
         except UsageError:  # not an algorithm agc knows: nothing to compare with
             return False
         total = 0
-        while chunk := self.file.read(_CHUNK):
-            hasher.update(chunk)
-            total += len(chunk)
-        self.file.seek(0)
+        try:
+            while chunk := self.file.read(_CHUNK):
+                hasher.update(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise self._failed(exc) from exc
+        self.rewind()
         return total == size and digests_equal(digest, hasher.hexdigest())
 
     def matches_seal(self) -> bool:
         """:meth:`matches` against :attr:`seal`; ``False`` without a seal."""
         if self.seal is None:
-            self.file.seek(0)
+            self.rewind()
             return False
         return self.matches(self.seal.algorithm, self.seal.bytes, self.seal.digest)
 
     def close(self) -> None:
-        self.file.close()
+        """Drop the copy. Never raises: a tail still buffered when the temporary folder
+        is full fails to flush here, and the copy is discarded anyway (the descriptor is
+        closed all the same); the error that stopped the copy is the one to report."""
+        with contextlib.suppress(OSError):
+            self.file.close()
 
     def __enter__(self) -> KeptArtifact:
         return self
@@ -171,17 +196,24 @@ def check_run_kept(
     kept = KeptArtifact(kind, str(path), spool_bytes)
     try:
         _copy_file(path, kept)
-        if report.complete:
-            observed = next((a for a in report.artifacts if a.kind == kind), None)
-            if observed is None or not kept.matches(
-                observed.algorithm, observed.bytes, observed.digest
-            ):
-                report = with_modified(
-                    report,
-                    kind,
-                    f"{kind}: {path} is not the file that was verified (changed after the check)",
-                )
-        kept.file.seek(0)
+        observed = next((a for a in report.artifacts if a.kind == kind), None)
+        # Absent at the check and at the copy (a legacy run's tool events kept only in
+        # the shared file): nothing was judged and nothing is read, so nothing differs.
+        absent = not kept.read and (observed is None or observed.bytes is None)
+        if (
+            report.complete
+            and not absent
+            and (
+                observed is None
+                or not kept.matches(observed.algorithm, observed.bytes, observed.digest)
+            )
+        ):
+            report = with_modified(
+                report,
+                kind,
+                f"{kind}: {path} is not the file that was verified (changed after the check)",
+            )
+        kept.rewind()
     except BaseException:
         kept.close()
         raise
@@ -197,9 +229,15 @@ def _copy_file(path: Path, kept: KeptArtifact) -> None:
         return
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
+    if not regular:  # a folder, a FIFO, a device: judged by the check, never read
+        os.close(fd)  # (a folder's descriptor cannot even be wrapped in a file object)
+        return
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
         kept.begin()
         try:
             while chunk := handle.read(_CHUNK):

@@ -413,6 +413,15 @@ def check_object_run(
                 records=obs.records,
             )
         )
+    if manifest is None and not findings and _downgraded(store, run_id, observations[0]):
+        findings.insert(
+            0,
+            Finding(
+                "manifest-missing",
+                "run manifest missing (the store chain links this run)",
+                artifact="manifest",
+            ),
+        )
     has_sidecar = any(
         isinstance(s, Sidecar) and not s.legacy for o in observations for s in o.sidecars.values()
     )
@@ -440,6 +449,40 @@ def check_object_run(
         signature=status,
         key_id=key_id,
     )
+
+
+def _downgraded(store: ObjectStore, run_id: str, transcript: ArtifactObservation) -> bool:
+    """Whether a run without a manifest that would be read as legacy (its transcript's
+    only sidecar a digest-only SHA-256 one) is one the store chain links: a chained run
+    had a manifest, so its manifest was removed and its sidecars rewritten in the legacy
+    format (as a folder store judges it). A link or head that cannot be read counts as
+    linking it: a store with a damaged chain is not a legacy store.
+
+    Raises:
+        StoreError: the store cannot be listed or read (exit 3).
+    """
+    sidecar = transcript.sidecars.get("sha256")
+    if not (
+        isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
+    ):
+        return False
+    for path in (*sorted(store.list_paths(CHAIN_DIR)), HEAD_PATH):
+        with store.open(path) as found:
+            if found is None:
+                continue
+            chunks, info = found
+            if info.size > MAX_MANIFEST_BYTES:
+                return True
+            data = b"".join(chunks)
+        if path == HEAD_PATH:
+            try:
+                return RemoteHead.from_bytes(data).run_id == run_id
+            except (ValueError, UnicodeDecodeError):
+                return True
+        entry = _parse_link(data)
+        if entry is None or entry.run_id == run_id:
+            return True
+    return False
 
 
 def list_run_versions(store: ObjectStore, run_id: str) -> list[ObjectVersion]:
