@@ -7,6 +7,7 @@ import io
 import itertools
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -145,3 +146,24 @@ def assert_keeps_every_line(data: bytes, stored: list[dict[str, Any]]) -> None:
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The JSON records of a store file, one per line."""
     return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]
+
+
+def run_agc_to_a_gone_reader(
+    argv: list[str], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``agc ARGV`` in a fresh process whose stdout is a pipe with its read end already
+    closed (``agc … | head -0``): every write to stdout fails with EPIPE."""
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})},
+        )
+    finally:
+        os.close(write_end)

@@ -19,7 +19,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -28,7 +27,7 @@ import pytest
 
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from tests.conftest import fixed_clock, write_run
+from tests.conftest import fixed_clock, run_agc_to_a_gone_reader, write_run
 from tests.integrity.evidence_helpers import transcript_path
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -286,18 +285,5 @@ def test_a_reader_gone_keeps_the_reports_exit_code(store: Path, option: str) -> 
     # click, whose rule for it is exit 1 (findings) for a complete store.
     write_run(store, "alpha", clock=fixed_clock(1_764_460_800_000))
     argv = ["report", "--all", "--store", str(store), option, "-"]
-    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "SOURCE_DATE_EPOCH": EPOCH},
-        )
-    finally:
-        os.close(write_end)
+    done = run_agc_to_a_gone_reader(argv, {"SOURCE_DATE_EPOCH": EPOCH})
     assert (done.returncode, done.stderr) == (0, "report of 1 run(s): complete\n")

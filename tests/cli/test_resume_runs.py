@@ -7,8 +7,6 @@ import hashlib
 import itertools
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -31,7 +29,7 @@ from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import check_object_run
 from agc.integrity._verify import check_run
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
-from tests.conftest import feed_stdin
+from tests.conftest import feed_stdin, run_agc_to_a_gone_reader
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
 
@@ -947,21 +945,7 @@ def test_export_to_a_reader_gone_keeps_its_exit_code(
     # `agc export r1 | head -0`: the EPIPE reached click, whose rule for it is exit 1.
     _import(tmp_path, store, _rollout(answered=True))
     capsys.readouterr()
-    argv = ["export", "r1", "--store", str(store)]
-    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-    finally:
-        os.close(write_end)
+    done = run_agc_to_a_gone_reader(["export", "r1", "--store", str(store)])
     assert (done.returncode, done.stderr) == (0, "")
 
 
