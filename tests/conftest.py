@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import itertools
 import json
@@ -167,3 +168,17 @@ def run_agc_to_a_gone_reader(
         )
     finally:
         os.close(write_end)
+
+
+def write_legacy_run_with_shared_tool_events(store: Path, run_id: str = "r1") -> bytes:
+    """A legacy run (digest-only ``.sha256`` sidecar, no manifest) whose tool events are
+    only in the shared ``audit/tool-events.jsonl``: it verifies, with no tool-events file
+    of its own. Returns the transcript's bytes."""
+    layout = StoreLayout(store)
+    path = layout.artifact_path(run_id, "transcript")
+    path.parent.mkdir(parents=True)
+    data = b'{"line":1,"payload":{"a":1}}\n'
+    path.write_bytes(data)
+    path.with_name(f"{run_id}.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
+    layout.legacy_tool_events_path.write_text(f'{{"run_id":"{run_id}","tool":"x"}}\n')
+    return data

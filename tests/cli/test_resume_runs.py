@@ -29,7 +29,11 @@ from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import check_object_run
 from agc.integrity._verify import check_run
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
-from tests.conftest import feed_stdin, run_agc_to_a_gone_reader
+from tests.conftest import (
+    feed_stdin,
+    run_agc_to_a_gone_reader,
+    write_legacy_run_with_shared_tool_events,
+)
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
 
@@ -222,13 +226,7 @@ def test_export_of_tool_events_a_verified_legacy_run_lacks_is_not_found_not_tamp
 ) -> None:
     # A legacy run whose tool events are only in the shared file verifies (agc-verify
     # exit 0): its own tool-events file is not there, and nothing changed after the check.
-    layout = StoreLayout(store)
-    path = layout.artifact_path("r1", "transcript")
-    path.parent.mkdir(parents=True)
-    data = b'{"line":1,"payload":{"a":1}}\n'
-    path.write_bytes(data)
-    path.with_name("r1.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
-    layout.legacy_tool_events_path.write_text('{"run_id":"r1","tool":"x"}\n')
+    write_legacy_run_with_shared_tool_events(store)
     assert check_run("r1", store).complete
     assert main(["export", "r1", "--store", str(store), "--kind", "tool-events"]) == 2
     err = capsys.readouterr().err

@@ -3,7 +3,6 @@ verification judged."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
@@ -21,7 +20,7 @@ from agc.errors import StoreError
 from agc.integrity import _kept as kept_module
 from agc.integrity._kept import KeptArtifact, check_run_kept
 from agc.integrity._verify import check_run
-from tests.conftest import write_run
+from tests.conftest import write_legacy_run_with_shared_tool_events, write_run
 
 # What a writer of the store may do to a run before it is checked (the check judges it)
 # and between the check and the copy (the copy must then be refused).
@@ -135,22 +134,10 @@ def test_a_copy_that_cannot_be_written_is_exit_3_not_a_verdict() -> None:
     assert "TMPDIR" in (caught.value.hint or "")
 
 
-def _legacy_run_with_shared_tool_events(store: Path) -> None:
-    """A legacy run (digest-only .sha256 sidecar, no manifest) whose tool events are
-    only in the shared ``audit/tool-events.jsonl``: it verifies, with no own file."""
-    layout = StoreLayout(store)
-    path = layout.artifact_path("r1", "transcript")
-    path.parent.mkdir(parents=True)
-    data = b'{"line":1,"payload":{"a":1}}\n'
-    path.write_bytes(data)
-    path.with_name("r1.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
-    layout.legacy_tool_events_path.write_text('{"run_id":"r1","tool":"x"}\n')
-
-
 def test_an_artifact_absent_at_the_check_and_the_copy_keeps_the_verdict(tmp_path: Path) -> None:
     # Nothing was judged and nothing read: no "changed after the check" on a store that
     # nobody touched (agc export --kind tool-events then says the file is not there).
-    _legacy_run_with_shared_tool_events(tmp_path)
+    write_legacy_run_with_shared_tool_events(tmp_path)
     report, kept = check_run_kept("r1", tmp_path, kind="tool-events")
     with kept:
         assert report.complete
@@ -159,7 +146,7 @@ def test_an_artifact_absent_at_the_check_and_the_copy_keeps_the_verdict(tmp_path
 
 
 def test_a_legacy_transcript_copy_is_checked_against_its_sha256_sidecar(tmp_path: Path) -> None:
-    _legacy_run_with_shared_tool_events(tmp_path)
+    write_legacy_run_with_shared_tool_events(tmp_path)
     path = StoreLayout(tmp_path).artifact_path("r1", "transcript")
     report, kept = check_run_kept("r1", tmp_path)
     with kept:
