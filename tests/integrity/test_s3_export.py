@@ -8,11 +8,14 @@ import hashlib
 import io
 import tempfile
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
+import blake3
 import pytest
 
 from agc._core.objstore import ObjectStore
+from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.integrity._ingest import ingest_stream
 from agc.integrity._s3 import artifact_path, manifest_path
@@ -193,3 +196,67 @@ def test_a_recorded_run_rewritten_as_legacy_is_refused(
     with kept:
         assert not report.complete
         assert "manifest-missing" in _codes(report)
+
+
+_ANOTHER_LINE = b'{"line":2,"payload":{"type":"turn.completed"}}\n'
+
+# Shapes of a run without a manifest, as (artifact kind, bytes, sidecar) triples; a
+# sidecar is "sha256" (legacy digest-only), "b3" (agc's, naming the file) or "wrong"
+# (a legacy sidecar with another file's digest).
+_LEGACY_SHAPES: dict[str, list[tuple[Any, bytes, str]]] = {
+    "both legacy": [("transcript", _LEGACY_LINE, "sha256"), ("tool-events", b"", "sha256")],
+    "no tool events": [("transcript", _LEGACY_LINE, "sha256")],
+    "transcript changed": [
+        ("transcript", _LEGACY_LINE, "wrong"),
+        ("tool-events", b"", "sha256"),
+    ],
+    "tool events with agc's sidecar": [
+        ("transcript", _LEGACY_LINE, "sha256"),
+        ("tool-events", _ANOTHER_LINE, "b3"),
+    ],
+    "transcript with agc's sidecar": [
+        ("transcript", _LEGACY_LINE, "b3"),
+        ("tool-events", b"", "sha256"),
+    ],
+}
+
+
+def _sidecar_of(data: bytes, name: str, form: str) -> tuple[str, bytes]:
+    if form == "b3":
+        return ".b3", f"{blake3.blake3(data).hexdigest()}  {name}\n".encode()
+    digest = hashlib.sha256(data if form == "sha256" else data + b"x").hexdigest()
+    return ".sha256", digest.encode()
+
+
+def _verdict(report: Any) -> tuple[Any, ...]:
+    return (
+        report.complete,
+        report.legacy,
+        sorted((f.code, f.severity, f.artifact) for f in report.findings),
+        [(a.kind, a.legacy, a.ok, a.digest, a.records) for a in report.artifacts],
+    )
+
+
+@pytest.mark.parametrize("shape", sorted(_LEGACY_SHAPES))
+def test_a_run_without_a_manifest_is_judged_as_in_a_folder_store(
+    shape: str, s3_store: ObjectStore, tmp_path: Path
+) -> None:
+    # The legacy format is one rule for both kinds of store: a legacy run is complete
+    # with a legacy-format warning on each artifact its digest-only sidecar vouches for.
+    layout = StoreLayout(tmp_path / "store")
+    for kind, data, form in _LEGACY_SHAPES[shape]:
+        suffix, sidecar = _sidecar_of(data, "r1.jsonl", form)
+        path = artifact_path("r1", kind)
+        for key, body in ((path, data), (path + suffix, sidecar)):
+            s3_store.client.put_object(Bucket=s3_store.bucket, Key=s3_store.key(key), Body=body)
+        local = layout.artifact_path("r1", kind)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(data)
+        local.with_name(local.name + suffix).write_bytes(sidecar)
+    in_s3 = check_run("r1", s3_store)
+    in_folder = check_run("r1", layout.root)
+    assert _verdict(in_s3) == _verdict(in_folder)
+    if shape == "both legacy":
+        assert in_s3.complete
+        assert in_s3.legacy
+        assert [f.code for f in in_s3.findings] == ["legacy-format", "legacy-format"]

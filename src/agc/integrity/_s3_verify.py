@@ -30,6 +30,7 @@ from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
+from agc.integrity._legacy import LegacyRun
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._s3 import (
     CHAIN_DIR,
@@ -395,10 +396,27 @@ def check_object_run(
         )
         for kind in ARTIFACT_KINDS
     ]
+    # A run in the legacy format (as a folder store judges it): no manifest, the
+    # transcript's only sidecar a digest-only SHA-256 one, and not linked by the chain.
+    # Object storage has no legacy shared tool-events file.
+    legacy: LegacyRun | None = None
+    if manifest is None and not findings and _legacy_transcript(observations[0]):
+        if _downgraded(store, run_id):
+            findings.append(
+                Finding(
+                    "manifest-missing",
+                    "run manifest missing (the store chain links this run)",
+                    artifact="manifest",
+                )
+            )
+        else:
+            legacy = LegacyRun(shared_records=0)
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
         own = judge_artifact(obs, seal=seal, manifest_present=manifest is not None)
+        if legacy is not None:
+            own = legacy.judge(obs, own)
         if seal is not None and seal.quarantine is not None:
             own.extend(_check_quarantine(store, run_id, seal, infos))
         findings.extend(own)
@@ -411,21 +429,18 @@ def check_object_run(
                 digest=obs.digest,
                 bytes=obs.bytes,
                 records=obs.records,
+                legacy=legacy is not None,
             )
-        )
-    if manifest is None and not findings and _downgraded(store, run_id, observations[0]):
-        findings.insert(
-            0,
-            Finding(
-                "manifest-missing",
-                "run manifest missing (the store chain links this run)",
-                artifact="manifest",
-            ),
         )
     has_sidecar = any(
         isinstance(s, Sidecar) and not s.legacy for o in observations for s in o.sidecars.values()
     )
-    if manifest is None and has_sidecar and not any(f.code == "manifest-invalid" for f in findings):
+    if (
+        manifest is None
+        and legacy is None
+        and has_sidecar
+        and not any(f.code in ("manifest-invalid", "manifest-missing") for f in findings)
+    ):
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
     status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
     findings.extend(recovered_findings(manifest))
@@ -446,26 +461,28 @@ def check_object_run(
         findings=tuple(findings),
         artifacts=tuple(artifact_reports),
         manifest=manifest is not None,
+        legacy=legacy is not None,
         signature=status,
         key_id=key_id,
     )
 
 
-def _downgraded(store: ObjectStore, run_id: str, transcript: ArtifactObservation) -> bool:
-    """Whether a run without a manifest that would be read as legacy (its transcript's
-    only sidecar a digest-only SHA-256 one) is one the store chain links: a chained run
-    had a manifest, so its manifest was removed and its sidecars rewritten in the legacy
-    format (as a folder store judges it). A link or head that cannot be read counts as
-    linking it: a store with a damaged chain is not a legacy store.
+def _legacy_transcript(transcript: ArtifactObservation) -> bool:
+    """Whether the transcript's only sidecar is a digest-only SHA-256 one (legacy)."""
+    sidecar = transcript.sidecars.get("sha256")
+    return isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
+
+
+def _downgraded(store: ObjectStore, run_id: str) -> bool:
+    """Whether the store chain links a run that has no manifest and would be read as
+    legacy: a chained run had a manifest, so its manifest was removed and its sidecars
+    rewritten in the legacy format (as a folder store judges it). A link or head that
+    cannot be read counts as linking it: a store with a damaged chain is not a legacy
+    store.
 
     Raises:
         StoreError: the store cannot be listed or read (exit 3).
     """
-    sidecar = transcript.sidecars.get("sha256")
-    if not (
-        isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
-    ):
-        return False
     for path in (*sorted(store.list_paths(CHAIN_DIR)), HEAD_PATH):
         with store.open(path) as found:
             if found is None:
