@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agc.errors import UrlInvalidError
 from agc.readiness import ProbeSettings, classify
@@ -324,3 +326,30 @@ def test_retry_after_in_seconds_and_as_a_date() -> None:
     assert retry_after_seconds(formatdate(now - 30, usegmt=True), now=now, cap=60) == 0
     assert retry_after_seconds("soon", now=now, cap=60) is None
     assert retry_after_seconds(None, now=now, cap=60) is None
+
+
+_DIGIT_LIKE = st.characters(categories=("Nd", "No"))
+
+
+@given(st.text(max_size=40) | st.text(alphabet=_DIGIT_LIKE, min_size=1, max_size=6))
+def test_retry_after_never_fails_on_what_the_endpoint_sends(value: str) -> None:
+    # "²" and "٣" are str.isdigit() but not RFC 9110 DIGIT: float() refuses them.
+    delay = retry_after_seconds(value, now=1_764_460_800.0, cap=60)
+    assert delay is None or 0 <= delay <= 60
+
+
+def test_a_retry_after_of_non_ascii_digits_is_ignored_not_a_crash() -> None:
+    script = Script(
+        submit=[
+            json_reply(503, {"error": {"code": "busy"}}, **{"Retry-After": "\u00b2"}),
+            json_reply(202, {"traceId": "t-1"}),
+        ],
+        result=[json_reply(200, completed())],
+    )
+    fake = FakeTiming()
+    with chat_server(script) as url:
+        result = _probe(url, fake)
+    assert result.observation.response["status"] == "completed"
+    assert result.observation.probe["submitAttempts"] == 2
+    assert fake.sleeps
+    assert fake.sleeps[0] <= SETTINGS.backoff_initial_s

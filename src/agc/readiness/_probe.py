@@ -138,17 +138,19 @@ def backoff_delay(attempt: int, *, initial: float, cap: float, rand: float) -> f
 def retry_after_seconds(value: str | None, *, now: float, cap: float) -> float | None:
     """The wait a ``Retry-After`` header asks for, in seconds (at most ``cap``).
 
-    Accepts delay-seconds (``"120"``) and an HTTP-date (RFC 9110, section 10.2.3, relative to
-    ``now``, Unix seconds); anything else, or no header, is ``None``.
+    Accepts delay-seconds (``"120"``: ASCII digits only, RFC 9110 ``1*DIGIT``) and an
+    HTTP-date (RFC 9110, section 10.2.3, relative to ``now``, Unix seconds); anything
+    else, or no header, is ``None``: a header is the endpoint's text, never a reason to
+    fail.
     """
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return min(float(text), cap)
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         return None  # RFC 9110 dates are GMT; a zone-less one is not of the grammar
