@@ -385,3 +385,27 @@ def test_table_lists_every_row(capsys: Capture) -> None:
     assert code == ExitCode.OK
     rows = json.loads(out)["rows"]
     assert any(row["id"] == "credential-missing" for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"x": ' + "[" * 960 + "]" * 960 + "}", "deeper than 512"),
+        ('{"x": ' + "[" * 400 + "]" * 400 + "}", "deeper than 100"),
+        ('{"origin": "mock", "origin": "live"}', "duplicate"),
+    ],
+    ids=["deeper-than-json", "deeper-than-an-observation", "duplicate-member"],
+)
+def test_classify_a_hostile_observation_is_a_usage_error(
+    tmp_path: Path, capsys: Capture, text: str, problem: str
+) -> None:
+    path = _observation_file(tmp_path, completed())
+    data = json.loads(path.read_text())
+    del data["origin"]
+    body = json.dumps(data)[:-1] + ", " + text[1:-1] + "}"
+    path.write_text(body)
+    code, out, err = _run(capsys, "classify", str(path), "--evidence", "deep-1")
+    assert code == ExitCode.USAGE
+    assert problem in err
+    assert "Traceback" not in err
+    assert out == ""

@@ -353,3 +353,27 @@ def test_a_retry_after_of_non_ascii_digits_is_ignored_not_a_crash() -> None:
     assert result.observation.probe["submitAttempts"] == 2
     assert fake.sleeps
     assert fake.sleeps[0] <= SETTINGS.backoff_initial_s
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"status": "completed", "x": ' + b"[" * 950 + b"]" * 950 + b"}",
+        b'{"status": "completed", "x": ' + b"[" * 300 + b"]" * 300 + b"}",
+        # Two readers would read two answers: never a pass.
+        b'{"status": "failed", "status": "completed", "provider": "codex-stdio",'
+        b' "reply": {"role": "assistant", "content": "ready"}}',
+    ],
+    ids=["deeper-than-the-parser", "deeper-than-an-observation", "duplicate-status"],
+)
+def test_a_body_that_is_not_one_plain_json_answer_is_not_json(body: bytes) -> None:
+    script = Script(result=[raw_reply(200, body, "application/json")])
+    with chat_server(script) as url:
+        result = _probe(url, FakeTiming())
+    observation = result.observation
+    assert observation.response is None
+    assert observation.probe["recoverable"] == {"not-json": observation.probe["polls"]}
+    assert observation.transport_error == "idle-timeout"
+    verdict = classify(observation)
+    assert not verdict.passed
+    assert verdict.label == "BLOCKED/transport"

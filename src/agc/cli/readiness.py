@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 import agc
+from agc._core import json as strict_json
 from agc._core.fs import read_limited
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout, validate_run_id
@@ -326,8 +327,8 @@ def classify_command(
         data = read_limited(file, what="observation", max_bytes=_MAX_OBSERVATION_BYTES)
         source = f"observation {file}"
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raw = strict_json.loads(data)
+    except ValueError as exc:
         raise ObservationInvalidError(f"{source} is not UTF-8 JSON: {exc}") from exc
     observation = Observation.from_dict(raw, source=source)
     return _conclude(

@@ -38,8 +38,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from agc._core import json as strict_json
+from agc._core.json import exceeds_depth
 from agc.errors import UrlInvalidError
-from agc.readiness._model import Observation, Route, quote, usable_trace_id
+from agc.readiness._model import (
+    MAX_OBSERVATION_DEPTH,
+    Observation,
+    Route,
+    quote,
+    usable_trace_id,
+)
 from agc.readiness._policy import ProbeSettings
 from agc.readiness._table import FAILURE_STATUSES, RUNNING_STATUSES
 from agc.readiness._urls import is_loopback_host, safe_url
@@ -233,18 +241,24 @@ class _Answer:
         )
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _decode(data: bytes) -> tuple[Any, str | None]:
-    """``(parsed, None)`` for a JSON body, else ``(None, text)``."""
+    """``(parsed, None)`` for a JSON body, else ``(None, text)``.
+
+    JSON is agc's strict reading (:func:`agc._core.json.loads`: no NaN, no duplicate
+    member, so ``{"status": "failed", "status": "completed"}`` does not mean one thing
+    to one reader and another to the next) nested at most
+    :data:`~agc.readiness._model.MAX_OBSERVATION_DEPTH` deep; anything else is kept as
+    text, which classifies as not JSON.
+    """
     if not data.strip():
         return None, ""
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant), None
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        value = strict_json.loads(data)
+    except ValueError:
         return None, data.decode("utf-8", errors="replace")
+    if exceeds_depth(value, MAX_OBSERVATION_DEPTH):
+        return None, data.decode("utf-8", errors="replace")
+    return value, None
 
 
 def _peer_is_loopback(response: httpx.Response) -> bool | None:
