@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import time
 from email.utils import formatdate
 from typing import Any
 
@@ -377,3 +379,20 @@ def test_a_body_that_is_not_one_plain_json_answer_is_not_json(body: bytes) -> No
     verdict = classify(observation)
     assert not verdict.passed
     assert verdict.label == "BLOCKED/transport"
+
+
+def test_a_body_that_trickles_in_past_the_request_timeout_is_a_timeout() -> None:
+    # Every read gets a byte well within the timeout, so httpx alone would wait for the
+    # whole body (an SSE keep-alive stream never ends); the answer itself would pass.
+    slow = Reply(status=200, body=completed(), trickle_s=0.05)
+    script = Script(submit=[slow])
+    settings = ProbeSettings(request_timeout_s=0.3, submit_attempts=2, idle_timeout_s=1.0)
+    started = time.monotonic()
+    with chat_server(script) as url:
+        result = probe(url, environment="dev", live=True, settings=settings)
+    elapsed = time.monotonic() - started
+    assert [step.kind for step in result.steps] == ["timeout", "timeout"]
+    assert result.observation.transport_error == "timeout"
+    assert classify(result.observation).label == "BLOCKED/transport"
+    body_seconds = len(json.dumps(completed())) * 0.05
+    assert elapsed < body_seconds  # it did not wait for the body it gave up on

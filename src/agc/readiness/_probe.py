@@ -282,8 +282,18 @@ def _exchange(
     *,
     settings: ProbeSettings,
     headers: Mapping[str, str],
+    clock: Callable[[], float],
     body: Mapping[str, Any] | None = None,
 ) -> _Answer:
+    """One request and its answer, read whole within ``request_timeout_s`` in all.
+
+    httpx's timeout bounds each read, not the exchange: a body that trickles in (an SSE
+    stream's ``: ping`` comments every few seconds) would hold the probe for as long as
+    the endpoint likes, past ``--idle-timeout`` and ``--max-wait``. So the body is read
+    against ``clock`` (monotonic seconds) too, and a body still coming when the time is
+    up is a ``timeout``.
+    """
+    started = clock()
     try:
         with client.stream(
             method, url, json=body, headers=dict(headers), timeout=settings.request_timeout_s
@@ -294,6 +304,8 @@ def _exchange(
                 data += chunk
                 if len(data) > settings.max_body_bytes:
                     return _Answer(response.status_code, too_large=True, peer_loopback=peer)
+                if clock() - started > settings.request_timeout_s:
+                    return _Answer(response.status_code, error="timeout", peer_loopback=peer)
             parsed, raw = _decode(bytes(data))
             return _Answer(
                 response.status_code,
@@ -340,7 +352,13 @@ class _Run:
 
     def exchange(self, method: str, url: str, body: Mapping[str, Any] | None = None) -> _Answer:
         answer = _exchange(
-            self.client, method, url, settings=self.settings, headers=self.headers, body=body
+            self.client,
+            method,
+            url,
+            settings=self.settings,
+            headers=self.headers,
+            clock=self.timing.monotonic,
+            body=body,
         )
         if answer.peer_loopback is not None:
             # Once any answer came from a loopback peer, the evidence is local.
@@ -544,6 +562,7 @@ def _submit(run: _Run, chat: str) -> _Answer:
             chat,
             settings=run.settings,
             headers=headers,
+            clock=run.timing.monotonic,
             body={"message": run.settings.message},
         )
         if answer.peer_loopback is not None:
