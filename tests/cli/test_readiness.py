@@ -11,8 +11,9 @@ import pytest
 from agc._core.store import StoreLayout
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.integrity import check_run, read_run_manifest
+from agc.integrity import check_run, open_run, read_run_manifest
 from agc.integrity._signing import generate_keypair
+from agc.readiness import canonical_digest
 from tests.readiness.chat_server import Script, chat_server, json_reply
 from tests.readiness.helpers import LIVE_URL, completed, credential_answer
 
@@ -409,3 +410,28 @@ def test_classify_a_hostile_observation_is_a_usage_error(
     assert problem in err
     assert "Traceback" not in err
     assert out == ""
+
+
+def test_check_evidence_of_a_forged_unsigned_run_is_not_usable(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    statement = {"subject": [1]}  # no digest where the statement keeps it
+    attributes = {
+        "readiness": {
+            "environment": "dev",
+            "passed": True,
+            "level": "LIVE",
+            "statement_digest": canonical_digest(statement),
+        }
+    }
+    store = tmp_path / "forged-store"
+    with open_run("forged-1", store=store, attributes=attributes) as run:
+        run.transcript.write({"type": "readiness.statement", "statement": statement})
+        run.transcript.write({"type": ["not", "a", "name"]})
+    code, out, err = _run(
+        capsys, "check-evidence", "forged-1", "--environment", "dev", "--store", str(store)
+    )
+    assert code == ExitCode.FINDINGS
+    assert "subject-mismatch" in out
+    assert "evidence: NOT usable" in out
+    assert "internal error" not in err
