@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import time
@@ -10,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -396,3 +398,26 @@ def test_a_body_that_trickles_in_past_the_request_timeout_is_a_timeout() -> None
     assert classify(result.observation).label == "BLOCKED/transport"
     body_seconds = len(json.dumps(completed())) * 0.05
     assert elapsed < body_seconds  # it did not wait for the body it gave up on
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_a_body_coded_though_identity_was_asked_is_not_decoded(coding: str) -> None:
+    # A few kilobytes of zstd or gzip can expand to gigabytes in one chunk, past
+    # max_body_bytes: the probe asks for no coding and reads no coded body.
+    answer = json.dumps(completed()).encode()
+    packed = (
+        gzip.compress(answer) if coding == "gzip" else zstandard.ZstdCompressor().compress(answer)
+    )
+    coded = Reply(
+        status=200,
+        body=packed,
+        headers={"Content-Type": "application/json", "Content-Encoding": coding},
+        raw=True,
+    )
+    script = Script(submit=[coded])
+    with chat_server(script) as url:
+        result = _probe(url, FakeTiming())
+    assert result.observation.transport_error == "protocol"
+    assert classify(result.observation).label == "BLOCKED/transport"
+    (_, _, headers), *_ = script.requests
+    assert headers["Accept-Encoding"] == "identity"

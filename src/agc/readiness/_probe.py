@@ -291,16 +291,26 @@ def _exchange(
     stream's ``: ping`` comments every few seconds) would hold the probe for as long as
     the endpoint likes, past ``--idle-timeout`` and ``--max-wait``. So the body is read
     against ``clock`` (monotonic seconds) too, and a body still coming when the time is
-    up is a ``timeout``.
+    up is a ``timeout``. Only an uncoded body is read (``Accept-Encoding: identity``,
+    RFC 9110, section 12.5.3): a ``Content-Encoding`` anyway is a ``protocol`` error.
     """
     started = clock()
     try:
         with client.stream(
-            method, url, json=body, headers=dict(headers), timeout=settings.request_timeout_s
+            method,
+            url,
+            json=body,
+            headers={**headers, "Accept-Encoding": "identity"},
+            timeout=settings.request_timeout_s,
         ) as response:
             peer = _peer_is_loopback(response)
+            coding = response.headers.get("content-encoding", "").strip().lower()
+            if coding not in ("", "identity"):
+                # Not asked for; decoding it would let a few kilobytes of zstd or gzip
+                # expand past max_body_bytes in one chunk (a decompression bomb).
+                return _Answer(response.status_code, error="protocol", peer_loopback=peer)
             data = bytearray()
-            for chunk in response.iter_bytes():
+            for chunk in response.iter_bytes():  # uncoded: as it came
                 data += chunk
                 if len(data) > settings.max_body_bytes:
                     return _Answer(response.status_code, too_large=True, peer_loopback=peer)
