@@ -294,6 +294,27 @@ def test_probe_auth_env_sends_a_token_it_never_shows(
     assert "CHAT_TOKEN" in err
 
 
+@pytest.mark.parametrize(
+    "token",
+    ["tok-" + "Z" * 20 + "\u00e9", "tok-" + "Z" * 20 + "\n", "tok " + "Z" * 20],
+    ids=["non-ascii", "trailing-newline", "space"],
+)
+def test_probe_auth_env_with_a_token_no_header_can_carry_is_a_usage_error(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    monkeypatch.setenv("CHAT_TOKEN", token)
+    script = Script(result=[json_reply(200, completed())])
+    with chat_server(script) as url:
+        code, out, err = _run(
+            capsys, "probe", "--url", url, "--environment", "dev", "--live",
+            "--auth-env", "CHAT_TOKEN",
+        )  # fmt: skip
+    assert code == ExitCode.USAGE
+    assert "--auth-env CHAT_TOKEN: the token holds a character" in err
+    assert "Z" * 20 not in out + err
+    assert script.requests == []  # refused before anything was sent
+
+
 def test_probe_refuses_a_file_url(capsys: Capture) -> None:
     code, _, err = _run(capsys, "probe", "--url", "file:///tmp/x.json", "--environment", "dev")
     assert code == ExitCode.USAGE

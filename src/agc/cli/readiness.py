@@ -474,6 +474,16 @@ def _auth_headers(name: str | None) -> dict[str, str]:
             f"--auth-env {name}: that env var is not set or empty",
             hint="Export the token in that variable; agc never prints or stores it.",
         )
+    if not all("!" <= char <= "~" for char in value):
+        # RFC 6750's b64token is visible ASCII without white space. httpx fails on a
+        # non-ASCII character (a bug, exit 4) and on a control character (a transport
+        # error on every try), neither naming the token.
+        raise UsageError(
+            f"--auth-env {name}: the token holds a character an HTTP header cannot carry "
+            "(white space, a control or non-ASCII character)",
+            hint="Check the variable's value (agc never prints it); a trailing newline "
+            "from a file is a common cause.",
+        )
     return {"Authorization": f"Bearer {value}"}
 
 
