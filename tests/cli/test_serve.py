@@ -184,6 +184,26 @@ def test_a_non_loopback_address_needs_the_flag_and_a_token(
     assert "short" not in err.replace("shortly", "")
 
 
+@pytest.mark.parametrize(
+    "token", ["Z" * 20 + "\n", " " * 20, "Z" * 10 + " " + "Z" * 10, "Z" * 20 + "\u00e9"]
+)
+def test_a_token_no_client_could_present_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], token: str
+) -> None:
+    # The presented token is stripped and is visible ASCII: with this one every request
+    # would be refused 401 (twenty spaces even passed the length check).
+    monkeypatch.setenv("AGC_SERVE_TOKEN", token)
+    base = ["serve", "--workspace", str(tmp_path), "--store", str(tmp_path / "s")]
+    with socket.socket() as taken:  # were the token let through, it would stop here
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        assert agc_main([*base, "--port", port]) == 2
+    err = capsys.readouterr().err
+    assert "$AGC_SERVE_TOKEN holds a character a bearer token cannot have" in err
+    assert "Z" * 10 not in err
+
+
 def test_a_bad_protocol_and_a_busy_port_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

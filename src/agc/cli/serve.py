@@ -460,6 +460,16 @@ def serve_command(
             hint="Add --allow-non-loopback and set a bearer token in $" + token_env + ".",
         )
     token = os.environ.get(token_env) or None
+    if token is not None and not all("!" <= char <= "~" for char in token):
+        # A client's Authorization header carries visible ASCII only (RFC 6750's
+        # b64token; the presented token is stripped): a token with a trailing
+        # newline or a space would lock every client out with 401.
+        raise UsageError(
+            f"${token_env} holds a character a bearer token cannot have "
+            "(white space, a control or non-ASCII character)",
+            hint="A trailing newline from a file or a Secret is a common cause; "
+            "agc never prints the value.",
+        )
     if not is_loopback(host) and (token is None or len(token) < _MIN_TOKEN_CHARS):
         raise UsageError(
             f"listening on {host} needs a bearer token of at least {_MIN_TOKEN_CHARS} "
