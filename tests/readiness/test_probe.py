@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agc.errors import UrlInvalidError
-from agc.readiness import ProbeSettings, classify
+from agc.readiness import Observation, ProbeSettings, classify, stored_observation
 from agc.readiness._probe import Timing, backoff_delay, probe, probe_urls, retry_after_seconds
 from tests.readiness.chat_server import (
     CHAT,
@@ -421,3 +421,30 @@ def test_a_body_coded_though_identity_was_asked_is_not_decoded(coding: str) -> N
     assert classify(result.observation).label == "BLOCKED/transport"
     (_, _, headers), *_ = script.requests
     assert headers["Accept-Encoding"] == "identity"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [{"omitted": "reply-text", "length": 5}, {"text": "ready"}, ["ready"], 5],
+    ids=["recorded-form", "object", "list", "number"],
+)
+def test_a_reply_that_is_not_text_from_the_wire_never_passes(content: Any) -> None:
+    # The recorded form {"omitted": "reply-text", "length": N} stands for a reply that
+    # evidence does not keep; an endpoint sending it sent no reply text at all.
+    answer = {**completed(), "reply": {"role": "assistant", "content": content}}
+    answers = iter([httpx.Response(202, json={"traceId": "t-9"}), httpx.Response(200, json=answer)])
+    transport = httpx.MockTransport(lambda request: next(answers))
+    with httpx.Client(transport=transport) as client:
+        result = probe(
+            "https://chat.dev.example.test",
+            environment="dev",
+            live=True,
+            client=client,
+            timing=_timing(FakeTiming()),
+        )
+    verdict = classify(result.observation)
+    assert verdict.label == "BLOCKED/schema"
+    assert verdict.rule == "reply-missing"
+    assert not verdict.agent_runner_gate
+    again = classify(Observation.from_dict(stored_observation(result.observation)))
+    assert again.label == verdict.label

@@ -520,7 +520,7 @@ def _observation(
     **info: Any,
 ) -> Observation:
     http_status = answer.http_status if answer else None
-    body = response if response is not None else (answer.body if answer else None)
+    body = _as_received(response if response is not None else (answer.body if answer else None))
     raw = answer.raw if answer and response is None else None
     if answer is not None and answer.error is not None and transport_error is None:
         transport_error = answer.error
@@ -539,6 +539,30 @@ def _observation(
         peer_loopback=run.peer_loopback,
         probe=run.info(trace_id, **info),
     )
+
+
+NOT_TEXT: Final = {"omitted": "not-text"}
+"""What an endpoint's ``reply.content`` that is not a string becomes in the observation."""
+
+
+def _as_received(body: Any) -> Any:
+    """The endpoint's answer as an observation keeps it: a ``reply.content`` that is not
+    a string becomes :data:`NOT_TEXT`.
+
+    ``{"omitted": "reply-text", "length": N}`` is how *recorded* evidence stands for a
+    reply it does not keep; from the wire it would be a non-empty reply the endpoint
+    never sent. :data:`NOT_TEXT` classifies as no reply text (``reply-missing``), now
+    and when the stored observation is classified again.
+    """
+    if not isinstance(body, Mapping):
+        return body
+    reply = body.get("reply")
+    if not isinstance(reply, Mapping) or "content" not in reply:
+        return body
+    content = reply["content"]
+    if isinstance(content, str) or content is None:
+        return body
+    return {**body, "reply": {**reply, "content": dict(NOT_TEXT)}}
 
 
 def _dry_run(run: _Run, base: str, chat: str, environment: str) -> Observation:
