@@ -196,7 +196,11 @@ class AuditSink:
         return audit
 
     def unsealed_runs(self) -> list[str]:
-        """Runs of this service whose transcript has no seal (a crash), oldest first."""
+        """Runs of this service with a file that has no seal (a crash), by run id.
+
+        Both files count: the transcript is sealed first, so a crash between its seal
+        and that of the tool events leaves a run whose transcript looks done.
+        """
         folder = self.layout.artifact_path("probe", "transcript").parent
         try:
             entries = [
@@ -208,8 +212,13 @@ class AuditSink:
             return []
         found = []
         for entry in sorted(entries, key=lambda path: path.name):
-            if not any(side.exists() for side in sidecar_paths(entry).values()):
-                found.append(entry.name[: -len(".jsonl")])
+            run_id = entry.name[: -len(".jsonl")]
+            files = (entry, self.layout.artifact_path(run_id, "tool-events"))
+            if any(
+                path.exists() and not any(side.exists() for side in sidecar_paths(path).values())
+                for path in files
+            ):
+                found.append(run_id)
         return found
 
 
