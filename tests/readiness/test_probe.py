@@ -448,3 +448,20 @@ def test_a_reply_that_is_not_text_from_the_wire_never_passes(content: Any) -> No
     assert not verdict.agent_runner_gate
     again = classify(Observation.from_dict(stored_observation(result.observation)))
     assert again.label == verdict.label
+
+
+def test_a_reply_cut_inside_a_surrogate_pair_is_still_an_answer() -> None:
+    # A server that cut a string inside a surrogate pair still wrote RFC 8259 JSON; the
+    # observation keeps the text with "?" in place of the lone half.
+    body = (
+        b'{"status": "completed", "provider": "codex-stdio",'
+        b' "reply": {"role": "assistant", "content": "ready \\ud83d"}}'
+    )
+    script = Script(result=[raw_reply(200, body, "application/json")])
+    with chat_server(script) as url:
+        result = _probe(url, FakeTiming())
+    verdict = classify(result.observation)
+    assert verdict.label == "LOCAL"
+    assert verdict.passed
+    stored = json.dumps(stored_observation(result.observation), ensure_ascii=False)
+    stored.encode("utf-8")  # no lone surrogate left

@@ -327,7 +327,7 @@ def classify_command(
         data = read_limited(file, what="observation", max_bytes=_MAX_OBSERVATION_BYTES)
         source = f"observation {file}"
     try:
-        raw = strict_json.loads(data)
+        raw = strict_json.loads(data, allow_lone_surrogates=True)
     except ValueError as exc:
         raise ObservationInvalidError(f"{source} is not UTF-8 JSON: {exc}") from exc
     observation = Observation.from_dict(raw, source=source)

@@ -248,12 +248,14 @@ def _decode(data: bytes) -> tuple[Any, str | None]:
     member, so ``{"status": "failed", "status": "completed"}`` does not mean one thing
     to one reader and another to the next) nested at most
     :data:`~agc.readiness._model.MAX_OBSERVATION_DEPTH` deep; anything else is kept as
-    text, which classifies as not JSON.
+    text, which classifies as not JSON. A lone surrogate escape (a string cut inside a
+    pair) is still JSON: it is kept, and becomes ``?`` wherever the observation is
+    quoted or stored.
     """
     if not data.strip():
         return None, ""
     try:
-        value = strict_json.loads(data)
+        value = strict_json.loads(data, allow_lone_surrogates=True)
     except ValueError:
         return None, data.decode("utf-8", errors="replace")
     if exceeds_depth(value, MAX_OBSERVATION_DEPTH):
