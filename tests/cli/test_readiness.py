@@ -11,8 +11,9 @@ import pytest
 from agc._core.store import StoreLayout
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.integrity import check_run, read_run_manifest
+from agc.integrity import check_run, open_run, read_run_manifest
 from agc.integrity._signing import generate_keypair
+from agc.readiness import canonical_digest
 from tests.readiness.chat_server import Script, chat_server, json_reply
 from tests.readiness.helpers import LIVE_URL, completed, credential_answer
 
@@ -293,6 +294,27 @@ def test_probe_auth_env_sends_a_token_it_never_shows(
     assert "CHAT_TOKEN" in err
 
 
+@pytest.mark.parametrize(
+    "token",
+    ["tok-" + "Z" * 20 + "\u00e9", "tok-" + "Z" * 20 + "\n", "tok " + "Z" * 20],
+    ids=["non-ascii", "trailing-newline", "space"],
+)
+def test_probe_auth_env_with_a_token_no_header_can_carry_is_a_usage_error(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    monkeypatch.setenv("CHAT_TOKEN", token)
+    script = Script(result=[json_reply(200, completed())])
+    with chat_server(script) as url:
+        code, out, err = _run(
+            capsys, "probe", "--url", url, "--environment", "dev", "--live",
+            "--auth-env", "CHAT_TOKEN",
+        )  # fmt: skip
+    assert code == ExitCode.USAGE
+    assert "--auth-env CHAT_TOKEN: the token holds a character" in err
+    assert "Z" * 20 not in out + err
+    assert script.requests == []  # refused before anything was sent
+
+
 def test_probe_refuses_a_file_url(capsys: Capture) -> None:
     code, _, err = _run(capsys, "probe", "--url", "file:///tmp/x.json", "--environment", "dev")
     assert code == ExitCode.USAGE
@@ -385,3 +407,52 @@ def test_table_lists_every_row(capsys: Capture) -> None:
     assert code == ExitCode.OK
     rows = json.loads(out)["rows"]
     assert any(row["id"] == "credential-missing" for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"x": ' + "[" * 960 + "]" * 960 + "}", "deeper than 512"),
+        ('{"x": ' + "[" * 400 + "]" * 400 + "}", "deeper than 100"),
+        ('{"origin": "mock", "origin": "live"}', "duplicate"),
+    ],
+    ids=["deeper-than-json", "deeper-than-an-observation", "duplicate-member"],
+)
+def test_classify_a_hostile_observation_is_a_usage_error(
+    tmp_path: Path, capsys: Capture, text: str, problem: str
+) -> None:
+    path = _observation_file(tmp_path, completed())
+    data = json.loads(path.read_text())
+    del data["origin"]
+    body = json.dumps(data)[:-1] + ", " + text[1:-1] + "}"
+    path.write_text(body)
+    code, out, err = _run(capsys, "classify", str(path), "--evidence", "deep-1")
+    assert code == ExitCode.USAGE
+    assert problem in err
+    assert "Traceback" not in err
+    assert out == ""
+
+
+def test_check_evidence_of_a_forged_unsigned_run_is_not_usable(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    statement = {"subject": [1]}  # no digest where the statement keeps it
+    attributes = {
+        "readiness": {
+            "environment": "dev",
+            "passed": True,
+            "level": "LIVE",
+            "statement_digest": canonical_digest(statement),
+        }
+    }
+    store = tmp_path / "forged-store"
+    with open_run("forged-1", store=store, attributes=attributes) as run:
+        run.transcript.write({"type": "readiness.statement", "statement": statement})
+        run.transcript.write({"type": ["not", "a", "name"]})
+    code, out, err = _run(
+        capsys, "check-evidence", "forged-1", "--environment", "dev", "--store", str(store)
+    )
+    assert code == ExitCode.FINDINGS
+    assert "subject-mismatch" in out
+    assert "evidence: NOT usable" in out
+    assert "internal error" not in err

@@ -124,6 +124,31 @@ def test_serve_recover_seals_what_a_crash_left_and_otherwise_only_lists_it(
     assert handle_leftovers(sink, store=store, signing_key=None, recover=True) == []
 
 
+def test_a_crash_between_the_two_seals_is_found_and_recovered_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    # The transcript is sealed first: killed before the tool events' seal, the run's
+    # transcript has its sidecar, and the run is still incomplete.
+    store = tmp_path / "store"
+    sink = AuditSink(store=store, signing_key=None, ledger_root=None)
+    trace_id = "trc-" + "d" * 32
+    info = _info(trace_id)
+    sink.on_turn_start(info)
+    trace = Trace(trace_id, "conv-1", 1, 0, 100)
+    item = {"type": "commandExecution", "id": "c", "command": "ls"}
+    sink.on_event(info, trace.add("codex", "item/started", {"item": item}, "notification"))
+    run_writers = sink._turns[trace_id].run
+    run_writers.transcript.close()
+    run_writers.tool_events.abort()  # the kill -9
+    assert not check_run(trace_id, store).complete
+    assert sink.unsealed_runs() == [trace_id]
+    assert handle_leftovers(sink, store=store, signing_key=None, recover=True) == [trace_id]
+    assert check_run(trace_id, store).complete
+    tools = _lines(store / "audit" / "tool-events" / f"{trace_id}.jsonl")
+    assert [t["type"] for t in tools] == ["tool.call"]
+    assert sink.unsealed_runs() == []
+
+
 def test_odd_agent_text_still_makes_a_sealed_run(tmp_path: Path) -> None:
     store = tmp_path / "store"
     sink = AuditSink(store=store, signing_key=None, ledger_root=tmp_path)
@@ -182,6 +207,26 @@ def test_a_non_loopback_address_needs_the_flag_and_a_token(
     err = capsys.readouterr().err
     assert "at least 16" in err
     assert "short" not in err.replace("shortly", "")
+
+
+@pytest.mark.parametrize(
+    "token", ["Z" * 20 + "\n", " " * 20, "Z" * 10 + " " + "Z" * 10, "Z" * 20 + "\u00e9"]
+)
+def test_a_token_no_client_could_present_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], token: str
+) -> None:
+    # The presented token is stripped and is visible ASCII: with this one every request
+    # would be refused 401 (twenty spaces even passed the length check).
+    monkeypatch.setenv("AGC_SERVE_TOKEN", token)
+    base = ["serve", "--workspace", str(tmp_path), "--store", str(tmp_path / "s")]
+    with socket.socket() as taken:  # were the token let through, it would stop here
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        assert agc_main([*base, "--port", port]) == 2
+    err = capsys.readouterr().err
+    assert "$AGC_SERVE_TOKEN holds a character a bearer token cannot have" in err
+    assert "Z" * 10 not in err
 
 
 def test_a_bad_protocol_and_a_busy_port_are_usage_errors(

@@ -18,14 +18,16 @@ CHAT = "/v1/agent/chat"
 @dataclass(frozen=True)
 class Reply:
     """One scripted answer: status, body (a JSON value, raw bytes, or None for an empty
-    body), headers, and a delay before answering (seconds; longer than the client's
-    timeout makes a timeout)."""
+    body), headers, a delay before answering (seconds; longer than the client's
+    timeout makes a timeout), and how slowly the body trickles out."""
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     raw: bool = False
+    trickle_s: float = 0.0
+    """Send the body one byte at a time, this many seconds apart (a slow stream)."""
 
 
 def json_reply(status: int, body: Any, **headers: str) -> Reply:
@@ -104,7 +106,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if not reply.trickle_s:
+                self.wfile.write(data)
+            for index in range(len(data) if reply.trickle_s else 0):
+                self.wfile.write(data[index : index + 1])
+                self.wfile.flush()
+                time.sleep(reply.trickle_s)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a scripted timeout)
 

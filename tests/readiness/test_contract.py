@@ -190,3 +190,44 @@ def test_yaml_tags_construct_nothing() -> None:
 def test_an_empty_contract_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="requires nothing"):
         check_contract([], ContractSpec(), environment="dev")
+
+
+def _alias_bomb(containers: int, copies: int) -> str:
+    env = ", ".join(f"{{name: E{i}, value: x}}" for i in range(50))
+    return "\n".join(
+        [
+            "kind: List",
+            "defs:",
+            f"  env: &env [{env}]",
+            "  c: &c {name: api, env: *env}",
+            "  cs: &cs [" + ", ".join(["*c"] * containers) + "]",
+            "  d: &d {kind: Deployment, metadata: {name: w},"
+            " spec: {template: {spec: {containers: *cs}}}}",
+            "items: [" + ", ".join(["*d"] * copies) + "]",
+        ]
+    )
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_is_walked() -> None:
+    # 20 KB of text; expanded, 1000 x 1000 containers of 50 env entries each.
+    text = _alias_bomb(1000, 1000)
+    assert len(text) < 20_000
+    with pytest.raises(DeploymentManifestError, match="aliases expand to more than 100000"):
+        parse_manifests(text, source="bomb.yaml")
+
+
+def test_a_self_containing_alias_is_refused_not_walked_forever() -> None:
+    with pytest.raises(DeploymentManifestError, match="aliases expand"):
+        parse_manifests("kind: List\nitems: &loop [*loop]\n", source="loop.yaml")
+
+
+def test_anchors_that_share_an_env_block_are_still_checked() -> None:
+    text = (
+        "kind: Deployment\nmetadata: {name: cloud-api}\nspec:\n  template:\n    spec:\n"
+        "      containers:\n"
+        "        - {name: api, env: &env [{name: AGENT_PROVIDER, value: codex-stdio}]}\n"
+        "        - {name: worker, env: *env}\n"
+    )
+    documents = parse_manifests(text, source="m.yaml")
+    spec = ContractSpec(env=(EnvRequirement(name="AGENT_PROVIDER", value="codex-stdio"),))
+    assert check_contract(documents, spec, environment="dev").passed

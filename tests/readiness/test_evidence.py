@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agc.readiness import (
     PREDICATE_TYPE,
@@ -117,3 +121,65 @@ def test_check_evidence_binds_environment_endpoint_and_contents() -> None:
         c for c, _ in check_evidence(attributes, edited, environment="dev").problems
     }
     assert not check_evidence(None, transcript, environment="dev").ok
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+_RECORD_TYPES = st.sampled_from(
+    ["readiness.statement", "readiness.observation", "readiness.verdict", "other"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records=st.lists(
+        st.fixed_dictionaries(
+            {"type": _RECORD_TYPES | _JSON},
+            optional={"statement": _JSON, "observation": _JSON, "verdict": _JSON},
+        ),
+        max_size=4,
+    ),
+    subject=_JSON,
+    sealed=st.dictionaries(st.text(max_size=20), _JSON, max_size=4),
+)
+def test_check_evidence_of_a_forged_run_is_findings_never_an_error(
+    records: list[dict[str, Any]], subject: Any, sealed: dict[str, Any]
+) -> None:
+    # An unsigned run can hold anything its writer accepts: the check must say "not
+    # usable", not fail (a crash would be exit 4, "a bug", instead of a finding).
+    statement = {"_type": "https://in-toto.io/Statement/v1", "subject": subject}
+    records = [*records, {"type": "readiness.statement", "statement": statement}]
+    digest = canonical_digest(statement) if not _has_big_int(statement) else "x"
+    attributes = {"readiness": {"environment": "dev", "statement_digest": digest, **sealed}}
+    checked = check_evidence(attributes, records, environment="dev")
+    assert isinstance(checked.ok, bool)
+
+
+def _has_big_int(value: Any) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) > 2**53 - 1
+    if isinstance(value, list):
+        return any(_has_big_int(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_big_int(item) for item in value.values())
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def test_a_forged_statement_subject_is_a_mismatch() -> None:
+    for subject in ([1], ["x"], [{"digest": "x"}], [{"digest": {"sha256": 5}}], "s", []):
+        statement = {"subject": subject}
+        attributes = {
+            "readiness": {
+                "environment": "dev",
+                "statement_digest": canonical_digest(statement),
+                "subject_digest": None,
+            }
+        }
+        records = [{"type": "readiness.statement", "statement": statement}]
+        checked = check_evidence(attributes, records, environment="dev")
+        assert "subject-mismatch" in {code for code, _ in checked.problems}, subject

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agc.errors import ObservationInvalidError
-from agc.readiness import Observation
-from agc.readiness._model import quote, redact_json
+from agc.readiness import Observation, classify
+from agc.readiness._evidence import stored_observation
+from agc.readiness._model import MAX_OBSERVATION_DEPTH, quote, redact_json
 from agc.readiness._urls import safe_url
 from tests.readiness.helpers import LIVE_URL, completed
 
@@ -113,3 +116,27 @@ def test_safe_url_hides_user_information_and_secrets() -> None:
     shown = safe_url(url)
     assert SECRET not in shown
     assert shown.startswith("https://***@chat.example.test/")
+
+
+def _nested(depth: int) -> Any:
+    """A value ``depth`` arrays/objects deep, built without recursion."""
+    value: Any = "leaf"
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=700))
+def test_any_nesting_is_refused_or_classified_never_a_recursion_error(depth: int) -> None:
+    data = _valid()
+    data["response"] = {**completed(), "deep": _nested(depth)}
+    if depth + 2 > MAX_OBSERVATION_DEPTH:  # the observation and its response nest too
+        with pytest.raises(ObservationInvalidError, match="deeper than"):
+            Observation.from_dict(data)
+        return
+    observation = Observation.from_dict(data)
+    verdict = classify(observation)
+    assert verdict.passed
+    stored = stored_observation(observation)
+    assert classify(Observation.from_dict(stored)).label == verdict.label

@@ -105,3 +105,21 @@ def test_unreadable_or_unparsable_files(tmp_path: Path) -> None:
     bad.write_text("[policy\n")
     with pytest.raises(ReadinessConfigError, match="cannot be parsed"):
         load_config(bad)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("deep.json", '{"policy": {"x": ' + "[" * 5000 + "]" * 5000 + "}}", "deeper than 512"),
+        ("deep.toml", "a = " + "[" * 5000 + "]" * 5000, "nested too deep"),
+        ("deeper.toml", "a = " + "[" * 100 + "]" * 100, "deeper than 32"),
+        ("twice.json", '{"verifier_id": "a", "verifier_id": "b"}', "duplicate"),
+    ],
+)
+def test_a_hostile_configuration_is_a_config_error_not_a_crash(
+    tmp_path: Path, name: str, text: str, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ReadinessConfigError, match=problem):
+        load_config(path)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import socket
+import time
 from email.utils import formatdate
 from typing import Any
 
 import httpx
 import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agc.errors import UrlInvalidError
-from agc.readiness import ProbeSettings, classify
+from agc.readiness import Observation, ProbeSettings, classify, stored_observation
 from agc.readiness._probe import Timing, backoff_delay, probe, probe_urls, retry_after_seconds
 from tests.readiness.chat_server import (
     CHAT,
@@ -324,3 +330,138 @@ def test_retry_after_in_seconds_and_as_a_date() -> None:
     assert retry_after_seconds(formatdate(now - 30, usegmt=True), now=now, cap=60) == 0
     assert retry_after_seconds("soon", now=now, cap=60) is None
     assert retry_after_seconds(None, now=now, cap=60) is None
+
+
+_DIGIT_LIKE = st.characters(categories=("Nd", "No"))
+
+
+@given(st.text(max_size=40) | st.text(alphabet=_DIGIT_LIKE, min_size=1, max_size=6))
+def test_retry_after_never_fails_on_what_the_endpoint_sends(value: str) -> None:
+    # "²" and "٣" are str.isdigit() but not RFC 9110 DIGIT: float() refuses them.
+    delay = retry_after_seconds(value, now=1_764_460_800.0, cap=60)
+    assert delay is None or 0 <= delay <= 60
+
+
+def test_a_retry_after_of_non_ascii_digits_is_ignored_not_a_crash() -> None:
+    script = Script(
+        submit=[
+            json_reply(503, {"error": {"code": "busy"}}, **{"Retry-After": "\u00b2"}),
+            json_reply(202, {"traceId": "t-1"}),
+        ],
+        result=[json_reply(200, completed())],
+    )
+    fake = FakeTiming()
+    with chat_server(script) as url:
+        result = _probe(url, fake)
+    assert result.observation.response["status"] == "completed"
+    assert result.observation.probe["submitAttempts"] == 2
+    assert fake.sleeps
+    assert fake.sleeps[0] <= SETTINGS.backoff_initial_s
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"status": "completed", "x": ' + b"[" * 950 + b"]" * 950 + b"}",
+        b'{"status": "completed", "x": ' + b"[" * 300 + b"]" * 300 + b"}",
+        # Two readers would read two answers: never a pass.
+        b'{"status": "failed", "status": "completed", "provider": "codex-stdio",'
+        b' "reply": {"role": "assistant", "content": "ready"}}',
+    ],
+    ids=["deeper-than-the-parser", "deeper-than-an-observation", "duplicate-status"],
+)
+def test_a_body_that_is_not_one_plain_json_answer_is_not_json(body: bytes) -> None:
+    script = Script(result=[raw_reply(200, body, "application/json")])
+    with chat_server(script) as url:
+        result = _probe(url, FakeTiming())
+    observation = result.observation
+    assert observation.response is None
+    assert observation.probe["recoverable"] == {"not-json": observation.probe["polls"]}
+    assert observation.transport_error == "idle-timeout"
+    verdict = classify(observation)
+    assert not verdict.passed
+    assert verdict.label == "BLOCKED/transport"
+
+
+def test_a_body_that_trickles_in_past_the_request_timeout_is_a_timeout() -> None:
+    # Every read gets a byte well within the timeout, so httpx alone would wait for the
+    # whole body (an SSE keep-alive stream never ends); the answer itself would pass.
+    slow = Reply(status=200, body=completed(), trickle_s=0.05)
+    script = Script(submit=[slow])
+    settings = ProbeSettings(request_timeout_s=0.3, submit_attempts=2, idle_timeout_s=1.0)
+    started = time.monotonic()
+    with chat_server(script) as url:
+        result = probe(url, environment="dev", live=True, settings=settings)
+    elapsed = time.monotonic() - started
+    assert [step.kind for step in result.steps] == ["timeout", "timeout"]
+    assert result.observation.transport_error == "timeout"
+    assert classify(result.observation).label == "BLOCKED/transport"
+    body_seconds = len(json.dumps(completed())) * 0.05
+    assert elapsed < body_seconds  # it did not wait for the body it gave up on
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_a_body_coded_though_identity_was_asked_is_not_decoded(coding: str) -> None:
+    # A few kilobytes of zstd or gzip can expand to gigabytes in one chunk, past
+    # max_body_bytes: the probe asks for no coding and reads no coded body.
+    answer = json.dumps(completed()).encode()
+    packed = (
+        gzip.compress(answer) if coding == "gzip" else zstandard.ZstdCompressor().compress(answer)
+    )
+    coded = Reply(
+        status=200,
+        body=packed,
+        headers={"Content-Type": "application/json", "Content-Encoding": coding},
+        raw=True,
+    )
+    script = Script(submit=[coded])
+    with chat_server(script) as url:
+        result = _probe(url, FakeTiming())
+    assert result.observation.transport_error == "protocol"
+    assert classify(result.observation).label == "BLOCKED/transport"
+    (_, _, headers), *_ = script.requests
+    assert headers["Accept-Encoding"] == "identity"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [{"omitted": "reply-text", "length": 5}, {"text": "ready"}, ["ready"], 5],
+    ids=["recorded-form", "object", "list", "number"],
+)
+def test_a_reply_that_is_not_text_from_the_wire_never_passes(content: Any) -> None:
+    # The recorded form {"omitted": "reply-text", "length": N} stands for a reply that
+    # evidence does not keep; an endpoint sending it sent no reply text at all.
+    answer = {**completed(), "reply": {"role": "assistant", "content": content}}
+    answers = iter([httpx.Response(202, json={"traceId": "t-9"}), httpx.Response(200, json=answer)])
+    transport = httpx.MockTransport(lambda request: next(answers))
+    with httpx.Client(transport=transport) as client:
+        result = probe(
+            "https://chat.dev.example.test",
+            environment="dev",
+            live=True,
+            client=client,
+            timing=_timing(FakeTiming()),
+        )
+    verdict = classify(result.observation)
+    assert verdict.label == "BLOCKED/schema"
+    assert verdict.rule == "reply-missing"
+    assert not verdict.agent_runner_gate
+    again = classify(Observation.from_dict(stored_observation(result.observation)))
+    assert again.label == verdict.label
+
+
+def test_a_reply_cut_inside_a_surrogate_pair_is_still_an_answer() -> None:
+    # A server that cut a string inside a surrogate pair still wrote RFC 8259 JSON; the
+    # observation keeps the text with "?" in place of the lone half.
+    body = (
+        b'{"status": "completed", "provider": "codex-stdio",'
+        b' "reply": {"role": "assistant", "content": "ready \\ud83d"}}'
+    )
+    script = Script(result=[raw_reply(200, body, "application/json")])
+    with chat_server(script) as url:
+        result = _probe(url, FakeTiming())
+    verdict = classify(result.observation)
+    assert verdict.label == "LOCAL"
+    assert verdict.passed
+    stored = json.dumps(stored_observation(result.observation), ensure_ascii=False)
+    stored.encode("utf-8")  # no lone surrogate left

@@ -10,7 +10,10 @@ shapes of the Codex app-server protocol (v2) and plays one turn per ``turn/start
 * ``exit``: exits with code 3 after the command item started;
 * ``hang``: waits for ``turn/interrupt``;
 * ``silent``: never answers ``initialize``;
-* ``spawn``: starts ``sleep 300`` in its process group and writes its pid to stderr.
+* ``spawn``: starts ``sleep 300`` in its process group and writes its pid to stderr;
+* ``deep``: sends notifications nested 5000 (deeper than the parser's stack) and 300
+  (deeper than the trace's walks) arrays deep before the command item, then plays
+  ``normal``.
 
 It writes one line with a key-shaped string to stderr, for the redaction test.
 """
@@ -72,6 +75,10 @@ def main() -> None:
             text = params["input"][0]["text"]
             send({"id": request_id, "result": {"turn": {"id": turn_id, "status": "inProgress"}}})
             notify("turn/started", {"threadId": params["threadId"], "turn": {"id": turn_id}})
+            for depth in (5000, 300) if MODE == "deep" else ():
+                nested = "[" * depth + "]" * depth
+                sys.stdout.write(f'{{"method": "item/updated", "params": {{"x": {nested}}}}}\n')
+                sys.stdout.flush()
             item = {
                 "type": "commandExecution",
                 "id": "call_1",

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agc.readiness import Observation, classify
@@ -191,6 +192,34 @@ def test_an_idempotency_key_replays_the_same_turn_and_refuses_another_body(
 
     run(scenario())
     assert sum(len(s.turns) for s in factory.sessions) == 1
+
+
+def test_one_idempotency_key_sent_at_once_with_two_bodies_is_one_turn_and_one_refusal(
+    tmp_path: Path,
+) -> None:
+    # Both submits wait for the same first (deep) preflight; the second must not come
+    # back as a "replay" of a turn for another message (its message would never run).
+    supervisor, factory = make_supervisor(tmp_path)
+
+    async def scenario() -> list[httpx.Response]:
+        async with served(supervisor) as client:
+            headers = {"Idempotency-Key": "key-1"}
+            answers = await asyncio.gather(
+                client.post(CHAT, json={"message": "first"}, headers=headers),
+                client.post(CHAT, json={"message": "second"}, headers=headers),
+                client.post(CHAT, json={"message": "first"}, headers=headers),
+            )
+            accepted = [a for a in answers if a.status_code == 202]
+            await terminal(client, accepted[0].json()["traceId"])
+            return list(answers)
+
+    first, second, again = run(scenario())
+    assert first.status_code == 202
+    assert second.status_code == 422
+    assert second.json()["error"]["code"] == "idempotency_key_reused"
+    assert again.status_code == 202
+    assert again.json() == {**first.json(), "replayed": True}
+    assert [turn for s in factory.sessions for turn in s.turns] == ["first"]
 
 
 def test_the_trace_is_paged_in_order_and_bad_queries_are_refused(tmp_path: Path) -> None:

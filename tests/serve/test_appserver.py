@@ -223,3 +223,25 @@ def test_a_request_to_a_dead_process_fails_at_once(tmp_path: Path) -> None:
         await rpc.close()
 
     run(scenario())
+
+
+def test_a_line_nested_too_deep_is_an_invalid_line_not_the_end(
+    tmp_path: Path,
+) -> None:
+    session = _session(tmp_path, "deep")
+
+    async def scenario() -> None:
+        await session.start()
+        await session.open_thread(None)
+        result, events = await _turn(session, "hello")
+        assert result.status == "completed"  # type: ignore[attr-defined]
+        assert result.reply == "reply: hello"  # type: ignore[attr-defined]
+        invalid = [event.params for event in events if event.method == "agc/invalidLine"]
+        assert invalid == [
+            {"bytes": 10_046, "problem": "depth"},  # the whole line, its newline included
+            {"bytes": 646, "problem": "depth"},
+        ]
+        assert session.alive()
+        await session.close()
+
+    run(scenario())

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 import agc
+from agc._core import json as strict_json
 from agc._core.fs import read_limited
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout, validate_run_id
@@ -326,8 +327,8 @@ def classify_command(
         data = read_limited(file, what="observation", max_bytes=_MAX_OBSERVATION_BYTES)
         source = f"observation {file}"
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raw = strict_json.loads(data, allow_lone_surrogates=True)
+    except ValueError as exc:
         raise ObservationInvalidError(f"{source} is not UTF-8 JSON: {exc}") from exc
     observation = Observation.from_dict(raw, source=source)
     return _conclude(
@@ -472,6 +473,16 @@ def _auth_headers(name: str | None) -> dict[str, str]:
         raise UsageError(
             f"--auth-env {name}: that env var is not set or empty",
             hint="Export the token in that variable; agc never prints or stores it.",
+        )
+    if not all("!" <= char <= "~" for char in value):
+        # RFC 6750's b64token is visible ASCII without white space. httpx fails on a
+        # non-ASCII character (a bug, exit 4) and on a control character (a transport
+        # error on every try), neither naming the token.
+        raise UsageError(
+            f"--auth-env {name}: the token holds a character an HTTP header cannot carry "
+            "(white space, a control or non-ASCII character)",
+            hint="Check the variable's value (agc never prints it); a trailing newline "
+            "from a file is a common cause.",
         )
     return {"Authorization": f"Bearer {value}"}
 

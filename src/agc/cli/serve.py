@@ -196,7 +196,11 @@ class AuditSink:
         return audit
 
     def unsealed_runs(self) -> list[str]:
-        """Runs of this service whose transcript has no seal (a crash), oldest first."""
+        """Runs of this service with a file that has no seal (a crash), by run id.
+
+        Both files count: the transcript is sealed first, so a crash between its seal
+        and that of the tool events leaves a run whose transcript looks done.
+        """
         folder = self.layout.artifact_path("probe", "transcript").parent
         try:
             entries = [
@@ -208,8 +212,13 @@ class AuditSink:
             return []
         found = []
         for entry in sorted(entries, key=lambda path: path.name):
-            if not any(side.exists() for side in sidecar_paths(entry).values()):
-                found.append(entry.name[: -len(".jsonl")])
+            run_id = entry.name[: -len(".jsonl")]
+            files = (entry, self.layout.artifact_path(run_id, "tool-events"))
+            if any(
+                path.exists() and not any(side.exists() for side in sidecar_paths(path).values())
+                for path in files
+            ):
+                found.append(run_id)
         return found
 
 
@@ -460,6 +469,16 @@ def serve_command(
             hint="Add --allow-non-loopback and set a bearer token in $" + token_env + ".",
         )
     token = os.environ.get(token_env) or None
+    if token is not None and not all("!" <= char <= "~" for char in token):
+        # A client's Authorization header carries visible ASCII only (RFC 6750's
+        # b64token; the presented token is stripped): a token with a trailing
+        # newline or a space would lock every client out with 401.
+        raise UsageError(
+            f"${token_env} holds a character a bearer token cannot have "
+            "(white space, a control or non-ASCII character)",
+            hint="A trailing newline from a file or a Secret is a common cause; "
+            "agc never prints the value.",
+        )
     if not is_loopback(host) and (token is None or len(token) < _MIN_TOKEN_CHARS):
         raise UsageError(
             f"listening on {host} needs a bearer token of at least {_MIN_TOKEN_CHARS} "

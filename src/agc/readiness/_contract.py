@@ -43,6 +43,9 @@ __all__ = [
 
 _MAX_MANIFEST_BYTES: Final = 16 * 1024 * 1024
 _SECRET_MEMBERS: Final = ("data", "stringData")
+_MIN_EXPANDED_VALUES: Final = 100_000
+"""The least number of values a manifest may expand to (its size in bytes is the limit
+when larger): YAML text without aliases holds fewer values than it has bytes."""
 
 
 @dataclass(frozen=True)
@@ -87,11 +90,31 @@ def _without_secret_data(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _expands_past(value: Any, limit: int) -> bool:
+    """True when ``value``, with every alias expanded (a shared or self-containing list
+    or mapping counted each time it is reached), holds more than ``limit`` values.
+    Iterative, and stops at the limit: any expansion is measured safely."""
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def parse_manifests(text: str, *, source: str) -> list[ManifestDocument]:
     """The Kubernetes objects in one YAML stream (``List`` objects expanded).
 
     Raises:
-        DeploymentManifestError: not YAML, or a document that is not a mapping.
+        DeploymentManifestError: not YAML, a document that is not a mapping, or YAML
+            aliases that expand to more values than the text has bytes (at least
+            100 000): PyYAML shares an aliased node, but every walk over it repeats it.
     """
     try:
         documents = list(yaml.safe_load_all(text))
@@ -99,6 +122,13 @@ def parse_manifests(text: str, *, source: str) -> list[ManifestDocument]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise DeploymentManifestError(f"{source} is not valid YAML{where}") from exc
+    limit = max(_MIN_EXPANDED_VALUES, len(text))
+    if _expands_past(documents, limit):
+        raise DeploymentManifestError(
+            f"{source}: its YAML aliases expand to more than {limit} values "
+            "(an alias bomb: a few kilobytes would take hours to check)",
+            hint="Write the manifests out without anchors (kubectl get -o yaml does).",
+        )
     parsed: list[ManifestDocument] = []
     for index, document in enumerate(documents, start=1):
         if document is None:

@@ -269,6 +269,25 @@ class EvidenceCheck:
         }
 
 
+def _digest_of(value: Any) -> str | None:
+    """:func:`canonical_digest`, or ``None`` for a value with no canonical form (an
+    integer beyond 2**53 - 1, a float out of range, a non-string key) or nested too
+    deep: a record nobody sealed through this module, never a reason to fail."""
+    try:
+        return canonical_digest(value)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _subject_digest(statement: Mapping[str, Any]) -> str | None:
+    """``subject[0].digest.sha256`` of an in-toto Statement, or ``None``."""
+    subject = statement.get("subject")
+    first = subject[0] if isinstance(subject, list) and subject else None
+    digests = first.get("digest") if isinstance(first, Mapping) else None
+    value = digests.get("sha256") if isinstance(digests, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
 def check_evidence(
     attributes: Mapping[str, Any] | None,
     transcript: Sequence[Mapping[str, Any]],
@@ -280,6 +299,7 @@ def check_evidence(
     ``endpoint``): its attributes name them, and the statement and observation in its
     transcript are the ones the attributes' digests name, so a verdict cannot be
     re-labelled for another environment without breaking the manifest's signature.
+    Records of any other shape (a forged or damaged run) are findings, never an error.
     """
     problems: list[tuple[str, str]] = []
     readiness = attributes.get("readiness") if isinstance(attributes, Mapping) else None
@@ -306,20 +326,27 @@ def check_evidence(
                 f"the verdict is for endpoint {json.dumps(readiness.get('endpoint'))}",
             )
         )
-    by_type = {record.get("type"): record for record in transcript}
+    by_type = {
+        record["type"]: record
+        for record in transcript
+        if isinstance(record, Mapping) and isinstance(record.get("type"), str)
+    }
     statement = by_type.get("readiness.statement", {}).get("statement")
-    if not isinstance(statement, Mapping) or canonical_digest(dict(statement)) != readiness.get(
-        "statement_digest"
-    ):
+    statement_digest = _digest_of(statement) if isinstance(statement, Mapping) else None
+    if statement_digest is None or statement_digest != readiness.get("statement_digest"):
         problems.append(("statement-mismatch", "the transcript's statement is not the sealed one"))
     else:
-        subject = statement.get("subject") or [{}]
-        digest = subject[0].get("digest", {}).get("sha256") if isinstance(subject, list) else None
-        if digest != readiness.get("subject_digest"):
+        assert isinstance(statement, Mapping)
+        subject_digest = _subject_digest(statement)
+        if subject_digest is None or subject_digest != readiness.get("subject_digest"):
             problems.append(("subject-mismatch", "the statement's subject is not the sealed one"))
     observation = by_type.get("readiness.observation", {}).get("observation")
-    if observation is not None and canonical_digest(observation) != readiness.get("subject_digest"):
-        problems.append(("subject-mismatch", "the transcript's observation is not the sealed one"))
+    if observation is not None:
+        observed_digest = _digest_of(observation)
+        if observed_digest is None or observed_digest != readiness.get("subject_digest"):
+            problems.append(
+                ("subject-mismatch", "the transcript's observation is not the sealed one")
+            )
     verdict = by_type.get("readiness.verdict", {}).get("verdict")
     if not isinstance(verdict, Mapping) or any(
         verdict.get(key) != readiness.get(key)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
+from agc._core.json import exceeds_depth
 from agc._core.redact import redact_text
 from agc.errors import ObservationInvalidError
 
@@ -28,6 +29,7 @@ __all__ = [
     "CAPABILITIES",
     "LEVELS",
     "LEVEL_ORDER",
+    "MAX_OBSERVATION_DEPTH",
     "MODES",
     "OBSERVATION_SCHEMA_VERSION",
     "ORIGINS",
@@ -70,6 +72,10 @@ LEVEL_ORDER: Final[Mapping[Level, int]] = {"SOURCE": 0, "LOCAL": 1, "DRY-RUN": 2
 ``BLOCKED`` is not in it: a blocked verdict never passes."""
 
 OBSERVATION_SCHEMA_VERSION: Final = 1
+MAX_OBSERVATION_DEPTH: Final = 100
+"""Deepest nesting of arrays and objects in an observation (an endpoint's answer included).
+A chat answer nests a dozen levels; every walk over the answer (redaction, the stored
+form, quoting) is recursive, so a deeper one is refused rather than a ``RecursionError``."""
 VERDICT_SCHEMA_VERSION: Final = 1
 
 _MAX_QUOTED_CHARS: Final = 120
@@ -397,6 +403,10 @@ class Observation:
         """
         if not isinstance(data, Mapping):
             raise ObservationInvalidError(f"{source} is not a JSON object")
+        if exceeds_depth(data, MAX_OBSERVATION_DEPTH):
+            raise ObservationInvalidError(
+                f"{source} nests arrays/objects deeper than {MAX_OBSERVATION_DEPTH} levels"
+            )
         unknown = sorted(set(data) - _OBSERVATION_KEYS)
         if unknown:
             raise ObservationInvalidError(

@@ -11,7 +11,6 @@ misspelt key would otherwise silently fall back to a default). Parsing is pure
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import tomllib
 from collections.abc import Mapping
@@ -19,8 +18,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
+from agc._core import json as strict_json
 from agc._core.canonical import canonical_json
 from agc._core.fs import read_limited
+from agc._core.json import exceeds_depth
 from agc.errors import ReadinessConfigError
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 _MAX_CONFIG_BYTES: Final = 1024 * 1024
+_MAX_CONFIG_DEPTH: Final = 32  # the documented shape nests 4 deep
 
 DEFAULT_PUBLIC_PROVIDER_HOSTS: Final[tuple[str, ...]] = (
     "api.openai.com",
@@ -212,11 +214,19 @@ def load_config(path: Path | None) -> ReadinessConfig:
     data = read_limited(path, what="readiness configuration", max_bytes=_MAX_CONFIG_BYTES)
     try:
         text = data.decode("utf-8")
-        raw = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+        raw = strict_json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:  # TOMLDecodeError is a ValueError
         raise ReadinessConfigError(
             f"readiness configuration {path} cannot be parsed: {exc}"
         ) from exc
+    except RecursionError as exc:  # tomllib parses nested arrays by recursion
+        raise ReadinessConfigError(
+            f"readiness configuration {path} cannot be parsed: nested too deep"
+        ) from exc
+    if exceeds_depth(raw, _MAX_CONFIG_DEPTH):
+        raise ReadinessConfigError(
+            f"readiness configuration {path} nests deeper than {_MAX_CONFIG_DEPTH} levels"
+        )
     return parse_config(raw, source=str(path))
 
 

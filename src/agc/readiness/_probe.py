@@ -38,8 +38,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from agc._core import json as strict_json
+from agc._core.json import exceeds_depth
 from agc.errors import UrlInvalidError
-from agc.readiness._model import Observation, Route, quote, usable_trace_id
+from agc.readiness._model import (
+    MAX_OBSERVATION_DEPTH,
+    Observation,
+    Route,
+    quote,
+    usable_trace_id,
+)
 from agc.readiness._policy import ProbeSettings
 from agc.readiness._table import FAILURE_STATUSES, RUNNING_STATUSES
 from agc.readiness._urls import is_loopback_host, safe_url
@@ -138,17 +146,19 @@ def backoff_delay(attempt: int, *, initial: float, cap: float, rand: float) -> f
 def retry_after_seconds(value: str | None, *, now: float, cap: float) -> float | None:
     """The wait a ``Retry-After`` header asks for, in seconds (at most ``cap``).
 
-    Accepts delay-seconds (``"120"``) and an HTTP-date (RFC 9110, section 10.2.3, relative to
-    ``now``, Unix seconds); anything else, or no header, is ``None``.
+    Accepts delay-seconds (``"120"``: ASCII digits only, RFC 9110 ``1*DIGIT``) and an
+    HTTP-date (RFC 9110, section 10.2.3, relative to ``now``, Unix seconds); anything
+    else, or no header, is ``None``: a header is the endpoint's text, never a reason to
+    fail.
     """
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return min(float(text), cap)
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         return None  # RFC 9110 dates are GMT; a zone-less one is not of the grammar
@@ -231,18 +241,26 @@ class _Answer:
         )
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _decode(data: bytes) -> tuple[Any, str | None]:
-    """``(parsed, None)`` for a JSON body, else ``(None, text)``."""
+    """``(parsed, None)`` for a JSON body, else ``(None, text)``.
+
+    JSON is agc's strict reading (:func:`agc._core.json.loads`: no NaN, no duplicate
+    member, so ``{"status": "failed", "status": "completed"}`` does not mean one thing
+    to one reader and another to the next) nested at most
+    :data:`~agc.readiness._model.MAX_OBSERVATION_DEPTH` deep; anything else is kept as
+    text, which classifies as not JSON. A lone surrogate escape (a string cut inside a
+    pair) is still JSON: it is kept, and becomes ``?`` wherever the observation is
+    quoted or stored.
+    """
     if not data.strip():
         return None, ""
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant), None
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        value = strict_json.loads(data, allow_lone_surrogates=True)
+    except ValueError:
         return None, data.decode("utf-8", errors="replace")
+    if exceeds_depth(value, MAX_OBSERVATION_DEPTH):
+        return None, data.decode("utf-8", errors="replace")
+    return value, None
 
 
 def _peer_is_loopback(response: httpx.Response) -> bool | None:
@@ -266,18 +284,40 @@ def _exchange(
     *,
     settings: ProbeSettings,
     headers: Mapping[str, str],
+    clock: Callable[[], float],
     body: Mapping[str, Any] | None = None,
 ) -> _Answer:
+    """One request and its answer, read whole within ``request_timeout_s`` in all.
+
+    httpx's timeout bounds each read, not the exchange: a body that trickles in (an SSE
+    stream's ``: ping`` comments every few seconds) would hold the probe for as long as
+    the endpoint likes, past ``--idle-timeout`` and ``--max-wait``. So the body is read
+    against ``clock`` (monotonic seconds) too, and a body still coming when the time is
+    up is a ``timeout``. Only an uncoded body is read (``Accept-Encoding: identity``,
+    RFC 9110, section 12.5.3): a ``Content-Encoding`` anyway is a ``protocol`` error.
+    """
+    started = clock()
     try:
         with client.stream(
-            method, url, json=body, headers=dict(headers), timeout=settings.request_timeout_s
+            method,
+            url,
+            json=body,
+            headers={**headers, "Accept-Encoding": "identity"},
+            timeout=settings.request_timeout_s,
         ) as response:
             peer = _peer_is_loopback(response)
+            coding = response.headers.get("content-encoding", "").strip().lower()
+            if coding not in ("", "identity"):
+                # Not asked for; decoding it would let a few kilobytes of zstd or gzip
+                # expand past max_body_bytes in one chunk (a decompression bomb).
+                return _Answer(response.status_code, error="protocol", peer_loopback=peer)
             data = bytearray()
-            for chunk in response.iter_bytes():
+            for chunk in response.iter_bytes():  # uncoded: as it came
                 data += chunk
                 if len(data) > settings.max_body_bytes:
                     return _Answer(response.status_code, too_large=True, peer_loopback=peer)
+                if clock() - started > settings.request_timeout_s:
+                    return _Answer(response.status_code, error="timeout", peer_loopback=peer)
             parsed, raw = _decode(bytes(data))
             return _Answer(
                 response.status_code,
@@ -324,7 +364,13 @@ class _Run:
 
     def exchange(self, method: str, url: str, body: Mapping[str, Any] | None = None) -> _Answer:
         answer = _exchange(
-            self.client, method, url, settings=self.settings, headers=self.headers, body=body
+            self.client,
+            method,
+            url,
+            settings=self.settings,
+            headers=self.headers,
+            clock=self.timing.monotonic,
+            body=body,
         )
         if answer.peer_loopback is not None:
             # Once any answer came from a loopback peer, the evidence is local.
@@ -476,7 +522,7 @@ def _observation(
     **info: Any,
 ) -> Observation:
     http_status = answer.http_status if answer else None
-    body = response if response is not None else (answer.body if answer else None)
+    body = _as_received(response if response is not None else (answer.body if answer else None))
     raw = answer.raw if answer and response is None else None
     if answer is not None and answer.error is not None and transport_error is None:
         transport_error = answer.error
@@ -495,6 +541,30 @@ def _observation(
         peer_loopback=run.peer_loopback,
         probe=run.info(trace_id, **info),
     )
+
+
+NOT_TEXT: Final = {"omitted": "not-text"}
+"""What an endpoint's ``reply.content`` that is not a string becomes in the observation."""
+
+
+def _as_received(body: Any) -> Any:
+    """The endpoint's answer as an observation keeps it: a ``reply.content`` that is not
+    a string becomes :data:`NOT_TEXT`.
+
+    ``{"omitted": "reply-text", "length": N}`` is how *recorded* evidence stands for a
+    reply it does not keep; from the wire it would be a non-empty reply the endpoint
+    never sent. :data:`NOT_TEXT` classifies as no reply text (``reply-missing``), now
+    and when the stored observation is classified again.
+    """
+    if not isinstance(body, Mapping):
+        return body
+    reply = body.get("reply")
+    if not isinstance(reply, Mapping) or "content" not in reply:
+        return body
+    content = reply["content"]
+    if isinstance(content, str) or content is None:
+        return body
+    return {**body, "reply": {**reply, "content": dict(NOT_TEXT)}}
 
 
 def _dry_run(run: _Run, base: str, chat: str, environment: str) -> Observation:
@@ -528,6 +598,7 @@ def _submit(run: _Run, chat: str) -> _Answer:
             chat,
             settings=run.settings,
             headers=headers,
+            clock=run.timing.monotonic,
             body={"message": run.settings.message},
         )
         if answer.peer_loopback is not None:

@@ -24,11 +24,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from agc._core import json as strict_json
+from agc._core.json import exceeds_depth
 from agc._core.redact import redact_text
+from agc.errors import JsonInvalidError
 from agc.serve._provider import ProviderError, ProviderEvent
 
 __all__ = ["ServerRequestHandler", "StdioRpc", "spawn_error"]
 
+MAX_MESSAGE_DEPTH: Final = 128
+"""Deepest nesting of arrays/objects in one message from the agent. Its events are
+redacted, recorded and shown by recursive walks; a deeper line is an ``agc/invalidLine``
+event (its size and the problem), never a ``RecursionError``."""
 _LINE_LIMIT: Final = 64 * 1024 * 1024  # bytes; a command's aggregated output rides in one line
 _STDERR_LOG_LIMIT: Final = 8 * 1024 * 1024  # bytes written to an opt-in stderr log
 
@@ -261,10 +268,20 @@ class StdioRpc:
 
     async def _dispatch(self, line: bytes) -> None:
         try:
-            message = json.loads(line)
-        except (UnicodeDecodeError, ValueError):
+            message = strict_json.loads(line, allow_lone_surrogates=True)
+            if exceeds_depth(message, MAX_MESSAGE_DEPTH):
+                raise JsonInvalidError("nested too deep", problem="depth")
+        except ValueError as exc:
+            # Not JSON, not UTF-8, or nested deeper than the parser's stack (a
+            # RecursionError would end the reader, and with it the session) or than
+            # the trace's redaction walks: an event of its own, and the turn goes on.
+            problem = getattr(exc, "problem", None) or "not-json"
             self.events.put_nowait(
-                ProviderEvent("agc/invalidLine", {"bytes": len(line)}, kind="notification")
+                ProviderEvent(
+                    "agc/invalidLine",
+                    {"bytes": len(line), "problem": str(problem)[:40]},
+                    kind="notification",
+                )
             )
             return
         if not isinstance(message, dict):

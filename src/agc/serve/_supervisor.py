@@ -285,6 +285,22 @@ class Supervisor:
 
     # -- submit ------------------------------------------------------------------------
 
+    def _replayed(self, idempotency_key: str | None, fingerprint: str) -> dict[str, Any] | None:
+        """The ``202`` body of the turn an earlier submit with this key started, or
+        ``None``; a key seen with another request is refused (``422``)."""
+        seen = None if idempotency_key is None else self._idempotency.get(idempotency_key)
+        if seen is None:
+            return None
+        trace_id, conv_id, known = seen
+        if known != fingerprint:
+            raise ChatRefusedError(
+                422,
+                _error(
+                    "idempotency_key_reused", "this Idempotency-Key was used for another request"
+                ),
+            )
+        return {"traceId": trace_id, "conversationId": conv_id, "replayed": True}
+
     async def submit(
         self, message: Any, conversation_id: Any, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
@@ -318,19 +334,9 @@ class Supervisor:
         fingerprint = hashlib.sha256(
             f"{conversation_id}\x00{message}".encode("utf-8", "surrogatepass")
         ).hexdigest()
-        if idempotency_key is not None:
-            seen = self._idempotency.get(idempotency_key)
-            if seen is not None:
-                trace_id, conv_id, known = seen
-                if known != fingerprint:
-                    raise ChatRefusedError(
-                        422,
-                        _error(
-                            "idempotency_key_reused",
-                            "this Idempotency-Key was used for another request",
-                        ),
-                    )
-                return {"traceId": trace_id, "conversationId": conv_id, "replayed": True}
+        replayed = self._replayed(idempotency_key, fingerprint)
+        if replayed is not None:
+            return replayed
         if self._stopping:
             raise ChatRefusedError(
                 503, _error("service_stopping", "the service is shutting down"), retry_after=5
@@ -361,9 +367,11 @@ class Supervisor:
             raise ChatRefusedError(
                 409, _error("conversation_busy", "a turn of this conversation is running"), 2
             )
-        if idempotency_key is not None and idempotency_key in self._idempotency:
-            trace_id, conv_id, _ = self._idempotency[idempotency_key]
-            return {"traceId": trace_id, "conversationId": conv_id, "replayed": True}
+        # Another submit with this key may have been accepted during the preflight:
+        # the same request is its replay, another one is refused as before.
+        replayed = self._replayed(idempotency_key, fingerprint)
+        if replayed is not None:
+            return replayed
         needs_process = conversation is None or conversation.session is None
         if needs_process and self.live_sessions >= config.max_sessions:
             victim = self._least_recently_used_ready()
