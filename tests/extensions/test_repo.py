@@ -235,6 +235,17 @@ def test_an_index_that_is_not_json_is_a_store_error(store: Path) -> None:
     assert caught.value.exit_code == 3
 
 
+@pytest.mark.parametrize("depth", [100, 200_000])
+def test_a_deeply_nested_index_is_a_store_error_not_a_crash(store: Path, depth: int) -> None:
+    repo = ExtensionRepository(store)
+    repo.root.mkdir(parents=True)
+    deep = b"[" * depth + b"]" * depth
+    repo.index_path.write_bytes(b'{"schemaVersion": 1, "sources": [], "x": ' + deep + b"}")
+    with pytest.raises(ExtensionIndexInvalidError, match="deeper than") as caught:
+        repo.load()
+    assert caught.value.exit_code == 3
+
+
 # -- crashes, full disks, concurrent writers ---------------------------------------------
 
 

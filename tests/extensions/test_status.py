@@ -140,3 +140,14 @@ def test_a_tampered_projection_record_is_refused(tmp_path: Path, repo: Extension
     result.record.write_bytes(data.replace(b'"search"', b'"searcH"', 1))
     with pytest.raises(SidecarMismatchError):
         apply_startup_events(repo, [_event("search", "ready")])
+
+
+def test_a_deeply_nested_event_line_is_malformed_not_a_crash(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    project(repo, tmp_path / "home")
+    deep = b"[" * 200_000 + b"]" * 200_000
+    line = b'{"method": "' + STARTUP_STATUS_METHOD.encode() + b'", "params": ' + deep + b"}"
+    result = apply_startup_events(repo, [line, _event("search", "ready")])
+    assert (result.notifications, result.malformed) == (1, 1)
+    assert {item.name: item.startup_status for item in repo.items()}["search"] == "ready"

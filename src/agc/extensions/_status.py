@@ -17,7 +17,6 @@ startup error.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -25,8 +24,10 @@ from typing import Any, Final, cast
 
 from agc._core.digest import digest_fd, digests_equal
 from agc._core.fs import open_nofollow, read_small_file
+from agc._core.json import MAX_DEPTH
 from agc._core.sidecar import parse_sidecar, sidecar_name
 from agc.errors import ExtensionNotFoundError, InputError, SidecarMismatchError
+from agc.extensions._documents import MAX_DOCUMENT_DEPTH, load_json
 from agc.extensions._model import ExtensionIndex, ExtensionItem, StartupStatus, is_projection_id
 from agc.extensions._repo import ExtensionRepository
 
@@ -42,6 +43,7 @@ STARTUP_STATUS_METHOD: Final = "mcpServer/startupStatus/updated"
 _STATES: Final = ("starting", "ready", "failed", "cancelled")
 _MAX_RECORD_BYTES: Final = 64 * 1024 * 1024
 _MAX_LINE_BYTES: Final = 1024 * 1024
+_RECORD_DEPTH: Final = MAX_DOCUMENT_DEPTH + 8
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def read_projection_record(repo: ExtensionRepository, projection_id: str) -> Pro
         )
     try:
         lines = read_small_file(path, max_bytes=_MAX_RECORD_BYTES).splitlines()
-        records = [json.loads(line) for line in lines if line]
+        records = [load_json(line, limit=_RECORD_DEPTH) for line in lines if line]
         if (
             not records
             or not isinstance(records[0], dict)
@@ -153,7 +155,7 @@ def _notification(line: bytes) -> tuple[str, StartupStatus, str | None] | str | 
     if len(line) > _MAX_LINE_BYTES:
         return _MALFORMED
     try:
-        message = json.loads(line)
+        message = load_json(line, limit=MAX_DEPTH)
     except (UnicodeDecodeError, ValueError):
         return _MALFORMED
     if not isinstance(message, dict):
