@@ -7,6 +7,10 @@ the entry) when an entry
 * has a ``..`` component, an absolute path, a drive letter or a ``:`` (a Windows
   alternate data stream), a NUL, or a name that changes meaning under NFKC
   (fullwidth dots become ``..``, a fullwidth solidus ``/``);
+* has a component longer than :data:`MAX_NAME_BYTES` bytes in UTF-8 (``NAME_MAX`` of
+  Linux and macOS file systems, POSIX ``<limits.h>``) or a path longer than
+  :data:`MAX_PATH_BYTES` (well below ``PATH_MAX``, leaving room for the store's own
+  path): no file system could hold it, and it is the archive's fault, not the store's;
 * is a symbolic link or a device/FIFO (the Unix file type in ``external_attr``);
 * collides with another after case folding and NFKC (``A.md`` beside ``a.md``, ``é``
   composed and decomposed), or is a file where another entry needs a folder;
@@ -43,6 +47,8 @@ from agc.errors import ArchiveRefusedError, InputError, StoreError
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
     "ImportLimits",
     "copy_file",
     "copy_folder",
@@ -60,6 +66,10 @@ _SUPPORTED_COMPRESSION: Final = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
 _DRIVE_RE: Final = re.compile(r"[A-Za-z]:")
+MAX_NAME_BYTES: Final = 255
+"""Longest file or folder name of an archive entry, in UTF-8 bytes."""
+MAX_PATH_BYTES: Final = 1024
+"""Longest path of an archive entry (or a copied file) inside the source, in UTF-8 bytes."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +143,22 @@ def _entry_parts(archive: str, raw: str) -> tuple[tuple[str, ...], bool]:
             raise _refuse(archive, f"entry {raw!r} changes meaning under NFKC ({folded!r})")
     if not parts and not is_dir:
         raise _refuse(archive, f"entry {raw!r} has an empty name")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise _refuse(
+                archive,
+                f"entry {_short(raw)} has a name longer than {MAX_NAME_BYTES} bytes",
+            )
+    if len("/".join(parts).encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise _refuse(archive, f"entry {_short(raw)} has a path longer than {MAX_PATH_BYTES} bytes")
     return parts, is_dir
+
+
+def _short(name: str, keep: int = 80) -> str:
+    """An entry name for a message: quoted, cut in the middle when very long."""
+    if len(name) <= 2 * keep:
+        return repr(name)
+    return f"{name[:keep]!r}…{name[-keep:]!r} ({len(name)} characters)"
 
 
 def _unix_mode(info: zipfile.ZipInfo) -> int:
@@ -400,7 +425,8 @@ def copy_folder(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMI
 
     Raises:
         InputError: unreadable, or a file name that is not UTF-8.
-        ArchiveRefusedError: more entries or bytes than the limits.
+        ArchiveRefusedError: more entries or bytes than the limits, or a path inside
+            the folder longer than :data:`MAX_PATH_BYTES`.
         StoreError: writing ``dest`` failed.
     """
     try:
@@ -452,6 +478,11 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
     for name in _listdir_fd(dir_fd, f"{state.label}/{prefix}".rstrip("/")):
         relative = prefix + name
         state.count()
+        if len(relative.encode("utf-8")) > MAX_PATH_BYTES:
+            raise ArchiveRefusedError(
+                f"{state.label}: {_short(relative)} has a path longer than {MAX_PATH_BYTES} "
+                "bytes inside the folder; nothing was imported"
+            )
         try:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError as exc:
