@@ -4,6 +4,7 @@ behaviour, a damaged index never half-used."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import subprocess
@@ -295,6 +296,57 @@ def test_a_crash_between_storing_and_indexing_leaves_nothing_half_imported(
     index = repo.load()
     assert sorted(os.listdir(repo.sources_dir)) == sorted(source.id for source in index.sources)
     assert [item.name for item in index.items][-3:] == ["art-skill-2", "code-skill-2", "search-2"]
+
+
+@pytest.mark.parametrize("where", ["_stage", "discover", "_commit"])
+def test_a_killed_import_leaves_no_staging_folder_behind_after_the_next_change(
+    tmp_path: Path, store: Path, where: str
+) -> None:
+    plugin = plugin_with_two_skills_and_mcp(tmp_path)
+    # The child dies (SIGKILL, no cleanup runs) after the step named, with its
+    # staging folder filled.
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from agc.extensions import ExtensionRepository, _repo
+        target = _repo.ExtensionRepository if {where!r} != "discover" else _repo
+        step = getattr(target, {where!r})
+        def then_die(*args, **kwargs):
+            if {where!r} != "_commit":
+                step(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGKILL)
+        setattr(target, {where!r}, then_die)
+        ExtensionRepository({str(store)!r}).import_path({str(plugin)!r})
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=_env(), check=False)
+    assert done.returncode == -9
+    repo = ExtensionRepository(store)
+    assert len(os.listdir(repo.staging_dir)) == 1  # what the killed import left
+    repo.import_path(plugin)
+    assert os.listdir(repo.staging_dir) == []
+    assert [item.name for item in repo.items()] == ["art-skill", "code-skill", "search"]
+
+
+def test_a_removal_clears_an_abandoned_staging_folder_but_not_a_live_one(
+    tmp_path: Path, store: Path
+) -> None:
+    repo = ExtensionRepository(store)
+    result = repo.import_path(plugin_with_two_skills_and_mcp(tmp_path))
+    abandoned = repo.staging_dir / "import-abandoned"
+    live = repo.staging_dir / "import-live"
+    for folder in (abandoned, live):
+        (folder / "tree").mkdir(parents=True)
+        (folder / "tree" / "big.bin").write_bytes(b"x" * 1024)
+    holder = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another import is still working in it
+        repo.remove([result.items[0].id])
+        assert os.listdir(repo.staging_dir) == ["import-live"]
+    finally:
+        os.close(holder)
+    repo.remove([result.items[1].id])
+    assert os.listdir(repo.staging_dir) == []
 
 
 def test_concurrent_imports_from_several_processes_all_land_with_unique_names(

@@ -15,11 +15,17 @@ An import is staged and checked outside the lock (the slow part), then, under th
 lock, named against the current index, moved into ``sources/`` and committed with one
 atomic index write. A crash before that write leaves an unreferenced folder that the
 next change under the lock removes; a crash after it leaves a complete import.
+
+Each import holds an ``flock`` on its own staging folder from the moment it is created
+(under the repository lock) until it is gone. A folder in ``staging/`` that nobody
+holds is what a killed import left behind (up to the import limit in bytes, twice for a
+zip) and is removed, under the repository lock, by the next import or removal.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import stat
@@ -62,6 +68,7 @@ __all__ = [
 
 _MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
 _ID_PREFIX_MIN: Final = 4
+_STAGING_PREFIX: Final = "import-"
 
 
 @dataclass(frozen=True)
@@ -232,8 +239,7 @@ class ExtensionRepository:
         name = source_path.absolute().name
         if name in {"", "..", "."}:
             name = source_path.resolve().name or str(source_path)
-        make_dirs(self.root / "staging")
-        staging = Path(tempfile.mkdtemp(prefix="import-", dir=self.root / "staging"))
+        staging, staging_fd = self._new_staging()
         try:
             fingerprint, stage_notes = self._stage(source_path, staging, kind, name)
             found = discover(
@@ -252,7 +258,59 @@ class ExtensionRepository:
                 )
         finally:
             _remove_tree(staging)
+            os.close(staging_fd)
         return result
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.root / "staging"
+
+    def _new_staging(self) -> tuple[Path, int]:
+        """A fresh staging folder and a descriptor holding its ``flock``.
+
+        Created under the repository lock, so that :meth:`_remove_abandoned_staging`
+        (also under it) never sees a folder before its importer holds it.
+
+        Raises:
+            StoreError: the store cannot be written.
+        """
+        make_dirs(self.staging_dir)
+        with exclusive_lock(self.lock_path, blocking=True, what="the extension index"):
+            self._remove_abandoned_staging()
+            try:
+                staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=self.staging_dir))
+                fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create a staging folder in {self.staging_dir}: "
+                    f"{describe_os_error(exc)}"
+                ) from exc
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a fresh folder: nobody else holds it
+        return staging, fd
+
+    def _remove_abandoned_staging(self) -> None:
+        """Delete staging folders no live import holds (a killed import's); call only
+        under the repository lock."""
+        try:
+            names = os.listdir(self.staging_dir)
+        except OSError:
+            return
+        for name in names:
+            if not name.startswith(_STAGING_PREFIX):
+                continue
+            path = self.staging_dir / name
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # a running import holds it
+                shutil.rmtree(path, ignore_errors=True)
+            finally:
+                os.close(fd)
 
     def _kind_of(self, path: Path) -> SourceKind:
         try:
@@ -494,6 +552,7 @@ class ExtensionRepository:
             self._remove_orphans(
                 replace(index, sources=tuple(s for s in index.sources if s.id in used))
             )
+            self._remove_abandoned_staging()
         return RemoveResult(items=removed, sources=gone)
 
 
