@@ -14,6 +14,7 @@ from agc.extensions import ExtensionRepository
 from agc.extensions._documents import (
     MAX_DOCUMENT_DEPTH,
     DocumentTooDeepError,
+    LoneSurrogateError,
     load_json,
     load_toml,
 )
@@ -81,4 +82,36 @@ def test_a_deeply_nested_configuration_is_noted_not_a_crash(
     (folder / relative).write_text(text, encoding="utf-8")
     result = ExtensionRepository(store).import_path(folder)
     assert [item.type for item in result.items] == ["unknown"]
+    assert ExtensionRepository(store).load().items == result.items
+
+
+@given(text=st.text(alphabet=st.characters(codec=None), max_size=8))
+def test_a_json_string_with_a_lone_surrogate_is_refused_and_any_other_read(text: str) -> None:
+    document = json.dumps({"k": text})  # ASCII: every surrogate is a \u escape
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        with pytest.raises(LoneSurrogateError):
+            load_json(document)
+    else:
+        assert load_json(document) == {"k": text}
+
+
+@pytest.mark.parametrize(
+    ("relative", "text"),
+    [
+        (".mcp.json", '{"mcpServers": {"a\\ud800": {"command": "x"}}}'),
+        (".mcp.json", '{"mcpServers": {"a": {"command": "x", "args": ["\\udc80"]}}}'),
+        (".codex-plugin/plugin.json", '{"name": "p", "skills": "./\\udcff"}'),
+    ],
+)
+def test_a_lone_surrogate_in_a_configuration_is_noted_not_a_crash(
+    tmp_path: Path, store: Path, relative: str, text: str
+) -> None:
+    folder = tmp_path / "src"
+    (folder / relative).parent.mkdir(parents=True)
+    (folder / relative).write_text(text, encoding="utf-8")
+    result = ExtensionRepository(store).import_path(folder)
+    assert [item.type for item in result.items] == ["unknown"]
+    assert "lone surrogate" in " ".join([*result.notes, result.items[0].last_error or ""])
     assert ExtensionRepository(store).load().items == result.items

@@ -181,3 +181,10 @@ def test_shared_aliases_within_the_limits_are_read_and_renamed() -> None:
 def test_renaming_a_frontmatter_beyond_the_limits_is_a_value_error(data: bytes) -> None:
     with pytest.raises(ValueError, match="not valid YAML"):
         rename_frontmatter(data, "renamed")
+
+
+@pytest.mark.parametrize("field", ["name", "description", "other"])
+def test_a_lone_surrogate_escape_in_the_frontmatter_is_refused(field: str) -> None:
+    front = parse_skill_file(f'---\nname: x\n{field}: "a\\ud800"\n---\n'.encode())
+    assert front.error is not None
+    assert "lone surrogate" in front.error

@@ -254,6 +254,9 @@ def _manifest_path(
     if not parts:
         found.note(f"{where} {value!r} ignored: the path must not be ./ itself")
         return None
+    if "\x00" in value:
+        found.note(f"{where} {value!r} ignored: a path cannot hold a NUL character")
+        return None
     if any(part == ".." or "\\" in part or ":" in part for part in parts):
         found.note(f"{where} {value!r} ignored: the path must stay inside the plugin")
         return None

@@ -9,6 +9,11 @@ writer). An MCP configuration or a plugin manifest is a few levels deep, so a do
 nesting deeper than :data:`MAX_DOCUMENT_DEPTH` is refused like one that is not JSON
 (RFC 8259 section 9 lets a parser limit nesting depth; TOML 1.0 sets no limit and
 leaves it to the implementation).
+
+A JSON string may also spell a lone surrogate (``"\\ud800"``): valid RFC 8259 text, but
+not a Unicode scalar value (RFC 7493 section 2.1), so it can be neither written as UTF-8
+(the index, the projection record, ``config.toml``) nor canonicalised (RFC 8785). Such a
+document is refused like one that is not JSON; TOML forbids these escapes itself.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from typing import Any, Final
 
 from agc._core.json import exceeds_depth
 
-__all__ = ["MAX_DOCUMENT_DEPTH", "DocumentTooDeepError", "load_json", "load_toml"]
+__all__ = [
+    "MAX_DOCUMENT_DEPTH",
+    "DocumentTooDeepError",
+    "LoneSurrogateError",
+    "load_json",
+    "load_toml",
+]
 
 MAX_DOCUMENT_DEPTH: Final = 64
 """Deepest nesting of arrays and objects (tables) accepted in a configuration, a
@@ -28,6 +39,10 @@ manifest, the index or an app-server message."""
 
 class DocumentTooDeepError(ValueError):
     """The document nests arrays/objects deeper than the limit."""
+
+
+class LoneSurrogateError(ValueError):
+    """A string of the document holds a lone surrogate escape."""
 
 
 def _too_deep(limit: int) -> DocumentTooDeepError:
@@ -39,8 +54,8 @@ def load_json(data: bytes | str, *, limit: int = MAX_DOCUMENT_DEPTH) -> Any:
 
     Raises:
         UnicodeDecodeError: bytes that are not UTF-8.
-        ValueError: not JSON (``json.JSONDecodeError``), or
-            :class:`DocumentTooDeepError`.
+        ValueError: not JSON (``json.JSONDecodeError``),
+            :class:`DocumentTooDeepError` or :class:`LoneSurrogateError`.
     """
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
@@ -49,7 +64,20 @@ def load_json(data: bytes | str, *, limit: int = MAX_DOCUMENT_DEPTH) -> Any:
         raise _too_deep(limit) from None
     if exceeds_depth(document, limit):
         raise _too_deep(limit)
+    # Strict UTF-8 text holds no surrogate: only a \u escape can make one.
+    if "\\u" in text and not _encodable(document):
+        raise LoneSurrogateError(
+            "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)"
+        )
     return document
+
+
+def _encodable(document: Any) -> bool:
+    try:
+        json.dumps(document, ensure_ascii=False, check_circular=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_toml(text: str, *, limit: int = MAX_DOCUMENT_DEPTH) -> dict[str, Any]:

@@ -18,7 +18,9 @@ expansion), and an anchor may even refer to itself (a cycle): the parsed value i
 small in memory but every walk of it (a comparison, a dump) is exponential or endless.
 The frontmatter is therefore composed first and refused, like invalid YAML, when it
 nests deeper than :data:`MAX_FRONTMATTER_DEPTH`, has a recursive alias, or expands to
-more than :data:`MAX_FRONTMATTER_NODES` nodes.
+more than :data:`MAX_FRONTMATTER_NODES` nodes. A double-quoted ``"\\ud800"`` escape (a
+lone surrogate, not a Unicode scalar value: YAML 1.1 lets PyYAML build it) is refused
+too: no UTF-8 file (the index, the renamed copy) can hold it.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ MAX_FRONTMATTER_NODES: Final = 100_000
 """Most nodes a frontmatter may expand to, aliases counted as the nodes they repeat."""
 
 
-class FrontmatterTooLargeError(yaml.YAMLError):
-    """The frontmatter nests too deep, has a recursive alias or expands too far."""
+class FrontmatterRefusedError(yaml.YAMLError):
+    """The frontmatter nests too deep, has a recursive alias, expands too far or holds a
+    lone surrogate."""
 
 
 def _check_expansion(root: yaml.Node) -> None:
@@ -59,7 +62,7 @@ def _check_expansion(root: yaml.Node) -> None:
     composed document, however far it expands.
 
     Raises:
-        FrontmatterTooLargeError: naming the limit.
+        FrontmatterRefusedError: naming the limit.
     """
     sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, depth)
     open_nodes: set[int] = set()
@@ -68,6 +71,10 @@ def _check_expansion(root: yaml.Node) -> None:
         node, done = stack.pop()
         key = id(node)
         children = _children(node)
+        if isinstance(node, yaml.ScalarNode) and not _is_utf8_text(node.value):
+            raise FrontmatterRefusedError(
+                "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)"
+            )
         if done:
             open_nodes.discard(key)
             size, depth = 1, 0
@@ -77,11 +84,11 @@ def _check_expansion(root: yaml.Node) -> None:
                 depth = max(depth, child_depth)
             depth += 1 if children or not isinstance(node, yaml.ScalarNode) else 0
             if depth > MAX_FRONTMATTER_DEPTH:
-                raise FrontmatterTooLargeError(
+                raise FrontmatterRefusedError(
                     f"it nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
                 )
             if size > MAX_FRONTMATTER_NODES:
-                raise FrontmatterTooLargeError(
+                raise FrontmatterRefusedError(
                     f"its aliases expand to more than {MAX_FRONTMATTER_NODES} nodes "
                     "(a billion-laughs document?)"
                 )
@@ -90,14 +97,24 @@ def _check_expansion(root: yaml.Node) -> None:
         if key in sizes:
             continue
         if key in open_nodes:
-            raise FrontmatterTooLargeError("an alias refers to a node that contains it")
+            raise FrontmatterRefusedError("an alias refers to a node that contains it")
         open_nodes.add(key)
         stack.append((node, True))
         for child in children:
             if id(child) in open_nodes:
-                raise FrontmatterTooLargeError("an alias refers to a node that contains it")
+                raise FrontmatterRefusedError("an alias refers to a node that contains it")
             if id(child) not in sizes:
                 stack.append((child, False))
+
+
+def _is_utf8_text(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -112,14 +129,14 @@ def _load_frontmatter(text: str) -> Any:
     """``yaml.safe_load`` of frontmatter text, bounded (see the module docstring).
 
     Raises:
-        yaml.YAMLError: invalid YAML, or :class:`FrontmatterTooLargeError`.
+        yaml.YAMLError: invalid YAML, or :class:`FrontmatterRefusedError`.
     """
     loader = yaml.SafeLoader(text)
     try:
         try:
             node = loader.get_single_node()
         except RecursionError:
-            raise FrontmatterTooLargeError(
+            raise FrontmatterRefusedError(
                 f"it nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
             ) from None
         if node is None:
