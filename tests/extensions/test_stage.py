@@ -411,3 +411,51 @@ def test_a_folder_holding_a_path_too_long_for_the_store_is_refused(
         ExtensionRepository(store).import_path(source)
     assert caught.value.exit_code == 2
     _assert_nothing_kept(ExtensionRepository(store))
+
+
+def _many_entries(path: Path, count: int, *, declared: int | None = None) -> Path:
+    """A zip of ``count`` tiny entries whose end record declares ``declared`` of them."""
+    zip_entries(path, [(f"f{index}.txt", b"") for index in range(count)])
+    if declared is not None:
+        data = bytearray(path.read_bytes())
+        at = data.rfind(b"PK\x05\x06")
+        struct.pack_into("<2H", data, at + 8, declared, declared)
+        path.write_bytes(bytes(data))
+    return path
+
+
+def _never_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def parse(*_: object, **__: object) -> None:
+        raise AssertionError("the central directory was parsed")
+
+    monkeypatch.setattr("agc.extensions._stage.zipfile.ZipFile", parse)
+
+
+def test_an_archive_declaring_too_many_entries_is_refused_before_parsing(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _many_entries(tmp_path / "many.zip", 30)
+    _never_parsed(monkeypatch)
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=10))
+    with pytest.raises(ArchiveRefusedError, match="it has 30 entries; the limit is 10"):
+        repo.import_path(archive)
+    _assert_nothing_kept(repo)
+
+
+def test_an_archive_under_declaring_its_entries_is_refused_by_its_directory_size(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _many_entries(tmp_path / "liar.zip", 2000, declared=3)
+    _never_parsed(monkeypatch)
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=10))
+    with pytest.raises(ArchiveRefusedError, match=r"central directory is \d+ bytes, more than 10 "):
+        repo.import_path(archive)
+    _assert_nothing_kept(repo)
+
+
+def test_an_archive_within_the_limits_is_still_parsed_and_extracted(
+    tmp_path: Path, store: Path
+) -> None:
+    archive = _many_entries(tmp_path / "fine.zip", 10)
+    result = ExtensionRepository(store, limits=ImportLimits(max_entries=10)).import_path(archive)
+    assert [item.type for item in result.items] == ["unknown"]

@@ -234,6 +234,42 @@ def _check_layout(archive: str, handle: BinaryIO, infos: list[zipfile.ZipInfo], 
             raise _refuse(archive, f"entry {info.filename!r} overlaps {where}")
 
 
+# A central directory entry: 46 fixed bytes, then its name, extra field and comment.
+_CENTRAL_ENTRY_FIXED: Final = 46
+_CENTRAL_ENTRY_SLACK: Final = 1024  # extra field and comment of a plausible entry
+
+
+def _check_directory_size(archive: str, handle: BinaryIO, limits: ImportLimits) -> None:
+    """Refuse, before the central directory is parsed, an archive that declares more
+    entries than the limit, or whose central directory is too large to hold only that
+    many (APPNOTE.TXT 4.3.16: the end of central directory record gives both).
+
+    ``zipfile.ZipFile`` builds an object for every entry before agc can count them: a
+    small archive of tiny entries (80 MB for a million) costs gigabytes of memory and a
+    minute. The size bound keeps an archive that under-declares its entries to the
+    entries a central directory of that size can hold.
+    """
+    end_record = getattr(zipfile, "_EndRecData", None)  # how zipfile itself finds it
+    if end_record is None:  # pragma: no cover - a future zipfile; it still parses
+        return
+    try:
+        record = end_record(handle)
+    except (OSError, ValueError, struct.error):
+        return  # zipfile refuses it next, with its own message
+    if not record:
+        return
+    entries, size = record[4], record[5]  # _ECD_ENTRIES_TOTAL, _ECD_SIZE
+    if entries > limits.max_entries:
+        raise _refuse(archive, f"it has {entries} entries; the limit is {limits.max_entries}")
+    largest = limits.max_entries * (_CENTRAL_ENTRY_FIXED + MAX_PATH_BYTES + _CENTRAL_ENTRY_SLACK)
+    if size > largest:
+        raise _refuse(
+            archive,
+            f"its central directory is {size} bytes, more than {limits.max_entries} entries "
+            f"need ({largest} bytes at most)",
+        )
+
+
 def extract_zip(
     archive: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS, label: str | None = None
 ) -> None:
@@ -257,6 +293,8 @@ def extract_zip(
     except OSError as exc:
         raise InputError(f"{name} cannot be read: {describe_os_error(exc)}") from exc
     with handle:
+        _check_directory_size(name, handle, limits)
+        handle.seek(0)
         try:
             zf = zipfile.ZipFile(handle)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
