@@ -345,6 +345,46 @@ def test_a_bad_base_config_exits_2(
     assert "not valid TOML" in err
 
 
+@pytest.mark.parametrize(
+    ("text", "problem", "hint"),
+    [
+        ("x = " + "[" * 200_000 + "]" * 200_000 + "\n", "too deep to read", None),
+        ("x = " + "[" * 100 + "]" * 100 + "\n", "deeper than 64 levels", "config.toml"),
+        ("mcp_servers = 5\n", "mcp_servers is not a table", "config.toml"),
+    ],
+)
+def test_a_base_config_agc_cannot_use_exits_2_naming_it_without_a_traceback(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    problem: str,
+    hint: str | None,
+) -> None:
+    base = tmp_path / "base.toml"
+    base.write_text(text)
+    home = tmp_path / "h"
+    code, out, err = _run(
+        capsys,
+        "ext",
+        "project",
+        "--codex-home",
+        str(home),
+        "--base-config",
+        str(base),
+        "--store",
+        str(store),
+        "--json",
+    )
+    assert code == ExitCode.USAGE
+    error = json.loads(out)["error"]
+    assert problem in error["message"]
+    assert "Traceback" not in err
+    if hint is not None:
+        assert hint in error["hint"]
+    assert not (home / "config.toml").exists()
+
+
 def _events(*items: tuple[str, str, str | None]) -> bytes:
     return b"".join(
         json.dumps(

@@ -322,6 +322,10 @@ def _load_base_config(path: Path | None) -> dict[str, Any] | None:
         document = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"base configuration {path} is not valid TOML ({exc})") from exc
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise InputError(
+            f"base configuration {path} nests arrays or tables too deep to read"
+        ) from None
     return document
 
 

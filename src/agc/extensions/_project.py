@@ -44,8 +44,10 @@ import tomli_w
 
 from agc._core.digest import digests_equal
 from agc._core.fs import atomic_write_bytes
+from agc._core.json import exceeds_depth
 from agc._core.jsonl import JsonlFileWriter, describe_os_error, make_dirs
 from agc.errors import AgcError, InputError, ProjectionRefusedError, StoreError, UnsafePathError
+from agc.extensions._documents import MAX_DOCUMENT_DEPTH
 from agc.extensions._fingerprint import (
     bytes_fingerprint,
     json_fingerprint,
@@ -78,6 +80,9 @@ CONFIG_HEADER: Final = (
 SKILL_ROOT_MARKER: Final = ".agc-skill-root"
 RECORD_SCHEMA_VERSION: Final = 1
 _PLUGIN_DIRS: Final = frozenset({".codex-plugin", ".claude-plugin"})
+_BASE_CONFIG_HINT: Final = (
+    "Give --base-config a Codex config.toml: its [mcp_servers.<name>] tables are kept as written."
+)
 
 
 @dataclass(frozen=True)
@@ -304,7 +309,8 @@ def project(
     Raises:
         ProjectionRefusedError: the target holds a ``config.toml`` or skill root agc
             did not write.
-        InputError: the Codex home or the skill root has a path that is not UTF-8.
+        InputError: the Codex home or the skill root has a path that is not UTF-8, or
+            ``base_config`` nests deeper than 64 levels.
         StoreError: writing failed (disk full …); the previous projection stays whole.
         ExtensionIndexInvalidError: the index is damaged.
     """
@@ -315,10 +321,18 @@ def project(
     for what, path in (("Codex home", home), ("skill root", root)):
         _require_utf8_path(what, path)
     config_toml = _check_target(home, root)
+    if base_config is not None and exceeds_depth(base_config, MAX_DOCUMENT_DEPTH):
+        raise InputError(
+            f"the base configuration nests tables or arrays deeper than {MAX_DOCUMENT_DEPTH} "
+            "levels",
+            hint=_BASE_CONFIG_HINT,
+        )
     base = copy.deepcopy(dict(base_config or {}))
     base_servers = base.pop("mcp_servers", {}) or {}
     if not isinstance(base_servers, dict):
-        raise ProjectionRefusedError("the base configuration's mcp_servers is not a table")
+        raise ProjectionRefusedError(
+            "the base configuration's mcp_servers is not a table", hint=_BASE_CONFIG_HINT
+        )
     with repo.locked() as index:
         run = _Run(repo=repo, index=index, blocklist=blocklist or EnvBlocklist())
         created_at = repo.clock()
