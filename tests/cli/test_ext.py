@@ -457,3 +457,23 @@ def test_every_command_has_help_with_examples(
     assert "--store" in out
     assert "--json" in out
     assert "Exit codes:" in out
+
+
+def test_an_empty_path_is_refused_and_never_imports_the_current_folder(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cwd = tmp_path / "cwd"
+    (cwd / "secrets").mkdir(parents=True)
+    (cwd / "secrets" / ".env").write_text("TOKEN=do-not-copy\n")
+    monkeypatch.chdir(cwd)
+    code, out, err = _run(capsys, "ext", "import", "", "--store", str(store), "--json")
+    assert code == ExitCode.USAGE
+    dto = json.loads(out)
+    assert dto["error"]["code"] == "input-invalid"
+    assert "empty path" in dto["error"]["message"]
+    assert "empty path" in err
+    assert ExtensionRepository(store).items() == ()
+    assert not (store / "extensions" / "sources").exists()

@@ -101,7 +101,10 @@ def _print_items(items: Sequence[ExtensionItem], index: ExtensionIndex) -> None:
 
 def import_command(
     paths: Annotated[
-        list[Path], typer.Argument(help="Files, folders, zip archives or plugins to import.")
+        # str, not Path: Path("") is ".", and an empty argument (an unset variable)
+        # would import the current folder.
+        list[str],
+        typer.Argument(help="Files, folders, zip archives or plugins to import."),
     ],
     store: StoreOption = None,
     as_json: JsonOption = False,
@@ -124,8 +127,14 @@ def import_command(
     repo = _repo(store)
     results: list[dict[str, Any]] = []
     exit_code = int(ExitCode.OK)
-    for path in paths:
+    for raw in paths:
+        path = Path(raw)
         try:
+            if not raw:
+                raise InputError(
+                    "an empty path was given",
+                    hint="Name a file, folder or zip archive ('.' imports the current folder).",
+                )
             with _working(f"importing {path}"):
                 result = repo.import_path(path)
         except AgcError as exc:
@@ -134,7 +143,7 @@ def import_command(
             _note(f"error: {exc.message}")
             if exc.hint:
                 _note(f"hint: {exc.hint}")
-            results.append({"sourceName": path.name, "error": exc.to_dict()})
+            results.append({"sourceName": path.name if raw else "", "error": exc.to_dict()})
             continue
         results.append(result.to_dict())
         if not as_json:
