@@ -477,3 +477,29 @@ def test_an_empty_path_is_refused_and_never_imports_the_current_folder(
     assert "empty path" in err
     assert ExtensionRepository(store).items() == ()
     assert not (store / "extensions" / "sources").exists()
+
+
+def test_names_from_an_archive_never_reach_the_terminal_as_control_sequences(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    osc_title = "\x1b]0;pwned\x07"
+    archive = zip_entries(
+        tmp_path / "esc.zip",
+        [
+            (
+                f"plugins/{osc_title}evil/.codex-plugin/plugin.json",
+                json.dumps({"name": "p", "hooks": "./h.json", "skills": "./\x1b[2Jx"}).encode(),
+            ),
+            ("skills/\x1b[31mred\nline/SKILL.md", b"---\ndescription: d\n---\n"),
+        ],
+    )
+    code, out, err = _run(capsys, "ext", "import", str(archive), "--store", str(store))
+    assert code == ExitCode.OK
+    code, listed, _ = _run(capsys, "ext", "list", "--store", str(store))
+    assert code == ExitCode.OK
+    for text in (out, err, listed):
+        assert "\x1b" not in text
+        assert "\x07" not in text
+    assert "skills/\\x1b[31mred\\nline/SKILL.md" in out
+    assert "\\x1b]0;pwned\\x07evil" in err
+    assert len(out.splitlines()) == 3  # the header line, the table head, one item

@@ -58,14 +58,31 @@ def _working(message: str) -> Iterator[None]:
         yield
 
 
+def _printable(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\x1b``, ``\\n``).
+
+    Entry, folder and server names come from the imported archive (and errors from the
+    servers): an escape sequence in them must not drive the user's terminal (ECMA-48
+    CSI/OSC sequences retitle the window or clear the screen), and a row stays one line.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
 def _note(text: str) -> None:
-    err_console.print(text, markup=False)
+    err_console.print(_printable(text), markup=False, highlight=False)
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned columns, two spaces apart (plain text, also when not a terminal)."""
+    """Left-aligned columns, two spaces apart (plain text, also when not a terminal);
+    every cell made printable."""
     if not rows:
         return []
+    rows = [[_printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
     return [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -160,7 +177,9 @@ def import_command(
 def _print_import(result: ImportResult) -> None:
     count = len(result.items)
     out_console.print(
-        f"Imported {result.source.original_name}: {count} item{'s' if count != 1 else ''}",
+        _printable(
+            f"Imported {result.source.original_name}: {count} item{'s' if count != 1 else ''}"
+        ),
         markup=False,
         highlight=False,
     )
@@ -313,7 +332,9 @@ def rm_command(refs: RefsArgument, store: StoreOption = None, as_json: JsonOptio
     else:
         for item in result.items:
             out_console.print(
-                f"removed {item.type} {item.name} ({item.id})", markup=False, highlight=False
+                _printable(f"removed {item.type} {item.name} ({item.id})"),
+                markup=False,
+                highlight=False,
             )
         for source in result.sources:
             _note(f"source {source.original_name} ({source.id}) deleted with its last item")
