@@ -386,3 +386,35 @@ def test_a_crash_before_the_swap_keeps_the_previous_projection_whole(
     result = project(repo, home)
     assert [s.name for s in result.skills] == ["code-skill"]
     assert sorted(os.listdir(home)) == ["config.toml", "extension-skills"]
+
+
+def test_a_fifo_in_place_of_config_toml_is_refused_without_hanging(
+    tmp_path: Path, store: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.mkfifo(home / "config.toml")  # nobody writes it: a plain open would block forever
+    script = textwrap.dedent(
+        f"""
+        from agc.errors import ProjectionRefusedError
+        from agc.extensions import ExtensionRepository, project
+        try:
+            project(ExtensionRepository({str(store)!r}), {str(home)!r})
+        except ProjectionRefusedError as exc:
+            raise SystemExit(7 if "was not written by" in exc.message else 1)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=_env(), check=False, timeout=60)
+    assert done.returncode == 7
+    assert sorted(os.listdir(home)) == ["config.toml"]
+
+
+def test_a_dangling_link_as_the_codex_home_is_refused_as_input(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    home = tmp_path / "home"
+    home.symlink_to(tmp_path / "gone" / "codex")
+    with pytest.raises(ProjectionRefusedError, match="not a folder") as caught:
+        project(repo, home)
+    assert caught.value.exit_code == 2
+    assert not (tmp_path / "gone").exists()

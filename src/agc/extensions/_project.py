@@ -161,8 +161,10 @@ class ProjectionResult:
 
 
 def _check_target(codex_home: Path, skill_root: Path) -> Path:
-    if codex_home.exists() and not codex_home.is_dir():
-        raise ProjectionRefusedError(f"--codex-home {codex_home} exists and is not a folder")
+    if (codex_home.exists() or codex_home.is_symlink()) and not codex_home.is_dir():
+        raise ProjectionRefusedError(
+            f"--codex-home {codex_home} exists and is not a folder (or a link to one)"
+        )
     if skill_root in {codex_home, codex_home / "skills"}:
         raise ProjectionRefusedError(
             f"the skill root {skill_root} is a folder Codex manages itself",
@@ -183,11 +185,24 @@ def _check_target(codex_home: Path, skill_root: Path) -> Path:
 
 
 def _written_by_agc(path: Path) -> bool:
+    """Whether ``path`` is a regular file starting with :data:`CONFIG_HEADER`.
+
+    Opened without following a link and without blocking (a FIFO put in its place has
+    no writer: a plain open would wait forever), then checked to be a regular file.
+    """
+    header = CONFIG_HEADER.encode()
     try:
-        with path.open("rb") as handle:
-            return handle.read(len(CONFIG_HEADER.encode())) == CONFIG_HEADER.encode()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.read(fd, len(header)) == header
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _is_our_skill_root(path: Path) -> bool:
