@@ -459,3 +459,20 @@ def test_an_archive_within_the_limits_is_still_parsed_and_extracted(
     archive = _many_entries(tmp_path / "fine.zip", 10)
     result = ExtensionRepository(store, limits=ImportLimits(max_entries=10)).import_path(archive)
     assert [item.type for item in result.items] == ["unknown"]
+
+
+def test_a_folder_holding_the_store_is_imported_without_the_repository_itself(
+    tmp_path: Path,
+) -> None:
+    project_dir = tmp_path / "project"
+    write_skill(project_dir / "skills" / "tool", "tool")
+    repo = ExtensionRepository(project_dir / ".agc")  # AGC_HOME=./.agc, then `import .`
+    repo.import_path(project_dir / "skills" / "tool")
+    (project_dir / ".agc" / "kept.txt").write_text("the rest of the store is content")
+    result = repo.import_path(project_dir)
+    assert [item.name for item in result.items] == ["tool-2"]
+    assert ".agc/extensions: the extension repository itself skipped" in result.notes
+    stored = repo.tree_dir(result.source)
+    assert not (stored / ".agc" / "extensions").exists()
+    assert (stored / ".agc" / "kept.txt").read_text() == "the rest of the store is content"
+    assert os.listdir(repo.staging_dir) == []

@@ -331,7 +331,7 @@ class ExtensionRepository:
         tree = staging / "tree"
         tree.mkdir()
         if kind == "folder":
-            notes = copy_folder(source, tree, limits=self.limits)
+            notes = copy_folder(source, tree, limits=self.limits, skip=self.root)
             return tree_fingerprint(tree), notes
         if kind == "zip":
             archive = staging / "archive.zip"

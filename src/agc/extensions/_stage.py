@@ -29,6 +29,7 @@ entry and byte limits apply.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -454,12 +455,20 @@ def copy_file(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS
         os.close(fd)
 
 
-def copy_folder(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS) -> list[str]:
+def copy_folder(
+    source: Path,
+    dest: Path,
+    *,
+    limits: ImportLimits = DEFAULT_LIMITS,
+    skip: Path | None = None,
+) -> list[str]:
     """Copy the folder ``source`` into the empty folder ``dest``; return notes.
 
     Every folder is opened with ``O_NOFOLLOW`` and read through its descriptor, so a
     link swapped in during the copy is never followed; symlinks and special files are
-    skipped with a note.
+    skipped with a note. The folder ``skip`` (the extension repository, which holds
+    ``dest``), if it is inside ``source``, is left out with a note: copying it would
+    copy the copy being made.
 
     Raises:
         InputError: unreadable, or a file name that is not UTF-8.
@@ -472,6 +481,10 @@ def copy_folder(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMI
     except OSError as exc:
         raise InputError(f"{source} cannot be read: {describe_os_error(exc)}") from exc
     state = _CopyState(limits=limits, label=str(source))
+    if skip is not None:
+        with contextlib.suppress(OSError):
+            info = os.stat(skip)
+            state.skip = (info.st_dev, info.st_ino)
     try:
         _copy_tree(root_fd, dest, "", state)
     finally:
@@ -485,6 +498,7 @@ class _CopyState:
     label: str
     entries: int = 0
     total: int = 0
+    skip: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.notes: list[str] = []
@@ -529,6 +543,9 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
             state.notes.append(f"{relative}: symbolic link skipped (agc never follows links)")
             continue
         if stat.S_ISDIR(info.st_mode):
+            if (info.st_dev, info.st_ino) == state.skip:
+                state.notes.append(f"{relative}: the extension repository itself skipped")
+                continue
             child_fd = _open_child(dir_fd, name, _O_DIRECTORY, state, relative)
             if child_fd is None:
                 continue
