@@ -7,6 +7,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -368,3 +369,26 @@ def test_concurrent_imports_from_several_processes_all_land_with_unique_names(
     assert len(names) == 12
     assert sorted(names) == sorted(["access", *(f"access-{n}" for n in range(2, 13))])
     assert len(index.sources) == 12
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_a_link_or_file_in_place_of_a_stored_source_is_unlinked_never_followed(
+    tmp_path: Path, store: Path, kind: str
+) -> None:
+    repo = ExtensionRepository(store)
+    result = repo.import_path(write_skill(tmp_path / "skill", "lone").parent)
+    stored = repo.source_dir(result.source)
+    shutil.rmtree(stored)
+    victim = tmp_path / "victim"
+    (victim / "tree").mkdir(parents=True)
+    (victim / "tree" / "precious").write_text("not agc's")
+    if kind == "link":
+        stored.symlink_to(victim, target_is_directory=True)
+    else:
+        stored.write_text("someone else's file")
+    removed = repo.remove([result.items[0].id])
+    assert [source.id for source in removed.sources] == [result.source.id]
+    assert not stored.exists()
+    assert not stored.is_symlink()
+    assert (victim / "tree" / "precious").read_text() == "not agc's"
+    assert repo.items() == ()

@@ -575,5 +575,19 @@ def _make_read_only(root: Path) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(path)
+    """Delete a folder of the repository, best effort.
+
+    A link or file found where agc keeps a folder (someone changed the store) is
+    unlinked, never followed: its target is not agc's. Whatever cannot be deleted is
+    an unreferenced folder that the next import or removal tries again; the index is
+    already consistent when this runs.
+    """
+    try:
+        info = path.lstat()
+    except OSError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
