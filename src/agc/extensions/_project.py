@@ -184,6 +184,38 @@ def _check_target(codex_home: Path, skill_root: Path) -> Path:
     return config_toml
 
 
+def _check_nesting(home: Path, root: Path, repository: Path) -> None:
+    """Refuse targets that one rebuild would delete or that lie in the repository.
+
+    The skill root is replaced whole at every projection, so a Codex home (its
+    credentials, sessions and config.toml) or the repository inside it would be deleted
+    each time; and a target inside ``<store>/extensions`` would change stored sources.
+
+    Raises:
+        ProjectionRefusedError: naming both folders.
+    """
+    real_home, real_root = home.resolve(), root.resolve()
+    if real_home == real_root or real_home.is_relative_to(real_root):
+        raise ProjectionRefusedError(
+            f"--codex-home {home} is inside the skill root {root}, which every projection "
+            "rebuilds from scratch",
+            hint="Leave --skill-root out (default: <codex-home>/extension-skills).",
+        )
+    real_repository = repository.resolve()
+    if real_repository.is_relative_to(real_root):
+        raise ProjectionRefusedError(
+            f"the extension repository {repository} is inside the skill root {root}, which "
+            "every projection rebuilds from scratch",
+            hint="Give --skill-root a folder outside the store.",
+        )
+    for what, path in (("--codex-home", real_home), ("the skill root", real_root)):
+        if path == real_repository or path.is_relative_to(real_repository):
+            raise ProjectionRefusedError(
+                f"{what} {path} is inside the extension repository {repository}",
+                hint="Project into a folder outside the store.",
+            )
+
+
 def _written_by_agc(path: Path) -> bool:
     """Whether ``path`` is a regular file starting with :data:`CONFIG_HEADER`.
 
@@ -335,6 +367,7 @@ def project(
     root = Path(skill_root).absolute() if skill_root is not None else home / DEFAULT_SKILL_ROOT_NAME
     for what, path in (("Codex home", home), ("skill root", root)):
         _require_utf8_path(what, path)
+    _check_nesting(home, root, repo.root)
     config_toml = _check_target(home, root)
     if base_config is not None and exceeds_depth(base_config, MAX_DOCUMENT_DEPTH):
         raise InputError(
