@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 
 from agc.errors import (
+    ArchiveRefusedError,
     ExtensionIndexInvalidError,
     ExtensionNameInvalidError,
     ExtensionNotFoundError,
     StoreError,
     UsageError,
 )
-from agc.extensions import ExtensionRepository
+from agc.extensions import ExtensionRepository, ImportLimits
 from tests.extensions.builders import (
     plugin_with_two_skills_and_mcp,
     tree_bytes,
@@ -392,3 +393,38 @@ def test_a_link_or_file_in_place_of_a_stored_source_is_unlinked_never_followed(
     assert not stored.is_symlink()
     assert (victim / "tree" / "precious").read_text() == "not agc's"
     assert repo.items() == ()
+
+
+def test_a_source_with_more_items_than_the_limit_is_refused_whole(
+    tmp_path: Path, store: Path
+) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    servers = {f"s{index}": {"command": "x"} for index in range(6)}
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=5))
+    with pytest.raises(ArchiveRefusedError, match="holds 6 skills and MCP servers") as caught:
+        repo.import_path(folder)
+    assert caught.value.exit_code == 2
+    assert repo.items() == ()
+    assert os.listdir(repo.staging_dir) == []
+
+
+def test_an_index_that_would_outgrow_what_agc_reads_back_is_never_written(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = ExtensionRepository(store)
+    repo.import_path(write_skill(tmp_path / "first", "first").parent)
+    before = repo.index_path.read_bytes()
+    monkeypatch.setattr("agc.extensions._repo._MAX_INDEX_BYTES", len(before) + 100)
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"big": {"command": "x", "args": ["a" * 4096]}}})
+    )
+    with pytest.raises(StoreError, match=r"more than the \d+ agc reads back") as caught:
+        repo.import_path(folder)
+    assert caught.value.exit_code == 3
+    assert repo.index_path.read_bytes() == before
+    assert [item.name for item in repo.load().items] == ["first"]
+    assert len(os.listdir(repo.sources_dir)) == 1

@@ -38,7 +38,13 @@ from typing import Any, Final
 from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
 from agc._core.jsonl import describe_os_error, make_dirs, unix_ms
 from agc._core.store import resolve_store
-from agc.errors import ExtensionNotFoundError, InputError, StoreError, UsageError
+from agc.errors import (
+    ArchiveRefusedError,
+    ExtensionNotFoundError,
+    InputError,
+    StoreError,
+    UsageError,
+)
 from agc.extensions._discover import Found, discover
 from agc.extensions._fingerprint import file_fingerprint, tree_fingerprint
 from agc.extensions._model import (
@@ -49,7 +55,7 @@ from agc.extensions._model import (
     new_item_id,
     new_source_id,
 )
-from agc.extensions._names import ItemType, assign_name, check_manual_name
+from agc.extensions._names import ItemType, NameAllocator, assign_name, check_manual_name
 from agc.extensions._stage import (
     DEFAULT_LIMITS,
     ImportLimits,
@@ -207,10 +213,19 @@ class ExtensionRepository:
         """Replace the index atomically; call only inside :meth:`locked`.
 
         Raises:
-            StoreError: the write failed (disk full …); the old index is intact.
+            StoreError: the write failed (disk full …), or the index would be larger
+                than the 64 MiB :meth:`load` reads back (which would make every later
+                command fail); the old index is intact.
         """
+        data = index.to_bytes()
+        if len(data) > _MAX_INDEX_BYTES:
+            raise StoreError(
+                f"{self.index_path} would be {len(data)} bytes, more than the "
+                f"{_MAX_INDEX_BYTES} agc reads back; nothing was changed",
+                hint="Remove items with `agc ext rm` (large MCP configurations take most room).",
+            )
         try:
-            atomic_write_bytes(self.index_path, index.to_bytes(), overwrite=True)
+            atomic_write_bytes(self.index_path, data, overwrite=True)
         except OSError as exc:
             raise StoreError(
                 f"writing {self.index_path} failed ({describe_os_error(exc)}); "
@@ -245,6 +260,11 @@ class ExtensionRepository:
             found = discover(
                 staging / "tree", source_name=name, kind=kind, source_fingerprint=fingerprint
             )
+            if len(found.found) > self.limits.max_entries:
+                raise ArchiveRefusedError(
+                    f"{name}: it holds {len(found.found)} skills and MCP servers; the limit "
+                    f"is {self.limits.max_entries}; nothing was imported"
+                )
             _make_read_only(staging)
             with self.locked() as index:
                 result = self._commit(
@@ -375,9 +395,9 @@ class ExtensionRepository:
         items: list[ExtensionItem] = []
         suffixed: list[str] = []
         duplicate = False
+        allocators = {kind: NameAllocator(kind, names) for kind, names in taken.items()}
         for entry in found:
-            final = assign_name(entry.type, entry.wanted_name, taken[entry.type])
-            taken[entry.type].append(final)
+            final = allocators[entry.type].assign(entry.wanted_name)
             if final != entry.wanted_name:
                 suffixed.append(final)
             if entry.fingerprint in contents[entry.type]:
