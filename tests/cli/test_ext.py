@@ -345,6 +345,46 @@ def test_a_bad_base_config_exits_2(
     assert "not valid TOML" in err
 
 
+@pytest.mark.parametrize(
+    ("text", "problem", "hint"),
+    [
+        ("x = " + "[" * 200_000 + "]" * 200_000 + "\n", "too deep to read", None),
+        ("x = " + "[" * 100 + "]" * 100 + "\n", "deeper than 64 levels", "config.toml"),
+        ("mcp_servers = 5\n", "mcp_servers is not a table", "config.toml"),
+    ],
+)
+def test_a_base_config_agc_cannot_use_exits_2_naming_it_without_a_traceback(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    problem: str,
+    hint: str | None,
+) -> None:
+    base = tmp_path / "base.toml"
+    base.write_text(text)
+    home = tmp_path / "h"
+    code, out, err = _run(
+        capsys,
+        "ext",
+        "project",
+        "--codex-home",
+        str(home),
+        "--base-config",
+        str(base),
+        "--store",
+        str(store),
+        "--json",
+    )
+    assert code == ExitCode.USAGE
+    error = json.loads(out)["error"]
+    assert problem in error["message"]
+    assert "Traceback" not in err
+    if hint is not None:
+        assert hint in error["hint"]
+    assert not (home / "config.toml").exists()
+
+
 def _events(*items: tuple[str, str, str | None]) -> bytes:
     return b"".join(
         json.dumps(
@@ -417,3 +457,49 @@ def test_every_command_has_help_with_examples(
     assert "--store" in out
     assert "--json" in out
     assert "Exit codes:" in out
+
+
+def test_an_empty_path_is_refused_and_never_imports_the_current_folder(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cwd = tmp_path / "cwd"
+    (cwd / "secrets").mkdir(parents=True)
+    (cwd / "secrets" / ".env").write_text("TOKEN=do-not-copy\n")
+    monkeypatch.chdir(cwd)
+    code, out, err = _run(capsys, "ext", "import", "", "--store", str(store), "--json")
+    assert code == ExitCode.USAGE
+    dto = json.loads(out)
+    assert dto["error"]["code"] == "input-invalid"
+    assert "empty path" in dto["error"]["message"]
+    assert "empty path" in err
+    assert ExtensionRepository(store).items() == ()
+    assert not (store / "extensions" / "sources").exists()
+
+
+def test_names_from_an_archive_never_reach_the_terminal_as_control_sequences(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    osc_title = "\x1b]0;pwned\x07"
+    archive = zip_entries(
+        tmp_path / "esc.zip",
+        [
+            (
+                f"plugins/{osc_title}evil/.codex-plugin/plugin.json",
+                json.dumps({"name": "p", "hooks": "./h.json", "skills": "./\x1b[2Jx"}).encode(),
+            ),
+            ("skills/\x1b[31mred\nline/SKILL.md", b"---\ndescription: d\n---\n"),
+        ],
+    )
+    code, out, err = _run(capsys, "ext", "import", str(archive), "--store", str(store))
+    assert code == ExitCode.OK
+    code, listed, _ = _run(capsys, "ext", "list", "--store", str(store))
+    assert code == ExitCode.OK
+    for text in (out, err, listed):
+        assert "\x1b" not in text
+        assert "\x07" not in text
+    assert "skills/\\x1b[31mred\\nline/SKILL.md" in out
+    assert "\\x1b]0;pwned\\x07evil" in err
+    assert len(out.splitlines()) == 3  # the header line, the table head, one item

@@ -85,6 +85,8 @@ def test_inline_plugin_servers_are_items(tmp_path: Path, store: Path, wrapped: b
         ("./../outside", "stay inside the plugin"),
         ("./", "must not be ./ itself"),
         (7, "expected a ./ path"),
+        ("./skills\x00/../../outside", "cannot hold a NUL"),
+        (["./a\x00b"], "cannot hold a NUL"),
     ],
 )
 def test_a_manifest_path_that_is_not_dot_slash_inside_is_ignored_with_a_note(

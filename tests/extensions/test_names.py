@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -11,13 +13,15 @@ from hypothesis import strategies as st
 from agc.errors import ExtensionNameInvalidError
 from agc.extensions import (
     RESERVED_MCP_NAMES,
+    ExtensionRepository,
+    _names,
     assign_name,
     check_manual_name,
     collision_key,
     is_native_name,
     normalize_name,
 )
-from agc.extensions._names import ItemType
+from agc.extensions._names import ItemType, NameAllocator
 
 SKILL_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MCP_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -167,3 +171,46 @@ def test_a_refused_manual_name_suggests_the_native_form() -> None:
 @given(mcp_names)
 def test_a_valid_mcp_name_passes_the_manual_check(name: str) -> None:
     assert check_manual_name("mcp", name) == name
+
+
+@given(
+    item_type=st.sampled_from(["skill", "mcp"]),
+    taken=st.lists(
+        st.sampled_from(["a", "a-2", "A-3", "a_4", "b", "b-2", "agc-tools"]), max_size=6
+    ),
+    wanted=st.lists(st.sampled_from(["a", "a-2", "b", "agc_tools", "c"]), max_size=12),
+)
+def test_the_allocator_gives_the_names_assign_name_gives_one_by_one(
+    item_type: ItemType, taken: list[str], wanted: list[str]
+) -> None:
+    allocator = NameAllocator(item_type, taken)
+    names = list(taken)
+    for name in wanted:
+        expected = assign_name(item_type, name, names)
+        assert allocator.assign(name) == expected
+        names.append(expected)
+
+
+def test_an_import_of_many_servers_wanting_one_name_costs_linear_work(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    count = 2000
+    folder = tmp_path / "same"
+    folder.mkdir()
+    # Distinct keys that all normalise to the MCP name "a_".
+    servers = {"a" + chr(0x4E00 + index): {"command": "x"} for index in range(count)}
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    calls = 0
+    real = _names.collision_key
+
+    def counting(item_type: ItemType, name: str) -> str:
+        nonlocal calls
+        calls += 1
+        return real(item_type, name)
+
+    monkeypatch.setattr(_names, "collision_key", counting)
+    result = ExtensionRepository(store).import_path(folder)
+    names = [item.name for item in result.items]
+    assert names[:3] == ["a_", "a_-2", "a_-3"]
+    assert len(set(names)) == count
+    assert calls < 10 * count  # naming each against the whole list: about 4 000 000

@@ -18,6 +18,7 @@ import pytest
 from agc._core.sidecar import parse_sidecar
 from agc.errors import ProjectionRefusedError
 from agc.extensions import EnvBlocklist, ExtensionRepository, project
+from agc.extensions._fingerprint import tree_fingerprint
 from agc.extensions._project import CONFIG_HEADER
 from tests.extensions.builders import (
     codex_config_two_servers,
@@ -386,3 +387,74 @@ def test_a_crash_before_the_swap_keeps_the_previous_projection_whole(
     result = project(repo, home)
     assert [s.name for s in result.skills] == ["code-skill"]
     assert sorted(os.listdir(home)) == ["config.toml", "extension-skills"]
+
+
+def test_a_fifo_in_place_of_config_toml_is_refused_without_hanging(
+    tmp_path: Path, store: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.mkfifo(home / "config.toml")  # nobody writes it: a plain open would block forever
+    script = textwrap.dedent(
+        f"""
+        from agc.errors import ProjectionRefusedError
+        from agc.extensions import ExtensionRepository, project
+        try:
+            project(ExtensionRepository({str(store)!r}), {str(home)!r})
+        except ProjectionRefusedError as exc:
+            raise SystemExit(7 if "was not written by" in exc.message else 1)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=_env(), check=False, timeout=60)
+    assert done.returncode == 7
+    assert sorted(os.listdir(home)) == ["config.toml"]
+
+
+def test_a_dangling_link_as_the_codex_home_is_refused_as_input(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    home = tmp_path / "home"
+    home.symlink_to(tmp_path / "gone" / "codex")
+    with pytest.raises(ProjectionRefusedError, match="not a folder") as caught:
+        project(repo, home)
+    assert caught.value.exit_code == 2
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_codex_home_inside_the_skill_root_is_refused_and_keeps_its_files(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    root = tmp_path / "root"
+    home = root / "home"
+    home.mkdir(parents=True)
+    (root / ".agc-skill-root").write_text("")  # a root agc made before
+    (home / "auth.json").write_text("the user's login")
+    with pytest.raises(ProjectionRefusedError, match="inside the skill root") as caught:
+        project(repo, home, skill_root=root)
+    assert caught.value.exit_code == 2
+    assert (home / "auth.json").read_text() == "the user's login"
+
+
+@pytest.mark.parametrize("target", ["home", "root"])
+def test_a_target_inside_the_extension_repository_is_refused(
+    tmp_path: Path, repo: ExtensionRepository, target: str
+) -> None:
+    result = repo.import_path(write_skill(tmp_path / "s" / "empty-dir-skill", "lone").parent)
+    inside = repo.tree_dir(result.source) / "sub"
+    inside.mkdir()
+    before = tree_fingerprint(repo.tree_dir(result.source))
+    home, root = (inside, None) if target == "home" else (tmp_path / "h", inside)
+    with pytest.raises(ProjectionRefusedError, match="inside the extension repository"):
+        project(repo, home, skill_root=root)
+    assert tree_fingerprint(repo.tree_dir(result.source)) == before
+
+
+def test_a_skill_root_holding_the_store_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / ".agc-skill-root").write_text("")
+    repo = ExtensionRepository(root / "store")
+    repo.import_path(write_skill(tmp_path / "s" / "x", "x").parent)
+    with pytest.raises(ProjectionRefusedError, match="inside the skill root"):
+        project(repo, tmp_path / "home", skill_root=root)
+    assert [item.name for item in repo.items()] == ["x"]

@@ -4,8 +4,10 @@ behaviour, a damaged index never half-used."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,13 +16,14 @@ from pathlib import Path
 import pytest
 
 from agc.errors import (
+    ArchiveRefusedError,
     ExtensionIndexInvalidError,
     ExtensionNameInvalidError,
     ExtensionNotFoundError,
     StoreError,
     UsageError,
 )
-from agc.extensions import ExtensionRepository
+from agc.extensions import ExtensionRepository, ImportLimits
 from tests.extensions.builders import (
     plugin_with_two_skills_and_mcp,
     tree_bytes,
@@ -235,6 +238,17 @@ def test_an_index_that_is_not_json_is_a_store_error(store: Path) -> None:
     assert caught.value.exit_code == 3
 
 
+@pytest.mark.parametrize("depth", [100, 200_000])
+def test_a_deeply_nested_index_is_a_store_error_not_a_crash(store: Path, depth: int) -> None:
+    repo = ExtensionRepository(store)
+    repo.root.mkdir(parents=True)
+    deep = b"[" * depth + b"]" * depth
+    repo.index_path.write_bytes(b'{"schemaVersion": 1, "sources": [], "x": ' + deep + b"}")
+    with pytest.raises(ExtensionIndexInvalidError, match="deeper than") as caught:
+        repo.load()
+    assert caught.value.exit_code == 3
+
+
 # -- crashes, full disks, concurrent writers ---------------------------------------------
 
 
@@ -286,6 +300,57 @@ def test_a_crash_between_storing_and_indexing_leaves_nothing_half_imported(
     assert [item.name for item in index.items][-3:] == ["art-skill-2", "code-skill-2", "search-2"]
 
 
+@pytest.mark.parametrize("where", ["_stage", "discover", "_commit"])
+def test_a_killed_import_leaves_no_staging_folder_behind_after_the_next_change(
+    tmp_path: Path, store: Path, where: str
+) -> None:
+    plugin = plugin_with_two_skills_and_mcp(tmp_path)
+    # The child dies (SIGKILL, no cleanup runs) after the step named, with its
+    # staging folder filled.
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from agc.extensions import ExtensionRepository, _repo
+        target = _repo.ExtensionRepository if {where!r} != "discover" else _repo
+        step = getattr(target, {where!r})
+        def then_die(*args, **kwargs):
+            if {where!r} != "_commit":
+                step(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGKILL)
+        setattr(target, {where!r}, then_die)
+        ExtensionRepository({str(store)!r}).import_path({str(plugin)!r})
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=_env(), check=False)
+    assert done.returncode == -9
+    repo = ExtensionRepository(store)
+    assert len(os.listdir(repo.staging_dir)) == 1  # what the killed import left
+    repo.import_path(plugin)
+    assert os.listdir(repo.staging_dir) == []
+    assert [item.name for item in repo.items()] == ["art-skill", "code-skill", "search"]
+
+
+def test_a_removal_clears_an_abandoned_staging_folder_but_not_a_live_one(
+    tmp_path: Path, store: Path
+) -> None:
+    repo = ExtensionRepository(store)
+    result = repo.import_path(plugin_with_two_skills_and_mcp(tmp_path))
+    abandoned = repo.staging_dir / "import-abandoned"
+    live = repo.staging_dir / "import-live"
+    for folder in (abandoned, live):
+        (folder / "tree").mkdir(parents=True)
+        (folder / "tree" / "big.bin").write_bytes(b"x" * 1024)
+    holder = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another import is still working in it
+        repo.remove([result.items[0].id])
+        assert os.listdir(repo.staging_dir) == ["import-live"]
+    finally:
+        os.close(holder)
+    repo.remove([result.items[1].id])
+    assert os.listdir(repo.staging_dir) == []
+
+
 def test_concurrent_imports_from_several_processes_all_land_with_unique_names(
     tmp_path: Path, store: Path
 ) -> None:
@@ -305,3 +370,61 @@ def test_concurrent_imports_from_several_processes_all_land_with_unique_names(
     assert len(names) == 12
     assert sorted(names) == sorted(["access", *(f"access-{n}" for n in range(2, 13))])
     assert len(index.sources) == 12
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_a_link_or_file_in_place_of_a_stored_source_is_unlinked_never_followed(
+    tmp_path: Path, store: Path, kind: str
+) -> None:
+    repo = ExtensionRepository(store)
+    result = repo.import_path(write_skill(tmp_path / "skill", "lone").parent)
+    stored = repo.source_dir(result.source)
+    shutil.rmtree(stored)
+    victim = tmp_path / "victim"
+    (victim / "tree").mkdir(parents=True)
+    (victim / "tree" / "precious").write_text("not agc's")
+    if kind == "link":
+        stored.symlink_to(victim, target_is_directory=True)
+    else:
+        stored.write_text("someone else's file")
+    removed = repo.remove([result.items[0].id])
+    assert [source.id for source in removed.sources] == [result.source.id]
+    assert not stored.exists()
+    assert not stored.is_symlink()
+    assert (victim / "tree" / "precious").read_text() == "not agc's"
+    assert repo.items() == ()
+
+
+def test_a_source_with_more_items_than_the_limit_is_refused_whole(
+    tmp_path: Path, store: Path
+) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    servers = {f"s{index}": {"command": "x"} for index in range(6)}
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=5))
+    with pytest.raises(ArchiveRefusedError, match="holds 6 skills and MCP servers") as caught:
+        repo.import_path(folder)
+    assert caught.value.exit_code == 2
+    assert repo.items() == ()
+    assert os.listdir(repo.staging_dir) == []
+
+
+def test_an_index_that_would_outgrow_what_agc_reads_back_is_never_written(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = ExtensionRepository(store)
+    repo.import_path(write_skill(tmp_path / "first", "first").parent)
+    before = repo.index_path.read_bytes()
+    monkeypatch.setattr("agc.extensions._repo._MAX_INDEX_BYTES", len(before) + 100)
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"big": {"command": "x", "args": ["a" * 4096]}}})
+    )
+    with pytest.raises(StoreError, match=r"more than the \d+ agc reads back") as caught:
+        repo.import_path(folder)
+    assert caught.value.exit_code == 3
+    assert repo.index_path.read_bytes() == before
+    assert [item.name for item in repo.load().items] == ["first"]
+    assert len(os.listdir(repo.sources_dir)) == 1

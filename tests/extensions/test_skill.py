@@ -7,7 +7,12 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.extensions._skill import parse_skill_file, rename_frontmatter
+from agc.extensions._skill import (
+    MAX_FRONTMATTER_DEPTH,
+    MAX_FRONTMATTER_NODES,
+    parse_skill_file,
+    rename_frontmatter,
+)
 
 GOOD = b"---\nname: pdf-tools\ndescription: Work with PDF files.\nlicense: MIT\n---\n# Body\n"
 
@@ -113,3 +118,73 @@ def test_renaming_any_frontmatter_changes_the_name_and_nothing_else(
     head, _, rest = text.partition("\n---\n")
     assert yaml.safe_load(head.removeprefix("---\n")) == {"name": new_name, **fields}
     assert rest == body
+
+
+def _laughs(levels: int, width: int) -> bytes:
+    lines = ["---", "name: Laughs", "description: d", "l0: &l0 lol"]
+    for level in range(1, levels + 1):
+        refs = ", ".join([f"*l{level - 1}"] * width)
+        lines.append(f"l{level}: &l{level} [{refs}]")
+    return ("\n".join([*lines, "---", "body", ""])).encode()
+
+
+@given(levels=st.integers(min_value=1, max_value=40), width=st.integers(min_value=2, max_value=10))
+def test_alias_expansion_beyond_the_limit_is_refused_and_below_it_read(
+    levels: int, width: int
+) -> None:
+    # Expanded nodes: l0 is one scalar, lK one list of `width` copies of l(K-1); the
+    # document is one mapping holding name, description and every lK with its key.
+    sizes = [1]
+    for _ in range(levels):
+        sizes.append(1 + width * sizes[-1])
+    expanded = 1 + 4 + sum(1 + size for size in sizes)
+    front = parse_skill_file(_laughs(levels, width))
+    if expanded > MAX_FRONTMATTER_NODES:
+        assert front.error is not None
+        assert "expand to more than" in front.error
+    elif levels + 1 <= MAX_FRONTMATTER_DEPTH:
+        assert front.error is None
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "name: x\na: &a [*a]\n",
+        "name: x\na: &a {k: *a}\n",
+        "name: x\na: &a [[1, [*a]]]\n",
+    ],
+)
+def test_a_recursive_alias_is_refused(frontmatter: str) -> None:
+    front = parse_skill_file(f"---\n{frontmatter}---\n".encode())
+    assert front.error is not None
+    assert "alias refers to a node that contains it" in front.error
+
+
+@pytest.mark.parametrize("depth", [MAX_FRONTMATTER_DEPTH, 400, 20_000])
+def test_deep_frontmatter_is_an_error_not_a_recursion_error(depth: int) -> None:
+    front = parse_skill_file(("---\nname: x\nk: " + "[" * depth + "]" * depth + "\n---\n").encode())
+    assert front.error is not None
+    assert f"deeper than {MAX_FRONTMATTER_DEPTH}" in front.error
+
+
+def test_shared_aliases_within_the_limits_are_read_and_renamed() -> None:
+    data = b"---\nname: Shared\ndescription: d\nbase: &b {x: 1}\nuse: [*b, *b]\n---\nbody\n"
+    assert parse_skill_file(data).error is None
+    renamed = rename_frontmatter(data, "shared")
+    assert yaml.safe_load(renamed.split(b"---\n")[1])["use"] == [{"x": 1}, {"x": 1}]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"---\nname: x\na: &a [*a]\n---\n", b"---\nk: " + b"[" * 5000 + b"]" * 5000 + b"\n---\n"],
+)
+def test_renaming_a_frontmatter_beyond_the_limits_is_a_value_error(data: bytes) -> None:
+    with pytest.raises(ValueError, match="not valid YAML"):
+        rename_frontmatter(data, "renamed")
+
+
+@pytest.mark.parametrize("field", ["name", "description", "other"])
+def test_a_lone_surrogate_escape_in_the_frontmatter_is_refused(field: str) -> None:
+    front = parse_skill_file(f'---\nname: x\n{field}: "a\\ud800"\n---\n'.encode())
+    assert front.error is not None
+    assert "lone surrogate" in front.error

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from agc.errors import ArchiveRefusedError, InputError
 from agc.extensions import ExtensionRepository, ImportLimits
+from agc.extensions._stage import MAX_NAME_BYTES, MAX_PATH_BYTES
 from tests.extensions.builders import write_skill, zip_entries, zip_folder
 
 SKILL = b"---\nname: ok-skill\ndescription: fine\n---\nbody\n"
@@ -356,3 +357,122 @@ def test_any_archive_is_either_refused_whole_or_extracted_inside_its_tree(
     ]
     assert len(keys) == len(set(keys))
     assert sorted(os.listdir(root)) == ["a.zip", "store"]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    parts=st.lists(
+        st.tuples(st.sampled_from(["a", "é", "中", "😀"]), st.integers(min_value=1, max_value=300)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_name_too_long_for_a_file_system_is_refused_as_the_archives_fault(
+    tmp_path_factory: pytest.TempPathFactory, parts: list[tuple[str, int]]
+) -> None:
+    root = tmp_path_factory.mktemp("long")
+    components = [char * count for char, count in parts]
+    name = "/".join(components) + ".md"
+    archive = zip_entries(root / "a.zip", [("SKILL.md", b"---\nname: a\n---\n"), (name, b"x")])
+    too_long = any(
+        len(c.encode()) > MAX_NAME_BYTES for c in [*components[:-1], components[-1] + ".md"]
+    )
+    too_long = too_long or len(name.encode()) > MAX_PATH_BYTES
+    repo = ExtensionRepository(root / "store")
+    if too_long:
+        with pytest.raises(ArchiveRefusedError, match="longer than") as caught:
+            repo.import_path(archive)
+        assert caught.value.exit_code == 2
+        _assert_nothing_kept(repo)
+    else:
+        result = repo.import_path(archive)
+        assert (repo.tree_dir(result.source) / name).read_bytes() == b"x"
+
+
+def test_a_folder_holding_a_path_too_long_for_the_store_is_refused(
+    tmp_path: Path, store: Path
+) -> None:
+    source = tmp_path / "src"
+    write_skill(source, "deep")
+    # Built through descriptors: the whole path is longer than the kernel takes at once.
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        for _ in range(6):
+            os.mkdir("d" * 200, dir_fd=fd)
+            child = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(os.open("f.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    with pytest.raises(ArchiveRefusedError, match="longer than") as caught:
+        ExtensionRepository(store).import_path(source)
+    assert caught.value.exit_code == 2
+    _assert_nothing_kept(ExtensionRepository(store))
+
+
+def _many_entries(path: Path, count: int, *, declared: int | None = None) -> Path:
+    """A zip of ``count`` tiny entries whose end record declares ``declared`` of them."""
+    zip_entries(path, [(f"f{index}.txt", b"") for index in range(count)])
+    if declared is not None:
+        data = bytearray(path.read_bytes())
+        at = data.rfind(b"PK\x05\x06")
+        struct.pack_into("<2H", data, at + 8, declared, declared)
+        path.write_bytes(bytes(data))
+    return path
+
+
+def _never_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def parse(*_: object, **__: object) -> None:
+        raise AssertionError("the central directory was parsed")
+
+    monkeypatch.setattr("agc.extensions._stage.zipfile.ZipFile", parse)
+
+
+def test_an_archive_declaring_too_many_entries_is_refused_before_parsing(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _many_entries(tmp_path / "many.zip", 30)
+    _never_parsed(monkeypatch)
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=10))
+    with pytest.raises(ArchiveRefusedError, match="it has 30 entries; the limit is 10"):
+        repo.import_path(archive)
+    _assert_nothing_kept(repo)
+
+
+def test_an_archive_under_declaring_its_entries_is_refused_by_its_directory_size(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _many_entries(tmp_path / "liar.zip", 2000, declared=3)
+    _never_parsed(monkeypatch)
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=10))
+    with pytest.raises(ArchiveRefusedError, match=r"central directory is \d+ bytes, more than 10 "):
+        repo.import_path(archive)
+    _assert_nothing_kept(repo)
+
+
+def test_an_archive_within_the_limits_is_still_parsed_and_extracted(
+    tmp_path: Path, store: Path
+) -> None:
+    archive = _many_entries(tmp_path / "fine.zip", 10)
+    result = ExtensionRepository(store, limits=ImportLimits(max_entries=10)).import_path(archive)
+    assert [item.type for item in result.items] == ["unknown"]
+
+
+def test_a_folder_holding_the_store_is_imported_without_the_repository_itself(
+    tmp_path: Path,
+) -> None:
+    project_dir = tmp_path / "project"
+    write_skill(project_dir / "skills" / "tool", "tool")
+    repo = ExtensionRepository(project_dir / ".agc")  # AGC_HOME=./.agc, then `import .`
+    repo.import_path(project_dir / "skills" / "tool")
+    (project_dir / ".agc" / "kept.txt").write_text("the rest of the store is content")
+    result = repo.import_path(project_dir)
+    assert [item.name for item in result.items] == ["tool-2"]
+    assert ".agc/extensions: the extension repository itself skipped" in result.notes
+    stored = repo.tree_dir(result.source)
+    assert not (stored / ".agc" / "extensions").exists()
+    assert (stored / ".agc" / "kept.txt").read_text() == "the rest of the store is content"
+    assert os.listdir(repo.staging_dir) == []

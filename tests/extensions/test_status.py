@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,39 @@ def test_a_tampered_projection_record_is_refused(tmp_path: Path, repo: Extension
     result.record.write_bytes(data.replace(b'"search"', b'"searcH"', 1))
     with pytest.raises(SidecarMismatchError):
         apply_startup_events(repo, [_event("search", "ready")])
+
+
+def test_a_deeply_nested_event_line_is_malformed_not_a_crash(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    project(repo, tmp_path / "home")
+    deep = b"[" * 200_000 + b"]" * 200_000
+    line = b'{"method": "' + STARTUP_STATUS_METHOD.encode() + b'", "params": ' + deep + b"}"
+    result = apply_startup_events(repo, [line, _event("search", "ready")])
+    assert (result.notifications, result.malformed) == (1, 1)
+    assert {item.name: item.startup_status for item in repo.items()}["search"] == "ready"
+
+
+class _BoundedReadsOnly(io.BytesIO):
+    """A stream that fails any read not bounded to a bit over 1 MiB."""
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        assert size is not None
+        assert 0 < size <= 1024 * 1024 + 1, size
+        return super().readline(size)
+
+    def __iter__(self) -> Iterator[bytes]:
+        raise AssertionError("iterating a stream reads a whole line, however long")
+
+
+def test_a_stream_is_read_in_bounded_lines_and_a_huge_line_counts_malformed(
+    tmp_path: Path, repo: ExtensionRepository
+) -> None:
+    project(repo, tmp_path / "home")
+    huge = b'{"method": "' + STARTUP_STATUS_METHOD.encode() + b'", "x": "' + b"z" * (5 << 20)
+    stream = _BoundedReadsOnly(
+        _event("search", "failed", "first") + huge + b'"}\n' + _event("search", "ready")
+    )
+    result = apply_startup_events(repo, stream)
+    assert (result.notifications, result.malformed) == (2, 1)
+    assert {item.name: item.startup_status for item in repo.items()}["search"] == "ready"

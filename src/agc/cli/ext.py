@@ -58,14 +58,31 @@ def _working(message: str) -> Iterator[None]:
         yield
 
 
+def _printable(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\x1b``, ``\\n``).
+
+    Entry, folder and server names come from the imported archive (and errors from the
+    servers): an escape sequence in them must not drive the user's terminal (ECMA-48
+    CSI/OSC sequences retitle the window or clear the screen), and a row stays one line.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
 def _note(text: str) -> None:
-    err_console.print(text, markup=False)
+    err_console.print(_printable(text), markup=False, highlight=False)
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned columns, two spaces apart (plain text, also when not a terminal)."""
+    """Left-aligned columns, two spaces apart (plain text, also when not a terminal);
+    every cell made printable."""
     if not rows:
         return []
+    rows = [[_printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
     return [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -101,7 +118,10 @@ def _print_items(items: Sequence[ExtensionItem], index: ExtensionIndex) -> None:
 
 def import_command(
     paths: Annotated[
-        list[Path], typer.Argument(help="Files, folders, zip archives or plugins to import.")
+        # str, not Path: Path("") is ".", and an empty argument (an unset variable)
+        # would import the current folder.
+        list[str],
+        typer.Argument(help="Files, folders, zip archives or plugins to import."),
     ],
     store: StoreOption = None,
     as_json: JsonOption = False,
@@ -124,8 +144,14 @@ def import_command(
     repo = _repo(store)
     results: list[dict[str, Any]] = []
     exit_code = int(ExitCode.OK)
-    for path in paths:
+    for raw in paths:
+        path = Path(raw)
         try:
+            if not raw:
+                raise InputError(
+                    "an empty path was given",
+                    hint="Name a file, folder or zip archive ('.' imports the current folder).",
+                )
             with _working(f"importing {path}"):
                 result = repo.import_path(path)
         except AgcError as exc:
@@ -134,7 +160,7 @@ def import_command(
             _note(f"error: {exc.message}")
             if exc.hint:
                 _note(f"hint: {exc.hint}")
-            results.append({"sourceName": path.name, "error": exc.to_dict()})
+            results.append({"sourceName": path.name if raw else "", "error": exc.to_dict()})
             continue
         results.append(result.to_dict())
         if not as_json:
@@ -151,7 +177,9 @@ def import_command(
 def _print_import(result: ImportResult) -> None:
     count = len(result.items)
     out_console.print(
-        f"Imported {result.source.original_name}: {count} item{'s' if count != 1 else ''}",
+        _printable(
+            f"Imported {result.source.original_name}: {count} item{'s' if count != 1 else ''}"
+        ),
         markup=False,
         highlight=False,
     )
@@ -304,7 +332,9 @@ def rm_command(refs: RefsArgument, store: StoreOption = None, as_json: JsonOptio
     else:
         for item in result.items:
             out_console.print(
-                f"removed {item.type} {item.name} ({item.id})", markup=False, highlight=False
+                _printable(f"removed {item.type} {item.name} ({item.id})"),
+                markup=False,
+                highlight=False,
             )
         for source in result.sources:
             _note(f"source {source.original_name} ({source.id}) deleted with its last item")
@@ -322,6 +352,10 @@ def _load_base_config(path: Path | None) -> dict[str, Any] | None:
         document = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"base configuration {path} is not valid TOML ({exc})") from exc
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise InputError(
+            f"base configuration {path} nests arrays or tables too deep to read"
+        ) from None
     return document
 
 

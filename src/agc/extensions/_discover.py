@@ -21,7 +21,6 @@ recognised, is one ``unknown`` item.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any, Final
 
 from agc._core.fs import read_small_file
 from agc.errors import AgcError
+from agc.extensions._documents import load_json
 from agc.extensions._fingerprint import json_fingerprint, jsonable, tree_fingerprint
 from agc.extensions._mcp import (
     RawServer,
@@ -254,6 +254,9 @@ def _manifest_path(
     if not parts:
         found.note(f"{where} {value!r} ignored: the path must not be ./ itself")
         return None
+    if "\x00" in value:
+        found.note(f"{where} {value!r} ignored: a path cannot hold a NUL character")
+        return None
     if any(part == ".." or "\\" in part or ":" in part for part in parts):
         found.note(f"{where} {value!r} ignored: the path must stay inside the plugin")
         return None
@@ -272,7 +275,7 @@ def _discover_plugin(tree: Path, plugin: PurePosixPath, found: Discovery) -> Non
         )
     manifest: dict[str, Any] = {}
     try:
-        document = json.loads(read_small_file(tree / manifest_rel, max_bytes=_MAX_CONFIG_BYTES))
+        document = load_json(read_small_file(tree / manifest_rel, max_bytes=_MAX_CONFIG_BYTES))
     except (ValueError, UnicodeDecodeError, OSError) as exc:
         found.note(
             f"{_rel(manifest_rel)} is not valid JSON ({exc}); default places searched instead"
@@ -411,7 +414,7 @@ def _add_config_file(
 def _wrapped_only(data: bytes) -> tuple[list[RawServer], str | None]:
     """A JSON file of another name counts only in the wrapped ``mcpServers`` form."""
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = load_json(data)
     except (UnicodeDecodeError, ValueError):
         return [], None
     if isinstance(document, dict) and isinstance(document.get("mcpServers"), dict):

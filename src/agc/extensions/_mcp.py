@@ -28,15 +28,15 @@ Projection (:func:`project_server`) never forwards the client's own secrets: an
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from agc.extensions._documents import DocumentTooDeepError, load_json, load_toml
 
 __all__ = [
     "DEFAULT_BLOCKED_ENV",
@@ -142,10 +142,12 @@ class EnvBlocklist:
 def read_codex_config(data: bytes) -> tuple[list[RawServer], str | None]:
     """Servers of a Codex ``config.toml``: ``(servers, error)``; never raises."""
     try:
-        document = tomllib.loads(data.decode("utf-8"))
+        document = load_toml(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         return [], f"not UTF-8 ({exc.reason})"
-    except tomllib.TOMLDecodeError as exc:
+    except DocumentTooDeepError as exc:
+        return [], f"not a usable TOML document ({exc})"
+    except ValueError as exc:  # tomllib.TOMLDecodeError
         return [], f"not valid TOML ({exc})"
     table = document.get("mcp_servers")
     if table is None:
@@ -158,7 +160,7 @@ def read_codex_config(data: bytes) -> tuple[list[RawServer], str | None]:
 def read_mcp_json(data: bytes) -> tuple[list[RawServer], str | None]:
     """Servers of an ``.mcp.json`` (wrapped or bare map): ``(servers, error)``."""
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = load_json(data)
     except UnicodeDecodeError as exc:
         return [], f"not UTF-8 ({exc.reason})"
     except ValueError as exc:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
 from agc.errors import ExtensionIndexInvalidError
+from agc.extensions._documents import MAX_DOCUMENT_DEPTH, load_json
 from agc.extensions._names import ItemType
 
 __all__ = [
@@ -45,6 +46,8 @@ ErrorOrigin = Literal["import", "projection", "forwarding", "startup"]
 StartupStatus = Literal["starting", "ready", "failed", "cancelled"]
 ItemStatus = Literal["enabled", "disabled", "unknown", "unavailable", "failed"]
 
+# The index holds MCP configurations (at most MAX_DOCUMENT_DEPTH deep) a few levels down.
+_INDEX_DEPTH: Final = MAX_DOCUMENT_DEPTH + 8
 _ITEM_ID_RE: Final = re.compile(r"extension-[0-9a-f]{16}")
 _SOURCE_ID_RE: Final = re.compile(r"source-[0-9a-f]{16}")
 _PROJECTION_ID_RE: Final = re.compile(r"projection-[0-9]{13}-[0-9a-f]{8}")
@@ -265,7 +268,7 @@ class ExtensionIndex:
                 field of the wrong shape (the message names the field).
         """
         try:
-            document = json.loads(data.decode("utf-8"))
+            document = load_json(data, limit=_INDEX_DEPTH)
         except (UnicodeDecodeError, ValueError) as exc:
             raise ExtensionIndexInvalidError(f"{where} is not valid JSON ({exc})") from exc
         reader = _Reader(where)

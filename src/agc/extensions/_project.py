@@ -44,8 +44,10 @@ import tomli_w
 
 from agc._core.digest import digests_equal
 from agc._core.fs import atomic_write_bytes
+from agc._core.json import exceeds_depth
 from agc._core.jsonl import JsonlFileWriter, describe_os_error, make_dirs
 from agc.errors import AgcError, InputError, ProjectionRefusedError, StoreError, UnsafePathError
+from agc.extensions._documents import MAX_DOCUMENT_DEPTH
 from agc.extensions._fingerprint import (
     bytes_fingerprint,
     json_fingerprint,
@@ -78,6 +80,9 @@ CONFIG_HEADER: Final = (
 SKILL_ROOT_MARKER: Final = ".agc-skill-root"
 RECORD_SCHEMA_VERSION: Final = 1
 _PLUGIN_DIRS: Final = frozenset({".codex-plugin", ".claude-plugin"})
+_BASE_CONFIG_HINT: Final = (
+    "Give --base-config a Codex config.toml: its [mcp_servers.<name>] tables are kept as written."
+)
 
 
 @dataclass(frozen=True)
@@ -156,8 +161,10 @@ class ProjectionResult:
 
 
 def _check_target(codex_home: Path, skill_root: Path) -> Path:
-    if codex_home.exists() and not codex_home.is_dir():
-        raise ProjectionRefusedError(f"--codex-home {codex_home} exists and is not a folder")
+    if (codex_home.exists() or codex_home.is_symlink()) and not codex_home.is_dir():
+        raise ProjectionRefusedError(
+            f"--codex-home {codex_home} exists and is not a folder (or a link to one)"
+        )
     if skill_root in {codex_home, codex_home / "skills"}:
         raise ProjectionRefusedError(
             f"the skill root {skill_root} is a folder Codex manages itself",
@@ -177,12 +184,57 @@ def _check_target(codex_home: Path, skill_root: Path) -> Path:
     return config_toml
 
 
+def _check_nesting(home: Path, root: Path, repository: Path) -> None:
+    """Refuse targets that one rebuild would delete or that lie in the repository.
+
+    The skill root is replaced whole at every projection, so a Codex home (its
+    credentials, sessions and config.toml) or the repository inside it would be deleted
+    each time; and a target inside ``<store>/extensions`` would change stored sources.
+
+    Raises:
+        ProjectionRefusedError: naming both folders.
+    """
+    real_home, real_root = home.resolve(), root.resolve()
+    if real_home == real_root or real_home.is_relative_to(real_root):
+        raise ProjectionRefusedError(
+            f"--codex-home {home} is inside the skill root {root}, which every projection "
+            "rebuilds from scratch",
+            hint="Leave --skill-root out (default: <codex-home>/extension-skills).",
+        )
+    real_repository = repository.resolve()
+    if real_repository.is_relative_to(real_root):
+        raise ProjectionRefusedError(
+            f"the extension repository {repository} is inside the skill root {root}, which "
+            "every projection rebuilds from scratch",
+            hint="Give --skill-root a folder outside the store.",
+        )
+    for what, path in (("--codex-home", real_home), ("the skill root", real_root)):
+        if path == real_repository or path.is_relative_to(real_repository):
+            raise ProjectionRefusedError(
+                f"{what} {path} is inside the extension repository {repository}",
+                hint="Project into a folder outside the store.",
+            )
+
+
 def _written_by_agc(path: Path) -> bool:
+    """Whether ``path`` is a regular file starting with :data:`CONFIG_HEADER`.
+
+    Opened without following a link and without blocking (a FIFO put in its place has
+    no writer: a plain open would wait forever), then checked to be a regular file.
+    """
+    header = CONFIG_HEADER.encode()
     try:
-        with path.open("rb") as handle:
-            return handle.read(len(CONFIG_HEADER.encode())) == CONFIG_HEADER.encode()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.read(fd, len(header)) == header
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _is_our_skill_root(path: Path) -> bool:
@@ -304,7 +356,8 @@ def project(
     Raises:
         ProjectionRefusedError: the target holds a ``config.toml`` or skill root agc
             did not write.
-        InputError: the Codex home or the skill root has a path that is not UTF-8.
+        InputError: the Codex home or the skill root has a path that is not UTF-8, or
+            ``base_config`` nests deeper than 64 levels.
         StoreError: writing failed (disk full …); the previous projection stays whole.
         ExtensionIndexInvalidError: the index is damaged.
     """
@@ -314,11 +367,20 @@ def project(
     root = Path(skill_root).absolute() if skill_root is not None else home / DEFAULT_SKILL_ROOT_NAME
     for what, path in (("Codex home", home), ("skill root", root)):
         _require_utf8_path(what, path)
+    _check_nesting(home, root, repo.root)
     config_toml = _check_target(home, root)
+    if base_config is not None and exceeds_depth(base_config, MAX_DOCUMENT_DEPTH):
+        raise InputError(
+            f"the base configuration nests tables or arrays deeper than {MAX_DOCUMENT_DEPTH} "
+            "levels",
+            hint=_BASE_CONFIG_HINT,
+        )
     base = copy.deepcopy(dict(base_config or {}))
     base_servers = base.pop("mcp_servers", {}) or {}
     if not isinstance(base_servers, dict):
-        raise ProjectionRefusedError("the base configuration's mcp_servers is not a table")
+        raise ProjectionRefusedError(
+            "the base configuration's mcp_servers is not a table", hint=_BASE_CONFIG_HINT
+        )
     with repo.locked() as index:
         run = _Run(repo=repo, index=index, blocklist=blocklist or EnvBlocklist())
         created_at = repo.clock()

@@ -15,11 +15,17 @@ An import is staged and checked outside the lock (the slow part), then, under th
 lock, named against the current index, moved into ``sources/`` and committed with one
 atomic index write. A crash before that write leaves an unreferenced folder that the
 next change under the lock removes; a crash after it leaves a complete import.
+
+Each import holds an ``flock`` on its own staging folder from the moment it is created
+(under the repository lock) until it is gone. A folder in ``staging/`` that nobody
+holds is what a killed import left behind (up to the import limit in bytes, twice for a
+zip) and is removed, under the repository lock, by the next import or removal.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import stat
@@ -32,7 +38,13 @@ from typing import Any, Final
 from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
 from agc._core.jsonl import describe_os_error, make_dirs, unix_ms
 from agc._core.store import resolve_store
-from agc.errors import ExtensionNotFoundError, InputError, StoreError, UsageError
+from agc.errors import (
+    ArchiveRefusedError,
+    ExtensionNotFoundError,
+    InputError,
+    StoreError,
+    UsageError,
+)
 from agc.extensions._discover import Found, discover
 from agc.extensions._fingerprint import file_fingerprint, tree_fingerprint
 from agc.extensions._model import (
@@ -43,7 +55,7 @@ from agc.extensions._model import (
     new_item_id,
     new_source_id,
 )
-from agc.extensions._names import ItemType, assign_name, check_manual_name
+from agc.extensions._names import ItemType, NameAllocator, assign_name, check_manual_name
 from agc.extensions._stage import (
     DEFAULT_LIMITS,
     ImportLimits,
@@ -62,6 +74,7 @@ __all__ = [
 
 _MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
 _ID_PREFIX_MIN: Final = 4
+_STAGING_PREFIX: Final = "import-"
 
 
 @dataclass(frozen=True)
@@ -200,10 +213,19 @@ class ExtensionRepository:
         """Replace the index atomically; call only inside :meth:`locked`.
 
         Raises:
-            StoreError: the write failed (disk full …); the old index is intact.
+            StoreError: the write failed (disk full …), or the index would be larger
+                than the 64 MiB :meth:`load` reads back (which would make every later
+                command fail); the old index is intact.
         """
+        data = index.to_bytes()
+        if len(data) > _MAX_INDEX_BYTES:
+            raise StoreError(
+                f"{self.index_path} would be {len(data)} bytes, more than the "
+                f"{_MAX_INDEX_BYTES} agc reads back; nothing was changed",
+                hint="Remove items with `agc ext rm` (large MCP configurations take most room).",
+            )
         try:
-            atomic_write_bytes(self.index_path, index.to_bytes(), overwrite=True)
+            atomic_write_bytes(self.index_path, data, overwrite=True)
         except OSError as exc:
             raise StoreError(
                 f"writing {self.index_path} failed ({describe_os_error(exc)}); "
@@ -232,13 +254,17 @@ class ExtensionRepository:
         name = source_path.absolute().name
         if name in {"", "..", "."}:
             name = source_path.resolve().name or str(source_path)
-        make_dirs(self.root / "staging")
-        staging = Path(tempfile.mkdtemp(prefix="import-", dir=self.root / "staging"))
+        staging, staging_fd = self._new_staging()
         try:
             fingerprint, stage_notes = self._stage(source_path, staging, kind, name)
             found = discover(
                 staging / "tree", source_name=name, kind=kind, source_fingerprint=fingerprint
             )
+            if len(found.found) > self.limits.max_entries:
+                raise ArchiveRefusedError(
+                    f"{name}: it holds {len(found.found)} skills and MCP servers; the limit "
+                    f"is {self.limits.max_entries}; nothing was imported"
+                )
             _make_read_only(staging)
             with self.locked() as index:
                 result = self._commit(
@@ -252,7 +278,59 @@ class ExtensionRepository:
                 )
         finally:
             _remove_tree(staging)
+            os.close(staging_fd)
         return result
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.root / "staging"
+
+    def _new_staging(self) -> tuple[Path, int]:
+        """A fresh staging folder and a descriptor holding its ``flock``.
+
+        Created under the repository lock, so that :meth:`_remove_abandoned_staging`
+        (also under it) never sees a folder before its importer holds it.
+
+        Raises:
+            StoreError: the store cannot be written.
+        """
+        make_dirs(self.staging_dir)
+        with exclusive_lock(self.lock_path, blocking=True, what="the extension index"):
+            self._remove_abandoned_staging()
+            try:
+                staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=self.staging_dir))
+                fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create a staging folder in {self.staging_dir}: "
+                    f"{describe_os_error(exc)}"
+                ) from exc
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a fresh folder: nobody else holds it
+        return staging, fd
+
+    def _remove_abandoned_staging(self) -> None:
+        """Delete staging folders no live import holds (a killed import's); call only
+        under the repository lock."""
+        try:
+            names = os.listdir(self.staging_dir)
+        except OSError:
+            return
+        for name in names:
+            if not name.startswith(_STAGING_PREFIX):
+                continue
+            path = self.staging_dir / name
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # a running import holds it
+                shutil.rmtree(path, ignore_errors=True)
+            finally:
+                os.close(fd)
 
     def _kind_of(self, path: Path) -> SourceKind:
         try:
@@ -273,7 +351,7 @@ class ExtensionRepository:
         tree = staging / "tree"
         tree.mkdir()
         if kind == "folder":
-            notes = copy_folder(source, tree, limits=self.limits)
+            notes = copy_folder(source, tree, limits=self.limits, skip=self.root)
             return tree_fingerprint(tree), notes
         if kind == "zip":
             archive = staging / "archive.zip"
@@ -317,9 +395,9 @@ class ExtensionRepository:
         items: list[ExtensionItem] = []
         suffixed: list[str] = []
         duplicate = False
+        allocators = {kind: NameAllocator(kind, names) for kind, names in taken.items()}
         for entry in found:
-            final = assign_name(entry.type, entry.wanted_name, taken[entry.type])
-            taken[entry.type].append(final)
+            final = allocators[entry.type].assign(entry.wanted_name)
             if final != entry.wanted_name:
                 suffixed.append(final)
             if entry.fingerprint in contents[entry.type]:
@@ -494,6 +572,7 @@ class ExtensionRepository:
             self._remove_orphans(
                 replace(index, sources=tuple(s for s in index.sources if s.id in used))
             )
+            self._remove_abandoned_staging()
         return RemoveResult(items=removed, sources=gone)
 
 
@@ -516,5 +595,19 @@ def _make_read_only(root: Path) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(path)
+    """Delete a folder of the repository, best effort.
+
+    A link or file found where agc keeps a folder (someone changed the store) is
+    unlinked, never followed: its target is not agc's. Whatever cannot be deleted is
+    an unreferenced folder that the next import or removal tries again; the index is
+    already consistent when this runs.
+    """
+    try:
+        info = path.lstat()
+    except OSError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()

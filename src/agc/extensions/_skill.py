@@ -12,13 +12,22 @@ name (as in Codex); a missing ``description`` is only noted.
 in place, and the result is parsed again to check that nothing else changed; if the
 line cannot be replaced safely (a multi-line value), the frontmatter is written anew
 from the parsed mapping.
+
+YAML aliases let a few hundred bytes stand for billions of nodes (the "billion laughs"
+expansion), and an anchor may even refer to itself (a cycle): the parsed value is
+small in memory but every walk of it (a comparison, a dump) is exponential or endless.
+The frontmatter is therefore composed first and refused, like invalid YAML, when it
+nests deeper than :data:`MAX_FRONTMATTER_DEPTH`, has a recursive alias, or expands to
+more than :data:`MAX_FRONTMATTER_NODES` nodes. A double-quoted ``"\\ud800"`` escape (a
+lone surrogate, not a Unicode scalar value: YAML 1.1 lets PyYAML build it) is refused
+too: no UTF-8 file (the index, the renamed copy) can hold it.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import yaml
 
@@ -34,6 +43,108 @@ MAX_DESCRIPTION_LENGTH: Final = 1024
 MAX_SKILL_FILE_BYTES: Final = 4 * 1024 * 1024
 _BOM: Final = "\ufeff"
 _NAME_LINE_RE: Final = re.compile(r"^name[ \t]*:.*$")
+MAX_FRONTMATTER_DEPTH: Final = 64
+"""Deepest nesting of sequences and mappings accepted in a frontmatter."""
+MAX_FRONTMATTER_NODES: Final = 100_000
+"""Most nodes a frontmatter may expand to, aliases counted as the nodes they repeat."""
+
+
+class FrontmatterRefusedError(yaml.YAMLError):
+    """The frontmatter nests too deep, has a recursive alias, expands too far or holds a
+    lone surrogate."""
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a composed document that is cyclic, too deep or expands too far.
+
+    Iterative post-order walk of the node graph; each node's expanded size and depth
+    are computed once (aliases share their node), so the cost is linear in the
+    composed document, however far it expands.
+
+    Raises:
+        FrontmatterRefusedError: naming the limit.
+    """
+    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, depth)
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if isinstance(node, yaml.ScalarNode) and not _is_utf8_text(node.value):
+            raise FrontmatterRefusedError(
+                "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)"
+            )
+        if done:
+            open_nodes.discard(key)
+            size, depth = 1, 0
+            for child in children:
+                child_size, child_depth = sizes[id(child)]
+                size += child_size
+                depth = max(depth, child_depth)
+            depth += 1 if children or not isinstance(node, yaml.ScalarNode) else 0
+            if depth > MAX_FRONTMATTER_DEPTH:
+                raise FrontmatterRefusedError(
+                    f"it nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
+                )
+            if size > MAX_FRONTMATTER_NODES:
+                raise FrontmatterRefusedError(
+                    f"its aliases expand to more than {MAX_FRONTMATTER_NODES} nodes "
+                    "(a billion-laughs document?)"
+                )
+            sizes[key] = (size, depth)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise FrontmatterRefusedError("an alias refers to a node that contains it")
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise FrontmatterRefusedError("an alias refers to a node that contains it")
+            if id(child) not in sizes:
+                stack.append((child, False))
+
+
+def _is_utf8_text(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _load_frontmatter(text: str) -> Any:
+    """``yaml.safe_load`` of frontmatter text, bounded (see the module docstring).
+
+    Raises:
+        yaml.YAMLError: invalid YAML, or :class:`FrontmatterRefusedError`.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise FrontmatterRefusedError(
+                f"it nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
+            ) from None
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 @dataclass(frozen=True)
@@ -76,7 +187,7 @@ def parse_skill_file(data: bytes) -> SkillFrontmatter:
     if parts is None:
         return SkillFrontmatter(None, None, "SKILL.md has no YAML frontmatter delimited by ---")
     try:
-        fields = yaml.safe_load("".join(parts[1]))
+        fields = _load_frontmatter("".join(parts[1]))
     except yaml.YAMLError as exc:
         return SkillFrontmatter(
             None, None, f"SKILL.md frontmatter is not valid YAML: {_one_line(exc)}"
@@ -116,8 +227,8 @@ def rename_frontmatter(data: bytes, new_name: str) -> bytes:
     but the ``name`` value is kept; the body is kept byte for byte.
 
     Raises:
-        ValueError: the file has no parseable frontmatter mapping (callers never
-            project such a skill).
+        ValueError: the file has no parseable frontmatter mapping, or one beyond the
+            nesting and alias limits (callers never project such a skill).
     """
     text = data.decode("utf-8")
     bom = _BOM if text.startswith(_BOM) else ""
@@ -125,14 +236,17 @@ def rename_frontmatter(data: bytes, new_name: str) -> bytes:
     if parts is None:
         raise ValueError("SKILL.md has no frontmatter")
     opening, front, rest = parts
-    original = yaml.safe_load("".join(front))
+    try:
+        original = _load_frontmatter("".join(front))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"SKILL.md frontmatter is not valid YAML: {_one_line(exc)}") from exc
     if not isinstance(original, dict):
         raise ValueError("SKILL.md frontmatter is not a mapping")
     wanted = {**original, "name": new_name}
     candidate = _replace_name_line(front, new_name)
     if candidate is not None:
         try:
-            reparsed = yaml.safe_load("".join(candidate))
+            reparsed = _load_frontmatter("".join(candidate))
         except yaml.YAMLError:
             reparsed = None
         if reparsed == wanted:

@@ -7,6 +7,10 @@ the entry) when an entry
 * has a ``..`` component, an absolute path, a drive letter or a ``:`` (a Windows
   alternate data stream), a NUL, or a name that changes meaning under NFKC
   (fullwidth dots become ``..``, a fullwidth solidus ``/``);
+* has a component longer than :data:`MAX_NAME_BYTES` bytes in UTF-8 (``NAME_MAX`` of
+  Linux and macOS file systems, POSIX ``<limits.h>``) or a path longer than
+  :data:`MAX_PATH_BYTES` (well below ``PATH_MAX``, leaving room for the store's own
+  path): no file system could hold it, and it is the archive's fault, not the store's;
 * is a symbolic link or a device/FIFO (the Unix file type in ``external_attr``);
 * collides with another after case folding and NFKC (``A.md`` beside ``a.md``, ``é``
   composed and decomposed), or is a file where another entry needs a folder;
@@ -25,6 +29,7 @@ entry and byte limits apply.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -43,6 +48,8 @@ from agc.errors import ArchiveRefusedError, InputError, StoreError
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
     "ImportLimits",
     "copy_file",
     "copy_folder",
@@ -60,6 +67,10 @@ _SUPPORTED_COMPRESSION: Final = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
 _DRIVE_RE: Final = re.compile(r"[A-Za-z]:")
+MAX_NAME_BYTES: Final = 255
+"""Longest file or folder name of an archive entry, in UTF-8 bytes."""
+MAX_PATH_BYTES: Final = 1024
+"""Longest path of an archive entry (or a copied file) inside the source, in UTF-8 bytes."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +144,22 @@ def _entry_parts(archive: str, raw: str) -> tuple[tuple[str, ...], bool]:
             raise _refuse(archive, f"entry {raw!r} changes meaning under NFKC ({folded!r})")
     if not parts and not is_dir:
         raise _refuse(archive, f"entry {raw!r} has an empty name")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise _refuse(
+                archive,
+                f"entry {_short(raw)} has a name longer than {MAX_NAME_BYTES} bytes",
+            )
+    if len("/".join(parts).encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise _refuse(archive, f"entry {_short(raw)} has a path longer than {MAX_PATH_BYTES} bytes")
     return parts, is_dir
+
+
+def _short(name: str, keep: int = 80) -> str:
+    """An entry name for a message: quoted, cut in the middle when very long."""
+    if len(name) <= 2 * keep:
+        return repr(name)
+    return f"{name[:keep]!r}…{name[-keep:]!r} ({len(name)} characters)"
 
 
 def _unix_mode(info: zipfile.ZipInfo) -> int:
@@ -209,6 +235,42 @@ def _check_layout(archive: str, handle: BinaryIO, infos: list[zipfile.ZipInfo], 
             raise _refuse(archive, f"entry {info.filename!r} overlaps {where}")
 
 
+# A central directory entry: 46 fixed bytes, then its name, extra field and comment.
+_CENTRAL_ENTRY_FIXED: Final = 46
+_CENTRAL_ENTRY_SLACK: Final = 1024  # extra field and comment of a plausible entry
+
+
+def _check_directory_size(archive: str, handle: BinaryIO, limits: ImportLimits) -> None:
+    """Refuse, before the central directory is parsed, an archive that declares more
+    entries than the limit, or whose central directory is too large to hold only that
+    many (APPNOTE.TXT 4.3.16: the end of central directory record gives both).
+
+    ``zipfile.ZipFile`` builds an object for every entry before agc can count them: a
+    small archive of tiny entries (80 MB for a million) costs gigabytes of memory and a
+    minute. The size bound keeps an archive that under-declares its entries to the
+    entries a central directory of that size can hold.
+    """
+    end_record = getattr(zipfile, "_EndRecData", None)  # how zipfile itself finds it
+    if end_record is None:  # pragma: no cover - a future zipfile; it still parses
+        return
+    try:
+        record = end_record(handle)
+    except (OSError, ValueError, struct.error):
+        return  # zipfile refuses it next, with its own message
+    if not record:
+        return
+    entries, size = record[4], record[5]  # _ECD_ENTRIES_TOTAL, _ECD_SIZE
+    if entries > limits.max_entries:
+        raise _refuse(archive, f"it has {entries} entries; the limit is {limits.max_entries}")
+    largest = limits.max_entries * (_CENTRAL_ENTRY_FIXED + MAX_PATH_BYTES + _CENTRAL_ENTRY_SLACK)
+    if size > largest:
+        raise _refuse(
+            archive,
+            f"its central directory is {size} bytes, more than {limits.max_entries} entries "
+            f"need ({largest} bytes at most)",
+        )
+
+
 def extract_zip(
     archive: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS, label: str | None = None
 ) -> None:
@@ -232,6 +294,8 @@ def extract_zip(
     except OSError as exc:
         raise InputError(f"{name} cannot be read: {describe_os_error(exc)}") from exc
     with handle:
+        _check_directory_size(name, handle, limits)
+        handle.seek(0)
         try:
             zf = zipfile.ZipFile(handle)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
@@ -391,16 +455,25 @@ def copy_file(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS
         os.close(fd)
 
 
-def copy_folder(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS) -> list[str]:
+def copy_folder(
+    source: Path,
+    dest: Path,
+    *,
+    limits: ImportLimits = DEFAULT_LIMITS,
+    skip: Path | None = None,
+) -> list[str]:
     """Copy the folder ``source`` into the empty folder ``dest``; return notes.
 
     Every folder is opened with ``O_NOFOLLOW`` and read through its descriptor, so a
     link swapped in during the copy is never followed; symlinks and special files are
-    skipped with a note.
+    skipped with a note. The folder ``skip`` (the extension repository, which holds
+    ``dest``), if it is inside ``source``, is left out with a note: copying it would
+    copy the copy being made.
 
     Raises:
         InputError: unreadable, or a file name that is not UTF-8.
-        ArchiveRefusedError: more entries or bytes than the limits.
+        ArchiveRefusedError: more entries or bytes than the limits, or a path inside
+            the folder longer than :data:`MAX_PATH_BYTES`.
         StoreError: writing ``dest`` failed.
     """
     try:
@@ -408,6 +481,10 @@ def copy_folder(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMI
     except OSError as exc:
         raise InputError(f"{source} cannot be read: {describe_os_error(exc)}") from exc
     state = _CopyState(limits=limits, label=str(source))
+    if skip is not None:
+        with contextlib.suppress(OSError):
+            info = os.stat(skip)
+            state.skip = (info.st_dev, info.st_ino)
     try:
         _copy_tree(root_fd, dest, "", state)
     finally:
@@ -421,6 +498,7 @@ class _CopyState:
     label: str
     entries: int = 0
     total: int = 0
+    skip: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.notes: list[str] = []
@@ -452,6 +530,11 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
     for name in _listdir_fd(dir_fd, f"{state.label}/{prefix}".rstrip("/")):
         relative = prefix + name
         state.count()
+        if len(relative.encode("utf-8")) > MAX_PATH_BYTES:
+            raise ArchiveRefusedError(
+                f"{state.label}: {_short(relative)} has a path longer than {MAX_PATH_BYTES} "
+                "bytes inside the folder; nothing was imported"
+            )
         try:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError as exc:
@@ -460,6 +543,9 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
             state.notes.append(f"{relative}: symbolic link skipped (agc never follows links)")
             continue
         if stat.S_ISDIR(info.st_mode):
+            if (info.st_dev, info.st_ino) == state.skip:
+                state.notes.append(f"{relative}: the extension repository itself skipped")
+                continue
             child_fd = _open_child(dir_fd, name, _O_DIRECTORY, state, relative)
             if child_fd is None:
                 continue

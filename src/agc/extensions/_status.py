@@ -17,16 +17,17 @@ startup error.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Final, cast
+from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from agc._core.digest import digest_fd, digests_equal
 from agc._core.fs import open_nofollow, read_small_file
+from agc._core.json import MAX_DEPTH
 from agc._core.sidecar import parse_sidecar, sidecar_name
 from agc.errors import ExtensionNotFoundError, InputError, SidecarMismatchError
+from agc.extensions._documents import MAX_DOCUMENT_DEPTH, load_json
 from agc.extensions._model import ExtensionIndex, ExtensionItem, StartupStatus, is_projection_id
 from agc.extensions._repo import ExtensionRepository
 
@@ -42,6 +43,7 @@ STARTUP_STATUS_METHOD: Final = "mcpServer/startupStatus/updated"
 _STATES: Final = ("starting", "ready", "failed", "cancelled")
 _MAX_RECORD_BYTES: Final = 64 * 1024 * 1024
 _MAX_LINE_BYTES: Final = 1024 * 1024
+_RECORD_DEPTH: Final = MAX_DOCUMENT_DEPTH + 8
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def read_projection_record(repo: ExtensionRepository, projection_id: str) -> Pro
         )
     try:
         lines = read_small_file(path, max_bytes=_MAX_RECORD_BYTES).splitlines()
-        records = [json.loads(line) for line in lines if line]
+        records = [load_json(line, limit=_RECORD_DEPTH) for line in lines if line]
         if (
             not records
             or not isinstance(records[0], dict)
@@ -153,7 +155,7 @@ def _notification(line: bytes) -> tuple[str, StartupStatus, str | None] | str | 
     if len(line) > _MAX_LINE_BYTES:
         return _MALFORMED
     try:
-        message = json.loads(line)
+        message = load_json(line, limit=MAX_DEPTH)
     except (UnicodeDecodeError, ValueError):
         return _MALFORMED
     if not isinstance(message, dict):
@@ -185,6 +187,21 @@ def _current_item(
     return None
 
 
+@runtime_checkable
+class _Readable(Protocol):
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def _bounded_lines(stream: _Readable) -> Iterator[bytes]:
+    """Lines of ``stream``, none longer than ``_MAX_LINE_BYTES + 1`` bytes: the rest of
+    a longer line is read in chunks and dropped (the line stays too long: malformed)."""
+    while line := stream.readline(_MAX_LINE_BYTES + 1):
+        if len(line) > _MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (rest := stream.readline(_MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+        yield line
+
+
 def apply_startup_events(
     repo: ExtensionRepository, lines: Iterable[bytes], *, projection_id: str | None = None
 ) -> StatusResult:
@@ -192,7 +209,10 @@ def apply_startup_events(
 
     Args:
         repo: the repository.
-        lines: the app-server's messages of one connection.
+        lines: the app-server's messages of one connection: an iterable of lines, or a
+            binary stream (anything with ``readline``), which is read at most
+            1 MiB + 1 byte a line: a longer line (a stream without newlines, such as
+            ``/dev/zero``) is skipped in chunks and counted malformed, never held whole.
         projection_id: the projection that connection was started with (default: the
             latest one).
 
@@ -209,6 +229,8 @@ def apply_startup_events(
     latest: dict[str, tuple[str, StartupStatus, str | None]] = {}
     seen: dict[str, int] = {}
     notifications = unmatched = malformed = 0
+    if isinstance(lines, _Readable):
+        lines = _bounded_lines(lines)
     for line in lines:
         if not line.strip():
             continue
