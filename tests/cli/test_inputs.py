@@ -5,9 +5,11 @@ that fit the situation."""
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,6 +147,59 @@ def test_a_missing_input_file_is_exit_2_for_every_command(
         main([*argv, "--json"])
         json_codes.add(json.loads(capsys.readouterr().out)["error"]["code"])
     assert json_codes == {"input-missing"}
+
+
+def test_an_unreadable_input_file_is_exit_3_for_every_command(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Root reads any file whatever its mode, so the refusal is injected where the file
+    # is opened (os.open and io.open, which pathlib uses).
+    unreadable = tmp_path / "unreadable.jsonl"
+    unreadable.write_text('{"role": "user", "content": "hi"}\n')
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("p")
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    project = tmp_path / "proj"
+    project.mkdir()
+    record = ["ledger", "record", "--project", str(project), "--turn-id", "Abc123-def"]
+    commands = {
+        "import": ["import", str(unreadable), "--run-id", "r1", "--store", str(store)],
+        "seal": ["seal", str(unreadable)],
+        "resume": ["resume", str(unreadable), "--check"],
+        "readiness classify": ["readiness", "classify", str(unreadable)],
+        "ledger record --prompt-file": [*record, "--prompt-file", str(unreadable)],
+        "ledger record --attachments": [
+            *record, "--prompt-file", str(prompt), "--input", str(events),
+            "--attachments", str(unreadable),
+        ],
+        "ext status --from-events": [
+            "ext", "status", "--from-events", str(unreadable), "--store", str(store)
+        ],
+    }  # fmt: skip
+    real_os_open, real_io_open = os.open, io.open
+
+    def refused(path: object) -> bool:
+        return isinstance(path, str | os.PathLike) and Path(path) == unreadable
+
+    def os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if refused(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def io_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if refused(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_io_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(io, "open", io_open)
+    for name, argv in commands.items():
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == ExitCode.UNREADABLE, (name, err)
+        assert "unreadable.jsonl" in err, name
+        assert "permission denied" in err.lower(), name
 
 
 def test_hints_fit_a_failure_outside_any_store(
