@@ -329,6 +329,10 @@ def export_command(
     else:
         report, kept = check_run_kept(run_id, store, kind=kind.value)
     with kept:
+        if any(finding.code == "run-missing" for finding in report.findings):
+            # A mistyped run id or the wrong --store: nothing to export, not evidence
+            # that failed its check (so no --insecure-skip-verify in the hint).
+            raise RunNotFoundError(report.missing[0])
         if not report.complete:
             if not insecure_skip_verify:
                 raise VerificationError(
