@@ -159,7 +159,11 @@ def test_no_snapshot_and_no_run_is_not_found(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["resume", "nope", "--store", str(store), "--check"]) == 2
-    assert "nope" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # Both things a run id can name are looked for, and both are said to be absent.
+    assert f"no snapshot of run nope in {store / 'sessions'}" in err
+    assert "and no run nope recorded with agc record / agc import" in err
+    assert "`agc runs` lists the recorded runs" in err
 
 
 def test_recorded_stream_is_resumable(

@@ -422,9 +422,15 @@ def resume_command(
         run_id = validate_run_id(target)
         try:
             snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
-        except SnapshotNotFoundError:
+        except SnapshotNotFoundError as exc:
             if not _has_run(run_id, store):
-                raise
+                # A run id names a snapshot or a recorded run: say that neither is there,
+                # or a user who mistyped a recorded run's id hunts for snapshots.
+                raise SnapshotNotFoundError(
+                    f"{exc.message}, and no run {run_id} recorded with agc record / agc import",
+                    hint="Check the run id and --store; `agc runs` lists the recorded runs, "
+                    "snapshots live in <store>/sessions/.",
+                ) from exc
             snapshot = None
             history = _from_run(run_id, store, insecure_skip_verify, wanted)
         if snapshot is not None:
