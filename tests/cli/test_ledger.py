@@ -91,6 +91,14 @@ def test_record_show_check_round_trip(
     assert "listed-or-searched-only" in shown
     assert "mcp:taonier_prepare_game_art" in shown
     assert GDD in shown
+    # Not a terminal: plain columns, one line per offered file, no box drawing.
+    assert not set(shown) & set("┏┓┗┛━┃│─┡┩╇╈┼╭╮╰╯└┘┴┬├┤")
+    lines = shown.splitlines()
+    header = lines.index("Offered files:") + 1
+    assert re.split(r"\s{2,}", lines[header].strip()) == [
+        "localPath", "read", "read at seq", "before design", "sha256 match", "listed/searched at"
+    ]  # fmt: skip
+    assert lines[header + 1].startswith(f"{GDD} ")
 
     assert main(["ledger", "show", str(_turn_file(project)), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["row"] == "listed-or-searched-only"

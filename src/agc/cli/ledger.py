@@ -247,7 +247,9 @@ def _print_summary(summary: TurnSummary) -> None:
         f"completed: {completed}",
         markup=False,
     )
-    table = Table()
+    # Piped, plain columns (as `agc runs` and `agc-verify --all` print): no box drawing
+    # for a script or a log to wade through; the box only on a terminal.
+    table = Table() if out_console.is_terminal else Table(box=None, pad_edge=False)
     # Paths are data: the column is as wide as the longest one, never cut or wrapped.
     longest = max((len(o.local_path) + 2 for o in summary.offered), default=10)
     table.add_column("localPath", no_wrap=True, min_width=longest)
