@@ -202,6 +202,36 @@ def test_an_unreadable_input_file_is_exit_3_for_every_command(
         assert "permission denied" in err.lower(), name
 
 
+@pytest.mark.parametrize(
+    "file",
+    ["audit/transcripts/r1.jsonl", "audit/tool-events/r1.jsonl.b3", "audit/manifests/r1.json"],
+)
+def test_a_store_file_given_for_a_run_id_gets_the_run_id_and_store_as_hint(
+    store: Path, capsys: pytest.CaptureFixture[str], file: str
+) -> None:
+    write_run(store)
+    path = str(store / file)
+    for name, argv in {
+        "agc-verify": ["verify", path],
+        "show": ["show", path],
+        "export": ["export", path],
+        "recover": ["recover", path],
+    }.items():
+        run = verify_main if name == "agc-verify" else main
+        assert run(argv[1:] if name == "agc-verify" else argv) == ExitCode.USAGE, name
+        err = capsys.readouterr().err
+        assert "contains the character '/'" in err, name
+        assert f"hint: That is a file of run 'r1' in store {store}" in err, name
+        assert f"r1 --store {store}" in err, name
+
+
+def test_a_path_outside_a_store_given_for_a_run_id_is_called_a_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert verify_main([str(tmp_path / "session.jsonl")]) == ExitCode.USAGE
+    assert "hint: A run id is a name, not a path" in capsys.readouterr().err
+
+
 def test_hints_fit_a_failure_outside_any_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
