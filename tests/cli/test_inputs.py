@@ -232,6 +232,35 @@ def test_a_path_outside_a_store_given_for_a_run_id_is_called_a_path(
     assert "hint: A run id is a name, not a path" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["runs", "--json", "--jsn"], "No such option: --jsn"),
+        (["verify", "r1", "--json", "--jobs", "0"], "'--jobs' / '-j': 0 is not in the range"),
+        (["resume", "--json"], "Missing argument"),
+        (
+            ["record", "--run-id", "r1", "--kind", "tool-event", "--json"],
+            "Invalid value for '--kind'",
+        ),
+    ],
+)
+def test_an_option_error_with_json_is_a_json_error_too(
+    store: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    # A script that asked for --json parses stdout: a refusal by the option parser is
+    # the same {"error": …} document as agc's own refusals, and the usage text stays
+    # on stderr.
+    assert main([*argv, "--store", str(store)]) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)["error"]
+    assert error["code"] == "usage"
+    assert says in error["message"]
+    assert error["hint"] == f"Try 'agc {argv[0]} -h' for help."
+    assert "Usage: agc" in captured.err
+    assert main([a for a in argv if a != "--json"]) == ExitCode.USAGE
+    assert capsys.readouterr().out == ""
+
+
 def test_hints_fit_a_failure_outside_any_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
