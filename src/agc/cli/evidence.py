@@ -428,10 +428,24 @@ def seal_command(
 def demo_command(
     store: Annotated[
         Path | None,
-        typer.Option("--store", help="Where to write the demo store (default: a temp folder)."),
+        typer.Option(
+            "--store",
+            help="An empty or new folder for the demo: the store is FOLDER/store, the "
+            "tampered copy FOLDER/tampered-store (default: a temp folder).",
+        ),
     ] = None,
 ) -> int:
-    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again."""
+    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.
+
+    Progress goes to stderr, the two verdicts to stdout; it exits 0 when the sealed run
+    verifies and the tampered copy fails, as they should.
+
+    \b
+    Examples:
+      agc demo
+      agc demo --store ./agc-demo && agc-verify demo-fix-parser --store ./agc-demo/store
+      agc demo --store ./agc-demo2 && agc runs --store ./agc-demo2/tampered-store
+    """
     workdir = Path(tempfile.mkdtemp(prefix="agc-demo-")) if store is None else store
     if store is not None and store.exists() and any(store.iterdir()):
         raise UsageError(f"{store} is not empty", hint="Give an empty or new folder.")
