@@ -40,6 +40,8 @@ from agc.cli.objstore import (
 from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
+    AgcError,
+    ArtifactSealedError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -49,11 +51,13 @@ from agc.errors import (
     VerificationError,
 )
 from agc.exitcodes import ExitCode
+from agc.integrity._chain import chain_pending_path
 from agc.integrity._export import iter_copy_lines
 from agc.integrity._ingest import IngestSummary, ingest_stream
 from agc.integrity._kept import check_run_kept
 from agc.integrity._runs import run_is_sealed
 from agc.integrity._seal import seal_file
+from agc.integrity._store_io import read_manifest
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
 
@@ -125,14 +129,30 @@ def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind
     return int(code)
 
 
+def _sealed_and_linked(layout: StoreLayout, run_id: str) -> bool:
+    """Whether the run is closed and its store-chain link was completed (no link of the
+    store is pending), so nothing is left for `agc recover` to do."""
+    try:
+        manifest = read_manifest(layout, run_id)
+    except AgcError:
+        return False
+    if manifest is None or not manifest.closed or manifest.chain is None:
+        return False
+    return not os.path.lexists(chain_pending_path(layout))
+
+
 def _explain_failure(exc: StoreError, run_id: str, store: Path | None, kind: Kind) -> None:
     """A write that failed midway (disk full …): point to `agc recover` when records
     are on disk (the run is unsealed), keep the error's own hint otherwise. An object
     store's errors keep their own hints (its staging is described there)."""
     if object_store_of(store) is not None:
         return
-    found = _on_disk(run_id, store, kind)
     layout = StoreLayout.at(store)
+    if isinstance(exc, ArtifactSealedError) and _sealed_and_linked(layout, run_id):
+        # A finished run (a run id used again) was not touched: its own hint (a new run
+        # id) fits, not one about a write that failed.
+        return
+    found = _on_disk(run_id, store, kind)
     if all(run_is_sealed(layout, run_id, k) for k in ("transcript", "tool-events")):
         exc.hint = (
             "The run is sealed but its store-chain link may be missing; once the disk can "
