@@ -290,7 +290,12 @@ class SidecarMismatchError(AgcError):
 
     code = "sidecar-mismatch"
     exit_code = ExitCode.FINDINGS
-    default_hint = "The file or its sidecar changed; run `agc-verify` to see which."
+    # Not `agc-verify`: it checks runs, and this file may be any file (`agc seal`), a
+    # turn file or a projection record; the sidecar itself is the standard check.
+    default_hint = (
+        "The file or its sidecar changed after the seal; both are left as they are "
+        "(`b3sum --check` or `sha256sum -c` on the sidecar, in its folder, re-checks it)."
+    )
 
 
 class VerificationError(AgcError):

@@ -49,3 +49,26 @@ def test_agc_verify_help_has_the_table(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert "130  interrupted" in out
     assert "143  terminated" in out
+
+
+LEAVES = [
+    path for path in PATHS if path and not any(p[: len(path)] == path for p in PATHS if p != path)
+]
+
+
+@pytest.mark.parametrize("path", LEAVES, ids=" ".join)
+def test_every_command_help_shows_examples(
+    path: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*path, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Examples:" in out
+    assert f"agc {' '.join(path)}" in out.split("Examples:")[1] or path == ["verify"]
+
+
+def test_demo_help_says_where_the_store_is(capsys: pytest.CaptureFixture[str]) -> None:
+    # --store names the folder that holds the demo's two stores, not the store itself.
+    assert main(["demo", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "FOLDER/store" in out
+    assert "agc-verify demo-fix-parser --store ./agc-demo/store" in out

@@ -5,9 +5,11 @@ that fit the situation."""
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,6 +147,118 @@ def test_a_missing_input_file_is_exit_2_for_every_command(
         main([*argv, "--json"])
         json_codes.add(json.loads(capsys.readouterr().out)["error"]["code"])
     assert json_codes == {"input-missing"}
+
+
+def test_an_unreadable_input_file_is_exit_3_for_every_command(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Root reads any file whatever its mode, so the refusal is injected where the file
+    # is opened (os.open and io.open, which pathlib uses).
+    unreadable = tmp_path / "unreadable.jsonl"
+    unreadable.write_text('{"role": "user", "content": "hi"}\n')
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("p")
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    project = tmp_path / "proj"
+    project.mkdir()
+    record = ["ledger", "record", "--project", str(project), "--turn-id", "Abc123-def"]
+    commands = {
+        "import": ["import", str(unreadable), "--run-id", "r1", "--store", str(store)],
+        "seal": ["seal", str(unreadable)],
+        "resume": ["resume", str(unreadable), "--check"],
+        "readiness classify": ["readiness", "classify", str(unreadable)],
+        "ledger record --prompt-file": [*record, "--prompt-file", str(unreadable)],
+        "ledger record --attachments": [
+            *record, "--prompt-file", str(prompt), "--input", str(events),
+            "--attachments", str(unreadable),
+        ],
+        "ext status --from-events": [
+            "ext", "status", "--from-events", str(unreadable), "--store", str(store)
+        ],
+    }  # fmt: skip
+    real_os_open, real_io_open = os.open, io.open
+
+    def refused(path: object) -> bool:
+        return isinstance(path, str | os.PathLike) and Path(path) == unreadable
+
+    def os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if refused(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def io_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if refused(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_io_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(io, "open", io_open)
+    for name, argv in commands.items():
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == ExitCode.UNREADABLE, (name, err)
+        assert "unreadable.jsonl" in err, name
+        assert "permission denied" in err.lower(), name
+
+
+@pytest.mark.parametrize(
+    "file",
+    ["audit/transcripts/r1.jsonl", "audit/tool-events/r1.jsonl.b3", "audit/manifests/r1.json"],
+)
+def test_a_store_file_given_for_a_run_id_gets_the_run_id_and_store_as_hint(
+    store: Path, capsys: pytest.CaptureFixture[str], file: str
+) -> None:
+    write_run(store)
+    path = str(store / file)
+    for name, argv in {
+        "agc-verify": ["verify", path],
+        "show": ["show", path],
+        "export": ["export", path],
+        "recover": ["recover", path],
+    }.items():
+        run = verify_main if name == "agc-verify" else main
+        assert run(argv[1:] if name == "agc-verify" else argv) == ExitCode.USAGE, name
+        err = capsys.readouterr().err
+        assert "contains the character '/'" in err, name
+        assert f"hint: That is a file of run 'r1' in store {store}" in err, name
+        assert f"r1 --store {store}" in err, name
+
+
+def test_a_path_outside_a_store_given_for_a_run_id_is_called_a_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert verify_main([str(tmp_path / "session.jsonl")]) == ExitCode.USAGE
+    assert "hint: A run id is a name, not a path" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["runs", "--json", "--jsn"], "No such option: --jsn"),
+        (["verify", "r1", "--json", "--jobs", "0"], "'--jobs' / '-j': 0 is not in the range"),
+        (["resume", "--json"], "Missing argument"),
+        (
+            ["record", "--run-id", "r1", "--kind", "tool-event", "--json"],
+            "Invalid value for '--kind'",
+        ),
+    ],
+)
+def test_an_option_error_with_json_is_a_json_error_too(
+    store: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    # A script that asked for --json parses stdout: a refusal by the option parser is
+    # the same {"error": …} document as agc's own refusals, and the usage text stays
+    # on stderr.
+    assert main([*argv, "--store", str(store)]) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)["error"]
+    assert error["code"] == "usage"
+    assert says in error["message"]
+    assert error["hint"] == f"Try 'agc {argv[0]} -h' for help."
+    assert "Usage: agc" in captured.err
+    assert main([a for a in argv if a != "--json"]) == ExitCode.USAGE
+    assert capsys.readouterr().out == ""
 
 
 def test_hints_fit_a_failure_outside_any_store(

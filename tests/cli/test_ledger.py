@@ -17,7 +17,7 @@ import pytest
 from agc.cli.app import main
 from agc.cli.verify import main as verify_main
 from agc.exitcodes import ExitCode
-from tests.conftest import REAL_FIXTURES, require_shared
+from tests.conftest import REAL_FIXTURES, require_shared, write_run
 from tests.ledger.helpers import command, mcp
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"
@@ -91,6 +91,14 @@ def test_record_show_check_round_trip(
     assert "listed-or-searched-only" in shown
     assert "mcp:taonier_prepare_game_art" in shown
     assert GDD in shown
+    # Not a terminal: plain columns, one line per offered file, no box drawing.
+    assert not set(shown) & set("┏┓┗┛━┃│─┡┩╇╈┼╭╮╰╯└┘┴┬├┤")
+    lines = shown.splitlines()
+    header = lines.index("Offered files:") + 1
+    assert re.split(r"\s{2,}", lines[header].strip()) == [
+        "localPath", "read", "read at seq", "before design", "sha256 match", "listed/searched at"
+    ]  # fmt: skip
+    assert lines[header + 1].startswith(f"{GDD} ")
 
     assert main(["ledger", "show", str(_turn_file(project)), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["row"] == "listed-or-searched-only"
@@ -446,3 +454,37 @@ def test_agc_verify_checks_a_turn_file_path(
     path.write_bytes(path.read_bytes() + b"{}\n")
     assert verify_main(["--turn-file", str(path), "--json"]) == ExitCode.FINDINGS
     assert "extended" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["transcripts", "tool-events"])
+def test_a_runs_sealed_file_given_as_a_turn_file_names_the_run_to_verify(
+    store: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    # A newcomer points the ledger commands at agc evidence: it is not a turn file, and
+    # the run it belongs to is named with the command that checks it.
+    write_run(store)
+    artifact = str(store / "audit" / kind / "r1.jsonl")
+    for argv in (["ledger", "check"], ["ledger", "show"], ["--turn-file"]):
+        run = verify_main if argv == ["--turn-file"] else main
+        assert run([*argv, artifact]) == ExitCode.USAGE, argv
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "of agc run 'r1', not a turn file" in captured.err
+        assert f"agc-verify r1 --store {store}" in captured.err
+        assert "turn-id-mismatch" not in captured.err
+
+
+def test_a_turn_file_in_a_folder_named_like_a_store_is_still_checked(
+    tmp_path: Path, project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only a file with its run's manifest beside it is taken for a run's artifact.
+    _stdin(monkeypatch, [command("c1", "ls")])
+    assert main(_record(project, prompt)) == 0
+    copy = tmp_path / "x" / "audit" / "transcripts" / "Abc123-def.jsonl"
+    copy.parent.mkdir(parents=True)
+    source = _turn_file(project)
+    copy.write_bytes(source.read_bytes())
+    copy.with_name(copy.name + ".b3").write_bytes(
+        source.with_name(source.name + ".b3").read_bytes()
+    )
+    assert main(["ledger", "check", str(copy)]) == 0

@@ -219,6 +219,9 @@ def test_evidence_is_never_overwritten(tmp_path: Path, store: Path, capsys: Capt
     code, _, err = _run(capsys, "classify", str(path), "--evidence", "e2", "--store", str(store))
     assert code == ExitCode.USAGE
     assert "never overwritten" in err
+    # The hint is about the run id given, not about an output path (there is none).
+    assert "hint: Give --evidence a run id the store does not hold yet" in err
+    assert "output path" not in err
     code, _, _ = _run(capsys, "classify", str(path), "--evidence", "../x", "--store", str(store))
     assert code == ExitCode.USAGE
 

@@ -106,7 +106,32 @@ def test_record_on_a_sealed_run_exits_3_and_changes_nothing(
     code, _, err = _record(monkeypatch, capsys, b"{}\n", "--run-id", "r1", "--store", str(store))
     assert code == ExitCode.UNREADABLE
     assert "sealed" in err
+    # A run id used again: the hint is to choose a new one, not about a failed write.
+    assert "hint: Sealed evidence is never appended to; write a new run id instead." in err
+    assert "disk" not in err
+    assert "agc recover" not in err
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+    source = store.parent / "again.jsonl"
+    source.write_bytes(b"{}\n")
+    assert main(["import", str(source), "--run-id", "r1", "--store", str(store)]) == 3
+    err = capsys.readouterr().err
+    assert "write a new run id instead" in err
+    assert "disk" not in err
+
+
+def test_record_on_a_sealed_run_whose_link_is_pending_points_to_recover(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Sealed, but a link of the store is still pending (a disk that filled up or a kill
+    # while the run was linked): `agc recover` completes it, so the hint says so.
+    write_run(store)
+    (StoreLayout(store).audit_dir / "chain-pending.json").write_text(
+        '{"run_id": "r1", "position": 1, "prev": null}'
+    )
+    code, _, err = _record(monkeypatch, capsys, b"{}\n", "--run-id", "r1", "--store", str(store))
+    assert code == ExitCode.UNREADABLE
+    assert f"agc recover r1 --store {store}" in err
+    assert "write a new run id" not in err
 
 
 def test_record_while_another_writer_holds_the_run_exits_3(

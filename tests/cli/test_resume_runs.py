@@ -23,6 +23,7 @@ from agc._core.store import ArtifactKind, StoreLayout
 from agc.cli import evidence as evidence_module
 from agc.cli import resume as resume_module
 from agc.cli.app import main
+from agc.exitcodes import ExitCode
 from agc.integrity import _kept as kept_module
 from agc.integrity import _s3_export as s3_export
 from agc.integrity._s3 import artifact_path, manifest_path
@@ -158,7 +159,11 @@ def test_no_snapshot_and_no_run_is_not_found(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["resume", "nope", "--store", str(store), "--check"]) == 2
-    assert "nope" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # Both things a run id can name are looked for, and both are said to be absent.
+    assert f"no snapshot of run nope in {store / 'sessions'}" in err
+    assert "and no run nope recorded with agc record / agc import" in err
+    assert "`agc runs` lists the recorded runs" in err
 
 
 def test_recorded_stream_is_resumable(
@@ -208,6 +213,25 @@ def test_export_gives_back_the_imported_file(
     assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 0
     assert out.read_bytes() == data
     assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 2  # never over
+
+
+@pytest.mark.parametrize("insecure", [False, True])
+def test_export_of_a_run_the_store_does_not_hold_is_not_found_not_tampered(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], insecure: bool
+) -> None:
+    # A mistyped run id: the store holds nothing of it, so there is no evidence that
+    # failed its check and nothing --insecure-skip-verify could export.
+    _import(tmp_path, store, _rollout(answered=True))
+    capsys.readouterr()
+    argv = ["export", "r1-typo", "--store", str(store)]
+    code = main([*argv, "--insecure-skip-verify"] if insecure else argv)
+    captured = capsys.readouterr()
+    assert code == ExitCode.USAGE
+    assert captured.out == ""
+    assert f"no run 'r1-typo' in store {store}" in captured.err
+    assert "`agc runs` lists the runs" in captured.err
+    assert "tampered" not in captured.err
+    assert "--insecure-skip-verify" not in captured.err
 
 
 def test_export_refuses_a_tampered_run(

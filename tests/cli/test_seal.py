@@ -54,6 +54,10 @@ def test_mismatching_sidecar_exits_1_and_is_left_alone(
     assert code == ExitCode.FINDINGS
     assert out == ""
     assert "does not match" in err
+    # The hint names a check that can look at this file: agc-verify takes run ids only.
+    assert "hint: The file or its sidecar changed after the seal" in err
+    assert "b3sum --check" in err
+    assert "agc-verify" not in err
     assert sidecar.read_bytes() == before
 
 

@@ -75,10 +75,37 @@ def validate_run_id(run_id: str) -> str:
         )
     if _RUN_ID_RE.fullmatch(run_id) is None:
         bad = next(ch for ch in run_id if _RUN_ID_RE.fullmatch(ch) is None)
-        raise RunIdInvalidError(f"run id {run_id!r} contains the character {bad!r}")
+        raise RunIdInvalidError(
+            f"run id {run_id!r} contains the character {bad!r}",
+            hint=_path_hint(run_id) if bad in "/\\" else None,
+        )
     if run_id in {".", ".."}:
         raise RunIdInvalidError(f"run id {run_id!r} is not allowed")
     return run_id
+
+
+def _path_hint(given: str) -> str:
+    """The hint for a path given where a run id is expected: the run id and store of a
+    file inside a store (``<store>/audit/transcripts/<runId>.jsonl``, a sidecar, a
+    manifest), else that commands take run ids."""
+    parts = Path(given).parts
+    if (
+        len(parts) >= 3
+        and parts[-3] == "audit"
+        and parts[-2] in {*_ARTIFACT_DIRS.values(), "manifests"}
+    ):
+        name = parts[-1]
+        run_id = name[: name.find(".json")] if ".json" in name else ""
+        if _RUN_ID_RE.fullmatch(run_id) and run_id not in {".", ".."}:
+            store = str(Path(*parts[:-3])) if len(parts) > 3 else "."
+            return (
+                f"That is a file of run {run_id!r} in store {store}; commands take the run id "
+                f"and the store: {run_id} --store {store}"
+            )
+    return (
+        "A run id is a name, not a path: 1-128 characters from A-Z a-z 0-9 . _ - "
+        "(`agc runs` lists the run ids of a store)."
+    )
 
 
 def validate_new_run_id(run_id: str) -> str:

@@ -8,6 +8,7 @@ traceback on stderr and is never reported as a verification verdict.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -303,6 +304,9 @@ def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.TyperException as exc:
+        if as_json:
+            # A script that asked for JSON reads every refusal as JSON, this one too.
+            _emit_usage_json(exc)
         # Typer's usage errors (unknown option, missing argument …) print themselves.
         show = getattr(exc, "show", None)
         if callable(show):
@@ -347,6 +351,18 @@ def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
     if result is None:
         return int(ExitCode.OK)
     return int(result)
+
+
+def _emit_usage_json(exc: typer.TyperException) -> None:
+    """``{"error": {"code": "usage", "message", "hint"}}`` on stdout for an error of the
+    option parser (an unknown option, a bad value), as :func:`report_error` writes for
+    agc's own errors; stdout that cannot be written is left to the usage message."""
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None)
+    hint = f"Try '{path} -h' for help." if path else ""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    with contextlib.suppress(OSError):
+        emit_json({"error": {"code": "usage", "message": message, "hint": hint}})
 
 
 def _stdout_read_only(exc: OSError) -> bool:

@@ -40,6 +40,8 @@ from agc.cli.objstore import (
 from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
+    AgcError,
+    ArtifactSealedError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -49,11 +51,13 @@ from agc.errors import (
     VerificationError,
 )
 from agc.exitcodes import ExitCode
+from agc.integrity._chain import chain_pending_path
 from agc.integrity._export import iter_copy_lines
 from agc.integrity._ingest import IngestSummary, ingest_stream
 from agc.integrity._kept import check_run_kept
 from agc.integrity._runs import run_is_sealed
 from agc.integrity._seal import seal_file
+from agc.integrity._store_io import read_manifest
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
 
@@ -125,14 +129,30 @@ def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind
     return int(code)
 
 
+def _sealed_and_linked(layout: StoreLayout, run_id: str) -> bool:
+    """Whether the run is closed and its store-chain link was completed (no link of the
+    store is pending), so nothing is left for `agc recover` to do."""
+    try:
+        manifest = read_manifest(layout, run_id)
+    except AgcError:
+        return False
+    if manifest is None or not manifest.closed or manifest.chain is None:
+        return False
+    return not os.path.lexists(chain_pending_path(layout))
+
+
 def _explain_failure(exc: StoreError, run_id: str, store: Path | None, kind: Kind) -> None:
     """A write that failed midway (disk full …): point to `agc recover` when records
     are on disk (the run is unsealed), keep the error's own hint otherwise. An object
     store's errors keep their own hints (its staging is described there)."""
     if object_store_of(store) is not None:
         return
-    found = _on_disk(run_id, store, kind)
     layout = StoreLayout.at(store)
+    if isinstance(exc, ArtifactSealedError) and _sealed_and_linked(layout, run_id):
+        # A finished run (a run id used again) was not touched: its own hint (a new run
+        # id) fits, not one about a write that failed.
+        return
+    found = _on_disk(run_id, store, kind)
     if all(run_is_sealed(layout, run_id, k) for k in ("transcript", "tool-events")):
         exc.hint = (
             "The run is sealed but its store-chain link may be missing; once the disk can "
@@ -329,6 +349,10 @@ def export_command(
     else:
         report, kept = check_run_kept(run_id, store, kind=kind.value)
     with kept:
+        if any(finding.code == "run-missing" for finding in report.findings):
+            # A mistyped run id or the wrong --store: nothing to export, not evidence
+            # that failed its check (so no --insecure-skip-verify in the hint).
+            raise RunNotFoundError(report.missing[0])
         if not report.complete:
             if not insecure_skip_verify:
                 raise VerificationError(
@@ -424,10 +448,24 @@ def seal_command(
 def demo_command(
     store: Annotated[
         Path | None,
-        typer.Option("--store", help="Where to write the demo store (default: a temp folder)."),
+        typer.Option(
+            "--store",
+            help="An empty or new folder for the demo: the store is FOLDER/store, the "
+            "tampered copy FOLDER/tampered-store (default: a temp folder).",
+        ),
     ] = None,
 ) -> int:
-    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again."""
+    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.
+
+    Progress goes to stderr, the two verdicts to stdout; it exits 0 when the sealed run
+    verifies and the tampered copy fails, as they should.
+
+    \b
+    Examples:
+      agc demo
+      agc demo --store ./agc-demo && agc-verify demo-fix-parser --store ./agc-demo/store
+      agc demo --store ./agc-demo2 && agc runs --store ./agc-demo2/tampered-store
+    """
     workdir = Path(tempfile.mkdtemp(prefix="agc-demo-")) if store is None else store
     if store is not None and store.exists() and any(store.iterdir()):
         raise UsageError(f"{store} is not empty", hint="Give an empty or new folder.")

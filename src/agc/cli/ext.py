@@ -12,9 +12,9 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from agc._core.fs import read_limited
+from agc._core.fs import describe_os_error, read_limited
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
-from agc.errors import AgcError, InputError
+from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
 from agc.exitcodes import ExitCode
 from agc.extensions import (
     DEFAULT_BLOCKED_ENV,
@@ -482,11 +482,17 @@ def status_command(
         if str(from_events) == "-":
             result = apply_startup_events(repo, sys.stdin.buffer, projection_id=projection_id)
         else:
+            # The same errors as every command's input: missing or a folder is exit 2,
+            # a file that exists but cannot be read exit 3.
             try:
                 handle = from_events.open("rb")
+            except FileNotFoundError as exc:
+                raise InputMissingError(f"events file {from_events} does not exist") from exc
+            except IsADirectoryError as exc:
+                raise InputError(f"events file {from_events} is a folder, not a file") from exc
             except OSError as exc:
-                raise InputError(
-                    f"events file {from_events} cannot be read: {exc.strerror}"
+                raise FileUnreadableError(
+                    f"events file {from_events} cannot be read: {describe_os_error(exc)}"
                 ) from exc
             with handle:
                 result = apply_startup_events(repo, handle, projection_id=projection_id)

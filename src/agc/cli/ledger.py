@@ -54,6 +54,32 @@ TurnFileArgument = Annotated[
 ]
 
 
+def refuse_run_artifact(turn_file: Path) -> None:
+    """Refuse a run's sealed transcript or tool-events file given as a turn file.
+
+    ``<store>/audit/transcripts/<runId>.jsonl`` (with the run's manifest beside it) is
+    agc evidence, checked by ``agc-verify RUN``; read as a turn file it would only give
+    a list of findings about missing turn records.
+
+    Raises:
+        InputError: the file is a run's artifact in a store (exit 2).
+    """
+    parts = turn_file.parts
+    if len(parts) < 3 or parts[-3] != "audit" or not parts[-1].endswith(".jsonl"):
+        return
+    kinds = {"transcripts": "transcript", "tool-events": "tool-events"}
+    run_id = parts[-1].removesuffix(".jsonl")
+    store = Path(*parts[:-3]) if len(parts) > 3 else Path()
+    manifest = store / "audit" / "manifests" / f"{run_id}.json"
+    if parts[-2] not in kinds or not manifest.is_file():
+        return
+    raise InputError(
+        f"{turn_file} is the {kinds[parts[-2]]} file of agc run {run_id!r}, not a turn file",
+        hint=f"Check the run with `agc-verify {run_id} --store {store}`; turn files are "
+        "<project>/.agent/runtime/direct-codex/turns/<clientTurnId>.jsonl.",
+    )
+
+
 def _read_prompt(path: Path) -> str:
     data = read_limited(path, what="prompt file", max_bytes=_MAX_PROMPT_BYTES)
     try:
@@ -231,6 +257,7 @@ def show_command(
       agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl
       agc ledger show .agent/runtime/direct-codex/turns/Abc123-def.jsonl --attempt 1 --json
     """
+    refuse_run_artifact(turn_file)
     chosen = None if policy is None else load_policy(policy)
     summary = show_turn_file(turn_file, attempt=attempt, policy=chosen)
     if as_json:
@@ -247,7 +274,9 @@ def _print_summary(summary: TurnSummary) -> None:
         f"completed: {completed}",
         markup=False,
     )
-    table = Table()
+    # Piped, plain columns (as `agc runs` and `agc-verify --all` print): no box drawing
+    # for a script or a log to wade through; the box only on a terminal.
+    table = Table() if out_console.is_terminal else Table(box=None, pad_edge=False)
     # Paths are data: the column is as wide as the longest one, never cut or wrapped.
     longest = max((len(o.local_path) + 2 for o in summary.offered), default=10)
     table.add_column("localPath", no_wrap=True, min_width=longest)
@@ -314,6 +343,7 @@ def check_command(
 
 def run_check(turn_file: Path, *, policy: str | None, as_json: bool) -> int:
     """Check a turn file and print the report; the exit code (also for ``agc-verify``)."""
+    refuse_run_artifact(turn_file)
     report = check_turn_file(turn_file, policy=None if policy is None else load_policy(policy))
     if as_json:
         emit_json(report.to_dict())

@@ -124,7 +124,10 @@ def _check_evidence_target(run_id: str | None, store: Path | None) -> None:
     for kind in ("transcript", "tool-events"):
         if os.path.lexists(layout.artifact_path(run_id, kind)):
             raise FileExistsRefusedError(
-                f"run {run_id} already exists in store {layout.root}; evidence is never overwritten"
+                f"run {run_id} already exists in store {layout.root}; evidence is never "
+                "overwritten",
+                hint="Give --evidence a run id the store does not hold yet (`agc runs` lists "
+                "the ones taken).",
             )
 
 

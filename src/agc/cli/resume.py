@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from agc._core import json as strict_json
-from agc._core.fs import atomic_write_bytes
+from agc._core.fs import atomic_write_bytes, describe_os_error
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
@@ -27,9 +27,11 @@ from agc.cli.common import (
     refuse_ambiguous,
 )
 from agc.errors import (
+    FileUnreadableError,
     HistoryEmptyError,
     HistoryFormatError,
     InputError,
+    InputMissingError,
     JsonInvalidError,
     RunNotFoundError,
     SnapshotNotFoundError,
@@ -125,7 +127,14 @@ def _looks_like_path(target: str) -> bool:
 
 
 def _read_input(path: Path) -> bytes:
-    """Read a FILE given on the command line (symlinks followed: it is the user's file)."""
+    """Read a FILE given on the command line (symlinks followed: it is the user's file).
+
+    Raises:
+        InputMissingError: it does not exist (exit 2).
+        InputError: it is a folder or too large (exit 2).
+        FileUnreadableError: it exists but cannot be read: permissions, an I/O error
+            (exit 3, as for every command's input).
+    """
     try:
         info = os.stat(path)
         if stat.S_ISDIR(info.st_mode):
@@ -134,11 +143,9 @@ def _read_input(path: Path) -> bytes:
             raise InputError(f"{path} is larger than {_MAX_INPUT_BYTES} bytes")
         return path.read_bytes()
     except FileNotFoundError as exc:
-        raise InputError(f"{path} does not exist") from exc
-    except PermissionError as exc:
-        raise InputError(f"{path} cannot be read: permission denied") from exc
+        raise InputMissingError(f"{path} does not exist") from exc
     except OSError as exc:
-        raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+        raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
 
 
 def _has_run(run_id: str, store: Path | None) -> bool:
@@ -415,9 +422,15 @@ def resume_command(
         run_id = validate_run_id(target)
         try:
             snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
-        except SnapshotNotFoundError:
+        except SnapshotNotFoundError as exc:
             if not _has_run(run_id, store):
-                raise
+                # A run id names a snapshot or a recorded run: say that neither is there,
+                # or a user who mistyped a recorded run's id hunts for snapshots.
+                raise SnapshotNotFoundError(
+                    f"{exc.message}, and no run {run_id} recorded with agc record / agc import",
+                    hint="Check the run id and --store; `agc runs` lists the recorded runs, "
+                    "snapshots live in <store>/sessions/.",
+                ) from exc
             snapshot = None
             history = _from_run(run_id, store, insecure_skip_verify, wanted)
         if snapshot is not None:

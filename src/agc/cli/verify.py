@@ -308,10 +308,11 @@ def verify_command(
         retention = Retention(retention_mode.upper(), retention_days)  # type: ignore[arg-type]
     scale = {"jobs": jobs, "scheduler": scheduler, "inventory": inventory, "retention": retention}
     if turn_file is not None:
-        from agc.cli.ledger import format_check  # noqa: PLC0415 - only for --turn-file
+        from agc.cli.ledger import format_check, refuse_run_artifact  # noqa: PLC0415
         from agc.ledger._check import check_turn_file  # noqa: PLC0415
         from agc.ledger._policy import load_policy  # noqa: PLC0415
 
+        refuse_run_artifact(turn_file)
         ledger_report = check_turn_file(turn_file, policy=load_policy(None))
         if as_json:
             emit_json(ledger_report.to_dict())
