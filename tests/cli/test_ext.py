@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -477,6 +478,49 @@ def test_an_empty_path_is_refused_and_never_imports_the_current_folder(
     assert "empty path" in err
     assert ExtensionRepository(store).items() == ()
     assert not (store / "extensions" / "sources").exists()
+
+
+def test_a_source_that_is_not_there_or_cannot_be_read_gets_the_shared_exit_codes(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As for every command: a named input that does not exist is exit 2 input-missing,
+    # one that exists but cannot be read is exit 3 file-unreadable; nothing is kept.
+    missing = tmp_path / "nope"
+    code, out, err = _run(capsys, "ext", "import", str(missing), "--store", str(store), "--json")
+    assert code == ExitCode.USAGE
+    error = json.loads(out)["error"]
+    assert error["code"] == "input-missing"
+    assert str(missing) in error["message"]
+    assert error["hint"]
+    assert "hint:" in err
+
+    (tmp_path / "file.txt").write_text("x")
+    code, out, _ = _run(
+        capsys, "ext", "import", str(tmp_path / "file.txt" / "x"), "--store", str(store), "--json"
+    )
+    assert code == ExitCode.USAGE
+    assert json.loads(out)["error"]["code"] == "input-invalid"
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_stat = Path.stat
+
+    def stat(self: Path, *args: Any, **kwargs: Any) -> os.stat_result:
+        if self == locked:  # as a folder the user may not read (the tests may run as root)
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    code, out, _ = _run(capsys, "ext", "import", str(locked), "--store", str(store), "--json")
+    monkeypatch.undo()
+    assert code == ExitCode.UNREADABLE
+    error = json.loads(out)["error"]
+    assert error["code"] == "file-unreadable"
+    assert "permission denied" in error["message"].lower()
+    assert ExtensionRepository(store).items() == ()
 
 
 def test_names_from_an_archive_never_reach_the_terminal_as_control_sequences(

@@ -25,6 +25,7 @@ zip) and is removed, under the repository lock, by the next import or removal.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import shutil
@@ -41,7 +42,9 @@ from agc._core.store import resolve_store
 from agc.errors import (
     ArchiveRefusedError,
     ExtensionNotFoundError,
+    FileUnreadableError,
     InputError,
+    InputMissingError,
     StoreError,
     UsageError,
 )
@@ -244,7 +247,9 @@ class ExtensionRepository:
         byte; recognised items are enabled, unknown content is one disabled item.
 
         Raises:
-            InputError: the path does not exist or is neither a file nor a folder.
+            InputMissingError: the path does not exist (exit 2).
+            InputError: it is neither a file nor a folder, or cannot name one (exit 2).
+            FileUnreadableError: it exists but cannot be read (permissions, I/O: exit 3).
             ArchiveRefusedError: an unsafe or oversized archive or folder (nothing kept).
             StoreError: the store cannot be written (disk full: nothing kept).
         """
@@ -336,9 +341,12 @@ class ExtensionRepository:
         try:
             info = path.stat()
         except FileNotFoundError as exc:
-            raise InputError(f"{path} does not exist") from exc
+            raise InputMissingError(f"{path} does not exist") from exc
         except OSError as exc:
-            raise InputError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+            if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):
+                # What was typed cannot name a file: a usage problem, not the machine's.
+                raise InputError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+            raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
         if stat.S_ISDIR(info.st_mode):
             return "folder"
         if stat.S_ISREG(info.st_mode):
