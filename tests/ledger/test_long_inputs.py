@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agc.ledger._events import item as item_module
+from agc.ledger._events.item import shell_script
 from agc.ledger._sanitize import _REMOTE_RE
 
 HANG_LIMIT_S = 90
@@ -77,6 +81,13 @@ def test_long_runs_of_one_piece_are_recorded_in_bounded_time(tmp_path: Path) -> 
     assert all(r.get("commandTruncated") or r.get("commandRedacted") for r in recorded)
 
 
+def test_a_16_mib_shell_wrapped_command_is_recorded_in_bounded_time(tmp_path: Path) -> None:
+    script = "echo " + "a" * (16 * 1024 * 1024)
+    recorded = _record(tmp_path, [_exec_item("item_1", f"bash -lc '{script}'")])
+    assert recorded[0]["command"] == script[:240]
+    assert recorded[0]["commandTruncated"] is True
+
+
 _OLD_REMOTE = re.compile(
     r"[A-Za-z0-9_][A-Za-z0-9_.-]*@[A-Za-z0-9][A-Za-z0-9_.-]*:(?=[^\s:])[^\s'\"`;|&<>(){}\[\],]*"
 )
@@ -87,3 +98,18 @@ def test_the_linear_user_at_host_pattern_finds_what_the_quadratic_one_did(text: 
     assert [m.span("r") for m in _REMOTE_RE.finditer(text)] == [
         m.span() for m in _OLD_REMOTE.finditer(text)
     ]
+
+
+@given(st.text(max_size=40), st.sampled_from(["bash", "/bin/zsh", "sh", "python3"]))
+def test_a_long_wrapped_command_unwraps_as_shlex_does(script: str, shell: str) -> None:
+    quoted = "'" + script.replace("'", "'\\''") + "'"
+    command = f"{shell} -lc {quoted}"
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        argv = []
+    expected = argv[2] if len(argv) == 3 and shell != "python3" else command
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(item_module, "_LONG_COMMAND", 0)  # the long-command path, for any size
+        assert shell_script(command) == expected
+    assert shell_script(command) == expected  # shlex, for a short command
