@@ -13,7 +13,8 @@ from tests.ledger.helpers import Clock, command, completed, items, mcp, record_t
 
 CASES = build_cases()
 TEXT_CASES = [case for case in CASES if case.text is not None]
-ID_TOKENS = [case.value["id"] for case in CASES if case.placement == "under-id" and case.value]
+ID_CASES = [case for case in CASES if case.placement == "under-id" and case.value]
+ID_TOKENS = [case.value["id"] for case in ID_CASES]
 BATCH = 80  # three items per case: 240 of the 256 items a turn keeps
 
 
@@ -61,6 +62,27 @@ def test_no_corpus_secret_reaches_a_turn_file_or_agent_db(project: Path) -> None
     for line in stored.splitlines():
         if line:
             json.loads(line)
+
+
+def test_an_item_type_holding_a_secret_is_not_kept_from_any_input(project: Path) -> None:
+    # Camel-casing an unknown type ("ghp_A1…" -> "ghpA1…") hid the token from the detector.
+    app_server = [completed({"type": token, "id": f"a{n}"}) for n, token in enumerate(ID_TOKENS)]
+    codex_exec = [
+        {"type": "item.completed", "item": {"type": token, "id": f"e{n}"}}
+        for n, token in enumerate(ID_TOKENS)
+    ]
+    outcome = record_turn(project, [*app_server, *codex_exec])
+    written = items(outcome.turn_file)
+    assert len(written) == 2 * len(ID_TOKENS)
+    assert {i["itemType"] for i in written} == {"unknown"}
+    stored = outcome.turn_file.read_text(encoding="utf-8")
+    database = (project / ".agent" / "agent.db").read_bytes().decode("utf-8", "replace")
+    left = [
+        case.secret.kind
+        for case in ID_CASES
+        if survivors(case.pieces, stored) or survivors(case.pieces, database)
+    ]
+    assert left == []
 
 
 def test_ids_and_names_holding_a_secret_are_not_kept() -> None:
