@@ -554,9 +554,10 @@ class PathSanitizer:
         quotes, a backtick or ``$`` (``invalid``); ``~`` or ``$HOME``-style (``home``);
         UNC (``unc``); a URL (``url``); absolute outside every root, ``..`` above the
         root, or a relative result that holds a host path (``see /home/u/x``,
-        ``-C/home/u``: ``outside``); ``.agent``/``.git`` (``control-plane``); keys and
-        secrets (``sensitive``). Backslashes count as separators. A path is only ever
-        kept in the form a reader sees: never "relative" because it was disguised.
+        ``-C/home/u``: ``outside``); ``.agent``/``.git`` (``control-plane``); key files,
+        and a path that holds a secret (``sensitive``). Backslashes count as
+        separators. A path is only ever kept in the form a reader sees: never
+        "relative" because it was disguised.
         """
         if not isinstance(raw, str):
             return CleanPath(None, "invalid")
@@ -565,6 +566,10 @@ class PathSanitizer:
             return CleanPath(None, "invalid")
         if _has_forbidden_chars(text, allow_newlines=False):
             return CleanPath(None, "invalid")
+        # Judged as written: normalizing ("\\" is a separator) can break a secret's
+        # spelling ("game/\\u0073k-proj-…" would become "game/u0073k-proj-…").
+        if contains_secret(text):
+            return CleanPath(None, "sensitive")
         lexical = self._clean_lexical(text)
         if lexical.path is None:
             return lexical
