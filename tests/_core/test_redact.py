@@ -8,6 +8,7 @@ properties (idempotent, nothing grows back, no planted secret survives).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -399,3 +400,39 @@ def test_property_redact_value_leaves_no_planted_secret(value: Any) -> None:
     out = "\n".join(strings_of(redact_value(value)))
     planted = tuple(s for s in strings_of(value) if len(s) > 8)
     assert survivors(planted, out) == []
+
+
+_U_ESCAPE = re.compile(r"\\+u([0-9A-Fa-f]{4})")
+
+
+def _u_decoded(text: str) -> str:
+    """What a reader that decodes JSON \\uXXXX escapes (at any depth) reads."""
+    return _U_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+@st.composite
+def _u_escaped(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A carrier whose characters are written as JSON \\uXXXX escapes at random
+    places (its prefix too: "\\u0073k-proj-…"), escaped once or twice."""
+    secret = draw(st.sampled_from([s for s in _SECRETS if "\n" not in "".join(s.carriers)]))
+    carrier = draw(st.sampled_from(secret.carriers))
+    chosen = draw(st.sets(st.integers(0, len(carrier) - 1), min_size=1, max_size=6))
+    slashes = "\\" * draw(st.sampled_from([1, 2]))
+    escaped = "".join(
+        f"{slashes}u{ord(c):04x}" if i in chosen else c for i, c in enumerate(carrier)
+    )
+    return draw(_FILLER) + draw(_GLUE) + escaped + draw(_GLUE) + draw(_FILLER), list(
+        secret.pieces()
+    )
+
+
+@_SETTINGS
+@given(case=_u_escaped())
+def test_property_a_secret_spelled_with_json_u_escapes_is_redacted(
+    case: tuple[str, list[str]],
+) -> None:
+    text, pieces = case
+    assert contains_secret(text)
+    out = redact_text(text)
+    assert survivors(tuple(pieces), _u_decoded(out)) == []
+    assert redact_text(out) == out

@@ -14,6 +14,7 @@ from typing import get_args
 import pytest
 
 from agc._core.digest import new_hasher
+from agc.cli.app import main as cli_main
 from agc.errors import (
     InputError,
     InputMissingError,
@@ -241,3 +242,31 @@ def test_a_fifo_in_place_of_a_turn_file_is_unreadable_not_a_hang(tmp_path: Path)
     )
     assert done.stdout.startswith("store-unreadable ")
     assert "not a regular file" in done.stdout
+
+
+def test_show_says_when_an_attempt_has_no_seal_record(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A recorder killed at each step of its second attempt (the file cut after each of
+    # its records), and an attempt an attacker appended after the last seal: show
+    # printed "completed: True" for a turn_end that no seal closes, as for a sealed one.
+    first = record_turn(project, [command("c1", "ls")]).turn_file
+    second = record_turn(project, [command("c2", "ls"), command("c3", "pwd")]).turn_file
+    assert first == second
+    lines = second.read_bytes().splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if b'"direct.codex.turn_start"' in line]
+    for cut in range(starts[1] + 1, len(lines) + 1):
+        second.write_bytes(b"".join(lines[:cut]))
+        summary = show_turn_file(second)
+        assert summary.attempt == 2
+        assert summary.sealed is (cut == len(lines))
+        assert show_turn_file(second, attempt=1).sealed is True
+        assert summary.to_dict()["sealed"] is summary.sealed
+        assert cli_main(["ledger", "show", str(second)]) == 0
+        header = capsys.readouterr().out.splitlines()[0]
+        assert header.endswith("sealed: yes" if summary.sealed else "see `agc ledger check`)")
+    forged = [line for line in lines[starts[1] :] if b'"direct.codex.seal"' not in line]
+    second.write_bytes(
+        b"".join(lines + [line.replace(b'"attempt":2', b'"attempt":3') for line in forged])
+    )
+    assert show_turn_file(second).sealed is False

@@ -4,16 +4,22 @@ every corpus case leave none of them in the turn files or in agent.db."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from agc.ledger._sanitize import PathSanitizer, clean_name, clean_token
-from tests._core.secret_corpus import Case, build_cases, survivors
+from tests._core.secret_corpus import Case, Secret, build_cases, build_secrets, survivors
 from tests.ledger.helpers import Clock, command, completed, items, mcp, record_turn
 
 CASES = build_cases()
 TEXT_CASES = [case for case in CASES if case.text is not None]
-ID_TOKENS = [case.value["id"] for case in CASES if case.placement == "under-id" and case.value]
+ID_CASES = [case for case in CASES if case.placement == "under-id" and case.value]
+ID_TOKENS = [case.value["id"] for case in ID_CASES]
 BATCH = 80  # three items per case: 240 of the 256 items a turn keeps
 
 
@@ -63,6 +69,27 @@ def test_no_corpus_secret_reaches_a_turn_file_or_agent_db(project: Path) -> None
             json.loads(line)
 
 
+def test_an_item_type_holding_a_secret_is_not_kept_from_any_input(project: Path) -> None:
+    # Camel-casing an unknown type ("ghp_A1…" -> "ghpA1…") hid the token from the detector.
+    app_server = [completed({"type": token, "id": f"a{n}"}) for n, token in enumerate(ID_TOKENS)]
+    codex_exec = [
+        {"type": "item.completed", "item": {"type": token, "id": f"e{n}"}}
+        for n, token in enumerate(ID_TOKENS)
+    ]
+    outcome = record_turn(project, [*app_server, *codex_exec])
+    written = items(outcome.turn_file)
+    assert len(written) == 2 * len(ID_TOKENS)
+    assert {i["itemType"] for i in written} == {"unknown"}
+    stored = outcome.turn_file.read_text(encoding="utf-8")
+    database = (project / ".agent" / "agent.db").read_bytes().decode("utf-8", "replace")
+    left = [
+        case.secret.kind
+        for case in ID_CASES
+        if survivors(case.pieces, stored) or survivors(case.pieces, database)
+    ]
+    assert left == []
+
+
 def test_ids_and_names_holding_a_secret_are_not_kept() -> None:
     for token in ID_TOKENS:
         assert clean_token(token) is None
@@ -80,3 +107,44 @@ def test_a_token_wrapped_across_lines_is_redacted_before_text_becomes_one_line()
     )
     assert cleaned.text == "token: [secret]"
     assert cleaned.redacted is True
+
+
+_BARE = [s for s in build_secrets() if s.self_identifying and s.carriers == (s.value,)]
+_BARE = [s for s in _BARE if "\n" not in s.value and "/" not in s.value]
+
+
+def _u_decoded(text: str) -> str:
+    return re.sub(r"\\+u([0-9A-Fa-f]{4})", lambda m: chr(int(m.group(1), 16)), text)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    secret=st.sampled_from(_BARE),
+    escaped=st.sets(st.integers(0, 7), max_size=3),
+    folder=st.sampled_from(["game/", "src/a/", "", "assets\\"]),
+)
+def test_property_no_path_field_keeps_a_secret_spelled_with_escapes(
+    tmp_path_factory: pytest.TempPathFactory, secret: Secret, escaped: set[int], folder: str
+) -> None:
+    # A path is normalized ("\\" is a separator) before the last secret look, which then
+    # no longer saw "\u0073k-…" (it had become "u0073k-…"): paths are judged as written.
+    value = "".join(f"\\u{ord(c):04x}" if i in escaped else c for i, c in enumerate(secret.value))
+    path = f"{folder}{value}.png"
+    project = tmp_path_factory.mktemp("proj")
+    read = {"type": "read", "command": "cat", "name": "x", "path": path}
+    events = [
+        completed({"type": "fileChange", "id": "f1", "status": "completed",
+                   "changes": [{"path": path, "kind": {"type": "update", "move_path": path}}]}),
+        command("c1", "cat x", [read]),
+        completed({"type": "imageView", "id": "v1", "path": path}),
+        mcp("m1", "agc_write_file", {"path": path, "content": "x"}),
+    ]  # fmt: skip
+    attachments = [{"name": "x.png", "localPath": path, "mediaType": "image/png"}]
+    outcome = record_turn(project, events, attachments=attachments)
+    stored = outcome.turn_file.read_text(encoding="utf-8")
+    database = (project / ".agent" / "agent.db").read_bytes().decode("utf-8", "replace")
+    for written in (stored, database):
+        assert survivors(secret.pieces(), _u_decoded(written)) == []
+        assert survivors(secret.pieces(), _u_decoded(written.replace("\\\\", "\\"))) == []

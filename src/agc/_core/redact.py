@@ -38,7 +38,8 @@ How a text is scanned
 Placements handled: a secret glued to other text (a token's start must not follow an
 ASCII letter or digit, as almost every position inside a base64 blob such as an
 ``encrypted_content`` field does, but it may follow CJK text, punctuation or a JSON
-escape such as ``\\n`` or ``\\u00e9``), JSON-escaped any number of times, wrapped
+escape such as ``\\n`` or ``\\u00e9``), JSON-escaped any number of times (characters
+written as ``\\uXXXX`` escapes too: ``\\u0073k-proj-…``), wrapped
 across two lines (a line break, raw or JSON-escaped, anywhere after the prefix), in a
 URL, a header, a ``.env`` line, a command-line flag, and as the value of a JSON key
 that names a secret (``"password"``, ``"SecretAccessKey"``) in :func:`redact_value`.
@@ -966,8 +967,8 @@ class RedactionStats:
         return dict(sorted(self.by_kind.items()))
 
 
-def _scan(text: str) -> list[Span]:
-    """The merged secret spans of ``text``, in order."""
+def _found(text: str) -> list[tuple[int, int, int, str]]:
+    """``(start, end, rule priority, kind)`` of every rule's span in ``text``."""
     if len(text) < _MIN_CHARS:
         return []
     lowered = text.lower()
@@ -990,6 +991,45 @@ def _scan(text: str) -> list[Span]:
         for start, end, kind in _RULES[priority].find(text, positions):
             if end > start and not _MARKER_RE.fullmatch(text, start, end):
                 found.append((start, end, priority, kind))
+    return found
+
+
+# A JSON \uXXXX escape, escaped any number of times (\\u0073 in a JSON string held in
+# a JSON string): RFC 8259 lets any character be written so ("\u0073k-proj-…").
+_U_ESCAPE: Final = re.compile(r"\\+u([0-9A-Fa-f]{4})")
+
+
+def _found_unescaped(text: str) -> list[tuple[int, int, int, str]]:
+    """The spans found in ``text`` read with its ``\\uXXXX`` escapes decoded, in
+    ``text``'s positions (a span covers each escape it holds whole)."""
+    if "\\u" not in text:
+        return []
+    pieces: list[str] = []
+    starts: list[int] = []  # where each character of the view starts in text
+    ends: list[int] = []  # and where it ends
+    last = 0
+    for match in _U_ESCAPE.finditer(text):
+        begin = match.start()
+        pieces.append(text[last:begin])
+        starts.extend(range(last, begin))
+        ends.extend(range(last + 1, begin + 1))
+        pieces.append(chr(int(match.group(1), 16)))
+        starts.append(begin)
+        ends.append(match.end())
+        last = match.end()
+    if not pieces:
+        return []
+    pieces.append(text[last:])
+    starts.extend(range(last, len(text)))
+    ends.extend(range(last + 1, len(text) + 1))
+    view = "".join(pieces)
+    return [(starts[a], ends[b - 1], p, kind) for a, b, p, kind in _found(view)]
+
+
+def _scan(text: str) -> list[Span]:
+    """The merged secret spans of ``text``, in order: as written, and as a reader that
+    decodes its JSON ``\\uXXXX`` escapes sees it."""
+    found = _found(text) + _found_unescaped(text)
     if not found:
         return []
     found.sort()

@@ -269,9 +269,12 @@ def show_command(
 
 def _print_summary(summary: TurnSummary) -> None:
     completed = "unknown (no turn_end)" if summary.completed is None else summary.completed
+    # An attempt with no seal record was cut short or appended after the last seal:
+    # its turn_end is not evidence, whatever it says.
+    sealed = "yes" if summary.sealed else "NO (no seal record; see `agc ledger check`)"
     out_console.print(
         f"turn {summary.client_turn_id}: attempt {summary.attempt} of {summary.attempts}, "
-        f"completed: {completed}",
+        f"completed: {completed}, sealed: {sealed}",
         markup=False,
     )
     # Piped, plain columns (as `agc runs` and `agc-verify --all` print): no box drawing

@@ -280,6 +280,9 @@ class TurnSummary:
         offered: the offered files.
         first_design: ``firstDesign`` recomputed.
         row: the timeline row; ``row_label``: its words.
+        sealed: the attempt has its seal record (an attempt without one was
+            interrupted, or appended after the last seal; whether a seal verifies is
+            ``agc ledger check``'s to say).
     """
 
     client_turn_id: str | None
@@ -292,6 +295,7 @@ class TurnSummary:
     first_design: Mapping[str, Any] | None
     row: Row
     row_label: str
+    sealed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -306,6 +310,7 @@ class TurnSummary:
             "firstDesign": dict(self.first_design) if self.first_design else None,
             "row": self.row,
             "rowLabel": self.row_label,
+            "sealed": self.sealed,
         }
 
 
@@ -341,6 +346,7 @@ def summarize_attempt(attempt: Attempt, attempts: int, policy: LedgerPolicy) -> 
         first_design=design,
         row=row,
         row_label=ROW_LABELS[row],
+        sealed=attempt.seal is not None,
     )
 
 

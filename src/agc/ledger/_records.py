@@ -164,7 +164,7 @@ def item_record(
         "clientTurnId": ctx.client_turn_id,
         "seq": seq,
         "itemId": clean_token(item.item_id),
-        "itemType": clean_token(item.item_type) or "unknown",
+        "itemType": _item_type(item),
         "status": status if isinstance(status, str) and _STATUS_RE.fullmatch(status) else None,
         "recordedAtMs": recorded_at_ms,
         "source": item.source,
@@ -190,6 +190,15 @@ def item_record(
     if len(encode_record(shortened)) <= MAX_LINE_BYTES:
         return shortened
     return {**record, "fieldsOmitted": "too-large"}
+
+
+def _item_type(item: CompletedItem) -> str:
+    """The item's camelCase type, or ``unknown``. An unknown type is judged as the input
+    wrote it too: camel-casing drops its underscores, and with them a token's prefix
+    (``ghp_…`` becomes ``ghpA1…``, which no secret rule knows)."""
+    if clean_token(item.source_type) is None:
+        return "unknown"
+    return clean_token(item.item_type) or "unknown"
 
 
 def _shorten_texts(record: dict[str, Any]) -> dict[str, Any]:

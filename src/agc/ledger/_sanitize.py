@@ -334,10 +334,13 @@ _ROOTED_WINDOWS_RE: Final = re.compile(r"\\[^\s\\/'\"`;|&<>(){}\[\],]+\\")
 _HOME_TEXT_RE: Final = re.compile(r"~(?:[A-Za-z_][\w.-]*)?[\\/]")
 _HOME_OPTION_RE: Final = re.compile(r"~[\\/A-Za-z_]")
 # user@host:path (scp, rsync, git over ssh): names a user and a host, also glued to
-# what precedes it ("-Cuser@host:…").
+# what precedes it ("-Cuser@host:…"). The user name starts at the first letter or digit
+# of its run of name characters (the look-behind and possessive runs keep the scan
+# linear: a long run of letters with no "@" is read once, not once per position).
 _REMOTE_RE: Final = re.compile(
-    r"[A-Za-z0-9_][A-Za-z0-9_.-]*@[A-Za-z0-9][A-Za-z0-9_.-]*:"
-    r"(?=[^\s:])[^\s'\"`;|&<>(){}\[\],]*"
+    r"(?<![A-Za-z0-9_.-])[.-]*+"
+    r"(?P<r>[A-Za-z0-9_][A-Za-z0-9_.-]*+@[A-Za-z0-9][A-Za-z0-9_.-]*+:"
+    r"(?=[^\s:])[^\s'\"`;|&<>(){}\[\],]*+)"
 )
 # Unified and git diff headers print a path after "a/" / "b/" with its leading "/"
 # dropped: "--- a/home/u/x" names /home/u/x. Looked for anywhere a word starts (a diff
@@ -551,9 +554,10 @@ class PathSanitizer:
         quotes, a backtick or ``$`` (``invalid``); ``~`` or ``$HOME``-style (``home``);
         UNC (``unc``); a URL (``url``); absolute outside every root, ``..`` above the
         root, or a relative result that holds a host path (``see /home/u/x``,
-        ``-C/home/u``: ``outside``); ``.agent``/``.git`` (``control-plane``); keys and
-        secrets (``sensitive``). Backslashes count as separators. A path is only ever
-        kept in the form a reader sees: never "relative" because it was disguised.
+        ``-C/home/u``: ``outside``); ``.agent``/``.git`` (``control-plane``); key files,
+        and a path that holds a secret (``sensitive``). Backslashes count as
+        separators. A path is only ever kept in the form a reader sees: never
+        "relative" because it was disguised.
         """
         if not isinstance(raw, str):
             return CleanPath(None, "invalid")
@@ -562,6 +566,10 @@ class PathSanitizer:
             return CleanPath(None, "invalid")
         if _has_forbidden_chars(text, allow_newlines=False):
             return CleanPath(None, "invalid")
+        # Judged as written: normalizing ("\\" is a separator) can break a secret's
+        # spelling ("game/\\u0073k-proj-…" would become "game/u0073k-proj-…").
+        if contains_secret(text):
+            return CleanPath(None, "sensitive")
         lexical = self._clean_lexical(text)
         if lexical.path is None:
             return lexical
@@ -653,13 +661,14 @@ class PathSanitizer:
                 and not _URL_HOME_RE.search(rest)
             )
             found.append(_Span(*match.span(), "url", _ORIGINAL if keep else None))
-        found.extend(_Span(*m.span(), "remote", None) for m in _REMOTE_RE.finditer(text))
+        found.extend(_Span(*m.span("r"), "remote", None) for m in _REMOTE_RE.finditer(text))
         found.extend(_Span(*m.span(), "home", None) for m in _ENV_PATH_RE.finditer(text))
         found.extend(_Span(*m.span(), "home", None) for m in _MARK_TAIL_RE.finditer(text))
         for match in _DIFF_PATH_RE.finditer(text):
             span = self._diff_span(match)
             if span is not None:
                 found.append(span)
+        body_end = -1
         for match in _START_RE.finditer(text):  # zero-width: every position is tried
             start = match.start()
             boundary = _boundary(text, start)
@@ -667,7 +676,11 @@ class PathSanitizer:
                 text, start, match.group(1), boundary, mode
             ):
                 continue
-            end = _BODY_RE.match(text, start).end()  # type: ignore[union-attr]
+            # A start inside the previous body ends where it does: read each run once
+            # (a 64 KiB run of "见/见/…" was matched once per separator, quadratic).
+            if start >= body_end:
+                body_end = _BODY_RE.match(text, start).end()  # type: ignore[union-attr]
+            end = body_end
             found.append(_Span(start, end, "path", self._keep(text[start:end])))
         if ".." in text:
             found.extend(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -97,6 +98,14 @@ _SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _POWERSHELLS: Final = frozenset({"pwsh", "pwsh.exe", "powershell", "powershell.exe"})
 
 
+_LONG_COMMAND: Final = 256 * 1024
+# "bash -lc '<script>'" with the script single-quoted as POSIX shells read it (a quote
+# inside written '\''): the one wrapper shape read without shlex in a long command.
+_QUOTED_WRAPPER: Final = re.compile(
+    r"(?P<shell>[^\s'\"\\]+)[ \t]+(?:-c|-lc)[ \t]+'(?P<script>(?:[^']|'\\'')*+)'"
+)
+
+
 def shell_script(command: str) -> str:
     """The script of a command Codex wrapped in a shell, else the command as is.
 
@@ -105,7 +114,16 @@ def shell_script(command: str) -> str:
     -NoProfile -Command …``), while a rollout's ``exec_command`` call holds only the
     script (``cat x``). The ledger records the script, so that the same command reads
     the same from every input.
+
+    A command longer than 256 KiB is not given to :func:`shlex.split` (its time grows
+    with the square of the length: hours for 100 MB); only ``<shell> -c|-lc '<script>'``
+    is unwrapped then, which gives what :func:`shlex.split` would.
     """
+    if len(command) > _LONG_COMMAND:
+        quoted = _QUOTED_WRAPPER.fullmatch(command)
+        if quoted is None or quoted.group("shell").rsplit("/", 1)[-1] not in _SHELLS:
+            return command
+        return quoted.group("script").replace("'\\''", "'")
     try:
         argv = shlex.split(command)
     except ValueError:
