@@ -173,6 +173,9 @@ def test_an_unreadable_input_file_is_exit_3_for_every_command(
             *record, "--prompt-file", str(prompt), "--input", str(events),
             "--attachments", str(unreadable),
         ],
+        "ledger record --input": [
+            *record, "--prompt-file", str(prompt), "--input", str(unreadable)
+        ],
         "ext status --from-events": [
             "ext", "status", "--from-events", str(unreadable), "--store", str(store)
         ],
@@ -200,6 +203,8 @@ def test_an_unreadable_input_file_is_exit_3_for_every_command(
         assert code == ExitCode.UNREADABLE, (name, err)
         assert "unreadable.jsonl" in err, name
         assert "permission denied" in err.lower(), name
+        # An input that cannot be read is not a disk that cannot be written.
+        assert "free disk space" not in err, name
 
 
 @pytest.mark.parametrize(

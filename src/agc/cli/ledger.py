@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, BinaryIO
@@ -13,9 +14,15 @@ from rich.table import Table
 from rich.text import Text
 
 from agc._core import json as strict_json
-from agc._core.fs import read_limited
+from agc._core.fs import describe_os_error, read_limited
 from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
-from agc.errors import InputError, InputMissingError, JsonInvalidError, UsageError
+from agc.errors import (
+    FileUnreadableError,
+    InputError,
+    InputMissingError,
+    JsonInvalidError,
+    UsageError,
+)
 from agc.exitcodes import ExitCode
 from agc.ledger._check import LedgerReport, check_turn_file, show_turn_file
 from agc.ledger._classify import TurnSummary
@@ -189,7 +196,13 @@ def record_command(
     if input_file is None:
         stream, size, where = sys.stdin.buffer, None, "stdin"
     else:
-        stream, size, where = input_file.open("rb"), input_file.stat().st_size, str(input_file)
+        try:
+            stream = input_file.open("rb")
+        except OSError as exc:
+            raise FileUnreadableError(
+                f"input file {input_file} cannot be read: {describe_os_error(exc)}"
+            ) from exc
+        size, where = os.fstat(stream.fileno()).st_size, str(input_file)
     try:
         with byte_progress(size, "recording turn") as progress:
             outcome = record_turn(
