@@ -47,6 +47,7 @@ __all__ = [
     "dumps",
     "dumps_stdlib",
     "exceeds_depth",
+    "has_lone_surrogate",
     "loads",
     "loads_lines",
     "not_native",
@@ -179,7 +180,7 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
     if (
         not allow_lone_surrogates
         and ("\\u" in text or (isinstance(data, str) and _not_utf8(text)))
-        and _has_lone_surrogate(value)
+        and has_lone_surrogate(value)
     ):
         raise JsonInvalidError(
             "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)",
@@ -308,7 +309,9 @@ def _not_utf8(text: str) -> bool:
     return False
 
 
-def _has_lone_surrogate(value: Any) -> bool:
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a string in ``value`` (a parsed JSON value) holds a lone surrogate, which
+    is not a Unicode scalar value (RFC 7493 section 2.1) and cannot be written as UTF-8."""
     try:
         json.dumps(value, ensure_ascii=False, check_circular=False).encode("utf-8")
     except UnicodeEncodeError:

@@ -22,7 +22,7 @@ import json
 import tomllib
 from typing import Any, Final
 
-from agc._core.json import exceeds_depth
+from agc._core.json import exceeds_depth, has_lone_surrogate
 
 __all__ = [
     "MAX_DOCUMENT_DEPTH",
@@ -65,19 +65,11 @@ def load_json(data: bytes | str, *, limit: int = MAX_DOCUMENT_DEPTH) -> Any:
     if exceeds_depth(document, limit):
         raise _too_deep(limit)
     # Strict UTF-8 text holds no surrogate: only a \u escape can make one.
-    if "\\u" in text and not _encodable(document):
+    if "\\u" in text and has_lone_surrogate(document):
         raise LoneSurrogateError(
             "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)"
         )
     return document
-
-
-def _encodable(document: Any) -> bool:
-    try:
-        json.dumps(document, ensure_ascii=False, check_circular=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def load_toml(text: str, *, limit: int = MAX_DOCUMENT_DEPTH) -> dict[str, Any]:
