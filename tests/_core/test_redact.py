@@ -436,3 +436,54 @@ def test_property_a_secret_spelled_with_json_u_escapes_is_redacted(
     out = redact_text(text)
     assert survivors(tuple(pieces), _u_decoded(out)) == []
     assert redact_text(out) == out
+
+
+_SOLIDUS_ESCAPE = re.compile(r"\\+/")
+_WITH_SLASH = [
+    s for s in _SECRETS if "\n" not in "".join(s.carriers) and any("/" in c for c in s.carriers)
+]
+
+
+@st.composite
+def _solidus_escaped(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A carrier holding "/" (a URL with a password, a webhook, a key named in a path)
+    with each "/" written as JSON's escaped solidus "\\/", as PHP's json_encode does,
+    escaped once or twice, and some other characters as \\uXXXX escapes."""
+    secret = draw(st.sampled_from(_WITH_SLASH))
+    carrier = draw(st.sampled_from([c for c in secret.carriers if "/" in c]))
+    slashes = "\\" * draw(st.sampled_from([1, 2]))
+    chosen = draw(st.sets(st.integers(0, len(carrier) - 1), max_size=3))
+    escaped = "".join(
+        slashes + "/" if c == "/" else (f"{slashes}u{ord(c):04X}" if i in chosen else c)
+        for i, c in enumerate(carrier)
+    )
+    return draw(_FILLER) + draw(_GLUE) + escaped + draw(_GLUE) + draw(_FILLER), list(
+        secret.pieces()
+    )
+
+
+@_SETTINGS
+@given(case=_solidus_escaped())
+def test_property_a_secret_spelled_with_json_escaped_solidus_is_redacted(
+    case: tuple[str, list[str]],
+) -> None:
+    text, pieces = case
+    assert contains_secret(text)
+    out = redact_text(text)
+    assert survivors(tuple(pieces), _SOLIDUS_ESCAPE.sub("/", _u_decoded(out))) == []
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        r'"\u00e9t\u00e9"',
+        r'print("caf\u00e9 na\u00efve r\u00e9sum\u00e9")',
+        r'x = "\u0070\u0061\u0073\u0073word manager"',
+        r"var re = /^https?:\/\/([^:\/]+):([^@\/]+)@/;",
+        r'"https:\/\/user@github.com\/org\/repo.git"',
+        r'"\ud83d\ude00 \u4f60\u597d"',
+    ],
+)
+def test_escaped_ordinary_text_is_kept(text: str) -> None:
+    assert redact_text(text) == text

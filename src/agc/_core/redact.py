@@ -995,14 +995,15 @@ def _found(text: str) -> list[tuple[int, int, int, str]]:
 
 
 # A JSON \uXXXX escape, escaped any number of times (\\u0073 in a JSON string held in
-# a JSON string): RFC 8259 lets any character be written so ("\u0073k-proj-…").
-_U_ESCAPE: Final = re.compile(r"\\+u([0-9A-Fa-f]{4})")
+# a JSON string): RFC 8259 lets any character be written so ("\u0073k-proj-…"); and
+# its escaped solidus "\/" (PHP's json_encode writes every "/" so: "https:\/\/…").
+_U_ESCAPE: Final = re.compile(r"\\+(?:u([0-9A-Fa-f]{4})|/)")
 
 
 def _found_unescaped(text: str) -> list[tuple[int, int, int, str]]:
-    """The spans found in ``text`` read with its ``\\uXXXX`` escapes decoded, in
+    """The spans found in ``text`` read with its ``\\uXXXX`` and ``\\/`` escapes decoded, in
     ``text``'s positions (a span covers each escape it holds whole)."""
-    if "\\u" not in text:
+    if "\\u" not in text and "\\/" not in text:
         return []
     pieces: list[str] = []
     starts: list[int] = []  # where each character of the view starts in text
@@ -1013,7 +1014,8 @@ def _found_unescaped(text: str) -> list[tuple[int, int, int, str]]:
         pieces.append(text[last:begin])
         starts.extend(range(last, begin))
         ends.extend(range(last + 1, begin + 1))
-        pieces.append(chr(int(match.group(1), 16)))
+        hex_digits = match.group(1)
+        pieces.append("/" if hex_digits is None else chr(int(hex_digits, 16)))
         starts.append(begin)
         ends.append(match.end())
         last = match.end()
