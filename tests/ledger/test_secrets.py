@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.ledger._sanitize import PathSanitizer, clean_name, clean_token
+from agc.ledger._sanitize import SCAN_LIMIT, PathSanitizer, clean_name, clean_token
 from tests._core.secret_corpus import Case, Secret, build_cases, build_secrets, survivors
 from tests.ledger.helpers import Clock, command, completed, items, mcp, record_turn
 
@@ -148,3 +148,33 @@ def test_property_no_path_field_keeps_a_secret_spelled_with_escapes(
     for written in (stored, database):
         assert survivors(secret.pieces(), _u_decoded(written)) == []
         assert survivors(secret.pieces(), _u_decoded(written.replace("\\\\", "\\"))) == []
+
+
+_CUT_TOKENS = [
+    s
+    for s in build_secrets()
+    if s.self_identifying and s.carriers == (s.value,) and "\n" not in s.value
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    secret=st.sampled_from(_CUT_TOKENS),
+    cut=st.floats(0.3, 0.95),
+    path_chars=st.integers(62_000, 64_000),
+)
+def test_property_a_token_cut_by_the_scan_limit_is_not_kept(
+    secret: Secret, cut: float, path_chars: int
+) -> None:
+    # A long host path in front becomes "[path]", which brings the end of the scanned
+    # part within the 4000 characters kept; a token that the scan limit cuts in two
+    # kept its head (too short for its rule) in the turn file.
+    token = secret.value
+    inside = max(12, int(len(token) * cut))  # characters of the token before the limit
+    head = "see /work/elsewhere/" + "a" * path_chars + " then "
+    text = head + "x" * (SCAN_LIMIT - len(head) - inside - 1)
+    text += " " + token + " end " + "z" * 20_000
+    assert text.index(token) + inside == SCAN_LIMIT
+    out = PathSanitizer(["/work/proj"]).clean_text(text, max_chars=4000)
+    assert out.text is not None
+    assert survivors(tuple(secret.pieces()), out.text) == []

@@ -804,10 +804,8 @@ class PathSanitizer:
         """
         if not isinstance(raw, str):
             return CleanText(None)
-        stripped = _strip_forbidden(raw[:SCAN_LIMIT])
         # Secrets first, while a token wrapped across two lines is still joinable.
-        text = redact_text(stripped, marker=SECRET_MARK)
-        found_secret = text != stripped
+        text, found_secret = _redact_head(raw)
         if single_line:
             text = text.replace("\n", " ").replace("\t", " ")
         replaced = _ENV_PATH_RE.sub("[path]", text)
@@ -872,6 +870,33 @@ def _merge(spans: list[_Span]) -> list[_Span]:
             continue
         merged.append(span)
     return merged
+
+
+_TOKEN_MARGIN: Final = 8 * 1024
+"""Characters past :data:`SCAN_LIMIT` read with it, so that a token the limit cuts in
+two is still found whole (the tokens of docs/secrets.md are shorter)."""
+
+
+def _redact_head(raw: str) -> tuple[str, bool]:
+    """The first :data:`SCAN_LIMIT` characters of ``raw``, forbidden characters
+    dropped and secrets redacted, and whether a secret was found.
+
+    A token that the limit cuts in two is replaced whole: cut first, its head is too
+    short for its rule and was kept, and ``[path]`` replacements can shorten the text
+    enough to bring it within the few thousand characters the ledger keeps. So the
+    text is redacted with :data:`_TOKEN_MARGIN` more characters, and the part past the
+    limit that the redaction left untouched is cut off again.
+    """
+    stripped = _strip_forbidden(raw[: SCAN_LIMIT + _TOKEN_MARGIN])
+    tail = 0
+    if len(raw) > SCAN_LIMIT:
+        tail = max(0, len(stripped) - len(_strip_forbidden(raw[:SCAN_LIMIT])))
+    text = redact_text(stripped, marker=SECRET_MARK)
+    found_secret = text != stripped
+    same = 0  # how many of the last characters the redaction left as they were
+    while same < tail and text[-1 - same] == stripped[-1 - same]:
+        same += 1
+    return (text[: len(text) - same] if same else text), found_secret
 
 
 def _cut(text: str, max_chars: int) -> CleanText:
