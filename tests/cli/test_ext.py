@@ -48,6 +48,12 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
     return json.loads(out)
 
 
+def _import_plugin(tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]) -> Any:
+    """Import the plugin with two skills and an MCP server; its import DTO."""
+    source = plugin_with_two_skills_and_mcp(tmp_path)
+    return _json(capsys, "ext", "import", str(source), "--store", str(store))
+
+
 def test_import_json_is_the_import_dto(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -173,14 +179,7 @@ def test_an_empty_list_says_so_and_is_not_an_error(
 def test_enable_disable_rename_rm(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _json(
-        capsys,
-        "ext",
-        "import",
-        str(plugin_with_two_skills_and_mcp(tmp_path)),
-        "--store",
-        str(store),
-    )
+    _import_plugin(tmp_path, store, capsys)
     s = ("--store", str(store))
     assert _json(capsys, "ext", "disable", "search", *s)["items"][0]["status"] == "disabled"
     assert _json(capsys, "ext", "enable", "search", *s)["items"][0]["status"] == "enabled"
@@ -210,14 +209,7 @@ def test_bad_requests_exit_2_with_a_message(
     code: int,
     message: str,
 ) -> None:
-    _json(
-        capsys,
-        "ext",
-        "import",
-        str(plugin_with_two_skills_and_mcp(tmp_path)),
-        "--store",
-        str(store),
-    )
+    _import_plugin(tmp_path, store, capsys)
     got, _out, err = _run(capsys, *argv, "--store", str(store))
     assert got == code
     assert message in err
@@ -226,14 +218,7 @@ def test_bad_requests_exit_2_with_a_message(
 def test_project_json_has_the_launchers_shape(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _json(
-        capsys,
-        "ext",
-        "import",
-        str(plugin_with_two_skills_and_mcp(tmp_path)),
-        "--store",
-        str(store),
-    )
+    _import_plugin(tmp_path, store, capsys)
     home = tmp_path / "home"
     result = _json(capsys, "ext", "project", "--codex-home", str(home), "--store", str(store))
     assert {"skillRoot", "configToml", "fingerprint", "skills", "mcpServers"} <= set(result)
@@ -303,14 +288,7 @@ def test_project_refuses_a_path_that_is_not_utf8_naming_it_and_creating_nothing(
     # UTF-8 text. A folder name that is not UTF-8 got as far as the record, after the
     # Codex home was created: "record holds a lone surrogate", with a hint about NaN and
     # seq/ts. It is refused first, naming the folder.
-    _json(
-        capsys,
-        "ext",
-        "import",
-        str(plugin_with_two_skills_and_mcp(tmp_path)),
-        "--store",
-        str(store),
-    )
+    _import_plugin(tmp_path, store, capsys)
     odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/home-\xff"))
     home = odd if option == "--codex-home" else tmp_path / "home"
     argv = ["ext", "project", "--codex-home", str(home), "--store", str(store)]
@@ -430,14 +408,7 @@ def test_status_from_an_events_file_and_from_stdin(
 def test_a_damaged_index_exits_3(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _json(
-        capsys,
-        "ext",
-        "import",
-        str(plugin_with_two_skills_and_mcp(tmp_path)),
-        "--store",
-        str(store),
-    )
+    _import_plugin(tmp_path, store, capsys)
     index = store / "extensions" / "index.json"
     os.chmod(index, 0o644)
     index.write_text('{"schemaVersion": 1, "sources": "x"}')
