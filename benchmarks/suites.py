@@ -241,6 +241,20 @@ def _compile_agc() -> None:
     compileall.compile_dir(Path(agc.__file__).parent, quiet=1)
 
 
+_PYTHON_FLOOR = "python + blake3 only (floor of a Python command)"
+# argv[1]: the transcript, in the current folder; exit 1 unless it matches its sidecar.
+_PYTHON_FLOOR_SCRIPT = """
+import hmac, mmap, os, sys
+import blake3
+fd = os.open(sys.argv[1], os.O_RDONLY)
+with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+    digest = blake3.blake3(view, max_threads=blake3.blake3.AUTO).hexdigest()
+with open(sys.argv[1] + ".b3", encoding="ascii") as sidecar:
+    expected = sidecar.read(64)
+sys.exit(0 if hmac.compare_digest(digest, expected) else 1)
+"""
+
+
 def bench_verify(ctx: Context) -> Section:
     section = Section(
         "verify",
@@ -248,7 +262,8 @@ def bench_verify(ctx: Context) -> Section:
         "`agc-verify RUN` (whole command: process start, imports, both artifacts, "
         "manifest; agc byte-compiled as installed) and the library call check_run() vs "
         "`b3sum --check` on the transcript's sidecar; the 1-record rows show each "
-        "command's fixed start-up cost.",
+        "command's fixed start-up cost; the floor row is the interpreter importing only "
+        "blake3 and checking the sidecar as b3sum does (the best a Python command can do).",
     )
     _compile_agc()
     store = ctx.fresh("verify-store")
@@ -285,6 +300,16 @@ def bench_verify(ctx: Context) -> Section:
                 "b3sum --check, 1-record run", [b3sum, "--check", f"{tiny}.jsonl.b3"], cwd=folder
             )
         )
+        # Information: the floor of any Python command here, the interpreter (with its
+        # site set-up, as a console script has) importing only blake3 and checking the
+        # transcript against its sidecar as b3sum --check does (memory map, all cores).
+        variants.append(
+            command_variant(
+                _PYTHON_FLOOR,
+                [sys.executable, "-c", _PYTHON_FLOOR_SCRIPT, f"{run_id}.jsonl"],
+                cwd=folder,
+            )
+        )
     timings = interleaved(variants, rounds=ctx.rounds)
     gb = size / 1e9
     base = timings.get("b3sum --check")
@@ -307,6 +332,17 @@ def bench_verify(ctx: Context) -> Section:
         section.rows.append(Row.timed("b3sum --check", base, work=gb, unit="GB/s"))
     else:
         section.rows.append(Row("b3sum --check", skipped=_missing("b3sum")))
+    if _PYTHON_FLOOR in timings:
+        section.rows.append(
+            Row.timed(
+                _PYTHON_FLOOR,
+                timings[_PYTHON_FLOOR],
+                work=gb,
+                unit="GB/s",
+                baseline=base,
+                baseline_name=base_name,
+            )
+        )
     for name in ("agc-verify, 1-record run", "b3sum --check, 1-record run"):
         if name in timings:
             section.rows.append(Row.timed(name, timings[name]))
