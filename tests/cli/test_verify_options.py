@@ -190,8 +190,7 @@ def test_expect_head_in_either_case(store: Path, capsys: pytest.CaptureFixture[s
 @pytest.mark.parametrize(
     "extra",
     [
-        ["--trusted-key", "k.pub.pem"],
-        ["--require-signature"],
+        ["--allow-unsigned"],
         ["--expect-head", "a" * 64],
         ["--store", "somewhere"],
     ],

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agc._core.signing import SigningKey
 from agc.ledger import LedgerPolicy, TurnOutcome
 from agc.ledger import record_turn as record_stream
 
@@ -78,6 +79,7 @@ def record_turn(
     completed_turn: bool = True,
     turn_id: str = TURN_ID,
     clock: Clock | None = None,
+    signing_key: SigningKey | None = None,
 ) -> TurnOutcome:
     """Record one attempt from ``events`` (objects or raw lines) with the library's
     :func:`agc.ledger.record_turn`, as the CLI does."""
@@ -91,6 +93,7 @@ def record_turn(
         policy=policy,
         completed=completed_turn,
         clock=clock or Clock(),
+        signing_key=signing_key,
     )
 
 

@@ -6,7 +6,7 @@ import enum
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 from rich.console import Console
@@ -32,6 +32,9 @@ from agc.ledger._policy import load_policy
 from agc.ledger._turn import record_turn
 from agc.ledger._writer import TurnOutcome
 
+if TYPE_CHECKING:
+    from agc._core.signing import SigningKey
+
 __all__ = ["format_check", "register", "run_check"]
 
 _MAX_ATTACHMENTS_BYTES = 1024 * 1024
@@ -54,6 +57,32 @@ PolicyOption = Annotated[
         help="Ledger policy: a preset (direct-project, the default; generic) or a policy "
         "TOML file (which MCP arguments are kept, what counts as the first design action).",
         show_default=False,
+    ),
+]
+SigningKeyOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--signing-key",
+        help="Ed25519 private key (PEM) to sign the attempt's seal record; also $AGC_SIGNING_KEY.",
+        show_default=False,
+    ),
+]
+TrustedKeyOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--trusted-key",
+        help="Trusted Ed25519 public key (PEM), or a folder of them; repeatable. Also: "
+        "$AGC_TRUSTED_KEYS folder. Any trusted key requires every seal record signed.",
+        show_default=False,
+        metavar="<path>",
+    ),
+]
+RequireSignatureOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-signature",
+        help="Fail unless every seal record is signed by a trusted key and the last one "
+        "closes the file (implied by any trusted key).",
     ),
 ]
 TurnFileArgument = Annotated[
@@ -162,6 +191,7 @@ def record_command(
             help="Exit 3 when a ledger write (turn file or agent.db) failed (default: fail-open).",
         ),
     ] = False,
+    signing_key: SigningKeyOption = None,
     as_json: JsonOption = False,
 ) -> int:
     """Record one turn from Codex events into the project's turn ledger.
@@ -179,8 +209,11 @@ def record_command(
           --turn-id Abc123-def --prompt-file prompt.txt --attachments files.json
       agc ledger record --project . --turn-id past-run-1 --prompt-file p.txt \\
           --input ~/.codex/sessions/2026/11/30/rollout-x.jsonl --agent-root /old/path
+      agc ledger record --project . --turn-id Abc123-def --prompt-file prompt.txt \\
+          --input events.jsonl --signing-key ~/.agc/keys/signing-key.pem
     """
     client_turn_id = validate_client_turn_id(turn_id)
+    key = _signing_key(signing_key)
     prompt = _read_prompt(prompt_file)
     attachment_list = _read_attachments(attachments)
     chosen_policy = load_policy(policy)
@@ -217,6 +250,7 @@ def record_command(
                 completed=completed,
                 source=where,
                 on_progress=progress,
+                signing_key=key,
             )
     finally:
         if input_file is not None:
@@ -344,29 +378,63 @@ def _print_summary(summary: TurnSummary) -> None:
 def check_command(
     turn_file: TurnFileArgument,
     policy: PolicyOption = None,
+    trusted_key: TrustedKeyOption = None,
+    require_signature: RequireSignatureOption = False,
     as_json: JsonOption = False,
 ) -> int:
     """Check a turn file: its seal and per-attempt seal records, the records, and every
     turn_end recomputed from turn_start and the items. Exit 0 only when all agree.
 
+    With a trusted key (--trusted-key, $AGC_TRUSTED_KEYS) every seal record must also
+    carry a valid signature by one of them, and the file must end with one, so that a
+    file rewritten and re-sealed without the key fails.
+
     \b
     Examples:
       agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl
       agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl --json
+      agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl \\
+          --trusted-key ~/.agc/keys/signing-key.pub.pem
     """
-    return run_check(turn_file, policy=policy, as_json=as_json)
+    return run_check(
+        turn_file,
+        policy=policy,
+        as_json=as_json,
+        trusted_key=trusted_key,
+        require_signature=require_signature,
+    )
 
 
-def run_check(turn_file: Path, *, policy: str | None, as_json: bool) -> int:
-    """Check a turn file and print the report; the exit code (also for ``agc-verify``)."""
+def run_check(
+    turn_file: Path,
+    *,
+    policy: str | None,
+    as_json: bool,
+    trusted_key: list[Path] | None = None,
+    require_signature: bool = False,
+) -> int:
+    """Check a turn file and print the report; the exit code."""
     refuse_run_artifact(turn_file)
-    report = check_turn_file(turn_file, policy=None if policy is None else load_policy(policy))
+    from agc.cli.verify import trusted_keys_from  # noqa: PLC0415 - cryptography when keys
+
+    report = check_turn_file(
+        turn_file,
+        policy=None if policy is None else load_policy(policy),
+        trusted_keys=trusted_keys_from(trusted_key),
+        require_signature=require_signature,
+    )
     if as_json:
         emit_json(report.to_dict())
     else:
         for line in format_check(report):
             out_console.print(line, markup=False)
     return int(ExitCode.OK if report.ok else ExitCode.FINDINGS)
+
+
+def _signing_key(option: Path | None) -> SigningKey | None:
+    from agc.cli.keys import signing_key_from  # noqa: PLC0415 - cryptography when signing
+
+    return signing_key_from(option)
 
 
 def format_check(report: LedgerReport) -> list[str]:
@@ -383,7 +451,7 @@ def format_check(report: LedgerReport) -> list[str]:
     )
     lines.append(
         f"{report.path}: {verdict}; {report.attempts} attempt(s), {report.records} records, "
-        f"{report.bytes} bytes, {seal}"
+        f"{report.bytes} bytes, {seal}, {report.signature}"
     )
     return lines
 

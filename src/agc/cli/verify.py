@@ -56,7 +56,8 @@ Exit 0 only when every artifact (transcript, tool events) is present, sealed and
 matches its seal, and the transcript holds at least one record. With --all, check
 every run of the store and the store-wide chain, and print the chain head: one plain
 line per run when stdout is not a terminal (failing runs first), a table on one. With
---turn-file, check a turn ledger file as `agc ledger check` does. Like `sha256sum -c`:
+--turn-file, check a turn ledger file as `agc ledger check` does (with --trusted-key
+or --require-signature: its seal records' signatures too). Like `sha256sum -c`:
 --quiet prints only failures, --status prints nothing (the exit code says it all).
 A run id that begins with '-' (agc no longer creates one) goes after `--`.
 
@@ -127,8 +128,6 @@ def _check_options(
     as_json: bool,
     quiet: bool,
     status: bool,
-    trusted_key: list[Path] | None,
-    require_signature: bool,
     allow_unsigned: bool,
     expect_head: str | None,
 ) -> str | None:
@@ -142,8 +141,6 @@ def _check_options(
         given = [
             name
             for name, used in (
-                ("--trusted-key", bool(trusted_key)),
-                ("--require-signature", require_signature),
                 ("--allow-unsigned", allow_unsigned),
                 ("--expect-head", expect_head is not None),
                 ("--store", store is not None),
@@ -154,8 +151,8 @@ def _check_options(
             raise UsageError(
                 f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply "
                 "to --turn-file",
-                hint="A turn file is checked against its own seal records; it is not in a "
-                "store and has no signature.",
+                hint="A turn file is checked against its own seal records and their "
+                "signatures; it is not in a store.",
             )
         return None
     if all_runs and run_id is not None:
@@ -295,8 +292,6 @@ def verify_command(
         as_json=as_json,
         quiet=quiet,
         status=status,
-        trusted_key=trusted_key,
-        require_signature=require_signature,
         allow_unsigned=allow_unsigned,
         expect_head=expect_head,
     )
@@ -313,7 +308,12 @@ def verify_command(
         from agc.ledger._policy import load_policy  # noqa: PLC0415
 
         refuse_run_artifact(turn_file)
-        ledger_report = check_turn_file(turn_file, policy=load_policy(None))
+        ledger_report = check_turn_file(
+            turn_file,
+            policy=load_policy(None),
+            trusted_keys=trusted_keys_from(trusted_key, quiet=status),
+            require_signature=require_signature,
+        )
         if as_json:
             emit_json(ledger_report.to_dict())
         elif not status:

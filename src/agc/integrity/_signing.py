@@ -1,31 +1,32 @@
-"""Ed25519 signatures over run manifests (``cryptography``), canonical form RFC 8785.
+"""Ed25519 signing keys of run manifests: key files, key ids, trusted-key folders.
 
-The signature covers the manifest's RFC 8785 canonical JSON (JCS) without its
-``signature`` member. Since the manifest names the run id, every artifact's file name,
-digest, length and record count, and the store chain link, a signed manifest or a
-sidecar moved to another run, or a file re-sealed by someone without the key, fails.
-
-Key id: the lower-case hex SHA-256 of the raw 32-byte Ed25519 public key.
+The signature itself (RFC 8785 canonical JSON without the ``signature`` member, signed
+with Ed25519) is :mod:`agc._core.signing`. Since the manifest names the run id, every
+artifact's file name, digest, length and record count, and the store chain link, a
+signed manifest or a sidecar moved to another run, or a file re-sealed by someone
+without the key, fails.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from agc._core.canonical import canonical_json
 from agc._core.fs import MACHINE_ERRNOS, describe_os_error, prepare_write, write_error
+from agc._core.signing import (
+    SignatureStatus,
+    SigningKey,
+    canonical_bytes,
+    check_signature,
+    key_id_of,
+    sign_document,
+)
 from agc.errors import FileExistsRefusedError, KeyInvalidError, StoreError, UsageError
 
 __all__ = [
@@ -44,67 +45,6 @@ __all__ = [
 
 PRIVATE_KEY_NAME: Final = "signing-key.pem"
 PUBLIC_KEY_NAME: Final = "signing-key.pub.pem"
-SIGNATURE_ALGORITHM: Final = "ed25519"
-SignatureStatus = Literal["signature-valid", "bad-signature", "unknown-key", "unsigned"]
-
-
-def key_id_of(public_key: Ed25519PublicKey) -> str:
-    """Hex SHA-256 of the raw public key bytes (32 bytes for Ed25519)."""
-    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return hashlib.sha256(raw).hexdigest()
-
-
-@dataclass(frozen=True)
-class SigningKey:
-    """A private Ed25519 key and its key id."""
-
-    private_key: Ed25519PrivateKey
-    key_id: str
-
-
-def canonical_bytes(document: Mapping[str, Any]) -> bytes:
-    """RFC 8785 canonical JSON of ``document`` without its ``signature`` member."""
-    unsigned = {key: value for key, value in document.items() if key != "signature"}
-    result: bytes = canonical_json(unsigned)
-    return result
-
-
-def sign_document(document: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
-    """Return ``document`` with a ``signature`` member: algorithm, key id, base64 value."""
-    value = key.private_key.sign(canonical_bytes(document))
-    return {
-        **{k: v for k, v in document.items() if k != "signature"},
-        "signature": {
-            "algorithm": SIGNATURE_ALGORITHM,
-            "key_id": key.key_id,
-            "value": base64.b64encode(value).decode("ascii"),
-        },
-    }
-
-
-def check_signature(
-    document: Mapping[str, Any], trusted: Mapping[str, Ed25519PublicKey]
-) -> SignatureStatus:
-    """Check a document's signature against trusted public keys (by key id).
-
-    Returns ``"unsigned"`` (no signature member), ``"unknown-key"`` (signed by a key
-    that is not trusted), ``"bad-signature"`` (malformed, or does not verify) or
-    ``"signature-valid"``.
-    """
-    signature = document.get("signature")
-    if signature is None:
-        return "unsigned"
-    if not isinstance(signature, Mapping) or signature.get("algorithm") != SIGNATURE_ALGORITHM:
-        return "bad-signature"
-    key_id = signature.get("key_id")
-    if not isinstance(key_id, str) or key_id not in trusted:
-        return "unknown-key"
-    try:
-        raw = base64.b64decode(str(signature.get("value", "")), validate=True)
-        trusted[key_id].verify(raw, canonical_bytes(document))
-    except (InvalidSignature, binascii.Error, ValueError):
-        return "bad-signature"
-    return "signature-valid"
 
 
 def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:

@@ -27,15 +27,20 @@ Finding codes (stable; docs/ledger.md):
 ``attempt-unsealed``   (warning) an attempt has no seal record (it was interrupted)
 ``turn-end-missing``   (warning) an attempt has no ``turn_end`` (it was interrupted)
 ``policy-mismatch``    (warning) ``turn_start`` names another policy than the check's
+``bad-signature``      (signatures required) a seal record's signature does not verify
+``unknown-key``        (signatures required) a seal record is signed by an untrusted key
+``unsigned``           (signatures required) a seal record has no signature, or lines
+                       after the last seal record (or the whole file) are not signed
 =====================  ===================================================================
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
@@ -63,6 +68,16 @@ from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
 from agc.ledger._guard import host_path_fields
 from agc.ledger._policy import LedgerPolicy, default_policy, preset_for_digest
 from agc.ledger._sanitize import PathSanitizer
+
+if TYPE_CHECKING:  # cryptography is imported only when signatures are checked
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+SignatureVerdict = Literal[
+    "signature-valid", "bad-signature", "unknown-key", "unsigned", "not-checked"
+]
+"""A turn file's signature state: ``signature-valid`` (every seal record verifies with
+a trusted key and the last one closes the file), one of the three finding codes, or,
+when signatures are not required, ``not-checked`` (signed) or ``unsigned``."""
 
 __all__ = [
     "FORBIDDEN_KEYS",
@@ -96,6 +111,9 @@ LedgerFindingCode = Literal[
     "attempt-unsealed",
     "turn-end-missing",
     "policy-mismatch",
+    "bad-signature",
+    "unknown-key",
+    "unsigned",
 ]
 """The codes of a turn-file report (documented in ``docs/ledger.md``)."""
 
@@ -160,6 +178,7 @@ class LedgerReport(Report[LedgerFindingCode]):
     bytes: int
     algorithm: str | None
     digest: str | None
+    signature: SignatureVerdict = "unsigned"
 
     @property
     def ok(self) -> bool:
@@ -175,6 +194,7 @@ class LedgerReport(Report[LedgerFindingCode]):
             "bytes": self.bytes,
             "algorithm": self.algorithm,
             "digest": self.digest,
+            "signature": self.signature,
             "findings": [f.to_dict(_FINDING_KEYS) for f in self.findings],
         }
 
@@ -263,11 +283,23 @@ def _parse(raw: bytes) -> Mapping[str, Any] | None:
 # -- judging (pure) -------------------------------------------------------------------------
 
 
-def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy | None = None) -> LedgerReport:
-    """Every finding for ``ledger`` (see the module docstring). Pure.
+def judge_turn_file(
+    ledger: LedgerFile,
+    policy: LedgerPolicy | None = None,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+) -> LedgerReport:
+    """Every finding for ``ledger`` (see the module docstring). No I/O.
 
     ``policy`` recomputes every attempt's ``turn_end``; ``None`` takes, per attempt,
     the preset its ``policySha256`` names, else the default preset.
+
+    Signatures are required when ``trusted_keys`` holds a key or ``require_signature``
+    is set: then every seal record must carry an Ed25519 signature (key id: hex
+    SHA-256 of the raw public key) that verifies with a trusted key, and the last
+    line of the file must be a seal record, so that every byte is covered by a
+    signature (each seal record holds the digest of every byte before it).
     """
     findings: list[LedgerFinding] = []
     algorithm, digest = _judge_seal(ledger, findings)
@@ -296,6 +328,9 @@ def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy | None = None) -> L
         findings.extend(_judge_seal_record(check))
     for attempt in attempts:
         findings.extend(_judge_attempt(attempt, policy or attempt_policy(attempt), lines))
+    signature = _judge_signatures(
+        ledger, trusted_keys or {}, findings, required=require_signature or bool(trusted_keys)
+    )
     return LedgerReport(
         path=str(ledger.path),
         findings=tuple(findings),
@@ -304,7 +339,67 @@ def judge_turn_file(ledger: LedgerFile, policy: LedgerPolicy | None = None) -> L
         bytes=ledger.bytes,
         algorithm=algorithm,
         digest=digest,
+        signature=signature,
     )
+
+
+def _judge_signatures(
+    ledger: LedgerFile,
+    trusted: Mapping[str, Ed25519PublicKey],
+    findings: list[LedgerFinding],
+    *,
+    required: bool,
+) -> SignatureVerdict:
+    """Check every seal record's signature when ``required`` (findings appended);
+    otherwise only say whether the file is signed."""
+    if not required:
+        signed = any("signature" in check.record for check in ledger.seals)
+        return "not-checked" if signed else "unsigned"
+    from agc._core.signing import check_signature  # noqa: PLC0415 - cryptography
+
+    verdicts: list[SignatureVerdict] = []
+    for check in ledger.seals:
+        status = check_signature(check.record, trusted)
+        if status == "signature-valid":
+            continue
+        attempt = check.record.get("attempt")
+        number = attempt if _is_number(attempt) else None
+        where = f"the seal record on line {check.line}"
+        finding: LedgerFinding
+        if status == "bad-signature":
+            message = f"{where}: its signature does not verify"
+            finding = Finding("bad-signature", message, attempt=number, line=check.line)
+        elif status == "unknown-key":
+            message = f"{where} is signed by a key that is not trusted"
+            finding = Finding("unknown-key", message, attempt=number, line=check.line)
+        else:
+            message = f"{where} has no signature"
+            finding = Finding("unsigned", message, attempt=number, line=check.line)
+        verdicts.append(status)
+        findings.append(finding)
+    # Each seal record signs every byte before it: only lines after the last one (or
+    # a file without one) are covered by no signature.
+    last_line = max([line for line, _ in ledger.records] + list(ledger.invalid_lines), default=0)
+    last_seal = ledger.seals[-1].line if ledger.seals else 0
+    if not ledger.seals or last_line > last_seal:
+        where = (
+            "the file has no seal record"
+            if not ledger.seals
+            else f"lines {last_seal + 1}-{last_line} come after the last seal record"
+        )
+        verdicts.append("unsigned")
+        findings.append(
+            Finding(
+                "unsigned",
+                f"{where}: not covered by a signature",
+                line=last_seal + 1 if ledger.seals else None,
+            )
+        )
+    return verdicts[0] if verdicts else "signature-valid"
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _judge_seal(ledger: LedgerFile, findings: list[LedgerFinding]) -> tuple[str | None, str | None]:
@@ -355,7 +450,27 @@ def _judge_seal_record(check: SealCheck) -> list[LedgerFinding]:
     return []
 
 
+_KEY_ID: Final = re.compile(r"[0-9a-f]{64}")
+_ED25519_BASE64: Final = re.compile(r"[A-Za-z0-9+/]{86}==")
+
+
+def _is_signature_shape(value: object) -> bool:
+    """An Ed25519 ``signature`` member as agc writes it: nothing else in it (base64 may
+    look like a path: ``/home`` is four base64 characters)."""
+    return (
+        isinstance(value, Mapping)
+        and set(value) == {"algorithm", "key_id", "value"}
+        and value["algorithm"] == "ed25519"
+        and isinstance(value["key_id"], str)
+        and _KEY_ID.fullmatch(value["key_id"]) is not None
+        and isinstance(value["value"], str)
+        and _ED25519_BASE64.fullmatch(value["value"]) is not None
+    )
+
+
 def _judge_fields(record: Mapping[str, Any], line: int) -> list[LedgerFinding]:
+    if record.get("recordType") == RECORD_SEAL and _is_signature_shape(record.get("signature")):
+        record = {key: value for key, value in record.items() if key != "signature"}
     findings: list[LedgerFinding] = []
     for key, _ in _walk(record):
         if key in FORBIDDEN_KEYS:
@@ -444,26 +559,47 @@ def attempt_policy(attempt: Attempt) -> LedgerPolicy:
 # -- the public pair ----------------------------------------------------------------------
 
 
-def check_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
+def check_turn_file(
+    path: Path,
+    *,
+    policy: LedgerPolicy | None = None,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+) -> LedgerReport:
     """Check a turn file: its seal, seal records, records and every ``turn_end``.
 
     ``policy`` recomputes ``turn_end``; by default each attempt's own preset (named by
-    its ``policySha256``), else the default preset. Never raises on findings.
+    its ``policySha256``), else the default preset. ``trusted_keys`` (key id ->
+    Ed25519 public key) or ``require_signature`` require every seal record to be
+    signed by a trusted key (:func:`judge_turn_file`). Never raises on findings.
 
     Raises:
         StoreError: the file cannot be read.
     """
-    return judge_turn_file(read_turn_file(path), policy)
+    return judge_turn_file(
+        read_turn_file(path),
+        policy,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+    )
 
 
-def verify_turn_file(path: Path, *, policy: LedgerPolicy | None = None) -> LedgerReport:
+def verify_turn_file(
+    path: Path,
+    *,
+    policy: LedgerPolicy | None = None,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+) -> LedgerReport:
     """Like :func:`check_turn_file`, but raise when the report has an error finding.
 
     Raises:
         VerificationError: not ok (``exc.report`` holds the report).
         StoreError: as :func:`check_turn_file`.
     """
-    report = check_turn_file(path, policy=policy)
+    report = check_turn_file(
+        path, policy=policy, trusted_keys=trusted_keys, require_signature=require_signature
+    )
     if not report.ok:
         errors = [f.message for f in report.errors]
         raise VerificationError(f"turn file {path} failed: " + "; ".join(errors), report=report)

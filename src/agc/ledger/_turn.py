@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.jsonl import unix_ms
@@ -18,6 +19,9 @@ from agc.errors import InputError
 from agc.ledger._events.decode import EventDecoder, InputFormat
 from agc.ledger._policy import LedgerPolicy
 from agc.ledger._writer import TurnOutcome, TurnRecorder
+
+if TYPE_CHECKING:
+    from agc._core.signing import SigningKey
 
 __all__ = ["record_turn"]
 
@@ -37,6 +41,7 @@ def record_turn(
     on_progress: Callable[[int], None] | None = None,
     clock: Callable[[], int] = unix_ms,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
+    signing_key: SigningKey | None = None,
 ) -> TurnOutcome:
     """Record one attempt of a turn from ``stream`` and finish it.
 
@@ -60,6 +65,8 @@ def record_turn(
             characters (of ``str`` lines) read so far, after each line.
         clock: Unix milliseconds for ``recordedAtMs`` (tests pass a fixed one).
         algorithm: digest algorithm of a new turn file's seal.
+        signing_key: sign the attempt's seal record with this Ed25519 key
+            (:mod:`agc._core.signing`; ``agc ledger check --trusted-key`` checks it).
 
     Returns:
         The :class:`TurnOutcome`; ``outcome.input`` holds the decoder's counts. Ledger
@@ -81,6 +88,7 @@ def record_turn(
         agent_roots=agent_roots,
         clock=clock,
         algorithm=algorithm,
+        signing_key=signing_key,
     )
     decoder = EventDecoder(input_format)
     done = 0

@@ -30,7 +30,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agc._core import json as strict_json
 from agc._core.digest import (
@@ -76,6 +76,9 @@ from agc.ledger._records import (
     turn_start_record,
 )
 from agc.ledger._sanitize import SECRET_MARK, PathSanitizer
+
+if TYPE_CHECKING:  # cryptography is imported only when a seal is signed
+    from agc._core.signing import SigningKey
 
 __all__ = ["TurnFileSeal", "TurnLedgerFile", "TurnOutcome", "TurnRecorder"]
 
@@ -164,14 +167,23 @@ class TurnLedgerFile(JsonlFileWriter):
     Args:
         path: the turn file.
         algorithm: digest algorithm for a new file; an existing sidecar's wins.
+        signing_key: sign each seal record with this Ed25519 key (its ``signature``
+            member, :mod:`agc._core.signing`); ``None`` writes unsigned seal records.
 
     Raises:
         SidecarMismatchError: the file changed since its last seal, or has two sidecars.
         TornTailError, RunLockedError, UnsafePathError, StoreError: as the base writer.
     """
 
-    def __init__(self, path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        algorithm: Algorithm = DEFAULT_ALGORITHM,
+        signing_key: SigningKey | None = None,
+    ) -> None:
         policy = TurnFileSeal(path, algorithm)
+        self._signing_key = signing_key
         super().__init__(
             path, algorithm=policy.algorithm, fsync="close", buffer_bytes=0, seal_policy=policy
         )
@@ -184,17 +196,20 @@ class TurnLedgerFile(JsonlFileWriter):
             WriteFailedError, WriterClosedError, StoreError: the seal could not be written.
         """
         prefix = self.current_digest()
-        self.write(
-            seal_record(
-                client_turn_id,
-                attempt=attempt,
-                algorithm=self.algorithm,
-                prefix_digest=prefix,
-                prefix_bytes=self.bytes_written,
-                prefix_records=self.records_written,
-                recorded_at_ms=recorded_at_ms,
-            )
+        record = seal_record(
+            client_turn_id,
+            attempt=attempt,
+            algorithm=self.algorithm,
+            prefix_digest=prefix,
+            prefix_bytes=self.bytes_written,
+            prefix_records=self.records_written,
+            recorded_at_ms=recorded_at_ms,
         )
+        if self._signing_key is not None:
+            from agc._core.signing import sign_document  # noqa: PLC0415 - cryptography
+
+            record = sign_document(record, self._signing_key)
+        self.write(record)
         return self.finish()
 
 
@@ -281,8 +296,10 @@ class TurnRecorder:
         agent_roots: Sequence[str] = (),
         clock: Callable[[], int] = unix_ms,
         algorithm: Algorithm = DEFAULT_ALGORITHM,
+        signing_key: SigningKey | None = None,
     ) -> None:
         self.project = project
+        self._signing_key = signing_key
         self.client_turn_id = validate_client_turn_id(client_turn_id)
         self.policy = policy
         self.turn_file = project.turn_file(self.client_turn_id)
@@ -312,6 +329,7 @@ class TurnRecorder:
         agent_roots: Sequence[str] = (),
         clock: Callable[[], int] = unix_ms,
         algorithm: Algorithm = DEFAULT_ALGORITHM,
+        signing_key: SigningKey | None = None,
     ) -> TurnRecorder:
         """Open the turn file for a new attempt and write ``turn_start``.
 
@@ -325,6 +343,7 @@ class TurnRecorder:
             policy: the ledger policy (default: the ``direct-project`` preset).
             agent_roots: absolute paths the agent had as its project root, if other
                 than ``project_root`` (auditing a run after the fact).
+            signing_key: sign the attempt's seal record (Ed25519; ``None``: unsigned).
 
         Raises:
             TurnIdInvalidError: the id breaks the rule (nothing is written).
@@ -339,6 +358,7 @@ class TurnRecorder:
             agent_roots=agent_roots,
             clock=clock,
             algorithm=algorithm,
+            signing_key=signing_key,
         )
         recorder._begin(prompt=prompt, attachments=attachments)
         return recorder
@@ -349,7 +369,9 @@ class TurnRecorder:
         state = self._state
         try:
             self.project.ensure_dirs(TURNS_DIR_PARTS)
-            self._file = TurnLedgerFile(self.turn_file, algorithm=self._algorithm)
+            self._file = TurnLedgerFile(
+                self.turn_file, algorithm=self._algorithm, signing_key=self._signing_key
+            )
             state.attempt = _count_attempts(self.turn_file) + 1
         except (AgcError, OSError) as exc:
             self._fail("opening the turn file", exc)
