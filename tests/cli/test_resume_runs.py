@@ -1086,3 +1086,36 @@ def _as_exported(data: bytes) -> bytes:
     except ValueError:
         return data.removesuffix(b"\n")
     return data
+
+
+def test_a_run_larger_than_the_input_limit_is_refused_before_it_is_copied(
+    tmp_path: Path,
+    store: Path,
+    s3_store: ObjectStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The limit on a history is applied to the run's transcript before its copy is
+    made (in $TMPDIR above the spool size): a huge run is never copied to be refused."""
+    data = _rollout(answered=False)
+    _import(tmp_path, store, data)
+    _s3_import(tmp_path, s3_store, data)
+    size = StoreLayout.at(store).artifact_path("r1", "transcript").stat().st_size
+    copied: list[int] = []
+    write = kept_module.KeptArtifact.write
+
+    def counting(self: kept_module.KeptArtifact, chunk: bytes, /) -> None:
+        copied.append(len(chunk))
+        write(self, chunk)
+
+    monkeypatch.setattr(kept_module.KeptArtifact, "write", counting)
+    monkeypatch.setattr(resume_module, "_MAX_INPUT_BYTES", size - 1)
+    for where in (str(store), s3_store.url):
+        code, out, err = _resume(["r1", "--store", where, "--check"], capsys)
+        assert code == ExitCode.USAGE, err
+        assert f"is larger than {size - 1} bytes" in err
+        assert out == ""
+    assert copied == []
+    monkeypatch.setattr(resume_module, "_MAX_INPUT_BYTES", size)
+    for where in (str(store), s3_store.url):
+        assert _resume(["r1", "--store", where, "--check"], capsys)[0] == ExitCode.FINDINGS

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc._core.store import StoreLayout
-from agc.errors import StoreError
+from agc.errors import InputError, StoreError
 from agc.integrity import _kept as kept_module
 from agc.integrity._kept import KeptArtifact, check_run_kept
 from agc.integrity._verify import check_run
@@ -156,7 +156,7 @@ def test_a_legacy_transcript_copy_is_checked_against_its_sha256_sidecar(tmp_path
 
 _COPY_IN_A_CHILD = """
 import resource, signal, sys
-from agc.errors import StoreError
+from agc.errors import InputError, StoreError
 from agc.integrity._kept import check_run_kept
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
@@ -218,3 +218,35 @@ def test_a_spool_of_zero_bytes_keeps_every_copy_in_a_temporary_file(tmp_path: Pa
     with kept:
         assert report.complete
         assert kept.file._rolled  # type: ignore[attr-defined]  # SpooledTemporaryFile's state
+
+
+def test_an_artifact_larger_than_max_bytes_is_refused_before_a_byte_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_run(tmp_path, transcript=[{"text": "x" * 1000} for _ in range(50)])
+    size = (tmp_path / "audit" / "transcripts" / "r1.jsonl").stat().st_size
+    copied: list[int] = []
+    write = KeptArtifact.write
+
+    def counting(self: KeptArtifact, chunk: bytes, /) -> None:
+        copied.append(len(chunk))
+        write(self, chunk)
+
+    monkeypatch.setattr(KeptArtifact, "write", counting)
+    with pytest.raises(InputError, match=f"larger than {size - 1} bytes"):
+        check_run_kept("r1", tmp_path, spool_bytes=0, max_bytes=size - 1)
+    assert copied == []
+    report, kept = check_run_kept("r1", tmp_path, spool_bytes=0, max_bytes=size)
+    with kept:
+        assert report.complete
+        assert kept.size == size
+
+
+def test_a_copy_that_grows_past_max_bytes_while_read_is_refused() -> None:
+    kept = KeptArtifact("transcript", "/store/r1.jsonl", max_bytes=10)
+    with kept:
+        kept.begin(size=6)  # what fstat said; the file grew meanwhile
+        kept.write(b"123456")
+        with pytest.raises(InputError, match="larger than 10 bytes"):
+            kept.write(b"12345")
+        assert kept.size == 6

@@ -215,9 +215,9 @@ def _from_run(
     if remote is not None:
         from agc.integrity._s3_export import check_object_run_kept  # noqa: PLC0415 - S3 only
 
-        report, kept = check_object_run_kept(remote, run_id)
+        report, kept = check_object_run_kept(remote, run_id, max_bytes=_MAX_INPUT_BYTES)
     else:
-        report, kept = check_run_kept(run_id, store)
+        report, kept = check_run_kept(run_id, store, max_bytes=_MAX_INPUT_BYTES)
     with kept:
         _refuse_unverified(report, run_id, insecure)
         if not kept.read:

@@ -31,7 +31,7 @@ from agc._core.digest import check_algorithm, digests_equal, new_hasher
 from agc._core.fs import describe_os_error, open_nofollow
 from agc._core.report import Finding
 from agc._core.store import ArtifactKind, StoreLayout
-from agc.errors import StoreError, UnsafePathError, UsageError
+from agc.errors import InputError, StoreError, UnsafePathError, UsageError
 from agc.integrity._verify import RunFindingCode, RunReport, check_run
 
 if TYPE_CHECKING:
@@ -57,6 +57,8 @@ class KeptArtifact:
             version copied); ``None`` for a file, or when nothing was read.
         seal: the manifest's entry the object was judged against (``None``: none).
         size: bytes copied.
+        max_bytes: refuse to copy more than this (``None``: no limit); an artifact
+            known to be larger is refused before its first byte is copied.
     """
 
     kind: ArtifactKind
@@ -66,6 +68,7 @@ class KeptArtifact:
     info: ObjectInfo | None = None
     seal: ArtifactSeal | None = None
     size: int = 0
+    max_bytes: int | None = None
     _read: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,16 +81,40 @@ class KeptArtifact:
         """Whether the artifact was read (and the copy holds its bytes)."""
         return self._read
 
-    def begin(self, info: ObjectInfo | None = None, seal: ArtifactSeal | None = None) -> None:
-        """The artifact is being read: its bytes follow through :meth:`write`."""
+    def begin(
+        self,
+        info: ObjectInfo | None = None,
+        seal: ArtifactSeal | None = None,
+        *,
+        size: int | None = None,
+    ) -> None:
+        """The artifact is being read: its bytes follow through :meth:`write`.
+
+        ``size``: its length when known (else ``info.size``).
+
+        Raises:
+            InputError: that length is more than :attr:`max_bytes` (nothing is copied).
+        """
+        known = size if size is not None else (info.size if info is not None else None)
+        if known is not None:
+            self._refuse_above(known)
         self.info, self.seal, self._read = info, seal, True
+
+    def _refuse_above(self, size: int) -> None:
+        if self.max_bytes is not None and size > self.max_bytes:
+            raise InputError(
+                f"the {self.kind} {self.url} is larger than {self.max_bytes} bytes; not read",
+                hint="agc reads histories of up to this size.",
+            )
 
     def write(self, chunk: bytes, /) -> None:
         """Append a chunk of the artifact's bytes.
 
         Raises:
+            InputError: the copy would hold more than :attr:`max_bytes`.
             StoreError: the copy cannot be written (a full temporary folder: exit 3).
         """
+        self._refuse_above(self.size + len(chunk))
         try:
             self.file.write(chunk)
         except OSError as exc:
@@ -176,9 +203,11 @@ def check_run_kept(
     *,
     kind: ArtifactKind = "transcript",
     spool_bytes: int = SPOOL_BYTES,
+    max_bytes: int | None = None,
 ) -> tuple[RunReport, KeptArtifact]:
     """Check the run as ``agc-verify RUN`` does, then keep a copy of one artifact read
-    once (never through a symlink, never from a FIFO or a folder).
+    once (never through a symlink, never from a FIFO or a folder), of at most
+    ``max_bytes`` (an artifact larger is refused before it is copied).
 
     The report is :func:`~agc.integrity._verify.check_run`'s, with one more
     ``modified`` finding when its verdict is complete but the copy is not the bytes it
@@ -190,10 +219,11 @@ def check_run_kept(
     Raises:
         RunIdInvalidError, StoreError: as ``check_run``; StoreError too when the
             artifact cannot be read or copied (the copy is closed).
+        InputError: the artifact is larger than ``max_bytes``.
     """
     report = check_run(run_id, store)
     path = StoreLayout.at(store).artifact_path(run_id, kind)
-    kept = KeptArtifact(kind, str(path), spool_bytes)
+    kept = KeptArtifact(kind, str(path), spool_bytes, max_bytes=max_bytes)
     try:
         _copy_file(path, kept)
         observed = next((a for a in report.artifacts if a.kind == kind), None)
@@ -230,15 +260,15 @@ def _copy_file(path: Path, kept: KeptArtifact) -> None:
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
     try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        info = os.fstat(fd)
     except OSError as exc:
         os.close(fd)
         raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
-    if not regular:  # a folder, a FIFO, a device: judged by the check, never read
-        os.close(fd)  # (a folder's descriptor cannot even be wrapped in a file object)
+    if not stat.S_ISREG(info.st_mode):  # a folder, a FIFO, a device: judged by the
+        os.close(fd)  # check, never read (a folder's descriptor cannot even be wrapped)
         return
     with os.fdopen(fd, "rb") as handle:
-        kept.begin()
+        kept.begin(size=info.st_size)
         try:
             while chunk := handle.read(_CHUNK):
                 kept.write(chunk)

@@ -30,9 +30,11 @@ def check_object_run_kept(
     *,
     kind: ArtifactKind = "transcript",
     spool_bytes: int = SPOOL_BYTES,
+    max_bytes: int | None = None,
 ) -> tuple[RunReport, KeptArtifact]:
     """Check the run as ``agc-verify RUN --store s3://…`` does, keeping a copy of one
-    artifact's bytes from the same read.
+    artifact's bytes from the same read, of at most ``max_bytes`` (an object larger is
+    refused before its bytes are read).
 
     The report is the verifier's, with one more ``modified`` finding when its verdict is
     complete but the kept copy does not hash to the seal on this host (the copy changed
@@ -41,8 +43,11 @@ def check_object_run_kept(
 
     Raises:
         RunIdInvalidError, StoreError: as :func:`check_object_run` (the copy is closed).
+        InputError: the artifact is larger than ``max_bytes``.
     """
-    kept = KeptArtifact(kind, store.url_of(artifact_path(run_id, kind)), spool_bytes)
+    kept = KeptArtifact(
+        kind, store.url_of(artifact_path(run_id, kind)), spool_bytes, max_bytes=max_bytes
+    )
     try:
         report = check_object_run(store, run_id, copies={kind: kept})
         if report.complete and not _is_judged(kept, report):
