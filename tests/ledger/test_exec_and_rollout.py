@@ -466,3 +466,38 @@ def test_real_exec_streams_and_their_rollouts_give_the_same_items(project: Path)
             f"real-rollout-{number}",
         )
         assert from_exec == from_rollout, (stream.name, rollout.name)
+
+
+def _first_release(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same session as the first Codex rollouts wrote it: a session line, then each
+    response item bare, with state lines between; other lines had no place there."""
+    bare: list[dict[str, Any]] = [{"id": "sess", "timestamp": "2025-05-01", "instructions": None}]
+    for line in lines:
+        if line.get("type") == "response_item":
+            bare.append(line["payload"])
+            bare.append({"record_type": "state"})
+    return bare
+
+
+def test_a_first_release_rollout_with_bare_items_gives_the_items_of_todays_format(
+    project: Path,
+) -> None:
+    _, rollout = _turn(project)
+    today = _content(project, rollout, "wrapped-1")
+    assert today, "the scenario has items"
+    assert _content(project, _first_release(rollout), "bare-1") == today
+
+
+@pytest.mark.parametrize(
+    "rollout",
+    sorted((REAL_FIXTURES / "codex-rollout").glob("*.jsonl")) or [None],
+    ids=lambda p: p.name[:40] if p else "absent",
+)
+def test_real_rollouts_rewritten_bare_give_the_same_items(
+    project: Path, rollout: Path | None
+) -> None:
+    if rollout is None:
+        pytest.skip(f"{REAL_FIXTURES} is absent: ../shared is not beside this checkout")
+    lines = [json.loads(x) for x in rollout.read_text().splitlines()]
+    today = _content(project, lines, "real-wrapped-1")
+    assert _content(project, _first_release(lines), "real-bare-1") == today

@@ -10,7 +10,7 @@ from agc.errors import JsonInvalidError, UsageError
 from agc.ledger._events.appserver import COMPLETED_METHOD, STARTED_METHOD, item_from_notification
 from agc.ledger._events.codex_exec import STARTED_TYPE, item_from_event
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
-from agc.ledger._events.rollout import ROLLOUT_LINE_TYPES, RolloutAdapter
+from agc.ledger._events.rollout import BARE_ITEM_TYPES, ROLLOUT_LINE_TYPES, RolloutAdapter
 from agc.ledger._fastjson import loads_event
 
 __all__ = ["FORMATS", "DecodeStats", "EventDecoder", "InputFormat", "decode_lines", "detect"]
@@ -28,8 +28,11 @@ def detect(message: Mapping[str, Any]) -> InputFormat | None:
         return "app-server"
     kind = message.get("type")
     if isinstance(kind, str):
-        if "payload" in message and kind in ROLLOUT_LINE_TYPES:
-            return "rollout"
+        if "payload" in message:
+            if kind in ROLLOUT_LINE_TYPES:
+                return "rollout"
+        elif kind in BARE_ITEM_TYPES:
+            return "rollout"  # a response item written bare by the first rollouts
         if kind.startswith(_EXEC_PREFIXES) or kind == "error":
             return "exec"
     return None

@@ -9,6 +9,11 @@ output's text is never kept (only its beginning is compared, to tell an output t
 is ``interrupted``). A call with no output by the end of the input (a run interrupted
 mid-tool) is emitted at the end with status ``incomplete``.
 
+Rollouts of the first Codex CLI releases (before the ``RolloutItem`` line, 2025) hold
+the same Responses API items bare, one per line, after a ``{"id", "timestamp",
+"instructions"}`` session line and with ``{"record_type": "state"}`` lines between: a
+line with no ``payload`` whose ``type`` is a response item's is read as that item.
+
 Function names map to the app-server's item types: ``exec_command`` / ``shell`` and
 ``local_shell_call`` to ``commandExecution``, ``apply_patch`` to ``fileChange`` (paths
 from the patch's ``*** Add/Update/Delete File:`` headers, never its lines),
@@ -27,7 +32,7 @@ from agc.errors import JsonInvalidError
 from agc.ledger._events.item import CompletedItem, is_synthesized_output
 from agc.ledger._fastjson import loads_event_text
 
-__all__ = ["ROLLOUT_LINE_TYPES", "RolloutAdapter"]
+__all__ = ["BARE_ITEM_TYPES", "ROLLOUT_LINE_TYPES", "RolloutAdapter"]
 
 ROLLOUT_LINE_TYPES: Final = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -36,6 +41,10 @@ _FAILED_KINDS: Final = frozenset({"turn_aborted", "task_failed"})
 _CALL_TYPES: Final = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUT_TYPES: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 _SHELL_FUNCTIONS: Final = frozenset({"shell", "container.exec", "shell_command", "local_shell"})
+BARE_ITEM_TYPES: Final = frozenset(
+    {*_CALL_TYPES, *_OUTPUT_TYPES, "web_search_call", "message", "reasoning"}
+)
+"""``type`` of a response item written bare, one per line, by the first rollouts."""
 _PATCH_HEADER_RE: Final = re.compile(
     r"^\*\*\* (Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE
 )
@@ -127,13 +136,15 @@ class RolloutAdapter:
     def feed(self, line: Mapping[str, Any]) -> list[CompletedItem]:
         """Items completed by this rollout line (usually none or one)."""
         payload = line.get("payload")
+        line_type = line.get("type")
+        if payload is None and line_type in BARE_ITEM_TYPES:
+            payload, line_type = line, "response_item"  # a first-release rollout line
         # type() first: every parsed line is a dict, and an ABC check costs more.
         if type(payload) is not dict and not isinstance(payload, Mapping):
             return []
         kind = payload.get("type")
         if not isinstance(kind, str):
             return []
-        line_type = line.get("type")
         if line_type == "event_msg":
             if kind == "task_complete":
                 self.completed = True
