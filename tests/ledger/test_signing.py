@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agc._core.digest import new_hasher
@@ -253,10 +253,13 @@ def test_any_byte_changed_and_resealed_never_verifies_with_the_key(
     (project / "assets" / "uploads").mkdir(parents=True)
     key, public = _keys(folder / "keys")
     path = _signed_turn(project, key)
-    data = bytearray(path.read_bytes())
+    original = path.read_bytes()
+    data = bytearray(original)
     index = int(position * len(data))
     data[index] = (data[index] + delta) % 256
     _reseal(bytes(data).splitlines(keepends=True), path)
+    # A change inside a seal record's prefix fields is undone by the re-seal itself.
+    assume(path.read_bytes() != original)
     report = check_turn_file(path, trusted_keys=_trusted(public))
     assert not report.ok
     assert report.signature != "signature-valid"
