@@ -314,18 +314,15 @@ def bench_verify(ctx: Context) -> Section:
     gb = size / 1e9
     base = timings.get("b3sum --check")
     base_name = "b3sum --check" if base else None
+
+    def against_b3sum(name: str) -> Row:
+        return Row.timed(
+            name, timings[name], work=gb, unit="GB/s", baseline=base, baseline_name=base_name
+        )
+
     for name in ("agc-verify (command)", "check_run() (library)"):
         if name in timings:
-            section.rows.append(
-                Row.timed(
-                    name,
-                    timings[name],
-                    work=gb,
-                    unit="GB/s",
-                    baseline=base,
-                    baseline_name=base_name,
-                )
-            )
+            section.rows.append(against_b3sum(name))
         else:
             section.rows.append(Row(name, skipped="agc-verify not installed beside this Python"))
     if base is not None:
@@ -333,16 +330,7 @@ def bench_verify(ctx: Context) -> Section:
     else:
         section.rows.append(Row("b3sum --check", skipped=_missing("b3sum")))
     if _PYTHON_FLOOR in timings:
-        section.rows.append(
-            Row.timed(
-                _PYTHON_FLOOR,
-                timings[_PYTHON_FLOOR],
-                work=gb,
-                unit="GB/s",
-                baseline=base,
-                baseline_name=base_name,
-            )
-        )
+        section.rows.append(against_b3sum(_PYTHON_FLOOR))
     for name in ("agc-verify, 1-record run", "b3sum --check, 1-record run"):
         if name in timings:
             section.rows.append(Row.timed(name, timings[name]))
