@@ -153,6 +153,26 @@ def test_recover_refuses_while_a_writer_holds_the_file(store: Path) -> None:
     writer.abort()
 
 
+@pytest.mark.parametrize("buffered", [0, 1, 5])
+def test_recover_never_removes_the_empty_files_of_a_live_writer(store: Path, buffered: int) -> None:
+    """A writer holds its records in its buffer before the first flush, so its files
+    are empty on disk while it runs: recovery must see the lock, not an empty run."""
+    run = open_run("r", store=store)
+    for record in records(3, buffered):
+        run.transcript.write(record)
+    run.tool_events.write({"tool": "shell"})
+    with pytest.raises(RunLockedError):
+        recover_run("r", store)
+    run.close()
+    report = check_run("r", store)
+    if buffered:
+        assert report.complete, report.findings
+        assert report.artifacts[0].records == buffered
+    else:
+        assert "empty" in {f.code for f in report.findings}
+    assert not {f.code for f in report.findings} & {"deleted", "missing"}
+
+
 def test_recover_seals_a_missing_artifact_as_empty(store: Path) -> None:
     writer = TranscriptWriter("r", store=store)
     writer.write({"a": 1})
