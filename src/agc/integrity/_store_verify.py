@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import stat
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ from agc.integrity._chain import (
     chain_head_path,
     chain_lock_path,
     chain_log_path,
+    chain_pending_path,
     manifest_digest,
     read_chain,
     read_head,
@@ -603,7 +605,24 @@ class LocalStoreView:
         pass  # local files: read when needed
 
     def store_findings(self, findings: list[Finding[Any]]) -> None:
-        pass
+        # An intent is only ever written by rename: a folder, FIFO or symlink in its
+        # place is no crash's doing, and every seal refuses to link while it is there.
+        pending = chain_pending_path(self.layout)
+        try:
+            mode = os.lstat(pending).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read {pending}: {exc.strerror}") from exc
+        if not stat.S_ISREG(mode):
+            findings.append(
+                Finding(
+                    "chain-invalid",
+                    "audit/chain-pending.json is a symlink or not a regular file: no run "
+                    "can be linked until it is removed",
+                    artifact="store",
+                )
+            )
 
 
 @dataclass(frozen=True)
