@@ -14,7 +14,7 @@ import contextlib
 import fcntl
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -412,7 +412,11 @@ def _recover_artifact(
         records = _count_records(fd, length)
         listed = (reopened.quarantine or {}).get("file") if reopened else None
         target, keep = _quarantine_target(path, tail, listed)
-        quarantine = None if target is None else _quarantine_facts(target, keep, algorithm)
+        quarantine: Mapping[str, Any] | None = (
+            None if target is None else _quarantine_facts(target, keep, algorithm)
+        )
+        if quarantine is None and reopened is not None:
+            quarantine = reopened.quarantine  # an earlier recovery's, still beside the file
         previous_segments: tuple[Any, ...] = ()
         if reopened is not None:
             previous_segments = (
@@ -467,8 +471,8 @@ def _recover_artifact(
         records=seal.records,
         bytes=seal.bytes,
         verified_bytes=min(verified, seal.bytes),
-        quarantined_bytes=int(quarantine["bytes"]) if quarantine else 0,
-        quarantine=str(quarantine["file"]) if quarantine else None,
+        quarantined_bytes=len(keep) if target is not None else 0,
+        quarantine=target.name if target is not None else None,
     )
 
 
