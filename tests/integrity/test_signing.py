@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 
 from agc._core.digest import new_hasher
-from agc.errors import FileExistsRefusedError, KeyInvalidError, UsageError
+from agc.errors import FileExistsRefusedError, KeyInvalidError, RecoveryRefusedError, UsageError
+from agc.integrity._recover import recover_run
 from agc.integrity._signing import (
     generate_keypair,
     load_signing_key,
     load_trusted_keys,
 )
 from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity._writer import TranscriptWriter, open_run
+from tests.conftest import tree
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 
@@ -199,3 +201,33 @@ def test_a_non_key_file_is_a_clear_error(tmp_path: Path) -> None:
         load_signing_key(bogus)
     with pytest.raises(KeyInvalidError, match=r"bogus\.pem"):
         load_trusted_keys([bogus])
+
+
+@pytest.mark.parametrize("crash", ["after-transcript-seal", "after-re-open"])
+def test_recover_without_the_key_never_strips_a_signed_runs_signature(
+    store: Path, keys: dict[str, Path], crash: str
+) -> None:
+    """Sealing rewrites the manifest: without the key the run would be closed, chained
+    and unsigned for good. Refused, nothing changed; with the key it seals signed."""
+    key = load_signing_key(keys["private"])
+    if crash == "after-transcript-seal":
+        run = open_run("r", store=store, signing_key=key)
+        run.transcript.write({"role": "user"})
+        run.tool_events.write({"tool": "shell"})
+        run.transcript.close()
+        run.tool_events.flush()
+        run.abort()
+    else:
+        write_run(store, "r", signing_key=key)
+        writer = TranscriptWriter("r", store=store, reopen=True, signing_key=key)
+        writer.write({"role": "user", "content": "resumed"})
+        writer.flush()
+        writer.abort()
+    before = tree(store)
+    with pytest.raises(RecoveryRefusedError, match="needs the signing key"):
+        recover_run("r", store)
+    assert tree(store) == before
+    recover_run("r", store, signing_key=key)
+    report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert report.complete, report.missing
+    assert report.signature == "signature-valid"

@@ -184,6 +184,7 @@ def recover_run(
                 ),
                 chain="not-closed",
             )
+        _refuse_to_drop_a_signature(read_manifest(layout, run_id), run_id, signing_key)
         for kind in ARTIFACT_KINDS:
             manifest = read_manifest(layout, run_id)
             seal = manifest.artifacts.get(kind) if manifest else None
@@ -202,6 +203,25 @@ def recover_run(
             raise write_error(where, exc) from exc
         raise StoreError(f"cannot recover run {run_id}: {where}: {describe_os_error(exc)}") from exc
     return RecoveryReport(run_id=run_id, artifacts=tuple(results), chain=chain)
+
+
+def _refuse_to_drop_a_signature(
+    manifest: RunManifest | None, run_id: str, signing_key: SigningKey | None
+) -> None:
+    """A signed run that still has something to seal needs the key: sealing rewrites
+    the manifest, and without the key it would lose its signature for good (closed and
+    chained, it then fails every check with a trusted key as ``unsigned``)."""
+    if manifest is None or manifest.signature is None or signing_key is not None:
+        return
+    if all(
+        kind in manifest.artifacts and manifest.artifacts[kind].closed for kind in ARTIFACT_KINDS
+    ):
+        return  # nothing to seal: only the chain may need repair (refused there likewise)
+    raise RecoveryRefusedError(
+        f"run {run_id} is signed (key id {manifest.signature.get('key_id')}); sealing "
+        "it rewrites its manifest, which needs the signing key",
+        hint="Set AGC_SIGNING_KEY (or --signing-key) to the key that signed it.",
+    )
 
 
 def _only_empty_files(layout: StoreLayout, run_id: str) -> bool:
