@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,7 @@ from agc.errors import FileExistsRefusedError, KeyInvalidError, RecoveryRefusedE
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import (
     generate_keypair,
+    load_public_key,
     load_signing_key,
     load_trusted_keys,
 )
@@ -231,3 +236,45 @@ def test_recover_without_the_key_never_strips_a_signed_runs_signature(
     report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
     assert report.complete, report.missing
     assert report.signature == "signature-valid"
+
+
+@pytest.mark.parametrize("loader", ["trusted", "signing"])
+@pytest.mark.parametrize("source", ["dev-zero", "pipe-late-writer"])
+def test_a_key_from_an_endless_device_is_refused_and_one_from_a_pipe_is_read(
+    tmp_path: Path, keys: dict[str, Path], loader: str, source: str
+) -> None:
+    """--trusted-key /dev/zero (or any huge file) was read whole, until memory ran out;
+    refused past the key size limit. A pipe from a program (`<(vault read …)`) works."""
+    good = keys["public"] if loader == "trusted" else keys["private"]
+    load = load_public_key if loader == "trusted" else load_signing_key
+    writer = None
+    if source == "dev-zero":
+        path = Path("/dev/zero")
+    else:
+        path = tmp_path / "key.fifo"
+        os.mkfifo(path)
+        if source == "pipe-late-writer":
+
+            def feed() -> None:
+                time.sleep(0.2)
+                path.write_bytes(good.read_bytes())
+
+            writer = threading.Thread(target=feed)
+            writer.start()
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"loading a key from {source} blocked")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        if source == "pipe-late-writer":
+            assert load(path) is not None  # type: ignore[operator]
+        else:
+            with pytest.raises(KeyInvalidError):
+                load(path)  # type: ignore[operator]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        if writer is not None:
+            writer.join()
