@@ -479,3 +479,18 @@ def test_a_full_stderr_keeps_the_commands_exit_code(
             },
         )
     assert done.returncode == code
+
+
+def test_a_seal_refused_for_a_folder_at_the_chain_intent_keeps_its_own_hint(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not the machine's failure: 'free disk space' would send the user the wrong way."""
+    (store / "audit").mkdir(parents=True)
+    (store / "audit" / "chain-pending.json").mkdir()
+    feed_stdin(monkeypatch, _lines(3))
+    assert main(["record", "--run-id", "r1", "--store", str(store)]) == 3
+    err = capsys.readouterr().err
+    assert "chain-pending.json is not a regular file" in err
+    assert "Free disk space" not in err
+    assert "agc-verify --all" in err
+    assert f"`agc recover r1 --store {store}` seals them" in err

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from agc._core.store import StoreLayout
+from agc.errors import StoreError
+from agc.exitcodes import ExitCode
 from agc.integrity._chain import read_chain
+from agc.integrity._recover import recover_run
 from agc.integrity._store_verify import check_store
 from agc.integrity._writer import open_run
 
@@ -79,3 +84,52 @@ def test_a_huge_sparse_chain_log_is_streamed_in_bounded_memory(tmp_path: Path) -
     assert [e.run_id for e in entries] == ["r", "r"]
     assert "chain-invalid" in {f.code for f in report.findings}
     assert not report.complete
+
+
+def _sealed(store: Path, run_id: str) -> None:
+    with open_run(run_id, store=store) as run:
+        run.transcript.write({"role": "user", "content": run_id})
+
+
+@pytest.mark.parametrize("what", ["fifo", "folder"])
+@pytest.mark.parametrize("name", ["chain.jsonl", "chain-pending.json"])
+def test_a_fifo_or_folder_in_place_of_the_chain_log_or_intent_is_refused_never_waited_on(
+    store: Path, name: str, what: str
+) -> None:
+    """No crash leaves one there (both are written by append or rename): every seal
+    refuses to link (exit 3, never a hang on the FIFO, never 'disk full'), agc recover
+    too, agc-verify --all says chain-invalid; removed, recovery seals the run."""
+    _sealed(store, "a")
+    path = store / "audit" / name
+    kept = path.read_bytes() if path.exists() else None
+    if path.exists():
+        path.unlink()
+    os.mkfifo(path) if what == "fifo" else path.mkdir()
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"blocked on the {what} at audit/{name}")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)  # a blocked open fails the test instead of hanging it
+    try:
+        report = check_store(store)
+        assert "chain-invalid" in {f.code for f in report.findings}
+        assert not report.complete
+        run = open_run("b", store=store)
+        run.transcript.write({"role": "user"})
+        with pytest.raises(StoreError, match="not a regular file") as caught:
+            run.close()
+        assert caught.value.exit_code == ExitCode.UNREADABLE
+        assert "disk" not in (caught.value.hint or "")
+        with pytest.raises(StoreError, match="not a regular file"):
+            recover_run("b", store)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    path.unlink() if what == "fifo" else path.rmdir()
+    if kept is not None:
+        path.write_bytes(kept)
+    recover_run("b", store)
+    healed = check_store(store)
+    assert healed.complete, [f.message for f in healed.findings]
+    assert [r.run_id for r in healed.runs] == ["a", "b"]

@@ -12,6 +12,7 @@ import pytest
 from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, UnsealedRunError
 from agc.integrity._manifest import RunManifest
 from agc.integrity._recover import recover_run
+from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter, open_run
 from tests.conftest import tree
@@ -153,6 +154,26 @@ def test_recover_refuses_while_a_writer_holds_the_file(store: Path) -> None:
     writer.abort()
 
 
+@pytest.mark.parametrize("buffered", [0, 1, 5])
+def test_recover_never_removes_the_empty_files_of_a_live_writer(store: Path, buffered: int) -> None:
+    """A writer holds its records in its buffer before the first flush, so its files
+    are empty on disk while it runs: recovery must see the lock, not an empty run."""
+    run = open_run("r", store=store)
+    for record in records(3, buffered):
+        run.transcript.write(record)
+    run.tool_events.write({"tool": "shell"})
+    with pytest.raises(RunLockedError):
+        recover_run("r", store)
+    run.close()
+    report = check_run("r", store)
+    if buffered:
+        assert report.complete, report.findings
+        assert report.artifacts[0].records == buffered
+    else:
+        assert "empty" in {f.code for f in report.findings}
+    assert not {f.code for f in report.findings} & {"deleted", "missing"}
+
+
 def test_recover_seals_a_missing_artifact_as_empty(store: Path) -> None:
     writer = TranscriptWriter("r", store=store)
     writer.write({"a": 1})
@@ -170,3 +191,38 @@ def test_crashed_run_is_never_complete_and_writer_will_not_continue_it(store: Pa
     with pytest.raises(UnsealedRunError):
         TranscriptWriter("r", store=store)
     assert os.path.getsize(transcript_path(store, "r")) == size
+
+
+@pytest.mark.parametrize("tamper", [None, "flip", "delete"])
+@pytest.mark.parametrize("second", ["closed", "crashed-and-recovered"])
+def test_a_recovered_run_re_opened_keeps_its_quarantine_listed_and_checked(
+    store: Path, second: str, tamper: str | None
+) -> None:
+    """The torn bytes of the first crash stay evidence through later segments: listed
+    in the manifest (not an 'unexpected' file), checked, never claimed again."""
+    _crash(store, "r", 6, torn=b'{"torn')
+    recover_run("r", store)
+    writer = TranscriptWriter("r", store=store, reopen=True)
+    writer.write({"role": "user", "content": "resumed"})
+    if second == "closed":
+        writer.close()
+    else:
+        writer.flush()
+        writer.abort()
+        again = recover_run("r", store)
+        assert again.artifacts[0].quarantined_bytes == 0
+        assert again.artifacts[0].quarantine is None
+    quarantine = transcript_path(store, "r").with_name("r.jsonl.quarantine")
+    assert quarantine.read_bytes() == b'{"torn'
+    if tamper == "flip":
+        quarantine.write_bytes(b'{"TORN')
+    elif tamper == "delete":
+        quarantine.unlink()
+    report = check_store(store)
+    codes = {f.code for r in report.runs for f in r.findings} | {f.code for f in report.findings}
+    assert "unexpected" not in codes
+    if tamper is None:
+        assert report.complete, [f.message for r in report.runs for f in r.findings]
+    else:
+        assert {"flip": "modified", "delete": "deleted"}[tamper] in codes
+        assert not report.complete

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from agc.errors import ArtifactSealedError, VerificationError
 from agc.integrity._manifest import RunManifest
+from agc.integrity._recover import recover_run, recover_store
+from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter
 from tests.integrity.evidence_helpers import transcript_path, write_run
+from tests.integrity.test_chain_crash import _install_kill_at
 
 
 def _manifest(store: Path, run_id: str) -> RunManifest:
@@ -47,3 +51,79 @@ def test_plain_open_of_a_sealed_run_is_refused(store: Path) -> None:
     write_run(store, "r")
     with pytest.raises(ArtifactSealedError):
         TranscriptWriter("r", store=store)
+
+
+def _store_problems(store: Path) -> list[str]:
+    report = check_store(store)
+    return [f"{f.code}: {f.message}" for f in report.findings if f.severity == "error"] + [
+        f"{r.run_id}: {m}" for r in report.runs for m in r.missing
+    ]
+
+
+def test_a_run_being_re_opened_has_no_store_finding_for_its_kept_manifest(store: Path) -> None:
+    """The manifest kept as r@1.json is what link 1 names: not an unexpected file while
+    the new segment is open (the run itself is reported unsealed)."""
+    write_run(store, "r")
+    writer = TranscriptWriter("r", store=store, reopen=True)
+    writer.write({"role": "user", "content": "resumed"})
+    writer.flush()
+    problems = _store_problems(store)
+    assert problems, "an open segment is never complete"
+    assert all(p.startswith("r: transcript was re-opened") for p in problems), problems
+    writer.close()
+    assert _store_problems(store) == []
+
+
+def test_a_forged_kept_manifest_at_the_latest_link_is_unexpected(store: Path) -> None:
+    write_run(store, "r")
+    manifest = store / "audit/manifests/r.json"
+    (store / "audit/manifests/r@1.json").write_bytes(manifest.read_bytes().replace(b"3", b"4"))
+    assert any("unexpected" in p and "r@1.json" in p for p in _store_problems(store))
+
+
+def _reopen_in_child(store: Path, step: int, *, torn: bool) -> int:
+    """Fork; the child re-opens r, appends and seals, killed at mutating call ``step``."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        calls = lambda: 0  # noqa: E731
+        try:
+            calls = _install_kill_at(step, torn=torn)
+            writer = TranscriptWriter("r", store=store, reopen=True)
+            for index in range(3):
+                writer.write({"role": "user", "content": f"resumed {index}"})
+                writer.flush()
+            writer.close()
+        finally:
+            os._exit(min(calls(), 250) if step > 10**6 else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.parametrize("torn", [False, True], ids=["kill", "torn-write"])
+def test_a_kill_at_every_step_of_a_re_open_heals_and_the_run_re_opens_again(
+    tmp_path: Path, torn: bool
+) -> None:
+    """A kill between keeping r@1.json and marking the manifest re-opened left the copy
+    'unexpected' for good and every later re-open refused (the copy 'already exists')."""
+    probe = tmp_path / "probe"
+    write_run(probe, "r")
+    steps = _reopen_in_child(probe, 10**9, torn=False)
+    assert 10 <= steps < 250, steps
+    damaged = []
+    for step in range(1, steps + 1):
+        store = tmp_path / f"s{step}"
+        write_run(store, "r")
+        sealed = transcript_path(store, "r").read_bytes()
+        assert _reopen_in_child(store, step, torn=torn) == 9, f"step {step}"
+        killed = check_run("r", store)  # honest right after the kill: never a crash
+        assert not killed.complete or _manifest(store, "r").closed, f"step {step}"
+        recover_run("r", store)
+        recover_store(store)
+        problems = _store_problems(store)
+        assert transcript_path(store, "r").read_bytes().startswith(sealed), f"step {step}"
+        with TranscriptWriter("r", store=store, reopen=True) as writer:
+            writer.write({"role": "user", "content": "again"})
+        problems += _store_problems(store)
+        if problems:
+            damaged.append((step, problems))
+    assert not damaged, damaged

@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from agc._core.digest import new_hasher
-from agc.errors import FileExistsRefusedError, KeyInvalidError, UsageError
+from agc.errors import FileExistsRefusedError, KeyInvalidError, RecoveryRefusedError, UsageError
+from agc.integrity._recover import recover_run
 from agc.integrity._signing import (
     generate_keypair,
+    load_public_key,
     load_signing_key,
     load_trusted_keys,
 )
 from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity._writer import TranscriptWriter, open_run
+from tests.conftest import tree
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 
@@ -199,3 +206,75 @@ def test_a_non_key_file_is_a_clear_error(tmp_path: Path) -> None:
         load_signing_key(bogus)
     with pytest.raises(KeyInvalidError, match=r"bogus\.pem"):
         load_trusted_keys([bogus])
+
+
+@pytest.mark.parametrize("crash", ["after-transcript-seal", "after-re-open"])
+def test_recover_without_the_key_never_strips_a_signed_runs_signature(
+    store: Path, keys: dict[str, Path], crash: str
+) -> None:
+    """Sealing rewrites the manifest: without the key the run would be closed, chained
+    and unsigned for good. Refused, nothing changed; with the key it seals signed."""
+    key = load_signing_key(keys["private"])
+    if crash == "after-transcript-seal":
+        run = open_run("r", store=store, signing_key=key)
+        run.transcript.write({"role": "user"})
+        run.tool_events.write({"tool": "shell"})
+        run.transcript.close()
+        run.tool_events.flush()
+        run.abort()
+    else:
+        write_run(store, "r", signing_key=key)
+        writer = TranscriptWriter("r", store=store, reopen=True, signing_key=key)
+        writer.write({"role": "user", "content": "resumed"})
+        writer.flush()
+        writer.abort()
+    before = tree(store)
+    with pytest.raises(RecoveryRefusedError, match="needs the signing key"):
+        recover_run("r", store)
+    assert tree(store) == before
+    recover_run("r", store, signing_key=key)
+    report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert report.complete, report.missing
+    assert report.signature == "signature-valid"
+
+
+@pytest.mark.parametrize("loader", ["trusted", "signing"])
+@pytest.mark.parametrize("source", ["dev-zero", "pipe-late-writer"])
+def test_a_key_from_an_endless_device_is_refused_and_one_from_a_pipe_is_read(
+    tmp_path: Path, keys: dict[str, Path], loader: str, source: str
+) -> None:
+    """--trusted-key /dev/zero (or any huge file) was read whole, until memory ran out;
+    refused past the key size limit. A pipe from a program (`<(vault read …)`) works."""
+    good = keys["public"] if loader == "trusted" else keys["private"]
+    load = load_public_key if loader == "trusted" else load_signing_key
+    writer = None
+    if source == "dev-zero":
+        path = Path("/dev/zero")
+    else:
+        path = tmp_path / "key.fifo"
+        os.mkfifo(path)
+        if source == "pipe-late-writer":
+
+            def feed() -> None:
+                time.sleep(0.2)
+                path.write_bytes(good.read_bytes())
+
+            writer = threading.Thread(target=feed)
+            writer.start()
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"loading a key from {source} blocked")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        if source == "pipe-late-writer":
+            assert load(path) is not None  # type: ignore[operator]
+        else:
+            with pytest.raises(KeyInvalidError):
+                load(path)  # type: ignore[operator]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        if writer is not None:
+            writer.join()

@@ -9,6 +9,7 @@ import contextlib
 import gc
 import json
 import os
+import signal
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -227,3 +228,53 @@ def test_what_the_check_leaves_is_not_in_the_youngest_generation(store: Path) ->
     assert report.complete
     assert gc.get_count()[0] <= young + 50  # moved on, not walked by the next collection
     assert gc.get_freeze_count() == 0
+
+
+_STORE_FILES = [
+    "audit/tool-events.jsonl",
+    "audit/chain.jsonl",
+    "audit/chain-head.json",
+    "audit/chain-pending.json",
+    "audit/.chain.lock",
+    "audit/manifests/.r.lock",
+    "audit/manifests/r@1.json",
+    "audit/transcripts/r.jsonl.sha256",
+    "audit/transcripts/r.jsonl.ckpt",
+]
+
+
+@pytest.mark.parametrize("what", ["fifo", "folder", "symlink"])
+@pytest.mark.parametrize("name", _STORE_FILES)
+def test_a_non_file_anywhere_in_the_store_is_a_finding_or_unreadable_never_a_hang(
+    store: Path, name: str, what: str
+) -> None:
+    """agc-verify RUN and --all answer with findings (exit 0/1) or 'cannot look' (exit
+    3) whatever stands at a store file's name: never a usage error (exit 2: the legacy
+    shared file as a symlink was one), never a crash, never a wait on a FIFO."""
+    write_run(store, "r")
+    path = store / name
+    if path.exists():
+        path.unlink()
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(store / "audit/transcripts/r.jsonl")
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"blocked on the {what} at {name}")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        for check in (lambda: check_run("r", store), lambda: check_store(store)):
+            refused: AgcError | None = None
+            try:
+                check()
+            except AgcError as exc:
+                refused = exc
+            assert refused is None or refused.exit_code == 3, (refused.code, refused.message)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -43,12 +43,14 @@ from agc.errors import (
     AgcError,
     ArtifactSealedError,
     FileUnreadableError,
+    FileWriteError,
     InputError,
     InputMissingError,
     RunNotFoundError,
     StoreError,
     UsageError,
     VerificationError,
+    WriteFailedError,
 )
 from agc.exitcodes import ExitCode
 from agc.integrity._chain import chain_pending_path
@@ -159,9 +161,16 @@ def _explain_failure(exc: StoreError, run_id: str, store: Path | None, kind: Kin
             f"be written, `{recover_hint(run_id, store)}` adds it."
         )
     elif found is not None and found[1] > 0:
+        # A machine's failure is cured by space; any other keeps its own hint first (a
+        # folder where the chain intent goes is not cured by freeing space).
+        cure = (
+            "Free disk space"
+            if isinstance(exc, (FileWriteError, WriteFailedError))
+            else (f"{exc.hint.rstrip('.')}" if exc.hint else "Fix the cause above")
+        )
         exc.hint = (
-            f"The run is unsealed: its {found[1]:,} complete records are intact. Free disk "
-            f"space, then `{recover_hint(run_id, store)}` seals them."
+            f"The run is unsealed: its {found[1]:,} complete records are intact. {cure}, "
+            f"then `{recover_hint(run_id, store)}` seals them."
         )
 
 

@@ -30,6 +30,7 @@ link at its position, cannot come from a crash: it is refused, never healed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -254,12 +255,7 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
     )
     line = json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
     path = chain_log_path(layout)
-    try:
-        fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    except OSError as exc:
-        if exc.errno in MACHINE_ERRNOS:
-            raise write_error(path, exc, doing="open") from exc
-        raise
+    fd = _open_log(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         # Whole or not at all: a full disk never leaves half a link to glue the next to.
         append_whole(fd, line, path=path)
@@ -368,6 +364,7 @@ def link_closed_manifest(
     """
     with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
         tip = heal_chain(layout, read_manifest).tip
+        _refuse_odd_pending(layout)
         link: dict[str, Any] = {"position": tip.position + 1, "prev": tip.digest}
         pending = {"run_id": run_id, **link}
         atomic_write_bytes(
@@ -379,17 +376,46 @@ def link_closed_manifest(
     return manifest
 
 
+def _open_log(path: Path, flags: int) -> int:
+    """Open the chain log (``O_NONBLOCK``: a FIFO in its place is never waited on).
+
+    Raises:
+        FileNotFoundError: there is no log.
+        UnsafePathError: it is a symlink.
+        StoreError: it is not a regular file (a FIFO, a folder: not a crash's doing,
+            so no run is linked until a person has looked), or cannot be opened.
+        FileWriteError: opening it to write failed for a reason of the machine.
+    """
+    try:
+        fd = open_nofollow(path, flags | os.O_NONBLOCK, 0o644)
+    except (FileNotFoundError, UnsafePathError):
+        raise
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="open") from exc
+        if exc.errno in {errno.EISDIR, errno.ENXIO}:
+            raise _not_a_log(path) from exc
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_log(path)
+    return fd
+
+
+def _not_a_log(path: Path) -> StoreError:
+    return StoreError(
+        f"{path} is not a regular file; no run can be linked",
+        hint="Run `agc-verify --all` to see the chain's state.",
+    )
+
+
 def _cut_torn_line(layout: StoreLayout) -> int:
     """Move bytes after the log's last newline (an append cut short) to quarantine."""
     path = chain_log_path(layout)
     try:
-        fd = open_nofollow(path, os.O_RDWR)
+        fd = _open_log(path, os.O_RDWR)
     except FileNotFoundError:
         return 0
-    except OSError as exc:
-        if exc.errno in MACHINE_ERRNOS:
-            raise write_error(path, exc, doing="open") from exc
-        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
     try:
         size = os.fstat(fd).st_size
         boundary = last_line_end(fd, size)
@@ -417,11 +443,9 @@ def _last_link(layout: StoreLayout) -> ChainHead:
     """The log's last link, read from the end (the log is never read whole here)."""
     path = chain_log_path(layout)
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        fd = _open_log(path, os.O_RDONLY)
     except FileNotFoundError:
         return ChainHead(position=0, digest=None)
-    except OSError as exc:
-        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
     try:
         size = os.fstat(fd).st_size
         if size == 0:
@@ -437,6 +461,23 @@ def _last_link(layout: StoreLayout) -> ChainHead:
             hint="Run `agc-verify --all` to see the chain's state.",
         )
     return ChainHead(entry.position, entry.manifest_digest, entry.run_id)
+
+
+def _refuse_odd_pending(layout: StoreLayout) -> None:
+    """A folder or FIFO named like the intent cannot come from a crash (an intent is
+    only ever written by rename): no run is linked until a person has looked."""
+    path = chain_pending_path(layout)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(mode) and not stat.S_ISLNK(mode):  # a symlink: refused on write
+        raise StoreError(
+            f"{path} is not a regular file; no run can be linked",
+            hint="Look at it with `agc-verify --all` and remove it.",
+        )
 
 
 def _read_pending(layout: StoreLayout) -> tuple[str, int, str | None] | None:

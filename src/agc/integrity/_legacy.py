@@ -73,11 +73,16 @@ def count_legacy_tool_events(layout: StoreLayout, run_id: str) -> int:
     """How many records of the shared file name ``run_id`` (0 when there is no such file).
 
     Raises:
-        UnsafePathError, StoreError: as :func:`read_legacy_tool_events`.
+        StoreError: the shared file is a symlink, not a regular file (a FIFO, a folder)
+            or cannot be read: the verifier cannot look (exit 3), as for any store file
+            it cannot read; never a usage error.
     """
     validate_run_id(run_id)
     path = layout.legacy_tool_events_path
-    return sum(1 for record in iter_json_objects(path) if record.get("run_id") == run_id)
+    try:
+        return sum(1 for record in iter_json_objects(path) if record.get("run_id") == run_id)
+    except UnsafePathError as exc:
+        raise StoreError(exc.message, hint=exc.hint) from exc
 
 
 def unverified_records_finding(count: int) -> Finding[LegacyFindingCode]:

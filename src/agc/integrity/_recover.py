@@ -14,7 +14,7 @@ import contextlib
 import fcntl
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -167,22 +167,24 @@ def recover_run(
             f"run {run_id} has nothing to recover: no manifest and no artifact file "
             f"in store {layout.root}"
         )
-    if read_manifest(layout, run_id) is None and _only_empty_files(layout, run_id):
-        # Killed before its first record: there is nothing to seal, and a sealed empty
-        # run would never verify. Its empty files are removed instead.
-        for kind in ARTIFACT_KINDS:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(layout.artifact_path(run_id, kind))
-        return RecoveryReport(
-            run_id=run_id,
-            artifacts=tuple(
-                ArtifactRecovery(kind, "removed-empty", 0, 0, 0) for kind in ARTIFACT_KINDS
-            ),
-            chain="not-closed",
-        )
     now = clock or unix_ms
     results = []
     try:
+        if (
+            read_manifest(layout, run_id) is None
+            and _only_empty_files(layout, run_id)
+            and _remove_empty_files(layout, run_id)
+        ):
+            # Killed before its first record: there is nothing to seal, and a sealed
+            # empty run would never verify. Its empty files were removed instead.
+            return RecoveryReport(
+                run_id=run_id,
+                artifacts=tuple(
+                    ArtifactRecovery(kind, "removed-empty", 0, 0, 0) for kind in ARTIFACT_KINDS
+                ),
+                chain="not-closed",
+            )
+        _refuse_to_drop_a_signature(read_manifest(layout, run_id), run_id, signing_key)
         for kind in ARTIFACT_KINDS:
             manifest = read_manifest(layout, run_id)
             seal = manifest.artifacts.get(kind) if manifest else None
@@ -203,6 +205,25 @@ def recover_run(
     return RecoveryReport(run_id=run_id, artifacts=tuple(results), chain=chain)
 
 
+def _refuse_to_drop_a_signature(
+    manifest: RunManifest | None, run_id: str, signing_key: SigningKey | None
+) -> None:
+    """A signed run that still has something to seal needs the key: sealing rewrites
+    the manifest, and without the key it would lose its signature for good (closed and
+    chained, it then fails every check with a trusted key as ``unsigned``)."""
+    if manifest is None or manifest.signature is None or signing_key is not None:
+        return
+    if all(
+        kind in manifest.artifacts and manifest.artifacts[kind].closed for kind in ARTIFACT_KINDS
+    ):
+        return  # nothing to seal: only the chain may need repair (refused there likewise)
+    raise RecoveryRefusedError(
+        f"run {run_id} is signed (key id {manifest.signature.get('key_id')}); sealing "
+        "it rewrites its manifest, which needs the signing key",
+        hint="Set AGC_SIGNING_KEY (or --signing-key) to the key that signed it.",
+    )
+
+
 def _only_empty_files(layout: StoreLayout, run_id: str) -> bool:
     """Whether the run's artifact files are all empty regular files with no checkpoint."""
     for kind in ARTIFACT_KINDS:
@@ -216,6 +237,52 @@ def _only_empty_files(layout: StoreLayout, run_id: str) -> bool:
         if os.path.lexists(path.with_name(path.name + CHECKPOINT_SUFFIX)):
             return False
     return True
+
+
+def _remove_empty_files(layout: StoreLayout, run_id: str) -> bool:
+    """Remove the run's empty artifact files, each under its writer lock.
+
+    A live writer holds its files' ``flock`` from open to seal and may hold up to its
+    buffer of records not yet written, so an empty file is not proof of a dead run:
+    every file is locked first (``RunLockedError`` while a writer has it), then looked
+    at again (still the same empty file, no checkpoint, no manifest). Returns False,
+    removing nothing, when that second look no longer shows an empty run.
+
+    Raises:
+        RunLockedError: a writer still holds a file of the run.
+        OSError: a file cannot be opened, locked or removed.
+    """
+    held: list[tuple[Path, int]] = []
+    try:
+        for kind in ARTIFACT_KINDS:
+            path = layout.artifact_path(run_id, kind)
+            try:
+                fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+            except FileNotFoundError:
+                continue
+            held.append((path, fd))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise RunLockedError(f"{kind} of run {run_id} is still open in a writer") from exc
+        for path, fd in held:
+            opened, named = os.fstat(fd), os.lstat(path)
+            if (
+                not stat.S_ISREG(opened.st_mode)
+                or opened.st_size
+                or (opened.st_dev, opened.st_ino) != (named.st_dev, named.st_ino)
+                or os.path.lexists(path.with_name(path.name + CHECKPOINT_SUFFIX))
+            ):
+                return False
+        if read_manifest(layout, run_id) is not None:
+            return False
+        for path, _ in held:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        return True
+    finally:
+        for _, fd in held:
+            os.close(fd)
 
 
 def _repair_chain(layout: StoreLayout, run_id: str, signing_key: SigningKey | None) -> str:
@@ -365,7 +432,11 @@ def _recover_artifact(
         records = _count_records(fd, length)
         listed = (reopened.quarantine or {}).get("file") if reopened else None
         target, keep = _quarantine_target(path, tail, listed)
-        quarantine = None if target is None else _quarantine_facts(target, keep, algorithm)
+        quarantine: Mapping[str, Any] | None = (
+            None if target is None else _quarantine_facts(target, keep, algorithm)
+        )
+        if quarantine is None and reopened is not None:
+            quarantine = reopened.quarantine  # an earlier recovery's, still beside the file
         previous_segments: tuple[Any, ...] = ()
         if reopened is not None:
             previous_segments = (
@@ -420,8 +491,8 @@ def _recover_artifact(
         records=seal.records,
         bytes=seal.bytes,
         verified_bytes=min(verified, seal.bytes),
-        quarantined_bytes=int(quarantine["bytes"]) if quarantine else 0,
-        quarantine=str(quarantine["file"]) if quarantine else None,
+        quarantined_bytes=len(keep) if target is not None else 0,
+        quarantine=target.name if target is not None else None,
     )
 
 

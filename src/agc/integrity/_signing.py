@@ -45,6 +45,9 @@ __all__ = [
 
 PRIVATE_KEY_NAME: Final = "signing-key.pem"
 PUBLIC_KEY_NAME: Final = "signing-key.pub.pem"
+MAX_KEY_BYTES: Final = 64 * 1024
+"""A PEM key file is read only up to this length: an Ed25519 key in PEM is about 120
+bytes, so a larger file (or ``/dev/zero``) is refused instead of read whole."""
 
 
 def generate_keypair(out_dir: Path) -> tuple[Path, Path, str]:
@@ -125,6 +128,26 @@ def _refuse_existing(path: Path) -> None:
     raise FileExistsRefusedError(f"{path} already exists; keys are never overwritten", hint=hint)
 
 
+def _read_key_file(path: Path) -> bytes:
+    """The bytes of a key file, read up to :data:`MAX_KEY_BYTES` (symlinks followed, as
+    for any named file; a pipe works: ``--trusted-key <(vault read …)``). An endless
+    device such as ``/dev/zero``, or a large file named by mistake, is refused as too
+    large instead of read whole into memory.
+
+    Raises:
+        KeyInvalidError: larger than :data:`MAX_KEY_BYTES`.
+        OSError: as ``open`` / ``read`` (``FileNotFoundError`` when absent).
+    """
+    with path.open("rb") as handle:
+        data = handle.read(MAX_KEY_BYTES + 1)
+    if len(data) > MAX_KEY_BYTES:
+        raise KeyInvalidError(
+            f"key file {path} is larger than {MAX_KEY_BYTES} bytes; an Ed25519 PEM key "
+            "is a few hundred"
+        )
+    return data
+
+
 def load_signing_key(path: Path) -> SigningKey:
     """Load an Ed25519 private key (PEM, unencrypted).
 
@@ -132,7 +155,7 @@ def load_signing_key(path: Path) -> SigningKey:
         KeyInvalidError: missing, unreadable or not an Ed25519 private key.
     """
     try:
-        data = path.read_bytes()
+        data = _read_key_file(path)
     except OSError as exc:
         raise KeyInvalidError(f"cannot read signing key {path}: {describe_os_error(exc)}") from exc
     if not data.strip():
@@ -156,7 +179,7 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
         KeyInvalidError: missing, unreadable, a private key, or not an Ed25519 public key.
     """
     try:
-        data = path.read_bytes()
+        data = _read_key_file(path)
     except FileNotFoundError as exc:
         raise KeyInvalidError(f"trusted key {path} does not exist") from exc
     except OSError as exc:
@@ -227,7 +250,7 @@ def _load_folder(
     keys: dict[str, Ed25519PublicKey] = {}
     for path in sorted(folder.glob("*.pem")):
         try:
-            head = path.read_bytes()[:4096]
+            head = _read_key_file(path)[:4096]
         except OSError as exc:
             raise KeyInvalidError(
                 f"cannot read {path} in {label} {folder}: {describe_os_error(exc)}"

@@ -20,7 +20,7 @@ from agc._core.fs import (
     read_small_file,
 )
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
-from agc.errors import JsonInvalidError, ManifestInvalidError, StoreError
+from agc.errors import AgcError, JsonInvalidError, ManifestInvalidError, StoreError
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 
 if TYPE_CHECKING:
@@ -178,6 +178,16 @@ def record_seal(
     return updated
 
 
+def _read_if_file(path: Path) -> bytes | None:
+    """The bytes of a small regular file, ``None`` if absent or not one."""
+    try:
+        return read_small_file(path, max_bytes=MAX_MANIFEST_BYTES)
+    except FileNotFoundError:
+        return None
+    except AgcError:
+        return None  # a symlink, FIFO, folder or too large: the write below refuses
+
+
 def record_reopen(
     layout: StoreLayout,
     run_id: str,
@@ -204,7 +214,10 @@ def record_reopen(
             # is sealed again (a new link), or an earlier state could be rewritten unseen.
             archive = archived_manifest_path(layout, run_id, int(current.chain["position"]))
             data = read_small_file(layout.manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES)
-            atomic_write_bytes(archive, data, overwrite=False)
+            if _read_if_file(archive) != data:
+                # A re-open killed after this write and before the mark below left this
+                # very copy: it is adopted. Any other file there is refused (kept).
+                atomic_write_bytes(archive, data, overwrite=False)
         updated = sign_manifest(replace(current.with_reopened(kind, at_ms), chain=None), signer)
         atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
     return updated

@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import stat
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ from agc.integrity._chain import (
     chain_head_path,
     chain_lock_path,
     chain_log_path,
+    chain_pending_path,
     manifest_digest,
     read_chain,
     read_head,
@@ -603,7 +605,24 @@ class LocalStoreView:
         pass  # local files: read when needed
 
     def store_findings(self, findings: list[Finding[Any]]) -> None:
-        pass
+        # An intent is only ever written by rename: a folder, FIFO or symlink in its
+        # place is no crash's doing, and every seal refuses to link while it is there.
+        pending = chain_pending_path(self.layout)
+        try:
+            mode = os.lstat(pending).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read {pending}: {exc.strerror}") from exc
+        if not stat.S_ISREG(mode):
+            findings.append(
+                Finding(
+                    "chain-invalid",
+                    "audit/chain-pending.json is a symlink or not a regular file: no run "
+                    "can be linked until it is removed",
+                    artifact="store",
+                )
+            )
 
 
 @dataclass(frozen=True)
@@ -784,10 +803,14 @@ def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) 
     superseded = {
         (e.run_id, e.position) for e in entries if latest_position[e.run_id] != e.position
     }
+    digests = {(e.run_id, e.position): e.manifest_digest for e in entries}
     for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
         if match is not None and match.group("archived"):
-            if (match.group("archived"), int(match.group("position"))) not in superseded:
+            key = (match.group("archived"), int(match.group("position")))
+            if key not in superseded and not _archive_of_latest(
+                view, key, latest_position, digests
+            ):
                 findings.append(_unexpected(f"audit/manifests/{name}"))
             continue
         if match is None or not match.group("run"):
@@ -806,6 +829,26 @@ def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) 
                     artifact="store",
                 )
             )
+
+
+def _archive_of_latest(
+    view: StoreView,
+    key: tuple[str, int],
+    latest_position: Mapping[str, int],
+    digests: Mapping[tuple[str, int], str],
+) -> bool:
+    """Whether ``<run>@<n>.json`` is the manifest of the run's latest link ``n``: kept
+    by a re-open whose new segment is not sealed yet (the run reports it unsealed), or
+    left by a re-open killed before it marked the manifest (the next re-open adopts it).
+    Either way it hashes to the link; anything else in that name is unexpected."""
+    run_id, position = key
+    if latest_position.get(run_id) != position:
+        return False
+    try:
+        archived = view.read_archived(run_id, position)
+    except (ManifestInvalidError, UnsafePathError, StoreError):
+        return False
+    return archived is not None and manifest_digest(archived) == digests[key]
 
 
 def _check_superseded(view: StoreView, entry: Any, findings: list[_Finding]) -> None:

@@ -146,6 +146,9 @@ class RunArtifactSeal:
             last_seq=seal.records - 1 if seal.records else None,
             sealed_at_ms=self._clock(),
             segments=() if previous is None else (*previous.segments, _segment(previous)),
+            # The torn bytes an earlier recovery moved aside stay listed (and checked):
+            # the quarantine file is still beside the file.
+            quarantine=None if previous is None else previous.quarantine,
         )
         atomic_write_bytes(
             seal.sidecar,
