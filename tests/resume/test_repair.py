@@ -389,6 +389,51 @@ def test_property_check_and_repair_agree_on_any_blocks(
         assert count <= real[text] or "agc resume:" in text, ("written twice", text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.lists(_ANY_RECORD["anthropic"], max_size=8),
+    split=st.booleans(),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_property_claude_code_check_and_repair_agree_on_any_blocks(
+    messages: list[dict[str, Any]], split: bool, strategy: Strategy
+) -> None:
+    """The same for a Claude Code session of those messages (one line per block when
+    ``split``): every message line the repair left alone is still in the file, byte for
+    byte (a line with empty content too)."""
+    lines: list[str] = []
+    for number, message in enumerate(messages):
+        if message["role"] not in {"user", "assistant"}:
+            continue
+        content = message["content"]
+        parts = [[block] for block in content] if split and isinstance(content, list) else [content]
+        for part in parts:
+            record = {
+                "parentUuid": f"u{len(lines) - 1}" if lines else None,
+                "sessionId": "s",
+                "type": message["role"],
+                "message": {"role": message["role"], "content": part},
+                "uuid": f"u{len(lines)}",
+                "n": number,
+            }
+            lines.append(json.dumps(record, separators=(",", ":")))
+    if not lines:
+        return
+    data = "".join(line + "\n" for line in lines).encode()
+    history = load_history(data, source="s.jsonl", format="claude-code")
+    result = repair_loaded(history, strategy=strategy, run_id="r")
+    assert check_messages(history.messages, "claude-code").valid == (not result.report.changed)
+    if result.data.strip():  # every line may be gone (nothing but a stripped call)
+        reread = load_history(result.data, source="repaired.jsonl", format="claude-code")
+        assert check_messages(reread.messages, "claude-code").valid
+        assert not repair_loaded(reread, strategy=strategy, run_id="r").report.changed
+    touched = {change.record for change in result.report.changes}
+    kept = {json.loads(line)["uuid"] for line in result.data.decode().splitlines()}
+    for index, line in enumerate(lines):
+        if index not in touched and json.loads(line)["message"]["content"] in ("", []):
+            assert f"u{index}" in kept, ("an untouched empty line was dropped", line)
+
+
 @pytest.mark.parametrize("strategy", ["strip", "synthesize"])
 def test_result_in_an_assistant_message_is_moved_once(strategy: Strategy) -> None:
     """A real result written into the next assistant message is placed with its call,
