@@ -319,3 +319,24 @@ def test_out_on_a_file_system_without_hard_links_is_exit_3(
     assert main(["resume", str(source), "--out", str(out_dir / "f.json"), "--json"]) == 3
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "store-unreadable"
     assert list(out_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_repair_that_leaves_no_message_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], json_out: bool
+) -> None:
+    """Stripping the only message's only call leaves an empty history, which agc resume
+    --check refuses (history-empty) and no provider accepts: the repair says so (exit 2)
+    and writes nothing, instead of writing "[]" as a valid repaired history."""
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING[1:2]))
+    out = tmp_path / "fixed.json"
+    args = ["resume", str(source), "--out", str(out)] + (["--json"] if json_out else [])
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    if json_out:
+        assert json.loads(captured.out)["error"]["code"] == "history-empty"
+    assert "no message" in captured.err
+    assert not out.exists()
+    assert main(["resume", str(source), "--strategy", "synthesize", "--out", str(out)]) == 0
+    assert main(["resume", str(out), "--check"]) == 0

@@ -247,6 +247,23 @@ def _require_messages(history: History, source: str, wanted: str | None) -> None
     raise HistoryEmptyError(problem)
 
 
+def _refuse_emptied(result: RepairResult, source: str) -> None:
+    """Refuse a repair that left no message: an empty history is never valid (it is
+    refused as input, and no provider accepts it), so it is not written as repaired.
+
+    Raises:
+        HistoryEmptyError: every message was dropped (exit 2).
+    """
+    if result.report.after.messages:
+        return
+    dropped = sum(1 for change in result.report.changes if change.action == "stripped")
+    raise HistoryEmptyError(
+        f"{source}: the repair leaves no message ({dropped} call(s) stripped, every message "
+        "dropped), so there is nothing to resume; nothing was written",
+        hint="--strategy synthesize keeps the calls, answered as interrupted.",
+    )
+
+
 def _is_snapshot(path: Path, data: bytes) -> bool:
     if data.startswith(b"\x28\xb5\x2f\xfd") or path.name.endswith(".json.zst"):
         return True
@@ -478,6 +495,7 @@ def resume_command(
         result: RepairResult = repair_loaded(
             history, strategy=_STRATEGIES[strategy], tool_call_state=state, run_id=run_id
         )
+    _refuse_emptied(result, target if source is None else str(source))
     if out is not None:
         _write_out(out, source, result.data)
     if as_json:
