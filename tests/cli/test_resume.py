@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +251,92 @@ def test_lone_surrogate_in_a_call_is_reported_not_a_crash(
     out = capsys.readouterr().out
     if as_json:
         assert json.loads(out)["report"]["changes"][0]["call_id"] == "c\ud83d"
+
+
+def _bad_out(tmp_path: Path, kind: str) -> Path:
+    """An --out path agc cannot write a new file at."""
+    if kind == "parent-is-a-file":
+        (tmp_path / "plain").write_text("x")
+        return tmp_path / "plain" / "fixed.json"
+    if kind == "parent-missing":
+        return tmp_path / "gone" / "fixed.json"
+    if kind == "name-too-long":
+        return tmp_path / ("n" * 300)
+    if kind == "symlink-loop":
+        (tmp_path / "loop").symlink_to("loop")
+        return tmp_path / "loop"
+    if kind == "dangling-symlink":
+        (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+        return tmp_path / "dangling"
+    assert kind == "folder"
+    (tmp_path / "folder").mkdir()
+    return tmp_path / "folder"
+
+
+@pytest.mark.parametrize(
+    ("kind", "code"),
+    [
+        ("parent-is-a-file", "input-invalid"),
+        ("parent-missing", "input-invalid"),
+        ("name-too-long", "input-invalid"),
+        ("symlink-loop", "file-exists"),
+        ("dangling-symlink", "file-exists"),
+        ("folder", "file-exists"),
+    ],
+)
+def test_out_that_cannot_be_a_new_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, code: str
+) -> None:
+    """Exit 2 with a JSON error naming --out, never an internal error (exit 4); nothing is
+    written anywhere and the input is unchanged."""
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING))
+    (tmp_path / "o").mkdir()
+    out = _bad_out(tmp_path / "o", kind)
+    before = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert main(["resume", str(source), "--out", str(out), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == code
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == before
+    assert source.read_text() == json.dumps(PENDING)
+
+
+def test_out_on_a_file_system_without_hard_links_is_exit_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--out never over a file is put in place with link(2); a file system that has no hard
+    links refuses it (EPERM on FAT, EOPNOTSUPP on some network file systems): the file
+    cannot be written there (exit 3), never a bug (exit 4), no temporary file left."""
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING))
+    out_dir = tmp_path / "o"
+    out_dir.mkdir()
+
+    def no_links(src: object, dst: object, **kwargs: object) -> None:
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported", str(dst))
+
+    monkeypatch.setattr(os, "link", no_links)
+    assert main(["resume", str(source), "--out", str(out_dir / "f.json"), "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "store-unreadable"
+    assert list(out_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_repair_that_leaves_no_message_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], json_out: bool
+) -> None:
+    """Stripping the only message's only call leaves an empty history, which agc resume
+    --check refuses (history-empty) and no provider accepts: the repair says so (exit 2)
+    and writes nothing, instead of writing "[]" as a valid repaired history."""
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING[1:2]))
+    out = tmp_path / "fixed.json"
+    args = ["resume", str(source), "--out", str(out)] + (["--json"] if json_out else [])
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    if json_out:
+        assert json.loads(captured.out)["error"]["code"] == "history-empty"
+    assert "no message" in captured.err
+    assert not out.exists()
+    assert main(["resume", str(source), "--strategy", "synthesize", "--out", str(out)]) == 0
+    assert main(["resume", str(out), "--check"]) == 0

@@ -215,6 +215,24 @@ def test_export_gives_back_the_imported_file(
     assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 2  # never over
 
 
+@pytest.mark.parametrize("command", ["export", "resume"])
+def test_out_under_a_file_is_a_usage_error_for_export_and_resume(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """--out whose folder is a file, or whose name is too long: exit 2 naming --out,
+    never an internal error (exit 4)."""
+    _import(tmp_path, store, _rollout(answered=False))
+    capsys.readouterr()
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    for out in (plain / "back.jsonl", tmp_path / ("n" * 300)):
+        assert main([command, "r1", "--store", str(store), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"error: --out {out}" in err
+        assert "internal error" not in err
+    assert plain.read_text() == "x"
+
+
 @pytest.mark.parametrize("insecure", [False, True])
 def test_export_of_a_run_the_store_does_not_hold_is_not_found_not_tampered(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], insecure: bool

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -263,6 +264,203 @@ def test_property_repair_output_always_passes_check_history(
     # Repairing again changes nothing.
     again = repair_history(result.messages, fmt, strategy=strategy)
     assert not again.report.changed
+
+
+# Blocks of any kind in any role: a history an attacker or a broken client wrote, with
+# misplaced calls and results, missing or empty ids, content of every shape.
+_ANY_ID = st.sampled_from(["a", "b", "", None])
+_ANY_ARGS = st.sampled_from(["{}", '{"x": 1}', "{", None, {"x": 1}])
+_ANY_TEXT = st.sampled_from(["", "hi", None, [{"type": "text", "text": "x"}]])
+_ANY_RECORD: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "openai-chat": st.one_of(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["user", "system", "assistant"]), "content": _ANY_TEXT}
+        ),
+        st.fixed_dictionaries(
+            {
+                "role": st.just("assistant"),
+                "content": _ANY_TEXT,
+                "tool_calls": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "id": _ANY_ID,
+                            "type": st.just("function"),
+                            "function": st.fixed_dictionaries(
+                                {"name": st.just("r"), "arguments": _ANY_ARGS}
+                            ),
+                        }
+                    ),
+                    max_size=3,
+                ),
+            }
+        ),
+        st.fixed_dictionaries(
+            {"role": st.just("tool"), "tool_call_id": _ANY_ID, "content": st.just("r")}
+        ),
+    ),
+    "anthropic": st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant", "user", "assistant", "system"]),
+            "content": st.one_of(
+                st.sampled_from(["", "hi"]),
+                st.lists(
+                    st.one_of(
+                        st.just({"type": "text", "text": "t"}),
+                        st.just({"type": "thinking", "thinking": "t", "signature": "s"}),
+                        st.just({"type": "image", "source": {}}),
+                        st.fixed_dictionaries(
+                            {
+                                "type": st.just("tool_use"),
+                                "id": _ANY_ID,
+                                "name": st.just("r"),
+                                "input": st.sampled_from([{}, {"a": 1}, "x"]),
+                            }
+                        ),
+                        st.fixed_dictionaries(
+                            {
+                                "type": st.just("tool_result"),
+                                "tool_use_id": _ANY_ID,
+                                "content": st.just("r"),
+                            }
+                        ),
+                    ),
+                    max_size=4,
+                ),
+            ),
+        }
+    ),
+    "openai-responses": st.one_of(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["user", "assistant"]), "content": st.just("x")}
+        ),
+        st.fixed_dictionaries(
+            {
+                "type": st.sampled_from(
+                    ["function_call", "custom_tool_call", "local_shell_call", "computer_call"]
+                ),
+                "call_id": _ANY_ID,
+                "name": st.just("r"),
+                "arguments": _ANY_ARGS,
+            }
+        ),
+        st.fixed_dictionaries(
+            {
+                "type": st.sampled_from(["function_call_output", "custom_tool_call_output"]),
+                "call_id": _ANY_ID,
+                "output": st.just("o"),
+            }
+        ),
+        st.fixed_dictionaries(
+            {"type": st.just("local_shell_call_output"), "id": _ANY_ID, "output": st.just("o")}
+        ),
+        st.just({"type": "reasoning", "id": "rs", "summary": []}),
+        st.just({"type": "web_search_call", "id": "ws"}),
+    ),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    data=st.data(),
+    fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_property_check_and_repair_agree_on_any_blocks(
+    data: st.DataObject, fmt: FormatName, strategy: Strategy
+) -> None:
+    """With nothing in flight, the check finds a problem exactly when the repair changes
+    something, and the repaired file, read back from its bytes, passes the check and
+    needs no further repair: a block the repair would move or drop (a tool_result in an
+    assistant message, a tool_use in a user message) is never reported valid, and never
+    left behind or kept twice."""
+    messages = data.draw(st.lists(_ANY_RECORD[fmt], max_size=8))
+    raw = json.dumps(messages).encode()
+    history = load_history(raw, source="history.json", format=fmt)
+    result = repair_loaded(history, strategy=strategy, run_id="r")
+    assert check_messages(history.messages, fmt).valid == (not result.report.changed)
+    reread = load_history(result.data, source="repaired.json", format=fmt)
+    assert check_messages(reread.messages, fmt).valid
+    assert not repair_loaded(reread, strategy=strategy, run_id="r").report.changed
+    real = Counter(json.dumps(b.raw, sort_keys=True) for b in blocks(messages, fmt, "result"))
+    written = Counter(
+        json.dumps(b.raw, sort_keys=True) for b in blocks(json.loads(result.data), fmt, "result")
+    )
+    for text, count in written.items():  # each real result kept at most once, or synthetic
+        assert count <= real[text] or "agc resume:" in text, ("written twice", text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.lists(_ANY_RECORD["anthropic"], max_size=8),
+    split=st.booleans(),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_property_claude_code_check_and_repair_agree_on_any_blocks(
+    messages: list[dict[str, Any]], split: bool, strategy: Strategy
+) -> None:
+    """The same for a Claude Code session of those messages (one line per block when
+    ``split``): every message line the repair left alone is still in the file, byte for
+    byte (a line with empty content too)."""
+    lines: list[str] = []
+    for number, message in enumerate(messages):
+        if message["role"] not in {"user", "assistant"}:
+            continue
+        content = message["content"]
+        parts = [[block] for block in content] if split and isinstance(content, list) else [content]
+        for part in parts:
+            record = {
+                "parentUuid": f"u{len(lines) - 1}" if lines else None,
+                "sessionId": "s",
+                "type": message["role"],
+                "message": {"role": message["role"], "content": part},
+                "uuid": f"u{len(lines)}",
+                "n": number,
+            }
+            lines.append(json.dumps(record, separators=(",", ":")))
+    if not lines:
+        return
+    data = "".join(line + "\n" for line in lines).encode()
+    history = load_history(data, source="s.jsonl", format="claude-code")
+    result = repair_loaded(history, strategy=strategy, run_id="r")
+    assert check_messages(history.messages, "claude-code").valid == (not result.report.changed)
+    if result.data.strip():  # every line may be gone (nothing but a stripped call)
+        reread = load_history(result.data, source="repaired.jsonl", format="claude-code")
+        assert check_messages(reread.messages, "claude-code").valid
+        assert not repair_loaded(reread, strategy=strategy, run_id="r").report.changed
+    touched = {change.record for change in result.report.changes}
+    kept = {json.loads(line)["uuid"] for line in result.data.decode().splitlines()}
+    for index, line in enumerate(lines):
+        if index not in touched and json.loads(line)["message"]["content"] in ("", []):
+            assert f"u{index}" in kept, ("an untouched empty line was dropped", line)
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_result_in_an_assistant_message_is_moved_once(strategy: Strategy) -> None:
+    """A real result written into the next assistant message is placed with its call,
+    and not left in the assistant message as well (the provider rejects both)."""
+    use_a = {"type": "tool_use", "id": "a", "name": "r", "input": {}}
+    use_b = {"type": "tool_use", "id": "b", "name": "r", "input": {}}
+    result_a = {"type": "tool_result", "tool_use_id": "a", "content": "ra"}
+    result_b = {"type": "tool_result", "tool_use_id": "b", "content": "rb"}
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [use_a]},
+        {"role": "assistant", "content": [result_a, use_b]},
+        {"role": "user", "content": [result_b]},
+    ]
+    assert [f.code for f in check_history(messages, "anthropic").findings] == [
+        "tool-call-unanswered",
+        "orphan-tool-result",
+    ]
+    result = repair_history(messages, "anthropic", strategy=strategy)
+    assert result.messages == [
+        messages[0],
+        messages[1],
+        {"role": "user", "content": [result_a]},
+        {"role": "assistant", "content": [use_b]},
+        messages[3],
+    ]
+    assert result.report.ids("moved-result") == ["a"]
 
 
 def test_tool_use_in_a_user_message_is_stripped() -> None:

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agc.resume import load_snapshot
+from agc.resume._formats.model import FormatName
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
+from agc.resume._validate import check_history
 from tests._core.secret_corpus import Case, build_cases, strings_of, survivors
+from tests.resume.helpers import view
 
 CASES = build_cases()
 
@@ -75,3 +81,68 @@ def test_no_corpus_secret_reaches_the_stored_snapshot(tmp_path: Path, compress: 
     loaded = load_snapshot("corpus", tmp_path)
     assert loaded.tool_call_state.pending_tool_call_id is not None
     assert loaded.tool_call_state.pending_tool_call_id.startswith("[REDACTED:")
+
+
+_TOKENS = [
+    "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2",
+    "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8",
+]
+# Call ids: secrets of one kind (equal once redacted), a plain id that looks like a
+# renamed one, and plain ids.
+_CALL_IDS = st.sampled_from(
+    [*(f"call_{t}" for t in _TOKENS), "call_[REDACTED:github-token]-1", "call_1", "call_2"]
+)
+
+
+def _history(fmt: str, calls: list[list[str]]) -> list[dict[str, Any]]:
+    """One assistant turn per list of call ids, each call answered."""
+    out: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for turn in calls:
+        if fmt == "openai-chat":
+            tool_calls = [_call(call_id, "{}") for call_id in turn]
+            out.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+            out += [{"role": "tool", "tool_call_id": c, "content": f"r {c}"} for c in turn]
+        elif fmt == "anthropic":
+            uses = [{"type": "tool_use", "id": c, "name": "run", "input": {}} for c in turn]
+            results = [{"type": "tool_result", "tool_use_id": c, "content": c} for c in turn]
+            out += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+        else:
+            for call_id in turn:
+                out.append(
+                    {"type": "function_call", "call_id": call_id, "name": "run", "arguments": "{}"}
+                )
+                out.append({"type": "function_call_output", "call_id": call_id, "output": "r"})
+    return out
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
+    calls=st.lists(st.lists(_CALL_IDS, min_size=1, max_size=3, unique=True), max_size=4),
+    pending_turn=st.integers(min_value=0, max_value=3),
+)
+def test_call_ids_made_equal_by_the_redaction_stay_distinct(
+    tmp_path: Path, fmt: FormatName, calls: list[list[str]], pending_turn: int
+) -> None:
+    """Two call ids holding different secrets of one kind redact to one text: the saved
+    history must still pair each call with its own result (a valid history stays valid,
+    nothing for the repair to drop), and pendingToolCallId names the same call."""
+    messages = _history(fmt, calls)
+    if not check_history(messages, fmt).valid:
+        return  # an id reused across turns: not every format allows it
+    pending = calls[pending_turn][0] if pending_turn < len(calls) else None
+    state = ToolCallState(pending is not None, pending)
+    snapshot = SessionSnapshot("r", "s", messages, state, {}, format=fmt)
+    store = tmp_path / str(uuid.uuid4())
+    save_snapshot(snapshot, store)
+    loaded = load_snapshot("r", store)
+    assert "ghp_" not in json.dumps(loaded.messages)
+    assert check_history(loaded.messages, fmt).valid
+    before = [b.call_id for m in view(messages, fmt) for b in m.blocks if b.kind == "call"]
+    after = [b.call_id for m in view(loaded.messages, fmt) for b in m.blocks if b.kind == "call"]
+    assert len(set(after)) == len(set(before))
+    if pending is not None:
+        assert loaded.tool_call_state.pending_tool_call_id == after[before.index(pending)]

@@ -109,6 +109,31 @@ BROKEN: list[tuple[str, FormatName, list[dict[str, Any]], list[tuple[str, str | 
         [("reasoning-without-following", None)],
     ),
     (
+        "anthropic-tool-result-in-assistant",
+        "anthropic",
+        [
+            {"role": "assistant", "content": [_use("a")]},
+            {"role": "user", "content": [_res("a")]},
+            {"role": "assistant", "content": [{"type": "text", "text": "x"}, _res("a")]},
+        ],
+        [("orphan-tool-result", "a")],
+    ),
+    (
+        "anthropic-tool-result-in-assistant-after-text-after-tool-use",
+        "anthropic",
+        [
+            {"role": "assistant", "content": [_use("a"), {"type": "text", "text": "x"}, _res("z")]},
+            {"role": "user", "content": [_res("a")]},
+        ],
+        [("text-after-tool-use", None), ("orphan-tool-result", "z")],
+    ),
+    (
+        "anthropic-tool-use-in-user",
+        "anthropic",
+        [{"role": "user", "content": [{"type": "text", "text": "hi"}, _use("t")]}],
+        [("tool-call-unanswered", "t")],
+    ),
+    (
         "responses-duplicate-output",
         "openai-responses",
         [_fc("c"), _fco("c"), _fco("c")],

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agc import __version__
-from agc._core.fs import MACHINE_ERRNOS, describe_os_error
+from agc._core.fs import MACHINE_ERRNOS, atomic_write_bytes, describe_os_error
 from agc.cli._jsontext import json_document
 from agc.cli._process import (
     discard_stdout,
@@ -33,7 +33,7 @@ from agc.cli._process import (
     sigterm_raises,
     stderr_never_fails,
 )
-from agc.errors import AgcError, UsageError
+from agc.errors import AgcError, FileExistsRefusedError, InputError, StoreError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ __all__ = [
     "run_app",
     "stop_code",
     "write_lines",
+    "write_new_file",
 ]
 
 # click's "\b" keeps the table's line breaks when it re-wraps the epilog.
@@ -257,6 +258,42 @@ def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
 
 
 _UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
+
+
+def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int = 0o600) -> None:
+    """Write ``data`` to the new file ``path`` a user named with ``option``, atomically
+    and never over anything there (:func:`agc._core.fs.atomic_write_bytes`).
+
+    Raises:
+        FileExistsRefusedError: something is at ``path``, a symlink too (dangling or a
+            loop) (exit 2).
+        InputError: its folder does not exist or is not a folder, or the name is too
+            long for the file system (exit 2).
+        FileWriteError: a full disk, quota, read-only file system, I/O error (exit 3).
+        StoreError: any other refusal of the file system: permission denied, no hard
+            links (link(2) puts the file in place) (exit 3).
+    """
+    try:
+        atomic_write_bytes(path, data, overwrite=False, mode=mode)
+    except FileExistsRefusedError as exc:
+        raise FileExistsRefusedError(
+            f"{option} {path} already exists",
+            hint="Choose another output path; agc never overwrites an existing file.",
+        ) from exc
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise InputError(f"{option} {path}: its folder does not exist") from exc
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InputError(f"{option} {path}: the name is too long") from exc
+        if exc.errno == errno.ELOOP:  # a symlink loop where the file would go
+            raise FileExistsRefusedError(
+                f"{option} {path} already exists (a symlink)",
+                hint="Choose another output path; agc never overwrites an existing file.",
+            ) from exc
+        raise StoreError(
+            f"{option} {path} cannot be written: {describe_os_error(exc)}",
+            hint="Choose a folder you may write, on a local file system.",
+        ) from exc
 
 
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:

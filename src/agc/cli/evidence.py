@@ -13,7 +13,7 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from agc._core.fs import atomic_write_bytes, describe_os_error
+from agc._core.fs import describe_os_error
 from agc._core.objstore import object_store_of
 from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
 from agc.cli._process import discard_stdout
@@ -25,6 +25,7 @@ from agc.cli.common import (
     err_console,
     out_console,
     stop_code,
+    write_new_file,
 )
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.objstore import (
@@ -389,15 +390,7 @@ def export_command(
                 discard_stdout()
             return int(ExitCode.OK)
         data = b"".join(lines)
-    try:
-        atomic_write_bytes(out, data, overwrite=False, mode=0o600)
-    except FileNotFoundError as exc:
-        raise InputError(f"--out {out}: its folder does not exist") from exc
-    except PermissionError as exc:  # exit 3, as every unwritable file (FileWriteError too)
-        raise StoreError(
-            f"--out {out} cannot be written: permission denied",
-            hint="Choose a folder you may write.",
-        ) from exc
+    write_new_file(out, data)
     err_console.print(f"run {run_id} ({kind.value}) written to {out}", markup=False)
     return int(ExitCode.OK)
 

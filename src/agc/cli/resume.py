@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from agc._core import json as strict_json
-from agc._core.fs import atomic_write_bytes, describe_os_error
+from agc._core.fs import describe_os_error
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
@@ -25,6 +25,7 @@ from agc.cli.common import (
     err_console,
     out_console,
     refuse_ambiguous,
+    write_new_file,
 )
 from agc.errors import (
     FileUnreadableError,
@@ -35,7 +36,6 @@ from agc.errors import (
     JsonInvalidError,
     RunNotFoundError,
     SnapshotNotFoundError,
-    StoreError,
     UsageError,
     VerificationError,
 )
@@ -247,6 +247,23 @@ def _require_messages(history: History, source: str, wanted: str | None) -> None
     raise HistoryEmptyError(problem)
 
 
+def _refuse_emptied(result: RepairResult, source: str) -> None:
+    """Refuse a repair that left no message: an empty history is never valid (it is
+    refused as input, and no provider accepts it), so it is not written as repaired.
+
+    Raises:
+        HistoryEmptyError: every message was dropped (exit 2).
+    """
+    if result.report.after.messages:
+        return
+    dropped = sum(1 for change in result.report.changes if change.action == "stripped")
+    raise HistoryEmptyError(
+        f"{source}: the repair leaves no message ({dropped} call(s) stripped, every message "
+        "dropped), so there is nothing to resume; nothing was written",
+        hint="--strategy synthesize keeps the calls, answered as interrupted.",
+    )
+
+
 def _is_snapshot(path: Path, data: bytes) -> bool:
     if data.startswith(b"\x28\xb5\x2f\xfd") or path.name.endswith(".json.zst"):
         return True
@@ -326,19 +343,27 @@ def _print_change(history: History, change: Change) -> None:
 
 
 def _write_out(out: Path, source: Path | None, data: bytes) -> None:
-    if source is not None and (
-        out.resolve() == source.resolve() or (out.exists() and out.samefile(source))
-    ):
+    """Write the repaired history to ``out``, never over the input or any file.
+
+    Raises:
+        UsageError: ``out`` is the input (exit 2).
+        FileExistsRefusedError, InputError, FileWriteError, StoreError: see
+            :func:`agc.cli.common.write_new_file`.
+    """
+    if source is not None and _same_file(out, source):
         raise UsageError(f"--out {out} is the input; agc never writes over its input")
+    write_new_file(out, data)
+
+
+def _same_file(out: Path, source: Path) -> bool:
+    """Whether ``out`` names ``source`` (by path, or an existing hard link or symlink to
+    it); a path that cannot be looked at (too long, a symlink loop) is not the input."""
+    if os.path.realpath(out) == os.path.realpath(source):
+        return True
     try:
-        atomic_write_bytes(out, data, overwrite=False, mode=0o600)
-    except FileNotFoundError as exc:
-        raise InputError(f"--out {out}: its folder does not exist") from exc
-    except PermissionError as exc:  # exit 3, as every unwritable file (FileWriteError too)
-        raise StoreError(
-            f"--out {out} cannot be written: permission denied",
-            hint="Choose a folder you may write.",
-        ) from exc
+        return os.path.samefile(out, source)
+    except (OSError, ValueError):
+        return False
 
 
 StrategyOption = Annotated[
@@ -470,6 +495,7 @@ def resume_command(
         result: RepairResult = repair_loaded(
             history, strategy=_STRATEGIES[strategy], tool_call_state=state, run_id=run_id
         )
+    _refuse_emptied(result, target if source is None else str(source))
     if out is not None:
         _write_out(out, source, result.data)
     if as_json:

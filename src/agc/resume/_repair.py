@@ -681,7 +681,7 @@ class _Repairer:
         if self.spec.family == "responses":
             return result_index > call_index
         if self.spec.family == "anthropic":
-            return result_index == call_index + 1
+            return result_index == call_index + 1 and self.view[result_index].role == "user"
         return all(m.role == "tool" for m in self.view[call_index + 1 : result_index])
 
     def _decide(self) -> None:
@@ -810,7 +810,13 @@ class _Repairer:
             if index in handled:
                 continue
             if message.role == "assistant" and message.calls():
-                blocks = [b for b in message.blocks if b.kind != "call" or self._kept(b)]
+                # A result in an assistant message is never where the provider looks: it
+                # goes with its call's results (moved) or was dropped as an orphan.
+                blocks = [
+                    b
+                    for b in message.blocks
+                    if b.kind != "result" and (b.kind != "call" or self._kept(b))
+                ]
                 if anthropic:
                     blocks = self._calls_last(blocks, index)
                 rebuilt = _with_blocks(message, blocks)
@@ -825,7 +831,7 @@ class _Repairer:
                 following = self.view[index + 1] if index + 1 < len(self.view) else None
                 if anthropic and following is not None and following.role == "user":
                     handled.add(index + 1)
-                    rest = [b for b in following.blocks if b.kind != "result"]
+                    rest = [b for b in following.blocks if b.kind not in {"result", "call"}]
                     self._note_results_first(index + 1, following, region)
                     out.append(_with_blocks(following, region + rest))
                 elif anthropic:

@@ -281,17 +281,90 @@ def sanitize_snapshot(
         if k in ALLOWED_CONFIG_KEYS and (v is None or isinstance(v, str | int | float | bool))
     }
     dropped = tuple(sorted(k for k in snapshot.agent_config if k not in config))
+    messages = redact_value(snapshot.messages, stats)
+    renamed = _keep_call_ids_distinct(snapshot.messages, messages, snapshot.format)
+    state = _redact_state(snapshot.tool_call_state, stats)
+    if snapshot.tool_call_state.pending_tool_call_id in renamed:
+        state = ToolCallState(
+            state.in_flight, renamed[snapshot.tool_call_state.pending_tool_call_id]
+        )
     clean = SessionSnapshot(
         run_id=snapshot.run_id,
         session_id=redact_value(snapshot.session_id, stats),
-        messages=redact_value(snapshot.messages, stats),
-        tool_call_state=_redact_state(snapshot.tool_call_state, stats),
+        messages=messages,
+        tool_call_state=state,
         agent_config=redact_value(config, stats),
         node_id=None if snapshot.node_id is None else redact_value(snapshot.node_id, stats),
         format=snapshot.format,
         timestamp=snapshot.timestamp,
     )
     return clean, stats, dropped
+
+
+# The key of the call id in each native call and result (Chat, Anthropic, Responses);
+# a Responses ``local_shell_call_output`` names its call in ``id``.
+_ID_KEYS: Final[dict[tuple[str, str], str]] = {
+    ("chat", "call"): "id",
+    ("chat", "result"): "tool_call_id",
+    ("anthropic", "call"): "id",
+    ("anthropic", "result"): "tool_use_id",
+    ("responses", "call"): "call_id",
+    ("responses", "result"): "call_id",
+}
+
+
+def _keep_call_ids_distinct(
+    original: list[Any], redacted: list[Any], format: str
+) -> dict[str, str]:
+    """Give back distinct ids to calls whose ids only the redaction made equal.
+
+    Two call ids holding different secrets of one kind (``call_ghp_A…``, ``call_ghp_B…``)
+    are both redacted to ``call_[REDACTED:github-token]``: the saved history would hold
+    two calls with one id, and its repair would drop the second call and its real
+    result. Each such id becomes ``<redacted id>-<n>`` (n = 1, 2 … in order of first
+    appearance, skipping ids the history holds), in its calls and results alike.
+    ``redacted`` is changed in place (it is the redaction's own copy).
+
+    Returns:
+        original id -> the id it is saved as, for the ids renamed.
+    """
+    try:
+        spec = get_spec(format)
+        before = spec.read(original).messages
+        after = spec.read(redacted).messages
+    except HistoryFormatError:
+        return {}  # refused by the format check that follows
+    pairs = [
+        (old, new)
+        for old_message, new_message in zip(before, after, strict=True)
+        for old, new in zip(old_message.blocks, new_message.blocks, strict=True)
+        if new.kind in {"call", "result"} and old.call_id is not None and new.call_id is not None
+    ]
+    sources: dict[str, list[str]] = {}  # redacted id -> original ids, in order
+    for old, new in pairs:
+        seen = sources.setdefault(new.call_id or "", [])
+        if old.call_id not in seen:
+            seen.append(old.call_id or "")
+    taken = set(sources)
+    renamed: dict[str, str] = {}
+    for shared, olds in sources.items():
+        if len(olds) < 2:
+            continue
+        number = 0
+        for old_id in olds:
+            number += 1
+            while f"{shared}-{number}" in taken:
+                number += 1
+            renamed[old_id] = f"{shared}-{number}"
+            taken.add(renamed[old_id])
+    for old, new in pairs:
+        if old.call_id in renamed:
+            raw = new.raw
+            key = _ID_KEYS[(spec.family, new.kind)]
+            if key not in raw:  # local_shell_call_output
+                key = "id"
+            raw[key] = renamed[old.call_id]
+    return renamed
 
 
 def _redact_state(state: ToolCallState, stats: RedactionStats) -> ToolCallState:

@@ -291,6 +291,7 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
     for index, message in enumerate(messages):
         if message.role == "assistant":
             first_call: int | None = None
+            late = False
             for position, block in enumerate(message.blocks):
                 if block.kind == "call":
                     first_call = position if first_call is None else first_call
@@ -306,7 +307,10 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
                         )
                     if block.call_id is not None:
                         all_ids.add(block.call_id)
-                elif first_call is not None and block.kind in {"text", "other"}:
+                elif block.kind == "result":
+                    findings.append(_misplaced_result(index, position, message, block.call_id))
+                elif first_call is not None and block.kind in {"text", "other"} and not late:
+                    late = True  # reported once per message
                     findings.append(
                         _finding(
                             "text-after-tool-use",
@@ -317,7 +321,6 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
                             "`tool_use` blocks must come last in an assistant message.",
                         )
                     )
-                    break
             calls = message.calls()
             if calls:
                 following = messages[index + 1] if index + 1 < len(messages) else None
@@ -342,6 +345,19 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
                         )
                     )
             continue
+        for position, block in enumerate(message.blocks):
+            if block.kind == "call":
+                findings.append(
+                    _finding(
+                        "tool-call-unanswered",
+                        index,
+                        message,
+                        block.call_id,
+                        f"messages.{index}.content.{position}: a `tool_use` block in a "
+                        f"{message.role} message: {block.call_id}. `tool_use` blocks are "
+                        "the assistant's; no `tool_result` can answer this one.",
+                    )
+                )
         results = message.results()
         if not results:
             continue
@@ -394,6 +410,22 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
                 )
             seen.add(block.call_id)
     return findings
+
+
+def _misplaced_result(
+    index: int, position: int, message: Message, call_id: str | None
+) -> HistoryFinding:
+    """A ``tool_result`` block in an assistant message: it answers no call (a result is
+    only read from the user message after the call)."""
+    return _finding(
+        "orphan-tool-result",
+        index,
+        message,
+        call_id,
+        f"messages.{index}.content.{position}: unexpected `tool_use_id` found in "
+        f"`tool_result` blocks: {call_id}. Each `tool_result` block must have a "
+        "corresponding `tool_use` block in the previous message.",
+    )
 
 
 def _check_responses(messages: Sequence[Message]) -> list[HistoryFinding]:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc.errors import InputError
 from agc.resume._formats import load_history
 from agc.resume._formats.torn import describe_torn, torn_line
 from agc.resume._repair import Strategy, repair_loaded
@@ -141,3 +142,42 @@ def test_any_cut_inside_the_last_line_is_found_and_repaired(data: st.DataObject)
     assert result.report.after.valid
     kept = load_history(result.data, source="out")
     assert kept.torn is None
+
+
+_WIDE_CALL = {
+    "type": "function_call",
+    "call_id": "call_9",
+    "name": "exec_command",
+    "arguments": json.dumps({"cmd": "echo 你好 — ✓ 🚀"}, ensure_ascii=False),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_a_cut_inside_a_multibyte_character_is_a_torn_tail(data: st.DataObject) -> None:
+    """Codex and Claude Code write UTF-8 as is: a kill may cut the last line in the middle
+    of a character. That is a torn tail like any other cut (found, dropped on repair), not
+    a file that is not UTF-8 (exit 2 for the whole session)."""
+    lines = _rollout(USER)
+    head = ("\n".join(lines) + "\n").encode()
+    record = {"timestamp": "t", "ordinal": 2, "type": "response_item", "payload": _WIDE_CALL}
+    last = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+    inside = [i for i in range(1, len(last)) if last[i] & 0xC0 == 0x80]  # continuation bytes
+    cut = data.draw(st.sampled_from(inside))
+    history = load_history(head + last[:cut], source="x.jsonl")
+    report = check_loaded(history)
+    assert [f.code for f in report.findings] == ["torn-tail"]
+    assert report.findings[0].call_id == "call_9"
+    result = repair_loaded(history, strategy=data.draw(st.sampled_from(["strip", "synthesize"])))
+    assert result.data == head
+    assert result.report.changes[-1].action == "dropped-torn-line"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b'{"a":1}\n{"b":"\xff"}', b'{"a":1}\n{"b":"\xe4\xbd"}\n', b'{"a":"\xe4\xbd"}\n{"b":1}'],
+    ids=["bad-byte-in-last-line", "cut-character-then-line-break", "cut-character-not-last"],
+)
+def test_invalid_utf8_that_is_not_a_cut_tail_is_still_refused(data: bytes) -> None:
+    with pytest.raises(InputError, match="is not UTF-8"):
+        load_history(data, source="x.jsonl")

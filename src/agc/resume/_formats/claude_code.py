@@ -102,13 +102,15 @@ def write(history: History, messages: list[Message]) -> list[Any]:
         if index >= 0:
             record = records[index]
             blocks = new_blocks.get(index, [])
-            if index in skipped:
+            if index in skipped or [id(b) for b in blocks] == [
+                id(b) for b in original.get(index, [])
+            ]:
+                # Unchanged, a line that is not a message, or a message line that never
+                # held a block (empty content): kept as it is.
                 entries.append((index, lines[index], record))
             elif not blocks:
                 if isinstance(record.get("uuid"), str):
                     dropped[record["uuid"]] = record.get("parentUuid")
-            elif [id(b) for b in blocks] == [id(b) for b in original.get(index, [])]:
-                entries.append((index, lines[index], record))
             else:
                 changed = dict(record)
                 changed["message"] = dict(record["message"])

@@ -23,14 +23,21 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
     too deep count as not JSON; a lone surrogate escape is kept). Blank lines are kept
     as empty strings.
 
+    A file that ends in the middle of a character (the last line cut by a crash inside
+    a multi-byte UTF-8 sequence) is read with that partial character as U+FFFD: the last
+    line is then torn (:mod:`.torn`), not the file refused.
+
     Raises:
         InputError: the bytes are not UTF-8 (naming ``source`` and the line).
     """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line_no = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"{source}: line {line_no} is not UTF-8") from exc
+        if not _cut_in_a_character(data, exc):
+            line_no = data[: exc.start].count(b"\n") + 1
+            raise InputError(f"{source}: line {line_no} is not UTF-8") from exc
+        # The decoder stops at the first error, which is the cut: all before it is UTF-8.
+        text = data[: exc.start].decode("utf-8") + "\ufffd"
     final_newline = text.endswith("\n")
     lines = text.split("\n")
     if final_newline:
@@ -44,6 +51,11 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
         except JsonInvalidError:
             records.append(line)
     return records, lines, final_newline
+
+
+def _cut_in_a_character(data: bytes, exc: UnicodeDecodeError) -> bool:
+    """The only decoding error is an incomplete sequence at the very end of ``data``."""
+    return exc.end == len(data) and exc.reason == "unexpected end of data"
 
 
 def dump_line(value: Any) -> str:

@@ -1,0 +1,108 @@
+"""A kill between any two steps of saving a snapshot never yields a wrong snapshot.
+
+The child process below saves a run's second snapshot (the same or the other
+compression) and is killed right before its k-th mutating system call (``write``,
+``open(O_CREAT)``, ``replace``, ``rename``, ``link``, ``unlink``), for every k. After each
+kill, loading the run gives the earlier snapshot or the new one, each sealed and whole,
+or refuses (``snapshot-unsealed``, or ``snapshot-invalid`` when both compressions are
+left): never a torn or mixed document as valid. The next save then succeeds and is
+loaded as saved.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.errors import SnapshotInvalidError, SnapshotUnsealedError
+from agc.resume._snapshot import SessionSnapshot, ToolCallState, load_snapshot, save_snapshot
+
+_MUTATING = ("write", "open", "replace", "rename", "link", "unlink")
+
+
+def _snapshot(turns: int) -> SessionSnapshot:
+    messages: list[Any] = [{"role": "user", "content": f"turn {n} " * 200} for n in range(turns)]
+    return SessionSnapshot("run-7", "s", messages, ToolCallState(False, None), {"model": "m"})
+
+
+FIRST, SECOND, THIRD = _snapshot(1), _snapshot(2), _snapshot(3)
+
+
+def _install_kill_at(step: int) -> Callable[[], int]:
+    """Make the ``step``-th mutating call (1-based) kill the process; return a counter."""
+    calls = 0
+    originals = {name: getattr(os, name) for name in _MUTATING}
+
+    def wrap(name: str) -> Callable[..., Any]:
+        original = originals[name]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            if name == "open" and not (args[1] if len(args) > 1 else kwargs["flags"]) & (
+                os.O_CREAT | os.O_TRUNC
+            ):
+                return original(*args, **kwargs)
+            calls += 1
+            if calls == step:
+                os._exit(9)
+            return original(*args, **kwargs)
+
+        return call
+
+    for name in _MUTATING:
+        setattr(os, name, wrap(name))
+    return lambda: calls
+
+
+def _save_in_child(store: Path, step: int, *, compress: bool) -> int:
+    """Fork; the child saves SECOND with a kill at ``step``; its exit code (0: finished
+    before ``step``, else the number of steps it made when ``step`` is huge)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 0
+        try:
+            counter = _install_kill_at(step)
+            save_snapshot(SECOND, store, compress=compress)
+            code = min(counter(), 250) if step > 250 else 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _outcome(store: Path, step: int) -> str:
+    """What loading the run gives after the kill at ``step`` (asserting it is allowed)."""
+    try:
+        loaded = load_snapshot("run-7", store)
+    except SnapshotUnsealedError:
+        return "unsealed"
+    except SnapshotInvalidError as exc:
+        message = exc.message
+        if "both" not in message:
+            raise
+        return "both"
+    assert loaded.messages in (FIRST.messages, SECOND.messages), step
+    return "first" if loaded.messages == FIRST.messages else "second"
+
+
+@pytest.mark.parametrize(("first", "second"), [(False, False), (False, True), (True, False)])
+def test_a_kill_at_any_step_of_a_save_never_loads_a_wrong_snapshot(
+    tmp_path: Path, first: bool, second: bool
+) -> None:
+    probe = tmp_path / "probe"
+    save_snapshot(FIRST, probe, compress=first)
+    steps = _save_in_child(probe, 10**9, compress=second)
+    assert 3 <= steps < 250, steps
+    outcomes: set[str] = set()
+    for step in range(1, steps + 1):
+        store = tmp_path / f"s{step}"
+        save_snapshot(FIRST, store, compress=first)
+        assert _save_in_child(store, step, compress=second) == 9
+        outcomes.add(_outcome(store, step))
+        save_snapshot(THIRD, store, compress=second)
+        assert load_snapshot("run-7", store).messages == THIRD.messages
+    assert "first" in outcomes, outcomes  # a kill before anything is replaced
