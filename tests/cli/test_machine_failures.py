@@ -479,3 +479,38 @@ def test_a_full_stderr_keeps_the_commands_exit_code(
             },
         )
     assert done.returncode == code
+
+
+# -- a machine failure no command wrapped, with --json -------------------------------------
+
+
+@pytest.mark.parametrize("err", [*ERRNOS, errno.EACCES], ids=ids)
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_an_unwrapped_machine_failure_is_exit_3_and_a_json_error_with_json(
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    err: int,
+    as_json: bool,
+) -> None:
+    """The last net in run_app: an OSError of the machine that reached it unwrapped is
+    exit 3 with the file and cause on stderr, and with --json the same refusal as one
+    document on stdout (docs/format.md, errors with --json), like every other refusal."""
+    failed = store / "audit" / "manifests"
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise OSError(err, os.strerror(err), str(failed))
+
+    monkeypatch.setattr("agc.cli.runs.list_runs", fail)
+    code = main(["runs", "--store", str(store), *(["--json"] if as_json else [])])
+    out, stderr = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE
+    assert f"error: {failed}: " in stderr
+    assert "free disk space or fix the permissions" in stderr
+    if as_json:
+        error = json.loads(out)["error"]
+        assert error["code"] == "store-unreadable"
+        assert str(failed) in error["message"]
+        assert error["hint"].startswith("free disk space")
+    else:
+        assert out == ""
