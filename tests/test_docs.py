@@ -112,3 +112,18 @@ def test_every_finding_code_is_documented_on_its_page(page: str, codes: set[str]
     if page == "evidence.md":  # the object-store codes live on their own page
         text += (DOCS / "object-store.md").read_text()
     assert {code for code in codes if f"`{code}`" not in text} == set()
+
+
+def test_the_client_versions_named_are_the_pinned_ones() -> None:
+    from tests.e2e.clients import PINNED  # noqa: PLC0415 - the pins only; nothing installs
+
+    table = _rows(_section((DOCS / "e2e.md").read_text(), "## Client versions"))[1:]
+    assert {(row[1].strip("`"), row[2]) for row in table} == {
+        (pin.package, pin.version) for pin in PINNED.values()
+    }
+    codex, claude = PINNED["codex"].version, PINNED["claude"].version
+    assert f"Codex CLI\n{codex} and Claude Code {claude} resume them" in README
+    for page in ("serve.md", "ledger.md"):
+        named = set(re.findall(r"Codex(?: CLI)? (\d+\.\d+\.\d+)|codex@(\d+\.\d+\.\d+)",
+                               (DOCS / page).read_text()))  # fmt: skip
+        assert {v for pair in named for v in pair if v} == {codex}, page
