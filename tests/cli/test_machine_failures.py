@@ -514,3 +514,42 @@ def test_an_unwrapped_machine_failure_is_exit_3_and_a_json_error_with_json(
         assert error["hint"].startswith("free disk space")
     else:
         assert out == ""
+
+
+# -- agc ext import / project -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("err", ERRNOS, ids=ids)
+@pytest.mark.parametrize("command", ["import", "project"])
+def test_ext_on_a_failing_disk_is_file_write_failed_with_the_machine_hint(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    err: int,
+    command: str,
+) -> None:
+    """Like every command that writes (docs/format.md, exit codes): file-write-failed,
+    the file and the cause, and a hint about the disk, not 'check that the store folder
+    exists' (store-unreadable)."""
+    from tests.extensions.builders import plugin_with_two_skills_and_mcp  # noqa: PLC0415
+
+    source = plugin_with_two_skills_and_mcp(tmp_path)
+    store = tmp_path / "store"
+    home = tmp_path / "home"
+    if command == "project":
+        assert main(["ext", "import", str(source), "--store", str(store)]) == ExitCode.OK
+        argv = ["ext", "project", "--codex-home", str(home), "--store", str(store)]
+        failing = home
+        home.mkdir()
+    else:
+        argv = ["ext", "import", str(source), "--store", str(store)]
+        failing = store
+        store.mkdir()
+    capsys.readouterr()
+    with failing_disk(monkeypatch, failing, err):
+        code = main([*argv, "--json"])
+    out, stderr = capsys.readouterr()
+    _assert_exit_3(code, stderr, names=str(failing), cause=CAUSES[err])
+    assert json.loads(out)["error"]["code"] == "file-write-failed", out
+    assert "Check that the store folder exists" not in stderr
+    assert main(argv) == ExitCode.OK  # the disk is healthy again: the same command works

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from agc._core.fs import store_write_error
 from agc._core.jsonl import describe_os_error
 from agc.errors import (
     ArchiveRefusedError,
@@ -402,14 +403,18 @@ def _mkdir_nofollow(path: Path) -> None:
         if not stat.S_ISDIR(path.lstat().st_mode):
             raise StoreError(f"{path} exists and is not a folder") from None
     except OSError as exc:
-        raise StoreError(f"cannot create {path}: {describe_os_error(exc)}") from exc
+        raise store_write_error(
+            f"cannot create {path}: {describe_os_error(exc)}", path, exc
+        ) from exc
 
 
 def _create_exclusive(path: Path, mode: int) -> int:
     try:
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
     except OSError as exc:
-        raise StoreError(f"cannot create {path}: {describe_os_error(exc)}") from exc
+        raise store_write_error(
+            f"cannot create {path}: {describe_os_error(exc)}", path, exc
+        ) from exc
 
 
 def _unreadable(source: object, exc: OSError) -> InputMissingError | FileUnreadableError:
@@ -426,7 +431,9 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
         while view:
             view = view[os.write(fd, view) :]
     except OSError as exc:
-        raise StoreError(f"writing {path} failed: {describe_os_error(exc)}") from exc
+        raise store_write_error(
+            f"writing {path} failed: {describe_os_error(exc)}", path, exc
+        ) from exc
 
 
 def _copy_fd(src_fd: int, dest: Path, mode: int, budget: int, what: str) -> int:
