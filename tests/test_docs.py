@@ -4,19 +4,23 @@ as ``--help`` prints), and every finding code of each report kind in its page.""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import get_args
 
 import pytest
 
 from agc import errors
+from agc.cli.app import main
 from agc.errors import AgcError
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
 from agc.integrity._store_verify import StoreFindingCode
 from agc.integrity._verify import RunFindingCode
+from agc.integrity._writer import TranscriptWriter
 from agc.ledger._check import LedgerFindingCode
 from agc.resume._validate import FINDING_CODES as HISTORY_FINDING_CODES
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, feed_stdin
 
 README = (REPO_ROOT / "README.md").read_text()
 DOCS = REPO_ROOT / "docs"
@@ -127,3 +131,41 @@ def test_the_client_versions_named_are_the_pinned_ones() -> None:
         named = set(re.findall(r"Codex(?: CLI)? (\d+\.\d+\.\d+)|codex@(\d+\.\d+\.\d+)",
                                (DOCS / page).read_text()))  # fmt: skip
         assert {v for pair in named for v in pair if v} == {codex}, page
+
+
+def _shape(value: object) -> object:
+    """The members of a JSON value, nested: dicts by key, a list by its first item."""
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return None
+
+
+def test_the_other_json_results_have_the_documented_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    section = _section((DOCS / "format.md").read_text(), "## The other `--json` results")
+    documented = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
+    store = tmp_path / "store"
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"role": "user"}\n')
+
+    def run(*argv: str) -> object:
+        assert main([*argv, "--json"]) == ExitCode.OK
+        return json.loads(capsys.readouterr().out)
+
+    feed_stdin(monkeypatch, b'{"role": "user"}\n')
+    ingest = run("record", "--run-id", "r1", "--store", str(store))
+    assert _shape(run("import", str(data), "--run-id", "r2", "--store", str(store))) == _shape(
+        ingest
+    )
+    sealed = run("seal", str(data))
+    writer = TranscriptWriter("r3", store=store, checkpoint_records=1)
+    writer.write({"n": 0})
+    writer.abort()  # a crash before close(): unsealed, one checkpoint
+    recovered = run("recover", "r3", "--store", str(store))
+    keys = run("keys", "generate", "--out", str(tmp_path / "keys"))
+    assert [_shape(d) for d in documented] == [
+        _shape(ingest), _shape(sealed), _shape(recovered), _shape(keys)
+    ]  # fmt: skip
