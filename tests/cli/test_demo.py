@@ -52,3 +52,22 @@ def test_demo_refuses_a_non_empty_folder(
     assert main(["demo", "--store", str(tmp_path)]) == ExitCode.USAGE
     assert "not empty" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize("url", ["s3://acme-evidence/agents", "s3://bucket"])
+def test_an_object_store_is_refused_before_anything_is_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    url: str,
+) -> None:
+    """The demo copies its store folder: an s3:// --store wrote a run into the bucket,
+    then failed with an internal error (exit 4, a traceback) on the copy. Like every
+    command that works on folders only (docs/object-store.md): exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing may be asked
+    assert main(["demo", "--store", url]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "is an object store; this works on a store folder only" in err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

@@ -4,10 +4,12 @@ that fit the situation."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import io
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +181,7 @@ def test_an_unreadable_input_file_is_exit_3_for_every_command(
         "ext status --from-events": [
             "ext", "status", "--from-events", str(unreadable), "--store", str(store)
         ],
+        "ext import": ["ext", "import", str(unreadable), "--store", str(store)],
     }  # fmt: skip
     real_os_open, real_io_open = os.open, io.open
 
@@ -205,6 +208,79 @@ def test_an_unreadable_input_file_is_exit_3_for_every_command(
         assert "permission denied" in err.lower(), name
         # An input that cannot be read is not a disk that cannot be written.
         assert "free disk space" not in err, name
+
+
+# A file that opens and then fails on read() with EIO: a bad sector, a network file
+# system gone away. Linux's /proc/self/mem is one (offset 0 is not mapped).
+EIO_FILE = Path("/proc/self/mem")
+
+
+def _read_fails_with_eio() -> bool:
+    try:
+        with EIO_FILE.open("rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        return exc.errno == errno.EIO
+    return False
+
+
+def _eio_commands(tmp_path: Path, store: Path) -> dict[str, list[str]]:
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("p")
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    project = tmp_path / "proj"
+    project.mkdir()
+    record = ["ledger", "record", "--project", str(project), "--turn-id", "Abc123-def"]
+    eio = str(EIO_FILE)
+    return {
+        "import": ["import", eio, "--run-id", "r1", "--store", str(store)],
+        "record": ["record", "--run-id", "r2", "--store", str(store)],
+        "seal": ["seal", eio],
+        "resume": ["resume", eio, "--check"],
+        "readiness classify": ["readiness", "classify", eio],
+        "ledger record --prompt-file": [*record, "--prompt-file", eio],
+        "ledger record --attachments": [
+            *record, "--prompt-file", str(prompt), "--input", str(events), "--attachments", eio,
+        ],
+        "ledger record --input": [*record, "--prompt-file", str(prompt), "--input", eio],
+        "ext import": ["ext", "import", eio, "--store", str(store)],
+    }  # fmt: skip
+
+
+@pytest.mark.skipif(not _read_fails_with_eio(), reason="needs Linux /proc/self/mem (EIO)")
+@pytest.mark.parametrize(
+    "name",
+    [
+        "import", "record", "seal", "resume", "readiness classify",
+        "ledger record --prompt-file", "ledger record --attachments", "ledger record --input",
+        "ext import",
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_an_input_whose_read_fails_is_exit_3_naming_it(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    as_json: bool,
+) -> None:
+    """The file opens, then read() fails (EIO): exit 3, ``file-unreadable``, the file and
+    the cause named, and with --json the error document on stdout."""
+    argv = _eio_commands(tmp_path, store)[name]
+    if name == "record":
+        handle = EIO_FILE.open("rb")
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(handle))
+    code = main([*argv, "--json"] if as_json else argv)
+    out, err = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE, (name, err)
+    assert str(EIO_FILE) in err, (name, err)  # in process, stdin is the file itself
+    assert "input/output error" in err.lower(), (name, err)
+    assert "free disk space" not in err, name
+    if as_json:
+        assert json.loads(out)["error"]["code"] == "file-unreadable", (name, out)
+    assert not any("r1" in p or "r2" in p for p in tree(store)), name  # the run ids stay free
 
 
 @pytest.mark.parametrize(

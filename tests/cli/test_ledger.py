@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import blake3
 import pytest
 
 from agc.cli.app import main
@@ -450,7 +451,13 @@ def test_agc_verify_checks_a_turn_file_path(
     path = _turn_file(project)
     capsys.readouterr()
     assert verify_main(["--turn-file", str(path)]) == 0
-    assert ": ok;" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert ": ok;" in out
+    # The full digest, as agc-verify prints a run's (compare it with b3sum or a pin).
+    digest = blake3.blake3(path.read_bytes()).hexdigest()
+    assert out.rstrip("\n").endswith(f"bytes, blake3 {digest}"), out
+    assert main(["ledger", "check", str(path)]) == 0
+    assert capsys.readouterr().out.rstrip("\n").endswith(f"bytes, blake3 {digest}")
     path.write_bytes(path.read_bytes() + b"{}\n")
     assert verify_main(["--turn-file", str(path), "--json"]) == ExitCode.FINDINGS
     assert "extended" in capsys.readouterr().out

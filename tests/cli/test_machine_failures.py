@@ -494,3 +494,77 @@ def test_a_seal_refused_for_a_folder_at_the_chain_intent_keeps_its_own_hint(
     assert "Free disk space" not in err
     assert "agc-verify --all" in err
     assert f"`agc recover r1 --store {store}` seals them" in err
+
+
+# -- a machine failure no command wrapped, with --json -------------------------------------
+
+
+@pytest.mark.parametrize("err", [*ERRNOS, errno.EACCES], ids=ids)
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_an_unwrapped_machine_failure_is_exit_3_and_a_json_error_with_json(
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    err: int,
+    as_json: bool,
+) -> None:
+    """The last net in run_app: an OSError of the machine that reached it unwrapped is
+    exit 3 with the file and cause on stderr, and with --json the same refusal as one
+    document on stdout (docs/format.md, errors with --json), like every other refusal."""
+    failed = store / "audit" / "manifests"
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise OSError(err, os.strerror(err), str(failed))
+
+    monkeypatch.setattr("agc.cli.runs.list_runs", fail)
+    code = main(["runs", "--store", str(store), *(["--json"] if as_json else [])])
+    out, stderr = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE
+    assert f"error: {failed}: " in stderr
+    assert "free disk space or fix the permissions" in stderr
+    if as_json:
+        error = json.loads(out)["error"]
+        assert error["code"] == "store-unreadable"
+        assert str(failed) in error["message"]
+        assert error["hint"].startswith("free disk space")
+    else:
+        assert out == ""
+
+
+# -- agc ext import / project -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("err", ERRNOS, ids=ids)
+@pytest.mark.parametrize("command", ["import", "project"])
+def test_ext_on_a_failing_disk_is_file_write_failed_with_the_machine_hint(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    err: int,
+    command: str,
+) -> None:
+    """Like every command that writes (docs/format.md, exit codes): file-write-failed,
+    the file and the cause, and a hint about the disk, not 'check that the store folder
+    exists' (store-unreadable)."""
+    from tests.extensions.builders import plugin_with_two_skills_and_mcp  # noqa: PLC0415
+
+    source = plugin_with_two_skills_and_mcp(tmp_path)
+    store = tmp_path / "store"
+    home = tmp_path / "home"
+    if command == "project":
+        assert main(["ext", "import", str(source), "--store", str(store)]) == ExitCode.OK
+        argv = ["ext", "project", "--codex-home", str(home), "--store", str(store)]
+        failing = home
+        home.mkdir()
+    else:
+        argv = ["ext", "import", str(source), "--store", str(store)]
+        failing = store
+        store.mkdir()
+    capsys.readouterr()
+    with failing_disk(monkeypatch, failing, err):
+        code = main([*argv, "--json"])
+    out, stderr = capsys.readouterr()
+    _assert_exit_3(code, stderr, names=str(failing), cause=CAUSES[err])
+    assert json.loads(out)["error"]["code"] == "file-write-failed", out
+    assert "Check that the store folder exists" not in stderr
+    assert main(argv) == ExitCode.OK  # the disk is healthy again: the same command works

@@ -21,7 +21,8 @@ from agc.cli.app import main as agc_main
 from agc.cli.verify import main as verify_main
 from agc.exitcodes import ExitCode
 from agc.integrity._manifest import RunManifest
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity._signing import generate_keypair, load_signing_key
+from agc.integrity._writer import TranscriptWriter, open_run
 from tests.conftest import write_run
 
 BOX = set("┏┓┗┛━┃│─┡┩╇╈┼╭╮╰╯")
@@ -339,3 +340,24 @@ def test_shell_completion(program: str, variable: str, words: str, expected: str
         },
     )
     assert expected in done.stdout.split()
+
+
+@pytest.mark.parametrize("entry", ["fast", "full"])
+def test_a_warning_about_the_manifest_is_no_fail_line_and_quiet_leaves_it_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str
+) -> None:
+    """A signed run checked without a trusted key is complete with the warning
+    `signature-not-verified`: it was printed as "FAIL manifest  warning: …", and
+    --quiet ("nothing at all for a complete run", docs/format.md) printed it too."""
+    store = tmp_path / "store"
+    private, _public, _ = generate_keypair(tmp_path / "keys")
+    with open_run("r1", store=store, signing_key=load_signing_key(private)) as run:
+        run.transcript.write({"role": "user", "content": "hi"})
+    main = fast.main if entry == "fast" else verify_main
+    assert main(["r1", "--store", str(store)]) == ExitCode.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert not any(line.startswith("FAIL") for line in lines), lines
+    assert lines[0].startswith("     manifest     warning: run manifest is signed (key id ")
+    assert lines[-1] == "run r1: complete, not-checked"
+    assert main(["r1", "--store", str(store), "--quiet"]) == ExitCode.OK
+    assert capsys.readouterr().out == ""

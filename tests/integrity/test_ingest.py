@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agc._core.store import StoreLayout
+from agc.errors import FileUnreadableError
 from agc.integrity._ingest import ingest_stream, iter_lines, line_to_record
 from agc.integrity._verify import check_run
 from tests.conftest import finding_codes
@@ -157,7 +158,8 @@ def test_reading_failure_leaves_the_run_unsealed(store: Path) -> None:
             yield b'{"a":1}\n'
             raise OSError("stream broke")
 
-    with pytest.raises(OSError, match="stream broke"):
+    # A read error is the input's (exit 3, file-unreadable), never a bare OSError.
+    with pytest.raises(FileUnreadableError, match="cannot read the input: stream broke"):
         ingest_stream(Broken(), "r1", store=store)
     report = check_run("r1", store)
     assert not report.complete

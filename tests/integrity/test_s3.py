@@ -170,6 +170,32 @@ def test_a_rewritten_object_is_modified_and_a_newer_version(s3_store: ObjectStor
     assert newer.actual["versions"] == 2
 
 
+@pytest.mark.parametrize("kind", ["transcripts", "tool-events"])
+def test_an_object_finding_makes_its_artifact_not_ok(
+    s3_store: ObjectStore, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """The same bytes written again: only `version-newer`, an error about the artifact.
+    Its entry said `ok: true` and the text `OK   transcript …` above the finding, since
+    the object findings were added to the run after its artifact entries were made."""
+    _record(s3_store, "r1")
+    path = f"audit/{kind}/r1.jsonl"
+    data = s3_store.get(path, max_bytes=1 << 20)[0]  # type: ignore[index]
+    s3_store.client.put_object(
+        Bucket=s3_store.bucket, Key=s3_store.key(path), Body=data, ChecksumAlgorithm="SHA256"
+    )
+    report = check_run("r1", s3_store)
+    artifact = {"transcripts": "transcript"}.get(kind, kind)
+    assert _codes(report) == {"version-newer"}
+    by_kind = {a.kind: a for a in report.artifacts}
+    assert [f.code for f in by_kind[artifact].findings] == ["version-newer"]
+    assert not by_kind[artifact].ok
+    assert all(a.ok for k, a in by_kind.items() if k != artifact)
+    assert verify_main(["r1", "--store", s3_store.url]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith(f"FAIL {artifact:<12} ") for line in lines), lines
+    assert not any(line.startswith(f"OK   {artifact:<12} ") for line in lines), lines
+
+
 def test_a_delete_marker_is_reported_with_the_version_still_kept(s3_store: ObjectStore) -> None:
     _record(s3_store, "r1")
     s3_store.client.delete_object(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agc.errors import InputError, UsageError
+from agc.errors import FileUnreadableError, UsageError
 from agc.ledger import check_turn_file, record_turn
 from tests.ledger.helpers import TURN_ID, Clock, command, items, turn_end
 
@@ -57,7 +57,7 @@ def _failing_stream(exc: BaseException) -> Iterator[bytes]:
 
 
 def test_a_failing_read_finishes_and_seals_the_attempt_then_raises(project: Path) -> None:
-    with pytest.raises(InputError, match=r"reading events from events\.jsonl failed"):
+    with pytest.raises(FileUnreadableError, match=r"reading events from events\.jsonl failed"):
         record_turn(
             _failing_stream(OSError(5, "Input/output error")),
             project=project,

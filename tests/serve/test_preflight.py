@@ -43,6 +43,24 @@ def test_a_binary_not_on_path_is_missing(tmp_path: Path) -> None:
     assert report.version is None  # nothing was run
 
 
+@pytest.mark.parametrize("spelling", ["bin/codex", "./bin/codex"])
+def test_a_relative_path_is_the_one_beside_the_caller_not_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """`agc serve --codex-bin ./bin/codex` names a file relative to where the command
+    runs; Codex is started in the workspace, where that path named nothing, so the
+    check passed and the start failed ("exists but cannot be started")."""
+    monkeypatch.chdir(tmp_path)
+    config = make_config(tmp_path, codex_bin=spelling)
+    assert resolve_binary(config.codex_bin, config.agent_env()) == (
+        str(tmp_path / "bin" / "codex"),
+        None,
+    )
+    report = run(Preflight(config, handshake=_ok_handshake).run())
+    assert report.ready, report.to_dict()
+    assert report.version == "codex-cli 0.171.0"
+
+
 def test_a_missing_explicit_path_is_missing(tmp_path: Path) -> None:
     report = run(_preflight(tmp_path, codex_bin=str(tmp_path / "no" / "codex")).run())
     assert _codes(report) == ["codex_cli_binary_missing"]

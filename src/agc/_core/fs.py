@@ -53,6 +53,7 @@ __all__ = [
     "read_limited",
     "read_small_file",
     "remove_stale_temp_files",
+    "store_write_error",
     "write_error",
 ]
 
@@ -87,6 +88,16 @@ def describe_os_error(exc: OSError) -> str:
 def machine_hint(exc: OSError) -> str | None:
     """What to do about a failure of the machine (``None`` for any other error)."""
     return _HINTS.get(exc.errno or 0)
+
+
+def store_write_error(message: str, path: Path | str, exc: OSError) -> StoreError:
+    """The error for a failed change of ``path`` described by ``message``: a failure of
+    the machine (:data:`MACHINE_ERRNOS`) is :class:`FileWriteError` (``file-write-failed``,
+    with the machine's hint, as every writing command says it), anything else (a
+    permission, a name in the way) :class:`StoreError`."""
+    if exc.errno in MACHINE_ERRNOS:
+        return FileWriteError(message, path=str(path), errno=exc.errno, hint=machine_hint(exc))
+    return StoreError(message)
 
 
 def write_error(path: Path | str, exc: OSError, *, doing: str = "write") -> FileWriteError:

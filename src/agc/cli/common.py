@@ -361,16 +361,18 @@ def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
         _err().print(word, markup=False)
         return int(code)
     except OSError as exc:
-        if exc.errno not in _UNREADABLE_ERRNOS and not _stdout_read_only(exc):
+        stdout_read_only = _stdout_read_only(exc)
+        if exc.errno not in _UNREADABLE_ERRNOS and not stdout_read_only:
             return _internal_error()
-        # The machine, not agc: a full disk or a read-only folder is never "a bug".
+        # The machine, not agc: a full disk or a read-only folder is never "a bug". With
+        # --json it is a refusal like any other: the {"error": …} document on stdout
+        # (unless stdout itself is what failed to open for writing).
         where = f"{exc.filename}: " if exc.filename else ""
-        _err().print(f"error: {where}{describe_os_error(exc)}", markup=False)
-        _err().print(
-            "hint: free disk space or fix the permissions, then run the command again",
-            markup=False,
+        error = StoreError(
+            f"{where}{describe_os_error(exc)}",
+            hint="free disk space or fix the permissions, then run the command again",
         )
-        return int(ExitCode.UNREADABLE)
+        return report_error(error, as_json=as_json and not stdout_read_only)
     except Exception:
         return _internal_error()
     if _stop.terminated and not _stop.reported and result != ExitCode.INTERRUPTED:

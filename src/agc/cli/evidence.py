@@ -15,7 +15,7 @@ import typer
 
 from agc._core.fs import describe_os_error
 from agc._core.objstore import object_store_of
-from agc._core.store import StoreLayout, validate_new_run_id, validate_run_id
+from agc._core.store import StoreLayout, resolve_store, validate_new_run_id, validate_run_id
 from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
@@ -468,6 +468,8 @@ def demo_command(
       agc demo --store ./agc-demo && agc-verify demo-fix-parser --store ./agc-demo/store
       agc demo --store ./agc-demo2 && agc runs --store ./agc-demo2/tampered-store
     """
+    if store is not None:
+        resolve_store(store)  # a folder: the demo copies it (an s3:// store is exit 2)
     workdir = Path(tempfile.mkdtemp(prefix="agc-demo-")) if store is None else store
     if store is not None and store.exists() and any(store.iterdir()):
         raise UsageError(f"{store} is not empty", hint="Give an empty or new folder.")

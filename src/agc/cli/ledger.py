@@ -443,7 +443,7 @@ def format_check(report: LedgerReport) -> list[str]:
     for finding in report.findings:
         tag = "FAIL" if finding.severity == "error" else "warn"
         lines.append(f"{tag} {finding.code:<18} {finding.message}")
-    seal = f"{report.algorithm} {report.digest[:16]}…" if report.digest else "no seal"
+    seal = f"{report.algorithm} {report.digest}" if report.digest else "no seal"
     verdict = (
         "ok"
         if report.ok

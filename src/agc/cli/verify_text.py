@@ -54,10 +54,15 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
     for finding in report.findings:
         prefix = "" if finding.severity == "error" else _paint("warning: ", _YELLOW, color)
         by_artifact.setdefault(finding.artifact, []).append(prefix + finding.message)
-    for note in by_artifact.get(None, []):
-        lines.append(f"{fail} run          {note}")
-    for note in by_artifact.get("manifest", []):
-        lines.append(f"{fail} manifest     {note}")
+        if finding.artifact in {None, "manifest"}:
+            # The run as a whole and its manifest have no OK line to hang a warning
+            # under: an error is a FAIL line, a warning an indented note (never FAIL,
+            # and left out by --quiet: it is not a failure).
+            name = f"{finding.artifact or 'run':<12}"
+            if finding.severity == "error":
+                lines.append(f"{fail} {name} {finding.message}")
+            elif not quiet:
+                lines.append(f"     {name} {prefix}{finding.message}")
     for artifact in report.artifacts:
         name = f"{artifact.kind:<12}"
         notes = by_artifact.get(artifact.kind, [])

@@ -43,10 +43,10 @@ from typing import Any, Final
 import tomli_w
 
 from agc._core.digest import digests_equal
-from agc._core.fs import atomic_write_bytes
+from agc._core.fs import atomic_write_bytes, store_write_error
 from agc._core.json import exceeds_depth
 from agc._core.jsonl import JsonlFileWriter, describe_os_error, make_dirs
-from agc.errors import AgcError, InputError, ProjectionRefusedError, StoreError, UnsafePathError
+from agc.errors import AgcError, InputError, ProjectionRefusedError, UnsafePathError
 from agc.extensions._documents import MAX_DOCUMENT_DEPTH
 from agc.extensions._fingerprint import (
     bytes_fingerprint,
@@ -391,7 +391,9 @@ def project(
             if fresh:  # a Codex home holds credentials: private to the user
                 home.chmod(0o700)
         except OSError as exc:
-            raise StoreError(f"cannot prepare {home}: {describe_os_error(exc)}") from exc
+            raise store_write_error(
+                f"cannot prepare {home}: {describe_os_error(exc)}", home, exc
+            ) from exc
         _cleanup_leftovers(root)
         staging = root.parent / f".{root.name}.new-{secrets.token_hex(4)}"
         try:
@@ -428,7 +430,9 @@ def project(
             try:
                 atomic_write_bytes(config_toml, text.encode("utf-8"), overwrite=True, mode=0o600)
             except OSError as exc:
-                raise StoreError(f"writing {config_toml} failed: {describe_os_error(exc)}") from exc
+                raise store_write_error(
+                    f"writing {config_toml} failed: {describe_os_error(exc)}", config_toml, exc
+                ) from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         items = tuple(run.updated.get(item.id, item) for item in index.items)
@@ -452,7 +456,9 @@ def _build_skill_root(run: _Run, staging: Path, root: Path) -> list[ProjectedSki
             "This folder is rebuilt by `agc ext project`; changes here are lost.\n"
         )
     except OSError as exc:
-        raise StoreError(f"cannot create {staging}: {describe_os_error(exc)}") from exc
+        raise store_write_error(
+            f"cannot create {staging}: {describe_os_error(exc)}", staging, exc
+        ) from exc
     projected: list[ProjectedSkill] = []
     used: set[str] = set()
     for item in run.index.items:
@@ -488,8 +494,10 @@ def _build_skill_root(run: _Run, staging: Path, root: Path) -> list[ProjectedSki
             continue
         except OSError as exc:
             if exc.errno in {errno.ENOSPC, errno.EFBIG}:  # the disk, not the item
-                raise StoreError(
-                    f"copying skill {item.name} failed: {describe_os_error(exc)}"
+                raise store_write_error(
+                    f"copying skill {item.name} failed: {describe_os_error(exc)}",
+                    staging / item.name,
+                    exc,
                 ) from exc
             run.skip(
                 item,
@@ -662,7 +670,7 @@ def _swap(staging: Path, root: Path) -> None:
         if old.exists() and not root.exists():
             with contextlib.suppress(OSError):
                 os.rename(old, root)
-        raise StoreError(
-            f"cannot put the skill root in place at {root}: {describe_os_error(exc)}"
+        raise store_write_error(
+            f"cannot put the skill root in place at {root}: {describe_os_error(exc)}", root, exc
         ) from exc
     shutil.rmtree(old, ignore_errors=True)

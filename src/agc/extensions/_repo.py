@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file
+from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file, store_write_error
 from agc._core.jsonl import describe_os_error, make_dirs, unix_ms
 from agc._core.store import resolve_store
 from agc.errors import (
@@ -306,9 +306,11 @@ class ExtensionRepository:
                 staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=self.staging_dir))
                 fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             except OSError as exc:
-                raise StoreError(
+                raise store_write_error(
                     f"cannot create a staging folder in {self.staging_dir}: "
-                    f"{describe_os_error(exc)}"
+                    f"{describe_os_error(exc)}",
+                    self.staging_dir,
+                    exc,
                 ) from exc
             fcntl.flock(fd, fcntl.LOCK_EX)  # a fresh folder: nobody else holds it
         return staging, fd
@@ -439,8 +441,8 @@ class ExtensionRepository:
         try:
             os.rename(staging, final_dir)
         except OSError as exc:
-            raise StoreError(
-                f"cannot move the import into {final_dir}: {describe_os_error(exc)}"
+            raise store_write_error(
+                f"cannot move the import into {final_dir}: {describe_os_error(exc)}", final_dir, exc
             ) from exc
         try:
             self.save(

@@ -43,8 +43,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from agc._core.fs import store_write_error
 from agc._core.jsonl import describe_os_error
-from agc.errors import ArchiveRefusedError, InputError, StoreError
+from agc.errors import (
+    ArchiveRefusedError,
+    FileUnreadableError,
+    InputError,
+    InputMissingError,
+    StoreError,
+)
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -285,14 +292,15 @@ def extract_zip(
     Raises:
         ArchiveRefusedError: an unsafe entry or a limit (see the module docstring);
             ``dest`` may then hold a partial extraction for the caller to delete.
-        InputError: the file is not a zip archive or cannot be read.
+        InputError: the file is not a zip archive.
+        InputMissingError, FileUnreadableError: it is gone or cannot be read (exit 2, 3).
         StoreError: writing into ``dest`` failed (disk full …).
     """
     name = label or str(archive)
     try:
         handle = archive.open("rb")
     except OSError as exc:
-        raise InputError(f"{name} cannot be read: {describe_os_error(exc)}") from exc
+        raise _unreadable(name, exc) from exc
     with handle:
         _check_directory_size(name, handle, limits)
         handle.seek(0)
@@ -376,7 +384,10 @@ def _extract_entry(
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
         raise _refuse(archive, f"entry {entry.info.filename!r} is damaged ({exc})") from exc
     except OSError as exc:
-        raise InputError(f"{archive}: reading entry {entry.info.filename!r} failed: {exc}") from exc
+        # Writes raise StoreError (_write_all): an OSError here is the archive's read.
+        raise FileUnreadableError(
+            f"{archive}: reading entry {entry.info.filename!r} failed: {describe_os_error(exc)}"
+        ) from exc
     finally:
         os.close(fd)
     return total
@@ -392,14 +403,26 @@ def _mkdir_nofollow(path: Path) -> None:
         if not stat.S_ISDIR(path.lstat().st_mode):
             raise StoreError(f"{path} exists and is not a folder") from None
     except OSError as exc:
-        raise StoreError(f"cannot create {path}: {describe_os_error(exc)}") from exc
+        raise store_write_error(
+            f"cannot create {path}: {describe_os_error(exc)}", path, exc
+        ) from exc
 
 
 def _create_exclusive(path: Path, mode: int) -> int:
     try:
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
     except OSError as exc:
-        raise StoreError(f"cannot create {path}: {describe_os_error(exc)}") from exc
+        raise store_write_error(
+            f"cannot create {path}: {describe_os_error(exc)}", path, exc
+        ) from exc
+
+
+def _unreadable(source: object, exc: OSError) -> InputMissingError | FileUnreadableError:
+    """A source that is gone is exit 2, one that cannot be read (permissions, an I/O
+    error) exit 3, as for every command's input (docs/format.md, exit codes)."""
+    if isinstance(exc, FileNotFoundError):
+        return InputMissingError(f"{source} does not exist")
+    return FileUnreadableError(f"{source} cannot be read: {describe_os_error(exc)}")
 
 
 def _write_all(fd: int, data: bytes, path: Path) -> None:
@@ -408,7 +431,9 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
         while view:
             view = view[os.write(fd, view) :]
     except OSError as exc:
-        raise StoreError(f"writing {path} failed: {describe_os_error(exc)}") from exc
+        raise store_write_error(
+            f"writing {path} failed: {describe_os_error(exc)}", path, exc
+        ) from exc
 
 
 def _copy_fd(src_fd: int, dest: Path, mode: int, budget: int, what: str) -> int:
@@ -420,7 +445,9 @@ def _copy_fd(src_fd: int, dest: Path, mode: int, budget: int, what: str) -> int:
             try:
                 chunk = os.read(src_fd, _CHUNK)
             except OSError as exc:
-                raise InputError(f"reading {what} failed: {describe_os_error(exc)}") from exc
+                raise FileUnreadableError(
+                    f"reading {what} failed: {describe_os_error(exc)}"
+                ) from exc
             if not chunk:
                 return copied
             copied += len(chunk)
@@ -437,14 +464,15 @@ def copy_file(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS
     """Copy one regular file (the user named it: a final symlink is followed).
 
     Raises:
-        InputError: not a regular file, or unreadable.
+        InputError: not a regular file.
+        InputMissingError, FileUnreadableError: it is gone or cannot be read (exit 2, 3).
         ArchiveRefusedError: larger than ``limits.max_total_bytes``.
         StoreError: writing ``dest`` failed.
     """
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC)
     except OSError as exc:
-        raise InputError(f"{source} cannot be read: {describe_os_error(exc)}") from exc
+        raise _unreadable(source, exc) from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -471,7 +499,8 @@ def copy_folder(
     copy the copy being made.
 
     Raises:
-        InputError: unreadable, or a file name that is not UTF-8.
+        InputError: a file name that is not UTF-8.
+        InputMissingError, FileUnreadableError: it is gone or cannot be read (exit 2, 3).
         ArchiveRefusedError: more entries or bytes than the limits, or a path inside
             the folder longer than :data:`MAX_PATH_BYTES`.
         StoreError: writing ``dest`` failed.
@@ -479,7 +508,7 @@ def copy_folder(
     try:
         root_fd = os.open(source, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     except OSError as exc:
-        raise InputError(f"{source} cannot be read: {describe_os_error(exc)}") from exc
+        raise _unreadable(source, exc) from exc
     state = _CopyState(limits=limits, label=str(source))
     if skip is not None:
         with contextlib.suppress(OSError):

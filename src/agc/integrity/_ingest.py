@@ -26,11 +26,12 @@ from typing import Any, BinaryIO, Final
 
 from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
+from agc._core.fs import describe_os_error
 from agc._core.jsonl import FsyncPolicy
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, folder_store
-from agc.errors import AgcError, EmptyInputError, JsonInvalidError
+from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
 from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
@@ -104,8 +105,11 @@ def iter_lines(
             was read from the pipe is on disk while the agent is quiet.
     """
     if before_wait is None or stream.seekable():
-        for line in stream:
-            yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+        try:
+            for line in stream:
+                yield (line[:-1] if line.endswith(b"\n") else line), len(line)
+        except OSError as exc:  # raised by the read only: the consumer runs outside
+            raise _unreadable(stream, exc) from exc
         return
     read = getattr(stream, "read1", stream.read)
     poller = select.poll()
@@ -121,7 +125,10 @@ def iter_lines(
             # Wait for data or end of input: on a stdin with O_NONBLOCK set, a read
             # with nothing to read yet returns b"" just like the end of input.
             waiter.poll()
-        chunk: bytes = read(_READ_CHUNK)
+        try:
+            chunk: bytes = read(_READ_CHUNK)
+        except OSError as exc:
+            raise _unreadable(stream, exc) from exc
         if not chunk:
             break
         scan, start = len(pending), 0
@@ -132,6 +139,17 @@ def iter_lines(
         del pending[:start]
     if pending:
         yield bytes(pending), len(pending)
+
+
+def _unreadable(stream: BinaryIO, exc: OSError) -> FileUnreadableError:
+    """The input could not be read (an I/O error, ``EIO``): exit 3, naming the input
+    (its path, or ``stdin``) and the cause."""
+    name = getattr(stream, "name", None)
+    if name in {0, "<stdin>"}:
+        where = "stdin"
+    else:
+        where = "the input" if name is None else f"the input {name}"
+    return FileUnreadableError(f"cannot read {where}: {describe_os_error(exc)}")
 
 
 @dataclass(frozen=True)
@@ -203,6 +221,8 @@ def ingest_stream(
 
     Raises:
         EmptyInputError: the input is empty and ``allow_empty`` is False.
+        FileUnreadableError: reading the input failed (an I/O error; exit 3), naming it
+            (``stream.name``, ``stdin``); the lines read before stay, unsealed.
         as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
     """
     remote = object_store_of(store)

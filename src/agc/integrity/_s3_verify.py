@@ -18,7 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -444,15 +444,26 @@ def check_object_run(
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
     status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
     findings.extend(recovered_findings(manifest))
-    # What only object storage shows, key by key (in a stable order).
+    # What only object storage shows, key by key (in a stable order). A finding about an
+    # artifact's object (its file, sidecar or quarantine) is the artifact's too: its
+    # entry is then not ok, as for any other error about it.
     kinds = {artifact_path(run_id, k).rsplit("/", 1)[0]: k for k in ARTIFACT_KINDS}
+    object_findings: list[Finding[Any]] = []
     for path in sorted(set(by_path) | set(infos)):
         kind = "manifest" if path == mpath else kinds.get(path.rsplit("/", 1)[0], "store")
-        findings.extend(
+        object_findings.extend(
             judge_object(
                 _label(path, kind), kind, by_path.get(path, ()), infos.get(path), policy.retention
             )
         )
+    findings.extend(object_findings)
+    artifact_reports = [
+        replace(
+            entry,
+            findings=(*entry.findings, *(f for f in object_findings if f.artifact == entry.kind)),
+        )
+        for entry in artifact_reports
+    ]
     if bucket_findings and not policy.lock.enabled:
         findings.append(object_lock_finding(store.bucket, policy_asked=policy.asked))
     return RunReport(

@@ -103,7 +103,10 @@ def seal_file(path: Path, *, algorithm: Algorithm = DEFAULT_ALGORITHM) -> SealRe
                 f"{path} is still open in an agc writer; it is not closed",
                 hint="Let the writer finish: it seals the file itself.",
             ) from exc
-        digest, size = digest_fd(fd, algorithm)
+        try:
+            digest, size = digest_fd(fd, algorithm)
+        except OSError as exc:  # an I/O error while reading: agc could not look
+            raise FileUnreadableError(f"cannot read {path}: {describe_os_error(exc)}") from exc
         return _write_sidecar(path, algorithm, digest, size)
     finally:
         os.close(fd)

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
+from agc._core.fs import describe_os_error
 from agc._core.jsonl import unix_ms
-from agc.errors import InputError
+from agc.errors import FileUnreadableError
 from agc.ledger._events.decode import EventDecoder, InputFormat
 from agc.ledger._policy import LedgerPolicy
 from agc.ledger._writer import TurnOutcome, TurnRecorder
@@ -76,7 +77,7 @@ def record_turn(
         TurnIdInvalidError: the id breaks the rule (nothing is written).
         UsageError: an agent root is not absolute, or ``input_format`` is unknown.
         StoreError: the project folder does not exist.
-        InputError: reading ``stream`` failed; the attempt was finished first
+        FileUnreadableError: reading ``stream`` failed (exit 3); the attempt was finished first
             (``completed: false``), so the turn file stays sealed.
     """
     recorder = TurnRecorder.start(
@@ -112,7 +113,9 @@ def record_turn(
     except OSError as exc:
         # The attempt still ends in the ledger: a turn is finished on error too.
         recorder.finish(completed=False, input_stats=decoder.stats)
-        raise InputError(f"reading events from {source} failed: {exc}") from exc
+        raise FileUnreadableError(
+            f"reading events from {source} failed: {describe_os_error(exc)}"
+        ) from exc
     except BaseException:
         recorder.finish(completed=False, input_stats=decoder.stats)
         raise
