@@ -455,9 +455,9 @@ def test_agc_verify_checks_a_turn_file_path(
     assert ": ok;" in out
     # The full digest, as agc-verify prints a run's (compare it with b3sum or a pin).
     digest = blake3.blake3(path.read_bytes()).hexdigest()
-    assert out.rstrip("\n").endswith(f"bytes, blake3 {digest}"), out
+    assert out.rstrip("\n").endswith(f"bytes, blake3 {digest}, unsigned"), out
     assert main(["ledger", "check", str(path)]) == 0
-    assert capsys.readouterr().out.rstrip("\n").endswith(f"bytes, blake3 {digest}")
+    assert capsys.readouterr().out.rstrip("\n").endswith(f"bytes, blake3 {digest}, unsigned")
     path.write_bytes(path.read_bytes() + b"{}\n")
     assert verify_main(["--turn-file", str(path), "--json"]) == ExitCode.FINDINGS
     assert "extended" in capsys.readouterr().out
