@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agc._core.json import MAX_DEPTH
 from agc.cli import resume as resume_cli
 from agc.cli.app import main
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
@@ -374,3 +375,23 @@ def _write_forever(fd: int) -> None:
         while True:
             os.write(fd, chunk)
     os.close(fd)
+
+
+def test_repair_of_a_call_with_arguments_as_deep_as_json_allows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tool_use input nested close to agc's JSON depth limit is read, and its call
+    stripped and reported (the report's arguments are redacted), not exit 4."""
+    deep: Any = "x"
+    for _ in range(MAX_DEPTH - 8):
+        deep = [deep]
+    use = {"type": "tool_use", "id": "t", "name": "r", "input": {"a": deep}}
+    source = tmp_path / "h.json"
+    source.write_text(
+        json.dumps([{"role": "user", "content": "go"}, {"role": "assistant", "content": [use]}])
+    )
+    assert main(["resume", str(source), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["report"]
+    assert [c["action"] for c in report["changes"]] == ["stripped", "dropped-empty-message"]
+    assert main(["resume", str(source)]) == 0
+    assert "stripped t r" in capsys.readouterr().out
