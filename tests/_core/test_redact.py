@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core.json import MAX_DEPTH
 from agc._core.redact import (
     DEFAULT_MARKER,
     RULE_SOURCES,
@@ -487,3 +488,72 @@ def test_property_a_secret_spelled_with_json_escaped_solidus_is_redacted(
 )
 def test_escaped_ordinary_text_is_kept(text: str) -> None:
     assert redact_text(text) == text
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 2, 5 * MAX_DEPTH])
+def test_redact_value_of_a_deeply_nested_value(depth: int) -> None:
+    """A value as deep as agc's JSON reader accepts (a tool call's input in a history)
+    and deeper is redacted, not a RecursionError: the walk keeps no Python frame per
+    level."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    stats = RedactionStats()
+    out = redact_value(_nested(depth, token), stats)
+    for level in reversed(range(depth)):  # compared level by level: == itself recurses
+        out = out[0] if level % 2 else out["k"]
+    assert out == "[REDACTED:github-token]"
+    assert stats.by_kind == {"github-token": 1}
+
+
+@given(
+    value=st.recursive(
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.sampled_from(
+                ["x", "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2", "password=hunter2hunter2"]
+            ),
+        ),
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(
+                st.sampled_from(
+                    ["a", "password", "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8", "b"]
+                ),
+                children,
+                max_size=4,
+            ),
+        ),
+        max_leaves=20,
+    )
+)
+def test_redact_value_keeps_structure_and_key_order(value: Any) -> None:
+    """Lists keep their length and order, objects their key order, every string is
+    redacted as on its own (the walk's order changes nothing)."""
+    out = redact_value(value)
+    assert json.dumps(out) == json.dumps(_reference(value))
+
+
+def _reference(value: Any) -> Any:
+    """The recursive definition, for comparison."""
+    if isinstance(value, str):
+        return redact_value(value)
+    if isinstance(value, list):
+        return [_reference(item) for item in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            single = redact_value({key: item}) if isinstance(item, str) else None
+            if single is not None:
+                out.update(single)
+            else:
+                out[redact_text(key)] = _reference(item)
+        return out
+    return value

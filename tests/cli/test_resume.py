@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agc._core.json import MAX_DEPTH
+from agc.cli import resume as resume_cli
 from agc.cli.app import main
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
 from agc.resume._validate import check_history
@@ -340,3 +344,54 @@ def test_a_repair_that_leaves_no_message_writes_nothing(
     assert not out.exists()
     assert main(["resume", str(source), "--strategy", "synthesize", "--out", str(out)]) == 0
     assert main(["resume", str(out), "--check"]) == 0
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_an_endless_input_is_refused_at_the_size_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """A FILE that is not a regular file has no size to check first (/dev/zero, a pipe
+    from a process that never stops): it is read up to the limit and refused (exit 2),
+    never read into memory without end (an out-of-memory kill or exit 4)."""
+    monkeypatch.setattr(resume_cli, "_MAX_INPUT_BYTES", 1 << 20)
+    if kind == "device":
+        source = "/dev/zero"
+    else:
+        read_end, write_end = os.pipe()
+        writer = threading.Thread(target=_write_forever, args=(write_end,), daemon=True)
+        writer.start()
+        source = f"/dev/fd/{read_end}"
+    assert main(["resume", source, "--check", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "input-invalid"
+    assert "larger than" in error["message"]
+    if kind == "pipe":
+        os.close(read_end)
+
+
+def _write_forever(fd: int) -> None:
+    chunk = b"[" * 65536
+    with contextlib.suppress(OSError):
+        while True:
+            os.write(fd, chunk)
+    os.close(fd)
+
+
+def test_repair_of_a_call_with_arguments_as_deep_as_json_allows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tool_use input nested close to agc's JSON depth limit is read, and its call
+    stripped and reported (the report's arguments are redacted), not exit 4."""
+    deep: Any = "x"
+    for _ in range(MAX_DEPTH - 8):
+        deep = [deep]
+    use = {"type": "tool_use", "id": "t", "name": "r", "input": {"a": deep}}
+    source = tmp_path / "h.json"
+    source.write_text(
+        json.dumps([{"role": "user", "content": "go"}, {"role": "assistant", "content": [use]}])
+    )
+    assert main(["resume", str(source), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["report"]
+    assert [c["action"] for c in report["changes"]] == ["stripped", "dropped-empty-message"]
+    assert main(["resume", str(source)]) == 0
+    assert "stripped t r" in capsys.readouterr().out

@@ -7,6 +7,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc._core.digest import new_hasher
+from agc._core.json import MAX_DEPTH
 from agc.errors import (
     AgcError,
     SnapshotInvalidError,
@@ -283,6 +285,21 @@ def test_messages_that_do_not_fit_the_format_are_refused_before_writing(
 def test_non_json_value_is_refused_before_writing(store: Path) -> None:
     bad = SessionSnapshot("run-1", "s", [{"role": "user", "content": float("nan")}])
     with pytest.raises(SnapshotInvalidError):
+        save_snapshot(bad, store)
+    assert not (store / "sessions" / "run-1.json").exists()
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH, 4 * MAX_DEPTH])
+def test_messages_nested_deeper_than_json_allows_are_refused_before_writing(
+    store: Path, depth: int
+) -> None:
+    """A snapshot loading would refuse (nested deeper than agc's JSON limit) is never
+    sealed, and a very deep one is snapshot-invalid, not a RecursionError."""
+    deep: Any = "x"
+    for _ in range(depth):
+        deep = [deep]
+    bad = SessionSnapshot("run-1", "s", [{"role": "user", "content": "hi", "extra": deep}])
+    with pytest.raises(SnapshotInvalidError, match="deeper"):
         save_snapshot(bad, store)
     assert not (store / "sessions" / "run-1.json").exists()
 

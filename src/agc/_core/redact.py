@@ -1113,26 +1113,49 @@ def redact_value(
 
 
 def _redact(value: Any, stats: RedactionStats | None, marker: str) -> Any:
-    if isinstance(value, str):
-        return value if len(value) < _MIN_CHARS else redact_text(value, stats, marker=marker)
-    if isinstance(value, list):
-        return [_redact(item, stats, marker) for item in value]
-    if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        for key, item in value.items():
-            new_key = key
-            if isinstance(key, str):
-                if len(key) >= _MIN_CHARS:
-                    new_key = redact_text(key, stats, marker=marker)
-                kind = _named_entry_kind(key, item) if isinstance(item, str) else None
-                if kind is not None:
-                    if stats is not None:
-                        stats.by_kind[kind] += 1
-                    out[new_key] = marker.format(kind=kind)
-                    continue
-            out[new_key] = _redact(item, stats, marker)
-        return out
-    return value
+    """The redacted copy of ``value``, walked with an explicit stack: a value nested as
+    deep as agc's JSON reader allows (or deeper, from Python) never exhausts Python's
+    recursion limit. Members are visited in order, depth first, so the strings are
+    redacted in the order a recursive walk takes, and when two keys redact to one
+    text the later member wins, as in a dict built in order."""
+    top: list[Any] = [None]
+    # (the value to copy, the container its copy goes in, the index or key there, and
+    # whether it is already the text to put there)
+    work: list[tuple[Any, Any, Any, bool]] = [(value, top, 0, False)]
+    while work:
+        source, into, slot, final = work.pop()
+        if final:
+            into[slot] = source
+        elif isinstance(source, str):
+            if len(source) >= _MIN_CHARS:
+                source = redact_text(source, stats, marker=marker)
+            into[slot] = source
+        elif isinstance(source, list):
+            copy: list[Any] = [None] * len(source)
+            into[slot] = copy
+            work.extend((source[i], copy, i, False) for i in range(len(source) - 1, -1, -1))
+        elif isinstance(source, Mapping):
+            out: dict[Any, Any] = {}
+            into[slot] = out
+            members: list[tuple[Any, Any, Any, bool]] = []
+            for key, item in source.items():
+                new_key = key
+                member = (item, out, new_key, False)
+                if isinstance(key, str):
+                    if len(key) >= _MIN_CHARS:
+                        new_key = redact_text(key, stats, marker=marker)
+                    kind = _named_entry_kind(key, item) if isinstance(item, str) else None
+                    member = (item, out, new_key, False)
+                    if kind is not None:
+                        if stats is not None:
+                            stats.by_kind[kind] += 1
+                        member = (marker.format(kind=kind), out, new_key, True)
+                out[new_key] = None  # the key's place, filled when its member is copied
+                members.append(member)
+            work.extend(reversed(members))
+        else:
+            into[slot] = source
+    return top[0]
 
 
 @functools.lru_cache(maxsize=4096)

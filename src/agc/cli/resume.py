@@ -9,7 +9,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, BinaryIO, Final
 
 import typer
 
@@ -135,17 +135,40 @@ def _read_input(path: Path) -> bytes:
         FileUnreadableError: it exists but cannot be read: permissions, an I/O error
             (exit 3, as for every command's input).
     """
+    too_large = InputError(f"{path} is larger than {_MAX_INPUT_BYTES} bytes")
     try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise InputError(f"{path} is a folder, not a file")
-        if info.st_size > _MAX_INPUT_BYTES:
-            raise InputError(f"{path} is larger than {_MAX_INPUT_BYTES} bytes")
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise InputError(f"{path} is a folder, not a file")
+            if info.st_size > _MAX_INPUT_BYTES:
+                raise too_large
+            if stat.S_ISREG(info.st_mode):
+                data = handle.read()  # one buffer of the file's size
+            else:  # a pipe or a device has no size: read up to the limit, no further
+                data = _read_bounded(handle, _MAX_INPUT_BYTES + 1)
+        if len(data) > _MAX_INPUT_BYTES:
+            raise too_large
+        return data
+    except IsADirectoryError as exc:
+        raise InputError(f"{path} is a folder, not a file") from exc
     except FileNotFoundError as exc:
         raise InputMissingError(f"{path} does not exist") from exc
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+
+
+def _read_bounded(handle: BinaryIO, limit: int) -> bytes:
+    """At most ``limit`` bytes of a stream, read in 1 MiB chunks."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit:
+        chunk = handle.read(min(1 << 20, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def _has_run(run_id: str, store: Path | None) -> bool:

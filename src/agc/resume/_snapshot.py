@@ -466,6 +466,13 @@ def save_snapshot(
     if snapshot.format not in SNAPSHOT_FORMATS:
         raise SnapshotInvalidError(f"snapshot format {snapshot.format!r} is not an API format")
     validate_new_run_id(snapshot.run_id)
+    # The document nests the messages two levels down; deeper than agc's JSON reader
+    # reads, it could be sealed but never loaded.
+    if strict_json.exceeds_depth(snapshot.messages, strict_json.MAX_DEPTH - 2):
+        raise SnapshotInvalidError(
+            f"snapshot of run {snapshot.run_id}: its messages nest deeper than "
+            f"{strict_json.MAX_DEPTH} levels, which no snapshot can be read back with"
+        )
     remote = object_store_of(store)
     clean, stats, dropped = sanitize_snapshot(snapshot)
     data = encode_snapshot(clean, compress=compress)
