@@ -186,7 +186,7 @@ def test_an_object_finding_makes_its_artifact_not_ok(
     report = check_run("r1", s3_store)
     artifact = {"transcripts": "transcript"}.get(kind, kind)
     assert _codes(report) == {"version-newer"}
-    by_kind = {a.kind: a for a in report.artifacts}
+    by_kind: dict[str, Any] = {a.kind: a for a in report.artifacts}
     assert [f.code for f in by_kind[artifact].findings] == ["version-newer"]
     assert not by_kind[artifact].ok
     assert all(a.ok for k, a in by_kind.items() if k != artifact)

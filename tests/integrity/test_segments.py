@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,7 @@ def _reopen_in_child(store: Path, step: int, *, torn: bool) -> int:
     """Fork; the child re-opens r, appends and seals, killed at mutating call ``step``."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
-        calls = lambda: 0  # noqa: E731
+        calls: Callable[[], int] = lambda: 0  # noqa: E731
         try:
             calls = _install_kill_at(step, torn=torn)
             writer = TranscriptWriter("r", store=store, reopen=True)

@@ -269,10 +269,10 @@ def test_a_key_from_an_endless_device_is_refused_and_one_from_a_pipe_is_read(
     signal.alarm(10)
     try:
         if source == "pipe-late-writer":
-            assert load(path) is not None  # type: ignore[operator]
+            assert load(path) is not None
         else:
             with pytest.raises(KeyInvalidError):
-                load(path)  # type: ignore[operator]
+                load(path)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
