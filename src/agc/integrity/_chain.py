@@ -463,16 +463,29 @@ def _last_link(layout: StoreLayout) -> ChainHead:
     return ChainHead(entry.position, entry.manifest_digest, entry.run_id)
 
 
+def pending_intent_mode(layout: StoreLayout) -> int | None:
+    """``st_mode`` of whatever stands at the chain intent's name (not followed);
+    ``None`` when nothing does.
+
+    Raises:
+        StoreError: it cannot be looked at.
+    """
+    path = chain_pending_path(layout)
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+
+
 def _refuse_odd_pending(layout: StoreLayout) -> None:
     """A folder or FIFO named like the intent cannot come from a crash (an intent is
     only ever written by rename): no run is linked until a person has looked."""
     path = chain_pending_path(layout)
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    mode = pending_intent_mode(layout)
+    if mode is None:
         return
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     if not stat.S_ISREG(mode) and not stat.S_ISLNK(mode):  # a symlink: refused on write
         raise StoreError(
             f"{path} is not a regular file; no run can be linked",

@@ -59,8 +59,8 @@ from agc.integrity._chain import (
     chain_head_path,
     chain_lock_path,
     chain_log_path,
-    chain_pending_path,
     manifest_digest,
+    pending_intent_mode,
     read_chain,
     read_head,
 )
@@ -607,13 +607,9 @@ class LocalStoreView:
     def store_findings(self, findings: list[Finding[Any]]) -> None:
         # An intent is only ever written by rename: a folder, FIFO or symlink in its
         # place is no crash's doing, and every seal refuses to link while it is there.
-        pending = chain_pending_path(self.layout)
-        try:
-            mode = os.lstat(pending).st_mode
-        except FileNotFoundError:
+        mode = pending_intent_mode(self.layout)
+        if mode is None:
             return
-        except OSError as exc:
-            raise StoreError(f"cannot read {pending}: {exc.strerror}") from exc
         if not stat.S_ISREG(mode):
             findings.append(
                 Finding(
