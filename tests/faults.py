@@ -5,7 +5,8 @@
 full, read-only or failing disk does; files elsewhere (pytest's own, the input) are not
 touched. :func:`tmpfs` mounts a small real tmpfs (root only), so the kernel itself says
 "no space left on device" or "read-only file system"; the test skips with the reason
-when mounting is not permitted.
+when mounting is not permitted. :func:`kill_at_step`, installed in a forked child, kills
+the process right before its k-th mutating system call: the crash-point injector.
 """
 
 from __future__ import annotations
@@ -183,3 +184,41 @@ def fill(folder: Path) -> Path:
             if exc.errno != errno.ENOSPC:
                 raise
     return filler
+
+
+MUTATING_CALLS = ("write", "open", "replace", "rename", "link", "unlink", "ftruncate")
+"""The ``os`` calls that change a file system (``open`` only with ``O_CREAT``/``O_TRUNC``)."""
+
+
+def kill_at_step(step: int, *, torn: bool = False) -> Callable[[], int]:
+    """Make the ``step``-th mutating call (1-based) end the process with ``os._exit(9)``.
+
+    Meant for a forked child: nothing is flushed or cleaned up, as under ``kill -9``.
+    With ``torn``, a ``write`` chosen as the kill point first writes half its bytes (a
+    write torn by the crash). Returns a counter of the mutating calls made so far, so a
+    child run with a huge ``step`` measures how many steps an operation takes.
+    """
+    calls = 0
+    originals = {name: getattr(os, name) for name in MUTATING_CALLS}
+
+    def wrap(name: str) -> Callable[..., Any]:
+        original = originals[name]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            if name == "open" and not (args[1] if len(args) > 1 else kwargs["flags"]) & (
+                os.O_CREAT | os.O_TRUNC
+            ):
+                return original(*args, **kwargs)
+            calls += 1
+            if calls == step:
+                if torn and name == "write" and len(args[1]) > 1:
+                    original(args[0], bytes(args[1])[: len(args[1]) // 2])
+                os._exit(9)
+            return original(*args, **kwargs)
+
+        return call
+
+    for name in MUTATING_CALLS:
+        setattr(os, name, wrap(name))
+    return lambda: calls

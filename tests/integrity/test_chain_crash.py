@@ -19,7 +19,6 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,37 +31,8 @@ from agc.integrity._chain import read_chain
 from agc.integrity._recover import recover_run, recover_store
 from agc.integrity._store_verify import StoreReport, check_store
 from agc.integrity._writer import open_run
+from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import records
-
-_MUTATING = ("write", "open", "replace", "rename", "link", "unlink", "ftruncate")
-
-
-def _install_kill_at(step: int, *, torn: bool) -> Callable[[], int]:
-    """Make the ``step``-th mutating call (1-based) kill the process; return a counter."""
-    calls = 0
-    originals = {name: getattr(os, name) for name in _MUTATING}
-
-    def wrap(name: str) -> Callable[..., Any]:
-        original = originals[name]
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            nonlocal calls
-            if name == "open" and not (args[1] if len(args) > 1 else kwargs["flags"]) & (
-                os.O_CREAT | os.O_TRUNC
-            ):
-                return original(*args, **kwargs)
-            calls += 1
-            if calls == step:
-                if torn and name == "write" and len(args[1]) > 1:
-                    original(args[0], bytes(args[1])[: len(args[1]) // 2])
-                os._exit(9)
-            return original(*args, **kwargs)
-
-        return call
-
-    for name in _MUTATING:
-        setattr(os, name, wrap(name))
-    return lambda: calls
 
 
 def _seal_in_child(store: Path, run_id: str, step: int, *, torn: bool) -> int:
@@ -78,7 +48,7 @@ def _seal_in_child(store: Path, run_id: str, step: int, *, torn: bool) -> int:
                 run.transcript.write(record)
             run.tool_events.write({"tool": "bash", "command": "pytest -q"})
             run.transcript.close()
-            _install_kill_at(step, torn=torn)
+            kill_at_step(step, torn=torn)
             run.tool_events.close()  # closes the run: sidecar, manifest, chain
         finally:
             os._exit(0)
@@ -123,7 +93,7 @@ def _steps_of_a_seal(tmp_path: Path) -> int:
             run.transcript.write({"role": "user"})
             run.tool_events.write({"tool": "bash"})
             run.transcript.close()
-            counter = _install_kill_at(10**9, torn=False)
+            counter = kill_at_step(10**9, torn=False)
             run.tool_events.close()
             code = min(counter(), 250)
         finally:

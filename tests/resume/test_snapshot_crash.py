@@ -12,7 +12,6 @@ loaded as saved.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,7 @@ import pytest
 
 from agc.errors import SnapshotInvalidError, SnapshotUnsealedError
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, load_snapshot, save_snapshot
-
-_MUTATING = ("write", "open", "replace", "rename", "link", "unlink")
+from tests.faults import kill_at_step
 
 
 def _snapshot(turns: int) -> SessionSnapshot:
@@ -32,32 +30,6 @@ def _snapshot(turns: int) -> SessionSnapshot:
 FIRST, SECOND, THIRD = _snapshot(1), _snapshot(2), _snapshot(3)
 
 
-def _install_kill_at(step: int) -> Callable[[], int]:
-    """Make the ``step``-th mutating call (1-based) kill the process; return a counter."""
-    calls = 0
-    originals = {name: getattr(os, name) for name in _MUTATING}
-
-    def wrap(name: str) -> Callable[..., Any]:
-        original = originals[name]
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            nonlocal calls
-            if name == "open" and not (args[1] if len(args) > 1 else kwargs["flags"]) & (
-                os.O_CREAT | os.O_TRUNC
-            ):
-                return original(*args, **kwargs)
-            calls += 1
-            if calls == step:
-                os._exit(9)
-            return original(*args, **kwargs)
-
-        return call
-
-    for name in _MUTATING:
-        setattr(os, name, wrap(name))
-    return lambda: calls
-
-
 def _save_in_child(store: Path, step: int, *, compress: bool) -> int:
     """Fork; the child saves SECOND with a kill at ``step``; its exit code (0: finished
     before ``step``, else the number of steps it made when ``step`` is huge)."""
@@ -65,7 +37,7 @@ def _save_in_child(store: Path, step: int, *, compress: bool) -> int:
     if pid == 0:  # pragma: no cover - child
         code = 0
         try:
-            counter = _install_kill_at(step)
+            counter = kill_at_step(step)
             save_snapshot(SECOND, store, compress=compress)
             code = min(counter(), 250) if step > 250 else 0
         finally:
