@@ -432,3 +432,41 @@ def test_open_run_on_an_exception_stays_unsealed_with_every_record_checkpointed(
     recovered = recover_run("r1", store)
     assert [a.records for a in recovered.artifacts] == [5, 1]
     assert check_run("r1", store).complete
+
+
+@pytest.mark.skipif(not _read_fails_with_eio(), reason="needs Linux /proc/self/mem (EIO)")
+@pytest.mark.parametrize(
+    "how", ["--signing-key", "$AGC_SIGNING_KEY", "--trusted-key", "$AGC_TRUSTED_KEYS"]
+)
+def test_a_key_file_whose_read_fails_is_exit_3_not_a_bad_key(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    """A key file that opens and then fails on read (EIO) is the machine failing, not a
+    bad key: exit 3, ``file-unreadable`` with --json, the file named; nothing sealed."""
+    source = tmp_path / "session.jsonl"
+    source.write_text('{"role": "user"}\n')
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    (folder / "k.pem").symlink_to(EIO_FILE)
+    monkeypatch.delenv("AGC_SIGNING_KEY", raising=False)
+    monkeypatch.delenv("AGC_TRUSTED_KEYS", raising=False)
+    if how in ("--signing-key", "$AGC_SIGNING_KEY"):
+        argv = ["import", str(source), "--run-id", "r1", "--store", str(store), "--json"]
+    else:
+        write_run(store, "r2")
+        argv = ["verify", "r2", "--store", str(store), "--json"]
+    if how.startswith("--"):
+        argv += [how, str(EIO_FILE)]
+    else:
+        monkeypatch.setenv(how[1:], str(folder if how == "$AGC_TRUSTED_KEYS" else EIO_FILE))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE, (how, err)
+    assert json.loads(out)["error"]["code"] == "file-unreadable", out
+    assert "input/output error" in err.lower(), err
+    assert ("k.pem" if how == "$AGC_TRUSTED_KEYS" else str(EIO_FILE)) in err, err
+    assert not any("r1" in p for p in tree(store))
