@@ -224,12 +224,59 @@ def _remote_listings(remote: ObjectStore) -> list[RunListing]:
             signed=manifest.signature is not None,
             last_write_ms=max((seal.sealed_at_ms for seal in seals.values()), default=None),
         )
+    for run_id in _remote_legacy_candidates(remote, listings):
+        legacy = _remote_legacy_listing(remote, run_id)
+        if legacy is not None:
+            listings[run_id] = legacy
     for run_id in staged_run_ids(remote):
         if run_id not in listings:
             local = StoreLayout(staging_store(remote, run_id))
             staged = _listing(local, run_id, functools.partial(chained_run_ids, local))
             listings[run_id] = replace(staged, state="unsealed")
     return list(listings.values())
+
+
+def _remote_legacy_candidates(remote: ObjectStore, listed: Container[str]) -> list[str]:
+    """Runs of an ``s3://`` store with a transcript and a SHA-256 sidecar but no manifest
+    (a legacy run, if :func:`_remote_legacy_listing` says so)."""
+    from agc.integrity._s3 import artifact_path  # noqa: PLC0415 - boto3
+
+    prefix = artifact_path("r", "transcript").removesuffix("r.jsonl")
+    names = {path.removeprefix(prefix) for path in remote.list_paths(prefix)}
+    found = []
+    for name in sorted(names):
+        run_id = name.removesuffix(".jsonl")
+        if not name.endswith(".jsonl") or run_id in listed or f"{name}.sha256" not in names:
+            continue
+        try:
+            validate_run_id(run_id)
+        except RunIdInvalidError:
+            continue
+        found.append(run_id)
+    return found
+
+
+def _remote_legacy_listing(remote: ObjectStore, run_id: str) -> RunListing | None:
+    """The listing of a legacy run of an ``s3://`` store (its complete lines are counted
+    as the object streams by; nothing is hashed), or ``None`` when it is not one."""
+    from agc.integrity._s3 import artifact_path  # noqa: PLC0415 - boto3
+    from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415 - boto3
+
+    if not is_legacy_object_run(remote, run_id):
+        return None
+    records: dict[str, int] = {}
+    size = 0
+    times: list[int] = []
+    for kind in ARTIFACT_KINDS:
+        with remote.open(artifact_path(run_id, kind)) as found:
+            if found is None:
+                records[kind] = 0
+                continue
+            chunks, info = found
+            records[kind] = sum(chunk.count(b"\n") for chunk in chunks)
+            size += info.size
+            times.append(info.last_modified_ms)
+    return RunListing(run_id, "legacy", records, size, False, max(times) if times else None)
 
 
 def run_is_sealed(layout: StoreLayout, run_id: str, kind: ArtifactKind) -> bool:
