@@ -26,6 +26,7 @@ from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter, open_run
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import feed_stdin, tree, write_run
+from tests.extensions.builders import codex_config_two_servers
 
 STORE_HINT = "Check that the store folder exists"
 
@@ -470,3 +471,49 @@ def test_a_key_file_whose_read_fails_is_exit_3_not_a_bad_key(
     assert "input/output error" in err.lower(), err
     assert ("k.pem" if how == "$AGC_TRUSTED_KEYS" else str(EIO_FILE)) in err, err
     assert not any("r1" in p for p in tree(store))
+
+
+@pytest.mark.skipif(not _read_fails_with_eio(), reason="needs Linux /proc/self/mem (EIO)")
+@pytest.mark.parametrize("how", ["ext status --from-events FILE", "ext status --from-events -"])
+def test_an_events_file_whose_read_fails_is_exit_3_naming_it(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    """The events file opens and then fails on read (EIO), once a projection exists to
+    apply it to: it was the unwrapped OSError (store-unreadable, "free disk space", no
+    file named); it is file-unreadable naming the file, as for every input."""
+    source = codex_config_two_servers(tmp_path / "cfg")
+    assert main(["ext", "import", str(source), "--store", str(store)]) == ExitCode.OK
+    home = str(tmp_path / "home")
+    assert main(["ext", "project", "--codex-home", home, "--store", str(store)]) == ExitCode.OK
+    capsys.readouterr()
+    named = str(EIO_FILE)
+    if how.endswith("-"):
+        named = "-"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(EIO_FILE.open("rb")))
+    code = main(["ext", "status", "--from-events", named, "--store", str(store), "--json"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE, err
+    assert json.loads(out)["error"]["code"] == "file-unreadable", out
+    assert "input/output error" in err.lower(), err
+    assert str(EIO_FILE) in err, err  # in process, stdin is the file itself
+    assert "free disk space" not in err
+
+
+@pytest.mark.skipif(not _read_fails_with_eio(), reason="needs Linux /proc/self/mem (EIO)")
+def test_an_observation_on_stdin_whose_read_fails_is_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agc readiness classify -` whose standard input fails on read (EIO): it was the
+    unwrapped OSError (store-unreadable, "free disk space", nothing named)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(EIO_FILE.open("rb")))
+    code = main(["readiness", "classify", "-", "--json"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE, err
+    assert json.loads(out)["error"]["code"] == "file-unreadable", out
+    assert "observation on standard input" in err, err
+    assert "input/output error" in err.lower(), err
+    assert "free disk space" not in err
