@@ -315,7 +315,8 @@ class VerificationError(AgcError):
 
 
 class KeyInvalidError(UsageError):
-    """A signing or trusted key file is missing, unreadable or not an Ed25519 PEM key."""
+    """A signing or trusted key file is missing, a folder, too large or not an Ed25519 PEM
+    key. One that exists but cannot be read is :class:`FileUnreadableError` (exit 3)."""
 
     code = "key-invalid"
     default_hint = "Create keys with `agc keys generate --out DIR` and pass the .pem files."

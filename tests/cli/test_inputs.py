@@ -26,6 +26,7 @@ from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter, open_run
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import feed_stdin, tree, write_run
+from tests.extensions.builders import codex_config_two_servers
 
 STORE_HINT = "Check that the store folder exists"
 
@@ -432,3 +433,87 @@ def test_open_run_on_an_exception_stays_unsealed_with_every_record_checkpointed(
     recovered = recover_run("r1", store)
     assert [a.records for a in recovered.artifacts] == [5, 1]
     assert check_run("r1", store).complete
+
+
+@pytest.mark.skipif(not _read_fails_with_eio(), reason="needs Linux /proc/self/mem (EIO)")
+@pytest.mark.parametrize(
+    "how", ["--signing-key", "$AGC_SIGNING_KEY", "--trusted-key", "$AGC_TRUSTED_KEYS"]
+)
+def test_a_key_file_whose_read_fails_is_exit_3_not_a_bad_key(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    """A key file that opens and then fails on read (EIO) is the machine failing, not a
+    bad key: exit 3, ``file-unreadable`` with --json, the file named; nothing sealed."""
+    source = tmp_path / "session.jsonl"
+    source.write_text('{"role": "user"}\n')
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    (folder / "k.pem").symlink_to(EIO_FILE)
+    monkeypatch.delenv("AGC_SIGNING_KEY", raising=False)
+    monkeypatch.delenv("AGC_TRUSTED_KEYS", raising=False)
+    if how in ("--signing-key", "$AGC_SIGNING_KEY"):
+        argv = ["import", str(source), "--run-id", "r1", "--store", str(store), "--json"]
+    else:
+        write_run(store, "r2")
+        argv = ["verify", "r2", "--store", str(store), "--json"]
+    if how.startswith("--"):
+        argv += [how, str(EIO_FILE)]
+    else:
+        monkeypatch.setenv(how[1:], str(folder if how == "$AGC_TRUSTED_KEYS" else EIO_FILE))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE, (how, err)
+    assert json.loads(out)["error"]["code"] == "file-unreadable", out
+    assert "input/output error" in err.lower(), err
+    assert ("k.pem" if how == "$AGC_TRUSTED_KEYS" else str(EIO_FILE)) in err, err
+    assert not any("r1" in p for p in tree(store))
+
+
+@pytest.mark.skipif(not _read_fails_with_eio(), reason="needs Linux /proc/self/mem (EIO)")
+@pytest.mark.parametrize("how", ["ext status --from-events FILE", "ext status --from-events -"])
+def test_an_events_file_whose_read_fails_is_exit_3_naming_it(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    """The events file opens and then fails on read (EIO), once a projection exists to
+    apply it to: it was the unwrapped OSError (store-unreadable, "free disk space", no
+    file named); it is file-unreadable naming the file, as for every input."""
+    source = codex_config_two_servers(tmp_path / "cfg")
+    assert main(["ext", "import", str(source), "--store", str(store)]) == ExitCode.OK
+    home = str(tmp_path / "home")
+    assert main(["ext", "project", "--codex-home", home, "--store", str(store)]) == ExitCode.OK
+    capsys.readouterr()
+    named = str(EIO_FILE)
+    if how.endswith("-"):
+        named = "-"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(EIO_FILE.open("rb")))
+    code = main(["ext", "status", "--from-events", named, "--store", str(store), "--json"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE, err
+    assert json.loads(out)["error"]["code"] == "file-unreadable", out
+    assert "input/output error" in err.lower(), err
+    assert str(EIO_FILE) in err, err  # in process, stdin is the file itself
+    assert "free disk space" not in err
+
+
+@pytest.mark.skipif(not _read_fails_with_eio(), reason="needs Linux /proc/self/mem (EIO)")
+def test_an_observation_on_stdin_whose_read_fails_is_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agc readiness classify -` whose standard input fails on read (EIO): it was the
+    unwrapped OSError (store-unreadable, "free disk space", nothing named)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(EIO_FILE.open("rb")))
+    code = main(["readiness", "classify", "-", "--json"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.UNREADABLE, err
+    assert json.loads(out)["error"]["code"] == "file-unreadable", out
+    assert "observation on standard input" in err, err
+    assert "input/output error" in err.lower(), err
+    assert "free disk space" not in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import selectors
@@ -18,7 +19,7 @@ from agc.exitcodes import ExitCode
 from agc.integrity._runs import list_runs, unwrap_record
 from agc.integrity._signing import generate_keypair, load_signing_key
 from agc.integrity._writer import TranscriptWriter, open_run
-from tests.conftest import feed_stdin, write_run
+from tests.conftest import feed_stdin, write_legacy_run_with_shared_tool_events, write_run
 
 SCRIPT = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"
 
@@ -171,3 +172,47 @@ def test_follow_prints_records_as_they_come_and_stops_at_the_seal(store: Path) -
             child.kill()
     assert child.returncode == 0
     assert out == b'{"n":3}\n'
+
+
+def test_a_legacy_run_is_listed_as_legacy_and_shown_as_sealed(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run an earlier release sealed (a digest-only SHA-256 sidecar, no manifest) was
+    listed as `unsealed`, for `agc recover` to seal, and `agc show --follow` waited for
+    a seal that never comes. It is `legacy`; its sealed transcript is shown and ends."""
+    data = write_legacy_run_with_shared_tool_events(store, "old")
+    write_run(store, "new")
+    [old] = [run for run in list_runs(store) if run.run_id == "old"]
+    assert (old.state, old.records, old.bytes, old.signed) == (
+        "legacy",
+        {"transcript": 1, "tool-events": 0},
+        len(data),
+        False,
+    )
+    assert main(["runs", "--store", str(store), "--json"]) == ExitCode.OK
+    states = {r["run_id"]: r["state"] for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert states == {"old": "legacy", "new": "sealed"}
+    assert main(["runs", "--store", str(store)]) == ExitCode.OK
+    [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("old ")]
+    assert line.split()[1] == "legacy"
+    argv = ["show", "old", "--store", str(store), "--follow", "--interval", "0.05"]
+    shown = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *argv], capture_output=True, timeout=30, check=False
+    )
+    assert (shown.returncode, shown.stdout) == (0, b'{"a":1}\n')
+    assert b"not sealed" not in shown.stderr
+
+
+def test_a_chained_run_with_legacy_sidecars_is_not_listed_as_legacy(store: Path) -> None:
+    """A run the chain links had a manifest: with it deleted and a legacy sidecar put in
+    its place (a downgrade), the run is not legacy, as agc-verify judges it."""
+    layout = write_run(store, "r1")
+    data = layout.artifact_path("r1", "transcript").read_bytes()
+    layout.manifest_path("r1").unlink()
+    for sidecar in layout.artifact_dir("transcript").glob("r1.jsonl.*"):
+        sidecar.unlink()
+    layout.artifact_path("r1", "transcript").with_name("r1.jsonl.sha256").write_text(
+        hashlib.sha256(data).hexdigest()
+    )
+    [run] = list_runs(store)
+    assert run.state != "legacy"

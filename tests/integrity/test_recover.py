@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
+from agc.cli.app import main
 from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, UnsealedRunError
+from agc.exitcodes import ExitCode
 from agc.integrity._manifest import RunManifest
 from agc.integrity._recover import recover_run
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter, open_run
-from tests.conftest import tree
+from tests.conftest import tree, write_legacy_run_with_shared_tool_events
 from tests.integrity.evidence_helpers import records, transcript_path, write_run
 
 
@@ -226,3 +228,28 @@ def test_a_recovered_run_re_opened_keeps_its_quarantine_listed_and_checked(
     else:
         assert {"flip": "modified", "delete": "deleted"}[tamper] in codes
         assert not report.complete
+
+
+def test_a_legacy_run_is_refused_and_left_as_it_was(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run an earlier release sealed (a digest-only SHA-256 sidecar, no manifest) has
+    nothing to recover. It was sealed again in agc's format: a manifest, a chain link and
+    an empty tool-events file of its own, after which agc-verify failed it (the legacy
+    sidecar was then unexpected). Refused, nothing changed, and it still verifies."""
+    write_legacy_run_with_shared_tool_events(store, "old")
+    assert check_run("old", store).complete
+
+    def contents() -> dict[str, bytes]:
+        return {p: (store / p).read_bytes() for p in tree(store) if (store / p).is_file()}
+
+    before = (tree(store), contents())
+    with pytest.raises(RecoveryRefusedError, match="legacy store format"):
+        recover_run("old", store)
+    assert (tree(store), contents()) == before
+    assert main(["recover", "old", "--store", str(store), "--json"]) == ExitCode.FINDINGS
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "recovery-refused"
+    assert (tree(store), contents()) == before
+    report = check_run("old", store)
+    assert report.complete
+    assert report.legacy

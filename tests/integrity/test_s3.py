@@ -5,6 +5,7 @@ the chain under concurrent sealers, and every object-store finding."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import io
 import json
 import multiprocessing
@@ -28,6 +29,7 @@ from agc.integrity._s3 import (
     HEAD_PATH,
     RemoteHead,
     _run_files,
+    artifact_path,
     link_path,
     read_remote_head,
     staging_store,
@@ -486,3 +488,38 @@ def test_runs_lists_an_object_store(
     assert sorted(by_id) == ["r1", "r2"]
     assert {run["state"] for run in by_id.values()} == {"sealed"}
     assert by_id["r1"]["records"] == TRANSCRIPT.count(b"\n")
+
+
+def test_a_legacy_run_of_an_object_store_is_listed_and_not_recovered(
+    s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run with a digest-only SHA-256 sidecar and no manifest (the legacy format, which
+    agc-verify accepts in object storage too) was left out of ``agc runs``: only runs
+    with a manifest or staged on this host were listed. It is listed as ``legacy``, and
+    ``agc recover`` refuses it as for a folder store."""
+    _record(s3_store, "r1")
+    body = b'{"line":1,"payload":{"a":1}}\n{"line":2,"payload":{"a":2}}\n'
+    transcript = artifact_path("old", "transcript")
+    s3_store.client.put_object(Bucket=s3_store.bucket, Key=s3_store.key(transcript), Body=body)
+    sidecar = s3_store.key(f"{transcript}.sha256")
+    digest = hashlib.sha256(body).hexdigest().encode()
+    s3_store.client.put_object(Bucket=s3_store.bucket, Key=sidecar, Body=digest)
+    assert check_object_run(s3_store, "old").legacy
+    capsys.readouterr()
+    assert agc_main(["runs", "--store", s3_store.url, "--json"]) == 0
+    by_id = {run["run_id"]: run for run in json.loads(capsys.readouterr().out)["runs"]}
+    assert sorted(by_id) == ["old", "r1"]
+    assert by_id["r1"]["state"] == "sealed"
+    old = by_id["old"]
+    assert (old["state"], old["records_by_kind"], old["bytes"], old["signed"]) == (
+        "legacy",
+        {"transcript": 2, "tool-events": 0},
+        len(body),
+        False,
+    )
+    # Nothing to recover: refused as in a folder store (it was "not in the store").
+    before = sorted(s3_store.list_paths(""))
+    assert agc_main(["recover", "old", "--store", s3_store.url, "--json"]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], "legacy store format" in error["message"]) == ("recovery-refused", True)
+    assert sorted(s3_store.list_paths("")) == before

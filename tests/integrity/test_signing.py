@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -9,12 +10,20 @@ import signal
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agc._core.digest import new_hasher
-from agc.errors import FileExistsRefusedError, KeyInvalidError, RecoveryRefusedError, UsageError
+from agc.errors import (
+    AgcError,
+    FileExistsRefusedError,
+    FileUnreadableError,
+    KeyInvalidError,
+    RecoveryRefusedError,
+    UsageError,
+)
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import (
     generate_keypair,
@@ -278,3 +287,65 @@ def test_a_key_from_an_endless_device_is_refused_and_one_from_a_pipe_is_read(
         signal.signal(signal.SIGALRM, previous)
         if writer is not None:
             writer.join()
+
+
+def _refuse_reads_of(monkeypatch: pytest.MonkeyPatch, target: Path, exc: OSError) -> None:
+    """Make opening ``target`` fail with ``exc`` (root reads any file whatever its mode,
+    and a disk error cannot be made on demand)."""
+    real_open = Path.open
+
+    def refusing_open(self: Path, *args: object, **kwargs: object) -> object:
+        if self == target:
+            raise exc
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Path, "open", refusing_open)
+
+
+@pytest.mark.parametrize("loader", ["signing", "trusted", "trusted-folder"])
+@pytest.mark.parametrize(
+    ("failure", "expected", "code"),
+    [
+        ("eio", FileUnreadableError, "file-unreadable"),
+        ("permission", FileUnreadableError, "file-unreadable"),
+        ("missing", KeyInvalidError, "key-invalid"),
+        ("folder", KeyInvalidError, "key-invalid"),
+        ("not-a-key", KeyInvalidError, "key-invalid"),
+    ],
+)
+def test_a_key_file_that_cannot_be_read_is_file_unreadable_and_a_bad_one_key_invalid(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    loader: str,
+    failure: str,
+    expected: type[Exception],
+    code: str,
+) -> None:
+    """A key file that exists but cannot be read (an I/O error, permissions) is exit 3,
+    as every input file agc cannot read; one that is absent, a folder or not a key is a
+    usage error (exit 2)."""
+    folder = tmp_path / "trusted"
+    folder.mkdir()
+    path = folder / "k.pem" if loader == "trusted-folder" else tmp_path / "k.pem"
+    if failure == "folder":
+        path.mkdir()
+    elif failure != "missing":
+        path.write_bytes(b"not a key\n")
+    if loader == "trusted-folder" and failure == "missing":
+        path.symlink_to(tmp_path / "gone.pem")  # *.pem in the folder that names nothing
+    if failure == "eio":
+        _refuse_reads_of(monkeypatch, path, OSError(errno.EIO, "Input/output error"))
+    elif failure == "permission":
+        _refuse_reads_of(monkeypatch, path, PermissionError(errno.EACCES, "Permission denied"))
+    load: Callable[[], object] = {
+        "signing": lambda: load_signing_key(path),
+        "trusted": lambda: load_trusted_keys([path]),
+        "trusted-folder": lambda: load_trusted_keys(folder=folder),
+    }[loader]
+    with pytest.raises(expected) as caught:
+        load()
+    error = caught.value
+    assert isinstance(error, AgcError)
+    assert error.code == code
+    assert error.exit_code == (3 if code == "file-unreadable" else 2)
+    assert str(path) in error.message

@@ -61,6 +61,20 @@ def test_a_relative_path_is_the_one_beside_the_caller_not_the_workspace(
     assert report.version == "codex-cli 0.171.0"
 
 
+@pytest.mark.parametrize("entry", ["bin", "./bin"])
+def test_a_name_found_through_a_relative_path_entry_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    """`codex` found on PATH=bin:… was returned as `bin/codex`: Codex is started in the
+    workspace, where that names nothing. Made absolute where the command was given."""
+    monkeypatch.chdir(tmp_path)
+    env = {"PATH": f"{entry}:/usr/bin:/bin", "OPENAI_API_KEY": "placeholder-value"}
+    config = make_config(tmp_path, env=env)
+    assert resolve_binary("codex", config.agent_env()) == (str(tmp_path / "bin" / "codex"), None)
+    report = run(Preflight(config, handshake=_ok_handshake).run())
+    assert report.ready, report.to_dict()
+
+
 def test_a_missing_explicit_path_is_missing(tmp_path: Path) -> None:
     report = run(_preflight(tmp_path, codex_bin=str(tmp_path / "no" / "codex")).run())
     assert _codes(report) == ["codex_cli_binary_missing"]

@@ -22,13 +22,19 @@ import typer
 
 import agc
 from agc._core import json as strict_json
-from agc._core.fs import read_limited
+from agc._core.fs import describe_os_error, read_limited
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout, validate_run_id
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.verify import _trusted, format_report
-from agc.errors import FileExistsRefusedError, InputError, ObservationInvalidError, UsageError
+from agc.errors import (
+    FileExistsRefusedError,
+    FileUnreadableError,
+    InputError,
+    ObservationInvalidError,
+    UsageError,
+)
 from agc.exitcodes import ExitCode
 from agc.integrity import check_run, open_run, read_run_manifest
 from agc.readiness import (
@@ -322,7 +328,12 @@ def classify_command(
     if str(file) == "-":
         if sys.stdin is None:
             raise InputError("agc readiness classify - has no standard input (it is closed)")
-        data = sys.stdin.buffer.read(_MAX_OBSERVATION_BYTES + 1)
+        try:
+            data = sys.stdin.buffer.read(_MAX_OBSERVATION_BYTES + 1)
+        except OSError as exc:  # an I/O error: exit 3, as for an observation file
+            raise FileUnreadableError(
+                f"cannot read the observation on standard input: {describe_os_error(exc)}"
+            ) from exc
         if len(data) > _MAX_OBSERVATION_BYTES:
             raise InputError(f"the observation is larger than {_MAX_OBSERVATION_BYTES} bytes")
         source = "the observation on standard input"

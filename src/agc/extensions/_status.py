@@ -23,10 +23,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from agc._core.digest import digest_fd, digests_equal
-from agc._core.fs import open_nofollow, read_small_file
+from agc._core.fs import describe_os_error, open_nofollow, read_small_file
 from agc._core.json import MAX_DEPTH
 from agc._core.sidecar import parse_sidecar, sidecar_name
-from agc.errors import ExtensionNotFoundError, InputError, SidecarMismatchError
+from agc.errors import (
+    ExtensionNotFoundError,
+    FileUnreadableError,
+    InputError,
+    SidecarMismatchError,
+)
 from agc.extensions._documents import MAX_DOCUMENT_DEPTH, load_json
 from agc.extensions._model import ExtensionIndex, ExtensionItem, StartupStatus, is_projection_id
 from agc.extensions._repo import ExtensionRepository
@@ -194,10 +199,23 @@ class _Readable(Protocol):
 
 def _bounded_lines(stream: _Readable) -> Iterator[bytes]:
     """Lines of ``stream``, none longer than ``_MAX_LINE_BYTES + 1`` bytes: the rest of
-    a longer line is read in chunks and dropped (the line stays too long: malformed)."""
-    while line := stream.readline(_MAX_LINE_BYTES + 1):
+    a longer line is read in chunks and dropped (the line stays too long: malformed).
+
+    Raises:
+        FileUnreadableError: a read failed (an I/O error: exit 3), naming the stream.
+    """
+
+    def readline(size: int) -> bytes:
+        try:
+            return stream.readline(size)
+        except OSError as exc:
+            name = getattr(stream, "name", None)
+            where = "stdin" if name in {0, "<stdin>"} else f"events file {name}"
+            raise FileUnreadableError(f"cannot read {where}: {describe_os_error(exc)}") from exc
+
+    while line := readline(_MAX_LINE_BYTES + 1):
         if len(line) > _MAX_LINE_BYTES and not line.endswith(b"\n"):
-            while (rest := stream.readline(_MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+            while (rest := readline(_MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
                 pass
         yield line
 
@@ -219,6 +237,7 @@ def apply_startup_events(
     Raises:
         ExtensionNotFoundError: no projection yet, or no such projection.
         SidecarMismatchError: its record does not match its seal.
+        FileUnreadableError: reading the stream failed (an I/O error; exit 3).
     """
     chosen = projection_id or repo.load().last_projection_id
     if chosen is None:

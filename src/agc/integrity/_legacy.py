@@ -11,21 +11,22 @@ Stores written before run manifests existed differ from agc's format in two ways
 
 This module is the only place that knows about that format. The verifier asks it once
 per run (:func:`detect_legacy_run`) and, for a legacy run, lets it judge the artifacts
-(:meth:`LegacyRun.judge`); records of the shared file are reported as unverified
-(``unverified-records``, a warning) for every run they name and never counted as, or
-merged with, a run's verified tool events. :func:`read_legacy_tool_events` reads them
-for a caller who asks for them by name.
+(:meth:`LegacyRun.judge`); ``agc runs``, ``agc show`` and ``agc recover`` ask
+:func:`is_legacy_run`, which decides the same without hashing anything. Records of the
+shared file are reported as unverified (``unverified-records``, a warning) for every run
+they name and never counted as, or merged with, a run's verified tool events.
+:func:`read_legacy_tool_events` reads them for a caller who asks for them by name.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agc._core.report import Finding
-from agc._core.sidecar import Sidecar
+from agc._core.sidecar import Sidecar, read_sidecars
 from agc._core.store import StoreLayout, validate_run_id
 from agc.errors import StoreError, UnsafePathError
 from agc.integrity._store_io import iter_json_objects
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
 __all__ = [
     "LegacyFindingCode",
     "LegacyRun",
+    "chained_run_ids",
     "count_legacy_tool_events",
     "detect_legacy_run",
+    "is_legacy_run",
     "read_legacy_tool_events",
     "unverified_records_finding",
 ]
@@ -169,17 +172,53 @@ def detect_legacy_run(
     return LegacyRun(shared_records=shared_records), []
 
 
+class _EveryRun(Container[str]):
+    """What an unreadable chain log links: every run (see :func:`_in_chain`)."""
+
+    def __contains__(self, run_id: object) -> bool:
+        return True
+
+
+def chained_run_ids(layout: StoreLayout) -> Container[str]:
+    """The run ids ``audit/chain.jsonl`` links, read once (for :func:`is_legacy_run`
+    over many runs). A log that cannot be read as a file links every run, as for
+    :func:`detect_legacy_run`: a store with a damaged chain is not a legacy store."""
+    from agc.integrity._chain import read_chain  # noqa: PLC0415 - only for a legacy sidecar
+
+    try:
+        entries, _ = read_chain(layout)
+    except FileNotFoundError:
+        return frozenset()
+    except (UnsafePathError, StoreError, OSError):
+        return _EveryRun()
+    return frozenset(entry.run_id for entry in entries)
+
+
+def is_legacy_run(
+    layout: StoreLayout, run_id: str, *, chained: Container[str] | None = None
+) -> bool:
+    """Whether a run that has no run manifest is in the legacy format, as
+    :func:`detect_legacy_run` decides it for the verifier, without hashing a file: its
+    transcript's only sidecar is a digest-only SHA-256 one and the store chain does not
+    link it. Call it only for a run whose manifest does not exist.
+
+    Args:
+        chained: the run ids the chain links (:func:`chained_run_ids`, for a listing of
+            many runs); ``None`` reads the chain log when the sidecar is a legacy one.
+
+    Raises:
+        StoreError: a sidecar or the chain log is present but cannot be read (exit 3).
+    """
+    sidecars = read_sidecars(layout.artifact_path(run_id, "transcript"))
+    sidecar = sidecars.get("sha256")
+    if not (isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in sidecars):
+        return False
+    return run_id not in (chained_run_ids(layout) if chained is None else chained)
+
+
 def _in_chain(layout: StoreLayout, run_id: str) -> bool:
     """Whether ``audit/chain.jsonl`` links the run (read only for would-be legacy runs).
 
     A chain log that cannot be read as a file counts as linking it: a store with a
     damaged chain is not a legacy store."""
-    from agc.integrity._chain import read_chain  # noqa: PLC0415 - a would-be legacy run only
-
-    try:
-        entries, _ = read_chain(layout)
-    except FileNotFoundError:
-        return False
-    except (UnsafePathError, StoreError, OSError):
-        return True
-    return any(entry.run_id == run_id for entry in entries)
+    return run_id in chained_run_ids(layout)

@@ -5,7 +5,8 @@ recovery refuse), check the file against its crash checkpoints (a prefix that do
 match is tampering: refuse), move a torn last line into a quarantine file beside it
 (``<name>.quarantine``; its bytes and digest go into the manifest), then seal: sidecar
 plus manifest entry with ``recovered: true``. A missing artifact is created empty and
-sealed. Recovering a sealed run changes nothing.
+sealed. Recovering a sealed run changes nothing; a run in the legacy store format
+(sealed by an earlier release) is refused, never converted.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from agc.integrity._chain import (
     manifest_digest,
     read_chain,
 )
+from agc.integrity._legacy import is_legacy_run
 from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_seal, sign_manifest
@@ -150,7 +152,9 @@ def recover_run(
         RunIdInvalidError: bad run id.
         RunNotFoundError: the store has no manifest and no artifact file of the run.
         RunLockedError: a writer still holds a file of the run.
-        RecoveryRefusedError: a prefix does not match its checkpoint or its earlier seal.
+        RecoveryRefusedError: a prefix does not match its checkpoint or its earlier seal;
+            a signed run without ``signing_key``; a run in the legacy store format
+            (nothing is changed).
         FileWriteError: the disk is full, read-only …: what was done is whole, and
             running recovery again once the disk can be written finishes it.
         StoreError: the store cannot be read or written.
@@ -166,6 +170,15 @@ def recover_run(
         raise RunNotFoundError(
             f"run {run_id} has nothing to recover: no manifest and no artifact file "
             f"in store {layout.root}"
+        )
+    if read_manifest(layout, run_id) is None and is_legacy_run(layout, run_id):
+        # Sealed by an earlier release: nothing crashed. Sealing it again in agc's format
+        # would put a new seal, a manifest and a chain link over bytes agc never checked.
+        raise RecoveryRefusedError(
+            f"run {run_id} is in the legacy store format (a digest-only SHA-256 sidecar, "
+            "no manifest): it was sealed by an earlier release and there is nothing to "
+            "recover; nothing was changed",
+            hint=f"`agc-verify {run_id}` checks it as it is (a legacy-format warning).",
         )
     now = clock or unix_ms
     results = []

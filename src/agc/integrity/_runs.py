@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -29,12 +30,13 @@ from agc.errors import (
     StoreError,
     UnsafePathError,
 )
+from agc.integrity._legacy import chained_run_ids, is_legacy_run
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._store_io import read_manifest
 
 __all__ = ["RunListing", "iter_records", "list_runs", "run_is_sealed", "unwrap_record"]
 
-RunState = Literal["sealed", "unsealed", "damaged"]
+RunState = Literal["sealed", "unsealed", "damaged", "legacy"]
 _COUNT_CHUNK: Final = 1 << 20
 _STAMPS: Final[dict[ArtifactKind, tuple[str, ...]]] = {
     "transcript": ("seq", "ts"),
@@ -49,8 +51,10 @@ class RunListing:
     Attributes:
         run_id: the run.
         state: ``sealed`` (its manifest is closed), ``unsealed`` (still being written,
-            crashed, stopped, or re-opened for a new segment) or ``damaged`` (its
-            manifest cannot be read: ``agc-verify`` says why).
+            crashed, stopped, or re-opened for a new segment), ``damaged`` (its
+            manifest cannot be read: ``agc-verify`` says why) or ``legacy`` (sealed by
+            an earlier release in the legacy store format: a digest-only SHA-256
+            sidecar and no manifest; there is nothing for ``agc recover`` to seal).
         records: records per artifact kind (sealed: from the manifest; otherwise the
             complete lines on disk).
         bytes: bytes of both artifact files on disk.
@@ -124,15 +128,18 @@ def _count_lines(path: Path) -> tuple[int, int, int | None]:
         os.close(fd)
 
 
-def _listing(layout: StoreLayout, run_id: str) -> RunListing:
+def _listing(layout: StoreLayout, run_id: str, chained: Callable[[], Container[str]]) -> RunListing:
     manifest: RunManifest | None = None
     state: RunState = "unsealed"
     try:
         manifest = read_manifest(layout, run_id)
     except (ManifestInvalidError, UnsafePathError):
         state = "damaged"
-    if manifest is not None and manifest.closed:
-        state = "sealed"
+    else:
+        if manifest is not None and manifest.closed:
+            state = "sealed"
+        elif manifest is None and is_legacy_run(layout, run_id, chained=chained()):
+            state = "legacy"
     records: dict[str, int] = {}
     size = 0
     times: list[int] = []
@@ -179,7 +186,8 @@ def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
         layout = StoreLayout.at(store)
         if not layout.root.is_dir():
             raise StoreError(f"store {layout.root} does not exist or is not a folder")
-        listings = [_listing(layout, run_id) for run_id in sorted(_run_ids(layout))]
+        chained = functools.cache(lambda: chained_run_ids(layout))  # read once, if needed
+        listings = [_listing(layout, run_id, chained) for run_id in sorted(_run_ids(layout))]
     listings.sort(key=lambda r: -(r.last_write_ms or 0))
     return listings
 
@@ -216,23 +224,74 @@ def _remote_listings(remote: ObjectStore) -> list[RunListing]:
             signed=manifest.signature is not None,
             last_write_ms=max((seal.sealed_at_ms for seal in seals.values()), default=None),
         )
+    for run_id in _remote_legacy_candidates(remote, listings):
+        legacy = _remote_legacy_listing(remote, run_id)
+        if legacy is not None:
+            listings[run_id] = legacy
     for run_id in staged_run_ids(remote):
         if run_id not in listings:
-            staged = _listing(StoreLayout(staging_store(remote, run_id)), run_id)
+            local = StoreLayout(staging_store(remote, run_id))
+            staged = _listing(local, run_id, functools.partial(chained_run_ids, local))
             listings[run_id] = replace(staged, state="unsealed")
     return list(listings.values())
 
 
+def _remote_legacy_candidates(remote: ObjectStore, listed: Container[str]) -> list[str]:
+    """Runs of an ``s3://`` store with a transcript and a SHA-256 sidecar but no manifest
+    (a legacy run, if :func:`_remote_legacy_listing` says so)."""
+    from agc.integrity._s3 import artifact_path  # noqa: PLC0415 - boto3
+
+    prefix = artifact_path("r", "transcript").removesuffix("r.jsonl")
+    names = {path.removeprefix(prefix) for path in remote.list_paths(prefix)}
+    found = []
+    for name in sorted(names):
+        run_id = name.removesuffix(".jsonl")
+        if not name.endswith(".jsonl") or run_id in listed or f"{name}.sha256" not in names:
+            continue
+        try:
+            validate_run_id(run_id)
+        except RunIdInvalidError:
+            continue
+        found.append(run_id)
+    return found
+
+
+def _remote_legacy_listing(remote: ObjectStore, run_id: str) -> RunListing | None:
+    """The listing of a legacy run of an ``s3://`` store (its complete lines are counted
+    as the object streams by; nothing is hashed), or ``None`` when it is not one."""
+    from agc.integrity._s3 import artifact_path  # noqa: PLC0415 - boto3
+    from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415 - boto3
+
+    if not is_legacy_object_run(remote, run_id):
+        return None
+    records: dict[str, int] = {}
+    size = 0
+    times: list[int] = []
+    for kind in ARTIFACT_KINDS:
+        with remote.open(artifact_path(run_id, kind)) as found:
+            if found is None:
+                records[kind] = 0
+                continue
+            chunks, info = found
+            records[kind] = sum(chunk.count(b"\n") for chunk in chunks)
+            size += info.size
+            times.append(info.last_modified_ms)
+    return RunListing(run_id, "legacy", records, size, False, max(times) if times else None)
+
+
 def run_is_sealed(layout: StoreLayout, run_id: str, kind: ArtifactKind) -> bool:
-    """Whether the artifact has a closed seal (a sidecar and a closed manifest entry)."""
+    """Whether the artifact has a closed seal: a sidecar and a closed manifest entry, or,
+    for a run in the legacy store format (no manifest), its digest-only sidecar."""
     path = layout.artifact_path(run_id, kind)
     if not any(os.path.lexists(str(path) + suffix) for suffix in SIDECAR_SUFFIXES.values()):
         return False
     try:
         manifest = read_manifest(layout, run_id)
+        if manifest is None:
+            return kind == "transcript" and is_legacy_run(layout, run_id)
     except AgcError:
         return False
-    seal = manifest.artifacts.get(kind) if manifest else None
+    seal = manifest.artifacts.get(kind)
     return seal is not None and seal.closed
 
 

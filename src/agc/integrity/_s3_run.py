@@ -19,7 +19,7 @@ from agc._core.jsonl import FsyncPolicy
 from agc._core.objstore import ObjectStore
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import StoreLayout
-from agc.errors import AgcError, RunNotFoundError, StoreError
+from agc.errors import AgcError, RecoveryRefusedError, RunNotFoundError, StoreError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._s3 import (
     UploadResult,
@@ -163,6 +163,7 @@ def recover_remote_run(
 
     Raises:
         RunNotFoundError: the run is neither staged on this host nor in the store.
+        RecoveryRefusedError: it is a run in the legacy store format (nothing to recover).
         as :func:`~agc.integrity._recover.recover_run` and :func:`upload_run`.
     """
     from agc.integrity._recover import recover_run  # noqa: PLC0415 - it dispatches here
@@ -171,6 +172,15 @@ def recover_remote_run(
     if not staging.is_dir():
         heal_remote(store)
         if read_remote_manifest(store, run_id) is None:
+            from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415
+
+            if is_legacy_object_run(store, run_id):
+                raise RecoveryRefusedError(
+                    f"run {run_id} is in the legacy store format (a digest-only SHA-256 "
+                    "sidecar, no manifest): it was sealed by an earlier release and there "
+                    "is nothing to recover; nothing was changed",
+                    hint=f"`agc-verify {run_id} --store {store.url}` checks it as it is.",
+                )
             raise RunNotFoundError(
                 f"run {run_id} is neither staged on this host ({staging}) nor in {store.url}"
             )

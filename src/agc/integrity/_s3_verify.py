@@ -60,6 +60,7 @@ __all__ = [
     "S3StoreView",
     "VerifyPolicy",
     "check_object_run",
+    "is_legacy_object_run",
     "list_run_versions",
     "run_paths",
     "verify_policy",
@@ -482,6 +483,31 @@ def _legacy_transcript(transcript: ArtifactObservation) -> bool:
     """Whether the transcript's only sidecar is a digest-only SHA-256 one (legacy)."""
     sidecar = transcript.sidecars.get("sha256")
     return isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
+
+
+def is_legacy_object_run(store: ObjectStore, run_id: str) -> bool:
+    """Whether a run of an object store that has no manifest is in the legacy format, as
+    :func:`check_object_run` decides it, without reading the transcript: its only sidecar
+    is a digest-only SHA-256 one and the store chain does not link it (``agc runs``).
+
+    Raises:
+        StoreError: the store cannot be listed or read (exit 3).
+    """
+    transcript = artifact_path(run_id, "transcript")
+    if store.exists(f"{transcript}{SIDECAR_SUFFIXES['blake3']}"):
+        return False
+    with store.open(f"{transcript}{SIDECAR_SUFFIXES['sha256']}") as found:
+        if found is None:
+            return False
+        chunks, info = found
+        if info.size > MAX_SIDECAR_BYTES:
+            return False  # not a usable sidecar
+        data = b"".join(chunks)
+    try:
+        sidecar = parse_sidecar(data, algorithm="sha256")
+    except SidecarInvalidError:
+        return False
+    return sidecar.legacy and not _downgraded(store, run_id)
 
 
 def _downgraded(store: ObjectStore, run_id: str) -> bool:

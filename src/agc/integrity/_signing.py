@@ -27,7 +27,13 @@ from agc._core.signing import (
     key_id_of,
     sign_document,
 )
-from agc.errors import FileExistsRefusedError, KeyInvalidError, StoreError, UsageError
+from agc.errors import (
+    FileExistsRefusedError,
+    FileUnreadableError,
+    KeyInvalidError,
+    StoreError,
+    UsageError,
+)
 
 __all__ = [
     "PRIVATE_KEY_NAME",
@@ -148,16 +154,30 @@ def _read_key_file(path: Path) -> bytes:
     return data
 
 
+def _unreadable_key(what: str, exc: OSError) -> KeyInvalidError | FileUnreadableError:
+    """The error for a key file ``what`` ("signing key /k.pem") that ``open``/``read``
+    refused: absent or a folder is not a key (``key-invalid``, exit 2); a key file that
+    exists but cannot be read (permissions, an I/O error) is ``file-unreadable`` (exit 3),
+    as for every input file: agc could not look at it."""
+    if isinstance(exc, FileNotFoundError):
+        return KeyInvalidError(f"{what} does not exist")
+    if isinstance(exc, IsADirectoryError):
+        return KeyInvalidError(f"{what} is a folder, not a key file")
+    return FileUnreadableError(f"cannot read {what}: {describe_os_error(exc)}")
+
+
 def load_signing_key(path: Path) -> SigningKey:
     """Load an Ed25519 private key (PEM, unencrypted).
 
     Raises:
-        KeyInvalidError: missing, unreadable or not an Ed25519 private key.
+        KeyInvalidError: missing, a folder, or not an Ed25519 private key (exit 2).
+        FileUnreadableError: it exists but cannot be read (permissions, an I/O error;
+            exit 3).
     """
     try:
         data = _read_key_file(path)
     except OSError as exc:
-        raise KeyInvalidError(f"cannot read signing key {path}: {describe_os_error(exc)}") from exc
+        raise _unreadable_key(f"signing key {path}", exc) from exc
     if not data.strip():
         raise KeyInvalidError(
             f"signing key {path} is empty",
@@ -176,14 +196,15 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     """Load an Ed25519 public key (PEM).
 
     Raises:
-        KeyInvalidError: missing, unreadable, a private key, or not an Ed25519 public key.
+        KeyInvalidError: missing, a folder, a private key, or not an Ed25519 public key
+            (exit 2).
+        FileUnreadableError: it exists but cannot be read (permissions, an I/O error;
+            exit 3).
     """
     try:
         data = _read_key_file(path)
-    except FileNotFoundError as exc:
-        raise KeyInvalidError(f"trusted key {path} does not exist") from exc
     except OSError as exc:
-        raise KeyInvalidError(f"cannot read trusted key {path}: {describe_os_error(exc)}") from exc
+        raise _unreadable_key(f"trusted key {path}", exc) from exc
     if _is_private_pem(data):
         public = path.with_name(path.name.removesuffix(".pem") + ".pub.pem")
         raise KeyInvalidError(
@@ -223,6 +244,7 @@ def load_trusted_keys(
     Raises:
         KeyInvalidError: a named file does not exist, is a private key or not an Ed25519
             public key; a folder does not exist, is a file, or holds no public key.
+        FileUnreadableError: a key file exists but cannot be read (exit 3).
     """
     keys: dict[str, Ed25519PublicKey] = {}
     for path in paths:
@@ -252,9 +274,7 @@ def _load_folder(
         try:
             head = _read_key_file(path)[:4096]
         except OSError as exc:
-            raise KeyInvalidError(
-                f"cannot read {path} in {label} {folder}: {describe_os_error(exc)}"
-            ) from exc
+            raise _unreadable_key(f"{path} in {label} {folder}", exc) from exc
         if _is_private_pem(head):
             if on_note is not None:
                 on_note(f"skipped {path}: a private key (only public keys are trusted)")

@@ -158,14 +158,17 @@ def _now_ms() -> int:
 def resolve_binary(name: str, env: Mapping[str, str]) -> tuple[str | None, Blocker | None]:
     """``(path, None)`` for a usable executable, else ``(path or None, blocker)``.
 
-    A name without a slash is looked up on the agent's ``PATH``; a relative path is
-    made absolute against the current folder (where the command was given), since
-    Codex is started in the workspace, where the same relative path names another file.
+    A name without a slash is looked up on the agent's ``PATH``; a relative path, given
+    or found through a relative ``PATH`` entry (``bin``, ``.``), is made absolute
+    against the current folder (where the command was given), since Codex is started in
+    the workspace, where the same relative path names another file.
     """
     if os.sep in name or (os.altsep and os.altsep in name):
         path: str | None = os.path.abspath(name)
     else:
         path = shutil.which(name, path=env.get("PATH", ""))
+        if path is not None:
+            path = os.path.abspath(path)
         if path is None:
             # which() skips non-executable files: say so when one is there.
             for folder in env.get("PATH", "").split(os.pathsep):
