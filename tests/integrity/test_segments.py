@@ -14,8 +14,8 @@ from agc.integrity._recover import recover_run, recover_store
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter
+from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import transcript_path, write_run
-from tests.integrity.test_chain_crash import _install_kill_at
 
 
 def _manifest(store: Path, run_id: str) -> RunManifest:
@@ -88,7 +88,7 @@ def _reopen_in_child(store: Path, step: int, *, torn: bool) -> int:
     if pid == 0:  # pragma: no cover - child
         calls: Callable[[], int] = lambda: 0  # noqa: E731
         try:
-            calls = _install_kill_at(step, torn=torn)
+            calls = kill_at_step(step, torn=torn)
             writer = TranscriptWriter("r", store=store, reopen=True)
             for index in range(3):
                 writer.write({"role": "user", "content": f"resumed {index}"})
