@@ -321,3 +321,96 @@ def test_a_malformed_signature_member_is_still_scanned_for_host_paths(
     path = _signed_turn(project, keys[0], attempts=1)
     _with_signature_value(path, "/Users/bob/notes.txt")
     assert {f.code for f in check_turn_file(path).errors} == {"host-path"}
+
+
+@pytest.fixture(scope="module")
+def signed_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, dict[str, Any]]:
+    """One signed two-attempt turn file (its bytes) and the trust list that verifies it."""
+    folder = tmp_path_factory.mktemp("signed")
+    project = folder / "proj"
+    (project / "assets" / "uploads").mkdir(parents=True)
+    key, public = _keys(folder / "keys")
+    return _signed_turn(project, key).read_bytes(), _trusted(public)
+
+
+def _place(folder: Path, data: bytes) -> Path:
+    """Write ``data`` as a turn file with a sidecar that matches it (as an attacker can)."""
+    path = folder / f"{TURN_ID}.jsonl"
+    path.write_bytes(data)
+    hasher = new_hasher("blake3")
+    hasher.update(data)
+    path.with_name(path.name + ".b3").write_text(f"{hasher.hexdigest()}  {path.name}\n")
+    return path
+
+
+def _with_last_seal(data: bytes, edit: Callable[[dict[str, Any]], object]) -> bytes:
+    lines = data.splitlines(keepends=True)
+    seal = json.loads(lines[-1])
+    edit(seal)
+    return b"".join(lines[:-1]) + json.dumps(seal, separators=(",", ":")).encode() + b"\n"
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.text(min_size=1, max_size=12), value=_JSON_VALUES)
+def test_a_member_added_to_a_signature_is_never_verified(
+    tmp_path_factory: pytest.TempPathFactory,
+    signed_file: tuple[bytes, dict[str, Any]],
+    name: str,
+    value: object,
+) -> None:
+    # The signature member is outside what is signed: anything added there would be
+    # carried by a file that verifies, covered by no signature.
+    assume(name not in {"algorithm", "key_id", "value"})
+    data, trusted = signed_file
+    edited = _with_last_seal(data, lambda seal: seal["signature"].update({name: value}))
+    path = _place(tmp_path_factory.mktemp("turn"), edited)
+    report = check_turn_file(path, trusted_keys=trusted)
+    assert report.signature == "bad-signature"
+    assert "bad-signature" in {f.code for f in report.errors}
+
+
+def _signature(**members: object) -> Callable[[dict[str, Any]], None]:
+    """An edit of the seal's signature member: a value of ``None`` removes the member."""
+
+    def edit(seal: dict[str, Any]) -> None:
+        for name, value in members.items():
+            if value is None:
+                seal["signature"].pop(name)
+            else:
+                seal["signature"][name] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "code"),
+    [
+        pytest.param(_signature(key_id=None), "bad-signature", id="no-key-id"),
+        pytest.param(_signature(key_id=[1]), "bad-signature", id="key-id-list"),
+        pytest.param(_signature(key_id=7), "bad-signature", id="key-id-number"),
+        pytest.param(_signature(key_id="0" * 64), "unknown-key", id="key-id-other"),
+        pytest.param(_signature(value=None), "bad-signature", id="no-value"),
+        pytest.param(_signature(algorithm=None), "bad-signature", id="no-algorithm"),
+        pytest.param(lambda s: s.update(note="added"), "bad-signature", id="seal-field-added"),
+        pytest.param(lambda s: s.update(big=2**70), "bad-signature", id="integer-beyond-2-53"),
+    ],
+)
+def test_a_seal_signature_member_edited_fails_with_its_code(
+    tmp_path: Path,
+    signed_file: tuple[bytes, dict[str, Any]],
+    edit: Callable[[dict[str, Any]], object],
+    code: str,
+) -> None:
+    data, trusted = signed_file
+    report = check_turn_file(_place(tmp_path, _with_last_seal(data, edit)), trusted_keys=trusted)
+    assert [f.code for f in report.errors] == [code]
+    assert report.signature == code
