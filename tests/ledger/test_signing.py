@@ -414,3 +414,59 @@ def test_a_seal_signature_member_edited_fails_with_its_code(
     report = check_turn_file(_place(tmp_path, _with_last_seal(data, edit)), trusted_keys=trusted)
     assert [f.code for f in report.errors] == [code]
     assert report.signature == code
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_signed_lines_spliced_reordered_or_repeated_never_verify(
+    tmp_path_factory: pytest.TempPathFactory,
+    signed_file: tuple[bytes, dict[str, Any]],
+    data: st.DataObject,
+) -> None:
+    # Whole lines of a signed file, put together again in any order, any number of times,
+    # the sidecar rewritten to match, and no seal record recomputed: a signed seal record
+    # vouches only for the bytes it was signed after.
+    original, trusted = signed_file
+    lines = original.splitlines(keepends=True)
+    picked = data.draw(st.lists(st.integers(0, len(lines) - 1), min_size=0, max_size=14))
+    spliced = b"".join(lines[i] for i in picked)
+    seal_ends = [i + 1 for i, line in enumerate(lines) if RECORD_SEAL.encode() in line]
+    # Whole attempts cut off after a signed seal record: documented as undetected.
+    assume(spliced not in {b"".join(lines[:end]) for end in seal_ends})
+    report = check_turn_file(_place(tmp_path_factory.mktemp("turn"), spliced), trusted_keys=trusted)
+    assert not report.ok
+    assert report.signature != "signature-valid", report.findings
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda lines: [lines[-1]], id="a-signed-seal-alone"),
+        pytest.param(lambda lines: [*lines, lines[-1]], id="last-seal-twice"),
+        pytest.param(lambda lines: [b"\xef\xbb\xbf" + lines[0], *lines[1:]], id="byte-order-mark"),
+        pytest.param(lambda lines: [lines[0], *lines[2:]], id="item-removed-not-resealed"),
+        pytest.param(lambda lines: [*lines[:2], lines[1], *lines[2:]], id="item-repeated"),
+    ],
+)
+def test_a_signed_seal_over_other_bytes_is_a_bad_signature(
+    tmp_path: Path, signed_file: tuple[bytes, dict[str, Any]], build: Callable[..., list[bytes]]
+) -> None:
+    original, trusted = signed_file
+    data = b"".join(build(original.splitlines(keepends=True)))
+    report = check_turn_file(_place(tmp_path, data), trusted_keys=trusted)
+    assert report.signature == "bad-signature"
+    assert {"seal-mismatch", "bad-signature"} <= {f.code for f in report.errors}
+
+
+def test_a_file_with_no_attempt_is_never_signature_valid(tmp_path: Path, keys: Keys) -> None:
+    # Even a seal record signed by the trusted key over exactly the bytes before it
+    # (none) signs no attempt.
+    key, public = keys
+    empty = new_hasher("blake3").hexdigest()
+    seal = {"recordType": RECORD_SEAL, "clientTurnId": TURN_ID, "attempt": 1}
+    seal |= {"algorithm": "blake3", "prefixBytes": 0, "prefixRecords": 0, "prefixDigest": empty}
+    line = json.dumps(sign_document(seal, key), separators=(",", ":")).encode() + b"\n"
+    report = check_turn_file(_place(tmp_path, line), trusted_keys=_trusted(public))
+    assert "seal-mismatch" not in {f.code for f in report.findings}
+    assert report.signature == "unsigned"
+    assert {"no-turn-start", "unsigned"} <= {f.code for f in report.errors}

@@ -27,10 +27,12 @@ Finding codes (stable; docs/ledger.md):
 ``attempt-unsealed``   (warning) an attempt has no seal record (it was interrupted)
 ``turn-end-missing``   (warning) an attempt has no ``turn_end`` (it was interrupted)
 ``policy-mismatch``    (warning) ``turn_start`` names another policy than the check's
-``bad-signature``      (signatures required) a seal record's signature does not verify
+``bad-signature``      (signatures required) a seal record's signature does not verify,
+                       or it does but the bytes before the record are not those it signed
 ``unknown-key``        (signatures required) a seal record is signed by an untrusted key
-``unsigned``           (signatures required) a seal record has no signature, or lines
-                       after the last seal record (or the whole file) are not signed
+``unsigned``           (signatures required) a seal record has no signature, lines after
+                       the last seal record (or the whole file) are not signed, or the
+                       file holds no attempt
 =====================  ===================================================================
 """
 
@@ -76,7 +78,8 @@ SignatureVerdict = Literal[
     "signature-valid", "bad-signature", "unknown-key", "unsigned", "not-checked"
 ]
 """A turn file's signature state: ``signature-valid`` (every seal record verifies with
-a trusted key and the last one closes the file), one of the three finding codes, or,
+a trusted key and matches the bytes before it, the last one closes the file, and the
+file holds an attempt), one of the three finding codes, or,
 when signatures are not required, ``not-checked`` (signed) or ``unsigned``."""
 
 __all__ = [
@@ -329,7 +332,11 @@ def judge_turn_file(
     for attempt in attempts:
         findings.extend(_judge_attempt(attempt, policy or attempt_policy(attempt), lines))
     signature = _judge_signatures(
-        ledger, trusted_keys or {}, findings, required=require_signature or bool(trusted_keys)
+        ledger,
+        trusted_keys or {},
+        findings,
+        required=require_signature or bool(trusted_keys),
+        attempts=len(attempts),
     )
     return LedgerReport(
         path=str(ledger.path),
@@ -349,9 +356,15 @@ def _judge_signatures(
     findings: list[LedgerFinding],
     *,
     required: bool,
+    attempts: int,
 ) -> SignatureVerdict:
     """Check every seal record's signature when ``required`` (findings appended);
-    otherwise only say whether the file is signed."""
+    otherwise only say whether the file is signed.
+
+    A signature covers bytes only through its seal record's prefix digest: a signed
+    seal record that does not match the bytes before it (moved, copied, or with bytes
+    changed before it) is ``bad-signature``, and a file with no attempt is never
+    ``signature-valid`` (nothing in it is signed)."""
     if not required:
         signed = any("signature" in check.record for check in ledger.seals)
         return "not-checked" if signed else "unsigned"
@@ -360,23 +373,23 @@ def _judge_signatures(
     verdicts: list[SignatureVerdict] = []
     for check in ledger.seals:
         status = check_signature(check.record, trusted)
-        if status == "signature-valid":
+        matches = not _judge_seal_record(check)
+        if status == "signature-valid" and matches:
             continue
         attempt = check.record.get("attempt")
         number = attempt if _is_number(attempt) else None
         where = f"the seal record on line {check.line}"
-        finding: LedgerFinding
-        if status == "bad-signature":
+        if status == "signature-valid":  # signed, but over other bytes
+            status = "bad-signature"
+            message = f"{where} is signed, but the bytes before it are not those it signed"
+        elif status == "bad-signature":
             message = f"{where}: its signature does not verify"
-            finding = Finding("bad-signature", message, attempt=number, line=check.line)
         elif status == "unknown-key":
             message = f"{where} is signed by a key that is not trusted"
-            finding = Finding("unknown-key", message, attempt=number, line=check.line)
         else:
             message = f"{where} has no signature"
-            finding = Finding("unsigned", message, attempt=number, line=check.line)
         verdicts.append(status)
-        findings.append(finding)
+        findings.append(Finding(status, message, attempt=number, line=check.line))
     # Each seal record signs every byte before it: only lines after the last one (or
     # a file without one) are covered by no signature.
     last_line = max([line for line, _ in ledger.records] + list(ledger.invalid_lines), default=0)
@@ -395,6 +408,9 @@ def _judge_signatures(
                 line=last_seal + 1 if ledger.seals else None,
             )
         )
+    if not attempts and not verdicts:
+        verdicts.append("unsigned")
+        findings.append(Finding("unsigned", "the file holds no attempt: nothing in it is signed"))
     return verdicts[0] if verdicts else "signature-valid"
 
 
