@@ -379,17 +379,22 @@ def _judge_signatures(
         attempt = check.record.get("attempt")
         number = attempt if _is_number(attempt) else None
         where = f"the seal record on line {check.line}"
+        finding: LedgerFinding
         if status == "signature-valid":  # signed, but over other bytes
             status = "bad-signature"
             message = f"{where} is signed, but the bytes before it are not those it signed"
+            finding = Finding("bad-signature", message, attempt=number, line=check.line)
         elif status == "bad-signature":
             message = f"{where}: its signature does not verify"
+            finding = Finding("bad-signature", message, attempt=number, line=check.line)
         elif status == "unknown-key":
             message = f"{where} is signed by a key that is not trusted"
+            finding = Finding("unknown-key", message, attempt=number, line=check.line)
         else:
             message = f"{where} has no signature"
+            finding = Finding("unsigned", message, attempt=number, line=check.line)
         verdicts.append(status)
-        findings.append(Finding(status, message, attempt=number, line=check.line))
+        findings.append(finding)
     # Each seal record signs every byte before it: only lines after the last one (or
     # a file without one) are covered by no signature.
     last_line = max([line for line, _ in ledger.records] + list(ledger.invalid_lines), default=0)
