@@ -463,6 +463,24 @@ def test_agc_verify_checks_a_turn_file_path(
     assert "extended" in capsys.readouterr().out
 
 
+def test_agc_verify_checks_a_turn_file_as_ledger_check_does_for_a_preset_policy(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Recorded with the generic preset: a file change is its first design action, which
+    # the default preset would not say. Both commands recompute with the attempt's preset.
+    change: dict[str, Any] = {"type": "fileChange", "id": "f1", "status": "completed"}
+    change["changes"] = [{"path": "src/a.py", "kind": {"type": "add"}}]
+    _stdin(monkeypatch, [{"method": "item/completed", "params": {"item": change}}])
+    assert main(_record(project, prompt, "--policy", "generic")) == 0
+    path = _turn_file(project)
+    capsys.readouterr()
+    assert main(["ledger", "check", str(path), "--json"]) == ExitCode.OK
+    checked = json.loads(capsys.readouterr().out)
+    assert verify_main(["--turn-file", str(path), "--json"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out) == checked
+    assert checked["findings"] == []
+
+
 @pytest.mark.parametrize("kind", ["transcripts", "tool-events"])
 def test_a_runs_sealed_file_given_as_a_turn_file_names_the_run_to_verify(
     store: Path, capsys: pytest.CaptureFixture[str], kind: str

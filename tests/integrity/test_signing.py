@@ -84,6 +84,20 @@ def test_a_forged_key_id_never_reaches_the_report_raw(store: Path, keys: dict[st
         assert "\x1b" not in finding.message
 
 
+def test_a_member_added_to_the_manifest_signature_is_bad_signature(
+    store: Path, keys: dict[str, Path]
+) -> None:
+    # The signature member is not signed: what is added there is covered by nothing.
+    write_run(store, "r", signing_key=load_signing_key(keys["private"]))
+    path = store / "audit/manifests/r.json"
+    manifest = json.loads(path.read_text())
+    manifest["signature"]["note"] = "approved by the release manager"
+    path.write_text(json.dumps(manifest))
+    report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
+    assert report.signature == "bad-signature"
+    assert not report.complete
+
+
 def test_resealing_a_tampered_file_without_the_key_is_bad_signature(
     store: Path, keys: dict[str, Path]
 ) -> None:

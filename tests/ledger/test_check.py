@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
@@ -270,3 +271,43 @@ def test_show_says_when_an_attempt_has_no_seal_record(
         b"".join(lines + [line.replace(b'"attempt":2', b'"attempt":3') for line in forged])
     )
     assert show_turn_file(second).sealed is False
+
+
+@pytest.mark.parametrize("torn", [False, True], ids=["line", "unterminated"])
+def test_an_enormous_line_is_hashed_in_pieces_never_read_whole(project: Path, torn: bool) -> None:
+    path = _sealed_turn(project)
+    size = 48 * 1024 * 1024
+    with path.open("ab") as handle:  # one JSON object of 48 MiB after the last seal
+        handle.write(b'{"a":"' + b"A" * (size - 9) + b'"}' + (b"" if torn else b"\n"))
+    _reseal(path)
+    tracemalloc.start()
+    try:
+        report = check_turn_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024, peak
+    lines = len(path.read_bytes().splitlines())
+    invalid = [f for f in report.errors if f.code == "record-invalid"]
+    assert [f.line for f in invalid] == [lines]
+    assert "longer than" in invalid[0].message
+    assert report.bytes == path.stat().st_size
+    hasher = new_hasher("blake3")
+    hasher.update(path.read_bytes())
+    assert report.digest == hasher.hexdigest()
+    assert ("torn-tail" in {f.code for f in report.errors}) is torn
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at-the-limit", "one-byte-over"])
+def test_a_line_is_parsed_up_to_the_read_limit(project: Path, extra: int) -> None:
+    path = _sealed_turn(project)
+    limit = check_module.MAX_READ_LINE_BYTES
+    line = b'{"a":"' + b"A" * (limit - 9 + extra) + b'"}\n'
+    assert len(line) == limit + extra
+    with path.open("ab") as handle:
+        handle.write(line)
+    _reseal(path)
+    codes = {f.code for f in check_turn_file(path).errors}
+    # At the limit the line is read (an object of another turn); beyond it, not read.
+    assert ("turn-id-mismatch" in codes) is (extra == 0)
+    assert ("record-invalid" in codes) is (extra == 1)

@@ -321,3 +321,152 @@ def test_a_malformed_signature_member_is_still_scanned_for_host_paths(
     path = _signed_turn(project, keys[0], attempts=1)
     _with_signature_value(path, "/Users/bob/notes.txt")
     assert {f.code for f in check_turn_file(path).errors} == {"host-path"}
+
+
+@pytest.fixture(scope="module")
+def signed_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, dict[str, Any]]:
+    """One signed two-attempt turn file (its bytes) and the trust list that verifies it."""
+    folder = tmp_path_factory.mktemp("signed")
+    project = folder / "proj"
+    (project / "assets" / "uploads").mkdir(parents=True)
+    key, public = _keys(folder / "keys")
+    return _signed_turn(project, key).read_bytes(), _trusted(public)
+
+
+def _place(folder: Path, data: bytes) -> Path:
+    """Write ``data`` as a turn file with a sidecar that matches it (as an attacker can)."""
+    path = folder / f"{TURN_ID}.jsonl"
+    path.write_bytes(data)
+    hasher = new_hasher("blake3")
+    hasher.update(data)
+    path.with_name(path.name + ".b3").write_text(f"{hasher.hexdigest()}  {path.name}\n")
+    return path
+
+
+def _with_last_seal(data: bytes, edit: Callable[[dict[str, Any]], object]) -> bytes:
+    lines = data.splitlines(keepends=True)
+    seal = json.loads(lines[-1])
+    edit(seal)
+    return b"".join(lines[:-1]) + json.dumps(seal, separators=(",", ":")).encode() + b"\n"
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.text(min_size=1, max_size=12), value=_JSON_VALUES)
+def test_a_member_added_to_a_signature_is_never_verified(
+    tmp_path_factory: pytest.TempPathFactory,
+    signed_file: tuple[bytes, dict[str, Any]],
+    name: str,
+    value: object,
+) -> None:
+    # The signature member is outside what is signed: anything added there would be
+    # carried by a file that verifies, covered by no signature.
+    assume(name not in {"algorithm", "key_id", "value"})
+    data, trusted = signed_file
+    edited = _with_last_seal(data, lambda seal: seal["signature"].update({name: value}))
+    path = _place(tmp_path_factory.mktemp("turn"), edited)
+    report = check_turn_file(path, trusted_keys=trusted)
+    assert report.signature == "bad-signature"
+    assert "bad-signature" in {f.code for f in report.errors}
+
+
+def _signature(**members: object) -> Callable[[dict[str, Any]], None]:
+    """An edit of the seal's signature member: a value of ``None`` removes the member."""
+
+    def edit(seal: dict[str, Any]) -> None:
+        for name, value in members.items():
+            if value is None:
+                seal["signature"].pop(name)
+            else:
+                seal["signature"][name] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "code"),
+    [
+        pytest.param(_signature(key_id=None), "bad-signature", id="no-key-id"),
+        pytest.param(_signature(key_id=[1]), "bad-signature", id="key-id-list"),
+        pytest.param(_signature(key_id=7), "bad-signature", id="key-id-number"),
+        pytest.param(_signature(key_id="0" * 64), "unknown-key", id="key-id-other"),
+        pytest.param(_signature(value=None), "bad-signature", id="no-value"),
+        pytest.param(_signature(algorithm=None), "bad-signature", id="no-algorithm"),
+        pytest.param(lambda s: s.update(note="added"), "bad-signature", id="seal-field-added"),
+        pytest.param(lambda s: s.update(big=2**70), "bad-signature", id="integer-beyond-2-53"),
+    ],
+)
+def test_a_seal_signature_member_edited_fails_with_its_code(
+    tmp_path: Path,
+    signed_file: tuple[bytes, dict[str, Any]],
+    edit: Callable[[dict[str, Any]], object],
+    code: str,
+) -> None:
+    data, trusted = signed_file
+    report = check_turn_file(_place(tmp_path, _with_last_seal(data, edit)), trusted_keys=trusted)
+    assert [f.code for f in report.errors] == [code]
+    assert report.signature == code
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_signed_lines_spliced_reordered_or_repeated_never_verify(
+    tmp_path_factory: pytest.TempPathFactory,
+    signed_file: tuple[bytes, dict[str, Any]],
+    data: st.DataObject,
+) -> None:
+    # Whole lines of a signed file, put together again in any order, any number of times,
+    # the sidecar rewritten to match, and no seal record recomputed: a signed seal record
+    # vouches only for the bytes it was signed after.
+    original, trusted = signed_file
+    lines = original.splitlines(keepends=True)
+    picked = data.draw(st.lists(st.integers(0, len(lines) - 1), min_size=0, max_size=14))
+    spliced = b"".join(lines[i] for i in picked)
+    seal_ends = [i + 1 for i, line in enumerate(lines) if RECORD_SEAL.encode() in line]
+    # Whole attempts cut off after a signed seal record: documented as undetected.
+    assume(spliced not in {b"".join(lines[:end]) for end in seal_ends})
+    report = check_turn_file(_place(tmp_path_factory.mktemp("turn"), spliced), trusted_keys=trusted)
+    assert not report.ok
+    assert report.signature != "signature-valid", report.findings
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda lines: [lines[-1]], id="a-signed-seal-alone"),
+        pytest.param(lambda lines: [*lines, lines[-1]], id="last-seal-twice"),
+        pytest.param(lambda lines: [b"\xef\xbb\xbf" + lines[0], *lines[1:]], id="byte-order-mark"),
+        pytest.param(lambda lines: [lines[0], *lines[2:]], id="item-removed-not-resealed"),
+        pytest.param(lambda lines: [*lines[:2], lines[1], *lines[2:]], id="item-repeated"),
+    ],
+)
+def test_a_signed_seal_over_other_bytes_is_a_bad_signature(
+    tmp_path: Path, signed_file: tuple[bytes, dict[str, Any]], build: Callable[..., list[bytes]]
+) -> None:
+    original, trusted = signed_file
+    data = b"".join(build(original.splitlines(keepends=True)))
+    report = check_turn_file(_place(tmp_path, data), trusted_keys=trusted)
+    assert report.signature == "bad-signature"
+    assert {"seal-mismatch", "bad-signature"} <= {f.code for f in report.errors}
+
+
+def test_a_file_with_no_attempt_is_never_signature_valid(tmp_path: Path, keys: Keys) -> None:
+    # Even a seal record signed by the trusted key over exactly the bytes before it
+    # (none) signs no attempt.
+    key, public = keys
+    empty = new_hasher("blake3").hexdigest()
+    seal = {"recordType": RECORD_SEAL, "clientTurnId": TURN_ID, "attempt": 1}
+    seal |= {"algorithm": "blake3", "prefixBytes": 0, "prefixRecords": 0, "prefixDigest": empty}
+    line = json.dumps(sign_document(seal, key), separators=(",", ":")).encode() + b"\n"
+    report = check_turn_file(_place(tmp_path, line), trusted_keys=_trusted(public))
+    assert "seal-mismatch" not in {f.code for f in report.findings}
+    assert report.signature == "unsigned"
+    assert {"no-turn-start", "unsigned"} <= {f.code for f in report.errors}

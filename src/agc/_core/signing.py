@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 SIGNATURE_ALGORITHM: Final = "ed25519"
+_SIGNATURE_MEMBERS: Final = frozenset({"algorithm", "key_id", "value"})
 SignatureStatus = Literal["signature-valid", "bad-signature", "unknown-key", "unsigned"]
 
 
@@ -79,14 +80,24 @@ def check_signature(
     Returns ``"unsigned"`` (no signature member), ``"unknown-key"`` (signed by a key
     that is not trusted), ``"bad-signature"`` (malformed, or does not verify) or
     ``"signature-valid"``.
+
+    The ``signature`` member itself is not signed, so it must be exactly what
+    :func:`sign_document` writes: ``algorithm``, a string ``key_id`` and ``value``. One
+    with any other member (which no signature would cover) or without a key id is
+    malformed: ``"bad-signature"``.
     """
     signature = document.get("signature")
     if signature is None:
         return "unsigned"
-    if not isinstance(signature, Mapping) or signature.get("algorithm") != SIGNATURE_ALGORITHM:
+    if (
+        not isinstance(signature, Mapping)
+        or set(signature) != _SIGNATURE_MEMBERS
+        or signature["algorithm"] != SIGNATURE_ALGORITHM
+        or not isinstance(signature["key_id"], str)
+    ):
         return "bad-signature"
-    key_id = signature.get("key_id")
-    if not isinstance(key_id, str) or key_id not in trusted:
+    key_id = signature["key_id"]
+    if key_id not in trusted:
         return "unknown-key"
     try:
         raw = base64.b64decode(str(signature.get("value", "")), validate=True)

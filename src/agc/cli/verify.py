@@ -305,12 +305,11 @@ def verify_command(
     if turn_file is not None:
         from agc.cli.ledger import format_check, refuse_run_artifact  # noqa: PLC0415
         from agc.ledger._check import check_turn_file  # noqa: PLC0415
-        from agc.ledger._policy import load_policy  # noqa: PLC0415
 
         refuse_run_artifact(turn_file)
         ledger_report = check_turn_file(
             turn_file,
-            policy=load_policy(None),
+            policy=None,  # each attempt's own preset, as `agc ledger check` does
             trusted_keys=trusted_keys_from(trusted_key, quiet=status),
             require_signature=require_signature,
         )

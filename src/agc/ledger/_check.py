@@ -27,20 +27,22 @@ Finding codes (stable; docs/ledger.md):
 ``attempt-unsealed``   (warning) an attempt has no seal record (it was interrupted)
 ``turn-end-missing``   (warning) an attempt has no ``turn_end`` (it was interrupted)
 ``policy-mismatch``    (warning) ``turn_start`` names another policy than the check's
-``bad-signature``      (signatures required) a seal record's signature does not verify
+``bad-signature``      (signatures required) a seal record's signature does not verify,
+                       or it does but the bytes before the record are not those it signed
 ``unknown-key``        (signatures required) a seal record is signed by an untrusted key
-``unsigned``           (signatures required) a seal record has no signature, or lines
-                       after the last seal record (or the whole file) are not signed
+``unsigned``           (signatures required) a seal record has no signature, lines after
+                       the last seal record (or the whole file) are not signed, or the
+                       file holds no attempt
 =====================  ===================================================================
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TypeAlias, get_args
 
 from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
@@ -64,7 +66,7 @@ from agc.ledger._classify import (
     split_attempts,
     summarize_attempt,
 )
-from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
+from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, MAX_LINE_BYTES, RECORD_SEAL
 from agc.ledger._guard import host_path_fields
 from agc.ledger._policy import LedgerPolicy, default_policy, preset_for_digest
 from agc.ledger._sanitize import PathSanitizer
@@ -76,7 +78,8 @@ SignatureVerdict = Literal[
     "signature-valid", "bad-signature", "unknown-key", "unsigned", "not-checked"
 ]
 """A turn file's signature state: ``signature-valid`` (every seal record verifies with
-a trusted key and the last one closes the file), one of the three finding codes, or,
+a trusted key and matches the bytes before it, the last one closes the file, and the
+file holds an attempt), one of the three finding codes, or,
 when signatures are not required, ``not-checked`` (signed) or ``unsigned``."""
 
 __all__ = [
@@ -139,7 +142,8 @@ class LedgerFile:
     Attributes:
         path: the file.
         records: ``(line number, record)`` for every line that is a JSON object.
-        invalid_lines: line numbers of lines that are not.
+        invalid_lines: line numbers of lines that are not (or are too long to read).
+        long_lines: those of them longer than :data:`MAX_READ_LINE_BYTES` (not parsed).
         bytes: file length; ``ends_with_newline``: False for a torn tail.
         digests: the whole file's digest by algorithm.
         seals: each seal record with the digest of the bytes before it.
@@ -156,6 +160,7 @@ class LedgerFile:
     seals: tuple[SealCheck, ...]
     seal_ends: Mapping[Algorithm, tuple[str, ...]]
     sidecars: Mapping[Algorithm, Sidecar | str] = field(default_factory=dict)
+    long_lines: tuple[int, ...] = ()
 
 
 LedgerFinding: TypeAlias = Finding[LedgerFindingCode]
@@ -203,7 +208,8 @@ class LedgerReport(Report[LedgerFindingCode]):
 
 
 def read_turn_file(path: Path) -> LedgerFile:
-    """Read and hash a turn file in one pass (memory: the parsed records).
+    """Read and hash a turn file in one pass (memory: the parsed records; a line longer
+    than :data:`MAX_READ_LINE_BYTES` is hashed in pieces, never read whole).
 
     Raises:
         InputMissingError: the file does not exist (exit 2, as for every named input).
@@ -233,16 +239,37 @@ def read_turn_file(path: Path) -> LedgerFile:
             raise FileUnreadableError(f"cannot read {path}: {exc.strerror}") from exc
 
 
-def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
+MAX_READ_LINE_BYTES: Final = 4 * MAX_LINE_BYTES
+"""The longest line :func:`read_turn_file` parses (1 MiB, its newline included). The
+writer's lines are at most :data:`MAX_LINE_BYTES`; a longer line is no ledger record:
+it is hashed in pieces and counted as ``record-invalid``, never held in memory whole."""
+
+_CHUNK_BYTES: Final = 1024 * 1024
+
+
+def _read(path: Path, handle: BinaryIO) -> LedgerFile:
     hashers = {a: new_hasher(a) for a in ALGORITHMS}
     records: list[tuple[int, Mapping[str, Any]]] = []
     invalid: list[int] = []
+    too_long: list[int] = []
     seals: list[SealCheck] = []
     seal_ends: dict[Algorithm, list[str]] = {a: [] for a in ALGORITHMS}
     total = 0
     last = b"\n"
     number = 0
-    for number, raw in enumerate(lines, start=1):
+    readline = handle.readline
+    while raw := readline(MAX_READ_LINE_BYTES + 1):
+        number += 1
+        if len(raw) > MAX_READ_LINE_BYTES:  # the rest of the line, in pieces
+            invalid.append(number)
+            too_long.append(number)
+            while raw:
+                for hasher in hashers.values():
+                    hasher.update(raw)
+                total += len(raw)
+                last = raw[-1:]
+                raw = b"" if raw.endswith(b"\n") else readline(_CHUNK_BYTES)
+            continue
         record = _parse(raw)
         if record is None:
             invalid.append(number)
@@ -255,7 +282,7 @@ def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
         for hasher in hashers.values():
             hasher.update(raw)
         total += len(raw)
-        last = raw[-1:] if raw else last
+        last = raw[-1:]
         if record is not None and record.get("recordType") == RECORD_SEAL:
             for algorithm, hasher in hashers.items():
                 seal_ends[algorithm].append(hasher.hexdigest())
@@ -263,6 +290,7 @@ def _read(path: Path, lines: Iterable[bytes]) -> LedgerFile:
         path=path,
         records=tuple(records),
         invalid_lines=tuple(invalid),
+        long_lines=tuple(too_long),
         bytes=total,
         ends_with_newline=last == b"\n",
         digests={a: h.hexdigest() for a, h in hashers.items()},
@@ -303,8 +331,14 @@ def judge_turn_file(
     """
     findings: list[LedgerFinding] = []
     algorithm, digest = _judge_seal(ledger, findings)
+    long_lines = set(ledger.long_lines)
     for line in ledger.invalid_lines:
-        findings.append(Finding("record-invalid", f"line {line} is not a JSON object", line=line))
+        message = (
+            f"line {line} is longer than {MAX_READ_LINE_BYTES} bytes: no ledger record is"
+            if line in long_lines
+            else f"line {line} is not a JSON object"
+        )
+        findings.append(Finding("record-invalid", message, line=line))
     attempts, orphans = split_attempts(record for _, record in ledger.records)
     if not attempts:
         findings.append(Finding("no-turn-start", "the file has no turn_start record"))
@@ -329,7 +363,11 @@ def judge_turn_file(
     for attempt in attempts:
         findings.extend(_judge_attempt(attempt, policy or attempt_policy(attempt), lines))
     signature = _judge_signatures(
-        ledger, trusted_keys or {}, findings, required=require_signature or bool(trusted_keys)
+        ledger,
+        trusted_keys or {},
+        findings,
+        required=require_signature or bool(trusted_keys),
+        attempts=len(attempts),
     )
     return LedgerReport(
         path=str(ledger.path),
@@ -349,9 +387,15 @@ def _judge_signatures(
     findings: list[LedgerFinding],
     *,
     required: bool,
+    attempts: int,
 ) -> SignatureVerdict:
     """Check every seal record's signature when ``required`` (findings appended);
-    otherwise only say whether the file is signed."""
+    otherwise only say whether the file is signed.
+
+    A signature covers bytes only through its seal record's prefix digest: a signed
+    seal record that does not match the bytes before it (moved, copied, or with bytes
+    changed before it) is ``bad-signature``, and a file with no attempt is never
+    ``signature-valid`` (nothing in it is signed)."""
     if not required:
         signed = any("signature" in check.record for check in ledger.seals)
         return "not-checked" if signed else "unsigned"
@@ -360,13 +404,18 @@ def _judge_signatures(
     verdicts: list[SignatureVerdict] = []
     for check in ledger.seals:
         status = check_signature(check.record, trusted)
-        if status == "signature-valid":
+        matches = not _judge_seal_record(check)
+        if status == "signature-valid" and matches:
             continue
         attempt = check.record.get("attempt")
         number = attempt if _is_number(attempt) else None
         where = f"the seal record on line {check.line}"
         finding: LedgerFinding
-        if status == "bad-signature":
+        if status == "signature-valid":  # signed, but over other bytes
+            status = "bad-signature"
+            message = f"{where} is signed, but the bytes before it are not those it signed"
+            finding = Finding("bad-signature", message, attempt=number, line=check.line)
+        elif status == "bad-signature":
             message = f"{where}: its signature does not verify"
             finding = Finding("bad-signature", message, attempt=number, line=check.line)
         elif status == "unknown-key":
@@ -395,6 +444,9 @@ def _judge_signatures(
                 line=last_seal + 1 if ledger.seals else None,
             )
         )
+    if not attempts and not verdicts:
+        verdicts.append("unsigned")
+        findings.append(Finding("unsigned", "the file holds no attempt: nothing in it is signed"))
     return verdicts[0] if verdicts else "signature-valid"
 
 
