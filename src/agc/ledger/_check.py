@@ -358,8 +358,11 @@ def judge_turn_file(
                 )
             )
         findings.extend(_judge_fields(record, line))
+    mismatched_seals: set[int] = set()  # lines of seal records over other bytes
     for check in ledger.seals:
-        findings.extend(_judge_seal_record(check))
+        if seal_findings := _judge_seal_record(check):
+            mismatched_seals.add(check.line)
+            findings.extend(seal_findings)
     for attempt in attempts:
         findings.extend(_judge_attempt(attempt, policy or attempt_policy(attempt), lines))
     signature = _judge_signatures(
@@ -368,6 +371,7 @@ def judge_turn_file(
         findings,
         required=require_signature or bool(trusted_keys),
         attempts=len(attempts),
+        mismatched_seals=mismatched_seals,
     )
     return LedgerReport(
         path=str(ledger.path),
@@ -388,14 +392,15 @@ def _judge_signatures(
     *,
     required: bool,
     attempts: int,
+    mismatched_seals: set[int],
 ) -> SignatureVerdict:
     """Check every seal record's signature when ``required`` (findings appended);
     otherwise only say whether the file is signed.
 
     A signature covers bytes only through its seal record's prefix digest: a signed
     seal record that does not match the bytes before it (moved, copied, or with bytes
-    changed before it) is ``bad-signature``, and a file with no attempt is never
-    ``signature-valid`` (nothing in it is signed)."""
+    changed before it; its line is in ``mismatched_seals``) is ``bad-signature``, and a
+    file with no attempt is never ``signature-valid`` (nothing in it is signed)."""
     if not required:
         signed = any("signature" in check.record for check in ledger.seals)
         return "not-checked" if signed else "unsigned"
@@ -404,7 +409,7 @@ def _judge_signatures(
     verdicts: list[SignatureVerdict] = []
     for check in ledger.seals:
         status = check_signature(check.record, trusted)
-        matches = not _judge_seal_record(check)
+        matches = check.line not in mismatched_seals
         if status == "signature-valid" and matches:
             continue
         attempt = check.record.get("attempt")
