@@ -21,10 +21,11 @@ they name and never counted as, or merged with, a run's verified tool events.
 from __future__ import annotations
 
 import os
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from agc._core.digest import Algorithm
 from agc._core.report import Finding
 from agc._core.sidecar import Sidecar, read_sidecars
 from agc._core.store import StoreLayout, validate_run_id
@@ -40,6 +41,7 @@ __all__ = [
     "chained_run_ids",
     "count_legacy_tool_events",
     "detect_legacy_run",
+    "has_legacy_sidecars",
     "is_legacy_run",
     "read_legacy_tool_events",
     "unverified_records_finding",
@@ -156,10 +158,7 @@ def detect_legacy_run(
     Call it only for a run that has no manifest and no manifest finding;
     ``shared_records`` is :func:`count_legacy_tool_events` of the run.
     """
-    sidecar = transcript.sidecars.get("sha256")
-    if not (
-        isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
-    ):
+    if not has_legacy_sidecars(transcript.sidecars):
         return None, []
     if _in_chain(layout, run_id):
         return None, [
@@ -170,6 +169,13 @@ def detect_legacy_run(
             )
         ]
     return LegacyRun(shared_records=shared_records), []
+
+
+def has_legacy_sidecars(sidecars: Mapping[Algorithm, Sidecar | str]) -> bool:
+    """Whether a transcript's sidecars (by algorithm; a string: one that cannot be read)
+    are the legacy store format's: a digest-only SHA-256 sidecar and no BLAKE3 one."""
+    sidecar = sidecars.get("sha256")
+    return isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in sidecars
 
 
 class _EveryRun(Container[str]):
@@ -209,9 +215,7 @@ def is_legacy_run(
     Raises:
         StoreError: a sidecar or the chain log is present but cannot be read (exit 3).
     """
-    sidecars = read_sidecars(layout.artifact_path(run_id, "transcript"))
-    sidecar = sidecars.get("sha256")
-    if not (isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in sidecars):
+    if not has_legacy_sidecars(read_sidecars(layout.artifact_path(run_id, "transcript"))):
         return False
     return run_id not in (chained_run_ids(layout) if chained is None else chained)
 

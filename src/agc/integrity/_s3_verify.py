@@ -30,7 +30,7 @@ from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
-from agc.integrity._legacy import LegacyRun
+from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._s3 import (
     CHAIN_DIR,
@@ -481,8 +481,7 @@ def check_object_run(
 
 def _legacy_transcript(transcript: ArtifactObservation) -> bool:
     """Whether the transcript's only sidecar is a digest-only SHA-256 one (legacy)."""
-    sidecar = transcript.sidecars.get("sha256")
-    return isinstance(sidecar, Sidecar) and sidecar.legacy and "blake3" not in transcript.sidecars
+    return has_legacy_sidecars(transcript.sidecars)
 
 
 def is_legacy_object_run(store: ObjectStore, run_id: str) -> bool:
