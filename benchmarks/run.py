@@ -161,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds if args.rounds is not None else (3 if args.quick else 7)
     if rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.workdir is not None and not args.workdir.is_dir():
+        # Checked before any suite runs: tempfile would fail only once the first suite
+        # asks for its scratch folder, with a traceback.
+        parser.error(f"--workdir {args.workdir}: no such folder (create it first)")
     size = args.size if args.size is not None else (32 * 1024**2 if args.quick else 1024**3)
     out = args.out or (RESULTS_DIR / "tmp" if args.quick else RESULTS_DIR)
     name = args.name or ("quick" if args.quick else "latest")

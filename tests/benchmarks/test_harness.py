@@ -159,6 +159,15 @@ def test_main_rejects_an_unknown_benchmark(capsys: pytest.CaptureFixture[str]) -
     assert "unknown benchmark" in capsys.readouterr().err
 
 
+def test_main_rejects_a_missing_workdir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "absent"
+    with pytest.raises(SystemExit) as exc:
+        main(["--quick", "--only", "digest", "--out", str(tmp_path), "--workdir", str(missing)])
+    assert exc.value.code == 2
+    assert f"--workdir {missing}: no such folder" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # refused before any suite ran or wrote
+
+
 @pytest.mark.parametrize(
     ("text", "size"),
     [("1GiB", 1024**3), ("256MiB", 256 * 1024**2), ("64MB", 64_000_000), ("2000000", 2_000_000)],
