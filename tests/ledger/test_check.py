@@ -30,6 +30,7 @@ from agc.ledger._check import (
     show_turn_file,
     verify_turn_file,
 )
+from agc.ledger._lines import MAX_READ_LINE_BYTES
 from agc.ledger._policy import parse_policy
 from tests.ledger.helpers import command, mcp, record_turn
 
@@ -301,7 +302,7 @@ def test_an_enormous_line_is_hashed_in_pieces_never_read_whole(project: Path, to
 @pytest.mark.parametrize("extra", [0, 1], ids=["at-the-limit", "one-byte-over"])
 def test_a_line_is_parsed_up_to_the_read_limit(project: Path, extra: int) -> None:
     path = _sealed_turn(project)
-    limit = check_module.MAX_READ_LINE_BYTES
+    limit = MAX_READ_LINE_BYTES
     line = b'{"a":"' + b"A" * (limit - 9 + extra) + b'"}\n'
     assert len(line) == limit + extra
     with path.open("ab") as handle:

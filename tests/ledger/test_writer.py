@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import tempfile
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +194,94 @@ def test_a_symlinked_turn_file_is_never_read_to_count_attempts(
     outcome = record_turn(project, [command("c1", "ls")])
     assert outcome.audit_write_failed is True
     assert outcome.attempt == 1  # the three turn_start lines outside were not counted
+
+
+_LONG_LINE_BYTES = 48 * 1024 * 1024
+
+
+def _append_long_turn_start(path: Path, attempt: int) -> None:
+    """Append a 48 MiB line that is a ``turn_start`` object (written in 1 MiB pieces,
+    never held whole): a record only by its JSON, far over the readers' line limit."""
+    head = json.dumps(
+        {
+            "recordType": "direct.codex.turn_start",
+            "clientTurnId": TURN_ID,
+            "attempt": attempt,
+            "pad": "",
+        }
+    ).encode()[:-2]  # up to the pad's '"'
+    piece = b"A" * (1024 * 1024)
+    with path.open("ab") as handle:
+        handle.write(head)
+        for _ in range(_LONG_LINE_BYTES // len(piece)):
+            handle.write(piece)
+        handle.write(b'"}\n')
+
+
+def _streamed_digest(path: Path, limit: int | None = None) -> str:
+    hasher = new_hasher("blake3")
+    with path.open("rb") as handle:
+        left = path.stat().st_size if limit is None else limit
+        while left and (chunk := handle.read(min(left, 1 << 20))):
+            hasher.update(chunk)
+            left -= len(chunk)
+    return hasher.hexdigest()
+
+
+def _record_traced(project: Path) -> tuple[Any, int]:
+    """Record one attempt; its outcome and the peak of traced memory meanwhile (hashing
+    the existing bytes alone holds two 8 MiB chunks; a line read whole adds 48 MiB)."""
+    tracemalloc.start()
+    try:
+        outcome = record_turn(project, [command("c2", "ls")])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return outcome, peak
+
+
+def test_a_huge_line_after_the_seal_is_judged_as_check_judges_it_in_bounded_memory(
+    project: Path,
+) -> None:
+    """A project writer appends a 48 MiB line after the seal, a turn_start by its JSON.
+    The recorder reads the file to decide whether a later attempt died before its seal;
+    it reads no line whole and, as `check`, takes the line for no record: the file does
+    not match its sidecar, nothing is appended (fail-open), and check says
+    record-invalid for that line."""
+    path = record_turn(project, [command("c1", "ls")]).turn_file
+    _append_long_turn_start(path, attempt=2)
+    size, digest = path.stat().st_size, _streamed_digest(path)
+    outcome, peak = _record_traced(project)
+    assert peak < _LONG_LINE_BYTES // 2, f"peak {peak} bytes for a {_LONG_LINE_BYTES} line"
+    assert outcome.audit_write_failed is True
+    assert any("does not match its sidecar" in e for e in outcome.errors), outcome.errors
+    assert outcome.attempt == 2  # the long line is no turn_start: one attempt before
+    assert (path.stat().st_size, _streamed_digest(path)) == (size, digest)  # untouched
+    report = check_turn_file(path)
+    invalid = [f for f in report.errors if f.code == "record-invalid"]
+    assert len(invalid) == 1
+    assert "longer than" in invalid[0].message
+
+
+def test_a_huge_line_in_an_unsealed_file_is_counted_as_no_record_in_bounded_memory(
+    project: Path,
+) -> None:
+    """A file without a sidecar (an attempt that died) is continued, as ever, whatever
+    it holds; counting its attempts reads no line whole and counts the 48 MiB line as
+    no turn_start, as `check` does. The existing bytes are kept as they were."""
+    recorder = TurnRecorder.start(project, TURN_ID, prompt="crashed", clock=Clock())
+    del recorder  # the process dies: no finish(), no sidecar
+    path = project / ".agent/runtime/direct-codex/turns" / f"{TURN_ID}.jsonl"
+    _append_long_turn_start(path, attempt=2)
+    size, digest = path.stat().st_size, _streamed_digest(path)
+    outcome, peak = _record_traced(project)
+    assert peak < _LONG_LINE_BYTES // 2, f"peak {peak} bytes for a {_LONG_LINE_BYTES} line"
+    assert outcome.audit_write_failed is False, outcome.errors
+    assert outcome.attempt == 2  # one turn_start before; the long line is none
+    assert path.stat().st_size > size
+    assert _streamed_digest(path, limit=size) == digest  # appended after, nothing changed
+    codes = [f.code for f in check_turn_file(path).errors]
+    assert codes.count("record-invalid") == 1
 
 
 def test_db_failure_is_reported_not_raised(project: Path) -> None:

@@ -66,8 +66,9 @@ from agc.ledger._classify import (
     split_attempts,
     summarize_attempt,
 )
-from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, MAX_LINE_BYTES, RECORD_SEAL
+from agc.ledger._contract import FORBIDDEN_KEYS, MAX_ITEMS, RECORD_SEAL
 from agc.ledger._guard import host_path_fields
+from agc.ledger._lines import MAX_READ_LINE_BYTES, iter_line_pieces
 from agc.ledger._policy import LedgerPolicy, default_policy, preset_for_digest
 from agc.ledger._sanitize import PathSanitizer
 
@@ -239,14 +240,6 @@ def read_turn_file(path: Path) -> LedgerFile:
             raise FileUnreadableError(f"cannot read {path}: {exc.strerror}") from exc
 
 
-MAX_READ_LINE_BYTES: Final = 4 * MAX_LINE_BYTES
-"""The longest line :func:`read_turn_file` parses (1 MiB, its newline included). The
-writer's lines are at most :data:`MAX_LINE_BYTES`; a longer line is no ledger record:
-it is hashed in pieces and counted as ``record-invalid``, never held in memory whole."""
-
-_CHUNK_BYTES: Final = 1024 * 1024
-
-
 def _read(path: Path, handle: BinaryIO) -> LedgerFile:
     hashers = {a: new_hasher(a) for a in ALGORITHMS}
     records: list[tuple[int, Mapping[str, Any]]] = []
@@ -257,18 +250,17 @@ def _read(path: Path, handle: BinaryIO) -> LedgerFile:
     total = 0
     last = b"\n"
     number = 0
-    readline = handle.readline
-    while raw := readline(MAX_READ_LINE_BYTES + 1):
-        number += 1
-        if len(raw) > MAX_READ_LINE_BYTES:  # the rest of the line, in pieces
-            invalid.append(number)
-            too_long.append(number)
-            while raw:
-                for hasher in hashers.values():
-                    hasher.update(raw)
-                total += len(raw)
-                last = raw[-1:]
-                raw = b"" if raw.endswith(b"\n") else readline(_CHUNK_BYTES)
+    for raw, whole, first in iter_line_pieces(handle):
+        if first:
+            number += 1
+        if not whole:  # a line too long to be a record: hashed, never parsed
+            if first:
+                invalid.append(number)
+                too_long.append(number)
+            for hasher in hashers.values():
+                hasher.update(raw)
+            total += len(raw)
+            last = raw[-1:]
             continue
         record = _parse(raw)
         if record is None:

@@ -15,7 +15,9 @@ Sealing an append-only file that gets a second attempt (docs/ledger.md, "Sealing
    else the attempt is refused and nothing is appended. A file without a sidecar (an
    attempt that died before sealing) is continued, and so is one whose sidecar seals
    the file up to a seal record followed by a ``turn_start`` (a later attempt died
-   before its seal); ``check`` reports that attempt.
+   before its seal); ``check`` reports that attempt. The existing lines are read as
+   ``check`` reads them (:mod:`agc.ledger._lines`): a line over 1 MiB is hashed in
+   pieces and is no record, so memory does not grow with a line's length.
 2. Each attempt ends with a ``direct.codex.seal`` record holding the digest, length
    and record count of every byte before it.
 3. The sidecar is then replaced (atomically) by the digest of the whole file, so
@@ -66,6 +68,7 @@ from agc.ledger._db import AgentDb
 from agc.ledger._events.decode import DecodeStats, EventDecoder
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
 from agc.ledger._guard import guard_record
+from agc.ledger._lines import iter_line_pieces
 from agc.ledger._policy import LedgerPolicy, default_policy
 from agc.ledger._project import Project
 from agc.ledger._records import (
@@ -145,16 +148,26 @@ class TurnFileSeal:
 def _sealed_then_new_attempt(fd: int, digest: str, algorithm: Algorithm) -> bool:
     """True when ``digest`` (the sidecar's) is the file's digest up to the end of a
     seal record and the next line is a ``turn_start``: a later attempt died before
-    its own seal, and nothing was changed or added inside a sealed attempt."""
+    its own seal, and nothing was changed or added inside a sealed attempt.
+
+    Lines are read as ``agc ledger check`` reads them (:func:`iter_line_pieces`): one
+    longer than :data:`~agc.ledger._lines.MAX_READ_LINE_BYTES` is hashed in pieces and
+    is no record (not a seal, not a ``turn_start``), so memory does not grow with a
+    line's length.
+
+    Raises:
+        OSError: reading failed.
+    """
     hasher = new_hasher(algorithm)
     sealed = False
     with os.fdopen(os.dup(fd), "rb") as handle:
         handle.seek(0)
-        for line in handle:
+        for raw, whole, _ in iter_line_pieces(handle):
+            record_type = _record_type(raw) if whole else None
             if sealed:
-                return _record_type(line) == RECORD_TURN_START
-            hasher.update(line)
-            sealed = _record_type(line) == RECORD_SEAL and digests_equal(digest, hasher.hexdigest())
+                return record_type == RECORD_TURN_START
+            hasher.update(raw)
+            sealed = record_type == RECORD_SEAL and digests_equal(digest, hasher.hexdigest())
     return False
 
 
@@ -541,7 +554,9 @@ def _record_type(line: bytes) -> object:
 
 def _count_attempts(path: Path) -> int:
     """How many ``turn_start`` records the file holds; 0 when it is missing, a symlink
-    (never followed) or not a regular file (a FIFO is never waited on)."""
+    (never followed) or not a regular file (a FIFO is never waited on). A line longer
+    than :data:`~agc.ledger._lines.MAX_READ_LINE_BYTES` is no record (read in pieces,
+    never whole)."""
     count = 0
     try:
         fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -551,8 +566,8 @@ def _count_attempts(path: Path) -> int:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return 0
         try:
-            for line in handle:
-                if _record_type(line) == RECORD_TURN_START:
+            for raw, whole, _ in iter_line_pieces(handle):
+                if whole and _record_type(raw) == RECORD_TURN_START:
                     count += 1
         except OSError:
             return count
