@@ -315,8 +315,9 @@ class VerificationError(AgcError):
 
 
 class KeyInvalidError(UsageError):
-    """A signing or trusted key file is missing, a folder, too large or not an Ed25519 PEM
-    key. One that exists but cannot be read is :class:`FileUnreadableError` (exit 3)."""
+    """A signing or trusted key file is missing, a folder, not a regular file (a FIFO, a
+    device, a socket), too large or not an Ed25519 PEM key. One that exists but cannot
+    be read is :class:`FileUnreadableError` (exit 3)."""
 
     code = "key-invalid"
     default_hint = "Create keys with `agc keys generate --out DIR` and pass the .pem files."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc._core.fs import iter_bounded_lines, open_regular_file
+from agc._core.fs import (
+    file_type_name,
+    iter_bounded_lines,
+    open_regular_file,
+    read_at_most,
+    read_small_file,
+)
 from agc.errors import StoreError, UnsafePathError
 
 
@@ -71,3 +78,36 @@ def test_bounded_lines_keep_short_lines_and_flag_long_ones(
     pieces[-1] = pieces[-1][:-1]  # after the last newline: the unterminated rest, if any
     expected = [line if len(line.rstrip(b"\n")) <= limit else None for line in pieces if line]
     assert got == expected
+
+
+@pytest.mark.parametrize("size", [0, 9, 10, 11, 200_000])
+def test_read_at_most_reads_one_byte_past_the_limit_never_more(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"k" * size)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert read_at_most(fd, 10) == b"k" * min(size, 11)
+    finally:
+        os.close(fd)
+    if size <= 10:
+        assert read_small_file(path, max_bytes=10) == b"k" * size
+    else:
+        with pytest.raises(StoreError, match="larger than 10 bytes"):
+            read_small_file(path, max_bytes=10)
+
+
+def test_file_type_names(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "p")
+    (tmp_path / "f").write_bytes(b"")
+    (tmp_path / "l").symlink_to("f")
+    names = {
+        "p": "a FIFO",
+        "f": "a regular file",
+        "l": "a symlink",
+        ".": "a folder",
+        "/dev/null": "a character device",
+    }
+    for name, expected in names.items():
+        assert file_type_name((tmp_path / name).lstat().st_mode) == expected
+    assert file_type_name(stat.S_IFSOCK) == "a socket"
+    assert file_type_name(stat.S_IFBLK) == "a block device"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +14,9 @@ import pytest
 
 from agc.cli.app import main
 from agc.cli.verify import main as verify_main
+from agc.integrity._signing import generate_keypair
 from agc.integrity._writer import open_run
+from tests.ledger.helpers import command, record_turn
 
 
 def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
@@ -134,3 +138,78 @@ def test_keys_generate_into_a_file_or_below_one_is_a_clear_error(
     assert "cannot create" in err
     assert "Traceback" not in err
     assert blocker.read_bytes() == b"keep me"
+
+
+_KEY_FIFO_CASES = {
+    # name: (entry point, argv after it, where the FIFO is: "folder" (x.pem beside a
+    # key pair in $AGC_TRUSTED_KEYS), "signing" ($AGC_SIGNING_KEY) or None (in argv)).
+    "agc-verify $AGC_TRUSTED_KEYS": ("verify_main", ["r1", "--store", "{store}"], "folder"),
+    "agc-verify --trusted-key": (
+        "verify_main",
+        ["r1", "--store", "{store}", "--trusted-key", "{fifo}"],
+        None,
+    ),
+    "agc ledger check $AGC_TRUSTED_KEYS": ("app", ["ledger", "check", "{turn}"], "folder"),
+    "agc record --signing-key": (
+        "app",
+        ["record", "--run-id", "r2", "--store", "{store}", "--signing-key", "{fifo}"],
+        None,
+    ),
+    "agc ledger record $AGC_SIGNING_KEY": (
+        "app",
+        [
+            *("ledger", "record", "--project", "{project}"),
+            *("--turn-id", "Xyz789-abc", "--prompt-file", "{prompt}"),
+        ],
+        "signing",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_KEY_FIFO_CASES))
+def test_a_fifo_as_a_key_is_key_invalid_never_a_hang(tmp_path: Path, case: str) -> None:
+    """A FIFO nobody writes, named x.pem in $AGC_TRUSTED_KEYS or named as a key, made
+    agc-verify, agc ledger check, agc record … wait on open() for ever: exit 2
+    (key-invalid) naming the file, in a real process (a regression times out)."""
+    entry, argv, env_kind = _KEY_FIFO_CASES[case]
+    store, project, folder = tmp_path / "store", tmp_path / "proj", tmp_path / "trusted"
+    with open_run("r1", store=store) as run:
+        run.transcript.write({"role": "user", "content": "hi"})
+    project.mkdir()
+    turn = record_turn(project, [command("c1", "ls")]).turn_file
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("hi")
+    generate_keypair(folder)
+    fifo = folder / "x.pem" if env_kind == "folder" else tmp_path / "key.pem"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "400"}
+    env.pop("AGC_TRUSTED_KEYS", None)
+    env.pop("AGC_SIGNING_KEY", None)
+    if env_kind == "folder":
+        env["AGC_TRUSTED_KEYS"] = str(folder)
+    elif env_kind == "signing":
+        env["AGC_SIGNING_KEY"] = str(fifo)
+    names = {"fifo": fifo, "store": store, "turn": turn, "project": project, "prompt": prompt}
+    module = {"app": "agc.cli.app", "verify_main": "agc.cli.verify_main"}[entry]
+    code = (
+        "import sys\n"
+        "from agc.integrity import _signing\n"
+        "_signing.KEY_PIPE_SECONDS = 0.5  # a named FIFO is read as a pipe, this long\n"
+        f"from {module} import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *(a.format(**names) for a in argv)],
+            input="{}\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{case} still waits on the FIFO after 60 s")
+    assert done.returncode == 2, done.stderr
+    assert str(fifo) in done.stderr
+    assert "not a regular file: a FIFO" in done.stderr

@@ -7,11 +7,13 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +26,7 @@ from agc.errors import (
     RecoveryRefusedError,
     UsageError,
 )
+from agc.integrity import _signing as signing_module
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import (
     generate_keypair,
@@ -266,8 +269,9 @@ def test_recover_without_the_key_never_strips_a_signed_runs_signature(
 def test_a_key_from_an_endless_device_is_refused_and_one_from_a_pipe_is_read(
     tmp_path: Path, keys: dict[str, Path], loader: str, source: str
 ) -> None:
-    """--trusted-key /dev/zero (or any huge file) was read whole, until memory ran out;
-    refused past the key size limit. A pipe from a program (`<(vault read …)`) works."""
+    """--trusted-key /dev/zero was read whole, until memory ran out; it is refused
+    before a byte is read (a device is no key file). A pipe from a program
+    (`<(vault read …)`) works."""
     good = keys["public"] if loader == "trusted" else keys["private"]
     load = load_public_key if loader == "trusted" else load_signing_key
     writer = None
@@ -303,17 +307,26 @@ def test_a_key_from_an_endless_device_is_refused_and_one_from_a_pipe_is_read(
             writer.join()
 
 
-def _refuse_reads_of(monkeypatch: pytest.MonkeyPatch, target: Path, exc: OSError) -> None:
-    """Make opening ``target`` fail with ``exc`` (root reads any file whatever its mode,
-    and a disk error cannot be made on demand)."""
-    real_open = Path.open
+def _refuse_opens_of(monkeypatch: pytest.MonkeyPatch, target: Path, exc: OSError) -> None:
+    """Make opening ``target`` fail with ``exc`` (root reads any file whatever its mode)."""
+    real_open = os.open
 
-    def refusing_open(self: Path, *args: object, **kwargs: object) -> object:
-        if self == target:
+    def refusing_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(path) == os.fspath(target):
             raise exc
-        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", refusing_open)
+    monkeypatch.setattr(os, "open", refusing_open)
+
+
+def _refuse_reads(monkeypatch: pytest.MonkeyPatch, exc: OSError) -> None:
+    """Make reading an opened key file fail with ``exc`` (a disk error cannot be made
+    on demand)."""
+
+    def failing_read(fd: int, max_bytes: int) -> bytes:
+        raise exc
+
+    monkeypatch.setattr(signing_module, "read_at_most", failing_read)
 
 
 @pytest.mark.parametrize("loader", ["signing", "trusted", "trusted-folder"])
@@ -348,9 +361,9 @@ def test_a_key_file_that_cannot_be_read_is_file_unreadable_and_a_bad_one_key_inv
     if loader == "trusted-folder" and failure == "missing":
         path.symlink_to(tmp_path / "gone.pem")  # *.pem in the folder that names nothing
     if failure == "eio":
-        _refuse_reads_of(monkeypatch, path, OSError(errno.EIO, "Input/output error"))
+        _refuse_reads(monkeypatch, OSError(errno.EIO, "Input/output error"))
     elif failure == "permission":
-        _refuse_reads_of(monkeypatch, path, PermissionError(errno.EACCES, "Permission denied"))
+        _refuse_opens_of(monkeypatch, path, PermissionError(errno.EACCES, "Permission denied"))
     load: Callable[[], object] = {
         "signing": lambda: load_signing_key(path),
         "trusted": lambda: load_trusted_keys([path]),
@@ -363,3 +376,110 @@ def test_a_key_file_that_cannot_be_read_is_file_unreadable_and_a_bad_one_key_inv
     assert error.code == code
     assert error.exit_code == (3 if code == "file-unreadable" else 2)
     assert str(path) in error.message
+
+
+def _in_time(load: Callable[[], object], seconds: float = 20) -> BaseException | None:
+    """Run ``load`` in a daemon thread; what it raised (``None``: it returned). Fails the
+    test when it is still running after ``seconds`` (a wait on a FIFO for ever)."""
+    raised: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            load()
+        except BaseException as exc:  # handed to the test
+            raised.append(exc)
+        else:
+            raised.append(None)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        pytest.fail(f"loading the key still waits after {seconds} s")
+    return raised[0]
+
+
+def _special(path: Path, kind: str) -> str:
+    """Put ``kind`` ("fifo", "device", "socket") at ``path``; what messages call it."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a FIFO"
+    if kind == "device":
+        path.symlink_to("/dev/null")  # symlinks are followed: the device is what is read
+        return "a character device"
+    server = socket.socket(socket.AF_UNIX)
+    cwd = Path.cwd()
+    os.chdir(path.parent)  # a socket path is short: bind the name, not the tmp path
+    try:
+        server.bind(path.name)
+    finally:
+        os.chdir(cwd)
+    server.close()
+    return "a socket"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "socket"])
+def test_a_fifo_device_or_socket_in_the_trusted_key_folder_fails_the_load_never_waited_on(
+    tmp_path: Path, keys: dict[str, Path], kind: str
+) -> None:
+    """A FIFO named x.pem in $AGC_TRUSTED_KEYS (nobody writes it) made every verifier
+    wait on open() for ever. Opened without blocking and refused as no regular file:
+    key-invalid (exit 2), naming the entry, as any other *.pem there that holds no
+    public key fails the load (only a private key is skipped)."""
+    folder = tmp_path / "trusted"
+    folder.mkdir()
+    shutil.copy(keys["public"], folder / "good.pub.pem")
+    entry = folder / "x.pem"
+    name = _special(entry, kind)
+    error = _in_time(lambda: load_trusted_keys(folder=folder))
+    assert isinstance(error, KeyInvalidError), error
+    assert (error.code, error.exit_code) == ("key-invalid", 2)
+    assert str(entry) in error.message
+    assert f"not a regular file: {name}" in error.message
+    assert error.hint is not None
+    assert "x.pem" in error.hint
+
+
+@pytest.mark.parametrize("loader", ["trusted", "signing"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "socket"])
+def test_a_named_key_that_is_no_regular_file_is_key_invalid_never_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: str, kind: str
+) -> None:
+    """--trusted-key / --signing-key / $AGC_SIGNING_KEY naming a device or a socket is
+    refused at once; a FIFO is read as a pipe (`<(vault read …)`) for a bounded time,
+    and one that nobody writes is key-invalid then, never waited on for ever."""
+    monkeypatch.setattr(signing_module, "KEY_PIPE_SECONDS", 0.3)
+    path = tmp_path / "k.pem"
+    name = _special(path, kind)
+    load = load_public_key if loader == "trusted" else load_signing_key
+    started = time.monotonic()
+    error = _in_time(lambda: load(path))
+    assert isinstance(error, KeyInvalidError), error
+    assert (error.code, error.exit_code) == ("key-invalid", 2)
+    assert str(path) in error.message
+    assert f"not a regular file: {name}" in error.message
+    assert time.monotonic() - started < 10
+
+
+def test_a_trusted_key_folder_reads_each_entry_once(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder entry is judged on the bytes it read: no second open, in which a
+    FIFO swapped in since would be read with the named-file rule."""
+    folder = tmp_path / "trusted"
+    folder.mkdir()
+    shutil.copy(keys["public"], folder / "a.pem")
+    shutil.copy(keys["private"], folder / "b.pem")
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    assert len(load_trusted_keys(folder=folder)) == 1
+    assert sorted(p for p in opened if p.startswith(str(folder))) == [
+        str(folder / "a.pem"),
+        str(folder / "b.pem"),
+    ]

@@ -42,6 +42,7 @@ __all__ = [
     "describe_os_error",
     "ensure_dirs",
     "exclusive_lock",
+    "file_type_name",
     "fsync_dir",
     "is_temp_name",
     "iter_bounded_lines",
@@ -50,6 +51,7 @@ __all__ = [
     "open_nofollow",
     "open_regular_file",
     "prepare_write",
+    "read_at_most",
     "read_limited",
     "read_small_file",
     "remove_stale_temp_files",
@@ -212,19 +214,47 @@ def read_small_file(path: Path, *, max_bytes: int) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafePathError(f"{path} is not a regular file")
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > max_bytes:
-                raise StoreError(f"{path} is larger than {max_bytes} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        data = read_at_most(fd, max_bytes)
+        if len(data) > max_bytes:
+            raise StoreError(f"{path} is larger than {max_bytes} bytes")
+        return data
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, max_bytes: int) -> bytes:
+    """The bytes of the open regular file ``fd`` from its offset up to its end, but never
+    more than ``max_bytes + 1`` of them: a result longer than ``max_bytes`` says the file
+    is too large, without reading it whole.
+
+    Raises:
+        OSError: reading failed.
+    """
+    chunks: list[bytes] = []
+    left = max_bytes + 1
+    while left > 0 and (chunk := os.read(fd, min(left, 65536))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+_FILE_TYPES: Final = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symlink"),
+)
+
+
+def file_type_name(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, for messages: "a regular file",
+    "a folder", "a FIFO", "a character device", "a block device", "a socket",
+    "a symlink" (of an ``lstat``), else "a special file"."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((name for test, name in _FILE_TYPES if test(mode)), "a special file")
 
 
 def ensure_dirs(*folders: Path) -> None:

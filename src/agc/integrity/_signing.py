@@ -10,7 +10,11 @@ without the key, fails.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import select
+import stat
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
@@ -18,7 +22,14 @@ from typing import Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from agc._core.fs import MACHINE_ERRNOS, describe_os_error, prepare_write, write_error
+from agc._core.fs import (
+    MACHINE_ERRNOS,
+    describe_os_error,
+    file_type_name,
+    prepare_write,
+    read_at_most,
+    write_error,
+)
 from agc._core.signing import (
     SignatureStatus,
     SigningKey,
@@ -51,6 +62,7 @@ __all__ = [
 
 PRIVATE_KEY_NAME: Final = "signing-key.pem"
 PUBLIC_KEY_NAME: Final = "signing-key.pub.pem"
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 MAX_KEY_BYTES: Final = 64 * 1024
 """A PEM key file is read only up to this length: an Ed25519 key in PEM is about 120
 bytes, so a larger file (or ``/dev/zero``) is refused instead of read whole."""
@@ -134,18 +146,39 @@ def _refuse_existing(path: Path) -> None:
     raise FileExistsRefusedError(f"{path} already exists; keys are never overwritten", hint=hint)
 
 
-def _read_key_file(path: Path) -> bytes:
-    """The bytes of a key file, read up to :data:`MAX_KEY_BYTES` (symlinks followed, as
-    for any named file; a pipe works: ``--trusted-key <(vault read …)``). An endless
-    device such as ``/dev/zero``, or a large file named by mistake, is refused as too
-    large instead of read whole into memory.
+def _read_key_file(path: Path, what: str, *, pipe_ok: bool = True) -> bytes:
+    """The bytes of the key file ``path`` (``what`` names it in messages: "signing key
+    /k.pem"), read up to :data:`MAX_KEY_BYTES`.
+
+    Symlinks are followed, as for any named file. It is opened with ``O_NONBLOCK``, so
+    the open itself never waits, and must be a regular file: a folder, a device
+    (``/dev/zero``, a terminal), a socket or, in a trusted-key folder (``pipe_ok``
+    false), a FIFO is refused before anything is read. A pipe named on the command line
+    (``--trusted-key <(vault read …)``) is read until its writer closes it, for at most
+    :data:`KEY_PIPE_SECONDS` in all: a FIFO nobody writes fails instead of hanging.
 
     Raises:
-        KeyInvalidError: larger than :data:`MAX_KEY_BYTES`.
-        OSError: as ``open`` / ``read`` (``FileNotFoundError`` when absent).
+        KeyInvalidError: absent, not a regular file (or a pipe that gave no whole key in
+            time), or larger than :data:`MAX_KEY_BYTES` (exit 2).
+        FileUnreadableError: it exists but cannot be opened or read (permissions, an
+            I/O error; exit 3).
     """
-    with path.open("rb") as handle:
-        data = handle.read(MAX_KEY_BYTES + 1)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC)
+    except OSError as exc:
+        raise _unreadable_key(path, what, exc) from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode) and pipe_ok:
+            data = _read_pipe(fd, what)
+        elif stat.S_ISREG(mode):
+            data = read_at_most(fd, MAX_KEY_BYTES)
+        else:
+            raise _not_a_regular_file(path, what, mode)
+    except OSError as exc:
+        raise _unreadable_key(path, what, exc) from exc
+    finally:
+        os.close(fd)
     if len(data) > MAX_KEY_BYTES:
         raise KeyInvalidError(
             f"key file {path} is larger than {MAX_KEY_BYTES} bytes; an Ed25519 PEM key "
@@ -154,30 +187,83 @@ def _read_key_file(path: Path) -> bytes:
     return data
 
 
-def _unreadable_key(what: str, exc: OSError) -> KeyInvalidError | FileUnreadableError:
+KEY_PIPE_SECONDS: Final = 10.0
+"""How long a key named as a pipe (``<(vault read …)``, a FIFO) may take to arrive, in
+all, before it is refused as ``key-invalid``."""
+
+
+def _read_pipe(fd: int, what: str) -> bytes:
+    """Read the non-blocking pipe ``fd`` until its writer closes it, at most
+    :data:`MAX_KEY_BYTES` + 1 bytes, for at most :data:`KEY_PIPE_SECONDS` in all.
+
+    Raises:
+        KeyInvalidError: the time ran out (nobody writes the FIFO, or never closes it).
+        OSError: reading failed.
+    """
+    deadline = time.monotonic() + KEY_PIPE_SECONDS
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    chunks: list[bytes] = []
+    left = MAX_KEY_BYTES + 1
+    while left > 0:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(remaining * 1000):
+            raise KeyInvalidError(
+                f"{what} is not a regular file: a FIFO, and nothing wrote a whole key to "
+                f"it within {KEY_PIPE_SECONDS:g} s",
+                hint="Name the key file itself; a pipe (`<(vault read …)`) must deliver "
+                f"the key and close within {KEY_PIPE_SECONDS:g} s.",
+            )
+        try:
+            chunk = os.read(fd, min(left, 65536))
+        except BlockingIOError:
+            continue
+        if not chunk:  # the writer closed it: the whole key (or, with no writer, none)
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _not_a_regular_file(path: Path, what: str, mode: int) -> KeyInvalidError:
+    """The error for a key file ``what`` whose ``st_mode`` is ``mode`` (no regular file)."""
+    if stat.S_ISDIR(mode):
+        return KeyInvalidError(f"{what} is a folder, not a key file")
+    return KeyInvalidError(
+        f"{what} is not a regular file: {file_type_name(mode)}",
+        hint=f"Put a PEM key file in place of {path.name} (or remove it); a key is "
+        "read only from a regular file.",
+    )
+
+
+def _unreadable_key(path: Path, what: str, exc: OSError) -> KeyInvalidError | FileUnreadableError:
     """The error for a key file ``what`` ("signing key /k.pem") that ``open``/``read``
-    refused: absent or a folder is not a key (``key-invalid``, exit 2); a key file that
-    exists but cannot be read (permissions, an I/O error) is ``file-unreadable`` (exit 3),
-    as for every input file: agc could not look at it."""
+    refused: absent, a folder or a socket is not a key (``key-invalid``, exit 2); a key
+    file that exists but cannot be read (permissions, an I/O error) is
+    ``file-unreadable`` (exit 3), as for every input file: agc could not look at it."""
     if isinstance(exc, FileNotFoundError):
         return KeyInvalidError(f"{what} does not exist")
     if isinstance(exc, IsADirectoryError):
         return KeyInvalidError(f"{what} is a folder, not a key file")
+    if exc.errno == errno.ENXIO:  # open(2) of a socket (or a device with no driver)
+        with contextlib.suppress(OSError):
+            mode = path.stat().st_mode
+            if not stat.S_ISREG(mode):
+                return _not_a_regular_file(path, what, mode)
     return FileUnreadableError(f"cannot read {what}: {describe_os_error(exc)}")
 
 
 def load_signing_key(path: Path) -> SigningKey:
-    """Load an Ed25519 private key (PEM, unencrypted).
+    """Load an Ed25519 private key (PEM, unencrypted) from a regular file or a pipe
+    (see :func:`_read_key_file`).
 
     Raises:
-        KeyInvalidError: missing, a folder, or not an Ed25519 private key (exit 2).
+        KeyInvalidError: missing, a folder, a device, a socket, a pipe that gave no key
+            within :data:`KEY_PIPE_SECONDS`, or not an Ed25519 private key (exit 2).
         FileUnreadableError: it exists but cannot be read (permissions, an I/O error;
             exit 3).
     """
-    try:
-        data = _read_key_file(path)
-    except OSError as exc:
-        raise _unreadable_key(f"signing key {path}", exc) from exc
+    data = _read_key_file(path, f"signing key {path}")
     if not data.strip():
         raise KeyInvalidError(
             f"signing key {path} is empty",
@@ -193,18 +279,25 @@ def load_signing_key(path: Path) -> SigningKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
-    """Load an Ed25519 public key (PEM).
+    """Load an Ed25519 public key (PEM) from a regular file or a pipe (see
+    :func:`_read_key_file`).
 
     Raises:
-        KeyInvalidError: missing, a folder, a private key, or not an Ed25519 public key
+        KeyInvalidError: missing, a folder, a device, a socket, a pipe that gave no key
+            within :data:`KEY_PIPE_SECONDS`, a private key, or not an Ed25519 public key
             (exit 2).
         FileUnreadableError: it exists but cannot be read (permissions, an I/O error;
             exit 3).
     """
-    try:
-        data = _read_key_file(path)
-    except OSError as exc:
-        raise _unreadable_key(f"trusted key {path}", exc) from exc
+    return _public_key_from(_read_key_file(path, f"trusted key {path}"), path)
+
+
+def _public_key_from(data: bytes, path: Path) -> Ed25519PublicKey:
+    """The Ed25519 public key in ``data``, the bytes of the key file ``path``.
+
+    Raises:
+        KeyInvalidError: a private key, or not an Ed25519 public key in PEM.
+    """
     if _is_private_pem(data):
         public = path.with_name(path.name.removesuffix(".pem") + ".pub.pem")
         raise KeyInvalidError(
@@ -238,12 +331,15 @@ def load_trusted_keys(
         paths: public key files (PEM) or folders; a folder is read as ``folder`` is.
         folder: a folder of keys (``$AGC_TRUSTED_KEYS``): every ``*.pem`` in it. A
             private key there (the folder ``agc keys generate`` made holds one) is
-            skipped with a note; every other ``*.pem`` must be an Ed25519 public key.
+            skipped with a note; every other ``*.pem`` must be a regular file (symlinks
+            followed; a FIFO, device or socket is refused, never waited on) holding an
+            Ed25519 public key, else the whole call fails.
         on_note: called with a one-line note for every skipped private key.
 
     Raises:
         KeyInvalidError: a named file does not exist, is a private key or not an Ed25519
-            public key; a folder does not exist, is a file, or holds no public key.
+            public key; a folder does not exist, is a file, holds no public key, or
+            holds a ``*.pem`` that is no regular file or no Ed25519 public key.
         FileUnreadableError: a key file exists but cannot be read (exit 3).
     """
     keys: dict[str, Ed25519PublicKey] = {}
@@ -271,15 +367,14 @@ def _load_folder(
         )
     keys: dict[str, Ed25519PublicKey] = {}
     for path in sorted(folder.glob("*.pem")):
-        try:
-            head = _read_key_file(path)[:4096]
-        except OSError as exc:
-            raise _unreadable_key(f"{path} in {label} {folder}", exc) from exc
-        if _is_private_pem(head):
+        # Read once, never waited on: an entry that is no regular file fails the command
+        # as one that is no public key does (a private key alone is skipped).
+        data = _read_key_file(path, f"{path} in {label} {folder}", pipe_ok=False)
+        if _is_private_pem(data):
             if on_note is not None:
                 on_note(f"skipped {path}: a private key (only public keys are trusted)")
             continue
-        key = load_public_key(path)
+        key = _public_key_from(data, path)
         keys[key_id_of(key)] = key
     if not keys:
         raise KeyInvalidError(
