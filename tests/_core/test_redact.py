@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core import redact
 from agc._core.json import MAX_DEPTH
 from agc._core.redact import (
     DEFAULT_MARKER,
@@ -557,3 +559,143 @@ def _reference(value: Any) -> Any:
                 out[redact_text(key)] = _reference(item)
         return out
     return value
+
+
+# -- keys that the redaction makes equal -----------------------------------------------
+
+_GH_A = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+_GH_B = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+_GH_C = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+_GH = "[REDACTED:github-token]"
+
+
+def test_two_secret_keys_of_one_kind_both_keep_their_member() -> None:
+    stats = RedactionStats()
+    out = redact_value({_GH_A: 1, "id": "x", _GH_B: {"n": 2}}, stats)
+    assert list(out.items()) == [(f"{_GH}-1", 1), ("id", "x"), (f"{_GH}-2", {"n": 2})]
+    assert stats.to_dict() == {"github-token": 2}
+
+
+def test_a_redacted_key_meeting_a_literal_marker_key_keeps_both() -> None:
+    out = redact_value({_GH: "was already a marker", _GH_A: "held a token"})
+    assert out == {f"{_GH}-1": "was already a marker", f"{_GH}-2": "held a token"}
+
+
+def test_new_names_skip_the_keys_the_object_already_holds() -> None:
+    value = {_GH_A: 1, f"{_GH}-1": 2, _GH_B: 3, f"{_GH}-2": 4, _GH_C: 5, f"{_GH}-4": 6}
+    out = redact_value(value)
+    assert list(out.items()) == [
+        (f"{_GH}-3", 1),
+        (f"{_GH}-1", 2),
+        (f"{_GH}-5", 3),
+        (f"{_GH}-2", 4),
+        (f"{_GH}-6", 5),
+        (f"{_GH}-4", 6),
+    ]
+
+
+def test_keys_that_collide_only_once_redacted_under_another_marker() -> None:
+    out = redact_value({f"token {_GH_A}": 1, f"token {_GH_B}": 2}, marker="[secret]")
+    assert out == {"token [secret]-1": 1, "token [secret]-2": 2}
+
+
+def test_a_key_that_meets_no_other_is_its_redacted_text() -> None:
+    out = redact_value({_GH_A: 1, f"{_GH}-1": 2, "password": "Tr0ub4dor&3"})
+    assert list(out) == [_GH, f"{_GH}-1", "password"]
+    assert out["password"] == "[REDACTED:password-assignment]"
+
+
+def test_keys_made_equal_deep_down_keep_their_members_without_recursion() -> None:
+    value: Any = {_GH_A: "a", _GH_B: "b"}
+    for _ in range(5 * MAX_DEPTH):
+        value = {"k": value}
+    out = redact_value(value)
+    for _ in range(5 * MAX_DEPTH):
+        out = out["k"]
+    assert out == {f"{_GH}-1": "a", f"{_GH}-2": "b"}
+
+
+def test_distinct_names_renames_only_the_texts_shared_by_different_originals() -> None:
+    # An original met again (one call id in a call and its result) is one original.
+    pairs = [("a1", "A"), ("b", "B"), ("a2", "A"), ("a1", "A"), ("c", "A-1")]
+    assert redact.distinct_names(pairs) == {"a1": "A-2", "a2": "A-3"}
+    assert redact.distinct_names([("a", "A"), ("a", "A"), ("b", "B")]) == {}
+
+
+_KEY_KINDS = ("github-token", "openai-key", "slack-token")
+_KEY_TOKENS = [s.value for s in _SECRETS if s.value in _BARE_TOKENS and s.detects_as in _KEY_KINDS]
+_KEY_MARKERS = [DEFAULT_MARKER.format(kind=kind) for kind in _KEY_KINDS]
+# Keys: real-format tokens (several of each kind, alone or after a word), the markers
+# they redact to (alone, after the same word, or with a suffix a renaming would give),
+# and plain words.
+_KEYS = st.one_of(
+    st.tuples(st.sampled_from(["", "call_", "key "]), st.sampled_from(_KEY_TOKENS)).map("".join),
+    st.tuples(
+        st.sampled_from(["", "call_", "key "]),
+        st.sampled_from(_KEY_MARKERS),
+        st.sampled_from(["", "", "-1", "-2", "-3", "-1-1"]),
+    ).map("".join),
+    st.sampled_from(["id", "text", "password", "k", "alpha-1", "content"]),
+)
+_VALUES = st.recursive(
+    st.sampled_from([*_KEY_TOKENS[:4], "ok", "Tr0ub4dor&3"]) | st.integers(0, 3) | st.none(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=5),
+    max_leaves=12,
+)
+
+
+def _check_members(value: Any, out: Any) -> None:
+    """Each object of ``value`` and its copy ``out``: as many members, in order, each
+    under its redacted key (or that key and ``-<n>`` when it meets another), each
+    value as redacted on its own."""
+    if isinstance(value, list):
+        assert isinstance(out, list)
+        assert len(out) == len(value)
+        for item, new_item in zip(value, out, strict=True):
+            _check_members(item, new_item)
+    elif isinstance(value, dict):
+        assert isinstance(out, dict)
+        assert len(out) == len(value)
+        texts = [redact_text(key) for key in value]
+        for (key, item), text, (new_key, new_item) in zip(
+            value.items(), texts, out.items(), strict=True
+        ):
+            if texts.count(text) == 1:
+                assert new_key == text
+            else:
+                assert re.fullmatch(re.escape(text) + r"-[1-9][0-9]*", new_key)
+            (alone,) = redact_value({key: item}).values()
+            assert json.dumps(new_item) == json.dumps(alone)
+            _check_members(item, new_item)
+    else:
+        assert out == value or isinstance(value, str)
+
+
+def _keys_of(value: Any) -> Iterator[str]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _keys_of(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _keys_of(item)
+
+
+@_SETTINGS
+@given(value=st.dictionaries(_KEYS, _VALUES, max_size=6))
+def test_property_no_member_is_lost_when_keys_redact_to_one_text(value: dict[str, Any]) -> None:
+    stats = RedactionStats()
+    out = redact_value(value, stats)
+    _check_members(value, out)
+    # No planted secret in any key or value; nothing the detector would take again.
+    planted = tuple(t for t in _KEY_TOKENS if any(t in s for s in strings_of(value)))
+    assert survivors(planted, "\n".join(strings_of(out))) == []
+    assert not any(contains_secret(key) for key in _keys_of(out))
+    # Deterministic, and a fixed point: redacting the copy again changes nothing.
+    assert json.dumps(redact_value(json.loads(json.dumps(value)))) == json.dumps(out)
+    assert json.dumps(redact_value(out)) == json.dumps(out)
+    # Each secret counted once: as if each member were redacted on its own.
+    alone = RedactionStats()
+    for key, item in value.items():
+        redact_value({key: item}, alone)
+    assert stats.by_kind == alone.by_kind

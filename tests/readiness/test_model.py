@@ -111,6 +111,17 @@ def test_redact_json_exempts_no_key() -> None:
     assert SECRET not in repr(redacted)
 
 
+def test_redact_json_keeps_every_member_when_keys_redact_to_one_text() -> None:
+    first = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    second = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    redacted = redact_json({first: 1, "[REDACTED:github-token]": 2, second: 3})
+    assert list(redacted.items()) == [
+        ("[REDACTED:github-token]-1", 1),
+        ("[REDACTED:github-token]-2", 2),
+        ("[REDACTED:github-token]-3", 3),
+    ]
+
+
 def test_safe_url_hides_user_information_and_secrets() -> None:
     url = f"https://me:{SECRET}@chat.example.test/v1/agent/chat?key={SECRET}"
     shown = safe_url(url)

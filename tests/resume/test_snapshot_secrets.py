@@ -146,3 +146,31 @@ def test_call_ids_made_equal_by_the_redaction_stay_distinct(
     assert len(set(after)) == len(set(before))
     if pending is not None:
         assert loaded.tool_call_state.pending_tool_call_id == after[before.index(pending)]
+
+
+def test_a_tool_input_whose_keys_redact_to_one_text_keeps_every_member(tmp_path: Path) -> None:
+    """An object's keys holding different secrets of one kind: the saved snapshot keeps
+    each member under its own name (``<redacted key>-<n>``), in order."""
+    tool_input = {_TOKENS[0]: "first", "[REDACTED:github-token]-1": "literal", _TOKENS[1]: "second"}
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "run", "input": tool_input}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}],
+        },
+    ]
+    snapshot = SessionSnapshot(
+        "r", "s", messages, ToolCallState(False, None), {}, format="anthropic"
+    )
+    result = save_snapshot(snapshot, tmp_path)
+    assert result.redactions == {"github-token": 2}
+    saved = load_snapshot("r", tmp_path).messages[1]["content"][0]["input"]
+    assert list(saved.items()) == [
+        ("[REDACTED:github-token]-2", "first"),
+        ("[REDACTED:github-token]-1", "literal"),
+        ("[REDACTED:github-token]-3", "second"),
+    ]

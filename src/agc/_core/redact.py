@@ -60,9 +60,9 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import ahocorasick_rs
 
@@ -72,6 +72,7 @@ __all__ = [
     "SECRET_KINDS",
     "RedactionStats",
     "contains_secret",
+    "distinct_names",
     "redact_text",
     "redact_value",
 ]
@@ -1104,6 +1105,13 @@ def redact_value(
     (``"password"``, ``"client_secret"``, ``"SecretAccessKey"`` …) is replaced whole
     when it looks like a credential rather than a placeholder.
 
+    Shape: lists keep their length and order; an object keeps every member, in order.
+    Keys that the redaction makes equal (``{"ghp_A…": 1, "ghp_B…": 2}``, or a redacted
+    key and one that already read ``[REDACTED:github-token]``) are named apart by
+    :func:`distinct_names`: ``[REDACTED:github-token]-1``, ``-2`` …; every other key is
+    its redacted text. ``stats`` counts each secret replaced once (a renaming replaces
+    nothing). Anything else (numbers, ``None``, non-string keys) is kept as it is.
+
     Raises:
         ValueError: as :func:`redact_text`.
     """
@@ -1116,8 +1124,8 @@ def _redact(value: Any, stats: RedactionStats | None, marker: str) -> Any:
     """The redacted copy of ``value``, walked with an explicit stack: a value nested as
     deep as agc's JSON reader allows (or deeper, from Python) never exhausts Python's
     recursion limit. Members are visited in order, depth first, so the strings are
-    redacted in the order a recursive walk takes, and when two keys redact to one
-    text the later member wins, as in a dict built in order."""
+    redacted in the order a recursive walk takes; an object's keys are redacted when
+    the object is reached, before its members' values."""
     top: list[Any] = [None]
     # (the value to copy, the container its copy goes in, the index or key there, and
     # whether it is already the text to put there)
@@ -1137,25 +1145,84 @@ def _redact(value: Any, stats: RedactionStats | None, marker: str) -> Any:
         elif isinstance(source, Mapping):
             out: dict[Any, Any] = {}
             into[slot] = out
+            keys = _redacted_keys(source, stats, marker)
             members: list[tuple[Any, Any, Any, bool]] = []
-            for key, item in source.items():
-                new_key = key
+            for new_key, (key, item) in zip(keys, source.items(), strict=True):
+                named = isinstance(key, str) and isinstance(item, str)
+                kind = _named_entry_kind(key, item) if named else None
                 member = (item, out, new_key, False)
-                if isinstance(key, str):
-                    if len(key) >= _MIN_CHARS:
-                        new_key = redact_text(key, stats, marker=marker)
-                    kind = _named_entry_kind(key, item) if isinstance(item, str) else None
-                    member = (item, out, new_key, False)
-                    if kind is not None:
-                        if stats is not None:
-                            stats.by_kind[kind] += 1
-                        member = (marker.format(kind=kind), out, new_key, True)
+                if kind is not None:
+                    if stats is not None:
+                        stats.by_kind[kind] += 1
+                    member = (marker.format(kind=kind), out, new_key, True)
                 out[new_key] = None  # the key's place, filled when its member is copied
                 members.append(member)
             work.extend(reversed(members))
         else:
             into[slot] = source
     return top[0]
+
+
+def _redacted_keys(
+    source: Mapping[Any, Any], stats: RedactionStats | None, marker: str
+) -> list[Any]:
+    """The keys of ``source`` as they are written, in order: each string key redacted,
+    and those that only the redaction made equal named apart (:func:`distinct_names`),
+    so that the copy has as many members as ``source``. Other keys are kept."""
+    keys: list[Any] = []
+    changed = False
+    for key in source:
+        new_key = key
+        if isinstance(key, str) and len(key) >= _MIN_CHARS:
+            new_key = redact_text(key, stats, marker=marker)
+            changed = changed or new_key != key
+        keys.append(new_key)
+    # Only a key the redaction changed can meet another: the input's keys are distinct.
+    if not changed or len(set(keys)) == len(keys):
+        return keys
+    renamed = distinct_names(
+        (key, new_key) for key, new_key in zip(source, keys, strict=True) if isinstance(key, str)
+    )
+    return [
+        renamed.get(key, new_key) if isinstance(key, str) else new_key
+        for key, new_key in zip(source, keys, strict=True)
+    ]
+
+
+_Original = TypeVar("_Original", bound=Hashable)
+
+
+def distinct_names(pairs: Iterable[tuple[_Original, str]]) -> dict[_Original, str]:
+    """New names for the originals that only the redaction made equal.
+
+    ``pairs`` are ``(original, redacted text)`` in order of appearance (an original
+    may occur more than once, always with the same text). Every text shared by two or
+    more different originals gives each of them ``<text>-<n>``: n = 1, 2 … in order of
+    first appearance, skipping every text of ``pairs`` and every name already given,
+    so a new name never equals another name of the same set, renamed or not. The new
+    names are the redacted text and a number: they hold nothing the text did not.
+    Resume snapshots name call ids apart so, and :func:`redact_value` an object's keys.
+
+    Returns:
+        original -> its new name, for the originals renamed only (empty when no two
+        originals share a text).
+    """
+    sources: dict[str, dict[_Original, None]] = {}  # text -> its originals, in order
+    for original, text in pairs:
+        sources.setdefault(text, {})[original] = None
+    taken = set(sources)
+    renamed: dict[_Original, str] = {}
+    for shared, originals in sources.items():
+        if len(originals) < 2:
+            continue
+        number = 0
+        for original in originals:
+            number += 1
+            while f"{shared}-{number}" in taken:
+                number += 1
+            renamed[original] = f"{shared}-{number}"
+            taken.add(renamed[original])
+    return renamed
 
 
 @functools.lru_cache(maxsize=4096)

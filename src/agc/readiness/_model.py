@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
 from agc._core.json import exceeds_depth
-from agc._core.redact import redact_text
+from agc._core.redact import distinct_names, redact_text
 from agc.errors import ObservationInvalidError
 
 __all__ = [
@@ -130,13 +130,20 @@ def redact_json(value: Any) -> Any:
     Unlike :func:`agc._core.redact.redact_value`, no key is exempt: an observation's
     ``id`` or ``signature`` is whatever the endpoint sent, not a provider-checked token.
     Lone surrogates become ``?`` (:func:`scrub`), so the result always has a UTF-8 form.
+    An object keeps every member: keys that the redaction (or ``?``) makes equal are
+    named apart, ``<text>-1``, ``-2`` … (:func:`agc._core.redact.distinct_names`).
     """
     if isinstance(value, str):
         return redact_text(scrub(value))
     if isinstance(value, list | tuple):
         return [redact_json(item) for item in value]
     if isinstance(value, Mapping):
-        return {redact_text(scrub(str(key))): redact_json(item) for key, item in value.items()}
+        keys = [(key, redact_text(scrub(str(key)))) for key in value]
+        renamed = distinct_names(keys)
+        return {
+            renamed.get(key, text): redact_json(item)
+            for (key, text), item in zip(keys, value.values(), strict=True)
+        }
     return value
 
 

@@ -322,7 +322,8 @@ def _keep_call_ids_distinct(
     are both redacted to ``call_[REDACTED:github-token]``: the saved history would hold
     two calls with one id, and its repair would drop the second call and its real
     result. Each such id becomes ``<redacted id>-<n>`` (n = 1, 2 … in order of first
-    appearance, skipping ids the history holds), in its calls and results alike.
+    appearance, skipping ids the history holds: :func:`agc._core.redact.distinct_names`,
+    the rule that names an object's keys apart too), in its calls and results alike.
     ``redacted`` is changed in place (it is the redaction's own copy).
 
     Returns:
@@ -340,23 +341,9 @@ def _keep_call_ids_distinct(
         for old, new in zip(old_message.blocks, new_message.blocks, strict=True)
         if new.kind in {"call", "result"} and old.call_id is not None and new.call_id is not None
     ]
-    sources: dict[str, list[str]] = {}  # redacted id -> original ids, in order
-    for old, new in pairs:
-        seen = sources.setdefault(new.call_id or "", [])
-        if old.call_id not in seen:
-            seen.append(old.call_id or "")
-    taken = set(sources)
-    renamed: dict[str, str] = {}
-    for shared, olds in sources.items():
-        if len(olds) < 2:
-            continue
-        number = 0
-        for old_id in olds:
-            number += 1
-            while f"{shared}-{number}" in taken:
-                number += 1
-            renamed[old_id] = f"{shared}-{number}"
-            taken.add(renamed[old_id])
+    from agc._core.redact import distinct_names  # noqa: PLC0415 - see sanitize_snapshot
+
+    renamed = distinct_names((old.call_id or "", new.call_id or "") for old, new in pairs)
     for old, new in pairs:
         if old.call_id in renamed:
             raw = new.raw
