@@ -17,6 +17,7 @@ __all__ = [
     "AgentDbError",
     "ArchiveRefusedError",
     "ArtifactSealedError",
+    "BadSignatureError",
     "DeploymentManifestError",
     "EmptyInputError",
     "ExtensionIndexInvalidError",
@@ -54,8 +55,10 @@ __all__ = [
     "StoreError",
     "TornTailError",
     "TurnIdInvalidError",
+    "UnknownKeyError",
     "UnsafePathError",
     "UnsealedRunError",
+    "UnsignedError",
     "UrlInvalidError",
     "UsageError",
     "VerificationError",
@@ -370,6 +373,46 @@ class SnapshotTamperedError(SidecarMismatchError):
     code = "snapshot-tampered"
     default_hint = (
         "Do not resume from it; --insecure-skip-verify reads it without checking its seal."
+    )
+
+
+# --- signatures of files other than run manifests (resume snapshots) --------
+
+
+class UnsignedError(AgcError):
+    """A file that must be signed is not (exit 1): a signature is required because a
+    trusted key was given (or ``require_signature``), and no ``--allow-unsigned`` relaxes
+    it. The code is the one ``agc-verify`` reports for an unsigned run."""
+
+    code = "unsigned"
+    exit_code = ExitCode.FINDINGS
+    default_hint = (
+        "Save it again with a signing key (--signing-key, $AGC_SIGNING_KEY or "
+        "signing_key=); --allow-unsigned accepts unsigned files while checking signed ones."
+    )
+
+
+class BadSignatureError(AgcError):
+    """A signature is malformed, does not verify (RFC 8032 Ed25519), or is a valid
+    signature over other bytes or another file (exit 1)."""
+
+    code = "bad-signature"
+    exit_code = ExitCode.FINDINGS
+    default_hint = (
+        "Do not use the file: it, its sidecar or its signature was changed after it was "
+        "signed (--insecure-skip-verify reads it without any check)."
+    )
+
+
+class UnknownKeyError(AgcError):
+    """A file is signed by a key that is not trusted, or a signature is required and no
+    trusted key was given to check it (exit 1)."""
+
+    code = "unknown-key"
+    exit_code = ExitCode.FINDINGS
+    default_hint = (
+        "Trust the signer's public key (--trusted-key FILE, $AGC_TRUSTED_KEYS), if it is "
+        "yours; otherwise do not use the file."
     )
 
 

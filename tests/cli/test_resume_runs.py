@@ -303,8 +303,8 @@ def _swap_after_check(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None])
     real = check_run
     calls: list[int] = []
 
-    def check_then_swap(run_id: str, store: Any = None) -> Any:
-        report = real(run_id, store)
+    def check_then_swap(run_id: str, store: Any = None, **trust: Any) -> Any:
+        report = real(run_id, store, **trust)
         calls.append(1)
         swap()
         return report

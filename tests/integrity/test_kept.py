@@ -90,8 +90,8 @@ def test_any_change_after_the_check_makes_the_verdict_fail(edit: str, position: 
         sealed = (store / "audit" / "transcripts" / "r1.jsonl").read_bytes()
         real = check_run
 
-        def check_then_edit(run_id: str, at: Any = None) -> Any:
-            report = real(run_id, at)
+        def check_then_edit(run_id: str, at: Any = None, **trust: Any) -> Any:
+            report = real(run_id, at, **trust)
             _edit(store, edit, position)
             return report
 

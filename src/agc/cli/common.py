@@ -37,6 +37,9 @@ from agc.errors import AgcError, FileExistsRefusedError, InputError, StoreError,
 from agc.exitcodes import ExitCode, exit_code_help
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from rich.console import Console
     from typer.core import TyperGroup
 
@@ -59,6 +62,7 @@ __all__ = [
     "report_error",
     "run_app",
     "stop_code",
+    "trusted_keys_from",
     "write_lines",
     "write_new_file",
 ]
@@ -424,3 +428,21 @@ def _internal_error() -> int:
         markup=False,
     )
     return int(ExitCode.INTERNAL)
+
+
+def trusted_keys_from(
+    paths: list[Path] | None, *, quiet: bool = False
+) -> Mapping[str, Ed25519PublicKey] | None:
+    """The trusted keys of ``--trusted-key`` (files or folders) and ``$AGC_TRUSTED_KEYS``;
+    ``None`` when neither is given. Skipped private keys are noted on stderr."""
+    folder = os.environ.get("AGC_TRUSTED_KEYS")
+    if not paths and not folder:
+        return None
+
+    def note(text: str) -> None:
+        if not quiet:
+            _err().print(f"note: {text}", markup=False)
+
+    from agc.integrity._signing import load_trusted_keys  # noqa: PLC0415 - cryptography
+
+    return load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)

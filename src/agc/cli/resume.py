@@ -6,10 +6,11 @@ import enum
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Final
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Final
 
 import typer
 
@@ -25,6 +26,7 @@ from agc.cli.common import (
     err_console,
     out_console,
     refuse_ambiguous,
+    trusted_keys_from,
     write_new_file,
 )
 from agc.errors import (
@@ -55,6 +57,9 @@ from agc.resume._snapshot import (
     snapshot_path,
 )
 from agc.resume._validate import HistoryReport, check_loaded
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = ["register", "resume_command"]
 
@@ -96,6 +101,9 @@ when tampered or incomplete), and its records are unwrapped into the session fil
 came from (in an s3:// store, the very bytes the verification read). A FILE is a
 snapshot, a session file (Codex rollout, Claude Code JSONL or `claude -p --output-format
 stream-json` output) or a JSON array of messages/items in one of the three API formats.
+With a trusted key (--trusted-key, $AGC_TRUSTED_KEYS) a snapshot must be signed by one
+of them (its FILE.sig), and a recorded run too, as agc-verify checks it; --allow-unsigned
+accepts unsigned ones (signed ones are still checked).
 agc prints what was wrong (as the provider would say it) and what the repair changed:
 each in-flight call stripped or answered, with its tool name, arguments and an
 idempotency key, so you decide whether to run it again.
@@ -106,6 +114,7 @@ Examples:
   agc resume fix-tests-42 --check              # exit 1 if the provider would reject it
   agc import rollout-….jsonl --run-id r9 && agc resume r9 --strategy synthesize --out fixed.jsonl
   agc resume r9 --store s3://acme-evidence/agents --check   # a run recorded to S3
+  agc resume fix-tests-42 --trusted-key ~/.agc/keys/signing-key.pub.pem   # signed only
   agc resume ~/.claude/projects/x/s.jsonl --strategy synthesize --out fixed.jsonl
   agc resume rollout-….jsonl --json            # the report as JSON on stdout
   agc resume history.json --format anthropic --out repaired.json
@@ -171,6 +180,27 @@ def _read_bounded(handle: BinaryIO, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+@dataclass(frozen=True)
+class _Trust:
+    """The signature options of one command: trusted keys and the two switches."""
+
+    keys: Mapping[str, Ed25519PublicKey] | None
+    require_signature: bool
+    allow_unsigned: bool
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """``trusted_keys``, ``require_signature``, ``allow_unsigned`` for a loader."""
+        return {
+            "trusted_keys": self.keys,
+            "require_signature": self.require_signature,
+            "allow_unsigned": self.allow_unsigned,
+        }
+
+
+def _note(text: str) -> None:
+    err_console.print(_printable(f"warning: {text}"), markup=False)
+
+
 def _has_run(run_id: str, store: Path | None) -> bool:
     """Whether the store holds the run's evidence (a recorded or imported run).
 
@@ -220,7 +250,11 @@ def _refuse_unverified(report: RunReport, run_id: str, insecure: bool) -> None:
 
 
 def _from_run(
-    run_id: str, store: Path | None, insecure: bool, wanted: FormatName | None
+    run_id: str,
+    store: Path | None,
+    insecure: bool,
+    wanted: FormatName | None,
+    trust: _Trust,
 ) -> History:
     """The session a recorded or imported run holds: verified, then unwrapped.
 
@@ -228,6 +262,8 @@ def _from_run(
     the verification judged (:mod:`agc.integrity._kept`; in an object store, the copy
     of the very bytes it hashed, :mod:`agc.integrity._s3_export`): a file swapped after
     the check is refused, never parsed.
+
+    The run's manifest signature is judged by ``trust`` as ``agc-verify`` judges it.
 
     Raises:
         VerificationError: the run is tampered or incomplete (without ``insecure``).
@@ -238,9 +274,13 @@ def _from_run(
     if remote is not None:
         from agc.integrity._s3_export import check_object_run_kept  # noqa: PLC0415 - S3 only
 
-        report, kept = check_object_run_kept(remote, run_id, max_bytes=_MAX_INPUT_BYTES)
+        report, kept = check_object_run_kept(
+            remote, run_id, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs()
+        )
     else:
-        report, kept = check_run_kept(run_id, store, max_bytes=_MAX_INPUT_BYTES)
+        report, kept = check_run_kept(
+            run_id, store, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs()
+        )
     with kept:
         _refuse_unverified(report, run_id, insecure)
         if not kept.read:
@@ -421,6 +461,34 @@ InsecureOption = Annotated[
 ]
 
 
+TrustedKeyOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--trusted-key",
+        help="Trusted Ed25519 public key (PEM), or a folder of them (private keys in it are "
+        "skipped); repeatable. Also: $AGC_TRUSTED_KEYS folder. Any trusted key requires "
+        "the snapshot (or the recorded run) to be signed by one of them.",
+        show_default=False,
+        metavar="<path>",
+    ),
+]
+RequireSignatureOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-signature",
+        help="A snapshot or run without a valid signature is refused (implied by any trusted key).",
+    ),
+]
+AllowUnsignedOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unsigned",
+        help="With trusted keys: accept an unsigned snapshot or run (signed ones are still "
+        "checked).",
+    ),
+]
+
+
 def resume_command(
     target: Annotated[str, typer.Argument(help="A run id (its snapshot in the store) or a FILE.")],
     strategy: StrategyOption = StrategyChoice.STRIP,
@@ -430,17 +498,29 @@ def resume_command(
     out: OutOption = None,
     store: StoreOption = None,
     insecure_skip_verify: InsecureOption = False,
+    trusted_key: TrustedKeyOption = None,
+    require_signature: RequireSignatureOption = False,
+    allow_unsigned: AllowUnsignedOption = False,
 ) -> int:
     """Check (``--check``) or repair a history; see :data:`RESUME_HELP` and docs/resume.md.
 
     TARGET is read as a FILE when that path exists, else as a run id.
 
     Raises:
-        UsageError: ``--check`` with ``--out``; ``--out`` is the input or exists.
-        InputError, HistoryFormatError, Snapshot*Error: see docs/resume.md.
+        UsageError: ``--check`` with ``--out``; ``--out`` is the input or exists;
+            ``--require-signature`` with ``--allow-unsigned``.
+        InputError, HistoryFormatError, Snapshot*Error, UnsignedError,
+            BadSignatureError, UnknownKeyError: see docs/resume.md.
     """
     if check and out is not None:
         raise UsageError("--check only validates; it writes nothing, so --out cannot be used")
+    if require_signature and allow_unsigned:
+        raise UsageError("--require-signature and --allow-unsigned contradict each other")
+    trust = _Trust(
+        trusted_keys_from(trusted_key),
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+    )
     wanted = _FORMATS[format] if format is not None else None
     source: Path | None = None
     state: ToolCallState | None = None  # known only from a snapshot
@@ -458,7 +538,9 @@ def resume_command(
         data = _read_input(path)
         size = len(data)
         if _is_snapshot(path, data):
-            snapshot = load_snapshot_file(path, insecure_skip_verify=insecure_skip_verify)
+            snapshot = load_snapshot_file(
+                path, insecure_skip_verify=insecure_skip_verify, on_note=_note, **trust.as_kwargs()
+            )
             history = _from_snapshot(snapshot, wanted)
             state, run_id = snapshot.tool_call_state, snapshot.run_id
         else:
@@ -469,7 +551,13 @@ def resume_command(
     else:
         run_id = validate_run_id(target)
         try:
-            snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
+            snapshot = load_snapshot(
+                run_id,
+                store,
+                insecure_skip_verify=insecure_skip_verify,
+                on_note=_note,
+                **trust.as_kwargs(),
+            )
         except SnapshotNotFoundError as exc:
             if not _has_run(run_id, store):
                 # A run id names a snapshot or a recorded run: say that neither is there,
@@ -480,13 +568,15 @@ def resume_command(
                     "snapshots live in <store>/sessions/.",
                 ) from exc
             snapshot = None
-            history = _from_run(run_id, store, insecure_skip_verify, wanted)
+            history = _from_run(run_id, store, insecure_skip_verify, wanted, trust)
         if snapshot is not None:
             history = _from_snapshot(snapshot, wanted)
             state = snapshot.tool_call_state
     if insecure_skip_verify and snapshot is not None:
         err_console.print(
-            "warning: --insecure-skip-verify: the snapshot's seal was not checked", markup=False
+            "warning: --insecure-skip-verify: the snapshot's seal was not checked, "
+            "nor its signature",
+            markup=False,
         )
     _require_messages(history, target if source is None else str(source), wanted)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -22,6 +21,7 @@ from agc.cli.common import (
     new_app,
     out_console,
     run_app,
+    trusted_keys_from,
     write_lines,
 )
 from agc.cli.verify_text import (
@@ -99,24 +99,6 @@ def _print_table(report: StoreReport) -> None:
 def _trusted(paths: list[Path] | None) -> Mapping[str, Ed25519PublicKey] | None:
     """:func:`trusted_keys_from` with notes printed (for other commands' options)."""
     return trusted_keys_from(paths)
-
-
-def trusted_keys_from(
-    paths: list[Path] | None, *, quiet: bool = False
-) -> Mapping[str, Ed25519PublicKey] | None:
-    """The trusted keys of ``--trusted-key`` (files or folders) and ``$AGC_TRUSTED_KEYS``;
-    ``None`` when neither is given. Skipped private keys are noted on stderr."""
-    folder = os.environ.get("AGC_TRUSTED_KEYS")
-    if not paths and not folder:
-        return None
-
-    def note(text: str) -> None:
-        if not quiet:
-            err_console.print(f"note: {text}", markup=False)
-
-    from agc.integrity._signing import load_trusted_keys  # noqa: PLC0415 - cryptography
-
-    return load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)
 
 
 def _check_options(

@@ -35,6 +35,10 @@ from agc.errors import InputError, StoreError, UnsafePathError, UsageError
 from agc.integrity._verify import RunFindingCode, RunReport, check_run
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     from agc._core.objstore import ObjectInfo
     from agc.integrity._manifest import ArtifactSeal
 
@@ -204,9 +208,13 @@ def check_run_kept(
     kind: ArtifactKind = "transcript",
     spool_bytes: int = SPOOL_BYTES,
     max_bytes: int | None = None,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
 ) -> tuple[RunReport, KeptArtifact]:
-    """Check the run as ``agc-verify RUN`` does, then keep a copy of one artifact read
-    once (never through a symlink, never from a FIFO or a folder), of at most
+    """Check the run as ``agc-verify RUN`` does (``trusted_keys``, ``require_signature``,
+    ``allow_unsigned`` as :func:`~agc.integrity._verify.check_run`), then keep a copy of
+    one artifact read once (never through a symlink, never from a FIFO or a folder), of at most
     ``max_bytes`` (an artifact larger is refused before it is copied).
 
     The report is :func:`~agc.integrity._verify.check_run`'s, with one more
@@ -221,7 +229,13 @@ def check_run_kept(
             artifact cannot be read or copied (the copy is closed).
         InputError: the artifact is larger than ``max_bytes``.
     """
-    report = check_run(run_id, store)
+    report = check_run(
+        run_id,
+        store,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+    )
     path = StoreLayout.at(store).artifact_path(run_id, kind)
     kept = KeptArtifact(kind, str(path), spool_bytes, max_bytes=max_bytes)
     try:

@@ -14,12 +14,18 @@ The copy is a :class:`~agc.integrity._kept.KeptArtifact` (in memory up to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from agc._core.objstore import ObjectStore
 from agc._core.store import ArtifactKind
 from agc.integrity._kept import SPOOL_BYTES, KeptArtifact, with_modified
 from agc.integrity._s3 import artifact_path
 from agc.integrity._s3_verify import check_object_run
 from agc.integrity._verify import RunReport
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = ["SPOOL_BYTES", "KeptArtifact", "check_object_run_kept"]
 
@@ -31,8 +37,13 @@ def check_object_run_kept(
     kind: ArtifactKind = "transcript",
     spool_bytes: int = SPOOL_BYTES,
     max_bytes: int | None = None,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
 ) -> tuple[RunReport, KeptArtifact]:
-    """Check the run as ``agc-verify RUN --store s3://…`` does, keeping a copy of one
+    """Check the run as ``agc-verify RUN --store s3://…`` does (``trusted_keys``,
+    ``require_signature``, ``allow_unsigned`` as
+    :func:`~agc.integrity._s3_verify.check_object_run`), keeping a copy of one
     artifact's bytes from the same read, of at most ``max_bytes`` (an object larger is
     refused before its bytes are read).
 
@@ -49,7 +60,14 @@ def check_object_run_kept(
         kind, store.url_of(artifact_path(run_id, kind)), spool_bytes, max_bytes=max_bytes
     )
     try:
-        report = check_object_run(store, run_id, copies={kind: kept})
+        report = check_object_run(
+            store,
+            run_id,
+            copies={kind: kept},
+            trusted_keys=trusted_keys,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+        )
         if report.complete and not _is_judged(kept, report):
             report = with_modified(
                 report,

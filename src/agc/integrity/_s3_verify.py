@@ -27,6 +27,7 @@ from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_eq
 from agc._core.objstore import BucketLock, ObjectInfo, ObjectStore, ObjectVersion, Retention
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
+from agc._core.signature_rule import signature_required
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
@@ -48,7 +49,6 @@ from agc.integrity._verify import (
     _judge_signature,
     judge_artifact,
     recovered_findings,
-    signature_required,
 )
 
 if TYPE_CHECKING:

@@ -38,6 +38,7 @@ from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.fs import is_temp_name, read_small_file
 from agc._core.objstore import Retention, object_store_of
 from agc._core.report import Finding, Report
+from agc._core.signature_rule import signature_required
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
@@ -68,7 +69,7 @@ from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import archived_manifest_path, read_manifest
-from agc.integrity._verify import RunReport, check_folder_run, signature_required
+from agc.integrity._verify import RunReport, check_folder_run
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

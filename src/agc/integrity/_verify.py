@@ -69,6 +69,7 @@ from agc._core.digest import (
 from agc._core.fs import open_nofollow
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, read_sidecars, sidecar_name
+from agc._core.signature_rule import signature_required
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
@@ -83,7 +84,6 @@ from agc.errors import (
     ReportInvalidError,
     StoreError,
     UnsafePathError,
-    UsageError,
     VerificationError,
 )
 from agc.integrity._legacy import (
@@ -1034,22 +1034,6 @@ def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[_Finding]:
             actual={"digest": digest, "bytes": size},
         )
     ]
-
-
-def signature_required(
-    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
-    *,
-    require_signature: bool,
-    allow_unsigned: bool,
-) -> bool:
-    """Whether an unsigned run fails: asked for, or implied by trusted keys.
-
-    Raises:
-        UsageError: ``require_signature`` and ``allow_unsigned`` together.
-    """
-    if require_signature and allow_unsigned:
-        raise UsageError("--require-signature and --allow-unsigned contradict each other")
-    return require_signature or (bool(trusted_keys) and not allow_unsigned)
 
 
 def _judge_signature(

@@ -11,18 +11,27 @@ Before anything is written the snapshot is made secret-free: the agent config ke
 everything else are dropped), and every string in the messages and the kept config is
 passed through :func:`agc._core.redact.redact_value`.
 
-Saving: the old sidecar is removed first, then the snapshot and then its new sidecar are
-each written atomically (temporary file in the same folder, fsync, rename, fsync of the
-folder) with mode 0600. A crash in between leaves a snapshot without a sidecar, which
-loading reports as ``snapshot-unsealed``, never as a valid snapshot.
+Saving: the old signature and the old sidecar are removed first, then the snapshot, its
+new sidecar and, saved with a signing key, its signature (``<file>.sig``,
+:mod:`agc.resume._snapshot_sig`) are each written atomically (temporary file in the same
+folder, fsync, rename, fsync of the folder) with mode 0600. A crash in between leaves a
+snapshot without a sidecar, which loading reports as ``snapshot-unsealed``, or a sealed
+snapshot without a signature (``unsigned`` when one is required), never a valid snapshot
+it is not, and never a signature beside bytes it does not sign.
+
+Loading checks the seal and then, by the rule of run manifests
+(:mod:`agc._core.signature_rule`), the signature: with trusted keys a snapshot must be
+signed by one of them over exactly its sealed bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +55,7 @@ from agc._core.sidecar import (
     read_sidecar,
     sidecar_path,
 )
+from agc._core.signature_rule import signature_required
 from agc._core.store import (
     StoreArg,
     folder_store,
@@ -54,6 +64,7 @@ from agc._core.store import (
     validate_run_id,
 )
 from agc.errors import (
+    BadSignatureError,
     FileUnreadableError,
     HistoryFormatError,
     JsonInvalidError,
@@ -68,9 +79,18 @@ from agc.errors import (
 )
 from agc.resume._formats.detect import get_spec
 from agc.resume._formats.model import FormatName
+from agc.resume._snapshot_sig import (
+    MAX_SIGNATURE_BYTES,
+    SIGNATURE_SUFFIX,
+    encode_signature,
+    judge_signature,
+)
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     from agc._core.redact import RedactionStats
+    from agc._core.signing import SigningKey
 
 __all__ = [
     "ALLOWED_CONFIG_KEYS",
@@ -86,6 +106,7 @@ __all__ = [
     "load_snapshot_file",
     "sanitize_snapshot",
     "save_snapshot",
+    "signature_path",
     "snapshot_path",
 ]
 
@@ -233,6 +254,8 @@ class SnapshotSaveResult:
         compressed: True for ``.json.zst``.
         redactions: secrets replaced, by kind (never the secrets).
         dropped_config_keys: agent-config keys dropped by the allow-list.
+        signature: its signature file (``<file>.sig``), ``None`` when saved unsigned.
+        key_id: the key id of the signing key, ``None`` when saved unsigned.
     """
 
     path: Path
@@ -243,6 +266,8 @@ class SnapshotSaveResult:
     compressed: bool
     redactions: dict[str, int]
     dropped_config_keys: tuple[str, ...]
+    signature: Path | None = None
+    key_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,6 +280,8 @@ class SnapshotSaveResult:
             "compressed": self.compressed,
             "redactions": self.redactions,
             "dropped_config_keys": list(self.dropped_config_keys),
+            "signature": None if self.signature is None else str(self.signature),
+            "key_id": self.key_id,
         }
 
 
@@ -420,6 +447,11 @@ def snapshot_path(
     return resolve_store(store) / "sessions" / name
 
 
+def signature_path(path: Path) -> Path:
+    """The signature file beside the snapshot ``path``: ``….json`` -> ``….json.sig`` (pure)."""
+    return path.with_name(path.name + SIGNATURE_SUFFIX)
+
+
 def _digest(data: bytes, algorithm: Algorithm) -> str:
     hasher = new_hasher(algorithm)
     hasher.update(data)
@@ -437,10 +469,23 @@ def save_snapshot(
     *,
     compress: bool = False,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
+    signing_key: SigningKey | None = None,
 ) -> SnapshotSaveResult:
-    """Make the snapshot secret-free, write it atomically (mode 0600) and seal it.
+    """Make the snapshot secret-free, write it atomically (mode 0600), seal and sign it.
 
-    Replaces an earlier snapshot of the same run (compressed or not).
+    Replaces an earlier snapshot of the same run (compressed or not), its sidecar and
+    its signature.
+
+    Args:
+        snapshot: the session to save (sanitized first: :func:`sanitize_snapshot`).
+        store: the store folder or ``s3://bucket/prefix`` (default: ``$AGC_HOME`` or
+            ``~/.agc``).
+        compress: write ``<runId>.json.zst`` (zstd) instead of ``<runId>.json``.
+        algorithm: the digest of the sidecar and the signature (``blake3``, ``sha256``).
+        signing_key: when given, a detached signature ``<file>.sig`` is written last,
+            after the snapshot and its sidecar (:mod:`agc.resume._snapshot_sig`:
+            Ed25519, RFC 8032, over the RFC 8785 form of its file name, algorithm,
+            digest and length).
 
     Raises:
         RunIdInvalidError: the run id is invalid or begins with "-".
@@ -465,38 +510,61 @@ def save_snapshot(
     data = encode_snapshot(clean, compress=compress)
     # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
     SessionSnapshot.from_dict(clean.to_dict(), source=f"snapshot of run {snapshot.run_id}")
+    key_id = None if signing_key is None else signing_key.key_id
     if remote is not None:
         from agc.resume._snapshot_s3 import save_snapshot_bytes  # noqa: PLC0415 - boto3
 
-        url, sidecar_url, digest = save_snapshot_bytes(
-            remote, snapshot.run_id, data, compressed=compress, algorithm=algorithm
+        saved = save_snapshot_bytes(
+            remote,
+            snapshot.run_id,
+            data,
+            compressed=compress,
+            algorithm=algorithm,
+            signing_key=signing_key,
         )
         return SnapshotSaveResult(
-            Path(url),
-            Path(sidecar_url),
+            Path(saved.url),
+            Path(saved.sidecar_url),
             algorithm,
-            digest,
+            saved.digest,
             len(data),
             compress,
             stats.to_dict(),
             dropped,
+            None if saved.signature_url is None else Path(saved.signature_url),
+            key_id,
         )
     path = snapshot_path(snapshot.run_id, folder_store(store), compressed=compress)
     digest = _digest(data, algorithm)
     sidecar = sidecar_path(path, algorithm)
+    signature = signature_path(path)
+    signed = None
+    if signing_key is not None:
+        signed, _ = encode_signature(path.name, data, algorithm, signing_key)
     other = snapshot_path(snapshot.run_id, folder_store(store), compressed=not compress)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # Both files are written in full before anything is replaced: a full disk leaves
-        # the earlier snapshot and its seal as they were (FileWriteError, exit 3).
+        # Every file is written in full before anything is replaced: a full disk leaves
+        # the earlier snapshot, its seal and its signature as they were (FileWriteError,
+        # exit 3).
         with (
             prepare_write(path, data, mode=0o600) as new_data,
             prepare_write(sidecar, format_sidecar(digest, path.name), mode=0o600) as new_seal,
+            (
+                contextlib.nullcontext()
+                if signed is None
+                else prepare_write(signature, signed, mode=0o600)
+            ) as new_signature,
         ):
+            # The old signature goes first: it never stays beside bytes it does not sign.
+            _remove(signature)
             for name in ALGORITHMS:
                 _remove(sidecar_path(path, name))
             new_data.commit(overwrite=True)
             new_seal.commit(overwrite=True)
+            if new_signature is not None:
+                new_signature.commit(overwrite=True)
+        _remove(signature_path(other))
         for name in ALGORITHMS:
             _remove(sidecar_path(other, name))
         _remove(other)
@@ -505,7 +573,16 @@ def save_snapshot(
     except OSError as exc:
         raise StoreError(f"cannot write snapshot {path}: {exc.strerror or exc}") from exc
     return SnapshotSaveResult(
-        path, sidecar, algorithm, digest, len(data), compress, stats.to_dict(), dropped
+        path,
+        sidecar,
+        algorithm,
+        digest,
+        len(data),
+        compress,
+        stats.to_dict(),
+        dropped,
+        None if signed is None else signature,
+        key_id,
     )
 
 
@@ -514,30 +591,59 @@ def load_snapshot(
     store: StoreArg = None,
     *,
     insecure_skip_verify: bool = False,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
+    on_note: Callable[[str], None] | None = None,
 ) -> SessionSnapshot:
-    """Load a run's snapshot from the store after checking its seal.
+    """Load a run's snapshot from the store after checking its seal and signature.
 
     Args:
         run_id: the run.
         store: the store folder (default: ``$AGC_HOME`` or ``~/.agc``).
-        insecure_skip_verify: do not check the sidecar (a tampered or truncated snapshot
-            is then read as it is, and only its JSON shape is checked).
+        insecure_skip_verify: check neither the sidecar nor the signature (a tampered or
+            truncated snapshot is then read as it is, and only its JSON shape is
+            checked).
+        trusted_keys: Ed25519 public keys by key id. With any, the snapshot must carry
+            a valid signature by one of them over exactly its sealed bytes.
+        require_signature: require a signature without trusted keys too (a signed
+            snapshot then fails as ``unknown-key``: nothing to check it against).
+        allow_unsigned: with trusted keys, let an unsigned snapshot load (a signed one
+            is still checked). The only way to relax the rule.
+        on_note: called with a one-line note when a signature is present but not
+            checked (no trusted key given, none required).
 
     Raises:
         RunIdInvalidError, SnapshotNotFoundError, SnapshotUnsealedError,
-        SnapshotTamperedError, SnapshotInvalidError, UnsafePathError, StoreError.
+        SnapshotTamperedError, SnapshotInvalidError, UnsafePathError, StoreError;
+        UnsignedError, BadSignatureError, UnknownKeyError (see
+        :func:`load_snapshot_file`); UsageError: ``require_signature`` and
+        ``allow_unsigned`` together.
 
     In an object store (``s3://…``) the run's newest snapshot is loaded
-    (:mod:`agc.resume._snapshot_s3`).
+    (:mod:`agc.resume._snapshot_s3`), with the same checks.
     """
+    required = signature_required(
+        trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+    )
     remote = object_store_of(store)
     if remote is not None:
         from agc.resume._snapshot_s3 import load_snapshot_bytes  # noqa: PLC0415 - boto3
 
-        data, url = load_snapshot_bytes(remote, run_id, verify=not insecure_skip_verify)
-        found = decode_snapshot(data, source=url)
+        loaded = load_snapshot_bytes(remote, run_id, verify=not insecure_skip_verify)
+        if not insecure_skip_verify:
+            judge_signature(
+                loaded.read_signature,
+                where=loaded.url + SIGNATURE_SUFFIX,
+                file_name=loaded.name,
+                data=loaded.data,
+                trusted_keys=trusted_keys,
+                required=required,
+                on_note=on_note,
+            )
+        found = decode_snapshot(loaded.data, source=loaded.url)
         if found.run_id != run_id:
-            raise SnapshotInvalidError(f"{url} holds run {found.run_id}, not {run_id}")
+            raise SnapshotInvalidError(f"{loaded.url} holds run {found.run_id}, not {run_id}")
         return found
     store = folder_store(store)
     plain = snapshot_path(run_id, store)
@@ -550,14 +656,23 @@ def load_snapshot(
             f"both {packed.name} and {plain.name} exist for run {run_id}",
             hint="A save was interrupted; remove the older file (see docs/resume.md).",
         )
-    snapshot = load_snapshot_file(present[0], insecure_skip_verify=insecure_skip_verify)
+    snapshot = _load_file(present[0], insecure_skip_verify, trusted_keys, required, on_note)
     if snapshot.run_id != run_id:
         raise SnapshotInvalidError(f"{present[0]} holds run {snapshot.run_id}, not {run_id}")
     return snapshot
 
 
-def load_snapshot_file(path: Path, *, insecure_skip_verify: bool = False) -> SessionSnapshot:
-    """Load a snapshot file, checking the sidecar beside it (``.b3``, else ``.sha256``).
+def load_snapshot_file(
+    path: Path,
+    *,
+    insecure_skip_verify: bool = False,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
+    on_note: Callable[[str], None] | None = None,
+) -> SessionSnapshot:
+    """Load a snapshot file, checking the sidecar beside it (``.b3``, else ``.sha256``)
+    and then its signature ``<file>.sig`` (arguments as :func:`load_snapshot`).
 
     Raises:
         SnapshotNotFoundError: the file does not exist.
@@ -565,14 +680,69 @@ def load_snapshot_file(path: Path, *, insecure_skip_verify: bool = False) -> Ses
         SnapshotTamperedError: the sidecar is not a usable sidecar (malformed, a symlink
             or not a regular file, too large: :mod:`agc._core.sidecar`), names another
             file, or its digest differs from the file's bytes (tampering, truncation).
+        UnsignedError: no signature, and one is required (a trusted key was given, or
+            ``require_signature``; ``allow_unsigned`` relaxes it).
+        BadSignatureError: the signature is not a regular file, malformed, does not
+            verify, or signs another file name or other bytes
+            (:func:`agc.resume._snapshot_sig.judge_signature`).
+        UnknownKeyError: signed by a key that is not trusted, or ``require_signature``
+            without trusted keys.
         SnapshotInvalidError: the bytes are not a snapshot.
         UnsafePathError: the file is a symlink.
-        StoreError: the file or its sidecar is unreadable.
+        StoreError: the file, its sidecar or its signature is unreadable.
+        UsageError: ``require_signature`` and ``allow_unsigned`` together.
     """
+    required = signature_required(
+        trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+    )
+    return _load_file(path, insecure_skip_verify, trusted_keys, required, on_note)
+
+
+def _load_file(
+    path: Path,
+    insecure_skip_verify: bool,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    required: bool,
+    on_note: Callable[[str], None] | None,
+) -> SessionSnapshot:
     data = _read(path)
     if not insecure_skip_verify:
         _check_seal(path, data)
+        signature = signature_path(path)
+        judge_signature(
+            (lambda: _read_signature(signature)) if os.path.lexists(signature) else None,
+            where=str(signature),
+            file_name=path.name,
+            data=data,
+            trusted_keys=trusted_keys,
+            required=required,
+            on_note=on_note,
+        )
     return decode_snapshot(data, source=str(path))
+
+
+def _read_signature(path: Path) -> bytes:
+    """The bytes of a signature file, read as sidecars are (no symlink, no FIFO).
+
+    Raises:
+        BadSignatureError: a symlink, folder, FIFO, socket or device in its place, or
+            larger than :data:`MAX_SIGNATURE_BYTES`.
+        StoreError: present but unreadable (permission denied, an I/O error): exit 3.
+    """
+    try:
+        return read_small_file(path, max_bytes=MAX_SIGNATURE_BYTES)
+    except FileNotFoundError as exc:  # removed since it was seen
+        raise BadSignatureError(f"{path} disappeared while it was read") from exc
+    except UnsafePathError as exc:
+        raise BadSignatureError(f"{path} is a symlink or not a regular file") from exc
+    except StoreError as exc:  # read_small_file: larger than the limit
+        raise BadSignatureError(
+            f"{path} is larger than {MAX_SIGNATURE_BYTES} bytes; a signature is one line"
+        ) from exc
+    except OSError as exc:
+        if exc.errno in {errno.ENXIO, errno.ENODEV, errno.EISDIR}:
+            raise BadSignatureError(f"{path} is a symlink or not a regular file") from exc
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 def _read(path: Path) -> bytes:
