@@ -354,7 +354,17 @@ def _mutation() -> st.SearchStrategy[tuple[str, str, bytes, int]]:
     return st.tuples(
         st.sampled_from(_FILES),
         st.sampled_from(
-            ["flip", "truncate", "append", "replace", "delete", "donor", "reseal", "resign"]
+            [
+                "flip",
+                "truncate",
+                "append",
+                "replace",
+                "delete",
+                "donor",
+                "rewrite",
+                "reseal",
+                "resign",
+            ]
         ),
         st.binary(max_size=64),
         st.integers(min_value=0, max_value=10**6),
@@ -391,6 +401,14 @@ def _apply(path: Path, donor: Path, mutation: tuple[str, str, bytes, int]) -> No
             forged = sign_document(document, OTHER)
             forged["signature"]["key_id"] = KEY.key_id
             _write_signature(path, forged)
+        return
+    if how == "rewrite":  # another valid history in the same file (of any of the three)
+        try:
+            document = json.loads(target.read_bytes())
+            document["messages"][0]["content"] = "forged " + blob.hex()
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            return
+        target.write_bytes(json.dumps(document, separators=(",", ":")).encode() + b"\n")
         return
     if how == "delete":
         if target.exists():
