@@ -1,0 +1,125 @@
+"""Tests for agc.resume._snapshot_s3: signed snapshots in an object store.
+
+A writer of the bucket who holds no trusted key can upload a newer snapshot of a run
+(with a sidecar it computes itself) or copy a signed one under a newer name; under
+trusted keys neither loads.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from agc._core.digest import new_hasher
+from agc._core.objstore import ObjectStore
+from agc._core.sidecar import format_sidecar
+from agc._core.signing import SigningKey, key_id_of
+from agc.errors import BadSignatureError, UnknownKeyError, UnsignedError
+from agc.resume._snapshot import SessionSnapshot, load_snapshot, save_snapshot
+
+_PRIVATE = Ed25519PrivateKey.generate()
+KEY = SigningKey(_PRIVATE, key_id_of(_PRIVATE.public_key()))
+TRUSTED = {KEY.key_id: _PRIVATE.public_key()}
+
+
+def _snapshot(text: str) -> SessionSnapshot:
+    return SessionSnapshot("r1", "s1", [{"role": "user", "content": text}])
+
+
+def _put(store: ObjectStore, path: str, body: bytes) -> None:
+    store.client.put_object(
+        Bucket=store.bucket, Key=store.key(path), Body=body, ChecksumAlgorithm="SHA256"
+    )
+
+
+def _path(store: ObjectStore, url: object) -> str:
+    return store.relative(str(url).removeprefix(f"s3:/{store.bucket}/"))
+
+
+def _get(store: ObjectStore, path: str) -> bytes:
+    found = store.get(path, max_bytes=1 << 20)
+    assert found is not None, path
+    return found[0]
+
+
+def test_a_signed_save_uploads_the_signature_last_and_loads_under_the_key(
+    s3_store: ObjectStore,
+) -> None:
+    saved = save_snapshot(_snapshot("one"), s3_store, signing_key=KEY)
+    assert saved.signature is not None
+    assert saved.key_id == KEY.key_id
+    names = sorted(s3_store.list_paths("sessions/r1/"))
+    assert len(names) == 3
+    assert names[2].endswith(".json.sig")
+    loaded = load_snapshot("r1", s3_store.url, trusted_keys=TRUSTED)
+    assert loaded.messages[0]["content"] == "one"
+
+
+def test_an_unsigned_snapshot_is_refused_under_trusted_keys(s3_store: ObjectStore) -> None:
+    save_snapshot(_snapshot("one"), s3_store)
+    assert load_snapshot("r1", s3_store).messages[0]["content"] == "one"  # as before
+    with pytest.raises(UnsignedError):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
+    assert load_snapshot("r1", s3_store, trusted_keys=TRUSTED, allow_unsigned=True).run_id == "r1"
+    with pytest.raises(UnsignedError):
+        load_snapshot("r1", s3_store, require_signature=True)
+
+
+def test_a_newer_forged_snapshot_never_loads(s3_store: ObjectStore) -> None:
+    signed = save_snapshot(_snapshot("one"), s3_store, signing_key=KEY)
+    old = _path(s3_store, signed.path)
+    assert signed.signature is not None
+    time.sleep(0.005)  # object names order by the save's millisecond
+    # The attacker's snapshot, named as agc names a newer save, sealed by the attacker.
+    forged = save_snapshot(_snapshot("rm -rf /"), s3_store)
+    with pytest.raises(UnsignedError):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
+    new = _path(s3_store, forged.path)
+    # … with the genuine snapshot's signature beside it: it names another object.
+    _put(s3_store, new + ".sig", _get(s3_store, old + ".sig"))
+    with pytest.raises(BadSignatureError, match="signs the snapshot"):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
+
+
+def test_a_signed_snapshot_copied_under_a_newer_name_never_loads(s3_store: ObjectStore) -> None:
+    first = save_snapshot(_snapshot("one"), s3_store, signing_key=KEY)
+    save_snapshot(_snapshot("two"), s3_store, signing_key=KEY)
+    old = _path(s3_store, first.path)
+    data = _get(s3_store, old)
+    hasher = new_hasher("blake3")
+    hasher.update(data)
+    name = f"{'9' * 20}-{hasher.hexdigest()[:16]}.json"  # newer than any save
+    _put(s3_store, f"sessions/r1/{name}", data)
+    _put(s3_store, f"sessions/r1/{name}.b3", format_sidecar(hasher.hexdigest(), name))
+    _put(s3_store, f"sessions/r1/{name}.sig", _get(s3_store, old + ".sig"))
+    with pytest.raises(BadSignatureError):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"", BadSignatureError),
+        (b"{}", BadSignatureError),
+        (b" " * 5000, BadSignatureError),
+        (b"truncated", BadSignatureError),
+    ],
+)
+def test_a_damaged_signature_object_is_a_bad_signature(
+    s3_store: ObjectStore, body: bytes, error: type[Exception]
+) -> None:
+    saved = save_snapshot(_snapshot("one"), s3_store, signing_key=KEY)
+    _put(s3_store, _path(s3_store, saved.path) + ".sig", body)
+    with pytest.raises(error):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
+
+
+def test_another_key_is_unknown_key(s3_store: ObjectStore) -> None:
+    other = Ed25519PrivateKey.generate()
+    save_snapshot(
+        _snapshot("one"), s3_store, signing_key=SigningKey(other, key_id_of(other.public_key()))
+    )
+    with pytest.raises(UnknownKeyError):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
