@@ -518,3 +518,13 @@ def test_a_tampered_snapshot_is_still_snapshot_tampered_first(store: Path) -> No
     path.write_bytes(path.read_bytes().replace(b"hello", b"HELLO"))
     with pytest.raises(SnapshotTamperedError):
         load_snapshot("run-7", store, trusted_keys=TRUSTED)
+
+
+def test_resume_session_checks_the_signature_too(store: Path) -> None:
+    from agc.resume import resume_session  # noqa: PLC0415 - the public entry
+
+    save_snapshot(_snapshot(), store)
+    with pytest.raises(UnsignedError):
+        resume_session("run-7", store, trusted_keys=TRUSTED)
+    save_snapshot(_snapshot(), store, signing_key=KEY)
+    assert resume_session("run-7", store, trusted_keys=TRUSTED).messages == _snapshot().messages

@@ -27,9 +27,9 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agc._core import json as strict_json
 from agc._core.digest import new_hasher
@@ -57,6 +57,9 @@ from agc.resume._validate import (
     check_loaded,
     torn_tail_finding,
 )
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [
     "ACTIONS",
@@ -466,16 +469,28 @@ def resume_session(
     *,
     strategy: Strategy = "strip",
     insecure_skip_verify: bool = False,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
 ) -> ResumeResult:
-    """Load a run's snapshot, verify its seal, and repair its history.
+    """Load a run's snapshot, verify its seal (and, with ``trusted_keys`` or
+    ``require_signature``, its signature: :func:`~agc.resume._snapshot.load_snapshot`),
+    and repair its history.
 
     Raises:
         RunIdInvalidError, SnapshotNotFoundError, SnapshotUnsealedError,
-        SnapshotTamperedError, SnapshotInvalidError: from
-        :func:`~agc.resume._snapshot.load_snapshot`.
+        SnapshotTamperedError, SnapshotInvalidError, UnsignedError, BadSignatureError,
+        UnknownKeyError, UsageError: from :func:`~agc.resume._snapshot.load_snapshot`.
         RepairIncompleteError: the repair failed its own check (a bug).
     """
-    snapshot = load_snapshot(run_id, store, insecure_skip_verify=insecure_skip_verify)
+    snapshot = load_snapshot(
+        run_id,
+        store,
+        insecure_skip_verify=insecure_skip_verify,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+    )
     result = repair_history(
         snapshot.messages,
         snapshot.format,
