@@ -22,6 +22,12 @@ if _TYPE_CHECKING:
     from agc.integrity._kept import KeptArtifact, check_run_kept
     from agc.integrity._legacy import read_legacy_tool_events
     from agc.integrity._manifest import ArtifactSeal, RunManifest
+    from agc.integrity._signing import (
+        SigningKey,
+        generate_keypair,
+        load_signing_key,
+        load_trusted_keys,
+    )
     from agc.integrity._store_io import read_run_manifest
     from agc.integrity._verify import (
         ArtifactReport,
@@ -56,14 +62,18 @@ __all__ = [
     "RunManifest",
     "RunReport",
     "RunWriters",
+    "SigningKey",
     "ToolEventWriter",
     "TranscriptWriter",
     "check_run",
     "check_run_kept",
     "export_copy",
     "export_session",
+    "generate_keypair",
     "iter_copy_lines",
     "iter_session_lines",
+    "load_signing_key",
+    "load_trusted_keys",
     "open_run",
     "read_legacy_tool_events",
     "read_run_manifest",
@@ -82,6 +92,12 @@ _HOMES = {
     "agc.integrity._kept": ("KeptArtifact", "check_run_kept"),
     "agc.integrity._legacy": ("read_legacy_tool_events",),
     "agc.integrity._manifest": ("ArtifactSeal", "RunManifest"),
+    "agc.integrity._signing": (
+        "SigningKey",
+        "generate_keypair",
+        "load_signing_key",
+        "load_trusted_keys",
+    ),
     "agc.integrity._store_io": ("read_run_manifest",),
     "agc.integrity._verify": (
         "ArtifactReport",
