@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agc._core.digest import new_hasher
 from agc._core.sidecar import format_sidecar, sidecar_path
@@ -175,3 +179,108 @@ def test_a_recorded_run_is_checked_under_the_trusted_key_too(
     assert "not signed" in error["message"]
     assert main(["resume", "s1", "--store", str(store), *trust]) == 0
     assert main(["resume", "u1", "--store", str(store), *trust, "--allow-unsigned"]) == 0
+
+
+# A writer of the store who holds no key cannot sign a snapshot, but a FILE that is not
+# a snapshot (a JSON array, a session file) carries no signature at all: were it read as
+# a history, replacing a signed snapshot with one would resume what no key signed.
+_NOT_SNAPSHOTS: dict[str, bytes] = {
+    "json-array": json.dumps([{"role": "user", "content": "INJECTED"}]).encode(),
+    "json-object-no-state": json.dumps(
+        {"schemaVersion": 1, "messages": [{"role": "user", "content": "INJECTED"}]}
+    ).encode(),
+    "claude-code-jsonl": (
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "u1",
+                "parentUuid": None,
+                "sessionId": "s",
+                "message": {"role": "user", "content": "INJECTED"},
+            }
+        )
+        + "\n"
+    ).encode(),
+    "bom-snapshot": b"\xef\xbb\xbf" + json.dumps(PENDING).encode(),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_NOT_SNAPSHOTS))
+def test_a_file_that_is_no_snapshot_is_unsigned_under_a_trusted_key(
+    store: Path,
+    keys: tuple[SigningKey, Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+) -> None:
+    key, public, _ = keys
+    path = _save(store, key)
+    path.write_bytes(_NOT_SNAPSHOTS[kind])  # the signed snapshot replaced, .sig left
+    args = ["resume", str(path), "--check", "--json"]
+    assert main([*args, "--trusted-key", str(public)]) == ExitCode.FINDINGS
+    out = capsys.readouterr().out
+    assert "INJECTED" not in out
+    error = json.loads(out)["error"]
+    assert error["code"] == "unsigned"
+    assert str(path) in error["message"]
+    assert main([*args, "--require-signature"]) == ExitCode.FINDINGS
+    assert _error(capsys)["code"] == "unsigned"
+
+
+def test_a_session_file_resumes_under_a_trusted_key_with_allow_unsigned(
+    tmp_path: Path, keys: tuple[SigningKey, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, public, _ = keys
+    source = tmp_path / "history.json"
+    source.write_text(json.dumps(PENDING))
+    assert main(["resume", str(source), "--check"]) == ExitCode.FINDINGS  # read, invalid
+    trust = ["--trusted-key", str(public)]
+    rc = main(["resume", str(source), "--check", *trust, "--allow-unsigned"])
+    assert rc == ExitCode.FINDINGS
+    assert "problem(s)" in capsys.readouterr().out  # … and read, not refused
+    assert main(["resume", str(source), "--check", *trust, "--insecure-skip-verify"]) == 1
+
+
+_MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant"]), "content": st.just("INJECTED")}
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8) | _MESSAGE,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+_FORGED = st.one_of(
+    st.lists(_MESSAGE, min_size=1, max_size=3).map(lambda m: json.dumps(m).encode()),
+    _JSON.map(lambda value: json.dumps(value).encode()),
+    st.lists(_JSON, min_size=1, max_size=3).map(
+        lambda lines: b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    ),
+    st.binary(max_size=64),
+)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(forged=_FORGED, reseal=st.booleans())
+def test_no_bytes_in_place_of_a_signed_snapshot_resume_under_its_key(
+    tmp_path_factory: pytest.TempPathFactory,
+    keys: tuple[SigningKey, Path, Path],
+    forged: bytes,
+    reseal: bool,
+) -> None:
+    """Whatever a writer of the store puts at a signed snapshot's path (re-sealed or not,
+    its .sig left), `agc resume FILE --trusted-key` refuses it (exit 1), never reads it."""
+    key, public, _ = keys
+    store = tmp_path_factory.mktemp("store")
+    path = _save(store, key)
+    path.write_bytes(forged)
+    if reseal:
+        hasher = new_hasher("blake3")
+        hasher.update(forged)
+        sidecar_path(path, "blake3").write_bytes(format_sidecar(hasher.hexdigest(), path.name))
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        rc = main(["resume", str(path), "--check", "--json", "--trusted-key", str(public)])
+    assert rc == ExitCode.FINDINGS, out.getvalue()
+    assert json.loads(out.getvalue())["error"]["code"] in {
+        "unsigned",
+        "bad-signature",
+        "snapshot-tampered",
+    }

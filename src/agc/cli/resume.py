@@ -18,6 +18,7 @@ from agc._core import json as strict_json
 from agc._core.fs import describe_os_error
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
+from agc._core.signature_rule import signature_required
 from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
 from agc.cli.common import (
     EPILOG,
@@ -38,6 +39,7 @@ from agc.errors import (
     JsonInvalidError,
     RunNotFoundError,
     SnapshotNotFoundError,
+    UnsignedError,
     UsageError,
     VerificationError,
 )
@@ -102,8 +104,9 @@ came from (in an s3:// store, the very bytes the verification read). A FILE is a
 snapshot, a session file (Codex rollout, Claude Code JSONL or `claude -p --output-format
 stream-json` output) or a JSON array of messages/items in one of the three API formats.
 With a trusted key (--trusted-key, $AGC_TRUSTED_KEYS) a snapshot must be signed by one
-of them (its FILE.sig), and a recorded run too, as agc-verify checks it; --allow-unsigned
-accepts unsigned ones (signed ones are still checked).
+of them (its FILE.sig), and a recorded run too, as agc-verify checks it; a FILE that is
+no snapshot is unsigned; --allow-unsigned accepts unsigned ones (signed ones are still
+checked).
 agc prints what was wrong (as the provider would say it) and what the repair changed:
 each in-flight call stripped or answered, with its tool name, arguments and an
 idempotency key, so you decide whether to run it again.
@@ -327,6 +330,28 @@ def _refuse_emptied(result: RepairResult, source: str) -> None:
     )
 
 
+def _refuse_unsigned_file(path: Path, trust: _Trust, insecure: bool) -> None:
+    """Refuse a FILE that is no snapshot when a signature is required.
+
+    A session file or a JSON array carries no signature, so with a trusted key (or
+    ``--require-signature``) it is unsigned: read as a history, it would let whoever
+    replaced a signed snapshot with one resume what no key signed. ``--allow-unsigned``
+    (and ``--insecure-skip-verify``, which checks no signature) lets it be read.
+
+    Raises:
+        UnsignedError: a signature is required (exit 1).
+    """
+    required = signature_required(
+        trust.keys, require_signature=trust.require_signature, allow_unsigned=trust.allow_unsigned
+    )
+    if required and not insecure:
+        raise UnsignedError(
+            f"{path} is not a snapshot, so it carries no signature, and a signature is "
+            "required: a trusted key was given, or --require-signature",
+            hint="--allow-unsigned reads an unsigned session file or JSON array.",
+        )
+
+
 def _is_snapshot(path: Path, data: bytes) -> bool:
     if data.startswith(b"\x28\xb5\x2f\xfd") or path.name.endswith(".json.zst"):
         return True
@@ -544,6 +569,7 @@ def resume_command(
             history = _from_snapshot(snapshot, wanted)
             state, run_id = snapshot.tool_call_state, snapshot.run_id
         else:
+            _refuse_unsigned_file(path, trust, insecure_skip_verify)
             with _working(f"reading {path.name}", len(data)):
                 history = load_history(data, source=str(path), format=wanted)
     elif _looks_like_path(target):
