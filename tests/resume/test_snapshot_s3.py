@@ -16,7 +16,13 @@ from agc._core.digest import new_hasher
 from agc._core.objstore import ObjectStore
 from agc._core.sidecar import format_sidecar
 from agc._core.signing import SigningKey, key_id_of
-from agc.errors import BadSignatureError, UnknownKeyError, UnsignedError
+from agc.errors import (
+    BadSignatureError,
+    SnapshotInvalidError,
+    UnknownKeyError,
+    UnsignedError,
+)
+from agc.exitcodes import ExitCode
 from agc.resume._snapshot import SessionSnapshot, load_snapshot, save_snapshot
 
 _PRIVATE = Ed25519PrivateKey.generate()
@@ -123,3 +129,15 @@ def test_another_key_is_unknown_key(s3_store: ObjectStore) -> None:
     )
     with pytest.raises(UnknownKeyError):
         load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
+
+
+def test_an_oversized_snapshot_object_is_invalid_not_an_unreadable_store(
+    s3_store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in a folder store: a snapshot above the limit is snapshot-invalid (exit 2),
+    judged from its size before its body is read, never an S3 failure (exit 3)."""
+    save_snapshot(_snapshot("one"), s3_store, signing_key=KEY)
+    monkeypatch.setattr("agc.resume._snapshot.MAX_SNAPSHOT_BYTES", 64)
+    with pytest.raises(SnapshotInvalidError, match="larger than 64 bytes") as caught:
+        load_snapshot("r1", s3_store.url, trusted_keys=TRUSTED)
+    assert caught.value.exit_code == ExitCode.USAGE

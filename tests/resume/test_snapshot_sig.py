@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import stat
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from agc._core.signing import SigningKey, key_id_of, sign_document
 from agc.errors import (
     AgcError,
     BadSignatureError,
+    SnapshotInvalidError,
     SnapshotTamperedError,
     UnknownKeyError,
     UnsignedError,
@@ -528,3 +530,26 @@ def test_resume_session_checks_the_signature_too(store: Path) -> None:
         resume_session("run-7", store, trusted_keys=TRUSTED)
     save_snapshot(_snapshot(), store, signing_key=KEY)
     assert resume_session("run-7", store, trusted_keys=TRUSTED).messages == _snapshot().messages
+
+
+# -- an oversized snapshot ------------------------------------------------------------------
+
+
+def test_an_oversized_snapshot_is_invalid_and_never_read(store: Path) -> None:
+    """A sparse file of a terabyte in place of a signed snapshot: refused from its size
+    as snapshot-invalid (exit 2, as a snapshot that expands too far), not read into
+    memory up to the limit and then reported as an unreadable store (exit 3)."""
+    path = save_snapshot(_snapshot(), store, signing_key=KEY).path
+    with path.open("r+b") as handle:
+        handle.truncate(1 << 40)
+    tracemalloc.start()
+    try:
+        with pytest.raises(SnapshotInvalidError, match="larger than") as caught:
+            load_snapshot("run-7", store, trusted_keys=TRUSTED)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert peak < 16 * 1024 * 1024
+    with pytest.raises(SnapshotInvalidError, match="larger than"):
+        load_snapshot_file(path, insecure_skip_verify=True)

@@ -203,7 +203,9 @@ def read_small_file(path: Path, *, max_bytes: int) -> bytes:
     """Read a small file (sidecar, manifest) without following symlinks.
 
     Opened with ``O_NONBLOCK`` and checked to be a regular file, so a FIFO or device put
-    in place of a sidecar cannot make the verifier hang.
+    in place of a sidecar cannot make the verifier hang. A file whose size is already
+    above ``max_bytes`` (a sparse file of a terabyte) is refused before any of it is
+    read; one that grows while it is read is cut at ``max_bytes + 1`` and refused too.
 
     Raises:
         UnsafePathError: the path is a symlink or not a regular file.
@@ -212,8 +214,11 @@ def read_small_file(path: Path, *, max_bytes: int) -> bytes:
     """
     fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise UnsafePathError(f"{path} is not a regular file")
+        if info.st_size > max_bytes:
+            raise StoreError(f"{path} is larger than {max_bytes} bytes")
         data = read_at_most(fd, max_bytes)
         if len(data) > max_bytes:
             raise StoreError(f"{path} is larger than {max_bytes} bytes")

@@ -630,7 +630,9 @@ def load_snapshot(
     if remote is not None:
         from agc.resume._snapshot_s3 import load_snapshot_bytes  # noqa: PLC0415 - boto3
 
-        loaded = load_snapshot_bytes(remote, run_id, verify=not insecure_skip_verify)
+        loaded = load_snapshot_bytes(
+            remote, run_id, verify=not insecure_skip_verify, max_bytes=MAX_SNAPSHOT_BYTES
+        )
         if not insecure_skip_verify:
             judge_signature(
                 loaded.read_signature,
@@ -746,14 +748,25 @@ def _read_signature(path: Path) -> bytes:
 
 
 def _read(path: Path) -> bytes:
+    """The bytes of a snapshot file, never through a symlink, never from a FIFO.
+
+    Raises:
+        SnapshotNotFoundError: it does not exist.
+        SnapshotInvalidError: larger than :data:`MAX_SNAPSHOT_BYTES` (refused from its
+            size, unread: exit 2 as a snapshot that expands too far, not an I/O error).
+        UnsafePathError: a symlink, or not a regular file (a folder, a FIFO).
+        FileUnreadableError: it cannot be read (permissions, an I/O error).
+    """
     try:
         return read_small_file(path, max_bytes=MAX_SNAPSHOT_BYTES)
     except FileNotFoundError as exc:
         raise SnapshotNotFoundError(f"{path} does not exist") from exc
-    except IsADirectoryError as exc:
-        raise SnapshotInvalidError(f"{path} is a folder, not a snapshot") from exc
     except UnsafePathError:
         raise
+    except StoreError as exc:  # read_small_file: larger than the limit
+        raise SnapshotInvalidError(
+            f"{path} is larger than {MAX_SNAPSHOT_BYTES} bytes, the largest snapshot agc reads"
+        ) from exc
     except OSError as exc:
         raise FileUnreadableError(f"cannot read {path}: {exc.strerror or exc}") from exc
 

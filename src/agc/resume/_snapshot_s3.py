@@ -30,6 +30,7 @@ from agc._core.store import validate_run_id
 from agc.errors import (
     BadSignatureError,
     SidecarInvalidError,
+    SnapshotInvalidError,
     SnapshotNotFoundError,
     SnapshotTamperedError,
     SnapshotUnsealedError,
@@ -111,7 +112,9 @@ def save_snapshot_bytes(
     )
 
 
-def load_snapshot_bytes(store: ObjectStore, run_id: str, *, verify: bool) -> LoadedSnapshot:
+def load_snapshot_bytes(
+    store: ObjectStore, run_id: str, *, verify: bool, max_bytes: int
+) -> LoadedSnapshot:
     """The newest snapshot of the run, checked against its sidecar (with ``verify``).
 
     Its signature object is not judged here (:func:`agc.resume._snapshot_sig.judge_signature`
@@ -119,6 +122,7 @@ def load_snapshot_bytes(store: ObjectStore, run_id: str, *, verify: bool) -> Loa
 
     Raises:
         SnapshotNotFoundError: the run has no snapshot in the store.
+        SnapshotInvalidError: the newest is larger than ``max_bytes`` (not read).
         SnapshotUnsealedError: the newest has no sidecar.
         SnapshotTamperedError: its sidecar is unusable, names another file, or differs.
         StoreError: the store cannot be read.
@@ -129,11 +133,16 @@ def load_snapshot_bytes(store: ObjectStore, run_id: str, *, verify: bool) -> Loa
     if not names:
         raise SnapshotNotFoundError(f"no snapshot of run {run_id} in {store.url_of(folder)}")
     name = names[-1]
-    got = store.get(folder + name, max_bytes=512 * 1024 * 1024)
-    if got is None:
-        raise SnapshotNotFoundError(f"{store.url_of(folder + name)} was deleted")
-    data = got[0]
     url = store.url_of(folder + name)
+    with store.open(folder + name) as got:
+        if got is None:
+            raise SnapshotNotFoundError(f"{url} was deleted")
+        stream, info = got
+        if info.size > max_bytes:
+            raise SnapshotInvalidError(
+                f"{url} is larger than {max_bytes} bytes, the largest snapshot agc reads"
+            )
+        data = b"".join(stream)
     if not verify:
         return LoadedSnapshot(data, url, name, None)
     for algorithm in ALGORITHMS:
