@@ -141,3 +141,34 @@ def test_an_oversized_snapshot_object_is_invalid_not_an_unreadable_store(
     with pytest.raises(SnapshotInvalidError, match="larger than 64 bytes") as caught:
         load_snapshot("r1", s3_store.url, trusted_keys=TRUSTED)
     assert caught.value.exit_code == ExitCode.USAGE
+
+
+def test_another_runs_signed_snapshot_copied_under_this_run_never_loads(
+    s3_store: ObjectStore,
+) -> None:
+    """An object name holds no run id, so the signature of another run's snapshot names
+    its copy under this run's folder too: the run id inside the signed bytes refuses it."""
+    saved = save_snapshot(
+        SessionSnapshot("r2", "s1", [{"role": "user", "content": "rm -rf /"}]),
+        s3_store,
+        signing_key=KEY,
+    )
+    save_snapshot(_snapshot("one"), s3_store, signing_key=KEY)
+    source = _path(s3_store, saved.path)
+    name = f"{'9' * 20}-{source.rsplit('-', 1)[1]}"  # newer than r1's own, sealed again
+    data = _get(s3_store, source)
+    hasher = new_hasher("blake3")
+    hasher.update(data)
+    _put(s3_store, f"sessions/r1/{name}", data)
+    _put(s3_store, f"sessions/r1/{name}.b3", format_sidecar(hasher.hexdigest(), name))
+    _put(s3_store, f"sessions/r1/{name}.sig", _get(s3_store, source + ".sig"))
+    with pytest.raises(BadSignatureError, match="signs the snapshot"):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)  # renamed: the name is signed
+    name = source.rsplit("/", 1)[1]  # kept: older than r1's own, unless r1's is deleted
+    for suffix in ("", ".b3", ".sig"):
+        _put(s3_store, f"sessions/r1/{name}{suffix}", _get(s3_store, source + suffix))
+    for path in list(s3_store.list_paths("sessions/r1/")):
+        if not path.split("/")[-1].startswith(name):
+            s3_store.client.delete_object(Bucket=s3_store.bucket, Key=s3_store.key(path))
+    with pytest.raises(SnapshotInvalidError, match="holds run r2, not r1"):
+        load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
