@@ -213,3 +213,78 @@ def test_a_fifo_as_a_key_is_key_invalid_never_a_hang(tmp_path: Path, case: str) 
     assert done.returncode == 2, done.stderr
     assert str(fifo) in done.stderr
     assert "not a regular file: a FIFO" in done.stderr
+
+
+def _signed_run(store: Path, keys: Path) -> Path:
+    """A run r1 in ``store`` signed with a new key pair in ``keys``; the public key."""
+    from agc.integrity._signing import load_signing_key  # noqa: PLC0415
+
+    private, public, _ = generate_keypair(keys)
+    with open_run("r1", store=store, signing_key=load_signing_key(private)) as run:
+        run.transcript.write({"role": "user", "content": "hi"})
+    return public
+
+
+def _inside_warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("warning: trusted key")]
+
+
+@pytest.mark.parametrize("how", ["file", "folder", "env", "symlinked folder"])
+def test_a_trusted_key_inside_the_store_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """Whoever can write the store can add a key to a trusted folder kept there; the
+    verdict is unchanged (the key is the signer's), stderr says so."""
+    store = tmp_path / "store"
+    public = _signed_run(store, store / "keys")
+    option: list[str] = []
+    if how == "file":
+        option = ["--trusted-key", str(public)]
+    elif how == "folder":
+        option = ["--trusted-key", str(public.parent)]
+    elif how == "env":
+        monkeypatch.setenv("AGC_TRUSTED_KEYS", str(public.parent))
+    else:  # a folder outside the store that is a symlink into it
+        (tmp_path / "outside").symlink_to(public.parent)
+        option = ["--trusted-key", str(tmp_path / "outside")]
+    assert verify_main(["r1", "--store", str(store), *option]) == 0
+    (warning,) = _inside_warnings(capsys.readouterr().err)
+    assert f"inside the store {store.resolve()}" in warning
+    assert "keep trusted keys outside it" in warning
+
+
+def test_a_trusted_key_outside_the_store_gets_no_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    public = _signed_run(store, tmp_path / "keys")
+    assert verify_main(["r1", "--store", str(store), "--trusted-key", str(public)]) == 0
+    assert _inside_warnings(capsys.readouterr().err) == []
+    # A store folder whose name merely begins like the keys' folder is another folder.
+    sibling = tmp_path / "ke"
+    public2 = _signed_run(sibling, tmp_path / "keys2")
+    assert verify_main(["r1", "--store", str(sibling), "--trusted-key", str(public2)]) == 0
+    assert _inside_warnings(capsys.readouterr().err) == []
+
+
+def test_agc_resume_warns_about_a_trusted_key_inside_its_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    public = _signed_run(store, store / "keys")
+    # The keys are loaded (and judged) before the run is read; what the command then
+    # says of this run (written by the Python writer, so no session to export) is not
+    # the subject here.
+    main(["resume", "r1", "--store", str(store), "--check", "--trusted-key", str(public)])
+    assert len(_inside_warnings(capsys.readouterr().err)) == 1
+
+
+def test_keys_inside_store_judges_real_paths_and_skips_object_stores(tmp_path: Path) -> None:
+    from agc.cli.common import keys_inside_store  # noqa: PLC0415
+
+    store = tmp_path / "store"
+    (store / "keys").mkdir(parents=True)
+    outside = tmp_path / "keys"
+    outside.mkdir()
+    assert keys_inside_store([store / "keys", outside, store], store) == [store / "keys", store]
+    assert keys_inside_store([store / "keys"], "s3://bucket/prefix") == []

@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from agc import __version__
 from agc._core.fs import MACHINE_ERRNOS, atomic_write_bytes, describe_os_error
+from agc._core.store import may_name_object_store, resolve_store
 from agc.cli._jsontext import json_document
 from agc.cli._process import (
     discard_stdout,
@@ -50,12 +51,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EPILOG",
+    "NO_STORE",
     "StoreOption",
     "Terminated",
     "VersionOption",
     "byte_progress",
     "emit_json",
     "err_console",
+    "keys_inside_store",
     "new_app",
     "out_console",
     "refuse_ambiguous",
@@ -430,11 +433,23 @@ def _internal_error() -> int:
     return int(ExitCode.INTERNAL)
 
 
+class _NoStore:
+    """No store is at stake (the command reads no store): key locations are not judged."""
+
+
+NO_STORE: Final = _NoStore()
+
+
 def trusted_keys_from(
-    paths: list[Path] | None, *, quiet: bool = False
+    paths: list[Path] | None,
+    *,
+    quiet: bool = False,
+    store: str | os.PathLike[str] | _NoStore | None = NO_STORE,
 ) -> Mapping[str, Ed25519PublicKey] | None:
     """The trusted keys of ``--trusted-key`` (files or folders) and ``$AGC_TRUSTED_KEYS``;
-    ``None`` when neither is given. Skipped private keys are noted on stderr."""
+    ``None`` when neither is given. Skipped private keys are noted on stderr, and so is
+    a trusted key inside ``store`` (the command's store folder, ``None`` for the default
+    one), unless ``quiet``: whoever can write the store could add a key there."""
     folder = os.environ.get("AGC_TRUSTED_KEYS")
     if not paths and not folder:
         return None
@@ -445,4 +460,28 @@ def trusted_keys_from(
 
     from agc.integrity._signing import load_trusted_keys  # noqa: PLC0415 - cryptography
 
-    return load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)
+    named = [*(paths or []), *([Path(folder)] if folder else [])]
+    keys = load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)
+    if not quiet and not isinstance(store, _NoStore):
+        for inside in keys_inside_store(named, store):
+            _err().print(
+                f"warning: trusted key {inside} is inside the store {resolve_store(store)}: "
+                "whoever can write the store can add or replace a trusted key there; keep "
+                "trusted keys outside it (e.g. ~/.config/agc/keys)",
+                markup=False,
+            )
+    return keys
+
+
+def keys_inside_store(paths: list[Path], store: str | os.PathLike[str] | None) -> list[Path]:
+    """The key files and folders of ``paths`` that lie inside the store folder ``store``
+    (``None``: the default store), symlinks resolved; none for an ``s3://`` store."""
+    if may_name_object_store(store):
+        return []
+    root = resolve_store(store).resolve()
+    inside = []
+    for path in paths:
+        real = path.expanduser().resolve()
+        if real == root or root in real.parents:
+            inside.append(path)
+    return inside

@@ -51,10 +51,10 @@ def generate_command(
 
     \b
     Examples:
-      agc keys generate --out ~/.agc/keys
-      AGC_SIGNING_KEY=~/.agc/keys/signing-key.pem agc record --run-id r1 < run.jsonl
-      agc-verify r1 --trusted-key ~/.agc/keys/signing-key.pub.pem --require-signature
-      AGC_TRUSTED_KEYS=~/.agc/keys agc-verify --all
+      agc keys generate --out ~/.config/agc/keys
+      AGC_SIGNING_KEY=~/.config/agc/keys/signing-key.pem agc record --run-id r1 < run.jsonl
+      agc-verify r1 --trusted-key ~/.config/agc/keys/signing-key.pub.pem --require-signature
+      AGC_TRUSTED_KEYS=~/.config/agc/keys agc-verify --all
     """
     private, public, key_id = generate_keypair(out)
     if as_json:

@@ -210,7 +210,7 @@ def record_command(
       agc ledger record --project . --turn-id past-run-1 --prompt-file p.txt \\
           --input ~/.codex/sessions/2026/11/30/rollout-x.jsonl --agent-root /old/path
       agc ledger record --project . --turn-id Abc123-def --prompt-file prompt.txt \\
-          --input events.jsonl --signing-key ~/.agc/keys/signing-key.pem
+          --input events.jsonl --signing-key ~/.config/agc/keys/signing-key.pem
     """
     client_turn_id = validate_client_turn_id(turn_id)
     key = _signing_key(signing_key)
@@ -394,7 +394,7 @@ def check_command(
       agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl
       agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl --json
       agc ledger check .agent/runtime/direct-codex/turns/Abc123-def.jsonl \\
-          --trusted-key ~/.agc/keys/signing-key.pub.pem
+          --trusted-key ~/.config/agc/keys/signing-key.pub.pem
     """
     return run_check(
         turn_file,

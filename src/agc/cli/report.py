@@ -107,7 +107,7 @@ def report_command(
     Examples:
       agc report --all --html audit.html
       agc report fix-tests-42 other-run --csv runs.csv
-      agc report --all --html audit.html --csv audit.csv --trusted-key ~/.agc/keys
+      agc report --all --html audit.html --csv audit.csv --trusted-key ~/.config/agc/keys
       agc report --csv - | column -s, -t
     """
     if html_file is None and csv_file is None:
@@ -123,7 +123,7 @@ def report_command(
     audit = build_audit(
         store,
         runs or None,
-        trusted_keys=trusted_keys_from(trusted_key),
+        trusted_keys=trusted_keys_from(trusted_key, store=store),
         require_signature=require_signature,
         allow_unsigned=allow_unsigned,
         expect_head=expect_head,

@@ -117,7 +117,7 @@ Examples:
   agc resume fix-tests-42 --check              # exit 1 if the provider would reject it
   agc import rollout-….jsonl --run-id r9 && agc resume r9 --strategy synthesize --out fixed.jsonl
   agc resume r9 --store s3://acme-evidence/agents --check   # a run recorded to S3
-  agc resume fix-tests-42 --trusted-key ~/.agc/keys/signing-key.pub.pem   # signed only
+  agc resume fix-tests-42 --trusted-key ~/.config/agc/keys/signing-key.pub.pem   # signed only
   agc resume ~/.claude/projects/x/s.jsonl --strategy synthesize --out fixed.jsonl
   agc resume rollout-….jsonl --json            # the report as JSON on stdout
   agc resume history.json --format anthropic --out repaired.json
@@ -542,7 +542,7 @@ def resume_command(
     if require_signature and allow_unsigned:
         raise UsageError("--require-signature and --allow-unsigned contradict each other")
     trust = _Trust(
-        trusted_keys_from(trusted_key),
+        trusted_keys_from(trusted_key, store=store),
         require_signature=require_signature,
         allow_unsigned=allow_unsigned,
     )

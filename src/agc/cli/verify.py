@@ -66,7 +66,7 @@ Examples:
   agc-verify fix-tests-42
   agc-verify fix-tests-42 --store ./evidence --json
   agc-verify fix-tests-42 --status && deploy
-  agc-verify fix-tests-42 --trusted-key ~/.agc/keys --require-signature
+  agc-verify fix-tests-42 --trusted-key ~/.config/agc/keys --require-signature
   agc-verify --all --quiet
   agc-verify --all --expect-head 3f1c…   # 64 hex digits: fail if the store was rolled back
   agc-verify --turn-file .agent/runtime/direct-codex/turns/Abc123-def.jsonl
@@ -303,7 +303,7 @@ def verify_command(
                 lines = [] if ledger_report.ok else [x for x in lines if not x.startswith("warn")]
             write_lines(lines)
         return int(ExitCode.OK if ledger_report.ok else ExitCode.FINDINGS)
-    trusted = trusted_keys_from(trusted_key, quiet=status)
+    trusted = trusted_keys_from(trusted_key, quiet=status, store=store)
     if all_runs:
         return _verify_store(
             store,
