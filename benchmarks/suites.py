@@ -255,6 +255,26 @@ sys.exit(0 if hmac.compare_digest(digest, expected) else 1)
 """
 
 
+_PYTHON_JSON_FLOOR = "python + blake3 + json (floor of a command that reads the manifest)"
+# argv[1]: the transcript, in the current folder; argv[2]: the run's manifest. Exit 1
+# unless the transcript matches both its sidecar and the manifest's digest and length:
+# the floor row's work plus the stdlib JSON parser agc-verify reads the manifest with.
+_PYTHON_JSON_FLOOR_SCRIPT = """
+import hmac, json, mmap, os, sys
+import blake3
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+    digest = blake3.blake3(view, max_threads=blake3.blake3.AUTO).hexdigest()
+with open(sys.argv[1] + ".b3", encoding="ascii") as sidecar:
+    expected = sidecar.read(64)
+with open(sys.argv[2], "rb") as manifest:
+    sealed = json.loads(manifest.read())["artifacts"]["transcript"]
+ok = hmac.compare_digest(digest, expected) and hmac.compare_digest(digest, sealed["digest"])
+sys.exit(0 if ok and sealed["bytes"] == size else 1)
+"""
+
+
 def bench_verify(ctx: Context) -> Section:
     section = Section(
         "verify",
@@ -262,8 +282,9 @@ def bench_verify(ctx: Context) -> Section:
         "`agc-verify RUN` (whole command: process start, imports, both artifacts, "
         "manifest; agc byte-compiled as installed) and the library call check_run() vs "
         "`b3sum --check` on the transcript's sidecar; the 1-record rows show each "
-        "command's fixed start-up cost; the floor row is the interpreter importing only "
-        "blake3 and checking the sidecar as b3sum does (the best a Python command can do).",
+        "command's fixed start-up cost; the floor rows are the interpreter importing only "
+        "blake3 and checking the sidecar as b3sum does (the best a Python command can do), "
+        "and the same plus the stdlib json parser checking the manifest's digest too.",
     )
     _compile_agc()
     store = ctx.fresh("verify-store")
@@ -310,6 +331,14 @@ def bench_verify(ctx: Context) -> Section:
                 cwd=folder,
             )
         )
+        manifest = store / "audit" / "manifests" / f"{run_id}.json"
+        variants.append(
+            command_variant(
+                _PYTHON_JSON_FLOOR,
+                [sys.executable, "-c", _PYTHON_JSON_FLOOR_SCRIPT, f"{run_id}.jsonl", str(manifest)],
+                cwd=folder,
+            )
+        )
     timings = interleaved(variants, rounds=ctx.rounds)
     gb = size / 1e9
     base = timings.get("b3sum --check")
@@ -329,8 +358,9 @@ def bench_verify(ctx: Context) -> Section:
         section.rows.append(Row.timed("b3sum --check", base, work=gb, unit="GB/s"))
     else:
         section.rows.append(Row("b3sum --check", skipped=_missing("b3sum")))
-    if _PYTHON_FLOOR in timings:
-        section.rows.append(against_b3sum(_PYTHON_FLOOR))
+    for floor in (_PYTHON_FLOOR, _PYTHON_JSON_FLOOR):
+        if floor in timings:
+            section.rows.append(against_b3sum(floor))
     for name in ("agc-verify, 1-record run", "b3sum --check, 1-record run"):
         if name in timings:
             section.rows.append(Row.timed(name, timings[name]))

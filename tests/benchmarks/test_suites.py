@@ -1,13 +1,15 @@
-"""The verify section's floor row does the work of ``b3sum --check``, no less."""
+"""The verify section's floor rows do the work of ``b3sum --check`` (and, for the json
+floor, the manifest's digest check too), no less."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from benchmarks.suites import _PYTHON_FLOOR_SCRIPT
+from benchmarks.suites import _PYTHON_FLOOR_SCRIPT, _PYTHON_JSON_FLOOR_SCRIPT
 
 from agc._core.digest import digest_fd
 
@@ -33,3 +35,38 @@ def test_floor_script_accepts_a_file_that_matches_its_sidecar_and_refuses_one_by
     data[size // 2] ^= 1
     path.write_bytes(data)
     assert _floor(tmp_path, "run.jsonl") == 1
+
+
+def _json_floor(folder: Path, name: str, manifest: Path) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", _PYTHON_JSON_FLOOR_SCRIPT, name, str(manifest)],
+        cwd=folder,
+        check=False,
+    )
+    return done.returncode
+
+
+@pytest.mark.parametrize("size", [1, (16 << 20) + 3])
+def test_json_floor_script_checks_the_sidecar_and_the_manifest(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "run.jsonl"
+    data = bytearray(b"x" * (size - 1) + b"\n")
+    path.write_bytes(data)
+    with path.open("rb") as handle:
+        digest, _ = digest_fd(handle, "blake3")
+    (tmp_path / "run.jsonl.b3").write_text(f"{digest}  run.jsonl\n", encoding="ascii")
+    manifest = tmp_path / "run.json"
+
+    def seal(digest: str, size: int) -> None:
+        sealed = {"digest": digest, "bytes": size, "algorithm": "blake3"}
+        manifest.write_text(json.dumps({"artifacts": {"transcript": sealed}}), encoding="utf-8")
+
+    seal(digest, size)
+    assert _json_floor(tmp_path, "run.jsonl", manifest) == 0
+    seal("0" * 64, size)  # the manifest disagrees with the sidecar and the bytes
+    assert _json_floor(tmp_path, "run.jsonl", manifest) == 1
+    seal(digest, size + 1)  # the manifest's length disagrees
+    assert _json_floor(tmp_path, "run.jsonl", manifest) == 1
+    seal(digest, size)
+    data[size // 2] ^= 1
+    path.write_bytes(data)
+    assert _json_floor(tmp_path, "run.jsonl", manifest) == 1
