@@ -14,11 +14,13 @@ from benchmarks.suites import _PYTHON_FLOOR_SCRIPT, _PYTHON_JSON_FLOOR_SCRIPT
 from agc._core.digest import digest_fd
 
 
+def _run(script: str, folder: Path, *args: str) -> int:
+    """The exit status of a floor row's script run as the benchmark runs it."""
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=folder, check=False).returncode
+
+
 def _floor(folder: Path, name: str) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", _PYTHON_FLOOR_SCRIPT, name], cwd=folder, check=False
-    )
-    return done.returncode
+    return _run(_PYTHON_FLOOR_SCRIPT, folder, name)
 
 
 @pytest.mark.parametrize("size", [1, 5000, (16 << 20) + 3])
@@ -38,12 +40,7 @@ def test_floor_script_accepts_a_file_that_matches_its_sidecar_and_refuses_one_by
 
 
 def _json_floor(folder: Path, name: str, manifest: Path) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", _PYTHON_JSON_FLOOR_SCRIPT, name, str(manifest)],
-        cwd=folder,
-        check=False,
-    )
-    return done.returncode
+    return _run(_PYTHON_JSON_FLOOR_SCRIPT, folder, name, str(manifest))
 
 
 @pytest.mark.parametrize("size", [1, (16 << 20) + 3])

@@ -761,8 +761,6 @@ def _read(path: Path) -> bytes:
         return read_small_file(path, max_bytes=MAX_SNAPSHOT_BYTES)
     except FileNotFoundError as exc:
         raise SnapshotNotFoundError(f"{path} does not exist") from exc
-    except UnsafePathError:
-        raise
     except StoreError as exc:  # read_small_file: larger than the limit
         raise SnapshotInvalidError(
             f"{path} is larger than {MAX_SNAPSHOT_BYTES} bytes, the largest snapshot agc reads"
