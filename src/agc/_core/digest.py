@@ -25,6 +25,7 @@ __all__ = [
     "SIDECAR_SUFFIXES",
     "Algorithm",
     "Hasher",
+    "digest_bytes",
     "digest_fd",
     "digests_equal",
     "new_hasher",
@@ -83,6 +84,17 @@ def new_hasher(algorithm: Algorithm, *, threads: int = 1) -> Hasher:
         hasher: Hasher = blake3.blake3(max_threads=max_threads)
         return hasher
     return hashlib.sha256()
+
+
+def digest_bytes(data: bytes | bytearray | memoryview, algorithm: Algorithm) -> str:
+    """The hex ``algorithm`` digest of ``data`` (one thread), pure.
+
+    Raises:
+        UsageError: ``algorithm`` is not one of :data:`ALGORITHMS`.
+    """
+    hasher = new_hasher(algorithm)
+    hasher.update(data)
+    return hasher.hexdigest()
 
 
 def digest_fd(

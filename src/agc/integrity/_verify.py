@@ -62,9 +62,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 from agc._core.digest import (
     ALGORITHMS,
     Algorithm,
+    digest_bytes,
     digest_fd,
     digests_equal,
-    new_hasher,
 )
 from agc._core.fs import open_nofollow
 from agc._core.report import Finding, Report
@@ -396,7 +396,7 @@ def _facts_of_fd(fd: int, size: int, seal: ArtifactSeal | None, algorithm: Algor
 def _facts_of_bytes(data: bytes, seal: ArtifactSeal | None, algorithm: Algorithm) -> _Facts:
     """:func:`_facts_of_fd` for a file read whole into ``data``."""
     size = len(data)
-    digest = _digest_bytes(data, algorithm)
+    digest = digest_bytes(data, algorithm)
     ends_with_newline = size == 0 or data[-1] == 0x0A
     matches_seal = seal is not None and digests_equal(seal.digest, digest)
     records = None if matches_seal else data.count(b"\n")
@@ -405,18 +405,12 @@ def _facts_of_bytes(data: bytes, seal: ArtifactSeal | None, algorithm: Algorithm
         view, sealed_with = memoryview(data), seal.algorithm
 
         def of_prefix(length: int) -> str:
-            return _digest_bytes(view[:length], sealed_with)
+            return digest_bytes(view[:length], sealed_with)
 
         segment_mismatch = _first_changed_segment(seal, size, of_prefix)
         if not matches_seal and size > seal.bytes:
             prefix_digest = of_prefix(seal.bytes)
     return digest, ends_with_newline, records, prefix_digest, segment_mismatch
-
-
-def _digest_bytes(data: bytes | memoryview, algorithm: Algorithm) -> str:
-    hasher = new_hasher(algorithm, threads=1)
-    hasher.update(data)
-    return hasher.hexdigest()
 
 
 def _check_prefix(fd: int, checkpoints: list[Checkpoint], size: int) -> PrefixCheck:

@@ -44,8 +44,8 @@ from agc._core.digest import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
     Algorithm,
+    digest_bytes,
     digests_equal,
-    new_hasher,
 )
 from agc._core.fs import prepare_write, read_small_file
 from agc._core.objstore import object_store_of
@@ -452,12 +452,6 @@ def signature_path(path: Path) -> Path:
     return path.with_name(path.name + SIGNATURE_SUFFIX)
 
 
-def _digest(data: bytes, algorithm: Algorithm) -> str:
-    hasher = new_hasher(algorithm)
-    hasher.update(data)
-    return hasher.hexdigest()
-
-
 def _remove(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
@@ -535,7 +529,7 @@ def save_snapshot(
             key_id,
         )
     path = snapshot_path(snapshot.run_id, folder_store(store), compressed=compress)
-    digest = _digest(data, algorithm)
+    digest = digest_bytes(data, algorithm)
     sidecar = sidecar_path(path, algorithm)
     signature = signature_path(path)
     signed = None
@@ -780,7 +774,7 @@ def _check_seal(path: Path, data: bytes) -> None:
             continue
         if parsed.file_name is not None and parsed.file_name != path.name:
             raise SnapshotTamperedError(f"{sidecar} seals {parsed.file_name}, not {path.name}")
-        if not digests_equal(parsed.digest, _digest(data, algorithm)):
+        if not digests_equal(parsed.digest, digest_bytes(data, algorithm)):
             raise SnapshotTamperedError(
                 f"{path} does not match its seal {sidecar.name}: it was changed or truncated "
                 f"({len(data)} bytes now)"

@@ -23,7 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
+from agc._core.digest import (
+    ALGORITHMS,
+    SIDECAR_SUFFIXES,
+    Algorithm,
+    digest_bytes,
+    digests_equal,
+)
 from agc._core.objstore import ObjectStore, PreconditionFailed, Retention
 from agc._core.sidecar import format_sidecar, parse_sidecar
 from agc._core.store import validate_run_id
@@ -44,12 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["LoadedSnapshot", "SavedSnapshot", "load_snapshot_bytes", "save_snapshot_bytes"]
 
 _NAME: Final = re.compile(r"[0-9]{20}-[0-9a-f]{16}\.json(\.zst)?")
-
-
-def _digest(data: bytes, algorithm: Algorithm) -> str:
-    hasher = new_hasher(algorithm)
-    hasher.update(data)
-    return hasher.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def save_snapshot_bytes(
     Raises:
         StoreError: the store cannot be written.
     """
-    digest = _digest(data, algorithm)
+    digest = digest_bytes(data, algorithm)
     name = f"{time.time_ns() // 1_000_000:020d}-{digest[:16]}.json" + (".zst" if compressed else "")
     path = f"sessions/{validate_run_id(run_id)}/{name}"
     lock = store.bucket_lock()
@@ -158,7 +158,7 @@ def load_snapshot_bytes(
             raise SnapshotTamperedError(f"{store.url_of(sidecar)} is not a valid sidecar") from exc
         if parsed.file_name is not None and parsed.file_name != name:
             raise SnapshotTamperedError(f"{store.url_of(sidecar)} seals {parsed.file_name}")
-        if not digests_equal(parsed.digest, _digest(data, algorithm)):
+        if not digests_equal(parsed.digest, digest_bytes(data, algorithm)):
             raise SnapshotTamperedError(f"{url} does not match its seal: it was changed")
         signature = folder + name + SIGNATURE_SUFFIX
         return LoadedSnapshot(

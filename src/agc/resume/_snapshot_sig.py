@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agc._core import json as strict_json
-from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
+from agc._core.digest import ALGORITHMS, Algorithm, digest_bytes, digests_equal
 from agc._core.signature_rule import printable_key_id
 from agc.errors import BadSignatureError, JsonInvalidError, UnknownKeyError, UnsignedError
 
@@ -71,12 +71,6 @@ def signature_name(file_name: str) -> str:
     return file_name + SIGNATURE_SUFFIX
 
 
-def _digest(data: bytes, algorithm: Algorithm) -> str:
-    hasher = new_hasher(algorithm)
-    hasher.update(data)
-    return hasher.hexdigest()
-
-
 def encode_signature(
     file_name: str, data: bytes, algorithm: Algorithm, key: SigningKey
 ) -> tuple[bytes, str]:
@@ -89,7 +83,7 @@ def encode_signature(
     from agc._core.canonical import canonical_json  # noqa: PLC0415 - with the signature
     from agc._core.signing import sign_document  # noqa: PLC0415 - cryptography
 
-    digest = _digest(data, algorithm)
+    digest = digest_bytes(data, algorithm)
     document = {
         "type": SIGNATURE_TYPE,
         "schemaVersion": SIGNATURE_VERSION,
@@ -231,7 +225,7 @@ def judge_signature(
             f"{where} signs the snapshot {json.dumps(document['file'])}, not {file_name}"
         )
     if document["bytes"] != len(data) or not digests_equal(
-        document["digest"], _digest(data, document["algorithm"])
+        document["digest"], digest_bytes(data, document["algorithm"])
     ):
         raise BadSignatureError(
             f"{where} signs other bytes than {snapshot} holds ({document['bytes']} bytes "
