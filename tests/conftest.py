@@ -10,13 +10,17 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+import time
+import types
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
 
+from agc._core import jsonl as jsonl_writer
 from agc._core.digest import Algorithm
 from agc._core.store import StoreLayout
 from agc.integrity._verify import RunReport
@@ -71,6 +75,23 @@ def fixed_clock(start_ms: int = 1_764_460_800_000) -> Callable[[], int]:
     return lambda: next(ticks)
 
 
+@contextmanager
+def steady_checkpoint_timer() -> Iterator[None]:
+    """Stop the writers' time trigger for checkpoints while the block runs.
+
+    A writer also checkpoints at the first write after ``checkpoint_interval_ms`` of
+    wall time, and that checkpoint reads the writer's clock: on a machine that pauses
+    a second inside a write (a loaded CI host), a :func:`fixed_clock` then hands
+    every later record a ``ts`` one tick on, and bytes a test compares differ. Inside
+    this block the writers see a monotonic clock that never advances, so their output
+    depends only on their input and their ``clock``.
+    """
+    still = types.SimpleNamespace(monotonic_ns=lambda: 0, time_ns=time.time_ns)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonl_writer, "time", still)
+        yield
+
+
 def write_run(
     store: Path,
     run_id: str = "r1",
@@ -80,8 +101,14 @@ def write_run(
     algorithm: Algorithm = "blake3",
     clock: Callable[[], int] | None = None,
 ) -> StoreLayout:
-    """Write and seal one run through the writers; return the store layout."""
-    with open_run(run_id, store=store, algorithm=algorithm, clock=clock or fixed_clock()) as run:
+    """Write and seal one run through the writers; return the store layout.
+
+    With a deterministic clock (the default) the files are the same bytes on every run
+    (see :func:`steady_checkpoint_timer`)."""
+    with (
+        steady_checkpoint_timer(),
+        open_run(run_id, store=store, algorithm=algorithm, clock=clock or fixed_clock()) as run,
+    ):
         for record in transcript:
             run.transcript.write(record)
         for record in tool_events:

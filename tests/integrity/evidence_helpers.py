@@ -9,6 +9,7 @@ from typing import Any
 
 from agc.integrity._signing import SigningKey
 from agc.integrity._writer import open_run
+from tests.conftest import steady_checkpoint_timer
 
 
 def fixed_clock(start: int = 1_790_000_000_000) -> Any:
@@ -39,7 +40,10 @@ def write_run(
     signing_key: SigningKey | None = None,
 ) -> None:
     """Write and seal a run with ``count`` transcript records and one tool event."""
-    with open_run(run_id, store=store, clock=fixed_clock(), signing_key=signing_key) as run:
+    with (
+        steady_checkpoint_timer(),
+        open_run(run_id, store=store, clock=fixed_clock(), signing_key=signing_key) as run,
+    ):
         for record in records(seed, count):
             run.transcript.write(record)
         run.tool_events.write({"tool": "shell", "command": "pytest -q"})

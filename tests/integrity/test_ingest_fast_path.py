@@ -23,7 +23,12 @@ from agc._core import json as strict_json
 from agc.integrity import _ingest
 from agc.integrity import _writer as run_writer
 from agc.integrity._ingest import ingest_stream
-from tests.conftest import REAL_FIXTURES, real_fixture_files, require_shared
+from tests.conftest import (
+    REAL_FIXTURES,
+    real_fixture_files,
+    require_shared,
+    steady_checkpoint_timer,
+)
 from tests.spellings import spellings
 
 REAL = real_fixture_files() or [REAL_FIXTURES / "absent.jsonl"]
@@ -63,7 +68,8 @@ def _ingest_both(
     stores = []
     for fast in (True, False):
         store = root / ("fast" if fast else "old")
-        with monkeypatch.context() as patch:
+        # Both runs must see the same clock ticks: no checkpoint from a pause.
+        with monkeypatch.context() as patch, steady_checkpoint_timer():
             patch.setattr(run_writer, "unix_ms", itertools.count(1_764_460_800_000).__next__)
             if not fast:
                 patch.setattr(strict_json, "canonical", lambda raw: None)
