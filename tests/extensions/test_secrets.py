@@ -31,11 +31,10 @@ from agc.extensions import (
     STARTUP_STATUS_METHOD,
     ExtensionRepository,
     LiteralValue,
-    _private,
-    _repo,
     literal_values,
     reference_literals,
 )
+from agc.extensions._discover import discover
 from tests.conftest import feed_stdin
 from tests.extensions.builders import write_script, write_skill, zip_folder
 
@@ -167,13 +166,12 @@ def test_every_folder_and_file_the_store_writes_is_owner_only(
     extensions = store / "extensions"
     # The staging folder, seen while an import is in progress (discovery runs on it).
     staged: list[list[str]] = []
-    real_discover = _repo.discover
 
     def watching(tree: Path, **kwargs: Any) -> Any:
         staged.append(_open_entries(tree.parent.parent))  # <store>/extensions/staging
-        return real_discover(tree, **kwargs)
+        return discover(tree, **kwargs)
 
-    monkeypatch.setattr(_repo, "discover", watching)
+    monkeypatch.setattr("agc.extensions._repo.discover", watching)
     plugin = _claude_plugin(tmp_path / "in", secret)
     home = tmp_path / "codex-home"
     steps: list[tuple[str, ...]] = [
@@ -257,7 +255,7 @@ def test_a_file_that_cannot_be_made_private_is_reported_by_path_and_mode(
         real_chmod(path, mode, **kwargs)
 
     with monkeypatch.context() as patched:
-        patched.setattr(_private.os, "chmod", chmod)
+        patched.setattr(os, "chmod", chmod)
         report = ExtensionRepository(store).make_private()
     assert [(finding.path, finding.mode) for finding in report.open] == [(index, 0o644)]
     assert not report.private
@@ -265,7 +263,7 @@ def test_a_file_that_cannot_be_made_private_is_reported_by_path_and_mode(
 
     _loosen(extensions)
     with monkeypatch.context() as patched:
-        patched.setattr(_private.os, "chmod", chmod)
+        patched.setattr(os, "chmod", chmod)
         code, _, err = cli("ext", "list", "--store", str(store))
     assert code == 0
     assert f"warning: {index} is readable by others (mode 0644)" in err
@@ -415,7 +413,7 @@ def _write_source(folder: Path, secret: str, *, form: str, placement: str, broke
     return path
 
 
-@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     secret=_secrets(),
     form=st.sampled_from(["toml", "json"]),
@@ -491,7 +489,7 @@ def test_which_values_are_literal(value: str, literal: bool) -> None:
 
 
 def test_reference_literals_uses_the_fields_codex_reads_from_the_environment() -> None:
-    config = {
+    config: dict[str, Any] = {
         "url": "https://x.example/mcp",
         "http_headers": {
             "authorization": "bearer tok-1",
