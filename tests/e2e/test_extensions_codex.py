@@ -4,7 +4,8 @@
 servers, under their current names and with the projected fields, beside the built-in
 ``agc_tools`` of the base configuration; ``codex app-server`` must answer
 ``skills/list`` after ``skills/extraRoots/set`` with exactly the enabled skills under
-their current names (renamed ones included).
+their current names (renamed ones included). A server imported with ``--env-ref`` must
+get its variable from the environment Codex is launched in, its value never written.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 
 from agc.cli.app import main
 from tests.e2e import clients
+from tests.e2e.agents import CodexSandbox
 from tests.e2e.model_server import Answer, ModelServer, Script
 from tests.extensions.builders import (
     access_plugins,
@@ -128,6 +130,73 @@ def test_codex_mcp_list_shows_exactly_the_enabled_servers_as_projected(
     assert listed["sqlite"]["transport"]["env_vars"] == ["SQLITE_KEY"]
     assert listed["search"]["transport"]["args"] == ["./server/index.js", "--port", "0"]
     assert listed["agc_tools"]["transport"]["command"] == "agc-tools-not-started"
+
+
+def test_an_env_ref_server_gets_its_variable_from_the_environment_codex_is_launched_in(
+    tmp_path: Path,
+    store: Path,
+    codex_bin: Path,
+    model_server: StartServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    published = "sk-published-" + "v" * 32  # the literal value in the published config
+    launched = "sk-launching-environment-" + "w" * 24
+    server = model_server(Script([Answer("done")]))
+    source = tmp_path / "in" / "vendor"
+    source.mkdir(parents=True)
+    received = tmp_path / "received.txt"
+    script = source / "server.sh"
+    script.write_text('#!/bin/sh\nprintf "%s" "$SEARCH_API_KEY" > "$1"\n', encoding="utf-8")
+    script.chmod(0o755)
+    (source / "config.toml").write_text(
+        f"""[mcp_servers.search]
+command = "./server.sh"
+args = ["{received}"]
+env = {{ SEARCH_API_KEY = "{published}" }}
+
+[mcp_servers.web]
+url = "https://web.example.com/mcp"
+http_headers = {{ Authorization = "Bearer {published}", "X-Api-Key" = "{published}" }}
+""",
+        encoding="utf-8",
+    )
+    _agc(capsys, store, "import", str(source), "--env-ref")
+    home = tmp_path / "projected"
+    base = _base_config(tmp_path, server)
+    project = ("project", "--codex-home", str(home), "--base-config", str(base))
+    _agc(capsys, store, *project, "--startup-grace-ms", "5000")
+    assert published not in (home / "config.toml").read_text()
+    env = {**_env(tmp_path, server, home), "SEARCH_API_KEY": launched}
+
+    done = subprocess.run(
+        [str(codex_bin), "mcp", "list", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = {entry["name"]: entry["transport"] for entry in json.loads(done.stdout)}
+    assert listed["search"]["env_vars"] == ["SEARCH_API_KEY"]
+    assert not listed["search"]["env"]
+    assert listed["web"]["bearer_token_env_var"] == "WEB_BEARER_TOKEN"
+    assert listed["web"]["env_http_headers"] == {"X-Api-Key": "WEB_X_API_KEY"}
+    assert not listed["web"].get("http_headers")
+
+    # A real session starts the stdio server (the HTTP one is left out: no outside host).
+    _agc(capsys, store, "disable", "web")
+    _agc(capsys, store, *project, "--startup-grace-ms", "5000")
+    work = tmp_path / "work"
+    work.mkdir()
+    codex = CodexSandbox(tmp_path / "run", server, codex_bin, work, home, env)
+    result = codex.exec("say done")
+    assert result.returncode == 0, result.describe()
+    assert received.read_text() == launched
+    for path in store.rglob("*"):
+        if path.is_file() and "tree" not in path.relative_to(store).parts:
+            assert published.encode() not in path.read_bytes(), path
 
 
 class AppServer:

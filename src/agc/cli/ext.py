@@ -24,7 +24,9 @@ from agc.extensions import (
     ExtensionItem,
     ExtensionRepository,
     ImportResult,
+    PrivacyReport,
     apply_startup_events,
+    literal_values,
     project,
 )
 
@@ -44,8 +46,30 @@ class TypeChoice(enum.StrEnum):
     unknown = "unknown"
 
 
+_MAX_LISTED_OPEN: Final = 10
+
+
 def _repo(store: Path | None) -> ExtensionRepository:
-    return ExtensionRepository(store)
+    """The repository, made private first if an earlier agc left it readable by others
+    (said on stderr, with whatever could not be changed)."""
+    repo = ExtensionRepository(store)
+    _report_privacy(repo.make_private())
+    return repo
+
+
+def _report_privacy(report: PrivacyReport) -> None:
+    if report.tightened:
+        _note(
+            f"note: {report.root}: {report.tightened} files and folders an earlier agc left "
+            "readable by others are now private to you (folders 0700, files 0600)"
+        )
+    for finding in report.open[:_MAX_LISTED_OPEN]:
+        _note(
+            f"warning: {finding.path} is readable by others (mode {finding.mode:04o}) and "
+            f"cannot be made private ({finding.reason}); it may hold MCP server secrets"
+        )
+    if len(report.open) > _MAX_LISTED_OPEN:
+        _note(f"warning: … and {len(report.open) - _MAX_LISTED_OPEN} more")
 
 
 @contextlib.contextmanager
@@ -123,6 +147,16 @@ def import_command(
         list[str],
         typer.Argument(help="Files, folders, zip archives or plugins to import."),
     ],
+    env_ref: Annotated[
+        bool,
+        typer.Option(
+            "--env-ref",
+            help="Keep no literal value of an MCP server's env or headers in the index: "
+            "each becomes a reference to a variable of the environment that launches Codex "
+            "(env_vars, env_http_headers, bearer_token_env_var). The source copy keeps the "
+            "file as it is, owner-only.",
+        ),
+    ] = False,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> int:
@@ -134,11 +168,15 @@ def import_command(
     once, byte for byte; nothing in it is run, started or fetched. Unsafe archives
     (.., absolute paths, links, colliding names, zip bombs) are refused whole.
     Names that are taken get -2, -3 …; one notice per import says so.
+    An MCP server's literal env or header values (possibly secrets) are named in a
+    warning, never shown, and kept only in owner-only files (0600 in 0700 folders);
+    --env-ref keeps references to the launching environment instead.
 
     \b
     Examples:
       agc ext import ~/Downloads/bundle.zip
       agc ext import ./my-plugin ~/.codex/config.toml --json
+      agc ext import ~/.codex/config.toml --env-ref
       agc ext import SKILL.md --store ./store
     """
     repo = _repo(store)
@@ -153,7 +191,7 @@ def import_command(
                     hint="Name a file, folder or zip archive ('.' imports the current folder).",
                 )
             with _working(f"importing {path}"):
-                result = repo.import_path(path)
+                result = repo.import_path(path, env_ref=env_ref)
         except AgcError as exc:
             if exit_code == int(ExitCode.OK):
                 exit_code = int(exc.exit_code)
@@ -169,9 +207,27 @@ def import_command(
             _note(result.notice)
         for note in result.notes:
             _note(f"note: {note}")
+        _warn_literals(result)
     if as_json:
         emit_json(results[0] if len(results) == 1 else results)
     return exit_code
+
+
+def _warn_literals(result: ImportResult) -> None:
+    """One line per literal env/header value: the server and the name, never the value."""
+    for item, value in result.literals:
+        what = "env" if value.field == "env" else "header"
+        if value.reference is None:
+            _note(
+                f"warning: MCP server {item.name}: {what} {value.key} has a literal value "
+                "(possibly a secret), kept only in owner-only files of the store; "
+                "--env-ref keeps a reference to the launching environment instead"
+            )
+        else:
+            _note(
+                f"note: MCP server {item.name}: {what} {value.key} is a reference: set "
+                f"{value.reference} in the environment that launches Codex"
+            )
 
 
 def _print_import(result: ImportResult) -> None:
@@ -228,12 +284,14 @@ def list_command(
 
 
 def _extra(item: ExtensionItem) -> dict[str, Any]:
+    literals = literal_values(item.mcp.config) if item.mcp is not None else ()
     return {
         "sourceId": item.source_id,
         "fingerprint": item.fingerprint,
         "errorOrigin": item.error_origin,
         "startupStatus": item.startup_status,
         "notes": list(item.notes),
+        "literalValues": [{"field": value.field, "key": value.key} for value in literals],
     }
 
 

@@ -19,7 +19,13 @@ Example::
 
 from __future__ import annotations
 
-from agc.extensions._mcp import DEFAULT_BLOCKED_ENV, EnvBlocklist
+from agc.extensions._mcp import (
+    DEFAULT_BLOCKED_ENV,
+    EnvBlocklist,
+    LiteralValue,
+    literal_values,
+    reference_literals,
+)
 from agc.extensions._model import (
     INDEX_SCHEMA_VERSION,
     ExtensionIndex,
@@ -35,6 +41,7 @@ from agc.extensions._names import (
     is_native_name,
     normalize_name,
 )
+from agc.extensions._private import PrivacyFinding, PrivacyReport
 from agc.extensions._project import (
     DEFAULT_STARTUP_GRACE_MS,
     ProjectedMcpServer,
@@ -66,7 +73,10 @@ __all__ = [
     "ImportLimits",
     "ImportResult",
     "ImportedSource",
+    "LiteralValue",
     "McpDetails",
+    "PrivacyFinding",
+    "PrivacyReport",
     "ProjectedMcpServer",
     "ProjectedSkill",
     "ProjectionRecord",
@@ -80,7 +90,9 @@ __all__ = [
     "check_manual_name",
     "collision_key",
     "is_native_name",
+    "literal_values",
     "normalize_name",
     "project",
     "read_projection_record",
+    "reference_literals",
 ]

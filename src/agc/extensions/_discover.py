@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
@@ -32,10 +32,12 @@ from agc.errors import AgcError
 from agc.extensions._documents import load_json
 from agc.extensions._fingerprint import json_fingerprint, jsonable, tree_fingerprint
 from agc.extensions._mcp import (
+    LiteralValue,
     RawServer,
     normalize_server,
     read_codex_config,
     read_mcp_json,
+    reference_literals,
     servers_from_map,
 )
 from agc.extensions._model import McpDetails, SourceKind
@@ -92,6 +94,35 @@ class Found:
     skill_dir: str | None = None
     mcp: McpDetails | None = None
     notes: tuple[str, ...] = ()
+    references: tuple[LiteralValue, ...] = ()
+
+
+def keep_references(entry: Found) -> Found:
+    """``entry`` with the literal ``env``/``http_headers`` values of its server turned
+    into references to the launching environment (``_mcp.reference_literals``), its
+    fingerprint taken over the new configuration, and what was converted in
+    ``references`` and the notes (names only). Other items are returned as they are.
+
+    A server imported with an error keeps the fingerprint of its published object (it
+    is never projected, so that fingerprint only tells duplicates).
+    """
+    if entry.type != "mcp" or entry.mcp is None:
+        return entry
+    config, converted = reference_literals(entry.mcp.config, entry.original_name)
+    if not converted:
+        return entry
+    notes = [
+        f"{'env' if value.field == 'env' else 'header'} {value.key}: the literal value is not "
+        f"kept; Codex takes it from ${value.reference} of the environment it is launched in"
+        for value in converted
+    ]
+    return replace(
+        entry,
+        mcp=replace(entry.mcp, config=config),
+        fingerprint=json_fingerprint(config) if entry.last_error is None else entry.fingerprint,
+        notes=(*entry.notes, *notes),
+        references=converted,
+    )
 
 
 @dataclass

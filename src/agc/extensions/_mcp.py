@@ -20,6 +20,23 @@ Code expands that Codex has a native field for are converted: ``"K": "${K}"`` in
 ``bearer_token_env_var = V`` and ``"H": "${V}"`` is ``env_http_headers``. A server of
 the SSE transport (Codex has none) is imported with ``lastError``.
 
+Literal values (:func:`literal_values`): any ``env`` or ``http_headers`` value that is
+written out, rather than a reference, may be a secret (an API key, ``Authorization:
+Bearer …``). The two clients express references differently. Claude Code expands
+``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``url`` and
+``headers`` of a ``.mcp.json`` (code.claude.com/docs/en/mcp, "Environment variable
+expansion in .mcp.json"). Codex expands nothing: it passes ``env`` to the server as
+written and sends ``http_headers`` as written, and takes values from the environment
+it was launched in only through names: ``env_vars`` (each variable forwarded under its
+own name), ``env_http_headers`` (header -> variable) and ``bearer_token_env_var``
+(codex-rs ``rmcp-client/src/utils.rs``: ``create_env_for_mcp_server`` chains the
+``env`` map unchanged after the ``env_vars`` it reads with ``env::var_os``;
+``build_default_headers`` reads ``env_http_headers`` with ``env::var``). So a value
+that is exactly ``${NAME}`` (Codex would pass the text itself), or a path under
+``${CLAUDE_PLUGIN_ROOT}`` (expanded at projection), holds no secret; every other value,
+``${VAR:-default}`` included, is literal. :func:`reference_literals` rewrites literals
+into Codex's reference fields, so that no value is kept (``agc ext import --env-ref``).
+
 Projection (:func:`project_server`) never forwards the client's own secrets: an
 ``env_vars``, ``bearer_token_env_var`` or ``env_http_headers`` entry that names one
 (:class:`EnvBlocklist`) is dropped and reported; the server's own static ``env`` and
@@ -28,26 +45,31 @@ Projection (:func:`project_server`) never forwards the client's own secrets: an
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from agc.extensions._documents import DocumentTooDeepError, load_json, load_toml
 
 __all__ = [
     "DEFAULT_BLOCKED_ENV",
     "EnvBlocklist",
+    "LiteralValue",
     "ProjectedServer",
     "RawServer",
     "ServerSpec",
+    "literal_values",
     "normalize_server",
     "project_server",
     "read_codex_config",
     "read_mcp_json",
+    "reference_literals",
+    "reference_name",
     "servers_from_map",
 ]
 
@@ -389,6 +411,123 @@ def _unexpanded_notes(config: Mapping[str, Any]) -> list[str]:
         if names:
             notes.append(f"{where} holds ${{...}} text that Codex does not expand; kept as written")
     return notes
+
+
+# -- literal values -------------------------------------------------------------------
+
+LiteralField = Literal["env", "http_headers"]
+_LITERAL_FIELDS: Final[tuple[LiteralField, ...]] = ("env", "http_headers")
+_BEARER_LITERAL_RE: Final = re.compile(r"(?i:bearer)\s+\S+")
+_NOT_NAME_RE: Final = re.compile(r"[^A-Za-z0-9]+")
+
+
+@dataclass(frozen=True)
+class LiteralValue:
+    """An ``env`` or ``http_headers`` entry whose value is written out: possibly a
+    secret. Only names: the value is never kept here.
+
+    Attributes:
+        field: ``env`` (a variable of a stdio server) or ``http_headers`` (a header).
+        key: the variable or header name.
+        reference: the environment variable the entry was turned into a reference to
+            (:func:`reference_literals`), or ``None`` while the value is kept.
+    """
+
+    field: LiteralField
+    key: str
+    reference: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "key": self.key, "reference": self.reference}
+
+
+def is_literal(value: str) -> bool:
+    """Whether an ``env``/``http_headers`` value may hold a secret (see the module
+    docstring): anything but an empty value, exactly ``${NAME}``, or a path under
+    ``${CLAUDE_PLUGIN_ROOT}``."""
+    text = value.strip()
+    if not text or _VAR_RE.fullmatch(text):
+        return False
+    return not (text == PLUGIN_ROOT_VARIABLE or text.startswith(PLUGIN_ROOT_VARIABLE + "/"))
+
+
+def literal_values(config: Mapping[str, Any]) -> tuple[LiteralValue, ...]:
+    """The literal entries of a checked server's ``env`` and ``http_headers``, in order."""
+    found: list[LiteralValue] = []
+    for key in _LITERAL_FIELDS:
+        entries = config.get(key)
+        if isinstance(entries, dict):
+            found.extend(
+                LiteralValue(key, name)
+                for name, value in entries.items()
+                if isinstance(value, str) and is_literal(value)
+            )
+    return tuple(found)
+
+
+def reference_name(server: str, what: str) -> str:
+    """The environment variable a literal header becomes: ``<SERVER>_<WHAT>`` in upper
+    case, every run of other characters one ``_`` (``search`` + ``X-Api-Key`` ->
+    ``SEARCH_X_API_KEY``), ``MCP_`` in front when it would start with a digit
+    (POSIX.1-2017 8.1: names do not begin with a digit)."""
+    name = _NOT_NAME_RE.sub("_", f"{server}_{what}").strip("_").upper()
+    return f"MCP_{name}" if not name or name[0].isdigit() else name
+
+
+def reference_literals(
+    config: Mapping[str, Any], server: str
+) -> tuple[dict[str, Any], tuple[LiteralValue, ...]]:
+    """``config`` with every literal value replaced by Codex's reference to a variable
+    of the environment that launches it; ``(new config, what was converted)``.
+
+    * ``env`` ``K`` -> ``K`` in ``env_vars`` (Codex forwards ``K`` under its own name);
+    * ``http_headers`` ``Authorization: Bearer …`` -> ``bearer_token_env_var =
+      <SERVER>_BEARER_TOKEN`` (unless the server already names one);
+    * any other header ``H`` -> ``env_http_headers`` ``H = <SERVER>_<H>``
+      (:func:`reference_name`).
+
+    The values themselves appear nowhere in the result.
+    """
+    result = copy.deepcopy(dict(config))
+    converted: list[LiteralValue] = []
+    env = result.get("env")
+    if isinstance(env, dict):
+        forwarded = list(result.get("env_vars") or [])
+        known = {entry if isinstance(entry, str) else entry.get("name") for entry in forwarded}
+        for key, value in list(env.items()):
+            if isinstance(value, str) and is_literal(value):
+                del env[key]
+                if key not in known:
+                    forwarded.append(key)
+                    known.add(key)
+                converted.append(LiteralValue("env", key, key))
+        if not env:
+            del result["env"]
+        if forwarded:
+            result["env_vars"] = forwarded
+    headers = result.get("http_headers")
+    if isinstance(headers, dict):
+        from_env = dict(result.get("env_http_headers") or {})
+        for header, value in list(headers.items()):
+            if not isinstance(value, str) or not is_literal(value):
+                continue
+            del headers[header]
+            if (
+                header.lower() == "authorization"
+                and _BEARER_LITERAL_RE.fullmatch(value.strip())
+                and "bearer_token_env_var" not in result
+            ):
+                variable = reference_name(server, "BEARER_TOKEN")
+                result["bearer_token_env_var"] = variable
+            else:
+                variable = reference_name(server, header)
+                from_env[header] = variable
+            converted.append(LiteralValue("http_headers", header, variable))
+        if not headers:
+            del result["http_headers"]
+        if from_env:
+            result["env_http_headers"] = from_env
+    return result, tuple(converted)
 
 
 # -- projection -----------------------------------------------------------------------

@@ -46,6 +46,7 @@ from agc._core.digest import digests_equal
 from agc._core.fs import atomic_write_bytes, store_write_error
 from agc._core.json import exceeds_depth
 from agc._core.jsonl import JsonlFileWriter, describe_os_error, make_dirs
+from agc._core.sidecar import sidecar_paths
 from agc.errors import AgcError, InputError, ProjectionRefusedError, UnsafePathError
 from agc.extensions._documents import MAX_DOCUMENT_DEPTH
 from agc.extensions._fingerprint import (
@@ -57,6 +58,7 @@ from agc.extensions._fingerprint import (
 from agc.extensions._mcp import EnvBlocklist, project_server
 from agc.extensions._model import ExtensionIndex, ExtensionItem
 from agc.extensions._names import collision_key
+from agc.extensions._private import PRIVATE_FILE_MODE, private_dir, private_file
 from agc.extensions._repo import ExtensionRepository
 from agc.extensions._skill import parse_skill_file, rename_frontmatter
 
@@ -406,6 +408,10 @@ def project(
                 raise AgcError("config.toml did not read back as written")
             fingerprint = _fingerprint(run, skills, servers, tables, base_servers, startup_grace_ms)
             record = repo.projections_dir / f"{projection_id}.jsonl"
+            # The record names no value, but it lives in the owner-only repository:
+            # created 0600 before the writer opens it (which keeps an existing mode).
+            private_dir(repo.projections_dir)
+            private_file(record)
             _write_record(
                 record,
                 run,
@@ -426,6 +432,7 @@ def project(
                 tables=tables,
                 base_servers=base_servers,
             )
+            _private_beside(record)
             _swap(staging, root)
             try:
                 atomic_write_bytes(config_toml, text.encode("utf-8"), overwrite=True, mode=0o600)
@@ -646,6 +653,23 @@ def _write_record(
                     "reason": skipped.reason,
                 }
             )
+
+
+def _private_beside(record: Path) -> None:
+    """Make the checksum sidecar the sealed writer put beside ``record`` owner-only, as
+    everything in the repository is (the writer removes its checkpoint file at sealing).
+
+    Raises:
+        StoreError: it cannot be changed.
+    """
+    for path in sidecar_paths(record).values():
+        try:
+            if path.exists():
+                path.chmod(PRIVATE_FILE_MODE)
+        except OSError as exc:
+            raise store_write_error(
+                f"cannot make {path} private: {describe_os_error(exc)}", path, exc
+            ) from exc
 
 
 def _describe(item: ExtensionItem) -> dict[str, Any]:

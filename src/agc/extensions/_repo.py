@@ -20,6 +20,12 @@ Each import holds an ``flock`` on its own staging folder from the moment it is c
 (under the repository lock) until it is gone. A folder in ``staging/`` that nobody
 holds is what a killed import left behind (up to the import limit in bytes, twice for a
 zip) and is removed, under the repository lock, by the next import or removal.
+
+Everything under ``extensions/`` is private to the user (folders ``0700``, files
+``0600``, stored sources ``0400``): an MCP server's configuration may hold literal
+secrets, in the source copy and, unless imported with ``env_ref``, in the index. A
+repository an earlier agc left ``0755``/``0644`` is tightened when it is next opened
+(:meth:`ExtensionRepository.make_private`, ``_private``).
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from agc._core.fs import atomic_write_bytes, exclusive_lock, read_small_file, store_write_error
-from agc._core.jsonl import describe_os_error, make_dirs, unix_ms
+from agc._core.jsonl import describe_os_error, unix_ms
 from agc._core.store import resolve_store
 from agc.errors import (
     ArchiveRefusedError,
@@ -48,8 +54,9 @@ from agc.errors import (
     StoreError,
     UsageError,
 )
-from agc.extensions._discover import Found, discover
+from agc.extensions._discover import Found, discover, keep_references
 from agc.extensions._fingerprint import file_fingerprint, tree_fingerprint
+from agc.extensions._mcp import LiteralValue, literal_values
 from agc.extensions._model import (
     ExtensionIndex,
     ExtensionItem,
@@ -59,6 +66,14 @@ from agc.extensions._model import (
     new_source_id,
 )
 from agc.extensions._names import ItemType, NameAllocator, assign_name, check_manual_name
+from agc.extensions._private import (
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    PrivacyReport,
+    private_dir,
+    private_file,
+    tighten_tree,
+)
 from agc.extensions._stage import (
     DEFAULT_LIMITS,
     ImportLimits,
@@ -92,6 +107,10 @@ class ImportResult:
         duplicate: some item's content was already in the repository.
         notice: the one notice of this import (``None`` when nothing was renamed).
         notes: what discovery ignored or converted.
+        literals: each MCP server entry (``env`` variable or header) whose value is
+            written out in the configuration, possibly a secret: kept (``reference``
+            ``None``; only in owner-only files) or, with ``env_ref``, turned into a
+            reference to a variable of the launching environment. Names only.
     """
 
     source: ImportedSource
@@ -100,10 +119,12 @@ class ImportResult:
     duplicate: bool
     notice: str | None
     notes: tuple[str, ...]
+    literals: tuple[tuple[ExtensionItem, LiteralValue], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The import interface's DTO: ``imported[]``, ``sourceName``, ``renamed``,
-        ``duplicate`` (plus ``sourceId``, ``notice`` and ``notes``)."""
+        ``duplicate`` (plus ``sourceId``, ``notice``, ``notes`` and ``literalValues``:
+        ``{id, server, field, key, reference}`` per literal entry, never a value)."""
         return {
             "imported": [item.dto(self.source.original_name) for item in self.items],
             "sourceName": self.source.original_name,
@@ -112,6 +133,10 @@ class ImportResult:
             "sourceId": self.source.id,
             "notice": self.notice,
             "notes": list(self.notes),
+            "literalValues": [
+                {"id": item.id, "server": item.name, **value.to_dict()}
+                for item, value in self.literals
+            ],
         }
 
 
@@ -197,6 +222,7 @@ class ExtensionRepository:
             ExtensionIndexInvalidError: damaged or of a newer schema.
             StoreError: unreadable.
         """
+        self.make_private()
         try:
             data = read_small_file(self.index_path, max_bytes=_MAX_INDEX_BYTES)
         except FileNotFoundError:
@@ -205,10 +231,27 @@ class ExtensionRepository:
             raise StoreError(f"{self.index_path} cannot be read: {describe_os_error(exc)}") from exc
         return ExtensionIndex.from_bytes(data, where=str(self.index_path))
 
+    def make_private(self) -> PrivacyReport:
+        """Make a repository an earlier agc wrote (folders ``0755``, files ``0644``)
+        private: every group and world bit cleared (see ``_private``). Cheap when it is
+        already private (one ``lstat``); never raises.
+
+        Returns:
+            how many files and folders were tightened, and those that could not be
+            (another owner, a read-only file system): the caller reports them.
+        """
+        return tighten_tree(self.root)
+
+    def _prepare(self) -> None:
+        """The repository folder (``0700``) and its lock file (``0600``)."""
+        private_dir(self.root)
+        self.make_private()
+        private_file(self.lock_path)
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[ExtensionIndex]:
         """Hold the repository lock (blocking) and yield the index read under it."""
-        make_dirs(self.root)
+        self._prepare()
         with exclusive_lock(self.lock_path, blocking=True, what="the extension index"):
             yield self.load()
 
@@ -228,7 +271,7 @@ class ExtensionRepository:
                 hint="Remove items with `agc ext rm` (large MCP configurations take most room).",
             )
         try:
-            atomic_write_bytes(self.index_path, data, overwrite=True)
+            atomic_write_bytes(self.index_path, data, overwrite=True, mode=PRIVATE_FILE_MODE)
         except OSError as exc:
             raise StoreError(
                 f"writing {self.index_path} failed ({describe_os_error(exc)}); "
@@ -240,11 +283,16 @@ class ExtensionRepository:
 
     # -- import ---------------------------------------------------------------------
 
-    def import_path(self, path: str | os.PathLike[str]) -> ImportResult:
+    def import_path(self, path: str | os.PathLike[str], *, env_ref: bool = False) -> ImportResult:
         """Import a file, folder or zip; every Skill and MCP server found is one item.
 
         Nothing inside is run, started or fetched. The source is kept once, byte for
-        byte; recognised items are enabled, unknown content is one disabled item.
+        byte (owner-only, read-only); recognised items are enabled, unknown content is
+        one disabled item. A literal ``env``/``http_headers`` value of an MCP server is
+        kept in the (owner-only) index, or with ``env_ref`` replaced by a reference to a
+        variable of the environment that launches Codex (``_mcp.reference_literals``),
+        so that no value is kept outside the source copy. ``literals`` of the result
+        names each one.
 
         Raises:
             InputMissingError: the path does not exist (exit 2).
@@ -270,6 +318,7 @@ class ExtensionRepository:
                     f"{name}: it holds {len(found.found)} skills and MCP servers; the limit "
                     f"is {self.limits.max_entries}; nothing was imported"
                 )
+            entries = [keep_references(entry) for entry in found.found] if env_ref else found.found
             _make_read_only(staging)
             with self.locked() as index:
                 result = self._commit(
@@ -278,7 +327,7 @@ class ExtensionRepository:
                     name,
                     kind,
                     fingerprint,
-                    found.found,
+                    entries,
                     [*stage_notes, *found.notes],
                 )
         finally:
@@ -299,7 +348,8 @@ class ExtensionRepository:
         Raises:
             StoreError: the store cannot be written.
         """
-        make_dirs(self.staging_dir)
+        self._prepare()
+        private_dir(self.staging_dir)
         with exclusive_lock(self.lock_path, blocking=True, what="the extension index"):
             self._remove_abandoned_staging()
             try:
@@ -359,7 +409,7 @@ class ExtensionRepository:
         self, source: Path, staging: Path, kind: SourceKind, name: str
     ) -> tuple[str, list[str]]:
         tree = staging / "tree"
-        tree.mkdir()
+        tree.mkdir(mode=PRIVATE_DIR_MODE)
         if kind == "folder":
             notes = copy_folder(source, tree, limits=self.limits, skip=self.root)
             return tree_fingerprint(tree), notes
@@ -403,6 +453,7 @@ class ExtensionRepository:
             contents[item.type].add(item.fingerprint)
         item_ids = {item.id for item in index.items}
         items: list[ExtensionItem] = []
+        literals: list[tuple[ExtensionItem, LiteralValue]] = []
         suffixed: list[str] = []
         duplicate = False
         allocators = {kind: NameAllocator(kind, names) for kind, names in taken.items()}
@@ -435,8 +486,11 @@ class ExtensionRepository:
                     notes=entry.notes,
                 )
             )
+            if entry.mcp is not None:
+                literals.extend((items[-1], value) for value in entry.references)
+                literals.extend((items[-1], value) for value in literal_values(entry.mcp.config))
         self._remove_orphans(index)
-        make_dirs(self.sources_dir)
+        private_dir(self.sources_dir)
         final_dir = self.sources_dir / source_id
         try:
             os.rename(staging, final_dir)
@@ -458,6 +512,7 @@ class ExtensionRepository:
             duplicate=duplicate,
             notice=_notice(suffixed),
             notes=tuple(notes),
+            literals=tuple(literals),
         )
 
     def _remove_orphans(self, index: ExtensionIndex) -> None:
@@ -594,14 +649,14 @@ def _forget_runtime(item: ExtensionItem) -> ExtensionItem:
 
 
 def _make_read_only(root: Path) -> None:
-    """Stored files are never modified: drop their write bits (folders stay writable so
-    that a removal works)."""
+    """Stored files are never modified: drop their write bits, and they stay private
+    (``0400``, ``0500`` executable); folders stay ``0700`` so that a removal works."""
     for folder, _dirs, files in os.walk(root):
         for name in files:
             path = Path(folder) / name
             info = path.lstat()
             if stat.S_ISREG(info.st_mode):
-                path.chmod(0o555 if info.st_mode & 0o100 else 0o444)
+                path.chmod(0o500 if info.st_mode & 0o100 else 0o400)
 
 
 def _remove_tree(path: Path) -> None:

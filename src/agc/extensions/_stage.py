@@ -25,6 +25,10 @@ produced, never only against what the archive declares.
 A folder is copied without following any symlink (links are skipped with a note, so
 nothing outside the folder is ever read), special files are skipped, and the same
 entry and byte limits apply.
+
+Every file and folder is created owner-only (``_private``: folders ``0700``, files
+``0600``, or ``0700`` when the source file was executable for its owner): a stored
+source may hold an MCP server's literal secrets.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from agc.errors import (
     InputMissingError,
     StoreError,
 )
+from agc.extensions._private import PRIVATE_DIR_MODE, file_mode
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -360,7 +365,7 @@ def _extract_entry(
     if entry.is_dir:
         return total
     target = folder / entry.parts[-1]
-    fd = _create_exclusive(target, 0o755 if entry.executable else 0o644)
+    fd = _create_exclusive(target, file_mode(entry.executable))
     written = 0
     try:
         with zf.open(entry.info) as member:
@@ -398,7 +403,7 @@ def _extract_entry(
 
 def _mkdir_nofollow(path: Path) -> None:
     try:
-        os.mkdir(path, 0o755)
+        os.mkdir(path, PRIVATE_DIR_MODE)
     except FileExistsError:
         if not stat.S_ISDIR(path.lstat().st_mode):
             raise StoreError(f"{path} exists and is not a folder") from None
@@ -477,7 +482,7 @@ def copy_file(source: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"{source} is not a regular file")
-        mode = 0o755 if info.st_mode & 0o100 else 0o644
+        mode = file_mode(bool(info.st_mode & 0o100))
         _copy_fd(fd, dest, mode, limits.max_total_bytes, str(source))
     finally:
         os.close(fd)
@@ -595,7 +600,7 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
             if not stat.S_ISREG(current.st_mode):
                 state.notes.append(f"{relative}: special file skipped")
                 continue
-            mode = 0o755 if current.st_mode & 0o100 else 0o644
+            mode = file_mode(bool(current.st_mode & 0o100))
             budget = state.limits.max_total_bytes - state.total
             state.total += _copy_fd(file_fd, dest / name, mode, budget, f"{state.label}/{relative}")
         finally:
