@@ -38,6 +38,9 @@ KEPT_ATTRIBUTES = (
     "class",
     "data-run",
     "data-verdict",
+    "data-verdict-word",
+    "data-verdict-category",
+    "data-count",
     "data-event",
     "data-code",
     "data-artifact",
@@ -72,7 +75,7 @@ def test_report_writes_html_and_csv_and_exits_like_verify(
         store, "--all", "--html", str(page), "--csv", str(sheet), monkeypatch=monkeypatch
     )
     assert code == ExitCode.FINDINGS
-    assert "INCOMPLETE (1 failing run(s))" in capsys.readouterr().err
+    assert "INCOMPLETE (1 failing run(s): 1 modified)" in capsys.readouterr().err
     assert page.read_text().startswith("<!DOCTYPE html>")
     assert [row[0] for row in csv.reader(io.StringIO(sheet.read_text()))][1:] == [
         "beta",

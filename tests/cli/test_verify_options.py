@@ -82,15 +82,17 @@ def test_quiet_prints_only_failures_and_status_nothing(
     code, out, _ = _run(["bad", "--store", str(store), "-q"], capsys)
     assert code == 1
     assert out.splitlines() == [
-        "FAIL transcript   transcript checksum mismatch",
-        "run bad: INCOMPLETE (1 finding(s))",
+        "FAIL transcript   modified: transcript checksum mismatch",
+        "run bad: modified (tampered; 1 finding(s))",
     ]
     for run_id, expected in (("good", 0), ("bad", 1), ("nope", 1)):
         assert _run([run_id, "--store", str(store), "--status"], capsys) == (expected, "", "")
     code, out, _ = _run(["--all", "--store", str(store), "--quiet"], capsys)
     assert code == 1
     assert "good" not in out
-    assert out.splitlines()[0].startswith("FAIL bad  unsigned  transcript checksum mismatch")
+    assert out.splitlines()[0].startswith(
+        "FAIL bad  modified  unsigned  modified: transcript checksum mismatch"
+    )
     assert _run(["--all", "--store", str(store), "--status"], capsys) == (1, "", "")
 
 
@@ -114,10 +116,12 @@ def test_all_is_plain_text_when_piped_failing_first(
     code, out, _ = _run(["--all", "--store", str(store)], capsys)
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].startswith("FAIL zzz  ")
-    assert lines[1] == "OK   a-very-long-run-id-" + "x" * 100 + "  unsigned"
-    assert lines[2] == "OK   aaa  unsigned"
-    assert lines[-1].startswith(f"store {store}: INCOMPLETE; 2/3 runs complete; chain head ")
+    assert lines[0].startswith("FAIL zzz  modified  unsigned  modified: ")
+    assert lines[1] == "OK   a-very-long-run-id-" + "x" * 100 + "  complete  unsigned"
+    assert lines[2] == "OK   aaa  complete  unsigned"
+    assert lines[-1].startswith(
+        f"store {store}: INCOMPLETE; 2/3 runs complete, 1 modified; chain head "
+    )
     assert not BOX & set(out)
     assert "\x1b[" not in out
 
