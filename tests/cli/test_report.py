@@ -87,6 +87,27 @@ def test_report_writes_html_and_csv_and_exits_like_verify(
     assert capsys.readouterr().out.count("\r\n") == 3
 
 
+def test_the_csv_matches_its_golden_file(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CSV of a store with a tampered run, byte for byte (``AGC_UPDATE_GOLDEN=1``
+    rewrites it): the columns in their documented order, the verdict words last."""
+    _tampered_store(store)
+    assert _report(store, "--all", "--csv", "-", monkeypatch=monkeypatch) == ExitCode.FINDINGS
+    sheet = capsys.readouterr().out.replace(str(store), "<STORE>")
+    golden = GOLDEN / "report-tampered.csv"  # bytes: its CRLF line ends are the format
+    if os.environ.get("AGC_UPDATE_GOLDEN"):
+        golden.write_bytes(sheet.encode())
+    assert sheet.encode() == golden.read_bytes(), "AGC_UPDATE_GOLDEN=1 rewrites it"
+    rows = list(csv.DictReader(io.StringIO(sheet)))
+    named = [(r["run_id"], r["verdict"], r["verdict_word"], r["verdict_category"]) for r in rows]
+    assert named == [
+        ("beta", "incomplete", "modified", "tampered"),
+        ("alpha", "complete", "complete", "ok"),
+        ("gamma", "complete", "complete", "ok"),
+    ]
+
+
 def test_report_never_overwrites_unless_forced(
     tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -70,6 +71,72 @@ def test_a_run_in_a_store_folder_that_does_not_exist_is_run_missing(
     assert code == ExitCode.FINDINGS
     assert f"no run 'nope' in store {missing} (the store folder does not exist)" in out
     assert not missing.exists(), "verifying never creates a store"
+
+
+@pytest.mark.parametrize("entry", ["fast", "full"])
+@pytest.mark.parametrize(
+    ("asked", "meant"),
+    [
+        ("fix-test-42", "fix-tests-42"),  # a letter left out
+        ("fix-tests-24", "fix-tests-42"),  # two digits swapped
+        ("deploy_7", "deploy-7"),  # another separator
+        ("Deploy-7", "deploy-7"),  # another case
+    ],
+)
+def test_a_mistyped_run_id_is_run_missing_with_the_close_id_suggested(
+    store: Path, capsys: pytest.CaptureFixture[str], entry: str, asked: str, meant: str
+) -> None:
+    for run_id in ("fix-tests-42", "deploy-7", "refactor-cli"):
+        write_run(store, run_id)
+    argv = [asked, "--store", str(store)]
+    code = fast.main(argv) if entry == "fast" else verify_main(argv)
+    out, _ = capsys.readouterr()
+    assert code == ExitCode.FINDINGS
+    assert f"FAIL run          run-missing: no run {asked!r} in store {store}; " in out
+    assert out.rstrip().endswith(f"run {asked}: run-missing (unverified; 1 finding(s))")
+    assert f"did you mean {meant!r}?" in out
+    assert fast.main([*argv, "--json"]) == ExitCode.FINDINGS
+    report = json.loads(capsys.readouterr().out)
+    assert (report["verdict_word"], report["verdict_category"]) == ("run-missing", "unverified")
+    assert report["findings"][0]["message"].endswith(f"; did you mean {meant!r}?")
+
+
+def test_an_id_like_no_stored_run_gets_no_suggestion(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(store, "fix-tests-42")
+    code, out, _ = _run(["zz", "--store", str(store)], capsys)
+    assert code == ExitCode.FINDINGS
+    assert "run-missing: no run 'zz' in store" in out
+    assert "did you mean" not in out
+
+
+def test_the_store_summary_counts_runs_per_verdict(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for run_id in ("a", "b", "c", "d", "e"):
+        write_run(store, run_id)
+    _tamper(store, "b")
+    _tamper(store, "d")
+    events = StoreLayout(store).artifact_path("c", "tool-events")
+    events.write_bytes(events.read_bytes() * 2)
+    code, out, _ = _run(["--all", "--store", str(store)], capsys)
+    assert code == ExitCode.FINDINGS
+    lines = out.splitlines()
+    assert [line.split()[:3] for line in lines[:5]] == [
+        ["FAIL", "b", "modified"],
+        ["FAIL", "c", "extended"],
+        ["FAIL", "d", "modified"],
+        ["OK", "a", "complete"],
+        ["OK", "e", "complete"],
+    ]
+    assert lines[-1].startswith(
+        f"store {store}: INCOMPLETE; 2/5 runs complete, 2 modified, 1 extended; chain head "
+    )
+    code, out, _ = _run(["--all", "--store", str(store), "--json"], capsys)
+    summary = json.loads(out)["summary"]
+    assert list(summary["verdicts"].items()) == [("modified", 2), ("extended", 1), ("complete", 2)]
+    assert (summary["complete"], summary["incomplete"]) == (2, 3)
 
 
 def test_quiet_prints_only_failures_and_status_nothing(
@@ -167,9 +234,29 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(store: Path) -> None:
 
 def test_all_on_a_terminal_is_a_table(store: Path) -> None:
     write_run(store)
+    write_run(store, "r2")
+    _tamper(store, "r2")
     shown = _on_a_terminal(["--all", "--store", str(store)], {"NO_COLOR": "1"})
     assert BOX & set(shown)
     assert "│ r1 " in shown
+    assert "│ r2 " in shown
+    row = next(line for line in shown.splitlines() if "│ r2 " in line)
+    assert "│ modified " in row
+    assert "modified: transcript checksum mismatch" in row
+    assert "1/2 runs complete, 1 modified; chain head" in shown
+    assert not re.search("\x1b\\[[0-9;]*3[0-9]", shown), "NO_COLOR: no colour (rich keeps bold)"
+
+
+def test_the_terminal_table_colours_each_verdict_by_its_category(store: Path) -> None:
+    write_run(store)
+    write_run(store, "r2")
+    _tamper(store, "r2")
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["TERM"] = "xterm-256color"
+    shown = _on_a_terminal(["--all", "--store", str(store)], env)
+    row = next(line for line in shown.splitlines() if " r2 " in line)
+    assert "\x1b[31mmodified" in row  # red
+    assert "\x1b[32mcomplete" in next(line for line in shown.splitlines() if " r1 " in line)
 
 
 @pytest.mark.parametrize("head", ["zz", "3f1c", "g" * 64, "a" * 63, "a" * 65, "", " " + "a" * 64])

@@ -104,8 +104,8 @@ def _print_table(report: StoreReport) -> None:
             out_console.print(Text("FAIL", STYLES[category_of(finding.code)]), line)
         else:
             out_console.print(Text("warn", "yellow"), line)
-    # Coloured as the piped summary is; rich drops the colour under NO_COLOR.
-    out_console.print(Text.from_ansi(store_summary(report, color=True)))
+    summary = store_summary(report, color=use_color(sys.stdout))
+    out_console.print(Text.from_ansi(summary))
 
 
 def _trusted(paths: list[Path] | None) -> Mapping[str, Ed25519PublicKey] | None:

@@ -46,12 +46,13 @@ SGR: Final[dict[VerdictCategory, str]] = {
 }
 """The ANSI SGR colour of each verdict category."""
 STYLES: Final[dict[VerdictCategory, str]] = {
-    "tampered": "bold red",
+    "tampered": "red",
     "unverified": "color(208)",
-    "unfinished": "bold yellow",
+    "unfinished": "yellow",
     "ok": "green",
 }
-"""The same colours as rich styles (the ``--all`` table on a terminal)."""
+"""The same colours as rich styles (the ``--all`` table on a terminal); no bold, which
+rich would keep under ``NO_COLOR``."""
 _NOT_SEALED: Final = frozenset({"unsealed", "torn-tail"})
 
 
