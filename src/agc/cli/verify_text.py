@@ -11,7 +11,6 @@ import shlex
 from typing import TYPE_CHECKING, Final, TextIO
 
 from agc.integrity._verdict import (
-    COMPLETE,
     VerdictCategory,
     category_of,
     count_verdicts,
@@ -123,12 +122,9 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
     if quiet and report.complete:
         return lines
     verdict = report.verdict
-    summary = (
-        paint(COMPLETE, "ok", color)
-        if verdict.ok
-        else paint(verdict.word, verdict.category, color)
-        + f" ({verdict.category}; {len(report.missing)} finding(s))"
-    )
+    summary = paint(verdict.word, verdict.category, color)
+    if not verdict.ok:
+        summary += f" ({verdict.category}; {len(report.missing)} finding(s))"
     legacy = " (legacy store format)" if report.legacy else ""
     signature = "" if report.signature == "unsigned" else f", {report.signature}"
     lines.append(f"run {report.run_id}: {summary}{legacy}{signature}")
