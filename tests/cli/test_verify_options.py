@@ -247,6 +247,15 @@ def test_all_on_a_terminal_is_a_table(store: Path) -> None:
     assert not re.search("\x1b\\[[0-9;]*3[0-9]", shown), "NO_COLOR: no colour (rich keeps bold)"
 
 
+def test_store_findings_under_the_table_are_named_and_never_read_as_markup(store: Path) -> None:
+    write_run(store)
+    (store / "audit" / "[red]stray").write_bytes(b"")
+    shown = _on_a_terminal(["--all", "--store", str(store)], {"NO_COLOR": "1"})
+    line = next(line for line in shown.splitlines() if line.startswith("FAIL store"))
+    assert "unexpected: " in line
+    assert "audit/[red]stray" in line
+
+
 def test_the_terminal_table_colours_each_verdict_by_its_category(store: Path) -> None:
     write_run(store)
     write_run(store, "r2")

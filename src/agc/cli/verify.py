@@ -99,11 +99,12 @@ def _print_table(report: StoreReport) -> None:
         )
     out_console.print(table)
     for finding in report.findings:
-        line = f"store        {finding_text(finding)}"
         if finding.severity == "error":
-            out_console.print(Text("FAIL", STYLES[category_of(finding.code)]), line)
+            line = f"store        {finding_text(finding)}"
+            out_console.print(Text("FAIL", STYLES[category_of(finding.code)]), Text(line))
         else:
-            out_console.print(Text("warn", "yellow"), line)
+            line = f"store        {finding_text(finding, code=False)}"
+            out_console.print(Text("warn", "yellow"), Text(line))
     summary = store_summary(report, color=use_color(sys.stdout))
     out_console.print(Text.from_ansi(summary))
 

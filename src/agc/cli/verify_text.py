@@ -91,7 +91,11 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
     by_artifact: dict[str | None, list[str]] = {}
     for finding in report.findings:
         error = finding.severity == "error"
-        note = finding_text(finding) if error else _warn("warning: ", color) + finding.message
+        note = (
+            finding_text(finding)
+            if error
+            else _warn("warning: ", color) + finding_text(finding, code=False)
+        )
         by_artifact.setdefault(finding.artifact, []).append(note)
         if finding.artifact in {None, "manifest"}:
             # The run as a whole and its manifest have no OK line to hang a warning
@@ -171,7 +175,7 @@ def format_store(report: StoreReport, *, color: bool = False, quiet: bool = Fals
             fail = paint("FAIL", category_of(finding.code), color)
             lines.append(f"{fail} store  {finding_text(finding)}")
         elif not quiet:
-            lines.append(f"{_warn('warn', color)} store  {finding.message}")
+            lines.append(f"{_warn('warn', color)} store  {finding_text(finding, code=False)}")
     if quiet and report.complete:
         return lines
     lines.append(store_summary(report, color=color))
