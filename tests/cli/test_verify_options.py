@@ -101,6 +101,61 @@ def test_a_mistyped_run_id_is_run_missing_with_the_close_id_suggested(
     assert report["findings"][0]["message"].endswith(f"; did you mean {meant!r}?")
 
 
+def _damage(store: Path, run_id: str, how: str) -> None:
+    layout = StoreLayout(store)
+    transcript = layout.artifact_path(run_id, "transcript")
+    if how == "tampered":
+        _tamper(store, run_id)
+    elif how == "appended":
+        transcript.write_bytes(transcript.read_bytes() + b'{"role": "user", "content": "x"}\n')
+    elif how == "truncated":
+        transcript.write_bytes(transcript.read_bytes()[:-5])
+    elif how == "deleted":
+        layout.artifact_path(run_id, "tool-events").unlink()
+
+
+@pytest.mark.parametrize("entry", ["fast", "full"])
+@pytest.mark.parametrize(
+    ("how", "word", "category"),
+    [
+        ("tampered", "modified", "tampered"),
+        ("appended", "extended", "tampered"),
+        ("truncated", "truncated", "tampered"),
+        ("deleted", "deleted", "tampered"),
+        ("unsealed", "unsealed", "unfinished"),
+        ("mistyped", "run-missing", "unverified"),
+    ],
+)
+def test_each_kind_of_failure_reads_as_its_own_word(
+    store: Path, capsys: pytest.CaptureFixture[str], entry: str, how: str, word: str, category: str
+) -> None:
+    """Tampered, appended, truncated, deleted, unsealed and a mistyped id once all read
+    INCOMPLETE; each now names its finding code, in the single run's FAIL line and
+    summary and in its --all line."""
+    write_run(store, "good")
+    run_id = "r1"
+    if how == "unsealed":
+        writer = TranscriptWriter(run_id, store=store)
+        writer.write({"a": 1})
+        writer.abort()
+    elif how != "mistyped":
+        write_run(store, run_id)
+        _damage(store, run_id, how)
+    argv = [run_id, "--store", str(store)]
+    code = fast.main(argv) if entry == "fast" else verify_main(argv)
+    out, _ = capsys.readouterr()
+    assert code == ExitCode.FINDINGS
+    lines = out.splitlines()
+    assert any(line.startswith("FAIL ") and f" {word}: " in line for line in lines), out
+    assert lines[-1].startswith(f"run {run_id}: {word} ({category}; ")
+    assert "INCOMPLETE" not in out
+    if how == "mistyped":
+        return
+    code, out, _ = _run(["--all", "--store", str(store)], capsys)
+    assert out.splitlines()[0].startswith(f"FAIL {run_id}  {word}  unsigned  {word}: ")
+    assert f"1/2 runs complete, 1 {word}; chain head" in out
+
+
 def test_an_id_like_no_stored_run_gets_no_suggestion(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
