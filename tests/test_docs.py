@@ -16,6 +16,7 @@ from agc.cli.app import main
 from agc.errors import AgcError
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
 from agc.integrity._store_verify import StoreFindingCode
+from agc.integrity._verdict import CATEGORIES, VERDICTS
 from agc.integrity._verify import RunFindingCode
 from agc.integrity._writer import TranscriptWriter
 from agc.ledger._check import LedgerFindingCode
@@ -93,6 +94,18 @@ def _code_cells(page: str, heading: str) -> set[str]:
 
 def test_the_run_finding_codes_table_is_the_code_s() -> None:
     assert _code_cells("format.md", "### Finding codes") == set(get_args(RunFindingCode))
+
+
+def test_the_verdicts_table_is_the_code_s() -> None:
+    """docs/format.md's "Verdicts": each category with its codes in the order that
+    ranks them, as :data:`agc.integrity._verdict.VERDICTS` has them."""
+    rows = _rows(_section((DOCS / "format.md").read_text(), "### Verdicts"))[1:]
+    documented = {row[0].strip("`"): re.findall(r"`([a-z-]+)`", row[3]) for row in rows}
+    expected = {
+        category: [code for code, of in VERDICTS.items() if of == category]
+        for category in CATEGORIES
+    }
+    assert documented == expected
 
 
 def _flatten(codes: tuple[object, ...]) -> set[str]:

@@ -30,7 +30,7 @@ def test_demo_verifies_then_shows_the_tampered_copy_failing(
     assert main(["demo", "--store", str(workdir)]) == ExitCode.OK
     out, err = capsys.readouterr()
     assert "   run demo-fix-parser: complete" in out
-    assert "   FAIL transcript   transcript checksum mismatch" in out
+    assert "   FAIL transcript   modified: transcript checksum mismatch" in out
     assert "Demo finished: the sealed run verifies, the tampered copy fails." in err
     assert check_run("demo-fix-parser", workdir / "store").complete
     assert not check_run("demo-fix-parser", workdir / "tampered-store").complete

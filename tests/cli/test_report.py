@@ -38,6 +38,9 @@ KEPT_ATTRIBUTES = (
     "class",
     "data-run",
     "data-verdict",
+    "data-verdict-word",
+    "data-verdict-category",
+    "data-count",
     "data-event",
     "data-code",
     "data-artifact",
@@ -72,7 +75,7 @@ def test_report_writes_html_and_csv_and_exits_like_verify(
         store, "--all", "--html", str(page), "--csv", str(sheet), monkeypatch=monkeypatch
     )
     assert code == ExitCode.FINDINGS
-    assert "INCOMPLETE (1 failing run(s))" in capsys.readouterr().err
+    assert "INCOMPLETE (1 failing run(s): 1 modified)" in capsys.readouterr().err
     assert page.read_text().startswith("<!DOCTYPE html>")
     assert [row[0] for row in csv.reader(io.StringIO(sheet.read_text()))][1:] == [
         "beta",
@@ -82,6 +85,27 @@ def test_report_writes_html_and_csv_and_exits_like_verify(
     # The named good runs only: complete, exit 0; to stdout with '-'.
     assert _report(store, "alpha", "gamma", "--csv", "-", monkeypatch=monkeypatch) == 0
     assert capsys.readouterr().out.count("\r\n") == 3
+
+
+def test_the_csv_matches_its_golden_file(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CSV of a store with a tampered run, byte for byte (``AGC_UPDATE_GOLDEN=1``
+    rewrites it): the columns in their documented order, the verdict words last."""
+    _tampered_store(store)
+    assert _report(store, "--all", "--csv", "-", monkeypatch=monkeypatch) == ExitCode.FINDINGS
+    sheet = capsys.readouterr().out.replace(str(store), "<STORE>")
+    golden = GOLDEN / "report-tampered.csv"  # bytes: its CRLF line ends are the format
+    if os.environ.get("AGC_UPDATE_GOLDEN"):
+        golden.write_bytes(sheet.encode())
+    assert sheet.encode() == golden.read_bytes(), "AGC_UPDATE_GOLDEN=1 rewrites it"
+    rows = list(csv.DictReader(io.StringIO(sheet)))
+    named = [(r["run_id"], r["verdict"], r["verdict_word"], r["verdict_category"]) for r in rows]
+    assert named == [
+        ("beta", "incomplete", "modified", "tampered"),
+        ("alpha", "complete", "complete", "ok"),
+        ("gamma", "complete", "complete", "ok"),
+    ]
 
 
 def test_report_never_overwrites_unless_forced(

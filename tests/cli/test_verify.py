@@ -70,8 +70,8 @@ def test_exit_1_findings(store: Path, capsys: pytest.CaptureFixture[str]) -> Non
     code, out, _ = _run(["r1", "--store", str(store)], capsys)
     assert code == 1
     assert int(ExitCode.FINDINGS) == 1
-    assert "FAIL tool-events  tool-events file missing (deleted after sealing)" in out
-    assert out.splitlines()[-1] == "run r1: INCOMPLETE (1 finding(s))"
+    assert "FAIL tool-events  deleted: tool-events file missing (deleted after sealing)" in out
+    assert out.splitlines()[-1] == "run r1: deleted (tampered; 1 finding(s))"
 
 
 @pytest.mark.parametrize("run_id", BAD_RUN_IDS)

@@ -602,4 +602,4 @@ def test_a_full_stderr_never_prints_the_report_twice(store: Path) -> None:
         )
     assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout)
     assert done.returncode == 1
-    assert done.stdout.count("run nosuch: INCOMPLETE") == 1
+    assert done.stdout.count("run nosuch: run-missing") == 1

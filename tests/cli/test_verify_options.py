@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -72,6 +73,127 @@ def test_a_run_in_a_store_folder_that_does_not_exist_is_run_missing(
     assert not missing.exists(), "verifying never creates a store"
 
 
+@pytest.mark.parametrize("entry", ["fast", "full"])
+@pytest.mark.parametrize(
+    ("asked", "meant"),
+    [
+        ("fix-test-42", "fix-tests-42"),  # a letter left out
+        ("fix-tests-24", "fix-tests-42"),  # two digits swapped
+        ("deploy_7", "deploy-7"),  # another separator
+        ("Deploy-7", "deploy-7"),  # another case
+    ],
+)
+def test_a_mistyped_run_id_is_run_missing_with_the_close_id_suggested(
+    store: Path, capsys: pytest.CaptureFixture[str], entry: str, asked: str, meant: str
+) -> None:
+    for run_id in ("fix-tests-42", "deploy-7", "refactor-cli"):
+        write_run(store, run_id)
+    argv = [asked, "--store", str(store)]
+    code = fast.main(argv) if entry == "fast" else verify_main(argv)
+    out, _ = capsys.readouterr()
+    assert code == ExitCode.FINDINGS
+    assert f"FAIL run          run-missing: no run {asked!r} in store {store}; " in out
+    assert out.rstrip().endswith(f"run {asked}: run-missing (unverified; 1 finding(s))")
+    assert f"did you mean {meant!r}?" in out
+    assert fast.main([*argv, "--json"]) == ExitCode.FINDINGS
+    report = json.loads(capsys.readouterr().out)
+    assert (report["verdict_word"], report["verdict_category"]) == ("run-missing", "unverified")
+    assert report["findings"][0]["message"].endswith(f"; did you mean {meant!r}?")
+
+
+def _damage(store: Path, run_id: str, how: str) -> None:
+    layout = StoreLayout(store)
+    transcript = layout.artifact_path(run_id, "transcript")
+    if how == "tampered":
+        _tamper(store, run_id)
+    elif how == "appended":
+        transcript.write_bytes(transcript.read_bytes() + b'{"role": "user", "content": "x"}\n')
+    elif how == "truncated":
+        transcript.write_bytes(transcript.read_bytes()[:-5])
+    elif how == "deleted":
+        layout.artifact_path(run_id, "tool-events").unlink()
+
+
+@pytest.mark.parametrize("entry", ["fast", "full"])
+@pytest.mark.parametrize(
+    ("how", "word", "category"),
+    [
+        ("tampered", "modified", "tampered"),
+        ("appended", "extended", "tampered"),
+        ("truncated", "truncated", "tampered"),
+        ("deleted", "deleted", "tampered"),
+        ("unsealed", "unsealed", "unfinished"),
+        ("mistyped", "run-missing", "unverified"),
+    ],
+)
+def test_each_kind_of_failure_reads_as_its_own_word(
+    store: Path, capsys: pytest.CaptureFixture[str], entry: str, how: str, word: str, category: str
+) -> None:
+    """Tampered, appended, truncated, deleted, unsealed and a mistyped id once all read
+    INCOMPLETE; each now names its finding code, in the single run's FAIL line and
+    summary and in its --all line."""
+    write_run(store, "good")
+    run_id = "r1"
+    if how == "unsealed":
+        writer = TranscriptWriter(run_id, store=store)
+        writer.write({"a": 1})
+        writer.abort()
+    elif how != "mistyped":
+        write_run(store, run_id)
+        _damage(store, run_id, how)
+    argv = [run_id, "--store", str(store)]
+    code = fast.main(argv) if entry == "fast" else verify_main(argv)
+    out, _ = capsys.readouterr()
+    assert code == ExitCode.FINDINGS
+    lines = out.splitlines()
+    assert any(line.startswith("FAIL ") and f" {word}: " in line for line in lines), out
+    assert lines[-1].startswith(f"run {run_id}: {word} ({category}; ")
+    assert "INCOMPLETE" not in out
+    if how == "mistyped":
+        return
+    code, out, _ = _run(["--all", "--store", str(store)], capsys)
+    assert out.splitlines()[0].startswith(f"FAIL {run_id}  {word}  unsigned  {word}: ")
+    assert f"1/2 runs complete, 1 {word}; chain head" in out
+
+
+def test_an_id_like_no_stored_run_gets_no_suggestion(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(store, "fix-tests-42")
+    code, out, _ = _run(["zz", "--store", str(store)], capsys)
+    assert code == ExitCode.FINDINGS
+    assert "run-missing: no run 'zz' in store" in out
+    assert "did you mean" not in out
+
+
+def test_the_store_summary_counts_runs_per_verdict(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for run_id in ("a", "b", "c", "d", "e"):
+        write_run(store, run_id)
+    _tamper(store, "b")
+    _tamper(store, "d")
+    events = StoreLayout(store).artifact_path("c", "tool-events")
+    events.write_bytes(events.read_bytes() * 2)
+    code, out, _ = _run(["--all", "--store", str(store)], capsys)
+    assert code == ExitCode.FINDINGS
+    lines = out.splitlines()
+    assert [line.split()[:3] for line in lines[:5]] == [
+        ["FAIL", "b", "modified"],
+        ["FAIL", "c", "extended"],
+        ["FAIL", "d", "modified"],
+        ["OK", "a", "complete"],
+        ["OK", "e", "complete"],
+    ]
+    assert lines[-1].startswith(
+        f"store {store}: INCOMPLETE; 2/5 runs complete, 2 modified, 1 extended; chain head "
+    )
+    code, out, _ = _run(["--all", "--store", str(store), "--json"], capsys)
+    summary = json.loads(out)["summary"]
+    assert list(summary["verdicts"].items()) == [("modified", 2), ("extended", 1), ("complete", 2)]
+    assert (summary["complete"], summary["incomplete"]) == (2, 3)
+
+
 def test_quiet_prints_only_failures_and_status_nothing(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -82,15 +204,17 @@ def test_quiet_prints_only_failures_and_status_nothing(
     code, out, _ = _run(["bad", "--store", str(store), "-q"], capsys)
     assert code == 1
     assert out.splitlines() == [
-        "FAIL transcript   transcript checksum mismatch",
-        "run bad: INCOMPLETE (1 finding(s))",
+        "FAIL transcript   modified: transcript checksum mismatch",
+        "run bad: modified (tampered; 1 finding(s))",
     ]
     for run_id, expected in (("good", 0), ("bad", 1), ("nope", 1)):
         assert _run([run_id, "--store", str(store), "--status"], capsys) == (expected, "", "")
     code, out, _ = _run(["--all", "--store", str(store), "--quiet"], capsys)
     assert code == 1
     assert "good" not in out
-    assert out.splitlines()[0].startswith("FAIL bad  unsigned  transcript checksum mismatch")
+    assert out.splitlines()[0].startswith(
+        "FAIL bad  modified  unsigned  modified: transcript checksum mismatch"
+    )
     assert _run(["--all", "--store", str(store), "--status"], capsys) == (1, "", "")
 
 
@@ -114,10 +238,12 @@ def test_all_is_plain_text_when_piped_failing_first(
     code, out, _ = _run(["--all", "--store", str(store)], capsys)
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].startswith("FAIL zzz  ")
-    assert lines[1] == "OK   a-very-long-run-id-" + "x" * 100 + "  unsigned"
-    assert lines[2] == "OK   aaa  unsigned"
-    assert lines[-1].startswith(f"store {store}: INCOMPLETE; 2/3 runs complete; chain head ")
+    assert lines[0].startswith("FAIL zzz  modified  unsigned  modified: ")
+    assert lines[1] == "OK   a-very-long-run-id-" + "x" * 100 + "  complete  unsigned"
+    assert lines[2] == "OK   aaa  complete  unsigned"
+    assert lines[-1].startswith(
+        f"store {store}: INCOMPLETE; 2/3 runs complete, 1 modified; chain head "
+    )
     assert not BOX & set(out)
     assert "\x1b[" not in out
 
@@ -163,9 +289,38 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(store: Path) -> None:
 
 def test_all_on_a_terminal_is_a_table(store: Path) -> None:
     write_run(store)
+    write_run(store, "r2")
+    _tamper(store, "r2")
     shown = _on_a_terminal(["--all", "--store", str(store)], {"NO_COLOR": "1"})
     assert BOX & set(shown)
     assert "│ r1 " in shown
+    assert "│ r2 " in shown
+    row = next(line for line in shown.splitlines() if "│ r2 " in line)
+    assert "│ modified " in row
+    assert "modified: transcript checksum mismatch" in row
+    assert "1/2 runs complete, 1 modified; chain head" in shown
+    assert not re.search("\x1b\\[[0-9;]*3[0-9]", shown), "NO_COLOR: no colour (rich keeps bold)"
+
+
+def test_store_findings_under_the_table_are_named_and_never_read_as_markup(store: Path) -> None:
+    write_run(store)
+    (store / "audit" / "[red]stray").write_bytes(b"")
+    shown = _on_a_terminal(["--all", "--store", str(store)], {"NO_COLOR": "1"})
+    line = next(line for line in shown.splitlines() if line.startswith("FAIL store"))
+    assert "unexpected: " in line
+    assert "audit/[red]stray" in line
+
+
+def test_the_terminal_table_colours_each_verdict_by_its_category(store: Path) -> None:
+    write_run(store)
+    write_run(store, "r2")
+    _tamper(store, "r2")
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["TERM"] = "xterm-256color"
+    shown = _on_a_terminal(["--all", "--store", str(store)], env)
+    row = next(line for line in shown.splitlines() if " r2 " in line)
+    assert "\x1b[31mmodified" in row  # red
+    assert "\x1b[32mcomplete" in next(line for line in shown.splitlines() if " r1 " in line)
 
 
 @pytest.mark.parametrize("head", ["zz", "3f1c", "g" * 64, "a" * 63, "a" * 65, "", " " + "a" * 64])

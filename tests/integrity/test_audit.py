@@ -14,6 +14,7 @@ import pytest
 from agc._core import store as store_rules
 from agc.integrity import _writer
 from agc.integrity._audit import CSV_COLUMNS, _cell, audit_csv, audit_html, build_audit
+from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
 from tests.conftest import fixed_clock, write_run
 from tests.integrity.evidence_helpers import transcript_path
 
@@ -132,3 +133,47 @@ def test_named_runs_only(store: Path) -> None:
     assert audit.scope == "runs"
     assert [r.report.run_id for r in audit.runs] == ["alpha", "gamma"]
     assert audit.head is not None  # the chain head is shown for named runs too
+
+
+def test_with_a_trusted_key_intact_unsigned_runs_are_orange_and_a_modified_one_red(
+    tmp_path: Path, store: Path
+) -> None:
+    """The page and the CSV tell an unsigned run (nothing changed, no signature) from a
+    modified one: another word and another colour, where both once read INCOMPLETE."""
+    private, public, _ = generate_keypair(tmp_path / "keys")
+    key = load_signing_key(private)
+    for offset, run_id in enumerate(("signed-ok", "signed-modified")):
+        with _writer.open_run(
+            run_id, store=store, clock=fixed_clock(NOW + offset * 60_000), signing_key=key
+        ) as run:
+            run.transcript.write({"role": "user", "content": "hi"})
+    for run_id in ("old-1", "old-2"):
+        write_run(store, run_id, clock=fixed_clock(NOW + 600_000))
+    path = transcript_path(store, "signed-modified")
+    path.write_bytes(path.read_bytes().replace(b"hi", b"HI"))
+    audit = build_audit(store, trusted_keys=load_trusted_keys([public]), generated_ms=NOW)
+    page = audit_html(audit)
+    rows = {
+        a["data-run"]: (a["data-verdict-word"], a["data-verdict-category"], a["class"])
+        for t, a in _elements(page)
+        if t == "tr" and "data-run" in a
+    }
+    assert rows == {
+        "old-1": ("unsigned", "unverified", "run fail unverified"),
+        "old-2": ("unsigned", "unverified", "run fail unverified"),
+        "signed-modified": ("modified", "tampered", "run fail tampered"),
+        "signed-ok": ("complete", "ok", "run ok"),
+    }
+    counts = [
+        (a["data-verdict-word"], a["data-count"])
+        for t, a in _elements(page)
+        if t == "span" and "data-count" in a
+    ]
+    assert counts == [("modified", "1"), ("unsigned", "2"), ("complete", "1")]
+    sheet = {
+        row["run_id"]: (row["verdict"], row["verdict_word"], row["verdict_category"])
+        for row in csv.DictReader(io.StringIO(audit_csv(audit)))
+    }
+    assert sheet["old-1"] == ("incomplete", "unsigned", "unverified")
+    assert sheet["signed-modified"] == ("incomplete", "modified", "tampered")
+    assert sheet["signed-ok"] == ("complete", "complete", "ok")

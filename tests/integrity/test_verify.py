@@ -74,6 +74,8 @@ def test_report_to_dict_schema(layout: StoreLayout) -> None:
         "run_id",
         "store",
         "complete",
+        "verdict_word",
+        "verdict_category",
         "missing",
         "findings",
         "artifacts",

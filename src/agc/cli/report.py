@@ -18,6 +18,7 @@ from agc.cli.verify import parse_head, trusted_keys_from
 from agc.errors import FileExistsRefusedError, InputError, UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity._audit import audit_csv, audit_html, build_audit
+from agc.integrity._verdict import count_verdicts
 
 __all__ = ["register"]
 
@@ -137,7 +138,16 @@ def report_command(
     if csv_file is not None:
         _write(csv_file, audit_csv(audit), force=force)
         written.append(str(csv_file))
-    verdict = "complete" if audit.complete else f"INCOMPLETE ({audit.failing} failing run(s))"
+    failing = ", ".join(
+        f"{count} {v.word}"
+        for v, count in count_verdicts(run.report.verdict for run in audit.runs).items()
+        if not v.ok
+    )
+    verdict = (
+        "complete"
+        if audit.complete
+        else f"INCOMPLETE ({audit.failing} failing run(s){': ' if failing else ''}{failing})"
+    )
     where = ", ".join(w for w in written if w != "-")
     err_console.print(
         f"report of {len(audit.runs)} run(s): {verdict}"

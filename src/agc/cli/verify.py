@@ -25,6 +25,7 @@ from agc.cli.common import (
     write_lines,
 )
 from agc.cli.verify_text import (
+    STYLES,
     format_report,
     format_store,
     recovery_hint,
@@ -34,6 +35,7 @@ from agc.cli.verify_text import (
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity._store_verify import StoreReport, check_store
+from agc.integrity._verdict import category_of, finding_text
 from agc.integrity._verify import check_run
 
 if TYPE_CHECKING:
@@ -87,13 +89,24 @@ def _print_table(report: StoreReport) -> None:
     for column in ("run", "verdict", "signature", "findings"):
         table.add_column(column, overflow="fold")
     for run in sorted(report.runs, key=lambda r: (r.complete, r.run_id)):
-        verdict = Text("complete", style="green") if run.complete else Text("INCOMPLETE", "red")
+        verdict = run.verdict
         # Text, not markup: findings quote store content ("[/]" would crash rich).
-        table.add_row(Text(run.run_id), verdict, Text(run.signature), Text("; ".join(run.missing)))
+        table.add_row(
+            Text(run.run_id),
+            Text(verdict.word, style=STYLES[verdict.category]),
+            Text(run.signature),
+            Text("; ".join(finding_text(f) for f in run.errors)),
+        )
     out_console.print(table)
     for finding in report.findings:
-        out_console.print(f"FAIL store        {finding.message}", markup=False)
-    out_console.print(store_summary(report), markup=False)
+        if finding.severity == "error":
+            line = f"store        {finding_text(finding)}"
+            out_console.print(Text("FAIL", STYLES[category_of(finding.code)]), Text(line))
+        else:
+            line = f"store        {finding_text(finding, code=False)}"
+            out_console.print(Text("warn", "yellow"), Text(line))
+    summary = store_summary(report, color=use_color(sys.stdout))
+    out_console.print(Text.from_ansi(summary))
 
 
 def _trusted(paths: list[Path] | None) -> Mapping[str, Ed25519PublicKey] | None:

@@ -10,17 +10,48 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Final, TextIO
 
+from agc.integrity._verdict import (
+    VerdictCategory,
+    category_of,
+    count_verdicts,
+    finding_text,
+    most_severe,
+    verdict_of,
+)
 from agc.integrity._verify import RunReport
 
 if TYPE_CHECKING:
     from agc.integrity._store_verify import StoreReport
 
-__all__ = ["format_report", "format_store", "recovery_hint", "store_summary", "use_color"]
+__all__ = [
+    "SGR",
+    "STYLES",
+    "format_report",
+    "format_store",
+    "paint",
+    "recovery_hint",
+    "store_category",
+    "store_summary",
+    "use_color",
+]
 
-_GREEN: Final = "\x1b[32m"
-_RED: Final = "\x1b[1;31m"
-_YELLOW: Final = "\x1b[33m"
 _RESET: Final = "\x1b[0m"
+_WARNING: Final = "\x1b[33m"
+SGR: Final[dict[VerdictCategory, str]] = {
+    "tampered": "\x1b[1;31m",  # bold red
+    "unverified": "\x1b[38;5;208m",  # orange (256-colour palette)
+    "unfinished": "\x1b[1;33m",  # bold yellow
+    "ok": "\x1b[32m",  # green
+}
+"""The ANSI SGR colour of each verdict category."""
+STYLES: Final[dict[VerdictCategory, str]] = {
+    "tampered": "red",
+    "unverified": "color(208)",
+    "unfinished": "yellow",
+    "ok": "green",
+}
+"""The same colours as rich styles (the ``--all`` table on a terminal); no bold, which
+rich would keep under ``NO_COLOR``."""
 _NOT_SEALED: Final = frozenset({"unsealed", "torn-tail"})
 
 
@@ -34,35 +65,47 @@ def use_color(stream: TextIO) -> bool:
     return tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
-def _paint(text: str, code: str, color: bool) -> str:
-    return f"{code}{text}{_RESET}" if color else text
+def paint(text: str, category: VerdictCategory, color: bool) -> str:
+    """``text`` in the colour of a verdict category when ``color``, else as it is."""
+    return f"{SGR[category]}{text}{_RESET}" if color else text
+
+
+def _warn(text: str, color: bool) -> str:
+    return f"{_WARNING}{text}{_RESET}" if color else text
 
 
 def format_report(report: RunReport, *, color: bool = False, quiet: bool = False) -> list[str]:
-    """Human lines: one per artifact (``OK`` / ``FAIL`` with the reason), then a summary.
+    """Human lines: one per artifact (``OK`` / ``FAIL`` with each finding's code and
+    reason), then a summary naming the run's verdict (:mod:`agc.integrity._verdict`).
 
-    Digests are printed in full (compare them with ``b3sum`` or a pinned value).
+    Digests are printed in full (compare them with ``b3sum`` or a pinned value). A
+    ``FAIL`` line is coloured by its most severe finding's category, the verdict by its
+    own.
 
     Args:
         color: colour ``OK``, ``FAIL``, warnings and the verdict (ANSI codes).
         quiet: like ``sha256sum --quiet``: only what failed; nothing for a complete run.
     """
-    ok = _paint("OK  ", _GREEN, color)
-    fail = _paint("FAIL", _RED, color)
+    ok = paint("OK  ", "ok", color)
     lines: list[str] = []
     by_artifact: dict[str | None, list[str]] = {}
     for finding in report.findings:
-        prefix = "" if finding.severity == "error" else _paint("warning: ", _YELLOW, color)
-        by_artifact.setdefault(finding.artifact, []).append(prefix + finding.message)
+        error = finding.severity == "error"
+        note = (
+            finding_text(finding)
+            if error
+            else _warn("warning: ", color) + finding_text(finding, code=False)
+        )
+        by_artifact.setdefault(finding.artifact, []).append(note)
         if finding.artifact in {None, "manifest"}:
             # The run as a whole and its manifest have no OK line to hang a warning
             # under: an error is a FAIL line, a warning an indented note (never FAIL,
             # and left out by --quiet: it is not a failure).
             name = f"{finding.artifact or 'run':<12}"
-            if finding.severity == "error":
-                lines.append(f"{fail} {name} {finding.message}")
+            if error:
+                lines.append(f"{paint('FAIL', category_of(finding.code), color)} {name} {note}")
             elif not quiet:
-                lines.append(f"     {name} {prefix}{finding.message}")
+                lines.append(f"     {name} {note}")
     for artifact in report.artifacts:
         name = f"{artifact.kind:<12}"
         notes = by_artifact.get(artifact.kind, [])
@@ -78,18 +121,17 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
             lines.append(f"{ok} {name} {facts}")
             lines.extend(f"     {name} {note}" for note in notes)
         elif notes:
+            fail = paint("FAIL", verdict_of(artifact.findings).category, color)
             lines.append(f"{fail} {name} {'; '.join(notes)}")
     if quiet and report.complete:
         return lines
-    errors = len(report.missing)
-    verdict = (
-        _paint("complete", _GREEN, color)
-        if report.complete
-        else _paint(f"INCOMPLETE ({errors} finding(s))", _RED, color)
-    )
+    verdict = report.verdict
+    summary = paint(verdict.word, verdict.category, color)
+    if not verdict.ok:
+        summary += f" ({verdict.category}; {len(report.missing)} finding(s))"
     legacy = " (legacy store format)" if report.legacy else ""
     signature = "" if report.signature == "unsigned" else f", {report.signature}"
-    lines.append(f"run {report.run_id}: {verdict}{legacy}{signature}")
+    lines.append(f"run {report.run_id}: {summary}{legacy}{signature}")
     return lines
 
 
@@ -111,39 +153,56 @@ def recovery_hint(report: RunReport, *, store: str | None = None) -> str | None:
 
 
 def format_store(report: StoreReport, *, color: bool = False, quiet: bool = False) -> list[str]:
-    """``--all`` as plain text: one line per run (full run id, verdict, signature,
-    findings), then the store's own findings and a summary with the full chain head.
+    """``--all`` as plain text: one line per run (``OK``/``FAIL``, full run id, verdict
+    word, signature, then each error finding as ``code: reason``), then the store's own
+    findings and a summary with the runs per verdict and the full chain head.
 
     Failing runs come first, each group in run-id order.
     """
-    ok = _paint("OK  ", _GREEN, color)
-    fail = _paint("FAIL", _RED, color)
     lines: list[str] = []
     for run in sorted(report.runs, key=lambda r: (r.complete, r.run_id)):
-        if run.complete:
+        verdict = run.verdict
+        word = paint(verdict.word, verdict.category, color)
+        if verdict.ok:
             if not quiet:
-                lines.append(f"{ok} {run.run_id}  {run.signature}")
+                lines.append(f"{paint('OK  ', 'ok', color)} {run.run_id}  {word}  {run.signature}")
         else:
-            lines.append(f"{fail} {run.run_id}  {run.signature}  {'; '.join(run.missing)}")
+            reasons = "; ".join(finding_text(f) for f in run.errors)
+            fail = paint("FAIL", verdict.category, color)
+            lines.append(f"{fail} {run.run_id}  {word}  {run.signature}  {reasons}")
     for finding in report.findings:
         if finding.severity == "error":
-            lines.append(f"{fail} store  {finding.message}")
+            fail = paint("FAIL", category_of(finding.code), color)
+            lines.append(f"{fail} store  {finding_text(finding)}")
         elif not quiet:
-            lines.append(f"{_paint('warn', _YELLOW, color)} store  {finding.message}")
+            lines.append(f"{_warn('warn', color)} store  {finding_text(finding, code=False)}")
     if quiet and report.complete:
         return lines
     lines.append(store_summary(report, color=color))
     return lines
 
 
+def store_category(report: StoreReport) -> VerdictCategory:
+    """The colour of a store's verdict: its most severe run verdict or store finding."""
+    return most_severe(
+        [r.verdict.category for r in report.runs]
+        + [category_of(f.code) for f in report.findings if f.severity == "error"]
+    )
+
+
 def store_summary(report: StoreReport, *, color: bool = False) -> str:
-    """``store <path>: complete; 3/3 runs complete; chain head <hex> at position 3``."""
+    """``store <path>: INCOMPLETE; 2/4 runs complete, 1 modified, 1 unsigned; chain head
+    <hex> at position 4``: the runs per verdict word, most severe first."""
     total = len(report.runs)
-    good = sum(r.complete for r in report.runs)
-    verdict = (
-        _paint("complete", _GREEN, color) if report.complete else _paint("INCOMPLETE", _RED, color)
+    counts = count_verdicts(r.verdict for r in report.runs)
+    good = sum(n for v, n in counts.items() if v.ok)
+    verdict = paint("complete", "ok", color)
+    if not report.complete:
+        verdict = paint("INCOMPLETE", store_category(report), color)
+    failing = "".join(
+        f", {count} {paint(v.word, v.category, color)}" for v, count in counts.items() if not v.ok
     )
     return (
-        f"store {report.store}: {verdict}; {good}/{total} runs complete; "
+        f"store {report.store}: {verdict}; {good}/{total} runs complete{failing}; "
         f"chain head {report.head or '(empty)'} at position {report.head_position}"
     )

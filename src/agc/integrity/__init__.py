@@ -29,6 +29,7 @@ if _TYPE_CHECKING:
         load_trusted_keys,
     )
     from agc.integrity._store_io import read_run_manifest
+    from agc.integrity._verdict import Verdict
     from agc.integrity._verify import (
         ArtifactReport,
         Finding,
@@ -65,6 +66,7 @@ __all__ = [
     "SigningKey",
     "ToolEventWriter",
     "TranscriptWriter",
+    "Verdict",
     "check_run",
     "check_run_kept",
     "export_copy",
@@ -99,6 +101,7 @@ _HOMES = {
         "load_trusted_keys",
     ),
     "agc.integrity._store_io": ("read_run_manifest",),
+    "agc.integrity._verdict": ("Verdict",),
     "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",

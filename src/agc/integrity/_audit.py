@@ -29,6 +29,15 @@ from agc.errors import AgcError
 from agc.integrity._chain import read_head
 from agc.integrity._store_io import read_manifest
 from agc.integrity._store_verify import check_store
+from agc.integrity._verdict import (
+    CATEGORIES,
+    Verdict,
+    category_of,
+    count_verdicts,
+    finding_text,
+    most_severe,
+    verdict_of,
+)
 from agc.integrity._verify import Finding, RunReport, check_run
 
 if TYPE_CHECKING:
@@ -200,18 +209,25 @@ def _e(value: object) -> str:
 
 
 _CSS: Final = """
-:root { color-scheme: light; --fail: #b3261e; --ok: #1e6b34; --warn: #8a5a00; }
+:root { color-scheme: light; --tampered: #b3261e; --unverified: #c75300; --unfinished: #e0b400;
+        --ok: #1e6b34; --warn: #8a5a00; }
 * { box-sizing: border-box; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
        color: #1b1b1b; background: #fafafa; }
 header, main, footer { max-width: 1100px; margin: 0 auto; padding: 16px 24px; }
 header { border-bottom: 4px solid var(--ok); background: #fff; }
-header.fail { border-bottom-color: var(--fail); }
+header.tampered { border-bottom-color: var(--tampered); }
+header.unverified { border-bottom-color: var(--unverified); }
+header.unfinished { border-bottom-color: var(--unfinished); }
 h1 { font-size: 24px; margin: 0 0 6px; }
 h2 { font-size: 18px; margin: 24px 0 8px; }
 .summary { font-size: 18px; font-weight: 600; margin: 4px 0 12px; }
-.summary.fail { color: var(--fail); }
+.summary.tampered { color: var(--tampered); }
+.summary.unverified { color: var(--unverified); }
+.summary.unfinished { color: #7a6200; }
 .summary.ok { color: var(--ok); }
+p.verdicts { margin: 0 0 12px; }
+p.verdicts .badge { margin-right: 6px; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0; }
 dt { font-weight: 600; }
 dd { margin: 0; }
@@ -222,20 +238,29 @@ th, td { text-align: left; vertical-align: top; padding: 6px 8px; border-bottom:
 th { background: #eee; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff;
          font-weight: 600; font-size: 13px; }
-tr.fail .badge, .badge.fail { background: var(--fail); }
-tr.ok .badge, .badge.ok { background: var(--ok); }
-tr.fail td:first-child { border-left: 4px solid var(--fail); }
-tr.ok td:first-child { border-left: 4px solid var(--ok); }
+.badge.tampered { background: var(--tampered); }
+.badge.unverified { background: var(--unverified); }
+.badge.unfinished { background: var(--unfinished); color: #1b1b1b; }
+.badge.ok { background: var(--ok); }
+tr.tampered td:first-child, section.run.tampered { border-left: 4px solid var(--tampered); }
+tr.unverified td:first-child, section.run.unverified { border-left: 4px solid var(--unverified); }
+tr.unfinished td:first-child, section.run.unfinished { border-left: 4px solid var(--unfinished); }
+tr.ok td:first-child, section.run.ok { border-left: 4px solid var(--ok); }
 ul.findings { margin: 0; padding-left: 18px; }
+li.error.tampered { color: var(--tampered); }
+li.error.unverified { color: var(--unverified); }
+li.error.unfinished { color: #7a6200; }
 li.warning { color: var(--warn); }
+dl.legend { display: grid; grid-template-columns: max-content 1fr; gap: 4px 12px;
+            margin: 12px 0 0; font-size: 14px; }
 section.run { background: #fff; border: 1px solid #ddd; margin: 12px 0; padding: 8px 12px; }
-section.run.fail { border-left: 4px solid var(--fail); }
-section.run.ok { border-left: 4px solid var(--ok); }
 ol.timeline { list-style: none; padding: 0; border-left: 2px solid #bbb; margin-left: 8px; }
 ol.timeline li { padding: 2px 0 2px 12px; position: relative; }
 ol.timeline li::before { content: ""; position: absolute; left: -6px; top: 9px; width: 10px;
                          height: 10px; border-radius: 50%; background: #888; }
-ol.timeline li.fail::before { background: var(--fail); }
+ol.timeline li.tampered::before { background: var(--tampered); }
+ol.timeline li.unverified::before { background: var(--unverified); }
+ol.timeline li.unfinished::before { background: var(--unfinished); }
 ol.timeline li.ok::before { background: var(--ok); }
 footer { color: #666; font-size: 13px; }
 """
@@ -245,29 +270,59 @@ def _verdict(report: RunReport) -> str:
     return "complete" if report.complete else "incomplete"
 
 
+def _badge(verdict: Verdict, *, ok: str | None = None) -> str:
+    """The verdict word on its category's colour (``ok`` replaces ``complete``)."""
+    word = ok if ok is not None and verdict.ok else verdict.word
+    return f'<span class="badge {verdict.category}">{_e(word)}</span>'
+
+
+def _state(verdict: Verdict) -> str:
+    """The classes of a failing or passing element: ``ok``, or ``fail <category>``."""
+    return "ok" if verdict.ok else f"fail {verdict.category}"
+
+
 def _findings_list(findings: Sequence[Finding[Any]]) -> str:
     if not findings:
         return '<p class="none">no findings</p>'
     items = "".join(
-        f'<li class="{_e(f.severity)}" data-code="{_e(f.code)}"><code>{_e(f.code)}</code> '
-        f"{_e(f.message)}</li>"
+        f'<li class="{_e(f.severity)} {category_of(f.code)}" data-code="{_e(f.code)}">'
+        f"<code>{_e(f.code)}</code> {_e(finding_text(f, code=False))}</li>"
         for f in findings
     )
     return f'<ul class="findings">{items}</ul>'
 
 
-def audit_html(audit: Audit) -> str:
-    """The report as one self-contained HTML5 page (UTF-8, no external resource)."""
-    state = "ok" if audit.complete else "fail"
+def _summary(audit: Audit) -> str:
     runs_total = len(audit.runs)
     if not audit.runs:
-        summary = "INCOMPLETE: no run to verify (an empty store is never verified)"
-    elif audit.complete:
-        summary = f"COMPLETE: all {runs_total} run(s) verified"
-    else:
-        summary = f"INCOMPLETE: {audit.failing} of {runs_total} run(s) failed"
-        if audit.findings and not audit.failing:
-            summary = "INCOMPLETE: the store itself has findings"
+        return "INCOMPLETE: no run to verify (an empty store is never verified)"
+    if audit.complete:
+        return f"COMPLETE: all {runs_total} run(s) verified"
+    if audit.findings and not audit.failing:
+        return "INCOMPLETE: the store itself has findings"
+    return f"INCOMPLETE: {audit.failing} of {runs_total} run(s) failed"
+
+
+def _category(audit: Audit) -> str:
+    """The page's colour: ``ok``, or its most severe run verdict or store finding."""
+    if audit.complete:
+        return "ok"
+    worst = most_severe(
+        [run.report.verdict.category for run in audit.runs]
+        + [category_of(f.code) for f in audit.findings if f.severity == "error"]
+    )
+    return "unfinished" if worst == "ok" else worst  # no run at all: never verified
+
+
+def audit_html(audit: Audit) -> str:
+    """The report as one self-contained HTML5 page (UTF-8, no external resource).
+
+    Each run's verdict is its word and category (:mod:`agc.integrity._verdict`), shown
+    as a badge in the category's colour; the header counts runs per verdict and a
+    legend says what each colour means.
+    """
+    category = _category(audit)
+    state = "ok" if audit.complete else f"fail {category}"
     head = (
         f'<code class="digest">{_e(audit.head)}</code> at position {audit.head_position}'
         if audit.head
@@ -288,19 +343,26 @@ def audit_html(audit: Audit) -> str:
         )
     )
     facts_html = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+    counts = count_verdicts(run.report.verdict for run in audit.runs)
+    verdicts = "".join(
+        f'<span class="badge {v.category}" data-verdict-word="{_e(v.word)}" '
+        f'data-count="{count}">{count} {_e(v.word)}</span>'
+        for v, count in counts.items()
+    )
 
     rows = []
     for run in audit.runs:
         r = run.report
-        cls = "ok" if r.complete else "fail"
-        errors = [f for f in r.findings if f.severity == "error"]
+        verdict = r.verdict
         rows.append(
-            f'<tr class="run {cls}" data-run="{_e(r.run_id)}" data-verdict="{_verdict(r)}">'
+            f'<tr class="run {_state(verdict)}" data-run="{_e(r.run_id)}" '
+            f'data-verdict="{_verdict(r)}" data-verdict-word="{_e(verdict.word)}" '
+            f'data-verdict-category="{verdict.category}">'
             f'<td><a href="#run-{_e(r.run_id)}"><code>{_e(r.run_id)}</code></a></td>'
-            f'<td><span class="badge">{"complete" if r.complete else "INCOMPLETE"}</span></td>'
+            f"<td>{_badge(verdict)}</td>"
             f"<td>{_e(r.signature)}</td>"
             f"<td>{sum(a.records or 0 for a in r.artifacts)}</td>"
-            f"<td>{len(errors)}</td></tr>"
+            f"<td>{len(r.errors)}</td></tr>"
         )
     table = (
         '<table id="runs-table"><thead><tr><th>Run</th><th>Verdict</th><th>Signature</th>'
@@ -308,15 +370,19 @@ def audit_html(audit: Audit) -> str:
         if rows
         else '<p class="none">no runs</p>'
     )
+    legend = "".join(
+        f'<dt><span class="badge {name}">{name}</span></dt><dd>{_e(meaning)}</dd>'
+        for name, meaning in CATEGORIES.items()
+    )
 
     details = []
     for run in audit.runs:
         r = run.report
-        cls = "ok" if r.complete else "fail"
+        verdict = r.verdict
         artifacts = "".join(
             f'<tr data-artifact="{_e(a.kind)}"><td>{_e(a.kind)}</td>'
-            f'<td><span class="badge {"ok" if a.ok else "fail"}">{"OK" if a.ok else "FAIL"}'
-            f"</span></td><td>{'' if a.records is None else a.records}</td>"
+            f"<td>{_badge(verdict_of(a.findings), ok='OK')}</td>"
+            f"<td>{'' if a.records is None else a.records}</td>"
             f"<td>{'' if a.bytes is None else a.bytes}</td>"
             f'<td><code class="digest">{_e(a.algorithm or "")} {_e(a.digest or "")}</code>'
             "</td></tr>"
@@ -324,18 +390,18 @@ def audit_html(audit: Audit) -> str:
         )
         key = f'<code class="digest">{_e(r.key_id)}</code>' if r.key_id else "none"
         details.append(
-            f'<section class="run {cls}" id="run-{_e(r.run_id)}" data-run="{_e(r.run_id)}">'
-            f"<h3><code>{_e(r.run_id)}</code> "
-            f'<span class="badge {cls}">{"complete" if r.complete else "INCOMPLETE"}</span></h3>'
+            f'<section class="run {_state(verdict)}" id="run-{_e(r.run_id)}" '
+            f'data-run="{_e(r.run_id)}">'
+            f"<h3><code>{_e(r.run_id)}</code> {_badge(verdict)}</h3>"
             f"<p>Signature: {_e(r.signature)}; key id: {key}</p>"
             '<table class="artifacts"><thead><tr><th>Artifact</th><th></th><th>Records</th>'
             f"<th>Bytes</th><th>Digest</th></tr></thead><tbody>{artifacts}</tbody></table>"
             f"{_findings_list(r.findings)}</section>"
         )
 
-    verdicts = {run.report.run_id: run.report.complete for run in audit.runs}
+    run_categories = {run.report.run_id: run.report.verdict.category for run in audit.runs}
     timeline = "".join(
-        f'<li class="{"ok" if verdicts.get(e.run_id) else "fail"}" data-run="{_e(e.run_id)}" '
+        f'<li class="{run_categories.get(e.run_id, "tampered")}" data-run="{_e(e.run_id)}" '
         f'data-event="{_e(e.event)}"><time datetime="{_iso(e.at_ms)}">{_iso(e.at_ms)}</time> '
         f"<code>{_e(e.run_id)}</code> {_e(e.event)}"
         + (f" ({_e(e.detail)})" if e.detail else "")
@@ -357,10 +423,12 @@ def audit_html(audit: Audit) -> str:
         f"<title>agc audit report: {_e(audit.store)}</title>"
         f"<style>{_CSS}</style></head>\n<body>"
         f'<header class="{state}"><h1>agc audit report</h1>'
-        f'<p class="summary {state}" id="summary" data-complete="{str(audit.complete).lower()}">'
-        f"{_e(summary)}</p>"
+        f'<p class="summary {state}" id="summary" '
+        f'data-complete="{str(audit.complete).lower()}">{_e(_summary(audit))}</p>'
+        f'<p class="verdicts" id="verdicts">{verdicts}</p>'
         f'<dl class="facts">{facts_html}</dl></header>\n'
-        f'<main><section id="runs"><h2>Runs (failing first)</h2>{table}</section>\n'
+        f'<main><section id="runs"><h2>Runs (failing first)</h2>{table}'
+        f'<dl class="legend" id="legend">{legend}</dl></section>\n'
         f"{store_findings}\n"
         f'<section id="details"><h2>Evidence per run</h2>{"".join(details)}</section>\n'
         f'<section id="timeline"><h2>Timeline</h2><ol class="timeline">{timeline}</ol>'
@@ -388,6 +456,8 @@ CSV_COLUMNS: Final = (
     "sealed_at",
     "store",
     "chain_head",
+    "verdict_word",
+    "verdict_category",
 )
 _FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
 
@@ -398,7 +468,12 @@ def _cell(value: Any) -> str:
 
 
 def audit_csv(audit: Audit) -> str:
-    """One row per run (failing first), columns :data:`CSV_COLUMNS`; RFC 4180 quoting."""
+    """One row per run (failing first), columns :data:`CSV_COLUMNS`; RFC 4180 quoting.
+
+    ``verdict`` stays ``complete``/``incomplete``; ``verdict_word`` and
+    ``verdict_category`` (the last columns, so earlier ones keep their place) name the
+    run's verdict as ``agc-verify`` and the HTML page do.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
@@ -414,12 +489,15 @@ def audit_csv(audit: Audit) -> str:
                 if artifact is not None
                 else [None, None, None]
             )
+        verdict = r.verdict
         row += [
             ";".join(f.code for f in r.findings),
-            "; ".join(f.message for f in r.findings),
+            "; ".join(finding_text(f, code=False) for f in r.findings),
             _iso(max(sealed)) if sealed else None,
             audit.store,
             audit.head,
+            verdict.word,
+            verdict.category,
         ]
         writer.writerow([_cell(value) for value in row])
     return buffer.getvalue()

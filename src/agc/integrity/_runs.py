@@ -34,7 +34,14 @@ from agc.integrity._legacy import chained_run_ids, is_legacy_run
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._store_io import read_manifest
 
-__all__ = ["RunListing", "iter_records", "list_runs", "run_is_sealed", "unwrap_record"]
+__all__ = [
+    "RunListing",
+    "iter_records",
+    "list_runs",
+    "run_is_sealed",
+    "stored_run_ids",
+    "unwrap_record",
+]
 
 RunState = Literal["sealed", "unsealed", "damaged", "legacy"]
 _COUNT_CHUNK: Final = 1 << 20
@@ -86,7 +93,13 @@ class RunListing:
         }
 
 
-def _run_ids(layout: StoreLayout) -> set[str]:
+def stored_run_ids(layout: StoreLayout) -> set[str]:
+    """The run ids a folder store holds files of: an artifact file ``<run>.jsonl`` or a
+    manifest ``<run>.json`` (names that are no valid run id are skipped).
+
+    Raises:
+        StoreError: a folder of the store cannot be listed.
+    """
     names: set[str] = set()
     folders = [(layout.artifact_dir(kind), ".jsonl") for kind in ARTIFACT_KINDS]
     folders.append((layout.manifests_dir, ".json"))
@@ -187,7 +200,7 @@ def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
         if not layout.root.is_dir():
             raise StoreError(f"store {layout.root} does not exist or is not a folder")
         chained = functools.cache(lambda: chained_run_ids(layout))  # read once, if needed
-        listings = [_listing(layout, run_id, chained) for run_id in sorted(_run_ids(layout))]
+        listings = [_listing(layout, run_id, chained) for run_id in sorted(stored_run_ids(layout))]
     listings.sort(key=lambda r: -(r.last_write_ms or 0))
     return listings
 

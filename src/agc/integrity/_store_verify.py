@@ -69,6 +69,7 @@ from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import archived_manifest_path, read_manifest
+from agc.integrity._verdict import count_verdicts
 from agc.integrity._verify import RunReport, check_folder_run
 
 if TYPE_CHECKING:
@@ -139,6 +140,9 @@ class StoreReport(Report[StoreFindingCode]):
                 "runs": len(self.runs),
                 "complete": good,
                 "incomplete": len(self.runs) - good,
+                "verdicts": {
+                    v.word: n for v, n in count_verdicts(r.verdict for r in self.runs).items()
+                },
                 "head": self.head,
                 "head_position": self.head_position,
             },

@@ -95,6 +95,7 @@ from agc.integrity._legacy import (
 from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import iter_json_objects, read_manifest
+from agc.integrity._verdict import Verdict, verdict_of
 
 if TYPE_CHECKING:
     # cryptography is imported only when a signature is actually checked: agc-verify
@@ -276,11 +277,20 @@ class RunReport(Report[RunFindingCode]):
         """The message of every error finding, in order."""
         return tuple(f.message for f in self.errors)
 
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict a person reads: ``complete``, or the code of the most severe
+        error finding, with its category (:mod:`agc.integrity._verdict`)."""
+        return verdict_of(self.findings)
+
     def _members(self) -> dict[str, Any]:
+        verdict = self.verdict
         return {
             "run_id": self.run_id,
             "store": self.store,
             "complete": self.complete,
+            "verdict_word": verdict.word,
+            "verdict_category": verdict.category,
             "missing": list(self.missing),
             "findings": [f.to_dict(_FINDING_KEYS) for f in self.findings],
             "artifacts": [a.to_dict() for a in self.artifacts],
@@ -963,9 +973,14 @@ def _run_missing(
     store_exists: bool = True,
 ) -> RunReport:
     """The report on a run of which the store holds nothing at all: one finding, which
-    every artifact shares (none of them is there)."""
+    every artifact shares (none of them is there). When the store holds a run of a
+    close id (a typo), the message asks "did you mean" it."""
     where = "" if store_exists else " (the store folder does not exist)"
-    finding: _Finding = Finding("run-missing", f"no run {run_id!r} in store {layout.root}{where}")
+    close = _close_run_id(run_id, layout) if store_exists else None
+    guess = "" if close is None else f"; did you mean {close!r}?"
+    finding: _Finding = Finding(
+        "run-missing", f"no run {run_id!r} in store {layout.root}{where}{guess}"
+    )
     return RunReport(
         run_id=run_id,
         store=str(layout.root),
@@ -976,6 +991,27 @@ def _run_missing(
         ),
         manifest=False,
     )
+
+
+CLOSE_ID_RATIO: Final = 0.6
+"""How alike a stored run id must be to a missing one to be suggested: ``difflib``'s
+similarity ratio (twice the matched characters over both lengths), its default cutoff."""
+
+
+def _close_run_id(run_id: str, layout: StoreLayout) -> str | None:
+    """The stored run id most like ``run_id`` (``difflib`` ratio at least
+    :data:`CLOSE_ID_RATIO`), or ``None``; a store that cannot be listed has none (the
+    finding stands without a suggestion)."""
+    import difflib  # noqa: PLC0415 - only for a run that is not there
+
+    from agc.integrity._runs import stored_run_ids  # noqa: PLC0415 - same
+
+    try:
+        stored = sorted(stored_run_ids(layout))
+    except StoreError:
+        return None
+    close = difflib.get_close_matches(run_id, stored, n=1, cutoff=CLOSE_ID_RATIO)
+    return close[0] if close else None
 
 
 def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[_Finding]:
