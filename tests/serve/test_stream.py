@@ -32,6 +32,7 @@ from agc.serve._stream import (
     HeldEvent,
 )
 from tests._core.secret_corpus import Secret, build_secrets, survivors
+from tests.serve.helpers import split_at
 
 DELTA = "item/agentMessage/delta"
 OUTPUT = "item/commandExecution/outputDelta"
@@ -103,11 +104,6 @@ def _leaks(secret: Secret, out: Sequence[HeldEvent], items: Iterable[str]) -> li
     return [piece for text in texts for piece in survivors(secret.pieces(), text)]
 
 
-def _split(text: str, cuts: Iterable[int]) -> list[str]:
-    points = sorted({0, len(text), *(c for c in cuts if 0 <= c <= len(text))})
-    return [text[a:b] for a, b in zip(points, points[1:], strict=False) if b > a]
-
-
 def _stream(text: str, pieces: list[str], item: str = "msg_1") -> list[HeldEvent]:
     return [
         ("item/started", {"item": {"id": item, "type": "agentMessage"}}, "notification"),
@@ -161,9 +157,9 @@ def _interleaved(draw: st.DrawFn) -> tuple[Secret, list[HeldEvent], str]:
         + draw(_FILLER)
     )
     cuts = draw(st.lists(st.integers(0, len(text)), max_size=40))
-    pieces = _split(text, cuts)
+    pieces = split_at(text, cuts)
     other = draw(_FILLER) + "ls -la\nREADME.md\n" + draw(_FILLER)
-    others = _split(other, draw(st.lists(st.integers(0, len(other)), max_size=10)))
+    others = split_at(other, draw(st.lists(st.integers(0, len(other)), max_size=10)))
     order = draw(st.permutations([0] * len(pieces) + [1] * len(others)))
     events: list[HeldEvent] = [
         ("item/started", {"item": {"id": "msg_1", "type": "agentMessage"}}, "notification"),
@@ -272,16 +268,21 @@ def _reads(text: str, size: int) -> list[str]:
 _LINE = "building module %05d: ok, 142 files, no warnings\n"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=st.sampled_from(CASES),
-    where=st.integers(0, 3 * HOLD_BYTES),
     read=st.sampled_from([8192, 8191, 4096, 1000, 65_537]),
+    near=st.integers(-200, 10),
+    anywhere=st.one_of(st.none(), st.integers(0, 3 * HOLD_BYTES)),
 )
 def test_property_a_key_anywhere_in_a_long_output_never_leaks_at_a_bound(
-    case: tuple[Secret, str], where: int, read: int
+    case: tuple[Secret, str], read: int, near: int, anywhere: int | None
 ) -> None:
     secret, carrier = case
+    # Where the first bound release would cut without a clean-cut search: the key is
+    # put across it (``near``), or anywhere in the output.
+    first_cut = (HOLD_BYTES // read + 1) * read - TAIL_CHARS
+    where = max(first_cut + near, 0) if anywhere is None else anywhere
     log = "".join(_LINE % i for i in range(3 * HOLD_BYTES // len(_LINE) + 50))
     text = log[:where] + " " + carrier + "\n" + log[where:]
     hold = DeltaHold()
@@ -307,7 +308,8 @@ def test_a_bound_release_keeps_a_tail_and_redacts_across_it() -> None:
     text = head + carrier + " " + "y" * (TAIL_CHARS + 100)
     out, _ = _feed([_delta("c", p, OUTPUT) for p in _reads(text, 4096)])
     assert _leaks(secret, out, ["c"]) == []
-    assert [(p["delta"], p["agcJoined"]["release"]) for _, p, _ in out][0] == (head, "bound")
+    first = out[0][1]
+    assert (first["delta"], first["agcJoined"]["release"]) == (head, "bound")
     assert out[1][1]["delta"].startswith("[REDACTED:openai-key] yyy")
 
 
