@@ -24,10 +24,10 @@ joined text, and ``agcJoined: {"deltas", "release", "part"}``. A stream is relea
 * ``bound``: when it holds more than :data:`HOLD_BYTES` (UTF-8) or the turn's streams
   together more than :data:`TURN_HOLD_BYTES` (then the largest stream). Only text up to
   a *clean cut* is released: a position at least :data:`TAIL_CHARS` characters before
-  the end where the detector finds the same secrets in the two halves as in the whole
-  (so no secret it finds crosses the cut, and none needs context on the other side).
-  The rest stays held and is redacted again with what follows. A secret of at most
-  :data:`TAIL_CHARS` characters (with the context its kind needs) is thus never cut.
+  the end that no secret the detector finds crosses (see :func:`clean_cut`). The rest
+  stays held and is redacted again with what follows. A secret of at most
+  :data:`TAIL_CHARS` characters (with up to twice that of the context its kind needs
+  before it), and a private key block of any length, is thus never cut.
   When no clean cut is found among the candidates (detected secrets cover all of
   them), the stream is held further, up to :data:`FORCE_BYTES`, where everything held
   is released redacted (``bound-forced``).
@@ -39,6 +39,7 @@ on was written at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -52,6 +53,7 @@ __all__ = [
     "TURN_HOLD_BYTES",
     "DeltaHold",
     "HeldEvent",
+    "clean_cut",
 ]
 
 HOLD_BYTES: Final = 65_536
@@ -64,8 +66,9 @@ TURN_HOLD_BYTES: Final = 1_048_576
 """All streams of a turn together hold at most about this many bytes."""
 
 _CUT_TRIES: Final = 8
+_ENDS_IN_MARKER: Final = re.compile(r"\[REDACTED:[a-z0-9-]+\]\s*\Z")
 _TURN_END_METHODS: Final = frozenset({"turn/completed"})
-_MCP_TURN_END: Final = frozenset({"task_complete", "turn_complete", "turn_aborted"})
+_MCP_TURN_END: Final = frozenset({"task_complete", "turn_aborted"})
 
 #: ``(method, params, kind)``: an event to record, in the supervisor's terms.
 HeldEvent = tuple[str, Mapping[str, Any], str]
@@ -141,14 +144,33 @@ def _candidates(text: str, target: int) -> list[int]:
     return sorted({c for c in found if 0 < c <= target}, reverse=True)
 
 
-def clean_cut(text: str, tail: int = TAIL_CHARS) -> int | None:
-    """A position ``c`` at least ``tail`` characters before the end of ``text`` where the
-    secret detector's output over the two halves equals its output over the whole (no
-    secret it finds crosses ``c``), or ``None`` when no candidate is clean."""
-    whole = redact_text(text)
+def clean_cut(
+    text: str, tail: int = TAIL_CHARS, stats: RedactionStats | None = None
+) -> tuple[int, str] | None:
+    """A clean cut of ``text``: a position ``c`` at least ``tail`` characters before its
+    end that no secret the detector finds crosses, with the detector's output over
+    ``text[:c]`` (counted in ``stats``); ``None`` when no candidate is clean.
+
+    Two tests, both needed: around ``c`` (``2 * tail`` characters before it, ``tail``
+    after), the detector's output over the two sides equals its output over the whole
+    window, so no secret of at most ``tail`` characters crosses ``c``, nor needs context
+    from the other side; and the output over ``text[:c]`` does not end in a replacement,
+    (but white space), so no longer secret (a private key block, found up to where it
+    is cut off) runs on across ``c``.
+    """
     for cut in _candidates(text, len(text) - tail):
-        if redact_text(text[:cut]) + redact_text(text[cut:]) == whole:
-            return cut
+        start = max(cut - 2 * tail, 0)
+        window = text[start : cut + tail]
+        split = cut - start
+        if redact_text(window[:split]) + redact_text(window[split:]) != redact_text(window):
+            continue
+        counted = RedactionStats()
+        head = redact_text(text[:cut], counted)
+        if _ENDS_IN_MARKER.search(head):
+            continue
+        if stats is not None:
+            stats.by_kind.update(counted.by_kind)
+        return cut, head
     return None
 
 
@@ -239,15 +261,16 @@ class DeltaHold:
     def _bound(self, stream: _Stream, *, force: bool = False) -> list[HeldEvent]:
         """Release a stream over its bound up to a clean cut (see the module docstring)."""
         text = stream.text
-        cut = clean_cut(text) if len(text) > TAIL_CHARS else None
-        if cut is None and stream.held_bytes <= FORCE_BYTES and not force:
+        found = clean_cut(text, stats=self.stats) if len(text) > TAIL_CHARS else None
+        if found is None and stream.held_bytes <= FORCE_BYTES and not force:
             stream.retry_at = stream.held_bytes + HOLD_BYTES // 4
             return []
-        if cut is None:
+        if found is None:
             cut, release = len(text), "bound-forced"
+            head = redact_text(text, self.stats)
         else:
-            release = "bound"
-        event = _with_text(stream, redact_text(text[:cut], self.stats), release, stream.deltas)
+            (cut, head), release = found, "bound"
+        event = _with_text(stream, head, release, stream.deltas)
         rest = text[cut:]
         stream.pieces = [rest] if rest else []
         stream.held_bytes = _utf8_len(rest)
