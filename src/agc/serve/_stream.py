@@ -33,8 +33,9 @@ joined text, and ``agcJoined: {"deltas", "release", "part"}``. A stream is relea
   is released redacted (``bound-forced``).
 
 Every other event is handed on unchanged, in order. Only held text is lost when the
-process itself is killed (at most :data:`HOLD_BYTES` per open stream): what was handed
-on was written at once.
+process itself is killed (at most :data:`HOLD_BYTES` per open stream, :data:`FORCE_BYTES`
+while no clean cut is found, about :data:`TURN_HOLD_BYTES` per turn): what was handed on
+was written at once.
 """
 
 from __future__ import annotations
