@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from agc._core.redact import RedactionStats, redact_text
+from agc._core.redact import DEFAULT_MARKER, RedactionStats, redact_text
 
 __all__ = [
     "FORCE_BYTES",
@@ -67,7 +67,10 @@ TURN_HOLD_BYTES: Final = 1_048_576
 """All streams of a turn together hold at most about this many bytes."""
 
 _CUT_TRIES: Final = 8
-_ENDS_IN_MARKER: Final = re.compile(r"\[REDACTED:[a-z0-9-]+\]\s*\Z")
+# The detector's replacement (DEFAULT_MARKER, any kind) at the end of a text, but spaces.
+_ENDS_IN_MARKER: Final = re.compile(
+    re.escape(DEFAULT_MARKER).replace(re.escape("{kind}"), "[a-z0-9-]+") + r"\s*\Z"
+)
 _TURN_END_METHODS: Final = frozenset({"turn/completed"})
 _MCP_TURN_END: Final = frozenset({"task_complete", "turn_aborted"})
 
