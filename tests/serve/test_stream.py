@@ -13,6 +13,7 @@ any 12-character piece of the secret (as the detector's corpus does).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -371,3 +372,58 @@ def test_mcp_server_deltas_are_joined_until_their_message(size: int) -> None:
     assert out[0][1]["agcJoined"]["deltas"] == len(pieces)
     assert not survivors(secret.pieces(), json.dumps(out[0][1]))
     assert re.search(r"\[REDACTED:", out[0][1]["msg"]["delta"])
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _chunks_of(out: Sequence[HeldEvent]) -> bytes:
+    """The bytes of every released base64 ``chunk``, in order."""
+    return b"".join(
+        base64.b64decode(p["msg"]["chunk"])
+        for m, p, _ in out
+        if m == "codex/event" and p["msg"]["type"] == "exec_command_output_delta"
+    )
+
+
+@pytest.mark.parametrize("size", [1, 7, 8192])
+def test_mcp_server_command_output_in_base64_chunks_is_redacted_as_bytes(size: int) -> None:
+    secret, carrier = next(c for c in CASES if c[0].detects_as == "openai-key")
+    # A key, a character of two bytes and a byte that is not UTF-8, cut anywhere.
+    data = b"x" * 9000 + f"\nkey: {carrier} \u00e9t\u00e9\n".encode() + b"\xff done\n"
+    chunks = [data[i : i + size] for i in range(0, len(data), size)]
+    events = [
+        *(
+            _mcp("exec_command_output_delta", call_id="c1", stream="stdout", chunk=_b64(c))
+            for c in chunks
+        ),
+        _mcp("exec_command_end", call_id="c1", exit_code=0),
+    ]
+    out, _ = _feed(events, drain=False)
+    assert [p["msg"]["type"] for _, p, _ in out] == [
+        "exec_command_output_delta",
+        "exec_command_end",
+    ]
+    assert out[0][1]["agcJoined"]["deltas"] == len(chunks)
+    sealed = _chunks_of(out)
+    assert secret.value.encode() not in sealed
+    text = data.decode("utf-8", "surrogateescape")
+    assert sealed == redact_text(text).encode("utf-8", "surrogateescape")  # every other byte kept
+
+
+def test_mcp_server_base64_output_over_the_bound_never_leaks() -> None:
+    secret, carrier = next(c for c in CASES if c[0].detects_as == "github-token")
+    reads = HOLD_BYTES // 8192 + 1
+    where = reads * 8192 - TAIL_CHARS - 10  # across where a naive cut would fall
+    log = ("".join(_LINE % i for i in range(3000))).encode()
+    data = log[:where] + b"\n" + carrier.encode() + b"\n" + log[where:]
+    events = [
+        _mcp("exec_command_output_delta", call_id="c2", stream="stdout", chunk=_b64(c))
+        for c in (data[i : i + 8192] for i in range(0, len(data), 8192))
+    ]
+    out, _ = _feed(events)
+    assert len(out) > 2  # released at the bound, in parts
+    sealed = _chunks_of(out)
+    assert survivors(secret.pieces(), sealed.decode()) == []
+    assert sealed == redact_text(data.decode()).encode()

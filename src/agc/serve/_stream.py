@@ -7,9 +7,11 @@ The agent streams an item's text in pieces: the Codex app-server protocol (v2) s
 plus ``summaryIndex`` / ``contentIndex`` for reasoning) before the item's
 ``item/completed``; ``codex mcp-server`` sends ``codex/event`` notifications whose
 ``msg.type`` ends in ``_delta`` (``agent_message_delta`` …, text in ``msg.delta``)
-before the message they build (``agent_message`` …). A key cut in two by a read
-boundary, or printed by the model a few characters at a time, is in no single piece:
-redacting each piece on its own would seal the key in clear across consecutive records.
+before the message they build (``agent_message`` …), and a command's output as base64
+bytes (``exec_command_output_delta``, ``msg.chunk``) before its ``exec_command_end``.
+A key cut in two by a read boundary, or printed by the model a few characters at a
+time, is in no single piece: redacting each piece on its own would seal the key in
+clear across consecutive records (and a key in base64 is not seen at all).
 
 :class:`DeltaHold` therefore holds a stream's pieces (a stream: one item's text of one
 delta method and index) and hands on, in their place, **one joined delta event**: the
@@ -17,7 +19,10 @@ first piece's params with the text replaced by the secret detector's output over
 joined text, and ``agcJoined: {"deltas", "release", "part"}``. A stream is released
 
 * ``completed``: when its item completes (``item/completed`` with its ``itemId``, the
-  message its ``codex/event`` deltas build, ``item_completed``), just before that event;
+  message its ``codex/event`` deltas build, ``item_completed`` or an ``…_end`` event
+  with its ``item_id`` / ``call_id``), just before that event. A base64 stream is
+  redacted as text (its bytes read as UTF-8, other bytes kept as they are) and recorded
+  as base64 again;
 * ``turn-end``: when the turn completes (``turn/completed``, ``task_complete``,
   ``turn_aborted``) or ends in any other way (:meth:`DeltaHold.drain`: a dead agent, a
   timeout, a cancel), so the accepted text is never lost;
@@ -40,6 +45,8 @@ was written at once.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,7 +95,9 @@ class _Stream:
     params: Mapping[str, Any]  # the first held piece's params
     item_id: str | None
     mcp_type: str | None  # msg.type of a codex/event delta
+    binary: bool = False  # base64 chunks of bytes (codex/event ``msg.chunk``)
     pieces: list[str] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)
     held_bytes: int = 0
     deltas: int = 0
     part: int = 0
@@ -96,7 +105,42 @@ class _Stream:
 
     @property
     def text(self) -> str:
+        """What is held, as text (bytes read as UTF-8, any other byte kept escaped)."""
+        if self.binary:
+            return b"".join(self.raw).decode("utf-8", "surrogateescape")
         return "".join(self.pieces)
+
+    def add(self, piece: str | bytes) -> None:
+        if isinstance(piece, bytes):
+            self.raw.append(piece)
+            self.held_bytes += len(piece)
+        else:
+            self.pieces.append(piece)
+            self.held_bytes += _utf8_len(piece)
+        self.deltas += 1
+
+    def keep(self, rest: str) -> None:
+        """Hold only ``rest`` (the end of :attr:`text`) from now on."""
+        if self.binary:
+            self.raw = [rest.encode("utf-8", "surrogateescape")] if rest else []
+            self.held_bytes = len(self.raw[0]) if rest else 0
+        else:
+            self.pieces = [rest] if rest else []
+            self.held_bytes = _utf8_len(rest)
+        self.deltas = 0
+        self.part += 1
+        self.retry_at = HOLD_BYTES
+
+
+def _chunk(msg: Mapping[str, Any]) -> bytes | None:
+    """The bytes of a ``codex/event`` delta's base64 ``chunk`` (RFC 4648), or ``None``."""
+    chunk = msg.get("chunk")
+    if not isinstance(chunk, str):
+        return None
+    try:
+        return base64.b64decode(chunk, validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _delta_key(method: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
@@ -108,10 +152,10 @@ def _delta_key(method: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None
         kind = msg.get("type")
         if not (isinstance(kind, str) and kind.endswith("_delta")):
             return None
-        if not isinstance(msg.get("delta"), str):
+        if not isinstance(msg.get("delta"), str) and _chunk(msg) is None:
             return None
         item = msg.get("item_id", msg.get("call_id"))
-        return (method, kind, str(item), str(params.get("id")))
+        return (method, kind, str(item), str(msg.get("stream")), str(params.get("id")))
     if not (method.startswith("item/") and method.lower().endswith("delta")):
         return None
     if not isinstance(params.get("delta"), str) or not isinstance(params.get("itemId"), str):
@@ -127,7 +171,10 @@ def _delta_key(method: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None
 
 def _with_text(stream: _Stream, text: str, release: str, deltas: int) -> HeldEvent:
     params = dict(stream.params)
-    if stream.mcp_type is not None:
+    if stream.binary:
+        chunk = base64.b64encode(text.encode("utf-8", "surrogateescape")).decode("ascii")
+        params["msg"] = {**dict(params["msg"]), "chunk": chunk}
+    elif stream.mcp_type is not None:
         params["msg"] = {**dict(params["msg"]), "delta": text}
     else:
         params["delta"] = text
@@ -204,12 +251,13 @@ class DeltaHold:
         if stream is None:
             mcp_type = key[1] if method == "codex/event" else None
             item = params.get("itemId") if mcp_type is None else key[2]
-            stream = _Stream(method, params, item, mcp_type)
+            binary = mcp_type is not None and not isinstance(params["msg"].get("delta"), str)
+            stream = _Stream(method, params, item, mcp_type, binary)
             self._streams[key] = stream
-        piece = params["msg"]["delta"] if stream.mcp_type is not None else params["delta"]
-        stream.pieces.append(piece)
-        stream.held_bytes += _utf8_len(piece)
-        stream.deltas += 1
+        if stream.binary:
+            stream.add(_chunk(params["msg"]) or b"")
+        else:
+            stream.add(params["msg"]["delta"] if stream.mcp_type is not None else params["delta"])
         out: list[HeldEvent] = []
         if stream.held_bytes > stream.retry_at:
             out += self._bound(stream)
@@ -244,7 +292,8 @@ class DeltaHold:
             kind = msg.get("type")
             if kind in _MCP_TURN_END:
                 return self.drain()
-            done = str(msg.get("item_id")) if kind == "item_completed" else None
+            ends = isinstance(kind, str) and (kind == "item_completed" or kind.endswith("_end"))
+            done = str(msg.get("item_id", msg.get("call_id"))) if ends else None
             keys = [
                 key
                 for key, stream in self._streams.items()
@@ -275,10 +324,5 @@ class DeltaHold:
         else:
             (cut, head), release = found, "bound"
         event = _with_text(stream, head, release, stream.deltas)
-        rest = text[cut:]
-        stream.pieces = [rest] if rest else []
-        stream.held_bytes = _utf8_len(rest)
-        stream.deltas = 0
-        stream.part += 1
-        stream.retry_at = HOLD_BYTES
+        stream.keep(text[cut:])
         return [event]
