@@ -32,7 +32,8 @@ joined text, and ``agcJoined: {"deltas", "release", "part"}``. A stream is relea
   the end that no secret the detector finds crosses (see :func:`clean_cut`). The rest
   stays held and is redacted again with what follows. A secret of at most
   :data:`TAIL_CHARS` characters (with up to twice that of the context its kind needs
-  before it), and a private key block of any length, is thus never cut.
+  before it), and a private key block shorter than :data:`FORCE_BYTES`, is thus never
+  cut.
   When no clean cut is found among the candidates (detected secrets cover all of
   them), the stream is held further, up to :data:`FORCE_BYTES`, where everything held
   is released redacted (``bound-forced``).
