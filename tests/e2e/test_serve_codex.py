@@ -5,7 +5,8 @@
 Each chat makes the model call Codex's shell tool (:class:`ReactiveScript`: the message
 ``run: COMMAND`` becomes a shell call, and the reply quotes the command's output, so a
 reply proves the command ran). The tests check the reply, the trace, the sealed run
-(``agc-verify``), the turn ledger, thread continuation, a Codex process killed mid-turn,
+(``agc-verify``), the turn ledger, a key the model streams in pieces (never sealed or
+shown in clear), thread continuation, a Codex process killed mid-turn,
 a crash of the service (``agc recover``), the readiness gate, and 20 concurrent
 conversations.
 """
