@@ -16,9 +16,9 @@ from agc.integrity import check_run, read_run_manifest
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
 from agc.ledger import check_turn_file
-from agc.serve import TurnEnd, TurnInfo
+from agc.serve import ProviderEvent, TurnEnd, TurnInfo
 from agc.serve._trace import Trace
-from tests.serve.fakes import make_supervisor
+from tests.serve.fakes import Behaviour, Factory, make_supervisor
 from tests.serve.helpers import run
 
 
@@ -79,6 +79,62 @@ def test_each_turn_is_a_sealed_signed_run_with_a_turn_ledger(tmp_path: Path) -> 
 
 def _info(trace_id: str) -> TurnInfo:
     return TurnInfo(trace_id, "conv-1", 1, "hello", 0, "codex-stdio", Path("/w"))
+
+
+@pytest.mark.parametrize("dies", [False, True], ids=["completed", "agent-died-mid-item"])
+def test_a_key_streamed_in_deltas_is_sealed_redacted_on_disk(tmp_path: Path, dies: bool) -> None:
+    key = "sk-proj-" + "Zq8Lw2Rt" * 6
+    reply = f"the key is {key}, done"
+    deltas = [reply[i : i + 5] for i in range(0, len(reply), 5)]
+    output = f"OPENAI_API_KEY={key}\n" * 3
+    reads = [output[i : i + 13] for i in range(0, len(output), 13)]
+    events = [
+        ProviderEvent("item/started", {"item": {"id": "m9", "type": "agentMessage"}}),
+        *(ProviderEvent("item/agentMessage/delta", {"itemId": "m9", "delta": d}) for d in deltas),
+        *(
+            ProviderEvent("item/commandExecution/outputDelta", {"itemId": "c9", "delta": r})
+            for r in reads
+        ),
+    ]
+    if not dies:
+        item = {"id": "m9", "type": "agentMessage", "text": reply}
+        events.append(ProviderEvent("item/completed", {"item": item}))
+    store = tmp_path / "store"
+    sink = AuditSink(store=store, signing_key=None, ledger_root=tmp_path / "workspace")
+    behaviour = Behaviour(reply=reply, exit_during_turn=dies, extra_events=tuple(events))
+    supervisor, _ = make_supervisor(tmp_path, sink=sink, factory=Factory(behaviour))
+
+    async def scenario() -> str:
+        await supervisor.start()
+        try:
+            accepted = await supervisor.submit("show me the key", None)
+            trace = supervisor.traces[accepted["traceId"]]
+            await asyncio.wait_for(trace.done.wait(), 10)
+            return trace.trace_id
+        finally:
+            await supervisor.stop()
+
+    trace_id = run(scenario())
+    assert check_run(trace_id, store).complete
+    written = [
+        p for root in (store, tmp_path / "workspace") for p in root.rglob("*") if p.is_file()
+    ]
+    assert not [p for p in written if key.encode() in p.read_bytes()]
+    transcript = _lines(store / "audit" / "transcripts" / f"{trace_id}.jsonl")
+    joined = {
+        r["method"]: r["params"] for r in transcript if str(r.get("method", "")).endswith("elta")
+    }
+    reply_params = joined["item/agentMessage/delta"]
+    assert isinstance(reply_params, dict)
+    assert reply_params["delta"] == "the key is [REDACTED:openai-key], done"
+    assert reply_params["agcJoined"] == {
+        "deltas": len(deltas),
+        "release": "turn-end" if dies else "completed",
+        "part": 0,
+    }
+    output_params = joined["item/commandExecution/outputDelta"]
+    assert isinstance(output_params, dict)
+    assert output_params["delta"] == "OPENAI_API_KEY=[REDACTED:openai-key]\n" * 3
 
 
 def test_a_turn_cut_off_by_a_crash_stays_unsealed_until_recovered(tmp_path: Path) -> None:

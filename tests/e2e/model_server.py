@@ -66,9 +66,12 @@ class ShellCall:
 
 @dataclass(frozen=True)
 class Answer:
-    """End the turn with this assistant text."""
+    """End the turn with this assistant text; with ``chunk``, the Responses stream also
+    sends it as ``response.output_text.delta`` events of that many characters, as a
+    model streams its reply."""
 
     text: str
+    chunk: int | None = None
 
 
 Step = ShellCall | Answer
@@ -120,9 +123,10 @@ class ReactiveScript(Script):
     * any other last user message: the answer ``"ready"``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, chunk: int | None = None) -> None:
         super().__init__([Answer("ready")])
         self._calls = itertools.count(1)
+        self._chunk = chunk
 
     def step_for(self, body: Any) -> Step:
         items = body.get("input") if isinstance(body, dict) else None
@@ -143,7 +147,7 @@ class ReactiveScript(Script):
         output = outputs[-1].get("output")
         output = output if isinstance(output, str) else json.dumps(output)
         tail = output.rsplit("Output:", 1)[-1].strip()[:200]
-        return Answer(f"agc-e2e reply: {tail}")
+        return Answer(f"agc-e2e reply: {tail}", self._chunk)
 
 
 def _message_text(item: dict[str, Any]) -> str:
@@ -317,10 +321,23 @@ def responses_stream(step: Step, tools: Any, response_id: str) -> bytes:
         "output_tokens_details": None,
         "total_tokens": 15,
     }
+    deltas: list[dict[str, Any]] = []
+    if isinstance(step, Answer) and step.chunk:
+        deltas = [
+            {
+                "type": "response.output_text.delta",
+                "item_id": item["id"],
+                "output_index": 0,
+                "content_index": 0,
+                "delta": step.text[start : start + step.chunk],
+            }
+            for start in range(0, len(step.text), step.chunk)
+        ]
     return _sse(
         [
             {"type": "response.created", "response": {"id": response_id}},
             {"type": "response.output_item.added", "output_index": 0, "item": item},
+            *deltas,
             {"type": "response.output_item.done", "output_index": 0, "item": item},
             {"type": "response.completed", "response": {"id": response_id, "usage": usage}},
         ]

@@ -5,7 +5,8 @@
 Each chat makes the model call Codex's shell tool (:class:`ReactiveScript`: the message
 ``run: COMMAND`` becomes a shell call, and the reply quotes the command's output, so a
 reply proves the command ran). The tests check the reply, the trace, the sealed run
-(``agc-verify``), the turn ledger, thread continuation, a Codex process killed mid-turn,
+(``agc-verify``), the turn ledger, a key the model streams in pieces (never sealed or
+shown in clear), thread continuation, a Codex process killed mid-turn,
 a crash of the service (``agc recover``), the readiness gate, and 20 concurrent
 conversations.
 """
@@ -46,11 +47,14 @@ Start = Callable[..., ServeProcess]
 def start_service(
     tmp_path: Path, codex_bin: Path, model_server: Callable[[ReactiveScript], ModelServer]
 ) -> Iterator[Callable[..., tuple[ServeProcess, ModelServer]]]:
-    """``start_service(name, **options)`` starts the model server and ``agc serve``."""
+    """``start_service(name, chunk=None, **options)`` starts the model server (its replies
+    streamed ``chunk`` characters at a time when given) and ``agc serve``."""
     started: list[ServeProcess] = []
 
-    def start(name: str = "serve", **options: Any) -> tuple[ServeProcess, ModelServer]:
-        server = model_server(ReactiveScript())
+    def start(
+        name: str = "serve", chunk: int | None = None, **options: Any
+    ) -> tuple[ServeProcess, ModelServer]:
+        server = model_server(ReactiveScript(chunk=chunk))
         service = ServeProcess.start(tmp_path / name, server, codex_bin, **options)
         started.append(service)
         return service, server
@@ -182,6 +186,49 @@ def test_a_chat_runs_the_shell_tool_is_sealed_and_a_follow_up_continues_the_thre
         second["traceId"],
     )
     assert _verify(service, second["traceId"])["complete"] is True
+
+
+def test_a_key_the_model_streams_and_a_command_prints_is_sealed_redacted(
+    start_service: Callable[..., tuple[ServeProcess, ModelServer]],
+) -> None:
+    # The reply quotes the start of the command's output, streamed 5 characters at a
+    # time; the output is over 8 KiB, the key printed again across the first 8 KiB (a
+    # read boundary, where a build streams the output).
+    key = "sk-proj-" + "Rk7Qw2Lm9Xv4Tb8N" * 3
+    service, _ = start_service(chunk=5)
+    command = f"echo {key} is the key; head -c 8130 /dev/zero | tr '\\0' x; echo; echo {key}"
+    accepted = service.chat(f"run: {command}")
+    result = service.wait_result(accepted["traceId"])
+    assert result["status"] == "completed", service.describe()
+    assert "[REDACTED:openai-key] is the key" in result["reply"]["content"]
+    events = service.trace(accepted["traceId"])
+    answers = [json.dumps(result), json.dumps(events)]
+    streamed = {
+        event["method"]: event["params"] for event in events if event["method"].endswith("elta")
+    }
+    transcript = _lines(service.store / "audit" / "transcripts" / f"{accepted['traceId']}.jsonl")
+    for seen in (events, transcript):  # what /trace shows and what was sealed
+        rebuilt = "".join(
+            e["params"]["delta"] for e in seen if e.get("method") == "item/agentMessage/delta"
+        )
+        assert rebuilt == result["reply"]["content"]
+    reply = streamed["item/agentMessage/delta"]
+    assert reply["agcJoined"]["deltas"] > 5  # Codex streamed it in pieces; one record
+    (command_item,) = [
+        event["params"]["item"]
+        for event in events
+        if event["method"] == "item/completed"
+        and event["params"]["item"]["type"] == "commandExecution"
+    ]
+    assert command_item["aggregatedOutput"].endswith("x\n[REDACTED:openai-key]\n")
+    output = streamed.get("item/commandExecution/outputDelta")
+    if output is not None:  # the pinned build sends none for its shell_command tool
+        assert output["delta"] == command_item["aggregatedOutput"]
+    written = [path for path in service.store.rglob("*") if path.is_file()]
+    written += [path for path in service.workspace.rglob("*") if path.is_file()]
+    assert not [path for path in written if key.encode() in path.read_bytes()]
+    assert not [text for text in answers if key in text]
+    assert _verify(service, accepted["traceId"])["complete"] is True
 
 
 def test_killing_codex_mid_turn_is_a_structured_failure_and_the_thread_resumes(

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -47,6 +48,12 @@ async def served(
             yield client
     finally:
         await supervisor.stop()
+
+
+def split_at(text: str, cuts: Iterable[int]) -> list[str]:
+    """``text`` cut at each position of ``cuts`` in range (no empty piece)."""
+    points = sorted({0, len(text), *(c for c in cuts if 0 <= c <= len(text))})
+    return [text[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
 async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:

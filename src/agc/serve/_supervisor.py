@@ -504,9 +504,9 @@ class Supervisor:
 
     async def _drive(self, conversation: Conversation, trace: Trace, info: TurnInfo) -> TurnResult:
         async def on_event(event: ProviderEvent) -> None:
-            await self._record(
-                info, trace, event.method, event.params, source="codex", kind=event.kind
-            )
+            # Deltas of an item are held and recorded joined (agc.serve._stream).
+            for method, params, kind in trace.stream.accept(event.method, event.params, event.kind):
+                await self._record(info, trace, method, params, source="codex", kind=kind)
 
         session = conversation.session
         if session is None or not session.alive():
@@ -652,6 +652,10 @@ class Supervisor:
         if session is not None and not session.alive():
             await self._end_session(conversation, "idle")
         if started:
+            # What the agent streamed for an item that never completed is still sealed.
+            for method, params, kind in trace.stream.drain():
+                await self._record(info, trace, method, params, source="codex", kind=kind)
+            trace.redactions += trace.stream.stats.total
             await self._record(
                 info,
                 trace,

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from agc._core.redact import RedactionStats, redact_text, redact_value
+from agc.serve._stream import DeltaHold
 
 __all__ = [
     "TRACE_STRING_CHARS",
@@ -180,6 +181,7 @@ class Trace:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     cancel_requested: bool = False
     ended_at_ms: int | None = None
+    stream: DeltaHold = field(default_factory=DeltaHold)
 
     def __post_init__(self) -> None:
         self.updated_at_ms = self.updated_at_ms or self.created_at_ms
