@@ -55,9 +55,11 @@ from typing import Any, Final, Literal, Protocol, Self
 
 from agc._core.checkpoint import (
     CHECKPOINT_SUFFIX,
+    MAX_SEALED_CHECKPOINTS,
     Checkpoint,
     format_checkpoint,
     remove_checkpoints,
+    thin_checkpoints,
 )
 from agc._core.digest import (
     DEFAULT_ALGORITHM,
@@ -393,6 +395,9 @@ class FileSeal:
         digest: lower-case hex digest of the whole file's bytes.
         bytes: file length in bytes.
         records: number of records (lines) in the whole file.
+        checkpoints: the crash checkpoints this writer took (prefix digests of the
+            whole file, in order; at most :data:`~agc._core.checkpoint.MAX_SEALED_CHECKPOINTS`,
+            thinned evenly), kept so that a verifier can say where a later change is.
     """
 
     path: Path
@@ -401,6 +406,7 @@ class FileSeal:
     digest: str
     bytes: int
     records: int
+    checkpoints: tuple[Checkpoint, ...] = ()
 
 
 class JsonlFileWriter(SealsOnExit):
@@ -478,6 +484,7 @@ class JsonlFileWriter(SealsOnExit):
         self._checkpoint_records = max(0, checkpoint_records)
         self._checkpoint_interval_ns = max(0, checkpoint_interval_ms) * 1_000_000
         self._checkpoint_fd: int | None = None
+        self._taken: list[Checkpoint] = []
         self._seal_policy.before_open(self.path)
         make_dirs(self.path.parent)
         try:
@@ -663,6 +670,7 @@ class JsonlFileWriter(SealsOnExit):
                 digest=self._hasher.hexdigest(),
                 bytes=self.bytes_written,
                 records=self.records_written,
+                checkpoints=tuple(self._taken),
             )
             self._seal_policy.publish(seal)
             remove_checkpoints(self.path)
@@ -880,6 +888,9 @@ class JsonlFileWriter(SealsOnExit):
             os.write(self._checkpoint_fd, format_checkpoint(checkpoint))
             if self.fsync_policy == "always":
                 os.fsync(self._checkpoint_fd)
+            self._taken.append(checkpoint)
+            if len(self._taken) > MAX_SEALED_CHECKPOINTS:
+                self._taken = thin_checkpoints(self._taken)
         except OSError as exc:
             self._failed = True
             raise WriteFailedError(

@@ -65,7 +65,9 @@ def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
     """List the runs of a store: state, records, bytes, signature, last write.
 
     Nothing is verified (no file is hashed, so it is quick on a large store): `sealed`
-    means the run's manifest is closed, `unsealed` that it is still being written, was
+    means the run's manifest is closed, `recovered` that `agc recover` closed it with
+    bytes no crash checkpoint vouched for (agc-verify fails it unless
+    --allow-recovered), `unsealed` that it is still being written, was
     stopped or crashed (`agc recover RUN` seals it), `damaged` that its manifest cannot
     be read, `legacy` that an earlier release sealed it in the legacy store format (a
     digest-only SHA-256 sidecar, no manifest). `agc-verify RUN` (or `--all`) checks the

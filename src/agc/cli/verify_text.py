@@ -13,9 +13,17 @@ from typing import TYPE_CHECKING, Final, TextIO
 from agc.integrity._verify import RunReport
 
 if TYPE_CHECKING:
+    from agc._core.report import Finding
     from agc.integrity._store_verify import StoreReport
 
-__all__ = ["format_report", "format_store", "recovery_hint", "store_summary", "use_color"]
+__all__ = [
+    "described",
+    "format_report",
+    "format_store",
+    "recovery_hint",
+    "store_summary",
+    "use_color",
+]
 
 _GREEN: Final = "\x1b[32m"
 _RED: Final = "\x1b[1;31m"
@@ -32,6 +40,15 @@ def use_color(stream: TextIO) -> bool:
     except (AttributeError, ValueError):  # closed or replaced stream
         return False
     return tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def described(finding: Finding[str]) -> str:
+    """A finding's message, and where the change begins when the finding says
+    (``transcript checksum mismatch (lines 2001-3000)``)."""
+    if finding.lines is None:
+        return finding.message
+    first, last = finding.lines
+    return f"{finding.message} ({f'line {first}' if first == last else f'lines {first}-{last}'})"
 
 
 def _paint(text: str, code: str, color: bool) -> str:
@@ -53,16 +70,16 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
     by_artifact: dict[str | None, list[str]] = {}
     for finding in report.findings:
         prefix = "" if finding.severity == "error" else _paint("warning: ", _YELLOW, color)
-        by_artifact.setdefault(finding.artifact, []).append(prefix + finding.message)
+        by_artifact.setdefault(finding.artifact, []).append(prefix + described(finding))
         if finding.artifact in {None, "manifest"}:
             # The run as a whole and its manifest have no OK line to hang a warning
             # under: an error is a FAIL line, a warning an indented note (never FAIL,
             # and left out by --quiet: it is not a failure).
             name = f"{finding.artifact or 'run':<12}"
             if finding.severity == "error":
-                lines.append(f"{fail} {name} {finding.message}")
+                lines.append(f"{fail} {name} {described(finding)}")
             elif not quiet:
-                lines.append(f"     {name} {prefix}{finding.message}")
+                lines.append(f"     {name} {prefix}{described(finding)}")
     for artifact in report.artifacts:
         name = f"{artifact.kind:<12}"
         notes = by_artifact.get(artifact.kind, [])
@@ -124,7 +141,8 @@ def format_store(report: StoreReport, *, color: bool = False, quiet: bool = Fals
             if not quiet:
                 lines.append(f"{ok} {run.run_id}  {run.signature}")
         else:
-            lines.append(f"{fail} {run.run_id}  {run.signature}  {'; '.join(run.missing)}")
+            errors = "; ".join(described(f) for f in run.errors)
+            lines.append(f"{fail} {run.run_id}  {run.signature}  {errors}")
     for finding in report.findings:
         if finding.severity == "error":
             lines.append(f"{fail} store  {finding.message}")

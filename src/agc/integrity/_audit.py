@@ -102,6 +102,7 @@ def build_audit(
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
     allow_unsigned: bool = False,
+    allow_recovered: bool = False,
     expect_head: str | None = None,
     generated_ms: int,
     generator: str = "agc",
@@ -118,6 +119,7 @@ def build_audit(
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
+            allow_recovered=allow_recovered,
             expect_head=expect_head,
         )
         reports = list(store_report.runs)
@@ -131,6 +133,7 @@ def build_audit(
                 trusted_keys=trusted_keys,
                 require_signature=require_signature,
                 allow_unsigned=allow_unsigned,
+                allow_recovered=allow_recovered,
             )
             for r in dict.fromkeys(run_ids)
         ]
