@@ -96,7 +96,7 @@ def test_a_missing_file_or_run_is_a_usage_error(
 ) -> None:
     store = _store(tmp_path)
     assert agc_main(["diff", "r1", str(tmp_path / "nope.jsonl"), "--store", str(store)]) == 2
-    assert "no such file" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err
     session = tmp_path / "session.jsonl"
     assert agc_main(["diff", "r9", str(session), "--store", str(store)]) == 2
     assert "r9" in capsys.readouterr().err

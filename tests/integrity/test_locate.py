@@ -157,21 +157,23 @@ def test_a_seal_without_checkpoints_still_verifies_and_locates_the_whole_file(
     assert _modified(tmp_path).lines == (1, 50)
 
 
-def test_checkpoints_are_thinned_to_the_limit_and_still_locate(tmp_path: Path) -> None:
-    count = 2 * MAX_SEALED_CHECKPOINTS + 300
+def test_checkpoints_are_thinned_to_the_limit_evenly_and_still_locate(tmp_path: Path) -> None:
+    count = 3 * MAX_SEALED_CHECKPOINTS + 100
     _write(tmp_path, count=count, every=1)
-    kept = _manifest(tmp_path)["artifacts"]["transcript"]["checkpoints"]
+    kept = [c["records"] for c in _manifest(tmp_path)["artifacts"]["transcript"]["checkpoints"]]
     assert MAX_SEALED_CHECKPOINTS // 2 <= len(kept) <= MAX_SEALED_CHECKPOINTS
-    assert (tmp_path / f"audit/manifests/{RUN}.json").stat().st_size < 1024 * 1024 // 2
+    gaps = [b - a for a, b in itertools.pairwise([0, *kept])]
+    assert max(gaps) <= 2 * min(gaps), "spaced about evenly"
     path = transcript_path(tmp_path, RUN)
     original = path.read_bytes()
     offset = len(original) * 2 // 3
     data = bytearray(original)
     data[offset] ^= 4
     path.write_bytes(bytes(data))
-    first, last = _modified(tmp_path).lines
-    assert first <= original[:offset].count(b"\n") + 1 <= last
-    assert last - first < 8  # thinned twice at most: one checkpoint every 4 records
+    line = original[:offset].count(b"\n") + 1
+    end = next(r for r in kept if r >= line)
+    start = max((r for r in kept if r < line), default=0)
+    assert _modified(tmp_path).lines == (start + 1, end)
 
 
 def test_manifest_checkpoints_are_checked_when_parsed(tmp_path: Path) -> None:

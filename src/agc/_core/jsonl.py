@@ -485,6 +485,7 @@ class JsonlFileWriter(SealsOnExit):
         self._checkpoint_interval_ns = max(0, checkpoint_interval_ms) * 1_000_000
         self._checkpoint_fd: int | None = None
         self._taken: list[Checkpoint] = []
+        self._taken_stride = 0  # records between kept checkpoints, once thinned
         self._seal_policy.before_open(self.path)
         make_dirs(self.path.parent)
         try:
@@ -869,6 +870,17 @@ class JsonlFileWriter(SealsOnExit):
             else never
         )
 
+    def _keep(self, checkpoint: Checkpoint) -> None:
+        """Keep the checkpoint for the seal: at most ``MAX_SEALED_CHECKPOINTS``, spaced
+        about evenly (once thinned, one at most every ``_taken_stride`` records)."""
+        taken = self._taken
+        if taken and checkpoint.records - taken[-1].records < self._taken_stride:
+            return
+        taken.append(checkpoint)
+        if len(taken) > MAX_SEALED_CHECKPOINTS:
+            self._taken = thin_checkpoints(taken)
+            self._taken_stride = self._taken[-1].records // len(self._taken)
+
     def _checkpoint(self) -> None:
         """Append ``{records, bytes, digest}`` of the written prefix to ``<name>.ckpt``."""
         checkpoint = Checkpoint(
@@ -888,9 +900,7 @@ class JsonlFileWriter(SealsOnExit):
             os.write(self._checkpoint_fd, format_checkpoint(checkpoint))
             if self.fsync_policy == "always":
                 os.fsync(self._checkpoint_fd)
-            self._taken.append(checkpoint)
-            if len(self._taken) > MAX_SEALED_CHECKPOINTS:
-                self._taken = thin_checkpoints(self._taken)
+            self._keep(checkpoint)
         except OSError as exc:
             self._failed = True
             raise WriteFailedError(

@@ -24,10 +24,16 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from agc._core import json as strict_json
-from agc._core.fs import open_nofollow
+from agc._core.fs import describe_os_error, open_nofollow
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import ArtifactKind, validate_run_id
-from agc.errors import InputError, JsonInvalidError, UnsafePathError
+from agc.errors import (
+    FileUnreadableError,
+    InputError,
+    InputMissingError,
+    JsonInvalidError,
+    UnsafePathError,
+)
 from agc.integrity._runs import iter_records, unwrap_record
 
 __all__ = ["DiffSide", "RunDiff", "diff_run"]
@@ -105,7 +111,8 @@ def diff_run(
     Raises:
         RunIdInvalidError: bad run id.
         RunNotFoundError: the run has no such artifact in the store.
-        InputError: ``file`` is missing, not a regular file, or cannot be read.
+        InputMissingError, InputError, FileUnreadableError: ``file`` is missing, a
+            symlink or not a regular file, or cannot be read.
         UnsafePathError, StoreError: the run's file is a symlink or cannot be read.
     """
     validate_run_id(run_id)
@@ -148,17 +155,18 @@ def _file_lines(path: Path) -> Iterator[bytes]:
     """The file's lines without their ``\\n``; a last line without one is a line too.
 
     Raises:
-        InputError: (at once) the file is missing, a symlink, not a regular file, or
-            cannot be opened; (while iterating) it cannot be read.
+        InputMissingError: the file does not exist.
+        InputError: it is a symlink or not a regular file.
+        FileUnreadableError: it cannot be opened or (while iterating) read.
     """
     try:
         fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file") from exc
+        raise InputMissingError(f"{path} does not exist") from exc
     except UnsafePathError as exc:
         raise InputError(f"{path} is a symlink; give the file itself") from exc
     except OSError as exc:
-        raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+        raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
     handle = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         handle.close()
@@ -172,4 +180,4 @@ def _lines_of(handle: BinaryIO, path: Path) -> Iterator[bytes]:
             for line in handle:
                 yield line[:-1] if line.endswith(b"\n") else line
         except OSError as exc:
-            raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+            raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc

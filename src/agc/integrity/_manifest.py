@@ -16,11 +16,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agc._core import json as strict_json
 from agc._core.canonical import canonical_json
-from agc._core.checkpoint import Checkpoint, thin_checkpoints
 from agc._core.digest import ALGORITHMS, Algorithm
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 from agc.errors import (
@@ -29,6 +28,9 @@ from agc.errors import (
     RecordInvalidError,
     RunIdInvalidError,
 )
+
+if TYPE_CHECKING:
+    from agc._core.checkpoint import Checkpoint
 
 __all__ = [
     "MANIFEST_SCHEMA_VERSION",
@@ -308,6 +310,8 @@ def sealed_checkpoints(
 ) -> tuple[dict[str, Any], ...]:
     """The ``checkpoints`` of a seal: an earlier seal's (a re-opened file) and those just
     taken beyond them, at most :data:`~agc._core.checkpoint.MAX_SEALED_CHECKPOINTS`."""
+    from agc._core.checkpoint import thin_checkpoints  # noqa: PLC0415 - writers only
+
     kept = [dict(c) for c in earlier]
     end = kept[-1]["bytes"] if kept else 0
     kept += [
