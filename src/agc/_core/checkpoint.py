@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
 from agc._core.fs import read_small_file
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_SEALED_CHECKPOINTS",
     "Checkpoint",
     "PrefixCheck",
+    "ReadAt",
     "check_prefix",
     "check_prefix_read",
     "chunk_reader",
@@ -47,6 +48,9 @@ CHECKPOINT_SUFFIX: Final = ".ckpt"
 MAX_CHECKPOINT_BYTES: Final = 1 << 30
 """The largest checkpoint file read (a checkpoint line is about 150 bytes)."""
 _T = TypeVar("_T")
+ReadAt: TypeAlias = Callable[[int, int], "bytes | memoryview"]
+"""``read(length, offset)``: at most ``length`` bytes of a file at ``offset``, empty at
+its end."""
 MAX_SEALED_CHECKPOINTS: Final = 256
 """The most checkpoints a seal keeps per file: past it every second one is dropped,
 which doubles the spacing and halves how precisely a change is located. At about 170
@@ -169,9 +173,7 @@ def check_prefix(fd: int, checkpoints: Sequence[Checkpoint], *, size: int) -> Pr
     return check_prefix_read(lambda length, at: os.pread(fd, length, at), checkpoints, size=size)
 
 
-def check_prefix_read(
-    read: Callable[[int, int], bytes], checkpoints: Sequence[Checkpoint], *, size: int
-) -> PrefixCheck:
+def check_prefix_read(read: ReadAt, checkpoints: Sequence[Checkpoint], *, size: int) -> PrefixCheck:
     """:func:`check_prefix` over ``read(length, offset)`` (at most ``length`` bytes at
     ``offset``; ``b""`` at the end). Offsets are read in increasing order, once each, so
     a :func:`chunk_reader` over a stream serves it.
@@ -204,7 +206,7 @@ def check_prefix_read(
     return PrefixCheck(len(ordered), verified_bytes, verified_records)
 
 
-def chunk_reader(chunks: Iterable[bytes]) -> Callable[[int, int], bytes]:
+def chunk_reader(chunks: Iterable[bytes]) -> ReadAt:
     """A ``read(length, offset)`` for :func:`check_prefix_read` over a stream of chunks
     (an object being downloaded). It returns at most the rest of the current chunk, and
     an offset before the current chunk raises ``ValueError`` (a stream does not go back).

@@ -56,7 +56,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Container, Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
@@ -104,7 +104,7 @@ if TYPE_CHECKING:
     # a file that is not sealed for good.
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from agc._core.checkpoint import Checkpoint, PrefixCheck
+    from agc._core.checkpoint import Checkpoint, PrefixCheck, ReadAt
 
 __all__ = [
     "ArtifactObservation",
@@ -403,9 +403,7 @@ def sealed_bytes_differ(
     return prefix_digest is None or not digests_equal(seal.digest, prefix_digest)
 
 
-def changed_lines(
-    seal: ArtifactSeal, read: Callable[[int, int], bytes], size: int
-) -> tuple[int, int]:
+def changed_lines(seal: ArtifactSeal, read: ReadAt, size: int) -> tuple[int, int]:
     """Where the first change to a sealed file lies, as a 1-based range of lines.
 
     The seal's prefix digests (the earlier segments of a re-opened file and the
@@ -456,7 +454,7 @@ def _prefix_digests(
     ]
 
 
-def _fd_reader(fd: int) -> Callable[[int, int], bytes]:
+def _fd_reader(fd: int) -> ReadAt:
     return lambda length, offset: os.pread(fd, length, offset)
 
 
@@ -516,9 +514,7 @@ def _read_checkpoints(path: Path) -> list[Checkpoint]:
         return []  # not a checkpoint file: nothing of the file counts as verified
 
 
-def _first_changed_segment(
-    seal: ArtifactSeal, size: int, read: Callable[[int, int], bytes]
-) -> Mapping[str, Any] | None:
+def _first_changed_segment(seal: ArtifactSeal, size: int, read: ReadAt) -> Mapping[str, Any] | None:
     """The first earlier segment (of a re-opened file) whose prefix no longer hashes to
     the digest it was sealed with, or lies past the file's ``size``; ``None`` when every
     one matches (the rule of :func:`~agc._core.checkpoint.check_prefix_read`).
