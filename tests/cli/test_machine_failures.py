@@ -23,6 +23,7 @@ from agc.cli.verify import main as verify_main
 from agc.errors import FileWriteError
 from agc.exitcodes import ExitCode
 from agc.integrity._signing import load_signing_key
+from agc.integrity._store_io import read_manifest
 from agc.integrity._store_verify import check_store
 from agc.integrity._writer import TranscriptWriter
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, load_snapshot, save_snapshot
@@ -156,7 +157,12 @@ def test_record_then_recover(
 
     assert main(["recover", "r1", "--store", str(store)]) == ExitCode.OK
     capsys.readouterr()
-    report = check_store(store)
+    # Bytes the failing disk kept a checkpoint from vouching for make the run
+    # `recovered` (an error unless allowed), and only those; healed is everything else.
+    manifest = read_manifest(layout, "r1")
+    assert manifest is not None
+    assert check_store(store).complete is not manifest.recovered_unvouched
+    report = check_store(store, allow_recovered=True)
     assert report.complete, [m for r in report.runs for m in r.missing] + [
         f.message for f in report.findings
     ]
@@ -231,7 +237,10 @@ def test_recover(
         _assert_exit_3(code, capsys.readouterr().err, names=str(store), cause=CAUSES[err])
         assert temp_files(store) == []
         assert main(["recover", "r1", "--store", str(store)]) == ExitCode.OK
-    report = check_store(store)
+    # The record after the last checkpoint was never vouched for: the run is
+    # `recovered` (an error unless allowed); healed is everything else.
+    assert not check_store(store).complete
+    report = check_store(store, allow_recovered=True)
     assert report.complete, [m for r in report.runs for m in r.missing] + [
         f.message for f in report.findings
     ]
@@ -353,7 +362,10 @@ def test_record_on_a_full_tmpfs_then_recover_after_growing_it(
         assert temp_files(store) == []
         remount(disk, "size=1m")
         assert main(["recover", "big", "--store", str(store)]) == ExitCode.OK
-        assert verify_main(["big", "--store", str(store)]) == ExitCode.OK
+        # The full disk also refused the last checkpoint: the recovered bytes are
+        # unvouched, so the gate passes them only when told to.
+        assert verify_main(["big", "--store", str(store)]) == ExitCode.FINDINGS
+        assert verify_main(["big", "--store", str(store), "--allow-recovered"]) == ExitCode.OK
         assert StoreLayout(store).artifact_path("big", "transcript").read_bytes() == data
 
 

@@ -204,7 +204,7 @@ def test_quiet_prints_only_failures_and_status_nothing(
     code, out, _ = _run(["bad", "--store", str(store), "-q"], capsys)
     assert code == 1
     assert out.splitlines() == [
-        "FAIL transcript   modified: transcript checksum mismatch",
+        "FAIL transcript   modified: transcript checksum mismatch (line 1)",
         "run bad: modified (tampered; 1 finding(s))",
     ]
     for run_id, expected in (("good", 0), ("bad", 1), ("nope", 1)):

@@ -18,9 +18,12 @@ from typing import Any
 
 import pytest
 
+from agc._core.checkpoint import read_checkpoints
+from agc._core.store import StoreLayout
 from agc.errors import RunNotFoundError
 from agc.integrity._ingest import line_to_record
 from agc.integrity._recover import recover_run
+from agc.integrity._store_io import read_manifest
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
@@ -89,6 +92,7 @@ def _kill_and_check(tmp: Path, lines: list[bytes], delay: float, stats: Counter[
             assert facts["torn_tail"] == (bool(before) and not before.endswith(b"\n"))
             stats["prefix-verified-by-checkpoint"] += facts["verified_bytes"] > 0
             stats["torn-tail"] += facts["torn_tail"]
+    vouched = max((c.bytes for c in read_checkpoints(transcript)[0]), default=0)
 
     if before is None and not (store / "audit/tool-events/fuzz.jsonl").exists():
         # Nothing of the run reached the disk: there is nothing to recover, and no
@@ -107,11 +111,22 @@ def _kill_and_check(tmp: Path, lines: list[bytes], delay: float, stats: Counter[
         stats["killed-before-the-first-record"] += 1
         stats["kills"] += 1
         return
-    after = check_run("fuzz", store)
+    # Healed: nothing is wrong but the recovery itself, which fails the gate exactly
+    # when bytes no checkpoint vouched for were sealed.
+    after = check_run("fuzz", store, allow_recovered=True)
     errors = {f.code for f in after.findings if f.severity == "error"}
     assert errors <= {"empty"}, after.missing
+    manifest = read_manifest(StoreLayout.at(store), "fuzz")
+    assert manifest is not None
+    strict = {f.code for f in check_run("fuzz", store).errors}
+    assert ("recovered" in strict) == manifest.recovered_unvouched
     if before:
         boundary = before.rfind(b"\n") + 1
+        unvouched = manifest.artifacts["transcript"].unvouched
+        assert unvouched is not None
+        assert unvouched[0] == boundary - vouched, "unvouched bytes miscounted"
+        assert unvouched[1] == before[vouched:boundary].count(b"\n")
+        stats["recovered-with-unvouched-bytes"] += unvouched[0] > 0
         assert transcript.read_bytes() == before[:boundary], "recovery lost or changed a byte"
         quarantine = transcript.with_name("fuzz.jsonl.quarantine")
         if boundary < len(before):
@@ -175,7 +190,7 @@ def test_crash_while_sealing_is_never_complete_and_recovers(tmp_path: Path, poin
 
     assert not check_store(store).complete
     recover_run("r", store)
-    after = check_store(store)
+    after = check_store(store, allow_recovered=True)
     assert after.complete, [f.message for f in after.findings] + [
         m for r in after.runs for m in r.missing
     ]

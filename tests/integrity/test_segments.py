@@ -55,7 +55,9 @@ def test_plain_open_of_a_sealed_run_is_refused(store: Path) -> None:
 
 
 def _store_problems(store: Path) -> list[str]:
-    report = check_store(store)
+    # A recovery that sealed bytes no checkpoint vouched for fails the gate by design
+    # (``recovered``); what these crash tests ask is whether the store healed.
+    report = check_store(store, allow_recovered=True)
     return [f"{f.code}: {f.message}" for f in report.findings if f.severity == "error"] + [
         f"{r.run_id}: {m}" for r in report.runs for m in r.missing
     ]

@@ -55,9 +55,11 @@ from typing import Any, Final, Literal, Protocol, Self
 
 from agc._core.checkpoint import (
     CHECKPOINT_SUFFIX,
+    MAX_SEALED_CHECKPOINTS,
     Checkpoint,
     format_checkpoint,
     remove_checkpoints,
+    thin_checkpoints,
 )
 from agc._core.digest import (
     DEFAULT_ALGORITHM,
@@ -393,6 +395,9 @@ class FileSeal:
         digest: lower-case hex digest of the whole file's bytes.
         bytes: file length in bytes.
         records: number of records (lines) in the whole file.
+        checkpoints: the crash checkpoints this writer took (prefix digests of the
+            whole file, in order; at most :data:`~agc._core.checkpoint.MAX_SEALED_CHECKPOINTS`,
+            thinned evenly), kept so that a verifier can say where a later change is.
     """
 
     path: Path
@@ -401,6 +406,7 @@ class FileSeal:
     digest: str
     bytes: int
     records: int
+    checkpoints: tuple[Checkpoint, ...] = ()
 
 
 class JsonlFileWriter(SealsOnExit):
@@ -478,6 +484,8 @@ class JsonlFileWriter(SealsOnExit):
         self._checkpoint_records = max(0, checkpoint_records)
         self._checkpoint_interval_ns = max(0, checkpoint_interval_ms) * 1_000_000
         self._checkpoint_fd: int | None = None
+        self._taken: list[Checkpoint] = []
+        self._taken_stride = 0  # records between kept checkpoints, once thinned
         self._seal_policy.before_open(self.path)
         make_dirs(self.path.parent)
         try:
@@ -663,6 +671,7 @@ class JsonlFileWriter(SealsOnExit):
                 digest=self._hasher.hexdigest(),
                 bytes=self.bytes_written,
                 records=self.records_written,
+                checkpoints=tuple(self._taken),
             )
             self._seal_policy.publish(seal)
             remove_checkpoints(self.path)
@@ -861,6 +870,17 @@ class JsonlFileWriter(SealsOnExit):
             else never
         )
 
+    def _keep(self, checkpoint: Checkpoint) -> None:
+        """Keep the checkpoint for the seal: at most ``MAX_SEALED_CHECKPOINTS``, spaced
+        about evenly (once thinned, one at most every ``_taken_stride`` records)."""
+        taken = self._taken
+        if taken and checkpoint.records - taken[-1].records < self._taken_stride:
+            return
+        taken.append(checkpoint)
+        if len(taken) > MAX_SEALED_CHECKPOINTS:
+            self._taken = thin_checkpoints(taken)
+            self._taken_stride = self._taken[-1].records // len(self._taken)
+
     def _checkpoint(self) -> None:
         """Append ``{records, bytes, digest}`` of the written prefix to ``<name>.ckpt``."""
         checkpoint = Checkpoint(
@@ -880,6 +900,7 @@ class JsonlFileWriter(SealsOnExit):
             os.write(self._checkpoint_fd, format_checkpoint(checkpoint))
             if self.fsync_policy == "always":
                 os.fsync(self._checkpoint_fd)
+            self._keep(checkpoint)
         except OSError as exc:
             self._failed = True
             raise WriteFailedError(

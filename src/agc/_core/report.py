@@ -51,6 +51,8 @@ class Finding(Generic[CodeT_co]):
         actual: what was found instead, if known.
         attempt: the attempt (1-based) of a turn file the finding is about.
         line: the 1-based line of the file the finding is about.
+        lines: ``(first, last)``, the 1-based range of lines (inclusive, as ``sed -n``
+            counts them) in which the change the finding is about begins.
         message_index: index of the message or item in a history's view.
         record: 0-based index of the history's native record (a session file's line).
         call_id: the tool call or result id concerned.
@@ -68,6 +70,7 @@ class Finding(Generic[CodeT_co]):
     actual: Mapping[str, Any] | None = None
     attempt: int | None = None
     line: int | None = None
+    lines: tuple[int, int] | None = None
     message_index: int | None = None
     record: int | None = None
     call_id: str | None = None
@@ -94,7 +97,11 @@ class Finding(Generic[CodeT_co]):
         out: dict[str, Any] = {}
         for name in names:
             value = getattr(self, name)
-            out[name] = dict(value) if isinstance(value, Mapping) else value
+            if isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[name] = value
         return out
 
 

@@ -80,6 +80,11 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "show", "agc.cli.runs", "Print a run's records, one per line, as the agent wrote them."
     ),
     Subcommand(
+        "diff",
+        "agc.cli.runs",
+        "Compare a run's records with a file and print the first line where they differ.",
+    ),
+    Subcommand(
         "report",
         "agc.cli.report",
         "Write an auditor's report: one self-contained HTML page (--html) and/or CSV (--csv).",

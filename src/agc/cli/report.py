@@ -91,6 +91,13 @@ def report_command(
             "--allow-unsigned", help="With trusted keys: let unsigned runs pass, as agc-verify."
         ),
     ] = False,
+    allow_recovered: Annotated[
+        bool,
+        typer.Option(
+            "--allow-recovered",
+            help="Let runs that `agc recover` sealed with unvouched bytes pass, as agc-verify.",
+        ),
+    ] = False,
     expect_head: Annotated[
         str | None,
         typer.Option("--expect-head", help="With --all: the chain head pinned earlier (64 hex)."),
@@ -127,6 +134,7 @@ def report_command(
         trusted_keys=trusted_keys_from(trusted_key, store=store),
         require_signature=require_signature,
         allow_unsigned=allow_unsigned,
+        allow_recovered=allow_recovered,
         expect_head=expect_head,
         generated_ms=_generated_ms(),
         generator=f"agc {__version__}",

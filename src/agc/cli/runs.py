@@ -1,4 +1,5 @@
-"""``agc runs`` and ``agc show``: what a store holds, and a run's records read back."""
+"""``agc runs``, ``agc show`` and ``agc diff``: what a store holds, a run's records read
+back, and where they first differ from a file."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import enum
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Final
 
 import typer
 
@@ -16,6 +18,7 @@ from agc._core.store import StoreLayout
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, write_lines
 from agc.errors import RunNotFoundError, UsageError
 from agc.exitcodes import ExitCode
+from agc.integrity._diff import DiffSide, diff_run
 from agc.integrity._runs import RunListing, iter_records, list_runs, run_is_sealed, unwrap_record
 
 __all__ = ["format_runs", "register"]
@@ -65,7 +68,9 @@ def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
     """List the runs of a store: state, records, bytes, signature, last write.
 
     Nothing is verified (no file is hashed, so it is quick on a large store): `sealed`
-    means the run's manifest is closed, `unsealed` that it is still being written, was
+    means the run's manifest is closed, `recovered` that `agc recover` closed it with
+    bytes no crash checkpoint vouched for (agc-verify fails it unless
+    --allow-recovered), `unsealed` that it is still being written, was
     stopped or crashed (`agc recover RUN` seals it), `damaged` that its manifest cannot
     be read, `legacy` that an earlier release sealed it in the legacy store format (a
     digest-only SHA-256 sidecar, no manifest). `agc-verify RUN` (or `--all`) checks the
@@ -169,7 +174,78 @@ def show_command(
     return int(ExitCode.OK)
 
 
+_SHOWN: Final = 200
+"""Characters of a differing line printed as text (``--json`` gives it whole)."""
+
+
+def _shown(side: DiffSide | None, label: str) -> str:
+    if side is None or side.text is None:
+        return f"  {label}: (ends before line {side.line if side else '?'})"
+    text = side.text.decode("utf-8", "replace")
+    cut = text if len(text) <= _SHOWN else text[:_SHOWN] + f"… ({len(text)} characters)"
+    return f"  {label} line {side.line}: {cut}"
+
+
+def diff_command(
+    run_id: Annotated[str, typer.Argument(help="The run whose records to compare.")],
+    file: Annotated[
+        Path, typer.Argument(help="The JSONL file to compare them with.", show_default=False)
+    ],
+    store: StoreOption = None,
+    kind: Annotated[
+        ShowKind, typer.Option("--kind", help="Which artifact of the run to compare.")
+    ] = ShowKind.transcript,
+    as_json: JsonOption = False,
+) -> int:
+    """Compare a run's records with a file and print the first line where they differ.
+
+    The file is, say, the agent's own session file; each side's first differing line
+    is printed. Exit 0 when equal, 1 when not. The run's records are unwrapped as
+    `agc show` prints them; two lines are equal when their bytes are, or when both are
+    JSON holding the same value. Line numbers are
+    1-based, as `sed -n` counts them. Nothing is verified: `agc-verify RUN` says whether
+    the records are the sealed ones (and names the lines where a change begins).
+
+    \b
+    Examples:
+      agc diff fix-tests-42 ~/.codex/sessions/2026/05/01/rollout-fix-tests-42.jsonl
+      agc diff fix-tests-42 session.jsonl --json | jq .line
+    """
+    layout = StoreLayout.at(store)
+    if (
+        not run_is_sealed(layout, run_id, kind.value)
+        and layout.artifact_path(run_id, kind.value).exists()
+    ):
+        err_console.print(
+            f"note: the {kind.value} of run {run_id} is not sealed (being written, or "
+            "stopped: `agc recover` seals it); compared as it is on disk",
+            markup=False,
+        )
+    try:
+        result = diff_run(run_id, file, store, kind=kind.value)
+    except RunNotFoundError as exc:
+        if not layout.root.is_dir():
+            raise RunNotFoundError(f"store {layout.root} does not exist") from exc
+        raise
+    if as_json:
+        emit_json(result.to_dict())
+    elif result.equal:
+        write_lines([f"run {run_id} and {file} are equal ({result.run_lines} lines)"])
+    else:
+        line = result.run.line if result.run else 0
+        write_lines(
+            [
+                f"run {run_id} ({result.run_lines} lines) and {file} ({result.file_lines} "
+                f"lines) differ first at line {line}:",
+                _shown(result.run, "run "),
+                _shown(result.file_side, "file"),
+            ]
+        )
+    return int(ExitCode.OK if result.equal else ExitCode.FINDINGS)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``runs`` and ``show`` to the ``agc`` app."""
+    """Add ``runs``, ``show`` and ``diff`` to the ``agc`` app."""
     app.command(name="runs", epilog=EPILOG)(runs_command)
     app.command(name="show", epilog=EPILOG)(show_command)
+    app.command(name="diff", epilog=EPILOG)(diff_command)

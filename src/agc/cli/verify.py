@@ -125,6 +125,7 @@ def _check_options(
     status: bool,
     allow_unsigned: bool,
     expect_head: str | None,
+    allow_recovered: bool = False,
 ) -> str | None:
     """Refuse options that do not apply (never silently ignored); return the expected
     head in lower case."""
@@ -137,6 +138,7 @@ def _check_options(
             name
             for name, used in (
                 ("--allow-unsigned", allow_unsigned),
+                ("--allow-recovered", allow_recovered),
                 ("--expect-head", expect_head is not None),
                 ("--store", store is not None),
             )
@@ -209,6 +211,14 @@ def verify_command(
         typer.Option(
             "--allow-unsigned",
             help="With trusted keys: let unsigned runs pass (signed ones are still checked).",
+        ),
+    ] = False,
+    allow_recovered: Annotated[
+        bool,
+        typer.Option(
+            "--allow-recovered",
+            help="Let a run that `agc recover` sealed with bytes no crash checkpoint "
+            "vouched for pass (its `recovered` finding is then a warning).",
         ),
     ] = False,
     expect_head: Annotated[
@@ -289,6 +299,7 @@ def verify_command(
         status=status,
         allow_unsigned=allow_unsigned,
         expect_head=expect_head,
+        allow_recovered=allow_recovered,
     )
     quiet = quiet or status
     retention = None
@@ -323,6 +334,7 @@ def verify_command(
             trusted,
             require_signature,
             allow_unsigned,
+            allow_recovered,
             expect_head,
             as_json,
             quiet,
@@ -336,7 +348,7 @@ def verify_command(
         from agc.cli.verify_scale import check_run_with_retention  # noqa: PLC0415
 
         report = check_run_with_retention(
-            run_id, store, retention, trusted, require_signature, allow_unsigned
+            run_id, store, retention, trusted, require_signature, allow_unsigned, allow_recovered
         )
     else:
         report = check_run(
@@ -345,6 +357,7 @@ def verify_command(
             trusted_keys=trusted,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
+            allow_recovered=allow_recovered,
         )
     if as_json:
         emit_json(report.to_dict())
@@ -361,6 +374,7 @@ def _verify_store(
     trusted: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
     allow_unsigned: bool,
+    allow_recovered: bool,
     expect_head: str | None,
     as_json: bool,
     quiet: bool,
@@ -373,6 +387,7 @@ def _verify_store(
             trusted_keys=trusted,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
+            allow_recovered=allow_recovered,
             expect_head=expect_head,
             progress=progress,
             **scale,

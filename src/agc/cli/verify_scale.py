@@ -22,6 +22,7 @@ def check_run_with_retention(
     trusted: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
     allow_unsigned: bool,
+    allow_recovered: bool = False,
 ) -> RunReport:
     """:func:`~agc.integrity._s3_verify.check_object_run` with ``retention`` as the policy.
 
@@ -37,5 +38,6 @@ def check_run_with_retention(
         trusted_keys=trusted,
         require_signature=require_signature,
         allow_unsigned=allow_unsigned,
+        allow_recovered=allow_recovered,
         policy=verify_policy(remote, retention),
     )

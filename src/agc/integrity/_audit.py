@@ -111,6 +111,7 @@ def build_audit(
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
     allow_unsigned: bool = False,
+    allow_recovered: bool = False,
     expect_head: str | None = None,
     generated_ms: int,
     generator: str = "agc",
@@ -127,6 +128,7 @@ def build_audit(
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
+            allow_recovered=allow_recovered,
             expect_head=expect_head,
         )
         reports = list(store_report.runs)
@@ -140,6 +142,7 @@ def build_audit(
                 trusted_keys=trusted_keys,
                 require_signature=require_signature,
                 allow_unsigned=allow_unsigned,
+                allow_recovered=allow_recovered,
             )
             for r in dict.fromkeys(run_ids)
         ]

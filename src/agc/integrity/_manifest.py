@@ -13,10 +13,10 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agc._core import json as strict_json
 from agc._core.canonical import canonical_json
@@ -29,12 +29,16 @@ from agc.errors import (
     RunIdInvalidError,
 )
 
+if TYPE_CHECKING:
+    from agc._core.checkpoint import Checkpoint
+
 __all__ = [
     "MANIFEST_SCHEMA_VERSION",
     "MAX_ATTRIBUTES_BYTES",
     "ArtifactSeal",
     "RunManifest",
     "check_attributes",
+    "sealed_checkpoints",
 ]
 
 MANIFEST_SCHEMA_VERSION: Final = 1
@@ -57,8 +61,12 @@ _ENTRY_KEYS: Final = frozenset(
         "recovered",
         "reopened_at_ms",
         "quarantine",
+        "checkpoints",
+        "unverified_bytes",
+        "unverified_records",
     }
 )
+_CHECKPOINT_KEYS: Final = frozenset({"records", "bytes", "digest"})
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,17 @@ class ArtifactSeal:
         recovered: True when ``agc recover`` sealed the file after a crash.
         quarantine: for a recovered file whose last line was torn: ``{"file", "bytes",
             "digest"}`` of the quarantine file that holds the torn bytes.
+        checkpoints: prefix digests of the file taken while it was written (each
+            ``{"records", "bytes", "digest"}``: the first ``bytes`` bytes, holding
+            ``records`` complete records, hash to ``digest`` with ``algorithm``), in
+            increasing order; a verifier uses them, only when the whole digest differs,
+            to name the first changed range of lines. Empty for a file sealed before
+            they were kept, or too short for a checkpoint.
+        unverified_bytes, unverified_records: for a recovered file, the bytes and
+            records that no crash checkpoint (nor an earlier seal) vouched for; kept
+            by later seals of the file (a re-opened file's new segment is vouched for
+            by its own seal). ``None`` for a file never recovered, and for a recovery
+            recorded before these were kept (then how much was vouched for is unknown).
     """
 
     kind: ArtifactKind
@@ -96,11 +115,26 @@ class ArtifactSeal:
     reopened_at_ms: int | None = None
     recovered: bool = False
     quarantine: Mapping[str, Any] | None = None
+    checkpoints: tuple[Mapping[str, Any], ...] = ()
+    unverified_bytes: int | None = None
+    unverified_records: int | None = None
 
     @property
     def closed(self) -> bool:
         """False while the file is re-opened for a new segment."""
         return self.reopened_at_ms is None
+
+    @property
+    def unvouched(self) -> tuple[int, int] | None:
+        """``(bytes, records)`` of a recovered file that no checkpoint or earlier seal
+        vouched for: ``(0, 0)`` when every byte was vouched for (and for a file sealed
+        normally), ``None`` when a recovery recorded before the counts were kept leaves
+        it unknown."""
+        if not self.recovered:
+            return 0, 0
+        if self.unverified_bytes is None or self.unverified_records is None:
+            return None
+        return self.unverified_bytes, self.unverified_records
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -119,6 +153,12 @@ class ArtifactSeal:
             data["reopened_at_ms"] = self.reopened_at_ms
         if self.quarantine is not None:
             data["quarantine"] = dict(self.quarantine)
+        if self.checkpoints:
+            data["checkpoints"] = [dict(checkpoint) for checkpoint in self.checkpoints]
+        if self.unverified_bytes is not None:
+            data["unverified_bytes"] = self.unverified_bytes
+        if self.unverified_records is not None:
+            data["unverified_records"] = self.unverified_records
         return data
 
     @classmethod
@@ -154,6 +194,20 @@ class ArtifactSeal:
             raise ManifestInvalidError(f"manifest entry {kind!r} has a bad quarantine")
         if not isinstance(data.get("recovered", False), bool):
             raise ManifestInvalidError(f"manifest entry {kind!r} has a bad 'recovered'")
+        checkpoints = data.get("checkpoints", [])
+        if not _are_checkpoints(checkpoints, data["bytes"], data["records"]):
+            raise ManifestInvalidError(f"manifest entry {kind!r} has bad checkpoints")
+        verified = (data.get("unverified_bytes"), data.get("unverified_records"))
+        if verified != (None, None) and not (
+            data.get("recovered") is True
+            and _is_count(verified[0])
+            and _is_count(verified[1])
+            and verified[0] <= data["bytes"]
+            and verified[1] <= data["records"]
+        ):
+            raise ManifestInvalidError(
+                f"manifest entry {kind!r} has a bad unverified_bytes/unverified_records"
+            )
         return cls(
             kind=kind,
             file=data["file"],
@@ -167,6 +221,9 @@ class ArtifactSeal:
             reopened_at_ms=reopened,
             recovered=data.get("recovered", False),
             quarantine=quarantine,
+            checkpoints=tuple(checkpoints),
+            unverified_bytes=verified[0],
+            unverified_records=verified[1],
         )
 
 
@@ -248,6 +305,43 @@ def _is_segment(value: object) -> bool:
     )
 
 
+def sealed_checkpoints(
+    earlier: Iterable[Mapping[str, Any]], taken: Iterable[Checkpoint]
+) -> tuple[dict[str, Any], ...]:
+    """The ``checkpoints`` of a seal: an earlier seal's (a re-opened file) and those just
+    taken beyond them, at most :data:`~agc._core.checkpoint.MAX_SEALED_CHECKPOINTS`."""
+    from agc._core.checkpoint import thin_checkpoints  # noqa: PLC0415 - writers only
+
+    kept = [dict(c) for c in earlier]
+    end = kept[-1]["bytes"] if kept else 0
+    kept += [
+        {"records": c.records, "bytes": c.bytes, "digest": c.digest} for c in taken if c.bytes > end
+    ]
+    return tuple(thin_checkpoints(kept))
+
+
+def _are_checkpoints(value: object, size: int, records: int) -> bool:
+    """A list of ``{"records", "bytes", "digest"}`` within the file, in increasing order."""
+    if not isinstance(value, list):
+        return False
+    previous = (0, 0)
+    for item in value:
+        if not (
+            isinstance(item, dict)
+            and set(item) == _CHECKPOINT_KEYS
+            and _is_count(item["records"])
+            and _is_count(item["bytes"])
+            and isinstance(item["digest"], str)
+            and item["digest"]
+        ):
+            return False
+        here = (item["bytes"], item["records"])
+        if not (previous[0] <= here[0] <= size and previous[1] <= here[1] <= records):
+            return False
+        previous = here
+    return True
+
+
 def _is_quarantine(value: object, file: str) -> bool:
     """``{"file": "<file>.quarantine[-N]", "bytes": n, "digest": hex}`` beside the file."""
     return (
@@ -313,6 +407,14 @@ class RunManifest:
         return all(
             kind in self.artifacts and self.artifacts[kind].closed for kind in ARTIFACT_KINDS
         )
+
+    @property
+    def recovered_unvouched(self) -> bool:
+        """True when ``agc recover`` sealed an artifact with bytes that no crash
+        checkpoint vouched for, or without the counts that would say (see
+        :attr:`ArtifactSeal.unvouched`): such a run fails the gate unless recovered
+        runs are allowed."""
+        return any(seal.unvouched != (0, 0) for seal in self.artifacts.values())
 
     def with_seal(self, seal: ArtifactSeal) -> RunManifest:
         """Return a copy that records ``seal``.

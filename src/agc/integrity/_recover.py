@@ -5,7 +5,10 @@ recovery refuse), check the file against its crash checkpoints (a prefix that do
 match is tampering: refuse), move a torn last line into a quarantine file beside it
 (``<name>.quarantine``; its bytes and digest go into the manifest), then seal: sidecar
 plus manifest entry with ``recovered: true``. A missing artifact is created empty and
-sealed. Recovering a sealed run changes nothing; a run in the legacy store format
+sealed. The manifest entry keeps how much of the file the checkpoints (or an earlier
+seal) vouched for (``verified_bytes``, ``verified_records``) and the checkpoints that
+matched; the verifier fails a recovered file with unvouched bytes unless recovered runs
+are allowed. Recovering a sealed run changes nothing; a run in the legacy store format
 (sealed by an earlier release) is refused, never converted.
 """
 
@@ -22,6 +25,7 @@ from typing import Any
 
 from agc._core.checkpoint import (
     CHECKPOINT_SUFFIX,
+    Checkpoint,
     check_prefix,
     read_checkpoints,
     remove_checkpoints,
@@ -65,7 +69,7 @@ from agc.integrity._chain import (
     read_chain,
 )
 from agc.integrity._legacy import is_legacy_run
-from agc.integrity._manifest import ArtifactSeal, RunManifest
+from agc.integrity._manifest import ArtifactSeal, RunManifest, sealed_checkpoints
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_seal, sign_manifest
 
@@ -437,7 +441,7 @@ def _recover_artifact(
             raise RunLockedError(f"{kind} of run {run_id} is still open in a writer") from exc
         size = os.fstat(fd).st_size
         algorithm = reopened.algorithm if reopened else DEFAULT_ALGORITHM
-        verified = _verified_prefix(fd, path, size, reopened)
+        verified, verified_records, matched = _verified_prefix(fd, path, size, reopened)
         boundary = last_line_end(fd, size)
         tail = os.pread(fd, size - boundary, boundary) if boundary < size else b""
         os.lseek(fd, 0, os.SEEK_SET)
@@ -473,6 +477,13 @@ def _recover_artifact(
             segments=previous_segments,
             recovered=True,
             quarantine=quarantine,
+            checkpoints=sealed_checkpoints(
+                reopened.checkpoints if reopened is not None else (),
+                [c for c in matched if c.bytes <= length],
+            ),
+            # Bytes past the proven prefix, and what an earlier recovery left unvouched.
+            unverified_bytes=max(0, length - verified) + _earlier(reopened, "bytes"),
+            unverified_records=max(0, records - verified_records) + _earlier(reopened, "records"),
         )
         sidecar = sidecar_path(path, seal.algorithm)
         replace_sidecar = reopened is not None
@@ -554,15 +565,20 @@ def _existing_sidecar_agrees(sidecar: Path, path: Path, seal: ArtifactSeal) -> b
     return True
 
 
-def _verified_prefix(fd: int, path: Path, size: int, reopened: ArtifactSeal | None) -> int:
-    """Bytes proven by the earlier seal or the checkpoints; refuse on a mismatch."""
+def _verified_prefix(
+    fd: int, path: Path, size: int, reopened: ArtifactSeal | None
+) -> tuple[int, int, list[Checkpoint]]:
+    """``(bytes, records, checkpoints)`` of the prefix proven by the earlier seal and the
+    crash checkpoints (those that matched, in order); refuse on a mismatch."""
+    proven = (0, 0)
     if reopened is not None:
         os.lseek(fd, 0, os.SEEK_SET)
         digest, got = digest_fd(fd, reopened.algorithm, limit=reopened.bytes)
         if got != reopened.bytes or not digests_equal(reopened.digest, digest):
             raise RecoveryRefusedError(f"{path} no longer matches its earlier seal")
-        return reopened.bytes
-    prefix = check_prefix(fd, read_checkpoints(path)[0], size=size)
+        proven = (reopened.bytes, reopened.records)
+    checkpoints = read_checkpoints(path)[0]
+    prefix = check_prefix(fd, checkpoints, size=size)
     if prefix.mismatch is not None:
         raise RecoveryRefusedError(
             f"{path} does not match its checkpoint at {prefix.mismatch.bytes} bytes"
@@ -571,7 +587,23 @@ def _verified_prefix(fd: int, path: Path, size: int, reopened: ArtifactSeal | No
         raise RecoveryRefusedError(
             f"{path} is shorter than its checkpoint at {prefix.beyond_end.bytes} bytes"
         )
-    return prefix.verified_bytes
+    matched = sorted(
+        (c for c in checkpoints if c.bytes <= prefix.verified_bytes), key=lambda c: c.bytes
+    )
+    if prefix.verified_bytes > proven[0]:
+        proven = (prefix.verified_bytes, prefix.verified_records)
+    return proven[0], proven[1], matched
+
+
+def _earlier(reopened: ArtifactSeal | None, unit: str) -> int:
+    """What an earlier recovery of a re-opened file left unvouched (an unknown count,
+    from a manifest recorded before counts were kept, as all of that seal)."""
+    if reopened is None or not reopened.recovered:
+        return 0
+    unvouched = reopened.unvouched
+    if unvouched is None:
+        return reopened.bytes if unit == "bytes" else reopened.records
+    return unvouched[0] if unit == "bytes" else unvouched[1]
 
 
 def _count_records(fd: int, length: int) -> int:

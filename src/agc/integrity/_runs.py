@@ -43,7 +43,7 @@ __all__ = [
     "unwrap_record",
 ]
 
-RunState = Literal["sealed", "unsealed", "damaged", "legacy"]
+RunState = Literal["sealed", "recovered", "unsealed", "damaged", "legacy"]
 _COUNT_CHUNK: Final = 1 << 20
 _STAMPS: Final[dict[ArtifactKind, tuple[str, ...]]] = {
     "transcript": ("seq", "ts"),
@@ -57,7 +57,9 @@ class RunListing:
 
     Attributes:
         run_id: the run.
-        state: ``sealed`` (its manifest is closed), ``unsealed`` (still being written,
+        state: ``sealed`` (its manifest is closed), ``recovered`` (closed by
+            ``agc recover`` with bytes no crash checkpoint vouched for: ``agc-verify``
+            fails it unless ``--allow-recovered``), ``unsealed`` (still being written,
             crashed, stopped, or re-opened for a new segment), ``damaged`` (its
             manifest cannot be read: ``agc-verify`` says why) or ``legacy`` (sealed by
             an earlier release in the legacy store format: a digest-only SHA-256
@@ -150,7 +152,7 @@ def _listing(layout: StoreLayout, run_id: str, chained: Callable[[], Container[s
         state = "damaged"
     else:
         if manifest is not None and manifest.closed:
-            state = "sealed"
+            state = _closed_state(manifest)
         elif manifest is None and is_legacy_run(layout, run_id, chained=chained()):
             state = "legacy"
     records: dict[str, int] = {}
@@ -184,6 +186,10 @@ def _listing(layout: StoreLayout, run_id: str, chained: Callable[[], Container[s
         signed=manifest is not None and manifest.signature is not None,
         last_write_ms=max(times) if times else None,
     )
+
+
+def _closed_state(manifest: RunManifest) -> RunState:
+    return "recovered" if manifest.recovered_unvouched else "sealed"
 
 
 def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
@@ -231,7 +237,7 @@ def _remote_listings(remote: ObjectStore) -> list[RunListing]:
         seals = manifest.artifacts
         listings[run_id] = RunListing(
             run_id=run_id,
-            state="sealed" if manifest.closed else "unsealed",
+            state=_closed_state(manifest) if manifest.closed else "unsealed",
             records={kind: seal.records for kind, seal in seals.items()},
             bytes=sum(seal.bytes for seal in seals.values()),
             signed=manifest.signature is not None,

@@ -47,8 +47,10 @@ from agc.integrity._verify import (
     RunFindingCode,
     RunReport,
     _judge_signature,
+    changed_lines,
     judge_artifact,
     recovered_findings,
+    sealed_bytes_differ,
 )
 
 if TYPE_CHECKING:
@@ -263,6 +265,11 @@ def _observe(
         return ArtifactObservation(kind, local, "absent", sidecars=sidecars)
     infos[path] = observed.info
     matches = seal is not None and digests_equal(seal.digest, observed.digest)
+    located = None
+    if seal is not None and sealed_bytes_differ(
+        seal, observed.size, observed.digest, observed.prefix_digest
+    ):
+        located = _locate(store, path, seal, observed.info.version_id)
     return ArtifactObservation(
         kind=kind,
         path=local,
@@ -275,7 +282,23 @@ def _observe(
         prefix_digest=observed.prefix_digest,
         segment_mismatch=observed.segment_mismatch,
         sidecars=sidecars,
+        changed_lines=located,
     )
+
+
+def _locate(
+    store: ObjectStore, path: str, seal: ArtifactSeal, version_id: str | None
+) -> tuple[int, int] | None:
+    """:func:`~agc.integrity._verify.changed_lines` of an object whose sealed bytes
+    differ: a second ``GetObject`` of the version just read, read only up to the last
+    prefix digest that tells."""
+    from agc._core.checkpoint import chunk_reader  # noqa: PLC0415 - only on a mismatch
+
+    with store.open(path, version_id=version_id) as found:
+        if found is None:
+            return None  # gone since the first read: the finding stays unlocated
+        chunks, info = found
+        return changed_lines(seal, chunk_reader(chunks), info.size)
 
 
 def _check_quarantine(
@@ -323,6 +346,7 @@ def check_object_run(
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
     allow_unsigned: bool = False,
+    allow_recovered: bool = False,
     policy: VerifyPolicy | None = None,
     versions: Sequence[ObjectVersion] | None = None,
     bucket_findings: bool = True,
@@ -334,7 +358,8 @@ def check_object_run(
     Args:
         store: the object store.
         run_id: the run (validated first).
-        trusted_keys, require_signature, allow_unsigned: as :func:`check_run`.
+        trusted_keys, require_signature, allow_unsigned, allow_recovered: as
+            :func:`check_run`.
         policy: the retention policy and the bucket's lock (default: read from the
             bucket, retention = its default rule).
         versions: the versions of the run's keys, as listed (default: listed here).
@@ -444,7 +469,7 @@ def check_object_run(
     ):
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
     status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
-    findings.extend(recovered_findings(manifest))
+    findings.extend(recovered_findings(manifest, allow_recovered=allow_recovered))
     # What only object storage shows, key by key (in a stable order). A finding about an
     # artifact's object (its file, sidecar or quarantine) is the artifact's too: its
     # entry is then not ok, as for any other error about it.
@@ -566,6 +591,7 @@ class ObjectRunCheck:
     trusted: Mapping[str, bytes]
     require_signature: bool
     policy: VerifyPolicy
+    allow_recovered: bool = False
 
     def __call__(self, item: RunItem) -> RunReport:
         run_id, versions, manifest_object = item
@@ -574,6 +600,7 @@ class ObjectRunCheck:
             run_id,
             trusted_keys=_public_keys(self.trusted),
             require_signature=self.require_signature,
+            allow_recovered=self.allow_recovered,
             policy=self.policy,
             versions=versions,
             bucket_findings=False,

@@ -270,6 +270,7 @@ def check_store(
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
     allow_unsigned: bool = False,
+    allow_recovered: bool = False,
     expect_head: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     jobs: int | None = 1,
@@ -283,6 +284,8 @@ def check_store(
         store: a store folder or an object store (``s3://bucket/prefix``).
         trusted_keys, require_signature, allow_unsigned: as :func:`check_run` (with
             trusted keys, every run must be signed by one of them).
+        allow_recovered: as :func:`check_run`: recovered runs with bytes no crash
+            checkpoint vouched for pass.
         expect_head: a head digest pinned from outside; if the chain does not contain
             it, the store was rolled back or forked (``head-not-in-chain``).
         progress: called with ``(runs done, runs total)``.
@@ -307,6 +310,7 @@ def check_store(
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
+            allow_recovered=allow_recovered,
             expect_head=expect_head,
             progress=progress,
             jobs=jobs,
@@ -322,6 +326,7 @@ def _check_any_store(
     trusted_keys: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
     allow_unsigned: bool,
+    allow_recovered: bool,
     expect_head: str | None,
     progress: Callable[[int, int], None] | None,
     jobs: int | None,
@@ -345,7 +350,7 @@ def _check_any_store(
         policy = verify_policy(remote, retention)
         listing = None if inventory is None else read_inventory(inventory, remote)
         s3_view = S3StoreView.listed(remote, policy, listing)
-        s3_check = ObjectRunCheck(remote, raw_keys, required, policy)
+        s3_check = ObjectRunCheck(remote, raw_keys, required, policy, allow_recovered)
 
         def s3_runs(run_ids: list[str]) -> list[RunReport]:
             items = [s3_view.run_item(run_id) for run_id in run_ids]
@@ -362,8 +367,17 @@ def _check_any_store(
     def start_local(first: list[str]) -> _StartedRuns:
         shared = layout.legacy_tool_events_path.name in (view.list_dir("audit") or ())
         workers = resolve_jobs(jobs, len(first))
-        check = LocalRunCheck(str(layout.root), raw_keys, required, shared)
-        here = LocalRunCheck(str(layout.root), raw_keys, required, shared, trusted_keys)
+        check = LocalRunCheck(
+            str(layout.root), raw_keys, required, shared, allow_recovered=allow_recovered
+        )
+        here = LocalRunCheck(
+            str(layout.root),
+            raw_keys,
+            required,
+            shared,
+            trusted_keys,
+            allow_recovered=allow_recovered,
+        )
         started = None
         if scheduler is None:
             # The workers start on the runs the listing names while this process reads
@@ -427,6 +441,7 @@ class LocalRunCheck:
     require_signature: bool
     shared_events: bool = True
     keys: Mapping[str, Ed25519PublicKey] | None = field(default=None, compare=False)
+    allow_recovered: bool = False
 
     def __call__(self, item: LocalRunItem) -> tuple[RunReport, RunManifest | str | None]:
         """The run's report, and the manifest it was judged by (see
@@ -446,6 +461,7 @@ class LocalRunCheck:
             require_signature=self.require_signature,
             listed=listed,
             shared_events=self.shared_events,
+            allow_recovered=self.allow_recovered,
         )
         if isinstance(manifest, RunManifest) and manifest.closed:
             # The chain check needs this digest; computed here it is computed by the
@@ -463,6 +479,7 @@ class LocalRunCheck:
             "trusted": self.trusted,
             "require_signature": self.require_signature,
             "shared_events": self.shared_events,
+            "allow_recovered": self.allow_recovered,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:

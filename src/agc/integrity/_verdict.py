@@ -165,15 +165,8 @@ def most_severe(categories: Iterable[VerdictCategory]) -> VerdictCategory:
 
 def finding_lines(finding: Finding[Any]) -> tuple[int, int] | None:
     """``(first, last)``: the 1-based range of lines a finding locates (as ``sed -n``
-    counts them), when the finding carries one (a ``lines`` pair of integers)."""
-    lines = getattr(finding, "lines", None)
-    if (
-        isinstance(lines, tuple | list)
-        and len(lines) == 2
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in lines)
-    ):
-        return lines[0], lines[1]
-    return None
+    counts them), or ``None`` when it locates none."""
+    return finding.lines
 
 
 def finding_text(finding: Finding[Any], *, code: bool = True) -> str:

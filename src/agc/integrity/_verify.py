@@ -35,7 +35,9 @@ Finding codes (stable, documented in ``docs/format.md``):
                           manifest (see :mod:`agc.integrity._legacy`)
 ``unverified-records``    (warning) records naming the run in the legacy shared
                           ``audit/tool-events.jsonl``: no seal covers them
-``recovered``             (warning) sealed by ``agc recover`` after a crash
+``recovered``             sealed by ``agc recover`` after a crash: an error when bytes
+                          no crash checkpoint vouched for were sealed (or the count is
+                          unknown), unless recovered runs are allowed; else a warning
 ``bad-signature``         the manifest's signature does not verify
 ``unknown-key``           the manifest is signed by a key that is not trusted
 ``unsigned``              no signature, and one is required (trusted keys were given,
@@ -54,7 +56,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Container, Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
@@ -103,7 +105,7 @@ if TYPE_CHECKING:
     # a file that is not sealed for good.
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from agc._core.checkpoint import Checkpoint, PrefixCheck
+    from agc._core.checkpoint import Checkpoint, PrefixCheck, ReadAt
 
 __all__ = [
     "ArtifactObservation",
@@ -167,6 +169,9 @@ class ArtifactObservation:
             than its seal (tells "extended" from "modified").
         sidecars: parsed sidecar (or the error text) by algorithm, for sidecars present.
         prefix: the file checked against its crash checkpoints (unsealed files only).
+        changed_lines: when the sealed bytes differ, the 1-based range of lines
+            ``(first, last)`` between two of the seal's prefix digests where the first
+            change lies (see :func:`changed_lines`).
     """
 
     kind: ArtifactKind
@@ -181,6 +186,7 @@ class ArtifactObservation:
     segment_mismatch: Mapping[str, Any] | None = None
     sidecars: Mapping[Algorithm, Sidecar | str] = field(default_factory=dict)
     prefix: PrefixCheck | None = None
+    changed_lines: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -228,6 +234,15 @@ class ArtifactReport(Report[RunFindingCode]):
 
 
 _FINDING_KEYS: Final = ("code", "artifact", "severity", "message", "expected", "actual")
+
+
+def finding_json(finding: _Finding) -> dict[str, Any]:
+    """A run finding as JSON: its fixed members, and ``lines`` (``[first, last]``) when
+    the finding names where a change begins."""
+    data = finding.to_dict(_FINDING_KEYS)
+    if finding.lines is not None:
+        data["lines"] = list(finding.lines)
+    return data
 
 
 @dataclass(frozen=True)
@@ -292,7 +307,7 @@ class RunReport(Report[RunFindingCode]):
             "verdict_word": verdict.word,
             "verdict_category": verdict.category,
             "missing": list(self.missing),
-            "findings": [f.to_dict(_FINDING_KEYS) for f in self.findings],
+            "findings": [finding_json(f) for f in self.findings],
             "artifacts": [a.to_dict() for a in self.artifacts],
             "manifest": self.manifest,
             "legacy": self.legacy,
@@ -359,11 +374,15 @@ def observe_artifact(
             os.lseek(fd, 0, os.SEEK_SET)
             facts = _facts_of_fd(fd, size, seal, algorithm)
         prefix = None if checkpoints is None else _check_prefix(fd, checkpoints, size)
+        digest, ends_with_newline, records, prefix_digest, segment_mismatch = facts
+        located = None
+        if seal is not None and sealed_bytes_differ(seal, size, digest, prefix_digest):
+            # Only now, with the whole digest already wrong: a second pass over the file.
+            located = changed_lines(seal, _fd_reader(fd), size)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     finally:
         os.close(fd)
-    digest, ends_with_newline, records, prefix_digest, segment_mismatch = facts
     return ArtifactObservation(
         kind=kind,
         path=path,
@@ -377,7 +396,76 @@ def observe_artifact(
         segment_mismatch=segment_mismatch,
         sidecars=sidecars,
         prefix=prefix,
+        changed_lines=located,
     )
+
+
+def sealed_bytes_differ(
+    seal: ArtifactSeal, size: int, digest: str, prefix_digest: str | None
+) -> bool:
+    """Whether the file no longer holds the sealed bytes unchanged at its start (it is
+    not shorter than sealed: that is truncation). ``digest``: of the whole file;
+    ``prefix_digest``: of its first ``seal.bytes`` bytes when it is longer."""
+    if size < seal.bytes:
+        return False
+    if size == seal.bytes:
+        return not digests_equal(seal.digest, digest)
+    return prefix_digest is None or not digests_equal(seal.digest, prefix_digest)
+
+
+def changed_lines(seal: ArtifactSeal, read: ReadAt, size: int) -> tuple[int, int]:
+    """Where the first change to a sealed file lies, as a 1-based range of lines.
+
+    The seal's prefix digests (the earlier segments of a re-opened file and the
+    checkpoints taken while it was written, each at a record boundary) split the file
+    into stretches of whole lines; the first prefix whose digest differs ends the
+    stretch that holds the first changed byte. With none differing it is the stretch
+    after the last one, up to the seal's last record. A file sealed without checkpoints
+    is one stretch: ``(1, records)``.
+
+    Args:
+        seal: the artifact's seal.
+        read: ``read(length, offset)`` of the file's bytes, offsets in increasing order
+            (see :func:`agc._core.checkpoint.check_prefix_read`).
+        size: the file's length in bytes.
+
+    Raises:
+        OSError: reading failed.
+    """
+    from agc._core.checkpoint import check_prefix_read  # noqa: PLC0415 - see TYPE_CHECKING
+
+    check = check_prefix_read(read, [c for c, _ in _prefix_digests(seal)], size=size)
+    first = check.verified_records + 1
+    stop = check.mismatch or check.beyond_end
+    last = stop.records if stop is not None else seal.records
+    return first, max(first, last)
+
+
+def _prefix_digests(
+    seal: ArtifactSeal, *, segments_only: bool = False
+) -> list[tuple[Checkpoint, Mapping[str, Any]]]:
+    """The seal's prefix digests as checkpoints, each with the manifest member it came
+    from: its earlier segments and (unless ``segments_only``) its checkpoints."""
+    from agc._core.checkpoint import Checkpoint  # noqa: PLC0415 - see TYPE_CHECKING
+
+    members = [*seal.segments, *(() if segments_only else seal.checkpoints)]
+    return [
+        (
+            Checkpoint(
+                records=member["records"],
+                bytes=member["bytes"],
+                algorithm=seal.algorithm,
+                digest=str(member["digest"]),
+                ts=0,
+            ),
+            member,
+        )
+        for member in members
+    ]
+
+
+def _fd_reader(fd: int) -> ReadAt:
+    return lambda length, offset: os.pread(fd, length, offset)
 
 
 IN_MEMORY_BYTES: Final = 1 << 20
@@ -396,10 +484,10 @@ def _facts_of_fd(fd: int, size: int, seal: ArtifactSeal | None, algorithm: Algor
     records = None if matches_seal else _count_lines(fd, size)
     segment_mismatch = prefix_digest = None
     if seal is not None:
-        of_prefix = _fd_prefix_digest(fd, seal.algorithm)
-        segment_mismatch = _first_changed_segment(seal, size, of_prefix)
+        segment_mismatch = _first_changed_segment(seal, size, _fd_reader(fd))
         if not matches_seal and size > seal.bytes:
-            prefix_digest = of_prefix(seal.bytes)
+            os.lseek(fd, 0, os.SEEK_SET)
+            prefix_digest = digest_fd(fd, seal.algorithm, limit=seal.bytes)[0]
     return digest, ends_with_newline, records, prefix_digest, segment_mismatch
 
 
@@ -412,14 +500,12 @@ def _facts_of_bytes(data: bytes, seal: ArtifactSeal | None, algorithm: Algorithm
     records = None if matches_seal else data.count(b"\n")
     segment_mismatch = prefix_digest = None
     if seal is not None:
-        view, sealed_with = memoryview(data), seal.algorithm
-
-        def of_prefix(length: int) -> str:
-            return digest_bytes(view[:length], sealed_with)
-
-        segment_mismatch = _first_changed_segment(seal, size, of_prefix)
+        view = memoryview(data)
+        segment_mismatch = _first_changed_segment(
+            seal, size, lambda length, offset: view[offset : offset + length]
+        )
         if not matches_seal and size > seal.bytes:
-            prefix_digest = of_prefix(seal.bytes)
+            prefix_digest = digest_bytes(view[: seal.bytes], seal.algorithm)
     return digest, ends_with_newline, records, prefix_digest, segment_mismatch
 
 
@@ -438,31 +524,21 @@ def _read_checkpoints(path: Path) -> list[Checkpoint]:
         return []  # not a checkpoint file: nothing of the file counts as verified
 
 
-def _first_changed_segment(
-    seal: ArtifactSeal, size: int, prefix_digest: Callable[[int], str]
-) -> Mapping[str, Any] | None:
-    """Check each earlier segment's prefix against the digest it was sealed with.
+def _first_changed_segment(seal: ArtifactSeal, size: int, read: ReadAt) -> Mapping[str, Any] | None:
+    """The first earlier segment (of a re-opened file) whose prefix no longer hashes to
+    the digest it was sealed with, or lies past the file's ``size``; ``None`` when every
+    one matches (the rule of :func:`~agc._core.checkpoint.check_prefix_read`).
 
-    ``prefix_digest(n)``: the hex digest (the seal's algorithm) of the file's first
-    ``n`` bytes, ``n <= size``.
+    ``read(length, offset)``: the file's bytes, as for :func:`changed_lines`.
     """
-    for segment in seal.segments:
-        length = segment.get("bytes")
-        if not isinstance(length, int) or length > size:
-            return segment
-        if not digests_equal(str(segment.get("digest", "")), prefix_digest(length)):
-            return segment
-    return None
+    if not seal.segments:
+        return None
+    from agc._core.checkpoint import check_prefix_read  # noqa: PLC0415 - see TYPE_CHECKING
 
-
-def _fd_prefix_digest(fd: int, algorithm: Algorithm) -> Callable[[int], str]:
-    """``prefix_digest`` of :func:`_first_changed_segment` for an open file."""
-
-    def digest(length: int) -> str:
-        os.lseek(fd, 0, os.SEEK_SET)
-        return digest_fd(fd, algorithm, limit=length)[0]
-
-    return digest
+    pairs = _prefix_digests(seal, segments_only=True)
+    check = check_prefix_read(read, [c for c, _ in pairs], size=size)
+    stop = check.mismatch or check.beyond_end
+    return None if stop is None else next(m for c, m in pairs if c is stop)
 
 
 def _choose_algorithm(
@@ -594,12 +670,17 @@ def _judge_unsealed(obs: ArtifactObservation, actual: dict[str, Any]) -> _Findin
     """A file that was never sealed: crashed (or still being written)."""
     kind, prefix = obs.kind, obs.prefix
     if prefix is not None and prefix.mismatch is not None:
+        lines = (
+            prefix.verified_records + 1,
+            max(prefix.verified_records + 1, prefix.mismatch.records),
+        )
         return Finding(
             "modified",
             f"{kind} prefix does not match its checkpoint at {prefix.mismatch.bytes} bytes",
             artifact=kind,
             expected=prefix.mismatch.to_dict(),
             actual=actual,
+            lines=lines,
         )
     if prefix is not None and prefix.beyond_end is not None:
         return Finding(
@@ -755,7 +836,12 @@ def _judge_against_seal(
         ]
     return [
         Finding(
-            "modified", f"{kind} checksum mismatch", artifact=kind, expected=expected, actual=actual
+            "modified",
+            f"{kind} checksum mismatch",
+            artifact=kind,
+            expected=expected,
+            actual=actual,
+            lines=obs.changed_lines,
         )
     ]
 
@@ -776,6 +862,7 @@ def check_run(
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
     allow_unsigned: bool = False,
+    allow_recovered: bool = False,
 ) -> RunReport:
     """Check one run's evidence and return a report; never raises on findings.
 
@@ -791,6 +878,8 @@ def check_run(
             makes every run incomplete (``unknown-key``: nothing to check against).
         allow_unsigned: with trusted keys, let an unsigned run pass (signed runs are
             still checked). The only way to relax the rule.
+        allow_recovered: let a run that ``agc recover`` sealed with bytes no crash
+            checkpoint vouched for pass (its ``recovered`` finding is then a warning).
 
     Raises:
         RunIdInvalidError: bad run id.
@@ -811,6 +900,7 @@ def check_run(
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
+            allow_recovered=allow_recovered,
         )
     store = folder_store(store)
     require_signature = signature_required(
@@ -822,6 +912,7 @@ def check_run(
         StoreLayout.at(store),
         trusted_keys=trusted_keys,
         require_signature=require_signature,
+        allow_recovered=allow_recovered,
     )
     return report
 
@@ -834,6 +925,7 @@ def check_folder_run(
     require_signature: bool,
     listed: Mapping[ArtifactKind, Container[str]] | None = None,
     shared_events: bool = True,
+    allow_recovered: bool = False,
 ) -> tuple[RunReport, RunManifest | str | None]:
     """:func:`check_run` on a folder store, with the manifest it judged the run by.
 
@@ -934,7 +1026,7 @@ def check_folder_run(
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
 
     status, key_id = _judge_signature(manifest, trusted_keys, require_signature, findings)
-    findings.extend(recovered_findings(manifest))
+    findings.extend(recovered_findings(manifest, allow_recovered=allow_recovered))
     report = RunReport(
         run_id=run_id,
         store=str(layout.root),
@@ -948,21 +1040,57 @@ def check_folder_run(
     return report, judged
 
 
-def recovered_findings(manifest: RunManifest | None) -> list[_Finding]:
-    """A ``recovered`` warning for each artifact ``agc recover`` sealed after a crash."""
+def recovered_findings(
+    manifest: RunManifest | None, *, allow_recovered: bool = False
+) -> list[_Finding]:
+    """A ``recovered`` finding for each artifact ``agc recover`` sealed after a crash.
+
+    It is an error when bytes of the file were never vouched for by a crash checkpoint
+    (or an earlier seal), or when the manifest predates the counts of what was vouched
+    for (then nothing is known to be vouched for), unless ``allow_recovered``; a
+    warning when every byte was vouched for, or when recovered runs are allowed.
+    """
     if manifest is None:
         return []
-    return [
-        Finding(
-            "recovered",
-            f"{seal.kind} was sealed by `agc recover` after a crash "
-            f"({(seal.quarantine or {}).get('bytes', 0)} torn bytes quarantined)",
-            artifact=seal.kind,
-            severity="warning",
+    findings: list[_Finding] = []
+    for seal in manifest.artifacts.values():
+        if not seal.recovered:
+            continue
+        torn = (seal.quarantine or {}).get("bytes", 0)
+        unvouched = seal.unvouched
+        if unvouched is None:
+            detail = (
+                "recorded by an earlier release that did not keep how much crash "
+                "checkpoints vouched for, so none of its "
+                f"{seal.bytes} bytes ({seal.records} records) counts as vouched for"
+            )
+            counts = {"unverified_bytes": seal.bytes, "unverified_records": seal.records}
+        elif unvouched == (0, 0):
+            detail = "every byte was vouched for by a crash checkpoint"
+            counts = {"unverified_bytes": 0, "unverified_records": 0}
+        else:
+            detail = (
+                f"{unvouched[0]} bytes ({unvouched[1]} records) were never vouched for "
+                "by a crash checkpoint"
+            )
+            counts = {"unverified_bytes": unvouched[0], "unverified_records": unvouched[1]}
+        vouched = unvouched == (0, 0)
+        findings.append(
+            Finding(
+                "recovered",
+                f"{seal.kind} was sealed by `agc recover` after a crash: {detail} "
+                f"({torn} torn bytes quarantined)",
+                "warning" if vouched or allow_recovered else "error",
+                artifact=seal.kind,
+                actual={
+                    "bytes": seal.bytes,
+                    "records": seal.records,
+                    **counts,
+                    "quarantined_bytes": torn,
+                },
+            )
         )
-        for seal in manifest.artifacts.values()
-        if seal.recovered
-    ]
+    return findings
 
 
 def _run_missing(
@@ -1137,6 +1265,7 @@ def verify_run(
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
     allow_unsigned: bool = False,
+    allow_recovered: bool = False,
 ) -> RunReport:
     """Like :func:`check_run`, but raise when the run is not complete.
 
@@ -1150,6 +1279,7 @@ def verify_run(
         trusted_keys=trusted_keys,
         require_signature=require_signature,
         allow_unsigned=allow_unsigned,
+        allow_recovered=allow_recovered,
     )
     if not report.complete:
         raise VerificationError(

@@ -62,7 +62,7 @@ from agc.errors import (
     UnsealedRunError,
     VerificationError,
 )
-from agc.integrity._manifest import ArtifactSeal, check_attributes
+from agc.integrity._manifest import ArtifactSeal, check_attributes, sealed_checkpoints
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
 
@@ -149,6 +149,13 @@ class RunArtifactSeal:
             # The torn bytes an earlier recovery moved aside stay listed (and checked):
             # the quarantine file is still beside the file.
             quarantine=None if previous is None else previous.quarantine,
+            checkpoints=sealed_checkpoints(
+                () if previous is None else previous.checkpoints, seal.checkpoints
+            ),
+            # What a recovery could not vouch for stays unvouched under later segments.
+            recovered=previous is not None and previous.recovered,
+            unverified_bytes=None if previous is None else previous.unverified_bytes,
+            unverified_records=None if previous is None else previous.unverified_records,
         )
         atomic_write_bytes(
             seal.sidecar,
