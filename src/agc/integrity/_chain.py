@@ -34,6 +34,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import mmap
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -202,19 +203,16 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
     return entries, unusable + too_long
 
 
-_SCAN_CHUNK: Final = 1 << 20
-
-
 def run_links(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
     """Every link of ``run_id`` in ``audit/chain.jsonl``, in log order.
 
-    The log is read in 1 MiB chunks and only the lines that can name the run are parsed:
-    those that hold ``"<run_id>"`` literally or a backslash. The filter is exact, never a
-    guess: a JSON string equal to ``run_id`` is spelled ``"<run_id>"`` byte for byte
-    unless it uses an escape, which needs a backslash (RFC 8259, section 7). Lines are
-    read as :func:`read_chain` reads them (a line longer than a link can be is no link),
-    so both find the same links. Memory stays flat whatever the log's size; time grows
-    with it at the speed of a byte search.
+    The log is mapped into memory (:mod:`mmap`: the page cache, not a copy) and searched,
+    and only the lines that can name the run are parsed: those that hold ``"<run_id>"``
+    literally or a backslash. The filter is exact, never a guess: a JSON string equal
+    to ``run_id`` is spelled ``"<run_id>"`` byte for byte unless it uses an escape,
+    which needs a backslash (RFC 8259, section 7). Lines are taken as :func:`read_chain`
+    takes them (a line longer than a link can be is no link), so both find the same
+    links. Time grows with the log's size at the speed of a byte search.
 
     Raises:
         UnsafePathError: the log is a symlink or not a regular file.
@@ -229,55 +227,38 @@ def run_links(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
         return ()
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-    needle = b'"' + run_id.encode() + b'"'
-    found: list[ChainEntry] = []
-    carry = b""
-    skipping = False  # inside a line already longer than any link: dropped to its end
     with handle:
         try:
-            while chunk := handle.read(_SCAN_CHUNK):
-                end = chunk.rfind(b"\n")
-                if end < 0:
-                    if not skipping:
-                        carry += chunk
-                        skipping = len(carry) > _MAX_LINK_BYTES
-                        if skipping:
-                            carry = b""
-                    continue
-                head = chunk[: end + 1]
-                if skipping:
-                    first = head.find(b"\n")
-                    head, skipping = head[first + 1 :], False
-                    carry = b""
-                _scan_block(carry + head, needle, run_id, found)
-                carry = chunk[end + 1 :]
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-    if carry and not skipping:
-        _scan_block(carry, needle, run_id, found)
-    return tuple(found)
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return ()
+            with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as log:
+                return _links_in(log, run_id)
+        except (OSError, ValueError) as exc:  # ValueError: it shrank to nothing meanwhile
+            raise StoreError(f"cannot read {path}: {exc}") from exc
 
 
-def _scan_block(block: bytes, needle: bytes, run_id: str, found: list[ChainEntry]) -> None:
-    """Append the links of ``run_id`` among the whole lines of ``block`` (in order)."""
+def _links_in(log: mmap.mmap, run_id: str) -> tuple[ChainEntry, ...]:
+    """The links of ``run_id`` among the lines of ``log`` (see :func:`run_links`)."""
     starts: set[int] = set()
-    for marker in (needle, b"\\"):
-        index = block.find(marker)
+    for marker in (b'"' + run_id.encode() + b'"', b"\\"):
+        index = log.find(marker)
         while index >= 0:
-            start = block.rfind(b"\n", 0, index) + 1
-            starts.add(start)
-            stop = block.find(b"\n", index)
+            starts.add(log.rfind(b"\n", 0, index) + 1)
+            stop = log.find(b"\n", index)
             if stop < 0:
                 break
-            index = block.find(marker, stop)
+            index = log.find(marker, stop)
+    found: list[ChainEntry] = []
     for start in sorted(starts):
-        stop = block.find(b"\n", start)
-        line = block[start:] if stop < 0 else block[start:stop]
-        if len(line) > _MAX_LINK_BYTES:
+        stop = log.find(b"\n", start)
+        stop = len(log) if stop < 0 else stop
+        if stop - start > _MAX_LINK_BYTES:
             continue
-        entry = _parse_link(line)
+        entry = _parse_link(log[start:stop])
         if entry is not None and entry.run_id == run_id:
             found.append(entry)
+    return tuple(found)
 
 
 def _entry(raw: Any) -> ChainEntry:
