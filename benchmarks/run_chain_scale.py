@@ -57,7 +57,8 @@ def _store_of(root: Path, links: int) -> Path:
     with open_run("one", store=store) as run:
         run.transcript.write({"role": "user", "content": "hello"})
     manifest = read_manifest(layout, "one")
-    assert manifest is not None and manifest.chain == {"position": links, "prev": prev}
+    assert manifest is not None
+    assert manifest.chain == {"position": links, "prev": prev}
     assert manifest_digest(manifest)
     return store
 

@@ -587,8 +587,8 @@ def test_verify_reads_a_small_file_in_one_bounded_read(
 
 def test_every_finding_code_is_documented() -> None:
     """Every code the run verifier emits (in its source, the legacy module's, the chain
-    judge's and the object-store findings module's) is in the typed list of codes, and that list is exactly the
-    table in docs/format.md."""
+    judge's and the object-store findings module's) is in the typed list of codes, and
+    that list is exactly the table in docs/format.md."""
     emitted: set[str] = set()
     for module in (verify_module, legacy_module, run_chain_module, s3_findings_module):
         source = Path(str(module.__file__)).read_text()
