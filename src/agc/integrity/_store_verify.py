@@ -646,11 +646,13 @@ def _check_store(
     expect_head: str | None,
     *,
     start_runs: Callable[[list[str]], _StartedRuns] | None = None,
+    judge_links: bool = True,
 ) -> StoreReport:
     """The store report; the runs are checked by ``check_runs`` (every run, in run-id
     order, once the chain is read), or started by ``start_runs`` on the runs the
     listing names before the chain is read, and completed with those only the chain
-    names."""
+    names. ``judge_links``: judge each run's report against its links (false when
+    ``check_runs`` gives reports that ``check_run`` judged so already)."""
     findings: list[_Finding] = []
     view.store_findings(findings)
     run_ids = _listed_runs(view)
@@ -678,7 +680,8 @@ def _check_store(
                 artifact="store",
             )
         )
-    reports = _judge_links(view, reports, entries)
+    if judge_links:
+        reports = _judge_links(view, reports, entries)
     _check_chain(view, entries, findings)
     head = view.read_head()
     if head is None:
