@@ -30,7 +30,7 @@ import stat
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
 
@@ -746,12 +746,6 @@ def _judge_links(
         except (UnsafePathError, StoreError):
             manifest = "unusable"  # the run's own report says what is wrong with it
 
-        def archived(position: int, run_id: str = run_id) -> RunManifest | None:
-            try:
-                return view.read_archived(run_id, position)
-            except (ManifestInvalidError, UnsafePathError, StoreError):
-                return None
-
         named = (
             (manifest.chain or {}).get("position") if isinstance(manifest, RunManifest) else None
         )
@@ -760,12 +754,20 @@ def _judge_links(
                 report,
                 manifest,
                 links.get(run_id, ()),
-                archived,
-                lambda position, run_id=run_id: view.archived_name(run_id, position),  # type: ignore[misc]
+                partial(_archived_or_none, view, run_id),
+                partial(view.archived_name, run_id),
                 link_pending=pending is not None and pending == (run_id, named),
             )
         )
     return judged
+
+
+def _archived_or_none(view: StoreView, run_id: str, position: int) -> RunManifest | None:
+    """The manifest kept for a link, ``None`` when absent or unusable."""
+    try:
+        return view.read_archived(run_id, position)
+    except (ManifestInvalidError, UnsafePathError, StoreError):
+        return None
 
 
 def _valid_run_id(run_id: str) -> bool:
