@@ -43,7 +43,6 @@ from agc._core.store import (
     validate_run_id,
 )
 from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError, StoreError
-from agc.integrity._chain import run_links
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest
@@ -51,6 +50,7 @@ from agc.integrity._writer import (
     RunWriters,
     ToolEventWriter,
     TranscriptWriter,
+    linked,
     open_run,
     refuse_if_linked,
 )
@@ -273,7 +273,7 @@ def ingest_stream(
         return summary
     store = folder_store(store)
     layout = StoreLayout.at(store)
-    if run_links(layout, validate_run_id(run_id)):
+    if linked(layout, validate_run_id(run_id)):
         same = _already_recorded(stream, run_id, layout, kind=kind, algorithm=algorithm)
         if same is not None:
             return same

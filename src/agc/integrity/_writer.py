@@ -64,7 +64,7 @@ from agc.errors import (
     UnsealedRunError,
     VerificationError,
 )
-from agc.integrity._chain import run_links
+from agc.integrity._chain import ChainEntry, run_links
 from agc.integrity._manifest import ArtifactSeal, check_attributes
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
@@ -75,9 +75,23 @@ __all__ = [
     "RunWriters",
     "ToolEventWriter",
     "TranscriptWriter",
+    "linked",
     "open_run",
     "refuse_if_linked",
 ]
+
+
+def linked(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
+    """The run's links in the store chain; none when the chain log is not a regular
+    file (then every seal refuses to link, exit 3, as for any run).
+
+    Raises:
+        StoreError: the chain cannot be read.
+    """
+    try:
+        return run_links(layout, run_id)
+    except UnsafePathError:
+        return ()
 
 
 def refuse_if_linked(layout: StoreLayout, run_id: str) -> None:
@@ -91,10 +105,7 @@ def refuse_if_linked(layout: StoreLayout, run_id: str) -> None:
         RunExistsError: the chain links ``run_id`` (exit 2; nothing was written).
         StoreError: the chain cannot be read.
     """
-    try:
-        links = run_links(layout, run_id)
-    except UnsafePathError:
-        return  # no chain log to read: the seal refuses to link (exit 3), as for any run
+    links = linked(layout, run_id)
     if links:
         positions = ", ".join(str(entry.position) for entry in links)
         raise RunExistsError(
