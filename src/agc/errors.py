@@ -43,6 +43,7 @@ __all__ = [
     "RecoveryRefusedError",
     "RepairIncompleteError",
     "ReportInvalidError",
+    "RunExistsError",
     "RunIdInvalidError",
     "RunLockedError",
     "RunNotFoundError",
@@ -122,6 +123,12 @@ class RunNotFoundError(UsageError):
 
     code = "run-not-found"
     default_hint = "Check the run id and --store; `agc runs` lists the runs of the store."
+
+
+class RunExistsError(UsageError):
+    """The store chain already links this run id: a run id is recorded once."""
+
+    code = "run-exists"
 
 
 class InputError(UsageError):

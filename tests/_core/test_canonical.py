@@ -67,7 +67,9 @@ def _outcome(fn: Any, value: Any) -> tuple[str, bytes | str]:
 
 
 def _assert_same(value: Any) -> None:
-    assert _outcome(canonical_json, value) == _outcome(rfc8785.dumps, value)
+    reference = _outcome(rfc8785.dumps, value)
+    assert _outcome(lambda v: canonical_json(v, encoder="orjson"), value) == reference
+    assert _outcome(lambda v: canonical_json(v, encoder="stdlib"), value) == reference
 
 
 @settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
@@ -87,7 +89,8 @@ def test_keys_of_every_plane_sort_as_the_reference(value: Any) -> None:
 @given(st.dictionaries(_SURROGATE_FREE, _SURROGATE_FREE, max_size=8))
 def test_orjson_path_is_the_reference_bytes(value: dict[str, str]) -> None:
     # Surrogate-free strings only: the result is the bytes, never an error.
-    assert canonical_json(value) == rfc8785.dumps(value)
+    assert canonical_json(value, encoder="orjson") == rfc8785.dumps(value)
+    assert canonical_json(value, encoder="stdlib") == rfc8785.dumps(value)
 
 
 def test_keys_sort_by_utf16_code_units_not_code_points() -> None:

@@ -98,24 +98,26 @@ def test_bad_run_id_exits_2_and_creates_nothing(
     assert not Path(os.environ["AGC_HOME"]).exists()
 
 
-def test_record_on_a_sealed_run_exits_3_and_changes_nothing(
+def test_record_on_a_linked_run_exits_2_and_changes_nothing(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_run(store)
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     code, _, err = _record(monkeypatch, capsys, b"{}\n", "--run-id", "r1", "--store", str(store))
-    assert code == ExitCode.UNREADABLE
-    assert "sealed" in err
-    # A run id used again: the hint is to choose a new one, not about a failed write.
-    assert "hint: Sealed evidence is never appended to; write a new run id instead." in err
+    assert code == ExitCode.USAGE
+    assert "run r1 is already linked" in err
+    # A run id used again: the hint is to check that run and choose a new id, not
+    # about a failed write.
+    assert "hint: Check it with `agc-verify r1` (chain link 1)" in err
+    assert "new run id" in err
     assert "disk" not in err
     assert "agc recover" not in err
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
     source = store.parent / "again.jsonl"
     source.write_bytes(b"{}\n")
-    assert main(["import", str(source), "--run-id", "r1", "--store", str(store)]) == 3
+    assert main(["import", str(source), "--run-id", "r1", "--store", str(store)]) == 2
     err = capsys.readouterr().err
-    assert "write a new run id instead" in err
+    assert "new run id" in err
     assert "disk" not in err
 
 
@@ -125,6 +127,8 @@ def test_record_on_a_sealed_run_whose_link_is_pending_points_to_recover(
     # Sealed, but a link of the store is still pending (a disk that filled up or a kill
     # while the run was linked): `agc recover` completes it, so the hint says so.
     write_run(store)
+    for name in ("chain.jsonl", "chain-head.json"):  # killed before its link was appended
+        (StoreLayout(store).audit_dir / name).unlink()
     (StoreLayout(store).audit_dir / "chain-pending.json").write_text(
         '{"run_id": "r1", "position": 1, "prev": null}'
     )

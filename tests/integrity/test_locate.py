@@ -37,6 +37,7 @@ from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, TranscriptWriter
 from tests.conftest import steady_checkpoint_timer
 from tests.integrity.evidence_helpers import fixed_clock, records, transcript_path
+from tests.integrity.test_expect_head_attacks import relink
 
 RUN = "loc"
 
@@ -149,6 +150,7 @@ def test_a_seal_without_checkpoints_still_verifies_and_locates_the_whole_file(
     assert document["artifacts"]["transcript"]["checkpoints"]
     del document["artifacts"]["transcript"]["checkpoints"]
     manifest_path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    relink(tmp_path, [RUN])  # as the release before checkpoints linked it
     assert check_run(RUN, tmp_path).complete
     path = transcript_path(tmp_path, RUN)
     data = bytearray(path.read_bytes())

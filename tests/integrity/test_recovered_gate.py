@@ -24,6 +24,7 @@ from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, TranscriptWriter
 from tests.integrity.evidence_helpers import records, transcript_path
+from tests.integrity.test_expect_head_attacks import relink
 
 RUN = "crashed"
 
@@ -153,6 +154,7 @@ def test_an_old_recovered_manifest_without_counts_fails_and_says_why(tmp_path: P
         entry.pop("unverified_records")
         entry.pop("checkpoints", None)
     path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    relink(tmp_path, [RUN])  # as that release linked it: the chain names this manifest
     report = check_run(RUN, tmp_path)
     finding = _recovered(report)
     assert finding.severity == "error"

@@ -300,8 +300,11 @@ def test_a_taken_run_id_is_refused_before_anything_is_written(
 ) -> None:
     _record(s3_store, "r1")
     feed_stdin(monkeypatch, TRANSCRIPT)
-    assert agc_main(["record", "--run-id", "r1", "--store", s3_store.url]) == 3
-    assert "used once" in capsys.readouterr().err
+    # The chain linked it (its manifest has a version): refused as run-exists, exit 2.
+    assert agc_main(["record", "--run-id", "r1", "--store", s3_store.url]) == 2
+    err = capsys.readouterr().err
+    assert "a run id is recorded once" in err
+    assert f"agc-verify r1 --store {s3_store.url}" in err
     assert not staging_store(s3_store, "r1").exists()
 
 

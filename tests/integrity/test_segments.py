@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agc.errors import ArtifactSealedError, VerificationError
+from agc.errors import RunExistsError, VerificationError
 from agc.integrity._manifest import RunManifest
 from agc.integrity._recover import recover_run, recover_store
 from agc.integrity._store_verify import check_store
@@ -50,7 +50,7 @@ def test_reopen_refuses_tampered_sealed_content(store: Path) -> None:
 
 def test_plain_open_of_a_sealed_run_is_refused(store: Path) -> None:
     write_run(store, "r")
-    with pytest.raises(ArtifactSealedError):
+    with pytest.raises(RunExistsError):  # linked: continued only with reopen=True
         TranscriptWriter("r", store=store)
 
 

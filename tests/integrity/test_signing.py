@@ -27,6 +27,7 @@ from agc.errors import (
     UsageError,
 )
 from agc.integrity import _signing as signing_module
+from agc.integrity import _writer as writer_module
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import (
     generate_keypair,
@@ -119,8 +120,9 @@ def test_resealing_a_tampered_file_without_the_key_is_bad_signature(
     report = check_run("r", store, trusted_keys=load_trusted_keys([keys["public"]]))
     assert report.signature == "bad-signature"
     assert not report.complete
-    # Without the signature check, the attacker's re-seal would look consistent.
-    assert check_run("r", store).complete
+    # Without the signature check the files and manifest agree, but the manifest is no
+    # longer the one the store chain linked.
+    assert [f.code for f in check_run("r", store).errors] == ["replaced"]
 
 
 def test_manifest_moved_to_another_run_fails(store: Path, keys: dict[str, Path]) -> None:
@@ -189,7 +191,11 @@ def _fabricate(store: Path, run_id: str) -> None:
     for folder in ("transcripts", "tool-events"):
         for path in (store / "audit" / folder).glob(f"{run_id}.jsonl*"):
             path.unlink()
-    write_run(store, run_id, seed=99)  # a new run under the same id, sealed without the key
+    # A new run under the same id, sealed without the key by a writer without the
+    # run-exists rule (agc refuses a linked run id; the writer of the store does not).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(writer_module, "refuse_if_linked", lambda layout, run_id: None)
+        write_run(store, run_id, seed=99)
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from agc._core.store import ArtifactKind, StoreLayout
 from agc.errors import RunIdInvalidError, StoreError, VerificationError
 from agc.exitcodes import ExitCode
 from agc.integrity import _legacy as legacy_module
+from agc.integrity import _run_chain as run_chain_module
 from agc.integrity import _s3_findings as s3_findings_module
 from agc.integrity import _verify as verify_module
 from agc.integrity._manifest import ArtifactSeal
@@ -587,11 +588,11 @@ def test_verify_reads_a_small_file_in_one_bounded_read(
 
 
 def test_every_finding_code_is_documented() -> None:
-    """Every code the run verifier emits (in its source, the legacy module's and the
-    object-store findings module's) is in the typed list of codes, and that list is exactly the
-    table in docs/format.md."""
+    """Every code the run verifier emits (in its source, the legacy module's, the chain
+    judge's and the object-store findings module's) is in the typed list of codes, and
+    that list is exactly the table in docs/format.md."""
     emitted: set[str] = set()
-    for module in (verify_module, legacy_module, s3_findings_module):
+    for module in (verify_module, legacy_module, run_chain_module, s3_findings_module):
         source = Path(str(module.__file__)).read_text()
         emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
     assert len(emitted) >= 18

@@ -24,6 +24,7 @@ from agc._core.store import StoreLayout
 from agc.errors import (
     ArtifactSealedError,
     RecordInvalidError,
+    RunExistsError,
     RunIdInvalidError,
     RunLockedError,
     StoreError,
@@ -290,6 +291,8 @@ def test_second_writer_in_another_process_fails(store: Path) -> None:
 
 @pytest.mark.parametrize("remove", [None, "sidecar", "manifest"])
 def test_never_appends_to_a_sealed_file(store: Path, remove: str | None) -> None:
+    """A sealed file of a run the chain links is refused as a linked run id (exit 2);
+    one of a run not linked yet (the other artifact still open) as sealed (exit 3)."""
     layout = write_run(store)
     path = layout.artifact_path("r1", "transcript")
     if remove == "sidecar":
@@ -297,8 +300,19 @@ def test_never_appends_to_a_sealed_file(store: Path, remove: str | None) -> None
     elif remove == "manifest":
         layout.manifest_path("r1").unlink()
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
-    with pytest.raises(ArtifactSealedError) as info:
+    with pytest.raises(RunExistsError) as linked:
         TranscriptWriter("r1", store=store)
+    assert linked.value.exit_code == ExitCode.USAGE
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+    with TranscriptWriter("r2", store=store) as transcript:  # sealed, run not closed
+        transcript.write({"role": "user"})
+    if remove == "sidecar":
+        layout.artifact_path("r2", "transcript").with_name("r2.jsonl.b3").unlink()
+    elif remove == "manifest":
+        layout.manifest_path("r2").unlink()
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    with pytest.raises(ArtifactSealedError) as info:
+        TranscriptWriter("r2", store=store)
     assert info.value.exit_code == ExitCode.UNREADABLE
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
@@ -506,7 +520,7 @@ def test_a_writer_that_failed_to_open_never_closes_a_reused_descriptor(
     held: list[BaseException] = []
     try:
         TranscriptWriter("r1", store=store)
-    except (RunLockedError, ArtifactSealedError, StoreError) as exc:
+    except (RunLockedError, RunExistsError, StoreError) as exc:
         held.append(exc)  # a caller (or a log record) keeps the exception alive
     assert len(held) == 1
     fd = os.open(tmp_path / "unrelated", os.O_CREAT | os.O_RDWR)

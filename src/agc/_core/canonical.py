@@ -23,7 +23,9 @@ result or its ``rfc8785.CanonicalizationError`` is what the caller gets.
 
 from __future__ import annotations
 
-from typing import Any, Final
+import json
+import sys
+from typing import Any, Final, Literal
 
 __all__ = ["canonical_json"]
 
@@ -55,15 +57,31 @@ def _orjson_safe(value: Any) -> bool:
     return True
 
 
-def canonical_json(value: Any) -> bytes:
+def canonical_json(value: Any, *, encoder: Literal["orjson", "stdlib"] | None = None) -> bytes:
     """The RFC 8785 canonical JSON of ``value`` (the bytes of ``rfc8785.dumps(value)``).
+
+    ``encoder``: what writes a value of the safe kinds above: orjson, or the standard
+    library's :func:`json.dumps` (sorted keys, compact, UTF-8 kept), whose output for
+    those values is the same bytes by the same argument (it sorts keys by code point and
+    escapes ``"``, ``\\`` and the controls as RFC 8785 does). ``None``: orjson when it is
+    loaded already, else the standard library, so a process that hashes one small
+    document (``agc-verify RUN`` judging a manifest against its chain link) does not
+    load orjson for it.
 
     Raises:
         rfc8785.CanonicalizationError: ``value`` has no canonical form (a float that is
             NaN or infinite, an integer beyond 2**53 - 1, a lone surrogate, a key that is
             not a string, an unsupported type), as ``rfc8785.dumps`` raises it.
     """
-    if _orjson_safe(value):
+    if encoder is None:
+        encoder = "orjson" if "orjson" in sys.modules else "stdlib"
+    if encoder == "stdlib" and _orjson_safe(value):
+        try:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+            return text.encode("utf-8")
+        except (UnicodeEncodeError, RecursionError, ValueError):
+            pass  # a lone surrogate, or nesting too deep: the reference decides
+    elif _orjson_safe(value):
         from agc._core.orjson_loader import orjson  # noqa: PLC0415 - the single-run verifier does without it
 
         try:

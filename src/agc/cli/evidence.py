@@ -179,6 +179,13 @@ def _print_summary(summary: IngestSummary, as_json: bool) -> None:
     if as_json:
         emit_json(summary.to_dict())
         return
+    if summary.unchanged:
+        out_console.print(
+            f"run {summary.run_id}: already recorded with these {summary.records} records "
+            "(the same input); nothing written",
+            markup=False,
+        )
+        return
     out_console.print(
         f"run {summary.run_id}: {summary.records} records written to {summary.kind}"
         f" ({summary.invalid_lines} non-object lines kept as 'invalid' records), sealed",

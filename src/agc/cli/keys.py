@@ -108,6 +108,8 @@ def recover_command(
             out_console.print(f"chain: completed the interrupted link of run {healed.linked}")
         if healed.head_repaired:
             out_console.print("chain: rewrote the chain head from the last link")
+        if healed.newline_added:
+            out_console.print("chain: added the missing newline after the last link")
         if healed.quarantined_bytes:
             out_console.print(
                 f"chain: moved a torn last line ({healed.quarantined_bytes} bytes) to "

@@ -20,11 +20,12 @@ link. Linking a run is five steps under the chain lock: (1) write the intent
 manifest with its ``chain`` member, (3) append the link (one ``write`` of one whole
 line, fsync), (4) replace the head, (5) remove the intent. A process killed between any
 two of them leaves a state that :func:`heal_chain` completes the next time anyone takes
-the chain lock (the next seal, ``agc recover``): a torn last line is moved to
-``audit/chain.jsonl.quarantine`` and cut off, an intent whose manifest was written is
-linked, a stale head is rewritten from the last link, and leftover temporary files in
-``audit/`` are removed. A head *ahead* of the log, or naming another digest than the
-link at its position, cannot come from a crash: it is refused, never healed.
+the chain lock (the next seal, ``agc recover``): a last link that lacks only its newline
+gets it, any other torn last line is moved to ``audit/chain.jsonl.quarantine`` and cut
+off, an intent whose manifest was written is linked, a stale head is rewritten from the
+last link, and leftover temporary files in ``audit/`` are removed. A head *ahead* of the
+log, or naming another digest than the link at its position, cannot come from a crash:
+it is refused, never healed.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import mmap
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -79,6 +81,7 @@ __all__ = [
     "manifest_digest",
     "read_chain",
     "read_head",
+    "run_links",
     "write_head",
 ]
 
@@ -200,6 +203,64 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
     return entries, unusable + too_long
 
 
+def run_links(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
+    """Every link of ``run_id`` in ``audit/chain.jsonl``, in log order.
+
+    The log is mapped into memory (:mod:`mmap`: the page cache, not a copy) and searched,
+    and only the lines that can name the run are parsed: those that hold ``"<run_id>"``
+    literally or a backslash. The filter is exact, never a guess: a JSON string equal
+    to ``run_id`` is spelled ``"<run_id>"`` byte for byte unless it uses an escape,
+    which needs a backslash (RFC 8259, section 7). Lines are taken as :func:`read_chain`
+    takes them (a line longer than a link can be is no link), so both find the same
+    links. Time grows with the log's size at the speed of a byte search.
+
+    Raises:
+        UnsafePathError: the log is a symlink or not a regular file.
+        StoreError: it cannot be read.
+    """
+    path = chain_log_path(layout)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise UnsafePathError(f"{path} is a symlink or not a regular file")
+        handle = open_regular_file(path)
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    with handle:
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return ()
+            with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as log:
+                return _links_in(log, run_id)
+        except (OSError, ValueError) as exc:  # ValueError: it shrank to nothing meanwhile
+            raise StoreError(f"cannot read {path}: {exc}") from exc
+
+
+def _links_in(log: mmap.mmap, run_id: str) -> tuple[ChainEntry, ...]:
+    """The links of ``run_id`` among the lines of ``log`` (see :func:`run_links`)."""
+    starts: set[int] = set()
+    for marker in (b'"' + run_id.encode() + b'"', b"\\"):
+        index = log.find(marker)
+        while index >= 0:
+            starts.add(log.rfind(b"\n", 0, index) + 1)
+            stop = log.find(b"\n", index)
+            if stop < 0:
+                break
+            index = log.find(marker, stop)
+    found: list[ChainEntry] = []
+    for start in sorted(starts):
+        stop = log.find(b"\n", start)
+        stop = len(log) if stop < 0 else stop
+        if stop - start > _MAX_LINK_BYTES:
+            continue
+        entry = _parse_link(log[start:stop])
+        if entry is not None and entry.run_id == run_id:
+            found.append(entry)
+    return tuple(found)
+
+
 def _entry(raw: Any) -> ChainEntry:
     """One chain line as a link; a field of the wrong type is refused, never coerced."""
     position, run_id, digest, prev = (
@@ -281,6 +342,7 @@ class ChainHeal:
         linked: run id whose interrupted link was completed, if any.
         head_repaired: the head file was missing, stale or damaged and was rewritten.
         removed_temp_files: leftover temporary files removed from ``audit/``.
+        newline_added: the last link lacked only its newline, which was added.
     """
 
     tip: ChainHead
@@ -288,11 +350,16 @@ class ChainHeal:
     linked: str | None = None
     head_repaired: bool = False
     removed_temp_files: tuple[str, ...] = ()
+    newline_added: bool = False
 
     @property
     def changed(self) -> bool:
         return bool(
-            self.quarantined_bytes or self.linked or self.head_repaired or self.removed_temp_files
+            self.quarantined_bytes
+            or self.linked
+            or self.head_repaired
+            or self.removed_temp_files
+            or self.newline_added
         )
 
 
@@ -312,7 +379,7 @@ def heal_chain(
     """
     audit = layout.audit_dir
     removed = tuple(remove_stale_temp_files(audit)) if audit.is_dir() else ()
-    quarantined = _cut_torn_line(layout)
+    quarantined, completed = _cut_torn_line(layout)
     tip = _last_link(layout)
     linked = None
     pending = _read_pending(layout)
@@ -344,7 +411,7 @@ def heal_chain(
         if tip.digest is not None:
             write_head(layout, ChainEntry(tip.position, tip.run_id or "", tip.digest, None))
         head_repaired = True
-    return ChainHeal(tip, quarantined, linked, head_repaired, removed)
+    return ChainHeal(tip, quarantined, linked, head_repaired, removed, completed)
 
 
 def link_closed_manifest(
@@ -409,18 +476,35 @@ def _not_a_log(path: Path) -> StoreError:
     )
 
 
-def _cut_torn_line(layout: StoreLayout) -> int:
-    """Move bytes after the log's last newline (an append cut short) to quarantine."""
+def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
+    """Heal an append cut short: ``(bytes quarantined, newline added)``.
+
+    A last line that is a whole link and lacks only its ``\n`` (the write stopped one
+    byte short) is completed with the newline: every proper prefix of a link line ends
+    before its closing ``}``, so it is never whole JSON, and the line is exactly what
+    :func:`append_link` wrote. Any other bytes after the last newline are moved to the
+    quarantine file and cut off.
+    """
     path = chain_log_path(layout)
     try:
         fd = _open_log(path, os.O_RDWR)
     except FileNotFoundError:
-        return 0
+        return 0, False
     try:
         size = os.fstat(fd).st_size
         boundary = last_line_end(fd, size)
         if boundary == size:
-            return 0
+            return 0, False
+        tail = os.pread(fd, min(size - boundary, _MAX_LINK_BYTES + 1), boundary)
+        if size - boundary <= _MAX_LINK_BYTES and _parse_link(tail) is not None:
+            try:
+                os.pwrite(fd, b"\n", size)
+                os.fsync(fd)
+            except OSError as exc:
+                if exc.errno in MACHINE_ERRNOS:
+                    raise write_error(path, exc, doing="write") from exc
+                raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
+            return 0, True
         tail = os.pread(fd, size - boundary, boundary)
         number = 1
         while True:
@@ -434,7 +518,7 @@ def _cut_torn_line(layout: StoreLayout) -> int:
                 number += 1
         os.ftruncate(fd, boundary)
         os.fsync(fd)
-        return len(tail)
+        return len(tail), False
     finally:
         os.close(fd)
 
@@ -491,6 +575,13 @@ def _refuse_odd_pending(layout: StoreLayout) -> None:
             f"{path} is not a regular file; no run can be linked",
             hint="Look at it with `agc-verify --all` and remove it.",
         )
+
+
+def pending_link(layout: StoreLayout) -> tuple[str, int] | None:
+    """The run id and position of the link being made (``audit/chain-pending.json``),
+    ``None`` when there is none or it is unusable."""
+    pending = _read_pending(layout)
+    return None if pending is None else (pending[0], pending[1])
 
 
 def _read_pending(layout: StoreLayout) -> tuple[str, int, str | None] | None:

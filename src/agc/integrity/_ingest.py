@@ -18,23 +18,42 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import itertools
 import os
+import re
 import select
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
-from agc._core.fs import describe_os_error
+from agc._core.fs import describe_os_error, open_regular_file
 from agc._core.jsonl import FsyncPolicy
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, folder_store
-from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError
+from agc._core.store import (
+    ARTIFACT_KINDS,
+    ArtifactKind,
+    StoreArg,
+    StoreLayout,
+    folder_store,
+    validate_run_id,
+)
+from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError, StoreError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
-from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
+from agc.integrity._store_io import read_manifest
+from agc.integrity._writer import (
+    RunWriters,
+    ToolEventWriter,
+    TranscriptWriter,
+    linked,
+    open_run,
+    refuse_if_linked,
+)
 
 __all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
 
@@ -163,6 +182,8 @@ class IngestSummary:
         invalid_lines: lines kept as ``invalid`` records.
         bytes_in: input bytes read.
         seals: the seals of both artifacts (the input's and the empty other one).
+        unchanged: the store held this very run already (the same records under the
+            same run id): nothing was written, and ``seals`` are the run's own.
     """
 
     run_id: str
@@ -173,6 +194,7 @@ class IngestSummary:
     seals: tuple[ArtifactSeal, ...]
     object_store: Mapping[str, Any] | None = None
     """For a run written to an object store: its upload (store, position, objects)."""
+    unchanged: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         upload = {} if self.object_store is None else {"object_store": dict(self.object_store)}
@@ -184,6 +206,7 @@ class IngestSummary:
             "invalid_lines": self.invalid_lines,
             "bytes_in": self.bytes_in,
             "seals": [{"kind": s.kind, **s.to_dict()} for s in self.seals],
+            "unchanged": self.unchanged,
             **upload,
         }
 
@@ -201,6 +224,11 @@ def ingest_stream(
     allow_empty: bool = True,
 ) -> IngestSummary:
     """Write every line of ``stream`` as a record of ``kind`` and seal the run.
+
+    A run id the store chain links already is refused (``RunExistsError``), except
+    when the input is that run's own: the same records, in the same order, as a
+    complete run of the store holds (a retried import). Then nothing is written and
+    the summary says ``unchanged`` (folder stores).
 
     A run always has both artifacts: the other kind is sealed as an
     empty file. If reading or writing fails or the process is interrupted (Ctrl-C,
@@ -221,6 +249,7 @@ def ingest_stream(
 
     Raises:
         EmptyInputError: the input is empty and ``allow_empty`` is False.
+        RunExistsError: the chain links ``run_id`` and the input is not that run's.
         FileUnreadableError: reading the input failed (an I/O error; exit 3), naming it
             (``stream.name``, ``stdin``); the lines read before stay, unsealed.
         as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
@@ -244,6 +273,11 @@ def ingest_stream(
         return summary
     store = folder_store(store)
     layout = StoreLayout.at(store)
+    if linked(layout, validate_run_id(run_id)):
+        same = _already_recorded(stream, run_id, layout, kind=kind, algorithm=algorithm)
+        if same is not None:
+            return same
+        refuse_if_linked(layout, run_id)
     created = {k: not os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS}
     run = open_run(run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key)
     target: TranscriptWriter | ToolEventWriter = (
@@ -329,3 +363,63 @@ def _release_unsealed(run: RunWriters, created: dict[ArtifactKind, bool]) -> Non
                 with contextlib.suppress(OSError):
                     os.unlink(writer.path)
     run.abort()
+
+
+# ``{"seq":N,"ts":T`` opens every record the writer writes (stamp members first): the
+# rest of the line is the record's body, byte for byte.
+_STAMP: Final = re.compile(rb'\{"seq":([0-9]+),"ts":-?[0-9]+')
+
+
+def _already_recorded(
+    stream: BinaryIO,
+    run_id: str,
+    layout: StoreLayout,
+    *,
+    kind: ArtifactKind,
+    algorithm: Algorithm,
+) -> IngestSummary | None:
+    """The summary of the run the store holds when ``stream`` is its very input, else
+    ``None`` (the stream is consumed either way).
+
+    The input is written through the same writer into a temporary store, so its
+    records are exactly the bytes a new import would write; it is the run's input when
+    the store's run verifies complete and each artifact's records equal those, line
+    for line, but for their ``ts`` (the time of writing).
+
+    Raises:
+        as :func:`ingest_stream` for the input; StoreError when the store's run cannot
+        be read.
+    """
+    from agc.integrity._verify import check_run  # noqa: PLC0415 - only on a retry
+
+    if not check_run(run_id, layout.root).complete:
+        return None
+    with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
+        again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
+        fresh = StoreLayout.at(scratch)
+        for other in ARTIFACT_KINDS:
+            if not _same_records(
+                fresh.artifact_path(run_id, other), layout.artifact_path(run_id, other)
+            ):
+                return None
+    manifest = read_manifest(layout, run_id)
+    if manifest is None:
+        return None
+    seals = tuple(manifest.artifacts[k] for k in ARTIFACT_KINDS if k in manifest.artifacts)
+    return replace(again, seals=seals, unchanged=True)
+
+
+def _same_records(fresh: Path, kept: Path) -> bool:
+    """Whether two record files hold the same records but for their ``ts``."""
+    try:
+        with open_regular_file(fresh) as left, open_regular_file(kept) as right:
+            for ours, theirs in itertools.zip_longest(left, right):
+                if ours is None or theirs is None:
+                    return False
+                if _STAMP.sub(rb"{\1", ours, count=1) != _STAMP.sub(rb"{\1", theirs, count=1):
+                    return False
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"cannot read {kept}: {describe_os_error(exc)}") from exc
+    return True

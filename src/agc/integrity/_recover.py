@@ -358,6 +358,7 @@ class StoreRecovery:
         head_repaired: the chain head was missing, stale or damaged and was rewritten.
         quarantined_bytes: bytes of a torn chain line moved to its quarantine file.
         removed_temp_files: leftover temporary files removed (paths in the store).
+        newline_added: the chain's last link lacked only its newline, which was added.
     """
 
     store: str
@@ -365,11 +366,16 @@ class StoreRecovery:
     head_repaired: bool
     quarantined_bytes: int
     removed_temp_files: tuple[str, ...]
+    newline_added: bool = False
 
     @property
     def changed(self) -> bool:
         return bool(
-            self.linked or self.head_repaired or self.quarantined_bytes or self.removed_temp_files
+            self.linked
+            or self.head_repaired
+            or self.quarantined_bytes
+            or self.removed_temp_files
+            or self.newline_added
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -380,6 +386,7 @@ class StoreRecovery:
             "linked": self.linked,
             "head_repaired": self.head_repaired,
             "quarantined_bytes": self.quarantined_bytes,
+            "newline_added": self.newline_added,
             "removed_temp_files": list(self.removed_temp_files),
         }
 
@@ -414,6 +421,7 @@ def recover_store(store: str | os.PathLike[str] | None = None) -> StoreRecovery:
         head_repaired=heal.head_repaired,
         quarantined_bytes=heal.quarantined_bytes,
         removed_temp_files=tuple(sorted(removed)),
+        newline_added=heal.newline_added,
     )
 
 

@@ -54,6 +54,7 @@ from agc.errors import (
     AgcError,
     ArtifactSealedError,
     RecoveryRefusedError,
+    RunExistsError,
     RunNotFoundError,
     StoreError,
     UnsealedRunError,
@@ -588,11 +589,21 @@ def refuse_if_taken(store: ObjectStore, run_id: str) -> None:
     """Refuse a run id the store already holds, before anything is written locally.
 
     Raises:
-        ArtifactSealedError: the store has a manifest or an artifact of the run.
+        RunExistsError: the run's manifest has a version (the chain linked the run).
+        ArtifactSealedError: the store has an artifact of the run.
         UnsealedRunError: the run is staged and not uploaded yet.
         StoreError: the store cannot be read.
     """
     validate_run_id(run_id)
+    if any(True for _ in store.list_versions(manifest_path(run_id))):
+        # A manifest is written only once a run is linked; a version of it (or a delete
+        # marker over one) means the chain has linked this run id.
+        raise RunExistsError(
+            f"run {run_id} was linked in {store.url} already (its manifest has a version, "
+            "current or deleted); a run id is recorded once",
+            hint=f"Check it with `agc-verify {run_id} --store {store.url}`; record the new "
+            "run under a new run id.",
+        )
     for path in (manifest_path(run_id), *(artifact_path(run_id, k) for k in ARTIFACT_KINDS)):
         if store.exists(path):
             raise ArtifactSealedError(

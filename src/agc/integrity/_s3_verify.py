@@ -33,11 +33,13 @@ from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidErr
 from agc.integrity._chain import ChainEntry, ChainHead
 from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
+from agc.integrity._run_chain import judge_run_links
 from agc.integrity._s3 import (
     CHAIN_DIR,
     HEAD_PATH,
     RemoteHead,
     artifact_path,
+    link_path,
     manifest_path,
 )
 from agc.integrity._s3_findings import judge_object, object_lock_finding
@@ -352,6 +354,7 @@ def check_object_run(
     bucket_findings: bool = True,
     manifest_object: tuple[bytes, ObjectInfo] | _Unread | None = UNREAD,
     copies: Mapping[ArtifactKind, ObjectCopy] | None = None,
+    chain: bool = True,
 ) -> RunReport:
     """Check one run of an object store; never raises on findings (see the module doc).
 
@@ -370,6 +373,10 @@ def check_object_run(
         copies: for each artifact kind given, where the object's bytes are copied as
             they are hashed (:class:`ObjectCopy`); an artifact not read (absent, or no
             current version) leaves its copy untouched.
+        chain: judge the run against its chain link (``--all`` judges every run's
+            links itself, from its one read of the chain): the link object at the
+            position its manifest names (one read), or, for a run without a manifest,
+            every link object (a deleted run is found by its link).
 
     Raises:
         RunIdInvalidError, UsageError: as :func:`check_run`.
@@ -492,7 +499,7 @@ def check_object_run(
     ]
     if bucket_findings and not policy.lock.enabled:
         findings.append(object_lock_finding(store.bucket, policy_asked=policy.asked))
-    return RunReport(
+    report = RunReport(
         run_id=run_id,
         store=store.url,
         findings=tuple(findings),
@@ -502,6 +509,61 @@ def check_object_run(
         signature=status,
         key_id=key_id,
     )
+    if not chain or legacy is not None or any(f.code == "manifest-invalid" for f in findings):
+        return report
+    return judge_run_links(
+        report,
+        manifest,
+        _object_run_links(store, run_id, manifest),
+        lambda _: None,  # a run in object storage is never re-opened
+        lambda position: f"{run_id}@{position}.json",
+    )
+
+
+def _object_run_links(
+    store: ObjectStore, run_id: str, manifest: RunManifest | None
+) -> list[ChainEntry]:
+    """The run's links: the one at the position its manifest names (its link object,
+    or the head while that object is pending); every link of the chain when the run has
+    no manifest to name one.
+
+    Raises:
+        StoreError: the store cannot be listed or read (exit 3).
+    """
+    if manifest is not None:
+        position = (manifest.chain or {}).get("position")
+        if not isinstance(position, int):
+            return []
+        head = _read_head_object(store)
+        if head is not None and head.position == position:
+            return [head.entry] if head.run_id == run_id else []
+        got = store.get(link_path(position), max_bytes=MAX_MANIFEST_BYTES)
+        entry = _parse_link(got[0]) if got is not None else None
+        return [entry] if entry is not None and entry.run_id == run_id else []
+    found: list[ChainEntry] = []
+    for path in sorted(store.list_paths(CHAIN_DIR)):
+        got = store.get(path, max_bytes=MAX_MANIFEST_BYTES)
+        entry = _parse_link(got[0]) if got is not None else None
+        if entry is not None and entry.run_id == run_id:
+            found.append(entry)
+    head = _read_head_object(store)
+    if (
+        head is not None
+        and head.run_id == run_id
+        and head.position not in {e.position for e in found}
+    ):
+        found.append(head.entry)
+    return found
+
+
+def _read_head_object(store: ObjectStore) -> RemoteHead | None:
+    got = store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
+    if got is None:
+        return None
+    try:
+        return RemoteHead.from_bytes(got[0])
+    except (ValueError, UnicodeDecodeError):
+        return None  # damaged: `agc-verify --all` reports it
 
 
 def _legacy_transcript(transcript: ArtifactObservation) -> bool:
@@ -605,6 +667,7 @@ class ObjectRunCheck:
             versions=versions,
             bucket_findings=False,
             manifest_object=manifest_object,
+            chain=False,
         )
 
 
@@ -739,6 +802,9 @@ class S3StoreView:
 
     def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool:
         return self.current(artifact_path(run_id, kind))
+
+    def pending_link(self) -> tuple[str, int] | None:
+        return None  # a link in the head only is among the links read_chain returns
 
     def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
         """The link objects in position order; unusable ones become findings."""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "archived_manifest_path",
     "iter_json_objects",
+    "read_archived_manifest",
     "read_manifest",
     "read_run_manifest",
     "record_reopen",
@@ -41,6 +42,22 @@ def archived_manifest_path(layout: StoreLayout, run_id: str, position: int) -> P
     """``audit/manifests/<runId>@<position>.json``: a closed manifest kept when its run
     was re-opened, so the chain link at ``position`` can still be checked."""
     return layout.manifests_dir / f"{validate_run_id(run_id)}@{position}.json"
+
+
+def read_archived_manifest(layout: StoreLayout, run_id: str, position: int) -> RunManifest | None:
+    """The manifest kept for the run's chain link at ``position``, ``None`` if absent.
+
+    Raises:
+        ManifestInvalidError: it is damaged, too large or of another run.
+        UnsafePathError: it is a symlink.
+        StoreError: it cannot be read.
+    """
+    path = archived_manifest_path(layout, run_id, position)
+    try:
+        data = read_small_file(path, max_bytes=MAX_MANIFEST_BYTES)
+    except FileNotFoundError:
+        return None
+    return RunManifest.from_bytes(data, expected_run_id=run_id)
 
 
 def read_manifest(layout: StoreLayout, run_id: str) -> RunManifest | None:

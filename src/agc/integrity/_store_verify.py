@@ -30,12 +30,12 @@ import stat
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
 
 from agc._core.digest import SIDECAR_SUFFIXES
-from agc._core.fs import is_temp_name, read_small_file
+from agc._core.fs import is_temp_name
 from agc._core.objstore import Retention, object_store_of
 from agc._core.report import Finding, Report
 from agc._core.signature_rule import signature_required
@@ -62,13 +62,19 @@ from agc.integrity._chain import (
     chain_log_path,
     manifest_digest,
     pending_intent_mode,
+    pending_link,
     read_chain,
     read_head,
 )
-from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
+from agc.integrity._manifest import RunManifest
 from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
+from agc.integrity._run_chain import judge_run_links, superseded_problems
 from agc.integrity._s3_findings import ObjectStoreFindingCode
-from agc.integrity._store_io import archived_manifest_path, read_manifest
+from agc.integrity._store_io import (
+    archived_manifest_path,
+    read_archived_manifest,
+    read_manifest,
+)
 from agc.integrity._verdict import count_verdicts
 from agc.integrity._verify import RunReport, check_folder_run
 
@@ -462,6 +468,7 @@ class LocalRunCheck:
             listed=listed,
             shared_events=self.shared_events,
             allow_recovered=self.allow_recovered,
+            chain=False,  # every run's links are judged once the chain is read
         )
         if isinstance(manifest, RunManifest) and manifest.closed:
             # The chain check needs this digest; computed here it is computed by the
@@ -516,6 +523,9 @@ class StoreView(Protocol):
     def archived_name(self, run_id: str, position: int) -> str: ...
 
     def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool: ...
+
+    def pending_link(self) -> tuple[str, int] | None:
+        """The run id and position of a link being made but not in the chain yet."""
 
     def prefetch(self, run_ids: Iterable[str]) -> None:
         """A hint: these manifests (and the chain) are about to be read."""
@@ -610,18 +620,16 @@ class LocalStoreView:
         return found
 
     def read_archived(self, run_id: str, position: int) -> RunManifest | None:
-        path = archived_manifest_path(self.layout, run_id, position)
-        try:
-            data = read_small_file(path, max_bytes=MAX_MANIFEST_BYTES)
-        except FileNotFoundError:
-            return None
-        return RunManifest.from_bytes(data, expected_run_id=run_id)
+        return read_archived_manifest(self.layout, run_id, position)
 
     def archived_name(self, run_id: str, position: int) -> str:
         return archived_manifest_path(self.layout, run_id, position).name
 
     def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool:
         return os.path.lexists(self.layout.artifact_path(run_id, kind))
+
+    def pending_link(self) -> tuple[str, int] | None:
+        return pending_link(self.layout)
 
     def prefetch(self, run_ids: Iterable[str]) -> None:
         pass  # local files: read when needed
@@ -659,11 +667,13 @@ def _check_store(
     expect_head: str | None,
     *,
     start_runs: Callable[[list[str]], _StartedRuns] | None = None,
+    judge_links: bool = True,
 ) -> StoreReport:
     """The store report; the runs are checked by ``check_runs`` (every run, in run-id
     order, once the chain is read), or started by ``start_runs`` on the runs the
     listing names before the chain is read, and completed with those only the chain
-    names."""
+    names. ``judge_links``: judge each run's report against its links (false when
+    ``check_runs`` gives reports that ``check_run`` judged so already)."""
     findings: list[_Finding] = []
     view.store_findings(findings)
     run_ids = _listed_runs(view)
@@ -691,6 +701,8 @@ def _check_store(
                 artifact="store",
             )
         )
+    if judge_links:
+        reports = _judge_links(view, reports, entries)
     _check_chain(view, entries, findings)
     head = view.read_head()
     if head is None:
@@ -733,6 +745,50 @@ def _check_store(
         head=entries[-1].manifest_digest if entries else None,
         head_position=entries[-1].position if entries else 0,
     )
+
+
+def _judge_links(
+    view: StoreView, reports: list[RunReport], entries: list[ChainEntry]
+) -> list[RunReport]:
+    """Each run's report judged against its own links, as ``agc-verify RUN`` judges it
+    (:func:`~agc.integrity._run_chain.judge_run_links`), from the one read of the chain."""
+    links: dict[str, list[ChainEntry]] = {}
+    for entry in entries:
+        links.setdefault(entry.run_id, []).append(entry)
+    pending = view.pending_link()
+    judged: list[RunReport] = []
+    for report in reports:
+        run_id = report.run_id
+        manifest: RunManifest | str | None
+        try:
+            manifest = view.read_manifest(run_id)
+        except ManifestInvalidError as exc:
+            manifest = exc.message
+        except (UnsafePathError, StoreError):
+            manifest = "unusable"  # the run's own report says what is wrong with it
+
+        named = (
+            (manifest.chain or {}).get("position") if isinstance(manifest, RunManifest) else None
+        )
+        judged.append(
+            judge_run_links(
+                report,
+                manifest,
+                links.get(run_id, ()),
+                partial(_archived_or_none, view, run_id),
+                partial(view.archived_name, run_id),
+                link_pending=pending is not None and pending == (run_id, named),
+            )
+        )
+    return judged
+
+
+def _archived_or_none(view: StoreView, run_id: str, position: int) -> RunManifest | None:
+    """The manifest kept for a link, ``None`` when absent or unusable."""
+    try:
+        return view.read_archived(run_id, position)
+    except (ManifestInvalidError, UnsafePathError, StoreError):
+        return None
 
 
 def _valid_run_id(run_id: str) -> bool:
@@ -873,58 +929,20 @@ def _check_superseded(view: StoreView, entry: Any, findings: list[_Finding]) -> 
     """A link superseded by a later seal of the same run (a re-opened segment).
 
     Its manifest was archived when the run was re-opened; it must still hash to the
-    link's digest, and the run's current seals must extend it: each artifact's earlier
-    seal is one of its current segments (whose file prefixes ``check_run`` verifies).
+    link's digest, and the run's current seals must extend it
+    (:func:`~agc.integrity._run_chain.superseded_problems`).
     """
-    name = view.archived_name(entry.run_id, entry.position)
     try:
         archived = view.read_archived(entry.run_id, entry.position)
     except (ManifestInvalidError, UnsafePathError, StoreError):
         archived = None
-    if archived is None or manifest_digest(archived) != entry.manifest_digest:
-        findings.append(
-            Finding(
-                "manifest-replaced",
-                f"run {entry.run_id}: the manifest of chain link {entry.position} (kept as "
-                f"{name} when the run was re-opened) is missing or differs from the link",
-                artifact="store",
-                expected={"manifest_digest": entry.manifest_digest},
-            )
-        )
-        return
-    own = archived.chain or {}
-    if own.get("position") != entry.position or own.get("prev") != entry.prev:
-        # Its digest matches, so this is the manifest that was linked somewhere: the
-        # link it names itself must be this one, or history was spliced around it.
-        findings.append(
-            Finding(
-                "chain-broken",
-                f"run {entry.run_id}: the manifest kept for chain link {entry.position} "
-                "names another position or previous link",
-                artifact="store",
-                expected={"position": own.get("position"), "prev": own.get("prev")},
-                actual={"position": entry.position, "prev": entry.prev},
-            )
-        )
-        return
+    readable = True
     try:
         current = view.read_manifest(entry.run_id)
     except (ManifestInvalidError, UnsafePathError, StoreError):
-        return  # the run's own report says what is wrong with it
-    for kind, earlier in archived.artifacts.items():
-        seal = current.artifacts.get(kind) if current else None
-        states = [] if seal is None else [{"digest": seal.digest, "bytes": seal.bytes}]
-        states += [
-            {"digest": s.get("digest"), "bytes": s.get("bytes")}
-            for s in (seal.segments if seal else ())
-        ]
-        if {"digest": earlier.digest, "bytes": earlier.bytes} not in states:
-            findings.append(
-                Finding(
-                    "manifest-replaced",
-                    f"run {entry.run_id}: the {kind} sealed at chain link {entry.position} "
-                    "is not among the run's current segments",
-                    artifact="store",
-                    expected={"digest": earlier.digest, "bytes": earlier.bytes},
-                )
-            )
+        current, readable = None, False  # the run's own report says what is wrong with it
+    name = view.archived_name(entry.run_id, entry.position)
+    problems = superseded_problems(entry, archived, current, name, segments=readable)
+    for kind, message, expected in problems:
+        code: StoreFindingCode = "chain-broken" if kind == "broken" else "manifest-replaced"
+        findings.append(Finding(code, message, artifact="store", expected=expected))

@@ -17,7 +17,8 @@ Finding codes (stable, documented in ``docs/format.md``):
                           chain link (a mistyped run id, the wrong store, or no store
                           folder at all)
 ``missing``               the file was never written (no manifest entry, no file)
-``deleted``               the manifest sealed the file but it is gone
+``deleted``               the manifest sealed the file but it is gone; or (run level)
+                          the store chain links the run but its manifest is gone
 ``modified``              same length, different digest (or digest differs, length unknown)
 ``truncated``             shorter than sealed
 ``extended``              the sealed bytes are intact and more bytes follow them
@@ -28,6 +29,9 @@ Finding codes (stable, documented in ``docs/format.md``):
                           with the manifest
 ``manifest-missing``      sidecars exist but the run manifest does not
 ``manifest-invalid``      the manifest is damaged or belongs to another run
+``replaced``              the run's manifest is not the one its chain link recorded (its
+                          files were replaced: deleted and written again, or copied in)
+``unchained``             a closed manifest that the store chain does not link
 ``empty``                 the transcript holds no records (never complete)
 ``not-regular-file``      a symlink or other non-file stands where a file should
 ``unexpected``            a sidecar of an algorithm the manifest does not use
@@ -88,6 +92,7 @@ from agc.errors import (
     UnsafePathError,
     VerificationError,
 )
+from agc.integrity._chain import pending_link, run_links
 from agc.integrity._legacy import (
     LegacyFindingCode,
     count_legacy_tool_events,
@@ -96,7 +101,12 @@ from agc.integrity._legacy import (
 )
 from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._s3_findings import ObjectStoreFindingCode
-from agc.integrity._store_io import iter_json_objects, read_manifest
+from agc.integrity._store_io import (
+    archived_manifest_path,
+    iter_json_objects,
+    read_archived_manifest,
+    read_manifest,
+)
 from agc.integrity._verdict import Verdict, verdict_of
 
 if TYPE_CHECKING:
@@ -133,6 +143,8 @@ RunFindingCode = Literal[
     "sidecar-invalid",
     "manifest-missing",
     "manifest-invalid",
+    "replaced",
+    "unchained",
     "empty",
     "not-regular-file",
     "unexpected",
@@ -926,8 +938,14 @@ def check_folder_run(
     listed: Mapping[ArtifactKind, Container[str]] | None = None,
     shared_events: bool = True,
     allow_recovered: bool = False,
+    chain: bool = True,
 ) -> tuple[RunReport, RunManifest | str | None]:
     """:func:`check_run` on a folder store, with the manifest it judged the run by.
+
+    The run is judged against its links in the store chain too (``replaced``,
+    ``deleted``, ``unchained``: :mod:`agc.integrity._run_chain`) unless ``chain`` is
+    false: ``agc-verify --all`` reads the chain once and judges every run's links
+    itself.
 
     ``agc-verify --all`` judges the store chain against that same manifest, read once.
     The second member is the manifest, ``None`` when the run has none, or why it is
@@ -989,7 +1007,8 @@ def check_folder_run(
         and all(o.file_type == "absent" and not o.sidecars for o in observations)
     ):
         exists = listed is None or os.path.lexists(layout.root)
-        return _run_missing(run_id, layout, observations, store_exists=exists), None
+        missing = _run_missing(run_id, layout, observations, store_exists=exists)
+        return (_judge_links(missing, layout, None) if chain else missing), None
     artifact_reports: list[ArtifactReport] = []
     for obs in observations:
         seal = manifest.artifacts.get(obs.kind) if manifest else None
@@ -1037,7 +1056,40 @@ def check_folder_run(
         signature=status,
         key_id=key_id,
     )
+    if chain:
+        report = _judge_links(report, layout, judged)
     return report, judged
+
+
+def _judge_links(
+    report: RunReport, layout: StoreLayout, judged: RunManifest | str | None
+) -> RunReport:
+    """``report`` judged against the run's links in ``audit/chain.jsonl``."""
+    from agc.integrity._run_chain import judge_run_links  # noqa: PLC0415 - it imports this
+
+    run_id = report.run_id
+    try:
+        links = run_links(layout, run_id)
+    except UnsafePathError:
+        links = ()  # not followed; `agc-verify --all` reports the chain as invalid
+    pending = False
+    if not links and isinstance(judged, RunManifest) and judged.chain is not None:
+        pending = pending_link(layout) == (run_id, judged.chain.get("position"))
+
+    def archived(position: int) -> RunManifest | None:
+        try:
+            return read_archived_manifest(layout, run_id, position)
+        except (ManifestInvalidError, UnsafePathError):
+            return None  # unusable: judged as missing
+
+    return judge_run_links(
+        report,
+        judged,
+        links,
+        archived,
+        lambda position: archived_manifest_path(layout, run_id, position).name,
+        link_pending=pending,
+    )
 
 
 def recovered_findings(

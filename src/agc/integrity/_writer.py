@@ -59,9 +59,12 @@ from agc._core.store import (
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
+    RunExistsError,
+    UnsafePathError,
     UnsealedRunError,
     VerificationError,
 )
+from agc.integrity._chain import ChainEntry, run_links
 from agc.integrity._manifest import ArtifactSeal, check_attributes, sealed_checkpoints
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
@@ -72,8 +75,45 @@ __all__ = [
     "RunWriters",
     "ToolEventWriter",
     "TranscriptWriter",
+    "linked",
     "open_run",
+    "refuse_if_linked",
 ]
+
+
+def linked(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
+    """The run's links in the store chain; none when the chain log is not a regular
+    file (then every seal refuses to link, exit 3, as for any run).
+
+    Raises:
+        StoreError: the chain cannot be read.
+    """
+    try:
+        return run_links(layout, run_id)
+    except UnsafePathError:
+        return ()
+
+
+def refuse_if_linked(layout: StoreLayout, run_id: str) -> None:
+    """Refuse a new run under a run id that the store chain already links.
+
+    A run id is linked once (a re-opened run is continued with ``reopen=True``, which
+    keeps its earlier link checkable): a second run under the same id would replace
+    the evidence the chain vouches for.
+
+    Raises:
+        RunExistsError: the chain links ``run_id`` (exit 2; nothing was written).
+        StoreError: the chain cannot be read.
+    """
+    links = linked(layout, run_id)
+    if links:
+        positions = ", ".join(str(entry.position) for entry in links)
+        raise RunExistsError(
+            f"run {run_id} is already linked in the store chain of {layout.root} "
+            f"(link {positions}); a run id is recorded once",
+            hint=f"Check it with `agc-verify {run_id}` (chain link {positions}); "
+            "record the new run under a new run id.",
+        )
 
 
 class RunArtifactSeal:
@@ -118,6 +158,7 @@ class RunArtifactSeal:
 
     def before_open(self, path: Path) -> None:
         if not self._reopen:
+            refuse_if_linked(self.layout, self.run_id)
             self._refuse_if_sealed(path)
         make_dirs(self.layout.manifests_dir)
 
