@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import math
 import re
@@ -85,7 +86,11 @@ _MAX_PASSES: Final = 4
 _ALNUM: Final = frozenset(string.ascii_letters + string.digits)
 _HEX: Final = frozenset(string.hexdigits)
 # A line break inside a token: raw, or JSON-escaped once or more (\n, \\n, \r\n …).
-_BREAK: Final = re.compile(r"\r?\n|(?:\\+r)?\\+n")
+# Written so that the regex engine skips to the next "\\", "\r" or "\n" at once.
+_BREAK: Final = re.compile(r"[\\\r\n](?:(?<=\\)\\*(?:r\\+)?n|(?<=\r)\n|(?<=\n))")
+# The characters a token is made of, as far as joining it across line breaks goes.
+_TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9_.~+/=:-]{0,512}")
+_MAX_WRAPS: Final = 4
 _MARKER_RE: Final = re.compile(r"\[(?:REDACTED:[a-z0-9-]+|secret)\]")
 
 Span = tuple[int, int, str]
@@ -199,6 +204,19 @@ def _scanning(find: Callable[[str], Iterator[Span]]) -> Finder:
     return gated
 
 
+@dataclass(frozen=True)
+class _Documented:
+    """A provider's documented token format, beyond a prefix: ``rest`` is the exact
+    length and alphabet after the prefix; ``glued`` whether a token of this format is
+    found glued right after an ASCII letter or digit (inside a base64 blob): only when
+    the format leaves random base64 too little chance to hold it by accident (see
+    :data:`_GLUED_BITS`); ``check`` a checksum the whole token must pass."""
+
+    rest: str
+    glued: bool = True
+    check: Callable[[str], bool] | None = None
+
+
 def _token_rule(
     kind: str,
     prefix: str,
@@ -210,26 +228,46 @@ def _token_rule(
     fixed: bool = False,
     word: frozenset[str] = _ALNUM,
     anchored: bool = True,
+    documented: _Documented | None = None,
 ) -> _Rule:
     """A token with a documented prefix: ``prefix`` (a regex that starts with the
     literal prefix) then ``rest``; ``body`` is the character class the token is made
-    of (to join a token wrapped across two lines); ``fixed`` when it has one length.
-    A group named ``s`` in ``rest``, if any, is the part replaced. ``anchored``: each
-    keyword is the start of the prefix, so only keyword hits are tried."""
+    of (to take the rest of a token wrapped across lines); ``fixed`` when it has one
+    length. A group named ``s`` in ``rest``, if any, is the part replaced. ``anchored``:
+    each keyword is the start of the prefix, so only keyword hits are tried.
+
+    ``documented``: the provider's exact format. A token that starts right after an
+    ASCII letter or digit is found only in that format (and only when
+    ``documented.glued``); a token followed by letters or digits (glued on the right)
+    ends where the format does; a token cut by a line break is joined to that length."""
     start = re.compile(prefix)
     token = re.compile(prefix + rest)
-    run = re.compile(f"(?:{prefix})?{body}*")
     tail = re.compile(f"{body}+")
     group = "s" if "s" in token.groupindex else 0
+    exact = re.compile(f"{prefix}(?:{documented.rest})") if documented is not None else None
+    check = documented.check if documented is not None else None
+    glued = documented is not None and documented.glued
 
     def find(text: str, hits: list[int]) -> Iterator[Span]:
         covered = 0
         candidates = hits if anchored else [m.start() for m in start.finditer(text)]
         for index in candidates:
-            # Right after a token of this rule (two pasted back to back) counts as a start.
-            if index < covered or (index != covered and not _starts_word(text, index, word)):
+            if index < covered:
                 continue
-            span = _token_span(text, index, token, run, tail, group, fixed=fixed)
+            # Right after a token of this rule (two pasted back to back) counts as a start.
+            at_start = index == covered or _starts_word(text, index, word)
+            if not at_start and not glued:
+                continue
+            span = _token_span(text, index, token, tail, group, fixed=fixed) if at_start else None
+            if exact is not None:
+                whole = _token_span(text, index, exact, tail, 0, fixed=True)
+                if whole is not None and (check is None or check(_joined(text, *whole))):
+                    if span is None or (span[0] == whole[0] and whole[1] > span[1]):
+                        span = whole
+                    elif not at_start:
+                        span = None
+                elif not at_start:
+                    span = None
             if span is None:
                 continue
             start_at, end = span
@@ -243,55 +281,74 @@ def _token_rule(
     return _Rule(kind, keywords, find, source)
 
 
+def _joined(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` without its line breaks."""
+    return _BREAK.sub("", text[start:end])
+
+
 def _token_span(
     text: str,
     index: int,
     token: re.Pattern[str],
-    run: re.Pattern[str],
     tail: re.Pattern[str],
     group: str | int,
     *,
     fixed: bool,
 ) -> tuple[int, int] | None:
+    """Where the token that starts at ``index`` is, wrapped across lines or not."""
     whole = token.match(text, index)
     if whole is not None:
         start, end = whole.span(group)
         if not fixed:
             end = _swallow_wrapped_tail(text, end, tail)
         return start, end
-    # Wrapped across two lines: join the line break out and match again.
-    first = run.match(text, index)
-    cut = first.end() if first is not None else index
-    line_break = _BREAK.match(text, cut)
-    if line_break is None:
+    # Cut by line breaks (anywhere, its prefix too): join the lines and match again.
+    pieces: list[str] = []
+    starts: list[int] = []  # where each piece starts in text
+    offsets: list[int] = []  # and in the joined text
+    size = 0
+    at = index
+    for _ in range(_MAX_WRAPS + 1):
+        run = _TOKEN_RUN.match(text, at)
+        assert run is not None
+        pieces.append(run.group())
+        starts.append(at)
+        offsets.append(size)
+        size += len(run.group())
+        line_break = _BREAK.match(text, run.end())
+        if line_break is None:
+            break
+        at = line_break.end()
+    if len(pieces) == 1:
         return None
-    resume = line_break.end()
-    joined = text[index:cut] + text[resume : resume + 1024]
-    again = token.match(joined)
-    head = cut - index
-    if again is None or again.end() <= head:
+    again = token.match("".join(pieces))
+    if again is None or again.end() <= offsets[1]:
         return None
     start, end = again.span(group)
 
-    def back(offset: int) -> int:
-        return index + offset if offset <= head else resume + offset - head
+    def back(offset: int, *, closing: bool) -> int:
+        piece = bisect.bisect_right(offsets, offset - 1 if closing else offset) - 1
+        return starts[piece] + offset - offsets[piece]
 
-    return back(start), back(end)
+    return back(start, closing=False), back(end, closing=True)
 
 
 def _swallow_wrapped_tail(text: str, end: int, tail: re.Pattern[str]) -> int:
-    """A variable-length token that ends at a line break may go on on the next line:
-    take that line's first run of token characters if it looks random, not a word."""
-    line_break = _BREAK.match(text, end)
-    if line_break is None:
-        return end
-    rest = tail.match(text, line_break.end())
-    if rest is None or len(rest.group()) < 6 or not _looks_random(rest.group()):
-        return end
-    after = rest.end()
-    if after < len(text) and text[after] not in " \t\r\n\"'`,;)]}>.\\":
-        return end
-    return after
+    """A variable-length token that ends at a line break may go on on the next lines:
+    take each next line's first run of token characters while it looks random, not a
+    word (a line filled by the token goes on to the next one, up to 4 lines)."""
+    for _ in range(_MAX_WRAPS):
+        line_break = _BREAK.match(text, end)
+        if line_break is None:
+            return end
+        rest = tail.match(text, line_break.end())
+        if rest is None or len(rest.group()) < 6 or not _looks_random(rest.group()):
+            return end
+        after = rest.end()
+        if after < len(text) and text[after] not in " \t\r\n\"'`,;)]}>.\\":
+            return end
+        end = after
+    return end
 
 
 # Tokens: (kind, prefix regex, rest regex, body class, fixed length, keywords, source).
@@ -438,6 +495,104 @@ _TOKENS: Final[tuple[tuple[str, str, str, str, bool, tuple[str, ...], str], ...]
 # fmt: on
 
 
+# -- documented formats: glued tokens, tokens cut by line breaks -----------------------
+
+_BASE62: Final = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
+def _crc32_base62(token: str) -> bool:
+    """GitHub's and npm's token checksum: after the prefix, 30 random base62 characters
+    and the CRC32 of those 30, written as 6 base62 digits (0-9A-Za-z, most significant
+    first). Sources: "Behind GitHub's new authentication token formats" (GitHub blog,
+    2021-04-05); "Announcing npm's new access token format" (GitHub blog, 2021-09-23)."""
+    body = token[token.index("_") + 1 :]
+    if len(body) != 36:
+        return False
+    value = binascii.crc32(body[:30].encode("ascii"))
+    digits = []
+    for _ in range(6):
+        value, digit = divmod(value, 62)
+        digits.append(_BASE62[digit])
+    return value == 0 and "".join(reversed(digits)) == body[30:]
+
+
+# A token found glued right after a letter or digit must be one that random base64 (or
+# base64url, or hex) holds by accident with a chance of 2^-28 per character or less
+# (about once in 256 MiB): its prefix holds a character outside base64 ("SG.", "hvs."),
+# or prefix and format together carry 28 bits or more ("glpat-" is 36 bits, "dapi" and
+# 32 hex digits 88), or a checksum vouches for it (GitHub, npm). Weaker formats
+# ("sk-" and 48 letters or digits: 20 bits; "gsk_", "r8_", "fo1_", "nfp_", "pnu_", "glc_",
+# "ABSK" and base64) are found glued on the right only.
+_GLUED_BITS: Final = 28
+
+# Prefix regex of a token rule -> the provider's documented format after it (exact
+# length and alphabet). Fixed-length rules are their own documented format.
+# fmt: off
+_DOCUMENTED: Final[dict[str, _Documented]] = {
+    # gitleaks anthropic-api-key: sk-ant-api03- + 93 + AA
+    "sk-ant-": _Documented("(?:api03|admin01)-[A-Za-z0-9_-]{93}AA"),
+    # OpenRouter: sk-or-v1- + 64 hex
+    "sk-or-v[0-9]-": _Documented("[0-9a-f]{64}"),
+    # gitleaks openai-api-key: 74 or 58, "T3BlbkFJ" (base64 of "OpenAI"), 74 or 58
+    "sk-(?:proj|svcacct|admin|None)-": _Documented(
+        "(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})"),
+    # gitleaks openai-api-key (legacy): 20, "T3BlbkFJ", 20
+    "sk-": _Documented("[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
+    "gsk_": _Documented("[A-Za-z0-9]{52}", glued=False),  # Groq: gsk_ + 52
+    "xai-": _Documented("[A-Za-z0-9]{80}"),  # xAI: xai- + 80
+    "pplx-": _Documented("[A-Za-z0-9]{48}"),  # gitleaks perplexity-api-key
+    # gitleaks huggingface-access-token: hf_ + 34 letters
+    "(?:hf_|api_org_)": _Documented("[A-Za-z]{34}"),
+    "r8_": _Documented("[A-Za-z0-9]{37}", glued=False),
+    # GitHub: 30 random base62 and a CRC32 checksum (see _crc32_base62)
+    "gh[pousr]_": _Documented("[A-Za-z0-9]{36}", check=_crc32_base62),
+    # gitleaks github-fine-grained-pat: github_pat_ + 82
+    "github_pat_": _Documented("[A-Za-z0-9]{22}_[A-Za-z0-9]{59}"),
+    # gitleaks gitlab-pat and siblings: 20 after the prefix
+    "gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-": _Documented("[A-Za-z0-9_-]{20}"),
+    "GR1348941": _Documented("[A-Za-z0-9_-]{20}"),
+    # gitleaks slack-bot-token / slack-user-token: digit groups, then the secret
+    "xox[abposre]-": _Documented("[0-9]{10,13}(?:-[0-9]{10,13}){1,2}-[A-Za-z0-9]{24,34}"),
+    "xapp-": _Documented("[0-9]-[A-Z0-9]{8,}-[0-9]{10,}-[a-z0-9]{32,}"),  # gitleaks slack-app-token
+    "(?:sk|rk)_(?:live|test|prod)_": _Documented("[A-Za-z0-9]{24,99}"),  # gitleaks stripe
+    "whsec_": _Documented("[A-Za-z0-9]{32}"),  # Stripe webhook signing secrets
+    # gitleaks gcp-api-key: AIza + 35; Google's keys all go on with "Sy", which is what
+    # gives a glued one enough bits (AIza and 35 base64url characters: 24 bits).
+    "AIza": _Documented("Sy[0-9A-Za-z_-]{33}"),
+    r"ya29\.": _Documented("[0-9A-Za-z_-]{60,}"),  # Google OAuth 2.0 access tokens
+    "npm_": _Documented("[A-Za-z0-9]{36}", check=_crc32_base62),  # as GitHub's
+    # gitleaks pypi-upload-token: a macaroon for pypi.org or test.pypi.org
+    "pypi-AgE": _Documented("(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}"),
+    "SK": _Documented("[0-9a-f]{32}"),  # gitleaks twilio-api-key
+    "key-": _Documented("[0-9a-f]{32}"),  # gitleaks mailgun-private-api-token
+    "dckr_(?:pat|oat)_": _Documented("[A-Za-z0-9_-]{27}"),  # Docker Hub access tokens
+    r"hv[sb]\.": _Documented("[A-Za-z0-9_-]{90,120}"),  # gitleaks vault-service-token
+    r"dp\.(?:pt|st|sa|ct|scim|audit)\.": _Documented("[A-Za-z0-9]{43}"),  # gitleaks doppler
+    "ATATT3": _Documented("[A-Za-z0-9_=-]{186}"),  # gitleaks atlassian-api-token
+    "sq0(?:atp|csp)-": _Documented("[A-Za-z0-9_-]{22,60}"),  # gitleaks square-access-token
+    "pscale_(?:tkn|oauth|pw)_": _Documented("[A-Za-z0-9_.=-]{32,64}"),  # gitleaks planetscale
+    # Fixed-length formats that random base64 holds by accident too often to be found
+    # glued (prefix and format: 28 bits or fewer).
+    "glc_": _Documented("[A-Za-z0-9+/]{32,}={0,2}", glued=False),
+    "pnu_": _Documented("[A-Za-z0-9]{36}", glued=False),
+    "fo1_": _Documented("[A-Za-z0-9_-]{43}", glued=False),
+    "nfp_": _Documented("[A-Za-z0-9]{36}", glued=False),
+    "ABSK": _Documented("[A-Za-z0-9+/]{109,269}={0,2}", glued=False),
+}
+# fmt: on
+# JSON Web Tokens ("eyJ") are never found glued: base64 of JSON inside base64 is common.
+_NEVER_GLUED: Final = frozenset({"eyJ"})
+
+
+def _documented(prefix: str, rest: str, *, fixed: bool) -> _Documented | None:
+    """The documented format of a token rule (its own ``rest`` when fixed)."""
+    if prefix in _NEVER_GLUED:
+        return None
+    if prefix in _DOCUMENTED:
+        return _DOCUMENTED[prefix]
+    return _Documented(rest) if fixed else None
+
+
 def _aws_access_key_rule() -> _Rule:
     # Upper-case only around it: glued lower-case text ("keyAKIA…") does not hide it.
     return _token_rule(
@@ -449,6 +604,8 @@ def _aws_access_key_rule() -> _Rule:
         source="gitleaks aws-access-token",
         fixed=True,
         word=frozenset(string.ascii_uppercase + string.digits),
+        # gitleaks aws-access-token: 16 base32 characters (A-Z, 2-7); glued, one digit.
+        documented=_Documented("(?=[A-Z]{0,15}[2-7])[A-Z2-7]{16}"),
     )
 
 
@@ -883,7 +1040,8 @@ def _build_rules() -> tuple[_Rule, ...]:
     pem = _Rule("private-key", ("-----begin", "---- begin"), _scanning(_find_pem),
                 "gitleaks private-key; RFC 7468, RFC 4880, RFC 4716")
     tokens = [
-        _token_rule(kind, prefix, rest, body, keywords=keywords, source=source, fixed=fixed)
+        _token_rule(kind, prefix, rest, body, keywords=keywords, source=source, fixed=fixed,
+                    documented=_documented(prefix, rest, fixed=fixed))
         for kind, prefix, rest, body, fixed, keywords, source in _TOKENS
     ]
     session = _named_value("aws-session-token", _AWS_SESSION_NAME_END, _AWS_SESSION_VALUE)
@@ -980,6 +1138,7 @@ def _found(text: str) -> list[tuple[int, int, int, str]]:
     except UnicodeEncodeError:  # lone surrogates (valid in JSON escapes): same length
         lowered = _SURROGATE.sub("?", lowered)
         matches = _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
+    matches += _cut_keywords(lowered, len(matches))
     if not matches:
         return []
     hits: dict[int, list[int]] = {}
@@ -993,6 +1152,33 @@ def _found(text: str) -> list[tuple[int, int, int, str]]:
             if end > start and not _MARKER_RE.fullmatch(text, start, end):
                 found.append((start, end, priority, kind))
     return found
+
+
+def _cut_keywords(lowered: str, count: int) -> list[tuple[int, int, int]]:
+    """``(keyword, start, end)`` in ``lowered`` of each keyword that a line break cuts
+    (``sk-pr`` / ``oj-…``, as a terminal wraps a token), ``count`` being the number of
+    keywords found in ``lowered`` as it is. Linear: one pass to join the lines, one
+    Aho-Corasick pass over the joined text, and the positions only when it found more."""
+    joined = _BREAK.sub("", lowered)
+    if len(joined) == len(lowered):
+        return []
+    found = _AUTOMATON.find_matches_as_indexes(joined, overlapping=True)
+    if len(found) <= count:
+        return []
+    at: list[int] = []  # where each break was, in the joined text
+    shift: list[int] = []  # characters removed up to and including it
+    removed = 0
+    for line_break in _BREAK.finditer(lowered):
+        at.append(line_break.start() - removed)
+        removed += line_break.end() - line_break.start()
+        shift.append(removed)
+    cut: list[tuple[int, int, int]] = []
+    for keyword, start, end in found:
+        first = bisect.bisect_right(at, start)  # the first break after the keyword's start
+        if first < len(at) and at[first] < end:
+            before = shift[first - 1] if first else 0
+            cut.append((keyword, start + before, end + shift[bisect.bisect_left(at, end) - 1]))
+    return cut
 
 
 # A JSON \uXXXX escape, escaped any number of times (\\u0073 in a JSON string held in
