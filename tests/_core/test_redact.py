@@ -7,6 +7,7 @@ properties (idempotent, nothing grows back, no planted secret survives).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections import Counter
@@ -30,6 +31,7 @@ from agc._core.redact import (
     redact_value,
 )
 from tests._core.secret_corpus import (
+    GLUED_PLACEMENTS,
     PLACEMENTS,
     Case,
     build_cases,
@@ -68,15 +70,89 @@ def test_corpus_target_at_least_98_percent_redacted() -> None:
     assert share >= 0.98, Counter((c.secret.kind, c.placement) for c in missed)
 
 
+# Tokens of no fixed length: cut by a line break less than 6 characters before their
+# end, the short rest is not told apart from a word on the next line (docs/secrets.md).
+VARIABLE_LENGTH = {"jwt", "slack-webhook"}
+
+
+def _known_limit(case: Case) -> bool:
+    if case.secret.kind not in VARIABLE_LENGTH or not case.placement.startswith("split"):
+        return False
+    assert case.text is not None
+    rest = case.secret.value.split("\n")[-1]
+    last_line = case.text.split("\\n" if "escaped" in case.placement else "\n")[-2]
+    return len(last_line) < 6 and rest.endswith(last_line)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_case_of_a_kind_is_redacted(kind: str) -> None:
-    # Per kind: no case of it may leave a 12-character piece of the secret behind.
+    # Per kind: no case of it may leave a 12-character piece of the secret behind, nor
+    # a short half of a secret cut by a line break on a line of its own.
     left = {
         case.placement: found
         for case in _cases_of(kind)
-        if (found := run_case(case, redact_text, redact_value))
+        if (found := run_case(case, redact_text, redact_value)) and not _known_limit(case)
     }
     assert left == {}
+
+
+def test_glued_prefixed_tokens_are_all_redacted() -> None:
+    # Glued after base64 (left, both sides), inside a JSON string, in a URL query: every
+    # prefixed token whose documented format is strict enough, 100 %.
+    glued = [c for c in CASES if c.placement in GLUED_PLACEMENTS]
+    kinds = {c.secret.kind for c in glued}
+    assert len(kinds) >= 40
+    assert {"openai-project", "gitlab-pat", "sendgrid", "databricks", "slack-bot", "github-pat",
+            "github-fine-grained", "aws-akia", "aws-asia", "google-api-key", "huggingface",
+            "npm", "pypi", "openai-legacy"} <= kinds  # fmt: skip
+    missed = [(c.secret.kind, c.placement) for c in glued if run_case(c, redact_text, redact_value)]
+    assert missed == []
+
+
+def test_a_secret_cut_at_every_position_is_redacted_on_both_lines() -> None:
+    split = [c for c in CASES if c.placement.startswith("split")]
+    assert {"azure-ad-client-secret", "url-postgres", "openai-project", "aws-secret-key"} <= {
+        c.secret.kind for c in split
+    }
+    missed = [c for c in split if run_case(c, redact_text, redact_value)]
+    assert all(_known_limit(c) for c in missed)
+    assert len(missed) / len(split) <= 0.005
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("glued tokenghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5", True),  # no checksum
+        ("YWJj" + "sk-" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5aB3dE5gH7jK9" + "ZW5k", True),
+        ("risk-assessment-framework-for-the-whole-project-and-more", True),
+        ("YWJj" + "AIza" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3f" + "ZW5k", True),
+        ("YWJj" + "AIzaSy" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3" + "ZW5k", False),
+        ("YWJj" + "glpat-" + "aB3dE5gH7jK9mN1pQ3sT" + "ZW5k=", False),
+    ],
+)
+def test_a_glued_token_needs_its_documented_format(text: str, kept: bool) -> None:
+    assert (redact_text(text) == text) is kept
+
+
+_BLOB_SETTINGS = settings(max_examples=200, deadline=None)
+
+
+@_BLOB_SETTINGS
+@given(data=st.randoms(use_true_random=False), size=st.integers(1, 3000))
+def test_property_random_base64_and_hex_blobs_are_never_redacted(data: Any, size: int) -> None:
+    # Uniformly random bytes (as a cipher text or a digest is), encoded as agents print
+    # them: standard and URL-safe base64, lower- and upper-case hex; bare, in a JSON
+    # string, and wrapped at 76 characters as MIME does (RFC 2045).
+    raw = data.randbytes(size)
+    for blob in (
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode(),
+        raw.hex(),
+        raw.hex().upper(),
+    ):
+        wrapped = "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
+        for text in (blob, json.dumps({"encrypted_content": blob}), wrapped):
+            assert redact_text(text) == text
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -215,6 +215,8 @@ class _Documented:
     rest: str
     glued: bool = True
     check: Callable[[str], bool] | None = None
+    left: str | None = None
+    """A stricter format for a token glued on its left, when ``rest`` is too weak."""
 
 
 def _token_rule(
@@ -244,13 +246,22 @@ def _token_rule(
     token = re.compile(prefix + rest)
     tail = re.compile(f"{body}+")
     group = "s" if "s" in token.groupindex else 0
-    exact = re.compile(f"{prefix}(?:{documented.rest})") if documented is not None else None
-    check = documented.check if documented is not None else None
+    exact = left_exact = None
+    check = None
+    if documented is not None:
+        exact = left_exact = re.compile(f"{prefix}(?:{documented.rest})")
+        if documented.left is not None:
+            left_exact = re.compile(f"{prefix}(?:{documented.left})")
+        check = documented.check
     glued = documented is not None and documented.glued
 
     def find(text: str, hits: list[int]) -> Iterator[Span]:
         covered = 0
-        candidates = hits if anchored else [m.start() for m in start.finditer(text)]
+        candidates = hits
+        if not anchored:
+            candidates = [m.start() for m in start.finditer(text)]
+            candidates += [cut for cut, _ in _across_a_break(text, start, 16)]
+            candidates.sort()
         for index in candidates:
             if index < covered:
                 continue
@@ -259,8 +270,9 @@ def _token_rule(
             if not at_start and not glued:
                 continue
             span = _token_span(text, index, token, tail, group, fixed=fixed) if at_start else None
-            if exact is not None:
-                whole = _token_span(text, index, exact, tail, 0, fixed=True)
+            if exact is not None and left_exact is not None:
+                pattern = exact if at_start else left_exact
+                whole = _token_span(text, index, pattern, tail, 0, fixed=True, longest=True)
                 if whole is not None and (check is None or check(_joined(text, *whole))):
                     if span is None or (span[0] == whole[0] and whole[1] > span[1]):
                         span = whole
@@ -281,6 +293,18 @@ def _token_rule(
     return _Rule(kind, keywords, find, source)
 
 
+def _across_a_break(text: str, pattern: re.Pattern[str], reach: int) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` in ``text`` of each match of ``pattern`` that a line break cuts:
+    ``reach`` characters on each side of every break are joined and searched (linear:
+    each character is read at most twice per break it is within ``reach`` of)."""
+    for line_break in _BREAK.finditer(text):
+        cut, resume = line_break.span()
+        left = text[max(0, cut - reach) : cut]
+        for match in pattern.finditer(left + text[resume : resume + reach]):
+            if match.start() < len(left) < match.end():
+                yield cut - len(left) + match.start(), resume + match.end() - len(left)
+
+
 def _joined(text: str, start: int, end: int) -> str:
     """``text[start:end]`` without its line breaks."""
     return _BREAK.sub("", text[start:end])
@@ -294,14 +318,29 @@ def _token_span(
     group: str | int,
     *,
     fixed: bool,
+    longest: bool = False,
 ) -> tuple[int, int] | None:
-    """Where the token that starts at ``index`` is, wrapped across lines or not."""
+    """Where the token that starts at ``index`` is, wrapped across lines or not.
+    ``longest``: when the text is cut by a line break, the longer of the token on its
+    first line and the token joined across the break (a documented format with
+    alternative lengths)."""
     whole = token.match(text, index)
     if whole is not None:
         start, end = whole.span(group)
         if not fixed:
             end = _swallow_wrapped_tail(text, end, tail)
+        if longest:
+            joined = _joined_span(text, index, token, group)
+            if joined is not None and joined[1] > end:
+                return joined
         return start, end
+    return _joined_span(text, index, token, group)
+
+
+def _joined_span(
+    text: str, index: int, token: re.Pattern[str], group: str | int
+) -> tuple[int, int] | None:
+    """The token that starts at ``index`` with the line breaks in it taken out."""
     # Cut by line breaks (anywhere, its prefix too): join the lines and match again.
     pieces: list[str] = []
     starts: list[int] = []  # where each piece starts in text
@@ -536,8 +575,9 @@ _DOCUMENTED: Final[dict[str, _Documented]] = {
     # gitleaks openai-api-key: 74 or 58, "T3BlbkFJ" (base64 of "OpenAI"), 74 or 58
     "sk-(?:proj|svcacct|admin|None)-": _Documented(
         "(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})"),
-    # gitleaks openai-api-key (legacy): 20, "T3BlbkFJ", 20
-    "sk-": _Documented("[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
+    # gitleaks openai-api-key (legacy): 48 = 20, "T3BlbkFJ", 20; glued on the left only
+    # with "T3BlbkFJ" (without it, 20 bits)
+    "sk-": _Documented("[A-Za-z0-9]{48}", left="[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
     "gsk_": _Documented("[A-Za-z0-9]{52}", glued=False),  # Groq: gsk_ + 52
     "xai-": _Documented("[A-Za-z0-9]{80}"),  # xAI: xai- + 80
     "pplx-": _Documented("[A-Za-z0-9]{48}"),  # gitleaks perplexity-api-key
@@ -623,13 +663,19 @@ def _telegram_rule() -> _Rule:
 
 
 def _azure_client_secret_rule() -> _Rule:
-    pattern = re.compile(r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~-])")
+    # 40 characters (as Microsoft Entra ID issues them) may be glued on the right.
+    pattern = re.compile(
+        r"[A-Za-z0-9_~.]{3}[0-9]Q~(?:[A-Za-z0-9_~.-]{34}|[A-Za-z0-9_~.-]{31,33}(?![A-Za-z0-9_~-]))"
+    )
     word = frozenset(string.ascii_letters + string.digits + "_~.")
 
     def find(text: str) -> Iterator[Span]:
         for match in pattern.finditer(text):
             if _starts_word(text, match.start(), word):
                 yield match.start(), match.end(), "azure-client-secret"
+        for start, end in _across_a_break(text, pattern, 48):
+            if _starts_word(text, start, word):
+                yield start, end, "azure-client-secret"
 
     return _Rule("azure-client-secret", ("q~",), _scanning(find), "gitleaks azure-ad-client-secret")
 
@@ -697,7 +743,9 @@ def _ends_key_material(text: str, end: int, run: str) -> bool:
 # -- credentials in URLs ------------------------------------------------------------
 
 _URL_USERINFO: Final = re.compile(
-    r"://(?P<user>[^\s:/@'\"\\<>]*):(?P<s>[^\s@/'\"\\<>]+)@(?=[A-Za-z0-9\[._-])"
+    r"://(?P<user>[^\s:/@'\"\\<>]*):"
+    # the password, cut by one line break (raw or JSON-escaped) or not
+    r"(?P<s>[^\s@/'\"\\<>]+(?:(?:\r?\n|\\+n)[^\s@/'\"\\<>]+)?)@(?=[A-Za-z0-9\[._-])"
 )
 _SCHEME_END: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}\Z")
 
@@ -871,7 +919,7 @@ def _fixed_run(text: str, start: int, size: int) -> tuple[int, int] | None:
     if len(first.group()) >= size:
         return start, start + size
     line_break = _BREAK.match(text, first.end())
-    if line_break is None or len(first.group()) < 4:
+    if line_break is None or not first.group():
         return None
     second = _B64_RUN.match(text, line_break.end())
     assert second is not None
