@@ -644,8 +644,12 @@ def _aws_access_key_rule() -> _Rule:
         source="gitleaks aws-access-token",
         fixed=True,
         word=frozenset(string.ascii_uppercase + string.digits),
-        # gitleaks aws-access-token: 16 base32 characters (A-Z, 2-7); glued, one digit.
-        documented=_Documented("(?=[A-Z]{0,15}[2-7])[A-Z2-7]{16}"),
+        # gitleaks aws-access-token: 16 base32 characters (A-Z, 2-7). Glued on the left:
+        # AKIA (IAM user) and ASIA (STS) only, with a digit (ABIA and ACCA are hex
+        # letters: upper-case hex holds them).
+        documented=_Documented(
+            "[A-Z2-7]{16}", left="(?<=AKIA|ASIA)(?=[A-Z]{0,15}[2-7])[A-Z2-7]{16}"
+        ),
     )
 
 
