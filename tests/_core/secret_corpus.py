@@ -475,6 +475,7 @@ GLUED_PLACEMENTS = ("glued-base64-left", "glued-base64-both", "glued-json", "glu
 NOT_GLUED_LEFT: dict[str, str] = {
     "openai-legacy-48": "sk- and 48 letters or digits without T3BlbkFJ: 20 bits",
     "groq": "gsk_ and 52 letters or digits: 26 bits",
+    "xai": "xai- and 80 letters or digits: 27.7 bits",
     "jwt": "eyJ: base64 of JSON inside base64 is common",
     "telegram-bot": "no prefix: a bot id of digits",
     "slack-webhook": "a URL",

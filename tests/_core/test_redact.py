@@ -266,6 +266,9 @@ ORDINARY = [
     "secrets: inherit\n    password: ${{ secrets.DB_PASSWORD }}",
     "sha256:0b7f9e5c1d2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4",
     "call_0Hq3kAqz2vN9x8Yt toolu_01A09q90qw90lq917835lq9 fc_67890abcdef msg_0123456789",
+    # Words one a line are no token wrapped across lines (IANA's list of domains).
+    "AS\nASDA\nASIA\nASSOCIATES\nAT\nATHLETA\nATTORNEY\nAU\nAUCTION\nAUDI\nAUDIBLE",
+    "disk-\nusage-report-for-the-whole-cluster\nask-\nquestions-about-the-deployment-now",
 ]
 
 

@@ -35,16 +35,18 @@ How a text is scanned
     3. The result is scanned again until nothing is found (at most 4 passes), so
        redaction is idempotent and never leaves a secret that a replacement completed.
 
-Placements handled: a secret glued to other text (a token's start must not follow an
-ASCII letter or digit, as almost every position inside a base64 blob such as an
-``encrypted_content`` field does, but it may follow CJK text, punctuation or a JSON
-escape such as ``\\n`` or ``\\u00e9``), JSON-escaped any number of times (characters
-written as ``\\uXXXX`` escapes too: ``\\u0073k-proj-…``), wrapped
-across two lines (a line break, raw or JSON-escaped, anywhere after the prefix), in a
-URL, a header, a ``.env`` line, a command-line flag, and as the value of a JSON key
-that names a secret (``"password"``, ``"SecretAccessKey"``) in :func:`redact_value`.
-Not found: a token glued right after a letter or digit, a line break inside a token's
-prefix, a password of only letters and spaces, a password wrapped across lines.
+Placements handled: a secret glued to other text (a token's start may follow CJK
+text, punctuation or a JSON escape such as ``\\n`` or ``\\u00e9``; right after an ASCII
+letter or digit, as inside a base64 blob, only in its provider's documented format and
+when random base64 holds that format with a chance of 2^-28 per character or less, see
+:data:`_DOCUMENTED`), JSON-escaped any number of times (characters written as
+``\\uXXXX`` escapes too: ``\\u0073k-proj-…``), cut by line breaks (raw or JSON-escaped,
+anywhere, the prefix too, as a terminal wraps a token), in a URL, a header, a ``.env``
+line, a command-line flag, and as the value of a JSON key that names a secret
+(``"password"``, ``"SecretAccessKey"``) in :func:`redact_value`. Not found: a token
+glued after a letter or digit in a weaker format, the last few characters of a token of
+no documented length on the next line, a password of only letters and spaces, a
+password or named value wrapped across lines.
 
 A PEM ``BEGIN … PRIVATE KEY`` header is redacted only with the key material after it
 (32 or more base64 characters, up to its ``END`` line, or to where the material stops
@@ -91,6 +93,7 @@ _BREAK: Final = re.compile(r"[\\\r\n](?:(?<=\\)\\*(?:r\\+)?n|(?<=\r)\n|(?<=\n))"
 # The characters a token is made of, as far as joining it across line breaks goes.
 _TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9_.~+/=:-]{0,512}")
 _MAX_WRAPS: Final = 4
+_MIN_WRAP_WIDTH: Final = 20
 _MARKER_RE: Final = re.compile(r"\[(?:REDACTED:[a-z0-9-]+|secret)\]")
 
 Span = tuple[int, int, str]
@@ -355,13 +358,16 @@ def _joined_span(
         offsets.append(size)
         size += len(run.group())
         line_break = _BREAK.match(text, run.end())
-        if line_break is None:
+        # A line in the middle of a wrapped token is all token, and as long as a
+        # terminal is wide (not a list of words, one a line).
+        if line_break is None or (len(pieces) > 1 and len(run.group()) < _MIN_WRAP_WIDTH):
             break
         at = line_break.end()
     if len(pieces) == 1:
         return None
-    again = token.match("".join(pieces))
-    if again is None or again.end() <= offsets[1]:
+    joined = "".join(pieces)
+    again = token.match(joined)
+    if again is None or again.end() <= offsets[1] or not _looks_random(again.group()):
         return None
     start, end = again.span(group)
 
@@ -579,7 +585,7 @@ _DOCUMENTED: Final[dict[str, _Documented]] = {
     # with "T3BlbkFJ" (without it, 20 bits)
     "sk-": _Documented("[A-Za-z0-9]{48}", left="[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
     "gsk_": _Documented("[A-Za-z0-9]{52}", glued=False),  # Groq: gsk_ + 52
-    "xai-": _Documented("[A-Za-z0-9]{80}"),  # xAI: xai- + 80
+    "xai-": _Documented("[A-Za-z0-9]{80}", glued=False),  # xAI: xai- + 80 (27.7 bits)
     "pplx-": _Documented("[A-Za-z0-9]{48}"),  # gitleaks perplexity-api-key
     # gitleaks huggingface-access-token: hf_ + 34 letters
     "(?:hf_|api_org_)": _Documented("[A-Za-z]{34}"),
