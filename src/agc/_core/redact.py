@@ -28,6 +28,8 @@ How a text is scanned
        keyword in the lower-cased text at once; a rule runs only when one of its
        keywords occurs, and a token rule only tries the places where its prefix does.
        Text shorter than 8 characters, or with no keyword at all, is returned as is.
+       Text with line breaks gets a second pass with its breaks taken out, so that a
+       prefix cut by a break (``sk-pr`` / ``oj-…``) is found too (:func:`_cut_keywords`).
     2. Each rule yields spans; overlapping spans are merged (the earlier rule in
        :data:`SECRET_KINDS` names the merged span) and each is replaced by
        ``[REDACTED:<kind>]``. Context (``Bearer ``, ``PASSWORD=``, a URL's user name
@@ -256,6 +258,7 @@ def _token_rule(
         if documented.left is not None:
             left_exact = re.compile(f"{prefix}(?:{documented.left})")
         check = documented.check
+    exact_group = "s" if exact is not None and "s" in exact.groupindex else 0
     glued = documented is not None and documented.glued
 
     def find(text: str, hits: list[int]) -> Iterator[Span]:
@@ -275,7 +278,9 @@ def _token_rule(
             span = _token_span(text, index, token, tail, group, fixed=fixed) if at_start else None
             if exact is not None and left_exact is not None:
                 pattern = exact if at_start else left_exact
-                whole = _token_span(text, index, pattern, tail, 0, fixed=True, longest=True)
+                whole = _token_span(
+                    text, index, pattern, tail, exact_group, fixed=True, longest=True
+                )
                 if whole is not None and (check is None or check(_joined(text, *whole))):
                     if span is None or (span[0] == whole[0] and whole[1] > span[1]):
                         span = whole
@@ -602,6 +607,9 @@ _DOCUMENTED: Final[dict[str, _Documented]] = {
     "xapp-": _Documented("[0-9]-[A-Z0-9]{8,}-[0-9]{10,}-[a-z0-9]{32,}"),  # gitleaks slack-app-token
     "(?:sk|rk)_(?:live|test|prod)_": _Documented("[A-Za-z0-9]{24,99}"),  # gitleaks stripe
     "whsec_": _Documented("[A-Za-z0-9]{32}"),  # Stripe webhook signing secrets
+    # Slack incoming webhooks: services/T<team id>/B<bot id>/<24 letters and digits>
+    r"hooks\.slack\.com/": _Documented(
+        "services/(?P<s>T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/[A-Za-z0-9]{24})"),
     # gitleaks gcp-api-key: AIza + 35; Google's keys all go on with "Sy", which is what
     # gives a glued one enough bits (AIza and 35 base64url characters: 24 bits).
     "AIza": _Documented("Sy[0-9A-Za-z_-]{33}"),
