@@ -1225,6 +1225,8 @@ def _cut_keywords(lowered: str, count: int) -> list[tuple[int, int, int]]:
     (``sk-pr`` / ``oj-…``, as a terminal wraps a token), ``count`` being the number of
     keywords found in ``lowered`` as it is. Linear: one pass to join the lines, one
     Aho-Corasick pass over the joined text, and the positions only when it found more."""
+    if "\n" not in lowered and "\\" not in lowered:
+        return []
     joined = _BREAK.sub("", lowered)
     if len(joined) == len(lowered):
         return []
