@@ -1156,6 +1156,16 @@ _RULES_OF_KEYWORD: Final[tuple[tuple[int, ...], ...]] = tuple(
     tuple(i for i, rule in enumerate(_RULES) if keyword in rule.keywords) for keyword in _KEYWORDS
 )
 _AUTOMATON: Final = ahocorasick_rs.AhoCorasick(list(_KEYWORDS))
+# The keywords of the rules that find a token cut by a line break (the token rules and
+# the Azure client secret), without the common word "pat".
+_CUT_KEYWORDS: Final[tuple[str, ...]] = tuple(
+    dict.fromkeys(
+        [k for *_, keywords, _source in _TOKENS for k in keywords if k != "pat"]
+        + ["akia", "asia", "abia", "acca", "a3t", ":aa", "q~"]
+    )
+)
+_CUT_TO_KEYWORD: Final = tuple(_KEYWORDS.index(k) for k in _CUT_KEYWORDS)
+_CUT_AUTOMATON: Final = ahocorasick_rs.AhoCorasick(list(_CUT_KEYWORDS))
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
@@ -1204,7 +1214,7 @@ def _found(text: str) -> list[tuple[int, int, int, str]]:
     except UnicodeEncodeError:  # lone surrogates (valid in JSON escapes): same length
         lowered = _SURROGATE.sub("?", lowered)
         matches = _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
-    matches += _cut_keywords(lowered, len(matches))
+    matches += _cut_keywords(lowered)
     if not matches:
         return []
     hits: dict[int, list[int]] = {}
@@ -1220,18 +1230,22 @@ def _found(text: str) -> list[tuple[int, int, int, str]]:
     return found
 
 
-def _cut_keywords(lowered: str, count: int) -> list[tuple[int, int, int]]:
-    """``(keyword, start, end)`` in ``lowered`` of each keyword that a line break cuts
-    (``sk-pr`` / ``oj-…``, as a terminal wraps a token), ``count`` being the number of
-    keywords found in ``lowered`` as it is. Linear: one pass to join the lines, one
-    Aho-Corasick pass over the joined text, and the positions only when it found more."""
+def _cut_keywords(lowered: str) -> list[tuple[int, int, int]]:
+    """``(keyword, start, end)`` in ``lowered`` of each token keyword that a line break
+    cuts (``sk-pr`` / ``oj-…``, as a terminal wraps a token). Linear: one pass to join
+    the lines, Aho-Corasick passes for the token keywords over the joined text and (when
+    it holds any) the text itself, and the breaks' positions only when the joined text
+    holds more."""
     if "\n" not in lowered and "\\" not in lowered:
         return []
     joined = _BREAK.sub("", lowered)
     if len(joined) == len(lowered):
         return []
-    found = _AUTOMATON.find_matches_as_indexes(joined, overlapping=True)
-    if len(found) <= count:
+    found = _CUT_AUTOMATON.find_matches_as_indexes(joined, overlapping=True)
+    # Taking breaks out only adds matches: as many as in the text itself, none is cut.
+    if not found or len(found) == len(
+        _CUT_AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
+    ):
         return []
     at: list[int] = []  # where each break was, in the joined text
     shift: list[int] = []  # characters removed up to and including it
@@ -1245,7 +1259,8 @@ def _cut_keywords(lowered: str, count: int) -> list[tuple[int, int, int]]:
         first = bisect.bisect_right(at, start)  # the first break after the keyword's start
         if first < len(at) and at[first] < end:
             before = shift[first - 1] if first else 0
-            cut.append((keyword, start + before, end + shift[bisect.bisect_left(at, end) - 1]))
+            after = shift[bisect.bisect_left(at, end) - 1]
+            cut.append((_CUT_TO_KEYWORD[keyword], start + before, end + after))
     return cut
 
 
