@@ -214,8 +214,8 @@ class _Documented:
     """A provider's documented token format, beyond a prefix: ``rest`` is the exact
     length and alphabet after the prefix; ``glued`` whether a token of this format is
     found glued right after an ASCII letter or digit (inside a base64 blob): only when
-    the format leaves random base64 too little chance to hold it by accident (see
-    :data:`_GLUED_BITS`); ``check`` a checksum the whole token must pass."""
+    the format leaves random base64 too little chance to hold it by accident (2^-28
+    per character, see :data:`_DOCUMENTED`); ``check`` a checksum the whole token must pass."""
 
     rest: str
     glued: bool = True
@@ -573,7 +573,6 @@ def _crc32_base62(token: str) -> bool:
 # 32 hex digits 88), or a checksum vouches for it (GitHub, npm). Weaker formats
 # ("sk-" and 48 letters or digits: 20 bits; "gsk_", "r8_", "fo1_", "nfp_", "pnu_", "glc_",
 # "ABSK" and base64) are found glued on the right only.
-_GLUED_BITS: Final = 28
 
 # Prefix regex of a token rule -> the provider's documented format after it (exact
 # length and alphabet). Fixed-length rules are their own documented format.
