@@ -47,8 +47,8 @@ anywhere, the prefix too, as a terminal wraps a token), in a URL, a header, a ``
 line, a command-line flag, and as the value of a JSON key that names a secret
 (``"password"``, ``"SecretAccessKey"``) in :func:`redact_value`. Not found: a token
 glued after a letter or digit in a weaker format, the last few characters of a token of
-no documented length on the next line, a password of only letters and spaces, a
-password or named value wrapped across lines.
+no documented length (a JWT signed with RSA) on the next line, a password of only
+letters and spaces, a password or named value wrapped across lines.
 
 A PEM ``BEGIN … PRIVATE KEY`` header is redacted only with the key material after it
 (32 or more base64 characters, up to its ``END`` line, or to where the material stops
@@ -61,6 +61,7 @@ import base64
 import binascii
 import bisect
 import functools
+import json
 import math
 import re
 import string
@@ -697,6 +698,48 @@ def _azure_client_secret_rule() -> _Rule:
     return _Rule("azure-client-secret", ("q~",), _scanning(find), "gitleaks azure-ad-client-secret")
 
 
+# Signature size in bytes of each JWS algorithm whose signature has one size: RFC 7518
+# section 3.2 (HMAC: the hash's size), 3.4 (ECDSA: R and S, 2 x 32, 48, 66 bytes) and
+# RFC 8037 section 3.1 (Ed25519).
+_JWS_SIGNATURE_BYTES: Final = {
+    "HS256": 32, "HS384": 48, "HS512": 64,
+    "ES256": 64, "ES384": 96, "ES512": 132, "EdDSA": 64,
+}  # fmt: skip
+_B64URL_RUN: Final = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def _with_jws_signature(find: Finder) -> Finder:
+    """A JWT finder whose tokens, cut by a line break inside their signature, take the
+    rest of the signature from the next line, however short, when the header names an
+    algorithm with one signature size."""
+
+    def complete(text: str, hits: list[int]) -> Iterator[Span]:
+        for start, end, kind in find(text, hits):
+            yield start, _jws_signature_end(text, start, end), kind
+
+    return complete
+
+
+def _jws_signature_end(text: str, start: int, end: int) -> int:
+    parts = _joined(text, start, end).split(".")
+    if len(parts) != 3:
+        return end
+    try:
+        header = json.loads(base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error is a ValueError
+        return end
+    alg = header.get("alg") if isinstance(header, dict) else None
+    size = _JWS_SIGNATURE_BYTES.get(alg) if isinstance(alg, str) else None
+    line_break = _BREAK.match(text, end)
+    if size is None or line_break is None:
+        return end
+    need = -(-size * 4 // 3) - len(parts[2].rstrip("="))  # base64url, unpadded
+    rest = _B64URL_RUN.match(text, line_break.end())
+    if need <= 0 or rest is None or len(rest.group()) != need:
+        return end
+    return rest.end()
+
+
 # -- PEM private keys (RFC 7468, RFC 1421 headers, RFC 4880 armor, RFC 4716) -----------
 
 _PEM_BEGIN: Final = re.compile(
@@ -1109,6 +1152,8 @@ def _build_rules() -> tuple[_Rule, ...]:
                     documented=_documented(prefix, rest, fixed=fixed))
         for kind, prefix, rest, body, fixed, keywords, source in _TOKENS
     ]
+    tokens = [_Rule(r.kind, r.keywords, _with_jws_signature(r.find), r.source)
+              if r.kind == "jwt" else r for r in tokens]
     session = _named_value("aws-session-token", _AWS_SESSION_NAME_END, _AWS_SESSION_VALUE)
     azure = _named_value("azure-storage-key", _AZURE_KEY_NAME_END, _AZURE_KEY_VALUE)
     return (pem, *tokens,
