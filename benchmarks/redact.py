@@ -5,8 +5,9 @@ checkout (``--input`` names another folder of ``*.jsonl``), else a generated ses
 the same shape. Baseline: ``json.loads`` + ``json.dumps`` of every line (the least a
 snapshot writer does). Measured: :func:`agc._core.redact.redact_value` of every parsed
 record (what a snapshot does) and :func:`~agc._core.redact.redact_text` of every raw
-line (what the ledger does to text). Also printed: lines changed by redaction (on real
-transcripts: false positives).
+line (what the ledger does to text). Times are CPU times of this process, best of
+``--repeat``. Also printed: lines changed by redaction (on real transcripts: false
+positives).
 
 Run: ``.venv/bin/python -m benchmarks.redact [--input DIR] [--repeat R]``
 """
@@ -51,11 +52,13 @@ def generated_lines(turns: int = 400) -> list[str]:
 
 
 def _best(action: Callable[[], object], repeat: int) -> float:
+    """The least CPU time (s) of ``repeat`` runs: the work is single-threaded, and the
+    CPU time of this process is what other work on a shared machine disturbs least."""
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         action()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 

@@ -18,9 +18,11 @@ share redacted, per kind).
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 import string
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ HEX = "0123456789abcdef"
 B32 = string.ascii_uppercase + "234567"
 UPPER_ALNUM = string.ascii_uppercase + string.digits
 PASSWORD_CHARS = ALNUM + "!*_+-"
+BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ class Case:
     text: str | None = None
     value: Any = None
     pieces: tuple[str, ...] = field(default=())
+    exact: tuple[str, ...] = field(default=())
+    """Strings that must not be left whole in the output (a short half of a secret cut
+    by a line break, with the line breaks around it)."""
 
 
 def _pick(rng: random.Random, alphabet: str, size: int) -> str:
@@ -117,6 +123,17 @@ def _password(rng: random.Random) -> str:
 def _b64url_json(data: dict[str, Any]) -> str:
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _checksummed(entropy: str) -> str:
+    """GitHub's and npm's token body: 30 random base62 characters and their CRC32 in 6
+    base62 digits (0-9A-Z a-z), as both providers document their token format."""
+    value = zlib.crc32(entropy.encode())
+    digits = ""
+    for _ in range(6):
+        value, digit = divmod(value, 62)
+        digits = BASE62[digit] + digits
+    return entropy + digits
 
 
 def _token(kind: str, detects_as: str, prefix: str, body: str) -> Secret:
@@ -153,7 +170,7 @@ def _token_secrets(rng: random.Random) -> Iterator[Secret]:
         ("github-server-to-server", "ghs_"),
         ("github-refresh", "ghr_"),
     ):
-        yield _token(kind, "github-token", prefix, tok(ALNUM, 36))
+        yield _token(kind, "github-token", prefix, _checksummed(tok(ALNUM, 30)))
     yield _token(
         "github-fine-grained", "github-token", "github_pat_", tok(ALNUM, 22) + "_" + tok(ALNUM, 59)
     )
@@ -189,7 +206,8 @@ def _token_secrets(rng: random.Random) -> Iterator[Secret]:
     yield _token("stripe-test", "stripe-key", "sk_test_", tok(ALNUM, r.choice((24, 99))))
     yield _token("stripe-restricted", "stripe-key", "rk_live_", tok(ALNUM, 99))
     yield _token("stripe-webhook-secret", "stripe-key", "whsec_", tok(ALNUM, 32))
-    yield _token("google-api-key", "google-api-key", "AIza", tok(B64URL, 35))
+    # Google's API keys go on with "Sy" after "AIza" (as every published one does).
+    yield _token("google-api-key", "google-api-key", "AIzaSy", tok(B64URL, 33))
     yield _token("google-oauth-access", "google-oauth-token", "ya29.", tok(B64URL, 150))
     yield _token("google-client-secret", "google-oauth-token", "GOCSPX-", tok(B64URL, 28))
     azure_ad = tok(ALNUM, 3) + r.choice(digits) + "Q~" + tok(ALNUM + "_~.-", 34)
@@ -198,7 +216,7 @@ def _token_secrets(rng: random.Random) -> Iterator[Secret]:
     payload = _b64url_json({"sub": tok(digits, 10), "name": "Ada", "iat": 1700000000})
     jwt = f"{header}.{payload}.{tok(B64URL, 43)}"
     yield Secret("jwt", "jwt", jwt, (jwt,), wrap_from=4)
-    yield _token("npm", "npm-token", "npm_", tok(ALNUM, 36))
+    yield _token("npm", "npm-token", "npm_", _checksummed(tok(ALNUM, 30)))
     yield _token("pypi", "pypi-token", "pypi-AgEIcHlwaS5vcmc", tok(B64URL, 120))
     yield _token("huggingface", "huggingface-token", "hf_", tok(string.ascii_letters, 34))
     yield _token("twilio-api-key", "twilio-key", "SK", tok(HEX, 32))
@@ -438,7 +456,43 @@ PLACEMENTS: tuple[str, ...] = (
     "env",
     "cli-flag",
     "markdown",
+    "glued-base64-left",
+    "glued-base64-right",
+    "glued-base64-both",
+    "glued-json",
+    "glued-url-query",
+    "split",
+    "split-json-escaped",
+    "wrapped-terminal",
 )
+
+GLUED_PLACEMENTS = ("glued-base64-left", "glued-base64-both", "glued-json", "glued-url-query")
+"""Placements where a token follows a letter or digit (no word boundary before it)."""
+
+# Prefixed tokens found only with a word boundary before them (docs/secrets.md): random
+# base64 holds their documented format by accident too often (20 to 26 bits), or they
+# have no prefix of their own. They are glued on the right in the corpus.
+NOT_GLUED_LEFT: dict[str, str] = {
+    "openai-legacy-48": "sk- and 48 letters or digits without T3BlbkFJ: 20 bits",
+    "groq": "gsk_ and 52 letters or digits: 26 bits",
+    "xai": "xai- and 80 letters or digits: 27.7 bits",
+    "jwt": "eyJ: base64 of JSON inside base64 is common",
+    "telegram-bot": "no prefix: a bot id of digits",
+    "slack-webhook": "a URL",
+    "azure-ad-client-secret": "no prefix",
+}
+# Secrets cut by a line break at every position inside them (beyond the prefixed
+# tokens): those that need no name before them, or that sit in a URL.
+SPLIT_KINDS_BESIDES_TOKENS = (
+    "azure-ad-client-secret", "jwt", "telegram-bot", "slack-webhook", "aws-secret-key",
+    "url-https", "url-postgres", "url-mongodb", "url-redis", "url-mysql",
+)  # fmt: skip
+TERMINAL_WIDTHS = (40, 80)
+EVERY_CUT = (
+    "glued-base64-left", "glued-base64-right", "glued-base64-both", "glued-json",
+    "glued-url-query", "split", "split-json-escaped", "wrapped-terminal",
+)  # fmt: skip
+"""The placements built only by ``build_cases(every_cut=True)``."""
 
 _GLUE = ("[{}]", "<{}>", "'{}'", "({})", "key={}&", "`{}`", "“{}”", "{}.txt", "{},")
 
@@ -494,16 +548,87 @@ def _cases_for(secret: Secret, rng: random.Random, index: int) -> Iterator[Case]
     )
     yield Case(secret, "env", envs[index % len(envs)], None, pieces)
     yield Case(secret, "cli-flag", f"deploy --token {token} --yes", None, pieces)
+    yield from _glued_cases(secret, rng)
 
 
-def build_cases(seed: int = SEED, copies: int = 2) -> list[Case]:
-    """Every secret of :func:`build_secrets` in every placement that applies to it."""
+def _b64_glue(rng: random.Random, *, ending: bool) -> str:
+    """Standard base64 of random bytes; a left glue ends in a letter or digit."""
+    while True:
+        glue = base64.b64encode(rng.randbytes(rng.randint(3, 24))).decode()
+        if ending:
+            return glue
+        glue = glue.rstrip("=")
+        if glue[-1] in ALNUM:
+            return glue
+
+
+def _glued_cases(secret: Secret, rng: random.Random) -> Iterator[Case]:
+    token, pieces = secret.value, secret.pieces()
+    left, right = _b64_glue(rng, ending=False), _b64_glue(rng, ending=True)
+    yield Case(secret, "glued-base64-right", f"blob {token}{right} end", None, pieces)
+    if secret.kind in NOT_GLUED_LEFT:
+        return
+    yield Case(secret, "glued-base64-left", f"blob {left}{token} end", None, pieces)
+    yield Case(secret, "glued-base64-both", f"{left}{token}{right}", None, pieces)
+    blob = json.dumps({"type": "reasoning", "encrypted_content": f"{left}{token}{right}"})
+    yield Case(secret, "glued-json", blob, None, pieces)
+    url = f"https://cdn.example.com/a.js?v={left}{token}{right}&x=1"
+    yield Case(secret, "glued-url-query", url, None, pieces)
+
+
+def _split_cases(secret: Secret) -> Iterator[Case]:
+    """The secret cut by one line break at every position inside it (raw and
+    JSON-escaped), and its carrier wrapped at terminal widths."""
+    carrier = secret.carriers[0]
+    value = secret.value
+    at = carrier.index(value)
+    before, after = carrier[:at], carrier[at + len(value) :]
+    for cut in range(1, len(value)):
+        head, rest = value[:cut], value[cut:]
+        text = f"$ cat token.txt\n{before}{head}\n{rest}{after}\n$ echo done"
+        line_one, line_two = f"\n{before}{head}\n", f"\n{rest}{after}\n"
+        pieces = tuple(h for h in (head, rest) if len(h) >= 8)
+        exact = tuple(line for line, h in ((line_one, head), (line_two, rest)) if len(h) < 8)
+        yield Case(secret, "split", text, None, pieces, exact)
+        escaped = json.dumps({"type": "function_call_output", "output": text})
+        exact_escaped = tuple(json.dumps(line)[1:-1] for line in exact)
+        yield Case(secret, "split-json-escaped", escaped, None, pieces, exact_escaped)
+    line = f"$ echo {carrier}"
+    start = line.index(value)
+    for width in TERMINAL_WIDTHS:
+        cuts = [c for c in range(width, len(line), width) if start < c < start + len(value)]
+        if not cuts:
+            continue
+        wrapped = "\n".join(line[c : c + width] for c in range(0, len(line), width))
+        bounds = [start, *cuts, start + len(value)]
+        segments = [line[a:b] for a, b in itertools.pairwise(bounds)]
+        rows = wrapped.split("\n")
+        exact = tuple(
+            f"\n{row}\n" for row in rows if any(seg in row and len(seg) < 8 for seg in segments)
+        )
+        pieces = tuple(seg for seg in segments if len(seg) >= 8)
+        yield Case(secret, "wrapped-terminal", f"{wrapped}\n$ ", None, pieces, exact)
+
+
+def build_cases(seed: int = SEED, copies: int = 2, *, every_cut: bool = False) -> list[Case]:
+    """Every secret of :func:`build_secrets` in every placement that applies to it.
+
+    ``every_cut``: also the placements of :data:`EVERY_CUT`: glued inside base64, JSON
+    and URLs, wrapped at terminal widths, and each secret cut by a line break at every
+    position inside it (some 13,300 cases more; the callers that pass a whole corpus
+    through a feature keep the 1,904 cases of the other placements)."""
     rng = random.Random(seed + 1)
-    return [
-        case
-        for index, secret in enumerate(build_secrets(seed, copies))
-        for case in _cases_for(secret, rng, index)
+    secrets = build_secrets(seed, copies)
+    cases = [
+        case for index, secret in enumerate(secrets) for case in _cases_for(secret, rng, index)
     ]
+    for secret in secrets:
+        bare = secret.self_identifying and secret.carriers == (secret.value,)
+        if (bare and not secret.lines) or secret.kind in SPLIT_KINDS_BESIDES_TOKENS:
+            cases += [c for c in _split_cases(secret) if every_cut]
+    if not every_cut:
+        cases = [c for c in cases if c.placement not in EVERY_CUT]
+    return cases
 
 
 # -- checking --------------------------------------------------------------------------
@@ -546,12 +671,12 @@ def run_case(
         output = redact_text(case.text)
     else:
         output = "\n".join(strings_of(redact_value(case.value)))
-    return survivors(case.pieces, output)
+    return survivors(case.pieces, output) + [line for line in case.exact if line in output]
 
 
 def report(redact_text: Callable[[str], str], redact_value: Callable[[Any], Any]) -> dict[str, Any]:
     """Figures for a detector: totals, and redacted/total per kind and per placement."""
-    cases = build_cases()
+    cases = build_cases(every_cut=True)
     by_kind: dict[str, Counter[str]] = defaultdict(Counter)
     by_placement: dict[str, Counter[str]] = defaultdict(Counter)
     missed: list[tuple[str, str]] = []

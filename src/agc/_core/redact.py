@@ -28,6 +28,8 @@ How a text is scanned
        keyword in the lower-cased text at once; a rule runs only when one of its
        keywords occurs, and a token rule only tries the places where its prefix does.
        Text shorter than 8 characters, or with no keyword at all, is returned as is.
+       Text with line breaks gets a second pass with its breaks taken out, so that a
+       prefix cut by a break (``sk-pr`` / ``oj-…``) is found too (:func:`_cut_keywords`).
     2. Each rule yields spans; overlapping spans are merged (the earlier rule in
        :data:`SECRET_KINDS` names the merged span) and each is replaced by
        ``[REDACTED:<kind>]``. Context (``Bearer ``, ``PASSWORD=``, a URL's user name
@@ -35,16 +37,18 @@ How a text is scanned
     3. The result is scanned again until nothing is found (at most 4 passes), so
        redaction is idempotent and never leaves a secret that a replacement completed.
 
-Placements handled: a secret glued to other text (a token's start must not follow an
-ASCII letter or digit, as almost every position inside a base64 blob such as an
-``encrypted_content`` field does, but it may follow CJK text, punctuation or a JSON
-escape such as ``\\n`` or ``\\u00e9``), JSON-escaped any number of times (characters
-written as ``\\uXXXX`` escapes too: ``\\u0073k-proj-…``), wrapped
-across two lines (a line break, raw or JSON-escaped, anywhere after the prefix), in a
-URL, a header, a ``.env`` line, a command-line flag, and as the value of a JSON key
-that names a secret (``"password"``, ``"SecretAccessKey"``) in :func:`redact_value`.
-Not found: a token glued right after a letter or digit, a line break inside a token's
-prefix, a password of only letters and spaces, a password wrapped across lines.
+Placements handled: a secret glued to other text (a token's start may follow CJK
+text, punctuation or a JSON escape such as ``\\n`` or ``\\u00e9``; right after an ASCII
+letter or digit, as inside a base64 blob, only in its provider's documented format and
+when random base64 holds that format with a chance of 2^-28 per character or less, see
+:data:`_DOCUMENTED`), JSON-escaped any number of times (characters written as
+``\\uXXXX`` escapes too: ``\\u0073k-proj-…``), cut by line breaks (raw or JSON-escaped,
+anywhere, the prefix too, as a terminal wraps a token), in a URL, a header, a ``.env``
+line, a command-line flag, and as the value of a JSON key that names a secret
+(``"password"``, ``"SecretAccessKey"``) in :func:`redact_value`. Not found: a token
+glued after a letter or digit in a weaker format, the last few characters of a token of
+no documented length (a JWT signed with RSA) on the next line, a password of only
+letters and spaces, a password or named value wrapped across lines.
 
 A PEM ``BEGIN … PRIVATE KEY`` header is redacted only with the key material after it
 (32 or more base64 characters, up to its ``END`` line, or to where the material stops
@@ -55,7 +59,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
+import json
 import math
 import re
 import string
@@ -85,7 +91,12 @@ _MAX_PASSES: Final = 4
 _ALNUM: Final = frozenset(string.ascii_letters + string.digits)
 _HEX: Final = frozenset(string.hexdigits)
 # A line break inside a token: raw, or JSON-escaped once or more (\n, \\n, \r\n …).
-_BREAK: Final = re.compile(r"\r?\n|(?:\\+r)?\\+n")
+# Written so that the regex engine skips to the next "\\", "\r" or "\n" at once.
+_BREAK: Final = re.compile(r"[\\\r\n](?:(?<=\\)\\*(?:r\\+)?n|(?<=\r)\n|(?<=\n))")
+# The characters a token is made of, as far as joining it across line breaks goes.
+_TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9_.~+/=:-]{0,512}")
+_MAX_WRAPS: Final = 4
+_MIN_WRAP_WIDTH: Final = 20
 _MARKER_RE: Final = re.compile(r"\[(?:REDACTED:[a-z0-9-]+|secret)\]")
 
 Span = tuple[int, int, str]
@@ -199,6 +210,21 @@ def _scanning(find: Callable[[str], Iterator[Span]]) -> Finder:
     return gated
 
 
+@dataclass(frozen=True)
+class _Documented:
+    """A provider's documented token format, beyond a prefix: ``rest`` is the exact
+    length and alphabet after the prefix; ``glued`` whether a token of this format is
+    found glued right after an ASCII letter or digit (inside a base64 blob): only when
+    the format leaves random base64 too little chance to hold it by accident (2^-28
+    per character, see :data:`_DOCUMENTED`); ``check`` a checksum the whole token must pass."""
+
+    rest: str
+    glued: bool = True
+    check: Callable[[str], bool] | None = None
+    left: str | None = None
+    """A stricter format for a token glued on its left, when ``rest`` is too weak."""
+
+
 def _token_rule(
     kind: str,
     prefix: str,
@@ -210,26 +236,59 @@ def _token_rule(
     fixed: bool = False,
     word: frozenset[str] = _ALNUM,
     anchored: bool = True,
+    documented: _Documented | None = None,
 ) -> _Rule:
     """A token with a documented prefix: ``prefix`` (a regex that starts with the
     literal prefix) then ``rest``; ``body`` is the character class the token is made
-    of (to join a token wrapped across two lines); ``fixed`` when it has one length.
-    A group named ``s`` in ``rest``, if any, is the part replaced. ``anchored``: each
-    keyword is the start of the prefix, so only keyword hits are tried."""
+    of (to take the rest of a token wrapped across lines); ``fixed`` when it has one
+    length. A group named ``s`` in ``rest``, if any, is the part replaced. ``anchored``:
+    each keyword is the start of the prefix, so only keyword hits are tried.
+
+    ``documented``: the provider's exact format. A token that starts right after an
+    ASCII letter or digit is found only in that format (and only when
+    ``documented.glued``); a token followed by letters or digits (glued on the right)
+    ends where the format does; a token cut by a line break is joined to that length."""
     start = re.compile(prefix)
     token = re.compile(prefix + rest)
-    run = re.compile(f"(?:{prefix})?{body}*")
     tail = re.compile(f"{body}+")
     group = "s" if "s" in token.groupindex else 0
+    exact = left_exact = None
+    check = None
+    if documented is not None:
+        exact = left_exact = re.compile(f"{prefix}(?:{documented.rest})")
+        if documented.left is not None:
+            left_exact = re.compile(f"{prefix}(?:{documented.left})")
+        check = documented.check
+    exact_group = "s" if exact is not None and "s" in exact.groupindex else 0
+    glued = documented is not None and documented.glued
 
     def find(text: str, hits: list[int]) -> Iterator[Span]:
         covered = 0
-        candidates = hits if anchored else [m.start() for m in start.finditer(text)]
+        candidates = hits
+        if not anchored:
+            candidates = [m.start() for m in start.finditer(text)]
+            candidates += [cut for cut, _ in _across_a_break(text, start, 16)]
+            candidates.sort()
         for index in candidates:
-            # Right after a token of this rule (two pasted back to back) counts as a start.
-            if index < covered or (index != covered and not _starts_word(text, index, word)):
+            if index < covered:
                 continue
-            span = _token_span(text, index, token, run, tail, group, fixed=fixed)
+            # Right after a token of this rule (two pasted back to back) counts as a start.
+            at_start = index == covered or _starts_word(text, index, word)
+            if not at_start and not glued:
+                continue
+            span = _token_span(text, index, token, tail, group, fixed=fixed) if at_start else None
+            if exact is not None and left_exact is not None:
+                pattern = exact if at_start else left_exact
+                whole = _token_span(
+                    text, index, pattern, tail, exact_group, fixed=True, longest=True
+                )
+                if whole is not None and (check is None or check(_joined(text, *whole))):
+                    if span is None or (span[0] == whole[0] and whole[1] > span[1]):
+                        span = whole
+                    elif not at_start:
+                        span = None
+                elif not at_start:
+                    span = None
             if span is None:
                 continue
             start_at, end = span
@@ -243,55 +302,104 @@ def _token_rule(
     return _Rule(kind, keywords, find, source)
 
 
+def _across_a_break(text: str, pattern: re.Pattern[str], reach: int) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` in ``text`` of each match of ``pattern`` that a line break cuts:
+    ``reach`` characters on each side of every break are joined and searched (linear:
+    each character is read at most twice per break it is within ``reach`` of)."""
+    for line_break in _BREAK.finditer(text):
+        cut, resume = line_break.span()
+        left = text[max(0, cut - reach) : cut]
+        for match in pattern.finditer(left + text[resume : resume + reach]):
+            if match.start() < len(left) < match.end():
+                yield cut - len(left) + match.start(), resume + match.end() - len(left)
+
+
+def _joined(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` without its line breaks."""
+    return _BREAK.sub("", text[start:end])
+
+
 def _token_span(
     text: str,
     index: int,
     token: re.Pattern[str],
-    run: re.Pattern[str],
     tail: re.Pattern[str],
     group: str | int,
     *,
     fixed: bool,
+    longest: bool = False,
 ) -> tuple[int, int] | None:
+    """Where the token that starts at ``index`` is, wrapped across lines or not.
+    ``longest``: when the text is cut by a line break, the longer of the token on its
+    first line and the token joined across the break (a documented format with
+    alternative lengths)."""
     whole = token.match(text, index)
     if whole is not None:
         start, end = whole.span(group)
         if not fixed:
             end = _swallow_wrapped_tail(text, end, tail)
+        if longest:
+            joined = _joined_span(text, index, token, group)
+            if joined is not None and joined[1] > end:
+                return joined
         return start, end
-    # Wrapped across two lines: join the line break out and match again.
-    first = run.match(text, index)
-    cut = first.end() if first is not None else index
-    line_break = _BREAK.match(text, cut)
-    if line_break is None:
+    return _joined_span(text, index, token, group)
+
+
+def _joined_span(
+    text: str, index: int, token: re.Pattern[str], group: str | int
+) -> tuple[int, int] | None:
+    """The token that starts at ``index`` with the line breaks in it taken out."""
+    # Cut by line breaks (anywhere, its prefix too): join the lines and match again.
+    pieces: list[str] = []
+    starts: list[int] = []  # where each piece starts in text
+    offsets: list[int] = []  # and in the joined text
+    size = 0
+    at = index
+    for _ in range(_MAX_WRAPS + 1):
+        run = _TOKEN_RUN.match(text, at)
+        assert run is not None
+        pieces.append(run.group())
+        starts.append(at)
+        offsets.append(size)
+        size += len(run.group())
+        line_break = _BREAK.match(text, run.end())
+        # A line in the middle of a wrapped token is all token, and as long as a
+        # terminal is wide (not a list of words, one a line).
+        if line_break is None or (len(pieces) > 1 and len(run.group()) < _MIN_WRAP_WIDTH):
+            break
+        at = line_break.end()
+    if len(pieces) == 1:
         return None
-    resume = line_break.end()
-    joined = text[index:cut] + text[resume : resume + 1024]
+    joined = "".join(pieces)
     again = token.match(joined)
-    head = cut - index
-    if again is None or again.end() <= head:
+    if again is None or again.end() <= offsets[1] or not _looks_random(again.group()):
         return None
     start, end = again.span(group)
 
-    def back(offset: int) -> int:
-        return index + offset if offset <= head else resume + offset - head
+    def back(offset: int, *, closing: bool) -> int:
+        piece = bisect.bisect_right(offsets, offset - 1 if closing else offset) - 1
+        return starts[piece] + offset - offsets[piece]
 
-    return back(start), back(end)
+    return back(start, closing=False), back(end, closing=True)
 
 
 def _swallow_wrapped_tail(text: str, end: int, tail: re.Pattern[str]) -> int:
-    """A variable-length token that ends at a line break may go on on the next line:
-    take that line's first run of token characters if it looks random, not a word."""
-    line_break = _BREAK.match(text, end)
-    if line_break is None:
-        return end
-    rest = tail.match(text, line_break.end())
-    if rest is None or len(rest.group()) < 6 or not _looks_random(rest.group()):
-        return end
-    after = rest.end()
-    if after < len(text) and text[after] not in " \t\r\n\"'`,;)]}>.\\":
-        return end
-    return after
+    """A variable-length token that ends at a line break may go on on the next lines:
+    take each next line's first run of token characters while it looks random, not a
+    word (a line filled by the token goes on to the next one, up to 4 lines)."""
+    for _ in range(_MAX_WRAPS):
+        line_break = _BREAK.match(text, end)
+        if line_break is None:
+            return end
+        rest = tail.match(text, line_break.end())
+        if rest is None or len(rest.group()) < 6 or not _looks_random(rest.group()):
+            return end
+        after = rest.end()
+        if after < len(text) and text[after] not in " \t\r\n\"'`,;)]}>.\\":
+            return end
+        end = after
+    return end
 
 
 # Tokens: (kind, prefix regex, rest regex, body class, fixed length, keywords, source).
@@ -438,6 +546,107 @@ _TOKENS: Final[tuple[tuple[str, str, str, str, bool, tuple[str, ...], str], ...]
 # fmt: on
 
 
+# -- documented formats: glued tokens, tokens cut by line breaks -----------------------
+
+_BASE62: Final = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
+def _crc32_base62(token: str) -> bool:
+    """GitHub's and npm's token checksum: after the prefix, 30 random base62 characters
+    and the CRC32 of those 30, written as 6 base62 digits (0-9A-Za-z, most significant
+    first). Sources: "Behind GitHub's new authentication token formats" (GitHub blog,
+    2021-04-05); "Announcing npm's new access token format" (GitHub blog, 2021-09-23)."""
+    body = token[token.index("_") + 1 :]
+    if len(body) != 36:
+        return False
+    value = binascii.crc32(body[:30].encode("ascii"))
+    digits = []
+    for _ in range(6):
+        value, digit = divmod(value, 62)
+        digits.append(_BASE62[digit])
+    return value == 0 and "".join(reversed(digits)) == body[30:]
+
+
+# A token found glued right after a letter or digit must be one that random base64 (or
+# base64url, or hex) holds by accident with a chance of 2^-28 per character or less
+# (about once in 256 MiB): its prefix holds a character outside base64 ("SG.", "hvs."),
+# or prefix and format together carry 28 bits or more ("glpat-" is 36 bits, "dapi" and
+# 32 hex digits 88), or a checksum vouches for it (GitHub, npm). Weaker formats
+# ("sk-" and 48 letters or digits: 20 bits; "gsk_", "r8_", "fo1_", "nfp_", "pnu_", "glc_",
+# "ABSK" and base64) are found glued on the right only.
+
+# Prefix regex of a token rule -> the provider's documented format after it (exact
+# length and alphabet). Fixed-length rules are their own documented format.
+# fmt: off
+_DOCUMENTED: Final[dict[str, _Documented]] = {
+    # gitleaks anthropic-api-key: sk-ant-api03- + 93 + AA
+    "sk-ant-": _Documented("(?:api03|admin01)-[A-Za-z0-9_-]{93}AA"),
+    # OpenRouter: sk-or-v1- + 64 hex
+    "sk-or-v[0-9]-": _Documented("[0-9a-f]{64}"),
+    # gitleaks openai-api-key: 74 or 58, "T3BlbkFJ" (base64 of "OpenAI"), 74 or 58
+    "sk-(?:proj|svcacct|admin|None)-": _Documented(
+        "(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})"),
+    # gitleaks openai-api-key (legacy): 48 = 20, "T3BlbkFJ", 20; glued on the left only
+    # with "T3BlbkFJ" (without it, 20 bits)
+    "sk-": _Documented("[A-Za-z0-9]{48}", left="[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
+    "gsk_": _Documented("[A-Za-z0-9]{52}", glued=False),  # Groq: gsk_ + 52
+    "xai-": _Documented("[A-Za-z0-9]{80}", glued=False),  # xAI: xai- + 80 (27.7 bits)
+    "pplx-": _Documented("[A-Za-z0-9]{48}"),  # gitleaks perplexity-api-key
+    # gitleaks huggingface-access-token: hf_ + 34 letters
+    "(?:hf_|api_org_)": _Documented("[A-Za-z]{34}"),
+    "r8_": _Documented("[A-Za-z0-9]{37}", glued=False),
+    # GitHub: 30 random base62 and a CRC32 checksum (see _crc32_base62)
+    "gh[pousr]_": _Documented("[A-Za-z0-9]{36}", check=_crc32_base62),
+    # gitleaks github-fine-grained-pat: github_pat_ + 82
+    "github_pat_": _Documented("[A-Za-z0-9]{22}_[A-Za-z0-9]{59}"),
+    # gitleaks gitlab-pat and siblings: 20 after the prefix
+    "gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-": _Documented("[A-Za-z0-9_-]{20}"),
+    "GR1348941": _Documented("[A-Za-z0-9_-]{20}"),
+    # gitleaks slack-bot-token / slack-user-token: digit groups, then the secret
+    "xox[abposre]-": _Documented("[0-9]{10,13}(?:-[0-9]{10,13}){1,2}-[A-Za-z0-9]{24,34}"),
+    "xapp-": _Documented("[0-9]-[A-Z0-9]{8,}-[0-9]{10,}-[a-z0-9]{32,}"),  # gitleaks slack-app-token
+    "(?:sk|rk)_(?:live|test|prod)_": _Documented("[A-Za-z0-9]{24,99}"),  # gitleaks stripe
+    "whsec_": _Documented("[A-Za-z0-9]{32}"),  # Stripe webhook signing secrets
+    # Slack incoming webhooks: services/T<team id>/B<bot id>/<24 letters and digits>
+    r"hooks\.slack\.com/": _Documented(
+        "services/(?P<s>T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/[A-Za-z0-9]{24})"),
+    # gitleaks gcp-api-key: AIza + 35; Google's keys all go on with "Sy", which is what
+    # gives a glued one enough bits (AIza and 35 base64url characters: 24 bits).
+    "AIza": _Documented("Sy[0-9A-Za-z_-]{33}"),
+    r"ya29\.": _Documented("[0-9A-Za-z_-]{60,}"),  # Google OAuth 2.0 access tokens
+    "npm_": _Documented("[A-Za-z0-9]{36}", check=_crc32_base62),  # as GitHub's
+    # gitleaks pypi-upload-token: a macaroon for pypi.org or test.pypi.org
+    "pypi-AgE": _Documented("(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}"),
+    "SK": _Documented("[0-9a-f]{32}"),  # gitleaks twilio-api-key
+    "key-": _Documented("[0-9a-f]{32}"),  # gitleaks mailgun-private-api-token
+    "dckr_(?:pat|oat)_": _Documented("[A-Za-z0-9_-]{27}"),  # Docker Hub access tokens
+    r"hv[sb]\.": _Documented("[A-Za-z0-9_-]{90,120}"),  # gitleaks vault-service-token
+    r"dp\.(?:pt|st|sa|ct|scim|audit)\.": _Documented("[A-Za-z0-9]{43}"),  # gitleaks doppler
+    "ATATT3": _Documented("[A-Za-z0-9_=-]{186}"),  # gitleaks atlassian-api-token
+    "sq0(?:atp|csp)-": _Documented("[A-Za-z0-9_-]{22,60}"),  # gitleaks square-access-token
+    "pscale_(?:tkn|oauth|pw)_": _Documented("[A-Za-z0-9_.=-]{32,64}"),  # gitleaks planetscale
+    # Fixed-length formats that random base64 holds by accident too often to be found
+    # glued (prefix and format: 28 bits or fewer).
+    "glc_": _Documented("[A-Za-z0-9+/]{32,}={0,2}", glued=False),
+    "pnu_": _Documented("[A-Za-z0-9]{36}", glued=False),
+    "fo1_": _Documented("[A-Za-z0-9_-]{43}", glued=False),
+    "nfp_": _Documented("[A-Za-z0-9]{36}", glued=False),
+    "ABSK": _Documented("[A-Za-z0-9+/]{109,269}={0,2}", glued=False),
+}
+# fmt: on
+# JSON Web Tokens ("eyJ") are never found glued: base64 of JSON inside base64 is common.
+_NEVER_GLUED: Final = frozenset({"eyJ"})
+
+
+def _documented(prefix: str, rest: str, *, fixed: bool) -> _Documented | None:
+    """The documented format of a token rule (its own ``rest`` when fixed)."""
+    if prefix in _NEVER_GLUED:
+        return None
+    if prefix in _DOCUMENTED:
+        return _DOCUMENTED[prefix]
+    return _Documented(rest) if fixed else None
+
+
 def _aws_access_key_rule() -> _Rule:
     # Upper-case only around it: glued lower-case text ("keyAKIA…") does not hide it.
     return _token_rule(
@@ -449,6 +658,12 @@ def _aws_access_key_rule() -> _Rule:
         source="gitleaks aws-access-token",
         fixed=True,
         word=frozenset(string.ascii_uppercase + string.digits),
+        # gitleaks aws-access-token: 16 base32 characters (A-Z, 2-7). Glued on the left:
+        # AKIA (IAM user) and ASIA (STS) only, with a digit (ABIA and ACCA are hex
+        # letters: upper-case hex holds them).
+        documented=_Documented(
+            "[A-Z2-7]{16}", left="(?<=AKIA|ASIA)(?=[A-Z]{0,15}[2-7])[A-Z2-7]{16}"
+        ),
     )
 
 
@@ -466,15 +681,63 @@ def _telegram_rule() -> _Rule:
 
 
 def _azure_client_secret_rule() -> _Rule:
-    pattern = re.compile(r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~-])")
+    # 40 characters (as Microsoft Entra ID issues them) may be glued on the right.
+    pattern = re.compile(
+        r"[A-Za-z0-9_~.]{3}[0-9]Q~(?:[A-Za-z0-9_~.-]{34}|[A-Za-z0-9_~.-]{31,33}(?![A-Za-z0-9_~-]))"
+    )
     word = frozenset(string.ascii_letters + string.digits + "_~.")
 
     def find(text: str) -> Iterator[Span]:
         for match in pattern.finditer(text):
             if _starts_word(text, match.start(), word):
                 yield match.start(), match.end(), "azure-client-secret"
+        for start, end in _across_a_break(text, pattern, 48):
+            if _starts_word(text, start, word):
+                yield start, end, "azure-client-secret"
 
     return _Rule("azure-client-secret", ("q~",), _scanning(find), "gitleaks azure-ad-client-secret")
+
+
+# Signature size in bytes of each JWS algorithm whose signature has one size: RFC 7518
+# section 3.2 (HMAC: the hash's size), 3.4 (ECDSA: R and S, 2 x 32, 48, 66 bytes) and
+# RFC 8037 section 3.1 (Ed25519).
+_JWS_SIGNATURE_BYTES: Final = {
+    "HS256": 32, "HS384": 48, "HS512": 64,
+    "ES256": 64, "ES384": 96, "ES512": 132, "EdDSA": 64,
+}  # fmt: skip
+_B64URL_RUN: Final = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def _with_jws_signature(find: Finder) -> Finder:
+    """A JWT finder whose tokens, cut by a line break inside their signature, take the
+    rest of the signature from the next line, however short, when the header names an
+    algorithm with one signature size."""
+
+    def complete(text: str, hits: list[int]) -> Iterator[Span]:
+        for start, end, kind in find(text, hits):
+            yield start, _jws_signature_end(text, start, end), kind
+
+    return complete
+
+
+def _jws_signature_end(text: str, start: int, end: int) -> int:
+    parts = _joined(text, start, end).split(".")
+    if len(parts) != 3:
+        return end
+    try:
+        header = json.loads(base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error is a ValueError
+        return end
+    alg = header.get("alg") if isinstance(header, dict) else None
+    size = _JWS_SIGNATURE_BYTES.get(alg) if isinstance(alg, str) else None
+    line_break = _BREAK.match(text, end)
+    if size is None or line_break is None:
+        return end
+    need = -(-size * 4 // 3) - len(parts[2].rstrip("="))  # base64url, unpadded
+    rest = _B64URL_RUN.match(text, line_break.end())
+    if need <= 0 or rest is None or len(rest.group()) != need:
+        return end
+    return rest.end()
 
 
 # -- PEM private keys (RFC 7468, RFC 1421 headers, RFC 4880 armor, RFC 4716) -----------
@@ -540,7 +803,9 @@ def _ends_key_material(text: str, end: int, run: str) -> bool:
 # -- credentials in URLs ------------------------------------------------------------
 
 _URL_USERINFO: Final = re.compile(
-    r"://(?P<user>[^\s:/@'\"\\<>]*):(?P<s>[^\s@/'\"\\<>]+)@(?=[A-Za-z0-9\[._-])"
+    r"://(?P<user>[^\s:/@'\"\\<>]*):"
+    # the password, cut by one line break (raw or JSON-escaped) or not
+    r"(?P<s>[^\s@/'\"\\<>]+(?:(?:\r?\n|\\+n)[^\s@/'\"\\<>]+)?)@(?=[A-Za-z0-9\[._-])"
 )
 _SCHEME_END: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}\Z")
 
@@ -714,7 +979,7 @@ def _fixed_run(text: str, start: int, size: int) -> tuple[int, int] | None:
     if len(first.group()) >= size:
         return start, start + size
     line_break = _BREAK.match(text, first.end())
-    if line_break is None or len(first.group()) < 4:
+    if line_break is None or not first.group():
         return None
     second = _B64_RUN.match(text, line_break.end())
     assert second is not None
@@ -883,9 +1148,12 @@ def _build_rules() -> tuple[_Rule, ...]:
     pem = _Rule("private-key", ("-----begin", "---- begin"), _scanning(_find_pem),
                 "gitleaks private-key; RFC 7468, RFC 4880, RFC 4716")
     tokens = [
-        _token_rule(kind, prefix, rest, body, keywords=keywords, source=source, fixed=fixed)
+        _token_rule(kind, prefix, rest, body, keywords=keywords, source=source, fixed=fixed,
+                    documented=_documented(prefix, rest, fixed=fixed))
         for kind, prefix, rest, body, fixed, keywords, source in _TOKENS
     ]
+    tokens = [_Rule(r.kind, r.keywords, _with_jws_signature(r.find), r.source)
+              if r.kind == "jwt" else r for r in tokens]
     session = _named_value("aws-session-token", _AWS_SESSION_NAME_END, _AWS_SESSION_VALUE)
     azure = _named_value("azure-storage-key", _AZURE_KEY_NAME_END, _AZURE_KEY_VALUE)
     return (pem, *tokens,
@@ -932,6 +1200,16 @@ _RULES_OF_KEYWORD: Final[tuple[tuple[int, ...], ...]] = tuple(
     tuple(i for i, rule in enumerate(_RULES) if keyword in rule.keywords) for keyword in _KEYWORDS
 )
 _AUTOMATON: Final = ahocorasick_rs.AhoCorasick(list(_KEYWORDS))
+# The keywords of the rules that find a token cut by a line break (the token rules and
+# the Azure client secret), without the common word "pat".
+_CUT_KEYWORDS: Final[tuple[str, ...]] = tuple(
+    dict.fromkeys(
+        [k for *_, keywords, _source in _TOKENS for k in keywords if k != "pat"]
+        + ["akia", "asia", "abia", "acca", "a3t", ":aa", "q~"]
+    )
+)
+_CUT_TO_KEYWORD: Final = tuple(_KEYWORDS.index(k) for k in _CUT_KEYWORDS)
+_CUT_AUTOMATON: Final = ahocorasick_rs.AhoCorasick(list(_CUT_KEYWORDS))
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
@@ -980,6 +1258,7 @@ def _found(text: str) -> list[tuple[int, int, int, str]]:
     except UnicodeEncodeError:  # lone surrogates (valid in JSON escapes): same length
         lowered = _SURROGATE.sub("?", lowered)
         matches = _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
+    matches += _cut_keywords(lowered)
     if not matches:
         return []
     hits: dict[int, list[int]] = {}
@@ -993,6 +1272,40 @@ def _found(text: str) -> list[tuple[int, int, int, str]]:
             if end > start and not _MARKER_RE.fullmatch(text, start, end):
                 found.append((start, end, priority, kind))
     return found
+
+
+def _cut_keywords(lowered: str) -> list[tuple[int, int, int]]:
+    """``(keyword, start, end)`` in ``lowered`` of each token keyword that a line break
+    cuts (``sk-pr`` / ``oj-…``, as a terminal wraps a token). Linear: one pass to join
+    the lines, Aho-Corasick passes for the token keywords over the joined text and (when
+    it holds any) the text itself, and the breaks' positions only when the joined text
+    holds more."""
+    if "\n" not in lowered and "\\" not in lowered:
+        return []
+    joined = _BREAK.sub("", lowered)
+    if len(joined) == len(lowered):
+        return []
+    found = _CUT_AUTOMATON.find_matches_as_indexes(joined, overlapping=True)
+    # Taking breaks out only adds matches: as many as in the text itself, none is cut.
+    if not found or len(found) == len(
+        _CUT_AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
+    ):
+        return []
+    at: list[int] = []  # where each break was, in the joined text
+    shift: list[int] = []  # characters removed up to and including it
+    removed = 0
+    for line_break in _BREAK.finditer(lowered):
+        at.append(line_break.start() - removed)
+        removed += line_break.end() - line_break.start()
+        shift.append(removed)
+    cut: list[tuple[int, int, int]] = []
+    for keyword, start, end in found:
+        first = bisect.bisect_right(at, start)  # the first break after the keyword's start
+        if first < len(at) and at[first] < end:
+            before = shift[first - 1] if first else 0
+            after = shift[bisect.bisect_left(at, end) - 1]
+            cut.append((_CUT_TO_KEYWORD[keyword], start + before, end + after))
+    return cut
 
 
 # A JSON \uXXXX escape, escaped any number of times (\\u0073 in a JSON string held in
