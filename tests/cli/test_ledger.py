@@ -344,6 +344,8 @@ def test_real_exec_stream_records_the_command(
             "sourceType": "command_execution",
             "command": "cat test.js",  # the script of Codex's shell wrapper
             "exitCode": 0,
+            # read evidence inferred from the command (the file is not in this project)
+            "inferredReads": [{"path": "test.js", "hashSkipped": "missing"}],
         }
     ]
 

@@ -330,6 +330,7 @@ def _print_summary(summary: TurnSummary) -> None:
     # Paths are data: the column is as wide as the longest one, never cut or wrapped.
     longest = max((len(o.local_path) + 2 for o in summary.offered), default=10)
     table.add_column("localPath", no_wrap=True, min_width=longest)
+    unseen = "not seen" if not summary.reads_visible else "no"
     columns = ("read", "read at seq", "before design", "sha256 match", "listed/searched at")
     for column in columns:
         table.add_column(column)
@@ -344,7 +345,7 @@ def _print_summary(summary: TurnSummary) -> None:
             before = "yes" if min(offered.read_seqs) < design_seq else "no"
         table.add_row(
             Text(offered.local_path),
-            "yes" if offered.read_seqs else "no",
+            _read_cell(offered.read_seqs, offered.inferred_read_seqs, unseen),
             Text(", ".join(map(str, offered.read_seqs)) or "-"),
             before,
             "-" if match is None else ("yes" if match else "NO"),
@@ -352,6 +353,25 @@ def _print_summary(summary: TurnSummary) -> None:
         )
         for seq, path in offered.other_path_reads:
             table.add_row(Text(f"  same name read at {path}"), "", str(seq), "", "", "")
+    out_console.print(
+        f"Offered: sidecarPresent: {str(summary.sidecar_present).lower()}, "
+        f"{len(summary.offered)} file(s) with a path, "
+        f"{len(summary.rejected_attachments)} rejected, "
+        f"{summary.attachments_omitted} omitted (beyond the first 8)",
+        markup=False,
+    )
+    for rejected in summary.rejected_attachments:
+        out_console.print(
+            f"  rejected: {rejected.get('name') or '(no name)'}: "
+            f"{rejected.get('reason') or 'unknown reason'}",
+            markup=False,
+        )
+    if not summary.reads_visible:
+        out_console.print(
+            "Reads: this input (codex exec --json or a rollout) holds no read actions; "
+            "reads are inferred from shell commands, other reads are invisible",
+            markup=False,
+        )
     if summary.offered:
         out_console.print("Offered files:", markup=False)
         # Rendered at its natural width (the console's may be 80 when piped).
@@ -373,6 +393,14 @@ def _print_summary(summary: TurnSummary) -> None:
     truncated = " (truncated at 256)" if summary.items_truncated else ""
     out_console.print(f"Items: {counts}{truncated}", markup=False)
     out_console.print(f"Timeline: {summary.row}: {summary.row_label}", markup=False)
+
+
+def _read_cell(seqs: tuple[int, ...], inferred: tuple[int, ...], unseen: str) -> str:
+    """``yes``, ``yes (inferred)`` when every read was inferred from a command, or
+    ``unseen`` (``no``, or ``not seen`` in an input with no read actions)."""
+    if not seqs:
+        return unseen
+    return "yes (inferred)" if len(inferred) == len(seqs) else "yes"
 
 
 def check_command(
