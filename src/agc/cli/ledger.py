@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, BinaryIO
 
@@ -17,6 +18,7 @@ from agc._core import json as strict_json
 from agc._core.fs import describe_os_error, read_limited
 from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
 from agc.errors import (
+    EmptyInputError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -29,6 +31,7 @@ from agc.ledger._classify import TurnSummary
 from agc.ledger._contract import validate_client_turn_id
 from agc.ledger._events import DecodeStats
 from agc.ledger._policy import load_policy
+from agc.ledger._project import Project
 from agc.ledger._turn import record_turn
 from agc.ledger._writer import TurnOutcome
 
@@ -237,9 +240,11 @@ def record_command(
             ) from exc
         size, where = os.fstat(stream.fileno()).st_size, str(input_file)
     try:
+        Project(project)  # a missing project folder is named before an empty input
+        lines = _refuse_empty(stream, where)
         with byte_progress(size, "recording turn") as progress:
             outcome = record_turn(
-                stream,
+                lines,
                 project=project,
                 client_turn_id=client_turn_id,
                 prompt=prompt,
@@ -259,6 +264,47 @@ def record_command(
     if strict and (outcome.audit_write_failed or not outcome.db_written):
         return int(ExitCode.UNREADABLE)
     return int(ExitCode.OK)
+
+
+_BLANK_PEEK_BYTES = 1024 * 1024
+
+
+def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes]:
+    """The lines of ``stream``, after making sure it holds more than white space.
+
+    Raises:
+        EmptyInputError: the input has no byte but white space (exit 2); nothing is
+            recorded, as an empty input is no evidence of a turn.
+    """
+    blank: list[bytes] = []
+    held = 0
+    while held <= _BLANK_PEEK_BYTES:
+        piece = stream.readline(64 * 1024)
+        if not piece:
+            raise EmptyInputError(
+                f"input {where} is empty: no event to record",
+                hint="Give the Codex events of the turn (app-server, codex exec --json "
+                "or a rollout); nothing was recorded.",
+            )
+        blank.append(piece)
+        held += len(piece)
+        if piece.strip():
+            break
+    return _chain(blank, stream)
+
+
+def _chain(head: list[bytes], stream: BinaryIO) -> Iterator[bytes]:
+    """``head`` (pieces of the first lines, the last maybe cut) then ``stream``'s lines,
+    rejoined so that each yielded item is one line as ``stream`` holds it."""
+    pending = b""
+    for piece in head:
+        pending += piece
+        if pending.endswith(b"\n"):
+            yield pending
+            pending = b""
+    if pending:
+        yield pending + stream.readline()
+    yield from stream
 
 
 def _print_outcome(outcome: TurnOutcome, as_json: bool) -> None:
