@@ -79,7 +79,9 @@ def test_record_show_check_round_trip(
             {"method": "turn/completed", "params": {"turn": {"status": "completed"}}},
         ],
     )
-    assert main(_record(project, prompt, "--attachments", str(attachments), "--json")) == 0
+    # the direct-project deployment's art tool is a design action under its preset
+    args = ["--attachments", str(attachments), "--policy", "direct-project", "--json"]
+    assert main(_record(project, prompt, *args)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["attempt"] == 1
     assert out["itemCount"] == 2

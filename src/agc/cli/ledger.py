@@ -56,8 +56,8 @@ PolicyOption = Annotated[
     str | None,
     typer.Option(
         "--policy",
-        metavar="direct-project|generic|FILE",
-        help="Ledger policy: a preset (direct-project, the default; generic) or a policy "
+        metavar="generic|direct-project|FILE",
+        help="Ledger policy: a preset (generic, the default; direct-project) or a policy "
         "TOML file (which MCP arguments are kept, what counts as the first design action).",
         show_default=False,
     ),
@@ -203,8 +203,9 @@ def record_command(
     (detected line by line), writes .agent/runtime/direct-codex/turns/<ID>.jsonl
     (a new attempt if it exists), seals it and appends the summary to .agent/agent.db.
     A failed ledger write is reported and does not fail the command (fail-open)
-    unless --strict is given. --policy generic suits any agent; the default,
-    direct-project, knows the MCP tools of a game-making project agent.
+    unless --strict is given. The default policy, generic, keeps no MCP arguments
+    and counts the first file change as the first design action; --policy names another
+    preset (direct-project) or a policy file.
 
     \b
     Examples:
