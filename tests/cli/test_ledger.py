@@ -79,7 +79,9 @@ def test_record_show_check_round_trip(
             {"method": "turn/completed", "params": {"turn": {"status": "completed"}}},
         ],
     )
-    assert main(_record(project, prompt, "--attachments", str(attachments), "--json")) == 0
+    # the direct-project deployment's art tool is a design action under its preset
+    args = ["--attachments", str(attachments), "--policy", "direct-project", "--json"]
+    assert main(_record(project, prompt, *args)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["attempt"] == 1
     assert out["itemCount"] == 2
@@ -344,6 +346,8 @@ def test_real_exec_stream_records_the_command(
             "sourceType": "command_execution",
             "command": "cat test.js",  # the script of Codex's shell wrapper
             "exitCode": 0,
+            # read evidence inferred from the command (the file is not in this project)
+            "inferredReads": [{"path": "test.js", "hashSkipped": "missing"}],
         }
     ]
 
@@ -513,3 +517,70 @@ def test_a_turn_file_in_a_folder_named_like_a_store_is_still_checked(
         source.with_name(source.name + ".b3").read_bytes()
     )
     assert main(["ledger", "check", str(copy)]) == 0
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"  \n\t\n", b"\r\n" * 3])
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_an_empty_input_records_nothing_and_exits_2(
+    project: Path,
+    prompt: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    data: bytes,
+    via: str,
+) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(data)
+    extra = ["--input", str(events)] if via == "file" else []
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(_record(project, prompt, *extra)) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "is empty" in err
+    assert not (project / ".agent").exists()
+
+
+def test_a_blank_first_line_before_the_events_is_still_recorded(
+    project: Path, prompt: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    event = json.dumps(
+        {"type": "item.completed", "item": {"id": "item_0", "type": "command_execution",
+                                            "command": "ls", "status": "completed"}}
+    )  # fmt: skip
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(
+        b"\n  \n" + event.encode() + b"\n" + event.replace("item_0", "item_1").encode()
+    )
+    assert main(_record(project, prompt, "--input", str(events), "--json")) == 0
+    stats = json.loads(capsys.readouterr().out)["input"]
+    assert (stats["lines"], stats["invalidLines"], stats["items"]) == (4, 2, 2)
+
+
+def test_show_prints_what_was_offered_rejected_and_omitted(
+    project: Path, prompt: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    offered = [{"name": "gdd.md", "localPath": "assets/uploads/upload-1-fast_gdd.md"},
+               {"name": "keys", "localPath": "../../home/u/.ssh/id_rsa"},
+               {"name": "env", "localPath": ".env"}]  # fmt: skip
+    offered += [{"name": f"f{i}.md", "localPath": f"f{i}.md"} for i in range(7)]
+    attachments = tmp_path / "attachments.json"
+    attachments.write_text(json.dumps(offered))
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"type":"turn.completed"}\n')
+    args = _record(project, prompt, "--input", str(events), "--attachments", str(attachments))
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(["ledger", "show", str(_turn_file(project))]) == 0
+    out = capsys.readouterr().out
+    assert "sidecarPresent: true" in out
+    assert "2 rejected, 2 omitted" in out
+    assert "rejected: keys: outside" in out
+    assert "rejected: env: sensitive" in out
+    assert main(["ledger", "show", str(_turn_file(project)), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["sidecarPresent"] is True
+    assert shown["attachmentsOmitted"] == 2
+    assert shown["rejectedAttachments"] == [
+        {"name": "keys", "reason": "outside"},
+        {"name": "env", "reason": "sensitive"},
+    ]

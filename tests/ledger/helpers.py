@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from agc._core.signing import SigningKey
-from agc.ledger import LedgerPolicy, TurnOutcome
+from agc.ledger import LedgerPolicy, TurnOutcome, preset_policy
 from agc.ledger import record_turn as record_stream
 
 TURN_ID = "Abc123-def"
+DIRECT_PROJECT = preset_policy("direct-project")
+"""The preset whose MCP tools (``agc_tools``) these builders' events use; ``policy=None``
+records with the default (``generic``) preset."""
 
 
 class Clock:
@@ -75,7 +78,7 @@ def record_turn(
     *,
     prompt: str = "make the game from my GDD",
     attachments: list[Any] | None = None,
-    policy: LedgerPolicy | None = None,
+    policy: LedgerPolicy | None = DIRECT_PROJECT,
     completed_turn: bool = True,
     turn_id: str = TURN_ID,
     clock: Clock | None = None,

@@ -11,7 +11,7 @@ import pytest
 
 from agc.ledger._check import show_turn_file
 from agc.ledger._classify import Attempt, derive_turn_end, split_attempts, summarize_attempt
-from agc.ledger._policy import default_policy
+from agc.ledger._policy import preset_policy
 from tests.ledger.helpers import command, completed, mcp, record_turn, turn_end
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"
@@ -186,12 +186,12 @@ def test_derive_is_pure_over_records() -> None:
             }
         ],
     )
-    assert derive_turn_end(attempt, default_policy()) == {
+    assert derive_turn_end(attempt, preset_policy("direct-project")) == {
         "itemCount": 1,
         "itemsTruncated": False,
         "offeredRead": [{"localPath": "a.md", "read": True, "contentSha256Match": True}],
         "firstDesign": None,
     }
-    summary = summarize_attempt(attempt, 1, default_policy())
+    summary = summarize_attempt(attempt, 1, preset_policy("direct-project"))
     assert summary.row == "read-no-design"
     assert summary.to_dict()["offered"][0]["readSeqs"] == [1]

@@ -4,17 +4,19 @@ an interrupted call are never a completed command (docs/ledger.md, "Inputs")."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agc.ledger import check_turn_file
+from agc.ledger import check_turn_file, show_turn_file
 from agc.ledger import record_turn as record_stream
 from agc.ledger._events.item import shell_script
 from tests.conftest import REAL_FIXTURES
-from tests.ledger.helpers import items, record_turn
+from tests.ledger.helpers import command, items, record_turn, turn_end
 
 SYNTHETIC = (
     "agc resume: this tool call was interrupted before its result was recorded. It may "
@@ -501,3 +503,100 @@ def test_real_rollouts_rewritten_bare_give_the_same_items(
     lines = [json.loads(x) for x in rollout.read_text().splitlines()]
     today = _content(project, lines, "real-wrapped-1")
     assert _content(project, _first_release(lines), "real-bare-1") == today
+
+
+# -- reads inferred from commands (docs/ledger.md, "Inferred reads") ---------------------
+
+
+def _recorded_offering(
+    project: Path, scenario: str, kind: str, offered: list[str]
+) -> tuple[Path, list[dict[str, Any]]]:
+    folder = RECORDED / scenario
+    cwd = json.loads((folder / "meta.json").read_text())["cwd"]
+    for path in offered:
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(f"# {path}\n")
+    outcome = record_stream(
+        (folder / f"{kind}.jsonl").read_bytes().splitlines(),
+        project=project,
+        client_turn_id=f"{scenario}-{kind}",
+        prompt="go",
+        attachments=[{"name": p.rsplit("/", 1)[-1], "localPath": p} for p in offered],
+        agent_roots=[cwd],
+    )
+    assert check_turn_file(outcome.turn_file).ok
+    return outcome.turn_file, items(outcome.turn_file)
+
+
+@pytest.mark.parametrize("kind", ["exec", "rollout"])
+@pytest.mark.parametrize("scenario", ["clean", "killed"])
+def test_the_real_agents_cat_of_the_offered_readme_is_an_inferred_read(
+    project: Path, scenario: str, kind: str
+) -> None:
+    turn_file, recorded = _recorded_offering(project, scenario, kind, ["README.md"])
+    digest = hashlib.sha256(b"# README.md\n").hexdigest()
+    assert recorded[0]["command"] == "cat README.md"
+    assert recorded[0]["inferredReads"] == [
+        {"path": "README.md", "contentSha256": digest, "hashSkipped": None}
+    ]
+    assert "actions" not in recorded[0]  # no read action is claimed: it is inferred
+    assert all("inferredReads" not in i for i in recorded[1:])  # ls, sleep 40
+    summary = show_turn_file(turn_file)
+    assert summary.row == "read-no-design"  # was "not-opened"
+    (offered,) = summary.offered
+    assert offered.read_seqs == offered.inferred_read_seqs == (1,)
+    assert offered.content_sha256_match is True
+    assert turn_end(turn_file)["offeredRead"] == [
+        {"localPath": "README.md", "read": True, "readInferred": True,
+         "contentSha256Match": True}
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["exec", "rollout"])
+def test_an_offered_file_no_command_read_is_not_seen_opened_in_an_input_without_reads(
+    project: Path, kind: str
+) -> None:
+    turn_file, _ = _recorded_offering(project, "clean", kind, ["docs/gdd.md"])
+    summary = show_turn_file(turn_file)
+    assert summary.row == "not-seen-opened"
+    assert summary.reads_visible is False
+    assert "invisible in this input" in summary.row_label
+
+
+def test_an_app_server_command_gets_no_inferred_read_and_a_flat_not_opened(
+    project: Path,
+) -> None:
+    # the app-server reports its own read actions: an empty list is its word
+    outcome = record_turn(
+        project,
+        [command("c1", "/bin/bash -lc 'cat assets/uploads/upload-1-fast_gdd.md'")],
+        attachments=[{"name": "g.md", "localPath": "assets/uploads/upload-1-fast_gdd.md"}],
+    )
+    (item,) = items(outcome.turn_file)
+    assert "inferredReads" not in item
+    assert show_turn_file(outcome.turn_file).row == "not-opened"
+
+
+def test_inferred_reads_are_cleaned_hashed_and_folders_left_out(project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "a.py").write_text("x = 1\n")
+    script = (
+        f"cat {project}/src/a.py; rg -n x src; cat ../other/x.md; cat .env; sed -n 1,5p missing.md"
+    )
+    outcome = record_turn(
+        project,
+        [_exec("item.completed", {"id": "item_0", "type": "command_execution",
+                                  "command": f"/bin/bash -lc {shlex.quote(script)}",
+                                  "aggregated_output": "", "exit_code": 0,
+                                  "status": "completed"})],
+    )  # fmt: skip
+    (item,) = items(outcome.turn_file)
+    assert item["commandRedacted"] is True  # ../other climbs out: the command is dropped
+    assert item["inferredReads"] == [
+        {"path": "src/a.py", "contentSha256": hashlib.sha256(b"x = 1\n").hexdigest(),
+         "hashSkipped": None},
+        {"pathRejected": True, "pathRejectedReason": "outside"},
+        {"pathRejected": True, "pathRejectedReason": "sensitive"},
+        {"path": "missing.md", "hashSkipped": "missing"},
+    ]  # fmt: skip
+    assert check_turn_file(outcome.turn_file).ok

@@ -22,10 +22,18 @@ from agc.ledger._policy import (
 from tests.ledger.helpers import completed, items, mcp, record_turn, records, turn_end
 
 
-def test_default_policy_is_the_direct_project_preset() -> None:
+def test_the_default_policy_is_the_generic_preset() -> None:
     policy = default_policy()
+    assert policy.name == "generic"
+    assert policy == load_policy(None) == load_policy("generic")
+    assert policy.tools == {}
+    assert policy.default_server is None
+    assert policy.design_tools == frozenset()
+
+
+def test_the_direct_project_preset_knows_its_deployments_tools() -> None:
+    policy = load_policy("direct-project")
     assert policy.name == "direct-project"
-    assert policy == load_policy(None) == load_policy("direct-project")
     assert set(policy.tools) == {
         "agc_list_project_files",
         "agc_write_file",

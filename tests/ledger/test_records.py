@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agc.ledger._check import FORBIDDEN_KEYS
 from agc.ledger._events.appserver import pick_fields
 from agc.ledger._events.item import CompletedItem
-from agc.ledger._policy import default_policy, parse_policy
+from agc.ledger._policy import parse_policy, preset_policy
 from agc.ledger._project import FileHash
 from agc.ledger._records import RecordContext, item_record, turn_start_record
 from agc.ledger._sanitize import PathSanitizer
@@ -27,7 +27,7 @@ def _ctx(hashes: dict[str, FileHash] | None = None) -> RecordContext:
         client_turn_id="Abc123-def",
         sanitizer=PathSanitizer([ROOT]),
         hash_file=lambda p: table.get(p, FileHash(hash_skipped="missing")),
-        policy=default_policy(),
+        policy=preset_policy("direct-project"),
     )
 
 
@@ -103,7 +103,9 @@ def test_read_action_of_control_plane_path_is_rejected_and_not_hashed() -> None:
         seen.append(path)
         return FileHash(content_sha256="0" * 64)
 
-    ctx = RecordContext("Abc123-def", PathSanitizer([ROOT]), hash_file, default_policy())
+    ctx = RecordContext(
+        "Abc123-def", PathSanitizer([ROOT]), hash_file, preset_policy("direct-project")
+    )
     item = CompletedItem(
         "app-server",
         "commandExecution",

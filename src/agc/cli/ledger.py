@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, BinaryIO
 
@@ -17,6 +18,7 @@ from agc._core import json as strict_json
 from agc._core.fs import describe_os_error, read_limited
 from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
 from agc.errors import (
+    EmptyInputError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -29,6 +31,7 @@ from agc.ledger._classify import TurnSummary
 from agc.ledger._contract import validate_client_turn_id
 from agc.ledger._events import DecodeStats
 from agc.ledger._policy import load_policy
+from agc.ledger._project import Project
 from agc.ledger._turn import record_turn
 from agc.ledger._writer import TurnOutcome
 
@@ -53,8 +56,8 @@ PolicyOption = Annotated[
     str | None,
     typer.Option(
         "--policy",
-        metavar="direct-project|generic|FILE",
-        help="Ledger policy: a preset (direct-project, the default; generic) or a policy "
+        metavar="generic|direct-project|FILE",
+        help="Ledger policy: a preset (generic, the default; direct-project) or a policy "
         "TOML file (which MCP arguments are kept, what counts as the first design action).",
         show_default=False,
     ),
@@ -200,8 +203,9 @@ def record_command(
     (detected line by line), writes .agent/runtime/direct-codex/turns/<ID>.jsonl
     (a new attempt if it exists), seals it and appends the summary to .agent/agent.db.
     A failed ledger write is reported and does not fail the command (fail-open)
-    unless --strict is given. --policy generic suits any agent; the default,
-    direct-project, knows the MCP tools of a game-making project agent.
+    unless --strict is given. The default policy, generic, keeps no MCP arguments
+    and counts the first file change as the first design action; --policy names another
+    preset (direct-project) or a policy file.
 
     \b
     Examples:
@@ -237,9 +241,11 @@ def record_command(
             ) from exc
         size, where = os.fstat(stream.fileno()).st_size, str(input_file)
     try:
+        Project(project)  # a missing project folder is named before an empty input
+        lines = _refuse_empty(stream, where)
         with byte_progress(size, "recording turn") as progress:
             outcome = record_turn(
-                stream,
+                lines,
                 project=project,
                 client_turn_id=client_turn_id,
                 prompt=prompt,
@@ -259,6 +265,47 @@ def record_command(
     if strict and (outcome.audit_write_failed or not outcome.db_written):
         return int(ExitCode.UNREADABLE)
     return int(ExitCode.OK)
+
+
+_BLANK_PEEK_BYTES = 1024 * 1024
+
+
+def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes]:
+    """The lines of ``stream``, after making sure it holds more than white space.
+
+    Raises:
+        EmptyInputError: the input has no byte but white space (exit 2); nothing is
+            recorded, as an empty input is no evidence of a turn.
+    """
+    blank: list[bytes] = []
+    held = 0
+    while held <= _BLANK_PEEK_BYTES:
+        piece = stream.readline(64 * 1024)
+        if not piece:
+            raise EmptyInputError(
+                f"input {where} is empty: no event to record",
+                hint="Give the Codex events of the turn (app-server, codex exec --json "
+                "or a rollout); nothing was recorded.",
+            )
+        blank.append(piece)
+        held += len(piece)
+        if piece.strip():
+            break
+    return _chain(blank, stream)
+
+
+def _chain(head: list[bytes], stream: BinaryIO) -> Iterator[bytes]:
+    """``head`` (pieces of the first lines, the last maybe cut) then ``stream``'s lines,
+    rejoined so that each yielded item is one line as ``stream`` holds it."""
+    pending = b""
+    for piece in head:
+        pending += piece
+        if pending.endswith(b"\n"):
+            yield pending
+            pending = b""
+    if pending:
+        yield pending + stream.readline()
+    yield from stream
 
 
 def _print_outcome(outcome: TurnOutcome, as_json: bool) -> None:
@@ -330,6 +377,7 @@ def _print_summary(summary: TurnSummary) -> None:
     # Paths are data: the column is as wide as the longest one, never cut or wrapped.
     longest = max((len(o.local_path) + 2 for o in summary.offered), default=10)
     table.add_column("localPath", no_wrap=True, min_width=longest)
+    unseen = "not seen" if not summary.reads_visible else "no"
     columns = ("read", "read at seq", "before design", "sha256 match", "listed/searched at")
     for column in columns:
         table.add_column(column)
@@ -344,7 +392,7 @@ def _print_summary(summary: TurnSummary) -> None:
             before = "yes" if min(offered.read_seqs) < design_seq else "no"
         table.add_row(
             Text(offered.local_path),
-            "yes" if offered.read_seqs else "no",
+            _read_cell(offered.read_seqs, offered.inferred_read_seqs, unseen),
             Text(", ".join(map(str, offered.read_seqs)) or "-"),
             before,
             "-" if match is None else ("yes" if match else "NO"),
@@ -352,6 +400,25 @@ def _print_summary(summary: TurnSummary) -> None:
         )
         for seq, path in offered.other_path_reads:
             table.add_row(Text(f"  same name read at {path}"), "", str(seq), "", "", "")
+    out_console.print(
+        f"Offered: sidecarPresent: {str(summary.sidecar_present).lower()}, "
+        f"{len(summary.offered)} file(s) with a path, "
+        f"{len(summary.rejected_attachments)} rejected, "
+        f"{summary.attachments_omitted} omitted (beyond the first 8)",
+        markup=False,
+    )
+    for rejected in summary.rejected_attachments:
+        out_console.print(
+            f"  rejected: {rejected.get('name') or '(no name)'}: "
+            f"{rejected.get('reason') or 'unknown reason'}",
+            markup=False,
+        )
+    if not summary.reads_visible:
+        out_console.print(
+            "Reads: this input (codex exec --json or a rollout) holds no read actions; "
+            "reads are inferred from shell commands, other reads are invisible",
+            markup=False,
+        )
     if summary.offered:
         out_console.print("Offered files:", markup=False)
         # Rendered at its natural width (the console's may be 80 when piped).
@@ -373,6 +440,14 @@ def _print_summary(summary: TurnSummary) -> None:
     truncated = " (truncated at 256)" if summary.items_truncated else ""
     out_console.print(f"Items: {counts}{truncated}", markup=False)
     out_console.print(f"Timeline: {summary.row}: {summary.row_label}", markup=False)
+
+
+def _read_cell(seqs: tuple[int, ...], inferred: tuple[int, ...], unseen: str) -> str:
+    """``yes``, ``yes (inferred)`` when every read was inferred from a command, or
+    ``unseen`` (``no``, or ``not seen`` in an input with no read actions)."""
+    if not seqs:
+        return unseen
+    return "yes (inferred)" if len(inferred) == len(seqs) else "yes"
 
 
 def check_command(

@@ -38,7 +38,7 @@ from agc.exitcodes import ExitCode
 from agc.integrity import RunWriters, open_run
 from agc.integrity._recover import recover_run
 from agc.integrity._signing import SigningKey
-from agc.ledger import TurnRecorder
+from agc.ledger import TurnRecorder, preset_policy
 from agc.serve import (
     APPROVAL_POLICIES,
     SANDBOX_MODES,
@@ -129,7 +129,12 @@ class AuditSink:
             raise
         recorder = None
         if self.ledger_root is not None:
-            recorder = TurnRecorder.start(self.ledger_root, turn.trace_id, prompt=turn.message)
+            recorder = TurnRecorder.start(
+                self.ledger_root,
+                turn.trace_id,
+                prompt=turn.message,
+                policy=preset_policy("direct-project"),  # as before generic became the default
+            )
         with self._lock:
             self._turns[turn.trace_id] = _OpenTurn(run, recorder)
 

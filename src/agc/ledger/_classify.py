@@ -42,6 +42,8 @@ __all__ = [
 
 Row = Literal[
     "no-offered-files",
+    "not-seen-opened-before-design",
+    "not-seen-opened",
     "not-opened-before-design",
     "read-before-design",
     "listed-or-searched-only",
@@ -49,6 +51,10 @@ Row = Literal[
     "read-no-design",
     "not-opened",
 ]
+_NOT_SEEN: Final = (
+    "this input holds no read actions, so reads by other means than the shell read "
+    "commands agc recognizes are invisible in this input"
+)
 ROW_LABELS: Final[dict[Row, str]] = {
     "not-opened-before-design": "design began before any offered file was opened",
     "read-before-design": "an offered file was read before the first design action",
@@ -56,9 +62,19 @@ ROW_LABELS: Final[dict[Row, str]] = {
     "read-different-path": "a file of the same name was read at another path",
     "read-no-design": "an offered file was read; no design action in this attempt",
     "not-opened": "no offered file was opened; no design action in this attempt",
+    "not-seen-opened-before-design": "design began before any offered file was seen "
+    "opened; " + _NOT_SEEN,
+    "not-seen-opened": "no offered file was seen opened; no design action in this attempt; "
+    + _NOT_SEEN,
     "no-offered-files": "no file was offered in this turn",
 }
 """The timeline rows (docs/ledger.md, "Commands"). Timeline facts, not verdicts."""
+
+NO_READ_ACTION_SOURCES: Final = frozenset({"exec", "rollout"})
+"""Inputs whose command items carry no read actions (``codex exec --json`` events and
+rollout files hold only the command): a read there is known only when agc infers it
+from the command's text, so a file with no read is "not seen opened", not "not
+opened"."""
 
 
 @dataclass
@@ -116,21 +132,30 @@ def split_attempts(records: Iterable[Mapping[str, Any]]) -> tuple[list[Attempt],
 
 def read_evidence(item: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     """``(path, contentSha256 or None)`` for every way ``item`` opened a path:
-    ``read`` actions, ``imageView``, and MCP ``path`` / ``localPaths`` arguments."""
-    found: list[tuple[str, str | None]] = []
+    ``read`` actions, reads inferred from the command (``inferredReads``),
+    ``imageView``, and MCP ``path`` / ``localPaths`` arguments."""
+    return [(path, digest) for path, digest, _ in _read_evidence(item)]
+
+
+def _read_evidence(item: Mapping[str, Any]) -> list[tuple[str, str | None, bool]]:
+    """:func:`read_evidence` with a third member: the read was inferred."""
+    found: list[tuple[str, str | None, bool]] = []
     kind = item.get("itemType")
     if kind == "commandExecution":
         for action in _list(item.get("actions")):
             if action.get("type") == "read" and isinstance(action.get("path"), str):
-                found.append((action["path"], _str(action.get("contentSha256"))))
+                found.append((action["path"], _str(action.get("contentSha256")), False))
+        for read in _list(item.get("inferredReads")):
+            if isinstance(read.get("path"), str):
+                found.append((read["path"], _str(read.get("contentSha256")), True))
     elif kind == "imageView" and isinstance(item.get("path"), str):
-        found.append((item["path"], _str(item.get("contentSha256"))))
+        found.append((item["path"], _str(item.get("contentSha256")), False))
     elif kind == "mcpToolCall":
         args = item.get("arguments")
         if isinstance(args, Mapping):
             if isinstance(args.get("path"), str):
-                found.append((args["path"], None))
-            found.extend((p, None) for p in args.get("localPaths", []) if isinstance(p, str))
+                found.append((args["path"], None, False))
+            found.extend((p, None, False) for p in args.get("localPaths", []) if isinstance(p, str))
     return found
 
 
@@ -167,7 +192,8 @@ def offered_read(
     start: Mapping[str, Any], items: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """``offeredRead``: for each offered ``localPath``, whether this attempt read
-    it; ``contentSha256Match`` when both sides have a hash (true if any read's hash
+    it; ``readInferred: true`` when every read of it was inferred from a command's
+    text; ``contentSha256Match`` when both sides have a hash (true if any read's hash
     equals the offered one, compared with ``hmac.compare_digest``)."""
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -176,8 +202,11 @@ def offered_read(
         if not isinstance(path, str) or path in seen:
             continue
         seen.add(path)
-        hashes = [h for item in items for p, h in read_evidence(item) if p == path]
-        entry: dict[str, Any] = {"localPath": path, "read": bool(hashes)}
+        reads = [(h, i) for item in items for p, h, i in _read_evidence(item) if p == path]
+        hashes = [h for h, _ in reads]
+        entry: dict[str, Any] = {"localPath": path, "read": bool(reads)}
+        if reads and all(inferred for _, inferred in reads):
+            entry["readInferred"] = True
         offered_hash = _str(attachment.get("contentSha256"))
         comparable = [h for h in hashes if h is not None]
         if offered_hash is not None and comparable:
@@ -246,6 +275,8 @@ class OfferedFile:
             searched for its name.
         other_path_reads: ``(seq, path)`` of reads of a file with the same name at
             another path.
+        inferred_read_seqs: the members of ``read_seqs`` whose read was inferred
+            from the command's text (``inferredReads``), not reported by the input.
     """
 
     local_path: str
@@ -254,6 +285,7 @@ class OfferedFile:
     content_sha256_match: bool | None
     listed_or_searched_seqs: tuple[int, ...]
     other_path_reads: tuple[tuple[int, str], ...]
+    inferred_read_seqs: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -261,6 +293,7 @@ class OfferedFile:
             "name": self.name,
             "read": bool(self.read_seqs),
             "readSeqs": list(self.read_seqs),
+            "inferredReadSeqs": list(self.inferred_read_seqs),
             "contentSha256Match": self.content_sha256_match,
             "listedOrSearchedSeqs": list(self.listed_or_searched_seqs),
             "otherPathReads": [{"seq": s, "path": p} for s, p in self.other_path_reads],
@@ -283,6 +316,13 @@ class TurnSummary:
         sealed: the attempt has its seal record (an attempt without one was
             interrupted, or appended after the last seal; whether a seal verifies is
             ``agc ledger check``'s to say).
+        reads_visible: the attempt's input reports reads (``False`` when its items
+            come from ``codex exec --json`` or a rollout, which hold no read actions:
+            only reads inferred from commands are seen).
+        sidecar_present: ``turn_start.sidecarPresent``.
+        rejected_attachments: each offered attachment whose ``localPath`` was
+            rejected: ``{"name", "reason"}``.
+        attachments_omitted: ``turn_start.attachmentsOmitted`` (beyond the first 8).
     """
 
     client_turn_id: str | None
@@ -296,6 +336,10 @@ class TurnSummary:
     row: Row
     row_label: str
     sealed: bool = False
+    reads_visible: bool = True
+    sidecar_present: bool = False
+    rejected_attachments: tuple[Mapping[str, Any], ...] = ()
+    attachments_omitted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -311,6 +355,10 @@ class TurnSummary:
             "row": self.row,
             "rowLabel": self.row_label,
             "sealed": self.sealed,
+            "readsVisible": self.reads_visible,
+            "sidecarPresent": self.sidecar_present,
+            "rejectedAttachments": [dict(r) for r in self.rejected_attachments],
+            "attachmentsOmitted": self.attachments_omitted,
         }
 
 
@@ -323,7 +371,9 @@ def summarize_attempt(attempt: Attempt, attempts: int, policy: LedgerPolicy) -> 
     only lists or searches reaching an offered file, and no read of one (not even after
     the design action) -> ``listed-or-searched-only``;
     otherwise ``not-opened-before-design`` (a design action came first) or
-    ``not-opened``.
+    ``not-opened``; in an input with no read actions (any item from ``codex exec
+    --json`` or a rollout), ``not-seen-opened-before-design`` / ``not-seen-opened``
+    instead, as a read there is seen only when inferred from a command's text.
     """
     design = first_design(attempt.items, policy)
     design_seq = design.get("seq") if design else None
@@ -332,7 +382,15 @@ def summarize_attempt(attempt: Attempt, attempts: int, policy: LedgerPolicy) -> 
         for attachment in _list(attempt.start.get("attachments"))
         if isinstance(attachment.get("localPath"), str)
     )
-    row = _row(offered, design_seq)
+    visible = not any(item.get("source") in NO_READ_ACTION_SOURCES for item in attempt.items)
+    row = _row(offered, design_seq, reads_visible=visible)
+    start = attempt.start
+    rejected = tuple(
+        {"name": _str(a.get("name")), "reason": _str(a.get("pathRejectedReason"))}
+        for a in _list(start.get("attachments"))
+        if a.get("pathRejected") is True
+    )
+    omitted = start.get("attachmentsOmitted")
     end = attempt.end
     counts = Counter(str(item.get("itemType")) for item in attempt.items)
     return TurnSummary(
@@ -347,10 +405,14 @@ def summarize_attempt(attempt: Attempt, attempts: int, policy: LedgerPolicy) -> 
         row=row,
         row_label=ROW_LABELS[row],
         sealed=attempt.seal is not None,
+        reads_visible=visible,
+        sidecar_present=start.get("sidecarPresent") is True,
+        rejected_attachments=rejected,
+        attachments_omitted=omitted if isinstance(omitted, int) and omitted > 0 else 0,
     )
 
 
-def _row(offered: Sequence[OfferedFile], design_seq: object) -> Row:
+def _row(offered: Sequence[OfferedFile], design_seq: object, *, reads_visible: bool) -> Row:
     if not offered:
         return "no-offered-files"
     limit = design_seq if isinstance(design_seq, int) else None
@@ -362,6 +424,8 @@ def _row(offered: Sequence[OfferedFile], design_seq: object) -> Row:
         return "read-different-path"
     if any(o.listed_or_searched_seqs for o in offered) and not any(o.read_seqs for o in offered):
         return "listed-or-searched-only"
+    if not reads_visible:
+        return "not-seen-opened-before-design" if limit is not None else "not-seen-opened"
     return "not-opened-before-design" if limit is not None else "not-opened"
 
 
@@ -372,15 +436,18 @@ def _offered_file(attachment: Mapping[str, Any], attempt: Attempt) -> OfferedFil
         names.add(attachment["name"])
     offered_hash = _str(attachment.get("contentSha256"))
     reads: list[int] = []
+    inferred_reads: list[int] = []
     hashes: list[str] = []
     others: list[tuple[int, str]] = []
     touched: list[int] = []
     for item in attempt.items:
         raw_seq = item.get("seq")
         seq = raw_seq if isinstance(raw_seq, int) else 0
-        for read_path, digest in read_evidence(item):
+        for read_path, digest, inferred in _read_evidence(item):
             if read_path == path:
                 reads.append(seq)
+                if inferred:
+                    inferred_reads.append(seq)
                 if digest is not None:
                     hashes.append(digest)
             elif read_path.rsplit("/", 1)[-1] in names:
@@ -397,6 +464,7 @@ def _offered_file(attachment: Mapping[str, Any], attempt: Attempt) -> OfferedFil
         content_sha256_match=match,
         listed_or_searched_seqs=tuple(touched),
         other_path_reads=tuple(others),
+        inferred_read_seqs=tuple(inferred_reads),
     )
 
 

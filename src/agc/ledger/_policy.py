@@ -166,7 +166,7 @@ POLICY_PRESETS: Final[Mapping[str, str]] = {
     "generic": GENERIC_POLICY_TOML,
 }
 """The built-in policies by name (``--policy NAME``)."""
-DEFAULT_PRESET: Final = "direct-project"
+DEFAULT_PRESET: Final = "generic"
 """The preset used when no policy is given."""
 
 # Digests the presets' TOML had in earlier agc versions (same rules, other comments):

@@ -38,6 +38,7 @@ from agc.ledger._sanitize import (
     clean_token,
     sha256_text,
 )
+from agc.ledger._shell_reads import inferred_reads
 
 __all__ = [
     "RecordContext",
@@ -179,6 +180,8 @@ def item_record(
     if builder is None:
         return record
     built = builder(ctx, item.fields)
+    if item.item_type == "commandExecution" and item.source != "app-server":
+        built.update(_inferred_reads(ctx, item.fields))
     if item.synthesized:
         built = {k: v for k, v in built.items() if k not in {"exitCode", "durationMs", "errorKind"}}
     full = {**record, **built}
@@ -234,6 +237,27 @@ def _command_execution(ctx: RecordContext, fields: Mapping[str, object]) -> dict
         out["actions"] = [_action(ctx, a) for a in actions[:MAX_ACTIONS]]
         if len(actions) > MAX_ACTIONS:
             out["actionsOmitted"] = len(actions) - MAX_ACTIONS
+    return out
+
+
+def _inferred_reads(ctx: RecordContext, fields: Mapping[str, object]) -> dict[str, Any]:
+    """``inferredReads`` of a command from an input with no read actions (``codex exec
+    --json``, rollouts): the files its text names as read (:func:`inferred_reads`),
+    each cleaned and hashed as a ``read`` action's path; a folder (``rg x src``) is no
+    read of a file and is left out."""
+    raw = fields.get("command")
+    if not isinstance(raw, str) or "commandActions" in fields:
+        return {}
+    reads = []
+    for path in inferred_reads(shell_script(raw)):
+        read = _path_with_hash(ctx, path, key="path")
+        if read.get("hashSkipped") != "not-a-file":
+            reads.append(read)
+    if not reads:
+        return {}
+    out: dict[str, Any] = {"inferredReads": reads[:MAX_ACTIONS]}
+    if len(reads) > MAX_ACTIONS:
+        out["inferredReadsOmitted"] = len(reads) - MAX_ACTIONS
     return out
 
 

@@ -54,7 +54,7 @@ def record_turn(
         prompt: the user's original text (only its SHA-256 and length are recorded).
         attachments: the offered attachment objects (``name``, ``localPath``,
             ``mediaType``, ``size``, ``status``).
-        policy: the ledger policy (default: the ``direct-project`` preset).
+        policy: the ledger policy (default: the ``generic`` preset).
         input_format: ``"auto"`` (each line recognized on its own), ``"app-server"``,
             ``"exec"`` or ``"rollout"``.
         agent_roots: absolute folders the agent had as its project root, when a past

@@ -353,7 +353,7 @@ class TurnRecorder:
             prompt: the user's original text (not the text with the sidecar).
             attachments: the client's attachment objects (``name``, ``localPath``,
                 ``mediaType``, ``size``, ``status``); the first 8 are kept.
-            policy: the ledger policy (default: the ``direct-project`` preset).
+            policy: the ledger policy (default: the ``generic`` preset).
             agent_roots: absolute paths the agent had as its project root, if other
                 than ``project_root`` (auditing a run after the fact).
             signing_key: sign the attempt's seal record (Ed25519; ``None``: unsigned).
