@@ -27,9 +27,9 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from agc._core import json as strict_json
 from agc._core.digest import new_hasher
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACTIONS",
     "STRATEGIES",
+    "ByteSink",
     "Change",
     "RepairReport",
     "RepairResult",
@@ -74,6 +75,7 @@ __all__ = [
     "pending_warnings",
     "repair_history",
     "repair_loaded",
+    "repair_streamed",
     "resume_session",
 ]
 
@@ -314,6 +316,123 @@ def repair_loaded(
     run_id: str | None = None,
 ) -> RepairResult:
     """:func:`repair_history` on a history already read (keeps session lines' text)."""
+    repair = _repaired(history, strategy, tool_call_state, run_id)
+    spec = get_spec(history.format)
+    whole, repaired, changes = repair.whole, repair.messages, repair.changes
+    native = spec.write(whole, repaired) if repair.rewritten else _unchanged(whole)
+    data = dump_history(whole, native)
+    # The output is checked as the provider reads it, without parsing it again: the
+    # repaired records are read back from memory (see _written_history; a test reads
+    # the bytes back and compares).
+    after = check_loaded(_written_history(whole, repaired if changes else whole.messages, native))
+    return RepairResult(native, data, repair.report(after))
+
+
+class ByteSink(Protocol):
+    """Where :func:`repair_streamed` writes: a binary file, or a wrapper of one."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+@collector_paused
+def repair_streamed(
+    history: History,
+    sink: ByteSink,
+    read_back: Callable[[], History],
+    *,
+    strategy: Strategy = "strip",
+    tool_call_state: ToolCallState | None = None,
+    run_id: str | None = None,
+) -> RepairReport:
+    """:func:`repair_loaded` of a session file, written to ``sink`` line by line.
+
+    The repaired lines are written as they are made (the input's lines read from its
+    file again when written: see :mod:`agc.resume._formats.stream`), never held; the
+    output is then checked as the provider reads it: ``read_back()`` reads what was
+    written (flushed first) and that history is checked.
+
+    Raises:
+        UsageError, RepairIncompleteError: as :func:`repair_loaded` (the output written
+            so far is the caller's to discard).
+        OSError: ``sink`` cannot be written.
+    """
+    repair = _repaired(history, strategy, tool_call_state, run_id)
+    spec = get_spec(history.format)
+    whole = repair.whole
+    write_lines = spec.write_lines
+    if write_lines is None or whole.lines is None:
+        raise UsageError(f"{history.format} is not a session file: it is written whole")
+    lines: Iterable[str] = write_lines(whole, repair.messages) if repair.rewritten else whole.lines
+    buffer: list[bytes] = []
+    size = 0
+    for line in lines:
+        chunk = line.encode("utf-8") + b"\n"
+        buffer.append(chunk)
+        size += len(chunk)
+        if size >= _FLUSH_BYTES:
+            sink.write(b"".join(buffer))
+            buffer, size = [], 0
+    sink.write(b"".join(buffer))
+    sink.flush()
+    return repair.report(check_loaded(read_back()))
+
+
+_FLUSH_BYTES: Final = 1 << 20
+
+
+@dataclass
+class _Repair:
+    """A repair before its output is checked: the parts :func:`repair_loaded` and
+    :func:`repair_streamed` share."""
+
+    history: History
+    whole: History
+    strategy: Strategy
+    tool_call_state: ToolCallState | None
+    state: ToolCallState
+    before: HistoryReport
+    messages: list[Message]
+    changes: list[Change]
+    rewritten: bool  # the repair changed the history (a torn line alone does not)
+
+    def report(self, after: HistoryReport) -> RepairReport:
+        """The report, given the check of the output.
+
+        Raises:
+            RepairIncompleteError: the output still breaks a rule.
+        """
+        history, changes = self.history, self.changes
+        interrupted = self.state.in_flight or any(
+            c.action in {"stripped", "synthesized", "kept-partial-result"}
+            or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
+            for c in changes
+        )
+        report = RepairReport(
+            history.format,
+            self.strategy,
+            self.tool_call_state,
+            self.before,
+            after,
+            tuple(changes),
+            interrupted,
+            pending_warnings(history.messages, self.tool_call_state),
+        )
+        if not after.valid:
+            codes = ", ".join(sorted({finding.code for finding in after.findings}))
+            raise RepairIncompleteError(
+                f"the repaired {history.format} history still breaks: {codes}", report=report
+            )
+        return report
+
+
+def _repaired(
+    history: History,
+    strategy: Strategy,
+    tool_call_state: ToolCallState | None,
+    run_id: str | None,
+) -> _Repair:
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
     state = tool_call_state or ToolCallState()
@@ -321,36 +440,13 @@ def repair_loaded(
     before = check_loaded(history)
     whole = _without_torn_line(history)
     repaired, changes = _Repairer(whole.messages, spec, strategy, state, run_id).run()
-    native = spec.write(whole, repaired) if changes else _unchanged(whole)
+    rewritten = bool(changes)
     torn = _torn_change(history, run_id)
     if torn is not None:
         changes.append(torn)
-    data = dump_history(whole, native)
-    # The output is checked as the provider reads it, without parsing it again: the
-    # repaired records are read back from memory (see _written_history; a test reads
-    # the bytes back and compares).
-    after = check_loaded(_written_history(whole, repaired if changes else whole.messages, native))
-    interrupted = state.in_flight or any(
-        c.action in {"stripped", "synthesized", "kept-partial-result"}
-        or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
-        for c in changes
+    return _Repair(
+        history, whole, strategy, tool_call_state, state, before, repaired, changes, rewritten
     )
-    report = RepairReport(
-        history.format,
-        strategy,
-        tool_call_state,
-        before,
-        after,
-        tuple(changes),
-        interrupted,
-        pending_warnings(history.messages, tool_call_state),
-    )
-    if not after.valid:
-        codes = ", ".join(sorted({finding.code for finding in after.findings}))
-        raise RepairIncompleteError(
-            f"the repaired {history.format} history still breaks: {codes}", report=report
-        )
-    return RepairResult(native, data, report)
 
 
 def _written_history(whole: History, written: list[Message], native: list[Any]) -> History:
@@ -953,11 +1049,11 @@ def _with_blocks(message: Message, blocks: list[Block]) -> Message:
 
 
 def _followed(messages: Sequence[Message], index: int) -> bool:
-    for message in messages[index + 1 :]:
-        kind = message.blocks[0].kind
+    for position in range(index + 1, len(messages)):  # by position: see _reasoning_followed
+        kind = messages[position].blocks[0].kind
         if kind == "reasoning":
             continue
-        return message.role == "assistant" and kind in {"call", "text", "other"}
+        return messages[position].role == "assistant" and kind in {"call", "text", "other"}
     return False
 
 
