@@ -786,7 +786,7 @@ def resume_command(
                         **trust.as_kwargs(),
                     )
                     history = _from_snapshot(snapshot, wanted)
-                    state, run_id = snapshot.tool_call_state, snapshot.run_id
+                    state = snapshot.tool_call_state
                 else:
                     _refuse_unsigned_file(path, trust, insecure_skip_verify)
                     with _working(f"reading {path.name}", len(data)):
@@ -818,6 +818,7 @@ def resume_command(
             if snapshot is not None:
                 history = _from_snapshot(snapshot, wanted)
                 state = snapshot.tool_call_state
+        session_id = snapshot.session_id if snapshot is not None else None
         if insecure_skip_verify and snapshot is not None:
             err_console.print(
                 "warning: --insecure-skip-verify: the snapshot's seal was not checked, "
@@ -834,7 +835,7 @@ def resume_command(
             out,
             strategy,
             state,
-            run_id,
+            session_id,
             size,
             as_json=as_json,
             limit=max_findings,
@@ -894,7 +895,7 @@ def _repair(
     out: Path | None,
     strategy: StrategyChoice,
     state: ToolCallState | None,
-    run_id: str | None,
+    session_id: str | None,
     size: int,
     *,
     as_json: bool,
@@ -905,10 +906,12 @@ def _repair(
     if out is not None and source is not None and _same_file(out, source):
         raise UsageError(f"--out {out} is the input; agc never writes over its input")
     if _is_streamed(history):
-        report = _repair_streamed(history, out, chosen, state, run_id, size, where)
+        report = _repair_streamed(history, out, chosen, state, session_id, size, where)
     else:
         with _working("repairing", size):
-            result = repair_loaded(history, strategy=chosen, tool_call_state=state, run_id=run_id)
+            result = repair_loaded(
+                history, strategy=chosen, tool_call_state=state, session_id=session_id
+            )
         _refuse_emptied(result.report, where)
         if out is not None:
             _write_out(out, source, result.data)
@@ -957,7 +960,7 @@ def _repair_streamed(
     out: Path | None,
     strategy: Strategy,
     state: ToolCallState | None,
-    run_id: str | None,
+    session_id: str | None,
     size: int,
     where: str,
 ) -> RepairReport:
@@ -985,7 +988,7 @@ def _repair_streamed(
                 read_back,
                 strategy=strategy,
                 tool_call_state=state,
-                run_id=run_id,
+                session_id=session_id,
             )
         _refuse_emptied(report, where)
         records = history.records

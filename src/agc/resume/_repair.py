@@ -77,6 +77,7 @@ __all__ = [
     "repair_loaded",
     "repair_streamed",
     "resume_session",
+    "session_identity",
 ]
 
 Strategy = Literal["strip", "synthesize"]
@@ -98,26 +99,54 @@ ACTIONS: Final[tuple[str, ...]] = (
 )
 """Every kind of change a repair makes (``Change.action``)."""
 
-_IDEMPOTENCY_DOMAIN: Final = b"agc-idempotency-key-v1\x00"
+_IDEMPOTENCY_DOMAIN: Final = b"agc-idempotency-key-v2\x00"
 
 
-def idempotency_key(call_id: str, *, run_id: str | None = None) -> str:
+def idempotency_key(call_id: str, *, session: str) -> str:
     """A stable key for re-running a call: ``idem-`` + 32 hex characters.
 
-    It is BLAKE3 over ``agc-idempotency-key-v1\\0<run id>\\0<call id>`` (agc's own
-    digest machinery), so the same interrupted call always gets the same key and a tool
-    that honours idempotency keys can refuse to run it twice.
+    It is BLAKE3 over ``agc-idempotency-key-v2\\0<session>\\0<call id>`` (agc's own
+    digest machinery), where ``session`` is the session's identity
+    (:func:`session_identity`), so the same call of the same session gets the same key
+    however it is resumed (a session file, the run it was recorded into, a snapshot) and
+    a tool that honours idempotency keys can refuse to run it twice.
     """
     hasher = new_hasher("blake3")
     # surrogatepass: a lone surrogate in an id (valid JSON as an escape) still gets a key;
     # any other id is plain UTF-8, so its key is unchanged.
     hasher.update(
         _IDEMPOTENCY_DOMAIN
-        + (run_id or "").encode()
+        + session.encode("utf-8", "surrogatepass")
         + b"\x00"
         + call_id.encode("utf-8", "surrogatepass")
     )
     return "idem-" + hasher.hexdigest()[:32]
+
+
+def session_identity(history: History) -> str:
+    """The session's identity in idempotency keys.
+
+    The session id the client wrote in the file (Claude Code: the first ``sessionId``
+    of its lines; Codex: the ``id`` of its ``session_meta`` line); else ``record:`` and
+    the BLAKE3 hex digest of the first record: a session file's first line as written
+    (UTF-8), a JSON array's first element as compact JSON (:func:`agc._core.json.dumps`).
+    An empty history has the empty identity.
+    """
+    if history.session_id:
+        return history.session_id
+    if history.lines is not None and len(history.lines):
+        first = history.lines[0].encode("utf-8", "surrogatepass")
+    elif len(history.records):
+        value = resolve(history.records[0])
+        try:
+            first = strict_json.dumps(value)
+        except (TypeError, ValueError):  # what the rule cannot write: its text
+            first = repr(value).encode("utf-8", "surrogatepass")
+    else:
+        return ""
+    hasher = new_hasher("blake3")
+    hasher.update(first)
+    return "record:" + hasher.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -287,7 +316,7 @@ def repair_history(
     *,
     strategy: Strategy = "strip",
     tool_call_state: ToolCallState | None = None,
-    run_id: str | None = None,
+    session_id: str | None = None,
 ) -> RepairResult:
     """Repair a history so its provider accepts it (pure).
 
@@ -296,7 +325,8 @@ def repair_history(
         format: the format name.
         strategy: ``strip`` (default) or ``synthesize``.
         tool_call_state: the snapshot's ``{inFlight, pendingToolCallId}``, if known.
-        run_id: mixed into idempotency keys.
+        session_id: the session's identity in idempotency keys (a snapshot's
+            ``sessionId``); default: :func:`session_identity` of the history.
 
     Raises:
         UsageError: an unknown strategy.
@@ -304,7 +334,9 @@ def repair_history(
         RepairIncompleteError: the repaired history would still be rejected (a bug).
     """
     history = get_spec(format).read(messages)
-    return repair_loaded(history, strategy=strategy, tool_call_state=tool_call_state, run_id=run_id)
+    return repair_loaded(
+        history, strategy=strategy, tool_call_state=tool_call_state, session_id=session_id
+    )
 
 
 @collector_paused
@@ -313,10 +345,10 @@ def repair_loaded(
     *,
     strategy: Strategy = "strip",
     tool_call_state: ToolCallState | None = None,
-    run_id: str | None = None,
+    session_id: str | None = None,
 ) -> RepairResult:
     """:func:`repair_history` on a history already read (keeps session lines' text)."""
-    repair = _repaired(history, strategy, tool_call_state, run_id)
+    repair = _repaired(history, strategy, tool_call_state, session_id)
     spec = get_spec(history.format)
     whole, repaired, changes = repair.whole, repair.messages, repair.changes
     native = spec.write(whole, repaired) if repair.rewritten else _unchanged(whole)
@@ -344,21 +376,23 @@ def repair_streamed(
     *,
     strategy: Strategy = "strip",
     tool_call_state: ToolCallState | None = None,
-    run_id: str | None = None,
+    session_id: str | None = None,
 ) -> RepairReport:
     """:func:`repair_loaded` of a session file, written to ``sink`` line by line.
 
     The repaired lines are written as they are made (the input's lines read from its
     file again when written: see :mod:`agc.resume._formats.stream`), never held; the
     output is then checked as the provider reads it: ``read_back()`` reads what was
-    written (flushed first) and that history is checked.
+    written (flushed first) and that history is checked. ``history`` is consumed: its
+    ``messages`` are emptied once the output is written (so that the input's view and the
+    output's are never held together).
 
     Raises:
         UsageError, RepairIncompleteError: as :func:`repair_loaded` (the output written
             so far is the caller's to discard).
         OSError: ``sink`` cannot be written.
     """
-    repair = _repaired(history, strategy, tool_call_state, run_id)
+    repair = _repaired(history, strategy, tool_call_state, session_id)
     spec = get_spec(history.format)
     whole = repair.whole
     write_lines = spec.write_lines
@@ -376,6 +410,11 @@ def repair_streamed(
             buffer, size = [], 0
     sink.write(b"".join(buffer))
     sink.flush()
+    # The view is consumed: released before the output's own view is read back, so the
+    # two are never held together.
+    repair.messages.clear()
+    whole.messages.clear()
+    history.messages.clear()
     return repair.report(check_loaded(read_back()))
 
 
@@ -396,6 +435,7 @@ class _Repair:
     messages: list[Message]
     changes: list[Change]
     rewritten: bool  # the repair changed the history (a torn line alone does not)
+    warnings: tuple[str, ...]
 
     def report(self, after: HistoryReport) -> RepairReport:
         """The report, given the check of the output.
@@ -417,7 +457,7 @@ class _Repair:
             after,
             tuple(changes),
             interrupted,
-            pending_warnings(history.messages, self.tool_call_state),
+            self.warnings,
         )
         if not after.valid:
             codes = ", ".join(sorted({finding.code for finding in after.findings}))
@@ -431,7 +471,7 @@ def _repaired(
     history: History,
     strategy: Strategy,
     tool_call_state: ToolCallState | None,
-    run_id: str | None,
+    session_id: str | None,
 ) -> _Repair:
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
@@ -439,13 +479,24 @@ def _repaired(
     spec = get_spec(history.format)
     before = check_loaded(history)
     whole = _without_torn_line(history)
-    repaired, changes = _Repairer(whole.messages, spec, strategy, state, run_id).run()
+    session = session_id if session_id is not None else session_identity(history)
+    repaired, changes = _Repairer(whole.messages, spec, strategy, state, session).run()
     rewritten = bool(changes)
-    torn = _torn_change(history, run_id)
+    torn = _torn_change(history, session)
     if torn is not None:
         changes.append(torn)
+    warnings = pending_warnings(history.messages, tool_call_state)
     return _Repair(
-        history, whole, strategy, tool_call_state, state, before, repaired, changes, rewritten
+        history,
+        whole,
+        strategy,
+        tool_call_state,
+        state,
+        before,
+        repaired,
+        changes,
+        rewritten,
+        warnings,
     )
 
 
@@ -528,7 +579,7 @@ def _without_torn_line(history: History) -> History:
     )
 
 
-def _torn_change(history: History, run_id: str | None) -> Change | None:
+def _torn_change(history: History, session: str) -> Change | None:
     finding = torn_tail_finding(history)
     if (
         finding is None
@@ -538,7 +589,7 @@ def _torn_change(history: History, run_id: str | None) -> Change | None:
     ):
         return None
     held = describe_torn(history.lines[history.torn])
-    key = idempotency_key(held.call_id, run_id=run_id) if held.call_id else None
+    key = idempotency_key(held.call_id, session=session) if held.call_id else None
     return Change(
         action="dropped-torn-line",
         message_index=finding.message_index,
@@ -592,7 +643,7 @@ def resume_session(
         snapshot.format,
         strategy=strategy,
         tool_call_state=snapshot.tool_call_state,
-        run_id=run_id,
+        session_id=snapshot.session_id,
     )
     context = {**snapshot.agent_config, "apiKey": "", "baseUrl": ""}
     return ResumeResult(context, result.messages, result.report.was_interrupted, result.report)
@@ -614,7 +665,7 @@ class _Repairer:
     spec: FormatSpec
     strategy: Strategy
     state: ToolCallState
-    run_id: str | None
+    session: str
     changes: list[tuple[int, int, Change]] = field(default_factory=list)
     dropped_calls: set[int] = field(default_factory=set)
     call_message: dict[int, int] = field(default_factory=dict)
@@ -644,7 +695,7 @@ class _Repairer:
         record = message.origin
         if call is not None and call.origin is not None:
             record = call.origin
-        key = idempotency_key(call.call_id, run_id=self.run_id) if call and call.call_id else None
+        key = idempotency_key(call.call_id, session=self.session) if call and call.call_id else None
         change = Change(
             action=action,
             message_index=index,
@@ -863,7 +914,7 @@ class _Repairer:
                 call,
             )
             return
-        key = idempotency_key(call.call_id or "", run_id=self.run_id)
+        key = idempotency_key(call.call_id or "", session=self.session)
         block = self.spec.synthesize(call, _synthetic_text(key))
         if block is None:
             self.fate[id(call)] = "strip"

@@ -53,14 +53,18 @@ class LineReader:
     """Reads session lines one at a time, in order (the rule of :func:`read`): a
     streaming reader keeps only the view, never the lines."""
 
-    __slots__ = ("messages", "skipped")
+    __slots__ = ("messages", "session_id", "skipped")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.skipped: MutableSequence[int] = array("q")
+        self.session_id: str | None = None
 
     def feed(self, index: int, record: Any) -> list[Block] | None:
         """Read line ``index``; return its blocks, or ``None`` when it is no message line."""
+        if self.session_id is None and isinstance(record, dict):
+            session = record.get("sessionId")
+            self.session_id = session if isinstance(session, str) and session else None
         if not is_message_line(record):
             self.skipped.append(index)
             return None
@@ -79,7 +83,13 @@ def read(records: Sequence[Any]) -> History:
     reader = LineReader()
     for index, record in enumerate(records):
         reader.feed(index, record)
-    return History("claude-code", reader.messages, list(records), skipped=list(reader.skipped))
+    return History(
+        "claude-code",
+        reader.messages,
+        list(records),
+        skipped=list(reader.skipped),
+        session_id=reader.session_id,
+    )
 
 
 def _line_blocks(history: History) -> dict[int, list[Block]]:

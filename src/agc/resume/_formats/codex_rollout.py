@@ -40,7 +40,7 @@ class LineReader:
     """Reads rollout lines one at a time, in order (the rule of :func:`read`), noting
     whether any line is numbered (``ordinal``, ``metadata.history_sequence``)."""
 
-    __slots__ = ("compacted", "messages", "paginated", "sequenced", "skipped")
+    __slots__ = ("compacted", "messages", "paginated", "sequenced", "session_id", "skipped")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -48,6 +48,7 @@ class LineReader:
         self.compacted = False
         self.paginated = False
         self.sequenced = False
+        self.session_id: str | None = None
 
     def feed(self, index: int, record: Any) -> Message | None:
         """Read line ``index``; return its message, or ``None`` when it holds none."""
@@ -56,6 +57,10 @@ class LineReader:
             self.paginated = _ordinal(record) is not None
         if not self.sequenced and is_dict and "metadata" in record:
             self.sequenced = _history_sequence(record) is not None
+        if self.session_id is None and is_dict and record.get("type") == "session_meta":
+            payload = record.get("payload")
+            session = payload.get("id") if isinstance(payload, dict) else None
+            self.session_id = session if isinstance(session, str) and session else None
         if is_dict and record.get("type") == "compacted":
             self.skipped.extend(m.origin for m in self.messages if m.origin is not None)
             self.messages = []
@@ -83,7 +88,12 @@ def read(records: Sequence[Any]) -> History:
         reader.feed(index, record)
     skipped = sorted(reader.skipped) if reader.compacted else list(reader.skipped)
     return History(
-        "codex-rollout", reader.messages, list(records), skipped=skipped, notes=reader.notes()
+        "codex-rollout",
+        reader.messages,
+        list(records),
+        skipped=skipped,
+        notes=reader.notes(),
+        session_id=reader.session_id,
     )
 
 

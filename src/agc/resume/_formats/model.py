@@ -210,6 +210,9 @@ class History:
             newline: a write cut off by a crash), else ``None``. See :mod:`.torn`.
         notes: what a reader noted about every record that a writer needs (Codex:
             ``paginated``, ``sequenced``), so a streamed file is not read again for it.
+        session_id: the session id the client wrote in the file (Claude Code: the first
+            ``sessionId`` of its lines; Codex: the ``id`` of ``session_meta``), else
+            ``None``. It is the session's identity in idempotency keys.
     """
 
     format: FormatName
@@ -220,6 +223,7 @@ class History:
     skipped: Sequence[int] = field(default_factory=list)
     torn: int | None = None
     notes: dict[str, bool] = field(default_factory=dict)
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)

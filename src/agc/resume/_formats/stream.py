@@ -204,6 +204,7 @@ def _scan(
     last_text: str | None = None
     last_record: Any = None
     next_report = _CHUNK * 8
+    decided = False  # the facts can no longer change the format
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
         for raw in handle:
@@ -223,7 +224,9 @@ def _scan(
             if blank and text.strip():
                 blank = False
             record = _parse(text)
-            facts.feed(record)
+            if not decided:
+                facts.feed(record)
+                decided = facts.rollout and facts.head >= 64
             if chosen is None:
                 chosen = facts.first()
             if chosen is not None:
@@ -269,6 +272,7 @@ def _scan(
         final_newline=final_newline,
         skipped=skipped,
         notes=notes,
+        session_id=reader.session_id,
     )
     history.torn = (
         count - 1
