@@ -545,18 +545,15 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
         return
     findings = report.findings
     say(f"{len(findings)} problem(s), as the provider would report them:", markup=False)
-    _print_counts(Counter(finding.code for finding in findings), len(findings), limit)
+    _print_counts(Counter(finding.code for finding in findings))
     for finding in findings[:limit]:
         where = _where(history, finding.message_index, finding.record)
         say(_printable(f"  {where}: {finding.code}: {finding.message}"), markup=False)
     _print_more(len(findings), limit, "problem")
 
 
-def _print_counts(counts: Counter[str], total: int, limit: int) -> None:
-    """Counts per code (or action), when the examples printed are not all of them or
-    are of more than one kind."""
-    if total <= limit and len(counts) <= 1:
-        return
+def _print_counts(counts: Counter[str]) -> None:
+    """Counts per code (or action), the most frequent first."""
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         out_console.print(f"  {count:>8}  {code}", markup=False)
 
@@ -932,9 +929,7 @@ def _repair(
         out_console.print(
             f"{len(report.changes)} change(s), strategy {strategy.value}:", markup=False
         )
-        _print_counts(
-            Counter(change.action for change in report.changes), len(report.changes), limit
-        )
+        _print_counts(Counter(change.action for change in report.changes))
         for change in report.changes[:limit]:
             _print_change(history, change)
         _print_more(len(report.changes), limit, "change")
