@@ -133,3 +133,104 @@ def baseline_loads(path: Path) -> tuple[float, int]:
 
 def agc_resume(args: list[str]) -> tuple[float, int, int]:
     return _peak_of(["-m", "agc.cli.app", "resume", *args])
+
+
+_TARGET_CHECK = 2.0
+_TARGET_REPAIR = 3.0
+_TARGET_PEAK = 150 * 1000**2
+_SIZE_OPTION = "AGC_BENCH_RESUME_LARGE"  # e.g. 1GB: the flat-memory case, opt-in
+
+
+def bench_resume_streaming(ctx: Any) -> Any:
+    """The suite: check and repair (synthesize, ``--out``) of a Claude Code session and a
+    Codex rollout of 100 MB (1 MB with ``--quick``), beside the ``json.loads`` loop over
+    the same file; with ``AGC_BENCH_RESUME_LARGE=<size>`` also that size (1 GB: 12x the
+    time of 100 MB, with flat memory)."""
+    from benchmarks.report import Row, Section, Target  # noqa: PLC0415 - only when run
+    from benchmarks.run import parse_size  # noqa: PLC0415
+
+    section = Section(
+        "resume_streaming",
+        "Resume of large session files",
+        "agc resume FILE --check and --strategy synthesize --out on real-shaped session "
+        "files (real lines repeated, ids made unique, the last call in flight); each "
+        "command and the json.loads loop in a process of their own, one round; peak is "
+        "the process's maximum resident set (/usr/bin/time).",
+    )
+    sizes = [1_000_000] if ctx.quick else [100_000_000]
+    large = os.environ.get(_SIZE_OPTION)
+    if large:
+        sizes.append(parse_size(large))
+    makers = {"claude-code": make_claude_session, "codex-rollout": make_codex_rollout}
+    for kind, make in makers.items():
+        seconds_by_size: dict[int, float] = {}
+        for size in sizes:
+            path = ctx.work / f"{kind}-{size}.jsonl"
+            try:
+                make(path, size)
+            except RuntimeError as exc:
+                section.rows.append(Row(f"{kind} {size:,} B", skipped=str(exc)))
+                continue
+            base_s, base_peak = baseline_loads(path)
+            row = Row(f"{kind} {size:,} B: json.loads loop", median_s=base_s, rounds=1)
+            row.peak_bytes = base_peak
+            section.rows.append(row)
+            out = ctx.work / f"{kind}-{size}.out.jsonl"
+            for label, argv, target in (
+                ("check", [str(path), "--check"], _TARGET_CHECK),
+                (
+                    "repair",
+                    [str(path), "--strategy", "synthesize", "--out", str(out)],
+                    _TARGET_REPAIR,
+                ),
+            ):
+                out.unlink(missing_ok=True)
+                seconds, peak, code = agc_resume(argv)
+                row = Row(
+                    f"{kind} {size:,} B: agc resume {label}",
+                    median_s=seconds,
+                    rounds=1,
+                    baseline="json.loads loop",
+                    ratio=base_s / seconds,
+                )
+                row.peak_bytes = peak
+                section.rows.append(row)
+                if code not in (0, 1):
+                    row.skipped = f"exit {code}"
+                if label == "check":
+                    seconds_by_size[size] = seconds
+                section.targets.append(
+                    Target.judge(
+                        f"resume-{kind}-{label}-{size}",
+                        f"{kind} {label}, {size:,} B: within {target:g}x of json.loads",
+                        seconds / base_s,
+                        threshold=target,
+                        op="<=",
+                        note="time ratio",
+                    )
+                )
+                section.targets.append(
+                    Target.judge(
+                        f"resume-{kind}-{label}-{size}-peak",
+                        f"{kind} {label}, {size:,} B: peak under 150 MB",
+                        peak / 1000**2,
+                        threshold=_TARGET_PEAK / 1000**2,
+                        op="<=",
+                        note="MB",
+                    )
+                )
+            path.unlink(missing_ok=True)
+            out.unlink(missing_ok=True)
+        if len(seconds_by_size) == 2:
+            small, big = sizes
+            section.targets.append(
+                Target.judge(
+                    f"resume-{kind}-linear",
+                    f"{kind} check: {big:,} B within 12x of {small:,} B",
+                    seconds_by_size[big] / seconds_by_size[small],
+                    threshold=12.0,
+                    op="<=",
+                    note="time ratio",
+                )
+            )
+    return section
