@@ -16,7 +16,7 @@ import pytest
 from agc.cli.app import main
 from agc.errors import AgcError
 from agc.resume._formats import load_history
-from agc.resume._formats.model import History
+from agc.resume._formats.model import FormatName, History
 from agc.resume._formats.stream import scan_session
 from agc.resume._repair import Strategy, repair_loaded, repair_streamed
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
@@ -143,7 +143,7 @@ def test_one_key_per_call_from_a_file_a_run_and_a_snapshot(
             }
             for message in history.messages
         ]
-        api = "anthropic"
+        api: FormatName = "anthropic"
     else:
         messages, api = [message.raw for message in history.messages], "openai-responses"
     save_snapshot(
