@@ -132,7 +132,8 @@ def baseline_loads(path: Path) -> tuple[float, int]:
 
 
 def agc_resume(args: list[str]) -> tuple[float, int, int]:
-    return _peak_of(["-m", "agc.cli.app", "resume", *args])
+    script = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    return _peak_of(["-c", script, "resume", *args])
 
 
 _TARGET_CHECK = 2.0
