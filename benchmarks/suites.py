@@ -1316,6 +1316,8 @@ def bench_startup(ctx: Context) -> Section:
     return section
 
 
+from benchmarks.resume_streaming import bench_resume_streaming  # noqa: E402
+
 SUITES: dict[str, Callable[[Context], Section]] = {
     "startup": bench_startup,
     "digest": bench_digest,
@@ -1327,4 +1329,5 @@ SUITES: dict[str, Callable[[Context], Section]] = {
     "bulk": bench_bulk,
     "store_all": bench_store_all,
     "ledger": bench_ledger,
+    "resume_streaming": bench_resume_streaming,
 }

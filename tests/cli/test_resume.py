@@ -395,3 +395,66 @@ def test_repair_of_a_call_with_arguments_as_deep_as_json_allows(
     assert [c["action"] for c in report["changes"]] == ["stripped", "dropped-empty-message"]
     assert main(["resume", str(source)]) == 0
     assert "stripped t r" in capsys.readouterr().out
+
+
+def _many_unanswered(path: Path, count: int) -> Path:
+    """A Codex rollout of ``count`` calls, none answered, the first with a secret."""
+    lines = [
+        {"timestamp": "t", "type": "session_meta", "payload": {"id": "s-many"}},
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": []},
+        },
+        *(
+            {
+                "timestamp": "t",
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call",
+                    "name": "shell",
+                    "arguments": json.dumps(
+                        {"cmd": "cat .env" if n else "export TOKEN=ghp_" + "a1B2" * 9}
+                    ),
+                    "call_id": f"call_{n}",
+                },
+            }
+            for n in range(count)
+        ),
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("limit", [0, 3, 20])
+def test_findings_are_counted_then_capped_by_max_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: int
+) -> None:
+    source = _many_unanswered(tmp_path / "rollout.jsonl", 12)
+    assert main(["resume", str(source), "--check", "--max-findings", str(limit)]) == 1
+    out = capsys.readouterr().out
+    examples = [line for line in out.splitlines() if line.startswith("  line ")]
+    assert len(examples) == min(limit, 12)
+    assert "      12  tool-call-unanswered" in out
+    assert ("… and" in out) == (limit < 12)
+    assert main(["resume", str(source), "--check", "--json"]) == 1
+    assert len(json.loads(capsys.readouterr().out)["findings"]) == 12
+
+
+def test_strip_names_the_removed_calls_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _many_unanswered(tmp_path / "rollout.jsonl", 5)
+    assert main(["resume", str(source), "--max-findings", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "5 tool call(s) removed that may have run" in err
+    assert err.count("  shell ") == 2
+    assert "… and 3 more" in err
+    assert "--strategy synthesize" in err
+    assert "ghp_" not in err  # the input preview goes through the secret detector
+    assert "[REDACTED:" in err
+    assert "[idem-" in err
+    assert main(["resume", str(source), "--json"]) == 0
+    removed = json.loads(capsys.readouterr().out)["removed_calls"]
+    assert [change["call_id"] for change in removed] == [f"call_{n}" for n in range(5)]
+    assert all(change["idempotency_key"].startswith("idem-") for change in removed)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import UsageError
-from agc.resume._formats import load_history
+from agc.resume._formats import load_history, read_history
 from agc.resume._formats.model import FormatName
 from agc.resume._repair import (
     ACTIONS,
@@ -19,6 +19,7 @@ from agc.resume._repair import (
     idempotency_key,
     repair_history,
     repair_loaded,
+    session_identity,
 )
 from agc.resume._snapshot import ToolCallState
 from agc.resume._validate import check_history, check_messages
@@ -65,7 +66,10 @@ def test_synthesize_answers_call_directly_after_it_in_responses() -> None:
     synthetic = result.messages[4]
     assert synthetic["type"] == "function_call_output"
     assert "may or may not have executed" in synthetic["output"]
-    assert idempotency_key("c2") in synthetic["output"]
+    assert (
+        idempotency_key("c2", session=session_identity(read_history(items, "openai-responses")))
+        in synthetic["output"]
+    )
 
 
 def test_strip_drops_reasoning_that_belonged_to_the_dropped_call() -> None:
@@ -117,7 +121,7 @@ def test_result_after_intervening_user_message_is_moved_not_replaced() -> None:
 
 def test_change_reports_tool_name_arguments_and_key() -> None:
     messages = [{"role": "assistant", "content": "", "tool_calls": [_chat_call("x", '{"a":1}')]}]
-    change = repair_history(messages, "openai-chat", run_id="r9").report.changes[0]
+    change = repair_history(messages, "openai-chat", session_id="s9").report.changes[0]
     assert change.to_dict() == {
         "action": "stripped",
         "message_index": 0,
@@ -125,11 +129,11 @@ def test_change_reports_tool_name_arguments_and_key() -> None:
         "call_id": "x",
         "tool_name": "run",
         "arguments": '{"a":1}',
-        "idempotency_key": idempotency_key("x", run_id="r9"),
+        "idempotency_key": idempotency_key("x", session="s9"),
         "reason": "it has no result in the history",
     }
-    assert idempotency_key("x", run_id="r9") != idempotency_key("x", run_id="r8")
-    assert idempotency_key("x") == idempotency_key("x")
+    assert idempotency_key("x", session="s9") != idempotency_key("x", session="s8")
+    assert idempotency_key("x", session="s9") == idempotency_key("x", session="s9")
 
 
 def test_valid_history_is_returned_unchanged() -> None:
@@ -376,11 +380,11 @@ def test_property_check_and_repair_agree_on_any_blocks(
     messages = data.draw(st.lists(_ANY_RECORD[fmt], max_size=8))
     raw = json.dumps(messages).encode()
     history = load_history(raw, source="history.json", format=fmt)
-    result = repair_loaded(history, strategy=strategy, run_id="r")
+    result = repair_loaded(history, strategy=strategy, session_id="r")
     assert check_messages(history.messages, fmt).valid == (not result.report.changed)
     reread = load_history(result.data, source="repaired.json", format=fmt)
     assert check_messages(reread.messages, fmt).valid
-    assert not repair_loaded(reread, strategy=strategy, run_id="r").report.changed
+    assert not repair_loaded(reread, strategy=strategy, session_id="r").report.changed
     real = Counter(json.dumps(b.raw, sort_keys=True) for b in blocks(messages, fmt, "result"))
     written = Counter(
         json.dumps(b.raw, sort_keys=True) for b in blocks(json.loads(result.data), fmt, "result")
@@ -421,12 +425,12 @@ def test_property_claude_code_check_and_repair_agree_on_any_blocks(
         return
     data = "".join(line + "\n" for line in lines).encode()
     history = load_history(data, source="s.jsonl", format="claude-code")
-    result = repair_loaded(history, strategy=strategy, run_id="r")
+    result = repair_loaded(history, strategy=strategy, session_id="r")
     assert check_messages(history.messages, "claude-code").valid == (not result.report.changed)
     if result.data.strip():  # every line may be gone (nothing but a stripped call)
         reread = load_history(result.data, source="repaired.jsonl", format="claude-code")
         assert check_messages(reread.messages, "claude-code").valid
-        assert not repair_loaded(reread, strategy=strategy, run_id="r").report.changed
+        assert not repair_loaded(reread, strategy=strategy, session_id="r").report.changed
     touched = {change.record for change in result.report.changes}
     kept = {json.loads(line)["uuid"] for line in result.data.decode().splitlines()}
     for index, line in enumerate(lines):
@@ -659,7 +663,7 @@ def test_lone_surrogate_in_history_is_written_back(strategy: Strategy) -> None:
     result = repair_loaded(load_history(session, source="s.jsonl"), strategy=strategy)
     text = json.loads(result.data.decode("utf-8").splitlines()[0])["message"]["content"][0]
     assert text["text"] == _CUT_EMOJI
-    assert idempotency_key("call_\ud83d").startswith("idem-")
+    assert idempotency_key("call_\ud83d", session="s").startswith("idem-")
 
 
 def test_the_change_list_never_shows_a_secret_of_the_arguments() -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "err_console",
     "keys_inside_store",
     "new_app",
+    "new_file_errors",
     "out_console",
     "refuse_ambiguous",
     "report_error",
@@ -280,8 +281,16 @@ def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int 
         StoreError: any other refusal of the file system: permission denied, no hard
             links (link(2) puts the file in place) (exit 3).
     """
-    try:
+    with new_file_errors(path, option=option):
         atomic_write_bytes(path, data, overwrite=False, mode=mode)
+
+
+@contextmanager
+def new_file_errors(path: Path, *, option: str = "--out") -> Iterator[None]:
+    """Turn the errors of writing the new file ``path`` (named with ``option``) into the
+    errors :func:`write_new_file` raises, for a caller that writes it in its own way."""
+    try:
+        yield
     except FileExistsRefusedError as exc:
         raise FileExistsRefusedError(
             f"{option} {path} already exists",

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import enum
+import fcntl
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Final
+from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
 
 import typer
 
 from agc._core import json as strict_json
-from agc._core.fs import describe_os_error
+from agc._core.fs import TEMP_SUFFIX, PreparedWrite, describe_os_error
 from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.signature_rule import signature_required
@@ -25,6 +28,7 @@ from agc.cli.common import (
     StoreOption,
     emit_json,
     err_console,
+    new_file_errors,
     out_console,
     refuse_ambiguous,
     trusted_keys_from,
@@ -45,11 +49,19 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.integrity import RunReport
-from agc.integrity._export import export_copy
+from agc.integrity._export import export_copy, iter_copy_lines
 from agc.integrity._kept import check_run_kept
 from agc.resume._formats import get_spec, load_history
 from agc.resume._formats.model import FormatName, History
-from agc.resume._repair import Change, RepairResult, Strategy, pending_warnings, repair_loaded
+from agc.resume._formats.stream import LineSequence, scan_session
+from agc.resume._repair import (
+    Change,
+    RepairReport,
+    Strategy,
+    pending_warnings,
+    repair_loaded,
+    repair_streamed,
+)
 from agc.resume._snapshot import (
     MAX_SNAPSHOT_BYTES,
     SessionSnapshot,
@@ -132,6 +144,108 @@ def _working(label: str, size: int) -> Iterator[None]:
         return
     with err_console.status(label):
         yield
+
+
+@contextmanager
+def _progress(label: str, size: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr (bytes read of ``size``) for inputs over 8 MiB, only when
+    stderr is a terminal; ``None`` (no bar) otherwise."""
+    if not err_console.is_terminal or size < _STATUS_BYTES:
+        yield None
+        return
+    from rich.progress import (  # noqa: PLC0415 - only on a terminal, for large inputs
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=size)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def _streamable(path: Path, wanted: FormatName | None) -> int | None:
+    """The size of ``path`` when it is read as a session file line by line (see
+    :mod:`agc.resume._formats.stream`), else ``None`` (read whole, as before).
+
+    Streamed: a regular file whose first line is a JSON object that is not a snapshot
+    document, when no format or a session-file format is asked for. Anything else (a
+    JSON array, a snapshot, a pipe, a file that cannot be opened) is read whole, where
+    every error is reported as before.
+    """
+    if wanted is not None and not get_spec(wanted).line_based:
+        return None
+    if path.name.endswith(".json.zst"):
+        return None
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            first = handle.readline()
+    except OSError:
+        return None
+    try:
+        record = strict_json.loads(first, allow_lone_surrogates=True)
+    except JsonInvalidError:
+        return None
+    if not isinstance(record, dict) or ("toolCallState" in record and "messages" in record):
+        return None
+    return info.st_size
+
+
+@contextmanager
+def _new_file(out: Path) -> Iterator[tuple[BinaryIO, Path, Callable[[], None]]]:
+    """A new file at ``out`` written as a stream: ``(handle, temporary path, commit)``.
+    The content goes
+    to a temporary file beside it (mode 0600) and ``commit()`` puts it in place with
+    link(2), never over anything (as :func:`agc.cli.common.write_new_file`); leaving
+    the block without a commit removes it.
+
+    Raises:
+        FileExistsRefusedError, InputError, FileWriteError, StoreError: as
+            :func:`agc.cli.common.write_new_file`.
+    """
+    tmp = out.with_name(f".{out.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with new_file_errors(out):
+        fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+    prepared = PreparedWrite(out, tmp, fd)  # discards the temporary file on leaving
+    with prepared, os.fdopen(os.dup(fd), "wb") as handle:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+        def commit() -> None:
+            with new_file_errors(out):
+                handle.flush()
+                os.fsync(fd)
+                prepared.commit(overwrite=False)
+
+        yield handle, tmp, commit
+
+
+class _Sink:
+    """A binary file whose write errors are those of writing ``--out`` (a full disk is
+    exit 3; see :func:`agc.cli.common.new_file_errors`)."""
+
+    def __init__(self, handle: IO[bytes], out: Path | None) -> None:
+        self._handle = handle
+        self._out = out or Path(tempfile.gettempdir())
+
+    def write(self, data: bytes) -> int:
+        with new_file_errors(self._out, option="--out" if self._out else "temporary file"):
+            return self._handle.write(data)
+
+    def flush(self) -> None:
+        with new_file_errors(self._out):
+            self._handle.flush()
 
 
 def _looks_like_path(target: str) -> bool:
@@ -258,13 +372,18 @@ def _from_run(
     insecure: bool,
     wanted: FormatName | None,
     trust: _Trust,
-) -> History:
-    """The session a recorded or imported run holds: verified, then unwrapped.
+    stack: ExitStack,
+) -> tuple[History, int]:
+    """The session a recorded or imported run holds: verified, then unwrapped; and its
+    size in bytes.
 
     The records parsed are a copy of the transcript read once and checked against what
     the verification judged (:mod:`agc.integrity._kept`; in an object store, the copy
     of the very bytes it hashed, :mod:`agc.integrity._s3_export`): a file swapped after
-    the check is refused, never parsed.
+    the check is refused, never parsed. They are unwrapped line by line into a private
+    temporary file (``$TMPDIR``, mode 0600, removed when the command ends), which is
+    read as a session file is (:mod:`agc.resume._formats.stream`); a JSON-array format
+    asked for with ``--format`` is read whole.
 
     The run's manifest signature is judged by ``trust`` as ``agc-verify`` judges it.
 
@@ -272,6 +391,7 @@ def _from_run(
         VerificationError: the run is tampered or incomplete (without ``insecure``).
         RunNotFoundError: the run has no transcript.
         StoreError: the store cannot be read (exit 3).
+        FileWriteError: the temporary folder is full (exit 3).
     """
     remote = object_store_of(store)
     if remote is not None:
@@ -284,12 +404,27 @@ def _from_run(
         report, kept = check_run_kept(
             run_id, store, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs()
         )
+    source = f"run {run_id}"
     with kept:
         _refuse_unverified(report, run_id, insecure)
         if not kept.read:
             raise RunNotFoundError(f"run {run_id} has no transcript file in the store ({kept.url})")
-        data = export_copy(kept.file, run_id, max_bytes=_MAX_INPUT_BYTES)
-    return load_history(data, source=f"run {run_id}", format=wanted)
+        if wanted is not None and not get_spec(wanted).line_based:
+            data = export_copy(kept.file, run_id, max_bytes=_MAX_INPUT_BYTES)
+            return load_history(data, source=source, format=wanted), len(data)
+        unwrapped = stack.enter_context(
+            tempfile.NamedTemporaryFile(prefix="agc-resume-run-")  # noqa: SIM115 - in the stack
+        )
+        size = 0
+        with new_file_errors(Path(unwrapped.name), option="temporary file"):
+            for line in iter_copy_lines(kept.file, run_id):
+                unwrapped.write(line)
+                size += len(line)
+            unwrapped.flush()
+    path = Path(unwrapped.name)
+    if _streamable(path, wanted) is None:  # not a session file: read whole, as before
+        return load_history(path.read_bytes(), source=source, format=wanted), size
+    return _scan(path, source, wanted, size), size
 
 
 def _require_messages(history: History, source: str, wanted: str | None) -> None:
@@ -313,16 +448,16 @@ def _require_messages(history: History, source: str, wanted: str | None) -> None
     raise HistoryEmptyError(problem)
 
 
-def _refuse_emptied(result: RepairResult, source: str) -> None:
+def _refuse_emptied(report: RepairReport, source: str) -> None:
     """Refuse a repair that left no message: an empty history is never valid (it is
     refused as input, and no provider accepts it), so it is not written as repaired.
 
     Raises:
         HistoryEmptyError: every message was dropped (exit 2).
     """
-    if result.report.after.messages:
+    if report.after.messages:
         return
-    dropped = sum(1 for change in result.report.changes if change.action == "stripped")
+    dropped = sum(1 for change in report.changes if change.action == "stripped")
     raise HistoryEmptyError(
         f"{source}: the repair leaves no message ({dropped} call(s) stripped, every message "
         "dropped), so there is nothing to resume; nothing was written",
@@ -397,7 +532,8 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _print_findings(history: History, report: HistoryReport) -> None:
+def _print_findings(history: History, report: HistoryReport, limit: int) -> None:
+    """The report's verdict; its findings counted per code, then the first ``limit``."""
     say = out_console.print
     say(
         f"{report.format}: {report.messages} messages, {report.calls} tool calls, "
@@ -407,10 +543,28 @@ def _print_findings(history: History, report: HistoryReport) -> None:
     if report.valid:
         say("valid: the provider would accept this history", markup=False)
         return
-    say(f"{len(report.findings)} problem(s), as the provider would report them:", markup=False)
-    for finding in report.findings:
+    findings = report.findings
+    say(f"{len(findings)} problem(s), as the provider would report them:", markup=False)
+    _print_counts(Counter(finding.code for finding in findings))
+    for finding in findings[:limit]:
         where = _where(history, finding.message_index, finding.record)
         say(_printable(f"  {where}: {finding.code}: {finding.message}"), markup=False)
+    _print_more(len(findings), limit, "problem")
+
+
+def _print_counts(counts: Counter[str]) -> None:
+    """Counts per code (or action), the most frequent first."""
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        out_console.print(f"  {count:>8}  {code}", markup=False)
+
+
+def _print_more(total: int, limit: int, noun: str) -> None:
+    if total > limit:
+        out_console.print(
+            f"  … and {total - limit} more {noun}(s) (--max-findings N prints more; --json "
+            "lists them all)",
+            markup=False,
+        )
 
 
 def _print_warnings(warnings: tuple[str, ...]) -> None:
@@ -428,6 +582,47 @@ def _print_change(history: History, change: Change) -> None:
     if change.idempotency_key is not None and change.action in {"stripped", "synthesized"}:
         line += f" [{change.idempotency_key}]"
     out_console.print(_printable(line + f": {change.reason}"), markup=False)
+
+
+_REMOVED: Final = frozenset({"stripped", "dropped-partial-result"})
+
+
+def _removed_calls(report: RepairReport) -> list[Change]:
+    """The calls the repair removed that may have run: stripped calls (a call without a
+    result, the in-flight one) and calls whose torn last line was dropped."""
+    return [
+        change
+        for change in report.changes
+        if change.action == "stripped"
+        or (change.action == "dropped-torn-line" and change.call_id is not None)
+    ]
+
+
+def _print_removed(report: RepairReport, limit: int) -> None:
+    """Name on stderr the calls ``strip`` removed that may have run (tool, redacted
+    input, idempotency key): the first ``limit`` and a count of the rest."""
+    removed = _removed_calls(report)
+    if not removed:
+        return
+    say = err_console.print
+    say(
+        f"warning: {len(removed)} tool call(s) removed that may have run; the model is not "
+        "told and may run them again:",
+        markup=False,
+    )
+    for change in removed[:limit]:
+        tool = change.tool_name or "(unknown tool)"
+        preview = _short(change.arguments, 60) if change.arguments is not None else ""
+        key = change.idempotency_key or "no key"
+        say(_printable(f"  {tool} {preview} [{key}]"), markup=False)
+    if len(removed) > limit:
+        say(f"  … and {len(removed) - limit} more (--json lists them all)", markup=False)
+    if report.strategy == "strip":
+        say(
+            "hint: --strategy synthesize keeps them in the history, answered as "
+            "interrupted, so the model sees them",
+            markup=False,
+        )
 
 
 def _write_out(out: Path, source: Path | None, data: bytes) -> None:
@@ -504,6 +699,16 @@ RequireSignatureOption = Annotated[
         help="A snapshot or run without a valid signature is refused (implied by any trusted key).",
     ),
 ]
+MaxFindingsOption = Annotated[
+    int,
+    typer.Option(
+        "--max-findings",
+        min=0,
+        help="Print at most N problems, changes and removed calls (after their counts); "
+        "--json lists them all.",
+        metavar="N",
+    ),
+]
 AllowUnsignedOption = Annotated[
     bool,
     typer.Option(
@@ -526,6 +731,7 @@ def resume_command(
     trusted_key: TrustedKeyOption = None,
     require_signature: RequireSignatureOption = False,
     allow_unsigned: AllowUnsignedOption = False,
+    max_findings: MaxFindingsOption = 20,
 ) -> int:
     """Check (``--check``) or repair a history; see :data:`RESUME_HELP` and docs/resume.md.
 
@@ -558,112 +764,234 @@ def resume_command(
         is_run=lambda name: _has_run(name, store) or _has_snapshot(name, store),
         run_what=f"run {target} in the store",
     )
-    if os.path.lexists(path):
-        source = path
-        data = _read_input(path)
-        size = len(data)
-        if _is_snapshot(path, data):
-            snapshot = load_snapshot_file(
-                path, insecure_skip_verify=insecure_skip_verify, on_note=_note, **trust.as_kwargs()
-            )
-            history = _from_snapshot(snapshot, wanted)
-            state, run_id = snapshot.tool_call_state, snapshot.run_id
+    with ExitStack() as stack:
+        if os.path.lexists(path):
+            source = path
+            streamed = _streamable(path, wanted)
+            if streamed is not None:
+                _refuse_unsigned_file(path, trust, insecure_skip_verify)
+                size = streamed
+                history = _scan(path, str(path), wanted, size)
+            else:
+                data = _read_input(path)
+                size = len(data)
+                if _is_snapshot(path, data):
+                    snapshot = load_snapshot_file(
+                        path,
+                        insecure_skip_verify=insecure_skip_verify,
+                        on_note=_note,
+                        **trust.as_kwargs(),
+                    )
+                    history = _from_snapshot(snapshot, wanted)
+                    state = snapshot.tool_call_state
+                else:
+                    _refuse_unsigned_file(path, trust, insecure_skip_verify)
+                    with _working(f"reading {path.name}", len(data)):
+                        history = load_history(data, source=str(path), format=wanted)
+                del data
+        elif _looks_like_path(target):
+            raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
         else:
-            _refuse_unsigned_file(path, trust, insecure_skip_verify)
-            with _working(f"reading {path.name}", len(data)):
-                history = load_history(data, source=str(path), format=wanted)
-    elif _looks_like_path(target):
-        raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
-    else:
-        run_id = validate_run_id(target)
-        try:
-            snapshot = load_snapshot(
-                run_id,
-                store,
-                insecure_skip_verify=insecure_skip_verify,
-                on_note=_note,
-                **trust.as_kwargs(),
-            )
-        except SnapshotNotFoundError as exc:
-            if not _has_run(run_id, store):
-                # A run id names a snapshot or a recorded run: say that neither is there,
-                # or a user who mistyped a recorded run's id hunts for snapshots.
-                raise SnapshotNotFoundError(
-                    f"{exc.message}, and no run {run_id} recorded with agc record / agc import",
-                    hint="Check the run id and --store; `agc runs` lists the recorded runs, "
-                    "snapshots live in <store>/sessions/.",
-                ) from exc
-            snapshot = None
-            history = _from_run(run_id, store, insecure_skip_verify, wanted, trust)
-        if snapshot is not None:
-            history = _from_snapshot(snapshot, wanted)
-            state = snapshot.tool_call_state
-    if insecure_skip_verify and snapshot is not None:
-        err_console.print(
-            "warning: --insecure-skip-verify: the snapshot's seal was not checked, "
-            "nor its signature",
-            markup=False,
-        )
-    _require_messages(history, target if source is None else str(source), wanted)
-
-    if check:
-        report = check_loaded(history)
-        warnings = pending_warnings(history.messages, state)
-        if as_json:
-            emit_json(
-                {
-                    **report.to_dict(),
-                    "source": target,
-                    "tool_call_state": state.to_dict() if state is not None else None,
-                    "warnings": list(warnings),
-                }
-            )
-        else:
-            _print_findings(history, report)
-            if state is not None and state.in_flight:
-                out_console.print(
-                    _printable(
-                        f"the snapshot says call {state.pending_tool_call_id} was in flight"
-                    ),
-                    markup=False,
+            run_id = validate_run_id(target)
+            try:
+                snapshot = load_snapshot(
+                    run_id,
+                    store,
+                    insecure_skip_verify=insecure_skip_verify,
+                    on_note=_note,
+                    **trust.as_kwargs(),
                 )
-            _print_warnings(warnings)
-        return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
-
-    with _working("repairing", size):
-        result: RepairResult = repair_loaded(
-            history, strategy=_STRATEGIES[strategy], tool_call_state=state, run_id=run_id
+            except SnapshotNotFoundError as exc:
+                if not _has_run(run_id, store):
+                    # A run id names a snapshot or a recorded run: say that neither is
+                    # there, or a user who mistyped a recorded run's id hunts for snapshots.
+                    raise SnapshotNotFoundError(
+                        f"{exc.message}, and no run {run_id} recorded with agc record / agc import",
+                        hint="Check the run id and --store; `agc runs` lists the recorded "
+                        "runs, snapshots live in <store>/sessions/.",
+                    ) from exc
+                snapshot = None
+                history, size = _from_run(run_id, store, insecure_skip_verify, wanted, trust, stack)
+            if snapshot is not None:
+                history = _from_snapshot(snapshot, wanted)
+                state = snapshot.tool_call_state
+        session_id = snapshot.session_id if snapshot is not None else None
+        if insecure_skip_verify and snapshot is not None:
+            err_console.print(
+                "warning: --insecure-skip-verify: the snapshot's seal was not checked, "
+                "nor its signature",
+                markup=False,
+            )
+        _require_messages(history, target if source is None else str(source), wanted)
+        if check:
+            return _check(history, target, state, as_json=as_json, limit=max_findings)
+        return _repair(
+            history,
+            target,
+            source,
+            out,
+            strategy,
+            state,
+            session_id,
+            size,
+            as_json=as_json,
+            limit=max_findings,
         )
-    _refuse_emptied(result, target if source is None else str(source))
-    if out is not None:
-        _write_out(out, source, result.data)
+    raise AssertionError("unreachable")  # pragma: no cover - the block returns
+
+
+def _scan(path: Path, source: str, wanted: FormatName | None, size: int) -> History:
+    """A session file read line by line (:func:`~agc.resume._formats.stream.scan_session`),
+    with a progress bar on a terminal; the read errors of :func:`_read_input`.
+
+    Raises:
+        FileUnreadableError: the file cannot be read (exit 3).
+        InputError, HistoryFormatError: see :func:`~agc.resume._formats.load_history`.
+    """
+    with _progress(f"reading {path.name}", size) as progress:
+        try:
+            return scan_session(path, source=source, format=wanted, progress=progress)
+        except OSError as exc:
+            raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+
+
+def _check(
+    history: History,
+    target: str,
+    state: ToolCallState | None,
+    *,
+    as_json: bool,
+    limit: int,
+) -> int:
+    report = check_loaded(history)
+    warnings = pending_warnings(history.messages, state)
+    if as_json:
+        emit_json(
+            {
+                **report.to_dict(),
+                "source": target,
+                "tool_call_state": state.to_dict() if state is not None else None,
+                "warnings": list(warnings),
+            }
+        )
+    else:
+        _print_findings(history, report, limit)
+        if state is not None and state.in_flight:
+            out_console.print(
+                _printable(f"the snapshot says call {state.pending_tool_call_id} was in flight"),
+                markup=False,
+            )
+        _print_warnings(warnings)
+    return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
+
+
+def _repair(
+    history: History,
+    target: str,
+    source: Path | None,
+    out: Path | None,
+    strategy: StrategyChoice,
+    state: ToolCallState | None,
+    session_id: str | None,
+    size: int,
+    *,
+    as_json: bool,
+    limit: int,
+) -> int:
+    where = target if source is None else str(source)
+    chosen = _STRATEGIES[strategy]
+    if out is not None and source is not None and _same_file(out, source):
+        raise UsageError(f"--out {out} is the input; agc never writes over its input")
+    if _is_streamed(history):
+        report = _repair_streamed(history, out, chosen, state, session_id, size, where)
+    else:
+        with _working("repairing", size):
+            result = repair_loaded(
+                history, strategy=chosen, tool_call_state=state, session_id=session_id
+            )
+        _refuse_emptied(result.report, where)
+        if out is not None:
+            _write_out(out, source, result.data)
+        report = result.report
     if as_json:
         emit_json(
             {
                 "schema_version": SCHEMA_VERSION,
                 "source": target,
                 "out": str(out) if out is not None else None,
-                "report": result.report.to_dict(),
+                "report": report.to_dict(),
+                "removed_calls": [change.to_dict() for change in _removed_calls(report)],
             }
         )
         return int(ExitCode.OK)
-    _print_findings(history, result.report.before)
-    if result.report.changes:
+    _print_findings(history, report.before, limit)
+    if report.changes:
         out_console.print(
-            f"{len(result.report.changes)} change(s), strategy {strategy.value}:", markup=False
+            f"{len(report.changes)} change(s), strategy {strategy.value}:", markup=False
         )
-        for change in result.report.changes:
+        _print_counts(Counter(change.action for change in report.changes))
+        for change in report.changes[:limit]:
             _print_change(history, change)
+        _print_more(len(report.changes), limit, "change")
     else:
         out_console.print("no change needed", markup=False)
-    _print_warnings(result.report.notices)
+    _print_warnings(report.notices)
+    _print_removed(report, limit)
     if out is not None:
         err_console.print(f"repaired history written to {out} (valid)", markup=False)
-    elif result.report.changes:
+    elif report.changes:
         err_console.print(
             "nothing written: give --out FILE to write the repaired history", markup=False
         )
     return int(ExitCode.OK)
+
+
+def _is_streamed(history: History) -> bool:
+    return isinstance(history.records, LineSequence)
+
+
+def _repair_streamed(
+    history: History,
+    out: Path | None,
+    strategy: Strategy,
+    state: ToolCallState | None,
+    session_id: str | None,
+    size: int,
+    where: str,
+) -> RepairReport:
+    """Repair a streamed session file, written to ``out`` as it is made (to a private
+    temporary file when there is no ``out``: the output is checked all the same)."""
+    with ExitStack() as stack:
+        commit: Callable[[], None] | None = None
+        handle: IO[bytes]
+        if out is not None:
+            handle, path, commit = stack.enter_context(_new_file(out))
+        else:
+            temporary = stack.enter_context(
+                tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
+            )
+            handle, path = temporary, Path(temporary.name)
+        sink = _Sink(handle, out)
+
+        def read_back() -> History:
+            return scan_session(path, source="repaired history", format=history.format)
+
+        with _working("repairing", size):
+            report = repair_streamed(
+                history,
+                sink,
+                read_back,
+                strategy=strategy,
+                tool_call_state=state,
+                session_id=session_id,
+            )
+        _refuse_emptied(report, where)
+        records = history.records
+        assert isinstance(records, LineSequence)  # _is_streamed
+        records.check_unchanged()
+        if commit is not None:
+            commit()
+        return report
 
 
 def register(app: typer.Typer) -> None:

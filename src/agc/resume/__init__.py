@@ -22,6 +22,7 @@ from agc.resume._repair import (
     repair_history,
     repair_loaded,
     resume_session,
+    session_identity,
 )
 from agc.resume._snapshot import (
     SessionSnapshot,
@@ -67,6 +68,7 @@ __all__ = [
     "repair_loaded",
     "resume_session",
     "save_snapshot",
+    "session_identity",
     "verify_history",
 ]
 

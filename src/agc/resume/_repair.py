@@ -27,9 +27,9 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from agc._core import json as strict_json
 from agc._core.digest import new_hasher
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACTIONS",
     "STRATEGIES",
+    "ByteSink",
     "Change",
     "RepairReport",
     "RepairResult",
@@ -74,7 +75,9 @@ __all__ = [
     "pending_warnings",
     "repair_history",
     "repair_loaded",
+    "repair_streamed",
     "resume_session",
+    "session_identity",
 ]
 
 Strategy = Literal["strip", "synthesize"]
@@ -96,26 +99,54 @@ ACTIONS: Final[tuple[str, ...]] = (
 )
 """Every kind of change a repair makes (``Change.action``)."""
 
-_IDEMPOTENCY_DOMAIN: Final = b"agc-idempotency-key-v1\x00"
+_IDEMPOTENCY_DOMAIN: Final = b"agc-idempotency-key-v2\x00"
 
 
-def idempotency_key(call_id: str, *, run_id: str | None = None) -> str:
+def idempotency_key(call_id: str, *, session: str) -> str:
     """A stable key for re-running a call: ``idem-`` + 32 hex characters.
 
-    It is BLAKE3 over ``agc-idempotency-key-v1\\0<run id>\\0<call id>`` (agc's own
-    digest machinery), so the same interrupted call always gets the same key and a tool
-    that honours idempotency keys can refuse to run it twice.
+    It is BLAKE3 over ``agc-idempotency-key-v2\\0<session>\\0<call id>`` (agc's own
+    digest machinery), where ``session`` is the session's identity
+    (:func:`session_identity`), so the same call of the same session gets the same key
+    however it is resumed (a session file, the run it was recorded into, a snapshot) and
+    a tool that honours idempotency keys can refuse to run it twice.
     """
     hasher = new_hasher("blake3")
     # surrogatepass: a lone surrogate in an id (valid JSON as an escape) still gets a key;
     # any other id is plain UTF-8, so its key is unchanged.
     hasher.update(
         _IDEMPOTENCY_DOMAIN
-        + (run_id or "").encode()
+        + session.encode("utf-8", "surrogatepass")
         + b"\x00"
         + call_id.encode("utf-8", "surrogatepass")
     )
     return "idem-" + hasher.hexdigest()[:32]
+
+
+def session_identity(history: History) -> str:
+    """The session's identity in idempotency keys.
+
+    The session id the client wrote in the file (Claude Code: the first ``sessionId``
+    of its lines; Codex: the ``id`` of its ``session_meta`` line); else ``record:`` and
+    the BLAKE3 hex digest of the first record: a session file's first line as written
+    (UTF-8), a JSON array's first element as compact JSON (:func:`agc._core.json.dumps`).
+    An empty history has the empty identity.
+    """
+    if history.session_id:
+        return history.session_id
+    if history.lines is not None and len(history.lines):
+        first = history.lines[0].encode("utf-8", "surrogatepass")
+    elif len(history.records):
+        value = resolve(history.records[0])
+        try:
+            first = strict_json.dumps(value)
+        except (TypeError, ValueError):  # what the rule cannot write: its text
+            first = repr(value).encode("utf-8", "surrogatepass")
+    else:
+        return ""
+    hasher = new_hasher("blake3")
+    hasher.update(first)
+    return "record:" + hasher.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -285,7 +316,7 @@ def repair_history(
     *,
     strategy: Strategy = "strip",
     tool_call_state: ToolCallState | None = None,
-    run_id: str | None = None,
+    session_id: str | None = None,
 ) -> RepairResult:
     """Repair a history so its provider accepts it (pure).
 
@@ -294,7 +325,8 @@ def repair_history(
         format: the format name.
         strategy: ``strip`` (default) or ``synthesize``.
         tool_call_state: the snapshot's ``{inFlight, pendingToolCallId}``, if known.
-        run_id: mixed into idempotency keys.
+        session_id: the session's identity in idempotency keys (a snapshot's
+            ``sessionId``); default: :func:`session_identity` of the history.
 
     Raises:
         UsageError: an unknown strategy.
@@ -302,7 +334,9 @@ def repair_history(
         RepairIncompleteError: the repaired history would still be rejected (a bug).
     """
     history = get_spec(format).read(messages)
-    return repair_loaded(history, strategy=strategy, tool_call_state=tool_call_state, run_id=run_id)
+    return repair_loaded(
+        history, strategy=strategy, tool_call_state=tool_call_state, session_id=session_id
+    )
 
 
 @collector_paused
@@ -311,46 +345,159 @@ def repair_loaded(
     *,
     strategy: Strategy = "strip",
     tool_call_state: ToolCallState | None = None,
-    run_id: str | None = None,
+    session_id: str | None = None,
 ) -> RepairResult:
     """:func:`repair_history` on a history already read (keeps session lines' text)."""
+    repair = _repaired(history, strategy, tool_call_state, session_id)
+    spec = get_spec(history.format)
+    whole, repaired, changes = repair.whole, repair.messages, repair.changes
+    native = spec.write(whole, repaired) if repair.rewritten else _unchanged(whole)
+    data = dump_history(whole, native)
+    # The output is checked as the provider reads it, without parsing it again: the
+    # repaired records are read back from memory (see _written_history; a test reads
+    # the bytes back and compares).
+    after = check_loaded(_written_history(whole, repaired if changes else whole.messages, native))
+    return RepairResult(native, data, repair.report(after))
+
+
+class ByteSink(Protocol):
+    """Where :func:`repair_streamed` writes: a binary file, or a wrapper of one."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+@collector_paused
+def repair_streamed(
+    history: History,
+    sink: ByteSink,
+    read_back: Callable[[], History],
+    *,
+    strategy: Strategy = "strip",
+    tool_call_state: ToolCallState | None = None,
+    session_id: str | None = None,
+) -> RepairReport:
+    """:func:`repair_loaded` of a session file, written to ``sink`` line by line.
+
+    The repaired lines are written as they are made (the input's lines read from its
+    file again when written: see :mod:`agc.resume._formats.stream`), never held; the
+    output is then checked as the provider reads it: ``read_back()`` reads what was
+    written (flushed first) and that history is checked. ``history`` is consumed: its
+    ``messages`` are emptied once the output is written (so that the input's view and the
+    output's are never held together).
+
+    Raises:
+        UsageError, RepairIncompleteError: as :func:`repair_loaded` (the output written
+            so far is the caller's to discard).
+        OSError: ``sink`` cannot be written.
+    """
+    repair = _repaired(history, strategy, tool_call_state, session_id)
+    spec = get_spec(history.format)
+    whole = repair.whole
+    write_lines = spec.write_lines
+    if write_lines is None or whole.lines is None:
+        raise UsageError(f"{history.format} is not a session file: it is written whole")
+    lines: Iterable[str] = write_lines(whole, repair.messages) if repair.rewritten else whole.lines
+    buffer: list[bytes] = []
+    size = 0
+    for line in lines:
+        chunk = line.encode("utf-8") + b"\n"
+        buffer.append(chunk)
+        size += len(chunk)
+        if size >= _FLUSH_BYTES:
+            sink.write(b"".join(buffer))
+            buffer, size = [], 0
+    sink.write(b"".join(buffer))
+    sink.flush()
+    # The view is consumed: released before the output's own view is read back, so the
+    # two are never held together.
+    repair.messages.clear()
+    whole.messages.clear()
+    history.messages.clear()
+    return repair.report(check_loaded(read_back()))
+
+
+_FLUSH_BYTES: Final = 1 << 20
+
+
+@dataclass
+class _Repair:
+    """A repair before its output is checked: the parts :func:`repair_loaded` and
+    :func:`repair_streamed` share."""
+
+    history: History
+    whole: History
+    strategy: Strategy
+    tool_call_state: ToolCallState | None
+    state: ToolCallState
+    before: HistoryReport
+    messages: list[Message]
+    changes: list[Change]
+    rewritten: bool  # the repair changed the history (a torn line alone does not)
+    warnings: tuple[str, ...]
+
+    def report(self, after: HistoryReport) -> RepairReport:
+        """The report, given the check of the output.
+
+        Raises:
+            RepairIncompleteError: the output still breaks a rule.
+        """
+        history, changes = self.history, self.changes
+        interrupted = self.state.in_flight or any(
+            c.action in {"stripped", "synthesized", "kept-partial-result"}
+            or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
+            for c in changes
+        )
+        report = RepairReport(
+            history.format,
+            self.strategy,
+            self.tool_call_state,
+            self.before,
+            after,
+            tuple(changes),
+            interrupted,
+            self.warnings,
+        )
+        if not after.valid:
+            codes = ", ".join(sorted({finding.code for finding in after.findings}))
+            raise RepairIncompleteError(
+                f"the repaired {history.format} history still breaks: {codes}", report=report
+            )
+        return report
+
+
+def _repaired(
+    history: History,
+    strategy: Strategy,
+    tool_call_state: ToolCallState | None,
+    session_id: str | None,
+) -> _Repair:
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
     state = tool_call_state or ToolCallState()
     spec = get_spec(history.format)
     before = check_loaded(history)
     whole = _without_torn_line(history)
-    repaired, changes = _Repairer(whole.messages, spec, strategy, state, run_id).run()
-    native = spec.write(whole, repaired) if changes else _unchanged(whole)
-    torn = _torn_change(history, run_id)
+    session = session_id if session_id is not None else session_identity(history)
+    repaired, changes = _Repairer(whole.messages, spec, strategy, state, session).run()
+    rewritten = bool(changes)
+    torn = _torn_change(history, session)
     if torn is not None:
         changes.append(torn)
-    data = dump_history(whole, native)
-    # The output is checked as the provider reads it, without parsing it again: the
-    # repaired records are read back from memory (see _written_history; a test reads
-    # the bytes back and compares).
-    after = check_loaded(_written_history(whole, repaired if changes else whole.messages, native))
-    interrupted = state.in_flight or any(
-        c.action in {"stripped", "synthesized", "kept-partial-result"}
-        or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
-        for c in changes
-    )
-    report = RepairReport(
-        history.format,
+    warnings = pending_warnings(history.messages, tool_call_state)
+    return _Repair(
+        history,
+        whole,
         strategy,
         tool_call_state,
+        state,
         before,
-        after,
-        tuple(changes),
-        interrupted,
-        pending_warnings(history.messages, tool_call_state),
+        repaired,
+        changes,
+        rewritten,
+        warnings,
     )
-    if not after.valid:
-        codes = ", ".join(sorted({finding.code for finding in after.findings}))
-        raise RepairIncompleteError(
-            f"the repaired {history.format} history still breaks: {codes}", report=report
-        )
-    return RepairResult(native, data, report)
 
 
 def _written_history(whole: History, written: list[Message], native: list[Any]) -> History:
@@ -432,7 +579,7 @@ def _without_torn_line(history: History) -> History:
     )
 
 
-def _torn_change(history: History, run_id: str | None) -> Change | None:
+def _torn_change(history: History, session: str) -> Change | None:
     finding = torn_tail_finding(history)
     if (
         finding is None
@@ -442,7 +589,7 @@ def _torn_change(history: History, run_id: str | None) -> Change | None:
     ):
         return None
     held = describe_torn(history.lines[history.torn])
-    key = idempotency_key(held.call_id, run_id=run_id) if held.call_id else None
+    key = idempotency_key(held.call_id, session=session) if held.call_id else None
     return Change(
         action="dropped-torn-line",
         message_index=finding.message_index,
@@ -496,7 +643,7 @@ def resume_session(
         snapshot.format,
         strategy=strategy,
         tool_call_state=snapshot.tool_call_state,
-        run_id=run_id,
+        session_id=snapshot.session_id,
     )
     context = {**snapshot.agent_config, "apiKey": "", "baseUrl": ""}
     return ResumeResult(context, result.messages, result.report.was_interrupted, result.report)
@@ -518,7 +665,7 @@ class _Repairer:
     spec: FormatSpec
     strategy: Strategy
     state: ToolCallState
-    run_id: str | None
+    session: str
     changes: list[tuple[int, int, Change]] = field(default_factory=list)
     dropped_calls: set[int] = field(default_factory=set)
     call_message: dict[int, int] = field(default_factory=dict)
@@ -548,7 +695,7 @@ class _Repairer:
         record = message.origin
         if call is not None and call.origin is not None:
             record = call.origin
-        key = idempotency_key(call.call_id, run_id=self.run_id) if call and call.call_id else None
+        key = idempotency_key(call.call_id, session=self.session) if call and call.call_id else None
         change = Change(
             action=action,
             message_index=index,
@@ -767,7 +914,7 @@ class _Repairer:
                 call,
             )
             return
-        key = idempotency_key(call.call_id or "", run_id=self.run_id)
+        key = idempotency_key(call.call_id or "", session=self.session)
         block = self.spec.synthesize(call, _synthetic_text(key))
         if block is None:
             self.fate[id(call)] = "strip"
@@ -953,11 +1100,11 @@ def _with_blocks(message: Message, blocks: list[Block]) -> Message:
 
 
 def _followed(messages: Sequence[Message], index: int) -> bool:
-    for message in messages[index + 1 :]:
-        kind = message.blocks[0].kind
+    for position in range(index + 1, len(messages)):  # by position: see _reasoning_followed
+        kind = messages[position].blocks[0].kind
         if kind == "reasoning":
             continue
-        return message.role == "assistant" and kind in {"call", "text", "other"}
+        return messages[position].role == "assistant" and kind in {"call", "text", "other"}
     return False
 
 

@@ -503,7 +503,9 @@ def _check_responses(messages: Sequence[Message]) -> list[HistoryFinding]:
 
 def _reasoning_followed(messages: Sequence[Message], index: int) -> bool:
     """A reasoning item is followed (after any further reasoning) by an assistant output."""
-    for message in messages[index + 1 :]:
+    # By position: slicing the rest of the history for each item made the check quadratic.
+    for position in range(index + 1, len(messages)):
+        message = messages[position]
         block = message.blocks[0]
         if block.kind == "reasoning":
             continue

@@ -16,15 +16,17 @@ assistant's last line, chained by ``parentUuid`` so Claude Code loads it.
 
 from __future__ import annotations
 
+import re
 import uuid
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, MutableSequence, Sequence
 from typing import Any, Final
 
 from agc.resume._formats import anthropic
 from agc.resume._formats.jsonl import dump_line
 from agc.resume._formats.model import Block, FormatSpec, History, Message
 
-__all__ = ["SPEC", "is_message_line", "read", "write"]
+__all__ = ["SPEC", "LineReader", "is_message_line", "read", "write", "write_lines"]
 
 _NAMESPACE: Final = uuid.UUID("6f1b1c8e-4d1e-5a0c-9b7e-61676372736d")
 _COPIED_KEYS: Final = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
@@ -47,21 +49,47 @@ def is_message_line(record: Any) -> bool:
     return anthropic.content_blocks(message.get("content"), 0) is not None
 
 
-def read(records: Sequence[Any]) -> History:
-    """Read session lines (parsed JSON, or a line's text when it is not JSON)."""
-    messages: list[Message] = []
-    skipped: list[int] = []
-    for index, record in enumerate(records):
+class LineReader:
+    """Reads session lines one at a time, in order (the rule of :func:`read`): a
+    streaming reader keeps only the view, never the lines."""
+
+    __slots__ = ("messages", "session_id", "skipped")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.skipped: MutableSequence[int] = array("q")
+        self.session_id: str | None = None
+
+    def feed(self, index: int, record: Any) -> list[Block] | None:
+        """Read line ``index``; return its blocks, or ``None`` when it is no message line."""
+        if self.session_id is None and isinstance(record, dict):
+            session = record.get("sessionId")
+            self.session_id = session if isinstance(session, str) and session else None
         if not is_message_line(record):
-            skipped.append(index)
-            continue
+            self.skipped.append(index)
+            return None
         role = record["type"]
         blocks = anthropic.content_blocks(record["message"]["content"], index) or []
+        messages = self.messages
         if messages and messages[-1].role == role:
             messages[-1].blocks.extend(blocks)
         else:
             messages.append(Message(role, blocks, raw=None, origin=index))
-    return History("claude-code", messages, list(records), skipped=skipped)
+        return blocks
+
+
+def read(records: Sequence[Any]) -> History:
+    """Read session lines (parsed JSON, or a line's text when it is not JSON)."""
+    reader = LineReader()
+    for index, record in enumerate(records):
+        reader.feed(index, record)
+    return History(
+        "claude-code",
+        reader.messages,
+        list(records),
+        skipped=list(reader.skipped),
+        session_id=reader.session_id,
+    )
 
 
 def _line_blocks(history: History) -> dict[int, list[Block]]:
@@ -75,7 +103,23 @@ def _line_blocks(history: History) -> dict[int, list[Block]]:
 
 def write(history: History, messages: list[Message]) -> list[Any]:
     """Return the repaired file's lines (text); see the module docstring."""
-    lines = history.lines or [dump_line(record) for record in history.records]
+    return list(write_lines(history, messages))
+
+
+def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
+    """:func:`write`, one line at a time.
+
+    What depends on the whole file is settled first from the view: which lines are
+    dropped (their ``uuid`` and ``parentUuid`` are read out of turn) and where new lines
+    go. Then each input line is read (through ``history.lines``/``history.records``)
+    when it is written, and parsed only when it may change: its blocks changed, a new
+    line follows it, or it may point at a dropped or re-parented line.
+    """
+    lines: Sequence[str] = (
+        history.lines
+        if history.lines is not None
+        else [dump_line(record) for record in history.records]
+    )
     records = history.records
     original = _line_blocks(history)
     new_blocks: dict[int, list[Block]] = {}
@@ -93,42 +137,85 @@ def write(history: History, messages: list[Message]) -> list[Any]:
                 at = last_assistant_line if last_assistant_line is not None else -1
                 inserted.setdefault(at, []).append(block)
 
-    # (index of the original line or None, its text if unchanged else None, record)
-    entries: list[tuple[int | None, str | None, Any]] = []
+    changed_lines: set[int] = set()
     dropped: dict[str, Any] = {}  # uuid of a dropped line -> its parentUuid
-    repoint: dict[int, str] = {}  # original line -> new parentUuid (below a new line)
-    skipped = set(history.skipped)
-    for index in [-1, *range(len(records))]:
+    for index, blocks in original.items():
+        now = new_blocks.get(index, [])
+        if [id(b) for b in now] == [id(b) for b in blocks]:
+            continue
+        changed_lines.add(index)
+        if not now:
+            gone = records[index]
+            if isinstance(gone.get("uuid"), str):
+                dropped[gone["uuid"]] = gone.get("parentUuid")
+    repoint: dict[str, str] = {}  # uuid of a line a new line follows -> the new parent
+    watch = _Watch(dropped)
+    for index in [-1, *range(len(lines))]:
+        record: Any = None
         if index >= 0:
-            record = records[index]
-            blocks = new_blocks.get(index, [])
-            if index in skipped or [id(b) for b in blocks] == [
-                id(b) for b in original.get(index, [])
-            ]:
-                # Unchanged, a line that is not a message, or a message line that never
-                # held a block (empty content): kept as it is.
-                entries.append((index, lines[index], record))
-            elif not blocks:
-                if isinstance(record.get("uuid"), str):
-                    dropped[record["uuid"]] = record.get("parentUuid")
+            if index in changed_lines:
+                blocks = new_blocks.get(index, [])
+                if blocks:
+                    record = records[index]
+                    edited = dict(record)
+                    edited["message"] = dict(record["message"])
+                    edited["message"]["content"] = [anthropic.block_to_raw(b) for b in blocks]
+                    yield _emit(None, edited, dropped, repoint)
+                # a line left without blocks is dropped
             else:
-                changed = dict(record)
-                changed["message"] = dict(record["message"])
-                changed["message"]["content"] = [anthropic.block_to_raw(b) for b in blocks]
-                entries.append((index, None, changed))
-        anchor = records[index] if index >= 0 and isinstance(records[index], dict) else {}
+                text = lines[index]
+                if index in inserted or watch.may_point(text):
+                    record = records[index]
+                    yield _emit(text, record, dropped, repoint)
+                else:
+                    yield text
+        new = inserted.get(index)
+        if not new:
+            continue
+        anchor = records[index] if index >= 0 and record is None else record
+        anchor = anchor if isinstance(anchor, dict) else {}
         anchor_uuid = anchor.get("uuid")
         parent = anchor_uuid
-        for block in inserted.get(index, []):
+        for block in new:
             line = _synthetic_line(block, anchor, parent)
-            entries.append((None, None, line))
+            yield _emit(None, line, dropped, {})
             parent = line["uuid"]
         if isinstance(anchor_uuid, str) and isinstance(parent, str) and parent != anchor_uuid:
-            for later in range(index + 1, len(records)):
-                record = records[later]
-                if isinstance(record, dict) and record.get("parentUuid") == anchor_uuid:
-                    repoint.setdefault(later, parent)
-    return [_emit(index, text, record, dropped, repoint) for index, text, record in entries]
+            # Lines that hung below the anchor now hang below the last new line.
+            repoint.setdefault(anchor_uuid, parent)
+            watch.add(anchor_uuid)
+
+
+class _Watch:
+    """Which input lines may need their ``parentUuid``/``leafUuid`` re-pointed: those
+    whose text holds a uuid of a dropped or re-parented line. A uuid of plain ASCII
+    letters, digits and ``-_.:`` is in a line's JSON text as it is, or ``\\u``-escaped:
+    a line with such an escape is parsed. A uuid of other characters (which JSON may
+    spell in more ways), or many uuids to look for, make every line parsed."""
+
+    __slots__ = ("plain", "uuids")
+
+    _MAX: Final = 16
+    _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:-]+")
+
+    def __init__(self, dropped: dict[str, Any]) -> None:
+        self.uuids: set[str] = set()
+        self.plain = True
+        for value in dropped:
+            self.add(value)
+
+    def add(self, uuid_text: str) -> None:
+        self.uuids.add(uuid_text)
+        if self._PLAIN.fullmatch(uuid_text) is None:
+            self.plain = False
+
+    def may_point(self, text: str) -> bool:
+        uuids = self.uuids
+        if not uuids:
+            return False
+        if not self.plain or len(uuids) > self._MAX or "\\u" in text:
+            return True
+        return any(value in text for value in uuids)
 
 
 def _assign_lines(blocks: list[Block]) -> list[int | None]:
@@ -149,19 +236,15 @@ def _assign_lines(blocks: list[Block]) -> list[int | None]:
     return assigned
 
 
-def _emit(
-    index: int | None,
-    text: str | None,
-    record: Any,
-    dropped: dict[str, Any],
-    repoint: dict[int, str],
-) -> str:
-    """The line's text, with ``parentUuid``/``leafUuid`` re-pointed past dropped lines."""
+def _emit(text: str | None, record: Any, dropped: dict[str, Any], repoint: dict[str, str]) -> str:
+    """The line's text, with ``parentUuid``/``leafUuid`` re-pointed: below the last new
+    line when it hung below that line's anchor (``repoint``), and past dropped lines."""
     if not isinstance(record, dict):
         return text if text is not None else dump_line(record)
     changed = dict(record)
-    if index is not None and index in repoint:
-        changed["parentUuid"] = repoint[index]
+    parent_uuid = record.get("parentUuid")
+    if isinstance(parent_uuid, str) and parent_uuid in repoint:
+        changed["parentUuid"] = repoint[parent_uuid]
     for key in ("parentUuid", "leafUuid"):
         value = changed.get(key)
         seen: set[str] = set()
@@ -202,4 +285,5 @@ SPEC = FormatSpec(
     write=write,
     synthesize=anthropic.synthesize,
     wrap_results=wrap_results,
+    write_lines=write_lines,
 )

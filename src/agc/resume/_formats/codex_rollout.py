@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -18,7 +19,7 @@ from agc.resume._formats import openai_responses
 from agc.resume._formats.jsonl import dump_line
 from agc.resume._formats.model import Block, FormatSpec, History, Message
 
-__all__ = ["SPEC", "is_rollout_line", "read", "write"]
+__all__ = ["SPEC", "LineReader", "is_rollout_line", "read", "write", "write_lines"]
 
 _ROLLOUT_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -35,24 +36,65 @@ def is_rollout_line(record: Any) -> bool:
     )
 
 
-def read(records: Sequence[Any]) -> History:
-    """Read rollout lines (parsed JSON, or a line's text when it is not JSON)."""
-    messages: list[Message] = []
-    skipped: list[int] = []
-    for index, record in enumerate(records):
-        if isinstance(record, dict) and record.get("type") == "compacted":
-            skipped.extend(message.origin for message in messages if message.origin is not None)
-            messages = []
-            skipped.append(index)
-            continue
+class LineReader:
+    """Reads rollout lines one at a time, in order (the rule of :func:`read`), noting
+    whether any line is numbered (``ordinal``, ``metadata.history_sequence``)."""
+
+    __slots__ = ("compacted", "messages", "paginated", "sequenced", "session_id", "skipped")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.skipped: MutableSequence[int] = array("q")
+        self.compacted = False
+        self.paginated = False
+        self.sequenced = False
+        self.session_id: str | None = None
+
+    def feed(self, index: int, record: Any) -> Message | None:
+        """Read line ``index``; return its message, or ``None`` when it holds none."""
+        is_dict = isinstance(record, dict)
+        if not self.paginated and is_dict and "ordinal" in record:
+            self.paginated = _ordinal(record) is not None
+        if not self.sequenced and is_dict and "metadata" in record:
+            self.sequenced = _history_sequence(record) is not None
+        if self.session_id is None and is_dict and record.get("type") == "session_meta":
+            payload = record.get("payload")
+            session = payload.get("id") if isinstance(payload, dict) else None
+            self.session_id = session if isinstance(session, str) and session else None
+        if is_dict and record.get("type") == "compacted":
+            self.skipped.extend(m.origin for m in self.messages if m.origin is not None)
+            self.messages = []
+            self.skipped.append(index)
+            self.compacted = True
+            return None
         message = None
-        if isinstance(record, dict) and record.get("type") == "response_item":
+        if is_dict and record.get("type") == "response_item":
             message = openai_responses.item_message(record.get("payload"), index)
         if message is None:
-            skipped.append(index)
+            self.skipped.append(index)
         else:
-            messages.append(message)
-    return History("codex-rollout", messages, list(records), skipped=sorted(skipped))
+            self.messages.append(message)
+        return message
+
+    def notes(self) -> dict[str, bool]:
+        """What the writer needs to know of every line (see :func:`write`)."""
+        return {"paginated": self.paginated, "sequenced": self.sequenced}
+
+
+def read(records: Sequence[Any]) -> History:
+    """Read rollout lines (parsed JSON, or a line's text when it is not JSON)."""
+    reader = LineReader()
+    for index, record in enumerate(records):
+        reader.feed(index, record)
+    skipped = sorted(reader.skipped) if reader.compacted else list(reader.skipped)
+    return History(
+        "codex-rollout",
+        reader.messages,
+        list(records),
+        skipped=skipped,
+        notes=reader.notes(),
+        session_id=reader.session_id,
+    )
 
 
 def write(history: History, messages: list[Message]) -> list[Any]:
@@ -70,7 +112,20 @@ def write(history: History, messages: list[Message]) -> list[Any]:
     same way, and the new item carries ``metadata`` like the items Codex writes. A legacy
     rollout (no ordinals) gets neither.
     """
-    lines = history.lines or [dump_line(record) for record in history.records]
+    return list(write_lines(history, messages))
+
+
+def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
+    """:func:`write`, one line at a time: a line of the input is read (through
+    ``history.lines``/``history.records``) only when it is written, and parsed only when
+    the file is numbered (only then can its text change); the lines of dropped items
+    and the lines new items follow are read out of turn."""
+    lines: Sequence[str] = (
+        history.lines
+        if history.lines is not None
+        else [dump_line(record) for record in history.records]
+    )
+    records = history.records
     kept: set[int] = set()
     inserted: dict[int, list[Message]] = {}
     anchor: int | None = None
@@ -81,33 +136,53 @@ def write(history: History, messages: list[Message]) -> list[Any]:
             continue
         inserted.setdefault(anchor if anchor is not None else -1, []).append(message)
     history_lines = {m.origin for m in history.messages if m.origin is not None}
-    paginated = any(_ordinal(record) is not None for record in history.records)
-    sequenced = any(_history_sequence(record) is not None for record in history.records)
-    # (index of the input line or None for a new one, the line's record)
-    entries: list[tuple[int | None, Any]] = []
-    removed_sequences: list[int] = []
+    notes = history.notes
+    paginated = notes.get("paginated")
+    if paginated is None:
+        paginated = any(_ordinal(record) is not None for record in records)
+    sequenced = notes.get("sequenced")
+    if sequenced is None:
+        sequenced = any(_history_sequence(record) is not None for record in records)
+    removed = [
+        sequence
+        for index in sorted(history_lines - kept)
+        if (sequence := _history_sequence(records[index])) is not None
+    ]
+    renumber = _Renumber(sorted(removed))
+    numbered = paginated or sequenced
     for index in [-1, *range(len(lines))]:
-        if index >= 0:
-            record = history.records[index]
-            if index not in history_lines or index in kept:
-                entries.append((index, record))
-            elif (sequence := _history_sequence(record)) is not None:
-                removed_sequences.append(sequence)
-        for message in inserted.get(index, []):
-            entries.append((None, _new_line(history, index, message.raw, paginated, sequenced)))
-    return _numbered(lines, entries, removed_sequences)
+        if index >= 0 and (index not in history_lines or index in kept):
+            if not numbered:
+                # Without ordinals or sequence numbers nothing is renumbered.
+                yield lines[index]
+            else:
+                yield _renumbered(lines[index], records[index], renumber)
+        new = inserted.get(index)
+        if new:
+            at = records[index] if index >= 0 else {}
+            anchor_record = at if isinstance(at, dict) else {}
+            for message in new:
+                line = _new_line(anchor_record, message.raw, paginated, sequenced)
+                changed = renumber.apply(line, new=True)
+                yield dump_line(changed if changed is not None else line)
+
+
+def _renumbered(text: str, record: Any, renumber: _Renumber) -> str:
+    """An input line as written: renumbered where a line was inserted or removed before."""
+    if not isinstance(record, dict):
+        return text  # a damaged line: kept as it is
+    changed = renumber.apply(record, new=False)
+    return text if changed is None else _with_ordinal(text, record, changed)
 
 
 def _new_line(
-    history: History, at: int, payload: Any, paginated: bool, sequenced: bool
+    anchor: dict[str, Any], payload: Any, paginated: bool, sequenced: bool
 ) -> dict[str, Any]:
-    """A new ``response_item`` line after line ``at``, in Codex's key order.
+    """A new ``response_item`` line after the line ``anchor``, in Codex's key order.
 
     ``ordinal`` and ``metadata.history_sequence`` are placeholders that
-    :func:`_numbered` fills in.
+    :class:`_Renumber` fills in.
     """
-    record = history.records[at] if at >= 0 else {}
-    anchor = record if isinstance(record, dict) else {}
     line: dict[str, Any] = {"timestamp": anchor.get("timestamp")}
     if paginated:
         line["ordinal"] = None
@@ -142,26 +217,6 @@ def _history_sequence(record: Any) -> int | None:
 
 
 _ORDINAL_PREFIX: Final = re.compile(r'^(\{"timestamp":"[^"\\]*","ordinal":)(\d+)(?=[,}])')
-
-
-def _numbered(
-    lines: list[str], entries: list[tuple[int | None, Any]], removed_sequences: list[int]
-) -> list[str]:
-    """The output lines, renumbered where a line was inserted or removed before them."""
-    renumber = _Renumber(sorted(removed_sequences))
-    out: list[str] = []
-    for index, record in entries:
-        if index is not None and not isinstance(record, dict):
-            out.append(lines[index])  # a damaged line: kept as it is
-            continue
-        changed = renumber.apply(record, new=index is None)
-        if index is None:
-            out.append(dump_line(changed if changed is not None else record))
-        elif changed is None:
-            out.append(lines[index])
-        else:
-            out.append(_with_ordinal(lines[index], record, changed))
-    return out
 
 
 def _with_ordinal(text: str, record: dict[str, Any], changed: dict[str, Any]) -> str:
@@ -253,4 +308,5 @@ SPEC = FormatSpec(
     # Codex answers its shell tool with a plain function_call_output.
     synthesize=openai_responses.make_synthesizer("function_call_output"),
     wrap_results=wrap_results,
+    write_lines=write_lines,
 )

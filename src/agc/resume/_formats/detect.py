@@ -33,6 +33,7 @@ from agc.resume._gc import collector_paused
 
 __all__ = [
     "SPECS",
+    "LineFacts",
     "detect_format",
     "dump_history",
     "get_spec",
@@ -40,6 +41,7 @@ __all__ = [
     "is_agc_transcript",
     "load_history",
     "read_history",
+    "session_format",
 ]
 
 SPECS: Final[dict[FormatName, FormatSpec]] = {
@@ -180,11 +182,7 @@ _TRANSCRIPT_KEYS: Final = frozenset({"seq", "ts", "line"})
 def is_agc_transcript(records: Sequence[Any]) -> bool:
     """True when JSONL records are an agc run's sealed records (``{"seq", "ts", "line",
     "payload" | "invalid"}``), the form ``agc record``/``agc import`` store lines in."""
-    dicts = [record for record in records[:64] if isinstance(record, dict)]
-    return bool(dicts) and all(
-        record.keys() >= _TRANSCRIPT_KEYS and ("payload" in record or "invalid" in record)
-        for record in dicts
-    )
+    return bool(_facts(records[:64]).head_transcript)
 
 
 def _transcript_error(source: str) -> HistoryFormatError:
@@ -196,24 +194,93 @@ def _transcript_error(source: str) -> HistoryFormatError:
     )
 
 
+class LineFacts:
+    """What tells the format of a JSONL file, gathered one record at a time (a streamed
+    file is judged by the same rule as one read whole: :func:`session_format`)."""
+
+    __slots__ = ("claude", "exec_stream", "head", "head_transcript", "rollout")
+
+    def __init__(self) -> None:
+        self.head = 0  # records seen, up to 64
+        self.head_transcript: bool | None = None  # every dict among the first 64 is one
+        self.rollout = False
+        self.claude = False
+        self.exec_stream = False
+
+    def feed(self, record: Any) -> None:
+        if self.rollout and self.head >= 64:
+            return  # decided: nothing later changes the verdict
+        if self.head < 64:
+            self.head += 1
+            if isinstance(record, dict):
+                sealed = record.keys() >= _TRANSCRIPT_KEYS and (
+                    "payload" in record or "invalid" in record
+                )
+                self.head_transcript = sealed and self.head_transcript is not False
+        if not isinstance(record, dict):
+            return
+        if not self.rollout and codex_rollout.is_rollout_line(record):
+            self.rollout = True
+        if (
+            not self.claude
+            and _type(record) in _CLAUDE_TYPES
+            and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
+        ):
+            self.claude = True
+        if not self.exec_stream and _type(record) in _CODEX_EXEC_TYPES:
+            self.exec_stream = True
+
+    def first(self) -> FormatName | None:
+        """The format the records seen so far tell (a rollout line outweighs the rest)."""
+        if self.rollout:
+            return "codex-rollout"
+        return "claude-code" if self.claude else None
+
+
+def _facts(records: Sequence[Any]) -> LineFacts:
+    facts = LineFacts()
+    for record in records:
+        facts.feed(record)
+    return facts
+
+
 def _detect_lines(records: Sequence[Any], *, source: str) -> FormatName:
-    if is_agc_transcript(records):
+    return _format_of(_facts(records), source)
+
+
+def _format_of(facts: LineFacts, source: str) -> FormatName:
+    if facts.head_transcript:
         raise _transcript_error(source)
-    dicts = [record for record in records if isinstance(record, dict)]
-    if any(codex_rollout.is_rollout_line(record) for record in dicts):
-        return "codex-rollout"
-    if any(
-        _type(record) in _CLAUDE_TYPES
-        and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
-        for record in dicts
-    ):
-        return "claude-code"
-    if any(_type(record) in _CODEX_EXEC_TYPES for record in dicts):
+    found = facts.first()
+    if found is not None:
+        return found
+    if facts.exec_stream:
         raise HistoryFormatError(
             f"{source} is a `codex exec --json` event stream: it holds no resumable history",
             hint="Resume from the rollout file Codex keeps under ~/.codex/sessions/ instead.",
         )
     raise HistoryFormatError(f"{source}: cannot tell the format of this JSONL file")
+
+
+def session_format(facts: LineFacts, *, source: str, format: FormatName | None) -> FormatName:
+    """The format of a JSONL file by its :class:`LineFacts`, or ``format`` when it is
+    given and the lines are not of another known format (the checks of
+    :func:`history_from_lines`).
+
+    Raises:
+        HistoryFormatError: see :func:`load_history`.
+    """
+    if format is None:
+        return _format_of(facts, source)
+    if facts.head_transcript:
+        raise _transcript_error(source)
+    try:
+        found: str | None = _format_of(facts, source)
+    except HistoryFormatError:
+        found = None
+    if found is not None and found != format:
+        raise HistoryFormatError(f"{source} is a {found} session file, not {format}")
+    return format
 
 
 def detect_format(records: Sequence[Any], *, line_based: bool, source: str = "input") -> FormatName:
@@ -279,18 +346,14 @@ def history_from_lines(
 ) -> History:
     """:func:`load_history` of JSONL already split by
     :func:`~agc.resume._formats.jsonl.parse_jsonl` (same errors)."""
-    chosen = format or detect_format(records, line_based=True, source=source)
+    facts = _facts(records)
+    chosen = format or _format_of(facts, source)
     spec = get_spec(chosen)
-    if format is not None and is_agc_transcript(records):
+    if format is not None and facts.head_transcript:
         raise _transcript_error(source)
     if format is not None and spec.line_based:
         # A session file of the other kind read as this one shows no history at all.
-        try:
-            found: str | None = detect_format(records, line_based=True, source=source)
-        except HistoryFormatError:
-            found = None
-        if found is not None and found != chosen:
-            raise HistoryFormatError(f"{source} is a {found} session file, not {chosen}")
+        session_format(facts, source=source, format=format)
     if not spec.line_based:
         if len(records) == 1 and isinstance(records[0], list):
             return spec.read(records[0])

@@ -10,7 +10,7 @@ byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -113,7 +113,7 @@ class Block(_HoldsRaw):
     Compared by identity; ``__slots__``: a long history holds millions of them.
     """
 
-    __slots__ = ("arguments", "call_id", "kind", "name", "origin", "synthetic")
+    __slots__ = ("_arguments", "call_id", "kind", "name", "origin", "synthetic")
 
     def __init__(
         self,
@@ -129,9 +129,22 @@ class Block(_HoldsRaw):
         self._raw = raw
         self.call_id = call_id
         self.name = name
-        self.arguments = arguments
+        self._arguments = arguments
         self.origin = origin
         self.synthetic = synthetic
+
+    @property
+    def arguments(self) -> Any:
+        """The call's arguments as stored (a :class:`RawRef` held is parsed when read)."""
+        return resolve(self._arguments)
+
+    @arguments.setter
+    def arguments(self, value: Any) -> None:
+        self._arguments = value
+
+    def held_arguments(self) -> Any:
+        """``arguments`` as held: the value, or its :class:`RawRef` (not parsed)."""
+        return self._arguments
 
     def __repr__(self) -> str:
         return (
@@ -195,15 +208,22 @@ class History:
             lines such as metadata, progress events or lines that are not objects).
         torn: for session files, the index of a torn last line (not JSON and no final
             newline: a write cut off by a crash), else ``None``. See :mod:`.torn`.
+        notes: what a reader noted about every record that a writer needs (Codex:
+            ``paginated``, ``sequenced``), so a streamed file is not read again for it.
+        session_id: the session id the client wrote in the file (Claude Code: the first
+            ``sessionId`` of its lines; Codex: the ``id`` of ``session_meta``), else
+            ``None``. It is the session's identity in idempotency keys.
     """
 
     format: FormatName
     messages: list[Message]
     records: Sequence[Any]
-    lines: list[str] | None = None
+    lines: Sequence[str] | None = None
     final_newline: bool = True
-    skipped: list[int] = field(default_factory=list)
+    skipped: Sequence[int] = field(default_factory=list)
     torn: int | None = None
+    notes: dict[str, bool] = field(default_factory=dict)
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -221,6 +241,8 @@ class FormatSpec:
         synthesize: a call block and the error text -> a synthetic result block, or
             ``None`` when the call's type cannot be answered synthetically.
         wrap_results: result blocks -> the message(s) that carry them.
+        write_lines: for session files, ``write`` one line of text at a time (``write``
+            is its list), so a repair is written as it is made.
     """
 
     name: FormatName
@@ -231,6 +253,7 @@ class FormatSpec:
     write: Callable[[History, list[Message]], list[Any]]
     synthesize: Callable[[Block, str], Block | None]
     wrap_results: Callable[[list[Block]], list[Message]]
+    write_lines: Callable[[History, list[Message]], Iterator[str]] | None = None
 
 
 def arguments_are_json(arguments: Any) -> bool:

@@ -1,0 +1,237 @@
+"""``agc resume`` on large session files: time and peak memory against ``json.loads``.
+
+The inputs are real-shaped: the message lines of a real Claude Code session and of a
+real Codex rollout (``../shared/fixtures/real``, or a small built-in sample of the same
+shapes when it is absent) repeated until the file reaches the size asked, every call
+id and line uuid made unique per copy, the last call left in flight (no result).
+
+Each command runs in a process of its own (see :mod:`benchmarks.history_memory` for the
+peak: ``VmHWM`` read at the interpreter's exit). The baseline is a plain loop of
+``json.loads`` over the same file's lines, also in a process of its own, in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["baseline_loads", "make_claude_session", "make_codex_rollout"]
+
+_SHARED = Path(
+    os.environ.get("AGC_SHARED_DIR") or Path(__file__).resolve().parents[1].parent / "shared"
+)
+_REAL = _SHARED / "fixtures" / "real"
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CLAUDE_CALL = re.compile(rb'(?<=")toolu_[A-Za-z0-9]+(?=")')
+_CODEX_CALL = re.compile(rb'(?<=")call_[A-Za-z0-9]{8,}(?=")')
+
+
+def _template(kind: str) -> list[bytes]:
+    if kind == "claude-code":
+        path = _REAL / "claude-code" / "agentcmd-full-session.jsonl"
+    else:
+        folder = _REAL / "codex-rollout"
+        path = (
+            max(folder.glob("rollout-*.jsonl"), key=lambda p: p.stat().st_size)
+            if folder.is_dir()
+            else folder
+        )
+    if not path.is_file():
+        raise RuntimeError(
+            f"{path} is absent: the streaming benchmark needs ../shared/fixtures/real"
+        )
+    return [line for line in path.read_bytes().split(b"\n") if line]
+
+
+def _copies(lines: list[bytes], call: re.Pattern[bytes], size: int, head: int) -> Iterator[bytes]:
+    body = b"\n".join(lines[head:]) + b"\n"
+    yield b"\n".join(lines[:head]) + (b"\n" if head else b"")
+    written = len(body)
+    copy = 0
+    while written < size:
+        copy += 1
+        tag = b"%08x" % copy
+
+        def uuid(match: re.Match[bytes], tag: bytes = tag) -> bytes:
+            return match.group(0)[:-8] + tag
+
+        def call_id(match: re.Match[bytes], tag: bytes = tag) -> bytes:
+            return match.group(0) + b"x" + tag
+
+        chunk = call.sub(call_id, _UUID.sub(uuid, body)) if copy > 1 else body
+        written += len(chunk)
+        yield chunk
+
+
+def _answered(lines: list[bytes]) -> list[bytes]:
+    """The template without the calls it leaves unanswered: the copies then hold one
+    call without a result, the last (in flight)."""
+    results = set(re.findall(rb'"tool_use_id":"(toolu_[A-Za-z0-9]+)"', b"\n".join(lines)))
+    return [
+        line
+        for line in lines
+        if not set(re.findall(rb'"type":"tool_use","id":"(toolu_[A-Za-z0-9]+)"', line)) - results
+    ]
+
+
+def make_claude_session(path: Path, size: int) -> dict[str, Any]:
+    """A Claude Code session of about ``size`` bytes ending with a call in flight."""
+    lines = _answered(_template("claude-code"))
+    call = next(line for line in reversed(lines) if b'"tool_use"' in line)
+    with path.open("wb") as out:
+        for chunk in _copies(lines, _CLAUDE_CALL, size, 0):
+            out.write(chunk)
+        out.write(_CLAUDE_CALL.sub(b"toolu_inflight", call) + b"\n")
+    return {"bytes": path.stat().st_size}
+
+
+def make_codex_rollout(path: Path, size: int) -> dict[str, Any]:
+    """A Codex rollout of about ``size`` bytes ending with a call in flight."""
+    lines = _template("codex-rollout")
+    session_meta = [line for line in lines if b'"type":"session_meta"' in line]
+    rest = [line for line in lines if b'"type":"session_meta"' not in line]
+    call = next(line for line in reversed(rest) if b'"type":"function_call"' in line)
+    with path.open("wb") as out:
+        for chunk in _copies([*session_meta, *rest], _CODEX_CALL, size, len(session_meta)):
+            out.write(chunk)
+        out.write(_CODEX_CALL.sub(b"call_inflight", call) + b"\n")
+    return {"bytes": path.stat().st_size}
+
+
+_LOADS = """
+import json, sys
+with open(sys.argv[1], "rb") as handle:
+    for line in handle:
+        json.loads(line)
+"""
+
+
+def _peak_of(argv: list[str]) -> tuple[float, int, int]:
+    """Wall seconds, peak RSS bytes and exit code of a Python command (``-c`` script)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", sys.executable, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    seconds = time.perf_counter() - start
+    peak = int(done.stderr.decode().strip().splitlines()[-1]) * 1024
+    return seconds, peak, done.returncode
+
+
+def baseline_loads(path: Path) -> tuple[float, int]:
+    seconds, peak, _ = _peak_of(["-c", _LOADS, str(path)])
+    return seconds, peak
+
+
+def agc_resume(args: list[str]) -> tuple[float, int, int]:
+    script = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    return _peak_of(["-c", script, "resume", *args])
+
+
+_TARGET_CHECK = 2.0
+_TARGET_REPAIR = 3.0
+_TARGET_PEAK = 150 * 1000**2
+_SIZE_OPTION = "AGC_BENCH_RESUME_LARGE"  # e.g. 1GB: the flat-memory case, opt-in
+
+
+def bench_resume_streaming(ctx: Any) -> Any:
+    """The suite: check and repair (synthesize, ``--out``) of a Claude Code session and a
+    Codex rollout of 100 MB (1 MB with ``--quick``), beside the ``json.loads`` loop over
+    the same file; with ``AGC_BENCH_RESUME_LARGE=<size>`` also that size (1 GB: 12x the
+    time of 100 MB, with flat memory)."""
+    from benchmarks.report import Row, Section, Target  # noqa: PLC0415 - only when run
+    from benchmarks.run import parse_size  # noqa: PLC0415
+
+    section = Section(
+        "resume_streaming",
+        "Resume of large session files",
+        "agc resume FILE --check and --strategy synthesize --out on real-shaped session "
+        "files (real lines repeated, ids made unique, the last call in flight); each "
+        "command and the json.loads loop in a process of their own, one round; peak is "
+        "the process's maximum resident set (/usr/bin/time).",
+    )
+    sizes = [1_000_000] if ctx.quick else [100_000_000]
+    large = os.environ.get(_SIZE_OPTION)
+    if large:
+        sizes.append(parse_size(large))
+    makers = {"claude-code": make_claude_session, "codex-rollout": make_codex_rollout}
+    for kind, make in makers.items():
+        seconds_by_size: dict[int, float] = {}
+        for size in sizes:
+            path = ctx.work / f"{kind}-{size}.jsonl"
+            try:
+                make(path, size)
+            except RuntimeError as exc:
+                section.rows.append(Row(f"{kind} {size:,} B", skipped=str(exc)))
+                continue
+            base_s, base_peak = baseline_loads(path)
+            row = Row(f"{kind} {size:,} B: json.loads loop", median_s=base_s, rounds=1)
+            row.peak_bytes = base_peak
+            section.rows.append(row)
+            out = ctx.work / f"{kind}-{size}.out.jsonl"
+            for label, argv, target in (
+                ("check", [str(path), "--check"], _TARGET_CHECK),
+                (
+                    "repair",
+                    [str(path), "--strategy", "synthesize", "--out", str(out)],
+                    _TARGET_REPAIR,
+                ),
+            ):
+                out.unlink(missing_ok=True)
+                seconds, peak, code = agc_resume(argv)
+                row = Row(
+                    f"{kind} {size:,} B: agc resume {label}",
+                    median_s=seconds,
+                    rounds=1,
+                    baseline="json.loads loop",
+                    ratio=base_s / seconds,
+                )
+                row.peak_bytes = peak
+                section.rows.append(row)
+                if code not in (0, 1):
+                    row.skipped = f"exit {code}"
+                if label == "check":
+                    seconds_by_size[size] = seconds
+                section.targets.append(
+                    Target.judge(
+                        f"resume-{kind}-{label}-{size}",
+                        f"{kind} {label}, {size:,} B: within {target:g}x of json.loads",
+                        seconds / base_s,
+                        threshold=target,
+                        op="<=",
+                        note="time ratio",
+                    )
+                )
+                section.targets.append(
+                    Target.judge(
+                        f"resume-{kind}-{label}-{size}-peak",
+                        f"{kind} {label}, {size:,} B: peak under 150 MB",
+                        peak / 1000**2,
+                        threshold=_TARGET_PEAK / 1000**2,
+                        op="<=",
+                        note="MB",
+                    )
+                )
+            path.unlink(missing_ok=True)
+            out.unlink(missing_ok=True)
+        if len(seconds_by_size) == 2:
+            small, big = sizes
+            section.targets.append(
+                Target.judge(
+                    f"resume-{kind}-linear",
+                    f"{kind} check: {big:,} B within 12x of {small:,} B",
+                    seconds_by_size[big] / seconds_by_size[small],
+                    threshold=12.0,
+                    op="<=",
+                    note="time ratio",
+                )
+            )
+    return section

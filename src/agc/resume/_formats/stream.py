@@ -1,0 +1,349 @@
+"""Reading a session file (JSONL) from disk in one forward pass, holding only the view.
+
+A session file of a long agent run is hundreds of megabytes; its parsed lines take
+several times that in Python objects. Read here, each line is parsed, read into the
+neutral view by the format's line reader and let go: the history keeps the view (roles,
+block kinds, call ids, tool names) and, per line, only its place in the file. Every
+``raw`` and every call's ``arguments`` is a :class:`~agc.resume._formats.model.RawRef`
+to its line, which is read from the file and parsed again when asked (by a writer, for
+the few lines a repair changes, or for the arguments a report shows).
+
+The lines are read as :func:`~agc.resume._formats.jsonl.parse_jsonl` reads them (the
+same UTF-8 rule, the same JSON rule, a cut inside a character on the last line kept as
+U+FFFD), and the format is told as :func:`~agc.resume._formats.detect.load_history`
+tells it, so a file read here gives the history ``load_history`` gives of its bytes.
+
+The file must not change while the history is used: :meth:`LineFile.check_unchanged`
+refuses a file whose size, modification time or inode changed since it was read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, overload
+
+from agc._core import json as strict_json
+from agc.errors import InputError, JsonInvalidError
+from agc.resume._formats import claude_code, codex_rollout
+from agc.resume._formats.model import Block, FormatName, History, RawRef
+from agc.resume._formats.torn import torn_line
+
+if TYPE_CHECKING:
+    from agc.resume._formats.detect import LineFacts
+
+__all__ = ["LineFile", "LineSequence", "scan_session"]
+
+_CHUNK: Final = 1 << 20
+Progress = Callable[[int], None]
+"""Called with the bytes read so far."""
+
+
+class LineFile:
+    """The lines of a file on disk, by their places: line ``i`` is read again when
+    asked. Open until :meth:`close` (or until garbage-collected)."""
+
+    def __init__(
+        self,
+        path: Path,
+        starts: array[int],
+        ends: array[int],
+        last: str | None,
+        stamp: tuple[int, ...],
+    ) -> None:
+        self.path = path
+        self.starts = starts
+        self.ends = ends
+        self._last = last  # the last line's text when it ends inside a character
+        self._stamp = stamp
+        self._fd: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def _handle(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        return self._fd
+
+    def text(self, index: int) -> str:
+        """Line ``index`` without its line break (a ``\\r`` before it kept)."""
+        if self._last is not None and index == len(self.starts) - 1:
+            return self._last
+        start = self.starts[index]
+        size = self.ends[index] - start
+        data = os.pread(self._handle(), size, start)
+        if len(data) != size:
+            raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
+        return data.decode("utf-8")
+
+    def record(self, index: int) -> Any:
+        """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
+        return _parse(self.text(index))
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`~agc.errors.InputError` when the file changed since it was read."""
+        if _stamp(os.stat(self.path)) != self._stamp:
+            raise InputError(
+                f"{self.path} changed while agc read it (another program wrote to it)",
+                hint="Stop the agent that writes this session, then run agc resume again.",
+            )
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class LineSequence(Sequence[Any]):
+    """The first ``count`` lines of a :class:`LineFile`, as texts or as records: the
+    ``records`` and ``lines`` of a streamed :class:`History`."""
+
+    __slots__ = ("_count", "_file", "_parsed")
+
+    def __init__(self, file: LineFile, count: int, *, parsed: bool) -> None:
+        self._file = file
+        self._count = count
+        self._parsed = parsed
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> LineSequence: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._count)
+            if start != 0 or step != 1:
+                raise ValueError("only a leading slice of a file's lines is supported")
+            return LineSequence(self._file, stop, parsed=self._parsed)
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        return self._file.record(index) if self._parsed else self._file.text(index)
+
+    def __iter__(self) -> Iterator[Any]:
+        for index in range(self._count):
+            yield self[index]
+
+    def check_unchanged(self) -> None:
+        """See :meth:`LineFile.check_unchanged`."""
+        self._file.check_unchanged()
+
+
+def _parse(text: str) -> Any:
+    line = text[:-1] if text.endswith("\r") else text
+    try:
+        return strict_json.loads(line, allow_lone_surrogates=True)
+    except JsonInvalidError:
+        return line
+
+
+def _stamp(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def scan_session(
+    path: Path,
+    *,
+    source: str,
+    format: FormatName | None,
+    progress: Progress | None = None,
+) -> History:
+    """Read the session file at ``path`` in one pass (see the module docstring).
+
+    Args:
+        path: a regular file (the caller has opened and judged it).
+        source: its name, for messages.
+        format: ``codex-rollout`` or ``claude-code``; ``None`` to detect it.
+        progress: called now and then with the bytes read so far.
+
+    Raises:
+        InputError: empty, or not UTF-8 (naming the line).
+        HistoryFormatError: as :func:`~agc.resume._formats.detect.load_history`.
+        OSError: the file cannot be read.
+    """
+    from agc.resume._formats.detect import session_format  # noqa: PLC0415 - detect imports this module
+
+    chosen = format
+    while True:
+        found = _scan(path, source=source, format=chosen, progress=progress)
+        history, facts = found
+        decided = session_format(facts, source=source, format=format)
+        if decided == history.format:
+            return history
+        chosen = decided  # the lines hold another format than the first one read
+        progress = None
+
+
+def _scan(
+    path: Path, *, source: str, format: FormatName | None, progress: Progress | None
+) -> tuple[History, LineFacts]:
+    from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
+
+    starts: array[int] = array("q")
+    ends: array[int] = array("q")
+    facts = LineFacts()
+    reader: claude_code.LineReader | codex_rollout.LineReader | None = None
+    chosen = format
+    records = LineFile(path, starts, ends, None, ())
+    refs = LineSequence(records, 0, parsed=True)
+    paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
+    offset = 0
+    final_newline = True
+    blank = True
+    last_text: str | None = None
+    last_record: Any = None
+    next_report = _CHUNK * 8
+    decided = False  # the facts can no longer change the format
+    with path.open("rb") as handle:
+        stamp = _stamp(os.fstat(handle.fileno()))
+        for raw in handle:
+            index = len(starts)
+            final_newline = raw.endswith(b"\n")
+            body = raw[:-1] if final_newline else raw
+            starts.append(offset)
+            ends.append(offset + len(body))
+            offset += len(raw)
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if final_newline or exc.end != len(body) or exc.reason != "unexpected end of data":
+                    raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
+                text = body[: exc.start].decode("utf-8") + "\ufffd"
+                records._last = text
+            if blank and text.strip():
+                blank = False
+            record = _parse(text)
+            if not decided:
+                facts.feed(record)
+                decided = facts.rollout and facts.head >= 64
+            if chosen is None:
+                chosen = facts.first()
+            if chosen is not None:
+                if reader is None:
+                    reader = (
+                        claude_code.LineReader()
+                        if chosen == "claude-code"
+                        else codex_rollout.LineReader()
+                    )
+                    for earlier in range(index):  # lines before the first telling one
+                        _feed(reader, earlier, records.record(earlier), refs, paths)
+                _feed(reader, index, record, refs, paths)
+            last_text, last_record = text, record
+            if progress is not None and offset >= next_report:
+                progress(offset)
+                next_report = offset + _CHUNK * 8
+    del last_record
+    if blank:
+        raise InputError(f"{source} is empty")
+    if progress is not None:
+        progress(offset)
+    records._stamp = stamp
+    count = len(starts)
+    refs._count = count
+    if reader is None:
+        reader = (
+            codex_rollout.LineReader() if chosen == "codex-rollout" else claude_code.LineReader()
+        )
+        reader.skipped.extend(range(count))
+    chosen = chosen or "claude-code"  # no line tells: session_format refuses the file
+    skipped: Sequence[int] = reader.skipped
+    notes: dict[str, bool] = {}
+    if isinstance(reader, codex_rollout.LineReader):
+        notes = reader.notes()
+        if reader.compacted:
+            skipped = array("q", sorted(reader.skipped))
+    lines = LineSequence(records, count, parsed=False)
+    history = History(
+        chosen,
+        reader.messages,
+        refs,
+        lines=lines,
+        final_newline=final_newline,
+        skipped=skipped,
+        notes=notes,
+        session_id=reader.session_id,
+    )
+    history.torn = (
+        count - 1
+        if not final_newline and last_text is not None and torn_line([last_text], False) == 0
+        else None
+    )
+    return history, facts
+
+
+def _feed(
+    reader: claude_code.LineReader | codex_rollout.LineReader,
+    index: int,
+    record: Any,
+    records: LineSequence,
+    paths: dict[tuple[str | int, ...], tuple[str | int, ...]],
+) -> None:
+    """Read one line into the view, its parts held as places in the file."""
+    if isinstance(reader, codex_rollout.LineReader):
+        message = reader.feed(index, record)
+        if message is None:
+            return
+        payload = RawRef(records, index, ("payload",))
+        message.raw = payload
+        message.role = sys.intern(message.role)
+        for block in message.blocks:
+            block.raw = payload
+            _detach_block(block, record["payload"], records, index, ("payload",), paths)
+        return
+    blocks = reader.feed(index, record)
+    if not blocks:
+        return
+    reader.messages[-1].role = sys.intern(reader.messages[-1].role)
+    content = record["message"]["content"]
+    if isinstance(content, str):
+        blocks[0].raw = RawRef(records, index, ("message", "content"))
+        return
+    for position, (block, part) in enumerate(zip(blocks, content, strict=True)):
+        where = _shared(paths, ("message", "content", position))
+        block.raw = RawRef(records, index, where)
+        _detach_block(block, part, records, index, where, paths)
+
+
+_ARGUMENT_KEYS: Final = ("input", "arguments", "action")
+
+
+def _detach_block(
+    block: Block,
+    raw: Any,
+    records: LineSequence,
+    index: int,
+    where: tuple[str | int, ...],
+    paths: dict[tuple[str | int, ...], tuple[str | int, ...]],
+) -> None:
+    """Hold a call's arguments as a place (when they are more than a few bytes), and
+    share the strings that repeat (tool names, call ids: a call's and its result's)."""
+    if type(block.name) is str:
+        block.name = sys.intern(block.name)
+    if type(block.call_id) is str:
+        block.call_id = sys.intern(block.call_id)
+    arguments = block.held_arguments()
+    if arguments is None or (type(arguments) is str and len(arguments) <= 64):
+        return
+    if not isinstance(raw, dict):
+        return
+    for key in _ARGUMENT_KEYS:
+        if key in raw and raw[key] is arguments:
+            block.arguments = RawRef(records, index, _shared(paths, (*where, key)))
+            return
+
+
+def _shared(
+    paths: dict[tuple[str | int, ...], tuple[str | int, ...]], path: tuple[str | int, ...]
+) -> tuple[str | int, ...]:
+    return paths.setdefault(path, path)

@@ -1,0 +1,162 @@
+"""Session files read and repaired line by line from disk (``_formats.stream``,
+``repair_streamed``), against the same files read whole (``load_history``,
+``repair_loaded``): the same history, the same findings, the same repaired bytes and
+report, on every session-file fixture and every real file; and one idempotency key per
+call whichever way a session is resumed (a file, the run it was imported into, a
+snapshot)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agc.cli.app import main
+from agc.errors import AgcError
+from agc.resume._formats import load_history
+from agc.resume._formats.model import FormatName, History
+from agc.resume._formats.stream import scan_session
+from agc.resume._repair import Strategy, repair_loaded, repair_streamed
+from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
+from agc.resume._validate import check_loaded
+from tests.resume.helpers import REAL_FIXTURES, need, shared_params
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+FIXTURES = [
+    *(pytest.param(path, id=path.name) for path in sorted(GOLDEN.glob("*.jsonl"))),
+    *shared_params(REAL_FIXTURES, "*/*.jsonl"),
+]
+
+
+def _both(path: Path) -> tuple[History | AgcError, History | AgcError]:
+    def whole() -> History | AgcError:
+        try:
+            return load_history(path.read_bytes(), source=str(path))
+        except AgcError as exc:
+            return exc
+
+    def streamed() -> History | AgcError:
+        try:
+            return scan_session(path, source=str(path), format=None)
+        except AgcError as exc:
+            return exc
+
+    return whole(), streamed()
+
+
+@pytest.mark.parametrize("path", FIXTURES)
+def test_streamed_read_and_check_equal_the_whole_read(path: Path | None) -> None:
+    path = need(path, REAL_FIXTURES)
+    whole, streamed = _both(path)
+    if isinstance(whole, AgcError) or isinstance(streamed, AgcError):
+        assert type(whole) is type(streamed)
+        assert str(whole) == str(streamed)
+        return
+    assert list(streamed.lines or ()) == list(whole.lines or ())
+    assert list(streamed.records) == list(whole.records)
+    assert list(streamed.skipped) == list(whole.skipped)
+    assert (streamed.torn, streamed.final_newline) == (whole.torn, whole.final_newline)
+    assert streamed.session_id == whole.session_id
+    assert check_loaded(streamed).to_dict() == check_loaded(whole).to_dict()
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+@pytest.mark.parametrize("path", FIXTURES)
+def test_streamed_repair_writes_the_bytes_of_the_whole_repair(
+    path: Path | None, strategy: Strategy, tmp_path: Path
+) -> None:
+    path = need(path, REAL_FIXTURES)
+    whole, streamed = _both(path)
+    if isinstance(whole, AgcError) or isinstance(streamed, AgcError):
+        return  # refused alike (the test above)
+    expected = repair_loaded(whole, strategy=strategy)
+    out = tmp_path / "out.jsonl"
+    with out.open("wb") as sink:
+        report = repair_streamed(
+            streamed,
+            sink,
+            lambda: scan_session(out, source="out", format=streamed.format),
+            strategy=strategy,
+        )
+    assert out.read_bytes() == expected.data
+    assert report.to_dict() == expected.report.to_dict()
+
+
+def _cut_in_flight(source: Path, folder: Path) -> tuple[Path, str]:
+    """The session cut after its last tool call's line: that call is in flight."""
+    lines = source.read_bytes().splitlines(keepends=True)
+    marker = (b'"type":"tool_use"', b'"type":"function_call"')
+    last = max(i for i, line in enumerate(lines) if any(m in line for m in marker))
+    cut = folder / source.name
+    cut.write_bytes(b"".join(lines[: last + 1]))
+    history = load_history(cut.read_bytes(), source=str(cut))
+    call = history.messages[-1].calls()[-1]
+    assert call.call_id is not None
+    return cut, call.call_id
+
+
+def _keys(document: dict[str, Any], call_id: str) -> set[str]:
+    return {
+        change["idempotency_key"]
+        for change in document["report"]["changes"]
+        if change["call_id"] == call_id and change["idempotency_key"] is not None
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        *shared_params(REAL_FIXTURES / "claude-code", "*.jsonl"),
+        *shared_params(REAL_FIXTURES / "codex-rollout", "*.jsonl"),
+    ],
+)
+def test_one_key_per_call_from_a_file_a_run_and_a_snapshot(
+    path: Path | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = need(path, REAL_FIXTURES)
+    try:
+        cut, call_id = _cut_in_flight(path, tmp_path)
+    except ValueError:
+        pytest.skip(f"{path.name} holds no tool call")
+    store = tmp_path / "store"
+    history = load_history(cut.read_bytes(), source=str(cut))
+    assert history.session_id, "the real files carry the client's session id"
+
+    def keys(argv: list[str]) -> set[str]:
+        capsys.readouterr()
+        assert main(["resume", *argv, "--strategy", "synthesize", "--json"]) == 0
+        return _keys(json.loads(capsys.readouterr().out), call_id)
+
+    from_file = keys([str(cut)])
+    assert main(["import", str(cut), "--run-id", "imported", "--store", str(store)]) == 0
+    from_run = keys(["imported", "--store", str(store)])
+    if history.format == "claude-code":
+        messages: list[Any] = [
+            {
+                "role": message.role,
+                "content": [
+                    {"type": "text", "text": b.raw} if isinstance(b.raw, str) else b.raw
+                    for b in message.blocks
+                ],
+            }
+            for message in history.messages
+        ]
+        api: FormatName = "anthropic"
+    else:
+        messages, api = [message.raw for message in history.messages], "openai-responses"
+    save_snapshot(
+        SessionSnapshot(
+            run_id="snap",
+            session_id=history.session_id,
+            messages=messages,
+            tool_call_state=ToolCallState(in_flight=True, pending_tool_call_id=call_id),
+            agent_config={},
+            format=api,
+        ),
+        store=store,
+    )
+    from_snapshot = keys(["snap", "--store", str(store)])
+    assert len(from_file) == 1
+    assert from_file == from_run == from_snapshot
