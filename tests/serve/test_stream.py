@@ -427,3 +427,22 @@ def test_mcp_server_base64_output_over_the_bound_never_leaks() -> None:
     sealed = _chunks_of(out)
     assert survivors(secret.pieces(), sealed.decode()) == []
     assert sealed == redact_text(data.decode()).encode()
+
+
+@pytest.mark.parametrize(("secret", "carrier"), ONE_PER_KIND, ids=lambda v: getattr(v, "kind", ""))
+def test_a_key_in_a_short_stream_the_turn_bound_releases_never_leaks(
+    secret: Secret, carrier: str
+) -> None:
+    # Many open streams fill the turn's bound; the stream that then crosses it is the
+    # largest, shorter than a tail of TAIL_CHARS, and ends in the first part of a key.
+    filler, head = "a " * 3950, "b " * 4050
+    count = (TURN_HOLD_BYTES - len(head)) // len(filler) + 1
+    for cut in sorted({1, len(carrier) // 2, len(carrier) - 1}):
+        events = [_delta(f"f{i}", filler, OUTPUT) for i in range(count)]
+        events += [_delta("key", head + carrier[:cut], OUTPUT)]
+        events += [_delta("key", carrier[cut:] + " end", OUTPUT)]
+        out, _ = _feed(events)
+        releases = [p["agcJoined"]["release"] for _, p, _ in out if p.get("itemId") == "key"]
+        assert releases[0] == "bound", releases  # the turn's bound took this stream
+        assert _leaks(secret, out, ["key"]) == [], (secret.kind, cut)
+        assert "".join(_texts(out, "key")) == redact_text(head + carrier + " end")

@@ -27,7 +27,8 @@ joined text, and ``agcJoined: {"deltas", "release", "part"}``. A stream is relea
   ``turn_aborted``) or ends in any other way (:meth:`DeltaHold.drain`: a dead agent, a
   timeout, a cancel), so the accepted text is never lost;
 * ``bound``: when it holds more than :data:`HOLD_BYTES` (UTF-8) or the turn's streams
-  together more than :data:`TURN_HOLD_BYTES` (then the largest stream). Only text up to
+  together more than :data:`TURN_HOLD_BYTES` (then the largest stream; one of at most
+  twice :data:`TAIL_CHARS` characters keeps half of its text held). Only text up to
   a *clean cut* is released: a position at least :data:`TAIL_CHARS` characters before
   the end that no secret the detector finds crosses (see :func:`clean_cut`). The rest
   stays held and is redacted again with what follows. A secret of at most
@@ -316,6 +317,10 @@ class DeltaHold:
         """Release a stream over its bound up to a clean cut (see the module docstring)."""
         text = stream.text
         found = clean_cut(text, stats=self.stats) if len(text) > TAIL_CHARS else None
+        if found is None and force and 1 < len(text) <= 2 * TAIL_CHARS:
+            # The turn's bound took a stream too short for a tail of TAIL_CHARS: keep
+            # half of it held, so a secret at its end is not cut where it stops now.
+            found = clean_cut(text, len(text) // 2, self.stats)
         if found is None and stream.held_bytes <= FORCE_BYTES and not force:
             stream.retry_at = stream.held_bytes + HOLD_BYTES // 4
             return []
