@@ -446,3 +446,32 @@ def test_a_key_in_a_short_stream_the_turn_bound_releases_never_leaks(
         assert releases[0] == "bound", releases  # the turn's bound took this stream
         assert _leaks(secret, out, ["key"]) == [], (secret.kind, cut)
         assert "".join(_texts(out, "key")) == redact_text(head + carrier + " end")
+
+
+_NO_SURROGATES = st.characters(exclude_categories=("Cs",))
+
+
+@given(
+    st.lists(st.tuples(st.booleans(), st.text(_NO_SURROGATES, min_size=1, max_size=20)), min_size=1)
+)
+@settings(max_examples=60, deadline=None)
+def test_property_mixed_text_and_base64_pieces_of_one_output_are_all_kept(
+    pieces: list[tuple[bool, str]],
+) -> None:
+    # One command's output whose pieces come as text (msg.delta) or as base64 bytes
+    # (msg.chunk), in any order: no piece raises, none is dropped.
+    events = [
+        _mcp("exec_command_output_delta", call_id="c1", stream="stdout", chunk=_b64(t.encode()))
+        if binary
+        else _mcp("exec_command_output_delta", call_id="c1", stream="stdout", delta=t)
+        for binary, t in pieces
+    ]
+    events.append(_mcp("exec_command_end", call_id="c1", exit_code=0))
+    out, _ = _feed(events, drain=False)
+    released = [p for m, p, _ in out if p["msg"]["type"] == "exec_command_output_delta"]
+    assert sum(p["agcJoined"]["deltas"] for p in released) == len(pieces)
+    text = "".join(t for binary, t in pieces if not binary)
+    data = "".join(t for binary, t in pieces if binary)
+    assert "".join(p["msg"]["delta"] for p in released if "delta" in p["msg"]) == redact_text(text)
+    sealed = b"".join(base64.b64decode(p["msg"]["chunk"]) for p in released if "chunk" in p["msg"])
+    assert sealed.decode("utf-8", "surrogateescape") == redact_text(data)

@@ -157,7 +157,8 @@ def _delta_key(method: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None
         if not isinstance(msg.get("delta"), str) and _chunk(msg) is None:
             return None
         item = msg.get("item_id", msg.get("call_id"))
-        return (method, kind, str(item), str(msg.get("stream")), str(params.get("id")))
+        text = isinstance(msg.get("delta"), str)  # else base64 bytes: a stream of its own
+        return (method, kind, str(item), str(msg.get("stream")), str(params.get("id")), text)
     if not (method.startswith("item/") and method.lower().endswith("delta")):
         return None
     if not isinstance(params.get("delta"), str) or not isinstance(params.get("itemId"), str):
