@@ -240,6 +240,31 @@ def test_a_store_an_earlier_agc_left_readable_is_made_private_when_next_opened(
     assert "now private" not in cli("ext", "list", "--store", str(store))[2]
 
 
+def test_a_store_whose_extension_folder_is_a_link_to_a_readable_one_is_made_private(
+    tmp_path: Path, store: Path, cli: Run
+) -> None:
+    """The extension folder kept elsewhere (a link in its place, as a user moving it to
+    another disk makes) and left 0755/0644 by an earlier agc: tightened through the
+    link; the link itself is left as it is."""
+    source = _toml_config(tmp_path / "in", "sk-" + "z" * 40)
+    assert cli("ext", "import", str(source), "--store", str(store))[0] == 0
+    moved = tmp_path / "elsewhere" / "extensions"
+    moved.parent.mkdir()
+    (store / "extensions").rename(moved)
+    (store / "extensions").symlink_to(moved)
+    _loosen(moved)
+    assert _open_entries(moved)
+
+    code, out, err = cli("ext", "list", "--store", str(store))
+    assert code == 0
+    assert "search" in out
+    assert "now private to you" in err
+    assert _open_entries(moved) == []
+    assert (store / "extensions").is_symlink()
+    assert cli("ext", "import", str(source), "--store", str(store))[0] == 0
+    assert _open_entries(moved) == []
+
+
 def test_a_file_that_cannot_be_made_private_is_reported_by_path_and_mode(
     tmp_path: Path, store: Path, cli: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
