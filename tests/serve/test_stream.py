@@ -27,6 +27,7 @@ from agc._core.redact import redact_text
 from agc.serve._stream import (
     FORCE_BYTES,
     HOLD_BYTES,
+    STREAM_BYTES,
     TAIL_CHARS,
     TURN_HOLD_BYTES,
     DeltaHold,
@@ -213,7 +214,7 @@ def test_an_item_that_never_completes_is_released_at_the_turns_end() -> None:
     pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
     held, hold = _feed([_delta("msg_1", p) for p in pieces], drain=False)
     assert held == []  # nothing released while the item streams
-    assert hold.held_bytes == len(text.encode())
+    assert hold.held_bytes == len(text.encode()) + STREAM_BYTES  # one stream held
     out = hold.drain()
     assert [(m, p["agcJoined"]) for m, p, _ in out] == [
         (DELTA, {"deltas": len(pieces), "release": "turn-end", "part": 0})
@@ -344,6 +345,26 @@ def test_all_streams_of_a_turn_together_stay_under_the_turn_bound() -> None:
     out += hold.drain()
     total = sum(len(t) for t in _texts(out))
     assert total == 16 * 40 * len(piece)  # nothing lost
+
+
+def test_many_small_streams_that_never_complete_stay_under_the_turn_bound() -> None:
+    # A delta for each of many item ids, none completed: the streams themselves (not
+    # only their text) count toward the turn's bound, and nothing accepted is lost.
+    hold = DeltaHold()
+    out: list[HeldEvent] = []
+    items = 3 * TURN_HOLD_BYTES // STREAM_BYTES
+    most = 0
+    for number in range(items):
+        out += hold.accept(*_delta(f"i{number}", f"<{number}>"))
+        most = max(most, len(hold._streams))
+        assert hold.held_bytes <= TURN_HOLD_BYTES
+    assert most <= TURN_HOLD_BYTES // STREAM_BYTES
+    out += hold.drain()
+    assert sum(p["agcJoined"]["deltas"] for _, p, _ in out) == items
+    released: dict[str, str] = {}
+    for _, params, _ in out:
+        released[params["itemId"]] = released.get(params["itemId"], "") + params["delta"]
+    assert released == {f"i{n}": f"<{n}>" for n in range(items)}
 
 
 def _mcp(kind: str, **msg: Any) -> HeldEvent:
