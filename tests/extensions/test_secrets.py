@@ -35,6 +35,7 @@ from agc.extensions import (
     reference_literals,
 )
 from agc.extensions._discover import discover
+from agc.extensions._mcp import referenced_variables
 from tests.conftest import feed_stdin
 from tests.extensions.builders import write_script, write_skill, zip_folder
 
@@ -237,6 +238,31 @@ def test_a_store_an_earlier_agc_left_readable_is_made_private_when_next_opened(
 
     # Already private: nothing more is said.
     assert "now private" not in cli("ext", "list", "--store", str(store))[2]
+
+
+def test_a_store_whose_extension_folder_is_a_link_to_a_readable_one_is_made_private(
+    tmp_path: Path, store: Path, cli: Run
+) -> None:
+    """The extension folder kept elsewhere (a link in its place, as a user moving it to
+    another disk makes) and left 0755/0644 by an earlier agc: tightened through the
+    link; the link itself is left as it is."""
+    source = _toml_config(tmp_path / "in", "sk-" + "z" * 40)
+    assert cli("ext", "import", str(source), "--store", str(store))[0] == 0
+    moved = tmp_path / "elsewhere" / "extensions"
+    moved.parent.mkdir()
+    (store / "extensions").rename(moved)
+    (store / "extensions").symlink_to(moved)
+    _loosen(moved)
+    assert _open_entries(moved)
+
+    code, out, err = cli("ext", "list", "--store", str(store))
+    assert code == 0
+    assert "search" in out
+    assert "now private to you" in err
+    assert _open_entries(moved) == []
+    assert (store / "extensions").is_symlink()
+    assert cli("ext", "import", str(source), "--store", str(store))[0] == 0
+    assert _open_entries(moved) == []
 
 
 def test_a_file_that_cannot_be_made_private_is_reported_by_path_and_mode(
@@ -520,3 +546,58 @@ def test_reference_literals_uses_the_fields_codex_reads_from_the_environment() -
         {"url": "u", "http_headers": {"Authorization": "Basic dXNlcjpwYXNz"}}, "s"
     )
     assert other["env_http_headers"] == {"Authorization": "S_AUTHORIZATION"}
+
+
+_ALIKE_SERVERS = ["web", "web-x", "Web", "web_x", "WEB-X-API"]
+_ALIKE_HEADERS = ["X-Api-Key", "Api-Key", "x-api-key", "Key", "Authorization", "Bearer-Token"]
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(_ALIKE_SERVERS),
+                st.lists(st.sampled_from(_ALIKE_HEADERS), min_size=1, max_size=3, unique=True),
+            ),
+            min_size=1,
+            max_size=4,
+            unique_by=lambda server: server[0],
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+@settings(max_examples=25, deadline=None)
+def test_property_env_ref_never_gives_two_servers_one_variable(
+    sources: list[list[tuple[str, list[str]]]],
+) -> None:
+    """Servers whose name and header read alike (``web`` + ``X-Api-Key``, ``web-x`` +
+    ``Api-Key``), in one source or several: each literal header becomes a variable that
+    no other server (nor another header) reads, so no value set for one server is sent
+    to another."""
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = ExtensionRepository(Path(tmp) / "store")
+        generated: list[tuple[str, str]] = []
+        for number, servers in enumerate(sources):
+            document = {
+                "mcp_servers": {
+                    name: {
+                        "url": f"https://{number}.example/mcp",
+                        "http_headers": {h: f"Bearer v-{number}-{name}-{h}" for h in headers},
+                    }
+                    for name, headers in servers
+                }
+            }
+            path = Path(tmp) / f"config-{number}.toml"
+            path.write_text(tomli_w.dumps(document))
+            result = repo.import_path(path, env_ref=True)
+            generated += [(item.id, value.reference or "") for item, value in result.literals]
+        readers: dict[str, list[str]] = {}
+        for item in repo.items():
+            if item.mcp is not None:
+                for name in referenced_variables(item.mcp.config):
+                    readers.setdefault(name, []).append(item.id)
+        variables = [variable for _, variable in generated]
+        assert len(set(variables)) == len(variables), generated
+        for item_id, variable in generated:
+            assert readers[variable] == [item_id], (variable, readers[variable])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -278,3 +279,56 @@ def test_a_located_finding_shows_its_lines_in_every_format() -> None:
 def test_the_csv_keeps_its_columns_and_adds_the_verdict_last() -> None:
     assert CSV_COLUMNS[:2] == ("run_id", "verdict")
     assert CSV_COLUMNS[-3:] == ("chain_head", "verdict_word", "verdict_category")
+
+
+# -- did you mean: the same suggestion as difflib, at a bounded cost ------------------
+
+_ID_CHARS = "abcdef0123456789-"
+
+
+def _suggest(monkeypatch: pytest.MonkeyPatch, store: Path, asked: str, stored: set[str]) -> Any:
+    from agc._core.store import StoreLayout  # noqa: PLC0415 - local to these tests
+    from agc.integrity import _runs, _verify  # noqa: PLC0415 - same
+
+    monkeypatch.setattr(_runs, "stored_run_ids", lambda layout: set(stored))
+    return _verify._close_run_id(asked, StoreLayout(store))
+
+
+@given(
+    asked=st.text(_ID_CHARS, min_size=1, max_size=24),
+    stored=st.sets(st.text(_ID_CHARS, min_size=1, max_size=24), max_size=40),
+)
+def test_property_the_suggestion_is_difflibs_closest_match(asked: str, stored: set[str]) -> None:
+    import difflib  # noqa: PLC0415 - the reference
+
+    from agc.integrity._verify import CLOSE_ID_RATIO  # noqa: PLC0415 - same
+
+    expected = difflib.get_close_matches(asked, sorted(stored), n=1, cutoff=CLOSE_ID_RATIO)
+    with pytest.MonkeyPatch.context() as patch:
+        found = _suggest(patch, Path("store"), asked, stored)
+    assert found == (expected[0] if expected else None)
+
+
+def test_a_typo_among_10000_long_alike_ids_is_found_with_a_bounded_number_of_full_comparisons(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import difflib  # noqa: PLC0415 - counted
+    import random  # noqa: PLC0415 - a fixed store
+
+    from agc.integrity._verify import CLOSE_ID_COMPARISONS  # noqa: PLC0415 - same
+
+    rng = random.Random(7)
+    stored = {"run-" + "".join(rng.choice("ab") for _ in range(120)) for _ in range(10_000)}
+    meant = sorted(stored)[1234]
+    asked = meant[:60] + ("a" if meant[60] == "b" else "b") + meant[61:]
+    calls = 0
+    ratio = difflib.SequenceMatcher.ratio
+
+    def counted(self: difflib.SequenceMatcher[str]) -> float:
+        nonlocal calls
+        calls += 1
+        assert calls <= CLOSE_ID_COMPARISONS, "compared in full more often than the bound"
+        return ratio(self)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "ratio", counted)
+    assert _suggest(monkeypatch, tmp_path, asked, stored) == meant

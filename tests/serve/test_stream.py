@@ -27,6 +27,7 @@ from agc._core.redact import redact_text
 from agc.serve._stream import (
     FORCE_BYTES,
     HOLD_BYTES,
+    STREAM_BYTES,
     TAIL_CHARS,
     TURN_HOLD_BYTES,
     DeltaHold,
@@ -213,7 +214,7 @@ def test_an_item_that_never_completes_is_released_at_the_turns_end() -> None:
     pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
     held, hold = _feed([_delta("msg_1", p) for p in pieces], drain=False)
     assert held == []  # nothing released while the item streams
-    assert hold.held_bytes == len(text.encode())
+    assert hold.held_bytes == len(text.encode()) + STREAM_BYTES  # one stream held
     out = hold.drain()
     assert [(m, p["agcJoined"]) for m, p, _ in out] == [
         (DELTA, {"deltas": len(pieces), "release": "turn-end", "part": 0})
@@ -346,6 +347,26 @@ def test_all_streams_of_a_turn_together_stay_under_the_turn_bound() -> None:
     assert total == 16 * 40 * len(piece)  # nothing lost
 
 
+def test_many_small_streams_that_never_complete_stay_under_the_turn_bound() -> None:
+    # A delta for each of many item ids, none completed: the streams themselves (not
+    # only their text) count toward the turn's bound, and nothing accepted is lost.
+    hold = DeltaHold()
+    out: list[HeldEvent] = []
+    items = 3 * TURN_HOLD_BYTES // STREAM_BYTES
+    most = 0
+    for number in range(items):
+        out += hold.accept(*_delta(f"i{number}", f"<{number}>"))
+        most = max(most, len(hold._streams))
+        assert hold.held_bytes <= TURN_HOLD_BYTES
+    assert most <= TURN_HOLD_BYTES // STREAM_BYTES
+    out += hold.drain()
+    assert sum(p["agcJoined"]["deltas"] for _, p, _ in out) == items
+    released: dict[str, str] = {}
+    for _, params, _ in out:
+        released[params["itemId"]] = released.get(params["itemId"], "") + params["delta"]
+    assert released == {f"i{n}": f"<{n}>" for n in range(items)}
+
+
 def _mcp(kind: str, **msg: Any) -> HeldEvent:
     return ("codex/event", {"id": "1", "msg": {"type": kind, **msg}}, "notification")
 
@@ -427,3 +448,51 @@ def test_mcp_server_base64_output_over_the_bound_never_leaks() -> None:
     sealed = _chunks_of(out)
     assert survivors(secret.pieces(), sealed.decode()) == []
     assert sealed == redact_text(data.decode()).encode()
+
+
+@pytest.mark.parametrize(("secret", "carrier"), ONE_PER_KIND, ids=lambda v: getattr(v, "kind", ""))
+def test_a_key_in_a_short_stream_the_turn_bound_releases_never_leaks(
+    secret: Secret, carrier: str
+) -> None:
+    # Many open streams fill the turn's bound; the stream that then crosses it is the
+    # largest, shorter than a tail of TAIL_CHARS, and ends in the first part of a key.
+    filler, head = "a " * 3950, "b " * 4050
+    count = (TURN_HOLD_BYTES - len(head)) // len(filler) + 1
+    for cut in sorted({1, len(carrier) // 2, len(carrier) - 1}):
+        events = [_delta(f"f{i}", filler, OUTPUT) for i in range(count)]
+        events += [_delta("key", head + carrier[:cut], OUTPUT)]
+        events += [_delta("key", carrier[cut:] + " end", OUTPUT)]
+        out, _ = _feed(events)
+        releases = [p["agcJoined"]["release"] for _, p, _ in out if p.get("itemId") == "key"]
+        assert releases[0] == "bound", releases  # the turn's bound took this stream
+        assert _leaks(secret, out, ["key"]) == [], (secret.kind, cut)
+        assert "".join(_texts(out, "key")) == redact_text(head + carrier + " end")
+
+
+_NO_SURROGATES = st.characters(exclude_categories=["Cs"])
+
+
+@given(
+    st.lists(st.tuples(st.booleans(), st.text(_NO_SURROGATES, min_size=1, max_size=20)), min_size=1)
+)
+@settings(max_examples=60, deadline=None)
+def test_property_mixed_text_and_base64_pieces_of_one_output_are_all_kept(
+    pieces: list[tuple[bool, str]],
+) -> None:
+    # One command's output whose pieces come as text (msg.delta) or as base64 bytes
+    # (msg.chunk), in any order: no piece raises, none is dropped.
+    events = [
+        _mcp("exec_command_output_delta", call_id="c1", stream="stdout", chunk=_b64(t.encode()))
+        if binary
+        else _mcp("exec_command_output_delta", call_id="c1", stream="stdout", delta=t)
+        for binary, t in pieces
+    ]
+    events.append(_mcp("exec_command_end", call_id="c1", exit_code=0))
+    out, _ = _feed(events, drain=False)
+    released = [p for m, p, _ in out if p["msg"]["type"] == "exec_command_output_delta"]
+    assert sum(p["agcJoined"]["deltas"] for p in released) == len(pieces)
+    text = "".join(t for binary, t in pieces if not binary)
+    data = "".join(t for binary, t in pieces if binary)
+    assert "".join(p["msg"]["delta"] for p in released if "delta" in p["msg"]) == redact_text(text)
+    sealed = b"".join(base64.b64decode(p["msg"]["chunk"]) for p in released if "chunk" in p["msg"])
+    assert sealed.decode("utf-8", "surrogateescape") == redact_text(data)

@@ -97,18 +97,19 @@ class Found:
     references: tuple[LiteralValue, ...] = ()
 
 
-def keep_references(entry: Found) -> Found:
+def keep_references(entry: Found, taken: set[str] | None = None) -> Found:
     """``entry`` with the literal ``env``/``http_headers`` values of its server turned
     into references to the launching environment (``_mcp.reference_literals``), its
     fingerprint taken over the new configuration, and what was converted in
-    ``references`` and the notes (names only). Other items are returned as they are.
+    ``references`` and the notes (names only); a header's variable is none of ``taken``
+    (see ``reference_literals``). Other items are returned as they are.
 
     A server imported with an error keeps the fingerprint of its published object (it
     is never projected, so that fingerprint only tells duplicates).
     """
     if entry.type != "mcp" or entry.mcp is None:
         return entry
-    config, converted = reference_literals(entry.mcp.config, entry.original_name)
+    config, converted = reference_literals(entry.mcp.config, entry.original_name, taken)
     if not converted:
         return entry
     notes = [

@@ -70,6 +70,7 @@ __all__ = [
     "read_mcp_json",
     "reference_literals",
     "reference_name",
+    "referenced_variables",
     "servers_from_map",
 ]
 
@@ -474,8 +475,30 @@ def reference_name(server: str, what: str) -> str:
     return f"MCP_{name}" if not name or name[0].isdigit() else name
 
 
+def referenced_variables(config: Mapping[str, Any]) -> set[str]:
+    """The variables of the launching environment a checked server's configuration
+    names: ``env_vars``, ``env_http_headers`` values and ``bearer_token_env_var``."""
+    names = {
+        entry if isinstance(entry, str) else entry.get("name")
+        for entry in config.get("env_vars") or []
+    }
+    names.update((config.get("env_http_headers") or {}).values())
+    names.add(config.get("bearer_token_env_var"))
+    return {name for name in names if isinstance(name, str)}
+
+
+def _unused(variable: str, taken: set[str]) -> str:
+    """``variable``, or ``<variable>_2``, ``_3`` … the first not in ``taken`` (then taken)."""
+    name, number = variable, 1
+    while name in taken:
+        number += 1
+        name = f"{variable}_{number}"
+    taken.add(name)
+    return name
+
+
 def reference_literals(
-    config: Mapping[str, Any], server: str
+    config: Mapping[str, Any], server: str, taken: set[str] | None = None
 ) -> tuple[dict[str, Any], tuple[LiteralValue, ...]]:
     """``config`` with every literal value replaced by Codex's reference to a variable
     of the environment that launches it; ``(new config, what was converted)``.
@@ -486,8 +509,13 @@ def reference_literals(
     * any other header ``H`` -> ``env_http_headers`` ``H = <SERVER>_<H>``
       (:func:`reference_name`).
 
-    The values themselves appear nowhere in the result.
+    A header's variable is never one in ``taken`` (the variables other servers already
+    read, updated with those chosen here): ``_2``, ``_3`` … is added, so that a value
+    set for one server is never sent to another whose name and header read alike
+    (``web`` + ``X-Api-Key`` and ``web-x`` + ``Api-Key``). The values themselves appear
+    nowhere in the result.
     """
+    taken = set() if taken is None else taken
     result = copy.deepcopy(dict(config))
     converted: list[LiteralValue] = []
     env = result.get("env")
@@ -517,10 +545,10 @@ def reference_literals(
                 and _BEARER_LITERAL_RE.fullmatch(value.strip())
                 and "bearer_token_env_var" not in result
             ):
-                variable = reference_name(server, "BEARER_TOKEN")
+                variable = _unused(reference_name(server, "BEARER_TOKEN"), taken)
                 result["bearer_token_env_var"] = variable
             else:
-                variable = reference_name(server, header)
+                variable = _unused(reference_name(server, header), taken)
                 from_env[header] = variable
             converted.append(LiteralValue("http_headers", header, variable))
         if not headers:

@@ -140,15 +140,18 @@ def _tighten(path: Path, mode: int, open_paths: list[PrivacyFinding]) -> bool:
 def tighten_tree(root: Path) -> PrivacyReport:
     """Clear the group and world bits of every folder and regular file under ``root``.
 
-    Links are never followed nor changed (the repository holds none; one put there is
-    not agc's). A root that does not exist, or is already private, is left alone: a
-    ``0700`` folder already keeps everyone else out of all it holds. Never raises.
+    Links under ``root`` are never followed nor changed (the repository holds none; one
+    put there is not agc's); a ``root`` that is itself a link to a folder (the
+    repository moved elsewhere, a link left in its place) is followed, so the folder
+    that holds the files is tightened. A root that does not exist, or is already
+    private, is left alone: a ``0700`` folder already keeps everyone else out of all it
+    holds. Never raises.
 
     Returns:
         the report: how many entries were tightened, and those that could not be.
     """
     try:
-        info = root.lstat()
+        info = root.stat()
     except OSError:
         return PrivacyReport(root)
     if not stat.S_ISDIR(info.st_mode) or not info.st_mode & OTHERS_BITS:

@@ -56,7 +56,7 @@ from agc.errors import (
 )
 from agc.extensions._discover import Found, discover, keep_references
 from agc.extensions._fingerprint import file_fingerprint, tree_fingerprint
-from agc.extensions._mcp import LiteralValue, literal_values
+from agc.extensions._mcp import LiteralValue, literal_values, referenced_variables
 from agc.extensions._model import (
     ExtensionIndex,
     ExtensionItem,
@@ -318,9 +318,21 @@ class ExtensionRepository:
                     f"{name}: it holds {len(found.found)} skills and MCP servers; the limit "
                     f"is {self.limits.max_entries}; nothing was imported"
                 )
-            entries = [keep_references(entry) for entry in found.found] if env_ref else found.found
             _make_read_only(staging)
             with self.locked() as index:
+                entries = found.found
+                if env_ref:  # under the lock: no variable another server reads is reused
+                    taken = {
+                        name
+                        for item in index.items
+                        if item.mcp is not None
+                        for name in referenced_variables(item.mcp.config)
+                    }
+                    for entry in entries:
+                        if entry.mcp is not None:
+                            config = entry.mcp.config
+                            taken |= referenced_variables(config) | set(config.get("env") or {})
+                    entries = [keep_references(entry, taken) for entry in entries]
                 result = self._commit(
                     index,
                     staging,

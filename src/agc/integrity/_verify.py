@@ -1176,22 +1176,62 @@ def _run_missing(
 CLOSE_ID_RATIO: Final = 0.6
 """How alike a stored run id must be to a missing one to be suggested: ``difflib``'s
 similarity ratio (twice the matched characters over both lengths), its default cutoff."""
+CLOSE_ID_COMPARISONS: Final = 100
+"""At most this many stored ids are compared in full (``SequenceMatcher.ratio``, whose
+cost grows with the product of the two lengths), so that a mistyped id in a store of
+many runs of long, alike ids is answered at once. With more candidates than that, those
+kept share the longest start and end with the id asked for (a typo leaves the rest of
+an id as it was), then are most alike by their characters' counts (``quick_ratio``)."""
+
+
+def _shared_ends(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` share at their start plus at their end."""
+
+    def common(x: str, y: str) -> int:
+        pairs = enumerate(zip(x, y, strict=False))
+        return next((i for i, (p, q) in pairs if p != q), min(len(x), len(y)))
+
+    start = common(a, b)
+    return start + common(a[start:][::-1], b[start:][::-1])
 
 
 def _close_run_id(run_id: str, layout: StoreLayout) -> str | None:
     """The stored run id most like ``run_id`` (``difflib`` ratio at least
-    :data:`CLOSE_ID_RATIO`), or ``None``; a store that cannot be listed has none (the
-    finding stands without a suggestion)."""
+    :data:`CLOSE_ID_RATIO`, ties to the greater id: ``difflib.get_close_matches``'s
+    answer when at most :data:`CLOSE_ID_COMPARISONS` ids pass its quick tests), or
+    ``None``; a store that cannot be listed has none (the finding stands without a
+    suggestion)."""
     import difflib  # noqa: PLC0415 - only for a run that is not there
+    import heapq  # noqa: PLC0415 - same
 
     from agc.integrity._runs import stored_run_ids  # noqa: PLC0415 - same
 
     try:
-        stored = sorted(stored_run_ids(layout))
+        stored = stored_run_ids(layout)
     except StoreError:
         return None
-    close = difflib.get_close_matches(run_id, stored, n=1, cutoff=CLOSE_ID_RATIO)
-    return close[0] if close else None
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(run_id)
+    alike: list[tuple[float, str]] = []
+    for candidate in stored:
+        matcher.set_seq1(candidate)
+        if matcher.real_quick_ratio() >= CLOSE_ID_RATIO:
+            bound = matcher.quick_ratio()
+            if bound >= CLOSE_ID_RATIO:
+                alike.append((bound, candidate))
+    if len(alike) > CLOSE_ID_COMPARISONS:
+        alike = heapq.nlargest(
+            CLOSE_ID_COMPARISONS, alike, key=lambda c: (_shared_ends(c[1], run_id), c)
+        )
+    best: tuple[float, str] | None = None
+    for bound, candidate in sorted(alike, reverse=True):
+        if best is not None and bound < best[0]:
+            break  # quick_ratio bounds ratio from above: none left can beat the best
+        matcher.set_seq1(candidate)
+        score = (matcher.ratio(), candidate)
+        if score[0] >= CLOSE_ID_RATIO and (best is None or score > best):
+            best = score
+    return None if best is None else best[1]
 
 
 def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[_Finding]:

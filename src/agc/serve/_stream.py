@@ -27,7 +27,9 @@ joined text, and ``agcJoined: {"deltas", "release", "part"}``. A stream is relea
   ``turn_aborted``) or ends in any other way (:meth:`DeltaHold.drain`: a dead agent, a
   timeout, a cancel), so the accepted text is never lost;
 * ``bound``: when it holds more than :data:`HOLD_BYTES` (UTF-8) or the turn's streams
-  together more than :data:`TURN_HOLD_BYTES` (then the largest stream). Only text up to
+  together more than :data:`TURN_HOLD_BYTES`, each counting :data:`STREAM_BYTES` more
+  (then the largest stream, dropped from the hold once it holds nothing; one of at most
+  twice :data:`TAIL_CHARS` characters keeps half of its text held). Only text up to
   a *clean cut* is released: a position at least :data:`TAIL_CHARS` characters before
   the end that no secret the detector finds crosses (see :func:`clean_cut`). The rest
   stays held and is redacted again with what follows. A secret of at most
@@ -58,6 +60,7 @@ from agc._core.redact import DEFAULT_MARKER, RedactionStats, redact_text
 __all__ = [
     "FORCE_BYTES",
     "HOLD_BYTES",
+    "STREAM_BYTES",
     "TAIL_CHARS",
     "TURN_HOLD_BYTES",
     "DeltaHold",
@@ -73,6 +76,10 @@ FORCE_BYTES: Final = 4 * HOLD_BYTES
 """A stream with no clean cut is released whole, redacted, past this many bytes."""
 TURN_HOLD_BYTES: Final = 1_048_576
 """All streams of a turn together hold at most about this many bytes."""
+STREAM_BYTES: Final = 1_024
+"""What each open stream counts toward :data:`TURN_HOLD_BYTES` besides its text (its
+bookkeeping), so that many small streams (a delta for each of many item ids that never
+complete) are bounded too: at most about a thousand are held at once."""
 
 _CUT_TRIES: Final = 8
 # The detector's replacement (DEFAULT_MARKER, any kind) at the end of a text, but spaces.
@@ -156,7 +163,8 @@ def _delta_key(method: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None
         if not isinstance(msg.get("delta"), str) and _chunk(msg) is None:
             return None
         item = msg.get("item_id", msg.get("call_id"))
-        return (method, kind, str(item), str(msg.get("stream")), str(params.get("id")))
+        text = isinstance(msg.get("delta"), str)  # else base64 bytes: a stream of its own
+        return (method, kind, str(item), str(msg.get("stream")), str(params.get("id")), text)
     if not (method.startswith("item/") and method.lower().endswith("delta")):
         return None
     if not isinstance(params.get("delta"), str) or not isinstance(params.get("itemId"), str):
@@ -237,11 +245,12 @@ class DeltaHold:
 
     stats: RedactionStats = field(default_factory=RedactionStats)
     _streams: dict[tuple[Any, ...], _Stream] = field(default_factory=dict)
+    _text_bytes: int = 0  # the streams' held_bytes, summed as they change
 
     @property
     def held_bytes(self) -> int:
-        """UTF-8 bytes held now, over every stream."""
-        return sum(stream.held_bytes for stream in self._streams.values())
+        """UTF-8 bytes held now, over every stream, plus :data:`STREAM_BYTES` for each."""
+        return self._text_bytes + STREAM_BYTES * len(self._streams)
 
     def accept(self, method: str, params: Mapping[str, Any], kind: str) -> list[HeldEvent]:
         """The events to record for one event of the agent (``kind`` as the trace's)."""
@@ -255,16 +264,21 @@ class DeltaHold:
             binary = mcp_type is not None and not isinstance(params["msg"].get("delta"), str)
             stream = _Stream(method, params, item, mcp_type, binary)
             self._streams[key] = stream
+        before = stream.held_bytes
         if stream.binary:
             stream.add(_chunk(params["msg"]) or b"")
         else:
             stream.add(params["msg"]["delta"] if stream.mcp_type is not None else params["delta"])
+        self._text_bytes += stream.held_bytes - before
         out: list[HeldEvent] = []
         if stream.held_bytes > stream.retry_at:
             out += self._bound(stream)
         while self.held_bytes > TURN_HOLD_BYTES:
-            largest = max(self._streams.values(), key=lambda held: held.held_bytes)
+            largest_key = max(self._streams, key=lambda k: self._streams[k].held_bytes)
+            largest = self._streams[largest_key]
             out += self._bound(largest, force=True)
+            if not largest.held_bytes:
+                del self._streams[largest_key]  # all it held is out: its bookkeeping too
         return out
 
     def drain(self) -> list[HeldEvent]:
@@ -307,6 +321,7 @@ class DeltaHold:
 
     def _release(self, key: tuple[Any, ...], release: str) -> list[HeldEvent]:
         stream = self._streams.pop(key)
+        self._text_bytes -= stream.held_bytes
         text = stream.text
         if not text and not stream.deltas:
             return []  # everything it held went out at a bound already
@@ -316,6 +331,10 @@ class DeltaHold:
         """Release a stream over its bound up to a clean cut (see the module docstring)."""
         text = stream.text
         found = clean_cut(text, stats=self.stats) if len(text) > TAIL_CHARS else None
+        if found is None and force and 1 < len(text) <= 2 * TAIL_CHARS:
+            # The turn's bound took a stream too short for a tail of TAIL_CHARS: keep
+            # half of it held, so a secret at its end is not cut where it stops now.
+            found = clean_cut(text, len(text) // 2, self.stats)
         if found is None and stream.held_bytes <= FORCE_BYTES and not force:
             stream.retry_at = stream.held_bytes + HOLD_BYTES // 4
             return []
@@ -325,5 +344,7 @@ class DeltaHold:
         else:
             (cut, head), release = found, "bound"
         event = _with_text(stream, head, release, stream.deltas)
+        before = stream.held_bytes
         stream.keep(text[cut:])
+        self._text_bytes -= before - stream.held_bytes
         return [event]
