@@ -349,6 +349,41 @@ def test_an_object_store_run_deleted_reads_deleted_and_its_id_stays_taken(
     assert check_run("r1", s3_store.url).complete
 
 
+def _object_keys(store: ObjectStore) -> list[tuple[str, str]]:
+    """Every key of the bucket with each of its versions."""
+    answer = store.client.list_object_versions(Bucket=store.bucket)
+    versions = answer.get("Versions", []) + answer.get("DeleteMarkers", [])
+    return sorted((v["Key"], v["VersionId"]) for v in versions)
+
+
+def test_an_object_store_retry_of_the_same_input_is_a_no_op_and_other_input_is_refused(
+    s3_store: ObjectStore,
+) -> None:
+    data = TRANSCRIPT + b"not json\n"
+    first = ingest_stream(io.BytesIO(data), "r", store=s3_store)
+    before = _object_keys(s3_store)
+    again = ingest_stream(io.BytesIO(data), "r", store=s3_store)
+    assert again.unchanged
+    assert not first.unchanged
+    assert [s.digest for s in again.seals] == [s.digest for s in first.seals]
+    assert _object_keys(s3_store) == before  # not one new object or version
+    for other in (data + b"{}\n", data.replace(b"done", b"d0ne")):
+        with pytest.raises(RunExistsError):
+            ingest_stream(io.BytesIO(other), "r", store=s3_store)
+    assert _object_keys(s3_store) == before
+
+
+def test_an_object_store_retry_over_a_changed_run_is_refused(s3_store: ObjectStore) -> None:
+    """The no-op needs the run in the bucket to verify: the same input over a run whose
+    transcript was written again is not 'the same run'."""
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store)
+    key = s3_store.key(artifact_path("r", "transcript"))
+    body = s3_store.client.get_object(Bucket=s3_store.bucket, Key=key)["Body"].read()
+    s3_store.client.put_object(Bucket=s3_store.bucket, Key=key, Body=body)  # same bytes
+    with pytest.raises(RunExistsError):
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store)
+
+
 def test_an_object_store_manifest_from_elsewhere_is_replaced(
     s3_store: ObjectStore, tmp_path: Path
 ) -> None:

@@ -32,7 +32,7 @@ from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error, open_regular_file
 from agc._core.jsonl import FsyncPolicy
-from agc._core.objstore import object_store_of
+from agc._core.objstore import ObjectStore, object_store_of
 from agc._core.report import SCHEMA_VERSION
 from agc._core.store import (
     ARTIFACT_KINDS,
@@ -228,7 +228,7 @@ def ingest_stream(
     A run id the store chain links already is refused (``RunExistsError``), except
     when the input is that run's own: the same records, in the same order, as a
     complete run of the store holds (a retried import). Then nothing is written and
-    the summary says ``unchanged`` (folder stores).
+    the summary says ``unchanged`` (in a folder and in an object store alike).
 
     A run always has both artifacts: the other kind is sealed as an
     empty file. If reading or writing fails or the process is interrupted (Ctrl-C,
@@ -256,7 +256,15 @@ def ingest_stream(
     """
     remote = object_store_of(store)
     if remote is not None:
+        from agc.integrity._s3 import object_run_linked  # noqa: PLC0415
         from agc.integrity._s3_run import ingest_to_object_store  # noqa: PLC0415
+
+        if object_run_linked(remote, validate_run_id(run_id)):
+            same = _already_recorded_remotely(
+                stream, run_id, remote, kind=kind, algorithm=algorithm
+            )
+            if same is not None:
+                return same
 
         staged, upload = ingest_to_object_store(
             stream,
@@ -409,15 +417,66 @@ def _already_recorded(
     return replace(again, seals=seals, unchanged=True)
 
 
+def _already_recorded_remotely(
+    stream: BinaryIO,
+    run_id: str,
+    remote: ObjectStore,
+    *,
+    kind: ArtifactKind,
+    algorithm: Algorithm,
+) -> IngestSummary | None:
+    """:func:`_already_recorded` for an object store: the run there verifies complete
+    and its artifacts, copied from the very versions verified, hold the records of
+    ``stream`` (the stream is consumed either way).
+
+    Raises:
+        as :func:`_already_recorded`; StoreError when the bucket cannot be read.
+    """
+    from agc.integrity._kept import KeptArtifact  # noqa: PLC0415 - only on a retry
+    from agc.integrity._s3 import artifact_path  # noqa: PLC0415
+    from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415
+
+    with contextlib.ExitStack() as stack:
+        kept = {
+            k: stack.enter_context(KeptArtifact(k, remote.url_of(artifact_path(run_id, k))))
+            for k in ARTIFACT_KINDS
+        }
+        report = check_object_run(remote, run_id, copies=kept)
+        if not report.complete or not all(copy.matches_seal() for copy in kept.values()):
+            return None
+        with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
+            again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
+            fresh = StoreLayout.at(scratch)
+            for other, copy in kept.items():
+                copy.rewind()
+                if not _same_lines(fresh.artifact_path(run_id, other), copy.file):
+                    return None
+        seals = tuple(copy.seal for copy in kept.values() if copy.seal is not None)
+    return replace(again, seals=seals, unchanged=True)
+
+
+def _same_lines(fresh: Path, kept: Iterable[bytes]) -> bool:
+    """Whether a record file and the lines of a kept copy hold the same records but
+    for their ``ts``."""
+    with open_regular_file(fresh) as left:
+        return _same_stamped(left, kept)
+
+
+def _same_stamped(left: Iterable[bytes], right: Iterable[bytes]) -> bool:
+    for ours, theirs in itertools.zip_longest(left, right):
+        if ours is None or theirs is None:
+            return False
+        if _STAMP.sub(rb"{\1", ours, count=1) != _STAMP.sub(rb"{\1", theirs, count=1):
+            return False
+    return True
+
+
 def _same_records(fresh: Path, kept: Path) -> bool:
     """Whether two record files hold the same records but for their ``ts``."""
     try:
         with open_regular_file(fresh) as left, open_regular_file(kept) as right:
-            for ours, theirs in itertools.zip_longest(left, right):
-                if ours is None or theirs is None:
-                    return False
-                if _STAMP.sub(rb"{\1", ours, count=1) != _STAMP.sub(rb"{\1", theirs, count=1):
-                    return False
+            if not _same_stamped(left, right):
+                return False
     except FileNotFoundError:
         return False
     except OSError as exc:

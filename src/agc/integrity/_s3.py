@@ -74,6 +74,7 @@ __all__ = [
     "artifact_path",
     "link_path",
     "manifest_path",
+    "object_run_linked",
     "read_remote_head",
     "read_remote_manifest",
     "refuse_if_taken",
@@ -585,6 +586,16 @@ def upload_run(
     )
 
 
+def object_run_linked(store: ObjectStore, run_id: str) -> bool:
+    """Whether the store's chain has linked ``run_id``: a manifest is written only once
+    a run is linked, so any version of it (or a delete marker over one) says so.
+
+    Raises:
+        StoreError: the bucket cannot be listed.
+    """
+    return any(True for _ in store.list_versions(manifest_path(run_id)))
+
+
 def refuse_if_taken(store: ObjectStore, run_id: str) -> None:
     """Refuse a run id the store already holds, before anything is written locally.
 
@@ -595,9 +606,7 @@ def refuse_if_taken(store: ObjectStore, run_id: str) -> None:
         StoreError: the store cannot be read.
     """
     validate_run_id(run_id)
-    if any(True for _ in store.list_versions(manifest_path(run_id))):
-        # A manifest is written only once a run is linked; a version of it (or a delete
-        # marker over one) means the chain has linked this run id.
+    if object_run_linked(store, run_id):
         raise RunExistsError(
             f"run {run_id} was linked in {store.url} already (its manifest has a version, "
             "current or deleted); a run id is recorded once",
