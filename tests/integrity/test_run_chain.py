@@ -504,3 +504,20 @@ def test_run_links_finds_a_link_spelled_with_escapes_and_skips_overlong_lines(
     assert [e for e in entries if e.run_id == "r"] == list(found)
     assert run_links(layout, "other") == ()
     assert isinstance(found[0], ChainEntry)
+
+
+def test_an_object_store_mistyped_id_is_run_missing_with_a_close_id(
+    s3_store: ObjectStore,
+) -> None:
+    """As in a folder store: nothing of the run in any version and no link naming it is
+    one ``run-missing`` finding, which names a stored run of a close id."""
+    ingest_stream(io.BytesIO(TRANSCRIPT), "fix-tests-42", store=s3_store)
+    report = check_run("fix-test-42", s3_store.url)
+    assert [f.code for f in report.findings] == ["run-missing"]
+    assert "did you mean 'fix-tests-42'?" in report.findings[0].message
+    far = check_run("zzz", s3_store.url)
+    assert [f.code for f in far.findings] == ["run-missing"]
+    assert "did you mean" not in far.findings[0].message
+    # A run whose objects were deleted is still found by its link: deleted, not missing.
+    _delete_objects(s3_store, "fix-tests-42")
+    assert "deleted" in _codes(check_run("fix-tests-42", s3_store.url))

@@ -299,8 +299,9 @@ def test_a_taken_run_id_is_refused_before_anything_is_written(
     s3_store: ObjectStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _record(s3_store, "r1")
-    feed_stdin(monkeypatch, TRANSCRIPT)
-    # The chain linked it (its manifest has a version): refused as run-exists, exit 2.
+    feed_stdin(monkeypatch, TRANSCRIPT + b'{"role": "user", "content": "another run"}\n')
+    # The chain linked it (its manifest has a version) and this is another input (the
+    # same one again is a no-op): refused as run-exists, exit 2.
     assert agc_main(["record", "--run-id", "r1", "--store", s3_store.url]) == 2
     err = capsys.readouterr().err
     assert "a run id is recorded once" in err

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +37,7 @@ from agc.integrity._run_chain import judge_run_links
 from agc.integrity._s3 import (
     CHAIN_DIR,
     HEAD_PATH,
+    MANIFESTS_DIR,
     RemoteHead,
     artifact_path,
     link_path,
@@ -50,8 +51,10 @@ from agc.integrity._verify import (
     RunReport,
     _judge_signature,
     changed_lines,
+    closest_run_id,
     judge_artifact,
     recovered_findings,
+    run_missing_report,
     sealed_bytes_differ,
 )
 
@@ -389,6 +392,14 @@ def check_object_run(
     policy = policy or verify_policy(store)
     if versions is None:
         versions = list_run_versions(store, run_id)
+    if not versions and chain and not _object_run_links(store, run_id, None):
+        # Nothing of the run, in any version, and no link names it: a mistyped id.
+        return run_missing_report(
+            run_id,
+            store.url,
+            [(k, store.url_of(artifact_path(run_id, k))) for k in ARTIFACT_KINDS],
+            closest_run_id(run_id, _object_run_ids(store)),
+        )
     by_path = _group(versions, store)
     present = {path for path, found in by_path.items() if _current(found)}
     infos: dict[str, ObjectInfo] = {}
@@ -518,6 +529,18 @@ def check_object_run(
         lambda _: None,  # a run in object storage is never re-opened
         lambda position: f"{run_id}@{position}.json",
     )
+
+
+def _object_run_ids(store: ObjectStore) -> Iterator[str]:
+    """The run ids whose manifest key is in the store (not read, not verified).
+
+    Raises:
+        StoreError: the store cannot be listed (exit 3).
+    """
+    for path in store.list_paths(MANIFESTS_DIR):
+        name = path.rsplit("/", 1)[-1]
+        if name.endswith(".json") and "@" not in name:
+            yield name[: -len(".json")]
 
 
 def _object_run_links(

@@ -60,7 +60,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
@@ -1157,17 +1157,29 @@ def _run_missing(
     close id (a typo), the message asks "did you mean" it."""
     where = "" if store_exists else " (the store folder does not exist)"
     close = _close_run_id(run_id, layout) if store_exists else None
-    guess = "" if close is None else f"; did you mean {close!r}?"
-    finding: _Finding = Finding(
-        "run-missing", f"no run {run_id!r} in store {layout.root}{where}{guess}"
+    return run_missing_report(
+        run_id, str(layout.root), [(o.kind, str(o.path)) for o in observations], close, where
     )
+
+
+def run_missing_report(
+    run_id: str,
+    store: str,
+    paths: Iterable[tuple[ArtifactKind, str]],
+    close: str | None,
+    where: str = "",
+) -> RunReport:
+    """``run-missing``: the store (named ``store``) holds nothing of ``run_id``; each
+    artifact's entry (``(kind, path)``) shares the one finding, which asks "did you
+    mean" ``close`` when a stored run id is close to it."""
+    guess = "" if close is None else f"; did you mean {close!r}?"
+    finding: _Finding = Finding("run-missing", f"no run {run_id!r} in store {store}{where}{guess}")
     return RunReport(
         run_id=run_id,
-        store=str(layout.root),
+        store=store,
         findings=(finding,),
         artifacts=tuple(
-            ArtifactReport(o.kind, str(o.path), (finding,), None, None, None, None)
-            for o in observations
+            ArtifactReport(kind, path, (finding,), None, None, None, None) for kind, path in paths
         ),
         manifest=False,
     )
@@ -1201,15 +1213,21 @@ def _close_run_id(run_id: str, layout: StoreLayout) -> str | None:
     answer when at most :data:`CLOSE_ID_COMPARISONS` ids pass its quick tests), or
     ``None``; a store that cannot be listed has none (the finding stands without a
     suggestion)."""
-    import difflib  # noqa: PLC0415 - only for a run that is not there
-    import heapq  # noqa: PLC0415 - same
-
-    from agc.integrity._runs import stored_run_ids  # noqa: PLC0415 - same
+    from agc.integrity._runs import stored_run_ids  # noqa: PLC0415 - only when missing
 
     try:
         stored = stored_run_ids(layout)
     except StoreError:
         return None
+    return closest_run_id(run_id, stored)
+
+
+def closest_run_id(run_id: str, stored: Iterable[str]) -> str | None:
+    """The id of ``stored`` most like ``run_id``, by the rule of :func:`_close_run_id`
+    (any store's run ids), or ``None``."""
+    import difflib  # noqa: PLC0415 - only for a run that is not there
+    import heapq  # noqa: PLC0415 - same
+
     matcher = difflib.SequenceMatcher()
     matcher.set_seq2(run_id)
     alike: list[tuple[float, str]] = []
