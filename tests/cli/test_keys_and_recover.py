@@ -100,7 +100,7 @@ def test_verify_all_json_and_expect_head(
     assert verify_main(["--all", "--store", str(store), "--expect-head", head]) == 0
     assert head in capsys.readouterr().out
     assert verify_main(["--all", "--store", str(store), "--expect-head", "0" * 64]) == 1
-    assert "rolled back or forked" in capsys.readouterr().out
+    assert "rolled back, forked or rewritten" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

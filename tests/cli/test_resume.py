@@ -325,6 +325,24 @@ def test_out_on_a_file_system_without_hard_links_is_exit_3(
     assert list(out_dir.iterdir()) == []
 
 
+def test_a_recorded_run_with_no_session_says_what_to_import_instead(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose records hold no message (here a rollout's first line only) is refused;
+    the hint says to import the session file, not to give the run id it was given."""
+    events = tmp_path / "rollout.jsonl"
+    events.write_text('{"type":"session_meta","payload":{"id":"s1"}}\n')
+    store = str(tmp_path / "store")
+    assert main(["import", str(events), "--run-id", "ev1", "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["resume", "ev1", "--store", store, "--check", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "history-empty"
+    assert "ev1" in error["message"]
+    assert "import the session file" in error["hint"]
+    assert "resumed by its run id" not in error["hint"]
+
+
 @pytest.mark.parametrize("json_out", [False, True])
 def test_a_repair_that_leaves_no_message_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], json_out: bool

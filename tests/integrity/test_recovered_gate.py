@@ -100,6 +100,34 @@ def test_kill_9_before_the_first_checkpoint_is_recovered_and_fails_the_gate(
     assert json.loads(capsys.readouterr().out)["runs"][0]["state"] == "recovered"
 
 
+def test_a_recovered_file_is_a_failing_artifact_in_text_json_and_quiet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file's seal matches, but its unvouched bytes fail the run: its entry is not ok
+    (JSON), its text line is FAIL with the reason (never OK above a failing reason), and
+    --quiet, which prints only what failed, names it; allowed, it is an OK line again."""
+    _killed_run(tmp_path, count=40, every=1000)
+    recover_run(RUN, tmp_path)
+    entries = {a.kind: a for a in check_run(RUN, tmp_path).artifacts}
+    assert not entries["transcript"].ok
+    assert [f.code for f in entries["transcript"].findings] == ["recovered"]
+    assert all(a.ok for a in check_run(RUN, tmp_path, allow_recovered=True).artifacts)
+
+    assert verify_cli([RUN, "--store", str(tmp_path), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert {a["kind"]: a["ok"] for a in data["artifacts"]}["transcript"] is False
+    for argv in ([], ["--quiet"]):
+        assert verify_cli([RUN, "--store", str(tmp_path), *argv]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        assert any(
+            line.startswith("FAIL transcript   recovered: ") and "never vouched for" in line
+            for line in lines
+        ), lines
+        assert not any(line.startswith("OK   transcript") for line in lines), lines
+    assert verify_cli([RUN, "--store", str(tmp_path), "--allow-recovered"]) == 0
+    assert capsys.readouterr().out.startswith("OK   transcript")
+
+
 def test_a_run_whose_every_byte_a_checkpoint_vouched_for_passes_with_a_warning(
     tmp_path: Path,
 ) -> None:

@@ -427,8 +427,14 @@ def _from_run(
     return _scan(path, source, wanted, size), size
 
 
-def _require_messages(history: History, source: str, wanted: str | None) -> None:
-    """Refuse a history with no message: an empty input never counts as valid."""
+def _require_messages(
+    history: History, source: str, wanted: str | None, *, recorded_run: bool = False
+) -> None:
+    """Refuse a history with no message: an empty input never counts as valid.
+
+    ``recorded_run``: ``source`` is a run id whose records were read (no snapshot), so
+    the hint names what such a run must hold instead of asking for its run id.
+    """
     if history.messages:
         return
     records = len(history.records)
@@ -444,6 +450,13 @@ def _require_messages(history: History, source: str, wanted: str | None) -> None
         problem = (
             f"{source} holds no {history.format} message ({records} record(s), none of "
             "them a message), so there is nothing to check"
+        )
+    if recorded_run:
+        raise HistoryEmptyError(
+            problem,
+            hint=f"Run {source} holds no message to resume: import the session file the "
+            "agent saved (a Codex rollout, a Claude Code session) under a new run id and "
+            "resume that run.",
         )
     raise HistoryEmptyError(problem)
 
@@ -822,7 +835,12 @@ def resume_command(
                 "nor its signature",
                 markup=False,
             )
-        _require_messages(history, target if source is None else str(source), wanted)
+        _require_messages(
+            history,
+            target if source is None else str(source),
+            wanted,
+            recorded_run=source is None and snapshot is None,
+        )
         if check:
             return _check(history, target, state, as_json=as_json, limit=max_findings)
         return _repair(

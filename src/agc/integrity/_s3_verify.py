@@ -18,7 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -56,6 +56,7 @@ from agc.integrity._verify import (
     recovered_findings,
     run_missing_report,
     sealed_bytes_differ,
+    with_artifact_findings,
 )
 
 if TYPE_CHECKING:
@@ -487,7 +488,8 @@ def check_object_run(
     ):
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
     status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
-    findings.extend(recovered_findings(manifest, allow_recovered=allow_recovered))
+    recovered = recovered_findings(manifest, allow_recovered=allow_recovered)
+    findings.extend(recovered)
     # What only object storage shows, key by key (in a stable order). A finding about an
     # artifact's object (its file, sidecar or quarantine) is the artifact's too: its
     # entry is then not ok, as for any other error about it.
@@ -501,13 +503,7 @@ def check_object_run(
             )
         )
     findings.extend(object_findings)
-    artifact_reports = [
-        replace(
-            entry,
-            findings=(*entry.findings, *(f for f in object_findings if f.artifact == entry.kind)),
-        )
-        for entry in artifact_reports
-    ]
+    artifact_reports = with_artifact_findings(artifact_reports, [*recovered, *object_findings])
     if bucket_findings and not policy.lock.enabled:
         findings.append(object_lock_finding(store.bucket, policy_asked=policy.asked))
     report = RunReport(

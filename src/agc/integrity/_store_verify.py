@@ -10,7 +10,7 @@ Store-level finding codes (beside each run's own findings):
 ``chain-invalid``        an unreadable line in ``audit/chain.jsonl`` or a damaged head
 ``head-mismatch``        ``audit/chain-head.json`` does not name the last link
 ``head-not-in-chain``    the head pinned from outside (``--expect-head``) is not in the
-                         chain: the store was rolled back or forked
+                         chain: the store was rolled back, forked or rewritten
 ``unchained``            a closed manifest that no chain link records
 ``unexpected``           a file that no manifest, sidecar or chain explains
 ``temp-file``            (warning) a temporary file of an atomic write: in progress, or
@@ -293,7 +293,7 @@ def check_store(
         allow_recovered: as :func:`check_run`: recovered runs with bytes no crash
             checkpoint vouched for pass.
         expect_head: a head digest pinned from outside; if the chain does not contain
-            it, the store was rolled back or forked (``head-not-in-chain``).
+            it, the store was rolled back, forked or rewritten (``head-not-in-chain``).
         progress: called with ``(runs done, runs total)``.
         jobs: check the runs in this many local processes (the chain is checked once,
             here; the report is the same in any case); ``None``: every usable core for
@@ -732,7 +732,8 @@ def _check_store(
         findings.append(
             Finding(
                 "head-not-in-chain",
-                "the expected head is not in the chain: the store was rolled back or forked",
+                "the expected head is not in the chain: the store was rolled back, forked "
+                "or rewritten",
                 artifact="store",
                 expected={"digest": expect_head},
                 actual={"digest": entries[-1].manifest_digest if entries else None},

@@ -110,6 +110,8 @@ from agc.integrity._store_io import (
 from agc.integrity._verdict import Verdict, verdict_of
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     # cryptography is imported only when a signature is actually checked: agc-verify
     # gates CI and pays its import time on every run. Checkpoints likewise, only for
     # a file that is not sealed for good.
@@ -1045,12 +1047,13 @@ def check_folder_run(
         findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
 
     status, key_id = _judge_signature(manifest, trusted_keys, require_signature, findings)
-    findings.extend(recovered_findings(manifest, allow_recovered=allow_recovered))
+    recovered = recovered_findings(manifest, allow_recovered=allow_recovered)
+    findings.extend(recovered)
     report = RunReport(
         run_id=run_id,
         store=str(layout.root),
         findings=tuple(findings),
-        artifacts=tuple(artifact_reports),
+        artifacts=tuple(with_artifact_findings(artifact_reports, recovered)),
         manifest=manifest is not None,
         legacy=legacy is not None,
         signature=status,
@@ -1090,6 +1093,20 @@ def _judge_links(
         lambda position: archived_manifest_path(layout, run_id, position).name,
         link_pending=pending,
     )
+
+
+def with_artifact_findings(
+    entries: Iterable[ArtifactReport], findings: Iterable[_Finding]
+) -> list[ArtifactReport]:
+    """``entries`` with each of ``findings`` about an artifact (its ``artifact`` is the
+    entry's kind) added to that entry: a finding judged after the entries were made (a
+    ``recovered`` seal, an object's versions) is the artifact's too, so an error about it
+    makes its entry not ok, as any other error about the artifact does."""
+    extra = list(findings)
+    return [
+        replace(entry, findings=(*entry.findings, *(f for f in extra if f.artifact == entry.kind)))
+        for entry in entries
+    ]
 
 
 def recovered_findings(
