@@ -46,6 +46,12 @@ EXPECTED_TARGETS = {
     "bulk-command",
     "bulk-command-json",
     "bulk-linear",
+    *(
+        f"resume-{kind}-{action}-1000000{peak}"
+        for kind in ("claude-code", "codex-rollout")
+        for action in ("check", "repair")
+        for peak in ("", "-peak")
+    ),
 }
 
 

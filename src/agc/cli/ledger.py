@@ -276,11 +276,17 @@ def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes]:
     Raises:
         EmptyInputError: the input has no byte but white space (exit 2); nothing is
             recorded, as an empty input is no evidence of a turn.
+        FileUnreadableError: reading it failed (exit 3), naming it.
     """
     blank: list[bytes] = []
     held = 0
     while held <= _BLANK_PEEK_BYTES:
-        piece = stream.readline(64 * 1024)
+        try:
+            piece = stream.readline(64 * 1024)
+        except OSError as exc:
+            raise FileUnreadableError(
+                f"input {where} cannot be read: {describe_os_error(exc)}"
+            ) from exc
         if not piece:
             raise EmptyInputError(
                 f"input {where} is empty: no event to record",
