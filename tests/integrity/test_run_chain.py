@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,7 +28,7 @@ from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.cli.app import main as agc_main
 from agc.cli.verify_main import main as verify_main
-from agc.errors import RunExistsError
+from agc.errors import AgcError, RunExistsError
 from agc.exitcodes import ExitCode
 from agc.integrity import _writer as writer_module
 from agc.integrity._chain import (
@@ -469,3 +470,35 @@ def test_run_links_finds_a_link_spelled_with_escapes_and_skips_overlong_lines(
     assert [e for e in entries if e.run_id == "r"] == list(found)
     assert run_links(layout, "other") == ()
     assert isinstance(found[0], ChainEntry)
+
+
+@pytest.mark.parametrize(
+    "respell",
+    [
+        lambda line: line + b" ",
+        lambda line: line + b"\r",
+        lambda line: line + b"\t",
+        lambda line: json.dumps(json.loads(line)).encode(),  # other spacing
+    ],
+    ids=["trailing-space", "carriage-return", "tab", "spaced"],
+)
+def test_a_last_link_not_spelled_as_the_writer_writes_it_is_not_completed(
+    two_links: tuple[Path, bytes], tmp_path: Path, respell: Any
+) -> None:
+    """Only the one line a crash leaves (the writer's exact bytes, less the newline)
+    gets a newline; a whole link spelled otherwise is no torn write and is quarantined."""
+    template, line = two_links
+    store = tmp_path / "store"
+    shutil.copytree(template, store)
+    log = chain_log_path(StoreLayout.at(store))
+    whole = log.read_bytes()
+    kept = whole[: len(whole) - len(line)]
+    odd = respell(line[:-1])
+    log.write_bytes(kept + odd)
+    try:
+        healed = recover_store(store)
+    except AgcError:
+        healed = None  # the head names the quarantined link: refused, never healed
+    assert healed is None or not healed.newline_added
+    assert log.read_bytes() == kept
+    assert (store / "audit/chain.jsonl.quarantine").read_bytes() == odd

@@ -314,7 +314,7 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         manifest_digest=manifest_digest(manifest),
         prev=manifest.chain.get("prev"),
     )
-    line = json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
+    line = _link_line(entry)
     path = chain_log_path(layout)
     fd = _open_log(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
@@ -324,6 +324,11 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         os.close(fd)
     write_head(layout, entry)
     return entry
+
+
+def _link_line(entry: ChainEntry) -> bytes:
+    """The bytes :func:`append_link` writes for ``entry``: compact JSON and a newline."""
+    return json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
 
 
 def write_head(layout: StoreLayout, entry: ChainEntry) -> None:
@@ -481,9 +486,10 @@ def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
 
     A last line that is a whole link and lacks only its ``\n`` (the write stopped one
     byte short) is completed with the newline: every proper prefix of a link line ends
-    before its closing ``}``, so it is never whole JSON, and the line is exactly what
-    :func:`append_link` wrote. Any other bytes after the last newline are moved to the
-    quarantine file and cut off.
+    before its closing ``}``, so it is never whole JSON. The line must be exactly what
+    :func:`append_link` writes, byte for byte: a link with other spacing, a trailing
+    space or a carriage return is no torn write. Any other bytes after the last newline
+    are moved to the quarantine file and cut off.
     """
     path = chain_log_path(layout)
     try:
@@ -496,7 +502,8 @@ def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
         if boundary == size:
             return 0, False
         tail = os.pread(fd, min(size - boundary, _MAX_LINK_BYTES + 1), boundary)
-        if size - boundary <= _MAX_LINK_BYTES and _parse_link(tail) is not None:
+        whole = _parse_link(tail) if size - boundary <= _MAX_LINK_BYTES else None
+        if whole is not None and _link_line(whole) == tail + b"\n":
             try:
                 os.pwrite(fd, b"\n", size)
                 os.fsync(fd)
