@@ -174,6 +174,39 @@ def test_the_same_input_again_is_a_no_op_and_other_input_is_refused(
         assert _contents(store) == before
 
 
+@pytest.mark.parametrize(
+    ("first", "again"),
+    [
+        ((), ("--signing-key", "KEY")),  # stored unsigned, the retry signs
+        (("--signing-key", "OTHER"), ("--signing-key", "KEY")),  # another key signed it
+        ((), ("--algorithm", "sha256")),  # stored with blake3, the retry seals sha256
+    ],
+    ids=["unsigned-then-signed", "other-key", "other-algorithm"],
+)
+def test_a_retried_import_that_would_seal_otherwise_is_not_a_no_op(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    first: tuple[str, ...],
+    again: tuple[str, ...],
+) -> None:
+    """The no-op says the store holds what this import would write: the same records
+    but unsigned, signed by another key or sealed with another digest is another run
+    (run-exists, nothing written), never an exit 0 that a signed-evidence step trusts."""
+    keys = {}
+    for name in ("KEY", "OTHER"):
+        assert agc_main(["keys", "generate", "--out", str(tmp_path / name)]) == 0
+        keys[name] = str(tmp_path / name / "signing-key.pem")
+    capsys.readouterr()
+    store = tmp_path / "store"
+    assert _import(tmp_path, store, "r", TRANSCRIPT, *(keys.get(a, a) for a in first)) == 0
+    before = _contents(store)
+    capsys.readouterr()
+    code = _import(tmp_path, store, "r", TRANSCRIPT, "--json", *(keys.get(a, a) for a in again))
+    assert code == ExitCode.USAGE
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "run-exists"
+    assert _contents(store) == before
+
+
 def test_a_retried_import_of_a_tampered_run_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

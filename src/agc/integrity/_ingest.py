@@ -274,7 +274,9 @@ def ingest_stream(
     store = folder_store(store)
     layout = StoreLayout.at(store)
     if linked(layout, validate_run_id(run_id)):
-        same = _already_recorded(stream, run_id, layout, kind=kind, algorithm=algorithm)
+        same = _already_recorded(
+            stream, run_id, layout, kind=kind, algorithm=algorithm, signing_key=signing_key
+        )
         if same is not None:
             return same
         refuse_if_linked(layout, run_id)
@@ -377,14 +379,16 @@ def _already_recorded(
     *,
     kind: ArtifactKind,
     algorithm: Algorithm,
+    signing_key: SigningKey | None = None,
 ) -> IngestSummary | None:
     """The summary of the run the store holds when ``stream`` is its very input, else
     ``None`` (the stream is consumed either way).
 
     The input is written through the same writer into a temporary store, so its
     records are exactly the bytes a new import would write; it is the run's input when
-    the store's run verifies complete and each artifact's records equal those, line
-    for line, but for their ``ts`` (the time of writing).
+    the store's run verifies complete (with ``signing_key``: signed by that key), each
+    artifact is sealed with ``algorithm``, and each artifact's records equal those,
+    line for line, but for their ``ts`` (the time of writing).
 
     Raises:
         as :func:`ingest_stream` for the input; StoreError when the store's run cannot
@@ -392,8 +396,11 @@ def _already_recorded(
     """
     from agc.integrity._verify import check_run  # noqa: PLC0415 - only on a retry
 
-    if not check_run(run_id, layout.root).complete:
-        return None
+    trusted = None
+    if signing_key is not None:
+        trusted = {signing_key.key_id: signing_key.private_key.public_key()}
+    if not check_run(run_id, layout.root, trusted_keys=trusted).complete:
+        return None  # differs, or not signed by the key this import would sign with
     with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
         again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
         fresh = StoreLayout.at(scratch)
@@ -406,6 +413,8 @@ def _already_recorded(
     if manifest is None:
         return None
     seals = tuple(manifest.artifacts[k] for k in ARTIFACT_KINDS if k in manifest.artifacts)
+    if any(seal.algorithm != algorithm for seal in seals):
+        return None
     return replace(again, seals=seals, unchanged=True)
 
 
