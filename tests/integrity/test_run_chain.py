@@ -535,3 +535,28 @@ def test_a_last_link_not_spelled_as_the_writer_writes_it_is_not_completed(
     assert healed is None or not healed.newline_added
     assert log.read_bytes() == kept
     assert (store / "audit/chain.jsonl.quarantine").read_bytes() == odd
+
+
+def test_an_intent_a_crash_cannot_leave_does_not_excuse_an_unlinked_run(
+    tmp_path: Path,
+) -> None:
+    """A run whose link was cut out of the log, with an intent naming it at its old
+    place (not right after the last link, where a crash leaves one), is unchained in
+    `agc-verify RUN` and `--all`; the intent a crash leaves still excuses it."""
+    store = tmp_path / "store"
+    for run_id in ("a", "b", "c"):
+        write_run(store, run_id)
+    layout = StoreLayout.at(store)
+    log = chain_log_path(layout)
+    lines = log.read_bytes().splitlines(keepends=True)
+    entries = read_chain(layout)[0]
+    for cut, ok in ((0, False), (2, True)):  # a's link (position 1), c's (the last)
+        here = tmp_path / f"cut-{cut}"
+        shutil.copytree(store, here)
+        chain_log_path(StoreLayout.at(here)).write_bytes(b"".join(lines[:cut] + lines[cut + 1 :]))
+        entry = entries[cut]
+        intent = {"run_id": entry.run_id, "position": entry.position, "prev": entry.prev}
+        chain_pending_path(StoreLayout.at(here)).write_text(json.dumps(intent))
+        assert ("unchained" in _codes(check_run(entry.run_id, here))) is not ok, cut
+        row = next(r for r in check_store(here).runs if r.run_id == entry.run_id)
+        assert ("unchained" in _codes(row)) is not ok, cut
