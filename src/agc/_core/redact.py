@@ -92,7 +92,9 @@ _ALNUM: Final = frozenset(string.ascii_letters + string.digits)
 _HEX: Final = frozenset(string.hexdigits)
 # A line break inside a token: raw, or JSON-escaped once or more (\n, \\n, \r\n …).
 # Written so that the regex engine skips to the next "\\", "\r" or "\n" at once.
-_BREAK: Final = re.compile(r"[\\\r\n](?:(?<=\\)\\*(?:r\\+)?n|(?<=\r)\n|(?<=\n))")
+# A run of backslashes is tried once, from its first (a match from inside the run can
+# always start at its first instead): a megabyte of backslashes stays linear.
+_BREAK: Final = re.compile(r"[\\\r\n](?:(?<=\\)(?<!\\\\)\\*(?:r\\+)?n|(?<=\r)\n|(?<=\n))")
 # The characters a token is made of, as far as joining it across line breaks goes.
 _TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9_.~+/=:-]{0,512}")
 _MAX_WRAPS: Final = 4
@@ -1312,7 +1314,7 @@ def _cut_keywords(lowered: str) -> list[tuple[int, int, int]]:
 # A JSON \uXXXX escape, escaped any number of times (\\u0073 in a JSON string held in
 # a JSON string): RFC 8259 lets any character be written so ("\u0073k-proj-…"); and
 # its escaped solidus "\/" (PHP's json_encode writes every "/" so: "https:\/\/…").
-_U_ESCAPE: Final = re.compile(r"\\+(?:u([0-9A-Fa-f]{4})|/)")
+_U_ESCAPE: Final = re.compile(r"(?<!\\)\\+(?:u([0-9A-Fa-f]{4})|/)")  # linear, as _BREAK
 
 
 def _found_unescaped(text: str) -> list[tuple[int, int, int, str]]:
