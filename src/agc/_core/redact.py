@@ -1072,8 +1072,14 @@ def _valid_assigned(value: str, *, word: str, env: bool, quoted: bool) -> bool:
 
 def _find_assignment(text: str, hits: list[int]) -> Iterator[Span]:
     """``PASSWORD=…``, ``SECRET_KEY=…``, ``GITHUB_TOKEN: …``, ``"api_key": "…"``,
-    ``--password=…``: the value of a variable, key or flag whose name names a secret."""
+    ``--password=…``: the value of a variable, key or flag whose name names a secret.
+
+    A name inside the value just read (``token=token=…``) is part of that value, judged
+    with it, and not read again: each value is read once, so the time stays linear."""
+    judged = -1  # where the last value read ends
     for name_start, name_end in _names_at(text, hits):
+        if name_start < judged:
+            continue
         operator = _OPERATOR.match(text, name_end)
         if operator is None:
             continue
@@ -1086,6 +1092,7 @@ def _find_assignment(text: str, hits: list[int]) -> Iterator[Span]:
         if found is None:
             continue
         start, end = found.span()
+        judged = end
         value = found.group()
         quote = operator.group("q2")
         # An environment file's NAME=value (no spaces around "="; "NAME: value" in a
