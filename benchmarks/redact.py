@@ -63,7 +63,8 @@ def _best(action: Callable[[], object], repeat: int) -> float:
 
 
 # Inputs that once made the detector quadratic (a regex retried inside a run of
-# backslashes, a value read again for each secret name inside it); each is timed at 64 KiB and at 4 times that: linear is a ratio near 4.
+# backslashes, a value read again for each secret name inside it); each is timed at
+# 64 KiB and at 4 times that: linear is a ratio near 4.
 PATHOLOGICAL: dict[str, Callable[[int], str]] = {
     "backslashes": lambda n: "\\" * n,
     "backslashes_then_u_escape": lambda n: "\\" * n + "\\u0041",
