@@ -449,11 +449,11 @@ def changed_lines(seal: ArtifactSeal, read: ReadAt, size: int) -> tuple[int, int
     newlines_before: dict[int, int] = {0: 0}  # offset read up to -> newlines before it
     total = reached = 0
 
-    def counting(length: int, offset: int) -> bytes:
+    def counting(length: int, offset: int) -> bytes | memoryview:
         nonlocal total, reached
         chunk = read(length, offset)
         if offset == reached:  # each byte counted once (reads go forward)
-            total += chunk.count(b"\n")
+            total += (chunk if isinstance(chunk, bytes) else bytes(chunk)).count(b"\n")
             reached += len(chunk)
             newlines_before[reached] = total
         return chunk
