@@ -62,6 +62,26 @@ def _best(action: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
+# Inputs that once made the detector quadratic (a regex retried inside a run of
+# backslashes, a value read again for each secret name inside it); each is timed at
+# 64 KiB and at 4 times that: linear is a ratio near 4.
+PATHOLOGICAL: dict[str, Callable[[int], str]] = {
+    "backslashes": lambda n: "\\" * n,
+    "backslashes_then_u_escape": lambda n: "\\" * n + "\\u0041",
+    "sk_dash_repeated": lambda n: "sk-" * (n // 3),
+    "newlines": lambda n: "\n" * n,
+    "token_assignments_chained": lambda n: "token=" * (n // 6),
+}
+
+
+def growth(make: Callable[[int], str], repeat: int, size: int = 64 * 1024) -> float:
+    """How much longer ``redact_text`` takes on 4 times the input (linear: about 4)."""
+    small, large = make(size), make(4 * size)
+    return round(
+        _best(lambda: redact_text(large), repeat) / _best(lambda: redact_text(small), repeat), 1
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--input", type=Path, default=_REAL)
@@ -104,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
                 "lines_changed": changed,
                 "lines_changed_share": round(changed / len(lines), 4),
                 "redactions": stats.to_dict(),
+                "growth_at_4x_input": {
+                    name: growth(make, max(1, args.repeat // 5))
+                    for name, make in PATHOLOGICAL.items()
+                },
             }
         )
     )

@@ -105,6 +105,18 @@ def test_a_secret_cut_at_every_position_is_redacted_on_both_lines() -> None:
     assert missed == []
 
 
+@pytest.mark.parametrize("between", ["=", "==", "=.", "=_"])
+def test_a_jwt_after_a_padded_signature_is_redacted_whole(between: str) -> None:
+    """A signature's base64 padding ends it: a second token glued after ``==`` is its
+    own token, never the tail of the first (its payload and signature were kept)."""
+    header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
+    payload = base64.urlsafe_b64encode(b'{"sub":"9966194089","iat":1700000000}').decode()
+    token = f"{header}.{payload.rstrip('=')}.PJ3_87UZ6JGx6ZbjBfEe2lzJY4gVFtvEshT0nem2Ojs"
+    out = redact_text(f" {token}{between}{token} ")
+    assert payload.rstrip("=")[:12] not in out, out
+    assert "PJ3_87UZ6JGx" not in out, out
+
+
 def test_a_jwt_cut_in_its_signature_takes_the_rest_of_its_documented_size() -> None:
     # HS256 signs with 32 bytes: 43 base64url characters (RFC 7518, section 3.2).
     header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"

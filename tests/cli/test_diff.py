@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,33 @@ def test_a_missing_file_or_run_is_a_usage_error(
     session = tmp_path / "session.jsonl"
     assert agc_main(["diff", "r9", str(session), "--store", str(store)]) == 2
     assert "r9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("what", ["folder", "fifo"])
+def test_a_folder_or_fifo_as_the_file_is_a_usage_error_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str
+) -> None:
+    """Not a regular file: exit 2 naming it (a folder used to end in exit 4)."""
+    store = _store(tmp_path)
+    target = tmp_path / what
+    if what == "folder":
+        target.mkdir()
+    else:
+        os.mkfifo(target)
+    assert agc_main(["diff", "r1", str(target), "--store", str(store)]) == 2
+    assert f"{target} is not a regular file" in capsys.readouterr().err
+
+
+def test_control_characters_of_a_differing_line_are_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file line holding a terminal escape sequence (a title change, a screen clear)
+    or NUL bytes is printed with them escaped, never written raw to the terminal."""
+    store = _store(tmp_path)
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(b"\x1b]0;pwned\x07\x1b[2J\x00{}\n")
+    assert agc_main(["diff", "r1", str(odd), "--store", str(store)]) == 1
+    out = capsys.readouterr().out
+    for raw in ("\x1b", "\x07", "\x00"):
+        assert raw not in out
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\x00{}" in out

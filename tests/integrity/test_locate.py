@@ -265,3 +265,48 @@ def test_an_object_store_locates_a_change_too(s3_store: ObjectStore) -> None:
     report = check_run("r1", s3_store)
     modified = next(f for f in report.findings if f.code == "modified")
     assert modified.lines == (1001, 2000)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    counts=st.lists(st.integers(min_value=0, max_value=300), min_size=20, max_size=20),
+    where=st.floats(min_value=0, max_value=1, exclude_max=True),
+    streamed=st.booleans(),
+)
+def test_forged_record_counts_in_checkpoints_never_move_the_range_off_the_change(
+    tmp_path_factory: pytest.TempPathFactory, counts: list[int], where: float, streamed: bool
+) -> None:
+    """Property: an unsigned manifest's checkpoints re-written with any increasing record
+    counts (digests and offsets kept, the run re-linked): lines are counted in the file
+    itself, so a flipped byte's line is still inside the range, never past the file."""
+    store = tmp_path_factory.mktemp("forged")
+    shutil.copytree(_forged_template(tmp_path_factory), store, dirs_exist_ok=True)
+    manifest = _manifest(store)
+    seal = manifest["artifacts"]["transcript"]
+    forged = sorted(counts)[: len(seal["checkpoints"])]
+    for checkpoint, count in zip(seal["checkpoints"], forged, strict=False):
+        checkpoint["records"] = count
+    (store / f"audit/manifests/{RUN}.json").write_text(json.dumps(manifest))
+    relink(store, [RUN])
+    path = transcript_path(store, RUN)
+    original = path.read_bytes()
+    offset = int(where * len(original))
+    changed = bytearray(original)
+    changed[offset] ^= 0x20
+    path.write_bytes(bytes(changed))
+    with mock.patch.object(_verify, "IN_MEMORY_BYTES", 0 if streamed else _verify.IN_MEMORY_BYTES):
+        finding = _modified(store)
+    line = original[:offset].count(b"\n") + 1
+    assert finding.lines is not None
+    first, last = finding.lines
+    assert first <= line <= last <= original.count(b"\n"), (offset, line, finding.lines)
+
+
+_TEMPLATE: dict[str, Path] = {}
+
+
+def _forged_template(factory: pytest.TempPathFactory) -> Path:
+    if "plain" not in _TEMPLATE:
+        _TEMPLATE["plain"] = factory.mktemp("template")
+        _write(_TEMPLATE["plain"], count=300, every=17)
+    return _TEMPLATE["plain"]

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,9 +28,10 @@ from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.cli.app import main as agc_main
 from agc.cli.verify_main import main as verify_main
-from agc.errors import RunExistsError
+from agc.errors import AgcError, RunExistsError
 from agc.exitcodes import ExitCode
 from agc.integrity import _writer as writer_module
+from agc.integrity import generate_keypair, load_signing_key
 from agc.integrity._chain import (
     ChainEntry,
     chain_log_path,
@@ -171,6 +173,39 @@ def test_the_same_input_again_is_a_no_op_and_other_input_is_refused(
         assert send(other) == ExitCode.USAGE
         assert json.loads(capsys.readouterr().out)["error"]["code"] == "run-exists"
         assert _contents(store) == before
+
+
+@pytest.mark.parametrize(
+    ("first", "again"),
+    [
+        ((), ("--signing-key", "KEY")),  # stored unsigned, the retry signs
+        (("--signing-key", "OTHER"), ("--signing-key", "KEY")),  # another key signed it
+        ((), ("--algorithm", "sha256")),  # stored with blake3, the retry seals sha256
+    ],
+    ids=["unsigned-then-signed", "other-key", "other-algorithm"],
+)
+def test_a_retried_import_that_would_seal_otherwise_is_not_a_no_op(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    first: tuple[str, ...],
+    again: tuple[str, ...],
+) -> None:
+    """The no-op says the store holds what this import would write: the same records
+    but unsigned, signed by another key or sealed with another digest is another run
+    (run-exists, nothing written), never an exit 0 that a signed-evidence step trusts."""
+    keys = {}
+    for name in ("KEY", "OTHER"):
+        assert agc_main(["keys", "generate", "--out", str(tmp_path / name)]) == 0
+        keys[name] = str(tmp_path / name / "signing-key.pem")
+    capsys.readouterr()
+    store = tmp_path / "store"
+    assert _import(tmp_path, store, "r", TRANSCRIPT, *(keys.get(a, a) for a in first)) == 0
+    before = _contents(store)
+    capsys.readouterr()
+    code = _import(tmp_path, store, "r", TRANSCRIPT, "--json", *(keys.get(a, a) for a in again))
+    assert code == ExitCode.USAGE
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "run-exists"
+    assert _contents(store) == before
 
 
 def test_a_retried_import_of_a_tampered_run_is_refused(
@@ -521,3 +556,78 @@ def test_an_object_store_mistyped_id_is_run_missing_with_a_close_id(
     # A run whose objects were deleted is still found by its link: deleted, not missing.
     _delete_objects(s3_store, "fix-tests-42")
     assert "deleted" in _codes(check_run("fix-tests-42", s3_store.url))
+
+
+@pytest.mark.parametrize(
+    "respell",
+    [
+        lambda line: line + b" ",
+        lambda line: line + b"\r",
+        lambda line: line + b"\t",
+        lambda line: json.dumps(json.loads(line)).encode(),  # other spacing
+    ],
+    ids=["trailing-space", "carriage-return", "tab", "spaced"],
+)
+def test_a_last_link_not_spelled_as_the_writer_writes_it_is_not_completed(
+    two_links: tuple[Path, bytes], tmp_path: Path, respell: Any
+) -> None:
+    """Only the one line a crash leaves (the writer's exact bytes, less the newline)
+    gets a newline; a whole link spelled otherwise is no torn write and is quarantined."""
+    template, line = two_links
+    store = tmp_path / "store"
+    shutil.copytree(template, store)
+    log = chain_log_path(StoreLayout.at(store))
+    whole = log.read_bytes()
+    kept = whole[: len(whole) - len(line)]
+    odd = respell(line[:-1])
+    log.write_bytes(kept + odd)
+    try:
+        healed = recover_store(store)
+    except AgcError:
+        healed = None  # the head names the quarantined link: refused, never healed
+    assert healed is None or not healed.newline_added
+    assert log.read_bytes() == kept
+    assert (store / "audit/chain.jsonl.quarantine").read_bytes() == odd
+
+
+def test_an_intent_a_crash_cannot_leave_does_not_excuse_an_unlinked_run(
+    tmp_path: Path,
+) -> None:
+    """A run whose link was cut out of the log, with an intent naming it at its old
+    place (not right after the last link, where a crash leaves one), is unchained in
+    `agc-verify RUN` and `--all`; the intent a crash leaves still excuses it."""
+    store = tmp_path / "store"
+    for run_id in ("a", "b", "c"):
+        write_run(store, run_id)
+    layout = StoreLayout.at(store)
+    log = chain_log_path(layout)
+    lines = log.read_bytes().splitlines(keepends=True)
+    entries = read_chain(layout)[0]
+    for cut, ok in ((0, False), (2, True)):  # a's link (position 1), c's (the last)
+        here = tmp_path / f"cut-{cut}"
+        shutil.copytree(store, here)
+        chain_log_path(StoreLayout.at(here)).write_bytes(b"".join(lines[:cut] + lines[cut + 1 :]))
+        entry = entries[cut]
+        intent = {"run_id": entry.run_id, "position": entry.position, "prev": entry.prev}
+        chain_pending_path(StoreLayout.at(here)).write_text(json.dumps(intent))
+        assert ("unchained" in _codes(check_run(entry.run_id, here))) is not ok, cut
+        row = next(r for r in check_store(here).runs if r.run_id == entry.run_id)
+        assert ("unchained" in _codes(row)) is not ok, cut
+
+
+def test_an_object_store_retry_that_would_seal_otherwise_is_not_a_no_op(
+    s3_store: ObjectStore, tmp_path: Path
+) -> None:
+    """As in a folder store: the same records unsigned, or sealed with another digest,
+    are not what a signed (or other-digest) import would write."""
+    private, _, _ = generate_keypair(tmp_path / "keys")
+    key = load_signing_key(private)
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store)
+    before = _object_keys(s3_store)
+    with pytest.raises(RunExistsError):
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store, signing_key=key)
+    with pytest.raises(RunExistsError):
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store, algorithm="sha256")
+    assert _object_keys(s3_store) == before
+    ingest_stream(io.BytesIO(TRANSCRIPT), "s", store=s3_store, signing_key=key)
+    assert ingest_stream(io.BytesIO(TRANSCRIPT), "s", store=s3_store, signing_key=key).unchanged

@@ -92,7 +92,9 @@ _ALNUM: Final = frozenset(string.ascii_letters + string.digits)
 _HEX: Final = frozenset(string.hexdigits)
 # A line break inside a token: raw, or JSON-escaped once or more (\n, \\n, \r\n …).
 # Written so that the regex engine skips to the next "\\", "\r" or "\n" at once.
-_BREAK: Final = re.compile(r"[\\\r\n](?:(?<=\\)\\*(?:r\\+)?n|(?<=\r)\n|(?<=\n))")
+# A run of backslashes is tried once, from its first (a match from inside the run can
+# always start at its first instead): a megabyte of backslashes stays linear.
+_BREAK: Final = re.compile(r"[\\\r\n](?:(?<=\\)(?<!\\\\)\\*(?:r\\+)?n|(?<=\r)\n|(?<=\n))")
 # The characters a token is made of, as far as joining it across line breaks goes.
 _TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9_.~+/=:-]{0,512}")
 _MAX_WRAPS: Final = 4
@@ -487,7 +489,8 @@ _TOKENS: Final[tuple[tuple[str, str, str, str, bool, tuple[str, ...], str], ...]
      ("ops_eyj",), "gitleaks 1password-service-account-token"),
     ("mapbox-token", r"sk\.eyJ", r"[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", "[A-Za-z0-9_.-]",
      False, ("sk.eyj",), "Mapbox secret tokens"),
-    ("jwt", "eyJ", r"[A-Za-z0-9_-]{8,}={0,2}\.eyJ[A-Za-z0-9_-]{8,}={0,2}(?:\.[A-Za-z0-9_=-]*)?",
+    ("jwt", "eyJ",
+     r"[A-Za-z0-9_-]{8,}={0,2}\.eyJ[A-Za-z0-9_-]{8,}={0,2}(?:\.[A-Za-z0-9_-]*={0,2})?",
      "[A-Za-z0-9_.=-]", False, ("eyj",), "gitleaks jwt (RFC 7519 compact form)"),
     ("grafana-token", "glc_", "[A-Za-z0-9+/]{32,}={0,2}", "[A-Za-z0-9+/=]", False, ("glc_",),
      "gitleaks grafana-cloud-api-token"),
@@ -1069,8 +1072,14 @@ def _valid_assigned(value: str, *, word: str, env: bool, quoted: bool) -> bool:
 
 def _find_assignment(text: str, hits: list[int]) -> Iterator[Span]:
     """``PASSWORD=…``, ``SECRET_KEY=…``, ``GITHUB_TOKEN: …``, ``"api_key": "…"``,
-    ``--password=…``: the value of a variable, key or flag whose name names a secret."""
+    ``--password=…``: the value of a variable, key or flag whose name names a secret.
+
+    A name inside the value just read (``token=token=…``) is part of that value, judged
+    with it, and not read again: each value is read once, so the time stays linear."""
+    judged = -1  # where the last value read ends
     for name_start, name_end in _names_at(text, hits):
+        if name_start < judged:
+            continue
         operator = _OPERATOR.match(text, name_end)
         if operator is None:
             continue
@@ -1083,6 +1092,7 @@ def _find_assignment(text: str, hits: list[int]) -> Iterator[Span]:
         if found is None:
             continue
         start, end = found.span()
+        judged = end
         value = found.group()
         quote = operator.group("q2")
         # An environment file's NAME=value (no spaces around "="; "NAME: value" in a
@@ -1311,7 +1321,7 @@ def _cut_keywords(lowered: str) -> list[tuple[int, int, int]]:
 # A JSON \uXXXX escape, escaped any number of times (\\u0073 in a JSON string held in
 # a JSON string): RFC 8259 lets any character be written so ("\u0073k-proj-…"); and
 # its escaped solidus "\/" (PHP's json_encode writes every "/" so: "https:\/\/…").
-_U_ESCAPE: Final = re.compile(r"\\+(?:u([0-9A-Fa-f]{4})|/)")
+_U_ESCAPE: Final = re.compile(r"(?<!\\)\\+(?:u([0-9A-Fa-f]{4})|/)")  # linear, as _BREAK
 
 
 def _found_unescaped(text: str) -> list[tuple[int, int, int, str]]:

@@ -182,6 +182,8 @@ def _shown(side: DiffSide | None, label: str) -> str:
     if side is None or side.text is None:
         return f"  {label}: (ends before line {side.line if side else '?'})"
     text = side.text.decode("utf-8", "replace")
+    if not text.isprintable():  # a terminal control sequence is shown, never obeyed
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
     cut = text if len(text) <= _SHOWN else text[:_SHOWN] + f"… ({len(text)} characters)"
     return f"  {label} line {side.line}: {cut}"
 

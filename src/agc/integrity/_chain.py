@@ -314,7 +314,7 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         manifest_digest=manifest_digest(manifest),
         prev=manifest.chain.get("prev"),
     )
-    line = json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
+    line = _link_line(entry)
     path = chain_log_path(layout)
     fd = _open_log(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
@@ -324,6 +324,11 @@ def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
         os.close(fd)
     write_head(layout, entry)
     return entry
+
+
+def _link_line(entry: ChainEntry) -> bytes:
+    """The bytes :func:`append_link` writes for ``entry``: compact JSON and a newline."""
+    return json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
 
 
 def write_head(layout: StoreLayout, entry: ChainEntry) -> None:
@@ -481,9 +486,10 @@ def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
 
     A last line that is a whole link and lacks only its ``\n`` (the write stopped one
     byte short) is completed with the newline: every proper prefix of a link line ends
-    before its closing ``}``, so it is never whole JSON, and the line is exactly what
-    :func:`append_link` wrote. Any other bytes after the last newline are moved to the
-    quarantine file and cut off.
+    before its closing ``}``, so it is never whole JSON. The line must be exactly what
+    :func:`append_link` writes, byte for byte: a link with other spacing, a trailing
+    space or a carriage return is no torn write. Any other bytes after the last newline
+    are moved to the quarantine file and cut off.
     """
     path = chain_log_path(layout)
     try:
@@ -496,7 +502,8 @@ def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
         if boundary == size:
             return 0, False
         tail = os.pread(fd, min(size - boundary, _MAX_LINK_BYTES + 1), boundary)
-        if size - boundary <= _MAX_LINK_BYTES and _parse_link(tail) is not None:
+        whole = _parse_link(tail) if size - boundary <= _MAX_LINK_BYTES else None
+        if whole is not None and _link_line(whole) == tail + b"\n":
             try:
                 os.pwrite(fd, b"\n", size)
                 os.fsync(fd)
@@ -523,8 +530,10 @@ def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
         os.close(fd)
 
 
-def _last_link(layout: StoreLayout) -> ChainHead:
-    """The log's last link, read from the end (the log is never read whole here)."""
+def _last_link(layout: StoreLayout, *, before_torn_tail: bool = False) -> ChainHead:
+    """The log's last link, read from the end (the log is never read whole here);
+    ``before_torn_tail``: the last whole line's, ignoring bytes after the last newline
+    (a link being appended when a crash stopped it)."""
     path = chain_log_path(layout)
     try:
         fd = _open_log(path, os.O_RDONLY)
@@ -532,6 +541,8 @@ def _last_link(layout: StoreLayout) -> ChainHead:
         return ChainHead(position=0, digest=None)
     try:
         size = os.fstat(fd).st_size
+        if before_torn_tail and size:
+            size = last_line_end(fd, size)
         if size == 0:
             return ChainHead(position=0, digest=None)
         start = last_line_end(fd, size - 1)
@@ -579,9 +590,21 @@ def _refuse_odd_pending(layout: StoreLayout) -> None:
 
 def pending_link(layout: StoreLayout) -> tuple[str, int] | None:
     """The run id and position of the link being made (``audit/chain-pending.json``),
-    ``None`` when there is none or it is unusable."""
+    ``None`` when there is none, it is unusable, or it is not one a crash leaves: an
+    intent names the link right after the log's last whole link (its position plus
+    one, that link's digest as ``prev``), as :func:`heal_chain` requires to complete
+    it. A run the chain does not link is excused only by such an intent."""
     pending = _read_pending(layout)
-    return None if pending is None else (pending[0], pending[1])
+    if pending is None:
+        return None
+    try:
+        tip = _last_link(layout, before_torn_tail=True)
+    except (StoreError, UnsafePathError, OSError):
+        return None  # no usable last link: nothing can be completed after it
+    run_id, position, prev = pending
+    if position != tip.position + 1 or prev != tip.digest:
+        return None
+    return run_id, position
 
 
 def _read_pending(layout: StoreLayout) -> tuple[str, int, str | None] | None:

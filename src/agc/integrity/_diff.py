@@ -167,11 +167,10 @@ def _file_lines(path: Path) -> Iterator[bytes]:
         raise InputError(f"{path} is a symlink; give the file itself") from exc
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
-    handle = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        handle.close()
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder
+        os.close(fd)
         raise InputError(f"{path} is not a regular file")
-    return _lines_of(handle, path)
+    return _lines_of(os.fdopen(fd, "rb"), path)
 
 
 def _lines_of(handle: BinaryIO, path: Path) -> Iterator[bytes]:

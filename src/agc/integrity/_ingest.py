@@ -261,7 +261,7 @@ def ingest_stream(
 
         if object_run_linked(remote, validate_run_id(run_id)):
             same = _already_recorded_remotely(
-                stream, run_id, remote, kind=kind, algorithm=algorithm
+                stream, run_id, remote, kind=kind, algorithm=algorithm, signing_key=signing_key
             )
             if same is not None:
                 return same
@@ -282,7 +282,9 @@ def ingest_stream(
     store = folder_store(store)
     layout = StoreLayout.at(store)
     if linked(layout, validate_run_id(run_id)):
-        same = _already_recorded(stream, run_id, layout, kind=kind, algorithm=algorithm)
+        same = _already_recorded(
+            stream, run_id, layout, kind=kind, algorithm=algorithm, signing_key=signing_key
+        )
         if same is not None:
             return same
         refuse_if_linked(layout, run_id)
@@ -385,14 +387,16 @@ def _already_recorded(
     *,
     kind: ArtifactKind,
     algorithm: Algorithm,
+    signing_key: SigningKey | None = None,
 ) -> IngestSummary | None:
     """The summary of the run the store holds when ``stream`` is its very input, else
     ``None`` (the stream is consumed either way).
 
     The input is written through the same writer into a temporary store, so its
     records are exactly the bytes a new import would write; it is the run's input when
-    the store's run verifies complete and each artifact's records equal those, line
-    for line, but for their ``ts`` (the time of writing).
+    the store's run verifies complete (with ``signing_key``: signed by that key), each
+    artifact is sealed with ``algorithm``, and each artifact's records equal those,
+    line for line, but for their ``ts`` (the time of writing).
 
     Raises:
         as :func:`ingest_stream` for the input; StoreError when the store's run cannot
@@ -400,8 +404,8 @@ def _already_recorded(
     """
     from agc.integrity._verify import check_run  # noqa: PLC0415 - only on a retry
 
-    if not check_run(run_id, layout.root).complete:
-        return None
+    if not check_run(run_id, layout.root, trusted_keys=_trusted(signing_key)).complete:
+        return None  # differs, or not signed by the key this import would sign with
     with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
         again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
         fresh = StoreLayout.at(scratch)
@@ -414,6 +418,8 @@ def _already_recorded(
     if manifest is None:
         return None
     seals = tuple(manifest.artifacts[k] for k in ARTIFACT_KINDS if k in manifest.artifacts)
+    if any(seal.algorithm != algorithm for seal in seals):
+        return None
     return replace(again, seals=seals, unchanged=True)
 
 
@@ -424,10 +430,12 @@ def _already_recorded_remotely(
     *,
     kind: ArtifactKind,
     algorithm: Algorithm,
+    signing_key: SigningKey | None = None,
 ) -> IngestSummary | None:
     """:func:`_already_recorded` for an object store: the run there verifies complete
-    and its artifacts, copied from the very versions verified, hold the records of
-    ``stream`` (the stream is consumed either way).
+    (with ``signing_key``: signed by that key), each artifact is sealed with
+    ``algorithm``, and its artifacts, copied from the very versions verified, hold the
+    records of ``stream`` (the stream is consumed either way).
 
     Raises:
         as :func:`_already_recorded`; StoreError when the bucket cannot be read.
@@ -441,8 +449,10 @@ def _already_recorded_remotely(
             k: stack.enter_context(KeptArtifact(k, remote.url_of(artifact_path(run_id, k))))
             for k in ARTIFACT_KINDS
         }
-        report = check_object_run(remote, run_id, copies=kept)
+        report = check_object_run(remote, run_id, copies=kept, trusted_keys=_trusted(signing_key))
         if not report.complete or not all(copy.matches_seal() for copy in kept.values()):
+            return None  # differs, or not signed by the key this import would sign with
+        if any(copy.seal is None or copy.seal.algorithm != algorithm for copy in kept.values()):
             return None
         with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
             again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
@@ -453,6 +463,13 @@ def _already_recorded_remotely(
                     return None
         seals = tuple(copy.seal for copy in kept.values() if copy.seal is not None)
     return replace(again, seals=seals, unchanged=True)
+
+
+def _trusted(signing_key: SigningKey | None) -> dict[str, Any] | None:
+    """The public key of ``signing_key`` as the one trusted key (``None``: no key)."""
+    if signing_key is None:
+        return None
+    return {signing_key.key_id: signing_key.private_key.public_key()}
 
 
 def _same_lines(fresh: Path, kept: Iterable[bytes]) -> bool:

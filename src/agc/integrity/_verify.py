@@ -448,10 +448,27 @@ def changed_lines(seal: ArtifactSeal, read: ReadAt, size: int) -> tuple[int, int
     """
     from agc._core.checkpoint import check_prefix_read  # noqa: PLC0415 - see TYPE_CHECKING
 
-    check = check_prefix_read(read, [c for c, _ in _prefix_digests(seal)], size=size)
-    first = check.verified_records + 1
+    newlines_before: dict[int, int] = {0: 0}  # offset read up to -> newlines before it
+    total = reached = 0
+
+    def counting(length: int, offset: int) -> bytes | memoryview:
+        nonlocal total, reached
+        chunk = read(length, offset)
+        if offset == reached:  # each byte counted once (reads go forward)
+            total += (chunk if isinstance(chunk, bytes) else bytes(chunk)).count(b"\n")
+            reached += len(chunk)
+            newlines_before[reached] = total
+        return chunk
+
+    check = check_prefix_read(counting, [c for c, _ in _prefix_digests(seal)], size=size)
+    # Line numbers are the file's own (its newlines before an offset), never the records
+    # a checkpoint claims: a forged count cannot move the range off the bytes it names.
+    first = newlines_before.get(check.verified_bytes, check.verified_records) + 1
     stop = check.mismatch or check.beyond_end
-    last = stop.records if stop is not None else seal.records
+    if check.mismatch is not None:
+        last = newlines_before.get(check.mismatch.bytes, check.mismatch.records)
+    else:
+        last = seal.records if stop is None else stop.records
     return first, max(first, last)
 
 
