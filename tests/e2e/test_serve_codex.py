@@ -290,10 +290,18 @@ def test_a_crash_of_the_service_leaves_an_unsealed_run_that_agc_recover_seals(
     assert crashed["exit_code"] == 1
     assert crashed["complete"] is False
     assert agc_main(["recover", run_id, "--store", str(service.store)]) == 0
+    # Sealed by recovery: it passes the gate only when every byte was vouched for by a
+    # crash checkpoint before the kill; bytes written after the last one fail it
+    # unless --allow-recovered.
     recovered = _verify(service, run_id)
-    assert recovered["exit_code"] == 0, recovered
-    assert recovered["complete"] is True
-    assert any(f["code"] == "recovered" for f in recovered["findings"])
+    findings = [f for f in recovered["findings"] if f["code"] == "recovered"]
+    assert findings
+    unvouched = any(f["severity"] == "error" for f in findings)
+    assert recovered["exit_code"] == (1 if unvouched else 0), recovered
+    assert recovered["complete"] is not unvouched
+    allowed = _verify(service, run_id, "--allow-recovered")
+    assert allowed["exit_code"] == 0, allowed
+    assert allowed["complete"] is True
     transcript = _lines(service.store / "audit" / "transcripts" / f"{run_id}.jsonl")
     assert transcript[0]["type"] == "serve.request"
     methods = [r.get("method") for r in transcript[1:]]
