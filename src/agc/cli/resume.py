@@ -26,6 +26,7 @@ from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
 from agc.cli.common import (
     EPILOG,
     StoreOption,
+    byte_progress,
     emit_json,
     err_console,
     new_file_errors,
@@ -144,32 +145,6 @@ def _working(label: str, size: int) -> Iterator[None]:
         return
     with err_console.status(label):
         yield
-
-
-@contextmanager
-def _progress(label: str, size: int) -> Iterator[Callable[[int], None] | None]:
-    """A progress bar on stderr (bytes read of ``size``) for inputs over 8 MiB, only when
-    stderr is a terminal; ``None`` (no bar) otherwise."""
-    if not err_console.is_terminal or size < _STATUS_BYTES:
-        yield None
-        return
-    from rich.progress import (  # noqa: PLC0415 - only on a terminal, for large inputs
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=size)
-        yield lambda done: bar.update(task, completed=done)
 
 
 def _streamable(path: Path, wanted: FormatName | None) -> int | None:
@@ -866,7 +841,9 @@ def _scan(path: Path, source: str, wanted: FormatName | None, size: int) -> Hist
         FileUnreadableError: the file cannot be read (exit 3).
         InputError, HistoryFormatError: see :func:`~agc.resume._formats.load_history`.
     """
-    with _progress(f"reading {path.name}", size) as progress:
+    # A bar only for inputs over 8 MiB (smaller ones are done before it would show).
+    bar_size = size if size >= _STATUS_BYTES else None
+    with byte_progress(bar_size, f"reading {path.name}") as progress:
         try:
             return scan_session(path, source=source, format=wanted, progress=progress)
         except OSError as exc:

@@ -40,7 +40,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from agc._core.canonical import canonical_json
 from agc._core.fs import (
@@ -177,14 +177,9 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
         StoreError: it cannot be read.
     """
     path = chain_log_path(layout)
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise UnsafePathError(f"{path} is a symlink or not a regular file")
-        handle = open_regular_file(path)
-    except FileNotFoundError:
+    handle = _open_chain_log(path)
+    if handle is None:
         return [], 0
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     too_long = 0
 
     def bounded() -> Iterator[bytes]:
@@ -203,6 +198,23 @@ def read_chain(layout: StoreLayout) -> tuple[list[ChainEntry], int]:
     return entries, unusable + too_long
 
 
+def _open_chain_log(path: Path) -> BinaryIO | None:
+    """``audit/chain.jsonl`` opened for reading, or ``None`` when there is none.
+
+    Raises:
+        UnsafePathError: it is a symlink or not a regular file (a folder, a FIFO).
+        StoreError: it cannot be opened.
+    """
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise UnsafePathError(f"{path} is a symlink or not a regular file")
+        return open_regular_file(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+
+
 def run_links(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
     """Every link of ``run_id`` in ``audit/chain.jsonl``, in log order.
 
@@ -219,14 +231,9 @@ def run_links(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
         StoreError: it cannot be read.
     """
     path = chain_log_path(layout)
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise UnsafePathError(f"{path} is a symlink or not a regular file")
-        handle = open_regular_file(path)
-    except FileNotFoundError:
+    handle = _open_chain_log(path)
+    if handle is None:
         return ()
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     with handle:
         try:
             size = os.fstat(handle.fileno()).st_size
