@@ -22,6 +22,7 @@ from pathlib import Path
 __all__ = [
     "Timing",
     "Variant",
+    "best_of",
     "command_variant",
     "find_tool",
     "interleaved",
@@ -83,6 +84,11 @@ def time_once(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def best_of(fn: Callable[[], object], repeat: int) -> float:
+    """The least wall time of ``repeat`` calls to ``fn``, in seconds."""
+    return min(time_once(fn) for _ in range(repeat))
 
 
 def interleaved(

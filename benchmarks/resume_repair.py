@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 from agc.resume._formats import load_history
 from agc.resume._formats.jsonl import dump_line, parse_jsonl
 from agc.resume._repair import repair_loaded
+from benchmarks.harness import best_of
 
 __all__ = ["chat_bytes", "main", "session_bytes"]
 
@@ -83,15 +82,6 @@ def chat_bytes(turns: int) -> bytes:
     return json.dumps(messages).encode()
 
 
-def _best(action: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=2000)
@@ -113,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         for strategy in ("strip", "synthesize"):
             repair_loaded(load_history(data, source="bench"), strategy=strategy)
 
-    base = _best(baseline, args.repeat) * 2  # two strategies
-    measured = _best(repair, args.repeat)
+    base = best_of(baseline, args.repeat) * 2  # two strategies
+    measured = best_of(repair, args.repeat)
     print(
         json.dumps(
             {

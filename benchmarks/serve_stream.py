@@ -14,24 +14,14 @@ from __future__ import annotations
 
 import argparse
 import functools
-import time
-from collections.abc import Callable
 
 from agc._core.redact import redact_text
 from agc.serve._stream import DeltaHold
+from benchmarks.harness import best_of
 
 __all__ = ["main"]
 
 _LINE = "building module %05d: ok, 142 files, token budget 12, see src/app/key_%d.py\n"
-
-
-def _best(action: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -70,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'stream':<30} {'bytes':>10} {'per delta':>11} {'held':>11} {'ratio':>6}")
     for name, method, text, size in cases:
         pieces = _pieces(text, size)
-        base = _best(functools.partial(_each, pieces), args.repeat)
-        held = _best(functools.partial(_held, method, pieces), args.repeat)
+        base = best_of(functools.partial(_each, pieces), args.repeat)
+        held = best_of(functools.partial(_held, method, pieces), args.repeat)
         print(
             f"{name:<30} {len(text.encode()):>10} {base * 1000:>9.1f}ms {held * 1000:>9.1f}ms"
             f" {held / base:>6.2f}"
