@@ -91,6 +91,9 @@ def test_a_device_or_fifo_entry_is_refused(tmp_path: Path, store: Path, kind: in
         ("caf\u00e9.md", "cafe\u0301.md"),
         ("\ufb01le.txt", "file.txt"),
         ("same.txt", "same.txt"),
+        # Folders spelled two ways hold different files: two folders on a case-sensitive disk.
+        ("a/a", "A/b"),
+        ("caf\u00e9/x.md", "cafe\u0301/y.md"),
     ],
 )
 def test_entries_that_collide_after_case_folding_or_nfkc_are_refused(
