@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+import agc.integrity
 from agc.cli import verify as full
 from agc.cli import verify_main
 from agc.cli.verify_main import parse_all
-from agc.integrity import _store_verify
 from tests.integrity.evidence_helpers import write_run
 
 
@@ -166,7 +166,7 @@ def test_a_stop_during_the_check_is_reported_as_the_full_command_does(
             os.kill(os.getpid(), 15)  # the handler each path installs raises
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_store_verify, "check_store", stopped)
+    monkeypatch.setattr(agc.integrity, "check_store", stopped)  # where --all finds it
     monkeypatch.setattr(full, "check_store", stopped)
     args = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
     quick_code = verify_main.main(args)

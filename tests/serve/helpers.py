@@ -9,6 +9,7 @@ import itertools
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -48,6 +49,11 @@ async def served(
             yield client
     finally:
         await supervisor.stop()
+
+
+def turn_info(trace_id: str) -> TurnInfo:
+    """A turn of conversation ``conv-1`` saying "hello", for a sink under test."""
+    return TurnInfo(trace_id, "conv-1", 1, "hello", 0, "codex-stdio", Path("/w"))
 
 
 def split_at(text: str, cuts: Iterable[int]) -> list[str]:

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from agc import __version__
-from agc._core.fs import MACHINE_ERRNOS, atomic_write_bytes, describe_os_error
-from agc._core.store import may_name_object_store, resolve_store
 from agc.cli._jsontext import json_document
 from agc.cli._process import (
     discard_stdout,
@@ -34,8 +32,16 @@ from agc.cli._process import (
     sigterm_raises,
     stderr_never_fails,
 )
-from agc.errors import AgcError, FileExistsRefusedError, InputError, StoreError, UsageError
+from agc.errors import AgcError, StoreError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
+from agc.flows import (
+    MACHINE_ERRNOS,
+    describe_os_error,
+    may_name_object_store,
+    new_file_errors,
+    resolve_store,
+    write_new_file,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -150,7 +156,7 @@ def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: st
     """
     if "/" in target or os.sep in target or not os.path.lexists(target):
         return
-    from agc._core.store import validate_run_id  # noqa: PLC0415 - not needed by --help
+    from agc.flows import validate_run_id  # noqa: PLC0415 - not needed by --help
 
     try:
         validate_run_id(target)
@@ -266,50 +272,6 @@ def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
 
 
 _UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
-
-
-def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int = 0o600) -> None:
-    """Write ``data`` to the new file ``path`` a user named with ``option``, atomically
-    and never over anything there (:func:`agc._core.fs.atomic_write_bytes`).
-
-    Raises:
-        FileExistsRefusedError: something is at ``path``, a symlink too (dangling or a
-            loop) (exit 2).
-        InputError: its folder does not exist or is not a folder, or the name is too
-            long for the file system (exit 2).
-        FileWriteError: a full disk, quota, read-only file system, I/O error (exit 3).
-        StoreError: any other refusal of the file system: permission denied, no hard
-            links (link(2) puts the file in place) (exit 3).
-    """
-    with new_file_errors(path, option=option):
-        atomic_write_bytes(path, data, overwrite=False, mode=mode)
-
-
-@contextmanager
-def new_file_errors(path: Path, *, option: str = "--out") -> Iterator[None]:
-    """Turn the errors of writing the new file ``path`` (named with ``option``) into the
-    errors :func:`write_new_file` raises, for a caller that writes it in its own way."""
-    try:
-        yield
-    except FileExistsRefusedError as exc:
-        raise FileExistsRefusedError(
-            f"{option} {path} already exists",
-            hint="Choose another output path; agc never overwrites an existing file.",
-        ) from exc
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise InputError(f"{option} {path}: its folder does not exist") from exc
-    except OSError as exc:
-        if exc.errno == errno.ENAMETOOLONG:
-            raise InputError(f"{option} {path}: the name is too long") from exc
-        if exc.errno == errno.ELOOP:  # a symlink loop where the file would go
-            raise FileExistsRefusedError(
-                f"{option} {path} already exists (a symlink)",
-                hint="Choose another output path; agc never overwrites an existing file.",
-            ) from exc
-        raise StoreError(
-            f"{option} {path} cannot be written: {describe_os_error(exc)}",
-            hint="Choose a folder you may write, on a local file system.",
-        ) from exc
 
 
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:
@@ -467,7 +429,7 @@ def trusted_keys_from(
         if not quiet:
             _err().print(f"note: {text}", markup=False)
 
-    from agc.integrity._signing import load_trusted_keys  # noqa: PLC0415 - cryptography
+    from agc.integrity import load_trusted_keys  # noqa: PLC0415 - cryptography
 
     named = [*(paths or []), *([Path(folder)] if folder else [])]
     keys = load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)

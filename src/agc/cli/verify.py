@@ -34,9 +34,7 @@ from agc.cli.verify_text import (
 )
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity._store_verify import StoreReport, check_store
-from agc.integrity._verdict import category_of, finding_text
-from agc.integrity._verify import check_run
+from agc.integrity import StoreReport, category_of, check_run, check_store, finding_text
 
 if TYPE_CHECKING:
     # Imported where used: `agc-verify --all` starts without cryptography, the ledger
@@ -304,13 +302,13 @@ def verify_command(
     quiet = quiet or status
     retention = None
     if retention_days is not None:
-        from agc._core.objstore import Retention  # noqa: PLC0415
+        from agc.flows import Retention  # noqa: PLC0415
 
         retention = Retention(retention_mode.upper(), retention_days)  # type: ignore[arg-type]
     scale = {"jobs": jobs, "scheduler": scheduler, "inventory": inventory, "retention": retention}
     if turn_file is not None:
         from agc.cli.ledger import format_check, refuse_run_artifact  # noqa: PLC0415
-        from agc.ledger._check import check_turn_file  # noqa: PLC0415
+        from agc.ledger import check_turn_file  # noqa: PLC0415
 
         refuse_run_artifact(turn_file)
         ledger_report = check_turn_file(

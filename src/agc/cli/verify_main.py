@@ -20,7 +20,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Final, NoReturn, TextIO
 
-from agc._core.fs import describe_os_error
 from agc.cli._jsontext import json_document
 from agc.cli._process import (
     discard_stdout,
@@ -31,7 +30,8 @@ from agc.cli._process import (
 )
 from agc.cli.verify_text import format_report, format_store, recovery_hint, use_color
 from agc.exitcodes import ExitCode
-from agc.integrity._verify import check_run
+from agc.flows import describe_os_error
+from agc.integrity import check_run
 
 __all__ = ["console", "main", "parse_all", "parse_simple"]
 
@@ -163,7 +163,7 @@ def _write(text: str) -> int | None:
 
 def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | None) -> int:
     """``--all`` as the full command runs it, for plain output (see :func:`parse_all`)."""
-    from agc.integrity._store_verify import check_store  # noqa: PLC0415
+    from agc.integrity import check_store  # noqa: PLC0415
 
     try:
         with sigterm_raises(_raise_terminated), notes_unraisable_stops():

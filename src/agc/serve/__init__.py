@@ -4,8 +4,9 @@
 ``codex-stdio`` provider: ``codex app-server``, or ``codex mcp-server`` through the MCP
 Python SDK where a build has it), with short-connection submit (``202`` + ``traceId``),
 ``/result`` and ``/trace`` polling, a session registry, preflight blockers and nothing
-secret in any answer. Each turn is handed to a :class:`TurnSink`; the command line
-composes one that seals every turn as an agc run with a turn ledger.
+secret in any answer. Each turn is handed to a :class:`TurnSink`;
+``agc.flows.AuditSink`` is the one that seals every turn as an agc run with a turn
+ledger (the command line uses it).
 
 Example::
 
