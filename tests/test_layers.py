@@ -202,7 +202,19 @@ def test_module_respects_the_layers(path: Path) -> None:
         ("agc.resume._snapshot", "typer", False),
         ("agc.integrity._writer", "agc.cli.common", False),
         ("agc.errors", "agc._core.fs", False),
-        # the command line: front doors and flows only
+        # nothing below the flows imports them
+        ("agc.integrity._verify", "agc.flows", False),
+        ("agc._core.store", "agc.flows", False),
+    ],
+)
+def test_the_rule_itself(importer: str, imported: str, allowed: bool) -> None:
+    """The foundation and the features: features never import each other."""
+    assert (_violation(importer, imported) is None) is allowed
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "allowed"),
+    [
         ("agc.cli.app", "agc.integrity", True),
         ("agc.cli.resume", "agc.flows", True),
         ("agc.cli.resume", "agc.errors", True),
@@ -210,23 +222,36 @@ def test_module_respects_the_layers(path: Path) -> None:
         ("agc.cli.resume", "agc.cli.common", True),
         ("agc.cli.resume", "typer", True),
         ("agc.cli.resume", "agc.resume._repair", False),
+        ("agc.cli.verify", "agc.integrity._verify", False),
         ("agc.cli.common", "agc._core.fs", False),
+        ("agc.cli.common", "agc._core", False),
         ("agc.cli.serve", "agc.flows._serve", False),
-        # the flows: front doors, the foundation, the shared modules
-        ("agc.flows._resume", "agc.integrity", True),
-        ("agc.flows._resume", "agc.resume", True),
-        ("agc.flows._serve", "agc._core.store", True),
-        ("agc.flows._serve", "agc.errors", True),
-        ("agc.flows._resume", "agc.flows._files", True),
-        ("agc.flows._resume", "agc.integrity._kept", False),
-        ("agc.flows._serve", "agc.cli.common", False),
-        ("agc.flows._serve", "rich", False),
-        # nothing below the flows imports them
-        ("agc.integrity._verify", "agc.flows", False),
-        ("agc._core.store", "agc.flows", False),
     ],
 )
-def test_the_rule_itself(importer: str, imported: str, allowed: bool) -> None:
+def test_the_cli_rule_itself(importer: str, imported: str, allowed: bool) -> None:
+    """agc.cli imports only agc.flows, front doors, agc.errors/exitcodes (and agc.demo)."""
+    assert (_violation(importer, imported) is None) is allowed
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "allowed"),
+    [
+        ("agc.flows._resume", "agc.integrity", True),
+        ("agc.flows._resume", "agc.resume", True),
+        ("agc.flows._serve", "agc.serve", True),
+        ("agc.flows._serve", "agc._core.store", True),
+        ("agc.flows._serve", "agc.errors", True),
+        ("agc.flows._readiness", "agc", True),
+        ("agc.flows._resume", "agc.flows._files", True),
+        ("agc.flows._resume", "agc.integrity._kept", False),
+        ("agc.flows._resume", "agc.resume._formats.stream", False),
+        ("agc.flows._serve", "agc.cli.common", False),
+        ("agc.flows._serve", "rich", False),
+        ("agc.flows._serve", "agc.demo", False),
+    ],
+)
+def test_the_flows_rule_itself(importer: str, imported: str, allowed: bool) -> None:
+    """agc.flows imports feature front doors only (and agc._core, agc.errors/exitcodes)."""
     assert (_violation(importer, imported) is None) is allowed
 
 

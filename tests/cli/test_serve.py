@@ -12,8 +12,7 @@ import pytest
 from agc.cli import agc_main
 from agc.cli.serve import AuditSink, handle_leftovers, is_loopback
 from agc.integrity import check_run
-from agc.serve._trace import Trace
-from tests.serve.helpers import turn_info
+from tests.serve.helpers import start_command_turn, turn_info
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -44,11 +43,7 @@ def test_a_crash_between_the_two_seals_is_found_and_recovered_at_the_next_start(
     store = tmp_path / "store"
     sink = AuditSink(store=store, signing_key=None, ledger_root=None)
     trace_id = "trc-" + "d" * 32
-    info = turn_info(trace_id)
-    sink.on_turn_start(info)
-    trace = Trace(trace_id, "conv-1", 1, 0, 100)
-    item = {"type": "commandExecution", "id": "c", "command": "ls"}
-    sink.on_event(info, trace.add("codex", "item/started", {"item": item}, "notification"))
+    start_command_turn(sink, trace_id)
     run_writers = sink._turns[trace_id].run
     run_writers.transcript.close()
     run_writers.tool_events.abort()  # the kill -9

@@ -24,7 +24,7 @@ from agc.ledger import check_turn_file
 from agc.serve import ProviderEvent, TurnEnd
 from agc.serve._trace import Trace  # a trace to make events from, as the supervisor does
 from tests.serve.fakes import Behaviour, Factory, make_supervisor
-from tests.serve.helpers import run, turn_info
+from tests.serve.helpers import run, start_command_turn, turn_info
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -235,11 +235,7 @@ def test_the_audit_document_says_what_was_sealed(tmp_path: Path, signed: bool) -
     store = tmp_path / "store"
     sink = AuditSink(store=store, signing_key=key, ledger_root=None)
     trace_id = "trc-" + "9" * 32
-    info = turn_info(trace_id)
-    sink.on_turn_start(info)
-    trace = Trace(trace_id, "conv-1", 1, 0, 100)
-    item = {"type": "commandExecution", "id": "c", "command": "ls"}
-    sink.on_event(info, trace.add("codex", "item/started", {"item": item}, "notification"))
+    info = start_command_turn(sink, trace_id)
     end = TurnEnd("completed", "ok", None, "app-server", None, None, None, None, 1, 1)
     audit = sink.on_turn_end(info, end)
     report = check_run(trace_id, store)

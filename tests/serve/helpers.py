@@ -19,6 +19,7 @@ from agc.serve import (
     TraceEvent,
     TurnEnd,
     TurnInfo,
+    TurnSink,
     create_app,
     reply_record,
     request_record,
@@ -54,6 +55,18 @@ async def served(
 def turn_info(trace_id: str) -> TurnInfo:
     """A turn of conversation ``conv-1`` saying "hello", for a sink under test."""
     return TurnInfo(trace_id, "conv-1", 1, "hello", 0, "codex-stdio", Path("/w"))
+
+
+def start_command_turn(sink: TurnSink, trace_id: str) -> TurnInfo:
+    """Start a turn on ``sink`` and hand it one event: a command (``ls``) started."""
+    from agc.serve._trace import Trace  # noqa: PLC0415 - events as the supervisor makes them
+
+    info = turn_info(trace_id)
+    sink.on_turn_start(info)
+    trace = Trace(trace_id, "conv-1", 1, 0, 100)
+    item = {"type": "commandExecution", "id": "c", "command": "ls"}
+    sink.on_event(info, trace.add("codex", "item/started", {"item": item}, "notification"))
+    return info
 
 
 def split_at(text: str, cuts: Iterable[int]) -> list[str]:

@@ -30,7 +30,7 @@ Example::
     from agc.resume import check_loaded
 
     with ExitStack() as stack:
-        history, size = history_from_run("run-42", "~/.agc", stack=stack,
+        history, size = history_from_run("run-42", "/var/agc", stack=stack,
                                           max_bytes=256 << 20)   # VerificationError if tampered
         report = check_loaded(history)
 """
