@@ -9,6 +9,8 @@ See ``docs/resume.md``. The public API::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from agc.resume._formats import FORMAT_NAMES, FormatName, detect_format, load_history
 from agc.resume._repair import (
     ACTIONS,
@@ -40,12 +42,17 @@ from agc.resume._validate import (
     verify_history,
 )
 
+if _TYPE_CHECKING:
+    from agc.resume._formats import History
+    from agc.resume._validate import check_loaded
+
 __all__ = [
     "ACTIONS",
     "FORMAT_NAMES",
     "STRATEGIES",
     "Change",
     "FormatName",
+    "History",
     "HistoryFinding",
     "HistoryFindingCode",
     "HistoryReport",
@@ -57,6 +64,7 @@ __all__ = [
     "Strategy",
     "ToolCallState",
     "check_history",
+    "check_loaded",
     "detect_format",
     "idempotency_key",
     "load_history",
@@ -80,6 +88,14 @@ def __getattr__(name: str) -> object:
         from agc._core import redact  # noqa: PLC0415
 
         value: object = getattr(redact, name)
+        globals()[name] = value
+        return value
+    # A history read from a file, and its check (PEP 562: loaded on first use).
+    if name in ("History", "check_loaded"):
+        import importlib  # noqa: PLC0415
+
+        home = "agc.resume._formats" if name == "History" else "agc.resume._validate"
+        value = getattr(importlib.import_module(home), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
