@@ -23,8 +23,7 @@ from hypothesis import settings
 from agc._core import jsonl as jsonl_writer
 from agc._core.digest import Algorithm
 from agc._core.store import StoreLayout
-from agc.integrity._verify import RunReport
-from agc.integrity._writer import open_run
+from agc.integrity import RunReport, open_run
 
 pytest_plugins = ["tests.s3fixtures"]
 

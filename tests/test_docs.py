@@ -15,13 +15,22 @@ from agc import errors
 from agc.cli.app import main
 from agc.errors import AgcError
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
+from agc.integrity import RunFindingCode, TranscriptWriter
 from agc.integrity._store_verify import StoreFindingCode
 from agc.integrity._verdict import CATEGORIES, VERDICTS
-from agc.integrity._verify import RunFindingCode
-from agc.integrity._writer import TranscriptWriter
-from agc.ledger._check import LedgerFindingCode
+from agc.ledger import LedgerFindingCode
 from agc.resume._validate import FINDING_CODES as HISTORY_FINDING_CODES
 from tests.conftest import REPO_ROOT, feed_stdin
+
+REACHES_INSIDE = {
+    "agc.integrity._store_verify": (
+        "the store-level finding codes, compared with their table in the docs"
+    ),
+    "agc.integrity._verdict": "the verdict categories, compared with their table in the docs",
+    "agc.resume._validate": (
+        "the history finding codes as one tuple, compared with their table in the docs"
+    ),
+}
 
 README = (REPO_ROOT / "README.md").read_text()
 DOCS = REPO_ROOT / "docs"

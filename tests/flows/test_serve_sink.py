@@ -22,9 +22,13 @@ from agc.integrity import (
 )
 from agc.ledger import check_turn_file
 from agc.serve import ProviderEvent, TurnEnd
-from agc.serve._trace import Trace  # a trace to make events from, as the supervisor does
+from agc.serve._trace import Trace
 from tests.serve.fakes import Behaviour, Factory, make_supervisor
 from tests.serve.helpers import run, start_command_turn, turn_info
+
+REACHES_INSIDE = {
+    "agc.serve._trace": "a trace to make provider events from, as the supervisor does",
+}
 
 
 def _lines(path: Path) -> list[dict[str, object]]:

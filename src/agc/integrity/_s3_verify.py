@@ -33,6 +33,7 @@ from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidErr
 from agc.integrity._chain import ChainEntry, ChainHead
 from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
+from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._run_chain import judge_run_links
 from agc.integrity._s3 import (
     CHAIN_DIR,
@@ -310,34 +311,12 @@ def _locate(
 def _check_quarantine(
     store: ObjectStore, run_id: str, seal: ArtifactSeal, infos: dict[str, ObjectInfo]
 ) -> list[_Finding]:
-    kind, quarantine = seal.kind, seal.quarantine or {}
-    name = str(quarantine.get("file"))
-    path = artifact_path(run_id, kind).rsplit("/", 1)[0] + "/" + name
-    expected = {"digest": quarantine.get("digest"), "bytes": quarantine.get("bytes")}
+    path = artifact_path(run_id, seal.kind).rsplit("/", 1)[0] + "/" + quarantine_name(seal)
     observed = _stream(store, path, seal.algorithm, None)
     if observed is None:
-        return [
-            Finding(
-                "deleted",
-                f"{kind} quarantine file {name} missing (deleted after recovery)",
-                artifact=kind,
-                expected=expected,
-            )
-        ]
+        return judge_quarantine(seal, None)
     infos[path] = observed.info
-    if observed.size == quarantine.get("bytes") and digests_equal(
-        str(quarantine.get("digest")), observed.digest
-    ):
-        return []
-    return [
-        Finding(
-            "modified",
-            f"{kind} quarantine file {name} checksum mismatch",
-            artifact=kind,
-            expected=expected,
-            actual={"digest": observed.digest, "bytes": observed.size},
-        )
-    ]
+    return judge_quarantine(seal, (observed.digest, observed.size))
 
 
 def _label(path: str, kind: str) -> str:

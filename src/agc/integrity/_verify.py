@@ -58,7 +58,6 @@ prefix that does not match its checkpoint is ``modified``, one shorter than a ch
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -75,7 +74,7 @@ from agc._core.digest import (
 from agc._core.fs import open_nofollow
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, read_sidecars, sidecar_name
-from agc._core.signature_rule import signature_required
+from agc._core.signature_rule import judge_trust, signature_required
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
@@ -100,6 +99,7 @@ from agc.integrity._legacy import (
     unverified_records_finding,
 )
 from agc.integrity._manifest import ArtifactSeal, RunManifest
+from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._store_io import (
     archived_manifest_path,
@@ -161,7 +161,6 @@ RunFindingCode = Literal[
 """The finding codes of a run report (documented in ``docs/format.md``)."""
 
 _Finding: TypeAlias = Finding[RunFindingCode]
-_KEY_ID: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -1288,21 +1287,12 @@ def closest_run_id(run_id: str, stored: Iterable[str]) -> str | None:
 
 def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[_Finding]:
     """The torn bytes ``agc recover`` moved beside a file: present and as sealed."""
-    kind, quarantine = seal.kind, seal.quarantine or {}
-    name = str(quarantine.get("file"))
-    expected = {"digest": quarantine.get("digest"), "bytes": quarantine.get("bytes")}
+    kind, name = seal.kind, quarantine_name(seal)
     target = path.with_name(name)
     try:
         fd = open_nofollow(target, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        return [
-            Finding(
-                "deleted",
-                f"{kind} quarantine file {name} missing (deleted after recovery)",
-                artifact=kind,
-                expected=expected,
-            )
-        ]
+        return judge_quarantine(seal, None)
     except UnsafePathError:
         return [
             Finding(
@@ -1320,22 +1310,12 @@ def _check_quarantine(path: Path, seal: ArtifactSeal) -> list[_Finding]:
                     artifact=kind,
                 )
             ]
-        digest, size = digest_fd(fd, seal.algorithm)
+        observed = digest_fd(fd, seal.algorithm)
     except OSError as exc:
         raise StoreError(f"cannot read {target}: {exc.strerror}") from exc
     finally:
         os.close(fd)
-    if size == quarantine.get("bytes") and digests_equal(str(quarantine.get("digest")), digest):
-        return []
-    return [
-        Finding(
-            "modified",
-            f"{kind} quarantine file {name} checksum mismatch",
-            artifact=kind,
-            expected=expected,
-            actual={"digest": digest, "bytes": size},
-        )
-    ]
+    return judge_quarantine(seal, observed)
 
 
 def _judge_signature(
@@ -1344,17 +1324,18 @@ def _judge_signature(
     require_signature: bool,
     findings: list[_Finding],
 ) -> tuple[str, str | None]:
-    if manifest is None:
-        if require_signature:
-            findings.append(Finding("unsigned", "run has no signed manifest", artifact="manifest"))
-        return "unsigned", None
-    document = manifest.document()
-    signature = manifest.signature or {}
-    named = signature.get("key_id")
-    # A key id is 64 lower-case hex digits; anything else is not echoed (store content).
-    key_id = named if isinstance(named, str) and _KEY_ID.fullmatch(named) else None
-    if manifest.signature is not None and not trusted_keys:
-        if require_signature:
+    trust = judge_trust(
+        None if manifest is None else manifest.document(),
+        trusted_keys,
+        required=require_signature,
+    )
+    # The key id is shown only when well-formed; anything else is store content.
+    key_id = trust.key_id
+    if trust.code == "unsigned":
+        message = "run has no signed manifest" if manifest is None else "run manifest is not signed"
+        findings.append(Finding("unsigned", message, artifact="manifest"))
+    elif trust.reason == "no-trusted-key":
+        if trust.code == "unknown-key":
             findings.append(
                 Finding(
                     "unknown-key",
@@ -1372,20 +1353,7 @@ def _judge_signature(
                     artifact="manifest",
                 )
             )
-        return "not-checked", key_id
-    if manifest.signature is None:
-        # What check_signature answers for a document without a signature member,
-        # without importing cryptography for it.
-        status = "unsigned"
-    else:
-        from agc.integrity._signing import check_signature  # noqa: PLC0415 - see TYPE_CHECKING
-
-        status = check_signature(document, trusted_keys or {})
-    if status == "bad-signature":
-        findings.append(
-            Finding("bad-signature", "run manifest signature is invalid", artifact="manifest")
-        )
-    elif status == "unknown-key":
+    elif trust.code == "unknown-key":
         findings.append(
             Finding(
                 "unknown-key",
@@ -1393,9 +1361,11 @@ def _judge_signature(
                 artifact="manifest",
             )
         )
-    elif status == "unsigned" and require_signature:
-        findings.append(Finding("unsigned", "run manifest is not signed", artifact="manifest"))
-    return status, key_id
+    elif trust.code == "bad-signature":
+        findings.append(
+            Finding("bad-signature", "run manifest signature is invalid", artifact="manifest")
+        )
+    return trust.status, key_id
 
 
 def _has_code(findings: list[_Finding], code: str) -> bool:

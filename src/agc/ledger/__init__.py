@@ -27,6 +27,10 @@ Example::
 
 from __future__ import annotations
 
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from agc.ledger._check import (
     LedgerFinding,
     LedgerFindingCode,
@@ -50,13 +54,22 @@ from agc.ledger._project import Project
 from agc.ledger._turn import record_turn
 from agc.ledger._writer import TurnOutcome, TurnRecorder
 
+if _TYPE_CHECKING:
+    from agc.ledger._check import LedgerFile, judge_turn_file, read_turn_file
+    from agc.ledger._contract import FORBIDDEN_KEYS
+    from agc.ledger._db import AgentDb
+    from agc.ledger._policy import parse_policy
+
 __all__ = [
     "DEFAULT_PRESET",
+    "FORBIDDEN_KEYS",
     "POLICY_PRESETS",
     "ROW_LABELS",
+    "AgentDb",
     "CompletedItem",
     "DecodeStats",
     "EventDecoder",
+    "LedgerFile",
     "LedgerFinding",
     "LedgerFindingCode",
     "LedgerPolicy",
@@ -68,11 +81,38 @@ __all__ = [
     "check_turn_file",
     "decode_lines",
     "default_policy",
+    "judge_turn_file",
     "load_policy",
+    "parse_policy",
     "preset_policy",
+    "read_turn_file",
     "record_turn",
     "show_turn_file",
     "turn_log_relpath",
     "validate_client_turn_id",
     "verify_turn_file",
 ]
+
+# Loaded on first use (PEP 562): the lower-level pieces, for reading and judging a turn
+# file in separate steps, parsing a policy from bytes, or reading ``agent.db``.
+_LAZY = {
+    "FORBIDDEN_KEYS": "agc.ledger._contract",
+    "AgentDb": "agc.ledger._db",
+    "LedgerFile": "agc.ledger._check",
+    "judge_turn_file": "agc.ledger._check",
+    "read_turn_file": "agc.ledger._check",
+    "parse_policy": "agc.ledger._policy",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

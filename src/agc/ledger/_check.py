@@ -49,6 +49,7 @@ from agc._core.digest import ALGORITHMS, Algorithm, digests_equal, new_hasher
 from agc._core.fs import open_regular_file
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, read_sidecars
+from agc._core.signature_rule import KEY_ID_PATTERN, judge_trust
 from agc.errors import (
     FileUnreadableError,
     InputError,
@@ -393,36 +394,36 @@ def _judge_signatures(
     seal record that does not match the bytes before it (moved, copied, or with bytes
     changed before it; its line is in ``mismatched_seals``) is ``bad-signature``, and a
     file with no attempt is never ``signature-valid`` (nothing in it is signed)."""
-    if not required:
-        signed = any("signature" in check.record for check in ledger.seals)
-        return "not-checked" if signed else "unsigned"
-    from agc._core.signing import check_signature  # noqa: PLC0415 - cryptography
-
     verdicts: list[SignatureVerdict] = []
+    signed = False
     for check in ledger.seals:
-        status = check_signature(check.record, trusted)
-        matches = check.line not in mismatched_seals
-        if status == "signature-valid" and matches:
+        trust = judge_trust(
+            check.record, trusted, required=required, covers=check.line not in mismatched_seals
+        )
+        signed = signed or trust.reason != "absent"
+        if trust.code is None:
             continue
         attempt = check.record.get("attempt")
         number = attempt if _is_number(attempt) else None
         where = f"the seal record on line {check.line}"
         finding: LedgerFinding
-        if status == "signature-valid":  # signed, but over other bytes
-            status = "bad-signature"
-            message = f"{where} is signed, but the bytes before it are not those it signed"
+        if trust.code == "bad-signature":
+            message = (
+                f"{where} is signed, but the bytes before it are not those it signed"
+                if trust.reason == "other-bytes"
+                else f"{where}: its signature does not verify"
+            )
             finding = Finding("bad-signature", message, attempt=number, line=check.line)
-        elif status == "bad-signature":
-            message = f"{where}: its signature does not verify"
-            finding = Finding("bad-signature", message, attempt=number, line=check.line)
-        elif status == "unknown-key":
+        elif trust.code == "unknown-key":
             message = f"{where} is signed by a key that is not trusted"
             finding = Finding("unknown-key", message, attempt=number, line=check.line)
         else:
             message = f"{where} has no signature"
             finding = Finding("unsigned", message, attempt=number, line=check.line)
-        verdicts.append(status)
+        verdicts.append(trust.code)
         findings.append(finding)
+    if not required:
+        return "not-checked" if signed else "unsigned"
     # Each seal record signs every byte before it: only lines after the last one (or
     # a file without one) are covered by no signature.
     last_line = max([line for line, _ in ledger.records] + list(ledger.invalid_lines), default=0)
@@ -499,7 +500,6 @@ def _judge_seal_record(check: SealCheck) -> list[LedgerFinding]:
     return []
 
 
-_KEY_ID: Final = re.compile(r"[0-9a-f]{64}")
 _ED25519_BASE64: Final = re.compile(r"[A-Za-z0-9+/]{86}==")
 
 
@@ -511,7 +511,7 @@ def _is_signature_shape(value: object) -> bool:
         and set(value) == {"algorithm", "key_id", "value"}
         and value["algorithm"] == "ed25519"
         and isinstance(value["key_id"], str)
-        and _KEY_ID.fullmatch(value["key_id"]) is not None
+        and KEY_ID_PATTERN.fullmatch(value["key_id"]) is not None
         and isinstance(value["value"], str)
         and _ED25519_BASE64.fullmatch(value["value"]) is not None
     )

@@ -16,10 +16,10 @@ fail), and the document's own type and version (so it cannot be taken for anothe
 signed document). Every member is required and no other is allowed, here and in
 ``signature`` (which the signature does not cover).
 
-The rule of when a signature is required is the run manifests'
-(:mod:`agc._core.signature_rule`); :func:`judge_signature` applies it and raises the
-errors shared with ``agc-verify``'s codes: ``unsigned``, ``bad-signature``,
-``unknown-key``.
+The rule of when a signature is required and the judgement of one are the run
+manifests' (:func:`agc._core.signature_rule.judge_trust`); :func:`judge_signature`
+turns that verdict into the errors shared with ``agc-verify``'s codes: ``unsigned``,
+``bad-signature``, ``unknown-key``.
 
 ``cryptography`` is imported only when a signature is made or checked.
 """
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, Algorithm, digest_bytes, digests_equal
-from agc._core.signature_rule import printable_key_id
+from agc._core.signature_rule import judge_trust
 from agc.errors import BadSignatureError, JsonInvalidError, UnknownKeyError, UnsignedError
 
 if TYPE_CHECKING:
@@ -187,14 +187,26 @@ def judge_signature(
     """
     snapshot = where.removesuffix(SIGNATURE_SUFFIX)
     if read is None:
-        if required:
+        if judge_trust(None, trusted_keys, required=required).code is not None:
             raise UnsignedError(
                 f"{snapshot} is not signed (no {signature_name(file_name)} beside it), and a "
                 "signature is required: a trusted key was given, or --require-signature"
             )
         return "unsigned"
-    if not trusted_keys:
-        if required:
+    parsed: list[dict[str, Any]] = []
+
+    def parse() -> dict[str, Any]:  # read only to be checked: with a trusted key
+        parsed.append(_parse(read(), where))
+        return parsed[-1]
+
+    trust = judge_trust(
+        parse,
+        trusted_keys,
+        required=required,
+        covers=lambda document: _signs(document, file_name, data),
+    )
+    if trust.reason == "no-trusted-key":
+        if trust.code is not None:
             raise UnknownKeyError(
                 f"{snapshot} is signed, but no trusted key was given to check its signature"
             )
@@ -204,31 +216,33 @@ def judge_signature(
                 "was not checked"
             )
         return "not-checked"
-    document = _parse(read(), where)
-    from agc._core.signing import check_signature  # noqa: PLC0415 - cryptography
-
-    status = check_signature(document, trusted_keys)
-    signature = document["signature"]
-    named = signature.get("key_id") if isinstance(signature, Mapping) else None
-    key_id = printable_key_id(named) or "(malformed key id)"
-    if status == "unsigned":
+    if trust.reason == "absent":
         raise BadSignatureError(f"{where} has a null signature member")
-    if status == "unknown-key":
+    if trust.reason == "untrusted-key":
+        key_id = trust.key_id or "(malformed key id)"
         raise UnknownKeyError(f"{snapshot} is signed by a key that is not trusted: {key_id}")
-    if status == "bad-signature":
+    if trust.reason == "invalid":
         raise BadSignatureError(
             f"{where} does not verify: a malformed signature member, or a document changed "
             "after it was signed"
         )
-    if document["file"] != file_name:
-        raise BadSignatureError(
-            f"{where} signs the snapshot {json.dumps(document['file'])}, not {file_name}"
-        )
-    if document["bytes"] != len(data) or not digests_equal(
-        document["digest"], digest_bytes(data, document["algorithm"])
-    ):
+    if trust.reason == "other-bytes":
+        document = parsed[-1]
+        if document["file"] != file_name:
+            raise BadSignatureError(
+                f"{where} signs the snapshot {json.dumps(document['file'])}, not {file_name}"
+            )
         raise BadSignatureError(
             f"{where} signs other bytes than {snapshot} holds ({document['bytes']} bytes "
             f"signed, {len(data)} now): the snapshot was replaced and sealed again"
         )
     return "signature-valid"
+
+
+def _signs(document: Mapping[str, Any], file_name: str, data: bytes) -> bool:
+    """Whether the signature ``document`` signs exactly ``file_name`` holding ``data``."""
+    return (
+        document["file"] == file_name
+        and document["bytes"] == len(data)
+        and digests_equal(document["digest"], digest_bytes(data, document["algorithm"]))
+    )
