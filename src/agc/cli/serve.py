@@ -33,7 +33,7 @@ from agc._core.sidecar import sidecar_paths
 from agc._core.store import StoreLayout
 from agc.cli.common import StoreOption, err_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
-from agc.errors import AgcError, UsageError
+from agc.errors import AgcError, MissingExtraError, UsageError
 from agc.exitcodes import ExitCode
 from agc.integrity import RunWriters, open_run
 from agc.integrity._recover import recover_run
@@ -48,7 +48,6 @@ from agc.serve import (
     TraceEvent,
     TurnEnd,
     TurnInfo,
-    create_app,
     manifest_attributes,
     reply_record,
     request_record,
@@ -466,7 +465,14 @@ def serve_command(
       AGC_SERVE_TOKEN=… agc serve --host 0.0.0.0 --allow-non-loopback --store /audit
       agc serve --recover --store /audit          # after a crash
     """
-    import uvicorn  # noqa: PLC0415 - only this command needs the server
+    # Only this command needs the server (the `serve` extra): refused before any work.
+    with MissingExtraError.raised_for("serve", feature="agc serve"):
+        import uvicorn  # noqa: PLC0415
+
+        from agc.serve import create_app  # noqa: PLC0415 - starlette
+
+        if protocol != "app-server":  # `auto` falls back to codex mcp-server
+            import mcp  # noqa: PLC0415, F401
 
     if not is_loopback(host) and not allow_non_loopback:
         raise UsageError(
