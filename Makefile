@@ -3,17 +3,24 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two installs into the one venv: the runtime alone for `make demo` (no extras, no tools),
+# the runtime with every extra and the dev tools for the test targets. Each stamp is
+# made by the same recipe with its own pip extras; the test install on top of a demo venv
+# upgrades it, and a test venv runs the demo as it is.
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.runtime
+$(STAMP): EXTRAS := [dev,all]
+$(RUNTIME_STAMP): EXTRAS :=
 
 .PHONY: demo test lint typecheck unit e2e e2e-clients clean-e2e bench bench-quick clean
 
-$(STAMP): pyproject.toml
+$(STAMP) $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.$(EXTRAS)'
+	@touch $@
 
-demo: $(STAMP)
+demo: $(if $(wildcard $(STAMP)),$(STAMP),$(RUNTIME_STAMP))
 	$(BIN)/agc demo
 
 lint: $(STAMP)

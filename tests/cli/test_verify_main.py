@@ -14,36 +14,51 @@ import pytest
 
 from agc.cli import verify as full
 from agc.cli import verify_main
-from agc.cli.verify_main import parse_simple
+from agc.cli.verify_args import VerifyOptions
+from agc.cli.verify_main import quick_options
 from agc.integrity._writer import open_run
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["r1"], ("r1", None, False)),
-        (["r1", "--json"], ("r1", None, True)),
-        (["--json", "r1"], ("r1", None, True)),
-        (["r1", "--store", "/s"], ("r1", "/s", False)),
-        (["--store", "/s", "r1", "--json"], ("r1", "/s", True)),
-        (["r1", "--store=/s"], ("r1", "/s", False)),
+        (["r1"], {"run_id": "r1"}),
+        (["r1", "--json"], {"run_id": "r1", "as_json": True}),
+        (["--json", "r1"], {"run_id": "r1", "as_json": True}),
+        (["r1", "--store", "/s"], {"run_id": "r1", "store": Path("/s")}),
+        (["--store", "/s", "r1", "--json"], {"run_id": "r1", "store": Path("/s"), "as_json": True}),
+        (["r1", "--store=/s"], {"run_id": "r1", "store": Path("/s")}),
+        # As click reads them: the last of a repeated option wins, an option's value is
+        # the next argument whatever it looks like, `--` ends the options.
+        (["r1", "--store", "a", "--store", "b"], {"run_id": "r1", "store": Path("b")}),
+        (["r1", "--store", "--json"], {"run_id": "r1", "store": Path("--json")}),
+        (["r1", "--json", "--json"], {"run_id": "r1", "as_json": True}),
+        (["--", "-old"], {"run_id": "-old"}),
+        (["--store", "/s", "--", "r1"], {"run_id": "r1", "store": Path("/s")}),
         ([], None),
         (["--help"], None),
         (["-h"], None),
+        (["r1", "--help"], None),
+        (["--version"], None),
+        (["--show-completion", "bash"], None),
         (["r1", "r2"], None),
         (["r1", "--store"], None),
-        (["r1", "--store", ""], None),
-        (["r1", "--store", "--json"], None),
-        (["r1", "--store="], None),
-        (["r1", "--store", "a", "--store", "b"], None),
-        (["r1", "--json", "--json"], None),
         (["r1", "--verbose"], None),
-        (["--", "r1"], None),
-        ([""], None),
+        (["r1", "--json=1"], None),
+        (["r1", "-1"], None),
+        (["r1", "--quiet"], None),
+        (["r1", "--status"], None),
+        (["r1", "--trusted-key", "k.pem"], None),
+        (["r1", "--jobs", "2"], None),
+        (["r1", "--all"], None),
     ],
 )
-def test_parse_simple(args: list[str], expected: tuple[str, str | None, bool] | None) -> None:
-    assert parse_simple(args) == expected
+def test_quick_options(args: list[str], expected: dict[str, object] | None) -> None:
+    options = quick_options(args)
+    if expected is None:
+        assert options is None
+    else:
+        assert options == VerifyOptions(**expected)  # type: ignore[arg-type]
 
 
 def _sealed(store: Path, run_id: str = "r1") -> Path:

@@ -17,7 +17,6 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
@@ -25,6 +24,8 @@ import typer
 from agc import __version__
 from agc.cli._jsontext import json_document
 from agc.cli._process import (
+    STOP,
+    Terminated,
     discard_stdout,
     notes_unraisable_stops,
     passes_undecodable_bytes,
@@ -238,37 +239,13 @@ def emit_json(data: Any) -> None:
         discard_stdout()
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``, so that
-    writers release their files on the way out (``with`` blocks, ``finally``)."""
-
-
-class _StopState:
-    """What stopped the current command, since typer turns any ``KeyboardInterrupt``
-    (SIGTERM's :class:`Terminated` too) into a silent exit code 130."""
-
-    terminated = False
-    reported = False
-
-
-_stop = _StopState()
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
-    _stop.terminated = True
-    raise Terminated
-
-
 def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
     """Exit code and word for a stop: ``(130, "interrupted")`` or ``(143, "terminated")``.
 
     A command that prints its own line about the stop (what is on disk) calls this,
     and the generic word is then not printed again.
     """
-    _stop.reported = True
-    if isinstance(exc, Terminated) or _stop.terminated:
-        return ExitCode.TERMINATED, "terminated"
-    return ExitCode.INTERRUPTED, "interrupted"
+    return STOP.code(exc)
 
 
 _UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
@@ -310,9 +287,9 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
 
 def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
     as_json = "--json" in args
-    _stop.terminated = _stop.reported = False
+    STOP.reset()
     try:
-        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
+        with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
             result = app(args=args, prog_name=prog_name, standalone_mode=False)
             # A stop Python could not raise (it printed nothing): the command stops.
             raise_unraisable_stop()
@@ -353,15 +330,15 @@ def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
         return report_error(error, as_json=as_json and not stdout_read_only)
     except Exception:
         return _internal_error()
-    if _stop.terminated and not _stop.reported and result != ExitCode.INTERRUPTED:
+    if STOP.terminated and not STOP.reported and result != ExitCode.INTERRUPTED:
         # SIGTERM's exception was swallowed on its way (a library's at-fork hook or
         # __del__: "Exception ignored in …") and the command went on: it still stops.
         _err().print("terminated", markup=False)
         return int(ExitCode.TERMINATED)
     if result == ExitCode.INTERRUPTED:
         # typer's exit code for a KeyboardInterrupt it caught (or a command's own).
-        reported = _stop.reported
-        code, word = stop_code(Terminated() if _stop.terminated else KeyboardInterrupt())
+        reported = STOP.reported
+        code, word = stop_code(Terminated() if STOP.terminated else KeyboardInterrupt())
         if not reported:
             _err().print(word, markup=False)
         return int(code)

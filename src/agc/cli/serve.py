@@ -23,7 +23,7 @@ import typer
 import agc
 from agc.cli.common import StoreOption, err_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
-from agc.errors import AgcError, UsageError
+from agc.errors import AgcError, MissingExtraError, UsageError
 from agc.exitcodes import ExitCode
 from agc.flows import AuditSink, atomic_write_bytes, recover_turn_runs
 from agc.integrity import SigningKey
@@ -32,7 +32,6 @@ from agc.serve import (
     SANDBOX_MODES,
     ServeConfig,
     Supervisor,
-    create_app,
 )
 
 __all__ = ["AuditSink", "handle_leftovers", "is_loopback", "register"]
@@ -281,7 +280,14 @@ def serve_command(
       AGC_SERVE_TOKEN=… agc serve --host 0.0.0.0 --allow-non-loopback --store /audit
       agc serve --recover --store /audit          # after a crash
     """
-    import uvicorn  # noqa: PLC0415 - only this command needs the server
+    # Only this command needs the server (the `serve` extra): refused before any work.
+    with MissingExtraError.raised_for("serve", feature="agc serve"):
+        import uvicorn  # noqa: PLC0415
+
+        from agc.serve import create_app  # noqa: PLC0415 - starlette
+
+        if protocol != "app-server":  # `auto` falls back to codex mcp-server
+            import mcp  # noqa: PLC0415, F401
 
     if not is_loopback(host) and not allow_non_loopback:
         raise UsageError(
