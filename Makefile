@@ -12,7 +12,7 @@ RUNTIME_STAMP := $(VENV)/.runtime
 $(STAMP): EXTRAS := [dev,all]
 $(RUNTIME_STAMP): EXTRAS :=
 
-.PHONY: demo test lint typecheck unit e2e e2e-clients clean-e2e bench bench-quick clean
+.PHONY: demo test test-thorough lint typecheck unit e2e e2e-clients clean-e2e bench bench-quick clean
 
 $(STAMP) $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The unit suite in PYTEST_WORKERS processes (pytest-xdist; `auto`: one per core).
+# Hypothesis runs the profile HYPOTHESIS_PROFILE names: `default` (a fraction of each
+# property's examples) unless `make test-thorough` asks for `thorough` (the full counts).
+PYTEST_WORKERS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest --ignore=tests/e2e
+	$(BIN)/pytest --ignore=tests/e2e -n $(PYTEST_WORKERS) --dist worksteal
 
 # The end-to-end suite: the real Codex CLI and Claude Code (versions pinned in
 # tests/e2e/clients.py, installed from the npm registry into $(E2E_CACHE) on first use)
@@ -49,6 +53,11 @@ e2e-clients: $(STAMP)
 # `make test` ends with the quick benchmark as a smoke test: it must run and write its
 # results (benchmarks/results/tmp/quick.*); it asserts nothing about speed.
 test: lint typecheck unit e2e bench-quick
+
+# `make test` with every property test at its full example count and every exhaustive
+# loop whole (CONTRIBUTING.md, "Tests").
+test-thorough: export HYPOTHESIS_PROFILE := thorough
+test-thorough: test
 
 # The full suite (1 GiB, 7 rounds, about 15 min on 2 cores, 1,000-run moto S3 store included): benchmarks/results/latest.{json,md}
 # and the tables in README.md's Performance section.

@@ -30,6 +30,9 @@ from agc.resume._snapshot import SessionSnapshot, ToolCallState, load_snapshot, 
 from tests.conftest import feed_stdin, write_run
 from tests.faults import failing_disk, fill, remount, temp_files, tmpfs
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 ERRNOS = [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO]
 CAUSES = {
     errno.ENOSPC: "no space left on device",

@@ -19,6 +19,7 @@ from agc.cli.app import main
 from agc.exitcodes import ExitCode
 from agc.integrity._signing import SigningKey, generate_keypair, load_signing_key
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot, signature_path
+from tests.conftest import examples
 
 PENDING: list[dict[str, Any]] = [
     {"role": "user", "content": "hi"},
@@ -258,7 +259,7 @@ _FORGED = st.one_of(
 )
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(forged=_FORGED, reseal=st.booleans())
 def test_no_bytes_in_place_of_a_signed_snapshot_resume_under_its_key(
     tmp_path_factory: pytest.TempPathFactory,

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from agc.errors import ArchiveRefusedError, InputError
 from agc.extensions import ExtensionRepository, ImportLimits
 from agc.extensions._stage import MAX_NAME_BYTES, MAX_PATH_BYTES
+from tests.conftest import examples
 from tests.extensions.builders import write_skill, zip_entries, zip_folder
 
 SKILL = b"---\nname: ok-skill\ndescription: fine\n---\nbody\n"
@@ -318,7 +319,9 @@ _PARTS = st.sampled_from(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     st.lists(
@@ -363,7 +366,9 @@ def test_any_archive_is_either_refused_whole_or_extracted_inside_its_tree(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     parts=st.lists(

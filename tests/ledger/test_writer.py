@@ -19,6 +19,7 @@ from agc.errors import SidecarMismatchError, TornTailError, TurnIdInvalidError
 from agc.ledger._check import check_turn_file
 from agc.ledger._db import AgentDb
 from agc.ledger._writer import TurnLedgerFile, TurnRecorder
+from tests.conftest import examples
 from tests.ledger.helpers import TURN_ID, Clock, command, completed, mcp, record_turn, records
 
 
@@ -349,7 +350,7 @@ _JSON = st.recursive(
 
 
 @settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

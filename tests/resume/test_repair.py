@@ -23,6 +23,7 @@ from agc.resume._repair import (
 )
 from agc.resume._snapshot import ToolCallState
 from agc.resume._validate import check_history, check_messages
+from tests.conftest import examples
 from tests.resume.helpers import blocks
 
 
@@ -232,7 +233,7 @@ def _render(events: list[tuple[Any, ...]], fmt: FormatName) -> list[dict[str, An
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     events=st.lists(_EVENT, max_size=12),
     fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
@@ -363,7 +364,7 @@ _ANY_RECORD: dict[str, st.SearchStrategy[dict[str, Any]]] = {
 }
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     data=st.data(),
     fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
@@ -393,7 +394,7 @@ def test_property_check_and_repair_agree_on_any_blocks(
         assert count <= real[text] or "agc resume:" in text, ("written twice", text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     messages=st.lists(_ANY_RECORD["anthropic"], max_size=8),
     split=st.booleans(),
@@ -521,7 +522,7 @@ def _other_lines(raw: bytes) -> list[str]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     events=st.lists(_EVENT, max_size=12),
     claude=st.booleans(),

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from agc.resume._formats import load_history
 from agc.resume._repair import Strategy, repair_loaded
+from tests.conftest import examples
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -181,7 +182,7 @@ def test_legacy_rollout_gets_no_ordinal() -> None:
     assert "metadata" not in last
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     plan=st.lists(
         st.sampled_from(["user", "answered", "unanswered", "event"]), min_size=1, max_size=12

@@ -14,6 +14,7 @@ from agc.resume._formats import load_history
 from agc.resume._formats.torn import describe_torn, torn_line
 from agc.resume._repair import Strategy, repair_loaded
 from agc.resume._validate import check_loaded
+from tests.conftest import examples
 
 
 def _rollout(*payloads: Mapping[str, object]) -> list[str]:
@@ -123,7 +124,7 @@ def test_fragment_descriptions() -> None:
     assert torn_line(["{}", "   "], final_newline=False) is None
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=st.data())
 def test_any_cut_inside_the_last_line_is_found_and_repaired(data: st.DataObject) -> None:
     """Wherever a kill cuts the last line, check says torn-tail and repair gives back the
@@ -152,7 +153,7 @@ _WIDE_CALL = {
 }
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=st.data())
 def test_a_cut_inside_a_multibyte_character_is_a_torn_tail(data: st.DataObject) -> None:
     """Codex and Claude Code write UTF-8 as is: a kill may cut the last line in the middle
