@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import re
 import sys
@@ -358,7 +357,7 @@ def _typer_parameter(param: Param) -> inspect.Parameter:
 
 
 _KEYWORD: Final = inspect.Parameter.KEYWORD_ONLY
-_DEFAULTS: Final = {field.name: field.default for field in dataclasses.fields(VerifyOptions)}
+_DEFAULTS: Final = VerifyOptions._field_defaults
 
 
 def command_function() -> Callable[..., int]:

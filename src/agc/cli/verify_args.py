@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal, NamedTuple, NoReturn
 
 __all__ = [
     "PARAMS",
@@ -31,9 +30,9 @@ __all__ = [
 Kind = Literal["argument", "flag", "value", "values", "version"]
 
 
-@dataclass(frozen=True)
-class Param:
-    """One argument of the grammar.
+class Param(NamedTuple):
+    """One argument of the grammar (a named tuple, not a dataclass: quicker to define
+    at each start of ``agc-verify``).
 
     Attributes:
         dest: the field of :class:`VerifyOptions` (and the command function's name).
@@ -159,8 +158,7 @@ _HELP: Final = ("-h", "--help")
 _COMPLETION: Final = ("--install-completion", "--show-completion")
 
 
-@dataclass(frozen=True)
-class VerifyOptions:
+class VerifyOptions(NamedTuple):
     """What an invocation asks for, one field per :data:`PARAMS` entry (``version``
     and help are answered before a command runs)."""
 
@@ -168,7 +166,7 @@ class VerifyOptions:
     store: Path | None = None
     as_json: bool = False
     all_runs: bool = False
-    trusted_key: list[Path] | None = field(default=None, hash=False)
+    trusted_key: list[Path] | None = None
     require_signature: bool = False
     allow_unsigned: bool = False
     allow_recovered: bool = False
@@ -251,6 +249,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise ArgsError(message)
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # typer renders the help; argparse formats only to check each option as it is
+        # added, and a width given spares it shutil (and the compression modules
+        # shutil loads) at every start of agc-verify.
+        return argparse.HelpFormatter(self.prog, width=80)
+
 
 def _converter(param: Param) -> Any:
     def value_of(text: str) -> Any:
@@ -281,13 +285,11 @@ def _typed(param: Param) -> Any:
     return param.type
 
 
-_DEFAULTS: Final = {
-    name: getattr(VerifyOptions(), name) for name in VerifyOptions.__dataclass_fields__
-}
+_DEFAULTS: Final = VerifyOptions._field_defaults
 
 
 def _parser() -> _Parser:
-    parser = _Parser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    parser = _Parser("agc-verify", add_help=False, allow_abbrev=False, exit_on_error=False)
     for param in PARAMS:
         if param.kind == "argument":
             parser.add_argument(param.dest, nargs="?", default=None)

@@ -53,7 +53,7 @@ def quick_options(args: list[str]) -> VerifyOptions | None:
         options = parse(args)
     except ArgsError:
         return None
-    given = {name for name, value in vars(options).items() if value != getattr(_DEFAULT, name)}
+    given = {name for name, value in options._asdict().items() if value != getattr(_DEFAULT, name)}
     if options.run_id is not None and given <= _RUN_FIELDS:
         return options
     if options.all_runs and given <= _ALL_FIELDS:
