@@ -132,7 +132,6 @@ _NOT_YET_DECLARED: tuple[str, ...] = (
     "cli/*",
     "extensions/*",
     "integrity/*",
-    "ledger/*",
     "readiness/*",
     "resume/formats/*",
     "resume/test_[!s]*.py",
