@@ -130,7 +130,6 @@ def test_the_rule_itself(importer: str, imported: str, allowed: bool) -> None:
 _NOT_YET_DECLARED: tuple[str, ...] = (
     "_core/*",
     "cli/*",
-    "extensions/*",
     "integrity/*",
     "readiness/*",
     "resume/formats/*",
