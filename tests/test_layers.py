@@ -136,7 +136,6 @@ _NOT_YET_DECLARED: tuple[str, ...] = (
     "resume/test_stream.py",
     "resume/helpers.py",
     "resume/test_snapshot*.py",
-    "serve/*",
 )
 
 

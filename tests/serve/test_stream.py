@@ -36,6 +36,10 @@ from agc.serve._stream import (
 from tests._core.secret_corpus import Secret, build_secrets, survivors
 from tests.serve.helpers import split_at
 
+REACHES_INSIDE = {
+    "agc.serve._stream": "the stream hold-back limits and the delta hold",
+}
+
 DELTA = "item/agentMessage/delta"
 OUTPUT = "item/commandExecution/outputDelta"
 
