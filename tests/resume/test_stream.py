@@ -15,13 +15,25 @@ import pytest
 
 from agc.cli.app import main
 from agc.errors import AgcError
-from agc.resume._formats import load_history
-from agc.resume._formats.model import FormatName, History
+from agc.resume import (
+    FormatName,
+    History,
+    SessionSnapshot,
+    Strategy,
+    ToolCallState,
+    check_loaded,
+    load_history,
+    repair_loaded,
+    save_snapshot,
+)
 from agc.resume._formats.stream import scan_session
-from agc.resume._repair import Strategy, repair_loaded, repair_streamed
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
-from agc.resume._validate import check_loaded
+from agc.resume._repair import repair_streamed
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
+
+REACHES_INSIDE = {
+    "agc.resume._formats.stream": "the streaming session scanner on its own",
+    "agc.resume._repair": "the streamed repair, against the in-memory one",
+}
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 FIXTURES = [
