@@ -12,14 +12,26 @@ import pytest
 
 from agc.cli import agc_main
 from agc.cli.serve import AuditSink, handle_leftovers, is_loopback
-from agc.integrity import check_run, read_run_manifest
+from agc.integrity import (
+    check_run,
+    generate_keypair,
+    load_signing_key,
+    load_trusted_keys,
+    read_run_manifest,
+)
 from agc.integrity._recover import recover_run
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
 from agc.ledger import check_turn_file
 from agc.serve import ProviderEvent, TurnEnd, TurnInfo
 from agc.serve._trace import Trace
 from tests.serve.fakes import Behaviour, Factory, make_supervisor
 from tests.serve.helpers import run
+
+REACHES_INSIDE = {
+    "agc.integrity._recover": (
+        "recover_run, which agc.integrity does not export, after a killed serve"
+    ),
+    "agc.serve._trace": "the trace a turn writes into, for a hand-made turn",
+}
 
 
 def _lines(path: Path) -> list[dict[str, object]]:

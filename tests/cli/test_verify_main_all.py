@@ -18,6 +18,10 @@ from agc.cli.verify_main import parse_all
 from agc.integrity import _store_verify
 from tests.integrity.evidence_helpers import write_run
 
+REACHES_INSIDE = {
+    "agc.integrity._store_verify": "stops check_store to test agc-verify --all's stop handling",
+}
+
 
 @pytest.mark.parametrize(
     ("args", "expected"),
