@@ -3,17 +3,24 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two installs into the one venv: the runtime alone for `make demo` (no extras, no tools),
+# the runtime with every extra and the dev tools for the test targets. Each stamp is
+# made by the same recipe with its own pip extras; the test install on top of a demo venv
+# upgrades it, and a test venv runs the demo as it is.
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.runtime
+$(STAMP): EXTRAS := [dev,all]
+$(RUNTIME_STAMP): EXTRAS :=
 
-.PHONY: demo test lint typecheck unit e2e e2e-clients clean-e2e bench bench-quick clean
+.PHONY: demo test test-thorough lint typecheck unit e2e e2e-clients clean-e2e bench bench-quick clean
 
-$(STAMP): pyproject.toml
+$(STAMP) $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.$(EXTRAS)'
+	@touch $@
 
-demo: $(STAMP)
+demo: $(if $(wildcard $(STAMP)),$(STAMP),$(RUNTIME_STAMP))
 	$(BIN)/agc demo
 
 lint: $(STAMP)
@@ -23,8 +30,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The unit suite in PYTEST_WORKERS processes (pytest-xdist; `auto`: one per core).
+# Hypothesis runs the profile HYPOTHESIS_PROFILE names: `default` (a fraction of each
+# property's examples) unless `make test-thorough` asks for `thorough` (the full counts).
+PYTEST_WORKERS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest --ignore=tests/e2e
+	$(BIN)/pytest --ignore=tests/e2e -n $(PYTEST_WORKERS) --dist worksteal
 
 # The end-to-end suite: the real Codex CLI and Claude Code (versions pinned in
 # tests/e2e/clients.py, installed from the npm registry into $(E2E_CACHE) on first use)
@@ -42,6 +53,11 @@ e2e-clients: $(STAMP)
 # `make test` ends with the quick benchmark as a smoke test: it must run and write its
 # results (benchmarks/results/tmp/quick.*); it asserts nothing about speed.
 test: lint typecheck unit e2e bench-quick
+
+# `make test` with every property test at its full example count and every exhaustive
+# loop whole (CONTRIBUTING.md, "Tests").
+test-thorough: export HYPOTHESIS_PROFILE := thorough
+test-thorough: test
 
 # The full suite (1 GiB, 7 rounds, about 15 min on 2 cores, 1,000-run moto S3 store included): benchmarks/results/latest.{json,md}
 # and the tables in README.md's Performance section.

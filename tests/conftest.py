@@ -8,14 +8,15 @@ import io
 import itertools
 import json
 import os
+import random
 import subprocess
 import sys
 import time
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypeVar
 
 import pytest
 from hypothesis import settings
@@ -27,10 +28,55 @@ from agc.integrity import RunReport, open_run
 
 pytest_plugins = ["tests.s3fixtures"]
 
-# Property tests assert behaviour, never speed: no per-example deadline, which a loaded
-# 2-core CI machine would miss at random.
-settings.register_profile("agc", deadline=None)
-settings.load_profile("agc")
+T = TypeVar("T")
+
+# Hypothesis profiles, chosen by HYPOTHESIS_PROFILE (CONTRIBUTING.md, "Tests"):
+# "default" (`make test`) runs a fraction of each property's examples, "thorough"
+# (`make test-thorough`) the full counts. Property tests assert behaviour, never speed:
+# no per-example deadline in either, which a loaded 2-core CI machine would miss at random.
+PROFILES: Final = {"default": 25, "thorough": 100}
+"""Each profile's example count for a property test without its own ``max_examples``."""
+HYPOTHESIS_PROFILE: Final = os.environ.get("HYPOTHESIS_PROFILE") or "default"
+if HYPOTHESIS_PROFILE not in PROFILES:
+    raise pytest.UsageError(
+        f"HYPOTHESIS_PROFILE={HYPOTHESIS_PROFILE!r} is not one of {sorted(PROFILES)}"
+    )
+for _name, _count in PROFILES.items():
+    settings.register_profile(_name, deadline=None, max_examples=_count)
+settings.load_profile(HYPOTHESIS_PROFILE)
+THOROUGH: Final = HYPOTHESIS_PROFILE == "thorough"
+
+
+def examples(full: int) -> int:
+    """The example count of a property whose thorough count is ``full``: ``full`` in the
+    thorough profile; a fifth of it by default (at least 10, never more than ``full``).
+    The strategy, and so the class of inputs, is the same in both."""
+    return full if THOROUGH else max(min(full, 10), full // 5)
+
+
+def sampled(items: Sequence[T], *, keep: int, seed: object) -> list[T]:
+    """Every item of an exhaustive loop in the thorough profile; by default the first
+    and the last and ``keep`` more drawn with ``random.Random(seed)`` (in their order),
+    so a failure names the same items on every run."""
+    if THOROUGH or len(items) <= keep + 2:
+        return list(items)
+    inner = sorted(random.Random(str(seed)).sample(range(1, len(items) - 1), keep))
+    return [items[0], *(items[i] for i in inner), items[-1]]
+
+
+@pytest.fixture(autouse=True)
+def _fsync_off(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``os.fsync`` checks its descriptor and returns at once, unless the test is marked
+    ``real_fsync`` (crash tests: kills, injected disk faults). fsync only matters when
+    the machine loses power, which no test does; a killed process loses nothing the
+    kernel holds. agc's own code is unchanged: it calls ``os.fsync`` as in production."""
+    if request.node.get_closest_marker("real_fsync") is None:
+        monkeypatch.setattr(os, "fsync", _checked_no_fsync)
+
+
+def _checked_no_fsync(fd: int) -> None:
+    os.fstat(fd)  # a closed or invalid descriptor still fails as fsync would (EBADF)
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # ../shared beside the checkout; AGC_SHARED_DIR names it when the checkout is elsewhere

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
 import time
+import types
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-from tests.conftest import write_run
+from tests import conftest
+from tests.conftest import examples, sampled, write_run
 
 
 def _files(store: Path) -> dict[str, bytes]:
@@ -28,3 +33,44 @@ def test_write_run_writes_the_same_bytes_when_the_machine_pauses(
     paused = tmp_path / "paused"
     write_run(paused, transcript=[{"n": n} for n in range(4)])
     assert _files(paused) == _files(quiet)
+
+
+def test_the_default_profile_runs_a_fraction_of_each_count_and_thorough_all() -> None:
+    active = settings.default
+    assert active is not None
+    assert active.deadline is None
+    assert active.max_examples == (100 if conftest.THOROUGH else 25)
+    if conftest.THOROUGH:
+        assert [examples(n) for n in (8, 40, 2000)] == [8, 40, 2000]
+    else:
+        assert [examples(n) for n in (8, 40, 60, 2000)] == [8, 10, 12, 400]
+
+
+def test_a_sample_keeps_both_ends_and_is_the_same_on_every_run() -> None:
+    items = list(range(1000))
+    chosen = sampled(items, keep=50, seed="flips")
+    assert chosen == sampled(items, keep=50, seed="flips")
+    if conftest.THOROUGH:
+        assert chosen == items
+    else:
+        assert len(chosen) == 52 == len(set(chosen))
+        assert chosen[0] == 0
+        assert chosen[-1] == 999
+        assert chosen == sorted(chosen)
+    assert sampled(items[:40], keep=50, seed="flips") == items[:40]
+
+
+def test_fsync_is_off_and_still_refuses_a_bad_descriptor(tmp_path: Path) -> None:
+    assert not isinstance(os.fsync, types.BuiltinFunctionType)
+    fd = os.open(tmp_path / "f", os.O_CREAT | os.O_WRONLY, 0o600)
+    os.fsync(fd)
+    os.close(fd)
+    with pytest.raises(OSError, match="Bad file descriptor") as raised:
+        os.fsync(fd)
+    assert raised.value.errno == errno.EBADF
+
+
+@pytest.mark.real_fsync
+def test_a_test_marked_real_fsync_gets_the_real_fsync() -> None:
+    assert isinstance(os.fsync, types.BuiltinFunctionType)
+    assert os.fsync.__name__ == "fsync"

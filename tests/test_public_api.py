@@ -21,6 +21,7 @@ FRONT_DOORS = (
     "agc.extensions",
     "agc.readiness",
     "agc.serve",
+    "agc.flows",
     "agc.cli",
 )
 

@@ -8,6 +8,8 @@ kebab-case :attr:`~AgcError.code`, a :attr:`~AgcError.hint` for the human, and t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from agc.exitcodes import ExitCode
@@ -35,6 +37,7 @@ __all__ = [
     "KeyInvalidError",
     "LedgerInvalidError",
     "ManifestInvalidError",
+    "MissingExtraError",
     "ObservationInvalidError",
     "PolicyInvalidError",
     "ProjectionRefusedError",
@@ -109,6 +112,38 @@ class UsageError(AgcError):
 
     code = "usage"
     exit_code = ExitCode.USAGE
+
+
+class MissingExtraError(UsageError):
+    """A feature needs an optional dependency that is not installed (exit 2): an extra of
+    the ``agc`` distribution (PEP 508 ``agc[s3]``, declared in ``pyproject.toml``).
+    The hint is the ``pip install`` command that adds it."""
+
+    code = "missing-extra"
+    default_hint = "pip install 'agc[all]'"
+
+    @classmethod
+    @contextmanager
+    def raised_for(cls, extra: str, *, feature: str) -> Iterator[None]:
+        """Turn the failed import of a third-party module inside the block into this
+        error, naming ``feature`` (what the user asked for: "an s3:// store") and
+        ``extra`` (``s3``, ``scale``, ``serve``). A module of agc's own that fails to
+        import is a bug and propagates unchanged.
+
+        Raises:
+            MissingExtraError: a module outside agc was not found.
+        """
+        try:
+            yield
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").partition(".")[0]
+            if not missing or missing == "agc":
+                raise
+            raise cls(
+                f"{feature} needs the optional package {missing!r}, which is not "
+                f"installed: it comes with agc[{extra}]",
+                hint=f"pip install 'agc[{extra}]'",
+            ) from exc
 
 
 class RunIdInvalidError(UsageError):

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc._core.canonical import canonical_json
+from tests.conftest import examples
 
 _LIMIT = 2**53 - 1
 
@@ -72,20 +73,20 @@ def _assert_same(value: Any) -> None:
     assert _outcome(lambda v: canonical_json(v, encoder="stdlib"), value) == reference
 
 
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), suppress_health_check=[HealthCheck.too_slow])
 @given(_values(st.one_of(_TEXT, _SURROGATE_FREE)))
 def test_any_json_value_is_the_reference_bytes(value: Any) -> None:
     _assert_same(value)
 
 
-@settings(max_examples=800)
+@settings(max_examples=examples(800))
 @given(_values(st.text(_TRICKY_CHAR, max_size=4)))
 def test_keys_of_every_plane_sort_as_the_reference(value: Any) -> None:
     # Keys drawn from the characters where UTF-16 and code-point order disagree.
     _assert_same(value)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.dictionaries(_SURROGATE_FREE, _SURROGATE_FREE, max_size=8))
 def test_orjson_path_is_the_reference_bytes(value: dict[str, str]) -> None:
     # Surrogate-free strings only: the result is the bytes, never an error.

@@ -24,6 +24,7 @@ from agc._core.digest import (
 )
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
+from tests.conftest import examples
 
 
 def _reference(data: bytes, algorithm: str) -> str:
@@ -225,7 +226,7 @@ def test_a_file_that_grew_after_fstat_is_still_read_to_its_end(
     assert limited == (_reference(data[:150_000], algorithm), 150_000)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     data=st.binary(max_size=200_000) | st.integers(0, 300_000).map(lambda n: b"\x5a" * n),
     start=st.integers(0, 300_000),

@@ -21,6 +21,9 @@ from agc.errors import FileExistsRefusedError, FileWriteError
 from agc.exitcodes import ExitCode
 from tests.faults import failing_disk, fill, temp_files, tmpfs
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 ERRNOS = [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO]
 CAUSES = {
     errno.ENOSPC: "no space left on device",

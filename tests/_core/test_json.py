@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from agc._core import json as strict_json
 from agc._core.json import MAX_DEPTH, dumps, dumps_stdlib, exceeds_depth, loads, loads_lines
 from agc.errors import JsonInvalidError
+from tests.conftest import examples
 
 # Text without surrogates (category Cs): what UTF-8 can hold.
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12)
@@ -101,7 +102,7 @@ def _verdict(read: Any, data: bytes) -> tuple[str, Any]:
         return ("refused", exc.problem)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(JSON_VALUES)
 def test_the_fast_path_agrees_with_the_standard_library(value: Any) -> None:
     for data in _variants(value):
@@ -290,7 +291,7 @@ def test_only_bytes_or_text_are_parsed() -> None:
         loads(42)  # type: ignore[arg-type]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.binary(max_size=200))
 def test_no_bytes_make_the_reader_raise_anything_else(data: bytes) -> None:
     problem = None
@@ -301,7 +302,7 @@ def test_no_bytes_make_the_reader_raise_anything_else(data: bytes) -> None:
     assert problem is None or problem in JsonInvalidError.PROBLEMS
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.text(alphabet='[]{}",:0\\ud8 aNIn-e', max_size=300))
 def test_no_json_like_text_makes_the_reader_raise_anything_else(text: str) -> None:
     with contextlib.suppress(JsonInvalidError):

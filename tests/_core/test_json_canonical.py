@@ -29,6 +29,7 @@ from agc._core.json import (
     stable_spelling,
 )
 from agc.errors import JsonInvalidError
+from tests.conftest import examples
 from tests.spellings import JSON_OBJECTS, JSON_VALUES, spellings
 
 
@@ -54,7 +55,7 @@ def _fits_orjson(value: Any) -> bool:
 
 
 @given(JSON_VALUES)
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 def test_orjson_and_the_standard_library_agree_where_stable_spelling_says_so(
     value: Any,
 ) -> None:
@@ -72,7 +73,7 @@ def test_orjson_and_the_standard_library_agree_where_stable_spelling_says_so(
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
-@settings(max_examples=2000)
+@settings(max_examples=examples(2000))
 def test_every_float_spelled_differently_is_flagged(value: float) -> None:
     data = orjson.dumps([value, {"x": -value}])
     stdlib = json.dumps([value, {"x": -value}], separators=(",", ":")).encode()
@@ -93,7 +94,7 @@ def test_every_decade_of_floats_is_flagged_where_the_spellings_differ(exponent: 
 
 
 @given(spellings())
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 def test_canonical_text_is_what_both_writer_paths_write_for_its_value(raw: bytes) -> None:
     found = canonical(raw)
     try:
@@ -114,7 +115,7 @@ def test_canonical_text_is_what_both_writer_paths_write_for_its_value(raw: bytes
 
 
 @given(JSON_OBJECTS)
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 def test_the_writers_own_spelling_is_taken_when_it_holds_no_float(value: dict[str, Any]) -> None:
     if _has_float(value) or not _fits_orjson(value) or exceeds_depth(value, 254):
         return
@@ -176,7 +177,7 @@ _REFERENCE_UNSTABLE = re.compile(rb"[0-9]e-[0-9](?![0-9])|[0-9]\.0000")
 
 
 @given(st.binary(max_size=40) | st.text(alphabet='0159e-.0x"', max_size=40).map(str.encode))
-@settings(max_examples=1500)
+@settings(max_examples=examples(1500))
 def test_stable_spelling_finds_what_the_pattern_finds(data: bytes) -> None:
     """The find-loop is the regular expression it replaced."""
     assert stable_spelling(data) == (_REFERENCE_UNSTABLE.search(data) is None)

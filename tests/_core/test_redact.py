@@ -41,7 +41,7 @@ from tests._core.secret_corpus import (
     strings_of,
     survivors,
 )
-from tests.conftest import REAL_FIXTURES, real_fixture_files, require_shared
+from tests.conftest import REAL_FIXTURES, examples, real_fixture_files, require_shared
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CASES = build_cases(every_cut=True)
@@ -160,7 +160,7 @@ def _encodings(raw: bytes) -> Iterator[str]:
         yield "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(seed=st.integers(0, 2**64 - 1), size=st.integers(1, 3000))
 def test_property_random_base64_and_hex_blobs_are_never_redacted(seed: int, size: int) -> None:
     # Uniformly random bytes, as a cipher text or a digest is.
@@ -450,7 +450,9 @@ _BARE_TOKENS = [
     for s in _SECRETS
     if s.self_identifying and s.carriers == (s.value,) and "\n" not in s.value
 ]
-_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @_SETTINGS

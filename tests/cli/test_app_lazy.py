@@ -38,9 +38,12 @@ def _eager_app() -> typer.Typer:
 
     import agc.cli.verify as verify_module  # noqa: PLC0415
 
-    eager.command(name="verify", help=verify_module.VERIFY_HELP, epilog=EPILOG)(
-        verify_module.verify_command
-    )
+    eager.command(
+        name="verify",
+        help=verify_module.VERIFY_HELP,
+        epilog=EPILOG,
+        cls=verify_module.GrammarCommand,
+    )(verify_module.command_function())
     for module in dict.fromkeys(sub.module for sub in SUBCOMMANDS if sub.name != "verify"):
         __import__(module, fromlist=["register"]).register(eager)
     return eager

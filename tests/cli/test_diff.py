@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agc.cli.app import main as agc_main
 from agc.integrity._diff import diff_run
 from agc.integrity._ingest import ingest_stream
+from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.integrity._diff": (
@@ -81,7 +82,7 @@ def test_the_same_json_value_written_otherwise_is_equal(tmp_path: Path) -> None:
     assert diff_run("r1", spaced, store).equal
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(index=st.integers(min_value=0, max_value=len(LINES) - 1), value=st.integers(1000, 10**6))
 def test_any_changed_line_is_the_first_difference(
     tmp_path_factory: pytest.TempPathFactory, index: int, value: int

@@ -38,6 +38,9 @@ REACHES_INSIDE = {
     ),
 }
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 ERRNOS = [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO]
 CAUSES = {
     errno.ENOSPC: "no space left on device",

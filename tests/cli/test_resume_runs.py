@@ -31,6 +31,7 @@ from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import check_object_run
 from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import (
+    examples,
     feed_stdin,
     run_agc_to_a_gone_reader,
     write_legacy_run_with_shared_tool_events,
@@ -426,7 +427,9 @@ _LINE = st.one_of(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(lines=st.lists(_LINE, min_size=1, max_size=8), torn=st.booleans())
 def test_export_round_trips_any_file(
@@ -611,7 +614,9 @@ def _transcripts(draw: st.DrawFn) -> bytes:
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=_transcripts())
 def test_a_run_recorded_to_s3_resumes_as_the_same_run_recorded_to_a_folder(
@@ -1059,7 +1064,9 @@ _TAMPERINGS = (
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     data=_transcripts(),

@@ -20,6 +20,7 @@ from agc.exitcodes import ExitCode
 from agc.integrity import SigningKey, generate_keypair, load_signing_key
 from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
 from agc.resume._snapshot import signature_path
+from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.resume._snapshot": "the signature file's path beside a snapshot",
@@ -263,7 +264,7 @@ _FORGED = st.one_of(
 )
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(forged=_FORGED, reseal=st.booleans())
 def test_no_bytes_in_place_of_a_signed_snapshot_resume_under_its_key(
     tmp_path_factory: pytest.TempPathFactory,

@@ -344,3 +344,94 @@ def test_an_empty_trusted_key_folder_is_a_usage_error_on_the_command_line(
     (tmp_path / "trust").mkdir()
     monkeypatch.setenv("AGC_TRUSTED_KEYS", str(tmp_path / "trust"))
     assert verify_cli.main(["r1", "--store", str(store)]) == ExitCode.USAGE
+
+
+# -- the one grammar (agc.cli.verify_args) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("program", "golden"),
+    [(["agc-verify"], "verify-help.txt"), (["agc", "verify"], "verify-subcommand-help.txt")],
+    ids=" ".join,
+)
+def test_help_is_the_golden_text(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    program: list[str],
+    golden: str,
+) -> None:
+    # The typer command built from the grammar's table renders the help as the typer
+    # command of the function's own signature did (its text is the golden file).
+    monkeypatch.setenv("COLUMNS", "80")
+    run = verify_cli.main if program == ["agc-verify"] else agc_app.main
+    assert run([*program[1:], "--help"]) == ExitCode.OK
+    assert capsys.readouterr().out == (GOLDEN / golden).read_text()
+
+
+_USAGE = "Usage: {prog} [OPTIONS] [run_id]\nTry '{prog} -h' for help.\n\nError: "
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["r1", "--jsn"], "No such option: --jsn (Possible options: --jobs, --json)"),
+        (["r1", "--sta"], "No such option: --sta (Possible options: --all, --status, --store)"),
+        (["r1", "--bogus"], "No such option: --bogus (Possible options: --jobs)"),
+        (["r1", "-x"], "No such option: -x"),
+        (["r1", "-qx"], "No such option: -x"),
+        (["-1"], "No such option: -1"),
+        (["r1", "r2", "r3"], "Got unexpected extra argument(s) (r2 r3)"),
+        (
+            ["--all", "--jobs", "0"],
+            "Invalid value for '--jobs' / '-j': 0 is not in the range x>=1.",
+        ),
+        (["--all", "-j=2"], "Invalid value for '--jobs' / '-j': '=2' is not a valid int range."),
+        (
+            ["--all", "--retention-days", "0"],
+            "Invalid value for '--retention-days': 0 is not in the range x>=1.",
+        ),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("program", [["agc-verify"], ["agc", "verify"]], ids=" ".join)
+def test_a_refusal_of_the_grammar_reads_as_click_words_it(
+    capsys: pytest.CaptureFixture[str], program: list[str], argv: list[str], error: str
+) -> None:
+    run = verify_cli.main if program == ["agc-verify"] else agc_app.main
+    assert run([*program[1:], *argv]) == ExitCode.USAGE
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", _USAGE.format(prog=" ".join(program)) + error + "\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["r1", "--store"], "Option '--store' requires an argument."),
+        (["--all", "-j"], "Option '-j' requires an argument."),
+        (["--all=1"], "Option '--all' does not take a value."),
+        (["r1", "--json=1"], "Option '--json' does not take a value."),
+    ],
+    ids=str,
+)
+def test_an_option_without_its_value_or_with_one_it_takes_none(
+    capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    # click prints these without the usage lines; so does the grammar.
+    assert verify_cli.main(argv) == ExitCode.USAGE
+    assert capsys.readouterr() == ("", f"Error: {error}\n")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["r1", "--store", "--"], ["r1", "--store", "-odd"], ["r1", "--store=-odd"]],
+    ids=str,
+)
+def test_an_option_takes_the_next_argument_whatever_it_looks_like(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    # As click: `--store --` names the folder `--`, never a usage error or a crash.
+    value = argv[-1].removeprefix("--store=")
+    assert verify_cli.main(argv) == ExitCode.FINDINGS
+    out, err = capsys.readouterr()
+    assert f"no run 'r1' in store {value} " in out
+    assert f"`agc runs --store {value}`" in err

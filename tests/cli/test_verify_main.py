@@ -14,42 +14,51 @@ import pytest
 
 from agc.cli import verify as full
 from agc.cli import verify_main
-from agc.cli.verify_main import parse_simple
+from agc.cli.verify_args import VerifyOptions
+from agc.cli.verify_main import quick_options
 from agc.integrity import open_run
-
-REACHES_INSIDE = {
-    "agc.integrity._store_verify": (
-        "wraps check_store to deliver a signal while agc-verify --all runs"
-    ),
-}
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["r1"], ("r1", None, False)),
-        (["r1", "--json"], ("r1", None, True)),
-        (["--json", "r1"], ("r1", None, True)),
-        (["r1", "--store", "/s"], ("r1", "/s", False)),
-        (["--store", "/s", "r1", "--json"], ("r1", "/s", True)),
-        (["r1", "--store=/s"], ("r1", "/s", False)),
+        (["r1"], {"run_id": "r1"}),
+        (["r1", "--json"], {"run_id": "r1", "as_json": True}),
+        (["--json", "r1"], {"run_id": "r1", "as_json": True}),
+        (["r1", "--store", "/s"], {"run_id": "r1", "store": Path("/s")}),
+        (["--store", "/s", "r1", "--json"], {"run_id": "r1", "store": Path("/s"), "as_json": True}),
+        (["r1", "--store=/s"], {"run_id": "r1", "store": Path("/s")}),
+        # As click reads them: the last of a repeated option wins, an option's value is
+        # the next argument whatever it looks like, `--` ends the options.
+        (["r1", "--store", "a", "--store", "b"], {"run_id": "r1", "store": Path("b")}),
+        (["r1", "--store", "--json"], {"run_id": "r1", "store": Path("--json")}),
+        (["r1", "--json", "--json"], {"run_id": "r1", "as_json": True}),
+        (["--", "-old"], {"run_id": "-old"}),
+        (["--store", "/s", "--", "r1"], {"run_id": "r1", "store": Path("/s")}),
         ([], None),
         (["--help"], None),
         (["-h"], None),
+        (["r1", "--help"], None),
+        (["--version"], None),
+        (["--show-completion", "bash"], None),
         (["r1", "r2"], None),
         (["r1", "--store"], None),
-        (["r1", "--store", ""], None),
-        (["r1", "--store", "--json"], None),
-        (["r1", "--store="], None),
-        (["r1", "--store", "a", "--store", "b"], None),
-        (["r1", "--json", "--json"], None),
         (["r1", "--verbose"], None),
-        (["--", "r1"], None),
-        ([""], None),
+        (["r1", "--json=1"], None),
+        (["r1", "-1"], None),
+        (["r1", "--quiet"], None),
+        (["r1", "--status"], None),
+        (["r1", "--trusted-key", "k.pem"], None),
+        (["r1", "--jobs", "2"], None),
+        (["r1", "--all"], None),
     ],
 )
-def test_parse_simple(args: list[str], expected: tuple[str, str | None, bool] | None) -> None:
-    assert parse_simple(args) == expected
+def test_quick_options(args: list[str], expected: dict[str, object] | None) -> None:
+    options = quick_options(args)
+    if expected is None:
+        assert options is None
+    else:
+        assert options == VerifyOptions(**expected)  # type: ignore[arg-type]
 
 
 def _sealed(store: Path, run_id: str = "r1") -> Path:
@@ -512,7 +521,7 @@ def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_check(
 ) -> None:
     # The stop was lost: the check went on and exited 0 with its report, as if no one
     # had asked it to stop. It is "terminated", exit 143, with no report.
-    from agc.integrity import _store_verify  # noqa: PLC0415
+    import agc.integrity  # noqa: PLC0415 - agc-verify --all looks check_store up there
 
     _sealed(store)
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
@@ -524,7 +533,7 @@ def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_check(
         args = ["r1"]
     else:
         monkeypatch.setattr(
-            _store_verify, "check_store", _swallowing_a_sigterm(_store_verify.check_store)
+            agc.integrity, "check_store", _swallowing_a_sigterm(agc.integrity.check_store)
         )
         args = ["--all"]
     code = verify_main.main([*args, "--store", str(store)] + (["--json"] if as_json else []))
@@ -565,7 +574,8 @@ def test_a_stop_python_cannot_raise_still_stops_the_check_with_one_word(
 ) -> None:
     # The stop was printed as "Exception ignored in …" with a traceback and lost: the
     # check went on and exited 0 with its report.
-    from agc.integrity import _store_verify, check_run  # noqa: PLC0415
+    import agc.integrity  # noqa: PLC0415 - agc-verify --all looks check_store up there
+    from agc.integrity import check_run  # noqa: PLC0415
 
     _sealed(store)
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
@@ -573,7 +583,7 @@ def test_a_stop_python_cannot_raise_still_stops_the_check_with_one_word(
     module, name, check = (
         (verify_main, "check_run", check_run)
         if scope == "run"
-        else (_store_verify, "check_store", _store_verify.check_store)
+        else (agc.integrity, "check_store", agc.integrity.check_store)
     )
 
     def stopped_in_a_del(*args: Any, **kwargs: Any) -> Any:

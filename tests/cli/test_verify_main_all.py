@@ -12,57 +12,54 @@ from pathlib import Path
 
 import pytest
 
+import agc.integrity
 from agc.cli import verify as full
 from agc.cli import verify_main
-from agc.cli.verify_main import parse_all
-from agc.integrity import _store_verify
+from agc.cli._process import Terminated
+from agc.cli.verify_args import VerifyOptions
+from agc.cli.verify_main import quick_options
 from tests.integrity.evidence_helpers import write_run
-
-REACHES_INSIDE = {
-    "agc.integrity._store_verify": "stops check_store to test agc-verify --all's stop handling",
-}
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--all"], (None, False, None)),
-        (["--all", "--json"], (None, True, None)),
-        (["--json", "--all", "--store", "/s"], ("/s", True, None)),
-        (["--all", "--store=/s", "--jobs", "2"], ("/s", False, 2)),
-        (["--all", "-j", "3"], (None, False, 3)),
-        (["--jobs=12", "--all"], (None, False, 12)),
+        (["--all"], {}),
+        (["--all", "--json"], {"as_json": True}),
+        (["--json", "--all", "--store", "/s"], {"store": Path("/s"), "as_json": True}),
+        (["--all", "--store=/s", "--jobs", "2"], {"store": Path("/s"), "jobs": 2}),
+        (["--all", "-j", "3"], {"jobs": 3}),
+        (["--all", "-j3"], {"jobs": 3}),
+        (["--jobs=12", "--all"], {"jobs": 12}),
+        (["--all", "--jobs", "01"], {"jobs": 1}),
+        (["--all", "--jobs", "1", "-j", "2"], {"jobs": 2}),
+        (["--all", "--all"], {}),
+        (["--all", "--"], {}),
+        (["--all", "--store", "a", "--store", "b"], {"store": Path("b")}),
         ([], None),
         (["--json"], None),
         (["--all", "--help"], None),
         (["--all", "-h"], None),
         (["--all", "r1"], None),
-        (["--all", "--all"], None),
-        (["--all", "--json", "--json"], None),
         (["--all", "--store"], None),
-        (["--all", "--store", ""], None),
-        (["--all", "--store="], None),
-        (["--all", "--store", "--json"], None),
-        (["--all", "--store", "a", "--store", "b"], None),
         (["--all", "--jobs"], None),
         (["--all", "--jobs", "0"], None),
-        (["--all", "--jobs", "01"], None),
-        (["--all", "--jobs", "+2"], None),
         (["--all", "--jobs", "two"], None),
         (["--all", "-j=2"], None),
-        (["--all", "-j2"], None),
-        (["--all", "--jobs", "1", "-j", "2"], None),
         (["--all", "--quiet"], None),
         (["--all", "--status"], None),
         (["--all", "--expect-head", "0" * 64], None),
         (["--all", "--trusted-key", "k.pem"], None),
         (["--all", "--scheduler", "tcp://h:1"], None),
-        (["--all", "--"], None),
         (["--all=1"], None),
     ],
 )
-def test_parse_all(args: list[str], expected: tuple[str | None, bool, int | None] | None) -> None:
-    assert parse_all(args) == expected
+def test_quick_options_for_all(args: list[str], expected: dict[str, object] | None) -> None:
+    options = quick_options(args)
+    if expected is None:
+        assert options is None
+    else:
+        assert options == VerifyOptions(all_runs=True, **expected)  # type: ignore[arg-type]
 
 
 def _complete(store: Path) -> None:
@@ -112,7 +109,7 @@ def _arg_lists(store: Path) -> dict[str, list[str]]:
     }
 
 
-_QUICK = {"plain", "json", "json-first", "jobs-2", "jobs-1-json", "jobs-equals"}
+_QUICK = {"plain", "json", "json-first", "jobs-2", "jobs-1-json", "jobs-equals", "twice"}
 
 
 @pytest.fixture
@@ -153,7 +150,7 @@ def test_quick_all_matches_the_full_command(
         assert handed_over == [args]
 
 
-@pytest.mark.parametrize("stop", [KeyboardInterrupt, verify_main._Terminated])
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, Terminated])
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_stop_during_the_check_is_reported_as_the_full_command_does(
     store: Path,
@@ -166,11 +163,11 @@ def test_a_stop_during_the_check_is_reported_as_the_full_command_does(
     _complete(store)
 
     def stopped(*args: object, **kwargs: object) -> None:
-        if stop is verify_main._Terminated:
+        if stop is Terminated:
             os.kill(os.getpid(), 15)  # the handler each path installs raises
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_store_verify, "check_store", stopped)
+    monkeypatch.setattr(agc.integrity, "check_store", stopped)  # where --all finds it
     monkeypatch.setattr(full, "check_store", stopped)
     args = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
     quick_code = verify_main.main(args)
@@ -178,7 +175,7 @@ def test_a_stop_during_the_check_is_reported_as_the_full_command_does(
     full_code = full.main(args)
     expected = capsys.readouterr()
     assert (quick_code, quick.out, quick.err) == (full_code, expected.out, expected.err)
-    assert quick_code == (143 if stop is verify_main._Terminated else 130)
+    assert quick_code == (143 if stop is Terminated else 130)
 
 
 class _StoppedStdout:
@@ -202,7 +199,7 @@ class _StoppedStdout:
         return False
 
 
-@pytest.mark.parametrize("stop", [KeyboardInterrupt, verify_main._Terminated])
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, Terminated])
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_stop_while_the_report_is_written_is_reported_as_the_full_command_does(
     store: Path,
@@ -216,7 +213,7 @@ def test_a_stop_while_the_report_is_written_is_reported_as_the_full_command_does
     # signal, where the full command says "interrupted"/"terminated" (exit 130/143).
     _complete(store)
     args = ["--all", "--store", str(store)] + (["--json"] if as_json else [])
-    stdout = _StoppedStdout(stop is verify_main._Terminated)
+    stdout = _StoppedStdout(stop is Terminated)
     with monkeypatch.context() as patched:
         patched.setattr(sys, "stdout", stdout)
         full_code = full.main(args)
@@ -227,7 +224,7 @@ def test_a_stop_while_the_report_is_written_is_reported_as_the_full_command_does
             pytest.fail("the stop escaped the quick path")
         quick = capsys.readouterr()
     assert (quick_code, quick.err) == (full_code, expected.err)
-    assert quick_code == (143 if stop is verify_main._Terminated else 130)
+    assert quick_code == (143 if stop is Terminated else 130)
 
 
 @pytest.mark.parametrize("variable", ["FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"])

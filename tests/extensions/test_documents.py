@@ -19,6 +19,7 @@ from agc.extensions._documents import (
     load_toml,
 )
 from agc.extensions._mcp import read_codex_config, read_mcp_json
+from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.extensions._documents": (
@@ -33,7 +34,7 @@ def _nested_json(depth: int) -> str:
 
 
 @given(depth=st.integers(min_value=1, max_value=200_000))
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 def test_json_deeper_than_the_limit_is_a_value_error(depth: int) -> None:
     text = '{"a": ' + _nested_json(depth) + "}"
     if depth + 1 > MAX_DOCUMENT_DEPTH:
@@ -44,7 +45,7 @@ def test_json_deeper_than_the_limit_is_a_value_error(depth: int) -> None:
 
 
 @given(depth=st.integers(min_value=1, max_value=200_000))
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 def test_toml_deeper_than_the_limit_is_a_value_error(depth: int) -> None:
     text = "a = " + _nested_json(depth) + "\n"
     if depth + 1 > MAX_DOCUMENT_DEPTH:

@@ -22,6 +22,7 @@ from agc.extensions import (
     normalize_name,
 )
 from agc.extensions._names import ItemType, NameAllocator
+from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.extensions._names": "the name allocator and the item types on their own",
@@ -62,7 +63,7 @@ def test_skill_names_are_normalized_like_the_agent_skills_rule() -> None:
     assert normalize_name("mcp", "my server.v2") == "my_server_v2"
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.sampled_from(["skill", "mcp"]), st.lists(st.text(max_size=80), max_size=25))
 def test_assigned_names_never_collide_and_stay_native(kind: str, raws: list[str]) -> None:
     item_type: ItemType = "skill" if kind == "skill" else "mcp"

@@ -36,7 +36,7 @@ from agc.extensions import (
 )
 from agc.extensions._discover import discover
 from agc.extensions._mcp import referenced_variables
-from tests.conftest import feed_stdin
+from tests.conftest import examples, feed_stdin
 from tests.extensions.builders import write_script, write_skill, zip_folder
 
 REACHES_INSIDE = {
@@ -444,7 +444,7 @@ def _write_source(folder: Path, secret: str, *, form: str, placement: str, broke
     return path
 
 
-@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     secret=_secrets(),
     form=st.sampled_from(["toml", "json"]),
@@ -572,7 +572,7 @@ _ALIKE_HEADERS = ["X-Api-Key", "Api-Key", "x-api-key", "Key", "Authorization", "
         max_size=3,
     )
 )
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 def test_property_env_ref_never_gives_two_servers_one_variable(
     sources: list[list[tuple[str, list[str]]]],
 ) -> None:

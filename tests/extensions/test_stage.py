@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from agc.errors import ArchiveRefusedError, InputError
 from agc.extensions import ExtensionRepository, ImportLimits
 from agc.extensions._stage import MAX_NAME_BYTES, MAX_PATH_BYTES
+from tests.conftest import examples
 from tests.extensions.builders import write_skill, zip_entries, zip_folder
 
 REACHES_INSIDE = {
@@ -95,6 +96,9 @@ def test_a_device_or_fifo_entry_is_refused(tmp_path: Path, store: Path, kind: in
         ("caf\u00e9.md", "cafe\u0301.md"),
         ("\ufb01le.txt", "file.txt"),
         ("same.txt", "same.txt"),
+        # Folders spelled two ways hold different files: two folders on a case-sensitive disk.
+        ("a/a", "A/b"),
+        ("caf\u00e9/x.md", "cafe\u0301/y.md"),
     ],
 )
 def test_entries_that_collide_after_case_folding_or_nfkc_are_refused(
@@ -319,7 +323,9 @@ _PARTS = st.sampled_from(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     st.lists(
@@ -364,7 +370,9 @@ def test_any_archive_is_either_refused_whole_or_extracted_inside_its_tree(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     parts=st.lists(

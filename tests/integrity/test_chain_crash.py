@@ -34,6 +34,9 @@ from agc.integrity._writer import open_run
 from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import records
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 
 def _seal_in_child(store: Path, run_id: str, step: int, *, torn: bool) -> int:
     """Fork; the child seals ``run_id`` with a kill at ``step``; returns its exit code.

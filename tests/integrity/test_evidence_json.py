@@ -29,6 +29,7 @@ from agc.integrity._signing import generate_keypair, load_signing_key, load_trus
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter
+from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
 
 # Values no reader may accept or crash on, as JSON text.
@@ -208,7 +209,7 @@ def _damage(path: Path, kind: str, placement: str, name: str) -> None:
 
 
 @settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -29,6 +29,7 @@ from agc.errors import AgcError
 from agc.integrity._chain import manifest_digest
 from agc.integrity._store_verify import check_store
 from agc.integrity._writer import open_run
+from tests.conftest import examples
 
 RUNS = ("alpha", "beta", "gamma")
 KINDS = {"transcript": "transcripts", "tool-events": "tool-events"}
@@ -223,7 +224,7 @@ _SPLICE: list[tuple[str, Edit]] = [
 ]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(attack=st.lists(edits, min_size=1, max_size=6))
 @example(attack=_SPLICE)  # the splice the search reaches only now and then
 def test_no_edit_sequence_gets_a_changed_run_past_the_pinned_head(

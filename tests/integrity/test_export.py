@@ -14,7 +14,7 @@ from agc.errors import InputError, RunNotFoundError
 from agc.integrity import export_session, iter_session_lines
 from agc.integrity._export import export_copy
 from agc.integrity._ingest import ingest_stream
-from tests.conftest import write_run
+from tests.conftest import examples, write_run
 
 
 def test_lines_come_back_with_their_bom_and_bytes(store: Path) -> None:
@@ -43,7 +43,7 @@ def test_missing_run_and_size_limit(store: Path) -> None:
         export_session("big", store, max_bytes=20)
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.binary(max_size=24).filter(lambda b: b"\n" not in b), max_size=6))
 def test_a_copy_exports_as_the_store_file_does(
     lines: list[bytes], tmp_path_factory: pytest.TempPathFactory

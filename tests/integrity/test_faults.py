@@ -30,6 +30,9 @@ from agc.integrity._writer import open_run
 from tests.conftest import REAL_FIXTURES, require_shared
 from tests.integrity.evidence_helpers import records
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 KILL_MOMENTS = 200
 
 

@@ -25,6 +25,7 @@ from agc.integrity import _writer as run_writer
 from agc.integrity._ingest import ingest_stream
 from tests.conftest import (
     REAL_FIXTURES,
+    examples,
     real_fixture_files,
     require_shared,
     steady_checkpoint_timer,
@@ -81,7 +82,7 @@ def _ingest_both(
 
 
 @given(lines=_LINES, kind=st.sampled_from(["transcript", "tool-events"]), end=st.booleans())
-@settings(max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_fast_and_old_paths_seal_the_same_bytes(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,

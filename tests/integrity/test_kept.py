@@ -20,7 +20,7 @@ from agc.errors import InputError, StoreError
 from agc.integrity import _kept as kept_module
 from agc.integrity._kept import KeptArtifact, check_run_kept
 from agc.integrity._verify import check_run
-from tests.conftest import write_legacy_run_with_shared_tool_events, write_run
+from tests.conftest import examples, write_legacy_run_with_shared_tool_events, write_run
 
 # What a writer of the store may do to a run before it is checked (the check judges it)
 # and between the check and the copy (the copy must then be refused).
@@ -46,7 +46,7 @@ def _edit(store: Path, edit: str, position: int) -> None:
         (folder / "manifests" / "r1.json").unlink()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     records=st.lists(
         # "seq" and "ts" are the writer's own keys: a record holding one is refused.
@@ -75,7 +75,7 @@ def test_the_verdict_is_check_runs_and_a_complete_copy_is_the_file(
                 assert kept.file.read() == path.read_bytes()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     edit=st.sampled_from(_EDITS[1:]),
     position=st.integers(min_value=0),

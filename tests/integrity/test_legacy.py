@@ -25,7 +25,7 @@ from agc.integrity import check_run, read_legacy_tool_events, read_tool_events
 from agc.integrity._legacy import LegacyRun
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import ArtifactObservation, judge_artifact
-from tests.conftest import finding_codes, write_run
+from tests.conftest import examples, finding_codes, write_run
 
 OWN_EVENTS = [{"event": "tool_call_start", "call_id": "c1"}, {"event": "tool_call_end"}]
 
@@ -67,7 +67,9 @@ def test_records_of_other_runs_are_not_reported_for_this_run(store: Path) -> Non
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     names=st.lists(st.sampled_from(["r1", "r2", "R1", "r1 ", "", None]), max_size=12),

@@ -35,7 +35,7 @@ from agc.integrity._manifest import RunManifest
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, TranscriptWriter
-from tests.conftest import steady_checkpoint_timer
+from tests.conftest import examples, steady_checkpoint_timer
 from tests.integrity.evidence_helpers import fixed_clock, records, transcript_path
 from tests.integrity.test_expect_head_attacks import relink
 
@@ -88,7 +88,7 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return stores
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     which=st.sampled_from(["plain", "reopened"]),
     streamed=st.booleans(),
@@ -267,7 +267,7 @@ def test_an_object_store_locates_a_change_too(s3_store: ObjectStore) -> None:
     assert modified.lines == (1001, 2000)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     counts=st.lists(st.integers(min_value=0, max_value=300), min_size=20, max_size=20),
     where=st.floats(min_value=0, max_value=1, exclude_max=True),

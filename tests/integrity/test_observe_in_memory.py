@@ -22,6 +22,7 @@ from agc._core.store import StoreLayout
 from agc.integrity import _verify as verify_module
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._verify import ArtifactObservation, check_run, observe_artifact
+from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
 
 
@@ -114,7 +115,7 @@ def _observe_both(
     return fast, streamed
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases())
 def test_in_memory_and_streamed_observations_are_the_same(
     case: tuple[bytes, ArtifactSeal | None, list[Checkpoint], bool],

@@ -133,12 +133,25 @@ def test_an_object_store_on_dask_and_in_processes_gives_the_same_report(
 
 
 def test_an_unreachable_scheduler_is_exit_3(
-    store: Path, capsys: pytest.CaptureFixture[str]
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Dask's client retries a refused connection until its connect timeout ends (agc
+    # gives it 10 s): the same refusal, given up on after 0.2 s.
+    distributed = pytest.importorskip("distributed")
+    real_client = distributed.Client
+    asked: list[object] = []
+
+    def sooner(address: str, **options: Any) -> Any:
+        asked.append(options.pop("timeout"))
+        return real_client(address, timeout="0.2s", **options)
+
+    monkeypatch.setattr(distributed, "Client", sooner)
     write_run(store, "r1")
     code = verify(["--all", "--store", str(store), "--scheduler", "tcp://127.0.0.1:9"])
     assert code == 3
     assert "Dask scheduler" in capsys.readouterr().err
+    assert len(asked) == 1
+    assert asked[0] is not None  # agc bounds the wait itself
 
 
 def _inventory(store: ObjectStore, destination: ObjectStore, *, corrupt: bool = False) -> str:

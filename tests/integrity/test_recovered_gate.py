@@ -26,6 +26,9 @@ from agc.integrity._writer import ToolEventWriter, TranscriptWriter
 from tests.integrity.evidence_helpers import records, transcript_path
 from tests.integrity.test_expect_head_attacks import relink
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 RUN = "crashed"
 
 

@@ -46,7 +46,7 @@ from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import RunReport, check_run
 from agc.integrity._writer import TranscriptWriter, open_run
-from tests.conftest import feed_stdin, tree
+from tests.conftest import examples, feed_stdin, tree
 from tests.integrity.evidence_helpers import fixed_clock, records, write_run
 
 TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
@@ -328,7 +328,7 @@ def two_stores() -> Iterator[tuple[Path, Path]]:
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -18,6 +18,7 @@ from agc._core.objstore import BucketLock, ObjectStore, ObjectVersion
 from agc._core.store import ARTIFACT_KINDS
 from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import S3StoreView, VerifyPolicy, _companion
+from tests.conftest import examples
 
 _STORE = ObjectStore.parse("s3://evidence-view/team")
 _POLICY = VerifyPolicy(retention=None, asked=False, lock=BucketLock(enabled=True))
@@ -65,7 +66,7 @@ def _listing(paths: Sequence[str]) -> list[ObjectVersion]:
     return versions
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     run_ids=st.lists(_run_ids, min_size=1, max_size=6, unique=True),
     picks=st.lists(

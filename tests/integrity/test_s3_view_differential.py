@@ -19,6 +19,7 @@ from agc.cli.verify_main import main as verify_main
 from agc.integrity._ingest import ingest_stream
 from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import S3StoreView, VerifyPolicy, _companion
+from tests.conftest import examples
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
 
@@ -103,7 +104,7 @@ _ODD = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     keys=st.lists(
         st.tuples(st.sampled_from(("r1", "r10", "r1.x", "r-1")), _ODD, st.booleans()),

@@ -17,6 +17,9 @@ from agc.integrity._writer import TranscriptWriter
 from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 
 def _manifest(store: Path, run_id: str) -> RunManifest:
     return RunManifest.from_bytes((store / f"audit/manifests/{run_id}.json").read_bytes())

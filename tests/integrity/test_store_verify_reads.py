@@ -26,6 +26,7 @@ from agc.integrity import _verify as verify_module
 from agc.integrity._store_verify import StoreReport, check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import TranscriptWriter
+from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
 from tests.integrity.test_store_verify import TAMPERING
 
@@ -135,7 +136,7 @@ def test_each_tampering_gives_the_reference_report(
     assert check_store(store, expect_head=head, jobs=2).to_dict() == expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(range(len(ALL))), min_size=1, max_size=4, unique=True))
 def test_any_mix_of_tamperings_gives_the_reference_report(picks: list[int]) -> None:
     with tempfile.TemporaryDirectory() as folder:
@@ -170,7 +171,7 @@ _VALUES = st.recursive(
 )
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(_VALUES)
 def test_json_text_is_the_json_module_text_or_none(value: object) -> None:
     text = json_text(value)
@@ -178,7 +179,7 @@ def test_json_text_is_the_json_module_text_or_none(value: object) -> None:
         assert text == json.dumps(value, indent=2, ensure_ascii=False)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.dictionaries(_KEYS, st.lists(st.text(max_size=8), max_size=3), max_size=5))
 def test_json_text_takes_the_fast_path_for_report_values(value: dict[str, list[str]]) -> None:
     surrogate = any(0xD800 <= ord(c) <= 0xDFFF for k, v in value.items() for c in k + "".join(v))

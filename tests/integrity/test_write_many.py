@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from agc._core.json import canonical, dumps
 from agc.errors import AgcError, RecordInvalidError
 from agc.integrity._writer import JsonlWriter, ToolEventWriter, TranscriptWriter
-from tests.conftest import fixed_clock
+from tests.conftest import examples, fixed_clock
 from tests.spellings import JSON_OBJECTS, JSON_VALUES, spellings
 
 _BAD_RECORDS = st.sampled_from(
@@ -43,7 +43,9 @@ _BAD_RECORDS = st.sampled_from(
 )
 _RECORDS = st.lists(JSON_OBJECTS | _BAD_RECORDS | st.builds(UserDict, JSON_OBJECTS), max_size=12)
 _WRITERS = st.sampled_from([TranscriptWriter, ToolEventWriter])
-_SETTINGS = settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _open(kind: type[JsonlWriter], store: Path, buffer_bytes: int) -> JsonlWriter:

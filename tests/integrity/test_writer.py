@@ -38,7 +38,7 @@ from agc.integrity._recover import recover_run
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, TranscriptWriter, open_run
 from tests._core.test_store import BAD_RUN_IDS
-from tests.conftest import finding_codes, fixed_clock, tree, write_run
+from tests.conftest import examples, finding_codes, fixed_clock, tree, write_run
 
 
 def _transcript(store: Path, run_id: str = "r1") -> Path:
@@ -481,7 +481,7 @@ _RECORD = st.dictionaries(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     records=st.lists(_RECORD, min_size=1, max_size=8),
     algorithm=st.sampled_from(["blake3", "sha256"]),

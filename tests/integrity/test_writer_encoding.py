@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from agc.errors import RecordInvalidError
 from agc.integrity._writer import ToolEventWriter, TranscriptWriter
+from tests.conftest import examples
 
 
 @dataclasses.dataclass
@@ -128,7 +129,7 @@ records = st.dictionaries(
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=st.lists(records, max_size=6))
 def test_property_every_record_reads_back_and_the_seal_covers_the_bytes(
     tmp_path_factory: pytest.TempPathFactory, batch: list[dict[str, Any]]
@@ -147,7 +148,7 @@ def test_property_every_record_reads_back_and_the_seal_covers_the_bytes(
     assert writer.seal.records == len(batch)
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(record=records, where=st.sampled_from(["top", "list", "dict"]), bad=st.sampled_from(
     [math.nan, math.inf, -math.inf]))  # fmt: skip
 def test_property_non_finite_floats_are_always_rejected(

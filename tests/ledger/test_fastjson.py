@@ -26,7 +26,7 @@ from agc.ledger import record_turn
 from agc.ledger._events import decode as decode_module
 from agc.ledger._events import rollout as rollout_module
 from agc.ledger._fastjson import loads_event, loads_event_text
-from tests.conftest import REAL_FIXTURES, fixed_clock, real_fixture_files
+from tests.conftest import REAL_FIXTURES, examples, fixed_clock, real_fixture_files
 
 REACHES_INSIDE = {
     "agc.ledger._events": (
@@ -124,14 +124,14 @@ def _assert_same(line: bytes) -> None:
         assert _outcome(loads_event, line[:-1]) == _outcome(_strict, line[:-1])
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=_VALUES, data=st.data())
 def test_valid_lines_in_any_spelling_read_the_same(value: Any, data: st.DataObject) -> None:
     line = _spell(value, data).encode("utf-8", "surrogatepass") + b"\n"
     _assert_same(line)
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(800), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=_VALUES, fragment=_FRAGMENTS, data=st.data())
 @example(value={"type": "x"}, fragment='{"a":1,"a":2}', data=None)
 def test_lines_with_refused_or_unusual_parts_read_the_same(
@@ -148,14 +148,14 @@ def test_lines_with_refused_or_unusual_parts_read_the_same(
         _assert_same(line.encode("utf-8", "surrogatepass") + b"\n")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(raw=st.binary(max_size=40))
 def test_arbitrary_bytes_read_the_same(raw: bytes) -> None:
     for line in (raw, b'{"a":"' + raw + b'"}', b"\xef\xbb\xbf" + raw):
         _assert_same(line)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text(max_size=30), value=_VALUES)
 def test_nested_json_strings_read_the_same(text: str, value: Any) -> None:
     for candidate in (text, json.dumps(value), "\ufeff" + json.dumps(value), text + "\ud800"):

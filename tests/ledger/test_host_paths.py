@@ -5,7 +5,6 @@ describes the shapes, forms and fields)."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from agc.ledger import _sanitize, _writer, check_turn_file
 from agc.ledger._guard import guard_record, host_path_fields
 from agc.ledger._sanitize import CleanText, PathSanitizer, decoded_view
 from agc.ledger._writer import TurnLedgerFile
+from tests.conftest import examples
 from tests.ledger import injections
 from tests.ledger.helpers import TURN_ID, command, record_turn, records
 
@@ -65,7 +65,7 @@ USERS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=5, max_size=9).m
 
 
 @settings(
-    max_examples=int(os.environ.get("AGC_HYPOTHESIS_EXAMPLES", "150")),
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

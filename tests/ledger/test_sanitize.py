@@ -20,6 +20,7 @@ from agc.ledger._sanitize import (
     clean_token,
     deny_reason,
 )
+from tests.conftest import examples
 from tests.ledger.helpers import command, completed, mcp, record_turn
 
 REACHES_INSIDE = {
@@ -264,7 +265,7 @@ def test_property_clean_command_never_keeps_a_host_path(
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agc.ledger._sanitize import SCAN_LIMIT, PathSanitizer, clean_name, clean_token
 from tests._core.secret_corpus import Case, Secret, build_cases, build_secrets, survivors
+from tests.conftest import examples
 from tests.ledger.helpers import Clock, command, completed, items, mcp, record_turn
 
 REACHES_INSIDE = {
@@ -122,7 +123,9 @@ def _u_decoded(text: str) -> str:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     secret=st.sampled_from(_BARE),
@@ -161,7 +164,7 @@ _CUT_TOKENS = [
 ]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     secret=st.sampled_from(_CUT_TOKENS),
     cut=st.floats(0.3, 0.95),

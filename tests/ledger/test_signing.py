@@ -25,6 +25,7 @@ from agc.exitcodes import ExitCode
 from agc.integrity import generate_keypair, load_signing_key, load_trusted_keys
 from agc.ledger import check_turn_file
 from agc.ledger._contract import RECORD_SEAL
+from tests.conftest import examples
 from tests.ledger.helpers import TURN_ID, command, mcp, record_turn
 
 REACHES_INSIDE = {
@@ -246,7 +247,9 @@ def test_an_attempt_recorded_without_the_key_after_a_signed_one_fails(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(position=st.floats(0, 1, exclude_max=True), delta=st.integers(1, 255))
 def test_any_byte_changed_and_resealed_never_verifies_with_the_key(
@@ -363,7 +366,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(name=st.text(min_size=1, max_size=12), value=_JSON_VALUES)
 def test_a_member_added_to_a_signature_is_never_verified(
     tmp_path_factory: pytest.TempPathFactory,
@@ -420,7 +423,7 @@ def test_a_seal_signature_member_edited_fails_with_its_code(
     assert report.signature == code
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=st.data())
 def test_signed_lines_spliced_reordered_or_repeated_never_verify(
     tmp_path_factory: pytest.TempPathFactory,

@@ -22,6 +22,9 @@ from agc.ledger import check_turn_file, read_turn_file
 from tests.faults import kill_at_step
 from tests.ledger.helpers import command, mcp, record_turn
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 _EVENTS = [
     command("c1", "ls", [{"type": "listFiles", "path": "assets/uploads"}]),
     mcp("m1", "taonier_prepare_game_art", {"brief": "collect"}),

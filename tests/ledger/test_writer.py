@@ -18,6 +18,7 @@ from agc._core.digest import new_hasher
 from agc.errors import SidecarMismatchError, TornTailError, TurnIdInvalidError
 from agc.ledger import AgentDb, TurnRecorder, check_turn_file
 from agc.ledger._writer import TurnLedgerFile
+from tests.conftest import examples
 from tests.ledger.helpers import TURN_ID, Clock, command, completed, mcp, record_turn, records
 
 REACHES_INSIDE = {
@@ -352,7 +353,7 @@ _JSON = st.recursive(
 
 
 @settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -22,6 +22,7 @@ from agc.readiness import (
     resource_uri,
     stored_observation,
 )
+from tests.conftest import examples
 from tests.readiness.helpers import LIVE_URL, completed, observation
 
 REPLY = "Here is the whole assistant reply, long enough to search for."
@@ -135,7 +136,7 @@ _RECORD_TYPES = st.sampled_from(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     records=st.lists(
         st.fixed_dictionaries(

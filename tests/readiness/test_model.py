@@ -12,6 +12,7 @@ from agc.errors import ObservationInvalidError
 from agc.readiness import Observation, classify, stored_observation
 from agc.readiness._model import MAX_OBSERVATION_DEPTH, quote, redact_json
 from agc.readiness._urls import safe_url
+from tests.conftest import examples
 from tests.readiness.helpers import LIVE_URL, completed
 
 REACHES_INSIDE = {
@@ -141,7 +142,7 @@ def _nested(depth: int) -> Any:
     return value
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(min_value=0, max_value=700))
 def test_any_nesting_is_refused_or_classified_never_a_recursion_error(depth: int) -> None:
     data = _valid()

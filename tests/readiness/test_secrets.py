@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from agc.cli.app import main
 from agc.readiness import Observation, classify, stored_observation
+from tests.conftest import examples
 from tests.readiness.chat_server import Script, chat_server, json_reply, raw_reply
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -107,7 +108,7 @@ def test_a_secret_in_every_answer_field_never_leaks(
     config.write_text("[probe]\nbackoff_initial_s = 0.01\nbackoff_max_s = 0.02\n")
 
     @settings(
-        max_examples=25,
+        max_examples=examples(25),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
@@ -155,7 +156,7 @@ def test_a_secret_in_every_answer_field_never_leaks(
     check()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(secret=SECRETS, content=st.text(min_size=1, max_size=40))
 def test_classify_and_the_stored_observation_never_hold_a_secret(secret: str, content: str) -> None:
     answer = _plant(

@@ -33,7 +33,7 @@ from agc.resume import (
 )
 from agc.resume._formats import detect, lean
 from agc.resume._formats.model import RawRef
-from tests.conftest import REAL_FIXTURES
+from tests.conftest import REAL_FIXTURES, examples
 from tests.resume.test_repair import _EVENT, _render
 
 REACHES_INSIDE = {
@@ -130,7 +130,7 @@ def _spell(records: list[Any], style: str) -> str:
     return json.dumps(records)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     events=st.lists(_EVENT, max_size=10),
     fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
@@ -144,7 +144,7 @@ def test_generated_histories_read_check_and_repair_the_same(
     _assert_same(data, fmt if named else None)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     events=st.lists(_EVENT, min_size=1, max_size=6),
     fragment=_FRAGMENTS,

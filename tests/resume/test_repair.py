@@ -25,6 +25,7 @@ from agc.resume import (
 )
 from agc.resume._formats import read_history
 from agc.resume._validate import check_messages
+from tests.conftest import examples
 from tests.resume.helpers import blocks
 
 REACHES_INSIDE = {
@@ -239,7 +240,7 @@ def _render(events: list[tuple[Any, ...]], fmt: FormatName) -> list[dict[str, An
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     events=st.lists(_EVENT, max_size=12),
     fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
@@ -370,7 +371,7 @@ _ANY_RECORD: dict[str, st.SearchStrategy[dict[str, Any]]] = {
 }
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     data=st.data(),
     fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),
@@ -400,7 +401,7 @@ def test_property_check_and_repair_agree_on_any_blocks(
         assert count <= real[text] or "agc resume:" in text, ("written twice", text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     messages=st.lists(_ANY_RECORD["anthropic"], max_size=8),
     split=st.booleans(),
@@ -528,7 +529,7 @@ def _other_lines(raw: bytes) -> list[str]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     events=st.lists(_EVENT, max_size=12),
     claude=st.booleans(),

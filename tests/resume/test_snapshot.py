@@ -32,6 +32,7 @@ from agc.resume._snapshot import (
     save_snapshot,
     snapshot_path,
 )
+from tests.conftest import examples
 
 KEY = "sk-proj-" + "S3cr3t" * 8
 
@@ -389,7 +390,7 @@ def _snapshot_with_secrets(draw: st.DrawFn) -> tuple[SessionSnapshot, list[str]]
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -36,6 +36,9 @@ from agc.resume._snapshot import (
 )
 from tests.faults import kill_at_step
 
+# Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
+pytestmark = pytest.mark.real_fsync
+
 _PRIVATE = Ed25519PrivateKey.generate()
 KEY = SigningKey(_PRIVATE, key_id_of(_PRIVATE.public_key()))
 TRUSTED = {KEY.key_id: _PRIVATE.public_key()}

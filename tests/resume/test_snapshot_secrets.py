@@ -17,6 +17,7 @@ from agc.resume._formats.model import FormatName
 from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
 from agc.resume._validate import check_history
 from tests._core.secret_corpus import Case, build_cases, strings_of, survivors
+from tests.conftest import examples
 from tests.resume.helpers import view
 
 CASES = build_cases()
@@ -117,7 +118,9 @@ def _history(fmt: str, calls: list[list[str]]) -> list[dict[str, Any]]:
 
 
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(120),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     fmt=st.sampled_from(["openai-chat", "anthropic", "openai-responses"]),

@@ -45,6 +45,7 @@ from agc.resume._snapshot import (
     snapshot_path,
 )
 from agc.resume._snapshot_sig import SIGNATURE_TYPE, judge_signature
+from tests.conftest import examples
 
 PRIVATE = Ed25519PrivateKey.generate()
 KEY = SigningKey(PRIVATE, key_id_of(PRIVATE.public_key()))
@@ -432,7 +433,7 @@ def _apply(path: Path, donor: Path, mutation: tuple[str, str, bytes, int]) -> No
     target.write_bytes(new)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(_mutation(), min_size=1, max_size=4))
 def test_whatever_the_attacker_writes_only_signed_bytes_load(
     tmp_path_factory: pytest.TempPathFactory, mutations: list[tuple[str, str, bytes, int]]

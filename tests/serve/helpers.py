@@ -9,6 +9,7 @@ import itertools
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -18,12 +19,17 @@ from agc.serve import (
     TraceEvent,
     TurnEnd,
     TurnInfo,
+    TurnSink,
     create_app,
     reply_record,
     request_record,
     tool_event,
     transcript_record,
 )
+
+REACHES_INSIDE = {
+    "agc.serve._trace": "the trace a supervisor hands a sink, for a hand-made turn",
+}
 
 T = TypeVar("T")
 
@@ -48,6 +54,23 @@ async def served(
             yield client
     finally:
         await supervisor.stop()
+
+
+def turn_info(trace_id: str) -> TurnInfo:
+    """A turn of conversation ``conv-1`` saying "hello", for a sink under test."""
+    return TurnInfo(trace_id, "conv-1", 1, "hello", 0, "codex-stdio", Path("/w"))
+
+
+def start_command_turn(sink: TurnSink, trace_id: str) -> TurnInfo:
+    """Start a turn on ``sink`` and hand it one event: a command (``ls``) started."""
+    from agc.serve._trace import Trace  # noqa: PLC0415 - events as the supervisor makes them
+
+    info = turn_info(trace_id)
+    sink.on_turn_start(info)
+    trace = Trace(trace_id, "conv-1", 1, 0, 100)
+    item = {"type": "commandExecution", "id": "c", "command": "ls"}
+    sink.on_event(info, trace.add("codex", "item/started", {"item": item}, "notification"))
+    return info
 
 
 def split_at(text: str, cuts: Iterable[int]) -> list[str]:

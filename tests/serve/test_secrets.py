@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from agc._core.redact import redact_text
 from agc.serve import ProviderEvent
+from tests.conftest import examples
 from tests.serve.fakes import Behaviour, Factory, make_supervisor
 from tests.serve.helpers import RecordingSink, run, served, split_at, terminal
 
@@ -41,7 +42,7 @@ places = st.sets(
 )
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(secret=secrets, where=places)
 def test_a_secret_never_reaches_an_answer_or_a_record(secret: str, where: set[str]) -> None:
     def put(place: str, default: str) -> str:
@@ -94,7 +95,7 @@ def _delta_texts(events: list[dict[str, object]], item: str) -> str:
     )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     secret=secrets,
     cuts=st.lists(st.integers(0, 200), max_size=30),

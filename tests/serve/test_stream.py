@@ -34,6 +34,7 @@ from agc.serve._stream import (
     HeldEvent,
 )
 from tests._core.secret_corpus import Secret, build_secrets, survivors
+from tests.conftest import examples
 from tests.serve.helpers import split_at
 
 REACHES_INSIDE = {
@@ -188,7 +189,7 @@ def _interleaved(draw: st.DrawFn) -> tuple[Secret, list[HeldEvent], str]:
     return secret, events, text
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_interleaved())
 def test_property_a_key_in_any_number_of_interleaved_deltas_never_leaks(
     case: tuple[Secret, list[HeldEvent], str],
@@ -274,7 +275,7 @@ def _reads(text: str, size: int) -> list[str]:
 _LINE = "building module %05d: ok, 142 files, no warnings\n"
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=st.sampled_from(CASES),
     read=st.sampled_from([8192, 8191, 4096, 1000, 65_537]),
@@ -479,7 +480,7 @@ _NO_SURROGATES = st.characters(exclude_categories=["Cs"])
 @given(
     st.lists(st.tuples(st.booleans(), st.text(_NO_SURROGATES, min_size=1, max_size=20)), min_size=1)
 )
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_property_mixed_text_and_base64_pieces_of_one_output_are_all_kept(
     pieces: list[tuple[bool, str]],
 ) -> None:

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal
 
-from agc.errors import StoreError, UsageError
+from agc.errors import MissingExtraError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -610,8 +610,15 @@ def _code(exc: Exception) -> str:
 
 
 def _new_client() -> S3Client:
-    import boto3  # noqa: PLC0415 - only when an object store is used: start-up time
-    from botocore.config import Config  # noqa: PLC0415
+    """A boto3 S3 client.
+
+    Raises:
+        MissingExtraError: boto3 is not installed (the ``s3`` extra).
+    """
+    # Only when an object store is used: start-up time, and an install without S3.
+    with MissingExtraError.raised_for("s3", feature="an s3:// store"):
+        import boto3  # noqa: PLC0415
+        from botocore.config import Config  # noqa: PLC0415
 
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     config = Config(

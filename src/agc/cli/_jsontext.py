@@ -25,12 +25,9 @@ def json_text(data: Any) -> str | None:
     """
     if not _orjson_writes_as_json(data):
         return None
-    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for --json (agc-verify RUN starts without it)
+    from agc.flows import orjson_indented  # noqa: PLC0415 - only for --json (agc-verify RUN starts without it)
 
-    try:
-        return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    except orjson.JSONEncodeError:  # a lone surrogate
-        return None
+    return orjson_indented(data)
 
 
 _ATOMS: Final = frozenset({str, bool, type(None)})

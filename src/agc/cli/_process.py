@@ -16,9 +16,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
+
+from agc.exitcodes import ExitCode
 
 __all__ = [
+    "STOP",
+    "StopState",
+    "Terminated",
     "discard_stdout",
     "encode_as_given",
     "notes_unraisable_stops",
@@ -114,6 +119,54 @@ def stderr_never_fails() -> Iterator[None]:
     finally:
         if sys.stderr is wrapper:
             sys.stderr = stream
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``, so that
+    writers release their files on the way out (``with`` blocks, ``finally``)."""
+
+
+class StopState:
+    """What stopped the current command: one per process (:data:`STOP`), reset as each
+    command starts, since a stop's exception may be swallowed on its way (typer turns
+    any ``KeyboardInterrupt`` into a silent exit code 130; a library's at-fork hook or
+    ``__del__`` prints "Exception ignored in …")."""
+
+    def __init__(self) -> None:
+        self.terminated = False
+        """SIGTERM arrived (its handler ran) while the command ran."""
+        self.reported = False
+        """The command printed its own line about the stop (see :meth:`code`)."""
+
+    def reset(self) -> None:
+        self.terminated = self.reported = False
+
+    def raise_terminated(self, signum: int, frame: FrameType | None) -> NoReturn:  # noqa: ARG002
+        """The SIGTERM handler (:func:`sigterm_raises`): note it and raise
+        :class:`Terminated`."""
+        self.terminated = True
+        raise Terminated
+
+    def raise_if_stopped(self) -> None:
+        """Raise a stop again whose exception was swallowed on its way (noted by
+        :func:`notes_unraisable_stops`, or SIGTERM caught by an ``except
+        BaseException``), so the command stops instead of going on as if no one had
+        asked it to."""
+        raise_unraisable_stop()
+        if self.terminated:
+            raise Terminated
+
+    def code(self, exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
+        """Exit code and word for a stop: ``(130, "interrupted")`` or ``(143,
+        "terminated")``; the stop counts as reported from then on."""
+        self.reported = True
+        if isinstance(exc, Terminated) or self.terminated:
+            return ExitCode.TERMINATED, "terminated"
+        return ExitCode.INTERRUPTED, "interrupted"
+
+
+STOP: StopState = StopState()
+"""The stop state of the command running in this process."""
 
 
 # Stops that Python could not raise while the current command ran (see below).

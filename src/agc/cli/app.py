@@ -133,7 +133,9 @@ def load_module(module_name: str) -> dict[str, click.Command]:
     module = importlib.import_module(module_name)
     holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
     if module_name == _VERIFY_MODULE:
-        holder.command(name="verify", help=module.VERIFY_HELP, epilog=EPILOG)(module.verify_command)
+        holder.command(
+            name="verify", help=module.VERIFY_HELP, epilog=EPILOG, cls=module.GrammarCommand
+        )(module.command_function())
     else:
         module.register(holder)
     return dict(typer.main.get_group(holder).commands)

@@ -17,16 +17,15 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from agc import __version__
-from agc._core.fs import MACHINE_ERRNOS, atomic_write_bytes, describe_os_error
-from agc._core.store import may_name_object_store, resolve_store
 from agc.cli._jsontext import json_document
 from agc.cli._process import (
+    STOP,
+    Terminated,
     discard_stdout,
     notes_unraisable_stops,
     passes_undecodable_bytes,
@@ -34,8 +33,16 @@ from agc.cli._process import (
     sigterm_raises,
     stderr_never_fails,
 )
-from agc.errors import AgcError, FileExistsRefusedError, InputError, StoreError, UsageError
+from agc.errors import AgcError, StoreError, UsageError
 from agc.exitcodes import ExitCode, exit_code_help
+from agc.flows import (
+    MACHINE_ERRNOS,
+    describe_os_error,
+    may_name_object_store,
+    new_file_errors,
+    resolve_store,
+    write_new_file,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -150,7 +157,7 @@ def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: st
     """
     if "/" in target or os.sep in target or not os.path.lexists(target):
         return
-    from agc._core.store import validate_run_id  # noqa: PLC0415 - not needed by --help
+    from agc.flows import validate_run_id  # noqa: PLC0415 - not needed by --help
 
     try:
         validate_run_id(target)
@@ -232,84 +239,16 @@ def emit_json(data: Any) -> None:
         discard_stdout()
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``, so that
-    writers release their files on the way out (``with`` blocks, ``finally``)."""
-
-
-class _StopState:
-    """What stopped the current command, since typer turns any ``KeyboardInterrupt``
-    (SIGTERM's :class:`Terminated` too) into a silent exit code 130."""
-
-    terminated = False
-    reported = False
-
-
-_stop = _StopState()
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
-    _stop.terminated = True
-    raise Terminated
-
-
 def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:
     """Exit code and word for a stop: ``(130, "interrupted")`` or ``(143, "terminated")``.
 
     A command that prints its own line about the stop (what is on disk) calls this,
     and the generic word is then not printed again.
     """
-    _stop.reported = True
-    if isinstance(exc, Terminated) or _stop.terminated:
-        return ExitCode.TERMINATED, "terminated"
-    return ExitCode.INTERRUPTED, "interrupted"
+    return STOP.code(exc)
 
 
 _UNREADABLE_ERRNOS = MACHINE_ERRNOS | {errno.EACCES, errno.EPERM}
-
-
-def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int = 0o600) -> None:
-    """Write ``data`` to the new file ``path`` a user named with ``option``, atomically
-    and never over anything there (:func:`agc._core.fs.atomic_write_bytes`).
-
-    Raises:
-        FileExistsRefusedError: something is at ``path``, a symlink too (dangling or a
-            loop) (exit 2).
-        InputError: its folder does not exist or is not a folder, or the name is too
-            long for the file system (exit 2).
-        FileWriteError: a full disk, quota, read-only file system, I/O error (exit 3).
-        StoreError: any other refusal of the file system: permission denied, no hard
-            links (link(2) puts the file in place) (exit 3).
-    """
-    with new_file_errors(path, option=option):
-        atomic_write_bytes(path, data, overwrite=False, mode=mode)
-
-
-@contextmanager
-def new_file_errors(path: Path, *, option: str = "--out") -> Iterator[None]:
-    """Turn the errors of writing the new file ``path`` (named with ``option``) into the
-    errors :func:`write_new_file` raises, for a caller that writes it in its own way."""
-    try:
-        yield
-    except FileExistsRefusedError as exc:
-        raise FileExistsRefusedError(
-            f"{option} {path} already exists",
-            hint="Choose another output path; agc never overwrites an existing file.",
-        ) from exc
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise InputError(f"{option} {path}: its folder does not exist") from exc
-    except OSError as exc:
-        if exc.errno == errno.ENAMETOOLONG:
-            raise InputError(f"{option} {path}: the name is too long") from exc
-        if exc.errno == errno.ELOOP:  # a symlink loop where the file would go
-            raise FileExistsRefusedError(
-                f"{option} {path} already exists (a symlink)",
-                hint="Choose another output path; agc never overwrites an existing file.",
-            ) from exc
-        raise StoreError(
-            f"{option} {path} cannot be written: {describe_os_error(exc)}",
-            hint="Choose a folder you may write, on a local file system.",
-        ) from exc
 
 
 def report_error(exc: AgcError, *, as_json: bool = False) -> int:
@@ -348,9 +287,9 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
 
 def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
     as_json = "--json" in args
-    _stop.terminated = _stop.reported = False
+    STOP.reset()
     try:
-        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
+        with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
             result = app(args=args, prog_name=prog_name, standalone_mode=False)
             # A stop Python could not raise (it printed nothing): the command stops.
             raise_unraisable_stop()
@@ -391,15 +330,15 @@ def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
         return report_error(error, as_json=as_json and not stdout_read_only)
     except Exception:
         return _internal_error()
-    if _stop.terminated and not _stop.reported and result != ExitCode.INTERRUPTED:
+    if STOP.terminated and not STOP.reported and result != ExitCode.INTERRUPTED:
         # SIGTERM's exception was swallowed on its way (a library's at-fork hook or
         # __del__: "Exception ignored in …") and the command went on: it still stops.
         _err().print("terminated", markup=False)
         return int(ExitCode.TERMINATED)
     if result == ExitCode.INTERRUPTED:
         # typer's exit code for a KeyboardInterrupt it caught (or a command's own).
-        reported = _stop.reported
-        code, word = stop_code(Terminated() if _stop.terminated else KeyboardInterrupt())
+        reported = STOP.reported
+        code, word = stop_code(Terminated() if STOP.terminated else KeyboardInterrupt())
         if not reported:
             _err().print(word, markup=False)
         return int(code)
@@ -467,7 +406,7 @@ def trusted_keys_from(
         if not quiet:
             _err().print(f"note: {text}", markup=False)
 
-    from agc.integrity._signing import load_trusted_keys  # noqa: PLC0415 - cryptography
+    from agc.integrity import load_trusted_keys  # noqa: PLC0415 - cryptography
 
     named = [*(paths or []), *([Path(folder)] if folder else [])]
     keys = load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)

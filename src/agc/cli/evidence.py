@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import enum
-import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -13,9 +11,6 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from agc._core.fs import describe_os_error
-from agc._core.objstore import object_store_of
-from agc._core.store import StoreLayout, resolve_store, validate_new_run_id, validate_run_id
 from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
@@ -41,28 +36,36 @@ from agc.cli.objstore import (
 from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
-    AgcError,
-    ArtifactSealedError,
     FileUnreadableError,
-    FileWriteError,
     InputError,
     InputMissingError,
     RunNotFoundError,
     StoreError,
     UsageError,
     VerificationError,
-    WriteFailedError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity._chain import chain_pending_path
-from agc.integrity._export import iter_copy_lines
-from agc.integrity._ingest import IngestSummary, ingest_stream
-from agc.integrity._kept import check_run_kept
-from agc.integrity._runs import run_is_sealed
-from agc.integrity._seal import seal_file
-from agc.integrity._store_io import read_manifest
-from agc.integrity._verify import check_run
-from agc.integrity._writer import open_run
+from agc.flows import (
+    StoreLayout,
+    describe_os_error,
+    explain_write_failure,
+    object_store_of,
+    recover_hint,
+    refuse_importing_own_file,
+    resolve_store,
+    run_on_disk,
+    validate_new_run_id,
+    validate_run_id,
+)
+from agc.integrity import (
+    IngestSummary,
+    check_run,
+    check_run_kept,
+    ingest_stream,
+    iter_copy_lines,
+    open_run,
+    seal_file,
+)
 
 __all__ = ["register"]
 
@@ -94,32 +97,10 @@ AllowEmptyOption = Annotated[
 ]
 
 
-def recover_hint(run_id: str, store: Path | None) -> str:
-    """The ``agc recover`` command line for a run (with ``--store`` when one was given)."""
-    words = ["agc", "recover", run_id]
-    if store is not None:
-        words += ["--store", str(store)]
-    return shlex.join(words)
-
-
-def _on_disk(run_id: str, store: Path | None, kind: Kind) -> tuple[Path, int, int] | None:
-    """``(path, records, bytes)`` of the run's file, or ``None`` if there is none."""
-    path = StoreLayout.at(store).artifact_path(run_id, kind.value)
-    try:
-        with path.open("rb") as handle:
-            records = size = 0
-            while chunk := handle.read(1 << 20):
-                records += chunk.count(b"\n")
-                size += len(chunk)
-    except OSError:  # absent, or the store itself cannot be read
-        return None
-    return path, records, size
-
-
 def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind) -> int:
     """One line on stderr after Ctrl-C / SIGTERM: what is on disk and how to seal it."""
     code, word = stop_code(exc)
-    found = None if object_store_of(store) is not None else _on_disk(run_id, store, kind)
+    found = None if object_store_of(store) is not None else run_on_disk(run_id, store, kind.value)
     if found is None:
         err_console.print(f"{word}: nothing was recorded; run id {run_id} stays free", markup=False)
     else:
@@ -130,49 +111,6 @@ def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind
             markup=False,
         )
     return int(code)
-
-
-def _sealed_and_linked(layout: StoreLayout, run_id: str) -> bool:
-    """Whether the run is closed and its store-chain link was completed (no link of the
-    store is pending), so nothing is left for `agc recover` to do."""
-    try:
-        manifest = read_manifest(layout, run_id)
-    except AgcError:
-        return False
-    if manifest is None or not manifest.closed or manifest.chain is None:
-        return False
-    return not os.path.lexists(chain_pending_path(layout))
-
-
-def _explain_failure(exc: StoreError, run_id: str, store: Path | None, kind: Kind) -> None:
-    """A write that failed midway (disk full …): point to `agc recover` when records
-    are on disk (the run is unsealed), keep the error's own hint otherwise. An object
-    store's errors keep their own hints (its staging is described there)."""
-    if object_store_of(store) is not None:
-        return
-    layout = StoreLayout.at(store)
-    if isinstance(exc, ArtifactSealedError) and _sealed_and_linked(layout, run_id):
-        # A finished run (a run id used again) was not touched: its own hint (a new run
-        # id) fits, not one about a write that failed.
-        return
-    found = _on_disk(run_id, store, kind)
-    if all(run_is_sealed(layout, run_id, k) for k in ("transcript", "tool-events")):
-        exc.hint = (
-            "The run is sealed but its store-chain link may be missing; once the disk can "
-            f"be written, `{recover_hint(run_id, store)}` adds it."
-        )
-    elif found is not None and found[1] > 0:
-        # A machine's failure is cured by space; any other keeps its own hint first (a
-        # folder where the chain intent goes is not cured by freeing space).
-        cure = (
-            "Free disk space"
-            if isinstance(exc, (FileWriteError, WriteFailedError))
-            else (f"{exc.hint.rstrip('.')}" if exc.hint else "Fix the cause above")
-        )
-        exc.hint = (
-            f"The run is unsealed: its {found[1]:,} complete records are intact. {cure}, "
-            f"then `{recover_hint(run_id, store)}` seals them."
-        )
 
 
 def _print_summary(summary: IngestSummary, as_json: bool) -> None:
@@ -242,7 +180,7 @@ def record_command(
     except KeyboardInterrupt as exc:
         return _stopped(exc, run_id, store, kind)
     except StoreError as exc:
-        _explain_failure(exc, run_id, store, kind)
+        explain_write_failure(exc, run_id, store, kind.value)
         raise
     _print_summary(summary, as_json)
     print_upload(summary.object_store)
@@ -275,16 +213,7 @@ def import_command(
     validate_new_run_id(run_id)
     target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     handle = open_input(file, what="input file")
-    remote = object_store_of(target_store)
-    target = None if remote else StoreLayout.at(store).artifact_path(run_id, kind.value)
-    if (
-        target is not None
-        and target.exists()
-        and os.path.samestat(target.lstat(), os.fstat(handle.fileno()))
-    ):
-        handle.close()
-        # Reading the file the writer appends to would copy it into itself forever.
-        raise InputError(f"{file} is the {kind.value} file of run {run_id} itself")
+    refuse_importing_own_file(handle, file, run_id, store=store, kind=kind.value)
     key = signing_key_from(signing_key)
     try:
         with handle, byte_progress(file.stat().st_size, f"importing {file.name}") as progress:
@@ -301,7 +230,7 @@ def import_command(
     except KeyboardInterrupt as exc:
         return _stopped(exc, run_id, store, kind)
     except StoreError as exc:
-        _explain_failure(exc, run_id, store, kind)
+        explain_write_failure(exc, run_id, store, kind.value)
         raise
     _print_summary(summary, as_json)
     print_upload(summary.object_store)
@@ -360,7 +289,7 @@ def export_command(
     # the verification judged: a file swapped after the check is refused, never written.
     remote = object_store_of(store)
     if remote is not None:
-        from agc.integrity._s3_export import check_object_run_kept  # noqa: PLC0415 - S3 only
+        from agc.integrity import check_object_run_kept  # noqa: PLC0415 - S3 only
 
         report, kept = check_object_run_kept(remote, run_id, kind=kind.value)
     else:

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from agc._core.fs import describe_os_error, read_limited
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
 from agc.exitcodes import ExitCode
@@ -29,6 +28,7 @@ from agc.extensions import (
     literal_values,
     project,
 )
+from agc.flows import describe_os_error, read_limited
 
 __all__ = ["register"]
 

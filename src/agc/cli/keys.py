@@ -8,11 +8,16 @@ from typing import Annotated
 
 import typer
 
-from agc._core.objstore import object_store_of
 from agc.cli.common import EPILOG, StoreOption, emit_json, new_app, out_console
 from agc.exitcodes import ExitCode
-from agc.integrity._recover import recover_run, recover_store
-from agc.integrity._signing import SigningKey, generate_keypair, load_signing_key
+from agc.flows import object_store_of
+from agc.integrity import (
+    SigningKey,
+    generate_keypair,
+    load_signing_key,
+    recover_run,
+    recover_store,
+)
 
 __all__ = ["register", "signing_key_from"]
 

@@ -14,9 +14,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agc._core import json as strict_json
-from agc._core.fs import describe_os_error, read_limited
-from agc.cli.common import EPILOG, byte_progress, emit_json, err_console, new_app, out_console
+from agc.cli.common import (
+    EPILOG,
+    byte_progress,
+    emit_json,
+    err_console,
+    new_app,
+    out_console,
+    trusted_keys_from,
+)
 from agc.errors import (
     EmptyInputError,
     FileUnreadableError,
@@ -26,17 +32,22 @@ from agc.errors import (
     UsageError,
 )
 from agc.exitcodes import ExitCode
-from agc.ledger._check import LedgerReport, check_turn_file, show_turn_file
-from agc.ledger._classify import TurnSummary
-from agc.ledger._contract import validate_client_turn_id
-from agc.ledger._events import DecodeStats
-from agc.ledger._policy import load_policy
-from agc.ledger._project import Project
-from agc.ledger._turn import record_turn
-from agc.ledger._writer import TurnOutcome
+from agc.flows import describe_os_error, parse_json, read_limited
+from agc.ledger import (
+    DecodeStats,
+    LedgerReport,
+    Project,
+    TurnOutcome,
+    TurnSummary,
+    check_turn_file,
+    load_policy,
+    record_turn,
+    show_turn_file,
+    validate_client_turn_id,
+)
 
 if TYPE_CHECKING:
-    from agc._core.signing import SigningKey
+    from agc.integrity import SigningKey
 
 __all__ = ["format_check", "register", "run_check"]
 
@@ -132,7 +143,7 @@ def _read_attachments(path: Path | None) -> list[object]:
         return []
     data = read_limited(path, what="attachments file", max_bytes=_MAX_ATTACHMENTS_BYTES)
     try:
-        value = strict_json.loads(data, allow_lone_surrogates=True)
+        value = parse_json(data, allow_lone_surrogates=True)
     except JsonInvalidError as exc:
         raise InputError(f"attachments file {path} is not JSON: {exc.message}") from exc
     hint = 'Give a JSON array like [{"name": "gdd.md", "localPath": "assets/uploads/gdd.md"}].'
@@ -496,8 +507,6 @@ def run_check(
 ) -> int:
     """Check a turn file and print the report; the exit code."""
     refuse_run_artifact(turn_file)
-    from agc.cli.verify import trusted_keys_from  # noqa: PLC0415 - cryptography when keys
-
     report = check_turn_file(
         turn_file,
         policy=None if policy is None else load_policy(policy),

@@ -13,11 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
-from agc._core.objstore import ObjectStore, Retention, object_store_of
 from agc.cli.common import emit_json, err_console, out_console
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity._signing import SigningKey
+from agc.flows import ObjectStore, Retention, object_store_of
+from agc.integrity import SigningKey
 
 __all__ = [
     "LegalHoldOption",
@@ -109,7 +109,7 @@ def recover_remote(
     store: ObjectStore, run_id: str | None, signing_key: SigningKey | None, as_json: bool
 ) -> int:
     """``agc recover [RUN] --store s3://…``."""
-    from agc.integrity._s3_run import recover_remote_run, recover_remote_store  # noqa: PLC0415
+    from agc.integrity import recover_remote_run, recover_remote_store  # noqa: PLC0415
 
     if run_id is None:
         healed = recover_remote_store(store, signing_key=signing_key)
@@ -144,7 +144,7 @@ def seal_to_object_store(
     store: ObjectStore, file: Path, sidecar: Path, as_json: bool
 ) -> dict[str, Any]:
     """``agc seal FILE --store s3://…``: put FILE and its sidecar under ``files/``."""
-    from agc.integrity._s3_run import upload_sealed_file  # noqa: PLC0415
+    from agc.integrity import upload_sealed_file  # noqa: PLC0415
 
     result = upload_sealed_file(store, file, sidecar)
     if not as_json:

@@ -1,10 +1,11 @@
 """``agc readiness classify|probe|contract|check-evidence|table``: the readiness gate.
 
-The verdicts come from :mod:`agc.readiness`; ``--evidence RUN_ID`` writes them as an
-agc run through :mod:`agc.integrity` (composed here, at the edge): the redacted
-observation, the verdict and the in-toto Statement in the transcript, the probe's HTTP
-exchanges as tool events, the verdict in the manifest attributes, signed when a signing
-key is set. Nothing printed here is a header, an env value or the reply text.
+The verdicts come from :mod:`agc.readiness`; ``--evidence RUN_ID`` seals them as an agc
+run with :func:`agc.flows.seal_verdict` (the redacted observation, the verdict and the
+in-toto Statement in the transcript, the probe's HTTP exchanges as tool events, the
+verdict in the manifest attributes, signed when a signing key is set), and
+``check-evidence`` reads one back with :func:`agc.flows.check_sealed_verdict`. Nothing
+printed here is a header, an env value or the reply text.
 """
 
 from __future__ import annotations
@@ -13,58 +14,54 @@ import enum
 import json
 import os
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-import agc
-from agc._core import json as strict_json
-from agc._core.fs import describe_os_error, read_limited
-from agc._core.report import SCHEMA_VERSION
-from agc._core.store import StoreLayout, validate_run_id
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.cli.verify import _trusted, format_report
 from agc.errors import (
-    FileExistsRefusedError,
     FileUnreadableError,
     InputError,
     ObservationInvalidError,
     UsageError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity import check_run, open_run, read_run_manifest
+from agc.flows import (
+    SCHEMA_VERSION,
+    check_sealed_verdict,
+    describe_os_error,
+    parse_json,
+    read_limited,
+    refuse_taken_run_id,
+    seal_verdict,
+    validate_run_id,
+    verdict_statement,
+)
 from agc.readiness import (
     DECISION_TABLE,
+    BaseUrlRule,
     ContractSpec,
     EnvRequirement,
     Observation,
     ReadinessConfig,
     ReadinessVerdict,
-    build_statement,
-    canonical_digest,
     check_contract,
-    check_evidence,
     classify,
     decision_table_document,
-    evidence_attributes,
-    evidence_records,
     load_config,
     load_manifests,
     probe,
-    readiness_policy_digest,
+    safe_url,
     stored_observation,
 )
-from agc.readiness._policy import BaseUrlRule
-from agc.readiness._urls import safe_url
 
 __all__ = ["register"]
 
 _MAX_OBSERVATION_BYTES = 16 * 1024 * 1024
-_MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 
 
 class LevelChoice(enum.StrEnum):
@@ -121,76 +118,6 @@ EnvironmentOption = Annotated[
 # -- shared edges ---------------------------------------------------------------------------
 
 
-def _check_evidence_target(run_id: str | None, store: Path | None) -> None:
-    """Refuse a bad or existing run id before anything is probed or written."""
-    if run_id is None:
-        return
-    validate_run_id(run_id)
-    layout = StoreLayout.at(store)
-    for kind in ("transcript", "tool-events"):
-        if os.path.lexists(layout.artifact_path(run_id, kind)):
-            raise FileExistsRefusedError(
-                f"run {run_id} already exists in store {layout.root}; evidence is never "
-                "overwritten",
-                hint="Give --evidence a run id the store does not hold yet (`agc runs` lists "
-                "the ones taken).",
-            )
-
-
-def _seal(
-    run_id: str,
-    *,
-    store: Path | None,
-    signing_key: Path | None,
-    verdict: ReadinessVerdict,
-    config: ReadinessConfig,
-    subject: Any,
-    observation: dict[str, Any] | None = None,
-    steps: list[dict[str, Any]] | None = None,
-    sources: list[dict[str, Any]] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Write the evidence run; returns ``(statement, evidence summary)``."""
-    key = signing_key_from(signing_key)
-    statement = _statement(verdict, config, subject)
-    subject_digest = canonical_digest(subject)
-    policy_digest = readiness_policy_digest(config.policy)
-    transcript, events = evidence_records(
-        observation=observation,
-        verdict=verdict,
-        statement=statement,
-        steps=steps or [],
-        sources=sources or [],
-    )
-    attributes = evidence_attributes(
-        verdict, statement=statement, subject_digest=subject_digest, policy_digest=policy_digest
-    )
-    with open_run(run_id, store=store, signing_key=key, attributes=attributes) as run:
-        for record in transcript:
-            run.transcript.write(record)
-        for event in events:
-            run.tool_events.write(event)
-    summary = {
-        "run_id": run_id,
-        "store": str(StoreLayout.at(store).root),
-        "signed": key is not None,
-        "key_id": key.key_id if key is not None else None,
-        "statement_digest": attributes["readiness"]["statement_digest"],
-    }
-    return statement, summary
-
-
-def _statement(verdict: ReadinessVerdict, config: ReadinessConfig, subject: Any) -> dict[str, Any]:
-    return build_statement(
-        verdict,
-        observation_digest=canonical_digest(subject),
-        policy_digest=readiness_policy_digest(config.policy),
-        verified_at=time.time(),
-        verifier_id=config.verifier_id,
-        verifier_version=agc.__version__,
-        policy_uri=config.policy_uri,
-    )
-
-
 def _conclude(
     observation: Observation,
     settings: ReadinessConfig,
@@ -210,10 +137,10 @@ def _conclude(
     statement: dict[str, Any] | None = None
     summary = None
     if evidence is not None:
-        statement, summary = _seal(
+        statement, summary = seal_verdict(
             evidence,
             store=store,
-            signing_key=signing_key,
+            signing_key=signing_key_from(signing_key),
             verdict=verdict,
             config=settings,
             subject=stored,
@@ -221,7 +148,7 @@ def _conclude(
             steps=steps,
         )
     elif as_json:
-        statement = _statement(verdict, settings, stored)
+        statement = verdict_statement(verdict, settings, stored)
     extra = {"observation": stored, "steps": steps} if as_json and steps is not None else None
     _show(verdict, as_json=as_json, statement=statement, evidence=summary, extra=extra)
     return _gate(verdict, require_level, require_agent_runner)
@@ -324,7 +251,8 @@ def classify_command(
       agc readiness classify answer.json --json --evidence dev-readiness-0412
     """
     settings = load_config(config)
-    _check_evidence_target(evidence, store)
+    if evidence is not None:
+        refuse_taken_run_id(evidence, store)
     if str(file) == "-":
         if sys.stdin is None:
             raise InputError("agc readiness classify - has no standard input (it is closed)")
@@ -341,7 +269,7 @@ def classify_command(
         data = read_limited(file, what="observation", max_bytes=_MAX_OBSERVATION_BYTES)
         source = f"observation {file}"
     try:
-        raw = strict_json.loads(data, allow_lone_surrogates=True)
+        raw = parse_json(data, allow_lone_surrogates=True)
     except ValueError as exc:
         raise ObservationInvalidError(f"{source} is not UTF-8 JSON: {exc}") from exc
     observation = Observation.from_dict(raw, source=source)
@@ -442,7 +370,8 @@ def probe_command(
             "no URL to probe",
             hint=f"Give --url, or set environments.{environment}.url in --config.",
         )
-    _check_evidence_target(evidence, store)
+    if evidence is not None:
+        refuse_taken_run_id(evidence, store)
     options: dict[str, Any] = {}
     if idle_timeout is not None:
         options["idle_timeout_s"] = idle_timeout
@@ -607,24 +536,25 @@ def contract_command(
         env=(*spec.env, *extra),
         base_url=base_url,
     )
-    _check_evidence_target(evidence, store)
+    if evidence is not None:
+        refuse_taken_run_id(evidence, store)
     documents, sources = load_manifests(manifests)
     verdict = check_contract(documents, spec, environment=environment, endpoint=env_config.endpoint)
     subject = {"sources": [source.to_dict() for source in sources]}
     statement: dict[str, Any] | None = None
     summary = None
     if evidence is not None:
-        statement, summary = _seal(
+        statement, summary = seal_verdict(
             evidence,
             store=store,
-            signing_key=signing_key,
+            signing_key=signing_key_from(signing_key),
             verdict=verdict,
             config=settings,
             subject=subject,
             sources=subject["sources"],
         )
     elif as_json:
-        statement = _statement(verdict, settings, subject)
+        statement = verdict_statement(verdict, settings, subject)
     _show(verdict, as_json=as_json, statement=statement, evidence=summary)
     return int(ExitCode.OK if verdict.passed else ExitCode.FINDINGS)
 
@@ -669,27 +599,23 @@ def check_evidence_command(
           --trusted-key ci.pub.pem --require-signature --json
     """
     validate_run_id(run_id)
-    report = check_run(
-        run_id, store, trusted_keys=_trusted(trusted_key), require_signature=require_signature
+    sealed_check = check_sealed_verdict(
+        run_id,
+        store,
+        environment=environment,
+        endpoint=endpoint,
+        trusted_keys=_trusted(trusted_key),
+        require_signature=require_signature,
     )
+    report, checked = sealed_check.run, sealed_check.evidence
     result: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": report.to_dict()}
-    if not report.complete:
+    if checked is None:
         if as_json:
             emit_json({**result, "evidence": None, "ok": False})
         else:
             for line in format_report(report):
                 out_console.print(line, markup=False)
         return int(ExitCode.FINDINGS)
-    manifest = read_run_manifest(run_id, store)
-    path = StoreLayout.at(store).artifact_path(run_id, "transcript")
-    data = read_limited(path, what="transcript", max_bytes=_MAX_TRANSCRIPT_BYTES)
-    records = [json.loads(line) for line in data.splitlines() if line.strip()]
-    checked = check_evidence(
-        manifest.attributes if manifest else None,
-        records,
-        environment=environment,
-        endpoint=endpoint,
-    )
     sealed = checked.attributes or {}
     passed = bool(sealed.get("passed"))
     if require_level is not None:

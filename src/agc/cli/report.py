@@ -11,14 +11,13 @@ from typing import Annotated
 import typer
 
 from agc import __version__
-from agc._core.fs import atomic_write_bytes
 from agc.cli._process import discard_stdout, encode_as_given
 from agc.cli.common import EPILOG, StoreOption, err_console
 from agc.cli.verify import parse_head, trusted_keys_from
 from agc.errors import FileExistsRefusedError, InputError, UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity._audit import audit_csv, audit_html, build_audit
-from agc.integrity._verdict import count_verdicts
+from agc.flows import atomic_write_bytes
+from agc.integrity import audit_csv, audit_html, build_audit, count_verdicts
 
 __all__ = ["register"]
 

@@ -17,12 +17,6 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
 
 import typer
 
-from agc._core import json as strict_json
-from agc._core.fs import TEMP_SUFFIX, PreparedWrite, describe_os_error
-from agc._core.objstore import object_store_of
-from agc._core.report import SCHEMA_VERSION
-from agc._core.signature_rule import signature_required
-from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
 from agc.cli.common import (
     EPILOG,
     StoreOption,
@@ -42,36 +36,45 @@ from agc.errors import (
     InputError,
     InputMissingError,
     JsonInvalidError,
-    RunNotFoundError,
     SnapshotNotFoundError,
-    UnsignedError,
     UsageError,
-    VerificationError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity import RunReport
-from agc.integrity._export import export_copy, iter_copy_lines
-from agc.integrity._kept import check_run_kept
-from agc.resume._formats import get_spec, load_history
-from agc.resume._formats.model import FormatName, History
-from agc.resume._formats.stream import LineSequence, scan_session
-from agc.resume._repair import (
+from agc.flows import (
+    SCHEMA_VERSION,
+    TEMP_SUFFIX,
+    PreparedWrite,
+    describe_os_error,
+    has_recorded_run,
+    has_snapshot,
+    history_from_run,
+    parse_json,
+    refuse_unsigned_file,
+    scan_history,
+    streamable_size,
+    validate_run_id,
+)
+from agc.resume import (
+    MAX_SNAPSHOT_BYTES,
     Change,
+    FormatName,
+    History,
+    HistoryReport,
+    LineSequence,
     RepairReport,
+    SessionSnapshot,
     Strategy,
+    ToolCallState,
+    check_loaded,
+    get_spec,
+    load_history,
+    load_snapshot,
+    load_snapshot_file,
     pending_warnings,
     repair_loaded,
     repair_streamed,
+    scan_session,
 )
-from agc.resume._snapshot import (
-    MAX_SNAPSHOT_BYTES,
-    SessionSnapshot,
-    ToolCallState,
-    load_snapshot,
-    load_snapshot_file,
-    snapshot_path,
-)
-from agc.resume._validate import HistoryReport, check_loaded
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -145,36 +148,6 @@ def _working(label: str, size: int) -> Iterator[None]:
         return
     with err_console.status(label):
         yield
-
-
-def _streamable(path: Path, wanted: FormatName | None) -> int | None:
-    """The size of ``path`` when it is read as a session file line by line (see
-    :mod:`agc.resume._formats.stream`), else ``None`` (read whole, as before).
-
-    Streamed: a regular file whose first line is a JSON object that is not a snapshot
-    document, when no format or a session-file format is asked for. Anything else (a
-    JSON array, a snapshot, a pipe, a file that cannot be opened) is read whole, where
-    every error is reported as before.
-    """
-    if wanted is not None and not get_spec(wanted).line_based:
-        return None
-    if path.name.endswith(".json.zst"):
-        return None
-    try:
-        with path.open("rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            first = handle.readline()
-    except OSError:
-        return None
-    try:
-        record = strict_json.loads(first, allow_lone_surrogates=True)
-    except JsonInvalidError:
-        return None
-    if not isinstance(record, dict) or ("toolCallState" in record and "messages" in record):
-        return None
-    return info.st_size
 
 
 @contextmanager
@@ -293,113 +266,8 @@ def _note(text: str) -> None:
     err_console.print(_printable(f"warning: {text}"), markup=False)
 
 
-def _has_run(run_id: str, store: Path | None) -> bool:
-    """Whether the store holds the run's evidence (a recorded or imported run).
-
-    In an object store, any version of the run's keys counts, delete markers too: a run
-    whose objects were deleted is refused by its verification, not taken as never there.
-    """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity._s3_verify import list_run_versions  # noqa: PLC0415 - S3 only
-
-        return bool(list_run_versions(remote, run_id))
-    layout = StoreLayout.at(store)
-    return os.path.lexists(layout.manifest_path(run_id)) or any(
-        os.path.lexists(layout.artifact_path(run_id, kind)) for kind in ARTIFACT_KINDS
-    )
-
-
-def _has_snapshot(run_id: str, store: Path | None) -> bool:
-    """Whether the store holds a snapshot of the run (in an object store: any object
-    under ``sessions/<runId>/``)."""
-    remote = object_store_of(store)
-    if remote is not None:
-        return any(True for _ in remote.list_paths(f"sessions/{run_id}/"))
-    return any(snapshot_path(run_id, store, compressed=z).exists() for z in (False, True))
-
-
-def _refuse_unverified(report: RunReport, run_id: str, insecure: bool) -> None:
-    """Refuse a run that does not verify, or warn that it is used anyway (``insecure``).
-
-    Raises:
-        VerificationError: the run is tampered or incomplete (without ``insecure``).
-    """
-    if report.complete:
-        return
-    if not insecure:
-        raise VerificationError(
-            f"run {run_id} does not verify ({'; '.join(report.missing)}): agc resume "
-            "does not resume from evidence that is tampered or incomplete",
-            report=report,
-            hint=f"See agc-verify {run_id}; --insecure-skip-verify resumes from it anyway.",
-        )
-    err_console.print(
-        f"warning: --insecure-skip-verify: run {run_id} does not verify "
-        f"({'; '.join(report.missing)}); its records are used as they are",
-        markup=False,
-    )
-
-
-def _from_run(
-    run_id: str,
-    store: Path | None,
-    insecure: bool,
-    wanted: FormatName | None,
-    trust: _Trust,
-    stack: ExitStack,
-) -> tuple[History, int]:
-    """The session a recorded or imported run holds: verified, then unwrapped; and its
-    size in bytes.
-
-    The records parsed are a copy of the transcript read once and checked against what
-    the verification judged (:mod:`agc.integrity._kept`; in an object store, the copy
-    of the very bytes it hashed, :mod:`agc.integrity._s3_export`): a file swapped after
-    the check is refused, never parsed. They are unwrapped line by line into a private
-    temporary file (``$TMPDIR``, mode 0600, removed when the command ends), which is
-    read as a session file is (:mod:`agc.resume._formats.stream`); a JSON-array format
-    asked for with ``--format`` is read whole.
-
-    The run's manifest signature is judged by ``trust`` as ``agc-verify`` judges it.
-
-    Raises:
-        VerificationError: the run is tampered or incomplete (without ``insecure``).
-        RunNotFoundError: the run has no transcript.
-        StoreError: the store cannot be read (exit 3).
-        FileWriteError: the temporary folder is full (exit 3).
-    """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity._s3_export import check_object_run_kept  # noqa: PLC0415 - S3 only
-
-        report, kept = check_object_run_kept(
-            remote, run_id, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs()
-        )
-    else:
-        report, kept = check_run_kept(
-            run_id, store, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs()
-        )
-    source = f"run {run_id}"
-    with kept:
-        _refuse_unverified(report, run_id, insecure)
-        if not kept.read:
-            raise RunNotFoundError(f"run {run_id} has no transcript file in the store ({kept.url})")
-        if wanted is not None and not get_spec(wanted).line_based:
-            data = export_copy(kept.file, run_id, max_bytes=_MAX_INPUT_BYTES)
-            return load_history(data, source=source, format=wanted), len(data)
-        unwrapped = stack.enter_context(
-            tempfile.NamedTemporaryFile(prefix="agc-resume-run-")  # noqa: SIM115 - in the stack
-        )
-        size = 0
-        with new_file_errors(Path(unwrapped.name), option="temporary file"):
-            for line in iter_copy_lines(kept.file, run_id):
-                unwrapped.write(line)
-                size += len(line)
-            unwrapped.flush()
-    path = Path(unwrapped.name)
-    if _streamable(path, wanted) is None:  # not a session file: read whole, as before
-        return load_history(path.read_bytes(), source=source, format=wanted), size
-    return _scan(path, source, wanted, size), size
+def _warn(line: str) -> None:
+    err_console.print(line, markup=False)
 
 
 def _require_messages(
@@ -453,35 +321,13 @@ def _refuse_emptied(report: RepairReport, source: str) -> None:
     )
 
 
-def _refuse_unsigned_file(path: Path, trust: _Trust, insecure: bool) -> None:
-    """Refuse a FILE that is no snapshot when a signature is required.
-
-    A session file or a JSON array carries no signature, so with a trusted key (or
-    ``--require-signature``) it is unsigned: read as a history, it would let whoever
-    replaced a signed snapshot with one resume what no key signed. ``--allow-unsigned``
-    (and ``--insecure-skip-verify``, which checks no signature) lets it be read.
-
-    Raises:
-        UnsignedError: a signature is required (exit 1).
-    """
-    required = signature_required(
-        trust.keys, require_signature=trust.require_signature, allow_unsigned=trust.allow_unsigned
-    )
-    if required and not insecure:
-        raise UnsignedError(
-            f"{path} is not a snapshot, so it carries no signature, and a signature is "
-            "required: a trusted key was given, or --require-signature",
-            hint="--allow-unsigned reads an unsigned session file or JSON array.",
-        )
-
-
 def _is_snapshot(path: Path, data: bytes) -> bool:
     if data.startswith(b"\x28\xb5\x2f\xfd") or path.name.endswith(".json.zst"):
         return True
     if not data.lstrip().startswith(b"{"):
         return False
     try:
-        document = strict_json.loads(data, allow_lone_surrogates=True)
+        document = parse_json(data, allow_lone_surrogates=True)
     except JsonInvalidError:
         return False
     return isinstance(document, dict) and "toolCallState" in document and "messages" in document
@@ -749,17 +595,19 @@ def resume_command(
     path = Path(target)
     refuse_ambiguous(
         target,
-        is_run=lambda name: _has_run(name, store) or _has_snapshot(name, store),
+        is_run=lambda name: has_recorded_run(name, store) or has_snapshot(name, store),
         run_what=f"run {target} in the store",
     )
     with ExitStack() as stack:
         if os.path.lexists(path):
             source = path
-            streamed = _streamable(path, wanted)
+            streamed = streamable_size(path, wanted)
             if streamed is not None:
-                _refuse_unsigned_file(path, trust, insecure_skip_verify)
+                refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
                 size = streamed
-                history = _scan(path, str(path), wanted, size)
+                history = scan_history(
+                    path, source=str(path), format=wanted, size=size, progress=byte_progress
+                )
             else:
                 data = _read_input(path)
                 size = len(data)
@@ -773,7 +621,7 @@ def resume_command(
                     history = _from_snapshot(snapshot, wanted)
                     state = snapshot.tool_call_state
                 else:
-                    _refuse_unsigned_file(path, trust, insecure_skip_verify)
+                    refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
                     with _working(f"reading {path.name}", len(data)):
                         history = load_history(data, source=str(path), format=wanted)
                 del data
@@ -790,7 +638,7 @@ def resume_command(
                     **trust.as_kwargs(),
                 )
             except SnapshotNotFoundError as exc:
-                if not _has_run(run_id, store):
+                if not has_recorded_run(run_id, store):
                     # A run id names a snapshot or a recorded run: say that neither is
                     # there, or a user who mistyped a recorded run's id hunts for snapshots.
                     raise SnapshotNotFoundError(
@@ -799,7 +647,17 @@ def resume_command(
                         "runs, snapshots live in <store>/sessions/.",
                     ) from exc
                 snapshot = None
-                history, size = _from_run(run_id, store, insecure_skip_verify, wanted, trust, stack)
+                history, size = history_from_run(
+                    run_id,
+                    store,
+                    stack=stack,
+                    format=wanted,
+                    max_bytes=_MAX_INPUT_BYTES,
+                    insecure_skip_verify=insecure_skip_verify,
+                    on_warning=_warn,
+                    progress=byte_progress,
+                    **trust.as_kwargs(),
+                )
             if snapshot is not None:
                 history = _from_snapshot(snapshot, wanted)
                 state = snapshot.tool_call_state
@@ -831,23 +689,6 @@ def resume_command(
             limit=max_findings,
         )
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
-
-
-def _scan(path: Path, source: str, wanted: FormatName | None, size: int) -> History:
-    """A session file read line by line (:func:`~agc.resume._formats.stream.scan_session`),
-    with a progress bar on a terminal; the read errors of :func:`_read_input`.
-
-    Raises:
-        FileUnreadableError: the file cannot be read (exit 3).
-        InputError, HistoryFormatError: see :func:`~agc.resume._formats.load_history`.
-    """
-    # A bar only for inputs over 8 MiB (smaller ones are done before it would show).
-    bar_size = size if size >= _STATUS_BYTES else None
-    with byte_progress(bar_size, f"reading {path.name}") as progress:
-        try:
-            return scan_session(path, source=source, format=wanted, progress=progress)
-        except OSError as exc:
-            raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
 
 
 def _check(

@@ -12,14 +12,19 @@ from typing import Annotated, Final
 
 import typer
 
-from agc._core.objstore import object_store_of
-from agc._core.report import SCHEMA_VERSION
-from agc._core.store import StoreLayout
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, write_lines
 from agc.errors import RunNotFoundError, UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity._diff import DiffSide, diff_run
-from agc.integrity._runs import RunListing, iter_records, list_runs, run_is_sealed, unwrap_record
+from agc.flows import SCHEMA_VERSION, StoreLayout, object_store_of
+from agc.integrity import (
+    DiffSide,
+    RunListing,
+    diff_run,
+    iter_records,
+    list_runs,
+    run_is_sealed,
+    unwrap_record,
+)
 
 __all__ = ["format_runs", "register"]
 

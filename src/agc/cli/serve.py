@@ -1,237 +1,51 @@
 """``agc serve``: the audited agent chat endpoint, run on uvicorn.
 
 The HTTP API and the supervisor come from :mod:`agc.serve`; the record of each turn is
-composed here, at the edge, by :class:`AuditSink`: every turn is an agc run written
-with :func:`agc.integrity.open_run` (the request, each event and the reply in its
-transcript, tool calls in its tool events, sealed when the turn ends and signed when a
-signing key is set) plus a turn ledger from the same events
-(:class:`agc.ledger.TurnRecorder`). A crash of the service leaves the open turns'
-runs unsealed, for ``agc recover`` (or ``agc serve --recover`` at the next start).
+made by :class:`agc.flows.AuditSink`: every turn an agc run (request, events, reply,
+sealed when the turn ends and signed when a signing key is set) plus a turn ledger. A
+crash of the service leaves the open turns' runs unsealed, for ``agc recover`` (or
+``agc serve --recover`` at the next start).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import os
 import signal
 import socket
 import sys
-import tempfile
-import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 import typer
 
 import agc
-from agc._core.fs import atomic_write_bytes
-from agc._core.sidecar import sidecar_paths
-from agc._core.store import StoreLayout
 from agc.cli.common import StoreOption, err_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
-from agc.errors import AgcError, UsageError
+from agc.errors import AgcError, MissingExtraError, UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity import RunWriters, open_run
-from agc.integrity._recover import recover_run
-from agc.integrity._signing import SigningKey
-from agc.ledger import TurnRecorder, preset_policy
+from agc.flows import AuditSink, atomic_write_bytes, recover_turn_runs
+from agc.integrity import SigningKey
 from agc.serve import (
     APPROVAL_POLICIES,
     SANDBOX_MODES,
-    Blocker,
     ServeConfig,
     Supervisor,
-    TraceEvent,
-    TurnEnd,
-    TurnInfo,
-    create_app,
-    manifest_attributes,
-    reply_record,
-    request_record,
-    tool_event,
-    transcript_record,
 )
 
 __all__ = ["AuditSink", "handle_leftovers", "is_loopback", "register"]
 
 DEFAULT_TOKEN_ENV: Final = "AGC_SERVE_TOKEN"  # noqa: S105 - a name, not a secret
 _MIN_TOKEN_CHARS: Final = 16
-_RUN_PREFIX: Final = "trc-"
-
-
-@dataclass
-class _OpenTurn:
-    run: RunWriters
-    recorder: TurnRecorder | None
-    tool_events: int = 0
-    events: int = 0
-
-
-class AuditSink:
-    """Seals each turn as an agc run and records its turn ledger.
-
-    Args:
-        store: the agc store (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
-        signing_key: sign each run manifest, if given.
-        ledger_root: the project folder of the turn ledger (``None``: no ledger).
-
-    The run id is the trace id (``trc-<32 hex>``), which is also the ledger's turn id.
-    Thread-safe across turns; one turn's calls come one after the other.
-    """
-
-    def __init__(
-        self,
-        *,
-        store: Path | None,
-        signing_key: SigningKey | None,
-        ledger_root: Path | None,
-        log: Callable[[str], None] | None = None,
-    ) -> None:
-        self.log = log
-        self.layout = StoreLayout.at(store)
-        self.store = store
-        self.signing_key = signing_key
-        self.ledger_root = ledger_root
-        self._turns: dict[str, _OpenTurn] = {}
-        self._lock = threading.Lock()
-
-    def check(self) -> Blocker | None:
-        """A preflight check: the store's transcript folder can take a new file."""
-        folder = self.layout.artifact_path("probe", "transcript").parent
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, probe = tempfile.mkstemp(prefix=".agc-serve-probe-", dir=folder)
-        except OSError as exc:
-            return Blocker(
-                "audit_store_not_writable", f"the agc store is not writable ({exc.strerror})"
-            )
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(probe)
-        return None
-
-    def on_turn_start(self, turn: TurnInfo) -> None:
-        run = open_run(
-            turn.trace_id,
-            store=self.store,
-            signing_key=self.signing_key,
-            attributes=manifest_attributes(turn),
-        )
-        try:
-            run.transcript.write(request_record(turn))
-            run.transcript.flush()
-        except BaseException:
-            run.abort()
-            raise
-        recorder = None
-        if self.ledger_root is not None:
-            recorder = TurnRecorder.start(
-                self.ledger_root,
-                turn.trace_id,
-                prompt=turn.message,
-                policy=preset_policy("direct-project"),  # as before generic became the default
-            )
-        with self._lock:
-            self._turns[turn.trace_id] = _OpenTurn(run, recorder)
-
-    def on_event(self, turn: TurnInfo, event: TraceEvent) -> None:
-        with self._lock:
-            open_turn = self._turns[turn.trace_id]
-        open_turn.run.transcript.write(transcript_record(event))
-        open_turn.events += 1
-        record = tool_event(event)
-        if record is not None:
-            open_turn.run.tool_events.write(record)
-            open_turn.tool_events += 1
-            open_turn.run.tool_events.flush()
-        # Each event reaches the file at once: a crash of the service loses none of
-        # them (agc recover seals what is there).
-        open_turn.run.transcript.flush()
-        if open_turn.recorder is not None and event.source == "codex":
-            open_turn.recorder.observe_notification(
-                {"method": event.method, "params": event.params}
-            )
-
-    def on_turn_end(self, turn: TurnInfo, end: TurnEnd) -> Mapping[str, Any]:
-        with self._lock:
-            open_turn = self._turns.pop(turn.trace_id)
-        try:
-            open_turn.run.transcript.write(reply_record(turn, end))
-            transcript, tool_events = open_turn.run.close()
-        except BaseException:
-            open_turn.run.abort()  # left unsealed: `agc recover` seals what reached the disk
-            if open_turn.recorder is not None:
-                open_turn.recorder.finish(completed=False)
-            raise
-        audit: dict[str, Any] = {
-            "recorded": True,
-            "runId": turn.trace_id,
-            "sealed": True,
-            "signed": self.signing_key is not None,
-            "keyId": None if self.signing_key is None else self.signing_key.key_id,
-            "transcript": {
-                "records": transcript.records,
-                "algorithm": transcript.algorithm,
-                "digest": transcript.digest,
-            },
-            "toolEvents": {"records": tool_events.records},
-            "ledger": None,
-        }
-        if open_turn.recorder is not None:
-            outcome = open_turn.recorder.finish(completed=end.status == "completed")
-            audit["ledger"] = {
-                "turnLog": outcome.turn_log,
-                "attempt": outcome.attempt,
-                "itemCount": outcome.item_count,
-                "sealed": outcome.seal is not None,
-                "dbWritten": outcome.db_written,
-                "auditWriteFailed": outcome.audit_write_failed,
-            }
-        if self.log is not None:
-            error = "" if end.error is None else f" ({end.error.get('code')})"
-            self.log(
-                f"turn {turn.trace_id} of {turn.conversation_id}: {end.status}{error} after "
-                f"{end.ended_at_ms - turn.created_at_ms} ms, {end.event_count} events; "
-                f"run sealed{', signed' if self.signing_key else ''}"
-            )
-        return audit
-
-    def unsealed_runs(self) -> list[str]:
-        """Runs of this service with a file that has no seal (a crash), by run id.
-
-        Both files count: the transcript is sealed first, so a crash between its seal
-        and that of the tool events leaves a run whose transcript looks done.
-        """
-        folder = self.layout.artifact_path("probe", "transcript").parent
-        try:
-            entries = [
-                entry
-                for entry in folder.iterdir()
-                if entry.name.startswith(_RUN_PREFIX) and entry.name.endswith(".jsonl")
-            ]
-        except OSError:
-            return []
-        found = []
-        for entry in sorted(entries, key=lambda path: path.name):
-            run_id = entry.name[: -len(".jsonl")]
-            files = (entry, self.layout.artifact_path(run_id, "tool-events"))
-            if any(
-                path.exists() and not any(side.exists() for side in sidecar_paths(path).values())
-                for path in files
-            ):
-                found.append(run_id)
-        return found
 
 
 def handle_leftovers(
     sink: AuditSink, *, store: Path | None, signing_key: SigningKey | None, recover: bool
 ) -> list[str]:
-    """Runs an earlier crash of the service left unsealed: sealed with ``agc recover``'s
-    machinery when ``recover``, else listed on stderr. Returns those it sealed."""
+    """Runs an earlier crash of the service left unsealed: sealed with
+    :func:`agc.flows.recover_turn_runs` when ``recover``, else listed on stderr. Returns
+    those it sealed."""
     leftovers = sink.unsealed_runs()
     if not leftovers:
         return []
@@ -243,16 +57,16 @@ def handle_leftovers(
             markup=False,
         )
         return []
-    sealed = []
-    for run_id in leftovers:
-        try:
-            recover_run(run_id, store, signing_key=signing_key)
-        except AgcError as exc:  # a live writer of another service, tampering …
-            err_console.print(f"run {run_id} not recovered: {exc.message}", markup=False)
-            continue
+
+    def failed(run_id: str, exc: AgcError) -> None:  # a live writer of another service …
+        err_console.print(f"run {run_id} not recovered: {exc.message}", markup=False)
+
+    def sealed(run_id: str) -> None:
         err_console.print(f"recovered and sealed run {run_id}", markup=False)
-        sealed.append(run_id)
-    return sealed
+
+    return recover_turn_runs(
+        leftovers, store=store, signing_key=signing_key, on_sealed=sealed, on_failed=failed
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -466,7 +280,14 @@ def serve_command(
       AGC_SERVE_TOKEN=… agc serve --host 0.0.0.0 --allow-non-loopback --store /audit
       agc serve --recover --store /audit          # after a crash
     """
-    import uvicorn  # noqa: PLC0415 - only this command needs the server
+    # Only this command needs the server (the `serve` extra): refused before any work.
+    with MissingExtraError.raised_for("serve", feature="agc serve"):
+        import uvicorn  # noqa: PLC0415
+
+        from agc.serve import create_app  # noqa: PLC0415 - starlette
+
+        if protocol != "app-server":  # `auto` falls back to codex mcp-server
+            import mcp  # noqa: PLC0415, F401
 
     if not is_loopback(host) and not allow_non_loopback:
         raise UsageError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -10,11 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.text import Text
+from typer._click import Context
+from typer._click.exceptions import BadOptionUsage
+from typer._click.exceptions import UsageError as ClickUsageError
+from typer.core import TyperCommand
 
 from agc.cli._jsontext import json_text
 from agc.cli.common import (
     EPILOG,
-    StoreOption,
     VersionOption,
     emit_json,
     err_console,
@@ -24,6 +29,7 @@ from agc.cli.common import (
     trusted_keys_from,
     write_lines,
 )
+from agc.cli.verify_args import PARAMS, ArgsError, Param, VerifyOptions, parse, rendered_by_typer
 from agc.cli.verify_text import (
     STYLES,
     format_report,
@@ -34,9 +40,7 @@ from agc.cli.verify_text import (
 )
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
-from agc.integrity._store_verify import StoreReport, check_store
-from agc.integrity._verdict import category_of, finding_text
-from agc.integrity._verify import check_run
+from agc.integrity import StoreReport, category_of, check_run, check_store, finding_text
 
 if TYPE_CHECKING:
     # Imported where used: `agc-verify --all` starts without cryptography, the ledger
@@ -44,12 +48,14 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [
+    "GrammarCommand",
+    "command_function",
     "format_report",
     "json_text",
     "main",
     "parse_head",
     "trusted_keys_from",
-    "verify_command",
+    "verify_options",
 ]
 
 VERIFY_HELP = """Check that a run's evidence is complete and untouched.
@@ -177,147 +183,47 @@ def parse_head(value: str) -> str:
     return value.lower()
 
 
-def verify_command(
-    run_id: Annotated[
-        str | None,
-        typer.Argument(help="The run id to verify (omit with --all).", show_default=False),
-    ] = None,
-    store: StoreOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the report as JSON on stdout.")
-    ] = False,
-    all_runs: Annotated[
-        bool, typer.Option("--all", help="Check every run of the store and the chain.")
-    ] = False,
-    trusted_key: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--trusted-key",
-            help="Trusted Ed25519 public key (PEM), or a folder of them (private keys in "
-            "it are skipped); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
-            show_default=False,
-            metavar="<path>",
-        ),
-    ] = None,
-    require_signature: Annotated[
-        bool,
-        typer.Option(
-            "--require-signature",
-            help="A run without a valid signature fails (implied by any trusted key).",
-        ),
-    ] = False,
-    allow_unsigned: Annotated[
-        bool,
-        typer.Option(
-            "--allow-unsigned",
-            help="With trusted keys: let unsigned runs pass (signed ones are still checked).",
-        ),
-    ] = False,
-    allow_recovered: Annotated[
-        bool,
-        typer.Option(
-            "--allow-recovered",
-            help="Let a run that `agc recover` sealed with bytes no crash checkpoint "
-            "vouched for pass (its `recovered` finding is then a warning).",
-        ),
-    ] = False,
-    expect_head: Annotated[
-        str | None,
-        typer.Option(
-            "--expect-head",
-            help="With --all: fail unless the chain contains this head digest (64 hex).",
-            show_default=False,
-        ),
-    ] = None,
-    turn_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--turn-file",
-            help="Check a turn ledger file (.agent/runtime/direct-codex/turns/<id>.jsonl).",
-            show_default=False,
-        ),
-    ] = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print only what failed (nothing if all is well).")
-    ] = False,
-    status: Annotated[
-        bool, typer.Option("--status", help="Print nothing; the exit code is the verdict.")
-    ] = False,
-    version: VersionOption = False,  # noqa: ARG001 - handled by its callback
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            help=(
-                "With --all: check runs in N processes (default: every usable core for a "
-                "store of 512 runs or more, else 1; the report is the same)."
-            ),
-            min=1,
-            show_default=False,
-        ),
-    ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler",
-            help="With --all: run the per-run checks on this Dask scheduler (tcp://HOST:PORT).",
-            show_default=False,
-        ),
-    ] = None,
-    inventory: Annotated[
-        str | None,
-        typer.Option(
-            "--inventory",
-            help="With --all on s3://: the run list from this S3 Inventory manifest.json.",
-            show_default=False,
-        ),
-    ] = None,
-    retention_days: Annotated[
-        int | None,
-        typer.Option(
-            "--retention-days",
-            help="s3:// stores: every object must be retained at least N days "
-            "(default: the bucket's default retention).",
-            show_default=False,
-            min=1,
-        ),
-    ] = None,
-    retention_mode: Annotated[
-        str,
-        typer.Option("--retention-mode", help="With --retention-days: COMPLIANCE or GOVERNANCE."),
-    ] = "COMPLIANCE",
-) -> int:
-    """Check that a run's evidence is complete and untouched."""
+def verify_options(options: VerifyOptions) -> int:
+    """Run the check ``options`` ask for (parsed by :func:`agc.cli.verify_args.parse`);
+    returns the exit code.
+
+    Raises:
+        UsageError: options that do not go together, a bad ``--expect-head``.
+        AgcError: what the check raises (an unreadable store …).
+    """
+    run_id, store, as_json = options.run_id, options.store, options.as_json
+    quiet, status, jobs = options.quiet, options.status, options.jobs
     expect_head = _check_options(
         run_id=run_id,
-        all_runs=all_runs,
-        turn_file=turn_file,
+        all_runs=options.all_runs,
+        turn_file=options.turn_file,
         store=store,
         as_json=as_json,
         quiet=quiet,
         status=status,
-        allow_unsigned=allow_unsigned,
-        expect_head=expect_head,
-        allow_recovered=allow_recovered,
+        allow_unsigned=options.allow_unsigned,
+        expect_head=options.expect_head,
+        allow_recovered=options.allow_recovered,
     )
     quiet = quiet or status
     retention = None
-    if retention_days is not None:
-        from agc._core.objstore import Retention  # noqa: PLC0415
+    if options.retention_days is not None:
+        from agc.flows import Retention  # noqa: PLC0415
 
-        retention = Retention(retention_mode.upper(), retention_days)  # type: ignore[arg-type]
+        mode = options.retention_mode.upper()
+        retention = Retention(mode, options.retention_days)  # type: ignore[arg-type]
+    scheduler, inventory = options.scheduler, options.inventory
     scale = {"jobs": jobs, "scheduler": scheduler, "inventory": inventory, "retention": retention}
-    if turn_file is not None:
+    if options.turn_file is not None:
         from agc.cli.ledger import format_check, refuse_run_artifact  # noqa: PLC0415
-        from agc.ledger._check import check_turn_file  # noqa: PLC0415
+        from agc.ledger import check_turn_file  # noqa: PLC0415
 
-        refuse_run_artifact(turn_file)
+        refuse_run_artifact(options.turn_file)
         ledger_report = check_turn_file(
-            turn_file,
+            options.turn_file,
             policy=None,  # each attempt's own preset, as `agc ledger check` does
-            trusted_keys=trusted_keys_from(trusted_key, quiet=status),
-            require_signature=require_signature,
+            trusted_keys=trusted_keys_from(options.trusted_key, quiet=status),
+            require_signature=options.require_signature,
         )
         if as_json:
             emit_json(ledger_report.to_dict())
@@ -327,14 +233,14 @@ def verify_command(
                 lines = [] if ledger_report.ok else [x for x in lines if not x.startswith("warn")]
             write_lines(lines)
         return int(ExitCode.OK if ledger_report.ok else ExitCode.FINDINGS)
-    trusted = trusted_keys_from(trusted_key, quiet=status, store=store)
-    if all_runs:
+    trusted = trusted_keys_from(options.trusted_key, quiet=status, store=store)
+    if options.all_runs:
         return _verify_store(
             store,
             trusted,
-            require_signature,
-            allow_unsigned,
-            allow_recovered,
+            options.require_signature,
+            options.allow_unsigned,
+            options.allow_recovered,
             expect_head,
             as_json,
             quiet,
@@ -348,16 +254,22 @@ def verify_command(
         from agc.cli.verify_scale import check_run_with_retention  # noqa: PLC0415
 
         report = check_run_with_retention(
-            run_id, store, retention, trusted, require_signature, allow_unsigned, allow_recovered
+            run_id,
+            store,
+            retention,
+            trusted,
+            options.require_signature,
+            options.allow_unsigned,
+            options.allow_recovered,
         )
     else:
         report = check_run(
             run_id,
             store,
             trusted_keys=trusted,
-            require_signature=require_signature,
-            allow_unsigned=allow_unsigned,
-            allow_recovered=allow_recovered,
+            require_signature=options.require_signature,
+            allow_unsigned=options.allow_unsigned,
+            allow_recovered=options.allow_recovered,
         )
     if as_json:
         emit_json(report.to_dict())
@@ -418,8 +330,87 @@ def _verify_store(
     return int(ExitCode.OK if report.complete else ExitCode.FINDINGS)
 
 
+def _typer_parameter(param: Param) -> inspect.Parameter:
+    """The typer parameter of one grammar entry, for :func:`command_function`."""
+    default = _DEFAULTS.get(param.dest, False)
+    if param.kind == "version":
+        return inspect.Parameter(param.dest, _KEYWORD, default=False, annotation=VersionOption)
+    info: Any
+    kind: Any
+    if param.kind == "argument":
+        info = typer.Argument(help=param.help, show_default=param.show_default)
+        kind = param.type | None
+    else:
+        extra: dict[str, Any] = {}
+        if param.metavar is not None:
+            extra["metavar"] = param.metavar
+        if param.minimum is not None:
+            extra["min"] = param.minimum
+        info = typer.Option(*param.names, help=param.help, show_default=param.show_default, **extra)
+        if param.kind == "flag":
+            kind = bool
+        elif param.kind == "values":
+            kind = list[param.type] | None  # type: ignore[name-defined]
+        else:
+            kind = param.type if default is not None else param.type | None
+    annotation = Annotated[kind, info]
+    return inspect.Parameter(param.dest, _KEYWORD, default=default, annotation=annotation)
+
+
+_KEYWORD: Final = inspect.Parameter.KEYWORD_ONLY
+_DEFAULTS: Final = {field.name: field.default for field in dataclasses.fields(VerifyOptions)}
+
+
+def command_function() -> Callable[..., int]:
+    """The function typer builds the ``verify`` command from: one parameter per entry
+    of :data:`~agc.cli.verify_args.PARAMS`, in its order. typer reads it for the help,
+    ``--version``, shell completion and an empty argument list; every other argument
+    list is parsed by the grammar (:class:`GrammarCommand`)."""
+
+    def verify(**values: Any) -> int:
+        """Check that a run's evidence is complete and untouched."""
+        values.pop("version", None)
+        return verify_options(VerifyOptions(**values))
+
+    parameters = [_typer_parameter(param) for param in PARAMS]
+    verify.__signature__ = inspect.Signature(parameters, return_annotation=int)  # type: ignore[attr-defined]
+    verify.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": int}
+    return verify
+
+
+class GrammarCommand(TyperCommand):
+    """typer's command whose arguments the grammar parses (:mod:`agc.cli.verify_args`):
+    click only answers what :func:`~agc.cli.verify_args.rendered_by_typer` names (help,
+    ``--version``, shell completion, no argument) and words a refusal."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if ctx.resilient_parsing or rendered_by_typer(args):
+            return super().parse_args(ctx, args)
+        known = tuple(
+            name
+            for param in self.get_params(ctx)
+            for name in param.opts
+            if name.startswith("--") and "completion" in name
+        )
+        try:
+            ctx.meta[_OPTIONS] = parse(args, known=known)
+        except ArgsError as exc:
+            if exc.about_option:  # click names no command above these
+                raise BadOptionUsage("", exc.message) from None
+            raise ClickUsageError(exc.message, ctx) from None
+        return []
+
+    def invoke(self, ctx: Context) -> Any:
+        options = ctx.meta.get(_OPTIONS)
+        if options is None:  # typer parsed (no argument): its defaults
+            return super().invoke(ctx)
+        return verify_options(options)
+
+
+_OPTIONS: Final = "agc.verify.options"
+
 app = new_app(name="agc-verify", help_text=VERIFY_HELP, completion=True)
-app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG)(verify_command)
+app.command(name="verify", help=VERIFY_HELP, epilog=EPILOG, cls=GrammarCommand)(command_function())
 
 
 def main(argv: list[str] | None = None) -> int:

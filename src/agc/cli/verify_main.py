@@ -5,105 +5,60 @@ check (``make bench`` measures it against ``b3sum --check``, process start inclu
 common invocations, ``agc-verify RUN_ID [--store DIR] [--json]`` and
 ``agc-verify --all [--store DIR] [--json] [--jobs N]`` (when neither stdout nor stderr
 is a terminal: no table, no progress bar), are therefore served here without importing
-typer or rich (about 40 ms of imports). Everything else (``--help``, a usage error, any
-other option) and every error is handed to the full command,
-:func:`agc.cli.verify.main`, so output and exit codes are the same either way.
+typer or rich (about 40 ms of imports). Both parse the arguments with the one grammar
+(:mod:`agc.cli.verify_args`, on the standard library's argparse); everything else
+(``--help``, a usage error, any other option) and every error is handed to the full
+command, :func:`agc.cli.verify.main`, so output and exit codes are the same either way.
+Both keep the stop state of :mod:`agc.cli._process`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import Final, NoReturn, TextIO
 
-from agc._core.fs import describe_os_error
 from agc.cli._jsontext import json_document
 from agc.cli._process import (
+    STOP,
     discard_stdout,
     notes_unraisable_stops,
     passes_undecodable_bytes,
-    raise_unraisable_stop,
     sigterm_raises,
 )
+from agc.cli.verify_args import ArgsError, VerifyOptions, parse, rendered_by_typer
 from agc.cli.verify_text import format_report, format_store, recovery_hint, use_color
 from agc.exitcodes import ExitCode
-from agc.integrity._verify import check_run
+from agc.flows import describe_os_error
+from agc.integrity import check_run
 
-__all__ = ["console", "main", "parse_all", "parse_simple"]
+__all__ = ["console", "main", "quick_options"]
 
-_JOBS: Final = re.compile(r"[1-9][0-9]{0,5}")
+# What the quick paths serve: a run (its id, --store, --json) and --all (--store,
+# --json, --jobs); any other option is the full command's.
+_RUN_FIELDS: Final = frozenset({"run_id", "store", "as_json"})
+_ALL_FIELDS: Final = frozenset({"all_runs", "store", "as_json", "jobs"})
+_DEFAULT: Final = VerifyOptions()
 
 
-def parse_simple(args: list[str]) -> tuple[str, str | None, bool] | None:
-    """``(run_id, store, as_json)`` for ``RUN_ID [--store DIR] [--json]``, else ``None``.
-
-    Any other shape (help, unknown options, a second argument, an empty value) returns
-    ``None`` and goes to the full command.
-    """
-    run_id: str | None = None
-    store: str | None = None
-    as_json = False
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg == "--json" and not as_json:
-            as_json = True
-        elif arg == "--store" and store is None and index + 1 < len(args):
-            index += 1
-            store = args[index]
-            if not store or store.startswith("-"):
-                return None
-        elif arg.startswith("--store=") and store is None and len(arg) > len("--store="):
-            store = arg.removeprefix("--store=")
-        elif not arg.startswith("-") and run_id is None and arg:
-            run_id = arg
-        else:
-            return None
-        index += 1
-    if run_id is None:
+def quick_options(args: list[str]) -> VerifyOptions | None:
+    """The options of ``args`` (:func:`agc.cli.verify_args.parse`) when a quick path
+    serves them: ``RUN_ID [--store DIR] [--json]`` or ``--all [--store DIR] [--json]
+    [--jobs N]``; else ``None`` (help, a refusal, any other option: the full command)."""
+    if rendered_by_typer(args):
         return None
-    return run_id, store, as_json
-
-
-def parse_all(args: list[str]) -> tuple[str | None, bool, int | None] | None:
-    """``(store, as_json, jobs)`` for ``--all [--store DIR] [--json] [--jobs N]``, else
-    ``None`` (``-j N`` and ``--store=DIR``, ``--jobs=N`` too; each at most once; ``N`` a
-    plain positive decimal). Any other shape goes to the full command."""
-    all_runs = as_json = False
-    store: str | None = None
-    jobs: str | None = None
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        name, equals, value = arg.partition("=")
-        if arg == "--all" and not all_runs:
-            all_runs = True
-        elif arg == "--json" and not as_json:
-            as_json = True
-        elif name == "--store" and store is None:
-            if not equals:
-                index += 1
-                value = args[index] if index < len(args) else ""
-            if not value or value.startswith("-"):
-                return None
-            store = value
-        elif (name == "--jobs" or (arg == "-j" and not equals)) and jobs is None:
-            if not equals:
-                index += 1
-                value = args[index] if index < len(args) else ""
-            if _JOBS.fullmatch(value) is None:
-                return None
-            jobs = value
-        else:
-            return None
-        index += 1
-    if not all_runs:
+    try:
+        options = parse(args)
+    except ArgsError:
         return None
-    return store, as_json, None if jobs is None else int(jobs)
+    given = {name for name, value in vars(options).items() if value != getattr(_DEFAULT, name)}
+    if options.run_id is not None and given <= _RUN_FIELDS:
+        return options
+    if options.all_runs and given <= _ALL_FIELDS:
+        return options
+    return None
 
 
 def _terminal(stream: TextIO) -> bool:
@@ -121,33 +76,6 @@ def _plain_streams() -> bool:
     return not _terminal(sys.stdout) and not _terminal(sys.stderr)
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM while a check runs, raised like Ctrl-C (the full command does the same)."""
-
-
-class _StopState:
-    """Whether SIGTERM arrived during the current check."""
-
-    terminated = False
-
-
-_stop = _StopState()
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
-    _stop.terminated = True
-    raise _Terminated
-
-
-def _stop_if_stopped() -> None:
-    """Raise a stop again whose exception was swallowed on its way (a library's at-fork
-    hook or ``__del__``: "Exception ignored in …"; an ``except BaseException`` for
-    SIGTERM), so the check stops instead of reporting as if no one had asked it to."""
-    raise_unraisable_stop()
-    if _stop.terminated:
-        raise _Terminated
-
-
 def _write(text: str) -> int | None:
     """Write to stdout; a reader that went away (``| head``) gets nothing more. Returns
     exit 3 when stdout cannot be written otherwise (a full disk), else ``None``."""
@@ -161,14 +89,15 @@ def _write(text: str) -> int | None:
     return None
 
 
-def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | None) -> int:
-    """``--all`` as the full command runs it, for plain output (see :func:`parse_all`)."""
-    from agc.integrity._store_verify import check_store  # noqa: PLC0415
+def _verify_all(args: list[str], store: Path | None, as_json: bool, jobs: int | None) -> int:
+    """``--all`` as the full command runs it, for plain output (see
+    :func:`quick_options`)."""
+    from agc.integrity import check_store  # noqa: PLC0415
 
     try:
-        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
-            report = check_store(Path(store) if store is not None else None, jobs=jobs)
-            _stop_if_stopped()
+        with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
+            report = check_store(store, jobs=jobs)
+            STOP.raise_if_stopped()
             if as_json:
                 text = json_document(report.to_dict()) + "\n"
             else:
@@ -176,7 +105,7 @@ def _verify_all(args: list[str], store: str | None, as_json: bool, jobs: int | N
                 text = "".join(line + "\n" for line in lines)
             # A stop while the report is written is reported as the full command does.
             failed = _write(text)
-            _stop_if_stopped()
+            STOP.raise_if_stopped()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
@@ -195,7 +124,7 @@ def _full(args: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``agc-verify``; returns the exit code (see :mod:`agc.exitcodes`)."""
-    _stop.terminated = False
+    STOP.reset()
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt as exc:
@@ -205,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
-    simple = parse_simple(args)
+    options = quick_options(args)
     if os.environ.get("AGC_TRUSTED_KEYS"):
         # Trusted keys from the environment are the full command's business.
         return _full(args)
@@ -214,21 +143,22 @@ def _main(args: list[str]) -> int:
         # for it, and what then happens is the full command's rule.
         return _full(args)
     with passes_undecodable_bytes():
-        if simple is None:
-            every = parse_all(args)
-            if every is not None and _plain_streams():
-                return _verify_all(args, *every)
+        if options is None:
             return _full(args)
-        return _verify_run(args, *simple)
+        if options.run_id is not None:
+            return _verify_run(args, options.run_id, options.store, options.as_json)
+        if _plain_streams():
+            return _verify_all(args, options.store, options.as_json, options.jobs)
+        return _full(args)
 
 
-def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) -> int:
+def _verify_run(args: list[str], run_id: str, store: Path | None, as_json: bool) -> int:
     """``RUN_ID [--store DIR] [--json]`` as the full command runs it (see
-    :func:`parse_simple`)."""
+    :func:`quick_options`)."""
     try:
-        with sigterm_raises(_raise_terminated), notes_unraisable_stops():
+        with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
             report = check_run(run_id, store)
-            _stop_if_stopped()
+            STOP.raise_if_stopped()
             if as_json:
                 failed = _write(json_document(report.to_dict()) + "\n")
             else:
@@ -236,10 +166,10 @@ def _verify_run(args: list[str], run_id: str, store: str | None, as_json: bool) 
                 failed = _write("".join(line + "\n" for line in lines))
                 # The store as the full command names it: its option is a path
                 # (``./evidence/`` reads ``evidence``).
-                hint = recovery_hint(report, store=None if store is None else str(Path(store)))
+                hint = recovery_hint(report, store=None if store is None else str(store))
                 if failed is None and hint is not None:
                     _say(hint)
-            _stop_if_stopped()
+            STOP.raise_if_stopped()
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception:
@@ -260,9 +190,9 @@ def _say(line: str) -> None:
 
 def _stopped(exc: KeyboardInterrupt) -> int:
     """Ctrl-C or SIGTERM: the word and the exit code the full command gives."""
-    terminated = isinstance(exc, _Terminated)
-    _say("terminated" if terminated else "interrupted")
-    return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
+    code, word = STOP.code(exc)
+    _say(word)
+    return int(code)
 
 
 def _stdout_failed(exc: OSError) -> int:

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from agc._core.objstore import Retention, object_store_of
 from agc.errors import UsageError
-from agc.integrity._s3_verify import check_object_run, verify_policy
-from agc.integrity._verify import RunReport
+from agc.flows import Retention, object_store_of
+from agc.integrity import RunReport, check_object_run, verify_policy
 
 __all__ = ["check_run_with_retention"]
 
@@ -24,7 +23,7 @@ def check_run_with_retention(
     allow_unsigned: bool,
     allow_recovered: bool = False,
 ) -> RunReport:
-    """:func:`~agc.integrity._s3_verify.check_object_run` with ``retention`` as the policy.
+    """:func:`~agc.integrity.check_object_run` with ``retention`` as the policy.
 
     Raises:
         UsageError: the store is a folder (retention is a property of object storage).

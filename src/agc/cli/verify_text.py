@@ -10,7 +10,8 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Final, TextIO
 
-from agc.integrity._verdict import (
+from agc.integrity import (
+    RunReport,
     VerdictCategory,
     category_of,
     count_verdicts,
@@ -18,10 +19,9 @@ from agc.integrity._verdict import (
     most_severe,
     verdict_of,
 )
-from agc.integrity._verify import RunReport
 
 if TYPE_CHECKING:
-    from agc.integrity._store_verify import StoreReport
+    from agc.integrity import StoreReport
 
 __all__ = [
     "SGR",
@@ -76,7 +76,7 @@ def _warn(text: str, color: bool) -> str:
 
 def format_report(report: RunReport, *, color: bool = False, quiet: bool = False) -> list[str]:
     """Human lines: one per artifact (``OK`` / ``FAIL`` with each finding's code and
-    reason), then a summary naming the run's verdict (:mod:`agc.integrity._verdict`).
+    reason), then a summary naming the run's verdict (:class:`agc.integrity.Verdict`).
 
     Digests are printed in full (compare them with ``b3sum`` or a pinned value). A
     ``FAIL`` line is coloured by its most severe finding's category, the verdict by its

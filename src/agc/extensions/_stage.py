@@ -203,6 +203,7 @@ def _check_collisions(archive: str, entries: list[_Entry]) -> None:
     """No two entries the same after case folding and NFKC; no file where a folder is."""
     files: dict[tuple[str, ...], str] = {}
     folders: dict[tuple[str, ...], str] = {}
+    spellings: dict[tuple[str, ...], tuple[str, ...]] = {}
     for entry in entries:
         key = tuple(unicodedata.normalize("NFKC", part).casefold() for part in entry.parts)
         name = entry.info.filename
@@ -211,6 +212,16 @@ def _check_collisions(archive: str, entries: list[_Entry]) -> None:
             if prefix in files:
                 raise _refuse(
                     archive, f"entry {name!r} needs a folder where {files[prefix]!r} is a file"
+                )
+            # Folders spelled two ways (``a/x`` beside ``A/y``) would be two folders on a
+            # case-sensitive disk and one on a case-insensitive one.
+            spelled = tuple(entry.parts[:depth])
+            if spellings.setdefault(prefix, spelled) != spelled:
+                raise _refuse(
+                    archive,
+                    f"entries {folders[prefix]!r} and {name!r} collide (folder "
+                    f"{'/'.join(spellings[prefix])!r} spelled {'/'.join(spelled)!r}; the same "
+                    "name after case folding and NFKC)",
                 )
             folders.setdefault(prefix, name)
         if entry.is_dir:

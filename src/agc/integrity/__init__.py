@@ -13,23 +13,72 @@ from typing import Any as _Any
 if _TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
     from agc._core.jsonl import FileSeal, FsyncPolicy, JsonlFileWriter
+    from agc.integrity._audit import (
+        audit_csv,
+        audit_html,
+        build_audit,
+    )
+    from agc.integrity._chain import chain_pending_path
+    from agc.integrity._diff import (
+        DiffSide,
+        diff_run,
+    )
     from agc.integrity._export import (
         export_copy,
         export_session,
         iter_copy_lines,
         iter_session_lines,
     )
+    from agc.integrity._ingest import (
+        IngestSummary,
+        ingest_stream,
+    )
     from agc.integrity._kept import KeptArtifact, check_run_kept
     from agc.integrity._legacy import read_legacy_tool_events
     from agc.integrity._manifest import ArtifactSeal, RunManifest
+    from agc.integrity._recover import (
+        recover_run,
+        recover_store,
+    )
+    from agc.integrity._runs import (
+        RunListing,
+        iter_records,
+        list_runs,
+        run_is_sealed,
+        unwrap_record,
+    )
+    from agc.integrity._s3_export import check_object_run_kept
+    from agc.integrity._s3_run import (
+        recover_remote_run,
+        recover_remote_store,
+        upload_sealed_file,
+    )
+    from agc.integrity._s3_verify import (
+        check_object_run,
+        list_run_versions,
+        verify_policy,
+    )
+    from agc.integrity._seal import seal_file
     from agc.integrity._signing import (
         SigningKey,
         generate_keypair,
         load_signing_key,
         load_trusted_keys,
     )
-    from agc.integrity._store_io import read_run_manifest
-    from agc.integrity._verdict import Verdict
+    from agc.integrity._store_io import read_manifest, read_run_manifest
+    from agc.integrity._store_verify import (
+        StoreReport,
+        check_store,
+    )
+    from agc.integrity._verdict import (
+        Verdict,
+        VerdictCategory,
+        category_of,
+        count_verdicts,
+        finding_text,
+        most_severe,
+        verdict_of,
+    )
     from agc.integrity._verify import (
         ArtifactReport,
         Finding,
@@ -53,38 +102,111 @@ __all__ = [
     "Algorithm",
     "ArtifactReport",
     "ArtifactSeal",
+    "DiffSide",
     "FileSeal",
     "Finding",
     "FsyncPolicy",
+    "IngestSummary",
     "JsonlFileWriter",
     "JsonlWriter",
     "KeptArtifact",
     "RunFindingCode",
+    "RunListing",
     "RunManifest",
     "RunReport",
     "RunWriters",
     "SigningKey",
+    "StoreReport",
     "ToolEventWriter",
     "TranscriptWriter",
     "Verdict",
+    "VerdictCategory",
+    "audit_csv",
+    "audit_html",
+    "build_audit",
+    "category_of",
+    "chain_pending_path",
+    "check_object_run",
+    "check_object_run_kept",
     "check_run",
     "check_run_kept",
+    "check_store",
+    "count_verdicts",
+    "diff_run",
     "export_copy",
     "export_session",
+    "finding_text",
     "generate_keypair",
+    "ingest_stream",
     "iter_copy_lines",
+    "iter_records",
     "iter_session_lines",
+    "list_run_versions",
+    "list_runs",
     "load_signing_key",
     "load_trusted_keys",
+    "most_severe",
     "open_run",
     "read_legacy_tool_events",
+    "read_manifest",
     "read_run_manifest",
     "read_tool_events",
+    "recover_remote_run",
+    "recover_remote_store",
+    "recover_run",
+    "recover_store",
+    "run_is_sealed",
+    "seal_file",
+    "unwrap_record",
+    "upload_sealed_file",
+    "verdict_of",
+    "verify_policy",
     "verify_run",
 ]
 
 _HOMES = {
     "agc._core.digest": ("ALGORITHMS", "DEFAULT_ALGORITHM", "Algorithm"),
+    "agc.integrity._audit": (
+        "audit_csv",
+        "audit_html",
+        "build_audit",
+    ),
+    "agc.integrity._chain": ("chain_pending_path",),
+    "agc.integrity._diff": (
+        "DiffSide",
+        "diff_run",
+    ),
+    "agc.integrity._ingest": (
+        "IngestSummary",
+        "ingest_stream",
+    ),
+    "agc.integrity._recover": (
+        "recover_run",
+        "recover_store",
+    ),
+    "agc.integrity._runs": (
+        "RunListing",
+        "iter_records",
+        "list_runs",
+        "run_is_sealed",
+        "unwrap_record",
+    ),
+    "agc.integrity._s3_export": ("check_object_run_kept",),
+    "agc.integrity._s3_run": (
+        "recover_remote_run",
+        "recover_remote_store",
+        "upload_sealed_file",
+    ),
+    "agc.integrity._s3_verify": (
+        "check_object_run",
+        "list_run_versions",
+        "verify_policy",
+    ),
+    "agc.integrity._seal": ("seal_file",),
+    "agc.integrity._store_verify": (
+        "StoreReport",
+        "check_store",
+    ),
     "agc.integrity._export": (
         "export_copy",
         "export_session",
@@ -100,8 +222,16 @@ _HOMES = {
         "load_signing_key",
         "load_trusted_keys",
     ),
-    "agc.integrity._store_io": ("read_run_manifest",),
-    "agc.integrity._verdict": ("Verdict",),
+    "agc.integrity._store_io": ("read_manifest", "read_run_manifest"),
+    "agc.integrity._verdict": (
+        "Verdict",
+        "VerdictCategory",
+        "category_of",
+        "count_verdicts",
+        "finding_text",
+        "most_severe",
+        "verdict_of",
+    ),
     "agc.integrity._verify": (
         "ArtifactReport",
         "Finding",

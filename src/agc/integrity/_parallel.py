@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any, Final, Generic, TypeVar
 
-from agc.errors import StoreError, UsageError
+from agc.errors import MissingExtraError, StoreError, UsageError
 
 __all__ = [
     "AUTO_PARALLEL_RUNS",
@@ -87,6 +87,8 @@ def map_checks(
 
     Raises:
         UsageError: ``jobs`` outside 1..256.
+        MissingExtraError: a scheduler is named and Dask is not installed (the
+            ``scale`` extra).
         StoreError: the scheduler cannot be reached.
         Whatever ``check`` raises (the first failure stops the run).
     """
@@ -289,10 +291,8 @@ def _on_dask(
     scheduler: str,
     progress: Callable[[int, int], None] | None,
 ) -> list[R]:
-    try:
+    with MissingExtraError.raised_for("scale", feature="--scheduler (a Dask cluster)"):
         import distributed  # noqa: PLC0415 - only with --scheduler
-    except ImportError as exc:  # pragma: no cover - a dependency of agc
-        raise UsageError("--scheduler needs the dask[distributed] package") from exc
     try:
         client: Any = distributed.Client(scheduler, timeout="10s", set_as_default=False)  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError) as exc:

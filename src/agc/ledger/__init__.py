@@ -50,6 +50,7 @@ from agc.ledger._policy import (
     load_policy,
     preset_policy,
 )
+from agc.ledger._project import Project
 from agc.ledger._turn import record_turn
 from agc.ledger._writer import TurnOutcome, TurnRecorder
 
@@ -73,6 +74,7 @@ __all__ = [
     "LedgerFindingCode",
     "LedgerPolicy",
     "LedgerReport",
+    "Project",
     "TurnOutcome",
     "TurnRecorder",
     "TurnSummary",

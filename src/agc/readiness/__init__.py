@@ -78,6 +78,7 @@ from agc.readiness._table import (
     decision_table_document,
     readiness_policy_digest,
 )
+from agc.readiness._urls import safe_url
 
 __all__ = [
     "BLOCKERS",
@@ -124,5 +125,6 @@ __all__ = [
     "probe",
     "readiness_policy_digest",
     "resource_uri",
+    "safe_url",
     "stored_observation",
 ]

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from agc.resume._formats import FORMAT_NAMES, FormatName, detect_format, load_history
+from agc.resume._formats import (
+    FORMAT_NAMES,
+    FormatName,
+    History,
+    detect_format,
+    get_spec,
+    load_history,
+)
 from agc.resume._repair import (
     ACTIONS,
     STRATEGIES,
@@ -21,34 +28,40 @@ from agc.resume._repair import (
     ResumeResult,
     Strategy,
     idempotency_key,
+    pending_warnings,
     repair_history,
     repair_loaded,
+    repair_streamed,
     resume_session,
     session_identity,
 )
 from agc.resume._snapshot import (
+    MAX_SNAPSHOT_BYTES,
     SessionSnapshot,
     SnapshotSaveResult,
     ToolCallState,
     load_snapshot,
     load_snapshot_file,
     save_snapshot,
+    snapshot_path,
 )
 from agc.resume._validate import (
     HistoryFinding,
     HistoryFindingCode,
     HistoryReport,
     check_history,
+    check_loaded,
     verify_history,
 )
 
 if _TYPE_CHECKING:
-    from agc.resume._formats import History
-    from agc.resume._validate import check_loaded
+    from agc._core.redact import redact_text, redact_value
+    from agc.resume._formats.stream import LineSequence, scan_session
 
 __all__ = [
     "ACTIONS",
     "FORMAT_NAMES",
+    "MAX_SNAPSHOT_BYTES",
     "STRATEGIES",
     "Change",
     "FormatName",
@@ -56,6 +69,7 @@ __all__ = [
     "HistoryFinding",
     "HistoryFindingCode",
     "HistoryReport",
+    "LineSequence",
     "RepairReport",
     "RepairResult",
     "ResumeResult",
@@ -66,39 +80,43 @@ __all__ = [
     "check_history",
     "check_loaded",
     "detect_format",
+    "get_spec",
     "idempotency_key",
     "load_history",
     "load_snapshot",
     "load_snapshot_file",
+    "pending_warnings",
     "redact_text",
     "redact_value",
     "repair_history",
     "repair_loaded",
+    "repair_streamed",
     "resume_session",
     "save_snapshot",
+    "scan_session",
     "session_identity",
+    "snapshot_path",
     "verify_history",
 ]
 
 
 def __getattr__(name: str) -> object:
     # The secret detector compiles a few hundred patterns at import (~10 ms): load it
-    # only when a snapshot or a repair needs it, not for ``agc resume --check``.
+    # only when a snapshot or a repair needs it, not for ``agc resume --check``; the
+    # streaming reader of session files only when one is read line by line.
+    value: object
     if name in ("redact_text", "redact_value"):
         from agc._core import redact  # noqa: PLC0415
 
-        value: object = getattr(redact, name)
-        globals()[name] = value
-        return value
-    # A history read from a file, and its check (PEP 562: loaded on first use).
-    if name in ("History", "check_loaded"):
-        import importlib  # noqa: PLC0415
+        value = getattr(redact, name)
+    elif name in ("LineSequence", "scan_session"):
+        from agc.resume._formats import stream  # noqa: PLC0415
 
-        home = "agc.resume._formats" if name == "History" else "agc.resume._validate"
-        value = getattr(importlib.import_module(home), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(stream, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -4,8 +4,9 @@
 ``codex-stdio`` provider: ``codex app-server``, or ``codex mcp-server`` through the MCP
 Python SDK where a build has it), with short-connection submit (``202`` + ``traceId``),
 ``/result`` and ``/trace`` polling, a session registry, preflight blockers and nothing
-secret in any answer. Each turn is handed to a :class:`TurnSink`; the command line
-composes one that seals every turn as an agc run with a turn ledger.
+secret in any answer. Each turn is handed to a :class:`TurnSink`;
+``agc.flows.AuditSink`` is the one that seals every turn as an agc run with a turn
+ledger (the command line uses it).
 
 Example::
 
@@ -19,7 +20,8 @@ The HTTP API, the records and the blockers are documented in docs/serve.md.
 
 from __future__ import annotations
 
-from agc.serve._app import CHAT_PATH, BearerAuth, create_app
+import typing
+
 from agc.serve._config import APPROVAL_POLICIES, HIDDEN_ENV, SANDBOX_MODES, ServeConfig
 from agc.serve._preflight import BLOCKER_CODES, Blocker, Preflight, PreflightReport
 from agc.serve._provider import (
@@ -41,6 +43,9 @@ from agc.serve._records import (
 from agc.serve._sink import NullSink, TurnEnd, TurnInfo, TurnSink
 from agc.serve._supervisor import PROVIDER, ChatRefusedError, Conversation, Supervisor
 from agc.serve._trace import TraceEvent
+
+if typing.TYPE_CHECKING:
+    from agc.serve._app import CHAT_PATH, BearerAuth, create_app
 
 __all__ = [
     "APPROVAL_POLICIES",
@@ -76,3 +81,28 @@ __all__ = [
     "tool_event",
     "transcript_record",
 ]
+
+# The HTTP app needs the ASGI toolkit (starlette, the ``serve`` extra): loaded on first
+# use, so that the records, the supervisor and the preflight import without it.
+_HTTP_APP: typing.Final = frozenset({"CHAT_PATH", "BearerAuth", "create_app"})
+
+
+def __getattr__(name: str) -> typing.Any:
+    """``create_app``, ``BearerAuth`` and ``CHAT_PATH``, from :mod:`agc.serve._app` on
+    first access (PEP 562).
+
+    Raises:
+        MissingExtraError: starlette is not installed (the ``serve`` extra).
+    """
+    if name not in _HTTP_APP:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from agc.errors import MissingExtraError  # noqa: PLC0415
+
+    with MissingExtraError.raised_for("serve", feature="the HTTP app of agc serve"):
+        from agc.serve import _app  # noqa: PLC0415
+
+    return getattr(_app, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HTTP_APP})

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agc._core.redact import redact_text
+from agc.errors import MissingExtraError
 from agc.serve._appserver import AppServerOptions, AppServerSession
 from agc.serve._config import ServeConfig
-from agc.serve._mcpserver import McpServerOptions, McpServerSession
 from agc.serve._preflight import Blocker, Preflight, PreflightReport, resolve_binary
 from agc.serve._provider import (
     ProtocolName,
@@ -132,7 +132,12 @@ class Conversation:
 
 
 def default_session_factory(config: ServeConfig, *, client_version: str) -> SessionFactory:
-    """Sessions that run the real Codex executable of ``config``."""
+    """Sessions that run the real Codex executable of ``config``.
+
+    The returned factory raises :class:`~agc.errors.MissingExtraError` for the
+    ``mcp-server`` protocol when the MCP Python SDK (the ``serve`` extra) is not
+    installed.
+    """
 
     def make(protocol: ProtocolName) -> ProviderSession:
         env = config.agent_env()
@@ -157,6 +162,13 @@ def default_session_factory(config: ServeConfig, *, client_version: str) -> Sess
                     extra_args=config.codex_args,
                 )
             )
+        # The MCP Python SDK (the ``serve`` extra) only for this protocol.
+        with MissingExtraError.raised_for("serve", feature="the codex mcp-server protocol"):
+            from agc.serve._mcpserver import (  # noqa: PLC0415
+                McpServerOptions,
+                McpServerSession,
+            )
+
         return McpServerSession(
             McpServerOptions(
                 binary=binary or config.codex_bin,

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.resume import Strategy, load_history, repair_loaded
+from tests.conftest import examples
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -222,7 +223,7 @@ def _chain_session(plan: list[str]) -> bytes:
     return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     plan=st.lists(st.sampled_from(["answered", "unanswered", "attachment"]), max_size=8),
     strategy=st.sampled_from(["strip", "synthesize"]),

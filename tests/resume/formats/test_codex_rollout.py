@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.resume import Strategy, load_history, repair_loaded
+from tests.conftest import examples
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -180,7 +181,7 @@ def test_legacy_rollout_gets_no_ordinal() -> None:
     assert "metadata" not in last
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     plan=st.lists(
         st.sampled_from(["user", "answered", "unanswered", "event"]), min_size=1, max_size=12

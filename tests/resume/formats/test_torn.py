@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from agc.errors import InputError
 from agc.resume import Strategy, check_loaded, load_history, repair_loaded
 from agc.resume._formats.torn import describe_torn, torn_line
+from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.resume._formats.torn": "torn last-line detection and its description",
@@ -125,7 +126,7 @@ def test_fragment_descriptions() -> None:
     assert torn_line(["{}", "   "], final_newline=False) is None
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=st.data())
 def test_any_cut_inside_the_last_line_is_found_and_repaired(data: st.DataObject) -> None:
     """Wherever a kill cuts the last line, check says torn-tail and repair gives back the
@@ -154,7 +155,7 @@ _WIDE_CALL = {
 }
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=st.data())
 def test_a_cut_inside_a_multibyte_character_is_a_torn_tail(data: st.DataObject) -> None:
     """Codex and Claude Code write UTF-8 as is: a kill may cut the last line in the middle

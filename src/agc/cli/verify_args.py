@@ -1,0 +1,376 @@
+"""The one argument grammar of ``agc-verify`` and ``agc verify``.
+
+Every invocation is parsed here, with the standard library's :mod:`argparse` (a few
+milliseconds to import, where typer and rich take tens: ``agc-verify`` runs once per
+run in CI). :data:`PARAMS` is the single table of the arguments: the parser is built
+from it, and so is the typer command (:mod:`agc.cli.verify`) that only renders
+``--help``, answers ``--version`` and shell completion, so help and parsing cannot
+drift apart. The parser follows click's rules where argparse differs (an option that
+takes a value takes the next argument whatever it looks like; no abbreviations; the
+last of a repeated option wins) and words its refusals as click does, so that
+``agc-verify`` reads like every other agc command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, NoReturn
+
+__all__ = [
+    "PARAMS",
+    "ArgsError",
+    "Param",
+    "VerifyOptions",
+    "parse",
+    "rendered_by_typer",
+]
+
+Kind = Literal["argument", "flag", "value", "values", "version"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument of the grammar.
+
+    Attributes:
+        dest: the field of :class:`VerifyOptions` (and the command function's name).
+        names: the option's spellings, long first (empty for the run id argument).
+        kind: ``argument`` (the optional run id), ``flag`` (no value), ``value`` (one
+            value; the last given wins), ``values`` (repeatable), ``version``.
+        type: what a value is converted to: ``str``, ``Path`` or ``int``.
+        help: the option's help line.
+        metavar: the value's name in the help (``None``: the type's, as typer names it).
+        minimum: the least value of an ``int``.
+        show_default: whether the help shows the default (typer's rule for flags).
+    """
+
+    dest: str
+    names: tuple[str, ...]
+    kind: Kind
+    help: str
+    type: type[Any] = str
+    metavar: str | None = None
+    minimum: int | None = None
+    show_default: bool = True
+
+
+STORE_HELP: Final = "Store folder or s3://bucket/prefix (default: $AGC_HOME, else ~/.agc)."
+
+# In the order of the help.
+PARAMS: Final[tuple[Param, ...]] = (
+    Param("run_id", (), "argument", "The run id to verify (omit with --all).", show_default=False),
+    Param("store", ("--store",), "value", STORE_HELP, type=Path, show_default=False),
+    Param("as_json", ("--json",), "flag", "Print the report as JSON on stdout."),
+    Param("all_runs", ("--all",), "flag", "Check every run of the store and the chain."),
+    Param(
+        "trusted_key",
+        ("--trusted-key",),
+        "values",
+        "Trusted Ed25519 public key (PEM), or a folder of them (private keys in it are "
+        "skipped); repeatable. Also: $AGC_TRUSTED_KEYS folder.",
+        type=Path,
+        metavar="<path>",
+        show_default=False,
+    ),
+    Param(
+        "require_signature",
+        ("--require-signature",),
+        "flag",
+        "A run without a valid signature fails (implied by any trusted key).",
+    ),
+    Param(
+        "allow_unsigned",
+        ("--allow-unsigned",),
+        "flag",
+        "With trusted keys: let unsigned runs pass (signed ones are still checked).",
+    ),
+    Param(
+        "allow_recovered",
+        ("--allow-recovered",),
+        "flag",
+        "Let a run that `agc recover` sealed with bytes no crash checkpoint vouched for "
+        "pass (its `recovered` finding is then a warning).",
+    ),
+    Param(
+        "expect_head",
+        ("--expect-head",),
+        "value",
+        "With --all: fail unless the chain contains this head digest (64 hex).",
+        show_default=False,
+    ),
+    Param(
+        "turn_file",
+        ("--turn-file",),
+        "value",
+        "Check a turn ledger file (.agent/runtime/direct-codex/turns/<id>.jsonl).",
+        type=Path,
+        show_default=False,
+    ),
+    Param("quiet", ("--quiet", "-q"), "flag", "Print only what failed (nothing if all is well)."),
+    Param("status", ("--status",), "flag", "Print nothing; the exit code is the verdict."),
+    Param("version", ("--version",), "version", "Print the version and exit."),
+    Param(
+        "jobs",
+        ("--jobs", "-j"),
+        "value",
+        "With --all: check runs in N processes (default: every usable core for a store "
+        "of 512 runs or more, else 1; the report is the same).",
+        type=int,
+        minimum=1,
+        show_default=False,
+    ),
+    Param(
+        "scheduler",
+        ("--scheduler",),
+        "value",
+        "With --all: run the per-run checks on this Dask scheduler (tcp://HOST:PORT).",
+        show_default=False,
+    ),
+    Param(
+        "inventory",
+        ("--inventory",),
+        "value",
+        "With --all on s3://: the run list from this S3 Inventory manifest.json.",
+        show_default=False,
+    ),
+    Param(
+        "retention_days",
+        ("--retention-days",),
+        "value",
+        "s3:// stores: every object must be retained at least N days (default: the "
+        "bucket's default retention).",
+        type=int,
+        minimum=1,
+        show_default=False,
+    ),
+    Param(
+        "retention_mode",
+        ("--retention-mode",),
+        "value",
+        "With --retention-days: COMPLIANCE or GOVERNANCE.",
+    ),
+)
+
+# Handled by the typer command alone: help, and typer's shell completion options.
+_HELP: Final = ("-h", "--help")
+_COMPLETION: Final = ("--install-completion", "--show-completion")
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """What an invocation asks for, one field per :data:`PARAMS` entry (``version``
+    and help are answered before a command runs)."""
+
+    run_id: str | None = None
+    store: Path | None = None
+    as_json: bool = False
+    all_runs: bool = False
+    trusted_key: list[Path] | None = field(default=None, hash=False)
+    require_signature: bool = False
+    allow_unsigned: bool = False
+    allow_recovered: bool = False
+    expect_head: str | None = None
+    turn_file: Path | None = None
+    quiet: bool = False
+    status: bool = False
+    jobs: int | None = None
+    scheduler: str | None = None
+    inventory: str | None = None
+    retention_days: int | None = None
+    retention_mode: str = "COMPLIANCE"
+
+
+class ArgsError(Exception):
+    """The arguments do not follow the grammar (exit 2); ``message`` as click words it
+    ("No such option: --jsn", "Option '--store' requires an argument." …).
+
+    Attributes:
+        about_option: an option given without its value or with a value it does not
+            take (click prints no usage line above those).
+    """
+
+    def __init__(self, message: str, *, about_option: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.about_option = about_option
+
+
+def rendered_by_typer(args: Sequence[str]) -> bool:
+    """Whether ``args`` ask for what the typer command answers, not for a check: no
+    argument at all (the help, exit 2), ``-h``/``--help``, ``--version`` or a shell
+    completion option. The typer command parses such a list itself (a bad option next
+    to ``--help`` is refused, as click refuses it)."""
+    if not args:
+        return True
+    options, _ = _split(args)
+    words = {option.partition("=")[0] for option in options}
+    return bool(words & {*_HELP, "--version", *_COMPLETION})
+
+
+def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(options, after)``: the arguments before the ``--`` that ends the options, each
+    option that takes a value joined with its value (``--store X`` -> ``--store=X``,
+    ``-j 2`` -> ``-j2``), and the arguments after that ``--``. As click, an option that
+    takes a value takes the next argument whatever it looks like (``--store -odd``,
+    ``--store --``), where argparse would read a value that begins with ``-`` as an
+    option.
+    """
+    options: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            return options, list(args[index + 1 :])
+        param = _BY_NAME.get(arg)
+        short = _BY_NAME.get(arg[:2]) if arg[:1] == "-" and arg[1:2] != "-" else None
+        if param is not None and param.kind in ("value", "values") and index + 1 < len(args):
+            value = args[index + 1]
+            options.append(f"{param.names[0]}={_DASHES if value == '--' else value}")
+            index += 2
+            continue
+        if short is not None and short.kind in ("value", "values") and len(arg) > 2:
+            # As click: the rest of the argument is the value ("-j2"; "-j=2" is "=2").
+            value = arg[2:]
+            options.append(f"{short.names[0]}={_DASHES if value == '--' else value}")
+            index += 1
+            continue
+        options.append(arg)
+        index += 1
+    return options, []
+
+
+def _option_names(param: Param) -> str:
+    """The option as click's messages name it: ``'--jobs' / '-j'``."""
+    return " / ".join(f"'{name}'" for name in param.names)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ArgsError(message)
+
+
+def _converter(param: Param) -> Any:
+    def value_of(text: str) -> Any:
+        return convert("--" if text == _DASHES else text)
+
+    convert = _typed(param)
+    return value_of
+
+
+# A value that is exactly "--" (``--store --``), which argparse would drop from a value.
+_DASHES: Final = "\x00--"
+
+
+def _typed(param: Param) -> Any:
+    if param.type is int:
+
+        def to_int(text: str) -> int:
+            try:
+                value = int(text)
+            except ValueError:
+                kind = "int range" if param.minimum is not None else "int"
+                raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind}.") from None
+            if param.minimum is not None and value < param.minimum:
+                raise argparse.ArgumentTypeError(f"{value} is not in the range x>={param.minimum}.")
+            return value
+
+        return to_int
+    return param.type
+
+
+_DEFAULTS: Final = {
+    name: getattr(VerifyOptions(), name) for name in VerifyOptions.__dataclass_fields__
+}
+
+
+def _parser() -> _Parser:
+    parser = _Parser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for param in PARAMS:
+        if param.kind == "argument":
+            parser.add_argument(param.dest, nargs="?", default=None)
+        elif param.kind in ("flag", "version"):
+            parser.add_argument(*param.names, dest=param.dest, action="store_true")
+        else:
+            parser.add_argument(
+                *param.names,
+                dest=param.dest,
+                type=_converter(param),
+                action="append" if param.kind == "values" else "store",
+                default=_DEFAULTS[param.dest],
+            )
+    parser.add_argument(*_HELP, dest="help", action="store_true")
+    return parser
+
+
+_BY_NAME: Final = {name: param for param in PARAMS for name in param.names}
+
+
+def parse(args: Sequence[str], *, known: tuple[str, ...] = ()) -> VerifyOptions:
+    """The options ``args`` give (without help, version or completion: see
+    :func:`rendered_by_typer`); ``known`` names the program's other long options (its
+    shell completion options), which an unknown option's message may suggest.
+
+    Raises:
+        ArgsError: an unknown option, an option without its value or with a value it
+            does not take, a value that is not a valid integer or out of range, more
+            than one run id.
+    """
+    options, after = _split(args)
+    for option in options:
+        if option[:1] == "-" and option[1:2].isdigit():  # argparse would take "-1" for a run id
+            raise ArgsError(f"No such option: {option}")
+    try:
+        namespace, extra = _parser().parse_known_args(
+            [*options, *(["--", *after] if after else [])]
+        )
+    except argparse.ArgumentError as exc:
+        raise _click_words(exc, options) from None
+    if extra:
+        unknown = [arg for arg in extra if arg.startswith("-") and arg != "-"]
+        if unknown:
+            raise ArgsError(_no_such_option(unknown[0].partition("=")[0], known))
+        raise ArgsError(f"Got unexpected extra argument(s) ({' '.join(extra)})")
+    values = vars(namespace)
+    values.pop("help", None)
+    values.pop("version", None)
+    return VerifyOptions(**values)
+
+
+def _no_such_option(name: str, known: tuple[str, ...]) -> str:
+    if not name.startswith("--"):
+        return f"No such option: {name}"
+    import difflib  # noqa: PLC0415 - only for a refusal
+
+    longs = sorted({*(n for n in _BY_NAME if n.startswith("--")), "--help", *known})
+    close = difflib.get_close_matches(name, longs)
+    if not close:
+        return f"No such option: {name}"
+    return f"No such option: {name} (Possible options: {', '.join(sorted(close))})"
+
+
+def _click_words(exc: argparse.ArgumentError, options: list[str]) -> ArgsError:
+    """argparse's refusal of one option, as click words it."""
+    names = (exc.argument_name or "").split("/")
+    param = next((_BY_NAME[name] for name in names if name in _BY_NAME), None)
+    if param is None:
+        return ArgsError(exc.message)
+    if exc.message.startswith(("expected one argument", "ignored explicit argument")):
+        given = param.names[0]
+        for option in reversed(options):
+            if option.startswith("--"):
+                name = option.partition("=")[0]
+            else:
+                name = option[:2]
+                unknown = [f"-{char}" for char in option[1:] if f"-{char}" not in _BY_NAME]
+                if name in param.names and len(option) > 2 and unknown:
+                    return ArgsError(f"No such option: {unknown[0]}")
+            if name in param.names:
+                given = name
+                break
+        if exc.message.startswith("expected"):
+            return ArgsError(f"Option '{given}' requires an argument.", about_option=True)
+        return ArgsError(f"Option '{given}' does not take a value.", about_option=True)
+    return ArgsError(f"Invalid value for {_option_names(param)}: {exc.message}")
