@@ -16,14 +16,9 @@ import agc
 from agc._core.report import SCHEMA_VERSION, SEVERITIES, Finding, Report
 from agc.errors import ReportInvalidError
 from agc.exitcodes import ExitCode
-from agc.integrity import ArtifactReport, RunReport
-from agc.integrity._store_verify import StoreReport
+from agc.integrity import ArtifactReport, RunReport, StoreReport
 from agc.ledger import LedgerReport
 from agc.resume import HistoryReport
-
-REACHES_INSIDE = {
-    "agc.integrity._store_verify": "StoreReport, one of the reports built on the base report",
-}
 
 ToyCode = Literal["all-bad", "just-saying"]
 

@@ -36,9 +36,8 @@ from agc.errors import (
     StoreError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity import ArtifactSeal, check_run
+from agc.integrity import ArtifactSeal, check_run, seal_file
 from agc.integrity._recover import _existing_sidecar_agrees
-from agc.integrity._seal import seal_file
 from agc.ledger import check_turn_file
 from agc.ledger._writer import TurnLedgerFile
 from agc.resume import SessionSnapshot, load_snapshot_file, save_snapshot
@@ -47,7 +46,6 @@ from tests.ledger.helpers import command, record_turn
 
 REACHES_INSIDE = {
     "agc.integrity._recover": "the sidecar agreement check recover uses, on a hostile sidecar",
-    "agc.integrity._seal": "seal_file, on a hostile sidecar",
     "agc.ledger._writer": "the turn file writer, on a hostile sidecar",
 }
 

@@ -22,21 +22,10 @@ from agc.cli.app import main
 from agc.cli.verify import main as verify_main
 from agc.errors import FileWriteError
 from agc.exitcodes import ExitCode
-from agc.integrity import TranscriptWriter, load_signing_key
-from agc.integrity._store_io import read_manifest
-from agc.integrity._store_verify import check_store
+from agc.integrity import TranscriptWriter, check_store, load_signing_key, read_manifest
 from agc.resume import SessionSnapshot, ToolCallState, load_snapshot, save_snapshot
 from tests.conftest import feed_stdin, write_run
 from tests.faults import failing_disk, fill, remount, temp_files, tmpfs
-
-REACHES_INSIDE = {
-    "agc.integrity._store_io": (
-        "read_manifest, which agc.integrity does not export, to read the manifest left behind"
-    ),
-    "agc.integrity._store_verify": (
-        "check_store, which agc.integrity does not export, after a machine failure"
-    ),
-}
 
 # Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
 pytestmark = pytest.mark.real_fsync

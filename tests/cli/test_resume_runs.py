@@ -26,9 +26,8 @@ from agc.cli.app import main
 from agc.exitcodes import ExitCode
 from agc.integrity import _kept as kept_module
 from agc.integrity import _s3_export as s3_export
-from agc.integrity import check_run
+from agc.integrity import check_object_run, check_run
 from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._s3_verify import check_object_run
 from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import (
     examples,
@@ -43,9 +42,6 @@ REACHES_INSIDE = {
     "agc.integrity._kept": "swaps the run check and the copy writer under agc resume --run",
     "agc.integrity._s3": "the object keys of a run's artifacts and manifest in the bucket",
     "agc.integrity._s3_export": "swaps the object check and the copy writer under agc resume --run",
-    "agc.integrity._s3_verify": (
-        "the object-store run check, wrapped to change the bucket between two reads"
-    ),
 }
 
 

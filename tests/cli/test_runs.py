@@ -16,16 +16,15 @@ import pytest
 from agc._core.store import StoreLayout
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.integrity import TranscriptWriter, generate_keypair, load_signing_key, open_run
-from agc.integrity._runs import list_runs, unwrap_record
+from agc.integrity import (
+    TranscriptWriter,
+    generate_keypair,
+    list_runs,
+    load_signing_key,
+    open_run,
+    unwrap_record,
+)
 from tests.conftest import feed_stdin, write_legacy_run_with_shared_tool_events, write_run
-
-REACHES_INSIDE = {
-    "agc.integrity._runs": (
-        "list_runs and unwrap_record, which agc.integrity does not export, as the reference for"
-        " agc runs"
-    ),
-}
 
 SCRIPT = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"
 

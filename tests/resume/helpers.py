@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from agc.resume import FormatName
-from agc.resume._formats import get_spec
+from agc.resume import FormatName, get_spec
 from agc.resume._formats.model import Block, Message
 from tests.conftest import REAL_FIXTURES, RESUME_CASES, require_shared
 

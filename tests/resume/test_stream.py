@@ -24,16 +24,11 @@ from agc.resume import (
     check_loaded,
     load_history,
     repair_loaded,
+    repair_streamed,
     save_snapshot,
+    scan_session,
 )
-from agc.resume._formats.stream import scan_session
-from agc.resume._repair import repair_streamed
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
-
-REACHES_INSIDE = {
-    "agc.resume._formats.stream": "the streaming session scanner on its own",
-    "agc.resume._repair": "the streamed repair, against the in-memory one",
-}
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 FIXTURES = [
