@@ -20,8 +20,7 @@ from agc._core.checkpoint import (
 )
 from agc._core.digest import new_hasher
 from agc.errors import UnsafePathError
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity import TranscriptWriter, check_run
 from tests.integrity.evidence_helpers import records, transcript_path
 
 

@@ -32,8 +32,12 @@ from agc.errors import (
     TornTailError,
     UsageError,
 )
-from agc.integrity._writer import JsonlWriter, ToolEventWriter, TranscriptWriter
+from agc.integrity import JsonlWriter, ToolEventWriter, TranscriptWriter
 from agc.ledger._writer import TurnLedgerFile
+
+REACHES_INSIDE = {
+    "agc.ledger._writer": "the turn file writer, one of the JSONL writers the base class serves",
+}
 
 
 class _RefusedError(UsageError):

@@ -16,10 +16,9 @@ import agc
 from agc._core.report import SCHEMA_VERSION, SEVERITIES, Finding, Report
 from agc.errors import ReportInvalidError
 from agc.exitcodes import ExitCode
-from agc.integrity._store_verify import StoreReport
-from agc.integrity._verify import ArtifactReport, RunReport
-from agc.ledger._check import LedgerReport
-from agc.resume._validate import HistoryReport
+from agc.integrity import ArtifactReport, RunReport, StoreReport
+from agc.ledger import LedgerReport
+from agc.resume import HistoryReport
 
 ToyCode = Literal["all-bad", "just-saying"]
 

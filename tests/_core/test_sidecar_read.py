@@ -36,15 +36,18 @@ from agc.errors import (
     StoreError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity._manifest import ArtifactSeal
+from agc.integrity import ArtifactSeal, check_run, seal_file
 from agc.integrity._recover import _existing_sidecar_agrees
-from agc.integrity._seal import seal_file
-from agc.integrity._verify import check_run
-from agc.ledger._check import check_turn_file
+from agc.ledger import check_turn_file
 from agc.ledger._writer import TurnLedgerFile
-from agc.resume._snapshot import SessionSnapshot, load_snapshot_file, save_snapshot
+from agc.resume import SessionSnapshot, load_snapshot_file, save_snapshot
 from tests.integrity.evidence_helpers import write_run
 from tests.ledger.helpers import command, record_turn
+
+REACHES_INSIDE = {
+    "agc.integrity._recover": "the sidecar agreement check recover uses, on a hostile sidecar",
+    "agc.ledger._writer": "the turn file writer, on a hostile sidecar",
+}
 
 HEX = "ab" * 32
 

@@ -10,7 +10,7 @@ import pytest
 from agc.cli.app import main
 from agc.demo import demo_run
 from agc.exitcodes import ExitCode
-from agc.integrity._verify import check_run
+from agc.integrity import check_run
 
 
 def test_demo_run_is_deterministic_and_realistic() -> None:

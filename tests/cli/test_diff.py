@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.cli.app import main as agc_main
-from agc.integrity._diff import diff_run
-from agc.integrity._ingest import ingest_stream
+from agc.integrity import diff_run, ingest_stream
 from tests.conftest import examples
 
 LINES = [b'{"type":"a","n":%d}' % n for n in range(30)]

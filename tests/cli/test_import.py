@@ -15,8 +15,7 @@ from agc._core.store import StoreLayout
 from agc.cli.app import main
 from agc.cli.verify import main as verify_main
 from agc.exitcodes import ExitCode
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity import TranscriptWriter, check_run
 from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import (
     REAL_FIXTURES,

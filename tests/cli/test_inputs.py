@@ -20,13 +20,14 @@ from agc.cli.app import main
 from agc.cli.verify import main as verify_main
 from agc.errors import ArtifactSealedError, RunIdInvalidError
 from agc.exitcodes import ExitCode
-from agc.integrity import _writer
-from agc.integrity._recover import recover_run
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter, open_run
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
+from agc.integrity import TranscriptWriter, _writer, check_run, open_run, recover_run
+from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import feed_stdin, tree, write_run
 from tests.extensions.builders import codex_config_two_servers
+
+REACHES_INSIDE = {
+    "agc.integrity._writer": "delays the run writer's seal between two opens (a race)",
+}
 
 STORE_HINT = "Check that the store folder exists"
 

@@ -167,7 +167,7 @@ def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_command(
     # as an at-fork hook does when the signal lands while a worker is forked): the
     # command went on and exited 0 as if no one had asked it to stop.
     from agc.cli import runs  # noqa: PLC0415
-    from agc.integrity._runs import list_runs as listed  # noqa: PLC0415
+    from agc.integrity import list_runs as listed  # noqa: PLC0415
 
     def swallowing(*args: object, **kwargs: object) -> object:
         try:  # noqa: SIM105 - the handler raises in this very block, not in an __exit__
@@ -206,7 +206,7 @@ def test_a_stop_python_cannot_raise_still_stops_the_command_with_one_word(
     word: str,
 ) -> None:
     from agc.cli import runs  # noqa: PLC0415
-    from agc.integrity._runs import list_runs as listed  # noqa: PLC0415
+    from agc.integrity import list_runs as listed  # noqa: PLC0415
 
     def stopped_in_a_del(*args: object, **kwargs: object) -> object:
         _StopInDel(signum)  # collected at once

@@ -14,8 +14,7 @@ import pytest
 
 from agc.cli.app import main
 from agc.cli.verify import main as verify_main
-from agc.integrity._signing import generate_keypair
-from agc.integrity._writer import open_run
+from agc.integrity import generate_keypair, open_run
 from tests.ledger.helpers import command, record_turn
 
 
@@ -217,7 +216,7 @@ def test_a_fifo_as_a_key_is_key_invalid_never_a_hang(tmp_path: Path, case: str) 
 
 def _signed_run(store: Path, keys: Path) -> Path:
     """A run r1 in ``store`` signed with a new key pair in ``keys``; the public key."""
-    from agc.integrity._signing import load_signing_key  # noqa: PLC0415
+    from agc.integrity import load_signing_key  # noqa: PLC0415
 
     private, public, _ = generate_keypair(keys)
     with open_run("r1", store=store, signing_key=load_signing_key(private)) as run:

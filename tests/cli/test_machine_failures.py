@@ -22,11 +22,8 @@ from agc.cli.app import main
 from agc.cli.verify import main as verify_main
 from agc.errors import FileWriteError
 from agc.exitcodes import ExitCode
-from agc.integrity._signing import load_signing_key
-from agc.integrity._store_io import read_manifest
-from agc.integrity._store_verify import check_store
-from agc.integrity._writer import TranscriptWriter
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, load_snapshot, save_snapshot
+from agc.integrity import TranscriptWriter, check_store, load_signing_key, read_manifest
+from agc.resume import SessionSnapshot, ToolCallState, load_snapshot, save_snapshot
 from tests.conftest import feed_stdin, write_run
 from tests.faults import failing_disk, fill, remount, temp_files, tmpfs
 

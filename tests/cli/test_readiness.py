@@ -11,8 +11,7 @@ import pytest
 from agc._core.store import StoreLayout
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.integrity import check_run, open_run, read_run_manifest
-from agc.integrity._signing import generate_keypair
+from agc.integrity import check_run, generate_keypair, open_run, read_run_manifest
 from agc.readiness import canonical_digest
 from tests.readiness.chat_server import Script, chat_server, json_reply
 from tests.readiness.helpers import LIVE_URL, completed, credential_answer

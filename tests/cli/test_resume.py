@@ -15,8 +15,7 @@ import pytest
 from agc._core.json import MAX_DEPTH
 from agc.cli import resume as resume_cli
 from agc.cli.app import main
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
-from agc.resume._validate import check_history
+from agc.resume import SessionSnapshot, ToolCallState, check_history, save_snapshot
 from tests.conftest import REAL_FIXTURES, require_shared
 
 PENDING: list[dict[str, Any]] = [

@@ -26,10 +26,9 @@ from agc.cli.app import main
 from agc.exitcodes import ExitCode
 from agc.integrity import _kept as kept_module
 from agc.integrity import _s3_export as s3_export
+from agc.integrity import check_object_run, check_run
 from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._s3_verify import check_object_run
-from agc.integrity._verify import check_run
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
+from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import (
     examples,
     feed_stdin,
@@ -38,6 +37,12 @@ from tests.conftest import (
 )
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
+
+REACHES_INSIDE = {
+    "agc.integrity._kept": "swaps the run check and the copy writer under agc resume --run",
+    "agc.integrity._s3": "the object keys of a run's artifacts and manifest in the bucket",
+    "agc.integrity._s3_export": "swaps the object check and the copy writer under agc resume --run",
+}
 
 
 def _line(record: Any) -> str:

@@ -17,9 +17,14 @@ from agc._core.digest import new_hasher
 from agc._core.sidecar import format_sidecar, sidecar_path
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.integrity._signing import SigningKey, generate_keypair, load_signing_key
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot, signature_path
+from agc.integrity import SigningKey, generate_keypair, load_signing_key
+from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
+from agc.resume._snapshot import signature_path
 from tests.conftest import examples
+
+REACHES_INSIDE = {
+    "agc.resume._snapshot": "the signature file's path beside a snapshot",
+}
 
 PENDING: list[dict[str, Any]] = [
     {"role": "user", "content": "hi"},

@@ -16,9 +16,14 @@ import pytest
 from agc._core.store import StoreLayout
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.integrity._runs import list_runs, unwrap_record
-from agc.integrity._signing import generate_keypair, load_signing_key
-from agc.integrity._writer import TranscriptWriter, open_run
+from agc.integrity import (
+    TranscriptWriter,
+    generate_keypair,
+    list_runs,
+    load_signing_key,
+    open_run,
+    unwrap_record,
+)
 from tests.conftest import feed_stdin, write_legacy_run_with_shared_tool_events, write_run
 
 SCRIPT = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"

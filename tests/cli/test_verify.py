@@ -15,7 +15,7 @@ from agc._core.store import StoreLayout
 from agc.cli import app as agc_app
 from agc.cli import verify as verify_cli
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
-from agc.integrity._signing import generate_keypair
+from agc.integrity import generate_keypair
 from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import fixed_clock, tree, write_run
 

@@ -16,7 +16,7 @@ from agc.cli import verify as full
 from agc.cli import verify_main
 from agc.cli.verify_args import VerifyOptions
 from agc.cli.verify_main import quick_options
-from agc.integrity._writer import open_run
+from agc.integrity import open_run
 
 
 @pytest.mark.parametrize(
@@ -527,7 +527,7 @@ def test_a_sigterm_whose_exception_is_swallowed_still_stops_the_check(
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):
         monkeypatch.delenv(name, raising=False)
     if scope == "run":
-        from agc.integrity._verify import check_run  # noqa: PLC0415
+        from agc.integrity import check_run  # noqa: PLC0415
 
         monkeypatch.setattr(verify_main, "check_run", _swallowing_a_sigterm(check_run))
         args = ["r1"]
@@ -575,7 +575,7 @@ def test_a_stop_python_cannot_raise_still_stops_the_check_with_one_word(
     # The stop was printed as "Exception ignored in …" with a traceback and lost: the
     # check went on and exited 0 with its report.
     import agc.integrity  # noqa: PLC0415 - agc-verify --all looks check_store up there
-    from agc.integrity._verify import check_run  # noqa: PLC0415
+    from agc.integrity import check_run  # noqa: PLC0415
 
     _sealed(store)
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "AGC_TRUSTED_KEYS"):

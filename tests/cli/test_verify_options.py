@@ -21,9 +21,13 @@ from agc.cli import verify_main as fast
 from agc.cli.app import main as agc_main
 from agc.cli.verify import main as verify_main
 from agc.exitcodes import ExitCode
-from agc.integrity._manifest import RunManifest
-from agc.integrity._signing import generate_keypair, load_signing_key
-from agc.integrity._writer import TranscriptWriter, open_run
+from agc.integrity import (
+    RunManifest,
+    TranscriptWriter,
+    generate_keypair,
+    load_signing_key,
+    open_run,
+)
 from tests.conftest import write_run
 
 BOX = set("┏┓┗┛━┃│─┡┩╇╈┼╭╮╰╯")

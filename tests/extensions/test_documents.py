@@ -21,6 +21,13 @@ from agc.extensions._documents import (
 from agc.extensions._mcp import read_codex_config, read_mcp_json
 from tests.conftest import examples
 
+REACHES_INSIDE = {
+    "agc.extensions._documents": (
+        "the bounded JSON/TOML loaders and their limits, below the importers"
+    ),
+    "agc.extensions._mcp": "the MCP config readers on hostile documents",
+}
+
 
 def _nested_json(depth: int) -> str:
     return "[" * depth + "]" * depth

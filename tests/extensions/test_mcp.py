@@ -18,6 +18,10 @@ from agc.extensions._mcp import (
 )
 from tests.extensions.builders import CONFIG_TOML_TWO_SERVERS
 
+REACHES_INSIDE = {
+    "agc.extensions._mcp": "MCP server normalization and projection, one server at a time",
+}
+
 CODEX_FIELDS = {
     "command",
     "args",

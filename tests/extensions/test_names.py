@@ -24,6 +24,10 @@ from agc.extensions import (
 from agc.extensions._names import ItemType, NameAllocator
 from tests.conftest import examples
 
+REACHES_INSIDE = {
+    "agc.extensions._names": "the name allocator and the item types on their own",
+}
+
 SKILL_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MCP_RE = re.compile(r"[A-Za-z0-9_-]+")
 skill_names = st.from_regex(r"[a-z0-9]{1,10}(-[a-z0-9]{1,10}){0,3}", fullmatch=True)

@@ -29,6 +29,11 @@ from tests.extensions.builders import (
 from tests.extensions.test_mcp import CODEX_FIELDS
 from tests.extensions.test_repo import _env
 
+REACHES_INSIDE = {
+    "agc.extensions._fingerprint": "the tree fingerprint, to compare projections byte for byte",
+    "agc.extensions._project": "the header a projected config.toml starts with",
+}
+
 
 def _config(home: Path) -> dict[str, Any]:
     return tomllib.loads((home / "config.toml").read_text())

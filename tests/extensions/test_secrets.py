@@ -39,6 +39,11 @@ from agc.extensions._mcp import referenced_variables
 from tests.conftest import examples, feed_stdin
 from tests.extensions.builders import write_script, write_skill, zip_folder
 
+REACHES_INSIDE = {
+    "agc.extensions._discover": "discovery of items in a staged tree, without an import",
+    "agc.extensions._mcp": "the environment variables an MCP config references",
+}
+
 Run = Callable[..., tuple[int, str, str]]
 
 

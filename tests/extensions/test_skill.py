@@ -14,6 +14,10 @@ from agc.extensions._skill import (
     rename_frontmatter,
 )
 
+REACHES_INSIDE = {
+    "agc.extensions._skill": "SKILL.md front matter parsing and renaming, and its limits",
+}
+
 GOOD = b"---\nname: pdf-tools\ndescription: Work with PDF files.\nlicense: MIT\n---\n# Body\n"
 
 

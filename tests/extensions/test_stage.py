@@ -21,6 +21,10 @@ from agc.extensions._stage import MAX_NAME_BYTES, MAX_PATH_BYTES
 from tests.conftest import examples
 from tests.extensions.builders import write_skill, zip_entries, zip_folder
 
+REACHES_INSIDE = {
+    "agc.extensions._stage": "the staging limits on names and paths",
+}
+
 SKILL = b"---\nname: ok-skill\ndescription: fine\n---\nbody\n"
 
 

@@ -23,16 +23,21 @@ from agc.errors import (
     StoreError,
     VerificationError,
 )
-from agc.ledger import _check as check_module
-from agc.ledger._check import (
+from agc.ledger import (
     LedgerFindingCode,
     check_turn_file,
+    parse_policy,
     show_turn_file,
     verify_turn_file,
 )
+from agc.ledger import _check as check_module
 from agc.ledger._lines import MAX_READ_LINE_BYTES
-from agc.ledger._policy import parse_policy
 from tests.ledger.helpers import command, mcp, record_turn
+
+REACHES_INSIDE = {
+    "agc.ledger._check": "reads the checker's source for the finding codes it emits",
+    "agc.ledger._lines": "the reader's line limit, to write a line just over it",
+}
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"
 OFFERED = [{"name": "fast_gdd.md", "localPath": GDD, "status": "imported"}]

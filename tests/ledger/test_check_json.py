@@ -11,7 +11,7 @@ import pytest
 from agc._core.digest import new_hasher
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
-from agc.ledger._check import check_turn_file
+from agc.ledger import check_turn_file
 from tests.ledger.helpers import command, record_turn
 
 _HOSTILE_LINES = {

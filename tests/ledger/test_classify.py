@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from agc.ledger._check import show_turn_file
+from agc.ledger import preset_policy, show_turn_file
 from agc.ledger._classify import Attempt, derive_turn_end, split_attempts, summarize_attempt
-from agc.ledger._policy import preset_policy
 from tests.ledger.helpers import command, completed, mcp, record_turn, turn_end
+
+REACHES_INSIDE = {
+    "agc.ledger._classify": "turn_end and attempt summaries derived from records, rule by rule",
+}
 
 GDD = "assets/uploads/upload-1-fast_gdd.md"
 OFFERED = [{"name": "fast_gdd.md", "localPath": GDD, "status": "imported"}]

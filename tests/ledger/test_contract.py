@@ -6,7 +6,7 @@ import pytest
 
 from agc.errors import TurnIdInvalidError
 from agc.exitcodes import ExitCode
-from agc.ledger._contract import turn_log_relpath, validate_client_turn_id
+from agc.ledger import turn_log_relpath, validate_client_turn_id
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agc.errors import AgentDbError
-from agc.ledger._db import AgentDb
+from agc.ledger import AgentDb
 
 
 def test_append_creates_the_table_and_last_returns_the_newest(tmp_path: Path) -> None:

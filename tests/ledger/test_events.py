@@ -11,10 +11,15 @@ from hypothesis import strategies as st
 
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
-from agc.ledger._events import EventDecoder, decode_lines
+from agc.ledger import EventDecoder, decode_lines
 from agc.ledger._events.decode import detect
 from agc.ledger._events.item import camel_case
 from tests.ledger.helpers import command, completed, mcp
+
+REACHES_INSIDE = {
+    "agc.ledger._events.decode": "input format detection of single lines",
+    "agc.ledger._events.item": "the item field-name helper",
+}
 
 
 def _decode(lines: list[Any], fmt: str = "auto") -> tuple[list[Any], EventDecoder]:

@@ -18,6 +18,10 @@ from agc.ledger._events.item import shell_script
 from tests.conftest import REAL_FIXTURES
 from tests.ledger.helpers import command, items, record_turn, turn_end
 
+REACHES_INSIDE = {
+    "agc.ledger._events.item": "the shell-script extraction of command items",
+}
+
 SYNTHETIC = (
     "agc resume: this tool call was interrupted before its result was recorded. It may "
     "or may not have executed: check its effects before running it again "

@@ -22,11 +22,18 @@ from hypothesis import strategies as st
 
 from agc._core import json as strict_json
 from agc.errors import JsonInvalidError
+from agc.ledger import record_turn
 from agc.ledger._events import decode as decode_module
 from agc.ledger._events import rollout as rollout_module
 from agc.ledger._fastjson import loads_event, loads_event_text
-from agc.ledger._turn import record_turn
 from tests.conftest import REAL_FIXTURES, examples, fixed_clock, real_fixture_files
+
+REACHES_INSIDE = {
+    "agc.ledger._events": (
+        "swaps the decoders' fast JSON loader for the strict one, to compare both"
+    ),
+    "agc.ledger._fastjson": "the fast event loader itself, against the strict one",
+}
 
 _KEYS = st.sampled_from(["a", "b", "type", "id", "é", "a:b", ""]) | st.text(max_size=4)
 _SCALARS = (

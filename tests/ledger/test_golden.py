@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from agc.ledger._check import show_turn_file
+from agc.ledger import show_turn_file
 from tests.ledger.helpers import Clock, command, completed, mcp, record_turn
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -21,6 +21,12 @@ from tests.conftest import examples
 from tests.ledger import injections
 from tests.ledger.helpers import TURN_ID, command, record_turn, records
 
+REACHES_INSIDE = {
+    "agc.ledger._guard": "the host-path guard on single records",
+    "agc.ledger._sanitize": "the sanitizer's rules on single values",
+    "agc.ledger._writer": "writes a sealed turn file record by record, past the recorder's guard",
+}
+
 ROOT = "/home/alice/proj"
 SAN = PathSanitizer([ROOT])
 

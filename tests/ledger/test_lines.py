@@ -8,6 +8,10 @@ import pytest
 
 from agc.ledger._lines import MAX_READ_LINE_BYTES, iter_line_pieces
 
+REACHES_INSIDE = {
+    "agc.ledger._lines": "the line reader itself (pieces of over-long lines)",
+}
+
 
 @pytest.mark.parametrize("torn", [False, True], ids=["terminated", "torn-tail"])
 def test_every_byte_comes_back_in_order_and_a_long_line_only_in_pieces(torn: bool) -> None:

@@ -9,17 +9,21 @@ from pathlib import Path
 import pytest
 
 from agc.errors import InputError, PolicyInvalidError
-from agc.ledger import check_turn_file, show_turn_file
-from agc.ledger._policy import (
-    DIRECT_PROJECT_POLICY_TOML,
-    GENERIC_POLICY_TOML,
+from agc.ledger import (
     POLICY_PRESETS,
+    check_turn_file,
     default_policy,
     load_policy,
     parse_policy,
     preset_policy,
+    show_turn_file,
 )
+from agc.ledger._policy import DIRECT_PROJECT_POLICY_TOML, GENERIC_POLICY_TOML
 from tests.ledger.helpers import completed, items, mcp, record_turn, records, turn_end
+
+REACHES_INSIDE = {
+    "agc.ledger._policy": "the built-in presets' TOML texts, whose digests the presets carry",
+}
 
 
 def test_the_default_policy_is_the_generic_preset() -> None:

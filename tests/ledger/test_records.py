@@ -10,13 +10,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.ledger._check import FORBIDDEN_KEYS
+from agc.ledger import FORBIDDEN_KEYS, CompletedItem, parse_policy, preset_policy
 from agc.ledger._events.appserver import pick_fields
-from agc.ledger._events.item import CompletedItem
-from agc.ledger._policy import parse_policy, preset_policy
 from agc.ledger._project import FileHash
 from agc.ledger._records import RecordContext, item_record, turn_start_record
 from agc.ledger._sanitize import PathSanitizer
+
+REACHES_INSIDE = {
+    "agc.ledger._events.appserver": "the app-server field picker, on hand-built notifications",
+    "agc.ledger._project": "attachment hashing (FileHash, Project) on its own",
+    "agc.ledger._records": "builds records from items directly",
+    "agc.ledger._sanitize": "the sanitizer's rules on single values",
+}
 
 ROOT = "/home/alice/proj"
 

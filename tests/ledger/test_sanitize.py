@@ -23,6 +23,10 @@ from agc.ledger._sanitize import (
 from tests.conftest import examples
 from tests.ledger.helpers import command, completed, mcp, record_turn
 
+REACHES_INSIDE = {
+    "agc.ledger._sanitize": "the sanitizer's rules on single values",
+}
+
 ROOT = "/home/alice/proj"
 SAN = PathSanitizer([ROOT, "C:\\Users\\alice\\proj"])
 

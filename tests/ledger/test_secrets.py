@@ -17,6 +17,10 @@ from tests._core.secret_corpus import Case, Secret, build_cases, build_secrets, 
 from tests.conftest import examples
 from tests.ledger.helpers import Clock, command, completed, items, mcp, record_turn
 
+REACHES_INSIDE = {
+    "agc.ledger._sanitize": "the sanitizer's rules on single values",
+}
+
 CASES = build_cases()
 TEXT_CASES = [case for case in CASES if case.text is not None]
 ID_CASES = [case for case in CASES if case.placement == "under-id" and case.value]

@@ -17,6 +17,10 @@ from hypothesis import strategies as st
 
 from agc.ledger._shell_reads import MAX_SCRIPT_CHARS, inferred_reads
 
+REACHES_INSIDE = {
+    "agc.ledger._shell_reads": "the read inference from shell scripts, one script at a time",
+}
+
 # (command, the files it really prints or summarizes, the files agc infers)
 # The third member differs from the second only for a documented limit.
 CORPUS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [

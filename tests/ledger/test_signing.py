@@ -22,11 +22,15 @@ from agc._core.digest import new_hasher
 from agc._core.signing import SigningKey, sign_document
 from agc.cli.app import main as cli_main
 from agc.exitcodes import ExitCode
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
+from agc.integrity import generate_keypair, load_signing_key, load_trusted_keys
 from agc.ledger import check_turn_file
 from agc.ledger._contract import RECORD_SEAL
 from tests.conftest import examples
 from tests.ledger.helpers import TURN_ID, command, mcp, record_turn
+
+REACHES_INSIDE = {
+    "agc.ledger._contract": "the seal record's type, to find seal records in a turn file",
+}
 
 Keys = tuple[SigningKey, Path]
 

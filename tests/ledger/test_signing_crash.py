@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from agc._core.signing import SigningKey
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
-from agc.ledger import check_turn_file
-from agc.ledger._check import read_turn_file
+from agc.integrity import generate_keypair, load_signing_key, load_trusted_keys
+from agc.ledger import check_turn_file, read_turn_file
 from tests.faults import kill_at_step
 from tests.ledger.helpers import command, mcp, record_turn
 

@@ -27,6 +27,10 @@ from tests.ledger.helpers import (
     turn_end,
 )
 
+REACHES_INSIDE = {
+    "agc.ledger._writer": "makes the turn file writer fail mid-attempt",
+}
+
 GDD = "assets/uploads/upload-1-fast_gdd.md"
 OFFERED = [
     {

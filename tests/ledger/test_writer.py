@@ -16,11 +16,14 @@ from hypothesis import strategies as st
 
 from agc._core.digest import new_hasher
 from agc.errors import SidecarMismatchError, TornTailError, TurnIdInvalidError
-from agc.ledger._check import check_turn_file
-from agc.ledger._db import AgentDb
-from agc.ledger._writer import TurnLedgerFile, TurnRecorder
+from agc.ledger import AgentDb, TurnRecorder, check_turn_file
+from agc.ledger._writer import TurnLedgerFile
 from tests.conftest import examples
 from tests.ledger.helpers import TURN_ID, Clock, command, completed, mcp, record_turn, records
+
+REACHES_INSIDE = {
+    "agc.ledger._writer": "opens the turn file writer directly, past the recorder",
+}
 
 
 def _b3(data: bytes) -> str:

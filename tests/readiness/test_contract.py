@@ -7,8 +7,7 @@ import json
 import pytest
 
 from agc.errors import DeploymentManifestError, UsageError
-from agc.readiness import BaseUrlRule, ContractSpec, EnvRequirement, check_contract
-from agc.readiness._contract import parse_manifests
+from agc.readiness import BaseUrlRule, ContractSpec, EnvRequirement, check_contract, parse_manifests
 
 SECRET_VALUE = "sk-proj-" + "Q" * 30
 

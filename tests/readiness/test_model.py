@@ -9,12 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import ObservationInvalidError
-from agc.readiness import Observation, classify
-from agc.readiness._evidence import stored_observation
+from agc.readiness import Observation, classify, safe_url, stored_observation
 from agc.readiness._model import MAX_OBSERVATION_DEPTH, quote, redact_json
-from agc.readiness._urls import safe_url
 from tests.conftest import examples
 from tests.readiness.helpers import LIVE_URL, completed
+
+REACHES_INSIDE = {
+    "agc.readiness._model": "the observation depth limit and the JSON redaction helpers",
+}
 
 SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
 

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agc.errors import UrlInvalidError
-from agc.readiness import Observation, ProbeSettings, classify, stored_observation
-from agc.readiness._probe import Timing, backoff_delay, probe, probe_urls, retry_after_seconds
+from agc.readiness import Observation, ProbeSettings, Timing, classify, probe, stored_observation
+from agc.readiness._probe import backoff_delay, probe_urls, retry_after_seconds
 from tests.readiness.chat_server import (
     CHAT,
     FakeTiming,
@@ -28,6 +28,10 @@ from tests.readiness.chat_server import (
     raw_reply,
 )
 from tests.readiness.helpers import completed, credential_answer
+
+REACHES_INSIDE = {
+    "agc.readiness._probe": "the retry and back-off arithmetic and the probe URLs",
+}
 
 SETTINGS = ProbeSettings(
     request_timeout_s=0.3,

@@ -30,6 +30,10 @@ from tests.readiness.helpers import (
     without,
 )
 
+REACHES_INSIDE = {
+    "agc.readiness._table": "the field lists the decision table keys on",
+}
+
 
 @dataclass(frozen=True)
 class Case:

@@ -8,9 +8,13 @@ from typing import Any
 
 import pytest
 
-from agc.resume._formats import get_spec
-from agc.resume._formats.model import Block, FormatName, Message
+from agc.resume import FormatName, get_spec
+from agc.resume._formats.model import Block, Message
 from tests.conftest import REAL_FIXTURES, RESUME_CASES, require_shared
+
+REACHES_INSIDE = {
+    "agc.resume._formats": "each format's spec and the neutral message model, to build histories",
+}
 
 
 def shared_params(folder: Path, pattern: str) -> list[Any]:

@@ -14,10 +14,14 @@ from typing import Any
 
 import pytest
 
-from agc.resume._formats.model import FormatName
-from agc.resume._repair import RepairResult, Strategy, repair_history
-from agc.resume._snapshot import ToolCallState
-from agc.resume._validate import check_history
+from agc.resume import (
+    FormatName,
+    RepairResult,
+    Strategy,
+    ToolCallState,
+    check_history,
+    repair_history,
+)
 from tests.resume.helpers import RESUME_CASES, blocks, need, shared_params, view
 
 CASES = shared_params(RESUME_CASES, "*.json")

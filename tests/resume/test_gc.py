@@ -8,6 +8,10 @@ import pytest
 
 from agc.resume._gc import collector_paused
 
+REACHES_INSIDE = {
+    "agc.resume._gc": "the garbage-collector pause around a repair",
+}
+
 
 @collector_paused
 def _observe() -> bool:

@@ -22,13 +22,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc.errors import AgcError
-from agc.resume import check_history
-from agc.resume._formats import detect, lean, load_history
-from agc.resume._formats.model import FormatName, History, RawRef
-from agc.resume._repair import STRATEGIES, repair_loaded
-from agc.resume._validate import check_loaded
+from agc.resume import (
+    STRATEGIES,
+    FormatName,
+    History,
+    check_history,
+    check_loaded,
+    load_history,
+    repair_loaded,
+)
+from agc.resume._formats import detect, lean
+from agc.resume._formats.model import RawRef
 from tests.conftest import REAL_FIXTURES, examples
 from tests.resume.test_repair import _EVENT, _render
+
+REACHES_INSIDE = {
+    "agc.resume._formats": "the lean span records and the detector's element-wise dump",
+}
 
 
 @pytest.fixture

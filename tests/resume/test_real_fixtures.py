@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 
 from agc.errors import HistoryFormatError
-from agc.resume._formats import load_history
+from agc.resume import RepairResult, Strategy, load_history, repair_loaded
 from agc.resume._formats.model import Message
-from agc.resume._repair import RepairResult, Strategy, repair_loaded
 from tests.conftest import require_shared
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
+
+REACHES_INSIDE = {
+    "agc.resume._formats.model": "the neutral message model, to compare histories",
+}
 
 IN_FLIGHT: dict[str, dict[str, Any]] = {
     # file name prefix -> what the README says is in flight

@@ -11,20 +11,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import UsageError
-from agc.resume._formats import load_history, read_history
-from agc.resume._formats.model import FormatName
-from agc.resume._repair import (
+from agc.resume import (
     ACTIONS,
+    FormatName,
     Strategy,
+    ToolCallState,
+    check_history,
     idempotency_key,
+    load_history,
     repair_history,
     repair_loaded,
     session_identity,
 )
-from agc.resume._snapshot import ToolCallState
-from agc.resume._validate import check_history, check_messages
+from agc.resume._formats import read_history
+from agc.resume._validate import check_messages
 from tests.conftest import examples
 from tests.resume.helpers import blocks
+
+REACHES_INSIDE = {
+    "agc.resume._formats": "reads parsed records as a format (read_history)",
+    "agc.resume._validate": "the check of a neutral view (check_messages)",
+}
 
 
 def _chat_call(call_id: str, arguments: str = '{"cmd": "ls"}') -> dict[str, Any]:

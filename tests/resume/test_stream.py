@@ -15,12 +15,19 @@ import pytest
 
 from agc.cli.app import main
 from agc.errors import AgcError
-from agc.resume._formats import load_history
-from agc.resume._formats.model import FormatName, History
-from agc.resume._formats.stream import scan_session
-from agc.resume._repair import Strategy, repair_loaded, repair_streamed
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
-from agc.resume._validate import check_loaded
+from agc.resume import (
+    FormatName,
+    History,
+    SessionSnapshot,
+    Strategy,
+    ToolCallState,
+    check_loaded,
+    load_history,
+    repair_loaded,
+    repair_streamed,
+    save_snapshot,
+    scan_session,
+)
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

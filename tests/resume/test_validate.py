@@ -9,9 +9,13 @@ from typing import Any
 import pytest
 
 from agc.errors import HistoryInvalidError
+from agc.resume import FormatName, check_history, verify_history
 from agc.resume import _validate as validate_module
-from agc.resume._formats.model import FormatName
-from agc.resume._validate import FINDING_CODES, check_history, verify_history
+from agc.resume._validate import FINDING_CODES
+
+REACHES_INSIDE = {
+    "agc.resume._validate": "the finding codes it emits, read from its source, and their tuple",
+}
 
 
 def _call(call_id: str) -> dict[str, Any]:

@@ -25,6 +25,12 @@ from agc.serve import (
 )
 from agc.serve._provider import EventCallback, ProtocolName
 
+REACHES_INSIDE = {
+    "agc.serve._provider": (
+        "the provider protocol's callback and protocol-name types, for a fake provider"
+    ),
+}
+
 _THREADS = itertools.count(1)
 
 

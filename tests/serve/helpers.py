@@ -27,6 +27,10 @@ from agc.serve import (
     transcript_record,
 )
 
+REACHES_INSIDE = {
+    "agc.serve._trace": "the trace a supervisor hands a sink, for a hand-made turn",
+}
+
 T = TypeVar("T")
 
 

@@ -17,6 +17,11 @@ from agc.serve._appserver import AppServerOptions, AppServerSession, answer_serv
 from agc.serve._stdio import StdioRpc
 from tests.serve.helpers import run
 
+REACHES_INSIDE = {
+    "agc.serve._appserver": "the app-server session against a scripted peer",
+    "agc.serve._stdio": "the JSON-RPC stdio transport under the session",
+}
+
 DOUBLE = Path(__file__).with_name("appserver_double.py")
 
 

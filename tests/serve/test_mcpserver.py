@@ -15,11 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from agc.serve import ProviderError, ProviderEvent
+from agc.serve import ProviderError, ProviderEvent, tool_event
 from agc.serve._mcpserver import McpServerOptions, McpServerSession
-from agc.serve._records import tool_event
 from agc.serve._trace import Trace
 from tests.serve.helpers import run
+
+REACHES_INSIDE = {
+    "agc.serve._mcpserver": "the MCP-server session against a scripted peer",
+    "agc.serve._trace": "the trace a session writes into",
+}
 
 DOUBLE = Path(__file__).with_name("mcp_double.py")
 

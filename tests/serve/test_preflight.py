@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agc.serve import Blocker, ProviderError
-from agc.serve._preflight import Preflight, check_folder, missing_env, resolve_binary
+from agc.serve import Blocker, Preflight, ProviderError
+from agc.serve._preflight import check_folder, missing_env, resolve_binary
 from tests.serve.fakes import fake_codex, make_config
 from tests.serve.helpers import run
+
+REACHES_INSIDE = {
+    "agc.serve._preflight": "the preflight checks one by one",
+}
 
 
 def _codes(report: object) -> list[str]:

@@ -6,8 +6,12 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from agc.serve import TurnEnd, TurnInfo, reply_record, request_record, tool_event
-from agc.serve._trace import Trace, TraceEvent, iso_ms, trim, waiting_for_after
+from agc.serve import TraceEvent, TurnEnd, TurnInfo, reply_record, request_record, tool_event
+from agc.serve._trace import Trace, iso_ms, trim, waiting_for_after
+
+REACHES_INSIDE = {
+    "agc.serve._trace": "the trace buffer: trimming, timestamps and waits",
+}
 
 
 def _info(message: str = "run it", key: str | None = "k-1") -> TurnInfo:

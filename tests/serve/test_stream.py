@@ -37,6 +37,10 @@ from tests._core.secret_corpus import Secret, build_secrets, survivors
 from tests.conftest import examples
 from tests.serve.helpers import split_at
 
+REACHES_INSIDE = {
+    "agc.serve._stream": "the stream hold-back limits and the delta hold",
+}
+
 DELTA = "item/agentMessage/delta"
 OUTPUT = "item/commandExecution/outputDelta"
 

@@ -7,8 +7,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agc.resume import repair_history
 from agc.resume._formats import anthropic
-from agc.resume._repair import repair_history
+
+REACHES_INSIDE = {
+    "agc.resume._formats": "the Anthropic Messages reader and writer on their own",
+}
 
 _BLOCK = st.one_of(
     st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=5)}),

@@ -8,8 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agc.resume._formats import load_history
-from agc.resume._repair import Strategy, repair_loaded
+from agc.resume import Strategy, load_history, repair_loaded
 from tests.conftest import examples
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"

@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from agc.errors import HistoryFormatError, InputError
-from agc.resume._formats import detect_format, dump_history, load_history
+from agc.resume import detect_format, load_history
+from agc.resume._formats import dump_history
+
+REACHES_INSIDE = {
+    "agc.resume._formats": "writes a history back (dump_history) to compare bytes",
+}
 
 ARRAYS: list[tuple[str, list[dict[str, Any]]]] = [
     ("openai-chat", [{"role": "tool", "tool_call_id": "a", "content": "x"}]),

@@ -7,6 +7,10 @@ from hypothesis import strategies as st
 
 from agc.resume._formats.jsonl import join_lines, parse_jsonl
 
+REACHES_INSIDE = {
+    "agc.resume._formats.jsonl": "the JSONL line splitting and joining under the session formats",
+}
+
 
 def test_parse_jsonl_keeps_bad_lines_and_missing_final_newline() -> None:
     records, lines, final = parse_jsonl(b'{"a":1}\nnot json\n[1]\r\nNaN', source="x")

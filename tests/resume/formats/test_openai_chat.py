@@ -7,8 +7,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agc.resume import repair_history
 from agc.resume._formats import openai_chat
-from agc.resume._repair import repair_history
+
+REACHES_INSIDE = {
+    "agc.resume._formats": "the OpenAI Chat reader and writer on their own",
+}
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),

@@ -6,9 +6,12 @@ from typing import Any
 
 import pytest
 
+from agc.resume import check_history, repair_history
 from agc.resume._formats import openai_responses
-from agc.resume._repair import repair_history
-from agc.resume._validate import check_history
+
+REACHES_INSIDE = {
+    "agc.resume._formats": "the OpenAI Responses reader and writer on their own",
+}
 
 
 @pytest.mark.parametrize(

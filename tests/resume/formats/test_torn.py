@@ -10,11 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import InputError
-from agc.resume._formats import load_history
+from agc.resume import Strategy, check_loaded, load_history, repair_loaded
 from agc.resume._formats.torn import describe_torn, torn_line
-from agc.resume._repair import Strategy, repair_loaded
-from agc.resume._validate import check_loaded
 from tests.conftest import examples
+
+REACHES_INSIDE = {
+    "agc.resume._formats.torn": "torn last-line detection and its description",
+}
 
 
 def _rollout(*payloads: Mapping[str, object]) -> list[str]:
