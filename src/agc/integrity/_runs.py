@@ -214,7 +214,7 @@ def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
 def _remote_listings(remote: ObjectStore) -> list[RunListing]:
     """The runs of an ``s3://`` store: each uploaded manifest, read (not verified), and
     each run still staged locally for upload (``unsealed``)."""
-    from agc.integrity._s3 import staged_run_ids, staging_store  # noqa: PLC0415 - boto3
+    from agc.integrity._upload import staged_run_ids, staging_store  # noqa: PLC0415 - boto3
 
     listings: dict[str, RunListing] = {}
     for path in remote.list_paths("audit/manifests/"):
