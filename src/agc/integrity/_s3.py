@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from agc._core import json as strict_json
+from agc._core import store as store_layout
 from agc._core.objstore import ObjectStore
 from agc._core.report import SCHEMA_VERSION
-from agc._core.store import ArtifactKind, validate_run_id
+from agc._core.store import CHAIN_HEAD, artifact_path, link_path, manifest_path, validate_run_id
 from agc.errors import AgcError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
@@ -33,29 +34,11 @@ __all__ = [
     "read_remote_manifest",
 ]
 
-_ARTIFACT_DIRS: Final[dict[ArtifactKind, str]] = {
-    "transcript": "audit/transcripts",
-    "tool-events": "audit/tool-events",
-}
-CHAIN_DIR: Final = "audit/chain/"
-HEAD_PATH: Final = "audit/chain-head.json"
-MANIFESTS_DIR: Final = "audit/manifests/"
+# The layout is the store's (agc._core.store); these are its folders as key prefixes.
+CHAIN_DIR: Final = f"{store_layout.CHAIN_DIR}/"
+HEAD_PATH: Final = CHAIN_HEAD
+MANIFESTS_DIR: Final = f"{store_layout.MANIFESTS_DIR}/"
 _MAX_HEAD_BYTES: Final = MAX_MANIFEST_BYTES + 4096
-
-
-def artifact_path(run_id: str, kind: ArtifactKind) -> str:
-    """``audit/transcripts/<runId>.jsonl`` (a path inside the store; see the key)."""
-    return f"{_ARTIFACT_DIRS[kind]}/{validate_run_id(run_id)}.jsonl"
-
-
-def manifest_path(run_id: str) -> str:
-    return f"{MANIFESTS_DIR}{validate_run_id(run_id)}.json"
-
-
-def link_path(position: int) -> str:
-    """``audit/chain/<position>.json``, the position zero-padded to 20 digits so that a
-    listing returns the links in order."""
-    return f"{CHAIN_DIR}{position:020d}.json"
 
 
 def _is_run_id(name: str) -> bool:

@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from agc._core.objstore import ObjectStore
-from agc._core.store import ArtifactKind
+from agc._core.store import ArtifactKind, artifact_path
 from agc.integrity._kept import SPOOL_BYTES, KeptArtifact, with_modified
-from agc.integrity._s3 import artifact_path
 from agc.integrity._s3_verify import check_object_run
 from agc.integrity._verify import RunReport
 

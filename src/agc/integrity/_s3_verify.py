@@ -28,21 +28,20 @@ from agc._core.objstore import BucketLock, ObjectInfo, ObjectStore, ObjectVersio
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.signature_rule import signature_required
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
+from agc._core.store import (
+    ARTIFACT_KINDS,
+    ArtifactKind,
+    artifact_path,
+    link_path,
+    manifest_path,
+    validate_run_id,
+)
 from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
 from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._run_chain import judge_run_links
-from agc.integrity._s3 import (
-    CHAIN_DIR,
-    HEAD_PATH,
-    MANIFESTS_DIR,
-    RemoteHead,
-    artifact_path,
-    link_path,
-    manifest_path,
-)
+from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, MANIFESTS_DIR, RemoteHead
 from agc.integrity._s3_findings import judge_object, object_lock_finding
 from agc.integrity._verify import (
     ArtifactObservation,

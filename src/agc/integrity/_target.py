@@ -28,26 +28,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
+from agc._core.folderstore import FolderStore
 from agc._core.fs import (
     describe_os_error,
     exclusive_lock,
     open_regular_file,
     remove_stale_temp_files,
 )
-from agc._core.objstore import ObjectStore, object_store_of
+from agc._core.objstore import ObjectStore
 from agc._core.report import SCHEMA_VERSION
+from agc._core.storage import Store
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
     StoreArg,
     StoreLayout,
-    folder_store,
-    resolve_store,
+    artifact_path,
+    open_store,
 )
-from agc.errors import AgcError, RecoveryRefusedError, RunNotFoundError, StoreError, UnsafePathError
+from agc.errors import (
+    AgcError,
+    RecoveryRefusedError,
+    RunNotFoundError,
+    StoreError,
+    UnsafePathError,
+    UsageError,
+)
 from agc.integrity._chain import ChainEntry, chain_lock_path, heal_chain, run_links
 from agc.integrity._manifest import ArtifactSeal
-from agc.integrity._s3 import artifact_path, read_remote_manifest
+from agc.integrity._s3 import read_remote_manifest
 from agc.integrity._store_io import read_manifest
 from agc.integrity._upload import (
     UploadResult,
@@ -166,17 +175,21 @@ class RunTarget(Protocol):
         """
 
 
-def run_target(store: StoreArg) -> RunTarget:
-    """The target of a ``--store`` value: a folder (``None``: ``$AGC_HOME``, else
-    ``~/.agc``) or an object store (``s3://bucket/prefix``, an ``ObjectStore``).
+def run_target(store: StoreArg | Store) -> RunTarget:
+    """The write side of the store a ``--store`` value names
+    (:func:`~agc._core.store.open_store`): a folder (``None``: ``$AGC_HOME``, else
+    ``~/.agc``) is written in place, an object store (``s3://bucket/prefix``) staged.
 
     Raises:
-        UsageError: an ``s3://`` URL that is not valid.
+        UsageError: an ``s3://`` URL that is not valid, or a store runs cannot be
+            written to (the in-memory store of the tests).
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        return StagedTarget(remote)
-    return FolderTarget(resolve_store(folder_store(store)))
+    opened = open_store(store)
+    if isinstance(opened, FolderStore):
+        return FolderTarget(opened.root)
+    if isinstance(opened, ObjectStore):
+        return StagedTarget(opened)
+    raise UsageError(f"runs cannot be written to store {opened.url}")
 
 
 # -- a store folder, written in place ----------------------------------------------------

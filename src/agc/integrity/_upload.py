@@ -47,7 +47,14 @@ from agc._core.fs import open_nofollow
 from agc._core.objstore import ObjectStore, PreconditionFailed, Retention
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import sidecar_name
-from agc._core.store import ARTIFACT_KINDS, StoreLayout, validate_run_id
+from agc._core.store import (
+    ARTIFACT_KINDS,
+    StoreLayout,
+    artifact_path,
+    link_path,
+    manifest_path,
+    validate_run_id,
+)
 from agc.errors import (
     ArtifactSealedError,
     RecoveryRefusedError,
@@ -63,10 +70,7 @@ from agc.integrity._s3 import (
     HEAD_PATH,
     RemoteHead,
     _is_run_id,
-    artifact_path,
     link_bytes,
-    link_path,
-    manifest_path,
     read_remote_head,
     read_remote_manifest,
 )
