@@ -209,7 +209,32 @@ def linked(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
 
 
 @dataclass(frozen=True)
-class StoreRecovery:
+class _StoreRepair:
+    """What every store's repair reports: the store, and the run whose interrupted link
+    was completed, if any."""
+
+    store: str
+    linked: str | None
+
+    @property
+    def changed(self) -> bool:
+        raise NotImplementedError
+
+    def _details(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "store": self.store,
+            "changed": self.changed,
+            "linked": self.linked,
+            **self._details(),
+        }
+
+
+@dataclass(frozen=True)
+class StoreRecovery(_StoreRepair):
     """Outcome of :meth:`FolderTarget.recover_store`.
 
     Attributes:
@@ -225,8 +250,6 @@ class StoreRecovery:
     uploaded: ClassVar[tuple[str, ...]] = ()
     failed: ClassVar[tuple[tuple[str, str], ...]] = ()
 
-    store: str
-    linked: str | None
     head_repaired: bool
     quarantined_bytes: int
     removed_temp_files: tuple[str, ...]
@@ -242,12 +265,8 @@ class StoreRecovery:
             or self.newline_added
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def _details(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "store": self.store,
-            "changed": self.changed,
-            "linked": self.linked,
             "head_repaired": self.head_repaired,
             "quarantined_bytes": self.quarantined_bytes,
             "newline_added": self.newline_added,
@@ -367,7 +386,7 @@ def _lines_of(path: Path) -> Callable[[], Iterator[bytes]]:
 
 
 @dataclass(frozen=True)
-class RemoteStoreRecovery:
+class RemoteStoreRecovery(_StoreRepair):
     """Outcome of :meth:`StagedTarget.recover_store`.
 
     Attributes:
@@ -384,8 +403,6 @@ class RemoteStoreRecovery:
     removed_temp_files: ClassVar[tuple[str, ...]] = ()
     newline_added: ClassVar[bool] = False
 
-    store: str
-    linked: str | None
     uploaded: tuple[str, ...]
     failed: tuple[tuple[str, str], ...]
 
@@ -393,12 +410,8 @@ class RemoteStoreRecovery:
     def changed(self) -> bool:
         return bool(self.linked or self.uploaded)
 
-    def to_dict(self) -> dict[str, Any]:
+    def _details(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "store": self.store,
-            "changed": self.changed,
-            "linked": self.linked,
             "uploaded": list(self.uploaded),
             "failed": [{"run_id": run, "reason": why} for run, why in self.failed],
         }
