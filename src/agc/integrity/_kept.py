@@ -32,7 +32,8 @@ from agc._core.fs import describe_os_error, open_nofollow
 from agc._core.report import Finding
 from agc._core.store import ArtifactKind, StoreLayout
 from agc.errors import InputError, StoreError, UnsafePathError, UsageError
-from agc.integrity._verify import RunFindingCode, RunReport, check_run
+from agc.integrity._judge import RunFindingCode, RunReport
+from agc.integrity._verify import check_run
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -33,7 +33,7 @@ from agc.errors import StoreError, UnsafePathError
 from agc.integrity._store_io import iter_json_objects
 
 if TYPE_CHECKING:
-    from agc.integrity._verify import ArtifactObservation
+    from agc.integrity._observation import ArtifactObservation
 
 __all__ = [
     "LegacyFindingCode",

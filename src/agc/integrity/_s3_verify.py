@@ -38,25 +38,21 @@ from agc._core.store import (
 )
 from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
+from agc.integrity._judge import (
+    ArtifactObservation,
+    RunFindingCode,
+    RunReport,
+    changed_lines,
+    closest_run_id,
+    judge_run,
+    run_missing_report,
+    sealed_bytes_differ,
+)
 from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._run_chain import judge_run_links
 from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, MANIFESTS_DIR, RemoteHead
 from agc.integrity._s3_findings import judge_object, object_lock_finding
-from agc.integrity._verify import (
-    ArtifactObservation,
-    ArtifactReport,
-    RunFindingCode,
-    RunReport,
-    _judge_signature,
-    changed_lines,
-    closest_run_id,
-    judge_artifact,
-    recovered_findings,
-    run_missing_report,
-    sealed_bytes_differ,
-    with_artifact_findings,
-)
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -455,40 +451,12 @@ def check_object_run(
             )
         else:
             legacy = LegacyRun(shared_records=0)
-    artifact_reports: list[ArtifactReport] = []
-    for obs in observations:
-        seal = manifest.artifacts.get(obs.kind) if manifest else None
-        own = judge_artifact(obs, seal=seal, manifest_present=manifest is not None)
-        if legacy is not None:
-            own = legacy.judge(obs, own)
-        if seal is not None and seal.quarantine is not None:
-            own.extend(_check_quarantine(store, run_id, seal, infos))
-        findings.extend(own)
-        artifact_reports.append(
-            ArtifactReport(
-                kind=obs.kind,
-                path=store.url_of(str(obs.path)),
-                findings=tuple(own),
-                algorithm=obs.algorithm,
-                digest=obs.digest,
-                bytes=obs.bytes,
-                records=obs.records,
-                legacy=legacy is not None,
-            )
-        )
-    has_sidecar = any(
-        isinstance(s, Sidecar) and not s.legacy for o in observations for s in o.sidecars.values()
-    )
-    if (
-        manifest is None
-        and legacy is None
-        and has_sidecar
-        and not any(f.code in ("manifest-invalid", "manifest-missing") for f in findings)
-    ):
-        findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
-    status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
-    recovered = recovered_findings(manifest, allow_recovered=allow_recovered)
-    findings.extend(recovered)
+    quarantines = {
+        seal.kind: _check_quarantine(store, run_id, seal, infos)
+        for obs in observations
+        if (seal := manifest.artifacts.get(obs.kind) if manifest else None) is not None
+        and seal.quarantine is not None
+    }
     # What only object storage shows, key by key (in a stable order). A finding about an
     # artifact's object (its file, sidecar or quarantine) is the artifact's too: its
     # entry is then not ok, as for any other error about it.
@@ -501,19 +469,25 @@ def check_object_run(
                 _label(path, kind), kind, by_path.get(path, ()), infos.get(path), policy.retention
             )
         )
-    findings.extend(object_findings)
-    artifact_reports = with_artifact_findings(artifact_reports, [*recovered, *object_findings])
-    if bucket_findings and not policy.lock.enabled:
-        findings.append(object_lock_finding(store.bucket, policy_asked=policy.asked))
-    report = RunReport(
-        run_id=run_id,
-        store=store.url,
-        findings=tuple(findings),
-        artifacts=tuple(artifact_reports),
-        manifest=manifest is not None,
-        legacy=legacy is not None,
-        signature=status,
-        key_id=key_id,
+    bucket = (
+        [object_lock_finding(store.bucket, policy_asked=policy.asked)]
+        if bucket_findings and not policy.lock.enabled
+        else []
+    )
+    report = judge_run(
+        run_id,
+        store.url,
+        [(obs, store.url_of(str(obs.path))) for obs in observations],
+        manifest,
+        findings,
+        legacy=legacy,
+        quarantines=quarantines,
+        shared_records=0,  # object storage has no legacy shared tool-events file
+        trusted_keys=trusted_keys,
+        require_signature=required,
+        allow_recovered=allow_recovered,
+        object_findings=object_findings,
+        store_findings=bucket,
     )
     if not chain or legacy is not None or any(f.code == "manifest-invalid" for f in findings):
         return report
