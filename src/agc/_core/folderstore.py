@@ -217,6 +217,10 @@ class FolderStore(Store):
         """A folder has no Object Lock."""
         return BucketLock(enabled=False)
 
+    @property
+    def folder(self) -> Path:
+        return self.root
+
     # -- writing ---------------------------------------------------------------------------
 
     def put_new(

@@ -82,6 +82,9 @@ class MemoryStore(Store):
     def url_of(self, path: str) -> str:
         return f"memory://{self.name}/{self.key(path)}"
 
+    def staging_name(self) -> str:
+        return f"memory+{self.name}/{self.prefix.replace('/', '+') or '+'}"
+
     def key(self, path: str) -> str:
         check_store_path(path)
         return f"{self.prefix}/{path}" if self.prefix else path

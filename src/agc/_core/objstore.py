@@ -181,6 +181,9 @@ class ObjectStore(Store):
     def url_of(self, path: str) -> str:
         return f"{S3_SCHEME}{self.bucket}/{self.key(path)}"
 
+    def staging_name(self) -> str:
+        return f"{self.bucket}/{self.prefix.replace('/', '+') or '+'}"
+
     def with_policy(self, *, retention: Retention | None, legal_hold: bool) -> ObjectStore:
         """The same store with another write policy."""
         return ObjectStore(self.bucket, self.prefix, retention=retention, legal_hold=legal_hold)

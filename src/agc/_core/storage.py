@@ -33,6 +33,7 @@ import abc
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO, Final, Literal, TypeAlias
 
 from agc.errors import UsageError
@@ -283,6 +284,36 @@ class Store(abc.ABC):
         Raises:
             StoreError: the store cannot be read.
         """
+
+    # -- the write side: how evidence is written to the store ------------------------------
+
+    @property
+    def folder(self) -> Path | None:
+        """The local folder the store is, where runs are written in place (files, fsync,
+        locks); ``None`` for a store written object by object, where a run is written in
+        a local staging folder (:meth:`staging_name`) and then published."""
+        return None
+
+    @property
+    def retention(self) -> Retention | None:
+        """The Object Lock retention asked of every object written (``None``: none asked;
+        the bucket's default, if any, applies)."""
+        return None
+
+    @property
+    def legal_hold(self) -> bool:
+        """Whether an Object Lock legal hold is asked of every object written."""
+        return False
+
+    def staging_name(self) -> str:
+        """A relative folder name unique to this store, under which this host keeps the
+        runs it staged for it: ``<bucket>/<prefix with "/" as "+", "+" for none>``
+        (prefix segments never hold ``+``).
+
+        Raises:
+            UsageError: the store is a folder (:attr:`folder`): nothing is staged for it.
+        """
+        raise UsageError(f"store {self.url} is written in place; nothing is staged for it")
 
     def __str__(self) -> str:
         return self.url

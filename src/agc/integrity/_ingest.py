@@ -33,6 +33,7 @@ from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error, open_regular_file
 from agc._core.jsonl import FsyncPolicy
 from agc._core.report import SCHEMA_VERSION
+from agc._core.storage import Store
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
 from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
@@ -201,7 +202,7 @@ def ingest_stream(
     run_id: str,
     *,
     kind: ArtifactKind = "transcript",
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     progress: Callable[[int], None] | None = None,

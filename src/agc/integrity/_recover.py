@@ -51,6 +51,7 @@ from agc._core.fs import (
 from agc._core.jsonl import unix_ms
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
+from agc._core.storage import Store
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
 from agc.errors import (
     AgcError,
@@ -155,7 +156,7 @@ class RecoveryReport:
 
 def recover_run(
     run_id: str,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     signing_key: SigningKey | None = None,
     clock: Callable[[], int] | None = None,
@@ -382,7 +383,7 @@ def _repair_chain(layout: StoreLayout, run_id: str, signing_key: SigningKey | No
 
 
 def recover_store(
-    store: StoreArg = None, *, signing_key: SigningKey | None = None
+    store: StoreArg | Store = None, *, signing_key: SigningKey | None = None
 ) -> StoreRecovery | RemoteStoreRecovery:
     """Repair the store-level state a crash can leave, whatever run it came from.
 

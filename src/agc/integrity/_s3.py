@@ -14,8 +14,8 @@ from typing import Final
 
 from agc._core import json as strict_json
 from agc._core import store as store_layout
-from agc._core.objstore import ObjectStore
 from agc._core.report import SCHEMA_VERSION
+from agc._core.storage import Store
 from agc._core.store import CHAIN_HEAD, artifact_path, link_path, manifest_path, validate_run_id
 from agc.errors import AgcError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
@@ -52,7 +52,7 @@ def _is_run_id(name: str) -> bool:
 # -- reading small objects --------------------------------------------------------------
 
 
-def read_remote_manifest(store: ObjectStore, run_id: str) -> RunManifest | None:
+def read_remote_manifest(store: Store, run_id: str) -> RunManifest | None:
     """The run's manifest object, ``None`` if it has none.
 
     Raises:
@@ -128,7 +128,7 @@ class RemoteHead:
         return cls(position, digest, run_id, prev, manifest.encode("utf-8"))
 
 
-def read_remote_head(store: ObjectStore) -> tuple[RemoteHead | None, str | None]:
+def read_remote_head(store: Store) -> tuple[RemoteHead | None, str | None]:
     """The head object and its ETag; ``(None, None)`` for a store with no link yet.
 
     Raises:

@@ -28,6 +28,7 @@ from agc._core.objstore import BucketLock, ObjectInfo, ObjectStore, ObjectVersio
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.signature_rule import signature_required
+from agc._core.storage import Store
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
@@ -563,7 +564,7 @@ def _legacy_transcript(transcript: ArtifactObservation) -> bool:
     return has_legacy_sidecars(transcript.sidecars)
 
 
-def is_legacy_object_run(store: ObjectStore, run_id: str) -> bool:
+def is_legacy_object_run(store: Store, run_id: str) -> bool:
     """Whether a run of an object store that has no manifest is in the legacy format, as
     :func:`check_object_run` decides it, without reading the transcript: its only sidecar
     is a digest-only SHA-256 one and the store chain does not link it (``agc runs``).
@@ -588,7 +589,7 @@ def is_legacy_object_run(store: ObjectStore, run_id: str) -> bool:
     return sidecar.legacy and not _downgraded(store, run_id)
 
 
-def _downgraded(store: ObjectStore, run_id: str) -> bool:
+def _downgraded(store: Store, run_id: str) -> bool:
     """Whether the store chain links a run that has no manifest and would be read as
     legacy: a chained run had a manifest, so its manifest was removed and its sidecars
     rewritten in the legacy format (as a folder store judges it). A link or head that

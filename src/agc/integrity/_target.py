@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
-from agc._core.folderstore import FolderStore
 from agc._core.fs import (
     describe_os_error,
     exclusive_lock,
@@ -52,7 +51,6 @@ from agc.errors import (
     RunNotFoundError,
     StoreError,
     UnsafePathError,
-    UsageError,
 )
 from agc.integrity._chain import ChainEntry, chain_lock_path, heal_chain, run_links
 from agc.integrity._manifest import ArtifactSeal
@@ -178,18 +176,15 @@ class RunTarget(Protocol):
 def run_target(store: StoreArg | Store) -> RunTarget:
     """The write side of the store a ``--store`` value names
     (:func:`~agc._core.store.open_store`): a folder (``None``: ``$AGC_HOME``, else
-    ``~/.agc``) is written in place, an object store (``s3://bucket/prefix``) staged.
+    ``~/.agc``) is written in place, a store written object by object (``s3://…``, the
+    in-memory store) staged.
 
     Raises:
-        UsageError: an ``s3://`` URL that is not valid, or a store runs cannot be
-            written to (the in-memory store of the tests).
+        UsageError: an ``s3://`` URL that is not valid.
     """
     opened = open_store(store)
-    if isinstance(opened, FolderStore):
-        return FolderTarget(opened.root)
-    if isinstance(opened, ObjectStore):
-        return StagedTarget(opened)
-    raise UsageError(f"runs cannot be written to store {opened.url}")
+    folder = opened.folder
+    return StagedTarget(opened) if folder is None else FolderTarget(folder)
 
 
 # -- a store folder, written in place ----------------------------------------------------
@@ -419,10 +414,11 @@ class RemoteStoreRecovery(_StoreRepair):
 
 @dataclass(frozen=True)
 class StagedTarget:
-    """An object store: each run is staged in a local store folder of its own and
-    published once sealed (see :mod:`agc.integrity._upload`)."""
+    """A store written object by object (S3, the in-memory store): each run is staged
+    in a local store folder of its own and published once sealed (see
+    :mod:`agc.integrity._upload`)."""
 
-    store: ObjectStore
+    store: Store
 
     @property
     def where(self) -> str:
@@ -516,6 +512,11 @@ class StagedTarget:
         from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415
 
         store = self.store
+        if not isinstance(store, ObjectStore):
+            # The run check of a store written object by object reads S3's versions and
+            # Object Lock; another such store (the in-memory one) is not checked here.
+            yield None
+            return
         with contextlib.ExitStack() as stack:
             kept = {
                 k: stack.enter_context(KeptArtifact(k, store.url_of(artifact_path(run_id, k))))

@@ -44,9 +44,9 @@ from typing import Any, Final
 
 from agc._core.digest import Algorithm, new_hasher
 from agc._core.fs import open_nofollow
-from agc._core.objstore import ObjectStore, PreconditionFailed, Retention
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import sidecar_name
+from agc._core.storage import PreconditionFailed, Retention, Store
 from agc._core.store import (
     ARTIFACT_KINDS,
     StoreLayout,
@@ -112,17 +112,16 @@ def staging_root() -> Path:
     return base / "agc" / "staging"
 
 
-def _staging_folder(store: ObjectStore) -> Path:
-    # Prefix segments never hold "+": "a/b" -> "a+b", the bucket root -> "+".
-    return staging_root() / store.bucket / (store.prefix.replace("/", "+") or "+")
+def _staging_folder(store: Store) -> Path:
+    return staging_root() / store.staging_name()
 
 
-def staging_store(store: ObjectStore, run_id: str) -> Path:
+def staging_store(store: Store, run_id: str) -> Path:
     """The one-run local store in which ``run_id`` is written before its upload."""
     return _staging_folder(store) / validate_run_id(run_id)
 
 
-def staged_run_ids(store: ObjectStore) -> list[str]:
+def staged_run_ids(store: Store) -> list[str]:
     """Runs staged for ``store`` and not uploaded yet (sorted)."""
     folder = _staging_folder(store)
     try:
@@ -164,7 +163,7 @@ class WritePolicy:
         }
 
 
-def write_policy(store: ObjectStore) -> WritePolicy:
+def write_policy(store: Store) -> WritePolicy:
     """The protection of the objects agc writes to ``store``.
 
     The store's own retention or legal hold (``--retention-days``, ``--legal-hold``) if
@@ -180,7 +179,7 @@ def write_policy(store: ObjectStore) -> WritePolicy:
     if store.retention is not None or store.legal_hold:
         if not lock.enabled:
             raise UsageError(
-                f"bucket {store.bucket} has no Object Lock: a retention or legal hold "
+                f"store {store.url} has no Object Lock: a retention or legal hold "
                 "cannot be set on its objects",
                 hint="Enable Object Lock on the bucket (docs/object-store.md), or drop "
                 "--retention-days / --legal-hold.",
@@ -194,7 +193,7 @@ def write_policy(store: ObjectStore) -> WritePolicy:
 # -- writing ----------------------------------------------------------------------------
 
 
-def _put_exact(store: ObjectStore, path: str, data: bytes, policy: WritePolicy) -> bool:
+def _put_exact(store: Store, path: str, data: bytes, policy: WritePolicy) -> bool:
     """Create ``path`` holding ``data``; True if written, False if it already held
     exactly ``data`` (a retry, or another host completing the same link).
 
@@ -216,7 +215,7 @@ def _put_exact(store: ObjectStore, path: str, data: bytes, policy: WritePolicy) 
 
 
 def _put_file(
-    store: ObjectStore,
+    store: Store,
     path: str,
     local: Path,
     digest: str,
@@ -239,7 +238,7 @@ def _put_file(
     return True
 
 
-def _object_digest(store: ObjectStore, path: str, algorithm: Algorithm) -> str | None:
+def _object_digest(store: Store, path: str, algorithm: Algorithm) -> str | None:
     with store.open(path) as found:
         if found is None:
             return None
@@ -259,7 +258,7 @@ def _file_digest(path: Path, algorithm: Algorithm) -> str:
     return hasher.hexdigest()
 
 
-def _complete(store: ObjectStore, head: RemoteHead, policy: WritePolicy) -> None:
+def _complete(store: Store, head: RemoteHead, policy: WritePolicy) -> None:
     """Write the link object and the manifest the head names, if a writer died first."""
     _put_exact(store, link_path(head.position), link_bytes(head.entry), policy)
     _put_exact(store, manifest_path(head.run_id), head.manifest, policy)
@@ -273,7 +272,7 @@ def _same_run(a: RunManifest, b: RunManifest) -> bool:
 
 
 def link_remote(
-    store: ObjectStore,
+    store: Store,
     staged: RunManifest,
     build: Callable[[dict[str, Any]], RunManifest],
     policy: WritePolicy,
@@ -384,7 +383,7 @@ def _run_files(
 
 
 def upload_run(
-    store: ObjectStore,
+    store: Store,
     run_id: str,
     *,
     signing_key: SigningKey | None = None,
@@ -459,7 +458,7 @@ def upload_run(
     )
 
 
-def object_run_linked(store: ObjectStore, run_id: str) -> bool:
+def object_run_linked(store: Store, run_id: str) -> bool:
     """Whether the store's chain has linked ``run_id``: a manifest is written only once
     a run is linked, so any version of it (or a delete marker over one) says so.
 
@@ -469,7 +468,7 @@ def object_run_linked(store: ObjectStore, run_id: str) -> bool:
     return any(True for _ in store.list_versions(manifest_path(run_id)))
 
 
-def refuse_if_taken(store: ObjectStore, run_id: str) -> None:
+def refuse_if_taken(store: Store, run_id: str) -> None:
     """Refuse a run id the store already holds, before anything is written locally.
 
     Raises:
@@ -500,7 +499,7 @@ def refuse_if_taken(store: ObjectStore, run_id: str) -> None:
         )
 
 
-def heal_remote(store: ObjectStore, policy: WritePolicy | None = None) -> str | None:
+def heal_remote(store: Store, policy: WritePolicy | None = None) -> str | None:
     """Complete the link the head names if its writer died after the swap; returns
     the run id whose link or manifest was written, else ``None``.
 
@@ -518,7 +517,7 @@ def heal_remote(store: ObjectStore, policy: WritePolicy | None = None) -> str | 
 
 
 @contextlib.contextmanager
-def staged_writing(store: ObjectStore, run_id: str) -> Iterator[Path]:
+def staged_writing(store: Store, run_id: str) -> Iterator[Path]:
     """The staging store for a new run: the run id is checked free first; on a failure
     before any record was written, the empty staging folder is removed again."""
     refuse_if_taken(store, run_id)
@@ -545,7 +544,7 @@ def _remove_if_empty(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def upload_sealed_file(store: ObjectStore, file: Path, sidecar: Path) -> dict[str, Any]:
+def upload_sealed_file(store: Store, file: Path, sidecar: Path) -> dict[str, Any]:
     """Upload a file sealed with ``agc seal`` and its sidecar to ``files/<name>``
     (sidecar last, each with ``If-None-Match: *`` and the store's write policy).
 

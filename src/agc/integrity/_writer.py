@@ -48,6 +48,7 @@ from agc._core.jsonl import (
     unix_ms,
 )
 from agc._core.sidecar import format_sidecar
+from agc._core.storage import Store
 from agc._core.store import (
     ArtifactKind,
     StoreArg,
@@ -395,7 +396,7 @@ class RunWriters(SealsOnExit):
 def open_run(
     run_id: str,
     *,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     clock: Callable[[], int] | None = None,

@@ -51,6 +51,7 @@ from agc._core.digest import (
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar
 from agc._core.signature_rule import signature_required
+from agc._core.storage import Store
 from agc._core.store import StoreArg, validate_new_run_id, validate_run_id
 from agc.errors import (
     HistoryFormatError,
@@ -434,7 +435,7 @@ def snapshot_path(
 
 def save_snapshot(
     snapshot: SessionSnapshot,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     compress: bool = False,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
@@ -503,7 +504,7 @@ def save_snapshot(
 
 def load_snapshot(
     run_id: str,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     insecure_skip_verify: bool = False,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,

@@ -35,11 +35,9 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm
-from agc._core.folderstore import FolderStore
 from agc._core.fs import prepare_write, read_small_file
-from agc._core.objstore import ObjectStore, PreconditionFailed, Retention
 from agc._core.sidecar import Sidecar, parse_sidecar, read_sidecar, sidecar_path
-from agc._core.storage import Store
+from agc._core.storage import PreconditionFailed, Retention, Store
 from agc._core.store import StoreArg, open_store, resolve_store, validate_run_id
 from agc.errors import (
     BadSignatureError,
@@ -48,7 +46,6 @@ from agc.errors import (
     SnapshotNotFoundError,
     StoreError,
     UnsafePathError,
-    UsageError,
 )
 from agc.resume._snapshot_sig import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX
 
@@ -131,16 +128,14 @@ def snapshot_place(store: StoreArg | Store, run_id: str) -> SnapshotPlace:
 
     Raises:
         RunIdInvalidError: the run id is invalid.
-        UsageError: an ``s3://`` URL that is not valid, or a store snapshots cannot be
-            kept in (the in-memory store of the tests).
+        UsageError: an ``s3://`` URL that is not valid.
     """
     run_id = validate_run_id(run_id)
     opened = open_store(store)
-    if isinstance(opened, FolderStore):
-        return FolderSnapshots(opened.root / "sessions", run_id)
-    if isinstance(opened, ObjectStore):
+    folder = opened.folder
+    if folder is None:
         return ObjectSnapshots(opened, run_id)
-    raise UsageError(f"snapshots cannot be kept in store {opened.url}")
+    return FolderSnapshots(folder / "sessions", run_id)
 
 
 # -- a store folder: one snapshot per run, replaced in place ------------------------------
@@ -297,9 +292,10 @@ def _read_signature_file(path: Path) -> bytes:
 
 @dataclass(frozen=True)
 class ObjectSnapshots:
-    """``sessions/<runId>/<ms>-<digest>.json[.zst]`` objects, one set per save."""
+    """``sessions/<runId>/<ms>-<digest>.json[.zst]`` objects, one set per save, in a
+    store written object by object (S3, the in-memory store)."""
 
-    store: ObjectStore
+    store: Store
     run_id: str
 
     @property
@@ -372,7 +368,7 @@ class ObjectSnapshots:
         )
 
 
-def _read_signature_object(store: ObjectStore, key: str) -> bytes:
+def _read_signature_object(store: Store, key: str) -> bytes:
     """The signature object's bytes.
 
     Raises:
