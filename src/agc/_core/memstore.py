@@ -212,9 +212,7 @@ class MemoryStore(Store):
     ) -> str:
         with self._mutex:
             current = self._current(path)
-            if (current is None) != (etag is None) or (
-                current is not None and current.etag != etag
-            ):
+            if (None if current is None else current.etag) != etag:
                 raise PreconditionFailed(self.key(path))
             return self._add(path, data, retention, legal_hold, None).etag
 

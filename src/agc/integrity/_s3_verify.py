@@ -384,7 +384,7 @@ def check_object_run(
     required = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     policy = policy or verify_policy(store)
     if versions is None:
         versions = list_run_versions(store, run_id)
@@ -625,7 +625,7 @@ def list_run_versions(store: ObjectStore, run_id: str) -> list[ObjectVersion]:
         RunIdInvalidError: bad run id.
         StoreError: the store cannot be listed (exit 3).
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     return [
         v
         for prefix in (*(artifact_path(run_id, k) for k in ARTIFACT_KINDS), manifest_path(run_id))
