@@ -76,6 +76,10 @@ class MemoryStore(Store):
         return self.versioning
 
     @property
+    def lock_scope(self) -> str:
+        return self.name
+
+    @property
     def url(self) -> str:
         return f"memory://{self.name}/{self.prefix}" if self.prefix else f"memory://{self.name}"
 
