@@ -62,6 +62,9 @@ def test_runs_are_staged_uploaded_in_order_and_chained(memory: MemoryStore) -> N
     assert _manifest(memory, "r2").chain == {"position": 2, "prev": head.prev}
     with pytest.raises(RunExistsError):
         ingest_stream(io.BytesIO(b'{"other":1}\n'), "r1", store=memory)
+    again = ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=memory)  # a retried import
+    assert again.unchanged
+    assert again.object_store is None  # nothing was uploaded
 
 
 def test_a_store_repair_completes_the_link_the_head_names(memory: MemoryStore) -> None:

@@ -271,7 +271,7 @@ class FolderStore(Store):
             file.with_name(f".{file.name}.lock"), blocking=True, what=self.url_of(path)
         ):
             current = self._stat_etag(path)
-            if (current is None) != (etag is None) or (current is not None and current[1] != etag):
+            if (None if current is None else current[1]) != etag:
                 raise PreconditionFailed(path)
             self._write(file, data, overwrite=True, path=path)
         return _etag(data)

@@ -76,6 +76,10 @@ class MemoryStore(Store):
         return self.versioning
 
     @property
+    def lock_scope(self) -> str:
+        return self.name
+
+    @property
     def url(self) -> str:
         return f"memory://{self.name}/{self.prefix}" if self.prefix else f"memory://{self.name}"
 
@@ -215,9 +219,7 @@ class MemoryStore(Store):
     ) -> str:
         with self._mutex:
             current = self._current(path)
-            if (current is None) != (etag is None) or (
-                current is not None and current.etag != etag
-            ):
+            if (None if current is None else current.etag) != etag:
                 raise PreconditionFailed(self.key(path))
             return self._add(path, data, retention, legal_hold, None).etag
 

@@ -166,6 +166,11 @@ class ObjectStore(Store):
         return self.url
 
     @property
+    def lock_scope(self) -> str:
+        """Object Lock is configured on the bucket."""
+        return self.bucket
+
+    @property
     def versioned(self) -> bool:
         """S3 keeps versions where the bucket's versioning is on; agc lists them."""
         return True

@@ -185,6 +185,12 @@ class Store(abc.ABC):
     def url_of(self, path: str) -> str:
         """The name of one object for messages."""
 
+    @property
+    def lock_scope(self) -> str:
+        """What the store's Object Lock configuration belongs to, for messages (an S3
+        bucket's name); the store's own name where it has no other."""
+        return self.url
+
     def key(self, path: str) -> str:
         """The backend's key for ``path`` (as in :attr:`ObjectInfo.key`); the path itself
         where the backend has no prefix."""

@@ -354,7 +354,7 @@ def _from_run(
 
     The records parsed are a copy of the transcript read once and checked against what
     the verification judged (:mod:`agc.integrity._kept`; in an object store, the copy
-    of the very bytes it hashed, :mod:`agc.integrity._s3_export`): a file swapped after
+    of the very bytes it hashed): a file swapped after
     the check is refused, never parsed. They are unwrapped line by line into a private
     temporary file (``$TMPDIR``, mode 0600, removed when the command ends), which is
     read as a session file is (:mod:`agc.resume._formats.stream`); a JSON-array format
@@ -368,17 +368,7 @@ def _from_run(
         StoreError: the store cannot be read (exit 3).
         FileWriteError: the temporary folder is full (exit 3).
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity._s3_export import check_object_run_kept  # noqa: PLC0415 - S3 only
-
-        report, kept = check_object_run_kept(
-            remote, run_id, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs()
-        )
-    else:
-        report, kept = check_run_kept(
-            run_id, store, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs()
-        )
+    report, kept = check_run_kept(run_id, store, max_bytes=_MAX_INPUT_BYTES, **trust.as_kwargs())
     source = f"run {run_id}"
     with kept:
         _refuse_unverified(report, run_id, insecure)

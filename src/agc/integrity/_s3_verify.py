@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
-from agc._core.objstore import BucketLock, ObjectInfo, ObjectStore, ObjectVersion, Retention
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.signature_rule import signature_required
-from agc._core.storage import Store
+from agc._core.storage import BucketLock, ObjectInfo, ObjectVersion, Retention, Store
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
@@ -123,7 +122,7 @@ class ObjectCopy(Protocol):
         """One piece of the body, in order (raise ``StoreError`` to stop the check)."""
 
 
-def verify_policy(store: ObjectStore, retention: Retention | None = None) -> VerifyPolicy:
+def verify_policy(store: Store, retention: Retention | None = None) -> VerifyPolicy:
     """The policy for ``store``: ``retention`` if given, else the bucket's default."""
     lock = store.bucket_lock()
     return VerifyPolicy(retention or lock.default, retention is not None, lock)
@@ -136,7 +135,7 @@ def run_paths(run_id: str, kind: ArtifactKind) -> tuple[str, ...]:
     return (path, *(path + SIDECAR_SUFFIXES[a] for a in ALGORITHMS))
 
 
-def _group(versions: Iterable[ObjectVersion], store: ObjectStore) -> dict[str, list[ObjectVersion]]:
+def _group(versions: Iterable[ObjectVersion], store: Store) -> dict[str, list[ObjectVersion]]:
     by_path: dict[str, list[ObjectVersion]] = defaultdict(list)
     for version in versions:
         by_path[store.relative(version.key)].append(version)
@@ -162,7 +161,7 @@ class _Observed:
 
 
 def _stream(
-    store: ObjectStore,
+    store: Store,
     path: str,
     algorithm: Algorithm,
     seal: ArtifactSeal | None,
@@ -223,7 +222,7 @@ def _stream(
 
 
 def _read_sidecars(
-    store: ObjectStore, path: str, present: set[str] | None, infos: dict[str, ObjectInfo]
+    store: Store, path: str, present: set[str] | None, infos: dict[str, ObjectInfo]
 ) -> dict[Algorithm, Sidecar | str]:
     found: dict[Algorithm, Sidecar | str] = {}
     for algorithm in ALGORITHMS:
@@ -246,7 +245,7 @@ def _read_sidecars(
 
 
 def _observe(
-    store: ObjectStore,
+    store: Store,
     run_id: str,
     kind: ArtifactKind,
     seal: ArtifactSeal | None,
@@ -289,7 +288,7 @@ def _observe(
 
 
 def _locate(
-    store: ObjectStore, path: str, seal: ArtifactSeal, version_id: str | None
+    store: Store, path: str, seal: ArtifactSeal, version_id: str | None
 ) -> tuple[int, int] | None:
     """:func:`~agc.integrity._verify.changed_lines` of an object whose sealed bytes
     differ: a second ``GetObject`` of the version just read, read only up to the last
@@ -304,7 +303,7 @@ def _locate(
 
 
 def _check_quarantine(
-    store: ObjectStore, run_id: str, seal: ArtifactSeal, infos: dict[str, ObjectInfo]
+    store: Store, run_id: str, seal: ArtifactSeal, infos: dict[str, ObjectInfo]
 ) -> list[_Finding]:
     kind, quarantine = seal.kind, seal.quarantine or {}
     name = str(quarantine.get("file"))
@@ -342,7 +341,7 @@ def _label(path: str, kind: str) -> str:
 
 
 def check_object_run(
-    store: ObjectStore,
+    store: Store,
     run_id: str,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
@@ -385,7 +384,7 @@ def check_object_run(
     required = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     policy = policy or verify_policy(store)
     if versions is None:
         versions = list_run_versions(store, run_id)
@@ -471,7 +470,7 @@ def check_object_run(
             )
         )
     bucket = (
-        [object_lock_finding(store.bucket, policy_asked=policy.asked)]
+        [object_lock_finding(store.lock_scope, policy_asked=policy.asked)]
         if bucket_findings and not policy.lock.enabled
         else []
     )
@@ -501,7 +500,7 @@ def check_object_run(
     )
 
 
-def _object_run_ids(store: ObjectStore) -> Iterator[str]:
+def _object_run_ids(store: Store) -> Iterator[str]:
     """The run ids whose manifest key is in the store (not read, not verified).
 
     Raises:
@@ -513,9 +512,7 @@ def _object_run_ids(store: ObjectStore) -> Iterator[str]:
             yield name[: -len(".json")]
 
 
-def _object_run_links(
-    store: ObjectStore, run_id: str, manifest: RunManifest | None
-) -> list[ChainEntry]:
+def _object_run_links(store: Store, run_id: str, manifest: RunManifest | None) -> list[ChainEntry]:
     """The run's links: the one at the position its manifest names (its link object,
     or the head while that object is pending); every link of the chain when the run has
     no manifest to name one.
@@ -549,7 +546,7 @@ def _object_run_links(
     return found
 
 
-def _read_head_object(store: ObjectStore) -> RemoteHead | None:
+def _read_head_object(store: Store) -> RemoteHead | None:
     got = store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
     if got is None:
         return None
@@ -618,7 +615,7 @@ def _downgraded(store: Store, run_id: str) -> bool:
     return False
 
 
-def list_run_versions(store: ObjectStore, run_id: str) -> list[ObjectVersion]:
+def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:
     """Every version and delete marker of the run's keys (artifact files, their
     sidecars and quarantine files, the manifest); empty when the store never held the run.
 
@@ -626,7 +623,7 @@ def list_run_versions(store: ObjectStore, run_id: str) -> list[ObjectVersion]:
         RunIdInvalidError: bad run id.
         StoreError: the store cannot be listed (exit 3).
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     return [
         v
         for prefix in (*(artifact_path(run_id, k) for k in ARTIFACT_KINDS), manifest_path(run_id))
@@ -642,7 +639,7 @@ class ObjectRunCheck:
     """A picklable per-run check for ``--all --jobs`` / Dask workers: the store (never
     its client or credentials), the signature rules and the policy."""
 
-    store: ObjectStore
+    store: Store
     trusted: Mapping[str, bytes]
     require_signature: bool
     policy: VerifyPolicy
@@ -686,7 +683,7 @@ class S3StoreView:
     under ``audit/`` (or an S3 Inventory report): names per folder, the chain from its
     link objects, the head, and manifests read in parallel threads."""
 
-    store: ObjectStore
+    store: Store
     versions: dict[str, list[ObjectVersion]]
     policy: VerifyPolicy
     label: str = ""
@@ -701,7 +698,7 @@ class S3StoreView:
     @classmethod
     def listed(
         cls,
-        store: ObjectStore,
+        store: Store,
         policy: VerifyPolicy,
         listing: Iterable[ObjectVersion] | None = None,
     ) -> S3StoreView:
@@ -874,7 +871,9 @@ class S3StoreView:
 
     def store_findings(self, findings: list[Finding[Any]]) -> None:
         if not self.policy.lock.enabled:
-            findings.append(object_lock_finding(self.store.bucket, policy_asked=self.policy.asked))
+            findings.append(
+                object_lock_finding(self.store.lock_scope, policy_asked=self.policy.asked)
+            )
 
 
 def _companion(path: str, base: str) -> bool:

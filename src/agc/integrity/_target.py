@@ -34,7 +34,6 @@ from agc._core.fs import (
     open_regular_file,
     remove_stale_temp_files,
 )
-from agc._core.objstore import ObjectStore
 from agc._core.report import SCHEMA_VERSION
 from agc._core.storage import Store
 from agc._core.store import (
@@ -512,11 +511,6 @@ class StagedTarget:
         from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415
 
         store = self.store
-        if not isinstance(store, ObjectStore):
-            # The run check of a store written object by object reads S3's versions and
-            # Object Lock; another such store (the in-memory one) is not checked here.
-            yield None
-            return
         with contextlib.ExitStack() as stack:
             kept = {
                 k: stack.enter_context(KeptArtifact(k, store.url_of(artifact_path(run_id, k))))

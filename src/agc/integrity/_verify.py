@@ -337,7 +337,7 @@ def check_run(
     require_signature = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     report, _ = check_folder_run(
         run_id,
         StoreLayout.at(store),
