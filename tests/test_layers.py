@@ -11,7 +11,7 @@
   ``agc._core``, never ``agc.<feature>._x``), ``agc.errors``, ``agc.exitcodes`` and the
   public top-level modules (``agc``, ``agc.demo``);
 - nothing outside ``agc.cli`` imports ``agc.cli``, typer or rich;
-- no import cycle anywhere in ``src/`` (save the ones :data:`KNOWN_CYCLES` lists).
+- no import cycle anywhere in ``src/``.
 
 See docs/architecture.md for why.
 
@@ -50,27 +50,6 @@ FEATURES = frozenset(
 FLOWS = "agc.flows"
 # Public top-level modules the edge may import besides the front doors.
 EDGE_PUBLIC = frozenset({"agc", "agc.errors", "agc.exitcodes", "agc.demo"})
-
-# Import cycles that exist today and are being removed by the store interface work:
-# the verifier's folder, S3 and legacy readers call each other (``_verify <->
-# _s3_verify <-> _legacy``; the run listing and the run chain sit on that circle), and
-# so do the writer, the S3 writer and ingest (``_writer <-> _s3_run <-> _ingest``).
-# Each entry is one strongly connected component of the module graph, exactly. Remove
-# an entry when its cycle is gone; a cycle that is not listed fails the test.
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset(
-            {
-                "agc.integrity._verify",
-                "agc.integrity._s3_verify",
-                "agc.integrity._legacy",
-                "agc.integrity._runs",
-                "agc.integrity._run_chain",
-            }
-        ),
-        frozenset({"agc.integrity._writer", "agc.integrity._s3_run", "agc.integrity._ingest"}),
-    }
-)
 
 
 def _module_name(path: Path) -> str:
@@ -340,16 +319,8 @@ def _cycles(graph: Mapping[str, Iterable[str]]) -> set[frozenset[str]]:
 
 
 def test_no_import_cycle_anywhere_in_src() -> None:
-    cycles = _cycles(_graph())
-    unknown = sorted(sorted(cycle) for cycle in cycles - KNOWN_CYCLES)
-    assert not unknown, f"import cycles: {unknown}"
-
-
-def test_every_known_cycle_still_exists() -> None:
-    """An entry of :data:`KNOWN_CYCLES` whose cycle is gone (or changed) is taken out,
-    so the allow-list only shrinks."""
-    gone = sorted(sorted(cycle) for cycle in KNOWN_CYCLES - _cycles(_graph()))
-    assert not gone, f"remove from KNOWN_CYCLES: {gone}"
+    cycles = sorted(sorted(cycle) for cycle in _cycles(_graph()))
+    assert not cycles, f"import cycles: {cycles}"
 
 
 @pytest.mark.parametrize(

@@ -25,17 +25,7 @@ from agc.errors import SnapshotTamperedError, StoreError, UsageError
 from agc.integrity._chain import manifest_digest
 from agc.integrity._ingest import ingest_stream
 from agc.integrity._manifest import RunManifest
-from agc.integrity._s3 import (
-    HEAD_PATH,
-    RemoteHead,
-    _run_files,
-    artifact_path,
-    link_path,
-    read_remote_head,
-    staging_store,
-    upload_run,
-    write_policy,
-)
+from agc.integrity._s3 import HEAD_PATH, RemoteHead, artifact_path, link_path, read_remote_head
 from agc.integrity._s3_verify import check_object_run, verify_policy
 from agc.integrity._signing import (
     generate_keypair,
@@ -45,6 +35,7 @@ from agc.integrity._signing import (
 )
 from agc.integrity._store_io import read_manifest
 from agc.integrity._store_verify import check_store
+from agc.integrity._upload import _run_files, staging_store, upload_run, write_policy
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
 from agc.resume._snapshot import SessionSnapshot, load_snapshot, save_snapshot

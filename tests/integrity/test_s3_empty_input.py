@@ -14,8 +14,8 @@ from agc._core.objstore import ObjectStore
 from agc.cli.app import main as agc_main
 from agc.cli.verify_main import main as verify_main
 from agc.errors import StoreError
-from agc.integrity import _s3, _s3_run
-from agc.integrity._s3 import staging_store
+from agc.integrity import _target, _upload
+from agc.integrity._upload import staging_store
 from tests.conftest import feed_stdin
 
 _TRANSCRIPT = b'{"type":"thread.started"}\n'
@@ -55,7 +55,7 @@ def test_an_empty_input_with_a_failing_upload_is_still_refused_first(
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise StoreError("upload refused")
 
-    monkeypatch.setattr(_s3_run, "upload_run", fail)
+    monkeypatch.setattr(_target, "upload_run", fail)
     argv = ["--run-id", "r1", "--store", s3_store.url]
     if how == "record":
         feed_stdin(monkeypatch, b"")
@@ -73,18 +73,18 @@ def test_an_empty_input_with_a_failing_upload_is_still_refused_first(
 def test_allow_empty_with_a_failing_upload_stays_staged_then_recovers_incomplete(
     s3_store: ObjectStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = _s3.upload_run
+    real = _upload.upload_run
 
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise StoreError("upload refused")
 
-    monkeypatch.setattr(_s3_run, "upload_run", fail)
+    monkeypatch.setattr(_target, "upload_run", fail)
     feed_stdin(monkeypatch, b"")
     argv = ["--run-id", "r1", "--store", s3_store.url]
     assert agc_main(["record", *argv, "--allow-empty"]) == 3
     assert staging_store(s3_store, "r1").exists()
     assert list(s3_store.list_paths("")) == []
-    monkeypatch.setattr(_s3_run, "upload_run", real)
+    monkeypatch.setattr(_target, "upload_run", real)
     capsys.readouterr()
     assert agc_main(["recover", "r1", "--store", s3_store.url]) == 0
     assert not staging_store(s3_store, "r1").exists()

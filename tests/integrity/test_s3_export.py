@@ -1,4 +1,4 @@
-"""agc.integrity._s3_export: a run checked in object storage with a copy of its
+"""agc.integrity._kept in object storage: a run checked in object storage with a copy of its
 transcript kept from the same read, on a real S3 implementation on loopback (moto)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.integrity._ingest import ingest_stream
+from agc.integrity._kept import KeptArtifact, check_run_kept
 from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._s3_export import KeptArtifact, check_object_run_kept
 from agc.integrity._verify import check_run
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
@@ -46,7 +46,7 @@ def test_the_copy_is_the_sealed_object_and_the_verdict_is_agc_verify_s(
     s3_store: ObjectStore,
 ) -> None:
     _record(s3_store)
-    report, kept = check_object_run_kept(s3_store, "r1")
+    report, kept = check_run_kept("r1", s3_store)
     with kept:
         assert report.complete
         assert report.to_dict() == check_run("r1", s3_store).to_dict()
@@ -71,7 +71,7 @@ def test_the_transcript_object_is_fetched_once(
         return real_open(self, path, **kwargs)
 
     monkeypatch.setattr(ObjectStore, "open", counting_open)
-    report, kept = check_object_run_kept(s3_store, "r1")
+    report, kept = check_run_kept("r1", s3_store)
     kept.close()
     assert report.complete
     assert opened.count(TRANSCRIPT_KEY) == 1
@@ -89,7 +89,7 @@ def test_a_copy_changed_on_this_host_after_the_read_is_a_modified_finding(
         real_write(self, chunk.replace(b"done", b"dune").replace(b"thread", b"threat"))
 
     monkeypatch.setattr(KeptArtifact, "write", flipping_write)
-    report, kept = check_object_run_kept(s3_store, "r1")
+    report, kept = check_run_kept("r1", s3_store)
     with kept:
         assert not report.complete
         assert [f.code for f in report.errors] == ["modified"]
@@ -99,7 +99,7 @@ def test_a_copy_changed_on_this_host_after_the_read_is_a_modified_finding(
 def test_a_deleted_transcript_leaves_the_copy_unread(s3_store: ObjectStore) -> None:
     _record(s3_store)
     s3_store.client.delete_object(Bucket=s3_store.bucket, Key=s3_store.key(TRANSCRIPT_KEY))
-    report, kept = check_object_run_kept(s3_store, "r1")
+    report, kept = check_run_kept("r1", s3_store)
     with kept:
         assert not report.complete
         assert "delete-marker" in _codes(report)
@@ -116,7 +116,7 @@ def test_a_large_transcript_is_spooled_to_a_file_not_held_in_memory(
     _record(s3_store, data)
     tracemalloc.start()
     try:
-        report, kept = check_object_run_kept(s3_store, "r1", spool_bytes=256 * 1024)
+        report, kept = check_run_kept("r1", s3_store, spool_bytes=256 * 1024)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -138,7 +138,7 @@ def test_a_full_temporary_folder_is_a_store_error(
 
     monkeypatch.setattr(tempfile, "SpooledTemporaryFile", lambda **_: FullDisk())
     with pytest.raises(StoreError, match=r"cannot keep a copy of .*: no space left") as caught:
-        check_object_run_kept(s3_store, "r1")
+        check_run_kept("r1", s3_store)
     assert caught.value.exit_code == 3
     assert "TMPDIR" in caught.value.hint
 
@@ -169,7 +169,7 @@ def test_a_legacy_run_is_judged_by_its_sidecar_as_agc_verify_judges_it(
     # complete, and the copy is the bytes it hashed (not "changed after it was read").
     _put_legacy(s3_store, "transcript", _LEGACY_LINE)
     _put_legacy(s3_store, "tool-events", b"")
-    report, kept = check_object_run_kept(s3_store, "r1")
+    report, kept = check_run_kept("r1", s3_store)
     with kept:
         assert report.to_dict() == check_run("r1", s3_store).to_dict()
         assert report.complete
@@ -192,7 +192,7 @@ def test_a_recorded_run_rewritten_as_legacy_is_refused(
     _put_legacy(store, "transcript", _LEGACY_LINE)
     _put_legacy(store, "tool-events", events)
     assert "manifest-missing" in _codes(check_run("r1", store))
-    report, kept = check_object_run_kept(store, "r1")
+    report, kept = check_run_kept("r1", store)
     with kept:
         assert not report.complete
         assert "manifest-missing" in _codes(report)

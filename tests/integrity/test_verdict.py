@@ -301,7 +301,7 @@ def _suggest(monkeypatch: pytest.MonkeyPatch, store: Path, asked: str, stored: s
 def test_property_the_suggestion_is_difflibs_closest_match(asked: str, stored: set[str]) -> None:
     import difflib  # noqa: PLC0415 - the reference
 
-    from agc.integrity._verify import CLOSE_ID_RATIO  # noqa: PLC0415 - same
+    from agc.integrity._judge import CLOSE_ID_RATIO  # noqa: PLC0415 - same
 
     expected = difflib.get_close_matches(asked, sorted(stored), n=1, cutoff=CLOSE_ID_RATIO)
     with pytest.MonkeyPatch.context() as patch:
@@ -315,7 +315,7 @@ def test_a_typo_among_10000_long_alike_ids_is_found_with_a_bounded_number_of_ful
     import difflib  # noqa: PLC0415 - counted
     import random  # noqa: PLC0415 - a fixed store
 
-    from agc.integrity._verify import CLOSE_ID_COMPARISONS  # noqa: PLC0415 - same
+    from agc.integrity._judge import CLOSE_ID_COMPARISONS  # noqa: PLC0415 - same
 
     rng = random.Random(7)
     stored = {"run-" + "".join(rng.choice("ab") for _ in range(120)) for _ in range(10_000)}

@@ -21,6 +21,7 @@ from agc._core.sidecar import format_sidecar
 from agc._core.store import ArtifactKind, StoreLayout
 from agc.errors import RunIdInvalidError, StoreError, VerificationError
 from agc.exitcodes import ExitCode
+from agc.integrity import _judge as judge_module
 from agc.integrity import _legacy as legacy_module
 from agc.integrity import _run_chain as run_chain_module
 from agc.integrity import _s3_findings as s3_findings_module
@@ -588,11 +589,12 @@ def test_verify_reads_a_small_file_in_one_bounded_read(
 
 
 def test_every_finding_code_is_documented() -> None:
-    """Every code the run verifier emits (in its source, the legacy module's, the chain
-    judge's and the object-store findings module's) is in the typed list of codes, and
-    that list is exactly the table in docs/format.md."""
+    """Every code the run verifier emits (in its source, its judge's, the legacy module's,
+    the chain judge's and the object-store findings module's) is in the typed list of
+    codes, and that list is exactly the table in docs/format.md."""
     emitted: set[str] = set()
-    for module in (verify_module, legacy_module, run_chain_module, s3_findings_module):
+    modules = (verify_module, judge_module, legacy_module, run_chain_module, s3_findings_module)
+    for module in modules:
         source = Path(str(module.__file__)).read_text()
         emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
     assert len(emitted) >= 18

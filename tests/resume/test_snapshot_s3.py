@@ -1,4 +1,4 @@
-"""Tests for agc.resume._snapshot_s3: signed snapshots in an object store.
+"""Tests for snapshots in an object store (agc.resume._snapshot_store): signed snapshots.
 
 A writer of the bucket who holds no trusted key can upload a newer snapshot of a run
 (with a sidecar it computes itself) or copy a signed one under a newer name; under

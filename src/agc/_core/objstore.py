@@ -34,8 +34,19 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
+from agc._core.storage import (
+    LOCK_MODES,
+    MAX_RETENTION_DAYS,
+    BucketLock,
+    LockMode,
+    ObjectInfo,
+    ObjectVersion,
+    PreconditionFailed,
+    Retention,
+    Store,
+)
 from agc.errors import MissingExtraError, StoreError, UsageError
 
 if TYPE_CHECKING:
@@ -43,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCK_MODES",
+    "MAX_RETENTION_DAYS",
     "S3_SCHEME",
     "BucketLock",
     "LockMode",
@@ -57,100 +69,11 @@ __all__ = [
 ]
 
 S3_SCHEME: Final = "s3://"
-LockMode = Literal["COMPLIANCE", "GOVERNANCE"]
-LOCK_MODES: Final[tuple[LockMode, ...]] = ("COMPLIANCE", "GOVERNANCE")
-MAX_RETENTION_DAYS: Final = 36500
-"""S3 accepts retention periods of up to 100 years."""
 _CHUNK: Final = 1 << 20
 # S3 bucket naming rules (general purpose buckets): 3-63 characters, lower-case
 # letters, digits, dots and hyphens, beginning and ending with a letter or digit.
 _BUCKET_RE: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _PREFIX_SEGMENT_RE: Final = re.compile(r"[A-Za-z0-9._-]+")
-
-
-class PreconditionFailed(Exception):  # noqa: N818 - the S3 error's own name
-    """A conditional write was refused: the key exists (``If-None-Match``) or its ETag
-    changed (``If-Match``), or a concurrent conditional write to it is in progress."""
-
-    def __init__(self, key: str, *, conflict: bool = False) -> None:
-        super().__init__(key)
-        self.key = key
-        self.conflict = conflict
-
-
-@dataclass(frozen=True)
-class Retention:
-    """An Object Lock retention: ``mode`` for ``days`` days from the upload.
-
-    Raises:
-        UsageError: an unknown mode, or days outside 1..36500.
-    """
-
-    mode: LockMode
-    days: int
-
-    def __post_init__(self) -> None:
-        if self.mode not in LOCK_MODES:
-            raise UsageError(f"retention mode {self.mode!r} is not one of {', '.join(LOCK_MODES)}")
-        if not isinstance(self.days, int) or not 1 <= self.days <= MAX_RETENTION_DAYS:
-            raise UsageError(f"retention days must be 1..{MAX_RETENTION_DAYS}, not {self.days!r}")
-
-    def covers(self, other: Retention) -> bool:
-        """True when this retention is at least as strong as ``other`` (a policy):
-        as many days or more, and COMPLIANCE when the policy says COMPLIANCE."""
-        return self.days >= other.days and (other.mode == "GOVERNANCE" or self.mode == "COMPLIANCE")
-
-
-@dataclass(frozen=True)
-class BucketLock:
-    """The bucket's Object Lock configuration (``GetObjectLockConfiguration``).
-
-    Attributes:
-        enabled: Object Lock is enabled on the bucket.
-        default: the bucket's default retention rule, if any (years given as 365 days).
-    """
-
-    enabled: bool
-    default: Retention | None = None
-
-
-@dataclass(frozen=True)
-class ObjectVersion:
-    """One entry of ``ListObjectVersions`` (or of an S3 Inventory report).
-
-    ``last_modified`` is Unix time in milliseconds; ``version_id`` is ``"null"`` for an
-    object written while versioning was off.
-    """
-
-    key: str
-    version_id: str
-    is_latest: bool
-    is_delete_marker: bool
-    last_modified_ms: int
-    size: int = 0
-    etag: str | None = None
-    lock_mode: str | None = None
-    retain_until_ms: int | None = None
-    legal_hold: bool | None = None
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    """What a ``GetObject`` answered about the object besides its bytes.
-
-    ``lock_mode``, ``retain_until_ms`` and ``legal_hold`` are ``None`` when the object has
-    none (or the caller may not read them: ``s3:GetObjectRetention`` /
-    ``s3:GetObjectLegalHold``).
-    """
-
-    key: str
-    etag: str
-    version_id: str | None
-    size: int
-    last_modified_ms: int
-    lock_mode: str | None = None
-    retain_until_ms: int | None = None
-    legal_hold: bool | None = None
 
 
 def sha256_b64(data: bytes) -> str:
@@ -180,8 +103,9 @@ def _millis(value: Any) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class ObjectStore:
-    """A store in object storage: ``s3://<bucket>/<prefix>``, and how agc writes there.
+class ObjectStore(Store):
+    """A store in object storage: ``s3://<bucket>/<prefix>``, and how agc writes there
+    (the S3 implementation of :class:`~agc._core.storage.Store`).
 
     Keys are ``<prefix>/<path in the store layout>`` (``docs/object-store.md``).
 
@@ -241,6 +165,16 @@ class ObjectStore:
     def __str__(self) -> str:
         return self.url
 
+    @property
+    def lock_scope(self) -> str:
+        """Object Lock is configured on the bucket."""
+        return self.bucket
+
+    @property
+    def versioned(self) -> bool:
+        """S3 keeps versions where the bucket's versioning is on; agc lists them."""
+        return True
+
     def key(self, path: str) -> str:
         """The object key of ``path`` (a ``/``-separated path inside the store)."""
         return f"{self.prefix}/{path}" if self.prefix else path
@@ -251,6 +185,9 @@ class ObjectStore:
 
     def url_of(self, path: str) -> str:
         return f"{S3_SCHEME}{self.bucket}/{self.key(path)}"
+
+    def staging_name(self) -> str:
+        return f"{self.bucket}/{self.prefix.replace('/', '+') or '+'}"
 
     def with_policy(self, *, retention: Retention | None, legal_hold: bool) -> ObjectStore:
         """The same store with another write policy."""

@@ -1,16 +1,27 @@
-"""Store location, layout and run-id rules.
+"""Store location, layout and run-id rules: the one place that knows where evidence lives.
 
-A store is a folder (``--store DIR``, else ``$AGC_HOME``, else ``~/.agc``) laid out as
-documented in ``docs/format.md``::
+A store is a folder (``--store DIR``, else ``$AGC_HOME``, else ``~/.agc``), an object store
+(``s3://bucket/prefix``) or, in tests, a store in memory; :func:`open_store` turns a
+``--store`` value into a :class:`~agc._core.storage.Store`. Every backend lays evidence out
+the same way (``docs/format.md``, ``docs/object-store.md``); paths are ``/``-separated and
+relative to the store::
 
     audit/transcripts/<runId>.jsonl        + <runId>.jsonl.b3 (or .sha256) sidecar
     audit/tool-events/<runId>.jsonl        + sidecar
     audit/tool-events.jsonl                legacy shared file, read only
     audit/manifests/<runId>.json           one run manifest per sealed run
+    audit/manifests/<runId>@<n>.json       a closed manifest kept when its run re-opened
+    audit/chain.jsonl                      the chain log (a folder store)
+    audit/chain-head.json                  the chain head
+    audit/chain/<position>.json            one link object per position (an object store)
+
+The path functions below (:func:`artifact_path`, :func:`manifest_path` …) are that table;
+:class:`StoreLayout` gives the same paths under a folder.
 
 Run ids are an allow-list (no ``/``, no ``\\``, nothing outside it, so a run id can
 never escape the audit folders):
-1-128 characters of ``[A-Za-z0-9._-]`` and never ``.`` or ``..``.
+1-128 characters of ``[A-Za-z0-9._-]`` and never ``.`` or ``..``. A :class:`RunId` is a run
+id checked once, where it enters (a command line, a file name); checking it again is free.
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
+from agc._core.folderstore import FolderStore
+from agc._core.storage import Store
 from agc.errors import RunIdInvalidError, UsageError
 
 if TYPE_CHECKING:
@@ -31,12 +44,29 @@ if TYPE_CHECKING:
     from agc._core.objstore import ObjectStore
 
 __all__ = [
+    "ARTIFACT_DIRS",
     "ARTIFACT_KINDS",
+    "AUDIT_DIR",
+    "CHAIN_DIR",
+    "CHAIN_HEAD",
+    "CHAIN_LOCK",
+    "CHAIN_LOG",
+    "CHAIN_PENDING",
+    "CHAIN_QUARANTINE",
+    "LEGACY_TOOL_EVENTS",
+    "MANIFESTS_DIR",
     "RUN_ID_MAX_LENGTH",
     "ArtifactKind",
+    "RunId",
     "StoreArg",
     "StoreLayout",
+    "archived_manifest_path",
+    "artifact_path",
     "folder_store",
+    "link_path",
+    "manifest_lock_path",
+    "manifest_path",
+    "open_store",
     "remote_store",
     "resolve_store",
     "validate_new_run_id",
@@ -50,21 +80,106 @@ StoreArg: TypeAlias = "str | os.PathLike[str] | ObjectStore | None"
 """A ``--store`` value: a folder, an ``s3://bucket/prefix`` URL or an
 :class:`~agc._core.objstore.ObjectStore`, or ``None`` (``$AGC_HOME``, else ``~/.agc``)."""
 
+# -- the layout ---------------------------------------------------------------------------
+
 ArtifactKind = Literal["transcript", "tool-events"]
 ARTIFACT_KINDS: Final[tuple[ArtifactKind, ...]] = ("transcript", "tool-events")
-_ARTIFACT_DIRS: Final[dict[ArtifactKind, str]] = {
-    "transcript": "transcripts",
-    "tool-events": "tool-events",
+
+AUDIT_DIR: Final = "audit"
+ARTIFACT_DIRS: Final[dict[ArtifactKind, str]] = {
+    "transcript": "audit/transcripts",
+    "tool-events": "audit/tool-events",
 }
+MANIFESTS_DIR: Final = "audit/manifests"
+LEGACY_TOOL_EVENTS: Final = "audit/tool-events.jsonl"
+CHAIN_LOG: Final = "audit/chain.jsonl"
+CHAIN_HEAD: Final = "audit/chain-head.json"
+CHAIN_LOCK: Final = "audit/.chain.lock"
+CHAIN_PENDING: Final = "audit/chain-pending.json"
+CHAIN_QUARANTINE: Final = "audit/chain.jsonl.quarantine"
+CHAIN_DIR: Final = "audit/chain"
 
 
-def validate_run_id(run_id: str) -> str:
-    """Return ``run_id`` unchanged if it is a valid run id.
+def artifact_path(run_id: str, kind: ArtifactKind) -> str:
+    """``audit/transcripts/<runId>.jsonl`` or ``audit/tool-events/<runId>.jsonl``.
+
+    Raises:
+        RunIdInvalidError: ``run_id`` is not a valid run id.
+    """
+    return f"{ARTIFACT_DIRS[kind]}/{validate_run_id(run_id)}.jsonl"
+
+
+def manifest_path(run_id: str) -> str:
+    """``audit/manifests/<runId>.json``.
+
+    Raises:
+        RunIdInvalidError: ``run_id`` is not a valid run id.
+    """
+    return f"{MANIFESTS_DIR}/{validate_run_id(run_id)}.json"
+
+
+def archived_manifest_path(run_id: str, position: int) -> str:
+    """``audit/manifests/<runId>@<position>.json``: a closed manifest kept when its run
+    was re-opened, so the chain link at ``position`` can still be checked.
+
+    Raises:
+        RunIdInvalidError: ``run_id`` is not a valid run id.
+    """
+    return f"{MANIFESTS_DIR}/{validate_run_id(run_id)}@{position}.json"
+
+
+def manifest_lock_path(run_id: str) -> str:
+    """``audit/manifests/.<runId>.lock``: a folder store's lock on one manifest.
+
+    Raises:
+        RunIdInvalidError: ``run_id`` is not a valid run id.
+    """
+    return f"{MANIFESTS_DIR}/.{validate_run_id(run_id)}.lock"
+
+
+def link_path(position: int) -> str:
+    """``audit/chain/<position>.json``, the position zero-padded to 20 digits so that a
+    listing returns the links in order."""
+    return f"{CHAIN_DIR}/{position:020d}.json"
+
+
+# -- run ids ------------------------------------------------------------------------------
+
+
+class RunId(str):
+    """A run id that was checked (:func:`validate_run_id`): ``RunId(text)`` checks it, and
+    :func:`validate_run_id` returns a ``RunId`` unchanged without checking it again.
+
+    It is a ``str`` (equal to, and hashing as, its text), so it goes wherever a run id
+    went before.
+
+    Raises:
+        RunIdInvalidError: as :func:`validate_run_id`.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: str) -> RunId:
+        if type(value) is cls:
+            return value
+        _check_run_id(value)
+        return super().__new__(cls, value)
+
+
+def validate_run_id(run_id: str) -> RunId:
+    """Return ``run_id`` as a :class:`RunId` if it is a valid run id (a ``RunId`` is
+    returned as it is: it was checked when it was made).
 
     Raises:
         RunIdInvalidError: not a string, empty, longer than 128 characters, a character outside
             ``[A-Za-z0-9._-]`` (``/``, ``\\``, NUL, space …), or exactly ``.``/``..``.
     """
+    if type(run_id) is RunId:
+        return run_id
+    return RunId(run_id)
+
+
+def _check_run_id(run_id: object) -> None:
     if not isinstance(run_id, str):
         raise RunIdInvalidError(f"run id must be a string, not {type(run_id).__name__}")
     if not run_id:
@@ -81,7 +196,6 @@ def validate_run_id(run_id: str) -> str:
         )
     if run_id in {".", ".."}:
         raise RunIdInvalidError(f"run id {run_id!r} is not allowed")
-    return run_id
 
 
 def _path_hint(given: str) -> str:
@@ -92,7 +206,7 @@ def _path_hint(given: str) -> str:
     if (
         len(parts) >= 3
         and parts[-3] == "audit"
-        and parts[-2] in {*_ARTIFACT_DIRS.values(), "manifests"}
+        and "/".join(parts[-3:-1]) in {*ARTIFACT_DIRS.values(), MANIFESTS_DIR}
     ):
         name = parts[-1]
         run_id = name[: name.find(".json")] if ".json" in name else ""
@@ -108,7 +222,7 @@ def _path_hint(given: str) -> str:
     )
 
 
-def validate_new_run_id(run_id: str) -> str:
+def validate_new_run_id(run_id: str) -> RunId:
     """Like :func:`validate_run_id`, for a run about to be created: also refuse a run id
     that begins with ``-``, which every command line would read as an option (a run
     named ``--help`` would turn ``agc-verify "$RUN_ID"`` into a help screen that exits 0).
@@ -118,7 +232,7 @@ def validate_new_run_id(run_id: str) -> str:
     Raises:
         RunIdInvalidError: as :func:`validate_run_id`, or the id begins with ``-``.
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     if run_id.startswith("-"):
         raise RunIdInvalidError(
             f"run id {run_id!r} begins with '-', which commands read as an option",
@@ -195,7 +309,8 @@ def folder_store(store: StoreArg) -> str | os.PathLike[str] | None:
 
 @dataclass(frozen=True)
 class StoreLayout:
-    """Paths inside one store. Pure: computing a path never touches the disk.
+    """The layout's paths under a store folder. Pure: computing a path never touches the
+    disk.
 
     Every method that takes a run id validates it first (``RunIdInvalidError``).
     """
@@ -210,30 +325,51 @@ class StoreLayout:
     # Cached: ``agc-verify --all`` asks for these paths several times for every run.
     @cached_property
     def audit_dir(self) -> Path:
-        return self.root / "audit"
+        return self.root / AUDIT_DIR
 
     @cached_property
     def manifests_dir(self) -> Path:
-        return self.audit_dir / "manifests"
+        return self.root / MANIFESTS_DIR
 
     @property
     def legacy_tool_events_path(self) -> Path:
         """The legacy shared ``audit/tool-events.jsonl`` (read only, filtered by run_id)."""
-        return self.audit_dir / "tool-events.jsonl"
+        return self.root / LEGACY_TOOL_EVENTS
 
     def artifact_dir(self, kind: ArtifactKind) -> Path:
         return self._artifact_dirs[kind]
 
     @cached_property
     def _artifact_dirs(self) -> dict[ArtifactKind, Path]:
-        return {kind: self.audit_dir / name for kind, name in _ARTIFACT_DIRS.items()}
+        return {kind: self.root / folder for kind, folder in ARTIFACT_DIRS.items()}
+
+    def path(self, store_path: str) -> Path:
+        """The file of a path of the layout (``audit/chain.jsonl`` …)."""
+        return self.root / store_path
 
     def artifact_path(self, run_id: str, kind: ArtifactKind) -> Path:
         """``audit/transcripts/<runId>.jsonl`` or ``audit/tool-events/<runId>.jsonl``."""
-        return self.artifact_dir(kind) / f"{validate_run_id(run_id)}.jsonl"
+        return self.root / artifact_path(run_id, kind)
 
     def manifest_path(self, run_id: str) -> Path:
-        return self.manifests_dir / f"{validate_run_id(run_id)}.json"
+        return self.root / manifest_path(run_id)
 
     def manifest_lock_path(self, run_id: str) -> Path:
-        return self.manifests_dir / f".{validate_run_id(run_id)}.lock"
+        return self.root / manifest_lock_path(run_id)
+
+
+def open_store(store: StoreArg | Store = None) -> Store:
+    """The store a ``--store`` value names: a :class:`~agc._core.storage.Store` as it is,
+    an ``s3://bucket/prefix`` URL as an :class:`~agc._core.objstore.ObjectStore`, a folder
+    (or ``None``: ``$AGC_HOME``, else ``~/.agc``) as a
+    :class:`~agc._core.folderstore.FolderStore`. Nothing is read or created here.
+
+    Raises:
+        UsageError: an ``s3://`` URL that is not valid.
+    """
+    if isinstance(store, Store):
+        return store
+    remote = remote_store(store)
+    if remote is not None:
+        return remote
+    return FolderStore(resolve_store(store))

@@ -287,13 +287,7 @@ def export_command(
     validate_run_id(run_id)
     # The lines written are a copy of the artifact read once and checked against what
     # the verification judged: a file swapped after the check is refused, never written.
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity import check_object_run_kept  # noqa: PLC0415 - S3 only
-
-        report, kept = check_object_run_kept(remote, run_id, kind=kind.value)
-    else:
-        report, kept = check_run_kept(run_id, store, kind=kind.value)
+    report, kept = check_run_kept(run_id, store, kind=kind.value)
     with kept:
         if any(finding.code == "run-missing" for finding in report.findings):
             # A mistyped run id or the wrong --store: nothing to export, not evidence

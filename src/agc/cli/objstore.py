@@ -109,10 +109,10 @@ def recover_remote(
     store: ObjectStore, run_id: str | None, signing_key: SigningKey | None, as_json: bool
 ) -> int:
     """``agc recover [RUN] --store s3://…``."""
-    from agc.integrity import recover_remote_run, recover_remote_store  # noqa: PLC0415
+    from agc.integrity import recover_run, recover_store  # noqa: PLC0415
 
     if run_id is None:
-        healed = recover_remote_store(store, signing_key=signing_key)
+        healed = recover_store(store, signing_key=signing_key)
         if as_json:
             emit_json(healed.to_dict())
             return int(ExitCode.OK)
@@ -125,9 +125,9 @@ def recover_remote(
         verdict = "healed" if healed.changed else "nothing to repair"
         out_console.print(f"store {healed.store}: {verdict}", markup=False)
         return int(ExitCode.FINDINGS if healed.failed else ExitCode.OK)
-    report, upload = recover_remote_run(store, run_id, signing_key=signing_key)
+    report = recover_run(run_id, store, signing_key=signing_key)
     if as_json:
-        emit_json({**report.to_dict(), "object_store": upload.to_dict()})
+        emit_json(report.to_dict())  # with the upload, as "object_store"
         return int(ExitCode.OK)
     for artifact in report.artifacts:
         out_console.print(
@@ -135,7 +135,7 @@ def recover_remote(
             f"{artifact.bytes} bytes",
             markup=False,
         )
-    print_upload(upload.to_dict())
+    print_upload(report.object_store)
     out_console.print(f"run {run_id}: sealed and uploaded", markup=False)
     return int(ExitCode.OK)
 

@@ -243,27 +243,14 @@ def history_from_run(
         StoreError: the store cannot be read (exit 3).
         FileWriteError: the temporary folder is full (exit 3).
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity import check_object_run_kept  # noqa: PLC0415 - S3 only
-
-        report, kept = check_object_run_kept(
-            remote,
-            run_id,
-            max_bytes=max_bytes,
-            trusted_keys=trusted_keys,
-            require_signature=require_signature,
-            allow_unsigned=allow_unsigned,
-        )
-    else:
-        report, kept = check_run_kept(
-            run_id,
-            store,
-            max_bytes=max_bytes,
-            trusted_keys=trusted_keys,
-            require_signature=require_signature,
-            allow_unsigned=allow_unsigned,
-        )
+    report, kept = check_run_kept(
+        run_id,
+        store,
+        max_bytes=max_bytes,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+    )
     source = f"run {run_id}"
     with kept:
         refuse_unverified(report, run_id, insecure=insecure_skip_verify, on_warning=on_warning)

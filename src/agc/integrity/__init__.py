@@ -47,12 +47,6 @@ if _TYPE_CHECKING:
         run_is_sealed,
         unwrap_record,
     )
-    from agc.integrity._s3_export import check_object_run_kept
-    from agc.integrity._s3_run import (
-        recover_remote_run,
-        recover_remote_store,
-        upload_sealed_file,
-    )
     from agc.integrity._s3_verify import (
         check_object_run,
         list_run_versions,
@@ -70,6 +64,7 @@ if _TYPE_CHECKING:
         StoreReport,
         check_store,
     )
+    from agc.integrity._upload import upload_sealed_file
     from agc.integrity._verdict import (
         Verdict,
         VerdictCategory,
@@ -127,7 +122,6 @@ __all__ = [
     "category_of",
     "chain_pending_path",
     "check_object_run",
-    "check_object_run_kept",
     "check_run",
     "check_run_kept",
     "check_store",
@@ -151,8 +145,6 @@ __all__ = [
     "read_manifest",
     "read_run_manifest",
     "read_tool_events",
-    "recover_remote_run",
-    "recover_remote_store",
     "recover_run",
     "recover_store",
     "run_is_sealed",
@@ -191,12 +183,7 @@ _HOMES = {
         "run_is_sealed",
         "unwrap_record",
     ),
-    "agc.integrity._s3_export": ("check_object_run_kept",),
-    "agc.integrity._s3_run": (
-        "recover_remote_run",
-        "recover_remote_store",
-        "upload_sealed_file",
-    ),
+    "agc.integrity._upload": ("upload_sealed_file",),
     "agc.integrity._s3_verify": (
         "check_object_run",
         "list_run_versions",

@@ -57,7 +57,15 @@ from agc._core.fs import (
     write_error,
 )
 from agc._core.json import JsonInvalidError, loads, loads_lines
-from agc._core.store import StoreLayout, validate_run_id
+from agc._core.store import (
+    CHAIN_HEAD,
+    CHAIN_LOCK,
+    CHAIN_LOG,
+    CHAIN_PENDING,
+    CHAIN_QUARANTINE,
+    StoreLayout,
+    validate_run_id,
+)
 from agc.errors import (
     AgcError,
     FileExistsRefusedError,
@@ -90,25 +98,25 @@ _MAX_LINK_BYTES: Final = 4096
 
 
 def chain_log_path(layout: StoreLayout) -> Path:
-    return layout.audit_dir / "chain.jsonl"
+    return layout.path(CHAIN_LOG)
 
 
 def chain_head_path(layout: StoreLayout) -> Path:
-    return layout.audit_dir / "chain-head.json"
+    return layout.path(CHAIN_HEAD)
 
 
 def chain_lock_path(layout: StoreLayout) -> Path:
-    return layout.audit_dir / ".chain.lock"
+    return layout.path(CHAIN_LOCK)
 
 
 def chain_pending_path(layout: StoreLayout) -> Path:
     """``audit/chain-pending.json``: the link being made (exists only during a seal)."""
-    return layout.audit_dir / "chain-pending.json"
+    return layout.path(CHAIN_PENDING)
 
 
 def chain_quarantine_path(layout: StoreLayout) -> Path:
     """Where a torn last line of ``audit/chain.jsonl`` is kept (``-2``, ``-3`` … after)."""
-    return layout.audit_dir / "chain.jsonl.quarantine"
+    return layout.path(CHAIN_QUARANTINE)
 
 
 def manifest_digest(manifest: RunManifest | Mapping[str, Any]) -> str:

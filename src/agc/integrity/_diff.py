@@ -115,7 +115,7 @@ def diff_run(
             symlink or not a regular file, or cannot be read.
         UnsafePathError, StoreError: the run's file is a symlink or cannot be read.
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     path = Path(file)
     records = (unwrap_record(line, kind) for line, _ in iter_records(run_id, store, kind=kind))
     lines = _file_lines(path)

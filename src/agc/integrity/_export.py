@@ -97,7 +97,7 @@ def iter_session_lines(
         InputError: a record is not an ingested line (a run written by the Python writers).
         StoreError: the file cannot be read.
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     path = StoreLayout.at(store).artifact_path(run_id, kind)
     source = f"run {run_id} ({kind})"
     try:

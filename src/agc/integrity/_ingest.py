@@ -32,28 +32,14 @@ from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error, open_regular_file
 from agc._core.jsonl import FsyncPolicy
-from agc._core.objstore import ObjectStore, object_store_of
 from agc._core.report import SCHEMA_VERSION
-from agc._core.store import (
-    ARTIFACT_KINDS,
-    ArtifactKind,
-    StoreArg,
-    StoreLayout,
-    folder_store,
-    validate_run_id,
-)
-from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError, StoreError
+from agc._core.storage import Store
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
+from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
-from agc.integrity._store_io import read_manifest
-from agc.integrity._writer import (
-    RunWriters,
-    ToolEventWriter,
-    TranscriptWriter,
-    linked,
-    open_run,
-    refuse_if_linked,
-)
+from agc.integrity._target import RunTarget, run_target
+from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
 
 __all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
 
@@ -216,7 +202,7 @@ def ingest_stream(
     run_id: str,
     *,
     kind: ArtifactKind = "transcript",
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     progress: Callable[[int], None] | None = None,
@@ -254,22 +240,20 @@ def ingest_stream(
             (``stream.name``, ``stdin``); the lines read before stay, unsealed.
         as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity._s3 import object_run_linked  # noqa: PLC0415
-        from agc.integrity._s3_run import ingest_to_object_store  # noqa: PLC0415
-
-        if object_run_linked(remote, validate_run_id(run_id)):
-            same = _already_recorded_remotely(
-                stream, run_id, remote, kind=kind, algorithm=algorithm, signing_key=signing_key
-            )
-            if same is not None:
-                return same
-
-        staged, upload = ingest_to_object_store(
+    target = run_target(store)
+    if target.linked(validate_run_id(run_id)):
+        same = _already_recorded(
+            stream, run_id, target, kind=kind, algorithm=algorithm, signing_key=signing_key
+        )
+        if same is not None:
+            return same
+        # Otherwise the run id is refused as the writers open (RunExistsError).
+    policy = target.policy()
+    with target.staging(run_id) as folder:
+        summary = _ingest_into(
             stream,
             run_id,
-            remote,
+            folder,
             kind=kind,
             algorithm=algorithm,
             fsync=fsync,
@@ -277,26 +261,33 @@ def ingest_stream(
             signing_key=signing_key,
             allow_empty=allow_empty,
         )
-        summary: IngestSummary = replace(staged, object_store=upload.to_dict())
-        return summary
-    store = folder_store(store)
-    layout = StoreLayout.at(store)
-    if linked(layout, validate_run_id(run_id)):
-        same = _already_recorded(
-            stream, run_id, layout, kind=kind, algorithm=algorithm, signing_key=signing_key
-        )
-        if same is not None:
-            return same
-        refuse_if_linked(layout, run_id)
+    upload = target.publish(run_id, signing_key=signing_key, policy=policy)
+    return summary if upload is None else replace(summary, object_store=upload.to_dict())
+
+
+def _ingest_into(
+    stream: BinaryIO,
+    run_id: str,
+    folder: Path,
+    *,
+    kind: ArtifactKind,
+    algorithm: Algorithm,
+    fsync: FsyncPolicy,
+    progress: Callable[[int], None] | None,
+    signing_key: SigningKey | None,
+    allow_empty: bool,
+) -> IngestSummary:
+    """:func:`ingest_stream` into the store folder ``folder``, where the run is sealed."""
+    layout = StoreLayout(folder)
     created = {k: not os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS}
-    run = open_run(run_id, store=store, algorithm=algorithm, fsync=fsync, signing_key=signing_key)
-    target: TranscriptWriter | ToolEventWriter = (
+    run = open_run(run_id, store=folder, algorithm=algorithm, fsync=fsync, signing_key=signing_key)
+    writer: TranscriptWriter | ToolEventWriter = (
         run.transcript if kind == "transcript" else run.tool_events
     )
     counts = _Counts()
     try:
-        target.write_many(_bodies(stream, counts, target.flush, progress))
-        target.flush()  # a full disk fails here, while an empty run can still be undone
+        writer.write_many(_bodies(stream, counts, writer.flush, progress))
+        writer.flush()  # a full disk fails here, while an empty run can still be undone
     except BaseException:
         _release_unsealed(run, created)
         raise
@@ -383,85 +374,39 @@ _STAMP: Final = re.compile(rb'\{"seq":([0-9]+),"ts":-?[0-9]+')
 def _already_recorded(
     stream: BinaryIO,
     run_id: str,
-    layout: StoreLayout,
+    target: RunTarget,
     *,
     kind: ArtifactKind,
     algorithm: Algorithm,
     signing_key: SigningKey | None = None,
 ) -> IngestSummary | None:
     """The summary of the run the store holds when ``stream`` is its very input, else
-    ``None`` (the stream is consumed either way).
+    ``None`` (the stream may be consumed either way).
 
     The input is written through the same writer into a temporary store, so its
     records are exactly the bytes a new import would write; it is the run's input when
     the store's run verifies complete (with ``signing_key``: signed by that key), each
-    artifact is sealed with ``algorithm``, and each artifact's records equal those,
-    line for line, but for their ``ts`` (the time of writing).
+    artifact (as the check read it) holds those records, line for line, but for their
+    ``ts`` (the time of writing), and each is sealed with ``algorithm``.
 
     Raises:
         as :func:`ingest_stream` for the input; StoreError when the store's run cannot
         be read.
     """
-    from agc.integrity._verify import check_run  # noqa: PLC0415 - only on a retry
-
-    if not check_run(run_id, layout.root, trusted_keys=_trusted(signing_key)).complete:
-        return None  # differs, or not signed by the key this import would sign with
-    with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
-        again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
-        fresh = StoreLayout.at(scratch)
-        for other in ARTIFACT_KINDS:
-            if not _same_records(
-                fresh.artifact_path(run_id, other), layout.artifact_path(run_id, other)
-            ):
-                return None
-    manifest = read_manifest(layout, run_id)
-    if manifest is None:
-        return None
-    seals = tuple(manifest.artifacts[k] for k in ARTIFACT_KINDS if k in manifest.artifacts)
-    if any(seal.algorithm != algorithm for seal in seals):
-        return None
-    return replace(again, seals=seals, unchanged=True)
-
-
-def _already_recorded_remotely(
-    stream: BinaryIO,
-    run_id: str,
-    remote: ObjectStore,
-    *,
-    kind: ArtifactKind,
-    algorithm: Algorithm,
-    signing_key: SigningKey | None = None,
-) -> IngestSummary | None:
-    """:func:`_already_recorded` for an object store: the run there verifies complete
-    (with ``signing_key``: signed by that key), each artifact is sealed with
-    ``algorithm``, and its artifacts, copied from the very versions verified, hold the
-    records of ``stream`` (the stream is consumed either way).
-
-    Raises:
-        as :func:`_already_recorded`; StoreError when the bucket cannot be read.
-    """
-    from agc.integrity._kept import KeptArtifact  # noqa: PLC0415 - only on a retry
-    from agc.integrity._s3 import artifact_path  # noqa: PLC0415
-    from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415
-
-    with contextlib.ExitStack() as stack:
-        kept = {
-            k: stack.enter_context(KeptArtifact(k, remote.url_of(artifact_path(run_id, k))))
-            for k in ARTIFACT_KINDS
-        }
-        report = check_object_run(remote, run_id, copies=kept, trusted_keys=_trusted(signing_key))
-        if not report.complete or not all(copy.matches_seal() for copy in kept.values()):
+    with target.recorded_copies(run_id, _trusted(signing_key)) as copies:
+        if copies is None:
             return None  # differs, or not signed by the key this import would sign with
-        if any(copy.seal is None or copy.seal.algorithm != algorithm for copy in kept.values()):
-            return None
         with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
             again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
             fresh = StoreLayout.at(scratch)
-            for other, copy in kept.items():
-                copy.rewind()
-                if not _same_lines(fresh.artifact_path(run_id, other), copy.file):
+            for other in ARTIFACT_KINDS:
+                if other not in copies or not _same_lines(
+                    fresh.artifact_path(run_id, other), copies[other][1]()
+                ):
                     return None
-        seals = tuple(copy.seal for copy in kept.values() if copy.seal is not None)
+        seals = tuple(seal for seal, _ in copies.values())
+    if any(seal.algorithm != algorithm for seal in seals):
+        return None
     return replace(again, seals=seals, unchanged=True)
 
 
@@ -473,10 +418,13 @@ def _trusted(signing_key: SigningKey | None) -> dict[str, Any] | None:
 
 
 def _same_lines(fresh: Path, kept: Iterable[bytes]) -> bool:
-    """Whether a record file and the lines of a kept copy hold the same records but
-    for their ``ts``."""
-    with open_regular_file(fresh) as left:
-        return _same_stamped(left, kept)
+    """Whether a record file and the lines of the store's copy hold the same records
+    but for their ``ts`` (a file gone meanwhile holds none)."""
+    try:
+        with open_regular_file(fresh) as left:
+            return _same_stamped(left, kept)
+    except FileNotFoundError:
+        return False
 
 
 def _same_stamped(left: Iterable[bytes], right: Iterable[bytes]) -> bool:
@@ -485,17 +433,4 @@ def _same_stamped(left: Iterable[bytes], right: Iterable[bytes]) -> bool:
             return False
         if _STAMP.sub(rb"{\1", ours, count=1) != _STAMP.sub(rb"{\1", theirs, count=1):
             return False
-    return True
-
-
-def _same_records(fresh: Path, kept: Path) -> bool:
-    """Whether two record files hold the same records but for their ``ts``."""
-    try:
-        with open_regular_file(fresh) as left, open_regular_file(kept) as right:
-            if not _same_stamped(left, right):
-                return False
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise StoreError(f"cannot read {kept}: {describe_os_error(exc)}") from exc
     return True

@@ -9,11 +9,16 @@ hashes the copy against what the check found (length and digest, which for a com
 run are the seal's); a reader parses that copy only. A copy that differs makes the
 verdict incomplete, with a ``modified`` finding.
 
+In an object store (``s3://bucket/prefix``) a writer of the bucket can put another
+version of the object there between two requests, so nothing is fetched twice: the run
+is checked by :func:`~agc.integrity._s3_verify.check_object_run` and the artifact is
+copied from the very stream its digest is computed over (one ``GetObject``); the copy is
+then hashed again on this host against the seal it was judged by.
+
 The copy is a :class:`KeptArtifact`: held in memory up to ``spool_bytes`` and moved to
 a temporary file above that (:class:`tempfile.SpooledTemporaryFile`: mode 0600 in the
 temporary folder, ``$TMPDIR``, unlinked at once), so a large transcript does not fill
-memory. The object-store check keeps its copy in the same class
-(:mod:`agc.integrity._s3_export`).
+memory.
 """
 
 from __future__ import annotations
@@ -30,16 +35,24 @@ from typing import IO, TYPE_CHECKING, Final
 from agc._core.digest import check_algorithm, digests_equal, new_hasher
 from agc._core.fs import describe_os_error, open_nofollow
 from agc._core.report import Finding
-from agc._core.store import ArtifactKind, StoreLayout
+from agc._core.store import (
+    ArtifactKind,
+    StoreArg,
+    StoreLayout,
+    artifact_path,
+    folder_store,
+    remote_store,
+)
 from agc.errors import InputError, StoreError, UnsafePathError, UsageError
-from agc.integrity._verify import RunFindingCode, RunReport, check_run
+from agc.integrity._judge import RunFindingCode, RunReport
+from agc.integrity._verify import check_run
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from agc._core.objstore import ObjectInfo
+    from agc._core.storage import ObjectInfo, Store
     from agc.integrity._manifest import ArtifactSeal
 
 __all__ = ["SPOOL_BYTES", "KeptArtifact", "check_run_kept"]
@@ -203,7 +216,7 @@ def with_modified(report: RunReport, kind: ArtifactKind, message: str) -> RunRep
 
 def check_run_kept(
     run_id: str,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
     *,
     kind: ArtifactKind = "transcript",
     spool_bytes: int = SPOOL_BYTES,
@@ -224,11 +237,26 @@ def check_run_kept(
     absent (or not a regular file) nothing is read (:attr:`KeptArtifact.read` is
     false). The caller closes the copy (``with``).
 
+    In an object store the copy is made from the check's own read of the artifact
+    (:func:`_check_object_run_kept`).
+
     Raises:
         RunIdInvalidError, StoreError: as ``check_run``; StoreError too when the
             artifact cannot be read or copied (the copy is closed).
         InputError: the artifact is larger than ``max_bytes``.
     """
+    remote = remote_store(store)
+    if remote is not None:
+        return _check_object_run_kept(
+            remote,
+            run_id,
+            kind=kind,
+            spool_bytes=spool_bytes,
+            max_bytes=max_bytes,
+            trusted_keys=trusted_keys,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+        )
     report = check_run(
         run_id,
         store,
@@ -236,7 +264,7 @@ def check_run_kept(
         require_signature=require_signature,
         allow_unsigned=allow_unsigned,
     )
-    path = StoreLayout.at(store).artifact_path(run_id, kind)
+    path = StoreLayout.at(folder_store(store)).artifact_path(run_id, kind)
     kept = KeptArtifact(kind, str(path), spool_bytes, max_bytes=max_bytes)
     try:
         _copy_file(path, kept)
@@ -288,3 +316,70 @@ def _copy_file(path: Path, kept: KeptArtifact) -> None:
                 kept.write(chunk)
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
+
+
+def _check_object_run_kept(
+    store: Store,
+    run_id: str,
+    *,
+    kind: ArtifactKind,
+    spool_bytes: int,
+    max_bytes: int | None,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    allow_unsigned: bool,
+) -> tuple[RunReport, KeptArtifact]:
+    """:func:`check_run_kept` in an object store: check the run as
+    ``agc-verify RUN --store s3://…`` does (``trusted_keys``,
+    ``require_signature``, ``allow_unsigned`` as
+    :func:`~agc.integrity._s3_verify.check_object_run`), keeping a copy of one
+    artifact's bytes from the same read, of at most ``max_bytes`` (an object larger is
+    refused before its bytes are read).
+
+    The report is the verifier's, with one more ``modified`` finding when its verdict is
+    complete but the kept copy does not hash to the seal on this host (the copy changed
+    after it was read): a complete report means the copy is the sealed bytes. The caller
+    closes the copy (``with``).
+
+    Raises:
+        RunIdInvalidError, StoreError: as :func:`check_object_run` (the copy is closed).
+        InputError: the artifact is larger than ``max_bytes``.
+    """
+    from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - object stores only
+
+    kept = KeptArtifact(
+        kind, store.url_of(artifact_path(run_id, kind)), spool_bytes, max_bytes=max_bytes
+    )
+    try:
+        report = check_object_run(
+            store,
+            run_id,
+            copies={kind: kept},
+            trusted_keys=trusted_keys,
+            require_signature=require_signature,
+            allow_unsigned=allow_unsigned,
+        )
+        if report.complete and not _is_judged(kept, report):
+            report = with_modified(
+                report,
+                kind,
+                f"{kind}: the copy read from {kept.url} does not match its seal "
+                "on this host (changed after it was read)",
+            )
+        kept.rewind()
+    except BaseException:
+        kept.close()
+        raise
+    return report, kept
+
+
+def _is_judged(kept: KeptArtifact, report: RunReport) -> bool:
+    """Whether the copy hashes, on this host, to what the check judged the artifact by:
+    its seal for a run with a manifest; for a run without one (a legacy run, judged by
+    its sidecar) the digest the verifier computed, as a folder's copy is checked."""
+    if kept.seal is not None:
+        return kept.matches_seal()
+    observed = next((a for a in report.artifacts if a.kind == kept.kind), None)
+    return observed is not None and kept.matches(
+        observed.algorithm, observed.bytes, observed.digest
+    )

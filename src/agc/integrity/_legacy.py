@@ -33,7 +33,7 @@ from agc.errors import StoreError, UnsafePathError
 from agc.integrity._store_io import iter_json_objects
 
 if TYPE_CHECKING:
-    from agc.integrity._verify import ArtifactObservation
+    from agc.integrity._observation import ArtifactObservation
 
 __all__ = [
     "LegacyFindingCode",
@@ -67,7 +67,7 @@ def read_legacy_tool_events(
         UnsafePathError: the shared file is a symlink.
         StoreError: it is not a regular file (a FIFO, a folder) or cannot be read.
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     layout = StoreLayout.at(store)
     for record in iter_json_objects(layout.legacy_tool_events_path):
         if record.get("run_id") == run_id:
@@ -82,7 +82,7 @@ def count_legacy_tool_events(layout: StoreLayout, run_id: str) -> int:
             or cannot be read: the verifier cannot look (exit 3), as for any store file
             it cannot read; never a usage error.
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     path = layout.legacy_tool_events_path
     try:
         return sum(1 for record in iter_json_objects(path) if record.get("run_id") == run_id)

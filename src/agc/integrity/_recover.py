@@ -46,13 +46,13 @@ from agc._core.fs import (
     open_nofollow,
     prepare_write,
     read_small_file,
-    remove_stale_temp_files,
     write_error,
 )
 from agc._core.jsonl import unix_ms
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
+from agc._core.storage import Store
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
 from agc.errors import (
     AgcError,
     RecoveryRefusedError,
@@ -72,8 +72,16 @@ from agc.integrity._legacy import is_legacy_run
 from agc.integrity._manifest import ArtifactSeal, RunManifest, sealed_checkpoints
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_seal, sign_manifest
+from agc.integrity._target import RemoteStoreRecovery, StoreRecovery, run_target
 
-__all__ = ["ArtifactRecovery", "RecoveryReport", "StoreRecovery", "recover_run", "recover_store"]
+__all__ = [
+    "ArtifactRecovery",
+    "RecoveryReport",
+    "RemoteStoreRecovery",
+    "StoreRecovery",
+    "recover_run",
+    "recover_store",
+]
 
 QUARANTINE_SUFFIX = ".quarantine"
 
@@ -126,6 +134,8 @@ class RecoveryReport:
     linked at the end of the chain), ``not-closed`` or ``cannot-link`` (a link names
     the run with another manifest: replaced, left alone and reported by
     ``agc-verify --all``)."""
+    object_store: Mapping[str, Any] | None = None
+    """For a run staged for an object store: its upload (store, position, objects)."""
 
     @property
     def changed(self) -> bool:
@@ -140,21 +150,28 @@ class RecoveryReport:
             "changed": self.changed,
             "chain": self.chain,
             "artifacts": [a.to_dict() for a in self.artifacts],
+            **({} if self.object_store is None else {"object_store": dict(self.object_store)}),
         }
 
 
 def recover_run(
     run_id: str,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg | Store = None,
     *,
     signing_key: SigningKey | None = None,
     clock: Callable[[], int] | None = None,
 ) -> RecoveryReport:
     """Seal every unsealed artifact of a crashed run (idempotent).
 
+    For an object store (``s3://…``) the run staged on this host is sealed so and
+    uploaded (also one sealed whose upload failed); the report's ``object_store``
+    describes the upload.
+
     Raises:
         RunIdInvalidError: bad run id.
-        RunNotFoundError: the store has no manifest and no artifact file of the run.
+        RunNotFoundError: the store has no manifest and no artifact file of the run
+            (an object store: the run is neither staged on this host nor uploaded, is
+            uploaded already, or was stopped before its first record).
         RunLockedError: a writer still holds a file of the run.
         RecoveryRefusedError: a prefix does not match its checkpoint or its earlier seal;
             a signed run without ``signing_key``; a run in the legacy store format
@@ -164,7 +181,24 @@ def recover_run(
         StoreError: the store cannot be read or written.
     """
     validate_run_id(run_id)
-    layout = StoreLayout.at(store)
+    target = run_target(store)
+    report = _recover_in(
+        StoreLayout(target.recovery_folder(run_id)), run_id, signing_key=signing_key, clock=clock
+    )
+    upload = target.publish_recovered(
+        run_id, closed=report.chain != "not-closed", signing_key=signing_key
+    )
+    return report if upload is None else replace(report, object_store=upload.to_dict())
+
+
+def _recover_in(
+    layout: StoreLayout,
+    run_id: str,
+    *,
+    signing_key: SigningKey | None,
+    clock: Callable[[], int] | None,
+) -> RecoveryReport:
+    """:func:`recover_run` in the store folder of ``layout``."""
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
     if read_manifest(layout, run_id) is None and not any(
@@ -348,81 +382,23 @@ def _repair_chain(layout: StoreLayout, run_id: str, signing_key: SigningKey | No
     return "relinked"
 
 
-@dataclass(frozen=True)
-class StoreRecovery:
-    """Outcome of :func:`recover_store`.
-
-    Attributes:
-        store: the store folder.
-        linked: a run whose interrupted link was completed, if any.
-        head_repaired: the chain head was missing, stale or damaged and was rewritten.
-        quarantined_bytes: bytes of a torn chain line moved to its quarantine file.
-        removed_temp_files: leftover temporary files removed (paths in the store).
-        newline_added: the chain's last link lacked only its newline, which was added.
-    """
-
-    store: str
-    linked: str | None
-    head_repaired: bool
-    quarantined_bytes: int
-    removed_temp_files: tuple[str, ...]
-    newline_added: bool = False
-
-    @property
-    def changed(self) -> bool:
-        return bool(
-            self.linked
-            or self.head_repaired
-            or self.quarantined_bytes
-            or self.removed_temp_files
-            or self.newline_added
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "store": self.store,
-            "changed": self.changed,
-            "linked": self.linked,
-            "head_repaired": self.head_repaired,
-            "quarantined_bytes": self.quarantined_bytes,
-            "newline_added": self.newline_added,
-            "removed_temp_files": list(self.removed_temp_files),
-        }
-
-
-def recover_store(store: str | os.PathLike[str] | None = None) -> StoreRecovery:
+def recover_store(
+    store: StoreArg | Store = None, *, signing_key: SigningKey | None = None
+) -> StoreRecovery | RemoteStoreRecovery:
     """Repair the store-level state a crash can leave, whatever run it came from.
 
-    Heals the chain (a torn last link, an interrupted link, a stale head: see
-    :mod:`agc.integrity._chain`) and removes temporary files that a killed writer left
-    in the store's folders (never one a live writer holds). Idempotent.
+    A store folder: heals the chain (a torn last link, an interrupted link, a stale
+    head: see :mod:`agc.integrity._chain`) and removes temporary files that a killed
+    writer left in the store's folders (never one a live writer holds). An object store:
+    completes the link the chain head names if its writer died after the swap, and
+    uploads every run staged for it on this host that is sealed (``signing_key`` signs
+    a signed run's manifest again with its link). Idempotent.
 
     Raises:
-        StoreError: the store does not exist, cannot be written, or its chain is
-            damaged in a way no crash produces.
+        StoreError: the store does not exist, cannot be read or written, or its chain
+            is damaged in a way no crash produces.
     """
-    layout = StoreLayout.at(store)
-    if not layout.root.is_dir():
-        raise StoreError(f"store {layout.root} does not exist or is not a folder")
-    removed: list[str] = []
-    with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-        heal = heal_chain(layout, lambda other: read_manifest(layout, other))
-        removed += [f"audit/{name}" for name in heal.removed_temp_files]
-    for folder in (
-        layout.manifests_dir,
-        *(layout.artifact_dir(kind) for kind in ARTIFACT_KINDS),
-    ):
-        relative = folder.relative_to(layout.root)
-        removed += [f"{relative}/{name}" for name in remove_stale_temp_files(folder)]
-    return StoreRecovery(
-        store=str(layout.root),
-        linked=heal.linked,
-        head_repaired=heal.head_repaired,
-        quarantined_bytes=heal.quarantined_bytes,
-        removed_temp_files=tuple(sorted(removed)),
-        newline_added=heal.newline_added,
-    )
+    return run_target(store).recover_store(signing_key=signing_key)
 
 
 def _recover_artifact(

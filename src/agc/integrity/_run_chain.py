@@ -34,8 +34,8 @@ from typing import Any, Final, Literal
 
 from agc._core.report import Finding
 from agc.integrity._chain import ChainEntry, manifest_digest
+from agc.integrity._judge import ArtifactReport, RunFindingCode, RunReport
 from agc.integrity._manifest import RunManifest
-from agc.integrity._verify import ArtifactReport, RunFindingCode, RunReport
 
 __all__ = ["judge_run_links", "superseded_problems"]
 

@@ -21,7 +21,15 @@ from typing import Any, Final, Literal
 from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.fs import open_nofollow
 from agc._core.objstore import ObjectStore, object_store_of
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreLayout, validate_run_id
+from agc._core.store import (
+    ARTIFACT_DIRS,
+    ARTIFACT_KINDS,
+    MANIFESTS_DIR,
+    ArtifactKind,
+    StoreLayout,
+    artifact_path,
+    validate_run_id,
+)
 from agc.errors import (
     AgcError,
     ManifestInvalidError,
@@ -214,10 +222,10 @@ def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
 def _remote_listings(remote: ObjectStore) -> list[RunListing]:
     """The runs of an ``s3://`` store: each uploaded manifest, read (not verified), and
     each run still staged locally for upload (``unsealed``)."""
-    from agc.integrity._s3 import staged_run_ids, staging_store  # noqa: PLC0415 - boto3
+    from agc.integrity._upload import staged_run_ids, staging_store  # noqa: PLC0415 - boto3
 
     listings: dict[str, RunListing] = {}
-    for path in remote.list_paths("audit/manifests/"):
+    for path in remote.list_paths(f"{MANIFESTS_DIR}/"):
         name = path.rsplit("/", 1)[-1]
         if not name.endswith(".json") or "@" in name:
             continue
@@ -258,9 +266,7 @@ def _remote_listings(remote: ObjectStore) -> list[RunListing]:
 def _remote_legacy_candidates(remote: ObjectStore, listed: Container[str]) -> list[str]:
     """Runs of an ``s3://`` store with a transcript and a SHA-256 sidecar but no manifest
     (a legacy run, if :func:`_remote_legacy_listing` says so)."""
-    from agc.integrity._s3 import artifact_path  # noqa: PLC0415 - boto3
-
-    prefix = artifact_path("r", "transcript").removesuffix("r.jsonl")
+    prefix = f"{ARTIFACT_DIRS['transcript']}/"
     names = {path.removeprefix(prefix) for path in remote.list_paths(prefix)}
     found = []
     for name in sorted(names):
@@ -278,7 +284,6 @@ def _remote_legacy_candidates(remote: ObjectStore, listed: Container[str]) -> li
 def _remote_legacy_listing(remote: ObjectStore, run_id: str) -> RunListing | None:
     """The listing of a legacy run of an ``s3://`` store (its complete lines are counted
     as the object streams by; nothing is hashed), or ``None`` when it is not one."""
-    from agc.integrity._s3 import artifact_path  # noqa: PLC0415 - boto3
     from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415 - boto3
 
     if not is_legacy_object_run(remote, run_id):

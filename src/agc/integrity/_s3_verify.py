@@ -24,41 +24,36 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
-from agc._core.objstore import BucketLock, ObjectInfo, ObjectStore, ObjectVersion, Retention
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.signature_rule import signature_required
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
+from agc._core.storage import BucketLock, ObjectInfo, ObjectVersion, Retention, Store
+from agc._core.store import (
+    ARTIFACT_KINDS,
+    ArtifactKind,
+    artifact_path,
+    link_path,
+    manifest_path,
+    validate_run_id,
+)
 from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
+from agc.integrity._judge import (
+    ArtifactObservation,
+    RunFindingCode,
+    RunReport,
+    changed_lines,
+    closest_run_id,
+    judge_run,
+    run_missing_report,
+    sealed_bytes_differ,
+)
 from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._run_chain import judge_run_links
-from agc.integrity._s3 import (
-    CHAIN_DIR,
-    HEAD_PATH,
-    MANIFESTS_DIR,
-    RemoteHead,
-    artifact_path,
-    link_path,
-    manifest_path,
-)
+from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, MANIFESTS_DIR, RemoteHead
 from agc.integrity._s3_findings import judge_object, object_lock_finding
-from agc.integrity._verify import (
-    ArtifactObservation,
-    ArtifactReport,
-    RunFindingCode,
-    RunReport,
-    _judge_signature,
-    changed_lines,
-    closest_run_id,
-    judge_artifact,
-    recovered_findings,
-    run_missing_report,
-    sealed_bytes_differ,
-    with_artifact_findings,
-)
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -128,7 +123,7 @@ class ObjectCopy(Protocol):
         """One piece of the body, in order (raise ``StoreError`` to stop the check)."""
 
 
-def verify_policy(store: ObjectStore, retention: Retention | None = None) -> VerifyPolicy:
+def verify_policy(store: Store, retention: Retention | None = None) -> VerifyPolicy:
     """The policy for ``store``: ``retention`` if given, else the bucket's default."""
     lock = store.bucket_lock()
     return VerifyPolicy(retention or lock.default, retention is not None, lock)
@@ -141,7 +136,7 @@ def run_paths(run_id: str, kind: ArtifactKind) -> tuple[str, ...]:
     return (path, *(path + SIDECAR_SUFFIXES[a] for a in ALGORITHMS))
 
 
-def _group(versions: Iterable[ObjectVersion], store: ObjectStore) -> dict[str, list[ObjectVersion]]:
+def _group(versions: Iterable[ObjectVersion], store: Store) -> dict[str, list[ObjectVersion]]:
     by_path: dict[str, list[ObjectVersion]] = defaultdict(list)
     for version in versions:
         by_path[store.relative(version.key)].append(version)
@@ -167,7 +162,7 @@ class _Observed:
 
 
 def _stream(
-    store: ObjectStore,
+    store: Store,
     path: str,
     algorithm: Algorithm,
     seal: ArtifactSeal | None,
@@ -228,7 +223,7 @@ def _stream(
 
 
 def _read_sidecars(
-    store: ObjectStore, path: str, present: set[str] | None, infos: dict[str, ObjectInfo]
+    store: Store, path: str, present: set[str] | None, infos: dict[str, ObjectInfo]
 ) -> dict[Algorithm, Sidecar | str]:
     found: dict[Algorithm, Sidecar | str] = {}
     for algorithm in ALGORITHMS:
@@ -251,7 +246,7 @@ def _read_sidecars(
 
 
 def _observe(
-    store: ObjectStore,
+    store: Store,
     run_id: str,
     kind: ArtifactKind,
     seal: ArtifactSeal | None,
@@ -294,7 +289,7 @@ def _observe(
 
 
 def _locate(
-    store: ObjectStore, path: str, seal: ArtifactSeal, version_id: str | None
+    store: Store, path: str, seal: ArtifactSeal, version_id: str | None
 ) -> tuple[int, int] | None:
     """:func:`~agc.integrity._verify.changed_lines` of an object whose sealed bytes
     differ: a second ``GetObject`` of the version just read, read only up to the last
@@ -309,7 +304,7 @@ def _locate(
 
 
 def _check_quarantine(
-    store: ObjectStore, run_id: str, seal: ArtifactSeal, infos: dict[str, ObjectInfo]
+    store: Store, run_id: str, seal: ArtifactSeal, infos: dict[str, ObjectInfo]
 ) -> list[_Finding]:
     path = artifact_path(run_id, seal.kind).rsplit("/", 1)[0] + "/" + quarantine_name(seal)
     observed = _stream(store, path, seal.algorithm, None)
@@ -325,7 +320,7 @@ def _label(path: str, kind: str) -> str:
 
 
 def check_object_run(
-    store: ObjectStore,
+    store: Store,
     run_id: str,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
@@ -368,7 +363,7 @@ def check_object_run(
     required = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     policy = policy or verify_policy(store)
     if versions is None:
         versions = list_run_versions(store, run_id)
@@ -435,40 +430,12 @@ def check_object_run(
             )
         else:
             legacy = LegacyRun(shared_records=0)
-    artifact_reports: list[ArtifactReport] = []
-    for obs in observations:
-        seal = manifest.artifacts.get(obs.kind) if manifest else None
-        own = judge_artifact(obs, seal=seal, manifest_present=manifest is not None)
-        if legacy is not None:
-            own = legacy.judge(obs, own)
-        if seal is not None and seal.quarantine is not None:
-            own.extend(_check_quarantine(store, run_id, seal, infos))
-        findings.extend(own)
-        artifact_reports.append(
-            ArtifactReport(
-                kind=obs.kind,
-                path=store.url_of(str(obs.path)),
-                findings=tuple(own),
-                algorithm=obs.algorithm,
-                digest=obs.digest,
-                bytes=obs.bytes,
-                records=obs.records,
-                legacy=legacy is not None,
-            )
-        )
-    has_sidecar = any(
-        isinstance(s, Sidecar) and not s.legacy for o in observations for s in o.sidecars.values()
-    )
-    if (
-        manifest is None
-        and legacy is None
-        and has_sidecar
-        and not any(f.code in ("manifest-invalid", "manifest-missing") for f in findings)
-    ):
-        findings.insert(0, Finding("manifest-missing", "run manifest missing", artifact="manifest"))
-    status, key_id = _judge_signature(manifest, trusted_keys, required, findings)
-    recovered = recovered_findings(manifest, allow_recovered=allow_recovered)
-    findings.extend(recovered)
+    quarantines = {
+        seal.kind: _check_quarantine(store, run_id, seal, infos)
+        for obs in observations
+        if (seal := manifest.artifacts.get(obs.kind) if manifest else None) is not None
+        and seal.quarantine is not None
+    }
     # What only object storage shows, key by key (in a stable order). A finding about an
     # artifact's object (its file, sidecar or quarantine) is the artifact's too: its
     # entry is then not ok, as for any other error about it.
@@ -481,19 +448,25 @@ def check_object_run(
                 _label(path, kind), kind, by_path.get(path, ()), infos.get(path), policy.retention
             )
         )
-    findings.extend(object_findings)
-    artifact_reports = with_artifact_findings(artifact_reports, [*recovered, *object_findings])
-    if bucket_findings and not policy.lock.enabled:
-        findings.append(object_lock_finding(store.bucket, policy_asked=policy.asked))
-    report = RunReport(
-        run_id=run_id,
-        store=store.url,
-        findings=tuple(findings),
-        artifacts=tuple(artifact_reports),
-        manifest=manifest is not None,
-        legacy=legacy is not None,
-        signature=status,
-        key_id=key_id,
+    bucket = (
+        [object_lock_finding(store.lock_scope, policy_asked=policy.asked)]
+        if bucket_findings and not policy.lock.enabled
+        else []
+    )
+    report = judge_run(
+        run_id,
+        store.url,
+        [(obs, store.url_of(str(obs.path))) for obs in observations],
+        manifest,
+        findings,
+        legacy=legacy,
+        quarantines=quarantines,
+        shared_records=0,  # object storage has no legacy shared tool-events file
+        trusted_keys=trusted_keys,
+        require_signature=required,
+        allow_recovered=allow_recovered,
+        object_findings=object_findings,
+        store_findings=bucket,
     )
     if not chain or legacy is not None or any(f.code == "manifest-invalid" for f in findings):
         return report
@@ -506,7 +479,7 @@ def check_object_run(
     )
 
 
-def _object_run_ids(store: ObjectStore) -> Iterator[str]:
+def _object_run_ids(store: Store) -> Iterator[str]:
     """The run ids whose manifest key is in the store (not read, not verified).
 
     Raises:
@@ -518,9 +491,7 @@ def _object_run_ids(store: ObjectStore) -> Iterator[str]:
             yield name[: -len(".json")]
 
 
-def _object_run_links(
-    store: ObjectStore, run_id: str, manifest: RunManifest | None
-) -> list[ChainEntry]:
+def _object_run_links(store: Store, run_id: str, manifest: RunManifest | None) -> list[ChainEntry]:
     """The run's links: the one at the position its manifest names (its link object,
     or the head while that object is pending); every link of the chain when the run has
     no manifest to name one.
@@ -554,7 +525,7 @@ def _object_run_links(
     return found
 
 
-def _read_head_object(store: ObjectStore) -> RemoteHead | None:
+def _read_head_object(store: Store) -> RemoteHead | None:
     got = store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
     if got is None:
         return None
@@ -569,7 +540,7 @@ def _legacy_transcript(transcript: ArtifactObservation) -> bool:
     return has_legacy_sidecars(transcript.sidecars)
 
 
-def is_legacy_object_run(store: ObjectStore, run_id: str) -> bool:
+def is_legacy_object_run(store: Store, run_id: str) -> bool:
     """Whether a run of an object store that has no manifest is in the legacy format, as
     :func:`check_object_run` decides it, without reading the transcript: its only sidecar
     is a digest-only SHA-256 one and the store chain does not link it (``agc runs``).
@@ -594,7 +565,7 @@ def is_legacy_object_run(store: ObjectStore, run_id: str) -> bool:
     return sidecar.legacy and not _downgraded(store, run_id)
 
 
-def _downgraded(store: ObjectStore, run_id: str) -> bool:
+def _downgraded(store: Store, run_id: str) -> bool:
     """Whether the store chain links a run that has no manifest and would be read as
     legacy: a chained run had a manifest, so its manifest was removed and its sidecars
     rewritten in the legacy format (as a folder store judges it). A link or head that
@@ -623,7 +594,7 @@ def _downgraded(store: ObjectStore, run_id: str) -> bool:
     return False
 
 
-def list_run_versions(store: ObjectStore, run_id: str) -> list[ObjectVersion]:
+def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:
     """Every version and delete marker of the run's keys (artifact files, their
     sidecars and quarantine files, the manifest); empty when the store never held the run.
 
@@ -631,7 +602,7 @@ def list_run_versions(store: ObjectStore, run_id: str) -> list[ObjectVersion]:
         RunIdInvalidError: bad run id.
         StoreError: the store cannot be listed (exit 3).
     """
-    validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
     return [
         v
         for prefix in (*(artifact_path(run_id, k) for k in ARTIFACT_KINDS), manifest_path(run_id))
@@ -647,7 +618,7 @@ class ObjectRunCheck:
     """A picklable per-run check for ``--all --jobs`` / Dask workers: the store (never
     its client or credentials), the signature rules and the policy."""
 
-    store: ObjectStore
+    store: Store
     trusted: Mapping[str, bytes]
     require_signature: bool
     policy: VerifyPolicy
@@ -691,7 +662,7 @@ class S3StoreView:
     under ``audit/`` (or an S3 Inventory report): names per folder, the chain from its
     link objects, the head, and manifests read in parallel threads."""
 
-    store: ObjectStore
+    store: Store
     versions: dict[str, list[ObjectVersion]]
     policy: VerifyPolicy
     label: str = ""
@@ -706,7 +677,7 @@ class S3StoreView:
     @classmethod
     def listed(
         cls,
-        store: ObjectStore,
+        store: Store,
         policy: VerifyPolicy,
         listing: Iterable[ObjectVersion] | None = None,
     ) -> S3StoreView:
@@ -879,7 +850,9 @@ class S3StoreView:
 
     def store_findings(self, findings: list[Finding[Any]]) -> None:
         if not self.policy.lock.enabled:
-            findings.append(object_lock_finding(self.store.bucket, policy_asked=self.policy.asked))
+            findings.append(
+                object_lock_finding(self.store.lock_scope, policy_asked=self.policy.asked)
+            )
 
 
 def _companion(path: str, base: str) -> bool:

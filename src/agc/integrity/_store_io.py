@@ -20,6 +20,7 @@ from agc._core.fs import (
     read_small_file,
 )
 from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
+from agc._core.store import archived_manifest_path as archived_path
 from agc.errors import AgcError, JsonInvalidError, ManifestInvalidError, StoreError
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 
@@ -41,7 +42,7 @@ __all__ = [
 def archived_manifest_path(layout: StoreLayout, run_id: str, position: int) -> Path:
     """``audit/manifests/<runId>@<position>.json``: a closed manifest kept when its run
     was re-opened, so the chain link at ``position`` can still be checked."""
-    return layout.manifests_dir / f"{validate_run_id(run_id)}@{position}.json"
+    return layout.path(archived_path(run_id, position))
 
 
 def read_archived_manifest(layout: StoreLayout, run_id: str, position: int) -> RunManifest | None:

@@ -459,7 +459,7 @@ class LocalRunCheck:
             from agc.integrity._s3_verify import _public_keys  # noqa: PLC0415
 
             keys = _public_keys(self.trusted)
-        validate_run_id(run_id)
+        run_id = validate_run_id(run_id)
         report, manifest = check_folder_run(
             run_id,
             self._layout,

@@ -17,10 +17,11 @@ checkpoints, one writer per file, records validated first) is given two objects:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agc._core.digest import (
     DEFAULT_ALGORITHM,
@@ -46,13 +47,12 @@ from agc._core.jsonl import (
     refuse_torn_tail,
     unix_ms,
 )
-from agc._core.objstore import object_store_of
 from agc._core.sidecar import format_sidecar
+from agc._core.storage import Store
 from agc._core.store import (
     ArtifactKind,
     StoreArg,
     StoreLayout,
-    folder_store,
     validate_new_run_id,
     validate_run_id,
 )
@@ -60,14 +60,16 @@ from agc.errors import (
     AgcError,
     ArtifactSealedError,
     RunExistsError,
-    UnsafePathError,
     UnsealedRunError,
     VerificationError,
 )
-from agc.integrity._chain import ChainEntry, run_links
 from agc.integrity._manifest import ArtifactSeal, check_attributes, sealed_checkpoints
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
+from agc.integrity._target import linked, run_target
+
+if TYPE_CHECKING:
+    from agc.integrity._upload import UploadResult
 
 __all__ = [
     "JsonlWriter",
@@ -75,23 +77,9 @@ __all__ = [
     "RunWriters",
     "ToolEventWriter",
     "TranscriptWriter",
-    "linked",
     "open_run",
     "refuse_if_linked",
 ]
-
-
-def linked(layout: StoreLayout, run_id: str) -> tuple[ChainEntry, ...]:
-    """The run's links in the store chain; none when the chain log is not a regular
-    file (then every seal refuses to link, exit 3, as for any run).
-
-    Raises:
-        StoreError: the chain cannot be read.
-    """
-    try:
-        return run_links(layout, run_id)
-    except UnsafePathError:
-        return ()
 
 
 def refuse_if_linked(layout: StoreLayout, run_id: str) -> None:
@@ -357,20 +345,45 @@ class RunWriters(SealsOnExit):
     """Both writers of one run, opened together.
 
     As a context manager: seals both on a clean exit, releases both unsealed on error.
+
+    Args:
+        publish: called once both are sealed, to bring the run into its store when it
+            was written in a staging folder (see :func:`open_run`).
+
+    Attributes:
+        upload: what :meth:`close` published (an object store: the upload), else ``None``.
     """
 
-    def __init__(self, transcript: TranscriptWriter, tool_events: ToolEventWriter) -> None:
+    def __init__(
+        self,
+        transcript: TranscriptWriter,
+        tool_events: ToolEventWriter,
+        *,
+        publish: Callable[[], UploadResult | None] | None = None,
+    ) -> None:
         self.transcript = transcript
         self.tool_events = tool_events
+        self.upload: UploadResult | None = None
+        self._publish = publish
 
     def close(self) -> tuple[ArtifactSeal, ArtifactSeal]:
-        """Seal the transcript, then the tool events; returns both seals."""
+        """Seal the transcript, then the tool events, then publish the run; returns
+        both seals.
+
+        Raises:
+            as :meth:`JsonlWriter.close`; ``StoreError`` when the upload of a staged
+            run fails: it stays sealed in its staging folder and
+            ``agc recover RUN --store s3://…`` uploads it.
+        """
         try:
             first = self.transcript.close()
         except AgcError:
             self.tool_events.abort()
             raise
-        return first, self.tool_events.close()
+        seals = first, self.tool_events.close()
+        if self.upload is None and self._publish is not None:
+            self.upload = self._publish()
+        return seals
 
     def abort(self) -> None:
         self.transcript.abort()
@@ -383,7 +396,7 @@ class RunWriters(SealsOnExit):
 def open_run(
     run_id: str,
     *,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
     fsync: FsyncPolicy = "close",
     clock: Callable[[], int] | None = None,
@@ -398,33 +411,49 @@ def open_run(
 
     ``store`` may be an object store (``s3://bucket/prefix`` or an
     :class:`~agc._core.objstore.ObjectStore`): the run is then written in a local
-    staging store and uploaded when closed (:mod:`agc.integrity._s3`).
+    staging store and uploaded when closed (:mod:`agc.integrity._target`).
 
     Raises: as :class:`JsonlWriter` (``RecordInvalidError`` for bad attributes); if the
     second writer cannot open, the first is released unsealed (and its file removed
-    again if this call created it empty).
+    again if this call created it empty). For an object store also
+    ``RunExistsError``/``ArtifactSealedError`` (the store holds the run id already),
+    ``UnsealedRunError`` (the run is staged, not uploaded yet) and ``UsageError`` (a
+    retention is asked for and the bucket has no Object Lock).
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity._s3_run import open_remote_run  # noqa: PLC0415 - boto3 when used
-
-        return open_remote_run(
-            remote,
+    if attributes is not None:
+        attributes = check_attributes(attributes)
+    validate_new_run_id(run_id)
+    target = run_target(store)
+    policy = target.policy()
+    with target.staging(run_id) as folder:
+        transcript, tool_events = _open_writers(
             run_id,
+            folder,
             algorithm=algorithm,
             fsync=fsync,
             clock=clock,
             signing_key=signing_key,
             attributes=attributes,
         )
-    store = folder_store(store)
-    if attributes is not None:
-        attributes = check_attributes(attributes)
-    validate_new_run_id(run_id)
-    existed = os.path.lexists(StoreLayout.at(store).artifact_path(run_id, "transcript"))
+    publish = functools.partial(target.publish, run_id, signing_key=signing_key, policy=policy)
+    return RunWriters(transcript, tool_events, publish=publish)
+
+
+def _open_writers(
+    run_id: str,
+    folder: Path,
+    *,
+    algorithm: Algorithm,
+    fsync: FsyncPolicy,
+    clock: Callable[[], int] | None,
+    signing_key: SigningKey | None,
+    attributes: Mapping[str, Any] | None,
+) -> tuple[TranscriptWriter, ToolEventWriter]:
+    """Both writers of a run in the store folder ``folder`` (see :func:`open_run`)."""
+    existed = os.path.lexists(StoreLayout(folder).artifact_path(run_id, "transcript"))
     transcript = TranscriptWriter(
         run_id,
-        store=store,
+        store=folder,
         algorithm=algorithm,
         fsync=fsync,
         clock=clock,
@@ -434,7 +463,7 @@ def open_run(
     try:
         tool_events = ToolEventWriter(
             run_id,
-            store=store,
+            store=folder,
             algorithm=algorithm,
             fsync=fsync,
             clock=clock,
@@ -448,7 +477,7 @@ def open_run(
                 os.unlink(transcript.path)
         transcript.abort()
         raise
-    return RunWriters(transcript, tool_events)
+    return transcript, tool_events
 
 
 def _segment(seal: ArtifactSeal) -> dict[str, Any]:

@@ -17,7 +17,9 @@ new sidecar and, saved with a signing key, its signature (``<file>.sig``,
 folder, fsync, rename, fsync of the folder) with mode 0600. A crash in between leaves a
 snapshot without a sidecar, which loading reports as ``snapshot-unsealed``, or a sealed
 snapshot without a signature (``unsigned`` when one is required), never a valid snapshot
-it is not, and never a signature beside bytes it does not sign.
+it is not, and never a signature beside bytes it does not sign. An object store keeps a
+new set of objects per save (:mod:`agc.resume._snapshot_store`); saving and loading are
+written once for both.
 
 Loading checks the seal and then, by the rule of run manifests
 (:mod:`agc._core.signature_rule`), the signature: with trusted keys a snapshot must be
@@ -26,8 +28,6 @@ signed by one of them over exactly its sealed bytes.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import io
 import json
 import os
@@ -43,47 +43,34 @@ from agc._core import json as strict_json
 from agc._core.digest import (
     ALGORITHMS,
     DEFAULT_ALGORITHM,
+    SIDECAR_SUFFIXES,
     Algorithm,
     digest_bytes,
     digests_equal,
 )
-from agc._core.fs import prepare_write, read_small_file
-from agc._core.objstore import object_store_of
 from agc._core.report import SCHEMA_VERSION
-from agc._core.sidecar import (
-    format_sidecar,
-    read_sidecar,
-    sidecar_path,
-)
+from agc._core.sidecar import format_sidecar
 from agc._core.signature_rule import signature_required
-from agc._core.store import (
-    StoreArg,
-    folder_store,
-    resolve_store,
-    validate_new_run_id,
-    validate_run_id,
-)
+from agc._core.storage import Store
+from agc._core.store import StoreArg, validate_new_run_id, validate_run_id
 from agc.errors import (
-    BadSignatureError,
-    FileUnreadableError,
     HistoryFormatError,
     JsonInvalidError,
     RunIdInvalidError,
     SidecarInvalidError,
     SnapshotInvalidError,
-    SnapshotNotFoundError,
     SnapshotTamperedError,
     SnapshotUnsealedError,
-    StoreError,
-    UnsafePathError,
 )
 from agc.resume._formats.detect import get_spec
 from agc.resume._formats.model import FormatName
-from agc.resume._snapshot_sig import (
-    MAX_SIGNATURE_BYTES,
-    SIGNATURE_SUFFIX,
-    encode_signature,
-    judge_signature,
+from agc.resume._snapshot_sig import SIGNATURE_SUFFIX, encode_signature, judge_signature
+from agc.resume._snapshot_store import (
+    FolderSnapshots,
+    FoundSnapshot,
+    signature_path,
+    snapshot_file,
+    snapshot_place,
 )
 
 if TYPE_CHECKING:
@@ -443,23 +430,12 @@ def snapshot_path(
     Raises:
         RunIdInvalidError: the run id is invalid.
     """
-    name = validate_run_id(run_id) + (".json.zst" if compressed else ".json")
-    return resolve_store(store) / "sessions" / name
-
-
-def signature_path(path: Path) -> Path:
-    """The signature file beside the snapshot ``path``: ``….json`` -> ``….json.sig`` (pure)."""
-    return path.with_name(path.name + SIGNATURE_SUFFIX)
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    return FolderSnapshots.at(store, run_id).path(compressed=compressed)
 
 
 def save_snapshot(
     snapshot: SessionSnapshot,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     compress: bool = False,
     algorithm: Algorithm = DEFAULT_ALGORITHM,
@@ -499,90 +475,36 @@ def save_snapshot(
             f"snapshot of run {snapshot.run_id}: its messages nest deeper than "
             f"{strict_json.MAX_DEPTH} levels, which no snapshot can be read back with"
         )
-    remote = object_store_of(store)
+    place = snapshot_place(store, snapshot.run_id)
     clean, stats, dropped = sanitize_snapshot(snapshot)
     data = encode_snapshot(clean, compress=compress)
     # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
     SessionSnapshot.from_dict(clean.to_dict(), source=f"snapshot of run {snapshot.run_id}")
-    key_id = None if signing_key is None else signing_key.key_id
-    if remote is not None:
-        from agc.resume._snapshot_s3 import save_snapshot_bytes  # noqa: PLC0415 - boto3
-
-        saved = save_snapshot_bytes(
-            remote,
-            snapshot.run_id,
-            data,
-            compressed=compress,
-            algorithm=algorithm,
-            signing_key=signing_key,
-        )
-        return SnapshotSaveResult(
-            Path(saved.url),
-            Path(saved.sidecar_url),
-            algorithm,
-            saved.digest,
-            len(data),
-            compress,
-            stats.to_dict(),
-            dropped,
-            None if saved.signature_url is None else Path(saved.signature_url),
-            key_id,
-        )
-    path = snapshot_path(snapshot.run_id, folder_store(store), compressed=compress)
     digest = digest_bytes(data, algorithm)
-    sidecar = sidecar_path(path, algorithm)
-    signature = signature_path(path)
+    name = place.file_name(digest, compressed=compress)
     signed = None
     if signing_key is not None:
-        signed, _ = encode_signature(path.name, data, algorithm, signing_key)
-    other = snapshot_path(snapshot.run_id, folder_store(store), compressed=not compress)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # Every file is written in full before anything is replaced: a full disk leaves
-        # the earlier snapshot, its seal and its signature as they were (FileWriteError,
-        # exit 3).
-        with (
-            prepare_write(path, data, mode=0o600) as new_data,
-            prepare_write(sidecar, format_sidecar(digest, path.name), mode=0o600) as new_seal,
-            (
-                contextlib.nullcontext()
-                if signed is None
-                else prepare_write(signature, signed, mode=0o600)
-            ) as new_signature,
-        ):
-            # The old signature goes first: it never stays beside bytes it does not sign.
-            _remove(signature)
-            for name in ALGORITHMS:
-                _remove(sidecar_path(path, name))
-            new_data.commit(overwrite=True)
-            new_seal.commit(overwrite=True)
-            if new_signature is not None:
-                new_signature.commit(overwrite=True)
-        _remove(signature_path(other))
-        for name in ALGORITHMS:
-            _remove(sidecar_path(other, name))
-        _remove(other)
-    except UnsafePathError:
-        raise
-    except OSError as exc:
-        raise StoreError(f"cannot write snapshot {path}: {exc.strerror or exc}") from exc
+        signed, _ = encode_signature(name, data, algorithm, signing_key)
+    saved = place.write(
+        name, data, (SIDECAR_SUFFIXES[algorithm], format_sidecar(digest, name)), signed
+    )
     return SnapshotSaveResult(
-        path,
-        sidecar,
+        saved.path,
+        saved.sidecar,
         algorithm,
         digest,
         len(data),
         compress,
         stats.to_dict(),
         dropped,
-        None if signed is None else signature,
-        key_id,
+        saved.signature,
+        None if signing_key is None else signing_key.key_id,
     )
 
 
 def load_snapshot(
     run_id: str,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     insecure_skip_verify: bool = False,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
@@ -615,46 +537,15 @@ def load_snapshot(
         ``allow_unsigned`` together.
 
     In an object store (``s3://…``) the run's newest snapshot is loaded
-    (:mod:`agc.resume._snapshot_s3`), with the same checks.
+    (:mod:`agc.resume._snapshot_store`), with the same checks.
     """
     required = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.resume._snapshot_s3 import load_snapshot_bytes  # noqa: PLC0415 - boto3
-
-        loaded = load_snapshot_bytes(
-            remote, run_id, verify=not insecure_skip_verify, max_bytes=MAX_SNAPSHOT_BYTES
-        )
-        if not insecure_skip_verify:
-            judge_signature(
-                loaded.read_signature,
-                where=loaded.url + SIGNATURE_SUFFIX,
-                file_name=loaded.name,
-                data=loaded.data,
-                trusted_keys=trusted_keys,
-                required=required,
-                on_note=on_note,
-            )
-        found = decode_snapshot(loaded.data, source=loaded.url)
-        if found.run_id != run_id:
-            raise SnapshotInvalidError(f"{loaded.url} holds run {found.run_id}, not {run_id}")
-        return found
-    store = folder_store(store)
-    plain = snapshot_path(run_id, store)
-    packed = snapshot_path(run_id, store, compressed=True)
-    present = [path for path in (packed, plain) if os.path.lexists(path)]
-    if not present:
-        raise SnapshotNotFoundError(f"no snapshot of run {run_id} in {plain.parent}")
-    if len(present) == 2:
-        raise SnapshotInvalidError(
-            f"both {packed.name} and {plain.name} exist for run {run_id}",
-            hint="A save was interrupted; remove the older file (see docs/resume.md).",
-        )
-    snapshot = _load_file(present[0], insecure_skip_verify, trusted_keys, required, on_note)
+    found = snapshot_place(store, run_id).newest(max_bytes=MAX_SNAPSHOT_BYTES)
+    snapshot = _judge(found, insecure_skip_verify, trusted_keys, required, on_note)
     if snapshot.run_id != run_id:
-        raise SnapshotInvalidError(f"{present[0]} holds run {snapshot.run_id}, not {run_id}")
+        raise SnapshotInvalidError(f"{found.where} holds run {snapshot.run_id}, not {run_id}")
     return snapshot
 
 
@@ -701,83 +592,51 @@ def _load_file(
     required: bool,
     on_note: Callable[[str], None] | None,
 ) -> SessionSnapshot:
-    data = _read(path)
+    found = snapshot_file(path, max_bytes=MAX_SNAPSHOT_BYTES)
+    return _judge(found, insecure_skip_verify, trusted_keys, required, on_note)
+
+
+def _judge(
+    found: FoundSnapshot,
+    insecure_skip_verify: bool,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    required: bool,
+    on_note: Callable[[str], None] | None,
+) -> SessionSnapshot:
+    """Check a snapshot's seal, then its signature (unless ``insecure_skip_verify``),
+    and decode it."""
     if not insecure_skip_verify:
-        _check_seal(path, data)
-        signature = signature_path(path)
+        _check_seal(found)
         judge_signature(
-            (lambda: _read_signature(signature)) if os.path.lexists(signature) else None,
-            where=str(signature),
-            file_name=path.name,
-            data=data,
+            found.read_signature,
+            where=found.where + SIGNATURE_SUFFIX,
+            file_name=found.name,
+            data=found.data,
             trusted_keys=trusted_keys,
             required=required,
             on_note=on_note,
         )
-    return decode_snapshot(data, source=str(path))
+    return decode_snapshot(found.data, source=found.where)
 
 
-def _read_signature(path: Path) -> bytes:
-    """The bytes of a signature file, read as sidecars are (no symlink, no FIFO).
-
-    Raises:
-        BadSignatureError: a symlink, folder, FIFO, socket or device in its place, or
-            larger than :data:`MAX_SIGNATURE_BYTES`.
-        StoreError: present but unreadable (permission denied, an I/O error): exit 3.
-    """
-    try:
-        return read_small_file(path, max_bytes=MAX_SIGNATURE_BYTES)
-    except FileNotFoundError as exc:  # removed since it was seen
-        raise BadSignatureError(f"{path} disappeared while it was read") from exc
-    except UnsafePathError as exc:
-        raise BadSignatureError(f"{path} is a symlink or not a regular file") from exc
-    except StoreError as exc:  # read_small_file: larger than the limit
-        raise BadSignatureError(
-            f"{path} is larger than {MAX_SIGNATURE_BYTES} bytes; a signature is one line"
-        ) from exc
-    except OSError as exc:
-        if exc.errno in {errno.ENXIO, errno.ENODEV, errno.EISDIR}:
-            raise BadSignatureError(f"{path} is a symlink or not a regular file") from exc
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def _read(path: Path) -> bytes:
-    """The bytes of a snapshot file, never through a symlink, never from a FIFO.
-
-    Raises:
-        SnapshotNotFoundError: it does not exist.
-        SnapshotInvalidError: larger than :data:`MAX_SNAPSHOT_BYTES` (refused from its
-            size, unread: exit 2 as a snapshot that expands too far, not an I/O error).
-        UnsafePathError: a symlink, or not a regular file (a folder, a FIFO).
-        FileUnreadableError: it cannot be read (permissions, an I/O error).
-    """
-    try:
-        return read_small_file(path, max_bytes=MAX_SNAPSHOT_BYTES)
-    except FileNotFoundError as exc:
-        raise SnapshotNotFoundError(f"{path} does not exist") from exc
-    except StoreError as exc:  # read_small_file: larger than the limit
-        raise SnapshotInvalidError(
-            f"{path} is larger than {MAX_SNAPSHOT_BYTES} bytes, the largest snapshot agc reads"
-        ) from exc
-    except OSError as exc:
-        raise FileUnreadableError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def _check_seal(path: Path, data: bytes) -> None:
+def _check_seal(found: FoundSnapshot) -> None:
+    """Refuse a snapshot whose sidecar (``.b3``, else ``.sha256``) is missing, unusable,
+    names another file or differs from its bytes."""
     for algorithm in ALGORITHMS:
-        sidecar = sidecar_path(path, algorithm)
+        where = found.sidecar_where(algorithm)
         try:
-            parsed = read_sidecar(path, algorithm)
+            parsed = found.sidecar(algorithm)
         except SidecarInvalidError as exc:
-            raise SnapshotTamperedError(f"{sidecar} is not a valid sidecar: {exc.message}") from exc
+            raise SnapshotTamperedError(f"{where} is not a valid sidecar: {exc.message}") from exc
         if parsed is None:
             continue
-        if parsed.file_name is not None and parsed.file_name != path.name:
-            raise SnapshotTamperedError(f"{sidecar} seals {parsed.file_name}, not {path.name}")
-        if not digests_equal(parsed.digest, digest_bytes(data, algorithm)):
+        if parsed.file_name is not None and parsed.file_name != found.name:
+            raise SnapshotTamperedError(f"{where} seals {parsed.file_name}, not {found.name}")
+        if not digests_equal(parsed.digest, digest_bytes(found.data, algorithm)):
             raise SnapshotTamperedError(
-                f"{path} does not match its seal {sidecar.name}: it was changed or truncated "
-                f"({len(data)} bytes now)"
+                f"{found.where} does not match its seal "
+                f"{found.name}{SIDECAR_SUFFIXES[algorithm]}: it was changed or truncated "
+                f"({len(found.data)} bytes now)"
             )
         return
-    raise SnapshotUnsealedError(f"{path} has no checksum sidecar (.b3 or .sha256)")
+    raise SnapshotUnsealedError(f"{found.where} has no checksum sidecar (.b3 or .sha256)")

@@ -1,0 +1,325 @@
+"""The store interface: what every evidence store (a folder, S3, memory) does.
+
+A store holds objects at ``/``-separated paths inside it (``audit/transcripts/r1.jsonl``,
+laid out by :mod:`agc._core.layout`). Evidence is written once and never replaced, so the
+interface is small: read an object (whole or streamed), list paths and versions, create an
+object only where none exists, and replace one object only if it is unchanged since it was
+read (compare-and-swap). What a backend does or does not keep (object versions, Object
+Lock retention) is answered by the store itself (:attr:`Store.versioned`,
+:meth:`Store.bucket_lock`), never guessed from its type by a feature.
+
+The semantics follow the S3 API, the most constrained backend (see "Add preconditions to
+S3 operations with conditional requests" and "Using versioning in S3 buckets" in the S3
+documentation):
+
+* a missing path, or one whose current version is a delete marker, reads as ``None``;
+* :meth:`Store.put_new` fails with :class:`PreconditionFailed` when the path exists
+  (``If-None-Match: *``); :meth:`Store.put_swap` when its ETag changed (``If-Match``);
+* a failure of the store (unreachable, refused, a file that cannot be read) is a
+  :class:`~agc.errors.StoreError` (exit 3);
+* a retention or legal hold asked of a store without Object Lock is refused
+  (``StoreError``), never dropped silently.
+
+Implementations: :class:`agc._core.folder_store.FolderStore`,
+:class:`agc._core.objstore.ObjectStore` (S3; the only module that imports boto3) and
+:class:`agc._core.memory_store.MemoryStore` (for tests). :func:`agc._core.store.open_store`
+turns a ``--store`` value into one. ``tests/_core/test_store_contract.py`` holds every
+implementation to this contract.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final, Literal, TypeAlias
+
+from agc.errors import UsageError
+
+__all__ = [
+    "LOCK_MODES",
+    "MAX_RETENTION_DAYS",
+    "BucketLock",
+    "LockMode",
+    "ObjectInfo",
+    "ObjectVersion",
+    "Opened",
+    "PreconditionFailed",
+    "Retention",
+    "Store",
+    "check_store_path",
+]
+
+LockMode = Literal["COMPLIANCE", "GOVERNANCE"]
+LOCK_MODES: Final[tuple[LockMode, ...]] = ("COMPLIANCE", "GOVERNANCE")
+MAX_RETENTION_DAYS: Final = 36500
+"""S3 accepts retention periods of up to 100 years."""
+
+
+class PreconditionFailed(Exception):  # noqa: N818 - the S3 error's own name
+    """A conditional write was refused: the key exists (``If-None-Match``) or its ETag
+    changed (``If-Match``), or a concurrent conditional write to it is in progress."""
+
+    def __init__(self, key: str, *, conflict: bool = False) -> None:
+        super().__init__(key)
+        self.key = key
+        self.conflict = conflict
+
+
+@dataclass(frozen=True)
+class Retention:
+    """An Object Lock retention: ``mode`` for ``days`` days from the upload.
+
+    Raises:
+        UsageError: an unknown mode, or days outside 1..36500.
+    """
+
+    mode: LockMode
+    days: int
+
+    def __post_init__(self) -> None:
+        if self.mode not in LOCK_MODES:
+            raise UsageError(f"retention mode {self.mode!r} is not one of {', '.join(LOCK_MODES)}")
+        if not isinstance(self.days, int) or not 1 <= self.days <= MAX_RETENTION_DAYS:
+            raise UsageError(f"retention days must be 1..{MAX_RETENTION_DAYS}, not {self.days!r}")
+
+    def covers(self, other: Retention) -> bool:
+        """True when this retention is at least as strong as ``other`` (a policy):
+        as many days or more, and COMPLIANCE when the policy says COMPLIANCE."""
+        return self.days >= other.days and (other.mode == "GOVERNANCE" or self.mode == "COMPLIANCE")
+
+
+@dataclass(frozen=True)
+class BucketLock:
+    """The bucket's Object Lock configuration (``GetObjectLockConfiguration``).
+
+    Attributes:
+        enabled: Object Lock is enabled on the bucket.
+        default: the bucket's default retention rule, if any (years given as 365 days).
+    """
+
+    enabled: bool
+    default: Retention | None = None
+
+
+@dataclass(frozen=True)
+class ObjectVersion:
+    """One entry of ``ListObjectVersions`` (or of an S3 Inventory report).
+
+    ``last_modified`` is Unix time in milliseconds; ``version_id`` is ``"null"`` for an
+    object written while versioning was off.
+    """
+
+    key: str
+    version_id: str
+    is_latest: bool
+    is_delete_marker: bool
+    last_modified_ms: int
+    size: int = 0
+    etag: str | None = None
+    lock_mode: str | None = None
+    retain_until_ms: int | None = None
+    legal_hold: bool | None = None
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a ``GetObject`` answered about the object besides its bytes.
+
+    ``lock_mode``, ``retain_until_ms`` and ``legal_hold`` are ``None`` when the object has
+    none (or the caller may not read them: ``s3:GetObjectRetention`` /
+    ``s3:GetObjectLegalHold``).
+    """
+
+    key: str
+    etag: str
+    version_id: str | None
+    size: int
+    last_modified_ms: int
+    lock_mode: str | None = None
+    retain_until_ms: int | None = None
+    legal_hold: bool | None = None
+
+
+Opened: TypeAlias = AbstractContextManager["tuple[Iterator[bytes], ObjectInfo] | None"]
+"""What :meth:`Store.open` returns: a context manager giving ``None`` for a missing path,
+else ``(chunks, info)``; the chunks are the body in order, in pieces of at most 1 MiB."""
+
+
+def check_store_path(path: str) -> str:
+    """Return ``path`` if it is a path inside a store, or a prefix of paths ending in
+    ``/``: non-empty ``/``-separated segments, none of them ``.`` or ``..``, no NUL, not
+    absolute.
+
+    Paths come from the layout (:mod:`agc._core.store`), built from validated run ids;
+    any other path is a bug in agc.
+
+    Raises:
+        ValueError: ``path`` is not such a path.
+    """
+    segments = path.removesuffix("/").split("/")
+    if "\0" in path or any(part in {"", ".", ".."} for part in segments):
+        raise ValueError(f"{path!r} is not a path inside a store")
+    return path
+
+
+class Store(abc.ABC):
+    """An evidence store: objects at paths, written once (see the module docstring)."""
+
+    @property
+    def versioned(self) -> bool:
+        """Whether the store can keep every version of an object (S3, where the bucket's
+        versioning is on), so that :meth:`list_versions` shows a replaced or deleted
+        object; a folder keeps only the current bytes."""
+        return False
+
+    @property
+    @abc.abstractmethod
+    def url(self) -> str:
+        """The store's name for messages: a folder path, ``s3://bucket/prefix`` … (never
+        a credential)."""
+
+    @abc.abstractmethod
+    def url_of(self, path: str) -> str:
+        """The name of one object for messages."""
+
+    @property
+    def lock_scope(self) -> str:
+        """What the store's Object Lock configuration belongs to, for messages (an S3
+        bucket's name); the store's own name where it has no other."""
+        return self.url
+
+    def key(self, path: str) -> str:
+        """The backend's key for ``path`` (as in :attr:`ObjectInfo.key`); the path itself
+        where the backend has no prefix."""
+        return path
+
+    def relative(self, key: str) -> str:
+        """The path inside the store of a key made by :meth:`key`."""
+        return key
+
+    @abc.abstractmethod
+    def get(
+        self, path: str, *, max_bytes: int, version_id: str | None = None
+    ) -> tuple[bytes, ObjectInfo] | None:
+        """Read a small object whole; ``None`` if it does not exist.
+
+        Raises:
+            StoreError: larger than ``max_bytes``, refused or unreadable.
+        """
+
+    @abc.abstractmethod
+    def open(self, path: str, *, version_id: str | None = None) -> Opened:
+        """Stream an object (memory stays flat whatever its size): see :data:`Opened`.
+
+        Raises:
+            StoreError: refused or unreadable (also while reading the body).
+        """
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` has a current version.
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
+
+    @abc.abstractmethod
+    def list_paths(self, path_prefix: str) -> Iterator[str]:
+        """The paths of the current objects whose path begins with ``path_prefix``.
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
+
+    @abc.abstractmethod
+    def list_versions(self, path_prefix: str) -> Iterator[ObjectVersion]:
+        """Every version and delete marker of every object under ``path_prefix``: the
+        versions in key order (newest first within a key), then the delete markers. A
+        store that is not :attr:`versioned` lists each current object once
+        (``version_id`` ``"null"``).
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
+
+    @abc.abstractmethod
+    def put_new(
+        self,
+        path: str,
+        body: bytes | BinaryIO,
+        *,
+        retention: Retention | None = None,
+        legal_hold: bool = False,
+        now_ms: int | None = None,
+    ) -> ObjectInfo:
+        """Create ``path``, never over an existing object; ``body`` is bytes or a file
+        open for reading at its start.
+
+        Raises:
+            PreconditionFailed: the path exists (or a concurrent write to it is under way).
+            StoreError: refused (a retention or legal hold on a store without Object
+                Lock) or unreachable.
+        """
+
+    @abc.abstractmethod
+    def put_swap(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        etag: str | None,
+        retention: Retention | None = None,
+        legal_hold: bool = False,
+    ) -> str:
+        """Compare-and-swap: replace ``path`` only if its ETag is still ``etag``, or
+        create it only if absent when ``etag`` is ``None``. Returns the new ETag.
+
+        Raises:
+            PreconditionFailed: someone else changed, created or deleted it first.
+            StoreError: refused or unreachable.
+        """
+
+    @abc.abstractmethod
+    def bucket_lock(self) -> BucketLock:
+        """The store's Object Lock configuration (``enabled=False`` where the backend
+        has none).
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+
+    # -- the write side: how evidence is written to the store ------------------------------
+
+    @property
+    def folder(self) -> Path | None:
+        """The local folder the store is, where runs are written in place (files, fsync,
+        locks); ``None`` for a store written object by object, where a run is written in
+        a local staging folder (:meth:`staging_name`) and then published."""
+        return None
+
+    @property
+    def retention(self) -> Retention | None:
+        """The Object Lock retention asked of every object written (``None``: none asked;
+        the bucket's default, if any, applies)."""
+        return None
+
+    @property
+    def legal_hold(self) -> bool:
+        """Whether an Object Lock legal hold is asked of every object written."""
+        return False
+
+    def staging_name(self) -> str:
+        """A relative folder name unique to this store, under which this host keeps the
+        runs it staged for it: ``<bucket>/<prefix with "/" as "+", "+" for none>``
+        (prefix segments never hold ``+``).
+
+        Raises:
+            UsageError: the store is a folder (:attr:`folder`): nothing is staged for it.
+        """
+        raise UsageError(f"store {self.url} is written in place; nothing is staged for it")
+
+    def __str__(self) -> str:
+        return self.url

@@ -1,0 +1,122 @@
+"""Writing to a store that is written object by object, on the in-memory store: the
+write side takes only the store interface (staging, upload order, the chain by
+compare-and-swap, repair, snapshots), so it works on any such store, not only S3."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from agc._core.memstore import MemoryStore
+from agc._core.storage import BucketLock, Retention
+from agc.errors import RunExistsError, SnapshotTamperedError, UsageError
+from agc.integrity._chain import manifest_digest
+from agc.integrity._ingest import ingest_stream
+from agc.integrity._manifest import RunManifest
+from agc.integrity._recover import recover_store
+from agc.integrity._s3 import HEAD_PATH, read_remote_head
+from agc.integrity._upload import staging_store
+from agc.integrity._writer import open_run
+from agc.resume import _snapshot_store
+from agc.resume._snapshot import SessionSnapshot, load_snapshot, save_snapshot
+
+TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
+
+
+@pytest.fixture
+def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
+    monkeypatch.setenv("AGC_STAGING", str(tmp_path / "staging"))
+    return MemoryStore(name="evidence", prefix="team")
+
+
+def _manifest(store: MemoryStore, run_id: str) -> RunManifest:
+    found = store.get(f"audit/manifests/{run_id}.json", max_bytes=1 << 20)
+    assert found is not None
+    return RunManifest.from_bytes(found[0], expected_run_id=run_id)
+
+
+def test_runs_are_staged_uploaded_in_order_and_chained(memory: MemoryStore) -> None:
+    first = ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=memory)
+    assert first.object_store is not None
+    assert first.object_store["uploaded"] == [
+        "audit/transcripts/r1.jsonl",
+        "audit/transcripts/r1.jsonl.b3",
+        "audit/tool-events/r1.jsonl",
+        "audit/tool-events/r1.jsonl.b3",
+        HEAD_PATH,
+        "audit/chain/00000000000000000001.json",
+        "audit/manifests/r1.json",
+    ]
+    assert not staging_store(memory, "r1").exists()  # removed once published
+    with open_run("r2", store=memory) as run:
+        run.transcript.write({"type": "x"})
+    assert run.upload is not None
+    assert run.upload.position == 2
+    head, _ = read_remote_head(memory)
+    assert head is not None
+    assert head.run_id == "r2"
+    assert head.prev == manifest_digest(_manifest(memory, "r1"))
+    assert _manifest(memory, "r2").chain == {"position": 2, "prev": head.prev}
+    with pytest.raises(RunExistsError):
+        ingest_stream(io.BytesIO(b'{"other":1}\n'), "r1", store=memory)
+    again = ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=memory)  # a retried import
+    assert again.unchanged
+    assert again.object_store is None  # nothing was uploaded
+
+
+def test_a_store_repair_completes_the_link_the_head_names(memory: MemoryStore) -> None:
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=memory)
+    link = "audit/chain/00000000000000000001.json"
+    before = {path: memory.get(path, max_bytes=1 << 20) for path in (link, HEAD_PATH)}
+    memory.delete(link)  # as a writer killed after its compare-and-swap leaves it
+    healed = recover_store(memory)
+    assert healed.linked == "r1"
+    assert healed.to_dict()["uploaded"] == []
+    after, kept = memory.get(link, max_bytes=1 << 20), before[link]
+    assert after is not None
+    assert kept is not None
+    assert after[0] == kept[0]
+    assert not recover_store(memory).changed
+
+
+def test_a_retention_on_a_store_without_object_lock_is_refused(
+    memory: MemoryStore,
+) -> None:
+    class Locked(MemoryStore):
+        @property
+        def retention(self) -> Retention | None:
+            return Retention("GOVERNANCE", 1)
+
+    store = Locked(name="evidence")
+    with pytest.raises(UsageError, match="has no Object Lock"):
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=store)
+    assert list(store.list_paths("")) == []
+    locked = Locked(name="locked", lock=BucketLock(enabled=True))
+    summary = ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=locked)
+    assert summary.object_store is not None
+    assert summary.object_store["object_lock"]["retention"] == {"mode": "GOVERNANCE", "days": 1}
+
+
+def test_snapshots_are_written_once_per_save_and_checked_on_load(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saves = iter([1_000_000_000_000_000_000, 2_000_000_000_000_000_000])  # ns: two saves
+    monkeypatch.setattr(_snapshot_store, "time", SimpleNamespace(time_ns=lambda: next(saves)))
+
+    def snapshot(text: str) -> SessionSnapshot:
+        return SessionSnapshot(
+            run_id="r1",
+            session_id="s1",
+            messages=[{"role": "user", "content": text}],
+        )
+
+    save_snapshot(snapshot("one"), memory)
+    saved = save_snapshot(snapshot("two"), memory, compress=True)
+    assert load_snapshot("r1", memory).messages[0]["content"] == "two"
+    assert len(list(memory.list_paths("sessions/r1/"))) == 4  # two snapshots, two sidecars
+    memory.overwrite(f"sessions/r1/{saved.path.name}", b"{}")
+    with pytest.raises(SnapshotTamperedError, match="does not match its seal"):
+        load_snapshot("r1", memory)
