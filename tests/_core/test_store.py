@@ -43,7 +43,7 @@ def test_good_run_id_is_returned_unchanged(run_id: str) -> None:
 @pytest.mark.parametrize("run_id", [None, 7, b"r1"])
 def test_a_run_id_that_is_not_a_string_is_named_as_such(run_id: object) -> None:
     with pytest.raises(RunIdInvalidError, match="must be a string, not") as info:
-        validate_run_id(run_id)  # type: ignore[arg-type]
+        validate_run_id(run_id)  # type: ignore[call-overload]
     assert info.value.exit_code == ExitCode.USAGE
 
 

@@ -22,9 +22,10 @@ from agc._core.memstore import MemoryStore
 from agc._core.storage import BucketLock
 from agc._core.store import StoreLayout
 from agc.integrity._judge import RunReport
+from agc.integrity._kept import check_run_kept
 from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._s3_verify import check_object_run
-from agc.integrity._verify import check_folder_run
+from agc.integrity._verify import check_folder_run, check_run
 from tests.conftest import write_run
 
 _OBJECT_ONLY = frozenset(get_args(ObjectStoreFindingCode))
@@ -119,3 +120,17 @@ def test_every_damage_is_judged_the_same_on_both_stores(
     assert on_memory.manifest == on_folder.manifest
     # The bucket keeps what was replaced: the change itself is a finding there.
     assert {f.code for f in on_memory.findings} & _OBJECT_ONLY
+
+
+def test_check_run_and_its_kept_copy_take_any_store_as_their_store(tmp_path: Path) -> None:
+    write_run(tmp_path / "store")
+    store = _upload(tmp_path / "store")
+    report = check_run("r1", store)
+    assert report.store == store.url
+    assert report.findings == check_object_run(store, "r1").findings
+    kept_report, kept = check_run_kept("r1", store)
+    with kept:
+        assert kept_report.findings == report.findings
+        assert kept.read
+        sealed = (tmp_path / "store/audit/transcripts/r1.jsonl").read_bytes()
+        assert kept.file.read() == sealed

@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, overload
 
 from agc._core.folderstore import FolderStore
 from agc._core.storage import Store
@@ -166,17 +166,22 @@ class RunId(str):
         return super().__new__(cls, value)
 
 
-def validate_run_id(run_id: str) -> RunId:
-    """Return ``run_id`` as a :class:`RunId` if it is a valid run id (a ``RunId`` is
-    returned as it is: it was checked when it was made).
+@overload
+def validate_run_id(run_id: RunId) -> RunId: ...
+@overload
+def validate_run_id(run_id: str) -> str: ...
+def validate_run_id(run_id: str) -> str:
+    """Return ``run_id`` unchanged if it is a valid run id; a :class:`RunId` is returned
+    without a check (it was checked when it was made). A plain ``str`` stays a plain
+    ``str``: what reports and JSON carry is the text the caller gave.
 
     Raises:
         RunIdInvalidError: not a string, empty, longer than 128 characters, a character outside
             ``[A-Za-z0-9._-]`` (``/``, ``\\``, NUL, space …), or exactly ``.``/``..``.
     """
-    if type(run_id) is RunId:
-        return run_id
-    return RunId(run_id)
+    if type(run_id) is not RunId:
+        _check_run_id(run_id)
+    return run_id
 
 
 def _check_run_id(run_id: object) -> None:
@@ -222,7 +227,7 @@ def _path_hint(given: str) -> str:
     )
 
 
-def validate_new_run_id(run_id: str) -> RunId:
+def validate_new_run_id(run_id: str) -> str:
     """Like :func:`validate_run_id`, for a run about to be created: also refuse a run id
     that begins with ``-``, which every command line would read as an option (a run
     named ``--help`` would turn ``agc-verify "$RUN_ID"`` into a help screen that exits 0).

@@ -33,15 +33,16 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Final
 
 from agc._core.digest import check_algorithm, digests_equal, new_hasher
+from agc._core.folderstore import FolderStore
 from agc._core.fs import describe_os_error, open_nofollow
 from agc._core.report import Finding
+from agc._core.storage import Store
 from agc._core.store import (
     ArtifactKind,
     StoreArg,
     StoreLayout,
     artifact_path,
-    folder_store,
-    remote_store,
+    open_store,
 )
 from agc.errors import InputError, StoreError, UnsafePathError, UsageError
 from agc.integrity._judge import RunFindingCode, RunReport
@@ -216,7 +217,7 @@ def with_modified(report: RunReport, kind: ArtifactKind, message: str) -> RunRep
 
 def check_run_kept(
     run_id: str,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     kind: ArtifactKind = "transcript",
     spool_bytes: int = SPOOL_BYTES,
@@ -237,18 +238,18 @@ def check_run_kept(
     absent (or not a regular file) nothing is read (:attr:`KeptArtifact.read` is
     false). The caller closes the copy (``with``).
 
-    In an object store the copy is made from the check's own read of the artifact
-    (:func:`_check_object_run_kept`).
+    In an object store (any store but a folder) the copy is made from the check's own
+    read of the artifact (:func:`_check_object_run_kept`).
 
     Raises:
         RunIdInvalidError, StoreError: as ``check_run``; StoreError too when the
             artifact cannot be read or copied (the copy is closed).
         InputError: the artifact is larger than ``max_bytes``.
     """
-    remote = remote_store(store)
-    if remote is not None:
+    opened = open_store(store)
+    if not isinstance(opened, FolderStore):
         return _check_object_run_kept(
-            remote,
+            opened,
             run_id,
             kind=kind,
             spool_bytes=spool_bytes,
@@ -259,12 +260,12 @@ def check_run_kept(
         )
     report = check_run(
         run_id,
-        store,
+        opened,
         trusted_keys=trusted_keys,
         require_signature=require_signature,
         allow_unsigned=allow_unsigned,
     )
-    path = StoreLayout.at(folder_store(store)).artifact_path(run_id, kind)
+    path = StoreLayout(opened.root).artifact_path(run_id, kind)
     kept = KeptArtifact(kind, str(path), spool_bytes, max_bytes=max_bytes)
     try:
         _copy_file(path, kept)

@@ -29,17 +29,18 @@ from agc._core.digest import (
     digest_fd,
     digests_equal,
 )
+from agc._core.folderstore import FolderStore
 from agc._core.fs import open_nofollow
 from agc._core.report import Finding
 from agc._core.sidecar import Sidecar, read_sidecars
 from agc._core.signature_rule import signature_required
+from agc._core.storage import Store
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
     StoreArg,
     StoreLayout,
-    folder_store,
-    remote_store,
+    open_store,
     validate_run_id,
 )
 from agc.errors import (
@@ -289,7 +290,7 @@ def _count_lines(fd: int, size: int) -> int:
 
 def check_run(
     run_id: str,
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
@@ -318,30 +319,30 @@ def check_run(
         UsageError: ``require_signature`` and ``allow_unsigned`` together.
         StoreError: the store or a file in it cannot be read (exit 3).
 
-    ``store`` may be an object store (``s3://bucket/prefix``): its objects are streamed
-    and hashed as they are read, and what only object storage shows (newer versions,
+    ``store`` may be an object store (``s3://bucket/prefix``), or any
+    :class:`~agc._core.storage.Store` (one in memory, in tests): its objects are streamed
+    and hashed as they are read, and what only a versioned store shows (newer versions,
     delete markers, retention) is reported too (:mod:`agc.integrity._s3_verify`).
     """
-    remote = remote_store(store)
-    if remote is not None:
-        from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - boto3
+    opened = open_store(store)
+    if not isinstance(opened, FolderStore):
+        from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - not a folder
 
         return check_object_run(
-            remote,
+            opened,
             run_id,
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
             allow_recovered=allow_recovered,
         )
-    store = folder_store(store)
     require_signature = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
     run_id = validate_run_id(run_id)
     report, _ = check_folder_run(
         run_id,
-        StoreLayout.at(store),
+        StoreLayout(opened.root),
         trusted_keys=trusted_keys,
         require_signature=require_signature,
         allow_recovered=allow_recovered,
