@@ -27,13 +27,13 @@ from agc.integrity._store_io import read_manifest
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
-from tests.conftest import REAL_FIXTURES, require_shared
+from tests.conftest import REAL_FIXTURES, examples, require_shared
 from tests.integrity.evidence_helpers import records
 
 # Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
 pytestmark = pytest.mark.real_fsync
 
-KILL_MOMENTS = 200
+KILL_MOMENTS = examples(200)
 
 
 def _generated_lines() -> list[bytes]:

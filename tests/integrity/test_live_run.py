@@ -14,6 +14,9 @@ from pathlib import Path
 
 from agc.integrity._verify import check_run
 from agc.integrity._writer import open_run
+from tests.conftest import examples
+
+CHECKS = examples(40)  # verifications racing the writer
 
 
 def _write_fast_forever(store: Path) -> None:  # pragma: no cover - child
@@ -43,12 +46,12 @@ def test_a_live_run_is_unsealed_never_truncated_or_modified(tmp_path: Path) -> N
         while not (store / "audit/transcripts/live.jsonl.ckpt").exists():
             assert time.monotonic() < deadline, "the writer never started"
             time.sleep(0.005)
-        for _ in range(40):
+        for _ in range(CHECKS):
             report = check_run("live", store)
             codes.update(f.code for f in report.findings if f.artifact == "transcript")
             assert not report.complete
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-    assert codes["unsealed"] == 40, codes
+    assert codes["unsealed"] == CHECKS, codes
     assert not codes.keys() & {"truncated", "modified"}, codes

@@ -46,7 +46,7 @@ from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import RunReport, check_run
 from agc.integrity._writer import TranscriptWriter, open_run
-from tests.conftest import examples, feed_stdin, tree
+from tests.conftest import examples, feed_stdin, sampled, tree
 from tests.integrity.evidence_helpers import fixed_clock, records, write_run
 
 TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
@@ -464,13 +464,14 @@ def test_every_torn_length_of_the_last_link_written_by_a_crash_heals(
     two_links: tuple[Path, bytes], tmp_path: Path
 ) -> None:
     """A seal killed while appending b's link: the head still names a's link, the
-    intent names b, and the log holds k bytes of b's line, for every k. The next
+    intent names b, and the log holds k bytes of b's line, for every k (in the default
+    profile: 0, the whole line less its newline, and 24 lengths between). The next
     writer heals it: b is linked once, and every run verifies."""
     template, line = two_links
     layout = StoreLayout.at(template)
     first = read_chain(layout)[0][0]
     whole = chain_log_path(layout).read_bytes()
-    for kept in range(len(line)):
+    for kept in sampled(range(len(line)), keep=24, seed="torn-link"):
         store = tmp_path / f"cut-{kept}"
         shutil.copytree(template, store)
         here = StoreLayout.at(store)
