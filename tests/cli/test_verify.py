@@ -10,14 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer._click import exceptions as click_errors
+from typer.main import get_command
 
 from agc._core.store import StoreLayout
 from agc.cli import app as agc_app
 from agc.cli import verify as verify_cli
+from agc.cli.common import new_app
+from agc.cli.verify_args import ArgsError, parse, rendered_by_typer
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
 from agc.integrity import generate_keypair
 from tests._core.test_store import BAD_RUN_IDS
-from tests.conftest import fixed_clock, tree, write_run
+from tests.conftest import examples, fixed_clock, tree, write_run
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -386,6 +393,13 @@ _USAGE = "Usage: {prog} [OPTIONS] [run_id]\nTry '{prog} -h' for help.\n\nError: 
             "Invalid value for '--jobs' / '-j': 0 is not in the range x>=1.",
         ),
         (["--all", "-j=2"], "Invalid value for '--jobs' / '-j': '=2' is not a valid int range."),
+        # After "--" nothing is an option: one run id, the rest extra arguments.
+        (["r1", "--", "--all"], "Got unexpected extra argument(s) (--all)"),
+        (["r1", "--store", "d", "--", "x"], "Got unexpected extra argument(s) (x)"),
+        (["--", "r1", "-q"], "Got unexpected extra argument(s) (-q)"),
+        # Read from the left: an unknown option before a bad value or a missing one.
+        (["--all", "--jobs", "x", "--zzz"], "No such option: --zzz"),
+        (["--all", "-xq"], "No such option: -x"),
         (
             ["--all", "--retention-days", "0"],
             "Invalid value for '--retention-days': 0 is not in the range x>=1.",
@@ -435,3 +449,102 @@ def test_an_option_takes_the_next_argument_whatever_it_looks_like(
     out, err = capsys.readouterr()
     assert f"no run 'r1' in store {value} " in out
     assert f"`agc runs --store {value}`" in err
+
+
+# -- the grammar against click's reading of the same table -------------------------------
+#
+# Before one grammar (argparse) served both programs, click (typer) parsed every
+# invocation, so click's reading of the table is the reference: the same options, the
+# same run id, or the same refusal. Built here from verify_args.PARAMS as typer builds it.
+
+
+def _click_reading(argv: list[str]) -> tuple[str, object]:
+    """("help", None), ("options", {...}) or ("refused", message) as typer's own parser
+    reads argv for the command built from the grammar's table (what parsed every
+    invocation before the grammar)."""
+    reference = new_app(name="agc-verify", help_text="")
+    reference.command(no_args_is_help=True)(verify_cli.command_function())
+    command = get_command(reference)
+    try:
+        with command.make_context("agc-verify", list(argv)) as ctx:
+            values = dict(ctx.params)
+    except (typer.Exit, click_errors.NoArgsIsHelpError):
+        return "help", None
+    except click_errors.UsageError as exc:
+        return "refused", _without_suggestion(exc.format_message())
+    values.pop("version", None)
+    # A repeatable option click read nowhere is an empty tuple; the grammar's is None.
+    values["trusted_key"] = list(values["trusted_key"]) or None
+    return "options", _plain(values)
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Paths as the strings they were given (typer converts them later, in the call)."""
+
+    def plain(value: object) -> object:
+        if isinstance(value, list):
+            return [plain(item) for item in value]
+        return str(value) if isinstance(value, Path) else value
+
+    return {name: plain(value) for name, value in values.items()}
+
+
+def _without_suggestion(message: str) -> str:
+    # click's wording of a count ("argument"/"arguments") is agc's "argument(s)";
+    # suggestions depend on the program's other options (completion): not compared.
+    message = message.replace("extra arguments (", "extra argument(s) (")
+    message = message.replace("extra argument (", "extra argument(s) (")
+    return message.partition(" (Possible option")[0]
+
+
+def _grammar_reading(argv: list[str]) -> tuple[str, object]:
+    try:
+        options = parse(argv)
+    except ArgsError as exc:
+        return "refused", _without_suggestion(exc.message)
+    return "options", _plain(dict(vars(options)))
+
+
+_WORDS = st.sampled_from(
+    [
+        "r1", "r2", "-", "--", "-q", "-h", "--help", "--json", "--all", "--store", "--jobs",
+        "-j", "-j2", "-j=2", "-qj", "-qj2", "-hq", "-qh", "-xq", "-qx", "-x", "-12", "-q=1",
+        "--bogus", "--json=1", "--all=", "--store=d", "--trusted-key", "--trusted-key=k",
+        "2", "0", "--version", "--status", "-jq", "--retention-days", "--expect-head",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=examples(1000))
+@given(st.lists(_WORDS, max_size=6))
+def test_the_grammar_reads_every_argument_list_as_click_reads_the_same_table(
+    argv: list[str],
+) -> None:
+    # What the typer command answers (help, --version, completion) it also parses itself;
+    # every other list is the grammar's, and must read as click read it: the same
+    # options, or the same refusal (exit 2), never options where click showed the help.
+    reference = _click_reading(argv)
+    if rendered_by_typer(argv):
+        return
+    assert _grammar_reading(argv) == reference
+
+
+@pytest.mark.parametrize("argv", [["-hq"], ["r1", "-qh"], ["--all", "-qqh"]], ids=str)
+@pytest.mark.parametrize("program", [["agc-verify"], ["agc", "verify"]], ids=" ".join)
+def test_help_in_a_cluster_of_short_options_is_the_help(
+    capsys: pytest.CaptureFixture[str], program: list[str], argv: list[str]
+) -> None:
+    # click reads "-hq" as "-h -q": the help, exit 0, never a check or a refusal.
+    run = verify_cli.main if program == ["agc-verify"] else agc_app.main
+    assert run([*program[1:], *argv]) == ExitCode.OK
+    out, err = capsys.readouterr()
+    assert out.startswith(f"Usage: {' '.join(program)} [OPTIONS] [run_id]")
+    assert err == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "jobs"), [(["--jobs", "x", "--jobs", "2"], 2), (["-qj", "3"], 3), (["-qj4"], 4)]
+)
+def test_the_value_that_wins_is_the_one_converted(argv: list[str], jobs: int) -> None:
+    # click converts the last of a repeated option only, and "-qj 3" is "-q -j 3".
+    assert parse(["--all", *argv]).jobs == jobs

@@ -205,7 +205,24 @@ def rendered_by_typer(args: Sequence[str]) -> bool:
         return True
     options, _ = _split(args)
     words = {option.partition("=")[0] for option in options}
+    words.update(name for option in options for name in _cluster(option))
     return bool(words & {*_HELP, "--version", *_COMPLETION})
+
+
+def _cluster(option: str) -> list[str]:
+    """The short options a cluster such as ``-qh`` names, as click reads it: each
+    character in turn, up to the first that takes a value (the rest is its value) or
+    that is no option (click refuses it there); ``[]`` for anything else."""
+    if option[:1] != "-" or option[1:2] in ("", "-") or len(option) <= 2:
+        return []
+    names: list[str] = []
+    for char in option[1:]:
+        name = f"-{char}"
+        names.append(name)
+        param = _BY_NAME.get(name)
+        if name not in _HELP and (param is None or param.kind in ("value", "values")):
+            break
+    return names
 
 
 def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -223,21 +240,42 @@ def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
         if arg == "--":
             return options, list(args[index + 1 :])
         param = _BY_NAME.get(arg)
-        short = _BY_NAME.get(arg[:2]) if arg[:1] == "-" and arg[1:2] != "-" else None
+        cluster = _cluster(arg)
+        short = _BY_NAME.get(cluster[-1]) if cluster else None
         if param is not None and param.kind in ("value", "values") and index + 1 < len(args):
             value = args[index + 1]
             options.append(f"{param.names[0]}={_DASHES if value == '--' else value}")
             index += 2
             continue
-        if short is not None and short.kind in ("value", "values") and len(arg) > 2:
-            # As click: the rest of the argument is the value ("-j2"; "-j=2" is "=2").
-            value = arg[2:]
-            options.append(f"{short.names[0]}={_DASHES if value == '--' else value}")
-            index += 1
-            continue
+        if short is not None and short.kind in ("value", "values"):
+            # As click: flags, then an option that takes the rest of the argument as its
+            # value ("-j2", "-qj2"; "-j=2" is "=2"), else the next argument ("-qj 2").
+            flags, value = arg[: len(cluster)], arg[len(cluster) + 1 :]
+            if not value and index + 1 < len(args):
+                value = args[index + 1]
+                index += 1
+            if value:
+                options.extend([flags] if len(flags) > 1 else [])
+                options.append(f"{short.names[0]}={_DASHES if value == '--' else value}")
+                index += 1
+                continue
         options.append(arg)
         index += 1
     return options, []
+
+
+def _unknown_option(arg: str) -> str | None:
+    """The name click refuses in ``arg`` (one argument as :func:`_split` left it) as no
+    such option: ``--jsn`` in ``--jsn=1``, ``-x`` in ``-qx``; ``None`` for a known
+    option or a run id."""
+    if arg[:1] != "-" or arg == "-":
+        return None
+    known = {*_BY_NAME, *_HELP}
+    if arg.startswith("--"):
+        name = arg.partition("=")[0]
+        return None if name in known else name
+    cluster = _cluster(arg) or [arg]
+    return None if cluster[-1] in known else cluster[-1]
 
 
 def _option_names(param: Param) -> str:
@@ -256,12 +294,30 @@ class _Parser(argparse.ArgumentParser):
         return argparse.HelpFormatter(self.prog, width=80)
 
 
-def _converter(param: Param) -> Any:
-    def value_of(text: str) -> Any:
-        return convert("--" if text == _DASHES else text)
+def _convert(namespace: argparse.Namespace, options: list[str]) -> None:
+    """Convert the values ``namespace`` holds as strings, as click does: each option in
+    the order it was first given, its winning value only (all of a repeatable one).
 
-    convert = _typed(param)
-    return value_of
+    Raises:
+        ArgsError: a value that is not a valid integer or out of range.
+    """
+    order: list[Param] = []
+    for option in options:
+        names = _cluster(option) or [option.partition("=")[0]]
+        order.extend(p for p in (_BY_NAME.get(n) for n in names) if p and p not in order)
+    for param in order:
+        if param.kind not in ("value", "values"):
+            continue
+        convert = _typed(param)
+        value = getattr(namespace, param.dest)
+        try:
+            if isinstance(value, list):
+                value = [convert("--" if item == _DASHES else item) for item in value]
+            elif value is not None:
+                value = convert("--" if value == _DASHES else value)
+        except argparse.ArgumentTypeError as exc:
+            raise ArgsError(f"Invalid value for {_option_names(param)}: {exc}") from None
+        setattr(namespace, param.dest, value)
 
 
 # A value that is exactly "--" (``--store --``), which argparse would drop from a value.
@@ -289,6 +345,9 @@ _DEFAULTS: Final = VerifyOptions._field_defaults
 
 
 def _parser() -> _Parser:
+    """The parser of :data:`PARAMS`. Values stay strings: click reads the whole list
+    before it converts a value, and converts only the value that wins (the last of a
+    repeated option), so :func:`_convert` does that afterwards."""
     parser = _Parser("agc-verify", add_help=False, allow_abbrev=False, exit_on_error=False)
     for param in PARAMS:
         if param.kind == "argument":
@@ -299,7 +358,7 @@ def _parser() -> _Parser:
             parser.add_argument(
                 *param.names,
                 dest=param.dest,
-                type=_converter(param),
+                type=str,
                 action="append" if param.kind == "values" else "store",
                 default=_DEFAULTS[param.dest],
             )
@@ -321,19 +380,29 @@ def parse(args: Sequence[str], *, known: tuple[str, ...] = ()) -> VerifyOptions:
             than one run id.
     """
     options, after = _split(args)
-    for option in options:
-        if option[:1] == "-" and option[1:2].isdigit():  # argparse would take "-1" for a run id
-            raise ArgsError(f"No such option: {option}")
+    # As click reads the list: from the left, and an unknown option ends it there (what
+    # comes after it, a missing value or a bad one, is never reached). argparse would
+    # take "-1" for a run id.
+    for index, option in enumerate(options):
+        name = _unknown_option(option)
+        if name is not None:
+            try:
+                _parser().parse_known_args(options[:index])
+            except argparse.ArgumentError as exc:
+                raise _click_words(exc, options[:index]) from None
+            raise ArgsError(_no_such_option(name, known))
+    # The arguments after "--" are never options (click's rule): argparse is not shown
+    # them, whatever they look like. As click, a list that cannot be read (an unknown
+    # option, one without its value) is refused before any value is converted.
     try:
-        namespace, extra = _parser().parse_known_args(
-            [*options, *(["--", *after] if after else [])]
-        )
+        namespace, extra = _parser().parse_known_args(options)
     except argparse.ArgumentError as exc:
         raise _click_words(exc, options) from None
+    _convert(namespace, options)
+    if namespace.run_id is None and after:
+        namespace.run_id, after = after[0], after[1:]
+    extra = [*extra, *after]
     if extra:
-        unknown = [arg for arg in extra if arg.startswith("-") and arg != "-"]
-        if unknown:
-            raise ArgsError(_no_such_option(unknown[0].partition("=")[0], known))
         raise ArgsError(f"Got unexpected extra argument(s) ({' '.join(extra)})")
     values = vars(namespace)
     values.pop("help", None)
@@ -369,6 +438,9 @@ def _click_words(exc: argparse.ArgumentError, options: list[str]) -> ArgsError:
                 unknown = [f"-{char}" for char in option[1:] if f"-{char}" not in _BY_NAME]
                 if name in param.names and len(option) > 2 and unknown:
                     return ArgsError(f"No such option: {unknown[0]}")
+                cluster = _cluster(option)
+                if cluster and cluster[-1] in param.names:  # "-qj": the cluster's "-j"
+                    name = cluster[-1]
             if name in param.names:
                 given = name
                 break
