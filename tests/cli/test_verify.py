@@ -502,7 +502,7 @@ def _grammar_reading(argv: list[str]) -> tuple[str, object]:
         options = parse(argv)
     except ArgsError as exc:
         return "refused", _without_suggestion(exc.message)
-    return "options", _plain(dict(vars(options)))
+    return "options", _plain(options._asdict())
 
 
 _WORDS = st.sampled_from(
