@@ -25,7 +25,6 @@ a declared package covers its submodules.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -343,14 +342,6 @@ def test_the_cycle_rule_itself(graph: dict[str, list[str]], expected: set[frozen
     assert _cycles(graph) == expected
 
 
-# Test modules not yet converted to front doors (being rewritten alongside the store
-# work): a shrinking list, each pattern failing once nothing it matches needs it.
-_NOT_YET_DECLARED: tuple[str, ...] = (
-    "integrity/*",
-    "resume/test_snapshot*.py",
-)
-
-
 def _features() -> frozenset[str]:
     """``agc.integrity``, ``agc.ledger`` …: every subpackage but the foundation and the CLI."""
     return frozenset(
@@ -445,31 +436,10 @@ def _reach_problems(tree: ast.Module, features: frozenset[str]) -> list[str]:
     return problems
 
 
-def _not_yet_declared(path: Path) -> str | None:
-    relative = path.relative_to(TESTS).as_posix()
-    return next((p for p in _NOT_YET_DECLARED if fnmatch.fnmatch(relative, p)), None)
-
-
 @pytest.mark.parametrize("path", _test_sources(), ids=lambda p: str(p.relative_to(TESTS)))
 def test_tests_reach_inside_a_feature_only_where_declared(path: Path) -> None:
     problems = _reach_problems(_parse(path), _features())
-    if _not_yet_declared(path) is not None and problems:
-        pytest.skip(f"not yet converted to front doors: {len(problems)} problem(s)")
     assert not problems, f"{path.relative_to(TESTS)}: " + "; ".join(problems)
-
-
-@pytest.mark.parametrize("pattern", _NOT_YET_DECLARED)
-def test_the_not_yet_declared_list_only_shrinks(pattern: str) -> None:
-    features = _features()
-    matched = [
-        path
-        for path in _test_sources()
-        if fnmatch.fnmatch(path.relative_to(TESTS).as_posix(), pattern)
-    ]
-    assert any(_reach_problems(_parse(path), features) for path in matched), (
-        f"{pattern}: every test module it matches imports front doors or declares what "
-        "it reaches inside: remove it from _NOT_YET_DECLARED"
-    )
 
 
 def test_the_reach_rule_itself() -> None:

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agc.integrity._signing import SigningKey
-from agc.integrity._writer import open_run
+from agc.integrity import SigningKey, open_run
 from tests.conftest import steady_checkpoint_timer
 
 

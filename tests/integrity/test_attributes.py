@@ -11,11 +11,21 @@ import pytest
 
 from agc._core.store import StoreLayout
 from agc.errors import ManifestInvalidError, RecordInvalidError
-from agc.integrity import open_run, read_run_manifest
-from agc.integrity._manifest import MAX_ATTRIBUTES_BYTES, RunManifest, check_attributes
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity import (
+    RunManifest,
+    TranscriptWriter,
+    check_run,
+    generate_keypair,
+    load_signing_key,
+    load_trusted_keys,
+    open_run,
+    read_run_manifest,
+)
+from agc.integrity._manifest import MAX_ATTRIBUTES_BYTES, check_attributes
+
+REACHES_INSIDE = {
+    "agc.integrity._manifest": "the attribute checker and its size limit, on single values",
+}
 
 FACTS = {"readiness": {"level": "LIVE", "passed": True, "environment": "dev"}}
 

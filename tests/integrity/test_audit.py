@@ -12,11 +12,23 @@ from pathlib import Path
 import pytest
 
 from agc._core import store as store_rules
-from agc.integrity import _writer
-from agc.integrity._audit import CSV_COLUMNS, _cell, audit_csv, audit_html, build_audit
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
+from agc.integrity import (
+    _writer,
+    audit_csv,
+    audit_html,
+    build_audit,
+    generate_keypair,
+    load_signing_key,
+    load_trusted_keys,
+)
+from agc.integrity._audit import CSV_COLUMNS, _cell
 from tests.conftest import fixed_clock, write_run
 from tests.integrity.evidence_helpers import transcript_path
+
+REACHES_INSIDE = {
+    "agc.integrity._audit": "the CSV column list and the cell quoting rule, on single cells",
+    "agc.integrity._writer": "swaps the writer's run-id rule to write runs it would refuse",
+}
 
 NOW = 1_764_460_800_000
 

@@ -12,10 +12,12 @@ import pytest
 from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.exitcodes import ExitCode
+from agc.integrity import check_store, open_run, recover_run
 from agc.integrity._chain import read_chain
-from agc.integrity._recover import recover_run
-from agc.integrity._store_verify import check_store
-from agc.integrity._writer import open_run
+
+REACHES_INSIDE = {
+    "agc.integrity._chain": "reads the store chain log's links directly (read_chain)",
+}
 
 GOOD = b'{"position":1,"run_id":"a","manifest_digest":"ab","prev":null}\n'
 

@@ -27,12 +27,14 @@ import pytest
 from agc._core.fs import remove_stale_temp_files
 from agc._core.store import StoreLayout
 from agc.errors import StoreError
+from agc.integrity import StoreReport, check_store, open_run, recover_run, recover_store
 from agc.integrity._chain import read_chain
-from agc.integrity._recover import recover_run, recover_store
-from agc.integrity._store_verify import StoreReport, check_store
-from agc.integrity._writer import open_run
 from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import records
+
+REACHES_INSIDE = {
+    "agc.integrity._chain": "reads the chain log's links after each injected crash (read_chain)",
+}
 
 # Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
 pytestmark = pytest.mark.real_fsync

@@ -25,10 +25,14 @@ from hypothesis import strategies as st
 from agc.cli import verify as verify_cli
 from agc.cli import verify_main
 from agc.exitcodes import ExitCode
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity import (
+    TranscriptWriter,
+    check_run,
+    check_store,
+    generate_keypair,
+    load_signing_key,
+    load_trusted_keys,
+)
 from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
 

@@ -26,10 +26,13 @@ from hypothesis import strategies as st
 from agc._core.digest import digest_fd
 from agc._core.sidecar import format_sidecar
 from agc.errors import AgcError
+from agc.integrity import check_store, open_run
 from agc.integrity._chain import manifest_digest
-from agc.integrity._store_verify import check_store
-from agc.integrity._writer import open_run
 from tests.conftest import examples
+
+REACHES_INSIDE = {
+    "agc.integrity._chain": "the manifest digest a chain link records, to forge links",
+}
 
 RUNS = ("alpha", "beta", "gamma")
 KINDS = {"transcript": "transcripts", "tool-events": "tool-events"}

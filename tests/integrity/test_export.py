@@ -11,9 +11,7 @@ from hypothesis import strategies as st
 
 from agc._core.store import StoreLayout
 from agc.errors import InputError, RunNotFoundError
-from agc.integrity import export_session, iter_session_lines
-from agc.integrity._export import export_copy
-from agc.integrity._ingest import ingest_stream
+from agc.integrity import export_copy, export_session, ingest_stream, iter_session_lines
 from tests.conftest import examples, write_run
 
 

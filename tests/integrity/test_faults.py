@@ -21,14 +21,14 @@ import pytest
 from agc._core.checkpoint import read_checkpoints
 from agc._core.store import StoreLayout
 from agc.errors import RunNotFoundError
+from agc.integrity import check_run, check_store, open_run, read_manifest, recover_run
 from agc.integrity._ingest import line_to_record
-from agc.integrity._recover import recover_run
-from agc.integrity._store_io import read_manifest
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import check_run
-from agc.integrity._writer import open_run
 from tests.conftest import REAL_FIXTURES, examples, require_shared
 from tests.integrity.evidence_helpers import records
+
+REACHES_INSIDE = {
+    "agc.integrity._ingest": "turns lines into transcript records as ingest does",
+}
 
 # Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
 pytestmark = pytest.mark.real_fsync

@@ -17,9 +17,13 @@ from hypothesis import strategies as st
 
 from agc._core.store import StoreLayout
 from agc.errors import FileUnreadableError
-from agc.integrity._ingest import ingest_stream, iter_lines, line_to_record
-from agc.integrity._verify import check_run
+from agc.integrity import check_run, ingest_stream
+from agc.integrity._ingest import iter_lines, line_to_record
 from tests.conftest import finding_codes
+
+REACHES_INSIDE = {
+    "agc.integrity._ingest": "the line reader and the line-to-record rule, on single inputs",
+}
 
 
 def _stored(store: Path, kind: Any = "transcript") -> list[dict[str, Any]]:

@@ -20,9 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc._core import json as strict_json
-from agc.integrity import _ingest
+from agc.integrity import _ingest, ingest_stream
 from agc.integrity import _writer as run_writer
-from agc.integrity._ingest import ingest_stream
 from tests.conftest import (
     REAL_FIXTURES,
     examples,
@@ -31,6 +30,11 @@ from tests.conftest import (
     steady_checkpoint_timer,
 )
 from tests.spellings import spellings
+
+REACHES_INSIDE = {
+    "agc.integrity._ingest": "the fast path's body builder and counters, against the writer",
+    "agc.integrity._writer": "pins the writer's clock, to compare both paths byte for byte",
+}
 
 REAL = real_fixture_files() or [REAL_FIXTURES / "absent.jsonl"]
 

@@ -17,10 +17,13 @@ from hypothesis import strategies as st
 
 from agc._core.store import StoreLayout
 from agc.errors import InputError, StoreError
+from agc.integrity import KeptArtifact, check_run, check_run_kept
 from agc.integrity import _kept as kept_module
-from agc.integrity._kept import KeptArtifact, check_run_kept
-from agc.integrity._verify import check_run
 from tests.conftest import examples, write_legacy_run_with_shared_tool_events, write_run
+
+REACHES_INSIDE = {
+    "agc.integrity._kept": "swaps the kept-copy check's check_run to edit the store mid-check",
+}
 
 # What a writer of the store may do to a run before it is checked (the check judges it)
 # and between the check and the copy (the copy must then be refused).

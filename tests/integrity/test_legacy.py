@@ -21,11 +21,15 @@ from agc._core.sidecar import parse_sidecar
 from agc._core.store import ArtifactKind, StoreLayout
 from agc.cli import verify as verify_cli
 from agc.errors import RunIdInvalidError
-from agc.integrity import check_run, read_legacy_tool_events, read_tool_events
+from agc.integrity import check_run, check_store, read_legacy_tool_events, read_tool_events
 from agc.integrity._legacy import LegacyRun
-from agc.integrity._store_verify import check_store
 from agc.integrity._verify import ArtifactObservation, judge_artifact
 from tests.conftest import examples, finding_codes, write_run
+
+REACHES_INSIDE = {
+    "agc.integrity._legacy": "the legacy-run judge (LegacyRun) on hand-built findings",
+    "agc.integrity._verify": "judges one artifact observation directly (judge_artifact)",
+}
 
 OWN_EVENTS = [{"event": "tool_call_start", "call_id": "c1"}, {"event": "tool_call_end"}]
 

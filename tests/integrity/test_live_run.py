@@ -12,8 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from agc.integrity._verify import check_run
-from agc.integrity._writer import open_run
+from agc.integrity import check_run, open_run
 from tests.conftest import examples
 
 CHECKS = examples(40)  # verifications racing the writer

@@ -29,15 +29,22 @@ from agc._core.digest import digest_bytes
 from agc._core.objstore import ObjectStore
 from agc.cli.verify import main as verify_cli
 from agc.errors import ManifestInvalidError
-from agc.integrity import _verify
-from agc.integrity._ingest import ingest_stream
-from agc.integrity._manifest import RunManifest
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import check_run
-from agc.integrity._writer import ToolEventWriter, TranscriptWriter
+from agc.integrity import (
+    RunManifest,
+    ToolEventWriter,
+    TranscriptWriter,
+    _verify,
+    check_run,
+    check_store,
+    ingest_stream,
+)
 from tests.conftest import examples, steady_checkpoint_timer
 from tests.integrity.evidence_helpers import fixed_clock, records, transcript_path
 from tests.integrity.test_expect_head_attacks import relink
+
+REACHES_INSIDE = {
+    "agc.integrity._verify": "sets the in-memory size limit to force the streamed read",
+}
 
 RUN = "loc"
 

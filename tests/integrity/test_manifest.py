@@ -13,8 +13,14 @@ import rfc8785
 
 from agc._core.store import StoreLayout
 from agc.errors import ManifestInvalidError, StoreError, UnsafePathError
-from agc.integrity._manifest import MANIFEST_SCHEMA_VERSION, ArtifactSeal, RunManifest
-from agc.integrity._store_io import read_manifest, record_seal
+from agc.integrity import ArtifactSeal, RunManifest, read_manifest
+from agc.integrity._manifest import MANIFEST_SCHEMA_VERSION
+from agc.integrity._store_io import record_seal
+
+REACHES_INSIDE = {
+    "agc.integrity._manifest": "the manifest schema version the writer stamps",
+    "agc.integrity._store_io": "records seals into a manifest directly (record_seal)",
+}
 
 HEX = "ab" * 32
 

@@ -19,11 +19,15 @@ from agc._core.checkpoint import Checkpoint, format_checkpoint
 from agc._core.digest import Algorithm, new_hasher
 from agc._core.sidecar import format_sidecar
 from agc._core.store import StoreLayout
+from agc.integrity import ArtifactSeal, check_run
 from agc.integrity import _verify as verify_module
-from agc.integrity._manifest import ArtifactSeal
-from agc.integrity._verify import ArtifactObservation, check_run, observe_artifact
+from agc.integrity._verify import ArtifactObservation, observe_artifact
 from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
+
+REACHES_INSIDE = {
+    "agc.integrity._verify": "the artifact observer and judge, and its in-memory size limit",
+}
 
 
 def _hex(data: bytes, algorithm: Algorithm) -> str:

@@ -23,12 +23,14 @@ import pytest
 from agc._core.objstore import ObjectStore
 from agc.cli.verify import main as verify
 from agc.errors import InputError, UsageError
-from agc.integrity import _parallel
-from agc.integrity._ingest import ingest_stream
-from agc.integrity._store_verify import check_store
+from agc.integrity import _parallel, check_store, ingest_stream
 from tests.conftest import write_run
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
+
+REACHES_INSIDE = {
+    "agc.integrity._parallel": "the job-count rule, its limits and its process pool, directly",
+}
 
 
 def _folder_store(root: Path) -> Path:

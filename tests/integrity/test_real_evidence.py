@@ -9,10 +9,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from agc.integrity._ingest import ingest_stream
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import check_run
+from agc.integrity import (
+    check_run,
+    check_store,
+    generate_keypair,
+    ingest_stream,
+    load_signing_key,
+    load_trusted_keys,
+)
 from tests.conftest import REAL_FIXTURES, real_fixture_files, require_shared
 
 REAL = real_fixture_files()

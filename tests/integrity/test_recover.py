@@ -12,11 +12,14 @@ import pytest
 from agc.cli.app import main
 from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, UnsealedRunError
 from agc.exitcodes import ExitCode
-from agc.integrity._manifest import RunManifest
-from agc.integrity._recover import recover_run
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter, open_run
+from agc.integrity import (
+    RunManifest,
+    TranscriptWriter,
+    check_run,
+    check_store,
+    open_run,
+    recover_run,
+)
 from tests.conftest import tree, write_legacy_run_with_shared_tool_events
 from tests.integrity.evidence_helpers import records, transcript_path, write_run
 

@@ -16,13 +16,16 @@ import pytest
 from agc._core.store import StoreLayout
 from agc.cli.app import main as agc_main
 from agc.cli.verify import main as verify_cli
-from agc.integrity._audit import build_audit
-from agc.integrity._recover import recover_run
-from agc.integrity._runs import list_runs
-from agc.integrity._store_io import read_manifest
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import check_run
-from agc.integrity._writer import ToolEventWriter, TranscriptWriter
+from agc.integrity import (
+    ToolEventWriter,
+    TranscriptWriter,
+    build_audit,
+    check_run,
+    check_store,
+    list_runs,
+    read_manifest,
+    recover_run,
+)
 from tests.integrity.evidence_helpers import records, transcript_path
 from tests.integrity.test_expect_head_attacks import relink
 

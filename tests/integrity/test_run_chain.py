@@ -30,24 +30,29 @@ from agc.cli.app import main as agc_main
 from agc.cli.verify_main import main as verify_main
 from agc.errors import AgcError, RunExistsError
 from agc.exitcodes import ExitCode
-from agc.integrity import _writer as writer_module
-from agc.integrity import generate_keypair, load_signing_key
-from agc.integrity._chain import (
-    ChainEntry,
-    chain_log_path,
+from agc.integrity import (
+    RunReport,
+    TranscriptWriter,
     chain_pending_path,
-    read_chain,
-    run_links,
-    write_head,
+    check_run,
+    check_store,
+    generate_keypair,
+    ingest_stream,
+    load_signing_key,
+    open_run,
+    recover_store,
 )
-from agc.integrity._ingest import ingest_stream
-from agc.integrity._recover import recover_store
+from agc.integrity import _writer as writer_module
+from agc.integrity._chain import ChainEntry, chain_log_path, read_chain, run_links, write_head
 from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import RunReport, check_run
-from agc.integrity._writer import TranscriptWriter, open_run
 from tests.conftest import examples, feed_stdin, sampled, tree
 from tests.integrity.evidence_helpers import fixed_clock, records, write_run
+
+REACHES_INSIDE = {
+    "agc.integrity._chain": "reads and rewrites the chain log and its head to tamper with links",
+    "agc.integrity._s3": "the object keys of a run's files, to tamper with them in S3",
+    "agc.integrity._writer": "the tool-event writer class, and swaps its linked-run guard",
+}
 
 TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
 

@@ -22,26 +22,33 @@ from agc._core.store import StoreLayout
 from agc.cli.app import main as agc_main
 from agc.cli.verify_main import main as verify_main
 from agc.errors import SnapshotTamperedError, StoreError, UsageError
-from agc.integrity._chain import manifest_digest
-from agc.integrity._ingest import ingest_stream
-from agc.integrity._manifest import RunManifest
-from agc.integrity._s3 import HEAD_PATH, RemoteHead, artifact_path, link_path, read_remote_head
-from agc.integrity._s3_verify import check_object_run, verify_policy
-from agc.integrity._signing import (
+from agc.integrity import (
+    RunManifest,
+    check_object_run,
+    check_run,
+    check_store,
     generate_keypair,
-    key_id_of,
-    load_public_key,
+    ingest_stream,
     load_signing_key,
+    open_run,
+    read_manifest,
+    verify_policy,
 )
-from agc.integrity._store_io import read_manifest
-from agc.integrity._store_verify import check_store
+from agc.integrity._chain import manifest_digest
+from agc.integrity._s3 import HEAD_PATH, RemoteHead, artifact_path, link_path, read_remote_head
+from agc.integrity._signing import key_id_of, load_public_key
 from agc.integrity._upload import _run_files, staging_store, upload_run, write_policy
-from agc.integrity._verify import check_run
-from agc.integrity._writer import open_run
-from agc.resume._snapshot import SessionSnapshot, load_snapshot, save_snapshot
+from agc.resume import SessionSnapshot, load_snapshot, save_snapshot
 from tests.conftest import feed_stdin, fixed_clock
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
+
+REACHES_INSIDE = {
+    "agc.integrity._chain": "the manifest digest a chain link records",
+    "agc.integrity._s3": "the object keys and the remote chain head, to read and race them",
+    "agc.integrity._signing": "loads one public key and its key id to build a trusted set",
+    "agc.integrity._upload": "the staging folder, the upload step and the write policy, directly",
+}
 
 TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
 

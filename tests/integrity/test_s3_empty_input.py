@@ -18,6 +18,11 @@ from agc.integrity import _target, _upload
 from agc.integrity._upload import staging_store
 from tests.conftest import feed_stdin
 
+REACHES_INSIDE = {
+    "agc.integrity._target": "swaps the target's upload step to fail it",
+    "agc.integrity._upload": "the real upload step and the staging folder",
+}
+
 _TRANSCRIPT = b'{"type":"thread.started"}\n'
 
 

@@ -20,6 +20,11 @@ from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import S3StoreView, VerifyPolicy, _companion
 from tests.conftest import examples
 
+REACHES_INSIDE = {
+    "agc.integrity._s3": "the object keys of a run's files",
+    "agc.integrity._s3_verify": "the S3 store view's indexed listing, against a reference scan",
+}
+
 _STORE = ObjectStore.parse("s3://evidence-view/team")
 _POLICY = VerifyPolicy(retention=None, asked=False, lock=BucketLock(enabled=True))
 

@@ -16,12 +16,17 @@ from hypothesis import strategies as st
 from agc._core.objstore import BucketLock, ObjectStore, ObjectVersion
 from agc._core.store import ARTIFACT_KINDS
 from agc.cli.verify_main import main as verify_main
-from agc.integrity._ingest import ingest_stream
+from agc.integrity import ingest_stream
 from agc.integrity._s3 import artifact_path, manifest_path
 from agc.integrity._s3_verify import S3StoreView, VerifyPolicy, _companion
 from tests.conftest import examples
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
+
+REACHES_INSIDE = {
+    "agc.integrity._s3": "the object keys of a run's files",
+    "agc.integrity._s3_verify": "the S3 store view's indexed listing, against a full scan",
+}
 
 _TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
 _POLICY = VerifyPolicy(retention=None, asked=False, lock=BucketLock(enabled=True))

@@ -19,9 +19,7 @@ from agc.errors import (
     UnsafePathError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity._seal import seal_file
-from agc.integrity._verify import check_run
-from agc.integrity._writer import open_run
+from agc.integrity import check_run, open_run, seal_file
 from tests.conftest import write_run
 
 TOOLS: dict[Algorithm, tuple[str, str, str]] = {

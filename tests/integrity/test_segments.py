@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 from agc.errors import RunExistsError, VerificationError
-from agc.integrity._manifest import RunManifest
-from agc.integrity._recover import recover_run, recover_store
-from agc.integrity._store_verify import check_store
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
+from agc.integrity import (
+    RunManifest,
+    TranscriptWriter,
+    check_run,
+    check_store,
+    recover_run,
+    recover_store,
+)
 from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import transcript_path, write_run
 

@@ -26,19 +26,25 @@ from agc.errors import (
     RecoveryRefusedError,
     UsageError,
 )
-from agc.integrity import _signing as signing_module
-from agc.integrity import _writer as writer_module
-from agc.integrity._recover import recover_run
-from agc.integrity._signing import (
+from agc.integrity import (
+    TranscriptWriter,
+    check_run,
     generate_keypair,
-    load_public_key,
     load_signing_key,
     load_trusted_keys,
+    open_run,
+    recover_run,
 )
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter, open_run
+from agc.integrity import _signing as signing_module
+from agc.integrity import _writer as writer_module
+from agc.integrity._signing import load_public_key
 from tests.conftest import tree
 from tests.integrity.evidence_helpers import transcript_path, write_run
+
+REACHES_INSIDE = {
+    "agc.integrity._signing": "the single public-key loader, and swaps its reader and pipe timeout",
+    "agc.integrity._writer": "swaps the writer's linked-run guard",
+}
 
 
 @pytest.fixture

@@ -21,15 +21,28 @@ import rfc8785
 
 from agc._core import store as store_rules
 from agc._core.digest import new_hasher
+from agc.integrity import (
+    StoreFindingCode,
+    StoreReport,
+    TranscriptWriter,
+    _writer,
+    check_store,
+    generate_keypair,
+    load_signing_key,
+    load_trusted_keys,
+)
 from agc.integrity import _s3_findings as s3_findings_module
 from agc.integrity import _store_verify as store_verify_module
-from agc.integrity import _writer
 from agc.integrity._chain import manifest_digest
-from agc.integrity._signing import generate_keypair, load_signing_key, load_trusted_keys
-from agc.integrity._store_verify import StoreFindingCode, StoreReport, check_store
-from agc.integrity._writer import TranscriptWriter
 from tests.conftest import THOROUGH, sampled
 from tests.integrity.evidence_helpers import transcript_path, write_run
+
+REACHES_INSIDE = {
+    "agc.integrity._chain": "the manifest digest a chain link records",
+    "agc.integrity._s3_findings": "reads its source for the finding codes it emits",
+    "agc.integrity._store_verify": "reads its source for the finding codes it emits",
+    "agc.integrity._writer": "swaps the writer's run-id rule to write runs it would refuse",
+}
 
 
 def _codes(report: StoreReport) -> set[str]:

@@ -21,14 +21,17 @@ from hypothesis import strategies as st
 from agc._core.store import StoreLayout
 from agc.cli.verify import json_text
 from agc.errors import AgcError
+from agc.integrity import StoreReport, TranscriptWriter, check_run, check_store
 from agc.integrity import _store_verify as store_verify
 from agc.integrity import _verify as verify_module
-from agc.integrity._store_verify import StoreReport, check_store
-from agc.integrity._verify import check_run
-from agc.integrity._writer import TranscriptWriter
 from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
 from tests.integrity.test_store_verify import TAMPERING
+
+REACHES_INSIDE = {
+    "agc.integrity._store_verify": "subclasses its local view to count reads; the reference check",
+    "agc.integrity._verify": "sets the in-memory size limit to force the streamed read",
+}
 
 
 class _UncachedView(store_verify.LocalStoreView):

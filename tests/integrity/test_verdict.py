@@ -17,17 +17,29 @@ from hypothesis import strategies as st
 from agc._core.report import Finding
 from agc._core.store import ARTIFACT_KINDS
 from agc.cli.verify_text import SGR, format_report, format_store
-from agc.integrity._audit import CSV_COLUMNS, Audit, AuditRun, audit_csv, audit_html
-from agc.integrity._store_verify import StoreFindingCode, StoreReport
-from agc.integrity._verdict import (
-    CATEGORIES,
-    VERDICTS,
+from agc.integrity import (
+    ArtifactReport,
+    RunFindingCode,
+    RunReport,
+    StoreFindingCode,
+    StoreReport,
     Verdict,
+    audit_csv,
+    audit_html,
     count_verdicts,
     finding_text,
     verdict_of,
 )
-from agc.integrity._verify import ArtifactReport, RunFindingCode, RunReport
+from agc.integrity._audit import CSV_COLUMNS, Audit, AuditRun
+from agc.integrity._verdict import CATEGORIES, VERDICTS
+
+REACHES_INSIDE = {
+    "agc.integrity._audit": "builds an Audit from hand-made run reports; the CSV column list",
+    "agc.integrity._judge": "the close-run-id thresholds, to compare with difflib",
+    "agc.integrity._runs": "swaps the stored run ids the close-id search sees",
+    "agc.integrity._verdict": "the verdict and category tables, whole",
+    "agc.integrity._verify": "the close-run-id search on its own",
+}
 
 NOW = 1_764_460_800_000
 RUN_CODES = sorted(get_args(RunFindingCode))

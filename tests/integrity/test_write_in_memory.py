@@ -13,15 +13,18 @@ import pytest
 from agc._core.memstore import MemoryStore
 from agc._core.storage import BucketLock, Retention
 from agc.errors import RunExistsError, SnapshotTamperedError, UsageError
+from agc.integrity import RunManifest, ingest_stream, open_run, recover_store
 from agc.integrity._chain import manifest_digest
-from agc.integrity._ingest import ingest_stream
-from agc.integrity._manifest import RunManifest
-from agc.integrity._recover import recover_store
 from agc.integrity._s3 import HEAD_PATH, read_remote_head
 from agc.integrity._upload import staging_store
-from agc.integrity._writer import open_run
-from agc.resume import _snapshot_store
-from agc.resume._snapshot import SessionSnapshot, load_snapshot, save_snapshot
+from agc.resume import SessionSnapshot, _snapshot_store, load_snapshot, save_snapshot
+
+REACHES_INSIDE = {
+    "agc.integrity._chain": "the manifest digest the chain head records",
+    "agc.integrity._s3": "reads the chain head from the in-memory store",
+    "agc.integrity._upload": "the staging folder, to see it removed once published",
+    "agc.resume._snapshot_store": "pins the snapshot writer's clock",
+}
 
 TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from agc._core.json import canonical, dumps
 from agc.errors import AgcError, RecordInvalidError
-from agc.integrity._writer import JsonlWriter, ToolEventWriter, TranscriptWriter
+from agc.integrity import JsonlWriter, ToolEventWriter, TranscriptWriter
 from tests.conftest import examples, fixed_clock
 from tests.spellings import JSON_OBJECTS, JSON_VALUES, spellings
 

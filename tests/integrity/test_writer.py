@@ -34,9 +34,7 @@ from agc.errors import (
     WriterClosedError,
 )
 from agc.exitcodes import ExitCode
-from agc.integrity._recover import recover_run
-from agc.integrity._verify import check_run
-from agc.integrity._writer import ToolEventWriter, TranscriptWriter, open_run
+from agc.integrity import ToolEventWriter, TranscriptWriter, check_run, open_run, recover_run
 from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import examples, finding_codes, fixed_clock, tree, write_run
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc.errors import RecordInvalidError
-from agc.integrity._writer import ToolEventWriter, TranscriptWriter
+from agc.integrity import ToolEventWriter, TranscriptWriter
 from tests.conftest import examples
 
 

@@ -24,11 +24,11 @@ from agc.errors import (
     SnapshotUnsealedError,
     UnsafePathError,
 )
-from agc.resume._repair import resume_session
-from agc.resume._snapshot import (
+from agc.resume import (
     SessionSnapshot,
     ToolCallState,
     load_snapshot,
+    resume_session,
     save_snapshot,
     snapshot_path,
 )

@@ -26,15 +26,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from agc._core.digest import new_hasher
 from agc._core.signing import SigningKey, key_id_of
 from agc.errors import SnapshotInvalidError, SnapshotUnsealedError, UnsignedError
-from agc.resume._snapshot import (
-    SessionSnapshot,
-    ToolCallState,
-    load_snapshot,
-    save_snapshot,
-    signature_path,
-    snapshot_path,
-)
+from agc.resume import SessionSnapshot, ToolCallState, load_snapshot, save_snapshot, snapshot_path
+from agc.resume._snapshot import signature_path
 from tests.faults import kill_at_step
+
+REACHES_INSIDE = {
+    "agc.resume._snapshot": "the signature file's path next to a snapshot",
+}
 
 # Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
 pytestmark = pytest.mark.real_fsync

@@ -23,7 +23,7 @@ from agc.errors import (
     UnsignedError,
 )
 from agc.exitcodes import ExitCode
-from agc.resume._snapshot import SessionSnapshot, load_snapshot, save_snapshot
+from agc.resume import SessionSnapshot, load_snapshot, save_snapshot
 
 _PRIVATE = Ed25519PrivateKey.generate()
 KEY = SigningKey(_PRIVATE, key_id_of(_PRIVATE.public_key()))

@@ -12,10 +12,14 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.resume import load_snapshot
-from agc.resume._formats.model import FormatName
-from agc.resume._snapshot import SessionSnapshot, ToolCallState, save_snapshot
-from agc.resume._validate import check_history
+from agc.resume import (
+    FormatName,
+    SessionSnapshot,
+    ToolCallState,
+    check_history,
+    load_snapshot,
+    save_snapshot,
+)
 from tests._core.secret_corpus import Case, build_cases, strings_of, survivors
 from tests.conftest import examples
 from tests.resume.helpers import view

@@ -36,16 +36,21 @@ from agc.errors import (
     UsageError,
 )
 from agc.exitcodes import ExitCode
-from agc.resume._snapshot import (
+from agc.resume import (
     SessionSnapshot,
     load_snapshot,
     load_snapshot_file,
     save_snapshot,
-    signature_path,
     snapshot_path,
 )
+from agc.resume._snapshot import signature_path
 from agc.resume._snapshot_sig import SIGNATURE_TYPE, judge_signature
 from tests.conftest import examples
+
+REACHES_INSIDE = {
+    "agc.resume._snapshot": "the signature file's path next to a snapshot",
+    "agc.resume._snapshot_sig": "the signature record's type and the signature judge, directly",
+}
 
 PRIVATE = Ed25519PrivateKey.generate()
 KEY = SigningKey(PRIVATE, key_id_of(PRIVATE.public_key()))

@@ -1,7 +1,7 @@
 """The store interface: what every evidence store (a folder, S3, memory) does.
 
 A store holds objects at ``/``-separated paths inside it (``audit/transcripts/r1.jsonl``,
-laid out by :mod:`agc._core.layout`). Evidence is written once and never replaced, so the
+laid out by the one table in :mod:`agc._core.store`). Evidence is written once and never replaced, so the
 interface is small: read an object (whole or streamed), list paths and versions, create an
 object only where none exists, and replace one object only if it is unchanged since it was
 read (compare-and-swap). What a backend does or does not keep (object versions, Object
@@ -20,9 +20,9 @@ documentation):
 * a retention or legal hold asked of a store without Object Lock is refused
   (``StoreError``), never dropped silently.
 
-Implementations: :class:`agc._core.folder_store.FolderStore`,
+Implementations: :class:`agc._core.folderstore.FolderStore`,
 :class:`agc._core.objstore.ObjectStore` (S3; the only module that imports boto3) and
-:class:`agc._core.memory_store.MemoryStore` (for tests). :func:`agc._core.store.open_store`
+:class:`agc._core.memstore.MemoryStore` (for tests). :func:`agc._core.store.open_store`
 turns a ``--store`` value into one. ``tests/_core/test_store_contract.py`` holds every
 implementation to this contract.
 """

@@ -61,6 +61,7 @@ if _TYPE_CHECKING:
     )
     from agc.integrity._store_io import read_manifest, read_run_manifest
     from agc.integrity._store_verify import (
+        StoreFindingCode,
         StoreReport,
         check_store,
     )
@@ -111,6 +112,7 @@ __all__ = [
     "RunReport",
     "RunWriters",
     "SigningKey",
+    "StoreFindingCode",
     "StoreReport",
     "ToolEventWriter",
     "TranscriptWriter",
@@ -191,6 +193,7 @@ _HOMES = {
     ),
     "agc.integrity._seal": ("seal_file",),
     "agc.integrity._store_verify": (
+        "StoreFindingCode",
         "StoreReport",
         "check_store",
     ),
