@@ -1,12 +1,13 @@
 """The store interface: what every evidence store (a folder, S3, memory) does.
 
 A store holds objects at ``/``-separated paths inside it (``audit/transcripts/r1.jsonl``,
-laid out by the one table in :mod:`agc._core.store`). Evidence is written once and never replaced, so the
-interface is small: read an object (whole or streamed), list paths and versions, create an
-object only where none exists, and replace one object only if it is unchanged since it was
-read (compare-and-swap). What a backend does or does not keep (object versions, Object
-Lock retention) is answered by the store itself (:attr:`Store.versioned`,
-:meth:`Store.bucket_lock`), never guessed from its type by a feature.
+laid out by the one table in :mod:`agc._core.store`). Evidence is written once and never
+replaced, so the interface is small: read an object (whole or streamed), list paths and
+versions, create an object only where none exists, and replace one object only if it is
+unchanged since it was read (compare-and-swap). What a backend does or does not keep
+(object versions, Object Lock retention) is answered by the store itself
+(:attr:`Store.versioned`, :meth:`Store.bucket_lock`), never guessed from its type by a
+feature.
 
 The semantics follow the S3 API, the most constrained backend (see "Add preconditions to
 S3 operations with conditional requests" and "Using versioning in S3 buckets" in the S3
