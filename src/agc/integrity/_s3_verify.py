@@ -1,4 +1,4 @@
-"""Verifying evidence in object storage: one run, and the store view for ``--all``.
+"""Verifying evidence in object storage: one run (its objects, versions and retention).
 
 Every object is streamed (``GetObject``) and hashed as its bytes arrive, in one pass
 that also counts records, keeps the last byte and hashes the sealed prefix of a longer
@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -36,8 +35,8 @@ from agc._core.store import (
     manifest_path,
     validate_run_id,
 )
-from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
-from agc.integrity._chain import ChainEntry, ChainHead
+from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError
+from agc.integrity._chain import ChainEntry
 from agc.integrity._judge import (
     ArtifactObservation,
     RunFindingCode,
@@ -61,7 +60,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ObjectCopy",
     "ObjectRunCheck",
-    "S3StoreView",
     "VerifyPolicy",
     "check_object_run",
     "is_legacy_object_run",
@@ -72,8 +70,6 @@ __all__ = [
 
 _Finding: TypeAlias = Finding[RunFindingCode]
 _LINK_NAME: Final = re.compile(r"(?P<position>[0-9]{20})\.json")
-_MAX_LINK_BYTES: Final = 4096
-_THREADS: Final = 16
 _QUARANTINE_REST: Final = re.compile(r"\.quarantine(-\d+)?")
 _QUARANTINE_TAIL: Final = re.compile(r"\.quarantine(-\d+)?\Z")
 
@@ -656,205 +652,6 @@ def _public_keys(raw: Mapping[str, bytes]) -> dict[str, Any] | None:
     return _KEY_CACHE[cache_key]
 
 
-@dataclass
-class S3StoreView:
-    """The store as ``agc-verify --all`` sees it, from one listing of every version
-    under ``audit/`` (or an S3 Inventory report): names per folder, the chain from its
-    link objects, the head, and manifests read in parallel threads."""
-
-    store: Store
-    versions: dict[str, list[ObjectVersion]]
-    policy: VerifyPolicy
-    label: str = ""
-    known_audit: frozenset[str] = frozenset(
-        {"transcripts", "tool-events", "manifests", "chain", "chain-head.json"}
-    )
-    _manifests: dict[str, RunManifest | Exception | None] = field(default_factory=dict)
-    _manifest_objects: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
-    _links: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
-    _companions: dict[str, list[str]] | None = field(default=None, repr=False)
-
-    @classmethod
-    def listed(
-        cls,
-        store: Store,
-        policy: VerifyPolicy,
-        listing: Iterable[ObjectVersion] | None = None,
-    ) -> S3StoreView:
-        """List every version under ``audit/`` (or take ``listing``, an inventory)."""
-        source = store.list_versions("audit/") if listing is None else listing
-        audit = store.key("audit/")
-        grouped = _group((v for v in source if v.key.startswith(audit)), store)
-        return cls(store, dict(grouped), policy, label=store.url)
-
-    def current(self, path: str) -> bool:
-        return _current(self.versions.get(path, ()))
-
-    def list_dir(self, folder: str) -> list[str] | None:
-        """Names directly inside ``folder`` (a sub-folder once), of current objects."""
-        prefix = folder.rstrip("/") + "/"
-        names = set()
-        for path, found in self.versions.items():
-            if path.startswith(prefix) and _current(found):
-                names.add(path[len(prefix) :].split("/", 1)[0])
-        return sorted(names) if names else None
-
-    def run_item(self, run_id: str) -> RunItem:
-        """What :class:`ObjectRunCheck` needs for the run: its versions and the manifest
-        object as :meth:`prefetch` read it (handed over once: the run is checked against
-        the same bytes as the chain, and the object is not fetched twice)."""
-        return (
-            run_id,
-            self.run_versions(run_id),
-            self._manifest_objects.pop(run_id, UNREAD),
-        )
-
-    def run_versions(self, run_id: str) -> list[ObjectVersion]:
-        """The listed versions of every key of the run: its manifest, then per artifact
-        the artifact file and its companions (sidecars, quarantine files) in listing
-        order. One look-up per artifact in an index made once, so ``--all`` stays linear
-        in the number of keys (a scan of the listing per run is quadratic)."""
-        if self._companions is None:
-            self._companions = _companion_index(self.versions)
-        paths = [manifest_path(run_id)]
-        for kind in ARTIFACT_KINDS:
-            paths.extend(self._companions.get(artifact_path(run_id, kind), ()))
-        return [v for p in paths for v in self.versions.get(p, ())]
-
-    def prefetch(self, run_ids: Iterable[str]) -> None:
-        """Read the manifests of ``run_ids`` and every link object, 16 at a time."""
-        wanted = [r for r in run_ids if r not in self._manifests]
-        links = sorted(p for p in self.versions if p.startswith(CHAIN_DIR) and self.current(p))
-        with ThreadPoolExecutor(_THREADS) as pool:
-            for run_id, manifest in zip(
-                wanted, pool.map(self._fetch_manifest, wanted), strict=True
-            ):
-                self._manifests[run_id] = manifest
-            for path, got in zip(links, pool.map(self._fetch_small, links), strict=True):
-                self._links[path] = got
-
-    def _fetch_small(self, path: str) -> tuple[bytes, ObjectInfo] | None:
-        return self.store.get(path, max_bytes=_MAX_LINK_BYTES + 1)
-
-    def _fetch_manifest(self, run_id: str) -> RunManifest | Exception | None:
-        if not self.current(manifest_path(run_id)):
-            return None
-        try:
-            got = self.store.get(manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES + 1)
-        except StoreError as exc:
-            return exc
-        self._manifest_objects[run_id] = got
-        if got is None:
-            return None
-        if len(got[0]) > MAX_MANIFEST_BYTES:
-            return ManifestInvalidError(
-                f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
-            )
-        try:
-            return RunManifest.from_bytes(got[0], expected_run_id=run_id)
-        except ManifestInvalidError as exc:
-            return exc
-
-    def read_manifest(self, run_id: str) -> RunManifest | None:
-        if run_id not in self._manifests:
-            self._manifests[run_id] = self._fetch_manifest(run_id)
-        found = self._manifests[run_id]
-        if isinstance(found, Exception):
-            raise found
-        return found
-
-    def read_archived(self, run_id: str, position: int) -> RunManifest | None:  # noqa: ARG002
-        return None  # a run in object storage is never re-opened
-
-    def archived_name(self, run_id: str, position: int) -> str:
-        return f"{run_id}@{position}.json"
-
-    def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool:
-        return self.current(artifact_path(run_id, kind))
-
-    def pending_link(self) -> tuple[str, int] | None:
-        return None  # a link in the head only is among the links read_chain returns
-
-    def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
-        """The link objects in position order; unusable ones become findings."""
-        entries: list[ChainEntry] = []
-        unusable: list[str] = []
-        for path in sorted(p for p in self.versions if p.startswith(CHAIN_DIR)):
-            name = path[len(CHAIN_DIR) :]
-            match = _LINK_NAME.fullmatch(name)
-            if match is None:
-                findings.append(_unexpected(path))
-                continue
-            findings.extend(
-                judge_object(
-                    f"chain link {int(match['position'])}",
-                    "store",
-                    self.versions[path],
-                    (self._links.get(path) or (b"", None))[1],
-                    self.policy.retention,
-                )
-            )
-            if not self.current(path):
-                continue
-            if path not in self._links:
-                self._links[path] = self._fetch_small(path)
-            got = self._links[path]
-            entry = _parse_link(got[0]) if got is not None else None
-            if entry is None or entry.position != int(match["position"]):
-                unusable.append(path)
-                continue
-            entries.append(entry)
-        if unusable:
-            findings.append(
-                Finding(
-                    "chain-invalid",
-                    f"{len(unusable)} unreadable chain link object(s) under {CHAIN_DIR}",
-                    artifact="store",
-                )
-            )
-        head = self._head()
-        if isinstance(head, RemoteHead) and (
-            not entries or entries[-1].position == head.position - 1
-        ):
-            # The head's own link object is not written yet: a link being made, or its
-            # writer died after the swap (the next seal or `agc recover` writes it).
-            entries.append(head.entry)
-            findings.append(
-                Finding(
-                    "link-pending",
-                    f"the link of run {head.run_id} at position {head.position} is in the "
-                    "chain head but its link object is not written yet; the next seal or "
-                    "`agc recover` completes it",
-                    "warning",
-                    artifact="store",
-                )
-            )
-        return entries
-
-    def _head(self) -> RemoteHead | str | None:
-        got = self.store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
-        if got is None:
-            return None
-        try:
-            return RemoteHead.from_bytes(got[0])
-        except (ValueError, UnicodeDecodeError):
-            return "damaged"
-
-    def read_head(self) -> ChainHead | None:
-        head = self._head()
-        if head is None:
-            return ChainHead(position=0, digest=None)
-        if isinstance(head, str):
-            return None
-        return head.head
-
-    def store_findings(self, findings: list[Finding[Any]]) -> None:
-        if not self.policy.lock.enabled:
-            findings.append(
-                object_lock_finding(self.store.lock_scope, policy_asked=self.policy.asked)
-            )
-
-
 def _companion(path: str, base: str) -> bool:
     """Whether ``path`` is a sidecar or a quarantine file of the artifact at ``base``."""
     rest = path[len(base) :] if path.startswith(base) else ""
@@ -906,10 +703,3 @@ def _parse_link(data: bytes) -> ChainEntry | None:
     except Exception:
         return None
     return entry
-
-
-def _unexpected(path: str) -> Finding[Any]:
-    shown = path if path.isprintable() else repr(path)
-    return Finding(
-        "unexpected", f"unexpected object {shown} (no manifest lists it)", artifact="store"
-    )
