@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -47,7 +48,7 @@ from agc.integrity._judge import (
     run_missing_report,
     sealed_bytes_differ,
 )
-from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
+from agc.integrity._legacy import LegacyRun, detect_legacy_run
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._run_chain import judge_run_links
@@ -411,21 +412,14 @@ def check_object_run(
         )
         for kind in ARTIFACT_KINDS
     ]
-    # A run in the legacy format (as a folder store judges it): no manifest, the
-    # transcript's only sidecar a digest-only SHA-256 one, and not linked by the chain.
-    # Object storage has no legacy shared tool-events file.
+    # A run in the legacy format, judged as in any store (the chain here is its link
+    # objects). Object storage has no legacy shared tool-events file.
     legacy: LegacyRun | None = None
-    if manifest is None and not findings and _legacy_transcript(observations[0]):
-        if _downgraded(store, run_id):
-            findings.append(
-                Finding(
-                    "manifest-missing",
-                    "run manifest missing (the store chain links this run)",
-                    artifact="manifest",
-                )
-            )
-        else:
-            legacy = LegacyRun(shared_records=0)
+    if manifest is None and not findings:
+        legacy, downgrade = detect_legacy_run(
+            observations[0], linked=partial(_downgraded, store, run_id), shared_records=0
+        )
+        findings.extend(downgrade)
     quarantines = {
         seal.kind: _check_quarantine(store, run_id, seal, infos)
         for obs in observations
@@ -529,11 +523,6 @@ def _read_head_object(store: Store) -> RemoteHead | None:
         return RemoteHead.from_bytes(got[0])
     except (ValueError, UnicodeDecodeError):
         return None  # damaged: `agc-verify --all` reports it
-
-
-def _legacy_transcript(transcript: ArtifactObservation) -> bool:
-    """Whether the transcript's only sidecar is a digest-only SHA-256 one (legacy)."""
-    return has_legacy_sidecars(transcript.sidecars)
 
 
 def is_legacy_object_run(store: Store, run_id: str) -> bool:
