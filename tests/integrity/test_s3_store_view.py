@@ -92,7 +92,7 @@ def test_run_versions_is_the_scan_of_the_listing(
             paths.append(f"audit/chain/{index:020d}.json{tail}")
         else:
             paths.append(artifact_path(run_id, kind) + tail)  # type: ignore[arg-type]
-    view = StoreView.listed(_STORE, _POLICY, _listing(paths))
+    view = StoreView(_STORE, _POLICY, _listing(paths))
     for run_id in [*run_ids, *asked]:
         assert view.run_versions(run_id) == _reference(view, run_id)
 
@@ -111,7 +111,7 @@ def test_run_versions_takes_sidecars_and_quarantine_files_and_nothing_else() -> 
         manifest_path("r1"),
         artifact_path("r1", "tool-events") + ".b3",
     ]
-    view = StoreView.listed(_STORE, _POLICY, _listing(paths))
+    view = StoreView(_STORE, _POLICY, _listing(paths))
     got = [_STORE.relative(v.key) for v in view.run_versions("r1")]
     assert sorted(set(got)) == sorted(
         [

@@ -125,6 +125,6 @@ def test_the_index_is_the_scan_for_keys_with_any_characters(
         for key in (store.key(path), "store2/" + path, store.key(tail or "x")):
             listing.append(ObjectVersion(key, f"v{number}", True, number % 4 == 0, number))
             listing.append(ObjectVersion(key, f"o{number}", False, False, 0))
-    view = StoreView.listed(store, _POLICY, listing)
+    view = StoreView(store, _POLICY, listing)
     for run_id in asked:
         assert view.run_versions(run_id) == _scan(view, run_id)

@@ -65,6 +65,7 @@ __all__ = [
     "check_object_run",
     "is_legacy_object_run",
     "list_run_versions",
+    "read_head_object",
     "run_paths",
     "verify_policy",
 ]
@@ -515,14 +516,25 @@ def _object_run_links(store: Store, run_id: str, manifest: RunManifest | None) -
     return found
 
 
-def _read_head_object(store: Store) -> RemoteHead | None:
+def read_head_object(store: Store) -> RemoteHead | str | None:
+    """The chain head object of an object store: ``None`` when there is none,
+    ``"damaged"`` when it cannot be parsed (``agc-verify --all`` reports it).
+
+    Raises:
+        StoreError: the head cannot be read (exit 3).
+    """
     got = store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
     if got is None:
         return None
     try:
         return RemoteHead.from_bytes(got[0])
     except (ValueError, UnicodeDecodeError):
-        return None  # damaged: `agc-verify --all` reports it
+        return "damaged"
+
+
+def _read_head_object(store: Store) -> RemoteHead | None:
+    head = read_head_object(store)
+    return head if isinstance(head, RemoteHead) else None
 
 
 def is_legacy_object_run(store: Store, run_id: str) -> bool:

@@ -57,7 +57,7 @@ from agc.integrity._chain import (
     read_head,
 )
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
-from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, RemoteHead
+from agc.integrity._s3 import CHAIN_DIR, RemoteHead
 from agc.integrity._s3_findings import judge_object, object_lock_finding
 from agc.integrity._s3_verify import (
     _LINK_NAME,
@@ -68,6 +68,7 @@ from agc.integrity._s3_verify import (
     _current,
     _group,
     _parse_link,
+    read_head_object,
 )
 from agc.integrity._store_io import read_archived_manifest, read_manifest
 
@@ -128,17 +129,6 @@ class StoreView:
         self._listings: dict[str, list[str] | None] = {}
         self._listed_sets: dict[ArtifactKind, frozenset[str]] = {}
         self._companions: dict[str, list[str]] | None = None
-
-    @classmethod
-    def listed(
-        cls,
-        store: Store,
-        policy: VerifyPolicy | None = None,
-        listing: Iterable[ObjectVersion] | None = None,
-    ) -> StoreView:
-        """The view of ``store``; a store written object by object is listed here, every
-        version under ``audit/`` (or taken from ``listing``, an inventory)."""
-        return cls(store, policy, listing)
 
     # -- the listing ------------------------------------------------------------------------
 
@@ -344,7 +334,7 @@ class StoreView:
                     artifact="store",
                 )
             )
-        head = self._head_object()
+        head = read_head_object(self.store)
         if isinstance(head, RemoteHead) and (
             not entries or entries[-1].position == head.position - 1
         ):
@@ -363,20 +353,11 @@ class StoreView:
             )
         return entries
 
-    def _head_object(self) -> RemoteHead | str | None:
-        got = self.store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
-        if got is None:
-            return None
-        try:
-            return RemoteHead.from_bytes(got[0])
-        except (ValueError, UnicodeDecodeError):
-            return "damaged"
-
     def read_head(self) -> ChainHead | None:
         """The head (``ChainHead(0, None)`` without a chain), ``None`` if damaged."""
         if self.layout is not None:
             return read_head(self.layout)
-        head = self._head_object()
+        head = read_head_object(self.store)
         if head is None:
             return ChainHead(position=0, digest=None)
         if isinstance(head, str):
