@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -52,8 +52,9 @@ from agc.integrity._legacy import LegacyRun, detect_legacy_run
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._run_chain import judge_run_links
-from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, MANIFESTS_DIR, RemoteHead
+from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, RemoteHead
 from agc.integrity._s3_findings import judge_object, object_lock_finding
+from agc.integrity._store_io import stored_run_ids
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -371,7 +372,7 @@ def check_object_run(
             run_id,
             store.url,
             [(k, store.url_of(artifact_path(run_id, k))) for k in ARTIFACT_KINDS],
-            closest_run_id(run_id, _object_run_ids(store)),
+            closest_run_id(run_id, stored_run_ids(store, artifact_files=False)),
         )
     by_path = _group(versions, store)
     present = {path for path, found in by_path.items() if _current(found)}
@@ -468,18 +469,6 @@ def check_object_run(
         lambda _: None,  # a run in object storage is never re-opened
         lambda position: f"{run_id}@{position}.json",
     )
-
-
-def _object_run_ids(store: Store) -> Iterator[str]:
-    """The run ids whose manifest key is in the store (not read, not verified).
-
-    Raises:
-        StoreError: the store cannot be listed (exit 3).
-    """
-    for path in store.list_paths(MANIFESTS_DIR):
-        name = path.rsplit("/", 1)[-1]
-        if name.endswith(".json") and "@" not in name:
-            yield name[: -len(".json")]
 
 
 def _object_run_links(store: Store, run_id: str, manifest: RunManifest | None) -> list[ChainEntry]:

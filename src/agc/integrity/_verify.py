@@ -513,7 +513,7 @@ def _close_run_id(run_id: str, layout: StoreLayout) -> str | None:
     from agc.integrity._runs import stored_run_ids  # noqa: PLC0415 - only when missing
 
     try:
-        stored = stored_run_ids(layout)
+        stored = stored_run_ids(FolderStore(layout.root))
     except StoreError:
         return None
     return closest_run_id(run_id, stored)
