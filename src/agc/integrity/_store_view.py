@@ -146,8 +146,9 @@ class StoreView:
 
     def _list(self, folder: str) -> list[str] | None:
         if self.layout is not None:
-            path = self.layout.root / folder
-            return sorted(os.listdir(path)) if path.is_dir() else None
+            # Every entry, objects or not: a stray symlink or temporary file is reported.
+            is_folder = (self.layout.root / folder).is_dir()
+            return self.store.list_names(folder) if is_folder else None
         prefix = folder.rstrip("/") + "/"
         names = {
             path[len(prefix) :].split("/", 1)[0]
