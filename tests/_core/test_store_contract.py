@@ -190,6 +190,16 @@ def test_listing_gives_the_paths_under_a_prefix_in_path_order(store: Store) -> N
     assert list(store.list_paths("audit/transcripts/a.jsonl")) == _FILES[4:6]
 
 
+def test_the_names_in_a_folder_are_its_objects_and_sub_folders_once(store: Store) -> None:
+    for path in _FILES:
+        store.put_new(path, path.encode())
+    store.put_new("audit/manifests/sub/deep.json", b"deep")
+    below = {p.removeprefix("audit/manifests/").split("/")[0] for p in _FILES[1:4]}
+    assert store.list_names("audit/manifests") == sorted(below | {"sub"})
+    assert store.list_names("audit/manifests/") == store.list_names("audit/manifests")
+    assert store.list_names("audit/nothing") == []
+
+
 def test_each_current_object_is_listed_once_as_its_latest_version(store: Store) -> None:
     for path in _FILES:
         store.put_new(path, path.encode())
@@ -292,6 +302,22 @@ def test_a_folder_store_does_not_list_its_lock_and_temporary_files(tmp_path: Pat
     (tmp_path / "store/audit/.x.0123456789ab.tmp").write_bytes(b"half")
     assert (tmp_path / "store/audit/.chain-head.json.lock").exists()
     assert list(store.list_paths("")) == ["audit/chain-head.json"]
+
+
+def test_a_folder_store_names_every_entry_a_look_at_the_folder_shows(tmp_path: Path) -> None:
+    # What a person sees in the folder, objects or not: a stray symlink or temporary
+    # file there is for the verifier to report, never hidden by the listing.
+    store = FolderStore(tmp_path / "store")
+    store.put_new("audit/manifests/real.json", b"real")
+    folder = tmp_path / "store/audit/manifests"
+    (folder / "link.json").symlink_to(tmp_path / "nowhere.json")
+    (folder / ".x.0123456789ab.tmp").write_bytes(b"half")
+    assert store.list_names("audit/manifests") == sorted(
+        [".x.0123456789ab.tmp", "link.json", "real.json"]
+    )
+    (tmp_path / "store/audit/transcripts").write_bytes(b"a file, not a folder")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.list_names("audit/transcripts")
 
 
 @pytest.mark.parametrize("path", ["", "/abs", "a//b", "a/../b", "..", "a/./b", "a\0b"])

@@ -1,6 +1,6 @@
 """The ``--all`` view of an object store: the per-run slice of one listing.
 
-``S3StoreView.run_versions`` answers from an index of the listing made once; these tests
+``StoreView.run_versions`` answers from an index of the listing made once; these tests
 hold it to the plain definition (scan the whole listing for the run's keys) on listings
 built to confuse it: run ids that contain ``.jsonl``, ``.b3`` or ``.quarantine``, keys
 that are companions of one run and the artifact of another, stray suffixes.
@@ -17,12 +17,14 @@ from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.objstore import BucketLock, ObjectStore, ObjectVersion
 from agc._core.store import ARTIFACT_KINDS
 from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._s3_verify import S3StoreView, VerifyPolicy, _companion
+from agc.integrity._s3_verify import VerifyPolicy, _companion
+from agc.integrity._store_view import StoreView
 from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.integrity._s3": "the object keys of a run's files",
-    "agc.integrity._s3_verify": "the S3 store view's indexed listing, against a reference scan",
+    "agc.integrity._s3_verify": "the verify policy and the companion-object rule",
+    "agc.integrity._store_view": "the store view's indexed listing, against a reference scan",
 }
 
 _STORE = ObjectStore.parse("s3://evidence-view/team")
@@ -49,7 +51,7 @@ _TAILS = (
 )
 
 
-def _reference(view: S3StoreView, run_id: str) -> list[ObjectVersion]:
+def _reference(view: StoreView, run_id: str) -> list[ObjectVersion]:
     """The definition: the manifest, then per artifact every listed key that is the
     artifact or one of its companions, in listing order."""
     paths = [manifest_path(run_id)]
@@ -96,7 +98,7 @@ def test_run_versions_is_the_scan_of_the_listing(
             paths.append(f"audit/chain/{index:020d}.json{tail}")
         else:
             paths.append(artifact_path(run_id, kind) + tail)  # type: ignore[arg-type]
-    view = S3StoreView.listed(_STORE, _POLICY, _listing(paths))
+    view = StoreView(_STORE, _POLICY, _listing(paths))
     for run_id in [*run_ids, *asked]:
         assert view.run_versions(run_id) == _reference(view, run_id)
 
@@ -115,7 +117,7 @@ def test_run_versions_takes_sidecars_and_quarantine_files_and_nothing_else() -> 
         manifest_path("r1"),
         artifact_path("r1", "tool-events") + ".b3",
     ]
-    view = S3StoreView.listed(_STORE, _POLICY, _listing(paths))
+    view = StoreView(_STORE, _POLICY, _listing(paths))
     got = [_STORE.relative(v.key) for v in view.run_versions("r1")]
     assert sorted(set(got)) == sorted(
         [

@@ -1,6 +1,6 @@
 """``agc-verify --all`` on a real (loopback) S3 store answers exactly as the plain scan
 of the listing per run did, under each kind of tampering: the index behind
-``S3StoreView.run_versions`` is held to the scan end to end, on a store whose prefix is a
+``StoreView.run_versions`` is held to the scan end to end, on a store whose prefix is a
 prefix of another store's, with run ids that are prefixes of each other."""
 
 from __future__ import annotations
@@ -18,14 +18,16 @@ from agc._core.store import ARTIFACT_KINDS
 from agc.cli.verify_main import main as verify_main
 from agc.integrity import ingest_stream
 from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._s3_verify import S3StoreView, VerifyPolicy, _companion
+from agc.integrity._s3_verify import VerifyPolicy, _companion
+from agc.integrity._store_view import StoreView
 from tests.conftest import examples
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
 
 REACHES_INSIDE = {
     "agc.integrity._s3": "the object keys of a run's files",
-    "agc.integrity._s3_verify": "the S3 store view's indexed listing, against a full scan",
+    "agc.integrity._s3_verify": "the verify policy and the companion-object rule",
+    "agc.integrity._store_view": "the store view's indexed listing, against a full scan",
 }
 
 _TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"done"}\n'
@@ -33,7 +35,7 @@ _POLICY = VerifyPolicy(retention=None, asked=False, lock=BucketLock(enabled=True
 _RUNS = ("r1", "r10", "r1.x", "r1.jsonl")
 
 
-def _scan(view: S3StoreView, run_id: str) -> list[ObjectVersion]:
+def _scan(view: StoreView, run_id: str) -> list[ObjectVersion]:
     """The run's versions as the scan before the index found them."""
     paths = [manifest_path(run_id)]
     for kind in ARTIFACT_KINDS:
@@ -97,7 +99,7 @@ def test_all_and_single_run_findings_are_those_of_the_scan(
     _put(other, _T + ".quarantine")
     _TAMPERINGS[tampering](store)
     indexed = _answers(store.url, capsys)
-    monkeypatch.setattr(S3StoreView, "run_versions", _scan)
+    monkeypatch.setattr(StoreView, "run_versions", _scan)
     assert _answers(store.url, capsys) == indexed
 
 
@@ -129,6 +131,6 @@ def test_the_index_is_the_scan_for_keys_with_any_characters(
         for key in (store.key(path), "store2/" + path, store.key(tail or "x")):
             listing.append(ObjectVersion(key, f"v{number}", True, number % 4 == 0, number))
             listing.append(ObjectVersion(key, f"o{number}", False, False, 0))
-    view = S3StoreView.listed(store, _POLICY, listing)
+    view = StoreView(store, _POLICY, listing)
     for run_id in asked:
         assert view.run_versions(run_id) == _scan(view, run_id)

@@ -18,27 +18,30 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core.folderstore import FolderStore
 from agc._core.store import StoreLayout
 from agc.cli.verify import json_text
 from agc.errors import AgcError
 from agc.integrity import StoreReport, TranscriptWriter, check_run, check_store
 from agc.integrity import _store_verify as store_verify
 from agc.integrity import _verify as verify_module
+from agc.integrity._store_view import StoreView
 from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
 from tests.integrity.test_store_verify import TAMPERING
 
 REACHES_INSIDE = {
-    "agc.integrity._store_verify": "subclasses its local view to count reads; the reference check",
+    "agc.integrity._store_verify": "the reference check",
+    "agc.integrity._store_view": "subclasses the store view to count reads",
     "agc.integrity._verify": "sets the in-memory size limit to force the streamed read",
 }
 
 
-class _UncachedView(store_verify.LocalStoreView):
+class _UncachedView(StoreView):
     """The store view as it was: every listing and manifest read afresh."""
 
     def list_dir(self, folder: str) -> list[str] | None:
-        path = self.layout.root / folder
+        path = Path(self.label) / folder
         return sorted(os.listdir(path)) if path.is_dir() else None
 
 
@@ -46,7 +49,7 @@ def _reference(store: Path, expect_head: str | None = None) -> StoreReport:
     """The report as check_store composed it before: nothing remembered, every manifest
     read from disk again by the chain checks, each run checked without the listing, by
     ``check_run`` itself (which judges the run's links: ``--all`` must agree with it)."""
-    view = _UncachedView(StoreLayout.at(store))
+    view = _UncachedView(FolderStore(StoreLayout.at(store).root))
     with pytest.MonkeyPatch.context() as patch:
         # Every file streamed, as before files were read whole.
         patch.setattr(verify_module, "IN_MEMORY_BYTES", -1)

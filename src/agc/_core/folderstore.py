@@ -182,6 +182,21 @@ class FolderStore(Store):
             elif entry.is_file(follow_symlinks=False) and not _is_own_file(entry.name):
                 yield path
 
+    def list_names(self, folder: str) -> list[str]:
+        """Every entry directly in ``folder``, sorted (symlinks, temporary and lock files
+        and sub-folders too: what a look at the folder shows); empty when it is absent.
+
+        Raises:
+            StoreError: the folder cannot be listed.
+        """
+        where = self.file(folder.rstrip("/"))
+        try:
+            return sorted(os.listdir(where))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot read {where}: {exc.strerror}") from exc
+
     def list_versions(self, path_prefix: str) -> Iterator[ObjectVersion]:
         """Each file of :meth:`list_paths` once, as its current version ``"null"``.
 

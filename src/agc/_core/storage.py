@@ -235,6 +235,18 @@ class Store(abc.ABC):
             StoreError: refused or unreachable.
         """
 
+    def list_names(self, folder: str) -> list[str]:
+        """The sorted names directly inside ``folder`` (a sub-folder once); empty when
+        there are none. A store of objects names the current objects (and the first
+        segment of deeper paths); a folder store every entry a listing of the folder
+        shows, objects or not (a symlink, a temporary file, a sub-folder).
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
+        prefix = f"{folder.rstrip('/')}/"
+        return sorted({path[len(prefix) :].split("/", 1)[0] for path in self.list_paths(prefix)})
+
     @abc.abstractmethod
     def list_versions(self, path_prefix: str) -> Iterator[ObjectVersion]:
         """Every version and delete marker of every object under ``path_prefix``: the

@@ -21,7 +21,7 @@ they name and never counted as, or merged with, a run's verified tool events.
 from __future__ import annotations
 
 import os
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LegacyFindingCode",
     "LegacyRun",
+    "chain_links_run",
     "chained_run_ids",
     "count_legacy_tool_events",
     "detect_legacy_run",
@@ -142,25 +143,35 @@ class LegacyRun:
 
 
 def detect_legacy_run(
-    layout: StoreLayout,
-    run_id: str,
     transcript: ArtifactObservation,
     *,
+    linked: Callable[[], bool],
     shared_records: int,
 ) -> tuple[LegacyRun | None, list[Finding[_DetectCode]]]:
-    """Whether a run without a manifest is in the legacy format.
+    """Whether a run without a manifest is in the legacy format, in any store.
 
     It is when its transcript's only sidecar is a digest-only SHA-256 one, unless the
     store chain links the run: a chained run had a manifest, so it is a run whose
     manifest was removed and whose sidecars were rewritten in the legacy format (a
     downgrade), reported as ``manifest-missing``.
 
-    Call it only for a run that has no manifest and no manifest finding;
-    ``shared_records`` is :func:`count_legacy_tool_events` of the run.
+    Call it only for a run that has no manifest and no manifest finding.
+
+    Args:
+        transcript: the observation of the run's transcript.
+        linked: whether the store's chain links the run (called only for a legacy
+            sidecar; a chain that cannot be read counts as linking it: a store with a
+            damaged chain is not a legacy store). The chain's form is the store's: a
+            log in a folder (:func:`chain_links_run`), link objects in an object store.
+        shared_records: records of the legacy shared tool-events file naming the run
+            (:func:`count_legacy_tool_events`; 0 where the store has no such file).
+
+    Raises:
+        StoreError: as ``linked``.
     """
     if not has_legacy_sidecars(transcript.sidecars):
         return None, []
-    if _in_chain(layout, run_id):
+    if linked():
         return None, [
             Finding(
                 "manifest-missing",
@@ -179,7 +190,7 @@ def has_legacy_sidecars(sidecars: Mapping[Algorithm, Sidecar | str]) -> bool:
 
 
 class _EveryRun(Container[str]):
-    """What an unreadable chain log links: every run (see :func:`_in_chain`)."""
+    """What an unreadable chain log links: every run (see :func:`chain_links_run`)."""
 
     def __contains__(self, run_id: object) -> bool:
         return True
@@ -220,7 +231,7 @@ def is_legacy_run(
     return run_id not in (chained_run_ids(layout) if chained is None else chained)
 
 
-def _in_chain(layout: StoreLayout, run_id: str) -> bool:
+def chain_links_run(layout: StoreLayout, run_id: str) -> bool:
     """Whether ``audit/chain.jsonl`` links the run (read only for would-be legacy runs).
 
     A chain log that cannot be read as a file counts as linking it: a store with a

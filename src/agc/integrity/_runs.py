@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from agc._core.digest import SIDECAR_SUFFIXES
+from agc._core.folderstore import FolderStore
 from agc._core.fs import open_nofollow
 from agc._core.objstore import ObjectStore, object_store_of
 from agc._core.store import (
@@ -40,7 +41,7 @@ from agc.errors import (
 )
 from agc.integrity._legacy import chained_run_ids, is_legacy_run
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
-from agc.integrity._store_io import read_manifest
+from agc.integrity._store_io import read_manifest, stored_run_ids
 
 __all__ = [
     "RunListing",
@@ -101,34 +102,6 @@ class RunListing:
             "signed": self.signed,
             "last_write_ms": self.last_write_ms,
         }
-
-
-def stored_run_ids(layout: StoreLayout) -> set[str]:
-    """The run ids a folder store holds files of: an artifact file ``<run>.jsonl`` or a
-    manifest ``<run>.json`` (names that are no valid run id are skipped).
-
-    Raises:
-        StoreError: a folder of the store cannot be listed.
-    """
-    names: set[str] = set()
-    folders = [(layout.artifact_dir(kind), ".jsonl") for kind in ARTIFACT_KINDS]
-    folders.append((layout.manifests_dir, ".json"))
-    for folder, suffix in folders:
-        try:
-            entries = os.listdir(folder)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise StoreError(f"cannot read {folder}: {exc.strerror}") from exc
-        for name in entries:
-            if not name.endswith(suffix) or "@" in name:
-                continue
-            candidate = name.removesuffix(suffix)
-            try:
-                names.add(validate_run_id(candidate))
-            except RunIdInvalidError:
-                continue  # a stray file: agc-verify --all reports it
-    return names
 
 
 def _count_lines(path: Path) -> tuple[int, int, int | None]:
@@ -214,7 +187,10 @@ def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
         if not layout.root.is_dir():
             raise StoreError(f"store {layout.root} does not exist or is not a folder")
         chained = functools.cache(lambda: chained_run_ids(layout))  # read once, if needed
-        listings = [_listing(layout, run_id, chained) for run_id in sorted(stored_run_ids(layout))]
+        listings = [
+            _listing(layout, run_id, chained)
+            for run_id in sorted(stored_run_ids(FolderStore(layout.root)))
+        ]
     listings.sort(key=lambda r: -(r.last_write_ms or 0))
     return listings
 

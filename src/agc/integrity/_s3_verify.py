@@ -1,4 +1,4 @@
-"""Verifying evidence in object storage: one run, and the store view for ``--all``.
+"""Verifying evidence in object storage: one run (its objects, versions and retention).
 
 Every object is streamed (``GetObject``) and hashed as its bytes arrive, in one pass
 that also counts records, keeps the last byte and hashes the sealed prefix of a longer
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -36,8 +36,8 @@ from agc._core.store import (
     manifest_path,
     validate_run_id,
 )
-from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError, StoreError
-from agc.integrity._chain import ChainEntry, ChainHead
+from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError
+from agc.integrity._chain import ChainEntry
 from agc.integrity._judge import (
     ArtifactObservation,
     RunFindingCode,
@@ -48,12 +48,13 @@ from agc.integrity._judge import (
     run_missing_report,
     sealed_bytes_differ,
 )
-from agc.integrity._legacy import LegacyRun, has_legacy_sidecars
+from agc.integrity._legacy import LegacyRun, detect_legacy_run
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._run_chain import judge_run_links
-from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, MANIFESTS_DIR, RemoteHead
+from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, RemoteHead
 from agc.integrity._s3_findings import judge_object, object_lock_finding
+from agc.integrity._store_io import stored_run_ids
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -61,19 +62,17 @@ if TYPE_CHECKING:
 __all__ = [
     "ObjectCopy",
     "ObjectRunCheck",
-    "S3StoreView",
     "VerifyPolicy",
     "check_object_run",
     "is_legacy_object_run",
     "list_run_versions",
+    "read_head_object",
     "run_paths",
     "verify_policy",
 ]
 
 _Finding: TypeAlias = Finding[RunFindingCode]
 _LINK_NAME: Final = re.compile(r"(?P<position>[0-9]{20})\.json")
-_MAX_LINK_BYTES: Final = 4096
-_THREADS: Final = 16
 _QUARANTINE_REST: Final = re.compile(r"\.quarantine(-\d+)?")
 _QUARANTINE_TAIL: Final = re.compile(r"\.quarantine(-\d+)?\Z")
 
@@ -373,7 +372,7 @@ def check_object_run(
             run_id,
             store.url,
             [(k, store.url_of(artifact_path(run_id, k))) for k in ARTIFACT_KINDS],
-            closest_run_id(run_id, _object_run_ids(store)),
+            closest_run_id(run_id, stored_run_ids(store, artifact_files=False)),
         )
     by_path = _group(versions, store)
     present = {path for path, found in by_path.items() if _current(found)}
@@ -415,21 +414,14 @@ def check_object_run(
         )
         for kind in ARTIFACT_KINDS
     ]
-    # A run in the legacy format (as a folder store judges it): no manifest, the
-    # transcript's only sidecar a digest-only SHA-256 one, and not linked by the chain.
-    # Object storage has no legacy shared tool-events file.
+    # A run in the legacy format, judged as in any store (the chain here is its link
+    # objects). Object storage has no legacy shared tool-events file.
     legacy: LegacyRun | None = None
-    if manifest is None and not findings and _legacy_transcript(observations[0]):
-        if _downgraded(store, run_id):
-            findings.append(
-                Finding(
-                    "manifest-missing",
-                    "run manifest missing (the store chain links this run)",
-                    artifact="manifest",
-                )
-            )
-        else:
-            legacy = LegacyRun(shared_records=0)
+    if manifest is None and not findings:
+        legacy, downgrade = detect_legacy_run(
+            observations[0], linked=partial(_downgraded, store, run_id), shared_records=0
+        )
+        findings.extend(downgrade)
     quarantines = {
         seal.kind: _check_quarantine(store, run_id, seal, infos)
         for obs in observations
@@ -479,18 +471,6 @@ def check_object_run(
     )
 
 
-def _object_run_ids(store: Store) -> Iterator[str]:
-    """The run ids whose manifest key is in the store (not read, not verified).
-
-    Raises:
-        StoreError: the store cannot be listed (exit 3).
-    """
-    for path in store.list_paths(MANIFESTS_DIR):
-        name = path.rsplit("/", 1)[-1]
-        if name.endswith(".json") and "@" not in name:
-            yield name[: -len(".json")]
-
-
 def _object_run_links(store: Store, run_id: str, manifest: RunManifest | None) -> list[ChainEntry]:
     """The run's links: the one at the position its manifest names (its link object,
     or the head while that object is pending); every link of the chain when the run has
@@ -525,19 +505,25 @@ def _object_run_links(store: Store, run_id: str, manifest: RunManifest | None) -
     return found
 
 
-def _read_head_object(store: Store) -> RemoteHead | None:
+def read_head_object(store: Store) -> RemoteHead | str | None:
+    """The chain head object of an object store: ``None`` when there is none,
+    ``"damaged"`` when it cannot be parsed (``agc-verify --all`` reports it).
+
+    Raises:
+        StoreError: the head cannot be read (exit 3).
+    """
     got = store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
     if got is None:
         return None
     try:
         return RemoteHead.from_bytes(got[0])
     except (ValueError, UnicodeDecodeError):
-        return None  # damaged: `agc-verify --all` reports it
+        return "damaged"
 
 
-def _legacy_transcript(transcript: ArtifactObservation) -> bool:
-    """Whether the transcript's only sidecar is a digest-only SHA-256 one (legacy)."""
-    return has_legacy_sidecars(transcript.sidecars)
+def _read_head_object(store: Store) -> RemoteHead | None:
+    head = read_head_object(store)
+    return head if isinstance(head, RemoteHead) else None
 
 
 def is_legacy_object_run(store: Store, run_id: str) -> bool:
@@ -656,205 +642,6 @@ def _public_keys(raw: Mapping[str, bytes]) -> dict[str, Any] | None:
     return _KEY_CACHE[cache_key]
 
 
-@dataclass
-class S3StoreView:
-    """The store as ``agc-verify --all`` sees it, from one listing of every version
-    under ``audit/`` (or an S3 Inventory report): names per folder, the chain from its
-    link objects, the head, and manifests read in parallel threads."""
-
-    store: Store
-    versions: dict[str, list[ObjectVersion]]
-    policy: VerifyPolicy
-    label: str = ""
-    known_audit: frozenset[str] = frozenset(
-        {"transcripts", "tool-events", "manifests", "chain", "chain-head.json"}
-    )
-    _manifests: dict[str, RunManifest | Exception | None] = field(default_factory=dict)
-    _manifest_objects: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
-    _links: dict[str, tuple[bytes, ObjectInfo] | None] = field(default_factory=dict)
-    _companions: dict[str, list[str]] | None = field(default=None, repr=False)
-
-    @classmethod
-    def listed(
-        cls,
-        store: Store,
-        policy: VerifyPolicy,
-        listing: Iterable[ObjectVersion] | None = None,
-    ) -> S3StoreView:
-        """List every version under ``audit/`` (or take ``listing``, an inventory)."""
-        source = store.list_versions("audit/") if listing is None else listing
-        audit = store.key("audit/")
-        grouped = _group((v for v in source if v.key.startswith(audit)), store)
-        return cls(store, dict(grouped), policy, label=store.url)
-
-    def current(self, path: str) -> bool:
-        return _current(self.versions.get(path, ()))
-
-    def list_dir(self, folder: str) -> list[str] | None:
-        """Names directly inside ``folder`` (a sub-folder once), of current objects."""
-        prefix = folder.rstrip("/") + "/"
-        names = set()
-        for path, found in self.versions.items():
-            if path.startswith(prefix) and _current(found):
-                names.add(path[len(prefix) :].split("/", 1)[0])
-        return sorted(names) if names else None
-
-    def run_item(self, run_id: str) -> RunItem:
-        """What :class:`ObjectRunCheck` needs for the run: its versions and the manifest
-        object as :meth:`prefetch` read it (handed over once: the run is checked against
-        the same bytes as the chain, and the object is not fetched twice)."""
-        return (
-            run_id,
-            self.run_versions(run_id),
-            self._manifest_objects.pop(run_id, UNREAD),
-        )
-
-    def run_versions(self, run_id: str) -> list[ObjectVersion]:
-        """The listed versions of every key of the run: its manifest, then per artifact
-        the artifact file and its companions (sidecars, quarantine files) in listing
-        order. One look-up per artifact in an index made once, so ``--all`` stays linear
-        in the number of keys (a scan of the listing per run is quadratic)."""
-        if self._companions is None:
-            self._companions = _companion_index(self.versions)
-        paths = [manifest_path(run_id)]
-        for kind in ARTIFACT_KINDS:
-            paths.extend(self._companions.get(artifact_path(run_id, kind), ()))
-        return [v for p in paths for v in self.versions.get(p, ())]
-
-    def prefetch(self, run_ids: Iterable[str]) -> None:
-        """Read the manifests of ``run_ids`` and every link object, 16 at a time."""
-        wanted = [r for r in run_ids if r not in self._manifests]
-        links = sorted(p for p in self.versions if p.startswith(CHAIN_DIR) and self.current(p))
-        with ThreadPoolExecutor(_THREADS) as pool:
-            for run_id, manifest in zip(
-                wanted, pool.map(self._fetch_manifest, wanted), strict=True
-            ):
-                self._manifests[run_id] = manifest
-            for path, got in zip(links, pool.map(self._fetch_small, links), strict=True):
-                self._links[path] = got
-
-    def _fetch_small(self, path: str) -> tuple[bytes, ObjectInfo] | None:
-        return self.store.get(path, max_bytes=_MAX_LINK_BYTES + 1)
-
-    def _fetch_manifest(self, run_id: str) -> RunManifest | Exception | None:
-        if not self.current(manifest_path(run_id)):
-            return None
-        try:
-            got = self.store.get(manifest_path(run_id), max_bytes=MAX_MANIFEST_BYTES + 1)
-        except StoreError as exc:
-            return exc
-        self._manifest_objects[run_id] = got
-        if got is None:
-            return None
-        if len(got[0]) > MAX_MANIFEST_BYTES:
-            return ManifestInvalidError(
-                f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
-            )
-        try:
-            return RunManifest.from_bytes(got[0], expected_run_id=run_id)
-        except ManifestInvalidError as exc:
-            return exc
-
-    def read_manifest(self, run_id: str) -> RunManifest | None:
-        if run_id not in self._manifests:
-            self._manifests[run_id] = self._fetch_manifest(run_id)
-        found = self._manifests[run_id]
-        if isinstance(found, Exception):
-            raise found
-        return found
-
-    def read_archived(self, run_id: str, position: int) -> RunManifest | None:  # noqa: ARG002
-        return None  # a run in object storage is never re-opened
-
-    def archived_name(self, run_id: str, position: int) -> str:
-        return f"{run_id}@{position}.json"
-
-    def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool:
-        return self.current(artifact_path(run_id, kind))
-
-    def pending_link(self) -> tuple[str, int] | None:
-        return None  # a link in the head only is among the links read_chain returns
-
-    def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
-        """The link objects in position order; unusable ones become findings."""
-        entries: list[ChainEntry] = []
-        unusable: list[str] = []
-        for path in sorted(p for p in self.versions if p.startswith(CHAIN_DIR)):
-            name = path[len(CHAIN_DIR) :]
-            match = _LINK_NAME.fullmatch(name)
-            if match is None:
-                findings.append(_unexpected(path))
-                continue
-            findings.extend(
-                judge_object(
-                    f"chain link {int(match['position'])}",
-                    "store",
-                    self.versions[path],
-                    (self._links.get(path) or (b"", None))[1],
-                    self.policy.retention,
-                )
-            )
-            if not self.current(path):
-                continue
-            if path not in self._links:
-                self._links[path] = self._fetch_small(path)
-            got = self._links[path]
-            entry = _parse_link(got[0]) if got is not None else None
-            if entry is None or entry.position != int(match["position"]):
-                unusable.append(path)
-                continue
-            entries.append(entry)
-        if unusable:
-            findings.append(
-                Finding(
-                    "chain-invalid",
-                    f"{len(unusable)} unreadable chain link object(s) under {CHAIN_DIR}",
-                    artifact="store",
-                )
-            )
-        head = self._head()
-        if isinstance(head, RemoteHead) and (
-            not entries or entries[-1].position == head.position - 1
-        ):
-            # The head's own link object is not written yet: a link being made, or its
-            # writer died after the swap (the next seal or `agc recover` writes it).
-            entries.append(head.entry)
-            findings.append(
-                Finding(
-                    "link-pending",
-                    f"the link of run {head.run_id} at position {head.position} is in the "
-                    "chain head but its link object is not written yet; the next seal or "
-                    "`agc recover` completes it",
-                    "warning",
-                    artifact="store",
-                )
-            )
-        return entries
-
-    def _head(self) -> RemoteHead | str | None:
-        got = self.store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
-        if got is None:
-            return None
-        try:
-            return RemoteHead.from_bytes(got[0])
-        except (ValueError, UnicodeDecodeError):
-            return "damaged"
-
-    def read_head(self) -> ChainHead | None:
-        head = self._head()
-        if head is None:
-            return ChainHead(position=0, digest=None)
-        if isinstance(head, str):
-            return None
-        return head.head
-
-    def store_findings(self, findings: list[Finding[Any]]) -> None:
-        if not self.policy.lock.enabled:
-            findings.append(
-                object_lock_finding(self.store.lock_scope, policy_asked=self.policy.asked)
-            )
-
-
 def _companion(path: str, base: str) -> bool:
     """Whether ``path`` is a sidecar or a quarantine file of the artifact at ``base``."""
     rest = path[len(base) :] if path.startswith(base) else ""
@@ -906,10 +693,3 @@ def _parse_link(data: bytes) -> ChainEntry | None:
     except Exception:
         return None
     return entry
-
-
-def _unexpected(path: str) -> Finding[Any]:
-    shown = path if path.isprintable() else repr(path)
-    return Finding(
-        "unexpected", f"unexpected object {shown} (no manifest lists it)", artifact="store"
-    )

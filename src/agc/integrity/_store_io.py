@@ -19,9 +19,23 @@ from agc._core.fs import (
     open_regular_file,
     read_small_file,
 )
-from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
+from agc._core.storage import Store
+from agc._core.store import (
+    ARTIFACT_DIRS,
+    ARTIFACT_KINDS,
+    MANIFESTS_DIR,
+    ArtifactKind,
+    StoreLayout,
+    validate_run_id,
+)
 from agc._core.store import archived_manifest_path as archived_path
-from agc.errors import AgcError, JsonInvalidError, ManifestInvalidError, StoreError
+from agc.errors import (
+    AgcError,
+    JsonInvalidError,
+    ManifestInvalidError,
+    RunIdInvalidError,
+    StoreError,
+)
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 
 if TYPE_CHECKING:
@@ -239,3 +253,27 @@ def record_reopen(
         updated = sign_manifest(replace(current.with_reopened(kind, at_ms), chain=None), signer)
         atomic_write_bytes(layout.manifest_path(run_id), updated.to_bytes(), overwrite=True)
     return updated
+
+
+def stored_run_ids(store: Store, *, artifact_files: bool = True) -> set[str]:
+    """The run ids a store holds a manifest ``<run>.json`` of and, with
+    ``artifact_files``, an artifact file ``<run>.jsonl`` of (a run being written in a
+    folder has its files before its manifest); names that are no valid run id, and kept
+    manifests ``<run>@<n>.json``, are skipped. Nothing is read but the listing.
+
+    Raises:
+        StoreError: a folder of the store cannot be listed.
+    """
+    folders = [(MANIFESTS_DIR, ".json")]
+    if artifact_files:
+        folders[:0] = [(ARTIFACT_DIRS[kind], ".jsonl") for kind in ARTIFACT_KINDS]
+    names: set[str] = set()
+    for folder, suffix in folders:
+        for name in store.list_names(folder):
+            if not name.endswith(suffix) or "@" in name:
+                continue
+            try:
+                names.add(validate_run_id(name.removesuffix(suffix)))
+            except RunIdInvalidError:
+                continue  # a stray file: agc-verify --all reports it
+    return names

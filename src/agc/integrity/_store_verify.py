@@ -24,27 +24,25 @@ Store-level finding codes (beside each run's own findings):
 from __future__ import annotations
 
 import gc
-import os
 import re
-import stat
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
-from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.fs import is_temp_name
-from agc._core.objstore import Retention, object_store_of
 from agc._core.report import Finding, Report
 from agc._core.signature_rule import signature_required
+from agc._core.storage import ObjectVersion, Retention, Store
 from agc._core.store import (
+    ARTIFACT_DIRS,
     ARTIFACT_KINDS,
     ArtifactKind,
     StoreArg,
     StoreLayout,
-    folder_store,
+    open_store,
     validate_run_id,
 )
 from agc.errors import (
@@ -54,27 +52,12 @@ from agc.errors import (
     UnsafePathError,
     UsageError,
 )
-from agc.integrity._chain import (
-    ChainEntry,
-    ChainHead,
-    chain_head_path,
-    chain_lock_path,
-    chain_log_path,
-    manifest_digest,
-    pending_intent_mode,
-    pending_link,
-    read_chain,
-    read_head,
-)
+from agc.integrity._chain import ChainEntry, manifest_digest
 from agc.integrity._manifest import RunManifest
 from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
 from agc.integrity._run_chain import judge_run_links, superseded_problems
 from agc.integrity._s3_findings import ObjectStoreFindingCode
-from agc.integrity._store_io import (
-    archived_manifest_path,
-    read_archived_manifest,
-    read_manifest,
-)
+from agc.integrity._store_view import StoreView
 from agc.integrity._verdict import count_verdicts
 from agc.integrity._verify import RunReport, check_folder_run
 
@@ -162,7 +145,7 @@ def _listed_runs(view: StoreView) -> set[str]:
     manifest ``<run>.json`` (any other name is judged by :func:`_discover`)."""
     runs: set[str] = set()
     for kind in ARTIFACT_KINDS:
-        for name in view.list_dir(_FOLDERS[kind]) or []:
+        for name in view.list_dir(ARTIFACT_DIRS[kind]) or []:
             if name.endswith(".jsonl"):
                 match = _ARTIFACT_FILE.fullmatch(name)
                 if match is not None and match.group("run") not in {".", ".."}:
@@ -197,7 +180,7 @@ def _discover(view: StoreView, findings: list[_Finding], runs: Container[str]) -
     # is a quarantine file).
     companions: list[tuple[str, ArtifactKind, str, str, bool]] = []
     for kind in ARTIFACT_KINDS:
-        folder = _FOLDERS[kind]
+        folder = ARTIFACT_DIRS[kind]
         for name in view.list_dir(folder) or []:
             match = _ARTIFACT_FILE.fullmatch(name)
             run = None if match is None else match.group("run")
@@ -344,31 +327,31 @@ def _check_any_store(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
     raw_keys = _raw_keys(trusted_keys)
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity._inventory import read_inventory  # noqa: PLC0415 - boto3
-        from agc.integrity._s3_verify import (  # noqa: PLC0415
-            ObjectRunCheck,
-            S3StoreView,
-            verify_policy,
-        )
+    opened = open_store(store)
+    root = opened.folder
+    if root is None:
+        # A store written object by object: each run's objects and versions are checked
+        # (in workers when asked), the chain and the head once, by the view.
+        from agc.integrity._s3_verify import ObjectRunCheck, verify_policy  # noqa: PLC0415
 
-        policy = verify_policy(remote, retention)
-        listing = None if inventory is None else read_inventory(inventory, remote)
-        s3_view = S3StoreView.listed(remote, policy, listing)
-        s3_check = ObjectRunCheck(remote, raw_keys, required, policy, allow_recovered)
+        policy = verify_policy(opened, retention)
+        listing = None if inventory is None else _inventory(inventory, opened)
+        object_view = StoreView(opened, policy, listing)
+        object_check = ObjectRunCheck(opened, raw_keys, required, policy, allow_recovered)
 
-        def s3_runs(run_ids: list[str]) -> list[RunReport]:
-            items = [s3_view.run_item(run_id) for run_id in run_ids]
-            return map_checks(s3_check, items, jobs=jobs, scheduler=scheduler, progress=progress)
+        def object_runs(run_ids: list[str]) -> list[RunReport]:
+            items = [object_view.run_item(run_id) for run_id in run_ids]
+            return map_checks(
+                object_check, items, jobs=jobs, scheduler=scheduler, progress=progress
+            )
 
-        return _check_store(s3_view, s3_runs, expect_head)
+        return _check_store(object_view, object_runs, expect_head)
     if inventory is not None or retention is not None:
         raise UsageError("--inventory and --retention-days go with an s3:// store")
-    layout = StoreLayout.at(folder_store(store))
+    layout = StoreLayout(root)
     if not layout.root.is_dir():
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
-    view = LocalStoreView(layout)
+    view = StoreView(opened)
 
     def start_local(first: list[str]) -> _StartedRuns:
         shared = layout.legacy_tool_events_path.name in (view.list_dir("audit") or ())
@@ -424,6 +407,21 @@ def _check_any_store(
     except OSError as exc:
         # A folder or chain file of the store cannot be read: exit 3, never a verdict.
         raise StoreError(f"cannot read {exc.filename or layout.root}: {exc.strerror}") from exc
+
+
+def _inventory(location: str, store: Store) -> list[ObjectVersion]:
+    """The versions an S3 Inventory report of ``store``'s bucket lists.
+
+    Raises:
+        UsageError: ``store`` is not in an S3 bucket (an inventory is S3's own report).
+        StoreError: the report cannot be read.
+    """
+    from agc._core.objstore import ObjectStore  # noqa: PLC0415 - boto3
+    from agc.integrity._inventory import read_inventory  # noqa: PLC0415 - boto3
+
+    if not isinstance(store, ObjectStore):
+        raise UsageError(f"--inventory goes with an s3:// store, not {store.url}")
+    return read_inventory(location, store)
 
 
 def _raw_keys(trusted_keys: Mapping[str, Ed25519PublicKey] | None) -> dict[str, bytes]:
@@ -497,158 +495,6 @@ class LocalRunCheck:
 
 LocalRunItem: TypeAlias = tuple[str, Mapping[ArtifactKind, Container[str]]]
 """A run for :class:`LocalRunCheck`: its id, and the names of its files in the listing."""
-
-
-class StoreView(Protocol):
-    """What checking a whole store reads: a folder store or an object store."""
-
-    label: str
-    known_audit: frozenset[str]
-
-    def list_dir(self, folder: str) -> list[str] | None:
-        """Sorted names in ``folder`` (a ``/``-path in the store), ``None`` if absent."""
-
-    def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
-        """The chain's links; unreadable ones become findings."""
-
-    def read_head(self) -> ChainHead | None:
-        """The head (``ChainHead(0, None)`` without a chain), ``None`` if damaged."""
-
-    def read_manifest(self, run_id: str) -> RunManifest | None:
-        """As :func:`~agc.integrity._store_io.read_manifest`."""
-
-    def read_archived(self, run_id: str, position: int) -> RunManifest | None:
-        """The manifest kept for a superseded link, ``None`` if absent."""
-
-    def archived_name(self, run_id: str, position: int) -> str: ...
-
-    def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool: ...
-
-    def pending_link(self) -> tuple[str, int] | None:
-        """The run id and position of a link being made but not in the chain yet."""
-
-    def prefetch(self, run_ids: Iterable[str]) -> None:
-        """A hint: these manifests (and the chain) are about to be read."""
-
-    def store_findings(self, findings: list[Finding[Any]]) -> None:
-        """Store-level findings of the store's kind (a bucket without Object Lock)."""
-
-
-_FOLDERS: Final[dict[ArtifactKind, str]] = {
-    "transcript": "audit/transcripts",
-    "tool-events": "audit/tool-events",
-}
-
-
-class LocalStoreView:
-    """A folder store as :func:`check_store` reads it."""
-
-    def __init__(self, layout: StoreLayout) -> None:
-        self.layout = layout
-        self.label = str(layout.root)
-        self.known_audit = frozenset(
-            {
-                "transcripts",
-                "tool-events",
-                "manifests",
-                chain_log_path(layout).name,
-                chain_head_path(layout).name,
-                chain_lock_path(layout).name,
-                layout.legacy_tool_events_path.name,
-            }
-        )
-        self._manifests: dict[str, RunManifest | str | None] = {}
-        self._listings: dict[str, list[str] | None] = {}
-        self._listed_sets: dict[ArtifactKind, frozenset[str]] = {}
-
-    def list_dir(self, folder: str) -> list[str] | None:
-        # Listed once: the runs, the stray files and the chain checks see one listing.
-        if folder not in self._listings:
-            path = self.layout.root / folder
-            self._listings[folder] = sorted(os.listdir(path)) if path.is_dir() else None
-        return self._listings[folder]
-
-    def listed_names(self, run_id: str) -> dict[ArtifactKind, frozenset[str]]:
-        """The names of the run's artifact files and sidecars in the listing."""
-        found: dict[ArtifactKind, frozenset[str]] = {}
-        for kind in ARTIFACT_KINDS:
-            if kind not in self._listed_sets:
-                self._listed_sets[kind] = frozenset(self.list_dir(_FOLDERS[kind]) or ())
-            names = self._listed_sets[kind]
-            base = f"{run_id}.jsonl"
-            found[kind] = frozenset(
-                n for n in (base, *(base + s for s in SIDECAR_SUFFIXES.values())) if n in names
-            )
-        return found
-
-    def read_chain(self, findings: list[Finding[Any]]) -> list[ChainEntry]:
-        try:
-            entries, unusable = read_chain(self.layout)
-        except UnsafePathError:
-            findings.append(
-                Finding(
-                    "chain-invalid",
-                    "audit/chain.jsonl is a symlink or not a regular file (not followed)",
-                    artifact="store",
-                )
-            )
-            return []
-        if unusable:
-            findings.append(
-                Finding(
-                    "chain-invalid",
-                    f"{unusable} unreadable line(s) in audit/chain.jsonl",
-                    artifact="store",
-                )
-            )
-        return entries
-
-    def read_head(self) -> ChainHead | None:
-        return read_head(self.layout)
-
-    def remember(self, manifests: Iterable[tuple[str, RunManifest | str | None]]) -> None:
-        """Keep the manifests the runs' checks read: :meth:`read_manifest` returns these
-        (a string: why the manifest is unusable, raised as ``ManifestInvalidError``)."""
-        self._manifests.update(manifests)
-
-    def read_manifest(self, run_id: str) -> RunManifest | None:
-        if run_id not in self._manifests:
-            return read_manifest(self.layout, run_id)
-        found = self._manifests[run_id]
-        if isinstance(found, str):
-            raise ManifestInvalidError(found)
-        return found
-
-    def read_archived(self, run_id: str, position: int) -> RunManifest | None:
-        return read_archived_manifest(self.layout, run_id, position)
-
-    def archived_name(self, run_id: str, position: int) -> str:
-        return archived_manifest_path(self.layout, run_id, position).name
-
-    def artifact_exists(self, run_id: str, kind: ArtifactKind) -> bool:
-        return os.path.lexists(self.layout.artifact_path(run_id, kind))
-
-    def pending_link(self) -> tuple[str, int] | None:
-        return pending_link(self.layout)
-
-    def prefetch(self, run_ids: Iterable[str]) -> None:
-        pass  # local files: read when needed
-
-    def store_findings(self, findings: list[Finding[Any]]) -> None:
-        # An intent is only ever written by rename: a folder, FIFO or symlink in its
-        # place is no crash's doing, and every seal refuses to link while it is there.
-        mode = pending_intent_mode(self.layout)
-        if mode is None:
-            return
-        if not stat.S_ISREG(mode):
-            findings.append(
-                Finding(
-                    "chain-invalid",
-                    "audit/chain-pending.json is a symlink or not a regular file: no run "
-                    "can be linked until it is removed",
-                    artifact="store",
-                )
-            )
 
 
 @dataclass(frozen=True)

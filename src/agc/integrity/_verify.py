@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Container, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -63,6 +64,7 @@ from agc.integrity._judge import (
     sealed_bytes_differ,
 )
 from agc.integrity._legacy import (
+    chain_links_run,
     count_legacy_tool_events,
     detect_legacy_run,
 )
@@ -418,7 +420,9 @@ def check_folder_run(
     legacy = None
     if manifest is None and not findings:
         legacy, downgrade = detect_legacy_run(
-            layout, run_id, observations[0], shared_records=shared_records
+            observations[0],
+            linked=partial(chain_links_run, layout, run_id),
+            shared_records=shared_records,
         )
         findings.extend(downgrade)
     if (
@@ -509,7 +513,7 @@ def _close_run_id(run_id: str, layout: StoreLayout) -> str | None:
     from agc.integrity._runs import stored_run_ids  # noqa: PLC0415 - only when missing
 
     try:
-        stored = stored_run_ids(layout)
+        stored = stored_run_ids(FolderStore(layout.root))
     except StoreError:
         return None
     return closest_run_id(run_id, stored)
