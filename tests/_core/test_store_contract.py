@@ -240,6 +240,24 @@ def test_a_retention_is_kept_where_the_store_has_object_lock_and_refused_elsewhe
     assert found[1].legal_hold is True
 
 
+def test_a_write_policy_is_taken_by_a_store_written_object_by_object_and_refused_by_a_folder(
+    store: Store,
+) -> None:
+    retention = Retention("GOVERNANCE", 1)
+    assert store.with_policy(retention=None, legal_hold=False).url == store.url
+    if store.folder is not None:  # written in place: its files carry no Object Lock
+        with pytest.raises(UsageError, match="has no Object Lock"):
+            store.with_policy(retention=retention, legal_hold=False)
+        with pytest.raises(UsageError, match="has no Object Lock"):
+            store.with_policy(retention=None, legal_hold=True)
+        return
+    held = store.with_policy(retention=retention, legal_hold=True)
+    assert (held.url, held.retention, held.legal_hold) == (store.url, retention, True)
+    assert (store.retention, store.legal_hold) == (None, False)  # the store itself is unchanged
+    held.put_new("audit/manifests/r1.json", b"{}")  # the same objects
+    assert _read(store, "audit/manifests/r1.json") == b"{}"
+
+
 def test_a_memory_store_without_object_lock_refuses_a_retention() -> None:
     store = MemoryStore(lock=BucketLock(enabled=False))
     with pytest.raises(StoreError):

@@ -51,12 +51,14 @@ if _TYPE_CHECKING:
         read_limited,
     )
     from agc._core.json import loads as parse_json
-    from agc._core.objstore import ObjectStore, Retention, object_store_of
+    from agc._core.objstore import ObjectStore, object_store_of
     from agc._core.report import SCHEMA_VERSION
+    from agc._core.storage import Retention, Store
     from agc._core.store import (
         ARTIFACT_KINDS,
         StoreLayout,
         may_name_object_store,
+        open_store,
         resolve_store,
         validate_new_run_id,
         validate_run_id,
@@ -99,6 +101,7 @@ __all__ = [
     "ProgressBar",
     "Retention",
     "SealedVerdictCheck",
+    "Store",
     "StoreLayout",
     "atomic_write_bytes",
     "check_sealed_verdict",
@@ -110,6 +113,7 @@ __all__ = [
     "may_name_object_store",
     "new_file_errors",
     "object_store_of",
+    "open_store",
     "orjson_indented",
     "parse_json",
     "read_limited",
@@ -144,17 +148,16 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     "parse_json": ("agc._core.json", "loads"),
-    **{
-        name: ("agc._core.objstore", name)
-        for name in ("ObjectStore", "Retention", "object_store_of")
-    },
+    **{name: ("agc._core.objstore", name) for name in ("ObjectStore", "object_store_of")},
     "SCHEMA_VERSION": ("agc._core.report", "SCHEMA_VERSION"),
+    **{name: ("agc._core.storage", name) for name in ("Retention", "Store")},
     **{
         name: ("agc._core.store", name)
         for name in (
             "ARTIFACT_KINDS",
             "StoreLayout",
             "may_name_object_store",
+            "open_store",
             "resolve_store",
             "validate_new_run_id",
             "validate_run_id",
