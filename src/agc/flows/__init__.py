@@ -80,7 +80,6 @@ if _TYPE_CHECKING:
     from agc.flows._resume import (
         ProgressBar,
         has_recorded_run,
-        has_snapshot,
         history_from_run,
         refuse_unsigned_file,
         refuse_unverified,
@@ -89,6 +88,7 @@ if _TYPE_CHECKING:
     )
     from agc.flows._serve import AuditSink, recover_turn_runs
     from agc.flows._text import orjson_indented
+    from agc.resume import has_snapshot
 
 __all__ = [
     "ARTIFACT_KINDS",
@@ -188,7 +188,6 @@ _HOMES: dict[str, tuple[str, str]] = {
         for name in (
             "ProgressBar",
             "has_recorded_run",
-            "has_snapshot",
             "history_from_run",
             "refuse_unsigned_file",
             "refuse_unverified",
@@ -197,6 +196,7 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     **{name: ("agc.flows._serve", name) for name in ("AuditSink", "recover_turn_runs")},
+    "has_snapshot": ("agc.resume", "has_snapshot"),
     "orjson_indented": ("agc.flows._text", "orjson_indented"),
 }
 

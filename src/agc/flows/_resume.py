@@ -31,7 +31,7 @@ from agc.errors import (
 )
 from agc.flows._files import new_file_errors
 from agc.integrity import RunReport, check_run_kept, export_copy, iter_copy_lines
-from agc.resume import FormatName, History, get_spec, load_history, scan_session, snapshot_path
+from agc.resume import FormatName, History, get_spec, load_history, scan_session
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ProgressBar",
     "has_recorded_run",
-    "has_snapshot",
     "history_from_run",
     "refuse_unsigned_file",
     "refuse_unverified",
@@ -75,15 +74,6 @@ def has_recorded_run(run_id: str, store: str | os.PathLike[str] | None) -> bool:
     return os.path.lexists(layout.manifest_path(run_id)) or any(
         os.path.lexists(layout.artifact_path(run_id, kind)) for kind in ARTIFACT_KINDS
     )
-
-
-def has_snapshot(run_id: str, store: str | os.PathLike[str] | None) -> bool:
-    """Whether the store holds a snapshot of the run (``sessions/<runId>.json`` or
-    ``.json.zst``; in an object store: any object under ``sessions/<runId>/``)."""
-    remote = object_store_of(store)
-    if remote is not None:
-        return any(True for _ in remote.list_paths(f"sessions/{run_id}/"))
-    return any(snapshot_path(run_id, store, compressed=z).exists() for z in (False, True))
 
 
 def refuse_unverified(
