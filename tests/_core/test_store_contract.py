@@ -216,6 +216,32 @@ def test_a_versioned_store_keeps_what_a_swap_replaced(store: Store) -> None:
         assert b"".join(opened[0]) == b"head 22"
 
 
+def test_a_store_holds_what_was_written_at_a_path_prefix_and_nothing_else(store: Store) -> None:
+    run = "audit/transcripts/r1.jsonl"
+    assert store.holds(run) is False
+    assert store.holds("audit/") is False
+    store.put_new(run + ".b3", b"sidecar")
+    assert store.holds(run) is True  # its sidecar is under the prefix
+    assert store.holds("audit/transcripts/r2.jsonl") is False
+    assert store.holds("audit/manifests/r1.json") is False
+
+
+def test_a_folder_holds_a_symlink_it_never_reads_and_a_bucket_a_deleted_object(
+    tmp_path: Path,
+) -> None:
+    folder = FolderStore(tmp_path / "store")
+    link = folder.file("audit/manifests/r1.json")
+    link.parent.mkdir(parents=True)
+    link.symlink_to(tmp_path / "elsewhere")
+    assert folder.exists("audit/manifests/r1.json") is False
+    assert folder.holds("audit/manifests/r1.json") is True
+    memory = MemoryStore()
+    memory.put_new("audit/manifests/r1.json", b"{}")
+    memory.delete("audit/manifests/r1.json")
+    assert memory.exists("audit/manifests/r1.json") is False
+    assert memory.holds("audit/manifests/r1.json") is True
+
+
 # -- Object Lock --------------------------------------------------------------------------
 
 

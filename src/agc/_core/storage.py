@@ -245,6 +245,16 @@ class Store(abc.ABC):
             StoreError: refused or unreachable.
         """
 
+    def holds(self, path_prefix: str) -> bool:
+        """Whether anything is, or was, at a path beginning with ``path_prefix``: in a
+        :attr:`versioned` store any version or delete marker counts (an object deleted
+        is not one never written); a folder counts any entry, followed nowhere.
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
+        return any(True for _ in self.list_versions(path_prefix))
+
     @abc.abstractmethod
     def put_new(
         self,
