@@ -51,7 +51,6 @@ if _TYPE_CHECKING:
         read_limited,
     )
     from agc._core.json import loads as parse_json
-    from agc._core.objstore import ObjectStore, object_store_of
     from agc._core.report import SCHEMA_VERSION
     from agc._core.storage import Retention, Store
     from agc._core.store import (
@@ -96,7 +95,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
-    "ObjectStore",
     "PreparedWrite",
     "ProgressBar",
     "Retention",
@@ -112,7 +110,6 @@ __all__ = [
     "history_from_run",
     "may_name_object_store",
     "new_file_errors",
-    "object_store_of",
     "open_store",
     "orjson_indented",
     "parse_json",
@@ -148,7 +145,6 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     "parse_json": ("agc._core.json", "loads"),
-    **{name: ("agc._core.objstore", name) for name in ("ObjectStore", "object_store_of")},
     "SCHEMA_VERSION": ("agc._core.report", "SCHEMA_VERSION"),
     **{name: ("agc._core.storage", name) for name in ("Retention", "Store")},
     **{
