@@ -56,7 +56,6 @@ if _TYPE_CHECKING:
     from agc._core.store import (
         ARTIFACT_KINDS,
         StoreLayout,
-        may_name_object_store,
         open_store,
         resolve_store,
         validate_new_run_id,
@@ -108,7 +107,6 @@ __all__ = [
     "has_recorded_run",
     "has_snapshot",
     "history_from_run",
-    "may_name_object_store",
     "new_file_errors",
     "open_store",
     "orjson_indented",
@@ -152,7 +150,6 @@ _HOMES: dict[str, tuple[str, str]] = {
         for name in (
             "ARTIFACT_KINDS",
             "StoreLayout",
-            "may_name_object_store",
             "open_store",
             "resolve_store",
             "validate_new_run_id",
