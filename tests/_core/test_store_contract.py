@@ -226,6 +226,32 @@ def test_a_versioned_store_keeps_what_a_swap_replaced(store: Store) -> None:
         assert b"".join(opened[0]) == b"head 22"
 
 
+def test_a_store_holds_what_was_written_at_a_path_prefix_and_nothing_else(store: Store) -> None:
+    run = "audit/transcripts/r1.jsonl"
+    assert store.holds(run) is False
+    assert store.holds("audit/") is False
+    store.put_new(run + ".b3", b"sidecar")
+    assert store.holds(run) is True  # its sidecar is under the prefix
+    assert store.holds("audit/transcripts/r2.jsonl") is False
+    assert store.holds("audit/manifests/r1.json") is False
+
+
+def test_a_folder_holds_a_symlink_it_never_reads_and_a_bucket_a_deleted_object(
+    tmp_path: Path,
+) -> None:
+    folder = FolderStore(tmp_path / "store")
+    link = folder.file("audit/manifests/r1.json")
+    link.parent.mkdir(parents=True)
+    link.symlink_to(tmp_path / "elsewhere")
+    assert folder.exists("audit/manifests/r1.json") is False
+    assert folder.holds("audit/manifests/r1.json") is True
+    memory = MemoryStore()
+    memory.put_new("audit/manifests/r1.json", b"{}")
+    memory.delete("audit/manifests/r1.json")
+    assert memory.exists("audit/manifests/r1.json") is False
+    assert memory.holds("audit/manifests/r1.json") is True
+
+
 # -- Object Lock --------------------------------------------------------------------------
 
 
@@ -248,6 +274,24 @@ def test_a_retention_is_kept_where_the_store_has_object_lock_and_refused_elsewhe
     assert found[1].retain_until_ms is not None
     assert found[1].retain_until_ms > 0
     assert found[1].legal_hold is True
+
+
+def test_a_write_policy_is_taken_by_a_store_written_object_by_object_and_refused_by_a_folder(
+    store: Store,
+) -> None:
+    retention = Retention("GOVERNANCE", 1)
+    assert store.with_policy(retention=None, legal_hold=False).url == store.url
+    if store.folder is not None:  # written in place: its files carry no Object Lock
+        with pytest.raises(UsageError, match="has no Object Lock"):
+            store.with_policy(retention=retention, legal_hold=False)
+        with pytest.raises(UsageError, match="has no Object Lock"):
+            store.with_policy(retention=None, legal_hold=True)
+        return
+    held = store.with_policy(retention=retention, legal_hold=True)
+    assert (held.url, held.retention, held.legal_hold) == (store.url, retention, True)
+    assert (store.retention, store.legal_hold) == (None, False)  # the store itself is unchanged
+    held.put_new("audit/manifests/r1.json", b"{}")  # the same objects
+    assert _read(store, "audit/manifests/r1.json") == b"{}"
 
 
 def test_a_memory_store_without_object_lock_refuses_a_retention() -> None:

@@ -88,16 +88,12 @@ def test_a_store_repair_completes_the_link_the_head_names(memory: MemoryStore) -
 def test_a_retention_on_a_store_without_object_lock_is_refused(
     memory: MemoryStore,
 ) -> None:
-    class Locked(MemoryStore):
-        @property
-        def retention(self) -> Retention | None:
-            return Retention("GOVERNANCE", 1)
-
-    store = Locked(name="evidence")
+    retention = Retention("GOVERNANCE", 1)
+    store = MemoryStore(name="evidence", retention=retention)
     with pytest.raises(UsageError, match="has no Object Lock"):
         ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=store)
     assert list(store.list_paths("")) == []
-    locked = Locked(name="locked", lock=BucketLock(enabled=True))
+    locked = MemoryStore(name="locked", lock=BucketLock(enabled=True), retention=retention)
     summary = ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=locked)
     assert summary.object_store is not None
     assert summary.object_store["object_lock"]["retention"] == {"mode": "GOVERNANCE", "days": 1}

@@ -8,11 +8,13 @@ trusted keys neither loads.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agc._core.digest import new_hasher
+from agc._core.memstore import MemoryStore
 from agc._core.objstore import ObjectStore
 from agc._core.sidecar import format_sidecar
 from agc._core.signing import SigningKey, key_id_of
@@ -23,7 +25,7 @@ from agc.errors import (
     UnsignedError,
 )
 from agc.exitcodes import ExitCode
-from agc.resume import SessionSnapshot, load_snapshot, save_snapshot
+from agc.resume import SessionSnapshot, has_snapshot, load_snapshot, save_snapshot
 
 _PRIVATE = Ed25519PrivateKey.generate()
 KEY = SigningKey(_PRIVATE, key_id_of(_PRIVATE.public_key()))
@@ -172,3 +174,14 @@ def test_another_runs_signed_snapshot_copied_under_this_run_never_loads(
             s3_store.client.delete_object(Bucket=s3_store.bucket, Key=s3_store.key(path))
     with pytest.raises(SnapshotInvalidError, match="holds run r2, not r1"):
         load_snapshot("r1", s3_store, trusted_keys=TRUSTED)
+
+
+@pytest.mark.parametrize("kind", ["folder", "memory"])
+def test_has_snapshot_answers_for_any_store_after_a_save_and_not_before(
+    kind: str, tmp_path: Path
+) -> None:
+    store: Path | MemoryStore = tmp_path / "store" if kind == "folder" else MemoryStore()
+    assert not has_snapshot("r1", store)
+    save_snapshot(_snapshot("one"), store)
+    assert has_snapshot("r1", store)
+    assert not has_snapshot("r2", store)

@@ -197,6 +197,23 @@ class FolderStore(Store):
         except OSError as exc:
             raise StoreError(f"cannot read {where}: {exc.strerror}") from exc
 
+    def holds(self, path_prefix: str) -> bool:
+        """Any entry whose path begins with ``path_prefix`` (a file, a symlink, a FIFO
+        …: never followed), but temporary and lock files.
+
+        Raises:
+            StoreError: its folder cannot be listed.
+        """
+        folder, _, name = path_prefix.rpartition("/")
+        where = self.file(folder) if folder else self.root
+        try:
+            with os.scandir(where) as entries:
+                return any(e.name.startswith(name) and not _is_own_file(e.name) for e in entries)
+        except OSError as exc:
+            if exc.errno in _MISSING:
+                return False
+            raise StoreError(f"cannot list {where}: {exc.strerror}") from exc
+
     def list_versions(self, path_prefix: str) -> Iterator[ObjectVersion]:
         """Each file of :meth:`list_paths` once, as its current version ``"null"``.
 

@@ -18,7 +18,7 @@ import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Final
 
 from agc._core.storage import (
@@ -61,12 +61,17 @@ class MemoryStore(Store):
         versioning: keep every version (as S3 with versioning on); off, a write replaces
             the object (version ``"null"``).
         lock: the Object Lock configuration (``enabled=False``: retention is refused).
+        retention: the Object Lock retention asked of every object written (``None``:
+            the bucket's default, if any).
+        legal_hold: an Object Lock legal hold is asked of every object written.
     """
 
     name: str = "memory"
     prefix: str = ""
     versioning: bool = True
     lock: BucketLock = field(default_factory=lambda: BucketLock(enabled=False))
+    retention: Retention | None = None
+    legal_hold: bool = False
     _objects: dict[str, list[_Version]] = field(default_factory=dict, repr=False)
     _mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
@@ -85,6 +90,10 @@ class MemoryStore(Store):
 
     def url_of(self, path: str) -> str:
         return f"memory://{self.name}/{self.key(path)}"
+
+    def with_policy(self, *, retention: Retention | None, legal_hold: bool) -> MemoryStore:
+        """The same bucket (the same objects) with another write policy."""
+        return replace(self, retention=retention, legal_hold=legal_hold)
 
     def staging_name(self) -> str:
         return f"memory+{self.name}/{self.prefix.replace('/', '+') or '+'}"

@@ -258,6 +258,16 @@ class Store(abc.ABC):
             StoreError: refused or unreachable.
         """
 
+    def holds(self, path_prefix: str) -> bool:
+        """Whether anything is, or was, at a path beginning with ``path_prefix``: in a
+        :attr:`versioned` store any version or delete marker counts (an object deleted
+        is not one never written); a folder counts any entry, followed nowhere.
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
+        return any(True for _ in self.list_versions(path_prefix))
+
     @abc.abstractmethod
     def put_new(
         self,
@@ -323,6 +333,22 @@ class Store(abc.ABC):
     def legal_hold(self) -> bool:
         """Whether an Object Lock legal hold is asked of every object written."""
         return False
+
+    def with_policy(self, *, retention: Retention | None, legal_hold: bool) -> Store:
+        """The same store (the same objects), asking ``retention`` and ``legal_hold`` of
+        every object written to it (:attr:`retention`, :attr:`legal_hold`); a store that
+        keeps no write policy gives itself back when none is asked.
+
+        Raises:
+            UsageError: a retention or legal hold asked of a store whose objects cannot
+                carry one (a folder: its files have no Object Lock).
+        """
+        if retention is None and not legal_hold:
+            return self
+        raise UsageError(
+            f"store {self.url} has no Object Lock: a retention or legal hold cannot be asked of it",
+            hint="Object Lock needs an object store (docs/object-store.md).",
+        )
 
     def staging_name(self) -> str:
         """A relative folder name unique to this store, under which this host keeps the

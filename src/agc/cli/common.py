@@ -38,8 +38,8 @@ from agc.exitcodes import ExitCode, exit_code_help
 from agc.flows import (
     MACHINE_ERRNOS,
     describe_os_error,
-    may_name_object_store,
     new_file_errors,
+    open_store,
     resolve_store,
     write_new_file,
 )
@@ -423,10 +423,16 @@ def trusted_keys_from(
 
 def keys_inside_store(paths: list[Path], store: str | os.PathLike[str] | None) -> list[Path]:
     """The key files and folders of ``paths`` that lie inside the store folder ``store``
-    (``None``: the default store), symlinks resolved; none for an ``s3://`` store."""
-    if may_name_object_store(store):
+    (``None``: the default store), symlinks resolved; none for a store that is not a
+    folder (``s3://``).
+
+    Raises:
+        UsageError: an ``s3://`` URL that is not valid.
+    """
+    folder = open_store(store).folder
+    if folder is None:
         return []
-    root = resolve_store(store).resolve()
+    root = folder.resolve()
     inside = []
     for path in paths:
         real = path.expanduser().resolve()

@@ -49,7 +49,7 @@ from agc.flows import (
     StoreLayout,
     describe_os_error,
     explain_write_failure,
-    object_store_of,
+    open_store,
     recover_hint,
     refuse_importing_own_file,
     resolve_store,
@@ -100,7 +100,7 @@ AllowEmptyOption = Annotated[
 def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind) -> int:
     """One line on stderr after Ctrl-C / SIGTERM: what is on disk and how to seal it."""
     code, word = stop_code(exc)
-    found = None if object_store_of(store) is not None else run_on_disk(run_id, store, kind.value)
+    found = run_on_disk(run_id, store, kind.value)
     if found is None:
         err_console.print(f"{word}: nothing was recorded; run id {run_id} stays free", markup=False)
     else:
@@ -353,8 +353,8 @@ def seal_command(
     """
     remote = None
     if store is not None:
-        remote = object_store_of(store)
-        if remote is None:
+        remote = open_store(store)
+        if remote.folder is not None:  # the sidecar is written beside FILE already
             raise UsageError(
                 "agc seal --store takes an s3:// store", hint="See docs/object-store.md."
             )

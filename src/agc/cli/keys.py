@@ -10,7 +10,6 @@ import typer
 
 from agc.cli.common import EPILOG, StoreOption, emit_json, new_app, out_console
 from agc.exitcodes import ExitCode
-from agc.flows import object_store_of
 from agc.integrity import (
     SigningKey,
     generate_keypair,
@@ -99,13 +98,11 @@ def recover_command(
       agc recover --store ./evidence          # store-level state only
       agc recover fix-tests-42 --store s3://evidence/team   # seal and upload a staged run
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.cli.objstore import recover_remote  # noqa: PLC0415
-
-        return recover_remote(remote, run_id, signing_key_from(signing_key), as_json)
+    key = signing_key_from(signing_key)
     if run_id is None:
-        healed = recover_store(store)
+        # Each line is printed where the store's repair reports it: a folder's chain and
+        # temporary files, the runs staged for a store written object by object.
+        healed = recover_store(store, signing_key=key)
         if as_json:
             emit_json(healed.to_dict())
             return int(ExitCode.OK)
@@ -123,29 +120,49 @@ def recover_command(
             )
         for name in healed.removed_temp_files:
             out_console.print(f"removed leftover temporary file {name}", markup=False)
+        for staged in healed.uploaded:
+            out_console.print(f"uploaded staged run {staged}", markup=False)
+        for failed, why in healed.failed:
+            out_console.print(f"not uploaded: {failed}: {why}", markup=False)
         verdict = "healed" if healed.changed else "nothing to repair"
         out_console.print(f"store {healed.store}: {verdict}", markup=False)
-        return int(ExitCode.OK)
-    report = recover_run(run_id, store, signing_key=signing_key_from(signing_key))
-    healed = recover_store(store)
+        return int(ExitCode.FINDINGS if healed.failed else ExitCode.OK)
+    report = recover_run(run_id, store, signing_key=key)
+    # A run sealed in place also heals its store (the chain, a killed writer's temporary
+    # files); one uploaded from its staging leaves the other staged runs to
+    # `agc recover --store`, which uploads them.
+    was_uploaded = report.object_store is not None
+    repaired = None if was_uploaded else recover_store(store)
     if as_json:
-        emit_json({**report.to_dict(), "store": healed.to_dict()})
+        emit_json(
+            report.to_dict()
+            if repaired is None
+            else {**report.to_dict(), "store": repaired.to_dict()}
+        )
         return int(ExitCode.OK)
     for artifact in report.artifacts:
         line = (
             f"{artifact.kind:<12} {artifact.action}: {artifact.records} records, "
-            f"{artifact.bytes} bytes ({artifact.verified_bytes} verified by checkpoints)"
+            f"{artifact.bytes} bytes"
         )
-        if artifact.quarantine:
-            line += f"; {artifact.quarantined_bytes} torn bytes moved to {artifact.quarantine}"
+        if not was_uploaded:
+            line += f" ({artifact.verified_bytes} verified by checkpoints)"
+            if artifact.quarantine:
+                line += f"; {artifact.quarantined_bytes} torn bytes moved to {artifact.quarantine}"
         out_console.print(line, markup=False)
-    if report.chain != "already-linked":
+    if was_uploaded:
+        from agc.cli.objstore import print_upload  # noqa: PLC0415 - an uploaded run only
+
+        print_upload(report.object_store)
+    elif report.chain != "already-linked":
         out_console.print(f"chain: {report.chain}", markup=False)
-    for name in healed.removed_temp_files:
+    for name in repaired.removed_temp_files if repaired is not None else ():
         out_console.print(f"removed leftover temporary file {name}", markup=False)
-    if all(a.action == "removed-empty" for a in report.artifacts):
+    if was_uploaded:
+        verdict = "sealed and uploaded"
+    elif all(a.action == "removed-empty" for a in report.artifacts):
         verdict = "killed before its first record; its empty files were removed"
-    elif report.changed or healed.changed:
+    elif report.changed or (repaired is not None and repaired.changed):
         verdict = "recovered and sealed"
     else:
         verdict = "already sealed; nothing changed"

@@ -2,7 +2,7 @@
 
 The options of the write policy (``--retention-days``, ``--retention-mode``,
 ``--legal-hold``) and of the verifier (the same retention as a policy to check), and
-``agc recover`` / ``agc seal`` for an object store. See docs/object-store.md.
+``agc seal`` for an object store. See docs/object-store.md.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
-from agc.cli.common import emit_json, err_console, out_console
+from agc.cli.common import err_console, out_console
 from agc.errors import UsageError
-from agc.exitcodes import ExitCode
-from agc.flows import ObjectStore, Retention, object_store_of
-from agc.integrity import SigningKey
+from agc.flows import Retention, Store, open_store
 
 __all__ = [
     "LegalHoldOption",
@@ -25,7 +23,6 @@ __all__ = [
     "RetentionModeOption",
     "policy_store",
     "print_upload",
-    "recover_remote",
     "retention_from",
     "seal_to_object_store",
 ]
@@ -69,19 +66,21 @@ def retention_from(days: int | None, mode: LockModeChoice) -> Retention | None:
 
 def policy_store(
     store: Path | None, days: int | None, mode: LockModeChoice, legal_hold: bool
-) -> Path | ObjectStore | None:
-    """The ``--store`` value with the write policy: an :class:`ObjectStore` for an
-    ``s3://`` store (also from ``$AGC_HOME``), else the folder unchanged.
+) -> Store:
+    """The store a ``--store`` value names (also from ``$AGC_HOME``), asking the write
+    policy of every object written to it (:meth:`Store.with_policy`).
 
     Raises:
-        UsageError: a retention or legal hold for a folder store.
+        UsageError: an ``s3://`` URL that is not valid; a retention or legal hold asked
+            of a store whose objects cannot carry one (a folder).
     """
-    remote = object_store_of(store)
-    if remote is None:
-        if days is not None or legal_hold:
-            raise UsageError("--retention-days and --legal-hold go with an s3:// store")
-        return store
-    return remote.with_policy(retention=retention_from(days, mode), legal_hold=legal_hold)
+    opened = open_store(store)
+    try:
+        return opened.with_policy(retention=retention_from(days, mode), legal_hold=legal_hold)
+    except UsageError as exc:
+        raise UsageError(
+            "--retention-days and --legal-hold go with an s3:// store", hint=exc.hint
+        ) from exc
 
 
 def print_upload(upload: Any) -> None:
@@ -105,44 +104,7 @@ def print_upload(upload: Any) -> None:
         )
 
 
-def recover_remote(
-    store: ObjectStore, run_id: str | None, signing_key: SigningKey | None, as_json: bool
-) -> int:
-    """``agc recover [RUN] --store s3://…``."""
-    from agc.integrity import recover_run, recover_store  # noqa: PLC0415
-
-    if run_id is None:
-        healed = recover_store(store, signing_key=signing_key)
-        if as_json:
-            emit_json(healed.to_dict())
-            return int(ExitCode.OK)
-        if healed.linked:
-            out_console.print(f"chain: completed the interrupted link of run {healed.linked}")
-        for uploaded in healed.uploaded:
-            out_console.print(f"uploaded staged run {uploaded}", markup=False)
-        for failed, why in healed.failed:
-            out_console.print(f"not uploaded: {failed}: {why}", markup=False)
-        verdict = "healed" if healed.changed else "nothing to repair"
-        out_console.print(f"store {healed.store}: {verdict}", markup=False)
-        return int(ExitCode.FINDINGS if healed.failed else ExitCode.OK)
-    report = recover_run(run_id, store, signing_key=signing_key)
-    if as_json:
-        emit_json(report.to_dict())  # with the upload, as "object_store"
-        return int(ExitCode.OK)
-    for artifact in report.artifacts:
-        out_console.print(
-            f"{artifact.kind:<12} {artifact.action}: {artifact.records} records, "
-            f"{artifact.bytes} bytes",
-            markup=False,
-        )
-    print_upload(report.object_store)
-    out_console.print(f"run {run_id}: sealed and uploaded", markup=False)
-    return int(ExitCode.OK)
-
-
-def seal_to_object_store(
-    store: ObjectStore, file: Path, sidecar: Path, as_json: bool
-) -> dict[str, Any]:
+def seal_to_object_store(store: Store, file: Path, sidecar: Path, as_json: bool) -> dict[str, Any]:
     """``agc seal FILE --store s3://…``: put FILE and its sidecar under ``files/``."""
     from agc.integrity import upload_sealed_file  # noqa: PLC0415
 

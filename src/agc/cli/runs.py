@@ -15,7 +15,7 @@ import typer
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, write_lines
 from agc.errors import RunNotFoundError, UsageError
 from agc.exitcodes import ExitCode
-from agc.flows import SCHEMA_VERSION, StoreLayout, object_store_of
+from agc.flows import SCHEMA_VERSION, StoreLayout, open_store
 from agc.integrity import (
     DiffSide,
     RunListing,
@@ -88,8 +88,7 @@ def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
       agc runs --store s3://evidence/team      # uploaded runs, and runs staged for upload
     """
     runs = list_runs(store)
-    remote = object_store_of(store)
-    where = remote.url if remote is not None else str(StoreLayout.at(store).root)
+    where = open_store(store).url
     if as_json:
         emit_json(
             {

@@ -8,7 +8,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agc.errors import UsageError
-from agc.flows import Retention, object_store_of
+from agc.flows import Retention, open_store
 from agc.integrity import RunReport, check_object_run, verify_policy
 
 __all__ = ["check_run_with_retention"]
@@ -26,11 +26,14 @@ def check_run_with_retention(
     """:func:`~agc.integrity.check_object_run` with ``retention`` as the policy.
 
     Raises:
-        UsageError: the store is a folder (retention is a property of object storage).
+        UsageError: the store's objects cannot carry a retention (a folder: retention is
+            a property of object storage).
     """
-    remote = object_store_of(store)
-    if remote is None:
-        raise UsageError("--retention-days goes with an s3:// store")
+    opened = open_store(store)
+    try:
+        remote = opened.with_policy(retention=retention, legal_hold=False)
+    except UsageError as exc:
+        raise UsageError("--retention-days goes with an s3:// store", hint=exc.hint) from exc
     return check_object_run(
         remote,
         run_id,

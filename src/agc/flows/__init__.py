@@ -51,12 +51,12 @@ if _TYPE_CHECKING:
         read_limited,
     )
     from agc._core.json import loads as parse_json
-    from agc._core.objstore import ObjectStore, Retention, object_store_of
     from agc._core.report import SCHEMA_VERSION
+    from agc._core.storage import Retention, Store
     from agc._core.store import (
         ARTIFACT_KINDS,
         StoreLayout,
-        may_name_object_store,
+        open_store,
         resolve_store,
         validate_new_run_id,
         validate_run_id,
@@ -78,7 +78,6 @@ if _TYPE_CHECKING:
     from agc.flows._resume import (
         ProgressBar,
         has_recorded_run,
-        has_snapshot,
         history_from_run,
         refuse_unsigned_file,
         refuse_unverified,
@@ -87,6 +86,7 @@ if _TYPE_CHECKING:
     )
     from agc.flows._serve import AuditSink, recover_turn_runs
     from agc.flows._text import orjson_indented
+    from agc.resume import has_snapshot
 
 __all__ = [
     "ARTIFACT_KINDS",
@@ -94,11 +94,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
-    "ObjectStore",
     "PreparedWrite",
     "ProgressBar",
     "Retention",
     "SealedVerdictCheck",
+    "Store",
     "StoreLayout",
     "atomic_write_bytes",
     "check_sealed_verdict",
@@ -107,9 +107,8 @@ __all__ = [
     "has_recorded_run",
     "has_snapshot",
     "history_from_run",
-    "may_name_object_store",
     "new_file_errors",
-    "object_store_of",
+    "open_store",
     "orjson_indented",
     "parse_json",
     "read_limited",
@@ -144,17 +143,14 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     "parse_json": ("agc._core.json", "loads"),
-    **{
-        name: ("agc._core.objstore", name)
-        for name in ("ObjectStore", "Retention", "object_store_of")
-    },
     "SCHEMA_VERSION": ("agc._core.report", "SCHEMA_VERSION"),
+    **{name: ("agc._core.storage", name) for name in ("Retention", "Store")},
     **{
         name: ("agc._core.store", name)
         for name in (
             "ARTIFACT_KINDS",
             "StoreLayout",
-            "may_name_object_store",
+            "open_store",
             "resolve_store",
             "validate_new_run_id",
             "validate_run_id",
@@ -185,7 +181,6 @@ _HOMES: dict[str, tuple[str, str]] = {
         for name in (
             "ProgressBar",
             "has_recorded_run",
-            "has_snapshot",
             "history_from_run",
             "refuse_unsigned_file",
             "refuse_unverified",
@@ -194,6 +189,7 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     **{name: ("agc.flows._serve", name) for name in ("AuditSink", "recover_turn_runs")},
+    "has_snapshot": ("agc.resume", "has_snapshot"),
     "orjson_indented": ("agc.flows._text", "orjson_indented"),
 }
 

@@ -13,14 +13,14 @@ import shlex
 from pathlib import Path
 from typing import BinaryIO
 
-from agc._core.objstore import object_store_of
-from agc._core.store import ArtifactKind, StoreLayout
+from agc._core.store import ArtifactKind, StoreLayout, open_store
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
     FileWriteError,
     InputError,
     StoreError,
+    UsageError,
     WriteFailedError,
 )
 from agc.integrity import chain_pending_path, read_manifest, run_is_sealed
@@ -42,13 +42,28 @@ def recover_hint(run_id: str, store: Path | None) -> str:
     return shlex.join(words)
 
 
+def _written_in_place(store: Path | None) -> StoreLayout | None:
+    """The layout of the store's folder when the store is written in place
+    (:attr:`~agc._core.storage.Store.folder`); ``None`` for a store written object by
+    object, whose staging describes itself in its own errors."""
+    folder = open_store(store).folder
+    return None if folder is None else StoreLayout(folder)
+
+
 def run_on_disk(
     run_id: str, store: Path | None, kind: ArtifactKind
 ) -> tuple[Path, int, int] | None:
     """``(path, records, bytes)`` of the run's ``kind`` file (``transcript`` or
-    ``tool-events``) in a folder store, or ``None`` if there is none or it cannot be
-    read. Records are counted as newlines. Never raises."""
-    path = StoreLayout.at(store).artifact_path(run_id, kind)
+    ``tool-events``) in a store written in place (a folder), or ``None`` if there is
+    none, it cannot be read or the store is written object by object. Records are
+    counted as newlines. Never raises."""
+    try:
+        layout = _written_in_place(store)
+    except UsageError:  # not a store at all: nothing of it is on disk
+        return None
+    if layout is None:
+        return None
+    path = layout.artifact_path(run_id, kind)
     try:
         with path.open("rb") as handle:
             records = size = 0
@@ -80,9 +95,9 @@ def explain_write_failure(
     error's own hint otherwise. An object store's errors keep their own hints (its
     staging is described there); so does a run id used again for a finished run.
     Changes only the hint; never raises."""
-    if object_store_of(store) is not None:
+    layout = _written_in_place(store)
+    if layout is None:
         return
-    layout = StoreLayout.at(store)
     if isinstance(exc, ArtifactSealedError) and _sealed_and_linked(layout, run_id):
         # A finished run (a run id used again) was not touched: its own hint (a new run
         # id) fits, not one about a write that failed.
@@ -118,9 +133,10 @@ def refuse_importing_own_file(
     Raises:
         InputError: ``file`` is the run's own file (exit 2).
     """
-    if object_store_of(store) is not None:
+    layout = _written_in_place(store)
+    if layout is None:
         return
-    target = StoreLayout.at(store).artifact_path(run_id, kind)
+    target = layout.artifact_path(run_id, kind)
     if target.exists() and os.path.samestat(target.lstat(), os.fstat(handle.fileno())):
         handle.close()
         raise InputError(f"{file} is the {kind} file of run {run_id} itself")

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.fs import describe_os_error
-from agc._core.objstore import object_store_of
 from agc._core.signature_rule import signature_required
-from agc._core.store import ARTIFACT_KINDS, StoreLayout
+from agc._core.store import ARTIFACT_KINDS, artifact_path, manifest_path, open_store
 from agc.errors import (
     FileUnreadableError,
     JsonInvalidError,
@@ -31,7 +30,7 @@ from agc.errors import (
 )
 from agc.flows._files import new_file_errors
 from agc.integrity import RunReport, check_run_kept, export_copy, iter_copy_lines
-from agc.resume import FormatName, History, get_spec, load_history, scan_session, snapshot_path
+from agc.resume import FormatName, History, get_spec, load_history, scan_session
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ProgressBar",
     "has_recorded_run",
-    "has_snapshot",
     "history_from_run",
     "refuse_unsigned_file",
     "refuse_unverified",
@@ -57,33 +55,20 @@ STATUS_BYTES = 8 * 1024 * 1024  # a progress display only above this size (bytes
 
 
 def has_recorded_run(run_id: str, store: str | os.PathLike[str] | None) -> bool:
-    """Whether the store holds the run's evidence (a recorded or imported run).
-
-    In an object store (``s3://``), any version of the run's keys counts, delete markers
-    too: a run whose objects were deleted is refused by its verification, not taken as
-    never there.
+    """Whether the store holds the run's evidence (a recorded or imported run): anything
+    at its manifest's or artifacts' paths (:meth:`~agc._core.storage.Store.holds`). In
+    a store that keeps versions (``s3://``), delete markers count too: a run whose
+    objects were deleted is refused by its verification, not taken as never there.
 
     Raises:
-        StoreError: the object store cannot be listed (exit 3).
+        RunIdInvalidError: bad run id.
+        StoreError: the store cannot be listed (exit 3).
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        from agc.integrity import list_run_versions  # noqa: PLC0415 - S3 only
-
-        return bool(list_run_versions(remote, run_id))
-    layout = StoreLayout.at(store)
-    return os.path.lexists(layout.manifest_path(run_id)) or any(
-        os.path.lexists(layout.artifact_path(run_id, kind)) for kind in ARTIFACT_KINDS
+    opened = open_store(store)
+    return any(
+        opened.holds(path)
+        for path in (manifest_path(run_id), *(artifact_path(run_id, k) for k in ARTIFACT_KINDS))
     )
-
-
-def has_snapshot(run_id: str, store: str | os.PathLike[str] | None) -> bool:
-    """Whether the store holds a snapshot of the run (``sessions/<runId>.json`` or
-    ``.json.zst``; in an object store: any object under ``sessions/<runId>/``)."""
-    remote = object_store_of(store)
-    if remote is not None:
-        return any(True for _ in remote.list_paths(f"sessions/{run_id}/"))
-    return any(snapshot_path(run_id, store, compressed=z).exists() for z in (False, True))
 
 
 def refuse_unverified(

@@ -89,6 +89,7 @@ __all__ = [
     "ToolCallState",
     "decode_snapshot",
     "encode_snapshot",
+    "has_snapshot",
     "load_snapshot",
     "load_snapshot_file",
     "sanitize_snapshot",
@@ -431,6 +432,20 @@ def snapshot_path(
         RunIdInvalidError: the run id is invalid.
     """
     return FolderSnapshots.at(store, run_id).path(compressed=compressed)
+
+
+def has_snapshot(run_id: str, store: StoreArg | Store = None) -> bool:
+    """Whether the store a ``--store`` value names holds a snapshot of the run
+    (``sessions/<runId>.json`` or ``.json.zst`` in a folder; any object under
+    ``sessions/<runId>/`` in a store written object by object). Nothing is read or
+    judged.
+
+    Raises:
+        RunIdInvalidError: the run id is invalid.
+        UsageError: an ``s3://`` URL that is not valid.
+        StoreError: the store cannot be listed.
+    """
+    return snapshot_place(store, run_id).exists()
 
 
 def save_snapshot(

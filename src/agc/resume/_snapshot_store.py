@@ -112,6 +112,13 @@ class SnapshotPlace(Protocol):
             StoreError: the store cannot be written.
         """
 
+    def exists(self) -> bool:
+        """Whether the run has a snapshot here (one not read, so not judged).
+
+        Raises:
+            StoreError: the store cannot be listed.
+        """
+
     def newest(self, *, max_bytes: int) -> FoundSnapshot:
         """The run's (newest) snapshot.
 
@@ -213,6 +220,9 @@ class FolderSnapshots:
         except OSError as exc:
             raise StoreError(f"cannot write snapshot {path}: {exc.strerror or exc}") from exc
         return SavedFiles(path, seal, None if signature is None else signed)
+
+    def exists(self) -> bool:
+        return any(self.path(compressed=z).exists() for z in (False, True))
 
     def newest(self, *, max_bytes: int) -> FoundSnapshot:
         plain, packed = self.path(compressed=False), self.path(compressed=True)
@@ -325,6 +335,11 @@ class ObjectSnapshots:
             Path(store.url_of(path + sidecar[0])),
             None if signature is None else Path(store.url_of(path + SIGNATURE_SUFFIX)),
         )
+
+    def exists(self) -> bool:
+        """Any object under ``sessions/<runId>/`` (a save interrupted after its first
+        upload too: loading it judges it)."""
+        return any(True for _ in self.store.list_paths(self._folder))
 
     def newest(self, *, max_bytes: int) -> FoundSnapshot:
         store, folder = self.store, self._folder
