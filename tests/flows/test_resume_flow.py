@@ -18,14 +18,13 @@ from agc.errors import RunNotFoundError, UnsignedError, VerificationError
 from agc.flows import (
     StoreLayout,
     has_recorded_run,
-    has_snapshot,
     history_from_run,
     refuse_unsigned_file,
     refuse_unverified,
     streamable_size,
 )
 from agc.integrity import RunReport, check_run, generate_keypair, ingest_stream, load_trusted_keys
-from agc.resume import check_loaded
+from agc.resume import check_loaded, has_snapshot
 
 _MAX = 1 << 20
 

@@ -6,8 +6,8 @@ what needs two of them lives here, built on their front doors only:
 
 * resume only from verified evidence: :func:`history_from_run` (a recorded run,
   verified as ``agc-verify`` does, then unwrapped into its session),
-  :func:`refuse_unverified`, :func:`refuse_unsigned_file`, :func:`has_recorded_run`,
-  :func:`has_snapshot`;
+  :func:`refuse_unverified`, :func:`refuse_unsigned_file`, :func:`has_recorded_run`
+  (a store's snapshots are :func:`agc.resume.has_snapshot`);
 * the audited serve sink: :class:`AuditSink` (each turn of :mod:`agc.serve` sealed as an
   agc run, with a turn ledger) and :func:`recover_turn_runs`;
 * sealed readiness verdicts: :func:`seal_verdict`, :func:`verdict_statement`,
@@ -86,7 +86,6 @@ if _TYPE_CHECKING:
     )
     from agc.flows._serve import AuditSink, recover_turn_runs
     from agc.flows._text import orjson_indented
-    from agc.resume import has_snapshot
 
 __all__ = [
     "ARTIFACT_KINDS",
@@ -105,7 +104,6 @@ __all__ = [
     "describe_os_error",
     "explain_write_failure",
     "has_recorded_run",
-    "has_snapshot",
     "history_from_run",
     "new_file_errors",
     "open_store",
@@ -189,7 +187,6 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     **{name: ("agc.flows._serve", name) for name in ("AuditSink", "recover_turn_runs")},
-    "has_snapshot": ("agc.resume", "has_snapshot"),
     "orjson_indented": ("agc.flows._text", "orjson_indented"),
 }
 
