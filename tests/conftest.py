@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -54,14 +54,32 @@ def examples(full: int) -> int:
     return full if THOROUGH else max(min(full, 10), full // 5)
 
 
-def sampled(items: Sequence[T], *, keep: int, seed: object) -> list[T]:
+def sampled(
+    items: Sequence[T],
+    *,
+    keep: int,
+    seed: object,
+    cover: Sequence[Callable[[T], Hashable]] = (),
+) -> list[T]:
     """Every item of an exhaustive loop in the thorough profile; by default the first
     and the last and ``keep`` more drawn with ``random.Random(seed)`` (in their order),
-    so a failure names the same items on every run."""
+    so a failure names the same items on every run.
+
+    ``cover``: functions naming an item's class (a secret's kind, its placement). By
+    default every class of each function that the draw missed gains one member, drawn
+    with the same generator: no class of input is left out of the sample."""
     if THOROUGH or len(items) <= keep + 2:
         return list(items)
-    inner = sorted(random.Random(str(seed)).sample(range(1, len(items) - 1), keep))
-    return [items[0], *(items[i] for i in inner), items[-1]]
+    rng = random.Random(str(seed))
+    chosen = {0, len(items) - 1, *rng.sample(range(1, len(items) - 1), keep)}
+    for key in cover:
+        classes: dict[Hashable, list[int]] = {}
+        for index, item in enumerate(items):
+            classes.setdefault(key(item), []).append(index)
+        for members in classes.values():
+            if chosen.isdisjoint(members):
+                chosen.add(rng.choice(members))
+    return [items[i] for i in sorted(chosen)]
 
 
 @pytest.fixture(autouse=True)
