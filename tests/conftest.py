@@ -47,11 +47,12 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 THOROUGH: Final = HYPOTHESIS_PROFILE == "thorough"
 
 
-def examples(full: int) -> int:
+def examples(full: int, *, least: int = 10) -> int:
     """The example count of a property whose thorough count is ``full``: ``full`` in the
-    thorough profile; a fifth of it by default (at least 10, never more than ``full``).
-    The strategy, and so the class of inputs, is the same in both."""
-    return full if THOROUGH else max(min(full, 10), full // 5)
+    thorough profile; a fifth of it by default (at least ``least``, never more than
+    ``full``). The strategy, and so the class of inputs, is the same in both. A lower
+    ``least`` is for examples that each cost seconds (a real server's round trips)."""
+    return full if THOROUGH else max(min(full, least), full // 5)
 
 
 def sampled(

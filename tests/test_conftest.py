@@ -44,6 +44,9 @@ def test_the_default_profile_runs_a_fraction_of_each_count_and_thorough_all() ->
         assert [examples(n) for n in (8, 40, 2000)] == [8, 40, 2000]
     else:
         assert [examples(n) for n in (8, 40, 60, 2000)] == [8, 10, 12, 400]
+    # A lower floor for costly examples; thorough keeps the full count.
+    assert examples(8, least=2) == (8 if conftest.THOROUGH else 2)
+    assert examples(40, least=2) == (40 if conftest.THOROUGH else 8)
 
 
 def test_a_sample_keeps_both_ends_and_is_the_same_on_every_run() -> None:
