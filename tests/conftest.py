@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -47,21 +47,40 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 THOROUGH: Final = HYPOTHESIS_PROFILE == "thorough"
 
 
-def examples(full: int) -> int:
+def examples(full: int, *, least: int = 10) -> int:
     """The example count of a property whose thorough count is ``full``: ``full`` in the
-    thorough profile; a fifth of it by default (at least 10, never more than ``full``).
-    The strategy, and so the class of inputs, is the same in both."""
-    return full if THOROUGH else max(min(full, 10), full // 5)
+    thorough profile; a fifth of it by default (at least ``least``, never more than
+    ``full``). The strategy, and so the class of inputs, is the same in both. A lower
+    ``least`` is for examples that each cost seconds (a real server's round trips)."""
+    return full if THOROUGH else max(min(full, least), full // 5)
 
 
-def sampled(items: Sequence[T], *, keep: int, seed: object) -> list[T]:
+def sampled(
+    items: Sequence[T],
+    *,
+    keep: int,
+    seed: object,
+    cover: Sequence[Callable[[T], Hashable]] = (),
+) -> list[T]:
     """Every item of an exhaustive loop in the thorough profile; by default the first
     and the last and ``keep`` more drawn with ``random.Random(seed)`` (in their order),
-    so a failure names the same items on every run."""
+    so a failure names the same items on every run.
+
+    ``cover``: functions naming an item's class (a secret's kind, its placement). By
+    default every class of each function that the draw missed gains one member, drawn
+    with the same generator: no class of input is left out of the sample."""
     if THOROUGH or len(items) <= keep + 2:
         return list(items)
-    inner = sorted(random.Random(str(seed)).sample(range(1, len(items) - 1), keep))
-    return [items[0], *(items[i] for i in inner), items[-1]]
+    rng = random.Random(str(seed))
+    chosen = {0, len(items) - 1, *rng.sample(range(1, len(items) - 1), keep)}
+    for key in cover:
+        classes: dict[Hashable, list[int]] = {}
+        for index, item in enumerate(items):
+            classes.setdefault(key(item), []).append(index)
+        for members in classes.values():
+            if chosen.isdisjoint(members):
+                chosen.add(rng.choice(members))
+    return [items[i] for i in sorted(chosen)]
 
 
 @pytest.fixture(autouse=True)

@@ -44,6 +44,9 @@ def test_the_default_profile_runs_a_fraction_of_each_count_and_thorough_all() ->
         assert [examples(n) for n in (8, 40, 2000)] == [8, 40, 2000]
     else:
         assert [examples(n) for n in (8, 40, 60, 2000)] == [8, 10, 12, 400]
+    # A lower floor for costly examples; thorough keeps the full count.
+    assert examples(8, least=2) == (8 if conftest.THOROUGH else 2)
+    assert examples(40, least=2) == (40 if conftest.THOROUGH else 8)
 
 
 def test_a_sample_keeps_both_ends_and_is_the_same_on_every_run() -> None:
@@ -58,6 +61,23 @@ def test_a_sample_keeps_both_ends_and_is_the_same_on_every_run() -> None:
         assert chosen[-1] == 999
         assert chosen == sorted(chosen)
     assert sampled(items[:40], keep=50, seed="flips") == items[:40]
+
+
+def test_a_sample_keeps_a_member_of_every_class_it_is_told_to_cover() -> None:
+    # 600 items in 60 kinds and 7 placements; a draw of 5 cannot hold every kind.
+    items = [(kind, number % 7, number) for kind in range(60) for number in range(10)]
+    cover = (lambda item: item[0], lambda item: item[1])
+    chosen = sampled(items, keep=5, seed="corpus", cover=cover)
+    assert chosen == sampled(items, keep=5, seed="corpus", cover=cover)
+    if conftest.THOROUGH:
+        assert chosen == items
+        return
+    assert {item[0] for item in chosen} == set(range(60))
+    assert {item[1] for item in chosen} == set(range(7))
+    assert chosen == sorted(chosen)
+    assert len(chosen) == len(set(chosen)) < len(items)
+    # The draw without cover is kept as it was: covering only adds members.
+    assert set(sampled(items, keep=5, seed="corpus")) <= set(chosen)
 
 
 def test_fsync_is_off_and_still_refuses_a_bad_descriptor(tmp_path: Path) -> None:

@@ -610,7 +610,7 @@ def _transcripts(draw: st.DrawFn) -> bytes:
 
 
 @settings(
-    max_examples=examples(8),
+    max_examples=examples(8, least=2),  # each example: an import and 4 resumes on moto
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -21,10 +21,18 @@ from agc.resume import (
     save_snapshot,
 )
 from tests._core.secret_corpus import Case, build_cases, strings_of, survivors
-from tests.conftest import examples
+from tests.conftest import examples, sampled
 from tests.resume.helpers import view
 
 CASES = build_cases()
+# By default a seeded sample holding every kind and every placement; the whole corpus in
+# the thorough profile (tests/conftest.py).
+SAMPLE = sampled(
+    CASES,
+    keep=150,
+    seed="snapshot-corpus",
+    cover=(lambda case: case.secret.kind, lambda case: case.placement),
+)
 
 
 def _call(call_id: str, arguments: str) -> dict[str, Any]:
@@ -61,7 +69,7 @@ def _messages(cases: list[Case]) -> tuple[list[dict[str, Any]], str | None]:
 
 @pytest.mark.parametrize("compress", [False, True], ids=["json", "zstd"])
 def test_no_corpus_secret_reaches_the_stored_snapshot(tmp_path: Path, compress: bool) -> None:
-    messages, pending = _messages(CASES)
+    messages, pending = _messages(SAMPLE)
     snapshot = SessionSnapshot(
         run_id="corpus",
         session_id="s-1",
@@ -77,12 +85,12 @@ def test_no_corpus_secret_reaches_the_stored_snapshot(tmp_path: Path, compress: 
     decoded = "\n".join(strings_of(json.loads(stored)))
     left = {
         (case.secret.kind, case.placement)
-        for case in CASES
+        for case in SAMPLE
         if survivors(case.pieces, stored) or survivors(case.pieces, decoded)
     }
     assert left == set()
     # Every detector kind of the corpus was counted, and the snapshot still loads.
-    assert {case.secret.detects_as for case in CASES} <= set(result.redactions)
+    assert {case.secret.detects_as for case in SAMPLE} <= set(result.redactions)
     loaded = load_snapshot("corpus", tmp_path)
     assert loaded.tool_call_state.pending_tool_call_id is not None
     assert loaded.tool_call_state.pending_tool_call_id.startswith("[REDACTED:")
