@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -315,6 +316,9 @@ def _chars(alphabet: str, size: int) -> st.SearchStrategy[str]:
 
 
 _ALNUM = _B64
+_PLACEHOLDER_START = re.compile(
+    r"(?i)(?:your|my|insert|enter|example|sample|dummy|fake|placeholder|replace)[-_ .]"
+)
 _SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
     _chars(_ALNUM + "_-", 40).map(lambda s: ("sk-proj-" + s, "sk-proj-" + s)),
     _chars(_ALNUM + "_-", 60).map(lambda s: ("sk-ant-api03-" + s, "sk-ant-api03-" + s)),
@@ -323,10 +327,11 @@ _SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
     _chars(_ALNUM + "_-", 20).map(lambda s: ("glpat-" + s, "glpat-" + s)),
     _chars(_ALNUM + "-", 24).map(lambda s: ("xoxb-" + s, "xoxb-" + s)),
     _chars(_ALNUM + "_-", 35).map(lambda s: ("AIza" + s, "AIza" + s)),
-    # A bearer token is random: "Bearer 0000…" and one holding "..." are placeholders,
-    # left alone.
+    # A bearer token is random: "Bearer 0000…", one holding "...", and one that starts
+    # like "my.", "your-" or "example_" (docs/secrets.md, placeholders) are left alone.
     _chars(_ALNUM + "._~+/-", 32)
     .filter(lambda s: len(set(s)) >= 8 and "..." not in s)
+    .filter(lambda s: _PLACEHOLDER_START.match(s) is None)
     .map(lambda s: ("Bearer " + s, s)),
     _chars(_B64, 64).map(
         lambda s: (
