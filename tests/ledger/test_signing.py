@@ -386,7 +386,12 @@ def test_a_member_added_to_a_signature_is_never_verified(
 
 
 def _signature(**members: object) -> Callable[[dict[str, Any]], None]:
-    """An edit of the seal's signature member: a value of ``None`` removes the member."""
+    """An edit of the seal's signature member: a value of ``None`` removes the member.
+
+    The signature's ``value`` is set to fixed base64 unless given: once the member is
+    malformed it is scanned for host paths, and a key's random base64 may start like
+    ``/home``."""
+    members = {"value": "A" * 86 + "==", **members}
 
     def edit(seal: dict[str, Any]) -> None:
         for name, value in members.items():
