@@ -374,6 +374,67 @@ def test_a_path_outside_the_layout_is_a_bug_never_a_file(path: str, tmp_path: Pa
         MemoryStore().put_new(path, b"x")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="ObjectStore.key never calls check_store_path: an object store writes and reads "
+    "'../x', '/abs', 'a//b' and '' where the folder and memory stores raise ValueError",
+)
+@pytest.mark.parametrize("path", ["", "/abs", "a//b", "a/../b", "..", "a/./b"])
+def test_an_object_store_refuses_a_path_outside_the_layout_as_the_others_do(
+    path: str, s3_store: ObjectStore
+) -> None:
+    with pytest.raises(ValueError, match="not a path inside a store"):
+        s3_store.put_new(path, b"x")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the store root as a folder: list_names('') lists nothing on an object store "
+    "(it lists under '<prefix>//') while the folder and memory stores raise ValueError",
+)
+def test_the_names_at_the_store_root_are_refused_or_listed_never_silently_empty(
+    s3_store: ObjectStore,
+) -> None:
+    s3_store.put_new("audit/manifests/r1.json", b"x")
+    try:
+        names = s3_store.list_names("")
+    except ValueError:
+        return
+    assert names == ["audit"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="FolderStore refuses a symlink only as the last path segment (O_NOFOLLOW): a "
+    "symlinked folder inside the store is followed, so put_new writes outside the store",
+)
+def test_a_folder_store_never_writes_through_a_symlinked_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store/audit").symlink_to(outside)
+    with pytest.raises((UnsafePathError, StoreError)):
+        FolderStore(tmp_path / "store").put_new("audit/manifests/r1.json", b"x")
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="FolderStore lists and reads through a symlinked folder inside the store "
+    "(os.scandir and open follow every segment but the last)",
+)
+def test_a_folder_store_never_reads_or_lists_through_a_symlinked_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "manifests").mkdir(parents=True)
+    (outside / "manifests/r1.json").write_bytes(b"outside")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store/audit").symlink_to(outside)
+    store = FolderStore(tmp_path / "store")
+    assert list(store.list_paths("audit/")) == []
+    with pytest.raises(UnsafePathError):
+        store.get("audit/manifests/r1.json", max_bytes=100)
+
+
 # -- two stores, one sequence of operations: the same answers ------------------------------
 
 _PATHS = st.sampled_from(["audit/a", "audit/b", "audit/sub/c", "other/d"])
