@@ -525,3 +525,31 @@ def test_a_legacy_run_of_an_object_store_is_listed_and_not_recovered(
     error = json.loads(capsys.readouterr().out)["error"]
     assert (error["code"], "legacy store format" in error["message"]) == ("recovery-refused", True)
     assert sorted(s3_store.list_paths("")) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="check_store of an object store reports nothing for a stray object whose key is "
+    "an evidence object's key plus '/…' or a trailing '/' (every other stray key is a "
+    "finding), so the store is judged complete",
+)
+@pytest.mark.parametrize("key", ["audit/transcripts/r1.jsonl/extra", "audit/manifests/r1.json/"])
+def test_a_stray_object_under_an_evidence_key_is_a_finding(s3_store: ObjectStore, key: str) -> None:
+    _record(s3_store, "r1")
+    assert check_store(s3_store).complete
+    s3_store.client.put_object(Bucket=s3_store.bucket, Key=s3_store.key(key), Body=b"{}")
+    assert not check_store(s3_store).complete
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a stray object audit/manifests/..json (run id '.') makes check_store of an object "
+    "store raise RunIdInvalidError instead of reporting an unexpected object",
+)
+def test_a_stray_manifest_named_dot_dot_json_is_a_finding_not_a_crash(
+    s3_store: ObjectStore,
+) -> None:
+    _record(s3_store, "r1")
+    key = s3_store.key("audit/manifests/..json")
+    s3_store.client.put_object(Bucket=s3_store.bucket, Key=key, Body=b"{}")
+    assert not check_store(s3_store).complete
