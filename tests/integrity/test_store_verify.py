@@ -478,3 +478,18 @@ def test_a_stray_manifest_named_like_dot_or_dot_dot_is_unexpected_not_a_crash(
     report = check_store(store, expect_head=head)
     assert not report.complete
     assert "unexpected" in _codes(report)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a folder of the store replaced by a symlink to a copy elsewhere is followed: "
+    "check_store judges the store complete, where a symlink in place of one file is a "
+    "'not-regular-file' finding",
+)
+@pytest.mark.parametrize("folder", ["audit", "audit/transcripts", "audit/manifests"])
+def test_a_symlink_in_place_of_a_store_folder_is_a_finding(store: Path, folder: str) -> None:
+    head = _three_runs(store)
+    elsewhere = store.parent / "elsewhere"
+    shutil.move(str(store / folder), str(elsewhere))
+    (store / folder).symlink_to(elsewhere)
+    assert not check_store(store, expect_head=head).complete
