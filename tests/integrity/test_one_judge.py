@@ -118,9 +118,9 @@ def test_every_damage_is_judged_the_same_on_both_stores(
     _damage(folder, store, target, _DAMAGES[damage], at)
     on_folder, on_memory = _both(folder, store)
     assert _judged(on_memory) == _judged(on_folder)
-    # A flip that keeps the manifest's meaning (the case of a \u escape's hex digits) is no
-    # change to either judge (the chain holds the canonical digest, RFC 8785): then only
-    # the bucket's new version, an object-only finding, tells the two apart.
+    # Where neither judge finds the change (this test once drew a manifest flip that the
+    # folder reported nothing for), only the bucket's new version, an object-only
+    # finding, tells the two stores apart; the judged findings above are equal either way.
     judged_errors = {f.code for f in on_memory.errors if f.code not in _OBJECT_ONLY}
     assert (not judged_errors) == on_folder.complete
     assert on_memory.signature == on_folder.signature
