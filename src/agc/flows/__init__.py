@@ -37,9 +37,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
+
+from agc._core.lazy import lazy_names as _lazy_names
 
 if _TYPE_CHECKING:
     from agc._core.fs import (
@@ -191,15 +191,4 @@ _HOMES: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = home
-    value = getattr(_importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_names(globals(), _HOMES)

@@ -6,9 +6,9 @@ only the verifier, does not pay for importing the writer.
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
+
+from agc._core.lazy import lazy_names as _lazy_names
 
 if _TYPE_CHECKING:
     from agc._core.digest import ALGORITHMS, DEFAULT_ALGORITHM, Algorithm
@@ -240,17 +240,7 @@ _HOMES = {
         "open_run",
     ),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+_MODULE_OF = {name: (module, name) for module, names in _HOMES.items() for name in names}
 
 
-def __getattr__(name: str) -> _Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_names(globals(), _MODULE_OF)

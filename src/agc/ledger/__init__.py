@@ -27,10 +27,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
 
+from agc._core.lazy import lazy_names as _lazy_names
 from agc.ledger._check import (
     LedgerFinding,
     LedgerFindingCode,
@@ -105,14 +104,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_names(globals(), {name: (home, name) for name, home in _LAZY.items()})
