@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import rfc8785
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agc._core.store import StoreLayout
 from agc.errors import ManifestInvalidError, StoreError, UnsafePathError
@@ -163,6 +166,42 @@ def _set(path: tuple[str, ...], value: Any) -> Any:
 def test_damaged_manifest_is_rejected(data: bytes, problem: str) -> None:
     with pytest.raises(ManifestInvalidError, match=problem):
         RunManifest.from_bytes(data, expected_run_id="r1")
+
+
+_LINK_VALUES = st.one_of(
+    st.none(),
+    st.integers(min_value=-2, max_value=2**40),
+    st.booleans(),
+    st.text(alphabet="0123456789abcdefABCDEF", min_size=62, max_size=66),
+    st.sampled_from(["", HEX, HEX.upper(), "ff" * 32]),
+)
+
+
+@given(
+    link=st.dictionaries(
+        st.sampled_from(["position", "prev", "Prev", "pRev", "Position", "next", "run_id"]),
+        _LINK_VALUES,
+        max_size=4,
+    )
+)
+def test_a_chain_link_is_read_only_when_it_is_exactly_position_and_prev(
+    link: dict[str, Any],
+) -> None:
+    # A renamed or missing member must never be read as a default (a missing "prev" as
+    # null): an edit of a manifest's link is an invalid manifest, whatever it names.
+    data = _edit(_set(("chain",), link))
+    position, prev = link.get("position"), link.get("prev")
+    exact = (
+        set(link) == {"position", "prev"}
+        and type(position) is int
+        and position >= 1
+        and (prev is None or (isinstance(prev, str) and re.fullmatch("[0-9a-f]{64}", prev)))
+    )
+    if exact:
+        assert RunManifest.from_bytes(data, expected_run_id="r1").chain == link
+    else:
+        with pytest.raises(ManifestInvalidError, match="bad chain link"):
+            RunManifest.from_bytes(data, expected_run_id="r1")
 
 
 def test_record_seal_writes_and_read_manifest_reads(store: Path) -> None:

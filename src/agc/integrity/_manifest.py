@@ -354,6 +354,24 @@ def _is_quarantine(value: object, file: str) -> bool:
     )
 
 
+_DIGEST_HEX: Final = re.compile(r"[0-9a-f]{64}")
+
+
+def _is_chain_link(value: object) -> bool:
+    """Exactly ``{"position": n >= 1, "prev": <SHA-256 hex> | None}``: a renamed, missing
+    or extra member is a changed manifest, never read as a default."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"position", "prev"}
+        and _is_count(value["position"])
+        and value["position"] >= 1
+        and (
+            value["prev"] is None
+            or (isinstance(value["prev"], str) and _DIGEST_HEX.fullmatch(value["prev"]) is not None)
+        )
+    )
+
+
 def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -507,12 +525,11 @@ class RunManifest:
                     f"not {run_id}.jsonl"
                 )
         chain = raw.get("chain")
-        if chain is not None and not (
-            isinstance(chain, dict)
-            and _is_count(chain.get("position"))
-            and (chain.get("prev") is None or isinstance(chain.get("prev"), str))
-        ):
-            raise ManifestInvalidError("manifest has a bad chain link")
+        if chain is not None and not _is_chain_link(chain):
+            raise ManifestInvalidError(
+                "manifest has a bad chain link (want exactly "
+                '{"position": n >= 1, "prev": <64 lowercase hex> | null})'
+            )
         signature = raw.get("signature")
         if signature is not None and not isinstance(signature, dict):
             raise ManifestInvalidError("manifest has a bad signature member")
