@@ -112,6 +112,7 @@ def test_every_front_door_and_command_module_imports_without_any_extra(
         "agc.ledger",
         "agc.extensions",
         "agc.readiness",
+        "agc.capture",
         "agc.serve",
         "agc.cli.verify_main",
         *sorted({sub.module for sub in SUBCOMMANDS}),

@@ -43,6 +43,7 @@ FEATURES = frozenset(
         "agc.ledger",
         "agc.extensions",
         "agc.readiness",
+        "agc.capture",
         "agc.serve",
     }
 )

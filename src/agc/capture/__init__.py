@@ -1,0 +1,42 @@
+"""Capture: agent-client sessions turned into tool-event records and session facts.
+
+The pure half of capturing what Claude Code, the Codex CLI and the Gemini CLI do: it
+reads what a client gives (a hook's event JSON, the client's own session file) and says
+what to keep; writing and sealing it is the evidence layer's job, combined in
+:mod:`agc.flows`.
+
+* :func:`run_id_for` names the run of a client session;
+* :class:`ToolEvent` is one tool-events record, redacted when made;
+* :class:`SessionFacts` is what the run's manifest says about the session.
+
+Example::
+
+    from agc.capture import ToolEvent, run_id_for
+
+    run_id = run_id_for("claude-code", "4f1c…")
+    record = ToolEvent(event="call", source="hook", client="claude-code",
+                       session_id="4f1c…", tool="Bash", call_id="toolu_01",
+                       input={"command": "ls"}).to_record()
+"""
+
+from __future__ import annotations
+
+from agc.capture._events import (
+    CLIENTS,
+    ClientName,
+    EventKind,
+    EventSource,
+    SessionFacts,
+    ToolEvent,
+    run_id_for,
+)
+
+__all__ = [
+    "CLIENTS",
+    "ClientName",
+    "EventKind",
+    "EventSource",
+    "SessionFacts",
+    "ToolEvent",
+    "run_id_for",
+]
