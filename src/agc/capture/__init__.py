@@ -7,7 +7,9 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 
 * :func:`run_id_for` names the run of a client session;
 * :class:`ToolEvent` is one tool-events record, redacted when made;
-* :class:`SessionFacts` is what the run's manifest says about the session.
+* :class:`SessionFacts` is what the run's manifest says about the session;
+* :func:`compare_calls` finds the tool calls only one of two witnesses (the hooks, the
+  client's session file) has.
 
 Example::
 
@@ -21,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+from agc.capture._crosscheck import Divergence, compare_calls
 from agc.capture._events import (
     CLIENTS,
     ClientName,
@@ -34,9 +37,11 @@ from agc.capture._events import (
 __all__ = [
     "CLIENTS",
     "ClientName",
+    "Divergence",
     "EventKind",
     "EventSource",
     "SessionFacts",
     "ToolEvent",
+    "compare_calls",
     "run_id_for",
 ]
