@@ -14,7 +14,8 @@ what needs two of them lives here, built on their front doors only:
   :func:`check_sealed_verdict`, :func:`refuse_taken_run_id`;
 * guards of recording and importing: :func:`explain_write_failure`,
   :func:`refuse_importing_own_file`, :func:`run_on_disk`, :func:`recover_hint`;
-* new files a user names: :func:`write_new_file`, :func:`new_file_errors`.
+* new files a user names: :func:`write_new_file`, :func:`new_file_errors`,
+  :func:`new_file_beside`; a file replaced with a backup kept: :func:`replace_in_place`.
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -67,7 +68,15 @@ if _TYPE_CHECKING:
         refuse_importing_own_file,
         run_on_disk,
     )
-    from agc.flows._files import new_file_errors, write_new_file
+    from agc.flows._files import (
+        keep_backup,
+        new_file_beside,
+        new_file_errors,
+        processes_holding,
+        replace_in_place,
+        sync,
+        write_new_file,
+    )
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -105,10 +114,13 @@ __all__ = [
     "explain_write_failure",
     "has_recorded_run",
     "history_from_run",
+    "keep_backup",
+    "new_file_beside",
     "new_file_errors",
     "open_store",
     "orjson_indented",
     "parse_json",
+    "processes_holding",
     "read_limited",
     "recover_hint",
     "recover_turn_runs",
@@ -116,11 +128,13 @@ __all__ = [
     "refuse_taken_run_id",
     "refuse_unsigned_file",
     "refuse_unverified",
+    "replace_in_place",
     "resolve_store",
     "run_on_disk",
     "scan_history",
     "seal_verdict",
     "streamable_size",
+    "sync",
     "validate_new_run_id",
     "validate_run_id",
     "verdict_statement",
@@ -163,7 +177,18 @@ _HOMES: dict[str, tuple[str, str]] = {
             "run_on_disk",
         )
     },
-    **{name: ("agc.flows._files", name) for name in ("new_file_errors", "write_new_file")},
+    **{
+        name: ("agc.flows._files", name)
+        for name in (
+            "keep_backup",
+            "new_file_beside",
+            "new_file_errors",
+            "processes_holding",
+            "replace_in_place",
+            "sync",
+            "write_new_file",
+        )
+    },
     **{
         name: ("agc.flows._readiness", name)
         for name in (
