@@ -7,7 +7,8 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 
 * :func:`run_id_for` names the run of a client session;
 * :class:`ToolEvent` is one tool-events record, redacted when made;
-* :class:`SessionFacts` is what the run's manifest says about the session.
+* :class:`SessionFacts` is what the run's manifest says about the session;
+* :func:`parse_hook_event` reads a client hook's event JSON into a :class:`HookEvent`.
 
 Example::
 
@@ -30,13 +31,25 @@ from agc.capture._events import (
     ToolEvent,
     run_id_for,
 )
+from agc.capture._hooks import (
+    EVENT_KINDS,
+    MAX_HOOK_EVENT_BYTES,
+    HookEvent,
+    event_kind,
+    parse_hook_event,
+)
 
 __all__ = [
     "CLIENTS",
+    "EVENT_KINDS",
+    "MAX_HOOK_EVENT_BYTES",
     "ClientName",
     "EventKind",
     "EventSource",
+    "HookEvent",
     "SessionFacts",
     "ToolEvent",
+    "event_kind",
+    "parse_hook_event",
     "run_id_for",
 ]
