@@ -78,6 +78,7 @@ if _TYPE_CHECKING:
         capture_failures,
         capture_hook_event,
         fallback_failures_path,
+        record_capture_failure,
     )
     from agc.flows._readiness import (
         SealedVerdictCheck,
@@ -127,6 +128,7 @@ __all__ = [
     "orjson_indented",
     "parse_json",
     "read_limited",
+    "record_capture_failure",
     "recover_hint",
     "recover_turn_runs",
     "refuse_importing_own_file",
@@ -193,6 +195,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "capture_failures",
             "capture_hook_event",
             "fallback_failures_path",
+            "record_capture_failure",
         )
     },
     **{

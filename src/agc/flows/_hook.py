@@ -65,6 +65,7 @@ __all__ = [
     "capture_failures",
     "capture_hook_event",
     "fallback_failures_path",
+    "record_capture_failure",
 ]
 
 CAPTURE_FAILURES: Final = "capture/failures.jsonl"
@@ -142,7 +143,7 @@ class HookOutcome:
         kept_at: where the failure was kept, ``None`` when nowhere could take it.
     """
 
-    client: ClientName
+    client: str
     run_id: str | None
     event: str | None
     appended: bool
@@ -191,7 +192,7 @@ def capture_hook_event(
         folder = Path(str(store))
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     try:
-        return _capture(state, data, folder, lock_wait_ms)
+        return _capture(client, state, data, folder, lock_wait_ms)
     except AgcError as exc:
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     except OSError as exc:
@@ -204,18 +205,20 @@ def capture_hook_event(
 class _State:
     """What is known so far about the event being captured (for its failure)."""
 
-    client: ClientName
+    client: str
     run_id: str | None = None
     hook: str | None = None
     event: str | None = None
     appended: bool = False
 
 
-def _capture(state: _State, data: bytes, folder: Path, lock_wait_ms: int) -> HookOutcome:
-    event = parse_hook_event(state.client, data)
+def _capture(
+    client: ClientName, state: _State, data: bytes, folder: Path, lock_wait_ms: int
+) -> HookOutcome:
+    event = parse_hook_event(client, data)
     record = event.record
     state.hook, state.event = record.hook, record.event
-    state.run_id = run_id = run_id_for(state.client, record.session_id)
+    state.run_id = run_id = run_id_for(client, record.session_id)
     if not folder.is_dir():
         # Never created here: a store on a volume that is not mounted must not become
         # a new store on the disk beneath (`agc hooks install` creates the store).
@@ -336,6 +339,26 @@ def _facts(path: Path, event: HookEvent) -> dict[str, Any]:
 def _lines(path: Path) -> Iterator[bytes]:
     with path.open("rb") as handle:
         yield from handle
+
+
+def record_capture_failure(
+    *,
+    store: str | os.PathLike[str] | None,
+    code: str,
+    message: str,
+    client: str = "unknown",
+    clock: Callable[[], int] = unix_ms,
+    environ: Mapping[str, str] | None = None,
+) -> HookOutcome:
+    """Keep a failure that happened before any event could be read (``agc hook`` was
+    started with bad arguments), as :func:`capture_hook_event` keeps its own. Never
+    raises."""
+    try:
+        folder = resolve_store(store).absolute()
+    except AgcError:
+        folder = Path(str(store))
+    state = _State(client)
+    return _failed(state, folder, code, message, clock, environ)
 
 
 def _failed(
