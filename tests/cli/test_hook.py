@@ -12,7 +12,7 @@ import pytest
 from agc.cli import agc_main
 from agc.cli.app import main
 from agc.flows import capture_failures
-from tests.conftest import feed_stdin
+from tests.conftest import feed_stdin, write_run
 
 EVENT = {
     "session_id": "s-1",
@@ -104,3 +104,28 @@ def test_the_installed_command_exits_0_with_stdin_closed(tmp_path: Path) -> None
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, b"")
     assert [f.code for f in capture_failures(store)] == ["hook-event-invalid"]
+
+
+def test_runs_json_names_the_client_session_before_and_after_the_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    session_file = tmp_path / "session.jsonl"
+    session_file.write_text('{"type":"user"}\n')
+    odd = "not/a run id"  # hashed into the run id: read back from the record
+    for session, name in ((odd, "PreToolUse"), ("s-2", "PreToolUse"), ("s-2", "SessionEnd")):
+        event = {**EVENT, "session_id": session, "hook_event_name": name}
+        event["transcript_path"] = str(session_file)
+        feed_stdin(monkeypatch, json.dumps(event).encode())
+        assert main(["hook", "--client", "codex", "--store", str(store)]) == 0
+    write_run(store, "plain")
+    capsys.readouterr()
+    assert main(["runs", "--store", str(store), "--json"]) == 0
+    runs = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    sessions = {run_id: (r["state"], r["client"], r["session_id"]) for run_id, r in runs.items()}
+    assert sessions == {
+        "codex-s-2": ("sealed", "codex", "s-2"),
+        next(r for r in runs if r.startswith("codex-h")): ("unsealed", "codex", odd),
+        "plain": ("sealed", None, None),
+    }

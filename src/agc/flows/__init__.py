@@ -77,6 +77,7 @@ if _TYPE_CHECKING:
         HookOutcome,
         capture_failures,
         capture_hook_event,
+        captured_session,
         fallback_failures_path,
         record_capture_failure,
     )
@@ -117,6 +118,7 @@ __all__ = [
     "atomic_write_bytes",
     "capture_failures",
     "capture_hook_event",
+    "captured_session",
     "check_sealed_verdict",
     "describe_os_error",
     "explain_write_failure",
@@ -194,6 +196,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "HookOutcome",
             "capture_failures",
             "capture_hook_event",
+            "captured_session",
             "fallback_failures_path",
             "record_capture_failure",
         )

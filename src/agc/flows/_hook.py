@@ -42,6 +42,7 @@ from agc._core.json import dumps, loads
 from agc._core.jsonl import unix_ms
 from agc._core.store import StoreLayout, resolve_store
 from agc.capture import (
+    CLIENTS,
     ClientName,
     HookEvent,
     SessionFacts,
@@ -64,6 +65,7 @@ __all__ = [
     "HookOutcome",
     "capture_failures",
     "capture_hook_event",
+    "captured_session",
     "fallback_failures_path",
     "record_capture_failure",
 ]
@@ -439,3 +441,32 @@ def capture_failures(
                 found.append(failure)
     found.sort(key=lambda f: f.ts)
     return found
+
+
+def captured_session(
+    run_id: str,
+    attributes: Mapping[str, Any] | None,
+    store: str | os.PathLike[str] | None = None,
+) -> tuple[str | None, str | None]:
+    """``(client, session id)`` of a run that captured a client session, else
+    ``(None, None)``.
+
+    From the manifest's ``attributes`` (:class:`~agc.capture.SessionFacts`, set when the
+    run was sealed); for a run not sealed yet, from the first record of its tool-events
+    file in a folder store (a hook record names both). Never raises."""
+    if attributes is not None:
+        client, session = attributes.get("client"), attributes.get("session_id")
+        if isinstance(client, str) and isinstance(session, str):
+            return client, session
+    if not any(run_id.startswith(f"{client}-") for client in CLIENTS):
+        return None, None
+    try:
+        path = StoreLayout(resolve_store(store)).artifact_path(run_id, "tool-events")
+        with open_regular_file(path) as handle:
+            first = handle.readline(1 << 20)
+        stored = ToolEvent.from_record(loads(first))
+    except (OSError, AgcError, ValueError, TypeError):
+        return None, None
+    if run_id_for(stored.client, stored.session_id) != run_id:
+        return None, None
+    return stored.client, stored.session_id
