@@ -229,6 +229,22 @@ def test_a_store_that_cannot_take_the_event_keeps_the_failure_and_never_raises(
         assert not check_run(RUN, store).complete
 
 
+def test_a_sealed_run_that_missed_an_event_is_never_complete(store: Path, tmp_path: Path) -> None:
+    session = _session_file(tmp_path, 3)
+    capture_hook_event("claude-code", _call(1), store=store)
+    held = ToolEventWriter(RUN, store=store, resume=True)
+    missed = capture_hook_event("claude-code", _result(1), store=store, lock_wait_ms=20)
+    held.abort()
+    assert missed.failure is not None
+    assert missed.failure.code == "run-locked"
+    sealed = capture_hook_event("claude-code", _event("SessionEnd", session), store=store)
+    assert sealed.sealed
+    report = check_run(RUN, store)
+    assert not report.complete
+    assert [f.code for f in report.findings if f.severity == "error"] == ["capture-failed"]
+    assert report.verdict.word == "capture-failed"
+
+
 def test_an_unreadable_event_is_kept_as_a_failure_without_a_run(store: Path) -> None:
     outcome = capture_hook_event("gemini", b"{not json", store=store)
     assert outcome.failure is not None
@@ -292,7 +308,8 @@ def test_a_hook_killed_at_any_step_loses_no_earlier_event_and_the_next_one_goes_
         assert _events(store)[-1]["event"] == "result", step
         recover_run(RUN, store)
         report = check_run(RUN, store, allow_recovered=True)
-        assert {f.code for f in report.findings if f.severity == "error"} <= {"empty"}, (
+        errors = {f.code for f in report.findings if f.severity == "error"}
+        assert errors <= {"empty", "capture-failed"}, (
             step,
             report.missing,
         )

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from agc._core.lazy import lazy_names as _lazy_names
 
 if _TYPE_CHECKING:
+    from agc._core.capture_failures import CAPTURE_FAILURES, fallback_failures_path
     from agc._core.fs import (
         MACHINE_ERRNOS,
         TEMP_SUFFIX,
@@ -72,13 +73,11 @@ if _TYPE_CHECKING:
     )
     from agc.flows._files import new_file_errors, write_new_file
     from agc.flows._hook import (
-        CAPTURE_FAILURES,
         CaptureFailure,
         HookOutcome,
         capture_failures,
         capture_hook_event,
         captured_session,
-        fallback_failures_path,
         record_capture_failure,
     )
     from agc.flows._readiness import (
@@ -191,15 +190,17 @@ _HOMES: dict[str, tuple[str, str]] = {
     **{
         name: ("agc.flows._hook", name)
         for name in (
-            "CAPTURE_FAILURES",
             "CaptureFailure",
             "HookOutcome",
             "capture_failures",
             "capture_hook_event",
             "captured_session",
-            "fallback_failures_path",
             "record_capture_failure",
         )
+    },
+    **{
+        name: ("agc._core.capture_failures", name)
+        for name in ("CAPTURE_FAILURES", "fallback_failures_path")
     },
     **{
         name: ("agc.flows._readiness", name)

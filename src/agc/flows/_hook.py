@@ -37,6 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from agc._core.capture_failures import (
+    CAPTURE_FAILURES,
+    failure_lines,
+    fallback_failures_path,
+)
 from agc._core.fs import append_whole, ensure_dirs, open_nofollow, open_regular_file
 from agc._core.json import dumps, loads
 from agc._core.jsonl import unix_ms
@@ -60,18 +65,13 @@ from agc.integrity import (
 )
 
 __all__ = [
-    "CAPTURE_FAILURES",
     "CaptureFailure",
     "HookOutcome",
     "capture_failures",
     "capture_hook_event",
     "captured_session",
-    "fallback_failures_path",
     "record_capture_failure",
 ]
-
-CAPTURE_FAILURES: Final = "capture/failures.jsonl"
-"""Where a store keeps the failures of its capture (relative to the store folder)."""
 
 _LOCK_WAIT_MS: Final = 700
 _FIRST_PAUSE_S: Final = 0.002
@@ -152,16 +152,6 @@ class HookOutcome:
     sealed: bool
     failure: CaptureFailure | None = None
     kept_at: Path | None = None
-
-
-def fallback_failures_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/agc/capture-failures.jsonl`` (``~/.local/state`` when unset or
-    not absolute, per the XDG Base Directory Specification): where a failure goes when
-    the store cannot take it."""
-    env = os.environ if environ is None else environ
-    state = env.get("XDG_STATE_HOME", "")
-    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "agc" / "capture-failures.jsonl"
 
 
 def capture_hook_event(
@@ -423,22 +413,12 @@ def capture_failures(
         folder = resolve_store(store).absolute()
     except AgcError:
         return []
-    found: list[CaptureFailure] = []
-    for path in (folder / CAPTURE_FAILURES, fallback_failures_path(environ)):
-        try:
-            lines = list(_lines(path))
-        except OSError:
-            continue
-        for line in lines:
-            try:
-                value = loads(line)
-            except AgcError:
-                continue
-            failure = CaptureFailure.from_record(value) if isinstance(value, dict) else None
-            if failure is None or failure.store != str(folder):
-                continue
-            if run_id is None or failure.run_id == run_id:
-                found.append(failure)
+    found = [
+        failure
+        for line in failure_lines(folder, environ)
+        if (failure := CaptureFailure.from_record(line)) is not None
+        and (run_id is None or failure.run_id == run_id)
+    ]
     found.sort(key=lambda f: f.ts)
     return found
 
