@@ -313,3 +313,41 @@ def test_a_hook_killed_at_any_step_loses_no_earlier_event_and_the_next_one_goes_
             step,
             report.missing,
         )
+
+
+def test_a_codex_run_is_sealed_at_each_stop_and_continued_by_the_next_turn(
+    store: Path, tmp_path: Path
+) -> None:
+    """Codex sends no session end: each Stop seals the run with the session file's
+    complete lines; a line the client is still writing waits for the next seal."""
+    run = run_id_for("codex", SESSION)
+    session = tmp_path / "rollout.jsonl"
+    session.write_bytes(b'{"type":"session_meta"}\n{"type":"response_item"}\n{"type":"ev')
+
+    def fire(name: str, **members: Any) -> bool:
+        outcome = capture_hook_event(
+            "codex", _event(name, session, model="gpt-5-codex", **members), store=store
+        )
+        assert outcome.failure is None, outcome.failure
+        return outcome.sealed
+
+    assert not fire("PreToolUse", tool_name="shell", tool_input={}, tool_use_id="c1")
+    assert fire("Stop")
+    assert check_run(run, store).complete
+    first = read_run_manifest(run, store)
+    assert first is not None
+    assert first.artifacts["transcript"].records == 2  # the torn third line waits
+    assert dict(first.attributes or {})["model"] == "gpt-5-codex"
+    with session.open("ab") as handle:
+        handle.write(b'ent_msg"}\n{"type":"turn_context"}\n')
+    assert not fire("UserPromptSubmit", prompt="again")
+    assert not check_run(run, store).complete  # re-opened for the next turn
+    assert fire("Stop")
+    report = check_run(run, store)
+    assert report.complete, report.missing
+    manifest = read_run_manifest(run, store)
+    assert manifest is not None
+    transcript = manifest.artifacts["transcript"]
+    assert (transcript.records, len(transcript.segments)) == (4, 1)
+    lines = (store / f"audit/transcripts/{run}.jsonl").read_bytes().splitlines()
+    assert json.loads(lines[2])["payload"] == {"type": "event_msg"}

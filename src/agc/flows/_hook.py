@@ -12,13 +12,17 @@
    the previous state or the new record, and an ``unsealed`` run that ``agc recover``
    seals. Hooks that fire in parallel take the file's writer lock in turn (each holds it
    for one append), waiting at most ``lock_wait_ms``;
-3. at the session's end (``SessionEnd``; the Gemini CLI and Codex send it too) the
+3. at the session's end (Claude Code's and the Gemini CLI's ``SessionEnd``) the
    client's own session file (``transcript_path``) is written into the run as its
    transcript, one record per line as ``agc import`` writes it, the run's
-   :class:`~agc.capture.SessionFacts` become its manifest ``attributes``, and both
-   artifacts are sealed. A ``Stop`` does not seal: a session goes on after a turn. A
-   session that never sends its end (the client was killed) stays ``unsealed``, every
-   event vouched for by a checkpoint, until ``agc recover RUN`` seals it.
+   :class:`~agc.capture.SessionFacts` become its manifest ``attributes`` (fixed by the
+   run's first seal), and both artifacts are sealed. The Codex CLI has no session-end
+   event: its run is sealed at every ``Stop`` (the end of a turn), with the session
+   file's complete lines so far (:data:`SEALED_AT_STOP`). An event after a seal (the
+   next turn, a resumed session) continues the run as a new segment, and the next seal
+   adds the session file's new lines. A session that never reaches a seal (the client
+   was killed) stays ``unsealed``, every event vouched for by a checkpoint, until
+   ``agc recover RUN`` seals it.
 
 Capture is best effort and never stops the client: whatever fails (the event, the store
 missing, full, read-only, locked, a file where the folder should be) becomes a
@@ -30,6 +34,7 @@ when the store cannot take it, in ``$XDG_STATE_HOME/agc/capture-failures.jsonl``
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -42,7 +47,13 @@ from agc._core.capture_failures import (
     failure_lines,
     fallback_failures_path,
 )
-from agc._core.fs import append_whole, ensure_dirs, open_nofollow, open_regular_file
+from agc._core.fs import (
+    append_whole,
+    ensure_dirs,
+    last_line_end,
+    open_nofollow,
+    open_regular_file,
+)
 from agc._core.json import dumps, loads
 from agc._core.jsonl import unix_ms
 from agc._core.store import StoreLayout, resolve_store
@@ -65,6 +76,7 @@ from agc.integrity import (
 )
 
 __all__ = [
+    "SEALED_AT_STOP",
     "CaptureFailure",
     "HookOutcome",
     "capture_failures",
@@ -72,6 +84,11 @@ __all__ = [
     "captured_session",
     "record_capture_failure",
 ]
+
+SEALED_AT_STOP: Final[frozenset[ClientName]] = frozenset({"codex"})
+"""Clients whose run is also sealed at every ``Stop`` (the end of a turn): the Codex
+CLI's hook events (``codex-rs/hooks/schema``) have no session end, so its session may
+never say it ended. The next event of the session continues the run as a new segment."""
 
 _LOCK_WAIT_MS: Final = 700
 _FIRST_PAUSE_S: Final = 0.002
@@ -227,7 +244,10 @@ def _capture(
                 "between its append and its checkpoint): `agc recover` sealed them as "
                 "recovered and this event began a new segment"
             )
-        sealed = event.ends_session and _seal_session(writer, event, run_id, folder)
+        ends_turn = record.event == "stop" and client in SEALED_AT_STOP
+        sealed = (event.ends_session or ends_turn) and _seal_session(
+            writer, event, run_id, folder, final=event.ends_session
+        )
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
@@ -264,9 +284,16 @@ def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[Too
         pause = min(pause * 2, _MAX_PAUSE_S)
 
 
-def _seal_session(writer: ToolEventWriter, event: HookEvent, run_id: str, folder: Path) -> bool:
+def _seal_session(
+    writer: ToolEventWriter, event: HookEvent, run_id: str, folder: Path, *, final: bool
+) -> bool:
     """Write the client's session file as the run's transcript, then seal both with
     the session's facts. ``writer`` is open and holds the run's tool events.
+
+    The transcript continues what earlier seals of the run hold: the session file's
+    lines after as many as it holds already (a new segment). Unless ``final`` (the
+    session ended), a last line without its ``\n`` is left for the next seal: the
+    client may be writing it.
 
     Raises:
         InputError: the event names no session file, or it cannot be read (the run
@@ -287,16 +314,40 @@ def _seal_session(writer: ToolEventWriter, event: HookEvent, run_id: str, folder
             "the session file the session end names is gone; the run stays unsealed"
         ) from exc
     with session:
+        size = os.fstat(session.fileno()).st_size
+        limit = size if final else last_line_end(session.fileno(), size)
         manifest = read_manifest(StoreLayout(folder), run_id)
         attributes = None if manifest is not None and manifest.attributes else facts
         transcript = TranscriptWriter(run_id, store=folder, resume=True, attributes=attributes)
         try:
-            ingest_lines(session, transcript, skip=transcript.next_seq)
+            lines = io.BufferedReader(_Prefix(session.fileno(), limit))
+            ingest_lines(lines, transcript, skip=transcript.next_seq)
             transcript.close()
         finally:
             transcript.abort()
     writer.close()
     return True
+
+
+class _Prefix(io.RawIOBase):
+    """The first ``limit`` bytes of an open file, read with ``pread`` (the file may grow
+    meanwhile: its client is still writing)."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__()
+        self._fd, self._limit, self._at = fd, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        want = min(len(buffer), self._limit - self._at)
+        if want <= 0:
+            return 0
+        data = os.pread(self._fd, want, self._at)
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
 
 
 def _facts(path: Path, event: HookEvent) -> dict[str, Any]:
