@@ -8,7 +8,9 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 * :func:`run_id_for` names the run of a client session;
 * :class:`ToolEvent` is one tool-events record, redacted when made;
 * :class:`SessionFacts` is what the run's manifest says about the session;
-* :func:`parse_hook_event` reads a client hook's event JSON into a :class:`HookEvent`.
+* :func:`parse_hook_event` reads a client hook's event JSON into a :class:`HookEvent`;
+* :func:`compare_calls` finds the tool calls only one of two witnesses (the hooks, the
+  client's session file) has.
 
 Example::
 
@@ -22,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+from agc.capture._crosscheck import Divergence, compare_calls
 from agc.capture._events import (
     CLIENTS,
     ClientName,
@@ -44,11 +47,13 @@ __all__ = [
     "EVENT_KINDS",
     "MAX_HOOK_EVENT_BYTES",
     "ClientName",
+    "Divergence",
     "EventKind",
     "EventSource",
     "HookEvent",
     "SessionFacts",
     "ToolEvent",
+    "compare_calls",
     "event_kind",
     "parse_hook_event",
     "run_id_for",
