@@ -86,13 +86,13 @@ def test_a_session_becomes_a_sealed_complete_run_with_its_facts(
             _result(1),
             _call(2),
             _result(2, failed=True),
-            _event("Stop"),
+            _event("Stop", session),
             _event("SessionEnd", session, reason="exit"),
         )
     ]
     assert [o.failure for o in outcomes] == [None] * 7
     assert all(o.appended for o in outcomes)
-    assert [o.sealed for o in outcomes] == [False] * 6 + [True]
+    assert [o.sealed for o in outcomes] == [False] * 5 + [True, True]  # Stop, SessionEnd
     report = check_run(RUN, store)
     assert report.complete, report.missing
     events = _events(store)
@@ -315,11 +315,12 @@ def test_a_hook_killed_at_any_step_loses_no_earlier_event_and_the_next_one_goes_
         )
 
 
-def test_a_codex_run_is_sealed_at_each_stop_and_continued_by_the_next_turn(
+def test_a_run_is_sealed_at_each_stop_and_continued_by_the_next_turn(
     store: Path, tmp_path: Path
 ) -> None:
-    """Codex sends no session end: each Stop seals the run with the session file's
-    complete lines; a line the client is still writing waits for the next seal."""
+    """Each Stop seals the run with the session file's complete lines (a line the
+    client is still writing waits for the next seal), without facts; the session end
+    seals the rest and sets them."""
     run = run_id_for("codex", SESSION)
     session = tmp_path / "rollout.jsonl"
     session.write_bytes(b'{"type":"session_meta"}\n{"type":"response_item"}\n{"type":"ev')
@@ -337,17 +338,64 @@ def test_a_codex_run_is_sealed_at_each_stop_and_continued_by_the_next_turn(
     first = read_run_manifest(run, store)
     assert first is not None
     assert first.artifacts["transcript"].records == 2  # the torn third line waits
-    assert dict(first.attributes or {})["model"] == "gpt-5-codex"
+    assert first.attributes is None
     with session.open("ab") as handle:
         handle.write(b'ent_msg"}\n{"type":"turn_context"}\n')
     assert not fire("UserPromptSubmit", prompt="again")
     assert not check_run(run, store).complete  # re-opened for the next turn
     assert fire("Stop")
+    with session.open("ab") as handle:
+        handle.write(b'{"type":"last"}')  # no newline: the session's end takes it whole
+    assert fire("SessionEnd", reason="exit")
     report = check_run(run, store)
     assert report.complete, report.missing
     manifest = read_run_manifest(run, store)
     assert manifest is not None
     transcript = manifest.artifacts["transcript"]
-    assert (transcript.records, len(transcript.segments)) == (4, 1)
+    assert (transcript.records, len(transcript.segments)) == (5, 2)
+    assert dict(manifest.attributes or {})["model"] == "gpt-5-codex"
+    assert dict(manifest.attributes or {})["tool_calls"] == 1
     lines = (store / f"audit/transcripts/{run}.jsonl").read_bytes().splitlines()
     assert json.loads(lines[2])["payload"] == {"type": "event_msg"}
+
+
+HOOK_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
+# What each recorded session did (tests/fixtures/hooks/README.md): two shell calls, the
+# second exits 3. A Codex result carries the output text alone, so its failure is not
+# seen in the hook event.
+RECORDED = {"claude-code": (2, 1), "codex": (2, 0), "gemini": (2, 1)}
+
+
+@pytest.mark.parametrize("client", sorted(RECORDED))
+def test_a_recorded_real_session_becomes_a_complete_run(
+    store: Path, tmp_path: Path, client: str
+) -> None:
+    """The payloads the real clients sent their hooks, replayed in their order."""
+    folder = HOOK_FIXTURES / client
+    if not (folder / "sequence.json").is_file():
+        pytest.skip(f"no recorded {client} hook payloads in {folder}")
+    session = tmp_path / "session.jsonl"
+    session.write_bytes((folder / "session-file.jsonl").read_bytes())
+    names = json.loads((folder / "sequence.json").read_text())
+    outcomes = []
+    for name in names:
+        payload = json.loads((folder / f"{name}.json").read_text())
+        payload["transcript_path"] = str(session)
+        outcome = capture_hook_event(client, json.dumps(payload).encode(), store=store)  # type: ignore[arg-type]
+        outcomes.append(outcome)
+        assert outcome.failure is None, (name, outcome.failure)
+    assert outcomes[-1].sealed
+    run = outcomes[-1].run_id
+    assert run is not None
+    report = check_run(run, store)
+    assert report.complete, report.missing
+    events = [
+        json.loads(line)
+        for line in (store / f"audit/tool-events/{run}.jsonl").read_bytes().splitlines()
+    ]
+    assert len(events) == len(names)  # every event kept, the unknown ones as "other"
+    manifest = read_run_manifest(run, store)
+    assert manifest is not None
+    facts = dict(manifest.attributes or {})
+    assert (facts["tool_calls"], facts["tool_failures"]) == RECORDED[client]
+    assert manifest.artifacts["transcript"].records == len(session.read_bytes().splitlines())

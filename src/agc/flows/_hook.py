@@ -12,17 +12,19 @@
    the previous state or the new record, and an ``unsealed`` run that ``agc recover``
    seals. Hooks that fire in parallel take the file's writer lock in turn (each holds it
    for one append), waiting at most ``lock_wait_ms``;
-3. at the session's end (Claude Code's and the Gemini CLI's ``SessionEnd``) the
-   client's own session file (``transcript_path``) is written into the run as its
-   transcript, one record per line as ``agc import`` writes it, the run's
-   :class:`~agc.capture.SessionFacts` become its manifest ``attributes`` (fixed by the
-   run's first seal), and both artifacts are sealed. The Codex CLI has no session-end
-   event: its run is sealed at every ``Stop`` (the end of a turn), with the session
-   file's complete lines so far (:data:`SEALED_AT_STOP`). An event after a seal (the
-   next turn, a resumed session) continues the run as a new segment, and the next seal
-   adds the session file's new lines. A session that never reaches a seal (the client
-   was killed) stays ``unsealed``, every event vouched for by a checkpoint, until
-   ``agc recover RUN`` seals it.
+3. at the end of every turn (``Stop``; the Gemini CLI's ``AfterAgent``) the client's
+   own session file (``transcript_path``) is written into the run as its transcript,
+   one record per complete line as ``agc import`` writes it, and both artifacts are
+   sealed: a session whose end never comes (a client killed after its turn, a session
+   end whose session file is already gone, as Claude Code's can be when many sessions
+   cycle) is sealed as of its last turn. The next event (the next turn, a resumed
+   session) continues the run as a new segment, and the next seal adds the session
+   file's new lines;
+4. at the session's end (``SessionEnd``, sent by all three) the same seal takes the
+   whole session file, and the run's :class:`~agc.capture.SessionFacts` become its
+   manifest ``attributes`` (fixed by the first session end). A session killed in the
+   middle of a turn stays ``unsealed`` from that turn on, every event vouched for by a
+   checkpoint, until ``agc recover RUN`` seals it.
 
 Capture is best effort and never stops the client: whatever fails (the event, the store
 missing, full, read-only, locked, a file where the folder should be) becomes a
@@ -76,7 +78,6 @@ from agc.integrity import (
 )
 
 __all__ = [
-    "SEALED_AT_STOP",
     "CaptureFailure",
     "HookOutcome",
     "capture_failures",
@@ -84,11 +85,6 @@ __all__ = [
     "captured_session",
     "record_capture_failure",
 ]
-
-SEALED_AT_STOP: Final[frozenset[ClientName]] = frozenset({"codex"})
-"""Clients whose run is also sealed at every ``Stop`` (the end of a turn): the Codex
-CLI's hook events (``codex-rs/hooks/schema``) have no session end, so its session may
-never say it ended. The next event of the session continues the run as a new segment."""
 
 _LOCK_WAIT_MS: Final = 700
 _FIRST_PAUSE_S: Final = 0.002
@@ -244,10 +240,11 @@ def _capture(
                 "between its append and its checkpoint): `agc recover` sealed them as "
                 "recovered and this event began a new segment"
             )
-        ends_turn = record.event == "stop" and client in SEALED_AT_STOP
-        sealed = (event.ends_session or ends_turn) and _seal_session(
-            writer, event, run_id, folder, final=event.ends_session
-        )
+        sealed = False
+        if event.ends_session:
+            sealed = _seal_session(writer, event, run_id, folder, final=True)
+        elif record.event == "stop" and _exists(event.transcript_path):
+            sealed = _seal_session(writer, event, run_id, folder, final=False)
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
@@ -287,13 +284,14 @@ def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[Too
 def _seal_session(
     writer: ToolEventWriter, event: HookEvent, run_id: str, folder: Path, *, final: bool
 ) -> bool:
-    """Write the client's session file as the run's transcript, then seal both with
-    the session's facts. ``writer`` is open and holds the run's tool events.
+    """Write the client's session file as the run's transcript, then seal both;
+    ``writer`` is open and holds the run's tool events.
 
     The transcript continues what earlier seals of the run hold: the session file's
     lines after as many as it holds already (a new segment). Unless ``final`` (the
-    session ended), a last line without its ``\n`` is left for the next seal: the
-    client may be writing it.
+    session ended), a last line without its ``\\n`` is left for the next seal (the
+    client may be writing it) and no facts are set: the session's facts become the
+    manifest's ``attributes`` at its end.
 
     Raises:
         InputError: the event names no session file, or it cannot be read (the run
@@ -317,7 +315,7 @@ def _seal_session(
         size = os.fstat(session.fileno()).st_size
         limit = size if final else last_line_end(session.fileno(), size)
         manifest = read_manifest(StoreLayout(folder), run_id)
-        attributes = None if manifest is not None and manifest.attributes else facts
+        attributes = None if not final or (manifest and manifest.attributes) else facts
         transcript = TranscriptWriter(run_id, store=folder, resume=True, attributes=attributes)
         try:
             lines = io.BufferedReader(_Prefix(session.fileno(), limit))
@@ -348,6 +346,10 @@ class _Prefix(io.RawIOBase):
         buffer[: len(data)] = data
         self._at += len(data)
         return len(data)
+
+
+def _exists(path: str | None) -> bool:
+    return path is not None and os.path.isfile(path)
 
 
 def _facts(path: Path, event: HookEvent) -> dict[str, Any]:

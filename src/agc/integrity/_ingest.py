@@ -278,19 +278,12 @@ def ingest_lines(stream: BinaryIO, writer: JsonlFileWriter, *, skip: int = 0) ->
         FileUnreadableError: reading the input failed (exit 3).
         as :meth:`~agc._core.jsonl.JsonlFileWriter.write_many`.
     """
-    counts = _Counts()
-    invalid_before = 0
-
-    def after_skip() -> Iterator[dict[str, Any]]:
-        nonlocal invalid_before
-        for body in _bodies(stream, counts, writer.flush, None):
-            if body["line"] > skip:
-                yield body
-            else:
-                invalid_before = counts.invalid
-
-    written = writer.write_many(after_skip())
-    return len(written), counts.invalid - invalid_before
+    for _ in range(skip):  # read past, not parsed: an earlier seal holds them
+        if not stream.readline():
+            return 0, 0
+    counts = _Counts(records=skip)
+    written = writer.write_many(_bodies(stream, counts, writer.flush, None))
+    return len(written), counts.invalid
 
 
 def _ingest_into(
