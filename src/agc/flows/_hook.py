@@ -69,13 +69,7 @@ from agc.capture import (
     run_id_for,
 )
 from agc.errors import AgcError, InputError, RunLockedError, StoreError, UnsealedRunError
-from agc.integrity import (
-    ToolEventWriter,
-    TranscriptWriter,
-    ingest_lines,
-    read_manifest,
-    recover_run,
-)
+from agc.integrity import ToolEventWriter, TranscriptWriter, read_manifest
 
 __all__ = [
     "CaptureFailure",
@@ -274,6 +268,8 @@ def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[Too
         except UnsealedRunError:
             if recovered:
                 raise
+            from agc.integrity import recover_run  # noqa: PLC0415 - only after a killed hook
+
             recover_run(run_id, folder)
             recovered = True
             continue
@@ -316,6 +312,8 @@ def _seal_session(
         limit = size if final else last_line_end(session.fileno(), size)
         manifest = read_manifest(StoreLayout(folder), run_id)
         attributes = None if not final or (manifest and manifest.attributes) else facts
+        from agc.integrity import ingest_lines  # noqa: PLC0415 - only at a seal
+
         transcript = TranscriptWriter(run_id, store=folder, resume=True, attributes=attributes)
         try:
             lines = io.BufferedReader(_Prefix(session.fileno(), limit))
