@@ -69,8 +69,8 @@ def _events(store: Path) -> list[dict[str, Any]]:
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    folder = tmp_path / "store"
-    folder.mkdir()
+    folder = tmp_path / "volume" / "store"
+    folder.mkdir(parents=True)
     return folder
 
 
@@ -189,6 +189,7 @@ def test_hooks_firing_in_parallel_append_every_event_once(store: Path) -> None:
 def _fail_store(store: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     if how == "missing":
         store.rmdir()
+        store.parent.rmdir()  # its folder is gone too: not made (an unmounted volume)
     elif how == "file":
         store.rmdir()
         store.write_text("not a store")
@@ -243,6 +244,16 @@ def test_a_sealed_run_that_missed_an_event_is_never_complete(store: Path, tmp_pa
     assert not report.complete
     assert [f.code for f in report.findings if f.severity == "error"] == ["capture-failed"]
     assert report.verdict.word == "capture-failed"
+
+
+def test_a_missing_store_whose_folder_exists_is_made_by_the_first_event(
+    store: Path,
+) -> None:
+    store.rmdir()
+    outcome = capture_hook_event("claude-code", _call(1), store=store)
+    assert outcome.failure is None
+    assert outcome.appended
+    assert len(_events(store)) == 1
 
 
 def test_an_unreadable_event_is_kept_as_a_failure_without_a_run(store: Path) -> None:

@@ -51,6 +51,7 @@ from agc._core.capture_failures import (
 )
 from agc._core.fs import (
     append_whole,
+    write_error,
     ensure_dirs,
     last_line_end,
     open_nofollow,
@@ -219,10 +220,7 @@ def _capture(
     state.hook, state.event = record.hook, record.event
     state.run_id = run_id = run_id_for(client, record.session_id)
     if not folder.is_dir():
-        # Never created here: a store on a volume that is not mounted must not become
-        # a new store on the disk beneath (`agc hooks install` creates the store).
-        what = "is not a folder" if os.path.lexists(folder) else "does not exist"
-        raise StoreError(f"store {folder} {what}; the event was not captured")
+        _make_store(folder)
     writer, recovered = _open_tool_events(run_id, folder, lock_wait_ms)
     try:
         writer.write(record.to_record())
@@ -242,6 +240,29 @@ def _capture(
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
+
+
+def _make_store(folder: Path) -> None:
+    """Create a missing store folder whose parent folder exists (the first event of the
+    default ``~/.agc``); never its parents: a store on a volume that is not mounted must
+    not become a new store on the disk beneath.
+
+    Raises:
+        StoreError: ``folder`` is not a folder, or neither it nor its parent exists.
+        FileWriteError: it cannot be created (a read-only or full disk).
+    """
+    if os.path.lexists(folder):
+        raise StoreError(f"store {folder} is not a folder; the event was not captured")
+    if not folder.parent.is_dir():
+        raise StoreError(
+            f"store {folder} does not exist, nor does {folder.parent}; the event was not captured"
+        )
+    try:
+        folder.mkdir(mode=0o755)
+    except FileExistsError:
+        pass  # a parallel hook made it
+    except OSError as exc:
+        raise write_error(folder, exc, doing="create the store") from exc
 
 
 def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[ToolEventWriter, bool]:
