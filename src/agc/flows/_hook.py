@@ -51,11 +51,11 @@ from agc._core.capture_failures import (
 )
 from agc._core.fs import (
     append_whole,
-    write_error,
     ensure_dirs,
     last_line_end,
     open_nofollow,
     open_regular_file,
+    write_error,
 )
 from agc._core.json import dumps, loads
 from agc._core.jsonl import unix_ms
