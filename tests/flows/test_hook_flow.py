@@ -23,6 +23,7 @@ from agc.integrity import (
     read_run_manifest,
     recover_run,
 )
+from tests.conftest import sampled
 from tests.faults import failing_disk, kill_at_step
 
 SESSION = "0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b"
@@ -281,13 +282,13 @@ def test_any_event_is_appended_or_kept_as_a_failure(store: Path, payload: bytes)
     assert len(capture_failures(store)) == before + (outcome.failure is not None)
 
 
-def _hook_in_child(store: Path, step: int) -> int:
+def _hook_in_child(store: Path, step: int, data: bytes) -> int:
     """Fork; the child captures one event, killed at its ``step``-th mutating call."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         calls = kill_at_step(step)
         try:
-            capture_hook_event("claude-code", _call(99), store=store)
+            capture_hook_event("claude-code", data, store=store)
         finally:
             os._exit(min(calls(), 250) if step > 10**6 else 0)
     _, status = os.waitpid(pid, 0)
@@ -295,23 +296,27 @@ def _hook_in_child(store: Path, step: int) -> int:
 
 
 @pytest.mark.real_fsync
+@pytest.mark.parametrize("killed", ["call", "stop"])
 def test_a_hook_killed_at_any_step_loses_no_earlier_event_and_the_next_one_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, killed: str
 ) -> None:
-    """Crash points between the append and its checkpoint included: the run's earlier
-    events stay, the next hook still appends (recovering what no checkpoint vouched
-    for, which the gate then reports), and `agc recover` seals the rest."""
+    """Crash points between the append and its checkpoint, and inside a turn's seal,
+    included: the run's earlier events stay, the next hook still appends (recovering
+    what no checkpoint vouched for, which the gate then reports), and `agc recover`
+    seals the rest."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    session = _session_file(tmp_path, 3)
+    data = _call(99) if killed == "call" else _event("Stop", session)
     probe = tmp_path / "probe"
     probe.mkdir()
     capture_hook_event("claude-code", _call(0), store=probe)
-    steps = _hook_in_child(probe, 10**9)
+    steps = _hook_in_child(probe, 10**9, data)
     assert 2 <= steps < 250, steps
-    for step in range(1, steps + 1):
+    for step in sampled(range(1, steps + 1), keep=12, seed=29):
         store = tmp_path / f"s{step}"
         store.mkdir()
         capture_hook_event("claude-code", _call(0), store=store)
-        assert _hook_in_child(store, step) == 9, f"step {step}"
+        assert _hook_in_child(store, step, data) == 9, f"step {step}"
         outcome = capture_hook_event("claude-code", _result(0), store=store)
         assert outcome.appended, (step, outcome.failure)
         calls = [e for e in _events(store) if e["event"] == "call"]
@@ -320,10 +325,9 @@ def test_a_hook_killed_at_any_step_loses_no_earlier_event_and_the_next_one_goes_
         recover_run(RUN, store)
         report = check_run(RUN, store, allow_recovered=True)
         errors = {f.code for f in report.findings if f.severity == "error"}
-        assert errors <= {"empty", "capture-failed"}, (
-            step,
-            report.missing,
-        )
+        assert errors <= {"empty", "capture-failed"}, (step, report.missing)
+        ids = [e["call_id"] for e in _events(store)]
+        assert ids.count("toolu_99") <= 1, (step, ids)  # never twice, never torn
 
 
 def test_a_run_is_sealed_at_each_stop_and_continued_by_the_next_turn(

@@ -69,7 +69,15 @@ from agc.capture import (
     parse_hook_event,
     run_id_for,
 )
-from agc.errors import AgcError, InputError, RunLockedError, StoreError, UnsealedRunError
+from agc.errors import (
+    AgcError,
+    ArtifactSealedError,
+    InputError,
+    RunLockedError,
+    StoreError,
+    TornTailError,
+    UnsealedRunError,
+)
 from agc.integrity import ToolEventWriter, TranscriptWriter, read_manifest
 
 __all__ = [
@@ -221,22 +229,31 @@ def _capture(
     state.run_id = run_id = run_id_for(client, record.session_id)
     if not folder.is_dir():
         _make_store(folder)
-    writer, recovered = _open_tool_events(run_id, folder, lock_wait_ms)
+    writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
     try:
         writer.write(record.to_record())
         writer.checkpoint()
         state.appended = True
-        if recovered:
-            raise UnsealedRunError(
-                f"run {run_id} held bytes no checkpoint vouched for (a hook was stopped "
-                "between its append and its checkpoint): `agc recover` sealed them as "
-                "recovered and this event began a new segment"
-            )
+        final = event.ends_session
         sealed = False
-        if event.ends_session:
-            sealed = _seal_session(writer, event, run_id, folder, final=True)
-        elif record.event == "stop" and _exists(event.transcript_path):
-            sealed = _seal_session(writer, event, run_id, folder, final=False)
+        if final or (record.event == "stop" and _exists(event.transcript_path)):
+            try:
+                sealed = _seal_session(writer, event, run_id, folder, final=final)
+            except _LEFT_BY_A_KILL:
+                # An earlier seal was stopped half-way (the transcript holds what no
+                # checkpoint vouches for, or a sidecar its manifest does not list):
+                # `agc recover` finishes it, then this seal adds the rest.
+                writer.abort()
+                lost = _recover(run_id, folder) or lost
+                writer, again = _open_tool_events(run_id, folder, lock_wait_ms)
+                lost = lost or again
+                sealed = _seal_session(writer, event, run_id, folder, final=final)
+        if lost:
+            raise UnsealedRunError(
+                f"run {run_id} held bytes no crash checkpoint vouched for (a hook was "
+                "stopped between a write and its checkpoint): `agc recover` sealed them "
+                "as recovered, and capture went on in a new segment"
+            )
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
@@ -265,13 +282,17 @@ def _make_store(folder: Path) -> None:
         raise write_error(folder, exc, doing="create the store") from exc
 
 
-def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[ToolEventWriter, bool]:
-    """The run's tool-events writer, continued as it is, and whether it had to be
-    recovered first; waits for a parallel hook.
+_LEFT_BY_A_KILL: Final = (UnsealedRunError, ArtifactSealedError, TornTailError)
+"""What a writer refuses in a file a killed hook left: bytes no checkpoint vouches for,
+a sidecar the manifest does not list yet, a torn last line."""
 
-    A file a killed hook left with bytes no checkpoint vouches for is sealed first by
-    ``agc recover`` (``recovered``, never silently adopted), then continued as a new
-    segment; :func:`_capture` keeps that as a failure once the event is in.
+
+def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[ToolEventWriter, bool]:
+    """The run's tool-events writer, continued as it is, and whether bytes no crash
+    checkpoint vouched for had to be sealed first; waits for a parallel hook.
+
+    A file a killed hook left (see :data:`_LEFT_BY_A_KILL`) is sealed first by ``agc
+    recover`` (``recovered``, never silently adopted), then continued as a new segment.
 
     Raises:
         RunLockedError: another hook held the file for longer than ``lock_wait_ms``.
@@ -279,23 +300,34 @@ def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[Too
     """
     deadline = time.monotonic() + lock_wait_ms / 1000
     pause = _FIRST_PAUSE_S
-    recovered = False
+    recovered = lost = False
     while True:
         try:
-            return ToolEventWriter(run_id, store=folder, resume=True), recovered
+            return ToolEventWriter(run_id, store=folder, resume=True), lost
         except RunLockedError:
             if time.monotonic() + pause > deadline:
                 raise
-        except UnsealedRunError:
+        except _LEFT_BY_A_KILL:
             if recovered:
                 raise
-            from agc.integrity import recover_run  # noqa: PLC0415 - only after a killed hook
-
-            recover_run(run_id, folder)
+            lost = _recover(run_id, folder)
             recovered = True
             continue
         time.sleep(pause)  # another hook of the run appends: it takes milliseconds
         pause = min(pause * 2, _MAX_PAUSE_S)
+
+
+def _recover(run_id: str, folder: Path) -> bool:
+    """``agc recover`` the run; whether it sealed bytes no checkpoint vouched for (or
+    moved a torn line aside).
+
+    Raises:
+        as :func:`agc.integrity.recover_run`.
+    """
+    from agc.integrity import recover_run  # noqa: PLC0415 - only after a killed hook
+
+    report = recover_run(run_id, folder)
+    return any(a.verified_bytes < a.bytes or a.quarantined_bytes for a in report.artifacts)
 
 
 def _seal_session(
