@@ -8,6 +8,7 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 * :func:`run_id_for` names the run of a client session;
 * :class:`ToolEvent` is one tool-events record, redacted when made;
 * :class:`SessionFacts` is what the run's manifest says about the session;
+* :func:`parse_hook_event` reads a client hook's event JSON into a :class:`HookEvent`;
 * :func:`compare_calls` finds the tool calls only one of two witnesses (the hooks, the
   client's session file) has.
 
@@ -33,15 +34,27 @@ from agc.capture._events import (
     ToolEvent,
     run_id_for,
 )
+from agc.capture._hooks import (
+    EVENT_KINDS,
+    MAX_HOOK_EVENT_BYTES,
+    HookEvent,
+    event_kind,
+    parse_hook_event,
+)
 
 __all__ = [
     "CLIENTS",
+    "EVENT_KINDS",
+    "MAX_HOOK_EVENT_BYTES",
     "ClientName",
     "Divergence",
     "EventKind",
     "EventSource",
+    "HookEvent",
     "SessionFacts",
     "ToolEvent",
     "compare_calls",
+    "event_kind",
+    "parse_hook_event",
     "run_id_for",
 ]

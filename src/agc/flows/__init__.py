@@ -15,7 +15,10 @@ what needs two of them lives here, built on their front doors only:
 * guards of recording and importing: :func:`explain_write_failure`,
   :func:`refuse_importing_own_file`, :func:`run_on_disk`, :func:`recover_hint`;
 * new files a user names: :func:`write_new_file`, :func:`new_file_errors`,
-  :func:`new_file_beside`; a file replaced with a backup kept: :func:`replace_in_place`.
+  :func:`new_file_beside`; a file replaced with a backup kept: :func:`replace_in_place`;
+* client sessions captured as they happen: :func:`capture_hook_event` (one hook event
+  appended to its run, the run sealed at the session's end, every failure kept as a
+  :class:`CaptureFailure`) and :func:`capture_failures`.
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -43,6 +46,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from agc._core.lazy import lazy_names as _lazy_names
 
 if _TYPE_CHECKING:
+    from agc._core.capture_failures import CAPTURE_FAILURES, fallback_failures_path
     from agc._core.fs import (
         MACHINE_ERRNOS,
         TEMP_SUFFIX,
@@ -77,6 +81,14 @@ if _TYPE_CHECKING:
         sync,
         write_new_file,
     )
+    from agc.flows._hook import (
+        CaptureFailure,
+        HookOutcome,
+        capture_failures,
+        capture_hook_event,
+        captured_session,
+        record_capture_failure,
+    )
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -98,10 +110,13 @@ if _TYPE_CHECKING:
 
 __all__ = [
     "ARTIFACT_KINDS",
+    "CAPTURE_FAILURES",
     "MACHINE_ERRNOS",
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
+    "CaptureFailure",
+    "HookOutcome",
     "PreparedWrite",
     "ProgressBar",
     "Retention",
@@ -109,9 +124,13 @@ __all__ = [
     "Store",
     "StoreLayout",
     "atomic_write_bytes",
+    "capture_failures",
+    "capture_hook_event",
+    "captured_session",
     "check_sealed_verdict",
     "describe_os_error",
     "explain_write_failure",
+    "fallback_failures_path",
     "has_recorded_run",
     "history_from_run",
     "keep_backup",
@@ -122,6 +141,7 @@ __all__ = [
     "parse_json",
     "processes_holding",
     "read_limited",
+    "record_capture_failure",
     "recover_hint",
     "recover_turn_runs",
     "refuse_importing_own_file",
@@ -150,6 +170,8 @@ _HOMES: dict[str, tuple[str, str]] = {
             "TEMP_SUFFIX",
             "PreparedWrite",
             "atomic_write_bytes",
+            "capture_failures",
+            "capture_hook_event",
             "describe_os_error",
             "read_limited",
         )
@@ -172,6 +194,7 @@ _HOMES: dict[str, tuple[str, str]] = {
         name: ("agc.flows._evidence", name)
         for name in (
             "explain_write_failure",
+            "fallback_failures_path",
             "recover_hint",
             "refuse_importing_own_file",
             "run_on_disk",
@@ -188,6 +211,21 @@ _HOMES: dict[str, tuple[str, str]] = {
             "sync",
             "write_new_file",
         )
+    },
+    **{
+        name: ("agc.flows._hook", name)
+        for name in (
+            "CaptureFailure",
+            "HookOutcome",
+            "capture_failures",
+            "capture_hook_event",
+            "captured_session",
+            "record_capture_failure",
+        )
+    },
+    **{
+        name: ("agc._core.capture_failures", name)
+        for name in ("CAPTURE_FAILURES", "fallback_failures_path")
     },
     **{
         name: ("agc.flows._readiness", name)
