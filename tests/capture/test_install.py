@@ -297,6 +297,37 @@ def test_project_scope_codex_hooks_are_trusted_in_the_user_configuration(
     assert not any("trusted project" in p for p in status.problems)
 
 
+@pytest.mark.parametrize(
+    ("client", "switch", "said"),
+    [
+        ("claude-code", {"disableAllHooks": True}, "disableAllHooks"),
+        ("gemini", {"hooksConfig": {"enabled": False}}, "hooksConfig.enabled"),
+        ("codex", {"features": {"hooks": False}}, "[features] hooks"),
+        ("codex", {"features": {"codex_hooks": False}}, "[features] hooks"),
+    ],
+)
+def test_status_names_the_clients_switch_that_turns_hooks_off(
+    tmp_path: Path, client: ClientName, switch: dict[str, Any], said: str
+) -> None:
+    env = _env(tmp_path)
+    path = config_paths(client, "user", environ=env).hooks
+    _write(path, _text(client, switch, compact=False))
+    install_hooks(client, "user", command=hook_command(AGC, client), environ=env)
+    problems = check_hooks(client, "user", environ=env).problems
+    assert [p for p in problems if said in p]
+
+
+def test_status_says_when_the_gemini_cli_disables_agcs_hook(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    command = hook_command(AGC, "gemini")
+    path = config_paths("gemini", "user", environ=env).hooks
+    _write(path, json.dumps({"hooksConfig": {"disabled": [command]}}))
+    install_hooks("gemini", "user", command=command, environ=env)
+    assert any(
+        "hooksConfig.disabled" in p for p in check_hooks("gemini", "user", environ=env).problems
+    )
+
+
 _INVALID: dict[ClientName, list[str]] = {
     "claude-code": [
         "{",

@@ -30,12 +30,14 @@ import shlex
 import shutil
 import stat
 import time
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from agc._core.fs import atomic_write_bytes, read_small_file
+from agc._core.json import loads
 from agc._core.report import SCHEMA_VERSION
 from agc.capture._events import ClientName
 from agc.capture._install import (
@@ -490,6 +492,8 @@ def check_hooks(
             problems.append(f"the hook command's program does not exist: {command}")
         if len({h.command for h in handlers}) > 1:
             problems.append("the agc hooks run different commands (install again)")
+    if handlers:
+        problems.extend(_switched_off(client, text, command))
     if paths.trust is not None and handlers:
         try:
             trust_text = text if paths.trust == paths.hooks else _read(paths.trust)
@@ -520,6 +524,38 @@ def check_hooks(
     )
 
 
+def _switched_off(client: ClientName, text: str | None, command: str | None) -> list[str]:
+    """The client's own switches that keep every hook, or agc's, from running: Claude
+    Code's ``disableAllHooks``, the Gemini CLI's ``hooksConfig.enabled`` and
+    ``hooksConfig.disabled`` (hook commands), Codex's ``[features] hooks`` (and its
+    former name ``codex_hooks``); each client's settings reference."""
+    try:
+        value: Any = tomllib.loads(text or "") if client == "codex" else loads(text or "{}")
+    except (tomllib.TOMLDecodeError, AgcError):
+        return []
+    if not isinstance(value, dict):
+        return []
+    problems = []
+    if client == "claude-code" and value.get("disableAllHooks") is True:
+        problems.append("Claude Code runs no hook: disableAllHooks is true")
+    if client == "gemini":
+        config = value.get("hooksConfig")
+        if isinstance(config, dict):
+            if config.get("enabled") is False:
+                problems.append("the Gemini CLI runs no hook: hooksConfig.enabled is false")
+            disabled = config.get("disabled")
+            if isinstance(disabled, list) and command in disabled:
+                problems.append("the Gemini CLI skips agc's hook: it is in hooksConfig.disabled")
+    if client == "codex":
+        features = value.get("features")
+        if isinstance(features, dict) and False in (
+            features.get("hooks"),
+            features.get("codex_hooks"),
+        ):
+            problems.append("Codex runs no hook: [features] hooks is false")
+    return problems
+
+
 def _codex_problems(
     trust: tuple[CodexTrust, ...],
     scope: Scope,
@@ -548,8 +584,6 @@ def _codex_problems(
 def _codex_project_trusted(user_text: str | None, project: Path | None) -> bool:
     """The project (or a folder above it) is ``trust_level = "trusted"`` in the user's
     Codex configuration (Codex's config reference, ``[projects]``)."""
-    import tomllib  # noqa: PLC0415 - only for a project-scope Codex status
-
     try:
         value = tomllib.loads(user_text or "")
     except tomllib.TOMLDecodeError:
