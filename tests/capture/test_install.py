@@ -275,6 +275,18 @@ def test_uninstall_moves_the_trust_of_a_user_hook_that_moves_up(tmp_path: Path) 
     assert state == {f"{path}:stop:0:0": {"trusted_hash": "sha256:" + "cd" * 32, "enabled": True}}
 
 
+def test_codex_trust_keys_name_the_codex_home_with_symlinks_resolved(tmp_path: Path) -> None:
+    # Codex 0.171 keys a user hook by its home folder resolved (hooks/list "key"), so a
+    # home reached through a symlink (macOS /var -> /private/var) still matches.
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    env = {"HOME": str(tmp_path / "link")}
+    install_hooks("codex", "user", command=hook_command(AGC, "codex"), environ=env)
+    keys = [entry.key for entry in check_hooks("codex", "user", environ=env).trust]
+    assert keys
+    assert all(key.startswith(f"{tmp_path / 'real' / '.codex' / 'config.toml'}:") for key in keys)
+
+
 def test_project_scope_codex_hooks_are_trusted_in_the_user_configuration(
     tmp_path: Path,
 ) -> None:

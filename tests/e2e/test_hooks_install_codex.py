@@ -160,3 +160,18 @@ def test_codex_runs_project_hooks_agc_installs_once_the_project_is_trusted(
     assert {h["source"] for h in ours} == {"project"}
     assert {h["trustStatus"] for h in ours} == {"trusted"}
     assert check_hooks("codex", "project", project=project, environ=env).will_run
+
+
+def test_codex_runs_the_hooks_of_a_home_reached_through_a_symlink(
+    codex_bin: Path, codex_setup: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    env, home = codex_setup
+    link = tmp_path / "linked-codex-home"
+    link.symlink_to(home)
+    env = {**env, "CODEX_HOME": str(link)}
+    install_hooks("codex", "user", command=hook_command(_agc(), "codex"), environ=env)
+    work = tmp_path / "work"
+    work.mkdir()
+    ours = _ours(_hooks_list(codex_bin, env, work))
+    assert len(ours) == len(CLIENT_EVENTS["codex"])
+    assert {h["trustStatus"] for h in ours} == {"trusted"}

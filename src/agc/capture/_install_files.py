@@ -111,7 +111,9 @@ def config_paths(
     home = Path(home_text)
     root = (project or Path.cwd()).absolute()
     codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
-    user_codex = codex_home.absolute() / "config.toml"
+    # Codex names its user file by its home folder with every symlink resolved (the key
+    # of a trusted hook starts with it), the file itself as it is.
+    user_codex = Path(os.path.realpath(codex_home)) / "config.toml"
     if client == "claude-code":
         claude = (
             Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
@@ -592,7 +594,8 @@ def _codex_project_trusted(user_text: str | None, project: Path | None) -> bool:
     if not isinstance(projects, dict):
         return False
     folder = (project or Path.cwd()).absolute()
-    for candidate in (folder, *folder.parents):
+    resolved = Path(os.path.realpath(folder))
+    for candidate in dict.fromkeys((folder, *folder.parents, resolved, *resolved.parents)):
         entry = projects.get(str(candidate))
         if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
             return True
