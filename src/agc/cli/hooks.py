@@ -17,7 +17,6 @@ from agc.capture import (
     ClientName,
     HooksChange,
     Scope,
-    check_hooks,
     hook_command,
     install_hooks,
     uninstall_hooks,
@@ -25,6 +24,7 @@ from agc.capture import (
 from agc.cli.common import EPILOG, emit_json, new_app, write_lines
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
+from agc.flows import hooks_status
 
 __all__ = ["register"]
 
@@ -175,8 +175,12 @@ def _status_lines(status: ClientHooks) -> list[str]:
     for entry in status.trust:
         lines.append(f"  codex trust {entry.event}: {entry.status}")
     lines.extend(f"  problem: {problem}" for problem in status.problems)
-    if status.last_failure is not None:
-        lines.append(f"  last capture failure: {status.last_failure}")
+    failure = status.last_failure
+    if failure is not None:
+        lines.append(
+            f"  last capture failure: {failure.get('code')}: {failure.get('message')} "
+            f"(run {failure.get('run_id')}, event {failure.get('hook')}, ts {failure.get('ts')})"
+        )
     return lines
 
 
@@ -191,7 +195,8 @@ def status_command(
     as_json: JsonOption = False,
 ) -> int:
     """Say, per client, whether it will run agc's hook: installed for every event, the
-    command's program there, and for Codex each hook trusted.
+    command's program there, for Codex each hook trusted; and the hook's last capture
+    failure in the store its command names.
 
     Exit 0 when the client asked for (without --client: every client that has agc's
     hook, and at least one) will run it; 1 when not.
@@ -203,7 +208,7 @@ def status_command(
     """
     clients: tuple[ClientName, ...] = (client,) if client is not None else CLIENTS
     scope_value: Scope = scope
-    found = [check_hooks(name, scope_value, project=project) for name in clients]
+    found = [hooks_status(name, scope_value, project=project) for name in clients]
     considered = found if client is not None else [s for s in found if s.installed]
     ok = bool(considered) and all(status.will_run for status in considered)
     if as_json:

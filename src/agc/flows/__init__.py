@@ -17,7 +17,8 @@ what needs two of them lives here, built on their front doors only:
 * new files a user names: :func:`write_new_file`, :func:`new_file_errors`;
 * client sessions captured as they happen: :func:`capture_hook_event` (one hook event
   appended to its run, the run sealed at the session's end, every failure kept as a
-  :class:`CaptureFailure`) and :func:`capture_failures`.
+  :class:`CaptureFailure`) and :func:`capture_failures`; :func:`hooks_status` (whether
+  a client will run agc's hook, with the hook's last capture failure).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -81,6 +82,7 @@ if _TYPE_CHECKING:
         fallback_failures_path,
         record_capture_failure,
     )
+    from agc.flows._hooks_status import hooks_status
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -125,6 +127,7 @@ __all__ = [
     "fallback_failures_path",
     "has_recorded_run",
     "history_from_run",
+    "hooks_status",
     "new_file_errors",
     "open_store",
     "orjson_indented",
@@ -201,6 +204,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "record_capture_failure",
         )
     },
+    "hooks_status": ("agc.flows._hooks_status", "hooks_status"),
     **{
         name: ("agc.flows._readiness", name)
         for name in (
