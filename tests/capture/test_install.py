@@ -340,6 +340,20 @@ def test_status_says_when_the_gemini_cli_disables_agcs_hook(tmp_path: Path) -> N
     )
 
 
+def test_a_codex_that_cannot_be_asked_is_said_so(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    missing = str(tmp_path / "no-codex")
+    change = install_hooks(
+        "codex", "user", command=hook_command(AGC, "codex"), environ=env, codex=missing
+    )
+    assert change.codex_says is not None
+    assert change.codex_says.startswith("not asked: cannot start")
+    assert {e.status for e in check_hooks("codex", "user", environ=env).trust} == {"trusted"}
+    status = check_hooks("codex", "user", environ=env, codex=missing)
+    assert status.codex_says is None
+    assert any(p.startswith("Codex could not be asked") for p in status.problems)
+
+
 _INVALID: dict[ClientName, list[str]] = {
     "claude-code": [
         "{",

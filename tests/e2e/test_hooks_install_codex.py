@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import agc.capture._install as _install
 from agc.capture import (
     CLIENT_EVENTS,
     check_hooks,
@@ -27,6 +28,10 @@ from agc.capture import (
 )
 from tests.e2e.clients import codex_env, codex_home
 from tests.e2e.model_server import Answer, Script
+
+REACHES_INSIDE = {
+    "agc.capture._install": "stands in for a Codex whose hook digest agc does not know",
+}
 
 _DEADLINE_S = 60
 
@@ -175,3 +180,33 @@ def test_codex_runs_the_hooks_of_a_home_reached_through_a_symlink(
     ours = _ours(_hooks_list(codex_bin, env, work))
     assert len(ours) == len(CLIENT_EVENTS["codex"])
     assert {h["trustStatus"] for h in ours} == {"trusted"}
+
+
+def test_install_and_status_ask_codex_and_take_its_digest_when_agcs_differs(
+    codex_bin: Path,
+    codex_setup: tuple[dict[str, str], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env, home = codex_setup
+    work = tmp_path / "work"
+    work.mkdir()
+    command = hook_command(_agc(), "codex")
+    # A Codex whose digest agc does not know (a later version hashing more of the hook):
+    # agc's own digest is wrong, Codex's hooks/list gives the right one.
+    monkeypatch.setattr(_install, "codex_hook_hash", lambda *_a, **_k: "sha256:" + "0" * 64)
+    monkeypatch.chdir(work)
+    change = install_hooks("codex", "user", command=command, environ=env, codex=str(codex_bin))
+    assert change.codex_says == "trusted"
+    assert {h["trustStatus"] for h in _ours(_hooks_list(codex_bin, env, work))} == {"trusted"}
+    status = check_hooks("codex", "user", environ=env, codex=str(codex_bin))
+    assert status.codex_says is not None
+    assert set(status.codex_says.values()) == {"trusted"}
+    assert status.will_run  # Codex's word, not agc's (wrong) digest
+
+    # A hook Codex will not run is named, whatever agc computes.
+    config = home / "config.toml"
+    config.write_text(config.read_text().replace('trusted_hash = "sha256:', 'trusted_hash = "x', 1))
+    status = check_hooks("codex", "user", environ=env, codex=str(codex_bin))
+    assert [p for p in status.problems if p.startswith("Codex says agc's")]
+    assert not status.will_run

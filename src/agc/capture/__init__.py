@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+from agc.capture._codex_app import find_codex
 from agc.capture._events import (
     CLIENTS,
     ClientName,
@@ -72,6 +73,7 @@ __all__ = [
     "codex_hook_hash",
     "config_paths",
     "event_kind",
+    "find_codex",
     "hook_command",
     "install_hooks",
     "parse_hook_event",

@@ -25,6 +25,7 @@ target (dotfile managers link them).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import shutil
@@ -39,6 +40,7 @@ from typing import Any, Final
 from agc._core.fs import atomic_write_bytes, read_small_file
 from agc._core.json import loads
 from agc._core.report import SCHEMA_VERSION
+from agc.capture._codex_app import CodexAppError, codex_hooks_list
 from agc.capture._events import ClientName
 from agc.capture._install import (
     CLIENT_EVENTS,
@@ -47,6 +49,7 @@ from agc.capture._install import (
     agc_handlers,
     codex_moves,
     codex_trust,
+    is_agc_command,
     with_codex_trust,
     with_hooks,
     without_hooks,
@@ -164,6 +167,9 @@ class HooksChange:
         action: ``install`` or ``uninstall``.
         command: the hook command installed (``None`` for uninstall).
         files: the files changed, the hooks file first.
+        codex_says: Codex only, when it was asked (``hooks/list``): ``trusted`` when it
+            lists every agc hook as trusted, else what it says (or why it could not be
+            asked); ``None`` when not asked.
     """
 
     client: ClientName
@@ -171,6 +177,7 @@ class HooksChange:
     action: str
     command: str | None
     files: tuple[FileChange, ...]
+    codex_says: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -185,6 +192,7 @@ class HooksChange:
             "command": self.command,
             "changed": self.changed,
             "files": [change.to_dict() for change in self.files],
+            "codex_says": self.codex_says,
         }
 
 
@@ -266,6 +274,7 @@ def install_hooks(
     command: str,
     project: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    codex: str | None = None,
 ) -> HooksChange:
     """Install agc's hook command for every event of ``client`` (:data:`CLIENT_EVENTS`),
     and for Codex trust it in the user configuration.
@@ -273,6 +282,10 @@ def install_hooks(
     Args:
         client / scope / project / environ: as :func:`config_paths`.
         command: the hook command (:func:`~agc.capture.hook_command`).
+        codex: a Codex program to ask, once the hooks are written, what it will run
+            (``hooks/list``): an agc hook Codex does not call trusted is then trusted
+            with the digest Codex reports for it (as Codex's own review does), and
+            Codex is asked again. ``None``: the digest agc computes is the only one.
 
     Raises:
         ClientConfigInvalidError: a file is not valid in the client's format (nothing is
@@ -307,7 +320,60 @@ def install_hooks(
         return HooksChange(client, scope, "install", command, tuple(changes))
 
     result: HooksChange = _retrying(run)
+    if client == "codex" and codex is not None:
+        result = _confirm_with_codex(result, paths, codex, project, environ)
     return result
+
+
+def _codex_view(
+    paths: ConfigPaths,
+    codex: str,
+    project: Path | None,
+    environ: Mapping[str, str] | None,
+) -> dict[str, dict[str, Any]] | str:
+    """agc's hooks as Codex lists them (key -> hooks/list entry), or why Codex could not
+    be asked."""
+    try:
+        hooks = codex_hooks_list(codex, cwd=(project or Path.cwd()).absolute(), environ=environ)
+    except CodexAppError as exc:
+        return str(exc)
+    return {
+        str(hook.get("key")): hook
+        for hook in hooks
+        if is_agc_command(hook.get("command"), "codex")
+        and str(hook.get("sourcePath")) == str(paths.hooks)
+    }
+
+
+def _confirm_with_codex(
+    change: HooksChange,
+    paths: ConfigPaths,
+    codex: str,
+    project: Path | None,
+    environ: Mapping[str, str] | None,
+) -> HooksChange:
+    view = _codex_view(paths, codex, project, environ)
+    if isinstance(view, str):
+        return dataclasses.replace(change, codex_says=f"not asked: {view}")
+    untrusted = {
+        key: str(hook.get("currentHash"))
+        for key, hook in view.items()
+        if hook.get("trustStatus") != "trusted" and hook.get("command") == change.command
+    }
+    files = change.files
+    if untrusted and paths.trust is not None:
+        trust_file = paths.trust
+        old = _read(trust_file)
+        new = with_codex_trust(old, user_path=str(trust_file), trust=untrusted)
+        files = (*files, _write(trust_file, old, new))
+        view = _codex_view(paths, codex, project, environ)
+        if isinstance(view, str):
+            return dataclasses.replace(change, files=files, codex_says=f"not asked: {view}")
+    statuses = sorted({str(hook.get("trustStatus")) for hook in view.values()})
+    says = "trusted" if statuses == ["trusted"] else ", ".join(statuses) or "not listed"
+    if len(view) != len(CLIENT_EVENTS["codex"]) and says == "trusted":
+        says = f"{len(view)} of {len(CLIENT_EVENTS['codex'])} agc hooks listed"
+    return dataclasses.replace(change, files=files, codex_says=says)
 
 
 def uninstall_hooks(
@@ -380,6 +446,8 @@ class ClientHooks:
         problems: what keeps the client from running the hook, in words; empty when it
             will run it for every event.
         last_failure: the last capture failure the hook recorded, when known.
+        codex_says: Codex only, when it was asked (``hooks/list``): key -> the trust
+            status Codex itself gives each agc hook it lists; ``None`` when not asked.
     """
 
     client: ClientName
@@ -394,6 +462,7 @@ class ClientHooks:
     trust: tuple[CodexTrust, ...] = ()
     problems: tuple[str, ...] = ()
     last_failure: Mapping[str, Any] | None = field(default=None)
+    codex_says: Mapping[str, str] | None = None
 
     @property
     def installed(self) -> bool:
@@ -430,6 +499,7 @@ class ClientHooks:
             ],
             "problems": list(self.problems),
             "last_failure": None if self.last_failure is None else dict(self.last_failure),
+            "codex_says": None if self.codex_says is None else dict(self.codex_says),
         }
 
 
@@ -464,9 +534,14 @@ def check_hooks(
     project: Path | None = None,
     environ: Mapping[str, str] | None = None,
     last_failure: Mapping[str, Any] | None = None,
+    codex: str | None = None,
 ) -> ClientHooks:
     """Whether ``client`` will run agc's hook; never raises on what it finds (a file it
     cannot read is a problem in the report).
+
+    For Codex, with ``codex`` (a Codex program), Codex itself is asked (``hooks/list``)
+    and its word on each agc hook replaces the trust agc computes: a hook it does not
+    list (a project it does not load) or does not call trusted is a problem.
 
     Raises:
         UsageError: an unknown client or scope, or no home folder.
@@ -510,6 +585,20 @@ def check_hooks(
             problems.extend(_codex_problems(trust, scope, paths, trust_text, project))
         except AgcError as exc:
             problems.append(exc.message)
+    says: dict[str, str] | None = None
+    if client == "codex" and codex is not None and handlers:
+        view = _codex_view(paths, codex, project, environ)
+        if isinstance(view, str):
+            problems.append(f"Codex could not be asked: {view}")
+        else:
+            says = {key: str(hook.get("trustStatus")) for key, hook in view.items()}
+            problems = [p for p in problems if not p.startswith("Codex skips the ")]
+            for entry in trust:
+                status = says.get(entry.key)
+                if status is None:
+                    problems.append(f"Codex does not list agc's {entry.event} hook")
+                elif status != "trusted":
+                    problems.append(f"Codex says agc's {entry.event} hook is {status}")
     return ClientHooks(
         client=client,
         scope=scope,
@@ -523,6 +612,7 @@ def check_hooks(
         trust=trust,
         problems=tuple(problems),
         last_failure=last_failure,
+        codex_says=says,
     )
 
 

@@ -17,6 +17,7 @@ from agc.capture import (
     ClientName,
     HooksChange,
     Scope,
+    find_codex,
     hook_command,
     install_hooks,
     uninstall_hooks,
@@ -50,6 +51,22 @@ ProjectOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+CodexOption = Annotated[
+    str | None,
+    typer.Option(
+        "--codex",
+        help="The Codex program to ask which hooks it will run (its app server's "
+        "hooks/list; default: codex on PATH; --codex '' asks none).",
+        show_default=False,
+    ),
+]
+
+
+def _codex_program(option: str | None) -> str | None:
+    if option is None:
+        return find_codex()
+    return option or None
+
 
 hooks_app = new_app(
     name="hooks",
@@ -95,6 +112,8 @@ def _print_change(change: HooksChange) -> None:
         lines.append(f"{file.path}: {what}{backup}")
     if change.command is not None:
         lines.append(f"hook command: {change.command}")
+    if change.codex_says is not None:
+        lines.append(f"Codex says agc's hooks are: {change.codex_says}")
     write_lines(lines)
 
 
@@ -111,6 +130,7 @@ def install_command(
         ),
     ] = None,
     project: ProjectOption = None,
+    codex: CodexOption = None,
     agc: Annotated[
         Path | None,
         typer.Option("--agc", help="The agc executable the hook runs.", show_default=False),
@@ -124,7 +144,7 @@ def install_command(
     valid in the client's format is refused (exit 2) with nothing written. Installing
     again changes nothing, or only the command. For Codex the hooks are also trusted in
     $CODEX_HOME/config.toml (the digest Codex's own /hooks review writes), so Codex runs
-    them.
+    them; when a codex program is found it is asked (hooks/list) whether it will.
 
     \b
     Examples:
@@ -133,7 +153,8 @@ def install_command(
       agc hooks install --client gemini --scope project --project ~/src/app
     """
     command = hook_command(_agc_executable(agc), client, store=_store_text(store))
-    change = install_hooks(client, scope, command=command, project=project)
+    program = _codex_program(codex) if client == "codex" else None
+    change = install_hooks(client, scope, command=command, project=project, codex=program)
     if as_json:
         emit_json(change.to_dict())
     else:
@@ -173,7 +194,9 @@ def _status_lines(status: ClientHooks) -> list[str]:
         lines.append(f"  command: {status.command}{found}")
         lines.append(f"  events: {', '.join(status.events)}")
     for entry in status.trust:
-        lines.append(f"  codex trust {entry.event}: {entry.status}")
+        said = (status.codex_says or {}).get(entry.key)
+        codex_word = "" if status.codex_says is None else f" (Codex says: {said or 'not listed'})"
+        lines.append(f"  codex trust {entry.event}: {entry.status}{codex_word}")
     lines.extend(f"  problem: {problem}" for problem in status.problems)
     failure = status.last_failure
     if failure is not None:
@@ -192,6 +215,7 @@ def status_command(
     ] = None,
     scope: ScopeOption = "user",
     project: ProjectOption = None,
+    codex: CodexOption = None,
     as_json: JsonOption = False,
 ) -> int:
     """Say, per client, whether it will run agc's hook: installed for every event, the
@@ -208,7 +232,11 @@ def status_command(
     """
     clients: tuple[ClientName, ...] = (client,) if client is not None else CLIENTS
     scope_value: Scope = scope
-    found = [hooks_status(name, scope_value, project=project) for name in clients]
+    program = _codex_program(codex)
+    found = [
+        hooks_status(name, scope_value, project=project, codex=program if name == "codex" else None)
+        for name in clients
+    ]
     considered = found if client is not None else [s for s in found if s.installed]
     ok = bool(considered) and all(status.will_run for status in considered)
     if as_json:

@@ -24,16 +24,18 @@ def hooks_status(
     *,
     project: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    codex: str | None = None,
 ) -> ClientHooks:
     """:func:`agc.capture.check_hooks`, with ``last_failure`` the newest capture failure of
     this client kept for the store the installed command names (the default store when
     it names none), as :meth:`CaptureFailure.to_record` gives it; ``None`` when there is
-    none or agc's hook is not installed. Never raises on what it finds.
+    none or agc's hook is not installed; ``codex`` (a Codex program) is asked as
+    :func:`agc.capture.check_hooks` says. Never raises on what it finds.
 
     Raises:
         UsageError: an unknown client or scope, or no home folder.
     """
-    status = check_hooks(client, scope, project=project, environ=environ)
+    status = check_hooks(client, scope, project=project, environ=environ, codex=codex)
     if status.command is None:
         return status
     failures = [
