@@ -354,6 +354,29 @@ def test_a_codex_that_cannot_be_asked_is_said_so(tmp_path: Path) -> None:
     assert any(p.startswith("Codex could not be asked") for p in status.problems)
 
 
+def test_gemini_project_hooks_need_a_trusted_folder(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    project = tmp_path / "app"
+    install_hooks(
+        "gemini", "project", command=hook_command(AGC, "gemini"), project=project, environ=env
+    )
+
+    def said() -> bool:
+        status = check_hooks("gemini", "project", project=project, environ=env)
+        return any("trusted folder" in p for p in status.problems)
+
+    assert said()
+    rules = tmp_path / ".gemini" / "trustedFolders.json"
+    _write(rules, json.dumps({str(tmp_path): "TRUST_FOLDER"}))
+    assert not said()
+    _write(rules, json.dumps({str(tmp_path): "TRUST_FOLDER", str(project): "DO_NOT_TRUST"}))
+    assert said()
+    _write(rules, json.dumps({str(project / "sub"): "TRUST_PARENT"}))
+    assert not said()
+    env["GEMINI_CLI_TRUST_WORKSPACE"] = "false"
+    assert said()
+
+
 _INVALID: dict[ClientName, list[str]] = {
     "claude-code": [
         "{",

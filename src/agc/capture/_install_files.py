@@ -571,6 +571,14 @@ def check_hooks(
             problems.append("the agc hooks run different commands (install again)")
     if handlers:
         problems.extend(_switched_off(client, text, command))
+    if client == "gemini" and scope == "project" and handlers:
+        env = os.environ if environ is None else environ
+        if not _gemini_folder_trusted(project, env):
+            problems.append(
+                "the Gemini CLI reads a project's .gemini/settings.json only in a trusted "
+                "folder: trust it when the Gemini CLI asks (/permissions), or set "
+                "GEMINI_CLI_TRUST_WORKSPACE=true for headless runs"
+            )
     if paths.trust is not None and handlers:
         try:
             trust_text = text if paths.trust == paths.hooks else _read(paths.trust)
@@ -671,6 +679,33 @@ def _codex_problems(
             f'[projects."{(project or Path.cwd()).absolute()}"] in {paths.trust})'
         )
     return problems
+
+
+def _gemini_folder_trusted(project: Path | None, env: Mapping[str, str]) -> bool:
+    """The Gemini CLI's folder trust for the project (its ``trustedFolders.ts``):
+    ``GEMINI_CLI_TRUST_WORKSPACE``, ``security.folderTrust.enabled`` of the user's
+    settings, else the longest rule of ``~/.gemini/trustedFolders.json`` that covers the
+    folder (``TRUST_FOLDER``, ``TRUST_PARENT``: the rule's parent, ``DO_NOT_TRUST``)."""
+    if env.get("GEMINI_CLI_TRUST_WORKSPACE") in {"true", "false"}:
+        return env["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
+    gemini = config_paths("gemini", "user", environ=env).hooks.parent
+    try:
+        settings = loads(_read(gemini / "settings.json") or "{}")
+        rules = loads(_read(gemini / "trustedFolders.json") or "{}")
+    except AgcError:
+        return False
+    security = settings.get("security") if isinstance(settings, dict) else None
+    folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
+    if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:
+        return True
+    folder = Path(os.path.realpath((project or Path.cwd()).absolute()))
+    best, verdict = -1, False
+    for rule, level in rules.items() if isinstance(rules, dict) else ():
+        covered = Path(rule).parent if level == "TRUST_PARENT" else Path(rule)
+        covered = Path(os.path.realpath(covered))
+        if (folder == covered or covered in folder.parents) and len(rule) > best:
+            best, verdict = len(rule), level in {"TRUST_FOLDER", "TRUST_PARENT"}
+    return verdict
 
 
 def _codex_project_trusted(user_text: str | None, project: Path | None) -> bool:
