@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
+from hypothesis import HealthCheck, given, settings
 
 import agc.capture._install as _install
 from agc.capture import (
@@ -26,6 +29,8 @@ from agc.capture import (
     install_hooks,
     uninstall_hooks,
 )
+from tests.capture.test_install import configs
+from tests.conftest import examples
 from tests.e2e.clients import codex_env, codex_home
 from tests.e2e.model_server import Answer, Script
 
@@ -210,3 +215,35 @@ def test_install_and_status_ask_codex_and_take_its_digest_when_agcs_differs(
     status = check_hooks("codex", "user", environ=env, codex=str(codex_bin))
     assert [p for p in status.problems if p.startswith("Codex says agc's")]
     assert not status.will_run
+
+
+@settings(
+    max_examples=examples(10, least=3),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(value=configs("codex"))
+def test_whatever_the_users_codex_config_holds_codex_runs_agcs_hooks(
+    codex_bin: Path, value: dict[str, Any]
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        home = root / "codex-home"
+        home.mkdir()
+        user_config = tomli_w.dumps(value)
+        (home / "config.toml").write_text(user_config)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "CODEX_HOME": str(home)}
+        env.update({"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"})
+        before = {
+            (h["key"], h["command"], h["trustStatus"]) for h in _hooks_list(codex_bin, env, root)
+        }
+        command = hook_command(_agc(), "codex")
+        install_hooks("codex", "user", command=command, environ=env)
+        hooks = _hooks_list(codex_bin, env, root)
+        ours = _ours(hooks)
+        assert len(ours) == len(CLIENT_EVENTS["codex"])
+        assert {h["trustStatus"] for h in ours} == {"trusted"}
+        # the user's hooks: the same keys, commands and trust as before
+        assert {(h["key"], h["command"], h["trustStatus"]) for h in hooks if h not in ours} == (
+            before
+        )
