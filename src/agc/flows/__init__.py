@@ -18,7 +18,8 @@ what needs two of them lives here, built on their front doors only:
   :func:`new_file_beside`; a file replaced with a backup kept: :func:`replace_in_place`;
 * client sessions captured as they happen: :func:`capture_hook_event` (one hook event
   appended to its run, the run sealed at the session's end, every failure kept as a
-  :class:`CaptureFailure`) and :func:`capture_failures`.
+  :class:`CaptureFailure`) and :func:`capture_failures`; :func:`hooks_status` (whether
+  a client will run agc's hook, with the hook's last capture failure).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -89,6 +90,7 @@ if _TYPE_CHECKING:
         captured_session,
         record_capture_failure,
     )
+    from agc.flows._hooks_status import hooks_status
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -133,6 +135,7 @@ __all__ = [
     "fallback_failures_path",
     "has_recorded_run",
     "history_from_run",
+    "hooks_status",
     "keep_backup",
     "new_file_beside",
     "new_file_errors",
@@ -223,6 +226,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "record_capture_failure",
         )
     },
+    "hooks_status": ("agc.flows._hooks_status", "hooks_status"),
     **{
         name: ("agc._core.capture_failures", name)
         for name in ("CAPTURE_FAILURES", "fallback_failures_path")
