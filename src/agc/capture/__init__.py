@@ -7,7 +7,9 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 
 * :func:`run_id_for` names the run of a client session;
 * :class:`ToolEvent` is one tool-events record, redacted when made;
-* :class:`SessionFacts` is what the run's manifest says about the session.
+* :class:`SessionFacts` is what the run's manifest says about the session;
+* :class:`SessionParser` / :func:`parse_session` read both from a client's own session
+  file (Codex rollout, ``codex exec --json`` stream, Claude Code session, Gemini CLI chat).
 
 Example::
 
@@ -30,13 +32,25 @@ from agc.capture._events import (
     ToolEvent,
     run_id_for,
 )
+from agc.capture._sessions import (
+    SESSION_FORMATS,
+    SessionFormat,
+    SessionParser,
+    detect_format,
+    parse_session,
+)
 
 __all__ = [
     "CLIENTS",
+    "SESSION_FORMATS",
     "ClientName",
     "EventKind",
     "EventSource",
     "SessionFacts",
+    "SessionFormat",
+    "SessionParser",
     "ToolEvent",
+    "detect_format",
+    "parse_session",
     "run_id_for",
 ]

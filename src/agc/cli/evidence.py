@@ -54,6 +54,7 @@ from agc.flows import (
     refuse_importing_own_file,
     resolve_store,
     run_on_disk,
+    session_companion,
     validate_new_run_id,
     validate_run_id,
 )
@@ -176,6 +177,7 @@ def record_command(
             algorithm=algorithm.value,
             signing_key=key,
             allow_empty=allow_empty,
+            companion=session_companion(),
         )
     except KeyboardInterrupt as exc:
         return _stopped(exc, run_id, store, kind)
@@ -226,6 +228,7 @@ def import_command(
                 progress=progress,
                 signing_key=key,
                 allow_empty=allow_empty,
+                companion=session_companion(),
             )
     except KeyboardInterrupt as exc:
         return _stopped(exc, run_id, store, kind)

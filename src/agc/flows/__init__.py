@@ -14,7 +14,9 @@ what needs two of them lives here, built on their front doors only:
   :func:`check_sealed_verdict`, :func:`refuse_taken_run_id`;
 * guards of recording and importing: :func:`explain_write_failure`,
   :func:`refuse_importing_own_file`, :func:`run_on_disk`, :func:`recover_hint`;
-* new files a user names: :func:`write_new_file`, :func:`new_file_errors`.
+* new files a user names: :func:`write_new_file`, :func:`new_file_errors`;
+* client session files into runs: :func:`session_companion` (tool events and session
+  facts filled while a session file is recorded or imported).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -68,6 +70,7 @@ if _TYPE_CHECKING:
         run_on_disk,
     )
     from agc.flows._files import new_file_errors, write_new_file
+    from agc.flows._import_sessions import SessionCompanion, session_companion
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -97,6 +100,7 @@ __all__ = [
     "ProgressBar",
     "Retention",
     "SealedVerdictCheck",
+    "SessionCompanion",
     "Store",
     "StoreLayout",
     "atomic_write_bytes",
@@ -120,6 +124,7 @@ __all__ = [
     "run_on_disk",
     "scan_history",
     "seal_verdict",
+    "session_companion",
     "streamable_size",
     "validate_new_run_id",
     "validate_run_id",
@@ -164,6 +169,10 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     **{name: ("agc.flows._files", name) for name in ("new_file_errors", "write_new_file")},
+    **{
+        name: ("agc.flows._import_sessions", name)
+        for name in ("SessionCompanion", "session_companion")
+    },
     **{
         name: ("agc.flows._readiness", name)
         for name in (

@@ -30,6 +30,7 @@ if _TYPE_CHECKING:
         iter_session_lines,
     )
     from agc.integrity._ingest import (
+        Companion,
         IngestSummary,
         ingest_stream,
     )
@@ -98,6 +99,7 @@ __all__ = [
     "Algorithm",
     "ArtifactReport",
     "ArtifactSeal",
+    "Companion",
     "DiffSide",
     "FileSeal",
     "Finding",
@@ -171,6 +173,7 @@ _HOMES = {
         "diff_run",
     ),
     "agc.integrity._ingest": (
+        "Companion",
         "IngestSummary",
         "ingest_stream",
     ),
