@@ -11,6 +11,7 @@ from typing import Annotated, BinaryIO
 
 import typer
 
+from agc.cli._jsontext import json_document
 from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
@@ -36,6 +37,7 @@ from agc.cli.objstore import (
 from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
+    AgcError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -46,8 +48,10 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.flows import (
+    PassThrough,
     StoreLayout,
     describe_os_error,
+    drain,
     explain_write_failure,
     open_store,
     recover_hint,
@@ -114,18 +118,23 @@ def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind
     return int(code)
 
 
-def _print_summary(summary: IngestSummary, as_json: bool) -> None:
+def _print_summary(summary: IngestSummary, as_json: bool, *, to_stderr: bool = False) -> None:
+    """The summary on stdout, or on stderr when stdout carries the input (``--tee``)."""
     if as_json:
-        emit_json(summary.to_dict())
+        if to_stderr:
+            sys.stderr.write(json_document(summary.to_dict()) + "\n")
+        else:
+            emit_json(summary.to_dict())
         return
+    console = err_console if to_stderr else out_console
     if summary.unchanged:
-        out_console.print(
+        console.print(
             f"run {summary.run_id}: already recorded with these {summary.records} records "
             "(the same input); nothing written",
             markup=False,
         )
         return
-    out_console.print(
+    console.print(
         f"run {summary.run_id}: {summary.records} records written to {summary.kind}"
         f" ({summary.invalid_lines} non-object lines kept as 'invalid' records), sealed",
         markup=False,
@@ -143,19 +152,33 @@ def record_command(
     retention_days: RetentionDaysOption = None,
     retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
     legal_hold: LegalHoldOption = False,
+    tee: Annotated[
+        bool,
+        typer.Option(
+            "--tee",
+            help="Pass the input through to stdout as it is read (the summary goes to stderr).",
+        ),
+    ] = False,
 ) -> int:
     """Read JSONL from stdin and write it to a run, sealing at end of input.
 
     Every line becomes a record; a line that is not a JSON object is kept as a record
-    that says so (with its text) and counted in the summary. The other artifact of the
-    run is sealed as an empty file. An empty input is refused (exit 2, nothing is
-    sealed, the run id stays free) unless --allow-empty is given. Stopped by Ctrl-C or
-    SIGTERM (exit 130/143), the records read so far stay on disk, unsealed: `agc
-    recover RUN` seals them.
+    that says so (with its text) and counted in the summary. A Codex rollout or `codex
+    exec --json` stream, a Claude Code session or a Gemini CLI chat also fills the
+    run's tool-events (one record per tool call and per result) and its attributes
+    (client, session id, model…); any other input seals them empty. An empty input is
+    refused (exit 2, nothing is sealed, the run id stays free) unless --allow-empty is
+    given. Stopped by Ctrl-C or SIGTERM (exit 130/143), the records read so far stay on
+    disk, unsealed: `agc recover RUN` seals them.
+
+    Best effort: when the store fails (missing, full, read-only, locked), agc record
+    still reads its input to the end, so the agent writing into the pipe never dies of
+    SIGPIPE, says once what was not recorded, and exits 3 at the end.
 
     \b
     Examples:
       codex exec --json "fix the tests" | agc record --run-id fix-tests-42
+      codex exec --json "…" | agc record --run-id r9 --tee | jq -c .type
       my-runner --events | agc record --run-id r7 --kind tool-events
       codex exec --json "…" | agc record --run-id r8 --store s3://evidence/team --retention-days 365
     """
@@ -166,11 +189,11 @@ def record_command(
             "agc record has no standard input (it is closed)",
             hint="Pipe the agent's JSONL into agc record, or use agc import FILE.",
         )
-    stdin: BinaryIO = sys.stdin.buffer
+    source = PassThrough(sys.stdin.buffer, sys.stdout.buffer if tee else None)
     key = signing_key_from(signing_key)
     try:
         summary = ingest_stream(
-            stdin,
+            source,  # type: ignore[arg-type]  # a binary stream: read, read1, fileno
             run_id,
             kind=kind.value,
             store=target_store,
@@ -181,12 +204,30 @@ def record_command(
         )
     except KeyboardInterrupt as exc:
         return _stopped(exc, run_id, store, kind)
-    except StoreError as exc:
-        explain_write_failure(exc, run_id, store, kind.value)
+    except AgcError as exc:
+        _read_to_the_end(source, exc, run_id, store, kind)
         raise
-    _print_summary(summary, as_json)
+    _print_summary(summary, as_json, to_stderr=tee)
     print_upload(summary.object_store)
     return int(ExitCode.OK)
+
+
+def _read_to_the_end(
+    source: PassThrough, exc: AgcError, run_id: str, store: Path | None, kind: Kind
+) -> None:
+    """After a failure to record: read the rest of the input (so its writer never gets
+    SIGPIPE) and say once, on stderr, how much of it was not recorded."""
+    if isinstance(exc, StoreError):
+        explain_write_failure(exc, run_id, store, kind.value)
+    drained = drain(source)  # ends at once when the input itself failed
+    if source.bytes_read == 0:
+        return  # an empty input: nothing was lost
+    err_console.print(
+        f"agc record: run {run_id} failed ({exc.code}); the input was still read to its "
+        f"end ({source.bytes_read:,} bytes) so that its writer could finish, and the "
+        f"{drained:,} bytes after the failure were NOT recorded",
+        markup=False,
+    )
 
 
 def import_command(

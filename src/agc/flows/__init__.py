@@ -14,6 +14,8 @@ what needs two of them lives here, built on their front doors only:
   :func:`check_sealed_verdict`, :func:`refuse_taken_run_id`;
 * guards of recording and importing: :func:`explain_write_failure`,
   :func:`refuse_importing_own_file`, :func:`run_on_disk`, :func:`recover_hint`;
+* recording from a pipe as best effort: :class:`PassThrough` (counts the input and
+  copies it on for ``--tee``) and :func:`drain` (reads the rest after a store failure);
 * new files a user names: :func:`write_new_file`, :func:`new_file_errors`;
 * client session files into runs: :func:`session_companion` (tool events and session
   facts filled while a session file is recorded or imported).
@@ -78,6 +80,7 @@ if _TYPE_CHECKING:
         seal_verdict,
         verdict_statement,
     )
+    from agc.flows._record import PassThrough, drain
     from agc.flows._resume import (
         ProgressBar,
         has_recorded_run,
@@ -96,6 +99,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
+    "PassThrough",
     "PreparedWrite",
     "ProgressBar",
     "Retention",
@@ -106,6 +110,7 @@ __all__ = [
     "atomic_write_bytes",
     "check_sealed_verdict",
     "describe_os_error",
+    "drain",
     "explain_write_failure",
     "has_recorded_run",
     "history_from_run",
@@ -195,6 +200,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "streamable_size",
         )
     },
+    **{name: ("agc.flows._record", name) for name in ("PassThrough", "drain")},
     **{name: ("agc.flows._serve", name) for name in ("AuditSink", "recover_turn_runs")},
     "orjson_indented": ("agc.flows._text", "orjson_indented"),
 }
