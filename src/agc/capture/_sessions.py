@@ -206,6 +206,11 @@ class SessionParser:
         """The client of the format read so far, ``None`` before a decisive line."""
         return None if self.format is None else CLIENT_OF[self.format]
 
+    @property
+    def named_session(self) -> str | None:
+        """The session id the file itself gives, once read (``None`` before)."""
+        return self._facts.session_id
+
     def feed(self, line: Any) -> list[ToolEvent]:
         """The tool events one parsed line gives (usually none or one)."""
         if not isinstance(line, Mapping):

@@ -1,4 +1,5 @@
-"""``agc record``, ``agc import``, ``agc seal`` and ``agc demo``: writing evidence."""
+"""``agc record``, ``agc import``, ``agc watch``, ``agc seal`` and ``agc demo``: writing
+evidence."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import enum
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
@@ -48,11 +50,14 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.flows import (
+    ImportOutcome,
     PassThrough,
     StoreLayout,
     describe_os_error,
     drain,
     explain_write_failure,
+    import_session_file,
+    import_sessions,
     open_store,
     recover_hint,
     refuse_importing_own_file,
@@ -231,8 +236,21 @@ def _read_to_the_end(
 
 
 def import_command(
-    file: Annotated[Path, typer.Argument(help="JSONL file to copy into the store.")],
-    run_id: RunIdOption,
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL file to copy into the store, or a folder of client session files."
+        ),
+    ],
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id",
+            help="Run id: 1-128 of A-Z a-z 0-9 . _ - (default for a client session file: "
+            "<client>-<session id>).",
+            show_default=False,
+        ),
+    ] = None,
     kind: KindOption = Kind.transcript,
     store: StoreOption = None,
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
@@ -245,14 +263,54 @@ def import_command(
 ) -> int:
     """Copy an existing JSONL file into the store through the writer, and seal it.
 
-    An empty file is refused (exit 2, the run id stays free) unless --allow-empty.
+    An empty file is refused (exit 2, the run id stays free) unless --allow-empty. A
+    client session file (Codex rollout, `codex exec --json` stream, Claude Code session,
+    Gemini CLI chat) also fills the run's tool-events and attributes; without --run-id
+    its run id is <client>-<session id>.
+
+    A FOLDER (~/.codex/sessions, ~/.claude/projects, ~/.gemini/tmp) imports every client
+    session file under it that is not in the store yet, each under the run id of its
+    session; a file that grew since becomes a new segment of its run when the sealed
+    records are exactly its first ones, and is reported `transcript-diverges` (exit 1,
+    nothing written) when they are not. Files that are no client session are skipped.
 
     \b
     Examples:
       agc import ~/.codex/sessions/2026/11/30/rollout-x.jsonl --run-id rollout-1130
       agc import session.jsonl --run-id cc-1 --store ./evidence --json
       agc import session.jsonl --run-id cc-2 --store s3://evidence/team --legal-hold
+      agc import ~/.claude/projects --store ./evidence
     """
+    if file.is_dir() or (run_id is None and kind == Kind.transcript):
+        if run_id is not None:
+            raise UsageError(
+                f"{file} is a folder: each session file in it gets the run id of its session",
+                hint="Leave out --run-id, or import one file with it.",
+            )
+        if kind != Kind.transcript:
+            raise UsageError("client session files are imported as transcripts")
+        if retention_days is not None or legal_hold:
+            raise UsageError(
+                "--retention-days and --legal-hold go with --run-id (one file) for now"
+            )
+        key = signing_key_from(signing_key)
+        if file.is_dir():
+            outcomes = import_sessions(
+                [file], store=store, algorithm=algorithm.value, signing_key=key
+            )
+        else:
+            open_input(file, what="input file").close()
+            outcomes = [
+                import_session_file(file, store=store, algorithm=algorithm.value, signing_key=key)
+            ]
+            if outcomes[0].status == "skipped":
+                raise UsageError(
+                    f"{file} is not a client session file, so it has no session run id",
+                    hint="Give --run-id.",
+                )
+        return _print_outcomes(outcomes, as_json)
+    if run_id is None:
+        raise UsageError("--run-id is required with --kind tool-events")
     validate_new_run_id(run_id)
     target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     handle = open_input(file, what="input file")
@@ -279,6 +337,83 @@ def import_command(
     _print_summary(summary, as_json)
     print_upload(summary.object_store)
     return int(ExitCode.OK)
+
+
+def _print_outcomes(outcomes: list[ImportOutcome], as_json: bool, *, quiet: bool = False) -> int:
+    """One line per session file (JSON: one document); exit 1 when one diverges.
+
+    ``quiet``: leave out files that were unchanged or skipped (``agc watch``)."""
+    if as_json:
+        emit_json([outcome.to_dict() for outcome in outcomes])
+    for outcome in [] if as_json else outcomes:
+        if quiet and outcome.status in {"unchanged", "skipped"}:
+            continue
+        if outcome.status == "skipped":
+            text = "skipped: not a client session file"
+        elif outcome.status == "diverges":
+            text = (
+                f"transcript-diverges: run {outcome.run_id} was sealed with other records "
+                f"(first difference at record {outcome.line}); nothing written"
+            )
+        elif outcome.status == "unsealed":
+            text = f"run {outcome.run_id} is not sealed; `agc recover {outcome.run_id}` first"
+        elif outcome.status == "unchanged":
+            text = f"run {outcome.run_id}: unchanged"
+        else:
+            text = (
+                f"run {outcome.run_id}: {outcome.status}, {outcome.records:,} records and "
+                f"{outcome.tool_events:,} tool events"
+            )
+        out_console.print(f"{outcome.path}: {text}", markup=False)
+    diverged = any(outcome.status == "diverges" for outcome in outcomes)
+    return int(ExitCode.FINDINGS if diverged else ExitCode.OK)
+
+
+def watch_command(
+    folders: Annotated[
+        list[Path], typer.Argument(help="Folders of client session files to keep imported.")
+    ],
+    interval: Annotated[
+        float,
+        typer.Option("--interval", help="Seconds between two looks at the folders.", min=0.1),
+    ] = 5.0,
+    once: Annotated[
+        bool, typer.Option("--once", help="Look once, import what changed and exit.")
+    ] = False,
+    store: StoreOption = None,
+    algorithm: AlgorithmOption = AlgorithmChoice.blake3,
+    signing_key: SigningKeyOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Keep client session folders imported, for clients without hooks.
+
+    Does what `agc import FOLDER` does, again every --interval seconds, for the files
+    that changed since the last look: new sessions become runs, grown ones new
+    segments, changed ones `transcript-diverges`. Prints one line per file it wrote
+    (JSON: one document per look). Stop it with Ctrl-C (exit 130); with --once it exits
+    after one look (exit 1 if a file diverges).
+
+    \b
+    Examples:
+      agc watch ~/.codex/sessions ~/.gemini/tmp --store ./evidence
+      agc watch ~/.claude/projects --interval 30 --once
+    """
+    key = signing_key_from(signing_key)
+    seen: dict[Path, tuple[int, int]] = {}
+    code = int(ExitCode.OK)
+    try:
+        while True:
+            outcomes = import_sessions(
+                folders, store=store, algorithm=algorithm.value, signing_key=key, seen=seen
+            )
+            changed = [o for o in outcomes if o.status not in {"unchanged", "skipped"}]
+            if changed or not as_json:
+                code = max(code, _print_outcomes(changed, as_json, quiet=True))
+            if once:
+                return code
+            time.sleep(interval)
+    except KeyboardInterrupt as exc:
+        return int(stop_code(exc)[0])
 
 
 def open_input(path: Path, *, what: str) -> BinaryIO:
@@ -483,9 +618,11 @@ def demo_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``record``, ``import``, ``export``, ``seal`` and ``demo`` to the ``agc`` app."""
+    """Add ``record``, ``import``, ``watch``, ``export``, ``seal`` and ``demo`` to the
+    ``agc`` app."""
     app.command(name="record", epilog=EPILOG)(record_command)
     app.command(name="import", epilog=EPILOG)(import_command)
+    app.command(name="watch", epilog=EPILOG)(watch_command)
     app.command(name="export", epilog=EPILOG)(export_command)
     app.command(name="seal", epilog=EPILOG)(seal_command)
     app.command(name="demo", epilog=EPILOG)(demo_command)

@@ -18,7 +18,9 @@ what needs two of them lives here, built on their front doors only:
   copies it on for ``--tee``) and :func:`drain` (reads the rest after a store failure);
 * new files a user names: :func:`write_new_file`, :func:`new_file_errors`;
 * client session files into runs: :func:`session_companion` (tool events and session
-  facts filled while a session file is recorded or imported).
+  facts filled while a session file is recorded or imported), :func:`import_sessions`
+  and :func:`import_session_file` (whole folders, incrementally: new segments of grown
+  files, ``transcript-diverges`` for changed ones).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -72,7 +74,16 @@ if _TYPE_CHECKING:
         run_on_disk,
     )
     from agc.flows._files import new_file_errors, write_new_file
-    from agc.flows._import_sessions import SessionCompanion, session_companion
+    from agc.flows._import_sessions import (
+        ImportOutcome,
+        SessionCompanion,
+        SessionFile,
+        complete_lines,
+        identify_session,
+        import_session_file,
+        import_sessions,
+        session_companion,
+    )
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -99,21 +110,27 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
+    "ImportOutcome",
     "PassThrough",
     "PreparedWrite",
     "ProgressBar",
     "Retention",
     "SealedVerdictCheck",
     "SessionCompanion",
+    "SessionFile",
     "Store",
     "StoreLayout",
     "atomic_write_bytes",
     "check_sealed_verdict",
+    "complete_lines",
     "describe_os_error",
     "drain",
     "explain_write_failure",
     "has_recorded_run",
     "history_from_run",
+    "identify_session",
+    "import_session_file",
+    "import_sessions",
     "new_file_errors",
     "open_store",
     "orjson_indented",
@@ -176,7 +193,16 @@ _HOMES: dict[str, tuple[str, str]] = {
     **{name: ("agc.flows._files", name) for name in ("new_file_errors", "write_new_file")},
     **{
         name: ("agc.flows._import_sessions", name)
-        for name in ("SessionCompanion", "session_companion")
+        for name in (
+            "ImportOutcome",
+            "SessionCompanion",
+            "SessionFile",
+            "complete_lines",
+            "identify_session",
+            "import_session_file",
+            "import_sessions",
+            "session_companion",
+        )
     },
     **{
         name: ("agc.flows._readiness", name)

@@ -5,17 +5,40 @@ evidence layer (:func:`agc.integrity.ingest_stream`): a Codex rollout, a ``codex
 --json`` stream, a Claude Code session or a Gemini CLI chat recorded or imported as a
 transcript gets one tool-events record per tool call and per result, and the run's
 manifest ``attributes`` say what the session was (:class:`agc.capture.SessionFacts`).
+
+Whole folders (``~/.codex/sessions``, ``~/.claude/projects``, ``~/.gemini/tmp``) are
+imported incrementally (:func:`import_sessions`): each session file under the run id of
+its session; a file that grew since becomes a new segment of its run when the sealed
+records are exactly its first ones, and ``transcript-diverges`` when they are not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import io
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
 
-from agc.capture import SessionParser
-from agc.integrity import Companion
+from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
+from agc._core.fs import describe_os_error
+from agc._core.json import loads as parse_json
+from agc._core.store import StoreArg, manifest_path, open_store
+from agc.capture import ClientName, SessionParser, run_id_for
+from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
+from agc.integrity import Companion, SigningKey, extend_run, ingest_stream
 
-__all__ = ["SessionCompanion", "session_companion"]
+__all__ = [
+    "ImportOutcome",
+    "SessionCompanion",
+    "SessionFile",
+    "complete_lines",
+    "identify_session",
+    "import_session_file",
+    "import_sessions",
+    "session_companion",
+]
 
 
 class SessionCompanion:
@@ -38,3 +61,197 @@ def session_companion(session_id: str | None = None) -> Callable[[], Companion]:
     """What :func:`agc.integrity.ingest_stream` takes as ``companion`` to fill a session
     run's tool-events and attributes (a new :class:`SessionCompanion` per ingest)."""
     return lambda: SessionCompanion(session_id)
+
+
+# -- whole folders -----------------------------------------------------------------
+
+ImportStatus = Literal["imported", "appended", "unchanged", "diverges", "unsealed", "skipped"]
+
+_SCAN_LINES: Final = 200
+"""Lines read, at most, to find the session id a file gives (it is on the first line of
+a rollout, an exec stream and a Gemini chat, and on nearly every Claude Code line)."""
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """A client session file and the run it becomes.
+
+    Attributes:
+        client / session_id: what the file says. A Claude Code file whose name is not
+            its ``sessionId`` (a subagent's sidechain file shares its parent's id) has
+            the session id ``<sessionId>.<file stem>``, so that it gets its own run.
+        run_id: :func:`agc.capture.run_id_for` of both.
+    """
+
+    client: ClientName
+    session_id: str
+    run_id: str
+
+
+def identify_session(data: bytes, path: Path) -> SessionFile | None:
+    """The session a file's bytes hold, ``None`` when it is no client session file."""
+    parser = SessionParser()
+    for raw in itertools.islice(data.splitlines(), _SCAN_LINES):
+        try:
+            parser.feed(parse_json(raw))
+        except AgcError:
+            continue
+        if parser.named_session is not None:
+            break
+    client, session = parser.client, parser.named_session
+    if client is None or session is None:
+        return None
+    if client == "claude-code" and path.stem != session:
+        session = f"{session}.{path.stem}"
+    return SessionFile(client, session, run_id_for(client, session))
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What importing one session file did.
+
+    Attributes:
+        path: the file.
+        status: ``imported`` (a new run), ``appended`` (a grown file: a new segment),
+            ``unchanged``, ``diverges`` (the run's sealed records are not a prefix of
+            the file's: the finding ``transcript-diverges``, nothing written),
+            ``unsealed`` (the run is not sealed: ``agc recover`` first) or ``skipped``
+            (not a client session file).
+        run_id: the run (``None`` when skipped).
+        records / tool_events: transcript and tool-event records written.
+        line: for ``diverges``, the first record that differs (1-based).
+    """
+
+    path: Path
+    status: ImportStatus
+    run_id: str | None = None
+    records: int = 0
+    tool_events: int = 0
+    line: int | None = None
+
+    @property
+    def finding(self) -> str | None:
+        """``transcript-diverges`` for a file changed where its run was sealed."""
+        return "transcript-diverges" if self.status == "diverges" else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "status": self.status,
+            "run_id": self.run_id,
+            "records": self.records,
+            "tool_events": self.tool_events,
+            "line": self.line,
+            "finding": self.finding,
+        }
+
+
+def complete_lines(data: bytes) -> bytes:
+    """``data`` up to its last ``\\n``: a line the client is still writing waits for
+    the next import (sealed half-written, it would make the grown file diverge)."""
+    return data[: data.rfind(b"\n") + 1]
+
+
+def import_session_file(
+    path: Path,
+    *,
+    store: StoreArg = None,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+    signing_key: SigningKey | None = None,
+) -> ImportOutcome:
+    """Import one client session file under the run id of its session (see
+    :class:`ImportOutcome`): a new run, a new segment of a grown file, or nothing.
+
+    Raises:
+        FileUnreadableError: the file cannot be read.
+        as :func:`agc.integrity.ingest_stream` and :func:`agc.integrity.extend_run`.
+    """
+    try:
+        data = complete_lines(path.read_bytes())
+    except OSError as exc:
+        raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+    found = identify_session(data, path)
+    if found is None:
+        return ImportOutcome(path, "skipped")
+    companion = session_companion(found.session_id)
+    if not has_run(found.run_id, store):
+        summary = ingest_stream(
+            io.BytesIO(data),
+            found.run_id,
+            store=store,
+            algorithm=algorithm,
+            signing_key=signing_key,
+            allow_empty=False,
+            companion=companion,
+        )
+        events = sum(seal.records for seal in summary.seals if seal.kind == "tool-events")
+        return ImportOutcome(path, "imported", found.run_id, summary.records, events)
+    extension = extend_run(
+        io.BytesIO(data),
+        found.run_id,
+        store=store,
+        algorithm=algorithm,
+        signing_key=signing_key,
+        companion=companion,
+    )
+    return ImportOutcome(
+        path,
+        extension.status,
+        found.run_id,
+        extension.added.get("transcript", 0),
+        extension.added.get("tool-events", 0),
+        extension.line,
+    )
+
+
+def has_run(run_id: str, store: StoreArg) -> bool:
+    """Whether the store holds a manifest for ``run_id`` (a folder or object store)."""
+    return bool(open_store(store).exists(manifest_path(run_id)))
+
+
+def session_files(folder: Path) -> list[Path]:
+    """The ``*.jsonl`` regular files under ``folder`` (symlinks not followed), sorted."""
+    return sorted(
+        path for path in folder.rglob("*.jsonl") if path.is_file() and not path.is_symlink()
+    )
+
+
+def import_sessions(
+    folders: Iterable[Path],
+    *,
+    store: StoreArg = None,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+    signing_key: SigningKey | None = None,
+    seen: dict[Path, tuple[int, int]] | None = None,
+) -> list[ImportOutcome]:
+    """:func:`import_session_file` for every session file under ``folders``.
+
+    Args:
+        seen: ``path -> (size, mtime_ns)`` of files already looked at, for a loop
+            (``agc watch``): a file that did not change since is not read again (no
+            outcome); updated in place.
+
+    Raises:
+        InputMissingError: a folder does not exist; InputError: it is a file.
+    """
+    outcomes: list[ImportOutcome] = []
+    for folder in folders:
+        if not folder.exists():
+            raise InputMissingError(f"session folder {folder} does not exist")
+        if not folder.is_dir():
+            raise InputError(f"session folder {folder} is a file, not a folder")
+        for path in session_files(folder):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue  # removed meanwhile
+            mark = (stat.st_size, stat.st_mtime_ns)
+            if seen is not None and seen.get(path) == mark:
+                continue
+            outcome = import_session_file(
+                path, store=store, algorithm=algorithm, signing_key=signing_key
+            )
+            if seen is not None:
+                seen[path] = mark
+            outcomes.append(outcome)
+    return outcomes

@@ -29,6 +29,7 @@ if _TYPE_CHECKING:
         iter_copy_lines,
         iter_session_lines,
     )
+    from agc.integrity._extend import Extension, extend_run
     from agc.integrity._ingest import (
         Companion,
         IngestSummary,
@@ -101,6 +102,7 @@ __all__ = [
     "ArtifactSeal",
     "Companion",
     "DiffSide",
+    "Extension",
     "FileSeal",
     "Finding",
     "FsyncPolicy",
@@ -133,6 +135,7 @@ __all__ = [
     "diff_run",
     "export_copy",
     "export_session",
+    "extend_run",
     "finding_text",
     "generate_keypair",
     "ingest_stream",
@@ -172,6 +175,7 @@ _HOMES = {
         "DiffSide",
         "diff_run",
     ),
+    "agc.integrity._extend": ("Extension", "extend_run"),
     "agc.integrity._ingest": (
         "Companion",
         "IngestSummary",
