@@ -250,3 +250,23 @@ def test_any_lines_give_records_that_read_back_and_facts_that_count_them(
         json.dumps(facts.to_attributes())
     else:
         assert events == []
+
+
+@pytest.mark.parametrize("path", _files(CLAUDE)[:1] + _files(ROLLOUTS)[:1], ids=lambda p: p.name)
+def test_each_event_names_the_line_of_the_file_it_comes_from(path: Path) -> None:
+    lines = _lines(path)
+    events, _ = parse_session(lines)
+    assert events
+    for event in events:
+        assert event.line is not None
+        text = json.dumps(lines[event.line - 1])
+        assert json.dumps(event.call_id)[1:-1] in text
+
+
+def test_the_record_of_an_import_names_the_transcript_line() -> None:
+    parser = SessionParser()
+    line = {"type": "thread.started", "thread_id": "t"}
+    item = {"type": "item.completed", "item": {"id": "i1", "type": "web_search", "query": "q"}}
+    assert parser.feed(line, 7) == []
+    (call, result) = parser.feed(item, 9)
+    assert (call.line, result.line) == (9, 9)

@@ -9,7 +9,9 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 * :class:`ToolEvent` is one tool-events record, redacted when made;
 * :class:`SessionFacts` is what the run's manifest says about the session;
 * :class:`SessionParser` / :func:`parse_session` read both from a client's own session
-  file (Codex rollout, ``codex exec --json`` stream, Claude Code session, Gemini CLI chat).
+  file (Codex rollout, ``codex exec --json`` stream, Claude Code session, Gemini CLI chat);
+* :func:`compare_calls` finds the tool calls only one of two witnesses (the hooks, the
+  client's session file) has.
 
 Example::
 
@@ -23,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+from agc.capture._crosscheck import Divergence, compare_calls
 from agc.capture._events import (
     CLIENTS,
     ClientName,
@@ -44,12 +47,14 @@ __all__ = [
     "CLIENTS",
     "SESSION_FORMATS",
     "ClientName",
+    "Divergence",
     "EventKind",
     "EventSource",
     "SessionFacts",
     "SessionFormat",
     "SessionParser",
     "ToolEvent",
+    "compare_calls",
     "detect_format",
     "parse_session",
     "run_id_for",

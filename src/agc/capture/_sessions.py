@@ -26,8 +26,9 @@ agent is still writing:
   gives :attr:`SessionFacts.project` without the path.
 
 Each call gives one ``call`` :class:`~agc.capture.ToolEvent` and each result one
-``result`` (``source="session-file"``), in file order; a result whose call was never
-seen is still kept. A line of no known format is skipped (the transcript keeps it).
+``result`` (``source="session-file"``, ``line`` the 1-based line of the file), in file
+order; a result whose call was never seen is still kept. A line of no known format is
+skipped (the transcript keeps it).
 """
 
 from __future__ import annotations
@@ -200,6 +201,7 @@ class SessionParser:
     _facts: _Facts = field(default_factory=_Facts)
     _calls: dict[str, str | None] = field(default_factory=dict)
     _answered: set[str] = field(default_factory=set)
+    _number: int = 0
 
     @property
     def client(self) -> ClientName | None:
@@ -211,8 +213,15 @@ class SessionParser:
         """The session id the file itself gives, once read (``None`` before)."""
         return self._facts.session_id
 
-    def feed(self, line: Any) -> list[ToolEvent]:
-        """The tool events one parsed line gives (usually none or one)."""
+    def feed(self, line: Any, number: int | None = None) -> list[ToolEvent]:
+        """The tool events one parsed line gives (usually none or one).
+
+        Args:
+            number: the line's 1-based number in the file (each event's ``line``);
+                by default the line after the one fed before (feed every line, a line
+                that is not JSON as ``None``).
+        """
+        self._number = self._number + 1 if number is None else number
         if not isinstance(line, Mapping):
             return []
         if self.format is None:
@@ -287,6 +296,7 @@ class SessionParser:
             source="session-file",
             client=CLIENT_OF[self.format],
             session_id=self._session(),
+            line=self._number,
             **members,
         )
 

@@ -49,8 +49,8 @@ class SessionCompanion:
     def __init__(self, session_id: str | None = None) -> None:
         self.parser = SessionParser(session_id=session_id)
 
-    def feed(self, line: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return [event.to_record() for event in self.parser.feed(line)]
+    def feed(self, line: Mapping[str, Any], number: int) -> list[dict[str, Any]]:
+        return [event.to_record() for event in self.parser.feed(line, number)]
 
     def attributes(self) -> dict[str, Any] | None:
         facts = self.parser.facts()

@@ -47,13 +47,14 @@ __all__ = ["Companion", "IngestSummary", "ingest_stream", "line_to_record"]
 class Companion(Protocol):
     """Tool-event records derived from a transcript while it is ingested.
 
-    ``feed`` is given every transcript line that is a JSON object, in order, and
-    returns the tool-event record bodies it gives (written as they come, so a stopped
-    ingest keeps them unsealed like the transcript); ``attributes`` is asked once at the
-    end, before the seal, for the run's manifest ``attributes`` (``None``: none).
+    ``feed`` is given every transcript line that is a JSON object with its 1-based line
+    number, in order, and returns the tool-event record bodies it gives (written as they
+    come, so a stopped ingest keeps them unsealed like the transcript); ``attributes`` is
+    asked once at the end, before the seal, for the run's manifest ``attributes``
+    (``None``: none).
     """
 
-    def feed(self, line: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]: ...
+    def feed(self, line: Mapping[str, Any], number: int) -> Iterable[Mapping[str, Any]]: ...
 
     def attributes(self) -> Mapping[str, Any] | None: ...
 
@@ -393,7 +394,7 @@ def _with_companion(
         payload = body.get("payload")
         if payload is not None:
             line = payload.value if isinstance(payload, strict_json.Canonical) else payload
-            for record in companion.feed(line):
+            for record in companion.feed(line, body["line"]):
                 events.write(record)
         yield body
 
