@@ -20,7 +20,8 @@ what needs two of them lives here, built on their front doors only:
 * client session files into runs: :func:`session_companion` (tool events and session
   facts filled while a session file is recorded or imported), :func:`import_sessions`
   and :func:`import_session_file` (whole folders, incrementally: new segments of grown
-  files, ``transcript-diverges`` for changed ones).
+  files, ``transcript-diverges`` for changed ones), :func:`rollout_of_exec_run` (the
+  rollout a run recorded from ``codex exec --json`` resumes from).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -75,13 +76,16 @@ if _TYPE_CHECKING:
     )
     from agc.flows._files import new_file_errors, write_new_file
     from agc.flows._import_sessions import (
+        ExecRollout,
         ImportOutcome,
         SessionCompanion,
         SessionFile,
+        codex_sessions_folder,
         complete_lines,
         identify_session,
         import_session_file,
         import_sessions,
+        rollout_of_exec_run,
         session_companion,
     )
     from agc.flows._readiness import (
@@ -110,6 +114,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
+    "ExecRollout",
     "ImportOutcome",
     "PassThrough",
     "PreparedWrite",
@@ -122,6 +127,7 @@ __all__ = [
     "StoreLayout",
     "atomic_write_bytes",
     "check_sealed_verdict",
+    "codex_sessions_folder",
     "complete_lines",
     "describe_os_error",
     "drain",
@@ -143,6 +149,7 @@ __all__ = [
     "refuse_unsigned_file",
     "refuse_unverified",
     "resolve_store",
+    "rollout_of_exec_run",
     "run_on_disk",
     "scan_history",
     "seal_verdict",
@@ -194,13 +201,16 @@ _HOMES: dict[str, tuple[str, str]] = {
     **{
         name: ("agc.flows._import_sessions", name)
         for name in (
+            "ExecRollout",
             "ImportOutcome",
             "SessionCompanion",
             "SessionFile",
+            "codex_sessions_folder",
             "complete_lines",
             "identify_session",
             "import_session_file",
             "import_sessions",
+            "rollout_of_exec_run",
             "session_companion",
         )
     },

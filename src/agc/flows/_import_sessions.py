@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,19 +26,34 @@ from typing import Any, Final, Literal
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error
 from agc._core.json import loads as parse_json
-from agc._core.store import StoreArg, manifest_path, open_store
+from agc._core.store import (
+    StoreArg,
+    folder_store,
+    manifest_path,
+    open_store,
+    remote_store,
+)
 from agc.capture import ClientName, SessionParser, run_id_for
 from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
-from agc.integrity import Companion, SigningKey, extend_run, ingest_stream
+from agc.integrity import (
+    Companion,
+    SigningKey,
+    extend_run,
+    ingest_stream,
+    read_run_manifest,
+)
 
 __all__ = [
+    "ExecRollout",
     "ImportOutcome",
     "SessionCompanion",
     "SessionFile",
+    "codex_sessions_folder",
     "complete_lines",
     "identify_session",
     "import_session_file",
     "import_sessions",
+    "rollout_of_exec_run",
     "session_companion",
 ]
 
@@ -255,3 +272,82 @@ def import_sessions(
                 seen[path] = mark
             outcomes.append(outcome)
     return outcomes
+
+
+# -- a `codex exec --json` run leads to its rollout -----------------------------------
+
+_THREAD: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,99}")
+_HEAD_BYTES: Final = 4 << 20
+
+
+@dataclass(frozen=True)
+class ExecRollout:
+    """Where the history of a run recorded from ``codex exec --json`` is.
+
+    Attributes:
+        thread_id: the stream's thread id (the run's ``thread_id`` attribute).
+        path: the rollout Codex wrote for that thread, under ``$CODEX_HOME/sessions``;
+        run_id: else the run that captured that thread's session (its hooks, or an
+            import of its rollout): ``codex-<thread id>``; both ``None`` when neither is
+            there.
+        looked_in: the sessions folder searched.
+    """
+
+    thread_id: str
+    path: Path | None
+    run_id: str | None
+    looked_in: Path
+
+    def describe(self) -> str:
+        """Which history is used, for a person."""
+        if self.path is not None:
+            return f"the rollout {self.path}"
+        return f"run {self.run_id}" if self.run_id else "nothing"
+
+
+def codex_sessions_folder() -> Path:
+    """``$CODEX_HOME/sessions``, else ``~/.codex/sessions`` (where Codex keeps rollouts)."""
+    home = os.environ.get("CODEX_HOME")
+    return (Path(home) if home else Path.home() / ".codex") / "sessions"
+
+
+def rollout_of_exec_run(
+    run_id: str, store: StoreArg = None, *, sessions: Path | None = None
+) -> ExecRollout | None:
+    """The rollout of the thread a run recorded from ``codex exec --json`` streamed.
+
+    ``None`` when the run is no such run (its manifest has no ``thread_id`` attribute,
+    or the store is an object store). Else the newest ``rollout-*-<thread id>.jsonl``
+    under ``sessions`` (default :func:`codex_sessions_folder`) whose first line names
+    that thread, else the run ``codex-<thread id>`` when the store holds it.
+
+    Raises:
+        as :func:`agc.integrity.read_run_manifest`.
+    """
+    if remote_store(store) is not None:
+        return None
+    manifest = read_run_manifest(run_id, folder_store(store))
+    attributes = manifest.attributes if manifest is not None else None
+    thread = attributes.get("thread_id") if isinstance(attributes, Mapping) else None
+    if not isinstance(thread, str) or _THREAD.fullmatch(thread) is None:
+        return None
+    folder = sessions if sessions is not None else codex_sessions_folder()
+    found = sorted(folder.rglob(f"rollout-*{thread}.jsonl")) if folder.is_dir() else []
+    for path in reversed(found):
+        if _names_thread(path, thread):
+            return ExecRollout(thread, path, None, folder)
+    hooked = run_id_for("codex", thread)
+    if hooked != run_id and has_run(hooked, store):
+        return ExecRollout(thread, None, hooked, folder)
+    return ExecRollout(thread, None, None, folder)
+
+
+def _names_thread(path: Path, thread: str) -> bool:
+    """Whether a rollout's first line (``session_meta``) names ``thread``."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.readline(_HEAD_BYTES)
+    except OSError:
+        return False
+    found = identify_session(head, path)
+    return found is not None and found.client == "codex" and found.session_id == thread
