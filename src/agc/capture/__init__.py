@@ -9,6 +9,8 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 * :class:`ToolEvent` is one tool-events record, redacted when made;
 * :class:`SessionFacts` is what the run's manifest says about the session;
 * :func:`parse_hook_event` reads a client hook's event JSON into a :class:`HookEvent`;
+* :class:`SessionParser` / :func:`parse_session` read both from a client's own session
+  file (Codex rollout, ``codex exec --json`` stream, Claude Code session, Gemini CLI chat);
 * :func:`compare_calls` finds the tool calls only one of two witnesses (the hooks, the
   client's session file) has;
 * :func:`install_hooks`, :func:`uninstall_hooks` and :func:`check_hooks` put agc's hook
@@ -55,12 +57,20 @@ from agc.capture._install_files import (
     install_hooks,
     uninstall_hooks,
 )
+from agc.capture._sessions import (
+    SESSION_FORMATS,
+    SessionFormat,
+    SessionParser,
+    detect_format,
+    parse_session,
+)
 
 __all__ = [
     "CLIENTS",
     "CLIENT_EVENTS",
     "EVENT_KINDS",
     "MAX_HOOK_EVENT_BYTES",
+    "SESSION_FORMATS",
     "ClientHooks",
     "ClientName",
     "CodexTrust",
@@ -72,16 +82,20 @@ __all__ = [
     "HooksChange",
     "Scope",
     "SessionFacts",
+    "SessionFormat",
+    "SessionParser",
     "ToolEvent",
     "check_hooks",
     "codex_hook_hash",
     "compare_calls",
     "config_paths",
+    "detect_format",
     "event_kind",
     "find_codex",
     "hook_command",
     "install_hooks",
     "parse_hook_event",
+    "parse_session",
     "run_id_for",
     "uninstall_hooks",
 ]

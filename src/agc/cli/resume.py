@@ -41,6 +41,7 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
+    ExecRollout,
     describe_os_error,
     has_recorded_run,
     history_from_run,
@@ -48,6 +49,7 @@ from agc.flows import (
     parse_json,
     refuse_unsigned_file,
     replace_in_place,
+    rollout_of_exec_run,
     scan_history,
     streamable_size,
     sync,
@@ -649,17 +651,37 @@ def resume_command(
                         "runs, snapshots live in <store>/sessions/.",
                     ) from exc
                 snapshot = None
-                history, size = history_from_run(
-                    run_id,
-                    store,
-                    stack=stack,
-                    format=wanted,
-                    max_bytes=_MAX_INPUT_BYTES,
-                    insecure_skip_verify=insecure_skip_verify,
-                    on_warning=_warn,
-                    progress=byte_progress,
-                    **trust.as_kwargs(),
-                )
+                rollout = rollout_of_exec_run(run_id, store)
+                if rollout is not None:
+                    source = _exec_rollout(run_id, rollout)
+                if source is not None:
+                    refuse_unsigned_file(source, insecure=insecure_skip_verify, **trust.as_kwargs())
+                    streamed = streamable_size(source, wanted)
+                    if streamed is None:
+                        data = _read_input(source)
+                        size = len(data)
+                        history = load_history(data, source=str(source), format=wanted)
+                    else:
+                        size = streamed
+                        history = scan_history(
+                            source,
+                            source=str(source),
+                            format=wanted,
+                            size=size,
+                            progress=byte_progress,
+                        )
+                else:
+                    history, size = history_from_run(
+                        run_id if rollout is None or rollout.run_id is None else rollout.run_id,
+                        store,
+                        stack=stack,
+                        format=wanted,
+                        max_bytes=_MAX_INPUT_BYTES,
+                        insecure_skip_verify=insecure_skip_verify,
+                        on_warning=_warn,
+                        progress=byte_progress,
+                        **trust.as_kwargs(),
+                    )
             if snapshot is not None:
                 history = _from_snapshot(snapshot, wanted)
                 state = snapshot.tool_call_state
@@ -690,6 +712,28 @@ def resume_command(
             limit=max_findings,
         )
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
+
+
+def _exec_rollout(run_id: str, rollout: ExecRollout) -> Path | None:
+    """Say which history a run recorded from ``codex exec --json`` resumes from (the
+    stream holds none): the rollout file of its thread, or the run that captured it.
+
+    Raises:
+        HistoryFormatError: neither is there.
+    """
+    if rollout.path is None and rollout.run_id is None:
+        raise HistoryFormatError(
+            f"run {run_id} was recorded from a `codex exec --json` stream, which holds no "
+            f"resumable history, and neither the rollout of its thread {rollout.thread_id} "
+            f"(under {rollout.looked_in}) nor a run codex-{rollout.thread_id} is there",
+            hint="Set CODEX_HOME to the Codex home that ran it, or import its rollout.",
+        )
+    err_console.print(
+        f"run {run_id} was recorded from a `codex exec --json` stream (thread "
+        f"{rollout.thread_id}): resuming from {rollout.describe()}",
+        markup=False,
+    )
+    return rollout.path
 
 
 def _check(
