@@ -41,7 +41,6 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
-    ExecRollout,
     describe_os_error,
     has_recorded_run,
     history_from_run,
@@ -49,7 +48,6 @@ from agc.flows import (
     parse_json,
     refuse_unsigned_file,
     replace_in_place,
-    rollout_of_exec_run,
     scan_history,
     streamable_size,
     sync,
@@ -82,6 +80,8 @@ from agc.resume import (
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from agc.flows import ExecRollout
 
 __all__ = ["register", "resume_command"]
 
@@ -651,6 +651,9 @@ def resume_command(
                         "runs, snapshots live in <store>/sessions/.",
                     ) from exc
                 snapshot = None
+                # the capture flows load the writer side (signing): only on this path
+                from agc.flows import rollout_of_exec_run  # noqa: PLC0415
+
                 rollout = rollout_of_exec_run(run_id, store)
                 if rollout is not None:
                     source = _exec_rollout(run_id, rollout)
