@@ -48,7 +48,7 @@ __all__ = [
     "node_tools",
 ]
 
-ClientName = Literal["codex", "claude"]
+ClientName = Literal["codex", "claude", "gemini"]
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 CACHE_DIR: Final = Path(os.environ.get("AGC_E2E_CACHE") or REPO_ROOT / ".cache" / "e2e")
@@ -73,6 +73,7 @@ class Pin:
 PINNED: Final[Mapping[ClientName, Pin]] = {
     "codex": Pin("@openai/codex", "0.171.0"),
     "claude": Pin("@anthropic-ai/claude-code", "2.1.332"),
+    "gemini": Pin("@google/gemini-cli", "0.61.0"),
 }
 
 _INSTALL_TIMEOUT: Final = 900  # seconds; two ~100 MB tarballs on a slow link
@@ -107,10 +108,13 @@ def _is_musl() -> bool:
 
 def _binary_in(install: Path, name: ClientName) -> Path:
     """Where the platform package puts the native binary (as the packages' launchers say)."""
-    arch = _machine()
     modules = install / "node_modules"
     if sys.platform not in {"linux", "darwin"}:
         raise ClientUnavailableError(f"the e2e suite runs on Linux and macOS, not {sys.platform}")
+    if name == "gemini":
+        # One bundled Node.js script (the package's ``bin``), run by the node on PATH.
+        return modules / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+    arch = _machine()
     if name == "codex":
         triple = {
             ("linux", "x64"): "x86_64-unknown-linux-musl",
