@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from tests.e2e.agents import ClaudeSandbox
+from tests.e2e.agents import ClaudeSandbox, CodexSandbox, _run
 from tests.e2e.clients import PINNED, ensure_client
 from tests.e2e.model_server import Answer, ModelServer, Script, ShellCall
 
@@ -245,8 +245,83 @@ def record_claude(root: Path) -> Path:
         )
 
 
+# --- Codex CLI -------------------------------------------------------------------------
+
+CODEX_EVENTS: Final = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreModelRequest",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PreCompact",
+    "PostCompact",
+    "SubagentStart",
+    "SubagentStop",
+    "Interrupt",
+    "Stop",
+    "SessionEnd",
+)
+
+
+def codex_hooks_toml(dump: HookDump, events: Sequence[str]) -> str:
+    """``[[hooks.<Event>]]`` groups, one command hook each (Codex's config.toml form)."""
+    out = []
+    for event in events:
+        out.append(
+            f"\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\n"
+            f'type = "command"\ncommand = {json.dumps(dump.command(event))}\n'
+        )
+    return "".join(out)
+
+
+def record_codex(root: Path) -> Path:
+    binary = ensure_client("codex")
+    dump = HookDump(root / "dump")
+    with ModelServer(probe_script(), log=root / "requests.jsonl") as server:
+        codex = CodexSandbox.create(root / "codex", server, binary)
+        config = codex.home / "config.toml"
+        config.write_text(
+            config.read_text(encoding="utf-8") + codex_hooks_toml(dump, CODEX_EVENTS),
+            encoding="utf-8",
+        )
+        # Recording only: the hooks run untrusted for this one invocation. An installed
+        # hook must be trusted the documented way (see docs/capture.md).
+        argv = codex._argv("--dangerously-bypass-hook-trust", "run the probe")
+        done = _run(argv, codex.env, codex.work, 120)
+        if done.returncode != 0:
+            raise SystemExit(done.describe())
+        rollout = codex.session_file()
+        session_id = codex.session_id_of(rollout)
+        sanitize = Sanitizer(
+            {str(codex.work): FAKE_WORK, str(codex.home): "/home/user/.codex", **_host_paths(root)},
+            session_id,
+        )
+        notes = (
+            "Hooks configured in `$CODEX_HOME/config.toml` as `[[hooks.<Event>]]` groups with "
+            "one `[[hooks.<Event>.hooks]]` command each. Codex 0.171 runs a non-managed hook "
+            "only once it is trusted (a hash under `[hooks.state]`): an untrusted hook is "
+            "skipped without a word, in `codex exec` too. This recording ran with "
+            "`--dangerously-bypass-hook-trust`, which changes whether hooks run, not what they "
+            "receive. Events offered but not fired in this session have no file."
+        )
+        return _write_fixtures(
+            "codex",
+            dump.payloads(),
+            rollout,
+            sanitize,
+            _readme(
+                "codex",
+                PINNED["codex"].spec,
+                "codex exec --skip-git-repo-check --dangerously-bypass-hook-trust",
+                notes,
+            ),
+        )
+
+
 RECORDERS: Final[Mapping[str, Callable[[Path], Path]]] = {
     "claude-code": record_claude,
+    "codex": record_codex,
 }
 
 
