@@ -25,13 +25,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from tests.e2e.clients import claude_env, claude_home, codex_env, codex_home
+from tests.e2e.clients import (
+    claude_env,
+    claude_home,
+    codex_env,
+    codex_home,
+    gemini_env,
+    gemini_home,
+)
 from tests.e2e.model_server import ModelServer
 
 __all__ = [
     "ClaudeSandbox",
     "ClientResult",
     "CodexSandbox",
+    "GeminiSandbox",
     "kill_group",
     "wait_for",
 ]
@@ -226,4 +234,61 @@ class ClaudeSandbox:
         """Where Claude Code keeps the session: ``projects/<cwd, / as ->/<id>.jsonl``."""
         files = sorted(self.projects.rglob(f"{session_id}.jsonl"))
         assert len(files) == 1, f"expected one session file for {session_id}, found {files}"
+        return files[0]
+
+
+@dataclass
+class GeminiSandbox:
+    """``gemini -p`` with a throwaway ``GEMINI_CLI_HOME`` pointed at the model server."""
+
+    root: Path
+    server: ModelServer
+    binary: Path
+    work: Path
+    home: Path
+    env: dict[str, str]
+
+    @classmethod
+    def create(
+        cls, root: Path, server: ModelServer, binary: Path, work: Path | None = None
+    ) -> GeminiSandbox:
+        """A new sandbox under ``root``; ``work`` defaults to a new ``root/work``."""
+        root.mkdir(parents=True, exist_ok=True)
+        if work is None:
+            work = root / "work"
+            work.mkdir()
+        home = gemini_home(root)
+        return cls(root, server, binary, work, home, gemini_env(root, server, home))
+
+    def _argv(self, *args: str) -> list[str]:
+        # --skip-trust: a headless run in an untrusted folder exits 55.
+        return [
+            str(self.binary),
+            "--yolo",
+            "--skip-trust",
+            "--output-format",
+            "stream-json",
+            *args,
+        ]
+
+    def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
+        """One turn in a new session: ``gemini -p <prompt>``."""
+        return _run(self._argv("-p", prompt), self.env, self.work, timeout)
+
+    def start(self, prompt: str) -> subprocess.Popen[bytes]:
+        """Start ``gemini -p`` in its own process group (stream-json to a log)."""
+        return _start(self._argv("-p", prompt), self.env, self.work, self.root / "gemini-run.log")
+
+    def resume(self, session: str, prompt: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
+        """Resume a saved session: ``gemini --resume <uuid|number|latest> -p <prompt>``."""
+        return _run(self._argv("--resume", session, "-p", prompt), self.env, self.work, timeout)
+
+    def session_files(self) -> list[Path]:
+        """Every chat file under ``.gemini/tmp/<project>/chats`` (oldest first)."""
+        return sorted((self.home / ".gemini" / "tmp").glob("*/chats/session-*.json*"))
+
+    def session_file(self) -> Path:
+        """The only chat file; AssertionError otherwise."""
+        files = self.session_files()
+        assert len(files) == 1, f"expected one chat file, found {files}"
         return files[0]

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from tests.e2e.agents import ClaudeSandbox, CodexSandbox, _run
-from tests.e2e.clients import PINNED, ensure_client
+from tests.e2e.agents import ClaudeSandbox, CodexSandbox, GeminiSandbox, _run
+from tests.e2e.clients import PINNED, ensure_client, gemini_settings
 from tests.e2e.model_server import Answer, ModelServer, Script, ShellCall
 
 __all__ = ["DUMP_SCRIPT", "FIXTURES", "HookDump", "Sanitizer", "record"]
@@ -319,9 +319,86 @@ def record_codex(root: Path) -> Path:
         )
 
 
+# --- Gemini CLI ------------------------------------------------------------------------
+
+GEMINI_EVENTS: Final = (
+    "SessionStart",
+    "BeforeAgent",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+    "BeforeTool",
+    "AfterTool",
+    "AfterAgent",
+    "Notification",
+    "PreCompress",
+    "SessionEnd",
+)
+
+
+def record_gemini(root: Path) -> Path:
+    binary = ensure_client("gemini")
+    dump = HookDump(root / "dump")
+    with ModelServer(probe_script(), log=root / "requests.jsonl") as server:
+        work = root / "project"  # the CLI names its project folder after the cwd's name
+        work.mkdir()
+        gemini = GeminiSandbox.create(root / "gemini", server, binary, work)
+        path = gemini_settings(gemini.home)
+        settings = json.loads(path.read_text(encoding="utf-8"))
+        settings["hooks"] = {
+            event: [{"matcher": "*", "hooks": [dump.hook(event)]}]
+            if event in {"BeforeTool", "AfterTool"}
+            else [{"hooks": [dump.hook(event)]}]
+            for event in GEMINI_EVENTS
+        }
+        path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        done = gemini.run("run the probe")
+        if done.returncode != 0:
+            raise SystemExit(done.describe())
+        chat = gemini.session_file()
+        sanitize = Sanitizer(
+            {
+                str(gemini.work): FAKE_WORK,
+                str(gemini.home): "/home/user",
+                **_host_paths(root),
+            },
+            _gemini_session_id(chat),
+        )
+        notes = (
+            "Hooks configured in the user `~/.gemini/settings.json` `hooks` (matcher `*` for "
+            "the tool events); `GEMINI_CLI_HOME` points the CLI at a throwaway home. The "
+            "model server answers without call ids (as the Gemini API does): the CLI names "
+            "each call itself. Events offered but not fired in this session have no file."
+        )
+        return _write_fixtures(
+            "gemini",
+            dump.payloads(),
+            chat,
+            sanitize,
+            _readme(
+                "gemini",
+                PINNED["gemini"].spec,
+                "gemini --yolo --skip-trust --output-format stream-json -p",
+                notes,
+            ),
+        )
+
+
+def _gemini_session_id(chat: Path) -> str | None:
+    for line in chat.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
+            return str(record["sessionId"])
+    return None
+
+
 RECORDERS: Final[Mapping[str, Callable[[Path], Path]]] = {
     "claude-code": record_claude,
     "codex": record_codex,
+    "gemini": record_gemini,
 }
 
 
