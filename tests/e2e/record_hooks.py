@@ -132,13 +132,12 @@ class Sanitizer:
 
 
 def _write_fixtures(
-    client: str,
+    target: Path,
     payloads: Sequence[tuple[str, Any]],
     session_file: Path | None,
     sanitize: Sanitizer,
     how: str,
 ) -> Path:
-    target = FIXTURES / client
     if target.exists():
         for old in target.iterdir():
             old.unlink()
@@ -203,7 +202,7 @@ CLAUDE_EVENTS: Final = (
 )
 
 
-def record_claude(root: Path) -> Path:
+def record_claude(root: Path, target: Path) -> Path:
     binary = ensure_client("claude")
     dump = HookDump(root / "dump")
     with ModelServer(probe_script(), log=root / "requests.jsonl") as server:
@@ -237,7 +236,7 @@ def record_claude(root: Path) -> Path:
             "for the tool events). Events offered but not fired in this session have no file."
         )
         return _write_fixtures(
-            "claude-code",
+            target,
             dump.payloads(),
             session_file,
             sanitize,
@@ -275,7 +274,7 @@ def codex_hooks_toml(dump: HookDump, events: Sequence[str]) -> str:
     return "".join(out)
 
 
-def record_codex(root: Path) -> Path:
+def record_codex(root: Path, target: Path) -> Path:
     binary = ensure_client("codex")
     dump = HookDump(root / "dump")
     with ModelServer(probe_script(), log=root / "requests.jsonl") as server:
@@ -306,7 +305,7 @@ def record_codex(root: Path) -> Path:
             "receive. Events offered but not fired in this session have no file."
         )
         return _write_fixtures(
-            "codex",
+            target,
             dump.payloads(),
             rollout,
             sanitize,
@@ -336,7 +335,7 @@ GEMINI_EVENTS: Final = (
 )
 
 
-def record_gemini(root: Path) -> Path:
+def record_gemini(root: Path, target: Path) -> Path:
     binary = ensure_client("gemini")
     dump = HookDump(root / "dump")
     with ModelServer(probe_script(), log=root / "requests.jsonl") as server:
@@ -371,7 +370,7 @@ def record_gemini(root: Path) -> Path:
             "each call itself. Events offered but not fired in this session have no file."
         )
         return _write_fixtures(
-            "gemini",
+            target,
             dump.payloads(),
             chat,
             sanitize,
@@ -395,17 +394,19 @@ def _gemini_session_id(chat: Path) -> str | None:
     return None
 
 
-RECORDERS: Final[Mapping[str, Callable[[Path], Path]]] = {
+RECORDERS: Final[Mapping[str, Callable[[Path, Path], Path]]] = {
     "claude-code": record_claude,
     "codex": record_codex,
     "gemini": record_gemini,
 }
 
 
-def record(client: str) -> Path:
-    """Record ``client``'s hook payloads into the fixtures; the folder written."""
+def record(client: str, target: Path | None = None) -> Path:
+    """Record ``client``'s hook payloads into ``target`` (default: its fixtures folder,
+    replaced); the folder written. ``SystemExit`` with the client's output if its session
+    fails."""
     with tempfile.TemporaryDirectory(prefix=f"agc-hooks-{client}-") as tmp:
-        return RECORDERS[client](Path(tmp))
+        return RECORDERS[client](Path(tmp), target or FIXTURES / client)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
