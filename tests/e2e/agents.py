@@ -16,14 +16,16 @@ SIGKILL the client and every tool process it started at once, as a crash would.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from tests.e2e.clients import (
     claude_env,
@@ -32,6 +34,7 @@ from tests.e2e.clients import (
     codex_home,
     gemini_env,
     gemini_home,
+    gemini_settings,
 )
 from tests.e2e.model_server import ModelServer
 
@@ -100,6 +103,26 @@ def _start(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> subpro
         )
 
 
+HookCommand = Callable[[str], str]
+"""The shell command line a hook of one event runs (given the event's name)."""
+
+
+def _json_hooks(
+    path: Path, command: HookCommand, events: Iterable[str], tool_events: set[str]
+) -> None:
+    """Add one command hook per event to the ``hooks`` of the JSON settings at ``path``
+    (the shape Claude Code and the Gemini CLI share: ``{event: [{matcher?, hooks: [{type,
+    command}]}]}``; matcher ``*`` on the tool events)."""
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    hooks: dict[str, list[dict[str, Any]]] = settings.setdefault("hooks", {})
+    for event in events:
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command(event)}]}
+        if event in tool_events:
+            group = {"matcher": "*", **group}
+        hooks.setdefault(event, []).append(group)
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+
 def kill_group(process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
     """SIGKILL the process's whole group (the client and every tool it started)."""
     with contextlib.suppress(ProcessLookupError):
@@ -143,6 +166,18 @@ class CodexSandbox:
 
     def _argv(self, *args: str) -> list[str]:
         return [str(self.binary), "exec", "--skip-git-repo-check", "-C", str(self.work), *args]
+
+    def add_hooks(self, command: HookCommand, events: Iterable[str]) -> None:
+        """Append one ``[[hooks.<Event>]]`` command hook per event to ``config.toml``
+        (untrusted: Codex skips it until trusted, or run with the trust bypass)."""
+        config = self.home / "config.toml"
+        text = config.read_text(encoding="utf-8")
+        for event in events:
+            text += (
+                f"\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\n"
+                f'type = "command"\ncommand = {json.dumps(command(event))}\n'
+            )
+        config.write_text(text, encoding="utf-8")
 
     def exec(self, prompt: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
         """Run one turn: ``codex exec <prompt>``."""
@@ -211,6 +246,15 @@ class ClaudeSandbox:
             *args,
         ]
 
+    def add_hooks(self, command: HookCommand, events: Iterable[str]) -> None:
+        """Add one command hook per event to ``settings.json`` (matcher ``*`` on tools)."""
+        _json_hooks(
+            self.config / "settings.json",
+            command,
+            events,
+            {"PreToolUse", "PostToolUse", "PostToolUseFailure"},
+        )
+
     def run(self, prompt: str, session_id: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
         """One turn in a new session: ``claude --session-id <id> -p <prompt>``."""
         return _run(
@@ -270,6 +314,11 @@ class GeminiSandbox:
             "stream-json",
             *args,
         ]
+
+    def add_hooks(self, command: HookCommand, events: Iterable[str]) -> None:
+        """Add one command hook per event to the user ``settings.json`` (matcher ``*`` on
+        the tool events)."""
+        _json_hooks(gemini_settings(self.home), command, events, {"BeforeTool", "AfterTool"})
 
     def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
         """One turn in a new session: ``gemini -p <prompt>``."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from tests.e2e.agents import ClaudeSandbox, CodexSandbox, GeminiSandbox, _run
-from tests.e2e.clients import PINNED, ensure_client, gemini_settings
+from tests.e2e.clients import PINNED, ensure_client
 from tests.e2e.model_server import Answer, ModelServer, Script, ShellCall
 
 __all__ = ["DUMP_SCRIPT", "FIXTURES", "HookDump", "Sanitizer", "record"]
@@ -80,10 +80,6 @@ class HookDump:
     def command(self, event: str) -> str:
         """The shell command line for ``event`` (absolute paths, no shell features)."""
         return f"{sys.executable} {self.folder.parent / 'hook_dump.py'} {self.folder} {event}"
-
-    def hook(self, event: str) -> dict[str, str]:
-        """One command-hook entry (the shape Claude Code and Gemini CLI settings use)."""
-        return {"type": "command", "command": self.command(event)}
 
     def payloads(self) -> list[tuple[str, Any]]:
         """(event, parsed stdin) in the order the hooks fired."""
@@ -207,15 +203,7 @@ def record_claude(root: Path, target: Path) -> Path:
     dump = HookDump(root / "dump")
     with ModelServer(probe_script(), log=root / "requests.jsonl") as server:
         claude = ClaudeSandbox.create(root / "claude", server, binary)
-        settings_path = claude.config / "settings.json"
-        settings = json.loads(settings_path.read_text(encoding="utf-8"))
-        settings["hooks"] = {
-            event: [{"matcher": "*", "hooks": [dump.hook(event)]}]
-            if event in {"PreToolUse", "PostToolUse", "PostToolUseFailure"}
-            else [{"hooks": [dump.hook(event)]}]
-            for event in CLAUDE_EVENTS
-        }
-        settings_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        claude.add_hooks(dump.command, CLAUDE_EVENTS)
         session_id = "5e551011-0000-4000-8000-00000000c1a0"
         done = claude.run("run the probe", session_id)
         if done.returncode != 0:
@@ -225,7 +213,8 @@ def record_claude(root: Path, target: Path) -> Path:
             {
                 str(claude.work): FAKE_WORK,
                 str(claude.config): "/home/user/.claude",
-                str(claude.work).replace("/", "-"): FAKE_WORK.replace("/", "-"),
+                # the projects folder: the cwd with every other character than A-Z a-z 0-9 as -
+                re.sub(r"[^A-Za-z0-9]", "-", str(claude.work)): FAKE_WORK.replace("/", "-"),
                 **_host_paths(root),
             },
             session_id,
@@ -263,27 +252,12 @@ CODEX_EVENTS: Final = (
 )
 
 
-def codex_hooks_toml(dump: HookDump, events: Sequence[str]) -> str:
-    """``[[hooks.<Event>]]`` groups, one command hook each (Codex's config.toml form)."""
-    out = []
-    for event in events:
-        out.append(
-            f"\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\n"
-            f'type = "command"\ncommand = {json.dumps(dump.command(event))}\n'
-        )
-    return "".join(out)
-
-
 def record_codex(root: Path, target: Path) -> Path:
     binary = ensure_client("codex")
     dump = HookDump(root / "dump")
     with ModelServer(probe_script(), log=root / "requests.jsonl") as server:
         codex = CodexSandbox.create(root / "codex", server, binary)
-        config = codex.home / "config.toml"
-        config.write_text(
-            config.read_text(encoding="utf-8") + codex_hooks_toml(dump, CODEX_EVENTS),
-            encoding="utf-8",
-        )
+        codex.add_hooks(dump.command, CODEX_EVENTS)
         # Recording only: the hooks run untrusted for this one invocation. An installed
         # hook must be trusted the documented way (see docs/capture.md).
         argv = codex._argv("--dangerously-bypass-hook-trust", "run the probe")
@@ -342,15 +316,7 @@ def record_gemini(root: Path, target: Path) -> Path:
         work = root / "project"  # the CLI names its project folder after the cwd's name
         work.mkdir()
         gemini = GeminiSandbox.create(root / "gemini", server, binary, work)
-        path = gemini_settings(gemini.home)
-        settings = json.loads(path.read_text(encoding="utf-8"))
-        settings["hooks"] = {
-            event: [{"matcher": "*", "hooks": [dump.hook(event)]}]
-            if event in {"BeforeTool", "AfterTool"}
-            else [{"hooks": [dump.hook(event)]}]
-            for event in GEMINI_EVENTS
-        }
-        path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        gemini.add_hooks(dump.command, GEMINI_EVENTS)
         done = gemini.run("run the probe")
         if done.returncode != 0:
             raise SystemExit(done.describe())
