@@ -20,6 +20,7 @@ __all__ = [
     "ArchiveRefusedError",
     "ArtifactSealedError",
     "BadSignatureError",
+    "ClientConfigInvalidError",
     "DeploymentManifestError",
     "EmptyInputError",
     "ExtensionIndexInvalidError",
@@ -595,6 +596,19 @@ class DeploymentManifestError(InputError):
 
     code = "deployment-manifest-invalid"
     default_hint = "Give Kubernetes YAML files (Deployment, StatefulSet, Pod …), as kubectl takes."
+
+
+class ClientConfigInvalidError(InputError):
+    """An agent client's own configuration file (Claude Code or Gemini CLI
+    ``settings.json``, Codex ``config.toml``) cannot be read as the client's format, or its
+    ``hooks`` are not shaped as the client documents them: agc writes nothing to it (exit 2).
+    """
+
+    code = "client-config-invalid"
+    default_hint = (
+        "Fix the file (the client's own settings) or move it away, then run the command "
+        "again; agc changes only a file it can read exactly."
+    )
 
 
 class UrlInvalidError(UsageError):

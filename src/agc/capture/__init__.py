@@ -7,7 +7,10 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 
 * :func:`run_id_for` names the run of a client session;
 * :class:`ToolEvent` is one tool-events record, redacted when made;
-* :class:`SessionFacts` is what the run's manifest says about the session.
+* :class:`SessionFacts` is what the run's manifest says about the session;
+* :func:`install_hooks`, :func:`uninstall_hooks` and :func:`check_hooks` put agc's hook
+  command into a client's own hook configuration, take it out, and say whether the
+  client will run it (for Codex: whether the hook is trusted).
 
 Example::
 
@@ -30,13 +33,35 @@ from agc.capture._events import (
     ToolEvent,
     run_id_for,
 )
+from agc.capture._install import CLIENT_EVENTS, CodexTrust, Scope, codex_hook_hash, hook_command
+from agc.capture._install_files import (
+    ClientHooks,
+    FileChange,
+    HooksChange,
+    check_hooks,
+    config_paths,
+    install_hooks,
+    uninstall_hooks,
+)
 
 __all__ = [
     "CLIENTS",
+    "CLIENT_EVENTS",
+    "ClientHooks",
     "ClientName",
+    "CodexTrust",
     "EventKind",
     "EventSource",
+    "FileChange",
+    "HooksChange",
+    "Scope",
     "SessionFacts",
     "ToolEvent",
+    "check_hooks",
+    "codex_hook_hash",
+    "config_paths",
+    "hook_command",
+    "install_hooks",
     "run_id_for",
+    "uninstall_hooks",
 ]

@@ -121,6 +121,12 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "observations, probe endpoints, check deployment contracts, and seal the verdicts "
         "as evidence.",
     ),
+    Subcommand(
+        "hooks",
+        "agc.cli.hooks",
+        "Install agc's capture hook into Claude Code, Codex or the Gemini CLI, check that "
+        "the client will run it, take it out.",
+    ),
 )
 
 
