@@ -32,6 +32,7 @@ __all__ = [
     "HistoryEmptyError",
     "HistoryFormatError",
     "HistoryInvalidError",
+    "HookEventInvalidError",
     "InputError",
     "InputMissingError",
     "JsonInvalidError",
@@ -215,6 +216,17 @@ class RecordInvalidError(InputError):
 
     code = "record-invalid"
     default_hint = "Records must be JSON objects without NaN/Infinity or the keys seq/ts."
+
+
+class HookEventInvalidError(InputError):
+    """A client hook's event (JSON on stdin) cannot be read: too large, not strict JSON,
+    not an object, or without a session id to name its run."""
+
+    code = "hook-event-invalid"
+    default_hint = (
+        "agc hook reads the event JSON a client hook sends on stdin; the failure is kept "
+        "for `agc hooks status` and the run is never complete."
+    )
 
 
 class FileExistsRefusedError(UsageError):

@@ -11,6 +11,7 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 * :func:`install_hooks`, :func:`uninstall_hooks` and :func:`check_hooks` put agc's hook
   command into a client's own hook configuration, take it out, and say whether the
   client will run it (for Codex: whether the hook is trusted).
+* :func:`parse_hook_event` reads a client hook's event JSON into a :class:`HookEvent`.
 
 Example::
 
@@ -33,6 +34,13 @@ from agc.capture._events import (
     ToolEvent,
     run_id_for,
 )
+from agc.capture._hooks import (
+    EVENT_KINDS,
+    MAX_HOOK_EVENT_BYTES,
+    HookEvent,
+    event_kind,
+    parse_hook_event,
+)
 from agc.capture._install import CLIENT_EVENTS, CodexTrust, Scope, codex_hook_hash, hook_command
 from agc.capture._install_files import (
     ClientHooks,
@@ -47,12 +55,15 @@ from agc.capture._install_files import (
 __all__ = [
     "CLIENTS",
     "CLIENT_EVENTS",
+    "EVENT_KINDS",
+    "MAX_HOOK_EVENT_BYTES",
     "ClientHooks",
     "ClientName",
     "CodexTrust",
     "EventKind",
     "EventSource",
     "FileChange",
+    "HookEvent",
     "HooksChange",
     "Scope",
     "SessionFacts",
@@ -60,8 +71,10 @@ __all__ = [
     "check_hooks",
     "codex_hook_hash",
     "config_paths",
+    "event_kind",
     "hook_command",
     "install_hooks",
+    "parse_hook_event",
     "run_id_for",
     "uninstall_hooks",
 ]

@@ -72,6 +72,11 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.",
     ),
     Subcommand(
+        "hook",
+        "agc.cli.hook",
+        "Capture one client hook event into its session's run (always exits 0).",
+    ),
+    Subcommand(
         "runs",
         "agc.cli.runs",
         "List the runs of a store: state, records, bytes, signature, last write.",

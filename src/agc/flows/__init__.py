@@ -14,7 +14,10 @@ what needs two of them lives here, built on their front doors only:
   :func:`check_sealed_verdict`, :func:`refuse_taken_run_id`;
 * guards of recording and importing: :func:`explain_write_failure`,
   :func:`refuse_importing_own_file`, :func:`run_on_disk`, :func:`recover_hint`;
-* new files a user names: :func:`write_new_file`, :func:`new_file_errors`.
+* new files a user names: :func:`write_new_file`, :func:`new_file_errors`;
+* client sessions captured as they happen: :func:`capture_hook_event` (one hook event
+  appended to its run, the run sealed at the session's end, every failure kept as a
+  :class:`CaptureFailure`) and :func:`capture_failures`.
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -68,6 +71,16 @@ if _TYPE_CHECKING:
         run_on_disk,
     )
     from agc.flows._files import new_file_errors, write_new_file
+    from agc.flows._hook import (
+        CAPTURE_FAILURES,
+        CaptureFailure,
+        HookOutcome,
+        capture_failures,
+        capture_hook_event,
+        captured_session,
+        fallback_failures_path,
+        record_capture_failure,
+    )
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -89,10 +102,13 @@ if _TYPE_CHECKING:
 
 __all__ = [
     "ARTIFACT_KINDS",
+    "CAPTURE_FAILURES",
     "MACHINE_ERRNOS",
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
+    "CaptureFailure",
+    "HookOutcome",
     "PreparedWrite",
     "ProgressBar",
     "Retention",
@@ -100,9 +116,13 @@ __all__ = [
     "Store",
     "StoreLayout",
     "atomic_write_bytes",
+    "capture_failures",
+    "capture_hook_event",
+    "captured_session",
     "check_sealed_verdict",
     "describe_os_error",
     "explain_write_failure",
+    "fallback_failures_path",
     "has_recorded_run",
     "history_from_run",
     "new_file_errors",
@@ -110,6 +130,7 @@ __all__ = [
     "orjson_indented",
     "parse_json",
     "read_limited",
+    "record_capture_failure",
     "recover_hint",
     "recover_turn_runs",
     "refuse_importing_own_file",
@@ -136,6 +157,8 @@ _HOMES: dict[str, tuple[str, str]] = {
             "TEMP_SUFFIX",
             "PreparedWrite",
             "atomic_write_bytes",
+            "capture_failures",
+            "capture_hook_event",
             "describe_os_error",
             "read_limited",
         )
@@ -158,12 +181,26 @@ _HOMES: dict[str, tuple[str, str]] = {
         name: ("agc.flows._evidence", name)
         for name in (
             "explain_write_failure",
+            "fallback_failures_path",
             "recover_hint",
             "refuse_importing_own_file",
             "run_on_disk",
         )
     },
     **{name: ("agc.flows._files", name) for name in ("new_file_errors", "write_new_file")},
+    **{
+        name: ("agc.flows._hook", name)
+        for name in (
+            "CAPTURE_FAILURES",
+            "CaptureFailure",
+            "HookOutcome",
+            "capture_failures",
+            "capture_hook_event",
+            "captured_session",
+            "fallback_failures_path",
+            "record_capture_failure",
+        )
+    },
     **{
         name: ("agc.flows._readiness", name)
         for name in (

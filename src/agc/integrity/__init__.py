@@ -31,6 +31,7 @@ if _TYPE_CHECKING:
     )
     from agc.integrity._ingest import (
         IngestSummary,
+        ingest_lines,
         ingest_stream,
     )
     from agc.integrity._kept import KeptArtifact, check_run_kept
@@ -133,6 +134,7 @@ __all__ = [
     "export_session",
     "finding_text",
     "generate_keypair",
+    "ingest_lines",
     "ingest_stream",
     "iter_copy_lines",
     "iter_records",
@@ -173,6 +175,7 @@ _HOMES = {
     "agc.integrity._ingest": (
         "IngestSummary",
         "ingest_stream",
+        "ingest_lines",
     ),
     "agc.integrity._recover": (
         "recover_run",
