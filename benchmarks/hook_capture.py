@@ -48,6 +48,7 @@ __all__ = ["CALLS", "CAPTURE_EVENTS", "bench_hook_capture"]
 CALLS: Final = 50
 TARGET_SLOWDOWN: Final = 1.25
 SESSION_ROUNDS: Final = 3  # a session is seconds long; per-event rounds use ctx.rounds
+SESSION_TIMEOUT: Final = 1800.0  # seconds; a slow hook makes a session minutes long
 
 #: The events a capture hooks, per client (fixture folder name -> event names).
 CAPTURE_EVENTS: Final[dict[str, tuple[str, ...]]] = {
@@ -123,18 +124,18 @@ class Session:
                 claude = ClaudeSandbox.create(root, server, self.binary)
                 if hook is not None:
                     claude.add_hooks(hook, events)
-                done = claude.run("run the calls", str(uuid.uuid4()))
+                done = claude.run("run the calls", str(uuid.uuid4()), timeout=SESSION_TIMEOUT)
             elif self.client == "codex":
                 codex = CodexSandbox.create(root, server, self.binary)
                 if hook is not None:
                     codex.add_hooks(hook, events)
                 argv = codex._argv("--dangerously-bypass-hook-trust", "run the calls")
-                done = _run(argv, codex.env, codex.work, 600)
+                done = _run(argv, codex.env, codex.work, SESSION_TIMEOUT)
             else:
                 gemini = GeminiSandbox.create(root, server, self.binary)
                 if hook is not None:
                     gemini.add_hooks(hook, events)
-                done = gemini.run("run the calls", timeout=600)
+                done = gemini.run("run the calls", timeout=SESSION_TIMEOUT)
             calls = sum(1 for r in server.model_requests() if isinstance(r.step, ShellCall))
         if done.returncode != 0 or calls < self.calls:
             raise AssertionError(f"{self.client} session failed ({calls} calls)\n{done.describe()}")
@@ -225,7 +226,8 @@ def bench_hook_capture(ctx: Any) -> Section:
             continue
         session = Session(client, binary, CALLS)
         variants, _ = _session_variants(session, work / client, agc)
-        found = interleaved(variants, rounds=min(ctx.rounds, SESSION_ROUNDS))
+        # No warm-up run: every session starts in a fresh client home anyway.
+        found = interleaved(variants, rounds=min(ctx.rounds, SESSION_ROUNDS), warmup=False)
         _session_rows(section, client, found)
     return section
 
