@@ -102,8 +102,11 @@ def agc_command() -> str | None:
 
 
 def script(calls: int) -> Script:
-    """``calls`` shell calls of ``true``, then the final answer."""
-    return Script([*(ShellCall("true", f"call_bench_{i}") for i in range(calls)), Answer("done")])
+    """``calls`` shell calls of ``true N`` (each different: the Gemini CLI stops a turn
+    that repeats one call, "Loop detected"), then the final answer."""
+    return Script(
+        [*(ShellCall(f"true {i}", f"call_bench_{i}") for i in range(calls)), Answer("done")]
+    )
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,11 @@ def bench_hook_capture(ctx: Any) -> Section:
         session = Session(client, binary, CALLS)
         variants, _ = _session_variants(session, work / client, agc)
         # No warm-up run: every session starts in a fresh client home anyway.
-        found = interleaved(variants, rounds=min(ctx.rounds, SESSION_ROUNDS), warmup=False)
+        try:
+            found = interleaved(variants, rounds=min(ctx.rounds, SESSION_ROUNDS), warmup=False)
+        except AssertionError as exc:  # a session that did not finish: say so, go on
+            section.rows.append(Row(f"{client} session", skipped=str(exc).splitlines()[0]))
+            continue
         _session_rows(section, client, found)
     return section
 
