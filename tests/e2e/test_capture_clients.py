@@ -427,11 +427,6 @@ def _cover_tracks(glob: str) -> str:
     return shlex.join([sys.executable, "-c", program])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc-verify does not yet compare the calls the hooks saw with the sealed "
-    "transcript (transcript-diverges); remove this mark when it does",
-)
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_session_file_edited_before_its_seal_diverges(
     client: ClientName,

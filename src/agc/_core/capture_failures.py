@@ -16,18 +16,36 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 from agc._core.fs import open_regular_file
 from agc._core.json import loads
 from agc.errors import AgcError
 
 __all__ = [
+    "CAPTURE_CLIENTS",
     "CAPTURE_FAILURES",
     "MAX_FAILURE_LINE",
+    "CaptureClient",
     "failure_lines",
     "fallback_failures_path",
+    "is_captured_run_id",
 ]
+
+CaptureClient = Literal["claude-code", "codex", "gemini"]
+"""The agent clients whose sessions agc captures: Claude Code, the Codex CLI, the Gemini
+CLI (``agc.capture`` names them ``ClientName``)."""
+
+CAPTURE_CLIENTS: Final[tuple[CaptureClient, ...]] = get_args(CaptureClient)
+
+_PREFIXES: Final = tuple(f"{client}-" for client in CAPTURE_CLIENTS)
+
+
+def is_captured_run_id(run_id: str) -> bool:
+    """Whether ``run_id`` is named as a captured client session, ``<client>-<session id>``
+    (``agc.capture.run_id_for``): cheap, for the verifier's fast path."""
+    return run_id.startswith(_PREFIXES)
+
 
 CAPTURE_FAILURES: Final = "capture/failures.jsonl"
 """Where a store keeps the failures of its capture (relative to the store folder)."""

@@ -17,8 +17,9 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, TypeAlias
 
+from agc._core.capture_failures import CAPTURE_CLIENTS, CaptureClient
 from agc._core.redact import redact_value
 from agc.errors import UsageError
 
@@ -32,10 +33,10 @@ __all__ = [
     "run_id_for",
 ]
 
-ClientName = Literal["claude-code", "codex", "gemini"]
+ClientName: TypeAlias = CaptureClient
 """The agent clients agc captures: Claude Code, the Codex CLI and the Gemini CLI."""
 
-CLIENTS: Final[tuple[ClientName, ...]] = get_args(ClientName)
+CLIENTS: Final[tuple[ClientName, ...]] = CAPTURE_CLIENTS
 
 EventKind = Literal[
     "session-start", "prompt", "call", "result", "stop", "compact", "session-end", "other"

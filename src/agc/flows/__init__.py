@@ -54,7 +54,11 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from agc._core.lazy import lazy_names as _lazy_names
 
 if _TYPE_CHECKING:
-    from agc._core.capture_failures import CAPTURE_FAILURES, fallback_failures_path
+    from agc._core.capture_failures import (
+        CAPTURE_FAILURES,
+        fallback_failures_path,
+        is_captured_run_id,
+    )
     from agc._core.fs import (
         MACHINE_ERRNOS,
         TEMP_SUFFIX,
@@ -74,6 +78,7 @@ if _TYPE_CHECKING:
         validate_new_run_id,
         validate_run_id,
     )
+    from agc.flows._crosscheck import cross_check_capture, cross_check_store
     from agc.flows._evidence import (
         explain_write_failure,
         recover_hint,
@@ -158,6 +163,8 @@ __all__ = [
     "check_sealed_verdict",
     "codex_sessions_folder",
     "complete_lines",
+    "cross_check_capture",
+    "cross_check_store",
     "describe_os_error",
     "drain",
     "explain_write_failure",
@@ -168,6 +175,7 @@ __all__ = [
     "identify_session",
     "import_session_file",
     "import_sessions",
+    "is_captured_run_id",
     "keep_backup",
     "new_file_beside",
     "new_file_errors",
@@ -200,6 +208,9 @@ __all__ = [
 
 # name -> (module, attribute there)
 _HOMES: dict[str, tuple[str, str]] = {
+    "cross_check_capture": ("agc.flows._crosscheck", "cross_check_capture"),
+    "cross_check_store": ("agc.flows._crosscheck", "cross_check_store"),
+    "is_captured_run_id": ("agc._core.capture_failures", "is_captured_run_id"),
     **{
         name: ("agc._core.fs", name)
         for name in (
