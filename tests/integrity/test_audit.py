@@ -240,6 +240,8 @@ def test_a_failed_artifact_shows_the_digest_sealed_and_the_digest_found(store: P
     audit = build_audit(store, generated_ms=0)
     failing = audit.runs[0].report
     (modified,) = [f for f in failing.findings if f.code == "modified"]
+    assert modified.expected is not None
+    assert modified.actual is not None
     sealed, found = modified.expected["digest"], modified.actual["digest"]
     assert sealed != found
     page = audit_html(audit)

@@ -18,15 +18,14 @@ import csv
 import html
 import io
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from agc._core.storage import Store
-from agc._core.store import StoreLayout, artifact_path, manifest_path, open_store
+from agc._core.store import StoreArg, StoreLayout, artifact_path, manifest_path, open_store
 from agc.errors import AgcError
 from agc.integrity._chain import read_head
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
@@ -119,7 +118,7 @@ class Audit:
 
 
 def build_audit(
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg | Store = None,
     run_ids: Sequence[str] | None = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
@@ -141,7 +140,7 @@ def build_audit(
     opened = open_store(store)
     if run_ids is None:
         store_report = check_store(
-            store,
+            cast("StoreArg", store),  # check_store takes any store its open_store opens
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
