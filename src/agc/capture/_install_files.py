@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from agc._core.fs import atomic_write_bytes, read_small_file
+from agc._core.fs import atomic_write_bytes, describe_os_error, machine_hint, read_small_file
 from agc._core.json import loads
 from agc._core.report import SCHEMA_VERSION
 from agc.capture._codex_app import CodexAppError, codex_hooks_list
@@ -59,6 +59,7 @@ from agc.errors import (
     ClientConfigInvalidError,
     FileExistsRefusedError,
     FileUnreadableError,
+    FileWriteError,
     UsageError,
 )
 
@@ -228,7 +229,25 @@ def _backup(target: Path, data: bytes, mode: int) -> Path:
 
 
 def _write(path: Path, old: str | None, new: str | None) -> FileChange:
-    """Replace the file's text ``old`` by ``new`` (backing ``old`` up first)."""
+    """Replace the file's text ``old`` by ``new`` (backing ``old`` up first).
+
+    Raises:
+        FileWriteError: the file, its backup or its folder cannot be written (a failure
+            of the machine, a permission, a file where a folder should be); the file is
+            unchanged.
+    """
+    try:
+        return _write_file(path, old, new)
+    except OSError as exc:
+        raise FileWriteError(
+            f"cannot write {path}: {describe_os_error(exc)}",
+            path=str(path),
+            errno=exc.errno,
+            hint=machine_hint(exc) or "Check that you may write the file and its folder.",
+        ) from exc
+
+
+def _write_file(path: Path, old: str | None, new: str | None) -> FileChange:
     if new is None or new == old:
         return FileChange(str(path), changed=False)
     target = Path(os.path.realpath(path))
