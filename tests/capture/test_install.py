@@ -435,6 +435,18 @@ def test_garbage_is_refused_or_merged_never_lost(client: ClientName, garbage: by
             assert [p.read_bytes() for p in _backups(path)] == [garbage]
 
 
+@pytest.mark.parametrize("client", ["claude-code", "gemini"])
+def test_a_null_hooks_member_is_an_empty_one(tmp_path: Path, client: ClientName) -> None:
+    env = _env(tmp_path)
+    path = config_paths(client, "user", environ=env).hooks
+    _write(path, '{"hooks": null, "model": "m"}')
+    install_hooks(client, "user", command=hook_command(AGC, client), environ=env)
+    status = check_hooks(client, "user", environ=env)
+    assert status.events == CLIENT_EVENTS[client]
+    uninstall_hooks(client, "user", environ=env)
+    assert json.loads(path.read_text()) == {"model": "m"}
+
+
 def test_backups_are_never_overwritten(tmp_path: Path) -> None:
     env = _env(tmp_path)
     path = config_paths("claude-code", "user", environ=env).hooks

@@ -348,7 +348,8 @@ def _check_result(client: ClientName, result: str, path: str, *, expect: str | N
 
 def _json_with_hooks(client: ClientName, text: str | None, command: str) -> str:
     value: dict[str, Any] = loads(text) if text and text.strip() else {}
-    hooks = value.setdefault("hooks", {})
+    hooks = value.get("hooks") or {}  # absent or null
+    value["hooks"] = hooks
     for event in CLIENT_EVENTS[client]:
         groups: list[dict[str, Any]] = hooks.setdefault(event, [])
         placed = False
