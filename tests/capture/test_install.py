@@ -447,6 +447,27 @@ def test_a_null_hooks_member_is_an_empty_one(tmp_path: Path, client: ClientName)
     assert json.loads(path.read_text()) == {"model": "m"}
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        'hooks = { Stop = [ { hooks = [ { type = "command", command = "mine" } ] } ] }\n',
+        '[hooks]\nStop = [ { hooks = [ { type = "command", command = "mine" } ] } ]\n'
+        'state = { "k" = { enabled = false } }\n',
+        'model = "o3"\nhooks = { state = { "k" = { trusted_hash = "sha256:00" } } }\n',
+    ],
+)
+def test_codex_inline_tables_are_merged_into(tmp_path: Path, text: str) -> None:
+    env = _env(tmp_path)
+    path = config_paths("codex", "user", environ=env).hooks
+    _write(path, text)
+    install_hooks("codex", "user", command=hook_command(AGC, "codex"), environ=env)
+    status = check_hooks("codex", "user", environ=env)
+    assert set(status.events) == set(CLIENT_EVENTS["codex"])
+    assert {entry.status for entry in status.trust} == {"trusted"}
+    uninstall_hooks("codex", "user", environ=env)
+    assert tomllib.loads(path.read_text()) == tomllib.loads(text)
+
+
 def test_backups_are_never_overwritten(tmp_path: Path) -> None:
     env = _env(tmp_path)
     path = config_paths("claude-code", "user", environ=env).hooks
