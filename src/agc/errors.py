@@ -33,6 +33,7 @@ __all__ = [
     "HistoryFormatError",
     "HistoryInvalidError",
     "HookEventInvalidError",
+    "InPlaceRefusedError",
     "InputError",
     "InputMissingError",
     "JsonInvalidError",
@@ -234,6 +235,15 @@ class FileExistsRefusedError(UsageError):
 
     code = "file-exists"
     default_hint = "Choose another output path; agc never overwrites an existing file."
+
+
+class InPlaceRefusedError(AgcError):
+    """``--in-place`` will not replace a file another process holds open (a client still
+    writing the session); the file is left as it was."""
+
+    code = "in-place-refused"
+    exit_code = ExitCode.UNREADABLE
+    default_hint = "Quit the client that has the session open, then run the command again."
 
 
 class UnsafePathError(UsageError):

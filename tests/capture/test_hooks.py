@@ -217,3 +217,18 @@ def test_any_bytes_give_a_record_or_the_one_error(data: bytes) -> None:
         assert event.record.session_id
     else:
         assert refused.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "status"),
+    [
+        ("Output: x\nExit Code: 3\nProcess Group PGID: 1", "error"),
+        ("Output: x\nExit Code: 0\n", "ok"),
+        ("Output: Exit Code: 3 was printed", "ok"),
+    ],
+)
+def test_a_gemini_shell_result_fails_by_its_exit_code(content: str, status: str) -> None:
+    payload = {**GEMINI_AFTER, "tool_response": {"llmContent": content, "returnDisplay": ""}}
+    assert parse_hook_event("gemini", _bytes(payload)).record.status == status
+    # The rule is the Gemini CLI shell tool's: another client's text is not read so.
+    assert parse_hook_event("codex", _bytes(payload)).record.status == "ok"

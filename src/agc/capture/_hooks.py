@@ -11,8 +11,9 @@ reference). The three share the common members agc reads:
   ``timestamp`` (Gemini CLI);
 * for a tool: ``tool_name``, ``tool_input``, ``tool_use_id`` (Claude Code and Codex; the
   Gemini CLI gives none) and, after the call, ``tool_response`` (Gemini CLI:
-  ``{llmContent, returnDisplay, error}``) or ``error`` (Claude Code's
-  ``PostToolUseFailure``).
+  ``{llmContent, returnDisplay, error}``, a shell command's ``Exit Code: N`` in
+  ``llmContent``) or ``error`` (Claude Code's ``PostToolUseFailure``). A Codex result
+  is the tool's output text alone: a command that failed reads as ``ok``.
 
 Event names are compared without case, ``_`` or ``-`` (Codex's configuration names
 ``preToolUse``, its payload ``PreToolUse``), in one table for every client
@@ -141,7 +142,7 @@ def parse_hook_event(client: ClientName, data: bytes) -> HookEvent:
         tool_input = value.get("tool_input")
     elif kind == "result":
         outcome = value.get("error") if failure else value.get("tool_response")
-        status = "error" if failure or _failed(outcome) else "ok"
+        status = "error" if failure or _failed(outcome) or _shell_failed(client, outcome) else "ok"
         result_bytes = _json_size(outcome)
     record = ToolEvent(
         event=kind,
@@ -179,6 +180,21 @@ def _failed(outcome: object) -> bool:
         return True
     error = outcome.get("error")
     return error not in (None, "", False, {}, [])
+
+
+_EXIT_CODE: Final = re.compile(r"^Exit Code: (-?[0-9]+)\s*$", re.MULTILINE)
+
+
+def _shell_failed(client: ClientName, outcome: object) -> bool:
+    """Whether a Gemini CLI shell result says its command exited non-zero: the shell
+    tool reports ``Exit Code: N`` in its ``llmContent`` and gives no ``error``. (A Codex
+    result is the output text alone: its exit code is not in the event.)"""
+    if client != "gemini" or not isinstance(outcome, Mapping):
+        return False
+    content = outcome.get("llmContent")
+    if not isinstance(content, str):
+        return False
+    return any(int(code) != 0 for code in _EXIT_CODE.findall(content))
 
 
 def _json_size(outcome: object) -> int | None:

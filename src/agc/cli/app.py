@@ -57,6 +57,11 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "Copy an existing JSONL file into the store through the writer, and seal it.",
     ),
     Subcommand(
+        "watch",
+        "agc.cli.evidence",
+        "Keep client session folders imported, for clients without hooks.",
+    ),
+    Subcommand(
         "export",
         "agc.cli.evidence",
         "Write a recorded or imported run back as the JSONL file it was made from.",

@@ -12,13 +12,19 @@
    the previous state or the new record, and an ``unsealed`` run that ``agc recover``
    seals. Hooks that fire in parallel take the file's writer lock in turn (each holds it
    for one append), waiting at most ``lock_wait_ms``;
-3. at the session's end (``SessionEnd``; the Gemini CLI and Codex send it too) the
-   client's own session file (``transcript_path``) is written into the run as its
-   transcript, one record per line as ``agc import`` writes it, the run's
-   :class:`~agc.capture.SessionFacts` become its manifest ``attributes``, and both
-   artifacts are sealed. A ``Stop`` does not seal: a session goes on after a turn. A
-   session that never sends its end (the client was killed) stays ``unsealed``, every
-   event vouched for by a checkpoint, until ``agc recover RUN`` seals it.
+3. at the end of every turn (``Stop``; the Gemini CLI's ``AfterAgent``) the client's
+   own session file (``transcript_path``) is written into the run as its transcript,
+   one record per complete line as ``agc import`` writes it, and both artifacts are
+   sealed: a session whose end never comes (a client killed after its turn, a session
+   end whose session file is already gone, as Claude Code's can be when many sessions
+   cycle) is sealed as of its last turn. The next event (the next turn, a resumed
+   session) continues the run as a new segment, and the next seal adds the session
+   file's new lines;
+4. at the session's end (``SessionEnd``, sent by all three) the same seal takes the
+   whole session file, and the run's :class:`~agc.capture.SessionFacts` become its
+   manifest ``attributes`` (fixed by the first session end). A session killed in the
+   middle of a turn stays ``unsealed`` from that turn on, every event vouched for by a
+   checkpoint, until ``agc recover RUN`` seals it.
 
 Capture is best effort and never stops the client: whatever fails (the event, the store
 missing, full, read-only, locked, a file where the folder should be) becomes a
@@ -30,6 +36,7 @@ when the store cannot take it, in ``$XDG_STATE_HOME/agc/capture-failures.jsonl``
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -37,7 +44,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agc._core.fs import append_whole, ensure_dirs, open_nofollow, open_regular_file
+from agc._core.capture_failures import (
+    CAPTURE_FAILURES,
+    failure_lines,
+    fallback_failures_path,
+)
+from agc._core.fs import (
+    append_whole,
+    ensure_dirs,
+    last_line_end,
+    open_nofollow,
+    open_regular_file,
+    write_error,
+)
 from agc._core.json import dumps, loads
 from agc._core.jsonl import unix_ms
 from agc._core.store import StoreLayout, resolve_store
@@ -50,28 +69,25 @@ from agc.capture import (
     parse_hook_event,
     run_id_for,
 )
-from agc.errors import AgcError, InputError, RunLockedError, StoreError, UnsealedRunError
-from agc.integrity import (
-    ToolEventWriter,
-    TranscriptWriter,
-    ingest_lines,
-    read_manifest,
-    recover_run,
+from agc.errors import (
+    AgcError,
+    ArtifactSealedError,
+    InputError,
+    RunLockedError,
+    StoreError,
+    TornTailError,
+    UnsealedRunError,
 )
+from agc.integrity import ToolEventWriter, TranscriptWriter, read_manifest
 
 __all__ = [
-    "CAPTURE_FAILURES",
     "CaptureFailure",
     "HookOutcome",
     "capture_failures",
     "capture_hook_event",
     "captured_session",
-    "fallback_failures_path",
     "record_capture_failure",
 ]
-
-CAPTURE_FAILURES: Final = "capture/failures.jsonl"
-"""Where a store keeps the failures of its capture (relative to the store folder)."""
 
 _LOCK_WAIT_MS: Final = 700
 _FIRST_PAUSE_S: Final = 0.002
@@ -154,16 +170,6 @@ class HookOutcome:
     kept_at: Path | None = None
 
 
-def fallback_failures_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/agc/capture-failures.jsonl`` (``~/.local/state`` when unset or
-    not absolute, per the XDG Base Directory Specification): where a failure goes when
-    the store cannot take it."""
-    env = os.environ if environ is None else environ
-    state = env.get("XDG_STATE_HOME", "")
-    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "agc" / "capture-failures.jsonl"
-
-
 def capture_hook_event(
     client: ClientName,
     data: bytes,
@@ -222,34 +228,71 @@ def _capture(
     state.hook, state.event = record.hook, record.event
     state.run_id = run_id = run_id_for(client, record.session_id)
     if not folder.is_dir():
-        # Never created here: a store on a volume that is not mounted must not become
-        # a new store on the disk beneath (`agc hooks install` creates the store).
-        what = "is not a folder" if os.path.lexists(folder) else "does not exist"
-        raise StoreError(f"store {folder} {what}; the event was not captured")
-    writer, recovered = _open_tool_events(run_id, folder, lock_wait_ms)
+        _make_store(folder)
+    writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
     try:
         writer.write(record.to_record())
         writer.checkpoint()
         state.appended = True
-        if recovered:
+        final = event.ends_session
+        sealed = False
+        if final or (record.event == "stop" and _exists(event.transcript_path)):
+            try:
+                sealed = _seal_session(writer, event, run_id, folder, final=final)
+            except _LEFT_BY_A_KILL:
+                # An earlier seal was stopped half-way (the transcript holds what no
+                # checkpoint vouches for, or a sidecar its manifest does not list):
+                # `agc recover` finishes it, then this seal adds the rest.
+                writer.abort()
+                lost = _recover(run_id, folder) or lost
+                writer, again = _open_tool_events(run_id, folder, lock_wait_ms)
+                lost = lost or again
+                sealed = _seal_session(writer, event, run_id, folder, final=final)
+        if lost:
             raise UnsealedRunError(
-                f"run {run_id} held bytes no checkpoint vouched for (a hook was stopped "
-                "between its append and its checkpoint): `agc recover` sealed them as "
-                "recovered and this event began a new segment"
+                f"run {run_id} held bytes no crash checkpoint vouched for (a hook was "
+                "stopped between a write and its checkpoint): `agc recover` sealed them "
+                "as recovered, and capture went on in a new segment"
             )
-        sealed = event.ends_session and _seal_session(writer, event, run_id, folder)
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
 
 
-def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[ToolEventWriter, bool]:
-    """The run's tool-events writer, continued as it is, and whether it had to be
-    recovered first; waits for a parallel hook.
+def _make_store(folder: Path) -> None:
+    """Create a missing store folder whose parent folder exists (the first event of the
+    default ``~/.agc``); never its parents: a store on a volume that is not mounted must
+    not become a new store on the disk beneath.
 
-    A file a killed hook left with bytes no checkpoint vouches for is sealed first by
-    ``agc recover`` (``recovered``, never silently adopted), then continued as a new
-    segment; :func:`_capture` keeps that as a failure once the event is in.
+    Raises:
+        StoreError: ``folder`` is not a folder, or neither it nor its parent exists.
+        FileWriteError: it cannot be created (a read-only or full disk).
+    """
+    if os.path.lexists(folder):
+        raise StoreError(f"store {folder} is not a folder; the event was not captured")
+    if not folder.parent.is_dir():
+        raise StoreError(
+            f"store {folder} does not exist, nor does {folder.parent}; the event was not captured"
+        )
+    try:
+        folder.mkdir(mode=0o755)
+    except FileExistsError:
+        pass  # a parallel hook made it
+    except OSError as exc:
+        raise write_error(folder, exc, doing="create the store") from exc
+
+
+_LEFT_BY_A_KILL: Final = (UnsealedRunError, ArtifactSealedError, TornTailError)
+"""What a writer refuses in a file a killed hook left: bytes no checkpoint vouches for,
+a sidecar the manifest does not list yet, a torn last line."""
+
+
+def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[ToolEventWriter, bool]:
+    """The run's tool-events writer, continued as it is, and whether bytes no crash
+    checkpoint vouched for had to be sealed first; waits for a parallel hook.
+
+    A file a killed hook left (see :data:`_LEFT_BY_A_KILL`) is sealed first by ``agc
+    recover`` (``recovered``, never silently adopted), then continued as a new segment.
 
     Raises:
         RunLockedError: another hook held the file for longer than ``lock_wait_ms``.
@@ -257,26 +300,47 @@ def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[Too
     """
     deadline = time.monotonic() + lock_wait_ms / 1000
     pause = _FIRST_PAUSE_S
-    recovered = False
+    recovered = lost = False
     while True:
         try:
-            return ToolEventWriter(run_id, store=folder, resume=True), recovered
+            return ToolEventWriter(run_id, store=folder, resume=True), lost
         except RunLockedError:
             if time.monotonic() + pause > deadline:
                 raise
-        except UnsealedRunError:
+        except _LEFT_BY_A_KILL:
             if recovered:
                 raise
-            recover_run(run_id, folder)
+            lost = _recover(run_id, folder)
             recovered = True
             continue
         time.sleep(pause)  # another hook of the run appends: it takes milliseconds
         pause = min(pause * 2, _MAX_PAUSE_S)
 
 
-def _seal_session(writer: ToolEventWriter, event: HookEvent, run_id: str, folder: Path) -> bool:
-    """Write the client's session file as the run's transcript, then seal both with
-    the session's facts. ``writer`` is open and holds the run's tool events.
+def _recover(run_id: str, folder: Path) -> bool:
+    """``agc recover`` the run; whether it sealed bytes no checkpoint vouched for (or
+    moved a torn line aside).
+
+    Raises:
+        as :func:`agc.integrity.recover_run`.
+    """
+    from agc.integrity import recover_run  # noqa: PLC0415 - only after a killed hook
+
+    report = recover_run(run_id, folder)
+    return any(a.verified_bytes < a.bytes or a.quarantined_bytes for a in report.artifacts)
+
+
+def _seal_session(
+    writer: ToolEventWriter, event: HookEvent, run_id: str, folder: Path, *, final: bool
+) -> bool:
+    """Write the client's session file as the run's transcript, then seal both;
+    ``writer`` is open and holds the run's tool events.
+
+    The transcript continues what earlier seals of the run hold: the session file's
+    lines after as many as it holds already (a new segment). Unless ``final`` (the
+    session ended), a last line without its ``\\n`` is left for the next seal (the
+    client may be writing it) and no facts are set: the session's facts become the
+    manifest's ``attributes`` at its end.
 
     Raises:
         InputError: the event names no session file, or it cannot be read (the run
@@ -297,16 +361,46 @@ def _seal_session(writer: ToolEventWriter, event: HookEvent, run_id: str, folder
             "the session file the session end names is gone; the run stays unsealed"
         ) from exc
     with session:
+        size = os.fstat(session.fileno()).st_size
+        limit = size if final else last_line_end(session.fileno(), size)
         manifest = read_manifest(StoreLayout(folder), run_id)
-        attributes = None if manifest is not None and manifest.attributes else facts
+        attributes = None if not final or (manifest and manifest.attributes) else facts
+        from agc.integrity import ingest_lines  # noqa: PLC0415 - only at a seal
+
         transcript = TranscriptWriter(run_id, store=folder, resume=True, attributes=attributes)
         try:
-            ingest_lines(session, transcript, skip=transcript.next_seq)
+            lines = io.BufferedReader(_Prefix(session.fileno(), limit))
+            ingest_lines(lines, transcript, skip=transcript.next_seq)
             transcript.close()
         finally:
             transcript.abort()
     writer.close()
     return True
+
+
+class _Prefix(io.RawIOBase):
+    """The first ``limit`` bytes of an open file, read with ``pread`` (the file may grow
+    meanwhile: its client is still writing)."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__()
+        self._fd, self._limit, self._at = fd, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        want = min(len(buffer), self._limit - self._at)
+        if want <= 0:
+            return 0
+        data = os.pread(self._fd, want, self._at)
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
+
+
+def _exists(path: str | None) -> bool:
+    return path is not None and os.path.isfile(path)
 
 
 def _facts(path: Path, event: HookEvent) -> dict[str, Any]:
@@ -423,22 +517,12 @@ def capture_failures(
         folder = resolve_store(store).absolute()
     except AgcError:
         return []
-    found: list[CaptureFailure] = []
-    for path in (folder / CAPTURE_FAILURES, fallback_failures_path(environ)):
-        try:
-            lines = list(_lines(path))
-        except OSError:
-            continue
-        for line in lines:
-            try:
-                value = loads(line)
-            except AgcError:
-                continue
-            failure = CaptureFailure.from_record(value) if isinstance(value, dict) else None
-            if failure is None or failure.store != str(folder):
-                continue
-            if run_id is None or failure.run_id == run_id:
-                found.append(failure)
+    found = [
+        failure
+        for line in failure_lines(folder, environ)
+        if (failure := CaptureFailure.from_record(line)) is not None
+        and (run_id is None or failure.run_id == run_id)
+    ]
     found.sort(key=lambda f: f.ts)
     return found
 

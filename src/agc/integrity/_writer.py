@@ -66,11 +66,10 @@ from agc.errors import (
     VerificationError,
 )
 from agc.integrity._manifest import ArtifactSeal, check_attributes, sealed_checkpoints
-from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
-from agc.integrity._target import linked, run_target
 
 if TYPE_CHECKING:
+    from agc.integrity._signing import SigningKey
     from agc.integrity._upload import UploadResult
 
 __all__ = [
@@ -95,6 +94,10 @@ def refuse_if_linked(layout: StoreLayout, run_id: str) -> None:
         RunExistsError: the chain links ``run_id`` (exit 2; nothing was written).
         StoreError: the chain cannot be read.
     """
+    # Loaded here, not at import: a writer continuing a file (one hook event) never
+    # needs the chain reader nor the object-store side (nor cryptography with them).
+    from agc.integrity._target import linked  # noqa: PLC0415
+
     links = linked(layout, run_id)
     if links:
         positions = ", ".join(str(entry.position) for entry in links)
@@ -371,6 +374,15 @@ class JsonlWriter(JsonlFileWriter):
         """The artifact's seal once closed, else ``None``."""
         return self._artifact.seal
 
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        """Give the run's manifest ``attributes`` learnt while writing (before the seal):
+        checked as at open (:func:`~agc.integrity._manifest.check_attributes`).
+
+        Raises:
+            RecordInvalidError: the attributes cannot be stored.
+        """
+        self._artifact._attributes = check_attributes(attributes)
+
     def close(self) -> ArtifactSeal:
         """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
 
@@ -484,6 +496,8 @@ def open_run(
     if attributes is not None:
         attributes = check_attributes(attributes)
     validate_new_run_id(run_id)
+    from agc.integrity._target import run_target  # noqa: PLC0415 - see refuse_if_linked
+
     target = run_target(store)
     policy = target.policy()
     with target.staging(run_id) as folder:
