@@ -3,6 +3,7 @@ configuration files (Claude Code and Gemini CLI ``settings.json``, Codex ``confi
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -29,8 +30,9 @@ from agc.capture import (
     uninstall_hooks,
 )
 from agc.cli.app import main
-from agc.errors import ClientConfigInvalidError
+from agc.errors import ClientConfigInvalidError, FileWriteError
 from tests.conftest import examples
+from tests.faults import failing_disk, temp_files
 
 AGC = "/opt/agc/bin/agc"
 
@@ -433,6 +435,39 @@ def test_garbage_is_refused_or_merged_never_lost(client: ClientName, garbage: by
             assert [p.read_bytes() for p in _backups(path)] == [garbage]
 
 
+@pytest.mark.parametrize("client", ["claude-code", "gemini"])
+def test_a_null_hooks_member_is_an_empty_one(tmp_path: Path, client: ClientName) -> None:
+    env = _env(tmp_path)
+    path = config_paths(client, "user", environ=env).hooks
+    _write(path, '{"hooks": null, "model": "m"}')
+    install_hooks(client, "user", command=hook_command(AGC, client), environ=env)
+    status = check_hooks(client, "user", environ=env)
+    assert status.events == CLIENT_EVENTS[client]
+    uninstall_hooks(client, "user", environ=env)
+    assert json.loads(path.read_text()) == {"model": "m"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'hooks = { Stop = [ { hooks = [ { type = "command", command = "mine" } ] } ] }\n',
+        '[hooks]\nStop = [ { hooks = [ { type = "command", command = "mine" } ] } ]\n'
+        'state = { "k" = { enabled = false } }\n',
+        'model = "o3"\nhooks = { state = { "k" = { trusted_hash = "sha256:00" } } }\n',
+    ],
+)
+def test_codex_inline_tables_are_merged_into(tmp_path: Path, text: str) -> None:
+    env = _env(tmp_path)
+    path = config_paths("codex", "user", environ=env).hooks
+    _write(path, text)
+    install_hooks("codex", "user", command=hook_command(AGC, "codex"), environ=env)
+    status = check_hooks("codex", "user", environ=env)
+    assert set(status.events) == set(CLIENT_EVENTS["codex"])
+    assert {entry.status for entry in status.trust} == {"trusted"}
+    uninstall_hooks("codex", "user", environ=env)
+    assert tomllib.loads(path.read_text()) == tomllib.loads(text)
+
+
 def test_backups_are_never_overwritten(tmp_path: Path) -> None:
     env = _env(tmp_path)
     path = config_paths("claude-code", "user", environ=env).hooks
@@ -517,6 +552,52 @@ def test_cli_refuses_an_invalid_file_with_exit_2(
     err = capsys.readouterr().err
     assert "client-config-invalid" in err or "not strict JSON" in err
     assert settings_file.read_text() == "{ // comments\n}"
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EROFS, errno.EIO])
+@pytest.mark.parametrize("client", CLIENTS)
+def test_cli_a_disk_that_fails_is_exit_3_and_the_file_unchanged(
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    client: ClientName,
+    err: int,
+) -> None:
+    agc = _fake_agc(home)
+    path = config_paths(client, "user").hooks
+    original = _text(client, {"model": "m"}, compact=False)
+    _write(path, original)
+    with failing_disk(monkeypatch, path.parent, err):
+        code = main(["hooks", "install", "--client", client, "--agc", str(agc)])
+    assert code == 3
+    assert str(path.parent) in capsys.readouterr().err
+    assert path.read_text(encoding="utf-8") == original
+    assert not temp_files(path.parent)
+
+
+def test_cli_a_file_that_may_not_be_replaced_is_exit_3(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Not a failure of the machine: a permission (as a user without write access to the
+    # folder gets; the tests run as root, who may write anywhere).
+    agc = _fake_agc(home)
+    path = config_paths("gemini", "user").hooks
+    _write(path, '{"model": "m"}')
+    real_replace = os.replace
+
+    def refuse(src: Any, dst: Any) -> None:
+        if Path(dst) == path:
+            raise PermissionError(errno.EACCES, "Permission denied", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(FileWriteError, match="permission denied") as caught:
+        install_hooks("gemini", "user", command=hook_command(str(agc), "gemini"))
+    assert caught.value.path == str(path)
+    assert main(["hooks", "install", "--client", "gemini", "--agc", str(agc)]) == 3
+    assert "permission denied" in capsys.readouterr().err.lower()
+    assert path.read_text(encoding="utf-8") == '{"model": "m"}'
+    assert not temp_files(path.parent)
 
 
 def test_cli_uninstall_json_names_the_backup(

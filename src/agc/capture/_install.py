@@ -348,7 +348,8 @@ def _check_result(client: ClientName, result: str, path: str, *, expect: str | N
 
 def _json_with_hooks(client: ClientName, text: str | None, command: str) -> str:
     value: dict[str, Any] = loads(text) if text and text.strip() else {}
-    hooks = value.setdefault("hooks", {})
+    hooks = value.get("hooks") or {}  # absent or null
+    value["hooks"] = hooks
     for event in CLIENT_EVENTS[client]:
         groups: list[dict[str, Any]] = hooks.setdefault(event, [])
         placed = False
@@ -399,11 +400,25 @@ def _toml_handler(command: str, event: str, *, inline: bool) -> Table | InlineTa
     return handler
 
 
+def _as_table(container: Any, key: str) -> Table:
+    """``container[key]`` as a standard table, made one when absent; an inline table
+    (``hooks = { … }``) becomes a standard table with the same members, as Codex's own
+    configuration editor does, so that tables of arrays can be added to it."""
+    item = container.get(key)
+    if item is None:
+        container[key] = tomlkit.table(is_super_table=True)
+    elif isinstance(item, InlineTable):
+        table = tomlkit.table()
+        for name, value in item.items():
+            table[name] = value
+        container[key] = table
+    result: Table = container[key]
+    return result
+
+
 def _toml_with_hooks(text: str, command: str) -> str:
     doc = _toml_doc(text)
-    if "hooks" not in doc:
-        doc["hooks"] = tomlkit.table(is_super_table=True)
-    hooks = doc["hooks"]
+    hooks = _as_table(doc, "hooks")
     for event in CLIENT_EVENTS["codex"]:
         groups = hooks.get(event)
         placed = False
@@ -638,12 +653,8 @@ def with_codex_trust(
     """
     _parse("codex", user_text, user_path)
     doc = _toml_doc(user_text or "")
-    if "hooks" not in doc:
-        doc["hooks"] = tomlkit.table(is_super_table=True)
-    hooks = doc["hooks"]
-    if "state" not in hooks:
-        hooks["state"] = tomlkit.table(is_super_table=True)
-    state = hooks["state"]
+    hooks = _as_table(doc, "hooks")
+    state = _as_table(hooks, "state")
     moved = {old: state[old] for old in (rename or {}) if old in state}
     for key in (*forget, *moved):
         if key in state:

@@ -14,8 +14,9 @@ gemini          ``$GEMINI_CLI_HOME/.gemini/settings.json``,      ``<project>/.ge
 ==============  ===============================================  ==============================
 
 A file is changed only when its text changes (installing twice writes nothing the second
-time). Before it is changed, its bytes are copied to ``<file>.agc-backup-<UTC time>``
-(a new name: an existing backup is never overwritten); then the new text, parsed again
+time). Before it is changed, it is kept as ``<file>.agc-backup-<UTC time>``
+(:func:`agc._core.fs.keep_backup`: a new name, an existing backup is never
+overwritten); then the new text, parsed again
 first, replaces it atomically, keeping its permission bits. A file that is not valid in
 the client's format is refused (:class:`~agc.errors.ClientConfigInvalidError`) and
 nothing is written. A configuration file that is a symlink is written through to its
@@ -30,14 +31,19 @@ import os
 import shlex
 import shutil
 import stat
-import time
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from agc._core.fs import atomic_write_bytes, read_small_file
+from agc._core.fs import (
+    atomic_write_bytes,
+    describe_os_error,
+    keep_backup,
+    machine_hint,
+    read_small_file,
+)
 from agc._core.json import loads
 from agc._core.report import SCHEMA_VERSION
 from agc.capture._codex_app import CodexAppError, codex_hooks_list
@@ -57,8 +63,8 @@ from agc.capture._install import (
 from agc.errors import (
     AgcError,
     ClientConfigInvalidError,
-    FileExistsRefusedError,
     FileUnreadableError,
+    FileWriteError,
     UsageError,
 )
 
@@ -213,22 +219,26 @@ def _read(path: Path) -> str | None:
         raise ClientConfigInvalidError(f"{path} is not UTF-8 text") from exc
 
 
-def _backup(target: Path, data: bytes, mode: int) -> Path:
-    """Copy ``data`` to a new ``<file>.agc-backup-<UTC time>[-N]`` beside the file."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    for number in range(1000):
-        suffix = f".agc-backup-{stamp}" + (f"-{number}" if number else "")
-        backup = target.with_name(target.name + suffix)
-        try:
-            atomic_write_bytes(backup, data, overwrite=False, mode=mode)
-        except FileExistsRefusedError:
-            continue
-        return backup
-    raise FileExistsRefusedError(f"no free backup name beside {target}")  # pragma: no cover
-
-
 def _write(path: Path, old: str | None, new: str | None) -> FileChange:
-    """Replace the file's text ``old`` by ``new`` (backing ``old`` up first)."""
+    """Replace the file's text ``old`` by ``new`` (backing ``old`` up first).
+
+    Raises:
+        FileWriteError: the file, its backup or its folder cannot be written (a failure
+            of the machine, a permission, a file where a folder should be); the file is
+            unchanged.
+    """
+    try:
+        return _write_file(path, old, new)
+    except OSError as exc:
+        raise FileWriteError(
+            f"cannot write {path}: {describe_os_error(exc)}",
+            path=str(path),
+            errno=exc.errno,
+            hint=machine_hint(exc) or "Check that you may write the file and its folder.",
+        ) from exc
+
+
+def _write_file(path: Path, old: str | None, new: str | None) -> FileChange:
     if new is None or new == old:
         return FileChange(str(path), changed=False)
     target = Path(os.path.realpath(path))
@@ -237,11 +247,12 @@ def _write(path: Path, old: str | None, new: str | None) -> FileChange:
     if old is not None:
         with contextlib.suppress(OSError):
             mode = stat.S_IMODE(target.stat().st_mode)
-        backup = _backup(target, old.encode("utf-8"), mode)
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
     if _read(path) != old:  # changed by someone else since it was read: merge again
         raise _ChangedError
+    if old is not None:
+        backup = keep_backup(target)
     atomic_write_bytes(target, new.encode("utf-8"), overwrite=True, mode=mode)
     return FileChange(
         str(path),

@@ -8,11 +8,16 @@ import fcntl
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import BinaryIO
 
-from agc._core.fs import TEMP_SUFFIX, PreparedWrite, atomic_write_bytes, describe_os_error
+from agc._core.fs import (
+    TEMP_SUFFIX,
+    PreparedWrite,
+    atomic_write_bytes,
+    describe_os_error,
+)
+from agc._core.fs import keep_backup as fs_keep_backup
 from agc.errors import FileExistsRefusedError, InPlaceRefusedError, InputError, StoreError
 
 __all__ = [
@@ -22,8 +27,6 @@ __all__ = [
     "replace_in_place",
     "write_new_file",
 ]
-
-_BACKUP: Final = ".agc-backup-"
 
 
 def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int = 0o600) -> None:
@@ -142,31 +145,15 @@ def replace_in_place(
 
 
 def keep_backup(path: Path) -> Path:
-    """Keep the file ``path`` as it is now beside it, under a name not taken:
-    ``<name>.agc-backup-<YYYYmmddTHHMMSSZ>`` then ``-2``, ``-3`` … (a hard link; a copy,
-    fsynced, where links are refused). Returns the backup's path.
+    """Keep the file ``path`` as it is now beside it (:func:`agc._core.fs.keep_backup`:
+    ``<name>.agc-backup-<YYYYmmddTHHMMSSZ>`` then ``-2``, ``-3`` …, never over an existing
+    file). Returns the backup's path.
 
     Raises:
         FileWriteError, StoreError: the backup cannot be written (nothing is replaced).
     """
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    for attempt in range(1, 1000):
-        suffix = f"{_BACKUP}{stamp}" + (f"-{attempt}" if attempt > 1 else "")
-        backup = path.with_name(path.name + suffix)
-        try:
-            with new_file_errors(backup, option="backup"):
-                try:
-                    os.link(path, backup, follow_symlinks=False)
-                except FileExistsError:
-                    continue
-                except OSError as exc:
-                    if exc.errno not in {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK}:
-                        raise
-                    atomic_write_bytes(backup, path.read_bytes(), overwrite=False, mode=0o600)
-        except FileExistsRefusedError:
-            continue
-        return backup
-    raise StoreError(f"no free backup name beside {path}")
+    with new_file_errors(path.with_name(path.name + ".agc-backup"), option="backup"):
+        return fs_keep_backup(path)
 
 
 def processes_holding(path: Path) -> tuple[int, ...]:
