@@ -20,6 +20,7 @@ __all__ = [
     "ArchiveRefusedError",
     "ArtifactSealedError",
     "BadSignatureError",
+    "ClientConfigInvalidError",
     "DeploymentManifestError",
     "EmptyInputError",
     "ExtensionIndexInvalidError",
@@ -32,6 +33,7 @@ __all__ = [
     "HistoryFormatError",
     "HistoryInvalidError",
     "HookEventInvalidError",
+    "InPlaceRefusedError",
     "InputError",
     "InputMissingError",
     "JsonInvalidError",
@@ -233,6 +235,15 @@ class FileExistsRefusedError(UsageError):
 
     code = "file-exists"
     default_hint = "Choose another output path; agc never overwrites an existing file."
+
+
+class InPlaceRefusedError(AgcError):
+    """``--in-place`` will not replace a file another process holds open (a client still
+    writing the session); the file is left as it was."""
+
+    code = "in-place-refused"
+    exit_code = ExitCode.UNREADABLE
+    default_hint = "Quit the client that has the session open, then run the command again."
 
 
 class UnsafePathError(UsageError):
@@ -607,6 +618,19 @@ class DeploymentManifestError(InputError):
 
     code = "deployment-manifest-invalid"
     default_hint = "Give Kubernetes YAML files (Deployment, StatefulSet, Pod …), as kubectl takes."
+
+
+class ClientConfigInvalidError(InputError):
+    """An agent client's own configuration file (Claude Code or Gemini CLI
+    ``settings.json``, Codex ``config.toml``) cannot be read as the client's format, or its
+    ``hooks`` are not shaped as the client documents them: agc writes nothing to it (exit 2).
+    """
+
+    code = "client-config-invalid"
+    default_hint = (
+        "Fix the file (the client's own settings) or move it away, then run the command "
+        "again; agc changes only a file it can read exactly."
+    )
 
 
 class UrlInvalidError(UsageError):

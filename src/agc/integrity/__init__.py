@@ -29,7 +29,9 @@ if _TYPE_CHECKING:
         iter_copy_lines,
         iter_session_lines,
     )
+    from agc.integrity._extend import Extension, extend_run
     from agc.integrity._ingest import (
+        Companion,
         IngestSummary,
         ingest_lines,
         ingest_stream,
@@ -99,7 +101,9 @@ __all__ = [
     "Algorithm",
     "ArtifactReport",
     "ArtifactSeal",
+    "Companion",
     "DiffSide",
+    "Extension",
     "FileSeal",
     "Finding",
     "FsyncPolicy",
@@ -132,6 +136,7 @@ __all__ = [
     "diff_run",
     "export_copy",
     "export_session",
+    "extend_run",
     "finding_text",
     "generate_keypair",
     "ingest_lines",
@@ -172,7 +177,9 @@ _HOMES = {
         "DiffSide",
         "diff_run",
     ),
+    "agc.integrity._extend": ("Extension", "extend_run"),
     "agc.integrity._ingest": (
+        "Companion",
         "IngestSummary",
         "ingest_stream",
         "ingest_lines",

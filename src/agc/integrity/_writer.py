@@ -374,6 +374,15 @@ class JsonlWriter(JsonlFileWriter):
         """The artifact's seal once closed, else ``None``."""
         return self._artifact.seal
 
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        """Give the run's manifest ``attributes`` learnt while writing (before the seal):
+        checked as at open (:func:`~agc.integrity._manifest.check_attributes`).
+
+        Raises:
+            RecordInvalidError: the attributes cannot be stored.
+        """
+        self._artifact._attributes = check_attributes(attributes)
+
     def close(self) -> ArtifactSeal:
         """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
 
