@@ -413,6 +413,8 @@ def test_a_recorded_real_session_becomes_a_complete_run(
     assert manifest is not None
     facts = dict(manifest.attributes or {})
     assert (facts["tool_calls"], facts["tool_failures"]) == RECORDED[client]
+    # What the hooks do not say, the session file does: the model and the agent's times.
+    assert {"model", "first_agent_ts", "last_agent_ts"} <= set(facts), facts
     assert manifest.artifacts["transcript"].records == len(session.read_bytes().splitlines())
 
 
