@@ -23,7 +23,7 @@ from agc.integrity import (
     read_run_manifest,
     recover_run,
 )
-from tests.conftest import sampled
+from tests.conftest import examples, sampled
 from tests.faults import failing_disk, kill_at_step
 
 SESSION = "0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b"
@@ -413,4 +413,60 @@ def test_a_recorded_real_session_becomes_a_complete_run(
     assert manifest is not None
     facts = dict(manifest.attributes or {})
     assert (facts["tool_calls"], facts["tool_failures"]) == RECORDED[client]
+    # What the hooks do not say, the session file does: the model and the agent's times.
+    assert {"model", "first_agent_ts", "last_agent_ts"} <= set(facts), facts
     assert manifest.artifacts["transcript"].records == len(session.read_bytes().splitlines())
+
+
+_STEPS = st.lists(
+    st.sampled_from(["call", "result", "failed", "stop", "grow", "torn", "end", "start"]),
+    max_size=14,
+)
+
+
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    deadline=None,
+    max_examples=examples(60),
+)
+@given(steps=_STEPS)
+def test_any_sequence_of_events_ends_in_a_complete_run_holding_each_once(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str]
+) -> None:
+    """Turns, resumed sessions, session ends in any order, a session file growing
+    (with a line still being written) between them: after a last session end the run
+    is complete, holds every event once in order and every line of the session file."""
+    root = tmp_path_factory.mktemp("seq")
+    store = root / "store"
+    store.mkdir()
+    session = root / "session.jsonl"
+    session.write_bytes(b'{"n":0}\n')
+    fired: list[str] = []
+    torn = False
+    for index, step in enumerate([*steps, "end"]):
+        if torn and step in {"grow", "torn", "end"}:
+            with session.open("ab") as handle:
+                handle.write(b"2}\n")  # the client finishes the line it was writing
+            torn = False
+        if step in {"grow", "torn"}:
+            with session.open("ab") as handle:
+                handle.write(b'{"n":1}\n' if step == "grow" else b'{"n":')
+            torn = step == "torn"
+            continue
+        data = {
+            "call": _call(index),
+            "result": _result(index),
+            "failed": _result(index, failed=True),
+            "stop": _event("Stop", session),
+            "end": _event("SessionEnd", session),
+            "start": _event("SessionStart", session, source="resume"),
+        }[step]
+        outcome = capture_hook_event("claude-code", data, store=store)
+        assert outcome.failure is None, (step, outcome.failure)
+        fired.append(outcome.event or "")
+    report = check_run(RUN, store)
+    assert report.complete, report.missing
+    assert [e["event"] for e in _events(store)] == fired
+    transcript = (store / f"audit/transcripts/{RUN}.jsonl").read_bytes().splitlines()
+    kept = [json.loads(line).get("payload") for line in transcript]
+    assert kept == [json.loads(line) for line in session.read_bytes().splitlines()]

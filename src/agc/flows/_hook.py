@@ -353,7 +353,7 @@ def _seal_session(
             f"the {event.record.client} session end names no session file "
             "(transcript_path); the run stays unsealed"
         )
-    facts = _facts(writer.path, event)
+    facts = _facts(writer.path, event, Path(path) if final else None)
     try:
         session = open_regular_file(Path(path))
     except FileNotFoundError as exc:
@@ -403,12 +403,15 @@ def _exists(path: str | None) -> bool:
     return path is not None and os.path.isfile(path)
 
 
-def _facts(path: Path, event: HookEvent) -> dict[str, Any]:
-    """The session's facts (manifest ``attributes``) from the run's tool-events file."""
+def _facts(path: Path, event: HookEvent, session: Path | None) -> dict[str, Any]:
+    """The session's facts (manifest ``attributes``): the tool calls and failures the
+    run's tool-events file holds; the model and the agent's first and last timestamps
+    from the client's ``session`` file when given and it names them (Claude Code's and
+    the Gemini CLI's hooks name no model, Claude Code's and Codex's no time), else from
+    the events."""
     record = event.record
     calls = failures = 0
     first = last = None
-    model = event.model
     for line in _lines(path):
         try:
             stored = ToolEvent.from_record(loads(line))
@@ -419,17 +422,39 @@ def _facts(path: Path, event: HookEvent) -> dict[str, Any]:
         if stored.agent_ts is not None:
             first = first or stored.agent_ts
             last = stored.agent_ts
+    told = _session_facts(session) if session is not None else None
     facts = SessionFacts(
         client=record.client,
         session_id=record.session_id,
-        model=model,
+        model=event.model or (told.model if told else None),
         project=None if event.cwd is None else SessionFacts.project_of(event.cwd),
-        first_agent_ts=first,
-        last_agent_ts=last,
+        first_agent_ts=(told.first_agent_ts if told else None) or first,
+        last_agent_ts=(told.last_agent_ts if told else None) or last,
         tool_calls=calls,
         tool_failures=failures,
+        thread_id=told.thread_id if told else None,
     )
     return facts.to_attributes()
+
+
+def _session_facts(path: Path) -> SessionFacts | None:
+    """What the client's session file says of the session (as
+    :func:`agc.capture.parse_session` reads it), ``None`` when it cannot be read or is
+    of no known format."""
+    from agc.capture import SessionParser  # noqa: PLC0415 - only at a session's end
+
+    parser = SessionParser()
+    try:
+        with open_regular_file(path) as handle:
+            for raw in handle:
+                try:
+                    line = loads(raw, allow_lone_surrogates=True)
+                except AgcError:
+                    line = None
+                parser.feed(line)
+    except (OSError, AgcError):
+        return None
+    return parser.facts()
 
 
 def _lines(path: Path) -> Iterator[bytes]:
