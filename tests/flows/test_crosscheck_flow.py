@@ -34,8 +34,9 @@ def _hook(name: str, transcript: Path, **members: Any) -> bytes:
     ).encode()
 
 
-def _lines(calls: list[tuple[str, str]]) -> list[str]:
-    """A Claude Code session file: a prompt, then each call and its result."""
+def _lines(calls: list[tuple[str, str]], refused: frozenset[str] = frozenset()) -> list[str]:
+    """A Claude Code session file: a prompt, then each call and its result (an error
+    for the ``refused`` call ids)."""
     lines = [{"type": "user", "sessionId": SESSION, "message": {"role": "user", "content": "go"}}]
     for call_id, tool in calls:
         lines.append(
@@ -54,7 +55,14 @@ def _lines(calls: list[tuple[str, str]]) -> list[str]:
                 "sessionId": SESSION,
                 "message": {
                     "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "ok"}],
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": call_id,
+                            "content": "Blocked: standalone sleep" if call_id in refused else "ok",
+                            "is_error": call_id in refused,
+                        }
+                    ],
                 },
             }
         )
@@ -162,3 +170,17 @@ def test_a_run_imported_without_hooks_is_not_cross_checked(store: Path, tmp_path
     session.write_text("".join(line + "\n" for line in _lines(CALLS)))
     assert main(["import", str(session), "--store", str(store)]) == 0
     assert verify([RUN, "--store", str(store)]) == 0
+
+
+def test_a_call_the_client_refused_before_its_hooks_is_said_but_not_held_against_the_run(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Claude Code blocks a bare `sleep` before any hook runs, and writes the call and its
+    # error into the session file: the hooks never saw a call that never ran.
+    blocked = [*CALLS[:2], ("toolu_sleep", "Bash"), CALLS[2]]
+    _capture(store, tmp_path / "s.jsonl", CALLS, _lines(blocked, frozenset({"toolu_sleep"})))
+    assert verify([RUN, "--store", str(store), "--json"]) == 0
+    (finding,) = json.loads(capsys.readouterr().out)["findings"]
+    assert (finding["code"], finding["severity"]) == ("transcript-diverges", "warning")
+    assert "refused before the hooks ran" in finding["message"]
+    assert finding["lines"] == [6, 6]

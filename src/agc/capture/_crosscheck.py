@@ -44,6 +44,10 @@ class Divergence:
         tool: the tool's name; ``call_id``: the call's id when known.
         line: for ``unseen-by-hooks``, the 1-based line of the session file.
         index: the call's 0-based position among its witness's calls.
+        refused: for ``unseen-by-hooks``, the session file answers the call with an
+            error: a call the client can refuse before any hook runs (Claude Code blocks
+            a bare ``sleep`` so), which never ran, so its absence from the hooks says
+            less than a call that ran.
     """
 
     kind: Literal["missing-from-transcript", "unseen-by-hooks"]
@@ -51,6 +55,7 @@ class Divergence:
     call_id: str | None
     line: int | None
     index: int
+    refused: bool = False
 
     def describe(self) -> str:
         """One line for a person: which call, which witness lacks it, where."""
@@ -58,7 +63,10 @@ class Divergence:
         if self.kind == "missing-from-transcript":
             return f"the hooks saw the {call} (hook call {self.index + 1}); the transcript lacks it"
         where = f" at line {self.line}" if self.line is not None else ""
-        return f"the transcript holds the {call}{where}; the hooks never saw it"
+        said = f"the transcript holds the {call}{where}; the hooks never saw it"
+        return said + (
+            " (its result is an error: refused before the hooks ran?)" if self.refused else ""
+        )
 
 
 def compare_calls(
@@ -101,8 +109,20 @@ def compare_calls(
         if index in unmatched
     ]
     start, end = _active(hooked, taken, len(file_calls))
+    failed = {
+        event.call_id
+        for event in recorded
+        if event.event == "result" and event.status == "error" and event.call_id
+    }
     unseen = [
-        Divergence("unseen-by-hooks", call.tool, call.call_id, call.line, index)
+        Divergence(
+            "unseen-by-hooks",
+            call.tool,
+            call.call_id,
+            call.line,
+            index,
+            refused=call.call_id is not None and call.call_id in failed,
+        )
         for index, call in enumerate(file_calls)
         if start <= index < end and index not in taken
     ]

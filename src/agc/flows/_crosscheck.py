@@ -32,7 +32,9 @@ def cross_check_capture(
     report: RunReport, store: str | os.PathLike[str] | None = None
 ) -> RunReport:
     """``report`` with a ``transcript-diverges`` error for each tool call only one of
-    the run's witnesses has, when the run is a client session captured by hooks.
+    the run's witnesses has, when the run is a client session captured by hooks; a
+    warning for a call the hooks never saw that the session file answers with an error
+    (a client refuses some calls before its hooks run: such a call never ran).
 
     Nothing is added (and nothing read) when the run is not named as a captured session
     (``<client>-<session id>``), when its transcript or tool events already have an
@@ -105,6 +107,9 @@ def _finding(divergence: Divergence) -> Finding[Any]:
     return Finding(
         "transcript-diverges",
         divergence.describe(),
+        # A call the file answers with an error may have been refused before any hook
+        # ran (it never ran): said, but not held against the run.
+        severity="warning" if divergence.refused else "error",
         artifact="transcript",
         lines=None if divergence.line is None else (divergence.line, divergence.line),
         actual={"witness": witness, "tool": divergence.tool, "call_id": divergence.call_id},
