@@ -29,41 +29,46 @@ Example::
 
 from __future__ import annotations
 
-from agc.capture._codex_app import find_codex
-from agc.capture._crosscheck import Divergence, compare_calls
-from agc.capture._events import (
-    CLIENTS,
-    ClientName,
-    EventKind,
-    EventSource,
-    SessionFacts,
-    ToolEvent,
-    run_id_for,
-)
-from agc.capture._hooks import (
-    EVENT_KINDS,
-    MAX_HOOK_EVENT_BYTES,
-    HookEvent,
-    event_kind,
-    parse_hook_event,
-)
-from agc.capture._install import CLIENT_EVENTS, CodexTrust, Scope, codex_hook_hash, hook_command
-from agc.capture._install_files import (
-    ClientHooks,
-    FileChange,
-    HooksChange,
-    check_hooks,
-    config_paths,
-    install_hooks,
-    uninstall_hooks,
-)
-from agc.capture._sessions import (
-    SESSION_FORMATS,
-    SessionFormat,
-    SessionParser,
-    detect_format,
-    parse_session,
-)
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from agc._core.lazy import lazy_names as _lazy_names
+
+if _TYPE_CHECKING:
+    from agc.capture._codex_app import find_codex
+    from agc.capture._crosscheck import Divergence, compare_calls
+    from agc.capture._events import (
+        CLIENTS,
+        ClientName,
+        EventKind,
+        EventSource,
+        SessionFacts,
+        ToolEvent,
+        run_id_for,
+    )
+    from agc.capture._hooks import (
+        EVENT_KINDS,
+        MAX_HOOK_EVENT_BYTES,
+        HookEvent,
+        event_kind,
+        parse_hook_event,
+    )
+    from agc.capture._install import CLIENT_EVENTS, CodexTrust, Scope, codex_hook_hash, hook_command
+    from agc.capture._install_files import (
+        ClientHooks,
+        FileChange,
+        HooksChange,
+        check_hooks,
+        config_paths,
+        install_hooks,
+        uninstall_hooks,
+    )
+    from agc.capture._sessions import (
+        SESSION_FORMATS,
+        SessionFormat,
+        SessionParser,
+        detect_format,
+        parse_session,
+    )
 
 __all__ = [
     "CLIENTS",
@@ -99,3 +104,57 @@ __all__ = [
     "run_id_for",
     "uninstall_hooks",
 ]
+
+_HOMES: dict[str, tuple[str, ...]] = {
+    "agc.capture._codex_app": ("find_codex",),
+    "agc.capture._crosscheck": (
+        "Divergence",
+        "compare_calls",
+    ),
+    "agc.capture._events": (
+        "CLIENTS",
+        "ClientName",
+        "EventKind",
+        "EventSource",
+        "SessionFacts",
+        "ToolEvent",
+        "run_id_for",
+    ),
+    "agc.capture._hooks": (
+        "EVENT_KINDS",
+        "MAX_HOOK_EVENT_BYTES",
+        "HookEvent",
+        "event_kind",
+        "parse_hook_event",
+    ),
+    "agc.capture._install": (
+        "CLIENT_EVENTS",
+        "CodexTrust",
+        "Scope",
+        "codex_hook_hash",
+        "hook_command",
+    ),
+    "agc.capture._install_files": (
+        "ClientHooks",
+        "FileChange",
+        "HooksChange",
+        "check_hooks",
+        "config_paths",
+        "install_hooks",
+        "uninstall_hooks",
+    ),
+    "agc.capture._sessions": (
+        "SESSION_FORMATS",
+        "SessionFormat",
+        "SessionParser",
+        "detect_format",
+        "parse_session",
+    ),
+}
+
+# Every name is loaded on first use (PEP 562): ``agc hook`` reads one event and writes
+# one record, so it loads the hook parser and the record shape, not the configuration
+# editors (tomlkit), the Codex app-server client or the session-file readers.
+__getattr__, __dir__ = _lazy_names(
+    globals(), {name: (module, name) for module, names in _HOMES.items() for name in names}
+)
