@@ -727,14 +727,14 @@ def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) 
     digests = {(e.run_id, e.position): e.manifest_digest for e in entries}
     for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
-        if match is not None and match.group("archived"):
+        if match is None or not _valid_run_id(match.group("archived") or match.group("run") or ""):
+            continue  # a lock file, or a stray name (_discover reports it)
+        if match.group("archived"):
             key = (match.group("archived"), int(match.group("position")))
             if key not in superseded and not _archive_of_latest(
                 view, key, latest_position, digests
             ):
                 findings.append(_unexpected(f"audit/manifests/{name}"))
-            continue
-        if match is None or not match.group("run"):
             continue
         run_id = match.group("run")
         try:
