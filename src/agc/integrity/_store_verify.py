@@ -254,7 +254,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def check_store(
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
@@ -270,7 +270,8 @@ def check_store(
     """Check every run of a store and the store chain; never raises on findings.
 
     Args:
-        store: a store folder or an object store (``s3://bucket/prefix``).
+        store: a store folder, an object store (``s3://bucket/prefix``) or any
+            :class:`~agc._core.storage.Store`, as :func:`~agc._core.store.open_store` takes.
         trusted_keys, require_signature, allow_unsigned: as :func:`check_run` (with
             trusted keys, every run must be signed by one of them).
         allow_recovered: as :func:`check_run`: recovered runs with bytes no crash
@@ -310,7 +311,7 @@ def check_store(
 
 
 def _check_any_store(
-    store: StoreArg,
+    store: StoreArg | Store,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
