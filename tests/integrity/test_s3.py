@@ -533,6 +533,9 @@ _STRAY_KEYS = [
     "audit/manifests/r1.json/",
     "audit/tool-events/r1.jsonl/",
     "audit/chain-head.json/x",
+    # at a folder's own key: hidden behind the folder's name
+    "audit/transcripts",
+    "audit/chain",
     # named like a run that no run id can be ('.' and '..')
     "audit/manifests/..json",
     "audit/manifests/...json",

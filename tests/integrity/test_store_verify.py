@@ -476,8 +476,13 @@ def test_a_stray_manifest_named_like_dot_or_dot_dot_is_unexpected_not_a_crash(
 
 @pytest.mark.parametrize("folder", ["audit", "audit/transcripts", "audit/manifests"])
 def test_a_symlink_in_place_of_a_store_folder_is_a_finding(store: Path, folder: str) -> None:
+    # A copy elsewhere, linked in: every run would verify through it.
     head = _three_runs(store)
     elsewhere = store.parent / "elsewhere"
     shutil.move(str(store / folder), str(elsewhere))
     (store / folder).symlink_to(elsewhere)
-    assert not check_store(store, expect_head=head).complete
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert f"{folder} is a symlink, not a folder of the store (not followed)" in [
+        f.message for f in report.findings if f.code == "unexpected"
+    ]

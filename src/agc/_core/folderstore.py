@@ -77,7 +77,7 @@ class FolderStore(Store):
         """
         return self.root / check_store_path(path)
 
-    def refuse_symlinked_folder(self, folder: str) -> None:
+    def _refuse_symlinked_folder(self, folder: str) -> None:
         """Refuse ``folder`` (a ``/``-path inside the store, ``""`` for the root) when it,
         or a folder on the way to it from the root, is a symlink; a missing folder is
         fine (nothing is below it). The root itself is the user's choice and may be one.
@@ -102,7 +102,7 @@ class FolderStore(Store):
     def _checked_file(self, path: str) -> Path:
         """:meth:`file`, once no folder on the way to it is a symlink."""
         file = self.file(path)
-        self.refuse_symlinked_folder(path.rpartition("/")[0])
+        self._refuse_symlinked_folder(path.rpartition("/")[0])
         return file
 
     # -- reading ---------------------------------------------------------------------------
@@ -180,7 +180,7 @@ class FolderStore(Store):
         """
         file = self.file(path)
         try:
-            self.refuse_symlinked_folder(path.rpartition("/")[0])
+            self._refuse_symlinked_folder(path.rpartition("/")[0])
         except UnsafePathError:
             return False
         try:
@@ -203,7 +203,7 @@ class FolderStore(Store):
             check_store_path(path_prefix)
         folder, _, _ = path_prefix.rpartition("/")
         try:
-            self.refuse_symlinked_folder(folder)
+            self._refuse_symlinked_folder(folder)
         except UnsafePathError:
             return  # a symlink is no folder of objects (as _walk skips one)
         for path in sorted(self._walk(folder)):
@@ -234,7 +234,7 @@ class FolderStore(Store):
             StoreError: the folder cannot be listed.
         """
         where = self.file(folder.rstrip("/"))
-        self.refuse_symlinked_folder(folder.rstrip("/"))
+        self._refuse_symlinked_folder(folder.rstrip("/"))
         try:
             return sorted(os.listdir(where))
         except FileNotFoundError:
@@ -251,7 +251,7 @@ class FolderStore(Store):
             StoreError: its folder cannot be listed.
         """
         folder, _, name = path_prefix.rpartition("/")
-        self.refuse_symlinked_folder(folder)
+        self._refuse_symlinked_folder(folder)
         where = self.file(folder) if folder else self.root
         try:
             with os.scandir(where) as entries:

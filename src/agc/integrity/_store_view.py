@@ -92,6 +92,8 @@ _OBJECT_AUDIT: Final = _AUDIT_NAMES | {_name(CHAIN_DIR.rstrip("/")), _name(CHAIN
 """The names a store written object by object keeps in ``audit/``."""
 _FOLDERS: Final = frozenset({*ARTIFACT_DIRS.values(), MANIFESTS_DIR, CHAIN_DIR.rstrip("/")})
 """The folders of the layout: the only names under which an object store keeps keys."""
+_LOG_FOLDERS: Final = (AUDIT_DIR, *ARTIFACT_DIRS.values(), MANIFESTS_DIR)
+"""The folders of a store written in place, ``audit`` first."""
 
 
 class StoreView:
@@ -393,20 +395,23 @@ class StoreView:
                 object_lock_finding(self.store.lock_scope, policy_asked=self.policy.asked)
             )
         if self.layout is None:
+            # An object at a folder's own key ('audit/transcripts'): listed folder by
+            # folder, it would hide behind the folder's name.
+            findings.extend(_unexpected_object(f) for f in sorted(_FOLDERS) if self.current(f))
             return
-        # A folder of the store replaced by a symlink is not followed: nothing below it
+        # A symlink in place of a folder of the store is not followed: nothing below it
         # is listed as the store's, and the store is not complete.
-        for folder in (AUDIT_DIR, *ARTIFACT_DIRS.values(), MANIFESTS_DIR):
+        for folder in _LOG_FOLDERS:
             if (self.layout.root / folder).is_symlink():
                 findings.append(
                     Finding(
                         "unexpected",
-                        f"unexpected symlink {folder} in place of a folder of the store "
-                        "(not followed)",
+                        f"{folder} is a symlink, not a folder of the store (not followed)",
                         artifact="store",
                     )
                 )
-                break
+                if folder == AUDIT_DIR:
+                    break  # nothing of the store below it
         # An intent is only ever written by rename: a folder, FIFO or symlink in its
         # place is no crash's doing, and every seal refuses to link while it is there.
         mode = pending_intent_mode(self.layout)
