@@ -22,7 +22,10 @@ import pytest
 from hypothesis import settings
 
 from agc._core import jsonl as jsonl_writer
+from agc._core import store as store_module
 from agc._core.digest import Algorithm
+from agc._core.memstore import MemoryStore
+from agc._core.storage import BucketLock
 from agc._core.store import StoreLayout
 from agc.integrity import RunReport, open_run
 
@@ -273,3 +276,38 @@ def write_legacy_run_with_shared_tool_events(store: Path, run_id: str = "r1") ->
     path.with_name(f"{run_id}.jsonl.sha256").write_text(hashlib.sha256(data).hexdigest())
     layout.legacy_tool_events_path.write_text(f'{{"run_id":"{run_id}","tool":"x"}}\n')
     return data
+
+
+@pytest.fixture
+def named_buckets(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], MemoryStore]:
+    """Make in-memory buckets that a ``--store`` value can name.
+
+    ``new(name)`` is a versioned :class:`MemoryStore` with Object Lock under the prefix
+    ``team/evidence`` (as the ``s3_store`` fixture's bucket); for the rest of the test,
+    its URL (``memory://<name>/team/evidence``) given as a store to a command or a
+    function opens that very bucket (``agc._core.store.remote_store`` answers it, as it
+    answers an ``s3://`` URL). Commands are so tested on a store written object by object
+    without a server; S3's own behaviour is held to the store contract
+    (tests/_core/test_store_contract.py).
+    """
+    buckets: dict[str, MemoryStore] = {}
+    real = store_module.remote_store
+
+    def remote_store(store: object) -> Any:
+        named = os.fspath(store) if isinstance(store, str | os.PathLike) else None
+        return buckets[named] if named in buckets else real(store)
+
+    monkeypatch.setattr(store_module, "remote_store", remote_store)
+
+    def new(name: str) -> MemoryStore:
+        bucket = MemoryStore(name=name, prefix="team/evidence", lock=BucketLock(enabled=True))
+        buckets[bucket.url] = buckets[str(Path(bucket.url))] = bucket  # 'memory:/…' as a path
+        return bucket
+
+    return new
+
+
+@pytest.fixture
+def bucket(named_buckets: Callable[[str], MemoryStore]) -> MemoryStore:
+    """One bucket of :func:`named_buckets`, ``memory://evidence/team/evidence``."""
+    return named_buckets("evidence")

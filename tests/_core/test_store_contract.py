@@ -374,65 +374,110 @@ def test_a_path_outside_the_layout_is_a_bug_never_a_file(path: str, tmp_path: Pa
         MemoryStore().put_new(path, b"x")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ObjectStore.key never calls check_store_path: an object store writes and reads "
-    "'../x', '/abs', 'a//b' and '' where the folder and memory stores raise ValueError",
-)
-@pytest.mark.parametrize("path", ["", "/abs", "a//b", "a/../b", "..", "a/./b"])
-def test_an_object_store_refuses_a_path_outside_the_layout_as_the_others_do(
-    path: str, s3_store: ObjectStore
-) -> None:
-    with pytest.raises(ValueError, match="not a path inside a store"):
-        s3_store.put_new(path, b"x")
+def _open_whole(store: Store, path: str) -> None:
+    with store.open(path):
+        pass
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the store root as a folder: list_names('') lists nothing on an object store "
-    "(it lists under '<prefix>//') while the folder and memory stores raise ValueError",
-)
-def test_the_names_at_the_store_root_are_refused_or_listed_never_silently_empty(
-    s3_store: ObjectStore,
-) -> None:
-    s3_store.put_new("audit/manifests/r1.json", b"x")
+_PATH_OPERATIONS: dict[str, Callable[[Store, str], object]] = {
+    "put_new": lambda store, path: store.put_new(path, b"x"),
+    "put_swap": lambda store, path: store.put_swap(path, b"x", etag=None),
+    "get": lambda store, path: store.get(path, max_bytes=1),
+    "open": _open_whole,
+    "exists": lambda store, path: store.exists(path),
+    "list_paths": lambda store, path: list(store.list_paths(f"{path}/")),
+    "list_versions": lambda store, path: list(store.list_versions(f"{path}/")),
+    "list_names": lambda store, path: store.list_names(path),
+}
+
+
+def _refusal(store: Store, path: str, operation: Callable[[Store, str], object]) -> str | None:
+    """Why ``operation`` refused ``path`` (its ``ValueError``), ``None`` if it did not."""
     try:
-        names = s3_store.list_names("")
-    except ValueError:
-        return
-    assert names == ["audit"]
+        operation(store, path)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FolderStore refuses a symlink only as the last path segment (O_NOFOLLOW): a "
-    "symlinked folder inside the store is followed, so put_new writes outside the store",
-)
-def test_a_folder_store_never_writes_through_a_symlinked_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["", "/abs", "a//b", "a/../b", "..", "a/./b", "../audit"])
+def test_every_store_refuses_a_path_outside_the_layout_in_every_operation(
+    path: str, store: Store
+) -> None:
+    # An object store would otherwise write and read '../x' or '/abs' as keys of their
+    # own, outside the layout the other stores keep to.
+    refused = {
+        name: (_refusal(store, path, operation) or "").endswith("is not a path inside a store")
+        for name, operation in _PATH_OPERATIONS.items()
+    }
+    assert refused == dict.fromkeys(_PATH_OPERATIONS, True)
+    assert list(store.list_paths("")) == []
+
+
+def test_the_store_root_as_a_folder_is_refused_never_silently_empty(store: Store) -> None:
+    # Asked for the names at the root, an object store listed under '<prefix>//' and
+    # answered [], as if the store were empty.
+    store.put_new("audit/manifests/r1.json", b"x")
+    with pytest.raises(ValueError, match="not a path inside a store"):
+        store.list_names("")
+    assert store.list_names("audit") == ["manifests"]
+
+
+def _store_with_a_symlinked_folder(tmp_path: Path, folder: str) -> tuple[FolderStore, Path]:
+    """A folder store whose ``folder`` is a symlink to a copy outside it, holding
+    ``r1.json`` under ``manifests`` (as the store would)."""
     outside = tmp_path / "outside"
-    outside.mkdir()
-    (tmp_path / "store").mkdir()
-    (tmp_path / "store/audit").symlink_to(outside)
-    with pytest.raises((UnsafePathError, StoreError)):
-        FolderStore(tmp_path / "store").put_new("audit/manifests/r1.json", b"x")
-    assert list(outside.iterdir()) == []
+    (tmp_path / "store" / folder).parent.mkdir(parents=True, exist_ok=True)
+    below = Path("audit/manifests/r1.json").relative_to(folder)
+    (outside / below).parent.mkdir(parents=True, exist_ok=True)
+    (outside / below).write_bytes(b"outside")
+    (tmp_path / "store" / folder).symlink_to(outside)
+    return FolderStore(tmp_path / "store"), outside
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FolderStore lists and reads through a symlinked folder inside the store "
-    "(os.scandir and open follow every segment but the last)",
+def _tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("folder", ["audit", "audit/manifests"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda store, path: store.put_new(path, b"x"),
+        lambda store, path: store.put_swap(path, b"x", etag=None),
+    ],
+    ids=["put_new", "put_swap"],
 )
-def test_a_folder_store_never_reads_or_lists_through_a_symlinked_folder(tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    (outside / "manifests").mkdir(parents=True)
-    (outside / "manifests/r1.json").write_bytes(b"outside")
-    (tmp_path / "store").mkdir()
-    (tmp_path / "store/audit").symlink_to(outside)
-    store = FolderStore(tmp_path / "store")
+def test_a_folder_store_never_writes_through_a_symlinked_folder(
+    tmp_path: Path, folder: str, write: Callable[[Store, str], object]
+) -> None:
+    store, outside = _store_with_a_symlinked_folder(tmp_path, folder)
+    before = _tree(outside)
+    for path in ("audit/manifests/r2.json", "audit/manifests/sub/r3.json"):
+        with pytest.raises(UnsafePathError, match="is a symlink"):
+            write(store, path)
+    assert _tree(outside) == before
+
+
+@pytest.mark.parametrize("folder", ["audit", "audit/manifests"])
+def test_a_folder_store_never_reads_or_lists_through_a_symlinked_folder(
+    tmp_path: Path, folder: str
+) -> None:
+    store, _outside = _store_with_a_symlinked_folder(tmp_path, folder)
+    path = "audit/manifests/r1.json"
+    assert list(store.list_paths("")) == []
     assert list(store.list_paths("audit/")) == []
-    with pytest.raises(UnsafePathError):
-        store.get("audit/manifests/r1.json", max_bytes=100)
+    assert list(store.list_paths("audit/manifests/")) == []
+    assert list(store.list_versions("audit/")) == []
+    assert store.exists(path) is False
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        store.get(path, max_bytes=100)
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        _read(store, path)
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        store.list_names("audit/manifests")
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        store.holds("audit/manifests/r")
 
 
 # -- two stores, one sequence of operations: the same answers ------------------------------

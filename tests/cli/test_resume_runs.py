@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc._core import objstore
+from agc._core.memstore import MemoryStore
 from agc._core.objstore import ObjectStore
+from agc._core.storage import Store
 from agc._core.store import ArtifactKind, StoreLayout
 from agc.cli import evidence as evidence_module
 from agc.cli import resume as resume_module
@@ -35,8 +37,6 @@ from tests.conftest import (
     run_agc_to_a_gone_reader,
     write_legacy_run_with_shared_tool_events,
 )
-from tests.s3fixtures import new_bucket
-from tests.s3server import S3Server
 
 REACHES_INSIDE = {
     "agc.integrity._kept": "swaps the run check and the copy writer under agc resume --run",
@@ -532,7 +532,7 @@ def test_text_and_json_name_the_same_line(
     assert f"line {finding['line']}: tool-call-unanswered" in text
 
 
-# --- agc resume RUN_ID --store s3://… for a recorded run (moto's server on loopback) -------
+# --- agc resume RUN_ID --store <bucket> for a recorded run (the in-memory bucket) -------
 
 _S3_TRANSCRIPT: Final = artifact_path("r1", "transcript")
 _S3_SIDECAR: Final = _S3_TRANSCRIPT + ".b3"
@@ -540,23 +540,23 @@ _S3_MANIFEST: Final = manifest_path("r1")
 _EXAMPLES = itertools.count(1)
 
 
-def _s3_import(tmp_path: Path, s3: ObjectStore, data: bytes, run_id: str = "r1") -> None:
+def _s3_import(tmp_path: Path, s3: Store, data: bytes, run_id: str = "r1") -> None:
     source = tmp_path / f"{run_id}-s3.jsonl"
     source.write_bytes(data)
     assert main(["import", str(source), "--run-id", run_id, "--store", s3.url]) == 0
 
 
-def _put(s3: ObjectStore, path: str, data: bytes) -> None:
+def _put(s3: MemoryStore, path: str, data: bytes) -> None:
     """What a writer of the bucket can do: a new version of the key (the bucket keeps
     the sealed one under it: Object Lock, versioning)."""
-    s3.client.put_object(Bucket=s3.bucket, Key=s3.key(path), Body=data)
+    s3.overwrite(path, data)
 
 
-def _delete(s3: ObjectStore, path: str) -> None:
-    s3.client.delete_object(Bucket=s3.bucket, Key=s3.key(path))
+def _delete(s3: MemoryStore, path: str) -> None:
+    s3.delete(path)  # a delete marker: the versions stay
 
 
-def _object(s3: ObjectStore, path: str) -> bytes:
+def _object(s3: Store, path: str) -> bytes:
     got = s3.get(path, max_bytes=1 << 30)
     assert got is not None
     return got[0]
@@ -610,14 +610,14 @@ def _transcripts(draw: st.DrawFn) -> bytes:
 
 
 @settings(
-    max_examples=examples(8, least=2),  # each example: an import and 4 resumes on moto
+    max_examples=examples(8, least=2),  # each example: an import and 4 resumes
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=_transcripts())
 def test_a_run_recorded_to_s3_resumes_as_the_same_run_recorded_to_a_folder(
     data: bytes,
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
     tmp_path_factory: pytest.TempPathFactory,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -628,9 +628,9 @@ def test_a_run_recorded_to_s3_resumes_as_the_same_run_recorded_to_a_folder(
     folder.mkdir()
     run_id = f"d{next(_EXAMPLES)}"
     _import(root, folder, data, run_id)
-    _s3_import(root, s3_store, data, run_id)
+    _s3_import(root, bucket, data, run_id)
     results: list[tuple[Any, ...]] = []
-    for where in (str(folder), s3_store.url):
+    for where in (str(folder), bucket.url):
         checked = _resume([run_id, "--store", where, "--check", "--json"], capsys)
         out = root / f"fixed-{len(results)}.jsonl"
         repair = ["--strategy", "synthesize", "--out", str(out)]
@@ -648,11 +648,11 @@ def test_a_run_recorded_to_s3_resumes_as_the_same_run_recorded_to_a_folder(
     assert "does not verify" not in results[0][0][2]  # both runs verified
 
 
-def _rewrite_transcript(s3: ObjectStore) -> None:
+def _rewrite_transcript(s3: MemoryStore) -> None:
     _put(s3, _S3_TRANSCRIPT, _object(s3, _S3_TRANSCRIPT).replace(b"sleep 9", b"sleep 1"))
 
 
-def _rewrite_transcript_and_sidecar(s3: ObjectStore) -> None:
+def _rewrite_transcript_and_sidecar(s3: MemoryStore) -> None:
     # Consistent with each other, not with the manifest: the seal names the digest.
     tampered = _object(s3, _S3_TRANSCRIPT).replace(b"sleep 9", b"sleep 1")
     sidecar = _object(s3, _S3_SIDECAR).decode()
@@ -661,7 +661,7 @@ def _rewrite_transcript_and_sidecar(s3: ObjectStore) -> None:
     _put(s3, _S3_SIDECAR, (digest + sidecar[len(digest) :]).encode())
 
 
-def _delete_every_object(s3: ObjectStore) -> None:
+def _delete_every_object(s3: MemoryStore) -> None:
     for path in list(s3.list_paths("audit/")):
         if "/r1." in path:
             _delete(s3, path)
@@ -715,22 +715,22 @@ def _folder_rewrite_with_sidecar(layout: StoreLayout) -> None:
 def test_an_s3_run_changed_after_recording_is_refused_as_in_a_folder(
     tmp_path: Path,
     store: Path,
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
     capsys: pytest.CaptureFixture[str],
-    change: Callable[[ObjectStore], None],
+    change: Callable[[MemoryStore], None],
     folder_change: Callable[[StoreLayout], None] | None,
 ) -> None:
     data = _rollout(answered=False)
     _import(tmp_path, store, data)
-    _s3_import(tmp_path, s3_store, data)
-    change(s3_store)
-    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    _s3_import(tmp_path, bucket, data)
+    change(bucket)
+    code, out, err = _resume(["r1", "--store", bucket.url, "--check"], capsys)
     assert code == 1  # VerificationError, as `agc-verify r1` says 1
     assert "run r1 does not verify" in err
     assert "--insecure-skip-verify resumes from it anyway" in err
     assert out == ""
     assert "Traceback" not in err
-    insecure = _resume(["r1", "--store", s3_store.url, "--check", "--insecure-skip-verify"], capsys)
+    insecure = _resume(["r1", "--store", bucket.url, "--check", "--insecure-skip-verify"], capsys)
     assert "warning: --insecure-skip-verify: run r1 does not verify" in insecure[2]
     if folder_change is None:
         return
@@ -751,7 +751,7 @@ def _legacy_records(data: bytes) -> bytes:
 
 
 def test_a_legacy_s3_run_resumes_as_agc_verify_judges_it(
-    s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+    bucket: MemoryStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A run with digest-only SHA-256 sidecars and no manifest, not in the store chain:
     # agc-verify says complete (exit 0), so agc resume --check checks its history.
@@ -761,18 +761,18 @@ def test_a_legacy_s3_run_resumes_as_agc_verify_judges_it(
     }
     for kind, body in legacy.items():
         path = artifact_path("r1", kind)
-        _put(s3_store, path, body)
-        _put(s3_store, path + ".sha256", hashlib.sha256(body).hexdigest().encode())
-    assert check_run("r1", s3_store).complete
-    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+        _put(bucket, path, body)
+        _put(bucket, path + ".sha256", hashlib.sha256(body).hexdigest().encode())
+    assert check_run("r1", bucket).complete
+    code, out, err = _resume(["r1", "--store", bucket.url, "--check"], capsys)
     assert (code, "changed after it was read" in err) == (0, False)
     assert "valid" in out
 
 
-def _evil_objects(tmp_path: Path, s3_server: S3Server) -> dict[str, bytes]:
+def _evil_objects(tmp_path: Path, named_buckets: Callable[[str], MemoryStore]) -> dict[str, bytes]:
     """The transcript, sidecar and manifest of another run r1 (every call answered),
     recorded in another bucket: what an attacker who can write the bucket swaps in."""
-    other = ObjectStore.parse(f"s3://{new_bucket(s3_server)}/team/evidence")
+    other = named_buckets("other")
     (tmp_path / "evil").mkdir()
     _s3_import(tmp_path / "evil", other, _rollout(answered=True))
     return {path: _object(other, path) for path in (_S3_TRANSCRIPT, _S3_SIDECAR, _S3_MANIFEST)}
@@ -781,26 +781,26 @@ def _evil_objects(tmp_path: Path, s3_server: S3Server) -> dict[str, bytes]:
 @pytest.mark.parametrize("when", ["after-the-check", "after-the-transcript-get"])
 def test_a_swap_between_verify_and_read_cannot_get_other_bytes_parsed(
     tmp_path: Path,
-    s3_server: S3Server,
-    s3_store: ObjectStore,
+    named_buckets: Callable[[str], MemoryStore],
+    bucket: MemoryStore,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     when: str,
 ) -> None:
     data = _rollout(answered=False)
-    _s3_import(tmp_path, s3_store, data)
-    evil = _evil_objects(tmp_path, s3_server)
+    _s3_import(tmp_path, bucket, data)
+    evil = _evil_objects(tmp_path, named_buckets)
     swapped: list[str] = []
     opened: list[str] = []
 
     def swap() -> None:
         if not swapped:
             for path, body in evil.items():
-                _put(s3_store, path, body)
+                _put(bucket, path, body)
             swapped.append(when)
 
     real_check = check_object_run
-    real_open = ObjectStore.open
+    real_open = MemoryStore.open
 
     def check_then_swap(*args: Any, **kwargs: Any) -> Any:
         report = real_check(*args, **kwargs)
@@ -820,17 +820,17 @@ def test_a_swap_between_verify_and_read_cannot_get_other_bytes_parsed(
         def __exit__(self, *exc: object) -> None:
             self._inner.__exit__(*exc)
 
-    def open_then_swap(self: ObjectStore, path: str, **kwargs: Any) -> Any:
+    def open_then_swap(self: MemoryStore, path: str, **kwargs: Any) -> Any:
         opened.append(path)
         inner = real_open(self, path, **kwargs)
         return _SwapAfterGet(inner, path) if when == "after-the-transcript-get" else inner
 
-    monkeypatch.setattr(ObjectStore, "open", open_then_swap)
+    monkeypatch.setattr(MemoryStore, "open", open_then_swap)
     if when == "after-the-check":
         monkeypatch.setattr(s3_verify, "check_object_run", check_then_swap)
     out = tmp_path / "fixed.jsonl"
     code, _, err = _resume(
-        ["r1", "--store", s3_store.url, "--strategy", "synthesize", "--out", str(out)], capsys
+        ["r1", "--store", bucket.url, "--strategy", "synthesize", "--out", str(out)], capsys
     )
     assert swapped == [when]
     assert code == 0, err
@@ -839,35 +839,35 @@ def test_a_swap_between_verify_and_read_cannot_get_other_bytes_parsed(
     assert b'"output":"ok"' not in fixed  # the swapped-in run answered call_2 with "ok"
     assert opened.count(_S3_TRANSCRIPT) == 1  # fetched once, never again after the check
     # The bucket holds the other run now: the swap took place, and a new resume sees it.
-    assert _object(s3_store, _S3_TRANSCRIPT) == evil[_S3_TRANSCRIPT]
+    assert _object(bucket, _S3_TRANSCRIPT) == evil[_S3_TRANSCRIPT]
 
 
 def test_a_copy_that_differs_from_the_bytes_verified_is_refused(
     tmp_path: Path,
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _s3_import(tmp_path, s3_store, _rollout(answered=False))
+    _s3_import(tmp_path, bucket, _rollout(answered=False))
     real_write = kept_module.KeptArtifact.write
     monkeypatch.setattr(
         kept_module.KeptArtifact,
         "write",
         lambda self, chunk: real_write(self, chunk.replace(b"sleep 9", b"sleep 1")),
     )
-    code, out, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    code, out, err = _resume(["r1", "--store", bucket.url, "--check"], capsys)
     assert code == 1
     assert "does not match its seal on this host" in err
     assert out == ""
 
 
 def test_a_run_missing_from_s3_is_not_found_as_in_a_folder(
-    tmp_path: Path, store: Path, s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, store: Path, bucket: MemoryStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _import(tmp_path, store, _rollout(answered=False))
-    _s3_import(tmp_path, s3_store, _rollout(answered=False))
+    _s3_import(tmp_path, bucket, _rollout(answered=False))
     answers = []
-    for where in (str(store), s3_store.url):
+    for where in (str(store), bucket.url):
         code, _, err = _resume(["nope", "--store", where, "--check", "--json"], capsys)
         answers.append((code, err.splitlines()[0].split(" in ")[0]))
         assert _resume(["r1", "--store", where, "--check"], capsys)[0] == 1  # the run is found
@@ -949,19 +949,19 @@ def test_s3_failures_while_resuming_a_run_are_exit_3_with_a_hint(
 @pytest.mark.parametrize("holds", ["run", "snapshot"])
 def test_a_name_that_is_a_file_and_an_s3_run_is_ambiguous(
     tmp_path: Path,
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     holds: str,
 ) -> None:
     if holds == "run":
-        _s3_import(tmp_path, s3_store, _rollout(answered=False))
+        _s3_import(tmp_path, bucket, _rollout(answered=False))
     else:
         messages = [{"role": "user", "content": "hi"}]
-        save_snapshot(SessionSnapshot("r1", "s", messages, ToolCallState(), {}), s3_store)
+        save_snapshot(SessionSnapshot("r1", "s", messages, ToolCallState(), {}), bucket)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "r1").write_bytes(_rollout(answered=True))
-    code, _, err = _resume(["r1", "--store", s3_store.url, "--check"], capsys)
+    code, _, err = _resume(["r1", "--store", bucket.url, "--check"], capsys)
     assert code == 2
     assert "'r1' is ambiguous: it is both the file ./r1 and run r1 in the store" in err
 
@@ -970,21 +970,21 @@ def test_a_name_that_is_a_file_and_an_s3_run_is_ambiguous(
 
 
 def test_export_from_s3_gives_back_the_imported_file_and_refuses_a_rewrite(
-    tmp_path: Path, s3_store: ObjectStore, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, bucket: MemoryStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # agc export was folder-only (a usage error for s3://); it now writes from the copy
     # the object store's check kept, as agc resume does.
     data = _rollout(answered=True)
-    _s3_import(tmp_path, s3_store, data)
+    _s3_import(tmp_path, bucket, data)
     out = tmp_path / "back.jsonl"
-    assert main(["export", "r1", "--store", s3_store.url, "--out", str(out)]) == 0
+    assert main(["export", "r1", "--store", bucket.url, "--out", str(out)]) == 0
     assert out.read_bytes() == data
     capsys.readouterr()
-    assert main(["export", "r1", "--store", s3_store.url]) == 0
+    assert main(["export", "r1", "--store", bucket.url]) == 0
     assert capsys.readouterr().out == data.decode()
-    _rewrite_transcript(s3_store)
+    _rewrite_transcript(bucket)
     again = tmp_path / "again.jsonl"
-    assert main(["export", "r1", "--store", s3_store.url, "--out", str(again)]) == 1
+    assert main(["export", "r1", "--store", bucket.url, "--out", str(again)]) == 1
     assert "run r1 does not verify" in capsys.readouterr().err
     assert not again.exists()
 
@@ -1121,7 +1121,7 @@ def _as_exported(data: bytes) -> bytes:
 def test_a_run_larger_than_the_input_limit_is_refused_before_it_is_copied(
     tmp_path: Path,
     store: Path,
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1129,7 +1129,7 @@ def test_a_run_larger_than_the_input_limit_is_refused_before_it_is_copied(
     made (in $TMPDIR above the spool size): a huge run is never copied to be refused."""
     data = _rollout(answered=False)
     _import(tmp_path, store, data)
-    _s3_import(tmp_path, s3_store, data)
+    _s3_import(tmp_path, bucket, data)
     size = StoreLayout.at(store).artifact_path("r1", "transcript").stat().st_size
     copied: list[int] = []
     write = kept_module.KeptArtifact.write
@@ -1140,12 +1140,12 @@ def test_a_run_larger_than_the_input_limit_is_refused_before_it_is_copied(
 
     monkeypatch.setattr(kept_module.KeptArtifact, "write", counting)
     monkeypatch.setattr(resume_module, "_MAX_INPUT_BYTES", size - 1)
-    for where in (str(store), s3_store.url):
+    for where in (str(store), bucket.url):
         code, out, err = _resume(["r1", "--store", where, "--check"], capsys)
         assert code == ExitCode.USAGE, err
         assert f"is larger than {size - 1} bytes" in err
         assert out == ""
     assert copied == []
     monkeypatch.setattr(resume_module, "_MAX_INPUT_BYTES", size)
-    for where in (str(store), s3_store.url):
+    for where in (str(store), bucket.url):
         assert _resume(["r1", "--store", where, "--check"], capsys)[0] == ExitCode.FINDINGS

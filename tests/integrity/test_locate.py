@@ -26,7 +26,7 @@ from agc._core.checkpoint import (
     chunk_reader,
 )
 from agc._core.digest import digest_bytes
-from agc._core.objstore import ObjectStore
+from agc._core.memstore import MemoryStore
 from agc.cli.verify import main as verify_cli
 from agc.errors import ManifestInvalidError
 from agc.integrity import (
@@ -257,19 +257,18 @@ def test_copying_the_store_keeps_the_location_rule(tmp_path: Path) -> None:
     assert check_store(tmp_path / "s").complete
 
 
-def test_an_object_store_locates_a_change_too(s3_store: ObjectStore) -> None:
-    """The object-store verifier (a second GetObject, only on a mismatch) names the
-    same range as a folder store would."""
+def test_a_store_written_object_by_object_locates_a_change_too() -> None:
+    """The verifier of a store written object by object (a second read of the object,
+    only on a mismatch) names the same range as a folder store would."""
+    store = MemoryStore(name="evidence", prefix="team")
     lines = b"".join(b'{"type":"item","n":%d}\n' % n for n in range(2500))
-    ingest_stream(io.BytesIO(lines), "r1", store=s3_store)
-    assert check_run("r1", s3_store).complete
+    ingest_stream(io.BytesIO(lines), "r1", store=store)
+    assert check_run("r1", store).complete
     path = "audit/transcripts/r1.jsonl"
-    data = bytearray(s3_store.get(path, max_bytes=1 << 24)[0])  # type: ignore[index]
+    data = bytearray(store.get(path, max_bytes=1 << 24)[0])  # type: ignore[index]
     data[data.index(b'"n":1500}') + 1] ^= 1  # line 1501
-    s3_store.client.put_object(
-        Bucket=s3_store.bucket, Key=s3_store.key(path), Body=bytes(data), ChecksumAlgorithm="SHA256"
-    )
-    report = check_run("r1", s3_store)
+    store.overwrite(path, bytes(data))
+    report = check_run("r1", store)
     modified = next(f for f in report.findings if f.code == "modified")
     assert modified.lines == (1001, 2000)
 

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc._core.objstore import ObjectStore
-from agc._core.store import StoreLayout
+from agc._core.memstore import MemoryStore
+from agc._core.store import StoreLayout, artifact_path, manifest_path
 from agc.cli.app import main as agc_main
 from agc.cli.verify_main import main as verify_main
 from agc.errors import AgcError, RunExistsError
@@ -44,13 +44,11 @@ from agc.integrity import (
 )
 from agc.integrity import _writer as writer_module
 from agc.integrity._chain import ChainEntry, chain_log_path, read_chain, run_links, write_head
-from agc.integrity._s3 import artifact_path, manifest_path
 from tests.conftest import examples, feed_stdin, sampled, tree
 from tests.integrity.evidence_helpers import fixed_clock, records, write_run
 
 REACHES_INSIDE = {
     "agc.integrity._chain": "reads and rewrites the chain log and its head to tamper with links",
-    "agc.integrity._s3": "the object keys of a run's files, to tamper with them in S3",
     "agc.integrity._writer": "the tool-event writer class, and swaps its linked-run guard",
 }
 
@@ -360,83 +358,86 @@ def test_replacing_any_files_of_a_run_with_another_stores_never_verifies(
         assert check_run("first", store).complete
 
 
-# -- the object store -------------------------------------------------------------------
+# -- a store written object by object (the in-memory bucket) ----------------------------
 
 
-def _delete_objects(store: ObjectStore, run_id: str) -> None:
+@pytest.fixture
+def bucket() -> MemoryStore:
+    """A versioned bucket under a key prefix (S3's own behaviour is the store contract's,
+    tests/_core/test_store_contract.py)."""
+    return MemoryStore(name="evidence", prefix="team/evidence")
+
+
+def _delete_objects(store: MemoryStore, run_id: str) -> None:
     paths = [manifest_path(run_id)]
     for kind in ("transcript", "tool-events"):
         paths += [artifact_path(run_id, kind), artifact_path(run_id, kind) + ".b3"]
     for path in paths:  # versioned bucket: a delete marker, the versions stay
-        store.client.delete_object(Bucket=store.bucket, Key=store.key(path))
+        store.delete(path)
 
 
 def test_an_object_store_run_deleted_reads_deleted_and_its_id_stays_taken(
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
 ) -> None:
-    ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=s3_store)
-    ingest_stream(io.BytesIO(TRANSCRIPT), "r2", store=s3_store)
-    _delete_objects(s3_store, "r2")
-    report = check_run("r2", s3_store.url)
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=bucket)
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r2", store=bucket)
+    _delete_objects(bucket, "r2")
+    report = check_run("r2", bucket)
     deleted = [f for f in report.errors if f.code == "deleted"]
     assert deleted
     assert deleted[0].expected is not None
     assert deleted[0].expected["position"] == 2
-    row = next(run for run in check_store(s3_store.url).runs if run.run_id == "r2")
+    row = next(run for run in check_store(bucket).runs if run.run_id == "r2")
     assert "deleted" in _codes(row)
     with pytest.raises(RunExistsError):
-        ingest_stream(io.BytesIO(TRANSCRIPT), "r2", store=s3_store)
-    assert check_run("r1", s3_store.url).complete
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r2", store=bucket)
+    assert check_run("r1", bucket).complete
 
 
-def _object_keys(store: ObjectStore) -> list[tuple[str, str]]:
-    """Every key of the bucket with each of its versions."""
-    answer = store.client.list_object_versions(Bucket=store.bucket)
-    versions = answer.get("Versions", []) + answer.get("DeleteMarkers", [])
-    return sorted((v["Key"], v["VersionId"]) for v in versions)
+def _object_keys(store: MemoryStore) -> list[tuple[str, str]]:
+    """Every key of the bucket with each of its versions (delete markers too)."""
+    return sorted((v.key, v.version_id) for v in store.list_versions(""))
 
 
 def test_an_object_store_retry_of_the_same_input_is_a_no_op_and_other_input_is_refused(
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
 ) -> None:
     data = TRANSCRIPT + b"not json\n"
-    first = ingest_stream(io.BytesIO(data), "r", store=s3_store)
-    before = _object_keys(s3_store)
-    again = ingest_stream(io.BytesIO(data), "r", store=s3_store)
+    first = ingest_stream(io.BytesIO(data), "r", store=bucket)
+    before = _object_keys(bucket)
+    again = ingest_stream(io.BytesIO(data), "r", store=bucket)
     assert again.unchanged
     assert not first.unchanged
     assert [s.digest for s in again.seals] == [s.digest for s in first.seals]
-    assert _object_keys(s3_store) == before  # not one new object or version
+    assert _object_keys(bucket) == before  # not one new object or version
     for other in (data + b"{}\n", data.replace(b"done", b"d0ne")):
         with pytest.raises(RunExistsError):
-            ingest_stream(io.BytesIO(other), "r", store=s3_store)
-    assert _object_keys(s3_store) == before
+            ingest_stream(io.BytesIO(other), "r", store=bucket)
+    assert _object_keys(bucket) == before
 
 
-def test_an_object_store_retry_over_a_changed_run_is_refused(s3_store: ObjectStore) -> None:
+def test_an_object_store_retry_over_a_changed_run_is_refused(bucket: MemoryStore) -> None:
     """The no-op needs the run in the bucket to verify: the same input over a run whose
     transcript was written again is not 'the same run'."""
-    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store)
-    key = s3_store.key(artifact_path("r", "transcript"))
-    body = s3_store.client.get_object(Bucket=s3_store.bucket, Key=key)["Body"].read()
-    s3_store.client.put_object(Bucket=s3_store.bucket, Key=key, Body=body)  # same bytes
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=bucket)
+    path = artifact_path("r", "transcript")
+    body = bucket.get(path, max_bytes=1 << 20)[0]  # type: ignore[index]
+    bucket.overwrite(path, body)  # same bytes, a new version
     with pytest.raises(RunExistsError):
-        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store)
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=bucket)
 
 
 def test_an_object_store_manifest_from_elsewhere_is_replaced(
-    s3_store: ObjectStore, tmp_path: Path
+    bucket: MemoryStore, tmp_path: Path
 ) -> None:
-    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store)
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=bucket)
     folder = tmp_path / "other"
     ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=folder)
     # A writer of the bucket puts another store's manifest over the run's: a newer
     # version of the key, as object storage keeps every one.
     data = (folder / "audit/manifests/r.json").read_bytes()
-    s3_store.client.put_object(
-        Bucket=s3_store.bucket, Key=s3_store.key(manifest_path("r")), Body=data
-    )
-    report = check_run("r", s3_store.url)
+    bucket.overwrite(manifest_path("r"), data)
+    report = check_run("r", bucket)
     assert "replaced" in _codes(report), report.missing
 
 
@@ -548,20 +549,20 @@ def test_run_links_finds_a_link_spelled_with_escapes_and_skips_overlong_lines(
 
 
 def test_an_object_store_mistyped_id_is_run_missing_with_a_close_id(
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
 ) -> None:
     """As in a folder store: nothing of the run in any version and no link naming it is
     one ``run-missing`` finding, which names a stored run of a close id."""
-    ingest_stream(io.BytesIO(TRANSCRIPT), "fix-tests-42", store=s3_store)
-    report = check_run("fix-test-42", s3_store.url)
+    ingest_stream(io.BytesIO(TRANSCRIPT), "fix-tests-42", store=bucket)
+    report = check_run("fix-test-42", bucket)
     assert [f.code for f in report.findings] == ["run-missing"]
     assert "did you mean 'fix-tests-42'?" in report.findings[0].message
-    far = check_run("zzz", s3_store.url)
+    far = check_run("zzz", bucket)
     assert [f.code for f in far.findings] == ["run-missing"]
     assert "did you mean" not in far.findings[0].message
     # A run whose objects were deleted is still found by its link: deleted, not missing.
-    _delete_objects(s3_store, "fix-tests-42")
-    assert "deleted" in _codes(check_run("fix-tests-42", s3_store.url))
+    _delete_objects(bucket, "fix-tests-42")
+    assert "deleted" in _codes(check_run("fix-tests-42", bucket))
 
 
 @pytest.mark.parametrize(
@@ -622,18 +623,18 @@ def test_an_intent_a_crash_cannot_leave_does_not_excuse_an_unlinked_run(
 
 
 def test_an_object_store_retry_that_would_seal_otherwise_is_not_a_no_op(
-    s3_store: ObjectStore, tmp_path: Path
+    bucket: MemoryStore, tmp_path: Path
 ) -> None:
     """As in a folder store: the same records unsigned, or sealed with another digest,
     are not what a signed (or other-digest) import would write."""
     private, _, _ = generate_keypair(tmp_path / "keys")
     key = load_signing_key(private)
-    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store)
-    before = _object_keys(s3_store)
+    ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=bucket)
+    before = _object_keys(bucket)
     with pytest.raises(RunExistsError):
-        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store, signing_key=key)
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=bucket, signing_key=key)
     with pytest.raises(RunExistsError):
-        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=s3_store, algorithm="sha256")
-    assert _object_keys(s3_store) == before
-    ingest_stream(io.BytesIO(TRANSCRIPT), "s", store=s3_store, signing_key=key)
-    assert ingest_stream(io.BytesIO(TRANSCRIPT), "s", store=s3_store, signing_key=key).unchanged
+        ingest_stream(io.BytesIO(TRANSCRIPT), "r", store=bucket, algorithm="sha256")
+    assert _object_keys(bucket) == before
+    ingest_stream(io.BytesIO(TRANSCRIPT), "s", store=bucket, signing_key=key)
+    assert ingest_stream(io.BytesIO(TRANSCRIPT), "s", store=bucket, signing_key=key).unchanged

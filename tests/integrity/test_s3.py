@@ -527,29 +527,43 @@ def test_a_legacy_run_of_an_object_store_is_listed_and_not_recovered(
     assert sorted(s3_store.list_paths("")) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check_store of an object store reports nothing for a stray object whose key is "
-    "an evidence object's key plus '/…' or a trailing '/' (every other stray key is a "
-    "finding), so the store is judged complete",
-)
-@pytest.mark.parametrize("key", ["audit/transcripts/r1.jsonl/extra", "audit/manifests/r1.json/"])
-def test_a_stray_object_under_an_evidence_key_is_a_finding(s3_store: ObjectStore, key: str) -> None:
-    _record(s3_store, "r1")
-    assert check_store(s3_store).complete
-    s3_store.client.put_object(Bucket=s3_store.bucket, Key=s3_store.key(key), Body=b"{}")
-    assert not check_store(s3_store).complete
+_STRAY_KEYS = [
+    # under an evidence object's key, or a trailing '/': hidden behind the object
+    "audit/transcripts/r1.jsonl/extra",
+    "audit/manifests/r1.json/",
+    "audit/tool-events/r1.jsonl/",
+    "audit/chain-head.json/x",
+    # at a folder's own key: hidden behind the folder's name
+    "audit/transcripts",
+    "audit/chain",
+    # named like a run that no run id can be ('.' and '..')
+    "audit/manifests/..json",
+    "audit/manifests/...json",
+    "audit/manifests/..@1.json",
+    # no path of a store at all: empty, '.' and '..' segments (no store operation can
+    # address them; the listing still shows them)
+    "audit//x",
+    "audit/transcripts//r1.jsonl",
+    "audit/manifests/./r1.json",
+    "audit/manifests/../manifests/r1.json",
+    "audit/chain//00000000000000000001.json",
+    "audit/chain/../chain/00000000000000000001.json",
+]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stray object audit/manifests/..json (run id '.') makes check_store of an object "
-    "store raise RunIdInvalidError instead of reporting an unexpected object",
-)
-def test_a_stray_manifest_named_dot_dot_json_is_a_finding_not_a_crash(
-    s3_store: ObjectStore,
+@pytest.mark.parametrize("key", _STRAY_KEYS)
+def test_a_stray_object_with_any_key_is_a_finding_never_a_crash(
+    s3_store: ObjectStore, key: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record(s3_store, "r1")
-    key = s3_store.key("audit/manifests/..json")
-    s3_store.client.put_object(Bucket=s3_store.bucket, Key=key, Body=b"{}")
-    assert not check_store(s3_store).complete
+    assert check_store(s3_store).complete
+    raw = f"{s3_store.prefix}/{key}" if s3_store.prefix else key
+    s3_store.client.put_object(Bucket=s3_store.bucket, Key=raw, Body=b"{}")
+    report = check_store(s3_store)
+    assert not report.complete
+    assert "unexpected" in {f.code for f in report.findings}
+    capsys.readouterr()
+    assert verify_main(["--all", "--store", s3_store.url, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["complete"] is False
+    assert agc_main(["runs", "--store", s3_store.url, "--json"]) == 0
+    assert [run["run_id"] for run in json.loads(capsys.readouterr().out)["runs"]] == ["r1"]

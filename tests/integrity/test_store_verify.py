@@ -463,12 +463,6 @@ def test_every_store_finding_code_is_documented() -> None:
     assert emitted == set(get_args(StoreFindingCode)) == documented
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stray manifest file whose name gives the run id '.' or '..' makes check_store "
-    "raise RunIdInvalidError (agc-verify --all exits 2, 'run id is not allowed', naming no "
-    "input the user gave) where any other stray name is an 'unexpected' finding",
-)
 @pytest.mark.parametrize("name", ["..json", "...json"])
 def test_a_stray_manifest_named_like_dot_or_dot_dot_is_unexpected_not_a_crash(
     store: Path, name: str
@@ -480,16 +474,15 @@ def test_a_stray_manifest_named_like_dot_or_dot_dot_is_unexpected_not_a_crash(
     assert "unexpected" in _codes(report)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a folder of the store replaced by a symlink to a copy elsewhere is followed: "
-    "check_store judges the store complete, where a symlink in place of one file is a "
-    "'not-regular-file' finding",
-)
 @pytest.mark.parametrize("folder", ["audit", "audit/transcripts", "audit/manifests"])
 def test_a_symlink_in_place_of_a_store_folder_is_a_finding(store: Path, folder: str) -> None:
+    # A copy elsewhere, linked in: every run would verify through it.
     head = _three_runs(store)
     elsewhere = store.parent / "elsewhere"
     shutil.move(str(store / folder), str(elsewhere))
     (store / folder).symlink_to(elsewhere)
-    assert not check_store(store, expect_head=head).complete
+    report = check_store(store, expect_head=head)
+    assert not report.complete
+    assert f"{folder} is a symlink, not a folder of the store (not followed)" in [
+        f.message for f in report.findings if f.code == "unexpected"
+    ]

@@ -1,8 +1,10 @@
 """A store in a local folder: the folder implementation of :class:`~agc._core.storage.Store`.
 
-Paths inside the store are files under the folder. Nothing is followed through a symlink
-(``O_NOFOLLOW``; a symlink is refused with :class:`~agc.errors.UnsafePathError`), and a
-FIFO or device in place of a file is refused, never waited on (``O_NONBLOCK``).
+Paths inside the store are files under the folder. Nothing is followed through a symlink,
+neither in place of a file (``O_NOFOLLOW``) nor in place of a folder inside the store
+(each folder on the way is looked at with ``lstat``): a symlink is refused with
+:class:`~agc.errors.UnsafePathError`, so nothing is read, listed or written outside the
+store. A FIFO or device in place of a file is refused, never waited on (``O_NONBLOCK``).
 
 A folder keeps only the current bytes of a file: the store is not
 :attr:`~agc._core.storage.Store.versioned`, lists each file once (version ``"null"``), and
@@ -46,7 +48,7 @@ from agc._core.storage import (
     Store,
     check_store_path,
 )
-from agc.errors import FileExistsRefusedError, StoreError
+from agc.errors import FileExistsRefusedError, StoreError, UnsafePathError
 
 __all__ = ["FolderStore"]
 
@@ -75,12 +77,40 @@ class FolderStore(Store):
         """
         return self.root / check_store_path(path)
 
+    def _refuse_symlinked_folder(self, folder: str) -> None:
+        """Refuse ``folder`` (a ``/``-path inside the store, ``""`` for the root) when it,
+        or a folder on the way to it from the root, is a symlink; a missing folder is
+        fine (nothing is below it). The root itself is the user's choice and may be one.
+
+        Raises:
+            ValueError: ``folder`` is not a path inside a store.
+            UnsafePathError: a folder on the way is a symlink.
+            StoreError: a folder on the way cannot be looked up.
+        """
+        where = self.root
+        for part in check_store_path(folder).split("/") if folder else ():
+            where = where / part
+            try:
+                mode = os.lstat(where).st_mode
+            except OSError as exc:
+                if exc.errno in _MISSING:
+                    return
+                raise StoreError(f"cannot look up {where}: {exc.strerror}") from exc
+            if stat.S_ISLNK(mode):
+                raise UnsafePathError(f"{where} is a symlink; agc does not follow it")
+
+    def _checked_file(self, path: str) -> Path:
+        """:meth:`file`, once no folder on the way to it is a symlink."""
+        file = self.file(path)
+        self._refuse_symlinked_folder(path.rpartition("/")[0])
+        return file
+
     # -- reading ---------------------------------------------------------------------------
 
     def _open_fd(self, path: str, version_id: str | None) -> tuple[int, os.stat_result] | None:
         if version_id not in {None, "null"}:
             return None  # a folder has no other versions
-        file = self.file(path)
+        file = self._checked_file(path)
         try:
             fd = open_nofollow(file, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
@@ -112,7 +142,7 @@ class FolderStore(Store):
         """Read a small file whole; ``None`` if there is none.
 
         Raises:
-            UnsafePathError: it is a symlink.
+            UnsafePathError: it, or a folder on the way to it, is a symlink.
             StoreError: not a regular file, larger than ``max_bytes`` or unreadable.
         """
         opened = self._open_fd(path, version_id)
@@ -136,18 +166,23 @@ class FolderStore(Store):
         """Stream a file (see :data:`~agc._core.storage.Opened`).
 
         Raises:
-            UnsafePathError: it is a symlink.
+            UnsafePathError: it, or a folder on the way to it, is a symlink.
             StoreError: not a regular file, or unreadable.
         """
         return _FolderOpened(self, path, version_id)
 
     def exists(self, path: str) -> bool:
-        """Whether ``path`` is a regular file (a symlink is not one).
+        """Whether ``path`` is a regular file (a symlink is not one, nor a file below a
+        symlinked folder).
 
         Raises:
             StoreError: the folder cannot be read.
         """
         file = self.file(path)
+        try:
+            self._refuse_symlinked_folder(path.rpartition("/")[0])
+        except UnsafePathError:
+            return False
         try:
             return stat.S_ISREG(os.lstat(file).st_mode)
         except OSError as exc:
@@ -157,12 +192,20 @@ class FolderStore(Store):
 
     def list_paths(self, path_prefix: str) -> Iterator[str]:
         """The regular files under the folder whose path begins with ``path_prefix``, in
-        path order (symlinks, temporary files and lock files are not objects).
+        path order (symlinks, temporary files and lock files are not objects, and nothing
+        below a symlinked folder is listed).
 
         Raises:
+            ValueError: ``path_prefix`` is neither ``""`` nor a path inside a store.
             StoreError: a folder cannot be listed.
         """
+        if path_prefix:
+            check_store_path(path_prefix)
         folder, _, _ = path_prefix.rpartition("/")
+        try:
+            self._refuse_symlinked_folder(folder)
+        except UnsafePathError:
+            return  # a symlink is no folder of objects (as _walk skips one)
         for path in sorted(self._walk(folder)):
             if path.startswith(path_prefix):
                 yield path
@@ -187,9 +230,11 @@ class FolderStore(Store):
         and sub-folders too: what a look at the folder shows); empty when it is absent.
 
         Raises:
+            UnsafePathError: the folder, or one on the way to it, is a symlink.
             StoreError: the folder cannot be listed.
         """
         where = self.file(folder.rstrip("/"))
+        self._refuse_symlinked_folder(folder.rstrip("/"))
         try:
             return sorted(os.listdir(where))
         except FileNotFoundError:
@@ -202,9 +247,11 @@ class FolderStore(Store):
         …: never followed), but temporary and lock files.
 
         Raises:
+            UnsafePathError: a folder on the way is a symlink.
             StoreError: its folder cannot be listed.
         """
         folder, _, name = path_prefix.rpartition("/")
+        self._refuse_symlinked_folder(folder)
         where = self.file(folder) if folder else self.root
         try:
             with os.scandir(where) as entries:
@@ -270,12 +317,13 @@ class FolderStore(Store):
 
         Raises:
             PreconditionFailed: the file exists.
+            UnsafePathError: a folder on the way is a symlink (nothing is written).
             StoreError: a retention or legal hold is asked for (a folder has no Object
                 Lock); the file cannot be written (``FileWriteError`` for a full disk).
         """
         self._refuse_lock(path, retention, legal_hold)
         data = body if isinstance(body, bytes) else body.read()
-        file = self.file(path)
+        file = self._checked_file(path)
         self._write(file, data, overwrite=False, path=path)
         return self._info(path, os.stat(file, follow_symlinks=False), _etag(data))
 
@@ -293,11 +341,12 @@ class FolderStore(Store):
 
         Raises:
             PreconditionFailed: it changed, appeared or disappeared since ``etag``.
+            UnsafePathError: a folder on the way is a symlink (nothing is written).
             StoreError: a retention or legal hold is asked for, or the file cannot be
                 written.
         """
         self._refuse_lock(path, retention, legal_hold)
-        file = self.file(path)
+        file = self._checked_file(path)
         ensure_dirs(file.parent)
         with exclusive_lock(
             file.with_name(f".{file.name}.lock"), blocking=True, what=self.url_of(path)

@@ -46,6 +46,8 @@ from agc._core.storage import (
     PreconditionFailed,
     Retention,
     Store,
+    check_store_path,
+    is_store_path,
 )
 from agc.errors import MissingExtraError, StoreError, UsageError
 
@@ -176,8 +178,20 @@ class ObjectStore(Store):
         return True
 
     def key(self, path: str) -> str:
-        """The object key of ``path`` (a ``/``-separated path inside the store)."""
+        """The object key of ``path`` (a ``/``-separated path inside the store).
+
+        Raises:
+            ValueError: ``path`` is not a path inside a store
+                (:func:`~agc._core.storage.check_store_path`), as in every store.
+        """
+        check_store_path(path)
         return f"{self.prefix}/{path}" if self.prefix else path
+
+    def _list_prefix(self, path_prefix: str) -> str:
+        """The key prefix to list for ``path_prefix`` (``""``: the whole store)."""
+        if path_prefix:
+            return self.key(path_prefix)
+        return f"{self.prefix}/" if self.prefix else ""
 
     def relative(self, key: str) -> str:
         """The path inside the store of an object key under the prefix."""
@@ -379,7 +393,9 @@ class ObjectStore(Store):
         """
         paginator = self.client.get_paginator("list_object_versions")
         try:
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.key(path_prefix)):
+            for page in paginator.paginate(
+                Bucket=self.bucket, Prefix=self._list_prefix(path_prefix)
+            ):
                 # S3 lists the versions of a key newest first; delete markers apart.
                 for raw in page.get("Versions", []):
                     yield ObjectVersion(
@@ -403,16 +419,23 @@ class ObjectStore(Store):
             raise self._error(exc, "list", path_prefix) from exc
 
     def list_paths(self, path_prefix: str) -> Iterator[str]:
-        """The paths (inside the store) of current objects under ``path_prefix``.
+        """The paths (inside the store) of current objects under ``path_prefix``. A key
+        that is no path inside a store (an empty, ``.`` or ``..`` segment: no operation
+        of the store can address it) is not listed; :meth:`list_versions` shows every
+        key as it is, for the store check to report.
 
         Raises:
             StoreError: refused or unreachable.
         """
         paginator = self.client.get_paginator("list_objects_v2")
         try:
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.key(path_prefix)):
+            for page in paginator.paginate(
+                Bucket=self.bucket, Prefix=self._list_prefix(path_prefix)
+            ):
                 for raw in page.get("Contents", []):
-                    yield self.relative(raw["Key"])
+                    path = self.relative(raw["Key"])
+                    if is_store_path(path):
+                        yield path
         except Exception as exc:
             raise self._error(exc, "list", path_prefix) from exc
 

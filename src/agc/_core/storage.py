@@ -51,6 +51,7 @@ __all__ = [
     "Retention",
     "Store",
     "check_store_path",
+    "is_store_path",
 ]
 
 LockMode = Literal["COMPLIANCE", "GOVERNANCE"]
@@ -164,6 +165,16 @@ def check_store_path(path: str) -> str:
     if "\0" in path or any(part in {"", ".", ".."} for part in segments):
         raise ValueError(f"{path!r} is not a path inside a store")
     return path
+
+
+def is_store_path(path: str) -> bool:
+    """Whether ``path`` is a path inside a store (as :func:`check_store_path` accepts;
+    ``""`` is not one): for names that come from a listing, not from the layout."""
+    try:
+        check_store_path(path)
+    except ValueError:
+        return False
+    return True
 
 
 class Store(abc.ABC):

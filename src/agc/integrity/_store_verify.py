@@ -254,7 +254,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def check_store(
-    store: StoreArg = None,
+    store: StoreArg | Store = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
     require_signature: bool = False,
@@ -270,7 +270,8 @@ def check_store(
     """Check every run of a store and the store chain; never raises on findings.
 
     Args:
-        store: a store folder or an object store (``s3://bucket/prefix``).
+        store: a store folder, an object store (``s3://bucket/prefix``) or any
+            :class:`~agc._core.storage.Store`, as :func:`~agc._core.store.open_store` takes.
         trusted_keys, require_signature, allow_unsigned: as :func:`check_run` (with
             trusted keys, every run must be signed by one of them).
         allow_recovered: as :func:`check_run`: recovered runs with bytes no crash
@@ -310,7 +311,7 @@ def check_store(
 
 
 def _check_any_store(
-    store: StoreArg,
+    store: StoreArg | Store,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None,
     require_signature: bool,
@@ -727,14 +728,14 @@ def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) 
     digests = {(e.run_id, e.position): e.manifest_digest for e in entries}
     for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
-        if match is not None and match.group("archived"):
+        if match is None or not _valid_run_id(match.group("archived") or match.group("run") or ""):
+            continue  # a lock file, or a stray name (_discover reports it)
+        if match.group("archived"):
             key = (match.group("archived"), int(match.group("position")))
             if key not in superseded and not _archive_of_latest(
                 view, key, latest_position, digests
             ):
                 findings.append(_unexpected(f"audit/manifests/{name}"))
-            continue
-        if match is None or not match.group("run"):
             continue
         run_id = match.group("run")
         try:

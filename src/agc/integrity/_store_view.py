@@ -41,6 +41,7 @@ from agc._core.store import (
     CHAIN_LOCK,
     CHAIN_LOG,
     LEGACY_TOOL_EVENTS,
+    MANIFESTS_DIR,
     ArtifactKind,
     StoreLayout,
     archived_manifest_path,
@@ -89,6 +90,10 @@ _LOG_AUDIT: Final = _AUDIT_NAMES | {
 """The names a store written in place keeps in ``audit/``."""
 _OBJECT_AUDIT: Final = _AUDIT_NAMES | {_name(CHAIN_DIR.rstrip("/")), _name(CHAIN_HEAD)}
 """The names a store written object by object keeps in ``audit/``."""
+_FOLDERS: Final = frozenset({*ARTIFACT_DIRS.values(), MANIFESTS_DIR, CHAIN_DIR.rstrip("/")})
+"""The folders of the layout: the only names under which an object store keeps keys."""
+_LOG_FOLDERS: Final = (AUDIT_DIR, *ARTIFACT_DIRS.values(), MANIFESTS_DIR)
+"""The folders of a store written in place, ``audit`` first."""
 
 
 class StoreView:
@@ -148,13 +153,19 @@ class StoreView:
         if self.layout is not None:
             # Every entry, objects or not: a stray symlink or temporary file is reported.
             is_folder = (self.layout.root / folder).is_dir()
-            return self.store.list_names(folder) if is_folder else None
+            try:
+                return self.store.list_names(folder) if is_folder else None
+            except UnsafePathError:
+                return None  # a symlink in place of the folder (store_findings says so)
         prefix = folder.rstrip("/") + "/"
-        names = {
-            path[len(prefix) :].split("/", 1)[0]
-            for path, found in self.versions.items()
-            if path.startswith(prefix) and _current(found)
-        }
+        names = set()
+        for path, found in self.versions.items():
+            if path.startswith(prefix) and _current(found):
+                name, deeper, _ = path[len(prefix) :].partition("/")
+                # A key below a name that is no folder of the layout (an evidence
+                # object's key plus '/…', or a trailing '/') is named with its '/', so
+                # it is judged apart from the object it would otherwise hide behind.
+                names.add(f"{name}/" if deeper and f"{prefix}{name}" not in _FOLDERS else name)
         return sorted(names) if names else None
 
     def listed_names(self, run_id: str) -> dict[ArtifactKind, frozenset[str]]:
@@ -207,7 +218,13 @@ class StoreView:
         if self.layout is not None:
             return
         wanted = [r for r in run_ids if r not in self._manifests]
-        links = sorted(p for p in self.versions if p.startswith(CHAIN_DIR) and self.current(p))
+        links = sorted(
+            p
+            for p in self.versions
+            if p.startswith(CHAIN_DIR)
+            and _LINK_NAME.fullmatch(p[len(CHAIN_DIR) :])  # any other key is a stray
+            and self.current(p)
+        )
         with ThreadPoolExecutor(_THREADS) as pool:
             for run_id, manifest in zip(
                 wanted, pool.map(self._fetch_manifest, wanted), strict=True
@@ -378,7 +395,23 @@ class StoreView:
                 object_lock_finding(self.store.lock_scope, policy_asked=self.policy.asked)
             )
         if self.layout is None:
+            # An object at a folder's own key ('audit/transcripts'): listed folder by
+            # folder, it would hide behind the folder's name.
+            findings.extend(_unexpected_object(f) for f in sorted(_FOLDERS) if self.current(f))
             return
+        # A symlink in place of a folder of the store is not followed: nothing below it
+        # is listed as the store's, and the store is not complete.
+        for folder in _LOG_FOLDERS:
+            if (self.layout.root / folder).is_symlink():
+                findings.append(
+                    Finding(
+                        "unexpected",
+                        f"{folder} is a symlink, not a folder of the store (not followed)",
+                        artifact="store",
+                    )
+                )
+                if folder == AUDIT_DIR:
+                    break  # nothing of the store below it
         # An intent is only ever written by rename: a folder, FIFO or symlink in its
         # place is no crash's doing, and every seal refuses to link while it is there.
         mode = pending_intent_mode(self.layout)

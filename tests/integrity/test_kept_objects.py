@@ -1,5 +1,7 @@
-"""agc.integrity._kept in object storage: a run checked in object storage with a copy of its
-transcript kept from the same read, on a real S3 implementation on loopback (moto)."""
+"""agc.integrity._kept in object storage: a run checked in a store written object by object
+with a copy of its transcript kept from the same read, on the in-memory bucket; purging
+every version of a key (what S3 allows on a bucket without Object Lock) on a real S3
+implementation on loopback (moto)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from typing import Any
 import blake3
 import pytest
 
+from agc._core.memstore import MemoryStore
 from agc._core.objstore import ObjectStore
+from agc._core.storage import Store
 from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.integrity import KeptArtifact, check_run, check_run_kept, ingest_stream
@@ -30,11 +34,11 @@ TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"d\xc3
 TRANSCRIPT_KEY = artifact_path("r1", "transcript")
 
 
-def _record(store: ObjectStore, data: bytes = TRANSCRIPT, run_id: str = "r1") -> None:
+def _record(store: Store, data: bytes = TRANSCRIPT, run_id: str = "r1") -> None:
     ingest_stream(io.BytesIO(data), run_id, store=store)
 
 
-def _object(store: ObjectStore, path: str) -> bytes:
+def _object(store: Store, path: str) -> bytes:
     got = store.get(path, max_bytes=1 << 30)
     assert got is not None
     return got[0]
@@ -45,16 +49,16 @@ def _codes(report: Any) -> set[str]:
 
 
 def test_the_copy_is_the_sealed_object_and_the_verdict_is_agc_verify_s(
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
 ) -> None:
-    _record(s3_store)
-    report, kept = check_run_kept("r1", s3_store)
+    _record(bucket)
+    report, kept = check_run_kept("r1", bucket)
     with kept:
         assert report.complete
-        assert report.to_dict() == check_run("r1", s3_store).to_dict()
+        assert report.to_dict() == check_run("r1", bucket).to_dict()
         assert kept.read
         assert kept.seal is not None
-        assert kept.file.read() == _object(s3_store, TRANSCRIPT_KEY)
+        assert kept.file.read() == _object(bucket, TRANSCRIPT_KEY)
         assert kept.size == kept.seal.bytes
         assert kept.info is not None
         assert kept.info.version_id
@@ -62,46 +66,46 @@ def test_the_copy_is_the_sealed_object_and_the_verdict_is_agc_verify_s(
 
 
 def test_the_transcript_object_is_fetched_once(
-    s3_store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+    bucket: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _record(s3_store)
+    _record(bucket)
     opened: list[str] = []
-    real_open = ObjectStore.open
+    real_open = MemoryStore.open
 
-    def counting_open(self: ObjectStore, path: str, **kwargs: Any) -> Any:
+    def counting_open(self: MemoryStore, path: str, **kwargs: Any) -> Any:
         opened.append(path)
         return real_open(self, path, **kwargs)
 
-    monkeypatch.setattr(ObjectStore, "open", counting_open)
-    report, kept = check_run_kept("r1", s3_store)
+    monkeypatch.setattr(MemoryStore, "open", counting_open)
+    report, kept = check_run_kept("r1", bucket)
     kept.close()
     assert report.complete
     assert opened.count(TRANSCRIPT_KEY) == 1
 
 
 def test_a_copy_changed_on_this_host_after_the_read_is_a_modified_finding(
-    s3_store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+    bucket: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The copy must hash to the seal by itself: a copy that differs from the bytes the
     # verifier hashed (a bug, or a local writer) makes the report incomplete.
-    _record(s3_store)
+    _record(bucket)
     real_write = KeptArtifact.write
 
     def flipping_write(self: KeptArtifact, chunk: bytes, /) -> None:
         real_write(self, chunk.replace(b"done", b"dune").replace(b"thread", b"threat"))
 
     monkeypatch.setattr(KeptArtifact, "write", flipping_write)
-    report, kept = check_run_kept("r1", s3_store)
+    report, kept = check_run_kept("r1", bucket)
     with kept:
         assert not report.complete
         assert [f.code for f in report.errors] == ["modified"]
         assert "does not match its seal on this host" in report.missing[0]
 
 
-def test_a_deleted_transcript_leaves_the_copy_unread(s3_store: ObjectStore) -> None:
-    _record(s3_store)
-    s3_store.client.delete_object(Bucket=s3_store.bucket, Key=s3_store.key(TRANSCRIPT_KEY))
-    report, kept = check_run_kept("r1", s3_store)
+def test_a_deleted_transcript_leaves_the_copy_unread(bucket: MemoryStore) -> None:
+    _record(bucket)
+    bucket.delete(TRANSCRIPT_KEY)
+    report, kept = check_run_kept("r1", bucket)
     with kept:
         assert not report.complete
         assert "delete-marker" in _codes(report)
@@ -111,14 +115,14 @@ def test_a_deleted_transcript_leaves_the_copy_unread(s3_store: ObjectStore) -> N
 
 
 def test_a_large_transcript_is_spooled_to_a_file_not_held_in_memory(
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
 ) -> None:
     line = b'{"type":"item.completed","text":"' + b"x" * 4000 + b'"}\n'
     data = line * 2048  # about 8 MiB
-    _record(s3_store, data)
+    _record(bucket, data)
     tracemalloc.start()
     try:
-        report, kept = check_run_kept("r1", s3_store, spool_bytes=256 * 1024)
+        report, kept = check_run_kept("r1", bucket, spool_bytes=256 * 1024)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -130,9 +134,9 @@ def test_a_large_transcript_is_spooled_to_a_file_not_held_in_memory(
 
 
 def test_a_full_temporary_folder_is_a_store_error(
-    s3_store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+    bucket: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _record(s3_store)
+    _record(bucket)
 
     class FullDisk(io.BytesIO):
         def write(self, data: Any) -> int:
@@ -140,7 +144,7 @@ def test_a_full_temporary_folder_is_a_store_error(
 
     monkeypatch.setattr(tempfile, "SpooledTemporaryFile", lambda **_: FullDisk())
     with pytest.raises(StoreError, match=r"cannot keep a copy of .*: no space left") as caught:
-        check_run_kept("r1", s3_store)
+        check_run_kept("r1", bucket)
     assert caught.value.exit_code == 3
     assert "TMPDIR" in caught.value.hint
 
@@ -148,11 +152,20 @@ def test_a_full_temporary_folder_is_a_store_error(
 _LEGACY_LINE = b'{"line":1,"payload":{"type":"thread.started"}}\n'
 
 
-def _put_legacy(store: ObjectStore, kind: Any, data: bytes) -> None:
+def _put(store: Store, path: str, body: bytes) -> None:
+    """What any writer of the bucket can do: a new version of the key."""
+    if isinstance(store, MemoryStore):
+        store.overwrite(path, body)
+    else:
+        assert isinstance(store, ObjectStore)
+        store.client.put_object(Bucket=store.bucket, Key=store.key(path), Body=body)
+
+
+def _put_legacy(store: Store, kind: Any, data: bytes) -> None:
     """An artifact with a legacy digest-only SHA-256 sidecar (no manifest)."""
     path = artifact_path("r1", kind)
     for key, body in ((path, data), (path + ".sha256", hashlib.sha256(data).hexdigest().encode())):
-        store.client.put_object(Bucket=store.bucket, Key=store.key(key), Body=body)
+        _put(store, key, body)
 
 
 def _purge(store: ObjectStore, path: str) -> None:
@@ -165,15 +178,15 @@ def _purge(store: ObjectStore, path: str) -> None:
 
 
 def test_a_legacy_run_is_judged_by_its_sidecar_as_agc_verify_judges_it(
-    s3_store: ObjectStore,
+    bucket: MemoryStore,
 ) -> None:
     # No manifest, digest-only sidecars, not in the store chain: agc-verify calls it
     # complete, and the copy is the bytes it hashed (not "changed after it was read").
-    _put_legacy(s3_store, "transcript", _LEGACY_LINE)
-    _put_legacy(s3_store, "tool-events", b"")
-    report, kept = check_run_kept("r1", s3_store)
+    _put_legacy(bucket, "transcript", _LEGACY_LINE)
+    _put_legacy(bucket, "tool-events", b"")
+    report, kept = check_run_kept("r1", bucket)
     with kept:
-        assert report.to_dict() == check_run("r1", s3_store).to_dict()
+        assert report.to_dict() == check_run("r1", bucket).to_dict()
         assert report.complete
         assert kept.file.read() == _LEGACY_LINE
 
@@ -241,7 +254,7 @@ def _verdict(report: Any) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("shape", sorted(_LEGACY_SHAPES))
 def test_a_run_without_a_manifest_is_judged_as_in_a_folder_store(
-    shape: str, s3_store: ObjectStore, tmp_path: Path
+    shape: str, bucket: MemoryStore, tmp_path: Path
 ) -> None:
     # The legacy format is one rule for both kinds of store: a legacy run is complete
     # with a legacy-format warning on each artifact its digest-only sidecar vouches for.
@@ -250,15 +263,15 @@ def test_a_run_without_a_manifest_is_judged_as_in_a_folder_store(
         suffix, sidecar = _sidecar_of(data, "r1.jsonl", form)
         path = artifact_path("r1", kind)
         for key, body in ((path, data), (path + suffix, sidecar)):
-            s3_store.client.put_object(Bucket=s3_store.bucket, Key=s3_store.key(key), Body=body)
+            _put(bucket, key, body)
         local = layout.artifact_path("r1", kind)
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_bytes(data)
         local.with_name(local.name + suffix).write_bytes(sidecar)
-    in_s3 = check_run("r1", s3_store)
+    in_bucket = check_run("r1", bucket)
     in_folder = check_run("r1", layout.root)
-    assert _verdict(in_s3) == _verdict(in_folder)
+    assert _verdict(in_bucket) == _verdict(in_folder)
     if shape == "both legacy":
-        assert in_s3.complete
-        assert in_s3.legacy
-        assert [f.code for f in in_s3.findings] == ["legacy-format", "legacy-format"]
+        assert in_bucket.complete
+        assert in_bucket.legacy
+        assert [f.code for f in in_bucket.findings] == ["legacy-format", "legacy-format"]
