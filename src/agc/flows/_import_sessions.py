@@ -28,10 +28,8 @@ from agc._core.fs import describe_os_error
 from agc._core.json import loads as parse_json
 from agc._core.store import (
     StoreArg,
-    folder_store,
     manifest_path,
     open_store,
-    remote_store,
 )
 from agc.capture import ClientName, SessionParser, run_id_for
 from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
@@ -324,9 +322,10 @@ def rollout_of_exec_run(
     Raises:
         as :func:`agc.integrity.read_run_manifest`.
     """
-    if remote_store(store) is not None:
+    folder_of_store = open_store(store).folder
+    if folder_of_store is None:
         return None
-    manifest = read_run_manifest(run_id, folder_store(store))
+    manifest = read_run_manifest(run_id, folder_of_store)
     attributes = manifest.attributes if manifest is not None else None
     thread = attributes.get("thread_id") if isinstance(attributes, Mapping) else None
     if not isinstance(thread, str) or _THREAD.fullmatch(thread) is None:
