@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agc._core.store import StoreLayout
 from agc.capture import run_id_for
 from agc.cli.app import main
-from agc.flows import import_sessions
+from agc.flows import import_session_file, import_sessions
 from agc.integrity import check_run, check_store
 from tests.conftest import REAL_FIXTURES, require_shared
 
@@ -173,3 +176,58 @@ def test_a_missing_folder_or_a_folder_with_a_run_id_is_a_usage_error(
         folder.mkdir()
     assert main(["import", str(folder), "--store", str(store), *argv]) == 2
     assert main(["watch", str(tmp_path / "absent"), "--once", "--store", str(store)]) == 2
+
+
+def _claude_lines(count: int) -> list[bytes]:
+    """A Claude Code session of ``count`` lines: calls and their results in turn."""
+    lines = []
+    for n in range(count):
+        block = (
+            {"type": "tool_use", "id": f"t{n // 2}", "name": "Bash", "input": {"n": n}}
+            if n % 2 == 0
+            else {"type": "tool_result", "tool_use_id": f"t{n // 2}", "content": f"r{n}"}
+        )
+        line = {
+            "type": "assistant" if n % 2 == 0 else "user",
+            "sessionId": "s-prop",
+            "timestamp": f"2026-12-01T10:00:{n:02d}Z",
+            "message": {"content": [block]},
+        }
+        lines.append(json.dumps(line).encode() + b"\n")
+    return lines
+
+
+@given(
+    count=st.integers(min_value=2, max_value=12),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    edit=st.none() | st.floats(min_value=0.0, max_value=0.999),
+)
+def test_a_grown_or_changed_session_is_appended_or_diverges_never_mixed(
+    count: int, cut: float, edit: float | None
+) -> None:
+    lines = _claude_lines(count)
+    sealed = max(1, int(count * cut))
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        store, reference, live = root / "store", root / "reference", root / "s-prop.jsonl"
+        live.write_bytes(b"".join(lines[:sealed]))
+        assert import_session_file(live, store=store).status == "imported"
+        before = _files(store)
+        grown = list(lines)
+        changed = None if edit is None else int(sealed * edit)
+        if changed is not None:
+            grown[changed] = grown[changed].replace(b'"Bash"', b'"Bosh"').replace(b'"r', b'"x')
+        live.write_bytes(b"".join(grown))
+        outcome = import_session_file(live, store=store)
+        if changed is not None:
+            assert (outcome.status, outcome.line) == ("diverges", changed + 1)
+            assert _files(store) == before
+            return
+        assert outcome.status == ("unchanged" if sealed == count else "appended")
+        assert outcome.records == count - sealed
+        assert check_run(outcome.run_id or "", store).complete
+        import_session_file(live, store=reference)
+        for kind in ("transcript", "tool-events"):
+            assert _unstamped(StoreLayout(store).artifact_path(outcome.run_id or "", kind)) == (
+                _unstamped(StoreLayout(reference).artifact_path(outcome.run_id or "", kind))
+            )
