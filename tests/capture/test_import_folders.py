@@ -20,7 +20,7 @@ from agc._core.store import StoreLayout
 from agc.capture import run_id_for
 from agc.cli.app import main
 from agc.flows import import_session_file, import_sessions
-from agc.integrity import check_run, check_store
+from agc.integrity import check_run, check_store, open_run
 from tests.conftest import REAL_FIXTURES, require_shared
 
 ROLLOUT = REAL_FIXTURES / "codex-rollout"
@@ -231,3 +231,27 @@ def test_a_grown_or_changed_session_is_appended_or_diverges_never_mixed(
             assert _unstamped(StoreLayout(store).artifact_path(outcome.run_id or "", kind)) == (
                 _unstamped(StoreLayout(reference).artifact_path(outcome.run_id or "", kind))
             )
+
+
+def test_a_session_whose_run_is_being_written_fails_alone_and_is_tried_again(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _session_folder(tmp_path)
+    rollout_id = json.loads(_rollout().read_bytes().splitlines()[0])["payload"]["id"]
+    writers = open_run(run_id_for("codex", rollout_id), store=store)  # e.g. its hooks
+    try:
+        writers.tool_events.write({"event": "call"})
+        writers.tool_events.flush()
+        seen: dict[Path, tuple[int, int]] = {}
+        outcomes = {o.path.name: o for o in import_sessions([folder], store=store, seen=seen)}
+        failed = outcomes[_rollout().name]
+        assert failed.status == "failed"
+        assert failed.error is not None
+        assert failed.error.exit_code == 3
+        assert {o.status for o in outcomes.values()} == {"imported", "skipped", "failed"}
+        assert main(["import", str(folder), "--store", str(store)]) == 3
+        assert "failed (run-locked)" in capsys.readouterr().out
+    finally:
+        writers.close()
+    again = import_sessions([folder], store=store, seen=seen)
+    assert [o.path.name for o in again] == [_rollout().name]  # tried again

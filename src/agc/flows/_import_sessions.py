@@ -82,7 +82,9 @@ def session_companion(session_id: str | None = None) -> Callable[[], Companion]:
 
 # -- whole folders -----------------------------------------------------------------
 
-ImportStatus = Literal["imported", "appended", "unchanged", "diverges", "unsealed", "skipped"]
+ImportStatus = Literal[
+    "imported", "appended", "unchanged", "diverges", "unsealed", "skipped", "failed"
+]
 
 _SCAN_LINES: Final = 200
 """Lines read, at most, to find the session id a file gives (it is on the first line of
@@ -133,10 +135,12 @@ class ImportOutcome:
             ``unchanged``, ``diverges`` (the run's sealed records are not a prefix of
             the file's: the finding ``transcript-diverges``, nothing written),
             ``unsealed`` (the run is not sealed: ``agc recover`` first) or ``skipped``
-            (not a client session file).
+            (not a client session file) or ``failed`` (an error, in ``error``: the
+            other files are still imported).
         run_id: the run (``None`` when skipped).
         records / tool_events: transcript and tool-event records written.
         line: for ``diverges``, the first record that differs (1-based).
+        error: for ``failed``, the error (its ``code``, ``message`` and ``exit_code``).
     """
 
     path: Path
@@ -145,6 +149,7 @@ class ImportOutcome:
     records: int = 0
     tool_events: int = 0
     line: int | None = None
+    error: AgcError | None = None
 
     @property
     def finding(self) -> str | None:
@@ -160,6 +165,7 @@ class ImportOutcome:
             "tool_events": self.tool_events,
             "line": self.line,
             "finding": self.finding,
+            "error": None if self.error is None else self.error.to_dict(),
         }
 
 
@@ -191,7 +197,9 @@ def import_session_file(
     if found is None:
         return ImportOutcome(path, "skipped")
     companion = session_companion(found.session_id)
-    if not has_run(found.run_id, store):
+    if remote_store(store) is not None or not has_run(found.run_id, store):
+        # In an object store a run is not continued: the same file again is
+        # recognized (unchanged), a grown one is refused (run-exists).
         summary = ingest_stream(
             io.BytesIO(data),
             found.run_id,
@@ -201,6 +209,8 @@ def import_session_file(
             allow_empty=False,
             companion=companion,
         )
+        if summary.unchanged:
+            return ImportOutcome(path, "unchanged", found.run_id)
         events = sum(seal.records for seal in summary.seals if seal.kind == "tool-events")
         return ImportOutcome(path, "imported", found.run_id, summary.records, events)
     extension = extend_run(
@@ -265,11 +275,14 @@ def import_sessions(
             mark = (stat.st_size, stat.st_mtime_ns)
             if seen is not None and seen.get(path) == mark:
                 continue
-            outcome = import_session_file(
-                path, store=store, algorithm=algorithm, signing_key=signing_key
-            )
-            if seen is not None:
-                seen[path] = mark
+            try:
+                outcome = import_session_file(
+                    path, store=store, algorithm=algorithm, signing_key=signing_key
+                )
+            except AgcError as exc:  # this file only: e.g. its run is being written
+                outcome = ImportOutcome(path, "failed", error=exc)
+            if seen is not None and outcome.status != "failed":
+                seen[path] = mark  # a failed file is tried again at the next look
             outcomes.append(outcome)
     return outcomes
 
