@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.capture import run_id_for
 from agc.cli.app import main
@@ -255,3 +256,17 @@ def test_a_session_whose_run_is_being_written_fails_alone_and_is_tried_again(
         writers.close()
     again = import_sessions([folder], store=store, seen=seen)
     assert [o.path.name for o in again] == [_rollout().name]  # tried again
+
+
+def test_an_object_store_takes_a_folder_and_recognizes_it_again(
+    tmp_path: Path, s3_store: ObjectStore
+) -> None:
+    folder = _session_folder(tmp_path)
+    first = import_sessions([folder], store=s3_store.url)
+    assert {o.status for o in first} == {"imported", "skipped"}
+    imported = [o for o in first if o.status == "imported"]
+    assert all(o.tool_events > 0 for o in imported)
+    for outcome in imported:
+        assert check_run(outcome.run_id or "", s3_store.url).complete
+    again = import_sessions([folder], store=s3_store.url)
+    assert {o.status for o in again} == {"unchanged", "skipped"}
