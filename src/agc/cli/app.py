@@ -77,6 +77,11 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.",
     ),
     Subcommand(
+        "hook",
+        "agc.cli.hook",
+        "Capture one client hook event into its session's run (always exits 0).",
+    ),
+    Subcommand(
         "runs",
         "agc.cli.runs",
         "List the runs of a store: state, records, bytes, signature, last write.",
@@ -125,6 +130,12 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "The readiness gate for an agent chat endpoint (POST /v1/agent/chat): classify "
         "observations, probe endpoints, check deployment contracts, and seal the verdicts "
         "as evidence.",
+    ),
+    Subcommand(
+        "hooks",
+        "agc.cli.hooks",
+        "Install agc's capture hook into Claude Code, Codex or the Gemini CLI, check that "
+        "the client will run it, take it out.",
     ),
 )
 

@@ -33,6 +33,7 @@ if _TYPE_CHECKING:
     from agc.integrity._ingest import (
         Companion,
         IngestSummary,
+        ingest_lines,
         ingest_stream,
     )
     from agc.integrity._kept import KeptArtifact, check_run_kept
@@ -138,6 +139,7 @@ __all__ = [
     "extend_run",
     "finding_text",
     "generate_keypair",
+    "ingest_lines",
     "ingest_stream",
     "iter_copy_lines",
     "iter_records",
@@ -180,6 +182,7 @@ _HOMES = {
         "Companion",
         "IngestSummary",
         "ingest_stream",
+        "ingest_lines",
     ),
     "agc.integrity._recover": (
         "recover_run",

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO, Final, Protocol
 from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error, open_regular_file
-from agc._core.jsonl import FsyncPolicy
+from agc._core.jsonl import FsyncPolicy, JsonlFileWriter
 from agc._core.report import SCHEMA_VERSION
 from agc._core.storage import Store
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
@@ -41,7 +41,7 @@ from agc.integrity._signing import SigningKey
 from agc.integrity._target import RunTarget, run_target
 from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
 
-__all__ = ["Companion", "IngestSummary", "ingest_stream", "line_to_record"]
+__all__ = ["Companion", "IngestSummary", "ingest_lines", "ingest_stream", "line_to_record"]
 
 
 class Companion(Protocol):
@@ -290,6 +290,27 @@ def ingest_stream(
         )
     upload = target.publish(run_id, signing_key=signing_key, policy=policy)
     return summary if upload is None else replace(summary, object_store=upload.to_dict())
+
+
+def ingest_lines(stream: BinaryIO, writer: JsonlFileWriter, *, skip: int = 0) -> tuple[int, int]:
+    """Write each line of ``stream`` after its first ``skip`` lines as one record of the
+    open ``writer``, by the ingest rule (``{"line", "payload"}`` or an ``invalid``
+    record; see the module docstring), for a caller that holds the writer (a run whose
+    other artifact is written elsewhere). The writer is neither flushed nor sealed.
+
+    Returns:
+        ``(records written, of which invalid)``.
+
+    Raises:
+        FileUnreadableError: reading the input failed (exit 3).
+        as :meth:`~agc._core.jsonl.JsonlFileWriter.write_many`.
+    """
+    for _ in range(skip):  # read past, not parsed: an earlier seal holds them
+        if not stream.readline():
+            return 0, 0
+    counts = _Counts(records=skip)
+    written = writer.write_many(_bodies(stream, counts, writer.flush, None))
+    return len(written), counts.invalid
 
 
 def _ingest_into(
