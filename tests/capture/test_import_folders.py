@@ -20,7 +20,7 @@ from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.capture import run_id_for
 from agc.cli.app import main
-from agc.flows import import_session_file, import_sessions
+from agc.flows import capture_hook_event, import_session_file, import_sessions
 from agc.integrity import check_run, check_store, open_run
 from tests.conftest import REAL_FIXTURES, require_shared
 
@@ -270,3 +270,32 @@ def test_an_object_store_takes_a_folder_and_recognizes_it_again(
         assert check_run(outcome.run_id or "", s3_store.url).complete
     again = import_sessions([folder], store=s3_store.url)
     assert {o.status for o in again} == {"unchanged", "skipped"}
+
+
+def test_a_session_its_hooks_captured_keeps_their_tool_events_when_imported_again(
+    tmp_path: Path, store: Path
+) -> None:
+    """The hooks sealed the session file as the run's transcript and kept their own
+    tool-events: importing the session folder compares the transcript only (not the
+    hook records with the file's), and continues it when the session went on."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "hooks" / "claude-code"
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    session = "00000000-0000-4000-8000-000000000001"
+    live = folder / f"{session}.jsonl"
+    live.write_bytes((fixtures / "session-file.jsonl").read_bytes())
+    for name in json.loads((fixtures / "sequence.json").read_text()):
+        event = json.loads((fixtures / f"{name}.json").read_bytes())
+        event["transcript_path"] = str(live)
+        capture_hook_event("claude-code", json.dumps(event).encode(), store=store)
+    run_id = run_id_for("claude-code", session)
+    assert check_run(run_id, store).complete
+    events = StoreLayout(store).artifact_path(run_id, "tool-events").read_bytes()
+    (same,) = import_sessions([folder], store=store)
+    assert (same.run_id, same.status) == (run_id, "unchanged")
+    with live.open("ab") as handle:
+        handle.write(b'{"type":"system","sessionId":"%s","content":"later"}\n' % session.encode())
+    (grown,) = import_sessions([folder], store=store)
+    assert (grown.status, grown.records, grown.tool_events) == ("appended", 1, 0)
+    assert StoreLayout(store).artifact_path(run_id, "tool-events").read_bytes() == events
+    assert check_run(run_id, store).complete

@@ -359,7 +359,10 @@ def _print_outcomes(outcomes: list[ImportOutcome], as_json: bool, *, quiet: bool
         elif outcome.status == "failed" and outcome.error is not None:
             text = f"failed ({outcome.error.code}): {outcome.error.message}"
         elif outcome.status == "unsealed":
-            text = f"run {outcome.run_id} is not sealed; `agc recover {outcome.run_id}` first"
+            text = (
+                f"run {outcome.run_id} is not sealed: still being written (its hooks?), or "
+                f"left by a crash (`agc recover {outcome.run_id}` seals it)"
+            )
         elif outcome.status == "unchanged":
             text = f"run {outcome.run_id}: unchanged"
         else:

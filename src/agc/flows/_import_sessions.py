@@ -9,7 +9,9 @@ manifest ``attributes`` say what the session was (:class:`agc.capture.SessionFac
 Whole folders (``~/.codex/sessions``, ``~/.claude/projects``, ``~/.gemini/tmp``) are
 imported incrementally (:func:`import_sessions`): each session file under the run id of
 its session; a file that grew since becomes a new segment of its run when the sealed
-records are exactly its first ones, and ``transcript-diverges`` when they are not.
+records are exactly its first ones, and ``transcript-diverges`` when they are not. The
+run of a session its hooks captured keeps their tool-events: only its transcript is
+compared with the file (and continued).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from agc.integrity import (
     SigningKey,
     extend_run,
     ingest_stream,
+    iter_records,
     read_run_manifest,
 )
 
@@ -213,13 +216,15 @@ def import_session_file(
             return ImportOutcome(path, "unchanged", found.run_id)
         events = sum(seal.records for seal in summary.seals if seal.kind == "tool-events")
         return ImportOutcome(path, "imported", found.run_id, summary.records, events)
+    hooked = _captured_by_hooks(found.run_id, store)
     extension = extend_run(
         io.BytesIO(data),
         found.run_id,
         store=store,
         algorithm=algorithm,
         signing_key=signing_key,
-        companion=companion,
+        companion=None if hooked else companion,
+        kinds=("transcript",) if hooked else ("transcript", "tool-events"),
     )
     return ImportOutcome(
         path,
@@ -229,6 +234,19 @@ def import_session_file(
         extension.added.get("tool-events", 0),
         extension.line,
     )
+
+
+def _captured_by_hooks(run_id: str, store: StoreArg) -> bool:
+    """Whether a run's tool-events are its client's hook records (its first record's
+    ``source`` is ``hook``): its session file is then compared as its transcript only,
+    the hooks keeping the tool-events."""
+    try:
+        for line, _ in iter_records(run_id, folder_store(store), kind="tool-events"):
+            first = parse_json(line)
+            return isinstance(first, Mapping) and first.get("source") == "hook"
+    except AgcError:
+        return False
+    return False
 
 
 def has_run(run_id: str, store: StoreArg) -> bool:
