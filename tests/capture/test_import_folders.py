@@ -20,9 +20,13 @@ from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.capture import run_id_for
 from agc.cli.app import main
+from agc.errors import RunLockedError
+from agc.flows import _import_sessions as import_flows
 from agc.flows import capture_hook_event, import_session_file, import_sessions
-from agc.integrity import check_run, check_store, open_run
+from agc.integrity import check_run, check_store
 from tests.conftest import REAL_FIXTURES, require_shared
+
+REACHES_INSIDE = {"agc.flows._import_sessions": "a store failure for one session file"}
 
 ROLLOUT = REAL_FIXTURES / "codex-rollout"
 CLAUDE = REAL_FIXTURES / "claude-code" / "agentcmd-full-session.jsonl"
@@ -234,28 +238,35 @@ def test_a_grown_or_changed_session_is_appended_or_diverges_never_mixed(
             )
 
 
-def test_a_session_whose_run_is_being_written_fails_alone_and_is_tried_again(
-    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+def test_a_session_file_that_fails_fails_alone_and_is_tried_again(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     folder = _session_folder(tmp_path)
     rollout_id = json.loads(_rollout().read_bytes().splitlines()[0])["payload"]["id"]
-    writers = open_run(run_id_for("codex", rollout_id), store=store)  # e.g. its hooks
-    try:
-        writers.tool_events.write({"event": "call"})
-        writers.tool_events.flush()
-        seen: dict[Path, tuple[int, int]] = {}
-        outcomes = {o.path.name: o for o in import_sessions([folder], store=store, seen=seen)}
-        failed = outcomes[_rollout().name]
-        assert failed.status == "failed"
-        assert failed.error is not None
-        assert failed.error.exit_code == 3
-        assert {o.status for o in outcomes.values()} == {"imported", "skipped", "failed"}
-        assert main(["import", str(folder), "--store", str(store)]) == 3
-        assert "failed (run-locked)" in capsys.readouterr().out
-    finally:
-        writers.close()
-    again = import_sessions([folder], store=store, seen=seen)
-    assert [o.path.name for o in again] == [_rollout().name]  # tried again
+    locked = run_id_for("codex", rollout_id)
+    real = import_flows.ingest_stream
+
+    def ingest(stream: object, run_id: str, **kwargs: object) -> object:
+        if run_id == locked:  # another writer holds this run's files
+            raise RunLockedError(f"run {run_id} is locked by another writer")
+        return real(stream, run_id, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(import_flows, "ingest_stream", ingest)
+    seen: dict[Path, tuple[int, int]] = {}
+    outcomes = {o.path.name: o for o in import_sessions([folder], store=store, seen=seen)}
+    failed = outcomes[_rollout().name]
+    assert failed.status == "failed"
+    assert failed.error is not None
+    assert failed.error.exit_code == 3
+    assert {o.status for o in outcomes.values()} == {"imported", "skipped", "failed"}
+    assert main(["import", str(folder), "--store", str(store)]) == 3
+    assert "failed (run-locked)" in capsys.readouterr().out
+    monkeypatch.setattr(import_flows, "ingest_stream", real)
+    (again,) = import_sessions([folder], store=store, seen=seen)  # tried again
+    assert (again.path.name, again.status) == (_rollout().name, "imported")
 
 
 def test_an_object_store_takes_a_folder_and_recognizes_it_again(
@@ -299,3 +310,23 @@ def test_a_session_its_hooks_captured_keeps_their_tool_events_when_imported_agai
     assert (grown.status, grown.records, grown.tool_events) == ("appended", 1, 0)
     assert StoreLayout(store).artifact_path(run_id, "tool-events").read_bytes() == events
     assert check_run(run_id, store).complete
+
+
+def test_a_session_its_hooks_are_still_capturing_is_left_to_them(
+    tmp_path: Path, store: Path
+) -> None:
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "hooks" / "claude-code"
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    session = "00000000-0000-4000-8000-000000000001"
+    live = folder / f"{session}.jsonl"
+    live.write_bytes((fixtures / "session-file.jsonl").read_bytes())
+    for name in ("SessionStart", "PreToolUse"):  # the session goes on
+        event = json.loads((fixtures / f"{name}.json").read_bytes())
+        event["transcript_path"] = str(live)
+        capture_hook_event("claude-code", json.dumps(event).encode(), store=store)
+    run_id = run_id_for("claude-code", session)
+    before = _files(store)
+    (outcome,) = import_sessions([folder], store=store)
+    assert (outcome.run_id, outcome.status) == (run_id, "unsealed")
+    assert _files(store) == before

@@ -29,7 +29,9 @@ from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error
 from agc._core.json import loads as parse_json
 from agc._core.store import (
+    ARTIFACT_KINDS,
     StoreArg,
+    StoreLayout,
     folder_store,
     manifest_path,
     open_store,
@@ -200,6 +202,8 @@ def import_session_file(
     if found is None:
         return ImportOutcome(path, "skipped")
     companion = session_companion(found.session_id)
+    if _being_written(found.run_id, store):
+        return ImportOutcome(path, "unsealed", found.run_id)
     if remote_store(store) is not None or not has_run(found.run_id, store):
         # In an object store a run is not continued: the same file again is
         # recognized (unchanged), a grown one is refused (run-exists).
@@ -234,6 +238,15 @@ def import_session_file(
         extension.added.get("tool-events", 0),
         extension.line,
     )
+
+
+def _being_written(run_id: str, store: StoreArg) -> bool:
+    """Whether a folder store holds files of a run that has no manifest yet: a run being
+    written (a session its hooks are capturing) or left unsealed by a crash."""
+    if remote_store(store) is not None or has_run(run_id, store):
+        return False
+    layout = StoreLayout.at(folder_store(store))
+    return any(os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS)
 
 
 def _captured_by_hooks(run_id: str, store: StoreArg) -> bool:
