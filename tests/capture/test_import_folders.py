@@ -23,7 +23,7 @@ from agc.cli.app import main
 from agc.errors import RunLockedError
 from agc.flows import _import_sessions as import_flows
 from agc.flows import capture_hook_event, import_session_file, import_sessions
-from agc.integrity import check_run, check_store
+from agc.integrity import check_run, check_store, ingest_stream
 from tests.conftest import REAL_FIXTURES, require_shared
 
 REACHES_INSIDE = {"agc.flows._import_sessions": "a store failure for one session file"}
@@ -247,7 +247,7 @@ def test_a_session_file_that_fails_fails_alone_and_is_tried_again(
     folder = _session_folder(tmp_path)
     rollout_id = json.loads(_rollout().read_bytes().splitlines()[0])["payload"]["id"]
     locked = run_id_for("codex", rollout_id)
-    real = import_flows.ingest_stream
+    real = ingest_stream  # what the import flow calls
 
     def ingest(stream: object, run_id: str, **kwargs: object) -> object:
         if run_id == locked:  # another writer holds this run's files
