@@ -182,6 +182,11 @@ def test_the_other_json_results_have_the_documented_members(
     assert _shape(run("import", str(data), "--run-id", "r2", "--store", str(store))) == _shape(
         ingest
     )
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    line = {"type": "user", "sessionId": "s1", "message": {"content": "hi"}}
+    (sessions / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    folder = run("import", str(sessions), "--store", str(store))
     sealed = run("seal", str(data))
     writer = TranscriptWriter("r3", store=store, checkpoint_records=1)
     writer.write({"n": 0})
@@ -189,5 +194,5 @@ def test_the_other_json_results_have_the_documented_members(
     recovered = run("recover", "r3", "--store", str(store))
     keys = run("keys", "generate", "--out", str(tmp_path / "keys"))
     assert [_shape(d) for d in documented] == [
-        _shape(ingest), _shape(sealed), _shape(recovered), _shape(keys)
+        _shape(ingest), _shape(folder), _shape(sealed), _shape(recovered), _shape(keys)
     ]  # fmt: skip

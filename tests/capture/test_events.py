@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agc._core.redact import redact_value
 from agc._core.store import validate_run_id
 from agc.capture import CLIENTS, SessionFacts, ToolEvent, run_id_for
 from agc.errors import UsageError
@@ -67,3 +68,54 @@ def test_session_facts_name_a_project_without_its_path() -> None:
     assert attributes == {"client": "codex", "session_id": "s1", "project": attributes["project"]}
     assert "/home" not in attributes["project"]
     assert attributes["project"].startswith("sha256:")
+
+
+SECRETISH = st.sampled_from(
+    [
+        "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+        "password",
+        "AKIA" + "IOSFODNN7EXAMPLE",
+        "Bearer abc.def.ghi",
+        "ls -la",
+    ]
+)
+TEXT = st.text(max_size=12) | SECRETISH
+VALUE = st.recursive(
+    st.none() | st.integers() | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    session_id=TEXT.filter(bool),
+    tool=st.none() | TEXT,
+    call_id=st.none() | TEXT,
+    hook=st.none() | TEXT,
+    agent_ts=st.none() | TEXT,
+    value=VALUE,
+)
+def test_a_record_is_what_redacting_the_whole_record_gives(
+    session_id: str,
+    tool: str | None,
+    call_id: str | None,
+    hook: str | None,
+    agent_ts: str | None,
+    value: object,
+) -> None:
+    event = ToolEvent(
+        event="call",
+        source="session-file",
+        client="codex",
+        session_id=session_id,
+        hook=hook,
+        tool=tool,
+        call_id=call_id,
+        input=value,
+        agent_ts=agent_ts,
+        line=3,
+    )
+    record = event.to_record()
+    whole = {**record, **{k: getattr(event, k) for k in ("session_id", "hook", "tool")}}
+    whole.update(call_id=call_id, input=value, agent_ts=agent_ts)
+    assert record == redact_value(whole)

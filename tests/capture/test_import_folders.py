@@ -9,16 +9,24 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.capture import run_id_for
 from agc.cli.app import main
-from agc.flows import import_sessions
-from agc.integrity import check_run, check_store
+from agc.errors import RunLockedError
+from agc.flows import _import_sessions as import_flows
+from agc.flows import capture_hook_event, import_session_file, import_sessions
+from agc.integrity import check_run, check_store, ingest_stream
 from tests.conftest import REAL_FIXTURES, require_shared
+
+REACHES_INSIDE = {"agc.flows._import_sessions": "a store failure for one session file"}
 
 ROLLOUT = REAL_FIXTURES / "codex-rollout"
 CLAUDE = REAL_FIXTURES / "claude-code" / "agentcmd-full-session.jsonl"
@@ -173,3 +181,152 @@ def test_a_missing_folder_or_a_folder_with_a_run_id_is_a_usage_error(
         folder.mkdir()
     assert main(["import", str(folder), "--store", str(store), *argv]) == 2
     assert main(["watch", str(tmp_path / "absent"), "--once", "--store", str(store)]) == 2
+
+
+def _claude_lines(count: int) -> list[bytes]:
+    """A Claude Code session of ``count`` lines: calls and their results in turn."""
+    lines = []
+    for n in range(count):
+        block = (
+            {"type": "tool_use", "id": f"t{n // 2}", "name": "Bash", "input": {"n": n}}
+            if n % 2 == 0
+            else {"type": "tool_result", "tool_use_id": f"t{n // 2}", "content": f"r{n}"}
+        )
+        line = {
+            "type": "assistant" if n % 2 == 0 else "user",
+            "sessionId": "s-prop",
+            "timestamp": f"2026-12-01T10:00:{n:02d}Z",
+            "message": {"content": [block]},
+        }
+        lines.append(json.dumps(line).encode() + b"\n")
+    return lines
+
+
+@given(
+    count=st.integers(min_value=2, max_value=12),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    edit=st.none() | st.floats(min_value=0.0, max_value=0.999),
+)
+def test_a_grown_or_changed_session_is_appended_or_diverges_never_mixed(
+    count: int, cut: float, edit: float | None
+) -> None:
+    lines = _claude_lines(count)
+    sealed = max(1, int(count * cut))
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        store, reference, live = root / "store", root / "reference", root / "s-prop.jsonl"
+        live.write_bytes(b"".join(lines[:sealed]))
+        assert import_session_file(live, store=store).status == "imported"
+        before = _files(store)
+        grown = list(lines)
+        changed = None if edit is None else int(sealed * edit)
+        if changed is not None:
+            grown[changed] = grown[changed].replace(b'"Bash"', b'"Bosh"').replace(b'"r', b'"x')
+        live.write_bytes(b"".join(grown))
+        outcome = import_session_file(live, store=store)
+        if changed is not None:
+            assert (outcome.status, outcome.line) == ("diverges", changed + 1)
+            assert _files(store) == before
+            return
+        assert outcome.status == ("unchanged" if sealed == count else "appended")
+        assert outcome.records == count - sealed
+        assert check_run(outcome.run_id or "", store).complete
+        import_session_file(live, store=reference)
+        for kind in ("transcript", "tool-events"):
+            assert _unstamped(StoreLayout(store).artifact_path(outcome.run_id or "", kind)) == (
+                _unstamped(StoreLayout(reference).artifact_path(outcome.run_id or "", kind))
+            )
+
+
+def test_a_session_file_that_fails_fails_alone_and_is_tried_again(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = _session_folder(tmp_path)
+    rollout_id = json.loads(_rollout().read_bytes().splitlines()[0])["payload"]["id"]
+    locked = run_id_for("codex", rollout_id)
+    real = ingest_stream  # what the import flow calls
+
+    def ingest(stream: object, run_id: str, **kwargs: object) -> object:
+        if run_id == locked:  # another writer holds this run's files
+            raise RunLockedError(f"run {run_id} is locked by another writer")
+        return real(stream, run_id, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(import_flows, "ingest_stream", ingest)
+    seen: dict[Path, tuple[int, int]] = {}
+    outcomes = {o.path.name: o for o in import_sessions([folder], store=store, seen=seen)}
+    failed = outcomes[_rollout().name]
+    assert failed.status == "failed"
+    assert failed.error is not None
+    assert failed.error.exit_code == 3
+    assert {o.status for o in outcomes.values()} == {"imported", "skipped", "failed"}
+    assert main(["import", str(folder), "--store", str(store)]) == 3
+    assert "failed (run-locked)" in capsys.readouterr().out
+    monkeypatch.setattr(import_flows, "ingest_stream", real)
+    (again,) = import_sessions([folder], store=store, seen=seen)  # tried again
+    assert (again.path.name, again.status) == (_rollout().name, "imported")
+
+
+def test_an_object_store_takes_a_folder_and_recognizes_it_again(
+    tmp_path: Path, s3_store: ObjectStore
+) -> None:
+    folder = _session_folder(tmp_path)
+    first = import_sessions([folder], store=s3_store.url)
+    assert {o.status for o in first} == {"imported", "skipped"}
+    imported = [o for o in first if o.status == "imported"]
+    assert all(o.tool_events > 0 for o in imported)
+    for outcome in imported:
+        assert check_run(outcome.run_id or "", s3_store.url).complete
+    again = import_sessions([folder], store=s3_store.url)
+    assert {o.status for o in again} == {"unchanged", "skipped"}
+
+
+def test_a_session_its_hooks_captured_keeps_their_tool_events_when_imported_again(
+    tmp_path: Path, store: Path
+) -> None:
+    """The hooks sealed the session file as the run's transcript and kept their own
+    tool-events: importing the session folder compares the transcript only (not the
+    hook records with the file's), and continues it when the session went on."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "hooks" / "claude-code"
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    session = "00000000-0000-4000-8000-000000000001"
+    live = folder / f"{session}.jsonl"
+    live.write_bytes((fixtures / "session-file.jsonl").read_bytes())
+    for name in json.loads((fixtures / "sequence.json").read_text()):
+        event = json.loads((fixtures / f"{name}.json").read_bytes())
+        event["transcript_path"] = str(live)
+        capture_hook_event("claude-code", json.dumps(event).encode(), store=store)
+    run_id = run_id_for("claude-code", session)
+    assert check_run(run_id, store).complete
+    events = StoreLayout(store).artifact_path(run_id, "tool-events").read_bytes()
+    (same,) = import_sessions([folder], store=store)
+    assert (same.run_id, same.status) == (run_id, "unchanged")
+    with live.open("ab") as handle:
+        handle.write(b'{"type":"system","sessionId":"%s","content":"later"}\n' % session.encode())
+    (grown,) = import_sessions([folder], store=store)
+    assert (grown.status, grown.records, grown.tool_events) == ("appended", 1, 0)
+    assert StoreLayout(store).artifact_path(run_id, "tool-events").read_bytes() == events
+    assert check_run(run_id, store).complete
+
+
+def test_a_session_its_hooks_are_still_capturing_is_left_to_them(
+    tmp_path: Path, store: Path
+) -> None:
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "hooks" / "claude-code"
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    session = "00000000-0000-4000-8000-000000000001"
+    live = folder / f"{session}.jsonl"
+    live.write_bytes((fixtures / "session-file.jsonl").read_bytes())
+    for name in ("SessionStart", "PreToolUse"):  # the session goes on
+        event = json.loads((fixtures / f"{name}.json").read_bytes())
+        event["transcript_path"] = str(live)
+        capture_hook_event("claude-code", json.dumps(event).encode(), store=store)
+    run_id = run_id_for("claude-code", session)
+    before = _files(store)
+    (outcome,) = import_sessions([folder], store=store)
+    assert (outcome.run_id, outcome.status) == (run_id, "unsealed")
+    assert _files(store) == before

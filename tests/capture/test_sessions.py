@@ -15,7 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.capture import SessionFacts, SessionParser, ToolEvent, detect_format, parse_session
+from agc.capture import (
+    SessionFacts,
+    SessionParser,
+    ToolEvent,
+    compare_calls,
+    detect_format,
+    parse_hook_event,
+    parse_session,
+)
 from tests.conftest import REAL_FIXTURES, require_shared
 
 CLAUDE = REAL_FIXTURES / "claude-code"
@@ -270,3 +278,41 @@ def test_the_record_of_an_import_names_the_transcript_line() -> None:
     assert parser.feed(line, 7) == []
     (call, result) = parser.feed(item, 9)
     assert (call.line, result.line) == (9, 9)
+
+
+HOOK_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "gemini"])
+def test_the_real_clients_session_files_give_the_probe_and_the_failing_call(
+    client: str,
+) -> None:
+    """The session files the real clients wrote (tests/fixtures/hooks: a shell call that
+    succeeds, then one that exits 3) read as two calls, the second failed, as their
+    hooks saw them."""
+    events, facts = parse_session(_lines(HOOK_FIXTURES / client / "session-file.jsonl"))
+    results = [e for e in events if e.event == "result"]
+    assert [e.event for e in events] == ["call", "result", "call", "result"]
+    assert [e.status for e in results] == ["ok", "error"]
+    assert [e.call_id for e in results] == [e.call_id for e in events if e.event == "call"]
+    assert facts is not None
+    assert facts.client == client
+    assert facts.session_id == "00000000-0000-4000-8000-000000000001"
+    assert (facts.tool_calls, facts.tool_failures) == (2, 1)
+    if client != "gemini":  # Gemini's projectHash is of the host path the fakes replaced
+        assert facts.project == SessionFacts.project_of("/home/user/project")
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "gemini"])
+def test_the_real_clients_hooks_and_session_files_witness_the_same_calls(client: str) -> None:
+    """Read from the same real session, the two witnesses agree call for call."""
+    folder = HOOK_FIXTURES / client
+    names = json.loads((folder / "sequence.json").read_text())
+    hooked = [
+        parse_hook_event(client, (folder / f"{name}.json").read_bytes()).record  # type: ignore[arg-type]
+        for name in names
+        if (folder / f"{name}.json").exists()
+    ]
+    events, _ = parse_session(_lines(folder / "session-file.jsonl"))
+    assert sum(e.event == "call" for e in hooked) == sum(e.event == "call" for e in events) == 2
+    assert compare_calls(hooked, events) == ()

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_HOOK_EVENT_BYTES",
     "HookEvent",
     "event_kind",
+    "exit_code_failed",
     "parse_hook_event",
 ]
 
@@ -185,6 +186,13 @@ def _failed(outcome: object) -> bool:
 _EXIT_CODE: Final = re.compile(r"^Exit Code: (-?[0-9]+)\s*$", re.MULTILINE)
 
 
+def exit_code_failed(text: str) -> bool:
+    """Whether a Gemini CLI tool output says its command failed: an ``Exit Code: N``
+    line with N other than 0 (the shell tool's text to the model; the hook's
+    ``llmContent`` and the chat file's ``functionResponse`` alike)."""
+    return any(int(code) != 0 for code in _EXIT_CODE.findall(text))
+
+
 def _shell_failed(client: ClientName, outcome: object) -> bool:
     """Whether a Gemini CLI shell result says its command exited non-zero: the shell
     tool reports ``Exit Code: N`` in its ``llmContent`` and gives no ``error``. (A Codex
@@ -194,7 +202,7 @@ def _shell_failed(client: ClientName, outcome: object) -> bool:
     content = outcome.get("llmContent")
     if not isinstance(content, str):
         return False
-    return any(int(code) != 0 for code in _EXIT_CODE.findall(content))
+    return exit_code_failed(content)
 
 
 def _json_size(outcome: object) -> int | None:

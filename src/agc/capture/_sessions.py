@@ -22,7 +22,8 @@ agent is still writing:
   appended again each time they change, so a ``gemini`` message's ``toolCalls`` (``id``,
   ``name``, ``args``, ``status``, ``result``) are read once per call id: the call when
   first seen, the result when first seen with a final status (``success``, ``error``,
-  ``cancelled``). Gemini's ``projectHash`` is the SHA-256 of the project root, so it
+  ``cancelled``; a shell command whose output says ``Exit Code: N``, N not 0, failed
+  too). Gemini's ``projectHash`` is the SHA-256 of the project root, so it
   gives :attr:`SessionFacts.project` without the path.
 
 Each call gives one ``call`` :class:`~agc.capture.ToolEvent` and each result one
@@ -40,6 +41,7 @@ from typing import Any, Final, Literal, get_args
 
 from agc._core import json as strict_json
 from agc.capture._events import ClientName, SessionFacts, ToolEvent
+from agc.capture._hooks import exit_code_failed
 from agc.errors import AgcError
 
 __all__ = [
@@ -461,13 +463,27 @@ class SessionParser:
                 events.append(
                     self._result(
                         call_id,
-                        failed=status != "success",
+                        failed=status != "success" or _gemini_exit_failed(call.get("result")),
                         value=call.get("result"),
                         ts=call_ts,
                         tool=name,
                     )
                 )
         return events
+
+
+def _gemini_exit_failed(result: Any) -> bool:
+    """Whether a Gemini CLI tool result reports a command that exited non-zero: its
+    shell tool ends ``success`` and says ``Exit Code: N`` in the output it hands the
+    model (``functionResponse.response.output``), as its hook's ``llmContent`` does."""
+    parts = result if isinstance(result, list) else []
+    for part in parts:
+        reply = part.get("functionResponse") if isinstance(part, Mapping) else None
+        response = reply.get("response") if isinstance(reply, Mapping) else None
+        output = response.get("output") if isinstance(response, Mapping) else None
+        if isinstance(output, str) and exit_code_failed(output):
+            return True
+    return False
 
 
 def _exec_tool(item: Mapping[str, Any]) -> tuple[str | None, Any]:

@@ -340,7 +340,8 @@ def import_command(
 
 
 def _print_outcomes(outcomes: list[ImportOutcome], as_json: bool, *, quiet: bool = False) -> int:
-    """One line per session file (JSON: one document); exit 1 when one diverges.
+    """One line per session file (JSON: one document); the exit code: the highest of
+    the failed files' (3 for a store that cannot be written …), else 1 when one diverges.
 
     ``quiet``: leave out files that were unchanged or skipped (``agc watch``)."""
     if as_json:
@@ -355,8 +356,13 @@ def _print_outcomes(outcomes: list[ImportOutcome], as_json: bool, *, quiet: bool
                 f"transcript-diverges: run {outcome.run_id} was sealed with other records "
                 f"(first difference at record {outcome.line}); nothing written"
             )
+        elif outcome.status == "failed" and outcome.error is not None:
+            text = f"failed ({outcome.error.code}): {outcome.error.message}"
         elif outcome.status == "unsealed":
-            text = f"run {outcome.run_id} is not sealed; `agc recover {outcome.run_id}` first"
+            text = (
+                f"run {outcome.run_id} is not sealed: still being written (its hooks?), or "
+                f"left by a crash (`agc recover {outcome.run_id}` seals it)"
+            )
         elif outcome.status == "unchanged":
             text = f"run {outcome.run_id}: unchanged"
         else:
@@ -365,8 +371,9 @@ def _print_outcomes(outcomes: list[ImportOutcome], as_json: bool, *, quiet: bool
                 f"{outcome.tool_events:,} tool events"
             )
         out_console.print(f"{outcome.path}: {text}", markup=False)
-    diverged = any(outcome.status == "diverges" for outcome in outcomes)
-    return int(ExitCode.FINDINGS if diverged else ExitCode.OK)
+    codes = [int(o.error.exit_code) for o in outcomes if o.error is not None]
+    codes += [int(ExitCode.FINDINGS) for o in outcomes if o.status == "diverges"]
+    return max(codes, default=int(ExitCode.OK))
 
 
 def watch_command(

@@ -9,7 +9,9 @@ manifest ``attributes`` say what the session was (:class:`agc.capture.SessionFac
 Whole folders (``~/.codex/sessions``, ``~/.claude/projects``, ``~/.gemini/tmp``) are
 imported incrementally (:func:`import_sessions`): each session file under the run id of
 its session; a file that grew since becomes a new segment of its run when the sealed
-records are exactly its first ones, and ``transcript-diverges`` when they are not.
+records are exactly its first ones, and ``transcript-diverges`` when they are not. The
+run of a session its hooks captured keeps their tool-events: only its transcript is
+compared with the file (and continued).
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error
 from agc._core.json import loads as parse_json
 from agc._core.store import (
+    ARTIFACT_KINDS,
     StoreArg,
+    StoreLayout,
+    folder_store,
     manifest_path,
     open_store,
 )
@@ -38,6 +43,7 @@ from agc.integrity import (
     SigningKey,
     extend_run,
     ingest_stream,
+    iter_records,
     read_run_manifest,
 )
 
@@ -80,7 +86,9 @@ def session_companion(session_id: str | None = None) -> Callable[[], Companion]:
 
 # -- whole folders -----------------------------------------------------------------
 
-ImportStatus = Literal["imported", "appended", "unchanged", "diverges", "unsealed", "skipped"]
+ImportStatus = Literal[
+    "imported", "appended", "unchanged", "diverges", "unsealed", "skipped", "failed"
+]
 
 _SCAN_LINES: Final = 200
 """Lines read, at most, to find the session id a file gives (it is on the first line of
@@ -131,10 +139,12 @@ class ImportOutcome:
             ``unchanged``, ``diverges`` (the run's sealed records are not a prefix of
             the file's: the finding ``transcript-diverges``, nothing written),
             ``unsealed`` (the run is not sealed: ``agc recover`` first) or ``skipped``
-            (not a client session file).
+            (not a client session file) or ``failed`` (an error, in ``error``: the
+            other files are still imported).
         run_id: the run (``None`` when skipped).
         records / tool_events: transcript and tool-event records written.
         line: for ``diverges``, the first record that differs (1-based).
+        error: for ``failed``, the error (its ``code``, ``message`` and ``exit_code``).
     """
 
     path: Path
@@ -143,6 +153,7 @@ class ImportOutcome:
     records: int = 0
     tool_events: int = 0
     line: int | None = None
+    error: AgcError | None = None
 
     @property
     def finding(self) -> str | None:
@@ -158,6 +169,7 @@ class ImportOutcome:
             "tool_events": self.tool_events,
             "line": self.line,
             "finding": self.finding,
+            "error": None if self.error is None else self.error.to_dict(),
         }
 
 
@@ -189,7 +201,11 @@ def import_session_file(
     if found is None:
         return ImportOutcome(path, "skipped")
     companion = session_companion(found.session_id)
-    if not has_run(found.run_id, store):
+    if _being_written(found.run_id, store):
+        return ImportOutcome(path, "unsealed", found.run_id)
+    if open_store(store).folder is None or not has_run(found.run_id, store):
+        # In an object store a run is not continued: the same file again is
+        # recognized (unchanged), a grown one is refused (run-exists).
         summary = ingest_stream(
             io.BytesIO(data),
             found.run_id,
@@ -199,15 +215,19 @@ def import_session_file(
             allow_empty=False,
             companion=companion,
         )
+        if summary.unchanged:
+            return ImportOutcome(path, "unchanged", found.run_id)
         events = sum(seal.records for seal in summary.seals if seal.kind == "tool-events")
         return ImportOutcome(path, "imported", found.run_id, summary.records, events)
+    hooked = _captured_by_hooks(found.run_id, store)
     extension = extend_run(
         io.BytesIO(data),
         found.run_id,
         store=store,
         algorithm=algorithm,
         signing_key=signing_key,
-        companion=companion,
+        companion=None if hooked else companion,
+        kinds=("transcript",) if hooked else ("transcript", "tool-events"),
     )
     return ImportOutcome(
         path,
@@ -217,6 +237,28 @@ def import_session_file(
         extension.added.get("tool-events", 0),
         extension.line,
     )
+
+
+def _being_written(run_id: str, store: StoreArg) -> bool:
+    """Whether a folder store holds files of a run that has no manifest yet: a run being
+    written (a session its hooks are capturing) or left unsealed by a crash."""
+    if open_store(store).folder is None or has_run(run_id, store):
+        return False
+    layout = StoreLayout.at(folder_store(store))
+    return any(os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS)
+
+
+def _captured_by_hooks(run_id: str, store: StoreArg) -> bool:
+    """Whether a run's tool-events are its client's hook records (its first record's
+    ``source`` is ``hook``): its session file is then compared as its transcript only,
+    the hooks keeping the tool-events."""
+    try:
+        for line, _ in iter_records(run_id, folder_store(store), kind="tool-events"):
+            first = parse_json(line)
+            return isinstance(first, Mapping) and first.get("source") == "hook"
+    except AgcError:
+        return False
+    return False
 
 
 def has_run(run_id: str, store: StoreArg) -> bool:
@@ -263,11 +305,14 @@ def import_sessions(
             mark = (stat.st_size, stat.st_mtime_ns)
             if seen is not None and seen.get(path) == mark:
                 continue
-            outcome = import_session_file(
-                path, store=store, algorithm=algorithm, signing_key=signing_key
-            )
-            if seen is not None:
-                seen[path] = mark
+            try:
+                outcome = import_session_file(
+                    path, store=store, algorithm=algorithm, signing_key=signing_key
+                )
+            except AgcError as exc:  # this file only: e.g. its run is being written
+                outcome = ImportOutcome(path, "failed", error=exc)
+            if seen is not None and outcome.status != "failed":
+                seen[path] = mark  # a failed file is tried again at the next look
             outcomes.append(outcome)
     return outcomes
 

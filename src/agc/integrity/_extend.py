@@ -91,6 +91,7 @@ def extend_run(
     algorithm: Algorithm | None = None,
     signing_key: SigningKey | None = None,
     companion: Callable[[], Companion] | None = None,
+    kinds: tuple[ArtifactKind, ...] = ARTIFACT_KINDS,
 ) -> Extension:
     """Append to the sealed run ``run_id`` what ``stream`` (its grown input) adds.
 
@@ -99,6 +100,10 @@ def extend_run(
     records must equal its first records (all but ``ts``), and the records after them
     are appended as a new segment, sealed (the manifest's attributes stay those of the
     first seal). A folder store only.
+
+    Args:
+        kinds: the artifacts compared and continued; the others are left as they are
+            (a run whose tool-events another writer keeps: a client's hooks).
 
     Raises:
         UsageError: ``store`` is an object store.
@@ -122,7 +127,7 @@ def extend_run(
         )
         fresh = StoreLayout.at(scratch)
         extra: dict[ArtifactKind, list[bytes]] = {}
-        for kind in ARTIFACT_KINDS:
+        for kind in kinds:
             new = _lines(fresh.artifact_path(run_id, kind))
             kept = _lines(layout.artifact_path(run_id, kind))
             for number, (ours, theirs) in enumerate(itertools.zip_longest(new, kept), 1):

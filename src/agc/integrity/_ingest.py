@@ -334,7 +334,14 @@ def _ingest_into(
         run.transcript if kind == "transcript" else run.tool_events
     )
     counts = _Counts()
-    bodies = _bodies(stream, counts, writer.flush, progress)
+    events = run.tool_events
+
+    def flush_both() -> None:
+        # While a live agent is quiet, what was read is on disk: its tool events too.
+        writer.flush()
+        events.flush()
+
+    bodies = _bodies(stream, counts, writer.flush if companion is None else flush_both, progress)
     if companion is not None:
         bodies = _with_companion(bodies, companion, run.tool_events)
     try:
