@@ -123,6 +123,21 @@ def test_racing_creators_of_one_path_make_exactly_one_object(store: Store) -> No
     assert _read(store, path) == f"writer {winners[0]}".encode()
 
 
+@pytest.mark.parametrize("other", [b"", b"link", b"link 1\n", b"link 1\n and more"])
+def test_put_exact_accepts_a_retry_and_never_writes_over_other_bytes(
+    store: Store, other: bytes
+) -> None:
+    path = "audit/chain/00000000000000000001.json"
+    assert store.put_exact(path, b"link 1\n") is True
+    assert store.put_exact(path, b"link 1\n") is False  # the same bytes: a retry
+    if other != b"link 1\n":
+        elsewhere = "audit/chain/00000000000000000002.json"
+        store.put_new(elsewhere, other)
+        with pytest.raises(StoreError, match="exists with other content"):
+            store.put_exact(elsewhere, b"link 1\n")
+        assert _read(store, elsewhere) == other
+
+
 def test_get_refuses_an_object_larger_than_asked(store: Store) -> None:
     store.put_new("audit/manifests/big.json", b"x" * 65)
     with pytest.raises(StoreError, match="larger than 64 bytes"):

@@ -249,17 +249,11 @@ class _SwapTurn(ChainTurn):
         retention: Retention | None = None,
         legal_hold: bool = False,
     ) -> str:
-        store, path = self._store, self._paths.link(position)
+        store = self._store
         swapped = store.put_swap(self._paths.head, head, etag=etag)
-        try:
-            store.put_new(path, link, retention=retention, legal_hold=legal_hold)
-        except PreconditionFailed:
-            found = store.get(path, max_bytes=len(link) + 1)
-            if found is None or found[0] != link:
-                raise StoreError(
-                    f"{store.url_of(path)} exists with other content; agc does not write over it",
-                    hint="Run `agc-verify --all` on the store to see what changed.",
-                ) from None
+        store.put_exact(
+            self._paths.link(position), link, retention=retention, legal_hold=legal_hold
+        )
         return swapped
 
 
@@ -383,6 +377,40 @@ class Store(abc.ABC):
             StoreError: refused (a retention or legal hold on a store without Object
                 Lock) or unreachable.
         """
+
+    def put_exact(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        retention: Retention | None = None,
+        legal_hold: bool = False,
+    ) -> bool:
+        """Create ``path`` holding ``data`` (:meth:`put_new`); True if written, False if
+        it already held exactly ``data`` (a retry, or another writer completing the same
+        step).
+
+        Raises:
+            StoreError: the object exists with other bytes (changed by hand or by an
+                attacker: nothing is written over it), or the write failed.
+        """
+        try:
+            self.put_new(path, data, retention=retention, legal_hold=legal_hold)
+        except PreconditionFailed:
+            if self._holds_exactly(path, data):
+                return False
+            raise StoreError(
+                f"{self.url_of(path)} exists with other content; agc does not write over it",
+                hint="Run `agc-verify --all` on the store to see what changed.",
+            ) from None
+        return True
+
+    def _holds_exactly(self, path: str, data: bytes) -> bool:
+        with self.open(path) as found:
+            if found is None:
+                return False
+            chunks, info = found
+            return info.size == len(data) and b"".join(chunks) == data
 
     @abc.abstractmethod
     def put_swap(

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from agc._core.digest import Algorithm, new_hasher
 from agc._core.fs import open_nofollow
@@ -91,8 +91,6 @@ __all__ = [
     "upload_sealed_file",
     "write_policy",
 ]
-
-_MAX_LINK_BYTES: Final = 4096
 
 
 # -- staging --------------------------------------------------------------------------
@@ -191,24 +189,8 @@ def write_policy(store: Store) -> WritePolicy:
 
 
 def _put_exact(store: Store, path: str, data: bytes, policy: WritePolicy) -> bool:
-    """Create ``path`` holding ``data``; True if written, False if it already held
-    exactly ``data`` (a retry, or another host completing the same link).
-
-    Raises:
-        StoreError: the object exists with other bytes (the store was changed by hand or
-            by an attacker: nothing more is written), or the write failed.
-    """
-    try:
-        store.put_new(path, data, retention=policy.retention, legal_hold=policy.legal_hold)
-    except PreconditionFailed:
-        existing = store.get(path, max_bytes=max(len(data), _MAX_LINK_BYTES) + 1)
-        if existing is not None and existing[0] == data:
-            return False
-        raise StoreError(
-            f"{store.url_of(path)} exists with other content; agc does not write over it",
-            hint="Run `agc-verify --all` on the store to see what changed.",
-        ) from None
-    return True
+    """:meth:`~agc._core.storage.Store.put_exact` with the protection of ``policy``."""
+    return store.put_exact(path, data, retention=policy.retention, legal_hold=policy.legal_hold)
 
 
 def _put_file(
