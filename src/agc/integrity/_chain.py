@@ -14,6 +14,14 @@ detectable, as a transparency-log client detects a fork from a pinned checkpoint
 The manifest digest is the SHA-256 of the manifest's RFC 8785 canonical JSON, signature
 included.
 
+One link step for every store. :func:`link_run` links a closed run in turns at the
+store's chain (:meth:`~agc._core.storage.Store.chain_turn`): read the last link, build
+the manifest with its link, append the link and move the head only if no one moved it
+meanwhile, else start again from the new head. What a store's writers write around the
+append is a :class:`LinkSide`: a store folder (here) keeps an intent and writes the
+manifest before the link; a store written object by object
+(:mod:`agc.integrity._upload`) publishes the manifest after its head's swap.
+
 Crash safety. ``audit/chain.jsonl`` is the record; the head is derived from its last
 link. Linking a run is five steps under the chain lock: (1) write the intent
 ``audit/chain-pending.json`` ``{"run_id", "position", "prev"}``, (2) write the run's
