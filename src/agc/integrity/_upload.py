@@ -237,10 +237,11 @@ def _file_digest(path: Path, algorithm: Algorithm) -> str:
     return hasher.hexdigest()
 
 
-def _complete(store: Store, head: RemoteHead, policy: WritePolicy) -> None:
-    """Write the link object and the manifest the head names, if a writer died first."""
-    _put_exact(store, link_path(head.position), link_bytes(head.entry), policy)
-    _put_exact(store, manifest_path(head.run_id), head.manifest, policy)
+def _complete(store: Store, head: RemoteHead, policy: WritePolicy) -> bool:
+    """Write the link object and the manifest the head names, if a writer died first;
+    whether either was written."""
+    wrote = _put_exact(store, link_path(head.position), link_bytes(head.entry), policy)
+    return _put_exact(store, manifest_path(head.run_id), head.manifest, policy) or wrote
 
 
 def _same_run(a: RunManifest, b: RunManifest) -> bool:
@@ -509,10 +510,7 @@ def heal_remote(store: Store, policy: WritePolicy | None = None) -> str | None:
     head, _ = read_remote_head(store)
     if head is None:
         return None
-    policy = policy or write_policy(store)
-    wrote = _put_exact(store, link_path(head.position), link_bytes(head.entry), policy)
-    wrote = _put_exact(store, manifest_path(head.run_id), head.manifest, policy) or wrote
-    return head.run_id if wrote else None
+    return head.run_id if _complete(store, head, policy or write_policy(store)) else None
 
 
 @contextlib.contextmanager
