@@ -615,6 +615,35 @@ def test_folder_and_memory_answer_every_sequence_as_a_model_does(
         )
 
 
+@settings(max_examples=40, deadline=None)
+@given(stale=st.lists(st.booleans(), max_size=12))
+def test_a_sequence_of_chain_appends_keeps_exactly_the_ones_made_from_the_current_head(
+    stale: list[bool], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Each append is made from the head as it is (True: from the head as it was before
+    # the last append, or a made-up one): only the current head's appends land.
+    for store in (FolderStore(tmp_path_factory.mktemp("store")), MemoryStore()):
+        kept: list[bytes] = []
+        previous: str | None = '"made-up"'
+        for by, old in enumerate(stale):
+            position, etag = _head_now(store)
+            used = previous if old else etag
+            link, head = _link(position + 1, by), _head(position + 1, by)
+            with store.chain_turn(CHAIN) as turn:
+                try:
+                    turn.append(position + 1, link, head, etag=used)
+                except PreconditionFailed as refused:
+                    outcome: object = refused
+                else:
+                    outcome = None
+            assert isinstance(outcome, PreconditionFailed) == (used != etag)
+            if used == etag:
+                kept.append(link)
+                previous = etag
+        assert _chain_bytes(store) == b"".join(kept)
+        assert _head_now(store)[0] == len(kept)
+
+
 # -- open_store, the layout, run ids -------------------------------------------------------
 
 

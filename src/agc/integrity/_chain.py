@@ -68,7 +68,6 @@ from agc._core.storage import ChainTurn, PreconditionFailed, Retention, Store
 from agc._core.store import (
     CHAIN,
     CHAIN_HEAD,
-    CHAIN_LOCK,
     CHAIN_LOG,
     CHAIN_PENDING,
     CHAIN_QUARANTINE,
@@ -92,7 +91,6 @@ __all__ = [
     "Tip",
     "append_link",
     "chain_head_path",
-    "chain_lock_path",
     "chain_log_path",
     "chain_pending_path",
     "chain_turn",
@@ -119,10 +117,6 @@ def chain_log_path(layout: StoreLayout) -> Path:
 
 def chain_head_path(layout: StoreLayout) -> Path:
     return layout.path(CHAIN_HEAD)
-
-
-def chain_lock_path(layout: StoreLayout) -> Path:
-    return layout.path(CHAIN_LOCK)
 
 
 def chain_pending_path(layout: StoreLayout) -> Path:
