@@ -100,6 +100,7 @@ VERDICTS: Final[Mapping[str, VerdictCategory]] = MappingProxyType(
         "signature-not-verified": "unverified",
         # unfinished: never sealed for good
         "recovered": "unfinished",
+        "capture-failed": "unfinished",
         "unsealed": "unfinished",
         "torn-tail": "unfinished",
         "missing": "unfinished",
