@@ -28,6 +28,7 @@ from agc._core.storage import (
     check_store_path,
 )
 from agc._core.store import (
+    CHAIN,
     RunId,
     StoreLayout,
     artifact_path,
@@ -122,6 +123,21 @@ def test_racing_creators_of_one_path_make_exactly_one_object(store: Store) -> No
     assert _read(store, path) == f"writer {winners[0]}".encode()
 
 
+@pytest.mark.parametrize("other", [b"", b"link", b"link 1\n", b"link 1\n and more"])
+def test_put_exact_accepts_a_retry_and_never_writes_over_other_bytes(
+    store: Store, other: bytes
+) -> None:
+    path = "audit/chain/00000000000000000001.json"
+    assert store.put_exact(path, b"link 1\n") is True
+    assert store.put_exact(path, b"link 1\n") is False  # the same bytes: a retry
+    if other != b"link 1\n":
+        elsewhere = "audit/chain/00000000000000000002.json"
+        store.put_new(elsewhere, other)
+        with pytest.raises(StoreError, match="exists with other content"):
+            store.put_exact(elsewhere, b"link 1\n")
+        assert _read(store, elsewhere) == other
+
+
 def test_get_refuses_an_object_larger_than_asked(store: Store) -> None:
     store.put_new("audit/manifests/big.json", b"x" * 65)
     with pytest.raises(StoreError, match="larger than 64 bytes"):
@@ -166,6 +182,122 @@ def test_of_racing_swaps_from_one_read_exactly_one_wins(store: Store) -> None:
     assert len(winners) == 1
     assert all(isinstance(outcomes[i], PreconditionFailed) for i in outcomes if i not in winners)
     assert _read(store, head) == f"head by {winners[0]}".encode()
+
+
+# -- the chain: one turn at a time, one winner per head -------------------------------------
+
+
+def _link(position: int, by: int) -> bytes:
+    return f'{{"position":{position},"by":{by}}}\n'.encode()
+
+
+def _head(position: int, by: int) -> bytes:
+    return f'{{"head":{position},"by":{by}}}\n'.encode()
+
+
+def _chain_bytes(store: Store) -> bytes:
+    """The store's links in order, wherever it keeps them (a log file, or one object per
+    position): each link is one whole line, so both read the same."""
+    log = store.get(CHAIN.log, max_bytes=1 << 20)
+    objects = [store.get(path, max_bytes=1 << 20) for path in store.list_paths(f"{CHAIN.links}/")]
+    return (log[0] if log else b"") + b"".join(found[0] for found in objects if found)
+
+
+def _head_now(store: Store) -> tuple[int, str | None]:
+    """The head's position (0: none yet) and ETag."""
+    found = store.get(CHAIN.head, max_bytes=1 << 10)
+    if found is None:
+        return 0, None
+    return int(found[0].split(b",")[0].split(b":")[1]), found[1].etag
+
+
+def test_of_racing_appenders_from_one_read_exactly_one_wins(store: Store) -> None:
+    first = store.chain_turn(CHAIN)
+    with first as turn:
+        etag = turn.append(1, _link(1, 99), _head(1, 99), etag=None)
+
+    def append(i: int) -> str:
+        with store.chain_turn(CHAIN) as turn:
+            return turn.append(2, _link(2, i), _head(2, i), etag=etag)
+
+    outcomes = _race(6, append)
+    winners = [i for i, outcome in outcomes.items() if isinstance(outcome, str)]
+    assert len(winners) == 1, outcomes
+    assert all(isinstance(outcomes[i], PreconditionFailed) for i in outcomes if i not in winners)
+    # The losers wrote nothing: one link at each position, the head names the winner's.
+    assert _chain_bytes(store) == _link(1, 99) + _link(2, winners[0])
+    assert _read(store, CHAIN.head) == _head(2, winners[0])
+
+
+def test_appenders_that_read_the_head_again_after_losing_all_land_once_in_order(
+    store: Store,
+) -> None:
+    def append(i: int) -> str:
+        while True:
+            with store.chain_turn(CHAIN) as turn:
+                position, etag = _head_now(store)
+                try:
+                    turn.append(
+                        position + 1, _link(position + 1, i), _head(position + 1, i), etag=etag
+                    )
+                except PreconditionFailed:
+                    continue
+                return str(position + 1)
+
+    outcomes = _race(6, append)
+    positions = sorted(int(str(p)) for p in outcomes.values())
+    assert positions == [1, 2, 3, 4, 5, 6]
+    by_position = {int(str(p)): i for i, p in outcomes.items()}
+    assert _chain_bytes(store) == b"".join(_link(n, by_position[n]) for n in range(1, 7))
+    assert _read(store, CHAIN.head) == _head(6, by_position[6])
+
+
+def test_an_append_is_refused_when_the_head_moved_since_it_was_read(store: Store) -> None:
+    with store.chain_turn(CHAIN) as turn:
+        turn.append(1, _link(1, 0), _head(1, 0), etag=None)
+        with pytest.raises(PreconditionFailed):
+            turn.append(1, _link(1, 1), _head(1, 1), etag=None)
+    assert _chain_bytes(store) == _link(1, 0)
+
+
+def test_a_link_object_holding_other_bytes_is_never_written_over(store: Store) -> None:
+    if store.folder is not None:
+        pytest.skip("a folder keeps its links in one log file, appended to")
+    store.put_new(CHAIN.link(1), b'{"forged":true}\n')
+    with store.chain_turn(CHAIN) as turn, pytest.raises(StoreError, match="other content"):
+        turn.append(1, _link(1, 0), _head(1, 0), etag=None)
+    assert _read(store, CHAIN.link(1)) == b'{"forged":true}\n'
+
+
+class _StoppedError(Exception):
+    """The writer stopped here (a crash between the two writes of an append)."""
+
+
+def test_an_append_stopped_between_its_writes_leaves_head_and_log_one_link_apart(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with store.chain_turn(CHAIN) as turn:
+        etag = turn.append(1, _link(1, 0), _head(1, 0), etag=None)
+
+    def stop(*_args: object, **_kwargs: object) -> None:
+        raise _StoppedError
+
+    # The second write of each store's append: a folder's head, an object store's link.
+    if store.folder is not None:
+        monkeypatch.setattr("agc._core.folderstore.atomic_write_bytes", stop)
+    else:
+        monkeypatch.setattr(type(store), "put_new", stop)
+    with store.chain_turn(CHAIN) as turn, pytest.raises(_StoppedError):
+        turn.append(2, _link(2, 1), _head(2, 1), etag=etag)
+    monkeypatch.undo()
+
+    head_moved = _read(store, CHAIN.head) == _head(2, 1)
+    link_written = _chain_bytes(store) == _link(1, 0) + _link(2, 1)
+    assert head_moved or _read(store, CHAIN.head) == _head(1, 0)
+    assert link_written or _chain_bytes(store) == _link(1, 0)
+    assert head_moved != link_written  # one link apart, never torn, never both nor neither
+    # In the order the contract gives: a folder's log first, an object store's head first.
+    assert link_written == (store.folder is not None)
 
 
 # -- listing ------------------------------------------------------------------------------
@@ -526,6 +658,35 @@ def test_folder_and_memory_answer_every_sequence_as_a_model_does(
         assert list(store.list_paths("audit/")) == sorted(
             p for p in model if p.startswith("audit/")
         )
+
+
+@settings(max_examples=40, deadline=None)
+@given(stale=st.lists(st.booleans(), max_size=12))
+def test_a_sequence_of_chain_appends_keeps_exactly_the_ones_made_from_the_current_head(
+    stale: list[bool], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Each append is made from the head as it is (True: from the head as it was before
+    # the last append, or a made-up one): only the current head's appends land.
+    for store in (FolderStore(tmp_path_factory.mktemp("store")), MemoryStore()):
+        kept: list[bytes] = []
+        previous: str | None = '"made-up"'
+        for by, old in enumerate(stale):
+            position, etag = _head_now(store)
+            used = previous if old else etag
+            link, head = _link(position + 1, by), _head(position + 1, by)
+            with store.chain_turn(CHAIN) as turn:
+                try:
+                    turn.append(position + 1, link, head, etag=used)
+                except PreconditionFailed as refused:
+                    outcome: object = refused
+                else:
+                    outcome = None
+            assert isinstance(outcome, PreconditionFailed) == (used != etag)
+            if used == etag:
+                kept.append(link)
+                previous = etag
+        assert _chain_bytes(store) == b"".join(kept)
+        assert _head_now(store)[0] == len(kept)
 
 
 # -- open_store, the layout, run ids -------------------------------------------------------

@@ -165,7 +165,7 @@ CRASH_POINTS = {
     "before-the-sidecar": ("agc.integrity._writer", "atomic_write_bytes"),
     "after-the-sidecar-before-the-manifest": ("agc.integrity._writer", "record_seal"),
     "after-the-manifest-before-the-chain-link": ("agc.integrity._chain", "append_link"),
-    "after-the-chain-link-before-the-head": ("agc.integrity._chain", "write_head"),
+    "after-the-chain-link-before-the-head": ("agc._core.folderstore", "atomic_write_bytes"),
 }
 
 

@@ -5,8 +5,11 @@ compare-and-swap, repair, snapshots), so it works on any such store, not only S3
 from __future__ import annotations
 
 import io
+import json
+import threading
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -68,6 +71,60 @@ def test_runs_are_staged_uploaded_in_order_and_chained(memory: MemoryStore) -> N
     again = ingest_stream(io.BytesIO(TRANSCRIPT), "r1", store=memory)  # a retried import
     assert again.unchanged
     assert again.object_store is None  # nothing was uploaded
+
+
+def test_racing_writers_each_link_their_runs_once_and_contiguously(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every writer's first swap of the head waits until all have read the same head, so
+    # the swaps truly race; the losers read the head again, and the chain ends with
+    # every run once, at positions 1..n.
+    writers = 5
+    gate = threading.Barrier(writers, timeout=60)
+    gated: set[int] = set()
+    real_swap = MemoryStore.put_swap
+
+    def racing_swap(self: MemoryStore, path: str, data: bytes, **kw: Any) -> str:
+        if threading.get_ident() not in gated:
+            gated.add(threading.get_ident())
+            gate.wait()
+        return real_swap(self, path, data, **kw)
+
+    monkeypatch.setattr(MemoryStore, "put_swap", racing_swap)
+    failures: list[BaseException] = []
+
+    def write(writer: int) -> None:
+        try:
+            for i in range(3):
+                ingest_stream(io.BytesIO(TRANSCRIPT), f"w{writer}-{i}", store=memory)
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+            gate.abort()
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+    count = 3 * writers
+    paths = list(memory.list_paths("audit/chain/"))
+    assert paths == [f"audit/chain/{n:020d}.json" for n in range(1, count + 1)]
+    links = [json.loads(found[0]) for p in paths if (found := memory.get(p, max_bytes=4096))]
+    assert sorted(link["run_id"] for link in links) == sorted(
+        f"w{w}-{i}" for w in range(writers) for i in range(3)
+    )
+    prev = None
+    for position, link in enumerate(links, start=1):
+        manifest = _manifest(memory, link["run_id"])
+        assert link["position"] == position
+        assert link["prev"] == prev
+        assert manifest.chain == {"position": position, "prev": prev}
+        assert link["manifest_digest"] == manifest_digest(manifest)
+        prev = link["manifest_digest"]
+    head, _ = read_remote_head(memory)
+    assert head is not None
+    assert (head.position, head.digest) == (count, prev)
 
 
 def test_a_store_repair_completes_the_link_the_head_names(memory: MemoryStore) -> None:

@@ -14,7 +14,10 @@ An object's ETag is the quoted SHA-256 of its bytes, so, as in S3, it changes ex
 the content does: :meth:`FolderStore.put_swap` compares it under an exclusive ``flock`` on
 ``.<name>.lock`` beside the file and replaces the file atomically (temporary file, fsync,
 rename). :meth:`FolderStore.put_new` creates with ``link(2)``, which fails when the name
-exists, so two writers never both create it. Reading a whole file (``get``) hashes the
+exists, so two writers never both create it. A turn at the chain
+(:meth:`FolderStore.chain_turn`) holds an exclusive ``flock`` on the chain's lock file;
+its append writes the link to the log in one ``write`` (cut back if it fails), fsyncs,
+then replaces the head atomically. Reading a whole file (``get``) hashes the
 bytes it reads; streaming one (``open``) reads it once more first to name its ETag.
 """
 
@@ -31,15 +34,21 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from agc._core.fs import (
+    MACHINE_ERRNOS,
+    append_whole,
+    atomic_write_bytes,
     ensure_dirs,
     exclusive_lock,
     is_temp_name,
     open_nofollow,
     prepare_write,
     read_at_most,
+    write_error,
 )
 from agc._core.storage import (
     BucketLock,
+    ChainPaths,
+    ChainTurn,
     ObjectInfo,
     ObjectVersion,
     Opened,
@@ -50,7 +59,7 @@ from agc._core.storage import (
 )
 from agc.errors import FileExistsRefusedError, StoreError, UnsafePathError
 
-__all__ = ["FolderStore"]
+__all__ = ["FolderStore", "open_chain_log"]
 
 _CHUNK: Final = 1 << 20
 _MISSING: Final = frozenset({errno.ENOENT, errno.ENOTDIR})
@@ -357,6 +366,19 @@ class FolderStore(Store):
             self._write(file, data, overwrite=True, path=path)
         return _etag(data)
 
+    @contextlib.contextmanager
+    def chain_turn(self, paths: ChainPaths) -> Iterator[ChainTurn]:
+        """A turn at the chain: an exclusive ``flock`` on ``paths.lock`` (its folder
+        created) held until the ``with`` body ends; see :class:`_FolderTurn`.
+
+        Raises:
+            FileWriteError: the lock file cannot be created (a full or read-only disk).
+        """
+        lock = self.file(paths.lock)
+        ensure_dirs(lock.parent)
+        with exclusive_lock(lock, blocking=True, what="store chain"):
+            yield _FolderTurn(self, paths)
+
     def _refuse_lock(self, path: str, retention: Retention | None, legal_hold: bool) -> None:
         if retention is not None or legal_hold:
             raise StoreError(
@@ -373,6 +395,72 @@ class FolderStore(Store):
             raise PreconditionFailed(path) from exc
         except OSError as exc:  # a machine failure is a FileWriteError already
             raise StoreError(f"cannot write {file}: {exc.strerror}") from exc
+
+
+class _FolderTurn(ChainTurn):
+    """The append of a folder's turn at the chain: the head's ETag compared, the link
+    appended to the log (one ``write``, fsync), the head replaced atomically."""
+
+    def __init__(self, store: FolderStore, paths: ChainPaths) -> None:
+        self._store, self._paths = store, paths
+
+    def append(
+        self,
+        position: int,  # noqa: ARG002 - the log keeps its links in order
+        link: bytes,
+        head: bytes,
+        *,
+        etag: str | None,
+        retention: Retention | None = None,
+        legal_hold: bool = False,
+    ) -> str:
+        store, paths = self._store, self._paths
+        store._refuse_lock(paths.log, retention, legal_hold)
+        current = store._stat_etag(paths.head)
+        if (None if current is None else current[1]) != etag:
+            raise PreconditionFailed(paths.head)
+        log = store.file(paths.log)
+        fd = open_chain_log(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            # Whole or not at all: a full disk never leaves half a link to glue the next to.
+            append_whole(fd, link, path=log)
+        finally:
+            os.close(fd)
+        atomic_write_bytes(store.file(paths.head), head, overwrite=True)
+        return _etag(head)
+
+
+def open_chain_log(path: Path, flags: int) -> int:
+    """Open a chain log (``O_NONBLOCK``: a FIFO in its place is never waited on).
+
+    Raises:
+        FileNotFoundError: there is no log.
+        UnsafePathError: it is a symlink.
+        StoreError: it is not a regular file (a FIFO, a folder: not a crash's doing,
+            so no run is linked until a person has looked), or cannot be opened.
+        FileWriteError: opening it to write failed for a reason of the machine.
+    """
+    try:
+        fd = open_nofollow(path, flags | os.O_NONBLOCK, 0o644)
+    except (FileNotFoundError, UnsafePathError):
+        raise
+    except OSError as exc:
+        if exc.errno in MACHINE_ERRNOS:
+            raise write_error(path, exc, doing="open") from exc
+        if exc.errno in {errno.EISDIR, errno.ENXIO}:
+            raise _not_a_log(path) from exc
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_log(path)
+    return fd
+
+
+def _not_a_log(path: Path) -> StoreError:
+    return StoreError(
+        f"{path} is not a regular file; no run can be linked",
+        hint="Run `agc-verify --all` to see the chain's state.",
+    )
 
 
 class _FolderOpened:

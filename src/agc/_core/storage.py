@@ -21,6 +21,13 @@ documentation):
 * a retention or legal hold asked of a store without Object Lock is refused
   (``StoreError``), never dropped silently.
 
+The store-wide chain (one link per closed run, and a head naming the last) is appended
+through :meth:`Store.chain_turn`, the one primitive whose mechanism differs by backend: a
+folder holds an exclusive lock for the turn and appends the link to one log file before
+it replaces the head; a store of objects holds no lock (S3 has none) and swaps the head
+by compare-and-swap (``If-Match`` / ``If-None-Match: *``) before it creates the link
+object. Either way, of two appenders that read the same head exactly one wins.
+
 Implementations: :class:`agc._core.folderstore.FolderStore`,
 :class:`agc._core.objstore.ObjectStore` (S3; the only module that imports boto3) and
 :class:`agc._core.memstore.MemoryStore` (for tests). :func:`agc._core.store.open_store`
@@ -31,18 +38,21 @@ implementation to this contract.
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal, TypeAlias
 
-from agc.errors import UsageError
+from agc.errors import StoreError, UsageError
 
 __all__ = [
     "LOCK_MODES",
     "MAX_RETENTION_DAYS",
     "BucketLock",
+    "ChainPaths",
+    "ChainTurn",
     "LockMode",
     "ObjectInfo",
     "ObjectVersion",
@@ -177,6 +187,87 @@ def is_store_path(path: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class ChainPaths:
+    """Where a store keeps its chain (the layout table, :mod:`agc._core.store`, names
+    the one instance).
+
+    Attributes:
+        head: the head object, the one object ever replaced.
+        log: the log file a folder appends each link to, one line each.
+        links: the folder of a store of objects, holding one link object per position.
+        lock: a folder's lock file, held for a turn at the chain.
+    """
+
+    head: str
+    log: str
+    links: str
+    lock: str
+
+    def link(self, position: int) -> str:
+        """``<links>/<position>.json``, the position zero-padded to 20 digits so that a
+        listing returns the links in order."""
+        return f"{self.links}/{position:020d}.json"
+
+
+class ChainTurn(abc.ABC):
+    """One writer's turn at a store's chain (:meth:`Store.chain_turn`)."""
+
+    @abc.abstractmethod
+    def append(
+        self,
+        position: int,
+        link: bytes,
+        head: bytes,
+        *,
+        etag: str | None,
+        retention: Retention | None = None,
+        legal_hold: bool = False,
+    ) -> str:
+        """Append ``link`` (one whole line: a JSON object and ``\n``) as the chain's
+        ``position``-th link and replace the head with ``head``, only if the head's ETag
+        is still ``etag`` (``None``: only if there is no head). Returns the new ETag.
+
+        Of appenders that read the same head, exactly one succeeds. A writer stopped
+        between the two writes leaves the log and the head one link apart, in an order
+        the store fixes: a folder appends the link first (its head then lags the log by
+        one link); a store of objects swaps the head first (its head then names a link
+        object not yet created, so the head must carry what the link holds).
+        ``retention`` and ``legal_hold`` are asked of the link object.
+
+        Raises:
+            PreconditionFailed: the head is no longer ``etag``; nothing was written.
+            StoreError: a link object exists at ``position`` with other bytes (nothing
+                more is written), a retention is asked of a store without Object Lock,
+                or the store cannot be written (``FileWriteError`` for a full disk).
+        """
+
+
+class _SwapTurn(ChainTurn):
+    """A turn at the chain of a store of objects: the head by compare-and-swap, then the
+    link object, create-only (a link object already holding ``link`` is a retry)."""
+
+    def __init__(self, store: Store, paths: ChainPaths) -> None:
+        self._store, self._paths = store, paths
+
+    def append(
+        self,
+        position: int,
+        link: bytes,
+        head: bytes,
+        *,
+        etag: str | None,
+        retention: Retention | None = None,
+        legal_hold: bool = False,
+    ) -> str:
+        store = self._store
+        swapped = store.put_swap(self._paths.head, head, etag=etag)
+        store.put_exact(
+            self._paths.link(position), link, retention=retention, legal_hold=legal_hold
+        )
+        return swapped
+
+
 class Store(abc.ABC):
     """An evidence store: objects at paths, written once (see the module docstring)."""
 
@@ -298,6 +389,40 @@ class Store(abc.ABC):
                 Lock) or unreachable.
         """
 
+    def put_exact(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        retention: Retention | None = None,
+        legal_hold: bool = False,
+    ) -> bool:
+        """Create ``path`` holding ``data`` (:meth:`put_new`); True if written, False if
+        it already held exactly ``data`` (a retry, or another writer completing the same
+        step).
+
+        Raises:
+            StoreError: the object exists with other bytes (changed by hand or by an
+                attacker: nothing is written over it), or the write failed.
+        """
+        try:
+            self.put_new(path, data, retention=retention, legal_hold=legal_hold)
+        except PreconditionFailed:
+            if self._holds_exactly(path, data):
+                return False
+            raise StoreError(
+                f"{self.url_of(path)} exists with other content; agc does not write over it",
+                hint="Run `agc-verify --all` on the store to see what changed.",
+            ) from None
+        return True
+
+    def _holds_exactly(self, path: str, data: bytes) -> bool:
+        with self.open(path) as found:
+            if found is None:
+                return False
+            chunks, info = found
+            return info.size == len(data) and b"".join(chunks) == data
+
     @abc.abstractmethod
     def put_swap(
         self,
@@ -315,6 +440,18 @@ class Store(abc.ABC):
             PreconditionFailed: someone else changed, created or deleted it first.
             StoreError: refused or unreachable.
         """
+
+    def chain_turn(self, paths: ChainPaths) -> AbstractContextManager[ChainTurn]:
+        """A turn at the store's chain at ``paths``: read the head inside it, then
+        :meth:`ChainTurn.append`. A folder holds its exclusive lock (``paths.lock``) for
+        the turn, so writers on one host take turns; a store of objects holds nothing,
+        and a writer whose head was moved meanwhile gets ``PreconditionFailed`` from the
+        append and reads the head again.
+
+        Raises:
+            StoreError: the lock cannot be taken (``FileWriteError`` for a full disk).
+        """
+        return contextlib.nullcontext(_SwapTurn(self, paths))
 
     @abc.abstractmethod
     def bucket_lock(self) -> BucketLock:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, overload
 
 from agc._core.folderstore import FolderStore
-from agc._core.storage import Store
+from agc._core.storage import ChainPaths, Store
 from agc.errors import RunIdInvalidError, UsageError
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ __all__ = [
     "ARTIFACT_DIRS",
     "ARTIFACT_KINDS",
     "AUDIT_DIR",
+    "CHAIN",
     "CHAIN_DIR",
     "CHAIN_HEAD",
     "CHAIN_LOCK",
@@ -98,6 +99,8 @@ CHAIN_LOCK: Final = "audit/.chain.lock"
 CHAIN_PENDING: Final = "audit/chain-pending.json"
 CHAIN_QUARANTINE: Final = "audit/chain.jsonl.quarantine"
 CHAIN_DIR: Final = "audit/chain"
+CHAIN: Final = ChainPaths(head=CHAIN_HEAD, log=CHAIN_LOG, links=CHAIN_DIR, lock=CHAIN_LOCK)
+"""The chain's paths, as :meth:`~agc._core.storage.Store.chain_turn` takes them."""
 
 
 def artifact_path(run_id: str, kind: ArtifactKind) -> str:
@@ -140,7 +143,7 @@ def manifest_lock_path(run_id: str) -> str:
 def link_path(position: int) -> str:
     """``audit/chain/<position>.json``, the position zero-padded to 20 digits so that a
     listing returns the links in order."""
-    return f"{CHAIN_DIR}/{position:020d}.json"
+    return CHAIN.link(position)
 
 
 # -- run ids ------------------------------------------------------------------------------

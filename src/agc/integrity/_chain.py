@@ -14,6 +14,14 @@ detectable, as a transparency-log client detects a fork from a pinned checkpoint
 The manifest digest is the SHA-256 of the manifest's RFC 8785 canonical JSON, signature
 included.
 
+One link step for every store. :func:`link_run` links a closed run in turns at the
+store's chain (:meth:`~agc._core.storage.Store.chain_turn`): read the last link, build
+the manifest with its link, append the link and move the head only if no one moved it
+meanwhile, else start again from the new head. What a store's writers write around the
+append is a :class:`LinkSide`: a store folder (here) keeps an intent and writes the
+manifest before the link; a store written object by object
+(:mod:`agc.integrity._upload`) publishes the manifest after its head's swap.
+
 Crash safety. ``audit/chain.jsonl`` is the record; the head is derived from its last
 link. Linking a run is five steps under the chain lock: (1) write the intent
 ``audit/chain-pending.json`` ``{"run_id", "position", "prev"}``, (2) write the run's
@@ -31,35 +39,35 @@ it is refused, never healed.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import mmap
 import os
+import random
 import stat
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Protocol
 
 from agc._core.canonical import canonical_json
+from agc._core.folderstore import FolderStore, open_chain_log
 from agc._core.fs import (
     MACHINE_ERRNOS,
-    append_whole,
     atomic_write_bytes,
-    exclusive_lock,
     iter_bounded_lines,
     last_line_end,
-    open_nofollow,
     open_regular_file,
     read_small_file,
     remove_stale_temp_files,
     write_error,
 )
 from agc._core.json import JsonInvalidError, loads, loads_lines
+from agc._core.storage import ChainTurn, PreconditionFailed, Retention, Store
 from agc._core.store import (
+    CHAIN,
     CHAIN_HEAD,
-    CHAIN_LOCK,
     CHAIN_LOG,
     CHAIN_PENDING,
     CHAIN_QUARANTINE,
@@ -79,13 +87,16 @@ __all__ = [
     "ChainEntry",
     "ChainHead",
     "ChainHeal",
+    "LinkSide",
+    "Tip",
     "append_link",
     "chain_head_path",
-    "chain_lock_path",
     "chain_log_path",
     "chain_pending_path",
+    "chain_turn",
     "heal_chain",
     "link_closed_manifest",
+    "link_run",
     "manifest_digest",
     "read_chain",
     "read_head",
@@ -95,6 +106,9 @@ __all__ = [
 
 _MAX_HEAD_BYTES: Final = 4096
 _MAX_LINK_BYTES: Final = 4096
+_LINK_ATTEMPTS: Final = 200
+_FIRST_DELAY_S: Final = 0.02
+_MAX_DELAY_S: Final = 1.0
 
 
 def chain_log_path(layout: StoreLayout) -> Path:
@@ -103,10 +117,6 @@ def chain_log_path(layout: StoreLayout) -> Path:
 
 def chain_head_path(layout: StoreLayout) -> Path:
     return layout.path(CHAIN_HEAD)
-
-
-def chain_lock_path(layout: StoreLayout) -> Path:
-    return layout.path(CHAIN_LOCK)
 
 
 def chain_pending_path(layout: StoreLayout) -> Path:
@@ -312,33 +322,33 @@ def _is_run_id(run_id: str) -> bool:
     return True
 
 
-def append_link(layout: StoreLayout, manifest: RunManifest) -> ChainEntry:
-    """Append the link for a closed, already written manifest and move the head.
-
-    Must be called under the chain lock, after ``manifest`` (with its ``chain`` member
-    set from :func:`read_head`) has been written.
+def append_link(
+    turn: ChainTurn,
+    entry: ChainEntry,
+    head: bytes,
+    *,
+    etag: str | None,
+    retention: Retention | None = None,
+    legal_hold: bool = False,
+) -> str:
+    """Append ``entry``'s link and move the head to ``head`` in the store's turn at the
+    chain (:meth:`~agc._core.storage.ChainTurn.append`), only if the head is still
+    ``etag``. Returns the head's new ETag.
 
     Raises:
+        PreconditionFailed: another writer moved the head first; nothing was written.
         FileWriteError: the disk is full (or read-only …); the chain log is as it was,
             and ``agc recover`` adds the link once the disk can be written again.
+        StoreError: the store cannot be written.
     """
-    assert manifest.chain is not None
-    entry = ChainEntry(
-        position=int(manifest.chain["position"]),
-        run_id=manifest.run_id,
-        manifest_digest=manifest_digest(manifest),
-        prev=manifest.chain.get("prev"),
+    return turn.append(
+        entry.position,
+        _link_line(entry),
+        head,
+        etag=etag,
+        retention=retention,
+        legal_hold=legal_hold,
     )
-    line = _link_line(entry)
-    path = chain_log_path(layout)
-    fd = _open_log(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    try:
-        # Whole or not at all: a full disk never leaves half a link to glue the next to.
-        append_whole(fd, line, path=path)
-    finally:
-        os.close(fd)
-    write_head(layout, entry)
-    return entry
 
 
 def _link_line(entry: ChainEntry) -> bytes:
@@ -346,10 +356,26 @@ def _link_line(entry: ChainEntry) -> bytes:
     return json.dumps(entry.to_dict(), separators=(",", ":")).encode() + b"\n"
 
 
+def _head_bytes(entry: ChainEntry) -> bytes:
+    """A store folder's ``audit/chain-head.json`` naming ``entry``."""
+    head = {"position": entry.position, "digest": entry.manifest_digest, "run_id": entry.run_id}
+    return json.dumps(head).encode() + b"\n"
+
+
 def write_head(layout: StoreLayout, entry: ChainEntry) -> None:
     """Replace ``audit/chain-head.json`` so it names ``entry`` (under the chain lock)."""
-    head = {"position": entry.position, "digest": entry.manifest_digest, "run_id": entry.run_id}
-    atomic_write_bytes(chain_head_path(layout), json.dumps(head).encode() + b"\n", overwrite=True)
+    atomic_write_bytes(chain_head_path(layout), _head_bytes(entry), overwrite=True)
+
+
+def _head_etag(layout: StoreLayout) -> str | None:
+    """The ETag of a store folder's head as its store names it (``None``: no head).
+
+    Raises:
+        UnsafePathError: the head is a symlink.
+        StoreError: it is not a regular file, or cannot be read.
+    """
+    found = FolderStore(layout.root).get(CHAIN_HEAD, max_bytes=_MAX_HEAD_BYTES)
+    return None if found is None else found[1].etag
 
 
 @dataclass(frozen=True)
@@ -384,13 +410,14 @@ class ChainHeal:
 
 
 def heal_chain(
-    layout: StoreLayout, read_manifest: Callable[[str], RunManifest | None]
+    layout: StoreLayout, read_manifest: Callable[[str], RunManifest | None], turn: ChainTurn
 ) -> ChainHeal:
-    """Complete or roll forward whatever a crash interrupted; call under the chain lock.
+    """Complete or roll forward whatever a crash interrupted, in a turn at the chain.
 
     Args:
         layout: the store.
         read_manifest: returns a run's current manifest (``None`` if it has none).
+        turn: the turn at the store's chain (:func:`chain_turn`) the caller holds.
 
     Raises:
         StoreError: the chain is damaged in a way no crash produces (an unusable last
@@ -415,7 +442,8 @@ def heal_chain(
                 and manifest.closed
                 and manifest.chain == {"position": position, "prev": prev}
             ):
-                entry = append_link(layout, manifest)
+                entry = ChainEntry(position, run_id, manifest_digest(manifest), prev)
+                append_link(turn, entry, _head_bytes(entry), etag=_head_etag(layout))
                 tip = ChainHead(entry.position, entry.manifest_digest, entry.run_id)
                 linked = run_id
         with contextlib.suppress(FileNotFoundError):
@@ -434,66 +462,161 @@ def heal_chain(
     return ChainHeal(tip, quarantined, linked, head_repaired, removed, completed)
 
 
+def chain_turn(layout: StoreLayout) -> contextlib.AbstractContextManager[ChainTurn]:
+    """A turn at the chain of the store folder ``layout`` (its exclusive chain lock).
+
+    Raises:
+        FileWriteError: the lock file cannot be created.
+    """
+    return FolderStore(layout.root).chain_turn(CHAIN)
+
+
+@dataclass(frozen=True)
+class Tip:
+    """What a turn at the chain found: the last link, the head's ETag, and the run's
+    manifest if the chain had linked the run already (then nothing is appended)."""
+
+    head: ChainHead
+    etag: str | None
+    linked: RunManifest | None = None
+
+
+class LinkSide(Protocol):
+    """What a store's writers do around the append itself (:func:`link_run`): a store
+    folder written in place keeps an intent and writes the manifest before the link; a
+    store written object by object publishes the manifest after its head moved."""
+
+    def tip(self, turn: ChainTurn) -> Tip:
+        """Heal what a crash left and read the chain's last link, in ``turn``.
+
+        Raises:
+            PreconditionFailed: another writer moved the head meanwhile (read again).
+            StoreError: the chain is damaged in a way no crash produces.
+        """
+
+    def head(self, entry: ChainEntry, manifest: RunManifest) -> bytes:
+        """The head object naming ``entry``, the link of ``manifest``."""
+
+    def before(self, entry: ChainEntry, manifest: RunManifest) -> None:
+        """What is written before the link is appended."""
+
+    def after(self, entry: ChainEntry, manifest: RunManifest) -> None:
+        """What is written once the link is appended and the head moved."""
+
+
+def link_run(
+    store: Store,
+    side: LinkSide,
+    build: Callable[[dict[str, Any]], RunManifest],
+    *,
+    retention: Retention | None = None,
+    legal_hold: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[RunManifest, bool]:
+    """Link a closed run into the store chain: the one append step of every store.
+
+    Each try is one turn at the chain (:meth:`~agc._core.storage.Store.chain_turn`):
+    ``side`` heals and reads the last link; ``build`` makes the run's manifest with
+    ``chain: {position: last + 1, prev: last link's digest}`` (signed, if it is); the
+    side writes what precedes the link; the store appends the link and moves the head
+    if no one moved it since it was read (``retention``, ``legal_hold``: asked of a link
+    object); the side writes what follows. A try whose head was moved meanwhile backs
+    off a random while, at most twice as long each time (capped), and starts again from
+    the new head: of writers that read one head, one appends, none is lost, and
+    positions stay contiguous.
+
+    Returns the manifest linked and whether this call linked it (False: the chain had
+    linked the run already, by an earlier try of the same write).
+
+    Raises:
+        StoreError: the chain cannot be healed or written, or its head changed on every
+            one of many tries.
+    """
+    delay = _FIRST_DELAY_S
+    for _ in range(_LINK_ATTEMPTS):
+        try:
+            with store.chain_turn(CHAIN) as turn:
+                tip = side.tip(turn)
+                if tip.linked is not None:
+                    return tip.linked, False
+                position, prev = tip.head.position + 1, tip.head.digest
+                manifest = build({"position": position, "prev": prev})
+                entry = ChainEntry(position, manifest.run_id, manifest_digest(manifest), prev)
+                side.before(entry, manifest)
+                append_link(
+                    turn,
+                    entry,
+                    side.head(entry, manifest),
+                    etag=tip.etag,
+                    retention=retention,
+                    legal_hold=legal_hold,
+                )
+                side.after(entry, manifest)
+                return manifest, True
+        except PreconditionFailed:
+            # Someone appended first: back off a random while (no lock step), then retry.
+            sleep(random.uniform(0, delay))
+            delay = min(delay * 2, _MAX_DELAY_S)
+    raise StoreError(
+        f"could not link the run into the chain of {store.url}: the head changed on each of "
+        f"{_LINK_ATTEMPTS} tries",
+        hint="Try again; many hosts are sealing at once.",
+    )
+
+
+@dataclass(frozen=True)
+class _InPlace:
+    """The side of a store folder: the intent ``audit/chain-pending.json`` and the
+    run's manifest are written before the link, the intent removed after it (the module
+    docstring gives the crash analysis)."""
+
+    layout: StoreLayout
+    run_id: str
+    read_manifest: Callable[[str], RunManifest | None]
+
+    def tip(self, turn: ChainTurn) -> Tip:
+        heal = heal_chain(self.layout, self.read_manifest, turn)
+        if heal.linked == self.run_id:
+            # An earlier try of this very link was completed from its intent.
+            return Tip(heal.tip, None, linked=self.read_manifest(self.run_id))
+        _refuse_odd_pending(self.layout)
+        return Tip(heal.tip, _head_etag(self.layout))
+
+    def head(self, entry: ChainEntry, manifest: RunManifest) -> bytes:  # noqa: ARG002
+        return _head_bytes(entry)
+
+    def before(self, entry: ChainEntry, manifest: RunManifest) -> None:
+        pending = {"run_id": entry.run_id, "position": entry.position, "prev": entry.prev}
+        atomic_write_bytes(
+            chain_pending_path(self.layout), json.dumps(pending).encode() + b"\n", overwrite=True
+        )
+        atomic_write_bytes(
+            self.layout.manifest_path(entry.run_id), manifest.to_bytes(), overwrite=True
+        )
+
+    def after(self, entry: ChainEntry, manifest: RunManifest) -> None:  # noqa: ARG002
+        os.unlink(chain_pending_path(self.layout))
+
+
 def link_closed_manifest(
     layout: StoreLayout,
     run_id: str,
-    sign_and_write: Callable[[dict[str, Any]], RunManifest],
+    sign: Callable[[dict[str, Any]], RunManifest],
     read_manifest: Callable[[str], RunManifest | None],
 ) -> RunManifest:
     """Link a run whose manifest just became closed; call under the run's manifest lock.
 
-    Takes the chain lock, heals the chain, records the intent, lets ``sign_and_write``
-    write the manifest with the given ``chain`` member, appends the link, moves the head
-    and clears the intent (the module docstring gives the crash analysis).
+    In a turn at the chain (the chain lock): heals the chain, records the intent, writes
+    the manifest ``sign`` made with the given ``chain`` member, appends the link, moves
+    the head and clears the intent (:func:`link_run`; the module docstring gives the
+    crash analysis).
 
     Raises:
         StoreError: the chain cannot be healed or written.
     """
-    with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-        tip = heal_chain(layout, read_manifest).tip
-        _refuse_odd_pending(layout)
-        link: dict[str, Any] = {"position": tip.position + 1, "prev": tip.digest}
-        pending = {"run_id": run_id, **link}
-        atomic_write_bytes(
-            chain_pending_path(layout), json.dumps(pending).encode() + b"\n", overwrite=True
-        )
-        manifest = sign_and_write(link)
-        append_link(layout, manifest)
-        os.unlink(chain_pending_path(layout))
+    store = FolderStore(layout.root)
+    manifest, _ = link_run(store, _InPlace(layout, run_id, read_manifest), sign)
     return manifest
-
-
-def _open_log(path: Path, flags: int) -> int:
-    """Open the chain log (``O_NONBLOCK``: a FIFO in its place is never waited on).
-
-    Raises:
-        FileNotFoundError: there is no log.
-        UnsafePathError: it is a symlink.
-        StoreError: it is not a regular file (a FIFO, a folder: not a crash's doing,
-            so no run is linked until a person has looked), or cannot be opened.
-        FileWriteError: opening it to write failed for a reason of the machine.
-    """
-    try:
-        fd = open_nofollow(path, flags | os.O_NONBLOCK, 0o644)
-    except (FileNotFoundError, UnsafePathError):
-        raise
-    except OSError as exc:
-        if exc.errno in MACHINE_ERRNOS:
-            raise write_error(path, exc, doing="open") from exc
-        if exc.errno in {errno.EISDIR, errno.ENXIO}:
-            raise _not_a_log(path) from exc
-        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _not_a_log(path)
-    return fd
-
-
-def _not_a_log(path: Path) -> StoreError:
-    return StoreError(
-        f"{path} is not a regular file; no run can be linked",
-        hint="Run `agc-verify --all` to see the chain's state.",
-    )
 
 
 def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
@@ -508,7 +631,7 @@ def _cut_torn_line(layout: StoreLayout) -> tuple[int, bool]:
     """
     path = chain_log_path(layout)
     try:
-        fd = _open_log(path, os.O_RDWR)
+        fd = open_chain_log(path, os.O_RDWR)
     except FileNotFoundError:
         return 0, False
     try:
@@ -551,7 +674,7 @@ def _last_link(layout: StoreLayout, *, before_torn_tail: bool = False) -> ChainH
     (a link being appended when a crash stopped it)."""
     path = chain_log_path(layout)
     try:
-        fd = _open_log(path, os.O_RDONLY)
+        fd = open_chain_log(path, os.O_RDONLY)
     except FileNotFoundError:
         return ChainHead(position=0, digest=None)
     try:

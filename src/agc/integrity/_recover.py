@@ -39,7 +39,6 @@ from agc._core.digest import (
 )
 from agc._core.fs import (
     MACHINE_ERRNOS,
-    atomic_write_bytes,
     describe_os_error,
     exclusive_lock,
     last_line_end,
@@ -62,7 +61,7 @@ from agc.errors import (
     StoreError,
 )
 from agc.integrity._chain import (
-    chain_lock_path,
+    chain_turn,
     heal_chain,
     link_closed_manifest,
     manifest_digest,
@@ -352,8 +351,8 @@ def _repair_chain(layout: StoreLayout, run_id: str, signing_key: SigningKey | No
     with exclusive_lock(
         layout.manifest_lock_path(run_id), blocking=True, what=f"manifest of run {run_id}"
     ):
-        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-            heal = heal_chain(layout, reader)
+        with chain_turn(layout) as turn:
+            heal = heal_chain(layout, reader, turn)
             manifest = read_manifest(layout, run_id)
             if manifest is None or not manifest.closed:
                 return "not-closed"
@@ -373,12 +372,10 @@ def _repair_chain(layout: StoreLayout, run_id: str, signing_key: SigningKey | No
             )
         closed = manifest
 
-        def sign_and_write(link: dict[str, Any]) -> RunManifest:
-            linked = sign_manifest(replace(closed, chain=link), signing_key)
-            atomic_write_bytes(layout.manifest_path(run_id), linked.to_bytes(), overwrite=True)
-            return linked
+        def sign(link: dict[str, Any]) -> RunManifest:
+            return sign_manifest(replace(closed, chain=link), signing_key)
 
-        link_closed_manifest(layout, run_id, sign_and_write, reader)
+        link_closed_manifest(layout, run_id, sign, reader)
     return "relinked"
 
 

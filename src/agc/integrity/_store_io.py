@@ -199,13 +199,11 @@ def record_seal(
         # The chain module is the writers' (the run verifier reads no chain).
         from agc.integrity._chain import link_closed_manifest  # noqa: PLC0415
 
-        def sign_and_write(link: dict[str, Any]) -> RunManifest:
-            linked = sign_manifest(replace(closed, chain=link), signer)
-            atomic_write_bytes(layout.manifest_path(run_id), linked.to_bytes(), overwrite=True)
-            return linked
+        def sign(link: dict[str, Any]) -> RunManifest:
+            return sign_manifest(replace(closed, chain=link), signer)
 
         updated = link_closed_manifest(
-            layout, run_id, sign_and_write, lambda other: read_manifest(layout, other)
+            layout, run_id, sign, lambda other: read_manifest(layout, other)
         )
     return updated
 
@@ -234,10 +232,10 @@ def record_reopen(
     ):
         # An interrupted link of this very run is completed first, so the manifest it
         # archives below is one the chain records.
-        from agc.integrity._chain import chain_lock_path, heal_chain  # noqa: PLC0415
+        from agc.integrity._chain import chain_turn, heal_chain  # noqa: PLC0415
 
-        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-            heal_chain(layout, lambda other: read_manifest(layout, other))
+        with chain_turn(layout) as turn:
+            heal_chain(layout, lambda other: read_manifest(layout, other), turn)
         current = read_manifest(layout, run_id)
         if current is None:
             raise StoreError(f"run {run_id} has no manifest; nothing to re-open")

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 from agc._core.fs import (
     describe_os_error,
-    exclusive_lock,
     open_regular_file,
     remove_stale_temp_files,
 )
@@ -51,7 +50,7 @@ from agc.errors import (
     StoreError,
     UnsafePathError,
 )
-from agc.integrity._chain import ChainEntry, chain_lock_path, heal_chain, run_links
+from agc.integrity._chain import ChainEntry, chain_turn, heal_chain, run_links
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._s3 import read_remote_manifest
 from agc.integrity._store_io import read_manifest
@@ -321,8 +320,8 @@ class FolderTarget:
         if not layout.root.is_dir():
             raise StoreError(f"store {layout.root} does not exist or is not a folder")
         removed: list[str] = []
-        with exclusive_lock(chain_lock_path(layout), blocking=True, what="store chain"):
-            heal = heal_chain(layout, lambda other: read_manifest(layout, other))
+        with chain_turn(layout) as turn:
+            heal = heal_chain(layout, lambda other: read_manifest(layout, other), turn)
             removed += [f"audit/{name}" for name in heal.removed_temp_files]
         for folder in (
             layout.manifests_dir,

@@ -34,19 +34,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from agc._core.digest import Algorithm, new_hasher
 from agc._core.fs import open_nofollow
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import sidecar_name
-from agc._core.storage import PreconditionFailed, Retention, Store
+from agc._core.storage import ChainTurn, PreconditionFailed, Retention, Store
 from agc._core.store import (
     ARTIFACT_KINDS,
     StoreLayout,
@@ -64,7 +63,7 @@ from agc.errors import (
     UnsealedRunError,
     UsageError,
 )
-from agc.integrity._chain import manifest_digest
+from agc.integrity._chain import ChainEntry, ChainHead, Tip, link_run, manifest_digest
 from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._s3 import (
     HEAD_PATH,
@@ -92,10 +91,6 @@ __all__ = [
     "upload_sealed_file",
     "write_policy",
 ]
-
-_MAX_LINK_BYTES: Final = 4096
-_CAS_ATTEMPTS: Final = 200
-_CAS_MAX_DELAY_S: Final = 1.0
 
 
 # -- staging --------------------------------------------------------------------------
@@ -194,24 +189,8 @@ def write_policy(store: Store) -> WritePolicy:
 
 
 def _put_exact(store: Store, path: str, data: bytes, policy: WritePolicy) -> bool:
-    """Create ``path`` holding ``data``; True if written, False if it already held
-    exactly ``data`` (a retry, or another host completing the same link).
-
-    Raises:
-        StoreError: the object exists with other bytes (the store was changed by hand or
-            by an attacker: nothing more is written), or the write failed.
-    """
-    try:
-        store.put_new(path, data, retention=policy.retention, legal_hold=policy.legal_hold)
-    except PreconditionFailed:
-        existing = store.get(path, max_bytes=max(len(data), _MAX_LINK_BYTES) + 1)
-        if existing is not None and existing[0] == data:
-            return False
-        raise StoreError(
-            f"{store.url_of(path)} exists with other content; agc does not write over it",
-            hint="Run `agc-verify --all` on the store to see what changed.",
-        ) from None
-    return True
+    """:meth:`~agc._core.storage.Store.put_exact` with the protection of ``policy``."""
+    return store.put_exact(path, data, retention=policy.retention, legal_hold=policy.legal_hold)
 
 
 def _put_file(
@@ -258,10 +237,11 @@ def _file_digest(path: Path, algorithm: Algorithm) -> str:
     return hasher.hexdigest()
 
 
-def _complete(store: Store, head: RemoteHead, policy: WritePolicy) -> None:
-    """Write the link object and the manifest the head names, if a writer died first."""
-    _put_exact(store, link_path(head.position), link_bytes(head.entry), policy)
-    _put_exact(store, manifest_path(head.run_id), head.manifest, policy)
+def _complete(store: Store, head: RemoteHead, policy: WritePolicy) -> bool:
+    """Write the link object and the manifest the head names, if a writer died first;
+    whether either was written."""
+    wrote = _put_exact(store, link_path(head.position), link_bytes(head.entry), policy)
+    return _put_exact(store, manifest_path(head.run_id), head.manifest, policy) or wrote
 
 
 def _same_run(a: RunManifest, b: RunManifest) -> bool:
@@ -269,6 +249,51 @@ def _same_run(a: RunManifest, b: RunManifest) -> bool:
     return {k: (s.digest, s.bytes) for k, s in a.artifacts.items()} == {
         k: (s.digest, s.bytes) for k, s in b.artifacts.items()
     } and a.attributes == b.attributes
+
+
+@dataclass(frozen=True)
+class _Published:
+    """The side of a store written object by object (:func:`link_run`): nothing is
+    written before the head's compare-and-swap, which carries the new manifest's exact
+    bytes; the manifest object is written after it. A head whose writer died after the
+    swap is completed first (its link object and manifest), by whoever reads it next."""
+
+    store: Store
+    staged: RunManifest
+    policy: WritePolicy
+
+    def tip(self, turn: ChainTurn) -> Tip:  # noqa: ARG002 - a store of objects holds no lock
+        store, run_id = self.store, self.staged.run_id
+        head, etag = read_remote_head(store)
+        if head is not None:
+            _complete(store, head, self.policy)
+            if head.run_id == run_id:
+                claimed = RunManifest.from_bytes(head.manifest, expected_run_id=run_id)
+                if not _same_run(claimed, self.staged):
+                    raise ArtifactSealedError(f"run {run_id} exists in {store.url} already")
+                return Tip(head.head, etag, linked=claimed)
+        position = (head.position if head else 0) + 1
+        if store.exists(link_path(position)):
+            _, again_etag = read_remote_head(store)
+            if again_etag == etag:
+                raise StoreError(
+                    f"the chain head of {store.url} is behind its link objects (a link "
+                    f"exists at position {position}): it was rolled back; no run can be linked",
+                    hint="Run `agc-verify --all` on the store to see the chain's state.",
+                )
+            raise PreconditionFailed(HEAD_PATH)  # another host appended meanwhile
+        return Tip(head.head if head else ChainHead(0, None), etag)
+
+    def head(self, entry: ChainEntry, manifest: RunManifest) -> bytes:
+        return RemoteHead(
+            entry.position, entry.manifest_digest, entry.run_id, entry.prev, manifest.to_bytes()
+        ).to_bytes()
+
+    def before(self, entry: ChainEntry, manifest: RunManifest) -> None:
+        pass  # nothing precedes the swap: the head carries the manifest
+
+    def after(self, entry: ChainEntry, manifest: RunManifest) -> None:
+        _put_exact(self.store, manifest_path(entry.run_id), manifest.to_bytes(), self.policy)
 
 
 def link_remote(
@@ -279,55 +304,30 @@ def link_remote(
     *,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[RunManifest, bool]:
-    """Link a closed run into the store chain by compare-and-swap on the head.
+    """Link a closed run into the store chain by compare-and-swap on the head
+    (:func:`~agc.integrity._chain.link_run`); the link object gets ``policy``.
 
     Returns the manifest written and whether this call linked it (False: it had been
     linked before, by an earlier try of the same upload).
 
     Raises:
+        ArtifactSealedError: the head names the run with other content.
         StoreError: the head is damaged, rolled back (a link object exists at the
             position after it), or changed on every one of many tries.
     """
     run_id = staged.run_id
-    delay = 0.02
-    for _ in range(_CAS_ATTEMPTS):
-        head, etag = read_remote_head(store)
-        if head is not None:
-            _complete(store, head, policy)
-            if head.run_id == run_id:
-                claimed = RunManifest.from_bytes(head.manifest, expected_run_id=run_id)
-                if not _same_run(claimed, staged):
-                    raise ArtifactSealedError(f"run {run_id} exists in {store.url} already")
-                return claimed, False
-        position = (head.position if head else 0) + 1
-        if store.exists(link_path(position)):
-            _, again_etag = read_remote_head(store)
-            if again_etag == etag:
-                raise StoreError(
-                    f"the chain head of {store.url} is behind its link objects (a link "
-                    f"exists at position {position}): it was rolled back; no run can be linked",
-                    hint="Run `agc-verify --all` on the store to see the chain's state.",
-                )
-            continue  # another host appended meanwhile
-        manifest = build({"position": position, "prev": head.digest if head else None})
-        data = manifest.to_bytes()
-        stored = RunManifest.from_bytes(data, expected_run_id=run_id)
-        new_head = RemoteHead(
-            position, manifest_digest(stored), run_id, head.digest if head else None, data
-        )
-        try:
-            store.put_swap(HEAD_PATH, new_head.to_bytes(), etag=etag)
-        except PreconditionFailed:
-            # Someone appended first: back off a random while (no lock step), then retry.
-            sleep(random.uniform(0, delay))
-            delay = min(delay * 2, _CAS_MAX_DELAY_S)
-            continue
-        _complete(store, new_head, policy)
-        return stored, True
-    raise StoreError(
-        f"could not link the run into the chain of {store.url}: the head changed on each of "
-        f"{_CAS_ATTEMPTS} tries",
-        hint="Try again; many hosts are sealing at once.",
+
+    def stored(link: dict[str, Any]) -> RunManifest:
+        # The manifest as a reader parses it back: its digest is of the stored document.
+        return RunManifest.from_bytes(build(link).to_bytes(), expected_run_id=run_id)
+
+    return link_run(
+        store,
+        _Published(store, staged, policy),
+        stored,
+        retention=policy.retention,
+        legal_hold=policy.legal_hold,
+        sleep=sleep,
     )
 
 
@@ -510,10 +510,7 @@ def heal_remote(store: Store, policy: WritePolicy | None = None) -> str | None:
     head, _ = read_remote_head(store)
     if head is None:
         return None
-    policy = policy or write_policy(store)
-    wrote = _put_exact(store, link_path(head.position), link_bytes(head.entry), policy)
-    wrote = _put_exact(store, manifest_path(head.run_id), head.manifest, policy) or wrote
-    return head.run_id if wrote else None
+    return head.run_id if _complete(store, head, policy or write_policy(store)) else None
 
 
 @contextlib.contextmanager
