@@ -23,7 +23,8 @@ from agc.cli.common import (
     write_new_file,
 )
 from agc.cli.keys import SigningKeyOption, signing_key_from
-from agc.cli.objstore import (
+from agc.cli.verify import format_report
+from agc.cli.write_policy import (
     LegalHoldOption,
     LockModeChoice,
     RetentionDaysOption,
@@ -31,9 +32,8 @@ from agc.cli.objstore import (
     policy_store,
     print_upload,
     retention_from,
-    seal_to_object_store,
+    seal_to_store,
 )
-from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
     FileUnreadableError,
@@ -365,7 +365,7 @@ def seal_command(
         raise UsageError("--retention-days and --legal-hold go with --store s3://…")
     result = seal_file(file, algorithm=algorithm.value)
     if remote is not None:
-        uploaded = seal_to_object_store(remote, result.path, result.sidecar, as_json)
+        uploaded = seal_to_store(remote, result.path, result.sidecar, as_json)
         if as_json:
             emit_json({**result.to_dict(), "object_store": uploaded})
             return int(ExitCode.OK)

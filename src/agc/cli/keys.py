@@ -151,7 +151,7 @@ def recover_command(
                 line += f"; {artifact.quarantined_bytes} torn bytes moved to {artifact.quarantine}"
         out_console.print(line, markup=False)
     if was_uploaded:
-        from agc.cli.objstore import print_upload  # noqa: PLC0415 - an uploaded run only
+        from agc.cli.write_policy import print_upload  # noqa: PLC0415 - an uploaded run only
 
         print_upload(report.object_store)
     elif report.chain != "already-linked":
