@@ -131,6 +131,7 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
         "boto3",
         "botocore",
         "agc.integrity._signing",
+        "argparse",  # the grammar's scan reads RUN_ID --store DIR
     )
     code = (
         "import sys\n"
