@@ -46,6 +46,7 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.flows import (
+    RunId,
     StoreLayout,
     describe_os_error,
     explain_write_failure,
@@ -55,7 +56,6 @@ from agc.flows import (
     resolve_store,
     run_on_disk,
     validate_new_run_id,
-    validate_run_id,
 )
 from agc.integrity import (
     IngestSummary,
@@ -158,7 +158,7 @@ def record_command(
       my-runner --events | agc record --run-id r7 --kind tool-events
       codex exec --json "…" | agc record --run-id r8 --store s3://evidence/team --retention-days 365
     """
-    validate_new_run_id(run_id)
+    run_id = validate_new_run_id(run_id)
     target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     if sys.stdin is None:  # started with standard input closed (`<&-`)
         raise InputError(
@@ -210,7 +210,7 @@ def import_command(
       agc import session.jsonl --run-id cc-1 --store ./evidence --json
       agc import session.jsonl --run-id cc-2 --store s3://evidence/team --legal-hold
     """
-    validate_new_run_id(run_id)
+    run_id = validate_new_run_id(run_id)
     target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     handle = open_input(file, what="input file")
     refuse_importing_own_file(handle, file, run_id, store=store, kind=kind.value)
@@ -284,7 +284,7 @@ def export_command(
       agc export rollout-1130 --out rollout-1130.jsonl
       agc export cc-1 --store ./evidence > session.jsonl
     """
-    validate_run_id(run_id)
+    run_id = RunId(run_id)
     # The lines written are a copy of the artifact read once and checked against what
     # the verification judged: a file swapped after the check is refused, never written.
     report, kept = check_run_kept(run_id, store, kind=kind.value)

@@ -44,6 +44,7 @@ from agc.flows import (
     SCHEMA_VERSION,
     TEMP_SUFFIX,
     PreparedWrite,
+    RunId,
     describe_os_error,
     has_recorded_run,
     history_from_run,
@@ -51,7 +52,6 @@ from agc.flows import (
     refuse_unsigned_file,
     scan_history,
     streamable_size,
-    validate_run_id,
 )
 from agc.resume import (
     MAX_SNAPSHOT_BYTES,
@@ -628,7 +628,7 @@ def resume_command(
         elif _looks_like_path(target):
             raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
         else:
-            run_id = validate_run_id(target)
+            run_id = RunId(target)
             try:
                 snapshot = load_snapshot(
                     run_id,
