@@ -26,7 +26,7 @@ from agc.cli.verify_args import ArgsError, parse, rendered_by_typer
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
 from agc.integrity import generate_keypair
 from tests._core.test_store import BAD_RUN_IDS
-from tests.conftest import examples, fixed_clock, tree, write_run
+from tests.conftest import examples, fixed_clock, run_python, tree, write_run
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -582,13 +582,7 @@ def test_the_common_lists_are_read_without_argparse(argv: list[str]) -> None:
         f"options = parse({argv!r})\n"
         "print(options.run_id, options.all_runs, 'argparse' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
+    done = run_python(code)
     options = parse(argv)
     assert done.stdout.split() == [str(options.run_id), str(options.all_runs), "False"]
 
