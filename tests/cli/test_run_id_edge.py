@@ -57,6 +57,9 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return seen
 
 
+_COMMANDS = ["export", "show", "diff", "check-evidence", "resume", "recover"]
+
+
 def _commands(store: Path, tmp_path: Path, run_id: str = _GIVEN) -> dict[str, list[str]]:
     where = ["--store", str(store)]
     return {
@@ -65,10 +68,11 @@ def _commands(store: Path, tmp_path: Path, run_id: str = _GIVEN) -> dict[str, li
         "diff": ["diff", run_id, str(tmp_path / "in.jsonl"), *where],
         "check-evidence": ["readiness", "check-evidence", run_id, *where, "--environment", "dev"],
         "resume": ["resume", run_id, *where, "--check"],
+        "recover": ["recover", run_id, *where],
     }
 
 
-@pytest.mark.parametrize("command", ["export", "show", "diff", "check-evidence", "resume"])
+@pytest.mark.parametrize("command", _COMMANDS)
 def test_a_run_id_on_the_command_line_is_checked_once(
     command: str,
     imported: Path,
@@ -83,7 +87,7 @@ def test_a_run_id_on_the_command_line_is_checked_once(
     assert checks == ["r1"]
 
 
-@pytest.mark.parametrize("command", ["export", "show", "diff", "check-evidence", "resume"])
+@pytest.mark.parametrize("command", _COMMANDS)
 def test_a_bad_run_id_is_still_refused_with_exit_2(
     command: str, imported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
