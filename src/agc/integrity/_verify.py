@@ -19,10 +19,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Container, Iterator, Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from agc._core.capture_failures import failure_lines
 from agc._core.digest import (
     ALGORITHMS,
     Algorithm,
@@ -455,7 +457,29 @@ def check_folder_run(
     )
     if chain:
         report = _judge_links(report, layout, judged)
-    return report, judged
+    return _judge_capture(report, layout), judged
+
+
+def _judge_capture(report: RunReport, layout: StoreLayout) -> RunReport:
+    """``report`` with a ``capture-failed`` error when a failure of capturing the run's
+    client session is kept for it (:mod:`agc._core.capture_failures`): an event a hook
+    could not write is missing from the run, however well what is there was sealed."""
+    failures = [
+        line
+        for line in failure_lines(layout.root.absolute())
+        if line.get("run_id") == report.run_id
+    ]
+    if not failures:
+        return report
+    codes = sorted({str(line.get("code")) for line in failures})
+    finding: _Finding = Finding(
+        "capture-failed",
+        f"{len(failures)} hook event(s) of this run's session could not be captured "
+        f"({', '.join(codes)}); `agc hooks status` says why",
+        artifact="tool-events",
+        actual={"failures": len(failures), "codes": codes},
+    )
+    return replace(report, findings=(*report.findings, finding))
 
 
 def _judge_links(
