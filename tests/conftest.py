@@ -243,6 +243,18 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]
 
 
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE`` in a fresh process that imports agc as this one does (what a
+    process loads at start-up is seen there, not in pytest's); fails unless it exits 0."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
 def run_agc_to_a_gone_reader(
     argv: list[str], env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

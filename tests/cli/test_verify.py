@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import typer
@@ -19,12 +20,13 @@ from typer.main import get_command
 from agc._core.store import StoreLayout
 from agc.cli import app as agc_app
 from agc.cli import verify as verify_cli
+from agc.cli import verify_args
 from agc.cli.common import new_app
 from agc.cli.verify_args import ArgsError, parse, rendered_by_typer
 from agc.exitcodes import EXIT_CODE_TABLE, ExitCode
 from agc.integrity import generate_keypair
 from tests._core.test_store import BAD_RUN_IDS
-from tests.conftest import examples, fixed_clock, tree, write_run
+from tests.conftest import examples, fixed_clock, run_python, tree, write_run
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -527,6 +529,62 @@ def test_the_grammar_reads_every_argument_list_as_click_reads_the_same_table(
     if rendered_by_typer(argv):
         return
     assert _grammar_reading(argv) == reference
+
+
+_SCAN_WORDS = st.sampled_from(
+    [
+        "r1", "r2", "", "-", "--", "-q", "--quiet", "--json", "--all", "--status", "--store",
+        "--store=", "--store=d", "--store=-d", "--jobs", "--jobs=3", "--jobs=0", "--jobs=x",
+        "-j", "-j2", "-j=2", "-qj", "-x", "-12", "-q=1", "--json=1", "--all=", "--bogus",
+        "--trusted-key", "--trusted-key=k", "--turn-file=t", "--retention-days=5",
+        "--retention-days=0", "--retention-mode=governance", "--expect-head=ab", "2",
+        "--require-signature", "--allow-unsigned", "--allow-recovered", "--scheduler=s",
+        "--inventory=i",
+    ]
+)  # fmt: skip
+
+
+def _parser_reading(argv: list[str]) -> tuple[str, object]:
+    """The grammar's reading of argv by its argparse parser alone (the scan turned off)."""
+    with mock.patch.object(verify_args, "_scan", return_value=None):
+        return _grammar_reading(argv)
+
+
+@settings(max_examples=examples(1000))
+@given(st.lists(_SCAN_WORDS, max_size=6))
+def test_the_quick_scan_reads_a_list_as_the_parser_does(argv: list[str]) -> None:
+    # The scan of the table spares argparse on the lists it can read; whatever it
+    # reads, it reads as the parser does (options, run id, refusal), and it never
+    # answers a list the parser refuses.
+    if rendered_by_typer(argv):
+        return
+    assert _grammar_reading(argv) == _parser_reading(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["r1"],
+        ["r1", "--store", "d", "--json"],
+        ["--json", "--store=d", "r1"],
+        ["--store", "d", "--", "-r1"],
+        ["--all", "--store", "d", "-j", "2", "--json"],
+        ["--all", "--jobs=4", "--trusted-key", "k1", "--trusted-key", "k2", "-q"],
+    ],
+    ids=str,
+)
+def test_the_common_lists_are_read_without_argparse(argv: list[str]) -> None:
+    # agc-verify's start-up: a run id with its options, or --all with its options, is
+    # read by the scan; argparse is not even imported.
+    code = (
+        "import sys\n"
+        "from agc.cli.verify_args import parse\n"
+        f"options = parse({argv!r})\n"
+        "print(options.run_id, options.all_runs, 'argparse' in sys.modules)\n"
+    )
+    done = run_python(code)
+    options = parse(argv)
+    assert done.stdout.split() == [str(options.run_id), str(options.all_runs), "False"]
 
 
 @pytest.mark.parametrize("argv", [["-hq"], ["r1", "-qh"], ["--all", "-qqh"]], ids=str)

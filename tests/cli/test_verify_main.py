@@ -17,6 +17,7 @@ from agc.cli import verify_main
 from agc.cli.verify_args import VerifyOptions
 from agc.cli.verify_main import quick_options
 from agc.integrity import open_run
+from tests.conftest import run_python
 
 
 @pytest.mark.parametrize(
@@ -131,6 +132,7 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
         "boto3",
         "botocore",
         "agc.integrity._signing",
+        "argparse",  # the grammar's scan reads RUN_ID --store DIR
     )
     code = (
         "import sys\n"
@@ -139,14 +141,7 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
         f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
         "print(rc, heavy)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    assert done.stdout.splitlines()[-1] == "0 []"
+    assert run_python(code).stdout.splitlines()[-1] == "0 []"
 
 
 def test_agc_verify_console_script_uses_the_quick_entry() -> None:

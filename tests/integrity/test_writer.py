@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from agc._core.digest import new_hasher
 from agc._core.jsonl import JsonlFileWriter, SidecarSeal
-from agc._core.store import StoreLayout
+from agc._core.store import RunId, StoreLayout
 from agc.errors import (
     ArtifactSealedError,
     RecordInvalidError,
@@ -661,3 +661,23 @@ def test_writer_refused_after_open_does_not_close_its_descriptor_twice(tmp_path:
     gc.collect()
     holder.write({"a": 1})
     assert holder.finish().records == 1
+
+
+def test_a_checked_run_id_keeps_tool_events_on_the_fast_encoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A command line hands the writers a RunId (a str subclass). Every tool event carries
+    # the run id; the records and the manifest must hold its text as a plain str, or each
+    # line would leave orjson for the standard library's slower path (same bytes).
+    from agc._core import jsonl  # noqa: PLC0415 - patched below
+
+    def refused(*_: object, **__: object) -> bytes:
+        raise AssertionError("a record went to the standard library's encoder")
+
+    monkeypatch.setattr(jsonl, "dumps_stdlib", refused)
+    with open_run(RunId("r1"), store=tmp_path, fsync="none") as run:
+        run.transcript.write({"role": "user", "content": "hi"})
+        run.tool_events.write({"event": "tool_call_start", "call_id": "c1"})
+    manifest = json.loads(StoreLayout(tmp_path).manifest_path("r1").read_bytes())
+    assert manifest["run_id"] == "r1"
+    assert check_run("r1", tmp_path).complete

@@ -21,7 +21,9 @@ The path functions below (:func:`artifact_path`, :func:`manifest_path` …) are 
 Run ids are an allow-list (no ``/``, no ``\\``, nothing outside it, so a run id can
 never escape the audit folders):
 1-128 characters of ``[A-Za-z0-9._-]`` and never ``.`` or ``..``. A :class:`RunId` is a run
-id checked once, where it enters (a command line, a file name); checking it again is free.
+id checked once, where it enters: the command line and the public functions (front doors)
+make one of the text they are given (``RunId(text)``, free for a ``RunId``), and what they
+call takes it as it is; checking it again (the path functions below) is free.
 """
 
 from __future__ import annotations
@@ -230,17 +232,18 @@ def _path_hint(given: str) -> str:
     )
 
 
-def validate_new_run_id(run_id: str) -> str:
-    """Like :func:`validate_run_id`, for a run about to be created: also refuse a run id
-    that begins with ``-``, which every command line would read as an option (a run
-    named ``--help`` would turn ``agc-verify "$RUN_ID"`` into a help screen that exits 0).
+def validate_new_run_id(run_id: str) -> RunId:
+    """``run_id`` as a :class:`RunId`, for a run about to be created: as
+    :func:`validate_run_id`, and also refuse a run id that begins with ``-``, which
+    every command line would read as an option (a run named ``--help`` would turn
+    ``agc-verify "$RUN_ID"`` into a help screen that exits 0).
 
     Runs that already exist under such an id stay readable (``agc-verify -- -x``).
 
     Raises:
         RunIdInvalidError: as :func:`validate_run_id`, or the id begins with ``-``.
     """
-    run_id = validate_run_id(run_id)
+    run_id = RunId(run_id)
     if run_id.startswith("-"):
         raise RunIdInvalidError(
             f"run id {run_id!r} begins with '-', which commands read as an option",

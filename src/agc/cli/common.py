@@ -157,10 +157,10 @@ def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: st
     """
     if "/" in target or os.sep in target or not os.path.lexists(target):
         return
-    from agc.flows import validate_run_id  # noqa: PLC0415 - not needed by --help
+    from agc.flows import RunId  # noqa: PLC0415 - not needed by --help
 
     try:
-        validate_run_id(target)
+        RunId(target)
     except AgcError:
         return
     if is_run(target):

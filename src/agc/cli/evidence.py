@@ -26,7 +26,8 @@ from agc.cli.common import (
     write_new_file,
 )
 from agc.cli.keys import SigningKeyOption, signing_key_from
-from agc.cli.objstore import (
+from agc.cli.verify import format_report
+from agc.cli.write_policy import (
     LegalHoldOption,
     LockModeChoice,
     RetentionDaysOption,
@@ -34,9 +35,8 @@ from agc.cli.objstore import (
     policy_store,
     print_upload,
     retention_from,
-    seal_to_object_store,
+    seal_to_store,
 )
-from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
     AgcError,
@@ -52,6 +52,7 @@ from agc.exitcodes import ExitCode
 from agc.flows import (
     ImportOutcome,
     PassThrough,
+    RunId,
     StoreLayout,
     describe_os_error,
     drain,
@@ -65,7 +66,6 @@ from agc.flows import (
     run_on_disk,
     session_companion,
     validate_new_run_id,
-    validate_run_id,
 )
 from agc.integrity import (
     IngestSummary,
@@ -187,7 +187,7 @@ def record_command(
       my-runner --events | agc record --run-id r7 --kind tool-events
       codex exec --json "…" | agc record --run-id r8 --store s3://evidence/team --retention-days 365
     """
-    validate_new_run_id(run_id)
+    run_id = validate_new_run_id(run_id)
     target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     if sys.stdin is None:  # started with standard input closed (`<&-`)
         raise InputError(
@@ -311,7 +311,7 @@ def import_command(
         return _print_outcomes(outcomes, as_json)
     if run_id is None:
         raise UsageError("--run-id is required with --kind tool-events")
-    validate_new_run_id(run_id)
+    run_id = validate_new_run_id(run_id)
     target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     handle = open_input(file, what="input file")
     refuse_importing_own_file(handle, file, run_id, store=store, kind=kind.value)
@@ -470,7 +470,7 @@ def export_command(
       agc export rollout-1130 --out rollout-1130.jsonl
       agc export cc-1 --store ./evidence > session.jsonl
     """
-    validate_run_id(run_id)
+    run_id = RunId(run_id)
     # The lines written are a copy of the artifact read once and checked against what
     # the verification judged: a file swapped after the check is refused, never written.
     report, kept = check_run_kept(run_id, store, kind=kind.value)
@@ -551,7 +551,7 @@ def seal_command(
         raise UsageError("--retention-days and --legal-hold go with --store s3://…")
     result = seal_file(file, algorithm=algorithm.value)
     if remote is not None:
-        uploaded = seal_to_object_store(remote, result.path, result.sidecar, as_json)
+        uploaded = seal_to_store(remote, result.path, result.sidecar, as_json)
         if as_json:
             emit_json({**result.to_dict(), "object_store": uploaded})
             return int(ExitCode.OK)

@@ -10,6 +10,7 @@ import typer
 
 from agc.cli.common import EPILOG, StoreOption, emit_json, new_app, out_console
 from agc.exitcodes import ExitCode
+from agc.flows import RunId
 from agc.integrity import (
     SigningKey,
     generate_keypair,
@@ -127,7 +128,7 @@ def recover_command(
         verdict = "healed" if healed.changed else "nothing to repair"
         out_console.print(f"store {healed.store}: {verdict}", markup=False)
         return int(ExitCode.FINDINGS if healed.failed else ExitCode.OK)
-    report = recover_run(run_id, store, signing_key=key)
+    report = recover_run(RunId(run_id), store, signing_key=key)
     # A run sealed in place also heals its store (the chain, a killed writer's temporary
     # files); one uploaded from its staging leaves the other staged runs to
     # `agc recover --store`, which uploads them.
@@ -151,7 +152,7 @@ def recover_command(
                 line += f"; {artifact.quarantined_bytes} torn bytes moved to {artifact.quarantine}"
         out_console.print(line, markup=False)
     if was_uploaded:
-        from agc.cli.objstore import print_upload  # noqa: PLC0415 - an uploaded run only
+        from agc.cli.write_policy import print_upload  # noqa: PLC0415 - an uploaded run only
 
         print_upload(report.object_store)
     elif report.chain != "already-linked":

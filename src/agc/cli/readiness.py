@@ -32,13 +32,13 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
+    RunId,
     check_sealed_verdict,
     describe_os_error,
     parse_json,
     read_limited,
     refuse_taken_run_id,
     seal_verdict,
-    validate_run_id,
     verdict_statement,
 )
 from agc.readiness import (
@@ -598,7 +598,7 @@ def check_evidence_command(
       agc readiness check-evidence dev-live-0412 --environment dev \\
           --trusted-key ci.pub.pem --require-signature --json
     """
-    validate_run_id(run_id)
+    run_id = RunId(run_id)
     sealed_check = check_sealed_verdict(
         run_id,
         store,

@@ -41,6 +41,7 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
+    RunId,
     describe_os_error,
     has_recorded_run,
     history_from_run,
@@ -51,7 +52,6 @@ from agc.flows import (
     scan_history,
     streamable_size,
     sync,
-    validate_run_id,
 )
 from agc.resume import (
     MAX_SNAPSHOT_BYTES,
@@ -632,7 +632,7 @@ def resume_command(
                 "whose evidence agc never changes: write its repair with --out"
             )
         else:
-            run_id = validate_run_id(target)
+            run_id = RunId(target)
             try:
                 snapshot = load_snapshot(
                     run_id,

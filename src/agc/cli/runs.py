@@ -15,7 +15,7 @@ import typer
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, write_lines
 from agc.errors import RunNotFoundError, UsageError
 from agc.exitcodes import ExitCode
-from agc.flows import SCHEMA_VERSION, StoreLayout, captured_session, open_store
+from agc.flows import SCHEMA_VERSION, RunId, StoreLayout, captured_session, open_store
 from agc.integrity import (
     DiffSide,
     RunListing,
@@ -151,6 +151,7 @@ def show_command(
     layout = StoreLayout.at(store)
     if not follow and interval != 0.25:
         raise UsageError("--interval goes with --follow")
+    run_id = RunId(run_id)
     path = layout.artifact_path(run_id, kind.value)
     if follow and not path.exists() and layout.root.is_dir():
         err_console.print(f"waiting for run {run_id} to start …", markup=False)
@@ -225,6 +226,7 @@ def diff_command(
       agc diff fix-tests-42 session.jsonl --json | jq .line
     """
     layout = StoreLayout.at(store)
+    run_id = RunId(run_id)
     if (
         not run_is_sealed(layout, run_id, kind.value)
         and layout.artifact_path(run_id, kind.value).exists()

@@ -1,22 +1,32 @@
 """The one argument grammar of ``agc-verify`` and ``agc verify``.
 
 Every invocation is parsed here, with the standard library's :mod:`argparse` (a few
-milliseconds to import, where typer and rich take tens: ``agc-verify`` runs once per
-run in CI). :data:`PARAMS` is the single table of the arguments: the parser is built
-from it, and so is the typer command (:mod:`agc.cli.verify`) that only renders
-``--help``, answers ``--version`` and shell completion, so help and parsing cannot
-drift apart. The parser follows click's rules where argparse differs (an option that
-takes a value takes the next argument whatever it looks like; no abbreviations; the
-last of a repeated option wins) and words its refusals as click does, so that
-``agc-verify`` reads like every other agc command.
+milliseconds, where typer and rich take tens: ``agc-verify`` runs once per run in CI).
+:data:`PARAMS` is the single table of the arguments: the parser is built from it, and
+so is the typer command (:mod:`agc.cli.verify`) that only renders ``--help``, answers
+``--version`` and shell completion, so help and parsing cannot drift apart. The parser
+follows click's rules where argparse differs (an option that takes a value takes the
+next argument whatever it looks like; no abbreviations; the last of a repeated option
+wins) and words its refusals as click does, so that ``agc-verify`` reads like every
+other agc command.
+
+A list made only of the table's options, each spelt out (``--json``, ``-q``,
+``--store DIR`` or ``--store=DIR``), and at most one run id is read by a scan of the
+same table (:func:`_scan`) without importing argparse or building the parser, about
+half of ``agc-verify``'s start-up beyond the check itself; anything else (a cluster, an
+unknown option, a missing or bad value, an extra argument) goes to the parser, which
+reads it or refuses it. The scan only ever answers what the parser would.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, NoReturn
+
+if TYPE_CHECKING:
+    # Imported by _parser() only: a list the scan reads never loads it (see above).
+    import argparse
 
 __all__ = [
     "PARAMS",
@@ -283,20 +293,14 @@ def _option_names(param: Param) -> str:
     return " / ".join(f"'{name}'" for name in param.names)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ArgsError(message)
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        # typer renders the help; argparse formats only to check each option as it is
-        # added, and a width given spares it shutil (and the compression modules
-        # shutil loads) at every start of agc-verify.
-        return argparse.HelpFormatter(self.prog, width=80)
+class _BadValueError(ValueError):
+    """A value that does not convert (its message as click words it)."""
 
 
-def _convert(namespace: argparse.Namespace, options: list[str]) -> None:
-    """Convert the values ``namespace`` holds as strings, as click does: each option in
-    the order it was first given, its winning value only (all of a repeatable one).
+def _convert(values: dict[str, Any], options: list[str]) -> None:
+    """Convert the values ``values`` holds as strings (by field), as click does: each
+    option in the order it was first given, its winning value only (all of a repeatable
+    one).
 
     Raises:
         ArgsError: a value that is not a valid integer or out of range.
@@ -309,15 +313,15 @@ def _convert(namespace: argparse.Namespace, options: list[str]) -> None:
         if param.kind not in ("value", "values"):
             continue
         convert = _typed(param)
-        value = getattr(namespace, param.dest)
+        value = values[param.dest]
         try:
             if isinstance(value, list):
                 value = [convert("--" if item == _DASHES else item) for item in value]
             elif value is not None:
                 value = convert("--" if value == _DASHES else value)
-        except argparse.ArgumentTypeError as exc:
+        except _BadValueError as exc:
             raise ArgsError(f"Invalid value for {_option_names(param)}: {exc}") from None
-        setattr(namespace, param.dest, value)
+        values[param.dest] = value
 
 
 # A value that is exactly "--" (``--store --``), which argparse would drop from a value.
@@ -332,9 +336,9 @@ def _typed(param: Param) -> Any:
                 value = int(text)
             except ValueError:
                 kind = "int range" if param.minimum is not None else "int"
-                raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind}.") from None
+                raise _BadValueError(f"{text!r} is not a valid {kind}.") from None
             if param.minimum is not None and value < param.minimum:
-                raise argparse.ArgumentTypeError(f"{value} is not in the range x>={param.minimum}.")
+                raise _BadValueError(f"{value} is not in the range x>={param.minimum}.")
             return value
 
         return to_int
@@ -344,10 +348,22 @@ def _typed(param: Param) -> Any:
 _DEFAULTS: Final = VerifyOptions._field_defaults
 
 
-def _parser() -> _Parser:
+def _parser() -> argparse.ArgumentParser:
     """The parser of :data:`PARAMS`. Values stay strings: click reads the whole list
     before it converts a value, and converts only the value that wins (the last of a
     repeated option), so :func:`_convert` does that afterwards."""
+    import argparse  # noqa: PLC0415 - only for a list the scan cannot read (see above)
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise ArgsError(message)
+
+        def _get_formatter(self) -> argparse.HelpFormatter:
+            # typer renders the help; argparse formats only to check each option as it
+            # is added, and a width given spares it shutil (and the compression modules
+            # shutil loads).
+            return argparse.HelpFormatter(self.prog, width=80)
+
     parser = _Parser("agc-verify", add_help=False, allow_abbrev=False, exit_on_error=False)
     for param in PARAMS:
         if param.kind == "argument":
@@ -380,6 +396,11 @@ def parse(args: Sequence[str], *, known: tuple[str, ...] = ()) -> VerifyOptions:
             than one run id.
     """
     options, after = _split(args)
+    scanned = _scan(options, after)
+    if scanned is not None:
+        return scanned
+    import argparse  # noqa: PLC0415 - as _parser()
+
     # As click reads the list: from the left, and an unknown option ends it there (what
     # comes after it, a missing value or a bad one, is never reached). argparse would
     # take "-1" for a run id.
@@ -398,15 +419,54 @@ def parse(args: Sequence[str], *, known: tuple[str, ...] = ()) -> VerifyOptions:
         namespace, extra = _parser().parse_known_args(options)
     except argparse.ArgumentError as exc:
         raise _click_words(exc, options) from None
-    _convert(namespace, options)
-    if namespace.run_id is None and after:
-        namespace.run_id, after = after[0], after[1:]
+    values = vars(namespace)
+    _convert(values, options)
+    if values["run_id"] is None and after:
+        values["run_id"], after = after[0], after[1:]
     extra = [*extra, *after]
     if extra:
         raise ArgsError(f"Got unexpected extra argument(s) ({' '.join(extra)})")
-    values = vars(namespace)
     values.pop("help", None)
     values.pop("version", None)
+    return VerifyOptions(**values)
+
+
+def _scan(options: list[str], after: list[str]) -> VerifyOptions | None:
+    """The options of a list that needs no parser (``options`` and ``after`` as
+    :func:`_split` left them): each option one of :data:`PARAMS`' spellings, a flag
+    without a value, an option that takes one as ``--name=VALUE``; at most one run id
+    (an argument that does not begin with ``-``, or the first after ``--``); every value
+    converts. ``None`` for any other list, which the parser then reads or refuses: the
+    scan never answers where the parser would answer otherwise."""
+    values: dict[str, Any] = {}
+    run_id: str | None = None
+    for option in options:
+        if option[:1] != "-":
+            if run_id is not None:
+                return None  # an extra argument: the parser words the refusal
+            run_id = option
+            continue
+        name, equals, value = option.partition("=")
+        param = _BY_NAME.get(name)
+        if param is None:
+            return None
+        if param.kind == "flag" and not equals:
+            values[param.dest] = True
+        elif param.kind == "value" and equals:
+            values[param.dest] = value
+        elif param.kind == "values" and equals:
+            values.setdefault(param.dest, []).append(value)
+        else:
+            return None
+    if after:
+        if run_id is not None or len(after) > 1:
+            return None
+        run_id = after[0]
+    values["run_id"] = run_id
+    try:
+        _convert(values, [option for option in options if option[:1] == "-"])
+    except ArgsError:
+        return None
     return VerifyOptions(**values)
 
 

@@ -6,9 +6,10 @@ common invocations, ``agc-verify RUN_ID [--store DIR] [--json]`` and
 ``agc-verify --all [--store DIR] [--json] [--jobs N]`` (when neither stdout nor stderr
 is a terminal: no table, no progress bar), are therefore served here without importing
 typer or rich (about 40 ms of imports). Both parse the arguments with the one grammar
-(:mod:`agc.cli.verify_args`, on the standard library's argparse); everything else
-(``--help``, a usage error, any other option) and every error is handed to the full
-command, :func:`agc.cli.verify.main`, so output and exit codes are the same either way.
+(:mod:`agc.cli.verify_args`: a scan of its table, argparse only for a list the scan
+cannot read); everything else (``--help``, a usage error, any other option) and every
+error is handed to the full command, :func:`agc.cli.verify.main`, so output and exit
+codes are the same either way.
 Both keep the stop state of :mod:`agc.cli._process`.
 """
 

@@ -29,8 +29,9 @@ what needs two of them lives here, built on their front doors only:
   rollout a run recorded from ``codex exec --json`` resumes from).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
-needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
-(:func:`parse_json`).
+needs: run ids (:class:`RunId`: the edge turns a user's text into one once, and the
+functions it calls take it without checking it again) and the store layout, bounded
+reads, atomic writes, strict JSON (:func:`parse_json`).
 
 Every name is loaded on first use (PEP 562): ``import agc.flows`` imports no feature,
 so ``agc-verify`` does not pay for the serve stack.
@@ -72,6 +73,7 @@ if _TYPE_CHECKING:
     from agc._core.storage import Retention, Store
     from agc._core.store import (
         ARTIFACT_KINDS,
+        RunId,
         StoreLayout,
         open_store,
         resolve_store,
@@ -151,6 +153,7 @@ __all__ = [
     "PreparedWrite",
     "ProgressBar",
     "Retention",
+    "RunId",
     "SealedVerdictCheck",
     "SessionCompanion",
     "SessionFile",
@@ -231,6 +234,7 @@ _HOMES: dict[str, tuple[str, str]] = {
         name: ("agc._core.store", name)
         for name in (
             "ARTIFACT_KINDS",
+            "RunId",
             "StoreLayout",
             "open_store",
             "resolve_store",

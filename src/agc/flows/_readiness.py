@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import agc
 from agc._core.fs import read_limited
-from agc._core.store import StoreLayout, validate_run_id
+from agc._core.store import RunId, StoreLayout
 from agc.errors import FileExistsRefusedError
 from agc.integrity import RunReport, SigningKey, check_run, open_run, read_run_manifest
 from agc.readiness import (
@@ -56,7 +56,7 @@ def refuse_taken_run_id(run_id: str, store: str | os.PathLike[str] | None) -> No
         FileExistsRefusedError: the store holds a transcript or tool events of the run
             (exit 2).
     """
-    validate_run_id(run_id)
+    run_id = RunId(run_id)
     layout = StoreLayout.at(store)
     for kind in ("transcript", "tool-events"):
         if os.path.lexists(layout.artifact_path(run_id, kind)):
@@ -165,7 +165,7 @@ def check_sealed_verdict(
         InputError: the transcript is larger than 64 MiB (exit 2).
         FileUnreadableError, StoreError: the store cannot be read (exit 3).
     """
-    validate_run_id(run_id)
+    run_id = RunId(run_id)
     report = check_run(
         run_id, store, trusted_keys=trusted_keys, require_signature=require_signature
     )

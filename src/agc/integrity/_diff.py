@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 from agc._core import json as strict_json
 from agc._core.fs import describe_os_error, open_nofollow
 from agc._core.report import SCHEMA_VERSION
-from agc._core.store import ArtifactKind, validate_run_id
+from agc._core.store import ArtifactKind, RunId
 from agc.errors import (
     FileUnreadableError,
     InputError,
@@ -115,7 +115,7 @@ def diff_run(
             symlink or not a regular file, or cannot be read.
         UnsafePathError, StoreError: the run's file is a symlink or cannot be read.
     """
-    run_id = validate_run_id(run_id)
+    run_id = RunId(run_id)
     path = Path(file)
     records = (unwrap_record(line, kind) for line, _ in iter_records(run_id, store, kind=kind))
     lines = _file_lines(path)

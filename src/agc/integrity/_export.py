@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any, Final
 
 from agc._core import json as strict_json
-from agc._core.store import ArtifactKind, StoreLayout, validate_run_id
+from agc._core.store import ArtifactKind, RunId, StoreLayout
 from agc.errors import InputError, JsonInvalidError, RunNotFoundError, StoreError
 
 __all__ = ["export_copy", "export_session", "iter_session_lines"]
@@ -97,7 +97,7 @@ def iter_session_lines(
         InputError: a record is not an ingested line (a run written by the Python writers).
         StoreError: the file cannot be read.
     """
-    run_id = validate_run_id(run_id)
+    run_id = RunId(run_id)
     path = StoreLayout.at(store).artifact_path(run_id, kind)
     source = f"run {run_id} ({kind})"
     try:
@@ -172,7 +172,7 @@ def iter_copy_lines(
         InputError: a record is not an ingested line.
         OSError: the copy cannot be read.
     """
-    validate_run_id(run_id)
+    RunId(run_id)
     return _lines_of(copy, f"run {run_id} ({kind})")
 
 

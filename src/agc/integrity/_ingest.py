@@ -34,7 +34,7 @@ from agc._core.fs import describe_os_error, open_regular_file
 from agc._core.jsonl import FsyncPolicy, JsonlFileWriter
 from agc._core.report import SCHEMA_VERSION
 from agc._core.storage import Store
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, RunId, StoreArg, StoreLayout
 from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
@@ -260,8 +260,9 @@ def ingest_stream(
             (``stream.name``, ``stdin``); the lines read before stay, unsealed.
         as :func:`agc.integrity._writer.open_run` and :meth:`JsonlWriter.write`.
     """
+    run_id = RunId(run_id)
     target = run_target(store)
-    if target.linked(validate_run_id(run_id)):
+    if target.linked(run_id):
         same = _already_recorded(
             stream,
             run_id,

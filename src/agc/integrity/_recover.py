@@ -51,7 +51,7 @@ from agc._core.jsonl import unix_ms
 from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar, read_sidecar, sidecar_path
 from agc._core.storage import Store
-from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
+from agc._core.store import ARTIFACT_KINDS, ArtifactKind, RunId, StoreArg, StoreLayout
 from agc.errors import (
     AgcError,
     RecoveryRefusedError,
@@ -179,7 +179,7 @@ def recover_run(
             running recovery again once the disk can be written finishes it.
         StoreError: the store cannot be read or written.
     """
-    validate_run_id(run_id)
+    run_id = RunId(run_id)
     target = run_target(store)
     report = _recover_in(
         StoreLayout(target.recovery_folder(run_id)), run_id, signing_key=signing_key, clock=clock

@@ -25,6 +25,7 @@ from agc._core.store import (
     ARTIFACT_KINDS,
     MANIFESTS_DIR,
     ArtifactKind,
+    RunId,
     StoreLayout,
     validate_run_id,
 )
@@ -106,7 +107,7 @@ def read_run_manifest(
 
     Raises: as :func:`read_manifest`, and ``RunIdInvalidError`` for a bad run id.
     """
-    return read_manifest(StoreLayout.at(store), validate_run_id(run_id))
+    return read_manifest(StoreLayout.at(store), RunId(run_id))
 
 
 def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
@@ -188,7 +189,8 @@ def record_seal(
     ensure_dirs(layout.manifests_dir)
     lock = layout.manifest_lock_path(run_id)
     with exclusive_lock(lock, blocking=True, what=f"manifest of run {run_id}"):
-        current = read_manifest(layout, run_id) or RunManifest(run_id=run_id)
+        # A new manifest holds the run id's text (a plain str, as a parsed one does).
+        current = read_manifest(layout, run_id) or RunManifest(run_id=str(run_id))
         updated = _with_attributes(current, attributes).with_seal(seal)
         if not updated.closed:
             updated = sign_manifest(replace(updated, chain=None), signer)

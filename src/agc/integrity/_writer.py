@@ -53,10 +53,10 @@ from agc._core.sidecar import format_sidecar
 from agc._core.storage import Store
 from agc._core.store import (
     ArtifactKind,
+    RunId,
     StoreArg,
     StoreLayout,
     validate_new_run_id,
-    validate_run_id,
 )
 from agc.errors import (
     AgcError,
@@ -342,7 +342,11 @@ class JsonlWriter(JsonlFileWriter):
         resume: bool = False,
         attributes: Mapping[str, Any] | None = None,
     ) -> None:
-        self.run_id = validate_run_id(run_id) if reopen or resume else validate_new_run_id(run_id)
+        valid = RunId(run_id) if reopen or resume else validate_new_run_id(run_id)
+        # Records, the manifest and reports carry the run id's text as a plain str: the
+        # JSON writers leave a str subclass to the standard library (agc._core.json),
+        # which would write every tool event on the slow path.
+        self.run_id = str(valid)
         check_algorithm(algorithm)
         checked = None if attributes is None else check_attributes(attributes)
         self.layout = StoreLayout.at(store)
@@ -358,7 +362,7 @@ class JsonlWriter(JsonlFileWriter):
             attributes=checked,
         )
         super().__init__(
-            self.layout.artifact_path(run_id, self.kind),
+            self.layout.artifact_path(self.run_id, self.kind),
             algorithm=algorithm,
             fsync=fsync,
             buffer_bytes=buffer_bytes,
@@ -495,7 +499,7 @@ def open_run(
     """
     if attributes is not None:
         attributes = check_attributes(attributes)
-    validate_new_run_id(run_id)
+    run_id = validate_new_run_id(run_id)
     from agc.integrity._target import run_target  # noqa: PLC0415 - see refuse_if_linked
 
     target = run_target(store)
@@ -515,7 +519,7 @@ def open_run(
 
 
 def _open_writers(
-    run_id: str,
+    run_id: RunId,
     folder: Path,
     *,
     algorithm: Algorithm,

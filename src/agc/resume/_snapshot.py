@@ -52,7 +52,7 @@ from agc._core.report import SCHEMA_VERSION
 from agc._core.sidecar import format_sidecar
 from agc._core.signature_rule import signature_required
 from agc._core.storage import Store
-from agc._core.store import StoreArg, validate_new_run_id, validate_run_id
+from agc._core.store import RunId, StoreArg, validate_new_run_id, validate_run_id
 from agc.errors import (
     HistoryFormatError,
     JsonInvalidError,
@@ -431,7 +431,7 @@ def snapshot_path(
     Raises:
         RunIdInvalidError: the run id is invalid.
     """
-    return FolderSnapshots.at(store, run_id).path(compressed=compressed)
+    return FolderSnapshots.at(store, RunId(run_id)).path(compressed=compressed)
 
 
 def has_snapshot(run_id: str, store: StoreArg | Store = None) -> bool:
@@ -445,7 +445,7 @@ def has_snapshot(run_id: str, store: StoreArg | Store = None) -> bool:
         UsageError: an ``s3://`` URL that is not valid.
         StoreError: the store cannot be listed.
     """
-    return snapshot_place(store, run_id).exists()
+    return snapshot_place(store, RunId(run_id)).exists()
 
 
 def save_snapshot(
@@ -482,7 +482,7 @@ def save_snapshot(
     """
     if snapshot.format not in SNAPSHOT_FORMATS:
         raise SnapshotInvalidError(f"snapshot format {snapshot.format!r} is not an API format")
-    validate_new_run_id(snapshot.run_id)
+    run_id = validate_new_run_id(snapshot.run_id)
     # The document nests the messages two levels down; deeper than agc's JSON reader
     # reads, it could be sealed but never loaded.
     if strict_json.exceeds_depth(snapshot.messages, strict_json.MAX_DEPTH - 2):
@@ -490,7 +490,7 @@ def save_snapshot(
             f"snapshot of run {snapshot.run_id}: its messages nest deeper than "
             f"{strict_json.MAX_DEPTH} levels, which no snapshot can be read back with"
         )
-    place = snapshot_place(store, snapshot.run_id)
+    place = snapshot_place(store, run_id)
     clean, stats, dropped = sanitize_snapshot(snapshot)
     data = encode_snapshot(clean, compress=compress)
     # What loading checks (messages fit the format …), so no unloadable snapshot is sealed.
@@ -557,6 +557,7 @@ def load_snapshot(
     required = signature_required(
         trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
     )
+    run_id = RunId(run_id)
     found = snapshot_place(store, run_id).newest(max_bytes=MAX_SNAPSHOT_BYTES)
     snapshot = _judge(found, insecure_skip_verify, trusted_keys, required, on_note)
     if snapshot.run_id != run_id:

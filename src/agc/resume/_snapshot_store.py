@@ -38,7 +38,7 @@ from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm
 from agc._core.fs import prepare_write, read_small_file
 from agc._core.sidecar import Sidecar, parse_sidecar, read_sidecar, sidecar_path
 from agc._core.storage import PreconditionFailed, Retention, Store
-from agc._core.store import StoreArg, open_store, resolve_store, validate_run_id
+from agc._core.store import RunId, StoreArg, open_store, resolve_store
 from agc.errors import (
     BadSignatureError,
     FileUnreadableError,
@@ -129,15 +129,14 @@ class SnapshotPlace(Protocol):
         """
 
 
-def snapshot_place(store: StoreArg | Store, run_id: str) -> SnapshotPlace:
-    """The snapshots of ``run_id`` in the store a ``--store`` value names
-    (:func:`~agc._core.store.open_store`: a folder, ``s3://…``, ``None``: the default).
+def snapshot_place(store: StoreArg | Store, run_id: RunId) -> SnapshotPlace:
+    """The snapshots of ``run_id`` (checked by the caller) in the store a ``--store``
+    value names (:func:`~agc._core.store.open_store`: a folder, ``s3://…``, ``None``:
+    the default).
 
     Raises:
-        RunIdInvalidError: the run id is invalid.
         UsageError: an ``s3://`` URL that is not valid.
     """
-    run_id = validate_run_id(run_id)
     opened = open_store(store)
     folder = opened.folder
     if folder is None:
@@ -166,14 +165,14 @@ class FolderSnapshots:
     run_id: str
 
     @classmethod
-    def at(cls, store: str | os.PathLike[str] | None, run_id: str) -> FolderSnapshots:
-        """The snapshots of ``run_id`` in the store folder ``store`` (pure).
+    def at(cls, store: str | os.PathLike[str] | None, run_id: RunId) -> FolderSnapshots:
+        """The snapshots of ``run_id`` (checked by the caller) in the store folder
+        ``store`` (pure).
 
         Raises:
-            RunIdInvalidError: the run id is invalid.
             UsageError: ``store`` names an object store.
         """
-        return cls(resolve_store(store) / "sessions", validate_run_id(run_id))
+        return cls(resolve_store(store) / "sessions", run_id)
 
     def path(self, *, compressed: bool) -> Path:
         """``<folder>/<runId>.json`` or ``….json.zst``."""

@@ -1,8 +1,11 @@
-"""Command-line pieces for object stores (``--store s3://bucket/prefix``).
+"""The write policy on the command line: what a store keeps each written object under,
+and what a write reports.
 
 The options of the write policy (``--retention-days``, ``--retention-mode``,
-``--legal-hold``) and of the verifier (the same retention as a policy to check), and
-``agc seal`` for an object store. See docs/object-store.md.
+``--legal-hold``: retention and legal hold of each object, for a store whose objects
+carry them, such as an ``s3://`` store with Object Lock), the store that applies them,
+the one stderr line printed after a run was uploaded, and ``agc seal --store``, which
+puts a sealed file and its sidecar in such a store. See docs/object-store.md.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ __all__ = [
     "policy_store",
     "print_upload",
     "retention_from",
-    "seal_to_object_store",
+    "seal_to_store",
 ]
 
 
@@ -104,8 +107,13 @@ def print_upload(upload: Any) -> None:
         )
 
 
-def seal_to_object_store(store: Store, file: Path, sidecar: Path, as_json: bool) -> dict[str, Any]:
-    """``agc seal FILE --store s3://…``: put FILE and its sidecar under ``files/``."""
+def seal_to_store(store: Store, file: Path, sidecar: Path, as_json: bool) -> dict[str, Any]:
+    """``agc seal FILE --store s3://…``: put FILE and its sidecar under ``files/`` of
+    ``store`` (a store that is not a folder) and print where they went unless ``as_json``.
+
+    Returns:
+        The upload's dict (``object``, ``uploaded`` …), as :func:`agc.integrity.upload_sealed_file`.
+    """
     from agc.integrity import upload_sealed_file  # noqa: PLC0415
 
     result = upload_sealed_file(store, file, sidecar)
