@@ -25,9 +25,9 @@ from agc.cli import resume as resume_module
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
 from agc.integrity import _kept as kept_module
-from agc.integrity import _s3_verify as s3_verify
+from agc.integrity import _run_reader as run_reader
 from agc.integrity import check_object_run, check_run
-from agc.integrity._s3 import artifact_path, manifest_path
+from agc.integrity._chain_objects import artifact_path, manifest_path
 from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import (
     examples,
@@ -40,8 +40,8 @@ from tests.s3server import S3Server
 
 REACHES_INSIDE = {
     "agc.integrity._kept": "swaps the run check and the copy writer under agc resume --run",
-    "agc.integrity._s3": "the object keys of a run's artifacts and manifest in the bucket",
-    "agc.integrity._s3_verify": "swaps the object check under agc resume --run",
+    "agc.integrity._chain_objects": "the object keys of a run's artifacts and manifest in the bucket",
+    "agc.integrity._run_reader": "swaps the object check under agc resume --run",
 }
 
 
@@ -827,7 +827,7 @@ def test_a_swap_between_verify_and_read_cannot_get_other_bytes_parsed(
 
     monkeypatch.setattr(ObjectStore, "open", open_then_swap)
     if when == "after-the-check":
-        monkeypatch.setattr(s3_verify, "check_object_run", check_then_swap)
+        monkeypatch.setattr(run_reader, "check_object_run", check_then_swap)
     out = tmp_path / "fixed.jsonl"
     code, _, err = _resume(
         ["r1", "--store", s3_store.url, "--strategy", "synthesize", "--out", str(out)], capsys

@@ -22,12 +22,12 @@ from agc._core.memstore import MemoryStore
 from agc._core.storage import BucketLock
 from agc._core.store import StoreLayout
 from agc.integrity import RunReport, check_object_run, check_run, check_run_kept
-from agc.integrity._s3_findings import ObjectStoreFindingCode
+from agc.integrity._version_findings import ObjectStoreFindingCode
 from agc.integrity._verify import check_folder_run
 from tests.conftest import write_run
 
 REACHES_INSIDE = {
-    "agc.integrity._s3_findings": "the object-store-only finding codes, left out of the comparison",
+    "agc.integrity._version_findings": "the object-store-only finding codes, left out of the comparison",
     "agc.integrity._verify": "the folder reader, against the store-interface one",
 }
 

@@ -44,13 +44,13 @@ from agc.integrity import (
 )
 from agc.integrity import _writer as writer_module
 from agc.integrity._chain import ChainEntry, chain_log_path, read_chain, run_links, write_head
-from agc.integrity._s3 import artifact_path, manifest_path
+from agc.integrity._chain_objects import artifact_path, manifest_path
 from tests.conftest import examples, feed_stdin, sampled, tree
 from tests.integrity.evidence_helpers import fixed_clock, records, write_run
 
 REACHES_INSIDE = {
     "agc.integrity._chain": "reads and rewrites the chain log and its head to tamper with links",
-    "agc.integrity._s3": "the object keys of a run's files, to tamper with them in S3",
+    "agc.integrity._chain_objects": "the object keys of a run's files, to tamper with them in S3",
     "agc.integrity._writer": "the tool-event writer class, and swaps its linked-run guard",
 }
 

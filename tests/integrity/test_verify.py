@@ -32,7 +32,7 @@ from agc.integrity import (
 from agc.integrity import _judge as judge_module
 from agc.integrity import _legacy as legacy_module
 from agc.integrity import _run_chain as run_chain_module
-from agc.integrity import _s3_findings as s3_findings_module
+from agc.integrity import _version_findings as version_findings_module
 from agc.integrity import _verify as verify_module
 from agc.integrity._store_io import record_seal
 from tests._core.test_store import BAD_RUN_IDS
@@ -42,7 +42,7 @@ REACHES_INSIDE = {
     "agc.integrity._judge": "reads its source for the finding codes it emits",
     "agc.integrity._legacy": "reads its source for the finding codes it emits",
     "agc.integrity._run_chain": "reads its source for the finding codes it emits",
-    "agc.integrity._s3_findings": "reads its source for the finding codes it emits",
+    "agc.integrity._version_findings": "reads its source for the finding codes it emits",
     "agc.integrity._store_io": "records a seal into a manifest directly (record_seal)",
     "agc.integrity._verify": "sets the in-memory size limit; reads its source for finding codes",
 }
@@ -607,7 +607,7 @@ def test_every_finding_code_is_documented() -> None:
     the chain judge's and the object-store findings module's) is in the typed list of
     codes, and that list is exactly the table in docs/format.md."""
     emitted: set[str] = set()
-    modules = (verify_module, judge_module, legacy_module, run_chain_module, s3_findings_module)
+    modules = (verify_module, judge_module, legacy_module, run_chain_module, version_findings_module)
     for module in modules:
         source = Path(str(module.__file__)).read_text()
         emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))

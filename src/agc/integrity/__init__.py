@@ -47,7 +47,7 @@ if _TYPE_CHECKING:
         run_is_sealed,
         unwrap_record,
     )
-    from agc.integrity._s3_verify import (
+    from agc.integrity._run_reader import (
         check_object_run,
         list_run_versions,
         verify_policy,
@@ -186,7 +186,7 @@ _HOMES = {
         "unwrap_record",
     ),
     "agc.integrity._upload": ("upload_sealed_file",),
-    "agc.integrity._s3_verify": (
+    "agc.integrity._run_reader": (
         "check_object_run",
         "list_run_versions",
         "verify_policy",

@@ -11,7 +11,7 @@ verdict incomplete, with a ``modified`` finding.
 
 In an object store (``s3://bucket/prefix``) a writer of the bucket can put another
 version of the object there between two requests, so nothing is fetched twice: the run
-is checked by :func:`~agc.integrity._s3_verify.check_object_run` and the artifact is
+is checked by :func:`~agc.integrity._run_reader.check_object_run` and the artifact is
 copied from the very stream its digest is computed over (one ``GetObject``); the copy is
 then hashed again on this host against the seal it was judged by.
 
@@ -333,7 +333,7 @@ def _check_object_run_kept(
     """:func:`check_run_kept` in an object store: check the run as
     ``agc-verify RUN --store s3://…`` does (``trusted_keys``,
     ``require_signature``, ``allow_unsigned`` as
-    :func:`~agc.integrity._s3_verify.check_object_run`), keeping a copy of one
+    :func:`~agc.integrity._run_reader.check_object_run`), keeping a copy of one
     artifact's bytes from the same read, of at most ``max_bytes`` (an object larger is
     refused before its bytes are read).
 
@@ -346,7 +346,7 @@ def _check_object_run_kept(
         RunIdInvalidError, StoreError: as :func:`check_object_run` (the copy is closed).
         InputError: the artifact is larger than ``max_bytes``.
     """
-    from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - object stores only
+    from agc.integrity._run_reader import check_object_run  # noqa: PLC0415 - object stores only
 
     kept = KeptArtifact(
         kind, store.url_of(artifact_path(run_id, kind)), spool_bytes, max_bytes=max_bytes

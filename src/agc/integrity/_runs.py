@@ -260,7 +260,7 @@ def _remote_legacy_candidates(remote: ObjectStore, listed: Container[str]) -> li
 def _remote_legacy_listing(remote: ObjectStore, run_id: str) -> RunListing | None:
     """The listing of a legacy run of an ``s3://`` store (its complete lines are counted
     as the object streams by; nothing is hashed), or ``None`` when it is not one."""
-    from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415 - boto3
+    from agc.integrity._run_reader import is_legacy_object_run  # noqa: PLC0415 - boto3
 
     if not is_legacy_object_run(remote, run_id):
         return None

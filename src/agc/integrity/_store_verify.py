@@ -56,7 +56,7 @@ from agc.integrity._chain import ChainEntry, manifest_digest
 from agc.integrity._manifest import RunManifest
 from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
 from agc.integrity._run_chain import judge_run_links, superseded_problems
-from agc.integrity._s3_findings import ObjectStoreFindingCode
+from agc.integrity._version_findings import ObjectStoreFindingCode
 from agc.integrity._store_view import StoreView
 from agc.integrity._verdict import count_verdicts
 from agc.integrity._verify import RunReport, check_folder_run
@@ -332,7 +332,7 @@ def _check_any_store(
     if root is None:
         # A store written object by object: each run's objects and versions are checked
         # (in workers when asked), the chain and the head once, by the view.
-        from agc.integrity._s3_verify import ObjectRunCheck, verify_policy  # noqa: PLC0415
+        from agc.integrity._run_reader import ObjectRunCheck, verify_policy  # noqa: PLC0415
 
         policy = verify_policy(opened, retention)
         listing = None if inventory is None else _inventory(inventory, opened)
@@ -454,7 +454,7 @@ class LocalRunCheck:
         run_id, listed = item
         keys = self.keys
         if keys is None and self.trusted:
-            from agc.integrity._s3_verify import _public_keys  # noqa: PLC0415
+            from agc.integrity._run_reader import _public_keys  # noqa: PLC0415
 
             keys = _public_keys(self.trusted)
         run_id = validate_run_id(run_id)

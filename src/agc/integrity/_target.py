@@ -53,7 +53,7 @@ from agc.errors import (
 )
 from agc.integrity._chain import ChainEntry, chain_lock_path, heal_chain, run_links
 from agc.integrity._manifest import ArtifactSeal
-from agc.integrity._s3 import read_remote_manifest
+from agc.integrity._chain_objects import read_remote_manifest
 from agc.integrity._store_io import read_manifest
 from agc.integrity._upload import (
     UploadResult,
@@ -456,7 +456,7 @@ class StagedTarget:
             raise RunNotFoundError(
                 f"run {run_id} is uploaded to {store.url} already; there is nothing to recover"
             )
-        from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415
+        from agc.integrity._run_reader import is_legacy_object_run  # noqa: PLC0415
 
         if is_legacy_object_run(store, run_id):
             raise RecoveryRefusedError(
@@ -508,7 +508,7 @@ class StagedTarget:
     ) -> Iterator[RecordedCopies | None]:
         """The artifacts as copied from the very object versions the check verified."""
         from agc.integrity._kept import KeptArtifact  # noqa: PLC0415 - only on a retry
-        from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415
+        from agc.integrity._run_reader import check_object_run  # noqa: PLC0415
 
         store = self.store
         with contextlib.ExitStack() as stack:

@@ -66,7 +66,7 @@ from agc.errors import (
 )
 from agc.integrity._chain import manifest_digest
 from agc.integrity._manifest import ArtifactSeal, RunManifest
-from agc.integrity._s3 import (
+from agc.integrity._chain_objects import (
     HEAD_PATH,
     RemoteHead,
     _is_run_id,

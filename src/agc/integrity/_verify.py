@@ -324,11 +324,11 @@ def check_run(
     ``store`` may be an object store (``s3://bucket/prefix``), or any
     :class:`~agc._core.storage.Store` (one in memory, in tests): its objects are streamed
     and hashed as they are read, and what only a versioned store shows (newer versions,
-    delete markers, retention) is reported too (:mod:`agc.integrity._s3_verify`).
+    delete markers, retention) is reported too (:mod:`agc.integrity._run_reader`).
     """
     opened = open_store(store)
     if not isinstance(opened, FolderStore):
-        from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - not a folder
+        from agc.integrity._run_reader import check_object_run  # noqa: PLC0415 - not a folder
 
         return check_object_run(
             opened,

@@ -5,7 +5,7 @@ that also counts records, keeps the last byte and hashes the sealed prefix of a 
 object; memory stays flat. What the bytes say is judged by the same pure functions as
 for a folder store (:func:`~agc.integrity._verify.judge_artifact`, the signature rules),
 so a run's findings mean the same in both. On top, each object's versions, delete
-markers and Object Lock retention are judged (:mod:`agc.integrity._s3_findings`).
+markers and Object Lock retention are judged (:mod:`agc.integrity._version_findings`).
 
 The retention policy is the one asked for (``--retention-days``/``--retention-mode``),
 else the bucket's default retention rule, else none (retention is then not judged, and a
@@ -52,8 +52,8 @@ from agc.integrity._legacy import LegacyRun, detect_legacy_run
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._run_chain import judge_run_links
-from agc.integrity._s3 import CHAIN_DIR, HEAD_PATH, RemoteHead
-from agc.integrity._s3_findings import judge_object, object_lock_finding
+from agc.integrity._chain_objects import CHAIN_DIR, HEAD_PATH, RemoteHead
+from agc.integrity._version_findings import judge_object, object_lock_finding
 from agc.integrity._store_io import stored_run_ids
 
 if TYPE_CHECKING:
