@@ -31,8 +31,8 @@ from agc.integrity import (
     load_signing_key,
     load_trusted_keys,
 )
-from agc.integrity import _version_findings as version_findings_module
 from agc.integrity import _store_verify as store_verify_module
+from agc.integrity import _version_findings as version_findings_module
 from agc.integrity._chain import manifest_digest
 from tests.conftest import THOROUGH, sampled
 from tests.integrity.evidence_helpers import transcript_path, write_run

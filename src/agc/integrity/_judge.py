@@ -67,8 +67,8 @@ from agc.errors import ReportInvalidError
 from agc.integrity._legacy import LegacyFindingCode, LegacyRun, unverified_records_finding
 from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._observation import ArtifactObservation
-from agc.integrity._version_findings import ObjectStoreFindingCode
 from agc.integrity._verdict import Verdict, verdict_of
+from agc.integrity._version_findings import ObjectStoreFindingCode
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

@@ -1,11 +1,22 @@
-"""Verifying evidence in object storage: one run (its objects, versions and retention).
+"""The run reader: one run of any store observed through the store interface.
 
-Every object is streamed (``GetObject``) and hashed as its bytes arrive, in one pass
-that also counts records, keeps the last byte and hashes the sealed prefix of a longer
-object; memory stays flat. What the bytes say is judged by the same pure functions as
-for a folder store (:func:`~agc.integrity._verify.judge_artifact`, the signature rules),
-so a run's findings mean the same in both. On top, each object's versions, delete
-markers and Object Lock retention are judged (:mod:`agc.integrity._version_findings`).
+One reader for every store (a folder, an object store, one in memory): what stands at
+each path of the run (:meth:`~agc._core.storage.Store.odd_entry`: a symlink or another
+entry where an object should be, in a store that can hold one), its manifest and
+sidecars, and each artifact's bytes, streamed once (:meth:`~agc._core.storage.Store.stream`)
+and hashed as they arrive, in one pass that also counts records, keeps the last byte and
+hashes the sealed prefix of a longer artifact and each earlier segment; memory stays
+flat. A file not sealed for good is checked against its crash checkpoints too. What the
+store showed is judged by the one pure judge (:func:`~agc.integrity._judge.judge_run`),
+so a run's findings mean the same in every store.
+
+What only some stores show is asked of the store, never guessed from its type: a
+:attr:`~agc._core.storage.Store.versioned` store lists every version and delete marker of
+the run's keys, judged with each object's Object Lock retention
+(:mod:`agc.integrity._version_findings`); a store whose objects can be locked
+(:attr:`~agc._core.storage.Store.lockable`) and are not is reported; the store chain is
+read in the store's form (a log in a store written in place, link objects and a head
+object in a store written object by object).
 
 The retention policy is the one asked for (``--retention-days``/``--retention-mode``),
 else the bucket's default retention rule, else none (retention is then not judged, and a
@@ -16,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,13 +42,21 @@ from agc._core.storage import BucketLock, ObjectInfo, ObjectVersion, Retention, 
 from agc._core.store import (
     ARTIFACT_KINDS,
     ArtifactKind,
+    StoreLayout,
     artifact_path,
     link_path,
     manifest_path,
     validate_run_id,
 )
-from agc.errors import JsonInvalidError, ManifestInvalidError, SidecarInvalidError
-from agc.integrity._chain import ChainEntry
+from agc.errors import (
+    JsonInvalidError,
+    ManifestInvalidError,
+    SidecarInvalidError,
+    StoreError,
+    UnsafePathError,
+)
+from agc.integrity._chain import ChainEntry, pending_link, run_links
+from agc.integrity._chain_objects import CHAIN_DIR, HEAD_PATH, RemoteHead
 from agc.integrity._judge import (
     ArtifactObservation,
     RunFindingCode,
@@ -48,25 +67,38 @@ from agc.integrity._judge import (
     run_missing_report,
     sealed_bytes_differ,
 )
-from agc.integrity._legacy import LegacyRun, detect_legacy_run
+from agc.integrity._legacy import (
+    LegacyRun,
+    chain_links_run,
+    count_legacy_tool_events,
+    detect_legacy_run,
+    has_legacy_sidecars,
+)
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
 from agc.integrity._quarantine import judge_quarantine, quarantine_name
 from agc.integrity._run_chain import judge_run_links
-from agc.integrity._chain_objects import CHAIN_DIR, HEAD_PATH, RemoteHead
+from agc.integrity._store_io import (
+    archived_manifest_path,
+    read_archived_manifest,
+    stored_run_ids,
+)
 from agc.integrity._version_findings import judge_object, object_lock_finding
-from agc.integrity._store_io import stored_run_ids
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from agc._core.checkpoint import Checkpoint, PrefixCheck
 
 __all__ = [
     "ObjectCopy",
     "ObjectRunCheck",
     "VerifyPolicy",
     "check_object_run",
-    "is_legacy_object_run",
+    "check_store_run",
+    "is_legacy_store_run",
     "list_run_versions",
     "read_head_object",
+    "read_run",
     "run_paths",
     "verify_policy",
 ]
@@ -169,7 +201,7 @@ def _stream(
 ) -> _Observed | None:
     """Read the object once: digest, length, lines, last byte, sealed prefix, segments
     (and every chunk into ``copy``, when given)."""
-    with store.open(path) as found:
+    with store.stream(path) as found:
         if found is None:
             return None
         chunks, info = found
@@ -221,27 +253,105 @@ def _stream(
     )
 
 
+def _take(chunks: Iterable[bytes], limit: int) -> bytes:
+    """At most ``limit`` bytes of a stream (the rest is not read)."""
+    taken = bytearray()
+    for chunk in chunks:
+        taken += chunk[: limit - len(taken)]
+        if len(taken) >= limit:
+            break
+    return bytes(taken)
+
+
+def _read_small(
+    store: Store, path: str, limit: int, infos: dict[str, ObjectInfo]
+) -> bytes | str | None:
+    """The first ``limit`` + 1 bytes of the object at ``path`` (more: it is larger than
+    ``limit``); ``None`` when there is none; ``"symlink"`` or ``"other"`` for what
+    stands there that is not an object (:meth:`~agc._core.storage.Store.odd_entry`).
+
+    Raises:
+        StoreError: it cannot be read.
+    """
+    odd = store.odd_entry(path)
+    if odd is not None:
+        return odd
+    try:
+        with store.stream(path) as found:
+            if found is None:
+                return None
+            chunks, infos[path] = found
+            return _take(chunks, limit + 1)
+    except UnsafePathError:
+        return "symlink"  # swapped in since it was looked at
+
+
 def _read_sidecars(
-    store: Store, path: str, present: set[str] | None, infos: dict[str, ObjectInfo]
+    store: Store, path: str, present: Container[str] | None, infos: dict[str, ObjectInfo]
 ) -> dict[Algorithm, Sidecar | str]:
+    """Every sidecar of the artifact at ``path``: parsed, or the problem that makes it
+    unusable (the rule of :func:`agc._core.sidecar.read_sidecar`, in any store)."""
     found: dict[Algorithm, Sidecar | str] = {}
     for algorithm in ALGORITHMS:
         where = path + SIDECAR_SUFFIXES[algorithm]
         if present is not None and where not in present:
             continue
-        got = store.get(where, max_bytes=1 << 30)
-        if got is None:
+        data = _read_small(store, where, MAX_SIDECAR_BYTES, infos)
+        if data is None:
             continue
-        data, info = got
-        infos[where] = info
-        if len(data) > MAX_SIDECAR_BYTES:
+        if isinstance(data, str):
+            found[algorithm] = "is a symlink or not a regular file"
+        elif len(data) > MAX_SIDECAR_BYTES:
             found[algorithm] = f"is larger than {MAX_SIDECAR_BYTES} bytes; one line is expected"
-            continue
-        try:
-            found[algorithm] = parse_sidecar(data, algorithm=algorithm)
-        except SidecarInvalidError as exc:
-            found[algorithm] = exc.message.removeprefix("sidecar ")
+        else:
+            try:
+                found[algorithm] = parse_sidecar(data, algorithm=algorithm)
+            except SidecarInvalidError as exc:
+                found[algorithm] = exc.message.removeprefix("sidecar ")
     return found
+
+
+def _read_checkpoints(store: Store, path: str) -> list[Checkpoint]:
+    """The crash checkpoints of the artifact at ``path`` (``<name>.ckpt``); none when
+    there is no usable checkpoint object (nothing of the file then counts as verified).
+
+    Raises:
+        StoreError: it is larger than a checkpoint file may be, or cannot be read.
+    """
+    from agc._core.checkpoint import (  # noqa: PLC0415 - only for a file not sealed for good
+        CHECKPOINT_SUFFIX,
+        MAX_CHECKPOINT_BYTES,
+        parse_checkpoints,
+    )
+
+    where = path + CHECKPOINT_SUFFIX
+    if store.odd_entry(where) is not None:
+        return []
+    try:
+        got = store.get(where, max_bytes=MAX_CHECKPOINT_BYTES)
+    except UnsafePathError:
+        return []
+    return [] if got is None else parse_checkpoints(got[0])[0]
+
+
+def _check_prefix(
+    store: Store, path: str, checkpoints: list[Checkpoint], size: int, version_id: str | None
+) -> PrefixCheck:
+    """The artifact's first ``size`` bytes checked against its crash checkpoints: a
+    second read of the version just read (none when there is no checkpoint)."""
+    from agc._core.checkpoint import check_prefix_read, chunk_reader  # noqa: PLC0415
+
+    if not checkpoints:
+        return check_prefix_read(_nothing, checkpoints, size=size)
+    with store.open(path, version_id=version_id) as found:
+        # Gone since the first read: no checkpoint's prefix matches.
+        read = _nothing if found is None else chunk_reader(found[0])
+        return check_prefix_read(read, checkpoints, size=size)
+
+
+def _nothing(_length: int, _offset: int) -> bytes:
+    """A read of a stream that holds nothing."""
+    return b""
 
 
 def _observe(
@@ -249,28 +359,50 @@ def _observe(
     run_id: str,
     kind: ArtifactKind,
     seal: ArtifactSeal | None,
-    present: set[str] | None,
+    present: Container[str] | None,
     infos: dict[str, ObjectInfo],
     copy: ObjectCopy | None = None,
 ) -> ArtifactObservation:
+    """What the store shows of one artifact: what stands at its path (an object, a
+    symlink or another entry, nothing), its sidecars, and the facts of its bytes read
+    once (:func:`_stream`); its crash checkpoints when it is not sealed for good.
+
+    ``present``: the paths a listing found (``None``: look each one up).
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
     path = artifact_path(run_id, kind)
     sidecars = _read_sidecars(store, path, present, infos)
     local = Path(path)
     algorithm: Algorithm = seal.algorithm if seal else next(iter(sidecars), "blake3")
-    observed = (
-        None
-        if present is not None and path not in present
-        else _stream(store, path, algorithm, seal, copy)
-    )
+    if present is not None and path not in present:
+        return ArtifactObservation(kind, local, "absent", sidecars=sidecars)
+    odd = store.odd_entry(path)
+    if odd is not None:
+        return ArtifactObservation(kind, local, odd, sidecars=sidecars)
+    # Checkpoints first, bytes second: a live writer writes bytes before the checkpoint
+    # that covers them, so every checkpoint read here is within the bytes read after.
+    checkpoints = _read_checkpoints(store, path) if seal is None or not seal.closed else None
+    try:
+        observed = _stream(store, path, algorithm, seal, copy)
+    except UnsafePathError:  # swapped in since it was looked at
+        return ArtifactObservation(kind, local, "symlink", sidecars=sidecars)
     if observed is None:
         return ArtifactObservation(kind, local, "absent", sidecars=sidecars)
     infos[path] = observed.info
+    version_id = observed.info.version_id
+    prefix = (
+        None
+        if checkpoints is None
+        else _check_prefix(store, path, checkpoints, observed.size, version_id)
+    )
     matches = seal is not None and digests_equal(seal.digest, observed.digest)
     located = None
     if seal is not None and sealed_bytes_differ(
         seal, observed.size, observed.digest, observed.prefix_digest
     ):
-        located = _locate(store, path, seal, observed.info.version_id)
+        located = _locate(store, path, seal, version_id)
     return ArtifactObservation(
         kind=kind,
         path=local,
@@ -283,6 +415,7 @@ def _observe(
         prefix_digest=observed.prefix_digest,
         segment_mismatch=observed.segment_mismatch,
         sidecars=sidecars,
+        prefix=prefix,
         changed_lines=located,
     )
 
@@ -290,9 +423,9 @@ def _observe(
 def _locate(
     store: Store, path: str, seal: ArtifactSeal, version_id: str | None
 ) -> tuple[int, int] | None:
-    """:func:`~agc.integrity._verify.changed_lines` of an object whose sealed bytes
-    differ: a second ``GetObject`` of the version just read, read only up to the last
-    prefix digest that tells."""
+    """:func:`~agc.integrity._judge.changed_lines` of an artifact whose sealed bytes
+    differ: a second read of the version just read, read only up to the last prefix
+    digest that tells."""
     from agc._core.checkpoint import chunk_reader  # noqa: PLC0415 - only on a mismatch
 
     with store.open(path, version_id=version_id) as found:
@@ -305,8 +438,17 @@ def _locate(
 def _check_quarantine(
     store: Store, run_id: str, seal: ArtifactSeal, infos: dict[str, ObjectInfo]
 ) -> list[_Finding]:
-    path = artifact_path(run_id, seal.kind).rsplit("/", 1)[0] + "/" + quarantine_name(seal)
-    observed = _stream(store, path, seal.algorithm, None)
+    """The torn bytes ``agc recover`` moved beside a file: present and as sealed."""
+    kind, name = seal.kind, quarantine_name(seal)
+    path = artifact_path(run_id, kind).rsplit("/", 1)[0] + "/" + name
+    odd = store.odd_entry(path)
+    try:
+        observed = None if odd is not None else _stream(store, path, seal.algorithm, None)
+    except UnsafePathError:
+        odd = "symlink"
+    if odd is not None:
+        what = "is a symlink" if odd == "symlink" else "is not a file"
+        return [Finding("not-regular-file", f"{kind} quarantine file {name} {what}", artifact=kind)]
     if observed is None:
         return judge_quarantine(seal, None)
     infos[path] = observed.info
@@ -318,7 +460,43 @@ def _label(path: str, kind: str) -> str:
     return kind if name.endswith(".jsonl") or kind == "manifest" else f"{kind} {name}"
 
 
-def check_object_run(
+def _read_manifest(
+    store: Store,
+    run_id: str,
+    present: Container[str] | None,
+    infos: dict[str, ObjectInfo],
+    manifest_object: tuple[bytes, ObjectInfo] | _Unread | None,
+) -> tuple[RunManifest | None, list[_Finding]]:
+    """The run's manifest, or the finding that makes it unusable."""
+    mpath = manifest_path(run_id)
+    if present is not None and mpath not in present:
+        return None, []
+    if isinstance(manifest_object, _Unread):
+        data = _read_small(store, mpath, MAX_MANIFEST_BYTES, infos)
+    elif manifest_object is not None:
+        data, infos[mpath] = manifest_object
+    else:
+        data = None
+    if data is None:
+        return None, []
+    if isinstance(data, str):
+        finding: _Finding = Finding(
+            "not-regular-file", "run manifest is a symlink or not a file", artifact="manifest"
+        )
+        return None, [finding]
+    try:
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise ManifestInvalidError(
+                f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
+            )
+        return RunManifest.from_bytes(data, expected_run_id=run_id), []
+    except ManifestInvalidError as exc:
+        return None, [
+            Finding("manifest-invalid", f"run manifest invalid: {exc.message}", artifact="manifest")
+        ]
+
+
+def check_store_run(
     store: Store,
     run_id: str,
     *,
@@ -333,75 +511,106 @@ def check_object_run(
     copies: Mapping[ArtifactKind, ObjectCopy] | None = None,
     chain: bool = True,
 ) -> RunReport:
-    """Check one run of an object store; never raises on findings (see the module doc).
+    """Check one run of any store; never raises on findings (see the module doc).
 
     Args:
-        store: the object store.
+        store: the store (a folder, an object store, one in memory).
         run_id: the run (validated first).
         trusted_keys, require_signature, allow_unsigned, allow_recovered: as
-            :func:`check_run`.
+            :func:`~agc.integrity.check_run`.
         policy: the retention policy and the bucket's lock (default: read from the
-            bucket, retention = its default rule).
-        versions: the versions of the run's keys, as listed (default: listed here).
-        bucket_findings: report a bucket without Object Lock in this run's report
+            store, retention = its default rule).
+        versions: the versions of the run's keys, as listed (default: listed here, in
+            a :attr:`~agc._core.storage.Store.versioned` store).
+        bucket_findings: report a store without Object Lock in this run's report
             (``--all`` reports it once, for the store).
         manifest_object: the manifest's bytes and object facts as ``--all`` already read
             them (``None``: no such object); by default it is read here.
         copies: for each artifact kind given, where the object's bytes are copied as
-            they are hashed (:class:`ObjectCopy`); an artifact not read (absent, or no
-            current version) leaves its copy untouched.
-        chain: judge the run against its chain link (``--all`` judges every run's
-            links itself, from its one read of the chain): the link object at the
-            position its manifest names (one read), or, for a run without a manifest,
-            every link object (a deleted run is found by its link).
+            they are hashed (:class:`ObjectCopy`); an artifact not read (absent, or not
+            an object) leaves its copy untouched.
+        chain: judge the run against its links in the store chain (``--all`` judges
+            every run's links itself, from its one read of the chain).
 
     Raises:
-        RunIdInvalidError, UsageError: as :func:`check_run`.
+        RunIdInvalidError, UsageError: as :func:`~agc.integrity.check_run`.
         StoreError: the store cannot be read (exit 3).
     """
-    required = signature_required(
-        trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
-    )
+    return read_run(
+        store,
+        run_id,
+        trusted_keys=trusted_keys,
+        require_signature=signature_required(
+            trusted_keys, require_signature=require_signature, allow_unsigned=allow_unsigned
+        ),
+        allow_recovered=allow_recovered,
+        policy=policy,
+        versions=versions,
+        bucket_findings=bucket_findings,
+        manifest_object=manifest_object,
+        copies=copies,
+        chain=chain,
+    )[0]
+
+
+check_object_run = check_store_run
+"""The public name of :func:`check_store_run` (the same function: every store holds
+objects at paths)."""
+
+
+def read_run(
+    store: Store,
+    run_id: str,
+    *,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
+    require_signature: bool,
+    allow_recovered: bool = False,
+    policy: VerifyPolicy | None = None,
+    versions: Sequence[ObjectVersion] | None = None,
+    present: Container[str] | None = None,
+    bucket_findings: bool = True,
+    manifest_object: tuple[bytes, ObjectInfo] | _Unread | None = UNREAD,
+    copies: Mapping[ArtifactKind, ObjectCopy] | None = None,
+    chain: bool = True,
+    shared_events: bool = True,
+) -> tuple[RunReport, RunManifest | str | None]:
+    """:func:`check_store_run` (``require_signature`` already resolved by
+    :func:`~agc._core.signature_rule.signature_required`), with the manifest it judged
+    the run by: ``None`` when the run has none, or why it is unusable (the message of
+    a ``manifest-invalid`` or ``not-regular-file`` finding of the report).
+
+    ``present``: the paths of the run's artifact files and sidecars that a listing of
+    the store found (``--all``); what it does not name is not looked for.
+    ``shared_events``: the legacy shared tool-events file may be in the store (``--all``
+    knows from its listing).
+
+    Raises:
+        RunIdInvalidError, StoreError: as :func:`check_store_run`.
+    """
     run_id = validate_run_id(run_id)
+    kinds_paths = [(k, store.url_of(artifact_path(run_id, k))) for k in ARTIFACT_KINDS]
+    listed = present is not None or versions is not None
+    if not listed and not store.exists_at_all():
+        # No store at all holds no run either: the same verdict as an empty store
+        # (``run-missing``, exit 1), not an unreadable one.
+        where = " (the store folder does not exist)"
+        return run_missing_report(run_id, store.url, kinds_paths, None, where), None
     policy = policy or verify_policy(store)
-    if versions is None:
+    if versions is None and present is None and store.versioned:
         versions = list_run_versions(store, run_id)
-    if not versions and chain and not _object_run_links(store, run_id, None):
-        # Nothing of the run, in any version, and no link names it: a mistyped id.
-        return run_missing_report(
-            run_id,
-            store.url,
-            [(k, store.url_of(artifact_path(run_id, k))) for k in ARTIFACT_KINDS],
-            closest_run_id(run_id, stored_run_ids(store, artifact_files=False)),
-        )
-    by_path = _group(versions, store)
-    present = {path for path, found in by_path.items() if _current(found)}
+        if not versions and chain and not _has_links(store, run_id):
+            # Nothing of the run, in any version, and no link names it: a mistyped id.
+            return _run_missing(store, run_id, kinds_paths), None
+    by_path = _group(versions or (), store)
+    if versions is not None:
+        present = {path for path, found in by_path.items() if _current(found)}
     infos: dict[str, ObjectInfo] = {}
-    findings: list[_Finding] = []
-    manifest: RunManifest | None = None
-    mpath = manifest_path(run_id)
-    if mpath in present:
-        got = (
-            store.get(mpath, max_bytes=MAX_MANIFEST_BYTES + 1)
-            if isinstance(manifest_object, _Unread)
-            else manifest_object
-        )
-        if got is not None:
-            data, infos[mpath] = got
-            try:
-                if len(data) > MAX_MANIFEST_BYTES:
-                    raise ManifestInvalidError(
-                        f"manifest is larger than {MAX_MANIFEST_BYTES} bytes (damaged)"
-                    )
-                manifest = RunManifest.from_bytes(data, expected_run_id=run_id)
-            except ManifestInvalidError as exc:
-                findings.append(
-                    Finding(
-                        "manifest-invalid",
-                        f"run manifest invalid: {exc.message}",
-                        artifact="manifest",
-                    )
-                )
+    # A listing of versions names the manifest too; one of files (--all on a folder)
+    # names the artifacts' only, and the manifest is looked up.
+    manifest, findings = _read_manifest(
+        store, run_id, present if versions is not None else None, infos, manifest_object
+    )
+    judged: RunManifest | str | None = findings[0].message if findings else manifest
     observations = [
         _observe(
             store,
@@ -414,23 +623,37 @@ def check_object_run(
         )
         for kind in ARTIFACT_KINDS
     ]
-    # A run in the legacy format, judged as in any store (the chain here is its link
-    # objects). Object storage has no legacy shared tool-events file.
+    # Records naming the run in the legacy shared file are never part of it: reported
+    # as unverified, for legacy and agc runs alike.
+    shared_records = count_legacy_tool_events(store, run_id) if shared_events else 0
     legacy: LegacyRun | None = None
     if manifest is None and not findings:
         legacy, downgrade = detect_legacy_run(
-            observations[0], linked=partial(_downgraded, store, run_id), shared_records=0
+            observations[0],
+            linked=partial(_links_run, store, run_id),
+            shared_records=shared_records,
         )
         findings.extend(downgrade)
+    if (
+        versions is None
+        and manifest is None
+        and not findings
+        and not shared_records
+        and all(o.file_type == "absent" and not o.sidecars for o in observations)
+    ):
+        # A store that keeps no versions: nothing of the run is there now.
+        missing = _run_missing(store, run_id, kinds_paths)
+        return (_judge_links(missing, store, None) if chain else missing), None
     quarantines = {
         seal.kind: _check_quarantine(store, run_id, seal, infos)
         for obs in observations
         if (seal := manifest.artifacts.get(obs.kind) if manifest else None) is not None
         and seal.quarantine is not None
     }
-    # What only object storage shows, key by key (in a stable order). A finding about an
-    # artifact's object (its file, sidecar or quarantine) is the artifact's too: its
+    # What only a versioned store shows, key by key (in a stable order). A finding about
+    # an artifact's object (its file, sidecar or quarantine) is the artifact's too: its
     # entry is then not ok, as for any other error about it.
+    mpath = manifest_path(run_id)
     kinds = {artifact_path(run_id, k).rsplit("/", 1)[0]: k for k in ARTIFACT_KINDS}
     object_findings: list[Finding[Any]] = []
     for path in sorted(set(by_path) | set(infos)):
@@ -442,7 +665,7 @@ def check_object_run(
         )
     bucket = (
         [object_lock_finding(store.lock_scope, policy_asked=policy.asked)]
-        if bucket_findings and not policy.lock.enabled
+        if bucket_findings and store.lockable and not policy.lock.enabled
         else []
     )
     report = judge_run(
@@ -453,21 +676,102 @@ def check_object_run(
         findings,
         legacy=legacy,
         quarantines=quarantines,
-        shared_records=0,  # object storage has no legacy shared tool-events file
+        shared_records=shared_records,
         trusted_keys=trusted_keys,
-        require_signature=required,
+        require_signature=require_signature,
         allow_recovered=allow_recovered,
         object_findings=object_findings,
         store_findings=bucket,
     )
-    if not chain or legacy is not None or any(f.code == "manifest-invalid" for f in findings):
+    if chain:
+        report = _judge_links(report, store, judged, legacy=legacy is not None)
+    return report, judged
+
+
+def _run_missing(
+    store: Store, run_id: str, kinds_paths: Sequence[tuple[ArtifactKind, str]]
+) -> RunReport:
+    """The report on a run of which the store holds nothing at all: one finding, which
+    every artifact shares (none of them is there). When the store holds a run of a
+    close id (a typo), the message asks "did you mean" it."""
+    return run_missing_report(run_id, store.url, kinds_paths, _close_run_id(store, run_id))
+
+
+def _close_run_id(store: Store, run_id: str) -> str | None:
+    """The stored run id most like ``run_id`` (:func:`~agc.integrity._judge.closest_run_id`),
+    or ``None``; a store that cannot be listed has none (the finding stands without a
+    suggestion)."""
+    try:
+        # A run being written in place has its files before its manifest.
+        stored = stored_run_ids(store, artifact_files=store.folder is not None)
+    except StoreError:
+        return None
+    return closest_run_id(run_id, stored)
+
+
+# -- the run's links in the store chain -------------------------------------------------
+#
+# The chain's form is the store's: a store written in place (a folder) keeps a log,
+# ``audit/chain.jsonl``, with kept manifests of re-opened runs; a store written object
+# by object keeps one link object per position and a head object.
+
+
+def _has_links(store: Store, run_id: str) -> bool:
+    return bool(_object_run_links(store, run_id, None))
+
+
+def _links_run(store: Store, run_id: str) -> bool:
+    """Whether the store chain links a run that has no manifest (a downgraded run, not
+    a legacy one); a chain that cannot be read counts as linking it."""
+    if store.folder is not None:
+        return chain_links_run(StoreLayout(store.folder), run_id)
+    return _downgraded(store, run_id)
+
+
+def _judge_links(
+    report: RunReport, store: Store, judged: RunManifest | str | None, *, legacy: bool = False
+) -> RunReport:
+    """``report`` judged against the run's links in the store chain."""
+    if store.folder is not None:
+        return _judge_log_links(report, StoreLayout(store.folder), judged)
+    if legacy or isinstance(judged, str):
         return report
+    run_id = report.run_id
     return judge_run_links(
         report,
-        manifest,
-        _object_run_links(store, run_id, manifest),
+        judged,
+        _object_run_links(store, run_id, judged),
         lambda _: None,  # a run in object storage is never re-opened
         lambda position: f"{run_id}@{position}.json",
+    )
+
+
+def _judge_log_links(
+    report: RunReport, layout: StoreLayout, judged: RunManifest | str | None
+) -> RunReport:
+    """``report`` judged against the run's links in ``audit/chain.jsonl``."""
+    run_id = report.run_id
+    try:
+        links = run_links(layout, run_id)
+    except UnsafePathError:
+        links = ()  # not followed; `agc-verify --all` reports the chain as invalid
+    pending = False
+    if not links and isinstance(judged, RunManifest) and judged.chain is not None:
+        pending = pending_link(layout) == (run_id, judged.chain.get("position"))
+
+    def archived(position: int) -> RunManifest | None:
+        try:
+            return read_archived_manifest(layout, run_id, position)
+        except (ManifestInvalidError, UnsafePathError):
+            return None  # unusable: judged as missing
+
+    return judge_run_links(
+        report,
+        judged,
+        links,
+        archived,
+        lambda position: archived_manifest_path(layout, run_id, position).name,
+        link_pending=pending,
     )
 
 
@@ -526,29 +830,27 @@ def _read_head_object(store: Store) -> RemoteHead | None:
     return head if isinstance(head, RemoteHead) else None
 
 
-def is_legacy_object_run(store: Store, run_id: str) -> bool:
-    """Whether a run of an object store that has no manifest is in the legacy format, as
-    :func:`check_object_run` decides it, without reading the transcript: its only sidecar
-    is a digest-only SHA-256 one and the store chain does not link it (``agc runs``).
+def is_legacy_store_run(
+    store: Store, run_id: str, *, chained: Container[str] | None = None
+) -> bool:
+    """Whether a run that has no manifest is in the legacy format, as the reader decides
+    it (:func:`~agc.integrity._legacy.detect_legacy_run`), without reading its
+    transcript: its transcript's only sidecar is a digest-only SHA-256 one and the store
+    chain does not link it (``agc runs``, ``agc show``, ``agc recover``). Call it only
+    for a run whose manifest does not exist.
+
+    Args:
+        chained: the run ids the chain links, read once for a listing of many runs
+            (:func:`~agc.integrity._legacy.chained_run_ids`); ``None`` reads the chain
+            when the sidecar is a legacy one.
 
     Raises:
-        StoreError: the store cannot be listed or read (exit 3).
+        StoreError: a sidecar or the chain is present but cannot be read (exit 3).
     """
-    transcript = artifact_path(run_id, "transcript")
-    if store.exists(f"{transcript}{SIDECAR_SUFFIXES['blake3']}"):
+    sidecars = _read_sidecars(store, artifact_path(run_id, "transcript"), None, {})
+    if not has_legacy_sidecars(sidecars):
         return False
-    with store.open(f"{transcript}{SIDECAR_SUFFIXES['sha256']}") as found:
-        if found is None:
-            return False
-        chunks, info = found
-        if info.size > MAX_SIDECAR_BYTES:
-            return False  # not a usable sidecar
-        data = b"".join(chunks)
-    try:
-        sidecar = parse_sidecar(data, algorithm="sha256")
-    except SidecarInvalidError:
-        return False
-    return sidecar.legacy and not _downgraded(store, run_id)
+    return run_id not in chained if chained is not None else not _links_run(store, run_id)
 
 
 def _downgraded(store: Store, run_id: str) -> bool:
@@ -601,18 +903,20 @@ def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:
 
 @dataclass(frozen=True)
 class ObjectRunCheck:
-    """A picklable per-run check for ``--all --jobs`` / Dask workers: the store (never
-    its client or credentials), the signature rules and the policy."""
+    """A picklable per-run check of a versioned store for ``--all --jobs`` / Dask
+    workers: the store (never its client or credentials), the signature rules, the
+    policy, and whether the legacy shared tool-events file is in the store."""
 
     store: Store
     trusted: Mapping[str, bytes]
     require_signature: bool
     policy: VerifyPolicy
     allow_recovered: bool = False
+    shared_events: bool = True
 
     def __call__(self, item: RunItem) -> RunReport:
         run_id, versions, manifest_object = item
-        return check_object_run(
+        return read_run(
             self.store,
             run_id,
             trusted_keys=_public_keys(self.trusted),
@@ -623,7 +927,8 @@ class ObjectRunCheck:
             bucket_findings=False,
             manifest_object=manifest_object,
             chain=False,
-        )
+            shared_events=self.shared_events,
+        )[0]
 
 
 _KEY_CACHE: dict[tuple[tuple[str, bytes], ...], dict[str, Any]] = {}

@@ -6,7 +6,7 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,6 +107,29 @@ def read_run_manifest(
     Raises: as :func:`read_manifest`, and ``RunIdInvalidError`` for a bad run id.
     """
     return read_manifest(StoreLayout.at(store), validate_run_id(run_id))
+
+
+def iter_json_lines(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """Yield each line of a JSONL stream (its bytes in chunks) that is a JSON object;
+    lines that are not JSON objects are skipped (the verifier, not this reader, reports
+    damage)."""
+    rest = b""
+    for chunk in chunks:
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        yield from _objects(lines)
+    if rest:
+        yield from _objects([rest])
+
+
+def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        try:
+            record = strict_json.loads(line, allow_lone_surrogates=True)
+        except JsonInvalidError:
+            continue
+        if isinstance(record, dict):
+            yield record
 
 
 def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Callable, Container, Iterator, Mapping
+from collections.abc import Callable, Collection, Container, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
+from agc._core.folderstore import FolderStore
 from agc._core.fs import is_temp_name
 from agc._core.report import Finding, Report
 from agc._core.signature_rule import signature_required
@@ -39,6 +40,7 @@ from agc._core.storage import ObjectVersion, Retention, Store
 from agc._core.store import (
     ARTIFACT_DIRS,
     ARTIFACT_KINDS,
+    LEGACY_TOOL_EVENTS,
     ArtifactKind,
     StoreArg,
     StoreLayout,
@@ -53,13 +55,14 @@ from agc.errors import (
     UsageError,
 )
 from agc.integrity._chain import ChainEntry, manifest_digest
+from agc.integrity._judge import RunReport
 from agc.integrity._manifest import RunManifest
 from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
 from agc.integrity._run_chain import judge_run_links, superseded_problems
-from agc.integrity._version_findings import ObjectStoreFindingCode
+from agc.integrity._run_reader import _public_keys, read_run
 from agc.integrity._store_view import StoreView
 from agc.integrity._verdict import count_verdicts
-from agc.integrity._verify import RunReport, check_folder_run
+from agc.integrity._version_findings import ObjectStoreFindingCode
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -337,7 +340,8 @@ def _check_any_store(
         policy = verify_policy(opened, retention)
         listing = None if inventory is None else _inventory(inventory, opened)
         object_view = StoreView(opened, policy, listing)
-        object_check = ObjectRunCheck(opened, raw_keys, required, policy, allow_recovered)
+        shared = opened.exists(LEGACY_TOOL_EVENTS)
+        object_check = ObjectRunCheck(opened, raw_keys, required, policy, allow_recovered, shared)
 
         def object_runs(run_ids: list[str]) -> list[RunReport]:
             items = [object_view.run_item(run_id) for run_id in run_ids]
@@ -449,21 +453,19 @@ class LocalRunCheck:
 
     def __call__(self, item: LocalRunItem) -> tuple[RunReport, RunManifest | str | None]:
         """The run's report, and the manifest it was judged by (see
-        :func:`~agc.integrity._verify.check_folder_run`); ``item`` is the run id and the
+        :func:`~agc.integrity._run_reader.read_run`); ``item`` is the run id and the
         names of its files the store listing holds."""
         run_id, listed = item
         keys = self.keys
         if keys is None and self.trusted:
-            from agc.integrity._run_reader import _public_keys  # noqa: PLC0415
-
             keys = _public_keys(self.trusted)
         run_id = validate_run_id(run_id)
-        report, manifest = check_folder_run(
+        report, manifest = read_run(
+            self._store,
             run_id,
-            self._layout,
             trusted_keys=keys,
             require_signature=self.require_signature,
-            listed=listed,
+            present={f"{ARTIFACT_DIRS[k]}/{name}" for k, names in listed.items() for name in names},
             shared_events=self.shared_events,
             allow_recovered=self.allow_recovered,
             chain=False,  # every run's links are judged once the chain is read
@@ -475,8 +477,8 @@ class LocalRunCheck:
         return report, manifest
 
     @cached_property
-    def _layout(self) -> StoreLayout:
-        return StoreLayout(Path(self.root))
+    def _store(self) -> FolderStore:
+        return FolderStore(Path(self.root))
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -493,7 +495,7 @@ class LocalRunCheck:
         object.__setattr__(self, "keys", None)
 
 
-LocalRunItem: TypeAlias = tuple[str, Mapping[ArtifactKind, Container[str]]]
+LocalRunItem: TypeAlias = tuple[str, Mapping[ArtifactKind, Collection[str]]]
 """A run for :class:`LocalRunCheck`: its id, and the names of its files in the listing."""
 
 

@@ -56,9 +56,8 @@ from agc.integrity._chain import (
     read_chain,
     read_head,
 )
-from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._chain_objects import CHAIN_DIR, RemoteHead
-from agc.integrity._version_findings import judge_object, object_lock_finding
+from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._run_reader import (
     _LINK_NAME,
     UNREAD,
@@ -71,6 +70,7 @@ from agc.integrity._run_reader import (
     read_head_object,
 )
 from agc.integrity._store_io import read_archived_manifest, read_manifest
+from agc.integrity._version_findings import judge_object, object_lock_finding
 
 __all__ = ["StoreView"]
 

@@ -52,8 +52,8 @@ from agc.errors import (
     UnsafePathError,
 )
 from agc.integrity._chain import ChainEntry, chain_lock_path, heal_chain, run_links
-from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._chain_objects import read_remote_manifest
+from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._store_io import read_manifest
 from agc.integrity._upload import (
     UploadResult,
@@ -456,9 +456,9 @@ class StagedTarget:
             raise RunNotFoundError(
                 f"run {run_id} is uploaded to {store.url} already; there is nothing to recover"
             )
-        from agc.integrity._run_reader import is_legacy_object_run  # noqa: PLC0415
+        from agc.integrity._run_reader import is_legacy_store_run  # noqa: PLC0415
 
-        if is_legacy_object_run(store, run_id):
+        if is_legacy_store_run(store, run_id):
             raise RecoveryRefusedError(
                 f"run {run_id} is in the legacy store format (a digest-only SHA-256 "
                 "sidecar, no manifest): it was sealed by an earlier release and there "

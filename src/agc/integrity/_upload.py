@@ -65,7 +65,6 @@ from agc.errors import (
     UsageError,
 )
 from agc.integrity._chain import manifest_digest
-from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._chain_objects import (
     HEAD_PATH,
     RemoteHead,
@@ -74,6 +73,7 @@ from agc.integrity._chain_objects import (
     read_remote_head,
     read_remote_manifest,
 )
+from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, sign_manifest
 
