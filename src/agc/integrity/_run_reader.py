@@ -198,9 +198,13 @@ def _stream(
     algorithm: Algorithm,
     seal: ArtifactSeal | None,
     copy: ObjectCopy | None = None,
+    *,
+    count_lines: bool = True,
 ) -> _Observed | None:
-    """Read the object once: digest, length, lines, last byte, sealed prefix, segments
-    (and every chunk into ``copy``, when given)."""
+    """Read the object once: digest, length, last byte, sealed prefix, segments, and
+    its lines when ``count_lines`` (else ``records`` is 0: a sealed file's count is
+    needed only when its digest differs, :func:`_count_and_locate`); every chunk goes
+    into ``copy``, when given."""
     with store.stream(path) as found:
         if found is None:
             return None
@@ -228,7 +232,8 @@ def _stream(
             hasher.update(chunk)
             if copy is not None:
                 copy.write(chunk)
-            lines += chunk.count(b"\n")
+            if count_lines:
+                lines += chunk.count(b"\n")
             total += len(chunk)
             last = chunk[-1:]
     prefix_digest = None
@@ -385,7 +390,7 @@ def _observe(
     # that covers them, so every checkpoint read here is within the bytes read after.
     checkpoints = _read_checkpoints(store, path) if seal is None or not seal.closed else None
     try:
-        observed = _stream(store, path, algorithm, seal, copy)
+        observed = _stream(store, path, algorithm, seal, copy, count_lines=seal is None)
     except UnsafePathError:  # swapped in since it was looked at
         return ArtifactObservation(kind, local, "symlink", sidecars=sidecars)
     if observed is None:
@@ -397,12 +402,15 @@ def _observe(
         if checkpoints is None
         else _check_prefix(store, path, checkpoints, observed.size, version_id)
     )
-    matches = seal is not None and digests_equal(seal.digest, observed.digest)
-    located = None
-    if seal is not None and sealed_bytes_differ(
-        seal, observed.size, observed.digest, observed.prefix_digest
-    ):
-        located = _locate(store, path, seal, version_id)
+    records, located = observed.records, None
+    if seal is not None:
+        if digests_equal(seal.digest, observed.digest):
+            records = seal.records
+        else:
+            differ = sealed_bytes_differ(
+                seal, observed.size, observed.digest, observed.prefix_digest
+            )
+            records, located = _count_and_locate(store, path, seal, version_id, locate=differ)
     return ArtifactObservation(
         kind=kind,
         path=local,
@@ -411,7 +419,7 @@ def _observe(
         digest=observed.digest,
         algorithm=algorithm,
         ends_with_newline=observed.ends_with_newline,
-        records=seal.records if matches and seal else observed.records,
+        records=records,
         prefix_digest=observed.prefix_digest,
         segment_mismatch=observed.segment_mismatch,
         sidecars=sidecars,
@@ -420,19 +428,40 @@ def _observe(
     )
 
 
-def _locate(
-    store: Store, path: str, seal: ArtifactSeal, version_id: str | None
-) -> tuple[int, int] | None:
-    """:func:`~agc.integrity._judge.changed_lines` of an artifact whose sealed bytes
-    differ: a second read of the version just read, read only up to the last prefix
-    digest that tells."""
+def _count_and_locate(
+    store: Store, path: str, seal: ArtifactSeal, version_id: str | None, *, locate: bool
+) -> tuple[int, tuple[int, int] | None]:
+    """The lines of an artifact whose digest differs from its seal and, when ``locate``
+    (its sealed bytes differ), :func:`~agc.integrity._judge.changed_lines`: one second
+    read of the version just read (only such an artifact is read twice).
+    ``(0, None)`` when it is gone since the first read."""
     from agc._core.checkpoint import chunk_reader  # noqa: PLC0415 - only on a mismatch
 
     with store.open(path, version_id=version_id) as found:
         if found is None:
-            return None  # gone since the first read: the finding stays unlocated
+            return 0, None  # gone since the first read: the finding stays unlocated
         chunks, info = found
-        return changed_lines(seal, chunk_reader(chunks), info.size)
+        counted = _Counted(chunks)
+        located = changed_lines(seal, chunk_reader(counted), info.size) if locate else None
+        for _ in counted:  # the rest of the lines
+            pass
+        return counted.lines, located
+
+
+class _Counted:
+    """The chunks of a stream, counting the lines of every chunk taken."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self.lines = 0
+
+    def __iter__(self) -> _Counted:
+        return self
+
+    def __next__(self) -> bytes:
+        chunk = next(self._chunks)
+        self.lines += chunk.count(b"\n")
+        return chunk
 
 
 def _check_quarantine(
@@ -443,7 +472,11 @@ def _check_quarantine(
     path = artifact_path(run_id, kind).rsplit("/", 1)[0] + "/" + name
     odd = store.odd_entry(path)
     try:
-        observed = None if odd is not None else _stream(store, path, seal.algorithm, None)
+        observed = (
+            None
+            if odd is not None
+            else _stream(store, path, seal.algorithm, None, count_lines=False)
+        )
     except UnsafePathError:
         odd = "symlink"
     if odd is not None:
