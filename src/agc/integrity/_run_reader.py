@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
@@ -91,7 +91,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ObjectCopy",
-    "ObjectRunCheck",
+    "RunCheck",
     "VerifyPolicy",
     "check_object_run",
     "check_store_run",
@@ -118,8 +118,13 @@ class _Unread:
 
 UNREAD: Final = _Unread()
 _ManifestObject: TypeAlias = "tuple[bytes, ObjectInfo] | _Unread | None"
-RunItem: TypeAlias = tuple[str, Sequence[ObjectVersion], _ManifestObject]
-"""A run for :class:`ObjectRunCheck`: its id, its listed versions, its manifest object."""
+RunItem: TypeAlias = (
+    "tuple[str, Sequence[ObjectVersion] | None, Collection[str] | None, _ManifestObject]"
+)
+"""A run for :class:`RunCheck`: its id; what a listing of the store showed of it (the
+versions of its keys in a versioned store, else the paths of its artifact files and
+sidecars, or ``None``: look each one up); its manifest object as already read
+(:data:`UNREAD`: read it)."""
 
 
 @dataclass(frozen=True)
@@ -935,10 +940,14 @@ def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:
 
 
 @dataclass(frozen=True)
-class ObjectRunCheck:
-    """A picklable per-run check of a versioned store for ``--all --jobs`` / Dask
-    workers: the store (never its client or credentials), the signature rules, the
-    policy, and whether the legacy shared tool-events file is in the store."""
+class RunCheck:
+    """A picklable per-run check of any store for ``--all`` (``--jobs`` processes, Dask
+    workers): the store (never a client or credentials), the signature rules, the
+    policy, and whether the legacy shared tool-events file is in the store.
+
+    ``keys``: the trusted keys themselves, for a check run in this process (they do not
+    pickle: a worker makes them from ``trusted``, their raw bytes).
+    """
 
     store: Store
     trusted: Mapping[str, bytes]
@@ -946,22 +955,43 @@ class ObjectRunCheck:
     policy: VerifyPolicy
     allow_recovered: bool = False
     shared_events: bool = True
+    keys: Mapping[str, Ed25519PublicKey] | None = field(default=None, compare=False)
 
-    def __call__(self, item: RunItem) -> RunReport:
-        run_id, versions, manifest_object = item
-        return read_run(
+    def __call__(self, item: RunItem) -> tuple[RunReport, RunManifest | str | None]:
+        """The run's report, and the manifest it was judged by (see :func:`read_run`);
+        its links in the store chain are judged once the chain is read."""
+        run_id, versions, present, manifest_object = item
+        keys = self.keys
+        if keys is None and self.trusted:
+            keys = _public_keys(self.trusted)
+        report, manifest = read_run(
             self.store,
             run_id,
-            trusted_keys=_public_keys(self.trusted),
+            trusted_keys=keys,
             require_signature=self.require_signature,
             allow_recovered=self.allow_recovered,
             policy=self.policy,
             versions=versions,
-            bucket_findings=False,
+            present=present,
+            bucket_findings=False,  # reported once, for the store
             manifest_object=manifest_object,
             chain=False,
             shared_events=self.shared_events,
-        )[0]
+        )
+        if isinstance(manifest, RunManifest) and manifest.closed:
+            # The chain check needs this digest; computed here it is computed by the
+            # worker (in parallel) and travels with the pickled manifest.
+            _ = manifest.digest
+        return report, manifest
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["keys"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
 
 _KEY_CACHE: dict[tuple[tuple[str, bytes], ...], dict[str, Any]] = {}

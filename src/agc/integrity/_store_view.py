@@ -183,13 +183,14 @@ class StoreView:
         return [v for p in paths for v in self.versions.get(p, ())]
 
     def run_item(self, run_id: str) -> RunItem:
-        """What :class:`~agc.integrity._run_reader.ObjectRunCheck` needs for the run: its
-        versions and the manifest object as :meth:`prefetch` read it (handed over once:
-        the run is checked against the same bytes as the chain, and the object is not
-        fetched twice)."""
+        """What :class:`~agc.integrity._run_reader.RunCheck` needs for a run of a
+        versioned store: its versions and the manifest object as :meth:`prefetch` read it
+        (handed over once: the run is checked against the same bytes as the chain, and
+        the object is not fetched twice)."""
         return (
             run_id,
             self.run_versions(run_id),
+            None,
             self._manifest_objects.pop(run_id, UNREAD),
         )
 
