@@ -22,7 +22,6 @@ from agc.integrity import _run_reader as run_reader
 from tests.conftest import examples, write_legacy_run_with_shared_tool_events, write_run
 
 REACHES_INSIDE = {
-    "agc.integrity._kept": "the kept copy itself",
     "agc.integrity._run_reader": "wraps the kept-copy check's run check to edit the store after it",
 }
 
