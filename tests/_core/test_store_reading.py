@@ -15,24 +15,12 @@ from hypothesis import strategies as st
 
 from agc._core import folderstore as folderstore_module
 from agc._core.folderstore import FolderStore
-from agc._core.memstore import MemoryStore
-from agc._core.objstore import ObjectStore
-from agc._core.storage import BucketLock, Store
+from agc._core.storage import Store
 from agc.errors import StoreError
+from tests._core import test_store_contract as contract
 
-KINDS = ["folder", "memory", "s3"]
 PATH = "audit/transcripts/r1.jsonl"
-
-
-@pytest.fixture(params=KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    """One store of each kind, empty."""
-    if request.param == "folder":
-        return FolderStore(tmp_path / "store")
-    if request.param == "memory":
-        return MemoryStore(prefix="team/evidence", lock=BucketLock(enabled=True))
-    s3: ObjectStore = request.getfixturevalue("s3_store")
-    return s3
+store = contract.store  # one store of each kind, empty: the contract's own fixture
 
 
 def _streamed(store: Store, path: str) -> bytes | None:

@@ -113,13 +113,18 @@ def iter_json_lines(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
     """Yield each line of a JSONL stream (its bytes in chunks) that is a JSON object;
     lines that are not JSON objects are skipped (the verifier, not this reader, reports
     damage)."""
-    rest = b""
+    pending: list[bytes] = []  # the start of a line that goes on in the next chunk
     for chunk in chunks:
-        lines = (rest + chunk).split(b"\n")
-        rest = lines.pop()
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:
+            pending.append(chunk)
+            continue
+        lines[0] = b"".join([*pending, lines[0]])
+        pending = [lines.pop()]
         yield from _objects(lines)
-    if rest:
-        yield from _objects([rest])
+    tail = b"".join(pending)
+    if tail:
+        yield from _objects([tail])
 
 
 def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
@@ -149,13 +154,7 @@ def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
         return
     with handle:
         try:
-            for line in handle:
-                try:
-                    record = strict_json.loads(line, allow_lone_surrogates=True)
-                except JsonInvalidError:
-                    continue
-                if isinstance(record, dict):
-                    yield record
+            yield from _objects(handle)
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
 
