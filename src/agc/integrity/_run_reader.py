@@ -550,6 +550,7 @@ def check_store_run(
     chain: bool = True,
 ) -> RunReport:
     """Check one run of any store; never raises on findings (see the module doc).
+    Public as :func:`agc.integrity.check_object_run` (the same function).
 
     Args:
         store: the store (a folder, an object store, one in memory).

@@ -508,7 +508,7 @@ class StagedTarget:
     ) -> Iterator[RecordedCopies | None]:
         """The artifacts as copied from the very object versions the check verified."""
         from agc.integrity._kept import KeptArtifact  # noqa: PLC0415 - only on a retry
-        from agc.integrity._run_reader import check_object_run  # noqa: PLC0415
+        from agc.integrity._run_reader import check_store_run  # noqa: PLC0415
 
         store = self.store
         with contextlib.ExitStack() as stack:
@@ -516,7 +516,7 @@ class StagedTarget:
                 k: stack.enter_context(KeptArtifact(k, store.url_of(artifact_path(run_id, k))))
                 for k in ARTIFACT_KINDS
             }
-            report = check_object_run(store, run_id, copies=kept, trusted_keys=trusted_keys)
+            report = check_store_run(store, run_id, copies=kept, trusted_keys=trusted_keys)
             if not report.complete or not all(copy.matches_seal() for copy in kept.values()):
                 yield None
                 return
