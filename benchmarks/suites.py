@@ -1316,6 +1316,7 @@ def bench_startup(ctx: Context) -> Section:
     return section
 
 
+from benchmarks.hook_capture import bench_hook_capture  # noqa: E402
 from benchmarks.resume_streaming import bench_resume_streaming  # noqa: E402
 
 SUITES: dict[str, Callable[[Context], Section]] = {
@@ -1330,4 +1331,5 @@ SUITES: dict[str, Callable[[Context], Section]] = {
     "store_all": bench_store_all,
     "ledger": bench_ledger,
     "resume_streaming": bench_resume_streaming,
+    "hook_capture": bench_hook_capture,
 }

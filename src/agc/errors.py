@@ -20,6 +20,7 @@ __all__ = [
     "ArchiveRefusedError",
     "ArtifactSealedError",
     "BadSignatureError",
+    "ClientConfigInvalidError",
     "DeploymentManifestError",
     "EmptyInputError",
     "ExtensionIndexInvalidError",
@@ -31,6 +32,8 @@ __all__ = [
     "HistoryEmptyError",
     "HistoryFormatError",
     "HistoryInvalidError",
+    "HookEventInvalidError",
+    "InPlaceRefusedError",
     "InputError",
     "InputMissingError",
     "JsonInvalidError",
@@ -216,11 +219,31 @@ class RecordInvalidError(InputError):
     default_hint = "Records must be JSON objects without NaN/Infinity or the keys seq/ts."
 
 
+class HookEventInvalidError(InputError):
+    """A client hook's event (JSON on stdin) cannot be read: too large, not strict JSON,
+    not an object, or without a session id to name its run."""
+
+    code = "hook-event-invalid"
+    default_hint = (
+        "agc hook reads the event JSON a client hook sends on stdin; the failure is kept "
+        "for `agc hooks status` and the run is never complete."
+    )
+
+
 class FileExistsRefusedError(UsageError):
     """agc refuses to overwrite an existing file (it never overwrites evidence)."""
 
     code = "file-exists"
     default_hint = "Choose another output path; agc never overwrites an existing file."
+
+
+class InPlaceRefusedError(AgcError):
+    """``--in-place`` will not replace a file another process holds open (a client still
+    writing the session); the file is left as it was."""
+
+    code = "in-place-refused"
+    exit_code = ExitCode.UNREADABLE
+    default_hint = "Quit the client that has the session open, then run the command again."
 
 
 class UnsafePathError(UsageError):
@@ -595,6 +618,19 @@ class DeploymentManifestError(InputError):
 
     code = "deployment-manifest-invalid"
     default_hint = "Give Kubernetes YAML files (Deployment, StatefulSet, Pod …), as kubectl takes."
+
+
+class ClientConfigInvalidError(InputError):
+    """An agent client's own configuration file (Claude Code or Gemini CLI
+    ``settings.json``, Codex ``config.toml``) cannot be read as the client's format, or its
+    ``hooks`` are not shaped as the client documents them: agc writes nothing to it (exit 2).
+    """
+
+    code = "client-config-invalid"
+    default_hint = (
+        "Fix the file (the client's own settings) or move it away, then run the command "
+        "again; agc changes only a file it can read exactly."
+    )
 
 
 class UrlInvalidError(UsageError):

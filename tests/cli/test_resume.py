@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,10 @@ def test_json_report_matches_golden(
 ) -> None:
     golden = Path(__file__).resolve().parent.parent / "resume" / "golden"
     monkeypatch.chdir(golden)
+    for name in ("HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"):  # no client home to find
+        monkeypatch.setenv(name, f"/nonexistent/{name.lower()}")
+    monkeypatch.setenv("TZ", "UTC")  # Codex names a rollout in local time
+    time.tzset()
     args = ["resume", "codex-rollout-in-flight.jsonl", "--strategy", "synthesize", "--json"]
     assert main(args) == 0
     expected = (golden / "codex-rollout-in-flight.synthesize.report.json").read_text()

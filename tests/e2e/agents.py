@@ -16,22 +16,33 @@ SIGKILL the client and every tool process it started at once, as a crash would.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from tests.e2e.clients import claude_env, claude_home, codex_env, codex_home
+from tests.e2e.clients import (
+    claude_env,
+    claude_home,
+    codex_env,
+    codex_home,
+    gemini_env,
+    gemini_home,
+    gemini_settings,
+)
 from tests.e2e.model_server import ModelServer
 
 __all__ = [
     "ClaudeSandbox",
     "ClientResult",
     "CodexSandbox",
+    "GeminiSandbox",
     "kill_group",
     "wait_for",
 ]
@@ -92,6 +103,26 @@ def _start(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> subpro
         )
 
 
+HookCommand = Callable[[str], str]
+"""The shell command line a hook of one event runs (given the event's name)."""
+
+
+def _json_hooks(
+    path: Path, command: HookCommand, events: Iterable[str], tool_events: set[str]
+) -> None:
+    """Add one command hook per event to the ``hooks`` of the JSON settings at ``path``
+    (the shape Claude Code and the Gemini CLI share: ``{event: [{matcher?, hooks: [{type,
+    command}]}]}``; matcher ``*`` on the tool events)."""
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    hooks: dict[str, list[dict[str, Any]]] = settings.setdefault("hooks", {})
+    for event in events:
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command(event)}]}
+        if event in tool_events:
+            group = {"matcher": "*", **group}
+        hooks.setdefault(event, []).append(group)
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+
 def kill_group(process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
     """SIGKILL the process's whole group (the client and every tool it started)."""
     with contextlib.suppress(ProcessLookupError):
@@ -135,6 +166,18 @@ class CodexSandbox:
 
     def _argv(self, *args: str) -> list[str]:
         return [str(self.binary), "exec", "--skip-git-repo-check", "-C", str(self.work), *args]
+
+    def add_hooks(self, command: HookCommand, events: Iterable[str]) -> None:
+        """Append one ``[[hooks.<Event>]]`` command hook per event to ``config.toml``
+        (untrusted: Codex skips it until trusted, or run with the trust bypass)."""
+        config = self.home / "config.toml"
+        text = config.read_text(encoding="utf-8")
+        for event in events:
+            text += (
+                f"\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\n"
+                f'type = "command"\ncommand = {json.dumps(command(event))}\n'
+            )
+        config.write_text(text, encoding="utf-8")
 
     def exec(self, prompt: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
         """Run one turn: ``codex exec <prompt>``."""
@@ -203,6 +246,15 @@ class ClaudeSandbox:
             *args,
         ]
 
+    def add_hooks(self, command: HookCommand, events: Iterable[str]) -> None:
+        """Add one command hook per event to ``settings.json`` (matcher ``*`` on tools)."""
+        _json_hooks(
+            self.config / "settings.json",
+            command,
+            events,
+            {"PreToolUse", "PostToolUse", "PostToolUseFailure"},
+        )
+
     def run(self, prompt: str, session_id: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
         """One turn in a new session: ``claude --session-id <id> -p <prompt>``."""
         return _run(
@@ -226,4 +278,66 @@ class ClaudeSandbox:
         """Where Claude Code keeps the session: ``projects/<cwd, / as ->/<id>.jsonl``."""
         files = sorted(self.projects.rglob(f"{session_id}.jsonl"))
         assert len(files) == 1, f"expected one session file for {session_id}, found {files}"
+        return files[0]
+
+
+@dataclass
+class GeminiSandbox:
+    """``gemini -p`` with a throwaway ``GEMINI_CLI_HOME`` pointed at the model server."""
+
+    root: Path
+    server: ModelServer
+    binary: Path
+    work: Path
+    home: Path
+    env: dict[str, str]
+
+    @classmethod
+    def create(
+        cls, root: Path, server: ModelServer, binary: Path, work: Path | None = None
+    ) -> GeminiSandbox:
+        """A new sandbox under ``root``; ``work`` defaults to a new ``root/work``."""
+        root.mkdir(parents=True, exist_ok=True)
+        if work is None:
+            work = root / "work"
+            work.mkdir()
+        home = gemini_home(root)
+        return cls(root, server, binary, work, home, gemini_env(root, server, home))
+
+    def _argv(self, *args: str) -> list[str]:
+        # --skip-trust: a headless run in an untrusted folder exits 55.
+        return [
+            str(self.binary),
+            "--yolo",
+            "--skip-trust",
+            "--output-format",
+            "stream-json",
+            *args,
+        ]
+
+    def add_hooks(self, command: HookCommand, events: Iterable[str]) -> None:
+        """Add one command hook per event to the user ``settings.json`` (matcher ``*`` on
+        the tool events)."""
+        _json_hooks(gemini_settings(self.home), command, events, {"BeforeTool", "AfterTool"})
+
+    def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
+        """One turn in a new session: ``gemini -p <prompt>``."""
+        return _run(self._argv("-p", prompt), self.env, self.work, timeout)
+
+    def start(self, prompt: str) -> subprocess.Popen[bytes]:
+        """Start ``gemini -p`` in its own process group (stream-json to a log)."""
+        return _start(self._argv("-p", prompt), self.env, self.work, self.root / "gemini-run.log")
+
+    def resume(self, session: str, prompt: str, timeout: float = RUN_TIMEOUT) -> ClientResult:
+        """Resume a saved session: ``gemini --resume <uuid|number|latest> -p <prompt>``."""
+        return _run(self._argv("--resume", session, "-p", prompt), self.env, self.work, timeout)
+
+    def session_files(self) -> list[Path]:
+        """Every chat file under ``.gemini/tmp/<project>/chats`` (oldest first)."""
+        return sorted((self.home / ".gemini" / "tmp").glob("*/chats/session-*.json*"))
+
+    def session_file(self) -> Path:
+        """The only chat file; AssertionError otherwise."""
+        files = self.session_files()
+        assert len(files) == 1, f"expected one chat file, found {files}"
         return files[0]

@@ -3,7 +3,8 @@
 ``PINNED`` is the one place the client versions are named. :func:`ensure_client`
 installs a client once into ``<repo>/.cache/e2e/`` (or ``$AGC_E2E_CACHE``): the npm
 package ships the native binary in a platform package, which is what is returned and run
-(no Node.js at run time). Installing is
+(no Node.js at run time; the Gemini CLI is one bundled Node.js script, run by the
+``node`` on ``PATH``). Installing is
 
 * idempotent: a finished install has a ``.installed`` marker and is returned at once,
   with no call to npm (so a warm cache works offline);
@@ -12,16 +13,17 @@ package ships the native binary in a platform package, which is what is returned
 * honest about failure: :class:`ClientUnavailableError` says whether node/npm are missing
   (the tests skip) or npm failed (the tests fail with npm's output).
 
-It also builds the clients' throwaway homes: :func:`codex_home` and :func:`claude_home`
-write a configuration that points the client at the scripted model server with update
-checks, analytics and other outside calls off, and :func:`codex_env` / :func:`claude_env`
-give the environment to run them in (proxy pointed at the server, see
-:func:`tests.e2e.model_server.proxy_env`).
+It also builds the clients' throwaway homes: :func:`codex_home`, :func:`claude_home` and
+:func:`gemini_home` write a configuration that points the client at the scripted model
+server with update checks, analytics and other outside calls off, and :func:`codex_env` /
+:func:`claude_env` / :func:`gemini_env` give the environment to run them in (proxy
+pointed at the server, see :func:`tests.e2e.model_server.proxy_env`).
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import platform
 import shutil
@@ -45,10 +47,12 @@ __all__ = [
     "codex_env",
     "codex_home",
     "ensure_client",
+    "gemini_env",
+    "gemini_home",
     "node_tools",
 ]
 
-ClientName = Literal["codex", "claude"]
+ClientName = Literal["codex", "claude", "gemini"]
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 CACHE_DIR: Final = Path(os.environ.get("AGC_E2E_CACHE") or REPO_ROOT / ".cache" / "e2e")
@@ -73,6 +77,7 @@ class Pin:
 PINNED: Final[Mapping[ClientName, Pin]] = {
     "codex": Pin("@openai/codex", "0.171.0"),
     "claude": Pin("@anthropic-ai/claude-code", "2.1.332"),
+    "gemini": Pin("@google/gemini-cli", "0.61.0"),
 }
 
 _INSTALL_TIMEOUT: Final = 900  # seconds; two ~100 MB tarballs on a slow link
@@ -107,10 +112,13 @@ def _is_musl() -> bool:
 
 def _binary_in(install: Path, name: ClientName) -> Path:
     """Where the platform package puts the native binary (as the packages' launchers say)."""
-    arch = _machine()
     modules = install / "node_modules"
     if sys.platform not in {"linux", "darwin"}:
         raise ClientUnavailableError(f"the e2e suite runs on Linux and macOS, not {sys.platform}")
+    if name == "gemini":
+        # One bundled Node.js script (the package's ``bin``), run by the node on PATH.
+        return modules / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+    arch = _machine()
     if name == "codex":
         triple = {
             ("linux", "x64"): "x86_64-unknown-linux-musl",
@@ -344,6 +352,48 @@ def claude_env(root: Path, server: ModelServer, config: Path) -> dict[str, str]:
         "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
         "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
         "IS_SANDBOX": "1",  # root in a container: allow --dangerously-skip-permissions
+    }
+
+
+def gemini_home(root: Path) -> Path:
+    """A fresh Gemini CLI home (``GEMINI_CLI_HOME``) under ``root``.
+
+    ``.gemini/settings.json`` selects API-key auth (with a base URL set and no auth type
+    chosen, ``gemini -p`` exits 41 "Invalid auth method selected") and turns off
+    auto-update, its notification, usage statistics and telemetry.
+    """
+    home = root / "gemini-home"
+    (home / ".gemini").mkdir(parents=True, exist_ok=False)
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+    (home / ".gemini" / "settings.json").write_text(
+        json.dumps(settings, indent=2) + "\n", encoding="utf-8"
+    )
+    return home
+
+
+def gemini_settings(home: Path) -> Path:
+    """The user settings file of the Gemini CLI home ``home``."""
+    return home / ".gemini" / "settings.json"
+
+
+def gemini_env(root: Path, server: ModelServer, home: Path) -> dict[str, str]:
+    """The environment to run the Gemini CLI in: the Gemini API at ``server``, dummy key.
+
+    ``GOOGLE_GEMINI_BASE_URL`` is the documented base URL of the Gemini API for API-key
+    auth (plain http is accepted for localhost); ``GEMINI_CLI_NO_RELAUNCH`` keeps the CLI
+    in one process (no relaunch into a child ``node`` with a larger heap).
+    """
+    return {
+        **_base_env(root, server),
+        "GEMINI_CLI_HOME": str(home),
+        "GOOGLE_GEMINI_BASE_URL": server.url,
+        "GEMINI_API_KEY": API_KEY,
+        "GEMINI_CLI_NO_RELAUNCH": "true",
     }
 
 

@@ -1,6 +1,6 @@
 """Fixtures for the end-to-end suite: the pinned real clients and the model server.
 
-``codex_bin`` / ``claude_bin`` install the pinned client once per cache (see
+``codex_bin`` / ``claude_bin`` / ``gemini_bin`` install the pinned client once per cache (see
 :mod:`tests.e2e.clients`) and skip, with the reason, only when node/npm are absent; any
 other install failure fails the test with npm's output. ``model_server`` starts a
 scripted server per test and fails the test if a client tried to reach another host.
@@ -8,6 +8,7 @@ scripted server per test and fails the test if a client tried to reach another h
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,15 @@ def codex_bin() -> Path:
 def claude_bin() -> Path:
     """The pinned Claude Code native binary."""
     return _client("claude")
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> Path:
+    """The pinned Gemini CLI's bundled script (run by the ``node`` on PATH)."""
+    binary = _client("gemini")
+    if shutil.which("node") is None:
+        pytest.skip("node is needed to run the Gemini CLI (not found on PATH)")
+    return binary
 
 
 @pytest.fixture

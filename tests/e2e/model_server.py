@@ -1,6 +1,6 @@
-"""A scripted model server on 127.0.0.1 for the real Codex CLI and Claude Code.
+"""A scripted model server on 127.0.0.1 for the real Codex CLI, Claude Code and Gemini CLI.
 
-It speaks the two wire protocols the clients use, as far as they use them:
+It speaks the three wire protocols the clients use, as far as they use them:
 
 * OpenAI Responses: ``POST /v1/responses`` answered as a server-sent event stream
   (``response.created``, ``response.output_item.done`` per output item,
@@ -8,6 +8,10 @@ It speaks the two wire protocols the clients use, as far as they use them:
 * Anthropic Messages: ``POST /v1/messages`` answered as the documented event stream
   (``message_start``, ``content_block_start`` / ``_delta`` / ``_stop``,
   ``message_delta``, ``message_stop``) and ``POST /v1/messages/count_tokens``.
+* the Gemini API: ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` answered
+  as server-sent events (``data: <GenerateContentResponse>``), ``:generateContent`` as
+  one JSON ``GenerateContentResponse`` (a request asking for JSON, the client's model
+  routers, gets :data:`GEMINI_ROUTE`) and ``:countTokens``.
 
 The server follows a :class:`Script`: each request that offers tools is answered by the
 script's next step (a shell tool call or a final text answer); a request that offers no
@@ -16,7 +20,8 @@ advance the script. Every request body is kept (:attr:`ModelServer.requests`).
 
 Before it answers, the server checks the history it was sent against the provider's
 documented pairing rule and answers a history that breaks it with the provider's own
-400 error (:func:`responses_pairing_error`, :func:`anthropic_pairing_error`), so a client
+400 error (:func:`responses_pairing_error`, :func:`anthropic_pairing_error`,
+:func:`gemini_pairing_error`), so a client
 that sends a broken history fails as it would against the real service.
 
 The same server is the clients' HTTP(S) proxy (:func:`proxy_env`): a request for any
@@ -47,11 +52,12 @@ __all__ = [
     "Script",
     "ShellCall",
     "anthropic_pairing_error",
+    "gemini_pairing_error",
     "proxy_env",
     "responses_pairing_error",
 ]
 
-Protocol = Literal["responses", "messages"]
+Protocol = Literal["responses", "messages", "gemini"]
 
 _MAX_BODY: Final = 64 * 1024 * 1024
 
@@ -171,8 +177,10 @@ class RecordedRequest:
 
     @property
     def protocol(self) -> Protocol | None:
-        """``responses`` or ``messages`` for a model request, else None."""
+        """``responses``, ``messages`` or ``gemini`` for a model request, else None."""
         path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith((":generateContent", ":streamGenerateContent")):
+            return "gemini"
         if path.endswith("/responses"):
             return "responses"
         if path.endswith("/messages"):
@@ -261,6 +269,46 @@ def anthropic_pairing_error(body: Any) -> str | None:
                     f"`tool_result` blocks: {block.get('tool_use_id')}. Each `tool_result` "
                     "block must have a corresponding `tool_use` block in the previous message."
                 )
+    return None
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    if not isinstance(parts, list):
+        return []
+    return [part for part in parts if isinstance(part, dict)]
+
+
+GEMINI_PAIRING_MESSAGE: Final = (
+    "Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn."
+)
+
+
+def gemini_pairing_error(body: Any) -> str | None:
+    """The Gemini API's 400 message for ``body["contents"]``, or None when it pairs.
+
+    Rule (Gemini API, function calling): a model turn with N ``functionCall`` parts is
+    followed by a turn with exactly N ``functionResponse`` parts (the API's
+    ``INVALID_ARGUMENT`` "Please ensure that the number of function response parts is
+    equal to the number of function call parts of the function call turn."), and a
+    ``functionResponse`` answers a function call turn right before it.
+    """
+    contents = body.get("contents") if isinstance(body, dict) else None
+    if not isinstance(contents, list):
+        return None
+    for index, content in enumerate(contents):
+        calls = sum(1 for part in _parts(content) if "functionCall" in part)
+        responses = sum(1 for part in _parts(content) if "functionResponse" in part)
+        previous = contents[index - 1] if index > 0 else None
+        previous_calls = sum(1 for part in _parts(previous) if "functionCall" in part)
+        if responses and responses != previous_calls:
+            return GEMINI_PAIRING_MESSAGE
+        following = contents[index + 1] if index + 1 < len(contents) else None
+        if calls and following is not None:
+            answered = sum(1 for part in _parts(following) if "functionResponse" in part)
+            if answered != calls:
+                return GEMINI_PAIRING_MESSAGE
     return None
 
 
@@ -413,6 +461,70 @@ def messages_stream(step: Step, model: str, message_id: str) -> bytes:
     return _sse(events)
 
 
+GEMINI_SHELL_TOOL: Final = "run_shell_command"
+
+
+def _gemini_tool_names(tools: Any) -> set[str]:
+    names: set[str] = set()
+    for tool in tools or ():
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        for declaration in declarations or ():
+            if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
+                names.add(declaration["name"])
+    return names
+
+
+def gemini_response(step: Step, tools: Any, model: str, response_id: str) -> dict[str, Any]:
+    """The ``GenerateContentResponse`` answering a Gemini request with ``step``.
+
+    A :class:`ShellCall` becomes a ``functionCall`` of the client's shell tool
+    (``run_shell_command``, ``{"command", "description"}``) with no call id, as the Gemini
+    API sends it; the client names the call itself.
+    """
+    if isinstance(step, ShellCall):
+        names = _gemini_tool_names(tools)
+        if GEMINI_SHELL_TOOL not in names:
+            raise LookupError(f"the request offers no shell tool (tools: {sorted(names)})")
+        part: dict[str, Any] = {
+            "functionCall": {
+                "name": GEMINI_SHELL_TOOL,
+                "args": {"command": step.command, "description": "agc e2e step"},
+            }
+        }
+    else:
+        part = {"text": step.text}
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": model,
+        "responseId": response_id,
+    }
+
+
+def _gemini_model(path: str) -> str:
+    """``gemini-x`` from ``/v1beta/models/gemini-x:streamGenerateContent``."""
+    return path.rsplit("/", 1)[-1].split(":", 1)[0]
+
+
+def _wants_json(body: Any) -> bool:
+    config = body.get("generationConfig") if isinstance(body, dict) else None
+    return isinstance(config, dict) and config.get("responseMimeType") == "application/json"
+
+
+#: The answer to the client's model routers (a JSON request with no tools): the fields
+#: of both classifiers the Gemini CLI asks (a choice, and a complexity score).
+GEMINI_ROUTE: Final = json.dumps(
+    {
+        "reasoning": "agc e2e",
+        "model_choice": "flash",
+        "complexity_reasoning": "agc e2e",
+        "complexity_score": 10,
+    }
+)
+
+
 # --- the server -------------------------------------------------------------------------
 
 
@@ -482,8 +594,12 @@ class ModelServer:
                 with self.log.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(entry) + "\n")
 
-    def _answer(self, protocol: Protocol, body: Any) -> tuple[int, str, bytes, Step | None]:
+    def _answer(
+        self, protocol: Protocol, body: Any, path: str = ""
+    ) -> tuple[int, str, bytes, Step | None]:
         """(status, content type, body, step) for one model request."""
+        if protocol == "gemini":
+            return self._answer_gemini(body, path)
         if protocol == "responses":
             error = responses_pairing_error(body)
             if error is not None:
@@ -513,6 +629,23 @@ class ModelServer:
         else:
             data = messages_stream(step, str(body.get("model", "claude")), f"msg_{number:024d}")
         return 200, "text/event-stream", data, step
+
+    def _answer_gemini(self, body: Any, path: str) -> tuple[int, str, bytes, Step | None]:
+        error = gemini_pairing_error(body)
+        if error is not None:
+            payload = {"error": {"code": 400, "message": error, "status": "INVALID_ARGUMENT"}}
+            return 400, "application/json", json.dumps(payload).encode(), None
+        has_tools = isinstance(body, dict) and bool(body.get("tools"))
+        with self._lock:
+            if has_tools:
+                step: Step = self.script.step_for(body)
+            else:
+                step = Answer(GEMINI_ROUTE if _wants_json(body) else "agc e2e")
+            number = next(self._ids)
+        answer = gemini_response(step, body.get("tools"), _gemini_model(path), f"gem_{number}")
+        if path.endswith(":streamGenerateContent"):
+            return 200, "text/event-stream", f"data: {json.dumps(answer)}\r\n\r\n".encode(), step
+        return 200, "application/json", json.dumps(answer).encode(), step
 
 
 def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
@@ -578,6 +711,10 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             step: Step | None = None
             if path.endswith("/messages/count_tokens"):
                 status, kind, data = 200, "application/json", b'{"input_tokens": 10}'
+            elif path.endswith(":countTokens"):
+                status, kind, data = 200, "application/json", b'{"totalTokens": 10}'
+            elif path.endswith((":generateContent", ":streamGenerateContent")):
+                status, kind, data, step = server._answer("gemini", body, path)
             elif path.endswith("/responses"):
                 status, kind, data, step = server._answer("responses", body)
             elif path.endswith("/messages"):

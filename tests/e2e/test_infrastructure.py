@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import clients
-from tests.e2e.agents import ClaudeSandbox, CodexSandbox
+from tests.e2e.agents import ClaudeSandbox, CodexSandbox, GeminiSandbox
 from tests.e2e.model_server import (
+    GEMINI_PAIRING_MESSAGE,
     Answer,
     ModelServer,
     Script,
     ShellCall,
     anthropic_pairing_error,
+    gemini_pairing_error,
     responses_pairing_error,
 )
 
@@ -82,6 +84,28 @@ def test_anthropic_rule_wants_the_result_in_the_next_message() -> None:
     orphan = anthropic_pairing_error({"messages": [text, result]})
     assert orphan is not None
     assert orphan.startswith("messages.1.content.0: unexpected `tool_use_id`")
+
+
+def _call(name: str = "run_shell_command") -> dict[str, object]:
+    return {"functionCall": {"name": name, "args": {}}}
+
+
+def _response(name: str = "run_shell_command") -> dict[str, object]:
+    return {"functionResponse": {"name": name, "response": {"output": "ok"}}}
+
+
+def test_gemini_rule_counts_function_responses() -> None:
+    """As many functionResponse parts right after a call turn as it has functionCall parts."""
+    user = {"role": "user", "parts": [{"text": "go"}]}
+    two_calls = {"role": "model", "parts": [_call(), _call()]}
+    assert gemini_pairing_error({"contents": [user, two_calls]}) is None  # the call to answer
+    answered = {"role": "user", "parts": [_response(), _response()]}
+    assert gemini_pairing_error({"contents": [user, two_calls, answered]}) is None
+    short = {"role": "user", "parts": [_response()]}
+    assert gemini_pairing_error({"contents": [user, two_calls, short]}) == GEMINI_PAIRING_MESSAGE
+    assert gemini_pairing_error({"contents": [user, two_calls, user]}) == GEMINI_PAIRING_MESSAGE
+    orphan = {"role": "user", "parts": [_response()]}
+    assert gemini_pairing_error({"contents": [user, orphan]}) == GEMINI_PAIRING_MESSAGE
 
 
 # --- the server ---------------------------------------------------------------------------
@@ -160,6 +184,53 @@ def test_messages_stream_carries_a_tool_use(model_server: StartServer) -> None:
     assert (status, json.loads(counted)) == (200, {"input_tokens": 10})
 
 
+def test_gemini_stream_carries_a_function_call(model_server: StartServer) -> None:
+    server = model_server(Script([ShellCall("ls", "unused"), Answer("done")]))
+    tools = [{"functionDeclarations": [{"name": "run_shell_command"}]}]
+    path = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
+    status, data = _post(server, path, {"tools": tools, "contents": []})
+    assert status == 200
+    chunks = [
+        json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: ")
+    ]
+    assert len(chunks) == 1
+    candidate = chunks[0]["candidates"][0]
+    assert candidate["content"]["parts"] == [
+        {
+            "functionCall": {
+                "name": "run_shell_command",
+                "args": {"command": "ls", "description": "agc e2e step"},
+            }
+        }
+    ]
+    assert chunks[0]["modelVersion"] == "gemini-x"
+    # the router's JSON request (no tools) does not advance the script
+    status, routed = _post(
+        server,
+        "/v1beta/models/gemini-y:generateContent",
+        {"contents": [], "generationConfig": {"responseMimeType": "application/json"}},
+    )
+    text = json.loads(routed)["candidates"][0]["content"]["parts"][0]["text"]
+    assert (status, json.loads(text)["model_choice"]) == (200, "flash")
+    _, second = _post(server, path, {"tools": tools, "contents": []})
+    assert b'"text": "done"' in second
+    assert [r.protocol for r in server.model_requests()] == ["gemini", "gemini"]
+    status, broken = _post(
+        server,
+        path,
+        {
+            "tools": tools,
+            "contents": [{"role": "model", "parts": [_call()]}, {"role": "user", "parts": []}],
+        },
+    )
+    assert status == 400
+    assert json.loads(broken)["error"] == {
+        "code": 400,
+        "message": GEMINI_PAIRING_MESSAGE,
+        "status": "INVALID_ARGUMENT",
+    }
+
+
 def test_proxy_trap_refuses_and_records_outside_hosts() -> None:
     with ModelServer(Script([Answer("x")])) as server:
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
@@ -193,11 +264,15 @@ def test_missing_node_is_reported_as_missing_tools(
     assert "@anthropic-ai/claude-code@2.1.332" in str(caught.value)
 
 
-def test_pinned_versions_are_what_the_binaries_report(codex_bin: Path, claude_bin: Path) -> None:
+def test_pinned_versions_are_what_the_binaries_report(
+    codex_bin: Path, claude_bin: Path, gemini_bin: Path
+) -> None:
     codex = subprocess.run([codex_bin, "--version"], capture_output=True, text=True, check=True)
     claude = subprocess.run([claude_bin, "--version"], capture_output=True, text=True, check=True)
+    gemini = subprocess.run([gemini_bin, "--version"], capture_output=True, text=True, check=True)
     assert clients.PINNED["codex"].version in codex.stdout
     assert clients.PINNED["claude"].version in claude.stdout
+    assert clients.PINNED["gemini"].version in gemini.stdout
 
 
 # --- one clean turn of each client ------------------------------------------------------------
@@ -233,3 +308,22 @@ def test_claude_runs_a_turn_against_the_server(
     results = [b for b in second["messages"][-1]["content"] if b.get("type") == "tool_result"]
     assert [r["tool_use_id"] for r in results] == ["toolu_smoke"]
     assert claude.session_file(session).is_file()
+
+
+def test_gemini_runs_a_turn_against_the_server(
+    tmp_path: Path, model_server: StartServer, gemini_bin: Path
+) -> None:
+    server = model_server(Script([ShellCall("echo agc-e2e-ok", "unused"), Answer("finished")]))
+    gemini = GeminiSandbox.create(tmp_path / "gemini", server, gemini_bin)
+    done = gemini.run("say ok")
+    assert done.returncode == 0, done.describe()
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert (events[-1]["type"], events[-1]["status"]) == ("result", "success")
+    assert [e["parameters"]["command"] for e in events if e["type"] == "tool_use"] == [
+        "echo agc-e2e-ok"
+    ]
+    second = server.model_requests("gemini")[1].body
+    responses = [p for c in second["contents"] for p in c["parts"] if "functionResponse" in p]
+    assert [r["functionResponse"]["name"] for r in responses] == ["run_shell_command"]
+    assert "agc-e2e-ok" in json.dumps(responses[0])
+    assert gemini.session_file().is_file()

@@ -12,17 +12,21 @@ from pathlib import Path
 import pytest
 
 from agc._core import store as store_rules
+from agc._core.memstore import MemoryStore
+from agc._core.storage import BucketLock
 from agc.integrity import (
     _writer,
     audit_csv,
     audit_html,
     build_audit,
+    check_run,
     generate_keypair,
     load_signing_key,
     load_trusted_keys,
+    open_run,
 )
 from agc.integrity._audit import CSV_COLUMNS, _cell
-from tests.conftest import fixed_clock, write_run
+from tests.conftest import fixed_clock, steady_checkpoint_timer, write_run
 from tests.integrity.evidence_helpers import transcript_path
 
 REACHES_INSIDE = {
@@ -189,3 +193,80 @@ def test_with_a_trusted_key_intact_unsigned_runs_are_orange_and_a_modified_one_r
     assert sheet["old-1"] == ("incomplete", "unsigned", "unverified")
     assert sheet["signed-modified"] == ("incomplete", "modified", "tampered")
     assert sheet["signed-ok"] == ("complete", "complete", "ok")
+
+
+_SESSION_FACTS = {
+    "client": "codex",
+    "session_id": "019c8a4d",
+    "model": "gpt-5",
+    "project": "sha256:0123456789abcdef",
+    "first_agent_ts": "2026-02-23T11:41:04.709Z",
+    "last_agent_ts": "2026-02-23T12:00:00+01:00",
+    "tool_calls": 23,
+    "tool_failures": 2,
+}
+
+
+def _captured(store: Path, run_id: str = "codex-019c8a4d") -> None:
+    with (
+        steady_checkpoint_timer(),
+        open_run(run_id, store=store, clock=fixed_clock(), attributes=_SESSION_FACTS) as run,
+    ):
+        run.transcript.write({"role": "user", "content": "hi"})
+        run.tool_events.write({"event": "call", "tool": "shell"})
+
+
+def test_each_run_says_what_it_was_and_when_the_agent_worked(store: Path) -> None:
+    _captured(store)
+    write_run(store, "plain")
+    audit = build_audit(store, generated_ms=0)
+    about = {run.report.run_id: dict(run.about) for run in audit.runs}
+    assert about == {"codex-019c8a4d": _SESSION_FACTS, "plain": {}}
+    agent = [(e.event, e.at_ms) for e in audit.timeline if e.event.startswith("agent-")]
+    assert sorted(agent) == sorted([("agent-first", 1771846864709), ("agent-last", 1771844400000)])
+    page = audit_html(audit)
+    for key, value in _SESSION_FACTS.items():
+        assert f'data-about="{key}"><code>{value}</code>' in page
+    assert "codex, gpt-5, 23 tool calls (2 failed)" in page
+    rows = {r["run_id"]: r for r in csv.DictReader(io.StringIO(audit_csv(audit)))}
+    assert {k: rows["codex-019c8a4d"][k] for k in _SESSION_FACTS} == {
+        k: str(v) for k, v in _SESSION_FACTS.items()
+    }
+    assert rows["plain"]["client"] == ""
+
+
+def test_a_failed_artifact_shows_the_digest_sealed_and_the_digest_found(store: Path) -> None:
+    _store_with_a_tampered_run(store)
+    audit = build_audit(store, generated_ms=0)
+    failing = audit.runs[0].report
+    (modified,) = [f for f in failing.findings if f.code == "modified"]
+    assert modified.expected is not None
+    assert modified.actual is not None
+    sealed, found = modified.expected["digest"], modified.actual["digest"]
+    assert sealed != found
+    page = audit_html(audit)
+    assert f'expected <code class="digest" data-expected>{sealed}</code>' in page
+    assert f'observed <code class="digest" data-observed>{found}</code>' in page
+    row = next(csv.DictReader(io.StringIO(audit_csv(audit))))
+    assert (row["expected_digest"], row["observed_digest"]) == (sealed, found)
+
+
+def test_the_report_reads_a_store_through_its_interface(store: Path) -> None:
+    # an object store (here the in-memory one): verdicts, facts and first records alike
+    _captured(store)
+    bucket = MemoryStore(prefix="team/evidence", lock=BucketLock(enabled=True))
+    for path in sorted(store.rglob("*")):
+        relative = path.relative_to(store).as_posix()
+        if path.is_file() and relative.startswith(
+            ("audit/transcripts/", "audit/tool-events/", "audit/manifests/")
+        ):
+            bucket.put_new(relative, path.read_bytes())
+    on_folder = build_audit(store, ["codex-019c8a4d"], generated_ms=0)
+    in_bucket = build_audit(bucket, ["codex-019c8a4d"], generated_ms=0)
+    assert in_bucket.store == bucket.url
+    assert [dict(r.about) for r in in_bucket.runs] == [_SESSION_FACTS]
+    # the verdict is the object store's own check (the chain was not copied: unchained)
+    assert [r.report.findings for r in in_bucket.runs] == [
+        check_run("codex-019c8a4d", bucket).findings
+    ]
+    assert in_bucket.timeline == on_folder.timeline

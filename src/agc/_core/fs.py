@@ -18,6 +18,7 @@ import fcntl
 import os
 import re
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -46,6 +47,7 @@ __all__ = [
     "fsync_dir",
     "is_temp_name",
     "iter_bounded_lines",
+    "keep_backup",
     "last_line_end",
     "machine_hint",
     "open_nofollow",
@@ -419,6 +421,39 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool, mode: int = 
     if overwrite and path.is_symlink():
         raise UnsafePathError(f"{path} is a symlink; agc does not replace it")
     prepare_write(path, data, mode=mode).commit(overwrite=overwrite)
+
+
+BACKUP_INFIX: Final = ".agc-backup-"
+
+
+def keep_backup(path: Path) -> Path:
+    """Keep the file ``path`` as it is now beside it, under a name not taken:
+    ``<name>.agc-backup-<YYYYmmddTHHMMSSZ>`` (UTC) then ``-2``, ``-3`` … (a hard link; a
+    copy, fsynced, where the file system refuses links). A backup is never overwritten.
+    Returns the backup's path.
+
+    Raises:
+        FileWriteError: a failure of the machine while copying.
+        StoreError: no free name.
+        OSError: any other failure (a permission, a missing file).
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for attempt in range(1, 1000):
+        suffix = f"{BACKUP_INFIX}{stamp}" + (f"-{attempt}" if attempt > 1 else "")
+        backup = path.with_name(path.name + suffix)
+        try:
+            os.link(path, backup, follow_symlinks=False)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            if exc.errno not in {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK}:
+                raise
+            try:
+                atomic_write_bytes(backup, path.read_bytes(), overwrite=False, mode=0o600)
+            except FileExistsRefusedError:
+                continue
+        return backup
+    raise StoreError(f"no free backup name beside {path}")
 
 
 def append_whole(fd: int, data: bytes, *, path: Path, fsync: bool = True) -> None:

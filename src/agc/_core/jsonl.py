@@ -486,6 +486,7 @@ class JsonlFileWriter(SealsOnExit):
         self._checkpoint_fd: int | None = None
         self._taken: list[Checkpoint] = []
         self._taken_stride = 0  # records between kept checkpoints, once thinned
+        self._checkpointed_bytes = -1  # the length the last checkpoint vouched for
         self._seal_policy.before_open(self.path)
         make_dirs(self.path.parent)
         try:
@@ -636,6 +637,18 @@ class JsonlFileWriter(SealsOnExit):
         if self.fsync_policy == "always":
             self._fsync()
 
+    def checkpoint(self) -> None:
+        """Write buffered records, then a crash checkpoint that vouches for every record
+        written so far (a writer released unsealed after it can be continued, or
+        recovered, with nothing unvouched).
+
+        Raises:
+            WriterClosedError: the writer is closed or failed earlier.
+            WriteFailedError: the records or the checkpoint could not be written.
+        """
+        self.flush()
+        self._checkpoint()
+
     def current_digest(self) -> str:
         """Write buffered records and return the hex digest of the file's bytes so far.
 
@@ -699,7 +712,7 @@ class JsonlFileWriter(SealsOnExit):
                 self._write_buffer()
                 if self.fsync_policy != "none":
                     self._fsync()
-                if self.records_written:
+                if self.records_written and self._checkpointed_bytes != self.bytes_written:
                     with contextlib.suppress(WriteFailedError):  # a help, not a must
                         self._checkpoint()
         finally:
@@ -901,6 +914,7 @@ class JsonlFileWriter(SealsOnExit):
             if self.fsync_policy == "always":
                 os.fsync(self._checkpoint_fd)
             self._keep(checkpoint)
+            self._checkpointed_bytes = checkpoint.bytes
         except OSError as exc:
             self._failed = True
             raise WriteFailedError(

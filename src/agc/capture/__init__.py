@@ -7,7 +7,15 @@ what to keep; writing and sealing it is the evidence layer's job, combined in
 
 * :func:`run_id_for` names the run of a client session;
 * :class:`ToolEvent` is one tool-events record, redacted when made;
-* :class:`SessionFacts` is what the run's manifest says about the session.
+* :class:`SessionFacts` is what the run's manifest says about the session;
+* :func:`parse_hook_event` reads a client hook's event JSON into a :class:`HookEvent`;
+* :class:`SessionParser` / :func:`parse_session` read both from a client's own session
+  file (Codex rollout, ``codex exec --json`` stream, Claude Code session, Gemini CLI chat);
+* :func:`compare_calls` finds the tool calls only one of two witnesses (the hooks, the
+  client's session file) has;
+* :func:`install_hooks`, :func:`uninstall_hooks` and :func:`check_hooks` put agc's hook
+  command into a client's own hook configuration, take it out, and say whether the
+  client will run it (for Codex: whether the hook is trusted).
 
 Example::
 
@@ -21,6 +29,8 @@ Example::
 
 from __future__ import annotations
 
+from agc.capture._codex_app import find_codex
+from agc.capture._crosscheck import Divergence, compare_calls
 from agc.capture._events import (
     CLIENTS,
     ClientName,
@@ -30,13 +40,62 @@ from agc.capture._events import (
     ToolEvent,
     run_id_for,
 )
+from agc.capture._hooks import (
+    EVENT_KINDS,
+    MAX_HOOK_EVENT_BYTES,
+    HookEvent,
+    event_kind,
+    parse_hook_event,
+)
+from agc.capture._install import CLIENT_EVENTS, CodexTrust, Scope, codex_hook_hash, hook_command
+from agc.capture._install_files import (
+    ClientHooks,
+    FileChange,
+    HooksChange,
+    check_hooks,
+    config_paths,
+    install_hooks,
+    uninstall_hooks,
+)
+from agc.capture._sessions import (
+    SESSION_FORMATS,
+    SessionFormat,
+    SessionParser,
+    detect_format,
+    parse_session,
+)
 
 __all__ = [
     "CLIENTS",
+    "CLIENT_EVENTS",
+    "EVENT_KINDS",
+    "MAX_HOOK_EVENT_BYTES",
+    "SESSION_FORMATS",
+    "ClientHooks",
     "ClientName",
+    "CodexTrust",
+    "Divergence",
     "EventKind",
     "EventSource",
+    "FileChange",
+    "HookEvent",
+    "HooksChange",
+    "Scope",
     "SessionFacts",
+    "SessionFormat",
+    "SessionParser",
     "ToolEvent",
+    "check_hooks",
+    "codex_hook_hash",
+    "compare_calls",
+    "config_paths",
+    "detect_format",
+    "event_kind",
+    "find_codex",
+    "hook_command",
+    "install_hooks",
+    "parse_hook_event",
+    "parse_session",
     "run_id_for",
+    "uninstall_hooks",
 ]

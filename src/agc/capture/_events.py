@@ -17,8 +17,9 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, TypeAlias
 
+from agc._core.capture_failures import CAPTURE_CLIENTS, CaptureClient
 from agc._core.redact import redact_value
 from agc.errors import UsageError
 
@@ -32,10 +33,10 @@ __all__ = [
     "run_id_for",
 ]
 
-ClientName = Literal["claude-code", "codex", "gemini"]
+ClientName: TypeAlias = CaptureClient
 """The agent clients agc captures: Claude Code, the Codex CLI and the Gemini CLI."""
 
-CLIENTS: Final[tuple[ClientName, ...]] = get_args(ClientName)
+CLIENTS: Final[tuple[ClientName, ...]] = CAPTURE_CLIENTS
 
 EventKind = Literal[
     "session-start", "prompt", "call", "result", "stop", "compact", "session-end", "other"
@@ -92,6 +93,8 @@ class ToolEvent:
             when not a result.
         agent_ts: the client's own timestamp of the event (ISO 8601 text as the client
             wrote it), ``None`` when the client gives none.
+        line: for a record read from a session file, the 1-based line of that file it
+            came from; ``None`` for a hook.
     """
 
     event: EventKind
@@ -105,6 +108,7 @@ class ToolEvent:
     status: Literal["ok", "error"] | None = None
     result_bytes: int | None = None
     agent_ts: str | None = None
+    line: int | None = None
 
     def to_record(self) -> dict[str, Any]:
         """The record to append (the writer adds ``seq``, ``ts`` and ``run_id``); every
@@ -121,6 +125,7 @@ class ToolEvent:
             "status": self.status,
             "result_bytes": self.result_bytes,
             "agent_ts": self.agent_ts,
+            "line": self.line,
         }
         redacted: dict[str, Any] = redact_value(record)
         return redacted
@@ -145,6 +150,7 @@ class ToolEvent:
                 status=record.get("status"),
                 result_bytes=record.get("result_bytes"),
                 agent_ts=record.get("agent_ts"),
+                line=record.get("line"),
             )
         except (KeyError, TypeError) as exc:
             raise UsageError(f"not a captured-session tool event: missing {exc}") from exc

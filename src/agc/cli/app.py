@@ -57,6 +57,11 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "Copy an existing JSONL file into the store through the writer, and seal it.",
     ),
     Subcommand(
+        "watch",
+        "agc.cli.evidence",
+        "Keep client session folders imported, for clients without hooks.",
+    ),
+    Subcommand(
         "export",
         "agc.cli.evidence",
         "Write a recorded or imported run back as the JSONL file it was made from.",
@@ -70,6 +75,11 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "demo",
         "agc.cli.evidence",
         "Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.",
+    ),
+    Subcommand(
+        "hook",
+        "agc.cli.hook",
+        "Capture one client hook event into its session's run (always exits 0).",
     ),
     Subcommand(
         "runs",
@@ -120,6 +130,12 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
         "The readiness gate for an agent chat endpoint (POST /v1/agent/chat): classify "
         "observations, probe endpoints, check deployment contracts, and seal the verdicts "
         "as evidence.",
+    ),
+    Subcommand(
+        "hooks",
+        "agc.cli.hooks",
+        "Install agc's capture hook into Claude Code, Codex or the Gemini CLI, check that "
+        "the client will run it, take it out.",
     ),
 )
 

@@ -1,4 +1,5 @@
-"""``agc record``, ``agc import``, ``agc seal`` and ``agc demo``: writing evidence."""
+"""``agc record``, ``agc import``, ``agc watch``, ``agc seal`` and ``agc demo``: writing
+evidence."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import enum
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
 
+from agc.cli._jsontext import json_document
 from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
@@ -36,6 +39,7 @@ from agc.cli.objstore import (
 from agc.cli.verify import format_report
 from agc.demo import demo_run
 from agc.errors import (
+    AgcError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -46,14 +50,20 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.flows import (
+    ImportOutcome,
+    PassThrough,
     StoreLayout,
     describe_os_error,
+    drain,
     explain_write_failure,
+    import_session_file,
+    import_sessions,
     open_store,
     recover_hint,
     refuse_importing_own_file,
     resolve_store,
     run_on_disk,
+    session_companion,
     validate_new_run_id,
     validate_run_id,
 )
@@ -113,18 +123,23 @@ def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind
     return int(code)
 
 
-def _print_summary(summary: IngestSummary, as_json: bool) -> None:
+def _print_summary(summary: IngestSummary, as_json: bool, *, to_stderr: bool = False) -> None:
+    """The summary on stdout, or on stderr when stdout carries the input (``--tee``)."""
     if as_json:
-        emit_json(summary.to_dict())
+        if to_stderr:
+            sys.stderr.write(json_document(summary.to_dict()) + "\n")
+        else:
+            emit_json(summary.to_dict())
         return
+    console = err_console if to_stderr else out_console
     if summary.unchanged:
-        out_console.print(
+        console.print(
             f"run {summary.run_id}: already recorded with these {summary.records} records "
             "(the same input); nothing written",
             markup=False,
         )
         return
-    out_console.print(
+    console.print(
         f"run {summary.run_id}: {summary.records} records written to {summary.kind}"
         f" ({summary.invalid_lines} non-object lines kept as 'invalid' records), sealed",
         markup=False,
@@ -142,19 +157,33 @@ def record_command(
     retention_days: RetentionDaysOption = None,
     retention_mode: RetentionModeOption = LockModeChoice.COMPLIANCE,
     legal_hold: LegalHoldOption = False,
+    tee: Annotated[
+        bool,
+        typer.Option(
+            "--tee",
+            help="Pass the input through to stdout as it is read (the summary goes to stderr).",
+        ),
+    ] = False,
 ) -> int:
     """Read JSONL from stdin and write it to a run, sealing at end of input.
 
     Every line becomes a record; a line that is not a JSON object is kept as a record
-    that says so (with its text) and counted in the summary. The other artifact of the
-    run is sealed as an empty file. An empty input is refused (exit 2, nothing is
-    sealed, the run id stays free) unless --allow-empty is given. Stopped by Ctrl-C or
-    SIGTERM (exit 130/143), the records read so far stay on disk, unsealed: `agc
-    recover RUN` seals them.
+    that says so (with its text) and counted in the summary. A Codex rollout or `codex
+    exec --json` stream, a Claude Code session or a Gemini CLI chat also fills the
+    run's tool-events (one record per tool call and per result) and its attributes
+    (client, session id, model…); any other input seals them empty. An empty input is
+    refused (exit 2, nothing is sealed, the run id stays free) unless --allow-empty is
+    given. Stopped by Ctrl-C or SIGTERM (exit 130/143), the records read so far stay on
+    disk, unsealed: `agc recover RUN` seals them.
+
+    Best effort: when the store fails (missing, full, read-only, locked), agc record
+    still reads its input to the end, so the agent writing into the pipe never dies of
+    SIGPIPE, says once what was not recorded, and exits 3 at the end.
 
     \b
     Examples:
       codex exec --json "fix the tests" | agc record --run-id fix-tests-42
+      codex exec --json "…" | agc record --run-id r9 --tee | jq -c .type
       my-runner --events | agc record --run-id r7 --kind tool-events
       codex exec --json "…" | agc record --run-id r8 --store s3://evidence/team --retention-days 365
     """
@@ -165,31 +194,63 @@ def record_command(
             "agc record has no standard input (it is closed)",
             hint="Pipe the agent's JSONL into agc record, or use agc import FILE.",
         )
-    stdin: BinaryIO = sys.stdin.buffer
+    source = PassThrough(sys.stdin.buffer, sys.stdout.buffer if tee else None)
     key = signing_key_from(signing_key)
     try:
         summary = ingest_stream(
-            stdin,
+            source,  # type: ignore[arg-type]  # a binary stream: read, read1, fileno
             run_id,
             kind=kind.value,
             store=target_store,
             algorithm=algorithm.value,
             signing_key=key,
             allow_empty=allow_empty,
+            companion=session_companion(),
         )
     except KeyboardInterrupt as exc:
         return _stopped(exc, run_id, store, kind)
-    except StoreError as exc:
-        explain_write_failure(exc, run_id, store, kind.value)
+    except AgcError as exc:
+        _read_to_the_end(source, exc, run_id, store, kind)
         raise
-    _print_summary(summary, as_json)
+    _print_summary(summary, as_json, to_stderr=tee)
     print_upload(summary.object_store)
     return int(ExitCode.OK)
 
 
+def _read_to_the_end(
+    source: PassThrough, exc: AgcError, run_id: str, store: Path | None, kind: Kind
+) -> None:
+    """After a failure to record: read the rest of the input (so its writer never gets
+    SIGPIPE) and say once, on stderr, how much of it was not recorded."""
+    if isinstance(exc, StoreError):
+        explain_write_failure(exc, run_id, store, kind.value)
+    drained = drain(source)  # ends at once when the input itself failed
+    if source.bytes_read == 0:
+        return  # an empty input: nothing was lost
+    err_console.print(
+        f"agc record: run {run_id} failed ({exc.code}); the input was still read to its "
+        f"end ({source.bytes_read:,} bytes) so that its writer could finish, and the "
+        f"{drained:,} bytes after the failure were NOT recorded",
+        markup=False,
+    )
+
+
 def import_command(
-    file: Annotated[Path, typer.Argument(help="JSONL file to copy into the store.")],
-    run_id: RunIdOption,
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL file to copy into the store, or a folder of client session files."
+        ),
+    ],
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id",
+            help="Run id: 1-128 of A-Z a-z 0-9 . _ - (default for a client session file: "
+            "<client>-<session id>).",
+            show_default=False,
+        ),
+    ] = None,
     kind: KindOption = Kind.transcript,
     store: StoreOption = None,
     algorithm: AlgorithmOption = AlgorithmChoice.blake3,
@@ -202,14 +263,54 @@ def import_command(
 ) -> int:
     """Copy an existing JSONL file into the store through the writer, and seal it.
 
-    An empty file is refused (exit 2, the run id stays free) unless --allow-empty.
+    An empty file is refused (exit 2, the run id stays free) unless --allow-empty. A
+    client session file (Codex rollout, `codex exec --json` stream, Claude Code session,
+    Gemini CLI chat) also fills the run's tool-events and attributes; without --run-id
+    its run id is <client>-<session id>.
+
+    A FOLDER (~/.codex/sessions, ~/.claude/projects, ~/.gemini/tmp) imports every client
+    session file under it that is not in the store yet, each under the run id of its
+    session; a file that grew since becomes a new segment of its run when the sealed
+    records are exactly its first ones, and is reported `transcript-diverges` (exit 1,
+    nothing written) when they are not. Files that are no client session are skipped.
 
     \b
     Examples:
       agc import ~/.codex/sessions/2026/11/30/rollout-x.jsonl --run-id rollout-1130
       agc import session.jsonl --run-id cc-1 --store ./evidence --json
       agc import session.jsonl --run-id cc-2 --store s3://evidence/team --legal-hold
+      agc import ~/.claude/projects --store ./evidence
     """
+    if file.is_dir() or (run_id is None and kind == Kind.transcript):
+        if run_id is not None:
+            raise UsageError(
+                f"{file} is a folder: each session file in it gets the run id of its session",
+                hint="Leave out --run-id, or import one file with it.",
+            )
+        if kind != Kind.transcript:
+            raise UsageError("client session files are imported as transcripts")
+        if retention_days is not None or legal_hold:
+            raise UsageError(
+                "--retention-days and --legal-hold go with --run-id (one file) for now"
+            )
+        key = signing_key_from(signing_key)
+        if file.is_dir():
+            outcomes = import_sessions(
+                [file], store=store, algorithm=algorithm.value, signing_key=key
+            )
+        else:
+            open_input(file, what="input file").close()
+            outcomes = [
+                import_session_file(file, store=store, algorithm=algorithm.value, signing_key=key)
+            ]
+            if outcomes[0].status == "skipped":
+                raise UsageError(
+                    f"{file} is not a client session file, so it has no session run id",
+                    hint="Give --run-id.",
+                )
+        return _print_outcomes(outcomes, as_json)
+    if run_id is None:
+        raise UsageError("--run-id is required with --kind tool-events")
     validate_new_run_id(run_id)
     target_store = policy_store(store, retention_days, retention_mode, legal_hold)
     handle = open_input(file, what="input file")
@@ -226,6 +327,7 @@ def import_command(
                 progress=progress,
                 signing_key=key,
                 allow_empty=allow_empty,
+                companion=session_companion(),
             )
     except KeyboardInterrupt as exc:
         return _stopped(exc, run_id, store, kind)
@@ -235,6 +337,83 @@ def import_command(
     _print_summary(summary, as_json)
     print_upload(summary.object_store)
     return int(ExitCode.OK)
+
+
+def _print_outcomes(outcomes: list[ImportOutcome], as_json: bool, *, quiet: bool = False) -> int:
+    """One line per session file (JSON: one document); exit 1 when one diverges.
+
+    ``quiet``: leave out files that were unchanged or skipped (``agc watch``)."""
+    if as_json:
+        emit_json([outcome.to_dict() for outcome in outcomes])
+    for outcome in [] if as_json else outcomes:
+        if quiet and outcome.status in {"unchanged", "skipped"}:
+            continue
+        if outcome.status == "skipped":
+            text = "skipped: not a client session file"
+        elif outcome.status == "diverges":
+            text = (
+                f"transcript-diverges: run {outcome.run_id} was sealed with other records "
+                f"(first difference at record {outcome.line}); nothing written"
+            )
+        elif outcome.status == "unsealed":
+            text = f"run {outcome.run_id} is not sealed; `agc recover {outcome.run_id}` first"
+        elif outcome.status == "unchanged":
+            text = f"run {outcome.run_id}: unchanged"
+        else:
+            text = (
+                f"run {outcome.run_id}: {outcome.status}, {outcome.records:,} records and "
+                f"{outcome.tool_events:,} tool events"
+            )
+        out_console.print(f"{outcome.path}: {text}", markup=False)
+    diverged = any(outcome.status == "diverges" for outcome in outcomes)
+    return int(ExitCode.FINDINGS if diverged else ExitCode.OK)
+
+
+def watch_command(
+    folders: Annotated[
+        list[Path], typer.Argument(help="Folders of client session files to keep imported.")
+    ],
+    interval: Annotated[
+        float,
+        typer.Option("--interval", help="Seconds between two looks at the folders.", min=0.1),
+    ] = 5.0,
+    once: Annotated[
+        bool, typer.Option("--once", help="Look once, import what changed and exit.")
+    ] = False,
+    store: StoreOption = None,
+    algorithm: AlgorithmOption = AlgorithmChoice.blake3,
+    signing_key: SigningKeyOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Keep client session folders imported, for clients without hooks.
+
+    Does what `agc import FOLDER` does, again every --interval seconds, for the files
+    that changed since the last look: new sessions become runs, grown ones new
+    segments, changed ones `transcript-diverges`. Prints one line per file it wrote
+    (JSON: one document per look). Stop it with Ctrl-C (exit 130); with --once it exits
+    after one look (exit 1 if a file diverges).
+
+    \b
+    Examples:
+      agc watch ~/.codex/sessions ~/.gemini/tmp --store ./evidence
+      agc watch ~/.claude/projects --interval 30 --once
+    """
+    key = signing_key_from(signing_key)
+    seen: dict[Path, tuple[int, int]] = {}
+    code = int(ExitCode.OK)
+    try:
+        while True:
+            outcomes = import_sessions(
+                folders, store=store, algorithm=algorithm.value, signing_key=key, seen=seen
+            )
+            changed = [o for o in outcomes if o.status not in {"unchanged", "skipped"}]
+            if changed or not as_json:
+                code = max(code, _print_outcomes(changed, as_json, quiet=True))
+            if once:
+                return code
+            time.sleep(interval)
+    except KeyboardInterrupt as exc:
+        return int(stop_code(exc)[0])
 
 
 def open_input(path: Path, *, what: str) -> BinaryIO:
@@ -439,9 +618,11 @@ def demo_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``record``, ``import``, ``export``, ``seal`` and ``demo`` to the ``agc`` app."""
+    """Add ``record``, ``import``, ``watch``, ``export``, ``seal`` and ``demo`` to the
+    ``agc`` app."""
     app.command(name="record", epilog=EPILOG)(record_command)
     app.command(name="import", epilog=EPILOG)(import_command)
+    app.command(name="watch", epilog=EPILOG)(watch_command)
     app.command(name="export", epilog=EPILOG)(export_command)
     app.command(name="seal", epilog=EPILOG)(seal_command)
     app.command(name="demo", epilog=EPILOG)(demo_command)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import fcntl
 import json
 import os
 import stat
@@ -42,15 +41,16 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
-    TEMP_SUFFIX,
-    PreparedWrite,
     describe_os_error,
     has_recorded_run,
     history_from_run,
+    new_file_beside,
     parse_json,
     refuse_unsigned_file,
+    replace_in_place,
     scan_history,
     streamable_size,
+    sync,
     validate_run_id,
 )
 from agc.resume import (
@@ -60,6 +60,7 @@ from agc.resume import (
     History,
     HistoryReport,
     LineSequence,
+    NextStep,
     RepairReport,
     SessionSnapshot,
     Strategy,
@@ -70,6 +71,7 @@ from agc.resume import (
     load_history,
     load_snapshot,
     load_snapshot_file,
+    next_step,
     pending_warnings,
     repair_loaded,
     repair_streamed,
@@ -78,6 +80,8 @@ from agc.resume import (
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from agc.flows import ExecRollout
 
 __all__ = ["register", "resume_command"]
 
@@ -125,7 +129,8 @@ no snapshot is unsigned; --allow-unsigned accepts unsigned ones (signed ones are
 checked).
 agc prints what was wrong (as the provider would say it) and what the repair changed:
 each in-flight call stripped or answered, with its tool name, arguments and an
-idempotency key, so you decide whether to run it again.
+idempotency key, so you decide whether to run it again; and, for a client's session
+file, where that client reads it and the command that resumes it.
 
 \b
 Examples:
@@ -135,6 +140,7 @@ Examples:
   agc resume r9 --store s3://acme-evidence/agents --check   # a run recorded to S3
   agc resume fix-tests-42 --trusted-key ~/.config/agc/keys/signing-key.pub.pem   # signed only
   agc resume ~/.claude/projects/x/s.jsonl --strategy synthesize --out fixed.jsonl
+  agc resume ~/.claude/projects/x/s.jsonl --in-place   # over the file, original kept beside it
   agc resume rollout-….jsonl --json            # the report as JSON on stdout
   agc resume history.json --format anthropic --out repaired.json
 """
@@ -148,35 +154,6 @@ def _working(label: str, size: int) -> Iterator[None]:
         return
     with err_console.status(label):
         yield
-
-
-@contextmanager
-def _new_file(out: Path) -> Iterator[tuple[BinaryIO, Path, Callable[[], None]]]:
-    """A new file at ``out`` written as a stream: ``(handle, temporary path, commit)``.
-    The content goes
-    to a temporary file beside it (mode 0600) and ``commit()`` puts it in place with
-    link(2), never over anything (as :func:`agc.cli.common.write_new_file`); leaving
-    the block without a commit removes it.
-
-    Raises:
-        FileExistsRefusedError, InputError, FileWriteError, StoreError: as
-            :func:`agc.cli.common.write_new_file`.
-    """
-    tmp = out.with_name(f".{out.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    with new_file_errors(out):
-        fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
-    prepared = PreparedWrite(out, tmp, fd)  # discards the temporary file on leaving
-    with prepared, os.fdopen(os.dup(fd), "wb") as handle:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-
-        def commit() -> None:
-            with new_file_errors(out):
-                handle.flush()
-                os.fsync(fd)
-                prepared.commit(overwrite=False)
-
-        yield handle, tmp, commit
 
 
 class _Sink:
@@ -504,6 +481,15 @@ OutOption = Annotated[
         "--out", help="Write the repaired history here (never over the input).", show_default=False
     ),
 ]
+InPlaceOption = Annotated[
+    bool,
+    typer.Option(
+        "--in-place",
+        help="Replace FILE with its repair, atomically, after keeping the original beside it "
+        "(FILE.agc-backup-<time>); refused while another process has FILE open or when it "
+        "changes during the repair.",
+    ),
+]
 InsecureOption = Annotated[
     bool,
     typer.Option(
@@ -560,6 +546,7 @@ def resume_command(
     check: CheckOption = False,
     as_json: JsonOption = False,
     out: OutOption = None,
+    in_place: InPlaceOption = False,
     store: StoreOption = None,
     insecure_skip_verify: InsecureOption = False,
     trusted_key: TrustedKeyOption = None,
@@ -577,8 +564,13 @@ def resume_command(
         InputError, HistoryFormatError, Snapshot*Error, UnsignedError,
             BadSignatureError, UnknownKeyError: see docs/resume.md.
     """
-    if check and out is not None:
-        raise UsageError("--check only validates; it writes nothing, so --out cannot be used")
+    if check and (out is not None or in_place):
+        option = "--out" if out is not None else "--in-place"
+        raise UsageError(f"--check only validates; it writes nothing, so {option} cannot be used")
+    if in_place and out is not None:
+        raise UsageError(
+            "--in-place writes the repair over FILE; --out writes it elsewhere: give one"
+        )
     if require_signature and allow_unsigned:
         raise UsageError("--require-signature and --allow-unsigned contradict each other")
     trust = _Trust(
@@ -588,6 +580,7 @@ def resume_command(
     )
     wanted = _FORMATS[format] if format is not None else None
     source: Path | None = None
+    stamp: tuple[int, ...] | None = None  # a file read whole: its identity when read
     state: ToolCallState | None = None  # known only from a snapshot
     run_id: str | None = None
     snapshot: SessionSnapshot | None = None
@@ -609,9 +602,15 @@ def resume_command(
                     path, source=str(path), format=wanted, size=size, progress=byte_progress
                 )
             else:
+                stamp = _stamp(path)
                 data = _read_input(path)
                 size = len(data)
                 if _is_snapshot(path, data):
+                    if in_place:
+                        raise UsageError(
+                            f"--in-place: {path} is a snapshot, sealed by its sidecar; "
+                            "write its repair elsewhere with --out"
+                        )
                     snapshot = load_snapshot_file(
                         path,
                         insecure_skip_verify=insecure_skip_verify,
@@ -627,6 +626,11 @@ def resume_command(
                 del data
         elif _looks_like_path(target):
             raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
+        elif in_place:
+            raise UsageError(
+                f"--in-place replaces a FILE; {target} names a run in the store, "
+                "whose evidence agc never changes: write its repair with --out"
+            )
         else:
             run_id = validate_run_id(target)
             try:
@@ -647,17 +651,40 @@ def resume_command(
                         "runs, snapshots live in <store>/sessions/.",
                     ) from exc
                 snapshot = None
-                history, size = history_from_run(
-                    run_id,
-                    store,
-                    stack=stack,
-                    format=wanted,
-                    max_bytes=_MAX_INPUT_BYTES,
-                    insecure_skip_verify=insecure_skip_verify,
-                    on_warning=_warn,
-                    progress=byte_progress,
-                    **trust.as_kwargs(),
-                )
+                # the capture flows load the writer side (signing): only on this path
+                from agc.flows import rollout_of_exec_run  # noqa: PLC0415
+
+                rollout = rollout_of_exec_run(run_id, store)
+                if rollout is not None:
+                    source = _exec_rollout(run_id, rollout)
+                if source is not None:
+                    refuse_unsigned_file(source, insecure=insecure_skip_verify, **trust.as_kwargs())
+                    streamed = streamable_size(source, wanted)
+                    if streamed is None:
+                        data = _read_input(source)
+                        size = len(data)
+                        history = load_history(data, source=str(source), format=wanted)
+                    else:
+                        size = streamed
+                        history = scan_history(
+                            source,
+                            source=str(source),
+                            format=wanted,
+                            size=size,
+                            progress=byte_progress,
+                        )
+                else:
+                    history, size = history_from_run(
+                        run_id if rollout is None or rollout.run_id is None else rollout.run_id,
+                        store,
+                        stack=stack,
+                        format=wanted,
+                        max_bytes=_MAX_INPUT_BYTES,
+                        insecure_skip_verify=insecure_skip_verify,
+                        on_warning=_warn,
+                        progress=byte_progress,
+                        **trust.as_kwargs(),
+                    )
             if snapshot is not None:
                 history = _from_snapshot(snapshot, wanted)
                 state = snapshot.tool_call_state
@@ -679,8 +706,7 @@ def resume_command(
         return _repair(
             history,
             target,
-            source,
-            out,
+            _Output(source, out, in_place, stamp),
             strategy,
             state,
             session_id,
@@ -689,6 +715,28 @@ def resume_command(
             limit=max_findings,
         )
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
+
+
+def _exec_rollout(run_id: str, rollout: ExecRollout) -> Path | None:
+    """Say which history a run recorded from ``codex exec --json`` resumes from (the
+    stream holds none): the rollout file of its thread, or the run that captured it.
+
+    Raises:
+        HistoryFormatError: neither is there.
+    """
+    if rollout.path is None and rollout.run_id is None:
+        raise HistoryFormatError(
+            f"run {run_id} was recorded from a `codex exec --json` stream, which holds no "
+            f"resumable history, and neither the rollout of its thread {rollout.thread_id} "
+            f"(under {rollout.looked_in}) nor a run codex-{rollout.thread_id} is there",
+            hint="Set CODEX_HOME to the Codex home that ran it, or import its rollout.",
+        )
+    err_console.print(
+        f"run {run_id} was recorded from a `codex exec --json` stream (thread "
+        f"{rollout.thread_id}): resuming from {rollout.describe()}",
+        markup=False,
+    )
+    return rollout.path
 
 
 def _check(
@@ -721,11 +769,36 @@ def _check(
     return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
 
 
+@dataclass(frozen=True)
+class _Output:
+    """Where a repair goes: ``out`` (a new file), over ``source`` (``in_place``), or
+    nowhere (checked all the same); ``stamp`` is a file-read-whole's identity when read."""
+
+    source: Path | None
+    out: Path | None
+    in_place: bool
+    stamp: tuple[int, ...] | None
+
+    def unchanged(self) -> None:
+        """Raise :class:`InputError` when ``source`` changed since it was read."""
+        assert self.source is not None  # in place: a FILE
+        if self.stamp is not None and _stamp(self.source) != self.stamp:
+            raise InputError(
+                f"{self.source} changed while agc repaired it (another program wrote to it)",
+                hint="Stop the agent that writes this session, then run agc resume again.",
+            )
+
+
+def _stamp(path: Path) -> tuple[int, ...]:
+    """What changes when a file is written or replaced: device, inode, size, mtime."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _repair(
     history: History,
     target: str,
-    source: Path | None,
-    out: Path | None,
+    output: _Output,
     strategy: StrategyChoice,
     state: ToolCallState | None,
     session_id: str | None,
@@ -734,12 +807,17 @@ def _repair(
     as_json: bool,
     limit: int,
 ) -> int:
+    source, out = output.source, output.out
     where = target if source is None else str(source)
     chosen = _STRATEGIES[strategy]
     if out is not None and source is not None and _same_file(out, source):
-        raise UsageError(f"--out {out} is the input; agc never writes over its input")
+        raise UsageError(
+            f"--out {out} is the input; agc never writes over its input "
+            "(--in-place replaces it, keeping a backup)"
+        )
+    backup: Path | None = None
     if _is_streamed(history):
-        report = _repair_streamed(history, out, chosen, state, session_id, size, where)
+        report, backup = _repair_streamed(history, output, chosen, state, session_id, size, where)
     else:
         with _working("repairing", size):
             result = repair_loaded(
@@ -748,13 +826,22 @@ def _repair(
         _refuse_emptied(result.report, where)
         if out is not None:
             _write_out(out, source, result.data)
+        elif output.in_place and result.report.changes:
+            assert source is not None  # --in-place is refused for a run
+            with replace_in_place(source, unchanged=output.unchanged) as (handle, _, commit):
+                handle.write(result.data)
+                backup = commit()
         report = result.report
+    step = next_step(history)
     if as_json:
         emit_json(
             {
                 "schema_version": SCHEMA_VERSION,
                 "source": target,
                 "out": str(out) if out is not None else None,
+                "in_place": output.in_place,
+                "backup": str(backup) if backup is not None else None,
+                "next_step": step.to_dict() if step is not None else None,
                 "report": report.to_dict(),
                 "removed_calls": [change.to_dict() for change in _removed_calls(report)],
             }
@@ -773,13 +860,56 @@ def _repair(
         out_console.print("no change needed", markup=False)
     _print_warnings(report.notices)
     _print_removed(report, limit)
+    say = err_console.print
     if out is not None:
-        err_console.print(f"repaired history written to {out} (valid)", markup=False)
-    elif report.changes:
-        err_console.print(
-            "nothing written: give --out FILE to write the repaired history", markup=False
+        say(f"repaired history written to {out} (valid)", markup=False)
+    elif backup is not None:
+        say(
+            f"{source} replaced by its repair (valid); the original is kept at {backup}",
+            markup=False,
         )
+    elif output.in_place:
+        say(f"{source} left as it is: nothing to repair", markup=False)
+    elif report.changes:
+        say(
+            "nothing written: give --out FILE to write the repaired history"
+            + (", or --in-place to replace the file (keeping a backup)" if source else ""),
+            markup=False,
+        )
+    if step is not None:
+        _print_next(step, output, repaired=out or (source if backup is not None else None))
     return int(ExitCode.OK)
+
+
+_CLIENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex"}
+
+
+def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
+    """Where the client reads the session and the command that resumes it (stderr)."""
+    say = err_console.print
+    client = _CLIENT_NAMES[step.client]
+    at_home = repaired is not None and _same_file(repaired, step.path)
+    if at_home or repaired is None:
+        say(
+            _printable(f"next: {client} reads session {step.session_id} from {step.path}"),
+            markup=False,
+        )
+    else:
+        say(
+            _printable(
+                f"next: {client} reads session {step.session_id} from {step.path}; put the "
+                f"repair there"
+                + (
+                    f" (agc resume {output.source} --in-place does it, keeping a backup)"
+                    if output.source is not None and _same_file(output.source, step.path)
+                    else f": cp -- {repaired} {step.path}"
+                    + (" after moving the file there now aside" if step.exists else "")
+                )
+            ),
+            markup=False,
+        )
+    for command in step.commands:
+        say(_printable(f"  resume with: {command}"), markup=False)
 
 
 def _is_streamed(history: History) -> bool:
@@ -788,26 +918,43 @@ def _is_streamed(history: History) -> bool:
 
 def _repair_streamed(
     history: History,
-    out: Path | None,
+    output: _Output,
     strategy: Strategy,
     state: ToolCallState | None,
     session_id: str | None,
     size: int,
     where: str,
-) -> RepairReport:
-    """Repair a streamed session file, written to ``out`` as it is made (to a private
-    temporary file when there is no ``out``: the output is checked all the same)."""
+) -> tuple[RepairReport, Path | None]:
+    """Repair a streamed session file, written as it is made to ``--out``, to a file
+    beside the input (``--in-place``), or to a private temporary file (the output is
+    checked all the same). Returns the report and, in place, the backup's path."""
+    records = history.records
+    assert isinstance(records, LineSequence)  # _is_streamed
+    out = output.out
     with ExitStack() as stack:
-        commit: Callable[[], None] | None = None
+        commit: Callable[[], Path | None] | None = None
+        new: BinaryIO
         handle: IO[bytes]
         if out is not None:
-            handle, path, commit = stack.enter_context(_new_file(out))
+            new, path, prepared = stack.enter_context(new_file_beside(out))
+            handle = new
+
+            def commit() -> None:
+                with new_file_errors(out):
+                    sync(new)
+                    prepared.commit(overwrite=False)
+
+        elif output.in_place:
+            assert output.source is not None  # --in-place is refused for a run
+            handle, path, commit = stack.enter_context(
+                replace_in_place(output.source, unchanged=records.check_unchanged)
+            )
         else:
             temporary = stack.enter_context(
                 tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
             )
             handle, path = temporary, Path(temporary.name)
-        sink = _Sink(handle, out)
+        sink = _Sink(handle, out or output.source)
 
         def read_back() -> History:
             return scan_session(path, source="repaired history", format=history.format)
@@ -822,12 +969,11 @@ def _repair_streamed(
                 session_id=session_id,
             )
         _refuse_emptied(report, where)
-        records = history.records
-        assert isinstance(records, LineSequence)  # _is_streamed
         records.check_unchanged()
-        if commit is not None:
-            commit()
-        return report
+        backup = None
+        if commit is not None and (out is not None or report.changes):
+            backup = commit()
+        return report, backup
 
 
 def register(app: typer.Typer) -> None:

@@ -15,7 +15,7 @@ import typer
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, write_lines
 from agc.errors import RunNotFoundError, UsageError
 from agc.exitcodes import ExitCode
-from agc.flows import SCHEMA_VERSION, StoreLayout, open_store
+from agc.flows import SCHEMA_VERSION, StoreLayout, captured_session, open_store
 from agc.integrity import (
     DiffSide,
     RunListing,
@@ -69,6 +69,13 @@ def format_runs(runs: list[RunListing]) -> list[str]:
     return [line(header), *(line(row) for row in rows)]
 
 
+def _with_session(run: RunListing, store: Path | None) -> dict[str, object]:
+    """A run's JSON with the ``client`` and ``session_id`` of the session it captured
+    (``null`` for a run that captured none)."""
+    client, session_id = captured_session(run.run_id, run.attributes, store)
+    return {**run.to_dict(), "client": client, "session_id": session_id}
+
+
 def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
     """List the runs of a store: state, records, bytes, signature, last write.
 
@@ -94,7 +101,7 @@ def runs_command(store: StoreOption = None, as_json: JsonOption = False) -> int:
             {
                 "schema_version": SCHEMA_VERSION,
                 "store": where,
-                "runs": [run.to_dict() for run in runs],
+                "runs": [_with_session(run, store) for run in runs],
             }
         )
         return int(ExitCode.OK)

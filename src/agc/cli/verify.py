@@ -39,6 +39,7 @@ from agc.cli.verify_text import (
 )
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
+from agc.flows import cross_check_capture, cross_check_store
 from agc.integrity import StoreReport, category_of, check_run, check_store, finding_text
 
 if TYPE_CHECKING:
@@ -270,6 +271,7 @@ def verify_options(options: VerifyOptions) -> int:
             allow_unsigned=options.allow_unsigned,
             allow_recovered=options.allow_recovered,
         )
+    report = cross_check_capture(report, store)
     if as_json:
         emit_json(report.to_dict())
     elif not status:
@@ -293,7 +295,7 @@ def _verify_store(
     scale: Mapping[str, Any],
 ) -> int:
     def run(progress: Callable[[int, int], None] | None) -> StoreReport:
-        return check_store(
+        report = check_store(
             store,
             trusted_keys=trusted,
             require_signature=require_signature,
@@ -303,6 +305,7 @@ def _verify_store(
             progress=progress,
             **scale,
         )
+        return cross_check_store(report, store)
 
     if err_console.is_terminal and not status:
         from rich.progress import (  # noqa: PLC0415 - only on a terminal

@@ -31,7 +31,7 @@ from agc.cli._process import (
 from agc.cli.verify_args import ArgsError, VerifyOptions, parse, rendered_by_typer
 from agc.cli.verify_text import format_report, format_store, recovery_hint, use_color
 from agc.exitcodes import ExitCode
-from agc.flows import describe_os_error
+from agc.flows import cross_check_capture, cross_check_store, describe_os_error
 from agc.integrity import check_run
 
 __all__ = ["console", "main", "quick_options"]
@@ -97,6 +97,7 @@ def _verify_all(args: list[str], store: Path | None, as_json: bool, jobs: int | 
     try:
         with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
             report = check_store(store, jobs=jobs)
+            report = cross_check_store(report, store)
             STOP.raise_if_stopped()
             if as_json:
                 text = json_document(report.to_dict()) + "\n"
@@ -158,6 +159,7 @@ def _verify_run(args: list[str], run_id: str, store: Path | None, as_json: bool)
     try:
         with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
             report = check_run(run_id, store)
+            report = cross_check_capture(report, store)
             STOP.raise_if_stopped()
             if as_json:
                 failed = _write(json_document(report.to_dict()) + "\n")

@@ -14,7 +14,19 @@ what needs two of them lives here, built on their front doors only:
   :func:`check_sealed_verdict`, :func:`refuse_taken_run_id`;
 * guards of recording and importing: :func:`explain_write_failure`,
   :func:`refuse_importing_own_file`, :func:`run_on_disk`, :func:`recover_hint`;
-* new files a user names: :func:`write_new_file`, :func:`new_file_errors`.
+* recording from a pipe as best effort: :class:`PassThrough` (counts the input and
+  copies it on for ``--tee``) and :func:`drain` (reads the rest after a store failure);
+* new files a user names: :func:`write_new_file`, :func:`new_file_errors`,
+  :func:`new_file_beside`; a file replaced with a backup kept: :func:`replace_in_place`;
+* client sessions captured as they happen: :func:`capture_hook_event` (one hook event
+  appended to its run, the run sealed at the session's end, every failure kept as a
+  :class:`CaptureFailure`) and :func:`capture_failures`; :func:`hooks_status` (whether
+  a client will run agc's hook, with the hook's last capture failure).
+* client session files into runs: :func:`session_companion` (tool events and session
+  facts filled while a session file is recorded or imported), :func:`import_sessions`
+  and :func:`import_session_file` (whole folders, incrementally: new segments of grown
+  files, ``transcript-diverges`` for changed ones), :func:`rollout_of_exec_run` (the
+  rollout a run recorded from ``codex exec --json`` resumes from).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids and the store layout, bounded reads, atomic writes, strict JSON
@@ -42,6 +54,11 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from agc._core.lazy import lazy_names as _lazy_names
 
 if _TYPE_CHECKING:
+    from agc._core.capture_failures import (
+        CAPTURE_FAILURES,
+        fallback_failures_path,
+        is_captured_run_id,
+    )
     from agc._core.fs import (
         MACHINE_ERRNOS,
         TEMP_SUFFIX,
@@ -61,13 +78,44 @@ if _TYPE_CHECKING:
         validate_new_run_id,
         validate_run_id,
     )
+    from agc.flows._crosscheck import cross_check_capture, cross_check_store
     from agc.flows._evidence import (
         explain_write_failure,
         recover_hint,
         refuse_importing_own_file,
         run_on_disk,
     )
-    from agc.flows._files import new_file_errors, write_new_file
+    from agc.flows._files import (
+        keep_backup,
+        new_file_beside,
+        new_file_errors,
+        processes_holding,
+        replace_in_place,
+        sync,
+        write_new_file,
+    )
+    from agc.flows._hook import (
+        CaptureFailure,
+        HookOutcome,
+        capture_failures,
+        capture_hook_event,
+        captured_session,
+        record_capture_failure,
+    )
+    from agc.flows._hooks_status import hooks_status
+    from agc.flows._import_sessions import (
+        ExecRollout,
+        ImportOutcome,
+        SessionCompanion,
+        SessionFile,
+        codex_sessions_folder,
+        complete_lines,
+        identify_session,
+        import_session_file,
+        import_sessions,
+        rollout_of_exec_run,
+        session_companion,
+    )
     from agc.flows._readiness import (
         SealedVerdictCheck,
         check_sealed_verdict,
@@ -75,6 +123,7 @@ if _TYPE_CHECKING:
         seal_verdict,
         verdict_statement,
     )
+    from agc.flows._record import PassThrough, drain
     from agc.flows._resume import (
         ProgressBar,
         has_recorded_run,
@@ -89,38 +138,68 @@ if _TYPE_CHECKING:
 
 __all__ = [
     "ARTIFACT_KINDS",
+    "CAPTURE_FAILURES",
     "MACHINE_ERRNOS",
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
     "AuditSink",
+    "CaptureFailure",
+    "ExecRollout",
+    "HookOutcome",
+    "ImportOutcome",
+    "PassThrough",
     "PreparedWrite",
     "ProgressBar",
     "Retention",
     "SealedVerdictCheck",
+    "SessionCompanion",
+    "SessionFile",
     "Store",
     "StoreLayout",
     "atomic_write_bytes",
+    "capture_failures",
+    "capture_hook_event",
+    "captured_session",
     "check_sealed_verdict",
+    "codex_sessions_folder",
+    "complete_lines",
+    "cross_check_capture",
+    "cross_check_store",
     "describe_os_error",
+    "drain",
     "explain_write_failure",
+    "fallback_failures_path",
     "has_recorded_run",
     "history_from_run",
+    "hooks_status",
+    "identify_session",
+    "import_session_file",
+    "import_sessions",
+    "is_captured_run_id",
+    "keep_backup",
+    "new_file_beside",
     "new_file_errors",
     "open_store",
     "orjson_indented",
     "parse_json",
+    "processes_holding",
     "read_limited",
+    "record_capture_failure",
     "recover_hint",
     "recover_turn_runs",
     "refuse_importing_own_file",
     "refuse_taken_run_id",
     "refuse_unsigned_file",
     "refuse_unverified",
+    "replace_in_place",
     "resolve_store",
+    "rollout_of_exec_run",
     "run_on_disk",
     "scan_history",
     "seal_verdict",
+    "session_companion",
     "streamable_size",
+    "sync",
     "validate_new_run_id",
     "validate_run_id",
     "verdict_statement",
@@ -129,6 +208,9 @@ __all__ = [
 
 # name -> (module, attribute there)
 _HOMES: dict[str, tuple[str, str]] = {
+    "cross_check_capture": ("agc.flows._crosscheck", "cross_check_capture"),
+    "cross_check_store": ("agc.flows._crosscheck", "cross_check_store"),
+    "is_captured_run_id": ("agc._core.capture_failures", "is_captured_run_id"),
     **{
         name: ("agc._core.fs", name)
         for name in (
@@ -136,6 +218,8 @@ _HOMES: dict[str, tuple[str, str]] = {
             "TEMP_SUFFIX",
             "PreparedWrite",
             "atomic_write_bytes",
+            "capture_failures",
+            "capture_hook_event",
             "describe_os_error",
             "read_limited",
         )
@@ -158,12 +242,56 @@ _HOMES: dict[str, tuple[str, str]] = {
         name: ("agc.flows._evidence", name)
         for name in (
             "explain_write_failure",
+            "fallback_failures_path",
             "recover_hint",
             "refuse_importing_own_file",
             "run_on_disk",
         )
     },
-    **{name: ("agc.flows._files", name) for name in ("new_file_errors", "write_new_file")},
+    **{
+        name: ("agc.flows._files", name)
+        for name in (
+            "keep_backup",
+            "new_file_beside",
+            "new_file_errors",
+            "processes_holding",
+            "replace_in_place",
+            "sync",
+            "write_new_file",
+        )
+    },
+    **{
+        name: ("agc.flows._hook", name)
+        for name in (
+            "CaptureFailure",
+            "HookOutcome",
+            "capture_failures",
+            "capture_hook_event",
+            "captured_session",
+            "record_capture_failure",
+        )
+    },
+    "hooks_status": ("agc.flows._hooks_status", "hooks_status"),
+    **{
+        name: ("agc._core.capture_failures", name)
+        for name in ("CAPTURE_FAILURES", "fallback_failures_path")
+    },
+    **{
+        name: ("agc.flows._import_sessions", name)
+        for name in (
+            "ExecRollout",
+            "ImportOutcome",
+            "SessionCompanion",
+            "SessionFile",
+            "codex_sessions_folder",
+            "complete_lines",
+            "identify_session",
+            "import_session_file",
+            "import_sessions",
+            "rollout_of_exec_run",
+            "session_companion",
+        )
+    },
     **{
         name: ("agc.flows._readiness", name)
         for name in (
@@ -186,6 +314,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "streamable_size",
         )
     },
+    **{name: ("agc.flows._record", name) for name in ("PassThrough", "drain")},
     **{name: ("agc.flows._serve", name) for name in ("AuditSink", "recover_turn_runs")},
     "orjson_indented": ("agc.flows._text", "orjson_indented"),
 }

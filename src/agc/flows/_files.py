@@ -4,14 +4,29 @@ over anything, with one set of errors for every command."""
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator
+import fcntl
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
-from agc._core.fs import atomic_write_bytes, describe_os_error
-from agc.errors import FileExistsRefusedError, InputError, StoreError
+from agc._core.fs import (
+    TEMP_SUFFIX,
+    PreparedWrite,
+    atomic_write_bytes,
+    describe_os_error,
+)
+from agc._core.fs import keep_backup as fs_keep_backup
+from agc.errors import FileExistsRefusedError, InPlaceRefusedError, InputError, StoreError
 
-__all__ = ["new_file_errors", "write_new_file"]
+__all__ = [
+    "new_file_beside",
+    "new_file_errors",
+    "processes_holding",
+    "replace_in_place",
+    "write_new_file",
+]
 
 
 def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int = 0o600) -> None:
@@ -56,3 +71,114 @@ def new_file_errors(path: Path, *, option: str = "--out") -> Iterator[None]:
             f"{option} {path} cannot be written: {describe_os_error(exc)}",
             hint="Choose a folder you may write, on a local file system.",
         ) from exc
+
+
+@contextmanager
+def new_file_beside(
+    path: Path, *, option: str = "--out"
+) -> Iterator[tuple[BinaryIO, Path, PreparedWrite]]:
+    """A new file for ``path``, written as a stream: ``(handle, temporary path, prepared)``.
+
+    The content goes to a temporary file beside ``path`` (mode 0600, an exclusive flock
+    held); ``prepared.commit(overwrite=...)`` puts it in place after
+    :func:`sync` of the handle; leaving the block without a commit removes it.
+
+    Raises:
+        FileExistsRefusedError, InputError, FileWriteError, StoreError: as
+            :func:`write_new_file`, for creating the temporary file.
+    """
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with new_file_errors(path, option=option):
+        fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+    prepared = PreparedWrite(path, tmp, fd)  # discards the temporary file on leaving
+    with prepared, os.fdopen(os.dup(fd), "wb") as handle:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield handle, tmp, prepared
+
+
+def sync(handle: BinaryIO) -> None:
+    """Flush ``handle`` and fsync its file."""
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+@contextmanager
+def replace_in_place(
+    path: Path, *, unchanged: Callable[[], None]
+) -> Iterator[tuple[BinaryIO, Path, Callable[[], Path]]]:
+    """Write a new version of the existing file ``path``: ``(handle, temporary path,
+    commit)``.
+
+    ``commit()`` makes the swap and returns the backup's path. In order: the new content
+    is fsynced; ``unchanged()`` raises if ``path`` changed since it was read; the file must
+    not be open in another process (:func:`processes_holding`); the original is kept
+    beside it as ``<name>.agc-backup-<UTC time>[-N]`` (a hard link to it, or a copy where
+    the file system has none), never over an existing file; then the new content replaces
+    ``path`` in one rename and the folder is fsynced. Until that rename ``path`` is as it
+    was; a crash at any point leaves either the old file or the new one there, never a
+    part of either. Leaving the block without a commit changes nothing.
+
+    Raises:
+        InPlaceRefusedError: another process holds ``path`` open (exit 3).
+        InputError: ``path`` changed during the repair (from ``unchanged``).
+        FileWriteError, StoreError: the folder cannot take the new file or the backup.
+    """
+    with new_file_beside(path, option="--in-place") as (handle, tmp, prepared):
+
+        def commit() -> Path:
+            with new_file_errors(path, option="--in-place"):
+                sync(handle)
+            unchanged()
+            holders = processes_holding(path)
+            if holders:
+                raise InPlaceRefusedError(
+                    f"{path} is open in process {', '.join(map(str, holders))}; "
+                    "agc does not replace a session file a client is writing"
+                )
+            backup = keep_backup(path)
+            with new_file_errors(path, option="--in-place"):
+                prepared.commit(overwrite=True)
+            return backup
+
+        yield handle, tmp, commit
+
+
+def keep_backup(path: Path) -> Path:
+    """Keep the file ``path`` as it is now beside it (:func:`agc._core.fs.keep_backup`:
+    ``<name>.agc-backup-<YYYYmmddTHHMMSSZ>`` then ``-2``, ``-3`` …, never over an existing
+    file). Returns the backup's path.
+
+    Raises:
+        FileWriteError, StoreError: the backup cannot be written (nothing is replaced).
+    """
+    with new_file_errors(path.with_name(path.name + ".agc-backup"), option="backup"):
+        return fs_keep_backup(path)
+
+
+def processes_holding(path: Path) -> tuple[int, ...]:
+    """The ids of other processes that have ``path`` open, as Linux's ``/proc/<pid>/fd``
+    shows them (the processes of the same user, or all for root); empty where there is
+    no ``/proc``."""
+    try:
+        target = os.stat(path)
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return ()
+    me, holders = os.getpid(), []
+    for pid in pids:
+        if int(pid) == me:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                seen = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (seen.st_dev, seen.st_ino) == (target.st_dev, target.st_ino):
+                holders.append(int(pid))
+                break
+    return tuple(sorted(holders))

@@ -29,8 +29,11 @@ if _TYPE_CHECKING:
         iter_copy_lines,
         iter_session_lines,
     )
+    from agc.integrity._extend import Extension, extend_run
     from agc.integrity._ingest import (
+        Companion,
         IngestSummary,
+        ingest_lines,
         ingest_stream,
     )
     from agc.integrity._kept import KeptArtifact, check_run_kept
@@ -98,7 +101,9 @@ __all__ = [
     "Algorithm",
     "ArtifactReport",
     "ArtifactSeal",
+    "Companion",
     "DiffSide",
+    "Extension",
     "FileSeal",
     "Finding",
     "FsyncPolicy",
@@ -131,8 +136,10 @@ __all__ = [
     "diff_run",
     "export_copy",
     "export_session",
+    "extend_run",
     "finding_text",
     "generate_keypair",
+    "ingest_lines",
     "ingest_stream",
     "iter_copy_lines",
     "iter_records",
@@ -170,9 +177,12 @@ _HOMES = {
         "DiffSide",
         "diff_run",
     ),
+    "agc.integrity._extend": ("Extension", "extend_run"),
     "agc.integrity._ingest": (
+        "Companion",
         "IngestSummary",
         "ingest_stream",
+        "ingest_lines",
     ),
     "agc.integrity._recover": (
         "recover_run",

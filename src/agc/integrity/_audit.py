@@ -18,16 +18,18 @@ import csv
 import html
 import io
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from agc._core.store import StoreLayout
+from agc._core.storage import Store
+from agc._core.store import StoreArg, StoreLayout, artifact_path, manifest_path, open_store
 from agc.errors import AgcError
 from agc.integrity._chain import read_head
-from agc.integrity._store_io import read_manifest
+from agc.integrity._chain_objects import read_remote_head
+from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 from agc.integrity._store_verify import check_store
 from agc.integrity._verdict import (
     CATEGORIES,
@@ -61,10 +63,21 @@ class TimelineEvent:
 
 @dataclass(frozen=True)
 class AuditRun:
-    """One run in the report: its verdict and when it was written."""
+    """One run in the report: its verdict, when it was written, and what it was.
+
+    Attributes:
+        report: the run's verdict.
+        events: its timeline: when it was written, sealed, recovered, and, for a
+            captured client session, when the agent worked.
+        about: the facts its manifest's ``attributes`` give (a captured session: client,
+            session id, model, project, the agent's first and last timestamps, tool
+            calls and failures; see ``docs/format.md``), in the manifest's order;
+            empty when it gives none.
+    """
 
     report: RunReport
     events: tuple[TimelineEvent, ...]
+    about: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -105,7 +118,7 @@ class Audit:
 
 
 def build_audit(
-    store: str | os.PathLike[str] | None = None,
+    store: StoreArg | Store = None,
     run_ids: Sequence[str] | None = None,
     *,
     trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
@@ -118,13 +131,16 @@ def build_audit(
 ) -> Audit:
     """Check the store (``run_ids`` ``None``) or the named runs and gather a timeline.
 
+    ``store`` is a folder or an ``s3://bucket/prefix`` URL: the verdicts are the
+    store's own checks, and the manifests and first records are read through the store.
+
     Raises:
         RunIdInvalidError, StoreError: as :func:`check_run` / :func:`check_store`.
     """
-    layout = StoreLayout.at(store)
+    opened = open_store(store)
     if run_ids is None:
         store_report = check_store(
-            store,
+            cast("StoreArg", store),  # check_store takes any store its open_store opens
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
@@ -147,13 +163,12 @@ def build_audit(
             for r in dict.fromkeys(run_ids)
         ]
         findings, complete = (), all(r.complete for r in reports)
-        stored = read_head(layout)
-        head = stored.digest if stored else None
-        position = stored.position if stored else 0
+        head, position = _head(opened)
     reports.sort(key=lambda r: (r.complete, r.run_id))
-    runs = tuple(AuditRun(r, tuple(_events(layout, r))) for r in reports)
+    runs = tuple(_run(opened, r) for r in reports)
+    folder = opened.folder
     return Audit(
-        store=str(layout.root),
+        store=str(folder) if folder is not None else opened.url,
         scope="all" if run_ids is None else "runs",
         complete=complete and bool(reports),
         head=head,
@@ -166,15 +181,47 @@ def build_audit(
     )
 
 
-def _events(layout: StoreLayout, report: RunReport) -> Iterable[TimelineEvent]:
+def _head(store: Store) -> tuple[str | None, int]:
+    """The chain head's digest and position as the store keeps it (``(None, 0)`` for
+    none, or a damaged one: ``check_store`` judges it)."""
+    folder = store.folder
+    if folder is not None:
+        stored = read_head(StoreLayout(folder))
+        return (stored.digest, stored.position) if stored else (None, 0)
+    try:
+        remote, _ = read_remote_head(store)
+    except AgcError:
+        return None, 0
+    return (remote.digest, remote.position) if remote is not None else (None, 0)
+
+
+def _run(store: Store, report: RunReport) -> AuditRun:
+    """One run's entry: its timeline and what its manifest says it was."""
+    try:
+        found = store.get(manifest_path(report.run_id), max_bytes=MAX_MANIFEST_BYTES)
+        manifest = (
+            None
+            if found is None
+            else RunManifest.from_bytes(found[0], expected_run_id=report.run_id)
+        )
+    except (AgcError, OSError):
+        manifest = None  # the report's findings say what is wrong with it
+    about = dict(manifest.attributes or {}) if manifest is not None else {}
+    events = tuple(_events(store, report, manifest, about))
+    return AuditRun(report, events, MappingProxyType(about))
+
+
+def _events(
+    store: Store, report: RunReport, manifest: RunManifest | None, about: Mapping[str, Any]
+) -> Iterable[TimelineEvent]:
     run_id = report.run_id
-    first = _first_record_ms(layout, run_id)
+    first = _first_record_ms(store, run_id)
     if first is not None:
         yield TimelineEvent(first, run_id, "first-record")
-    try:
-        manifest = read_manifest(layout, run_id)
-    except (AgcError, OSError):
-        return  # the report's findings say what is wrong with it
+    for key, event in (("first_agent_ts", "agent-first"), ("last_agent_ts", "agent-last")):
+        at = _agent_ms(about.get(key))
+        if at is not None:
+            yield TimelineEvent(at, run_id, event, str(about.get("client") or "agent"))
     if manifest is None:
         return
     for kind, seal in manifest.artifacts.items():
@@ -189,13 +236,33 @@ def _events(layout: StoreLayout, report: RunReport) -> Iterable[TimelineEvent]:
             yield TimelineEvent(seal.sealed_at_ms, run_id, event, f"{kind}, {seal.records} records")
 
 
-def _first_record_ms(layout: StoreLayout, run_id: str) -> int | None:
+def _agent_ms(value: object) -> int | None:
+    """An agent's ISO 8601 timestamp as Unix ms (``Z`` or an offset; naive is UTC)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return int(at.timestamp() * 1000)
+
+
+def _first_record_ms(store: Store, run_id: str) -> int | None:
     """The ``ts`` of the transcript's first record, if it can be read."""
     try:
-        with layout.artifact_path(run_id, "transcript").open("rb") as handle:
-            line = handle.readline(_FIRST_LINE_LIMIT)
-        ts = json.loads(line).get("ts")
-    except (OSError, ValueError, AttributeError):
+        with store.open(artifact_path(run_id, "transcript")) as opened:
+            if opened is None:
+                return None
+            chunks, _ = opened
+            head = b""
+            for chunk in chunks:
+                head += chunk
+                if b"\n" in head or len(head) >= _FIRST_LINE_LIMIT:
+                    break
+        ts = json.loads(head.split(b"\n", 1)[0]).get("ts")
+    except (AgcError, OSError, ValueError, AttributeError):
         return None
     return ts if isinstance(ts, int) and not isinstance(ts, bool) and ts >= 0 else None
 
@@ -289,10 +356,50 @@ def _findings_list(findings: Sequence[Finding[Any]]) -> str:
         return '<p class="none">no findings</p>'
     items = "".join(
         f'<li class="{_e(f.severity)} {category_of(f.code)}" data-code="{_e(f.code)}">'
-        f"<code>{_e(f.code)}</code> {_e(finding_text(f, code=False))}</li>"
+        f"<code>{_e(f.code)}</code> {_e(finding_text(f, code=False))}{_digests_html(f)}</li>"
         for f in findings
     )
     return f'<ul class="findings">{items}</ul>'
+
+
+def _digests(finding: Finding[Any]) -> tuple[str, str] | None:
+    """The digest the seal expected and the one observed, when a finding gives both."""
+    expected, actual = finding.expected or {}, finding.actual or {}
+    want, got = expected.get("digest"), actual.get("digest")
+    if isinstance(want, str) and isinstance(got, str):
+        return want, got
+    return None
+
+
+def _digests_html(finding: Finding[Any]) -> str:
+    pair = _digests(finding)
+    if pair is None:
+        return ""
+    return (
+        f'<br>expected <code class="digest" data-expected>{_e(pair[0])}</code>'
+        f'<br>observed <code class="digest" data-observed>{_e(pair[1])}</code>'
+    )
+
+
+def _about_html(about: Mapping[str, Any]) -> str:
+    """What the run was (its manifest's attributes), as a definition list."""
+    if not about:
+        return ""
+    rows = "".join(
+        f'<dt>{_e(str(key).replace("_", " "))}</dt><dd data-about="{_e(key)}">'
+        f"<code>{_e(value if isinstance(value, str) else json.dumps(value))}</code></dd>"
+        for key, value in about.items()
+    )
+    return f'<dl class="facts about">{rows}</dl>'
+
+
+def _session_cell(about: Mapping[str, Any]) -> str:
+    """``client, model, N tool calls (F failed)`` from what a captured run says it was."""
+    parts = [str(about[key]) for key in ("client", "model") if about.get(key)]
+    calls, failed = about.get("tool_calls"), about.get("tool_failures")
+    if isinstance(calls, int):
+        parts.append(f"{calls} tool calls" + (f" ({failed} failed)" if failed else ""))
+    return ", ".join(parts)
 
 
 def _summary(audit: Audit) -> str:
@@ -363,13 +470,16 @@ def audit_html(audit: Audit) -> str:
             f'data-verdict-category="{verdict.category}">'
             f'<td><a href="#run-{_e(r.run_id)}"><code>{_e(r.run_id)}</code></a></td>'
             f"<td>{_badge(verdict)}</td>"
+            f"<td>{_e(_session_cell(run.about))}</td>"
             f"<td>{_e(r.signature)}</td>"
             f"<td>{sum(a.records or 0 for a in r.artifacts)}</td>"
             f"<td>{len(r.errors)}</td></tr>"
         )
     table = (
-        '<table id="runs-table"><thead><tr><th>Run</th><th>Verdict</th><th>Signature</th>'
-        "<th>Records</th><th>Findings</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        '<table id="runs-table"><thead><tr><th>Run</th><th>Verdict</th><th>Session</th>'
+        "<th>Signature</th><th>Records</th><th>Findings</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
         if rows
         else '<p class="none">no runs</p>'
     )
@@ -392,11 +502,12 @@ def audit_html(audit: Audit) -> str:
             for a in r.artifacts
         )
         key = f'<code class="digest">{_e(r.key_id)}</code>' if r.key_id else "none"
+        about = _about_html(run.about)
         details.append(
             f'<section class="run {_state(verdict)}" id="run-{_e(r.run_id)}" '
             f'data-run="{_e(r.run_id)}">'
             f"<h3><code>{_e(r.run_id)}</code> {_badge(verdict)}</h3>"
-            f"<p>Signature: {_e(r.signature)}; key id: {key}</p>"
+            f"{about}<p>Signature: {_e(r.signature)}; key id: {key}</p>"
             '<table class="artifacts"><thead><tr><th>Artifact</th><th></th><th>Records</th>'
             f"<th>Bytes</th><th>Digest</th></tr></thead><tbody>{artifacts}</tbody></table>"
             f"{_findings_list(r.findings)}</section>"
@@ -461,7 +572,20 @@ CSV_COLUMNS: Final = (
     "chain_head",
     "verdict_word",
     "verdict_category",
+    "client",
+    "session_id",
+    "model",
+    "project",
+    "first_agent_ts",
+    "last_agent_ts",
+    "tool_calls",
+    "tool_failures",
+    "expected_digest",
+    "observed_digest",
 )
+_ABOUT_COLUMNS: Final = CSV_COLUMNS[
+    CSV_COLUMNS.index("client") : CSV_COLUMNS.index("expected_digest")
+]
 _FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -474,8 +598,11 @@ def audit_csv(audit: Audit) -> str:
     """One row per run (failing first), columns :data:`CSV_COLUMNS`; RFC 4180 quoting.
 
     ``verdict`` stays ``complete``/``incomplete``; ``verdict_word`` and
-    ``verdict_category`` (the last columns, so earlier ones keep their place) name the
-    run's verdict as ``agc-verify`` and the HTML page do.
+    ``verdict_category`` name the run's verdict as ``agc-verify`` and the HTML page do.
+    Then what a captured session's manifest says it was (``client`` … ``tool_failures``,
+    empty for another run), and the digest the seal expected and the one observed for
+    the first error that gives both. New columns are added at the end, so earlier ones
+    keep their place.
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
@@ -502,5 +629,8 @@ def audit_csv(audit: Audit) -> str:
             verdict.word,
             verdict.category,
         ]
+        row += [run.about.get(column) for column in _ABOUT_COLUMNS]
+        failed = next((pair for f in r.errors if (pair := _digests(f)) is not None), None)
+        row += list(failed) if failed is not None else [None, None]
         writer.writerow([_cell(value) for value in row])
     return buffer.getvalue()

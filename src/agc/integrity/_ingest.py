@@ -26,12 +26,12 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Protocol
 
 from agc._core import json as strict_json
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error, open_regular_file
-from agc._core.jsonl import FsyncPolicy
+from agc._core.jsonl import FsyncPolicy, JsonlFileWriter
 from agc._core.report import SCHEMA_VERSION
 from agc._core.storage import Store
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, StoreArg, StoreLayout, validate_run_id
@@ -41,7 +41,23 @@ from agc.integrity._signing import SigningKey
 from agc.integrity._target import RunTarget, run_target
 from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
 
-__all__ = ["IngestSummary", "ingest_stream", "line_to_record"]
+__all__ = ["Companion", "IngestSummary", "ingest_lines", "ingest_stream", "line_to_record"]
+
+
+class Companion(Protocol):
+    """Tool-event records derived from a transcript while it is ingested.
+
+    ``feed`` is given every transcript line that is a JSON object with its 1-based line
+    number, in order, and returns the tool-event record bodies it gives (written as they
+    come, so a stopped ingest keeps them unsealed like the transcript); ``attributes`` is
+    asked once at the end, before the seal, for the run's manifest ``attributes``
+    (``None``: none).
+    """
+
+    def feed(self, line: Mapping[str, Any], number: int) -> Iterable[Mapping[str, Any]]: ...
+
+    def attributes(self) -> Mapping[str, Any] | None: ...
+
 
 _BOM: Final = b"\xef\xbb\xbf"
 # The reasons records carry (a documented part of the record format).
@@ -208,6 +224,7 @@ def ingest_stream(
     progress: Callable[[int], None] | None = None,
     signing_key: SigningKey | None = None,
     allow_empty: bool = True,
+    companion: Callable[[], Companion] | None = None,
 ) -> IngestSummary:
     """Write every line of ``stream`` as a record of ``kind`` and seal the run.
 
@@ -229,6 +246,9 @@ def ingest_stream(
         signing_key: sign the run manifest (Ed25519) when sealing.
         allow_empty: seal a run whose input holds no line; if False, such an input is
             refused before anything is sealed (``EmptyInputError``).
+        companion: makes the :class:`Companion` that fills the run's tool-events (and
+            its manifest ``attributes``) from the transcript's lines; only with
+            ``kind="transcript"`` (else the tool-events are sealed empty as without).
 
     For an object store (``s3://…``) the run is written in a local staging store and
     uploaded once sealed; the summary's ``object_store`` describes the upload.
@@ -243,7 +263,13 @@ def ingest_stream(
     target = run_target(store)
     if target.linked(validate_run_id(run_id)):
         same = _already_recorded(
-            stream, run_id, target, kind=kind, algorithm=algorithm, signing_key=signing_key
+            stream,
+            run_id,
+            target,
+            kind=kind,
+            algorithm=algorithm,
+            signing_key=signing_key,
+            companion=companion,
         )
         if same is not None:
             return same
@@ -260,9 +286,31 @@ def ingest_stream(
             progress=progress,
             signing_key=signing_key,
             allow_empty=allow_empty,
+            companion=None if companion is None or kind != "transcript" else companion(),
         )
     upload = target.publish(run_id, signing_key=signing_key, policy=policy)
     return summary if upload is None else replace(summary, object_store=upload.to_dict())
+
+
+def ingest_lines(stream: BinaryIO, writer: JsonlFileWriter, *, skip: int = 0) -> tuple[int, int]:
+    """Write each line of ``stream`` after its first ``skip`` lines as one record of the
+    open ``writer``, by the ingest rule (``{"line", "payload"}`` or an ``invalid``
+    record; see the module docstring), for a caller that holds the writer (a run whose
+    other artifact is written elsewhere). The writer is neither flushed nor sealed.
+
+    Returns:
+        ``(records written, of which invalid)``.
+
+    Raises:
+        FileUnreadableError: reading the input failed (exit 3).
+        as :meth:`~agc._core.jsonl.JsonlFileWriter.write_many`.
+    """
+    for _ in range(skip):  # read past, not parsed: an earlier seal holds them
+        if not stream.readline():
+            return 0, 0
+    counts = _Counts(records=skip)
+    written = writer.write_many(_bodies(stream, counts, writer.flush, None))
+    return len(written), counts.invalid
 
 
 def _ingest_into(
@@ -276,6 +324,7 @@ def _ingest_into(
     progress: Callable[[int], None] | None,
     signing_key: SigningKey | None,
     allow_empty: bool,
+    companion: Companion | None = None,
 ) -> IngestSummary:
     """:func:`ingest_stream` into the store folder ``folder``, where the run is sealed."""
     layout = StoreLayout(folder)
@@ -285,9 +334,16 @@ def _ingest_into(
         run.transcript if kind == "transcript" else run.tool_events
     )
     counts = _Counts()
+    bodies = _bodies(stream, counts, writer.flush, progress)
+    if companion is not None:
+        bodies = _with_companion(bodies, companion, run.tool_events)
     try:
-        writer.write_many(_bodies(stream, counts, writer.flush, progress))
+        writer.write_many(bodies)
         writer.flush()  # a full disk fails here, while an empty run can still be undone
+        attributes = None if companion is None else companion.attributes()
+        if attributes is not None:
+            run.transcript.set_attributes(attributes)
+            run.tool_events.set_attributes(attributes)
     except BaseException:
         _release_unsealed(run, created)
         raise
@@ -350,6 +406,20 @@ def _bodies(
         progress(counts.consumed)
 
 
+def _with_companion(
+    bodies: Iterator[dict[str, Any]], companion: Companion, events: ToolEventWriter
+) -> Iterator[dict[str, Any]]:
+    """``bodies`` unchanged; each JSON-object line is given to ``companion`` first and
+    the tool-event records it returns are written to ``events``."""
+    for body in bodies:
+        payload = body.get("payload")
+        if payload is not None:
+            line = payload.value if isinstance(payload, strict_json.Canonical) else payload
+            for record in companion.feed(line, body["line"]):
+                events.write(record)
+        yield body
+
+
 def _release_unsealed(run: RunWriters, created: dict[ArtifactKind, bool]) -> None:
     """Release both writers unsealed. When neither holds a record, remove the files this
     ingest created (while their locks are held, so no other writer has them): the run
@@ -379,6 +449,7 @@ def _already_recorded(
     kind: ArtifactKind,
     algorithm: Algorithm,
     signing_key: SigningKey | None = None,
+    companion: Callable[[], Companion] | None = None,
 ) -> IngestSummary | None:
     """The summary of the run the store holds when ``stream`` is its very input, else
     ``None`` (the stream may be consumed either way).
@@ -397,7 +468,14 @@ def _already_recorded(
         if copies is None:
             return None  # differs, or not signed by the key this import would sign with
         with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:
-            again = ingest_stream(stream, run_id, kind=kind, store=scratch, algorithm=algorithm)
+            again = ingest_stream(
+                stream,
+                run_id,
+                kind=kind,
+                store=scratch,
+                algorithm=algorithm,
+                companion=companion,
+            )
             fresh = StoreLayout.at(scratch)
             for other in ARTIFACT_KINDS:
                 if other not in copies or not _same_lines(

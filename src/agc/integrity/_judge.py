@@ -44,6 +44,12 @@ Finding codes (stable, documented in ``docs/format.md``):
 ``unsigned``              no signature, and one is required (trusted keys were given,
                           or ``require_signature``; ``allow_unsigned`` relaxes it)
 ``signature-not-verified`` (warning) signed, but no trusted key was given to check it
+``capture-failed``        a hook event of the run's client session could not be captured
+                          (kept in the store's ``capture/failures.jsonl`` or the user's
+                          fallback file): the run misses what it failed to write
+``transcript-diverges``   a tool call the run's hooks saw is missing from its sealed
+                          session file, or the file holds one the active hooks never saw
+                          (judged by :mod:`agc.flows`, which reads the client's format)
 ========================  ==============================================================
 
 ``unsealed`` (a crash before ``close()``) carries the verified prefix: the bytes and
@@ -117,6 +123,8 @@ RunFindingCode = Literal[
     "unknown-key",
     "unsigned",
     "signature-not-verified",
+    "capture-failed",
+    "transcript-diverges",
     LegacyFindingCode,
     ObjectStoreFindingCode,
 ]

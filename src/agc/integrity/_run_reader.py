@@ -28,12 +28,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from agc._core import json as strict_json
+from agc._core.capture_failures import failure_lines
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
@@ -724,7 +725,30 @@ def read_run(
     )
     if chain:
         report = _judge_links(report, store, judged, legacy=legacy is not None)
+    if store.folder is not None:
+        report = _judge_capture(report, store.folder)
     return report, judged
+
+
+def _judge_capture(report: RunReport, folder: Path) -> RunReport:
+    """``report`` with a ``capture-failed`` error when a failure of capturing the run's
+    client session is kept for the store folder ``folder`` (hooks write to a store on
+    this host: :mod:`agc._core.capture_failures`): an event a hook could not write is
+    missing from the run, however well what is there was sealed."""
+    failures = [
+        line for line in failure_lines(folder.absolute()) if line.get("run_id") == report.run_id
+    ]
+    if not failures:
+        return report
+    codes = sorted({str(line.get("code")) for line in failures})
+    finding: _Finding = Finding(
+        "capture-failed",
+        f"{len(failures)} hook event(s) of this run's session could not be captured "
+        f"({', '.join(codes)}); `agc hooks status` says why",
+        artifact="tool-events",
+        actual={"failures": len(failures), "codes": codes},
+    )
+    return replace(report, findings=(*report.findings, finding))
 
 
 def _run_missing(

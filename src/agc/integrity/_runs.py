@@ -13,7 +13,7 @@ import functools
 import json
 import os
 import stat
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -80,6 +80,8 @@ class RunListing:
         signed: the manifest carries a signature (whether it verifies is
             ``agc-verify --trusted-key``'s business).
         last_write_ms: the latest modification time of the run's files (Unix ms).
+        attributes: the manifest's ``attributes`` (facts its writer attached), ``None``
+            when it has none or no readable manifest.
     """
 
     run_id: str
@@ -88,6 +90,7 @@ class RunListing:
     bytes: int
     signed: bool
     last_write_ms: int | None
+    attributes: Mapping[str, Any] | None = None
 
     @property
     def total_records(self) -> int:
@@ -169,6 +172,7 @@ def _listing(layout: StoreLayout, run_id: str, chained: Callable[[], Container[s
         bytes=size,
         signed=manifest is not None and manifest.signature is not None,
         last_write_ms=max(times) if times else None,
+        attributes=manifest.attributes if manifest is not None else None,
     )
 
 
@@ -229,6 +233,7 @@ def _remote_listings(remote: ObjectStore) -> list[RunListing]:
             bytes=sum(seal.bytes for seal in seals.values()),
             signed=manifest.signature is not None,
             last_write_ms=max((seal.sealed_at_ms for seal in seals.values()), default=None),
+            attributes=manifest.attributes,
         )
     for run_id in _remote_legacy_candidates(remote, listings):
         legacy = _remote_legacy_listing(remote, run_id)

@@ -88,6 +88,7 @@ VERDICTS: Final[Mapping[str, VerdictCategory]] = MappingProxyType(
         "head-not-in-chain": "tampered",
         "head-mismatch": "tampered",
         "unchained": "tampered",
+        "transcript-diverges": "tampered",
         # unverified: intact as far as can be seen, not vouched for under the rules
         "run-missing": "unverified",
         "unknown-key": "unverified",
@@ -100,6 +101,7 @@ VERDICTS: Final[Mapping[str, VerdictCategory]] = MappingProxyType(
         "signature-not-verified": "unverified",
         # unfinished: never sealed for good
         "recovered": "unfinished",
+        "capture-failed": "unfinished",
         "unsealed": "unfinished",
         "torn-tail": "unfinished",
         "missing": "unfinished",

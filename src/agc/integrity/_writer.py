@@ -23,10 +23,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agc._core.checkpoint import read_checkpoints
 from agc._core.digest import (
     DEFAULT_ALGORITHM,
     Algorithm,
     check_algorithm,
+    digest_fd,
     digests_equal,
     new_hasher,
 )
@@ -64,11 +66,10 @@ from agc.errors import (
     VerificationError,
 )
 from agc.integrity._manifest import ArtifactSeal, check_attributes, sealed_checkpoints
-from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_reopen, record_seal
-from agc.integrity._target import linked, run_target
 
 if TYPE_CHECKING:
+    from agc.integrity._signing import SigningKey
     from agc.integrity._upload import UploadResult
 
 __all__ = [
@@ -93,6 +94,10 @@ def refuse_if_linked(layout: StoreLayout, run_id: str) -> None:
         RunExistsError: the chain links ``run_id`` (exit 2; nothing was written).
         StoreError: the chain cannot be read.
     """
+    # Loaded here, not at import: a writer continuing a file (one hook event) never
+    # needs the chain reader nor the object-store side (nor cryptography with them).
+    from agc.integrity._target import linked  # noqa: PLC0415
+
     links = linked(layout, run_id)
     if links:
         positions = ", ".join(str(entry.position) for entry in links)
@@ -114,6 +119,9 @@ class RunArtifactSeal:
         clock: Unix time in ms (``sealed_at_ms``, ``reopened_at_ms``).
         signing_key: sign the manifest at each seal.
         reopen: continue a sealed file as a new segment.
+        resume: continue the file as it is: a sealed one as a new segment (as
+            ``reopen``), an unsealed one when its last crash checkpoint vouches for
+            every byte it holds (a writer of another process released it unsealed).
         attributes: facts about the run stored in its manifest (checked already).
 
     Attributes:
@@ -129,6 +137,7 @@ class RunArtifactSeal:
         clock: Callable[[], int],
         signing_key: SigningKey | None,
         reopen: bool,
+        resume: bool = False,
         attributes: Mapping[str, Any] | None = None,
     ) -> None:
         self.layout = layout
@@ -138,6 +147,7 @@ class RunArtifactSeal:
         self._clock = clock
         self._signing_key = signing_key
         self._reopen = reopen
+        self._resume = resume
         self._attributes = attributes
         self._previous: ArtifactSeal | None = None
 
@@ -145,7 +155,7 @@ class RunArtifactSeal:
         return f"{self.kind} of run {self.run_id}"
 
     def before_open(self, path: Path) -> None:
-        if not self._reopen:
+        if not self._reopen and not self._resume:
             refuse_if_linked(self.layout, self.run_id)
             self._refuse_if_sealed(path)
         make_dirs(self.layout.manifests_dir)
@@ -153,6 +163,8 @@ class RunArtifactSeal:
     def adopt(self, fd: int, path: Path, algorithm: Algorithm) -> Prefix:
         if self._reopen:
             return self._continue_sealed(fd, path)
+        if self._resume:
+            return self._resume_file(fd, path, algorithm)
         self._refuse_if_sealed(path)
         size = os.fstat(fd).st_size
         if size == 0:
@@ -227,6 +239,51 @@ class RunArtifactSeal:
         record_reopen(self.layout, self.run_id, self.kind, self._clock(), signer=self._signing_key)
         return prefix
 
+    def _resume_file(self, fd: int, path: Path, algorithm: Algorithm) -> Prefix:
+        """Continue the file as it is (see ``resume`` in the class docstring): a sealed
+        file as a new segment; a file re-opened for a segment when its sealed part
+        still matches its seal; and what no seal covers only when the last crash
+        checkpoint covers exactly the file's length and its digest (a prefix digest of
+        the whole file vouches for every byte)."""
+        manifest = read_manifest(self.layout, self.run_id)
+        seal = manifest.artifacts.get(self.kind) if manifest else None
+        if seal is not None and seal.closed:
+            return self._continue_sealed(fd, path)
+        if seal is None:
+            refuse_if_sidecar(path)
+        else:
+            algorithm = seal.algorithm
+        prefix = read_prefix(fd, algorithm)
+        refuse_torn_tail(path, ends_with_newline=prefix.ends_with_newline)
+        sealed_bytes = 0
+        if seal is not None:
+            os.lseek(fd, 0, os.SEEK_SET)
+            head, length = digest_fd(fd, algorithm, limit=seal.bytes)
+            if length != seal.bytes or not digests_equal(seal.digest, head):
+                raise VerificationError(
+                    f"{path} does not match its seal; it cannot be continued", report=None
+                )
+            sealed_bytes = seal.bytes
+            self._previous = seal
+        if prefix.bytes == sealed_bytes:
+            return prefix
+        checkpoints = [c for c in read_checkpoints(path)[0] if c.algorithm == algorithm]
+        last = max(checkpoints, key=lambda c: c.bytes, default=None)
+        if (
+            last is None
+            or last.bytes != prefix.bytes
+            or last.records != prefix.records
+            or not digests_equal(last.digest, prefix.hasher.hexdigest())
+        ):
+            vouched = 0 if last is None else min(last.bytes, prefix.bytes)
+            raise UnsealedRunError(
+                f"{path} holds {prefix.bytes - max(vouched, sealed_bytes):,} bytes that no "
+                "crash checkpoint vouches for (a writer stopped between a write and its "
+                "checkpoint, or the file was changed); it is not continued",
+                hint=f"`agc recover {self.run_id}` seals it as recovered.",
+            )
+        return prefix
+
 
 class JsonlWriter(JsonlFileWriter):
     """Append-only, hash-while-writing JSONL writer for one artifact of one run.
@@ -247,6 +304,11 @@ class JsonlWriter(JsonlFileWriter):
             64 KiB; see :func:`~agc.integrity._manifest.check_attributes`), signed with it.
         reopen: continue a *sealed* file as a new segment: its sealed content is
             verified first (``VerificationError`` if it does not match its seal).
+        resume: continue the file as it is, sealed or not, so that short-lived
+            processes (one per client hook event) append to one file in turn: a sealed
+            file as with ``reopen``; an unsealed one (or the new segment of a re-opened
+            one) only when its last crash checkpoint (:meth:`checkpoint`) vouches for
+            every byte after the seal, else ``UnsealedRunError`` (``agc recover``).
 
     Raises:
         RunIdInvalidError: bad run id, or (unless ``reopen``) one that begins with ``-``
@@ -277,9 +339,10 @@ class JsonlWriter(JsonlFileWriter):
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
         signing_key: SigningKey | None = None,
         reopen: bool = False,
+        resume: bool = False,
         attributes: Mapping[str, Any] | None = None,
     ) -> None:
-        self.run_id = validate_run_id(run_id) if reopen else validate_new_run_id(run_id)
+        self.run_id = validate_run_id(run_id) if reopen or resume else validate_new_run_id(run_id)
         check_algorithm(algorithm)
         checked = None if attributes is None else check_attributes(attributes)
         self.layout = StoreLayout.at(store)
@@ -291,6 +354,7 @@ class JsonlWriter(JsonlFileWriter):
             clock=clock,
             signing_key=signing_key,
             reopen=reopen,
+            resume=resume,
             attributes=checked,
         )
         super().__init__(
@@ -309,6 +373,15 @@ class JsonlWriter(JsonlFileWriter):
     def seal(self) -> ArtifactSeal | None:
         """The artifact's seal once closed, else ``None``."""
         return self._artifact.seal
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        """Give the run's manifest ``attributes`` learnt while writing (before the seal):
+        checked as at open (:func:`~agc.integrity._manifest.check_attributes`).
+
+        Raises:
+            RecordInvalidError: the attributes cannot be stored.
+        """
+        self._artifact._attributes = check_attributes(attributes)
 
     def close(self) -> ArtifactSeal:
         """Flush, fsync (unless policy ``none``), write the sidecar and the manifest entry.
@@ -423,6 +496,8 @@ def open_run(
     if attributes is not None:
         attributes = check_attributes(attributes)
     validate_new_run_id(run_id)
+    from agc.integrity._target import run_target  # noqa: PLC0415 - see refuse_if_linked
+
     target = run_target(store)
     policy = target.policy()
     with target.staging(run_id) as folder:

@@ -19,6 +19,7 @@ from agc.resume._formats import (
     get_spec,
     load_history,
 )
+from agc.resume._next import NextStep, next_step
 from agc.resume._repair import (
     ACTIONS,
     STRATEGIES,
@@ -71,6 +72,7 @@ __all__ = [
     "HistoryFindingCode",
     "HistoryReport",
     "LineSequence",
+    "NextStep",
     "RepairReport",
     "RepairResult",
     "ResumeResult",
@@ -87,6 +89,7 @@ __all__ = [
     "load_history",
     "load_snapshot",
     "load_snapshot_file",
+    "next_step",
     "pending_warnings",
     "redact_text",
     "redact_value",

@@ -1,0 +1,266 @@
+"""What capturing a session through the clients' hooks costs the agent, as ratios.
+
+Two measurements, each against a baseline measured in the same run:
+
+* **A scripted session with hooks ÷ without.** The real client (Claude Code, Codex CLI,
+  Gemini CLI, pinned in ``tests/e2e/clients.py``) runs one headless turn of
+  :data:`CALLS` shell calls (``true``) against the scripted model server of
+  ``tests/e2e`` on 127.0.0.1, which answers at once, so the hooks' cost is not hidden
+  behind a model's latency. Variants, interleaved: no hooks; every capture event hooked
+  to ``cat > /dev/null`` (what running any hook process costs the client); to a Python
+  process that only reads its stdin (the floor of any hook written in Python); to
+  ``agc hook --client C --store S``. The figure is
+  the client process's wall time. Target: agc's ≤ 1.25x the session without hooks.
+* **``agc hook``'s own time per event**, as a whole process (start, imports, the event
+  appended and checkpointed in the store), fed a real payload of the client from
+  ``tests/fixtures/hooks/<client>/``, next to ``python -c pass`` on the same interpreter.
+
+Codex runs a hook only once it is trusted: the benchmark passes
+``--dangerously-bypass-hook-trust`` to every Codex variant alike (it decides whether the
+hooks run, not what they cost). Clients that cannot be installed (no node/npm) are
+skipped with the reason. ``--quick`` measures only the per-event figures.
+
+Run: ``python -m benchmarks --only hook_capture --name hook-capture``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from tests.e2e.agents import ClaudeSandbox, ClientResult, CodexSandbox, GeminiSandbox, _run
+from tests.e2e.clients import ClientName, ClientUnavailableError, ensure_client
+from tests.e2e.model_server import Answer, ModelServer, Script, ShellCall
+from tests.e2e.record_hooks import FIXTURES
+
+from benchmarks.harness import Timing, Variant, command_variant, interleaved
+from benchmarks.report import Row, Section, Target
+
+__all__ = ["CALLS", "CAPTURE_EVENTS", "bench_hook_capture"]
+
+CALLS: Final = 50
+TARGET_SLOWDOWN: Final = 1.25
+SESSION_ROUNDS: Final = 3  # a session is seconds long; per-event rounds use ctx.rounds
+SESSION_TIMEOUT: Final = 1800.0  # seconds; a slow hook makes a session minutes long
+
+#: The events a capture hooks, per client (fixture folder name -> event names).
+CAPTURE_EVENTS: Final[dict[str, tuple[str, ...]]] = {
+    "claude-code": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SessionEnd",
+    ),
+    "codex": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "SessionEnd",
+    ),
+    "gemini": (
+        "SessionStart",
+        "BeforeAgent",
+        "BeforeTool",
+        "AfterTool",
+        "AfterAgent",
+        "SessionEnd",
+    ),
+}
+
+_PINS: Final[dict[str, ClientName]] = {
+    "claude-code": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+}
+
+#: The cheapest hook process: the client's own cost of running a hook.
+SHELL_HOOK: Final = "cat > /dev/null"
+
+#: The floor of a hook written in Python: start, read the event, exit 0.
+FLOOR_HOOK: Final = "import sys; sys.stdin.buffer.read()"
+
+
+def agc_command() -> str | None:
+    """The ``agc`` console script beside this Python, if it has the ``hook`` command."""
+    agc = Path(sys.executable).parent / "agc"
+    if not agc.exists():
+        return None
+    done = subprocess.run([str(agc), "hook", "--help"], capture_output=True, check=False)
+    return str(agc) if done.returncode == 0 else None
+
+
+def script(calls: int) -> Script:
+    """``calls`` shell calls of ``true N`` (each different: the Gemini CLI stops a turn
+    that repeats one call, "Loop detected"), then the final answer."""
+    return Script(
+        [*(ShellCall(f"true {i}", f"call_bench_{i}") for i in range(calls)), Answer("done")]
+    )
+
+
+@dataclass(frozen=True)
+class Session:
+    """One client's headless session runner, with or without hooks."""
+
+    client: str
+    binary: Path
+    calls: int
+
+    def run(self, root: Path, hook: Callable[[str], str] | None) -> ClientResult:
+        """A fresh sandbox under ``root``, ``hook(event)`` on every capture event (or no
+        hooks), one turn; the finished client process (AssertionError if it failed)."""
+        root.mkdir(parents=True, exist_ok=True)
+        events = CAPTURE_EVENTS[self.client]
+        with ModelServer(script(self.calls)) as server:
+            if self.client == "claude-code":
+                claude = ClaudeSandbox.create(root, server, self.binary)
+                if hook is not None:
+                    claude.add_hooks(hook, events)
+                done = claude.run("run the calls", str(uuid.uuid4()), timeout=SESSION_TIMEOUT)
+            elif self.client == "codex":
+                codex = CodexSandbox.create(root, server, self.binary)
+                if hook is not None:
+                    codex.add_hooks(hook, events)
+                argv = codex._argv("--dangerously-bypass-hook-trust", "run the calls")
+                done = _run(argv, codex.env, codex.work, SESSION_TIMEOUT)
+            else:
+                gemini = GeminiSandbox.create(root, server, self.binary)
+                if hook is not None:
+                    gemini.add_hooks(hook, events)
+                done = gemini.run("run the calls", timeout=SESSION_TIMEOUT)
+            calls = sum(1 for r in server.model_requests() if isinstance(r.step, ShellCall))
+        if done.returncode != 0 or calls < self.calls:
+            raise AssertionError(f"{self.client} session failed ({calls} calls)\n{done.describe()}")
+        return done
+
+
+def _session_variants(
+    session: Session, work: Path, agc: str | None
+) -> tuple[list[Variant], dict[str, Path]]:
+    counter = iter(range(1_000_000))
+    stores: dict[str, Path] = {}
+
+    def variant(name: str, hook: Callable[[str], str] | None) -> Variant:
+        def run() -> float:
+            return session.run(work / f"{name}-{next(counter)}", hook).seconds
+
+        return Variant(name, run)
+
+    floor = shlex.join([sys.executable, "-c", FLOOR_HOOK])
+    variants = [
+        variant("no hooks", None),
+        variant("shell hook (cat)", lambda _event: SHELL_HOOK),
+        variant("python hook floor", lambda _event: floor),
+    ]
+    if agc is not None:
+        store = work / "store"
+        stores["agc hook"] = store
+        command = shlex.join([agc, "hook", "--client", session.client, "--store", str(store)])
+        variants.append(variant("agc hook", lambda _event: command))
+    return variants, stores
+
+
+def _event_variants(client: str, agc: str, store: Path) -> list[Variant]:
+    variants = []
+    for event in ("PreToolUse", "PostToolUse", "BeforeTool", "AfterTool"):
+        fixture = FIXTURES / client / f"{event}.json"
+        if not fixture.is_file():
+            continue
+        payload = fixture.read_bytes()
+        argv = [agc, "hook", "--client", client, "--store", str(store)]
+
+        def run(argv: Sequence[str] = argv, payload: bytes = payload) -> None:
+            done = subprocess.run(list(argv), input=payload, capture_output=True, check=False)
+            if done.returncode != 0 or done.stdout:
+                raise RuntimeError(f"{shlex.join(argv)}: exit {done.returncode}, {done.stdout!r}")
+
+        variants.append(Variant(f"{client}: agc hook, one {event} event", run))
+    return variants
+
+
+def bench_hook_capture(ctx: Any) -> Section:
+    """The suite (see the module docstring)."""
+    section = Section(
+        "hook_capture",
+        "Capture through the clients' hooks",
+        f"A real client's headless turn of {CALLS} shell calls against the scripted model "
+        "server (answers at once), client wall time: no hooks, every capture event hooked to "
+        "`cat > /dev/null`, to a Python process that only reads stdin (floor), to "
+        "`agc hook`; and `agc hook` per event as a whole process, fed the client's recorded "
+        "payload, next to `python -c pass`. Ratio = baseline time / variant time.",
+    )
+    agc = agc_command()
+    work = Path(tempfile.mkdtemp(prefix="hook-capture-", dir=ctx.work))
+    # -- agc hook per event ---------------------------------------------------------------
+    base_name = "python -c pass"
+    per_event: list[Variant] = [command_variant(base_name, [sys.executable, "-c", "pass"])]
+    if agc is None:
+        section.rows.append(Row("agc hook per event", skipped="`agc hook` is not installed"))
+    else:
+        for client in CAPTURE_EVENTS:
+            per_event += _event_variants(client, agc, work / "event-store")
+    timings = interleaved(per_event, rounds=max(ctx.rounds, 5))
+    base = timings[base_name]
+    section.rows.append(Row.timed(base_name, base))
+    for variant in per_event[1:]:
+        section.rows.append(
+            Row.timed(variant.name, timings[variant.name], baseline=base, baseline_name=base_name)
+        )
+    # -- sessions -------------------------------------------------------------------------
+    if ctx.quick:
+        section.rows.append(Row("sessions", skipped="full run only (seconds per session)"))
+        return section
+    for client, pin in _PINS.items():
+        try:
+            binary = ensure_client(pin)
+        except ClientUnavailableError as exc:
+            section.rows.append(Row(f"{client} session", skipped=str(exc).splitlines()[0]))
+            continue
+        session = Session(client, binary, CALLS)
+        variants, _ = _session_variants(session, work / client, agc)
+        # No warm-up run: every session starts in a fresh client home anyway.
+        try:
+            found = interleaved(variants, rounds=min(ctx.rounds, SESSION_ROUNDS), warmup=False)
+        except AssertionError as exc:  # a session that did not finish: say so, go on
+            section.rows.append(Row(f"{client} session", skipped=str(exc).splitlines()[0]))
+            continue
+        _session_rows(section, client, found)
+    return section
+
+
+def _session_rows(section: Section, client: str, found: dict[str, Timing]) -> None:
+    plain = found["no hooks"]
+    name = f"{client}, {CALLS} calls"
+    section.rows.append(Row.timed(f"{name}: no hooks", plain))
+    for variant in ("shell hook (cat)", "python hook floor", "agc hook"):
+        if variant in found:
+            section.rows.append(
+                Row.timed(
+                    f"{name}: {variant}",
+                    found[variant],
+                    baseline=plain,
+                    baseline_name="no hooks",
+                )
+            )
+    timing = found.get("agc hook")
+    section.targets.append(
+        Target.judge(
+            f"hook-session-{client}",
+            f"{client}: a {CALLS}-call session with agc hooks <= {TARGET_SLOWDOWN}x without",
+            timing.median / plain.median if timing else None,
+            threshold=TARGET_SLOWDOWN,
+            op="<=",
+            note="time ratio" if timing else "`agc hook` is not installed",
+        )
+    )

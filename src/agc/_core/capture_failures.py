@@ -1,0 +1,88 @@
+"""Where the failures of capturing client sessions are kept, and reading them back.
+
+``agc hook`` never stops the client whose hook runs it: what it cannot capture (an
+unreadable event, a store that cannot be written) is kept as one JSON line, in the store
+(:data:`CAPTURE_FAILURES`) or, when the store cannot take it, in the user's state folder
+(:func:`fallback_failures_path`). Each line names the store folder it was for, so one
+fallback file serves every store. The verifier reads them (a run with a kept failure is
+never complete), and so does ``agc hooks status``.
+
+A line: ``{"ts": <Unix ms>, "store": "<absolute folder>", "client": …, "run_id": … or
+null, "hook": … or null, "code": "<error code>", "message": …}``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal, get_args
+
+from agc._core.fs import open_regular_file
+from agc._core.json import loads
+from agc.errors import AgcError
+
+__all__ = [
+    "CAPTURE_CLIENTS",
+    "CAPTURE_FAILURES",
+    "MAX_FAILURE_LINE",
+    "CaptureClient",
+    "failure_lines",
+    "fallback_failures_path",
+    "is_captured_run_id",
+]
+
+CaptureClient = Literal["claude-code", "codex", "gemini"]
+"""The agent clients whose sessions agc captures: Claude Code, the Codex CLI, the Gemini
+CLI (``agc.capture`` names them ``ClientName``)."""
+
+CAPTURE_CLIENTS: Final[tuple[CaptureClient, ...]] = get_args(CaptureClient)
+
+_PREFIXES: Final = tuple(f"{client}-" for client in CAPTURE_CLIENTS)
+
+
+def is_captured_run_id(run_id: str) -> bool:
+    """Whether ``run_id`` is named as a captured client session, ``<client>-<session id>``
+    (``agc.capture.run_id_for``): cheap, for the verifier's fast path."""
+    return run_id.startswith(_PREFIXES)
+
+
+CAPTURE_FAILURES: Final = "capture/failures.jsonl"
+"""Where a store keeps the failures of its capture (relative to the store folder)."""
+
+MAX_FAILURE_LINE: Final = 1 << 16
+"""The longest failure line read back (a longer one is skipped)."""
+
+
+def fallback_failures_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/agc/capture-failures.jsonl`` (``~/.local/state`` when unset or
+    not absolute, per the XDG Base Directory Specification): where a failure goes when
+    the store cannot take it."""
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "agc" / "capture-failures.jsonl"
+
+
+def failure_lines(folder: Path, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every kept failure line that names the store folder ``folder`` (absolute), from the
+    store and from the fallback file, in file order. A file that is absent, not a
+    regular file or unreadable, and a line that is not a JSON object naming the store,
+    are skipped: never raises."""
+    found: list[dict[str, Any]] = []
+    for path in (folder / CAPTURE_FAILURES, fallback_failures_path(environ)):
+        try:
+            with open_regular_file(path) as handle:
+                lines = handle.read().splitlines()
+        except (OSError, AgcError):
+            continue
+        for line in lines:
+            if len(line) > MAX_FAILURE_LINE:
+                continue
+            try:
+                value = loads(line)
+            except AgcError:
+                continue
+            if isinstance(value, dict) and value.get("store") == str(folder):
+                found.append(value)
+    return found

@@ -1,0 +1,125 @@
+"""``agc hook``: the one command every installed client hook runs.
+
+A client (Claude Code, the Codex CLI, the Gemini CLI) starts it for each hook event with
+the event JSON on stdin. Its contract with the client is fixed: exit 0, nothing on
+stdout (Claude Code adds a ``SessionStart`` hook's stdout to the model's context and
+blocks a tool call on exit 2), done quickly. So it parses its own few arguments
+(:func:`run`, without typer: the installed command line is read on every tool call),
+and every problem, a bad argument included, is kept as a capture failure for
+``agc hooks status`` and ``agc-verify`` and said in one line on stderr.
+"""
+
+import sys
+from typing import Annotated, BinaryIO, Final
+
+from agc.capture import CLIENTS, MAX_HOOK_EVENT_BYTES, ClientName
+from agc.flows import capture_hook_event, record_capture_failure
+
+__all__ = ["HOOK_HELP", "register", "run"]
+
+HOOK_HELP: Final = """Capture one client hook event into its session's run (always exits 0).
+
+Installed by `agc hooks install` as the hook command of every event; it reads the
+event JSON the client sends on stdin, appends it to the run of the session
+(`<client>-<session id>`) with a crash checkpoint, and at the session's end seals the
+client's own session file as the run's transcript. It never stops the client: it
+exits 0 and prints nothing on stdout, whatever fails; a failure is kept (in the store's
+capture/failures.jsonl, else $XDG_STATE_HOME/agc/capture-failures.jsonl) and the run is
+then never complete for agc-verify.
+
+\b
+Examples:
+  agc hook --client claude-code < event.json
+  agc hook --client codex --store ~/evidence < event.json
+"""
+
+
+def _parse(args: list[str]) -> tuple[ClientName | None, str | None, str | None]:
+    """``(client, store, problem)`` from ``--client X [--store S]`` (``--opt=value`` too)."""
+    values: dict[str, str] = {}
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        name, eq, value = word.partition("=")
+        if name not in {"--client", "--store"}:
+            return None, values.get("--store"), f"unknown argument {word!r}"
+        if not eq:
+            if not rest:
+                return None, values.get("--store"), f"{name} needs a value"
+            value = rest.pop(0)
+        values[name] = value
+    client, store = values.get("--client"), values.get("--store")
+    if client is None:
+        return None, store, "--client is required"
+    for known in CLIENTS:
+        if client == known:
+            return known, store, None
+    return None, store, f"unknown client {client!r}; known: {', '.join(CLIENTS)}"
+
+
+def _read_event(stdin: BinaryIO | None) -> bytes:
+    """The event bytes (one byte past the limit at most, so a larger event is refused
+    whole); empty when stdin is closed or unreadable."""
+    if stdin is None:
+        return b""
+    try:
+        return stdin.read(MAX_HOOK_EVENT_BYTES + 1)
+    except (OSError, ValueError):
+        return b""
+
+
+def run(args: list[str], *, stdin: BinaryIO | None = None) -> int:
+    """``agc hook ARGS``: capture the event on ``stdin`` (default: the process's stdin).
+
+    Returns 0, always (see the module docstring)."""
+    if stdin is None:
+        stdin = sys.stdin.buffer if sys.stdin is not None else None
+    client, store, problem = _parse(args)
+    data = _read_event(stdin)
+    if problem is not None or client is None:
+        outcome = record_capture_failure(
+            store=store, code="usage", message=f"agc hook {' '.join(args)}: {problem}"
+        )
+    else:
+        outcome = capture_hook_event(client, data, store=store)
+    failure = outcome.failure
+    if failure is not None:
+        where = f"kept in {outcome.kept_at}" if outcome.kept_at else "could not be kept anywhere"
+        _say(f"agc hook: event not captured whole: {failure.message} ({where})\n")
+    return 0
+
+
+def _say(text: str) -> None:
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # a closed stderr does not stop the client either
+
+
+def register(app: object) -> None:
+    """Add ``agc hook`` to the ``agc`` app (its arguments are parsed by :func:`run`)."""
+    import typer  # noqa: PLC0415 - only the typer app needs it
+
+    from agc.cli.common import EPILOG  # noqa: PLC0415 - imports typer
+
+    assert isinstance(app, typer.Typer)
+
+    @app.command(
+        name="hook",
+        help=HOOK_HELP,
+        epilog=EPILOG,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+    def hook_command(
+        args: Annotated[
+            list[str] | None,
+            typer.Argument(help="--client claude-code|codex|gemini [--store S]"),
+        ] = None,
+    ) -> int:
+        return run(list(args or []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``agc hook`` without the ``agc`` app: ``argv`` is what follows ``hook``."""
+    return run(list(sys.argv[2:] if argv is None else argv))

@@ -1,0 +1,251 @@
+"""``agc hooks install / status / uninstall``: agc's capture hook in the clients' own
+configuration."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from agc.capture import (
+    CLIENTS,
+    ClientHooks,
+    ClientName,
+    HooksChange,
+    Scope,
+    find_codex,
+    hook_command,
+    install_hooks,
+    uninstall_hooks,
+)
+from agc.cli.common import EPILOG, emit_json, new_app, write_lines
+from agc.errors import UsageError
+from agc.exitcodes import ExitCode
+from agc.flows import hooks_status
+
+__all__ = ["register"]
+
+ClientChoice = Literal["claude-code", "codex", "gemini"]
+ClientOption = Annotated[
+    ClientChoice,
+    typer.Option("--client", help="The agent client: claude-code, codex or gemini."),
+]
+ScopeOption = Annotated[
+    Literal["user", "project"],
+    typer.Option(
+        "--scope",
+        help="user: the client's settings in your home; project: the project's own "
+        "(.claude/, .codex/, .gemini/ in --project).",
+    ),
+]
+ProjectOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        help="The project folder for --scope project (default: the working folder).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+CodexOption = Annotated[
+    str | None,
+    typer.Option(
+        "--codex",
+        help="The Codex program to ask which hooks it will run (its app server's "
+        "hooks/list; default: codex on PATH; --codex '' asks none).",
+        show_default=False,
+    ),
+]
+
+
+def _codex_program(option: str | None) -> str | None:
+    if option is None:
+        return find_codex()
+    return option or None
+
+
+hooks_app = new_app(
+    name="hooks",
+    help_text="Install agc's capture hook into Claude Code, Codex or the Gemini CLI, check "
+    "that the client will run it, take it out.",
+)
+
+
+def _agc_executable(option: Path | None) -> str:
+    """The absolute path of the agc executable the hooks run: ``--agc``, else the ``agc``
+    beside this Python (the same installation), else the one on ``PATH``."""
+    candidate: Path | None
+    if option is not None:
+        candidate = option.absolute()
+    else:
+        beside = Path(sys.executable).parent / "agc"
+        found = shutil.which("agc")
+        candidate = beside if beside.is_file() else Path(found).absolute() if found else None
+    if candidate is None or not (candidate.is_file() and os.access(candidate, os.X_OK)):
+        raise UsageError(
+            f"no agc executable at {candidate}" if candidate else "no agc executable found",
+            hint="Give its path with --agc /path/to/agc.",
+        )
+    return str(candidate)
+
+
+def _store_text(store: str | None) -> str | None:
+    """A store folder as an absolute path (the hook runs in the client's working folder);
+    an ``s3://`` store as given."""
+    if store is None or "://" in store:
+        return store
+    return str(Path(store).expanduser().absolute())
+
+
+def _print_change(change: HooksChange) -> None:
+    lines = []
+    for file in change.files:
+        if not file.changed:
+            lines.append(f"{file.path}: unchanged")
+            continue
+        what = "created" if file.created else "updated"
+        backup = f" (backup: {file.backup})" if file.backup else ""
+        lines.append(f"{file.path}: {what}{backup}")
+    if change.command is not None:
+        lines.append(f"hook command: {change.command}")
+    if change.codex_says is not None:
+        lines.append(f"Codex says agc's hooks are: {change.codex_says}")
+    write_lines(lines)
+
+
+@hooks_app.command("install", epilog=EPILOG)
+def install_command(
+    client: ClientOption,
+    scope: ScopeOption = "user",
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="The store the hook writes to (default: the hook's $AGC_HOME, else ~/.agc).",
+            show_default=False,
+        ),
+    ] = None,
+    project: ProjectOption = None,
+    codex: CodexOption = None,
+    agc: Annotated[
+        Path | None,
+        typer.Option("--agc", help="The agc executable the hook runs.", show_default=False),
+    ] = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Add `agc hook --client CLIENT` to the client's own hook configuration.
+
+    One handler for every event agc captures, after your own hooks, which are kept; the
+    file is backed up (FILE.agc-backup-TIME) before it is changed, and a file that is not
+    valid in the client's format is refused (exit 2) with nothing written. Installing
+    again changes nothing, or only the command. For Codex the hooks are also trusted in
+    $CODEX_HOME/config.toml (the digest Codex's own /hooks review writes), so Codex runs
+    them; when a codex program is found it is asked (hooks/list) whether it will.
+
+    \b
+    Examples:
+      agc hooks install --client claude-code
+      agc hooks install --client codex --store ~/evidence
+      agc hooks install --client gemini --scope project --project ~/src/app
+    """
+    command = hook_command(_agc_executable(agc), client, store=_store_text(store))
+    program = _codex_program(codex) if client == "codex" else None
+    change = install_hooks(client, scope, command=command, project=project, codex=program)
+    if as_json:
+        emit_json(change.to_dict())
+    else:
+        _print_change(change)
+    return int(ExitCode.OK)
+
+
+@hooks_app.command("uninstall", epilog=EPILOG)
+def uninstall_command(
+    client: ClientOption,
+    scope: ScopeOption = "user",
+    project: ProjectOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Take agc's hook out of the client's configuration; your own hooks are kept.
+
+    The file is backed up before it is changed. For Codex agc's trust entries go too,
+    and your hooks that move up keep their trust.
+
+    \b
+    Examples:
+      agc hooks uninstall --client codex
+    """
+    change = uninstall_hooks(client, scope, project=project)
+    if as_json:
+        emit_json(change.to_dict())
+    else:
+        _print_change(change)
+    return int(ExitCode.OK)
+
+
+def _status_lines(status: ClientHooks) -> list[str]:
+    verdict = "will run agc's hook" if status.will_run else "will NOT run agc's hook"
+    lines = [f"{status.client} ({status.scope}): {verdict}", f"  config: {status.config}"]
+    if status.command is not None:
+        found = "" if status.command_found else "  (program not found)"
+        lines.append(f"  command: {status.command}{found}")
+        lines.append(f"  events: {', '.join(status.events)}")
+    for entry in status.trust:
+        said = (status.codex_says or {}).get(entry.key)
+        codex_word = "" if status.codex_says is None else f" (Codex says: {said or 'not listed'})"
+        lines.append(f"  codex trust {entry.event}: {entry.status}{codex_word}")
+    lines.extend(f"  problem: {problem}" for problem in status.problems)
+    failure = status.last_failure
+    if failure is not None:
+        lines.append(
+            f"  last capture failure: {failure.get('code')}: {failure.get('message')} "
+            f"(run {failure.get('run_id')}, event {failure.get('hook')}, ts {failure.get('ts')})"
+        )
+    return lines
+
+
+@hooks_app.command("status", epilog=EPILOG)
+def status_command(
+    client: Annotated[
+        ClientChoice | None,
+        typer.Option("--client", help="Only this client (default: every client)."),
+    ] = None,
+    scope: ScopeOption = "user",
+    project: ProjectOption = None,
+    codex: CodexOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Say, per client, whether it will run agc's hook: installed for every event, the
+    command's program there, for Codex each hook trusted; and the hook's last capture
+    failure in the store its command names.
+
+    Exit 0 when the client asked for (without --client: every client that has agc's
+    hook, and at least one) will run it; 1 when not.
+
+    \b
+    Examples:
+      agc hooks status
+      agc hooks status --client codex --json
+    """
+    clients: tuple[ClientName, ...] = (client,) if client is not None else CLIENTS
+    scope_value: Scope = scope
+    program = _codex_program(codex)
+    found = [
+        hooks_status(name, scope_value, project=project, codex=program if name == "codex" else None)
+        for name in clients
+    ]
+    considered = found if client is not None else [s for s in found if s.installed]
+    ok = bool(considered) and all(status.will_run for status in considered)
+    if as_json:
+        emit_json({"ok": ok, "clients": [status.to_dict() for status in found]})
+    else:
+        write_lines([line for status in found for line in _status_lines(status)])
+    return int(ExitCode.OK if ok else ExitCode.FINDINGS)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``hooks`` to the ``agc`` app."""
+    app.add_typer(hooks_app)

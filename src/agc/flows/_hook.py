@@ -1,0 +1,556 @@
+"""A client session captured as it happens: each hook event appended to its run.
+
+``agc hook`` runs once per hook event, as a short-lived process the client starts
+(Claude Code, the Codex CLI, the Gemini CLI). :func:`capture_hook_event` does its work:
+
+1. the event JSON is read (:func:`agc.capture.parse_hook_event`) and names the run
+   (:func:`agc.capture.run_id_for`: ``<client>-<session id>``);
+2. the run's tool-events file is opened as it is (``resume``: a new run, a run left
+   unsealed by the previous event, or a sealed run of a resumed session continued as a
+   new segment), the record appended, and a crash checkpoint written that vouches for
+   every byte; the file is released unsealed. A ``kill -9`` at any point leaves either
+   the previous state or the new record, and an ``unsealed`` run that ``agc recover``
+   seals. Hooks that fire in parallel take the file's writer lock in turn (each holds it
+   for one append), waiting at most ``lock_wait_ms``;
+3. at the end of every turn (``Stop``; the Gemini CLI's ``AfterAgent``) the client's
+   own session file (``transcript_path``) is written into the run as its transcript,
+   one record per complete line as ``agc import`` writes it, and both artifacts are
+   sealed: a session whose end never comes (a client killed after its turn, a session
+   end whose session file is already gone, as Claude Code's can be when many sessions
+   cycle) is sealed as of its last turn. The next event (the next turn, a resumed
+   session) continues the run as a new segment, and the next seal adds the session
+   file's new lines;
+4. at the session's end (``SessionEnd``, sent by all three) the same seal takes the
+   whole session file, and the run's :class:`~agc.capture.SessionFacts` become its
+   manifest ``attributes`` (fixed by the first session end). A session killed in the
+   middle of a turn stays ``unsealed`` from that turn on, every event vouched for by a
+   checkpoint, until ``agc recover RUN`` seals it.
+
+Capture is best effort and never stops the client: whatever fails (the event, the store
+missing, full, read-only, locked, a file where the folder should be) becomes a
+:class:`CaptureFailure`, kept as one JSON line in ``<store>/capture/failures.jsonl`` or,
+when the store cannot take it, in ``$XDG_STATE_HOME/agc/capture-failures.jsonl``
+(``~/.local/state/agc/…``), where ``agc hooks status`` and ``agc-verify`` find it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from agc._core.capture_failures import (
+    CAPTURE_FAILURES,
+    failure_lines,
+    fallback_failures_path,
+)
+from agc._core.fs import (
+    append_whole,
+    ensure_dirs,
+    last_line_end,
+    open_nofollow,
+    open_regular_file,
+    write_error,
+)
+from agc._core.json import dumps, loads
+from agc._core.jsonl import unix_ms
+from agc._core.store import StoreLayout, resolve_store
+from agc.capture import (
+    CLIENTS,
+    ClientName,
+    HookEvent,
+    SessionFacts,
+    ToolEvent,
+    parse_hook_event,
+    run_id_for,
+)
+from agc.errors import (
+    AgcError,
+    ArtifactSealedError,
+    InputError,
+    RunLockedError,
+    StoreError,
+    TornTailError,
+    UnsealedRunError,
+)
+from agc.integrity import ToolEventWriter, TranscriptWriter, read_manifest
+
+__all__ = [
+    "CaptureFailure",
+    "HookOutcome",
+    "capture_failures",
+    "capture_hook_event",
+    "captured_session",
+    "record_capture_failure",
+]
+
+_LOCK_WAIT_MS: Final = 700
+_FIRST_PAUSE_S: Final = 0.002
+_MAX_PAUSE_S: Final = 0.05
+_MAX_MESSAGE: Final = 2000
+
+
+@dataclass(frozen=True)
+class CaptureFailure:
+    """One hook event agc could not capture whole.
+
+    Attributes:
+        ts: when it failed, Unix ms.
+        store: the store folder the event was for (absolute).
+        client: the client that ran the hook.
+        run_id: the run the event belongs to, ``None`` when the event named none.
+        hook: the client's name of the event, when known.
+        code: the error's code (``hook-event-invalid``, ``file-write-failed``,
+            ``run-locked``, ``store-unreadable``, ``unsealed`` …; ``internal`` for a bug).
+        message: what happened, in words.
+    """
+
+    ts: int
+    store: str
+    client: str
+    run_id: str | None
+    hook: str | None
+    code: str
+    message: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "ts": self.ts,
+            "store": self.store,
+            "client": self.client,
+            "run_id": self.run_id,
+            "hook": self.hook,
+            "code": self.code,
+            "message": self.message[:_MAX_MESSAGE],
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> CaptureFailure | None:
+        """The failure a line holds, ``None`` when the line is not one."""
+        try:
+            failure = cls(
+                ts=int(record["ts"]),
+                store=str(record["store"]),
+                client=str(record["client"]),
+                run_id=None if record.get("run_id") is None else str(record["run_id"]),
+                hook=None if record.get("hook") is None else str(record["hook"]),
+                code=str(record["code"]),
+                message=str(record["message"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+        return failure
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """What one ``agc hook`` did.
+
+    Attributes:
+        client: the client.
+        run_id: the run the event went to (``None``: the event named none).
+        event: the record's kind (``call``, ``result`` …), ``None`` when unread.
+        appended: the record is in the run, vouched for by a checkpoint.
+        sealed: the session ended and the run was sealed.
+        failure: what failed, ``None`` when nothing did.
+        kept_at: where the failure was kept, ``None`` when nowhere could take it.
+    """
+
+    client: str
+    run_id: str | None
+    event: str | None
+    appended: bool
+    sealed: bool
+    failure: CaptureFailure | None = None
+    kept_at: Path | None = None
+
+
+def capture_hook_event(
+    client: ClientName,
+    data: bytes,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    lock_wait_ms: int = _LOCK_WAIT_MS,
+    clock: Callable[[], int] = unix_ms,
+    environ: Mapping[str, str] | None = None,
+) -> HookOutcome:
+    """Append one hook event to its session's run; seal the run at the session's end.
+
+    Args:
+        client: the client that ran the hook.
+        data: the event JSON as the hook got it on stdin.
+        store: the store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
+        lock_wait_ms: how long to wait for a hook of the same run that holds its file.
+        clock: Unix ms, for the failure's ``ts``.
+        environ: the environment for the fallback failure file (default ``os.environ``).
+
+    Returns:
+        What was done. Never raises on the event or the store (see the module
+        docstring); a failure is kept and described in the outcome.
+    """
+    state = _State(client)
+    try:
+        folder = resolve_store(store).absolute()
+    except AgcError as exc:
+        folder = Path(str(store))
+        return _failed(state, folder, exc.code, exc.message, clock, environ)
+    try:
+        return _capture(client, state, data, folder, lock_wait_ms)
+    except AgcError as exc:
+        return _failed(state, folder, exc.code, exc.message, clock, environ)
+    except OSError as exc:
+        return _failed(state, folder, "store-unreadable", f"{exc}", clock, environ)
+    except Exception as exc:  # best effort: a bug is kept, never the client's end
+        return _failed(state, folder, "internal", f"{type(exc).__name__}: {exc}", clock, environ)
+
+
+@dataclass
+class _State:
+    """What is known so far about the event being captured (for its failure)."""
+
+    client: str
+    run_id: str | None = None
+    hook: str | None = None
+    event: str | None = None
+    appended: bool = False
+
+
+def _capture(
+    client: ClientName, state: _State, data: bytes, folder: Path, lock_wait_ms: int
+) -> HookOutcome:
+    event = parse_hook_event(client, data)
+    record = event.record
+    state.hook, state.event = record.hook, record.event
+    state.run_id = run_id = run_id_for(client, record.session_id)
+    if not folder.is_dir():
+        _make_store(folder)
+    writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
+    try:
+        writer.write(record.to_record())
+        writer.checkpoint()
+        state.appended = True
+        final = event.ends_session
+        sealed = False
+        if final or (record.event == "stop" and _exists(event.transcript_path)):
+            try:
+                sealed = _seal_session(writer, event, run_id, folder, final=final)
+            except _LEFT_BY_A_KILL:
+                # An earlier seal was stopped half-way (the transcript holds what no
+                # checkpoint vouches for, or a sidecar its manifest does not list):
+                # `agc recover` finishes it, then this seal adds the rest.
+                writer.abort()
+                lost = _recover(run_id, folder) or lost
+                writer, again = _open_tool_events(run_id, folder, lock_wait_ms)
+                lost = lost or again
+                sealed = _seal_session(writer, event, run_id, folder, final=final)
+        if lost:
+            raise UnsealedRunError(
+                f"run {run_id} held bytes no crash checkpoint vouched for (a hook was "
+                "stopped between a write and its checkpoint): `agc recover` sealed them "
+                "as recovered, and capture went on in a new segment"
+            )
+    finally:
+        writer.abort()  # releases it unsealed; nothing after a seal
+    return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
+
+
+def _make_store(folder: Path) -> None:
+    """Create a missing store folder whose parent folder exists (the first event of the
+    default ``~/.agc``); never its parents: a store on a volume that is not mounted must
+    not become a new store on the disk beneath.
+
+    Raises:
+        StoreError: ``folder`` is not a folder, or neither it nor its parent exists.
+        FileWriteError: it cannot be created (a read-only or full disk).
+    """
+    if os.path.lexists(folder):
+        raise StoreError(f"store {folder} is not a folder; the event was not captured")
+    if not folder.parent.is_dir():
+        raise StoreError(
+            f"store {folder} does not exist, nor does {folder.parent}; the event was not captured"
+        )
+    try:
+        folder.mkdir(mode=0o755)
+    except FileExistsError:
+        pass  # a parallel hook made it
+    except OSError as exc:
+        raise write_error(folder, exc, doing="create the store") from exc
+
+
+_LEFT_BY_A_KILL: Final = (UnsealedRunError, ArtifactSealedError, TornTailError)
+"""What a writer refuses in a file a killed hook left: bytes no checkpoint vouches for,
+a sidecar the manifest does not list yet, a torn last line."""
+
+
+def _open_tool_events(run_id: str, folder: Path, lock_wait_ms: int) -> tuple[ToolEventWriter, bool]:
+    """The run's tool-events writer, continued as it is, and whether bytes no crash
+    checkpoint vouched for had to be sealed first; waits for a parallel hook.
+
+    A file a killed hook left (see :data:`_LEFT_BY_A_KILL`) is sealed first by ``agc
+    recover`` (``recovered``, never silently adopted), then continued as a new segment.
+
+    Raises:
+        RunLockedError: another hook held the file for longer than ``lock_wait_ms``.
+        StoreError, FileWriteError: the store cannot be written.
+    """
+    deadline = time.monotonic() + lock_wait_ms / 1000
+    pause = _FIRST_PAUSE_S
+    recovered = lost = False
+    while True:
+        try:
+            return ToolEventWriter(run_id, store=folder, resume=True), lost
+        except RunLockedError:
+            if time.monotonic() + pause > deadline:
+                raise
+        except _LEFT_BY_A_KILL:
+            if recovered:
+                raise
+            lost = _recover(run_id, folder)
+            recovered = True
+            continue
+        time.sleep(pause)  # another hook of the run appends: it takes milliseconds
+        pause = min(pause * 2, _MAX_PAUSE_S)
+
+
+def _recover(run_id: str, folder: Path) -> bool:
+    """``agc recover`` the run; whether it sealed bytes no checkpoint vouched for (or
+    moved a torn line aside).
+
+    Raises:
+        as :func:`agc.integrity.recover_run`.
+    """
+    from agc.integrity import recover_run  # noqa: PLC0415 - only after a killed hook
+
+    report = recover_run(run_id, folder)
+    return any(a.verified_bytes < a.bytes or a.quarantined_bytes for a in report.artifacts)
+
+
+def _seal_session(
+    writer: ToolEventWriter, event: HookEvent, run_id: str, folder: Path, *, final: bool
+) -> bool:
+    """Write the client's session file as the run's transcript, then seal both;
+    ``writer`` is open and holds the run's tool events.
+
+    The transcript continues what earlier seals of the run hold: the session file's
+    lines after as many as it holds already (a new segment). Unless ``final`` (the
+    session ended), a last line without its ``\\n`` is left for the next seal (the
+    client may be writing it) and no facts are set: the session's facts become the
+    manifest's ``attributes`` at its end.
+
+    Raises:
+        InputError: the event names no session file, or it cannot be read (the run
+            stays unsealed; ``agc recover`` seals what it holds).
+        as the writers.
+    """
+    path = event.transcript_path
+    if path is None:
+        raise InputError(
+            f"the {event.record.client} session end names no session file "
+            "(transcript_path); the run stays unsealed"
+        )
+    facts = _facts(writer.path, event)
+    try:
+        session = open_regular_file(Path(path))
+    except FileNotFoundError as exc:
+        raise InputError(
+            "the session file the session end names is gone; the run stays unsealed"
+        ) from exc
+    with session:
+        size = os.fstat(session.fileno()).st_size
+        limit = size if final else last_line_end(session.fileno(), size)
+        manifest = read_manifest(StoreLayout(folder), run_id)
+        attributes = None if not final or (manifest and manifest.attributes) else facts
+        from agc.integrity import ingest_lines  # noqa: PLC0415 - only at a seal
+
+        transcript = TranscriptWriter(run_id, store=folder, resume=True, attributes=attributes)
+        try:
+            lines = io.BufferedReader(_Prefix(session.fileno(), limit))
+            ingest_lines(lines, transcript, skip=transcript.next_seq)
+            transcript.close()
+        finally:
+            transcript.abort()
+    writer.close()
+    return True
+
+
+class _Prefix(io.RawIOBase):
+    """The first ``limit`` bytes of an open file, read with ``pread`` (the file may grow
+    meanwhile: its client is still writing)."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__()
+        self._fd, self._limit, self._at = fd, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        want = min(len(buffer), self._limit - self._at)
+        if want <= 0:
+            return 0
+        data = os.pread(self._fd, want, self._at)
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
+
+
+def _exists(path: str | None) -> bool:
+    return path is not None and os.path.isfile(path)
+
+
+def _facts(path: Path, event: HookEvent) -> dict[str, Any]:
+    """The session's facts (manifest ``attributes``) from the run's tool-events file."""
+    record = event.record
+    calls = failures = 0
+    first = last = None
+    model = event.model
+    for line in _lines(path):
+        try:
+            stored = ToolEvent.from_record(loads(line))
+        except (AgcError, ValueError):
+            continue
+        calls += stored.event == "call"
+        failures += stored.event == "result" and stored.status == "error"
+        if stored.agent_ts is not None:
+            first = first or stored.agent_ts
+            last = stored.agent_ts
+    facts = SessionFacts(
+        client=record.client,
+        session_id=record.session_id,
+        model=model,
+        project=None if event.cwd is None else SessionFacts.project_of(event.cwd),
+        first_agent_ts=first,
+        last_agent_ts=last,
+        tool_calls=calls,
+        tool_failures=failures,
+    )
+    return facts.to_attributes()
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        yield from handle
+
+
+def record_capture_failure(
+    *,
+    store: str | os.PathLike[str] | None,
+    code: str,
+    message: str,
+    client: str = "unknown",
+    clock: Callable[[], int] = unix_ms,
+    environ: Mapping[str, str] | None = None,
+) -> HookOutcome:
+    """Keep a failure that happened before any event could be read (``agc hook`` was
+    started with bad arguments), as :func:`capture_hook_event` keeps its own. Never
+    raises."""
+    try:
+        folder = resolve_store(store).absolute()
+    except AgcError:
+        folder = Path(str(store))
+    state = _State(client)
+    return _failed(state, folder, code, message, clock, environ)
+
+
+def _failed(
+    state: _State,
+    folder: Path,
+    code: str,
+    message: str,
+    clock: Callable[[], int],
+    environ: Mapping[str, str] | None,
+) -> HookOutcome:
+    failure = CaptureFailure(
+        ts=clock(),
+        store=str(folder),
+        client=state.client,
+        run_id=state.run_id,
+        hook=state.hook,
+        code=code,
+        message=message,
+    )
+    kept = None
+    if folder.is_dir():
+        kept = _keep(failure, folder / CAPTURE_FAILURES)
+    if kept is None:
+        kept = _keep(failure, fallback_failures_path(environ))
+    return HookOutcome(
+        state.client,
+        state.run_id,
+        state.event,
+        appended=state.appended,
+        sealed=False,
+        failure=failure,
+        kept_at=kept,
+    )
+
+
+def _keep(failure: CaptureFailure, path: Path) -> Path | None:
+    """Append ``failure`` to ``path`` as one JSON line; ``path`` when it was kept, else
+    ``None`` (never raises: the caller tries the next place)."""
+    with contextlib.suppress(OSError, AgcError):
+        ensure_dirs(path.parent)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            append_whole(fd, dumps(failure.to_record()) + b"\n", path=path, fsync=False)
+        finally:
+            os.close(fd)
+        return path
+    return None
+
+
+def capture_failures(
+    store: str | os.PathLike[str] | None = None,
+    *,
+    run_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[CaptureFailure]:
+    """The capture failures kept for a store folder (in the store and in the fallback
+    file, those naming this store), oldest first; only those of ``run_id`` when given.
+    Unreadable files and lines that are not failures are skipped. Never raises."""
+    try:
+        folder = resolve_store(store).absolute()
+    except AgcError:
+        return []
+    found = [
+        failure
+        for line in failure_lines(folder, environ)
+        if (failure := CaptureFailure.from_record(line)) is not None
+        and (run_id is None or failure.run_id == run_id)
+    ]
+    found.sort(key=lambda f: f.ts)
+    return found
+
+
+def captured_session(
+    run_id: str,
+    attributes: Mapping[str, Any] | None,
+    store: str | os.PathLike[str] | None = None,
+) -> tuple[str | None, str | None]:
+    """``(client, session id)`` of a run that captured a client session, else
+    ``(None, None)``.
+
+    From the manifest's ``attributes`` (:class:`~agc.capture.SessionFacts`, set when the
+    run was sealed); for a run not sealed yet, from the first record of its tool-events
+    file in a folder store (a hook record names both). Never raises."""
+    if attributes is not None:
+        client, session = attributes.get("client"), attributes.get("session_id")
+        if isinstance(client, str) and isinstance(session, str):
+            return client, session
+    if not any(run_id.startswith(f"{client}-") for client in CLIENTS):
+        return None, None
+    try:
+        path = StoreLayout(resolve_store(store)).artifact_path(run_id, "tool-events")
+        with open_regular_file(path) as handle:
+            first = handle.readline(1 << 20)
+        stored = ToolEvent.from_record(loads(first))
+    except (OSError, AgcError, ValueError, TypeError):
+        return None, None
+    if run_id_for(stored.client, stored.session_id) != run_id:
+        return None, None
+    return stored.client, stored.session_id

@@ -1,0 +1,353 @@
+"""Client session files into runs: tool events and session facts filled on import.
+
+Combines :mod:`agc.capture` (the pure parsers of the clients' session files) with the
+evidence layer (:func:`agc.integrity.ingest_stream`): a Codex rollout, a ``codex exec
+--json`` stream, a Claude Code session or a Gemini CLI chat recorded or imported as a
+transcript gets one tool-events record per tool call and per result, and the run's
+manifest ``attributes`` say what the session was (:class:`agc.capture.SessionFacts`).
+
+Whole folders (``~/.codex/sessions``, ``~/.claude/projects``, ``~/.gemini/tmp``) are
+imported incrementally (:func:`import_sessions`): each session file under the run id of
+its session; a file that grew since becomes a new segment of its run when the sealed
+records are exactly its first ones, and ``transcript-diverges`` when they are not.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
+from agc._core.fs import describe_os_error
+from agc._core.json import loads as parse_json
+from agc._core.store import (
+    StoreArg,
+    folder_store,
+    manifest_path,
+    open_store,
+    remote_store,
+)
+from agc.capture import ClientName, SessionParser, run_id_for
+from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
+from agc.integrity import (
+    Companion,
+    SigningKey,
+    extend_run,
+    ingest_stream,
+    read_run_manifest,
+)
+
+__all__ = [
+    "ExecRollout",
+    "ImportOutcome",
+    "SessionCompanion",
+    "SessionFile",
+    "codex_sessions_folder",
+    "complete_lines",
+    "identify_session",
+    "import_session_file",
+    "import_sessions",
+    "rollout_of_exec_run",
+    "session_companion",
+]
+
+
+class SessionCompanion:
+    """A :class:`agc.integrity.Companion` reading a client's session file as it is
+    ingested: tool-event records (``source="session-file"``) and, at the end, the
+    session's facts as manifest attributes (``None`` for a file of no known format)."""
+
+    def __init__(self, session_id: str | None = None) -> None:
+        self.parser = SessionParser(session_id=session_id)
+
+    def feed(self, line: Mapping[str, Any], number: int) -> list[dict[str, Any]]:
+        return [event.to_record() for event in self.parser.feed(line, number)]
+
+    def attributes(self) -> dict[str, Any] | None:
+        facts = self.parser.facts()
+        return None if facts is None else facts.to_attributes()
+
+
+def session_companion(session_id: str | None = None) -> Callable[[], Companion]:
+    """What :func:`agc.integrity.ingest_stream` takes as ``companion`` to fill a session
+    run's tool-events and attributes (a new :class:`SessionCompanion` per ingest)."""
+    return lambda: SessionCompanion(session_id)
+
+
+# -- whole folders -----------------------------------------------------------------
+
+ImportStatus = Literal["imported", "appended", "unchanged", "diverges", "unsealed", "skipped"]
+
+_SCAN_LINES: Final = 200
+"""Lines read, at most, to find the session id a file gives (it is on the first line of
+a rollout, an exec stream and a Gemini chat, and on nearly every Claude Code line)."""
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """A client session file and the run it becomes.
+
+    Attributes:
+        client / session_id: what the file says. A Claude Code file whose name is not
+            its ``sessionId`` (a subagent's sidechain file shares its parent's id) has
+            the session id ``<sessionId>.<file stem>``, so that it gets its own run.
+        run_id: :func:`agc.capture.run_id_for` of both.
+    """
+
+    client: ClientName
+    session_id: str
+    run_id: str
+
+
+def identify_session(data: bytes, path: Path) -> SessionFile | None:
+    """The session a file's bytes hold, ``None`` when it is no client session file."""
+    parser = SessionParser()
+    for raw in itertools.islice(data.splitlines(), _SCAN_LINES):
+        try:
+            parser.feed(parse_json(raw))
+        except AgcError:
+            continue
+        if parser.named_session is not None:
+            break
+    client, session = parser.client, parser.named_session
+    if client is None or session is None:
+        return None
+    if client == "claude-code" and path.stem != session:
+        session = f"{session}.{path.stem}"
+    return SessionFile(client, session, run_id_for(client, session))
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What importing one session file did.
+
+    Attributes:
+        path: the file.
+        status: ``imported`` (a new run), ``appended`` (a grown file: a new segment),
+            ``unchanged``, ``diverges`` (the run's sealed records are not a prefix of
+            the file's: the finding ``transcript-diverges``, nothing written),
+            ``unsealed`` (the run is not sealed: ``agc recover`` first) or ``skipped``
+            (not a client session file).
+        run_id: the run (``None`` when skipped).
+        records / tool_events: transcript and tool-event records written.
+        line: for ``diverges``, the first record that differs (1-based).
+    """
+
+    path: Path
+    status: ImportStatus
+    run_id: str | None = None
+    records: int = 0
+    tool_events: int = 0
+    line: int | None = None
+
+    @property
+    def finding(self) -> str | None:
+        """``transcript-diverges`` for a file changed where its run was sealed."""
+        return "transcript-diverges" if self.status == "diverges" else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "status": self.status,
+            "run_id": self.run_id,
+            "records": self.records,
+            "tool_events": self.tool_events,
+            "line": self.line,
+            "finding": self.finding,
+        }
+
+
+def complete_lines(data: bytes) -> bytes:
+    """``data`` up to its last ``\\n``: a line the client is still writing waits for
+    the next import (sealed half-written, it would make the grown file diverge)."""
+    return data[: data.rfind(b"\n") + 1]
+
+
+def import_session_file(
+    path: Path,
+    *,
+    store: StoreArg = None,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+    signing_key: SigningKey | None = None,
+) -> ImportOutcome:
+    """Import one client session file under the run id of its session (see
+    :class:`ImportOutcome`): a new run, a new segment of a grown file, or nothing.
+
+    Raises:
+        FileUnreadableError: the file cannot be read.
+        as :func:`agc.integrity.ingest_stream` and :func:`agc.integrity.extend_run`.
+    """
+    try:
+        data = complete_lines(path.read_bytes())
+    except OSError as exc:
+        raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+    found = identify_session(data, path)
+    if found is None:
+        return ImportOutcome(path, "skipped")
+    companion = session_companion(found.session_id)
+    if not has_run(found.run_id, store):
+        summary = ingest_stream(
+            io.BytesIO(data),
+            found.run_id,
+            store=store,
+            algorithm=algorithm,
+            signing_key=signing_key,
+            allow_empty=False,
+            companion=companion,
+        )
+        events = sum(seal.records for seal in summary.seals if seal.kind == "tool-events")
+        return ImportOutcome(path, "imported", found.run_id, summary.records, events)
+    extension = extend_run(
+        io.BytesIO(data),
+        found.run_id,
+        store=store,
+        algorithm=algorithm,
+        signing_key=signing_key,
+        companion=companion,
+    )
+    return ImportOutcome(
+        path,
+        extension.status,
+        found.run_id,
+        extension.added.get("transcript", 0),
+        extension.added.get("tool-events", 0),
+        extension.line,
+    )
+
+
+def has_run(run_id: str, store: StoreArg) -> bool:
+    """Whether the store holds a manifest for ``run_id`` (a folder or object store)."""
+    return bool(open_store(store).exists(manifest_path(run_id)))
+
+
+def session_files(folder: Path) -> list[Path]:
+    """The ``*.jsonl`` regular files under ``folder`` (symlinks not followed), sorted."""
+    return sorted(
+        path for path in folder.rglob("*.jsonl") if path.is_file() and not path.is_symlink()
+    )
+
+
+def import_sessions(
+    folders: Iterable[Path],
+    *,
+    store: StoreArg = None,
+    algorithm: Algorithm = DEFAULT_ALGORITHM,
+    signing_key: SigningKey | None = None,
+    seen: dict[Path, tuple[int, int]] | None = None,
+) -> list[ImportOutcome]:
+    """:func:`import_session_file` for every session file under ``folders``.
+
+    Args:
+        seen: ``path -> (size, mtime_ns)`` of files already looked at, for a loop
+            (``agc watch``): a file that did not change since is not read again (no
+            outcome); updated in place.
+
+    Raises:
+        InputMissingError: a folder does not exist; InputError: it is a file.
+    """
+    outcomes: list[ImportOutcome] = []
+    for folder in folders:
+        if not folder.exists():
+            raise InputMissingError(f"session folder {folder} does not exist")
+        if not folder.is_dir():
+            raise InputError(f"session folder {folder} is a file, not a folder")
+        for path in session_files(folder):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue  # removed meanwhile
+            mark = (stat.st_size, stat.st_mtime_ns)
+            if seen is not None and seen.get(path) == mark:
+                continue
+            outcome = import_session_file(
+                path, store=store, algorithm=algorithm, signing_key=signing_key
+            )
+            if seen is not None:
+                seen[path] = mark
+            outcomes.append(outcome)
+    return outcomes
+
+
+# -- a `codex exec --json` run leads to its rollout -----------------------------------
+
+_THREAD: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,99}")
+_HEAD_BYTES: Final = 4 << 20
+
+
+@dataclass(frozen=True)
+class ExecRollout:
+    """Where the history of a run recorded from ``codex exec --json`` is.
+
+    Attributes:
+        thread_id: the stream's thread id (the run's ``thread_id`` attribute).
+        path: the rollout Codex wrote for that thread, under ``$CODEX_HOME/sessions``;
+        run_id: else the run that captured that thread's session (its hooks, or an
+            import of its rollout): ``codex-<thread id>``; both ``None`` when neither is
+            there.
+        looked_in: the sessions folder searched.
+    """
+
+    thread_id: str
+    path: Path | None
+    run_id: str | None
+    looked_in: Path
+
+    def describe(self) -> str:
+        """Which history is used, for a person."""
+        if self.path is not None:
+            return f"the rollout {self.path}"
+        return f"run {self.run_id}" if self.run_id else "nothing"
+
+
+def codex_sessions_folder() -> Path:
+    """``$CODEX_HOME/sessions``, else ``~/.codex/sessions`` (where Codex keeps rollouts)."""
+    home = os.environ.get("CODEX_HOME")
+    return (Path(home) if home else Path.home() / ".codex") / "sessions"
+
+
+def rollout_of_exec_run(
+    run_id: str, store: StoreArg = None, *, sessions: Path | None = None
+) -> ExecRollout | None:
+    """The rollout of the thread a run recorded from ``codex exec --json`` streamed.
+
+    ``None`` when the run is no such run (its manifest has no ``thread_id`` attribute,
+    or the store is an object store). Else the newest ``rollout-*-<thread id>.jsonl``
+    under ``sessions`` (default :func:`codex_sessions_folder`) whose first line names
+    that thread, else the run ``codex-<thread id>`` when the store holds it.
+
+    Raises:
+        as :func:`agc.integrity.read_run_manifest`.
+    """
+    if remote_store(store) is not None:
+        return None
+    manifest = read_run_manifest(run_id, folder_store(store))
+    attributes = manifest.attributes if manifest is not None else None
+    thread = attributes.get("thread_id") if isinstance(attributes, Mapping) else None
+    if not isinstance(thread, str) or _THREAD.fullmatch(thread) is None:
+        return None
+    folder = sessions if sessions is not None else codex_sessions_folder()
+    found = sorted(folder.rglob(f"rollout-*{thread}.jsonl")) if folder.is_dir() else []
+    for path in reversed(found):
+        if _names_thread(path, thread):
+            return ExecRollout(thread, path, None, folder)
+    hooked = run_id_for("codex", thread)
+    if hooked != run_id and has_run(hooked, store):
+        return ExecRollout(thread, None, hooked, folder)
+    return ExecRollout(thread, None, None, folder)
+
+
+def _names_thread(path: Path, thread: str) -> bool:
+    """Whether a rollout's first line (``session_meta``) names ``thread``."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.readline(_HEAD_BYTES)
+    except OSError:
+        return False
+    found = identify_session(head, path)
+    return found is not None and found.client == "codex" and found.session_id == thread

@@ -1,0 +1,186 @@
+"""``agc resume FILE --in-place``: the repair replaces the session file where its client
+reads it, the original kept beside it, and never while a client holds it or when it
+changed; and the next step (where the client reads it, how to resume it) is printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agc.cli import resume as resume_cli
+from agc.cli.app import main
+from agc.resume import repair_loaded, repair_streamed
+
+GOLDEN = Path(__file__).resolve().parents[1] / "resume" / "golden"
+CASES = ("claude-code-in-flight", "codex-rollout-in-flight")
+
+
+@pytest.fixture(autouse=True)
+def _no_client_homes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+
+
+def _session(tmp_path: Path, case: str) -> tuple[Path, bytes]:
+    path = tmp_path / f"{case}.jsonl"
+    data = (GOLDEN / f"{case}.jsonl").read_bytes()
+    path.write_bytes(data)
+    return path, data
+
+
+def _backups(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(f"{path.name}.agc-backup-*"))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_in_place_replaces_the_file_with_its_repair_and_keeps_the_original(
+    tmp_path: Path, case: str, strategy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, original = _session(tmp_path, case)
+    assert main(["resume", str(path), "--in-place", "--strategy", strategy]) == 0
+    err = capsys.readouterr().err
+    (backup,) = _backups(path)
+    assert backup.read_bytes() == original
+    assert path.read_bytes() == (GOLDEN / f"{case}.{strategy}.jsonl").read_bytes()
+    assert main(["resume", str(path), "--check"]) == 0
+    assert f"the original is kept at {backup}" in err
+    # the Codex rollout names its start and id; the Claude Code sample names no working
+    # directory and no Claude home holds it, so no path can be given for it
+    resume = {"codex-rollout-in-flight": "resume with: codex resume sess"}.get(case)
+    assert (resume in err) if resume else ("next:" not in err)
+    # a second repair finds nothing to do and leaves the file and the backups alone
+    assert main(["resume", str(path), "--in-place", "--strategy", strategy]) == 0
+    assert _backups(path) == [backup]
+    assert "nothing to repair" in capsys.readouterr().err
+
+
+def test_backups_never_overwrite_each_other(tmp_path: Path) -> None:
+    path, original = _session(tmp_path, "codex-rollout-in-flight")
+    for _ in range(3):
+        path.write_bytes(original)
+        assert main(["resume", str(path), "--in-place"]) == 0
+    backups = _backups(path)
+    assert len(backups) == 3
+    assert all(b.read_bytes() == original for b in backups)
+
+
+def test_in_place_is_refused_while_another_process_holds_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, original = _session(tmp_path, "claude-code-in-flight")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; f = open(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "open\n"
+        assert main(["resume", str(path), "--in-place"]) == 3
+        err = capsys.readouterr().err
+        assert f"open in process {holder.pid}" in err
+        assert path.read_bytes() == original
+        assert _backups(path) == []
+        assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left
+    finally:
+        holder.communicate("")
+    assert main(["resume", str(path), "--in-place"]) == 0
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_in_place_is_refused_when_the_file_changes_during_the_repair(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, original = _session(tmp_path, case)
+    grown = original + b'{"type":"late"}\n'
+    real_loaded, real_streamed = repair_loaded, repair_streamed
+
+    def loaded(*args: object, **kwargs: object) -> object:
+        path.write_bytes(grown)  # the client writes on while agc repairs
+        return real_loaded(*args, **kwargs)  # type: ignore[arg-type]
+
+    def streamed(*args: object, **kwargs: object) -> object:
+        with path.open("ab") as handle:
+            handle.write(b'{"type":"late"}\n')
+        return real_streamed(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resume_cli, "repair_loaded", loaded)
+    monkeypatch.setattr(resume_cli, "repair_streamed", streamed)
+    assert main(["resume", str(path), "--in-place"]) == 2
+    assert path.read_bytes() == grown  # nothing the client wrote is lost
+    assert _backups(path) == []
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_failed_swap_leaves_the_original_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, original = _session(tmp_path, "codex-rollout-in-flight")
+
+    def no_rename(*_args: object, **_kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    assert main(["resume", str(path), "--in-place"]) == 3
+    assert path.read_bytes() == original
+    assert all(b.read_bytes() == original for b in _backups(path))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--check"], "--check only validates"),
+        (["--out", "x.jsonl"], "give one"),
+    ],
+)
+def test_in_place_with_another_output_is_a_usage_error(
+    tmp_path: Path, extra: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, original = _session(tmp_path, "codex-rollout-in-flight")
+    assert main(["resume", str(path), "--in-place", *extra]) == 2
+    assert says in capsys.readouterr().err
+    assert path.read_bytes() == original
+
+
+def test_in_place_on_a_run_id_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["resume", "some-run", "--store", str(tmp_path), "--in-place"]) == 2
+    assert "evidence agc never changes" in capsys.readouterr().err
+
+
+def test_a_repair_to_out_says_where_the_client_reads_it_and_how_to_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    home = claude / "projects" / "-w" / "s1.jsonl"
+    home.parent.mkdir(parents=True)
+    source, _ = _session(tmp_path, "claude-code-in-flight")
+    home.write_bytes(source.read_bytes())
+    out = tmp_path / "fixed.jsonl"
+    assert main(["resume", str(source), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"next: Claude Code reads session s1 from {home}" in err
+    assert f"cp -- {out} {home} after moving the file there now aside" in err
+    assert "resume with: claude --resume s1" in err
+    # repaired where the client reads it: in place, and the next step is the command
+    assert main(["resume", str(home), "--in-place", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["next_step"]["path"] == str(home)
+    assert report["backup"] == str(_backups(home)[0])
+    assert report["in_place"] is True
