@@ -30,8 +30,8 @@ from agc._core.jsonl import unix_ms
 from agc._core.objstore import ObjectStore
 from agc._core.store import StoreLayout
 from agc.integrity._chain import read_chain
+from agc.integrity._chain_objects import HEAD_PATH, RemoteHead, link_bytes, link_path
 from agc.integrity._parallel import default_jobs
-from agc.integrity._s3 import HEAD_PATH, RemoteHead, link_bytes, link_path
 from agc.integrity._store_verify import check_store
 from agc.integrity._verify import check_run
 from agc.integrity._writer import ToolEventWriter, open_run

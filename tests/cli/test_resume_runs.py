@@ -27,9 +27,9 @@ from agc.cli import resume as resume_module
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
 from agc.integrity import _kept as kept_module
-from agc.integrity import _s3_verify as s3_verify
+from agc.integrity import _run_reader as run_reader
 from agc.integrity import check_object_run, check_run
-from agc.integrity._s3 import artifact_path, manifest_path
+from agc.integrity._chain_objects import artifact_path, manifest_path
 from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
 from tests.conftest import (
     examples,
@@ -39,9 +39,9 @@ from tests.conftest import (
 )
 
 REACHES_INSIDE = {
+    "agc.integrity._run_reader": "wraps the run check of agc resume --run to swap files after it",
     "agc.integrity._kept": "swaps the run check and the copy writer under agc resume --run",
-    "agc.integrity._s3": "the object keys of a run's artifacts and manifest in the bucket",
-    "agc.integrity._s3_verify": "swaps the object check under agc resume --run",
+    "agc.integrity._chain_objects": "the object keys of a run's files and manifest in the bucket",
 }
 
 
@@ -306,7 +306,7 @@ def test_a_folder_in_place_of_the_transcript_is_refused_not_an_internal_error(
 def _swap_after_check(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> list[int]:
     """Run ``swap`` right after the run's check, before its transcript is read (the
     window an attacker who can write the store has); returns the count of checks."""
-    real = check_run
+    real, real_kept = check_run, run_reader.check_store_run
     calls: list[int] = []
 
     def check_then_swap(run_id: str, store: Any = None, **trust: Any) -> Any:
@@ -315,9 +315,15 @@ def _swap_after_check(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None])
         swap()
         return report
 
+    def kept_check_then_swap(*args: Any, **kwargs: Any) -> Any:
+        report = real_kept(*args, **kwargs)
+        calls.append(1)
+        swap()
+        return report
+
     # Every name the commands may check through (so that the same test judges a reader
     # that checks and then opens the file again).
-    monkeypatch.setattr(kept_module, "check_run", check_then_swap)
+    monkeypatch.setattr(run_reader, "check_store_run", kept_check_then_swap)
     for module in (resume_module, evidence_module):
         monkeypatch.setattr(module, "check_run", check_then_swap, raising=False)
     return calls
@@ -367,7 +373,7 @@ _SWAPS: Final = ("rewritten", "appended", "other-runs-file", "symlink", "deleted
 
 @pytest.mark.parametrize("command", ["resume", "export"])
 @pytest.mark.parametrize("swap", _SWAPS)
-def test_a_transcript_swapped_after_the_check_is_refused_never_read(
+def test_a_transcript_swapped_after_the_check_is_never_read(
     tmp_path: Path,
     store: Path,
     capsys: pytest.CaptureFixture[str],
@@ -377,9 +383,10 @@ def test_a_transcript_swapped_after_the_check_is_refused_never_read(
 ) -> None:
     # agc resume RUN / agc export RUN checked the run, then opened its transcript again:
     # bytes put there in between (another run's sealed file, a symlink to it, an edit)
-    # were resumed or exported as if verified. The copy parsed is now the one read once
-    # and checked against the verdict's digest.
-    _import(tmp_path, store, _rollout(answered=False), "r1")
+    # were resumed or exported as if verified. The copy parsed is now the one made from
+    # the check's own read: what is put there after the check is never read.
+    data = _rollout(answered=False)
+    _import(tmp_path, store, data, "r1")
     _import(tmp_path, store, _rollout(answered=True), "r2")
     calls = _swap_after_check(monkeypatch, _swaps(store)[swap])
     out = tmp_path / "out.jsonl"
@@ -391,9 +398,12 @@ def test_a_transcript_swapped_after_the_check_is_refused_never_read(
     code = main([*args, "--out", str(out)])
     captured = capsys.readouterr()
     assert calls == [1]
-    assert code == 1, captured.err
-    assert "run r1 does not verify" in captured.err
-    assert not out.exists()
+    assert code == 0, captured.err
+    written = out.read_bytes()
+    assert written.startswith(data)  # the verified bytes, not the swapped-in ones
+    assert b'"output":"ok"' not in written  # r2 answered call_2 with "ok"
+    if command == "export":
+        assert written == data
 
 
 def test_an_untouched_run_is_read_from_its_checked_copy(
@@ -827,7 +837,7 @@ def test_a_swap_between_verify_and_read_cannot_get_other_bytes_parsed(
 
     monkeypatch.setattr(MemoryStore, "open", open_then_swap)
     if when == "after-the-check":
-        monkeypatch.setattr(s3_verify, "check_object_run", check_then_swap)
+        monkeypatch.setattr(run_reader, "check_store_run", check_then_swap)
     out = tmp_path / "fixed.jsonl"
     code, _, err = _resume(
         ["r1", "--store", bucket.url, "--strategy", "synthesize", "--out", str(out)], capsys

@@ -18,15 +18,15 @@ from hypothesis import strategies as st
 from agc._core.store import StoreLayout
 from agc.errors import InputError, StoreError
 from agc.integrity import KeptArtifact, check_run, check_run_kept
-from agc.integrity import _kept as kept_module
+from agc.integrity import _run_reader as run_reader
 from tests.conftest import examples, write_legacy_run_with_shared_tool_events, write_run
 
 REACHES_INSIDE = {
-    "agc.integrity._kept": "swaps the kept-copy check's check_run to edit the store mid-check",
+    "agc.integrity._run_reader": "wraps the kept-copy check's run check to edit the store after it",
 }
 
 # What a writer of the store may do to a run before it is checked (the check judges it)
-# and between the check and the copy (the copy must then be refused).
+# and after the check (the copy, made from the check's own read, never sees it).
 _EDITS = ("none", "flip", "truncate", "append", "delete", "sidecar-gone", "manifest-gone")
 
 
@@ -83,31 +83,30 @@ def test_the_verdict_is_check_runs_and_a_complete_copy_is_the_file(
     edit=st.sampled_from(_EDITS[1:]),
     position=st.integers(min_value=0),
 )
-def test_any_change_after_the_check_makes_the_verdict_fail(edit: str, position: int) -> None:
-    # The check passes, then the store changes before the copy is read: the verdict
-    # fails (a change the copy cannot see, such as a gone sidecar, leaves the copy the
-    # sealed bytes, and then the verdict stands).
+def test_a_change_after_the_check_never_reaches_the_copy(edit: str, position: int) -> None:
+    # The check passes, then the store changes before the copy is used: the copy was
+    # made from the check's own read, so it is the sealed bytes and the verdict stands.
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder)
         write_run(store, transcript=[{"n": n} for n in range(5)])
         sealed = (store / "audit" / "transcripts" / "r1.jsonl").read_bytes()
-        real = check_run
+        real = run_reader.check_store_run
+        calls: list[int] = []
 
-        def check_then_edit(run_id: str, at: Any = None, **trust: Any) -> Any:
-            report = real(run_id, at, **trust)
+        def check_then_edit(*args: Any, **kwargs: Any) -> Any:
+            report = real(*args, **kwargs)
             _edit(store, edit, position)
+            calls.append(1)
             return report
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(kept_module, "check_run", check_then_edit)
+            patch.setattr(run_reader, "check_store_run", check_then_edit)
             report, kept = check_run_kept("r1", store)
         with kept:
             copy = kept.file.read() if kept.read else None
-        if copy == sealed:
-            assert report.complete
-        else:
-            assert not report.complete
-            assert [f.code for f in report.findings] == ["modified"]
+        assert calls == [1]
+        assert copy == sealed
+        assert report.complete
 
 
 def test_a_copy_larger_than_the_spool_goes_to_a_private_temporary_file(tmp_path: Path) -> None:

@@ -22,12 +22,12 @@ from agc._core.storage import Store
 from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.integrity import KeptArtifact, check_run, check_run_kept, ingest_stream
-from agc.integrity._s3 import artifact_path, manifest_path
+from agc.integrity._chain_objects import artifact_path, manifest_path
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
 
 REACHES_INSIDE = {
-    "agc.integrity._s3": "the object keys of a run's files, to tamper with them",
+    "agc.integrity._chain_objects": "the object keys of a run's files, to tamper with them",
 }
 
 TRANSCRIPT = b'{"type":"thread.started"}\n{"type":"item.completed","text":"d\xc3\xa9j\xc3\xa0"}\n'

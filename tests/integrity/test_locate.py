@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc._core import folderstore as folderstore_module
 from agc._core.checkpoint import (
     MAX_SEALED_CHECKPOINTS,
     Checkpoint,
@@ -33,7 +34,6 @@ from agc.integrity import (
     RunManifest,
     ToolEventWriter,
     TranscriptWriter,
-    _verify,
     check_run,
     check_store,
     ingest_stream,
@@ -41,10 +41,6 @@ from agc.integrity import (
 from tests.conftest import examples, steady_checkpoint_timer
 from tests.integrity.evidence_helpers import fixed_clock, records, transcript_path
 from tests.integrity.test_expect_head_attacks import relink
-
-REACHES_INSIDE = {
-    "agc.integrity._verify": "sets the in-memory size limit to force the streamed read",
-}
 
 RUN = "loc"
 
@@ -115,8 +111,8 @@ def test_any_changed_byte_is_located_in_the_segment_that_holds_it(
     changed[offset] ^= xor
     path.write_bytes(bytes(changed))
     try:
-        limit = 0 if streamed else _verify.IN_MEMORY_BYTES
-        with mock.patch.object(_verify, "IN_MEMORY_BYTES", limit):
+        chunk = 7 if streamed else folderstore_module._CHUNK
+        with mock.patch.object(folderstore_module, "_CHUNK", chunk):
             finding = _modified(store)
     finally:
         path.write_bytes(original)
@@ -300,7 +296,8 @@ def test_forged_record_counts_in_checkpoints_never_move_the_range_off_the_change
     changed = bytearray(original)
     changed[offset] ^= 0x20
     path.write_bytes(bytes(changed))
-    with mock.patch.object(_verify, "IN_MEMORY_BYTES", 0 if streamed else _verify.IN_MEMORY_BYTES):
+    chunk = 7 if streamed else folderstore_module._CHUNK
+    with mock.patch.object(folderstore_module, "_CHUNK", chunk):
         finding = _modified(store)
     line = original[:offset].count(b"\n") + 1
     assert finding.lines is not None

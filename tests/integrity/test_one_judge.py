@@ -1,11 +1,12 @@
-"""One judge for every store: a run's evidence, damaged in the same way, gets the same
-findings from the folder store's check and from the object-store check run on an
-in-memory store (``agc._core.memstore``), apart from what only a versioned store shows
-(an object's newer versions and delete markers).
+"""One reader and one judge for every store: a run's evidence, damaged in the same way,
+gets the same findings from a folder store and from an in-memory bucket
+(``agc._core.memstore``), apart from what only a versioned store shows (an object's newer
+versions and delete markers).
 
-Both checks observe through their own reads and hand what they saw to the one pure
-judgement (``agc.integrity._judge.judge_run``); this holds them to it for every class of
-damage an attacker with write access to the store can do to a sealed run.
+The one reader observes each store through the store interface and hands what it saw
+to the one pure judgement (``agc.integrity._judge.judge_run``); this holds every store
+to it for every class of damage an attacker with write access to the store can do to a
+sealed run.
 """
 
 from __future__ import annotations
@@ -18,17 +19,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc._core.folderstore import FolderStore
 from agc._core.memstore import MemoryStore
 from agc._core.storage import BucketLock
-from agc._core.store import StoreLayout
 from agc.integrity import RunReport, check_object_run, check_run, check_run_kept
-from agc.integrity._s3_findings import ObjectStoreFindingCode
-from agc.integrity._verify import check_folder_run
+from agc.integrity._version_findings import ObjectStoreFindingCode
 from tests.conftest import write_run
 
 REACHES_INSIDE = {
-    "agc.integrity._s3_findings": "the object-store-only finding codes, left out of the comparison",
-    "agc.integrity._verify": "the folder reader, against the store-interface one",
+    "agc.integrity._version_findings": "the versioned-store-only finding codes, left out",
 }
 
 _OBJECT_ONLY = frozenset(get_args(ObjectStoreFindingCode))
@@ -86,9 +85,7 @@ def _judged(report: RunReport) -> list[tuple[Any, ...]]:
 
 
 def _both(folder: Path, store: MemoryStore) -> tuple[RunReport, RunReport]:
-    on_folder, _ = check_folder_run(
-        "r1", StoreLayout(folder), trusted_keys=None, require_signature=False, chain=False
-    )
+    on_folder = check_object_run(FolderStore(folder), "r1", chain=False)
     on_memory = check_object_run(store, "r1", chain=False)
     return on_folder, on_memory
 

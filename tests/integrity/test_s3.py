@@ -35,7 +35,13 @@ from agc.integrity import (
     verify_policy,
 )
 from agc.integrity._chain import manifest_digest
-from agc.integrity._s3 import HEAD_PATH, RemoteHead, artifact_path, link_path, read_remote_head
+from agc.integrity._chain_objects import (
+    HEAD_PATH,
+    RemoteHead,
+    artifact_path,
+    link_path,
+    read_remote_head,
+)
 from agc.integrity._signing import key_id_of, load_public_key
 from agc.integrity._upload import _run_files, staging_store, upload_run, write_policy
 from agc.resume import SessionSnapshot, load_snapshot, save_snapshot
@@ -45,7 +51,7 @@ from tests.s3server import S3Server
 
 REACHES_INSIDE = {
     "agc.integrity._chain": "the manifest digest a chain link records",
-    "agc.integrity._s3": "the object keys and the remote chain head, to read and race them",
+    "agc.integrity._chain_objects": "the object keys and the chain head object, to race them",
     "agc.integrity._signing": "loads one public key and its key id to build a trusted set",
     "agc.integrity._upload": "the staging folder, the upload step and the write policy, directly",
 }

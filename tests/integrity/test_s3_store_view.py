@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.objstore import BucketLock, ObjectStore, ObjectVersion
 from agc._core.store import ARTIFACT_KINDS
-from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._s3_verify import VerifyPolicy, _companion
+from agc.integrity._chain_objects import artifact_path, manifest_path
+from agc.integrity._run_reader import VerifyPolicy, _companion
 from agc.integrity._store_view import StoreView
 from tests.conftest import examples
 
 REACHES_INSIDE = {
-    "agc.integrity._s3": "the object keys of a run's files",
-    "agc.integrity._s3_verify": "the verify policy and the companion-object rule",
+    "agc.integrity._chain_objects": "the object keys of a run's files",
+    "agc.integrity._run_reader": "the verify policy and the companion-object rule",
     "agc.integrity._store_view": "the store view's indexed listing, against a reference scan",
 }
 

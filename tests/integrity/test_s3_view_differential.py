@@ -17,16 +17,16 @@ from agc._core.objstore import BucketLock, ObjectStore, ObjectVersion
 from agc._core.store import ARTIFACT_KINDS
 from agc.cli.verify_main import main as verify_main
 from agc.integrity import ingest_stream
-from agc.integrity._s3 import artifact_path, manifest_path
-from agc.integrity._s3_verify import VerifyPolicy, _companion
+from agc.integrity._chain_objects import artifact_path, manifest_path
+from agc.integrity._run_reader import VerifyPolicy, _companion
 from agc.integrity._store_view import StoreView
 from tests.conftest import THOROUGH, examples
 from tests.s3fixtures import new_bucket
 from tests.s3server import S3Server
 
 REACHES_INSIDE = {
-    "agc.integrity._s3": "the object keys of a run's files",
-    "agc.integrity._s3_verify": "the verify policy and the companion-object rule",
+    "agc.integrity._chain_objects": "the object keys of a run's files",
+    "agc.integrity._run_reader": "the verify policy and the companion-object rule",
     "agc.integrity._store_view": "the store view's indexed listing, against a full scan",
 }
 

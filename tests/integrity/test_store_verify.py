@@ -31,15 +31,15 @@ from agc.integrity import (
     load_signing_key,
     load_trusted_keys,
 )
-from agc.integrity import _s3_findings as s3_findings_module
 from agc.integrity import _store_verify as store_verify_module
+from agc.integrity import _version_findings as version_findings_module
 from agc.integrity._chain import manifest_digest
 from tests.conftest import THOROUGH, sampled
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
 REACHES_INSIDE = {
     "agc.integrity._chain": "the manifest digest a chain link records",
-    "agc.integrity._s3_findings": "reads its source for the finding codes it emits",
+    "agc.integrity._version_findings": "reads its source for the finding codes it emits",
     "agc.integrity._store_verify": "reads its source for the finding codes it emits",
     "agc.integrity._writer": "swaps the writer's run-id rule to write runs it would refuse",
 }
@@ -452,7 +452,7 @@ def test_every_store_finding_code_is_documented() -> None:
     """Every store-level code the source emits is typed, and the typed codes are exactly
     the table in docs/evidence.md."""
     emitted: set[str] = set()
-    for module in (store_verify_module, s3_findings_module):
+    for module in (store_verify_module, version_findings_module):
         source = Path(str(module.__file__)).read_text()
         emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
     docs = (Path(__file__).resolve().parents[2] / "docs" / "evidence.md").read_text()

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core import folderstore as folderstore_module
 from agc._core.folderstore import FolderStore
 from agc._core.store import StoreLayout
 from agc.cli.verify import json_text
 from agc.errors import AgcError
 from agc.integrity import StoreReport, TranscriptWriter, check_run, check_store
 from agc.integrity import _store_verify as store_verify
-from agc.integrity import _verify as verify_module
 from agc.integrity._store_view import StoreView
 from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
@@ -33,7 +33,6 @@ from tests.integrity.test_store_verify import TAMPERING
 REACHES_INSIDE = {
     "agc.integrity._store_verify": "the reference check",
     "agc.integrity._store_view": "subclasses the store view to count reads",
-    "agc.integrity._verify": "sets the in-memory size limit to force the streamed read",
 }
 
 
@@ -51,8 +50,8 @@ def _reference(store: Path, expect_head: str | None = None) -> StoreReport:
     ``check_run`` itself (which judges the run's links: ``--all`` must agree with it)."""
     view = _UncachedView(FolderStore(StoreLayout.at(store).root))
     with pytest.MonkeyPatch.context() as patch:
-        # Every file streamed, as before files were read whole.
-        patch.setattr(verify_module, "IN_MEMORY_BYTES", -1)
+        # Every file read in small pieces, not in one read.
+        patch.setattr(folderstore_module, "_CHUNK", 7)
         return store_verify._check_store(  # the reference composition
             view,
             lambda run_ids: [check_run(run_id, store) for run_id in run_ids],

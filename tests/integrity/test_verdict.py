@@ -36,9 +36,8 @@ from agc.integrity._verdict import CATEGORIES, VERDICTS
 REACHES_INSIDE = {
     "agc.integrity._audit": "builds an Audit from hand-made run reports; the CSV column list",
     "agc.integrity._judge": "the close-run-id thresholds, to compare with difflib",
-    "agc.integrity._runs": "swaps the stored run ids the close-id search sees",
     "agc.integrity._verdict": "the verdict and category tables, whole",
-    "agc.integrity._verify": "the close-run-id search on its own",
+    "agc.integrity._run_reader": "the close-run-id search on its own, over swapped stored ids",
 }
 
 NOW = 1_764_460_800_000
@@ -299,11 +298,11 @@ _ID_CHARS = "abcdef0123456789-"
 
 
 def _suggest(monkeypatch: pytest.MonkeyPatch, store: Path, asked: str, stored: set[str]) -> Any:
-    from agc._core.store import StoreLayout  # noqa: PLC0415 - local to these tests
-    from agc.integrity import _runs, _verify  # noqa: PLC0415 - same
+    from agc._core.folderstore import FolderStore  # noqa: PLC0415 - local to these tests
+    from agc.integrity import _run_reader  # noqa: PLC0415 - same
 
-    monkeypatch.setattr(_runs, "stored_run_ids", lambda layout: set(stored))
-    return _verify._close_run_id(asked, StoreLayout(store))
+    monkeypatch.setattr(_run_reader, "stored_run_ids", lambda store, **_: set(stored))
+    return _run_reader._close_run_id(FolderStore(store), asked)
 
 
 @given(

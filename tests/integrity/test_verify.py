@@ -15,7 +15,7 @@ from typing import Any, get_args
 
 import pytest
 
-from agc._core import digest as hashing
+from agc._core import folderstore as folderstore_module
 from agc._core.digest import Algorithm, new_hasher
 from agc._core.sidecar import format_sidecar
 from agc._core.store import ArtifactKind, StoreLayout
@@ -32,8 +32,8 @@ from agc.integrity import (
 from agc.integrity import _judge as judge_module
 from agc.integrity import _legacy as legacy_module
 from agc.integrity import _run_chain as run_chain_module
-from agc.integrity import _s3_findings as s3_findings_module
-from agc.integrity import _verify as verify_module
+from agc.integrity import _run_reader as run_reader_module
+from agc.integrity import _version_findings as version_findings_module
 from agc.integrity._store_io import record_seal
 from tests._core.test_store import BAD_RUN_IDS
 from tests.conftest import finding_codes, tree, write_run
@@ -42,9 +42,9 @@ REACHES_INSIDE = {
     "agc.integrity._judge": "reads its source for the finding codes it emits",
     "agc.integrity._legacy": "reads its source for the finding codes it emits",
     "agc.integrity._run_chain": "reads its source for the finding codes it emits",
-    "agc.integrity._s3_findings": "reads its source for the finding codes it emits",
+    "agc.integrity._version_findings": "reads its source for the finding codes it emits",
     "agc.integrity._store_io": "records a seal into a manifest directly (record_seal)",
-    "agc.integrity._verify": "sets the in-memory size limit; reads its source for finding codes",
+    "agc.integrity._run_reader": "reads its source for the finding codes it emits",
 }
 
 TRANSCRIPT = [
@@ -567,20 +567,21 @@ def test_a_chained_run_rewritten_into_the_legacy_format_is_manifest_missing(stor
     assert "manifest-missing" in finding_codes(report)
 
 
-def test_verify_streams_a_file_larger_than_the_in_memory_limit(
+def test_verify_streams_a_file_in_reads_of_at_most_one_chunk(
     layout: StoreLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(verify_module, "IN_MEMORY_BYTES", 16)
-    monkeypatch.setattr(hashing, "_CHUNK_BYTES", 16)
+    monkeypatch.setattr(folderstore_module, "_CHUNK", 16)
     sizes: list[int] = []
-    real = os.readv
+    real = os.read
 
-    def readv(fd: int, buffers: list[memoryview]) -> int:
-        sizes.append(sum(len(b) for b in buffers))
-        return real(fd, buffers)
+    def read(fd: int, size: int) -> bytes:
+        sizes.append(size)
+        return real(fd, size)
 
-    monkeypatch.setattr(os, "readv", readv)
+    monkeypatch.setattr(os, "read", read)
     assert check_run("r1", layout.root).complete
+    transcript = (layout.root / "audit/transcripts/r1.jsonl").stat().st_size
+    assert transcript > 16
     assert sizes
     assert max(sizes) <= 16
 
@@ -599,7 +600,7 @@ def test_verify_reads_a_small_file_in_one_bounded_read(
     assert check_run("r1", layout.root).complete
     transcript = (layout.root / "audit/transcripts/r1.jsonl").stat().st_size
     assert transcript in sizes  # the whole file, in one read of its own size
-    assert max(sizes) <= max(verify_module.IN_MEMORY_BYTES, 65536)
+    assert max(sizes) <= folderstore_module._CHUNK
 
 
 def test_every_finding_code_is_documented() -> None:
@@ -607,7 +608,13 @@ def test_every_finding_code_is_documented() -> None:
     the chain judge's and the object-store findings module's) is in the typed list of
     codes, and that list is exactly the table in docs/format.md."""
     emitted: set[str] = set()
-    modules = (verify_module, judge_module, legacy_module, run_chain_module, s3_findings_module)
+    modules = (
+        run_reader_module,
+        judge_module,
+        legacy_module,
+        run_chain_module,
+        version_findings_module,
+    )
     for module in modules:
         source = Path(str(module.__file__)).read_text()
         emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))

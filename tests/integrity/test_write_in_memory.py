@@ -18,13 +18,13 @@ from agc._core.storage import BucketLock, Retention
 from agc.errors import RunExistsError, SnapshotTamperedError, UsageError
 from agc.integrity import RunManifest, ingest_stream, open_run, recover_store
 from agc.integrity._chain import manifest_digest
-from agc.integrity._s3 import HEAD_PATH, read_remote_head
+from agc.integrity._chain_objects import HEAD_PATH, read_remote_head
 from agc.integrity._upload import staging_store
 from agc.resume import SessionSnapshot, _snapshot_store, load_snapshot, save_snapshot
 
 REACHES_INSIDE = {
     "agc.integrity._chain": "the manifest digest the chain head records",
-    "agc.integrity._s3": "reads the chain head from the in-memory store",
+    "agc.integrity._chain_objects": "reads the chain head from the in-memory store",
     "agc.integrity._upload": "the staging folder, to see it removed once published",
     "agc.resume._snapshot_store": "pins the snapshot writer's clock",
 }

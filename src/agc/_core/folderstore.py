@@ -31,7 +31,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, Literal
 
 from agc._core.fs import (
     MACHINE_ERRNOS,
@@ -179,6 +179,45 @@ class FolderStore(Store):
             StoreError: not a regular file, or unreadable.
         """
         return _FolderOpened(self, path, version_id)
+
+    def stream(self, path: str) -> Opened:
+        """Stream a file without naming its ETag first (``info.etag`` is empty).
+
+        Raises:
+            UnsafePathError: it is a symlink.
+            StoreError: not a regular file, or unreadable.
+        """
+        return _FolderOpened(self, path, None, etag=False)
+
+    def odd_entry(self, path: str) -> Literal["symlink", "other"] | None:
+        """``"symlink"`` or ``"other"`` (a folder, a FIFO …) at ``path``, never
+        followed; ``None`` for a regular file or nothing.
+
+        Raises:
+            StoreError: the folder cannot be read.
+        """
+        file = self.file(path)
+        try:
+            mode = os.lstat(file).st_mode
+        except OSError as exc:
+            if exc.errno in _MISSING:
+                return None
+            raise StoreError(f"cannot read {file}: {exc.strerror}") from exc
+        if stat.S_ISLNK(mode):
+            return "symlink"
+        return None if stat.S_ISREG(mode) else "other"
+
+    def exists_at_all(self) -> bool:
+        """Whether the store folder exists (a symlink in its place counts as there).
+
+        Raises:
+            StoreError: it is there but not a folder.
+        """
+        if not os.path.lexists(self.root):
+            return False
+        if not self.root.is_dir():
+            raise StoreError(f"store {self.root} is not a folder")
+        return True
 
     def exists(self, path: str) -> bool:
         """Whether ``path`` is a regular file (a symlink is not one, nor a file below a
@@ -466,8 +505,11 @@ def _not_a_log(path: Path) -> StoreError:
 class _FolderOpened:
     """The context manager of :meth:`FolderStore.open`."""
 
-    def __init__(self, store: FolderStore, path: str, version_id: str | None) -> None:
+    def __init__(
+        self, store: FolderStore, path: str, version_id: str | None, *, etag: bool = True
+    ) -> None:
         self._store, self._path, self._version_id = store, path, version_id
+        self._etag = etag
         self._fd: int | None = None
 
     def __enter__(self) -> tuple[Iterator[bytes], ObjectInfo] | None:
@@ -475,20 +517,25 @@ class _FolderOpened:
         if opened is None:
             return None
         self._fd, info = opened
-        etag = _fd_etag(self._fd, self._store.url_of(self._path))
-        return self._chunks(self._fd), self._store._info(self._path, info, etag)
+        etag = _fd_etag(self._fd, self._store.url_of(self._path)) if self._etag else ""
+        return self._chunks(self._fd, info.st_size), self._store._info(self._path, info, etag)
 
-    def _chunks(self, fd: int) -> Iterator[bytes]:
+    def _chunks(self, fd: int, size: int) -> Iterator[bytes]:
+        """The file's first ``size`` bytes (its length when it was opened: a writer
+        appending meanwhile is not followed), in reads of at most ``_CHUNK`` bytes: a
+        small file is read in one read of its own length."""
         os.lseek(fd, 0, os.SEEK_SET)
-        while True:
+        position = 0
+        while position < size:
             try:
-                chunk = os.read(fd, _CHUNK)
+                chunk = os.read(fd, min(_CHUNK, size - position))
             except OSError as exc:
                 raise StoreError(
                     f"cannot read {self._store.url_of(self._path)}: {exc.strerror}"
                 ) from exc
             if not chunk:
-                return
+                return  # truncated since it was opened
+            position += len(chunk)
             yield chunk
 
     def __exit__(self, *exc: object) -> None:

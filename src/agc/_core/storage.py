@@ -279,6 +279,13 @@ class Store(abc.ABC):
         return False
 
     @property
+    def lockable(self) -> bool:
+        """Whether the store's objects can carry Object Lock retention, so that a store
+        without Object Lock is worth a finding: a store written object by object; a
+        folder's files cannot carry one (:attr:`folder`)."""
+        return self.folder is None
+
+    @property
     @abc.abstractmethod
     def url(self) -> str:
         """The store's name for messages: a folder path, ``s3://bucket/prefix`` … (never
@@ -320,6 +327,39 @@ class Store(abc.ABC):
         Raises:
             StoreError: refused or unreadable (also while reading the body).
         """
+
+    def stream(self, path: str) -> Opened:
+        """Stream the current object for a reader that hashes its bytes itself: as
+        :meth:`open`, but ``info.etag`` may be empty (a folder does not read its file
+        once more to name it).
+
+        Raises:
+            UnsafePathError: a symlink stands at ``path`` (a store that can hold one).
+            StoreError: refused or unreadable (also while reading the body).
+        """
+        return self.open(path)
+
+    def odd_entry(self, path: str) -> Literal["symlink", "other"] | None:  # noqa: ARG002
+        """What stands at ``path`` that is not an object, in a store that can hold such
+        entries (a folder): ``"symlink"``, or ``"other"`` (a folder, a FIFO, a device);
+        ``None`` for an object or nothing. A store of objects holds nothing else: always
+        ``None``, with no request.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        return None
+
+    def exists_at_all(self) -> bool:
+        """Whether the store itself is there: a folder store's folder exists. A store of
+        objects answers ``True`` (a bucket that is not there is a ``StoreError`` of its
+        first request).
+
+        Raises:
+            StoreError: something else stands where the store should be (a file in place
+                of the folder).
+        """
+        return True
 
     @abc.abstractmethod
     def exists(self, path: str) -> bool:

@@ -43,17 +43,17 @@ if _TYPE_CHECKING:
         recover_run,
         recover_store,
     )
+    from agc.integrity._run_reader import (
+        check_object_run,
+        list_run_versions,
+        verify_policy,
+    )
     from agc.integrity._runs import (
         RunListing,
         iter_records,
         list_runs,
         run_is_sealed,
         unwrap_record,
-    )
-    from agc.integrity._s3_verify import (
-        check_object_run,
-        list_run_versions,
-        verify_policy,
     )
     from agc.integrity._seal import seal_file
     from agc.integrity._signing import (
@@ -196,7 +196,7 @@ _HOMES = {
         "unwrap_record",
     ),
     "agc.integrity._upload": ("upload_sealed_file",),
-    "agc.integrity._s3_verify": (
+    "agc.integrity._run_reader": (
         "check_object_run",
         "list_run_versions",
         "verify_policy",

@@ -28,8 +28,8 @@ from agc._core.storage import Store
 from agc._core.store import StoreArg, StoreLayout, artifact_path, manifest_path, open_store
 from agc.errors import AgcError
 from agc.integrity._chain import read_head
+from agc.integrity._chain_objects import read_remote_head
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
-from agc.integrity._s3 import read_remote_head
 from agc.integrity._store_verify import check_store
 from agc.integrity._verdict import (
     CATEGORIES,

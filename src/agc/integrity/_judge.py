@@ -1,7 +1,7 @@
 """The run verifier's judgement: pure functions from observations to one report.
 
 A store's reader observes (a folder: :mod:`agc.integrity._verify`; an object store:
-:mod:`agc.integrity._s3_verify`) and these functions judge, with no I/O: an
+:mod:`agc.integrity._run_reader`) and these functions judge, with no I/O: an
 :class:`~agc.integrity._observation.ArtifactObservation` plus its manifest entry become
 findings (:func:`judge_artifact`), the manifest's signature is judged
 (:func:`_judge_signature`), and the findings become one :class:`RunReport`, whose
@@ -73,8 +73,8 @@ from agc.errors import ReportInvalidError
 from agc.integrity._legacy import LegacyFindingCode, LegacyRun, unverified_records_finding
 from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._observation import ArtifactObservation
-from agc.integrity._s3_findings import ObjectStoreFindingCode
 from agc.integrity._verdict import Verdict, verdict_of
+from agc.integrity._version_findings import ObjectStoreFindingCode
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

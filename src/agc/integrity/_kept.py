@@ -1,19 +1,14 @@
 """A run's artifact read once, as it was verified (``agc resume RUN``, ``agc export``).
 
-A reader that checks a run and then opens its transcript reads the file twice, and a
-writer of the store can put other bytes there in between (rewrite the file, swap in a
-symlink or another run's file): the check would judge one set of bytes and the reader
-parse another. :func:`check_run_kept` checks the run with
-:func:`~agc.integrity._verify.check_run`, then copies the artifact in one read and
-hashes the copy against what the check found (length and digest, which for a complete
-run are the seal's); a reader parses that copy only. A copy that differs makes the
-verdict incomplete, with a ``modified`` finding.
-
-In an object store (``s3://bucket/prefix``) a writer of the bucket can put another
-version of the object there between two requests, so nothing is fetched twice: the run
-is checked by :func:`~agc.integrity._s3_verify.check_object_run` and the artifact is
-copied from the very stream its digest is computed over (one ``GetObject``); the copy is
-then hashed again on this host against the seal it was judged by.
+A reader that checks a run and then opens its transcript reads it twice, and a writer
+of the store can put other bytes there in between (rewrite the file, swap in a symlink
+or another run's file, put another version of an object): the check would judge one set
+of bytes and the reader parse another. So nothing is read twice: :func:`check_run_kept`
+checks the run with the one run reader
+(:func:`~agc.integrity._run_reader.check_store_run`), in any store, and copies the
+artifact from the very stream its digest is computed over; the copy is then hashed again
+on this host against what the check judged it by, and a reader parses that copy only. A
+copy that differs makes the verdict incomplete, with a ``modified`` finding.
 
 The copy is a :class:`KeptArtifact`: held in memory up to ``spool_bytes`` and moved to
 a temporary file above that (:class:`tempfile.SpooledTemporaryFile`: mode 0600 in the
@@ -24,29 +19,24 @@ memory.
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 import tempfile
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Final
 
 from agc._core.digest import check_algorithm, digests_equal, new_hasher
-from agc._core.folderstore import FolderStore
-from agc._core.fs import describe_os_error, open_nofollow
+from agc._core.fs import describe_os_error
 from agc._core.report import Finding
 from agc._core.storage import Store
 from agc._core.store import (
     ArtifactKind,
     StoreArg,
-    StoreLayout,
     artifact_path,
     open_store,
 )
-from agc.errors import InputError, StoreError, UnsafePathError, UsageError
+from agc.errors import InputError, StoreError, UsageError
+from agc.integrity import _run_reader
 from agc.integrity._judge import RunFindingCode, RunReport
-from agc.integrity._verify import check_run
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -227,19 +217,16 @@ def check_run_kept(
     allow_unsigned: bool = False,
 ) -> tuple[RunReport, KeptArtifact]:
     """Check the run as ``agc-verify RUN`` does (``trusted_keys``, ``require_signature``,
-    ``allow_unsigned`` as :func:`~agc.integrity._verify.check_run`), then keep a copy of
-    one artifact read once (never through a symlink, never from a FIFO or a folder), of at most
-    ``max_bytes`` (an artifact larger is refused before it is copied).
+    ``allow_unsigned`` as :func:`~agc.integrity._verify.check_run`), keeping a copy of
+    one artifact's bytes from the same read (never through a symlink, never from a FIFO
+    or a folder), of at most ``max_bytes`` (an artifact known to be larger is refused
+    before its bytes are copied).
 
-    The report is :func:`~agc.integrity._verify.check_run`'s, with one more
-    ``modified`` finding when its verdict is complete but the copy is not the bytes it
-    judged (a different length or digest: the file changed after the check). A
-    complete report therefore means the copy is the sealed bytes. When the artifact is
-    absent (or not a regular file) nothing is read (:attr:`KeptArtifact.read` is
-    false). The caller closes the copy (``with``).
-
-    In an object store (any store but a folder) the copy is made from the check's own
-    read of the artifact (:func:`_check_object_run_kept`).
+    The report is the check's, with one more ``modified`` finding when its verdict is
+    complete but the copy does not hash, on this host, to what the check judged (the
+    copy changed after it was read): a complete report means the copy is the sealed
+    bytes. When the artifact is absent (or not a regular file) nothing is read
+    (:attr:`KeptArtifact.read` is false). The caller closes the copy (``with``).
 
     Raises:
         RunIdInvalidError, StoreError: as ``check_run``; StoreError too when the
@@ -247,120 +234,19 @@ def check_run_kept(
         InputError: the artifact is larger than ``max_bytes``.
     """
     opened = open_store(store)
-    if not isinstance(opened, FolderStore):
-        return _check_object_run_kept(
-            opened,
-            run_id,
-            kind=kind,
-            spool_bytes=spool_bytes,
-            max_bytes=max_bytes,
-            trusted_keys=trusted_keys,
-            require_signature=require_signature,
-            allow_unsigned=allow_unsigned,
-        )
-    report = check_run(
-        run_id,
-        opened,
-        trusted_keys=trusted_keys,
-        require_signature=require_signature,
-        allow_unsigned=allow_unsigned,
-    )
-    path = StoreLayout(opened.root).artifact_path(run_id, kind)
-    kept = KeptArtifact(kind, str(path), spool_bytes, max_bytes=max_bytes)
-    try:
-        _copy_file(path, kept)
-        observed = next((a for a in report.artifacts if a.kind == kind), None)
-        # Absent at the check and at the copy (a legacy run's tool events kept only in
-        # the shared file): nothing was judged and nothing is read, so nothing differs.
-        absent = not kept.read and (observed is None or observed.bytes is None)
-        if (
-            report.complete
-            and not absent
-            and (
-                observed is None
-                or not kept.matches(observed.algorithm, observed.bytes, observed.digest)
-            )
-        ):
-            report = with_modified(
-                report,
-                kind,
-                f"{kind}: {path} is not the file that was verified (changed after the check)",
-            )
-        kept.rewind()
-    except BaseException:
-        kept.close()
-        raise
-    return report, kept
-
-
-def _copy_file(path: Path, kept: KeptArtifact) -> None:
-    """Copy the regular file at ``path`` into ``kept`` in one read; nothing when it is
-    absent, a symlink or not a regular file."""
-    try:
-        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
-    except (FileNotFoundError, UnsafePathError):
-        return
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
-    try:
-        info = os.fstat(fd)
-    except OSError as exc:
-        os.close(fd)
-        raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
-    if not stat.S_ISREG(info.st_mode):  # a folder, a FIFO, a device: judged by the
-        os.close(fd)  # check, never read (a folder's descriptor cannot even be wrapped)
-        return
-    with os.fdopen(fd, "rb") as handle:
-        kept.begin(size=info.st_size)
-        try:
-            while chunk := handle.read(_CHUNK):
-                kept.write(chunk)
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
-
-
-def _check_object_run_kept(
-    store: Store,
-    run_id: str,
-    *,
-    kind: ArtifactKind,
-    spool_bytes: int,
-    max_bytes: int | None,
-    trusted_keys: Mapping[str, Ed25519PublicKey] | None,
-    require_signature: bool,
-    allow_unsigned: bool,
-) -> tuple[RunReport, KeptArtifact]:
-    """:func:`check_run_kept` in an object store: check the run as
-    ``agc-verify RUN --store s3://…`` does (``trusted_keys``,
-    ``require_signature``, ``allow_unsigned`` as
-    :func:`~agc.integrity._s3_verify.check_object_run`), keeping a copy of one
-    artifact's bytes from the same read, of at most ``max_bytes`` (an object larger is
-    refused before its bytes are read).
-
-    The report is the verifier's, with one more ``modified`` finding when its verdict is
-    complete but the kept copy does not hash to the seal on this host (the copy changed
-    after it was read): a complete report means the copy is the sealed bytes. The caller
-    closes the copy (``with``).
-
-    Raises:
-        RunIdInvalidError, StoreError: as :func:`check_object_run` (the copy is closed).
-        InputError: the artifact is larger than ``max_bytes``.
-    """
-    from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415 - object stores only
-
     kept = KeptArtifact(
-        kind, store.url_of(artifact_path(run_id, kind)), spool_bytes, max_bytes=max_bytes
+        kind, opened.url_of(artifact_path(run_id, kind)), spool_bytes, max_bytes=max_bytes
     )
     try:
-        report = check_object_run(
-            store,
+        report = _run_reader.check_store_run(
+            opened,
             run_id,
             copies={kind: kept},
             trusted_keys=trusted_keys,
             require_signature=require_signature,
             allow_unsigned=allow_unsigned,
         )
-        if report.complete and not _is_judged(kept, report):
+        if report.complete and kept.read and not _is_judged(kept, report):
             report = with_modified(
                 report,
                 kind,

@@ -11,8 +11,8 @@ Stores written before run manifests existed differ from agc's format in two ways
 
 This module is the only place that knows about that format. The verifier asks it once
 per run (:func:`detect_legacy_run`) and, for a legacy run, lets it judge the artifacts
-(:meth:`LegacyRun.judge`); ``agc runs``, ``agc show`` and ``agc recover`` ask
-:func:`is_legacy_run`, which decides the same without hashing anything. Records of the
+(:meth:`LegacyRun.judge`); ``agc runs``, ``agc show`` and ``agc recover`` ask the run
+reader's ``is_legacy_store_run``, which decides the same without hashing anything. Records of the
 shared file are reported as unverified (``unverified-records``, a warning) for every run
 they name and never counted as, or merged with, a run's verified tool events.
 :func:`read_legacy_tool_events` reads them for a caller who asks for them by name.
@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agc._core.digest import Algorithm
 from agc._core.report import Finding
-from agc._core.sidecar import Sidecar, read_sidecars
-from agc._core.store import StoreLayout, validate_run_id
+from agc._core.sidecar import Sidecar
+from agc._core.storage import Store
+from agc._core.store import LEGACY_TOOL_EVENTS, StoreLayout, validate_run_id
 from agc.errors import StoreError, UnsafePathError
-from agc.integrity._store_io import iter_json_objects
+from agc.integrity._store_io import iter_json_lines, iter_json_objects
 
 if TYPE_CHECKING:
     from agc.integrity._observation import ArtifactObservation
@@ -43,7 +44,6 @@ __all__ = [
     "count_legacy_tool_events",
     "detect_legacy_run",
     "has_legacy_sidecars",
-    "is_legacy_run",
     "read_legacy_tool_events",
     "unverified_records_finding",
 ]
@@ -75,8 +75,9 @@ def read_legacy_tool_events(
             yield record
 
 
-def count_legacy_tool_events(layout: StoreLayout, run_id: str) -> int:
-    """How many records of the shared file name ``run_id`` (0 when there is no such file).
+def count_legacy_tool_events(store: Store, run_id: str) -> int:
+    """How many records of the shared file name ``run_id`` (0 when there is no such
+    file), in any store; lines that are not JSON objects are skipped.
 
     Raises:
         StoreError: the shared file is a symlink, not a regular file (a FIFO, a folder)
@@ -84,9 +85,19 @@ def count_legacy_tool_events(layout: StoreLayout, run_id: str) -> int:
             it cannot read; never a usage error.
     """
     run_id = validate_run_id(run_id)
-    path = layout.legacy_tool_events_path
+    where = store.url_of(LEGACY_TOOL_EVENTS)
+    odd = store.odd_entry(LEGACY_TOOL_EVENTS)
+    if odd is not None:
+        raise StoreError(
+            f"{where} is a symlink; agc does not follow it"
+            if odd == "symlink"
+            else f"{where} is not a regular file"
+        )
     try:
-        return sum(1 for record in iter_json_objects(path) if record.get("run_id") == run_id)
+        with store.stream(LEGACY_TOOL_EVENTS) as found:
+            if found is None:
+                return 0
+            return sum(1 for record in iter_json_lines(found[0]) if record.get("run_id") == run_id)
     except UnsafePathError as exc:
         raise StoreError(exc.message, hint=exc.hint) from exc
 
@@ -197,9 +208,10 @@ class _EveryRun(Container[str]):
 
 
 def chained_run_ids(layout: StoreLayout) -> Container[str]:
-    """The run ids ``audit/chain.jsonl`` links, read once (for :func:`is_legacy_run`
-    over many runs). A log that cannot be read as a file links every run, as for
-    :func:`detect_legacy_run`: a store with a damaged chain is not a legacy store."""
+    """The run ids ``audit/chain.jsonl`` links, read once (for a listing of many runs
+    asking whether each is a legacy one). A log that cannot be read as a file links
+    every run, as for :func:`detect_legacy_run`: a store with a damaged chain is not a
+    legacy store."""
     from agc.integrity._chain import read_chain  # noqa: PLC0415 - only for a legacy sidecar
 
     try:
@@ -209,26 +221,6 @@ def chained_run_ids(layout: StoreLayout) -> Container[str]:
     except (UnsafePathError, StoreError, OSError):
         return _EveryRun()
     return frozenset(entry.run_id for entry in entries)
-
-
-def is_legacy_run(
-    layout: StoreLayout, run_id: str, *, chained: Container[str] | None = None
-) -> bool:
-    """Whether a run that has no run manifest is in the legacy format, as
-    :func:`detect_legacy_run` decides it for the verifier, without hashing a file: its
-    transcript's only sidecar is a digest-only SHA-256 one and the store chain does not
-    link it. Call it only for a run whose manifest does not exist.
-
-    Args:
-        chained: the run ids the chain links (:func:`chained_run_ids`, for a listing of
-            many runs); ``None`` reads the chain log when the sidecar is a legacy one.
-
-    Raises:
-        StoreError: a sidecar or the chain log is present but cannot be read (exit 3).
-    """
-    if not has_legacy_sidecars(read_sidecars(layout.artifact_path(run_id, "transcript"))):
-        return False
-    return run_id not in (chained_run_ids(layout) if chained is None else chained)
 
 
 def chain_links_run(layout: StoreLayout, run_id: str) -> bool:

@@ -1,8 +1,8 @@
 """What a store shows of one artifact: the observation a verifier judges.
 
-An :class:`ArtifactObservation` is made by a reader of one store (a folder:
-:func:`agc.integrity._verify.observe_artifact`; an object store: its streamed reads) and
-judged, without further I/O, by :func:`agc.integrity._judge.judge_artifact`.
+An :class:`ArtifactObservation` is made by the one run reader, for any store
+(:mod:`agc.integrity._run_reader`), and judged, without further I/O, by
+:func:`agc.integrity._judge.judge_artifact`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["ArtifactObservation"]
 
 @dataclass(frozen=True)
 class ArtifactObservation:
-    """What is on disk for one artifact, gathered by :func:`observe_artifact`.
+    """What a store shows of one artifact, gathered by the run reader.
 
     Attributes:
         kind: the artifact kind.

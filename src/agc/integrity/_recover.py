@@ -37,6 +37,7 @@ from agc._core.digest import (
     digests_equal,
     new_hasher,
 )
+from agc._core.folderstore import FolderStore
 from agc._core.fs import (
     MACHINE_ERRNOS,
     describe_os_error,
@@ -67,8 +68,8 @@ from agc.integrity._chain import (
     manifest_digest,
     read_chain,
 )
-from agc.integrity._legacy import is_legacy_run
 from agc.integrity._manifest import ArtifactSeal, RunManifest, sealed_checkpoints
+from agc.integrity._run_reader import is_legacy_store_run
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_seal, sign_manifest
 from agc.integrity._target import RemoteStoreRecovery, StoreRecovery, run_target
@@ -208,7 +209,9 @@ def _recover_in(
             f"run {run_id} has nothing to recover: no manifest and no artifact file "
             f"in store {layout.root}"
         )
-    if read_manifest(layout, run_id) is None and is_legacy_run(layout, run_id):
+    if read_manifest(layout, run_id) is None and is_legacy_store_run(
+        FolderStore(layout.root), run_id
+    ):
         # Sealed by an earlier release: nothing crashed. Sealing it again in agc's format
         # would put a new seal, a manifest and a chain link over bytes agc never checked.
         raise RecoveryRefusedError(

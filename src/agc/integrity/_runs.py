@@ -39,8 +39,9 @@ from agc.errors import (
     StoreError,
     UnsafePathError,
 )
-from agc.integrity._legacy import chained_run_ids, is_legacy_run
+from agc.integrity._legacy import chained_run_ids
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
+from agc.integrity._run_reader import is_legacy_store_run
 from agc.integrity._store_io import read_manifest, stored_run_ids
 
 __all__ = [
@@ -137,7 +138,9 @@ def _listing(layout: StoreLayout, run_id: str, chained: Callable[[], Container[s
     else:
         if manifest is not None and manifest.closed:
             state = _closed_state(manifest)
-        elif manifest is None and is_legacy_run(layout, run_id, chained=chained()):
+        elif manifest is None and is_legacy_store_run(
+            FolderStore(layout.root), run_id, chained=chained()
+        ):
             state = "legacy"
     records: dict[str, int] = {}
     size = 0
@@ -265,9 +268,7 @@ def _remote_legacy_candidates(remote: ObjectStore, listed: Container[str]) -> li
 def _remote_legacy_listing(remote: ObjectStore, run_id: str) -> RunListing | None:
     """The listing of a legacy run of an ``s3://`` store (its complete lines are counted
     as the object streams by; nothing is hashed), or ``None`` when it is not one."""
-    from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415 - boto3
-
-    if not is_legacy_object_run(remote, run_id):
+    if not is_legacy_store_run(remote, run_id):
         return None
     records: dict[str, int] = {}
     size = 0
@@ -293,7 +294,7 @@ def run_is_sealed(layout: StoreLayout, run_id: str, kind: ArtifactKind) -> bool:
     try:
         manifest = read_manifest(layout, run_id)
         if manifest is None:
-            return kind == "transcript" and is_legacy_run(layout, run_id)
+            return kind == "transcript" and is_legacy_store_run(FolderStore(layout.root), run_id)
     except AgcError:
         return False
     seal = manifest.artifacts.get(kind)

@@ -6,7 +6,7 @@ Lock order, everywhere: the run's manifest lock, then the store's chain lock.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,6 +110,34 @@ def read_run_manifest(
     return read_manifest(StoreLayout.at(store), RunId(run_id))
 
 
+def iter_json_lines(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """Yield each line of a JSONL stream (its bytes in chunks) that is a JSON object;
+    lines that are not JSON objects are skipped (the verifier, not this reader, reports
+    damage)."""
+    pending: list[bytes] = []  # the start of a line that goes on in the next chunk
+    for chunk in chunks:
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:
+            pending.append(chunk)
+            continue
+        lines[0] = b"".join([*pending, lines[0]])
+        pending = [lines.pop()]
+        yield from _objects(lines)
+    tail = b"".join(pending)
+    if tail:
+        yield from _objects([tail])
+
+
+def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        try:
+            record = strict_json.loads(line, allow_lone_surrogates=True)
+        except JsonInvalidError:
+            continue
+        if isinstance(record, dict):
+            yield record
+
+
 def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
     """Yield each line of a JSONL file that is a JSON object; nothing if it is absent.
 
@@ -127,13 +155,7 @@ def iter_json_objects(path: Path) -> Iterator[dict[str, Any]]:
         return
     with handle:
         try:
-            for line in handle:
-                try:
-                    record = strict_json.loads(line, allow_lone_surrogates=True)
-                except JsonInvalidError:
-                    continue
-                if isinstance(record, dict):
-                    yield record
+            yield from _objects(handle)
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
 

@@ -27,9 +27,8 @@ import gc
 import re
 from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import cached_property, partial
-from pathlib import Path
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from agc._core.fs import is_temp_name
@@ -39,6 +38,7 @@ from agc._core.storage import ObjectVersion, Retention, Store
 from agc._core.store import (
     ARTIFACT_DIRS,
     ARTIFACT_KINDS,
+    LEGACY_TOOL_EVENTS,
     ArtifactKind,
     StoreArg,
     StoreLayout,
@@ -53,13 +53,14 @@ from agc.errors import (
     UsageError,
 )
 from agc.integrity._chain import ChainEntry, manifest_digest
+from agc.integrity._judge import RunReport
 from agc.integrity._manifest import RunManifest
 from agc.integrity._parallel import map_checks, resolve_jobs, start_checks
 from agc.integrity._run_chain import judge_run_links, superseded_problems
-from agc.integrity._s3_findings import ObjectStoreFindingCode
+from agc.integrity._run_reader import UNREAD, RunCheck, RunItem, verify_policy
 from agc.integrity._store_view import StoreView
 from agc.integrity._verdict import count_verdicts
-from agc.integrity._verify import RunReport, check_folder_run
+from agc.integrity._version_findings import ObjectStoreFindingCode
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -333,18 +334,18 @@ def _check_any_store(
     if root is None:
         # A store written object by object: each run's objects and versions are checked
         # (in workers when asked), the chain and the head once, by the view.
-        from agc.integrity._s3_verify import ObjectRunCheck, verify_policy  # noqa: PLC0415
-
         policy = verify_policy(opened, retention)
         listing = None if inventory is None else _inventory(inventory, opened)
         object_view = StoreView(opened, policy, listing)
-        object_check = ObjectRunCheck(opened, raw_keys, required, policy, allow_recovered)
+        shared = opened.exists(LEGACY_TOOL_EVENTS)
+        object_check = RunCheck(opened, raw_keys, required, policy, allow_recovered, shared)
 
         def object_runs(run_ids: list[str]) -> list[RunReport]:
             items = [object_view.run_item(run_id) for run_id in run_ids]
-            return map_checks(
+            found = map_checks(
                 object_check, items, jobs=jobs, scheduler=scheduler, progress=progress
             )
+            return [report for report, _ in found]
 
         return _check_store(object_view, object_runs, expect_head)
     if inventory is not None or retention is not None:
@@ -357,22 +358,14 @@ def _check_any_store(
     def start_local(first: list[str]) -> _StartedRuns:
         shared = layout.legacy_tool_events_path.name in (view.list_dir("audit") or ())
         workers = resolve_jobs(jobs, len(first))
-        check = LocalRunCheck(
-            str(layout.root), raw_keys, required, shared, allow_recovered=allow_recovered
-        )
-        here = LocalRunCheck(
-            str(layout.root),
-            raw_keys,
-            required,
-            shared,
-            trusted_keys,
-            allow_recovered=allow_recovered,
-        )
+        policy = verify_policy(opened)
+        check = RunCheck(opened, raw_keys, required, policy, allow_recovered, shared)
+        here = replace(check, keys=trusted_keys)
         started = None
         if scheduler is None:
             # The workers start on the runs the listing names while this process reads
             # the chain; it then takes its share of the runs.
-            items = [(run_id, view.listed_names(run_id)) for run_id in first]
+            items = [_folder_item(view, run_id) for run_id in first]
             started = start_checks(
                 check if workers > 1 else here, items, jobs=workers, progress=progress
             )
@@ -380,7 +373,7 @@ def _check_any_store(
         def results(extra: list[str]) -> list[RunReport]:
             if started is None:
                 ordered = sorted([*first, *extra])
-                items = [(run_id, view.listed_names(run_id)) for run_id in ordered]
+                items = [_folder_item(view, run_id) for run_id in ordered]
                 found = map_checks(
                     check, items, jobs=workers, scheduler=scheduler, progress=progress
                 )
@@ -392,7 +385,7 @@ def _check_any_store(
                     if progress is not None:
                         progress(offset + done, offset + total)
 
-                later = [(run_id, view.listed_names(run_id)) for run_id in extra]
+                later = [_folder_item(view, run_id) for run_id in extra]
                 by_run = dict(zip(first, started.results(), strict=True))
                 by_run.update(zip(extra, map_checks(here, later, progress=more), strict=True))
                 ordered = sorted(by_run)
@@ -437,65 +430,13 @@ def _raw_keys(trusted_keys: Mapping[str, Ed25519PublicKey] | None) -> dict[str, 
     }
 
 
-@dataclass(frozen=True)
-class LocalRunCheck:
-    """A picklable per-run check of a folder store (``--jobs``, Dask workers)."""
-
-    root: str
-    trusted: Mapping[str, bytes]
-    require_signature: bool
-    shared_events: bool = True
-    keys: Mapping[str, Ed25519PublicKey] | None = field(default=None, compare=False)
-    allow_recovered: bool = False
-
-    def __call__(self, item: LocalRunItem) -> tuple[RunReport, RunManifest | str | None]:
-        """The run's report, and the manifest it was judged by (see
-        :func:`~agc.integrity._verify.check_folder_run`); ``item`` is the run id and the
-        names of its files the store listing holds."""
-        run_id, listed = item
-        keys = self.keys
-        if keys is None and self.trusted:
-            from agc.integrity._s3_verify import _public_keys  # noqa: PLC0415
-
-            keys = _public_keys(self.trusted)
-        run_id = validate_run_id(run_id)
-        report, manifest = check_folder_run(
-            run_id,
-            self._layout,
-            trusted_keys=keys,
-            require_signature=self.require_signature,
-            listed=listed,
-            shared_events=self.shared_events,
-            allow_recovered=self.allow_recovered,
-            chain=False,  # every run's links are judged once the chain is read
-        )
-        if isinstance(manifest, RunManifest) and manifest.closed:
-            # The chain check needs this digest; computed here it is computed by the
-            # worker (in parallel) and travels with the pickled manifest.
-            _ = manifest.digest
-        return report, manifest
-
-    @cached_property
-    def _layout(self) -> StoreLayout:
-        return StoreLayout(Path(self.root))
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "root": self.root,
-            "trusted": self.trusted,
-            "require_signature": self.require_signature,
-            "shared_events": self.shared_events,
-            "allow_recovered": self.allow_recovered,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "keys", None)
-
-
-LocalRunItem: TypeAlias = tuple[str, Mapping[ArtifactKind, Container[str]]]
-"""A run for :class:`LocalRunCheck`: its id, and the names of its files in the listing."""
+def _folder_item(view: StoreView, run_id: str) -> RunItem:
+    """A run of a folder store for :class:`~agc.integrity._run_reader.RunCheck`: the
+    paths of its artifact files and sidecars in the listing (what it does not name is
+    not looked for); its manifest is read by the check."""
+    listed = view.listed_names(run_id)
+    present = {f"{ARTIFACT_DIRS[k]}/{name}" for k, names in listed.items() for name in names}
+    return run_id, None, present, UNREAD
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ never guessed from its type:
   is not written yet, and its runs are never re-opened.
 * :meth:`Store.bucket_lock <agc._core.storage.Store.bucket_lock>` and object versions:
   judged for a store written object by object, through the :class:`VerifyPolicy` asked
-  of it (:mod:`agc.integrity._s3_findings`): each link object's versions, delete
+  of it (:mod:`agc.integrity._version_findings`): each link object's versions, delete
   markers and retention, and a store without Object Lock reported once.
 
 The layout is the one table of :mod:`agc._core.store`.
@@ -57,10 +57,9 @@ from agc.integrity._chain import (
     read_chain,
     read_head,
 )
+from agc.integrity._chain_objects import CHAIN_DIR, RemoteHead
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
-from agc.integrity._s3 import CHAIN_DIR, RemoteHead
-from agc.integrity._s3_findings import judge_object, object_lock_finding
-from agc.integrity._s3_verify import (
+from agc.integrity._run_reader import (
     _LINK_NAME,
     UNREAD,
     RunItem,
@@ -72,6 +71,7 @@ from agc.integrity._s3_verify import (
     read_head_object,
 )
 from agc.integrity._store_io import read_archived_manifest, read_manifest
+from agc.integrity._version_findings import judge_object, object_lock_finding
 
 __all__ = ["StoreView"]
 
@@ -194,13 +194,14 @@ class StoreView:
         return [v for p in paths for v in self.versions.get(p, ())]
 
     def run_item(self, run_id: str) -> RunItem:
-        """What :class:`~agc.integrity._s3_verify.ObjectRunCheck` needs for the run: its
-        versions and the manifest object as :meth:`prefetch` read it (handed over once:
-        the run is checked against the same bytes as the chain, and the object is not
-        fetched twice)."""
+        """What :class:`~agc.integrity._run_reader.RunCheck` needs for a run of a
+        versioned store: its versions and the manifest object as :meth:`prefetch` read it
+        (handed over once: the run is checked against the same bytes as the chain, and
+        the object is not fetched twice)."""
         return (
             run_id,
             self.run_versions(run_id),
+            None,
             self._manifest_objects.pop(run_id, UNREAD),
         )
 

@@ -51,8 +51,8 @@ from agc.errors import (
     UnsafePathError,
 )
 from agc.integrity._chain import ChainEntry, chain_turn, heal_chain, run_links
+from agc.integrity._chain_objects import read_remote_manifest
 from agc.integrity._manifest import ArtifactSeal
-from agc.integrity._s3 import read_remote_manifest
 from agc.integrity._store_io import read_manifest
 from agc.integrity._upload import (
     UploadResult,
@@ -455,9 +455,9 @@ class StagedTarget:
             raise RunNotFoundError(
                 f"run {run_id} is uploaded to {store.url} already; there is nothing to recover"
             )
-        from agc.integrity._s3_verify import is_legacy_object_run  # noqa: PLC0415
+        from agc.integrity._run_reader import is_legacy_store_run  # noqa: PLC0415
 
-        if is_legacy_object_run(store, run_id):
+        if is_legacy_store_run(store, run_id):
             raise RecoveryRefusedError(
                 f"run {run_id} is in the legacy store format (a digest-only SHA-256 "
                 "sidecar, no manifest): it was sealed by an earlier release and there "
@@ -507,7 +507,7 @@ class StagedTarget:
     ) -> Iterator[RecordedCopies | None]:
         """The artifacts as copied from the very object versions the check verified."""
         from agc.integrity._kept import KeptArtifact  # noqa: PLC0415 - only on a retry
-        from agc.integrity._s3_verify import check_object_run  # noqa: PLC0415
+        from agc.integrity._run_reader import check_store_run  # noqa: PLC0415
 
         store = self.store
         with contextlib.ExitStack() as stack:
@@ -515,7 +515,7 @@ class StagedTarget:
                 k: stack.enter_context(KeptArtifact(k, store.url_of(artifact_path(run_id, k))))
                 for k in ARTIFACT_KINDS
             }
-            report = check_object_run(store, run_id, copies=kept, trusted_keys=trusted_keys)
+            report = check_store_run(store, run_id, copies=kept, trusted_keys=trusted_keys)
             if not report.complete or not all(copy.matches_seal() for copy in kept.values()):
                 yield None
                 return

@@ -64,8 +64,7 @@ from agc.errors import (
     UsageError,
 )
 from agc.integrity._chain import ChainEntry, ChainHead, Tip, link_run, manifest_digest
-from agc.integrity._manifest import ArtifactSeal, RunManifest
-from agc.integrity._s3 import (
+from agc.integrity._chain_objects import (
     HEAD_PATH,
     RemoteHead,
     _is_run_id,
@@ -73,6 +72,7 @@ from agc.integrity._s3 import (
     read_remote_head,
     read_remote_manifest,
 )
+from agc.integrity._manifest import ArtifactSeal, RunManifest
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, sign_manifest
 

@@ -1,7 +1,8 @@
-"""``observe_artifact`` reads a small file whole and judges it from memory; a file larger
-than ``IN_MEMORY_BYTES`` is streamed. Differential: for any bytes on disk and any seal
-(none, matching, stale; earlier segments that match or not; re-opened; checkpoints),
-both paths observe the same facts, and the run's report is the same."""
+"""The one run reader observes an artifact in one streamed pass whatever the store and
+whatever the size of its reads. Differential: for any bytes and any seal (none,
+matching, stale; earlier segments that match or not; re-opened; checkpoints), a folder
+read in whole chunks, a folder read a few bytes at a time and an in-memory bucket give
+the same observation, and a run's report is the same."""
 
 from __future__ import annotations
 
@@ -15,18 +16,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agc._core import folderstore as folderstore_module
 from agc._core.checkpoint import Checkpoint, format_checkpoint
 from agc._core.digest import Algorithm, new_hasher
+from agc._core.folderstore import FolderStore
+from agc._core.memstore import MemoryStore
 from agc._core.sidecar import format_sidecar
+from agc._core.storage import Store
 from agc._core.store import StoreLayout
+from agc.errors import StoreError
 from agc.integrity import ArtifactSeal, check_run
-from agc.integrity import _verify as verify_module
-from agc.integrity._verify import ArtifactObservation, observe_artifact
+from agc.integrity import _run_reader as run_reader
+from agc.integrity._judge import ArtifactObservation, judge_artifact
 from tests.conftest import examples
 from tests.integrity.evidence_helpers import write_run
 
 REACHES_INSIDE = {
-    "agc.integrity._verify": "the artifact observer and judge, and its in-memory size limit",
+    "agc.integrity._run_reader": "the one artifact observer, on two stores",
+    "agc.integrity._judge": "the pure judgement of an observation",
 }
 
 
@@ -102,69 +109,60 @@ def _cases(draw: st.DrawFn) -> tuple[bytes, ArtifactSeal | None, list[Checkpoint
     return on_disk, seal, checkpoints, draw(st.booleans())
 
 
-def _observe_both(
+def _observe_in(store: Store, seal: ArtifactSeal | None) -> ArtifactObservation:
+    return run_reader._observe(store, "r", "transcript", seal, None, {})
+
+
+def _observe_everywhere(
     folder: Path, case: tuple[bytes, ArtifactSeal | None, list[Checkpoint], bool]
-) -> tuple[ArtifactObservation, ArtifactObservation]:
+) -> list[ArtifactObservation]:
+    """The one observer on the same bytes: in a folder read in 1 MiB reads, in a folder
+    read 7 bytes at a time, and in an in-memory bucket."""
     on_disk, seal, checkpoints, with_sidecar = case
-    path = folder / "r.jsonl"
-    path.write_bytes(on_disk)
+    files = {"audit/transcripts/r.jsonl": on_disk}
     if checkpoints:
-        (folder / "r.jsonl.ckpt").write_bytes(b"".join(map(format_checkpoint, checkpoints)))
+        files["audit/transcripts/r.jsonl.ckpt"] = b"".join(map(format_checkpoint, checkpoints))
     if with_sidecar:
-        (folder / "r.jsonl.b3").write_bytes(format_sidecar(_hex(on_disk, "blake3"), "r.jsonl"))
-    fast = observe_artifact(path, "transcript", seal=seal)
+        files["audit/transcripts/r.jsonl.b3"] = format_sidecar(_hex(on_disk, "blake3"), "r.jsonl")
+    memory = MemoryStore()
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+        memory.put_new(name, data)
+    whole = _observe_in(FolderStore(folder), seal)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(verify_module, "IN_MEMORY_BYTES", -1)  # every file streamed
-        streamed = observe_artifact(path, "transcript", seal=seal)
-    return fast, streamed
+        patch.setattr(folderstore_module, "_CHUNK", 7)  # every file in many pieces
+        pieces = _observe_in(FolderStore(folder), seal)
+    return [whole, pieces, _observe_in(memory, seal)]
 
 
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases())
-def test_in_memory_and_streamed_observations_are_the_same(
+def test_observations_are_the_same_in_any_store_and_any_read_size(
     case: tuple[bytes, ArtifactSeal | None, list[Checkpoint], bool],
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        fast, streamed = _observe_both(Path(folder), case)
-    assert fast == streamed
-    findings: list[Any] = verify_module.judge_artifact(fast, seal=case[1])
-    assert findings == verify_module.judge_artifact(streamed, seal=case[1])
+        whole, pieces, memory = _observe_everywhere(Path(folder), case)
+    assert pieces == whole
+    assert memory == whole
+    assert whole.digest == _hex(case[0], whole.algorithm or "blake3")
+    findings: list[Any] = judge_artifact(whole, seal=case[1])
+    assert findings == judge_artifact(pieces, seal=case[1])
 
 
-def test_a_file_at_the_limit_is_read_whole_and_one_past_it_streamed(
+def test_a_short_read_is_not_judged_as_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(verify_module, "IN_MEMORY_BYTES", 8)
-    reads: list[int] = []
-    real = os.read
-
-    def read(fd: int, size: int) -> bytes:
-        reads.append(size)
-        return real(fd, size)
-
-    monkeypatch.setattr(os, "read", read)
-    path = tmp_path / "r.jsonl"
-    path.write_bytes(b"1234567\n")
-    at_limit = observe_artifact(path, "transcript", seal=None)
-    assert reads == [8]
-    path.write_bytes(b"12345678\n")
-    reads.clear()
-    past = observe_artifact(path, "transcript", seal=None)
-    assert reads == []
-    assert (at_limit.records, past.records) == (1, 1)
-    assert past.digest == _hex(b"12345678\n", "blake3")
-
-
-def test_a_file_shorter_than_fstat_said_is_streamed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A file truncated between fstat and read: the short read is not judged as the file."""
-    path = tmp_path / "r.jsonl"
+    """Reads that return fewer bytes than asked: the rest is read, never taken as the
+    file's end."""
+    path = tmp_path / "audit/transcripts/r.jsonl"
+    path.parent.mkdir(parents=True)
     path.write_bytes(b"one\ntwo\n")
     real = os.read
-    monkeypatch.setattr(os, "read", lambda fd, size: real(fd, size)[:-1])
-    observed = observe_artifact(path, "transcript", seal=None)
-    assert observed.digest == _hex(b"one\ntwo\n", "blake3")  # streamed: the whole file
+    monkeypatch.setattr(os, "read", lambda fd, size: real(fd, max(1, size - 1)))
+    observed = _observe_in(FolderStore(tmp_path), None)
+    assert observed.digest == _hex(b"one\ntwo\n", "blake3")
+    assert (observed.bytes, observed.records) == (8, 2)
     assert observed.ends_with_newline
 
 
@@ -179,15 +177,15 @@ _TAMPER: dict[str, Callable[[bytes], bytes]] = {
 
 
 @pytest.mark.parametrize("tamper", list(_TAMPER), ids=list(_TAMPER))
-def test_a_run_report_is_the_same_either_way(
+def test_a_run_report_is_the_same_whatever_the_read_size(
     store: Path, monkeypatch: pytest.MonkeyPatch, tamper: str
 ) -> None:
     write_run(store, "r1", seed=1, count=3)
     path = StoreLayout.at(store).artifact_path("r1", "transcript")
     path.write_bytes(_TAMPER[tamper](path.read_bytes()))
-    fast = check_run("r1", store).to_dict()
-    monkeypatch.setattr(verify_module, "IN_MEMORY_BYTES", -1)
-    assert fast == check_run("r1", store).to_dict()
+    whole = check_run("r1", store).to_dict()
+    monkeypatch.setattr(folderstore_module, "_CHUNK", 3)
+    assert whole == check_run("r1", store).to_dict()
 
 
 def test_a_fifo_swapped_in_after_the_type_check_is_not_waited_on(
@@ -198,7 +196,8 @@ def test_a_fifo_swapped_in_after_the_type_check_is_not_waited_on(
     import stat as stat_module  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
-    path = tmp_path / "t.jsonl"
+    path = tmp_path / "audit/transcripts/r.jsonl"
+    path.parent.mkdir(parents=True)
     os.mkfifo(path)
     real_lstat = os.lstat
     regular = os.stat_result((stat_module.S_IFREG | 0o644, *real_lstat(tmp_path)[1:]))
@@ -207,14 +206,20 @@ def test_a_fifo_swapped_in_after_the_type_check_is_not_waited_on(
         return regular if Path(target) == path else real_lstat(target, *args, **kwargs)
 
     monkeypatch.setattr(os, "lstat", lstat)
-    seen: list[ArtifactObservation] = []
-    worker = threading.Thread(
-        target=lambda: seen.append(observe_artifact(path, "transcript", seal=None)), daemon=True
-    )
+    seen: list[StoreError] = []
+
+    def observe() -> None:
+        try:
+            _observe_in(FolderStore(tmp_path), None)
+        except StoreError as exc:
+            seen.append(exc)
+
+    worker = threading.Thread(target=observe, daemon=True)
     worker.start()
     worker.join(timeout=10)
     if worker.is_alive():  # unblock it: a writer appears
         os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
         worker.join(timeout=10)
-        pytest.fail("observe_artifact waited on a FIFO")
-    assert [o.file_type for o in seen] == ["other"]
+        pytest.fail("the reader waited on a FIFO")
+    # Refused as not a regular file (exit 3), never read.
+    assert [str(e.message) for e in seen] == [f"{path} is not a regular file"]
