@@ -1,0 +1,110 @@
+"""Reproductions of ways a captured run is called complete although its evidence says
+otherwise (found by an adversarial review; each is expected to fail until fixed)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agc.cli.app import main as agc
+from agc.cli.verify_main import main as verify
+from agc.flows import capture_hook_event
+from agc.integrity import ToolEventWriter
+from tests.flows.test_crosscheck_flow import CALLS, RUN, _capture, _hook, _lines
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "store").mkdir()
+    return tmp_path / "store"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a hook call whose id the session file lacks is matched by tool name alone "
+    "(agc/capture/_crosscheck.py compare_calls: the LCS fallback also takes calls that "
+    "carry ids), so replacing a call by another of the same tool goes unseen",
+)
+def test_a_call_replaced_by_a_forged_call_of_the_same_tool_is_found(
+    store: Path, tmp_path: Path
+) -> None:
+    # The hooks saw Read toolu_2; the session file was edited to hold Read toolu_FORGED
+    # instead (any input): Claude Code always gives tool_use_id, so the call the hooks
+    # saw is not in the transcript.
+    forged = [CALLS[0], ("toolu_FORGED", "Read"), CALLS[2]]
+    _capture(store, tmp_path / "s.jsonl", CALLS, _lines(forged))
+    assert verify([RUN, "--store", str(store)]) == 1
+
+
+def _run_with_a_kept_failure(store: Path, session: Path) -> None:
+    """A captured session one of whose events failed (its run's file was held by
+    another writer for too long: ``run-locked``), then sealed normally."""
+    capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)
+    holder = ToolEventWriter(RUN, store=store, resume=True)
+    try:
+        event = _hook("PreToolUse", session, tool_name="Bash", tool_input={}, tool_use_id="toolu_1")
+        outcome = capture_hook_event("claude-code", event, store=store, lock_wait_ms=0)
+    finally:
+        holder.abort()
+    assert outcome.failure is not None
+    assert outcome.failure.code == "run-locked"
+    assert outcome.kept_at == store.absolute() / "capture" / "failures.jsonl"
+    session.write_text("".join(line + "\n" for line in _lines([])))
+    for name in ("Stop", "SessionEnd"):
+        assert capture_hook_event("claude-code", _hook(name, session), store=store).failure is None
+    assert verify([RUN, "--store", str(store)]) == 1  # capture-failed, as documented
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agc._core.capture_failures.failure_lines keeps only lines whose 'store' is "
+    "the verifier's spelling of the folder, also for the store's own "
+    "capture/failures.jsonl: a store moved or copied loses its capture-failed findings",
+)
+def test_a_moved_store_keeps_its_capture_failures(store: Path, tmp_path: Path) -> None:
+    _run_with_a_kept_failure(store, tmp_path / "s.jsonl")
+    moved = tmp_path / "copy-for-the-auditor"
+    shutil.copytree(store, moved)
+    assert verify([RUN, "--store", str(moved)]) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="failure_lines compares the failure's store with str(folder) as given "
+    "(absolute, not resolved): a store named through a symlink or with '..' "
+    "loses its capture-failed findings",
+)
+@pytest.mark.parametrize("spelling", ["symlink", "dotdot"])
+def test_a_store_named_another_way_keeps_its_capture_failures(
+    store: Path, tmp_path: Path, spelling: str
+) -> None:
+    _run_with_a_kept_failure(store, tmp_path / "s.jsonl")
+    if spelling == "symlink":
+        other = tmp_path / "evidence"
+        other.symlink_to(store)
+    else:
+        other = store / ".." / store.name
+    assert verify([RUN, "--store", str(other)]) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agc report (agc.integrity build_audit) never runs the capture cross-check "
+    "(agc.flows.cross_check_store): a run agc-verify fails as transcript-diverges "
+    "is reported complete",
+)
+def test_the_report_calls_a_diverging_run_what_agc_verify_calls_it(
+    store: Path, tmp_path: Path
+) -> None:
+    _capture(store, tmp_path / "s.jsonl", CALLS, _lines([CALLS[0], CALLS[2]]))
+    assert verify([RUN, "--store", str(store)]) == 1
+    out = tmp_path / "r.csv"
+    agc(["report", "--store", str(store), "--csv", str(out)])
+    (row,) = csv.DictReader(io.StringIO(out.read_text()))
+    assert row["verdict"] == "incomplete"
+    assert "transcript-diverges" in row["finding_codes"]
