@@ -108,3 +108,55 @@ def test_the_report_calls_a_diverging_run_what_agc_verify_calls_it(
     (row,) = csv.DictReader(io.StringIO(out.read_text()))
     assert row["verdict"] == "incomplete"
     assert "transcript-diverges" in row["finding_codes"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agc.flows._hook._seal_session continues the transcript by skipping as many "
+    "session-file lines as earlier seals hold (ingest_lines skip=next_seq) without "
+    "checking that they are the sealed ones: a line removed from the sealed part makes "
+    "the next seal drop a new line silently",
+)
+def test_a_session_file_changed_where_it_was_sealed_never_loses_a_new_line(
+    store: Path, tmp_path: Path
+) -> None:
+    import json  # noqa: PLC0415
+
+    from agc.integrity import iter_records  # noqa: PLC0415
+    from tests.flows.test_crosscheck_flow import SESSION  # noqa: PLC0415
+
+    session = tmp_path / "s.jsonl"
+
+    def fire(name: str, **members: object) -> None:
+        outcome = capture_hook_event("claude-code", _hook(name, session, **members), store=store)
+        assert outcome.failure is None
+
+    fire("SessionStart", source="startup")
+    fire("PreToolUse", tool_name="Bash", tool_input={}, tool_use_id="toolu_1")
+    fire("PostToolUse", tool_name="Bash", tool_input={}, tool_use_id="toolu_1", tool_response="ok")
+    turn1 = _lines([("toolu_1", "Bash")])
+    session.write_text("".join(line + "\n" for line in turn1))
+    fire("Stop")  # turn 1 sealed: 3 lines
+    # The sealed first line is removed from the file (an edit, or a repair in place),
+    # then the session goes on with a second prompt.
+    prompt = {"type": "user", "sessionId": SESSION, "message": {"role": "user", "content": "P2"}}
+    session.write_text("".join(line + "\n" for line in turn1[1:]) + json.dumps(prompt) + "\n")
+    fire("UserPromptSubmit", prompt="P2")
+    fire("Stop")
+    fire("SessionEnd")
+    sealed = [line for line, _ in iter_records(RUN, store, kind="transcript")]
+    # Either the new line is sealed, or the run is not called complete.
+    assert any(b'"P2"' in line for line in sealed) or verify([RUN, "--store", str(store)]) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="capture/failures.jsonl is neither sealed nor chained: whoever can write the "
+    "store removes a run's capture-failed finding without a trace",
+)
+def test_a_removed_capture_failure_does_not_make_the_run_complete(
+    store: Path, tmp_path: Path
+) -> None:
+    _run_with_a_kept_failure(store, tmp_path / "s.jsonl")
+    (store / "capture" / "failures.jsonl").unlink()
+    assert verify([RUN, "--store", str(store)]) == 1
