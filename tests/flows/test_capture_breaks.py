@@ -238,3 +238,21 @@ def test_a_session_file_timestamp_never_breaks_the_report(store: Path, tmp_path:
     _capture(store, tmp_path / "s.jsonl", CALLS, lines)
     assert verify([RUN, "--store", str(store)]) == 0
     assert agc(["report", "--store", str(store), "--html", str(tmp_path / "r.html")]) == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a session-file line strict JSON refuses (a duplicated member, which "
+    "JavaScript's JSON.parse and so Claude Code accept) is sealed as an 'invalid' "
+    "record that the cross-check (agc/flows/_crosscheck.py, payload None) never reads: "
+    "a forged call written that way is unseen and the run verifies complete",
+)
+def test_a_call_forged_in_a_line_strict_json_refuses_is_found(store: Path, tmp_path: Path) -> None:
+    lines = _lines(CALLS)
+    forged = _lines([("toolu_x", "Write")])[1:]  # the forged call and its result
+    forged[0] = forged[0].replace(
+        '{"type": "assistant"', '{"type": "assistant", "type": "assistant"'
+    )
+    assert forged[0].count('"type": "assistant"') == 2
+    _capture(store, tmp_path / "s.jsonl", CALLS, [*lines[:3], *forged, *lines[3:]])
+    assert verify([RUN, "--store", str(store)]) == 1
