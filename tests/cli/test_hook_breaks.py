@@ -13,12 +13,6 @@ import pytest
 _HOOK = "import sys; from agc.cli.hook import run; sys.exit(run(sys.argv[1:]))"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc.flows._hook._keep opens the failure file with O_WRONLY|O_APPEND|O_CREAT "
-    "and no O_NONBLOCK: a FIFO at <store>/capture/failures.jsonl (or at the fallback "
-    "file) blocks the hook until its client kills it, and the failure is kept nowhere",
-)
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_where_the_failure_file_goes_never_holds_the_hook(tmp_path: Path) -> None:
     store = tmp_path / "store"

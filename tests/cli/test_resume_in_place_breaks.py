@@ -11,12 +11,6 @@ from agc.cli.app import main
 from tests.cli.test_resume_in_place import GOLDEN
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc.flows._files.replace_in_place keeps the backup (keep_backup) before the "
-    "swap refuses a symlink (prepared.commit): the refused repair leaves "
-    "'<link>.agc-backup-…' (a hard link of the symlink) beside the file",
-)
 def test_a_refused_in_place_repair_of_a_symlink_leaves_no_backup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

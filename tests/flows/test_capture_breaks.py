@@ -24,12 +24,6 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "store"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a hook call whose id the session file lacks is matched by tool name alone "
-    "(agc/capture/_crosscheck.py compare_calls: the LCS fallback also takes calls that "
-    "carry ids), so replacing a call by another of the same tool goes unseen",
-)
 def test_a_call_replaced_by_a_forged_call_of_the_same_tool_is_found(
     store: Path, tmp_path: Path
 ) -> None:
@@ -60,12 +54,6 @@ def _run_with_a_kept_failure(store: Path, session: Path) -> None:
     assert verify([RUN, "--store", str(store)]) == 1  # capture-failed, as documented
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc._core.capture_failures.failure_lines keeps only lines whose 'store' is "
-    "the verifier's spelling of the folder, also for the store's own "
-    "capture/failures.jsonl: a store moved or copied loses its capture-failed findings",
-)
 def test_a_moved_store_keeps_its_capture_failures(store: Path, tmp_path: Path) -> None:
     _run_with_a_kept_failure(store, tmp_path / "s.jsonl")
     moved = tmp_path / "copy-for-the-auditor"
@@ -73,12 +61,6 @@ def test_a_moved_store_keeps_its_capture_failures(store: Path, tmp_path: Path) -
     assert verify([RUN, "--store", str(moved)]) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="failure_lines compares the failure's store with str(folder) as given "
-    "(absolute, not resolved): a store named through a symlink or with '..' "
-    "loses its capture-failed findings",
-)
 @pytest.mark.parametrize("spelling", ["symlink", "dotdot"])
 def test_a_store_named_another_way_keeps_its_capture_failures(
     store: Path, tmp_path: Path, spelling: str
@@ -92,12 +74,6 @@ def test_a_store_named_another_way_keeps_its_capture_failures(
     assert verify([RUN, "--store", str(other)]) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc report (agc.integrity build_audit) never runs the capture cross-check "
-    "(agc.flows.cross_check_store): a run agc-verify fails as transcript-diverges "
-    "is reported complete",
-)
 def test_the_report_calls_a_diverging_run_what_agc_verify_calls_it(
     store: Path, tmp_path: Path
 ) -> None:
@@ -162,12 +138,6 @@ def test_a_removed_capture_failure_does_not_make_the_run_complete(
     assert verify([RUN, "--store", str(store)]) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc import FOLDER (and agc watch, documented 'as a second witness beside' "
-    "the hooks) calls the unchanged session file of a run its hooks captured "
-    "'diverges' at line 1 and exits 1: a false tamper alarm for every hooked session",
-)
 def test_importing_the_folder_of_a_hooked_session_finds_it_unchanged(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -222,12 +192,6 @@ def test_a_call_whose_input_was_rewritten_before_the_seal_is_found(
     assert verify([RUN, "--store", str(store)]) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc.integrity._audit: _agent_ms turns the session file's first timestamp "
-    "into ms before year 1 UTC and _iso (datetime.fromtimestamp) raises ValueError: one "
-    "captured run's text makes agc report --html exit 4 for the whole store",
-)
 def test_a_session_file_timestamp_never_breaks_the_report(store: Path, tmp_path: Path) -> None:
     import json  # noqa: PLC0415
 
@@ -240,13 +204,6 @@ def test_a_session_file_timestamp_never_breaks_the_report(store: Path, tmp_path:
     assert agc(["report", "--store", str(store), "--html", str(tmp_path / "r.html")]) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a session-file line strict JSON refuses (a duplicated member, which "
-    "JavaScript's JSON.parse and so Claude Code accept) is sealed as an 'invalid' "
-    "record that the cross-check (agc/flows/_crosscheck.py, payload None) never reads: "
-    "a forged call written that way is unseen and the run verifies complete",
-)
 def test_a_call_forged_in_a_line_strict_json_refuses_is_found(store: Path, tmp_path: Path) -> None:
     lines = _lines(CALLS)
     forged = _lines([("toolu_x", "Write")])[1:]  # the forged call and its result
@@ -258,12 +215,6 @@ def test_a_call_forged_in_a_line_strict_json_refuses_is_found(store: Path, tmp_p
     assert verify([RUN, "--store", str(store)]) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cross-check's SessionParser takes the format of the session file's first "
-    "decisive line (agc/capture/_sessions.py detect_format), not the client the hooks "
-    "name: one line of another client's format first hides every call after it",
-)
 def test_a_call_added_behind_a_line_of_another_format_is_found(store: Path, tmp_path: Path) -> None:
     import json  # noqa: PLC0415
 

@@ -287,9 +287,16 @@ def test_a_located_finding_shows_its_lines_in_every_format() -> None:
     assert row["findings"] == "transcript checksum mismatch (lines 2001-3000)"
 
 
-def test_the_csv_keeps_its_columns_and_adds_the_verdict_last() -> None:
+def test_the_csv_keeps_its_columns_and_adds_new_ones_after_the_verdict() -> None:
     assert CSV_COLUMNS[:2] == ("run_id", "verdict")
-    assert CSV_COLUMNS[-3:] == ("chain_head", "verdict_word", "verdict_category")
+    at = CSV_COLUMNS.index("verdict_word")
+    assert CSV_COLUMNS[at - 1 : at + 3] == (
+        "chain_head",
+        "verdict_word",
+        "verdict_category",
+        "client",
+    )
+    assert CSV_COLUMNS[-2:] == ("expected_digest", "observed_digest")
 
 
 # -- did you mean: the same suggestion as difflib, at a bounded cost ------------------

@@ -615,8 +615,11 @@ def test_every_finding_code_is_documented() -> None:
         run_chain_module,
         version_findings_module,
     )
-    for module in modules:
-        source = Path(str(module.__file__)).read_text()
+    # ... and the flows' judgement of a captured run's two witnesses (transcript-diverges)
+    flows_crosscheck = Path(str(run_reader_module.__file__)).parents[1] / "flows" / "_crosscheck.py"
+    for source in [Path(str(m.__file__)).read_text() for m in modules] + [
+        flows_crosscheck.read_text()
+    ]:
         emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', source))
     assert len(emitted) >= 18
     typed = set(get_args(RunFindingCode))

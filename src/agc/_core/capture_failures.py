@@ -65,12 +65,18 @@ def fallback_failures_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def failure_lines(folder: Path, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """Every kept failure line that names the store folder ``folder`` (absolute), from the
-    store and from the fallback file, in file order. A file that is absent, not a
-    regular file or unreadable, and a line that is not a JSON object naming the store,
-    are skipped: never raises."""
+    """Every kept failure line of the store folder ``folder``, from the store and from the
+    fallback file, in file order.
+
+    Every line of the store's own ``capture/failures.jsonl`` is the store's, whatever
+    folder it names (a store moved, copied or named another way keeps its failures); a
+    line of the fallback file, which serves every store, is the store's when the folder it
+    names is the same folder (both resolved: symlinks, ``..``). A file that is absent, not
+    a regular file or unreadable, and a line that is not a JSON object, are skipped: never
+    raises."""
     found: list[dict[str, Any]] = []
-    for path in (folder / CAPTURE_FAILURES, fallback_failures_path(environ)):
+    here = _resolved(folder)
+    for path, own in ((folder / CAPTURE_FAILURES, True), (fallback_failures_path(environ), False)):
         try:
             with open_regular_file(path) as handle:
                 lines = handle.read().splitlines()
@@ -83,6 +89,17 @@ def failure_lines(folder: Path, environ: Mapping[str, str] | None = None) -> lis
                 value = loads(line)
             except AgcError:
                 continue
-            if isinstance(value, dict) and value.get("store") == str(folder):
+            if not isinstance(value, dict):
+                continue
+            named = value.get("store")
+            if own or (isinstance(named, str) and _resolved(Path(named)) == here):
                 found.append(value)
     return found
+
+
+def _resolved(folder: Path) -> str:
+    """The folder's absolute path with symlinks and ``..`` resolved, as far as it exists."""
+    try:
+        return os.path.realpath(folder)
+    except (OSError, ValueError):
+        return str(folder)

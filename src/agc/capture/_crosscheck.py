@@ -7,9 +7,10 @@ process, and their records are appended (and checkpointed) at once. So a call th
 saw that the sealed session file lacks, or a call in the session file that the hooks never
 saw while they were active, is the sign of a session file changed before its seal.
 
-Matching is by the client's call id where the hook record carries one that the file also
-has (Claude Code's ``tool_use_id``, the Codex ``call_id``); otherwise (the Gemini CLI's
-hooks carry no call id) the remaining calls of both are aligned in order by tool name
+Matching is by the client's call id where the hook record carries one (Claude Code's
+``tool_use_id``, the Codex ``call_id``): such a call is the file's call of that id or
+missing from it. Hook calls without an id (the Gemini CLI's hooks carry none) are
+aligned with the file's remaining calls in order by tool name
 (a longest common subsequence, as :class:`difflib.SequenceMatcher` finds it), each file
 call matched at most once.
 
@@ -86,11 +87,18 @@ def compare_calls(
         if call.call_id:
             by_id.setdefault(call.call_id, index)
     taken: set[int] = set()
-    loose: list[int] = []  # hook calls not matched by id, in order
+    loose: list[int] = []  # hook calls without an id, in order
+    unmatched_ids: list[int] = []  # hook calls whose id the file lacks
     for index, call in enumerate(hook_calls):
-        at = by_id.get(call.call_id) if call.call_id else None
-        if at is None or at in taken:
+        if not call.call_id:
             loose.append(index)
+            continue
+        at = by_id.get(call.call_id)
+        if at is None or at in taken:
+            # A client that names its calls names them in both witnesses: a call id
+            # the file lacks is a missing call, never matched by its tool's name
+            # (another call of the same tool, its id forged, would take its place).
+            unmatched_ids.append(index)
         else:
             taken.add(at)
     free = [i for i in range(len(file_calls)) if i not in taken]
@@ -102,7 +110,7 @@ def compare_calls(
     for a, b in pairs:
         aligned.add(loose[a])
         taken.add(free[b])
-    unmatched = set(loose) - aligned
+    unmatched = (set(loose) - aligned) | set(unmatched_ids)
     missing = [
         Divergence("missing-from-transcript", call.tool, call.call_id, None, index)
         for index, call in enumerate(hook_calls)

@@ -16,7 +16,7 @@ from agc.cli.common import EPILOG, StoreOption, err_console
 from agc.cli.verify import parse_head, trusted_keys_from
 from agc.errors import FileExistsRefusedError, InputError, UsageError
 from agc.exitcodes import ExitCode
-from agc.flows import atomic_write_bytes
+from agc.flows import atomic_write_bytes, cross_check_audit
 from agc.integrity import audit_csv, audit_html, build_audit, count_verdicts
 
 __all__ = ["register"]
@@ -138,6 +138,7 @@ def report_command(
         generated_ms=_generated_ms(),
         generator=f"agc {__version__}",
     )
+    audit = cross_check_audit(audit, store)  # a captured run's two witnesses, as agc-verify
     written = []
     if html_file is not None:
         _write(html_file, audit_html(audit), force=force)

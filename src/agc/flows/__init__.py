@@ -80,7 +80,7 @@ if _TYPE_CHECKING:
         validate_new_run_id,
         validate_run_id,
     )
-    from agc.flows._crosscheck import cross_check_capture, cross_check_store
+    from agc.flows._crosscheck import cross_check_audit, cross_check_capture, cross_check_store
     from agc.flows._evidence import (
         explain_write_failure,
         recover_hint,
@@ -166,6 +166,7 @@ __all__ = [
     "check_sealed_verdict",
     "codex_sessions_folder",
     "complete_lines",
+    "cross_check_audit",
     "cross_check_capture",
     "cross_check_store",
     "describe_os_error",
@@ -211,6 +212,7 @@ __all__ = [
 
 # name -> (module, attribute there)
 _HOMES: dict[str, tuple[str, str]] = {
+    "cross_check_audit": ("agc.flows._crosscheck", "cross_check_audit"),
     "cross_check_capture": ("agc.flows._crosscheck", "cross_check_capture"),
     "cross_check_store": ("agc.flows._crosscheck", "cross_check_store"),
     "is_captured_run_id": ("agc._core.capture_failures", "is_captured_run_id"),

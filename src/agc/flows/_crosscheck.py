@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from agc._core.capture_failures import is_captured_run_id
 from agc.errors import AgcError
-from agc.integrity import Finding, RunReport, StoreReport, iter_records
+from agc.integrity import Finding, RunReport
 
 if TYPE_CHECKING:
-    from agc.capture import Divergence, ToolEvent
+    from agc.capture import Divergence, SessionFormat, ToolEvent
+    from agc.integrity import Audit, StoreReport
 
-__all__ = ["cross_check_capture", "cross_check_store"]
+__all__ = ["cross_check_audit", "cross_check_capture", "cross_check_store"]
 
 _WITNESSES: Final = ("transcript", "tool-events")
 
@@ -61,10 +62,17 @@ def cross_check_capture(
         ]
         if not hooked:
             return report
-        parser = SessionParser(session_id=hooked[0].session_id)
+        # The format is the client's the hooks name, not the file's first line's: a
+        # line of another format first must not hide the calls after it.
+        parser = SessionParser(
+            format=_SESSION_FORMATS[hooked[0].client], session_id=hooked[0].session_id
+        )
         recorded: list[ToolEvent] = []
+        unreadable: list[int] = []
         for record in _records(report.run_id, store, "transcript"):
             number = record.get("line")
+            if "invalid" in record and isinstance(number, int):
+                unreadable.append(number)
             recorded += parser.feed(
                 record.get("payload"), number if isinstance(number, int) else None
             )
@@ -72,6 +80,7 @@ def cross_check_capture(
     except (AgcError, OSError, ValueError):
         return report  # a record agc cannot read is the verifier's finding, not this one's
     findings = [_finding(d) for d in compare_calls(hooked, recorded)]
+    findings += [_unreadable(number) for number in unreadable]
     if not findings:
         return report
     artifacts = tuple(
@@ -92,14 +101,51 @@ def cross_check_store(
     return replace(report, runs=tuple(cross_check_capture(run, store) for run in report.runs))
 
 
+def cross_check_audit(audit: Audit, store: str | os.PathLike[str] | None = None) -> Audit:
+    """``audit`` (:func:`agc.integrity.build_audit`) with each captured run cross-checked,
+    so that the report calls a run what ``agc-verify`` calls it (failing runs first)."""
+    if not any(is_captured_run_id(run.report.run_id) for run in audit.runs):
+        return audit
+    runs = sorted(
+        (replace(run, report=cross_check_capture(run.report, store)) for run in audit.runs),
+        key=lambda run: (run.report.complete, run.report.run_id),
+    )
+    complete = audit.complete and all(run.report.complete for run in runs)
+    return replace(audit, runs=tuple(runs), complete=complete)
+
+
 def _records(
     run_id: str, store: str | os.PathLike[str] | None, kind: Any
 ) -> Iterator[dict[str, Any]]:
     """The JSON-object records of one artifact of the run, in order."""
+    from agc.integrity import iter_records  # noqa: PLC0415 - only for a captured run
+
     for line, _ in iter_records(run_id, store, kind=kind):
         record = json.loads(line)
         if isinstance(record, dict):
             yield record
+
+
+_SESSION_FORMATS: Final[Mapping[str, SessionFormat]] = {
+    "claude-code": "claude-code",
+    "codex": "codex-rollout",
+    "gemini": "gemini-chat",
+}
+"""The session file each client's hooks name (``transcript_path``), by client."""
+
+
+def _unreadable(line: int) -> Finding[Any]:
+    """A session-file line strict JSON refuses: the client writes none, and the calls it
+    may hold (a duplicated member that a lax reader accepts) cannot be held against the
+    hooks."""
+    return Finding(
+        "transcript-diverges",
+        f"line {line} of the sealed session file is not strict JSON (the client writes "
+        "none), so the calls it may hold cannot be checked against the hooks",
+        artifact="transcript",
+        lines=(line, line),
+        actual={"witness": "transcript", "tool": None, "call_id": None},
+    )
 
 
 def _finding(divergence: Divergence) -> Finding[Any]:

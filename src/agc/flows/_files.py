@@ -18,7 +18,13 @@ from agc._core.fs import (
     describe_os_error,
 )
 from agc._core.fs import keep_backup as fs_keep_backup
-from agc.errors import FileExistsRefusedError, InPlaceRefusedError, InputError, StoreError
+from agc.errors import (
+    FileExistsRefusedError,
+    InPlaceRefusedError,
+    InputError,
+    StoreError,
+    UnsafePathError,
+)
 
 __all__ = [
     "new_file_beside",
@@ -130,6 +136,11 @@ def replace_in_place(
             with new_file_errors(path, option="--in-place"):
                 sync(handle)
             unchanged()
+            if path.is_symlink():  # refused before anything is kept beside it
+                raise UnsafePathError(
+                    f"{path} is a symlink; --in-place replaces a file, not a link",
+                    hint="Name the file the link points to, or write the repair with --out.",
+                )
             holders = processes_holding(path)
             if holders:
                 raise InPlaceRefusedError(

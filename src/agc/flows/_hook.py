@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -520,8 +521,12 @@ def _keep(failure: CaptureFailure, path: Path) -> Path | None:
     ``None`` (never raises: the caller tries the next place)."""
     with contextlib.suppress(OSError, AgcError):
         ensure_dirs(path.parent)
-        fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # O_NONBLOCK: a FIFO put where the file goes must not hold the hook (opening
+        # one for writing without a reader fails at once); only a regular file is kept.
+        fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             append_whole(fd, dumps(failure.to_record()) + b"\n", path=path, fsync=False)
         finally:
             os.close(fd)

@@ -370,7 +370,10 @@ def rollout_of_exec_run(
     folder_of_store = open_store(store).folder
     if folder_of_store is None:
         return None
-    manifest = read_run_manifest(run_id, folder_of_store)
+    try:
+        manifest = read_run_manifest(run_id, folder_of_store)
+    except AgcError:
+        return None  # a damaged manifest is the verifier's finding: resume checks the run
     attributes = manifest.attributes if manifest is not None else None
     thread = attributes.get("thread_id") if isinstance(attributes, Mapping) else None
     if not isinstance(thread, str) or _THREAD.fullmatch(thread) is None:

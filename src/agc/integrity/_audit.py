@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["Audit", "AuditRun", "TimelineEvent", "audit_csv", "audit_html", "build_audit"]
 
 _FIRST_LINE_LIMIT: Final = 1 << 20
+_LAST_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,10 @@ def _agent_ms(value: object) -> int | None:
         return None
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
-    return int(at.timestamp() * 1000)
+    ms = int(at.timestamp() * 1000)
+    # A time a report can show: from 1970 to the end of year 9999 UTC (an offset can
+    # put a valid year-1 text before year 1 UTC, which nothing can render).
+    return ms if 0 <= ms <= _LAST_MS else None
 
 
 def _first_record_ms(store: Store, run_id: str) -> int | None:
