@@ -101,6 +101,7 @@ class FormatChoice(enum.StrEnum):
     openai_responses = "openai-responses"
     codex_rollout = "codex-rollout"
     claude_code = "claude-code"
+    gemini_chat = "gemini-chat"
 
 
 _STRATEGIES: Final[dict[StrategyChoice, Strategy]] = {
@@ -113,6 +114,7 @@ _FORMATS: Final[dict[FormatChoice, FormatName]] = {
     FormatChoice.openai_responses: "openai-responses",
     FormatChoice.codex_rollout: "codex-rollout",
     FormatChoice.claude_code: "claude-code",
+    FormatChoice.gemini_chat: "gemini-chat",
 }
 
 RESUME_HELP = """Check a saved history and repair it so the model provider accepts it again.
@@ -881,7 +883,7 @@ def _repair(
     return int(ExitCode.OK)
 
 
-_CLIENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex"}
+_CLIENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 
 
 def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:

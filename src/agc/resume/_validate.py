@@ -189,6 +189,7 @@ def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryRe
         "chat": _check_chat,
         "anthropic": _check_anthropic,
         "responses": _check_responses,
+        "gemini": _check_gemini,
     }[family](messages)
     calls = sum(len(message.calls()) for message in messages)
     results = sum(len(message.results()) for message in messages)
@@ -283,6 +284,91 @@ def _unanswered_chat(
         _finding("tool-call-unanswered", start, messages[start], call_id, text + call_id)
         for call_id in missing
     ]
+
+
+_GEMINI_COUNT: Final = (
+    "Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn."
+)
+_GEMINI_ORDER: Final = (
+    "Please ensure that function response turn comes immediately after a function call turn."
+)
+
+
+def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
+    """The Gemini API's rule (``generateContent``): the turn after a model turn with
+    ``functionCall`` parts holds exactly one ``functionResponse`` part per call, and a
+    ``functionResponse`` only follows such a turn."""
+    findings: list[HistoryFinding] = []
+    all_ids: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            calls = message.calls()
+            for call in calls:
+                if call.call_id is not None and call.call_id in all_ids:
+                    findings.append(
+                        _finding(
+                            "duplicate-call-id",
+                            index,
+                            message,
+                            call.call_id,
+                            f"contents[{index}]: function call id {call.call_id} is used twice",
+                        )
+                    )
+                if call.call_id is not None:
+                    all_ids.add(call.call_id)
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            answered = (
+                {block.call_id for block in following.results()}
+                if following is not None and following.role == "user"
+                else set()
+            )
+            for call in calls:
+                if call.call_id not in answered or call.call_id is None:
+                    findings.append(
+                        _finding(
+                            "tool-call-unanswered",
+                            index,
+                            message,
+                            call.call_id,
+                            f"contents[{index}]: {_GEMINI_COUNT} Unanswered: {call.call_id}",
+                        )
+                    )
+            continue
+        results = message.results()
+        if not results:
+            continue
+        previous = messages[index - 1] if index > 0 else None
+        expected = (
+            {call.call_id for call in previous.calls()}
+            if previous is not None and previous.role == "assistant"
+            else set()
+        )
+        seen: set[str | None] = set()
+        for block in results:
+            if not expected or block.call_id not in expected:
+                text = _GEMINI_ORDER if not expected else _GEMINI_COUNT
+                findings.append(
+                    _finding(
+                        "orphan-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        f"contents[{index}]: {text} No call {block.call_id} in the turn before.",
+                    )
+                )
+            elif block.call_id in seen:
+                findings.append(
+                    _finding(
+                        "duplicate-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        f"contents[{index}]: {_GEMINI_COUNT} A second response to {block.call_id}.",
+                    )
+                )
+            seen.add(block.call_id)
+    return findings
 
 
 def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
