@@ -18,15 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agc.resume import Strategy, load_history, repair_loaded
-from agc.resume._next import next_step
-from agc.resume._validate import check_loaded
+from agc.cli.app import main
+from agc.resume import Strategy, check_loaded, load_history, next_step, repair_loaded
 from tests.conftest import examples
-
-REACHES_INSIDE = {
-    "agc.resume._next": "next_step of a Gemini CLI session file",
-    "agc.resume._validate": "check_loaded: the findings of a file read whole",
-}
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "hooks" / "gemini" / "session-file.jsonl"
 GEMINI_COUNT = "number of function response parts is equal to the number of function call parts"
@@ -267,3 +261,27 @@ def test_next_step_names_the_clients_file_and_resume_command(tmp_path: Path) -> 
     assert found is not None
     assert found.exists
     assert found.path == step.path
+
+
+def test_agc_resume_file_checks_repairs_and_names_the_next_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``agc resume FILE`` on a session where the client keeps it: check exits 1 naming
+    the duplicate; the repair is valid and says where the client reads it and how to
+    resume it."""
+    chats = tmp_path / ".gemini" / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True)
+    (chats.parent / ".project_root").write_text("/home/user/project")
+    source = chats / "session-2026-12-06T20-59-00000000.jsonl"
+    source.write_bytes(REAL.read_bytes())
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path))
+    assert main(["resume", str(source), "--check", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    findings = report.get("report", report)["findings"]
+    assert [f["code"] for f in findings] == ["duplicate-tool-result"] * 2
+    out = tmp_path / "fixed.jsonl"
+    assert main(["resume", str(source), "--strategy", "synthesize", "--out", str(out)]) == 0
+    said = capsys.readouterr().err
+    assert str(source) in said
+    assert "gemini --resume 00000000-0000-4000-8000-000000000001" in said
+    assert api_accepts(client_contents(out.read_bytes()))
