@@ -8,7 +8,8 @@ is SIGKILLed. Then:
    (``duplicate-tool-result``: the client records each result twice). The killed call
    itself is not in the file: Gemini CLI 0.61 writes a call's ``toolCalls`` entry only
    once it has finished, so a kill mid call leaves a model message without parts, which
-   the client does not send (asserted as observed);
+   the client does not send (asserted as observed) and agc names as a warning
+   (``unrecorded-call``);
 2. for each strategy, ``agc resume FILE --strategy S --out OUT``, the repair put over the
    session file in a copy of the client's home, and ``gemini --resume <session id> -p``
    run there. Pass = the client exits 0, the request it sends obeys the Gemini API's
@@ -173,8 +174,8 @@ def test_check_names_the_killed_call_and_the_duplicate_response(killed: Killed) 
     report = json.loads(done.stdout)
     found = report.get("report", report)
     assert found["format"] == "gemini-chat"
-    codes = sorted((f["code"], f["call_id"]) for f in found["findings"])
-    assert codes == [("duplicate-tool-result", killed.first_id)]
+    codes = sorted(((f["code"], f["call_id"]) for f in found["findings"]), key=str)
+    assert codes == [("duplicate-tool-result", killed.first_id), ("unrecorded-call", None)]
 
 
 @pytest.mark.parametrize("strategy", ["strip", "synthesize"])

@@ -353,10 +353,15 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
         f"{report.results} tool results",
         markup=False,
     )
+    findings = report.findings
     if report.valid:
         say("valid: the provider would accept this history", markup=False)
+        for finding in findings[:limit]:  # warnings only
+            where = _where(history, finding.message_index, finding.record)
+            text = f"  {where}: {finding.code} ({finding.severity}): {finding.message}"
+            say(_printable(text), markup=False)
+        _print_more(len(findings), limit, "warning")
         return
-    findings = report.findings
     say(f"{len(findings)} problem(s), as the provider would report them:", markup=False)
     _print_counts(Counter(finding.code for finding in findings))
     for finding in findings[:limit]:

@@ -20,6 +20,9 @@ provider's own wording so a finding can be matched with the error a user saw:
 ``torn-tail``                      (session files) the last line was cut off by a crash:
                                    no final line break and not JSON; the record is lost
                                    (the finding says what it held, when that can be told)
+``unrecorded-call``                (Gemini CLI session files; a warning) a model message
+                                   recorded without any part: the client stopped in that
+                                   turn, and a call it was running is not in the file
 =================================  ==========================================================
 
 ``check_history`` returns a :class:`HistoryReport` and never raises on findings;
@@ -35,6 +38,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
+from agc.resume._formats.gemini_chat import GeminiHistory
 from agc.resume._formats.model import FormatName, History, Message
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
@@ -60,6 +64,7 @@ HistoryFindingCode = Literal[
     "text-after-tool-use",
     "reasoning-without-following",
     "torn-tail",
+    "unrecorded-call",
 ]
 """The codes of a history report (documented in ``docs/resume.md``)."""
 
@@ -158,12 +163,34 @@ def verify_history(messages: Sequence[Any], format: FormatName) -> HistoryReport
 
 def check_loaded(history: History) -> HistoryReport:
     """:func:`check_messages` of a history read from a file, plus what only the file
-    shows: a torn last line (``torn-tail``) is a finding after the history's own."""
+    shows, after the history's own findings: a torn last line (``torn-tail``), a Gemini
+    CLI model message recorded without any part (``unrecorded-call``, a warning)."""
     report = check_messages(history.messages, history.format)
+    extra = list(_unrecorded_findings(history))
     finding = torn_tail_finding(history)
-    if finding is None:
+    if finding is not None:
+        extra.append(finding)
+    if not extra:
         return report
-    return replace(report, findings=(*report.findings, finding))
+    return replace(report, findings=(*report.findings, *extra))
+
+
+def _unrecorded_findings(history: History) -> list[HistoryFinding]:
+    if not isinstance(history, GeminiHistory):
+        return []
+    return [
+        Finding(
+            "unrecorded-call",
+            "a model message recorded without any part. Gemini CLI writes "
+            "a call only once it has finished, so the client stopped in this turn and a "
+            "call it was running (which may have run) is not in the file; the client does "
+            "not send this message.",
+            severity="warning",
+            message_index=index,
+            record=line,
+        )
+        for line, index in history.bare
+    ]
 
 
 def torn_tail_finding(history: History) -> HistoryFinding | None:

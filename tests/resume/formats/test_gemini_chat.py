@@ -155,6 +155,8 @@ def _session(plan: list[str], *, duplicate: bool) -> bytes:
         if step == "text":
             lines.append({**base, "content": "done"})
             continue
+        if step == "killed":  # the client writes toolCalls only once the calls finish
+            continue
         calls = [f"c{number}a", f"c{number}b"]
         entries = []
         for call in calls:
@@ -181,7 +183,7 @@ def _session(plan: list[str], *, duplicate: bool) -> bytes:
 
 @settings(max_examples=examples(60), deadline=None)
 @given(
-    plan=st.lists(st.sampled_from(["answered", "in-flight", "half", "text"]), max_size=6),
+    plan=st.lists(st.sampled_from(["answered", "in-flight", "half", "text", "killed"]), max_size=6),
     duplicate=st.booleans(),
     strategy=st.sampled_from(["strip", "synthesize"]),
 )
@@ -236,6 +238,28 @@ def test_in_flight_call_is_unanswered_and_synthesize_answers_it_in_its_entry() -
     stripped = repair_loaded(load_history(data, source="s.jsonl"), strategy="strip")
     last = json.loads(stripped.data.decode().splitlines()[-1])
     assert last["toolCalls"] == []
+
+
+def test_a_model_message_left_without_parts_is_named_as_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Killed while a call ran, Gemini CLI leaves the model message bare (its toolCalls
+    come only when the calls finish): the client sends nothing of it, so the history is
+    valid, but the check says a call may have run unrecorded."""
+    data = _session(["answered", "killed"], duplicate=False)
+    report = check_loaded(load_history(data, source="s.jsonl"))
+    assert report.valid
+    assert [(f.code, f.severity, f.record) for f in report.findings] == [
+        ("unrecorded-call", "warning", 5)
+    ]
+    answered = check_loaded(load_history(_session(["answered"], duplicate=False), source="s"))
+    assert answered.findings == ()
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(data)
+    assert main(["resume", str(source), "--check"]) == 0
+    assert "line 6: unrecorded-call (warning): a model message recorded without" in (
+        capsys.readouterr().out
+    )
 
 
 def test_next_step_names_the_clients_file_and_resume_command(tmp_path: Path) -> None:

@@ -65,10 +65,16 @@ class GeminiHistory(History):
         slots: ``id(block)`` -> (the record's id, ``"content"`` | ``"thought"`` |
             ``("call", k)`` | ``("result", k)``): the part of the record it is
             (``k``: the ``toolCalls`` entry).
+        bare: ``(line, message index)`` of each model message recorded without any part
+            (no content, thoughts or ``toolCalls``): the client writes a model message
+            when the model's answer starts and its ``toolCalls`` only once the calls
+            have finished, so a message left bare is a turn the client stopped in, and
+            a call it ran then is not in the file. The client does not send it.
     """
 
     places: dict[str, Place] = field(default_factory=dict)
     slots: dict[int, tuple[str, Any]] = field(default_factory=dict)
+    bare: list[tuple[int, int]] = field(default_factory=list)
 
 
 def is_gemini_line(record: Any) -> bool:
@@ -205,20 +211,22 @@ def read(records: Sequence[Any]) -> GeminiHistory:
         kind = record.get("type")
         if kind == "user":
             parts = _parts(record.get("content"))
-            if _as_text(parts).strip().startswith(_IGNORED_PREFIXES) or not _as_text(parts).strip():
+            text = _as_text(parts).strip()
+            if not text or text.startswith(_IGNORED_PREFIXES):
                 continue
             blocks = [_block(part, line) for part in parts]
             for block in blocks:
                 slots[id(block)] = (message_id, "content")
             push("user", blocks, line)
-        elif kind == "gemini":
-            _read_model(record, message_id, line, slots, push)
+        elif kind == "gemini" and not _read_model(record, message_id, line, slots, push):
+            history.bare.append((line, len(messages)))
     return history
 
 
 def _read_model(
     record: dict[str, Any], message_id: str, line: int, slots: dict[int, tuple[str, Any]], push: Any
-) -> None:
+) -> bool:
+    """Read one model message; False when it has no part (the client does not send it)."""
     content = record.get("content")
     parts = _parts(content) if content else []
     blocks = [_block(part, line) for part in parts]
@@ -249,7 +257,7 @@ def _read_model(
             slots[id(block)] = (message_id, ("call", position))
             blocks.append(block)
     if not blocks:
-        return  # no model turn, and then no turn of its results either
+        return False  # no model turn, and then no turn of its results either
     push("assistant", blocks, line)
     results: list[Block] = []
     for position, entry in enumerate(entries):
@@ -268,6 +276,7 @@ def _read_model(
             results.append(block)
     if results:
         push("user", results, line)
+    return True
 
 
 def write(history: History, messages: list[Message]) -> list[Any]:
