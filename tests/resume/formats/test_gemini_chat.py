@@ -19,8 +19,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.cli.app import main
-from agc.resume import Strategy, check_loaded, load_history, next_step, repair_loaded
+from agc.errors import InputError
+from agc.resume import (
+    Strategy,
+    check_loaded,
+    load_history,
+    next_step,
+    repair_loaded,
+    scan_session,
+)
 from tests.conftest import examples
+
+REACHES_INSIDE = {"agc.resume._snapshot": "the limit of whole reads, made small"}
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "hooks" / "gemini" / "session-file.jsonl"
 GEMINI_COUNT = "number of function response parts is equal to the number of function call parts"
@@ -309,3 +319,19 @@ def test_agc_resume_file_checks_repairs_and_names_the_next_step(
     assert str(source) in said
     assert "gemini --resume 00000000-0000-4000-8000-000000000001" in said
     assert api_accepts(client_contents(out.read_bytes()))
+
+
+def test_a_session_file_beyond_the_limit_of_whole_reads_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read whole as its client reads it, a Gemini CLI session file larger than the limit
+    of whole reads is refused with a message naming it, not read into memory."""
+    import agc.resume._snapshot as snapshot  # noqa: PLC0415 - the limit, patched
+
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(REAL.read_bytes())
+    history = scan_session(source, source="session.jsonl", format=None)
+    assert history.format == "gemini-chat"
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", len(REAL.read_bytes()) - 1)
+    with pytest.raises(InputError, match=r"session\.jsonl is a Gemini CLI session file larger"):
+        scan_session(source, source="session.jsonl", format=None)

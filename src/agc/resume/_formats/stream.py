@@ -198,10 +198,22 @@ class _ReadWholeError(Exception):
 def _whole(path: Path, source: str) -> History:
     """A Gemini CLI session file, read whole: its client replays every line into one
     map of messages (a record may replace an earlier one), so no line is final before
-    the end; its files are the size of one conversation."""
-    from agc.resume._formats.detect import load_history  # noqa: PLC0415 - detect imports this module
+    the end; its files are the size of one conversation.
 
-    return load_history(path.read_bytes(), source=source, format="gemini-chat")
+    Raises:
+        InputError: larger than the limit of whole reads (512 MiB).
+    """
+    from agc.resume._formats.detect import load_history  # noqa: PLC0415 - detect imports this module
+    from agc.resume._snapshot import MAX_SNAPSHOT_BYTES  # noqa: PLC0415 - it imports formats
+
+    with path.open("rb") as handle:
+        data = handle.read(MAX_SNAPSHOT_BYTES + 1)
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise InputError(
+            f"{source} is a Gemini CLI session file larger than {MAX_SNAPSHOT_BYTES} bytes; "
+            "such a file is read whole, as its client reads it"
+        )
+    return load_history(data, source=source, format="gemini-chat")
 
 
 def _scan(
