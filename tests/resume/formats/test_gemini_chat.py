@@ -250,6 +250,24 @@ def test_in_flight_call_is_unanswered_and_synthesize_answers_it_in_its_entry() -
     assert last["toolCalls"] == []
 
 
+def test_a_repeat_named_by_a_rewind_is_emptied_not_removed() -> None:
+    """A ``$rewindTo`` naming a missing id makes the client drop every message, so the
+    repeated result a rewind names stays as a user message without parts (which the
+    client does not send) instead of going."""
+    data = _session(["answered", "answered"], duplicate=True)
+    again = next(line for line in data.splitlines() if b'"id": "r1"' in line)
+    data += (json.dumps({"$rewindTo": "r1"}) + "\n").encode() + again + b"\n"
+    result = repair_loaded(load_history(data, source="s.jsonl"), strategy="strip")
+    kept = [json.loads(line) for line in result.data.decode().splitlines()]
+    # the one before the rewind is replaced on replay; the last one is emptied
+    assert [r.get("content") == [] for r in kept if r.get("id") == "r1"] == [False, True]
+    assert {"$rewindTo": "r1"} in kept
+    assert not [r for r in kept if r.get("id") == "r0"]
+    contents = client_contents(result.data)
+    assert api_accepts(contents)
+    assert [turn["role"] for turn in contents] == ["user", "model", "user", "model", "user"]
+
+
 def test_a_model_message_left_without_parts_is_named_as_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

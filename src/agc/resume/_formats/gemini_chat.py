@@ -28,7 +28,9 @@ parts of the function call turn"). The view shows both, as a duplicate result.
 
 Writing back keeps every line the repair does not touch byte for byte; a changed
 message is rewritten in its last record (earlier records of its id are superseded); a
-``user`` message left without parts is removed with every record of its id; a
+``user`` message left without parts is removed with every record of its id (kept
+with no part when a ``$rewindTo`` names it: a rewind to a missing id clears every
+message); a
 synthetic result goes into its call's ``toolCalls`` entry as ``result`` (status
 ``error``), or, for a call held as a content part, into a new ``user`` record after the
 model message.
@@ -320,6 +322,15 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
             _at(records, history.places[record_id]), blocks, kept, added, history.slots
         )
 
+    rewinds = {
+        record["$rewindTo"]
+        for record in records
+        if isinstance(record, dict) and isinstance(record.get("$rewindTo"), str)
+    }
+    for record_id in [key for key, change in edited.items() if change is None]:
+        if record_id in rewinds:  # a rewind to a missing id would clear every message
+            emptied = dict(_at(records, history.places[record_id]), content=[])
+            edited[record_id] = (emptied, None)  # no part: the client does not send it
     removed_ids = {record_id for record_id, record in edited.items() if record is None}
     by_line: dict[int, list[tuple[tuple[str | int, ...], Any]]] = {}
     extra: dict[int, list[Any]] = {}
