@@ -487,7 +487,7 @@ class HistoryFormatError(InputError):
     code = "history-format"
     default_hint = (
         "Name the format with --format: openai-chat, anthropic, openai-responses, "
-        "codex-rollout or claude-code."
+        "codex-rollout, claude-code or gemini-chat."
     )
 
 

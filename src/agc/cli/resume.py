@@ -101,6 +101,7 @@ class FormatChoice(enum.StrEnum):
     openai_responses = "openai-responses"
     codex_rollout = "codex-rollout"
     claude_code = "claude-code"
+    gemini_chat = "gemini-chat"
 
 
 _STRATEGIES: Final[dict[StrategyChoice, Strategy]] = {
@@ -113,6 +114,7 @@ _FORMATS: Final[dict[FormatChoice, FormatName]] = {
     FormatChoice.openai_responses: "openai-responses",
     FormatChoice.codex_rollout: "codex-rollout",
     FormatChoice.claude_code: "claude-code",
+    FormatChoice.gemini_chat: "gemini-chat",
 }
 
 RESUME_HELP = """Check a saved history and repair it so the model provider accepts it again.
@@ -351,10 +353,15 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
         f"{report.results} tool results",
         markup=False,
     )
+    findings = report.findings
     if report.valid:
         say("valid: the provider would accept this history", markup=False)
+        for finding in findings[:limit]:  # warnings only
+            where = _where(history, finding.message_index, finding.record)
+            text = f"  {where}: {finding.code} ({finding.severity}): {finding.message}"
+            say(_printable(text), markup=False)
+        _print_more(len(findings), limit, "warning")
         return
-    findings = report.findings
     say(f"{len(findings)} problem(s), as the provider would report them:", markup=False)
     _print_counts(Counter(finding.code for finding in findings))
     for finding in findings[:limit]:
@@ -881,7 +888,7 @@ def _repair(
     return int(ExitCode.OK)
 
 
-_CLIENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex"}
+_CLIENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 
 
 def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:

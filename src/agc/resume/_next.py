@@ -11,6 +11,13 @@ After a repair, the user needs two facts that live in each client's own conventi
   ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl``
   (``~/.codex`` when unset; the date and time of the session's start in local time) and
   resumes it with ``codex resume <id>`` (interactive) or ``codex exec resume <id> PROMPT``.
+* **Gemini CLI** keeps a session at
+  ``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-YYYY-MM-DDThh-mm-<id8>.jsonl``
+  (``$GEMINI_CLI_HOME`` is ``~`` when unset; the date and minute of the session's start
+  in UTC; ``<id8>`` the session id's first 8 characters), ``<project>`` being the short
+  name the client gave the project folder (the folder holds a ``.project_root`` file
+  naming that directory, whose SHA-256 is the file's ``projectHash``), and resumes it
+  with ``gemini --resume <session id>`` run in that directory.
 
 When the session's file is already where the client keeps it (found by its session id),
 that path is the answer; otherwise the path is built by the rules above.
@@ -19,12 +26,14 @@ that path is the answer; otherwise the path is built by the rules above.
 from __future__ import annotations
 
 import glob
+import hashlib
+import hmac
 import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -41,7 +50,7 @@ class NextStep:
     """How to hand a repaired session back to the client that wrote it.
 
     Attributes:
-        client: ``claude-code`` or ``codex``.
+        client: ``claude-code``, ``codex`` or ``gemini``.
         session_id: the client's session id.
         path: where the client reads the session file.
         exists: whether a file is at ``path`` now (the session the client knows).
@@ -49,7 +58,7 @@ class NextStep:
         commands: the exact shell commands that resume it, most common first.
     """
 
-    client: Literal["claude-code", "codex"]
+    client: Literal["claude-code", "codex", "gemini"]
     session_id: str
     path: Path
     exists: bool
@@ -73,9 +82,10 @@ def next_step(history: History, env: Mapping[str, str] | None = None) -> NextSte
     the history is not a client's session file with a session id.
 
     Args:
-        history: a Claude Code session file or a Codex rollout, as read.
+        history: a Claude Code session file, a Codex rollout or a Gemini CLI session
+            file, as read.
         env: the environment naming the clients' homes (``CLAUDE_CONFIG_DIR``,
-            ``CODEX_HOME``, ``HOME``); default :data:`os.environ`.
+            ``CODEX_HOME``, ``GEMINI_CLI_HOME``, ``HOME``); default :data:`os.environ`.
     """
     env = os.environ if env is None else env
     session = history.session_id
@@ -110,6 +120,56 @@ def next_step(history: History, env: Mapping[str, str] | None = None) -> NextSte
         quoted = shlex.quote(session)
         commands = (f"codex resume {quoted}", f"codex exec resume {quoted} 'continue'")
         return NextStep("codex", session, path, path.exists(), cwd, commands)
+    if history.format == "gemini-chat":
+        return _gemini_step(session, first, Path(env.get("GEMINI_CLI_HOME") or home))
+    return None
+
+
+def _gemini_step(session: str, first: list[dict[str, Any]], home: Path) -> NextStep | None:
+    header = next((r for r in first if isinstance(r.get("projectHash"), str)), {})
+    temp = home / ".gemini" / "tmp"
+    project: Path | None = None
+    cwd: str | None = None
+    found = _find(temp, f"*/chats/session-*-{glob.escape(session[:8])}.jsonl")
+    if found is not None:
+        project = found.parent.parent
+    else:
+        project = _gemini_project(temp, header.get("projectHash"))
+    if project is not None:
+        try:
+            cwd = (project / ".project_root").read_text(encoding="utf-8").strip() or None
+        except (OSError, UnicodeDecodeError):
+            cwd = None
+    if found is not None:
+        path = found
+    else:
+        started = _parse_time(header.get("startTime"))
+        if project is None or started is None:
+            return None
+        stamp = started.astimezone(UTC).strftime("%Y-%m-%dT%H-%M")
+        path = project / "chats" / f"session-{stamp}-{session[:8]}.jsonl"
+    resume = f"gemini --resume {shlex.quote(session)}"
+    command = f"cd {shlex.quote(cwd)} && {resume}" if cwd else resume
+    return NextStep("gemini", session, path, path.exists(), cwd, (command,))
+
+
+def _gemini_project(temp: Path, project_hash: object) -> Path | None:
+    """The project folder under Gemini CLI's ``tmp`` whose ``.project_root`` names the
+    directory whose SHA-256 hex is ``project_hash``."""
+    if not isinstance(project_hash, str):
+        return None
+    try:
+        markers = sorted(temp.glob("*/.project_root"))
+    except OSError:
+        return None
+    for marker in markers:
+        try:
+            root = marker.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        digest = hashlib.sha256(root.encode("utf-8")).hexdigest()
+        if hmac.compare_digest(digest, project_hash):
+            return marker.parent
     return None
 
 

@@ -419,6 +419,8 @@ def repair_streamed(
 
 
 _FLUSH_BYTES: Final = 1 << 20
+_NEXT_MESSAGE: Final = frozenset({"anthropic", "gemini"})
+"""Families whose results answer the calls of the message before (Messages, Gemini)."""
 
 
 @dataclass
@@ -842,7 +844,7 @@ class _Repairer:
         call_index = self.call_message[id(call)]
         if self.spec.family == "responses":
             return result_index > call_index
-        if self.spec.family == "anthropic":
+        if self.spec.family in _NEXT_MESSAGE:
             return result_index == call_index + 1 and self.view[result_index].role == "user"
         return all(m.role == "tool" for m in self.view[call_index + 1 : result_index])
 
@@ -964,7 +966,7 @@ class _Repairer:
         return final
 
     def _rebuild_turns(self) -> list[Message]:
-        anthropic = self.spec.family == "anthropic"
+        anthropic = self.spec.family in _NEXT_MESSAGE
         out: list[Message] = []
         consumed: set[int] = set()
         handled: set[int] = set()
@@ -1045,7 +1047,7 @@ class _Repairer:
         """Result blocks for the kept calls of message ``index``, in the provider's place."""
         kept_ids = {id(call) for call in kept}
         in_place: list[Block] = []
-        if self.spec.family == "anthropic":
+        if self.spec.family in _NEXT_MESSAGE:
             following = self.view[index + 1] if index + 1 < len(self.view) else None
             candidates = following.results() if following and following.role == "user" else []
         else:

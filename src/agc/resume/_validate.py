@@ -20,6 +20,9 @@ provider's own wording so a finding can be matched with the error a user saw:
 ``torn-tail``                      (session files) the last line was cut off by a crash:
                                    no final line break and not JSON; the record is lost
                                    (the finding says what it held, when that can be told)
+``unrecorded-call``                (Gemini CLI session files; a warning) a model message
+                                   recorded without any part: the client stopped in that
+                                   turn, and a call it was running is not in the file
 =================================  ==========================================================
 
 ``check_history`` returns a :class:`HistoryReport` and never raises on findings;
@@ -35,6 +38,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
+from agc.resume._formats.gemini_chat import GeminiHistory
 from agc.resume._formats.model import FormatName, History, Message
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
@@ -60,6 +64,7 @@ HistoryFindingCode = Literal[
     "text-after-tool-use",
     "reasoning-without-following",
     "torn-tail",
+    "unrecorded-call",
 ]
 """The codes of a history report (documented in ``docs/resume.md``)."""
 
@@ -158,12 +163,34 @@ def verify_history(messages: Sequence[Any], format: FormatName) -> HistoryReport
 
 def check_loaded(history: History) -> HistoryReport:
     """:func:`check_messages` of a history read from a file, plus what only the file
-    shows: a torn last line (``torn-tail``) is a finding after the history's own."""
+    shows, after the history's own findings: a torn last line (``torn-tail``), a Gemini
+    CLI model message recorded without any part (``unrecorded-call``, a warning)."""
     report = check_messages(history.messages, history.format)
+    extra = list(_unrecorded_findings(history))
     finding = torn_tail_finding(history)
-    if finding is None:
+    if finding is not None:
+        extra.append(finding)
+    if not extra:
         return report
-    return replace(report, findings=(*report.findings, finding))
+    return replace(report, findings=(*report.findings, *extra))
+
+
+def _unrecorded_findings(history: History) -> list[HistoryFinding]:
+    if not isinstance(history, GeminiHistory):
+        return []
+    return [
+        Finding(
+            "unrecorded-call",
+            "a model message recorded without any part. Gemini CLI writes "
+            "a call only once it has finished, so the client stopped in this turn and a "
+            "call it was running (which may have run) is not in the file; the client does "
+            "not send this message.",
+            severity="warning",
+            message_index=index,
+            record=line,
+        )
+        for line, index in history.bare
+    ]
 
 
 def torn_tail_finding(history: History) -> HistoryFinding | None:
@@ -189,6 +216,7 @@ def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryRe
         "chat": _check_chat,
         "anthropic": _check_anthropic,
         "responses": _check_responses,
+        "gemini": _check_gemini,
     }[family](messages)
     calls = sum(len(message.calls()) for message in messages)
     results = sum(len(message.results()) for message in messages)
@@ -283,6 +311,91 @@ def _unanswered_chat(
         _finding("tool-call-unanswered", start, messages[start], call_id, text + call_id)
         for call_id in missing
     ]
+
+
+_GEMINI_COUNT: Final = (
+    "Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn."
+)
+_GEMINI_ORDER: Final = (
+    "Please ensure that function response turn comes immediately after a function call turn."
+)
+
+
+def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
+    """The Gemini API's rule (``generateContent``): the turn after a model turn with
+    ``functionCall`` parts holds exactly one ``functionResponse`` part per call, and a
+    ``functionResponse`` only follows such a turn."""
+    findings: list[HistoryFinding] = []
+    all_ids: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            calls = message.calls()
+            for call in calls:
+                if call.call_id is not None and call.call_id in all_ids:
+                    findings.append(
+                        _finding(
+                            "duplicate-call-id",
+                            index,
+                            message,
+                            call.call_id,
+                            f"contents[{index}]: function call id {call.call_id} is used twice",
+                        )
+                    )
+                if call.call_id is not None:
+                    all_ids.add(call.call_id)
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            answered = (
+                {block.call_id for block in following.results()}
+                if following is not None and following.role == "user"
+                else set()
+            )
+            for call in calls:
+                if call.call_id not in answered or call.call_id is None:
+                    findings.append(
+                        _finding(
+                            "tool-call-unanswered",
+                            index,
+                            message,
+                            call.call_id,
+                            f"contents[{index}]: {_GEMINI_COUNT} Unanswered: {call.call_id}",
+                        )
+                    )
+            continue
+        results = message.results()
+        if not results:
+            continue
+        previous = messages[index - 1] if index > 0 else None
+        expected = (
+            {call.call_id for call in previous.calls()}
+            if previous is not None and previous.role == "assistant"
+            else set()
+        )
+        seen: set[str | None] = set()
+        for block in results:
+            if not expected or block.call_id not in expected:
+                text = _GEMINI_ORDER if not expected else _GEMINI_COUNT
+                findings.append(
+                    _finding(
+                        "orphan-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        f"contents[{index}]: {text} No call {block.call_id} in the turn before.",
+                    )
+                )
+            elif block.call_id in seen:
+                findings.append(
+                    _finding(
+                        "duplicate-tool-result",
+                        index,
+                        message,
+                        block.call_id,
+                        f"contents[{index}]: {_GEMINI_COUNT} A second response to {block.call_id}.",
+                    )
+                )
+            seen.add(block.call_id)
+    return findings
 
 
 def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:

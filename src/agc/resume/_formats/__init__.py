@@ -1,8 +1,8 @@
-"""History formats: readers, writers and detection for the five supported formats.
+"""History formats: readers, writers and detection for the six supported formats.
 
 ``openai-chat``, ``anthropic`` and ``openai-responses`` are JSON arrays as sent to the
-providers' APIs; ``codex-rollout`` and ``claude-code`` are the session files the two
-agents keep on disk. Each is read into the neutral view of
+providers' APIs; ``codex-rollout``, ``claude-code`` and ``gemini-chat`` are the session files
+the three agents keep on disk. Each is read into the neutral view of
 :mod:`agc.resume._formats.model` and written back from it.
 """
 

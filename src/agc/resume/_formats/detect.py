@@ -1,7 +1,8 @@
 """Detecting a history's format and loading/dumping history files.
 
 A file is either a JSON array (OpenAI Chat messages, Anthropic messages or Responses
-items) or JSONL (a Codex rollout or a Claude Code session). Detection looks for the
+items) or JSONL (a Codex rollout, a Claude Code session or a Gemini CLI
+session). Detection looks for the
 markers only one format has; a history without any tool call or format marker is
 read as OpenAI Chat, whose rules it then trivially meets.
 """
@@ -16,7 +17,14 @@ from typing import Any, Final
 from agc._core import json as strict_json
 from agc._core.orjson_loader import orjson
 from agc.errors import HistoryFormatError, InputError, JsonInvalidError
-from agc.resume._formats import anthropic, claude_code, codex_rollout, openai_chat, openai_responses
+from agc.resume._formats import (
+    anthropic,
+    claude_code,
+    codex_rollout,
+    gemini_chat,
+    openai_chat,
+    openai_responses,
+)
 from agc.resume._formats.jsonl import join_lines, parse_jsonl
 from agc.resume._formats.lean import LEAN_MIN_BYTES, read_lean
 from agc.resume._formats.model import (
@@ -50,6 +58,7 @@ SPECS: Final[dict[FormatName, FormatSpec]] = {
     "openai-responses": openai_responses.SPEC,
     "codex-rollout": codex_rollout.SPEC,
     "claude-code": claude_code.SPEC,
+    "gemini-chat": gemini_chat.SPEC,
 }
 
 _RESPONSES_MARKERS: Final = frozenset(
@@ -67,7 +76,7 @@ def get_spec(name: FormatName | str) -> FormatSpec:
     """The spec of a format name.
 
     Raises:
-        HistoryFormatError: not one of the five format names.
+        HistoryFormatError: not one of the six format names.
     """
     if name not in SPECS:
         choices = ", ".join(FORMAT_NAMES)
@@ -198,13 +207,14 @@ class LineFacts:
     """What tells the format of a JSONL file, gathered one record at a time (a streamed
     file is judged by the same rule as one read whole: :func:`session_format`)."""
 
-    __slots__ = ("claude", "exec_stream", "head", "head_transcript", "rollout")
+    __slots__ = ("claude", "exec_stream", "gemini", "head", "head_transcript", "rollout")
 
     def __init__(self) -> None:
         self.head = 0  # records seen, up to 64
         self.head_transcript: bool | None = None  # every dict among the first 64 is one
         self.rollout = False
         self.claude = False
+        self.gemini = False
         self.exec_stream = False
 
     def feed(self, record: Any) -> None:
@@ -227,6 +237,8 @@ class LineFacts:
             and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
         ):
             self.claude = True
+        if not self.gemini and gemini_chat.is_gemini_line(record):
+            self.gemini = True
         if not self.exec_stream and _type(record) in _CODEX_EXEC_TYPES:
             self.exec_stream = True
 
@@ -234,7 +246,9 @@ class LineFacts:
         """The format the records seen so far tell (a rollout line outweighs the rest)."""
         if self.rollout:
             return "codex-rollout"
-        return "claude-code" if self.claude else None
+        if self.claude:
+            return "claude-code"
+        return "gemini-chat" if self.gemini else None
 
 
 def _facts(records: Sequence[Any]) -> LineFacts:

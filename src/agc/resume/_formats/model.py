@@ -32,17 +32,21 @@ __all__ = [
     "resolve",
 ]
 
-FormatName = Literal["openai-chat", "anthropic", "openai-responses", "codex-rollout", "claude-code"]
+FormatName = Literal[
+    "openai-chat", "anthropic", "openai-responses", "codex-rollout", "claude-code", "gemini-chat"
+]
 FORMAT_NAMES: Final[tuple[FormatName, ...]] = (
     "openai-chat",
     "anthropic",
     "openai-responses",
     "codex-rollout",
     "claude-code",
+    "gemini-chat",
 )
 
-Family = Literal["chat", "anthropic", "responses"]
-"""Which provider's pairing rules apply: Chat Completions, Messages, or Responses."""
+Family = Literal["chat", "anthropic", "responses", "gemini"]
+"""Which provider's pairing rules apply: Chat Completions, Messages, Responses, or the
+Gemini API's ``generateContent``."""
 
 BlockKind = Literal["call", "result", "text", "reasoning", "other"]
 

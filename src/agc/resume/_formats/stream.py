@@ -176,13 +176,44 @@ def scan_session(
 
     chosen = format
     while True:
-        found = _scan(path, source=source, format=chosen, progress=progress)
+        if chosen == "gemini-chat":
+            return _whole(path, source)
+        try:
+            found = _scan(path, source=source, format=chosen, progress=progress)
+        except _ReadWholeError:
+            chosen = "gemini-chat"
+            continue
         history, facts = found
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
             return history
         chosen = decided  # the lines hold another format than the first one read
         progress = None
+
+
+class _ReadWholeError(Exception):
+    """The lines are of a format read whole (``gemini-chat``)."""
+
+
+def _whole(path: Path, source: str) -> History:
+    """A Gemini CLI session file, read whole: its client replays every line into one
+    map of messages (a record may replace an earlier one), so no line is final before
+    the end; its files are the size of one conversation.
+
+    Raises:
+        InputError: larger than the limit of whole reads (512 MiB).
+    """
+    from agc.resume._formats.detect import load_history  # noqa: PLC0415 - detect imports this module
+    from agc.resume._snapshot import MAX_SNAPSHOT_BYTES  # noqa: PLC0415 - it imports formats
+
+    with path.open("rb") as handle:
+        data = handle.read(MAX_SNAPSHOT_BYTES + 1)
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise InputError(
+            f"{source} is a Gemini CLI session file larger than {MAX_SNAPSHOT_BYTES} bytes; "
+            "such a file is read whole, as its client reads it"
+        )
+    return load_history(data, source=source, format="gemini-chat")
 
 
 def _scan(
@@ -229,6 +260,8 @@ def _scan(
                 decided = facts.rollout and facts.head >= 64
             if chosen is None:
                 chosen = facts.first()
+            if chosen == "gemini-chat":
+                raise _ReadWholeError
             if chosen is not None:
                 if reader is None:
                     reader = (
