@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -40,6 +40,7 @@ from tests.e2e.clients import ClientName, ClientUnavailableError, ensure_client
 from tests.e2e.model_server import Answer, ModelServer, Script, ShellCall
 from tests.e2e.record_hooks import FIXTURES
 
+from agc.capture import CLIENT_EVENTS
 from benchmarks.harness import Timing, Variant, command_variant, interleaved
 from benchmarks.report import Row, Section, Target
 
@@ -50,34 +51,8 @@ TARGET_SLOWDOWN: Final = 1.25
 SESSION_ROUNDS: Final = 3  # a session is seconds long; per-event rounds use ctx.rounds
 SESSION_TIMEOUT: Final = 1800.0  # seconds; a slow hook makes a session minutes long
 
-#: The events a capture hooks, per client (fixture folder name -> event names).
-CAPTURE_EVENTS: Final[dict[str, tuple[str, ...]]] = {
-    "claude-code": (
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "Stop",
-        "SessionEnd",
-    ),
-    "codex": (
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "Stop",
-        "SessionEnd",
-    ),
-    "gemini": (
-        "SessionStart",
-        "BeforeAgent",
-        "BeforeTool",
-        "AfterTool",
-        "AfterAgent",
-        "SessionEnd",
-    ),
-}
+#: The events a capture hooks, per client: the ones ``agc hooks install`` installs.
+CAPTURE_EVENTS: Final[Mapping[str, tuple[str, ...]]] = {str(k): v for k, v in CLIENT_EVENTS.items()}
 
 _PINS: Final[dict[str, ClientName]] = {
     "claude-code": "claude",

@@ -365,12 +365,7 @@ def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
         results = message.results()
         if not results:
             continue
-        previous = messages[index - 1] if index > 0 else None
-        expected = (
-            {call.call_id for call in previous.calls()}
-            if previous is not None and previous.role == "assistant"
-            else set()
-        )
+        expected = _answerable(messages, index)
         seen: set[str | None] = set()
         for block in results:
             if not expected or block.call_id not in expected:
@@ -474,12 +469,7 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
         results = message.results()
         if not results:
             continue
-        previous = messages[index - 1] if index > 0 else None
-        expected = (
-            {call.call_id for call in previous.calls()}
-            if previous is not None and previous.role == "assistant"
-            else set()
-        )
+        expected = _answerable(messages, index)
         seen: set[str | None] = set()
         text_seen = False
         for position, block in enumerate(message.blocks):
@@ -624,3 +614,12 @@ def _reasoning_followed(messages: Sequence[Message], index: int) -> bool:
             continue
         return message.role == "assistant" and block.kind in _ASSISTANT_OUTPUT
     return False
+
+
+def _answerable(messages: Sequence[Message], index: int) -> set[str | None]:
+    """The call ids the message at ``index`` may answer: those of the assistant message
+    right before it (none when that is not the assistant's)."""
+    previous = messages[index - 1] if index > 0 else None
+    if previous is None or previous.role != "assistant":
+        return set()
+    return {call.call_id for call in previous.calls()}
