@@ -107,7 +107,10 @@ def test_record_on_a_linked_run_exits_2_and_changes_nothing(
     assert "run r1 is already linked" in err
     # A run id used again: the hint is to check that run and choose a new id, not
     # about a failed write.
-    assert "hint: Check it with `agc-verify r1` (chain link 1)" in err
+    # ... in the store it was recorded to (a hint without --store checks the default)
+    assert f"hint: Check it with `agc-verify r1 --store {store}` (chain link 1)" in " ".join(
+        err.split()
+    )
     assert "new run id" in err
     assert "disk" not in err
     assert "agc recover" not in err

@@ -61,6 +61,15 @@ def test_in_place_replaces_the_file_with_its_repair_and_keeps_the_original(
     assert "nothing to repair" in capsys.readouterr().err
 
 
+def test_the_repaired_file_keeps_its_mode(tmp_path: Path) -> None:
+    path, _ = _session(tmp_path, "codex-rollout-in-flight")
+    for mode in (0o644, 0o640, 0o600):
+        path.chmod(mode)
+        path.write_bytes((GOLDEN / "codex-rollout-in-flight.jsonl").read_bytes())
+        assert main(["resume", str(path), "--in-place"]) == 0
+        assert path.stat().st_mode & 0o777 == mode
+
+
 def test_backups_never_overwrite_each_other(tmp_path: Path) -> None:
     path, original = _session(tmp_path, "codex-rollout-in-flight")
     for _ in range(3):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -141,6 +142,8 @@ def replace_in_place(
                     f"{path} is a symlink; --in-place replaces a file, not a link",
                     hint="Name the file the link points to, or write the repair with --out.",
                 )
+            with new_file_errors(path, option="--in-place"):
+                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))  # the file keeps its mode
             holders = processes_holding(path)
             if holders:
                 raise InPlaceRefusedError(

@@ -104,8 +104,8 @@ def refuse_if_linked(layout: StoreLayout, run_id: str) -> None:
         raise RunExistsError(
             f"run {run_id} is already linked in the store chain of {layout.root} "
             f"(link {positions}); a run id is recorded once",
-            hint=f"Check it with `agc-verify {run_id}` (chain link {positions}); "
-            "record the new run under a new run id.",
+            hint=f"Check it with `agc-verify {run_id} --store {layout.root}` (chain link "
+            f"{positions}); record the new run under a new run id.",
         )
 
 
