@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from agc._core import folderstore
 from agc._core.digest import Algorithm
 from agc._core.fs import read_small_file
 from agc._core.sidecar import (
@@ -137,6 +138,15 @@ def _unreadable(monkeypatch: pytest.MonkeyPatch, error: int) -> None:
         return original(path, max_bytes=max_bytes)
 
     monkeypatch.setattr("agc._core.sidecar.read_small_file", read)
+    # ... and a folder store's read of one (the run reader reads through the store)
+    os_read = os.read
+
+    def read_fd(fd: int, size: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith((".b3", ".sha256")):
+            raise OSError(error, os.strerror(error))
+        return os_read(fd, size)
+
+    monkeypatch.setattr(folderstore.os, "read", read_fd)
 
 
 @pytest.mark.parametrize("error", [errno.EACCES, errno.EPERM, errno.EIO])
