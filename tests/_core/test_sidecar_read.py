@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from agc._core import folderstore
 from agc._core.digest import Algorithm
 from agc._core.fs import read_small_file
 from agc._core.sidecar import (
@@ -146,7 +145,7 @@ def _unreadable(monkeypatch: pytest.MonkeyPatch, error: int) -> None:
             raise OSError(error, os.strerror(error))
         return os_read(fd, size)
 
-    monkeypatch.setattr(folderstore.os, "read", read_fd)
+    monkeypatch.setattr(os, "read", read_fd)
 
 
 @pytest.mark.parametrize("error", [errno.EACCES, errno.EPERM, errno.EIO])
