@@ -108,7 +108,7 @@ def test_an_exported_edited_and_reimported_run_is_refused_and_the_gap_reads_dele
     assert _import(tmp_path, store, "r2", edited) == ExitCode.USAGE
     err = capsys.readouterr().err
     assert "run r2 is already linked" in err
-    assert "`agc-verify r2` (chain link 2)" in err
+    assert f"`agc-verify r2 --store {store}` (chain link 2)" in " ".join(err.split())
     assert _contents(store) == before, "nothing may be written"
     assert verify_main(["r2", "--store", str(store), "--json"]) == ExitCode.FINDINGS
     report = json.loads(capsys.readouterr().out)
