@@ -18,6 +18,7 @@ from agc.capture import (
     HooksChange,
     Scope,
     find_codex,
+    hook_client_command,
     hook_command,
     install_hooks,
     uninstall_hooks,
@@ -27,7 +28,10 @@ from agc.errors import UsageError
 from agc.exitcodes import ExitCode
 from agc.flows import hooks_status
 
-__all__ = ["register"]
+__all__ = ["HOOK_CLIENT_SCRIPT", "register"]
+
+HOOK_CLIENT_SCRIPT = Path(__file__).absolute().with_name("_hookclient.py")
+"""agc's hook client, the script the installed hook command runs (standard library only)."""
 
 ClientChoice = Literal["claude-code", "codex", "gemini"]
 ClientOption = Annotated[
@@ -133,15 +137,23 @@ def install_command(
     codex: CodexOption = None,
     agc: Annotated[
         Path | None,
-        typer.Option("--agc", help="The agc executable the hook runs.", show_default=False),
+        typer.Option(
+            "--agc",
+            help="Run the hook as `AGC hook` (a whole agc process per event) rather than "
+            "the hook client of this agc.",
+            show_default=False,
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> int:
-    """Add `agc hook --client CLIENT` to the client's own hook configuration.
+    """Add agc's capture hook to the client's own hook configuration.
 
-    One handler for every event agc captures, after your own hooks, which are kept; the
-    file is backed up (FILE.agc-backup-TIME) before it is changed, and a file that is not
-    valid in the client's format is refused (exit 2) with nothing written. Installing
+    The hook is agc's hook client (`PYTHON -I -S …/agc/cli/_hookclient.py --client
+    CLIENT`), which hands each event to a resident agc capture process, or with --agc,
+    `AGC hook --client CLIENT`. One handler for every event agc captures, after your own
+    hooks, which are kept; the file is backed up (FILE.agc-backup-TIME) before it is
+    changed, and a file that is not valid in the client's format is refused (exit 2)
+    with nothing written. Installing
     again changes nothing, or only the command. For Codex the hooks are also trusted in
     $CODEX_HOME/config.toml (the digest Codex's own /hooks review writes), so Codex runs
     them; when a codex program is found it is asked (hooks/list) whether it will.
@@ -152,7 +164,12 @@ def install_command(
       agc hooks install --client codex --store ~/evidence
       agc hooks install --client gemini --scope project --project ~/src/app
     """
-    command = hook_command(_agc_executable(agc), client, store=_store_text(store))
+    if agc is not None:
+        command = hook_command(_agc_executable(agc), client, store=_store_text(store))
+    else:
+        command = hook_client_command(
+            sys.executable, str(HOOK_CLIENT_SCRIPT), client, store=_store_text(store)
+        )
     program = _codex_program(codex) if client == "codex" else None
     change = install_hooks(client, scope, command=command, project=project, codex=program)
     if as_json:

@@ -179,6 +179,7 @@ def capture_hook_event(
     lock_wait_ms: int = _LOCK_WAIT_MS,
     clock: Callable[[], int] = unix_ms,
     environ: Mapping[str, str] | None = None,
+    retry: bool = False,
 ) -> HookOutcome:
     """Append one hook event to its session's run; seal the run at the session's end.
 
@@ -189,6 +190,10 @@ def capture_hook_event(
         lock_wait_ms: how long to wait for a hook of the same run that holds its file.
         clock: Unix ms, for the failure's ``ts``.
         environ: the environment for the fallback failure file (default ``os.environ``).
+        retry: the event may be in the run already (a resident capture process took it
+            and stopped before it answered): it is not appended again when the run's
+            last record is this same record (every member but the writer's ``seq``,
+            ``ts`` and ``run_id`` equal).
 
     Returns:
         What was done. Never raises on the event or the store (see the module
@@ -201,7 +206,7 @@ def capture_hook_event(
         folder = Path(str(store))
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     try:
-        return _capture(client, state, data, folder, lock_wait_ms)
+        return _capture(client, state, data, folder, lock_wait_ms, retry=retry)
     except AgcError as exc:
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     except OSError as exc:
@@ -222,7 +227,13 @@ class _State:
 
 
 def _capture(
-    client: ClientName, state: _State, data: bytes, folder: Path, lock_wait_ms: int
+    client: ClientName,
+    state: _State,
+    data: bytes,
+    folder: Path,
+    lock_wait_ms: int,
+    *,
+    retry: bool = False,
 ) -> HookOutcome:
     event = parse_hook_event(client, data)
     record = event.record
@@ -232,8 +243,10 @@ def _capture(
         _make_store(folder)
     writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
     try:
-        writer.write(record.to_record())
-        writer.checkpoint()
+        fields = record.to_record()
+        if not (retry and _is_last_record(writer.path, fields)):
+            writer.write(fields)
+            writer.checkpoint()
         state.appended = True
         final = event.ends_session
         sealed = False
@@ -258,6 +271,21 @@ def _capture(
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
+
+
+def _is_last_record(path: Path, fields: Mapping[str, Any]) -> bool:
+    """Whether the last record of the tool-events file ``path`` holds ``fields`` (each
+    member equal); ``False`` when the file is empty or its last line is not a record."""
+    last = None
+    for last in _lines(path):  # noqa: B007 - only the last line is wanted
+        pass
+    if last is None:
+        return False
+    try:
+        stored = loads(last)
+    except AgcError:
+        return False
+    return isinstance(stored, dict) and all(stored.get(k) == v for k, v in fields.items())
 
 
 def _make_store(folder: Path) -> None:
@@ -469,17 +497,19 @@ def record_capture_failure(
     code: str,
     message: str,
     client: str = "unknown",
+    run_id: str | None = None,
     clock: Callable[[], int] = unix_ms,
     environ: Mapping[str, str] | None = None,
 ) -> HookOutcome:
     """Keep a failure that happened before any event could be read (``agc hook`` was
-    started with bad arguments), as :func:`capture_hook_event` keeps its own. Never
-    raises."""
+    started with bad arguments; the hook process was stopped while it handed the event
+    to the resident capture process: ``run_id`` when the bytes that came name it), as
+    :func:`capture_hook_event` keeps its own. Never raises."""
     try:
         folder = resolve_store(store).absolute()
     except AgcError:
         folder = Path(str(store))
-    state = _State(client)
+    state = _State(client, run_id=run_id)
     return _failed(state, folder, code, message, clock, environ)
 
 
