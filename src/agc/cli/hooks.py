@@ -4,7 +4,6 @@ configuration."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -79,20 +78,16 @@ hooks_app = new_app(
 )
 
 
-def _agc_executable(option: Path | None) -> str:
-    """The absolute path of the agc executable the hooks run: ``--agc``, else the ``agc``
-    beside this Python (the same installation), else the one on ``PATH``."""
-    candidate: Path | None
-    if option is not None:
-        candidate = option.absolute()
-    else:
-        beside = Path(sys.executable).parent / "agc"
-        found = shutil.which("agc")
-        candidate = beside if beside.is_file() else Path(found).absolute() if found else None
-    if candidate is None or not (candidate.is_file() and os.access(candidate, os.X_OK)):
+def _agc_executable(option: Path) -> str:
+    """The absolute path of the agc executable ``--agc`` names.
+
+    Raises:
+        UsageError: it is not an executable file.
+    """
+    candidate = option.absolute()
+    if not (candidate.is_file() and os.access(candidate, os.X_OK)):
         raise UsageError(
-            f"no agc executable at {candidate}" if candidate else "no agc executable found",
-            hint="Give its path with --agc /path/to/agc.",
+            f"no agc executable at {candidate}", hint="Give its path with --agc /path/to/agc."
         )
     return str(candidate)
 
