@@ -54,9 +54,20 @@ def main(argv: list[str]) -> int:
         return 0  # another one serves (or the folder is gone)
     os.ftruncate(lock, 0)
     os.write(lock, b"%d\n" % os.getpid())  # who serves: for `kill`
-    import agc.cli.hook  # noqa: F401, PLC0415 - agc and its detector, loaded once
-
+    _load()
     return serve(os.path.join(folder, key + ".sock"), idle_s=IDLE_S)
+
+
+def _load() -> None:
+    """Load what a capture uses (the writer, the secret detector with its rules) before
+    the first event, not while a hook waits."""
+    import agc.cli.hook  # noqa: F401, PLC0415
+    from agc.capture import ToolEvent  # noqa: PLC0415
+    from agc.flows import capture_hook_event, record_capture_failure  # noqa: F401, PLC0415
+
+    ToolEvent(
+        event="call", source="hook", client="codex", session_id="s", input={"a": "b c"}
+    ).to_record()
 
 
 def serve(path: str, *, idle_s: float) -> int:
