@@ -23,7 +23,7 @@ JSON on stdin; its contract is ``agc hook``'s: exit 0, nothing on stdout.
    ``retry``: it is not appended a second time when the run's last record is already
    this event.
 
-The resident process is ``python -I -m agc.cli._hookserve DIR KEY``
+The resident process is this script run with ``--serve DIR KEY``
 (:mod:`agc.cli._hookserve`): one per user and installation at a time (an exclusive lock
 on ``DIR/KEY.lock``), it exits after :data:`IDLE_S` seconds without an event.
 """
@@ -167,7 +167,7 @@ def start_resident(folder: str, key: str) -> None:
         os.chdir("/")
         os.execv(  # noqa: S606 - this interpreter, with this file: no shell
             sys.executable,
-            [sys.executable, "-I", "-m", "agc.cli._hookserve", folder, key],
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--serve", folder, key],
         )
     finally:
         os._exit(0)
@@ -177,16 +177,32 @@ def capture_here(args: "list[str]", data: bytes, *, retry: bool) -> int:
     """Capture the event in this process, as ``agc hook`` does (see
     :func:`agc.cli.hook.run`)."""
     import io  # noqa: PLC0415
-    import site  # noqa: PLC0415 - the installation's packages, as a normal start has
 
-    site.main()
+    load_site()
     from agc.cli.hook import run  # noqa: PLC0415
 
     return run(args, stdin=io.BytesIO(data), retry=retry)
 
 
+def load_site() -> None:
+    """Make the installation's packages importable, as a start without ``-I -S`` has
+    them: ``site`` (the venv's, or the system's and the user's site-packages; the user's
+    unless ``$PYTHONNOUSERSITE`` is set, which ``-I`` made Python ignore)."""
+    import site  # noqa: PLC0415
+
+    site.ENABLE_USER_SITE = not os.environ.get("PYTHONNOUSERSITE")
+    site.main()
+
+
 def main(argv: "list[str]") -> int:
     """The hook command (see the module docstring); returns 0."""
+    if argv[:1] == ["--serve"] and len(argv) == 3:
+        # The resident process: agc.cli._hookserve reads this module's constants, so it
+        # is loaded by name here, once the installation's packages are importable.
+        import importlib  # noqa: PLC0415
+
+        load_site()
+        return int(importlib.import_module("agc.cli._hookserve").main(argv[1:]))
     try:
         data = sys.stdin.buffer.read(_MAX_EVENT) if sys.stdin is not None else b""
     except (OSError, ValueError):

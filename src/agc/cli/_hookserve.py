@@ -43,9 +43,10 @@ _SESSION: Final = re.compile(rb'"session_id"\s*:\s*("(?:[^"\\]|\\.){1,400}")')
 
 
 def main(argv: list[str]) -> int:
-    """``python -I -m agc.cli._hookserve FOLDER KEY``: take ``FOLDER/KEY.lock`` (exit at
-    once when another resident process holds it), then :func:`serve` ``FOLDER/KEY.sock``
-    for :data:`~agc.cli._hookclient.IDLE_S` idle seconds; returns 0."""
+    """The resident process (``_hookclient.py --serve FOLDER KEY``): take
+    ``FOLDER/KEY.lock`` (exit at once when another resident process holds it), then
+    :func:`serve` ``FOLDER/KEY.sock`` for :data:`~agc.cli._hookclient.IDLE_S` idle
+    seconds; returns 0."""
     folder, key = argv
     try:
         lock = os.open(os.path.join(folder, key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -142,7 +143,9 @@ def answer(conn: socket.socket, turn: threading.Lock) -> None:
         if go != b"G":
             _keep_cut(args, origin, data, want)
             return
-        with turn:
+        with turn:  # one capture at a time: the working folder is the hook's meanwhile
+            with contextlib.suppress(OSError):
+                os.chdir(origin[0])  # a relative path in the event is the hook's
             said = capture(args, data, origin=origin)
         with contextlib.suppress(OSError):
             conn.sendall(b"0" + said.encode("utf-8", "replace"))
@@ -240,7 +243,3 @@ def _changed(stamps: dict[str, int]) -> bool:
         except OSError:
             return True
     return False
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
