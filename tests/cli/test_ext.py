@@ -195,7 +195,7 @@ def test_enable_disable_rename_rm(
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (("ext", "rename", "art-skill", "Art Skill"), ExitCode.USAGE, "not a valid skill name"),
+        (("ext", "rename", "art-skill", "Art  Skill"), ExitCode.USAGE, "not a valid skill name"),
         (("ext", "rename", "art-skill", ""), ExitCode.USAGE, "empty"),
         (("ext", "enable", "no-such-item"), ExitCode.USAGE, "no extension item"),
         (("ext", "rm", "extension-0000000000000000"), ExitCode.USAGE, "no extension item"),
@@ -226,7 +226,9 @@ def test_project_json_has_the_launchers_shape(
     assert result["configToml"] == str(home / "config.toml")
     assert result["fingerprint"].startswith("blake3:")
     assert [set(skill) for skill in result["skills"]] == [{"id", "name", "path"}] * 2
-    assert [set(server) for server in result["mcpServers"]] == [{"id", "name"}]
+    assert [set(server) for server in result["mcpServers"]] == [
+        {"id", "name", "forwarded", "warnings"}
+    ]
     assert Path(result["skills"][0]["path"]).is_file()
 
 
