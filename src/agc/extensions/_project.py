@@ -55,7 +55,13 @@ from agc.extensions._fingerprint import (
     jsonable,
     tree_fingerprint,
 )
-from agc.extensions._mcp import EnvBlocklist, credential_warnings, forwards, project_server
+from agc.extensions._mcp import (
+    MAX_NUMBER,
+    EnvBlocklist,
+    credential_warnings,
+    forwards,
+    project_server,
+)
 from agc.extensions._model import ExtensionIndex, ExtensionItem
 from agc.extensions._names import collision_key, skill_folder_name
 from agc.extensions._private import PRIVATE_FILE_MODE, private_dir, private_file
@@ -363,19 +369,23 @@ def project(
         codex_home: the isolated ``CODEX_HOME`` (created if absent).
         skill_root: where the skill root goes (default ``<codex_home>/extension-skills``).
         base_config: a parsed ``config.toml`` to build on; its ``mcp_servers`` win.
-        startup_grace_ms: ``mcp_optional_startup_grace_ms`` (milliseconds, >= 0).
+        startup_grace_ms: ``mcp_optional_startup_grace_ms`` (milliseconds, 0 to 2^53).
         blocklist: the client's secret env names (default :class:`EnvBlocklist`).
 
     Raises:
         ProjectionRefusedError: the target holds a ``config.toml`` or skill root agc
             did not write.
-        InputError: the Codex home or the skill root has a path that is not UTF-8, or
-            ``base_config`` nests deeper than 64 levels.
+        InputError: the Codex home or the skill root has a path that is not UTF-8,
+            ``base_config`` nests deeper than 64 levels, or ``startup_grace_ms`` is
+            outside 0 to 2^53.
         StoreError: writing failed (disk full …); the previous projection stays whole.
         ExtensionIndexInvalidError: the index is damaged.
     """
-    if startup_grace_ms < 0:
-        raise ValueError("startup_grace_ms must be >= 0")
+    if not 0 <= startup_grace_ms <= MAX_NUMBER:
+        raise InputError(
+            f"the startup grace {startup_grace_ms} ms is not between 0 and 2^53 ms",
+            hint="Give --startup-grace-ms a number of milliseconds (default 120000).",
+        )
     home = Path(codex_home).absolute()
     root = Path(skill_root).absolute() if skill_root is not None else home / DEFAULT_SKILL_ROOT_NAME
     for what, path in (("Codex home", home), ("skill root", root)):

@@ -23,8 +23,9 @@ more than :data:`MAX_FRONTMATTER_NODES` nodes or more than
 repeated by a few aliases is few nodes but a huge document once written out again). A
 double-quoted ``"\\ud800"`` escape (a lone surrogate, not a Unicode scalar value: YAML
 1.1 lets PyYAML build it) is refused too: no UTF-8 file (the index, the renamed copy)
-can hold it. A value of a valid form that Python cannot build (an integer of more digits
-than ``int()`` converts, a date such as ``2024-13-45``) is refused like invalid YAML.
+can hold it. An integer written with more than :data:`MAX_INTEGER_CHARS` characters,
+and a value of a valid form that Python cannot build (a date such as ``2024-13-45``),
+are refused like invalid YAML.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ MAX_FRONTMATTER_DEPTH: Final = 64
 """Deepest nesting of sequences and mappings accepted in a frontmatter."""
 MAX_FRONTMATTER_NODES: Final = 100_000
 """Most nodes a frontmatter may expand to, aliases counted as the nodes they repeat."""
+MAX_INTEGER_CHARS: Final = 1000
+"""Longest integer accepted in a frontmatter, in characters of its YAML text (any base):
+Python converts an integer to decimal text only up to 4300 digits
+(``sys.get_int_max_str_digits``), and no frontmatter field needs more than a few."""
+_INT_TAG: Final = "tag:yaml.org,2002:int"
 MAX_FRONTMATTER_EXPANDED_BYTES: Final = 1024 * 1024
 """Most UTF-8 bytes of scalar text (keys and values) a frontmatter may expand to,
 aliases counted as the text they repeat."""
@@ -84,6 +90,14 @@ def _check_expansion(root: yaml.Node) -> None:
         if isinstance(node, yaml.ScalarNode) and not _is_utf8_text(node.value):
             raise FrontmatterRefusedError(
                 "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)"
+            )
+        if (
+            isinstance(node, yaml.ScalarNode)
+            and node.tag == _INT_TAG
+            and len(node.value) > MAX_INTEGER_CHARS
+        ):
+            raise FrontmatterRefusedError(
+                f"an integer is written with more than {MAX_INTEGER_CHARS} characters"
             )
         if done:
             open_nodes.discard(key)
@@ -163,9 +177,8 @@ def _load_frontmatter(text: str) -> Any:
         try:
             return loader.construct_document(node)
         except (ValueError, OverflowError) as exc:
-            # A value of a valid form that Python cannot build: an integer of more
-            # digits than int() converts (sys.get_int_max_str_digits), a date such as
-            # 2024-13-45.
+            # A value of a valid form that Python cannot build: a date such as
+            # 2024-13-45 (long integers were refused above).
             raise FrontmatterRefusedError(f"a value cannot be read ({_short_text(exc)})") from None
     finally:
         loader.dispose()
