@@ -169,7 +169,8 @@ def import_command(
     A source is a file (SKILL.md, config.toml, .mcp.json, anything else), a folder, a
     zip archive or a plugin (.codex-plugin/ or .claude-plugin/plugin.json). It is kept
     once, byte for byte; nothing in it is run, started or fetched. Unsafe archives
-    (.., absolute paths, links, colliding names, zip bombs) are refused whole.
+    (.., absolute paths, links that leave the archive, colliding names, zip bombs) are
+    refused whole; a link inside an archive is kept as a copy of its file or skipped.
     Names that are taken get -2, -3 …; one notice per import says so.
     An MCP server's literal env or header values (possibly secrets) are named in a
     warning, never shown, and kept only in owner-only files (0600 in 0700 folders);
@@ -345,9 +346,10 @@ def rename_command(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> int:
-    """Rename an item. Skills: lower-case letters, digits and hyphens (at most 64); MCP
-    servers: letters, digits, '_' and '-'. A taken name gets -2, -3 … with a notice.
-    The stored source is never changed: a renamed skill's runtime copy carries the name.
+    """Rename an item. Skills: any name Codex loads (1-64 characters, single spaces
+    inside, no control characters); MCP servers: letters, digits, '_' and '-'. A taken
+    name gets -2, -3 … with a notice. The stored source is never changed: a renamed
+    skill's runtime copy carries the name.
 
     \b
     Examples:

@@ -4,8 +4,9 @@
 
 * a skill root (default ``<codex_home>/extension-skills``) rebuilt from scratch: it is
   built beside the old one and swapped in, so disabled, removed or changed items leave
-  nothing behind. Each enabled skill is a copy of its stored folder named after the
-  item, whose ``SKILL.md`` frontmatter ``name`` is the item's name (a renamed skill's
+  nothing behind. Each enabled skill is a copy of its stored folder, in a folder named
+  after the item (``_names.skill_folder_name``: a portable file name), whose ``SKILL.md``
+  frontmatter ``name`` is the item's name (a renamed skill's
   copy is renamed; the stored original never changes). Nested ``SKILL.md`` files and
   plugin manifests are left out of the copy, so Codex sees exactly one skill per item.
   The launcher registers the root with the app-server's ``skills/extraRoots/set``;
