@@ -112,7 +112,8 @@ def test_a_token_no_client_could_present_is_a_usage_error(
 def test_a_bad_protocol_and_a_busy_port_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = ["serve", "--workspace", str(tmp_path), "--store", str(tmp_path / "s")]
+    (tmp_path / "w").mkdir()
+    base = ["serve", "--workspace", str(tmp_path / "w"), "--store", str(tmp_path / "s")]
     assert agc_main([*base, "--protocol", "websocket"]) == 2
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -171,9 +171,9 @@ def test_a_turn_cut_off_by_a_crash_stays_unsealed_until_recovered(tmp_path: Path
 
 def test_odd_agent_text_still_makes_a_sealed_run(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    sink = AuditSink(store=store, signing_key=None, ledger_root=tmp_path)
+    sink = AuditSink(store=store, signing_key=None, ledger_root=tmp_path / "ledger")
     trace_id = "trc-" + "c" * 32
-    info = turn_info(trace_id)
+    info = turn_info(trace_id, workspace=tmp_path)
     sink.on_turn_start(info)
     trace = Trace(trace_id, "conv-1", 1, 0, 100)
     odd = {
