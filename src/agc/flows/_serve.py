@@ -67,13 +67,16 @@ class DescriptorReserve:
         count: descriptors to hold (on ``os.devnull``, close-on-exec).
 
     Thread-safe. :meth:`released` closes them for the duration of a ``with`` block and
-    takes them again afterwards (as many as the process can open then).
+    takes them again afterwards (as many as the process can open then): each seal runs
+    inside it, so that it finds descriptors even when the rest of the process took
+    every other one.
     """
 
     def __init__(self, count: int = RESERVED_DESCRIPTORS) -> None:
         self.count = count
         self._fds: list[int] = []
         self._lock = threading.Lock()
+        self._users = 0
         self.refill()
 
     @property
@@ -99,11 +102,19 @@ class DescriptorReserve:
 
     @contextlib.contextmanager
     def released(self) -> Iterator[None]:
+        """Without the held descriptors for the block; taken again when the last of
+        the threads inside such blocks leaves."""
+        with self._lock:
+            self._users += 1
         self.release()
         try:
             yield
         finally:
-            self.refill()
+            with self._lock:
+                self._users -= 1
+                last = self._users == 0
+            if last:
+                self.refill()
 
 
 @dataclass
@@ -180,7 +191,10 @@ class AuditSink:
         )
         try:
             run.transcript.write(request_record(turn))
-            run.transcript.flush()
+            # A first checkpoint of each file opens its checkpoint file now, while
+            # descriptors are to be had: the one before the seal needs none.
+            run.transcript.checkpoint()
+            run.tool_events.checkpoint()
         except BaseException:
             run.abort()
             raise
@@ -233,7 +247,12 @@ class AuditSink:
             open_turn = self._turns.pop(turn.trace_id)
         try:
             open_turn.run.transcript.write(reply_record(turn, end))
-            transcript, tool_events = open_turn.run.close()
+            # Every record vouched for (the checkpoint files are open since the start),
+            # then sealed with the reserved descriptors given back.
+            open_turn.run.transcript.checkpoint()
+            open_turn.run.tool_events.checkpoint()
+            with self.reserve.released():
+                transcript, tool_events = open_turn.run.close()
         except (AgcError, OSError):
             # Every record reached the file before the seal was tried (the writers flush
             # first): released unsealed, with a crash checkpoint when one can be written.

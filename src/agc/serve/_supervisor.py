@@ -782,6 +782,8 @@ class Supervisor:
                 trace.audit = {
                     "sealed": False,
                     "error": redact_text(f"{type(exc).__name__}: {exc}")[:500],
+                    # What reached the record stays there, for the recovery.
+                    "recoverWith": f"agc recover {trace.trace_id}",
                 }
                 status = "failed"
                 trace.error = {
