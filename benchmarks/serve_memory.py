@@ -19,8 +19,9 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
-from agc.serve import ProviderEvent
 from tests.serve.fakes import Behaviour, Factory, make_supervisor
+
+from agc.serve import ProviderEvent
 
 __all__ = ["main"]
 

@@ -232,3 +232,28 @@ def test_a_running_trace_keeps_at_most_its_byte_budget(tmp_path: Path) -> None:
     trace = supervisor.traces[result["traceId"]]
     assert 0 < trace.kept_bytes <= 100_000
     assert trace.first_kept_seq > 0
+
+
+def test_a_retry_is_replayed_even_when_its_attachment_is_gone_since(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    supervisor, factory = make_supervisor(tmp_path)
+
+    async def scenario() -> None:
+        async with served(supervisor) as client:
+            headers = {"Idempotency-Key": "key-2"}
+            body = {"message": "x", "attachments": ["README.md"]}
+            first = await client.post(CHAT, json=body, headers=headers)
+            assert first.status_code == 202
+            (workspace / "README.md").unlink()
+            again = await client.post(CHAT, json=body, headers=headers)
+            assert again.status_code == 202
+            assert again.json() == {**first.json(), "replayed": True}
+            other = await client.post(
+                CHAT, json={**body, "attachments": ["docs/gdd.md"]}, headers=headers
+            )
+            assert other.status_code == 422
+            assert other.json()["error"]["code"] == "idempotency_key_reused"
+            await terminal(client, first.json()["traceId"])
+
+    run(scenario())
+    assert sum(len(s.turns) for s in factory.sessions) == 1

@@ -426,14 +426,15 @@ class Supervisor:
             raise ChatRefusedError(
                 400, _error("conversation_id_invalid", "conversationId must be a string id")
             )
-        offered = offered_files(config.workspace, attachments)
-        # JSON keeps a missing conversation (null) apart from the string "None".
+        # JSON keeps a missing conversation (null) apart from the string "None". The
+        # attachments as sent: a retry is replayed even if a file is gone since.
         fingerprint = hashlib.sha256(
-            json.dumps([conversation_id, message, list(offered)]).encode("ascii")
+            json.dumps([conversation_id, message, attachments], sort_keys=True).encode("ascii")
         ).hexdigest()
         replayed = self._replayed(idempotency_key, fingerprint)
         if replayed is not None:
             return replayed
+        offered = offered_files(config.workspace, attachments)
         if self._stopping:
             raise ChatRefusedError(
                 503, _error("service_stopping", "the service is shutting down"), retry_after=5
