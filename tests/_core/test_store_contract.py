@@ -322,6 +322,21 @@ def test_listing_gives_the_paths_under_a_prefix_in_path_order(store: Store) -> N
     assert list(store.list_paths("audit/transcripts/a.jsonl")) == _FILES[4:6]
 
 
+def test_a_listing_of_objects_gives_each_path_its_size_and_time_without_a_read(
+    store: Store,
+) -> None:
+    for path in _FILES:
+        store.put_new(path, path.encode() * 3)
+    written = {path: store.get(path, max_bytes=1 << 20) for path in _FILES}
+    listed = list(store.list_objects("audit/manifests/"))
+    assert [o.path for o in listed] == list(store.list_paths("audit/manifests/"))
+    for entry in listed:
+        found = written[entry.path]
+        assert found is not None
+        assert (entry.size, entry.last_modified_ms) == (len(found[0]), found[1].last_modified_ms)
+    assert list(store.list_objects("audit/nothing/")) == []
+
+
 def test_the_names_in_a_folder_are_its_objects_and_sub_folders_once(store: Store) -> None:
     for path in _FILES:
         store.put_new(path, path.encode())
