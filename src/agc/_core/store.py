@@ -36,7 +36,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, overload
 
-from agc._core.folderstore import FolderStore
 from agc._core.storage import ChainPaths, Store
 from agc.errors import RunIdInvalidError, UsageError
 
@@ -383,4 +382,8 @@ def open_store(store: StoreArg | Store = None) -> Store:
     remote = remote_store(store)
     if remote is not None:
         return remote
+    # the folder backend (hashlib, the fs layer) only when a store is opened: a run id
+    # or the layout alone does not need it
+    from agc._core.folderstore import FolderStore  # noqa: PLC0415
+
     return FolderStore(resolve_store(store))
