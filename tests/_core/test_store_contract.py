@@ -32,6 +32,7 @@ from agc._core.store import (
     RunId,
     StoreLayout,
     artifact_path,
+    is_run_id,
     manifest_path,
     open_store,
     validate_run_id,
@@ -754,6 +755,13 @@ def test_a_run_id_outside_the_allow_list_is_never_made(bad: str) -> None:
         RunId(bad)
     with pytest.raises(RunIdInvalidError):
         artifact_path(bad, "transcript")
+    assert not is_run_id(bad)  # a name read from a store: skipped, never raised
+
+
+@pytest.mark.parametrize("good", ["r1", "run-1.a_b", "x" * 128, RunId("r2")])
+def test_a_run_id_is_one_to_the_predicate_as_to_the_check(good: str) -> None:
+    assert is_run_id(good)
+    assert validate_run_id(good) == good
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ __all__ = [
     "archived_manifest_path",
     "artifact_path",
     "folder_store",
+    "is_run_id",
     "link_path",
     "manifest_lock_path",
     "manifest_path",
@@ -186,6 +187,17 @@ def validate_run_id(run_id: str) -> str:
     if type(run_id) is not RunId:
         _check_run_id(run_id)
     return run_id
+
+
+def is_run_id(text: object) -> bool:
+    """Whether ``text`` is a valid run id (:func:`validate_run_id` accepts it): for a
+    name read from a store (a listing, a chain link), where one that is not is skipped
+    or reported, never raised."""
+    try:
+        _check_run_id(text)
+    except RunIdInvalidError:
+        return False
+    return True
 
 
 def _check_run_id(run_id: object) -> None:
