@@ -63,7 +63,7 @@ from agc.errors import (
     SnapshotUnsealedError,
 )
 from agc.resume._formats.detect import get_spec
-from agc.resume._formats.model import FormatName
+from agc.resume._formats.model import MAX_SNAPSHOT_BYTES, FormatName
 from agc.resume._snapshot_sig import SIGNATURE_SUFFIX, encode_signature, judge_signature
 from agc.resume._snapshot_store import (
     FolderSnapshots,
@@ -101,8 +101,6 @@ __all__ = [
 SNAPSHOT_SCHEMA_VERSION: Final = 1
 ALLOWED_CONFIG_KEYS: Final[tuple[str, ...]] = ("provider", "model", "workspace")
 SNAPSHOT_FORMATS: Final[tuple[FormatName, ...]] = ("openai-chat", "anthropic", "openai-responses")
-MAX_SNAPSHOT_BYTES: Final = 512 * 1024 * 1024
-"""Largest snapshot read, compressed or not (bytes); guards against zstd bombs too."""
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 
 
