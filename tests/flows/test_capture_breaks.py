@@ -1,5 +1,7 @@
-"""Reproductions of ways a captured run is called complete although its evidence says
-otherwise (found by an adversarial review; each is expected to fail until fixed)."""
+"""Ways a captured run could be called complete although its evidence says otherwise
+(found by an adversarial review), each held as a class of attack: a session file edited
+where it was sealed, a capture failure removed from beside the run, a call's input
+rewritten, calls after the hooks stopped, a call forged behind another line."""
 
 from __future__ import annotations
 
@@ -270,3 +272,119 @@ def test_a_call_added_behind_a_line_of_another_format_is_found(store: Path, tmp_
     decoy = json.dumps({"type": "turn.started"})  # a `codex exec --json` event
     _capture(store, tmp_path / "s.jsonl", [], [decoy, *_lines([("toolu_x", "Write")])])
     assert verify([RUN, "--store", str(store)]) == 1
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(seen=st.integers(1, 3), unseen=st.integers(0, 2), answered=st.booleans())
+def test_a_killed_session_whose_file_holds_calls_its_hooks_never_saw_is_not_complete(
+    tmp_path_factory: pytest.TempPathFactory, seen: int, unseen: int, answered: bool
+) -> None:
+    """A session killed in the middle of a tool call (its hooks saw the call begin, and
+    no stop or end after it), then `agc recover`, then `agc import` of its session file:
+    every call the file holds after the hooks' last call is `hooks-stopped`, and the
+    run is complete only when there is none."""
+    root = tmp_path_factory.mktemp("killed")
+    store = root / "store"
+    store.mkdir()
+    session = root / f"{SESSION}.jsonl"
+    calls = [(f"toolu_{i}", "Bash") for i in range(seen + unseen)]
+
+    def fire(name: str, **members: object) -> None:
+        outcome = capture_hook_event("claude-code", _hook(name, session, **members), store=store)
+        assert outcome.failure is None
+
+    fire("SessionStart", source="startup")
+    for index, (call_id, tool) in enumerate(calls[:seen]):
+        fire("PreToolUse", tool_name=tool, tool_input={}, tool_use_id=call_id)
+        if index < seen - 1 or answered:
+            fire("PostToolUse", tool_name=tool, tool_input={}, tool_use_id=call_id)
+    # Killed here (kill -9: nothing more fires); the file holds what the client wrote.
+    session.write_text("".join(line + "\n" for line in _lines(calls)))
+    assert agc(["recover", RUN, "--store", str(store)]) == 0
+    assert agc(["import", str(session), "--store", str(store)]) == 0
+    codes = _codes(store)
+    if unseen:
+        assert verify([RUN, "--store", str(store)]) == 1
+        assert "hooks-stopped" in codes
+        assert "transcript-diverges" not in codes  # not shown edited: unwitnessed
+    else:
+        assert verify([RUN, "--store", str(store)]) == 0
+        assert "hooks-stopped" not in codes
+
+
+def test_hooks_stopped_names_each_call_and_its_line(store: Path, tmp_path: Path) -> None:
+    session = tmp_path / f"{SESSION}.jsonl"
+    capture_hook_event("claude-code", _hook("SessionStart", session), store=store)
+    event = _hook("PreToolUse", session, tool_name="Bash", tool_input={}, tool_use_id="toolu_1")
+    capture_hook_event("claude-code", event, store=store)
+    session.write_text("".join(line + "\n" for line in _lines(CALLS)))
+    assert agc(["recover", RUN, "--store", str(store)]) == 0
+    assert agc(["import", str(session), "--store", str(store)]) == 0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert verify([RUN, "--store", str(store), "--json"]) == 1
+    report = json.loads(out.getvalue())
+    stopped = [f for f in report["findings"] if f["code"] == "hooks-stopped"]
+    assert [(f["lines"], f["actual"]["call_id"]) for f in stopped] == [
+        ([4, 4], "toolu_2"),
+        ([6, 6], "toolu_3"),
+    ]
+    assert (report["verdict_word"], report["verdict_category"]) == ("hooks-stopped", "unfinished")
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(steps=st.lists(st.sampled_from(["call", "locked", "stop"]), min_size=1, max_size=8))
+def test_no_capture_failure_can_be_removed_from_beside_the_run_once_it_is_sealed(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str]
+) -> None:
+    """Events that fail (the run's file held by another writer) at any point of a
+    session, between turns too: once the session is sealed, removing the failure files
+    beside the run (`capture/failures.jsonl`, `capture/pending/`) leaves every failure
+    counted, from the run's own sealed records."""
+    root = tmp_path_factory.mktemp("failed")
+    store = root / "store"
+    store.mkdir()
+    session = root / "s.jsonl"
+    session.write_text("".join(line + "\n" for line in _lines([])))
+    capture_hook_event("claude-code", _hook("SessionStart", session), store=store)
+    failed = 0
+    for index, step in enumerate(steps):
+        if step == "stop":
+            assert capture_hook_event("claude-code", _hook("Stop", session), store=store).sealed
+            continue
+        event = _hook(
+            "PreToolUse", session, tool_name="Bash", tool_input={}, tool_use_id=f"t{index}"
+        )
+        if step == "call":
+            assert capture_hook_event("claude-code", event, store=store).failure is None
+            continue
+        holder = ToolEventWriter(RUN, store=store, resume=True)
+        try:
+            outcome = capture_hook_event("claude-code", event, store=store, lock_wait_ms=0)
+        finally:
+            holder.abort()
+        assert outcome.failure is not None
+        assert outcome.failure.code == "run-locked"
+        failed += 1
+    for name in ("Stop", "SessionEnd"):
+        assert capture_hook_event("claude-code", _hook(name, session), store=store).sealed
+    shutil.rmtree(store / "capture", ignore_errors=True)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = verify([RUN, "--store", str(store), "--json"])
+    report = json.loads(out.getvalue())
+    found = [f for f in report["findings"] if f["code"] == "capture-failed"]
+    if failed:
+        assert code == 1
+        (finding,) = found
+        assert finding["actual"] == {"failures": failed, "codes": ["run-locked"]}
+    else:  # (the file holds none of the calls: only the failures are looked at)
+        assert found == []

@@ -177,9 +177,18 @@ def test_a_session_end_without_its_session_file_keeps_the_failure_and_stays_unse
     assert outcome.appended
     assert not outcome.sealed
     assert outcome.failure is not None
+    # A session file named but gone has its own code; an event naming none is invalid.
+    expected = "input-invalid" if transcript == "none" else "session-file-missing"
+    assert outcome.failure.code == expected
     assert outcome.kept_at == store / "capture/failures.jsonl"
     assert [f.run_id for f in capture_failures(store)] == [RUN]
     assert not check_run(RUN, store).complete
+    # The failure is in the run itself too (its file was free: written at once).
+    (recorded,) = [r for r in _records(store) if r["event"] == "capture-failed"]
+    assert (recorded["hook"], recorded["failure"]["code"]) == ("SessionEnd", expected)
+    assert not (store / "capture" / "pending").exists() or not any(
+        (store / "capture" / "pending").iterdir()
+    )
 
 
 def test_hooks_firing_in_parallel_append_every_event_once(store: Path) -> None:

@@ -167,18 +167,19 @@ def _finding(divergence: Divergence) -> Finding[Any]:
     witness = {"missing-from-transcript": "hooks", "input-differs": "both"}.get(
         divergence.kind, "transcript"
     )
-    return Finding(
-        # Calls after the hooks' last event, in a session they were not seen to stop:
-        # unwitnessed, not shown edited.
-        "hooks-stopped" if divergence.kind == "after-hooks" else "transcript-diverges",
-        divergence.describe(),
+    where: dict[str, Any] = {
         # A call the file answers with an error may have been refused before any hook
         # ran (it never ran): said, but not held against the run.
-        severity="warning" if divergence.refused else "error",
-        artifact="transcript",
-        lines=None if divergence.line is None else (divergence.line, divergence.line),
-        actual={"witness": witness, "tool": divergence.tool, "call_id": divergence.call_id},
-    )
+        "severity": "warning" if divergence.refused else "error",
+        "artifact": "transcript",
+        "lines": None if divergence.line is None else (divergence.line, divergence.line),
+        "actual": {"witness": witness, "tool": divergence.tool, "call_id": divergence.call_id},
+    }
+    if divergence.kind == "after-hooks":
+        # Calls after the hooks' last event, in a session they were not seen to stop:
+        # unwitnessed, not shown edited.
+        return Finding("hooks-stopped", divergence.describe(), **where)
+    return Finding("transcript-diverges", divergence.describe(), **where)
 
 
 _CHANGED: Final = "session-file-changed"
