@@ -53,6 +53,8 @@ __all__ = [
     "RunIdInvalidError",
     "RunLockedError",
     "RunNotFoundError",
+    "SessionFileChangedError",
+    "SessionFileMissingError",
     "SidecarInvalidError",
     "SidecarMismatchError",
     "SnapshotInvalidError",
@@ -227,6 +229,30 @@ class HookEventInvalidError(InputError):
     default_hint = (
         "agc hook reads the event JSON a client hook sends on stdin; the failure is kept "
         "for `agc hooks status` and the run is never complete."
+    )
+
+
+class SessionFileMissingError(InputError):
+    """The client session file a hook event names (``transcript_path``) is gone when
+    ``agc hook`` comes to seal it (a client that removed it, a session cycled away)."""
+
+    code = "session-file-missing"
+    default_hint = (
+        "The run stays unsealed with every event a hook wrote; `agc recover RUN` seals it, "
+        "and `agc import FILE` seals a copy of the session file when you have one."
+    )
+
+
+class SessionFileChangedError(AgcError):
+    """A client session file no longer begins with the bytes earlier seals of its run
+    took from it (it was edited, truncated or replaced where it had been sealed): the
+    new lines are not sealed after a prefix that is not the sealed one."""
+
+    code = "session-file-changed"
+    exit_code = ExitCode.FINDINGS
+    default_hint = (
+        "`agc-verify RUN` reports it (transcript-diverges); `agc diff RUN FILE` shows where "
+        "the file differs from what was sealed."
     )
 
 

@@ -96,14 +96,124 @@ def test_a_call_whose_id_was_replaced_is_found_when_the_tool_changed_too(
 
 def test_calls_before_the_hooks_were_installed_are_not_held_against_the_file() -> None:
     # No session-start hook: the session began before the hooks, so the file's first
-    # calls were never theirs to see; a call after their last one, with no stop seen,
-    # is outside their window too.
+    # calls were never theirs to see. A call after their last one is theirs: unseen
+    # when they saw the turn stop, "after-hooks" when they were not seen to stop.
     _, recorded = _witnesses(["Read", "Bash", "Edit", "Bash"], ids=True)
     hooked = [_call("hook", "Bash", "c1"), _call("hook", "Edit", "c2")]
-    assert compare_calls(hooked, recorded) == ()
+    (divergence,) = compare_calls(hooked, recorded)
+    assert (divergence.kind, divergence.call_id, divergence.line) == ("after-hooks", "c3", 7)
     hooked.append(_mark("stop"))
     (divergence,) = compare_calls(hooked, recorded)
     assert (divergence.kind, divergence.call_id, divergence.line) == ("unseen-by-hooks", "c3", 7)
+
+
+@given(
+    tools=_SESSIONS.filter(bool),
+    data=st.data(),
+    last=st.sampled_from(["call", "result", "prompt", "compact", "other"]),
+    opened=st.booleans(),
+)
+def test_every_call_after_hooks_that_were_not_seen_to_stop_is_found(
+    tools: list[str], data: st.DataObject, last: str, opened: bool
+) -> None:
+    """A session killed mid-turn (or whose hooks stopped firing): the hooks saw its
+    calls up to some point and no stop or end after it; every call of the file after
+    the last one they matched is ``after-hooks``, and nothing before it is held."""
+    seen = data.draw(st.integers(1, len(tools)))
+    hooked, recorded = _witnesses(tools, ids=True)
+    hooked = hooked[: 1 + seen]  # session start and the first `seen` calls
+    if not opened:
+        hooked = hooked[1:]
+    if last != "call":
+        hooked.append(_mark(last))
+    found = compare_calls(hooked, recorded)
+    assert [d.kind for d in found] == ["after-hooks"] * (len(tools) - seen)
+    assert [d.call_id for d in found] == [f"c{i}" for i in range(seen, len(tools))]
+    assert all("after the hooks' last call" in d.describe() for d in found)
+    # Seen to stop (or end) after their last call, the same calls are unseen, as before.
+    closing = st.sampled_from(["stop", "session-end"])
+    closed = compare_calls([*hooked, _mark(data.draw(closing))], recorded)
+    assert [d.kind for d in closed] == ["unseen-by-hooks"] * (len(tools) - seen)
+
+
+def _input_call(source: Any, client: Any, call_id: str, value: Any) -> ToolEvent:
+    return ToolEvent(
+        event="call",
+        source=source,
+        client=client,
+        session_id="s",
+        tool="Bash",
+        call_id=call_id,
+        input=value,
+        line=None if source == "hook" else 3,
+    )
+
+
+_TEXT = st.text(max_size=30)
+_INPUTS = st.dictionaries(
+    st.sampled_from(["command", "description", "timeout", "file_path"]),
+    st.one_of(_TEXT, st.integers(-(2**40), 2**40), st.booleans()),
+    max_size=4,
+)
+
+
+@given(value=_INPUTS, data=st.data())
+def test_a_claude_code_call_whose_input_was_rewritten_is_found(
+    value: dict[str, Any], data: st.DataObject
+) -> None:
+    """Claude Code gives its hooks the input its session file holds: the same input,
+    its members in any order, agrees; any other input is ``input-differs`` at the
+    file's line."""
+    shuffled = dict(data.draw(st.permutations(list(value.items()))))
+    start = [_mark("session-start")]
+    hooked = [*start, _input_call("hook", "claude-code", "c0", value), _mark("stop")]
+    assert compare_calls(hooked, [_input_call("session-file", "claude-code", "c0", shuffled)]) == ()
+    other = data.draw(_INPUTS.filter(lambda v: v != value))
+    (divergence,) = compare_calls(hooked, [_input_call("session-file", "claude-code", "c0", other)])
+    assert (divergence.kind, divergence.call_id, divergence.line) == ("input-differs", "c0", 3)
+    assert "another input" in divergence.describe()
+
+
+@given(command=_TEXT, other=_TEXT, extra=_INPUTS)
+def test_a_codex_call_is_compared_by_its_command_text(
+    command: str, other: str, extra: dict[str, Any]
+) -> None:
+    """A Codex hook names a shell call ``{"command"}``; its rollout keeps the model's
+    ``exec_command`` arguments (``cmd`` and others): the command text is compared, the
+    other arguments are not."""
+    hooked = [_mark("session-start"), _input_call("hook", "codex", "c0", {"command": command})]
+    same = {**extra, "cmd": command, "yield_time_ms": 1}
+    assert compare_calls(hooked, [_input_call("session-file", "codex", "c0", same)]) == ()
+    changed = compare_calls(hooked, [_input_call("session-file", "codex", "c0", {"cmd": other})])
+    assert [d.kind for d in changed] == ([] if other == command else ["input-differs"])
+
+
+def test_the_recorded_hook_inputs_equal_their_session_files_calls() -> None:
+    """The rule holds for what the real clients sent (tests/fixtures/hooks): each hook
+    call's input digest equals the session file's call of the same id."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from agc._core.json import loads  # noqa: PLC0415
+    from agc.capture import SessionParser, parse_hook_event  # noqa: PLC0415
+
+    root = Path(__file__).parent.parent / "fixtures" / "hooks"
+    for client in ("claude-code", "codex"):
+        parser = SessionParser()
+        file_calls = {
+            e.call_id: e
+            for raw in (root / client / "session-file.jsonl").read_bytes().splitlines()
+            for e in parser.feed(loads(raw))
+            if e.event == "call"
+        }
+        compared = 0
+        for path in sorted((root / client).glob("PreToolUse*.json")):
+            hook = parse_hook_event(client, path.read_bytes()).record
+            theirs = file_calls[hook.call_id]
+            ours_digest = crosscheck.input_digest(hook.client, hook.to_record()["input"])
+            assert ours_digest is not None
+            assert ours_digest == crosscheck.input_digest(theirs.client, theirs.input), path
+            compared += 1
+        assert compared == 2, client
 
 
 def test_a_divergence_says_which_call_and_where() -> None:

@@ -524,23 +524,36 @@ def _fake_agc(folder: Path) -> Path:
 
 
 def test_cli_install_then_status_says_every_client_will_run_it(
-    home: Path, capsys: pytest.CaptureFixture[str]
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agc = _fake_agc(home)
+    monkeypatch.setenv("PATH", str(agc.parent))  # no codex program to ask
     assert main(["hooks", "status"]) == 1  # nothing installed
     for client in CLIENTS:
         assert (
             main(["hooks", "install", "--client", client, "--agc", str(agc), "--store", "ev"]) == 0
         )
     capsys.readouterr()
-    assert main(["hooks", "status", "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["ok"] is True
-    assert [c["client"] for c in report["clients"]] == list(CLIENTS)
-    for entry in report["clients"]:
-        assert entry["will_run"]
-        assert entry["command_found"]
-        assert entry["store"] == str(home / "ev")  # made absolute: hooks run elsewhere
+    # Codex's trust is agc's own digest until a Codex program confirms it.
+    for asked in ([], ["--codex", ""]):
+        assert main(["hooks", "status", "--json", *asked]) == 1
+        report = json.loads(capsys.readouterr().out)
+        assert report["ok"] is False
+        assert [c["client"] for c in report["clients"]] == list(CLIENTS)
+        for entry in report["clients"]:
+            codex = entry["client"] == "codex"
+            assert entry["will_run"] is (None if codex else True)
+            assert (entry["unconfirmed"] is not None) is codex
+            assert entry["problems"] == []
+            assert entry["command_found"]
+            assert entry["store"] == str(home / "ev")  # made absolute: hooks run elsewhere
+    assert main(["hooks", "status", "--client", "codex"]) == 1
+    out = capsys.readouterr().out
+    assert "codex (user): cannot be confirmed to run agc's hook" in out
+    assert "trusted by agc's digest (Codex not asked)" in out
+    assert "will run" not in out
+    for client in ("claude-code", "gemini"):
+        assert main(["hooks", "status", "--client", client]) == 0
     agc.unlink()
     assert main(["hooks", "status", "--client", "gemini"]) == 1
     assert "program does not exist" in capsys.readouterr().out

@@ -132,7 +132,9 @@ def test_codex_runs_the_hooks_agc_installs_and_keeps_the_users_trust(
     assert {t.key: t.current_hash for t in status.trust} == {
         h["key"]: h["currentHash"] for h in ours
     }
-    assert status.will_run
+    # agc's digest alone sees nothing wrong, but only Codex can confirm it will run them.
+    assert (status.problems, status.verdict) == ((), None)
+    assert check_hooks("codex", "user", environ=env, codex=str(codex_bin)).will_run
     # The user's hooks are not trusted by agc; the user trusts the one after agc's as
     # Codex's /hooks review does (its current hash under its key).
     (after,) = [h for h in hooks if h.get("command") == "/usr/bin/true after"]
@@ -169,7 +171,8 @@ def test_codex_runs_project_hooks_agc_installs_once_the_project_is_trusted(
     assert len(ours) == len(CLIENT_EVENTS["codex"])
     assert {h["source"] for h in ours} == {"project"}
     assert {h["trustStatus"] for h in ours} == {"trusted"}
-    assert check_hooks("codex", "project", project=project, environ=env).will_run
+    asked = check_hooks("codex", "project", project=project, environ=env, codex=str(codex_bin))
+    assert asked.will_run
 
 
 def test_codex_runs_the_hooks_of_a_home_reached_through_a_symlink(

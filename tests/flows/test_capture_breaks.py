@@ -1,20 +1,27 @@
-"""Reproductions of ways a captured run is called complete although its evidence says
-otherwise (found by an adversarial review; each is expected to fail until fixed)."""
+"""Ways a captured run could be called complete although its evidence says otherwise
+(found by an adversarial review), each held as a class of attack: a session file edited
+where it was sealed, a capture failure removed from beside the run, a call's input
+rewritten, calls after the hooks stopped, a call forged behind another line."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agc.cli.app import main as agc
 from agc.cli.verify_main import main as verify
-from agc.flows import capture_hook_event
-from agc.integrity import ToolEventWriter
-from tests.flows.test_crosscheck_flow import CALLS, RUN, _capture, _hook, _lines
+from agc.flows import HookOutcome, capture_hook_event
+from agc.integrity import ToolEventWriter, iter_records
+from tests.conftest import examples
+from tests.flows.test_crosscheck_flow import CALLS, RUN, SESSION, _capture, _hook, _lines
 
 
 @pytest.fixture
@@ -86,50 +93,100 @@ def test_the_report_calls_a_diverging_run_what_agc_verify_calls_it(
     assert "transcript-diverges" in row["finding_codes"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agc.flows._hook._seal_session continues the transcript by skipping as many "
-    "session-file lines as earlier seals hold (ingest_lines skip=next_seq) without "
-    "checking that they are the sealed ones: a line removed from the sealed part makes "
-    "the next seal drop a new line silently",
+def _prompt(text: str) -> str:
+    return json.dumps(
+        {"type": "user", "sessionId": SESSION, "message": {"role": "user", "content": text}}
+    )
+
+
+def _edit(sealed: bytes, how: str, at: int) -> bytes:
+    """``sealed`` (whole lines) edited ``how``, at line (or byte) ``at`` modulo its size."""
+    lines = sealed.splitlines(keepends=True)
+    line = at % len(lines)
+    if how == "same":  # written again unchanged (an editor saving it)
+        return sealed
+    if how == "drop":
+        return b"".join(lines[:line] + lines[line + 1 :])
+    if how == "insert":
+        return b"".join([*lines[:line], _prompt("inserted").encode() + b"\n", *lines[line:]])
+    if how == "truncate":  # cut inside the sealed part, at a line end or not
+        return sealed[: at % len(sealed)]
+    # "byte": one byte of the sealed part replaced by another
+    index = at % len(sealed)
+    other = b"x" if sealed[index : index + 1] != b"x" else b"y"
+    return sealed[:index] + other + sealed[index + 1 :]
+
+
+_EDITS = st.sampled_from(["same", "drop", "insert", "truncate", "byte"])
+
+
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+@given(how=_EDITS, at=st.integers(0, 10_000), turns=st.integers(1, 3), imported=st.booleans())
 def test_a_session_file_changed_where_it_was_sealed_never_loses_a_new_line(
-    store: Path, tmp_path: Path
+    tmp_path_factory: pytest.TempPathFactory, how: str, at: int, turns: int, imported: bool
 ) -> None:
-    import json  # noqa: PLC0415
+    """Any edit of the part of the session file earlier seals took (a line removed or
+    added, a byte changed, the file cut short), after one or more sealed turns (the last
+    of them continued by `agc import` of the file, or by the hooks): the next seal
+    either adds every new line after the exact sealed prefix, or adds none and the run
+    says so (`transcript-diverges`); an unchanged file goes on as before."""
+    root = tmp_path_factory.mktemp("edit")
+    store = root / "store"
+    store.mkdir()
+    session = root / f"{SESSION}.jsonl"  # `agc import` names its run after it
 
-    from agc.integrity import iter_records  # noqa: PLC0415
-    from tests.flows.test_crosscheck_flow import SESSION  # noqa: PLC0415
+    def fire(name: str, **members: object) -> HookOutcome:
+        return capture_hook_event("claude-code", _hook(name, session, **members), store=store)
 
-    session = tmp_path / "s.jsonl"
+    assert fire("SessionStart", source="startup").failure is None
+    for turn in range(turns):
+        assert fire("UserPromptSubmit", prompt=f"P{turn}").failure is None
+        with session.open("a") as handle:
+            handle.write(_prompt(f"P{turn}") + "\n")
+        assert fire("Stop").failure is None
+    if imported:  # a line written after the turn's seal, sealed by `agc import`
+        with session.open("a") as handle:
+            handle.write(_prompt("late") + "\n")
+        assert agc(["import", str(session), "--store", str(store)]) == 0
+    before = [f"P{turn}" for turn in range(turns)] + (["late"] if imported else [])
+    sealed = session.read_bytes()
+    edited = _edit(sealed, how, at)
+    session.write_bytes(edited + _prompt("NEW").encode() + b"\n")
+    assert fire("UserPromptSubmit", prompt="NEW").failure is None
+    stop, end = fire("Stop"), fire("SessionEnd")
+    kept = [
+        json.loads(line)["payload"]["message"]["content"]
+        for line, _ in iter_records(RUN, store, kind="transcript")
+    ]
+    code = verify([RUN, "--store", str(store)])
+    if edited == sealed:
+        assert (stop.failure, end.failure) == (None, None)
+        assert kept == [*before, "NEW"]
+        assert code == 0
+    else:
+        # Nothing after a prefix that is not the sealed one: the transcript is as sealed.
+        assert kept == before
+        assert stop.failure is not None
+        assert stop.failure.code == "session-file-changed"
+        assert code == 1
+        assert _codes(store) >= {"transcript-diverges"}
+        # Sealed with the run: removing the kept failures hides nothing.
+        (store / "capture" / "failures.jsonl").unlink()
+        assert verify([RUN, "--store", str(store)]) == 1
+        assert _codes(store) >= {"transcript-diverges"}
 
-    def fire(name: str, **members: object) -> None:
-        outcome = capture_hook_event("claude-code", _hook(name, session, **members), store=store)
-        assert outcome.failure is None
 
-    fire("SessionStart", source="startup")
-    fire("PreToolUse", tool_name="Bash", tool_input={}, tool_use_id="toolu_1")
-    fire("PostToolUse", tool_name="Bash", tool_input={}, tool_use_id="toolu_1", tool_response="ok")
-    turn1 = _lines([("toolu_1", "Bash")])
-    session.write_text("".join(line + "\n" for line in turn1))
-    fire("Stop")  # turn 1 sealed: 3 lines
-    # The sealed first line is removed from the file (an edit, or a repair in place),
-    # then the session goes on with a second prompt.
-    prompt = {"type": "user", "sessionId": SESSION, "message": {"role": "user", "content": "P2"}}
-    session.write_text("".join(line + "\n" for line in turn1[1:]) + json.dumps(prompt) + "\n")
-    fire("UserPromptSubmit", prompt="P2")
-    fire("Stop")
-    fire("SessionEnd")
-    sealed = [line for line, _ in iter_records(RUN, store, kind="transcript")]
-    # Either the new line is sealed, or the run is not called complete.
-    assert any(b'"P2"' in line for line in sealed) or verify([RUN, "--store", str(store)]) == 1
+def _codes(store: Path) -> set[str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        verify([RUN, "--store", str(store), "--json"])
+    return {finding["code"] for finding in json.loads(out.getvalue())["findings"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="capture/failures.jsonl is neither sealed nor chained: whoever can write the "
-    "store removes a run's capture-failed finding without a trace",
-)
 def test_a_removed_capture_failure_does_not_make_the_run_complete(
     store: Path, tmp_path: Path
 ) -> None:
@@ -156,12 +213,6 @@ def test_importing_the_folder_of_a_hooked_session_finds_it_unchanged(
     assert (code, outcome["status"]) == (0, "unchanged")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compare_calls (agc/capture/_crosscheck.py) matches a call by its id alone and "
-    "never compares its input: the command the hooks saw run can be rewritten in the "
-    "session file before its seal",
-)
 def test_a_call_whose_input_was_rewritten_before_the_seal_is_found(
     store: Path, tmp_path: Path
 ) -> None:
@@ -221,3 +272,119 @@ def test_a_call_added_behind_a_line_of_another_format_is_found(store: Path, tmp_
     decoy = json.dumps({"type": "turn.started"})  # a `codex exec --json` event
     _capture(store, tmp_path / "s.jsonl", [], [decoy, *_lines([("toolu_x", "Write")])])
     assert verify([RUN, "--store", str(store)]) == 1
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(seen=st.integers(1, 3), unseen=st.integers(0, 2), answered=st.booleans())
+def test_a_killed_session_whose_file_holds_calls_its_hooks_never_saw_is_not_complete(
+    tmp_path_factory: pytest.TempPathFactory, seen: int, unseen: int, answered: bool
+) -> None:
+    """A session killed in the middle of a tool call (its hooks saw the call begin, and
+    no stop or end after it), then `agc recover`, then `agc import` of its session file:
+    every call the file holds after the hooks' last call is `hooks-stopped`, and the
+    run is complete only when there is none."""
+    root = tmp_path_factory.mktemp("killed")
+    store = root / "store"
+    store.mkdir()
+    session = root / f"{SESSION}.jsonl"
+    calls = [(f"toolu_{i}", "Bash") for i in range(seen + unseen)]
+
+    def fire(name: str, **members: object) -> None:
+        outcome = capture_hook_event("claude-code", _hook(name, session, **members), store=store)
+        assert outcome.failure is None
+
+    fire("SessionStart", source="startup")
+    for index, (call_id, tool) in enumerate(calls[:seen]):
+        fire("PreToolUse", tool_name=tool, tool_input={}, tool_use_id=call_id)
+        if index < seen - 1 or answered:
+            fire("PostToolUse", tool_name=tool, tool_input={}, tool_use_id=call_id)
+    # Killed here (kill -9: nothing more fires); the file holds what the client wrote.
+    session.write_text("".join(line + "\n" for line in _lines(calls)))
+    assert agc(["recover", RUN, "--store", str(store)]) == 0
+    assert agc(["import", str(session), "--store", str(store)]) == 0
+    codes = _codes(store)
+    if unseen:
+        assert verify([RUN, "--store", str(store)]) == 1
+        assert "hooks-stopped" in codes
+        assert "transcript-diverges" not in codes  # not shown edited: unwitnessed
+    else:
+        assert verify([RUN, "--store", str(store)]) == 0
+        assert "hooks-stopped" not in codes
+
+
+def test_hooks_stopped_names_each_call_and_its_line(store: Path, tmp_path: Path) -> None:
+    session = tmp_path / f"{SESSION}.jsonl"
+    capture_hook_event("claude-code", _hook("SessionStart", session), store=store)
+    event = _hook("PreToolUse", session, tool_name="Bash", tool_input={}, tool_use_id="toolu_1")
+    capture_hook_event("claude-code", event, store=store)
+    session.write_text("".join(line + "\n" for line in _lines(CALLS)))
+    assert agc(["recover", RUN, "--store", str(store)]) == 0
+    assert agc(["import", str(session), "--store", str(store)]) == 0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert verify([RUN, "--store", str(store), "--json"]) == 1
+    report = json.loads(out.getvalue())
+    stopped = [f for f in report["findings"] if f["code"] == "hooks-stopped"]
+    assert [(f["lines"], f["actual"]["call_id"]) for f in stopped] == [
+        ([4, 4], "toolu_2"),
+        ([6, 6], "toolu_3"),
+    ]
+    assert (report["verdict_word"], report["verdict_category"]) == ("hooks-stopped", "unfinished")
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(steps=st.lists(st.sampled_from(["call", "locked", "stop"]), min_size=1, max_size=8))
+def test_no_capture_failure_can_be_removed_from_beside_the_run_once_it_is_sealed(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str]
+) -> None:
+    """Events that fail (the run's file held by another writer) at any point of a
+    session, between turns too: once the session is sealed, removing the failure files
+    beside the run (`capture/failures.jsonl`, `capture/pending/`) leaves every failure
+    counted, from the run's own sealed records."""
+    root = tmp_path_factory.mktemp("failed")
+    store = root / "store"
+    store.mkdir()
+    session = root / "s.jsonl"
+    session.write_text("".join(line + "\n" for line in _lines([])))
+    capture_hook_event("claude-code", _hook("SessionStart", session), store=store)
+    failed = 0
+    for index, step in enumerate(steps):
+        if step == "stop":
+            assert capture_hook_event("claude-code", _hook("Stop", session), store=store).sealed
+            continue
+        event = _hook(
+            "PreToolUse", session, tool_name="Bash", tool_input={}, tool_use_id=f"t{index}"
+        )
+        if step == "call":
+            assert capture_hook_event("claude-code", event, store=store).failure is None
+            continue
+        holder = ToolEventWriter(RUN, store=store, resume=True)
+        try:
+            outcome = capture_hook_event("claude-code", event, store=store, lock_wait_ms=0)
+        finally:
+            holder.abort()
+        assert outcome.failure is not None
+        assert outcome.failure.code == "run-locked"
+        failed += 1
+    for name in ("Stop", "SessionEnd"):
+        assert capture_hook_event("claude-code", _hook(name, session), store=store).sealed
+    shutil.rmtree(store / "capture", ignore_errors=True)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = verify([RUN, "--store", str(store), "--json"])
+    report = json.loads(out.getvalue())
+    found = [f for f in report["findings"] if f["code"] == "capture-failed"]
+    if failed:
+        assert code == 1
+        (finding,) = found
+        assert finding["actual"] == {"failures": failed, "codes": ["run-locked"]}
+    else:  # (the file holds none of the calls: only the failures are looked at)
+        assert found == []

@@ -5,6 +5,7 @@ and every failure of the store kept while the client is never stopped."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import threading
@@ -62,9 +63,18 @@ def _session_file(folder: Path, lines: int) -> Path:
     return path
 
 
-def _events(store: Path) -> list[dict[str, Any]]:
-    path = store / "audit/tool-events" / f"{RUN}.jsonl"
+def _records(store: Path, run: str = RUN) -> list[dict[str, Any]]:
+    path = store / "audit/tool-events" / f"{run}.jsonl"
     return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+_OWN = frozenset({"sealed", "capture-failed"})  # agc's own records, not the client's events
+
+
+def _events(store: Path, run: str = RUN) -> list[dict[str, Any]]:
+    """The records of the client's events (without agc's ``sealed`` and
+    ``capture-failed`` records)."""
+    return [record for record in _records(store, run) if record["event"] not in _OWN]
 
 
 @pytest.fixture
@@ -97,9 +107,18 @@ def test_a_session_becomes_a_sealed_complete_run_with_its_facts(
     report = check_run(RUN, store)
     assert report.complete, report.missing
     events = _events(store)
-    assert [e["event"] for e in events] == [
-        "session-start", "call", "result", "call", "result", "stop", "session-end"
+    assert [e["event"] for e in _records(store)] == [
+        "session-start", "call", "result", "call", "result", "stop", "sealed", "session-end",
+        "sealed",
     ]  # fmt: skip
+    # Each seal names the prefix of the session file the transcript holds.
+    data = session.read_bytes()
+    last = _records(store)[-1]["sealed"]
+    assert last == {
+        "lines": 5,
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
     assert [e["call_id"] for e in events if e["event"] == "call"] == ["toolu_1", "toolu_2"]
     manifest = read_run_manifest(RUN, store)
     assert manifest is not None
@@ -158,9 +177,18 @@ def test_a_session_end_without_its_session_file_keeps_the_failure_and_stays_unse
     assert outcome.appended
     assert not outcome.sealed
     assert outcome.failure is not None
+    # A session file named but gone has its own code; an event naming none is invalid.
+    expected = "input-invalid" if transcript == "none" else "session-file-missing"
+    assert outcome.failure.code == expected
     assert outcome.kept_at == store / "capture/failures.jsonl"
     assert [f.run_id for f in capture_failures(store)] == [RUN]
     assert not check_run(RUN, store).complete
+    # The failure is in the run itself too (its file was free: written at once).
+    (recorded,) = [r for r in _records(store) if r["event"] == "capture-failed"]
+    assert (recorded["hook"], recorded["failure"]["code"]) == ("SessionEnd", expected)
+    assert not (store / "capture" / "pending").exists() or not any(
+        (store / "capture" / "pending").iterdir()
+    )
 
 
 def test_hooks_firing_in_parallel_append_every_event_once(store: Path) -> None:
@@ -404,10 +432,7 @@ def test_a_recorded_real_session_becomes_a_complete_run(
     assert run is not None
     report = check_run(run, store)
     assert report.complete, report.missing
-    events = [
-        json.loads(line)
-        for line in (store / f"audit/tool-events/{run}.jsonl").read_bytes().splitlines()
-    ]
+    events = _events(store, run)
     assert len(events) == len(names)  # every event kept, the unknown ones as "other"
     manifest = read_run_manifest(run, store)
     assert manifest is not None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,3 +67,33 @@ def test_status_names_the_last_failure_of_the_hooks_store(
     main(["hooks", "status", "--client", "gemini", "--json"])
     (entry,) = json.loads(capsys.readouterr().out)["clients"]
     assert entry["last_failure"]["run_id"] == "gemini-s2"
+
+
+def test_status_with_store_names_the_last_failure_kept_for_that_store(
+    tmp_path: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    installed, other = tmp_path / "installed", tmp_path / "other"
+    installed.mkdir()
+    other.write_text("not a folder")  # a store whose failures go to the fallback file
+    install_hooks(
+        "gemini",
+        "user",
+        command=hook_command("/opt/agc", "gemini", store=str(installed)),
+        environ=env,
+    )
+    assert (
+        run_hook(["--client", "gemini", "--store", str(other)], stdin=io.BytesIO(_event("s9"))) == 0
+    )
+
+    def last(*args: str) -> Any:
+        capsys.readouterr()
+        main(["hooks", "status", "--client", "gemini", "--json", *args])
+        (entry,) = json.loads(capsys.readouterr().out)["clients"]
+        return entry["last_failure"]
+
+    assert last() is None  # nothing failed in the store the hook writes to
+    assert last("--store", str(other))["run_id"] == "gemini-s9"
+    main(["hooks", "status", "--client", "gemini", "--store", str(other)])
+    out = capsys.readouterr().out
+    assert f"note: the hook writes to {installed}, not {other}" in out
+    assert "last capture failure: " in out

@@ -16,20 +16,31 @@ call matched at most once.
 
 The hooks were *active* over the part of the session file between the first and the last
 call they matched, widened to the file's start when they saw the session start and to its
-end when they saw it stop or end: calls outside that window (a session begun before the
-hooks were installed) are not counted against the file.
+end when they saw it stop or end: calls before that window (a session begun before the
+hooks were installed) are not counted against the file. Calls after it, when the hooks saw
+neither a stop nor the session's end after their last call, are calls the hooks were not
+seen to stop before (``after-hooks``): a session killed mid-turn whose file was imported
+later, or hooks that stopped firing; the hooks vouch for none of them.
+
+A call both witnesses have by its id is compared by what the two give alike of its input
+(:func:`stable_input`): a call the hooks saw run with another input than the session
+file says is ``input-differs``.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import hashlib
+import hmac
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from agc.capture._events import ToolEvent
+from agc._core.canonical import canonical_json
+from agc._core.redact import redact_value
+from agc.capture._events import ClientName, ToolEvent
 
-__all__ = ["Divergence", "compare_calls"]
+__all__ = ["Divergence", "compare_calls", "input_digest", "stable_input"]
 
 _OPENS: Final = frozenset({"session-start"})
 _CLOSES: Final = frozenset({"stop", "session-end"})
@@ -40,18 +51,22 @@ class Divergence:
     """One tool call only one witness has.
 
     Attributes:
-        kind: ``missing-from-transcript`` (the hooks saw it, the session file lacks it)
-            or ``unseen-by-hooks`` (the session file has it, the active hooks never saw it).
+        kind: ``missing-from-transcript`` (the hooks saw it, the session file lacks it),
+            ``unseen-by-hooks`` (the session file has it, the active hooks never saw
+            it), ``after-hooks`` (the session file has it after the hooks' last call,
+            and the hooks saw no stop or end after that) or ``input-differs`` (both have
+            the call by its id, with inputs that differ in what both give alike).
         tool: the tool's name; ``call_id``: the call's id when known.
-        line: for ``unseen-by-hooks``, the 1-based line of the session file.
-        index: the call's 0-based position among its witness's calls.
-        refused: for ``unseen-by-hooks``, the session file answers the call with an
-            error: a call the client can refuse before any hook runs (Claude Code blocks
-            a bare ``sleep`` so), which never ran, so its absence from the hooks says
-            less than a call that ran.
+        line: for a call the session file has, its 1-based line there.
+        index: the call's 0-based position among its witness's calls (the session
+            file's, but for ``missing-from-transcript``).
+        refused: for ``unseen-by-hooks`` and ``after-hooks``, the session file answers
+            the call with an error: a call the client can refuse before any hook runs
+            (Claude Code blocks a bare ``sleep`` so), which never ran, so its absence
+            from the hooks says less than a call that ran.
     """
 
-    kind: Literal["missing-from-transcript", "unseen-by-hooks"]
+    kind: Literal["missing-from-transcript", "unseen-by-hooks", "after-hooks", "input-differs"]
     tool: str | None
     call_id: str | None
     line: int | None
@@ -64,7 +79,17 @@ class Divergence:
         if self.kind == "missing-from-transcript":
             return f"the hooks saw the {call} (hook call {self.index + 1}); the transcript lacks it"
         where = f" at line {self.line}" if self.line is not None else ""
+        if self.kind == "input-differs":
+            return (
+                f"the hooks saw the {call} run with another input than the transcript holds{where}"
+            )
         said = f"the transcript holds the {call}{where}; the hooks never saw it"
+        if self.kind == "after-hooks":
+            said += (
+                ": it comes after the hooks' last call, and the hooks saw no stop or "
+                "session end after that (a session killed mid-turn, or hooks that "
+                "stopped firing)"
+            )
         return said + (
             " (its result is an error: refused before the hooks ran?)" if self.refused else ""
         )
@@ -89,6 +114,7 @@ def compare_calls(
     taken: set[int] = set()
     loose: list[int] = []  # hook calls without an id, in order
     unmatched_ids: list[int] = []  # hook calls whose id the file lacks
+    rewritten: list[int] = []  # file calls whose input differs from the hook call's
     for index, call in enumerate(hook_calls):
         if not call.call_id:
             loose.append(index)
@@ -101,6 +127,8 @@ def compare_calls(
             unmatched_ids.append(index)
         else:
             taken.add(at)
+            if not _same_input(call, file_calls[at]):
+                rewritten.append(at)
     free = [i for i in range(len(file_calls)) if i not in taken]
     # The rest aligned in order by tool name: a longest common subsequence.
     aligned: set[int] = set()
@@ -124,7 +152,7 @@ def compare_calls(
     }
     unseen = [
         Divergence(
-            "unseen-by-hooks",
+            "unseen-by-hooks" if index < end else "after-hooks",
             call.tool,
             call.call_id,
             call.line,
@@ -132,13 +160,21 @@ def compare_calls(
             refused=call.call_id is not None and call.call_id in failed,
         )
         for index, call in enumerate(file_calls)
-        if start <= index < end and index not in taken
+        if start <= index and index not in taken
     ]
-    return (*missing, *unseen)
+    differs = [
+        Divergence(
+            "input-differs", file_calls[at].tool, file_calls[at].call_id, file_calls[at].line, at
+        )
+        for at in sorted(rewritten)
+    ]
+    return (*missing, *unseen, *differs)
 
 
 def _active(hooked: Sequence[ToolEvent], taken: set[int], calls: int) -> tuple[int, int]:
-    """The file calls ``[start, end)`` the hooks were active over (see the module doc)."""
+    """The file calls ``[start, end)`` the hooks were active over (see the module doc);
+    ``start`` is ``calls`` when they were active over none (they saw no session start
+    and matched no call)."""
     kinds = [event.event for event in hooked]
     opened = any(kind in _OPENS for kind in kinds)
     last_call = max((i for i, kind in enumerate(kinds) if kind == "call"), default=-1)
@@ -146,6 +182,54 @@ def _active(hooked: Sequence[ToolEvent], taken: set[int], calls: int) -> tuple[i
     start = 0 if opened else min(taken, default=calls)
     end = calls if closed else max(taken, default=-1) + 1
     return start, max(start, end)
+
+
+def stable_input(client: ClientName, value: Any) -> Any:
+    """What of a tool call's input a client's hook event and its session file give
+    alike (``None``: nothing to compare), as recorded from the real clients
+    (``tests/fixtures/hooks/<client>/``):
+
+    * Claude Code hands its hooks the ``tool_use`` block's ``input`` as the session file
+      holds it: the whole input (members in any order);
+    * the Codex CLI names a shell call ``Bash`` with ``{"command": text}`` in its hook
+      and keeps the model's own call in the rollout (``exec_command`` with ``cmd``,
+      ``shell_command`` with ``command``, plus the model's other arguments): the command
+      text (``cmd`` when the call has one, else ``command``), when both give one as a
+      string;
+    * the Gemini CLI's hooks give no call id, so no call is matched by id: nothing.
+    """
+    if client == "claude-code":
+        return value
+    if client == "codex" and isinstance(value, Mapping):
+        # ``cmd`` first: it is what ``exec_command`` runs, whatever else its call holds.
+        command = value.get("cmd", value.get("command"))
+        return {"command": command} if isinstance(command, str) else None
+    return None
+
+
+def input_digest(client: ClientName, value: Any) -> str | None:
+    """SHA-256 (hex) of the RFC 8785 canonical JSON of :func:`stable_input` of a call's
+    input, redacted by the one secret detector (the hooks' record is redacted when it
+    is written, the session file's call is compared as it would be recorded); ``None``
+    when there is nothing to compare."""
+    stable = stable_input(client, value)
+    if stable is None:
+        return None
+    try:
+        text = canonical_json(redact_value(stable))
+    except (TypeError, ValueError):  # no canonical form (a value JSON cannot hold)
+        return None
+    return hashlib.sha256(text).hexdigest()
+
+
+def _same_input(hooked: ToolEvent, recorded: ToolEvent) -> bool:
+    """Whether a call both witnesses have gives the same input (compared with
+    :func:`hmac.compare_digest`), or gives nothing to compare on either side."""
+    ours = input_digest(hooked.client, hooked.input)
+    theirs = input_digest(recorded.client, recorded.input)
+    if ours is None or theirs is None:
+        return True
+    return hmac.compare_digest(ours, theirs)
 
 
 _MAX_EDITS: Final = 2_000

@@ -39,11 +39,23 @@ ClientName: TypeAlias = CaptureClient
 CLIENTS: Final[tuple[ClientName, ...]] = CAPTURE_CLIENTS
 
 EventKind = Literal[
-    "session-start", "prompt", "call", "result", "stop", "compact", "session-end", "other"
+    "session-start",
+    "prompt",
+    "call",
+    "result",
+    "stop",
+    "compact",
+    "session-end",
+    "other",
+    "sealed",
+    "capture-failed",
 ]
 """What a record tells: a session began or ended, the user prompted, the agent called a
 tool (``call``) or got its result (``result``), a turn stopped, the context was compacted;
-``other`` for an event agc keeps but does not interpret."""
+``other`` for an event agc keeps but does not interpret. Two are agc's own, written by
+``agc hook`` (never read from a client): ``sealed`` (the client's session file was
+sealed as the run's transcript up to a byte count, with that prefix's digest) and
+``capture-failed`` (an event of the session could not be captured)."""
 
 EventSource = Literal["hook", "session-file"]
 """Where a record comes from: a client hook as it fired, or the client's session file."""

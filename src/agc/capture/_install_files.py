@@ -460,6 +460,9 @@ class ClientHooks:
         last_failure: the last capture failure the hook recorded, when known.
         codex_says: Codex only, when it was asked (``hooks/list``): key -> the trust
             status Codex itself gives each agc hook it lists; ``None`` when not asked.
+        unconfirmed: why whether the client runs the hook cannot be confirmed, when it
+            cannot (Codex: no Codex program to ask, so the trust is agc's own digest
+            alone); ``None`` when it can.
     """
 
     client: ClientName
@@ -475,6 +478,7 @@ class ClientHooks:
     problems: tuple[str, ...] = ()
     last_failure: Mapping[str, Any] | None = field(default=None)
     codex_says: Mapping[str, str] | None = None
+    unconfirmed: str | None = None
 
     @property
     def installed(self) -> bool:
@@ -483,8 +487,16 @@ class ClientHooks:
 
     @property
     def will_run(self) -> bool:
-        """The client will run agc's hook for every event agc installs."""
-        return not self.problems
+        """The client will run agc's hook for every event agc installs, as far as can be
+        confirmed (never when it cannot be: :attr:`unconfirmed`)."""
+        return not self.problems and self.unconfirmed is None
+
+    @property
+    def verdict(self) -> bool | None:
+        """``will_run``, ``None`` when nothing is seen wrong but it cannot be confirmed."""
+        if not self.problems and self.unconfirmed is not None:
+            return None
+        return self.will_run
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -494,7 +506,8 @@ class ClientHooks:
             "config": self.config,
             "config_exists": self.config_exists,
             "installed": self.installed,
-            "will_run": self.will_run,
+            "will_run": self.verdict,
+            "unconfirmed": self.unconfirmed,
             "events": list(self.events),
             "missing": list(self.missing),
             "command": self.command,
@@ -606,6 +619,12 @@ def check_hooks(
         except AgcError as exc:
             problems.append(exc.message)
     says: dict[str, str] | None = None
+    unconfirmed = None
+    if client == "codex" and codex is None and handlers:
+        unconfirmed = (
+            "no Codex program was found to ask (codex on PATH, or --codex PATH): the trust "
+            "shown is agc's own digest, and whether Codex runs the hooks cannot be confirmed"
+        )
     if client == "codex" and codex is not None and handlers:
         view = _codex_view(paths, codex, project, environ)
         if isinstance(view, str):
@@ -633,6 +652,7 @@ def check_hooks(
         problems=tuple(problems),
         last_failure=last_failure,
         codex_says=says,
+        unconfirmed=unconfirmed,
     )
 
 

@@ -198,8 +198,12 @@ def uninstall_command(
     return int(ExitCode.OK)
 
 
-def _status_lines(status: ClientHooks) -> list[str]:
-    verdict = "will run agc's hook" if status.will_run else "will NOT run agc's hook"
+def _status_lines(status: ClientHooks, store: str | None = None) -> list[str]:
+    verdict = {
+        True: "will run agc's hook",
+        False: "will NOT run agc's hook",
+        None: "cannot be confirmed to run agc's hook",
+    }[status.verdict]
     lines = [f"{status.client} ({status.scope}): {verdict}", f"  config: {status.config}"]
     if status.command is not None:
         found = "" if status.command_found else "  (program not found)"
@@ -207,9 +211,18 @@ def _status_lines(status: ClientHooks) -> list[str]:
         lines.append(f"  events: {', '.join(status.events)}")
     for entry in status.trust:
         said = (status.codex_says or {}).get(entry.key)
-        codex_word = "" if status.codex_says is None else f" (Codex says: {said or 'not listed'})"
+        codex_word = (
+            " by agc's digest (Codex not asked)"
+            if status.codex_says is None
+            else f" (Codex says: {said or 'not listed'})"
+        )
         lines.append(f"  codex trust {entry.event}: {entry.status}{codex_word}")
     lines.extend(f"  problem: {problem}" for problem in status.problems)
+    if status.unconfirmed is not None:
+        lines.append(f"  unconfirmed: {status.unconfirmed}")
+    if store is not None and status.command is not None and status.store != store:
+        writes = status.store or "the default store"
+        lines.append(f"  note: the hook writes to {writes}, not {store}")
     failure = status.last_failure
     if failure is not None:
         lines.append(
@@ -228,25 +241,43 @@ def status_command(
     scope: ScopeOption = "user",
     project: ProjectOption = None,
     codex: CodexOption = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="Show the last capture failure kept for this store folder (default: the "
+            "store the installed hook command names).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Say, per client, whether it will run agc's hook: installed for every event, the
-    command's program there, for Codex each hook trusted; and the hook's last capture
-    failure in the store its command names.
+    command's program there, for Codex each hook trusted (Codex itself asked when a
+    codex program is found; else it cannot be confirmed); and the hook's last capture
+    failure in the store its command names (or --store).
 
     Exit 0 when the client asked for (without --client: every client that has agc's
-    hook, and at least one) will run it; 1 when not.
+    hook, and at least one) will run it; 1 when not, or when it cannot be confirmed.
 
     \b
     Examples:
       agc hooks status
       agc hooks status --client codex --json
+      agc hooks status --store ~/evidence
     """
     clients: tuple[ClientName, ...] = (client,) if client is not None else CLIENTS
     scope_value: Scope = scope
     program = _codex_program(codex)
+    folder = None if store is None else str(store.absolute())
     found = [
-        hooks_status(name, scope_value, project=project, codex=program if name == "codex" else None)
+        hooks_status(
+            name,
+            scope_value,
+            project=project,
+            codex=program if name == "codex" else None,
+            store=folder,
+        )
         for name in clients
     ]
     considered = found if client is not None else [s for s in found if s.installed]
@@ -254,7 +285,7 @@ def status_command(
     if as_json:
         emit_json({"ok": ok, "clients": [status.to_dict() for status in found]})
     else:
-        write_lines([line for status in found for line in _status_lines(status)])
+        write_lines([line for status in found for line in _status_lines(status, folder)])
     return int(ExitCode.OK if ok else ExitCode.FINDINGS)
 
 

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from agc._core.capture_failures import is_captured_run_id
+from agc._core.capture_failures import failure_lines, is_captured_run_id
+from agc._core.store import resolve_store
 from agc.errors import AgcError
 from agc.integrity import Finding, RunReport
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["cross_check_audit", "cross_check_capture", "cross_check_store"]
 
 _WITNESSES: Final = ("transcript", "tool-events")
+_OURS: Final = frozenset({"capture-failed", "transcript-diverges", "hooks-stopped"})
+"""Findings of capture (not of the seals): the witnesses are still read and compared."""
 
 
 def cross_check_capture(
@@ -48,18 +51,22 @@ def cross_check_capture(
     """
     if not is_captured_run_id(report.run_id) or not _is_folder(store):
         return report
-    if any(f.severity == "error" and f.artifact in _WITNESSES for f in report.findings):
+    if any(
+        f.severity == "error" and f.artifact in _WITNESSES and f.code not in _OURS
+        for f in report.findings
+    ):
         return report
     # The client formats are read only for a captured run: agc-verify of any other run
     # does not pay for them.
     from agc.capture import SessionParser, ToolEvent, compare_calls  # noqa: PLC0415
 
     try:
-        hooked = [
-            ToolEvent.from_record(record)
+        events = [
+            record
             for record in _records(report.run_id, store, "tool-events")
             if record.get("source") == "hook"
         ]
+        hooked = [ToolEvent.from_record(record) for record in events]
         if not hooked:
             return report
         # The format is the client's the hooks name, not the file's first line's: a
@@ -81,6 +88,14 @@ def cross_check_capture(
         return report  # a record agc cannot read is the verifier's finding, not this one's
     findings = [_finding(d) for d in compare_calls(hooked, recorded)]
     findings += [_unreadable(number) for number in unreadable]
+    recorded_failures = [
+        failure
+        for record in events
+        if record.get("event") == "capture-failed"
+        and isinstance(failure := record.get("failure"), dict)
+    ]
+    findings += [_changed(f) for f in recorded_failures if f.get("code") == _CHANGED]
+    report = _with_failures(report, store, recorded_failures)
     if not findings:
         return report
     artifacts = tuple(
@@ -149,17 +164,80 @@ def _unreadable(line: int) -> Finding[Any]:
 
 
 def _finding(divergence: Divergence) -> Finding[Any]:
-    witness = "hooks" if divergence.kind == "missing-from-transcript" else "transcript"
-    return Finding(
-        "transcript-diverges",
-        divergence.describe(),
+    witness = {"missing-from-transcript": "hooks", "input-differs": "both"}.get(
+        divergence.kind, "transcript"
+    )
+    where: dict[str, Any] = {
         # A call the file answers with an error may have been refused before any hook
         # ran (it never ran): said, but not held against the run.
-        severity="warning" if divergence.refused else "error",
+        "severity": "warning" if divergence.refused else "error",
+        "artifact": "transcript",
+        "lines": None if divergence.line is None else (divergence.line, divergence.line),
+        "actual": {"witness": witness, "tool": divergence.tool, "call_id": divergence.call_id},
+    }
+    if divergence.kind == "after-hooks":
+        # Calls after the hooks' last event, in a session they were not seen to stop:
+        # unwitnessed, not shown edited.
+        return Finding("hooks-stopped", divergence.describe(), **where)
+    return Finding("transcript-diverges", divergence.describe(), **where)
+
+
+_CHANGED: Final = "session-file-changed"
+"""The failure code of a session file that no longer begins with what its run sealed."""
+
+
+def _changed(failure: Mapping[str, Any]) -> Finding[Any]:
+    """A seal that found the session file changed where an earlier seal had taken it:
+    its new lines were not sealed after it."""
+    line = failure.get("line")
+    at = (line, line) if isinstance(line, int) and not isinstance(line, bool) else None
+    return Finding(
+        "transcript-diverges",
+        "the session file was changed where an earlier seal had taken it"
+        + (f" (line {line})" if at else "")
+        + ": the hooks sealed none of its lines after that",
         artifact="transcript",
-        lines=None if divergence.line is None else (divergence.line, divergence.line),
-        actual={"witness": witness, "tool": divergence.tool, "call_id": divergence.call_id},
+        lines=at,
+        actual={"witness": "transcript", "tool": None, "call_id": None},
     )
+
+
+def _with_failures(
+    report: RunReport, store: str | os.PathLike[str] | None, recorded: list[dict[str, Any]]
+) -> RunReport:
+    """``report`` whose ``capture-failed`` error counts every failure of the run, those
+    its own tool events hold (``capture-failed`` records, sealed with the run) and those
+    kept beside the store (the run reader's finding), each once (by ``ts``, ``code``
+    and ``hook``): removing ``capture/failures.jsonl`` no longer hides a failure the run
+    holds."""
+    kept = [line for line in _kept_failures(store) if line.get("run_id") == report.run_id]
+    others = [f for f in recorded if f.get("code") != _CHANGED]
+    if not others:
+        return report
+    keys = {_key(f) for f in [*kept, *others]}
+    codes = sorted({str(code) for _, code, _ in keys})
+    finding: Finding[Any] = Finding(
+        "capture-failed",
+        f"{len(keys)} hook event(s) of this run's session could not be captured "
+        f"({', '.join(codes)}); `agc hooks status` says why",
+        artifact="tool-events",
+        actual={"failures": len(keys), "codes": codes},
+    )
+    findings = [f for f in report.findings if f.code != "capture-failed"]
+    return replace(report, findings=(*findings, finding))
+
+
+def _key(failure: Mapping[str, Any]) -> tuple[Any, str, Any]:
+    return failure.get("ts"), str(failure.get("code")), failure.get("hook")
+
+
+def _kept_failures(store: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
+    """The failure lines kept for the store folder (as the run reader reads them)."""
+    try:
+        folder = resolve_store(store).absolute()
+    except AgcError:
+        return []
+    return failure_lines(folder)
 
 
 def _is_folder(store: object) -> bool:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import stat
 import time
@@ -60,6 +61,7 @@ from agc._core.fs import (
 )
 from agc._core.json import dumps, loads
 from agc._core.jsonl import unix_ms
+from agc._core.redact import redact_value
 from agc._core.store import StoreLayout, resolve_store
 from agc.capture import (
     CLIENTS,
@@ -75,6 +77,8 @@ from agc.errors import (
     ArtifactSealedError,
     InputError,
     RunLockedError,
+    SessionFileChangedError,
+    SessionFileMissingError,
     StoreError,
     TornTailError,
     UnsealedRunError,
@@ -109,6 +113,8 @@ class CaptureFailure:
         code: the error's code (``hook-event-invalid``, ``file-write-failed``,
             ``run-locked``, ``store-unreadable``, ``unsealed`` …; ``internal`` for a bug).
         message: what happened, in words.
+        line: for a session file changed where it had been sealed
+            (``session-file-changed``), the first line that differs; else ``None``.
     """
 
     ts: int
@@ -118,9 +124,10 @@ class CaptureFailure:
     hook: str | None
     code: str
     message: str
+    line: int | None = None
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        record = {
             "ts": self.ts,
             "store": self.store,
             "client": self.client,
@@ -129,6 +136,9 @@ class CaptureFailure:
             "code": self.code,
             "message": self.message[:_MAX_MESSAGE],
         }
+        if self.line is not None:
+            record["line"] = self.line
+        return record
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> CaptureFailure | None:
@@ -142,6 +152,7 @@ class CaptureFailure:
                 hook=None if record.get("hook") is None else str(record["hook"]),
                 code=str(record["code"]),
                 message=str(record["message"]),
+                line=record["line"] if isinstance(record.get("line"), int) else None,
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -207,6 +218,8 @@ def capture_hook_event(
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     try:
         return _capture(client, state, data, folder, lock_wait_ms, retry=retry)
+    except SessionFileChangedError as exc:  # already recorded in the run, and sealed
+        return _failed(state, folder, exc.code, exc.message, clock, environ, in_run=True)
     except AgcError as exc:
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     except OSError as exc:
@@ -221,6 +234,7 @@ class _State:
 
     client: str
     run_id: str | None = None
+    session_id: str | None = None
     hook: str | None = None
     event: str | None = None
     appended: bool = False
@@ -241,10 +255,15 @@ def _capture(
     state.run_id = run_id = run_id_for(client, record.session_id)
     if not folder.is_dir():
         _make_store(folder)
+    state.session_id = record.session_id
     writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
     try:
         fields = record.to_record()
-        if not (retry and _is_last_record(writer.path, fields)):
+        # Asked before any pending failure is carried in: a retried event already appended
+        # is the run's last record until something else is written after it.
+        already = retry and _is_last_record(writer.path, fields)
+        _carry_pending(writer, run_id, client, record.session_id, folder)
+        if not already:
             writer.write(fields)
             writer.checkpoint()
         state.appended = True
@@ -365,15 +384,23 @@ def _seal_session(
     """Write the client's session file as the run's transcript, then seal both;
     ``writer`` is open and holds the run's tool events.
 
-    The transcript continues what earlier seals of the run hold: the session file's
-    lines after as many as it holds already (a new segment). Unless ``final`` (the
-    session ended), a last line without its ``\\n`` is left for the next seal (the
-    client may be writing it) and no facts are set: the session's facts become the
-    manifest's ``attributes`` at its end.
+    The transcript continues what earlier seals of the run hold, and only after that
+    prefix of the session file is shown to be the one they sealed
+    (:func:`_continue_at`): then the lines after it are a new segment. A session file
+    changed where it had been sealed adds nothing: a ``capture-failed`` record of code
+    ``session-file-changed`` is written into the tool events, which are sealed, and
+    :class:`SessionFileChangedError` is raised (``agc-verify`` reports the record as
+    ``transcript-diverges``). Unless ``final`` (the session ended), a last line without
+    its ``\\n`` is left for the next seal (the client may be writing it) and no facts are
+    set: the session's facts become the manifest's ``attributes`` at its end. After the
+    transcript's seal a ``sealed`` record says how many lines and bytes of the session
+    file the transcript now holds, with the SHA-256 of those bytes.
 
     Raises:
-        InputError: the event names no session file, or it cannot be read (the run
-            stays unsealed; ``agc recover`` seals what it holds).
+        InputError: the event names no session file (the run stays unsealed).
+        SessionFileMissingError: the session file is gone (the run stays unsealed;
+            ``agc recover`` seals what it holds).
+        SessionFileChangedError: see above (the tool events are sealed).
         as the writers.
     """
     path = event.transcript_path
@@ -386,34 +413,198 @@ def _seal_session(
     try:
         session = open_regular_file(Path(path))
     except FileNotFoundError as exc:
-        raise InputError(
-            "the session file the session end names is gone; the run stays unsealed"
+        raise SessionFileMissingError(
+            f"the session file {path} the {event.record.hook or 'session end'} event names "
+            "is gone; the run stays unsealed"
         ) from exc
     with session:
-        size = os.fstat(session.fileno()).st_size
-        limit = size if final else last_line_end(session.fileno(), size)
-        manifest = read_manifest(StoreLayout(folder), run_id)
+        fd = session.fileno()
+        size = os.fstat(fd).st_size
+        limit = size if final else last_line_end(fd, size)
+        layout = StoreLayout(folder)
+        manifest = read_manifest(layout, run_id)
+        sealed = manifest.artifacts.get("transcript") if manifest else None
         attributes = None if not final or (manifest and manifest.attributes) else facts
+        at: int | None = None
+        if sealed is not None and sealed.closed:
+            # Checked before the transcript is re-opened: a file that diverges adds
+            # nothing, not even an empty segment.
+            at = _checked_prefix(writer, event, fd, limit, run_id, folder, sealed.records)
         from agc.integrity import ingest_lines  # noqa: PLC0415 - only at a seal
 
         transcript = TranscriptWriter(run_id, store=folder, resume=True, attributes=attributes)
         try:
-            lines = io.BufferedReader(_Prefix(session.fileno(), limit))
-            ingest_lines(lines, transcript, skip=transcript.next_seq)
+            done = transcript.next_seq
+            if at is None:
+                at = _checked_prefix(writer, event, fd, limit, run_id, folder, done, transcript)
+            lines = io.BufferedReader(_Prefix(fd, limit, at))
+            ingest_lines(lines, transcript, lines_before=done)
+            total = transcript.next_seq
             transcript.close()
         finally:
             transcript.abort()
+        writer.write(_sealed_record(event, fd, total, limit))
     writer.close()
     return True
 
 
-class _Prefix(io.RawIOBase):
-    """The first ``limit`` bytes of an open file, read with ``pread`` (the file may grow
-    meanwhile: its client is still writing)."""
+def _checked_prefix(
+    writer: ToolEventWriter,
+    event: HookEvent,
+    fd: int,
+    limit: int,
+    run_id: str,
+    folder: Path,
+    records: int,
+    transcript: TranscriptWriter | None = None,
+) -> int:
+    """Where the session file's lines after the ``records`` its run's transcript holds
+    begin (a byte offset, at most ``limit``), once the file is shown to begin with the
+    lines those records were sealed from (:func:`_continue_at`).
 
-    def __init__(self, fd: int, limit: int) -> None:
+    Raises:
+        SessionFileChangedError: it does not; a ``capture-failed`` record saying so is
+            written into ``writer``, and the tool events (and ``transcript``, when open)
+            are sealed first.
+    """
+    at, differs = _continue_at(writer.path, fd, limit, run_id, folder, records)
+    if differs is None:
+        return at
+    message = (
+        f"the session file no longer begins with the {records} line(s) earlier seals "
+        f"of run {run_id} took from it (first difference: line {differs}); its new "
+        "lines were not sealed"
+    )
+    failure = CaptureFailure(
+        ts=unix_ms(),
+        store=str(folder),
+        client=event.record.client,
+        run_id=run_id,
+        hook=event.record.hook,
+        code=SessionFileChangedError.code,
+        message=message,
+        line=differs,
+    )
+    writer.write(_failure_record(failure, event.record.client, event.record.session_id))
+    if transcript is not None:
+        transcript.close()
+    writer.close()
+    raise SessionFileChangedError(message)
+
+
+def _continue_at(
+    events: Path, fd: int, limit: int, run_id: str, folder: Path, records: int
+) -> tuple[int, int | None]:
+    """``(offset, None)``: the first ``records`` lines of the session file ``fd`` (of
+    its first ``limit`` bytes) are the lines the run's transcript sealed, and end at
+    ``offset``; ``(0, line)``: they are not, ``line`` (1-based) the first that differs.
+
+    The run's last ``sealed`` record names the lines, bytes and SHA-256 of the prefix
+    it sealed: when it names ``records`` lines, the file's first bytes must hash to it
+    (the digest compared with :func:`hmac.compare_digest`). Otherwise (a transcript
+    continued by ``agc import`` of the file, or sealed before these records were
+    written) the first ``records`` lines are ingested again and compared with the
+    sealed records, as ``agc import`` compares a grown file
+    (:func:`agc.integrity.sealed_prefix_differs`).
+    """
+    if records == 0:
+        return 0, None
+    from agc._core.digest import digest_fd, digests_equal  # noqa: PLC0415 - only at a seal
+
+    last = _last_sealed(events)
+    if last is not None and last.get("lines") == records:
+        size = last.get("bytes")
+        digest = last.get("sha256")
+        if isinstance(size, int) and isinstance(digest, str) and size > 0:
+            if size > limit:
+                return 0, records
+            os.lseek(fd, 0, os.SEEK_SET)
+            actual, read = digest_fd(fd, "sha256", limit=size, threads=1)
+            if read == size and digests_equal(digest, actual):
+                return size, None
+            return 0, _first_changed_line(fd, run_id, folder, records, limit)
+    return _compare_records(fd, run_id, folder, records, limit)
+
+
+def _compare_records(
+    fd: int, run_id: str, folder: Path, records: int, limit: int
+) -> tuple[int, int | None]:
+    """:func:`_continue_at` by a record-for-record comparison of the first ``records``
+    lines of the file with the sealed transcript."""
+    from agc.integrity import sealed_prefix_differs  # noqa: PLC0415 - rare: no digest
+
+    stream = io.BufferedReader(_Prefix(fd, limit))
+    head = b"".join(itertools.islice(stream, records))
+    differs = sealed_prefix_differs(io.BytesIO(head), run_id, folder, records=records)
+    return (len(head), None) if differs is None else (0, differs)
+
+
+def _first_changed_line(fd: int, run_id: str, folder: Path, records: int, limit: int) -> int:
+    """The first line of the file whose record differs from the sealed one (for the
+    message of a prefix whose digest differs); ``records`` when none is found."""
+    return _compare_records(fd, run_id, folder, records, limit)[1] or records
+
+
+def _last_sealed(events: Path) -> dict[str, Any] | None:
+    """The ``sealed`` member of the last ``sealed`` record of the run's tool-events
+    file, ``None`` when it holds none."""
+    found: dict[str, Any] | None = None
+    for line in _lines(events):
+        if b'"event":"sealed"' not in line:
+            continue
+        try:
+            record = loads(line)
+        except AgcError:
+            continue
+        if isinstance(record, dict) and record.get("event") == "sealed":
+            member = record.get("sealed")
+            found = member if isinstance(member, dict) else None
+    return found
+
+
+def _sealed_record(event: HookEvent, fd: int, lines: int, size: int) -> dict[str, Any]:
+    """The tool-events record of a seal: the transcript holds the session file's first
+    ``lines`` lines, its first ``size`` bytes, whose SHA-256 it gives."""
+    from agc._core.digest import digest_fd  # noqa: PLC0415 - only at a seal
+
+    os.lseek(fd, 0, os.SEEK_SET)
+    digest, read = digest_fd(fd, "sha256", limit=size, threads=1)
+    record = ToolEvent(
+        event="sealed",
+        source="hook",
+        client=event.record.client,
+        session_id=event.record.session_id,
+        hook=event.record.hook,
+    ).to_record()
+    record["sealed"] = {"lines": lines, "bytes": read, "sha256": digest}
+    return record
+
+
+def _failure_record(failure: CaptureFailure, client: ClientName, session_id: str) -> dict[str, Any]:
+    """The tool-events record of a capture failure of the session
+    (``event: "capture-failed"``; ``failure``: its ``ts``, ``code``, ``message`` and,
+    for a session file changed where it was sealed, the first ``line`` that differs)."""
+    record = ToolEvent(
+        event="capture-failed",
+        source="hook",
+        client=client,
+        session_id=session_id,
+        hook=failure.hook,
+    ).to_record()
+    kept = failure.to_record()
+    record["failure"] = {
+        key: redact_value(kept[key]) for key in ("ts", "code", "message", "line") if key in kept
+    }
+    return record
+
+
+class _Prefix(io.RawIOBase):
+    """The bytes ``[start, limit)`` of an open file, read with ``pread`` (the file may
+    grow meanwhile: its client is still writing)."""
+
+    def __init__(self, fd: int, limit: int, start: int = 0) -> None:
         super().__init__()
-        self._fd, self._limit, self._at = fd, limit, 0
+        self._fd, self._limit, self._at = fd, limit, start
 
     def readable(self) -> bool:
         return True
@@ -520,7 +711,12 @@ def _failed(
     message: str,
     clock: Callable[[], int],
     environ: Mapping[str, str] | None,
+    *,
+    in_run: bool = False,
 ) -> HookOutcome:
+    """Keep the failure (see the module docstring) and, when it names a run of a store
+    that took it, carry it into that run (:func:`_carry_now`) unless ``in_run`` (the
+    run holds it already)."""
     failure = CaptureFailure(
         ts=clock(),
         store=str(folder),
@@ -533,6 +729,9 @@ def _failed(
     kept = None
     if folder.is_dir():
         kept = _keep(failure, folder / CAPTURE_FAILURES)
+        if kept is not None and state.run_id is not None and not in_run:
+            _keep(failure, _pending_path(folder, state.run_id))
+            _carry_now(state, folder)
     if kept is None:
         kept = _keep(failure, fallback_failures_path(environ))
     return HookOutcome(
@@ -544,6 +743,68 @@ def _failed(
         failure=failure,
         kept_at=kept,
     )
+
+
+_PENDING: Final = "capture/pending"
+"""Where a store keeps, per run (``<run id>.jsonl``), the failures not yet written into
+the run's own tool events (relative to the store folder)."""
+
+
+def _pending_path(folder: Path, run_id: str) -> Path:
+    return folder / _PENDING / f"{run_id}.jsonl"
+
+
+def _carry_now(state: _State, folder: Path) -> None:
+    """Write the run's pending failures into its tool events at once, when the run is
+    being captured (its tool events are not sealed) and its file can be taken now;
+    otherwise the next event of the run carries them (:func:`_carry_pending`): a sealed
+    run is not re-opened for a failure alone. Never raises."""
+    run_id, session_id = state.run_id, state.session_id
+    if run_id is None or session_id is None or state.client not in CLIENTS:
+        return
+    with contextlib.suppress(AgcError, OSError):
+        manifest = read_manifest(StoreLayout(folder), run_id)
+        entry = manifest.artifacts.get("tool-events") if manifest else None
+        if entry is not None and entry.closed:
+            return
+        writer = ToolEventWriter(run_id, store=folder, resume=True)
+        try:
+            _carry_pending(writer, run_id, state.client, session_id, folder)
+        finally:
+            writer.abort()
+
+
+def _carry_pending(
+    writer: ToolEventWriter, run_id: str, client: ClientName, session_id: str, folder: Path
+) -> None:
+    """Append a ``capture-failed`` record to the open ``writer`` for each failure kept
+    for the run and not yet in it (``capture/pending/<run id>.jsonl``), checkpoint them,
+    then remove the pending file. Sealed with the run, a failure can no longer be
+    removed without the seal saying so. A crash before the removal writes them again at
+    the next event: the verifier counts a failure once (by its ``ts``, ``code`` and
+    ``hook``).
+
+    Raises:
+        as the writer.
+    """
+    path = _pending_path(folder, run_id)
+    try:
+        with open_regular_file(path) as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return  # the common case: one failed open
+    except (OSError, AgcError):
+        return
+    for line in lines:
+        try:
+            failure = CaptureFailure.from_record(loads(line))
+        except AgcError:
+            failure = None
+        if failure is not None and failure.run_id == run_id:
+            writer.write(_failure_record(failure, client, session_id))
+    writer.checkpoint()
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def _keep(failure: CaptureFailure, path: Path) -> Path | None:

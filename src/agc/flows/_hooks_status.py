@@ -25,12 +25,14 @@ def hooks_status(
     project: Path | None = None,
     environ: Mapping[str, str] | None = None,
     codex: str | None = None,
+    store: str | None = None,
 ) -> ClientHooks:
     """:func:`agc.capture.check_hooks`, with ``last_failure`` the newest capture failure of
-    this client kept for the store the installed command names (the default store when
-    it names none), as :meth:`CaptureFailure.to_record` gives it; ``None`` when there is
-    none or agc's hook is not installed; ``codex`` (a Codex program) is asked as
-    :func:`agc.capture.check_hooks` says. Never raises on what it finds.
+    this client kept for ``store`` when given, else for the store the installed command
+    names (the default store when it names none), as :meth:`CaptureFailure.to_record`
+    gives it; ``None`` when there is none or agc's hook is not installed; ``codex`` (a
+    Codex program) is asked as :func:`agc.capture.check_hooks` says. Never raises on
+    what it finds.
 
     Raises:
         UsageError: an unknown client or scope, or no home folder.
@@ -40,7 +42,7 @@ def hooks_status(
         return status
     failures = [
         failure
-        for failure in capture_failures(status.store, environ=environ)
+        for failure in capture_failures(store or status.store, environ=environ)
         if failure.client == client
     ]
     if not failures:

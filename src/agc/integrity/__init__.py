@@ -29,7 +29,7 @@ if _TYPE_CHECKING:
         iter_copy_lines,
         iter_session_lines,
     )
-    from agc.integrity._extend import Extension, extend_run
+    from agc.integrity._extend import Extension, extend_run, sealed_prefix_differs
     from agc.integrity._ingest import (
         Companion,
         IngestSummary,
@@ -158,6 +158,7 @@ __all__ = [
     "recover_store",
     "run_is_sealed",
     "seal_file",
+    "sealed_prefix_differs",
     "unwrap_record",
     "upload_sealed_file",
     "verdict_of",
@@ -177,7 +178,7 @@ _HOMES = {
         "DiffSide",
         "diff_run",
     ),
-    "agc.integrity._extend": ("Extension", "extend_run"),
+    "agc.integrity._extend": ("Extension", "extend_run", "sealed_prefix_differs"),
     "agc.integrity._ingest": (
         "Companion",
         "IngestSummary",

@@ -30,12 +30,12 @@ from agc._core.store import (
     remote_store,
 )
 from agc.errors import UsageError
-from agc.integrity._ingest import _STAMP, Companion, ingest_stream
+from agc.integrity._ingest import _STAMP, Companion, ingest_lines, ingest_stream
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest
 from agc.integrity._writer import JsonlWriter, ToolEventWriter, TranscriptWriter
 
-__all__ = ["Extension", "extend_run"]
+__all__ = ["Extension", "extend_run", "sealed_prefix_differs"]
 
 _WRITER_STAMPS = ("seq", "ts", "run_id")
 
@@ -81,6 +81,46 @@ def _lines(path: Path) -> Iterator[bytes]:
 
 def _unstamped(line: bytes) -> bytes:
     return _STAMP.sub(rb"{\1", line, count=1)
+
+
+def _first_difference(new: Iterator[bytes], kept: Iterator[bytes]) -> int | None:
+    """The 1-based number of the first of the ``kept`` (sealed) records that ``new``
+    lacks or holds otherwise (all but ``ts``), ``None`` when ``new`` begins with all of
+    them; ``new`` is left after them."""
+    for number, theirs in enumerate(kept, 1):
+        ours = next(new, None)
+        if ours is None or _unstamped(ours) != _unstamped(theirs):
+            return number
+    return None
+
+
+def sealed_prefix_differs(
+    stream: BinaryIO, run_id: str, store: StoreArg = None, *, records: int
+) -> int | None:
+    """Whether the first ``records`` sealed transcript records of the run are what
+    ``stream`` (the input they were ingested from) gives: ``None`` when they are, else
+    the 1-based number of the first that differs or that ``stream`` lacks.
+
+    ``stream``'s lines are written by the ingest rule
+    (:func:`~agc.integrity._ingest.ingest_lines`) into a scratch store and compared
+    record for record, all but ``ts``, as :func:`extend_run` compares a grown input. A
+    folder store only.
+
+    Raises:
+        as :class:`~agc.integrity._writer.TranscriptWriter` and
+        :func:`~agc.integrity._ingest.ingest_lines`.
+    """
+    layout = StoreLayout.at(folder_store(store))
+    with tempfile.TemporaryDirectory(prefix="agc-prefix-") as scratch:
+        writer = TranscriptWriter(run_id, store=scratch, fsync="none")
+        try:
+            ingest_lines(stream, writer)
+            writer.flush()
+            new = _lines(StoreLayout.at(scratch).artifact_path(run_id, "transcript"))
+            kept = itertools.islice(_lines(layout.artifact_path(run_id, "transcript")), records)
+            return _first_difference(new, kept)
+        finally:
+            writer.abort()
 
 
 def extend_run(
@@ -130,12 +170,12 @@ def extend_run(
         for kind in kinds:
             new = _lines(fresh.artifact_path(run_id, kind))
             kept = _lines(layout.artifact_path(run_id, kind))
-            for number, (ours, theirs) in enumerate(itertools.zip_longest(new, kept), 1):
-                if theirs is None:
-                    extra[kind] = [ours, *new]
-                    break
-                if ours is None or _unstamped(ours) != _unstamped(theirs):
-                    return Extension(run_id, "diverges", {}, kind=kind, line=number)
+            differs = _first_difference(new, kept)
+            if differs is not None:
+                return Extension(run_id, "diverges", {}, kind=kind, line=differs)
+            rest = list(new)
+            if rest:
+                extra[kind] = rest
     if not extra:
         return Extension(run_id, "unchanged", {})
     added: dict[str, int] = {}

@@ -293,11 +293,18 @@ def ingest_stream(
     return summary if upload is None else replace(summary, object_store=upload.to_dict())
 
 
-def ingest_lines(stream: BinaryIO, writer: JsonlFileWriter, *, skip: int = 0) -> tuple[int, int]:
+def ingest_lines(
+    stream: BinaryIO, writer: JsonlFileWriter, *, skip: int = 0, lines_before: int = 0
+) -> tuple[int, int]:
     """Write each line of ``stream`` after its first ``skip`` lines as one record of the
     open ``writer``, by the ingest rule (``{"line", "payload"}`` or an ``invalid``
     record; see the module docstring), for a caller that holds the writer (a run whose
     other artifact is written elsewhere). The writer is neither flushed nor sealed.
+
+    Args:
+        lines_before: the lines of the input before ``stream`` begins (a caller that
+            continues an input from a byte offset): the first line is numbered
+            ``lines_before + skip + 1``.
 
     Returns:
         ``(records written, of which invalid)``.
@@ -309,7 +316,7 @@ def ingest_lines(stream: BinaryIO, writer: JsonlFileWriter, *, skip: int = 0) ->
     for _ in range(skip):  # read past, not parsed: an earlier seal holds them
         if not stream.readline():
             return 0, 0
-    counts = _Counts(records=skip)
+    counts = _Counts(records=lines_before + skip)
     written = writer.write_many(_bodies(stream, counts, writer.flush, None))
     return len(written), counts.invalid
 

@@ -49,7 +49,11 @@ Finding codes (stable, documented in ``docs/format.md``):
                           fallback file): the run misses what it failed to write
 ``transcript-diverges``   a tool call the run's hooks saw is missing from its sealed
                           session file, or the file holds one the active hooks never saw
-                          (judged by :mod:`agc.flows`, which reads the client's format)
+                          or gives a call another input (judged by :mod:`agc.flows`,
+                          which reads the client's format)
+``hooks-stopped``         the sealed session file holds calls after the hooks' last call
+                          in a session they saw neither stop nor end after it (killed
+                          mid-turn, or hooks that stopped): no hook vouches for them
 ========================  ==============================================================
 
 ``unsealed`` (a crash before ``close()``) carries the verified prefix: the bytes and
@@ -125,6 +129,7 @@ RunFindingCode = Literal[
     "signature-not-verified",
     "capture-failed",
     "transcript-diverges",
+    "hooks-stopped",
     LegacyFindingCode,
     ObjectStoreFindingCode,
 ]

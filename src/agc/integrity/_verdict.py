@@ -102,6 +102,7 @@ VERDICTS: Final[Mapping[str, VerdictCategory]] = MappingProxyType(
         # unfinished: never sealed for good
         "recovered": "unfinished",
         "capture-failed": "unfinished",
+        "hooks-stopped": "unfinished",
         "unsealed": "unfinished",
         "torn-tail": "unfinished",
         "missing": "unfinished",
