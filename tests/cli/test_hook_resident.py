@@ -171,7 +171,7 @@ def _resident_in_child(conn: socket.socket, step: int, *, after: bool) -> int:
                 captured(*args, **kwargs)
                 os._exit(9)
 
-            hook.capture = capture_then_die  # type: ignore[assignment]
+            hook.capture = capture_then_die
         try:
             _hookserve.answer(conn, threading.Lock())
         finally:
