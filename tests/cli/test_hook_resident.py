@@ -312,3 +312,38 @@ def test_the_installed_command_starts_a_resident_process_and_survives_its_kill(
     while _resident_pid(runtime) in (None, pid):  # the third hook started a new one
         assert time.monotonic() < deadline, "no resident process started again"
         time.sleep(0.02)
+
+
+def test_parallel_hooks_with_no_resident_running_start_one_and_lose_no_event(
+    runtime: Path, store: Path, tmp_path: Path
+) -> None:
+    """Parallel tool calls' hooks at a session's start: each finds none answering and
+    starts one (one wins its lock, the others exit) and captures its event itself."""
+    command = [sys.executable, "-I", "-S", str(HOOK_CLIENT_SCRIPT), *_args(store)]
+    env = {**_env(tmp_path), "XDG_RUNTIME_DIR": str(runtime), "PATH": "/usr/bin:/bin"}
+    hooks = [
+        subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for _ in range(6)
+    ]
+    done = [hook.communicate(_call(index), timeout=120) for index, hook in enumerate(hooks)]
+    assert [(h.returncode, out) for h, (out, _) in zip(hooks, done, strict=True)] == [(0, b"")] * 6
+    assert sorted(_ids(store)) == sorted(f"toolu_{i}" for i in range(6))
+    assert capture_failures(store) == []
+    deadline = time.monotonic() + 60
+    while not list((runtime / "agc").glob("*.sock")):
+        assert time.monotonic() < deadline, "no resident process started"
+        time.sleep(0.02)
+    pid = _resident_pid(runtime)
+    assert pid is not None
+    assert _alive(pid)
+    # the resident that won serves the next ones
+    after = _hook(runtime, store, _call(6), tmp_path)
+    assert (after.returncode, after.stdout, after.stderr) == (0, b"", b"")
+    assert _ids(store).count("toolu_6") == 1
+    assert _resident_pid(runtime) == pid
