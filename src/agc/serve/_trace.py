@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from agc._core.redact import RedactionStats, redact_text, redact_value
+from agc._core.window import WINDOW_STRING_CHARS, trim
 from agc.serve._stream import DeltaHold
 
 __all__ = [
@@ -35,8 +36,6 @@ __all__ = [
 ]
 
 TRACE_STRING_CHARS: Final = 16_384
-WINDOW_STRING_CHARS: Final = 512
-_MAX_DEPTH: Final = 32
 
 TraceStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
@@ -64,22 +63,6 @@ def well_formed(value: Any) -> Any:
         return {well_formed(k): well_formed(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [well_formed(v) for v in value]
-    return value
-
-
-def trim(value: Any, max_chars: int, _depth: int = 0) -> Any:
-    """A copy of a JSON value with every string longer than ``max_chars`` cut (and
-    ``"…[+N chars]"`` appended) and nesting below 32 levels replaced by ``"…"``."""
-    if _depth > _MAX_DEPTH:
-        return "…"
-    if isinstance(value, str):
-        if len(value) <= max_chars:
-            return value
-        return value[:max_chars] + f"…[+{len(value) - max_chars} chars]"
-    if isinstance(value, Mapping):
-        return {str(k): trim(v, max_chars, _depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [trim(v, max_chars, _depth + 1) for v in value]
     return value
 
 
