@@ -542,3 +542,18 @@ def test_check_evidence_of_a_forged_unsigned_run_is_not_usable(
     assert "subject-mismatch" in out
     assert "evidence: NOT usable" in out
     assert "internal error" not in err
+
+
+def test_contract_with_a_huge_yaml_integer_is_a_usage_error(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text("kind: Pod\nspec:\n  containers:\n  - {name: api, env: [{name: A, value: "
+                        + "9" * 5000 + "}]}\n")  # fmt: skip
+    code, out, err = _run(
+        capsys, "contract", str(manifest), "--environment", "dev", "--require-env", "A"
+    )
+    assert code == ExitCode.USAGE
+    assert f"{manifest} holds a value YAML's reader cannot convert" in err
+    assert "internal error" not in err
+    assert out == ""
