@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from agc._core.redact import RedactionStats, redact_text, redact_value
+from agc._core.window import MAX_WINDOW_DEPTH, WINDOW_STRING_CHARS, trim
 from agc.serve._stream import DeltaHold
 
 __all__ = [
@@ -42,8 +43,6 @@ __all__ = [
 ]
 
 TRACE_STRING_CHARS: Final = 16_384
-WINDOW_STRING_CHARS: Final = 512
-_MAX_DEPTH: Final = 32
 
 TraceStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
@@ -74,26 +73,10 @@ def well_formed(value: Any) -> Any:
     return value
 
 
-def trim(value: Any, max_chars: int, _depth: int = 0) -> Any:
-    """A copy of a JSON value with every string longer than ``max_chars`` cut (and
-    ``"…[+N chars]"`` appended) and nesting below 32 levels replaced by ``"…"``."""
-    if _depth > _MAX_DEPTH:
-        return "…"
-    if isinstance(value, str):
-        if len(value) <= max_chars:
-            return value
-        return value[:max_chars] + f"…[+{len(value) - max_chars} chars]"
-    if isinstance(value, Mapping):
-        return {str(k): trim(v, max_chars, _depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [trim(v, max_chars, _depth + 1) for v in value]
-    return value
-
-
 def weight(value: Any, _depth: int = 0) -> int:
     """What a JSON value costs to keep, roughly: the characters of its strings (keys
     included) plus 8 per value; nesting below 32 levels counts 8."""
-    if _depth > _MAX_DEPTH:
+    if _depth > MAX_WINDOW_DEPTH:
         return 8
     if isinstance(value, str):
         return 8 + len(value)
