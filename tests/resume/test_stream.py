@@ -31,8 +31,12 @@ from agc.resume import (
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+GEMINI = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "gemini" / "session-file.jsonl"
+)
 FIXTURES = [
     *(pytest.param(path, id=path.name) for path in sorted(GOLDEN.glob("*.jsonl"))),
+    pytest.param(GEMINI, id="gemini-session-file"),
     *shared_params(REAL_FIXTURES, "*/*.jsonl"),
 ]
 
