@@ -394,9 +394,10 @@ def _resolve_links(
 ) -> dict[int, _LinkOutcome]:
     """Where each link entry leads, inside the archive (keyed by its index in ``entries``).
 
-    Resolution is lexical, as the kernel resolves a path: component by component from
+    Resolution follows the kernel's (path_resolution(7)): component by component from
     the link's folder, ``..`` going up one folder, every link of the archive met on the
-    way replaced by its target (at most :data:`MAX_LINK_HOPS` times: more is a loop).
+    way replaced by its target (at most :data:`MAX_LINK_HOPS` times: more is a loop), a
+    path that goes on past a file or past nothing leading nowhere.
 
     Raises:
         ArchiveRefusedError: a target (or the target of a link met on the way) is
@@ -443,6 +444,9 @@ def _resolve_links(
                 pending = inner + pending
                 continue
             resolved.append(part)
+            if pending and tuple(resolved) not in folders:
+                kind = "missing"  # a file or nothing where the path needs a folder
+                break
         final = tuple(resolved)
         if not kind:
             if final in files:
