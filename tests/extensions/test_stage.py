@@ -19,7 +19,7 @@ from agc.errors import ArchiveRefusedError, InputError
 from agc.extensions import ExtensionRepository, ImportLimits
 from agc.extensions._stage import MAX_NAME_BYTES, MAX_PATH_BYTES
 from tests.conftest import examples
-from tests.extensions.builders import write_skill, zip_entries, zip_folder
+from tests.extensions.builders import tree_bytes, write_skill, zip_entries, zip_folder
 
 REACHES_INSIDE = {
     "agc.extensions._stage": "the staging limits on names and paths",
@@ -83,10 +83,10 @@ def _link(name: str) -> zipfile.ZipInfo:
     "target",
     [
         "/etc/passwd",
-        "../../outside",
+        "../../../outside",
         "../../../etc",
-        "sub/../../../x",
-        "..\\..\\x",
+        "../ok/../../../x",
+        "..\\..\\..\\x",
         "C:/Windows",
         "hop",  # through another link that escapes
     ],
@@ -94,13 +94,10 @@ def _link(name: str) -> zipfile.ZipInfo:
 def test_a_symlink_entry_that_leaves_the_archive_refuses_it_whole(
     tmp_path: Path, store: Path, target: str
 ) -> None:
+    hop = [(_link("repo-main/ok/hop"), b"../../../escape")] if target == "hop" else []
     archive = zip_entries(
         tmp_path / "link.zip",
-        [
-            ("repo-main/ok/SKILL.md", SKILL),
-            (_link("repo-main/ok/hop"), b"../../../escape"),
-            (_link("repo-main/ok/link"), target.encode()),
-        ],
+        [("repo-main/ok/SKILL.md", SKILL), *hop, (_link("repo-main/ok/link"), target.encode())],
     )
     _refused(ExtensionRepository(store), archive, "symbolic link entry", "outside the archive")
 
@@ -152,8 +149,14 @@ def test_a_link_copy_counts_against_the_byte_limit(tmp_path: Path, store: Path) 
 _LINK_PARTS = st.sampled_from(["..", ".", "a", "b", "f.txt", "l1", "l2", ""])
 
 
-def _lexical(target: str, links: dict[tuple[str, ...], str], start: list[str]) -> object:
-    """An independent resolver for the property: 'escape', 'loop' or the final path."""
+def _lexical(
+    target: str,
+    links: dict[tuple[str, ...], str],
+    start: list[str],
+    folders: frozenset[tuple[str, ...]] = frozenset({(), ("a",), ("a", "b")}),
+) -> object:
+    """An independent resolver for the property: 'escape', 'loop', 'missing' or the
+    final path (the archive's folders are ``a`` and ``a/b``)."""
     if target.startswith("/"):
         return "escape"
     resolved = list(start)
@@ -177,6 +180,8 @@ def _lexical(target: str, links: dict[tuple[str, ...], str], start: list[str]) -
             pending = links[(*resolved, part)].split("/") + pending
             continue
         resolved.append(part)
+        if any(p not in {"", "."} for p in pending) and tuple(resolved) not in folders:
+            return "missing"
     return tuple(resolved)
 
 
@@ -404,6 +409,66 @@ def test_a_folder_import_never_follows_a_symlink_out_of_the_folder(
     assert not any(path.is_symlink() for path in stored.rglob("*"))
     assert any("leak.txt: symbolic link skipped" in note for note in result.notes)
     assert any("dir-link: symbolic link skipped" in note for note in result.notes)
+
+
+def test_a_folder_link_to_a_file_inside_is_kept_as_a_copy_like_in_an_archive(
+    tmp_path: Path,
+) -> None:
+    """The folder of a repository and its `git archive` zip give the same tree."""
+    reference = b"# Shared reference\n"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    folder = tmp_path / "repo-main"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "reference.md").write_bytes(reference)
+    write_skill(folder / "skills" / "art", "art")
+    art = folder / "skills" / "art"
+    (art / "reference.md").symlink_to("../../docs/reference.md")
+    (art / "docs").symlink_to("../../docs", target_is_directory=True)
+    (art / "gone.md").symlink_to("../../nothing-here.md")
+    (art / "out.txt").symlink_to("../../../secret.txt")
+    (art / "abs.txt").symlink_to(secret)
+    (art / "via-link.md").symlink_to("docs/reference.md")
+    (art / "loop").symlink_to("loop")
+    store = folder / ".agc"  # a store inside the folder: a link into it is not copied
+    repo = ExtensionRepository(store)
+    (folder / "index-link.json").symlink_to(".agc/extensions/index.json")
+    repo.import_path(write_skill(tmp_path / "first", "first"))  # the index now exists
+    assert (store / "extensions" / "index.json").is_file()
+    result = repo.import_path(folder)
+    stored = repo.tree_dir(result.source)
+    assert not any(path.is_symlink() for path in stored.rglob("*"))
+    assert (stored / "skills/art/reference.md").read_bytes() == reference
+    for absent in ("docs", "gone.md", "out.txt", "abs.txt", "via-link.md", "loop"):
+        assert not (stored / "skills/art" / absent).exists()
+    assert not (stored / "index-link.json").exists()
+    everything = b"".join(path.read_bytes() for path in stored.rglob("*") if path.is_file())
+    assert b"TOP SECRET" not in everything
+    notes = "\n".join(result.notes)
+    assert "skills/art/reference.md: symbolic link kept as a copy" in notes
+    assert "skills/art/out.txt: symbolic link skipped (agc never follows links out of" in notes
+    assert (
+        "index-link.json: symbolic link skipped (agc never follows links into the extension"
+        in notes
+    )
+
+    zipped = zip_entries(
+        tmp_path / "repo-main.zip",
+        [
+            ("repo-main/docs/reference.md", reference),
+            ("repo-main/skills/art/SKILL.md", (art / "SKILL.md").read_bytes()),
+            (_link("repo-main/skills/art/reference.md"), b"../../docs/reference.md"),
+            (_link("repo-main/skills/art/docs"), b"../../docs"),
+            (_link("repo-main/skills/art/gone.md"), b"../../nothing-here.md"),
+        ],
+    )
+    from_zip = repo.import_path(zipped)
+    zipped_tree = repo.tree_dir(from_zip.source) / "repo-main"
+    assert tree_bytes(zipped_tree) == {
+        key: value
+        for key, value in tree_bytes(stored).items()
+        if key.startswith(("docs/", "skills/"))
+    }
 
 
 def test_a_fifo_in_a_folder_is_skipped_without_hanging(tmp_path: Path, store: Path) -> None:

@@ -31,9 +31,10 @@ links within it followed at most :data:`MAX_LINK_HOPS` times) is a file of the a
 is kept as a copy of that file; one that names a folder, another link loop, or nothing
 is skipped with a note; one that leaves the archive refuses the archive.
 
-A folder is copied without following any symlink (links are skipped with a note, so
-nothing outside the folder is ever read), special files are skipped, and the same
-entry and byte limits apply.
+A folder is copied without following any symlink: a link whose target is a file of the
+folder (walked from the folder without following any link) is kept as a copy, every
+other link is skipped with a note, so nothing outside the folder is ever read; special
+files are skipped, and the same entry and byte limits apply.
 
 Every file and folder is created owner-only (``_private``: folders ``0700``, files
 ``0600``, or ``0700`` when the source file was executable for its owner): a stored
@@ -394,9 +395,10 @@ def _resolve_links(
 ) -> dict[int, _LinkOutcome]:
     """Where each link entry leads, inside the archive (keyed by its index in ``entries``).
 
-    Resolution is lexical, as the kernel resolves a path: component by component from
+    Resolution follows the kernel's (path_resolution(7)): component by component from
     the link's folder, ``..`` going up one folder, every link of the archive met on the
-    way replaced by its target (at most :data:`MAX_LINK_HOPS` times: more is a loop).
+    way replaced by its target (at most :data:`MAX_LINK_HOPS` times: more is a loop), a
+    path that goes on past a file or past nothing leading nowhere.
 
     Raises:
         ArchiveRefusedError: a target (or the target of a link met on the way) is
@@ -443,6 +445,9 @@ def _resolve_links(
                 pending = inner + pending
                 continue
             resolved.append(part)
+            if pending and tuple(resolved) not in folders:
+                kind = "missing"  # a file or nothing where the path needs a folder
+                break
         final = tuple(resolved)
         if not kind:
             if final in files:
@@ -734,7 +739,7 @@ def copy_folder(
         root_fd = os.open(source, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     except OSError as exc:
         raise _unreadable(source, exc) from exc
-    state = _CopyState(limits=limits, label=str(source))
+    state = _CopyState(limits=limits, label=str(source), root_fd=root_fd)
     if skip is not None:
         with contextlib.suppress(OSError):
             info = os.stat(skip)
@@ -750,6 +755,7 @@ def copy_folder(
 class _CopyState:
     limits: ImportLimits
     label: str
+    root_fd: int = -1
     entries: int = 0
     total: int = 0
     skip: tuple[int, int] | None = None
@@ -794,7 +800,7 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
         except OSError as exc:
             raise InputError(f"{state.label}/{relative} cannot be read: {exc.strerror}") from exc
         if stat.S_ISLNK(info.st_mode):
-            state.notes.append(f"{relative}: symbolic link skipped (agc never follows links)")
+            state.notes.append(_copy_link(dir_fd, name, dest / name, relative, state))
             continue
         if stat.S_ISDIR(info.st_mode):
             if (info.st_dev, info.st_ino) == state.skip:
@@ -825,6 +831,56 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
             state.total += _copy_fd(file_fd, dest / name, mode, budget, f"{state.label}/{relative}")
         finally:
             os.close(file_fd)
+
+
+_NOFOLLOW_READ: Final = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC
+
+
+def _copy_link(dir_fd: int, name: str, dest: Path, relative: str, state: _CopyState) -> str:
+    """Copy the file a link of the folder names, when it is a file of the folder; the
+    note that says what became of the link.
+
+    The target is walked from the folder's own descriptor one component at a time,
+    each opened with ``O_NOFOLLOW`` (``..`` going back to the folder before), so no
+    link is ever followed: a target that is absolute, goes above the folder, passes
+    through another link, or is a folder, a special file or nothing is skipped.
+    """
+    skipped = f"{relative}: symbolic link skipped (agc never follows links"
+    try:
+        target = os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return skipped + ")"
+    parts = _target_parts(target)
+    if parts is None:
+        return skipped + " out of the folder)"
+    chain = [os.dup(state.root_fd)]
+    try:
+        for part in relative.split("/")[:-1]:
+            chain.append(os.open(part, _NOFOLLOW_READ | _O_DIRECTORY, dir_fd=chain[-1]))
+        for index, part in enumerate(parts):
+            if part == "..":
+                if len(chain) == 1:
+                    return skipped + " out of the folder)"
+                os.close(chain.pop())
+                continue
+            last = index == len(parts) - 1
+            flags = _NOFOLLOW_READ | (os.O_NONBLOCK if last else _O_DIRECTORY)
+            chain.append(os.open(part, flags, dir_fd=chain[-1]))
+            info = os.fstat(chain[-1])
+            if (info.st_dev, info.st_ino) == state.skip:
+                return skipped + " into the extension repository)"
+        if len(chain) == 1 or not stat.S_ISREG(os.fstat(chain[-1]).st_mode):
+            return skipped + "; it names a folder or a special file)"
+        mode = file_mode(bool(os.fstat(chain[-1]).st_mode & 0o100))
+        budget = state.limits.max_total_bytes - state.total
+        state.total += _copy_fd(chain[-1], dest, mode, budget, f"{state.label}/{relative}")
+    except OSError:
+        # ELOOP (another link on the way), ENOENT, ENOTDIR: it leads nowhere we read.
+        return skipped + "; it leads to nothing of the folder without another link)"
+    finally:
+        for fd in chain:
+            os.close(fd)
+    return f"{relative}: symbolic link kept as a copy of the file it names inside the folder"
 
 
 def _open_child(dir_fd: int, name: str, flags: int, state: _CopyState, relative: str) -> int | None:
