@@ -347,3 +347,20 @@ def test_parallel_hooks_with_no_resident_running_start_one_and_lose_no_event(
     assert (after.returncode, after.stdout, after.stderr) == (0, b"", b"")
     assert _ids(store).count("toolu_6") == 1
     assert _resident_pid(runtime) == pid
+
+
+def test_a_hook_that_says_no_after_a_late_take_leaves_the_event_to_itself(
+    resident: Path, store: Path, tmp_path: Path
+) -> None:
+    """`R` came after the hook stopped waiting: it says `N` and captures the event
+    itself; the resident drops it (no record, no failure), so it is never written twice."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(resident))
+    with sock:
+        sock.sendall(_hookclient.request(_args(store), _call(5), _env(tmp_path)))
+        assert sock.recv(1) == b"R"
+        sock.sendall(b"N")
+        assert sock.recv(16) == b""  # it closed without capturing
+    assert hook.run(_args(store), stdin=io.BytesIO(_call(5))) == 0
+    assert _ids(store) == ["toolu_5"]
+    assert capture_failures(store) == []
