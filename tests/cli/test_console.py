@@ -51,21 +51,23 @@ def test_a_line_is_written_as_rich_writes_it_to_a_pipe(
 def test_a_plain_line_to_a_pipe_needs_no_rich_console(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
     console = PlainFirstConsole("err_console")
     console.print("note: plain\r", markup=False)
     assert not console.is_terminal
     assert console._rich is None
-    assert sys.stderr.getvalue() == "note: plain\n"
+    assert err.getvalue() == "note: plain\n"
     console.print("[bold]marked up[/bold]")  # markup: rich's own rendering
     assert console._rich is not None
-    assert sys.stderr.getvalue().endswith("marked up\n")
+    assert err.getvalue().endswith("marked up\n")
 
 
 def test_a_forced_terminal_goes_to_rich(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
     console = PlainFirstConsole("out_console")
     assert console.is_terminal
     console.print("x", markup=False, style="bold")
-    assert "\x1b[" in sys.stdout.getvalue()  # rich styled it, as for a terminal
+    assert "\x1b[" in out.getvalue()  # rich styled it, as for a terminal
