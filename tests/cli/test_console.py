@@ -71,3 +71,18 @@ def test_a_forced_terminal_goes_to_rich(monkeypatch: pytest.MonkeyPatch) -> None
     assert console.is_terminal
     console.print("x", markup=False, style="bold")
     assert "\x1b[" in out.getvalue()  # rich styled it, as for a terminal
+
+
+@pytest.mark.parametrize("name", ["out_console", "err_console"])
+def test_a_stream_closed_at_start_is_written_nowhere_as_by_rich(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Python sets ``sys.stdout``/``sys.stderr`` to ``None`` when the process starts
+    with that descriptor closed (``2>&-``); rich then writes to no file, and so does the
+    plain path, never failing on the missing stream."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    monkeypatch.setattr(sys, "stderr" if name == "err_console" else "stdout", None)
+    console = PlainFirstConsole(name)
+    console.print("a line", markup=False)
+    assert not console.is_terminal

@@ -151,8 +151,10 @@ class PlainFirstConsole:
             and not (self._rich is not None and self._rich.quiet)
             and self._plain()
         ):
+            stream = self._stream()
+            if stream is None:  # no such stream (closed at start): rich writes nowhere too
+                return
             try:
-                stream = self._stream()
                 stream.write(objects[0].translate(_RICH_DROPS) + end)
                 stream.flush()
             except BrokenPipeError:
