@@ -127,7 +127,10 @@ _RUNNER = (
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for forcing in ("FORCE_COLOR", "TTY_COMPATIBLE"):  # a pipe is a pipe, as for a user
+        env.pop(forcing, None)
+    return env
 
 
 def _modules_after(argv: list[str]) -> tuple[int, set[str]]:
@@ -172,6 +175,8 @@ def test_resume_check_imports_only_the_resume_command(tmp_path: Path) -> None:
     # A file is checked, not a recorded run: the verifier is not loaded, nor the repair.
     assert {m for m in loaded if m.partition(".")[2].startswith("integrity")} == set()
     assert {"agc.resume._repair", "agc.resume._next"} & loaded == set()
+    # Its lines go to a pipe as plain text: rich is not needed to write them.
+    assert "rich" not in loaded
 
 
 @pytest.mark.parametrize(

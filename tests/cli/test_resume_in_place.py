@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agc.cli import resume as resume_cli
+import agc.resume
 from agc.cli.app import main
 from agc.resume import repair_loaded, repair_streamed
 
@@ -126,8 +126,9 @@ def test_in_place_is_refused_when_the_file_changes_during_the_repair(
             handle.write(b'{"type":"late"}\n')
         return real_streamed(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(resume_cli, "repair_loaded", loaded)
-    monkeypatch.setattr(resume_cli, "repair_streamed", streamed)
+    # the command calls the repair through the agc.resume front door
+    monkeypatch.setattr(agc.resume, "repair_loaded", loaded)
+    monkeypatch.setattr(agc.resume, "repair_streamed", streamed)
     assert main(["resume", str(path), "--in-place"]) == 2
     assert path.read_bytes() == grown  # nothing the client wrote is lost
     assert _backups(path) == []

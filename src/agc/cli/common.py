@@ -94,14 +94,87 @@ def _new_console(name: str) -> Console:
     return _StdoutConsole(highlight=False, soft_wrap=True, emoji=False)
 
 
+_RICH_DROPS: Final = dict.fromkeys((7, 8, 11, 12, 13))
+"""The control characters rich drops from printed text (bell, backspace, vertical tab,
+form feed, carriage return: ``rich.control.STRIP_CONTROL_CODES``)."""
+
+
+class PlainFirstConsole:
+    """``err_console`` / ``out_console``: a rich console, made only when one is needed.
+
+    Most lines a command prints are plain text (``print(text, markup=False)``) to a
+    stream that is not a terminal (a pipe, a file, CI), where rich writes the text as it
+    is, without its bell, backspace, vertical tab, form feed and carriage return
+    characters. Such a line is written so here, without importing rich (tens of
+    milliseconds that ``agc resume --check`` would pay for one line); anything else (a
+    terminal, ``FORCE_COLOR``/``TTY_COMPATIBLE``, markup, a tab, several objects, a
+    rich renderable, any other option or attribute) goes to the rich console itself.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._rich: Console | None = None
+
+    def _console(self) -> Console:
+        if self._rich is None:
+            self._rich = _new_console(self._name)
+        return self._rich
+
+    def _stream(self) -> Any:
+        return sys.stderr if self._name == "err_console" else sys.stdout
+
+    def _plain(self) -> bool:
+        """Whether rich would see no terminal (as ``Console.is_terminal`` decides it
+        when nothing forces one)."""
+        if "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+            return False
+        isatty = getattr(self._stream(), "isatty", None)
+        try:
+            return isatty is None or not isatty()
+        except ValueError:  # a closed stream: rich sees no terminal either
+            return True
+
+    @property
+    def is_terminal(self) -> bool:
+        return False if self._plain() else self._console().is_terminal
+
+    def print(self, *objects: Any, markup: bool | None = None, **options: Any) -> None:
+        """As rich's ``Console.print``."""
+        end = options.get("end", "\n")
+        if (
+            markup is False
+            and len(objects) == 1
+            and isinstance(objects[0], str)
+            and "\t" not in objects[0]
+            and end in ("\n", "")
+            and not options.keys() - {"end", "highlight", "style"}
+            and not (self._rich is not None and self._rich.quiet)
+            and self._plain()
+        ):
+            stream = self._stream()
+            if stream is None:  # no such stream (closed at start): rich writes nowhere too
+                return
+            try:
+                stream.write(objects[0].translate(_RICH_DROPS) + end)
+                stream.flush()
+            except BrokenPipeError:
+                self._console().on_broken_pipe()
+            return
+        self._console().print(*objects, markup=markup, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._console(), name)
+
+
 def __getattr__(name: str) -> Any:
-    """``err_console`` (stderr) and ``out_console`` (stdout): rich consoles made on first
-    access (``from agc.cli.common import err_console`` included), then kept (PEP 562)."""
+    """``err_console`` (stderr) and ``out_console`` (stdout): consoles made on first
+    access (``from agc.cli.common import err_console`` included), then kept (PEP 562);
+    rich is imported when one needs it (:class:`PlainFirstConsole`)."""
     if name not in ("err_console", "out_console"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     console = globals().get(name)
     if console is None:
-        console = globals()[name] = _new_console(name)
+        console = globals()[name] = PlainFirstConsole(name)
     return console
 
 
