@@ -1,14 +1,14 @@
 """Peak memory and wall time of ``agc ledger record`` on an input with one very long line.
 
 The input is a generated Codex rollout (:func:`benchmarks.ledger_events.write_rollout`,
-2,000 lines) with one line of ``size`` bytes (an ``item.completed`` event whose text is
-that long) after its first line. Each command runs in a process of its own and reports
-its peak resident set itself (:func:`benchmarks.history_memory.peak_rss`). Compared in
-the same run: the same command of :data:`STREAMING_REFERENCE` (main before event lines
-were read in bounded pieces: every line read and parsed whole), run from its
-``git archive`` by the same Python, and the current command on the rollout without the
-long line (the fixed part). Judged: (peak - fixed) / line bytes, and the reference's
-peak over the current one.
+2,000 lines) with one line of ``size`` bytes (a ``codex exec --json`` ``item.completed``
+event of a shell command that long) after its first line. Each command runs in a
+process of its own and reports its peak resident set itself
+(:func:`benchmarks.history_memory.peak_rss`). Compared in the same run: the same
+command of :data:`STREAMING_REFERENCE` (main before event lines were read in bounded
+pieces: every line read and parsed whole), run from its ``git archive`` by the same
+Python, and the current command on the rollout without the long line (the fixed part).
+Judged: (peak - fixed) / line bytes, and the reference's peak over the current one.
 
 Run: ``python -m benchmarks --only ledger_long_line --rounds 1 --name ledger-long-line``.
 """
@@ -38,8 +38,11 @@ _NET_TARGET = 0.05
 
 def _with_long_line(rollout: Path, out: Path, size: int) -> int:
     """``rollout`` with one ``size``-byte line after its first line; returns the bytes."""
-    head = b'{"type":"item.completed","item":{"id":"x","type":"agent_message","text":"'
-    tail = b'"}}\n'
+    head = (
+        b'{"type":"item.completed","item":{"id":"x","type":"command_execution",'
+        b'"status":"completed","exit_code":0,"command":"bash -lc \'echo '
+    )
+    tail = b"'\"}}\n"
     with rollout.open("rb") as source, out.open("wb") as sink:
         sink.write(source.readline())
         sink.write(head)
