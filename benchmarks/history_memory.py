@@ -38,14 +38,17 @@ sys.exit(main())
 TARGETS = {"check": 4.0, "repair": 6.0}
 
 
-def peak_rss(argv: list[str], report: Path) -> tuple[int, float]:
+def peak_rss(argv: list[str], report: Path, *, pythonpath: Path | None = None) -> tuple[int, float]:
     """Peak resident bytes and wall seconds of the agc command ``argv`` (exit 0 or 1:
     findings are fine); ``report`` receives the peak (KiB) from the process itself.
+    ``pythonpath``: run the agc found there (another commit's ``src``) instead.
 
     Raises:
         RuntimeError: the command failed.
     """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     report.unlink(missing_ok=True)
     start = time.perf_counter()
     done = subprocess.run(

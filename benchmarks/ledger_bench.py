@@ -41,8 +41,8 @@ _ORJSON_LOOP = (
 )
 
 
-def _reference_tree(work: Path) -> tuple[Path | None, str | None]:
-    """``src`` of the reference commit under ``work``, or ``(None, why)``."""
+def _reference_tree(work: Path, commit: str = REFERENCE_COMMIT) -> tuple[Path | None, str | None]:
+    """``src`` of ``commit`` (the reference commit) under ``work``, or ``(None, why)``."""
     git = shutil.which("git")
     if git is None:
         return None, "git not found on PATH; reference (today's code) skipped"
@@ -50,13 +50,13 @@ def _reference_tree(work: Path) -> tuple[Path | None, str | None]:
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     archive = subprocess.run(
-        [git, "-C", str(_REPO), "archive", REFERENCE_COMMIT, "src"],
+        [git, "-C", str(_REPO), "archive", commit, "src"],
         capture_output=True,
         check=False,
     )
     if archive.returncode != 0:
         why = archive.stderr.decode(errors="replace").strip()
-        return None, f"git archive {REFERENCE_COMMIT[:12]} failed ({why}); reference skipped"
+        return None, f"git archive {commit[:12]} failed ({why}); reference skipped"
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
     compileall.compile_dir(target / "src", quiet=1)
     return target / "src", None

@@ -1317,6 +1317,7 @@ def bench_startup(ctx: Context) -> Section:
 
 
 from benchmarks.hook_capture import bench_hook_capture  # noqa: E402
+from benchmarks.ledger_long_line import bench_ledger_long_line  # noqa: E402
 from benchmarks.resume_gemini import bench_resume_gemini  # noqa: E402
 from benchmarks.resume_streaming import bench_resume_streaming  # noqa: E402
 
@@ -1331,6 +1332,7 @@ SUITES: dict[str, Callable[[Context], Section]] = {
     "bulk": bench_bulk,
     "store_all": bench_store_all,
     "ledger": bench_ledger,
+    "ledger_long_line": bench_ledger_long_line,
     "resume_streaming": bench_resume_streaming,
     "resume_gemini": bench_resume_gemini,
     "hook_capture": bench_hook_capture,

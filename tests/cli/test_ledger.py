@@ -584,3 +584,23 @@ def test_show_prints_what_was_offered_rejected_and_omitted(
         {"name": "keys", "reason": "outside"},
         {"name": "env", "reason": "sensitive"},
     ]
+
+
+def test_a_line_over_the_read_limit_is_reported_and_the_rest_recorded(
+    project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, last = json.dumps(command("c1", "ls")), json.dumps(command("c2", "pwd"))
+    long_line = json.dumps(command("c3", "echo " + "a" * (2 << 20)))
+    data = f"{first}\n{long_line}\n{last}\n".encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(_record(project, prompt, "--json")) == 0
+    out, err = capsys.readouterr()
+    stats = json.loads(out)["input"]
+    assert (stats["lines"], stats["items"], stats["overlongLines"]) == (3, 2, [2])
+    assert "warning: input stdin: 1 line(s) longer than 1048576 bytes (line 2)" in err
+    commands = [
+        json.loads(line).get("command")
+        for line in _turn_file(project).read_text().splitlines()
+        if json.loads(line)["recordType"] == "direct.codex.item"
+    ]
+    assert commands == ["ls", "pwd"]

@@ -66,6 +66,9 @@ def _record(tmp_path: Path, lines: list[str]) -> list[dict[str, object]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    long_lines = [n for n, line in enumerate(lines, start=1) if len(line) + 1 > 1024 * 1024]
+    if long_lines:
+        assert f"line(s) longer than 1048576 bytes (line {long_lines[0]}" in done.stderr
     turn = project / ".agent/runtime/direct-codex/turns/Abc123-def.jsonl"
     records = [json.loads(line) for line in turn.read_bytes().splitlines()]
     return [r for r in records if r["recordType"] == "direct.codex.item"]
@@ -88,11 +91,26 @@ def test_long_runs_of_one_piece_are_recorded_in_bounded_time(tmp_path: Path) -> 
     assert all(r.get("commandTruncated") or r.get("commandRedacted") for r in recorded)
 
 
-def test_a_16_mib_shell_wrapped_command_is_recorded_in_bounded_time(tmp_path: Path) -> None:
-    script = "echo " + "a" * (16 * 1024 * 1024)
+def test_a_long_shell_wrapped_command_is_recorded_in_bounded_time(tmp_path: Path) -> None:
+    # Past the item decoder's long-command threshold (256 KiB), within the longest
+    # line an event input is decoded from (1 MiB).
+    script = "echo " + "a" * (900 * 1024)
     recorded = _record(tmp_path, [_exec_item("item_1", f"bash -lc '{script}'")])
     assert recorded[0]["command"] == script[:240]
     assert recorded[0]["commandTruncated"] is True
+
+
+def test_a_16_mib_line_is_read_through_in_bounded_time_and_reported(tmp_path: Path) -> None:
+    """A line over 1 MiB is never decoded (nor held whole): the lines around it are
+    recorded, and the command says which line was not."""
+    script = "echo " + "a" * (16 * 1024 * 1024)
+    lines = [
+        _exec_item("item_1", "echo before"),
+        _exec_item("item_2", f"bash -lc '{script}'"),
+        _exec_item("item_3", "echo after"),
+    ]
+    recorded = _record(tmp_path, lines)
+    assert [r["command"] for r in recorded] == ["echo before", "echo after"]
 
 
 _OLD_REMOTE = re.compile(

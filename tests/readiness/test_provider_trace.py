@@ -93,6 +93,21 @@ def _fake_timing() -> Timing:
     return Timing(monotonic=fake.monotonic, sleep=fake.sleep, random=fake.random, wall=fake.wall)
 
 
+def test_the_provider_and_protocol_a_window_names_are_kept_quoted() -> None:
+    """``agc serve``'s window also names the provider and the protocol it spoke."""
+    window = {"provider": "codex-stdio", "protocol": f"app-server {SECRET}",
+              **_window([_event(1)])}  # fmt: skip
+    result = _remote_probe([completed(providerTrace=window)])
+    kept = result.observation.provider_trace
+    assert kept is not None
+    assert kept["provider"] == "codex-stdio"
+    assert kept["protocol"].startswith("app-server [REDACTED:")
+    assert (kept["events"], kept["firstSeq"], kept["omitted"]) == ([_event(1)], 1, 0)
+    numbers = _remote_probe([completed(providerTrace={"provider": 5, **_window([])})])
+    assert numbers.observation.provider_trace is not None
+    assert "provider" not in numbers.observation.provider_trace
+
+
 def test_an_answer_without_a_window_keeps_the_one_before() -> None:
     running = {"status": "running", "eventCount": 1, "providerTrace": _window([_event(4)])}
     malformed = {"status": "running", "eventCount": 2, "providerTrace": {"events": "none"}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import itertools
 import os
 import sys
 from collections.abc import Iterator
@@ -34,12 +35,15 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import describe_os_error, parse_json, read_limited
 from agc.ledger import (
+    MAX_READ_LINE_BYTES,
     DecodeStats,
     LedgerReport,
+    OverlongLine,
     Project,
     TurnOutcome,
     TurnSummary,
     check_turn_file,
+    event_lines,
     load_policy,
     record_turn,
     show_turn_file,
@@ -272,7 +276,7 @@ def record_command(
     finally:
         if input_file is not None:
             stream.close()
-    _print_outcome(outcome, as_json)
+    _print_outcome(outcome, as_json, where)
     if strict and (outcome.audit_write_failed or not outcome.db_written):
         return int(ExitCode.UNREADABLE)
     return int(ExitCode.OK)
@@ -281,53 +285,51 @@ def record_command(
 _BLANK_PEEK_BYTES = 1024 * 1024
 
 
-def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes]:
-    """The lines of ``stream``, after making sure it holds more than white space.
+def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes | OverlongLine]:
+    """The lines of ``stream`` (:func:`agc.ledger.event_lines`: a line over 1 MiB is
+    never held whole), after making sure it holds more than white space (the first
+    MiB of blank lines is looked at; an overlong line counts as content).
 
     Raises:
         EmptyInputError: the input has no byte but white space (exit 2); nothing is
             recorded, as an empty input is no evidence of a turn.
         FileUnreadableError: reading it failed (exit 3), naming it.
     """
-    blank: list[bytes] = []
+    lines = event_lines(stream)
+    head: list[bytes | OverlongLine] = []
     held = 0
     while held <= _BLANK_PEEK_BYTES:
         try:
-            piece = stream.readline(64 * 1024)
+            line = next(lines, None)
         except OSError as exc:
             raise FileUnreadableError(
                 f"input {where} cannot be read: {describe_os_error(exc)}"
             ) from exc
-        if not piece:
+        if line is None:
             raise EmptyInputError(
                 f"input {where} is empty: no event to record",
                 hint="Give the Codex events of the turn (app-server, codex exec --json "
                 "or a rollout); nothing was recorded.",
             )
-        blank.append(piece)
-        held += len(piece)
-        if piece.strip():
+        head.append(line)
+        if isinstance(line, OverlongLine) or line.strip():
             break
-    return _chain(blank, stream)
+        held += len(line)
+    return itertools.chain(head, lines)
 
 
-def _chain(head: list[bytes], stream: BinaryIO) -> Iterator[bytes]:
-    """``head`` (pieces of the first lines, the last maybe cut) then ``stream``'s lines,
-    rejoined so that each yielded item is one line as ``stream`` holds it."""
-    pending = b""
-    for piece in head:
-        pending += piece
-        if pending.endswith(b"\n"):
-            yield pending
-            pending = b""
-    if pending:
-        yield pending + stream.readline()
-    yield from stream
-
-
-def _print_outcome(outcome: TurnOutcome, as_json: bool) -> None:
+def _print_outcome(outcome: TurnOutcome, as_json: bool, where: str) -> None:
     for error in outcome.errors:
         err_console.print(f"warning: {error}", markup=False)
+    overlong = outcome.input.overlong_lines if outcome.input is not None else []
+    if overlong:
+        shown = ", ".join(map(str, overlong[:10])) + (" …" if len(overlong) > 10 else "")
+        err_console.print(
+            f"warning: input {where}: {len(overlong)} line(s) longer than "
+            f"{MAX_READ_LINE_BYTES} bytes (line {shown}) were read through, not decoded: "
+            "an event on them is not in the ledger",
+            markup=False,
+        )
     if as_json:
         emit_json(outcome.to_dict())
         return
@@ -341,7 +343,8 @@ def _print_outcome(outcome: TurnOutcome, as_json: bool) -> None:
     )
     out_console.print(
         f"input: {stats.lines} line(s), {stats.items} completed item(s), "
-        f"{stats.invalid_lines} not JSON, {stats.ignored_lines} ignored",
+        f"{stats.invalid_lines} not JSON, {stats.ignored_lines} ignored"
+        + (f", {len(stats.overlong_lines)} too long to decode" if stats.overlong_lines else ""),
         markup=False,
     )
     if outcome.audit_write_failed:

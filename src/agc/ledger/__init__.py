@@ -41,6 +41,7 @@ from agc.ledger._check import (
 from agc.ledger._classify import ROW_LABELS, TurnSummary
 from agc.ledger._contract import turn_log_relpath, validate_client_turn_id
 from agc.ledger._events import CompletedItem, DecodeStats, EventDecoder, decode_lines
+from agc.ledger._lines import MAX_READ_LINE_BYTES, OverlongLine, event_lines
 from agc.ledger._policy import (
     DEFAULT_PRESET,
     POLICY_PRESETS,
@@ -62,6 +63,7 @@ if _TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PRESET",
     "FORBIDDEN_KEYS",
+    "MAX_READ_LINE_BYTES",
     "POLICY_PRESETS",
     "ROW_LABELS",
     "AgentDb",
@@ -73,6 +75,7 @@ __all__ = [
     "LedgerFindingCode",
     "LedgerPolicy",
     "LedgerReport",
+    "OverlongLine",
     "Project",
     "TurnOutcome",
     "TurnRecorder",
@@ -80,6 +83,7 @@ __all__ = [
     "check_turn_file",
     "decode_lines",
     "default_policy",
+    "event_lines",
     "judge_turn_file",
     "load_policy",
     "parse_policy",

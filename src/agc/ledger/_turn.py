@@ -9,15 +9,17 @@ also when reading the stream fails or the caller is interrupted.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
 from agc._core.fs import describe_os_error
 from agc._core.jsonl import unix_ms
 from agc.errors import FileUnreadableError
 from agc.ledger._events.decode import EventDecoder, InputFormat
+from agc.ledger._lines import OverlongLine, event_lines
 from agc.ledger._policy import LedgerPolicy
 from agc.ledger._writer import TurnOutcome, TurnRecorder
 
@@ -28,7 +30,7 @@ __all__ = ["record_turn"]
 
 
 def record_turn(
-    stream: Iterable[bytes | str],
+    stream: Iterable[bytes | str | OverlongLine] | IO[bytes],
     *,
     project: str | os.PathLike[str],
     client_turn_id: str,
@@ -47,8 +49,11 @@ def record_turn(
     """Record one attempt of a turn from ``stream`` and finish it.
 
     Args:
-        stream: the input lines (``bytes`` or ``str``, with or without ``\\n``), for
-            example an open file, ``sys.stdin.buffer`` or a list of JSON strings.
+        stream: the input: an open binary file or ``sys.stdin.buffer`` (read with
+            :func:`agc.ledger.event_lines`: a line over 1 MiB is read through in
+            pieces, counted in ``outcome.input.overlong_lines`` and never decoded), or
+            the lines themselves (``bytes`` or ``str``, with or without ``\\n``, or
+            :class:`agc.ledger.OverlongLine`), for example a list of JSON strings.
         project: the project root (where ``.agent/`` lives).
         client_turn_id: the client's turn id (6-160 of ``A-Z a-z 0-9 -``).
         prompt: the user's original text (only its SHA-256 and length are recorded).
@@ -62,8 +67,8 @@ def record_turn(
         completed: the turn's outcome; ``None`` takes what the input says (a turn that
             completed), so an input that ends without saying so is not completed.
         source: how error messages name the stream (a file name, ``"stdin"``).
-        on_progress: called with the number of bytes (of ``bytes`` lines) or
-            characters (of ``str`` lines) read so far, after each line.
+        on_progress: called with the number of bytes (of ``bytes`` lines and overlong
+            lines) or characters (of ``str`` lines) read so far, after each line.
         clock: Unix milliseconds for ``recordedAtMs`` (tests pass a fixed one).
         algorithm: digest algorithm of a new turn file's seal.
         signing_key: sign the attempt's seal record with this Ed25519 key
@@ -94,9 +99,17 @@ def record_turn(
     decoder = EventDecoder(input_format)
     done = 0
     feed, observe = decoder.feed, recorder.observe  # once, not per line
+    binary = isinstance(stream, io.BufferedIOBase | io.RawIOBase)
+    lines = event_lines(stream) if binary else stream  # type: ignore[arg-type]
     try:
         counting = False
-        for line in stream:
+        for line in lines:
+            if isinstance(line, OverlongLine):
+                done += line.size
+                decoder.skip_overlong()
+                if on_progress is not None:
+                    on_progress(done)
+                continue
             done += len(line)
             items = feed(line)
             if items:

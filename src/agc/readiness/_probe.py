@@ -494,9 +494,9 @@ class _Run:
 
     def note_provider_trace(self, body: Any) -> None:
         """Keep the ``providerTrace`` window of a ``/result`` answer (the latest one
-        wins): its last :data:`WINDOW_EVENTS` events redacted, then strings cut; an
-        answer without a well-formed window (an object with an ``events`` array) keeps
-        the one before."""
+        wins): its last :data:`WINDOW_EVENTS` events redacted, then strings cut, and the
+        ``provider`` and ``protocol`` it names (quoted); an answer without a well-formed
+        window (an object with an ``events`` array) keeps the one before."""
         window = body.get("providerTrace") if isinstance(body, Mapping) else None
         events = window.get("events") if isinstance(window, Mapping) else None
         if not isinstance(events, list):
@@ -506,9 +506,14 @@ class _Run:
         if not isinstance(omitted, int) or isinstance(omitted, bool) or omitted < 0:
             omitted = 0
         kept = events[-WINDOW_EVENTS:]
-        self.provider_trace = trace_window(
+        recorded = trace_window(
             redact_json(kept), limit=WINDOW_EVENTS, omitted=omitted + len(events) - len(kept)
         )
+        names = {name: window.get(name) for name in ("provider", "protocol")}
+        self.provider_trace = {
+            **{name: quote(value) for name, value in names.items() if isinstance(value, str)},
+            **recorded,
+        }
 
     def info(self, trace_id: str | None, **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {

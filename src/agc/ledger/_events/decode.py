@@ -49,6 +49,9 @@ class DecodeStats:
             chosen with ``--format``.
         items: completed items produced.
         formats: the formats seen, by line count.
+        overlong_lines: line numbers (from 1) of lines too long to decode (over
+            :data:`agc.ledger._lines.MAX_READ_LINE_BYTES`): read through, never held
+            whole, never decoded.
     """
 
     lines: int = 0
@@ -56,6 +59,7 @@ class DecodeStats:
     ignored_lines: int = 0
     items: int = 0
     formats: dict[str, int] = field(default_factory=dict)
+    overlong_lines: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +68,7 @@ class DecodeStats:
             "ignoredLines": self.ignored_lines,
             "items": self.items,
             "formats": dict(self.formats),
+            "overlongLines": list(self.overlong_lines),
         }
 
 
@@ -107,6 +112,11 @@ class EventDecoder:
         if self._rollout.completed is not None:
             return self._rollout.completed
         return self._completed
+
+    def skip_overlong(self) -> None:
+        """Count one line too long to decode (:class:`agc.ledger._lines.OverlongLine`)."""
+        self.stats.lines += 1
+        self.stats.overlong_lines.append(self.stats.lines)
 
     def feed(self, line: bytes | str) -> list[CompletedItem]:
         """Decode one line (without or with its ``\\n``)."""

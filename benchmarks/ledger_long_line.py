@@ -1,0 +1,155 @@
+"""Peak memory and wall time of ``agc ledger record`` on an input with one very long line.
+
+The input is a generated Codex rollout (:func:`benchmarks.ledger_events.write_rollout`,
+2,000 lines) with one line of ``size`` bytes (a ``codex exec --json`` ``item.completed``
+event of a shell command that long) after its first line. Each command runs in a
+process of its own and reports its peak resident set itself
+(:func:`benchmarks.history_memory.peak_rss`). Compared in the same run: the same
+command of :data:`STREAMING_REFERENCE` (main before event lines were read in bounded
+pieces: every line read and parsed whole), run from its ``git archive`` by the same
+Python, and the current command on the rollout without the long line (the fixed part).
+Judged: (peak - fixed) / line bytes, and the reference's peak over the current one.
+
+Run: ``python -m benchmarks --only ledger_long_line --rounds 1 --name ledger-long-line``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchmarks.history_memory import peak_rss
+from benchmarks.ledger_bench import _reference_tree
+from benchmarks.ledger_events import write_rollout
+from benchmarks.report import Row, Section, Target
+
+if TYPE_CHECKING:
+    from benchmarks.suites import Context
+
+__all__ = ["STREAMING_REFERENCE", "bench_ledger_long_line"]
+
+STREAMING_REFERENCE = "312aa8e623cb0f63b572be15d4c0c14e656a65c8"
+"""main before ``agc ledger record`` read its input with the line reader of
+``agc ledger check``: each input line was read and parsed whole."""
+
+_NET_TARGET = 0.05
+
+
+def _with_long_line(rollout: Path, out: Path, size: int) -> int:
+    """``rollout`` with one ``size``-byte line after its first line; returns the bytes."""
+    head = (
+        b'{"type":"item.completed","item":{"id":"x","type":"command_execution",'
+        b'"status":"completed","exit_code":0,"command":"bash -lc \'echo '
+    )
+    tail = b"'\"}}\n"
+    with rollout.open("rb") as source, out.open("wb") as sink:
+        sink.write(source.readline())
+        sink.write(head)
+        remaining = size - len(head) - len(tail)
+        block = b"a" * (1 << 20)
+        while remaining > 0:
+            sink.write(block[: min(remaining, len(block))])
+            remaining -= len(block)
+        sink.write(tail)
+        shutil.copyfileobj(source, sink)
+    return out.stat().st_size
+
+
+def bench_ledger_long_line(ctx: Context) -> Section:
+    """Peak memory of ``agc ledger record`` with one long input line, now and before."""
+    size = (50 if ctx.quick else 200) * 10**6
+    section = Section(
+        "ledger_long_line",
+        "Recording a turn ledger from an input with one very long line",
+        f"`agc ledger record` on a 2,000-line generated rollout holding one {size:,}-byte "
+        "line, each run in a process of its own reporting its peak resident set; the same "
+        f"command of {STREAMING_REFERENCE[:12]} (main before the bounded line reader, run "
+        "from its `git archive` by the same Python), and the current command on the "
+        "rollout alone (the fixed part).",
+    )
+    work = ctx.fresh("ledger_long_line")
+    rollout = work / "rollout.jsonl"
+    write_rollout(rollout, 2_000)
+    events = work / "events.jsonl"
+    total = _with_long_line(rollout, events, size)
+    prompt = work / "prompt.txt"
+    prompt.write_text("make the game\n")
+    report = work / "peak.txt"
+
+    def argv(source: Path, project: str) -> list[str]:
+        folder = work / project
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        return [
+            *("ledger", "record", "--project", str(folder), "--turn-id", "bench-long-1"),
+            *("--prompt-file", str(prompt), "--input", str(source)),
+        ]
+
+    fixed, fixed_s = peak_rss(argv(rollout, "fixed"), report)
+    peak, seconds = peak_rss(argv(events, "now"), report)
+    reference, why = _reference_tree(work, STREAMING_REFERENCE)
+    old: tuple[int, float] | None = None
+    if reference is not None:
+        old = peak_rss(argv(events, "before"), report, pythonpath=reference)
+    mib = 2**20
+    section.rows.append(
+        Row(
+            f"agc ledger record, one {size / 1e6:,.0f} MB line: peak {peak / mib:,.0f} MiB",
+            median_s=seconds,
+            spread=0.0,
+            rounds=1,
+            baseline="reference commit" if old else None,
+            ratio=None if old is None else old[1] / seconds,
+            peak_bytes=peak,
+        )
+    )
+    if old is not None:
+        section.rows.append(
+            Row(
+                f"reference commit {STREAMING_REFERENCE[:12]}: peak {old[0] / mib:,.0f} MiB",
+                median_s=old[1],
+                spread=0.0,
+                rounds=1,
+                peak_bytes=old[0],
+            )
+        )
+    else:
+        section.rows.append(Row("reference commit", skipped=why))
+    section.rows.append(
+        Row(
+            f"agc ledger record, the rollout alone: peak {fixed / mib:,.0f} MiB",
+            median_s=fixed_s,
+            spread=0.0,
+            rounds=1,
+            peak_bytes=fixed,
+        )
+    )
+    net = (peak - fixed) / size
+    section.targets.append(
+        Target.judge(
+            "ledger-long-line-memory",
+            f"peak memory beyond the rollout alone <= {_NET_TARGET:g}x the long line",
+            net,
+            threshold=_NET_TARGET,
+            op="<=",
+            note=f"(peak - fixed) / {size:,} line bytes; input {total:,} bytes",
+        )
+    )
+    section.targets.append(
+        Target.judge(
+            "ledger-long-line-vs-reference",
+            f"the reference commit's peak / today's peak >= 5 (one {size:,}-byte line)",
+            None if old is None else old[0] / peak,
+            threshold=5.0,
+            op=">=",
+            note=f"reference {old[0]:,} bytes, today {peak:,} bytes" if old else why or "",
+        )
+    )
+    section.extra.update(
+        {"line_bytes": size, "peak_bytes": peak, "fixed_bytes": fixed,
+         "reference_peak_bytes": None if old is None else old[0],
+         "reference_commit": STREAMING_REFERENCE}
+    )  # fmt: skip
+    shutil.rmtree(work)
+    return section
