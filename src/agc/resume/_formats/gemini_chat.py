@@ -264,35 +264,41 @@ def _read_part(part: Any, record_id: str, slot: Slot, path: Path, hold: _Holder)
     if isinstance(part, dict):
         call = part.get("functionCall")
         if isinstance(call, dict):
-            call_id = call.get("id") if isinstance(call.get("id"), str) else None
             args = call.get("args")
-            return Part(
-                "call",
-                part,
-                record_id,
-                slot,
-                call_id=hold.text(call_id),
-                name=hold.name(call.get("name")),
-                arguments=None if args is None else hold.at(args, (*path, "functionCall", "args")),
-                origin=line,
-            )
+            held = None if args is None else hold.at(args, (*path, "functionCall", "args"))
+            return _tool_part("call", part, call, record_id, slot, hold, held)
         response = part.get("functionResponse")
         if isinstance(response, dict):
-            call_id = response.get("id") if isinstance(response.get("id"), str) else None
-            return Part(
-                "result",
-                part,
-                record_id,
-                slot,
-                call_id=hold.text(call_id),
-                name=hold.name(response.get("name")),
-                origin=line,
-            )
+            return _tool_part("result", part, response, record_id, slot, hold)
         if part.get("thought") is True:
             return Part("reasoning", part, record_id, slot, origin=line)
         if isinstance(part.get("text"), str):
             return Part("text", part, record_id, slot, origin=line)
     return Part("other", part, record_id, slot, origin=line)
+
+
+def _tool_part(
+    kind: BlockKind,
+    raw: Any,
+    named: dict[str, Any],
+    record_id: str,
+    slot: Slot,
+    hold: _Holder,
+    arguments: Any = None,
+) -> Part:
+    """A call or a result whose call id and tool name are ``named``'s ``id`` and
+    ``name`` (a ``functionCall``/``functionResponse``, or a ``toolCalls`` entry)."""
+    call_id = named.get("id") if isinstance(named.get("id"), str) else None
+    return Part(
+        kind,
+        raw,
+        record_id,
+        slot,
+        call_id=hold.text(call_id),
+        name=hold.name(named.get("name")),
+        arguments=arguments,
+        origin=hold.line,
+    )
 
 
 def _content_blocks(content: Any, record_id: str, base: Path, hold: _Holder) -> list[Block]:
@@ -346,19 +352,10 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         for k, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
-            call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
             args = entry.get("args")
             where = (*base, "toolCalls", k)
-            call = Part(
-                "call",
-                entry,
-                record_id,
-                _slot("call", k),
-                call_id=hold.text(call_id),
-                name=hold.name(entry.get("name")),
-                arguments=None if args is None else hold.at(args, (*where, "args")),
-                origin=line,
-            )
+            held = None if args is None else hold.at(args, (*where, "args"))
+            call = _tool_part("call", entry, entry, record_id, _slot("call", k), hold, held)
             blocks.append(hold.place(call, where))
     if not blocks:
         return _Entry(place, (), True)  # no model turn, and then no turn of its results
@@ -370,16 +367,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         where = (*base, "toolCalls", k, "result")
         slot = _slot("result", k)
         if isinstance(result, str):
-            call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
-            text_result = Part(
-                "result",
-                result,
-                record_id,
-                slot,
-                call_id=hold.text(call_id),
-                name=hold.name(entry.get("name")),
-                origin=line,
-            )
+            text_result = _tool_part("result", result, entry, record_id, slot, hold)
             results.append(hold.place(text_result, where))
             continue
         for part, path in zip(_parts(result), _part_paths(result, where), strict=True):
