@@ -401,10 +401,16 @@ class LineReader:
     def feed(self, index: int, record: Any, refs: Sequence[Any] | None = None) -> None:
         """Read line ``index`` (every line, in order). ``refs``: the file's parsed lines,
         to hold each part as a :class:`RawRef` to its line instead of the value."""
-        self.id_hashes.append(0)
+        hashes = self.id_hashes
+        message_id = record.get("id") if isinstance(record, dict) else None
+        if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
+            hashes.append(_id_hash(message_id))
+            hold = _Holder(refs, index, self._paths)
+            self.entries[message_id] = _entry(record, hold.text(message_id), index, hold)
+            return
+        hashes.append(0)
         if not isinstance(record, dict):
             return
-        hold = _Holder(refs, index, self._paths)
         entries = self.entries
         rewind = record.get("$rewindTo")
         if isinstance(rewind, str):
@@ -416,26 +422,21 @@ class LineReader:
             else:
                 entries.clear()
             return
-        message_id = record.get("id")
-        if isinstance(message_id, str):
-            self.id_hashes[index] = _id_hash(message_id)
-            message_id = hold.text(message_id)
-            entries[message_id] = _entry(record, message_id, index, hold)
-            return
         update = record.get("$set")
         if isinstance(update, dict):
             if isinstance(update.get("messages"), list):
                 entries.clear()
-                self._add(update["messages"], ("$set", "messages"), hold)
+                self._add(update["messages"], ("$set", "messages"), refs, index)
         elif isinstance(record.get("sessionId"), str) and isinstance(
             record.get("projectHash"), str
         ):
             self.session_id = self.session_id or record["sessionId"]
-            self._add(record.get("messages"), ("messages",), hold)
+            self._add(record.get("messages"), ("messages",), refs, index)
 
-    def _add(self, messages: Any, path: Path, hold: _Holder) -> None:
+    def _add(self, messages: Any, path: Path, refs: Sequence[Any] | None, line: int) -> None:
         if not isinstance(messages, list):
             return
+        hold = _Holder(refs, line, self._paths)
         for position, message in enumerate(messages):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
                 message_id = hold.text(message["id"])
