@@ -112,7 +112,8 @@ def test_secrets_leave_the_snapshot_and_call_ids_they_made_equal_stay_apart(
         "run_shell_command__run_shell_command_1796590757821_0",
         "run_shell_command__run_shell_command_1796590760129_0",
     )
-    assert first in text and second in text
+    assert first in text
+    assert second in text
     text = text.replace(first, f"call_{TOKEN_A}").replace(second, f"call_{TOKEN_B}")
     text = text.replace("echo agc-hook-probe", f"echo {TOKEN_A}")
     text = text.replace("Output: agc-hook-probe", f"Output: AWS_SECRET_ACCESS_KEY={AWS_SECRET}")

@@ -47,7 +47,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agc.resume._formats.jsonl import dump_line
-from agc.resume._formats.model import Block, BlockKind, FormatSpec, History, Message, RawRef
+from agc.resume._formats.model import (
+    Block,
+    BlockKind,
+    FormatSpec,
+    History,
+    Message,
+    RawRef,
+    resolve,
+)
 
 __all__ = [
     "SPEC",
@@ -63,9 +71,15 @@ _NAMESPACE: Final = uuid.UUID("0b6f3a52-8c1e-5d4a-a1f0-67656d696e69")
 _IGNORED_PREFIXES: Final = ("/", "?", "<session_context>", "<hook_context>")
 
 Path = tuple[str | int, ...]
-Place = tuple[int, Path]
-"""Where a message record is: its line and the keys to it inside the line (``()`` for a
-message record that is the whole line)."""
+Place = int | tuple[int, Path]
+"""Where a message record is: its line when the record is the whole line, else its line
+and the keys to it inside the line (a message of a ``$set`` or of the header)."""
+
+
+def _where(place: Place) -> tuple[int, Path]:
+    """``(line, keys inside the line)`` of a place."""
+    return (place, ()) if isinstance(place, int) else place
+
 
 Slot = str | tuple[str, int]
 """Which part of its record a block is: ``"content"``, ``"thought"``, ``("call", k)`` or
@@ -74,9 +88,15 @@ Slot = str | tuple[str, int]
 
 class Part(Block):
     """A :class:`Block` read from a message record, knowing which record and which part
-    of it it is (``record_id``, ``slot``: see :data:`Slot`)."""
+    of it it is (``record_id``, ``slot``: see :data:`Slot`).
 
-    __slots__ = ("record_id", "slot")
+    Read line by line, a part holds no value: ``path`` is where it is in line
+    ``origin`` of the file's parsed lines (held as ``raw``), and ``raw`` reads it from
+    there when asked (``native()`` is then a :class:`RawRef`); read whole, ``path`` is
+    ``None`` and ``raw`` the value.
+    """
+
+    __slots__ = ("path", "record_id", "slot")
 
     def __init__(
         self,
@@ -93,6 +113,21 @@ class Part(Block):
         super().__init__(kind, raw, call_id=call_id, name=name, arguments=arguments, origin=origin)
         self.record_id = record_id
         self.slot = slot
+        self.path: Path | None = None
+
+    @property
+    def raw(self) -> Any:
+        return resolve(self.native())
+
+    @raw.setter
+    def raw(self, value: Any) -> None:
+        self._raw = value
+        self.path = None
+
+    def native(self) -> Any:
+        if self.path is None or self.origin is None:
+            return self._raw
+        return RawRef(self._raw, self.origin, self.path)
 
 
 @dataclass
@@ -176,19 +211,36 @@ class _Holder:
     themselves (a file read whole), or :class:`RawRef` places in the line (a file read
     line by line, which keeps no parsed line)."""
 
-    __slots__ = ("line", "paths", "refs")
+    __slots__ = ("line", "paths", "refs", "seen")
 
     def __init__(self, refs: Sequence[Any] | None, line: int, paths: dict[Path, Path]) -> None:
         self.refs = refs
         self.line = line
         self.paths = paths
+        self.seen: dict[str, str] = {}
 
     def at(self, value: Any, path: Path) -> Any:
+        """A value held (``arguments``): itself, or its place in the line."""
         if self.refs is None:
             return value
         return RawRef(self.refs, self.line, self.paths.setdefault(path, path))
 
+    def place(self, part: Part, path: Path) -> Part:
+        """``part`` (made with its value as ``raw``) holding its place instead, read line
+        by line."""
+        if self.refs is not None:
+            part._raw = self.refs
+            part.path = self.paths.setdefault(path, path)
+        return part
+
     def text(self, value: Any) -> Any:
+        """An id: one string for the equal ids of one line (a call's and its result's)."""
+        if self.refs is None or type(value) is not str:
+            return value
+        return self.seen.setdefault(value, value)
+
+    def name(self, value: Any) -> Any:
+        """A tool name: one string for all (a session has few)."""
         if self.refs is None or type(value) is not str:
             return value
         return sys.intern(value)
@@ -202,75 +254,85 @@ def _slot(kind: str, position: int) -> tuple[str, int]:
     return _SLOTS.setdefault(key, key)
 
 
-def _block(part: Any, raw: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
+def _block(part: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
+    """The block of a stored part (a content part, a result part) at ``path``."""
+    return hold.place(_read_part(part, record_id, slot, path, hold), path)
+
+
+def _read_part(part: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
     line = hold.line
     if isinstance(part, dict):
         call = part.get("functionCall")
         if isinstance(call, dict):
-            call_id = call.get("id") if isinstance(call.get("id"), str) else None
             args = call.get("args")
-            return Part(
-                "call",
-                raw,
-                record_id,
-                slot,
-                call_id=hold.text(call_id),
-                name=hold.text(call.get("name")),
-                arguments=None if args is None else hold.at(args, (*path, "functionCall", "args")),
-                origin=line,
-            )
+            held = None if args is None else hold.at(args, (*path, "functionCall", "args"))
+            return _tool_part("call", part, call, record_id, slot, hold, held)
         response = part.get("functionResponse")
         if isinstance(response, dict):
-            call_id = response.get("id") if isinstance(response.get("id"), str) else None
-            return Part(
-                "result",
-                raw,
-                record_id,
-                slot,
-                call_id=hold.text(call_id),
-                name=hold.text(response.get("name")),
-                origin=line,
-            )
+            return _tool_part("result", part, response, record_id, slot, hold)
         if part.get("thought") is True:
-            return Part("reasoning", raw, record_id, slot, origin=line)
+            return Part("reasoning", part, record_id, slot, origin=line)
         if isinstance(part.get("text"), str):
-            return Part("text", raw, record_id, slot, origin=line)
-    return Part("other", raw, record_id, slot, origin=line)
+            return Part("text", part, record_id, slot, origin=line)
+    return Part("other", part, record_id, slot, origin=line)
+
+
+def _tool_part(
+    kind: BlockKind,
+    raw: Any,
+    named: dict[str, Any],
+    record_id: str,
+    slot: Slot,
+    hold: _Holder,
+    arguments: Any = None,
+) -> Part:
+    """A call or a result whose call id and tool name are ``named``'s ``id`` and
+    ``name`` (a ``functionCall``/``functionResponse``, or a ``toolCalls`` entry)."""
+    call_id = named.get("id") if isinstance(named.get("id"), str) else None
+    return Part(
+        kind,
+        raw,
+        record_id,
+        slot,
+        call_id=hold.text(call_id),
+        name=hold.name(named.get("name")),
+        arguments=arguments,
+        origin=hold.line,
+    )
 
 
 def _content_blocks(content: Any, record_id: str, base: Path, hold: _Holder) -> list[Block]:
     parts = _parts(content)
     paths = _part_paths(content, (*base, "content"))
     return [
-        _block(part, hold.at(part, path), record_id, "content", path, hold)
+        _block(part, record_id, "content", path, hold)
         for part, path in zip(parts, paths, strict=True)
     ]
 
 
 class _Entry:
-    """One message of the replayed map: its place and the turns the client makes of it
-    (``(role, blocks)``; none for a message the client does not send); ``bare`` for a
+    """One message of the replayed map: its place and the messages of the view the
+    client makes of it (none for a message the client does not send); ``bare`` for a
     model message without any part."""
 
-    __slots__ = ("bare", "place", "turns")
+    __slots__ = ("bare", "messages", "place")
 
-    def __init__(self, place: Place, turns: tuple[tuple[str, list[Block]], ...], bare: bool):
+    def __init__(self, place: Place, messages: tuple[Message, ...], bare: bool):
         self.place = place
-        self.turns = turns
+        self.messages = messages
         self.bare = bare
 
 
 def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) -> _Entry:
     kind = record.get("type")
-    base = place[1]
+    line, base = _where(place)
     if kind == "user":
         parts = _parts(record.get("content"))
         text = _as_text(parts).strip()
         if not text or text.startswith(_IGNORED_PREFIXES):
             return _Entry(place, (), False)
-        return _Entry(
-            place, (("user", _content_blocks(record.get("content"), record_id, base, hold)),), False
-        )
+        blocks = _content_blocks(record.get("content"), record_id, base, hold)
+        return _Entry(place, (Message("user", blocks, origin=line),), False)
     if kind != "gemini":
         return _Entry(place, (), False)
     content = record.get("content")
@@ -280,12 +342,9 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
     if not any(block.kind in {"call", "reasoning"} for block in blocks):
         thoughts = record.get("thoughts")
         leading: list[Block] = [
-            Part(
-                "reasoning",
-                hold.at(thought, (*base, "thoughts", k)),
-                record_id,
-                "thought",
-                origin=hold.line,
+            hold.place(
+                Part("reasoning", thought, record_id, "thought", origin=line),
+                (*base, "thoughts", k),
             )
             for k, thought in enumerate(thoughts if isinstance(thoughts, list) else [])
         ]
@@ -293,22 +352,11 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         for k, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
-            call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
             args = entry.get("args")
-            blocks.append(
-                Part(
-                    "call",
-                    hold.at(entry, (*base, "toolCalls", k)),
-                    record_id,
-                    _slot("call", k),
-                    call_id=hold.text(call_id),
-                    name=hold.text(entry.get("name")),
-                    arguments=None
-                    if args is None
-                    else hold.at(args, (*base, "toolCalls", k, "args")),
-                    origin=hold.line,
-                )
-            )
+            where = (*base, "toolCalls", k)
+            held = None if args is None else hold.at(args, (*where, "args"))
+            call = _tool_part("call", entry, entry, record_id, _slot("call", k), hold, held)
+            blocks.append(hold.place(call, where))
     if not blocks:
         return _Entry(place, (), True)  # no model turn, and then no turn of its results
     results: list[Block] = []
@@ -319,25 +367,15 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         where = (*base, "toolCalls", k, "result")
         slot = _slot("result", k)
         if isinstance(result, str):
-            call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
-            results.append(
-                Part(
-                    "result",
-                    hold.at(result, where),
-                    record_id,
-                    slot,
-                    call_id=hold.text(call_id),
-                    name=hold.text(entry.get("name")),
-                    origin=hold.line,
-                )
-            )
+            text_result = _tool_part("result", result, entry, record_id, slot, hold)
+            results.append(hold.place(text_result, where))
             continue
         for part, path in zip(_parts(result), _part_paths(result, where), strict=True):
-            results.append(_block(part, hold.at(part, path), record_id, slot, path, hold))
-    turns: tuple[tuple[str, list[Block]], ...] = (("assistant", blocks),)
-    if results:
-        turns = (*turns, ("user", results))
-    return _Entry(place, turns, False)
+            results.append(_block(part, record_id, slot, path, hold))
+    model = Message("assistant", blocks, origin=line)
+    if not results:
+        return _Entry(place, (model,), False)
+    return _Entry(place, (model, Message("user", results, origin=line)), False)
 
 
 class LineReader:
@@ -363,10 +401,16 @@ class LineReader:
     def feed(self, index: int, record: Any, refs: Sequence[Any] | None = None) -> None:
         """Read line ``index`` (every line, in order). ``refs``: the file's parsed lines,
         to hold each part as a :class:`RawRef` to its line instead of the value."""
-        self.id_hashes.append(0)
+        hashes = self.id_hashes
+        message_id = record.get("id") if isinstance(record, dict) else None
+        if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
+            hashes.append(_id_hash(message_id))
+            hold = _Holder(refs, index, self._paths)
+            self.entries[message_id] = _entry(record, hold.text(message_id), index, hold)
+            return
+        hashes.append(0)
         if not isinstance(record, dict):
             return
-        hold = _Holder(refs, index, self._paths)
         entries = self.entries
         rewind = record.get("$rewindTo")
         if isinstance(rewind, str):
@@ -378,26 +422,21 @@ class LineReader:
             else:
                 entries.clear()
             return
-        message_id = record.get("id")
-        if isinstance(message_id, str):
-            self.id_hashes[index] = _id_hash(message_id)
-            message_id = hold.text(message_id)
-            entries[message_id] = _entry(record, message_id, (index, ()), hold)
-            return
         update = record.get("$set")
         if isinstance(update, dict):
             if isinstance(update.get("messages"), list):
                 entries.clear()
-                self._add(update["messages"], ("$set", "messages"), hold)
+                self._add(update["messages"], ("$set", "messages"), refs, index)
         elif isinstance(record.get("sessionId"), str) and isinstance(
             record.get("projectHash"), str
         ):
             self.session_id = self.session_id or record["sessionId"]
-            self._add(record.get("messages"), ("messages",), hold)
+            self._add(record.get("messages"), ("messages",), refs, index)
 
-    def _add(self, messages: Any, path: Path, hold: _Holder) -> None:
+    def _add(self, messages: Any, path: Path, refs: Sequence[Any] | None, line: int) -> None:
         if not isinstance(messages, list):
             return
+        hold = _Holder(refs, line, self._paths)
         for position, message in enumerate(messages):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
                 message_id = hold.text(message["id"])
@@ -415,17 +454,19 @@ class LineReader:
         messages: list[Message] = []
         places: dict[str, Place] = {}
         bare: list[tuple[int, int]] = []
+        held: set[int] = set()
         for message_id, entry in self.entries.items():
             places[message_id] = entry.place
-            line = entry.place[0]
+            line = _where(entry.place)[0]
+            held.add(line)
             if entry.bare:
                 bare.append((line, len(messages)))
-            for role, blocks in entry.turns:
-                if messages and messages[-1].role == role:
-                    messages[-1].blocks.extend(blocks)
+            for message in entry.messages:  # each entry's own: the reader is done
+                if messages and messages[-1].role == message.role:
+                    messages[-1].blocks.extend(message.blocks)
                 else:
-                    messages.append(Message(role, list(blocks), raw=None, origin=line))
-        held = {line for line, _ in places.values()}
+                    messages.append(message)
+        self.entries = {}
         skipped = array("q", (index for index in range(len(records)) if index not in held))
         return GeminiHistory(
             "gemini-chat",
@@ -465,24 +506,38 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
         history.lines if history.lines is not None else [dump_line(record) for record in records]
     )
     kept = {id(block) for message in messages for block in message.blocks}
-    calls_by_id: dict[str, Block] = {}
-    for message in history.messages:
-        for block in message.calls():
-            if block.call_id is not None:
-                calls_by_id.setdefault(block.call_id, block)
+    synthetic = [
+        block
+        for message in messages
+        for block in message.blocks
+        if block.origin is None and block.kind == "result"
+    ]
     new_results: dict[str, list[Block]] = {}  # call's record id -> synthetic results
-    for message in messages:
+    if synthetic:
+        calls_by_id: dict[str, Block] = {}
+        for message in history.messages:
+            for block in message.calls():
+                if block.call_id is not None:
+                    calls_by_id.setdefault(block.call_id, block)
+        for block in synthetic:
+            call = calls_by_id.get(block.call_id or "")
+            if isinstance(call, Part):
+                new_results.setdefault(call.record_id, []).append(block)
+        del calls_by_id
+    # Only the records the repair changes are gathered (a long session has many).
+    changed = set(new_results)
+    for message in history.messages:
         for block in message.blocks:
-            if block.origin is None and block.kind == "result":
-                call = calls_by_id.get(block.call_id or "")
-                if isinstance(call, Part):
-                    new_results.setdefault(call.record_id, []).append(block)
-
+            if id(block) not in kept:
+                assert isinstance(block, Part)  # every block of the view was read here
+                changed.add(block.record_id)
     by_record: dict[str, list[Part]] = {}
     user_records: set[str] = set()
     for message in history.messages:
         for block in message.blocks:
-            assert isinstance(block, Part)  # every block of the view was read here
+            assert isinstance(block, Part)
+            if block.record_id not in changed:
+                continue
             by_record.setdefault(block.record_id, []).append(block)
             if message.role == "user" and block.slot == "content":
                 user_records.add(block.record_id)
@@ -498,11 +553,11 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
         )
     # A user message left empty goes with every record of its id, unless a rewind names
     # it: a rewind to a missing id would clear every message, so it stays without parts.
-    removed = {key for key, plan in plans.items() if plan.empty and not plan.emptied}
+    removed = {key for key, plan in plans.items() if plan.gone}
     removed_hashes = {_id_hash(key) for key in removed}
     by_line: dict[int, list[tuple[Path, _Plan]]] = {}
     for record_id, plan in plans.items():
-        line, path = history.places[record_id]
+        line, path = _where(history.places[record_id])
         by_line.setdefault(line, []).append((path, plan))
     hashes = history.id_hashes
     for index, text in enumerate(lines):
@@ -514,6 +569,8 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
                     continue
             yield text
             continue
+        if len(changes) == 1 and not changes[0][0] and changes[0][1].gone:
+            continue  # a whole-line record removed: nothing to read
         new, follows = _apply(records[index], changes, kept)
         if new is not None:
             yield dump_line(new)
@@ -533,6 +590,11 @@ class _Plan:
         self.added = added
         self.empty = empty
         self.emptied = emptied
+
+    @property
+    def gone(self) -> bool:
+        """The record is removed (a user message left empty that no rewind names)."""
+        return self.empty and not self.emptied
 
 
 def _apply(record: Any, changes: list[tuple[Path, _Plan]], kept: set[int]) -> tuple[Any, list[Any]]:
