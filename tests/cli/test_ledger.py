@@ -586,7 +586,7 @@ def test_show_prints_what_was_offered_rejected_and_omitted(
     ]
 
 
-def test_a_line_over_the_read_limit_is_reported_and_the_rest_recorded(
+def test_a_line_over_the_read_limit_is_reported_and_recorded_cut(
     project: Path, prompt: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first, last = json.dumps(command("c1", "ls")), json.dumps(command("c2", "pwd"))
@@ -596,11 +596,12 @@ def test_a_line_over_the_read_limit_is_reported_and_the_rest_recorded(
     assert main(_record(project, prompt, "--json")) == 0
     out, err = capsys.readouterr()
     stats = json.loads(out)["input"]
-    assert (stats["lines"], stats["items"], stats["overlongLines"]) == (3, 2, [2])
+    assert (stats["lines"], stats["items"], stats["overlongLines"]) == (3, 3, [2])
     assert "warning: input stdin: 1 line(s) longer than 1048576 bytes (line 2)" in err
+    assert "each string cut to its first 65536 bytes" in err
     commands = [
         json.loads(line).get("command")
         for line in _turn_file(project).read_text().splitlines()
         if json.loads(line)["recordType"] == "direct.codex.item"
     ]
-    assert commands == ["ls", "pwd"]
+    assert commands == ["ls", ("echo " + "a" * (2 << 20))[:240], "pwd"]

@@ -100,9 +100,10 @@ def test_a_long_shell_wrapped_command_is_recorded_in_bounded_time(tmp_path: Path
     assert recorded[0]["commandTruncated"] is True
 
 
-def test_a_16_mib_line_is_read_through_in_bounded_time_and_reported(tmp_path: Path) -> None:
-    """A line over 1 MiB is never decoded (nor held whole): the lines around it are
-    recorded, and the command says which line was not."""
+def test_a_16_mib_line_is_recorded_from_its_cut_copy_and_reported(tmp_path: Path) -> None:
+    """A line over 1 MiB is never held whole: it is decoded from a copy whose strings
+    are cut, so its command is still recorded (cut at 240 characters and marked so, as
+    any long command), and the command says which line was cut."""
     script = "echo " + "a" * (16 * 1024 * 1024)
     lines = [
         _exec_item("item_1", "echo before"),
@@ -110,7 +111,13 @@ def test_a_16_mib_line_is_read_through_in_bounded_time_and_reported(tmp_path: Pa
         _exec_item("item_3", "echo after"),
     ]
     recorded = _record(tmp_path, lines)
-    assert [r["command"] for r in recorded] == ["echo before", "echo after"]
+    # The copy's command is cut before its closing quote, so it is kept as written.
+    assert [r["command"] for r in recorded] == [
+        "echo before",
+        f"bash -lc '{script}"[:240],
+        "echo after",
+    ]
+    assert recorded[1]["commandTruncated"] is True
 
 
 _OLD_REMOTE = re.compile(

@@ -1,6 +1,7 @@
 """``record_turn`` on an open file reads each line through the ledger's one line reader
-(:func:`agc.ledger.event_lines`): a line longer than 1 MiB is never held whole nor
-decoded, and every other line is recorded exactly as before."""
+(:func:`agc.ledger.event_lines`): a line longer than 1 MiB is never held whole (it is
+decoded from a copy whose strings are cut), and every other line is recorded exactly as
+before."""
 
 from __future__ import annotations
 
@@ -49,14 +50,14 @@ def _peak(project: Path, events: Path) -> tuple[bytes, object, int]:
 
 
 def test_a_long_line_is_counted_not_held(tmp_path: Path) -> None:
-    """A 48 MiB line between the lines of a real recording: the peak of Python's
-    allocations is what the recording alone takes (plus a few line pieces), far below
-    the line's size; the line is counted as overlong, and the turn file is what the
-    recording alone gives."""
+    """A 48 MiB line (of a kind the ledger ignores) between the lines of a real
+    recording: the peak of Python's allocations is what the recording alone takes (plus
+    a few line pieces), far below the line's size; the line is counted as overlong, and
+    the turn file is what the recording alone gives."""
     lines = FIXTURE.read_bytes().splitlines(keepends=True)
     plain = tmp_path / "plain.jsonl"
     plain.write_bytes(b"".join(lines))
-    long_line = b'{"type": "item.completed", "item": {"text": "' + b"a" * (48 << 20) + b'"}}\n'
+    long_line = b'{"type": "agc.noise", "text": "' + b"a" * (48 << 20) + b'"}\n'
     events = tmp_path / "events.jsonl"
     with events.open("wb") as out:
         out.writelines([lines[0], long_line, *lines[1:]])

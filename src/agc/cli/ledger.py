@@ -35,6 +35,7 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import describe_os_error, parse_json, read_limited
 from agc.ledger import (
+    KEPT_STRING_BYTES,
     MAX_READ_LINE_BYTES,
     DecodeStats,
     LedgerReport,
@@ -326,8 +327,9 @@ def _print_outcome(outcome: TurnOutcome, as_json: bool, where: str) -> None:
         shown = ", ".join(map(str, overlong[:10])) + (" …" if len(overlong) > 10 else "")
         err_console.print(
             f"warning: input {where}: {len(overlong)} line(s) longer than "
-            f"{MAX_READ_LINE_BYTES} bytes (line {shown}) were read through, not decoded: "
-            "an event on them is not in the ledger",
+            f"{MAX_READ_LINE_BYTES} bytes (line {shown}) were read in pieces and decoded "
+            f"with each string cut to its first {KEPT_STRING_BYTES} bytes (a line still "
+            "longer once cut is only counted: an event on it is not in the ledger)",
             markup=False,
         )
     if as_json:
@@ -344,7 +346,11 @@ def _print_outcome(outcome: TurnOutcome, as_json: bool, where: str) -> None:
     out_console.print(
         f"input: {stats.lines} line(s), {stats.items} completed item(s), "
         f"{stats.invalid_lines} not JSON, {stats.ignored_lines} ignored"
-        + (f", {len(stats.overlong_lines)} too long to decode" if stats.overlong_lines else ""),
+        + (
+            f", {len(stats.overlong_lines)} over 1 MiB (strings cut)"
+            if stats.overlong_lines
+            else ""
+        ),
         markup=False,
     )
     if outcome.audit_write_failed:

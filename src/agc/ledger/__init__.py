@@ -41,7 +41,7 @@ from agc.ledger._check import (
 from agc.ledger._classify import ROW_LABELS, TurnSummary
 from agc.ledger._contract import turn_log_relpath, validate_client_turn_id
 from agc.ledger._events import CompletedItem, DecodeStats, EventDecoder, decode_lines
-from agc.ledger._lines import MAX_READ_LINE_BYTES, OverlongLine, event_lines
+from agc.ledger._lines import KEPT_STRING_BYTES, MAX_READ_LINE_BYTES, OverlongLine, event_lines
 from agc.ledger._policy import (
     DEFAULT_PRESET,
     POLICY_PRESETS,
@@ -63,6 +63,7 @@ if _TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PRESET",
     "FORBIDDEN_KEYS",
+    "KEPT_STRING_BYTES",
     "MAX_READ_LINE_BYTES",
     "POLICY_PRESETS",
     "ROW_LABELS",

@@ -8,7 +8,10 @@ the recorder deciding whether a sealed file may be continued, and
 so each holds at most :data:`MAX_READ_LINE_BYTES` of a line at a time and each judges a
 longer line the same way: it is never parsed. In a turn file it is no ledger record
 (``record-invalid``) and its bytes are hashed in pieces; in an event input it is an
-:class:`OverlongLine`, counted and reported, never decoded.
+:class:`OverlongLine`, counted and reported, never held whole: as it is read, a copy with
+every JSON string cut to its first :data:`KEPT_STRING_BYTES` bytes is made (at most
+:data:`MAX_READ_LINE_BYTES`), and that copy is what is decoded, so the event on such a
+line (a very long command or output) is still recorded, with its long texts cut.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Final, NamedTuple, Protocol
 from agc.ledger._contract import MAX_LINE_BYTES
 
 __all__ = [
+    "KEPT_STRING_BYTES",
     "MAX_READ_LINE_BYTES",
     "LinePiece",
     "LineReader",
@@ -34,6 +38,11 @@ is no ledger record: it is hashed in pieces and counted as ``record-invalid``, n
 held in memory whole."""
 
 _CHUNK_BYTES: Final = 1024 * 1024
+
+KEPT_STRING_BYTES: Final = 64 * 1024
+"""How much of each JSON string of an overlong event line is kept (bytes of its JSON
+text, escapes as written): more than any field the ledger records keeps (a command is
+cut at 240 characters and marked truncated)."""
 
 
 class LineReader(Protocol):
@@ -81,32 +90,157 @@ def iter_line_pieces(handle: LineReader) -> Iterator[LinePiece]:
 
 class OverlongLine(NamedTuple):
     """A line of an event input longer than :data:`MAX_READ_LINE_BYTES`: never held
-    whole, never decoded.
+    whole.
 
     Attributes:
         size: its length in bytes (its ``\n`` included, if it has one).
+        shrunk: the line with each JSON string cut to :data:`KEPT_STRING_BYTES` bytes
+            (valid JSON text when the line was), or ``None`` when even that copy would be
+            longer than :data:`MAX_READ_LINE_BYTES` (the line is then only counted).
     """
 
     size: int
+    shrunk: bytes | None = None
+
+
+_QUOTE: Final = 0x22
+_BACKSLASH: Final = 0x5C
+
+
+def _backslashes_before(data: bytes | bytearray, end: int, start: int) -> int:
+    """How many backslashes run back from ``end`` (exclusive) to no further than ``start``."""
+    j = end
+    while j > start and data[j - 1] == _BACKSLASH:
+        j -= 1
+    return end - j
+
+
+class _Shrinker:
+    """Copies the bytes of one JSON text fed in pieces, keeping of each string only its
+    first :data:`KEPT_STRING_BYTES` bytes, cut where the copy stays valid JSON text: never
+    inside an escape (RFC 8259, section 7), after a lone high surrogate escape, or inside
+    a UTF-8 sequence (RFC 3629). Work is linear in the bytes fed; the copy is abandoned
+    (``result()`` is ``None``) once it would exceed :data:`MAX_READ_LINE_BYTES`."""
+
+    def __init__(self) -> None:
+        self.out: bytearray | None = bytearray()
+        self.in_string = False
+        self.start = 0  # where the current string's content starts in ``out``
+        self.cut = False  # the current string's copy has stopped
+        self.carry = 0  # backslashes ending the previous piece, inside a string
+
+    def _emit(self, data: bytes) -> None:
+        out = self.out
+        if out is None:
+            return
+        if len(out) + len(data) > MAX_READ_LINE_BYTES:
+            self.out = None
+            return
+        out += data
+
+    def feed(self, data: bytes) -> None:
+        pos, n = 0, len(data)
+        while pos < n and self.out is not None:
+            if not self.in_string:
+                quote = data.find(b'"', pos)
+                end = n if quote < 0 else quote
+                self._emit(data[pos:end])
+                if quote < 0:
+                    return
+                self._emit(b'"')
+                self.in_string, self.cut, self.carry = True, False, 0
+                self.start = len(self.out) if self.out is not None else 0
+                pos = quote + 1
+                continue
+            at = pos
+            while (quote := data.find(b'"', at)) >= 0:
+                run = _backslashes_before(data, quote, pos)
+                if run == quote - pos:
+                    run += self.carry
+                if run % 2 == 0:
+                    break
+                at = quote + 1
+            end = n if quote < 0 else quote
+            if not self.cut:
+                room = KEPT_STRING_BYTES - (len(self.out) - self.start)
+                if end - pos <= room:
+                    self._emit(data[pos:end])
+                else:
+                    self._emit(data[pos : pos + room])
+                    self._trim()
+                    self.cut = True
+            if quote < 0:
+                run = _backslashes_before(data, n, pos)
+                self.carry = run + self.carry if run == n - pos else run
+                return
+            self._emit(b'"')
+            self.in_string = False
+            pos = quote + 1
+
+    def _trim(self) -> None:
+        """Shorten the current string's copy to a point where it may be closed."""
+        out = self.out
+        if out is None:
+            return
+        start = self.start
+        while True:
+            size = len(out)
+            cut = size
+            k = max(start, size - 12)
+            last: tuple[int, int] | None = None  # the last whole escape: (start, length)
+            while k < size:
+                if out[k] == _BACKSLASH and _backslashes_before(out, k, start) % 2 == 0:
+                    length = 6 if k + 1 < size and out[k + 1] == 0x75 else 2  # \uXXXX
+                    if k + length > size:
+                        cut = k
+                        break
+                    last = (k, length)
+                    k += length
+                    continue
+                k += 1
+            if cut == size and last is not None and last[1] == 6 and last[0] + 6 == size:
+                unit = bytes(out[last[0] + 2 : size]).lower()
+                if b"d800" <= unit <= b"dbff":  # a high surrogate needs its low half
+                    cut = last[0]
+            if cut == size:
+                i = size
+                while i > start and size - i < 3 and out[i - 1] & 0xC0 == 0x80:
+                    i -= 1
+                if i > start and out[i - 1] >= 0xC0:  # a UTF-8 lead byte
+                    first = out[i - 1]
+                    need = 2 if first < 0xE0 else 3 if first < 0xF0 else 4
+                    if size - (i - 1) < need:
+                        cut = i - 1
+            if cut == size:
+                return
+            del out[cut:]
+
+    def result(self) -> bytes | None:
+        return None if self.out is None else bytes(self.out)
 
 
 def event_lines(handle: LineReader) -> Iterator[bytes | OverlongLine]:
     """Every line of an event input (an open binary file, ``sys.stdin.buffer``) from
     its position on: a line of at most :data:`MAX_READ_LINE_BYTES` as its bytes (its
-    ``\n`` kept), a longer one as an :class:`OverlongLine` read through in pieces.
-    Memory does not grow with the length of a line.
+    ``\n`` kept), a longer one as an :class:`OverlongLine` read through in pieces (with
+    its copy whose strings are cut, :attr:`OverlongLine.shrunk`). Memory does not grow
+    with the length of a line.
 
     Raises:
         OSError: reading failed.
     """
     size = 0
+    shrinker = _Shrinker()
     for data, whole, first in iter_line_pieces(handle):
         if whole:
             yield data
             continue
-        size = len(data) if first else size + len(data)
+        if first:
+            size, shrinker = 0, _Shrinker()
+        size += len(data)
+        shrinker.feed(data)
         if data.endswith(b"\n"):
-            yield OverlongLine(size)
+            yield OverlongLine(size, shrinker.result())
             size = 0
     if size:
-        yield OverlongLine(size)
+        yield OverlongLine(size, shrinker.result())

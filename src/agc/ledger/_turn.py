@@ -51,7 +51,8 @@ def record_turn(
     Args:
         stream: the input: an open binary file or ``sys.stdin.buffer`` (read with
             :func:`agc.ledger.event_lines`: a line over 1 MiB is read through in
-            pieces, counted in ``outcome.input.overlong_lines`` and never decoded), or
+            pieces, counted in ``outcome.input.overlong_lines`` and decoded from a copy
+            whose strings are cut to :data:`agc.ledger.KEPT_STRING_BYTES` bytes), or
             the lines themselves (``bytes`` or ``str``, with or without ``\\n``, or
             :class:`agc.ledger.OverlongLine`), for example a list of JSON strings.
         project: the project root (where ``.agent/`` lives).
@@ -106,12 +107,15 @@ def record_turn(
         for line in lines:
             if isinstance(line, OverlongLine):
                 done += line.size
-                decoder.skip_overlong()
-                if on_progress is not None:
-                    on_progress(done)
-                continue
-            done += len(line)
-            items = feed(line)
+                if line.shrunk is None:
+                    decoder.skip_overlong()
+                    if on_progress is not None:
+                        on_progress(done)
+                    continue
+                items = decoder.feed_overlong(line.shrunk)
+            else:
+                done += len(line)
+                items = feed(line)
             if items:
                 for item in items:
                     observe(item)

@@ -118,6 +118,13 @@ class EventDecoder:
         self.stats.lines += 1
         self.stats.overlong_lines.append(self.stats.lines)
 
+    def feed_overlong(self, shrunk: bytes) -> list[CompletedItem]:
+        """Decode the copy of a line too long to decode whole, its strings cut
+        (:attr:`agc.ledger._lines.OverlongLine.shrunk`), and count the line as overlong."""
+        items = self.feed(shrunk)
+        self.stats.overlong_lines.append(self.stats.lines)
+        return items
+
     def feed(self, line: bytes | str) -> list[CompletedItem]:
         """Decode one line (without or with its ``\\n``)."""
         stats = self.stats
