@@ -99,8 +99,8 @@ def main() -> None:
                     },
                 }
             )
-            for entry in filter(None, os.environ.get("DOUBLE_MCP", "").split(",")):
-                name, status = entry.split("=")
+            for server in filter(None, os.environ.get("DOUBLE_MCP", "").split(",")):
+                name, status = server.split("=")
                 notify("mcpServer/startupStatus/updated", {"name": name, "status": "starting"})
                 if status != "starting":
                     error = f"exited: token {FAKE_KEY}" if status == "failed" else None

@@ -358,7 +358,7 @@ class AppServerSession:
 
 def _shown(text: str) -> str:
     """Text Codex relayed (a server's own output): redacted, well-formed, 1000 chars."""
-    return well_formed(redact_text(text))[:1000]
+    return str(well_formed(redact_text(text)))[:1000]
 
 
 def _skills_under(listing: Any, roots: Sequence[str]) -> dict[str, Any]:
