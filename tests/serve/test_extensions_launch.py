@@ -13,8 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agc.serve import AgentExtensions, ProviderEvent, Supervisor
-from agc.serve._appserver import AppServerOptions, AppServerSession
+from agc.serve._appserver import AppServerOptions, AppServerSession, _skills_under
 from agc.serve._supervisor import default_session_factory
 from tests.serve.fakes import Factory, make_config
 from tests.serve.helpers import run
@@ -232,3 +235,34 @@ def test_a_changed_fingerprint_restarts_the_session_before_the_next_turn(
             await supervisor.stop()
 
     run(scenario())
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=20,
+)
+_SCALAR = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+_PATHS = st.sampled_from(["/root/a/SKILL.md", "/root-b/x/SKILL.md", "/other/SKILL.md", "/root"])
+_SKILL = st.fixed_dictionaries(
+    {"name": _JSON | st.text(max_size=10), "path": _PATHS | _JSON, "enabled": _JSON}
+)
+_ENTRY = st.fixed_dictionaries(
+    {
+        "skills": st.lists(_SKILL | _SCALAR, max_size=5) | _SCALAR,
+        "errors": st.lists(st.fixed_dictionaries({"path": _PATHS, "message": _JSON}), max_size=3)
+        | _SCALAR,
+    }
+)
+
+
+@given(st.fixed_dictionaries({"data": st.lists(_ENTRY | _SCALAR, max_size=3)}) | _JSON)
+def test_any_skills_list_answer_gives_only_what_lies_under_the_roots(listing: Any) -> None:
+    """Whatever shape Codex answers with, the report holds only skills and errors whose
+    path lies under a registered root (``/root``, not ``/root-b``), never raises."""
+    found = _skills_under(listing, ["/root"])
+    for entry in (*found["skills"], *found["errors"]):
+        assert entry["path"].startswith("/root/")
+    for skill in found["skills"]:
+        assert isinstance(skill["name"], str)
+        assert isinstance(skill["enabled"], bool)

@@ -361,17 +361,20 @@ def _shown(text: str) -> str:
     return str(well_formed(redact_text(text)))[:1000]
 
 
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _skills_under(listing: Any, roots: Sequence[str]) -> dict[str, Any]:
     """From a ``skills/list`` answer: ``skills`` (``name``, ``path``, ``enabled``) and
     ``errors`` (``path``, ``message``) under one of ``roots``, each list bounded."""
     skills: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     prefixes = tuple(root.rstrip("/") + "/" for root in roots)
-    entries = listing.get("data") if isinstance(listing, Mapping) else None
-    for entry in entries if isinstance(entries, list) else ():
+    for entry in _as_list(listing.get("data") if isinstance(listing, Mapping) else None):
         if not isinstance(entry, Mapping):
             continue
-        for skill in entry.get("skills") or ():
+        for skill in _as_list(entry.get("skills")):
             path = skill.get("path") if isinstance(skill, Mapping) else None
             if isinstance(path, str) and path.startswith(prefixes) and len(skills) < _MAX_REPORTED:
                 skills.append(
@@ -381,7 +384,7 @@ def _skills_under(listing: Any, roots: Sequence[str]) -> dict[str, Any]:
                         "enabled": skill.get("enabled") is not False,
                     }
                 )
-        for error in entry.get("errors") or ():
+        for error in _as_list(entry.get("errors")):
             path = error.get("path") if isinstance(error, Mapping) else None
             if isinstance(path, str) and path.startswith(prefixes) and len(errors) < _MAX_REPORTED:
                 errors.append({"path": path, "message": _shown(str(error.get("message")))})
