@@ -80,7 +80,10 @@ def _trace_methods(service: ServeProcess, trace_id: str) -> list[str]:
 
 
 def test_served_codex_lists_the_imported_skill_and_calls_the_imported_mcp_tool(
-    service: ServeProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    service: ServeProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    e2e_figures: list[tuple[str, str]],
 ) -> None:
     accepted = service.chat("tool: echo_marker hello-from-agc")
     result = service.wait_result(accepted["traceId"])
@@ -115,4 +118,12 @@ def test_served_codex_lists_the_imported_skill_and_calls_the_imported_mcp_tool(
     reported = service.client.get("/readyz").json()["extensions"]["reported"]
     assert reported["skills"] is None  # no skill left to register
     assert reported["mcpServers"]["servers"]["echo"]["status"] == "ready"
+    e2e_figures.append(
+        (
+            "agc serve + extensions (real Codex)",
+            f"skill listed; MCP tool answered; restart on a new fingerprint; MCP startup "
+            f"awaited {mcp['waitedMs']} ms (first process), "
+            f"{reported['mcpServers']['waitedMs']} ms (restarted)",
+        )
+    )
     assert (tmp_path / "calls.txt").read_text().splitlines() == ["hello-from-agc", "second"]
