@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agc.errors import AgcError, InputError
 from agc.serve import AgentExtensions, ProviderEvent, Supervisor
 from agc.serve._appserver import AppServerOptions, AppServerSession, _skills_under
 from agc.serve._supervisor import default_session_factory
@@ -182,9 +183,12 @@ class _Source:
     def __init__(self) -> None:
         self.plan: AgentExtensions | None = AgentExtensions(fingerprint="blake3:a")
         self.calls = 0
+        self.failure: AgcError | None = None
 
     def __call__(self) -> AgentExtensions | None:
         self.calls += 1
+        if self.failure is not None:
+            raise self.failure
         return self.plan
 
 
@@ -266,3 +270,41 @@ def test_any_skills_list_answer_gives_only_what_lies_under_the_roots(listing: An
     for skill in found["skills"]:
         assert isinstance(skill["name"], str)
         assert isinstance(skill["enabled"], bool)
+
+
+def test_a_failing_extensions_source_keeps_the_running_extensions_and_says_why(
+    tmp_path: Path,
+) -> None:
+    source = _Source()
+    factory = Factory()
+    supervisor = Supervisor(make_config(tmp_path), session_factory=factory, extensions=source)
+
+    async def turn(conversation: str | None) -> tuple[str, list[str]]:
+        accepted = await supervisor.submit("x", conversation)
+        trace = supervisor.traces[accepted["traceId"]]
+        await asyncio.wait_for(trace.done.wait(), timeout=10)
+        assert trace.status == "completed"
+        return str(accepted["conversationId"]), [e.method for e in trace.page(-1, 1000)[0]]
+
+    async def scenario() -> None:
+        await supervisor.start()
+        try:
+            conversation, _ = await turn(None)
+            source.plan = AgentExtensions(fingerprint="blake3:b")
+            source.failure = InputError("the base is not TOML: " + FAKE_KEY)
+            _, methods = await turn(conversation)
+            assert "serve.session.restarting" not in methods  # the previous ones stay
+            _, body = await supervisor.readiness()
+            section = body["extensions"]
+            assert section["current"]["fingerprint"] == "blake3:a"
+            assert section["error"].startswith("input-invalid: the base is not TOML")
+            assert FAKE_KEY not in section["error"]
+            source.failure = None
+            _, methods = await turn(conversation)
+            assert "serve.session.restarting" in methods
+            _, body = await supervisor.readiness()
+            assert body["extensions"]["error"] is None
+        finally:
+            await supervisor.stop()
+
+    run(scenario())
