@@ -12,7 +12,9 @@ import pytest
 from agc.cli import agc_main
 from agc.cli.serve import AuditSink, handle_leftovers, is_loopback, ledger_root_for, listen_url
 from agc.errors import UsageError
+from agc.extensions import ExtensionRepository
 from agc.integrity import check_run
+from tests.extensions.builders import plugin_with_two_skills_and_mcp
 from tests.serve.helpers import start_command_turn, turn_info
 
 
@@ -179,3 +181,28 @@ def test_serve_refuses_a_ledger_root_in_the_workspace_before_it_listens(
     err = capsys.readouterr().err
     assert "inside the workspace" in err
     assert "--insecure-ledger-in-workspace" in err
+
+
+def test_serve_refuses_an_extensions_home_it_cannot_project_into_before_it_listens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The enabled items are projected at the start: a foreign Codex home is refused
+    (exit 2, the file named, left as it was); ``--no-extensions`` does not project."""
+    (tmp_path / "w").mkdir()
+    store = tmp_path / "s"
+    ExtensionRepository(store).import_path(plugin_with_two_skills_and_mcp(tmp_path / "in"))
+    foreign = tmp_path / "foreign-home"
+    foreign.mkdir()
+    (foreign / "config.toml").write_text('model = "mine"\n', encoding="utf-8")
+    base = ["serve", "--workspace", str(tmp_path / "w"), "--store", str(store)]
+    with socket.socket() as taken:  # were the projection let through, it would stop here
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        args = [*base, "--port", port, "--extensions-home", str(foreign)]
+        assert agc_main(args) == 2
+        err = capsys.readouterr().err
+        assert "was not written by `agc ext project`" in err
+        assert (foreign / "config.toml").read_text() == 'model = "mine"\n'
+        assert agc_main([*args, "--no-extensions"]) == 2
+        assert "cannot listen" in capsys.readouterr().err

@@ -80,7 +80,17 @@ class Answer:
     chunk: int | None = None
 
 
-Step = ShellCall | Answer
+@dataclass(frozen=True)
+class ToolCall:
+    """Ask the client to call its tool whose name ends with ``tool`` (Codex prefixes an
+    MCP server's tools with the server's name) with ``arguments``; Responses only."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    call_id: str
+
+
+Step = ShellCall | ToolCall | Answer
 
 
 @dataclass
@@ -116,6 +126,7 @@ class Script:
 
 
 _RUN_PREFIX: Final = "run:"
+_TOOL_PREFIX: Final = "tool:"
 
 
 class ReactiveScript(Script):
@@ -126,6 +137,8 @@ class ReactiveScript(Script):
       running ``COMMAND`` (a fresh call id);
     * the same with a tool output after it: the answer ``"agc-e2e reply: <output>"``
       (the text after Codex's ``Output:`` header, stripped, at most 200 characters);
+    * the last user message ``tool: NAME TEXT``: the same with a call of the tool whose
+      name ends with ``NAME``, arguments ``{"text": TEXT}``;
     * any other last user message: the answer ``"ready"``.
     """
 
@@ -143,11 +156,14 @@ class ReactiveScript(Script):
         if last_user is None:
             return Answer("ready")
         text = _message_text(items[last_user]).strip()
-        if not text.startswith(_RUN_PREFIX):
+        if not text.startswith((_RUN_PREFIX, _TOOL_PREFIX)):
             return Answer("ready")
         outputs = [
             item for item in items[last_user + 1 :] if item.get("type") == "function_call_output"
         ]
+        if not outputs and text.startswith(_TOOL_PREFIX):
+            tool, _, argument = text[len(_TOOL_PREFIX) :].strip().partition(" ")
+            return ToolCall(tool, {"text": argument}, f"call_r{next(self._calls)}")
         if not outputs:
             return ShellCall(text[len(_RUN_PREFIX) :].strip(), f"call_r{next(self._calls)}")
         output = outputs[-1].get("output")
@@ -344,11 +360,39 @@ def _responses_arguments(kind: str, command: str) -> str:
     return json.dumps({"command": command, "timeout_ms": 600_000})
 
 
+def _tool_named(tools: Any, suffix: str) -> tuple[str | None, str]:
+    """The offered function tool ending with ``suffix``: ``(namespace, name)``, the
+    namespace (``None`` for a top-level tool) that holds it, as Codex offers an MCP
+    server's tools (``{"type": "namespace", "name": "mcp__<server>", "tools": [...]}``)."""
+    names: list[str] = []
+    for tool in tools or ():
+        if not isinstance(tool, dict):
+            continue
+        inner = tool.get("tools") if tool.get("type") == "namespace" else None
+        for entry in inner if isinstance(inner, list) else [tool]:
+            name = str(entry.get("name")) if isinstance(entry, dict) else ""
+            names.append(name)
+            if name.endswith(suffix):
+                return (str(tool["name"]) if inner is not None else None), name
+    raise LookupError(f"the request offers no tool named *{suffix} (tools: {sorted(names)})")
+
+
 def responses_stream(step: Step, tools: Any, response_id: str) -> bytes:
     """The SSE body answering a Responses request with ``step``."""
-    if isinstance(step, ShellCall):
-        name, kind = _shell_tool(tools)
+    if isinstance(step, ToolCall):
+        namespace, name = _tool_named(tools, step.tool)
         item: dict[str, Any] = {
+            "type": "function_call",
+            "id": f"fc_{step.call_id}",
+            "call_id": step.call_id,
+            "name": name,
+            "arguments": json.dumps(dict(step.arguments)),
+        }
+        if namespace is not None:
+            item["namespace"] = namespace
+    elif isinstance(step, ShellCall):
+        name, kind = _shell_tool(tools)
+        item = {
             "type": "function_call",
             "id": f"fc_{step.call_id}",
             "call_id": step.call_id,
@@ -410,6 +454,8 @@ def messages_stream(step: Step, model: str, message_id: str) -> bytes:
             },
         }
     ]
+    if isinstance(step, ToolCall):
+        raise NotImplementedError("a named tool call is scripted for the Responses API only")
     if isinstance(step, ShellCall):
         events += [
             {
@@ -481,6 +527,8 @@ def gemini_response(step: Step, tools: Any, model: str, response_id: str) -> dic
     (``run_shell_command``, ``{"command", "description"}``) with no call id, as the Gemini
     API sends it; the client names the call itself.
     """
+    if isinstance(step, ToolCall):
+        raise NotImplementedError("a named tool call is scripted for the Responses API only")
     if isinstance(step, ShellCall):
         names = _gemini_tool_names(tools)
         if GEMINI_SHELL_TOOL not in names:

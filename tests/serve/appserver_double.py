@@ -15,14 +15,23 @@ shapes of the Codex app-server protocol (v2) and plays one turn per ``turn/start
   (deeper than the trace's walks) arrays deep before the command item, then plays
   ``normal``.
 
+Extensions, in every mode: ``skills/extraRoots/set`` keeps the roots and
+``skills/list`` answers with one skill per folder of a root holding a ``SKILL.md`` (a
+folder named ``broken`` is an error instead); after ``thread/start`` or
+``thread/resume`` it sends ``mcpServer/startupStatus/updated`` for each
+``name=status`` of ``$DOUBLE_MCP`` (comma-separated; ``failed`` with an error naming
+a key-shaped string). Its arguments are written to ``$DOUBLE_ARGV`` when set.
+
 It writes one line with a key-shaped string to stderr, for the redaction test.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
@@ -48,7 +57,10 @@ def main() -> None:
     if MODE == "spawn":
         child = subprocess.Popen(["sleep", "300"])
         print(f"child {child.pid}", file=sys.stderr, flush=True)
+    if os.environ.get("DOUBLE_ARGV"):
+        Path(os.environ["DOUBLE_ARGV"]).write_text(json.dumps(sys.argv[2:]))
     pending_turn = None
+    roots: list[str] = []
     while True:
         message = read()
         if message is None:
@@ -59,6 +71,23 @@ def main() -> None:
             if MODE == "silent":
                 continue
             send({"id": request_id, "result": {"userAgent": "double/1", "codexHome": "/x"}})
+        elif method == "skills/extraRoots/set":
+            roots = list(params["extraRoots"])
+            send({"id": request_id, "result": {}})
+        elif method == "skills/list":
+            skills, errors = [], []
+            for root in roots:
+                for folder in sorted(Path(root).iterdir()):
+                    path = str(folder / "SKILL.md")
+                    if folder.name == "broken":
+                        errors.append({"path": path, "message": "missing field `description`"})
+                    elif (folder / "SKILL.md").is_file():
+                        skills.append(
+                            {"name": folder.name, "path": path, "scope": "user", "enabled": True}
+                        )
+            skills.append({"name": "sys", "path": "/sys/SKILL.md", "scope": "system"})
+            entry = {"cwd": params["cwds"][0], "skills": skills, "errors": errors}
+            send({"id": request_id, "result": {"data": [entry]}})
         elif method in ("thread/start", "thread/resume"):
             thread_id = params.get("threadId", "thr-1")
             send(
@@ -70,6 +99,15 @@ def main() -> None:
                     },
                 }
             )
+            for server in filter(None, os.environ.get("DOUBLE_MCP", "").split(",")):
+                name, status = server.split("=")
+                notify("mcpServer/startupStatus/updated", {"name": name, "status": "starting"})
+                if status != "starting":
+                    error = f"exited: token {FAKE_KEY}" if status == "failed" else None
+                    notify(
+                        "mcpServer/startupStatus/updated",
+                        {"name": name, "status": status, "error": error},
+                    )
         elif method == "turn/start":
             turn_id = f"turn-{request_id}"
             text = params["input"][0]["text"]

@@ -311,7 +311,10 @@ def _set_enabled(refs: list[str], enabled: bool, store: Path | None, as_json: bo
         emit_json({"items": [item.dto(index.source_name(item)) for item in items]})
     else:
         _print_items(items, index)
-        _note("Takes effect at the next `agc ext project`; a running Codex is not changed.")
+        _note(
+            "Takes effect at the next projection: `agc ext project`, or the next turn of "
+            "`agc serve` (which restarts that conversation's Codex)."
+        )
     return int(ExitCode.OK)
 
 

@@ -25,7 +25,14 @@ from agc.cli.common import StoreOption, err_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.errors import AgcError, MissingExtraError, UsageError
 from agc.exitcodes import ExitCode
-from agc.flows import AuditSink, StoreLayout, atomic_write_bytes, recover_turn_runs
+from agc.flows import (
+    DEFAULT_MCP_STARTUP_WAIT_MS,
+    AuditSink,
+    ServeExtensions,
+    StoreLayout,
+    atomic_write_bytes,
+    recover_turn_runs,
+)
 from agc.integrity import SigningKey
 from agc.serve import (
     APPROVAL_POLICIES,
@@ -337,11 +344,48 @@ def serve_command(
     access_log: Annotated[
         bool, typer.Option("--access-log", help="Log each HTTP request (method, path, status).")
     ] = False,
+    no_extensions: Annotated[
+        bool,
+        typer.Option(
+            "--no-extensions", help="Launch Codex without the enabled items of the extension store."
+        ),
+    ] = False,
+    extensions_store: Annotated[
+        Path | None,
+        typer.Option(
+            "--extensions-store",
+            help="The store whose extensions Codex gets [default: --store].",
+            show_default=False,
+        ),
+    ] = None,
+    extensions_home: Annotated[
+        Path | None,
+        typer.Option(
+            "--extensions-home",
+            help="The Codex home the extensions are projected into, with the served "
+            "home's config.toml as base [default: <extensions store>/serve-codex-home].",
+            show_default=False,
+        ),
+    ] = None,
+    mcp_startup_wait: Annotated[
+        float,
+        typer.Option(
+            "--mcp-startup-wait",
+            help="Seconds a new session waits for the projected MCP servers to start "
+            "before its first turn.",
+            min=0.0,
+            max=3600.0,
+        ),
+    ] = DEFAULT_MCP_STARTUP_WAIT_MS / 1000,
 ) -> int:
     """Serve POST /v1/agent/chat on the real Codex CLI; every turn a sealed agc run.
 
     Each conversation gets a long-lived `codex app-server` (or `codex mcp-server`)
-    process over stdio; a follow-up message continues the same Codex thread. Submit
+    process over stdio; a follow-up message continues the same Codex thread. The
+    enabled items of the extension store are projected (as `agc ext project` does) into
+    --extensions-home; each session registers the skill root, waits for the MCP
+    servers' startup, and is restarted when the extensions change (--no-extensions:
+    none). Submit
     answers 202 {traceId, conversationId}; poll /v1/agent/chat/result/<traceId> and
     /v1/agent/chat/trace/<traceId>. GET /readyz is the preflight (docs/serve.md). Each
     turn is sealed into the store as run <traceId> (signed with $AGC_SIGNING_KEY) with a
@@ -443,7 +487,25 @@ def serve_command(
     handle_leftovers(sink, store=store, signing_key=key, recover=recover)
     if codex_log_dir is not None:
         codex_log_dir.mkdir(parents=True, exist_ok=True)
-    supervisor = Supervisor(config, sink, extra_checks=[sink.check], client_version=agc.__version__)
+    extensions = None
+    if not no_extensions:
+        ext_store = extensions_store if extensions_store is not None else store
+        extensions = ServeExtensions(
+            ext_store,
+            codex_home=(extensions_home or StoreLayout.at(ext_store).root / "serve-codex-home")
+            .expanduser()
+            .absolute(),
+            base_config=home / "config.toml",
+            mcp_startup_wait_ms=int(mcp_startup_wait * 1000),
+        )
+        extensions()  # a store or home that cannot be projected is refused now
+    supervisor = Supervisor(
+        config,
+        sink,
+        extra_checks=[sink.check],
+        client_version=agc.__version__,
+        extensions=extensions,
+    )
     sock = _bind(host, port)
     bound_port = int(sock.getsockname()[1])
     url = listen_url(host, bound_port)

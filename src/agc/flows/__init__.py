@@ -10,7 +10,8 @@ what needs two of them lives here, built on their front doors only:
   (a store's snapshots are :func:`agc.resume.has_snapshot`);
 * the audited serve sink: :class:`AuditSink` (each turn of :mod:`agc.serve` sealed as an
   agc run, with a turn ledger; :class:`DescriptorReserve`, the descriptors it keeps for
-  sealing) and :func:`recover_turn_runs`;
+  sealing) and :func:`recover_turn_runs`; :class:`ServeExtensions` (the enabled items
+  of an extension store, projected for the sessions of ``agc serve``);
 * sealed readiness verdicts: :func:`seal_verdict`, :func:`verdict_statement`,
   :func:`check_sealed_verdict`, :func:`refuse_taken_run_id`;
 * guards of recording and importing: :func:`explain_write_failure`,
@@ -137,11 +138,13 @@ if _TYPE_CHECKING:
         streamable_size,
     )
     from agc.flows._serve import AuditSink, DescriptorReserve, recover_turn_runs
+    from agc.flows._serve_extensions import DEFAULT_MCP_STARTUP_WAIT_MS, ServeExtensions
     from agc.flows._text import orjson_indented
 
 __all__ = [
     "ARTIFACT_KINDS",
     "CAPTURE_FAILURES",
+    "DEFAULT_MCP_STARTUP_WAIT_MS",
     "MACHINE_ERRNOS",
     "SCHEMA_VERSION",
     "TEMP_SUFFIX",
@@ -157,6 +160,7 @@ __all__ = [
     "Retention",
     "RunId",
     "SealedVerdictCheck",
+    "ServeExtensions",
     "SessionCompanion",
     "SessionFile",
     "Store",
@@ -326,6 +330,10 @@ _HOMES: dict[str, tuple[str, str]] = {
     **{
         name: ("agc.flows._serve", name)
         for name in ("AuditSink", "DescriptorReserve", "recover_turn_runs")
+    },
+    **{
+        name: ("agc.flows._serve_extensions", name)
+        for name in ("DEFAULT_MCP_STARTUP_WAIT_MS", "ServeExtensions")
     },
     "orjson_indented": ("agc.flows._text", "orjson_indented"),
 }

@@ -11,6 +11,16 @@ JSON-RPC over stdio as the Codex app-server protocol (v2) defines it: ``initiali
 failure in ``turn.error.message``); ``turn/interrupt`` (``threadId``, ``turnId``) stops a
 turn. The schema is what ``codex app-server generate-json-schema`` prints.
 
+Extensions (:class:`AppServerOptions` ``skill_roots``, ``mcp_servers``): after the
+handshake the skill roots are registered with ``skills/extraRoots/set`` (``extraRoots``)
+and checked with ``skills/list`` (``cwds``, ``forceReload``; answered with ``data: [{cwd,
+skills: [{name, path, scope, enabled}], errors: [{path, message}]}]``); once the thread
+is open, the ``mcpServer/startupStatus/updated`` notifications (``name``, ``status``:
+``starting``, ``ready``, ``failed``, ``cancelled``; ``error``) are awaited until every
+named server reached ``ready``, ``failed`` or ``cancelled``, bounded by
+``mcp_startup_wait_s``. What Codex reported is :attr:`SessionFacts.extra`
+``["extensions"]``; the notifications read while waiting still reach the first turn.
+
 The service runs unattended: the thread's approval policy defaults to ``never``, and an
 approval the agent asks for anyway is declined (the request and the answer are events
 of the turn).
@@ -18,6 +28,7 @@ of the turn).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,10 +44,14 @@ from agc.serve._provider import (
     TurnResult,
 )
 from agc.serve._stdio import StdioRpc
+from agc.serve._trace import well_formed
 
 __all__ = ["AppServerOptions", "AppServerSession", "answer_server_request"]
 
 _DECLINED: Final = "agc serve runs unattended: approvals are declined"
+MCP_STATUS_METHOD: Final = "mcpServer/startupStatus/updated"
+_MCP_SETTLED: Final = frozenset({"ready", "failed", "cancelled"})
+_MAX_REPORTED: Final = 500  # skills and errors kept from one skills/list answer
 _TURN_STATUS: Final = {"completed": "completed", "interrupted": "cancelled", "failed": "failed"}
 
 
@@ -56,6 +71,10 @@ class AppServerOptions:
         client_version: sent as ``clientInfo.version``.
         opt_out_notifications: notification methods Codex should not send.
         stderr_log: append Codex's stderr (redacted) to this file.
+        extra_args: arguments after ``app-server`` (``-c key=value`` …).
+        skill_roots: folders to register with ``skills/extraRoots/set``.
+        mcp_servers: MCP server names whose startup is awaited after the thread opens.
+        mcp_startup_wait_s: the longest such wait.
     """
 
     binary: str
@@ -70,6 +89,9 @@ class AppServerOptions:
     opt_out_notifications: Sequence[str] = ()
     stderr_log: Path | None = None
     extra_args: Sequence[str] = field(default_factory=tuple)
+    skill_roots: Sequence[Path] = ()
+    mcp_servers: Sequence[str] = ()
+    mcp_startup_wait_s: float = 120.0
 
 
 def answer_server_request(method: str, params: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -138,6 +160,79 @@ class AppServerSession:
                 "codex app-server answered initialize without a userAgent",
             )
         self.facts.agent_version = redact_text(str(answer["userAgent"]))[:200]
+        if options.skill_roots or options.mcp_servers:
+            self.facts.extra["extensions"] = {
+                "skills": await self._register_skills(),
+                "mcpServers": None,
+            }
+
+    async def _register_skills(self) -> dict[str, Any] | None:
+        """``skills/extraRoots/set`` with the skill roots, then ``skills/list``: the
+        skills Codex found under them and its errors there, or the failed request."""
+        roots = [str(root) for root in self.options.skill_roots]
+        if not roots:
+            return None
+        timeout = self.options.request_timeout_s
+        try:
+            await self._rpc.request(
+                "skills/extraRoots/set", {"extraRoots": roots}, timeout_s=timeout
+            )
+            listing = await self._rpc.request(
+                "skills/list",
+                {"cwds": [str(self.options.workspace)], "forceReload": True},
+                timeout_s=timeout,
+            )
+        except ProviderError as exc:
+            return {"roots": roots, "skills": [], "errors": [], "failed": _shown(exc.message)}
+        return {"roots": roots, **_skills_under(listing, roots), "failed": None}
+
+    async def _await_mcp_startup(self) -> dict[str, Any]:
+        """Read events until every awaited MCP server settled or the wait is over;
+        returns ``{servers: {name: {status, error}}, waitedMs, timedOut}``. The events
+        read are put back, in order, for the first turn."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + self.options.mcp_startup_wait_s
+        pending = set(self.options.mcp_servers)
+        servers: dict[str, dict[str, Any]] = {
+            name: {"status": "notReported", "error": None} for name in self.options.mcp_servers
+        }
+        held: list[Any] = []
+        queue = self._rpc.events
+        try:
+            while pending:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    event = await asyncio.wait_for(queue.get(), remaining)
+                except TimeoutError:
+                    break
+                held.append(event)
+                if event is None:
+                    break
+                if event.method != MCP_STATUS_METHOD:
+                    continue
+                name, status = event.params.get("name"), event.params.get("status")
+                if not isinstance(name, str) or name not in servers or not isinstance(status, str):
+                    continue
+                error = event.params.get("error")
+                servers[name] = {
+                    "status": status[:40],
+                    "error": _shown(error) if isinstance(error, str) and error else None,
+                }
+                if status in _MCP_SETTLED:
+                    pending.discard(name)
+        finally:
+            while not queue.empty():
+                held.append(queue.get_nowait())
+            for event in held:
+                queue.put_nowait(event)
+        return {
+            "servers": servers,
+            "waitedMs": int((loop.time() - started) * 1000),
+            "timedOut": bool(pending),
+        }
 
     async def open_thread(self, resume_thread_id: str | None) -> None:
         options = self.options
@@ -166,6 +261,9 @@ class AppServerSession:
         self.facts.session_id = session_id if isinstance(session_id, str) else thread["id"]
         model = answer.get("model")
         self.facts.model = model if isinstance(model, str) else self.facts.model
+        extensions = self.facts.extra.get("extensions")
+        if isinstance(extensions, dict) and self.options.mcp_servers:
+            extensions["mcpServers"] = await self._await_mcp_startup()
 
     async def run_turn(self, text: str, on_event: EventCallback, *, client_id: str) -> TurnResult:
         rpc = self._rpc
@@ -256,6 +354,41 @@ class AppServerSession:
 
     def kill(self) -> None:
         self._rpc.kill()
+
+
+def _shown(text: str) -> str:
+    """Text Codex relayed (a server's own output): redacted, well-formed, 1000 chars."""
+    return str(well_formed(redact_text(text)))[:1000]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _skills_under(listing: Any, roots: Sequence[str]) -> dict[str, Any]:
+    """From a ``skills/list`` answer: ``skills`` (``name``, ``path``, ``enabled``) and
+    ``errors`` (``path``, ``message``) under one of ``roots``, each list bounded."""
+    skills: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    prefixes = tuple(root.rstrip("/") + "/" for root in roots)
+    for entry in _as_list(listing.get("data") if isinstance(listing, Mapping) else None):
+        if not isinstance(entry, Mapping):
+            continue
+        for skill in _as_list(entry.get("skills")):
+            path = skill.get("path") if isinstance(skill, Mapping) else None
+            if isinstance(path, str) and path.startswith(prefixes) and len(skills) < _MAX_REPORTED:
+                skills.append(
+                    {
+                        "name": _shown(str(skill.get("name"))),
+                        "path": path,
+                        "enabled": skill.get("enabled") is not False,
+                    }
+                )
+        for error in _as_list(entry.get("errors")):
+            path = error.get("path") if isinstance(error, Mapping) else None
+            if isinstance(path, str) and path.startswith(prefixes) and len(errors) < _MAX_REPORTED:
+                errors.append({"path": path, "message": _shown(str(error.get("message")))})
+    return {"skills": skills, "errors": errors}
 
 
 def _turn_result(

@@ -14,7 +14,7 @@ import resource
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from agc.errors import UsageError
 
@@ -22,6 +22,7 @@ __all__ = [
     "APPROVAL_POLICIES",
     "HIDDEN_ENV",
     "SANDBOX_MODES",
+    "AgentExtensions",
     "HttpLimits",
     "ProtocolChoice",
     "ServeConfig",
@@ -169,6 +170,42 @@ class ServeConfig:
             base.pop(name, None)
         base["CODEX_HOME"] = str(self.codex_home)
         return base
+
+
+@dataclass(frozen=True)
+class AgentExtensions:
+    """Extensions a Codex session is launched with (made by the caller, e.g. a
+    projection of an extension store into an isolated Codex home).
+
+    Attributes:
+        fingerprint: identifies what the agent gets; a session started with another
+            fingerprint is restarted before its next turn.
+        codex_home: ``CODEX_HOME`` for sessions with these extensions (``None``: the
+            configured one).
+        skill_roots: folders registered with the app-server's ``skills/extraRoots/set``
+            after ``initialize`` (then checked with ``skills/list``).
+        mcp_servers: names of the MCP servers of the configuration whose
+            ``mcpServer/startupStatus/updated`` is awaited before the first turn.
+        codex_args: extra arguments for the Codex process (``-c key=value``).
+        mcp_startup_wait_ms: the longest wait for those servers, in milliseconds.
+    """
+
+    fingerprint: str
+    codex_home: Path | None = None
+    skill_roots: tuple[Path, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
+    codex_args: tuple[str, ...] = ()
+    mcp_startup_wait_ms: int = 120_000
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{fingerprint, codexHome, skillRoots, mcpServers, mcpStartupWaitMs}``."""
+        return {
+            "fingerprint": self.fingerprint,
+            "codexHome": None if self.codex_home is None else str(self.codex_home),
+            "skillRoots": [str(root) for root in self.skill_roots],
+            "mcpServers": list(self.mcp_servers),
+            "mcpStartupWaitMs": self.mcp_startup_wait_ms,
+        }
 
 
 #: Descriptors kept for the service itself whatever the load (the listening socket,

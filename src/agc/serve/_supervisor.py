@@ -17,6 +17,13 @@ event goes to the trace and to the sink, and the turn ends ``completed``, ``fail
 or ``cancelled``: a dead process, a timeout or a cancel never leaves it running. The
 turn's ``status`` turns terminal only after the sink sealed its record.
 
+**Extensions** (``extensions``: a callable giving the current
+:class:`~agc.serve._config.AgentExtensions`, or ``None``): asked at the start and before
+every turn; a session runs with the Codex home, arguments, skill roots and awaited MCP
+servers of the extensions current when it started, and one started with another
+fingerprint is ended before the turn and started again (its thread resumed). What
+Codex reported (skills, MCP startup) is in ``/readyz`` under ``extensions``.
+
 Lifecycle: :meth:`Supervisor.start` starts the reaper (every ``reap_interval_ms``: ends
 processes idle for ``idle_timeout_ms``, forgets idle conversations after
 ``conversation_retention_ms``); :meth:`Supervisor.stop` interrupts running turns, waits
@@ -40,9 +47,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from agc._core.redact import redact_text
-from agc.errors import MissingExtraError
+from agc.errors import AgcError, MissingExtraError
 from agc.serve._appserver import AppServerOptions, AppServerSession
-from agc.serve._config import ServeConfig
+from agc.serve._config import AgentExtensions, ServeConfig
 from agc.serve._preflight import Blocker, Preflight, PreflightReport, resolve_binary
 from agc.serve._provider import (
     ProtocolName,
@@ -77,6 +84,7 @@ _IDEMPOTENCY_KEYS: Final = 10_000
 _MAX_ID_CHARS: Final = 128
 
 SessionFactory = Callable[[ProtocolName], ProviderSession]
+ExtensionsSource = Callable[[], AgentExtensions | None]
 
 
 _MAX_ATTACHMENTS: Final = 32
@@ -181,6 +189,7 @@ class Conversation:
     turn_count: int = 0
     last_trace_id: str | None = None
     last_active: float = 0.0
+    extensions_fingerprint: str | None = None
 
     @property
     def live(self) -> bool:
@@ -206,8 +215,15 @@ class Conversation:
         }
 
 
-def default_session_factory(config: ServeConfig, *, client_version: str) -> SessionFactory:
-    """Sessions that run the real Codex executable of ``config``.
+def default_session_factory(
+    config: ServeConfig,
+    *,
+    client_version: str,
+    extensions: Callable[[], AgentExtensions | None] | None = None,
+) -> SessionFactory:
+    """Sessions that run the real Codex executable of ``config``, with the extensions
+    ``extensions()`` gives when a session is made (its Codex home, arguments, skill
+    roots and awaited MCP servers; ``None``: none).
 
     The returned factory raises :class:`~agc.errors.MissingExtraError` for the
     ``mcp-server`` protocol when the MCP Python SDK (the ``serve`` extra) is not
@@ -216,6 +232,12 @@ def default_session_factory(config: ServeConfig, *, client_version: str) -> Sess
 
     def make(protocol: ProtocolName) -> ProviderSession:
         env = config.agent_env()
+        plan = None if extensions is None else extensions()
+        args = config.codex_args
+        if plan is not None:
+            if plan.codex_home is not None:
+                env["CODEX_HOME"] = str(plan.codex_home)
+            args = (*args, *plan.codex_args)
         binary, _ = resolve_binary(config.codex_bin, env)
         log = None
         if config.codex_log_dir is not None:
@@ -234,7 +256,10 @@ def default_session_factory(config: ServeConfig, *, client_version: str) -> Sess
                     client_version=client_version,
                     opt_out_notifications=config.opt_out_notifications,
                     stderr_log=log,
-                    extra_args=config.codex_args,
+                    extra_args=args,
+                    skill_roots=() if plan is None else plan.skill_roots,
+                    mcp_servers=() if plan is None else plan.mcp_servers,
+                    mcp_startup_wait_s=0 if plan is None else plan.mcp_startup_wait_ms / 1000,
                 )
             )
         # The MCP Python SDK (the ``serve`` extra) only for this protocol.
@@ -255,7 +280,7 @@ def default_session_factory(config: ServeConfig, *, client_version: str) -> Sess
                 handshake_timeout_s=config.handshake_timeout_ms / 1000,
                 client_version=client_version,
                 stderr_log=log,
-                argv=(binary or config.codex_bin, "mcp-server", *config.codex_args),
+                argv=(binary or config.codex_bin, "mcp-server", *args),
             )
         )
 
@@ -274,6 +299,9 @@ class Supervisor:
         monotonic: the clock for idle times, in seconds.
         grace_s: seconds a turn gets to end after an interrupt before its process is
             killed (a cancel, a timeout, a shutdown).
+        extensions: gives the current extensions (see the module docstring); run in a
+            worker thread; an :class:`~agc.errors.AgcError` it raises keeps the previous
+            ones and is shown in ``/readyz``.
     """
 
     def __init__(
@@ -286,12 +314,18 @@ class Supervisor:
         client_version: str = "0",
         monotonic: Callable[[], float] = time.monotonic,
         grace_s: float = _GRACE_S,
+        extensions: ExtensionsSource | None = None,
     ) -> None:
         self.config = config
+        self._extensions_source = extensions
+        self.extensions: AgentExtensions | None = None
+        self._extensions_error: str | None = None
+        self._extensions_reported: dict[str, Any] | None = None
+        self._extensions_lock = asyncio.Lock()
         self.grace_s = grace_s
         self.sink: TurnSink = sink or NullSink()
         self._factory = session_factory or default_session_factory(
-            config, client_version=client_version
+            config, client_version=client_version, extensions=lambda: self.extensions
         )
         self._monotonic = monotonic
         self.conversations: dict[str, Conversation] = {}
@@ -315,7 +349,8 @@ class Supervisor:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the reaper."""
+        """Take the current extensions, start the reaper."""
+        await self.refresh_extensions()
         self._running = True
         self._reaper = asyncio.create_task(self._reap_loop(), name="agc-serve-reaper")
 
@@ -348,6 +383,35 @@ class Supervisor:
         if self._background:
             await asyncio.wait(list(self._background), timeout=self.grace_s * 3)
         self._running = False
+
+    async def refresh_extensions(self) -> AgentExtensions | None:
+        """Ask the extensions source again (in a worker thread, one call at a time);
+        returns the current extensions. A failure keeps the previous ones."""
+        source = self._extensions_source
+        if source is None:
+            return None
+        async with self._extensions_lock:
+            try:
+                self.extensions = await asyncio.to_thread(source)
+                self._extensions_error = None
+            except AgcError as exc:
+                self._extensions_error = redact_text(f"{exc.code}: {exc.message}")[:1000]
+        return self.extensions
+
+    def extensions_status(self) -> dict[str, Any] | None:
+        """The ``/readyz`` ``extensions`` section: ``current`` (what new sessions get),
+        ``error`` (the last refresh's failure) and ``reported`` (what Codex reported at
+        the latest session start: ``skills``, ``mcpServers``, ``fingerprint``,
+        ``at``); ``None`` without an extensions source."""
+        if self._extensions_source is None:
+            return None
+        current = self.extensions
+        return {
+            "enabled": current is not None,
+            "current": None if current is None else current.to_dict(),
+            "error": self._extensions_error,
+            "reported": self._extensions_reported,
+        }
 
     def uptime_ms(self) -> int:
         """Milliseconds since the supervisor was made."""
@@ -610,6 +674,22 @@ class Supervisor:
                 await self._record(info, trace, method, params, source="codex", kind=kind)
 
         session = conversation.session
+        current = await self.refresh_extensions()
+        fingerprint = None if current is None else current.fingerprint
+        if (
+            session is not None
+            and session.alive()
+            and self._extensions_source is not None
+            and conversation.extensions_fingerprint != fingerprint
+        ):
+            await self._record(
+                info,
+                trace,
+                "serve.session.restarting",
+                {"reason": "extensions_changed", "fingerprint": fingerprint},
+            )
+            await self._end_session(conversation, "starting")
+            session = None
         if session is None or not session.alive():
             protocol = self._protocol()
             await self._record(
@@ -635,6 +715,7 @@ class Supervisor:
                     "model": session.facts.model,
                     "resumed": trace.turn_number > 1,
                     "agentVersion": session.facts.agent_version,
+                    "extensions": session.facts.extra.get("extensions"),
                 },
             )
         conversation.status = "busy"
@@ -686,9 +767,11 @@ class Supervisor:
     async def _start_session(
         self, conversation: Conversation, protocol: ProtocolName
     ) -> ProviderSession:
+        current = self.extensions
         session = self._factory(protocol)
         conversation.session = session
         conversation.status = "starting"
+        conversation.extensions_fingerprint = None if current is None else current.fingerprint
         try:
             await session.start()
             await session.open_thread(conversation.thread_id)
@@ -701,6 +784,13 @@ class Supervisor:
             await session.close()
             raise ProviderError("provider_protocol_error", redact_text(str(exc))[:300]) from exc
         self.stats["sessionsStarted"] += 1
+        reported = session.facts.extra.get("extensions")
+        if isinstance(reported, Mapping):
+            self._extensions_reported = {
+                **reported,
+                "fingerprint": conversation.extensions_fingerprint,
+                "at": iso_ms(now_ms()),
+            }
         self.preflight.confirm(protocol)
         conversation.protocol = protocol
         conversation.thread_id = session.facts.thread_id or conversation.thread_id
@@ -994,6 +1084,9 @@ class Supervisor:
             "runningTurns": len(self._turns),
             "maxSessions": self.config.max_sessions,
         }
+        extensions = self.extensions_status()
+        if extensions is not None:
+            body["extensions"] = extensions
         return report, body
 
 
