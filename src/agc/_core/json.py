@@ -124,7 +124,7 @@ _DECODER: Final = json.JSONDecoder(
 )
 
 
-def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
+def loads(data: bytes | str, *, allow_lone_surrogates: bool = False, many: bool = False) -> Any:
     """Parse one JSON document under the rule above.
 
     Args:
@@ -133,6 +133,10 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
         allow_lone_surrogates: keep a lone surrogate escape in a string (as a Python
             ``str`` that cannot be encoded as UTF-8) instead of refusing the document;
             only for transcripts written by other programs.
+        many: the caller parses many documents (the lines of a session file), so bytes
+            of any size take orjson's path (below) when it gives the rule's value: the
+            import of orjson is paid once, and the standard library's scanner with the
+            duplicate check takes several times longer per document.
 
     Returns:
         The value: ``dict`` (insertion-ordered), ``list``, ``str``, ``int``, ``float``,
@@ -155,7 +159,7 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
         if data.startswith(b"\xef\xbb\xbf"):
             raise JsonInvalidError("starts with a UTF-8 byte order mark", problem="bom")
     if not isinstance(data, str):
-        if len(data) >= _FAST_PATH_BYTES:
+        if many or len(data) >= _FAST_PATH_BYTES:
             value = _loads_orjson(data)
             if value is not _NOT_TAKEN:
                 return value

@@ -58,12 +58,13 @@ from agc.resume._validate import (
 
 if _TYPE_CHECKING:
     from agc._core.redact import redact_text, redact_value
-    from agc.resume._formats.stream import LineSequence, scan_session
+    from agc.resume._formats.stream import SETTLE_MESSAGES, LineSequence, scan_session
 
 __all__ = [
     "ACTIONS",
     "FORMAT_NAMES",
     "MAX_SNAPSHOT_BYTES",
+    "SETTLE_MESSAGES",
     "STRATEGIES",
     "Change",
     "FormatName",
@@ -114,7 +115,7 @@ def __getattr__(name: str) -> object:
         from agc._core import redact  # noqa: PLC0415
 
         value = getattr(redact, name)
-    elif name in ("LineSequence", "scan_session"):
+    elif name in ("LineSequence", "SETTLE_MESSAGES", "scan_session"):
         from agc.resume._formats import stream  # noqa: PLC0415
 
         value = getattr(stream, name)

@@ -62,9 +62,10 @@ class LineReader:
             session = payload.get("id") if isinstance(payload, dict) else None
             self.session_id = session if isinstance(session, str) and session else None
         if is_dict and record.get("type") == "compacted":
-            self.skipped.extend(m.origin for m in self.messages if m.origin is not None)
+            # Every line up to this one is now out of the history (each was skipped or
+            # held a message), also messages a streamed read already let go of.
+            self.skipped = array("q", range(index + 1))
             self.messages = []
-            self.skipped.append(index)
             self.compacted = True
             return None
         message = None

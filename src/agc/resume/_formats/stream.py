@@ -29,15 +29,18 @@ from typing import TYPE_CHECKING, Any, Final, overload
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 from agc.resume._formats import claude_code, codex_rollout
-from agc.resume._formats.model import Block, FormatName, History, RawRef
+from agc.resume._formats.model import Block, FormatName, History, Message, RawRef, Settled
 from agc.resume._formats.torn import torn_line
 
 if TYPE_CHECKING:
     from agc.resume._formats.detect import LineFacts
 
-__all__ = ["LineFile", "LineSequence", "scan_session"]
+__all__ = ["SETTLE_MESSAGES", "LineFile", "LineSequence", "scan_session"]
 
 _CHUNK: Final = 1 << 20
+SETTLE_MESSAGES: Final = 4096
+"""``settle`` of :func:`scan_session` for ``agc resume``: a few MiB of messages held
+between checks (a check of that many takes a few milliseconds)."""
 Progress = Callable[[int], None]
 """Called with the bytes read so far."""
 
@@ -73,15 +76,23 @@ class LineFile:
         """Line ``index`` without its line break (a ``\\r`` before it kept)."""
         if self._last is not None and index == len(self.starts) - 1:
             return self._last
+        return self._bytes(index).decode("utf-8")
+
+    def _bytes(self, index: int) -> bytes:
         start = self.starts[index]
         size = self.ends[index] - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
-        return data.decode("utf-8")
+        return data
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
+        if self._last is None or index != len(self.starts) - 1:
+            try:
+                return _loads(self._bytes(index))
+            except JsonInvalidError:
+                pass
         return _parse(self.text(index))
 
     def check_unchanged(self) -> None:
@@ -148,6 +159,17 @@ def _parse(text: str) -> Any:
         return line
 
 
+def _loads(body: bytes) -> Any:
+    """A line's bytes (without its line break) as JSON under agc's rule, the value
+    :func:`_parse` gives of its text (a ``\\r`` before the line break is JSON
+    whitespace); orjson's path first (see :func:`agc._core.json.loads`).
+
+    Raises:
+        JsonInvalidError: not JSON under the rule, or not UTF-8.
+    """
+    return strict_json.loads(body, allow_lone_surrogates=True, many=True)
+
+
 def _stamp(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
@@ -158,6 +180,7 @@ def scan_session(
     source: str,
     format: FormatName | None,
     progress: Progress | None = None,
+    settle: int | None = None,
 ) -> History:
     """Read the session file at ``path`` in one pass (see the module docstring).
 
@@ -166,6 +189,14 @@ def scan_session(
         source: its name, for messages.
         format: ``codex-rollout`` or ``claude-code``; ``None`` to detect it.
         progress: called now and then with the bytes read so far.
+        settle: let go of the messages read so far whenever at least this many are
+            held and they are settled: they break no rule of the provider (checked as
+            :func:`~agc.resume._validate.check_messages` checks them, after those
+            already let go of), every call among them is answered, and no later
+            message can pair with them but through a call id. ``History.messages``
+            is then the rest and ``History.settled`` counts what was let go of (and
+            keeps its call ids), so memory holds the messages from the first
+            problem on, not the whole history. ``None``: keep every message.
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -179,7 +210,7 @@ def scan_session(
         if chosen == "gemini-chat":
             return _whole(path, source)
         try:
-            found = _scan(path, source=source, format=chosen, progress=progress)
+            found = _scan(path, source=source, format=chosen, progress=progress, settle=settle)
         except _ReadWholeError:
             chosen = "gemini-chat"
             continue
@@ -216,8 +247,77 @@ def _whole(path: Path, source: str) -> History:
     return load_history(data, source=source, format="gemini-chat")
 
 
+class _Settler:
+    """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
+
+    __slots__ = ("every", "format", "held", "next_try", "settled")
+
+    def __init__(self, every: int, format: FormatName) -> None:
+        self.every = max(every, 1)
+        self.format = format
+        self.settled = Settled()
+        self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
+        self.next_try = self.every
+
+    def feed(self, messages: list[Message]) -> None:
+        """Called after each line with the reader's messages (the last may still grow:
+        a Claude Code message spans the lines of one role)."""
+        if messages is not self.held:  # a Codex `compacted` line: history starts again
+            self.held = messages
+            self.settled = Settled()
+            self.next_try = self.every
+        if len(messages) <= self.next_try:
+            return
+        cut = _quiet_point(messages)
+        if cut:
+            from agc.resume._validate import check_messages  # noqa: PLC0415 - it imports the formats
+
+            report = check_messages(messages[:cut], self.format, settled=self.settled)
+            if not report.findings:
+                ids = self.settled.call_ids
+                for message in messages[:cut]:
+                    for block in message.blocks:
+                        if block.kind == "call" and block.call_id is not None:
+                            ids.add(block.call_id)
+                self.settled.messages = report.messages
+                self.settled.calls = report.calls
+                self.settled.results = report.results
+                del messages[:cut]
+                self.next_try = self.every
+                return
+        # Held: a problem, or no quiet point yet. Tried again when twice as many are
+        # held, so the checks stay linear in the history.
+        self.next_try = 2 * len(messages)
+
+
+def _quiet_point(messages: list[Message]) -> int:
+    """The largest ``cut`` before the last message such that every call in
+    ``messages[:cut]`` has a result there and ``messages[cut - 1]`` is neither a call
+    nor reasoning (whose following item is after it); 0 when there is none. Only a
+    guess of where to look: the check decides."""
+    open_ids: set[str | None] = set()
+    cut = 0
+    for position in range(len(messages) - 1):
+        message = messages[position]
+        last_kind = None
+        for block in message.blocks:
+            last_kind = block.kind
+            if block.kind == "call":
+                open_ids.add(block.call_id)
+            elif block.kind == "result":
+                open_ids.discard(block.call_id)
+        if not open_ids and last_kind not in ("call", "reasoning"):
+            cut = position + 1
+    return cut
+
+
 def _scan(
-    path: Path, *, source: str, format: FormatName | None, progress: Progress | None
+    path: Path,
+    *,
+    source: str,
+    format: FormatName | None,
+    progress: Progress | None,
+    settle: int | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -225,6 +325,7 @@ def _scan(
     ends: array[int] = array("q")
     facts = LineFacts()
     reader: claude_code.LineReader | codex_rollout.LineReader | None = None
+    settler: _Settler | None = None
     chosen = format
     records = LineFile(path, starts, ends, None, ())
     refs = LineSequence(records, 0, parsed=True)
@@ -232,6 +333,7 @@ def _scan(
     offset = 0
     final_newline = True
     blank = True
+    last_body = b""
     last_text: str | None = None
     last_record: Any = None
     next_report = _CHUNK * 8
@@ -246,15 +348,26 @@ def _scan(
             ends.append(offset + len(body))
             offset += len(raw)
             try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if final_newline or exc.end != len(body) or exc.reason != "unexpected end of data":
-                    raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
-                text = body[: exc.start].decode("utf-8") + "\ufffd"
-                records._last = text
-            if blank and text.strip():
+                # JSON read from the bytes: a line that reads is UTF-8 and not blank.
+                record = _loads(body)
+                text = None
+            except JsonInvalidError:
+                try:
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    if (
+                        final_newline
+                        or exc.end != len(body)
+                        or exc.reason != "unexpected end of data"
+                    ):
+                        raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
+                    text = body[: exc.start].decode("utf-8") + "\ufffd"
+                    records._last = text
+                if blank and text.strip():
+                    blank = False
+                record = _parse(text)
+            else:
                 blank = False
-            record = _parse(text)
             if not decided:
                 facts.feed(record)
                 decided = facts.rollout and facts.head >= 64
@@ -271,8 +384,12 @@ def _scan(
                     )
                     for earlier in range(index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
+                    if settle is not None:
+                        settler = _Settler(settle, chosen)
                 _feed(reader, index, record, refs, paths)
-            last_text, last_record = text, record
+                if settler is not None:
+                    settler.feed(reader.messages)
+            last_body, last_text, last_record = body, text, record
             if progress is not None and offset >= next_report:
                 progress(offset)
                 next_report = offset + _CHUNK * 8
@@ -306,7 +423,10 @@ def _scan(
         skipped=skipped,
         notes=notes,
         session_id=reader.session_id,
+        settled=settler.settled if settler is not None and settler.settled.messages else None,
     )
+    if last_text is None and count:
+        last_text = last_body.decode("utf-8")  # it read as JSON: valid UTF-8
     history.torn = (
         count - 1
         if not final_newline and last_text is not None and torn_line([last_text], False) == 0
