@@ -150,6 +150,10 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False, many: bool 
             surrogate.
         TypeError: ``data`` is neither bytes nor str.
     """
+    if many and type(data) is bytes:  # checked first: called once per line
+        value = _loads_orjson(data)
+        if value is not _NOT_TAKEN:
+            return value
     if isinstance(data, str):
         text = data
     elif not isinstance(data, bytes | bytearray | memoryview):
@@ -159,7 +163,7 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False, many: bool 
         if data.startswith(b"\xef\xbb\xbf"):
             raise JsonInvalidError("starts with a UTF-8 byte order mark", problem="bom")
     if not isinstance(data, str):
-        if many or len(data) >= _FAST_PATH_BYTES:
+        if not many and len(data) >= _FAST_PATH_BYTES:
             value = _loads_orjson(data)
             if value is not _NOT_TAKEN:
                 return value
@@ -203,6 +207,14 @@ _DIGITS_TO_ZERO: Final = bytes.maketrans(b"0123456789", b"0" * 10)
 _NINETEEN_DIGITS: Final = b"0" * 19
 
 
+@functools.cache
+def _orjson() -> Any:
+    """orjson, imported on first use (see :data:`_FAST_PATH_BYTES`)."""
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for large documents or many
+
+    return orjson
+
+
 def _loads_orjson(data: bytes) -> Any:
     """orjson's value when it is provably the rule's value, else ``_NOT_TAKEN``.
 
@@ -218,8 +230,7 @@ def _loads_orjson(data: bytes) -> Any:
     when the input spells no colon as ``\\u003a``, the input has as many colons as the
     value written back exactly when no member was dropped.
     """
-    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for large documents (see _FAST_PATH_BYTES)
-
+    orjson = _orjson()
     if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
         _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)
     ):

@@ -229,8 +229,14 @@ def check_messages(
         raise ValueError(f"a {format} history is never settled")
     else:
         findings = (_check_chat if family == "chat" else _check_gemini)(messages)
-    calls = sum(len(message.calls()) for message in messages)
-    results = sum(len(message.results()) for message in messages)
+    calls = results = 0
+    for message in messages:
+        for block in message.blocks:
+            kind = block.kind
+            if kind == "call":
+                calls += 1
+            elif kind == "result":
+                results += 1
     if settled is not None:
         calls += settled.calls
         results += settled.results

@@ -52,30 +52,34 @@ class LineReader:
 
     def feed(self, index: int, record: Any) -> Message | None:
         """Read line ``index``; return its message, or ``None`` when it holds none."""
-        is_dict = isinstance(record, dict)
-        if not self.paginated and is_dict and "ordinal" in record:
+        if not isinstance(record, dict):
+            self.skipped.append(index)
+            return None
+        if not self.paginated and "ordinal" in record:
             self.paginated = _ordinal(record) is not None
-        if not self.sequenced and is_dict and "metadata" in record:
+        if not self.sequenced and "metadata" in record:
             self.sequenced = _history_sequence(record) is not None
-        if self.session_id is None and is_dict and record.get("type") == "session_meta":
+        kind = record.get("type")
+        if kind == "response_item":
+            message = openai_responses.item_message(record.get("payload"), index)
+            if message is None:
+                self.skipped.append(index)
+            else:
+                self.messages.append(message)
+            return message
+        if self.session_id is None and kind == "session_meta":
             payload = record.get("payload")
             session = payload.get("id") if isinstance(payload, dict) else None
             self.session_id = session if isinstance(session, str) and session else None
-        if is_dict and record.get("type") == "compacted":
+        if kind == "compacted":
             # Every line up to this one is now out of the history (each was skipped or
             # held a message), also messages a streamed read already let go of.
             self.skipped = array("q", range(index + 1))
             self.messages = []
             self.compacted = True
             return None
-        message = None
-        if is_dict and record.get("type") == "response_item":
-            message = openai_responses.item_message(record.get("payload"), index)
-        if message is None:
-            self.skipped.append(index)
-        else:
-            self.messages.append(message)
-        return message
+        self.skipped.append(index)
+        return None
 
     def notes(self) -> dict[str, bool]:
         """What the writer needs to know of every line (see :func:`write`)."""

@@ -24,7 +24,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import IO, TYPE_CHECKING, Any, Final, overload
 
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
@@ -260,8 +260,9 @@ class _Settler:
         self.next_try = self.every
 
     def feed(self, messages: list[Message]) -> None:
-        """Called after each line with the reader's messages (the last may still grow:
-        a Claude Code message spans the lines of one role)."""
+        """Called with the reader's messages after a line when they are not the list
+        held (compacted) or more than ``next_try`` (the last message may still grow: a
+        Claude Code message spans the lines of one role)."""
         if messages is not self.held:  # a Codex `compacted` line: history starts again
             self.held = messages
             self.settled = Settled()
@@ -340,13 +341,12 @@ def _scan(
     decided = False  # the facts can no longer change the format
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
-        for raw in handle:
+        for body, final_newline in _lines(handle):
             index = len(starts)
-            final_newline = raw.endswith(b"\n")
-            body = raw[:-1] if final_newline else raw
             starts.append(offset)
-            ends.append(offset + len(body))
-            offset += len(raw)
+            offset += len(body)
+            ends.append(offset)
+            offset += final_newline
             try:
                 # JSON read from the bytes: a line that reads is UTF-8 and not blank.
                 record = _loads(body)
@@ -387,7 +387,9 @@ def _scan(
                     if settle is not None:
                         settler = _Settler(settle, chosen)
                 _feed(reader, index, record, refs, paths)
-                if settler is not None:
+                if settler is not None and (
+                    reader.messages is not settler.held or len(reader.messages) > settler.next_try
+                ):
                     settler.feed(reader.messages)
             last_body, last_text, last_record = body, text, record
             if progress is not None and offset >= next_report:
@@ -435,6 +437,22 @@ def _scan(
     return history, facts
 
 
+def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """Each line of ``handle`` without its line break, and whether it had one; read in
+    large pieces (split at C speed, faster than a read per line)."""
+    rest = b""
+    while True:
+        chunk = handle.read(_CHUNK * 4)
+        if not chunk:
+            break
+        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield line, True
+    if rest:
+        yield rest, False
+
+
 def _feed(
     reader: claude_code.LineReader | codex_rollout.LineReader,
     index: int,
@@ -469,6 +487,7 @@ def _feed(
 
 
 _ARGUMENT_KEYS: Final = ("input", "arguments", "action")
+_NAMED_KINDS: Final = frozenset({"call", "result"})
 
 
 def _detach_block(
@@ -481,6 +500,8 @@ def _detach_block(
 ) -> None:
     """Hold a call's arguments as a place (when they are more than a few bytes), and
     share the strings that repeat (tool names, call ids: a call's and its result's)."""
+    if block.kind not in _NAMED_KINDS:
+        return  # no name, id or arguments
     if type(block.name) is str:
         block.name = sys.intern(block.name)
     if type(block.call_id) is str:
