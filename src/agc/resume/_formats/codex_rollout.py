@@ -9,6 +9,7 @@ Other lines (``session_meta``, ``event_msg``, ``turn_context``) are kept verbati
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from array import array
 from collections.abc import Iterator, MutableSequence, Sequence
@@ -155,7 +156,7 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
     ]
     renumber = _Renumber(sorted(removed))
     numbered = paginated or sequenced
-    for index in [-1, *range(len(lines))]:
+    for index in itertools.chain((-1,), range(len(lines))):  # no list of every index
         if index >= 0 and (index not in history_lines or index in kept):
             if not numbered:
                 # Without ordinals or sequence numbers nothing is renumbered.

@@ -52,20 +52,18 @@ class LineFile:
     def __init__(
         self,
         path: Path,
-        starts: array[int],
         ends: array[int],
         last: str | None,
         stamp: tuple[int, ...],
     ) -> None:
         self.path = path
-        self.starts = starts
-        self.ends = ends
+        self.ends = ends  # line i ends at ends[i]; line i + 1 starts one byte later
         self._last = last  # the last line's text when it ends inside a character
         self._stamp = stamp
         self._fd: int | None = None
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return len(self.ends)
 
     def _handle(self) -> int:
         if self._fd is None:
@@ -74,12 +72,12 @@ class LineFile:
 
     def text(self, index: int) -> str:
         """Line ``index`` without its line break (a ``\\r`` before it kept)."""
-        if self._last is not None and index == len(self.starts) - 1:
+        if self._last is not None and index == len(self.ends) - 1:
             return self._last
         return self._bytes(index).decode("utf-8")
 
     def _bytes(self, index: int) -> bytes:
-        start = self.starts[index]
+        start = self.ends[index - 1] + 1 if index else 0
         size = self.ends[index] - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
@@ -88,7 +86,7 @@ class LineFile:
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
-        if self._last is None or index != len(self.starts) - 1:
+        if self._last is None or index != len(self.ends) - 1:
             try:
                 return _loads(self._bytes(index))
             except JsonInvalidError:
@@ -322,13 +320,12 @@ def _scan(
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
-    starts: array[int] = array("q")
     ends: array[int] = array("q")
     facts = LineFacts()
     reader: claude_code.LineReader | codex_rollout.LineReader | None = None
     settler: _Settler | None = None
     chosen = format
-    records = LineFile(path, starts, ends, None, ())
+    records = LineFile(path, ends, None, ())
     refs = LineSequence(records, 0, parsed=True)
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
     offset = 0
@@ -342,8 +339,7 @@ def _scan(
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
         for body, final_newline in _lines(handle):
-            index = len(starts)
-            starts.append(offset)
+            index = len(ends)
             offset += len(body)
             ends.append(offset)
             offset += final_newline
@@ -401,7 +397,7 @@ def _scan(
     if progress is not None:
         progress(offset)
     records._stamp = stamp
-    count = len(starts)
+    count = len(ends)
     refs._count = count
     if reader is None:
         reader = (
