@@ -309,6 +309,30 @@ def test_no_json_like_text_makes_the_reader_raise_anything_else(text: str) -> No
         loads(text)
 
 
+def _read_with(data: bytes, **options: bool) -> tuple[str, Any]:
+    try:
+        value = loads(data, allow_lone_surrogates=True, **options)
+    except JsonInvalidError as exc:
+        return "error", str(exc)
+    return "value", json.dumps(value)  # the same types too (an int is not a float)
+
+
+@settings(max_examples=examples(500))
+@given(
+    st.one_of(
+        JSON_VALUES.map(lambda value: json.dumps(value).encode()),
+        st.text(alphabet='[]{}",:0123456789\\ud8 aNIn-e\u00e9', max_size=120).map(
+            lambda text: text.encode("utf-8", "surrogatepass")
+        ),
+        st.binary(max_size=60),
+    )
+)
+def test_many_small_documents_get_the_verdict_of_one(data: bytes) -> None:
+    """``many=True`` (orjson's path at any size) reads every small document as the
+    standard library's path does, and refuses it with the same message."""
+    assert _read_with(data, many=True) == _read_with(data)
+
+
 def test_an_unknown_problem_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown JSON problem"):
         JsonInvalidError("x", problem="nope")

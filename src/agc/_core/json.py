@@ -124,7 +124,7 @@ _DECODER: Final = json.JSONDecoder(
 )
 
 
-def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
+def loads(data: bytes | str, *, allow_lone_surrogates: bool = False, many: bool = False) -> Any:
     """Parse one JSON document under the rule above.
 
     Args:
@@ -133,6 +133,10 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
         allow_lone_surrogates: keep a lone surrogate escape in a string (as a Python
             ``str`` that cannot be encoded as UTF-8) instead of refusing the document;
             only for transcripts written by other programs.
+        many: the caller parses many documents (the lines of a session file), so bytes
+            of any size take orjson's path (below) when it gives the rule's value: the
+            import of orjson is paid once, and the standard library's scanner with the
+            duplicate check takes several times longer per document.
 
     Returns:
         The value: ``dict`` (insertion-ordered), ``list``, ``str``, ``int``, ``float``,
@@ -146,6 +150,10 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
             surrogate.
         TypeError: ``data`` is neither bytes nor str.
     """
+    if many and type(data) is bytes:  # checked first: called once per line
+        value = _loads_orjson(data)
+        if value is not _NOT_TAKEN:
+            return value
     if isinstance(data, str):
         text = data
     elif not isinstance(data, bytes | bytearray | memoryview):
@@ -155,7 +163,7 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False) -> Any:
         if data.startswith(b"\xef\xbb\xbf"):
             raise JsonInvalidError("starts with a UTF-8 byte order mark", problem="bom")
     if not isinstance(data, str):
-        if len(data) >= _FAST_PATH_BYTES:
+        if not many and len(data) >= _FAST_PATH_BYTES:
             value = _loads_orjson(data)
             if value is not _NOT_TAKEN:
                 return value
@@ -199,6 +207,14 @@ _DIGITS_TO_ZERO: Final = bytes.maketrans(b"0123456789", b"0" * 10)
 _NINETEEN_DIGITS: Final = b"0" * 19
 
 
+@functools.cache
+def _orjson() -> Any:
+    """orjson, imported on first use (see :data:`_FAST_PATH_BYTES`)."""
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for large documents or many
+
+    return orjson
+
+
 def _loads_orjson(data: bytes) -> Any:
     """orjson's value when it is provably the rule's value, else ``_NOT_TAKEN``.
 
@@ -214,8 +230,7 @@ def _loads_orjson(data: bytes) -> Any:
     when the input spells no colon as ``\\u003a``, the input has as many colons as the
     value written back exactly when no member was dropped.
     """
-    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for large documents (see _FAST_PATH_BYTES)
-
+    orjson = _orjson()
     if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
         _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)
     ):

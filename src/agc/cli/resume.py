@@ -245,7 +245,7 @@ def _require_messages(
     ``recorded_run``: ``source`` is a run id whose records were read (no snapshot), so
     the hint names what such a run must hold instead of asking for its run id.
     """
-    if history.messages:
+    if history.messages or history.settled is not None:
         return
     records = len(history.records)
     if not records:
@@ -594,7 +594,12 @@ def resume_command(
                 refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
                 size = streamed
                 history = scan_history(
-                    path, source=str(path), format=wanted, size=size, progress=byte_progress
+                    path,
+                    source=str(path),
+                    format=wanted,
+                    size=size,
+                    progress=byte_progress,
+                    settle=_resume.SETTLE_MESSAGES,
                 )
             else:
                 stamp = _stamp(path)
@@ -667,6 +672,7 @@ def resume_command(
                             format=wanted,
                             size=size,
                             progress=byte_progress,
+                            settle=_resume.SETTLE_MESSAGES,
                         )
                 else:
                     history, size = history_from_run(
@@ -678,6 +684,7 @@ def resume_command(
                         insecure_skip_verify=insecure_skip_verify,
                         on_warning=_warn,
                         progress=byte_progress,
+                        settle=_resume.SETTLE_MESSAGES,
                         **trust.as_kwargs(),
                     )
             if snapshot is not None:
@@ -952,7 +959,12 @@ def _repair_streamed(
         sink = _Sink(handle, out or output.source)
 
         def read_back() -> History:
-            return _resume.scan_session(path, source="repaired history", format=history.format)
+            return _resume.scan_session(
+                path,
+                source="repaired history",
+                format=history.format,
+                settle=_resume.SETTLE_MESSAGES,
+            )
 
         with _working("repairing", size):
             report = _resume.repair_streamed(

@@ -170,25 +170,30 @@ def scan_history(
     format: FormatName | None,
     size: int,
     progress: ProgressBar | None = None,
+    settle: int | None = None,
 ) -> History:
-    """A session file read line by line (:func:`agc.resume.scan_session`); ``size`` in
-    bytes, shown by ``progress`` only for inputs of 8 MiB or more.
+    """A session file read line by line (:func:`agc.resume.scan_session`, ``settle``
+    as there); ``size`` in bytes, shown by ``progress`` only for inputs of 8 MiB or more.
 
     Raises:
         FileUnreadableError: the file cannot be read (exit 3).
         InputError, HistoryFormatError: see :func:`agc.resume.load_history`.
     """
     if progress is None:
-        return _scan(path, source, format, None)
+        return _scan(path, source, format, None, settle)
     with progress(size if size >= STATUS_BYTES else None, f"reading {path.name}") as bar:
-        return _scan(path, source, format, bar)
+        return _scan(path, source, format, bar, settle)
 
 
 def _scan(
-    path: Path, source: str, wanted: FormatName | None, bar: Callable[[int], None] | None
+    path: Path,
+    source: str,
+    wanted: FormatName | None,
+    bar: Callable[[int], None] | None,
+    settle: int | None,
 ) -> History:
     try:
-        return scan_session(path, source=source, format=wanted, progress=bar)
+        return scan_session(path, source=source, format=wanted, progress=bar, settle=settle)
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
 
@@ -206,6 +211,7 @@ def history_from_run(
     insecure_skip_verify: bool = False,
     on_warning: Callable[[str], None] | None = None,
     progress: ProgressBar | None = None,
+    settle: int | None = None,
 ) -> tuple[History, int]:
     """The session a recorded or imported run holds, verified then unwrapped, and its
     size in bytes: ``(history, bytes)``.
@@ -217,8 +223,8 @@ def history_from_run(
     copy of the very bytes it hashed): a file swapped after the check is refused, never
     parsed. A transcript over ``max_bytes`` is refused before it is copied. The records
     are unwrapped line by line into a private temporary file (``$TMPDIR``, mode 0600)
-    that lives as long as ``stack``, read as a session file is; a JSON-array ``format``
-    is read whole.
+    that lives as long as ``stack``, read as a session file is (``settle`` as
+    :func:`agc.resume.scan_session`); a JSON-array ``format`` is read whole.
 
     Raises:
         VerificationError: the run is tampered or incomplete (without
@@ -260,4 +266,7 @@ def history_from_run(
     path = Path(unwrapped.name)
     if streamable_size(path, format) is None:  # not a session file: read whole
         return load_history(path.read_bytes(), source=source, format=format), size
-    return scan_history(path, source=source, format=format, size=size, progress=progress), size
+    history = scan_history(
+        path, source=source, format=format, size=size, progress=progress, settle=settle
+    )
+    return history, size

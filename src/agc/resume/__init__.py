@@ -28,6 +28,7 @@ if _TYPE_CHECKING:
     )
     from agc.resume._formats.model import MAX_SNAPSHOT_BYTES
     from agc.resume._formats.stream import (
+        SETTLE_MESSAGES,
         LineSequence,
         scan_session,
     )
@@ -74,6 +75,7 @@ __all__ = [
     "ACTIONS",
     "FORMAT_NAMES",
     "MAX_SNAPSHOT_BYTES",
+    "SETTLE_MESSAGES",
     "STRATEGIES",
     "Change",
     "FormatName",
@@ -170,6 +172,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "redact_value",
     ),
     "agc.resume._formats.stream": (
+        "SETTLE_MESSAGES",
         "LineSequence",
         "scan_session",
     ),

@@ -43,6 +43,7 @@ from agc.resume._formats.model import (
     History,
     Message,
     RawRef,
+    Settled,
     arguments_are_json,
     resolve,
 )
@@ -482,7 +483,9 @@ def _repaired(
     before = check_loaded(history)
     whole = _without_torn_line(history)
     session = session_id if session_id is not None else session_identity(history)
-    repaired, changes = _Repairer(whole.messages, spec, strategy, state, session).run()
+    repaired, changes = _Repairer(
+        whole.messages, spec, strategy, state, session, history.settled
+    ).run()
     rewritten = bool(changes)
     torn = _torn_change(history, session)
     if torn is not None:
@@ -654,6 +657,10 @@ class _Repairer:
     strategy: Strategy
     state: ToolCallState
     session: str
+    # Messages before the view that a streamed read let go of: they break no rule and
+    # need no change; the view is numbered after them, and their call ids, each
+    # answered, stand for one call already answered (``_prior``).
+    settled: Settled | None = None
     changes: list[tuple[int, int, Change]] = field(default_factory=list)
     dropped_calls: set[int] = field(default_factory=set)
     call_message: dict[int, int] = field(default_factory=dict)
@@ -666,6 +673,20 @@ class _Repairer:
     unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
     tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
     calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._offset = self.settled.messages if self.settled is not None else 0
+        self._prior_ids: set[str] = self.settled.call_ids if self.settled is not None else set()
+        self._prior = Block("call", None)  # any settled call: answered, before the view
+        self.call_message[id(self._prior)] = -1
+        self.answer[id(self._prior)] = self._prior
+
+    def _earlier(self, calls: dict[str, Block], call_id: str) -> Block | None:
+        """The latest call with ``call_id`` in ``calls``, else a settled one, else None."""
+        call = calls.get(call_id)
+        if call is None and call_id in self._prior_ids:
+            return self._prior
+        return call
 
     def run(self) -> tuple[list[Message], list[Change]]:
         self._index_calls()
@@ -686,7 +707,7 @@ class _Repairer:
         key = idempotency_key(call.call_id, session=self.session) if call and call.call_id else None
         change = Change(
             action=action,
-            message_index=index,
+            message_index=index + self._offset,
             record=record,
             call_id=call.call_id if call is not None else None,
             tool_name=call.name if call is not None else None,
@@ -725,7 +746,7 @@ class _Repairer:
                     )
                     continue
                 scope = seen_here if self.spec.family == "chat" else seen_anywhere
-                if call.call_id in scope:
+                if call.call_id in scope or call.call_id in self._prior_ids:
                     self.dropped_calls.add(id(call))
                     self._note(
                         "dropped-duplicate-call",
@@ -750,8 +771,10 @@ class _Repairer:
                 if block.kind != "result":
                     continue
                 self.result_message[id(block)] = index
-                call = latest.get(block.call_id) if block.call_id is not None else None
-                nearest = latest_any.get(block.call_id) if block.call_id is not None else None
+                call = self._earlier(latest, block.call_id) if block.call_id is not None else None
+                nearest = (
+                    self._earlier(latest_any, block.call_id) if block.call_id is not None else None
+                )
                 if (
                     call is not None
                     and nearest is not None

@@ -31,7 +31,7 @@ provider's own wording so a finding can be matched with the error a user saw:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
@@ -39,7 +39,7 @@ from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
 from agc.resume._formats.gemini_chat import GeminiHistory
-from agc.resume._formats.model import FormatName, History, Message
+from agc.resume._formats.model import FormatName, History, Message, Settled
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 
@@ -169,7 +169,7 @@ def check_loaded(history: History) -> HistoryReport:
     """:func:`check_messages` of a history read from a file, plus what only the file
     shows, after the history's own findings: a torn last line (``torn-tail``), a Gemini
     CLI model message recorded without any part (``unrecorded-call``, a warning)."""
-    report = check_messages(history.messages, history.format)
+    report = check_messages(history.messages, history.format, settled=history.settled)
     extra = list(_unrecorded_findings(history))
     finding = torn_tail_finding(history)
     if finding is not None:
@@ -207,25 +207,49 @@ def torn_tail_finding(history: History) -> HistoryFinding | None:
         f"the last line (line {history.torn + 1}) was cut off by a crash: no final line "
         f"break and not JSON. It held {held.describe()}, which is lost; the client never "
         "saw it saved.",
-        message_index=len(history.messages),
+        message_index=len(history.messages) + _count(history.settled),
         record=history.torn,
         call_id=held.call_id or held.result_id,
     )
 
 
-def check_messages(messages: Sequence[Message], format: FormatName) -> HistoryReport:
-    """:func:`check_history` on a neutral view (pure)."""
+def check_messages(
+    messages: Sequence[Message], format: FormatName, *, settled: Settled | None = None
+) -> HistoryReport:
+    """:func:`check_history` on a neutral view (pure).
+
+    ``settled``: the messages before ``messages`` were let go of (a session file read
+    with ``settle``); ``messages`` are then numbered after them, and their call ids
+    count as calls already answered.
+    """
     family = get_spec(format).family
-    findings = {
-        "chat": _check_chat,
-        "anthropic": _check_anthropic,
-        "responses": _check_responses,
-        "gemini": _check_gemini,
-    }[family](messages)
-    calls = sum(len(message.calls()) for message in messages)
-    results = sum(len(message.results()) for message in messages)
+    offset = _count(settled)
+    prior: Collection[str] = settled.call_ids if settled is not None else ()
+    if family == "anthropic":
+        findings = _check_anthropic(messages, offset, prior)
+    elif family == "responses":
+        findings = _check_responses(messages, offset, prior)
+    elif settled is not None:  # only session files of the two families above settle
+        raise ValueError(f"a {format} history is never settled")
+    else:
+        findings = (_check_chat if family == "chat" else _check_gemini)(messages)
+    calls = results = 0
+    for message in messages:
+        for block in message.blocks:
+            kind = block.kind
+            if kind == "call":
+                calls += 1
+            elif kind == "result":
+                results += 1
+    if settled is not None:
+        calls += settled.calls
+        results += settled.results
     ordered = tuple(sorted(findings, key=_position))
-    return HistoryReport(format, len(messages), calls, results, findings=ordered)
+    return HistoryReport(format, len(messages) + _count(settled), calls, results, findings=ordered)
+
+
+def _count(settled: Settled | None) -> int:
+    return settled.messages if settled is not None else 0
 
 
 def _position(finding: HistoryFinding) -> int:
@@ -397,17 +421,24 @@ def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
     return findings
 
 
-def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
+def _check_anthropic(
+    messages: Sequence[Message], offset: int = 0, prior: Collection[str] = ()
+) -> list[HistoryFinding]:
+    """The Messages API's rules; ``messages`` are numbered from ``offset``, after
+    settled messages whose call ids are ``prior``."""
     findings: list[HistoryFinding] = []
     all_ids: set[str] = set()
-    for index, message in enumerate(messages):
+    for local, message in enumerate(messages):
+        index = local + offset
         if message.role == "assistant":
             first_call: int | None = None
             late = False
             for position, block in enumerate(message.blocks):
                 if block.kind == "call":
                     first_call = position if first_call is None else first_call
-                    if block.call_id is not None and block.call_id in all_ids:
+                    if block.call_id is not None and (
+                        block.call_id in all_ids or block.call_id in prior
+                    ):
                         findings.append(
                             _finding(
                                 "duplicate-call-id",
@@ -435,7 +466,7 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
                     )
             calls = message.calls()
             if calls:
-                following = messages[index + 1] if index + 1 < len(messages) else None
+                following = messages[local + 1] if local + 1 < len(messages) else None
                 answered = (
                     {block.call_id for block in following.results()}
                     if following is not None and following.role == "user"
@@ -473,7 +504,7 @@ def _check_anthropic(messages: Sequence[Message]) -> list[HistoryFinding]:
         results = message.results()
         if not results:
             continue
-        expected = _answerable(messages, index)
+        expected = _answerable(messages, local)
         seen: set[str | None] = set()
         text_seen = False
         for position, block in enumerate(message.blocks):
@@ -535,18 +566,23 @@ def _misplaced_result(
     )
 
 
-def _check_responses(messages: Sequence[Message]) -> list[HistoryFinding]:
+def _check_responses(
+    messages: Sequence[Message], offset: int = 0, prior: Collection[str] = ()
+) -> list[HistoryFinding]:
+    """The Responses API's rules; ``messages`` are numbered from ``offset``, after
+    settled items whose call ids (each answered) are ``prior``."""
     findings: list[HistoryFinding] = []
-    calls: dict[str, int] = {}
+    calls: dict[str, int] = {}  # call id -> local position
     answered: set[str] = set()
-    for index, message in enumerate(messages):
+    for local, message in enumerate(messages):
+        index = local + offset
         block = message.blocks[0]
         if block.kind == "call":
             if block.call_id is None:
                 findings.append(
                     _finding("tool-call-unanswered", index, message, None, "call without call_id")
                 )
-            elif block.call_id in calls:
+            elif block.call_id in calls or block.call_id in prior:
                 findings.append(
                     _finding(
                         "duplicate-call-id",
@@ -557,9 +593,10 @@ def _check_responses(messages: Sequence[Message]) -> list[HistoryFinding]:
                     )
                 )
             else:
-                calls[block.call_id] = index
+                calls[block.call_id] = local
         elif block.kind == "result":
-            if block.call_id not in calls:
+            result_id = block.call_id
+            if result_id is None or (result_id not in calls and result_id not in prior):
                 findings.append(
                     _finding(
                         "orphan-tool-result",
@@ -570,19 +607,19 @@ def _check_responses(messages: Sequence[Message]) -> list[HistoryFinding]:
                         f"{block.call_id}.",
                     )
                 )
-            elif block.call_id in answered:
+            elif result_id in answered or result_id in prior:
                 findings.append(
                     _finding(
                         "duplicate-tool-result",
                         index,
                         message,
-                        block.call_id,
-                        f"Duplicate function call output for call_id {block.call_id}.",
+                        result_id,
+                        f"Duplicate function call output for call_id {result_id}.",
                     )
                 )
             else:
-                answered.add(block.call_id)
-        elif block.kind == "reasoning" and not _reasoning_followed(messages, index):
+                answered.add(result_id)
+        elif block.kind == "reasoning" and not _reasoning_followed(messages, local):
             item_id = block.raw.get("id") if isinstance(block.raw, dict) else None
             findings.append(
                 _finding(
@@ -594,13 +631,13 @@ def _check_responses(messages: Sequence[Message]) -> list[HistoryFinding]:
                     "following item.",
                 )
             )
-    for call_id, index in calls.items():
+    for call_id, local in calls.items():
         if call_id not in answered:
             findings.append(
                 _finding(
                     "tool-call-unanswered",
-                    index,
-                    messages[index],
+                    local + offset,
+                    messages[local],
                     call_id,
                     f"No tool output found for function call {call_id}.",
                 )

@@ -16,6 +16,7 @@ assistant's last line, chained by ``parentUuid`` so Claude Code loads it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import uuid
 from array import array
@@ -150,7 +151,7 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
                 dropped[gone["uuid"]] = gone.get("parentUuid")
     repoint: dict[str, str] = {}  # uuid of a line a new line follows -> the new parent
     watch = _Watch(dropped)
-    for index in [-1, *range(len(lines))]:
+    for index in itertools.chain((-1,), range(len(lines))):  # no list of every index
         record: Any = None
         if index >= 0:
             if index in changed_lines:

@@ -9,6 +9,7 @@ Other lines (``session_meta``, ``event_msg``, ``turn_context``) are kept verbati
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from array import array
 from collections.abc import Iterator, MutableSequence, Sequence
@@ -52,29 +53,34 @@ class LineReader:
 
     def feed(self, index: int, record: Any) -> Message | None:
         """Read line ``index``; return its message, or ``None`` when it holds none."""
-        is_dict = isinstance(record, dict)
-        if not self.paginated and is_dict and "ordinal" in record:
+        if not isinstance(record, dict):
+            self.skipped.append(index)
+            return None
+        if not self.paginated and "ordinal" in record:
             self.paginated = _ordinal(record) is not None
-        if not self.sequenced and is_dict and "metadata" in record:
+        if not self.sequenced and "metadata" in record:
             self.sequenced = _history_sequence(record) is not None
-        if self.session_id is None and is_dict and record.get("type") == "session_meta":
+        kind = record.get("type")
+        if kind == "response_item":
+            message = openai_responses.item_message(record.get("payload"), index)
+            if message is None:
+                self.skipped.append(index)
+            else:
+                self.messages.append(message)
+            return message
+        if self.session_id is None and kind == "session_meta":
             payload = record.get("payload")
             session = payload.get("id") if isinstance(payload, dict) else None
             self.session_id = session if isinstance(session, str) and session else None
-        if is_dict and record.get("type") == "compacted":
-            self.skipped.extend(m.origin for m in self.messages if m.origin is not None)
+        if kind == "compacted":
+            # Every line up to this one is now out of the history (each was skipped or
+            # held a message), also messages a streamed read already let go of.
+            self.skipped = array("q", range(index + 1))
             self.messages = []
-            self.skipped.append(index)
             self.compacted = True
             return None
-        message = None
-        if is_dict and record.get("type") == "response_item":
-            message = openai_responses.item_message(record.get("payload"), index)
-        if message is None:
-            self.skipped.append(index)
-        else:
-            self.messages.append(message)
-        return message
+        self.skipped.append(index)
+        return None
 
     def notes(self) -> dict[str, bool]:
         """What the writer needs to know of every line (see :func:`write`)."""
@@ -150,7 +156,7 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
     ]
     renumber = _Renumber(sorted(removed))
     numbered = paginated or sequenced
-    for index in [-1, *range(len(lines))]:
+    for index in itertools.chain((-1,), range(len(lines))):  # no list of every index
         if index >= 0 and (index not in history_lines or index in kept):
             if not numbered:
                 # Without ordinals or sequence numbers nothing is renumbered.

@@ -28,6 +28,7 @@ __all__ = [
     "History",
     "Message",
     "RawRef",
+    "Settled",
     "arguments_are_json",
     "foreign_tool_marker",
     "resolve",
@@ -202,6 +203,28 @@ class Message(_HoldsRaw):
 
 
 @dataclass
+class Settled:
+    """The start of a history that a streamed read let go of (see
+    :func:`~agc.resume._formats.stream.scan_session`, ``settle``): a run of messages
+    that breaks no rule, every call in it answered, and that no later message can
+    pair with except through a call id.
+
+    Attributes:
+        messages: how many messages it held (the first of ``History.messages`` is
+            message number ``messages`` of the whole history).
+        calls: its tool calls.
+        results: its tool results.
+        call_ids: the ids of its calls (each answered once): a later call with one of
+            them reuses an id, a later result with one of them answers a call twice.
+    """
+
+    messages: int = 0
+    calls: int = 0
+    results: int = 0
+    call_ids: set[str] = field(default_factory=set)
+
+
+@dataclass
 class History:
     """A history read from native records.
 
@@ -222,6 +245,9 @@ class History:
         session_id: the session id the client wrote in the file (Claude Code: the first
             ``sessionId`` of its lines; Codex: the ``id`` of ``session_meta``), else
             ``None``. It is the session's identity in idempotency keys.
+        settled: for a session file read with ``settle``, the messages before
+            ``messages`` that were let go of (``messages`` is then the rest); else
+            ``None``.
     """
 
     format: FormatName
@@ -233,6 +259,7 @@ class History:
     torn: int | None = None
     notes: dict[str, bool] = field(default_factory=dict)
     session_id: str | None = None
+    settled: Settled | None = None
 
 
 @dataclass(frozen=True)

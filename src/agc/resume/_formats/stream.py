@@ -27,21 +27,24 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import IO, TYPE_CHECKING, Any, Final, overload
 
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 from agc.resume._formats import claude_code, codex_rollout, gemini_chat
-from agc.resume._formats.model import Block, FormatName, History, RawRef
+from agc.resume._formats.model import Block, FormatName, History, Message, RawRef, Settled
 from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
 if TYPE_CHECKING:
     from agc.resume._formats.detect import LineFacts
 
-__all__ = ["LineFile", "LineSequence", "scan_session"]
+__all__ = ["SETTLE_MESSAGES", "LineFile", "LineSequence", "scan_session"]
 
 _CHUNK: Final = 1 << 20
+SETTLE_MESSAGES: Final = 4096
+"""``settle`` of :func:`scan_session` for ``agc resume``: a few MiB of messages held
+between checks (a check of that many takes a few milliseconds)."""
 Progress = Callable[[int], None]
 """Called with the bytes read so far."""
 
@@ -53,20 +56,18 @@ class LineFile:
     def __init__(
         self,
         path: Path,
-        starts: array[int],
         ends: array[int],
         last: str | None,
         stamp: tuple[int, ...],
     ) -> None:
         self.path = path
-        self.starts = starts
-        self.ends = ends
+        self.ends = ends  # line i ends at ends[i]; line i + 1 starts one byte later
         self._last = last  # the last line's text when it ends inside a character
         self._stamp = stamp
         self._fd: int | None = None
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return len(self.ends)
 
     def _handle(self) -> int:
         if self._fd is None:
@@ -75,17 +76,25 @@ class LineFile:
 
     def text(self, index: int) -> str:
         """Line ``index`` without its line break (a ``\\r`` before it kept)."""
-        if self._last is not None and index == len(self.starts) - 1:
+        if self._last is not None and index == len(self.ends) - 1:
             return self._last
-        start = self.starts[index]
+        return self._bytes(index).decode("utf-8")
+
+    def _bytes(self, index: int) -> bytes:
+        start = self.ends[index - 1] + 1 if index else 0
         size = self.ends[index] - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
-        return data.decode("utf-8")
+        return data
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
+        if self._last is None or index != len(self.ends) - 1:
+            try:
+                return _loads(self._bytes(index))
+            except JsonInvalidError:
+                pass
         return _parse(self.text(index))
 
     def check_unchanged(self) -> None:
@@ -152,6 +161,17 @@ def _parse(text: str) -> Any:
         return line
 
 
+def _loads(body: bytes) -> Any:
+    """A line's bytes (without its line break) as JSON under agc's rule, the value
+    :func:`_parse` gives of its text (a ``\\r`` before the line break is JSON
+    whitespace); orjson's path first (see :func:`agc._core.json.loads`).
+
+    Raises:
+        JsonInvalidError: not JSON under the rule, or not UTF-8.
+    """
+    return strict_json.loads(body, allow_lone_surrogates=True, many=True)
+
+
 def _stamp(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
@@ -163,6 +183,7 @@ def scan_session(
     source: str,
     format: FormatName | None,
     progress: Progress | None = None,
+    settle: int | None = None,
 ) -> History:
     """Read the session file at ``path`` in one pass (see the module docstring).
 
@@ -172,6 +193,14 @@ def scan_session(
         format: ``codex-rollout``, ``claude-code`` or ``gemini-chat``; ``None`` to
             detect it.
         progress: called now and then with the bytes read so far.
+        settle: let go of the messages read so far whenever at least this many are
+            held and they are settled: they break no rule of the provider (checked as
+            :func:`~agc.resume._validate.check_messages` checks them, after those
+            already let go of), every call among them is answered, and no later
+            message can pair with them but through a call id. ``History.messages``
+            is then the rest and ``History.settled`` counts what was let go of (and
+            keeps its call ids), so memory holds the messages from the first
+            problem on, not the whole history. ``None``: keep every message.
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -182,7 +211,7 @@ def scan_session(
 
     chosen = format
     while True:
-        history, facts = _scan(path, source=source, format=chosen, progress=progress)
+        history, facts = _scan(path, source=source, format=chosen, progress=progress, settle=settle)
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
             return history
@@ -190,45 +219,125 @@ def scan_session(
         progress = None
 
 
+class _Settler:
+    """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
+
+    __slots__ = ("every", "format", "held", "next_try", "settled")
+
+    def __init__(self, every: int, format: FormatName) -> None:
+        self.every = max(every, 1)
+        self.format = format
+        self.settled = Settled()
+        self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
+        self.next_try = self.every
+
+    def feed(self, messages: list[Message]) -> None:
+        """Called with the reader's messages after a line when they are not the list
+        held (compacted) or more than ``next_try`` (the last message may still grow: a
+        Claude Code message spans the lines of one role)."""
+        if messages is not self.held:  # a Codex `compacted` line: history starts again
+            self.held = messages
+            self.settled = Settled()
+            self.next_try = self.every
+        if len(messages) <= self.next_try:
+            return
+        cut = _quiet_point(messages)
+        if cut:
+            from agc.resume._validate import check_messages  # noqa: PLC0415 - it imports the formats
+
+            report = check_messages(messages[:cut], self.format, settled=self.settled)
+            if not report.findings:
+                ids = self.settled.call_ids
+                for message in messages[:cut]:
+                    for block in message.blocks:
+                        if block.kind == "call" and block.call_id is not None:
+                            ids.add(block.call_id)
+                self.settled.messages = report.messages
+                self.settled.calls = report.calls
+                self.settled.results = report.results
+                del messages[:cut]
+                self.next_try = self.every
+                return
+        # Held: a problem, or no quiet point yet. Tried again when twice as many are
+        # held, so the checks stay linear in the history.
+        self.next_try = 2 * len(messages)
+
+
+def _quiet_point(messages: list[Message]) -> int:
+    """The largest ``cut`` before the last message such that every call in
+    ``messages[:cut]`` has a result there and ``messages[cut - 1]`` is neither a call
+    nor reasoning (whose following item is after it); 0 when there is none. Only a
+    guess of where to look: the check decides."""
+    open_ids: set[str | None] = set()
+    cut = 0
+    for position in range(len(messages) - 1):
+        message = messages[position]
+        last_kind = None
+        for block in message.blocks:
+            last_kind = block.kind
+            if block.kind == "call":
+                open_ids.add(block.call_id)
+            elif block.kind == "result":
+                open_ids.discard(block.call_id)
+        if not open_ids and last_kind not in ("call", "reasoning"):
+            cut = position + 1
+    return cut
+
+
 def _scan(
-    path: Path, *, source: str, format: FormatName | None, progress: Progress | None
+    path: Path,
+    *,
+    source: str,
+    format: FormatName | None,
+    progress: Progress | None,
+    settle: int | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
-    starts: array[int] = array("q")
     ends: array[int] = array("q")
     facts = LineFacts()
     reader: _Reader | None = None
+    settler: _Settler | None = None
     chosen = format
-    records = LineFile(path, starts, ends, None, ())
+    records = LineFile(path, ends, None, ())
     refs = LineSequence(records, 0, parsed=True)
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
     offset = 0
     final_newline = True
     blank = True
+    last_body = b""
     last_text: str | None = None
     last_record: Any = None
     next_report = _CHUNK * 8
     decided = False  # the facts can no longer change the format
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
-        for raw in handle:
-            index = len(starts)
-            final_newline = raw.endswith(b"\n")
-            body = raw[:-1] if final_newline else raw
-            starts.append(offset)
-            ends.append(offset + len(body))
-            offset += len(raw)
+        for body, final_newline in _lines(handle):
+            index = len(ends)
+            offset += len(body)
+            ends.append(offset)
+            offset += final_newline
             try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if final_newline or exc.end != len(body) or exc.reason != "unexpected end of data":
-                    raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
-                text = body[: exc.start].decode("utf-8") + "\ufffd"
-                records._last = text
-            if blank and text.strip():
+                # JSON read from the bytes: a line that reads is UTF-8 and not blank.
+                record = _loads(body)
+                text = None
+            except JsonInvalidError:
+                try:
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    if (
+                        final_newline
+                        or exc.end != len(body)
+                        or exc.reason != "unexpected end of data"
+                    ):
+                        raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
+                    text = body[: exc.start].decode("utf-8") + "\ufffd"
+                    records._last = text
+                if blank and text.strip():
+                    blank = False
+                record = _parse(text)
+            else:
                 blank = False
-            record = _parse(text)
             if not decided:
                 facts.feed(record)
                 decided = facts.rollout and facts.head >= 64
@@ -239,8 +348,15 @@ def _scan(
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
                     for earlier in range(index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
+                    if settle is not None and chosen != "gemini-chat":
+                        # A Gemini CLI record may replace or rewind to any earlier one.
+                        settler = _Settler(settle, chosen)
                 _feed(reader, index, record, refs, paths)
-            last_text, last_record = text, record
+                if settler is not None and not isinstance(reader, gemini_chat.LineReader):
+                    messages = reader.messages
+                    if messages is not settler.held or len(messages) > settler.next_try:
+                        settler.feed(messages)
+            last_body, last_text, last_record = body, text, record
             if progress is not None and offset >= next_report:
                 progress(offset)
                 next_report = offset + _CHUNK * 8
@@ -250,7 +366,7 @@ def _scan(
     if progress is not None:
         progress(offset)
     records._stamp = stamp
-    count = len(starts)
+    count = len(ends)
     refs._count = count
     if reader is None:
         reader = (
@@ -278,7 +394,10 @@ def _scan(
         skipped=skipped,
         notes=notes,
         session_id=reader.session_id,
+        settled=settler.settled if settler is not None and settler.settled.messages else None,
     )
+    if last_text is None and count:
+        last_text = last_body.decode("utf-8")  # it read as JSON: valid UTF-8
     history.torn = _torn(count, final_newline, last_text)
     return history, facts
 
@@ -296,6 +415,22 @@ _READERS: Final[dict[str, type[_Reader]]] = {
     "codex-rollout": codex_rollout.LineReader,
     "gemini-chat": gemini_chat.LineReader,
 }
+
+
+def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """Each line of ``handle`` without its line break, and whether it had one; read in
+    large pieces (split at C speed, faster than a read per line)."""
+    rest = b""
+    while True:
+        chunk = handle.read(_CHUNK * 4)
+        if not chunk:
+            break
+        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield line, True
+    if rest:
+        yield rest, False
 
 
 def _feed(
@@ -335,6 +470,7 @@ def _feed(
 
 
 _ARGUMENT_KEYS: Final = ("input", "arguments", "action")
+_NAMED_KINDS: Final = frozenset({"call", "result"})
 
 
 def _detach_block(
@@ -347,6 +483,8 @@ def _detach_block(
 ) -> None:
     """Hold a call's arguments as a place (when they are more than a few bytes), and
     share the strings that repeat (tool names, call ids: a call's and its result's)."""
+    if block.kind not in _NAMED_KINDS:
+        return  # no name, id or arguments
     if type(block.name) is str:
         block.name = sys.intern(block.name)
     if type(block.call_id) is str:
