@@ -469,12 +469,13 @@ def _continue_at(
     ``offset``; ``(0, line)``: they are not, ``line`` (1-based) the first that differs.
 
     The run's last ``sealed`` record names the lines, bytes and SHA-256 of the prefix
-    it sealed: when it names ``records`` lines, the file's first bytes must hash to it
-    (the digest compared with :func:`hmac.compare_digest`). Otherwise (a transcript
-    continued by ``agc import`` of the file, or sealed before these records were
-    written) the first ``records`` lines are ingested again and compared with the
-    sealed records, as ``agc import`` compares a grown file
-    (:func:`agc.integrity.sealed_prefix_differs`).
+    it sealed: when it names ``records`` lines and the file's first bytes hash to it
+    (the digest compared with :func:`hmac.compare_digest`), the file goes on after
+    them. Otherwise (a transcript continued by ``agc import`` of the file, one sealed
+    before these records were written, or bytes that differ) the first ``records``
+    lines are ingested again and compared with the sealed records, as ``agc import``
+    compares a grown file (:func:`agc.integrity.sealed_prefix_differs`): the same
+    records (a line written again with the same JSON) go on, others differ.
     """
     if records == 0:
         return 0, None
@@ -482,16 +483,14 @@ def _continue_at(
 
     last = _last_sealed(events)
     if last is not None and last.get("lines") == records:
-        size = last.get("bytes")
-        digest = last.get("sha256")
-        if isinstance(size, int) and isinstance(digest, str) and size > 0:
-            if size > limit:
-                return 0, records
+        size, digest = last.get("bytes"), last.get("sha256")
+        if isinstance(size, int) and isinstance(digest, str) and 0 < size <= limit:
             os.lseek(fd, 0, os.SEEK_SET)
             actual, read = digest_fd(fd, "sha256", limit=size, threads=1)
             if read == size and digests_equal(digest, actual):
                 return size, None
-            return 0, _first_changed_line(fd, run_id, folder, records, limit)
+    # No digest to go by, or other bytes: the records decide, as for `agc import` (a
+    # line written again with the same JSON is the same record).
     return _compare_records(fd, run_id, folder, records, limit)
 
 
@@ -506,12 +505,6 @@ def _compare_records(
     head = b"".join(itertools.islice(stream, records))
     differs = sealed_prefix_differs(io.BytesIO(head), run_id, folder, records=records)
     return (len(head), None) if differs is None else (0, differs)
-
-
-def _first_changed_line(fd: int, run_id: str, folder: Path, records: int, limit: int) -> int:
-    """The first line of the file whose record differs from the sealed one (for the
-    message of a prefix whose digest differs); ``records`` when none is found."""
-    return _compare_records(fd, run_id, folder, records, limit)[1] or records
 
 
 def _last_sealed(events: Path) -> dict[str, Any] | None:
