@@ -1,9 +1,10 @@
 """``agc resume`` on a large Gemini CLI session file: time and peak memory against
 ``json.loads``.
 
-A Gemini CLI session file is a log its client replays whole into a map of messages (a
-record may replace an earlier one of its id), and agc reads it whole too: its figures
-are its own, with no streaming target. The input is real-shaped: the turns of the
+A Gemini CLI session file is a log its client replays into a map of messages (a record
+may replace an earlier one of its id, a ``$rewindTo`` drop later ones); agc reads it line
+by line, holding the view of the replayed messages, and is judged by the targets of the
+other session files (:mod:`benchmarks.resume_streaming`). The input is real-shaped: the turns of the
 recorded Gemini CLI 0.61 session (``tests/fixtures/hooks/gemini/session-file.jsonl``:
 a model message written bare and again with its ``toolCalls`` and result, the client's
 copy of the result as a user message, ``$set`` updates) repeated until the file reaches
@@ -17,7 +18,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchmarks.resume_streaming import agc_resume, baseline_loads
+from benchmarks.resume_streaming import (
+    _TARGET_CHECK,
+    _TARGET_PEAK,
+    _TARGET_REPAIR,
+    agc_resume,
+    baseline_loads,
+)
 
 __all__ = ["bench_resume_gemini", "make_gemini_session"]
 
@@ -61,11 +68,11 @@ def make_gemini_session(path: Path, size: int) -> dict[str, Any]:
 def bench_resume_gemini(ctx: Any) -> Any:
     """The suite: check and repair (synthesize, ``--out``) of a 100 MB Gemini CLI session
     (1 MB with ``--quick``) beside the ``json.loads`` loop over the same file."""
-    from benchmarks.report import Row, Section  # noqa: PLC0415 - only when run
+    from benchmarks.report import Row, Section, Target  # noqa: PLC0415 - only when run
 
     section = Section(
         "resume_gemini",
-        "Resume of a large Gemini CLI session file (read whole)",
+        "Resume of a large Gemini CLI session file (read line by line)",
         "agc resume FILE --check and --strategy synthesize --out on a real-shaped Gemini "
         "CLI session (its recorded turns repeated, ids made unique); each command and the "
         "json.loads loop in a process of their own, one round; peak is the process's "
@@ -79,9 +86,9 @@ def bench_resume_gemini(ctx: Any) -> Any:
     row = Row(f"gemini-chat {size:,} B: json.loads loop", median_s=base_s, rounds=1)
     row.peak_bytes = base_peak
     section.rows.append(row)
-    for label, argv in (
-        ("check", [str(path), "--check"]),
-        ("repair", [str(path), "--strategy", "synthesize", "--out", str(out)]),
+    for label, argv, target in (
+        ("check", [str(path), "--check"], _TARGET_CHECK),
+        ("repair", [str(path), "--strategy", "synthesize", "--out", str(out)], _TARGET_REPAIR),
     ):
         out.unlink(missing_ok=True)
         seconds, peak, code = agc_resume(argv)
@@ -96,6 +103,26 @@ def bench_resume_gemini(ctx: Any) -> Any:
         if code not in (0, 1):
             row.skipped = f"exit {code}"
         section.rows.append(row)
+        section.targets.append(
+            Target.judge(
+                f"resume-gemini-chat-{label}-{size}",
+                f"gemini-chat {label}, {size:,} B: within {target:g}x of json.loads",
+                seconds / base_s,
+                threshold=target,
+                op="<=",
+                note="time ratio",
+            )
+        )
+        section.targets.append(
+            Target.judge(
+                f"resume-gemini-chat-{label}-{size}-peak",
+                f"gemini-chat {label}, {size:,} B: peak under 150 MB",
+                peak / 1000**2,
+                threshold=_TARGET_PEAK / 1000**2,
+                op="<=",
+                note="MB",
+            )
+        )
     path.unlink(missing_ok=True)
     out.unlink(missing_ok=True)
     return section

@@ -148,7 +148,8 @@ def test_the_client_versions_named_are_the_pinned_ones() -> None:
         (pin.package, pin.version) for pin in PINNED.values()
     }
     codex, claude = PINNED["codex"].version, PINNED["claude"].version
-    assert f"Codex CLI\n{codex} and Claude Code {claude} resume them" in README
+    gemini = PINNED["gemini"].version
+    assert f"Codex CLI\n{codex}, Claude Code {claude} and Gemini CLI {gemini} resume them" in README
     for page in ("serve.md", "ledger.md"):
         named = set(re.findall(r"Codex(?: CLI)? (\d+\.\d+\.\d+)|codex@(\d+\.\d+\.\d+)",
                                (DOCS / page).read_text()))  # fmt: skip

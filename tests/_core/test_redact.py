@@ -28,6 +28,7 @@ from agc._core.redact import (
     SECRET_KINDS,
     RedactionStats,
     contains_secret,
+    credential_variable,
     redact_text,
     redact_value,
 )
@@ -802,3 +803,44 @@ def test_property_no_member_is_lost_when_keys_redact_to_one_text(value: dict[str
     for key, item in value.items():
         redact_value({key: item}, alone)
     assert stats.by_kind == alone.by_kind
+
+
+_ENV_NAMES = st.one_of(
+    st.from_regex(r"[A-Z][A-Z0-9_]{0,30}", fullmatch=True),
+    st.sampled_from(
+        ["GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MAX_TOKENS", "NEXT_PAGE_TOKEN"]
+    ),
+)
+
+
+@settings(max_examples=examples(300))
+@given(name=_ENV_NAMES)
+def test_a_variable_names_a_secret_exactly_when_its_value_would_be_redacted_as_one(
+    name: str,
+) -> None:
+    """credential_variable is the detector's own rule for names, not a second list: a
+    name it classifies by a secret word is one under which redact_value replaces a
+    credential-shaped value, and the other way round."""
+    value = "Zq8rT2" * 7
+    by_rule = redact_value({name: value})[name] != value
+    kind = credential_variable(name)
+    if kind == "credential-variable":
+        return  # granted by other means (SSH_AUTH_SOCK, DATABASE_URL): no secret word
+    assert (kind is not None) is by_rule
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("AWS_SECRET_ACCESS_KEY", "aws-secret-key"),
+        ("GITHUB_TOKEN", "secret-assignment"),
+        ("PG_PASSWORD", "password-assignment"),
+        ("SSH_AUTH_SOCK", "credential-variable"),
+        ("DATABASE_URL", "credential-variable"),
+        ("SENTRY_DSN", "credential-variable"),
+        ("MAX_TOKENS", None),
+        ("PATH", None),
+    ],
+)
+def test_credential_variables_by_name(name: str, kind: str | None) -> None:
+    assert credential_variable(name) == kind

@@ -32,6 +32,7 @@ from agc._core.store import (
     RunId,
     StoreLayout,
     artifact_path,
+    is_run_id,
     manifest_path,
     open_store,
     validate_run_id,
@@ -320,6 +321,21 @@ def test_listing_gives_the_paths_under_a_prefix_in_path_order(store: Store) -> N
     assert list(store.list_paths("audit/manifests/")) == _FILES[1:4]
     assert list(store.list_paths("audit/manifests/b")) == _FILES[2:4]
     assert list(store.list_paths("audit/transcripts/a.jsonl")) == _FILES[4:6]
+
+
+def test_a_listing_of_objects_gives_each_path_its_size_and_time_without_a_read(
+    store: Store,
+) -> None:
+    for path in _FILES:
+        store.put_new(path, path.encode() * 3)
+    written = {path: store.get(path, max_bytes=1 << 20) for path in _FILES}
+    listed = list(store.list_objects("audit/manifests/"))
+    assert [o.path for o in listed] == list(store.list_paths("audit/manifests/"))
+    for entry in listed:
+        found = written[entry.path]
+        assert found is not None
+        assert (entry.size, entry.last_modified_ms) == (len(found[0]), found[1].last_modified_ms)
+    assert list(store.list_objects("audit/nothing/")) == []
 
 
 def test_the_names_in_a_folder_are_its_objects_and_sub_folders_once(store: Store) -> None:
@@ -739,6 +755,13 @@ def test_a_run_id_outside_the_allow_list_is_never_made(bad: str) -> None:
         RunId(bad)
     with pytest.raises(RunIdInvalidError):
         artifact_path(bad, "transcript")
+    assert not is_run_id(bad)  # a name read from a store: skipped, never raised
+
+
+@pytest.mark.parametrize("good", ["r1", "run-1.a_b", "x" * 128, RunId("r2")])
+def test_a_run_id_is_one_to_the_predicate_as_to_the_check(good: str) -> None:
+    assert is_run_id(good)
+    assert validate_run_id(good) == good
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shlex
+import sys
 import tempfile
 import tomllib
 from collections.abc import Iterator
@@ -18,6 +20,7 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agc.cli as agc_cli
 from agc.capture import (
     CLIENT_EVENTS,
     CLIENTS,
@@ -25,12 +28,13 @@ from agc.capture import (
     check_hooks,
     codex_hook_hash,
     config_paths,
+    hook_client_command,
     hook_command,
     install_hooks,
     uninstall_hooks,
 )
 from agc.cli.app import main
-from agc.errors import ClientConfigInvalidError, FileWriteError
+from agc.errors import ClientConfigInvalidError, FileWriteError, UsageError
 from tests.conftest import examples
 from tests.faults import failing_disk, temp_files
 
@@ -623,3 +627,41 @@ def test_cli_uninstall_json_names_the_backup(
     change = json.loads(capsys.readouterr().out)
     assert change["changed"]
     assert os.path.exists(change["files"][0]["backup"])
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_cli_install_writes_the_hook_client_in_place_of_an_agc_hook_command(
+    client: ClientName, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --agc the hook is agc's hook client run by this Python (-I -S); a hook
+    installed before as `agc hook` is agc's, replaced in place: one handler an event."""
+    agc = _fake_agc(home)
+    assert main(["hooks", "install", "--client", client, "--agc", str(agc)]) == 0
+    assert main(["hooks", "install", "--client", client, "--store", "ev", "--codex", ""]) == 0
+    capsys.readouterr()
+    # Codex not asked (--codex ''): whether it runs the hooks cannot be confirmed.
+    confirmed = client != "codex"
+    code = main(["hooks", "status", "--client", client, "--json", "--codex", ""])
+    assert code == (0 if confirmed else 1)
+    (entry,) = json.loads(capsys.readouterr().out)["clients"]
+    script = Path(agc_cli.__file__).with_name("_hookclient.py")
+    assert entry["command"] == shlex.join(
+        [sys.executable, "-I", "-S", str(script), "--client", client, "--store", str(home / "ev")]
+    )
+    assert (entry["will_run"], entry["command_found"]) == (True if confirmed else None, True)
+    assert entry["events"] == list(CLIENT_EVENTS[client])
+    text = config_paths(client, "user", environ=_env(home)).hooks.read_text()
+    assert text.count("_hookclient.py") == len(CLIENT_EVENTS[client])
+    assert str(agc) not in text
+
+
+def test_status_says_a_hook_client_whose_script_is_gone_is_not_found(home: Path) -> None:
+    gone = str(home / "old" / "agc" / "cli" / "_hookclient.py")
+    command = hook_client_command(sys.executable, gone, "gemini")
+    install_hooks("gemini", "user", command=command, environ=_env(home))
+    status = check_hooks("gemini", "user", environ=_env(home))
+    assert status.installed
+    assert not status.command_found
+    assert not status.will_run
+    with pytest.raises(UsageError):
+        hook_client_command(sys.executable, str(home / "client.py"), "gemini")

@@ -156,6 +156,8 @@ def test_help_imports_no_subcommand_module_and_no_rich() -> None:
     assert _subcommand_modules(loaded) == set()
     heavy = {"rich", "agc.integrity", "agc.resume", "agc.ledger", "cryptography", "pydantic"}
     assert heavy & loaded == set()
+    # nor the store layer (its backends, the digests): --help opens no store
+    assert {"agc._core.store", "agc._core.storage", "agc._core.folderstore"} & loaded == set()
 
 
 def test_resume_check_imports_only_the_resume_command(tmp_path: Path) -> None:
@@ -167,6 +169,9 @@ def test_resume_check_imports_only_the_resume_command(tmp_path: Path) -> None:
     assert {"cryptography", "rfc8785", "boto3", "pydantic"} & loaded == set()
     # A check writes no snapshot: the secret detector (hundreds of patterns) stays unloaded.
     assert "agc._core.redact" not in loaded
+    # A file is checked, not a recorded run: the verifier is not loaded, nor the repair.
+    assert {m for m in loaded if m.partition(".")[2].startswith("integrity")} == set()
+    assert {"agc.resume._repair", "agc.resume._next"} & loaded == set()
 
 
 @pytest.mark.parametrize(

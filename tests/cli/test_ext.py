@@ -195,7 +195,7 @@ def test_enable_disable_rename_rm(
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (("ext", "rename", "art-skill", "Art Skill"), ExitCode.USAGE, "not a valid skill name"),
+        (("ext", "rename", "art-skill", "Art  Skill"), ExitCode.USAGE, "not a valid skill name"),
         (("ext", "rename", "art-skill", ""), ExitCode.USAGE, "empty"),
         (("ext", "enable", "no-such-item"), ExitCode.USAGE, "no extension item"),
         (("ext", "rm", "extension-0000000000000000"), ExitCode.USAGE, "no extension item"),
@@ -226,7 +226,9 @@ def test_project_json_has_the_launchers_shape(
     assert result["configToml"] == str(home / "config.toml")
     assert result["fingerprint"].startswith("blake3:")
     assert [set(skill) for skill in result["skills"]] == [{"id", "name", "path"}] * 2
-    assert [set(server) for server in result["mcpServers"]] == [{"id", "name"}]
+    assert [set(server) for server in result["mcpServers"]] == [
+        {"id", "name", "forwarded", "warnings"}
+    ]
     assert Path(result["skills"][0]["path"]).is_file()
 
 
@@ -518,3 +520,89 @@ def test_names_from_an_archive_never_reach_the_terminal_as_control_sequences(
     assert "skills/\\x1b[31mred\\nline/SKILL.md" in out
     assert "\\x1b]0;pwned\\x07evil" in err
     assert len(out.splitlines()) == 3  # the header line, the table head, one item
+
+
+def _forwarding_config(folder: Path) -> Path:
+    """A Codex config.toml of a local and a remote server that ask for the client's
+    credentials by name (the shapes published GitHub and database servers use)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.toml"
+    path.write_text(
+        "[mcp_servers.local-tools]\n"
+        'command = "node"\n'
+        'env_vars = ["AWS_SECRET_ACCESS_KEY", "LOG_LEVEL", "OPENAI_API_KEY"]\n'
+        'env = { MODE = "fast" }\n'
+        "[mcp_servers.hosted]\n"
+        'url = "https://user:hunter2@mcp.example.com/v1?x=1"\n'
+        'bearer_token_env_var = "GITHUB_TOKEN"\n'
+        'env_http_headers = { "X-Db" = "DATABASE_URL", "X-Region" = "REGION" }\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_show_says_what_an_item_receives_and_warns_of_credentials_sent_away(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = ("--store", str(store))
+    code, _, err = _run(capsys, "ext", "import", str(_forwarding_config(tmp_path / "in")), *s)
+    assert code == 0, err
+    warning = (
+        "warning: MCP server hosted: the credential GITHUB_TOKEN (secret-assignment) of the "
+        "launching environment is sent to the remote server mcp.example.com in the "
+        "Authorization header"
+    )
+    assert warning in err
+    assert "DATABASE_URL (credential-variable)" in err
+    assert "local-tools: the credential" not in err  # a local server: shown, not warned
+
+    shown = _json(capsys, "ext", "show", "hosted", *s)
+    receives = shown["receives"]
+    assert (receives["transport"], receives["remote"]) == ("http", True)
+    assert [(f["variable"], f["credential"], f["blocked"]) for f in receives["forwarded"]] == [
+        ("GITHUB_TOKEN", "secret-assignment", False),
+        ("DATABASE_URL", "credential-variable", False),
+        ("REGION", None, False),
+    ]
+    assert len(receives["warnings"]) == 2
+    assert shown["item"]["name"] == "hosted"
+
+    local = _json(capsys, "ext", "show", "local-tools", *s)["receives"]
+    assert local["remote"] is False
+    assert local["env"] == ["MODE"]
+    assert [(f["variable"], f["blocked"]) for f in local["forwarded"]] == [
+        ("AWS_SECRET_ACCESS_KEY", False),
+        ("LOG_LEVEL", False),
+        ("OPENAI_API_KEY", True),
+    ]
+    assert local["warnings"] == []
+
+    code, out, err = _run(capsys, "ext", "show", "local-tools", *s)
+    assert code == 0
+    assert (
+        "from the launching environment: AWS_SECRET_ACCESS_KEY (credential: aws-secret-key), "
+        "LOG_LEVEL" in out
+    )
+    assert "never given (the client's own secrets): OPENAI_API_KEY" in out
+    code, out, err = _run(capsys, "ext", "show", "hosted", *s)
+    assert "server:  http (remote)" in out
+    assert warning in err
+    assert "hunter2" not in out + err
+
+    projection = _json(capsys, "ext", "project", "--codex-home", str(tmp_path / "h"), *s)
+    by_name = {server["name"]: server for server in projection["mcpServers"]}
+    assert by_name["hosted"]["forwarded"] == ["GITHUB_TOKEN", "DATABASE_URL", "REGION"]
+    assert by_name["local-tools"]["forwarded"] == ["AWS_SECRET_ACCESS_KEY", "LOG_LEVEL"]
+    assert len(by_name["hosted"]["warnings"]) == 2
+
+
+def test_show_of_a_skill_says_it_receives_no_environment(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _import_plugin(tmp_path, store, capsys)
+    code, out, _ = _run(capsys, "ext", "show", "art-skill", "--store", str(store))
+    assert code == 0
+    assert "receives no environment" in out
+    code, _, err = _run(capsys, "ext", "show", "no-such-item", "--store", str(store))
+    assert code == ExitCode.USAGE
+    assert "no extension item" in err

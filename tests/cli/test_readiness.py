@@ -41,11 +41,47 @@ def _observation_file(tmp_path: Path, response: Any, **members: Any) -> Path:
 
 def test_classify_a_live_pass(tmp_path: Path, capsys: Capture) -> None:
     path = _observation_file(tmp_path, completed(content="a reply nobody may print"))
-    code, out, _ = _run(capsys, "classify", str(path))
+    code, out, _ = _run(capsys, "classify", str(path), "--live-endpoint", LIVE_URL)
     assert code == ExitCode.OK
     assert "readiness: LIVE pass (agent-runner gate satisfied)" in out
     assert "reply: non-empty, 24 characters" in out
     assert "a reply nobody may print" not in out
+
+
+def test_with_no_live_endpoint_declared_a_pass_is_at_most_dry_run(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    path = _observation_file(tmp_path, completed())
+    code, out, _ = _run(capsys, "classify", str(path), "--json")
+    assert code == ExitCode.OK  # classify has no default level: a pass is a pass
+    verdict = json.loads(out)["verdict"]
+    assert (verdict["label"], verdict["passed"]) == ("DRY-RUN", True)
+    assert "endpoint-not-declared" in {reason["code"] for reason in verdict["reasons"]}
+    code, _, _ = _run(capsys, "classify", str(path), "--require-level", "LIVE")
+    assert code == ExitCode.FINDINGS
+    config = tmp_path / "readiness.toml"
+    config.write_text(f'[environments.dev]\nendpoint = "{LIVE_URL}"\n')
+    code, out, _ = _run(capsys, "classify", str(path), "--config", str(config))
+    assert (code, "readiness: LIVE pass" in out) == (ExitCode.OK, True)
+
+
+def test_a_live_endpoint_flag_that_contradicts_the_config_is_a_usage_error(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    config = tmp_path / "readiness.toml"
+    config.write_text(f'[environments.dev]\nendpoint = "{LIVE_URL}"\n')
+    path = _observation_file(tmp_path, completed())
+    other = "https://other.example.test/v1/agent/chat"
+    for command in (["classify", str(path)], ["probe", "--environment", "dev", "--live"]):
+        code, out, err = _run(capsys, *command, "--config", str(config), "--live-endpoint", other)
+        assert code == ExitCode.USAGE
+        assert "--live-endpoint 'https://other.example.test/v1/agent/chat' differs" in err
+        assert out == ""
+    # The same endpoint, spelt with a trailing slash, is one declaration.
+    code, _, _ = _run(
+        capsys, "classify", str(path), "--config", str(config), "--live-endpoint", LIVE_URL + "/"
+    )
+    assert code == ExitCode.OK
 
 
 def test_classify_json_and_exit_codes(tmp_path: Path, capsys: Capture) -> None:
@@ -125,6 +161,8 @@ def test_probe_live_with_evidence_then_check_it(
             str(store),
             "--signing-key",
             str(private),
+            "--require-level",
+            "LOCAL",
             "--json",
         )
     assert code == ExitCode.OK, err
@@ -153,9 +191,17 @@ def test_probe_live_with_evidence_then_check_it(
         "--trusted-key",
         str(public),
         "--require-signature",
+        "--require-level",
+        "LOCAL",
     )
     assert ok[0] == ExitCode.OK, ok[1]
     assert "evidence: ok" in ok[1]
+    # By default check-evidence asks for LIVE: a LOCAL pass is not usable evidence.
+    default = _run(capsys, "check-evidence", "ready-1", "--environment", "local",
+                   "--store", str(store), "--trusted-key", str(public))  # fmt: skip
+    assert default[0] == ExitCode.FINDINGS
+    assert "level-below-required" in default[1]
+    assert "the sealed level LOCAL is below the required LIVE" in default[1]
     other = _run(
         capsys, "check-evidence", "ready-1", "--environment", "prod", "--store", str(store)
     )
@@ -225,6 +271,42 @@ def test_evidence_is_never_overwritten(tmp_path: Path, store: Path, capsys: Capt
     assert code == ExitCode.USAGE
 
 
+@pytest.mark.parametrize(
+    ("live", "required", "exit_code"),
+    [
+        (True, None, ExitCode.FINDINGS),  # default LIVE: a LOCAL pass is not enough
+        (True, "LOCAL", ExitCode.OK),
+        (False, None, ExitCode.FINDINGS),  # default DRY-RUN: a LOCAL pass is not enough
+        (False, "LOCAL", ExitCode.OK),
+    ],
+)
+def test_probe_require_level_defaults_to_the_probes_own_level(
+    capsys: Capture, live: bool, required: str | None, exit_code: int
+) -> None:
+    script = Script(
+        result=[json_reply(200, completed())],
+        readyz=[json_reply(200, {"status": "ready"})],
+    )
+    with chat_server(script) as url:
+        argv = ["probe", "--url", url, "--environment", "dev", "--json"]
+        argv += ["--live"] if live else []
+        argv += ["--require-level", required] if required else []
+        code, out, _ = _run(capsys, *argv)
+    verdict = json.loads(out)["verdict"]
+    assert (verdict["label"], verdict["passed"]) == ("LOCAL", True)
+    assert code == exit_code
+
+
+def test_probe_help_names_the_defaults(capsys: Capture) -> None:
+    assert main(["readiness", "probe", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "[default: LIVE with --live, DRY-RUN for a dry run]" in text
+    assert "[default: 600]" in text
+    assert main(["readiness", "check-evidence", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "[default: LIVE]" in text
+
+
 def test_probe_dry_run_sends_no_chat(capsys: Capture) -> None:
     script = Script(readyz=[json_reply(503, credential_answer())])
     with chat_server(script) as url:
@@ -276,6 +358,8 @@ def test_probe_auth_env_sends_a_token_it_never_shows(
             "--live",
             "--auth-env",
             "CHAT_TOKEN",
+            "--require-level",
+            "LOCAL",
             "--json",
         )
     assert code == ExitCode.OK
@@ -458,3 +542,18 @@ def test_check_evidence_of_a_forged_unsigned_run_is_not_usable(
     assert "subject-mismatch" in out
     assert "evidence: NOT usable" in out
     assert "internal error" not in err
+
+
+def test_contract_with_a_huge_yaml_integer_is_a_usage_error(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text("kind: Pod\nspec:\n  containers:\n  - {name: api, env: [{name: A, value: "
+                        + "9" * 5000 + "}]}\n")  # fmt: skip
+    code, out, err = _run(
+        capsys, "contract", str(manifest), "--environment", "dev", "--require-env", "A"
+    )
+    assert code == ExitCode.USAGE
+    assert f"{manifest} holds a value YAML's reader cannot convert" in err
+    assert "internal error" not in err
+    assert out == ""

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from agc.cli import agc_main
-from agc.cli.serve import AuditSink, handle_leftovers, is_loopback
+from agc.cli.serve import AuditSink, handle_leftovers, is_loopback, ledger_root_for, listen_url
+from agc.errors import UsageError
 from agc.integrity import check_run
 from tests.serve.helpers import start_command_turn, turn_info
 
@@ -112,7 +113,8 @@ def test_a_token_no_client_could_present_is_a_usage_error(
 def test_a_bad_protocol_and_a_busy_port_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = ["serve", "--workspace", str(tmp_path), "--store", str(tmp_path / "s")]
+    (tmp_path / "w").mkdir()
+    base = ["serve", "--workspace", str(tmp_path / "w"), "--store", str(tmp_path / "s")]
     assert agc_main([*base, "--protocol", "websocket"]) == 2
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -120,3 +122,60 @@ def test_a_bad_protocol_and_a_busy_port_are_usage_errors(
         port = taken.getsockname()[1]
         assert agc_main([*base, "--port", str(port)]) == 2
     assert "cannot listen" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8765"),
+        ("localhost", "http://localhost:8765"),
+        ("::1", "http://[::1]:8765"),
+        ("[::1]", "http://[::1]:8765"),
+        ("[fe80::1]", "http://[fe80::1]:8765"),
+    ],
+)
+def test_the_listening_url_brackets_an_ipv6_address_once(host: str, url: str) -> None:
+    assert listen_url(host, 8765) == url
+
+
+def test_the_ledger_defaults_to_the_store_and_is_refused_inside_the_workspace(
+    tmp_path: Path,
+) -> None:
+    workspace = (tmp_path / "w").resolve()
+    workspace.mkdir()
+    store = tmp_path / "store"
+    assert ledger_root_for(None, workspace=workspace, store_root=store, insecure=False) == (
+        store.resolve() / "ledger"
+    )
+    for inside in (workspace, workspace / ".agent" / "..", workspace / "sub"):
+        with pytest.raises(UsageError, match="inside the workspace") as refused:
+            ledger_root_for(inside, workspace=workspace, store_root=store, insecure=False)
+        assert "--insecure-ledger-in-workspace" in (refused.value.hint or "")
+        assert ledger_root_for(inside, workspace=workspace, store_root=store, insecure=True) == (
+            inside.resolve()
+        )
+    # A store inside the workspace puts its ledger there too: refused the same way.
+    with pytest.raises(UsageError, match="the store's ledger folder"):
+        ledger_root_for(None, workspace=workspace, store_root=workspace / "s", insecure=False)
+    # A symlink out of the workspace is judged where it leads.
+    (tmp_path / "elsewhere").mkdir()
+    (workspace / "link").symlink_to(tmp_path / "elsewhere")
+    assert (
+        ledger_root_for(workspace / "link", workspace=workspace, store_root=store, insecure=False)
+        == (tmp_path / "elsewhere").resolve()
+    )
+
+
+def test_serve_refuses_a_ledger_root_in_the_workspace_before_it_listens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "w").mkdir()
+    base = ["serve", "--workspace", str(tmp_path / "w"), "--store", str(tmp_path / "s")]
+    with socket.socket() as taken:  # were the ledger root let through, it would stop here
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        assert agc_main([*base, "--port", port, "--ledger-root", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "inside the workspace" in err
+    assert "--insecure-ledger-in-workspace" in err

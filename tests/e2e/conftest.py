@@ -8,7 +8,10 @@ scripted server per test and fails the test if a client tried to reach another h
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,19 @@ def gemini_bin() -> Path:
     if shutil.which("node") is None:
         pytest.skip("node is needed to run the Gemini CLI (not found on PATH)")
     return binary
+
+
+@pytest.fixture(autouse=True)
+def _no_resident_capture_left(tmp_path: Path) -> Iterator[None]:
+    """After each test, stop the resident capture processes agc's hook client started
+    in the test's sandboxes (their socket folders are under each sandbox's ``$TMPDIR``;
+    the lock file holds the pid), rather than leave them to their idle exit."""
+    yield
+    for lock in tmp_path.glob("**/tmp/agc-*/*.lock"):
+        text = lock.read_text().strip()
+        if text.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(text), signal.SIGTERM)
 
 
 @pytest.fixture

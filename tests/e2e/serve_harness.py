@@ -182,10 +182,18 @@ class ServeProcess:
             )
         return self._client
 
-    def chat(self, message: str, conversation_id: str | None = None) -> dict[str, Any]:
+    def chat(
+        self,
+        message: str,
+        conversation_id: str | None = None,
+        *,
+        attachments: Sequence[str] = (),
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"message": message}
         if conversation_id is not None:
             body["conversationId"] = conversation_id
+        if attachments:
+            body["attachments"] = list(attachments)
         answer = self.client.post("/v1/agent/chat", json=body)
         assert answer.status_code == 202, answer.text
         data: dict[str, Any] = answer.json()

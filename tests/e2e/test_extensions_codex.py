@@ -31,6 +31,7 @@ from tests.extensions.builders import (
     bare_map_mcp_json,
     codex_config_two_servers,
     plugin_with_two_skills_and_mcp,
+    write_skill,
 )
 
 StartServer = Callable[[Script], ModelServer]
@@ -311,5 +312,55 @@ def test_codex_app_server_lists_exactly_the_enabled_skills_under_their_names(
             "gatekeeper",
             "access-3",
         }
+    finally:
+        app.close()
+
+
+def test_codex_loads_every_imported_skill_under_the_name_agc_kept(
+    tmp_path: Path,
+    store: Path,
+    codex_bin: Path,
+    model_server: StartServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Names Codex loads are kept as published (a plugin's ``crafter:onboard-repo``, a
+    name with spaces or non-ASCII letters); only a name Codex refuses (over 64
+    characters) is rewritten, and Codex then loads the rewritten one."""
+    server = model_server(Script([Answer("unused")]))
+    published = {
+        "onboard": "crafter:onboard-repo",
+        "pdf": "PDF Processing",
+        "names": "名前",
+        "hash": "#tag",
+        "long": "l" * 70,
+    }
+    bundle = tmp_path / "in" / "bundle"
+    for folder, name in published.items():
+        write_skill(bundle / "skills" / folder, json.dumps(name, ensure_ascii=False))
+    imported = _agc(capsys, store, "import", str(bundle))
+    names = {item["originalName"]: item["name"] for item in imported["imported"]}
+    expected = {name: name for name in published.values()}
+    expected["l" * 70] = "l" * 64
+    assert names == expected
+
+    home = tmp_path / "projected"
+    base = _base_config(tmp_path, server)
+    projection = _agc(
+        capsys, store, "project", "--codex-home", str(home), "--base-config", str(base)
+    )
+    root = Path(projection["skillRoot"])
+    work = tmp_path / "work"
+    work.mkdir()
+    app = AppServer(codex_bin, _env(tmp_path, server, home), work)
+    try:
+        app.request("initialize", {"clientInfo": {"name": "agc-e2e", "version": "0"}})
+        app.send({"jsonrpc": "2.0", "method": "initialized"})
+        app.request("skills/extraRoots/set", {"extraRoots": [str(root)]})
+        listing = app.request("skills/list", {"cwds": [str(work)], "forceReload": True})
+        loaded = {skill["name"]: skill["path"] for skill in _user_skills(listing)}
+        assert set(loaded) == set(expected.values())
+        by_name = {skill["name"]: skill["path"] for skill in projection["skills"]}
+        assert all(Path(loaded[name]) == Path(path) for name, path in by_name.items())
+        assert not [error for error in listing["data"][0]["errors"] if str(root) in error["path"]]
     finally:
         app.close()

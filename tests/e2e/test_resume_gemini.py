@@ -15,7 +15,9 @@ is SIGKILLed. Then:
    run there. Pass = the client exits 0, the request it sends obeys the Gemini API's
    pairing rule, keeps the completed call's result, and the turn finishes;
 3. the unrepaired file resumed the same way: the request the client sends is refused
-   with the API's 400 (asserted as observed with the pinned version).
+   with the API's 400 (asserted as observed with the pinned version);
+4. the killed session saved as a snapshot (``gemini-chat``), restored by ``agc resume
+   RUN --out`` and resumed as in 2.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, Final
 
 import pytest
 
+from agc.resume import SessionSnapshot, save_snapshot
 from tests.e2e.agents import ClientResult, GeminiSandbox, kill_group, wait_for
 from tests.e2e.clients import gemini_env
 from tests.e2e.model_server import (
@@ -190,7 +193,12 @@ def test_gemini_resumes_what_agc_repaired(
     said = done.stderr.decode()
     assert str(killed.path) in said  # where the client reads it
     assert f"gemini --resume {killed.session_id}" in said
-    result, sent = _resume(server, killed, out.read_bytes(), f"resume-{strategy}")
+    _assert_resumed(killed, *_resume(server, killed, out.read_bytes(), f"resume-{strategy}"))
+
+
+def _assert_resumed(killed: Killed, result: ClientResult, sent: list[RecordedRequest]) -> None:
+    """The client exited 0, its first request pairs by the Gemini API's rule and sends
+    the completed call's response once, and the turn finished."""
     assert result.returncode == 0, result.describe()
     requests = [r for r in sent if isinstance(r.body, dict) and r.body.get("tools")]
     assert requests, result.describe()
@@ -202,6 +210,42 @@ def test_gemini_resumes_what_agc_repaired(
     assert killed.first_id.endswith(sent_id)  # the client sends the id without its prefix
     assert FIRST_OUTPUT in output
     assert RESUMED_ANSWER in result.stdout
+
+
+def test_gemini_resumes_the_session_restored_from_a_snapshot(
+    killed: Killed, server: ModelServer, tmp_path: Path
+) -> None:
+    """The killed session saved as a snapshot (``gemini-chat``: its records, secret-free,
+    sealed), restored and repaired by ``agc resume RUN --out``, and resumed by the client
+    from where it keeps the session."""
+    store = tmp_path / "store"
+    records = _records(killed.path.read_bytes())
+    save_snapshot(
+        SessionSnapshot(
+            run_id="gemini-snapshot",
+            session_id=killed.session_id,
+            messages=records,
+            format="gemini-chat",
+        ),
+        store=store,
+    )
+    out = tmp_path / "restored.jsonl"
+    done = _agc(
+        "resume",
+        "gemini-snapshot",
+        "--store",
+        str(store),
+        "--strategy",
+        "synthesize",
+        "--out",
+        str(out),
+        home=killed.box.home,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    said = done.stderr.decode()
+    assert str(killed.path) in said  # where the client reads it
+    assert f"gemini --resume {killed.session_id}" in said
+    _assert_resumed(killed, *_resume(server, killed, out.read_bytes(), "resume-snapshot"))
 
 
 def test_native_resume_of_the_unrepaired_file_is_refused(

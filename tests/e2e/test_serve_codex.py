@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -112,7 +113,8 @@ def test_a_chat_runs_the_shell_tool_is_sealed_and_a_follow_up_continues_the_thre
     assert agc_main(["keys", "generate", "--out", str(keys)]) == 0
     service, server = start_service(env={"AGC_SIGNING_KEY": str(keys / "signing-key.pem")})
 
-    first = service.chat("run: echo agc-serve-$((6*7))")
+    (service.workspace / "NOTES.md").write_text("offered with the message\n")
+    first = service.chat("run: echo agc-serve-$((6*7))", attachments=["NOTES.md"])
     result = service.wait_result(first["traceId"])
     assert result["status"] == "completed", service.describe()
     # Only a real shell expands $((6*7)): the reply quotes what the command printed.
@@ -160,8 +162,17 @@ def test_a_chat_runs_the_shell_tool_is_sealed_and_a_follow_up_continues_the_thre
         ("tool.result", "commandExecution"),
     ]
     assert tools[1]["exit_code"] == 0
-    turn_file = service.workspace / result["audit"]["ledger"]["turnLog"]
+    # The ledger lives in the store, where the agent cannot rewrite it, not in its workspace.
+    turn_file = service.store / "ledger" / result["audit"]["ledger"]["turnLog"]
     assert check_turn_file(turn_file).ok
+    assert not (service.workspace / ".agent").exists()
+    (start,) = [r for r in _lines(turn_file) if r["recordType"] == "direct.codex.turn_start"]
+    assert [a["localPath"] for a in start["attachments"]] == ["NOTES.md"]
+    assert (
+        start["attachments"][0]["contentSha256"]
+        == hashlib.sha256(b"offered with the message\n").hexdigest()
+    )
+    assert transcript[0]["attachments"] == ["NOTES.md"]
     items = [r for r in _lines(turn_file) if r["recordType"] == "direct.codex.item"]
     assert [i["itemType"] for i in items] == ["commandExecution"]
     assert agc_main(["ledger", "check", str(turn_file)]) == 0
@@ -474,7 +485,8 @@ def test_20_concurrent_conversations_complete_verify_and_are_reaped(
     for result in results:
         report = check_run(result["traceId"], service.store)
         assert report.complete, report.missing
-        assert check_turn_file(service.workspace / result["audit"]["ledger"]["turnLog"]).ok
+        turn_log = result["audit"]["ledger"]["turnLog"]
+        assert check_turn_file(service.store / "ledger" / turn_log).ok
     figures["verifyAllS"] = round(time.monotonic() - verify_started, 2)
     assert _verify(service, "--all")["exit_code"] == 0  # every run and the store chain
 

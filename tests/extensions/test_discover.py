@@ -197,13 +197,35 @@ def test_a_skill_with_broken_frontmatter_is_an_item_with_last_error(
     assert by_name["fine"].last_error is None
 
 
-def test_a_skill_name_outside_the_native_form_is_normalized_and_kept_as_original(
-    tmp_path: Path, store: Path
+@pytest.mark.parametrize(
+    "name", ["PDF Processing", "crafter:onboard-repo", "名前", "x/y", "a_b", "#tag", "true"]
+)
+def test_a_skill_name_codex_loads_is_kept_as_it_is(tmp_path: Path, store: Path, name: str) -> None:
+    folder = tmp_path / "pkg"
+    write_skill(folder / "skills" / "pdf", json.dumps(name))
+    item = ExtensionRepository(store).import_path(folder).items[0]
+    assert (item.name, item.original_name) == (name, name)
+    assert not any("not a native skill name" in note for note in item.notes)
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ("b" * 65, "b" * 64),  # Codex: "exceeds maximum length of 64 characters"
+        ("é" * 70, "é" * 64),  # characters, not bytes
+        (r"esc\u001bhere", "esc-here"),  # a control character (agc's own rule)
+        (r"rtl\u202eoverride", "rtl-override"),  # a format character
+    ],
+)
+def test_a_skill_name_codex_would_refuse_is_rewritten_and_kept_as_original(
+    tmp_path: Path, store: Path, raw: str, kept: str
 ) -> None:
     folder = tmp_path / "pkg"
-    write_skill(folder / "skills" / "pdf", "PDF Processing")
+    write_skill(folder / "skills" / "pdf", f'"{raw}"')
     item = ExtensionRepository(store).import_path(folder).items[0]
-    assert (item.name, item.original_name) == ("pdf-processing", "PDF Processing")
+    assert item.name == kept
+    assert item.original_name == json.loads(f'"{raw}"')
+    assert any("not a native skill name" in note for note in item.notes)
 
 
 def test_a_skill_without_a_name_takes_its_folder_name(tmp_path: Path, store: Path) -> None:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agc.extensions import EnvBlocklist
+from agc._core.redact import credential_variable
+from agc.extensions import EnvBlocklist, Forward, credential_warnings, forwards, is_remote
 from agc.extensions._mcp import (
     normalize_server,
     project_server,
     read_codex_config,
     read_mcp_json,
+    stays_inside,
 )
+from tests.conftest import examples
 from tests.extensions.builders import CONFIG_TOML_TWO_SERVERS
 
 REACHES_INSIDE = {
@@ -262,3 +265,159 @@ def test_a_name_is_forwarded_exactly_when_it_is_not_blocked(name: str) -> None:
         blocklist=block,
     ).table
     assert ("env_vars" in table) is not block.blocks(name)
+
+
+@pytest.mark.parametrize(
+    ("config_dir", "server", "escapes"),
+    [
+        (".", {"command": "node", "cwd": "../etc"}, True),
+        ("plugins/p", {"command": "node", "cwd": "../../../etc"}, True),
+        ("plugins/p", {"command": "node", "cwd": "../shared"}, False),
+        (".", {"command": "../../bin/tool"}, True),
+        ("a", {"command": "./bin/../../tool"}, False),
+        ("a", {"command": "./bin/../../../tool"}, True),
+        (".", {"command": "node", "cwd": "sub", "args": ["../../x.js"]}, False),  # args: as written
+        (".", {"command": "node", "cwd": "/srv/app"}, False),  # absolute: the user's choice
+        ("p", {"command": "node", "cwd": "${CLAUDE_PLUGIN_ROOT}/../.."}, True),
+        ("p", {"command": "node", "cwd": "${CLAUDE_PLUGIN_ROOT}/server"}, False),
+        (".", {"url": "https://x/../../"}, False),
+    ],
+)
+def test_a_relative_cwd_or_command_leaving_the_source_is_refused(
+    config_dir: str, server: dict[str, str], escapes: bool
+) -> None:
+    plugin = PurePosixPath(config_dir)
+    why = stays_inside(server, PurePosixPath(config_dir), plugin)
+    assert (why is not None) is escapes
+    if why is not None:
+        assert "leads outside the imported source" in why
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    field=st.sampled_from(["startup_timeout_sec", "startup_timeout_ms", "tool_timeout_sec"]),
+    value=st.one_of(
+        st.integers(2**53 + 1, 10**300),
+        st.integers(-(10**300), -1),
+        st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not (0 <= v <= 2**53)),
+        st.integers(0, 2**53),
+    ),
+    form=st.sampled_from(["json", "toml"]),
+)
+def test_a_timeout_outside_0_to_2_53_is_an_item_error_never_a_crash(
+    field: str, value: float, form: str
+) -> None:
+    if form == "json":
+        text = f'{{"mcpServers": {{"s": {{"command": "x", "{field}": {json.dumps(value)}}}}}}}'
+        servers, error = read_mcp_json(text.encode())
+    else:
+        literal = {"inf": "inf", "-inf": "-inf", "nan": "nan"}.get(str(value), repr(value))
+        servers, error = read_codex_config(
+            f"[mcp_servers.s]\ncommand = 'x'\n{field} = {literal}\n".encode()
+        )
+    if error is not None:  # a TOML float spelling tomllib refuses
+        return
+    spec = normalize_server(servers[0].value, json_form=form == "json")
+    fine = (
+        (isinstance(value, int) or field != "startup_timeout_ms")
+        and value == value
+        and 0 <= value <= 2**53
+    )
+    if field == "startup_timeout_ms" and isinstance(value, float):
+        fine = False
+    assert (spec.error is None) is fine, (spec.error, value)
+    if spec.error is not None:
+        assert f"`{field}` must be" in spec.error
+
+
+@pytest.mark.parametrize("digits", [4301, 20_000])
+def test_an_integer_too_long_to_read_is_an_unreadable_configuration(digits: int) -> None:
+    big = "9" * digits
+    servers, error = read_mcp_json(
+        f'{{"s": {{"command": "x", "tool_timeout_sec": {big}}}}}'.encode()
+    )
+    assert servers == []
+    assert error is not None
+    assert "not valid JSON" in error
+    servers, error = read_codex_config(
+        f"[mcp_servers.s]\ncommand='x'\ntool_timeout_sec={big}\n".encode()
+    )
+    assert servers == []
+    assert error is not None
+
+
+# Names the client's environment commonly holds, with what the one secret detector says.
+CREDENTIALS = [
+    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "GITHUB_TOKEN",
+    "GH_TOKEN", "HF_TOKEN", "NPM_TOKEN", "SSH_AUTH_SOCK", "DATABASE_URL", "SLACK_BOT_TOKEN",
+    "GITHUB_PERSONAL_ACCESS_TOKEN", "DB_PASSWORD", "STRIPE_SECRET_KEY", "SENTRY_DSN",
+    "KUBECONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "REDIS_URL", "PG_PASSWORD",
+]  # fmt: skip
+NOT_CREDENTIALS = ["HOME_DIR", "LOG_LEVEL", "MAX_TOKENS", "NODE_ENV", "PORT", "SEARCH_REGION"]
+
+
+@pytest.mark.parametrize("name", CREDENTIALS)
+def test_credential_variables_are_classified_by_the_secret_detector(name: str) -> None:
+    (forward,) = forwards({"command": "x", "env_vars": [name]}, EnvBlocklist())
+    assert forward.credential is not None
+    assert forward.blocked is False  # not the client's own: it is given, and said so
+    assert forward == Forward(name, "env_vars", None, credential_variable(name), False)
+
+
+@pytest.mark.parametrize("name", NOT_CREDENTIALS)
+def test_ordinary_variables_are_not_credentials(name: str) -> None:
+    (forward,) = forwards({"command": "x", "env_vars": [name]}, EnvBlocklist())
+    assert forward.credential is None
+
+
+@pytest.mark.parametrize(
+    ("url", "remote"),
+    [
+        ("https://api.example.com/mcp", True),
+        ("http://127.0.0.1:8080/mcp", False),
+        ("http://127.8.9.1/mcp", False),
+        ("http://localhost:3000", False),
+        ("http://[::1]:3000/mcp", False),
+        ("http://10.0.0.5/mcp", True),
+        ("http://user:pw@evil.example/", True),
+        ("not a url", True),
+    ],
+)
+def test_a_server_is_remote_unless_its_host_is_loopback(url: str, remote: bool) -> None:
+    assert is_remote({"url": url}) is remote
+    assert is_remote({"command": "x"}) is False
+
+
+@settings(max_examples=examples(100))
+@given(
+    names=st.lists(
+        st.one_of(
+            st.sampled_from(CREDENTIALS + NOT_CREDENTIALS + ["OPENAI_API_KEY", "CODEX_HOME"]),
+            st.from_regex(r"[A-Z][A-Z0-9_]{0,24}", fullmatch=True),
+        ),
+        min_size=1,
+        max_size=6,
+        unique=True,
+    ),
+    url=st.sampled_from(
+        ["https://mcp.example.com/x", "https://me:pw@mcp.example.com/x", "http://127.0.0.1:9/x"]
+    ),
+)
+def test_only_named_variables_are_forwarded_and_every_credential_to_a_remote_server_warned(
+    names: list[str], url: str
+) -> None:
+    block = EnvBlocklist()
+    headers = {f"X-H{n}": name for n, name in enumerate(names[1:])}
+    config = {"url": url, "bearer_token_env_var": names[0], "env_http_headers": headers}
+    projected = project_server(config, config_dir=Path("/srv"), plugin_root=None, blocklist=block)
+    given_names = {projected.table.get("bearer_token_env_var")}
+    given_names |= set(projected.table.get("env_http_headers", {}).values())
+    given_names.discard(None)
+    # Exactly the named, unblocked variables reach the table; nothing else is added.
+    assert given_names == {name for name in names if not block.blocks(name)}
+    assert set(projected.dropped) == {name for name in names if block.blocks(name)}
+    warnings = credential_warnings("srv", config, block)
+    warned = {name for name in given_names if any(f" {name} (" in w for w in warnings)}
+    expected = {name for name in given_names if credential_variable(str(name)) is not None}
+    assert warned == (expected if "127.0.0.1" not in url else set())
+    assert all("pw" not in warning for warning in warnings)

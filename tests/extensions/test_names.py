@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from agc.extensions import (
     is_native_name,
     normalize_name,
 )
-from agc.extensions._names import ItemType, NameAllocator
+from agc.extensions._names import ItemType, NameAllocator, skill_folder_name
 from tests.conftest import examples
 
 REACHES_INSIDE = {
@@ -34,12 +35,53 @@ skill_names = st.from_regex(r"[a-z0-9]{1,10}(-[a-z0-9]{1,10}){0,3}", fullmatch=T
 mcp_names = st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True)
 
 
-@given(st.text())
-def test_any_text_normalizes_to_a_valid_skill_name(raw: str) -> None:
+# Unicode White_Space (the set Rust's char::is_whitespace, and so Codex, splits on),
+# written out here independently of the module.
+WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
+
+
+def codex_name(raw: str) -> str | None:
+    """The name Codex 0.171.0 loads for frontmatter ``name: raw`` (None: it refuses the
+    skill): whitespace runs one space, trimmed, 1..64 characters (codex-rs core-skills
+    loader ``sanitize_single_line`` and ``validate_len``)."""
+    words = re.split("[" + re.escape(WHITE_SPACE) + "]+", raw)
+    name = " ".join(word for word in words if word)
+    return name if 0 < len(name) <= 64 else None
+
+
+def has_control(text: str) -> bool:
+    return any(unicodedata.category(ch) in {"Cc", "Cf"} for ch in text)
+
+
+codex_texts = st.text(
+    alphabet=st.one_of(
+        st.characters(),
+        st.sampled_from([*list(WHITE_SPACE), ":", "/", "#", "-", "\x1c", "\u200b"]),
+    ),
+    max_size=80,
+)
+
+
+@given(codex_texts)
+def test_any_text_normalizes_to_a_name_codex_loads_unchanged(raw: str) -> None:
     name = normalize_name("skill", raw)
-    assert SKILL_RE.fullmatch(name), name
-    assert len(name) <= 64
+    assert codex_name(name) == name
+    assert not has_control(name)
     assert is_native_name("skill", name)
+
+
+@given(codex_texts)
+def test_a_name_codex_loads_is_kept_and_only_a_refused_one_rewritten(raw: str) -> None:
+    loaded = codex_name(raw)
+    if loaded is not None and not has_control(loaded):
+        assert normalize_name("skill", raw) == loaded
+        assert is_native_name("skill", raw) == (raw == loaded)
+    else:
+        assert not is_native_name("skill", raw)
 
 
 @given(st.text())
@@ -55,12 +97,29 @@ def test_a_native_skill_name_is_kept_as_it_is(name: str) -> None:
         assert normalize_name("skill", name) == name
 
 
-def test_skill_names_are_normalized_like_the_agent_skills_rule() -> None:
-    assert normalize_name("skill", "PDF Processing") == "pdf-processing"
-    assert normalize_name("skill", "--Café__Tools--") == "cafe-tools"
-    assert normalize_name("skill", "ÆØ") == "skill"
+def test_skill_names_are_kept_as_codex_loads_them() -> None:
+    assert normalize_name("skill", "crafter:onboard-repo") == "crafter:onboard-repo"
+    assert normalize_name("skill", "PDF  Processing\n") == "PDF Processing"
+    assert normalize_name("skill", "--Café__Tools--") == "--Café__Tools--"
+    assert normalize_name("skill", "\u3000") == "skill"
     assert normalize_name("skill", "a" * 70) == "a" * 64
     assert normalize_name("mcp", "my server.v2") == "my_server_v2"
+
+
+@pytest.mark.parametrize(
+    ("name", "folder"),
+    [
+        ("art-skill", "art-skill"),
+        ("Pixel_Art.v2", "Pixel_Art.v2"),
+        ("crafter:onboard-repo", "crafter-onboard-repo"),
+        ("PDF Processing", "pdf-processing"),
+        ("x/../y", "x-y"),
+        (".hidden", "hidden"),
+        ("名前", "skill"),
+    ],
+)
+def test_a_projected_skill_folder_is_a_portable_file_name(name: str, folder: str) -> None:
+    assert skill_folder_name(name) == folder
 
 
 @settings(max_examples=examples(200))
@@ -147,10 +206,10 @@ def test_a_cut_before_the_suffix_never_leaves_a_double_hyphen() -> None:
     [
         ("skill", ""),
         ("skill", "   "),
-        ("skill", "Pixel-Art"),
-        ("skill", "pixel_art"),
-        ("skill", "-pixel"),
-        ("skill", "pixel--art"),
+        ("skill", " pixel"),
+        ("skill", "pixel  art"),
+        ("skill", "pixel\tart"),
+        ("skill", "esc\x1b[2J"),
         ("skill", "a" * 65),
         ("mcp", "my server"),
         ("mcp", "db.v2"),
@@ -169,8 +228,9 @@ def test_manual_names_outside_the_native_form_are_refused(item_type: str, name: 
 
 def test_a_refused_manual_name_suggests_the_native_form() -> None:
     with pytest.raises(ExtensionNameInvalidError) as caught:
-        check_manual_name("skill", "Pixel Art")
-    assert "pixel-art" in caught.value.hint
+        check_manual_name("skill", "Pixel   Art ")
+    assert "'Pixel Art'" in caught.value.hint
+    assert check_manual_name("skill", "Pixel Art") == "Pixel Art"
 
 
 @given(mcp_names)

@@ -14,12 +14,15 @@ from typing import Any
 
 import blake3
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agc._core.sidecar import parse_sidecar
-from agc.errors import ProjectionRefusedError
+from agc.errors import InputError, ProjectionRefusedError
 from agc.extensions import EnvBlocklist, ExtensionRepository, project
 from agc.extensions._fingerprint import tree_fingerprint
 from agc.extensions._project import CONFIG_HEADER
+from tests.conftest import examples
 from tests.extensions.builders import (
     codex_config_two_servers,
     plugin_with_two_skills_and_mcp,
@@ -463,3 +466,32 @@ def test_a_skill_root_holding_the_store_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ProjectionRefusedError, match="inside the skill root"):
         project(repo, tmp_path / "home", skill_root=root)
     assert [item.name for item in repo.items()] == ["x"]
+
+
+@settings(
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    grace=st.one_of(
+        st.integers(0, 2**53), st.integers(2**53 + 1, 10**400), st.integers(max_value=-1)
+    ),
+    builtin=st.integers(-(10**400), 10**400),
+)
+def test_huge_numbers_in_the_grace_or_the_base_configuration_never_crash(
+    tmp_path_factory: pytest.TempPathFactory, grace: int, builtin: int
+) -> None:
+    base = tmp_path_factory.mktemp("numbers")
+    repo = ExtensionRepository(base / "store")
+    repo.import_path(codex_config_two_servers(base / "cfg"))
+    config = {"mcp_servers": {"agc_tools": {"command": "x", "tool_timeout_sec": builtin}}}
+    if not 0 <= grace <= 2**53:
+        with pytest.raises(InputError, match="startup grace"):
+            project(repo, base / "home", base_config=config, startup_grace_ms=grace)
+        return
+    result = project(repo, base / "home", base_config=config, startup_grace_ms=grace)
+    written = tomllib.loads((base / "home" / "config.toml").read_text())
+    assert written["mcp_optional_startup_grace_ms"] == grace
+    assert written["mcp_servers"]["agc_tools"]["tool_timeout_sec"] == builtin
+    assert result.fingerprint.startswith("blake3:")

@@ -121,7 +121,7 @@ def test_rename_refuses_an_invalid_name_and_changes_nothing(tmp_path: Path, stor
     art = repo.import_path(plugin).items[0]
     before = repo.index_path.read_bytes()
     with pytest.raises(ExtensionNameInvalidError):
-        repo.rename(art.id, "Not Valid")
+        repo.rename(art.id, "Not  Valid")
     assert repo.index_path.read_bytes() == before
 
 

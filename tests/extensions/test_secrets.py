@@ -360,7 +360,13 @@ def test_env_ref_keeps_references_in_the_index_and_the_projection_and_the_source
     )
     assert "header X-Api-Key is a reference: set WEB_X_API_KEY" in outputs[0]
     assert "header Authorization is a reference: set WEB_BEARER_TOKEN" in outputs[0]
-    assert "warning: MCP server" not in "".join(outputs)
+    assert "has a literal value" not in "".join(outputs)
+    # What the references carry is still said: a credential goes to a remote server.
+    assert (
+        "warning: MCP server web: the credential WEB_BEARER_TOKEN (secret-assignment) of the "
+        "launching environment is sent to the remote server web.example.com in the "
+        "Authorization header" in outputs[0]
+    )
 
     repo = ExtensionRepository(store)
     configs = {item.name: item.mcp.config for item in repo.items() if item.mcp is not None}

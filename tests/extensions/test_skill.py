@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.extensions._skill import (
     MAX_FRONTMATTER_DEPTH,
+    MAX_FRONTMATTER_EXPANDED_BYTES,
     MAX_FRONTMATTER_NODES,
     parse_skill_file,
     rename_frontmatter,
 )
+from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.extensions._skill": "SKILL.md front matter parsing and renaming, and its limits",
@@ -192,3 +194,71 @@ def test_a_lone_surrogate_escape_in_the_frontmatter_is_refused(field: str) -> No
     front = parse_skill_file(f'---\nname: x\n{field}: "a\\ud800"\n---\n'.encode())
     assert front.error is not None
     assert "lone surrogate" in front.error
+
+
+def _anchored(size: int, copies: int) -> bytes:
+    """One anchored string of ``size`` bytes, referred to ``copies`` times."""
+    refs = ", ".join(["*big"] * copies)
+    return (f"---\nname: x\ndescription: d\nbig: &big {'a' * size}\nuse: [{refs}]\n---\n").encode()
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(size=st.integers(1, 300_000), copies=st.integers(0, 60))
+def test_aliases_are_bounded_by_the_text_they_expand_to_not_only_by_nodes(
+    size: int, copies: int
+) -> None:
+    front = parse_skill_file(_anchored(size, copies))
+    # name, x, description, d, big, use: 12 bytes of text besides the anchored string.
+    expanded = 12 + size * (1 + copies)
+    if expanded > MAX_FRONTMATTER_EXPANDED_BYTES:
+        assert front.error is not None
+        assert f"more than {MAX_FRONTMATTER_EXPANDED_BYTES} bytes of text" in front.error
+    else:
+        assert front.error is None
+
+
+def test_a_one_megabyte_string_repeated_500_times_is_refused_quickly() -> None:
+    data = _anchored(1_000_000, 500)
+    assert len(data) < 1_100_000
+    front = parse_skill_file(data)
+    assert front.error is not None
+    assert "bytes of text" in front.error
+    with pytest.raises(ValueError, match="bytes of text"):
+        rename_frontmatter(data, "renamed")
+
+
+# Every scalar form PyYAML builds a number or a date from, at sizes Python refuses.
+_HUGE_VALUES = st.one_of(
+    st.integers(4301, 6000).map(lambda n: "9" * n),
+    st.integers(4301, 6000).map(lambda n: "-" + "7" * n),
+    st.integers(4301, 6000).map(lambda n: "0x" + "f" * n),
+    st.integers(4301, 6000).map(lambda n: "0" + "7" * n),  # YAML 1.1 octal
+    st.integers(4301, 6000).map(lambda n: "0b" + "1" * (4 * n)),
+    st.integers(4301, 6000).map(lambda n: "1" * n + ":30"),
+    st.sampled_from(["2024-13-45", "2024-02-30", "2024-00-01 10:00:00"]),
+)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(field=st.sampled_from(["name", "description", "version", "metadata"]), value=_HUGE_VALUES)
+def test_a_number_or_date_python_cannot_build_is_a_frontmatter_error_not_a_crash(
+    field: str, value: str
+) -> None:
+    frontmatter = f"name: x\ndescription: d\n{field}: {value}\n"
+    if field == "metadata":
+        frontmatter = f"name: x\ndescription: d\nmetadata: {{n: [{value}]}}\n"
+    data = f"---\n{frontmatter}---\nbody\n".encode()
+    front = parse_skill_file(data)
+    assert front.error is not None
+    assert "not valid YAML" in front.error
+    with pytest.raises(ValueError, match="not valid YAML"):
+        rename_frontmatter(data, "renamed")
+
+
+@pytest.mark.parametrize(
+    "name", ["crafter:onboard-repo", "PDF Processing", "#tag", "true", "null", "1e3", "- x", "名前"]
+)
+def test_renaming_to_any_codex_name_reads_back_as_that_string(name: str) -> None:
+    renamed = rename_frontmatter(GOOD, name)
+    assert parse_skill_file(renamed).name == name
+    assert renamed.endswith(b"# Body\n")

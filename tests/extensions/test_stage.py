@@ -19,7 +19,7 @@ from agc.errors import ArchiveRefusedError, InputError
 from agc.extensions import ExtensionRepository, ImportLimits
 from agc.extensions._stage import MAX_NAME_BYTES, MAX_PATH_BYTES
 from tests.conftest import examples
-from tests.extensions.builders import write_skill, zip_entries, zip_folder
+from tests.extensions.builders import tree_bytes, write_skill, zip_entries, zip_folder
 
 REACHES_INSIDE = {
     "agc.extensions._stage": "the staging limits on names and paths",
@@ -75,10 +75,162 @@ def test_an_entry_whose_path_escapes_is_refused_with_its_name(
     assert repr(entry) in error.message or entry in error.message
 
 
-def test_a_symlink_entry_is_refused(tmp_path: Path, store: Path) -> None:
-    link = _info("ok/link", mode=stat.S_IFLNK | 0o777)
-    archive = zip_entries(tmp_path / "link.zip", [("ok/SKILL.md", SKILL), (link, b"/etc/passwd")])
-    _refused(ExtensionRepository(store), archive, "'ok/link'", "symbolic link")
+def _link(name: str) -> zipfile.ZipInfo:
+    return _info(name, mode=stat.S_IFLNK | 0o777)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/etc/passwd",
+        "../../../outside",
+        "../../../etc",
+        "../ok/../../../x",
+        "..\\..\\..\\x",
+        "C:/Windows",
+        "hop",  # through another link that escapes
+    ],
+)
+def test_a_symlink_entry_that_leaves_the_archive_refuses_it_whole(
+    tmp_path: Path, store: Path, target: str
+) -> None:
+    hop = [(_link("repo-main/ok/hop"), b"../../../escape")] if target == "hop" else []
+    archive = zip_entries(
+        tmp_path / "link.zip",
+        [("repo-main/ok/SKILL.md", SKILL), *hop, (_link("repo-main/ok/link"), target.encode())],
+    )
+    _refused(ExtensionRepository(store), archive, "symbolic link entry", "outside the archive")
+
+
+def test_a_git_archive_with_internal_links_imports_like_its_folder(
+    tmp_path: Path, store: Path
+) -> None:
+    """The shape of GitHub's "Download ZIP" and `git archive --format=zip`: one top
+    folder, links stored as S_IFLNK entries holding their target."""
+    reference = b"# Shared reference\n"
+    archive = zip_entries(
+        tmp_path / "repo-main.zip",
+        [
+            ("repo-main/docs/reference.md", reference),
+            ("repo-main/skills/art/SKILL.md", SKILL),
+            (_link("repo-main/skills/art/reference.md"), b"../../docs/reference.md"),
+            (_link("repo-main/skills/art/docs"), b"../../docs"),
+            (_link("repo-main/skills/art/gone.md"), b"../../nothing-here.md"),
+            (_link("repo-main/skills/art/chain.md"), b"reference.md"),
+            (_link("repo-main/loop-a"), b"loop-b"),
+            (_link("repo-main/loop-b"), b"loop-a"),
+        ],
+    )
+    repo = ExtensionRepository(store)
+    result = repo.import_path(archive)
+    assert [item.name for item in result.items] == ["ok-skill"]
+    stored = repo.tree_dir(result.source) / "repo-main"
+    assert not any(path.is_symlink() for path in stored.rglob("*"))
+    assert (stored / "skills/art/reference.md").read_bytes() == reference
+    assert (stored / "skills/art/chain.md").read_bytes() == reference
+    for absent in ("skills/art/docs", "skills/art/gone.md", "loop-a", "loop-b"):
+        assert not (stored / absent).exists()
+    notes = "\n".join(result.notes)
+    assert "repo-main/skills/art/reference.md: symbolic link kept as a copy of " in notes
+    assert "repo-main/skills/art/docs: symbolic link to the folder repo-main/docs skipped" in notes
+    assert "repo-main/skills/art/gone.md: symbolic link to repo-main/nothing-here.md" in notes
+    assert "repo-main/loop-a: symbolic link loop skipped" in notes
+
+
+def test_a_link_copy_counts_against_the_byte_limit(tmp_path: Path, store: Path) -> None:
+    big = b"x" * 4000
+    entries: list[tuple[str, bytes] | tuple[zipfile.ZipInfo, bytes]] = [("top/big.txt", big)]
+    entries += [(_link(f"top/copy-{n}.txt"), b"big.txt") for n in range(5)]
+    archive = zip_entries(tmp_path / "copies.zip", entries)
+    repo = ExtensionRepository(store, limits=ImportLimits(max_total_bytes=10_000))
+    _refused(repo, archive, "with its links kept as copies")
+
+
+_LINK_PARTS = st.sampled_from(["..", ".", "a", "b", "f.txt", "l1", "l2", ""])
+
+
+def _lexical(
+    target: str,
+    links: dict[tuple[str, ...], str],
+    start: list[str],
+    folders: frozenset[tuple[str, ...]] = frozenset({(), ("a",), ("a", "b")}),
+) -> object:
+    """An independent resolver for the property: 'escape', 'loop', 'missing' or the
+    final path (the archive's folders are ``a`` and ``a/b``)."""
+    if target.startswith("/"):
+        return "escape"
+    resolved = list(start)
+    pending = target.split("/")
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in {"", "."}:
+            continue
+        if part == "..":
+            if not resolved:
+                return "escape"
+            resolved.pop()
+            continue
+        if (*resolved, part) in links:
+            hops += 1
+            if hops > 40:
+                return "loop"
+            if links[(*resolved, part)].startswith("/"):
+                return "escape"
+            pending = links[(*resolved, part)].split("/") + pending
+            continue
+        resolved.append(part)
+        if any(p not in {"", "."} for p in pending) and tuple(resolved) not in folders:
+            return "missing"
+    return tuple(resolved)
+
+
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    first=st.lists(_LINK_PARTS, min_size=1, max_size=5),
+    second=st.lists(_LINK_PARTS, min_size=1, max_size=5),
+)
+def test_any_link_target_is_refused_exactly_when_it_leaves_the_archive(
+    tmp_path_factory: pytest.TempPathFactory, first: list[str], second: list[str]
+) -> None:
+    base = tmp_path_factory.mktemp("links")
+    targets: dict[tuple[str, ...], str] = {
+        ("a", "l1"): "/".join(first),
+        ("a", "l2"): "/".join(second),
+    }
+    if not targets[("a", "l1")].strip("/") or not targets[("a", "l2")].strip("/"):
+        return  # an empty target is refused as such, not by where it leads
+    archive = zip_entries(
+        base / "l.zip",
+        [
+            ("a/f.txt", b"file"),
+            ("a/b/f.txt", b"deeper"),
+            (_link("a/l1"), targets[("a", "l1")].encode()),
+            (_link("a/l2"), targets[("a", "l2")].encode()),
+        ],
+    )
+    outcomes = [_lexical(targets[key], targets, ["a"]) for key in targets]
+    repo = ExtensionRepository(base / "store")
+    if "escape" in outcomes:
+        event("escapes")
+        _refused(repo, archive, "outside the archive")
+        return
+    result = repo.import_path(archive)
+    tree = repo.tree_dir(result.source)
+    assert not any(path.is_symlink() for path in tree.rglob("*"))
+    for key, outcome in zip(targets, outcomes, strict=True):
+        copy = tree.joinpath(*key)
+        if outcome in {("a", "f.txt"), ("a", "b", "f.txt")}:
+            event("copied")
+            assert isinstance(outcome, tuple)
+            assert copy.read_bytes() == tree.joinpath(*outcome).read_bytes()
+        else:
+            event("skipped")
+            assert not copy.exists()
 
 
 @pytest.mark.parametrize("kind", [stat.S_IFIFO, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFSOCK])
@@ -257,6 +409,66 @@ def test_a_folder_import_never_follows_a_symlink_out_of_the_folder(
     assert not any(path.is_symlink() for path in stored.rglob("*"))
     assert any("leak.txt: symbolic link skipped" in note for note in result.notes)
     assert any("dir-link: symbolic link skipped" in note for note in result.notes)
+
+
+def test_a_folder_link_to_a_file_inside_is_kept_as_a_copy_like_in_an_archive(
+    tmp_path: Path,
+) -> None:
+    """The folder of a repository and its `git archive` zip give the same tree."""
+    reference = b"# Shared reference\n"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    folder = tmp_path / "repo-main"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "reference.md").write_bytes(reference)
+    write_skill(folder / "skills" / "art", "art")
+    art = folder / "skills" / "art"
+    (art / "reference.md").symlink_to("../../docs/reference.md")
+    (art / "docs").symlink_to("../../docs", target_is_directory=True)
+    (art / "gone.md").symlink_to("../../nothing-here.md")
+    (art / "out.txt").symlink_to("../../../secret.txt")
+    (art / "abs.txt").symlink_to(secret)
+    (art / "via-link.md").symlink_to("docs/reference.md")
+    (art / "loop").symlink_to("loop")
+    store = folder / ".agc"  # a store inside the folder: a link into it is not copied
+    repo = ExtensionRepository(store)
+    (folder / "index-link.json").symlink_to(".agc/extensions/index.json")
+    repo.import_path(write_skill(tmp_path / "first", "first"))  # the index now exists
+    assert (store / "extensions" / "index.json").is_file()
+    result = repo.import_path(folder)
+    stored = repo.tree_dir(result.source)
+    assert not any(path.is_symlink() for path in stored.rglob("*"))
+    assert (stored / "skills/art/reference.md").read_bytes() == reference
+    for absent in ("docs", "gone.md", "out.txt", "abs.txt", "via-link.md", "loop"):
+        assert not (stored / "skills/art" / absent).exists()
+    assert not (stored / "index-link.json").exists()
+    everything = b"".join(path.read_bytes() for path in stored.rglob("*") if path.is_file())
+    assert b"TOP SECRET" not in everything
+    notes = "\n".join(result.notes)
+    assert "skills/art/reference.md: symbolic link kept as a copy" in notes
+    assert "skills/art/out.txt: symbolic link skipped (agc never follows links out of" in notes
+    assert (
+        "index-link.json: symbolic link skipped (agc never follows links into the extension"
+        in notes
+    )
+
+    zipped = zip_entries(
+        tmp_path / "repo-main.zip",
+        [
+            ("repo-main/docs/reference.md", reference),
+            ("repo-main/skills/art/SKILL.md", (art / "SKILL.md").read_bytes()),
+            (_link("repo-main/skills/art/reference.md"), b"../../docs/reference.md"),
+            (_link("repo-main/skills/art/docs"), b"../../docs"),
+            (_link("repo-main/skills/art/gone.md"), b"../../nothing-here.md"),
+        ],
+    )
+    from_zip = repo.import_path(zipped)
+    zipped_tree = repo.tree_dir(from_zip.source) / "repo-main"
+    assert tree_bytes(zipped_tree) == {
+        key: value
+        for key, value in tree_bytes(stored).items()
+        if key.startswith(("docs/", "skills/"))
+    }
 
 
 def test_a_fifo_in_a_folder_is_skipped_without_hanging(tmp_path: Path, store: Path) -> None:
@@ -463,6 +675,36 @@ def test_an_archive_under_declaring_its_entries_is_refused_by_its_directory_size
     with pytest.raises(ArchiveRefusedError, match=r"central directory is \d+ bytes, more than 10 "):
         repo.import_path(archive)
     _assert_nothing_kept(repo)
+
+
+def test_an_archive_hiding_more_entries_than_the_limit_in_a_small_directory_is_refused_unparsed(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 300 tiny entries fit in the directory size 10 entries may have (about 21 kB).
+    archive = _many_entries(tmp_path / "hidden.zip", 300, declared=3)
+    _never_parsed(monkeypatch)
+    repo = ExtensionRepository(store, limits=ImportLimits(max_entries=10))
+    with pytest.raises(ArchiveRefusedError, match="holds more than 10 entries"):
+        repo.import_path(archive)
+    _assert_nothing_kept(repo)
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(actual=st.integers(0, 40), declared=st.integers(0, 40))
+def test_an_end_record_count_other_than_the_directory_holds_is_refused(
+    tmp_path_factory: pytest.TempPathFactory, actual: int, declared: int
+) -> None:
+    base = tmp_path_factory.mktemp("count")
+    archive = _many_entries(base / "c.zip", actual, declared=declared)
+    repo = ExtensionRepository(base / "store", limits=ImportLimits(max_entries=30))
+    if declared > 30 or actual > 30 or declared != actual:
+        event("refused")
+        with pytest.raises(ArchiveRefusedError):
+            repo.import_path(archive)
+        _assert_nothing_kept(repo)
+    else:
+        event("imported")
+        assert repo.import_path(archive).source.kind == "zip"
 
 
 def test_an_archive_within_the_limits_is_still_parsed_and_extracted(

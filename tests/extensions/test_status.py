@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agc.errors import ExtensionNotFoundError, SidecarMismatchError
 from agc.extensions import (
@@ -16,7 +18,11 @@ from agc.extensions import (
     apply_startup_events,
     project,
 )
+from agc.extensions._status import MAX_STARTUP_ERROR_CHARS, startup_error_text
+from tests.conftest import examples
 from tests.extensions.builders import codex_config_two_servers
+
+REACHES_INSIDE = {"agc.extensions._status": "the startup error text rule on its own"}
 
 
 def _event(name: str, status: str, error: str | None = None) -> bytes:
@@ -178,3 +184,41 @@ def test_a_stream_is_read_in_bounded_lines_and_a_huge_line_counts_malformed(
     result = apply_startup_events(repo, stream)
     assert (result.notifications, result.malformed) == (2, 1)
     assert {item.name: item.startup_status for item in repo.items()}["search"] == "ready"
+
+
+def test_a_startup_error_is_redacted_and_bounded_before_it_is_kept(
+    tmp_path: Path, repo: ExtensionRepository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = str(tmp_path / "home-of-user")
+    monkeypatch.setenv("HOME", home)
+    key = "sk-proj-" + "Q7w" * 16
+    error = (
+        f"Error: invalid key {key} at {home}/work/server.js:12\n"
+        + "    at frame (node:internal)\n" * 30_000  # a 900 KB stack as JSON
+        + "ghp_"
+        + "A1b2" * 9
+    )
+    project(repo, tmp_path / "codex-home")
+    apply_startup_events(repo, [_event("search", "failed", error)])
+    kept = {item.name: item for item in repo.items()}["search"].last_error
+    assert kept is not None
+    assert kept.startswith("startup failed: Error: invalid key [REDACTED:")
+    assert key not in kept
+    assert "ghp_" not in kept
+    assert home not in kept
+    assert "~/work/server.js:12" in kept
+    assert "\n" not in kept
+    assert len(kept) <= len("startup failed: ") + MAX_STARTUP_ERROR_CHARS
+    assert " … " in kept
+    index_text = repo.index_path.read_text()
+    assert key not in index_text
+    assert len(index_text) < 20_000
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(error=st.text(max_size=3000))
+def test_any_startup_error_text_is_kept_as_one_bounded_line(error: str) -> None:
+    kept = startup_error_text(error, home="/home/someone")
+    assert len(kept) <= MAX_STARTUP_ERROR_CHARS
+    assert not any(ch in kept for ch in "\n\r\t")
+    assert "/home/someone" not in kept

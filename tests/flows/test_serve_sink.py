@@ -5,13 +5,19 @@ crash leaves, found and sealed by :func:`agc.flows.recover_turn_runs`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import json
+import os
+import resource
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agc.errors import AgcError
-from agc.flows import AuditSink, recover_turn_runs
+from agc.errors import AgcError, StoreError
+from agc.flows import AuditSink, DescriptorReserve, recover_turn_runs
+from agc.flows._serve import RESERVED_DESCRIPTORS
 from agc.integrity import (
     check_run,
     generate_keypair,
@@ -28,6 +34,7 @@ from tests.serve.helpers import run, start_command_turn, turn_info
 
 REACHES_INSIDE = {
     "agc.serve._trace": "a trace to make provider events from, as the supervisor does",
+    "agc.flows._serve": "how many descriptors the sink reserves for sealing",
 }
 
 
@@ -171,9 +178,9 @@ def test_a_turn_cut_off_by_a_crash_stays_unsealed_until_recovered(tmp_path: Path
 
 def test_odd_agent_text_still_makes_a_sealed_run(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    sink = AuditSink(store=store, signing_key=None, ledger_root=tmp_path)
+    sink = AuditSink(store=store, signing_key=None, ledger_root=tmp_path / "ledger")
     trace_id = "trc-" + "c" * 32
-    info = turn_info(trace_id)
+    info = turn_info(trace_id, workspace=tmp_path)
     sink.on_turn_start(info)
     trace = Trace(trace_id, "conv-1", 1, 0, 100)
     odd = {
@@ -250,3 +257,105 @@ def test_the_audit_document_says_what_was_sealed(tmp_path: Path, signed: bool) -
     transcript = _lines(store / "audit" / "transcripts" / f"{trace_id}.jsonl")
     assert audit["transcript"]["records"] == len(transcript) == 3
     assert audit["toolEvents"] == {"records": 1}
+
+
+@contextlib.contextmanager
+def descriptors_exhausted() -> Iterator[None]:
+    """Every descriptor the process may open is taken (``EMFILE`` on the next open), as
+    under a flood of connections; the limit is lowered first so this costs little."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    used = len(os.listdir("/proc/self/fd"))
+    held: list[int] = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, used + 64), hard))
+    try:
+        while True:
+            try:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                break
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+_END = TurnEnd("completed", "ok", None, "app-server", None, None, None, None, 1, 1)
+
+
+def test_a_turn_ending_when_no_descriptor_is_left_is_sealed_with_the_reserve(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    sink = AuditSink(store=store, signing_key=None, ledger_root=None)
+    assert sink.reserve.held == RESERVED_DESCRIPTORS
+    trace_id = "trc-" + "5" * 32
+    info = start_command_turn(sink, trace_id)
+    with descriptors_exhausted():
+        audit = sink.on_turn_end(info, _END)
+    assert audit["sealed"] is True
+    assert audit["transcript"]["records"] == 3
+    assert audit["toolEvents"] == {"records": 1}
+    report = check_run(trace_id, store)
+    assert report.complete
+    # Sealed at the first try, not recovered after a failed seal (as without a reserve).
+    assert report.findings == ()
+    transcript = _lines(store / "audit" / "transcripts" / f"{trace_id}.jsonl")
+    assert [r["type"] for r in transcript] == ["serve.request", "serve.event", "serve.reply"]
+    assert sink.reserve.held == RESERVED_DESCRIPTORS  # taken again once free
+
+
+def test_a_run_that_cannot_be_sealed_keeps_every_record_vouched_for_agc_recover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    sink = AuditSink(store=store, signing_key=None, ledger_root=None, reserve=DescriptorReserve(0))
+    trace_id = "trc-" + "6" * 32
+    info = start_command_turn(sink, trace_id)
+
+    def no_recovery(*args: object, **kwargs: object) -> None:
+        raise StoreError("still no descriptor to be had")
+
+    # Without a reserve the seal fails; the fallback (sealing what reached the disk)
+    # fails as well, as when the freed descriptors are taken again at once.
+    monkeypatch.setattr("agc.flows._serve.recover_run", no_recovery)
+    with descriptors_exhausted(), pytest.raises(AgcError):
+        sink.on_turn_end(info, _END)
+    monkeypatch.undo()
+    assert not check_run(trace_id, store).complete
+    assert sink.unsealed_runs() == [trace_id]
+    assert recover_turn_runs(sink.unsealed_runs(), store=store, signing_key=None) == [trace_id]
+    report = check_run(trace_id, store)
+    assert report.complete, report.findings  # every byte was vouched for by a checkpoint
+    transcript = _lines(store / "audit" / "transcripts" / f"{trace_id}.jsonl")
+    assert [r["type"] for r in transcript] == ["serve.request", "serve.event", "serve.reply"]
+    tools = _lines(store / "audit" / "tool-events" / f"{trace_id}.jsonl")
+    assert [t["type"] for t in tools] == ["tool.call"]
+
+
+def test_the_ledger_is_written_outside_the_workspace_with_the_offered_files_hashed(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "workspace"
+    (workspace / "docs").mkdir(parents=True)
+    design = b"# the design\n"
+    (workspace / "docs" / "gdd.md").write_bytes(design)
+    before = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
+    ledger_root = tmp_path / "store" / "ledger"
+    sink = AuditSink(store=tmp_path / "store", signing_key=None, ledger_root=ledger_root)
+    trace_id = "trc-" + "7" * 32
+    info = turn_info(trace_id, workspace=workspace, attachments=("docs/gdd.md",))
+    sink.on_turn_start(info)
+    audit = sink.on_turn_end(info, _END)
+    ledger = audit["ledger"]
+    assert isinstance(ledger, dict)
+    turn_file = ledger_root / ledger["turnLog"]
+    assert check_turn_file(turn_file).ok
+    (start,) = [r for r in _lines(turn_file) if r["recordType"] == "direct.codex.turn_start"]
+    assert start["sidecarPresent"] is True
+    attachments = start["attachments"]
+    assert isinstance(attachments, list)
+    (offered,) = attachments
+    assert offered["localPath"] == "docs/gdd.md"
+    assert offered["contentSha256"] == hashlib.sha256(design).hexdigest()
+    assert sorted(p.relative_to(workspace) for p in workspace.rglob("*")) == before

@@ -5,9 +5,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from agc.readiness import Observation
+from agc.readiness import Observation, ReadinessPolicy
 
 LIVE_URL = "https://chat.dev.example.test/v1/agent/chat"
+DECLARED = ReadinessPolicy(declared_endpoints={"dev": LIVE_URL})
+"""A policy that declares :data:`LIVE_URL` the live endpoint of ``dev``: only then can an
+answer from it be ``LIVE``."""
+
+
+def declaring(obs: Observation) -> ReadinessPolicy:
+    """A policy that declares the observation's own endpoint its environment's live one."""
+    return ReadinessPolicy(declared_endpoints={obs.environment: obs.endpoint})
 
 
 def completed(

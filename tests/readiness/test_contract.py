@@ -230,3 +230,29 @@ def test_anchors_that_share_an_env_block_are_still_checked() -> None:
     documents = parse_manifests(text, source="m.yaml")
     spec = ContractSpec(env=(EnvRequirement(name="AGENT_PROVIDER", value="codex-stdio"),))
     assert check_contract(documents, spec, environment="dev").passed
+
+
+_POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: api\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (_POD + "    env: [{name: A, value: " + "9" * 5000 + "}]\n", "cannot convert"),
+        (_POD + "    env: [{name: A, value: 0x" + "f" * 20_000 + "}]\n", "integer of 80000 bits"),
+        (_POD + "    env: [{name: A, value: " + "9" * 20 + "}]\n", "integer of 67 bits"),
+        (_POD + "    " + "9" * 300 + ": key\n", "integer of 997 bits"),
+        ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nests too deep"),
+    ],
+    ids=["decimal-over-4300-digits", "wide-hex", "over-64-bits", "integer-key", "deep"],
+)
+def test_a_value_no_kubernetes_object_holds_is_a_manifest_error(text: str, problem: str) -> None:
+    # Each was an unexpected exception (exit 4) from the YAML reader or from printing.
+    with pytest.raises(DeploymentManifestError, match=problem):
+        parse_manifests(text, source="deploy.yaml")
+
+
+def test_a_64_bit_integer_is_still_read() -> None:
+    text = _POD + "    env: [{name: A, value: '1'}]\n    ports: [{containerPort: " + str(2**63 - 1)
+    documents = parse_manifests(text + "}]\n", source="deploy.yaml")
+    assert len(documents) == 1

@@ -23,13 +23,13 @@ from agc.readiness import (
     stored_observation,
 )
 from tests.conftest import examples
-from tests.readiness.helpers import LIVE_URL, completed, observation
+from tests.readiness.helpers import LIVE_URL, completed, declaring, observation
 
 REPLY = "Here is the whole assistant reply, long enough to search for."
 
 
 def _evidence(obs: Observation) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    verdict = classify(obs)
+    verdict = classify(obs, declaring(obs))
     stored = stored_observation(obs)
     statement = build_statement(
         verdict,

@@ -27,7 +27,7 @@ from tests.readiness.chat_server import (
     json_reply,
     raw_reply,
 )
-from tests.readiness.helpers import completed, credential_answer
+from tests.readiness.helpers import completed, credential_answer, declaring
 
 REACHES_INSIDE = {
     "agc.readiness._probe": "the retry and back-off arithmetic and the probe URLs",
@@ -275,7 +275,8 @@ def test_a_dry_run_without_readyz_asks_for_an_unknown_trace() -> None:
 
 def test_a_remote_endpoint_can_pass_live() -> None:
     """Over a transport that is not loopback (httpx's in-process transport, the server's
-    answers scripted the same way), the same answer is a LIVE pass."""
+    answers scripted the same way), the same answer is a LIVE pass from the declared live
+    endpoint, and at most DRY-RUN with none declared."""
     answers = iter(
         [
             httpx.Response(202, json={"traceId": "t-9"}),
@@ -292,7 +293,8 @@ def test_a_remote_endpoint_can_pass_live() -> None:
             timing=_timing(FakeTiming()),
         )
     assert result.observation.endpoint == "https://chat.dev.example.test/v1/agent/chat"
-    assert classify(result.observation).label == "LIVE"
+    assert classify(result.observation, declaring(result.observation)).label == "LIVE"
+    assert classify(result.observation).label == "DRY-RUN"
 
 
 @pytest.mark.parametrize(

@@ -74,6 +74,12 @@ def _answers(secret: str, shape: str) -> Script:
                 "threadId": "t",
                 "reply": {"role": "assistant", "content": "the reply"},
                 "lastEvent": {"type": "turn.completed", "message": "m"},
+                "providerTrace": {
+                    "events": [{"seq": 0, "method": "response.delta", "params": {"t": "d"}}],
+                    "limit": 20,
+                    "firstSeq": 0,
+                    "omitted": 0,
+                },
             },
         )
         final["status"] = "completed"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ from agc.readiness import (
     DECISION_TABLE,
     KNOWN_RUNNER_BLOCKERS,
     Observation,
+    ReadinessConfig,
     ReadinessPolicy,
     classify,
     decision_table_document,
@@ -20,9 +21,11 @@ from agc.readiness import (
 )
 from agc.readiness._table import HARDWARE_CAPABILITY_FIELDS, READ_ONLY_REGISTRY_FIELDS
 from tests.readiness.helpers import (
+    DECLARED,
     LIVE_URL,
     completed,
     credential_answer,
+    declaring,
     hardware_answer,
     observation,
     read_only_answer,
@@ -516,7 +519,7 @@ CASES: list[Case] = [
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_the_table_gives_the_expected_verdict(case: Case) -> None:
-    verdict = classify(case.observation)
+    verdict = classify(case.observation, declaring(case.observation))
     assert verdict.rule == case.rule
     assert verdict.label == case.label
     assert verdict.passed is case.passed
@@ -544,7 +547,7 @@ def test_every_ceiling_has_a_case() -> None:
 
 def test_only_a_live_reply_satisfies_the_runner_gate() -> None:
     for case in CASES:
-        verdict = classify(case.observation)
+        verdict = classify(case.observation, declaring(case.observation))
         if verdict.agent_runner_gate:
             assert verdict.passed
             assert verdict.capability == "full-agent-session"
@@ -681,7 +684,8 @@ def test_loopback_and_file_endpoints_are_at_most_local(endpoint: str) -> None:
     ],
 )
 def test_names_that_only_look_local_are_not(endpoint: str) -> None:
-    assert classify(observation(completed(), endpoint=endpoint)).label == "LIVE"
+    declared = ReadinessPolicy(declared_endpoints={"dev": endpoint})
+    assert classify(observation(completed(), endpoint=endpoint), declared).label == "LIVE"
 
 
 def test_an_undeclared_endpoint_is_never_the_environments_live_evidence() -> None:
@@ -692,8 +696,41 @@ def test_an_undeclared_endpoint_is_never_the_environments_live_evidence() -> Non
     assert not verdict.passed
     assert "undeclared-endpoint" in {r.code for r in verdict.reasons}
     assert classify(observation(completed(), endpoint=LIVE_URL + "/"), policy).label == "LIVE"
+    # Another environment, whose live endpoint nothing declares: never LIVE.
     other_env = observation(completed(), environment="staging", endpoint="https://s.test/x")
-    assert classify(other_env, policy).label == "LIVE"
+    verdict = classify(other_env, policy)
+    assert (verdict.label, verdict.passed) == ("DRY-RUN", True)
+    assert "endpoint-not-declared" in {r.code for r in verdict.reasons}
+
+
+LIVE_PASSES = [
+    case
+    for case in CASES
+    if classify(case.observation, declaring(case.observation)).label == "LIVE"
+]
+
+
+@pytest.mark.parametrize("case", LIVE_PASSES, ids=[case.name for case in LIVE_PASSES])
+@pytest.mark.parametrize(
+    "endpoint",
+    [LIVE_URL, "http://10.0.0.7:16666/v1/agent/chat", "https://stub.example.test/chat"],
+)
+def test_with_no_live_endpoint_declared_no_answer_is_live(case: Case, endpoint: str) -> None:
+    """A stub (or anything else) answering on a non-loopback address, with no endpoint
+    declared for the environment, is at most DRY-RUN: it is not known to be the live
+    route. Declaring that very endpoint (the --live-endpoint flag) lets it be LIVE."""
+    answer = replace(case.observation, endpoint=endpoint)
+    verdict = classify(answer)
+    assert verdict.label == "DRY-RUN"
+    assert verdict.passed
+    assert not verdict.meets("LIVE")
+    reason = next(r for r in verdict.reasons if r.code == "endpoint-not-declared")
+    assert (reason.field, reason.observed) == ("endpoint", endpoint)
+    declared = ReadinessConfig().declaring("dev", endpoint)
+    assert classify(answer, declared.policy).label == "LIVE"
+    # A declaration for another environment changes nothing for this one.
+    elsewhere = ReadinessConfig().declaring("prod", endpoint)
+    assert classify(answer, elsewhere.policy).label == "DRY-RUN"
 
 
 def test_the_provider_key_names_are_policy() -> None:
@@ -733,7 +770,7 @@ def test_the_summary_names_provider_model_backend_and_error_class() -> None:
 
 
 def test_meets_compares_levels_of_passes_only() -> None:
-    live = classify(observation(completed()))
+    live = classify(observation(completed()), DECLARED)
     assert live.meets("LIVE")
     assert live.meets("LOCAL")
     local = classify(observation(completed(), endpoint="http://127.0.0.1/v1/agent/chat"))

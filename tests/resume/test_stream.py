@@ -31,8 +31,12 @@ from agc.resume import (
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+GEMINI = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "gemini" / "session-file.jsonl"
+)
 FIXTURES = [
     *(pytest.param(path, id=path.name) for path in sorted(GOLDEN.glob("*.jsonl"))),
+    pytest.param(GEMINI, id="gemini-session-file"),
     *shared_params(REAL_FIXTURES, "*/*.jsonl"),
 ]
 
@@ -166,4 +170,60 @@ def test_one_key_per_call_from_a_file_a_run_and_a_snapshot(
     )
     from_snapshot = keys(["snap", "--store", str(store)])
     assert len(from_file) == 1
+    assert from_file == from_run == from_snapshot
+
+
+def _gemini_executing(data: bytes) -> bytes:
+    """The real Gemini CLI session cut at the record of its last call, left executing:
+    no ``result`` in its ``toolCalls`` entry (the earlier lines as recorded)."""
+    records = [json.loads(line) for line in data.splitlines() if line.strip()]
+    last = max(i for i, r in enumerate(records) if r.get("toolCalls"))
+    records = records[: last + 1]
+    call = records[last]["toolCalls"][-1]
+    call.pop("result")
+    call["status"] = "executing"
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+@pytest.mark.parametrize("executing", [False, True], ids=["as-recorded", "last-call-executing"])
+def test_one_key_per_call_of_a_gemini_session_from_a_file_a_run_and_a_snapshot(
+    executing: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real Gemini CLI session (each result recorded twice; or its last call left
+    executing): ``agc resume FILE``, ``agc resume RUN`` of the run it was imported into
+    and a snapshot of its records (``gemini-chat``) give each call the same key."""
+    data = GEMINI.read_bytes()
+    if executing:
+        data = _gemini_executing(data)
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(data)
+    history = load_history(data, source=str(source))
+    assert history.session_id == "00000000-0000-4000-8000-000000000001"
+    store = tmp_path / "store"
+
+    def keys(argv: list[str]) -> dict[tuple[str, str], str]:
+        capsys.readouterr()
+        assert main(["resume", *argv, "--strategy", "synthesize", "--json"]) == 0
+        changes = json.loads(capsys.readouterr().out)["report"]["changes"]
+        return {(c["action"], c["call_id"]): c["idempotency_key"] for c in changes}
+
+    from_file = keys([str(source)])
+    assert main(["import", str(source), "--run-id", "imported", "--store", str(store)]) == 0
+    from_run = keys(["imported", "--store", str(store)])
+    save_snapshot(
+        SessionSnapshot(
+            run_id="snap",
+            session_id=history.session_id,
+            messages=list(history.records),
+            format="gemini-chat",
+        ),
+        store=store,
+    )
+    from_snapshot = keys(["snap", "--store", str(store)])
+    actions = {action for action, _ in from_file}
+    assert actions == (
+        {"dropped-duplicate-result", "synthesized"} if executing else {"dropped-duplicate-result"}
+    )
+    assert all(key.startswith("idem-") for key in from_file.values())
+    assert len(set(from_file.values())) == len(from_file)  # one key per call
     assert from_file == from_run == from_snapshot

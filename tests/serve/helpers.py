@@ -56,9 +56,20 @@ async def served(
         await supervisor.stop()
 
 
-def turn_info(trace_id: str) -> TurnInfo:
+def turn_info(
+    trace_id: str, *, workspace: Path = Path("/w"), attachments: tuple[str, ...] = ()
+) -> TurnInfo:
     """A turn of conversation ``conv-1`` saying "hello", for a sink under test."""
-    return TurnInfo(trace_id, "conv-1", 1, "hello", 0, "codex-stdio", Path("/w"))
+    return TurnInfo(
+        trace_id,
+        "conv-1",
+        1,
+        "hello",
+        0,
+        "codex-stdio",
+        workspace,
+        attachments=attachments,
+    )
 
 
 def start_command_turn(sink: TurnSink, trace_id: str) -> TurnInfo:

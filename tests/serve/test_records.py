@@ -6,6 +6,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agc.serve import TraceEvent, TurnEnd, TurnInfo, reply_record, request_record, tool_event
 from agc.serve._trace import Trace, iso_ms, trim, waiting_for_after
 
@@ -158,3 +161,29 @@ def test_trim_cuts_long_strings_and_deep_nesting() -> None:
     assert "leaf" not in flat
     assert "…" in flat
     assert iso_ms(1_700_000_000_123) == "2023-11-14T22:13:20.123Z"
+
+
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=40_000), min_size=1, max_size=60),
+    budget=st.integers(min_value=1, max_value=200_000),
+    finished=st.integers(min_value=1, max_value=50_000),
+)
+def test_a_trace_keeps_within_its_byte_budget_the_newest_events_in_order(
+    sizes: list[int], budget: int, finished: int
+) -> None:
+    trace = Trace("trc-1", "conv-1", 1, 0, max_events=50, max_bytes=budget, window=5)
+    for index, size in enumerate(sizes):
+        trace.add("codex" if index % 2 else "serve", "warning", {"t": "x" * size}, "notification")
+        kept = [event.seq for event in trace.events]
+        # The newest events, contiguous, the last one always; within both bounds unless
+        # the newest alone is over the budget.
+        assert kept == list(range(trace.event_count - len(kept), trace.event_count))
+        assert len(kept) <= 50
+        assert trace.kept_bytes <= budget or len(kept) == 1
+    trace.compact(finished)
+    assert trace.kept_bytes <= finished or len(trace.events) == 1
+    assert trace.events[-1].seq == len(sizes) - 1
+    # The /result windows do not depend on what the trace still keeps.
+    assert [e.seq for e in trace.runner_window] == list(range(len(sizes)))[-5:]
+    assert [e.seq for e in trace.provider_window] == list(range(1, len(sizes), 2))[-5:]
+    assert trace.provider_count == len(sizes) // 2

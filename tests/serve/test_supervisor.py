@@ -291,6 +291,7 @@ def test_a_sink_that_cannot_seal_fails_the_turn(tmp_path: Path) -> None:
             assert trace.error["code"] == "audit_seal_failed"
             assert trace.audit is not None
             assert trace.audit["sealed"] is False
+            assert trace.audit["recoverWith"] == f"agc recover {trace.trace_id}"
         finally:
             await supervisor.stop()
 

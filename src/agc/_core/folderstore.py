@@ -49,6 +49,7 @@ from agc._core.storage import (
     BucketLock,
     ChainPaths,
     ChainTurn,
+    ListedObject,
     ObjectInfo,
     ObjectVersion,
     Opened,
@@ -257,6 +258,26 @@ class FolderStore(Store):
         for path in sorted(self._walk(folder)):
             if path.startswith(path_prefix):
                 yield path
+
+    def list_objects(self, path_prefix: str) -> Iterator[ListedObject]:
+        """Each file of :meth:`list_paths` with its size and modification time, as
+        ``lstat`` gives them (nothing is read; a file removed since the listing, or
+        replaced by something that is not a regular file, is left out).
+
+        Raises:
+            ValueError: ``path_prefix`` is neither ``""`` nor a path inside a store.
+            StoreError: a folder cannot be listed, or a file looked up.
+        """
+        for path in self.list_paths(path_prefix):
+            file = self.file(path)
+            try:
+                info = os.lstat(file)
+            except OSError as exc:
+                if exc.errno in _MISSING:
+                    continue
+                raise StoreError(f"cannot look up {file}: {exc.strerror}") from exc
+            if stat.S_ISREG(info.st_mode):
+                yield ListedObject(path, info.st_size, info.st_mtime_ns // 1_000_000)
 
     def _walk(self, folder: str) -> Iterator[str]:
         where = self.file(folder) if folder else self.root

@@ -23,6 +23,7 @@ from typing import BinaryIO, Final
 
 from agc._core.storage import (
     BucketLock,
+    ListedObject,
     ObjectInfo,
     ObjectVersion,
     Opened,
@@ -169,6 +170,12 @@ class MemoryStore(Store):
             )
         for key in keys:
             yield self.relative(key)
+
+    def list_objects(self, path_prefix: str) -> Iterator[ListedObject]:
+        for path in self.list_paths(path_prefix):
+            found = self._find(path, None)
+            if found is not None and found.data is not None:
+                yield ListedObject(path, len(found.data), found.last_modified_ms)
 
     @property
     def key_prefix(self) -> str:

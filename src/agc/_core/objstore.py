@@ -40,6 +40,7 @@ from agc._core.storage import (
     LOCK_MODES,
     MAX_RETENTION_DAYS,
     BucketLock,
+    ListedObject,
     LockMode,
     ObjectInfo,
     ObjectVersion,
@@ -427,6 +428,16 @@ class ObjectStore(Store):
         Raises:
             StoreError: refused or unreachable.
         """
+        for listed in self.list_objects(path_prefix):
+            yield listed.path
+
+    def list_objects(self, path_prefix: str) -> Iterator[ListedObject]:
+        """The current objects under ``path_prefix`` with their sizes and modification
+        times (``ListObjectsV2``; nothing is read), the keys of :meth:`list_paths`.
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
         paginator = self.client.get_paginator("list_objects_v2")
         try:
             for page in paginator.paginate(
@@ -435,7 +446,9 @@ class ObjectStore(Store):
                 for raw in page.get("Contents", []):
                     path = self.relative(raw["Key"])
                     if is_store_path(path):
-                        yield path
+                        yield ListedObject(
+                            path, int(raw.get("Size") or 0), _millis(raw.get("LastModified"))
+                        )
         except Exception as exc:
             raise self._error(exc, "list", path_prefix) from exc
 

@@ -78,6 +78,7 @@ __all__ = [
     "SECRET_KINDS",
     "RedactionStats",
     "contains_secret",
+    "credential_variable",
     "distinct_names",
     "redact_text",
     "redact_value",
@@ -1556,6 +1557,39 @@ def _key_names(key: str) -> tuple[str, str] | None:
     if _AWS_SK_NAME_END.search(key):
         return "aws-secret-key", "secret"
     return _secret_name(key)
+
+
+# Environment variables whose value is a credential although no secret word ends their
+# name: an agent socket that signs with the user's keys (ssh-agent(1), gpg-agent(1)), a
+# cluster configuration with its tokens (kubectl), an access key id (AWS), and the
+# connection URLs and DSNs that carry a password (RFC 3986 userinfo; libpq, SQLAlchemy,
+# Sentry, Heroku-style DATABASE_URL).
+_CREDENTIAL_VARIABLES: Final = frozenset({
+    "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KUBECONFIG", "AWS_ACCESS_KEY_ID", "NETRC",
+    "PGPASSFILE", "DOCKER_AUTH_CONFIG",
+})  # fmt: skip
+_CREDENTIAL_VARIABLE_ENDINGS: Final = (
+    "DATABASE_URL", "DATABASE_URI", "_DSN", "CONNECTION_STRING", "REDIS_URL", "MONGODB_URI",
+    "MONGO_URL", "AMQP_URL", "BROKER_URL",
+)  # fmt: skip
+
+
+def credential_variable(name: str) -> str | None:
+    """The kind of credential an environment variable called ``name`` holds, or ``None``.
+
+    A name that names a secret by its last word (``GITHUB_TOKEN``,
+    ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``; the rule :func:`redact_value` applies
+    to a JSON key) is ``password-assignment``, ``secret-assignment`` or
+    ``aws-secret-key``; a variable that grants access by other means (``SSH_AUTH_SOCK``,
+    ``DATABASE_URL``, ``*_DSN``, ``KUBECONFIG``, ``AWS_ACCESS_KEY_ID``) is
+    ``credential-variable``. Case-insensitive for the second group (environment names
+    are upper case by convention, POSIX.1-2017 8.1).
+    """
+    upper = name.upper()
+    if upper in _CREDENTIAL_VARIABLES or upper.endswith(_CREDENTIAL_VARIABLE_ENDINGS):
+        return "credential-variable"
+    named = _key_names(name)
+    return named[0] if named is not None else None
 
 
 def _named_entry_kind(key: str, item: str) -> str | None:

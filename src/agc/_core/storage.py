@@ -53,6 +53,7 @@ __all__ = [
     "BucketLock",
     "ChainPaths",
     "ChainTurn",
+    "ListedObject",
     "LockMode",
     "ObjectInfo",
     "ObjectVersion",
@@ -134,6 +135,22 @@ class ObjectVersion:
     lock_mode: str | None = None
     retain_until_ms: int | None = None
     legal_hold: bool | None = None
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    """One current object as a listing names it (``ListObjectsV2``'s ``Contents``),
+    without reading it.
+
+    Attributes:
+        path: its path inside the store.
+        size: its length in bytes.
+        last_modified_ms: when it was last written, Unix time in milliseconds.
+    """
+
+    path: str
+    size: int
+    last_modified_ms: int
 
 
 @dataclass(frozen=True)
@@ -372,6 +389,16 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def list_paths(self, path_prefix: str) -> Iterator[str]:
         """The paths of the current objects whose path begins with ``path_prefix``.
+
+        Raises:
+            StoreError: refused or unreachable.
+        """
+
+    @abc.abstractmethod
+    def list_objects(self, path_prefix: str) -> Iterator[ListedObject]:
+        """The current objects whose path begins with ``path_prefix``, in path order,
+        with their sizes and modification times, as one listing gives them (no object is
+        read): the paths of :meth:`list_paths`.
 
         Raises:
             StoreError: refused or unreachable.

@@ -36,7 +36,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, overload
 
-from agc._core.folderstore import FolderStore
 from agc._core.storage import ChainPaths, Store
 from agc.errors import RunIdInvalidError, UsageError
 
@@ -66,6 +65,7 @@ __all__ = [
     "archived_manifest_path",
     "artifact_path",
     "folder_store",
+    "is_run_id",
     "link_path",
     "manifest_lock_path",
     "manifest_path",
@@ -187,6 +187,17 @@ def validate_run_id(run_id: str) -> str:
     if type(run_id) is not RunId:
         _check_run_id(run_id)
     return run_id
+
+
+def is_run_id(text: object) -> bool:
+    """Whether ``text`` is a valid run id (:func:`validate_run_id` accepts it): for a
+    name read from a store (a listing, a chain link), where one that is not is skipped
+    or reported, never raised."""
+    try:
+        _check_run_id(text)
+    except RunIdInvalidError:
+        return False
+    return True
 
 
 def _check_run_id(run_id: object) -> None:
@@ -383,4 +394,8 @@ def open_store(store: StoreArg | Store = None) -> Store:
     remote = remote_store(store)
     if remote is not None:
         return remote
+    # the folder backend (hashlib, the fs layer) only when a store is opened: a run id
+    # or the layout alone does not need it
+    from agc._core.folderstore import FolderStore  # noqa: PLC0415
+
     return FolderStore(resolve_store(store))

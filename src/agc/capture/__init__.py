@@ -52,7 +52,14 @@ if _TYPE_CHECKING:
         event_kind,
         parse_hook_event,
     )
-    from agc.capture._install import CLIENT_EVENTS, CodexTrust, Scope, codex_hook_hash, hook_command
+    from agc.capture._install import (
+        CLIENT_EVENTS,
+        CodexTrust,
+        Scope,
+        codex_hook_hash,
+        hook_client_command,
+        hook_command,
+    )
     from agc.capture._install_files import (
         ClientHooks,
         FileChange,
@@ -97,6 +104,7 @@ __all__ = [
     "detect_format",
     "event_kind",
     "find_codex",
+    "hook_client_command",
     "hook_command",
     "install_hooks",
     "parse_hook_event",
@@ -132,6 +140,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "CodexTrust",
         "Scope",
         "codex_hook_hash",
+        "hook_client_command",
         "hook_command",
     ),
     "agc.capture._install_files": (

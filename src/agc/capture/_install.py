@@ -65,7 +65,9 @@ __all__ = [
     "codex_key",
     "codex_moves",
     "codex_trust",
+    "hook_client_command",
     "hook_command",
+    "hook_programs",
     "is_agc_command",
     "with_codex_trust",
     "with_hooks",
@@ -135,19 +137,75 @@ def hook_command(agc: str, client: ClientName, *, store: str | None = None) -> s
     return shlex.join(argv)
 
 
+HOOK_CLIENT: Final = ("agc", "cli", "_hookclient.py")
+"""The last parts of the path of agc's hook client script (``agc/cli/_hookclient.py``)."""
+
+
+def hook_client_command(
+    python: str, script: str, client: ClientName, *, store: str | None = None
+) -> str:
+    """The shell command a client runs for every event: agc's hook client ``script``
+    (``…/agc/cli/_hookclient.py``) run by ``python`` with ``-I -S`` (isolated, no
+    ``site``: it starts in milliseconds and hands the event to agc's resident capture
+    process), ``--client <client>``, ``--store S`` when given; quoted for a POSIX shell
+    (each client runs the command through ``sh -c``).
+
+    Raises:
+        UsageError: ``client`` is not one of :data:`~agc.capture.CLIENTS`, or ``script``
+            is not a path ending in ``agc/cli/_hookclient.py``.
+    """
+    _known(client)
+    if tuple(script.split(os.sep)[-3:]) != HOOK_CLIENT:
+        raise UsageError(f"{script} is not agc's hook client ({'/'.join(HOOK_CLIENT)})")
+    argv = [python, "-I", "-S", script, "--client", client]
+    if store is not None:
+        argv += ["--store", store]
+    return shlex.join(argv)
+
+
+def hook_programs(command: str) -> list[str]:
+    """The programs and files agc's hook ``command`` runs: ``[agc]`` for ``agc hook …``,
+    ``[python, script]`` for the hook client (:func:`hook_client_command`); ``[]`` when
+    the command cannot be split."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return []
+    script = _client_script(argv)
+    return argv[:1] + ([argv[script]] if script is not None else [])
+
+
+def _client_script(argv: list[str]) -> int | None:
+    """The index of agc's hook client script in ``argv`` (after the interpreter and its
+    options), ``None`` when ``argv`` does not run it."""
+    for index in range(1, len(argv)):
+        word = argv[index]
+        if tuple(word.split("/")[-3:]) == HOOK_CLIENT:
+            return index
+        if not word.startswith("-"):
+            return None
+    return None
+
+
 def is_agc_command(command: object, client: ClientName) -> bool:
     """True when ``command`` is agc's hook for ``client``: ``…/agc hook --client <client> …``
-    (any path to an executable named ``agc``, any options after)."""
+    (any path to an executable named ``agc``, any options after) or the hook client,
+    ``<python> [options] …/agc/cli/_hookclient.py --client <client> …``."""
     if not isinstance(command, str):
         return False
     try:
         argv = shlex.split(command)
     except ValueError:
         return False
-    if len(argv) < 4 or os.path.basename(argv[0]) != "agc" or argv[1] != "hook":
+    script = _client_script(argv)
+    if script is not None:
+        start = script + 1
+    elif len(argv) >= 4 and os.path.basename(argv[0]) == "agc" and argv[1] == "hook":
+        start = 2
+    else:
         return False
     try:
-        return argv[argv.index("--client", 2) + 1] == client
+        return argv[argv.index("--client", start) + 1] == client
     except (ValueError, IndexError):
         return False
 

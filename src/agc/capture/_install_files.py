@@ -55,6 +55,7 @@ from agc.capture._install import (
     agc_handlers,
     codex_moves,
     codex_trust,
+    hook_programs,
     is_agc_command,
     with_codex_trust,
     with_hooks,
@@ -528,14 +529,14 @@ class ClientHooks:
 
 
 def _program_found(command: str) -> bool:
-    try:
-        argv = shlex.split(command)
-    except ValueError:
+    """Whether the program ``command`` runs exists and is executable (and, for the hook
+    client, its script is a file)."""
+    needed = hook_programs(command)
+    if not needed:
         return False
-    if not argv:
-        return False
-    program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
-    return program is not None and os.path.isfile(program) and os.access(program, os.X_OK)
+    program = needed[0] if os.sep in needed[0] else shutil.which(needed[0])
+    found = program is not None and os.path.isfile(program) and os.access(program, os.X_OK)
+    return found and all(os.path.isfile(script) for script in needed[1:])
 
 
 def _store_of(command: str) -> str | None:

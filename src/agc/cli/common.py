@@ -39,8 +39,6 @@ from agc.flows import (
     MACHINE_ERRNOS,
     describe_os_error,
     new_file_errors,
-    open_store,
-    resolve_store,
     write_new_file,
 )
 
@@ -411,6 +409,8 @@ def trusted_keys_from(
     named = [*(paths or []), *([Path(folder)] if folder else [])]
     keys = load_trusted_keys(paths or [], folder=Path(folder) if folder else None, on_note=note)
     if not quiet and not isinstance(store, _NoStore):
+        from agc.flows import resolve_store  # noqa: PLC0415 - the store layer, not for --help
+
         for inside in keys_inside_store(named, store):
             _err().print(
                 f"warning: trusted key {inside} is inside the store {resolve_store(store)}: "
@@ -429,6 +429,8 @@ def keys_inside_store(paths: list[Path], store: str | os.PathLike[str] | None) -
     Raises:
         UsageError: an ``s3://`` URL that is not valid.
     """
+    from agc.flows import open_store  # noqa: PLC0415 - the store layer, not for --help
+
     folder = open_store(store).folder
     if folder is None:
         return []

@@ -25,6 +25,9 @@ from agc.extensions import (
     ImportResult,
     PrivacyReport,
     apply_startup_events,
+    credential_warnings,
+    forwards,
+    is_remote,
     literal_values,
     project,
 )
@@ -166,7 +169,8 @@ def import_command(
     A source is a file (SKILL.md, config.toml, .mcp.json, anything else), a folder, a
     zip archive or a plugin (.codex-plugin/ or .claude-plugin/plugin.json). It is kept
     once, byte for byte; nothing in it is run, started or fetched. Unsafe archives
-    (.., absolute paths, links, colliding names, zip bombs) are refused whole.
+    (.., absolute paths, links that leave the archive, colliding names, zip bombs) are
+    refused whole; a link inside an archive is kept as a copy of its file or skipped.
     Names that are taken get -2, -3 …; one notice per import says so.
     An MCP server's literal env or header values (possibly secrets) are named in a
     warning, never shown, and kept only in owner-only files (0600 in 0700 folders);
@@ -208,6 +212,10 @@ def import_command(
         for note in result.notes:
             _note(f"note: {note}")
         _warn_literals(result)
+        for item in result.items:
+            if item.mcp is not None and item.launchable:
+                for warning in credential_warnings(item.name, item.mcp.config, EnvBlocklist()):
+                    _note(f"warning: {warning}")
     if as_json:
         emit_json(results[0] if len(results) == 1 else results)
     return exit_code
@@ -338,9 +346,10 @@ def rename_command(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> int:
-    """Rename an item. Skills: lower-case letters, digits and hyphens (at most 64); MCP
-    servers: letters, digits, '_' and '-'. A taken name gets -2, -3 … with a notice.
-    The stored source is never changed: a renamed skill's runtime copy carries the name.
+    """Rename an item. Skills: any name Codex loads (1-64 characters, single spaces
+    inside, no control characters); MCP servers: letters, digits, '_' and '-'. A taken
+    name gets -2, -3 … with a notice. The stored source is never changed: a renamed
+    skill's runtime copy carries the name.
 
     \b
     Examples:
@@ -399,6 +408,86 @@ def rm_command(refs: RefsArgument, store: StoreOption = None, as_json: JsonOptio
     return int(ExitCode.OK)
 
 
+def _block_env_option() -> Any:
+    return typer.Option(
+        "--block-env",
+        metavar="NAME",
+        help="One more client secret never forwarded to a third-party server "
+        "(NAME or PREFIX*; repeatable). Always blocked: " + ", ".join(DEFAULT_BLOCKED_ENV),
+    )
+
+
+def _receives(item: ExtensionItem, blocklist: EnvBlocklist) -> dict[str, Any]:
+    """What an item is given at launch (names only, never a value)."""
+    if item.mcp is None:
+        return {"transport": None, "remote": False, "env": [], "httpHeaders": [],
+                "forwarded": [], "warnings": []}  # fmt: skip
+    config = item.mcp.config
+    return {
+        "transport": "stdio" if "command" in config else "http" if "url" in config else None,
+        "remote": is_remote(config),
+        "env": sorted(config.get("env") or {}),
+        "httpHeaders": sorted(config.get("http_headers") or {}),
+        "forwarded": [forward.to_dict() for forward in forwards(config, blocklist)],
+        "warnings": credential_warnings(item.name, config, blocklist),
+    }
+
+
+def show_command(
+    ref: Annotated[str, typer.Argument(help="Item id (or unique prefix or name).")],
+    block_env: Annotated[list[str] | None, _block_env_option()] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Show one item and what it receives when it is launched: the variables of its own
+    configuration (names only), the variables of the launching environment it is given
+    (each marked when its name says it holds a credential) and those never given (the
+    client's own secrets). A credential sent to a remote MCP server is a warning.
+
+    \b
+    Examples:
+      agc ext show search
+      agc ext show extension-3f2a --json
+    """
+    repo = _repo(store)
+    index = repo.load()
+    item = repo.resolve(index, ref)
+    receives = _receives(item, EnvBlocklist.with_extra(block_env or []))
+    if as_json:
+        emit_json(
+            {"item": {**item.dto(index.source_name(item)), **_extra(item)}, "receives": receives}
+        )
+    else:
+        out = out_console
+        lines = [
+            f"{item.name} ({item.type}, {_status_text(item)})",
+            f"id:      {item.id}",
+            f"source:  {index.source_name(item)} ({item.source_relative_path})",
+        ]
+        if receives["transport"] is not None:
+            where = "remote" if receives["remote"] else "local"
+            lines.append(f"server:  {receives['transport']} ({where})")
+            lines.append("own env: " + (", ".join(receives["env"]) or "none"))
+            if receives["httpHeaders"]:
+                lines.append("headers: " + ", ".join(receives["httpHeaders"]))
+            given = [
+                f["variable"] + (f" (credential: {f['credential']})" if f["credential"] else "")
+                for f in receives["forwarded"]
+                if not f["blocked"]
+            ]
+            kept = [f["variable"] for f in receives["forwarded"] if f["blocked"]]
+            lines.append("from the launching environment: " + (", ".join(given) or "nothing"))
+            if kept:
+                lines.append("never given (the client's own secrets): " + ", ".join(kept))
+        elif item.type == "skill":
+            lines.append("receives no environment (a skill is text for the model)")
+        for line in lines:
+            out.print(_printable(line), markup=False, highlight=False)
+        for warning in receives["warnings"]:
+            _note(f"warning: {warning}")
+    return int(ExitCode.OK)
+
+
 # -- project, status ----------------------------------------------------------------------
 
 
@@ -445,15 +534,7 @@ def project_command(
             help="mcp_optional_startup_grace_ms: how long Codex waits for optional MCP servers.",
         ),
     ] = DEFAULT_STARTUP_GRACE_MS,
-    block_env: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--block-env",
-            metavar="NAME",
-            help="One more client secret never forwarded to a third-party server "
-            "(NAME or PREFIX*; repeatable). Always blocked: " + ", ".join(DEFAULT_BLOCKED_ENV),
-        ),
-    ] = None,
+    block_env: Annotated[list[str] | None, _block_env_option()] = None,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> int:
@@ -493,6 +574,8 @@ def project_command(
             f"MCP servers ({len(result.mcp_servers)}): {servers}", markup=False, highlight=False
         )
     for server in result.mcp_servers:
+        for warning in server.warnings:
+            _note(f"warning: {warning}")
         if server.not_forwarded:
             _note(
                 f"note: {server.name}: not forwarded (the client's own secrets): "
@@ -586,7 +669,7 @@ def status_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``agc ext import|list|enable|disable|rename|rm|project|status`` to the app."""
+    """Add ``agc ext import|list|enable|disable|rename|rm|show|project|status`` to the app."""
     ext = new_app(
         name="ext",
         help_text=(
@@ -600,6 +683,7 @@ def register(app: typer.Typer) -> None:
     ext.command(name="disable", epilog=EPILOG)(disable_command)
     ext.command(name="rename", epilog=EPILOG)(rename_command)
     ext.command(name="rm", epilog=EPILOG)(rm_command)
+    ext.command(name="show", epilog=EPILOG)(show_command)
     ext.command(name="project", epilog=EPILOG)(project_command)
     ext.command(name="status", epilog=EPILOG)(status_command)
     app.add_typer(ext, name="ext")

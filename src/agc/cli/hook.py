@@ -9,6 +9,7 @@ and every problem, a bad argument included, is kept as a capture failure for
 ``agc hooks status`` and ``agc-verify`` and said in one line on stderr.
 """
 
+import os
 import sys
 from typing import Annotated, BinaryIO, Final
 
@@ -68,25 +69,56 @@ def _read_event(stdin: BinaryIO | None) -> bytes:
         return b""
 
 
-def run(args: list[str], *, stdin: BinaryIO | None = None) -> int:
-    """``agc hook ARGS``: capture the event on ``stdin`` (default: the process's stdin).
+def run(args: list[str], *, stdin: BinaryIO | None = None, retry: bool = False) -> int:
+    """``agc hook ARGS``: capture the event on ``stdin`` (default: the process's stdin);
+    ``retry``: see :func:`agc.flows.capture_hook_event`.
 
     Returns 0, always (see the module docstring)."""
     if stdin is None:
         stdin = sys.stdin.buffer if sys.stdin is not None else None
+    message = capture(args, _read_event(stdin), retry=retry)
+    if message:
+        _say(message)
+    return 0
+
+
+def capture(
+    args: list[str],
+    data: bytes,
+    *,
+    retry: bool = False,
+    origin: tuple[str, str, str] | None = None,
+) -> str:
+    """Capture one event for the command line ``agc hook ARGS``; the line to say on
+    stderr (empty when nothing failed). Never raises.
+
+    ``origin`` is ``(cwd, store, state)`` of the hook process when another process
+    captures for it (the resident capture process): its working folder (a relative
+    ``--store`` is taken from there), the store when ``--store`` names none
+    (``$AGC_HOME``, else ``~/.agc``, in the hook's environment) and its
+    ``$XDG_STATE_HOME`` folder (the fallback failure file)."""
     client, store, problem = _parse(args)
-    data = _read_event(stdin)
+    environ = None
+    if origin is not None:
+        cwd, default, state = origin
+        store = store or default
+        if "://" not in store:
+            store = os.path.join(cwd, store)
+        environ = {"XDG_STATE_HOME": state}
     if problem is not None or client is None:
         outcome = record_capture_failure(
-            store=store, code="usage", message=f"agc hook {' '.join(args)}: {problem}"
+            store=store,
+            code="usage",
+            message=f"agc hook {' '.join(args)}: {problem}",
+            environ=environ,
         )
     else:
-        outcome = capture_hook_event(client, data, store=store)
+        outcome = capture_hook_event(client, data, store=store, environ=environ, retry=retry)
     failure = outcome.failure
-    if failure is not None:
-        where = f"kept in {outcome.kept_at}" if outcome.kept_at else "could not be kept anywhere"
-        _say(f"agc hook: event not captured whole: {failure.message} ({where})\n")
-    return 0
+    if failure is None:
+        return ""
+    where = f"kept in {outcome.kept_at}" if outcome.kept_at else "could not be kept anywhere"
+    return f"agc hook: event not captured whole: {failure.message} ({where})\n"
 
 
 def _say(text: str) -> None:

@@ -4,7 +4,6 @@ configuration."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -18,6 +17,7 @@ from agc.capture import (
     HooksChange,
     Scope,
     find_codex,
+    hook_client_command,
     hook_command,
     install_hooks,
     uninstall_hooks,
@@ -27,7 +27,10 @@ from agc.errors import UsageError
 from agc.exitcodes import ExitCode
 from agc.flows import hooks_status
 
-__all__ = ["register"]
+__all__ = ["HOOK_CLIENT_SCRIPT", "register"]
+
+HOOK_CLIENT_SCRIPT = Path(__file__).absolute().with_name("_hookclient.py")
+"""agc's hook client, the script the installed hook command runs (standard library only)."""
 
 ClientChoice = Literal["claude-code", "codex", "gemini"]
 ClientOption = Annotated[
@@ -75,20 +78,16 @@ hooks_app = new_app(
 )
 
 
-def _agc_executable(option: Path | None) -> str:
-    """The absolute path of the agc executable the hooks run: ``--agc``, else the ``agc``
-    beside this Python (the same installation), else the one on ``PATH``."""
-    candidate: Path | None
-    if option is not None:
-        candidate = option.absolute()
-    else:
-        beside = Path(sys.executable).parent / "agc"
-        found = shutil.which("agc")
-        candidate = beside if beside.is_file() else Path(found).absolute() if found else None
-    if candidate is None or not (candidate.is_file() and os.access(candidate, os.X_OK)):
+def _agc_executable(option: Path) -> str:
+    """The absolute path of the agc executable ``--agc`` names.
+
+    Raises:
+        UsageError: it is not an executable file.
+    """
+    candidate = option.absolute()
+    if not (candidate.is_file() and os.access(candidate, os.X_OK)):
         raise UsageError(
-            f"no agc executable at {candidate}" if candidate else "no agc executable found",
-            hint="Give its path with --agc /path/to/agc.",
+            f"no agc executable at {candidate}", hint="Give its path with --agc /path/to/agc."
         )
     return str(candidate)
 
@@ -133,15 +132,23 @@ def install_command(
     codex: CodexOption = None,
     agc: Annotated[
         Path | None,
-        typer.Option("--agc", help="The agc executable the hook runs.", show_default=False),
+        typer.Option(
+            "--agc",
+            help="Run the hook as `AGC hook` (a whole agc process per event) rather than "
+            "the hook client of this agc.",
+            show_default=False,
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> int:
-    """Add `agc hook --client CLIENT` to the client's own hook configuration.
+    """Add agc's capture hook to the client's own hook configuration.
 
-    One handler for every event agc captures, after your own hooks, which are kept; the
-    file is backed up (FILE.agc-backup-TIME) before it is changed, and a file that is not
-    valid in the client's format is refused (exit 2) with nothing written. Installing
+    The hook is agc's hook client (`PYTHON -I -S …/agc/cli/_hookclient.py --client
+    CLIENT`), which hands each event to a resident agc capture process, or with --agc,
+    `AGC hook --client CLIENT`. One handler for every event agc captures, after your own
+    hooks, which are kept; the file is backed up (FILE.agc-backup-TIME) before it is
+    changed, and a file that is not valid in the client's format is refused (exit 2)
+    with nothing written. Installing
     again changes nothing, or only the command. For Codex the hooks are also trusted in
     $CODEX_HOME/config.toml (the digest Codex's own /hooks review writes), so Codex runs
     them; when a codex program is found it is asked (hooks/list) whether it will.
@@ -152,7 +159,12 @@ def install_command(
       agc hooks install --client codex --store ~/evidence
       agc hooks install --client gemini --scope project --project ~/src/app
     """
-    command = hook_command(_agc_executable(agc), client, store=_store_text(store))
+    if agc is not None:
+        command = hook_command(_agc_executable(agc), client, store=_store_text(store))
+    else:
+        command = hook_client_command(
+            sys.executable, str(HOOK_CLIENT_SCRIPT), client, store=_store_text(store)
+        )
     program = _codex_program(codex) if client == "codex" else None
     change = install_hooks(client, scope, command=command, project=project, codex=program)
     if as_json:

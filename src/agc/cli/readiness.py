@@ -43,6 +43,7 @@ from agc.flows import (
 )
 from agc.readiness import (
     DECISION_TABLE,
+    LEVEL_ORDER,
     BaseUrlRule,
     ContractSpec,
     EnvRequirement,
@@ -97,6 +98,35 @@ RequireLevelOption = Annotated[
         "--require-level",
         help="Exit 0 only for a pass at this level or a stronger one (SOURCE < LOCAL < "
         "DRY-RUN < LIVE).",
+        show_default=False,
+    ),
+]
+ProbeRequireLevelOption = Annotated[
+    LevelChoice | None,
+    typer.Option(
+        "--require-level",
+        help="Exit 0 only for a pass at this level or a stronger one (SOURCE < LOCAL < "
+        "DRY-RUN < LIVE) [default: LIVE with --live, DRY-RUN for a dry run].",
+        show_default=False,
+    ),
+]
+EvidenceRequireLevelOption = Annotated[
+    LevelChoice | None,
+    typer.Option(
+        "--require-level",
+        help="Exit 0 only for a sealed pass at this level or a stronger one (SOURCE < "
+        "LOCAL < DRY-RUN < LIVE) [default: LIVE].",
+        show_default=False,
+    ),
+]
+LiveEndpointOption = Annotated[
+    str | None,
+    typer.Option(
+        "--live-endpoint",
+        metavar="URL",
+        help="Declare URL the environment's live chat endpoint (as environments.NAME.endpoint "
+        "in --config does): only its answer can be LIVE; with none declared, a pass is at "
+        "most DRY-RUN.",
         show_default=False,
     ),
 ]
@@ -233,6 +263,7 @@ def classify_command(
         Path, typer.Argument(help="An observation JSON file ('-' for standard input).")
     ],
     config: ConfigOption = None,
+    live_endpoint: LiveEndpointOption = None,
     evidence: EvidenceOption = None,
     store: StoreOption = None,
     signing_key: SigningKeyOption = None,
@@ -242,13 +273,16 @@ def classify_command(
 ) -> int:
     """Classify an observation (docs/readiness.md) with the decision table.
 
-    Exit 0 only for a pass (and the --require-* conditions); 1 when not a pass.
+    Exit 0 only for a pass (and the --require-* conditions); 1 when not a pass. An
+    answer is LIVE only from the environment's declared live endpoint (--config or
+    --live-endpoint).
 
     \b
     Examples:
       agc readiness classify answer.json
       agc readiness classify answer.json --config readiness.toml --require-level LIVE
-      agc readiness classify answer.json --json --evidence dev-readiness-0412
+      agc readiness classify answer.json --json --evidence dev-readiness-0412 \\
+          --live-endpoint https://dev.example.com:16666/v1/agent/chat
     """
     settings = load_config(config)
     if evidence is not None:
@@ -273,6 +307,7 @@ def classify_command(
     except ValueError as exc:
         raise ObservationInvalidError(f"{source} is not UTF-8 JSON: {exc}") from exc
     observation = Observation.from_dict(raw, source=source)
+    settings = settings.declaring(observation.environment, live_endpoint)
     return _conclude(
         observation,
         settings,
@@ -325,7 +360,13 @@ def probe_command(
     ] = None,
     max_wait: Annotated[
         float | None,
-        typer.Option("--max-wait", help="Seconds to wait in all [default: no limit].", min=0.001),
+        typer.Option(
+            "--max-wait",
+            help="Seconds the whole probe may take; no wait (a Retry-After included) and "
+            "no request goes past it [default: 600].",
+            min=0.001,
+            show_default=False,
+        ),
     ] = None,
     auth_env: Annotated[
         str | None,
@@ -337,10 +378,11 @@ def probe_command(
         ),
     ] = None,
     config: ConfigOption = None,
+    live_endpoint: LiveEndpointOption = None,
     evidence: EvidenceOption = None,
     store: StoreOption = None,
     signing_key: SigningKeyOption = None,
-    require_level: RequireLevelOption = None,
+    require_level: ProbeRequireLevelOption = None,
     require_agent_runner: RequireRunnerOption = False,
     as_json: JsonOption = False,
 ) -> int:
@@ -350,25 +392,32 @@ def probe_command(
     route for an unknown trace); it sends no chat and never passes above DRY-RUN. With
     --live: one minimal chat, submit (202 + traceId), then result/trace polling with
     capped exponential backoff and jitter, honouring Retry-After; 408/425/429/5xx,
-    timeouts, empty or non-JSON bodies are retried. A loopback endpoint is at most LOCAL.
-    The output gives the level, provider/model/backend, whether the reply is non-empty
-    and its length, the error class: never the reply text, a header or an env value.
+    timeouts, empty or non-JSON bodies are retried. --max-wait and --idle-timeout bound
+    every wait: a Retry-After that would pass one ends the probe. Only the environment's
+    declared live endpoint (--config or --live-endpoint) can pass LIVE; a loopback
+    endpoint is at most LOCAL. Exit 0 only for a pass at --require-level: LIVE by
+    default with --live, DRY-RUN for a dry run. The output gives the level,
+    provider/model/backend, whether the reply is non-empty and its length, the error
+    class: never the reply text, a header or an env value.
 
     \b
     Examples:
       agc readiness probe --url https://dev.example.com:16666/ --environment dev
-      agc readiness probe --url https://dev.example.com:16666/ --environment dev --live
+      agc readiness probe --environment dev --live \\
+          --live-endpoint https://dev.example.com:16666/v1/agent/chat
       agc readiness probe --environment dev --config readiness.toml --live \\
-          --require-level LIVE --evidence dev-live-0412
-      agc readiness probe --url http://127.0.0.1:8080 --environment local --live --json
+          --evidence dev-live-0412
+      agc readiness probe --url http://127.0.0.1:8080 --environment local --live \\
+          --require-level LOCAL --json
     """
-    settings = load_config(config)
+    settings = load_config(config).declaring(environment, live_endpoint)
     env_config = settings.environment(environment)
-    base = url or env_config.url
+    base = url or env_config.url or live_endpoint
     if base is None:
         raise UsageError(
             "no URL to probe",
-            hint=f"Give --url, or set environments.{environment}.url in --config.",
+            hint=f"Give --url or --live-endpoint, or set environments.{environment}.url "
+            "in --config.",
         )
     if evidence is not None:
         refuse_taken_run_id(evidence, store)
@@ -402,7 +451,7 @@ def probe_command(
         store=store,
         signing_key=signing_key,
         as_json=as_json,
-        require_level=require_level,
+        require_level=require_level or (LevelChoice.live if live else LevelChoice.dry_run),
         require_agent_runner=require_agent_runner,
         steps=[step.to_dict() for step in result.steps],
     )
@@ -582,7 +631,7 @@ def check_evidence_command(
     require_signature: Annotated[
         bool, typer.Option("--require-signature", help="An unsigned or badly signed run fails.")
     ] = False,
-    require_level: RequireLevelOption = None,
+    require_level: EvidenceRequireLevelOption = None,
     require_agent_runner: RequireRunnerOption = False,
     as_json: JsonOption = False,
 ) -> int:
@@ -590,11 +639,13 @@ def check_evidence_command(
 
     Exit 0 only when the run verifies (as agc-verify), its sealed verdict is for
     --environment (and --endpoint), its transcript holds the sealed statement and
-    observation, and the verdict passed (and meets the --require-* conditions).
+    observation, and the verdict passed at --require-level (LIVE by default) and meets
+    --require-agent-runner.
 
     \b
     Examples:
-      agc readiness check-evidence dev-live-0412 --environment dev --require-level LIVE
+      agc readiness check-evidence dev-live-0412 --environment dev
+      agc readiness check-evidence dev-dry-0412 --environment dev --require-level DRY-RUN
       agc readiness check-evidence dev-live-0412 --environment dev \\
           --trusted-key ci.pub.pem --require-signature --json
     """
@@ -618,15 +669,17 @@ def check_evidence_command(
         return int(ExitCode.FINDINGS)
     sealed = checked.attributes or {}
     passed = bool(sealed.get("passed"))
-    if require_level is not None:
-        order = {"SOURCE": 0, "LOCAL": 1, "DRY-RUN": 2, "LIVE": 3}
-        level = order.get(str(sealed.get("level")), -1)
-        passed = passed and level >= order[require_level.value]
+    required = require_level or LevelChoice.live
+    level = LEVEL_ORDER.get(str(sealed.get("level")), -1)  # type: ignore[call-overload]
+    below = level < LEVEL_ORDER[required.value]
+    passed = passed and not below
     if require_agent_runner:
         passed = passed and bool(sealed.get("agent_runner_gate"))
     ok = checked.ok and passed
     if as_json:
-        emit_json({**result, "evidence": checked.to_dict(), "ok": ok})
+        emit_json(
+            {**result, "evidence": checked.to_dict(), "required_level": required.value, "ok": ok}
+        )
     else:
         out_console.print(f"run {run_id}: verifies ({report.signature})", markup=False)
         for code, message in checked.problems:
@@ -639,6 +692,13 @@ def check_evidence_command(
                 f"verified {sealed.get('time_verified')}",
                 markup=False,
             )
+            if below:
+                out_console.print(
+                    f"FAIL {'level-below-required':<20} the sealed level "
+                    f"{sealed.get('level')} is below the required {required.value} "
+                    "(--require-level)",
+                    markup=False,
+                )
         out_console.print("evidence: ok" if ok else "evidence: NOT usable", markup=False)
     return int(ExitCode.OK if ok else ExitCode.FINDINGS)
 

@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
 
 import typer
 
+from agc import resume as _resume
 from agc.cli.common import (
     EPILOG,
     StoreOption,
@@ -53,39 +54,26 @@ from agc.flows import (
     streamable_size,
     sync,
 )
-from agc.resume import (
-    MAX_SNAPSHOT_BYTES,
-    Change,
-    FormatName,
-    History,
-    HistoryReport,
-    LineSequence,
-    NextStep,
-    RepairReport,
-    SessionSnapshot,
-    Strategy,
-    ToolCallState,
-    check_loaded,
-    get_spec,
-    has_snapshot,
-    load_history,
-    load_snapshot,
-    load_snapshot_file,
-    next_step,
-    pending_warnings,
-    repair_loaded,
-    repair_streamed,
-    scan_session,
-)
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     from agc.flows import ExecRollout
+    from agc.resume import (
+        Change,
+        FormatName,
+        History,
+        HistoryReport,
+        NextStep,
+        RepairReport,
+        SessionSnapshot,
+        Strategy,
+        ToolCallState,
+    )
 
 __all__ = ["register", "resume_command"]
 
-_MAX_INPUT_BYTES: Final = MAX_SNAPSHOT_BYTES
+_MAX_INPUT_BYTES: Final = _resume.MAX_SNAPSHOT_BYTES
 _STATUS_BYTES: Final = 8 * 1024 * 1024  # show a status line on stderr above this size
 _PATH_HINTS: Final = ("/", "\\", ".json", ".jsonl", ".zst")
 
@@ -151,7 +139,7 @@ Examples:
 @contextmanager
 def _working(label: str, size: int) -> Iterator[None]:
     """A status spinner on stderr for large inputs, only when stderr is a terminal."""
-    if not err_console.is_terminal or size < _STATUS_BYTES:
+    if size < _STATUS_BYTES or not err_console.is_terminal:  # rich only for a large input
         yield
         return
     with err_console.status(label):
@@ -263,7 +251,7 @@ def _require_messages(
     if not records:
         problem = f"{source} holds no messages: the history is empty"
     elif wanted is not None:
-        noun = "line" if get_spec(history.format).line_based else "item"
+        noun = "line" if _resume.get_spec(history.format).line_based else "item"
         problem = (
             f"{source}: none of its {records} {noun}(s) is a {wanted} message, so there is "
             "nothing to check"
@@ -317,13 +305,13 @@ def _from_snapshot(snapshot: SessionSnapshot, wanted: str | None) -> History:
         raise HistoryFormatError(
             f"the snapshot of run {snapshot.run_id} holds {snapshot.format} messages, not {wanted}"
         )
-    return get_spec(snapshot.format).read(snapshot.messages)
+    return _resume.get_spec(snapshot.format).read(snapshot.messages)
 
 
 def _where(history: History, index: int | None, record: int | None) -> str:
     """``line N`` (1-based, as editors count; the JSON's ``line``) for session files,
     else ``message N`` (0-based, as the provider's ``messages.N``)."""
-    if get_spec(history.format).line_based and record is not None:
+    if _resume.get_spec(history.format).line_based and record is not None:
         return f"line {record + 1}"
     return f"message {index}"
 
@@ -595,7 +583,7 @@ def resume_command(
     path = Path(target)
     refuse_ambiguous(
         target,
-        is_run=lambda name: has_recorded_run(name, store) or has_snapshot(name, store),
+        is_run=lambda name: has_recorded_run(name, store) or _resume.has_snapshot(name, store),
         run_what=f"run {target} in the store",
     )
     with ExitStack() as stack:
@@ -618,7 +606,7 @@ def resume_command(
                             f"--in-place: {path} is a snapshot, sealed by its sidecar; "
                             "write its repair elsewhere with --out"
                         )
-                    snapshot = load_snapshot_file(
+                    snapshot = _resume.load_snapshot_file(
                         path,
                         insecure_skip_verify=insecure_skip_verify,
                         on_note=_note,
@@ -629,7 +617,7 @@ def resume_command(
                 else:
                     refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
                     with _working(f"reading {path.name}", len(data)):
-                        history = load_history(data, source=str(path), format=wanted)
+                        history = _resume.load_history(data, source=str(path), format=wanted)
                 del data
         elif _looks_like_path(target):
             raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
@@ -641,7 +629,7 @@ def resume_command(
         else:
             run_id = RunId(target)
             try:
-                snapshot = load_snapshot(
+                snapshot = _resume.load_snapshot(
                     run_id,
                     store,
                     insecure_skip_verify=insecure_skip_verify,
@@ -670,7 +658,7 @@ def resume_command(
                     if streamed is None:
                         data = _read_input(source)
                         size = len(data)
-                        history = load_history(data, source=str(source), format=wanted)
+                        history = _resume.load_history(data, source=str(source), format=wanted)
                     else:
                         size = streamed
                         history = scan_history(
@@ -754,8 +742,8 @@ def _check(
     as_json: bool,
     limit: int,
 ) -> int:
-    report = check_loaded(history)
-    warnings = pending_warnings(history.messages, state)
+    report = _resume.check_loaded(history)
+    warnings = _resume.pending_warnings(history.messages, state)
     if as_json:
         emit_json(
             {
@@ -827,7 +815,7 @@ def _repair(
         report, backup = _repair_streamed(history, output, chosen, state, session_id, size, where)
     else:
         with _working("repairing", size):
-            result = repair_loaded(
+            result = _resume.repair_loaded(
                 history, strategy=chosen, tool_call_state=state, session_id=session_id
             )
         _refuse_emptied(result.report, where)
@@ -839,7 +827,7 @@ def _repair(
                 handle.write(result.data)
                 backup = commit()
         report = result.report
-    step = next_step(history)
+    step = _resume.next_step(history)
     if as_json:
         emit_json(
             {
@@ -920,7 +908,7 @@ def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
 
 
 def _is_streamed(history: History) -> bool:
-    return isinstance(history.records, LineSequence)
+    return isinstance(history.records, _resume.LineSequence)
 
 
 def _repair_streamed(
@@ -936,7 +924,7 @@ def _repair_streamed(
     beside the input (``--in-place``), or to a private temporary file (the output is
     checked all the same). Returns the report and, in place, the backup's path."""
     records = history.records
-    assert isinstance(records, LineSequence)  # _is_streamed
+    assert isinstance(records, _resume.LineSequence)  # _is_streamed
     out = output.out
     with ExitStack() as stack:
         commit: Callable[[], Path | None] | None = None
@@ -964,10 +952,10 @@ def _repair_streamed(
         sink = _Sink(handle, out or output.source)
 
         def read_back() -> History:
-            return scan_session(path, source="repaired history", format=history.format)
+            return _resume.scan_session(path, source="repaired history", format=history.format)
 
         with _working("repairing", size):
-            report = repair_streamed(
+            report = _resume.repair_streamed(
                 history,
                 sink,
                 read_back,

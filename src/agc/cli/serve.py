@@ -25,16 +25,25 @@ from agc.cli.common import StoreOption, err_console
 from agc.cli.keys import SigningKeyOption, signing_key_from
 from agc.errors import AgcError, MissingExtraError, UsageError
 from agc.exitcodes import ExitCode
-from agc.flows import AuditSink, atomic_write_bytes, recover_turn_runs
+from agc.flows import AuditSink, StoreLayout, atomic_write_bytes, recover_turn_runs
 from agc.integrity import SigningKey
 from agc.serve import (
     APPROVAL_POLICIES,
     SANDBOX_MODES,
+    HttpLimits,
     ServeConfig,
     Supervisor,
+    connection_budget,
 )
 
-__all__ = ["AuditSink", "handle_leftovers", "is_loopback", "register"]
+__all__ = [
+    "AuditSink",
+    "handle_leftovers",
+    "is_loopback",
+    "ledger_root_for",
+    "listen_url",
+    "register",
+]
 
 DEFAULT_TOKEN_ENV: Final = "AGC_SERVE_TOKEN"  # noqa: S105 - a name, not a secret
 _MIN_TOKEN_CHARS: Final = 16
@@ -79,6 +88,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def listen_url(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 address in brackets once (RFC 3986, section 3.2.2)
+    whether ``host`` came with them or not."""
+    bare = host.strip("[]") if host.startswith("[") else host
+    return f"http://[{bare}]:{port}" if ":" in bare else f"http://{bare}:{port}"
+
+
+def ledger_root_for(
+    requested: Path | None, *, workspace: Path, store_root: Path, insecure: bool
+) -> Path:
+    """The turn ledger's folder: ``requested``, else ``<store>/ledger`` (where the
+    agent's sandbox does not reach, as the store); resolved.
+
+    Raises:
+        UsageError: it is the workspace or inside it (the agent could rewrite its own
+            ledger) and ``insecure`` (``--insecure-ledger-in-workspace``) is not set.
+    """
+    root = (requested or store_root / "ledger").expanduser().resolve()
+    if not insecure and root.is_relative_to(workspace):
+        where = "--ledger-root" if requested is not None else "the store's ledger folder"
+        raise UsageError(
+            f"{where} {root} is inside the workspace {workspace}, where the agent can write",
+            hint="Keep the ledger outside the workspace (--ledger-root DIR, or a --store "
+            "outside it), or accept that risk with --insecure-ledger-in-workspace.",
+        )
+    return root
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -91,7 +128,7 @@ def _bind(host: str, port: int) -> socket.socket:
             f"cannot listen on {host}:{port}: {exc.strerror}",
             hint="Choose another --port (0 picks a free one).",
         ) from exc
-    sock.listen(2048)
+    sock.listen(64)  # uvicorn sets the backlog it is given (HttpLimits.backlog)
     sock.set_inheritable(True)
     return sock
 
@@ -209,17 +246,56 @@ def serve_command(
     max_sessions: Annotated[
         int, typer.Option("--max-sessions", help="Codex processes at once.", min=1)
     ] = 32,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            help="Seconds for a request's head to arrive (else 408 and the connection closes).",
+            min=0.001,
+        ),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout",
+            help="Seconds for a request's body to arrive once its head is read.",
+            min=0.001,
+        ),
+    ] = 30.0,
+    keep_alive_timeout: Annotated[
+        int,
+        typer.Option(
+            "--keep-alive-timeout", help="Seconds an idle connection is kept open.", min=1
+        ),
+    ] = 5,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            help="Open connections at once (lowered to what ulimit -n leaves beside the "
+            "sessions); over it the connection idle longest is closed.",
+            min=1,
+        ),
+    ] = 256,
     store: StoreOption = None,
     signing_key: SigningKeyOption = None,
     ledger_root: Annotated[
         Path | None,
         typer.Option(
             "--ledger-root",
-            help="Project folder of the turn ledger [default: the workspace].",
+            help="Folder of the turn ledger (its .agent/), outside the workspace "
+            "[default: <store>/ledger].",
             show_default=False,
         ),
     ] = None,
     no_ledger: Annotated[bool, typer.Option("--no-ledger", help="Write no turn ledger.")] = False,
+    insecure_ledger_in_workspace: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-ledger-in-workspace",
+            help="Allow a ledger root inside the workspace, where the agent can rewrite it.",
+        ),
+    ] = False,
     token_env: Annotated[
         str,
         typer.Option(
@@ -269,7 +345,7 @@ def serve_command(
     answers 202 {traceId, conversationId}; poll /v1/agent/chat/result/<traceId> and
     /v1/agent/chat/trace/<traceId>. GET /readyz is the preflight (docs/serve.md). Each
     turn is sealed into the store as run <traceId> (signed with $AGC_SIGNING_KEY) with a
-    turn ledger in the workspace. Listens on loopback unless --allow-non-loopback, which
+    turn ledger in <store>/ledger. Listens on loopback unless --allow-non-loopback, which
     needs a bearer token in $AGC_SERVE_TOKEN (or --token-env). Stop with Ctrl-C/SIGTERM:
     running turns are interrupted and sealed.
 
@@ -284,7 +360,7 @@ def serve_command(
     with MissingExtraError.raised_for("serve", feature="agc serve"):
         import uvicorn  # noqa: PLC0415
 
-        from agc.serve import create_app  # noqa: PLC0415 - starlette
+        from agc.serve import create_app, uvicorn_config  # noqa: PLC0415 - starlette, uvicorn
 
         if protocol != "app-server":  # `auto` falls back to codex mcp-server
             import mcp  # noqa: PLC0415, F401
@@ -338,11 +414,30 @@ def serve_command(
         token_env=token_env,
         codex_log_dir=codex_log_dir.resolve() if codex_log_dir else None,
     )
+    limits = connection_budget(
+        HttpLimits(
+            header_timeout_s=header_timeout,
+            body_timeout_s=body_timeout,
+            keep_alive_s=keep_alive_timeout,
+            max_connections=max_connections,
+        ),
+        max_sessions=max_sessions,
+    )
     key = signing_key_from(signing_key)
+    ledger = (
+        None
+        if no_ledger
+        else ledger_root_for(
+            ledger_root,
+            workspace=work,
+            store_root=StoreLayout.at(store).root,
+            insecure=insecure_ledger_in_workspace,
+        )
+    )
     sink = AuditSink(
         store=store,
         signing_key=key,
-        ledger_root=None if no_ledger else (ledger_root or work).resolve(),
+        ledger_root=ledger,
         log=lambda line: err_console.print(line, markup=False),
     )
     handle_leftovers(sink, store=store, signing_key=key, recover=recover)
@@ -351,8 +446,7 @@ def serve_command(
     supervisor = Supervisor(config, sink, extra_checks=[sink.check], client_version=agc.__version__)
     sock = _bind(host, port)
     bound_port = int(sock.getsockname()[1])
-    shown_host = f"[{host}]" if ":" in host else host
-    url = f"http://{shown_host}:{bound_port}"
+    url = listen_url(host, bound_port)
 
     def started() -> None:
         if port_file is not None:
@@ -361,14 +455,16 @@ def serve_command(
         auth = "bearer token required" if token else "no token (loopback)"
         err_console.print(
             f"agc serve: listening on {url} (provider codex-stdio, protocol {config.protocol}, "
-            f"{auth}); workspace {work}; store {sink.layout.root}",
+            f"{auth}); workspace {work}; store {sink.layout.root}; "
+            f"up to {limits.max_connections} connections",
             markup=False,
         )
 
     app = create_app(supervisor, token=token, on_startup=started)
     server = uvicorn.Server(
-        uvicorn.Config(
+        uvicorn_config(
             app,
+            limits,
             lifespan="on",
             log_level="warning",
             access_log=access_log,

@@ -39,6 +39,7 @@ from agc.extensions._mcp import (
     read_mcp_json,
     reference_literals,
     servers_from_map,
+    stays_inside,
 )
 from agc.extensions._model import McpDetails, SourceKind
 from agc.extensions._names import ItemType, normalize_name
@@ -465,6 +466,10 @@ def _add_servers(
 ) -> None:
     for server in servers:
         spec = normalize_server(server.value, json_form=json_form)
+        if spec.error is None:
+            escape = stays_inside(spec.config, config_dir, plugin_root)
+            if escape is not None:
+                spec = replace(spec, error=f"`cwd`/`command` {escape}")
         wanted = normalize_name("mcp", server.name)
         notes = list(spec.notes)
         if wanted != server.name:

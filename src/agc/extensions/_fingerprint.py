@@ -36,6 +36,7 @@ __all__ = [
 
 FINGERPRINT_PREFIX: Final = "blake3:"
 _TREE_MAGIC: Final = b"agc-tree-v1\x00"
+_EXACT_INT: Final = 2**53
 
 
 def bytes_fingerprint(data: bytes) -> str:
@@ -67,13 +68,16 @@ def json_fingerprint(value: Any) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """A TOML or YAML value as JSON data: dates, times and non-finite floats as text."""
+    """A TOML or YAML value as JSON data: dates, times, non-finite floats and integers
+    beyond 2^53 as text."""
     if isinstance(value, dict):
         return {str(key): jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(item) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT_INT:
+        return str(value)  # RFC 8785 keeps only integers a double holds exactly
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     return str(value)

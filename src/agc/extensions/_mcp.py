@@ -46,23 +46,31 @@ Projection (:func:`project_server`) never forwards the client's own secrets: an
 from __future__ import annotations
 
 import copy
+import ipaddress
 import math
 import os
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
+from agc._core.redact import credential_variable
 from agc.extensions._documents import DocumentTooDeepError, load_json, load_toml
 
 __all__ = [
     "DEFAULT_BLOCKED_ENV",
     "EnvBlocklist",
+    "Forward",
     "LiteralValue",
     "ProjectedServer",
     "RawServer",
     "ServerSpec",
+    "credential_warnings",
+    "forwards",
+    "is_remote",
     "literal_values",
     "normalize_server",
     "project_server",
@@ -72,6 +80,7 @@ __all__ = [
     "reference_name",
     "referenced_variables",
     "servers_from_map",
+    "stays_inside",
 ]
 
 DEFAULT_BLOCKED_ENV: Final[tuple[str, ...]] = (
@@ -227,13 +236,23 @@ def _is_str_map(value: Any) -> bool:
     )
 
 
+MAX_NUMBER: Final = 2**53
+"""Largest timeout agc keeps: the largest integer every JSON reader keeps exactly
+(RFC 7493 section 2.2, I-JSON), which the fingerprint's canonical JSON (RFC 8785)
+requires, and far below the seconds Codex's ``Duration`` holds."""
+
+
 def _is_number(value: Any) -> bool:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
         and math.isfinite(value)
-        and value >= 0
+        and 0 <= value <= MAX_NUMBER
     )
+
+
+def _is_whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NUMBER
 
 
 def _is_env_var_list(value: Any) -> bool:
@@ -260,7 +279,7 @@ _CHECKS: Final = {
     "http_headers": _is_str_map,
     "env_http_headers": _is_str_map,
     "startup_timeout_sec": _is_number,
-    "startup_timeout_ms": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "startup_timeout_ms": _is_whole_number,
     "tool_timeout_sec": _is_number,
     "enabled_tools": _is_str_list,
     "disabled_tools": _is_str_list,
@@ -275,9 +294,9 @@ _SHAPES: Final = {
     "bearer_token_env_var": "a non-empty string",
     "http_headers": "a map of strings",
     "env_http_headers": "a map of strings",
-    "startup_timeout_sec": "a number of seconds",
-    "startup_timeout_ms": "a whole number of milliseconds",
-    "tool_timeout_sec": "a number of seconds",
+    "startup_timeout_sec": "a number of seconds from 0 to 2^53",
+    "startup_timeout_ms": "a whole number of milliseconds from 0 to 2^53",
+    "tool_timeout_sec": "a number of seconds from 0 to 2^53",
     "enabled_tools": "a list of strings",
     "disabled_tools": "a list of strings",
 }
@@ -412,6 +431,42 @@ def _unexpanded_notes(config: Mapping[str, Any]) -> list[str]:
         if names:
             notes.append(f"{where} holds ${{...}} text that Codex does not expand; kept as written")
     return notes
+
+
+def stays_inside(
+    config: Mapping[str, Any], config_dir: PurePosixPath, plugin_root: PurePosixPath | None
+) -> str | None:
+    """Why a stdio server's relative ``cwd`` (or relative ``command`` with a path
+    separator, resolved against that ``cwd``) would lead outside the source it came from,
+    or ``None``. Paths are resolved as :func:`project_server` resolves them, against the
+    configuration's folder (``config_dir``, relative to the source's top) or the plugin
+    folder for ``${CLAUDE_PLUGIN_ROOT}``; an absolute path is the user's own choice and
+    kept."""
+    if "command" not in config:
+        return None
+
+    def resolve(base: PurePosixPath, text: str) -> PurePosixPath | None:
+        if plugin_root is not None and text.startswith(PLUGIN_ROOT_VARIABLE):
+            base, text = plugin_root, text[len(PLUGIN_ROOT_VARIABLE) :].lstrip("/\\")
+        if text.startswith(("/", "\\", "$")) or re.match(r"[A-Za-z]:", text):
+            return None  # absolute (or a variable Codex does not expand): not ours to place
+        joined = posixpath.normpath(posixpath.join(str(base), text.replace("\\", "/")))
+        if joined == ".." or joined.startswith("../"):
+            raise _EscapeError(text)
+        return PurePosixPath(joined)
+
+    try:
+        cwd = resolve(config_dir, str(config.get("cwd", ".")))
+        command = str(config["command"])
+        if cwd is not None and ("/" in command or "\\" in command):
+            resolve(cwd, command)
+    except _EscapeError as escape:
+        return f"{escape.args[0]!r} leads outside the imported source (a '..' too many)"
+    return None
+
+
+class _EscapeError(Exception):
+    """A relative path of a server configuration that leaves the source."""
 
 
 # -- literal values -------------------------------------------------------------------
@@ -556,6 +611,116 @@ def reference_literals(
         if from_env:
             result["env_http_headers"] = from_env
     return result, tuple(converted)
+
+
+# -- forwarding -----------------------------------------------------------------------
+
+ForwardVia = Literal["env_vars", "bearer_token_env_var", "env_http_headers"]
+_LOOPBACK_HOSTS: Final = frozenset({"localhost", "localhost.", "::1", "0:0:0:0:0:0:0:1"})
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One variable of the launching environment a server's configuration names.
+
+    Attributes:
+        variable: the variable's name.
+        via: the field that names it (``env_vars``: passed to a stdio server's process;
+            ``bearer_token_env_var`` / ``env_http_headers``: sent in an HTTP header).
+        header: the header it is sent in (``Authorization`` for a bearer token), or
+            ``None`` for ``env_vars``.
+        credential: the kind of credential the name says it holds
+            (:func:`agc._core.redact.credential_variable`), or ``None``.
+        blocked: one of the client's own secrets (:class:`EnvBlocklist`): never given.
+    """
+
+    variable: str
+    via: ForwardVia
+    header: str | None
+    credential: str | None
+    blocked: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variable": self.variable,
+            "via": self.via,
+            "header": self.header,
+            "credential": self.credential,
+            "blocked": self.blocked,
+        }
+
+
+def forwards(config: Mapping[str, Any], blocklist: EnvBlocklist) -> tuple[Forward, ...]:
+    """Every variable a checked server's configuration names, in configuration order.
+
+    Only what the configuration names explicitly is ever forwarded: Codex passes a stdio
+    server the ``env_vars`` it lists (beside its own fixed set: ``HOME``, ``PATH`` …)
+    and sends an HTTP server only the headers of ``bearer_token_env_var`` and
+    ``env_http_headers`` (codex-rs ``rmcp-client/src/utils.rs``).
+    """
+    named: list[tuple[str, ForwardVia, str | None]] = []
+    for entry in config.get("env_vars") or []:
+        name = entry if isinstance(entry, str) else entry.get("name")
+        if isinstance(name, str):
+            named.append((name, "env_vars", None))
+    token = config.get("bearer_token_env_var")
+    if isinstance(token, str):
+        named.append((token, "bearer_token_env_var", "Authorization"))
+    for header, name in (config.get("env_http_headers") or {}).items():
+        if isinstance(name, str):
+            named.append((name, "env_http_headers", str(header)))
+    return tuple(
+        Forward(name, via, header, credential_variable(name), blocklist.blocks(name))
+        for name, via, header in named
+    )
+
+
+def is_remote(config: Mapping[str, Any]) -> bool:
+    """Whether a server is reached over the network: an HTTP ``url`` whose host is not
+    a loopback name or address (``localhost``, 127.0.0.0/8, ``::1``; RFC 6761 6.3,
+    RFC 1122 3.2.1.3, RFC 4291 2.5.3). A stdio server, and a URL that cannot be parsed,
+    count as local and remote respectively."""
+    url = config.get("url")
+    if not isinstance(url, str):
+        return False
+    try:
+        host = urlsplit(url.strip()).hostname
+    except ValueError:
+        return True
+    if not host:
+        return True
+    if host.lower() in _LOOPBACK_HOSTS:
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
+
+
+def credential_warnings(name: str, config: Mapping[str, Any], blocklist: EnvBlocklist) -> list[str]:
+    """One sentence per credential (:class:`Forward` ``credential``) that a remote server
+    (:func:`is_remote`) would be sent from the launching environment; empty for a local
+    server or one that names no credential. Names only, never a value."""
+    if not is_remote(config):
+        return []
+    host = _host_of(str(config.get("url", "")))
+    return [
+        f"MCP server {name}: the credential {forward.variable} ({forward.credential}) of the "
+        f"launching environment is sent to the remote server {host} in the "
+        f"{forward.header} header"
+        for forward in forwards(config, blocklist)
+        if forward.credential is not None and not forward.blocked
+    ]
+
+
+def _host_of(url: str) -> str:
+    """The host (and port) of a URL, never its user information (it may hold a password)."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or "an unnamed host"
+        return f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "a host agc cannot parse"
 
 
 # -- projection -----------------------------------------------------------------------

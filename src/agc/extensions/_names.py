@@ -2,10 +2,16 @@
 
 The rules, and where they come from:
 
-* Skills: the Agent Skills specification (agentskills.io) allows 1-64 lower-case ASCII
-  letters, digits and single hyphens, neither first nor last. Two skill names collide
-  when they are equal ignoring ASCII case, because a projected skill is a folder named
-  after it and Windows and default macOS file systems ignore case.
+* Skills: what Codex loads (codex-rs ``core-skills`` loader, checked against Codex
+  0.171.0's ``skills/list``): the frontmatter ``name`` with every run of Unicode
+  whitespace (the ``White_Space`` property, Rust's ``char::is_whitespace``) made one
+  space and trimmed, at least 1 and at most 64 characters (Unicode scalar values).
+  Nothing else is refused: ``crafter:onboard-repo``, ``PDF Processing`` and ``名前`` are
+  kept as they are. agc also rewrites control and format characters (categories ``Cc``,
+  ``Cf``: an escape sequence or a bidirectional override in a name would drive or
+  deceive the terminal and the model). Two skill names collide when they are equal
+  ignoring ASCII case (:func:`skill_folder_name` gives the projected folder: the name
+  itself when it is a portable file name, else its Agent Skills form).
 * MCP servers: Codex accepts server names matching ``^[A-Za-z0-9_-]+$`` and compares
   them case-sensitively, but the tool names it gives the model (``mcp__<server>__<tool>``)
   go through a sanitiser after which ``-`` and ``_`` can be the same character
@@ -35,9 +41,11 @@ __all__ = [
     "NameAllocator",
     "assign_name",
     "check_manual_name",
+    "collapse_whitespace",
     "collision_key",
     "is_native_name",
     "normalize_name",
+    "skill_folder_name",
 ]
 
 ItemType = Literal["skill", "mcp", "unknown"]
@@ -47,7 +55,12 @@ MAX_NAME_LENGTH: Final = 64
 MAX_UNKNOWN_NAME_LENGTH: Final = 255
 RESERVED_MCP_NAMES: Final[tuple[str, ...]] = ("agc_tools", "codex_apps")
 
-_SKILL_RE: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_PORTABLE_FOLDER_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# Unicode White_Space (what Rust's char::is_whitespace and so Codex's split_whitespace
+# split on); Python's str.split also splits on U+001C..U+001F, which Codex keeps.
+_WHITESPACE_RUN: Final = re.compile(
+    "[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+)
 _MCP_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
 _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -55,10 +68,37 @@ _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklm
 def is_native_name(item_type: ItemType, name: str) -> bool:
     """Whether ``name`` is a valid name of its kind as it stands (no normalising)."""
     if item_type == "skill":
-        return len(name) <= MAX_NAME_LENGTH and _SKILL_RE.fullmatch(name) is not None
+        return (
+            0 < len(name) <= MAX_NAME_LENGTH
+            and collapse_whitespace(name) == name
+            and not _has_control(name)
+        )
     if item_type == "mcp":
         return len(name) <= MAX_NAME_LENGTH and _MCP_RE.fullmatch(name) is not None
     return _is_unknown_name(name)
+
+
+def collapse_whitespace(text: str) -> str:
+    """``text`` with every run of Unicode whitespace one space, trimmed (as Codex reads a
+    skill's ``name`` and ``description``)."""
+    return _WHITESPACE_RUN.sub(" ", text).strip(" ")
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(ch) in {"Cc", "Cf"} for ch in text)
+
+
+def skill_folder_name(name: str) -> str:
+    """The folder a projected skill named ``name`` goes in: ``name`` itself when it is a
+    portable file name (ASCII letters, digits, ``.``, ``_``, ``-``, not first ``.``; at
+    most 64 characters), else its Agent Skills form (accents dropped, lower-cased, every
+    run of other characters one hyphen; ``skill`` when nothing is left). Codex takes the
+    name from the frontmatter, not from the folder."""
+    if len(name) <= MAX_NAME_LENGTH and _PORTABLE_FOLDER_RE.fullmatch(name):
+        return name
+    ascii_text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    text = re.sub(r"[^a-z0-9]+", "-", ascii_text.translate(_ASCII_LOWER)).strip("-")
+    return text[:MAX_NAME_LENGTH].rstrip("-") or "skill"
 
 
 def _is_unknown_name(name: str) -> bool:
@@ -73,16 +113,21 @@ def normalize_name(item_type: ItemType, raw: str) -> str:
     """The native form of a name found in an extension (a frontmatter ``name``, a
     ``[mcp_servers.<name>]`` key), never empty.
 
-    Skills: accents dropped (NFKD), ASCII lower-cased, every run of other characters one
-    hyphen, trimmed to 64 characters; ``skill`` when nothing is left. MCP servers: each
+    Skills: control and format characters become ``-``, whitespace runs one space
+    (:func:`collapse_whitespace`), cut to 64 characters; ``skill`` when nothing is left
+    (a name Codex already loads is returned unchanged). MCP servers: each
     character outside ``[A-Za-z0-9_-]`` becomes ``_`` (as Codex's own sanitiser does),
     trimmed to 64; ``server`` when empty. Unknown items keep their name, control
     characters replaced by ``_`` and trimmed to 255 (``item`` when empty).
     """
     if item_type == "skill":
-        ascii_text = unicodedata.normalize("NFKD", raw).encode("ascii", "ignore").decode()
-        text = re.sub(r"[^a-z0-9]+", "-", ascii_text.translate(_ASCII_LOWER)).strip("-")
-        return text[:MAX_NAME_LENGTH].rstrip("-") or "skill"
+        visible = "".join(
+            "-"
+            if unicodedata.category(ch) in {"Cc", "Cf"} and not _WHITESPACE_RUN.match(ch)
+            else ch
+            for ch in raw
+        )
+        return collapse_whitespace(visible)[:MAX_NAME_LENGTH].rstrip(" ") or "skill"
     if item_type == "mcp":
         return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:MAX_NAME_LENGTH] or "server"
     cleaned = "".join(
@@ -105,7 +150,7 @@ def _with_suffix(item_type: ItemType, base: str, number: int) -> str:
     suffix = f"-{number}"
     head = base[: MAX_NAME_LENGTH - len(suffix)]
     if item_type == "skill":
-        head = head.rstrip("-") or "skill"
+        head = head.rstrip(" -") or "skill"
     return head + suffix
 
 
@@ -185,7 +230,7 @@ def check_manual_name(item_type: ItemType, name: str) -> str:
         return name
     suggestion = normalize_name(item_type, name)
     if item_type == "skill":
-        rule = "lower-case letters, digits and single hyphens, at most 64 characters"
+        rule = "1 to 64 characters, single spaces only inside, no control or format characters"
     elif item_type == "mcp":
         rule = "letters, digits, '_' and '-', at most 64 characters"
     else:

@@ -4,8 +4,9 @@
 
 * a skill root (default ``<codex_home>/extension-skills``) rebuilt from scratch: it is
   built beside the old one and swapped in, so disabled, removed or changed items leave
-  nothing behind. Each enabled skill is a copy of its stored folder named after the
-  item, whose ``SKILL.md`` frontmatter ``name`` is the item's name (a renamed skill's
+  nothing behind. Each enabled skill is a copy of its stored folder, in a folder named
+  after the item (``_names.skill_folder_name``: a portable file name), whose ``SKILL.md``
+  frontmatter ``name`` is the item's name (a renamed skill's
   copy is renamed; the stored original never changes). Nested ``SKILL.md`` files and
   plugin manifests are left out of the copy, so Codex sees exactly one skill per item.
   The launcher registers the root with the app-server's ``skills/extraRoots/set``;
@@ -55,9 +56,15 @@ from agc.extensions._fingerprint import (
     jsonable,
     tree_fingerprint,
 )
-from agc.extensions._mcp import EnvBlocklist, project_server
+from agc.extensions._mcp import (
+    MAX_NUMBER,
+    EnvBlocklist,
+    credential_warnings,
+    forwards,
+    project_server,
+)
 from agc.extensions._model import ExtensionIndex, ExtensionItem
-from agc.extensions._names import collision_key
+from agc.extensions._names import collision_key, skill_folder_name
 from agc.extensions._private import PRIVATE_FILE_MODE, private_dir, private_file
 from agc.extensions._repo import ExtensionRepository
 from agc.extensions._skill import parse_skill_file, rename_frontmatter
@@ -98,12 +105,15 @@ class ProjectedSkill:
 
 @dataclass(frozen=True)
 class ProjectedMcpServer:
-    """An MCP server in ``config.toml``: item id, its name (the table key) and the
-    client secrets it asked for and was not given."""
+    """An MCP server in ``config.toml``: item id, its name (the table key), the client
+    secrets it asked for and was not given, the variables it is given (``forwarded``)
+    and one warning per credential sent to a remote server."""
 
     id: str
     name: str
     not_forwarded: tuple[str, ...] = ()
+    forwarded: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,15 @@ class ProjectionResult:
                 {"id": skill.id, "name": skill.name, "path": str(skill.path)}
                 for skill in self.skills
             ],
-            "mcpServers": [{"id": server.id, "name": server.name} for server in self.mcp_servers],
+            "mcpServers": [
+                {
+                    "id": server.id,
+                    "name": server.name,
+                    "forwarded": list(server.forwarded),
+                    "warnings": list(server.warnings),
+                }
+                for server in self.mcp_servers
+            ],
             "projectionId": self.projection_id,
             "record": str(self.record),
             "skipped": [
@@ -352,19 +370,23 @@ def project(
         codex_home: the isolated ``CODEX_HOME`` (created if absent).
         skill_root: where the skill root goes (default ``<codex_home>/extension-skills``).
         base_config: a parsed ``config.toml`` to build on; its ``mcp_servers`` win.
-        startup_grace_ms: ``mcp_optional_startup_grace_ms`` (milliseconds, >= 0).
+        startup_grace_ms: ``mcp_optional_startup_grace_ms`` (milliseconds, 0 to 2^53).
         blocklist: the client's secret env names (default :class:`EnvBlocklist`).
 
     Raises:
         ProjectionRefusedError: the target holds a ``config.toml`` or skill root agc
             did not write.
-        InputError: the Codex home or the skill root has a path that is not UTF-8, or
-            ``base_config`` nests deeper than 64 levels.
+        InputError: the Codex home or the skill root has a path that is not UTF-8,
+            ``base_config`` nests deeper than 64 levels, or ``startup_grace_ms`` is
+            outside 0 to 2^53.
         StoreError: writing failed (disk full …); the previous projection stays whole.
         ExtensionIndexInvalidError: the index is damaged.
     """
-    if startup_grace_ms < 0:
-        raise ValueError("startup_grace_ms must be >= 0")
+    if not 0 <= startup_grace_ms <= MAX_NUMBER:
+        raise InputError(
+            f"the startup grace {startup_grace_ms} ms is not between 0 and 2^53 ms",
+            hint="Give --startup-grace-ms a number of milliseconds (default 120000).",
+        )
     home = Path(codex_home).absolute()
     root = Path(skill_root).absolute() if skill_root is not None else home / DEFAULT_SKILL_ROOT_NAME
     for what, path in (("Codex home", home), ("skill root", root)):
@@ -468,6 +490,7 @@ def _build_skill_root(run: _Run, staging: Path, root: Path) -> list[ProjectedSki
         ) from exc
     projected: list[ProjectedSkill] = []
     used: set[str] = set()
+    folders: set[str] = set()
     for item in run.index.items:
         if item.type != "skill" or not item.enabled:
             continue
@@ -481,6 +504,8 @@ def _build_skill_root(run: _Run, staging: Path, root: Path) -> list[ProjectedSki
             )
             continue
         source = run.tree(item) / (item.skill_dir or ".")
+        folder = _free_folder(skill_folder_name(item.name), folders)
+        target = staging / folder
         try:
             if not _same_fingerprint(item.fingerprint, tree_fingerprint(source)):
                 run.skip(
@@ -488,8 +513,8 @@ def _build_skill_root(run: _Run, staging: Path, root: Path) -> list[ProjectedSki
                     "its stored content changed since import (fingerprint mismatch)",
                     record_error=True,
                 )
+                folders.discard(folder.casefold())
                 continue
-            target = staging / item.name
             _copy_skill(source, target)
             skill_file = target / "SKILL.md"
             data = skill_file.read_bytes()
@@ -497,13 +522,14 @@ def _build_skill_root(run: _Run, staging: Path, root: Path) -> list[ProjectedSki
                 skill_file.write_bytes(rename_frontmatter(data, item.name))
         except (UnsafePathError, ValueError, UnicodeDecodeError) as exc:
             run.skip(item, f"its stored copy cannot be projected ({exc})", record_error=True)
-            shutil.rmtree(staging / item.name, ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
+            folders.discard(folder.casefold())
             continue
         except OSError as exc:
             if exc.errno in {errno.ENOSPC, errno.EFBIG}:  # the disk, not the item
                 raise store_write_error(
                     f"copying skill {item.name} failed: {describe_os_error(exc)}",
-                    staging / item.name,
+                    target,
                     exc,
                 ) from exc
             run.skip(
@@ -511,14 +537,26 @@ def _build_skill_root(run: _Run, staging: Path, root: Path) -> list[ProjectedSki
                 f"its stored copy cannot be read ({describe_os_error(exc)})",
                 record_error=True,
             )
-            shutil.rmtree(staging / item.name, ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
+            folders.discard(folder.casefold())
             continue
         used.add(key)
         run.settle(item, None)
         projected.append(
-            ProjectedSkill(id=item.id, name=item.name, path=root / item.name / "SKILL.md")
+            ProjectedSkill(id=item.id, name=item.name, path=root / folder / "SKILL.md")
         )
     return projected
+
+
+def _free_folder(wanted: str, taken: set[str]) -> str:
+    """``wanted``, or the first ``wanted-2``, ``wanted-3`` … not in ``taken`` (compared
+    case-folded: Windows and default macOS file systems ignore case); then taken."""
+    folder, number = wanted, 1
+    while folder.casefold() in taken:
+        number += 1
+        folder = f"{wanted}-{number}"
+    taken.add(folder.casefold())
+    return folder
 
 
 def _build_servers(
@@ -568,8 +606,15 @@ def _build_servers(
         used.add(key)
         run.settle(item, error)
         tables[item.name] = server.table
+        given = forwards(item.mcp.config, run.blocklist)
         projected.append(
-            ProjectedMcpServer(id=item.id, name=item.name, not_forwarded=server.dropped)
+            ProjectedMcpServer(
+                id=item.id,
+                name=item.name,
+                not_forwarded=server.dropped,
+                forwarded=tuple(f.variable for f in given if not f.blocked),
+                warnings=tuple(credential_warnings(item.name, item.mcp.config, run.blocklist)),
+            )
         )
     return projected, tables
 
@@ -633,6 +678,7 @@ def _write_record(
                     **_describe(item),
                     "tableFingerprint": json_fingerprint(tables[server.name]),
                     "notForwarded": list(server.not_forwarded),
+                    "forwarded": list(server.forwarded),
                 }
             )
         for name, table in base_servers.items():

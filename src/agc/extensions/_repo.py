@@ -429,8 +429,8 @@ class ExtensionRepository:
             archive = staging / "archive.zip"
             copy_file(source, archive, limits=self.limits)
             # Extract from our own copy: the bytes checked are the bytes kept.
-            extract_zip(archive, tree, limits=self.limits, label=name)
-            return file_fingerprint(archive), []
+            notes = extract_zip(archive, tree, limits=self.limits, label=name)
+            return file_fingerprint(archive), notes
         copy_file(source, tree / name, limits=self.limits)
         return file_fingerprint(tree / name), []
 

@@ -18,18 +18,26 @@ expansion), and an anchor may even refer to itself (a cycle): the parsed value i
 small in memory but every walk of it (a comparison, a dump) is exponential or endless.
 The frontmatter is therefore composed first and refused, like invalid YAML, when it
 nests deeper than :data:`MAX_FRONTMATTER_DEPTH`, has a recursive alias, or expands to
-more than :data:`MAX_FRONTMATTER_NODES` nodes. A double-quoted ``"\\ud800"`` escape (a
-lone surrogate, not a Unicode scalar value: YAML 1.1 lets PyYAML build it) is refused
-too: no UTF-8 file (the index, the renamed copy) can hold it.
+more than :data:`MAX_FRONTMATTER_NODES` nodes or more than
+:data:`MAX_FRONTMATTER_EXPANDED_BYTES` bytes of scalar text (a large anchored string
+repeated by a few aliases is few nodes but a huge document once written out again). A
+double-quoted ``"\\ud800"`` escape (a lone surrogate, not a Unicode scalar value: YAML
+1.1 lets PyYAML build it) is refused too: no UTF-8 file (the index, the renamed copy)
+can hold it. An integer written with more than :data:`MAX_INTEGER_CHARS` characters,
+and a value of a valid form that Python cannot build (a date such as ``2024-13-45``),
+are refused like invalid YAML.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
+
+from agc.extensions._names import collapse_whitespace
 
 __all__ = [
     "MAX_DESCRIPTION_LENGTH",
@@ -47,6 +55,14 @@ MAX_FRONTMATTER_DEPTH: Final = 64
 """Deepest nesting of sequences and mappings accepted in a frontmatter."""
 MAX_FRONTMATTER_NODES: Final = 100_000
 """Most nodes a frontmatter may expand to, aliases counted as the nodes they repeat."""
+MAX_INTEGER_CHARS: Final = 1000
+"""Longest integer accepted in a frontmatter, in characters of its YAML text (any base):
+Python converts an integer to decimal text only up to 4300 digits
+(``sys.get_int_max_str_digits``), and no frontmatter field needs more than a few."""
+_INT_TAG: Final = "tag:yaml.org,2002:int"
+MAX_FRONTMATTER_EXPANDED_BYTES: Final = 1024 * 1024
+"""Most UTF-8 bytes of scalar text (keys and values) a frontmatter may expand to,
+aliases counted as the text they repeat."""
 
 
 class FrontmatterRefusedError(yaml.YAMLError):
@@ -64,7 +80,7 @@ def _check_expansion(root: yaml.Node) -> None:
     Raises:
         FrontmatterRefusedError: naming the limit.
     """
-    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, depth)
+    sizes: dict[int, tuple[int, int, int]] = {}  # id(node) -> (nodes, depth, text bytes)
     open_nodes: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -75,13 +91,24 @@ def _check_expansion(root: yaml.Node) -> None:
             raise FrontmatterRefusedError(
                 "a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)"
             )
+        if (
+            isinstance(node, yaml.ScalarNode)
+            and node.tag == _INT_TAG
+            and len(node.value) > MAX_INTEGER_CHARS
+        ):
+            raise FrontmatterRefusedError(
+                f"an integer is written with more than {MAX_INTEGER_CHARS} characters"
+            )
         if done:
             open_nodes.discard(key)
-            size, depth = 1, 0
+            size, depth, text = 1, 0, 0
+            if isinstance(node, yaml.ScalarNode) and isinstance(node.value, str):
+                text = len(node.value.encode("utf-8"))
             for child in children:
-                child_size, child_depth = sizes[id(child)]
+                child_size, child_depth, child_text = sizes[id(child)]
                 size += child_size
                 depth = max(depth, child_depth)
+                text += child_text
             depth += 1 if children or not isinstance(node, yaml.ScalarNode) else 0
             if depth > MAX_FRONTMATTER_DEPTH:
                 raise FrontmatterRefusedError(
@@ -92,7 +119,12 @@ def _check_expansion(root: yaml.Node) -> None:
                     f"its aliases expand to more than {MAX_FRONTMATTER_NODES} nodes "
                     "(a billion-laughs document?)"
                 )
-            sizes[key] = (size, depth)
+            if text > MAX_FRONTMATTER_EXPANDED_BYTES:
+                raise FrontmatterRefusedError(
+                    f"it holds more than {MAX_FRONTMATTER_EXPANDED_BYTES} bytes of text once its "
+                    "aliases are expanded"
+                )
+            sizes[key] = (size, depth, text)
             continue
         if key in sizes:
             continue
@@ -142,7 +174,12 @@ def _load_frontmatter(text: str) -> Any:
         if node is None:
             return None
         _check_expansion(node)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except (ValueError, OverflowError) as exc:
+            # A value of a valid form that Python cannot build: a date such as
+            # 2024-13-45 (long integers were refused above).
+            raise FrontmatterRefusedError(f"a value cannot be read ({_short_text(exc)})") from None
     finally:
         loader.dispose()
 
@@ -212,8 +249,13 @@ def parse_skill_file(data: bytes) -> SkillFrontmatter:
         )
     if not description or not description.strip():
         notes.append("SKILL.md has no description (the Agent Skills specification asks for one)")
-    cleaned = " ".join(name.split()) if isinstance(name, str) else None
+    cleaned = collapse_whitespace(name) if isinstance(name, str) else None
     return SkillFrontmatter(cleaned or None, description, None, tuple(notes))
+
+
+def _short_text(exc: BaseException, keep: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= keep else text[:keep] + "…"
 
 
 def _one_line(exc: yaml.YAMLError) -> str:
@@ -223,8 +265,10 @@ def _one_line(exc: yaml.YAMLError) -> str:
 def rename_frontmatter(data: bytes, new_name: str) -> bytes:
     """``SKILL.md`` bytes with frontmatter ``name`` set to ``new_name``.
 
-    ``new_name`` must be a native skill name (no quoting needed in YAML). Everything
-    but the ``name`` value is kept; the body is kept byte for byte.
+    ``new_name`` is written as a plain YAML scalar when it reads back as itself, else
+    double-quoted (a JSON string is a valid YAML double-quoted scalar: ``crafter:x``,
+    ``#tag``, ``true``). Everything but the ``name`` value is kept; the body is kept
+    byte for byte.
 
     Raises:
         ValueError: the file has no parseable frontmatter mapping, or one beyond the
@@ -260,8 +304,22 @@ def _replace_name_line(front: list[str], new_name: str) -> list[str] | None:
     if len(hits) > 1:
         return None
     if not hits:
-        return [f"name: {new_name}\n", *front]
+        return [f"name: {_yaml_scalar(new_name)}\n", *front]
     index = hits[0]
     line = front[index]
     ending = line[len(line.rstrip("\r\n")) :] or "\n"
-    return [*front[:index], f"name: {new_name}{ending}", *front[index + 1 :]]
+    return [*front[:index], f"name: {_yaml_scalar(new_name)}{ending}", *front[index + 1 :]]
+
+
+_PLAIN_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+def _yaml_scalar(text: str) -> str:
+    """``text`` as a YAML scalar that reads back as the same string."""
+    if _PLAIN_RE.fullmatch(text):
+        try:
+            if yaml.safe_load(text) == text:  # not ``true``, ``null``, ``1e3``, ``0x1f``
+                return text
+        except yaml.YAMLError:
+            pass
+    return json.dumps(text, ensure_ascii=False)

@@ -11,7 +11,9 @@ the entry) when an entry
   Linux and macOS file systems, POSIX ``<limits.h>``) or a path longer than
   :data:`MAX_PATH_BYTES` (well below ``PATH_MAX``, leaving room for the store's own
   path): no file system could hold it, and it is the archive's fault, not the store's;
-* is a symbolic link or a device/FIFO (the Unix file type in ``external_attr``);
+* is a device, FIFO or socket (the Unix file type in ``external_attr``), or a symbolic
+  link whose target leaves the archive (absolute, or ``..`` past its top, directly or
+  through other links of the archive);
 * collides with another after case folding and NFKC (``A.md`` beside ``a.md``, ``é``
   composed and decomposed), or is a file where another entry needs a folder;
 * overlaps another entry's bytes in the archive (the "overlapping files" zip bomb), or
@@ -22,9 +24,17 @@ actually expands to more bytes than the limit, or holds an entry whose expansion
 exceeds the limit. Sizes are checked while streaming, against the bytes really
 produced, never only against what the archive declares.
 
-A folder is copied without following any symlink (links are skipped with a note, so
-nothing outside the folder is ever read), special files are skipped, and the same
-entry and byte limits apply.
+A symbolic link entry (``git archive`` and GitHub's "Download ZIP" store a repository's
+links so: the Unix type ``S_IFLNK`` and the target as the entry's bytes) is treated as
+in a folder: never created as a link. One whose target (resolved inside the archive,
+links within it followed at most :data:`MAX_LINK_HOPS` times) is a file of the archive
+is kept as a copy of that file; one that names a folder, another link loop, or nothing
+is skipped with a note; one that leaves the archive refuses the archive.
+
+A folder is copied without following any symlink: a link whose target is a file of the
+folder (walked from the folder without following any link) is kept as a copy, every
+other link is skipped with a note, so nothing outside the folder is ever read; special
+files are skipped, and the same entry and byte limits apply.
 
 Every file and folder is created owner-only (``_private``: folders ``0700``, files
 ``0600``, or ``0700`` when the source file was executable for its owner): a stored
@@ -121,12 +131,17 @@ def is_zip_file(path: Path) -> bool:
 # -- zip ------------------------------------------------------------------------------
 
 
+MAX_LINK_HOPS: Final = 40
+"""Most links followed to resolve one link entry of an archive (Linux ``MAXSYMLINKS``)."""
+
+
 @dataclass(frozen=True)
 class _Entry:
     info: zipfile.ZipInfo
     parts: tuple[str, ...]
     is_dir: bool
     executable: bool
+    is_link: bool = False
 
 
 def _refuse(archive: str, message: str) -> ArchiveRefusedError:
@@ -183,7 +198,9 @@ def _check_entry(archive: str, info: zipfile.ZipInfo) -> _Entry:
     mode = _unix_mode(info)
     kind = stat.S_IFMT(mode)
     if kind == stat.S_IFLNK:
-        raise _refuse(archive, f"entry {info.filename!r} is a symbolic link")
+        if is_dir or not parts:
+            raise _refuse(archive, f"entry {info.filename!r} is a symbolic link named as a folder")
+        return _Entry(info=info, parts=parts, is_dir=False, executable=False, is_link=True)
     if kind not in {0, stat.S_IFREG, stat.S_IFDIR}:
         raise _refuse(archive, f"entry {info.filename!r} is a device, FIFO or socket")
     if kind == stat.S_IFDIR:
@@ -292,12 +309,184 @@ def _check_directory_size(archive: str, handle: BinaryIO, limits: ImportLimits) 
             f"its central directory is {size} bytes, more than {limits.max_entries} entries "
             f"need ({largest} bytes at most)",
         )
+    # Where zipfile starts reading it (the end record's place minus the directory's
+    # size: an archive with data in front, a self-extractor, still opens).
+    start = record[9] - size  # _ECD_LOCATION
+    if record[0] == b"PK\x06\x06":  # the Zip64 end record and its locator come first
+        start -= _ZIP64_END_AND_LOCATOR
+    if start < 0:
+        return  # zipfile refuses it next, with its own message
+    _count_directory(archive, handle, start, size, entries, limits)
+
+
+_ZIP64_END_AND_LOCATOR: Final = 56 + 20
+_CENTRAL_SIGNATURE: Final = b"PK\x01\x02"
+_CENTRAL_LENGTHS: Final = struct.Struct("<3H")  # name, extra field, comment (offset 28)
+
+
+def _count_directory(
+    archive: str, handle: BinaryIO, start: int, size: int, declared: int, limits: ImportLimits
+) -> None:
+    """Count the central directory's entries without building them; stop at the first
+    entry past the limit, and refuse a count other than the end record declares.
+
+    ``zipfile`` reads every entry of the directory's bytes, however many the end record
+    declares: a 20 MB directory of tiny names holds 400 000 entries under a declared
+    10 000. This walk reads only each entry's fixed part and lengths (APPNOTE.TXT
+    4.3.12: 46 bytes, then the name, extra field and comment).
+    """
+    handle.seek(start)
+    directory = handle.read(size)
+    offset = count = 0
+    while offset + _CENTRAL_ENTRY_FIXED <= len(directory):
+        if directory[offset : offset + 4] != _CENTRAL_SIGNATURE:
+            return  # not an entry: zipfile refuses the archive with its own message
+        count += 1
+        if count > limits.max_entries:
+            raise _refuse(
+                archive,
+                f"its central directory holds more than {limits.max_entries} entries (the "
+                f"limit), although its end record declares {declared}",
+            )
+        name, extra, comment = _CENTRAL_LENGTHS.unpack_from(directory, offset + 28)
+        offset += _CENTRAL_ENTRY_FIXED + name + extra + comment
+    if count != declared:
+        raise _refuse(
+            archive,
+            f"its end record declares {declared} entries but its central directory holds {count}",
+        )
+
+
+_MAX_LINK_TARGET_BYTES: Final = 4096  # PATH_MAX of Linux
+_LinkOutcome = tuple[str, "_Entry | None", str]  # (kind: file|folder|missing|loop, entry, path)
+
+
+def _link_target(archive: str, zf: zipfile.ZipFile, entry: _Entry) -> str:
+    """The target a link entry stores as its bytes (UTF-8, at most 4096 bytes).
+
+    Raises:
+        ArchiveRefusedError: too long, not UTF-8, a NUL, or damaged.
+    """
+    name = entry.info.filename
+    if entry.info.file_size > _MAX_LINK_TARGET_BYTES:
+        raise _refuse(archive, f"link entry {name!r} has a target longer than 4096 bytes")
+    try:
+        with zf.open(entry.info) as member:
+            data = member.read(_MAX_LINK_TARGET_BYTES + 1)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise _refuse(archive, f"entry {name!r} is damaged ({exc})") from exc
+    except OSError as exc:
+        raise FileUnreadableError(
+            f"{archive}: reading entry {name!r} failed: {describe_os_error(exc)}"
+        ) from exc
+    if len(data) > _MAX_LINK_TARGET_BYTES:
+        raise _refuse(archive, f"link entry {name!r} holds more bytes than it declares")
+    try:
+        target = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refuse(archive, f"link entry {name!r} has a target that is not UTF-8") from None
+    if not target or "\x00" in target:
+        raise _refuse(archive, f"link entry {name!r} has an empty target or one with a NUL")
+    return target
+
+
+def _resolve_links(
+    archive: str, zf: zipfile.ZipFile, entries: list[_Entry]
+) -> dict[int, _LinkOutcome]:
+    """Where each link entry leads, inside the archive (keyed by its index in ``entries``).
+
+    Resolution follows the kernel's (path_resolution(7)): component by component from
+    the link's folder, ``..`` going up one folder, every link of the archive met on the
+    way replaced by its target (at most :data:`MAX_LINK_HOPS` times: more is a loop), a
+    path that goes on past a file or past nothing leading nowhere.
+
+    Raises:
+        ArchiveRefusedError: a target (or the target of a link met on the way) is
+            absolute or goes above the archive's top: the link leaves the archive.
+    """
+    files = {entry.parts: entry for entry in entries if not entry.is_dir and not entry.is_link}
+    folders = {entry.parts[:depth] for entry in entries for depth in range(len(entry.parts))}
+    folders.update(entry.parts for entry in entries if entry.is_dir)
+    targets = {entry.parts: _link_target(archive, zf, entry) for entry in entries if entry.is_link}
+    outcomes: dict[int, _LinkOutcome] = {}
+    for position, entry in enumerate(entries):
+        if not entry.is_link:
+            continue
+        name = entry.info.filename
+
+        def escapes(target: str, name: str = name) -> ArchiveRefusedError:
+            return _refuse(
+                archive,
+                f"symbolic link entry {name!r} points outside the archive ({_short(target)})",
+            )
+
+        resolved: list[str] = list(entry.parts[:-1])
+        pending = _target_parts(targets[entry.parts])
+        if pending is None:
+            raise escapes(targets[entry.parts])
+        hops = 0
+        kind = ""
+        while pending:
+            part = pending.pop(0)
+            if part == "..":
+                if not resolved:
+                    raise escapes(targets[entry.parts])
+                resolved.pop()
+                continue
+            candidate = (*resolved, part)
+            if candidate in targets:
+                hops += 1
+                if hops > MAX_LINK_HOPS:
+                    kind = "loop"
+                    break
+                inner = _target_parts(targets[candidate])
+                if inner is None:
+                    raise escapes(targets[candidate])
+                pending = inner + pending
+                continue
+            resolved.append(part)
+            if pending and tuple(resolved) not in folders:
+                kind = "missing"  # a file or nothing where the path needs a folder
+                break
+        final = tuple(resolved)
+        if not kind:
+            if final in files:
+                kind = "file"
+            elif final in folders or not final:
+                kind = "folder"
+            else:
+                kind = "missing"
+        outcomes[position] = (kind, files.get(final) if kind == "file" else None, "/".join(final))
+    return outcomes
+
+
+def _target_parts(target: str) -> list[str] | None:
+    """A link target's components (``\\`` a separator too); ``None`` when absolute."""
+    text = target.replace("\\", "/")
+    if text.startswith("/") or _DRIVE_RE.match(text):
+        return None
+    return [part for part in text.split("/") if part not in {"", "."}]
+
+
+def _link_note(entry: _Entry, outcome: _LinkOutcome) -> str:
+    kind, _, path = outcome
+    name = "/".join(entry.parts)
+    if kind == "file":
+        return f"{name}: symbolic link kept as a copy of {path} (agc never creates links)"
+    if kind == "folder":
+        return (
+            f"{name}: symbolic link to the folder {path or '.'} skipped (agc never creates links)"
+        )
+    if kind == "loop":
+        return f"{name}: symbolic link loop skipped"
+    return f"{name}: symbolic link to {path}, which the archive does not hold, skipped"
 
 
 def extract_zip(
     archive: Path, dest: Path, *, limits: ImportLimits = DEFAULT_LIMITS, label: str | None = None
-) -> None:
-    """Extract ``archive`` into the empty folder ``dest`` after checking it whole.
+) -> list[str]:
+    """Extract ``archive`` into the empty folder ``dest`` after checking it whole; return
+    notes (each link entry: kept as a copy, or skipped, and why).
 
     Args:
         archive: the zip file.
@@ -344,9 +533,34 @@ def extract_zip(
                 )
             for entry in entries:
                 _check_ratio(name, entry.info.filename, entry.info.file_size, entry.info, limits)
+            links = _resolve_links(name, zf, entries)
+            copied = sum(
+                target.info.file_size for _, target, _ in links.values() if target is not None
+            )
+            if declared + copied > limits.max_total_bytes:
+                raise _refuse(
+                    name,
+                    f"with its links kept as copies it declares {declared + copied} bytes "
+                    f"uncompressed; the limit is {limits.max_total_bytes}",
+                )
             total = 0
-            for entry in entries:
-                total = _extract_entry(name, zf, entry, dest, total, limits)
+            notes: list[str] = []
+            for position, entry in enumerate(entries):
+                outcome = links.get(position)
+                if outcome is None:
+                    total = _extract_entry(name, zf, entry, dest, total, limits)
+                    continue
+                notes.append(_link_note(entry, outcome))
+                target = outcome[1]
+                if target is not None:
+                    copy = _Entry(
+                        info=target.info,
+                        parts=entry.parts,
+                        is_dir=False,
+                        executable=target.executable,
+                    )
+                    total = _extract_entry(name, zf, copy, dest, total, limits)
+            return notes
 
 
 def _check_ratio(
@@ -525,7 +739,7 @@ def copy_folder(
         root_fd = os.open(source, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     except OSError as exc:
         raise _unreadable(source, exc) from exc
-    state = _CopyState(limits=limits, label=str(source))
+    state = _CopyState(limits=limits, label=str(source), root_fd=root_fd)
     if skip is not None:
         with contextlib.suppress(OSError):
             info = os.stat(skip)
@@ -541,6 +755,7 @@ def copy_folder(
 class _CopyState:
     limits: ImportLimits
     label: str
+    root_fd: int = -1
     entries: int = 0
     total: int = 0
     skip: tuple[int, int] | None = None
@@ -585,7 +800,7 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
         except OSError as exc:
             raise InputError(f"{state.label}/{relative} cannot be read: {exc.strerror}") from exc
         if stat.S_ISLNK(info.st_mode):
-            state.notes.append(f"{relative}: symbolic link skipped (agc never follows links)")
+            state.notes.append(_copy_link(dir_fd, name, dest / name, relative, state))
             continue
         if stat.S_ISDIR(info.st_mode):
             if (info.st_dev, info.st_ino) == state.skip:
@@ -616,6 +831,56 @@ def _copy_tree(dir_fd: int, dest: Path, prefix: str, state: _CopyState) -> None:
             state.total += _copy_fd(file_fd, dest / name, mode, budget, f"{state.label}/{relative}")
         finally:
             os.close(file_fd)
+
+
+_NOFOLLOW_READ: Final = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC
+
+
+def _copy_link(dir_fd: int, name: str, dest: Path, relative: str, state: _CopyState) -> str:
+    """Copy the file a link of the folder names, when it is a file of the folder; the
+    note that says what became of the link.
+
+    The target is walked from the folder's own descriptor one component at a time,
+    each opened with ``O_NOFOLLOW`` (``..`` going back to the folder before), so no
+    link is ever followed: a target that is absolute, goes above the folder, passes
+    through another link, or is a folder, a special file or nothing is skipped.
+    """
+    skipped = f"{relative}: symbolic link skipped (agc never follows links"
+    try:
+        target = os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return skipped + ")"
+    parts = _target_parts(target)
+    if parts is None:
+        return skipped + " out of the folder)"
+    chain = [os.dup(state.root_fd)]
+    try:
+        for part in relative.split("/")[:-1]:
+            chain.append(os.open(part, _NOFOLLOW_READ | _O_DIRECTORY, dir_fd=chain[-1]))
+        for index, part in enumerate(parts):
+            if part == "..":
+                if len(chain) == 1:
+                    return skipped + " out of the folder)"
+                os.close(chain.pop())
+                continue
+            last = index == len(parts) - 1
+            flags = _NOFOLLOW_READ | (os.O_NONBLOCK if last else _O_DIRECTORY)
+            chain.append(os.open(part, flags, dir_fd=chain[-1]))
+            info = os.fstat(chain[-1])
+            if (info.st_dev, info.st_ino) == state.skip:
+                return skipped + " into the extension repository)"
+        if len(chain) == 1 or not stat.S_ISREG(os.fstat(chain[-1]).st_mode):
+            return skipped + "; it names a folder or a special file)"
+        mode = file_mode(bool(os.fstat(chain[-1]).st_mode & 0o100))
+        budget = state.limits.max_total_bytes - state.total
+        state.total += _copy_fd(chain[-1], dest, mode, budget, f"{state.label}/{relative}")
+    except OSError:
+        # ELOOP (another link on the way), ENOENT, ENOTDIR: it leads nowhere we read.
+        return skipped + "; it leads to nothing of the folder without another link)"
+    finally:
+        for fd in chain:
+            os.close(fd)
+    return f"{relative}: symbolic link kept as a copy of the file it names inside the folder"
 
 
 def _open_child(dir_fd: int, name: str, flags: int, state: _CopyState, relative: str) -> int | None:

@@ -13,6 +13,12 @@ projection, an item disabled, renamed, removed or re-imported since) is stale an
 ignored, as is a notification for a server agc did not project (``agc_tools``).
 ``failed``/``cancelled`` set ``lastError`` (status ``failed``); ``ready`` clears a
 startup error.
+
+The error text is the server's own output relayed by Codex (a stack trace, a key it
+printed, paths of the machine): before it is kept it is passed through agc's one secret
+detector (:func:`agc._core.redact.redact_text`), the user's home folder is written
+``~``, its whitespace runs made one space, and it is cut to
+:data:`MAX_STARTUP_ERROR_CHARS` characters (the middle left out, marked ``…``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 from agc._core.digest import digest_fd, digests_equal
 from agc._core.fs import describe_os_error, open_nofollow, read_small_file
 from agc._core.json import MAX_DEPTH
+from agc._core.redact import redact_text
 from agc._core.sidecar import parse_sidecar, sidecar_name
 from agc.errors import (
     ExtensionNotFoundError,
@@ -49,6 +56,8 @@ _STATES: Final = ("starting", "ready", "failed", "cancelled")
 _MAX_RECORD_BYTES: Final = 64 * 1024 * 1024
 _MAX_LINE_BYTES: Final = 1024 * 1024
 _RECORD_DEPTH: Final = MAX_DOCUMENT_DEPTH + 8
+MAX_STARTUP_ERROR_CHARS: Final = 1000
+"""Longest startup error text kept in an item's ``lastError``, in characters."""
 
 
 @dataclass(frozen=True)
@@ -295,8 +304,26 @@ def apply_startup_events(
     )
 
 
+def startup_error_text(error: str, home: str | None = None) -> str:
+    """``error`` as an item keeps it (see the module docstring): secrets redacted, the
+    home folder (``home``, default ``$HOME``) as ``~``, one line, at most
+    :data:`MAX_STARTUP_ERROR_CHARS` characters."""
+    # Redacted whole before it is cut: a cut could split a secret where no rule finds it.
+    # (A line is at most 1 MiB: _MAX_LINE_BYTES.)
+    keep = MAX_STARTUP_ERROR_CHARS
+    text = " ".join(redact_text(error).split())
+    home = os.path.expanduser("~") if home is None else home
+    if len(home) > 1:
+        text = text.replace(home.rstrip("/") + "/", "~/").replace(home.rstrip("/"), "~")
+    if len(text) > keep:
+        half = (keep - 3) // 2
+        text = f"{text[:half]} … {text[-half:]}"
+    return text
+
+
 def _with_status(item: ExtensionItem, status: StartupStatus, error: str | None) -> ExtensionItem:
     if status in {"failed", "cancelled"}:
+        error = startup_error_text(error) if error else None
         message = f"startup {status}: {error}" if error else f"startup {status}"
         return replace(item.with_error(message, "startup"), startup_status=status)
     if item.error_origin == "startup":

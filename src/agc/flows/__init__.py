@@ -9,7 +9,8 @@ what needs two of them lives here, built on their front doors only:
   :func:`refuse_unverified`, :func:`refuse_unsigned_file`, :func:`has_recorded_run`
   (a store's snapshots are :func:`agc.resume.has_snapshot`);
 * the audited serve sink: :class:`AuditSink` (each turn of :mod:`agc.serve` sealed as an
-  agc run, with a turn ledger) and :func:`recover_turn_runs`;
+  agc run, with a turn ledger; :class:`DescriptorReserve`, the descriptors it keeps for
+  sealing) and :func:`recover_turn_runs`;
 * sealed readiness verdicts: :func:`seal_verdict`, :func:`verdict_statement`,
   :func:`check_sealed_verdict`, :func:`refuse_taken_run_id`;
 * guards of recording and importing: :func:`explain_write_failure`,
@@ -135,7 +136,7 @@ if _TYPE_CHECKING:
         scan_history,
         streamable_size,
     )
-    from agc.flows._serve import AuditSink, recover_turn_runs
+    from agc.flows._serve import AuditSink, DescriptorReserve, recover_turn_runs
     from agc.flows._text import orjson_indented
 
 __all__ = [
@@ -146,6 +147,7 @@ __all__ = [
     "TEMP_SUFFIX",
     "AuditSink",
     "CaptureFailure",
+    "DescriptorReserve",
     "ExecRollout",
     "HookOutcome",
     "ImportOutcome",
@@ -321,7 +323,10 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     **{name: ("agc.flows._record", name) for name in ("PassThrough", "drain")},
-    **{name: ("agc.flows._serve", name) for name in ("AuditSink", "recover_turn_runs")},
+    **{
+        name: ("agc.flows._serve", name)
+        for name in ("AuditSink", "DescriptorReserve", "recover_turn_runs")
+    },
     "orjson_indented": ("agc.flows._text", "orjson_indented"),
 }
 

@@ -191,6 +191,7 @@ def capture_hook_event(
     lock_wait_ms: int = _LOCK_WAIT_MS,
     clock: Callable[[], int] = unix_ms,
     environ: Mapping[str, str] | None = None,
+    retry: bool = False,
 ) -> HookOutcome:
     """Append one hook event to its session's run; seal the run at the session's end.
 
@@ -201,6 +202,10 @@ def capture_hook_event(
         lock_wait_ms: how long to wait for a hook of the same run that holds its file.
         clock: Unix ms, for the failure's ``ts``.
         environ: the environment for the fallback failure file (default ``os.environ``).
+        retry: the event may be in the run already (a resident capture process took it
+            and stopped before it answered): it is not appended again when the run's
+            last record is this same record (every member but the writer's ``seq``,
+            ``ts`` and ``run_id`` equal).
 
     Returns:
         What was done. Never raises on the event or the store (see the module
@@ -213,7 +218,7 @@ def capture_hook_event(
         folder = Path(str(store))
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     try:
-        return _capture(client, state, data, folder, lock_wait_ms)
+        return _capture(client, state, data, folder, lock_wait_ms, retry=retry)
     except SessionFileChangedError as exc:  # already recorded in the run, and sealed
         return _failed(state, folder, exc.code, exc.message, clock, environ, in_run=True)
     except AgcError as exc:
@@ -237,7 +242,13 @@ class _State:
 
 
 def _capture(
-    client: ClientName, state: _State, data: bytes, folder: Path, lock_wait_ms: int
+    client: ClientName,
+    state: _State,
+    data: bytes,
+    folder: Path,
+    lock_wait_ms: int,
+    *,
+    retry: bool = False,
 ) -> HookOutcome:
     event = parse_hook_event(client, data)
     record = event.record
@@ -248,9 +259,14 @@ def _capture(
     state.session_id = record.session_id
     writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
     try:
+        fields = record.to_record()
+        # Asked before any pending failure is carried in: a retried event already appended
+        # is the run's last record until something else is written after it.
+        already = retry and _is_last_record(writer.path, fields)
         _carry_pending(writer, run_id, client, record.session_id, folder)
-        writer.write(record.to_record())
-        writer.checkpoint()
+        if not already:
+            writer.write(fields)
+            writer.checkpoint()
         state.appended = True
         final = event.ends_session
         sealed = False
@@ -275,6 +291,24 @@ def _capture(
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
+
+
+def _is_last_record(path: Path, fields: Mapping[str, Any]) -> bool:
+    """Whether the last client event of the tool-events file ``path`` (its last record
+    but agc's own ``sealed`` and ``capture-failed`` records, which a seal or a failure
+    writes after it) holds ``fields`` (each member equal); ``False`` when there is none
+    or the line is not a record."""
+    last = None
+    for line in _lines(path):
+        if b'"event":"sealed"' not in line and b'"event":"capture-failed"' not in line:
+            last = line
+    if last is None:
+        return False
+    try:
+        stored = loads(last)
+    except AgcError:
+        return False
+    return isinstance(stored, dict) and all(stored.get(k) == v for k, v in fields.items())
 
 
 def _make_store(folder: Path) -> None:
@@ -676,17 +710,19 @@ def record_capture_failure(
     code: str,
     message: str,
     client: str = "unknown",
+    run_id: str | None = None,
     clock: Callable[[], int] = unix_ms,
     environ: Mapping[str, str] | None = None,
 ) -> HookOutcome:
     """Keep a failure that happened before any event could be read (``agc hook`` was
-    started with bad arguments), as :func:`capture_hook_event` keeps its own. Never
-    raises."""
+    started with bad arguments; the hook process was stopped while it handed the event
+    to the resident capture process: ``run_id`` when the bytes that came name it), as
+    :func:`capture_hook_event` keeps its own. Never raises."""
     try:
         folder = resolve_store(store).absolute()
     except AgcError:
         folder = Path(str(store))
-    state = _State(client)
+    state = _State(client, run_id=run_id)
     return _failed(state, folder, code, message, clock, environ)
 
 

@@ -29,11 +29,12 @@ from agc.errors import (
     VerificationError,
 )
 from agc.flows._files import new_file_errors
-from agc.integrity import RunReport, check_run_kept, export_copy, iter_copy_lines
 from agc.resume import FormatName, History, get_spec, load_history, scan_session
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from agc.integrity import RunReport
 
 __all__ = [
     "ProgressBar",
@@ -228,6 +229,9 @@ def history_from_run(
         StoreError: the store cannot be read (exit 3).
         FileWriteError: the temporary folder is full (exit 3).
     """
+    # the verifier only when a run is resumed: `agc resume --check FILE` starts without it
+    from agc.integrity import check_run_kept, export_copy, iter_copy_lines  # noqa: PLC0415
+
     report, kept = check_run_kept(
         run_id,
         store,

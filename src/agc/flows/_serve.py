@@ -8,6 +8,13 @@ ends and signed when a signing key is set) plus a turn ledger from the same even
 (:class:`agc.ledger.TurnRecorder`). A crash of the service leaves the open turns' runs
 unsealed: :meth:`AuditSink.unsealed_runs` finds them and :func:`recover_turn_runs`
 seals them with :func:`agc.integrity.recover_run`.
+
+Sealing needs new file descriptors (the sidecar, the manifest, the chain link) when a
+loaded process may have none left (``EMFILE``): the sink keeps a few descriptors
+reserved from its start and, when a seal fails, gives them back and seals what reached
+the disk with :func:`agc.integrity.recover_run`. A run that still cannot be sealed
+stays on disk, every accepted record in it and a crash checkpoint after them, for
+``agc recover``.
 """
 
 from __future__ import annotations
@@ -16,15 +23,22 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from agc._core.sidecar import sidecar_paths
 from agc._core.store import StoreLayout
-from agc.errors import AgcError
-from agc.integrity import RunWriters, SigningKey, open_run, recover_run
+from agc.errors import AgcError, StoreError
+from agc.integrity import (
+    ArtifactSeal,
+    RunWriters,
+    SigningKey,
+    open_run,
+    read_run_manifest,
+    recover_run,
+)
 from agc.ledger import TurnRecorder, preset_policy
 from agc.serve import (
     Blocker,
@@ -41,6 +55,66 @@ from agc.serve import (
 __all__ = ["AuditSink", "recover_turn_runs"]
 
 TURN_RUN_PREFIX: Final = "trc-"
+#: Descriptors kept open (on the null device) for sealing under descriptor exhaustion:
+#: a seal opens the sidecar, the manifest and the chain files (and their temporary files).
+RESERVED_DESCRIPTORS: Final = 16
+
+
+class DescriptorReserve:
+    """A few open descriptors held back, given up when a seal needs them.
+
+    Args:
+        count: descriptors to hold (on ``os.devnull``, close-on-exec).
+
+    Thread-safe. :meth:`released` closes them for the duration of a ``with`` block and
+    takes them again afterwards (as many as the process can open then): each seal runs
+    inside it, so that it finds descriptors even when the rest of the process took
+    every other one.
+    """
+
+    def __init__(self, count: int = RESERVED_DESCRIPTORS) -> None:
+        self.count = count
+        self._fds: list[int] = []
+        self._lock = threading.Lock()
+        self._users = 0
+        self.refill()
+
+    @property
+    def held(self) -> int:
+        return len(self._fds)
+
+    def refill(self) -> None:
+        """Open descriptors up to :attr:`count` (stops quietly when none is left)."""
+        with self._lock:
+            while len(self._fds) < self.count:
+                try:
+                    self._fds.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+                except OSError:
+                    return
+
+    def release(self) -> None:
+        """Close every held descriptor."""
+        with self._lock:
+            for fd in self._fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._fds.clear()
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """Without the held descriptors for the block; taken again when the last of
+        the threads inside such blocks leaves."""
+        with self._lock:
+            self._users += 1
+        self.release()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                last = self._users == 0
+            if last:
+                self.refill()
 
 
 @dataclass
@@ -57,15 +131,20 @@ class AuditSink:
     Args:
         store: the agc store folder (``--store`` / ``$AGC_HOME`` / ``~/.agc``).
         signing_key: sign each run manifest, if given.
-        ledger_root: the project folder of the turn ledger (``None``: no ledger).
+        ledger_root: the folder whose ``.agent/`` holds the turn ledger (``None``: no
+            ledger); created when missing. The ledger hashes the files of the turn's
+            workspace (:attr:`agc.serve.TurnInfo.workspace`), wherever it is written.
         log: called with one line per finished turn (``None``: silent).
+        reserve: descriptors held for sealing under exhaustion (``None``: a
+            :class:`DescriptorReserve` of :data:`RESERVED_DESCRIPTORS`).
 
     The run id is the trace id (``trc-<32 hex>``), which is also the ledger's turn id.
     Thread-safe across turns; one turn's calls come one after the other.
 
     Raises (from the turn callbacks): the errors of :func:`agc.integrity.open_run` and
     of its writers (``StoreError``, ``FileWriteError``: exit 3); a turn whose run cannot
-    be sealed is left unsealed on disk for :func:`recover_turn_runs`.
+    be sealed even with the reserve given back is left unsealed on disk for
+    :func:`recover_turn_runs`.
     """
 
     def __init__(
@@ -75,12 +154,14 @@ class AuditSink:
         signing_key: SigningKey | None,
         ledger_root: Path | None,
         log: Callable[[str], None] | None = None,
+        reserve: DescriptorReserve | None = None,
     ) -> None:
         self.log = log
         self.layout = StoreLayout.at(store)
         self.store = store
         self.signing_key = signing_key
         self.ledger_root = ledger_root
+        self.reserve = reserve if reserve is not None else DescriptorReserve()
         self._turns: dict[str, _OpenTurn] = {}
         self._lock = threading.Lock()
 
@@ -110,18 +191,31 @@ class AuditSink:
         )
         try:
             run.transcript.write(request_record(turn))
-            run.transcript.flush()
+            # A first checkpoint of each file opens its checkpoint file now, while
+            # descriptors are to be had: the one before the seal needs none.
+            run.transcript.checkpoint()
+            run.tool_events.checkpoint()
         except BaseException:
             run.abort()
             raise
         recorder = None
         if self.ledger_root is not None:
-            recorder = TurnRecorder.start(
-                self.ledger_root,
-                turn.trace_id,
-                prompt=turn.message,
-                policy=preset_policy("direct-project"),  # as before generic became the default
-            )
+            try:
+                self.ledger_root.mkdir(parents=True, exist_ok=True)
+                recorder = TurnRecorder.start(
+                    turn.workspace,
+                    turn.trace_id,
+                    prompt=turn.message,
+                    attachments=[
+                        {"name": PurePosixPath(path).name, "localPath": path, "status": "offered"}
+                        for path in turn.attachments
+                    ],
+                    policy=preset_policy("direct-project"),  # as before generic became the default
+                    ledger_root=self.ledger_root,
+                )
+            except BaseException:
+                run.abort()
+                raise
         with self._lock:
             self._turns[turn.trace_id] = _OpenTurn(run, recorder)
 
@@ -153,7 +247,22 @@ class AuditSink:
             open_turn = self._turns.pop(turn.trace_id)
         try:
             open_turn.run.transcript.write(reply_record(turn, end))
-            transcript, tool_events = open_turn.run.close()
+            # Every record vouched for (the checkpoint files are open since the start),
+            # then sealed with the reserved descriptors given back.
+            open_turn.run.transcript.checkpoint()
+            open_turn.run.tool_events.checkpoint()
+            with self.reserve.released():
+                transcript, tool_events = open_turn.run.close()
+        except (AgcError, OSError):
+            # Every record reached the file before the seal was tried (the writers flush
+            # first): released unsealed, with a crash checkpoint when one can be written.
+            open_turn.run.abort()
+            try:
+                transcript, tool_events = self._seal_with_reserve(turn.trace_id)
+            except BaseException:
+                if open_turn.recorder is not None:
+                    open_turn.recorder.finish(completed=False)
+                raise
         except BaseException:
             open_turn.run.abort()  # left unsealed: `agc recover` seals what reached the disk
             if open_turn.recorder is not None:
@@ -191,6 +300,22 @@ class AuditSink:
                 f"run sealed{', signed' if self.signing_key else ''}"
             )
         return audit
+
+    def _seal_with_reserve(self, run_id: str) -> tuple[ArtifactSeal, ArtifactSeal]:
+        """Seal a run whose writers failed to, with the reserved descriptors given back
+        (:func:`agc.integrity.recover_run` over what reached the disk); returns the
+        transcript's and the tool events' seals.
+
+        Raises:
+            AgcError: as :func:`agc.integrity.recover_run` (the run stays unsealed, for
+                ``agc recover``).
+        """
+        with self.reserve.released():
+            recover_run(run_id, self.store, signing_key=self.signing_key)
+            manifest = read_run_manifest(run_id, self.store)
+        if manifest is None:  # pragma: no cover - recover_run wrote it
+            raise StoreError(f"run {run_id} has no manifest after its recovery")
+        return manifest.artifacts["transcript"], manifest.artifacts["tool-events"]
 
     def unsealed_runs(self) -> list[str]:
         """Runs of this service with a file that has no seal (a crash), by run id.

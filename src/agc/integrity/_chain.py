@@ -72,12 +72,11 @@ from agc._core.store import (
     CHAIN_PENDING,
     CHAIN_QUARANTINE,
     StoreLayout,
-    validate_run_id,
+    is_run_id,
 )
 from agc.errors import (
     AgcError,
     FileExistsRefusedError,
-    RunIdInvalidError,
     StoreError,
     UnsafePathError,
 )
@@ -298,7 +297,7 @@ def _entry(raw: Any) -> ChainEntry:
         isinstance(position, int)
         and not isinstance(position, bool)
         and isinstance(run_id, str)
-        and _is_run_id(run_id)
+        and is_run_id(run_id)
         and isinstance(digest, str)
         and (prev is None or isinstance(prev, str))
     ):
@@ -312,14 +311,6 @@ def _parse_link(line: bytes) -> ChainEntry | None:
         return _entry(loads(line))
     except (ValueError, KeyError, TypeError):  # JsonInvalidError is a ValueError
         return None
-
-
-def _is_run_id(run_id: str) -> bool:
-    try:
-        validate_run_id(run_id)
-    except RunIdInvalidError:
-        return False  # agc never links such a run; it would also reach messages raw
-    return True
 
 
 def append_link(
@@ -759,7 +750,7 @@ def _read_pending(layout: StoreLayout) -> tuple[str, int, str | None] | None:
         return None
     if (
         isinstance(run_id, str)
-        and _is_run_id(run_id)
+        and is_run_id(run_id)
         and isinstance(position, int)
         and not isinstance(position, bool)
         and (prev is None or isinstance(prev, str))

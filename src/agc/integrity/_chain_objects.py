@@ -16,8 +16,14 @@ from agc._core import json as strict_json
 from agc._core import store as store_layout
 from agc._core.report import SCHEMA_VERSION
 from agc._core.storage import Store
-from agc._core.store import CHAIN_HEAD, artifact_path, link_path, manifest_path, validate_run_id
-from agc.errors import AgcError, StoreError
+from agc._core.store import (
+    CHAIN_HEAD,
+    artifact_path,
+    is_run_id,
+    link_path,
+    manifest_path,
+)
+from agc.errors import StoreError
 from agc.integrity._chain import ChainEntry, ChainHead
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
 
@@ -39,14 +45,6 @@ CHAIN_DIR: Final = f"{store_layout.CHAIN_DIR}/"
 HEAD_PATH: Final = CHAIN_HEAD
 MANIFESTS_DIR: Final = f"{store_layout.MANIFESTS_DIR}/"
 _MAX_HEAD_BYTES: Final = MAX_MANIFEST_BYTES + 4096
-
-
-def _is_run_id(name: str) -> bool:
-    try:
-        validate_run_id(name)
-    except AgcError:
-        return False
-    return True
 
 
 # -- reading small objects --------------------------------------------------------------
@@ -120,7 +118,7 @@ class RemoteHead:
             and position >= 1
             and isinstance(digest, str)
             and isinstance(run_id, str)
-            and _is_run_id(run_id)
+            and is_run_id(run_id)
             and (prev is None or isinstance(prev, str))
             and isinstance(manifest, str)
         ):

@@ -38,7 +38,7 @@ from agc._core.store import ARTIFACT_KINDS, ArtifactKind, RunId, StoreArg, Store
 from agc.errors import AgcError, EmptyInputError, FileUnreadableError, JsonInvalidError
 from agc.integrity._manifest import ArtifactSeal
 from agc.integrity._signing import SigningKey
-from agc.integrity._target import RunTarget, run_target
+from agc.integrity._target import RunTarget, recorded_copies, run_target
 from agc.integrity._writer import RunWriters, ToolEventWriter, TranscriptWriter, open_run
 
 __all__ = ["Companion", "IngestSummary", "ingest_lines", "ingest_stream", "line_to_record"]
@@ -479,7 +479,7 @@ def _already_recorded(
         as :func:`ingest_stream` for the input; StoreError when the store's run cannot
         be read.
     """
-    with target.recorded_copies(run_id, _trusted(signing_key)) as copies:
+    with recorded_copies(target.store, run_id, _trusted(signing_key)) as copies:
         if copies is None:
             return None  # differs, or not signed by the key this import would sign with
         with tempfile.TemporaryDirectory(prefix="agc-reimport-") as scratch:

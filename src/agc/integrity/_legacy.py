@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from agc._core.digest import Algorithm
 from agc._core.report import Finding
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from agc.integrity._observation import ArtifactObservation
 
 __all__ = [
+    "EVERY_RUN",
     "LegacyFindingCode",
     "LegacyRun",
-    "chain_links_run",
     "chained_run_ids",
     "count_legacy_tool_events",
     "detect_legacy_run",
@@ -173,7 +173,7 @@ def detect_legacy_run(
         linked: whether the store's chain links the run (called only for a legacy
             sidecar; a chain that cannot be read counts as linking it: a store with a
             damaged chain is not a legacy store). The chain's form is the store's: a
-            log in a folder (:func:`chain_links_run`), link objects in an object store.
+            log in a folder (:func:`chained_run_ids`), link objects in an object store.
         shared_records: records of the legacy shared tool-events file naming the run
             (:func:`count_legacy_tool_events`; 0 where the store has no such file).
 
@@ -201,10 +201,14 @@ def has_legacy_sidecars(sidecars: Mapping[Algorithm, Sidecar | str]) -> bool:
 
 
 class _EveryRun(Container[str]):
-    """What an unreadable chain log links: every run (see :func:`chain_links_run`)."""
+    """What an unreadable chain links: every run (see :func:`chained_run_ids`)."""
 
     def __contains__(self, run_id: object) -> bool:
         return True
+
+
+EVERY_RUN: Final[Container[str]] = _EveryRun()
+"""What a chain that cannot be read links: every run id."""
 
 
 def chained_run_ids(layout: StoreLayout) -> Container[str]:
@@ -219,13 +223,5 @@ def chained_run_ids(layout: StoreLayout) -> Container[str]:
     except FileNotFoundError:
         return frozenset()
     except (UnsafePathError, StoreError, OSError):
-        return _EveryRun()
+        return EVERY_RUN
     return frozenset(entry.run_id for entry in entries)
-
-
-def chain_links_run(layout: StoreLayout, run_id: str) -> bool:
-    """Whether ``audit/chain.jsonl`` links the run (read only for would-be legacy runs).
-
-    A chain log that cannot be read as a file counts as linking it: a store with a
-    damaged chain is not a legacy store."""
-    return run_id in chained_run_ids(layout)

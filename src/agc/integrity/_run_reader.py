@@ -69,8 +69,9 @@ from agc.integrity._judge import (
     sealed_bytes_differ,
 )
 from agc.integrity._legacy import (
+    EVERY_RUN,
     LegacyRun,
-    chain_links_run,
+    chained_run_ids,
     count_legacy_tool_events,
     detect_legacy_run,
     has_legacy_sidecars,
@@ -94,6 +95,7 @@ __all__ = [
     "ObjectCopy",
     "RunCheck",
     "VerifyPolicy",
+    "chained_store_run_ids",
     "check_object_run",
     "check_store_run",
     "is_legacy_store_run",
@@ -786,9 +788,42 @@ def _has_links(store: Store, run_id: str) -> bool:
 def _links_run(store: Store, run_id: str) -> bool:
     """Whether the store chain links a run that has no manifest (a downgraded run, not
     a legacy one); a chain that cannot be read counts as linking it."""
+    return run_id in chained_store_run_ids(store)
+
+
+def chained_store_run_ids(store: Store) -> Container[str]:
+    """The run ids the store chain links, read once (for a listing of many runs asking
+    whether each is a legacy one), in the store's form of the chain: the log of a store
+    written in place, the link objects and the head of a store written object by object.
+    A chain that cannot be read (a link or the head damaged, larger than a manifest can
+    be, or the log not a regular file) links every run: a store with a damaged chain is
+    not a legacy store.
+
+    Raises:
+        StoreError: the store cannot be listed or read (exit 3).
+    """
     if store.folder is not None:
-        return chain_links_run(StoreLayout(store.folder), run_id)
-    return _downgraded(store, run_id)
+        return chained_run_ids(StoreLayout(store.folder))
+    linked: set[str] = set()
+    for path in (*sorted(store.list_paths(CHAIN_DIR)), HEAD_PATH):
+        with store.open(path) as found:
+            if found is None:
+                continue
+            chunks, info = found
+            if info.size > MAX_MANIFEST_BYTES:
+                return EVERY_RUN
+            data = b"".join(chunks)
+        if path == HEAD_PATH:
+            try:
+                linked.add(RemoteHead.from_bytes(data).run_id)
+            except (ValueError, UnicodeDecodeError):
+                return EVERY_RUN
+            continue
+        entry = _parse_link(data)
+        if entry is None:
+            return EVERY_RUN
+        linked.add(entry.run_id)
+    return frozenset(linked)
 
 
 def _judge_links(
@@ -904,7 +939,7 @@ def is_legacy_store_run(
 
     Args:
         chained: the run ids the chain links, read once for a listing of many runs
-            (:func:`~agc.integrity._legacy.chained_run_ids`); ``None`` reads the chain
+            (:func:`chained_store_run_ids`); ``None`` reads the chain
             when the sidecar is a legacy one.
 
     Raises:
@@ -914,35 +949,6 @@ def is_legacy_store_run(
     if not has_legacy_sidecars(sidecars):
         return False
     return run_id not in chained if chained is not None else not _links_run(store, run_id)
-
-
-def _downgraded(store: Store, run_id: str) -> bool:
-    """Whether the store chain links a run that has no manifest and would be read as
-    legacy: a chained run had a manifest, so its manifest was removed and its sidecars
-    rewritten in the legacy format (as a folder store judges it). A link or head that
-    cannot be read counts as linking it: a store with a damaged chain is not a legacy
-    store.
-
-    Raises:
-        StoreError: the store cannot be listed or read (exit 3).
-    """
-    for path in (*sorted(store.list_paths(CHAIN_DIR)), HEAD_PATH):
-        with store.open(path) as found:
-            if found is None:
-                continue
-            chunks, info = found
-            if info.size > MAX_MANIFEST_BYTES:
-                return True
-            data = b"".join(chunks)
-        if path == HEAD_PATH:
-            try:
-                return RemoteHead.from_bytes(data).run_id == run_id
-            except (ValueError, UnicodeDecodeError):
-                return True
-        entry = _parse_link(data)
-        if entry is None or entry.run_id == run_id:
-            return True
-    return False
 
 
 def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:

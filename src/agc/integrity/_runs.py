@@ -8,41 +8,40 @@ they are. ``check_run`` / ``agc-verify`` say whether they are complete and untou
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import json
 import os
 import stat
 from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Final, Literal
 
 from agc._core.digest import SIDECAR_SUFFIXES
 from agc._core.folderstore import FolderStore
 from agc._core.fs import open_nofollow
-from agc._core.objstore import ObjectStore, object_store_of
+from agc._core.storage import ListedObject, Store
 from agc._core.store import (
     ARTIFACT_DIRS,
     ARTIFACT_KINDS,
     MANIFESTS_DIR,
     ArtifactKind,
+    StoreArg,
     StoreLayout,
     artifact_path,
-    validate_run_id,
+    manifest_path,
+    open_store,
 )
 from agc.errors import (
     AgcError,
     ManifestInvalidError,
-    RunIdInvalidError,
     RunNotFoundError,
     StoreError,
     UnsafePathError,
 )
-from agc.integrity._legacy import chained_run_ids
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, RunManifest
-from agc.integrity._run_reader import is_legacy_store_run
+from agc.integrity._run_reader import chained_store_run_ids, is_legacy_store_run
 from agc.integrity._store_io import read_manifest, stored_run_ids
+from agc.integrity._upload import staged_run_ids, staging_store
 
 __all__ = [
     "RunListing",
@@ -54,7 +53,6 @@ __all__ = [
 ]
 
 RunState = Literal["sealed", "recovered", "unsealed", "damaged", "legacy"]
-_COUNT_CHUNK: Final = 1 << 20
 _STAMPS: Final[dict[ArtifactKind, tuple[str, ...]]] = {
     "transcript": ("seq", "ts"),
     "tool-events": ("seq", "ts", "run_id"),
@@ -76,10 +74,11 @@ class RunListing:
             sidecar and no manifest; there is nothing for ``agc recover`` to seal).
         records: records per artifact kind (sealed: from the manifest; otherwise the
             complete lines on disk).
-        bytes: bytes of both artifact files on disk.
+        bytes: bytes of both artifact files as the store lists them.
         signed: the manifest carries a signature (whether it verifies is
             ``agc-verify --trusted-key``'s business).
-        last_write_ms: the latest modification time of the run's files (Unix ms).
+        last_write_ms: the latest modification time of the run's artifact files and
+            manifest as the store lists them (Unix ms).
         attributes: the manifest's ``attributes`` (facts its writer attached), ``None``
             when it has none or no readable manifest.
     """
@@ -108,63 +107,76 @@ class RunListing:
         }
 
 
-def _count_lines(path: Path) -> tuple[int, int, int | None]:
-    """``(complete lines, bytes, mtime ms)`` of a file, or zeros when it is absent."""
+def _count_lines(store: Store, path: str) -> int:
+    """The complete lines of an object, counted as it streams by (nothing is hashed);
+    0 when it is gone or is not an object (a symlink is never followed)."""
     try:
-        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
-    except (FileNotFoundError, UnsafePathError):
-        return 0, 0, None
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return 0, 0, None
-        count = 0
-        while chunk := os.read(fd, _COUNT_CHUNK):
-            count += chunk.count(b"\n")
-        return count, info.st_size, info.st_mtime_ns // 1_000_000
-    finally:
-        os.close(fd)
+        with store.stream(path) as found:
+            if found is None:
+                return 0
+            chunks, _ = found
+            return sum(chunk.count(b"\n") for chunk in chunks)
+    except UnsafePathError:
+        return 0
 
 
-def _listing(layout: StoreLayout, run_id: str, chained: Callable[[], Container[str]]) -> RunListing:
-    manifest: RunManifest | None = None
-    state: RunState = "unsealed"
+def _listed_manifest(
+    store: Store, run_id: str, listed: ListedObject | None
+) -> tuple[RunManifest | None, bool]:
+    """``(the run's manifest or None, whether it cannot be read as one)``: a manifest
+    that is damaged, of another run, larger than a manifest can be, or not an object
+    (a symlink) is ``(None, True)``.
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
+    path = manifest_path(run_id)
+    if listed is not None and listed.size > MAX_MANIFEST_BYTES:
+        return None, True
     try:
-        manifest = read_manifest(layout, run_id)
-    except (ManifestInvalidError, UnsafePathError):
-        state = "damaged"
-    else:
-        if manifest is not None and manifest.closed:
-            state = _closed_state(manifest)
-        elif manifest is None and is_legacy_store_run(
-            FolderStore(layout.root), run_id, chained=chained()
-        ):
-            state = "legacy"
+        found = store.get(path, max_bytes=MAX_MANIFEST_BYTES)
+    except UnsafePathError:
+        return None, True
+    if found is None:
+        return None, store.odd_entry(path) is not None
+    try:
+        return RunManifest.from_bytes(found[0], expected_run_id=run_id), False
+    except ManifestInvalidError:
+        return None, True
+
+
+def _listing(
+    store: Store,
+    run_id: str,
+    objects: Mapping[str, ListedObject],
+    chained: Callable[[], Container[str]],
+) -> RunListing:
+    """One run as the store's listing and its manifest show it: records of a sealed
+    artifact from its seal, of any other its complete lines; bytes and the last write
+    from the listing of its objects (artifacts and manifest)."""
+    manifest, damaged = _listed_manifest(store, run_id, objects.get(manifest_path(run_id)))
+    state: RunState = "damaged" if damaged else "unsealed"
+    if manifest is not None and manifest.closed:
+        state = _closed_state(manifest)
+    elif manifest is None and not damaged and is_legacy_store_run(store, run_id, chained=chained()):
+        state = "legacy"
     records: dict[str, int] = {}
     size = 0
     times: list[int] = []
     for kind in ARTIFACT_KINDS:
-        path = layout.artifact_path(run_id, kind)
+        path = artifact_path(run_id, kind)
+        listed = objects.get(path)
         seal = manifest.artifacts.get(kind) if manifest else None
         if seal is not None and seal.closed:
-            try:
-                info = path.lstat()
-            except FileNotFoundError:
-                info = None
             records[kind] = seal.records
-            if info is not None:
-                size += info.st_size
-                times.append(info.st_mtime_ns // 1_000_000)
-            continue
-        lines, length, mtime = _count_lines(path)
-        records[kind] = lines
-        size += length
-        if mtime is not None:
-            times.append(mtime)
-    with contextlib.suppress(OSError):
-        times.append(layout.manifest_path(run_id).lstat().st_mtime_ns // 1_000_000)
+        else:
+            records[kind] = 0 if listed is None else _count_lines(store, path)
+        if listed is not None:
+            size += listed.size
+            times.append(listed.last_modified_ms)
+    listed_manifest = objects.get(manifest_path(run_id))
+    if listed_manifest is not None:
+        times.append(listed_manifest.last_modified_ms)
     return RunListing(
         run_id=run_id,
         state=state,
@@ -180,109 +192,48 @@ def _closed_state(manifest: RunManifest) -> RunState:
     return "recovered" if manifest.recovered_unvouched else "sealed"
 
 
-def list_runs(store: str | os.PathLike[str] | None = None) -> list[RunListing]:
-    """Every run of the store, the most recently written first (no file is hashed).
+def _store_listings(store: Store) -> dict[str, RunListing]:
+    """Every run the store holds (a manifest or an artifact file), by run id.
+
+    Raises:
+        StoreError: the store cannot be listed or read.
+    """
+    objects = {
+        listed.path: listed
+        for folder in (*ARTIFACT_DIRS.values(), MANIFESTS_DIR)
+        for listed in store.list_objects(f"{folder}/")
+    }
+    chained = functools.cache(lambda: chained_store_run_ids(store))  # read once, if needed
+    return {
+        run_id: _listing(store, run_id, objects, chained)
+        for run_id in sorted(stored_run_ids(store))
+    }
+
+
+def list_runs(store: StoreArg | Store = None) -> list[RunListing]:
+    """Every run of the store (a folder, ``s3://…``, any
+    :class:`~agc._core.storage.Store`), the most recently written first; no file is
+    hashed. A store written object by object also lists the runs this host staged for
+    it and has not published yet (``unsealed``).
 
     Raises:
         StoreError: the store does not exist or cannot be read.
     """
-    remote = object_store_of(store)
-    if remote is not None:
-        listings = _remote_listings(remote)
-    else:
-        layout = StoreLayout.at(store)
-        if not layout.root.is_dir():
-            raise StoreError(f"store {layout.root} does not exist or is not a folder")
-        chained = functools.cache(lambda: chained_run_ids(layout))  # read once, if needed
-        listings = [
-            _listing(layout, run_id, chained)
-            for run_id in sorted(stored_run_ids(FolderStore(layout.root)))
-        ]
-    listings.sort(key=lambda r: -(r.last_write_ms or 0))
-    return listings
-
-
-def _remote_listings(remote: ObjectStore) -> list[RunListing]:
-    """The runs of an ``s3://`` store: each uploaded manifest, read (not verified), and
-    each run still staged locally for upload (``unsealed``)."""
-    from agc.integrity._upload import staged_run_ids, staging_store  # noqa: PLC0415 - boto3
-
-    listings: dict[str, RunListing] = {}
-    for path in remote.list_paths(f"{MANIFESTS_DIR}/"):
-        name = path.rsplit("/", 1)[-1]
-        if not name.endswith(".json") or "@" in name:
-            continue
-        run_id = name[: -len(".json")]
-        try:
-            validate_run_id(run_id)
-        except RunIdInvalidError:
-            continue
-        found = remote.get(path, max_bytes=MAX_MANIFEST_BYTES)
-        if found is None:
-            continue
-        try:
-            manifest = RunManifest.from_bytes(found[0], expected_run_id=run_id)
-        except ManifestInvalidError:
-            listings[run_id] = RunListing(run_id, "damaged", {}, 0, False, None)
-            continue
-        seals = manifest.artifacts
-        listings[run_id] = RunListing(
-            run_id=run_id,
-            state=_closed_state(manifest) if manifest.closed else "unsealed",
-            records={kind: seal.records for kind, seal in seals.items()},
-            bytes=sum(seal.bytes for seal in seals.values()),
-            signed=manifest.signature is not None,
-            last_write_ms=max((seal.sealed_at_ms for seal in seals.values()), default=None),
-            attributes=manifest.attributes,
-        )
-    for run_id in _remote_legacy_candidates(remote, listings):
-        legacy = _remote_legacy_listing(remote, run_id)
-        if legacy is not None:
-            listings[run_id] = legacy
-    for run_id in staged_run_ids(remote):
-        if run_id not in listings:
-            local = StoreLayout(staging_store(remote, run_id))
-            staged = _listing(local, run_id, functools.partial(chained_run_ids, local))
-            listings[run_id] = replace(staged, state="unsealed")
-    return list(listings.values())
-
-
-def _remote_legacy_candidates(remote: ObjectStore, listed: Container[str]) -> list[str]:
-    """Runs of an ``s3://`` store with a transcript and a SHA-256 sidecar but no manifest
-    (a legacy run, if :func:`_remote_legacy_listing` says so)."""
-    prefix = f"{ARTIFACT_DIRS['transcript']}/"
-    names = {path.removeprefix(prefix) for path in remote.list_paths(prefix)}
-    found = []
-    for name in sorted(names):
-        run_id = name.removesuffix(".jsonl")
-        if not name.endswith(".jsonl") or run_id in listed or f"{name}.sha256" not in names:
-            continue
-        try:
-            validate_run_id(run_id)
-        except RunIdInvalidError:
-            continue
-        found.append(run_id)
-    return found
-
-
-def _remote_legacy_listing(remote: ObjectStore, run_id: str) -> RunListing | None:
-    """The listing of a legacy run of an ``s3://`` store (its complete lines are counted
-    as the object streams by; nothing is hashed), or ``None`` when it is not one."""
-    if not is_legacy_store_run(remote, run_id):
-        return None
-    records: dict[str, int] = {}
-    size = 0
-    times: list[int] = []
-    for kind in ARTIFACT_KINDS:
-        with remote.open(artifact_path(run_id, kind)) as found:
-            if found is None:
-                records[kind] = 0
-                continue
-            chunks, info = found
-            records[kind] = sum(chunk.count(b"\n") for chunk in chunks)
-            size += info.size
-            times.append(info.last_modified_ms)
-    return RunListing(run_id, "legacy", records, size, False, max(times) if times else None)
+    opened = open_store(store)
+    try:
+        there = opened.exists_at_all()
+    except StoreError:
+        there = False
+    if not there:
+        raise StoreError(f"store {opened.url} does not exist or is not a folder")
+    listings = _store_listings(opened)
+    if opened.folder is None:
+        for run_id in staged_run_ids(opened):
+            if run_id not in listings:
+                staged = _store_listings(FolderStore(staging_store(opened, run_id)))
+                if run_id in staged:
+                    listings[run_id] = replace(staged[run_id], state="unsealed")
+    return sorted(listings.values(), key=lambda r: -(r.last_write_ms or 0))
 
 
 def run_is_sealed(layout: StoreLayout, run_id: str, kind: ArtifactKind) -> bool:

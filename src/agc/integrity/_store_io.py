@@ -27,14 +27,13 @@ from agc._core.store import (
     ArtifactKind,
     RunId,
     StoreLayout,
-    validate_run_id,
+    is_run_id,
 )
 from agc._core.store import archived_manifest_path as archived_path
 from agc.errors import (
     AgcError,
     JsonInvalidError,
     ManifestInvalidError,
-    RunIdInvalidError,
     StoreError,
 )
 from agc.integrity._manifest import MAX_MANIFEST_BYTES, ArtifactSeal, RunManifest
@@ -294,8 +293,7 @@ def stored_run_ids(store: Store, *, artifact_files: bool = True) -> set[str]:
         for name in store.list_names(folder):
             if not name.endswith(suffix) or "@" in name:
                 continue
-            try:
-                names.add(validate_run_id(name.removesuffix(suffix)))
-            except RunIdInvalidError:
-                continue  # a stray file: agc-verify --all reports it
+            run_id = name.removesuffix(suffix)
+            if is_run_id(run_id):  # else a stray file: agc-verify --all reports it
+                names.add(run_id)
     return names

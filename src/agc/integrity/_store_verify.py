@@ -42,12 +42,11 @@ from agc._core.store import (
     ArtifactKind,
     StoreArg,
     StoreLayout,
+    is_run_id,
     open_store,
-    validate_run_id,
 )
 from agc.errors import (
     ManifestInvalidError,
-    RunIdInvalidError,
     StoreError,
     UnsafePathError,
     UsageError,
@@ -470,7 +469,7 @@ def _check_store(
         _discover(view, findings, run_ids)
         view.prefetch(sorted(run_ids))
         entries = view.read_chain(findings)
-        chained = {entry.run_id for entry in entries if _valid_run_id(entry.run_id)}
+        chained = {entry.run_id for entry in entries if is_run_id(entry.run_id)}
         ordered = sorted(run_ids | chained)
         if started is not None:
             reports = started.results(sorted(chained - run_ids))
@@ -580,14 +579,6 @@ def _archived_or_none(view: StoreView, run_id: str, position: int) -> RunManifes
         return None
 
 
-def _valid_run_id(run_id: str) -> bool:
-    try:
-        validate_run_id(run_id)
-    except RunIdInvalidError:
-        return False
-    return True
-
-
 def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) -> None:
     previous_digest: str | None = None
     latest_position: dict[str, int] = {}
@@ -605,7 +596,7 @@ def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) 
                 )
             )
         previous_digest = entry.manifest_digest
-        if not _valid_run_id(entry.run_id):
+        if not is_run_id(entry.run_id):
             continue
         if latest_position.get(entry.run_id) != entry.position:
             _check_superseded(view, entry, findings)
@@ -669,7 +660,7 @@ def _check_chain(view: StoreView, entries: list[Any], findings: list[_Finding]) 
     digests = {(e.run_id, e.position): e.manifest_digest for e in entries}
     for name in view.list_dir("audit/manifests") or []:
         match = _MANIFEST_FILE.fullmatch(name)
-        if match is None or not _valid_run_id(match.group("archived") or match.group("run") or ""):
+        if match is None or not is_run_id(match.group("archived") or match.group("run") or ""):
             continue  # a lock file, or a stray name (_discover reports it)
         if match.group("archived"):
             key = (match.group("archived"), int(match.group("position")))

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
+from agc._core.folderstore import FolderStore
 from agc._core.fs import (
-    describe_os_error,
-    open_regular_file,
     remove_stale_temp_files,
 )
 from agc._core.report import SCHEMA_VERSION
@@ -80,6 +79,7 @@ __all__ = [
     "StagedTarget",
     "StoreRecovery",
     "linked",
+    "recorded_copies",
     "run_target",
 ]
 
@@ -160,15 +160,9 @@ class RunTarget(Protocol):
                 in a way no crash produces.
         """
 
-    def recorded_copies(
-        self, run_id: str, trusted_keys: Mapping[str, Ed25519PublicKey] | None
-    ) -> AbstractContextManager[RecordedCopies | None]:
-        """The run's artifacts when the run verifies complete (with ``trusted_keys``:
-        signed by one of them), else ``None``.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
+    @property
+    def store(self) -> Store:
+        """The store itself, read through the store interface."""
 
 
 def run_target(store: StoreArg | Store) -> RunTarget:
@@ -277,6 +271,10 @@ class FolderTarget:
     def where(self) -> str:
         return str(self.root)
 
+    @property
+    def store(self) -> Store:
+        return FolderStore(self.root)
+
     def linked(self, run_id: str) -> bool:
         return bool(linked(StoreLayout(self.root), run_id))
 
@@ -337,42 +335,6 @@ class FolderTarget:
             removed_temp_files=tuple(sorted(removed)),
             newline_added=heal.newline_added,
         )
-
-    @contextlib.contextmanager
-    def recorded_copies(
-        self, run_id: str, trusted_keys: Mapping[str, Ed25519PublicKey] | None
-    ) -> Iterator[RecordedCopies | None]:
-        from agc.integrity._verify import check_run  # noqa: PLC0415 - only on a retry
-
-        layout = StoreLayout(self.root)
-        if not check_run(run_id, layout.root, trusted_keys=trusted_keys).complete:
-            yield None
-            return
-        manifest = read_manifest(layout, run_id)
-        if manifest is None:
-            yield None
-            return
-        yield {
-            kind: (seal, _lines_of(layout.artifact_path(run_id, kind)))
-            for kind, seal in ((k, manifest.artifacts.get(k)) for k in ARTIFACT_KINDS)
-            if seal is not None
-        }
-
-
-def _lines_of(path: Path) -> Callable[[], Iterator[bytes]]:
-    """A function returning the lines of ``path``, read as they are taken.
-
-    Its iterator raises ``FileNotFoundError`` when the file is gone, ``StoreError``
-    when it cannot be read."""
-
-    def lines() -> Iterator[bytes]:
-        with open_regular_file(path) as handle:
-            try:
-                yield from handle
-            except OSError as exc:
-                raise StoreError(f"cannot read {path}: {describe_os_error(exc)}") from exc
-
-    return lines
 
 
 # -- a store written once, object by object ----------------------------------------------
@@ -501,31 +463,38 @@ class StagedTarget:
                 uploaded.append(run_id)
         return RemoteStoreRecovery(store.url, healed, tuple(uploaded), tuple(failed))
 
-    @contextlib.contextmanager
-    def recorded_copies(
-        self, run_id: str, trusted_keys: Mapping[str, Ed25519PublicKey] | None
-    ) -> Iterator[RecordedCopies | None]:
-        """The artifacts as copied from the very object versions the check verified."""
-        from agc.integrity._kept import KeptArtifact  # noqa: PLC0415 - only on a retry
-        from agc.integrity._run_reader import check_store_run  # noqa: PLC0415
 
-        store = self.store
-        with contextlib.ExitStack() as stack:
-            kept = {
-                k: stack.enter_context(KeptArtifact(k, store.url_of(artifact_path(run_id, k))))
-                for k in ARTIFACT_KINDS
-            }
-            report = check_store_run(store, run_id, copies=kept, trusted_keys=trusted_keys)
-            if not report.complete or not all(copy.matches_seal() for copy in kept.values()):
+@contextlib.contextmanager
+def recorded_copies(
+    store: Store, run_id: str, trusted_keys: Mapping[str, Ed25519PublicKey] | None
+) -> Iterator[RecordedCopies | None]:
+    """The run's artifacts when the run verifies complete (with ``trusted_keys``:
+    signed by one of them) and both are sealed, else ``None``: each copied from the very
+    bytes (in a versioned store, the very object version) the check hashed, so what is
+    compared afterwards is what was verified (:class:`~agc.integrity._kept.KeptArtifact`).
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
+    from agc.integrity._kept import KeptArtifact  # noqa: PLC0415 - only on a retry
+    from agc.integrity._run_reader import check_store_run  # noqa: PLC0415
+
+    with contextlib.ExitStack() as stack:
+        kept = {
+            k: stack.enter_context(KeptArtifact(k, store.url_of(artifact_path(run_id, k))))
+            for k in ARTIFACT_KINDS
+        }
+        report = check_store_run(store, run_id, copies=kept, trusted_keys=trusted_keys)
+        if not report.complete or not all(copy.matches_seal() for copy in kept.values()):
+            yield None
+            return
+        copies: dict[ArtifactKind, tuple[ArtifactSeal, Callable[[], Iterable[bytes]]]] = {}
+        for kind, copy in kept.items():
+            if copy.seal is None:
                 yield None
                 return
-            copies: dict[ArtifactKind, tuple[ArtifactSeal, Callable[[], Iterable[bytes]]]] = {}
-            for kind, copy in kept.items():
-                if copy.seal is None:
-                    yield None
-                    return
-                copies[kind] = (copy.seal, _rewound(copy))
-            yield copies
+            copies[kind] = (copy.seal, _rewound(copy))
+        yield copies
 
 
 def _rewound(copy: KeptArtifact) -> Callable[[], Iterable[bytes]]:

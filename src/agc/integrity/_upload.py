@@ -50,6 +50,7 @@ from agc._core.store import (
     ARTIFACT_KINDS,
     StoreLayout,
     artifact_path,
+    is_run_id,
     link_path,
     manifest_path,
     validate_run_id,
@@ -67,7 +68,6 @@ from agc.integrity._chain import ChainEntry, ChainHead, Tip, link_run, manifest_
 from agc.integrity._chain_objects import (
     HEAD_PATH,
     RemoteHead,
-    _is_run_id,
     link_bytes,
     read_remote_head,
     read_remote_manifest,
@@ -125,7 +125,7 @@ def staged_run_ids(store: Store) -> list[str]:
         return []
     except OSError as exc:
         raise StoreError(f"cannot read the staging folder {folder}: {exc.strerror}") from exc
-    return [name for name in names if _is_run_id(name) and (folder / name).is_dir()]
+    return [name for name in names if is_run_id(name) and (folder / name).is_dir()]
 
 
 # -- the write policy -------------------------------------------------------------------

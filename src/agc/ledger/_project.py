@@ -49,19 +49,26 @@ class Project:
     """A project root on this host.
 
     Args:
-        root: the project folder (must exist).
+        root: the project folder (must exist): the files the ledger hashes.
+        ledger_root: the folder whose ``.agent/`` holds the turn files and ``agent.db``
+            (default: ``root``). A service keeps it where the agent cannot write (a
+            control plane outside the project).
 
     Raises:
-        StoreError: the root does not exist or is not a folder.
+        StoreError: a root does not exist or is not a folder.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, ledger_root: str | os.PathLike[str] | None = None
+    ) -> None:
         self.root = Path(os.path.abspath(root))
-        if not self.root.is_dir():
-            raise StoreError(
-                f"project folder {self.root} does not exist or is not a folder",
-                hint="Give --project the root folder of an existing project.",
-            )
+        self.ledger_root = self.root if ledger_root is None else Path(os.path.abspath(ledger_root))
+        for folder in dict.fromkeys((self.root, self.ledger_root)):
+            if not folder.is_dir():
+                raise StoreError(
+                    f"project folder {folder} does not exist or is not a folder",
+                    hint="Give --project the root folder of an existing project.",
+                )
         self.real_root = Path(os.path.realpath(self.root))
 
     @property
@@ -70,21 +77,22 @@ class Project:
         return tuple(dict.fromkeys((str(self.root), str(self.real_root))))
 
     def turn_file(self, client_turn_id: str) -> Path:
-        """``<root>/.agent/runtime/direct-codex/turns/<clientTurnId>.jsonl`` (not created)."""
-        return self.root.joinpath(*TURNS_DIR_PARTS, f"{client_turn_id}.jsonl")
+        """``<ledger root>/.agent/runtime/direct-codex/turns/<clientTurnId>.jsonl`` (not
+        created)."""
+        return self.ledger_root.joinpath(*TURNS_DIR_PARTS, f"{client_turn_id}.jsonl")
 
     @property
     def agent_db(self) -> Path:
-        return self.root.joinpath(*AGENT_DB_PARTS)
+        return self.ledger_root.joinpath(*AGENT_DB_PARTS)
 
     def ensure_dirs(self, parts: tuple[str, ...]) -> Path:
-        """Create ``root/parts…`` one folder at a time, refusing a symlink anywhere.
+        """Create ``<ledger root>/parts…`` one folder at a time, refusing a symlink anywhere.
 
         Raises:
             UnsafePathError: a component is a symlink or not a folder.
             StoreError: a folder cannot be created.
         """
-        current = self.root
+        current = self.ledger_root
         for part in parts:
             current = current / part
             try:

@@ -343,6 +343,7 @@ class TurnRecorder:
         clock: Callable[[], int] = unix_ms,
         algorithm: Algorithm = DEFAULT_ALGORITHM,
         signing_key: SigningKey | None = None,
+        ledger_root: str | os.PathLike[str] | None = None,
     ) -> TurnRecorder:
         """Open the turn file for a new attempt and write ``turn_start``.
 
@@ -357,15 +358,17 @@ class TurnRecorder:
             agent_roots: absolute paths the agent had as its project root, if other
                 than ``project_root`` (auditing a run after the fact).
             signing_key: sign the attempt's seal record (Ed25519; ``None``: unsigned).
+            ledger_root: where ``.agent/`` (the turn file, ``agent.db``) is written
+                (default: ``project_root``); files are still hashed in the project.
 
         Raises:
             TurnIdInvalidError: the id breaks the rule (nothing is written).
             UsageError: an agent root is not an absolute path (nothing is written).
-            StoreError: the project folder does not exist.
+            StoreError: the project (or ledger) folder does not exist.
             (Write failures never raise: see :class:`TurnOutcome`.)
         """
         recorder = cls(
-            Project(project_root),
+            Project(project_root, ledger_root=ledger_root),
             client_turn_id,
             policy=policy or default_policy(),
             agent_roots=agent_roots,

@@ -43,6 +43,10 @@ __all__ = [
 
 _MAX_MANIFEST_BYTES: Final = 16 * 1024 * 1024
 _SECRET_MEMBERS: Final = ("data", "stringData")
+_MAX_INTEGER_BITS: Final = 64
+_LONG_NUMBER_HINT: Final = (
+    "Kubernetes integers are int32 or int64; quote a long number to make it a string."
+)
 _MIN_EXPANDED_VALUES: Final = 100_000
 """The least number of values a manifest may expand to (its size in bytes is the limit
 when larger): YAML text without aliases holds fewer values than it has bytes."""
@@ -90,31 +94,48 @@ def _without_secret_data(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _expands_past(value: Any, limit: int) -> bool:
-    """True when ``value``, with every alias expanded (a shared or self-containing list
-    or mapping counted each time it is reached), holds more than ``limit`` values.
-    Iterative, and stops at the limit: any expansion is measured safely."""
+def _first_problem(value: Any, limit: int) -> tuple[str, str] | None:
+    """``(problem, hint)``: what makes ``value`` unfit to check, or ``None``.
+
+    Either more than ``limit`` values with every alias expanded (a shared or
+    self-containing list or mapping counted each time it is reached), or an integer
+    wider than 64 bits (no Kubernetes field holds one: the API's integers are int32 and
+    int64, and Python cannot print one of more than 4300 digits). Iterative, and stops
+    at the limit: any expansion is measured safely."""
     stack = [value]
     seen = 0
     while stack:
         item = stack.pop()
         seen += 1
         if seen > limit:
-            return True
+            return (
+                f"its YAML aliases expand to more than {limit} values "
+                "(an alias bomb: a few kilobytes would take hours to check)",
+                "Write the manifests out without anchors (kubectl get -o yaml does).",
+            )
         if isinstance(item, Mapping):
+            stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return False
+        elif isinstance(item, int) and item.bit_length() > _MAX_INTEGER_BITS:
+            return (
+                f"it holds an integer of {item.bit_length()} bits; no Kubernetes field "
+                f"holds more than {_MAX_INTEGER_BITS}",
+                _LONG_NUMBER_HINT,
+            )
+    return None
 
 
 def parse_manifests(text: str, *, source: str) -> list[ManifestDocument]:
     """The Kubernetes objects in one YAML stream (``List`` objects expanded).
 
     Raises:
-        DeploymentManifestError: not YAML, a document that is not a mapping, or YAML
+        DeploymentManifestError: not YAML; a document that is not a mapping; YAML
             aliases that expand to more values than the text has bytes (at least
-            100 000): PyYAML shares an aliased node, but every walk over it repeats it.
+            100 000: PyYAML shares an aliased node, but every walk over it repeats it);
+            an integer wider than 64 bits, or one PyYAML cannot read (a decimal one of
+            more than 4300 digits, Python's limit); nesting too deep to parse.
     """
     try:
         documents = list(yaml.safe_load_all(text))
@@ -122,13 +143,19 @@ def parse_manifests(text: str, *, source: str) -> list[ManifestDocument]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise DeploymentManifestError(f"{source} is not valid YAML{where}") from exc
-    limit = max(_MIN_EXPANDED_VALUES, len(text))
-    if _expands_past(documents, limit):
+    except ValueError as exc:  # int() of a decimal integer over Python's digit limit
         raise DeploymentManifestError(
-            f"{source}: its YAML aliases expand to more than {limit} values "
-            "(an alias bomb: a few kilobytes would take hours to check)",
-            hint="Write the manifests out without anchors (kubectl get -o yaml does).",
-        )
+            f"{source} holds a value YAML's reader cannot convert (such as a decimal "
+            "integer of more than 4300 digits, Python's limit)",
+            hint=_LONG_NUMBER_HINT,
+        ) from exc
+    except RecursionError as exc:  # the composer nests a frame per level
+        raise DeploymentManifestError(f"{source} nests too deep to parse") from exc
+    limit = max(_MIN_EXPANDED_VALUES, len(text))
+    found = _first_problem(documents, limit)
+    if found is not None:
+        problem, hint = found
+        raise DeploymentManifestError(f"{source}: {problem}", hint=hint)
     parsed: list[ManifestDocument] = []
     for index, document in enumerate(documents, start=1):
         if document is None:

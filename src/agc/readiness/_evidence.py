@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -58,6 +59,7 @@ PREDICATE_TYPE: Final = "https://slsa.dev/verification_summary/v1"
 EVIDENCE_SCHEMA_VERSION: Final = 1
 _MAX_RAW_BODY_CHARS: Final = 512
 _MIN_REPLY_CHARS_TO_SEARCH: Final = 8
+_CUT_MARK: Final = re.compile(r"…\[\+\d+ chars\]\Z")
 
 
 def canonical_digest(document: Any) -> str:
@@ -78,11 +80,18 @@ def resource_uri(endpoint: str | None, environment: str) -> str:
 
 def _omit_reply(value: Any, reply: str) -> Any:
     """Replace strings that are (or, for a reply of 8 or more characters, hold) the
-    reply text: trace windows and last events often repeat it."""
+    reply text: trace windows and last events often repeat it. A string a trace window
+    cut (``…[+N chars]`` at its end, :func:`agc._core.window.trim`) is replaced too when
+    what is left of it, 8 characters or more, is part of the reply."""
     if isinstance(value, str):
         text = value.strip()
         if text == reply or (len(reply) >= _MIN_REPLY_CHARS_TO_SEARCH and reply in value):
             return "[OMITTED:reply-text]"
+        cut = _CUT_MARK.search(value)
+        if cut is not None:
+            head = value[: cut.start()].strip()
+            if len(head) >= _MIN_REPLY_CHARS_TO_SEARCH and head in reply:
+                return "[OMITTED:reply-text]"
         return value
     if isinstance(value, list):
         return [_omit_reply(item, reply) for item in value]
@@ -96,8 +105,9 @@ def stored_observation(observation: Observation) -> dict[str, Any]:
 
     ``response.reply.content`` becomes ``{"omitted": "reply-text", "length": N}`` (the
     classification needs only whether it is empty), copies of the reply text elsewhere
-    in the answer become ``"[OMITTED:reply-text]"``, ``rawBody`` is cut to 512
-    characters, and the shared detector runs over every string and key.
+    in the answer and in the ``providerTrace`` window become ``"[OMITTED:reply-text]"``,
+    ``rawBody`` is cut to 512 characters, and the shared detector runs over every
+    string and key.
     """
     data = observation.to_dict()
     response = data.get("response")
@@ -111,6 +121,8 @@ def stored_observation(observation: Observation) -> dict[str, Any]:
             reply_object["content"] = {"omitted": "reply-text", "length": length}
         response["reply"] = reply_object
         data["response"] = response
+        if reply and "providerTrace" in data:
+            data["providerTrace"] = _omit_reply(data["providerTrace"], reply)
     raw = data.get("rawBody")
     redacted: dict[str, Any] = redact_json(data)
     if isinstance(raw, str):

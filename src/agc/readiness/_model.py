@@ -334,6 +334,7 @@ _OBSERVATION_KEYS: Final = frozenset(
         "route",
         "peerLoopback",
         "probe",
+        "providerTrace",
     }
 )
 _MAX_NAME_CHARS: Final = 128
@@ -363,6 +364,10 @@ class Observation:
             host name said), or ``None`` when unknown.
         probe: what the probe saw on the way (trace id, event count, polls, the
             recoverable answers by kind); informational, never classified.
+        provider_trace: the provider-side trace window of the endpoint's ``/result``
+            answers (``{"events", "limit", "firstSeq", "omitted"}``, the shape of
+            :mod:`agc._core.window`), redacted and bounded by the probe; informational,
+            never classified.
     """
 
     endpoint: str
@@ -376,6 +381,7 @@ class Observation:
     route: Route = "chat"
     peer_loopback: bool | None = None
     probe: Mapping[str, Any] | None = None
+    provider_trace: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The observation as documented JSON (optional members only when set)."""
@@ -397,6 +403,8 @@ class Observation:
             data["peerLoopback"] = self.peer_loopback
         if self.probe is not None:
             data["probe"] = dict(self.probe)
+        if self.provider_trace is not None:
+            data["providerTrace"] = dict(self.provider_trace)
         return data
 
     @classmethod
@@ -463,6 +471,13 @@ class Observation:
         probe = data.get("probe")
         if probe is not None and not isinstance(probe, Mapping):
             raise ObservationInvalidError(f"{source}: 'probe' must be an object")
+        provider_trace = data.get("providerTrace")
+        if provider_trace is not None and not (
+            isinstance(provider_trace, Mapping) and isinstance(provider_trace.get("events"), list)
+        ):
+            raise ObservationInvalidError(
+                f"{source}: 'providerTrace' must be an object with an 'events' array"
+            )
         return cls(
             endpoint=endpoint,
             environment=environment,
@@ -475,6 +490,7 @@ class Observation:
             route=route,
             peer_loopback=peer,
             probe=probe,
+            provider_trace=provider_trace,
         )
 
 

@@ -14,7 +14,7 @@ import hashlib
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,6 +23,7 @@ from agc._core.canonical import canonical_json
 from agc._core.fs import read_limited
 from agc._core.json import exceeds_depth
 from agc.errors import ReadinessConfigError
+from agc.readiness._urls import safe_url
 
 __all__ = [
     "DEFAULT_PUBLIC_PROVIDER_HOSTS",
@@ -93,7 +94,8 @@ class ProbeSettings:
         chat_path: the chat route under the base URL.
         message: the one minimal chat message a live probe sends.
         idle_timeout_s: fail when no new trace event arrived and ``waitingFor`` did not
-            change for this long.
+            change for this long (from the start of the probe until the first progress);
+            no wait of the probe, a ``Retry-After`` included, goes past it.
         request_timeout_s: connect/read timeout of one HTTP request.
         backoff_initial_s, backoff_max_s: capped exponential backoff between polls
             (doubling from the first, never above the cap, with jitter).
@@ -101,7 +103,8 @@ class ProbeSettings:
         submit_attempts: tries of the submit when it is refused before it was taken
             (connection refused, 408/425/429/503 without a structured answer).
         max_body_bytes: the largest body read; a larger one counts as unusable.
-        max_wait_s: an overall limit on the wait, or ``None`` (only the idle timeout).
+        max_wait_s: the longest the whole probe may take (600 s by default): no wait, a
+            ``Retry-After`` included, and no request goes past it.
         auth_env: name of an env var whose value is sent as a bearer token (the value
             is never printed or stored), or ``None``.
     """
@@ -115,7 +118,7 @@ class ProbeSettings:
     max_retry_after_s: float = 300.0
     submit_attempts: int = 3
     max_body_bytes: int = 4 * 1024 * 1024
-    max_wait_s: float | None = None
+    max_wait_s: float = 600.0
     auth_env: str | None = None
 
 
@@ -199,6 +202,40 @@ class ReadinessConfig:
     def environment(self, name: str) -> EnvironmentConfig:
         """The named environment's configuration (an empty one when not configured)."""
         return self.environments.get(name) or EnvironmentConfig(name=name)
+
+    def declaring(self, environment: str, endpoint: str | None) -> ReadinessConfig:
+        """This configuration with ``endpoint`` declared as the live chat endpoint of
+        ``environment`` (the command line's ``--live-endpoint``); itself when ``None``.
+
+        Only a declared endpoint's answer can be ``LIVE`` evidence: the declaration is
+        the caller's statement of which route *is* the environment's live one.
+
+        Raises:
+            ReadinessConfigError: ``endpoint`` is empty, or the configuration already
+                declares another endpoint for ``environment``.
+        """
+        if endpoint is None:
+            return self
+        if not endpoint.strip():
+            raise ReadinessConfigError("--live-endpoint must not be empty")
+        current = self.environment(environment)
+        if current.endpoint is not None and current.endpoint.rstrip("/") != endpoint.rstrip("/"):
+            raise ReadinessConfigError(
+                f"--live-endpoint {safe_url(endpoint)!r} differs from "
+                f"environments.{environment}.endpoint {safe_url(current.endpoint)!r} of the "
+                "configuration",
+                hint="Give one declaration of the live endpoint: the flag or the file.",
+            )
+        environments = {
+            **self.environments,
+            environment: replace(current, endpoint=current.endpoint or endpoint),
+        }
+        declared = {**self.policy.declared_endpoints, environment: current.endpoint or endpoint}
+        return replace(
+            self,
+            environments=environments,
+            policy=replace(self.policy, declared_endpoints=declared),
+        )
 
 
 def load_config(path: Path | None) -> ReadinessConfig:

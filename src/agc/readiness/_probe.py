@@ -8,8 +8,17 @@ Live (``live=True``): one short-connection submit, ``POST <base>/v1/agent/chat``
 5xx answer without a structured terminal body, a timeout, a refused connection, an
 empty or non-JSON body are recoverable: the poll backs off and continues. The probe
 ends only on a terminal answer (``completed``, or a structured failure), a client-error
-answer, or an idle timeout: no new trace event for ``idle_timeout_s`` while
-``waitingFor`` did not change (and, if set, ``max_wait_s`` overall).
+answer, an idle timeout (no new trace event for ``idle_timeout_s`` while
+``waitingFor`` did not change), or ``max_wait_s`` in all. Both limits bound every wait:
+a ``Retry-After`` that would pass one ends the probe at once (it is honoured in full or
+not at all: never a request earlier than the endpoint asked), and no request may take
+longer than the time left before ``max_wait_s``.
+
+The ``providerTrace`` window of the ``/result`` answers (the model provider's side of the
+turn) is kept as the observation's ``providerTrace``: the last
+:data:`~agc._core.window.WINDOW_EVENTS` events, redacted by the shared detector, then
+strings cut at :data:`~agc._core.window.WINDOW_STRING_CHARS` characters (the shape and
+bounds of a ``runnerTrace`` window, :mod:`agc._core.window`).
 
 Dry run (``live=False``): no chat is sent. ``GET <base>/readyz`` (a service preflight,
 if the service has one), else ``GET …/result/<unknown id>``, whose structured error
@@ -40,12 +49,14 @@ import httpx
 
 from agc._core import json as strict_json
 from agc._core.json import exceeds_depth
+from agc._core.window import WINDOW_EVENTS, trace_window
 from agc.errors import UrlInvalidError
 from agc.readiness._model import (
     MAX_OBSERVATION_DEPTH,
     Observation,
     Route,
     quote,
+    redact_json,
     usable_trace_id,
 )
 from agc.readiness._policy import ProbeSettings
@@ -69,6 +80,8 @@ _SUBMIT_RETRY_HTTP: Final = frozenset({408, 425, 429, 503})
 Outcome = Literal[
     "accepted", "terminal", "running", "recoverable", "progress", "no-progress", "refused"
 ]
+Limit = Literal["deadline", "idle-timeout"]
+"""What ended a probe that had no terminal answer: ``max_wait_s`` or ``idle_timeout_s``."""
 
 
 @dataclass(frozen=True)
@@ -285,9 +298,11 @@ def _exchange(
     settings: ProbeSettings,
     headers: Mapping[str, str],
     clock: Callable[[], float],
+    timeout: float,
     body: Mapping[str, Any] | None = None,
 ) -> _Answer:
-    """One request and its answer, read whole within ``request_timeout_s`` in all.
+    """One request and its answer, read whole within ``timeout`` seconds in all (the
+    request timeout, or less when the probe's ``max_wait_s`` is nearer).
 
     httpx's timeout bounds each read, not the exchange: a body that trickles in (an SSE
     stream's ``: ping`` comments every few seconds) would hold the probe for as long as
@@ -303,7 +318,7 @@ def _exchange(
             url,
             json=body,
             headers={**headers, "Accept-Encoding": "identity"},
-            timeout=settings.request_timeout_s,
+            timeout=timeout,
         ) as response:
             peer = _peer_is_loopback(response)
             coding = response.headers.get("content-encoding", "").strip().lower()
@@ -316,7 +331,7 @@ def _exchange(
                 data += chunk
                 if len(data) > settings.max_body_bytes:
                     return _Answer(response.status_code, too_large=True, peer_loopback=peer)
-                if clock() - started > settings.request_timeout_s:
+                if clock() - started > timeout:
                     return _Answer(response.status_code, error="timeout", peer_loopback=peer)
             parsed, raw = _decode(bytes(data))
             return _Answer(
@@ -358,18 +373,33 @@ class _Run:
     events: int = 0
     waiting_for: str | None = None
     waiting_by_source: dict[str, str] = field(default_factory=dict)
+    last_progress: float | None = None
+    provider_trace: dict[str, Any] | None = None
 
     def elapsed_ms(self) -> int:
         return int((self.timing.monotonic() - self.started) * 1000)
 
-    def exchange(self, method: str, url: str, body: Mapping[str, Any] | None = None) -> _Answer:
+    def request_timeout(self) -> float:
+        """Seconds one request may take: the request timeout, or the time left before
+        ``max_wait_s`` when that is shorter (never below a millisecond)."""
+        left = self.started + self.settings.max_wait_s - self.timing.monotonic()
+        return max(min(self.settings.request_timeout_s, left), 0.001)
+
+    def exchange(
+        self,
+        method: str,
+        url: str,
+        body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> _Answer:
         answer = _exchange(
             self.client,
             method,
             url,
             settings=self.settings,
-            headers=self.headers,
+            headers=self.headers if headers is None else headers,
             clock=self.timing.monotonic,
+            timeout=self.request_timeout(),
             body=body,
         )
         if answer.peer_loopback is not None:
@@ -397,11 +427,29 @@ class _Run:
             )
         self.timing.sleep(delay)
 
-    def delay(self, attempt: int, answer: _Answer | None, *, limit: float | None) -> float:
-        """Backoff for ``attempt``; a ``Retry-After`` is honoured in full (up to its cap),
-        a computed delay is cut at ``limit`` (the time left before the idle timeout)."""
+    def wait(self, attempt: int, answer: _Answer | None) -> float | Limit:
+        """The wait in seconds before the next request, or the limit that ends the probe.
+
+        The computed backoff for ``attempt``, or the answer's ``Retry-After`` when it
+        asks for longer (up to ``max_retry_after_s``). No wait passes ``max_wait_s``
+        (from the probe's start) or ``idle_timeout_s`` (from the last progress, or the
+        start): a ``Retry-After`` that would is not cut (a request earlier than the
+        endpoint asked helps no one) but ends the probe (``"deadline"`` or
+        ``"idle-timeout"``, the nearer limit); a computed backoff that would pass the
+        deadline ends it too, and one that would pass the idle timeout is cut to it (a
+        last poll then may still see progress).
+        """
         settings = self.settings
-        delay = backoff_delay(
+        now = self.timing.monotonic()
+        to_deadline = self.started + settings.max_wait_s - now
+        idle_since = self.started if self.last_progress is None else self.last_progress
+        to_idle = idle_since + settings.idle_timeout_s - now
+        limits: list[tuple[float, Limit]] = sorted(
+            [(to_deadline, "deadline"), (to_idle, "idle-timeout")]
+        )
+        if limits[0][0] <= 0:
+            return limits[0][1]
+        computed = backoff_delay(
             attempt,
             initial=settings.backoff_initial_s,
             cap=settings.backoff_max_s,
@@ -412,9 +460,14 @@ class _Run:
             now=self.timing.wall(),
             cap=settings.max_retry_after_s,
         )
-        if asked is not None:
-            return max(delay, asked)
-        return delay if limit is None else max(min(delay, limit), 0.0)
+        if asked is not None and asked > computed:
+            for left, limit in limits:
+                if asked >= left:
+                    return limit
+            return asked
+        if computed >= to_deadline:
+            return "deadline"
+        return min(computed, to_idle)
 
     def track(self, body: Any, source: str) -> bool:
         """Note the events and ``waitingFor`` in a result or trace body; True on progress:
@@ -438,6 +491,24 @@ class _Run:
                 progressed = True
             self.waiting_for = waiting if isinstance(waiting, str) else signature
         return progressed
+
+    def note_provider_trace(self, body: Any) -> None:
+        """Keep the ``providerTrace`` window of a ``/result`` answer (the latest one
+        wins): its last :data:`WINDOW_EVENTS` events redacted, then strings cut; an
+        answer without a well-formed window (an object with an ``events`` array) keeps
+        the one before."""
+        window = body.get("providerTrace") if isinstance(body, Mapping) else None
+        events = window.get("events") if isinstance(window, Mapping) else None
+        if not isinstance(events, list):
+            return
+        assert isinstance(window, Mapping)
+        omitted = window.get("omitted")
+        if not isinstance(omitted, int) or isinstance(omitted, bool) or omitted < 0:
+            omitted = 0
+        kept = events[-WINDOW_EVENTS:]
+        self.provider_trace = trace_window(
+            redact_json(kept), limit=WINDOW_EVENTS, omitted=omitted + len(events) - len(kept)
+        )
 
     def info(self, trace_id: str | None, **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -540,6 +611,7 @@ def _observation(
         route=route,
         peer_loopback=run.peer_loopback,
         probe=run.info(trace_id, **info),
+        provider_trace=run.provider_trace,
     )
 
 
@@ -586,23 +658,14 @@ def _dry_run(run: _Run, base: str, chat: str, environment: str) -> Observation:
     return _observation(run, chat, environment, answer, mode="dry-run", route="error-answer")
 
 
-def _submit(run: _Run, chat: str) -> _Answer:
+def _submit(run: _Run, chat: str) -> tuple[_Answer, Limit | None]:
+    """The submit's last answer, and the limit that stopped its retries (or ``None``)."""
     key = uuid.uuid4().hex  # the same key on every try: a server may drop duplicates
     headers = {**run.headers, "Idempotency-Key": key}
     answer = _Answer(None, error="connect")
     for attempt in range(run.settings.submit_attempts):
         run.submit_attempts += 1
-        answer = _exchange(
-            run.client,
-            "POST",
-            chat,
-            settings=run.settings,
-            headers=headers,
-            clock=run.timing.monotonic,
-            body={"message": run.settings.message},
-        )
-        if answer.peer_loopback is not None:
-            run.peer_loopback = bool(run.peer_loopback) or answer.peer_loopback
+        answer = run.exchange("POST", chat, {"message": run.settings.message}, headers)
         refused = answer.error in ("connect", "timeout") or (
             answer.http_status in _SUBMIT_RETRY_HTTP and not answer.structured_terminal
         )
@@ -610,17 +673,34 @@ def _submit(run: _Run, chat: str) -> _Answer:
             run.step(
                 "submit", "POST", answer, "accepted" if answer.http_status == 202 else "terminal"
             )
-            return answer
+            return answer, None
         run.step("submit", "POST", answer, "refused")
         if attempt + 1 < run.settings.submit_attempts:
-            delay = run.delay(attempt, answer, limit=None)
-            run.log(f"submit: {answer.recoverable_kind}; trying again in {delay:.1f} s")
-            run.slept(delay)
-    return answer
+            wait = run.wait(attempt, answer)
+            if isinstance(wait, str):
+                run.log(f"submit: {answer.recoverable_kind}; {_limit_text(run, wait)}")
+                return answer, wait
+            run.log(f"submit: {answer.recoverable_kind}; trying again in {wait:.1f} s")
+            run.slept(wait)
+    return answer, None
+
+
+def _limit_text(run: _Run, limit: Limit) -> str:
+    """Why the probe stops at ``limit`` (the settings that bound it), for the log."""
+    if limit == "deadline":
+        return (
+            f"the next try would pass the maximum wait ({run.settings.max_wait_s:g} s); giving up"
+        )
+    return (
+        f"the next try would pass the idle timeout ({run.settings.idle_timeout_s:g} s "
+        "without progress); giving up"
+    )
 
 
 def _live(run: _Run, chat: str, environment: str) -> Observation:
-    submitted = _submit(run, chat)
+    submitted, stopped = _submit(run, chat)
+    if stopped is not None:
+        return _observation(run, chat, environment, submitted, transport_error=stopped)
     if submitted.error is not None:
         run.log(f"submit: {submitted.error}; giving up")
         return _observation(run, chat, environment, submitted)
@@ -648,13 +728,15 @@ def _live(run: _Run, chat: str, environment: str) -> Observation:
     run.log(f"submit: HTTP 202, trace {quote(trace_id)}")
     quoted = url_quote(trace_id, safe="")  # a traceId never adds path segments
     result_url, trace_url = f"{chat}/result/{quoted}", f"{chat}/trace/{quoted}"
-    last_progress = run.timing.monotonic()
+    run.last_progress = last_progress = run.timing.monotonic()
     attempt = 0
     last_running: _Answer | None = None
     while True:
         run.polls += 1
         answer = run.exchange("GET", result_url)
         state = _poll_state(answer)
+        if answer.parsed:
+            run.note_provider_trace(answer.body)
         if state == "terminal":
             run.step("result", "GET", answer, "terminal")
             run.log(f"result: HTTP {answer.http_status}, terminal")
@@ -674,7 +756,8 @@ def _live(run: _Run, chat: str, environment: str) -> Observation:
         run.step("trace", "GET", trace, "progress" if trace_progress else "no-progress")
         now = run.timing.monotonic()
         if progressed:
-            last_progress, attempt = now, 0
+            run.last_progress = last_progress = now
+            attempt = 0
         idle_for = now - last_progress
         waiting = "" if run.waiting_for is None else f", waiting for {quote(run.waiting_for)}"
         if idle_for >= run.settings.idle_timeout_s:
@@ -688,17 +771,30 @@ def _live(run: _Run, chat: str, environment: str) -> Observation:
                 trace_id=trace_id,
                 idleForMs=int(idle_for * 1000),
             )
-        max_wait = run.settings.max_wait_s
-        if max_wait is not None and now - run.started >= max_wait:
+        if now - run.started >= run.settings.max_wait_s:
             run.log(f"waited {now - run.started:.1f} s in all; giving up")
             return _observation(
                 run, chat, environment, last_running, transport_error="deadline", trace_id=trace_id
             )
-        delay = run.delay(attempt, answer, limit=run.settings.idle_timeout_s - idle_for)
+        wait = run.wait(attempt, answer)
         attempt += 1
         what = "running" if state == "running" else answer.recoverable_kind
-        run.log(f"poll {run.polls}: {what}, {run.events} events{waiting}; next in {delay:.1f} s")
-        run.slept(delay)
+        if isinstance(wait, str):
+            run.log(f"poll {run.polls}: {what}{waiting}; {_limit_text(run, wait)}")
+            extra: dict[str, Any] = {}
+            if wait == "idle-timeout":
+                extra["idleForMs"] = int(idle_for * 1000)
+            return _observation(
+                run,
+                chat,
+                environment,
+                last_running,
+                transport_error=wait,
+                trace_id=trace_id,
+                **extra,
+            )
+        run.log(f"poll {run.polls}: {what}, {run.events} events{waiting}; next in {wait:.1f} s")
+        run.slept(wait)
 
 
 def _poll_state(answer: _Answer) -> Literal["terminal", "running", "recoverable"]:

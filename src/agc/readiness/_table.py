@@ -6,7 +6,8 @@ pass, and gives the reasons. :data:`CEILINGS` then lower what the observation ca
 support whatever it says: an answer that did not come from a live route is never
 reply evidence; a loopback or ``file://`` endpoint is at most ``LOCAL``; a dry run is
 at most ``DRY-RUN``; an endpoint other than the environment's declared one is never
-``LIVE``. Both tables are in ``docs/readiness.md`` and enter the policy digest.
+``LIVE``, and with no endpoint declared for the environment no answer is ``LIVE``.
+Both tables are in ``docs/readiness.md`` and enter the policy digest.
 
 The rules: only a real deployed route answering ``status: "completed"`` with a
 non-empty assistant ``reply.content`` is a live pass; a
@@ -957,6 +958,20 @@ def _local_endpoint(obs: Observation, _: ReadinessPolicy) -> Reason | None:
     )
 
 
+def _endpoint_not_declared(obs: Observation, policy: ReadinessPolicy) -> Reason | None:
+    if obs.environment in policy.declared_endpoints:
+        return None
+    return Reason(
+        code="endpoint-not-declared",
+        field="endpoint",
+        observed=quote(safe_url(obs.endpoint)),
+        present=True,
+        message=f"no live endpoint is declared for {quote(obs.environment)} "
+        f"(environments.{quote(obs.environment)}.endpoint, or --live-endpoint): whatever "
+        "answered is not known to be its live route, so at most DRY-RUN",
+    )
+
+
 def _same_endpoint(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
 
@@ -984,6 +999,13 @@ CEILINGS: Final[tuple[Ceiling, ...]] = (
         lambda _: "LOCAL",
         True,
         _local_endpoint,
+    ),
+    Ceiling(
+        "endpoint-not-declared",
+        "no live endpoint is declared for the environment",
+        lambda _: "DRY-RUN",
+        True,
+        _endpoint_not_declared,
     ),
 )
 """Limits applied after the decision row, in order."""

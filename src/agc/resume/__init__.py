@@ -11,54 +11,64 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from agc.resume._formats import (
-    FORMAT_NAMES,
-    FormatName,
-    History,
-    detect_format,
-    get_spec,
-    load_history,
-)
-from agc.resume._next import NextStep, next_step
-from agc.resume._repair import (
-    ACTIONS,
-    STRATEGIES,
-    Change,
-    RepairReport,
-    RepairResult,
-    ResumeResult,
-    Strategy,
-    idempotency_key,
-    pending_warnings,
-    repair_history,
-    repair_loaded,
-    repair_streamed,
-    resume_session,
-    session_identity,
-)
-from agc.resume._snapshot import (
-    MAX_SNAPSHOT_BYTES,
-    SessionSnapshot,
-    SnapshotSaveResult,
-    ToolCallState,
-    has_snapshot,
-    load_snapshot,
-    load_snapshot_file,
-    save_snapshot,
-    snapshot_path,
-)
-from agc.resume._validate import (
-    HistoryFinding,
-    HistoryFindingCode,
-    HistoryReport,
-    check_history,
-    check_loaded,
-    verify_history,
-)
+from agc._core.lazy import lazy_names as _lazy_names
 
 if _TYPE_CHECKING:
-    from agc._core.redact import redact_text, redact_value
-    from agc.resume._formats.stream import LineSequence, scan_session
+    from agc._core.redact import (
+        redact_text,
+        redact_value,
+    )
+    from agc.resume._formats import (
+        FORMAT_NAMES,
+        FormatName,
+        History,
+        detect_format,
+        get_spec,
+        load_history,
+    )
+    from agc.resume._formats.model import MAX_SNAPSHOT_BYTES
+    from agc.resume._formats.stream import (
+        LineSequence,
+        scan_session,
+    )
+    from agc.resume._next import (
+        NextStep,
+        next_step,
+    )
+    from agc.resume._repair import (
+        ACTIONS,
+        STRATEGIES,
+        Change,
+        RepairReport,
+        RepairResult,
+        ResumeResult,
+        Strategy,
+        idempotency_key,
+        repair_history,
+        repair_loaded,
+        repair_streamed,
+        resume_session,
+        session_identity,
+    )
+    from agc.resume._snapshot import (
+        SessionSnapshot,
+        SnapshotSaveResult,
+        ToolCallState,
+        has_snapshot,
+        load_snapshot,
+        load_snapshot_file,
+        save_snapshot,
+        snapshot_path,
+    )
+    from agc.resume._validate import (
+        HistoryFinding,
+        HistoryFindingCode,
+        HistoryReport,
+        check_history,
+        check_loaded,
+        pending_warnings,
+        verify_history,
+    )
 
 __all__ = [
     "ACTIONS",
@@ -105,24 +115,65 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # The secret detector compiles a few hundred patterns at import (~10 ms): load it
-    # only when a snapshot or a repair needs it, not for ``agc resume --check``; the
-    # streaming reader of session files only when one is read line by line.
-    value: object
-    if name in ("redact_text", "redact_value"):
-        from agc._core import redact  # noqa: PLC0415
+# Loaded on first use (PEP 562): `agc resume --check FILE` needs the formats and the
+# validator, not the repair, the snapshots or the secret detector.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "agc.resume._formats.model": ("MAX_SNAPSHOT_BYTES",),
+    "agc.resume._formats": (
+        "FORMAT_NAMES",
+        "FormatName",
+        "History",
+        "detect_format",
+        "get_spec",
+        "load_history",
+    ),
+    "agc.resume._repair": (
+        "ACTIONS",
+        "STRATEGIES",
+        "Change",
+        "RepairReport",
+        "RepairResult",
+        "ResumeResult",
+        "Strategy",
+        "idempotency_key",
+        "repair_history",
+        "repair_loaded",
+        "repair_streamed",
+        "resume_session",
+        "session_identity",
+    ),
+    "agc.resume._snapshot": (
+        "SessionSnapshot",
+        "SnapshotSaveResult",
+        "ToolCallState",
+        "has_snapshot",
+        "load_snapshot",
+        "load_snapshot_file",
+        "save_snapshot",
+        "snapshot_path",
+    ),
+    "agc.resume._validate": (
+        "HistoryFinding",
+        "HistoryFindingCode",
+        "HistoryReport",
+        "check_history",
+        "check_loaded",
+        "verify_history",
+        "pending_warnings",
+    ),
+    "agc.resume._next": (
+        "NextStep",
+        "next_step",
+    ),
+    "agc._core.redact": (
+        "redact_text",
+        "redact_value",
+    ),
+    "agc.resume._formats.stream": (
+        "LineSequence",
+        "scan_session",
+    ),
+}
+_MODULE_OF = {name: (module, name) for module, names in _HOMES.items() for name in names}
 
-        value = getattr(redact, name)
-    elif name in ("LineSequence", "scan_session"):
-        from agc.resume._formats import stream  # noqa: PLC0415
-
-        value = getattr(stream, name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_names(globals(), _MODULE_OF)

@@ -55,6 +55,7 @@ from agc.resume._validate import (
     HistoryFindingCode,
     HistoryReport,
     check_loaded,
+    pending_warnings,
     torn_tail_finding,
 )
 
@@ -72,7 +73,6 @@ __all__ = [
     "Strategy",
     "ToolCallState",
     "idempotency_key",
-    "pending_warnings",
     "repair_history",
     "repair_loaded",
     "repair_streamed",
@@ -542,20 +542,6 @@ def _written_session(whole: History, native: list[Any]) -> History:
         except JsonInvalidError:
             records.append(text)
     return history_from_lines(records, lines, True, source="repaired history", format=whole.format)
-
-
-def pending_warnings(messages: Sequence[Message], state: ToolCallState | None) -> tuple[str, ...]:
-    """A warning when the snapshot's ``pendingToolCallId`` names no call of the history:
-    the state and the messages disagree, so the in-flight call cannot be told."""
-    if state is None or not state.in_flight or state.pending_tool_call_id is None:
-        return ()
-    pending = state.pending_tool_call_id
-    if any(call.call_id == pending for message in messages for call in message.calls()):
-        return ()
-    return (
-        f"the snapshot says call {pending} was in flight (pendingToolCallId), but the "
-        "history holds no call with that id: the in-flight call cannot be told",
-    )
 
 
 def _with_line(entry: dict[str, Any], record: int | None, format: FormatName) -> dict[str, Any]:

@@ -63,7 +63,7 @@ from agc.errors import (
     SnapshotUnsealedError,
 )
 from agc.resume._formats.detect import get_spec
-from agc.resume._formats.model import FormatName
+from agc.resume._formats.model import MAX_SNAPSHOT_BYTES, FormatName
 from agc.resume._snapshot_sig import SIGNATURE_SUFFIX, encode_signature, judge_signature
 from agc.resume._snapshot_store import (
     FolderSnapshots,
@@ -100,9 +100,15 @@ __all__ = [
 
 SNAPSHOT_SCHEMA_VERSION: Final = 1
 ALLOWED_CONFIG_KEYS: Final[tuple[str, ...]] = ("provider", "model", "workspace")
-SNAPSHOT_FORMATS: Final[tuple[FormatName, ...]] = ("openai-chat", "anthropic", "openai-responses")
-MAX_SNAPSHOT_BYTES: Final = 512 * 1024 * 1024
-"""Largest snapshot read, compressed or not (bytes); guards against zstd bombs too."""
+SNAPSHOT_FORMATS: Final[tuple[FormatName, ...]] = (
+    "openai-chat",
+    "anthropic",
+    "openai-responses",
+    "gemini-chat",
+)
+"""The formats a snapshot's ``messages`` may be in: the three API formats (the history
+as sent to the provider), and ``gemini-chat``: the records of a Gemini CLI session file,
+one JSON object per line of the file (its client replays them into what it sends)."""
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 
 
@@ -152,7 +158,9 @@ class SessionSnapshot:
         agent_config: provider, model, workspace as plain values (anything else, and a
             nested object or array under those keys, is dropped on save).
         node_id: the workflow node the session belongs to, if any.
-        format: ``openai-chat`` (default), ``anthropic`` or ``openai-responses``.
+        format: ``openai-chat`` (default), ``anthropic``, ``openai-responses``, or
+            ``gemini-chat`` (``messages`` are then the records of a Gemini CLI session
+            file, one per line, each a JSON object: :data:`SNAPSHOT_FORMATS`).
         timestamp: ISO 8601 UTC time of the snapshot.
         schema_version: :data:`SNAPSHOT_SCHEMA_VERSION`.
     """
@@ -210,9 +218,15 @@ class SessionSnapshot:
             raise SnapshotInvalidError(
                 f"{source}: format {format_name!r} is not one of {', '.join(SNAPSHOT_FORMATS)}"
             )
+        spec = get_spec(format_name)
+        if spec.line_based and not all(isinstance(record, dict) for record in data["messages"]):
+            raise SnapshotInvalidError(
+                f"{source}: a {format_name} snapshot's messages are the records of a session "
+                "file, each a JSON object"
+            )
         try:
             validate_run_id(data["runId"])
-            get_spec(format_name).read(data["messages"])
+            spec.read(data["messages"])
         except HistoryFormatError as exc:
             raise SnapshotInvalidError(f"{source}: {exc.message}") from exc
         except RunIdInvalidError as exc:
@@ -317,7 +331,7 @@ def sanitize_snapshot(
 
 
 # The key of the call id in each native call and result (Chat, Anthropic, Responses);
-# a Responses ``local_shell_call_output`` names its call in ``id``.
+# a Responses ``local_shell_call_output`` names its call in ``id``. Gemini: see _set_call_id.
 _ID_KEYS: Final[dict[tuple[str, str], str]] = {
     ("chat", "call"): "id",
     ("chat", "result"): "tool_call_id",
@@ -361,12 +375,27 @@ def _keep_call_ids_distinct(
     renamed = distinct_names((old.call_id or "", new.call_id or "") for old, new in pairs)
     for old, new in pairs:
         if old.call_id in renamed:
-            raw = new.raw
-            key = _ID_KEYS[(spec.family, new.kind)]
-            if key not in raw:  # local_shell_call_output
-                key = "id"
-            raw[key] = renamed[old.call_id]
+            _set_call_id(new.raw, spec.family, new.kind, renamed[old.call_id])
     return renamed
+
+
+def _set_call_id(raw: Any, family: str, kind: str, call_id: str) -> None:
+    """Write ``call_id`` into a native call or result (changed in place)."""
+    if family == "gemini":
+        # A ``functionCall``/``functionResponse`` part, or a ``toolCalls`` entry (its
+        # ``result`` parts are results of their own; a plain-text result has no id).
+        if not isinstance(raw, dict):
+            return
+        for part in ("functionCall", "functionResponse"):
+            if isinstance(raw.get(part), dict):
+                raw[part]["id"] = call_id
+                return
+        raw["id"] = call_id
+        return
+    key = _ID_KEYS[(family, kind)]
+    if key not in raw:  # local_shell_call_output
+        key = "id"
+    raw[key] = call_id
 
 
 def _redact_state(state: ToolCallState, stats: RedactionStats) -> ToolCallState:
@@ -475,13 +504,16 @@ def save_snapshot(
     Raises:
         RunIdInvalidError: the run id is invalid or begins with "-".
         SnapshotInvalidError: the snapshot is not JSON, its format is not one of
-            :data:`SNAPSHOT_FORMATS`, or its messages do not fit that format.
+            :data:`SNAPSHOT_FORMATS`, or its messages do not fit that format (a
+            ``gemini-chat`` record that is not a JSON object).
         UnsafePathError: the snapshot path is a symlink.
         FileWriteError: disk full, read-only … (the earlier snapshot is unchanged).
         StoreError: the store cannot be written (permissions).
     """
     if snapshot.format not in SNAPSHOT_FORMATS:
-        raise SnapshotInvalidError(f"snapshot format {snapshot.format!r} is not an API format")
+        raise SnapshotInvalidError(
+            f"snapshot format {snapshot.format!r} is not one of {', '.join(SNAPSHOT_FORMATS)}"
+        )
     run_id = validate_new_run_id(snapshot.run_id)
     # The document nests the messages two levels down; deeper than agc's JSON reader
     # reads, it could be sealed but never loaded.

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
@@ -43,6 +43,9 @@ from agc.resume._formats.model import FormatName, History, Message
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 
+if TYPE_CHECKING:
+    from agc.resume._snapshot import ToolCallState
+
 __all__ = [
     "FINDING_CODES",
     "HistoryFinding",
@@ -51,6 +54,7 @@ __all__ = [
     "check_history",
     "check_loaded",
     "check_messages",
+    "pending_warnings",
     "torn_tail_finding",
     "verify_history",
 ]
@@ -623,3 +627,17 @@ def _answerable(messages: Sequence[Message], index: int) -> set[str | None]:
     if previous is None or previous.role != "assistant":
         return set()
     return {call.call_id for call in previous.calls()}
+
+
+def pending_warnings(messages: Sequence[Message], state: ToolCallState | None) -> tuple[str, ...]:
+    """A warning when the snapshot's ``pendingToolCallId`` names no call of the history:
+    the state and the messages disagree, so the in-flight call cannot be told."""
+    if state is None or not state.in_flight or state.pending_tool_call_id is None:
+        return ()
+    pending = state.pending_tool_call_id
+    if any(call.call_id == pending for message in messages for call in message.calls()):
+        return ()
+    return (
+        f"the snapshot says call {pending} was in flight (pendingToolCallId), but the "
+        "history holds no call with that id: the in-flight call cannot be told",
+    )

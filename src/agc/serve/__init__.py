@@ -22,7 +22,14 @@ from __future__ import annotations
 
 import typing
 
-from agc.serve._config import APPROVAL_POLICIES, HIDDEN_ENV, SANDBOX_MODES, ServeConfig
+from agc.serve._config import (
+    APPROVAL_POLICIES,
+    HIDDEN_ENV,
+    SANDBOX_MODES,
+    HttpLimits,
+    ServeConfig,
+    connection_budget,
+)
 from agc.serve._preflight import BLOCKER_CODES, Blocker, Preflight, PreflightReport
 from agc.serve._provider import (
     PROTOCOLS,
@@ -41,11 +48,18 @@ from agc.serve._records import (
     transcript_record,
 )
 from agc.serve._sink import NullSink, TurnEnd, TurnInfo, TurnSink
-from agc.serve._supervisor import PROVIDER, ChatRefusedError, Conversation, Supervisor
+from agc.serve._supervisor import (
+    PROVIDER,
+    ChatRefusedError,
+    Conversation,
+    Supervisor,
+    offered_files,
+)
 from agc.serve._trace import TraceEvent
 
 if typing.TYPE_CHECKING:
     from agc.serve._app import CHAT_PATH, BearerAuth, create_app
+    from agc.serve._http import uvicorn_config
 
 __all__ = [
     "APPROVAL_POLICIES",
@@ -60,6 +74,7 @@ __all__ = [
     "Blocker",
     "ChatRefusedError",
     "Conversation",
+    "HttpLimits",
     "NullSink",
     "Preflight",
     "PreflightReport",
@@ -74,35 +89,44 @@ __all__ = [
     "TurnInfo",
     "TurnResult",
     "TurnSink",
+    "connection_budget",
     "create_app",
     "manifest_attributes",
+    "offered_files",
     "reply_record",
     "request_record",
     "tool_event",
     "transcript_record",
+    "uvicorn_config",
 ]
 
 # The HTTP app needs the ASGI toolkit (starlette, the ``serve`` extra): loaded on first
 # use, so that the records, the supervisor and the preflight import without it.
 _HTTP_APP: typing.Final = frozenset({"CHAT_PATH", "BearerAuth", "create_app"})
+# The server's limits need uvicorn (the ``serve`` extra) too.
+_HTTP_SERVER: typing.Final = frozenset({"uvicorn_config"})
 
 
 def __getattr__(name: str) -> typing.Any:
-    """``create_app``, ``BearerAuth`` and ``CHAT_PATH``, from :mod:`agc.serve._app` on
-    first access (PEP 562).
+    """``create_app``, ``BearerAuth`` and ``CHAT_PATH`` from :mod:`agc.serve._app`, and
+    ``uvicorn_config`` from :mod:`agc.serve._http`, on first access (PEP 562).
 
     Raises:
-        MissingExtraError: starlette is not installed (the ``serve`` extra).
+        MissingExtraError: starlette or uvicorn is not installed (the ``serve`` extra).
     """
-    if name not in _HTTP_APP:
+    if name not in _HTTP_APP | _HTTP_SERVER:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from agc.errors import MissingExtraError  # noqa: PLC0415
 
     with MissingExtraError.raised_for("serve", feature="the HTTP app of agc serve"):
+        if name in _HTTP_SERVER:
+            from agc.serve import _http  # noqa: PLC0415
+
+            return getattr(_http, name)
         from agc.serve import _app  # noqa: PLC0415
 
     return getattr(_app, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HTTP_APP})
+    return sorted({*globals(), *_HTTP_APP, *_HTTP_SERVER})

@@ -2,7 +2,7 @@
 
 Routes (JSON in and out; every error is ``{"error": {"code", "message"}}``):
 
-* ``POST /v1/agent/chat``: ``{"message", "conversationId"?}`` answered
+* ``POST /v1/agent/chat``: ``{"message", "conversationId"?, "attachments"?}`` answered
   ``202 {traceId, conversationId}``;
 * ``GET /v1/agent/chat/result/<traceId>``: the terminal summary, or ``status: running``
   with ``waitingFor``;
@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -90,12 +90,24 @@ class BearerAuth:
         await response(scope, receive, send)
 
 
+class _BodyGoneError(Exception):
+    """The client left (or the server closed it) before its request body was read."""
+
+
 async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or ``None`` past ``limit`` bytes.
+
+    Raises:
+        _BodyGoneError: the connection ended first (the server's body deadline closes it).
+    """
     data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > limit:
-            return None
+    try:
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > limit:
+                return None
+    except ClientDisconnect as exc:
+        raise _BodyGoneError from exc
     return bytes(data)
 
 
@@ -118,7 +130,10 @@ def create_app(
     body_limit = supervisor.config.max_message_chars * 4 + 64 * 1024
 
     async def chat(request: Request) -> Response:
-        data = await _read_body(request, body_limit)
+        try:
+            data = await _read_body(request, body_limit)
+        except _BodyGoneError:  # nobody to answer; the answer only ends the request quietly
+            return _error(408, "request_timeout", "the request body did not arrive")
         if data is None:
             return _error(413, "body_too_large", f"the request body is over {body_limit} bytes")
         try:
@@ -134,7 +149,10 @@ def create_app(
             )
         try:
             accepted = await supervisor.submit(
-                body.get("message"), body.get("conversationId"), idempotency_key=key
+                body.get("message"),
+                body.get("conversationId"),
+                idempotency_key=key,
+                attachments=body.get("attachments"),
             )
         except ChatRefusedError as refused:
             headers = (

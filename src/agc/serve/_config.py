@@ -7,8 +7,10 @@ var (:attr:`ServeConfig.token_env`) and read only by the HTTP layer.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import resource
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +22,10 @@ __all__ = [
     "APPROVAL_POLICIES",
     "HIDDEN_ENV",
     "SANDBOX_MODES",
+    "HttpLimits",
     "ProtocolChoice",
     "ServeConfig",
+    "connection_budget",
 ]
 
 ProtocolChoice = Literal["auto", "app-server", "mcp-server"]
@@ -64,6 +68,10 @@ class ServeConfig:
         result_trace_limit: events in the ``/result`` window (the latest ones).
         trace_page_limit: the largest page ``/trace`` gives.
         max_trace_events: events kept in memory per trace (the sealed run has all).
+        max_trace_bytes: what a running trace keeps of its events, in bytes (roughly:
+            their strings' characters; the oldest dropped first, the newest always kept).
+        finished_trace_bytes: the same for a finished trace (its ``/result`` windows
+            are kept apart, whole).
         max_traces: finished traces kept in memory (oldest dropped first).
         max_sessions: live agent processes at once.
         max_conversations: conversations remembered (idle ones dropped oldest first).
@@ -96,6 +104,8 @@ class ServeConfig:
     result_trace_limit: int = 20
     trace_page_limit: int = 500
     max_trace_events: int = 20_000
+    max_trace_bytes: int = 16 * 1024 * 1024
+    finished_trace_bytes: int = 256 * 1024
     max_traces: int = 1_000
     max_sessions: int = 32
     max_conversations: int = 10_000
@@ -119,6 +129,8 @@ class ServeConfig:
             "result_trace_limit",
             "trace_page_limit",
             "max_trace_events",
+            "max_trace_bytes",
+            "finished_trace_bytes",
             "max_traces",
             "max_sessions",
             "max_conversations",
@@ -157,3 +169,68 @@ class ServeConfig:
             base.pop(name, None)
         base["CODEX_HOME"] = str(self.codex_home)
         return base
+
+
+#: Descriptors kept for the service itself whatever the load (the listening socket,
+#: logs, the store's lock and chain files, the preflight's probes, the sink's reserve).
+BASE_DESCRIPTORS: Final = 64
+#: Descriptors per agent session: its stdin, stdout and stderr pipes, its log, and its
+#: running turn's files (transcript, tool events, ledger, seal temporaries).
+SESSION_DESCRIPTORS: Final = 16
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """What the HTTP server allows a client (see docs/serve.md, "Limits").
+
+    Attributes:
+        header_timeout_s: seconds for a request's head (request line and headers) to
+            arrive, from a connection's start or the end of the previous response.
+        body_timeout_s: seconds for its body to arrive once the head is read.
+        keep_alive_s: seconds an idle connection is kept between requests.
+        max_connections: open connections at once (see :func:`connection_budget`).
+        max_header_bytes: the largest request head, in bytes.
+        backlog: connections the kernel queues for accepting, which is also how many
+            the server accepts at a time before it can close any (so the descriptor
+            budget keeps twice this free; see :func:`connection_budget`).
+    """
+
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    keep_alive_s: int = 5
+    max_connections: int = 256
+    max_header_bytes: int = 16 * 1024
+    backlog: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("header_timeout_s", "body_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+        for name in ("keep_alive_s", "max_connections", "max_header_bytes", "backlog"):
+            _positive(name, getattr(self, name))
+
+
+def connection_budget(limits: HttpLimits, *, max_sessions: int) -> HttpLimits:
+    """``limits`` with the connection cap the descriptor limit allows: at most
+    ``limits.max_connections``, fewer when ``RLIMIT_NOFILE`` (soft) must keep
+    :data:`BASE_DESCRIPTORS`, :data:`SESSION_DESCRIPTORS` per session and twice the
+    backlog free of connections (each holds one descriptor; the event loop accepts up
+    to a backlog of them before it runs the code that closes the idlest, and a closed
+    one is released a step later).
+
+    Raises:
+        UsageError: the limit leaves fewer than 8 connections (raise ``ulimit -n`` or
+            lower ``--max-sessions``).
+    """
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return limits
+    spare = soft - BASE_DESCRIPTORS - SESSION_DESCRIPTORS * max_sessions - 2 * limits.backlog
+    if spare < 8:
+        raise UsageError(
+            f"the descriptor limit ({soft}, ulimit -n) leaves {max(spare, 0)} connections "
+            f"beside {max_sessions} sessions",
+            hint="Raise the limit (ulimit -n) or lower --max-sessions.",
+        )
+    return dataclasses.replace(limits, max_connections=min(limits.max_connections, spare))

@@ -101,6 +101,7 @@ def request_record(turn: TurnInfo) -> dict[str, Any]:
         "idempotency_key_sha256": None
         if turn.idempotency_key is None
         else _sha256(turn.idempotency_key),
+        "attachments": [redact_text(path) for path in turn.attachments],
     }
 
 

@@ -40,6 +40,8 @@ class TurnInfo:
         provider: ``codex-stdio``.
         workspace: the agent's working folder.
         idempotency_key: the request's ``Idempotency-Key`` header, if any.
+        attachments: the files the request offered the agent: workspace-relative POSIX
+            paths of files that existed when it was accepted (no ``..``, not absolute).
     """
 
     trace_id: str
@@ -50,6 +52,7 @@ class TurnInfo:
     provider: str
     workspace: Path
     idempotency_key: str | None = None
+    attachments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

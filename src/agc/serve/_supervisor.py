@@ -28,11 +28,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
+import os
+import re
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from agc._core.redact import redact_text
@@ -49,9 +53,9 @@ from agc.serve._provider import (
 )
 from agc.serve._sink import NullSink, TurnEnd, TurnInfo, TurnSink
 from agc.serve._trace import (
-    WINDOW_STRING_CHARS,
     EventSource,
     Trace,
+    TraceEvent,
     iso_ms,
     now_ms,
     well_formed,
@@ -64,6 +68,7 @@ __all__ = [
     "SessionFactory",
     "Supervisor",
     "default_session_factory",
+    "offered_files",
 ]
 
 PROVIDER: Final = "codex-stdio"
@@ -72,6 +77,76 @@ _IDEMPOTENCY_KEYS: Final = 10_000
 _MAX_ID_CHARS: Final = 128
 
 SessionFactory = Callable[[ProtocolName], ProviderSession]
+
+
+_MAX_ATTACHMENTS: Final = 32
+_MAX_PATH_CHARS: Final = 1024
+_DRIVE: Final = re.compile(r"[A-Za-z]:")
+
+
+def offered_files(workspace: Path, raw: Any) -> tuple[str, ...]:
+    """The ``attachments`` of a chat request, checked: each a path relative to the
+    workspace of a file that exists there. Returns them as POSIX paths without ``.``
+    components, each once, in the order given.
+
+    Raises:
+        ChatRefusedError: not a list of at most 32 strings (``400 attachments_invalid``);
+            a path that is absolute (POSIX, a drive, ``~``, a backslash), climbs with
+            ``..``, leads out of the workspace (a symlink), does not exist or is not a
+            regular file (``422 attachment_invalid`` naming the path and the reason).
+    """
+    if raw is None:
+        return ()
+    if (
+        not isinstance(raw, list)
+        or len(raw) > _MAX_ATTACHMENTS
+        or not all(isinstance(p, str) and 0 < len(p) <= _MAX_PATH_CHARS for p in raw)
+    ):
+        raise ChatRefusedError(
+            400,
+            _error(
+                "attachments_invalid",
+                f"attachments must be a list of at most {_MAX_ATTACHMENTS} project-relative "
+                f"paths (strings of 1-{_MAX_PATH_CHARS} characters)",
+            ),
+        )
+    root = Path(os.path.realpath(workspace))
+    found: dict[str, None] = {}
+    for index, path in enumerate(raw):
+        parts = [part for part in path.split("/") if part not in ("", ".")]
+        reason = None
+        if (
+            path.startswith(("/", "~"))
+            or "\\" in path
+            or _DRIVE.match(path)
+            or not path.isprintable()
+        ):
+            reason = "not a relative POSIX path"
+        elif ".." in parts:
+            reason = "climbs out with '..'"
+        elif not parts:
+            reason = "names no file"
+        else:
+            real = Path(os.path.realpath(root.joinpath(*parts)))
+            if not real.is_relative_to(root):
+                reason = "leads out of the workspace"
+            elif not real.exists():
+                reason = "does not exist in the workspace"
+            elif not real.is_file():
+                reason = "is not a regular file"
+        if reason is not None:
+            shown = well_formed(redact_text(path)[:200])
+            raise ChatRefusedError(
+                422,
+                _error(
+                    "attachment_invalid",
+                    f"attachments[{index}] {shown!r} {reason}",
+                    index=index,
+                    reason=reason,
+                ),
+            )
+        found["/".join(parts)] = None
+    return tuple(found)
 
 
 class ChatRefusedError(Exception):
@@ -314,14 +389,22 @@ class Supervisor:
         return {"traceId": trace_id, "conversationId": conv_id, "replayed": True}
 
     async def submit(
-        self, message: Any, conversation_id: Any, *, idempotency_key: str | None = None
+        self,
+        message: Any,
+        conversation_id: Any,
+        *,
+        idempotency_key: str | None = None,
+        attachments: Any = None,
     ) -> dict[str, Any]:
         """Accept a chat message; returns the ``202`` body ``{traceId, conversationId}``.
 
+        ``attachments``: the files offered with the message (see :func:`offered_files`).
+
         Raises:
             ChatRefusedError: a bad request (400), an unknown conversation (404), a busy one
-                (409), a reused idempotency key (422), a failed preflight (503, the
-                preflight answer), no capacity (503 with ``Retry-After``).
+                (409), a reused idempotency key or a bad attachment (422), a failed
+                preflight (503, the preflight answer), no capacity (503 with
+                ``Retry-After``).
         """
         config = self.config
         if not isinstance(message, str) or not message.strip():
@@ -343,12 +426,15 @@ class Supervisor:
             raise ChatRefusedError(
                 400, _error("conversation_id_invalid", "conversationId must be a string id")
             )
+        # JSON keeps a missing conversation (null) apart from the string "None". The
+        # attachments as sent: a retry is replayed even if a file is gone since.
         fingerprint = hashlib.sha256(
-            f"{conversation_id}\x00{message}".encode("utf-8", "surrogatepass")
+            json.dumps([conversation_id, message, attachments], sort_keys=True).encode("ascii")
         ).hexdigest()
         replayed = self._replayed(idempotency_key, fingerprint)
         if replayed is not None:
             return replayed
+        offered = offered_files(config.workspace, attachments)
         if self._stopping:
             raise ChatRefusedError(
                 503, _error("service_stopping", "the service is shutting down"), retry_after=5
@@ -407,6 +493,8 @@ class Supervisor:
             turn_number=conversation.turn_count,
             created_at_ms=now,
             max_events=config.max_trace_events,
+            max_bytes=config.max_trace_bytes,
+            window=config.result_trace_limit,
         )
         conversation.status = "busy" if conversation.session is not None else "starting"
         conversation.last_trace_id = trace.trace_id
@@ -421,6 +509,7 @@ class Supervisor:
             provider=PROVIDER,
             workspace=config.workspace,
             idempotency_key=idempotency_key,
+            attachments=offered,
         )
         if idempotency_key is not None:
             self._idempotency[idempotency_key] = (
@@ -694,6 +783,8 @@ class Supervisor:
                 trace.audit = {
                     "sealed": False,
                     "error": redact_text(f"{type(exc).__name__}: {exc}")[:500],
+                    # What reached the record stays there, for the recovery.
+                    "recoverWith": f"agc recover {trace.trace_id}",
                 }
                 status = "failed"
                 trace.error = {
@@ -710,6 +801,7 @@ class Supervisor:
         conversation.updated_at_ms = trace.ended_at_ms
         conversation.last_active = self._monotonic()
         self._turns.pop(trace.trace_id, None)
+        trace.compact(self.config.finished_trace_bytes)
         self._finished[trace.trace_id] = None
         while len(self._finished) > self.config.max_traces:
             old, _ = self._finished.popitem(last=False)
@@ -818,7 +910,8 @@ class Supervisor:
         if trace is None:
             return None
         limit = self.config.result_trace_limit
-        window = trace.events[-limit:]
+        window = list(trace.runner_window)
+        provider = list(trace.provider_window)
         body: dict[str, Any] = {
             "traceId": trace.trace_id,
             "conversationId": trace.conversation_id,
@@ -832,12 +925,12 @@ class Supervisor:
             "turnId": trace.turn_id,
             "turn": trace.turn_number,
             "eventCount": trace.event_count,
-            "lastEvent": window[-1].to_dict(WINDOW_STRING_CHARS) if window else None,
-            "runnerTrace": {
-                "events": [event.to_dict(WINDOW_STRING_CHARS) for event in window],
-                "limit": limit,
-                "firstSeq": window[0].seq if window else None,
-                "omitted": trace.event_count - len(window),
+            "lastEvent": window[-1].to_dict() if window else None,
+            "runnerTrace": _window(window, limit, trace.event_count),
+            "providerTrace": {
+                "provider": PROVIDER,
+                "protocol": trace.protocol,
+                **_window(provider, limit, trace.provider_count),
             },
             "createdAt": iso_ms(trace.created_at_ms),
             "updatedAt": iso_ms(trace.updated_at_ms),
@@ -869,6 +962,8 @@ class Supervisor:
             "status": trace.status,
             "eventCount": trace.event_count,
             "firstSeq": trace.first_kept_seq,
+            # Events before firstSeq are no longer in memory; the sealed run has them.
+            "truncated": trace.first_kept_seq > 0,
             "after": after,
             "events": [event.to_dict() for event in events],
             "nextAfter": events[-1].seq if events else max(after, trace.first_kept_seq - 1),
@@ -900,6 +995,17 @@ class Supervisor:
             "maxSessions": self.config.max_sessions,
         }
         return report, body
+
+
+def _window(events: Sequence[TraceEvent], limit: int, count: int) -> dict[str, Any]:
+    """A ``/result`` trace window: the newest ``limit`` events of ``count`` (their strings
+    were cut at :data:`~agc.serve._trace.WINDOW_STRING_CHARS` when kept)."""
+    return {
+        "events": [event.to_dict() for event in events],
+        "limit": limit,
+        "firstSeq": events[0].seq if events else None,
+        "omitted": count - len(events),
+    }
 
 
 def _kill(session: ProviderSession) -> None:

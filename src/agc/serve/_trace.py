@@ -4,21 +4,28 @@ Every event the agent sends (and every step the service takes: session start, th
 resume, an approval declined) becomes a :class:`TraceEvent` with a ``seq`` (0, 1, 2 …
 per trace) and a time. ``params`` are passed through the secret detector before they
 are kept, shown or recorded. The in-memory trace keeps at most ``max_events`` events
-(the sealed run keeps them all); strings in what ``/trace`` shows are cut at
-:data:`TRACE_STRING_CHARS` and the ``/result`` window at :data:`WINDOW_STRING_CHARS`.
+and ``max_bytes`` of them (their strings' characters plus a few bytes per value, the
+oldest dropped first; the sealed run keeps them all), and a finished one is cut down
+further by :meth:`Trace.compact`; strings in what ``/trace`` shows are cut at
+:data:`TRACE_STRING_CHARS` and the ``/result`` windows at :data:`WINDOW_STRING_CHARS`.
+The ``/result`` windows (the last ``window`` events, and the last ``window`` of the
+agent's own) are kept apart, so a compacted trace still answers them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from agc._core.redact import RedactionStats, redact_text, redact_value
+from agc._core.window import MAX_WINDOW_DEPTH, WINDOW_STRING_CHARS, trim
 from agc.serve._stream import DeltaHold
 
 __all__ = [
@@ -31,12 +38,11 @@ __all__ = [
     "now_ms",
     "trim",
     "waiting_for_after",
+    "weight",
     "well_formed",
 ]
 
 TRACE_STRING_CHARS: Final = 16_384
-WINDOW_STRING_CHARS: Final = 512
-_MAX_DEPTH: Final = 32
 
 TraceStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
@@ -67,20 +73,18 @@ def well_formed(value: Any) -> Any:
     return value
 
 
-def trim(value: Any, max_chars: int, _depth: int = 0) -> Any:
-    """A copy of a JSON value with every string longer than ``max_chars`` cut (and
-    ``"…[+N chars]"`` appended) and nesting below 32 levels replaced by ``"…"``."""
-    if _depth > _MAX_DEPTH:
-        return "…"
+def weight(value: Any, _depth: int = 0) -> int:
+    """What a JSON value costs to keep, roughly: the characters of its strings (keys
+    included) plus 8 per value; nesting below 32 levels counts 8."""
+    if _depth > MAX_WINDOW_DEPTH:
+        return 8
     if isinstance(value, str):
-        if len(value) <= max_chars:
-            return value
-        return value[:max_chars] + f"…[+{len(value) - max_chars} chars]"
+        return 8 + len(value)
     if isinstance(value, Mapping):
-        return {str(k): trim(v, max_chars, _depth + 1) for k, v in value.items()}
+        return 8 + sum(8 + len(str(k)) + weight(v, _depth + 1) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return [trim(v, max_chars, _depth + 1) for v in value]
-    return value
+        return 8 + sum(weight(v, _depth + 1) for v in value)
+    return 8
 
 
 @dataclass(frozen=True)
@@ -164,11 +168,15 @@ class Trace:
     turn_number: int
     created_at_ms: int
     max_events: int
+    max_bytes: int = 16 * 1024 * 1024
+    window: int = 20
     status: TraceStatus = "queued"
     waiting_for: str | None = "session"
     updated_at_ms: int = 0
-    events: list[TraceEvent] = field(default_factory=list)
+    events: deque[TraceEvent] = field(default_factory=deque)
     event_count: int = 0
+    kept_bytes: int = 0
+    provider_count: int = 0
     reply: str | None = None
     error: dict[str, Any] | None = None
     protocol: str | None = None
@@ -182,9 +190,15 @@ class Trace:
     cancel_requested: bool = False
     ended_at_ms: int | None = None
     stream: DeltaHold = field(default_factory=DeltaHold)
+    runner_window: deque[TraceEvent] = field(init=False, repr=False)
+    provider_window: deque[TraceEvent] = field(init=False, repr=False)
+    _weights: deque[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.updated_at_ms = self.updated_at_ms or self.created_at_ms
+        self._weights = deque()
+        self.runner_window = deque(maxlen=self.window)
+        self.provider_window = deque(maxlen=self.window)
 
     @property
     def terminal(self) -> bool:
@@ -212,16 +226,37 @@ class Trace:
             event.seq, event.at_ms, source, event.method, trim(clean, TRACE_STRING_CHARS), kind
         )
         self.events.append(kept)
-        if len(self.events) > self.max_events:
-            del self.events[0]
+        self._weights.append(weight(kept.params) + len(kept.method) + 64)
+        self.kept_bytes += self._weights[-1]
+        self._drop_to(self.max_events, self.max_bytes)
+        shown = TraceEvent(
+            event.seq, event.at_ms, source, event.method, trim(clean, WINDOW_STRING_CHARS), kind
+        )
+        self.runner_window.append(shown)
+        if source == "codex":
+            self.provider_window.append(shown)
+            self.provider_count += 1
         self.updated_at_ms = event.at_ms
         if not self.terminal:
             self.waiting_for = waiting_for_after(event, self.waiting_for)
         return event
 
+    def _drop_to(self, max_events: int, max_bytes: int) -> None:
+        # The newest event is always kept, whatever it weighs.
+        while len(self.events) > 1 and (
+            len(self.events) > max_events or self.kept_bytes > max_bytes
+        ):
+            self.events.popleft()
+            self.kept_bytes -= self._weights.popleft()
+
+    def compact(self, max_bytes: int) -> None:
+        """Keep only the newest events that fit in ``max_bytes`` (at least one): what a
+        finished trace keeps in memory. The ``/result`` windows are kept whole."""
+        self._drop_to(self.max_events, max_bytes)
+
     def page(self, after: int, limit: int) -> tuple[list[TraceEvent], bool]:
         """Events with ``seq > after`` (at most ``limit``) and whether more follow."""
         start = max(after + 1 - self.first_kept_seq, 0)
-        chunk = self.events[start : start + limit]
+        chunk = list(itertools.islice(self.events, start, start + limit))
         more = start + limit < len(self.events)
         return chunk, more

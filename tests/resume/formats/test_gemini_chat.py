@@ -15,29 +15,36 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agc.cli.app import main
-from agc.errors import InputError
+from agc.errors import AgcError
 from agc.resume import (
+    History,
+    LineSequence,
     Strategy,
     check_loaded,
     load_history,
     next_step,
     repair_loaded,
+    repair_streamed,
     scan_session,
 )
+from agc.resume._formats.model import RawRef
 from tests.conftest import examples
 
-REACHES_INSIDE = {"agc.resume._snapshot": "the limit of whole reads, made small"}
+REACHES_INSIDE = {
+    "agc.resume._snapshot": "the limit of whole reads, made small",
+    "agc.resume._formats": "the place of a part in the file (RawRef)",
+}
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "hooks" / "gemini" / "session-file.jsonl"
 GEMINI_COUNT = "number of function response parts is equal to the number of function call parts"
 
 
-def client_contents(data: bytes) -> list[dict[str, Any]]:
-    """The ``contents`` Gemini CLI 0.61 builds from a session file when it resumes it."""
+def replayed(data: bytes) -> dict[str, dict[str, Any]]:
+    """The messages Gemini CLI 0.61 replays a session file into, by id, in order."""
     messages: dict[str, dict[str, Any]] = {}
     for line in data.decode().splitlines():
         if not line.strip():
@@ -56,6 +63,12 @@ def client_contents(data: bytes) -> list[dict[str, Any]]:
             record["$set"].get("messages"), list
         ):
             messages = {m["id"]: m for m in record["$set"]["messages"]}
+    return messages
+
+
+def client_contents(data: bytes) -> list[dict[str, Any]]:
+    """The ``contents`` Gemini CLI 0.61 builds from a session file when it resumes it."""
+    messages = replayed(data)
     contents: list[dict[str, Any]] = []
     for message in messages.values():
         parts = message.get("content")
@@ -234,6 +247,95 @@ def test_repair_gives_a_history_the_client_sends_and_the_api_accepts(
     assert check_loaded(again).valid
 
 
+def _with_log_records(data: bytes, edits: list[tuple[str, int, int]]) -> bytes:
+    """``data`` with ``$rewindTo`` records (to a message the log holds there, or to a
+    missing id), ``$set`` records holding every replayed message and a message record
+    written again (``again``: a copy of an earlier one), inserted between its lines
+    (never before the header)."""
+    lines = data.splitlines()
+    for kind, at, pick in edits:
+        position = 1 + at % len(lines)
+        head = b"".join(line + b"\n" for line in lines[:position])
+        ids = list(replayed(head))
+        if kind == "again":
+            earlier = [line for line in lines[:position] if b'"id": ' in line[:8]]
+            if earlier:
+                lines.insert(position, earlier[pick % len(earlier)])
+            continue
+        if kind == "rewind":
+            target = ids[pick % len(ids)] if ids and pick % 4 else "no-such-message"
+            record: dict[str, Any] = {"$rewindTo": target}
+        else:
+            record = {"$set": {"messages": list(replayed(head).values()), "lastUpdated": "t"}}
+        lines.insert(position, json.dumps(record).encode())
+    return b"".join(line + b"\n" for line in lines)
+
+
+def _repaired(
+    history: History, strategy: Strategy, folder: Path, name: str
+) -> tuple[bytes, dict[str, Any]] | str:
+    """The repair of a history read line by line from a file, written line by line as
+    agc resume FILE --out writes it (or the error's code)."""
+    out = folder / name
+    try:
+        with out.open("wb") as sink:
+            report = repair_streamed(
+                history,
+                sink,
+                lambda: scan_session(out, source="out", format="gemini-chat"),
+                strategy=strategy,
+            )
+    except AgcError as exc:
+        return exc.code
+    return out.read_bytes(), report.to_dict()
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    plan=st.lists(st.sampled_from(["answered", "in-flight", "half", "text", "killed"]), max_size=5),
+    duplicate=st.booleans(),
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["rewind", "set", "again"]), st.integers(0, 99), st.integers(0, 99)
+        ),
+        max_size=3,
+    ),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+# the client's copy of a result written twice: the repair removes both records of it
+@example(plan=["answered"], duplicate=True, edits=[("again", 5, 3)], strategy="strip")
+def test_a_file_read_line_by_line_is_the_file_read_whole(
+    plan: list[str],
+    duplicate: bool,
+    edits: list[tuple[str, int, int]],
+    strategy: Strategy,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """With rewinds and ``$set`` records anywhere in the log, a session read line by line
+    (holding only the replayed messages' view) checks as the same bytes read whole, and
+    its repair, written line by line, is the bytes of the whole repair, valid for the
+    client and the API."""
+    data = _with_log_records(_session(plan, duplicate=duplicate), edits)
+    folder = tmp_path_factory.mktemp("stream")
+    source = folder / "session.jsonl"
+    source.write_bytes(data)
+    whole = load_history(data, source="session.jsonl")
+    streamed = scan_session(source, source="session.jsonl", format=None)
+    assert isinstance(streamed.records, LineSequence)  # read line by line, not whole
+    assert streamed.format == whole.format == "gemini-chat"
+    assert check_loaded(streamed).to_dict() == check_loaded(whole).to_dict()
+    try:
+        expected: tuple[bytes, dict[str, Any]] | str = (
+            (done := repair_loaded(whole, strategy=strategy)).data,
+            done.report.to_dict(),
+        )
+    except AgcError as exc:
+        expected = exc.code
+    assert _repaired(streamed, strategy, folder, "out.jsonl") == expected
+    assert isinstance(expected, tuple), expected  # every such log is repaired
+    assert api_accepts(client_contents(expected[0]))
+
+
 def test_in_flight_call_is_unanswered_and_synthesize_answers_it_in_its_entry() -> None:
     data = _session(["answered", "in-flight"], duplicate=False)
     report = check_loaded(load_history(data, source="s.jsonl"))
@@ -339,17 +441,26 @@ def test_agc_resume_file_checks_repairs_and_names_the_next_step(
     assert api_accepts(client_contents(out.read_bytes()))
 
 
-def test_a_session_file_beyond_the_limit_of_whole_reads_is_refused(
+def test_a_session_file_beyond_the_limit_of_whole_reads_is_read_line_by_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Read whole as its client reads it, a Gemini CLI session file larger than the limit
-    of whole reads is refused with a message naming it, not read into memory."""
+    """A Gemini CLI session file is read in one forward pass, as the other session files
+    are: the limit of whole reads does not apply, and the history holds each part as its
+    place in the file (a :class:`RawRef`), not the parsed lines."""
     import agc.resume._snapshot as snapshot  # noqa: PLC0415 - the limit, patched
 
     source = tmp_path / "session.jsonl"
     source.write_bytes(REAL.read_bytes())
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", len(REAL.read_bytes()) - 1)
     history = scan_session(source, source="session.jsonl", format=None)
     assert history.format == "gemini-chat"
-    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", len(REAL.read_bytes()) - 1)
-    with pytest.raises(InputError, match=r"session\.jsonl is a Gemini CLI session file larger"):
-        scan_session(source, source="session.jsonl", format=None)
+    assert isinstance(history.records, LineSequence)
+    blocks = [block for message in history.messages for block in message.blocks]
+    assert blocks
+    assert all(type(block.native()) is RawRef for block in blocks)
+    calls = [block for block in blocks if block.kind == "call"]
+    assert calls
+    assert all(type(call.held_arguments()) is RawRef for call in calls)
+    assert calls[0].arguments["command"] == "echo agc-hook-probe"
+    whole = load_history(REAL.read_bytes(), source="session.jsonl")
+    assert check_loaded(history).to_dict() == check_loaded(whole).to_dict()

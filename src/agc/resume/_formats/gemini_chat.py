@@ -39,23 +39,60 @@ model message.
 from __future__ import annotations
 
 import copy
+import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agc.resume._formats.jsonl import dump_line
-from agc.resume._formats.model import Block, FormatSpec, History, Message
+from agc.resume._formats.model import Block, BlockKind, FormatSpec, History, Message, RawRef
 
-__all__ = ["SPEC", "GeminiHistory", "is_gemini_line", "read", "write", "write_lines"]
+__all__ = [
+    "SPEC",
+    "GeminiHistory",
+    "LineReader",
+    "is_gemini_line",
+    "read",
+    "write",
+    "write_lines",
+]
 
 _NAMESPACE: Final = uuid.UUID("0b6f3a52-8c1e-5d4a-a1f0-67656d696e69")
 _IGNORED_PREFIXES: Final = ("/", "?", "<session_context>", "<hook_context>")
-_MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
 
-Place = tuple[int, tuple[str | int, ...]]
+Path = tuple[str | int, ...]
+Place = tuple[int, Path]
 """Where a message record is: its line and the keys to it inside the line (``()`` for a
 message record that is the whole line)."""
+
+Slot = str | tuple[str, int]
+"""Which part of its record a block is: ``"content"``, ``"thought"``, ``("call", k)`` or
+``("result", k)`` (``k``: the ``toolCalls`` entry)."""
+
+
+class Part(Block):
+    """A :class:`Block` read from a message record, knowing which record and which part
+    of it it is (``record_id``, ``slot``: see :data:`Slot`)."""
+
+    __slots__ = ("record_id", "slot")
+
+    def __init__(
+        self,
+        kind: BlockKind,
+        raw: Any,
+        record_id: str,
+        slot: Slot,
+        *,
+        call_id: str | None = None,
+        name: str | None = None,
+        arguments: Any = None,
+        origin: int | None = None,
+    ) -> None:
+        super().__init__(kind, raw, call_id=call_id, name=name, arguments=arguments, origin=origin)
+        self.record_id = record_id
+        self.slot = slot
 
 
 @dataclass
@@ -64,19 +101,21 @@ class GeminiHistory(History):
 
     Attributes:
         places: each message record of the replayed map, by id, in the map's order.
-        slots: ``id(block)`` -> (the record's id, ``"content"`` | ``"thought"`` |
-            ``("call", k)`` | ``("result", k)``): the part of the record it is
-            (``k``: the ``toolCalls`` entry).
         bare: ``(line, message index)`` of each model message recorded without any part
             (no content, thoughts or ``toolCalls``): the client writes a model message
             when the model's answer starts and its ``toolCalls`` only once the calls
             have finished, so a message left bare is a turn the client stopped in, and
             a call it ran then is not in the file. The client does not send it.
+        rewinds: every id a ``$rewindTo`` record names.
+        id_hashes: per line, ``hash()`` of the ``id`` of the message record the line is
+            (``0`` for any other line): lets a writer find the earlier records of an id
+            without parsing every line again (a match is confirmed by parsing the line).
     """
 
     places: dict[str, Place] = field(default_factory=dict)
-    slots: dict[int, tuple[str, Any]] = field(default_factory=dict)
     bare: list[tuple[int, int]] = field(default_factory=list)
+    rewinds: set[str] = field(default_factory=set)
+    id_hashes: Sequence[int] = field(default_factory=list)
 
 
 def is_gemini_line(record: Any) -> bool:
@@ -104,6 +143,13 @@ def _parts(content: Any) -> list[Any]:
     return [content]
 
 
+def _part_paths(content: Any, base: Path) -> list[Path]:
+    """Where each of :func:`_parts`'s parts is stored (a string content: the string)."""
+    if isinstance(content, list):
+        return [(*base, position) for position in range(len(content))]
+    return [base]
+
+
 def _as_text(parts: list[Any]) -> str:
     """Gemini CLI's verbose ``partToString``, as far as whether a user message counts."""
     out: list[str] = []
@@ -121,164 +167,287 @@ def _as_text(parts: list[Any]) -> str:
     return "".join(out)
 
 
-def _block(part: Any, origin: int) -> Block:
+def _id_hash(message_id: str) -> int:
+    return hash(message_id) or 1
+
+
+class _Holder:
+    """Makes the ``raw`` and ``arguments`` of the parts of one line: the values
+    themselves (a file read whole), or :class:`RawRef` places in the line (a file read
+    line by line, which keeps no parsed line)."""
+
+    __slots__ = ("line", "paths", "refs")
+
+    def __init__(self, refs: Sequence[Any] | None, line: int, paths: dict[Path, Path]) -> None:
+        self.refs = refs
+        self.line = line
+        self.paths = paths
+
+    def at(self, value: Any, path: Path) -> Any:
+        if self.refs is None:
+            return value
+        return RawRef(self.refs, self.line, self.paths.setdefault(path, path))
+
+    def text(self, value: Any) -> Any:
+        if self.refs is None or type(value) is not str:
+            return value
+        return sys.intern(value)
+
+
+_SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
+
+
+def _slot(kind: str, position: int) -> tuple[str, int]:
+    key = (kind, position)
+    return _SLOTS.setdefault(key, key)
+
+
+def _block(part: Any, raw: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
+    line = hold.line
     if isinstance(part, dict):
         call = part.get("functionCall")
         if isinstance(call, dict):
             call_id = call.get("id") if isinstance(call.get("id"), str) else None
-            return Block(
+            args = call.get("args")
+            return Part(
                 "call",
-                part,
-                call_id=call_id,
-                name=call.get("name"),
-                arguments=call.get("args"),
-                origin=origin,
+                raw,
+                record_id,
+                slot,
+                call_id=hold.text(call_id),
+                name=hold.text(call.get("name")),
+                arguments=None if args is None else hold.at(args, (*path, "functionCall", "args")),
+                origin=line,
             )
         response = part.get("functionResponse")
         if isinstance(response, dict):
             call_id = response.get("id") if isinstance(response.get("id"), str) else None
-            return Block("result", part, call_id=call_id, name=response.get("name"), origin=origin)
+            return Part(
+                "result",
+                raw,
+                record_id,
+                slot,
+                call_id=hold.text(call_id),
+                name=hold.text(response.get("name")),
+                origin=line,
+            )
         if part.get("thought") is True:
-            return Block("reasoning", part, origin=origin)
+            return Part("reasoning", raw, record_id, slot, origin=line)
         if isinstance(part.get("text"), str):
-            return Block("text", part, origin=origin)
-    return Block("other", part, origin=origin)
+            return Part("text", raw, record_id, slot, origin=line)
+    return Part("other", raw, record_id, slot, origin=line)
 
 
-def _replay(records: Sequence[Any]) -> tuple[dict[str, Place], list[int], str | None]:
-    """The client's map of messages (id -> place, in order), the lines holding none of
-    them, and the session id of the header."""
-    places: dict[str, Place] = {}
-    session: str | None = None
-
-    def add(messages: Any, line: int, path: tuple[str | int, ...]) -> None:
-        if not isinstance(messages, list):
-            return
-        for position, message in enumerate(messages):
-            if isinstance(message, dict) and isinstance(message.get("id"), str):
-                places[message["id"]] = (line, (*path, position))
-
-    for index, record in enumerate(records):
-        if not isinstance(record, dict):
-            continue
-        rewind = record.get("$rewindTo")
-        if isinstance(rewind, str):
-            if rewind in places:
-                ids = list(places)
-                for gone in ids[ids.index(rewind) :]:
-                    del places[gone]
-            else:
-                places.clear()
-        elif isinstance(record.get("id"), str):
-            places[record["id"]] = (index, ())
-        elif isinstance(record.get("$set"), dict):
-            if isinstance(record["$set"].get("messages"), list):
-                places.clear()
-                add(record["$set"]["messages"], index, ("$set", "messages"))
-        elif isinstance(record.get("sessionId"), str) and isinstance(
-            record.get("projectHash"), str
-        ):
-            session = session or record["sessionId"]
-            add(record.get("messages"), index, ("messages",))
-    held = {line for line, _ in places.values()}
-    skipped = [index for index in range(len(records)) if index not in held]
-    return places, skipped, session
+def _content_blocks(content: Any, record_id: str, base: Path, hold: _Holder) -> list[Block]:
+    parts = _parts(content)
+    paths = _part_paths(content, (*base, "content"))
+    return [
+        _block(part, hold.at(part, path), record_id, "content", path, hold)
+        for part, path in zip(parts, paths, strict=True)
+    ]
 
 
-def _at(records: Sequence[Any], place: Place) -> Any:
-    value = records[place[0]]
-    for step in place[1]:
-        value = value[step]
-    return value
+class _Entry:
+    """One message of the replayed map: its place and the turns the client makes of it
+    (``(role, blocks)``; none for a message the client does not send); ``bare`` for a
+    model message without any part."""
+
+    __slots__ = ("bare", "place", "turns")
+
+    def __init__(self, place: Place, turns: tuple[tuple[str, list[Block]], ...], bare: bool):
+        self.place = place
+        self.turns = turns
+        self.bare = bare
 
 
-def read(records: Sequence[Any]) -> GeminiHistory:
-    """Read session lines (parsed JSON, or a line's text when it is not JSON)."""
-    places, skipped, session = _replay(records)
-    history = GeminiHistory(
-        "gemini-chat", [], list(records), skipped=skipped, session_id=session, places=places
-    )
-    messages = history.messages
-    slots = history.slots
-
-    def push(role: str, blocks: list[Block], origin: int) -> None:
-        if messages and messages[-1].role == role:
-            messages[-1].blocks.extend(blocks)
-        else:
-            messages.append(Message(role, blocks, raw=None, origin=origin))
-
-    for message_id, place in places.items():
-        record = _at(records, place)
-        line = place[0]
-        kind = record.get("type")
-        if kind == "user":
-            parts = _parts(record.get("content"))
-            text = _as_text(parts).strip()
-            if not text or text.startswith(_IGNORED_PREFIXES):
-                continue
-            blocks = [_block(part, line) for part in parts]
-            for block in blocks:
-                slots[id(block)] = (message_id, "content")
-            push("user", blocks, line)
-        elif kind == "gemini" and not _read_model(record, message_id, line, slots, push):
-            history.bare.append((line, len(messages)))
-    return history
-
-
-def _read_model(
-    record: dict[str, Any], message_id: str, line: int, slots: dict[int, tuple[str, Any]], push: Any
-) -> bool:
-    """Read one model message; False when it has no part (the client does not send it)."""
+def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) -> _Entry:
+    kind = record.get("type")
+    base = place[1]
+    if kind == "user":
+        parts = _parts(record.get("content"))
+        text = _as_text(parts).strip()
+        if not text or text.startswith(_IGNORED_PREFIXES):
+            return _Entry(place, (), False)
+        return _Entry(
+            place, (("user", _content_blocks(record.get("content"), record_id, base, hold)),), False
+        )
+    if kind != "gemini":
+        return _Entry(place, (), False)
     content = record.get("content")
-    parts = _parts(content) if content else []
-    blocks = [_block(part, line) for part in parts]
-    for block in blocks:
-        slots[id(block)] = (message_id, "content")
+    blocks = _content_blocks(content, record_id, base, hold) if content else []
     tool_calls = record.get("toolCalls")
     entries = tool_calls if isinstance(tool_calls, list) else []
     if not any(block.kind in {"call", "reasoning"} for block in blocks):
         thoughts = record.get("thoughts")
-        leading: list[Block] = []
-        for thought in thoughts if isinstance(thoughts, list) else []:
-            block = Block("reasoning", thought, origin=line)
-            slots[id(block)] = (message_id, "thought")
-            leading.append(block)
+        leading: list[Block] = [
+            Part(
+                "reasoning",
+                hold.at(thought, (*base, "thoughts", k)),
+                record_id,
+                "thought",
+                origin=hold.line,
+            )
+            for k, thought in enumerate(thoughts if isinstance(thoughts, list) else [])
+        ]
         blocks = leading + blocks
-        for position, entry in enumerate(entries):
+        for k, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
             call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
-            block = Block(
-                "call",
-                entry,
-                call_id=call_id,
-                name=entry.get("name"),
-                arguments=entry.get("args"),
-                origin=line,
+            args = entry.get("args")
+            blocks.append(
+                Part(
+                    "call",
+                    hold.at(entry, (*base, "toolCalls", k)),
+                    record_id,
+                    _slot("call", k),
+                    call_id=hold.text(call_id),
+                    name=hold.text(entry.get("name")),
+                    arguments=None
+                    if args is None
+                    else hold.at(args, (*base, "toolCalls", k, "args")),
+                    origin=hold.line,
+                )
             )
-            slots[id(block)] = (message_id, ("call", position))
-            blocks.append(block)
     if not blocks:
-        return False  # no model turn, and then no turn of its results either
-    push("assistant", blocks, line)
+        return _Entry(place, (), True)  # no model turn, and then no turn of its results
     results: list[Block] = []
-    for position, entry in enumerate(entries):
+    for k, entry in enumerate(entries):
         if not isinstance(entry, dict) or not entry.get("result"):
             continue
         result = entry["result"]
+        where = (*base, "toolCalls", k, "result")
+        slot = _slot("result", k)
         if isinstance(result, str):
             call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
-            block = Block("result", result, call_id=call_id, name=entry.get("name"), origin=line)
-            slots[id(block)] = (message_id, ("result", position))
-            results.append(block)
+            results.append(
+                Part(
+                    "result",
+                    hold.at(result, where),
+                    record_id,
+                    slot,
+                    call_id=hold.text(call_id),
+                    name=hold.text(entry.get("name")),
+                    origin=hold.line,
+                )
+            )
             continue
-        for part in _parts(result):
-            block = _block(part, line)
-            slots[id(block)] = (message_id, ("result", position))
-            results.append(block)
+        for part, path in zip(_parts(result), _part_paths(result, where), strict=True):
+            results.append(_block(part, hold.at(part, path), record_id, slot, path, hold))
+    turns: tuple[tuple[str, list[Block]], ...] = (("assistant", blocks),)
     if results:
-        push("user", results, line)
-    return True
+        turns = (*turns, ("user", results))
+    return _Entry(place, turns, False)
+
+
+class LineReader:
+    """Replays session lines one at a time, in order, as the client does when it resumes
+    (Gemini CLI's ``loadConversationRecord``): the map of messages by id, each held as
+    the turns it makes (roles, block kinds, call ids, tool names), never as its record.
+
+    What is held is bounded by the map: the messages a later record could still replace
+    and a ``$rewindTo`` could still reach back to are exactly the messages of the map, so
+    memory grows with the number of messages the session holds when it is resumed, not
+    with the bytes of the file (a record replaced, rewound or cleared is let go).
+    """
+
+    __slots__ = ("_paths", "entries", "id_hashes", "rewinds", "session_id")
+
+    def __init__(self) -> None:
+        self.entries: dict[str, _Entry] = {}
+        self.rewinds: set[str] = set()
+        self.session_id: str | None = None
+        self.id_hashes: MutableSequence[int] = array("q")
+        self._paths: dict[Path, Path] = {}
+
+    def feed(self, index: int, record: Any, refs: Sequence[Any] | None = None) -> None:
+        """Read line ``index`` (every line, in order). ``refs``: the file's parsed lines,
+        to hold each part as a :class:`RawRef` to its line instead of the value."""
+        self.id_hashes.append(0)
+        if not isinstance(record, dict):
+            return
+        hold = _Holder(refs, index, self._paths)
+        entries = self.entries
+        rewind = record.get("$rewindTo")
+        if isinstance(rewind, str):
+            self.rewinds.add(rewind)
+            if rewind in entries:
+                ids = list(entries)
+                for gone in ids[ids.index(rewind) :]:
+                    del entries[gone]
+            else:
+                entries.clear()
+            return
+        message_id = record.get("id")
+        if isinstance(message_id, str):
+            self.id_hashes[index] = _id_hash(message_id)
+            message_id = hold.text(message_id)
+            entries[message_id] = _entry(record, message_id, (index, ()), hold)
+            return
+        update = record.get("$set")
+        if isinstance(update, dict):
+            if isinstance(update.get("messages"), list):
+                entries.clear()
+                self._add(update["messages"], ("$set", "messages"), hold)
+        elif isinstance(record.get("sessionId"), str) and isinstance(
+            record.get("projectHash"), str
+        ):
+            self.session_id = self.session_id or record["sessionId"]
+            self._add(record.get("messages"), ("messages",), hold)
+
+    def _add(self, messages: Any, path: Path, hold: _Holder) -> None:
+        if not isinstance(messages, list):
+            return
+        for position, message in enumerate(messages):
+            if isinstance(message, dict) and isinstance(message.get("id"), str):
+                message_id = hold.text(message["id"])
+                place = (hold.line, (*path, position))
+                self.entries[message_id] = _entry(message, message_id, place, hold)
+
+    def history(
+        self,
+        records: Sequence[Any],
+        *,
+        lines: Sequence[str] | None = None,
+        final_newline: bool = True,
+    ) -> GeminiHistory:
+        """The history of the lines fed (``records``: those lines, parsed)."""
+        messages: list[Message] = []
+        places: dict[str, Place] = {}
+        bare: list[tuple[int, int]] = []
+        for message_id, entry in self.entries.items():
+            places[message_id] = entry.place
+            line = entry.place[0]
+            if entry.bare:
+                bare.append((line, len(messages)))
+            for role, blocks in entry.turns:
+                if messages and messages[-1].role == role:
+                    messages[-1].blocks.extend(blocks)
+                else:
+                    messages.append(Message(role, list(blocks), raw=None, origin=line))
+        held = {line for line, _ in places.values()}
+        skipped = array("q", (index for index in range(len(records)) if index not in held))
+        return GeminiHistory(
+            "gemini-chat",
+            messages,
+            records,
+            lines=lines,
+            final_newline=final_newline,
+            skipped=skipped,
+            session_id=self.session_id,
+            places=places,
+            bare=bare,
+            rewinds=self.rewinds,
+            id_hashes=self.id_hashes,
+        )
+
+
+def read(records: Sequence[Any]) -> GeminiHistory:
+    """Read session lines (parsed JSON, or a line's text when it is not JSON)."""
+    reader = LineReader()
+    for index, record in enumerate(records):
+        reader.feed(index, record)
+    return reader.history(records)
 
 
 def write(history: History, messages: list[Message]) -> list[Any]:
@@ -287,7 +456,9 @@ def write(history: History, messages: list[Message]) -> list[Any]:
 
 
 def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
-    """:func:`write`, one line at a time."""
+    """:func:`write`, one line at a time. Only the lines that change are parsed again
+    (and a line holding an earlier record of a removed message: found by its id's hash,
+    then confirmed)."""
     assert isinstance(history, GeminiHistory)  # read by this module
     records = history.records
     lines: Sequence[str] = (
@@ -304,69 +475,85 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
         for block in message.blocks:
             if block.origin is None and block.kind == "result":
                 call = calls_by_id.get(block.call_id or "")
-                if call is None or id(call) not in history.slots:
-                    continue
-                new_results.setdefault(history.slots[id(call)][0], []).append(block)
+                if isinstance(call, Part):
+                    new_results.setdefault(call.record_id, []).append(block)
 
-    edited: dict[str, Any] = {}  # record id -> its new record, or None to remove it
-    by_record: dict[str, list[Block]] = {}
+    by_record: dict[str, list[Part]] = {}
+    user_records: set[str] = set()
     for message in history.messages:
         for block in message.blocks:
-            by_record.setdefault(history.slots[id(block)][0], []).append(block)
+            assert isinstance(block, Part)  # every block of the view was read here
+            by_record.setdefault(block.record_id, []).append(block)
+            if message.role == "user" and block.slot == "content":
+                user_records.add(block.record_id)
+    plans: dict[str, _Plan] = {}
     for record_id, blocks in by_record.items():
-        removed = [block for block in blocks if id(block) not in kept]
+        gone = any(id(block) not in kept for block in blocks)
         added = new_results.get(record_id, [])
-        if not removed and not added:
+        if not gone and not added:
             continue
-        edited[record_id] = _edit(
-            _at(records, history.places[record_id]), blocks, kept, added, history.slots
+        empty = record_id in user_records and all(id(block) not in kept for block in blocks)
+        plans[record_id] = _Plan(
+            blocks, added, empty, emptied=empty and record_id in history.rewinds
         )
-
-    rewinds = {
-        record["$rewindTo"]
-        for record in records
-        if isinstance(record, dict) and isinstance(record.get("$rewindTo"), str)
-    }
-    for record_id in [key for key, change in edited.items() if change is None]:
-        if record_id in rewinds:  # a rewind to a missing id would clear every message
-            emptied = dict(_at(records, history.places[record_id]), content=[])
-            edited[record_id] = (emptied, None)  # no part: the client does not send it
-    removed_ids = {record_id for record_id, record in edited.items() if record is None}
-    by_line: dict[int, list[tuple[tuple[str | int, ...], Any]]] = {}
-    extra: dict[int, list[Any]] = {}
-    for record_id, change in edited.items():
+    # A user message left empty goes with every record of its id, unless a rewind names
+    # it: a rewind to a missing id would clear every message, so it stays without parts.
+    removed = {key for key, plan in plans.items() if plan.empty and not plan.emptied}
+    removed_hashes = {_id_hash(key) for key in removed}
+    by_line: dict[int, list[tuple[Path, _Plan]]] = {}
+    for record_id, plan in plans.items():
         line, path = history.places[record_id]
-        new_record = None
-        if change is not None:
-            new_record, follow = change
-            if follow is not None:
-                extra.setdefault(line, []).append(follow)
-        by_line.setdefault(line, []).append((path, new_record))
+        by_line.setdefault(line, []).append((path, plan))
+    hashes = history.id_hashes
     for index, text in enumerate(lines):
-        record = records[index]
         changes = by_line.get(index)
         if changes is None:
-            if not (isinstance(record, dict) and record.get("id") in removed_ids):
-                yield text
-        else:
-            new = _apply(record, changes)
-            if new is not None:
-                yield dump_line(new)
-        for follow in extra.get(index, []):
+            if removed_hashes and index < len(hashes) and hashes[index] in removed_hashes:
+                record = records[index]
+                if isinstance(record, dict) and record.get("id") in removed:
+                    continue
+            yield text
+            continue
+        new, follows = _apply(records[index], changes, kept)
+        if new is not None:
+            yield dump_line(new)
+        for follow in follows:
             yield dump_line(follow)
 
 
-def _apply(record: Any, changes: list[tuple[tuple[str | int, ...], Any]]) -> Any:
-    """The line's record with its changed messages replaced (``None``: removed)."""
-    for path, new in changes:
+class _Plan:
+    """What changes in one message record: its blocks (as read), the synthetic results
+    its calls get, whether it is a user message left without any part, and whether it
+    is then kept without parts (``emptied``) rather than removed."""
+
+    __slots__ = ("added", "blocks", "emptied", "empty")
+
+    def __init__(self, blocks: list[Part], added: list[Block], empty: bool, *, emptied: bool):
+        self.blocks = blocks
+        self.added = added
+        self.empty = empty
+        self.emptied = emptied
+
+
+def _apply(record: Any, changes: list[tuple[Path, _Plan]], kept: set[int]) -> tuple[Any, list[Any]]:
+    """The line's record with its changed messages replaced (``None``: removed), and the
+    new records to write after it."""
+    follows: list[Any] = []
+    for path, plan in changes:
         if not path:
-            return new
+            new, follow = _edit(record, plan, kept)
+            if follow is not None:
+                follows.append(follow)
+            return new, follows
     out = copy.deepcopy(record)
-    drops: dict[tuple[str | int, ...], list[int]] = {}
-    for path, new in changes:
+    drops: dict[Path, list[int]] = {}
+    for path, plan in changes:
         holder = out
         for step in path[:-1]:
             holder = holder[step]
+        new, follow = _edit(holder[path[-1]], plan, kept)
+        if follow is not None:
+            follows.append(follow)
         if new is None:
             drops.setdefault(path[:-1], []).append(int(path[-1]))
         else:
@@ -377,33 +564,32 @@ def _apply(record: Any, changes: list[tuple[tuple[str | int, ...], Any]]) -> Any
             holder = holder[step]
         for position in sorted(positions, reverse=True):
             del holder[position]
-    return out
+    return out, follows
 
 
-def _edit(
-    record: dict[str, Any],
-    blocks: list[Block],
-    kept: set[int],
-    added: list[Block],
-    slots: dict[int, tuple[str, Any]],
-) -> Any:
-    """The record with the parts the repair removed taken out and its synthetic results
-    put in: ``None`` for a user message left empty, else ``(record, new user record or
-    None)``."""
+def _edit(record: dict[str, Any], plan: _Plan, kept: set[int]) -> tuple[Any, Any]:
+    """The message record with the parts the repair removed taken out and its synthetic
+    results put in: ``(None, None)`` for a user message left empty (``(record without
+    parts, None)`` when a rewind names it), else ``(record, new user record or None)``.
+    Parts are matched to the blocks read from them by position (the reader's rule)."""
+    if plan.empty:
+        return (dict(record, content=[]), None) if plan.emptied else (None, None)
     out = dict(record)
-    content_blocks = [block for block in blocks if slots[id(block)][1] == "content"]
+    blocks = plan.blocks
+    content_blocks = [block for block in blocks if block.slot == "content"]
     if any(id(block) not in kept for block in content_blocks):
-        out["content"] = [block.raw for block in content_blocks if id(block) in kept]
-        if out.get("type") == "user" and not out["content"]:
-            return None
+        parts = _parts(record.get("content"))
+        out["content"] = [
+            part for part, block in zip(parts, content_blocks, strict=True) if id(block) in kept
+        ]
     entries = record.get("toolCalls")
-    follow: dict[str, Any] | None = None
+    added = plan.added
     if isinstance(entries, list):
         entries = [dict(entry) if isinstance(entry, dict) else entry for entry in entries]
         gone_calls: set[int] = set()
-        results: dict[int, list[Block]] = {}
+        results: dict[int, list[Part]] = {}
         for block in blocks:
-            slot = slots[id(block)][1]
+            slot = block.slot
             if isinstance(slot, tuple) and slot[0] == "call" and id(block) not in kept:
                 gone_calls.add(slot[1])
             elif isinstance(slot, tuple) and slot[0] == "result":
@@ -412,8 +598,17 @@ def _edit(
             entry = entries[position]
             if all(id(block) in kept for block in held):
                 continue
-            still = [block.raw for block in held if id(block) in kept]
-            if still and isinstance(entry.get("result"), list):
+            result = entry.get("result")
+            still = (
+                [
+                    part
+                    for part, block in zip(_parts(result), held, strict=True)
+                    if id(block) in kept
+                ]
+                if not isinstance(result, str)
+                else []
+            )
+            if still and isinstance(result, list):
                 entry["result"] = still
             elif not still:
                 entry.pop("result", None)
@@ -423,17 +618,18 @@ def _edit(
             if isinstance(entry, dict) and position not in gone_calls
         }
         loose: list[Block] = []
-        for block in added:
-            slot = by_call.get(block.call_id)
-            if slot is None:
-                loose.append(block)
+        for new in added:
+            answered = by_call.get(new.call_id)
+            if answered is None:
+                loose.append(new)
                 continue
-            entries[slot]["result"] = [block.raw]
-            entries[slot]["status"] = "error"
+            entries[answered]["result"] = [new.raw]
+            entries[answered]["status"] = "error"
         out["toolCalls"] = [
             entry for position, entry in enumerate(entries) if position not in gone_calls
         ]
         added = loose
+    follow: dict[str, Any] | None = None
     if added:
         follow = {
             "id": str(uuid.uuid5(_NAMESPACE, f"agc-synthetic-result:{record.get('id')}")),

@@ -19,6 +19,7 @@ from agc.errors import JsonInvalidError
 
 __all__ = [
     "FORMAT_NAMES",
+    "MAX_SNAPSHOT_BYTES",
     "Block",
     "BlockKind",
     "Family",
@@ -43,6 +44,10 @@ FORMAT_NAMES: Final[tuple[FormatName, ...]] = (
     "claude-code",
     "gemini-chat",
 )
+
+MAX_SNAPSHOT_BYTES: Final = 512 * 1024 * 1024
+"""Largest snapshot, or history read whole, that agc reads (bytes), compressed or not;
+guards against zstd bombs too."""
 
 Family = Literal["chat", "anthropic", "responses", "gemini"]
 """Which provider's pairing rules apply: Chat Completions, Messages, Responses, or the

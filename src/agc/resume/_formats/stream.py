@@ -6,7 +6,10 @@ neutral view by the format's line reader and let go: the history keeps the view 
 block kinds, call ids, tool names) and, per line, only its place in the file. Every
 ``raw`` and every call's ``arguments`` is a :class:`~agc.resume._formats.model.RawRef`
 to its line, which is read from the file and parsed again when asked (by a writer, for
-the few lines a repair changes, or for the arguments a report shows).
+the few lines a repair changes, or for the arguments a report shows). A Gemini CLI
+session is replayed as its client replays it (a record may replace an earlier message,
+a ``$rewindTo`` drop the later ones): its reader holds the messages of the replayed map,
+each as its view, until the end (:class:`~agc.resume._formats.gemini_chat.LineReader`).
 
 The lines are read as :func:`~agc.resume._formats.jsonl.parse_jsonl` reads them (the
 same UTF-8 rule, the same JSON rule, a cut inside a character on the last line kept as
@@ -28,9 +31,10 @@ from typing import TYPE_CHECKING, Any, Final, overload
 
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
-from agc.resume._formats import claude_code, codex_rollout
+from agc.resume._formats import claude_code, codex_rollout, gemini_chat
 from agc.resume._formats.model import Block, FormatName, History, RawRef
 from agc.resume._formats.torn import torn_line
+from agc.resume._gc import collector_paused
 
 if TYPE_CHECKING:
     from agc.resume._formats.detect import LineFacts
@@ -152,6 +156,7 @@ def _stamp(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
+@collector_paused
 def scan_session(
     path: Path,
     *,
@@ -164,7 +169,8 @@ def scan_session(
     Args:
         path: a regular file (the caller has opened and judged it).
         source: its name, for messages.
-        format: ``codex-rollout`` or ``claude-code``; ``None`` to detect it.
+        format: ``codex-rollout``, ``claude-code`` or ``gemini-chat``; ``None`` to
+            detect it.
         progress: called now and then with the bytes read so far.
 
     Raises:
@@ -176,44 +182,12 @@ def scan_session(
 
     chosen = format
     while True:
-        if chosen == "gemini-chat":
-            return _whole(path, source)
-        try:
-            found = _scan(path, source=source, format=chosen, progress=progress)
-        except _ReadWholeError:
-            chosen = "gemini-chat"
-            continue
-        history, facts = found
+        history, facts = _scan(path, source=source, format=chosen, progress=progress)
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
             return history
         chosen = decided  # the lines hold another format than the first one read
         progress = None
-
-
-class _ReadWholeError(Exception):
-    """The lines are of a format read whole (``gemini-chat``)."""
-
-
-def _whole(path: Path, source: str) -> History:
-    """A Gemini CLI session file, read whole: its client replays every line into one
-    map of messages (a record may replace an earlier one), so no line is final before
-    the end; its files are the size of one conversation.
-
-    Raises:
-        InputError: larger than the limit of whole reads (512 MiB).
-    """
-    from agc.resume._formats.detect import load_history  # noqa: PLC0415 - detect imports this module
-    from agc.resume._snapshot import MAX_SNAPSHOT_BYTES  # noqa: PLC0415 - it imports formats
-
-    with path.open("rb") as handle:
-        data = handle.read(MAX_SNAPSHOT_BYTES + 1)
-    if len(data) > MAX_SNAPSHOT_BYTES:
-        raise InputError(
-            f"{source} is a Gemini CLI session file larger than {MAX_SNAPSHOT_BYTES} bytes; "
-            "such a file is read whole, as its client reads it"
-        )
-    return load_history(data, source=source, format="gemini-chat")
 
 
 def _scan(
@@ -224,7 +198,7 @@ def _scan(
     starts: array[int] = array("q")
     ends: array[int] = array("q")
     facts = LineFacts()
-    reader: claude_code.LineReader | codex_rollout.LineReader | None = None
+    reader: _Reader | None = None
     chosen = format
     records = LineFile(path, starts, ends, None, ())
     refs = LineSequence(records, 0, parsed=True)
@@ -260,15 +234,9 @@ def _scan(
                 decided = facts.rollout and facts.head >= 64
             if chosen is None:
                 chosen = facts.first()
-            if chosen == "gemini-chat":
-                raise _ReadWholeError
             if chosen is not None:
                 if reader is None:
-                    reader = (
-                        claude_code.LineReader()
-                        if chosen == "claude-code"
-                        else codex_rollout.LineReader()
-                    )
+                    reader = _READERS.get(chosen, codex_rollout.LineReader)()
                     for earlier in range(index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                 _feed(reader, index, record, refs, paths)
@@ -290,13 +258,17 @@ def _scan(
         )
         reader.skipped.extend(range(count))
     chosen = chosen or "claude-code"  # no line tells: session_format refuses the file
+    lines = LineSequence(records, count, parsed=False)
+    if isinstance(reader, gemini_chat.LineReader):
+        history: History = reader.history(refs, lines=lines, final_newline=final_newline)
+        history.torn = _torn(count, final_newline, last_text)
+        return history, facts
     skipped: Sequence[int] = reader.skipped
     notes: dict[str, bool] = {}
     if isinstance(reader, codex_rollout.LineReader):
         notes = reader.notes()
         if reader.compacted:
             skipped = array("q", sorted(reader.skipped))
-    lines = LineSequence(records, count, parsed=False)
     history = History(
         chosen,
         reader.messages,
@@ -307,22 +279,36 @@ def _scan(
         notes=notes,
         session_id=reader.session_id,
     )
-    history.torn = (
-        count - 1
-        if not final_newline and last_text is not None and torn_line([last_text], False) == 0
-        else None
-    )
+    history.torn = _torn(count, final_newline, last_text)
     return history, facts
 
 
+def _torn(count: int, final_newline: bool, last_text: str | None) -> int | None:
+    """The index of a torn last line (:mod:`.torn`), else ``None``."""
+    if not final_newline and last_text is not None and torn_line([last_text], False) == 0:
+        return count - 1
+    return None
+
+
+_Reader = claude_code.LineReader | codex_rollout.LineReader | gemini_chat.LineReader
+_READERS: Final[dict[str, type[_Reader]]] = {
+    "claude-code": claude_code.LineReader,
+    "codex-rollout": codex_rollout.LineReader,
+    "gemini-chat": gemini_chat.LineReader,
+}
+
+
 def _feed(
-    reader: claude_code.LineReader | codex_rollout.LineReader,
+    reader: _Reader,
     index: int,
     record: Any,
     records: LineSequence,
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]],
 ) -> None:
     """Read one line into the view, its parts held as places in the file."""
+    if isinstance(reader, gemini_chat.LineReader):
+        reader.feed(index, record, records)
+        return
     if isinstance(reader, codex_rollout.LineReader):
         message = reader.feed(index, record)
         if message is None:

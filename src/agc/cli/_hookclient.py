@@ -1,0 +1,258 @@
+"""The hook command a client runs on every event: hands the event to agc's resident
+capture process and waits for its answer. Standard library only, run as a script.
+
+Installed by ``agc hooks install`` as ``<python> -I -S <this file> --client C [--store S]``
+(``-S``: no ``site`` import, so the interpreter starts in a few milliseconds). A client
+(Claude Code, the Codex CLI, the Gemini CLI) starts it for each hook event with the event
+JSON on stdin; its contract is ``agc hook``'s: exit 0, nothing on stdout.
+
+1. It reads the event, connects to the resident capture process of this agc
+   installation (a Unix socket, mode 0600, in a folder only the user can enter:
+   ``$XDG_RUNTIME_DIR/agc/``, else ``<tmp>/agc-<uid>/``) and sends it the command's
+   arguments, what the store defaults to in the client's environment, and the event.
+2. The resident process answers ``R`` once it holds the whole event; this command says
+   ``G`` (go: from then on the event is the resident's to capture), and the resident
+   answers ``0`` (with the failure's message, if any) once the event is appended to its
+   run and vouched for by a crash checkpoint, or its failure kept: only then does this
+   command exit.
+3. When no resident process answers (none runs yet, it exited when idle, it was killed,
+   it runs an older agc), this command starts one (detached: its own session, its
+   standard streams on ``/dev/null``) and captures the event itself, as ``agc hook``
+   does, so no event waits for the start and none is lost. When the resident process
+   took the event (``R``) but died before its answer, the event is captured here with
+   ``retry``: it is not appended a second time when the run's last record is already
+   this event.
+
+The resident process is this script run with ``--serve DIR KEY``
+(:mod:`agc.cli._hookserve`): one per user and installation at a time (an exclusive lock
+on ``DIR/KEY.lock``), it exits after :data:`IDLE_S` seconds without an event.
+"""
+
+import os
+import stat
+import sys
+
+PROTOCOL = b"agc-hook/1"
+"""The first field of a request; a resident process of another protocol refuses it."""
+
+IDLE_S = 300.0
+"""How long the resident process waits for the next event before it exits (seconds)."""
+
+TAKE_WAIT_S = 1.0
+"""How long this command waits for the resident process to say it holds the event."""
+
+DONE_WAIT_S = 8.0
+"""How long it then waits for the event to be captured (the client gives a hook 10 s)."""
+
+_MAX_FOLDER = 80  # bytes; "/<16 hex>.sock" follows, within a socket path's 107
+_MAX_EVENT = (64 << 20) + 1  # agc reads at most 64 MiB (agc.capture.MAX_HOOK_EVENT_BYTES)
+
+
+def socket_dir(environ: "dict[str, str] | os._Environ[str]") -> "str | None":
+    """The private folder of the user's sockets (``$XDG_RUNTIME_DIR/agc``, else
+    ``$TMPDIR/agc-<uid>``, else ``/tmp/agc-<uid>``: the first whose socket paths fit
+    the 107 bytes a Unix socket's path may have), made when missing; ``None`` when it
+    is not a folder the user alone owns and can enter (then no resident process is
+    used)."""
+    candidates = []
+    for name, leaf in (("XDG_RUNTIME_DIR", "agc"), ("TMPDIR", f"agc-{os.getuid()}")):
+        base = environ.get(name, "")
+        if base and os.path.isabs(base) and os.path.isdir(base):
+            candidates.append(os.path.join(base, leaf))
+    # Safe in a shared /tmp: used only when the user owns it and no one else may enter.
+    candidates.append(f"/tmp/agc-{os.getuid()}")  # noqa: S108
+    folder = next(c for c in candidates if len(os.fsencode(c)) <= _MAX_FOLDER)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return folder
+
+
+def installation_key() -> str:
+    """Names the resident process of this interpreter and this agc (16 hex digits of the
+    FNV-1a hash of both paths and this file's modification time): another installation,
+    or this one upgraded, has its own."""
+    here = os.path.abspath(__file__)
+    text = f"{sys.executable}\0{here}\0{os.stat(here).st_mtime_ns}".encode(
+        "utf-8", "surrogateescape"
+    )
+    value = 0xCBF29CE484222325
+    for byte in text:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"
+
+
+def request(args: "list[str]", data: bytes, environ: "dict[str, str] | os._Environ[str]") -> bytes:
+    """The request's bytes: ``PROTOCOL``, then ``name=value`` fields (``arg`` once per
+    argument, ``cwd``, ``home``: the store when neither ``--store`` nor ``$AGC_HOME``
+    names one, ``state``: ``$XDG_STATE_HOME`` or its default, ``len``), each ended by a
+    NUL byte, an empty field, then the event's bytes."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    agc_home = environ.get("AGC_HOME", "")
+    state = environ.get("XDG_STATE_HOME", "")
+    if not (state and os.path.isabs(state)):
+        state = os.path.join(home, ".local", "state")
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = "/"
+    fields = [PROTOCOL]
+    fields += [b"arg=" + os.fsencode(arg) for arg in args]
+    fields += [
+        b"cwd=" + os.fsencode(cwd),
+        b"store=" + os.fsencode(agc_home or os.path.join(home, ".agc")),
+        b"state=" + os.fsencode(state),
+        b"len=%d" % len(data),
+    ]
+    return b"\0".join(fields) + b"\0\0" + data
+
+
+def exchange(sock: "object", payload: bytes) -> "tuple[bool, bytes | None]":
+    """Hand ``payload`` over on a connected socket; ``(taken, answer)``: whether the
+    resident process took the event (then it captures it, and this command must not
+    capture it unless it says nothing more), and its final answer (``None`` when none
+    came).
+
+    The resident process answers ``R`` once it holds the whole event; this command then
+    says ``G`` (go), or ``N`` when ``R`` came too late (it captures the event itself):
+    the resident captures only after ``G``, so an event is never captured by both."""
+    import _socket  # noqa: PLC0415 - stdlib C module; `socket` costs more to import
+
+    assert isinstance(sock, _socket.socket)
+    first = got = b""
+    try:
+        sock.settimeout(DONE_WAIT_S)
+        sock.sendall(payload)
+        sock.settimeout(TAKE_WAIT_S)
+        try:
+            first = sock.recv(1)
+        except TimeoutError:
+            sock.send(b"N")
+            return False, None
+        if first != b"R":  # closed: it died, or it runs an older agc
+            return False, None
+        sock.sendall(b"G")
+        sock.settimeout(DONE_WAIT_S)
+        while chunk := sock.recv(65536):
+            got += chunk
+    except OSError:  # refused, reset, or no answer in time
+        return first == b"R", None
+    return True, (got[1:] if got[:1] == b"0" else None)
+
+
+def start_resident(folder: str, key: str) -> None:
+    """Start the resident capture process, detached (a session of its own, standard
+    streams on ``/dev/null``, no other inherited descriptor); never raises."""
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid:
+        return
+    try:  # the child: becomes the resident process
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 65536)
+        os.chdir("/")
+        os.execv(  # noqa: S606 - this interpreter, with this file: no shell
+            sys.executable,
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--serve", folder, key],
+        )
+    finally:
+        os._exit(0)
+
+
+def capture_here(args: "list[str]", data: bytes, *, retry: bool) -> int:
+    """Capture the event in this process, as ``agc hook`` does (see
+    :func:`agc.cli.hook.run`)."""
+    import io  # noqa: PLC0415
+
+    load_site()
+    from agc.cli.hook import run  # noqa: PLC0415
+
+    return run(args, stdin=io.BytesIO(data), retry=retry)
+
+
+def load_site() -> None:
+    """Make the installation's packages importable, as a start without ``-I -S`` has
+    them: ``site`` (the venv's, or the system's and the user's site-packages; the user's
+    unless ``$PYTHONNOUSERSITE`` is set, which ``-I`` made Python ignore)."""
+    import site  # noqa: PLC0415
+
+    site.ENABLE_USER_SITE = not os.environ.get("PYTHONNOUSERSITE")
+    site.main()
+
+
+def main(argv: "list[str]") -> int:
+    """The hook command (see the module docstring); returns 0."""
+    if argv[:1] == ["--serve"] and len(argv) == 3:
+        # The resident process: agc.cli._hookserve reads this module's constants, so it
+        # is loaded by name here, once the installation's packages are importable.
+        import importlib  # noqa: PLC0415
+
+        load_site()
+        return int(importlib.import_module("agc.cli._hookserve").main(argv[1:]))
+    try:
+        data = sys.stdin.buffer.read(_MAX_EVENT) if sys.stdin is not None else b""
+    except (OSError, ValueError):
+        data = b""
+    try:
+        taken, answer = through_resident(argv, data)
+    except Exception:  # a bug here must not cost the event: it is captured here
+        taken, answer = False, None
+    if answer is None:
+        return capture_here(argv, data, retry=taken)
+    if answer:
+        _say(answer)
+    return 0
+
+
+def through_resident(argv: "list[str]", data: bytes) -> "tuple[bool, bytes | None]":
+    """Hand the event to the resident capture process (:func:`exchange`), starting one
+    when none answers; ``(False, None)`` when there is no private socket folder."""
+    folder = socket_dir(os.environ)
+    if folder is None:
+        return False, None
+    import _socket  # noqa: PLC0415
+
+    key = installation_key()
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(TAKE_WAIT_S)
+        try:
+            sock.connect(os.path.join(folder, key + ".sock"))
+        except OSError:
+            start_resident(folder, key)
+            return False, None
+        taken, answer = exchange(sock, request(argv, data, os.environ))
+    finally:
+        sock.close()
+    if answer is None:
+        start_resident(folder, key)  # it died, or runs an older agc (or is stuck)
+    return taken, answer
+
+
+def _say(text: bytes) -> None:
+    try:
+        sys.stderr.buffer.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    finally:
+        sys.exit(0)  # whatever happened: the client is never stopped
