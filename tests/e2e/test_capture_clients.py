@@ -104,11 +104,19 @@ class Captured:
             "user",
             "--store",
             str(self.store),
+            *self._ask_codex(),
             env=self._agc_env(),
         )
         assert done.returncode == 0, done.stderr.decode()
-        status = agc("agc", "hooks", "status", env=self._agc_env())
-        assert status.returncode == 0, status.stderr.decode()
+        # Codex itself is asked (as with codex on the user's PATH): only it can confirm
+        # that it runs the hooks.
+        status = agc("agc", "hooks", "status", *self._ask_codex(), env=self._agc_env())
+        assert status.returncode == 0, status.stdout.decode() + status.stderr.decode()
+
+    def _ask_codex(self) -> list[str]:
+        if isinstance(self.sandbox, CodexSandbox):
+            return ["--codex", str(self.sandbox.binary)]
+        return []
 
     def _agc_env(self) -> dict[str, str]:
         return {**self.env, "PATH": f"{BIN}{os.pathsep}{self.env['PATH']}"}

@@ -495,3 +495,18 @@ def test_any_sequence_of_events_ends_in_a_complete_run_holding_each_once(
     transcript = (store / f"audit/transcripts/{RUN}.jsonl").read_bytes().splitlines()
     kept = [json.loads(line).get("payload") for line in transcript]
     assert kept == [json.loads(line) for line in session.read_bytes().splitlines()]
+
+
+def test_a_retried_turn_end_whose_seal_was_written_is_not_appended_again(
+    store: Path, tmp_path: Path
+) -> None:
+    """A turn's end taken (and sealed) by a resident capture process that stopped before
+    it answered is captured again by its hook with ``retry``: the seal's own records
+    after it do not make it look new."""
+    session = _session_file(tmp_path, 2)
+    capture_hook_event("claude-code", _call(1), store=store)
+    stop = _event("Stop", session)
+    assert capture_hook_event("claude-code", stop, store=store).sealed
+    assert capture_hook_event("claude-code", stop, store=store, retry=True).failure is None
+    assert [e["event"] for e in _events(store)] == ["call", "stop"]
+    assert check_run(RUN, store).complete

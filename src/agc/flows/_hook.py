@@ -36,6 +36,7 @@ when the store cannot take it, in ``$XDG_STATE_HOME/agc/capture-failures.jsonl``
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import itertools
 import os
@@ -293,11 +294,14 @@ def _capture(
 
 
 def _is_last_record(path: Path, fields: Mapping[str, Any]) -> bool:
-    """Whether the last record of the tool-events file ``path`` holds ``fields`` (each
-    member equal); ``False`` when the file is empty or its last line is not a record."""
+    """Whether the last client event of the tool-events file ``path`` (its last record
+    but agc's own ``sealed`` and ``capture-failed`` records, which a seal or a failure
+    writes after it) holds ``fields`` (each member equal); ``False`` when there is none
+    or the line is not a record."""
     last = None
-    for last in _lines(path):  # noqa: B007 - only the last line is wanted
-        pass
+    for line in _lines(path):
+        if b'"event":"sealed"' not in line and b'"event":"capture-failed"' not in line:
+            last = line
     if last is None:
         return False
     try:
@@ -426,24 +430,27 @@ def _seal_session(
         sealed = manifest.artifacts.get("transcript") if manifest else None
         attributes = None if not final or (manifest and manifest.attributes) else facts
         at: int | None = None
+        hashed: Any = None  # SHA-256 of the file's first `at` bytes, when computed
         if sealed is not None and sealed.closed:
             # Checked before the transcript is re-opened: a file that diverges adds
             # nothing, not even an empty segment.
-            at = _checked_prefix(writer, event, fd, limit, run_id, folder, sealed.records)
+            at, hashed = _checked_prefix(writer, event, fd, limit, run_id, folder, sealed.records)
         from agc.integrity import ingest_lines  # noqa: PLC0415 - only at a seal
 
         transcript = TranscriptWriter(run_id, store=folder, resume=True, attributes=attributes)
         try:
             done = transcript.next_seq
             if at is None:
-                at = _checked_prefix(writer, event, fd, limit, run_id, folder, done, transcript)
+                at, hashed = _checked_prefix(
+                    writer, event, fd, limit, run_id, folder, done, transcript
+                )
             lines = io.BufferedReader(_Prefix(fd, limit, at))
             ingest_lines(lines, transcript, lines_before=done)
             total = transcript.next_seq
             transcript.close()
         finally:
             transcript.abort()
-        writer.write(_sealed_record(event, fd, total, limit))
+        writer.write(_sealed_record(event, fd, total, limit, at, hashed))
     writer.close()
     return True
 
@@ -457,19 +464,20 @@ def _checked_prefix(
     folder: Path,
     records: int,
     transcript: TranscriptWriter | None = None,
-) -> int:
+) -> tuple[int, Any]:
     """Where the session file's lines after the ``records`` its run's transcript holds
     begin (a byte offset, at most ``limit``), once the file is shown to begin with the
-    lines those records were sealed from (:func:`_continue_at`).
+    lines those records were sealed from (:func:`_continue_at`), and the SHA-256 of the
+    bytes before it when it was computed (``hashlib`` object, else ``None``).
 
     Raises:
         SessionFileChangedError: it does not; a ``capture-failed`` record saying so is
             written into ``writer``, and the tool events (and ``transcript``, when open)
             are sealed first.
     """
-    at, differs = _continue_at(writer.path, fd, limit, run_id, folder, records)
+    at, differs, hashed = _continue_at(writer.path, fd, limit, run_id, folder, records)
     if differs is None:
-        return at
+        return at, hashed
     message = (
         f"the session file no longer begins with the {records} line(s) earlier seals "
         f"of run {run_id} took from it (first difference: line {differs}); its new "
@@ -494,36 +502,54 @@ def _checked_prefix(
 
 def _continue_at(
     events: Path, fd: int, limit: int, run_id: str, folder: Path, records: int
-) -> tuple[int, int | None]:
-    """``(offset, None)``: the first ``records`` lines of the session file ``fd`` (of
-    its first ``limit`` bytes) are the lines the run's transcript sealed, and end at
-    ``offset``; ``(0, line)``: they are not, ``line`` (1-based) the first that differs.
+) -> tuple[int, int | None, Any]:
+    """``(offset, None, hashed)``: the first ``records`` lines of the session file ``fd``
+    (of its first ``limit`` bytes) are the lines the run's transcript sealed, and end
+    at ``offset`` (``hashed``: the SHA-256 of those bytes when it was computed, else
+    ``None``); ``(0, line, None)``: they are not, ``line`` (1-based) the first that
+    differs.
 
     The run's last ``sealed`` record names the lines, bytes and SHA-256 of the prefix
-    it sealed: when it names ``records`` lines, the file's first bytes must hash to it
-    (the digest compared with :func:`hmac.compare_digest`). Otherwise (a transcript
-    continued by ``agc import`` of the file, or sealed before these records were
-    written) the first ``records`` lines are ingested again and compared with the
-    sealed records, as ``agc import`` compares a grown file
-    (:func:`agc.integrity.sealed_prefix_differs`).
+    it sealed: when it names ``records`` lines and the file's first bytes hash to it
+    (the digest compared with :func:`hmac.compare_digest`), the file goes on after
+    them. Otherwise (a transcript continued by ``agc import`` of the file, one sealed
+    before these records were written, or bytes that differ) the first ``records``
+    lines are ingested again and compared with the sealed records, as ``agc import``
+    compares a grown file (:func:`agc.integrity.sealed_prefix_differs`): the same
+    records (a line written again with the same JSON) go on, others differ.
     """
     if records == 0:
-        return 0, None
-    from agc._core.digest import digest_fd, digests_equal  # noqa: PLC0415 - only at a seal
+        return 0, None, hashlib.sha256()
+    from agc._core.digest import digests_equal  # noqa: PLC0415 - only at a seal
 
     last = _last_sealed(events)
     if last is not None and last.get("lines") == records:
-        size = last.get("bytes")
-        digest = last.get("sha256")
-        if isinstance(size, int) and isinstance(digest, str) and size > 0:
-            if size > limit:
-                return 0, records
-            os.lseek(fd, 0, os.SEEK_SET)
-            actual, read = digest_fd(fd, "sha256", limit=size, threads=1)
-            if read == size and digests_equal(digest, actual):
-                return size, None
-            return 0, _first_changed_line(fd, run_id, folder, records, limit)
-    return _compare_records(fd, run_id, folder, records, limit)
+        size, digest = last.get("bytes"), last.get("sha256")
+        if isinstance(size, int) and isinstance(digest, str) and 0 < size <= limit:
+            hashed = hashlib.sha256()
+            if _hash_range(fd, hashed, 0, size) == size and digests_equal(
+                digest, hashed.hexdigest()
+            ):
+                return size, None, hashed
+    # No digest to go by, or other bytes: the records decide, as for `agc import` (a
+    # line written again with the same JSON is the same record).
+    return (*_compare_records(fd, run_id, folder, records, limit), None)
+
+
+_HASH_CHUNK: Final = 1 << 20
+
+
+def _hash_range(fd: int, hashed: Any, start: int, end: int) -> int:
+    """Feed bytes ``[start, end)`` of ``fd`` to ``hashed`` (read with ``pread``, 1 MiB
+    at a time); the bytes fed (fewer when the file is shorter)."""
+    at = start
+    while at < end:
+        data = os.pread(fd, min(_HASH_CHUNK, end - at), at)
+        if not data:
+            break
+        hashed.update(data)
+        at += len(data)
+    return at - start
 
 
 def _compare_records(
@@ -537,12 +563,6 @@ def _compare_records(
     head = b"".join(itertools.islice(stream, records))
     differs = sealed_prefix_differs(io.BytesIO(head), run_id, folder, records=records)
     return (len(head), None) if differs is None else (0, differs)
-
-
-def _first_changed_line(fd: int, run_id: str, folder: Path, records: int, limit: int) -> int:
-    """The first line of the file whose record differs from the sealed one (for the
-    message of a prefix whose digest differs); ``records`` when none is found."""
-    return _compare_records(fd, run_id, folder, records, limit)[1] or records
 
 
 def _last_sealed(events: Path) -> dict[str, Any] | None:
@@ -562,13 +582,15 @@ def _last_sealed(events: Path) -> dict[str, Any] | None:
     return found
 
 
-def _sealed_record(event: HookEvent, fd: int, lines: int, size: int) -> dict[str, Any]:
+def _sealed_record(
+    event: HookEvent, fd: int, lines: int, size: int, at: int, hashed: Any
+) -> dict[str, Any]:
     """The tool-events record of a seal: the transcript holds the session file's first
-    ``lines`` lines, its first ``size`` bytes, whose SHA-256 it gives."""
-    from agc._core.digest import digest_fd  # noqa: PLC0415 - only at a seal
-
-    os.lseek(fd, 0, os.SEEK_SET)
-    digest, read = digest_fd(fd, "sha256", limit=size, threads=1)
+    ``lines`` lines, its first ``size`` bytes, whose SHA-256 it gives (``hashed`` holds
+    that of the first ``at`` bytes already, when not ``None``)."""
+    if hashed is None:
+        hashed, at = hashlib.sha256(), 0
+    read = at + _hash_range(fd, hashed, at, size)
     record = ToolEvent(
         event="sealed",
         source="hook",
@@ -576,7 +598,7 @@ def _sealed_record(event: HookEvent, fd: int, lines: int, size: int) -> dict[str
         session_id=event.record.session_id,
         hook=event.record.hook,
     ).to_record()
-    record["sealed"] = {"lines": lines, "bytes": read, "sha256": digest}
+    record["sealed"] = {"lines": lines, "bytes": read, "sha256": hashed.hexdigest()}
     return record
 
 
