@@ -45,12 +45,14 @@ EXPECTED_TARGETS = {
     "history-check-memory",
     "history-repair-memory",
     "ledger-record-2x",
+    "ledger-long-line-memory",
+    "ledger-long-line-vs-reference",
     "bulk-command",
     "bulk-command-json",
     "bulk-linear",
     *(
         f"resume-{kind}-{action}-1000000{peak}"
-        for kind in ("claude-code", "codex-rollout")
+        for kind in ("claude-code", "codex-rollout", "gemini-chat")
         for action in ("check", "repair")
         for peak in ("", "-peak")
     ),

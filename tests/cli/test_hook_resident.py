@@ -6,10 +6,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -262,13 +264,17 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
+def runtime() -> Iterator[Path]:
+    # A short folder of its own: a socket path must fit 107 bytes, and the hook falls
+    # back to another folder when $XDG_RUNTIME_DIR/agc/<key>.sock would not (pytest's
+    # tmp_path can be too long for that).
+    folder = Path(tempfile.mkdtemp(prefix="agc-rt-", dir="/tmp"))
+    folder.chmod(0o700)
     yield folder
     pid = _resident_pid(folder)
     if pid is not None and _alive(pid):
         os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _hook(
