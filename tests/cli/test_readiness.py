@@ -291,10 +291,13 @@ def test_probe_require_level_defaults_to_the_probes_own_level(
         argv = ["probe", "--url", url, "--environment", "dev", "--json"]
         argv += ["--live"] if live else []
         argv += ["--require-level", required] if required else []
-        code, out, _ = _run(capsys, *argv)
+        code, out, err = _run(capsys, *argv)
     verdict = json.loads(out)["verdict"]
     assert (verdict["label"], verdict["passed"]) == ("LOCAL", True)
     assert code == exit_code
+    # A pass below the required level says why it is exit 1, and how to name the level.
+    said = "FAIL level-below-required" in err and "--require-level" in err
+    assert said == (exit_code == ExitCode.FINDINGS)
 
 
 def test_probe_help_names_the_defaults(capsys: Capture) -> None:

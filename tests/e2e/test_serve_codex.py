@@ -401,7 +401,10 @@ def test_a_bearer_token_is_required_when_set(
     code, answer = _probe(service, capsys)
     assert answer["verdict"]["label"] == "BLOCKED/credential"  # the probe was refused
     monkeypatch.setenv("E2E_SERVE_TOKEN", token)
-    code, answer = _probe(service, capsys, "--auth-env", "E2E_SERVE_TOKEN")
+    # A loopback service passes at LOCAL at most: asked for, as a live probe asks LIVE.
+    code, answer = _probe(
+        service, capsys, "--auth-env", "E2E_SERVE_TOKEN", "--require-level", "LOCAL"
+    )
     assert code == 0
     assert answer["verdict"]["level"] == "LOCAL"
     assert token not in json.dumps(answer)

@@ -187,6 +187,13 @@ def _conclude(
 def _gate(verdict: ReadinessVerdict, level: LevelChoice | None, runner: bool) -> int:
     ok = verdict.passed
     if level is not None:
+        if ok and not verdict.meets(level.value):
+            err_console.print(
+                f"FAIL {'level-below-required':<20} the verdict's level {verdict.level} is "
+                f"below the required {level.value}: exit 1 (a loopback endpoint passes at "
+                "LOCAL at most; name the level this gate accepts with --require-level)",
+                markup=False,
+            )
         ok = ok and verdict.meets(level.value)
     if runner:
         ok = ok and verdict.agent_runner_gate

@@ -178,7 +178,9 @@ def parse_head(value: str) -> str:
     if _HEAD.fullmatch(value) is None:
         raise UsageError(
             f"--expect-head {value!r} is not a chain head digest",
-            hint="Give the 64 hex digits printed as 'chain head' by an earlier `agc-verify --all`.",
+            hint="Give the 64 hex digits printed as 'chain head' by an earlier "
+            "`agc-verify --all`; on the very first check there is none yet: leave "
+            "--expect-head out.",
         )
     return value.lower()
 
