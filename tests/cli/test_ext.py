@@ -596,6 +596,29 @@ def test_show_says_what_an_item_receives_and_warns_of_credentials_sent_away(
     assert len(by_name["hosted"]["warnings"]) == 2
 
 
+def test_show_marks_a_credential_stored_in_the_items_own_env(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A variable whose value is written in the configuration itself is marked when its
+    name says it holds a credential (names only: the value is never shown)."""
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        '[mcp_servers.search]\ncommand = "search-mcp"\n'
+        'env = { SEARCH_API_KEY = "kq7-not-a-real-key-31", MODE = "fast" }\n',
+        encoding="utf-8",
+    )
+    s = ("--store", str(store))
+    code, _, err = _run(capsys, "ext", "import", str(config), *s)
+    assert code == 0, err
+    receives = _json(capsys, "ext", "show", "search", *s)["receives"]
+    assert receives["env"] == ["MODE", "SEARCH_API_KEY"]
+    assert set(receives["envCredentials"]) == {"SEARCH_API_KEY"}
+    code, out, err = _run(capsys, "ext", "show", "search", *s)
+    assert code == 0
+    assert "own env: MODE, SEARCH_API_KEY (credential: " in out
+    assert "kq7-not-a-real-key-31" not in out + err
+
+
 def test_show_of_a_skill_says_it_receives_no_environment(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,6 +29,7 @@ from agc.extensions import (
     forwards,
     is_remote,
     literal_values,
+    own_env_credentials,
     project,
 )
 from agc.flows import describe_os_error, read_limited
@@ -423,13 +424,14 @@ def _block_env_option() -> Any:
 def _receives(item: ExtensionItem, blocklist: EnvBlocklist) -> dict[str, Any]:
     """What an item is given at launch (names only, never a value)."""
     if item.mcp is None:
-        return {"transport": None, "remote": False, "env": [], "httpHeaders": [],
-                "forwarded": [], "warnings": []}  # fmt: skip
+        return {"transport": None, "remote": False, "env": [], "envCredentials": {},
+                "httpHeaders": [], "forwarded": [], "warnings": []}  # fmt: skip
     config = item.mcp.config
     return {
         "transport": "stdio" if "command" in config else "http" if "url" in config else None,
         "remote": is_remote(config),
         "env": sorted(config.get("env") or {}),
+        "envCredentials": {k: v for k, v in own_env_credentials(config).items() if v},
         "httpHeaders": sorted(config.get("http_headers") or {}),
         "forwarded": [forward.to_dict() for forward in forwards(config, blocklist)],
         "warnings": credential_warnings(item.name, config, blocklist),
@@ -470,7 +472,17 @@ def show_command(
         if receives["transport"] is not None:
             where = "remote" if receives["remote"] else "local"
             lines.append(f"server:  {receives['transport']} ({where})")
-            lines.append("own env: " + (", ".join(receives["env"]) or "none"))
+            marked = receives["envCredentials"]
+            own = [
+                name
+                + (
+                    f" (credential: {marked[name]}, its value stored in the item)"
+                    if name in marked
+                    else ""
+                )
+                for name in receives["env"]
+            ]
+            lines.append("own env: " + (", ".join(own) or "none"))
             if receives["httpHeaders"]:
                 lines.append("headers: " + ", ".join(receives["httpHeaders"]))
             given = [

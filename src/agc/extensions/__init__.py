@@ -28,6 +28,7 @@ from agc.extensions._mcp import (
     forwards,
     is_remote,
     literal_values,
+    own_env_credentials,
     reference_literals,
 )
 from agc.extensions._model import (
@@ -100,6 +101,7 @@ __all__ = [
     "is_remote",
     "literal_values",
     "normalize_name",
+    "own_env_credentials",
     "project",
     "read_projection_record",
     "reference_literals",

@@ -73,6 +73,7 @@ __all__ = [
     "is_remote",
     "literal_values",
     "normalize_server",
+    "own_env_credentials",
     "project_server",
     "read_codex_config",
     "read_mcp_json",
@@ -648,6 +649,15 @@ class Forward:
             "credential": self.credential,
             "blocked": self.blocked,
         }
+
+
+def own_env_credentials(config: Mapping[str, Any]) -> dict[str, str | None]:
+    """Each name of a server configuration's own ``env`` map (values set in the
+    configuration itself) with the kind of credential its name says it holds
+    (:func:`agc._core.redact.credential_variable`), or ``None``; names only, sorted."""
+    env = config.get("env")
+    names = sorted(env) if isinstance(env, Mapping) else []
+    return {str(name): credential_variable(str(name)) for name in names}
 
 
 def forwards(config: Mapping[str, Any], blocklist: EnvBlocklist) -> tuple[Forward, ...]:
