@@ -151,7 +151,7 @@ def _read_attachments(path: Path | None) -> list[object]:
         value = parse_json(data, allow_lone_surrogates=True)
     except JsonInvalidError as exc:
         raise InputError(f"attachments file {path} is not JSON: {exc.message}") from exc
-    hint = 'Give a JSON array like [{"name": "gdd.md", "localPath": "assets/uploads/gdd.md"}].'
+    hint = 'Give a JSON array like [{"name": "spec.md", "localPath": "docs/spec.md"}].'
     if not isinstance(value, list):
         raise InputError(f"attachments file {path} must hold a JSON array", hint=hint)
     for index, entry in enumerate(value):
@@ -225,7 +225,7 @@ def record_command(
 
     \b
     Examples:
-      codex exec --json "make the game" | agc ledger record --project . \\
+      codex exec --json "add a README section on setup" | agc ledger record --project . \\
           --turn-id Abc123-def --prompt-file prompt.txt --attachments files.json
       agc ledger record --project . --turn-id past-run-1 --prompt-file p.txt \\
           --input ~/.codex/sessions/2026/11/30/rollout-x.jsonl --agent-root /old/path
