@@ -16,12 +16,14 @@ line (a very long command or output) is still recorded, with its long texts cut.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from typing import Final, NamedTuple, Protocol
 
 from agc.ledger._contract import MAX_LINE_BYTES
 
 __all__ = [
+    "CUT_MARK",
     "KEPT_STRING_BYTES",
     "MAX_READ_LINE_BYTES",
     "LinePiece",
@@ -40,6 +42,10 @@ held in memory whole."""
 _CHUNK_BYTES: Final = 1024 * 1024
 
 KEPT_STRING_BYTES: Final = 64 * 1024
+CUT_MARK: Final = b"\\u2026sha256:"
+"""What ends a cut string of that copy (JSON text): ``…sha256:`` and the first 16 hex
+digits of the SHA-256 of the whole string's JSON text, so strings cut alike (two long
+keys of one object) stay distinct."""
 """How much of each JSON string of an overlong event line is kept (bytes of its JSON
 text, escapes as written): more than any field the ledger records keeps (a command is
 cut at 240 characters and marked truncated)."""
@@ -128,6 +134,7 @@ class _Shrinker:
         self.start = 0  # where the current string's content starts in ``out``
         self.cut = False  # the current string's copy has stopped
         self.carry = 0  # backslashes ending the previous piece, inside a string
+        self.digest = hashlib.sha256()  # of the whole JSON text of a string being cut
 
     def _emit(self, data: bytes) -> None:
         out = self.out
@@ -167,12 +174,19 @@ class _Shrinker:
                     self._emit(data[pos:end])
                 else:
                     self._emit(data[pos : pos + room])
+                    if self.out is not None:
+                        self.digest = hashlib.sha256(self.out[self.start :])
+                        self.digest.update(data[pos + room : end])
                     self._trim()
                     self.cut = True
+            elif quote != pos:
+                self.digest.update(data[pos:end])
             if quote < 0:
                 run = _backslashes_before(data, n, pos)
                 self.carry = run + self.carry if run == n - pos else run
                 return
+            if self.cut:  # two strings cut alike (two keys) stay apart: the whole's digest
+                self._emit(CUT_MARK + self.digest.hexdigest()[:16].encode("ascii"))
             self._emit(b'"')
             self.in_string = False
             pos = quote + 1
