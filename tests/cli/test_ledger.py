@@ -519,7 +519,19 @@ def test_a_turn_file_in_a_folder_named_like_a_store_is_still_checked(
     assert main(["ledger", "check", str(copy)]) == 0
 
 
-@pytest.mark.parametrize("data", [b"", b"\n", b"  \n\t\n", b"\r\n" * 3])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n",
+        b"  \n\t\n",
+        b"\r\n" * 3,
+        b"\n" * (1024 * 1024 + 10),  # more blank lines than a MiB
+        b" " * (2 << 20) + b"\n",  # one blank line over the read limit
+        b"\n" * 5 + b"\t " * (1 << 20) + b"\r\n",
+    ],
+    ids=["none", "newline", "blanks", "crlf", "a-mib-of-newlines", "long-blank", "mixed"],
+)
 @pytest.mark.parametrize("via", ["file", "stdin"])
 def test_an_empty_input_records_nothing_and_exits_2(
     project: Path,

@@ -283,13 +283,10 @@ def record_command(
     return int(ExitCode.OK)
 
 
-_BLANK_PEEK_BYTES = 1024 * 1024
-
-
 def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes | OverlongLine]:
     """The lines of ``stream`` (:func:`agc.ledger.event_lines`: a line over 1 MiB is
-    never held whole), after making sure it holds more than white space (the first
-    MiB of blank lines is looked at; an overlong line counts as content).
+    never held whole), after making sure it holds more than white space (blank lines,
+    however many or long, are counted, not held).
 
     Raises:
         EmptyInputError: the input has no byte but white space (exit 2); nothing is
@@ -297,9 +294,8 @@ def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes | OverlongLine
         FileUnreadableError: reading it failed (exit 3), naming it.
     """
     lines = event_lines(stream)
-    head: list[bytes | OverlongLine] = []
-    held = 0
-    while held <= _BLANK_PEEK_BYTES:
+    blank: list[bytes | OverlongLine] = []  # blank lines, each kept as b"\n" (counted)
+    while True:
         try:
             line = next(lines, None)
         except OSError as exc:
@@ -312,11 +308,14 @@ def _refuse_empty(stream: BinaryIO, where: str) -> Iterator[bytes | OverlongLine
                 hint="Give the Codex events of the turn (app-server, codex exec --json "
                 "or a rollout); nothing was recorded.",
             )
-        head.append(line)
-        if isinstance(line, OverlongLine) or line.strip():
-            break
-        held += len(line)
-    return itertools.chain(head, lines)
+        if isinstance(line, OverlongLine):
+            if line.shrunk is None or line.shrunk.strip():
+                return itertools.chain(blank, [line], lines)
+            blank.append(line)  # white space only, however long (its copy is a space)
+        elif line.strip():
+            return itertools.chain(blank, [line], lines)
+        else:
+            blank.append(b"\n")
 
 
 def _print_outcome(outcome: TurnOutcome, as_json: bool, where: str) -> None:

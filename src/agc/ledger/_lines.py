@@ -17,6 +17,7 @@ line (a very long command or output) is still recorded, with its long texts cut.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from typing import Final, NamedTuple, Protocol
 
@@ -109,6 +110,7 @@ class OverlongLine(NamedTuple):
     shrunk: bytes | None = None
 
 
+_BLANKS: Final = re.compile(rb"[ \t\r\n]{2,}")
 _QUOTE: Final = 0x22
 _BACKSLASH: Final = 0x5C
 
@@ -151,7 +153,9 @@ class _Shrinker:
             if not self.in_string:
                 quote = data.find(b'"', pos)
                 end = n if quote < 0 else quote
-                self._emit(data[pos:end])
+                # Runs of white space between tokens are kept as one space: insignificant
+                # in JSON text (RFC 8259, section 2), and a token's two sides stay apart.
+                self._emit(_BLANKS.sub(b" ", data[pos:end]))
                 if quote < 0:
                     return
                 self._emit(b'"')
