@@ -28,6 +28,9 @@ class Reply:
     raw: bool = False
     trickle_s: float = 0.0
     """Send the body one byte at a time, this many seconds apart (a slow stream)."""
+    head_trickle_s: float = 0.0
+    """Send the status line and a long header one byte at a time, this many seconds
+    apart (a head that never ends in time)."""
 
 
 def json_reply(status: int, body: Any, **headers: str) -> Reply:
@@ -99,6 +102,16 @@ class _Handler(BaseHTTPRequestHandler):
             data = b""
         else:
             data = json.dumps(reply.body).encode()
+        if reply.head_trickle_s:
+            head = b"HTTP/1.1 202 Accepted\r\nx-pad: " + b"a" * 100_000
+            try:
+                for index in range(len(head)):
+                    self.wfile.write(head[index : index + 1])
+                    self.wfile.flush()
+                    time.sleep(reply.head_trickle_s)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up
+            return
         try:
             self.send_response(reply.status)
             headers = {"Content-Type": "application/json", **reply.headers}

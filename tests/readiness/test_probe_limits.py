@@ -9,6 +9,7 @@ import time
 from email.utils import formatdate
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +176,24 @@ def test_with_the_real_clock_the_probe_ends_by_max_wait() -> None:
     elapsed = time.monotonic() - started
     assert result.observation.transport_error in ("deadline", "idle-timeout")
     assert elapsed < 5  # seconds, where the endpoint asked for 300 on every poll
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["dry-run", "live"])
+def test_a_response_head_that_trickles_in_does_not_outlast_max_wait(live: bool) -> None:
+    """The status line and headers sent a byte at a time: each read succeeds, so only a
+    deadline over the whole exchange ends it (httpx bounds each read, not the head)."""
+    slow = Reply(head_trickle_s=0.05)
+    script = Script(readyz=[slow], submit=[slow], result=[slow], trace=[slow])
+    limits: dict[str, Any] = {
+        "max_wait_s": 1.0,
+        "idle_timeout_s": 0.8,
+        "request_timeout_s": 0.6,
+        "backoff_initial_s": 0.05,
+        "backoff_max_s": 0.1,
+    }
+    started = time.monotonic()
+    with chat_server(script) as url:
+        result = probe(url, environment="dev", live=live, settings=ProbeSettings(**limits))
+    elapsed = time.monotonic() - started
+    assert elapsed < 10  # seconds: the head would take 5,000
+    assert result.observation.transport_error is not None

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import threading
 import time
 import uuid
 from collections import Counter
@@ -311,6 +312,49 @@ def _exchange(
     up is a ``timeout``. Only an uncoded body is read (``Accept-Encoding: identity``,
     RFC 9110, section 12.5.3): a ``Content-Encoding`` anyway is a ``protocol`` error.
     """
+    done: list[_Answer] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(
+                _exchange_now(
+                    client, method, url, settings=settings, headers=headers, clock=clock,
+                    timeout=timeout, body=body,
+                )
+            )  # fmt: skip
+        except BaseException as exc:
+            failed.append(exc)
+
+    # httpx bounds each read, so a response head sent a byte at a time is never cut off
+    # by it: the exchange runs in a thread the probe waits for only until its deadline
+    # (the thread, stuck on its socket, ends with the process).
+    worker = threading.Thread(target=run, name="agc-probe-exchange", daemon=True)
+    worker.start()
+    worker.join(max(timeout, 0.0) + _JOIN_GRACE_S)
+    if failed:
+        raise failed[0]
+    if not done:
+        return _Answer(None, error="timeout")
+    return done[0]
+
+
+_JOIN_GRACE_S: Final = 0.5
+"""How long past an exchange's timeout the probe waits for its thread (seconds): the
+exchange ends itself by then unless its response head is still trickling in."""
+
+
+def _exchange_now(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    settings: ProbeSettings,
+    headers: Mapping[str, str],
+    clock: Callable[[], float],
+    timeout: float,
+    body: Mapping[str, Any] | None = None,
+) -> _Answer:
     started = clock()
     try:
         with client.stream(
