@@ -216,3 +216,44 @@ def test_a_newcomer_evicts_the_idlest_connection_and_is_refused_when_all_are_in_
         finally:
             for sock in busy:
                 sock.close()
+
+
+def test_clients_that_pipeline_and_never_read_neither_hold_the_cap_nor_outlast_the_deadline(
+    tmp_path: Path,
+) -> None:
+    """Requests pipelined by the thousand, no answer read: each connection's answers
+    fill its buffers and it waits for the client forever. It is dropped at the body
+    deadline, and evicted for a newcomer meanwhile: /healthz stays reachable."""
+    limits = {**LIMITS, "body_timeout_s": 3.0, "max_connections": 4}
+    with served(tmp_path, limits=limits) as server:
+        hogs = []
+        for _ in range(6):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(5.0)
+            sock.connect(("127.0.0.1", server.port))
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError, BrokenPipeError, ConnectionResetError):
+                sock.send(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n" * 20000)
+            hogs.append(sock)
+        try:
+            # Until their answers fill the socket buffers, they are requests in flight.
+            deadline = time.monotonic() + 90
+            with server.client() as client:
+                while client.get("/healthz").status_code != 200:  # 503 while they read
+                    assert time.monotonic() < deadline, "non-reading clients held the cap"
+                    time.sleep(0.1)
+            for sock in hogs:  # each is dropped, not held past its deadline
+                deadline = time.monotonic() + 90
+                while True:
+                    assert time.monotonic() < deadline, "a non-reading client was kept"
+                    try:
+                        if not sock.recv(1 << 20):
+                            break
+                    except BlockingIOError:
+                        time.sleep(0.05)
+                    except (ConnectionResetError, BrokenPipeError):
+                        break
+        finally:
+            for sock in hogs:
+                sock.close()

@@ -71,6 +71,8 @@ class GuardedH11Protocol(H11Protocol):
         self._phase: str | None = None  # "head", "body" or None (a request in flight)
         self._phase_since = 0.0
         self._deadline: asyncio.TimerHandle | None = None
+        self._stalled_since: float | None = None  # our answer waits for the client to read
+        self._stall_deadline: asyncio.TimerHandle | None = None
 
     # -- the asyncio protocol ------------------------------------------------------------
 
@@ -92,7 +94,35 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
+        self._unstall()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client does not read what we send (asyncio flow control): it has the body
+        deadline to read on, else the connection is dropped; meanwhile it may be evicted
+        for a newcomer, as an idle one is (a client pipelining requests and reading
+        nothing would otherwise hold its connection for good)."""
+        super().pause_writing()
+        if self._stall_deadline is None:
+            self._stalled_since = self.loop.time()
+            self._stall_deadline = self.loop.call_later(
+                self.limits.body_timeout_s, self._stall_expire
+            )
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._unstall()
+
+    def _unstall(self) -> None:
+        if self._stall_deadline is not None:
+            self._stall_deadline.cancel()
+            self._stall_deadline = None
+        self._stalled_since = None
+
+    def _stall_expire(self) -> None:
+        self._stall_deadline = None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.abort()  # what it did not read is dropped, not flushed
 
     # -- deadlines -----------------------------------------------------------------------
 
@@ -131,21 +161,28 @@ class GuardedH11Protocol(H11Protocol):
 
     def _make_room(self) -> bool:
         """Whether this new connection may stay: within the cap, or once the connection
-        waiting longest for a request head is closed."""
+        waiting longest for a request head, or for its client to read our answer, is
+        closed."""
         open_ = [c for c in self.connections if c.transport is not None]
         live = [c for c in open_ if not c.transport.is_closing()]
         if len(live) <= self.limits.max_connections:
             return True
         waiting = [
-            c
+            (c._stalled_since if c._stalled_since is not None else c._phase_since, c)
             for c in live
-            if c is not self and isinstance(c, GuardedH11Protocol) and c._phase == "head"
+            if c is not self
+            and isinstance(c, GuardedH11Protocol)
+            and (c._phase == "head" or c._stalled_since is not None)
         ]
         if not waiting:
             return False
-        oldest = min(waiting, key=lambda c: c._phase_since)
+        _, oldest = min(waiting, key=lambda pair: pair[0])
         oldest._cancel()
-        oldest.transport.close()
+        if oldest._stalled_since is not None:
+            oldest._unstall()
+            oldest.transport.abort()
+        else:
+            oldest.transport.close()
         return True
 
 
