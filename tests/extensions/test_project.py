@@ -495,3 +495,21 @@ def test_huge_numbers_in_the_grace_or_the_base_configuration_never_crash(
     assert written["mcp_optional_startup_grace_ms"] == grace
     assert written["mcp_servers"]["agc_tools"]["tool_timeout_sec"] == builtin
     assert result.fingerprint.startswith("blake3:")
+
+
+@pytest.mark.parametrize("state", ["auth.json", "sessions", "history.jsonl"])
+def test_a_codex_home_of_someone_elses_is_not_configured(
+    tmp_path: Path, repo: ExtensionRepository, state: str
+) -> None:
+    """A folder holding a Codex's own login, sessions or history and no config.toml agc
+    wrote is a user's Codex home: projecting there would start third-party servers in
+    their everyday Codex. Nothing is written."""
+    repo.import_path(plugin_with_two_skills_and_mcp(tmp_path))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / state).mkdir() if state == "sessions" else (home / state).write_text("{}")
+    before = tree_bytes(home)
+    with pytest.raises(ProjectionRefusedError, match="a Codex's own state"):
+        project(repo, home)
+    assert tree_bytes(home) == before
+    assert not (home / "config.toml").exists()

@@ -87,6 +87,8 @@ CONFIG_HEADER: Final = (
     "# Written by `agc ext project` from the extension index; rebuilt on every projection.\n"
 )
 SKILL_ROOT_MARKER: Final = ".agc-skill-root"
+_CODEX_STATE: Final = ("auth.json", "sessions", "archived_sessions", "history.jsonl")
+"""What a Codex writes in its own home (its login, its sessions, its history)."""
 RECORD_SCHEMA_VERSION: Final = 1
 _PLUGIN_DIRS: Final = frozenset({".codex-plugin", ".claude-plugin"})
 _BASE_CONFIG_HINT: Final = (
@@ -197,6 +199,17 @@ def _check_target(codex_home: Path, skill_root: Path) -> Path:
             "replace it",
             hint="Give the settings to keep with --base-config FILE and project into a new folder.",
         )
+    if not config_toml.exists() and codex_home.is_dir():
+        # No projection of agc's yet: a folder holding a Codex's own state (its login,
+        # sessions, history) is someone's Codex home, not agc's to configure.
+        state = sorted(name for name in _CODEX_STATE if (codex_home / name).exists())
+        if state:
+            raise ProjectionRefusedError(
+                f"--codex-home {codex_home} holds a Codex's own state ({', '.join(state)}) "
+                "and no config.toml agc wrote: agc does not configure another Codex home",
+                hint="Project into a new folder, and keep that home's settings with "
+                "--base-config FILE.",
+            )
     if skill_root.is_symlink() or (skill_root.exists() and not _is_our_skill_root(skill_root)):
         raise ProjectionRefusedError(
             f"{skill_root} exists and is not a skill root agc made; agc does not delete it"
