@@ -312,23 +312,65 @@ def _exchange(
     up is a ``timeout``. Only an uncoded body is read (``Accept-Encoding: identity``,
     RFC 9110, section 12.5.3): a ``Content-Encoding`` anyway is a ``protocol`` error.
     """
+
+    def exchange() -> _Answer:
+        started = clock()
+        try:
+            with client.stream(
+                method,
+                url,
+                json=body,
+                headers={**headers, "Accept-Encoding": "identity"},
+                timeout=timeout,
+            ) as response:
+                peer = _peer_is_loopback(response)
+                coding = response.headers.get("content-encoding", "").strip().lower()
+                if coding not in ("", "identity"):
+                    # Not asked for; decoding it would let a few kilobytes of zstd or gzip
+                    # expand past max_body_bytes in one chunk (a decompression bomb).
+                    return _Answer(response.status_code, error="protocol", peer_loopback=peer)
+                data = bytearray()
+                for chunk in response.iter_bytes():  # uncoded: as it came
+                    data += chunk
+                    if len(data) > settings.max_body_bytes:
+                        return _Answer(response.status_code, too_large=True, peer_loopback=peer)
+                    if clock() - started > timeout:
+                        return _Answer(response.status_code, error="timeout", peer_loopback=peer)
+                parsed, raw = _decode(bytes(data))
+                return _Answer(
+                    response.status_code,
+                    body=parsed,
+                    raw=raw,
+                    retry_after=response.headers.get("retry-after"),
+                    peer_loopback=peer,
+                )
+        except httpx.TimeoutException:
+            return _Answer(None, error="timeout")
+        except httpx.ConnectError:
+            return _Answer(None, error="connect")
+        except httpx.RemoteProtocolError:
+            return _Answer(None, error="protocol")
+        except httpx.TransportError:
+            return _Answer(None, error="transport")
+
+    # httpx bounds each read, so a response head sent a byte at a time is never cut off
+    # by it: the exchange is also bounded as a whole (see _within).
+    return _within(exchange, timeout)
+
+
+def _within(work: Callable[[], _Answer], timeout: float) -> _Answer:
+    """``work()`` run in a thread the caller waits for only ``timeout`` seconds (plus
+    :data:`_JOIN_GRACE_S`); past that, a ``timeout`` answer (the thread, stuck on its
+    socket, ends with the process). What ``work`` raises is raised here."""
     done: list[_Answer] = []
     failed: list[BaseException] = []
 
     def run() -> None:
         try:
-            done.append(
-                _exchange_now(
-                    client, method, url, settings=settings, headers=headers, clock=clock,
-                    timeout=timeout, body=body,
-                )
-            )  # fmt: skip
+            done.append(work())
         except BaseException as exc:
             failed.append(exc)
 
-    # httpx bounds each read, so a response head sent a byte at a time is never cut off
-    # by it: the exchange runs in a thread the probe waits for only until its deadline
-    # (the thread, stuck on its socket, ends with the process).
     worker = threading.Thread(target=run, name="agc-probe-exchange", daemon=True)
     worker.start()
     worker.join(max(timeout, 0.0) + _JOIN_GRACE_S)
@@ -342,57 +384,6 @@ def _exchange(
 _JOIN_GRACE_S: Final = 0.5
 """How long past an exchange's timeout the probe waits for its thread (seconds): the
 exchange ends itself by then unless its response head is still trickling in."""
-
-
-def _exchange_now(
-    client: httpx.Client,
-    method: str,
-    url: str,
-    *,
-    settings: ProbeSettings,
-    headers: Mapping[str, str],
-    clock: Callable[[], float],
-    timeout: float,
-    body: Mapping[str, Any] | None = None,
-) -> _Answer:
-    started = clock()
-    try:
-        with client.stream(
-            method,
-            url,
-            json=body,
-            headers={**headers, "Accept-Encoding": "identity"},
-            timeout=timeout,
-        ) as response:
-            peer = _peer_is_loopback(response)
-            coding = response.headers.get("content-encoding", "").strip().lower()
-            if coding not in ("", "identity"):
-                # Not asked for; decoding it would let a few kilobytes of zstd or gzip
-                # expand past max_body_bytes in one chunk (a decompression bomb).
-                return _Answer(response.status_code, error="protocol", peer_loopback=peer)
-            data = bytearray()
-            for chunk in response.iter_bytes():  # uncoded: as it came
-                data += chunk
-                if len(data) > settings.max_body_bytes:
-                    return _Answer(response.status_code, too_large=True, peer_loopback=peer)
-                if clock() - started > timeout:
-                    return _Answer(response.status_code, error="timeout", peer_loopback=peer)
-            parsed, raw = _decode(bytes(data))
-            return _Answer(
-                response.status_code,
-                body=parsed,
-                raw=raw,
-                retry_after=response.headers.get("retry-after"),
-                peer_loopback=peer,
-            )
-    except httpx.TimeoutException:
-        return _Answer(None, error="timeout")
-    except httpx.ConnectError:
-        return _Answer(None, error="connect")
-    except httpx.RemoteProtocolError:
-        return _Answer(None, error="protocol")
-    except httpx.TransportError:
-        return _Answer(None, error="transport")
 
 
 # -- the probe ----------------------------------------------------------------------------
