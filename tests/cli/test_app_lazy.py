@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import typer
 from typer.core import TyperCommand
 
+from agc.cli import HELP_FILE
 from agc.cli import app as lazy_app
 from agc.cli.app import SUBCOMMANDS, load_module, main
 from agc.cli.common import EPILOG, VersionOption, new_app, run_app
@@ -205,3 +208,121 @@ def test_shell_completion_with_help_texts_and_of_a_commands_options() -> None:
     env["_TYPER_COMPLETE_ARGS"] = "agc resume --"
     done = subprocess.run(runner, capture_output=True, text=True, check=False, env=env)
     assert '"--check":' in done.stdout
+
+
+# -- `agc --help` to a pipe or a file: printed without typer --------------------------
+
+_ENTRY_RUNNER = (
+    "import json, sys\n"
+    "from {module} import {function} as main\n"
+    "code = main(sys.argv[1:])\n"
+    "try:\n"
+    "    sys.stdout.flush()\n"
+    "except OSError:\n"
+    "    pass\n"
+    "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+    "raise SystemExit(code)\n"
+)
+_QUICK = ("agc.cli", "agc_main")  # the console script's entry point
+_TYPER = ("agc.cli.app", "main")  # typer renders everything
+
+
+class _Done(NamedTuple):
+    code: int
+    out: str
+    err: str
+    modules: set[str]
+
+
+def _run_entry(
+    entry: tuple[str, str],
+    argv: list[str],
+    *,
+    stdout: int = subprocess.PIPE,
+    env: dict[str, str] | None = None,
+) -> _Done:
+    """``agc ARGV`` through ``entry`` in a fresh process, stdout a pipe unless given;
+    ``COLUMNS`` unset unless ``env`` sets it (a user's shell does not export it)."""
+    module, function = entry
+    runner = _ENTRY_RUNNER.format(module=module, function=function)
+    base = {key: value for key, value in _env().items() if key != "COLUMNS"}
+    done = subprocess.run(
+        [sys.executable, "-c", runner, *argv],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+        env={**base, **(env or {})},
+    )
+    err, marked, modules = done.stderr.rpartition("\nMODULES ")
+    if not marked:  # it exited on its own (shell completion does)
+        return _Done(done.returncode, done.stdout or "", done.stderr, set())
+    return _Done(done.returncode, done.stdout or "", err, set(json.loads(modules)))
+
+
+def test_the_help_file_is_what_typer_prints_to_a_pipe() -> None:
+    live = _run_entry(_TYPER, ["--help"])
+    assert live.code == 0
+    assert "typer" in live.modules
+    help_file = Path(HELP_FILE)
+    if os.environ.get("AGC_UPDATE_GOLDEN"):
+        help_file.write_text(live.out, encoding="utf-8")
+    assert help_file.read_text(encoding="utf-8") == live.out, (
+        f"{help_file.name} is stale; AGC_UPDATE_GOLDEN=1 rewrites it"
+    )
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_to_a_pipe_is_typers_text_without_typer(flag: str) -> None:
+    quick, live = _run_entry(_QUICK, [flag]), _run_entry(_TYPER, [flag])
+    assert (quick.code, quick.out, quick.err) == (live.code, live.out, live.err)
+    # The package and this module only: no typer, no typing, not even the error tree.
+    assert {m for m in quick.modules if m.startswith("agc")} == {"agc", "agc.cli"}
+    assert {"typer", "typing", "rich"} & quick.modules == set()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"COLUMNS": "60"},
+        {"_AGC_COMPLETE": "complete_bash", "COMP_WORDS": "agc ", "COMP_CWORD": "1"},
+    ],
+    ids=["COLUMNS", "completion"],
+)
+def test_typer_answers_help_when_its_text_would_differ(env: dict[str, str]) -> None:
+    quick, live = _run_entry(_QUICK, ["--help"], env=env), _run_entry(_TYPER, ["--help"], env=env)
+    assert (quick.code, quick.out, quick.err) == (live.code, live.out, live.err)
+    assert quick.out != Path(HELP_FILE).read_text(encoding="utf-8")
+
+
+def test_help_to_a_terminal_is_typers() -> None:
+    primary, secondary = pty.openpty()
+    try:
+        done = _run_entry(_QUICK, ["--help"], stdout=secondary)
+    finally:
+        os.close(secondary)
+        os.close(primary)
+    assert done.code == 0
+    assert "typer" in done.modules
+
+
+def test_help_that_cannot_be_written_ends_as_with_typer() -> None:
+    # A full disk: typer's report and exit 3; a reader that went away: exit 1, no word.
+    with open(os.devnull, "rb") as read_only:  # stdout opened for reading: EBADF
+        opened = [_run_entry(e, ["--help"], stdout=read_only.fileno()) for e in (_QUICK, _TYPER)]
+    assert opened[0].code == opened[1].code == 3
+    assert opened[0].err == opened[1].err != ""
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "wb") as full:
+            filled = [_run_entry(e, ["--help"], stdout=full.fileno()) for e in (_QUICK, _TYPER)]
+        assert filled[0].code == filled[1].code == 3
+        assert "no space left on device" in filled[0].err
+        assert filled[0].err == filled[1].err
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        gone = [_run_entry(e, ["--help"], stdout=write_end) for e in (_QUICK, _TYPER)]
+    finally:
+        os.close(write_end)
+    assert gone[0].code == gone[1].code == 1
+    assert gone[0].err == gone[1].err == ""
