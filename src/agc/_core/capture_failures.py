@@ -64,18 +64,23 @@ def fallback_failures_path(environ: Mapping[str, str] | None = None) -> Path:
     return base / "agc" / "capture-failures.jsonl"
 
 
-def failure_lines(folder: Path, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def failure_lines(
+    folder: Path, environ: Mapping[str, str] | None = None, *, run_id: str | None = None
+) -> list[dict[str, Any]]:
     """Every kept failure line of the store folder ``folder``, from the store and from the
-    fallback file, in file order.
+    fallback file, in file order; with ``run_id``, only the lines whose ``run_id`` is it.
 
     Every line of the store's own ``capture/failures.jsonl`` is the store's, whatever
     folder it names (a store moved, copied or named another way keeps its failures); a
     line of the fallback file, which serves every store, is the store's when the folder it
-    names is the same folder (both resolved: symlinks, ``..``). A file that is absent, not
-    a regular file or unreadable, and a line that is not a JSON object, are skipped: never
-    raises."""
+    names is the same folder (both resolved: symlinks, ``..``). The fallback file keeps
+    every failure of every store on the host, so each folder it names is resolved once,
+    and a line of another run (``run_id``) not at all: a check of one run costs no file
+    system call per line. A file that is absent, not a regular file or unreadable, and a
+    line that is not a JSON object, are skipped: never raises."""
     found: list[dict[str, Any]] = []
     here = _resolved(folder)
+    resolved: dict[str, str] = {}
     for path, own in ((folder / CAPTURE_FAILURES, True), (fallback_failures_path(environ), False)):
         try:
             with open_regular_file(path) as handle:
@@ -89,10 +94,14 @@ def failure_lines(folder: Path, environ: Mapping[str, str] | None = None) -> lis
                 value = loads(line)
             except AgcError:
                 continue
-            if not isinstance(value, dict):
+            if not isinstance(value, dict) or (
+                run_id is not None and value.get("run_id") != run_id
+            ):
                 continue
             named = value.get("store")
-            if own or (isinstance(named, str) and _resolved(Path(named)) == here):
+            if not own and isinstance(named, str) and named not in resolved:
+                resolved[named] = _resolved(Path(named))
+            if own or (isinstance(named, str) and resolved[named] == here):
                 found.append(value)
     return found
 

@@ -210,7 +210,7 @@ def _with_failures(
     kept beside the store (the run reader's finding), each once (by ``ts``, ``code``
     and ``hook``): removing ``capture/failures.jsonl`` no longer hides a failure the run
     holds."""
-    kept = [line for line in _kept_failures(store) if line.get("run_id") == report.run_id]
+    kept = _kept_failures(store, report.run_id)
     others = [f for f in recorded if f.get("code") != _CHANGED]
     if not others:
         return report
@@ -231,13 +231,14 @@ def _key(failure: Mapping[str, Any]) -> tuple[Any, str, Any]:
     return failure.get("ts"), str(failure.get("code")), failure.get("hook")
 
 
-def _kept_failures(store: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
-    """The failure lines kept for the store folder (as the run reader reads them)."""
+def _kept_failures(store: str | os.PathLike[str] | None, run_id: str) -> list[dict[str, Any]]:
+    """The failure lines of the run ``run_id`` kept for the store folder (as the run
+    reader reads them)."""
     try:
         folder = resolve_store(store).absolute()
     except AgcError:
         return []
-    return failure_lines(folder)
+    return failure_lines(folder, run_id=run_id)
 
 
 def _is_folder(store: object) -> bool:

@@ -737,9 +737,7 @@ def _judge_capture(report: RunReport, folder: Path) -> RunReport:
     client session is kept for the store folder ``folder`` (hooks write to a store on
     this host: :mod:`agc._core.capture_failures`): an event a hook could not write is
     missing from the run, however well what is there was sealed."""
-    failures = [
-        line for line in failure_lines(folder.absolute()) if line.get("run_id") == report.run_id
-    ]
+    failures = failure_lines(folder.absolute(), run_id=report.run_id)
     if not failures:
         return report
     codes = sorted({str(line.get("code")) for line in failures})
