@@ -15,6 +15,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from agc.errors import AgcError
     from agc.exitcodes import ExitCode
+del TYPE_CHECKING
 
 __all__ = ["AgcError", "ExitCode", "__version__"]
 
@@ -40,3 +41,8 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the two loaded on first access included."""
+    return sorted({*globals(), *__all__})

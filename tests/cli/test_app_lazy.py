@@ -15,7 +15,7 @@ import pytest
 import typer
 from typer.core import TyperCommand
 
-from agc.cli import HELP_FILE
+from agc.cli import _HELP_FILE
 from agc.cli import app as lazy_app
 from agc.cli.app import SUBCOMMANDS, load_module, main
 from agc.cli.common import EPILOG, VersionOption, new_app, run_app
@@ -264,7 +264,7 @@ def test_the_help_file_is_what_typer_prints_to_a_pipe() -> None:
     live = _run_entry(_TYPER, ["--help"])
     assert live.code == 0
     assert "typer" in live.modules
-    help_file = Path(HELP_FILE)
+    help_file = Path(_HELP_FILE)
     if os.environ.get("AGC_UPDATE_GOLDEN"):
         help_file.write_text(live.out, encoding="utf-8")
     assert help_file.read_text(encoding="utf-8") == live.out, (
@@ -292,7 +292,7 @@ def test_help_to_a_pipe_is_typers_text_without_typer(flag: str) -> None:
 def test_typer_answers_help_when_its_text_would_differ(env: dict[str, str]) -> None:
     quick, live = _run_entry(_QUICK, ["--help"], env=env), _run_entry(_TYPER, ["--help"], env=env)
     assert (quick.code, quick.out, quick.err) == (live.code, live.out, live.err)
-    assert quick.out != Path(HELP_FILE).read_text(encoding="utf-8")
+    assert quick.out != Path(_HELP_FILE).read_text(encoding="utf-8")
 
 
 def test_help_to_a_terminal_is_typers() -> None:

@@ -11,7 +11,7 @@ import sys
 
 __all__ = ["agc_main", "agc_verify_main"]
 
-HELP_FILE = os.path.join(os.path.dirname(__file__), "agc-help.txt")
+_HELP_FILE = os.path.join(os.path.dirname(__file__), "agc-help.txt")
 """``agc --help`` as typer renders it to a pipe or a file at the default width: the text
 :func:`agc_main` prints without loading typer (a test proves it equal to the live one)."""
 
@@ -22,7 +22,7 @@ def agc_main(argv: list[str] | None = None) -> int:
     Two invocations start without typer (about 60 ms of imports): ``agc hook …`` (run
     by a client on every hook event) parses its own arguments (:mod:`agc.cli.hook`; its
     ``--help`` is typer's), and ``agc --help`` to a pipe or a file is printed from
-    :data:`HELP_FILE` (:func:`_plain_help`)."""
+    :data:`_HELP_FILE` (:func:`_plain_help`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"] and not {"--help", "-h"} & set(args):
         from agc.cli.hook import run  # noqa: PLC0415 - the client waits for it
@@ -38,7 +38,7 @@ def agc_main(argv: list[str] | None = None) -> int:
 
 
 def _plain_help() -> int | None:
-    """Print ``agc --help`` from :data:`HELP_FILE` when typer would print that very text;
+    """Print ``agc --help`` from :data:`_HELP_FILE` when typer would print that very text;
     ``None`` to leave it to typer.
 
     That is when stdout is not a terminal and ``COLUMNS`` is not set (click then wraps
@@ -54,7 +54,7 @@ def _plain_help() -> int | None:
     try:
         if stdout.isatty():
             return None
-        with open(HELP_FILE, encoding="utf-8") as file:
+        with open(_HELP_FILE, encoding="utf-8") as file:
             text = file.read()
     except (OSError, ValueError):  # stdout closed or replaced; no help file
         return None
