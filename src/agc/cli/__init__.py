@@ -66,7 +66,10 @@ def _plain_help() -> int | None:
 
         discard_stdout()
         return 1
-    except OSError:
+    except (OSError, UnicodeEncodeError):
+        # A full disk or a stdout opened for reading: typer meets the same error on the
+        # same stream and reports it. A stream that cannot encode the text took none of
+        # it (the text is encoded whole before it is written): typer answers.
         return None
     return 0
 
