@@ -54,6 +54,7 @@ from agc.flows import (
     PassThrough,
     RunId,
     StoreLayout,
+    check_captured_run_kept,
     describe_os_error,
     drain,
     explain_write_failure,
@@ -70,7 +71,6 @@ from agc.flows import (
 from agc.integrity import (
     IngestSummary,
     check_run,
-    check_run_kept,
     ingest_stream,
     iter_copy_lines,
     open_run,
@@ -473,7 +473,7 @@ def export_command(
     run_id = RunId(run_id)
     # The lines written are a copy of the artifact read once and checked against what
     # the verification judged: a file swapped after the check is refused, never written.
-    report, kept = check_run_kept(run_id, store, kind=kind.value)
+    report, kept = check_captured_run_kept(run_id, store, kind=kind.value)
     with kept:
         if any(finding.code == "run-missing" for finding in report.findings):
             # A mistyped run id or the wrong --store: nothing to export, not evidence
