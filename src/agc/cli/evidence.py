@@ -43,8 +43,10 @@ from agc.errors import (
     FileUnreadableError,
     InputError,
     InputMissingError,
+    RunExistsError,
     RunNotFoundError,
     StoreError,
+    UnsealedRunError,
     UsageError,
     VerificationError,
 )
@@ -227,10 +229,14 @@ def _read_to_the_end(
     drained = drain(source)  # ends at once when the input itself failed
     if source.bytes_read == 0:
         return  # an empty input: nothing was lost
+    if isinstance(exc, (UnsealedRunError, RunExistsError)):
+        # refused before the run was opened: not one byte of this input was written
+        lost = "none of it was recorded"
+    else:
+        lost = f"the {drained:,} bytes read after the failure were NOT recorded"
     err_console.print(
         f"agc record: run {run_id} failed ({exc.code}); the input was still read to its "
-        f"end ({source.bytes_read:,} bytes) so that its writer could finish, and the "
-        f"{drained:,} bytes after the failure were NOT recorded",
+        f"end ({source.bytes_read:,} bytes) so that its writer could finish, and {lost}",
         markup=False,
     )
 
