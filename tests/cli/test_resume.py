@@ -480,3 +480,17 @@ def test_strip_names_the_removed_calls_on_stderr(
     removed = json.loads(capsys.readouterr().out)["removed_calls"]
     assert [change["call_id"] for change in removed] == [f"call_{n}" for n in range(5)]
     assert all(change["idempotency_key"].startswith("idem-") for change in removed)
+
+
+@pytest.mark.parametrize("target", ["nofile.jsonl", "sub/none", "gone.json"])
+def test_a_missing_file_is_input_missing_as_for_every_command(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["resume", target, "--check", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "input-missing"
+    assert target in error["message"]

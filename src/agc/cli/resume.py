@@ -625,7 +625,9 @@ def resume_command(
                         history = _resume.load_history(data, source=str(path), format=wanted)
                 del data
         elif _looks_like_path(target):
-            raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
+            raise InputMissingError(
+                f"{target} does not exist", hint="Name an existing file or a run id."
+            )
         elif in_place:
             raise UsageError(
                 f"--in-place replaces a FILE; {target} names a run in the store, "
