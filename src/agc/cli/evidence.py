@@ -304,6 +304,13 @@ def import_command(
             outcomes = import_sessions(
                 [file], store=store, algorithm=algorithm.value, signing_key=key
             )
+            if not outcomes:
+                err_console.print(
+                    f"no client session files under {file} (Claude Code keeps them under "
+                    "~/.claude/projects, Codex under ~/.codex/sessions, Gemini CLI under "
+                    "~/.gemini/tmp); nothing imported",
+                    markup=False,
+                )
         else:
             open_input(file, what="input file").close()
             outcomes = [
