@@ -456,7 +456,9 @@ def export_command(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", help="Write here (never over a file); default stdout.", show_default=False
+            "--out",
+            help="Write here (never over a file); default (or -) stdout.",
+            show_default=False,
         ),
     ] = None,
     kind: Annotated[
@@ -484,6 +486,8 @@ def export_command(
       agc export cc-1 --store ./evidence > session.jsonl
     """
     run_id = RunId(run_id)
+    if out is not None and str(out) == "-":
+        out = None  # `--out -`: standard output, as the default
     # The lines written are a copy of the artifact read once and checked against what
     # the verification judged: a file swapped after the check is refused, never written.
     report, kept = check_captured_run_kept(run_id, store, kind=kind.value)
