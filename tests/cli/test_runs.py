@@ -171,12 +171,15 @@ def test_follow_prints_records_as_they_come_and_stops_at_the_seal(store: Path) -
         assert child.poll() is None  # still following
         writer.write({"n": 3})
         writer.close()  # sealed: follow prints the rest and ends
-        out, _ = child.communicate(timeout=30)
+        out, err = child.communicate(timeout=30)
     finally:
         if child.poll() is None:
             child.kill()
     assert child.returncode == 0
     assert out == b'{"n":3}\n'
+    # said once: what it waits for, and that a crashed writer's run gets no more
+    assert err.count(b"following run live") == 1
+    assert b"agc recover live" in err
 
 
 def test_a_legacy_run_is_listed_as_legacy_and_shown_as_sealed(
