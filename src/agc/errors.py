@@ -421,7 +421,10 @@ class UnsealedRunError(StoreError):
     """The file exists but was never sealed (a crash?); a writer does not continue it."""
 
     code = "unsealed"
-    default_hint = "Run `agc recover RUN_ID` to seal the crashed run, then re-open it."
+    default_hint = (
+        "Run `agc recover RUN_ID` to seal the crashed run, and record the new input under "
+        "another run id."
+    )
 
 
 class RecoveryRefusedError(AgcError):

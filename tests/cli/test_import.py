@@ -219,3 +219,18 @@ def test_a_missing_input_whose_name_is_not_utf8_is_named_on_a_strict_stderr(
     code = main(["import", str(missing), "--run-id", "r1", "--store", str(tmp_path / "s")])
     assert code == ExitCode.USAGE
     assert "in-\\udcfe.jsonl does not exist" in capsys.readouterr().err
+
+
+def test_a_folder_with_no_session_file_says_nothing_was_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "sessions"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "notes.txt").write_text("not a session\n")
+    store = tmp_path / "store"
+    assert main(["import", str(folder), "--store", str(store)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"no client session files under {folder}" in captured.err
+    assert main(["import", str(folder), "--store", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []

@@ -116,3 +116,26 @@ def test_a_gone_copy_reader_stops_the_copy_not_the_reading(data: bytes) -> None:
     source = PassThrough(io.BytesIO(data), _Gone())
     assert drain(source) == len(data)
     assert isinstance(source.copy_failed, BrokenPipeError)
+
+
+def test_a_crashed_run_id_records_nothing_and_says_so_with_one_hint(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run id whose run crashed unsealed: the writer refuses it before writing a byte
+    of the new input, so nothing is said to be recorded, and the hint is one step."""
+    from agc.integrity import TranscriptWriter  # noqa: PLC0415
+
+    crashed = TranscriptWriter("live-7", store=store)
+    for n in range(3):
+        crashed.write({"n": n})
+    crashed.abort()
+    feed_stdin(monkeypatch, b"{}\n")
+    assert main(["record", "--run-id", "live-7", "--store", str(store)]) == 3
+    err = capsys.readouterr().err
+    assert "end (3 bytes)" in err
+    assert "none of it was recorded" in err
+    assert "NOT recorded" not in err
+    (hint,) = [line for line in err.splitlines() if line.startswith("hint:")]
+    assert "RUN_ID" not in hint
+    assert hint.count("agc recover live-7") == 1
+    assert "another run id" in hint

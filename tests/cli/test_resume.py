@@ -480,3 +480,53 @@ def test_strip_names_the_removed_calls_on_stderr(
     removed = json.loads(capsys.readouterr().out)["removed_calls"]
     assert [change["call_id"] for change in removed] == [f"call_{n}" for n in range(5)]
     assert all(change["idempotency_key"].startswith("idem-") for change in removed)
+
+
+@pytest.mark.parametrize("target", ["nofile.jsonl", "sub/none", "gone.json"])
+def test_a_missing_file_is_input_missing_as_for_every_command(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["resume", target, "--check", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "input-missing"
+    assert target in error["message"]
+
+
+@pytest.mark.parametrize("kind", ["session file", "json array"])
+def test_out_dash_writes_the_repair_to_stdout_and_the_report_to_stderr(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfdbinary: pytest.CaptureFixture[bytes],
+    kind: str,
+) -> None:
+    """`--out -`: standard output carries the repaired history, byte for byte what
+    `--out FILE` writes; the report goes to stderr; no file named `-` is made."""
+    if kind == "session file":
+        source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
+    else:
+        source = tmp_path / "history.json"
+        source.write_text(json.dumps(PENDING))
+    out = tmp_path / "fixed"
+    argv = ["resume", str(source), "--strategy", "synthesize"]
+    assert main([*argv, "--out", str(out)]) == 0
+    capfdbinary.readouterr()
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--out", "-"]) == 0
+    captured = capfdbinary.readouterr()
+    assert captured.out == out.read_bytes()
+    assert b"change(s), strategy synthesize" in captured.err
+    assert b"written to standard output (valid)" in captured.err
+    assert not (tmp_path / "-").exists()
+    assert main([*argv, "--out", str(tmp_path / "again")]) == 0  # the report: stdout again
+    assert b"change(s), strategy synthesize" in capfdbinary.readouterr().out
+
+
+def test_out_dash_with_json_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "history.json"
+    source.write_text(json.dumps(PENDING))
+    assert main(["resume", str(source), "--out", "-", "--json"]) == 2
+    assert "--out - writes the repaired history to standard output" in capsys.readouterr().out

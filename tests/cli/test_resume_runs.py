@@ -221,6 +221,21 @@ def test_export_gives_back_the_imported_file(
     assert main(["export", "r1", "--store", str(store), "--out", str(out)]) == 2  # never over
 
 
+def test_export_out_dash_is_standard_output(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfdbinary: pytest.CaptureFixture[bytes],
+) -> None:
+    data = _rollout(answered=True)
+    _import(tmp_path, store, data)
+    capfdbinary.readouterr()
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "r1", "--store", str(store), "--out", "-"]) == 0
+    assert capfdbinary.readouterr().out == data
+    assert not (tmp_path / "-").exists()
+
+
 @pytest.mark.parametrize("command", ["export", "resume"])
 def test_out_under_a_file_is_a_usage_error_for_export_and_resume(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], command: str

@@ -171,12 +171,15 @@ def test_follow_prints_records_as_they_come_and_stops_at_the_seal(store: Path) -
         assert child.poll() is None  # still following
         writer.write({"n": 3})
         writer.close()  # sealed: follow prints the rest and ends
-        out, _ = child.communicate(timeout=30)
+        out, err = child.communicate(timeout=30)
     finally:
         if child.poll() is None:
             child.kill()
     assert child.returncode == 0
     assert out == b'{"n":3}\n'
+    # said once: what it waits for, and that a crashed writer's run gets no more
+    assert err.count(b"following run live") == 1
+    assert b"agc recover live" in err
 
 
 def test_a_legacy_run_is_listed_as_legacy_and_shown_as_sealed(
@@ -221,3 +224,25 @@ def test_a_chained_run_with_legacy_sidecars_is_not_listed_as_legacy(store: Path)
     )
     [run] = list_runs(store)
     assert run.state != "legacy"
+
+
+def test_a_default_store_nothing_made_yet_is_empty_and_a_named_missing_one_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new user's first `agc runs` / `agc-verify --all` (no --store, nothing recorded
+    yet): the default store is read as empty, not as a store that cannot be read; a
+    --store that names no folder (a mistyped path) stays a store error."""
+    from agc.cli.verify_main import main as verify  # noqa: PLC0415
+
+    default = Path(os.environ["AGC_HOME"])
+    assert not default.exists()
+    assert main(["runs"]) == 0
+    assert "no runs in store" in capsys.readouterr().err
+    assert main(["runs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == []
+    assert verify(["--all"]) == ExitCode.FINDINGS  # an empty store is never verified
+    assert "holds no run" in capsys.readouterr().out
+    assert not default.exists()  # reading made nothing
+    missing = tmp_path / "typo"
+    assert main(["runs", "--store", str(missing)]) == ExitCode.UNREADABLE
+    assert verify(["--all", "--store", str(missing)]) == ExitCode.UNREADABLE

@@ -184,3 +184,37 @@ def test_a_call_the_client_refused_before_its_hooks_is_said_but_not_held_against
     assert (finding["code"], finding["severity"]) == ("transcript-diverges", "warning")
     assert "refused before the hooks ran" in finding["message"]
     assert finding["lines"] == [6, 6]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["resume", RUN, "--check"],
+        ["export", RUN, "--out", "exported.jsonl"],
+    ],
+    ids=["resume", "export"],
+)
+@pytest.mark.parametrize("edited", [False, True], ids=["agrees", "edited"])
+def test_what_reads_a_captured_run_back_refuses_it_when_agc_verify_fails_it(
+    store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    edited: bool,
+) -> None:
+    """A session file edited before its seal (a call removed) is tampered evidence to
+    agc-verify; agc resume RUN and agc export read nothing back from it."""
+    from agc.cli.app import main  # noqa: PLC0415
+
+    _capture(store, tmp_path / "s.jsonl", CALLS, _lines(CALLS[:2] if edited else CALLS))
+    monkeypatch.chdir(tmp_path)
+    code = main([*command, "--store", str(store)])
+    err = capsys.readouterr().err
+    if edited:
+        assert code == 1
+        assert "does not verify" in err
+        assert "the hooks saw the Bash call toolu_3" in err
+        assert not (tmp_path / "exported.jsonl").exists()
+    else:
+        assert code == 0, err

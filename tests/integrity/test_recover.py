@@ -256,3 +256,16 @@ def test_a_legacy_run_is_refused_and_left_as_it_was(
     report = check_run("old", store)
     assert report.complete
     assert report.legacy
+
+
+def test_recovering_again_reports_what_the_first_recovery_proved(tmp_path: Path) -> None:
+    """Bytes appended after the last checkpoint are sealed but never vouched for; a second
+    `agc recover` (nothing to do) says the same count verified, not the whole file."""
+    store = tmp_path / "store"
+    _crash(store, "r", 7, torn=b'{"appended":"after the last checkpoint"}\n')
+    first = {a.kind: a for a in recover_run("r", store).artifacts}["transcript"]
+    assert first.action == "sealed"
+    assert first.verified_bytes < first.bytes
+    again = {a.kind: a for a in recover_run("r", store).artifacts}["transcript"]
+    assert again.action == "already-sealed"
+    assert (again.bytes, again.verified_bytes) == (first.bytes, first.verified_bytes)

@@ -66,6 +66,7 @@ __all__ = [
     "artifact_path",
     "folder_store",
     "is_run_id",
+    "is_unmade_default",
     "link_path",
     "manifest_lock_path",
     "manifest_path",
@@ -312,6 +313,13 @@ def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env)
     return Path.home() / ".agc"
+
+
+def is_unmade_default(store: object) -> bool:
+    """Whether ``store`` is the default store (no ``--store``: ``$AGC_HOME`` or
+    ``~/.agc``) and nothing has made it yet: a store nothing was recorded in, read as an
+    empty store. A named store that does not exist stays an error (a mistyped path)."""
+    return store is None and not os.path.lexists(resolve_store(None))
 
 
 def folder_store(store: StoreArg) -> str | os.PathLike[str] | None:

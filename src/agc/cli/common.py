@@ -138,6 +138,13 @@ class PlainFirstConsole:
     def is_terminal(self) -> bool:
         return False if self._plain() else self._console().is_terminal
 
+    @property
+    def rich(self) -> Console:
+        """The rich console itself, for what takes one as an argument (a
+        ``Progress``, a ``Live``): those use it as a context manager and read its
+        internals, which a stand-in cannot give."""
+        return self._console()
+
     def print(self, *objects: Any, markup: bool | None = None, **options: Any) -> None:
         """As rich's ``Console.print``."""
         end = options.get("end", "\n")
@@ -176,6 +183,13 @@ def __getattr__(name: str) -> Any:
     if console is None:
         console = globals()[name] = PlainFirstConsole(name)
     return console
+
+
+def rich_err_console() -> Console:
+    """The rich console behind ``err_console`` (made now if it was not yet), for a
+    rich object that takes a console as an argument."""
+    console: PlainFirstConsole = __getattr__("err_console")
+    return console.rich
 
 
 def _err() -> Console:
@@ -295,7 +309,7 @@ def byte_progress(total: int | None, label: str) -> Iterator[Callable[[int], Non
     )
 
     columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    with Progress(*columns, console=rich_err_console(), transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda done: progress.update(task, completed=done)
 

@@ -43,8 +43,10 @@ from agc.errors import (
     FileUnreadableError,
     InputError,
     InputMissingError,
+    RunExistsError,
     RunNotFoundError,
     StoreError,
+    UnsealedRunError,
     UsageError,
     VerificationError,
 )
@@ -54,6 +56,7 @@ from agc.flows import (
     PassThrough,
     RunId,
     StoreLayout,
+    check_captured_run_kept,
     describe_os_error,
     drain,
     explain_write_failure,
@@ -70,7 +73,6 @@ from agc.flows import (
 from agc.integrity import (
     IngestSummary,
     check_run,
-    check_run_kept,
     ingest_stream,
     iter_copy_lines,
     open_run,
@@ -227,10 +229,14 @@ def _read_to_the_end(
     drained = drain(source)  # ends at once when the input itself failed
     if source.bytes_read == 0:
         return  # an empty input: nothing was lost
+    if isinstance(exc, (UnsealedRunError, RunExistsError)):
+        # refused before the run was opened: not one byte of this input was written
+        lost = "none of it was recorded"
+    else:
+        lost = f"the {drained:,} bytes read after the failure were NOT recorded"
     err_console.print(
         f"agc record: run {run_id} failed ({exc.code}); the input was still read to its "
-        f"end ({source.bytes_read:,} bytes) so that its writer could finish, and the "
-        f"{drained:,} bytes after the failure were NOT recorded",
+        f"end ({source.bytes_read:,} bytes) so that its writer could finish, and {lost}",
         markup=False,
     )
 
@@ -298,6 +304,13 @@ def import_command(
             outcomes = import_sessions(
                 [file], store=store, algorithm=algorithm.value, signing_key=key
             )
+            if not outcomes:
+                err_console.print(
+                    f"no client session files under {file} (Claude Code keeps them under "
+                    "~/.claude/projects, Codex under ~/.codex/sessions, Gemini CLI under "
+                    "~/.gemini/tmp); nothing imported",
+                    markup=False,
+                )
         else:
             open_input(file, what="input file").close()
             outcomes = [
@@ -443,7 +456,9 @@ def export_command(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", help="Write here (never over a file); default stdout.", show_default=False
+            "--out",
+            help="Write here (never over a file); default (or -) stdout.",
+            show_default=False,
         ),
     ] = None,
     kind: Annotated[
@@ -471,9 +486,11 @@ def export_command(
       agc export cc-1 --store ./evidence > session.jsonl
     """
     run_id = RunId(run_id)
+    if out is not None and str(out) == "-":
+        out = None  # `--out -`: standard output, as the default
     # The lines written are a copy of the artifact read once and checked against what
     # the verification judged: a file swapped after the check is refused, never written.
-    report, kept = check_run_kept(run_id, store, kind=kind.value)
+    report, kept = check_captured_run_kept(run_id, store, kind=kind.value)
     with kept:
         if any(finding.code == "run-missing" for finding in report.findings):
             # A mistyped run id or the wrong --store: nothing to export, not evidence

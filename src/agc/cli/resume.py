@@ -6,10 +6,12 @@ import enum
 import json
 import os
 import stat
+import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
@@ -17,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
 import typer
 
 from agc import resume as _resume
+from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
     StoreOption,
@@ -57,6 +60,7 @@ from agc.flows import (
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from rich.console import Console
 
     from agc.flows import ExecRollout
     from agc.resume import (
@@ -161,6 +165,27 @@ class _Sink:
     def flush(self) -> None:
         with new_file_errors(self._out):
             self._handle.flush()
+
+
+_REPORT_ON_STDERR: ContextVar[bool] = ContextVar("_REPORT_ON_STDERR", default=False)
+"""True while a repair goes to standard output (``--out -``): the report goes to stderr."""
+
+
+def _report() -> Console:
+    """Where a repair's report goes: stdout, or stderr when stdout carries the history."""
+    return err_console if _REPORT_ON_STDERR.get() else out_console
+
+
+def _to_stdout(data: Iterable[bytes]) -> None:
+    """Write the repaired history to standard output (a reader that is gone wanted no
+    more: not an error)."""
+    stdout = sys.stdout.buffer
+    try:
+        for chunk in data:
+            stdout.write(chunk)
+        stdout.flush()
+    except BrokenPipeError:
+        discard_stdout()
 
 
 def _looks_like_path(target: str) -> bool:
@@ -335,7 +360,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 def _print_findings(history: History, report: HistoryReport, limit: int) -> None:
     """The report's verdict; its findings counted per code, then the first ``limit``."""
-    say = out_console.print
+    say = _report().print
     say(
         f"{report.format}: {report.messages} messages, {report.calls} tool calls, "
         f"{report.results} tool results",
@@ -361,12 +386,12 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
 def _print_counts(counts: Counter[str]) -> None:
     """Counts per code (or action), the most frequent first."""
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        out_console.print(f"  {count:>8}  {code}", markup=False)
+        _report().print(f"  {count:>8}  {code}", markup=False)
 
 
 def _print_more(total: int, limit: int, noun: str) -> None:
     if total > limit:
-        out_console.print(
+        _report().print(
             f"  … and {total - limit} more {noun}(s) (--max-findings N prints more; --json "
             "lists them all)",
             markup=False,
@@ -387,7 +412,7 @@ def _print_change(history: History, change: Change) -> None:
         line += f" {change.tool_name} {_short(change.arguments)}"
     if change.idempotency_key is not None and change.action in {"stripped", "synthesized"}:
         line += f" [{change.idempotency_key}]"
-    out_console.print(_printable(line + f": {change.reason}"), markup=False)
+    _report().print(_printable(line + f": {change.reason}"), markup=False)
 
 
 _REMOVED: Final = frozenset({"stripped", "dropped-partial-result"})
@@ -559,6 +584,12 @@ def resume_command(
         InputError, HistoryFormatError, Snapshot*Error, UnsignedError,
             BadSignatureError, UnknownKeyError: see docs/resume.md.
     """
+    to_stdout = out is not None and str(out) == "-"
+    if to_stdout and as_json:
+        raise UsageError(
+            "--out - writes the repaired history to standard output, where --json writes "
+            "its report: give --out FILE, or leave out --json"
+        )
     if check and (out is not None or in_place):
         option = "--out" if out is not None else "--in-place"
         raise UsageError(f"--check only validates; it writes nothing, so {option} cannot be used")
@@ -625,7 +656,9 @@ def resume_command(
                         history = _resume.load_history(data, source=str(path), format=wanted)
                 del data
         elif _looks_like_path(target):
-            raise InputError(f"{target} does not exist", hint="Name an existing file or a run id.")
+            raise InputMissingError(
+                f"{target} does not exist", hint="Name an existing file or a run id."
+            )
         elif in_place:
             raise UsageError(
                 f"--in-place replaces a FILE; {target} names a run in the store, "
@@ -708,7 +741,7 @@ def resume_command(
         return _repair(
             history,
             target,
-            _Output(source, out, in_place, stamp),
+            _Output(source, None if to_stdout else out, in_place, stamp, to_stdout),
             strategy,
             state,
             session_id,
@@ -780,6 +813,7 @@ class _Output:
     out: Path | None
     in_place: bool
     stamp: tuple[int, ...] | None
+    to_stdout: bool = False
 
     def unchanged(self) -> None:
         """Raise :class:`InputError` when ``source`` changed since it was read."""
@@ -798,6 +832,27 @@ def _stamp(path: Path) -> tuple[int, ...]:
 
 
 def _repair(
+    history: History,
+    target: str,
+    output: _Output,
+    strategy: StrategyChoice,
+    state: ToolCallState | None,
+    session_id: str | None,
+    size: int,
+    *,
+    as_json: bool,
+    limit: int,
+) -> int:
+    token = _REPORT_ON_STDERR.set(output.to_stdout)
+    try:
+        return _repair_to(
+            history, target, output, strategy, state, session_id, size, as_json=as_json, limit=limit
+        )
+    finally:
+        _REPORT_ON_STDERR.reset(token)
+
+
+def _repair_to(
     history: History,
     target: str,
     output: _Output,
@@ -828,6 +883,8 @@ def _repair(
         _refuse_emptied(result.report, where)
         if out is not None:
             _write_out(out, source, result.data)
+        elif output.to_stdout:
+            _to_stdout([result.data])
         elif output.in_place and result.report.changes:
             assert source is not None  # --in-place is refused for a run
             with replace_in_place(source, unchanged=output.unchanged) as (handle, _, commit):
@@ -851,7 +908,7 @@ def _repair(
         return int(ExitCode.OK)
     _print_findings(history, report.before, limit)
     if report.changes:
-        out_console.print(
+        _report().print(
             f"{len(report.changes)} change(s), strategy {strategy.value}:", markup=False
         )
         _print_counts(Counter(change.action for change in report.changes))
@@ -859,12 +916,14 @@ def _repair(
             _print_change(history, change)
         _print_more(len(report.changes), limit, "change")
     else:
-        out_console.print("no change needed", markup=False)
+        _report().print("no change needed", markup=False)
     _print_warnings(report.notices)
     _print_removed(report, limit)
     say = err_console.print
     if out is not None:
         say(f"repaired history written to {out} (valid)", markup=False)
+    elif output.to_stdout:
+        say("repaired history written to standard output (valid)", markup=False)
     elif backup is not None:
         say(
             f"{source} replaced by its repair (valid); the original is kept at {backup}",
@@ -980,6 +1039,10 @@ def _repair_streamed(
         backup = None
         if commit is not None and (out is not None or report.changes):
             backup = commit()
+        if output.to_stdout:  # checked whole before a byte of it is given out
+            handle.flush()
+            with path.open("rb") as written:
+                _to_stdout(iter(lambda: written.read(1 << 20), b""))
         return report, backup
 
 

@@ -164,6 +164,13 @@ def show_command(
             "stopped: `agc recover` seals it); records shown as they are on disk",
             markup=False,
         )
+    elif not sealed and path.exists():
+        err_console.print(
+            f"following run {run_id}: its {kind.value} is not sealed; records are shown as "
+            "they are written, until it is sealed. A run whose writer crashed gets no more "
+            f"(`agc recover {run_id}` seals it); Ctrl-C stops following",
+            markup=False,
+        )
     out = sys.stdout.buffer
     offset = 0
     try:

@@ -24,6 +24,7 @@ from agc.cli.common import (
     err_console,
     new_app,
     out_console,
+    rich_err_console,
     run_app,
     trusted_keys_from,
     write_lines,
@@ -318,7 +319,7 @@ def _verify_store(
         )
 
         columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn())
-        with Progress(*columns, console=err_console, transient=True) as bar:
+        with Progress(*columns, console=rich_err_console(), transient=True) as bar:
             task = bar.add_task("runs", total=None)
             report = run(lambda done, total: bar.update(task, completed=done, total=total))
     else:

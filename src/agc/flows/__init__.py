@@ -82,7 +82,12 @@ if _TYPE_CHECKING:
         validate_new_run_id,
         validate_run_id,
     )
-    from agc.flows._crosscheck import cross_check_audit, cross_check_capture, cross_check_store
+    from agc.flows._crosscheck import (
+        check_captured_run_kept,
+        cross_check_audit,
+        cross_check_capture,
+        cross_check_store,
+    )
     from agc.flows._evidence import (
         explain_write_failure,
         recover_hint,
@@ -169,6 +174,7 @@ __all__ = [
     "capture_failures",
     "capture_hook_event",
     "captured_session",
+    "check_captured_run_kept",
     "check_sealed_verdict",
     "codex_sessions_folder",
     "complete_lines",
@@ -218,6 +224,7 @@ __all__ = [
 
 # name -> (module, attribute there)
 _HOMES: dict[str, tuple[str, str]] = {
+    "check_captured_run_kept": ("agc.flows._crosscheck", "check_captured_run_kept"),
     "cross_check_audit": ("agc.flows._crosscheck", "cross_check_audit"),
     "cross_check_capture": ("agc.flows._crosscheck", "cross_check_capture"),
     "cross_check_store": ("agc.flows._crosscheck", "cross_check_store"),

@@ -17,15 +17,22 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from agc._core.capture_failures import failure_lines, is_captured_run_id
-from agc._core.store import resolve_store
+from agc._core.store import ArtifactKind, resolve_store
 from agc.errors import AgcError
 from agc.integrity import Finding, RunReport
 
 if TYPE_CHECKING:
-    from agc.capture import Divergence, SessionFormat, ToolEvent
-    from agc.integrity import Audit, StoreReport
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-__all__ = ["cross_check_audit", "cross_check_capture", "cross_check_store"]
+    from agc.capture import Divergence, SessionFormat, ToolEvent
+    from agc.integrity import Audit, KeptArtifact, StoreReport
+
+__all__ = [
+    "check_captured_run_kept",
+    "cross_check_audit",
+    "cross_check_capture",
+    "cross_check_store",
+]
 
 _WITNESSES: Final = ("transcript", "tool-events")
 _OURS: Final = frozenset({"capture-failed", "transcript-diverges", "hooks-stopped"})
@@ -105,6 +112,38 @@ def cross_check_capture(
         for entry in report.artifacts
     )
     return replace(report, findings=(*report.findings, *findings), artifacts=artifacts)
+
+
+def check_captured_run_kept(
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    kind: ArtifactKind = "transcript",
+    max_bytes: int | None = None,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
+) -> tuple[RunReport, KeptArtifact]:
+    """:func:`agc.integrity.check_run_kept` with the run judged as ``agc-verify RUN``
+    judges it: a captured session whose witnesses disagree
+    (:func:`cross_check_capture`) is not complete, so what reads a run's evidence back
+    (resume from a run, export) refuses it as ``agc-verify`` fails it.
+
+    Raises:
+        As :func:`agc.integrity.check_run_kept`.
+    """
+    from agc.integrity import check_run_kept  # noqa: PLC0415 - the verifier on demand
+
+    report, kept = check_run_kept(
+        run_id,
+        store,
+        kind=kind,
+        max_bytes=max_bytes,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+    )
+    return cross_check_capture(report, store), kept
 
 
 def cross_check_store(

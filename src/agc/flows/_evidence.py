@@ -20,6 +20,7 @@ from agc.errors import (
     FileWriteError,
     InputError,
     StoreError,
+    UnsealedRunError,
     UsageError,
     WriteFailedError,
 )
@@ -101,6 +102,14 @@ def explain_write_failure(
     if isinstance(exc, ArtifactSealedError) and _sealed_and_linked(layout, run_id):
         # A finished run (a run id used again) was not touched: its own hint (a new run
         # id) fits, not one about a write that failed.
+        return
+    if isinstance(exc, UnsealedRunError):
+        # The run was left unsealed before this write began (a crash): nothing of this
+        # write is in it, and a writer never continues it.
+        exc.hint = (
+            f"`{recover_hint(run_id, store)}` seals the crashed run; record the new input "
+            "under another run id."
+        )
         return
     found = run_on_disk(run_id, store, kind)
     if all(run_is_sealed(layout, run_id, k) for k in ("transcript", "tool-events")):

@@ -219,7 +219,7 @@ def history_from_run(
     The run is judged as ``agc-verify RUN`` judges it (``trusted_keys``,
     ``require_signature``, ``allow_unsigned`` as :func:`agc.integrity.check_run`); the
     records parsed are a copy of the transcript read once and checked against what the
-    verification judged (:func:`agc.integrity.check_run_kept`; in an object store the
+    verification judged (:func:`agc.flows.check_captured_run_kept`; in an object store the
     copy of the very bytes it hashed): a file swapped after the check is refused, never
     parsed. A transcript over ``max_bytes`` is refused before it is copied. The records
     are unwrapped line by line into a private temporary file (``$TMPDIR``, mode 0600)
@@ -236,9 +236,10 @@ def history_from_run(
         FileWriteError: the temporary folder is full (exit 3).
     """
     # the verifier only when a run is resumed: `agc resume --check FILE` starts without it
-    from agc.integrity import check_run_kept, export_copy, iter_copy_lines  # noqa: PLC0415
+    from agc.flows._crosscheck import check_captured_run_kept  # noqa: PLC0415
+    from agc.integrity import export_copy, iter_copy_lines  # noqa: PLC0415
 
-    report, kept = check_run_kept(
+    report, kept = check_captured_run_kept(
         run_id,
         store,
         max_bytes=max_bytes,

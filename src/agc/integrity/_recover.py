@@ -242,8 +242,12 @@ def _recover_in(
             manifest = read_manifest(layout, run_id)
             seal = manifest.artifacts.get(kind) if manifest else None
             if seal is not None and seal.closed:
+                # What an earlier recovery proved stays what it proved: a recovered
+                # file's bytes no checkpoint vouched for are not verified now.
+                unvouched = seal.unvouched
+                verified = seal.bytes - (unvouched[0] if unvouched is not None else seal.bytes)
                 results.append(
-                    ArtifactRecovery(kind, "already-sealed", seal.records, seal.bytes, seal.bytes)
+                    ArtifactRecovery(kind, "already-sealed", seal.records, seal.bytes, verified)
                 )
                 continue
             results.append(_recover_artifact(layout, run_id, kind, seal, signing_key, now))

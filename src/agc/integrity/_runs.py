@@ -28,6 +28,7 @@ from agc._core.store import (
     StoreArg,
     StoreLayout,
     artifact_path,
+    is_unmade_default,
     manifest_path,
     open_store,
 )
@@ -225,6 +226,8 @@ def list_runs(store: StoreArg | Store = None) -> list[RunListing]:
     except StoreError:
         there = False
     if not there:
+        if is_unmade_default(store):
+            return []  # nothing recorded yet: an empty store
         raise StoreError(f"store {opened.url} does not exist or is not a folder")
     listings = _store_listings(opened)
     if opened.folder is None:

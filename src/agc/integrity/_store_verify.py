@@ -43,6 +43,7 @@ from agc._core.store import (
     StoreArg,
     StoreLayout,
     is_run_id,
+    is_unmade_default,
     open_store,
 )
 from agc.errors import (
@@ -350,7 +351,7 @@ def _check_any_store(
     if inventory is not None or retention is not None:
         raise UsageError("--inventory and --retention-days go with an s3:// store")
     layout = StoreLayout(root)
-    if not layout.root.is_dir():
+    if not layout.root.is_dir() and not is_unmade_default(store):
         raise StoreError(f"store {layout.root} does not exist or is not a folder")
     view = StoreView(opened)
 
