@@ -176,3 +176,26 @@ def test_codex_trust_follows_the_async_member_of_agcs_hooks(tmp_path: Path) -> N
         e.event: e.status for e in check_hooks("codex", "user", environ=_env(tmp_path)).trust
     }
     assert sorted(statuses.values()).count("modified") == 1
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_status_says_an_earlier_install_is_outdated_until_installed_again(
+    tmp_path: Path, client: ClientName
+) -> None:
+    _old_install(client, tmp_path, async_on=frozenset())
+    status = check_hooks(client, "user", environ=_env(tmp_path))
+    assert status.background == ()
+    assert status.outdated
+    assert status.to_dict()["outdated"] is True
+    install_hooks(client, "user", command=hook_command(AGC, client), environ=_env(tmp_path))
+    status = check_hooks(client, "user", environ=_env(tmp_path))
+    assert set(status.background) == BACKGROUND_EVENTS[client]
+    assert not status.outdated
+    assert status.to_dict()["background"] == list(status.background)
+
+
+def test_a_gemini_install_has_nothing_in_the_background_and_is_up_to_date(tmp_path: Path) -> None:
+    install_hooks("gemini", "user", command=hook_command(AGC, "gemini"), environ=_env(tmp_path))
+    status = check_hooks("gemini", "user", environ=_env(tmp_path))
+    assert status.background == ()
+    assert not status.outdated
