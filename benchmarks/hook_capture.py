@@ -15,7 +15,8 @@ Two measurements, each against a baseline measured in the same run:
   client started it on a warm-up event), installed as ``agc hooks install`` does: the
   per-tool-call events as the client's background (``async``) hooks where it has them
   (:data:`agc.capture.BACKGROUND_EVENTS`); for those clients also with every event
-  waited for (as installed before). The figure is the client process's wall time.
+  waited for (as installed before), and the two floors with the tool events in the
+  background. The figure is the client process's wall time.
   Target: agc's ≤ 1.25x the session without hooks.
 * **agc's hook's own time per event**, as a whole process (start, the event appended
   and checkpointed in the store), fed a real payload of the client from
@@ -82,6 +83,10 @@ _PINS: Final[dict[str, ClientName]] = {
 
 #: agc's hook client with every event synchronous (as installed before background hooks).
 SYNC_VARIANT: Final = "agc hook client, every event waited for"
+
+#: The floors with the per-tool-call events in the background (clients that have it).
+BACKGROUND_CAT: Final = "shell hook (cat), tool events in the background"
+BACKGROUND_FLOOR: Final = "python hook floor, tool events in the background"
 
 #: The cheapest hook process: the client's own cost of running a hook.
 SHELL_HOOK: Final = "cat > /dev/null"
@@ -221,6 +226,9 @@ def _session_variants(
     command = f"XDG_RUNTIME_DIR={shlex.quote(str(runtime))} {shlex.join(argv)}"
     background = BACKGROUND_EVENTS[session.client]  # type: ignore[index]
     if background:
+        # The floors of a background hook: what the client pays for starting one.
+        variants.append(variant(BACKGROUND_CAT, lambda _event: SHELL_HOOK, background))
+        variants.append(variant(BACKGROUND_FLOOR, lambda _event: floor, background))
         # As `agc hooks install` writes it: the per-tool-call events in the background.
         variants.append(variant("agc hook client", lambda _event: command, background))
         variants.append(variant(SYNC_VARIANT, lambda _event: command))
@@ -338,7 +346,14 @@ def _session_rows(section: Section, client: str, found: dict[str, Timing]) -> No
     plain = found["no hooks"]
     name = f"{client}, {CALLS} calls"
     section.rows.append(Row.timed(f"{name}: no hooks", plain))
-    for variant in ("shell hook (cat)", "python hook floor", SYNC_VARIANT, "agc hook client"):
+    for variant in (
+        "shell hook (cat)",
+        "python hook floor",
+        BACKGROUND_CAT,
+        BACKGROUND_FLOOR,
+        SYNC_VARIANT,
+        "agc hook client",
+    ):
         if variant in found:
             section.rows.append(
                 Row.timed(
