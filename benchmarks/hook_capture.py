@@ -12,7 +12,11 @@ Two measurements, each against a baseline measured in the same run:
   command ``agc hooks install`` installs, agc's hook client
   (``python -I -S …/agc/cli/_hookclient.py --client C --store S``), with agc's resident
   capture process already running (as it is after the user's first event; the hook
-  client started it on a warm-up event). The figure is the client process's wall time.
+  client started it on a warm-up event), installed as ``agc hooks install`` does: the
+  per-tool-call events as the client's background (``async``) hooks where it has them
+  (:data:`agc.capture.BACKGROUND_EVENTS`); for those clients also with every event
+  waited for (as installed before), and the two floors with the tool events in the
+  background. The figure is the client process's wall time.
   Target: agc's ≤ 1.25x the session without hooks.
 * **agc's hook's own time per event**, as a whole process (start, the event appended
   and checkpointed in the store), fed a real payload of the client from
@@ -35,6 +39,7 @@ Run: ``python -m benchmarks --only hook_capture --rounds 1 --name hook-capture``
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -48,13 +53,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import tomlkit
 from tests.e2e.agents import ClaudeSandbox, ClientResult, CodexSandbox, GeminiSandbox, _run
-from tests.e2e.clients import ClientName, ClientUnavailableError, ensure_client
+from tests.e2e.clients import ClientName, ClientUnavailableError, ensure_client, gemini_settings
 from tests.e2e.model_server import Answer, ModelServer, Script, ShellCall
 from tests.e2e.record_hooks import FIXTURES
 
 import agc.cli
-from agc.capture import CLIENT_EVENTS
+from agc.capture import BACKGROUND_EVENTS, CLIENT_EVENTS
 from benchmarks.harness import Timing, Variant, command_variant, interleaved
 from benchmarks.report import Row, Section, Target
 
@@ -74,6 +80,13 @@ _PINS: Final[dict[str, ClientName]] = {
     "codex": "codex",
     "gemini": "gemini",
 }
+
+#: agc's hook client with every event synchronous (as installed before background hooks).
+SYNC_VARIANT: Final = "agc hook client, every event waited for"
+
+#: The floors with the per-tool-call events in the background (clients that have it).
+BACKGROUND_CAT: Final = "shell hook (cat), tool events in the background"
+BACKGROUND_FLOOR: Final = "python hook floor, tool events in the background"
 
 #: The cheapest hook process: the client's own cost of running a hook.
 SHELL_HOOK: Final = "cat > /dev/null"
@@ -123,9 +136,15 @@ class Session:
     binary: Path
     calls: int
 
-    def run(self, root: Path, hook: Callable[[str], str] | None) -> ClientResult:
+    def run(
+        self,
+        root: Path,
+        hook: Callable[[str], str] | None,
+        background: frozenset[str] = frozenset(),
+    ) -> ClientResult:
         """A fresh sandbox under ``root``, ``hook(event)`` on every capture event (or no
-        hooks), one turn; the finished client process (AssertionError if it failed)."""
+        hooks), those of ``background`` as the client's background (``async``) hooks,
+        one turn; the finished client process (AssertionError if it failed)."""
         root.mkdir(parents=True, exist_ok=True)
         events = CAPTURE_EVENTS[self.client]
         with ModelServer(script(self.calls)) as server:
@@ -133,22 +152,50 @@ class Session:
                 claude = ClaudeSandbox.create(root, server, self.binary)
                 if hook is not None:
                     claude.add_hooks(hook, events)
+                    _json_background(claude.config / "settings.json", background)
                 done = claude.run("run the calls", str(uuid.uuid4()), timeout=SESSION_TIMEOUT)
             elif self.client == "codex":
                 codex = CodexSandbox.create(root, server, self.binary)
                 if hook is not None:
                     codex.add_hooks(hook, events)
+                    _toml_background(codex.home / "config.toml", background)
                 argv = codex._argv("--dangerously-bypass-hook-trust", "run the calls")
                 done = _run(argv, codex.env, codex.work, SESSION_TIMEOUT)
             else:
                 gemini = GeminiSandbox.create(root, server, self.binary)
                 if hook is not None:
                     gemini.add_hooks(hook, events)
+                    _json_background(gemini_settings(gemini.home), background)
                 done = gemini.run("run the calls", timeout=SESSION_TIMEOUT)
             calls = sum(1 for r in server.model_requests() if isinstance(r.step, ShellCall))
         if done.returncode != 0 or calls < self.calls:
             raise AssertionError(f"{self.client} session failed ({calls} calls)\n{done.describe()}")
         return done
+
+
+def _json_background(path: Path, events: frozenset[str]) -> None:
+    """Mark the command hooks of ``events`` in a JSON settings file ``"async": true``."""
+    if not events:
+        return
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    for event, groups in settings.get("hooks", {}).items():
+        if event in events:
+            for group in groups:
+                for handler in group["hooks"]:
+                    handler["async"] = True
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+
+def _toml_background(path: Path, events: frozenset[str]) -> None:
+    """Mark the command hooks of ``events`` in a Codex ``config.toml`` ``async = true``."""
+    if not events:
+        return
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    for event in events:
+        for group in doc.get("hooks", {}).get(event, ()):
+            for handler in group["hooks"]:
+                handler["async"] = True
+    path.write_text(doc.as_string(), encoding="utf-8")
 
 
 def _session_variants(
@@ -157,9 +204,11 @@ def _session_variants(
     counter = iter(range(1_000_000))
     stores: dict[str, Path] = {}
 
-    def variant(name: str, hook: Callable[[str], str] | None) -> Variant:
+    def variant(
+        name: str, hook: Callable[[str], str] | None, background: frozenset[str] = frozenset()
+    ) -> Variant:
         def run() -> float:
-            return session.run(work / f"{name}-{next(counter)}", hook).seconds
+            return session.run(work / f"{name}-{next(counter)}", hook, background).seconds
 
         return Variant(name, run)
 
@@ -175,7 +224,16 @@ def _session_variants(
     argv = hook_client_argv(session.client, store)
     _warm_resident(argv, runtime, session.client)
     command = f"XDG_RUNTIME_DIR={shlex.quote(str(runtime))} {shlex.join(argv)}"
-    variants.append(variant("agc hook client", lambda _event: command))
+    background = BACKGROUND_EVENTS[session.client]  # type: ignore[index]
+    if background:
+        # The floors of a background hook: what the client pays for starting one.
+        variants.append(variant(BACKGROUND_CAT, lambda _event: SHELL_HOOK, background))
+        variants.append(variant(BACKGROUND_FLOOR, lambda _event: floor, background))
+        # As `agc hooks install` writes it: the per-tool-call events in the background.
+        variants.append(variant("agc hook client", lambda _event: command, background))
+        variants.append(variant(SYNC_VARIANT, lambda _event: command))
+    else:
+        variants.append(variant("agc hook client", lambda _event: command))
     return variants, stores
 
 
@@ -288,7 +346,14 @@ def _session_rows(section: Section, client: str, found: dict[str, Timing]) -> No
     plain = found["no hooks"]
     name = f"{client}, {CALLS} calls"
     section.rows.append(Row.timed(f"{name}: no hooks", plain))
-    for variant in ("shell hook (cat)", "python hook floor", "agc hook client"):
+    for variant in (
+        "shell hook (cat)",
+        "python hook floor",
+        BACKGROUND_CAT,
+        BACKGROUND_FLOOR,
+        SYNC_VARIANT,
+        "agc hook client",
+    ):
         if variant in found:
             section.rows.append(
                 Row.timed(

@@ -253,3 +253,90 @@ def test_beyond_the_edit_bound_the_alignment_is_still_a_common_subsequence(
     assert pairs
     assert all(a[i] == b[j] for i, j in pairs)
     assert all(p[0] < q[0] and p[1] < q[1] for p, q in itertools.pairwise(pairs))
+
+
+def _result(call_id: str) -> ToolEvent:
+    return ToolEvent(
+        event="result", source="hook", client="claude-code", session_id="s", call_id=call_id
+    )
+
+
+@st.composite
+def _background_session(draw: st.DrawFn) -> tuple[list[ToolEvent], list[ToolEvent]]:
+    """A session of turns whose per-tool-call hooks ran in the background (Claude Code's
+    and Codex's ``async``): within a turn the call and result records come in any order,
+    and any of them may come after the turn's stop, never after the next turn's prompt
+    (the client waits for that hook). Returns (hook records, session file calls)."""
+    turns = draw(st.lists(st.lists(st.sampled_from(_TOOLS), max_size=6), min_size=1, max_size=4))
+    hooked: list[ToolEvent] = [_mark("session-start")]
+    recorded: list[ToolEvent] = []
+    number = itertools.count()
+    for tools in turns:
+        hooked.append(_mark("prompt"))
+        tool_records: list[ToolEvent] = []
+        for tool in tools:
+            i = next(number)
+            tool_records += [_call("hook", tool, f"c{i}"), _result(f"c{i}")]
+            recorded.append(_call("session-file", tool, f"c{i}", line=i + 1))
+        shuffled = draw(st.permutations(tool_records))
+        late = draw(st.integers(0, len(shuffled)))
+        hooked += [
+            *shuffled[: len(shuffled) - late],
+            _mark("stop"),
+            *shuffled[len(shuffled) - late :],
+        ]
+    return hooked, recorded
+
+
+@given(session=_background_session())
+def test_background_hooks_out_of_order_agree_with_the_session_file(
+    session: tuple[list[ToolEvent], list[ToolEvent]],
+) -> None:
+    hooked, recorded = session
+    assert compare_calls(hooked, recorded) == ()
+
+
+@given(session=_background_session(), tool=st.sampled_from(_TOOLS), data=st.data())
+def test_a_call_added_among_background_hooks_records_is_unseen_not_after_the_hooks(
+    session: tuple[list[ToolEvent], list[ToolEvent]], tool: str, data: st.DataObject
+) -> None:
+    # A call record appended after its turn's stop does not reopen the turn: a call
+    # added to the session file anywhere, the end included, is one the hooks never saw
+    # while active (an edit), not one after hooks that stopped.
+    hooked, recorded = session
+    at = data.draw(st.integers(0, len(recorded)))
+    recorded.insert(at, _call("session-file", tool, "injected", line=10_000))
+    (divergence,) = compare_calls(hooked, recorded)
+    assert divergence.kind == "unseen-by-hooks"
+    assert divergence.call_id == "injected"
+
+
+@given(session=_background_session(), data=st.data())
+def test_a_call_removed_among_background_hooks_records_is_found(
+    session: tuple[list[ToolEvent], list[ToolEvent]], data: st.DataObject
+) -> None:
+    hooked, recorded = session
+    if not recorded:
+        return
+    removed = recorded.pop(data.draw(st.integers(0, len(recorded) - 1)))
+    (divergence,) = compare_calls(hooked, recorded)
+    assert divergence.kind == "missing-from-transcript"
+    assert divergence.call_id == removed.call_id
+
+
+def test_a_turn_killed_after_a_late_record_still_leaves_its_calls_after_the_hooks() -> None:
+    # Turn 1 ends (stop; one of its records late), turn 2 begins (a prompt the client
+    # waits for), calls c2 and is killed: c3 in the file comes after the hooks stopped.
+    hooked = [
+        _mark("session-start"),
+        _mark("prompt"),
+        _call("hook", "Bash", "c0"),
+        _mark("stop"),
+        _call("hook", "Bash", "c1"),
+        _mark("prompt"),
+        _call("hook", "Bash", "c2"),
+    ]
+    recorded = [_call("session-file", "Bash", f"c{i}", line=i + 1) for i in range(4)]
+    (divergence,) = compare_calls(hooked, recorded)
+    assert divergence.kind == "after-hooks"
+    assert divergence.call_id == "c3"

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import agc.cli as agc_cli
 from agc.capture import (
+    BACKGROUND_EVENTS,
     CLIENT_EVENTS,
     CLIENTS,
     ClientName,
@@ -226,8 +227,12 @@ def test_codex_trusts_each_agc_hook_by_its_digest_and_keeps_the_users_trust(
             groups = installed["hooks"][event]
             g = next(i for i, grp in enumerate(groups) if any(_is_agc(h) for h in grp["hooks"]))
             key = f"{path}:{_snake(event)}:{g}:0"
-            timeout = groups[g]["hooks"][0]["timeout"]
-            assert state[key] == {"trusted_hash": codex_hook_hash(event, command, timeout=timeout)}
+            handler = groups[g]["hooks"][0]
+            assert handler.get("async", False) is (event in BACKGROUND_EVENTS["codex"])
+            digest = codex_hook_hash(
+                event, command, timeout=handler["timeout"], is_async=handler.get("async", False)
+            )
+            assert state[key] == {"trusted_hash": digest}
         status = check_hooks("codex", "user", environ=_env(home))
         assert [entry.status for entry in status.trust] == ["trusted"] * len(CLIENT_EVENTS["codex"])
 

@@ -370,3 +370,41 @@ def test_a_hook_that_says_no_after_a_late_take_leaves_the_event_to_itself(
     assert hook.run(_args(store), stdin=io.BytesIO(_call(5))) == 0
     assert _ids(store) == ["toolu_5"]
     assert capture_failures(store) == []
+
+
+def _ignored(pid: int) -> set[int]:
+    """The signals process ``pid`` ignores (Linux: ``SigIgn`` in ``/proc/PID/status``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            mask = int(line.split()[1], 16)
+            return {n for n in range(1, 65) if mask & (1 << (n - 1))}
+    return set()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_a_hook_ended_by_its_client_still_hands_on_its_event(
+    runtime: Path, store: Path, tmp_path: Path
+) -> None:
+    """A client ends the background hooks still running when its turn ends (Claude Code
+    sends SIGTERM): the hook client has read, or is reading, an event the client gave
+    it, and captures it all the same; the resident process it starts can be ended."""
+    command = [sys.executable, "-I", "-S", str(HOOK_CLIENT_SCRIPT), *_args(store)]
+    env = {**_env(tmp_path), "XDG_RUNTIME_DIR": str(runtime), "PATH": "/usr/bin:/bin"}
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    deadline = time.monotonic() + 30
+    while not {signal.SIGTERM, signal.SIGHUP} <= _ignored(process.pid):
+        assert process.poll() is None, "the hook exited before reading its event"
+        assert time.monotonic() < deadline, "the hook never came to ignore SIGTERM"
+        time.sleep(0.005)
+    process.send_signal(signal.SIGTERM)
+    process.send_signal(signal.SIGHUP)
+    out, _ = process.communicate(_call(7), timeout=60)
+    assert (process.returncode, out) == (0, b"")
+    assert _ids(store) == ["toolu_7"]
+    deadline = time.monotonic() + 60
+    while (pid := _resident_pid(runtime)) is None:
+        assert time.monotonic() < deadline, "no resident process started"
+        time.sleep(0.02)
+    assert not {signal.SIGTERM, signal.SIGHUP} & _ignored(pid)  # SIGTERM still ends it

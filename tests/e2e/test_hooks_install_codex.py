@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 
 import agc.capture._install as _install
 from agc.capture import (
+    BACKGROUND_EVENTS,
     CLIENT_EVENTS,
     check_hooks,
     codex_hook_hash,
@@ -127,7 +128,14 @@ def test_codex_runs_the_hooks_agc_installs_and_keeps_the_users_trust(
     for hook in ours:
         event = hook["eventName"][0].upper() + hook["eventName"][1:]
         assert hook["trustStatus"] == "trusted", hook
-        assert hook["currentHash"] == codex_hook_hash(event, command, timeout=hook["timeoutSec"])
+        # agc's digest, the tool events' `async = true` included, is Codex's own.
+        digest = codex_hook_hash(
+            event,
+            command,
+            timeout=hook["timeoutSec"],
+            is_async=event in BACKGROUND_EVENTS["codex"],
+        )
+        assert hook["currentHash"] == digest
     status = check_hooks("codex", "user", environ=env)
     assert {t.key: t.current_hash for t in status.trust} == {
         h["key"]: h["currentHash"] for h in ours

@@ -53,6 +53,7 @@ if _TYPE_CHECKING:
         parse_hook_event,
     )
     from agc.capture._install import (
+        BACKGROUND_EVENTS,
         CLIENT_EVENTS,
         CodexTrust,
         Scope,
@@ -78,6 +79,7 @@ if _TYPE_CHECKING:
     )
 
 __all__ = [
+    "BACKGROUND_EVENTS",
     "CLIENTS",
     "CLIENT_EVENTS",
     "EVENT_KINDS",
@@ -136,6 +138,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "parse_hook_event",
     ),
     "agc.capture._install": (
+        "BACKGROUND_EVENTS",
         "CLIENT_EVENTS",
         "CodexTrust",
         "Scope",

@@ -22,6 +22,12 @@ neither a stop nor the session's end after their last call, are calls the hooks 
 seen to stop before (``after-hooks``): a session killed mid-turn whose file was imported
 later, or hooks that stopped firing; the hooks vouch for none of them.
 
+The hook records need not be in the order the calls happened: a client that runs the
+per-tool-call hooks in the background (Claude Code's and Codex's ``async`` hooks) lets a
+call's result come before its call, two calls interleave, and a call's record come after
+the stop that ended its turn. Nothing here depends on their order but that last case,
+which :func:`_in_turn_calls` recognises.
+
 A call both witnesses have by its id is compared by what the two give alike of its input
 (:func:`stable_input`): a call the hooks saw run with another input than the session
 file says is ``input-differs``.
@@ -177,11 +183,36 @@ def _active(hooked: Sequence[ToolEvent], taken: set[int], calls: int) -> tuple[i
     and matched no call)."""
     kinds = [event.event for event in hooked]
     opened = any(kind in _OPENS for kind in kinds)
-    last_call = max((i for i, kind in enumerate(kinds) if kind == "call"), default=-1)
+    last_call = max((i for i in _in_turn_calls(kinds)), default=-1)
     closed = any(kind in _CLOSES for kind in kinds[last_call + 1 :])
     start = 0 if opened else min(taken, default=calls)
     end = calls if closed else max(taken, default=-1) + 1
     return start, max(start, end)
+
+
+_TOOL: Final = frozenset({"call", "result"})
+
+
+def _in_turn_calls(kinds: Sequence[str]) -> list[int]:
+    """The positions of the call records that were appended in their own turn.
+
+    A client runs the per-tool-call hooks in the background when told so (Claude Code's
+    and Codex's ``async`` hooks) and does not wait for them, while the hooks of a turn's
+    end (stop, session end) are waited for: a call's record may then be appended after
+    the stop that followed the call. A call or result record that comes after a stop or
+    session end with only other call or result records in between is such a late
+    record of the turn before: it does not reopen the turn (a new turn begins with an
+    event the client waits for: a session start or a prompt)."""
+    found = []
+    late = False
+    for index, kind in enumerate(kinds):
+        if kind in _CLOSES:
+            late = True
+        elif kind not in _TOOL:
+            late = False
+        elif kind == "call" and not late:
+            found.append(index)
+    return found
 
 
 def stable_input(client: ClientName, value: Any) -> Any:

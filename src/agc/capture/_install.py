@@ -55,6 +55,7 @@ from agc.capture._events import CLIENTS, ClientName
 from agc.errors import ClientConfigInvalidError, JsonInvalidError, UsageError
 
 __all__ = [
+    "BACKGROUND_EVENTS",
     "CLIENT_EVENTS",
     "HOOK_TIMEOUT_S",
     "AgcHandler",
@@ -110,6 +111,22 @@ CLIENT_EVENTS: Final[Mapping[ClientName, tuple[str, ...]]] = {
     ),
 }
 """The hook events agc installs its handler for, per client, in the client's spelling."""
+
+BACKGROUND_EVENTS: Final[Mapping[ClientName, frozenset[str]]] = {
+    # Claude Code's hooks reference: a command hook with ``"async": true`` runs in the
+    # background and cannot block; the client goes on at once.
+    "claude-code": frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"}),
+    # Codex's hooks (``codex-rs/hooks``): ``async = true`` runs a command hook in the
+    # background (a ``SessionEnd`` handler is always run synchronously).
+    "codex": frozenset({"PreToolUse", "PostToolUse"}),
+    # The Gemini CLI awaits every command hook: it has no background option.
+    "gemini": frozenset(),
+}
+"""The per-tool-call events agc's handler is installed for as a background (``async``)
+hook, per client: the client does not wait for it, so capture of these events is best
+effort and may reach the store out of order or, when the client exits at once, not at all
+(the events that seal the session, ``Stop``/``SessionEnd``/``AfterAgent``, stay
+synchronous: the seal completes before the client goes on)."""
 
 HOOK_TIMEOUT_S: Final = 10
 """How long a client waits for agc's hook before it goes on without it (seconds). The hook
@@ -221,6 +238,7 @@ class AgcHandler:
         command: its command.
         timeout: its timeout as written (the client's unit), ``None`` when absent.
         matcher: its group's matcher, ``None`` when absent.
+        background: its ``async`` (the client runs it without waiting).
     """
 
     event: str
@@ -229,6 +247,7 @@ class AgcHandler:
     command: str
     timeout: int | None = None
     matcher: str | None = None
+    background: bool = False
 
 
 def _known(client: str) -> None:
@@ -318,6 +337,7 @@ def agc_handlers(client: ClientName, text: str | None, *, path: str) -> list[Agc
                             command=handler["command"],
                             timeout=timeout if isinstance(timeout, int) else None,
                             matcher=matcher if isinstance(matcher, str) else None,
+                            background=handler.get("async") is True,
                         )
                     )
     return found
@@ -333,7 +353,26 @@ def _timeout(client: ClientName, event: str) -> int:
 
 
 def _handler(client: ClientName, command: str, event: str) -> dict[str, Any]:
-    return {"type": "command", "command": command, "timeout": _timeout(client, event)}
+    """agc's handler of ``event``: ``async`` only for :data:`BACKGROUND_EVENTS` (a
+    handler installed before keeps no ``async`` of its own: see :func:`_replace`)."""
+    handler: dict[str, Any] = {
+        "type": "command",
+        "command": command,
+        "timeout": _timeout(client, event),
+    }
+    if event in BACKGROUND_EVENTS[client]:
+        handler["async"] = True
+    return handler
+
+
+def _replace(
+    client: ClientName, old: Mapping[str, Any], command: str, event: str
+) -> dict[str, Any]:
+    """An agc handler already in the file, made the current one: its other members kept,
+    ``async`` set or removed as :data:`BACKGROUND_EVENTS` says."""
+    new = {key: value for key, value in old.items() if key != "async"}
+    new.update(_handler(client, command, event))
+    return new
 
 
 def with_hooks(client: ClientName, text: str | None, command: str, *, path: str) -> str:
@@ -400,7 +439,12 @@ def _check_result(client: ClientName, result: str, path: str, *, expect: str | N
             raise AssertionError(f"agc handlers left in {path}")
         return
     events = sorted(h.event for h in handlers)
-    if events != sorted(CLIENT_EVENTS[client]) or any(h.command != expect for h in handlers):
+    wrong = [
+        h
+        for h in handlers
+        if h.command != expect or h.background != (h.event in BACKGROUND_EVENTS[client])
+    ]
+    if events != sorted(CLIENT_EVENTS[client]) or wrong:
         raise AssertionError(f"agc made a wrong {path}: {handlers}")  # pragma: no cover
 
 
@@ -417,7 +461,7 @@ def _json_with_hooks(client: ClientName, text: str | None, command: str) -> str:
                 if not is_agc_command(handler.get("command"), client):
                     kept.append(handler)
                 elif not placed:  # a second agc handler for the event: one is enough
-                    kept.append({**handler, **_handler(client, command, event)})
+                    kept.append(_replace(client, handler, command, event))
                     placed = True
             group["hooks"] = kept
         hooks[event] = [group for group in groups if group["hooks"]]
@@ -485,7 +529,10 @@ def _toml_with_hooks(text: str, command: str) -> str:
             for index in range(len(handlers) - 1, -1, -1):
                 if not is_agc_command(handlers[index].get("command"), "codex"):
                     continue
-                for key, item in _handler("codex", command, event).items():
+                wanted = _handler("codex", command, event)
+                if "async" in handlers[index] and "async" not in wanted:
+                    del handlers[index]["async"]
+                for key, item in wanted.items():
                     handlers[index][key] = item
                 placed = True
         if placed:
@@ -671,7 +718,11 @@ def codex_trust(
                 key=key,
                 event=handler.event,
                 current_hash=codex_hook_hash(
-                    handler.event, handler.command, timeout=handler.timeout, matcher=None
+                    handler.event,
+                    handler.command,
+                    timeout=handler.timeout,
+                    matcher=None,
+                    is_async=handler.background,
                 ),
                 trusted_hash=trusted if isinstance(trusted, str) else None,
                 enabled=state.get("enabled") is not False,

@@ -49,6 +49,7 @@ from agc._core.report import SCHEMA_VERSION
 from agc.capture._codex_app import CodexAppError, codex_hooks_list
 from agc.capture._events import ClientName
 from agc.capture._install import (
+    BACKGROUND_EVENTS,
     CLIENT_EVENTS,
     CodexTrust,
     Scope,
@@ -451,6 +452,8 @@ class ClientHooks:
         config: the file that holds the hooks; ``config_exists`` whether it exists.
         events: the events agc's handler is installed for.
         missing: the events of :data:`CLIENT_EVENTS` without it.
+        background: the events whose agc handler the client runs in the background
+            (``async``: it does not wait for it).
         command: the hook command (the first found), ``None`` when not installed.
         command_found: the command's program exists and is executable.
         store: the ``--store`` the command names, ``None`` when it names none.
@@ -474,6 +477,7 @@ class ClientHooks:
     command: str | None
     command_found: bool
     store: str | None
+    background: tuple[str, ...] = ()
     trust: tuple[CodexTrust, ...] = ()
     problems: tuple[str, ...] = ()
     last_failure: Mapping[str, Any] | None = field(default=None)
@@ -484,6 +488,15 @@ class ClientHooks:
     def installed(self) -> bool:
         """agc's handler is there for at least one event."""
         return bool(self.events)
+
+    @property
+    def outdated(self) -> bool:
+        """agc's handlers run in the background on other events than
+        :data:`BACKGROUND_EVENTS` says (an install by an earlier agc, or an edit by
+        hand): installing again brings them up to date."""
+        return self.installed and set(self.background) != (
+            BACKGROUND_EVENTS[self.client] & set(self.events)
+        )
 
     @property
     def will_run(self) -> bool:
@@ -510,6 +523,8 @@ class ClientHooks:
             "unconfirmed": self.unconfirmed,
             "events": list(self.events),
             "missing": list(self.missing),
+            "background": list(self.background),
+            "outdated": self.outdated,
             "command": self.command,
             "command_found": self.command_found,
             "store": self.store,
@@ -645,6 +660,7 @@ def check_hooks(
         config_exists=text is not None,
         events=events,
         missing=missing,
+        background=tuple(h.event for h in handlers if h.background),
         command=command,
         command_found=found,
         store=None if command is None else _store_of(command),

@@ -29,6 +29,7 @@ on ``DIR/KEY.lock``), it exits after :data:`IDLE_S` seconds without an event.
 """
 
 import os
+import signal
 import stat
 import sys
 
@@ -251,7 +252,16 @@ def _say(text: bytes) -> None:
         pass
 
 
+#: What a client may end a hook it runs in the background with when its turn ends
+#: (Claude Code ends its ``async`` hooks so, before the process exits): ignored by the
+#: hook command, so that an event it has read is handed on, and restored in the
+#: resident process (which inherits the disposition across ``exec``).
+_END_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 if __name__ == "__main__":
+    for _number in _END_SIGNALS:
+        signal.signal(_number, signal.SIG_DFL if sys.argv[1:2] == ["--serve"] else signal.SIG_IGN)
     try:
         main(sys.argv[1:])
     finally:

@@ -209,6 +209,13 @@ def _status_lines(status: ClientHooks, store: str | None = None) -> list[str]:
         found = "" if status.command_found else "  (program not found)"
         lines.append(f"  command: {status.command}{found}")
         lines.append(f"  events: {', '.join(status.events)}")
+        if status.background:
+            lines.append(f"  in the background: {', '.join(status.background)}")
+        if status.outdated:
+            lines.append(
+                "  note: agc's hooks are not installed as this agc installs them "
+                f"(agc hooks install --client {status.client} to bring them up to date)"
+            )
     for entry in status.trust:
         said = (status.codex_says or {}).get(entry.key)
         codex_word = (

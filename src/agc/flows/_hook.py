@@ -662,8 +662,11 @@ def _facts(path: Path, event: HookEvent, session: Path | None) -> dict[str, Any]
         calls += stored.event == "call"
         failures += stored.event == "result" and stored.status == "error"
         if stored.agent_ts is not None:
-            first = first or stored.agent_ts
-            last = stored.agent_ts
+            # Earliest and latest, not first and last: background hooks append out of
+            # order (one client's timestamps share one ISO 8601 form, so text order is
+            # time order).
+            first = stored.agent_ts if first is None else min(first, stored.agent_ts)
+            last = stored.agent_ts if last is None else max(last, stored.agent_ts)
     told = _session_facts(session) if session is not None else None
     facts = SessionFacts(
         client=record.client,
