@@ -670,3 +670,25 @@ def test_status_says_a_hook_client_whose_script_is_gone_is_not_found(home: Path)
     assert not status.will_run
     with pytest.raises(UsageError):
         hook_client_command(sys.executable, str(home / "client.py"), "gemini")
+
+
+def test_cli_install_refuses_a_store_that_is_a_file_and_notes_a_store_switch(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agc = _fake_agc(home)
+    monkeypatch.setenv("PATH", str(agc.parent))
+    monkeypatch.chdir(home)
+    (home / "a-file").write_text("not a store\n")
+    argv = ["hooks", "install", "--client", "claude-code", "--agc", str(agc)]
+    assert main([*argv, "--store", "a-file"]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["hooks", "status", "--client", "claude-code"]) == 1  # nothing installed
+    capsys.readouterr()
+    assert main([*argv, "--store", "first"]) == 0
+    assert "note:" not in capsys.readouterr().err  # a first install switches nothing
+    assert main([*argv, "--store", "first"]) == 0
+    assert "note:" not in capsys.readouterr().err  # the same store again
+    assert main([*argv, "--store", "second"]) == 0
+    err = capsys.readouterr().err
+    assert f"the hook now writes to {home / 'second'}" in err
+    assert f"it wrote to {home / 'first'}" in err

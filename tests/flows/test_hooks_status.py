@@ -67,6 +67,10 @@ def test_status_names_the_last_failure_of_the_hooks_store(
     main(["hooks", "status", "--client", "gemini", "--json"])
     (entry,) = json.loads(capsys.readouterr().out)["clients"]
     assert entry["last_failure"]["run_id"] == "gemini-s2"
+    main(["hooks", "status", "--client", "gemini"])
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "last capture failure" in x]
+    assert "(run gemini-s2, event BeforeTool, at 20" in line  # a UTC time, not milliseconds
+    assert "None" not in line
 
 
 def test_status_with_store_names_the_last_failure_kept_for_that_store(

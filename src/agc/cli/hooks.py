@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -16,13 +18,14 @@ from agc.capture import (
     ClientName,
     HooksChange,
     Scope,
+    check_hooks,
     find_codex,
     hook_client_command,
     hook_command,
     install_hooks,
     uninstall_hooks,
 )
-from agc.cli.common import EPILOG, emit_json, new_app, write_lines
+from agc.cli.common import EPILOG, emit_json, err_console, new_app, write_lines
 from agc.errors import UsageError
 from agc.exitcodes import ExitCode
 from agc.flows import hooks_status
@@ -159,18 +162,35 @@ def install_command(
       agc hooks install --client codex --store ~/evidence
       agc hooks install --client gemini --scope project --project ~/src/app
     """
-    if agc is not None:
-        command = hook_command(_agc_executable(agc), client, store=_store_text(store))
-    else:
-        command = hook_client_command(
-            sys.executable, str(HOOK_CLIENT_SCRIPT), client, store=_store_text(store)
+    target = _store_text(store)
+    if (
+        target is not None
+        and "://" not in target
+        and os.path.lexists(target)
+        and not os.path.isdir(target)
+    ):
+        raise UsageError(
+            f"--store {store} is not a folder: every event the hook captured would be lost",
+            hint="Name a store folder (made on the first capture if it does not exist), "
+            "or leave --store out for the default store.",
         )
+    before = check_hooks(client, scope, project=project)
+    if agc is not None:
+        command = hook_command(_agc_executable(agc), client, store=target)
+    else:
+        command = hook_client_command(sys.executable, str(HOOK_CLIENT_SCRIPT), client, store=target)
     program = _codex_program(codex) if client == "codex" else None
     change = install_hooks(client, scope, command=command, project=project, codex=program)
     if as_json:
         emit_json(change.to_dict())
     else:
         _print_change(change)
+    if before.command is not None and before.store != target:
+        err_console.print(
+            f"note: the hook now writes to {target or 'the default store'}; it wrote to "
+            f"{before.store or 'the default store'}, where the runs captured so far stay",
+            markup=False,
+        )
     return int(ExitCode.OK)
 
 
@@ -233,10 +253,25 @@ def _status_lines(status: ClientHooks, store: str | None = None) -> list[str]:
     failure = status.last_failure
     if failure is not None:
         lines.append(
-            f"  last capture failure: {failure.get('code')}: {failure.get('message')} "
-            f"(run {failure.get('run_id')}, event {failure.get('hook')}, ts {failure.get('ts')})"
+            f"  last capture failure: {failure.get('code')}: {failure.get('message')}"
+            + _failure_context(failure)
         )
     return lines
+
+
+def _failure_context(failure: Mapping[str, Any]) -> str:
+    """`` (run R, event E, at 2026-12-07T03:51:07Z)`` with what the failure names (a
+    failure before the event was read names no run or event); the time is UTC."""
+    parts = []
+    if failure.get("run_id"):
+        parts.append(f"run {failure['run_id']}")
+    if failure.get("hook"):
+        parts.append(f"event {failure['hook']}")
+    ts = failure.get("ts")
+    if isinstance(ts, int) and not isinstance(ts, bool):
+        when = datetime.fromtimestamp(ts / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        parts.append(f"at {when}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 @hooks_app.command("status", epilog=EPILOG)
