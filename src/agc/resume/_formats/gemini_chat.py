@@ -104,16 +104,24 @@ class Part(Block):
         raw: Any,
         record_id: str,
         slot: Slot,
-        *,
         call_id: str | None = None,
         name: str | None = None,
         arguments: Any = None,
         origin: int | None = None,
+        path: Path | None = None,
     ) -> None:
-        super().__init__(kind, raw, call_id=call_id, name=name, arguments=arguments, origin=origin)
+        # Block's fields set here, not by Block.__init__: a long session makes millions
+        # of parts, and the call of a second initializer per part is a tenth of a read.
+        self.kind: BlockKind = kind
+        self._raw = raw
+        self.call_id = call_id
+        self.name = name
+        self._arguments = arguments
+        self.origin = origin
+        self.synthetic = False
         self.record_id = record_id
         self.slot = slot
-        self.path: Path | None = None
+        self.path = path
 
     @property
     def raw(self) -> Any:
@@ -178,13 +186,6 @@ def _parts(content: Any) -> list[Any]:
     return [content]
 
 
-def _part_paths(content: Any, base: Path) -> list[Path]:
-    """Where each of :func:`_parts`'s parts is stored (a string content: the string)."""
-    if isinstance(content, list):
-        return [(*base, position) for position in range(len(content))]
-    return [base]
-
-
 def _as_text(parts: list[Any]) -> str:
     """Gemini CLI's verbose ``partToString``, as far as whether a user message counts."""
     out: list[str] = []
@@ -207,9 +208,11 @@ def _id_hash(message_id: str) -> int:
 
 
 class _Holder:
-    """Makes the ``raw`` and ``arguments`` of the parts of one line: the values
-    themselves (a file read whole), or :class:`RawRef` places in the line (a file read
-    line by line, which keeps no parsed line)."""
+    """Makes the parts of one line: each holding its value (a file read whole), or its
+    place in the line (a file read line by line, which keeps no parsed line: ``raw`` is
+    the file's parsed lines and ``path`` the keys to the part, a call's ``arguments`` a
+    :class:`RawRef`); in a line read line by line, the equal ids of one line (a call's
+    and its result's) are one string and tool names are interned (a session has few)."""
 
     __slots__ = ("line", "paths", "refs", "seen")
 
@@ -225,25 +228,45 @@ class _Holder:
             return value
         return RawRef(self.refs, self.line, self.paths.setdefault(path, path))
 
-    def place(self, part: Part, path: Path) -> Part:
-        """``part`` (made with its value as ``raw``) holding its place instead, read line
-        by line."""
-        if self.refs is not None:
-            part._raw = self.refs
-            part.path = self.paths.setdefault(path, path)
-        return part
+    def part(self, kind: BlockKind, value: Any, record_id: str, slot: Slot, path: Path) -> Part:
+        """A part without a call id or a name (text, reasoning, other)."""
+        refs = self.refs
+        if refs is None:
+            return Part(kind, value, record_id, slot, None, None, None, self.line)
+        where = self.paths.setdefault(path, path)
+        return Part(kind, refs, record_id, slot, None, None, None, self.line, where)
 
-    def text(self, value: Any) -> Any:
-        """An id: one string for the equal ids of one line (a call's and its result's)."""
-        if self.refs is None or type(value) is not str:
+    def named(
+        self,
+        kind: BlockKind,
+        value: Any,
+        named: dict[str, Any],
+        record_id: str,
+        slot: Slot,
+        path: Path,
+        arguments: Any = None,
+    ) -> Part:
+        """A call or a result whose call id and tool name are ``named``'s ``id`` and
+        ``name`` (a ``functionCall``/``functionResponse``, or a ``toolCalls`` entry)."""
+        call_id = named.get("id")
+        if type(call_id) is not str:
+            call_id = None
+        name = named.get("name")
+        refs = self.refs
+        if refs is None:
+            return Part(kind, value, record_id, slot, call_id, name, arguments, self.line)
+        if call_id is not None:
+            call_id = self.seen.setdefault(call_id, call_id)
+        if type(name) is str:
+            name = sys.intern(name)
+        where = self.paths.setdefault(path, path)
+        return Part(kind, refs, record_id, slot, call_id, name, arguments, self.line, where)
+
+    def text(self, value: str) -> str:
+        """An id: one string for the equal ids of one line."""
+        if self.refs is None:
             return value
         return self.seen.setdefault(value, value)
-
-    def name(self, value: Any) -> Any:
-        """A tool name: one string for all (a session has few)."""
-        if self.refs is None or type(value) is not str:
-            return value
-        return sys.intern(value)
 
 
 _SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
@@ -256,58 +279,57 @@ def _slot(kind: str, position: int) -> tuple[str, int]:
 
 def _block(part: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
     """The block of a stored part (a content part, a result part) at ``path``."""
-    return hold.place(_read_part(part, record_id, slot, path, hold), path)
-
-
-def _read_part(part: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
-    line = hold.line
     if isinstance(part, dict):
         call = part.get("functionCall")
         if isinstance(call, dict):
             args = call.get("args")
             held = None if args is None else hold.at(args, (*path, "functionCall", "args"))
-            return _tool_part("call", part, call, record_id, slot, hold, held)
+            return hold.named("call", part, call, record_id, slot, path, held)
         response = part.get("functionResponse")
         if isinstance(response, dict):
-            return _tool_part("result", part, response, record_id, slot, hold)
+            return hold.named("result", part, response, record_id, slot, path)
         if part.get("thought") is True:
-            return Part("reasoning", part, record_id, slot, origin=line)
+            return hold.part("reasoning", part, record_id, slot, path)
         if isinstance(part.get("text"), str):
-            return Part("text", part, record_id, slot, origin=line)
-    return Part("other", part, record_id, slot, origin=line)
-
-
-def _tool_part(
-    kind: BlockKind,
-    raw: Any,
-    named: dict[str, Any],
-    record_id: str,
-    slot: Slot,
-    hold: _Holder,
-    arguments: Any = None,
-) -> Part:
-    """A call or a result whose call id and tool name are ``named``'s ``id`` and
-    ``name`` (a ``functionCall``/``functionResponse``, or a ``toolCalls`` entry)."""
-    call_id = named.get("id") if isinstance(named.get("id"), str) else None
-    return Part(
-        kind,
-        raw,
-        record_id,
-        slot,
-        call_id=hold.text(call_id),
-        name=hold.name(named.get("name")),
-        arguments=arguments,
-        origin=hold.line,
-    )
+            return hold.part("text", part, record_id, slot, path)
+    return hold.part("other", part, record_id, slot, path)
 
 
 def _content_blocks(content: Any, record_id: str, base: Path, hold: _Holder) -> list[Block]:
-    parts = _parts(content)
-    paths = _part_paths(content, (*base, "content"))
-    return [
-        _block(part, record_id, "content", path, hold)
-        for part, path in zip(parts, paths, strict=True)
-    ]
+    """The blocks of a message's ``content`` (:func:`_parts`, each at its place)."""
+    where = (*base, "content")
+    if isinstance(content, list):
+        return [
+            _block(
+                {"text": part} if isinstance(part, str) else part,
+                record_id,
+                "content",
+                (*where, position),
+                hold,
+            )
+            for position, part in enumerate(content)
+        ]
+    part = {"text": content} if isinstance(content, str) else content
+    return [_block(part, record_id, "content", where, hold)]
+
+
+def _user_turn(content: Any) -> bool:
+    """Whether a ``user`` message is sent (Gemini CLI: its text, trimmed, is not empty and
+    starts with none of the ignored prefixes). A first part that is a call or a result
+    starts the text with ``[Function …``: sent, without making the text."""
+    if isinstance(content, list) and content:
+        first = content[0]
+        if (
+            isinstance(first, dict)
+            and "text" not in first
+            and (
+                isinstance(first.get("functionResponse"), dict)
+                or isinstance(first.get("functionCall"), dict)
+            )
+        ):
+            return True
+    text = _as_text(_parts(content)).strip()
+    return bool(text) and not text.startswith(_IGNORED_PREFIXES)
 
 
 class _Entry:
@@ -327,36 +349,33 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
     kind = record.get("type")
     line, base = _where(place)
     if kind == "user":
-        parts = _parts(record.get("content"))
-        text = _as_text(parts).strip()
-        if not text or text.startswith(_IGNORED_PREFIXES):
+        content = record.get("content")
+        if not _user_turn(content):
             return _Entry(place, (), False)
-        blocks = _content_blocks(record.get("content"), record_id, base, hold)
+        blocks = _content_blocks(content, record_id, base, hold)
         return _Entry(place, (Message("user", blocks, origin=line),), False)
     if kind != "gemini":
         return _Entry(place, (), False)
     content = record.get("content")
     blocks = _content_blocks(content, record_id, base, hold) if content else []
     tool_calls = record.get("toolCalls")
-    entries = tool_calls if isinstance(tool_calls, list) else []
+    entries = tool_calls if isinstance(tool_calls, list) else ()
     if not any(block.kind in {"call", "reasoning"} for block in blocks):
         thoughts = record.get("thoughts")
-        leading: list[Block] = [
-            hold.place(
-                Part("reasoning", thought, record_id, "thought", origin=line),
-                (*base, "thoughts", k),
-            )
-            for k, thought in enumerate(thoughts if isinstance(thoughts, list) else [])
-        ]
-        blocks = leading + blocks
+        if thoughts and isinstance(thoughts, list):
+            blocks = [
+                hold.part("reasoning", thought, record_id, "thought", (*base, "thoughts", k))
+                for k, thought in enumerate(thoughts)
+            ] + blocks
         for k, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
             args = entry.get("args")
             where = (*base, "toolCalls", k)
             held = None if args is None else hold.at(args, (*where, "args"))
-            call = _tool_part("call", entry, entry, record_id, _slot("call", k), hold, held)
-            blocks.append(hold.place(call, where))
+            blocks.append(
+                hold.named("call", entry, entry, record_id, _slot("call", k), where, held)
+            )
     if not blocks:
         return _Entry(place, (), True)  # no model turn, and then no turn of its results
     results: list[Block] = []
@@ -367,11 +386,13 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         where = (*base, "toolCalls", k, "result")
         slot = _slot("result", k)
         if isinstance(result, str):
-            text_result = _tool_part("result", result, entry, record_id, slot, hold)
-            results.append(hold.place(text_result, where))
-            continue
-        for part, path in zip(_parts(result), _part_paths(result, where), strict=True):
-            results.append(_block(part, record_id, slot, path, hold))
+            results.append(hold.named("result", result, entry, record_id, slot, where))
+        elif isinstance(result, list):
+            for position, part in enumerate(result):
+                value = {"text": part} if isinstance(part, str) else part
+                results.append(_block(value, record_id, slot, (*where, position), hold))
+        else:
+            results.append(_block(result, record_id, slot, where, hold))
     model = Message("assistant", blocks, origin=line)
     if not results:
         return _Entry(place, (model,), False)
