@@ -129,6 +129,8 @@ class Part(Block):
 
     @raw.setter
     def raw(self, value: Any) -> None:
+        if type(self._arguments) is tuple:  # held in the line that stops being ``raw``
+            self._arguments = self.arguments
         self._raw = value
         self.path = None
 
@@ -136,6 +138,22 @@ class Part(Block):
         if self.path is None or self.origin is None:
             return self._raw
         return RawRef(self._raw, self.origin, self.path)
+
+    @property
+    def arguments(self) -> Any:
+        """The call's arguments; read line by line, held as the keys to them in the line
+        (a tuple: a parsed JSON value is never one) and read from the file when asked."""
+        return resolve(self.held_arguments())
+
+    @arguments.setter
+    def arguments(self, value: Any) -> None:
+        self._arguments = value
+
+    def held_arguments(self) -> Any:
+        held = self._arguments
+        if type(held) is tuple and self.origin is not None:
+            return RawRef(self._raw, self.origin, held)
+        return held
 
 
 @dataclass
@@ -211,22 +229,23 @@ class _Holder:
     """Makes the parts of one line: each holding its value (a file read whole), or its
     place in the line (a file read line by line, which keeps no parsed line: ``raw`` is
     the file's parsed lines and ``path`` the keys to the part, a call's ``arguments`` a
-    :class:`RawRef`); in a line read line by line, the equal ids of one line (a call's
-    and its result's) are one string and tool names are interned (a session has few)."""
+    :class:`RawRef` made when asked); read line by line, call ids and tool names are
+    interned: a call's id, its result's and the client's copy of the result (a record of
+    its own) are one string, and a session has few tool names."""
 
-    __slots__ = ("line", "paths", "refs", "seen")
+    __slots__ = ("line", "paths", "refs")
 
     def __init__(self, refs: Sequence[Any] | None, line: int, paths: dict[Path, Path]) -> None:
         self.refs = refs
         self.line = line
         self.paths = paths
-        self.seen: dict[str, str] = {}
 
     def at(self, value: Any, path: Path) -> Any:
-        """A value held (``arguments``): itself, or its place in the line."""
+        """A value held (``arguments``): itself, or its place in the line (the keys to it,
+        a tuple: see :attr:`Part.arguments`)."""
         if self.refs is None:
             return value
-        return RawRef(self.refs, self.line, self.paths.setdefault(path, path))
+        return self.paths.setdefault(path, path)
 
     def part(self, kind: BlockKind, value: Any, record_id: str, slot: Slot, path: Path) -> Part:
         """A part without a call id or a name (text, reasoning, other)."""
@@ -256,17 +275,11 @@ class _Holder:
         if refs is None:
             return Part(kind, value, record_id, slot, call_id, name, arguments, self.line)
         if call_id is not None:
-            call_id = self.seen.setdefault(call_id, call_id)
+            call_id = sys.intern(call_id)
         if type(name) is str:
             name = sys.intern(name)
         where = self.paths.setdefault(path, path)
         return Part(kind, refs, record_id, slot, call_id, name, arguments, self.line, where)
-
-    def text(self, value: str) -> str:
-        """An id: one string for the equal ids of one line."""
-        if self.refs is None:
-            return value
-        return self.seen.setdefault(value, value)
 
 
 _SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
@@ -334,14 +347,18 @@ def _user_turn(content: Any) -> bool:
 
 class _Entry:
     """One message of the replayed map: its place and the messages of the view the
-    client makes of it (none for a message the client does not send); ``bare`` for a
-    model message without any part."""
+    client makes of it (``first``, then ``second``: a model turn and the turn of its
+    results; ``None`` where there is none, both for a message the client does not send);
+    ``bare`` for a model message without any part."""
 
-    __slots__ = ("bare", "messages", "place")
+    __slots__ = ("bare", "first", "place", "second")
 
-    def __init__(self, place: Place, messages: tuple[Message, ...], bare: bool):
+    def __init__(
+        self, place: Place, first: Message | None, second: Message | None, bare: bool
+    ) -> None:
         self.place = place
-        self.messages = messages
+        self.first = first
+        self.second = second
         self.bare = bare
 
 
@@ -351,11 +368,11 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
     if kind == "user":
         content = record.get("content")
         if not _user_turn(content):
-            return _Entry(place, (), False)
+            return _Entry(place, None, None, False)
         blocks = _content_blocks(content, record_id, base, hold)
-        return _Entry(place, (Message("user", blocks, origin=line),), False)
+        return _Entry(place, Message("user", blocks, origin=line), None, False)
     if kind != "gemini":
-        return _Entry(place, (), False)
+        return _Entry(place, None, None, False)
     content = record.get("content")
     blocks = _content_blocks(content, record_id, base, hold) if content else []
     tool_calls = record.get("toolCalls")
@@ -377,7 +394,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
                 hold.named("call", entry, entry, record_id, _slot("call", k), where, held)
             )
     if not blocks:
-        return _Entry(place, (), True)  # no model turn, and then no turn of its results
+        return _Entry(place, None, None, True)  # no model turn, and then no turn of its results
     results: list[Block] = []
     for k, entry in enumerate(entries):
         if not isinstance(entry, dict) or not entry.get("result"):
@@ -395,8 +412,8 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
             results.append(_block(result, record_id, slot, where, hold))
     model = Message("assistant", blocks, origin=line)
     if not results:
-        return _Entry(place, (model,), False)
-    return _Entry(place, (model, Message("user", results, origin=line)), False)
+        return _Entry(place, model, None, False)
+    return _Entry(place, model, Message("user", results, origin=line), False)
 
 
 class LineReader:
@@ -427,7 +444,7 @@ class LineReader:
         if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
             hashes.append(_id_hash(message_id))
             hold = _Holder(refs, index, self._paths)
-            self.entries[message_id] = _entry(record, hold.text(message_id), index, hold)
+            self.entries[message_id] = _entry(record, message_id, index, hold)
             return
         hashes.append(0)
         if not isinstance(record, dict):
@@ -460,7 +477,7 @@ class LineReader:
         hold = _Holder(refs, line, self._paths)
         for position, message in enumerate(messages):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
-                message_id = hold.text(message["id"])
+                message_id = message["id"]
                 place = (hold.line, (*path, position))
                 self.entries[message_id] = _entry(message, message_id, place, hold)
 
@@ -482,7 +499,9 @@ class LineReader:
             held.add(line)
             if entry.bare:
                 bare.append((line, len(messages)))
-            for message in entry.messages:  # each entry's own: the reader is done
+            for message in (entry.first, entry.second):  # its own: the reader is done
+                if message is None:
+                    continue
                 if messages and messages[-1].role == message.role:
                     messages[-1].blocks.extend(message.blocks)
                 else:

@@ -106,7 +106,7 @@ class LineFile:
 
     def bodies(self, count: int) -> Iterator[bytes]:
         """The bytes of lines ``0 .. count - 1`` in order (without their line breaks),
-        read in large pieces: a pass over the file takes one read per MiB, not one per
+        read in pieces of 1 MiB: a pass over the file takes one read per MiB, not one per
         line."""
         ends = self.ends
         handle = self._handle()
@@ -116,7 +116,7 @@ class LineFile:
         for index in range(count):
             end = ends[index]
             while end > base + len(buffer):
-                chunk = os.pread(handle, _CHUNK * 4, base + len(buffer))
+                chunk = os.pread(handle, _CHUNK, base + len(buffer))
                 if not chunk:
                     raise InputError(
                         f"{self.path} changed while it was read (line {index + 1} is short)"
