@@ -442,7 +442,7 @@ class LineReader:
         hashes = self.id_hashes
         message_id = record.get("id") if isinstance(record, dict) else None
         if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
-            hashes.append(_id_hash(message_id))
+            hashes.append(hash(message_id) or 1)  # _id_hash, inline: once per line
             hold = _Holder(refs, index, self._paths)
             self.entries[message_id] = _entry(record, message_id, index, hold)
             return
@@ -490,13 +490,15 @@ class LineReader:
     ) -> GeminiHistory:
         """The history of the lines fed (``records``: those lines, parsed)."""
         messages: list[Message] = []
-        places: dict[str, Place] = {}
         bare: list[tuple[int, int]] = []
-        held: set[int] = set()
-        for message_id, entry in self.entries.items():
+        held = bytearray(len(records))  # 1 at the line of each message of the map
+        # The map becomes the places by id: each entry is let go of as it is read (a long
+        # session's map is most of what is held), and no second map is made.
+        places: dict[str, Any] = self.entries
+        for message_id, entry in places.items():
             places[message_id] = entry.place
             line = _where(entry.place)[0]
-            held.add(line)
+            held[line] = 1
             if entry.bare:
                 bare.append((line, len(messages)))
             for message in (entry.first, entry.second):  # its own: the reader is done
@@ -507,7 +509,7 @@ class LineReader:
                 else:
                     messages.append(message)
         self.entries = {}
-        skipped = array("q", (index for index in range(len(records)) if index not in held))
+        skipped = array("q", (index for index, kept in enumerate(held) if not kept))
         return GeminiHistory(
             "gemini-chat",
             messages,

@@ -456,7 +456,7 @@ def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
     large pieces (split at C speed, faster than a read per line)."""
     rest = b""
     while True:
-        chunk = handle.read(_CHUNK * 4)
+        chunk = handle.read(_CHUNK)
         if not chunk:
             break
         lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
