@@ -598,11 +598,26 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
     removed = {key for key, plan in plans.items() if plan.gone}
     removed_hashes = {_id_hash(key) for key in removed}
     by_line: dict[int, list[tuple[Path, _Plan]]] = {}
+    dropped = bytearray(len(lines))  # 1: a whole-line record removed (nothing to read)
     for record_id, plan in plans.items():
         line, path = _where(history.places[record_id])
-        by_line.setdefault(line, []).append((path, plan))
+        if not path and plan.gone:
+            dropped[line] = 1
+        else:
+            by_line.setdefault(line, []).append((path, plan))
+    # Held while the lines are written: the plans of the lines to edit, nothing else.
+    del plans, by_record, user_records, changed, synthetic, new_results
+    kept = {
+        id(block)
+        for changes in by_line.values()
+        for _, plan in changes
+        for block in plan.blocks
+        if id(block) in kept
+    }
     hashes = history.id_hashes
     for index, text in enumerate(lines):
+        if dropped[index]:
+            continue
         changes = by_line.get(index)
         if changes is None:
             if removed_hashes and index < len(hashes) and hashes[index] in removed_hashes:
@@ -611,8 +626,6 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
                     continue
             yield text
             continue
-        if len(changes) == 1 and not changes[0][0] and changes[0][1].gone:
-            continue  # a whole-line record removed: nothing to read
         new, follows = _apply(records[index], changes, kept)
         if new is not None:
             yield dump_line(new)
