@@ -110,15 +110,7 @@ class Part(Block):
         origin: int | None = None,
         path: Path | None = None,
     ) -> None:
-        # Block's fields set here, not by Block.__init__: a long session makes millions
-        # of parts, and the call of a second initializer per part is a tenth of a read.
-        self.kind: BlockKind = kind
-        self._raw = raw
-        self.call_id = call_id
-        self.name = name
-        self._arguments = arguments
-        self.origin = origin
-        self.synthetic = False
+        Block.__init__(self, kind, raw, call_id, name, arguments, origin)
         self.record_id = record_id
         self.slot = slot
         self.path = path
