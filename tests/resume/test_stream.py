@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agc.cli.app import main
 from agc.errors import AgcError
@@ -28,6 +30,7 @@ from agc.resume import (
     save_snapshot,
     scan_session,
 )
+from tests.conftest import examples
 from tests.resume.helpers import REAL_FIXTURES, need, shared_params
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -227,3 +230,46 @@ def test_one_key_per_call_of_a_gemini_session_from_a_file_a_run_and_a_snapshot(
     assert all(key.startswith("idem-") for key in from_file.values())
     assert len(set(from_file.values())) == len(from_file)  # one key per call
     assert from_file == from_run == from_snapshot
+
+
+_HEADER = b'{"sessionId": "s", "projectHash": "p", "startTime": "t"}'
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.text(max_size=40).map(lambda text: json.dumps({"$set": {"note": text}})),
+            st.text(max_size=20),  # not JSON: kept as its text
+            # around the piece of 1 MiB a pass reads at a time, and across two pieces
+            st.sampled_from([(1 << 20) - 80, (1 << 20) + 3, (2 << 20) + 1]).map(
+                lambda size: json.dumps({"$set": {"note": "é" * (size // 2)}})
+            ),
+        ),
+        max_size=6,
+    ),
+    crlf=st.booleans(),
+    end=st.sampled_from(["newline", "none", "cut"]),
+)
+def test_a_pass_over_the_lines_reads_each_line_as_reading_it_alone(
+    lines: list[str], crlf: bool, end: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A writer's pass over a streamed file's lines (texts and parsed records, read in
+    large pieces) gives each line exactly as reading that line alone gives it: lines
+    across the pieces, CRLF, lines that are not JSON, no final line break, and a last
+    line cut inside a character (its text ends in U+FFFD)."""
+    body = [_HEADER, *(line.encode() for line in lines)]
+    data = b"".join(line + (b"\r\n" if crlf else b"\n") for line in body)
+    if end == "none":
+        data = data.rstrip(b"\n")
+    elif end == "cut":
+        data += "é".encode()[:1]
+    path = tmp_path_factory.mktemp("pass") / "session.jsonl"
+    path.write_bytes(data)
+    history = scan_session(path, source="session.jsonl", format=None)
+    assert history.format == "gemini-chat"
+    assert history.lines is not None
+    texts, records = history.lines, history.records
+    assert list(texts) == [texts[index] for index in range(len(texts))]
+    assert list(records) == [records[index] for index in range(len(records))]
+    assert texts[0].rstrip("\r").encode() == _HEADER

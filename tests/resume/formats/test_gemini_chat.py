@@ -31,12 +31,14 @@ from agc.resume import (
     repair_streamed,
     scan_session,
 )
+from agc.resume._formats import gemini_chat
 from agc.resume._formats.model import RawRef
 from tests.conftest import examples
 
 REACHES_INSIDE = {
     "agc.resume._snapshot": "the limit of whole reads, made small",
-    "agc.resume._formats": "the place of a part in the file (RawRef)",
+    "agc.resume._formats": "the place of a part in the file (RawRef); whether a user "
+    "message is sent, told from its first part, against its whole text",
 }
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "hooks" / "gemini" / "session-file.jsonl"
@@ -464,3 +466,44 @@ def test_a_session_file_beyond_the_limit_of_whole_reads_is_read_line_by_line(
     assert calls[0].arguments["command"] == "echo agc-hook-probe"
     whole = load_history(REAL.read_bytes(), source="session.jsonl")
     assert check_loaded(history).to_dict() == check_loaded(whole).to_dict()
+
+
+_TEXT = st.one_of(
+    st.sampled_from(["", " ", "/x", "?", "<session_context>", "<hook_context>", "[x", "ok"]),
+    st.text(max_size=6),
+)
+_NAMED = st.one_of(st.none(), st.fixed_dictionaries({"name": st.text(max_size=4)}))
+_PART = st.one_of(
+    _TEXT,
+    st.fixed_dictionaries({"text": st.one_of(st.none(), st.integers(), _TEXT)}),
+    st.fixed_dictionaries(
+        {"functionResponse": _NAMED}, optional={"text": st.one_of(st.none(), _TEXT)}
+    ),
+    st.fixed_dictionaries({"functionCall": _NAMED}, optional={"text": st.one_of(st.none(), _TEXT)}),
+    st.fixed_dictionaries({"thought": st.booleans()}),
+    st.just({}),
+    st.none(),
+)
+
+
+@settings(max_examples=examples(300))
+@given(
+    content=st.one_of(
+        st.tuples(
+            _PART.filter(lambda part: isinstance(part, dict)), st.lists(_PART, max_size=3)
+        ).map(lambda drawn: [drawn[0], *drawn[1]]),
+        st.lists(_PART, max_size=4),
+        _PART,
+    )
+)
+# a call or a result whose part also holds a text: the text is what the client reads
+@example(content=[{"functionCall": {"name": "a"}, "text": ""}])
+@example(content=[{"functionResponse": {"name": "a"}, "text": "/clear"}])
+@example(content=[{"functionResponse": None}, {"text": "ok"}])
+def test_whether_a_user_message_is_sent_is_told_as_from_its_whole_text(content: Any) -> None:
+    """Whether the client sends a ``user`` message (its text, trimmed, not empty and not
+    starting with an ignored prefix) is told from its first part when that part is a call
+    or a result, and is then what its whole text tells."""
+    text = gemini_chat._as_text(gemini_chat._parts(content)).strip()
+    sent = bool(text) and not text.startswith(("/", "?", "<session_context>", "<hook_context>"))
+    assert gemini_chat._user_turn(content) == sent

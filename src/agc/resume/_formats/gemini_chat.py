@@ -104,16 +104,16 @@ class Part(Block):
         raw: Any,
         record_id: str,
         slot: Slot,
-        *,
         call_id: str | None = None,
         name: str | None = None,
         arguments: Any = None,
         origin: int | None = None,
+        path: Path | None = None,
     ) -> None:
-        super().__init__(kind, raw, call_id=call_id, name=name, arguments=arguments, origin=origin)
+        Block.__init__(self, kind, raw, call_id, name, arguments, origin)
         self.record_id = record_id
         self.slot = slot
-        self.path: Path | None = None
+        self.path = path
 
     @property
     def raw(self) -> Any:
@@ -121,6 +121,8 @@ class Part(Block):
 
     @raw.setter
     def raw(self, value: Any) -> None:
+        if type(self._arguments) is tuple:  # held in the line that stops being ``raw``
+            self._arguments = self.arguments
         self._raw = value
         self.path = None
 
@@ -128,6 +130,22 @@ class Part(Block):
         if self.path is None or self.origin is None:
             return self._raw
         return RawRef(self._raw, self.origin, self.path)
+
+    @property
+    def arguments(self) -> Any:
+        """The call's arguments; read line by line, held as the keys to them in the line
+        (a tuple: a parsed JSON value is never one) and read from the file when asked."""
+        return resolve(self.held_arguments())
+
+    @arguments.setter
+    def arguments(self, value: Any) -> None:
+        self._arguments = value
+
+    def held_arguments(self) -> Any:
+        held = self._arguments
+        if type(held) is tuple and self.origin is not None:
+            return RawRef(self._raw, self.origin, held)
+        return held
 
 
 @dataclass
@@ -178,13 +196,6 @@ def _parts(content: Any) -> list[Any]:
     return [content]
 
 
-def _part_paths(content: Any, base: Path) -> list[Path]:
-    """Where each of :func:`_parts`'s parts is stored (a string content: the string)."""
-    if isinstance(content, list):
-        return [(*base, position) for position in range(len(content))]
-    return [base]
-
-
 def _as_text(parts: list[Any]) -> str:
     """Gemini CLI's verbose ``partToString``, as far as whether a user message counts."""
     out: list[str] = []
@@ -207,43 +218,60 @@ def _id_hash(message_id: str) -> int:
 
 
 class _Holder:
-    """Makes the ``raw`` and ``arguments`` of the parts of one line: the values
-    themselves (a file read whole), or :class:`RawRef` places in the line (a file read
-    line by line, which keeps no parsed line)."""
+    """Makes the parts of one line: each holding its value (a file read whole), or its
+    place in the line (a file read line by line, which keeps no parsed line: ``raw`` is
+    the file's parsed lines and ``path`` the keys to the part, a call's ``arguments`` a
+    :class:`RawRef` made when asked); read line by line, call ids and tool names are
+    interned: a call's id, its result's and the client's copy of the result (a record of
+    its own) are one string, and a session has few tool names."""
 
-    __slots__ = ("line", "paths", "refs", "seen")
+    __slots__ = ("line", "paths", "refs")
 
     def __init__(self, refs: Sequence[Any] | None, line: int, paths: dict[Path, Path]) -> None:
         self.refs = refs
         self.line = line
         self.paths = paths
-        self.seen: dict[str, str] = {}
 
     def at(self, value: Any, path: Path) -> Any:
-        """A value held (``arguments``): itself, or its place in the line."""
+        """A value held (``arguments``): itself, or its place in the line (the keys to it,
+        a tuple: see :attr:`Part.arguments`)."""
         if self.refs is None:
             return value
-        return RawRef(self.refs, self.line, self.paths.setdefault(path, path))
+        return self.paths.setdefault(path, path)
 
-    def place(self, part: Part, path: Path) -> Part:
-        """``part`` (made with its value as ``raw``) holding its place instead, read line
-        by line."""
-        if self.refs is not None:
-            part._raw = self.refs
-            part.path = self.paths.setdefault(path, path)
-        return part
+    def part(self, kind: BlockKind, value: Any, record_id: str, slot: Slot, path: Path) -> Part:
+        """A part without a call id or a name (text, reasoning, other)."""
+        refs = self.refs
+        if refs is None:
+            return Part(kind, value, record_id, slot, None, None, None, self.line)
+        where = self.paths.setdefault(path, path)
+        return Part(kind, refs, record_id, slot, None, None, None, self.line, where)
 
-    def text(self, value: Any) -> Any:
-        """An id: one string for the equal ids of one line (a call's and its result's)."""
-        if self.refs is None or type(value) is not str:
-            return value
-        return self.seen.setdefault(value, value)
-
-    def name(self, value: Any) -> Any:
-        """A tool name: one string for all (a session has few)."""
-        if self.refs is None or type(value) is not str:
-            return value
-        return sys.intern(value)
+    def named(
+        self,
+        kind: BlockKind,
+        value: Any,
+        named: dict[str, Any],
+        record_id: str,
+        slot: Slot,
+        path: Path,
+        arguments: Any = None,
+    ) -> Part:
+        """A call or a result whose call id and tool name are ``named``'s ``id`` and
+        ``name`` (a ``functionCall``/``functionResponse``, or a ``toolCalls`` entry)."""
+        call_id = named.get("id")
+        if type(call_id) is not str:
+            call_id = None
+        name = named.get("name")
+        refs = self.refs
+        if refs is None:
+            return Part(kind, value, record_id, slot, call_id, name, arguments, self.line)
+        if call_id is not None:
+            call_id = sys.intern(call_id)
+        if type(name) is str:
+            name = sys.intern(name)
+        where = self.paths.setdefault(path, path)
+        return Part(kind, refs, record_id, slot, call_id, name, arguments, self.line, where)
 
 
 _SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
@@ -256,70 +284,73 @@ def _slot(kind: str, position: int) -> tuple[str, int]:
 
 def _block(part: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
     """The block of a stored part (a content part, a result part) at ``path``."""
-    return hold.place(_read_part(part, record_id, slot, path, hold), path)
-
-
-def _read_part(part: Any, record_id: str, slot: Slot, path: Path, hold: _Holder) -> Part:
-    line = hold.line
     if isinstance(part, dict):
         call = part.get("functionCall")
         if isinstance(call, dict):
             args = call.get("args")
             held = None if args is None else hold.at(args, (*path, "functionCall", "args"))
-            return _tool_part("call", part, call, record_id, slot, hold, held)
+            return hold.named("call", part, call, record_id, slot, path, held)
         response = part.get("functionResponse")
         if isinstance(response, dict):
-            return _tool_part("result", part, response, record_id, slot, hold)
+            return hold.named("result", part, response, record_id, slot, path)
         if part.get("thought") is True:
-            return Part("reasoning", part, record_id, slot, origin=line)
+            return hold.part("reasoning", part, record_id, slot, path)
         if isinstance(part.get("text"), str):
-            return Part("text", part, record_id, slot, origin=line)
-    return Part("other", part, record_id, slot, origin=line)
-
-
-def _tool_part(
-    kind: BlockKind,
-    raw: Any,
-    named: dict[str, Any],
-    record_id: str,
-    slot: Slot,
-    hold: _Holder,
-    arguments: Any = None,
-) -> Part:
-    """A call or a result whose call id and tool name are ``named``'s ``id`` and
-    ``name`` (a ``functionCall``/``functionResponse``, or a ``toolCalls`` entry)."""
-    call_id = named.get("id") if isinstance(named.get("id"), str) else None
-    return Part(
-        kind,
-        raw,
-        record_id,
-        slot,
-        call_id=hold.text(call_id),
-        name=hold.name(named.get("name")),
-        arguments=arguments,
-        origin=hold.line,
-    )
+            return hold.part("text", part, record_id, slot, path)
+    return hold.part("other", part, record_id, slot, path)
 
 
 def _content_blocks(content: Any, record_id: str, base: Path, hold: _Holder) -> list[Block]:
-    parts = _parts(content)
-    paths = _part_paths(content, (*base, "content"))
-    return [
-        _block(part, record_id, "content", path, hold)
-        for part, path in zip(parts, paths, strict=True)
-    ]
+    """The blocks of a message's ``content`` (:func:`_parts`, each at its place)."""
+    where = (*base, "content")
+    if isinstance(content, list):
+        return [
+            _block(
+                {"text": part} if isinstance(part, str) else part,
+                record_id,
+                "content",
+                (*where, position),
+                hold,
+            )
+            for position, part in enumerate(content)
+        ]
+    part = {"text": content} if isinstance(content, str) else content
+    return [_block(part, record_id, "content", where, hold)]
+
+
+def _user_turn(content: Any) -> bool:
+    """Whether a ``user`` message is sent (Gemini CLI: its text, trimmed, is not empty and
+    starts with none of the ignored prefixes). A first part that is a call or a result
+    starts the text with ``[Function …``: sent, without making the text."""
+    if isinstance(content, list) and content:
+        first = content[0]
+        if (
+            isinstance(first, dict)
+            and "text" not in first
+            and (
+                isinstance(first.get("functionResponse"), dict)
+                or isinstance(first.get("functionCall"), dict)
+            )
+        ):
+            return True
+    text = _as_text(_parts(content)).strip()
+    return bool(text) and not text.startswith(_IGNORED_PREFIXES)
 
 
 class _Entry:
     """One message of the replayed map: its place and the messages of the view the
-    client makes of it (none for a message the client does not send); ``bare`` for a
-    model message without any part."""
+    client makes of it (``first``, then ``second``: a model turn and the turn of its
+    results; ``None`` where there is none, both for a message the client does not send);
+    ``bare`` for a model message without any part."""
 
-    __slots__ = ("bare", "messages", "place")
+    __slots__ = ("bare", "first", "place", "second")
 
-    def __init__(self, place: Place, messages: tuple[Message, ...], bare: bool):
+    def __init__(
+        self, place: Place, first: Message | None, second: Message | None, bare: bool
+    ) -> None:
         self.place = place
-        self.messages = messages
+        self.first = first
+        self.second = second
         self.bare = bare
 
 
@@ -327,38 +358,35 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
     kind = record.get("type")
     line, base = _where(place)
     if kind == "user":
-        parts = _parts(record.get("content"))
-        text = _as_text(parts).strip()
-        if not text or text.startswith(_IGNORED_PREFIXES):
-            return _Entry(place, (), False)
-        blocks = _content_blocks(record.get("content"), record_id, base, hold)
-        return _Entry(place, (Message("user", blocks, origin=line),), False)
+        content = record.get("content")
+        if not _user_turn(content):
+            return _Entry(place, None, None, False)
+        blocks = _content_blocks(content, record_id, base, hold)
+        return _Entry(place, Message("user", blocks, origin=line), None, False)
     if kind != "gemini":
-        return _Entry(place, (), False)
+        return _Entry(place, None, None, False)
     content = record.get("content")
     blocks = _content_blocks(content, record_id, base, hold) if content else []
     tool_calls = record.get("toolCalls")
-    entries = tool_calls if isinstance(tool_calls, list) else []
+    entries = tool_calls if isinstance(tool_calls, list) else ()
     if not any(block.kind in {"call", "reasoning"} for block in blocks):
         thoughts = record.get("thoughts")
-        leading: list[Block] = [
-            hold.place(
-                Part("reasoning", thought, record_id, "thought", origin=line),
-                (*base, "thoughts", k),
-            )
-            for k, thought in enumerate(thoughts if isinstance(thoughts, list) else [])
-        ]
-        blocks = leading + blocks
+        if thoughts and isinstance(thoughts, list):
+            blocks = [
+                hold.part("reasoning", thought, record_id, "thought", (*base, "thoughts", k))
+                for k, thought in enumerate(thoughts)
+            ] + blocks
         for k, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
             args = entry.get("args")
             where = (*base, "toolCalls", k)
             held = None if args is None else hold.at(args, (*where, "args"))
-            call = _tool_part("call", entry, entry, record_id, _slot("call", k), hold, held)
-            blocks.append(hold.place(call, where))
+            blocks.append(
+                hold.named("call", entry, entry, record_id, _slot("call", k), where, held)
+            )
     if not blocks:
-        return _Entry(place, (), True)  # no model turn, and then no turn of its results
+        return _Entry(place, None, None, True)  # no model turn, and then no turn of its results
     results: list[Block] = []
     for k, entry in enumerate(entries):
         if not isinstance(entry, dict) or not entry.get("result"):
@@ -367,15 +395,17 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         where = (*base, "toolCalls", k, "result")
         slot = _slot("result", k)
         if isinstance(result, str):
-            text_result = _tool_part("result", result, entry, record_id, slot, hold)
-            results.append(hold.place(text_result, where))
-            continue
-        for part, path in zip(_parts(result), _part_paths(result, where), strict=True):
-            results.append(_block(part, record_id, slot, path, hold))
+            results.append(hold.named("result", result, entry, record_id, slot, where))
+        elif isinstance(result, list):
+            for position, part in enumerate(result):
+                value = {"text": part} if isinstance(part, str) else part
+                results.append(_block(value, record_id, slot, (*where, position), hold))
+        else:
+            results.append(_block(result, record_id, slot, where, hold))
     model = Message("assistant", blocks, origin=line)
     if not results:
-        return _Entry(place, (model,), False)
-    return _Entry(place, (model, Message("user", results, origin=line)), False)
+        return _Entry(place, model, None, False)
+    return _Entry(place, model, Message("user", results, origin=line), False)
 
 
 class LineReader:
@@ -404,9 +434,9 @@ class LineReader:
         hashes = self.id_hashes
         message_id = record.get("id") if isinstance(record, dict) else None
         if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
-            hashes.append(_id_hash(message_id))
+            hashes.append(hash(message_id) or 1)  # _id_hash, inline: once per line
             hold = _Holder(refs, index, self._paths)
-            self.entries[message_id] = _entry(record, hold.text(message_id), index, hold)
+            self.entries[message_id] = _entry(record, message_id, index, hold)
             return
         hashes.append(0)
         if not isinstance(record, dict):
@@ -439,7 +469,7 @@ class LineReader:
         hold = _Holder(refs, line, self._paths)
         for position, message in enumerate(messages):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
-                message_id = hold.text(message["id"])
+                message_id = message["id"]
                 place = (hold.line, (*path, position))
                 self.entries[message_id] = _entry(message, message_id, place, hold)
 
@@ -452,22 +482,26 @@ class LineReader:
     ) -> GeminiHistory:
         """The history of the lines fed (``records``: those lines, parsed)."""
         messages: list[Message] = []
-        places: dict[str, Place] = {}
         bare: list[tuple[int, int]] = []
-        held: set[int] = set()
-        for message_id, entry in self.entries.items():
+        held = bytearray(len(records))  # 1 at the line of each message of the map
+        # The map becomes the places by id: each entry is let go of as it is read (a long
+        # session's map is most of what is held), and no second map is made.
+        places: dict[str, Any] = self.entries
+        for message_id, entry in places.items():
             places[message_id] = entry.place
             line = _where(entry.place)[0]
-            held.add(line)
+            held[line] = 1
             if entry.bare:
                 bare.append((line, len(messages)))
-            for message in entry.messages:  # each entry's own: the reader is done
+            for message in (entry.first, entry.second):  # its own: the reader is done
+                if message is None:
+                    continue
                 if messages and messages[-1].role == message.role:
                     messages[-1].blocks.extend(message.blocks)
                 else:
                     messages.append(message)
         self.entries = {}
-        skipped = array("q", (index for index in range(len(records)) if index not in held))
+        skipped = array("q", (index for index, kept in enumerate(held) if not kept))
         return GeminiHistory(
             "gemini-chat",
             messages,
@@ -556,11 +590,26 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
     removed = {key for key, plan in plans.items() if plan.gone}
     removed_hashes = {_id_hash(key) for key in removed}
     by_line: dict[int, list[tuple[Path, _Plan]]] = {}
+    dropped = bytearray(len(lines))  # 1: a whole-line record removed (nothing to read)
     for record_id, plan in plans.items():
         line, path = _where(history.places[record_id])
-        by_line.setdefault(line, []).append((path, plan))
+        if not path and plan.gone:
+            dropped[line] = 1
+        else:
+            by_line.setdefault(line, []).append((path, plan))
+    # Held while the lines are written: the plans of the lines to edit, nothing else.
+    del plans, by_record, user_records, changed, synthetic, new_results
+    kept = {
+        id(block)
+        for changes in by_line.values()
+        for _, plan in changes
+        for block in plan.blocks
+        if id(block) in kept
+    }
     hashes = history.id_hashes
     for index, text in enumerate(lines):
+        if dropped[index]:
+            continue
         changes = by_line.get(index)
         if changes is None:
             if removed_hashes and index < len(hashes) and hashes[index] in removed_hashes:
@@ -569,8 +618,6 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
                     continue
             yield text
             continue
-        if len(changes) == 1 and not changes[0][0] and changes[0][1].gone:
-            continue  # a whole-line record removed: nothing to read
         new, follows = _apply(records[index], changes, kept)
         if new is not None:
             yield dump_line(new)

@@ -90,12 +90,41 @@ class LineFile:
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
-        if self._last is None or index != len(self.ends) - 1:
+        return self._record(index, None if index == self._cut_line() else self._bytes(index))
+
+    def _cut_line(self) -> int:
+        """The index of a last line that ends inside a character (its text is kept), else -1."""
+        return len(self.ends) - 1 if self._last is not None else -1
+
+    def _record(self, index: int, body: bytes | None) -> Any:
+        if body is not None:
             try:
-                return _loads(self._bytes(index))
+                return _loads(body)
             except JsonInvalidError:
                 pass
         return _parse(self.text(index))
+
+    def bodies(self, count: int) -> Iterator[bytes]:
+        """The bytes of lines ``0 .. count - 1`` in order (without their line breaks),
+        read in pieces of 1 MiB: a pass over the file takes one read per MiB, not one per
+        line."""
+        ends = self.ends
+        handle = self._handle()
+        buffer = b""
+        base = 0  # the file offset of buffer[0]
+        start = 0  # the file offset of the next line
+        for index in range(count):
+            end = ends[index]
+            while end > base + len(buffer):
+                chunk = os.pread(handle, _CHUNK, base + len(buffer))
+                if not chunk:
+                    raise InputError(
+                        f"{self.path} changed while it was read (line {index + 1} is short)"
+                    )
+                buffer = buffer[start - base :] + chunk
+                base = start
+            yield buffer[start - base : end - base]
+            start = end + 1
 
     def check_unchanged(self) -> None:
         """Raise :class:`~agc.errors.InputError` when the file changed since it was read."""
@@ -145,8 +174,13 @@ class LineSequence(Sequence[Any]):
         return self._file.record(index) if self._parsed else self._file.text(index)
 
     def __iter__(self) -> Iterator[Any]:
-        for index in range(self._count):
-            yield self[index]
+        file = self._file
+        cut = file._cut_line()
+        for index, body in enumerate(file.bodies(self._count)):
+            if self._parsed:
+                yield file._record(index, None if index == cut else body)
+            else:
+                yield file.text(index) if index == cut else body.decode("utf-8")
 
     def check_unchanged(self) -> None:
         """See :meth:`LineFile.check_unchanged`."""
@@ -422,7 +456,7 @@ def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
     large pieces (split at C speed, faster than a read per line)."""
     rest = b""
     while True:
-        chunk = handle.read(_CHUNK * 4)
+        chunk = handle.read(_CHUNK)
         if not chunk:
             break
         lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
