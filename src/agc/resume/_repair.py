@@ -27,7 +27,7 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -676,7 +676,9 @@ class _Repairer:
 
     def __post_init__(self) -> None:
         self._offset = self.settled.messages if self.settled is not None else 0
-        self._prior_ids: set[str] = self.settled.call_ids if self.settled is not None else set()
+        self._prior_ids: Container[str] = (
+            self.settled.call_ids if self.settled is not None else frozenset()
+        )
         self._prior = Block("call", None)  # any settled call: answered, before the view
         self.call_message[id(self._prior)] = -1
         self.answer[id(self._prior)] = self._prior

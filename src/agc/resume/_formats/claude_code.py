@@ -40,14 +40,22 @@ def _type(record: dict[str, Any]) -> str | None:
 
 def is_message_line(record: Any) -> bool:
     """True for a main-chain user/assistant line whose content the API would accept."""
-    if not isinstance(record, dict) or _type(record) not in {"user", "assistant"}:
-        return False
+    return _message_blocks(record, 0) is not None
+
+
+_ROLES: Final = frozenset({"user", "assistant"})
+
+
+def _message_blocks(record: Any, origin: int) -> list[Block] | None:
+    """The blocks of a message line (:func:`is_message_line`), else ``None``."""
+    if not isinstance(record, dict) or _type(record) not in _ROLES:
+        return None
     if record.get("isSidechain") is True:
-        return False
+        return None
     message = record.get("message")
     if not isinstance(message, dict) or message.get("role") != record.get("type"):
-        return False
-    return anthropic.content_blocks(message.get("content"), 0) is not None
+        return None
+    return anthropic.content_blocks(message.get("content"), origin)
 
 
 class LineReader:
@@ -66,11 +74,11 @@ class LineReader:
         if self.session_id is None and isinstance(record, dict):
             session = record.get("sessionId")
             self.session_id = session if isinstance(session, str) and session else None
-        if not is_message_line(record):
+        blocks = _message_blocks(record, index)
+        if blocks is None:
             self.skipped.append(index)
             return None
         role = record["type"]
-        blocks = anthropic.content_blocks(record["message"]["content"], index) or []
         messages = self.messages
         if messages and messages[-1].role == role:
             messages[-1].blocks.extend(blocks)

@@ -10,6 +10,7 @@ byte for byte.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_SNAPSHOT_BYTES",
     "Block",
     "BlockKind",
+    "CallIdSet",
     "Family",
     "FormatName",
     "FormatSpec",
@@ -202,6 +204,85 @@ class Message(_HoldsRaw):
         return f"Message({self.role!r}, {self.blocks!r}, origin={self.origin!r})"
 
 
+class CallIdSet:
+    """A set of call ids that takes a few bytes per id, for the calls of a long history
+    that a streamed read let go of: membership is exact, the ids themselves are not
+    held.
+
+    Each id is held as its 64-bit ``hash()`` (keyed per process, see
+    :data:`sys.hash_info`) beside the line it was read from, in an open-addressing
+    table of two arrays (16 bytes a slot, at most two thirds full). A fingerprint match
+    is confirmed by ``confirm(line, call_id)`` (the line read again: does it hold a call
+    with that id?), so two ids that share a fingerprint are never taken for one; without
+    ``confirm`` (or for a line ``-1``, unknown) the ids are held as they are.
+    """
+
+    __slots__ = ("_confirm", "_exact", "_keys", "_lines", "_mask", "_size")
+
+    def __init__(self, confirm: Callable[[int, str], bool] | None = None) -> None:
+        self._confirm = confirm
+        self._exact: set[str] = set()  # ids whose line is unknown, or with no confirm
+        self._keys = array("q", bytes(8 * _FIRST_SLOTS))  # 0: empty
+        self._lines = array("q", bytes(8 * _FIRST_SLOTS))
+        self._mask = _FIRST_SLOTS - 1
+        self._size = 0
+
+    def __len__(self) -> int:
+        """How many ids were added (an id added twice counts twice)."""
+        return self._size + len(self._exact)
+
+    def add(self, call_id: str, line: int) -> None:
+        """Hold ``call_id``, read from line ``line`` (0-based; ``-1``: unknown)."""
+        if self._confirm is None or line < 0:
+            self._exact.add(call_id)
+            return
+        if 3 * (self._size + 1) > 2 * (self._mask + 1):
+            self._grow()
+        self._put(hash(call_id) or 1, line)
+        self._size += 1
+
+    def _put(self, key: int, line: int) -> None:
+        keys, mask = self._keys, self._mask
+        slot = key & mask
+        while keys[slot]:
+            slot = (slot + 1) & mask
+        keys[slot] = key
+        self._lines[slot] = line
+
+    def _grow(self) -> None:
+        keys, lines = self._keys, self._lines
+        slots = 2 * (self._mask + 1)
+        self._keys = array("q", bytes(8 * slots))
+        self._lines = array("q", bytes(8 * slots))
+        self._mask = slots - 1
+        for key, line in zip(keys, lines):
+            if key:
+                self._put(key, line)
+
+    def __contains__(self, call_id: object) -> bool:
+        if not isinstance(call_id, str):
+            return False
+        if self._exact and call_id in self._exact:
+            return True
+        if not self._size:
+            return False
+        key = hash(call_id) or 1
+        keys, mask = self._keys, self._mask
+        slot = key & mask
+        while True:
+            found = keys[slot]
+            if not found:
+                return False
+            if found == key:
+                assert self._confirm is not None  # only confirmable ids are in the table
+                if self._confirm(self._lines[slot], call_id):
+                    return True
+            slot = (slot + 1) & mask
+
+
+_FIRST_SLOTS: Final = 1 << 12
+
+
 @dataclass
 class Settled:
     """The start of a history that a streamed read let go of (see
@@ -221,7 +302,7 @@ class Settled:
     messages: int = 0
     calls: int = 0
     results: int = 0
-    call_ids: set[str] = field(default_factory=set)
+    call_ids: CallIdSet = field(default_factory=CallIdSet)
 
 
 @dataclass

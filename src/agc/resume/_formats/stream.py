@@ -32,7 +32,15 @@ from typing import IO, TYPE_CHECKING, Any, Final, overload
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 from agc.resume._formats import claude_code, codex_rollout, gemini_chat
-from agc.resume._formats.model import Block, FormatName, History, Message, RawRef, Settled
+from agc.resume._formats.model import (
+    Block,
+    CallIdSet,
+    FormatName,
+    History,
+    Message,
+    RawRef,
+    Settled,
+)
 from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
@@ -222,12 +230,13 @@ def scan_session(
 class _Settler:
     """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
 
-    __slots__ = ("every", "format", "held", "next_try", "settled")
+    __slots__ = ("confirm", "every", "format", "held", "next_try", "settled")
 
-    def __init__(self, every: int, format: FormatName) -> None:
+    def __init__(self, every: int, format: FormatName, confirm: Confirm) -> None:
         self.every = max(every, 1)
         self.format = format
-        self.settled = Settled()
+        self.confirm = confirm
+        self.settled = Settled(call_ids=CallIdSet(confirm))
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
 
@@ -237,7 +246,7 @@ class _Settler:
         Claude Code message spans the lines of one role)."""
         if messages is not self.held:  # a Codex `compacted` line: history starts again
             self.held = messages
-            self.settled = Settled()
+            self.settled = Settled(call_ids=CallIdSet(self.confirm))
             self.next_try = self.every
         if len(messages) <= self.next_try:
             return
@@ -251,7 +260,7 @@ class _Settler:
                 for message in messages[:cut]:
                     for block in message.blocks:
                         if block.kind == "call" and block.call_id is not None:
-                            ids.add(block.call_id)
+                            ids.add(block.call_id, -1 if block.origin is None else block.origin)
                 self.settled.messages = report.messages
                 self.settled.calls = report.calls
                 self.settled.results = report.results
@@ -261,6 +270,28 @@ class _Settler:
         # Held: a problem, or no quiet point yet. Tried again when twice as many are
         # held, so the checks stay linear in the history.
         self.next_try = 2 * len(messages)
+
+
+Confirm = Callable[[int, str], bool]
+"""Whether line ``i`` of the file holds a call with a given id (see
+:class:`~agc.resume._formats.model.CallIdSet`)."""
+
+
+def _confirmer(records: LineFile, format: FormatName) -> Confirm:
+    """:data:`Confirm` for the lines of ``records`` (a Claude Code session or a Codex
+    rollout), each read again by a reader of its own."""
+    reader_type = claude_code.LineReader if format == "claude-code" else codex_rollout.LineReader
+
+    def confirm(line: int, call_id: str) -> bool:
+        reader = reader_type()
+        reader.feed(line, records.record(line))
+        return any(
+            block.kind == "call" and block.call_id == call_id
+            for message in reader.messages
+            for block in message.blocks
+        )
+
+    return confirm
 
 
 def _quiet_point(messages: list[Message]) -> int:
@@ -350,7 +381,7 @@ def _scan(
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
                         # A Gemini CLI record may replace or rewind to any earlier one.
-                        settler = _Settler(settle, chosen)
+                        settler = _Settler(settle, chosen, _confirmer(records, chosen))
                 _feed(reader, index, record, refs, paths)
                 if settler is not None and not isinstance(reader, gemini_chat.LineReader):
                     messages = reader.messages
