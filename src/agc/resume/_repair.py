@@ -47,6 +47,7 @@ from agc.resume._formats.model import (
     arguments_are_json,
     resolve,
 )
+from agc.resume._formats.stream import LineSequence
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
@@ -399,24 +400,57 @@ def repair_streamed(
     write_lines = spec.write_lines
     if write_lines is None or whole.lines is None:
         raise UsageError(f"{history.format} is not a session file: it is written whole")
-    lines: Iterable[str] = write_lines(whole, repair.messages) if repair.rewritten else whole.lines
-    buffer: list[bytes] = []
-    size = 0
-    for line in lines:
-        chunk = line.encode("utf-8") + b"\n"
-        buffer.append(chunk)
-        size += len(chunk)
-        if size >= _FLUSH_BYTES:
-            sink.write(b"".join(buffer))
-            buffer, size = [], 0
-    sink.write(b"".join(buffer))
-    sink.flush()
+    lines: Iterable[str | int] = (
+        write_lines(whole, repair.messages) if repair.rewritten else range(len(whole.lines))
+    )
+    _write_lines(lines, whole.lines, sink)
     # The view is consumed: released before the output's own view is read back, so the
     # two are never held together.
     repair.messages.clear()
     whole.messages.clear()
     history.messages.clear()
     return repair.report(check_loaded(read_back()))
+
+
+def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSink) -> None:
+    """Write each line (a text, or the index of a line of ``source`` written as it is)
+    and a line break to ``sink``, a MiB or so at a time; a run of consecutive lines of a
+    streamed file is copied from the file's bytes."""
+    buffer: list[bytes] = []
+    size = 0
+    first = stop = 0  # the run of source lines not written yet
+
+    def flush() -> None:
+        nonlocal buffer, size, first, stop
+        if first < stop:
+            if isinstance(source, LineSequence):
+                sink.write(b"".join(buffer))
+                buffer, size = [], 0
+                source.copy(first, stop, sink.write)
+            else:
+                buffer.extend(source[index].encode("utf-8") + b"\n" for index in range(first, stop))
+            first = stop = 0
+        sink.write(b"".join(buffer))
+        buffer, size = [], 0
+
+    for line in lines:
+        if isinstance(line, int):
+            if line == stop and first < stop:
+                stop += 1
+                continue
+            if first < stop:
+                flush()
+            first, stop = line, line + 1
+            continue
+        if first < stop:
+            flush()
+        chunk = line.encode("utf-8") + b"\n"
+        buffer.append(chunk)
+        size += len(chunk)
+        if size >= _FLUSH_BYTES:
+            flush()
+    flush()
+    sink.flush()
 
 
 _FLUSH_BYTES: Final = 1 << 20

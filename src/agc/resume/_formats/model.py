@@ -11,7 +11,7 @@ byte for byte.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -34,6 +34,7 @@ __all__ = [
     "arguments_are_json",
     "foreign_tool_marker",
     "resolve",
+    "texts",
 ]
 
 FormatName = Literal[
@@ -255,7 +256,7 @@ class CallIdSet:
         self._keys = array("q", bytes(8 * slots))
         self._lines = array("q", bytes(8 * slots))
         self._mask = slots - 1
-        for key, line in zip(keys, lines):
+        for key, line in zip(keys, lines, strict=True):
             if key:
                 self._put(key, line)
 
@@ -358,8 +359,10 @@ class FormatSpec:
         synthesize: a call block and the error text -> a synthetic result block, or
             ``None`` when the call's type cannot be answered synthetically.
         wrap_results: result blocks -> the message(s) that carry them.
-        write_lines: for session files, ``write`` one line of text at a time (``write``
-            is its list), so a repair is written as it is made.
+        write_lines: for session files, ``write`` one line at a time (``write`` is
+            :func:`texts` of it), so a repair is written as it is made: a line's text,
+            or the index of a line of ``History.lines`` written as it is (so a streamed
+            file's bytes are copied, never decoded and encoded again).
     """
 
     name: FormatName
@@ -370,7 +373,21 @@ class FormatSpec:
     write: Callable[[History, list[Message]], list[Any]]
     synthesize: Callable[[Block, str], Block | None]
     wrap_results: Callable[[list[Block]], list[Message]]
-    write_lines: Callable[[History, list[Message]], Iterator[str]] | None = None
+    write_lines: Callable[[History, list[Message]], Iterator[str | int]] | None = None
+
+
+def texts(history: History, lines: Iterable[str | int]) -> list[str]:
+    """The lines a ``write_lines`` gave, each as its text (an index names a line of
+    ``history.lines``)."""
+    source = history.lines
+    out: list[str] = []
+    for line in lines:
+        if isinstance(line, int):
+            assert source is not None  # write_lines gives indices only of held lines
+            out.append(source[line])
+        else:
+            out.append(line)
+    return out
 
 
 def arguments_are_json(arguments: Any) -> bool:

@@ -22,6 +22,7 @@ refuses a file whose size, modification time or inode changed since it was read.
 
 from __future__ import annotations
 
+import bisect
 import os
 import sys
 from array import array
@@ -96,6 +97,30 @@ class LineFile:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
         return data
 
+    def copy(self, first: int, stop: int, write: Callable[[bytes], object]) -> None:
+        """Give ``write`` lines ``first`` to ``stop - 1`` as they are in the file, each
+        followed by a line break (the text of a last line cut inside a character, as
+        :meth:`text` reads it), a few MiB at a time."""
+        ends = self.ends
+        whole = len(ends) if self._last is None else len(ends) - 1  # lines read as bytes
+        while first < stop:
+            if first >= whole:
+                write(self.text(first).encode("utf-8") + b"\n")
+                first += 1
+                continue
+            start = ends[first - 1] + 1 if first else 0
+            # the lines that end within a chunk of the start (at least one)
+            end = bisect.bisect_right(ends, start + _CHUNK, first, min(stop, whole))
+            last = max(first, end - 1)
+            size = ends[last] - start
+            data = os.pread(self._handle(), size, start)
+            if len(data) != size:
+                raise InputError(
+                    f"{self.path} changed while it was read (line {last + 1} is short)"
+                )
+            write(data + b"\n")
+            first = last + 1
+
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
         if self._last is None or index != len(self.ends) - 1:
@@ -159,6 +184,12 @@ class LineSequence(Sequence[Any]):
     def check_unchanged(self) -> None:
         """See :meth:`LineFile.check_unchanged`."""
         self._file.check_unchanged()
+
+    def copy(self, first: int, stop: int, write: Callable[[bytes], object]) -> None:
+        """See :meth:`LineFile.copy` (only lines of this sequence)."""
+        if not 0 <= first <= stop <= self._count:
+            raise IndexError(f"lines {first} to {stop} of {self._count}")
+        self._file.copy(first, stop, write)
 
 
 def _parse(text: str) -> Any:
