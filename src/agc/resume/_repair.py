@@ -47,7 +47,7 @@ from agc.resume._formats.model import (
     arguments_are_json,
     resolve,
 )
-from agc.resume._formats.stream import LineSequence
+from agc.resume._formats.stream import LineSequence, ScanStart, tail_start
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
@@ -379,6 +379,7 @@ def repair_streamed(
     strategy: Strategy = "strip",
     tool_call_state: ToolCallState | None = None,
     session_id: str | None = None,
+    read_tail: Callable[[ScanStart], History] | None = None,
 ) -> RepairReport:
     """:func:`repair_loaded` of a session file, written to ``sink`` line by line.
 
@@ -388,6 +389,12 @@ def repair_streamed(
     written (flushed first) and that history is checked. ``history`` is consumed: its
     ``messages`` are emptied once the output is written (so that the input's view and the
     output's are never held together).
+
+    ``read_tail(start)``, when given, reads the output from a line on instead
+    (:func:`~agc.resume._formats.stream.scan_tail`): used when ``history`` was read
+    with ``settle`` and the output's lines up to the first message it still held are
+    copies of the input's, so the messages before are those the input's read let go of
+    (they broke no rule) and only the rest is read and checked again.
 
     Raises:
         UsageError, RepairIncompleteError: as :func:`repair_loaded` (the output written
@@ -403,22 +410,28 @@ def repair_streamed(
     lines: Iterable[str | int] = (
         write_lines(whole, repair.messages) if repair.rewritten else range(len(whole.lines))
     )
-    _write_lines(lines, whole.lines, sink)
+    same = _write_lines(lines, whole.lines, sink)
+    start = tail_start(history, same) if read_tail is not None else None
     # The view is consumed: released before the output's own view is read back, so the
     # two are never held together.
     repair.messages.clear()
     whole.messages.clear()
     history.messages.clear()
+    if start is not None and read_tail is not None:
+        return repair.report(check_loaded(read_tail(start)))
     return repair.report(check_loaded(read_back()))
 
 
-def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSink) -> None:
+def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSink) -> int:
     """Write each line (a text, or the index of a line of ``source`` written as it is)
     and a line break to ``sink``, a MiB or so at a time; a run of consecutive lines of a
-    streamed file is copied from the file's bytes."""
+    streamed file is copied from the file's bytes. Returns how many lines the output
+    starts with that are the first lines of ``source``."""
     buffer: list[bytes] = []
     size = 0
     first = stop = 0  # the run of source lines not written yet
+    same = 0
+    diverged = False
 
     def flush() -> None:
         nonlocal buffer, size, first, stop
@@ -434,6 +447,11 @@ def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSi
         buffer, size = [], 0
 
     for line in lines:
+        if not diverged:
+            if line == same and isinstance(line, int):
+                same += 1
+            else:
+                diverged = True
         if isinstance(line, int):
             if line == stop and first < stop:
                 stop += 1
@@ -451,6 +469,7 @@ def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSi
             flush()
     flush()
     sink.flush()
+    return same
 
 
 _FLUSH_BYTES: Final = 1 << 20

@@ -11,7 +11,7 @@ byte for byte.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -218,10 +218,16 @@ class CallIdSet:
     ``confirm`` (or for a line ``-1``, unknown) the ids are held as they are.
     """
 
-    __slots__ = ("_confirm", "_exact", "_keys", "_lines", "_mask", "_size")
+    __slots__ = ("_base", "_confirm", "_exact", "_keys", "_lines", "_mask", "_size")
 
-    def __init__(self, confirm: Callable[[int, str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        confirm: Callable[[int, str], bool] | None = None,
+        *,
+        base: Container[str] = (),
+    ) -> None:
         self._confirm = confirm
+        self._base = base  # ids held before these (of another file), also members
         self._exact: set[str] = set()  # ids whose line is unknown, or with no confirm
         self._keys = array("q", bytes(8 * _FIRST_SLOTS))  # 0: empty
         self._lines = array("q", bytes(8 * _FIRST_SLOTS))
@@ -239,8 +245,12 @@ class CallIdSet:
             return
         if 3 * (self._size + 1) > 2 * (self._mask + 1):
             self._grow()
-        self._put(hash(call_id) or 1, line)
+        self._put(self._key(call_id), line)
         self._size += 1
+
+    def _key(self, call_id: str) -> int:
+        """The fingerprint of ``call_id``: never 0 (an empty slot)."""
+        return hash(call_id) or 1
 
     def _put(self, key: int, line: int) -> None:
         keys, mask = self._keys, self._mask
@@ -263,11 +273,11 @@ class CallIdSet:
     def __contains__(self, call_id: object) -> bool:
         if not isinstance(call_id, str):
             return False
-        if self._exact and call_id in self._exact:
+        if (self._exact and call_id in self._exact) or (self._base and call_id in self._base):
             return True
         if not self._size:
             return False
-        key = hash(call_id) or 1
+        key = self._key(call_id)
         keys, mask = self._keys, self._mask
         slot = key & mask
         while True:

@@ -27,6 +27,7 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, overload
 
@@ -48,7 +49,15 @@ from agc.resume._gc import collector_paused
 if TYPE_CHECKING:
     from agc.resume._formats.detect import LineFacts
 
-__all__ = ["SETTLE_MESSAGES", "LineFile", "LineSequence", "scan_session"]
+__all__ = [
+    "SETTLE_MESSAGES",
+    "LineFile",
+    "LineSequence",
+    "ScanStart",
+    "scan_session",
+    "scan_tail",
+    "tail_start",
+]
 
 _CHUNK: Final = 1 << 20
 SETTLE_MESSAGES: Final = 4096
@@ -60,7 +69,8 @@ Progress = Callable[[int], None]
 
 class LineFile:
     """The lines of a file on disk, by their places: line ``i`` is read again when
-    asked. Open until :meth:`close` (or until garbage-collected)."""
+    asked. Open until :meth:`close` (or until garbage-collected). A file read from line
+    ``base`` on (at byte ``start``) holds the places of those lines only."""
 
     def __init__(
         self,
@@ -68,15 +78,20 @@ class LineFile:
         ends: array[int],
         last: str | None,
         stamp: tuple[int, ...],
+        *,
+        base: int = 0,
+        start: int = 0,
     ) -> None:
         self.path = path
-        self.ends = ends  # line i ends at ends[i]; line i + 1 starts one byte later
+        self.ends = ends  # line base + i ends at ends[i]; the next starts one byte later
         self._last = last  # the last line's text when it ends inside a character
         self._stamp = stamp
         self._fd: int | None = None
+        self.base = base
+        self._start = start
 
     def __len__(self) -> int:
-        return len(self.ends)
+        return self.base + len(self.ends)
 
     def _handle(self) -> int:
         if self._fd is None:
@@ -85,13 +100,16 @@ class LineFile:
 
     def text(self, index: int) -> str:
         """Line ``index`` without its line break (a ``\\r`` before it kept)."""
-        if self._last is not None and index == len(self.ends) - 1:
+        if self._last is not None and index == len(self) - 1:
             return self._last
         return self._bytes(index).decode("utf-8")
 
     def _bytes(self, index: int) -> bytes:
-        start = self.ends[index - 1] + 1 if index else 0
-        size = self.ends[index] - start
+        place = index - self.base
+        if place < 0:
+            raise IndexError(f"line {index + 1} is before line {self.base + 1}, the first read")
+        start = self.ends[place - 1] + 1 if place else self._start
+        size = self.ends[place] - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
@@ -101,6 +119,8 @@ class LineFile:
         """Give ``write`` lines ``first`` to ``stop - 1`` as they are in the file, each
         followed by a line break (the text of a last line cut inside a character, as
         :meth:`text` reads it), a few MiB at a time."""
+        if self.base:
+            raise ValueError("only a file read from its first line is copied")
         ends = self.ends
         whole = len(ends) if self._last is None else len(ends) - 1  # lines read as bytes
         while first < stop:
@@ -123,7 +143,7 @@ class LineFile:
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
-        if self._last is None or index != len(self.ends) - 1:
+        if self._last is None or index != len(self) - 1:
             try:
                 return _loads(self._bytes(index))
             except JsonInvalidError:
@@ -258,6 +278,57 @@ def scan_session(
         progress = None
 
 
+@dataclass(frozen=True)
+class ScanStart:
+    """Where to start reading a file whose first ``line`` lines are, byte for byte,
+    those of a session file already read with ``settle``, and whose messages before
+    that line are the ones that read let go of (``settled``): a repair's output, whose
+    lines before the first it changed are copies of the input's. See
+    :func:`scan_tail`."""
+
+    line: int
+    offset: int  # the byte where line ``line`` starts
+    settled: Settled
+
+
+def tail_start(history: History, same: int) -> ScanStart | None:
+    """Where a file whose first ``same`` lines are those of ``history`` (a session file
+    read by :func:`scan_session` with ``settle``) can be read from: the first line of
+    the messages held, when that line is among the ``same`` (so it starts the message
+    it started there: a Claude Code line of the role of the message before would join
+    it) and earlier messages were let go of; else ``None`` (read the whole file)."""
+    settled = history.settled
+    records = history.records
+    if settled is None or not history.messages or not isinstance(records, LineSequence):
+        return None
+    line = history.messages[0].origin
+    if line is None or not 0 < line < same or records._file.base:
+        return None
+    return ScanStart(line, records._file.ends[line - 1] + 1, settled)
+
+
+@collector_paused
+def scan_tail(
+    path: Path, start: ScanStart, *, source: str, format: FormatName, settle: int
+) -> History:
+    """The history of the session file at ``path``, read from ``start`` on: its
+    messages before ``start.line`` are ``start.settled`` (their lines are not read
+    again), the rest are read and settled as :func:`scan_session` reads them. The
+    format is ``format`` (told by the read of the first lines). The history's
+    ``records`` and ``lines`` hold the lines from ``start.line`` on only.
+
+    Raises:
+        InputError: a line is not UTF-8.
+        OSError: the file cannot be read.
+    """
+    if format == "gemini-chat":
+        raise ValueError("a Gemini CLI session is never settled")
+    history, _ = _scan(
+        path, source=source, format=format, progress=None, settle=settle, start=start
+    )
+    return history
+
+
 class _Settler:
     """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
 
@@ -270,6 +341,17 @@ class _Settler:
         self.settled = Settled(call_ids=CallIdSet(confirm))
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
+
+    def resume(self, messages: list[Message], settled: Settled) -> None:
+        """Go on after ``settled`` (read from another file: its call ids are looked up
+        there), the reader's ``messages`` following them."""
+        self.held = messages
+        self.settled = Settled(
+            settled.messages,
+            settled.calls,
+            settled.results,
+            CallIdSet(self.confirm, base=settled.call_ids),
+        )
 
     def feed(self, messages: list[Message]) -> None:
         """Called with the reader's messages after a line when they are not the list
@@ -353,6 +435,7 @@ def _scan(
     format: FormatName | None,
     progress: Progress | None,
     settle: int | None = None,
+    start: ScanStart | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -361,10 +444,11 @@ def _scan(
     reader: _Reader | None = None
     settler: _Settler | None = None
     chosen = format
-    records = LineFile(path, ends, None, ())
+    base = start.line if start is not None else 0
+    offset = start.offset if start is not None else 0
+    records = LineFile(path, ends, None, (), base=base, start=offset)
     refs = LineSequence(records, 0, parsed=True)
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
-    offset = 0
     final_newline = True
     blank = True
     last_body = b""
@@ -374,8 +458,9 @@ def _scan(
     decided = False  # the facts can no longer change the format
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
+        handle.seek(offset)
         for body, final_newline in _lines(handle):
-            index = len(ends)
+            index = base + len(ends)
             offset += len(body)
             ends.append(offset)
             offset += final_newline
@@ -408,11 +493,13 @@ def _scan(
             if chosen is not None:
                 if reader is None:
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
-                    for earlier in range(index):  # lines before the first telling one
+                    for earlier in range(base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
                         # A Gemini CLI record may replace or rewind to any earlier one.
                         settler = _Settler(settle, chosen, _confirmer(records, chosen))
+                        if start is not None and not isinstance(reader, gemini_chat.LineReader):
+                            settler.resume(reader.messages, start.settled)
                 _feed(reader, index, record, refs, paths)
                 if settler is not None and not isinstance(reader, gemini_chat.LineReader):
                     messages = reader.messages
@@ -428,7 +515,7 @@ def _scan(
     if progress is not None:
         progress(offset)
     records._stamp = stamp
-    count = len(ends)
+    count = base + len(ends)
     refs._count = count
     if reader is None:
         reader = (
