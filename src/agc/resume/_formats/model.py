@@ -212,10 +212,11 @@ class CallIdSet:
 
     Each id is held as its 64-bit ``hash()`` (keyed per process, see
     :data:`sys.hash_info`) beside the line it was read from, in an open-addressing
-    table of two arrays (16 bytes a slot, at most two thirds full). A fingerprint match
+    table of two arrays (12 bytes a slot, at most two thirds full). A fingerprint match
     is confirmed by ``confirm(line, call_id)`` (the line read again: does it hold a call
     with that id?), so two ids that share a fingerprint are never taken for one; without
-    ``confirm`` (or for a line ``-1``, unknown) the ids are held as they are.
+    ``confirm`` (or for a line ``-1``, unknown, or past 2**32) the ids are held as they
+    are.
     """
 
     __slots__ = ("_base", "_confirm", "_exact", "_keys", "_lines", "_mask", "_size")
@@ -230,7 +231,7 @@ class CallIdSet:
         self._base = base  # ids held before these (of another file), also members
         self._exact: set[str] = set()  # ids whose line is unknown, or with no confirm
         self._keys = array("q", bytes(8 * _FIRST_SLOTS))  # 0: empty
-        self._lines = array("q", bytes(8 * _FIRST_SLOTS))
+        self._lines = array("I", bytes(4 * _FIRST_SLOTS))
         self._mask = _FIRST_SLOTS - 1
         self._size = 0
 
@@ -240,7 +241,7 @@ class CallIdSet:
 
     def add(self, call_id: str, line: int) -> None:
         """Hold ``call_id``, read from line ``line`` (0-based; ``-1``: unknown)."""
-        if self._confirm is None or line < 0:
+        if self._confirm is None or not 0 <= line < _MAX_LINE:
             self._exact.add(call_id)
             return
         if 3 * (self._size + 1) > 2 * (self._mask + 1):
@@ -264,7 +265,7 @@ class CallIdSet:
         keys, lines = self._keys, self._lines
         slots = 2 * (self._mask + 1)
         self._keys = array("q", bytes(8 * slots))
-        self._lines = array("q", bytes(8 * slots))
+        self._lines = array("I", bytes(4 * slots))
         self._mask = slots - 1
         for key, line in zip(keys, lines, strict=True):
             if key:
@@ -292,6 +293,7 @@ class CallIdSet:
 
 
 _FIRST_SLOTS: Final = 1 << 12
+_MAX_LINE: Final = 1 << 32  # lines from here on are held by their ids (array "I")
 
 
 @dataclass
