@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,8 @@ from agc.resume import (
 from agc.resume._formats.model import CallIdSet
 from tests.conftest import examples
 from tests.resume.helpers import REAL_FIXTURES, need
-from tests.resume.test_repair import _claude_lines, _codex_lines
-from tests.resume.test_settle import FIXTURES, _turns
+from tests.resume.test_repair import _codex_lines
+from tests.resume.test_settle import FIXTURES, sessions
 
 REACHES_INSIDE = {
     "agc.resume._formats.model": "CallIdSet: the compact set of settled call ids, "
@@ -71,30 +70,16 @@ def _tail_repair(path: Path, settle: int, strategy: Strategy, out: Path) -> list
 
 @settings(max_examples=examples(300), deadline=None)
 @given(
-    events=_turns(),
-    claude=st.booleans(),
-    split=st.booleans(),
-    noise=st.booleans(),
-    compacted=st.integers(min_value=-1, max_value=6),
+    data=sessions(),
     settle=st.integers(min_value=1, max_value=4),
     strategy=st.sampled_from(["strip", "synthesize"]),
 )
 def test_property_an_output_checked_from_its_tail_is_checked_as_the_whole(
-    events: list[tuple[Any, ...]],
-    claude: bool,
-    split: bool,
-    noise: bool,
-    compacted: int,
+    data: bytes,
     settle: int,
     strategy: Strategy,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    data = _claude_lines(events, split, noise) if claude else _codex_lines(events, noise)
-    if not claude and compacted >= 0:
-        lines = data.splitlines(keepends=True)
-        at = min(len(lines), 1 + compacted * 2)
-        line = json.dumps({"timestamp": "t", "type": "compacted", "payload": {"message": "m"}})
-        data = b"".join([*lines[:at], line.encode() + b"\n", *lines[at:]])
     folder = tmp_path_factory.mktemp("tail")
     path = folder / "session.jsonl"
     path.write_bytes(data)
