@@ -27,6 +27,7 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -617,7 +618,7 @@ def _without_torn_line(history: History) -> History:
         history,
         records=history.records[:torn],
         lines=history.lines[:torn],
-        skipped=[index for index in history.skipped if index != torn],
+        skipped=array("q", (index for index in history.skipped if index != torn)),
         final_newline=True,
         torn=None,
     )
