@@ -131,33 +131,36 @@ def _turns(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     return events
 
 
-@settings(max_examples=examples(300), deadline=None)
-@given(
-    events=_turns(),
-    claude=st.booleans(),
-    split=st.booleans(),
-    noise=st.booleans(),
-    compacted=st.integers(min_value=-1, max_value=6),
-    settle=st.integers(min_value=1, max_value=4),
-    strategy=st.sampled_from(["strip", "synthesize"]),
-)
-def test_property_settled_reads_check_and_repair_as_the_whole_read(
-    events: list[tuple[Any, ...]],
-    claude: bool,
-    split: bool,
-    noise: bool,
-    compacted: int,
-    settle: int,
-    strategy: Strategy,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    data = _claude_lines(events, split, noise) if claude else _codex_lines(events, noise)
-    if not claude and compacted >= 0:
+@st.composite
+def sessions(draw: st.DrawFn) -> bytes:
+    """A Claude Code session or a Codex rollout of :func:`_turns` (its lines split or
+    not, with noise lines or not; a rollout with a ``compacted`` line or not)."""
+    events = draw(_turns())
+    if draw(st.booleans()):
+        return _claude_lines(events, draw(st.booleans()), draw(st.booleans()))
+    data = _codex_lines(events, draw(st.booleans()))
+    compacted = draw(st.integers(min_value=-1, max_value=6))
+    if compacted >= 0:
         # A Codex `compacted` line: the history starts again after it.
         lines = data.splitlines(keepends=True)
         at = min(len(lines), 1 + compacted * 2)
         line = json.dumps({"timestamp": "t", "type": "compacted", "payload": {"message": "m"}})
         data = b"".join([*lines[:at], line.encode() + b"\n", *lines[at:]])
+    return data
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=sessions(),
+    settle=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_property_settled_reads_check_and_repair_as_the_whole_read(
+    data: bytes,
+    settle: int,
+    strategy: Strategy,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     folder = tmp_path_factory.mktemp("settle")
     path = folder / "session.jsonl"
     path.write_bytes(data)

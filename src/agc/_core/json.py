@@ -223,22 +223,30 @@ def _loads_orjson(data: bytes) -> Any:
     differ, the standard library decides: a run of 19+ digits (orjson reads an integer
     beyond 64 bits as a float), a ``\\u003a`` escape (see below), anything orjson refuses
     (for the exact error, or a lone surrogate the caller allows), nesting deeper than
-    254 (orjson cannot write the value back) and a duplicate member. orjson keeps the
-    last of two duplicates silently; they are found by counting: in JSON a colon is
-    either a member separator or inside a string, and orjson writes the value back with
-    one separator per member kept and every colon of every string as a raw ``:``. So
-    when the input spells no colon as ``\\u003a``, the input has as many colons as the
-    value written back exactly when no member was dropped.
+    254 (orjson cannot write the value back) and a duplicate member.
+
+    The value is written back; when that gives the input byte for byte (compact JSON
+    as the agents' clients write it), orjson's value is the rule's: an object that
+    lost a duplicate member, or an integer read as a float, is written otherwise, and a
+    float written in its shortest form is read as that same double by any correctly
+    rounding reader. Otherwise the checks above decide, and duplicates are found by
+    counting: in JSON a colon is either a member separator or inside a string, and
+    orjson writes the value back with one separator per member kept and every colon of
+    every string as a raw ``:``. So when the input spells no colon as ``\\u003a``, the
+    input has as many colons as the value written back exactly when no member was
+    dropped.
     """
     orjson = _orjson()
-    if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
-        _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)
-    ):
-        return _NOT_TAKEN
     try:
         value = orjson.loads(data)
         written: bytes = orjson.dumps(value)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return _NOT_TAKEN
+    if written == data:
+        return value
+    if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
+        _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)
+    ):
         return _NOT_TAKEN
     return value if written.count(b":") == data.count(b":") else _NOT_TAKEN
 

@@ -1025,6 +1025,15 @@ def _repair_streamed(
                 settle=_resume.SETTLE_MESSAGES,
             )
 
+        def read_tail(start: _resume.ScanStart) -> History:
+            return _resume.scan_tail(
+                path,
+                start,
+                source="repaired history",
+                format=history.format,
+                settle=_resume.SETTLE_MESSAGES,
+            )
+
         with _working("repairing", size):
             report = _resume.repair_streamed(
                 history,
@@ -1033,6 +1042,7 @@ def _repair_streamed(
                 strategy=strategy,
                 tool_call_state=state,
                 session_id=session_id,
+                read_tail=read_tail,
             )
         _refuse_emptied(report, where)
         records.check_unchanged()

@@ -30,7 +30,9 @@ if _TYPE_CHECKING:
     from agc.resume._formats.stream import (
         SETTLE_MESSAGES,
         LineSequence,
+        ScanStart,
         scan_session,
+        scan_tail,
     )
     from agc.resume._next import (
         NextStep,
@@ -88,6 +90,7 @@ __all__ = [
     "RepairReport",
     "RepairResult",
     "ResumeResult",
+    "ScanStart",
     "SessionSnapshot",
     "SnapshotSaveResult",
     "Strategy",
@@ -111,6 +114,7 @@ __all__ = [
     "resume_session",
     "save_snapshot",
     "scan_session",
+    "scan_tail",
     "session_identity",
     "snapshot_path",
     "verify_history",
@@ -174,7 +178,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "agc.resume._formats.stream": (
         "SETTLE_MESSAGES",
         "LineSequence",
+        "ScanStart",
         "scan_session",
+        "scan_tail",
     ),
 }
 _MODULE_OF = {name: (module, name) for module, names in _HOMES.items() for name in names}

@@ -27,7 +27,8 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -47,6 +48,7 @@ from agc.resume._formats.model import (
     arguments_are_json,
     resolve,
 )
+from agc.resume._formats.stream import LineSequence, ScanStart, tail_start
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
@@ -378,6 +380,7 @@ def repair_streamed(
     strategy: Strategy = "strip",
     tool_call_state: ToolCallState | None = None,
     session_id: str | None = None,
+    read_tail: Callable[[ScanStart], History] | None = None,
 ) -> RepairReport:
     """:func:`repair_loaded` of a session file, written to ``sink`` line by line.
 
@@ -387,6 +390,12 @@ def repair_streamed(
     written (flushed first) and that history is checked. ``history`` is consumed: its
     ``messages`` are emptied once the output is written (so that the input's view and the
     output's are never held together).
+
+    ``read_tail(start)``, when given, reads the output from a line on instead
+    (:func:`~agc.resume._formats.stream.scan_tail`): used when ``history`` was read
+    with ``settle`` and the output's lines up to the first message it still held are
+    copies of the input's, so the messages before are those the input's read let go of
+    (they broke no rule) and only the rest is read and checked again.
 
     Raises:
         UsageError, RepairIncompleteError: as :func:`repair_loaded` (the output written
@@ -399,24 +408,69 @@ def repair_streamed(
     write_lines = spec.write_lines
     if write_lines is None or whole.lines is None:
         raise UsageError(f"{history.format} is not a session file: it is written whole")
-    lines: Iterable[str] = write_lines(whole, repair.messages) if repair.rewritten else whole.lines
-    buffer: list[bytes] = []
-    size = 0
-    for line in lines:
-        chunk = line.encode("utf-8") + b"\n"
-        buffer.append(chunk)
-        size += len(chunk)
-        if size >= _FLUSH_BYTES:
-            sink.write(b"".join(buffer))
-            buffer, size = [], 0
-    sink.write(b"".join(buffer))
-    sink.flush()
+    lines: Iterable[str | int] = (
+        write_lines(whole, repair.messages) if repair.rewritten else range(len(whole.lines))
+    )
+    same = _write_lines(lines, whole.lines, sink)
+    start = tail_start(history, same) if read_tail is not None else None
     # The view is consumed: released before the output's own view is read back, so the
     # two are never held together.
     repair.messages.clear()
     whole.messages.clear()
     history.messages.clear()
+    if start is not None and read_tail is not None:
+        return repair.report(check_loaded(read_tail(start)))
     return repair.report(check_loaded(read_back()))
+
+
+def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSink) -> int:
+    """Write each line (a text, or the index of a line of ``source`` written as it is)
+    and a line break to ``sink``, a MiB or so at a time; a run of consecutive lines of a
+    streamed file is copied from the file's bytes. Returns how many lines the output
+    starts with that are the first lines of ``source``."""
+    buffer: list[bytes] = []
+    size = 0
+    first = stop = 0  # the run of source lines not written yet
+    same = 0
+    diverged = False
+
+    def flush() -> None:
+        nonlocal buffer, size, first, stop
+        if first < stop:
+            if isinstance(source, LineSequence):
+                sink.write(b"".join(buffer))
+                buffer, size = [], 0
+                source.copy(first, stop, sink.write)
+            else:
+                buffer.extend(source[index].encode("utf-8") + b"\n" for index in range(first, stop))
+            first = stop = 0
+        sink.write(b"".join(buffer))
+        buffer, size = [], 0
+
+    for line in lines:
+        if not diverged:
+            if line == same and isinstance(line, int):
+                same += 1
+            else:
+                diverged = True
+        if isinstance(line, int):
+            if line == stop and first < stop:
+                stop += 1
+                continue
+            if first < stop:
+                flush()
+            first, stop = line, line + 1
+            continue
+        if first < stop:
+            flush()
+        chunk = line.encode("utf-8") + b"\n"
+        buffer.append(chunk)
+        size += len(chunk)
+        if size >= _FLUSH_BYTES:
+            flush()
+    flush()
+    sink.flush()
+    return same
 
 
 _FLUSH_BYTES: Final = 1 << 20
@@ -564,7 +618,7 @@ def _without_torn_line(history: History) -> History:
         history,
         records=history.records[:torn],
         lines=history.lines[:torn],
-        skipped=[index for index in history.skipped if index != torn],
+        skipped=array("q", (index for index in history.skipped if index != torn)),
         final_newline=True,
         torn=None,
     )
@@ -676,7 +730,9 @@ class _Repairer:
 
     def __post_init__(self) -> None:
         self._offset = self.settled.messages if self.settled is not None else 0
-        self._prior_ids: set[str] = self.settled.call_ids if self.settled is not None else set()
+        self._prior_ids: Container[str] = (
+            self.settled.call_ids if self.settled is not None else frozenset()
+        )
         self._prior = Block("call", None)  # any settled call: answered, before the view
         self.call_message[id(self._prior)] = -1
         self.answer[id(self._prior)] = self._prior

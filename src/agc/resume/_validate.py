@@ -31,7 +31,7 @@ provider's own wording so a finding can be matched with the error a user saw:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
@@ -224,7 +224,7 @@ def check_messages(
     """
     family = get_spec(format).family
     offset = _count(settled)
-    prior: Collection[str] = settled.call_ids if settled is not None else ()
+    prior: Container[str] = settled.call_ids if settled is not None else ()
     if family == "anthropic":
         findings = _check_anthropic(messages, offset, prior)
     elif family == "responses":
@@ -422,7 +422,7 @@ def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
 
 
 def _check_anthropic(
-    messages: Sequence[Message], offset: int = 0, prior: Collection[str] = ()
+    messages: Sequence[Message], offset: int = 0, prior: Container[str] = ()
 ) -> list[HistoryFinding]:
     """The Messages API's rules; ``messages`` are numbered from ``offset``, after
     settled messages whose call ids are ``prior``."""
@@ -567,7 +567,7 @@ def _misplaced_result(
 
 
 def _check_responses(
-    messages: Sequence[Message], offset: int = 0, prior: Collection[str] = ()
+    messages: Sequence[Message], offset: int = 0, prior: Container[str] = ()
 ) -> list[HistoryFinding]:
     """The Responses API's rules; ``messages`` are numbered from ``offset``, after
     settled items whose call ids (each answered) are ``prior``."""

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from agc.resume._formats import anthropic
 from agc.resume._formats.jsonl import dump_line
-from agc.resume._formats.model import Block, FormatSpec, History, Message
+from agc.resume._formats.model import Block, FormatSpec, History, Message, texts
 
 __all__ = ["SPEC", "LineReader", "is_message_line", "read", "write", "write_lines"]
 
@@ -40,14 +40,22 @@ def _type(record: dict[str, Any]) -> str | None:
 
 def is_message_line(record: Any) -> bool:
     """True for a main-chain user/assistant line whose content the API would accept."""
-    if not isinstance(record, dict) or _type(record) not in {"user", "assistant"}:
-        return False
+    return _message_blocks(record, 0) is not None
+
+
+_ROLES: Final = frozenset({"user", "assistant"})
+
+
+def _message_blocks(record: Any, origin: int) -> list[Block] | None:
+    """The blocks of a message line (:func:`is_message_line`), else ``None``."""
+    if not isinstance(record, dict) or _type(record) not in _ROLES:
+        return None
     if record.get("isSidechain") is True:
-        return False
+        return None
     message = record.get("message")
     if not isinstance(message, dict) or message.get("role") != record.get("type"):
-        return False
-    return anthropic.content_blocks(message.get("content"), 0) is not None
+        return None
+    return anthropic.content_blocks(message.get("content"), origin)
 
 
 class LineReader:
@@ -66,11 +74,11 @@ class LineReader:
         if self.session_id is None and isinstance(record, dict):
             session = record.get("sessionId")
             self.session_id = session if isinstance(session, str) and session else None
-        if not is_message_line(record):
+        blocks = _message_blocks(record, index)
+        if blocks is None:
             self.skipped.append(index)
             return None
         role = record["type"]
-        blocks = anthropic.content_blocks(record["message"]["content"], index) or []
         messages = self.messages
         if messages and messages[-1].role == role:
             messages[-1].blocks.extend(blocks)
@@ -104,18 +112,21 @@ def _line_blocks(history: History) -> dict[int, list[Block]]:
 
 def write(history: History, messages: list[Message]) -> list[Any]:
     """Return the repaired file's lines (text); see the module docstring."""
-    return list(write_lines(history, messages))
+    return texts(history, write_lines(history, messages))
 
 
-def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
-    """:func:`write`, one line at a time.
+def write_lines(history: History, messages: list[Message]) -> Iterator[str | int]:
+    """:func:`write`, one line at a time: the text of a new or changed line, or the
+    index of an input line written as it is (``history.lines[index]``, its bytes
+    copied).
 
     What depends on the whole file is settled first from the view: which lines are
     dropped (their ``uuid`` and ``parentUuid`` are read out of turn) and where new lines
-    go. Then each input line is read (through ``history.lines``/``history.records``)
-    when it is written, and parsed only when it may change: its blocks changed, a new
+    go. Then an input line is read (through ``history.lines``/``history.records``) only
+    when it may change, and parsed only when it does or may: its blocks changed, a new
     line follows it, or it may point at a dropped or re-parented line.
     """
+    verbatim = history.lines is not None
     lines: Sequence[str] = (
         history.lines
         if history.lines is not None
@@ -163,13 +174,16 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
                     edited["message"]["content"] = [anthropic.block_to_raw(b) for b in blocks]
                     yield _emit(None, edited, dropped, repoint)
                 # a line left without blocks is dropped
+            elif verbatim and index not in inserted and not watch.uuids:
+                yield index  # nothing it may point at changed
             else:
                 text = lines[index]
                 if index in inserted or watch.may_point(text):
                     record = records[index]
-                    yield _emit(text, record, dropped, repoint)
+                    emitted = _emit(text, record, dropped, repoint)
+                    yield index if verbatim and emitted is text else emitted
                 else:
-                    yield text
+                    yield index if verbatim else text
         new = inserted.get(index)
         if not new:
             continue

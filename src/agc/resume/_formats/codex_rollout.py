@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from agc.resume._formats import openai_responses
 from agc.resume._formats.jsonl import dump_line
-from agc.resume._formats.model import Block, FormatSpec, History, Message
+from agc.resume._formats.model import Block, FormatSpec, History, Message, texts
 
 __all__ = ["SPEC", "LineReader", "is_rollout_line", "read", "write", "write_lines"]
 
@@ -118,14 +118,16 @@ def write(history: History, messages: list[Message]) -> list[Any]:
     same way, and the new item carries ``metadata`` like the items Codex writes. A legacy
     rollout (no ordinals) gets neither.
     """
-    return list(write_lines(history, messages))
+    return texts(history, write_lines(history, messages))
 
 
-def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
-    """:func:`write`, one line at a time: a line of the input is read (through
-    ``history.lines``/``history.records``) only when it is written, and parsed only when
-    the file is numbered (only then can its text change); the lines of dropped items
+def write_lines(history: History, messages: list[Message]) -> Iterator[str | int]:
+    """:func:`write`, one line at a time: the text of a new or changed line, or the
+    index of an input line written as it is (``history.lines[index]``, its bytes
+    copied), which is then not read at all when the file is not numbered; a numbered
+    file's lines are parsed (renumbering may change them). The lines of dropped items
     and the lines new items follow are read out of turn."""
+    verbatim = history.lines is not None
     lines: Sequence[str] = (
         history.lines
         if history.lines is not None
@@ -160,9 +162,11 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
         if index >= 0 and (index not in history_lines or index in kept):
             if not numbered:
                 # Without ordinals or sequence numbers nothing is renumbered.
-                yield lines[index]
+                yield index if verbatim else lines[index]
             else:
-                yield _renumbered(lines[index], records[index], renumber)
+                text = lines[index]
+                written = _renumbered(text, records[index], renumber)
+                yield index if verbatim and written is text else written
         new = inserted.get(index)
         if new:
             at = records[index] if index >= 0 else {}

@@ -218,8 +218,11 @@ class LineFacts:
         self.exec_stream = False
 
     def feed(self, record: Any) -> None:
-        if self.rollout and self.head >= 64:
-            return  # decided: nothing later changes the verdict
+        if self.head >= 64 and (self.rollout or self.claude):
+            # Decided but for a rollout line, which outweighs the rest (:meth:`first`).
+            if not self.rollout and codex_rollout.is_rollout_line(record):
+                self.rollout = True
+            return
         if self.head < 64:
             self.head += 1
             if isinstance(record, dict):

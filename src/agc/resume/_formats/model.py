@@ -10,7 +10,8 @@ byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_SNAPSHOT_BYTES",
     "Block",
     "BlockKind",
+    "CallIdSet",
     "Family",
     "FormatName",
     "FormatSpec",
@@ -32,6 +34,7 @@ __all__ = [
     "arguments_are_json",
     "foreign_tool_marker",
     "resolve",
+    "texts",
 ]
 
 FormatName = Literal[
@@ -202,6 +205,97 @@ class Message(_HoldsRaw):
         return f"Message({self.role!r}, {self.blocks!r}, origin={self.origin!r})"
 
 
+class CallIdSet:
+    """A set of call ids that takes a few bytes per id, for the calls of a long history
+    that a streamed read let go of: membership is exact, the ids themselves are not
+    held.
+
+    Each id is held as its 64-bit ``hash()`` (keyed per process, see
+    :data:`sys.hash_info`) beside the line it was read from, in an open-addressing
+    table of two arrays (12 bytes a slot, at most two thirds full). A fingerprint match
+    is confirmed by ``confirm(line, call_id)`` (the line read again: does it hold a call
+    with that id?), so two ids that share a fingerprint are never taken for one; without
+    ``confirm`` (or for a line ``-1``, unknown, or past 2**32) the ids are held as they
+    are.
+    """
+
+    __slots__ = ("_base", "_confirm", "_exact", "_keys", "_lines", "_mask", "_size")
+
+    def __init__(
+        self,
+        confirm: Callable[[int, str], bool] | None = None,
+        *,
+        base: Container[str] = (),
+    ) -> None:
+        self._confirm = confirm
+        self._base = base  # ids held before these (of another file), also members
+        self._exact: set[str] = set()  # ids whose line is unknown, or with no confirm
+        self._keys = array("q", bytes(8 * _FIRST_SLOTS))  # 0: empty
+        self._lines = array("I", bytes(4 * _FIRST_SLOTS))
+        self._mask = _FIRST_SLOTS - 1
+        self._size = 0
+
+    def __len__(self) -> int:
+        """How many ids were added (an id added twice counts twice)."""
+        return self._size + len(self._exact)
+
+    def add(self, call_id: str, line: int) -> None:
+        """Hold ``call_id``, read from line ``line`` (0-based; ``-1``: unknown)."""
+        if self._confirm is None or not 0 <= line < _MAX_LINE:
+            self._exact.add(call_id)
+            return
+        if 3 * (self._size + 1) > 2 * (self._mask + 1):
+            self._grow()
+        self._put(self._key(call_id), line)
+        self._size += 1
+
+    def _key(self, call_id: str) -> int:
+        """The fingerprint of ``call_id``: never 0 (an empty slot)."""
+        return hash(call_id) or 1
+
+    def _put(self, key: int, line: int) -> None:
+        keys, mask = self._keys, self._mask
+        slot = key & mask
+        while keys[slot]:
+            slot = (slot + 1) & mask
+        keys[slot] = key
+        self._lines[slot] = line
+
+    def _grow(self) -> None:
+        keys, lines = self._keys, self._lines
+        slots = 2 * (self._mask + 1)
+        self._keys = array("q", bytes(8 * slots))
+        self._lines = array("I", bytes(4 * slots))
+        self._mask = slots - 1
+        for key, line in zip(keys, lines, strict=True):
+            if key:
+                self._put(key, line)
+
+    def __contains__(self, call_id: object) -> bool:
+        if not isinstance(call_id, str):
+            return False
+        if (self._exact and call_id in self._exact) or (self._base and call_id in self._base):
+            return True
+        if not self._size:
+            return False
+        key = self._key(call_id)
+        keys, mask = self._keys, self._mask
+        slot = key & mask
+        while True:
+            found = keys[slot]
+            if not found:
+                return False
+            if found == key:
+                assert self._confirm is not None  # only confirmable ids are in the table
+                if self._confirm(self._lines[slot], call_id):
+                    return True
+            slot = (slot + 1) & mask
+
+
+_FIRST_SLOTS: Final = 1 << 12
+_MAX_LINE: Final = 1 << 32  # lines from here on are held by their ids (array "I")
+
+
 @dataclass
 class Settled:
     """The start of a history that a streamed read let go of (see
@@ -221,7 +315,7 @@ class Settled:
     messages: int = 0
     calls: int = 0
     results: int = 0
-    call_ids: set[str] = field(default_factory=set)
+    call_ids: CallIdSet = field(default_factory=CallIdSet)
 
 
 @dataclass
@@ -277,8 +371,10 @@ class FormatSpec:
         synthesize: a call block and the error text -> a synthetic result block, or
             ``None`` when the call's type cannot be answered synthetically.
         wrap_results: result blocks -> the message(s) that carry them.
-        write_lines: for session files, ``write`` one line of text at a time (``write``
-            is its list), so a repair is written as it is made.
+        write_lines: for session files, ``write`` one line at a time (``write`` is
+            :func:`texts` of it), so a repair is written as it is made: a line's text,
+            or the index of a line of ``History.lines`` written as it is (so a streamed
+            file's bytes are copied, never decoded and encoded again).
     """
 
     name: FormatName
@@ -289,7 +385,21 @@ class FormatSpec:
     write: Callable[[History, list[Message]], list[Any]]
     synthesize: Callable[[Block, str], Block | None]
     wrap_results: Callable[[list[Block]], list[Message]]
-    write_lines: Callable[[History, list[Message]], Iterator[str]] | None = None
+    write_lines: Callable[[History, list[Message]], Iterator[str | int]] | None = None
+
+
+def texts(history: History, lines: Iterable[str | int]) -> list[str]:
+    """The lines a ``write_lines`` gave, each as its text (an index names a line of
+    ``history.lines``)."""
+    source = history.lines
+    out: list[str] = []
+    for line in lines:
+        if isinstance(line, int):
+            assert source is not None  # write_lines gives indices only of held lines
+            out.append(source[line])
+        else:
+            out.append(line)
+    return out
 
 
 def arguments_are_json(arguments: Any) -> bool:

@@ -22,24 +22,42 @@ refuses a file whose size, modification time or inode changed since it was read.
 
 from __future__ import annotations
 
+import bisect
 import os
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, overload
 
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 from agc.resume._formats import claude_code, codex_rollout, gemini_chat
-from agc.resume._formats.model import Block, FormatName, History, Message, RawRef, Settled
+from agc.resume._formats.model import (
+    Block,
+    CallIdSet,
+    FormatName,
+    History,
+    Message,
+    RawRef,
+    Settled,
+)
 from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
 if TYPE_CHECKING:
     from agc.resume._formats.detect import LineFacts
 
-__all__ = ["SETTLE_MESSAGES", "LineFile", "LineSequence", "scan_session"]
+__all__ = [
+    "SETTLE_MESSAGES",
+    "LineFile",
+    "LineSequence",
+    "ScanStart",
+    "scan_session",
+    "scan_tail",
+    "tail_start",
+]
 
 _CHUNK: Final = 1 << 20
 SETTLE_MESSAGES: Final = 4096
@@ -51,7 +69,8 @@ Progress = Callable[[int], None]
 
 class LineFile:
     """The lines of a file on disk, by their places: line ``i`` is read again when
-    asked. Open until :meth:`close` (or until garbage-collected)."""
+    asked. Open until :meth:`close` (or until garbage-collected). A file read from line
+    ``base`` on (at byte ``start``) holds the places of those lines only."""
 
     def __init__(
         self,
@@ -59,15 +78,20 @@ class LineFile:
         ends: array[int],
         last: str | None,
         stamp: tuple[int, ...],
+        *,
+        base: int = 0,
+        start: int = 0,
     ) -> None:
         self.path = path
-        self.ends = ends  # line i ends at ends[i]; line i + 1 starts one byte later
+        self.ends = ends  # line base + i ends at ends[i]; the next starts one byte later
         self._last = last  # the last line's text when it ends inside a character
         self._stamp = stamp
         self._fd: int | None = None
+        self.base = base
+        self._start = start
 
     def __len__(self) -> int:
-        return len(self.ends)
+        return self.base + len(self.ends)
 
     def _handle(self) -> int:
         if self._fd is None:
@@ -76,17 +100,46 @@ class LineFile:
 
     def text(self, index: int) -> str:
         """Line ``index`` without its line break (a ``\\r`` before it kept)."""
-        if self._last is not None and index == len(self.ends) - 1:
+        if self._last is not None and index == len(self) - 1:
             return self._last
         return self._bytes(index).decode("utf-8")
 
     def _bytes(self, index: int) -> bytes:
-        start = self.ends[index - 1] + 1 if index else 0
-        size = self.ends[index] - start
+        place = index - self.base
+        if place < 0:
+            raise IndexError(f"line {index + 1} is before line {self.base + 1}, the first read")
+        start = self.ends[place - 1] + 1 if place else self._start
+        size = self.ends[place] - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
         return data
+
+    def copy(self, first: int, stop: int, write: Callable[[bytes], object]) -> None:
+        """Give ``write`` lines ``first`` to ``stop - 1`` as they are in the file, each
+        followed by a line break (the text of a last line cut inside a character, as
+        :meth:`text` reads it), a few MiB at a time."""
+        if self.base:
+            raise ValueError("only a file read from its first line is copied")
+        ends = self.ends
+        whole = len(ends) if self._last is None else len(ends) - 1  # lines read as bytes
+        while first < stop:
+            if first >= whole:
+                write(self.text(first).encode("utf-8") + b"\n")
+                first += 1
+                continue
+            start = ends[first - 1] + 1 if first else 0
+            # the lines that end within a chunk of the start (at least one)
+            end = bisect.bisect_right(ends, start + _CHUNK, first, min(stop, whole))
+            last = max(first, end - 1)
+            size = ends[last] - start
+            data = os.pread(self._handle(), size, start)
+            if len(data) != size:
+                raise InputError(
+                    f"{self.path} changed while it was read (line {last + 1} is short)"
+                )
+            write(data + b"\n")
+            first = last + 1
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
@@ -94,7 +147,7 @@ class LineFile:
 
     def _cut_line(self) -> int:
         """The index of a last line that ends inside a character (its text is kept), else -1."""
-        return len(self.ends) - 1 if self._last is not None else -1
+        return len(self) - 1 if self._last is not None else -1
 
     def _record(self, index: int, body: bytes | None) -> Any:
         if body is not None:
@@ -107,7 +160,12 @@ class LineFile:
     def bodies(self, count: int) -> Iterator[bytes]:
         """The bytes of lines ``0 .. count - 1`` in order (without their line breaks),
         read in pieces of 1 MiB: a pass over the file takes one read per MiB, not one per
-        line."""
+        line. A file read from a later line gives its lines one read each (a line before
+        its first raises :class:`IndexError`, as :meth:`text` does)."""
+        if self.base:
+            for index in range(count):
+                yield b"" if index == self._cut_line() else self._bytes(index)
+            return
         ends = self.ends
         handle = self._handle()
         buffer = b""
@@ -186,6 +244,12 @@ class LineSequence(Sequence[Any]):
         """See :meth:`LineFile.check_unchanged`."""
         self._file.check_unchanged()
 
+    def copy(self, first: int, stop: int, write: Callable[[bytes], object]) -> None:
+        """See :meth:`LineFile.copy` (only lines of this sequence)."""
+        if not 0 <= first <= stop <= self._count:
+            raise IndexError(f"lines {first} to {stop} of {self._count}")
+        self._file.copy(first, stop, write)
+
 
 def _parse(text: str) -> Any:
     line = text[:-1] if text.endswith("\r") else text
@@ -253,17 +317,80 @@ def scan_session(
         progress = None
 
 
+@dataclass(frozen=True)
+class ScanStart:
+    """Where to start reading a file whose first ``line`` lines are, byte for byte,
+    those of a session file already read with ``settle``, and whose messages before
+    that line are the ones that read let go of (``settled``): a repair's output, whose
+    lines before the first it changed are copies of the input's. See
+    :func:`scan_tail`."""
+
+    line: int
+    offset: int  # the byte where line ``line`` starts
+    settled: Settled
+
+
+def tail_start(history: History, same: int) -> ScanStart | None:
+    """Where a file whose first ``same`` lines are those of ``history`` (a session file
+    read by :func:`scan_session` with ``settle``) can be read from: the first line of
+    the messages held, when that line is among the ``same`` (so it starts the message
+    it started there: a Claude Code line of the role of the message before would join
+    it) and earlier messages were let go of; else ``None`` (read the whole file)."""
+    settled = history.settled
+    records = history.records
+    if settled is None or not history.messages or not isinstance(records, LineSequence):
+        return None
+    line = history.messages[0].origin
+    if line is None or not 0 < line < same or records._file.base:
+        return None
+    return ScanStart(line, records._file.ends[line - 1] + 1, settled)
+
+
+@collector_paused
+def scan_tail(
+    path: Path, start: ScanStart, *, source: str, format: FormatName, settle: int
+) -> History:
+    """The history of the session file at ``path``, read from ``start`` on: its
+    messages before ``start.line`` are ``start.settled`` (their lines are not read
+    again), the rest are read and settled as :func:`scan_session` reads them. The
+    format is ``format`` (told by the read of the first lines). The history's
+    ``records`` and ``lines`` hold the lines from ``start.line`` on only.
+
+    Raises:
+        InputError: a line is not UTF-8.
+        OSError: the file cannot be read.
+    """
+    if format == "gemini-chat":
+        raise ValueError("a Gemini CLI session is never settled")
+    history, _ = _scan(
+        path, source=source, format=format, progress=None, settle=settle, start=start
+    )
+    return history
+
+
 class _Settler:
     """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
 
-    __slots__ = ("every", "format", "held", "next_try", "settled")
+    __slots__ = ("confirm", "every", "format", "held", "next_try", "settled")
 
-    def __init__(self, every: int, format: FormatName) -> None:
+    def __init__(self, every: int, format: FormatName, confirm: Confirm) -> None:
         self.every = max(every, 1)
         self.format = format
-        self.settled = Settled()
+        self.confirm = confirm
+        self.settled = Settled(call_ids=CallIdSet(confirm))
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
+
+    def resume(self, messages: list[Message], settled: Settled) -> None:
+        """Go on after ``settled`` (read from another file: its call ids are looked up
+        there), the reader's ``messages`` following them."""
+        self.held = messages
+        self.settled = Settled(
+            settled.messages,
+            settled.calls,
+            settled.results,
+            CallIdSet(self.confirm, base=settled.call_ids),
+        )
 
     def feed(self, messages: list[Message]) -> None:
         """Called with the reader's messages after a line when they are not the list
@@ -271,7 +398,7 @@ class _Settler:
         Claude Code message spans the lines of one role)."""
         if messages is not self.held:  # a Codex `compacted` line: history starts again
             self.held = messages
-            self.settled = Settled()
+            self.settled = Settled(call_ids=CallIdSet(self.confirm))
             self.next_try = self.every
         if len(messages) <= self.next_try:
             return
@@ -285,7 +412,7 @@ class _Settler:
                 for message in messages[:cut]:
                     for block in message.blocks:
                         if block.kind == "call" and block.call_id is not None:
-                            ids.add(block.call_id)
+                            ids.add(block.call_id, -1 if block.origin is None else block.origin)
                 self.settled.messages = report.messages
                 self.settled.calls = report.calls
                 self.settled.results = report.results
@@ -295,6 +422,28 @@ class _Settler:
         # Held: a problem, or no quiet point yet. Tried again when twice as many are
         # held, so the checks stay linear in the history.
         self.next_try = 2 * len(messages)
+
+
+Confirm = Callable[[int, str], bool]
+"""Whether line ``i`` of the file holds a call with a given id (see
+:class:`~agc.resume._formats.model.CallIdSet`)."""
+
+
+def _confirmer(records: LineFile, format: FormatName) -> Confirm:
+    """:data:`Confirm` for the lines of ``records`` (a Claude Code session or a Codex
+    rollout), each read again by a reader of its own."""
+    reader_type = claude_code.LineReader if format == "claude-code" else codex_rollout.LineReader
+
+    def confirm(line: int, call_id: str) -> bool:
+        reader = reader_type()
+        reader.feed(line, records.record(line))
+        return any(
+            block.kind == "call" and block.call_id == call_id
+            for message in reader.messages
+            for block in message.blocks
+        )
+
+    return confirm
 
 
 def _quiet_point(messages: list[Message]) -> int:
@@ -325,6 +474,7 @@ def _scan(
     format: FormatName | None,
     progress: Progress | None,
     settle: int | None = None,
+    start: ScanStart | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -333,10 +483,11 @@ def _scan(
     reader: _Reader | None = None
     settler: _Settler | None = None
     chosen = format
-    records = LineFile(path, ends, None, ())
+    base = start.line if start is not None else 0
+    offset = start.offset if start is not None else 0
+    records = LineFile(path, ends, None, (), base=base, start=offset)
     refs = LineSequence(records, 0, parsed=True)
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
-    offset = 0
     final_newline = True
     blank = True
     last_body = b""
@@ -346,8 +497,9 @@ def _scan(
     decided = False  # the facts can no longer change the format
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
+        handle.seek(offset)
         for body, final_newline in _lines(handle):
-            index = len(ends)
+            index = base + len(ends)
             offset += len(body)
             ends.append(offset)
             offset += final_newline
@@ -380,11 +532,13 @@ def _scan(
             if chosen is not None:
                 if reader is None:
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
-                    for earlier in range(index):  # lines before the first telling one
+                    for earlier in range(base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
                         # A Gemini CLI record may replace or rewind to any earlier one.
-                        settler = _Settler(settle, chosen)
+                        settler = _Settler(settle, chosen, _confirmer(records, chosen))
+                        if start is not None and not isinstance(reader, gemini_chat.LineReader):
+                            settler.resume(reader.messages, start.settled)
                 _feed(reader, index, record, refs, paths)
                 if settler is not None and not isinstance(reader, gemini_chat.LineReader):
                     messages = reader.messages
@@ -400,7 +554,7 @@ def _scan(
     if progress is not None:
         progress(offset)
     records._stamp = stamp
-    count = len(ends)
+    count = base + len(ends)
     refs._count = count
     if reader is None:
         reader = (
