@@ -137,6 +137,45 @@ def test_a_refused_archive_exits_2_names_the_entry_and_keeps_nothing(
     assert len(ExtensionRepository(store).load().sources) == 1
 
 
+@pytest.mark.parametrize(
+    ("where", "what"),
+    [
+        ("skills/art-skill/SKILL.md", "an integer in the frontmatter is written with 5000"),
+        (".mcp.json", "server 'search': `startup_timeout_sec` is an integer of 61 bits"),
+    ],
+    ids=["skill-integer", "mcp-timeout"],
+)
+def test_a_number_agc_cannot_keep_exits_2_names_the_file_and_keeps_nothing(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], where: str, what: str
+) -> None:
+    """One huge number in one file of a plugin: the whole source is refused (exit 2,
+    naming the source, the file and the number), nothing of it is kept, and the next
+    source on the same command line is imported."""
+    plugin = plugin_with_two_skills_and_mcp(tmp_path / "bad")
+    if where.endswith("SKILL.md"):
+        text = (plugin / where).read_text()
+        (plugin / where).write_text(text.replace("---\n", f"---\nsize: {'9' * 5000}\n", 1))
+    else:
+        config = json.loads((plugin / where).read_text())
+        config["search"]["startup_timeout_sec"] = 2**60
+        (plugin / where).write_text(json.dumps(config))
+    good = plugin_with_two_skills_and_mcp(tmp_path / "good", name="other")
+    code, out, err = _run(
+        capsys, "ext", "import", str(plugin), str(good), "--store", str(store), "--json"
+    )
+    assert code == ExitCode.USAGE
+    assert f"my-plugin: {where}: {what}" in err
+    assert "nothing was imported" in err
+    refused, imported = json.loads(out)
+    assert refused["error"]["code"] == "extension-value-refused"
+    assert len(imported["imported"]) == 3
+    index = ExtensionRepository(store).load()
+    (kept,) = index.sources
+    assert kept.original_name == "other"
+    assert {item.source_id for item in index.items} == {kept.id}
+    assert [p.name for p in (store / "extensions" / "sources").iterdir()] == [kept.id]
+
+
 def test_a_missing_path_exits_2(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

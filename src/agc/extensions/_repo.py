@@ -48,6 +48,7 @@ from agc._core.store import resolve_store
 from agc.errors import (
     ArchiveRefusedError,
     ExtensionNotFoundError,
+    ExtensionValueError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -299,6 +300,9 @@ class ExtensionRepository:
             InputError: it is neither a file nor a folder, or cannot name one (exit 2).
             FileUnreadableError: it exists but cannot be read (permissions, I/O: exit 3).
             ArchiveRefusedError: an unsafe or oversized archive or folder (nothing kept).
+            ExtensionValueError: a file holds a number agc cannot keep exactly (a
+                frontmatter integer of over 1000 characters, an MCP timeout beyond 2^53;
+                nothing kept).
             StoreError: the store cannot be written (disk full: nothing kept).
         """
         source_path = Path(path)
@@ -310,9 +314,15 @@ class ExtensionRepository:
         staging, staging_fd = self._new_staging()
         try:
             fingerprint, stage_notes = self._stage(source_path, staging, kind, name)
-            found = discover(
-                staging / "tree", source_name=name, kind=kind, source_fingerprint=fingerprint
-            )
+            try:
+                found = discover(
+                    staging / "tree", source_name=name, kind=kind, source_fingerprint=fingerprint
+                )
+            except ExtensionValueError as exc:
+                where = "" if exc.message.startswith(f"{name}:") else f"{name}: "
+                raise ExtensionValueError(
+                    f"{where}{exc.message}; nothing was imported", hint=exc.hint
+                ) from None
             if len(found.found) > self.limits.max_entries:
                 raise ArchiveRefusedError(
                     f"{name}: it holds {len(found.found)} skills and MCP servers; the limit "
