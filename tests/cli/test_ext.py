@@ -668,3 +668,35 @@ def test_show_of_a_skill_says_it_receives_no_environment(
     code, _, err = _run(capsys, "ext", "show", "no-such-item", "--store", str(store))
     assert code == ExitCode.USAGE
     assert "no extension item" in err
+
+
+def test_importing_the_same_source_again_says_so_and_how_to_undo_it(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second import of the same bytes (here with --env-ref both times) is a second
+    copy, as documented; its notice names the earlier source and the command that
+    removes the copy, and that command leaves the first import as it was."""
+    plugin = plugin_with_two_skills_and_mcp(tmp_path)
+    argv = ("ext", "import", str(plugin), "--store", str(store), "--env-ref", "--json")
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    first = json.loads(out)
+    code, out, err = _run(capsys, *argv)
+    assert code == 0
+    second = json.loads(out)
+    copy = [item["id"] for item in second["imported"]]
+    assert f"The same source was imported before ({first['sourceId']})" in second["notice"]
+    assert second["notice"].endswith(f"agc ext rm {' '.join(copy)}")
+    assert "imported before" in err
+    code, _, _ = _run(capsys, "ext", "rm", *copy, "--store", str(store))
+    assert code == 0
+    index = ExtensionRepository(store).load()
+    assert [source.id for source in index.sources] == [first["sourceId"]]
+    assert sorted(item.name for item in index.items) == ["art-skill", "code-skill", "search"]
+    # other bytes under the same names: a name collision, not the same source
+    (plugin / "skills" / "art-skill" / "references" / "palette.md").write_text("# Other\n")
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    notice = json.loads(out)["notice"]
+    assert notice.startswith("Duplicate or same-name extensions found")
+    assert "imported before" not in notice

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hmac
 import os
 import shutil
 import stat
@@ -160,11 +161,21 @@ class RemoveResult:
     sources: tuple[ImportedSource, ...]
 
 
-def _notice(names: Sequence[str]) -> str | None:
+def _notice(
+    names: Sequence[str], *, before: ImportedSource | None = None, copy: Sequence[str] = ()
+) -> str | None:
+    """The import's one notice: the names given a suffix; ``before``: a source of the
+    same bytes imported earlier, whose second copy ``copy`` (item ids) this import is."""
     if not names:
         return None
     quoted = ", ".join(f'"{name}"' for name in names)
-    return f"Duplicate or same-name extensions found; named automatically: {quoted}."
+    notice = f"Duplicate or same-name extensions found; named automatically: {quoted}."
+    if before is not None:
+        notice += (
+            f" The same source was imported before ({before.id}), so this import is a "
+            f"second copy of it; to keep only the first: agc ext rm {' '.join(copy)}"
+        )
+    return notice
 
 
 class ExtensionRepository:
@@ -532,7 +543,18 @@ class ExtensionRepository:
             items=tuple(items),
             renamed=bool(suffixed),
             duplicate=duplicate,
-            notice=_notice(suffixed),
+            notice=_notice(
+                suffixed,
+                before=next(
+                    (
+                        earlier
+                        for earlier in index.sources
+                        if hmac.compare_digest(earlier.fingerprint, fingerprint)
+                    ),
+                    None,
+                ),
+                copy=[item.id for item in items],
+            ),
             notes=tuple(notes),
             literals=tuple(literals),
         )
