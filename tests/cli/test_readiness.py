@@ -43,7 +43,7 @@ def test_classify_a_live_pass(tmp_path: Path, capsys: Capture) -> None:
     path = _observation_file(tmp_path, completed(content="a reply nobody may print"))
     code, out, _ = _run(capsys, "classify", str(path), "--live-endpoint", LIVE_URL)
     assert code == ExitCode.OK
-    assert "readiness: LIVE pass (agent-runner gate satisfied)" in out
+    assert "readiness: LIVE pass (runs a full agent session: yes)" in out
     assert "reply: non-empty, 24 characters" in out
     assert "a reply nobody may print" not in out
 
