@@ -10,6 +10,12 @@ pieces: every line read and parsed whole), run from its ``git archive`` by the s
 Python, and the current command on the rollout without the long line (the fixed part).
 Judged: (peak - fixed) / line bytes, and the reference's peak over the current one.
 
+A second input holds one Codex ``function_call`` line whose ``arguments`` (a JSON object
+encoded in a string) is 50 MB (20 MB quick) of escaped quotes (``[\\"q\\",…]``):
+the cut copy of such a line was made with a Python step per escaped quote before
+:data:`QUOTES_REFERENCE`. Judged: the reference's time over today's on that input, each
+less the time on the rollout alone (the fixed part, measured today).
+
 Run: ``python -m benchmarks --only ledger_long_line --rounds 1 --name ledger-long-line``.
 """
 
@@ -25,15 +31,22 @@ from benchmarks.ledger_events import write_rollout
 from benchmarks.report import Row, Section, Target
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from benchmarks.suites import Context
 
-__all__ = ["STREAMING_REFERENCE", "bench_ledger_long_line"]
+__all__ = ["QUOTES_REFERENCE", "STREAMING_REFERENCE", "bench_ledger_long_line"]
 
 STREAMING_REFERENCE = "312aa8e623cb0f63b572be15d4c0c14e656a65c8"
 """main before ``agc ledger record`` read its input with the line reader of
 ``agc ledger check``: each input line was read and parsed whole."""
 
+QUOTES_REFERENCE = "c9b0c7a539192f468067b6fd3cc5a72c15a93792"
+"""main before the cut copy of an overlong line found a string's end by regular
+expression: it took one Python step per escaped quote."""
+
 _NET_TARGET = 0.05
+_QUOTES_TARGET = 3.0
 
 
 def _with_long_line(rollout: Path, out: Path, size: int) -> int:
@@ -56,6 +69,31 @@ def _with_long_line(rollout: Path, out: Path, size: int) -> int:
     return out.stat().st_size
 
 
+def _with_quoted_call(rollout: Path, out: Path, size: int) -> int:
+    """``rollout`` with one Codex ``function_call`` line of about ``size`` bytes after its
+    first line: its ``arguments`` string holds ``{"cmd": "cat README.md", "pad": ["q",
+    …]}``, every inner quote escaped; returns the bytes."""
+    head = (
+        b'{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_item","payload":'
+        b'{"type":"function_call","name":"exec_command","call_id":"call_quoted",'
+        b'"arguments":"{\\"cmd\\":\\"cat README.md\\",\\"pad\\":[\\"q\\"'
+    )
+    tail = b']}"}}\n'
+    with rollout.open("rb") as source, out.open("wb") as sink:
+        sink.write(source.readline())
+        sink.write(head)
+        item = b',\\"q\\"'
+        block = item * ((1 << 20) // len(item))
+        remaining = size - len(head) - len(tail)
+        while remaining > 0:
+            part = block[: max(len(item), min(remaining, len(block)) // len(item) * len(item))]
+            sink.write(part)
+            remaining -= len(part)
+        sink.write(tail)
+        shutil.copyfileobj(source, sink)
+    return out.stat().st_size
+
+
 def bench_ledger_long_line(ctx: Context) -> Section:
     """Peak memory of ``agc ledger record`` with one long input line, now and before."""
     size = (50 if ctx.quick else 200) * 10**6
@@ -66,7 +104,10 @@ def bench_ledger_long_line(ctx: Context) -> Section:
         "line, each run in a process of its own reporting its peak resident set; the same "
         f"command of {STREAMING_REFERENCE[:12]} (main before the bounded line reader, run "
         "from its `git archive` by the same Python), and the current command on the "
-        "rollout alone (the fixed part).",
+        "rollout alone (the fixed part). Then a rollout holding one "
+        f"{_quoted_size(ctx):,}-byte function call whose arguments are escaped "
+        f"quotes, today and at {QUOTES_REFERENCE[:12]} (main before the cut copy found a "
+        "string's end by regular expression).",
     )
     work = ctx.fresh("ledger_long_line")
     rollout = work / "rollout.jsonl"
@@ -146,6 +187,7 @@ def bench_ledger_long_line(ctx: Context) -> Section:
             note=f"reference {old[0]:,} bytes, today {peak:,} bytes" if old else why or "",
         )
     )
+    _quoted_rows(ctx, section, work, rollout, argv, report, fixed_s=fixed_s)
     section.extra.update(
         {"line_bytes": size, "peak_bytes": peak, "fixed_bytes": fixed,
          "reference_peak_bytes": None if old is None else old[0],
@@ -153,3 +195,67 @@ def bench_ledger_long_line(ctx: Context) -> Section:
     )  # fmt: skip
     shutil.rmtree(work)
     return section
+
+
+def _quoted_size(ctx: Context) -> int:
+    """Bytes of the call of escaped quotes: enough for it to outweigh the fixed part."""
+    return (20 if ctx.quick else 50) * 10**6
+
+
+def _quoted_rows(
+    ctx: Context,
+    section: Section,
+    work: Path,
+    rollout: Path,
+    argv: Callable[[Path, str], list[str]],
+    report: Path,
+    *,
+    fixed_s: float,
+) -> None:
+    """The rows and target of the line of escaped quotes (module docstring): the times
+    are judged net of ``fixed_s``, the same command's time on the rollout alone."""
+    size = _quoted_size(ctx)
+    quoted = work / "quoted.jsonl"
+    _with_quoted_call(rollout, quoted, size)
+    _, seconds = peak_rss(argv(quoted, "quoted-now"), report)
+    reference, why = _reference_tree(work, QUOTES_REFERENCE)
+    old: float | None = None
+    if reference is not None:
+        old = peak_rss(argv(quoted, "quoted-before"), report, pythonpath=reference)[1]
+    section.rows.append(
+        Row(
+            f"agc ledger record, one {size / 1e6:,.0f} MB call of escaped quotes",
+            median_s=seconds,
+            spread=0.0,
+            rounds=1,
+            baseline="reference commit" if old else None,
+            ratio=None if old is None else old / seconds,
+        )
+    )
+    net = None if old is None else (old - fixed_s) / max(seconds - fixed_s, 1e-3)
+    if old is None:
+        section.rows.append(Row("reference commit (escaped quotes)", skipped=why))
+    else:
+        section.rows.append(
+            Row(
+                f"reference commit {QUOTES_REFERENCE[:12]}, the same call",
+                median_s=old,
+                spread=0.0,
+                rounds=1,
+            )
+        )
+    section.targets.append(
+        Target.judge(
+            "ledger-long-line-quotes",
+            f"the reference commit's time / today's, less the rollout alone's, >= "
+            f"{_QUOTES_TARGET:g} (one {size:,}-byte call of escaped quotes)",
+            net,
+            threshold=_QUOTES_TARGET,
+            op=">=",
+            note=(
+                f"reference {old:.2f} s, today {seconds:.2f} s, the rollout alone {fixed_s:.2f} s"
+                if old
+                else why or ""
+            ),
+        )
+    )

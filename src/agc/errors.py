@@ -26,6 +26,7 @@ __all__ = [
     "ExtensionIndexInvalidError",
     "ExtensionNameInvalidError",
     "ExtensionNotFoundError",
+    "ExtensionValueError",
     "FileExistsRefusedError",
     "FileUnreadableError",
     "FileWriteError",
@@ -585,6 +586,18 @@ class ArchiveRefusedError(InputError):
     default_hint = (
         "agc refuses archives with unsafe entries (.., absolute paths, links, collisions) "
         "and archives past the size limits; repack it without them."
+    )
+
+
+class ExtensionValueError(InputError, ValueError):
+    """A file of a source offered for import holds a number agc cannot keep exactly
+    (a frontmatter integer of too many digits, an MCP timeout past 2^53); nothing was
+    kept. Also a ``ValueError``: a reader of a stored copy treats it as a bad value."""
+
+    code = "extension-value-refused"
+    default_hint = (
+        "Write the number within the limit or remove it (a frontmatter field may hold "
+        "it as a quoted string), then import again."
     )
 
 

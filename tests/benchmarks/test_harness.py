@@ -47,6 +47,7 @@ EXPECTED_TARGETS = {
     "ledger-record-2x",
     "ledger-long-line-memory",
     "ledger-long-line-vs-reference",
+    "ledger-long-line-quotes",
     "bulk-command",
     "bulk-command-json",
     "bulk-linear",

@@ -36,13 +36,37 @@ def test_demo_verifies_then_shows_the_tampered_copy_failing(
     assert not check_run("demo-fix-parser", workdir / "tampered-store").complete
 
 
-def test_demo_defaults_to_a_temp_folder(
+def test_demo_defaults_to_one_cache_folder_that_the_next_demo_replaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    """Two demos without --store: one folder, $XDG_CACHE_HOME/agc/demo, named on stderr
+    and replaced by the second; nothing is left in the temp folder."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "agc" / "demo"
     assert main(["demo"]) == ExitCode.OK
-    assert len(list(tmp_path.glob("agc-demo-*/store"))) == 1
+    assert f"The demo's files are in {folder}" in capsys.readouterr().err
+    (folder / "store" / "left-by-the-first.txt").write_text("x")
+    assert main(["demo"]) == ExitCode.OK
     capsys.readouterr()
+    assert check_run("demo-fix-parser", folder / "store").complete
+    assert not (folder / "store" / "left-by-the-first.txt").exists()
+    assert sorted(p.name for p in folder.iterdir()) == [".agc-demo", "store", "tampered-store"]
+    assert list(temp.iterdir()) == []
+
+
+def test_demo_never_replaces_a_cache_folder_it_did_not_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    mine = tmp_path / "agc" / "demo"
+    mine.mkdir(parents=True)
+    (mine / "keep.txt").write_text("mine")
+    assert main(["demo"]) == ExitCode.USAGE
+    assert "not a folder agc demo made" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["keep.txt"]
 
 
 def test_demo_refuses_a_non_empty_folder(

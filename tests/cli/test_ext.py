@@ -137,6 +137,45 @@ def test_a_refused_archive_exits_2_names_the_entry_and_keeps_nothing(
     assert len(ExtensionRepository(store).load().sources) == 1
 
 
+@pytest.mark.parametrize(
+    ("where", "what"),
+    [
+        ("skills/art-skill/SKILL.md", "an integer in the frontmatter is written with 5000"),
+        (".mcp.json", "server 'search': `startup_timeout_sec` is an integer of 61 bits"),
+    ],
+    ids=["skill-integer", "mcp-timeout"],
+)
+def test_a_number_agc_cannot_keep_exits_2_names_the_file_and_keeps_nothing(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], where: str, what: str
+) -> None:
+    """One huge number in one file of a plugin: the whole source is refused (exit 2,
+    naming the source, the file and the number), nothing of it is kept, and the next
+    source on the same command line is imported."""
+    plugin = plugin_with_two_skills_and_mcp(tmp_path / "bad")
+    if where.endswith("SKILL.md"):
+        text = (plugin / where).read_text()
+        (plugin / where).write_text(text.replace("---\n", f"---\nsize: {'9' * 5000}\n", 1))
+    else:
+        config = json.loads((plugin / where).read_text())
+        config["search"]["startup_timeout_sec"] = 2**60
+        (plugin / where).write_text(json.dumps(config))
+    good = plugin_with_two_skills_and_mcp(tmp_path / "good", name="other")
+    code, out, err = _run(
+        capsys, "ext", "import", str(plugin), str(good), "--store", str(store), "--json"
+    )
+    assert code == ExitCode.USAGE
+    assert f"my-plugin: {where}: {what}" in err
+    assert "nothing was imported" in err
+    refused, imported = json.loads(out)
+    assert refused["error"]["code"] == "extension-value-refused"
+    assert len(imported["imported"]) == 3
+    index = ExtensionRepository(store).load()
+    (kept,) = index.sources
+    assert kept.original_name == "other"
+    assert {item.source_id for item in index.items} == {kept.id}
+    assert [p.name for p in (store / "extensions" / "sources").iterdir()] == [kept.id]
+
+
 def test_a_missing_path_exits_2(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -629,3 +668,35 @@ def test_show_of_a_skill_says_it_receives_no_environment(
     code, _, err = _run(capsys, "ext", "show", "no-such-item", "--store", str(store))
     assert code == ExitCode.USAGE
     assert "no extension item" in err
+
+
+def test_importing_the_same_source_again_says_so_and_how_to_undo_it(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second import of the same bytes (here with --env-ref both times) is a second
+    copy, as documented; its notice names the earlier source and the command that
+    removes the copy, and that command leaves the first import as it was."""
+    plugin = plugin_with_two_skills_and_mcp(tmp_path)
+    argv = ("ext", "import", str(plugin), "--store", str(store), "--env-ref", "--json")
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    first = json.loads(out)
+    code, out, err = _run(capsys, *argv)
+    assert code == 0
+    second = json.loads(out)
+    copy = [item["id"] for item in second["imported"]]
+    assert f"The same source was imported before ({first['sourceId']})" in second["notice"]
+    assert second["notice"].endswith(f"agc ext rm {' '.join(copy)}")
+    assert "imported before" in err
+    code, _, _ = _run(capsys, "ext", "rm", *copy, "--store", str(store))
+    assert code == 0
+    index = ExtensionRepository(store).load()
+    assert [source.id for source in index.sources] == [first["sourceId"]]
+    assert sorted(item.name for item in index.items) == ["art-skill", "code-skill", "search"]
+    # other bytes under the same names: a name collision, not the same source
+    (plugin / "skills" / "art-skill" / "references" / "palette.md").write_text("# Other\n")
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    notice = json.loads(out)["notice"]
+    assert notice.startswith("Duplicate or same-name extensions found")
+    assert "imported before" not in notice

@@ -520,3 +520,43 @@ def test_an_observation_on_stdin_whose_read_fails_is_exit_3(
     assert "observation on standard input" in err, err
     assert "input/output error" in err.lower(), err
     assert "free disk space" not in err
+
+
+# -- a run the store holds nothing of (docs/format.md, "Exit codes") ---------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected", "code"),
+    [
+        (["show", "nope"], ExitCode.USAGE, "'nope'"),
+        (["export", "nope"], ExitCode.USAGE, "'nope'"),
+        (["diff", "nope", "{file}"], ExitCode.USAGE, "'nope'"),
+        (["resume", "nope"], ExitCode.USAGE, "nope"),
+        (["recover", "nope"], ExitCode.USAGE, "nope"),
+        (["verify", "nope"], ExitCode.FINDINGS, "run-missing"),
+        (["report", "nope", "--csv", "-"], ExitCode.FINDINGS, "run-missing"),
+        (["agc-verify", "nope"], ExitCode.FINDINGS, "run-missing"),
+    ],
+    ids=lambda v: "-".join(v) if isinstance(v, list) else str(v),
+)
+def test_a_run_the_store_lacks_is_refused_by_actions_and_a_finding_of_verifications(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    expected: int,
+    code: str,
+) -> None:
+    """An action on a missing run is a usage error (2, run-not-found); a verification
+    answers it with the verdict run-missing (1, agc-verify's contract)."""
+    write_run(store, "present")  # the store exists and holds another run
+    other = tmp_path / "other.jsonl"
+    other.write_text("{}\n")
+    args = [a.replace("{file}", str(other)) for a in argv]
+    if args[0] == "agc-verify":
+        result = verify_main([*args[1:], "--store", str(store)])
+    else:
+        result = main([*args, "--store", str(store)])
+    out, err = capsys.readouterr()
+    assert result == expected, err
+    assert code in out + err  # the run named, or the verdict's code

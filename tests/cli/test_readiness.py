@@ -39,11 +39,25 @@ def _observation_file(tmp_path: Path, response: Any, **members: Any) -> Path:
     return path
 
 
+def test_the_readme_observation_is_one_classify_reads(tmp_path: Path, capsys: Capture) -> None:
+    """The README's example of classify's input classifies as it says (a LIVE pass
+    from the declared endpoint), so a reader can start from it."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    after = readme.split("`classify` reads an *observation*", 1)[1]
+    example = after.split("```json\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "observation.json"
+    path.write_text(example, encoding="utf-8")
+    endpoint = json.loads(example)["endpoint"]
+    code, out, _ = _run(capsys, "classify", str(path), "--live-endpoint", endpoint)
+    assert code == ExitCode.OK
+    assert out.startswith("readiness: LIVE pass")
+
+
 def test_classify_a_live_pass(tmp_path: Path, capsys: Capture) -> None:
     path = _observation_file(tmp_path, completed(content="a reply nobody may print"))
     code, out, _ = _run(capsys, "classify", str(path), "--live-endpoint", LIVE_URL)
     assert code == ExitCode.OK
-    assert "readiness: LIVE pass (agent-runner gate satisfied)" in out
+    assert "readiness: LIVE pass (runs a full agent session: yes)" in out
     assert "reply: non-empty, 24 characters" in out
     assert "a reply nobody may print" not in out
 

@@ -168,6 +168,41 @@ def test_the_ledger_defaults_to_the_store_and_is_refused_inside_the_workspace(
     )
 
 
+@pytest.mark.parametrize(
+    ("ledger", "workspace"),
+    [
+        ("lr", "lr/.agent"),  # the workspace is the ledger's own .agent/
+        ("lr", "lr/sub/deeper"),
+        ("lr", "lr"),
+        ("link-to-lr", "lr/.agent"),  # a symlink naming the ledger root
+        ("lr", "link-to-lr/.agent"),  # a symlink naming the workspace
+        ("lr", "link-to-inside"),  # a symlink out of the ledger root's reach, leading in
+    ],
+)
+def test_a_ledger_root_holding_the_workspace_is_refused(
+    tmp_path: Path, ledger: str, workspace: str
+) -> None:
+    """The agent writes anywhere in the workspace: a ledger root holding it is within
+    reach too, whichever path names either (symbolic links are followed)."""
+    (tmp_path / "lr" / ".agent").mkdir(parents=True)
+    (tmp_path / "lr" / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "link-to-lr").symlink_to(tmp_path / "lr")
+    (tmp_path / "link-to-inside").symlink_to(tmp_path / "lr" / "sub")
+    root, work = tmp_path / ledger, tmp_path / workspace
+    with pytest.raises(UsageError, match="workspace") as refused:
+        ledger_root_for(root, workspace=work, store_root=tmp_path / "s", insecure=False)
+    assert "--insecure-ledger-in-workspace" in (refused.value.hint or "")
+    assert ledger_root_for(root, workspace=work, store_root=tmp_path / "s", insecure=True) == (
+        root.resolve()
+    )
+    # siblings whose names share a beginning hold nothing of one another
+    (tmp_path / "lr-work").mkdir()
+    beside = ledger_root_for(
+        tmp_path / "lr", workspace=tmp_path / "lr-work", store_root=tmp_path / "s", insecure=False
+    )
+    assert beside == (tmp_path / "lr").resolve()
+
+
 def test_serve_refuses_a_ledger_root_in_the_workspace_before_it_listens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -180,6 +215,23 @@ def test_serve_refuses_a_ledger_root_in_the_workspace_before_it_listens(
         assert agc_main([*base, "--port", port, "--ledger-root", str(tmp_path / "w")]) == 2
     err = capsys.readouterr().err
     assert "inside the workspace" in err
+    assert "--insecure-ledger-in-workspace" in err
+
+
+def test_serve_refuses_a_ledger_root_holding_the_workspace_before_it_listens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--workspace lr/.agent --ledger-root lr``: the agent would write the ledger."""
+    (tmp_path / "lr" / ".agent").mkdir(parents=True)
+    workspace = str(tmp_path / "lr" / ".agent")
+    base = ["serve", "--workspace", workspace, "--store", str(tmp_path / "s")]
+    with socket.socket() as taken:  # were the ledger root let through, it would stop here
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        assert agc_main([*base, "--port", port, "--ledger-root", str(tmp_path / "lr")]) == 2
+    err = capsys.readouterr().err
+    assert "holds the workspace" in err
     assert "--insecure-ledger-in-workspace" in err
 
 

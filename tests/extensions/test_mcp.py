@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc._core.redact import credential_variable
+from agc.errors import ExtensionValueError
 from agc.extensions import EnvBlocklist, Forward, credential_warnings, forwards, is_remote
 from agc.extensions._mcp import (
     normalize_server,
@@ -304,9 +305,11 @@ def test_a_relative_cwd_or_command_leaving_the_source_is_refused(
     ),
     form=st.sampled_from(["json", "toml"]),
 )
-def test_a_timeout_outside_0_to_2_53_is_an_item_error_never_a_crash(
+def test_a_timeout_outside_0_to_2_53_is_an_item_error_or_refused_never_a_crash(
     field: str, value: float, form: str
 ) -> None:
+    """Beyond 2^53 (or not finite): the file is refused, naming the server and the field
+    (exit 2); a negative timeout, or a fraction of a millisecond, is an item error."""
     if form == "json":
         text = f'{{"mcpServers": {{"s": {{"command": "x", "{field}": {json.dumps(value)}}}}}}}'
         servers, error = read_mcp_json(text.encode())
@@ -316,6 +319,13 @@ def test_a_timeout_outside_0_to_2_53_is_an_item_error_never_a_crash(
             f"[mcp_servers.s]\ncommand = 'x'\n{field} = {literal}\n".encode()
         )
     if error is not None:  # a TOML float spelling tomllib refuses
+        return
+    if value != value or abs(value) > 2**53:
+        with pytest.raises(ExtensionValueError, match=f"x.json: server 's': `{field}` is ") as no:
+            normalize_server(servers[0].value, json_form=form == "json", where="x.json: server 's'")
+        assert no.value.exit_code == 2
+        assert "beyond 2^53" in no.value.message
+        assert len(no.value.message) < 300  # never the number's thousands of digits
         return
     spec = normalize_server(servers[0].value, json_form=form == "json")
     fine = (

@@ -7,6 +7,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc.errors import ExtensionValueError
 from agc.extensions._skill import (
     MAX_FRONTMATTER_DEPTH,
     MAX_FRONTMATTER_EXPANDED_BYTES,
@@ -227,27 +228,43 @@ def test_a_one_megabyte_string_repeated_500_times_is_refused_quickly() -> None:
         rename_frontmatter(data, "renamed")
 
 
-# Every scalar form PyYAML builds a number or a date from, at sizes Python refuses.
-_HUGE_VALUES = st.one_of(
+# Every scalar form PyYAML builds an integer from, at sizes Python refuses to write out.
+_HUGE_INTEGERS = st.one_of(
     st.integers(4301, 6000).map(lambda n: "9" * n),
     st.integers(4301, 6000).map(lambda n: "-" + "7" * n),
     st.integers(4301, 6000).map(lambda n: "0x" + "f" * n),
     st.integers(4301, 6000).map(lambda n: "0" + "7" * n),  # YAML 1.1 octal
     st.integers(4301, 6000).map(lambda n: "0b" + "1" * (4 * n)),
-    st.integers(4301, 6000).map(lambda n: "1" * n + ":30"),
-    st.sampled_from(["2024-13-45", "2024-02-30", "2024-00-01 10:00:00"]),
+    st.integers(4301, 6000).map(lambda n: "1" * n + ":30"),  # YAML 1.1 base 60
+    st.integers(1001, 4300).map(lambda n: "9" * n),  # Python could, agc keeps 1000
 )
 
 
-@settings(max_examples=examples(30), deadline=None)
-@given(field=st.sampled_from(["name", "description", "version", "metadata"]), value=_HUGE_VALUES)
-def test_a_number_or_date_python_cannot_build_is_a_frontmatter_error_not_a_crash(
-    field: str, value: str
-) -> None:
+def _frontmatter_with(field: str, value: str) -> bytes:
     frontmatter = f"name: x\ndescription: d\n{field}: {value}\n"
     if field == "metadata":
         frontmatter = f"name: x\ndescription: d\nmetadata: {{n: [{value}]}}\n"
-    data = f"---\n{frontmatter}---\nbody\n".encode()
+    return f"---\n{frontmatter}---\nbody\n".encode()
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(field=st.sampled_from(["name", "description", "version", "metadata"]), value=_HUGE_INTEGERS)
+def test_an_integer_too_long_to_keep_refuses_the_file_naming_it(field: str, value: str) -> None:
+    """A number agc cannot keep exactly is no skill error for Codex (it ignores fields it
+    does not read): the file is refused (exit 2), named, with the integer's length."""
+    data = _frontmatter_with(field, value)
+    with pytest.raises(ExtensionValueError, match="an integer in the frontmatter") as refused:
+        parse_skill_file(data, label="skills/x/SKILL.md")
+    assert refused.value.exit_code == 2
+    assert refused.value.message.startswith("skills/x/SKILL.md: ")
+    assert f"written with {len(value)} characters" in refused.value.message
+    with pytest.raises(ValueError, match="an integer"):
+        rename_frontmatter(data, "renamed")
+
+
+@pytest.mark.parametrize("value", ["2024-13-45", "2024-02-30", "2024-00-01 10:00:00"])
+def test_a_date_python_cannot_build_is_a_frontmatter_error_not_a_crash(value: str) -> None:
+    data = _frontmatter_with("version", value)
     front = parse_skill_file(data)
     assert front.error is not None
     assert "not valid YAML" in front.error

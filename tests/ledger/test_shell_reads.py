@@ -238,3 +238,44 @@ def test_a_command_over_the_limit_is_not_parsed() -> None:
     command = "cat a.md; " + "x" * MAX_SCRIPT_CHARS
     assert inferred_reads(command[:MAX_SCRIPT_CHARS]) == ("a.md",)
     assert inferred_reads(command) == ()
+
+
+# -- the beginning of a longer command (its end cut off) ----------------------------------
+
+
+def test_no_beginning_of_a_corpus_command_names_a_file_it_does_not_read() -> None:
+    """Every beginning of every corpus command (and of it after a whole ``cat
+    first.md;``), read with ``whole=False``: each file inferred is one the whole
+    command reads. Read as whole, ``cat README`` of ``cat README.md`` would name
+    ``README`` and ``cat a.md &`` of ``cat a.md &> out`` would name ``a.md``."""
+    for command, real, _ in CORPUS:
+        for text in (command, f"cat first.md; {command}"):
+            truth = set(real) | ({"first.md"} if text != command else set())
+            for end in range(len(text) + 1):
+                got = set(inferred_reads(text[:end], whole=False))
+                assert got <= truth, (text, end, got)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cat a.md && cat b.md", ("a.md",)),  # the last command may have lost its end
+        ("cat a.md && cat b.md\n", ("a.md", "b.md")),  # a newline ends it
+        ("cat a.md &", ()),  # "&" of "&>": the output may go to a file
+        ("cat a.md & ", ("a.md",)),  # "&" then a space: run in the background
+        ("cat a.md |", ()),
+        ("cat a.md | wc -l", ("a.md",)),
+        ("cat a.md >", ()),
+    ],
+)
+def test_a_cut_command_keeps_the_reads_of_its_whole_commands(
+    text: str, expected: tuple[str, ...]
+) -> None:
+    assert inferred_reads(text, whole=False) == expected
+
+
+def test_the_corpus_beginnings_still_find_reads() -> None:
+    """Not vacuous: a beginning that holds a whole read command and its newline infers
+    what the whole command infers."""
+    for command, _, inferred in CORPUS:
+        assert inferred_reads(f"{command}\n", whole=False) == inferred, command

@@ -604,6 +604,8 @@ def test_the_registry_pass_keeps_the_runner_blockers_in_view() -> None:
     assert verdict.runner_blockers == ("codex_cli_binary_missing", "codex_home_missing")
     gate = next(r for r in verdict.reasons if r.code == "runner-gate-not-satisfied")
     assert "codex_cli_binary_missing" in gate.message
+    assert "cannot run the agent" in gate.message  # plain words, not the rule's own name
+    assert "gate" not in gate.message
 
 
 @pytest.mark.parametrize("blocker", sorted(KNOWN_RUNNER_BLOCKERS))
@@ -615,6 +617,8 @@ def test_each_listed_stdio_blocker_blocks_the_runner(blocker: str) -> None:
     reason = next(r for r in verdict.reasons if r.observed == blocker)
     assert reason.code == "runner-blocker"
     assert reason.message == KNOWN_RUNNER_BLOCKERS[blocker]
+    # what a person reads names the missing thing, not an internal term
+    assert not any(word in reason.message for word in ("boundary", "injected", "gate"))
 
 
 def test_an_unlisted_stdio_blocker_still_blocks() -> None:

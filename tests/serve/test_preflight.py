@@ -185,6 +185,23 @@ def test_a_missing_key_names_the_variable_and_never_its_value(tmp_path: Path) ->
     assert missing_env(["A", "B"], {"B": "x"}) == ("A",)
 
 
+def test_the_answer_names_the_most_basic_missing_prerequisite_first(tmp_path: Path) -> None:
+    """No Codex program and no API key: the message names the program (without it
+    nothing starts, key or not), in plain words; the key is still listed."""
+    env = {"PATH": str(tmp_path / "empty")}
+    report = run(_preflight(tmp_path, env=env, provider_key_env=("OPENAI_API_KEY",)).run())
+    assert _codes(report) == ["codex_cli_binary_missing", "provider_token_boundary"]
+    error = report.to_dict()["error"]
+    assert error["message"] == report.blockers[0].message
+    assert "codex" in error["message"]
+    assert "OPENAI_API_KEY" not in error["message"]
+    assert error["missingEnv"] == ["OPENAI_API_KEY"]
+    key = report.blockers[1].message
+    assert (
+        key == "the model provider's API key is not set in agc serve's environment: OPENAI_API_KEY"
+    )
+
+
 def test_a_failed_handshake_is_not_wired_and_is_not_cached(tmp_path: Path) -> None:
     calls: list[str] = []
 

@@ -4,12 +4,12 @@ evidence."""
 from __future__ import annotations
 
 import enum
+import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated, BinaryIO, Final
 
 import typer
 
@@ -586,14 +586,17 @@ def demo_command(
         typer.Option(
             "--store",
             help="An empty or new folder for the demo: the store is FOLDER/store, the "
-            "tampered copy FOLDER/tampered-store (default: a temp folder).",
+            "tampered copy FOLDER/tampered-store (default: $XDG_CACHE_HOME/agc/demo, else "
+            "~/.cache/agc/demo, replaced by each demo).",
         ),
     ] = None,
 ) -> int:
     """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.
 
     Progress goes to stderr, the two verdicts to stdout; it exits 0 when the sealed run
-    verifies and the tampered copy fails, as they should.
+    verifies and the tampered copy fails, as they should. Without --store the demo's
+    files go to one folder of agc's cache (printed), which the next demo replaces:
+    demos leave nothing else behind.
 
     \b
     Examples:
@@ -603,7 +606,7 @@ def demo_command(
     """
     if store is not None:
         resolve_store(store)  # a folder: the demo copies it (an s3:// store is exit 2)
-    workdir = Path(tempfile.mkdtemp(prefix="agc-demo-")) if store is None else store
+    workdir = _fresh_demo_folder() if store is None else store
     if store is not None and store.exists() and any(store.iterdir()):
         raise UsageError(f"{store} is not empty", hint="Give an empty or new folder.")
     good, tampered = workdir / "store", workdir / "tampered-store"
@@ -638,7 +641,37 @@ def demo_command(
         else "Demo did not behave as expected."
     )
     say(f"Try it yourself: agc-verify {run_id} --store {good}")
+    if store is None:
+        say(f"The demo's files are in {workdir} (the next agc demo replaces them).")
     return int(ExitCode.OK if expected else ExitCode.INTERNAL)
+
+
+_DEMO_MARK: Final = ".agc-demo"
+"""The file that marks a folder as the default demo folder, which the next demo may
+replace (a folder without it is never removed)."""
+
+
+def _fresh_demo_folder() -> Path:
+    """``$XDG_CACHE_HOME/agc/demo`` (else ``~/.cache/agc/demo``, the XDG Base Directory
+    default), emptied: the previous demo's files are removed first.
+
+    Raises:
+        UsageError: the folder exists, is not empty and is not a demo's (no mark).
+    """
+    cache = os.environ.get("XDG_CACHE_HOME")
+    folder = (Path(cache) if cache else Path.home() / ".cache") / "agc" / "demo"
+    ours = folder.is_dir() and not folder.is_symlink() and (folder / _DEMO_MARK).is_file()
+    empty = folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir())
+    if (folder.exists() or folder.is_symlink()) and not (ours or empty):
+        raise UsageError(
+            f"{folder} exists and is not a folder agc demo made",
+            hint="Remove it, or give the demo a folder of its own with --store.",
+        )
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / _DEMO_MARK).write_text("agc demo: replaced by the next agc demo\n")
+    return folder
 
 
 def register(app: typer.Typer) -> None:

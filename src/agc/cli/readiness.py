@@ -134,7 +134,8 @@ RequireRunnerOption = Annotated[
     bool,
     typer.Option(
         "--require-agent-runner",
-        help="Exit 0 only when the full agent-runner gate is satisfied too.",
+        help="Exit 0 only when the endpoint also runs a full agent session (an agent "
+        "with its tools, not text chat only).",
     ),
 ]
 EnvironmentOption = Annotated[
@@ -232,10 +233,10 @@ def _show(
 def format_verdict(verdict: ReadinessVerdict) -> list[str]:
     """Human lines for a verdict (every value already quoted by the library)."""
     outcome = "pass" if verdict.passed else "NOT a pass"
-    gate = "satisfied" if verdict.agent_runner_gate else "not satisfied"
+    gate = "yes" if verdict.agent_runner_gate else "no"
     summary = verdict.summary
     lines = [
-        f"readiness: {verdict.label} {outcome} (agent-runner gate {gate})",
+        f"readiness: {verdict.label} {outcome} (runs a full agent session: {gate})",
         f"environment: {verdict.environment}",
         f"endpoint: {verdict.endpoint or '-'}",
         f"capability: {verdict.capability or '-'}",

@@ -106,19 +106,39 @@ def ledger_root_for(
     requested: Path | None, *, workspace: Path, store_root: Path, insecure: bool
 ) -> Path:
     """The turn ledger's folder: ``requested``, else ``<store>/ledger`` (where the
-    agent's sandbox does not reach, as the store); resolved.
+    agent's sandbox does not reach, as the store); resolved (symbolic links followed,
+    the workspace's too).
+
+    The ledger is a control plane the agent cannot reach: the folder and the workspace
+    must not hold one another, in either direction (a ledger folder holding the
+    workspace puts the ledger's own ``.agent/`` within the agent's reach whenever the
+    workspace is that folder or a part of it).
 
     Raises:
-        UsageError: it is the workspace or inside it (the agent could rewrite its own
-            ledger) and ``insecure`` (``--insecure-ledger-in-workspace``) is not set.
+        UsageError: it is the workspace, inside it, or holds it (the agent could
+            rewrite its own ledger) and ``insecure`` (``--insecure-ledger-in-workspace``)
+            is not set.
     """
     root = (requested or store_root / "ledger").expanduser().resolve()
-    if not insecure and root.is_relative_to(workspace):
-        where = "--ledger-root" if requested is not None else "the store's ledger folder"
+    work = workspace.expanduser().resolve()
+    if insecure:
+        return root
+    where = "--ledger-root" if requested is not None else "the store's ledger folder"
+    hint = (
+        "Keep the ledger and the workspace apart (--ledger-root DIR, or a --store, "
+        "outside the workspace and not holding it), or accept that risk with "
+        "--insecure-ledger-in-workspace."
+    )
+    if root.is_relative_to(work):
         raise UsageError(
-            f"{where} {root} is inside the workspace {workspace}, where the agent can write",
-            hint="Keep the ledger outside the workspace (--ledger-root DIR, or a --store "
-            "outside it), or accept that risk with --insecure-ledger-in-workspace.",
+            f"{where} {root} is inside the workspace {work}, where the agent can write",
+            hint=hint,
+        )
+    if work.is_relative_to(root):
+        raise UsageError(
+            f"{where} {root} holds the workspace {work}: the agent can write inside the "
+            "ledger's folder",
+            hint=hint,
         )
     return root
 
@@ -300,7 +320,8 @@ def serve_command(
         bool,
         typer.Option(
             "--insecure-ledger-in-workspace",
-            help="Allow a ledger root inside the workspace, where the agent can rewrite it.",
+            help="Allow a ledger root inside the workspace or holding it, where the agent "
+            "can rewrite the ledger.",
         ),
     ] = False,
     token_env: Annotated[

@@ -395,7 +395,7 @@ def _add_skill(tree: Path, skill_dir: PurePosixPath, fallback_name: str, found: 
     except (OSError, AgcError) as exc:
         front = SkillFrontmatter(None, None, f"SKILL.md cannot be read ({exc})")
     else:
-        front = parse_skill_file(data)
+        front = parse_skill_file(data, label=_rel(skill_file))
     original = front.name or fallback_name
     wanted = normalize_name("skill", original)
     notes = list(front.notes)
@@ -465,7 +465,8 @@ def _add_servers(
     plugin_root: PurePosixPath | None,
 ) -> None:
     for server in servers:
-        spec = normalize_server(server.value, json_form=json_form)
+        where = f"{_rel(path)}: server {server.name!r}"
+        spec = normalize_server(server.value, json_form=json_form, where=where)
         if spec.error is None:
             escape = stays_inside(spec.config, config_dir, plugin_root)
             if escape is not None:

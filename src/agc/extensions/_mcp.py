@@ -58,6 +58,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from agc._core.redact import credential_variable
+from agc.errors import ExtensionValueError
 from agc.extensions._documents import DocumentTooDeepError, load_json, load_toml
 
 __all__ = [
@@ -252,6 +253,25 @@ def _is_number(value: Any) -> bool:
     )
 
 
+_NUMBER_FIELDS: Final = frozenset({"startup_timeout_sec", "startup_timeout_ms", "tool_timeout_sec"})
+
+
+def _beyond_range(value: Any) -> bool:
+    """A number (not a bool) whose size is past :data:`MAX_NUMBER`, or not finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return True
+    return abs(value) > MAX_NUMBER
+
+
+def _number_text(value: int | float) -> str:
+    """A short text for a number past the range (never thousands of digits)."""
+    if isinstance(value, int):
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
+
+
 def _is_whole_number(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NUMBER
 
@@ -303,13 +323,19 @@ _SHAPES: Final = {
 }
 
 
-def normalize_server(raw: Any, *, json_form: bool) -> ServerSpec:
-    """Reduce a published server object to the fields Codex reads (never raises).
+def normalize_server(raw: Any, *, json_form: bool, where: str = "the server") -> ServerSpec:
+    """Reduce a published server object to the fields Codex reads. What Codex would
+    refuse is the result's ``error``.
 
     Args:
         raw: the server's value (a dict for a server; anything else is an error).
         json_form: it came from a ``.mcp.json``/plugin (Claude Code's field names and
             ``${VAR}`` references), not from a Codex ``config.toml``.
+        where: the file and server, for the error below.
+
+    Raises:
+        ExtensionValueError: a timeout Codex would read is a number beyond
+            :data:`MAX_NUMBER` (or not finite): agc cannot keep it exactly.
     """
     if not isinstance(raw, dict):
         return ServerSpec({}, "the server entry is not a table/object")
@@ -332,6 +358,11 @@ def normalize_server(raw: Any, *, json_form: bool) -> ServerSpec:
     problems: list[str] = []
     for key, value in source.items():
         if key in allowed:
+            if key in _NUMBER_FIELDS and _beyond_range(value):
+                raise ExtensionValueError(
+                    f"{where}: `{key}` is {_number_text(value)}, beyond 2^53, the largest "
+                    "number agc keeps (every JSON reader keeps it exactly, RFC 7493)"
+                )
             if _CHECKS[key](value):
                 config[key] = value
             else:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hmac
 import os
 import shutil
 import stat
@@ -48,6 +49,7 @@ from agc._core.store import resolve_store
 from agc.errors import (
     ArchiveRefusedError,
     ExtensionNotFoundError,
+    ExtensionValueError,
     FileUnreadableError,
     InputError,
     InputMissingError,
@@ -159,11 +161,21 @@ class RemoveResult:
     sources: tuple[ImportedSource, ...]
 
 
-def _notice(names: Sequence[str]) -> str | None:
+def _notice(
+    names: Sequence[str], *, before: ImportedSource | None = None, copy: Sequence[str] = ()
+) -> str | None:
+    """The import's one notice: the names given a suffix; ``before``: a source of the
+    same bytes imported earlier, whose second copy ``copy`` (item ids) this import is."""
     if not names:
         return None
     quoted = ", ".join(f'"{name}"' for name in names)
-    return f"Duplicate or same-name extensions found; named automatically: {quoted}."
+    notice = f"Duplicate or same-name extensions found; named automatically: {quoted}."
+    if before is not None:
+        notice += (
+            f" The same source was imported before ({before.id}), so this import is a "
+            f"second copy of it; to keep only the first: agc ext rm {' '.join(copy)}"
+        )
+    return notice
 
 
 class ExtensionRepository:
@@ -299,6 +311,9 @@ class ExtensionRepository:
             InputError: it is neither a file nor a folder, or cannot name one (exit 2).
             FileUnreadableError: it exists but cannot be read (permissions, I/O: exit 3).
             ArchiveRefusedError: an unsafe or oversized archive or folder (nothing kept).
+            ExtensionValueError: a file holds a number agc cannot keep exactly (a
+                frontmatter integer of over 1000 characters, an MCP timeout beyond 2^53;
+                nothing kept).
             StoreError: the store cannot be written (disk full: nothing kept).
         """
         source_path = Path(path)
@@ -310,9 +325,15 @@ class ExtensionRepository:
         staging, staging_fd = self._new_staging()
         try:
             fingerprint, stage_notes = self._stage(source_path, staging, kind, name)
-            found = discover(
-                staging / "tree", source_name=name, kind=kind, source_fingerprint=fingerprint
-            )
+            try:
+                found = discover(
+                    staging / "tree", source_name=name, kind=kind, source_fingerprint=fingerprint
+                )
+            except ExtensionValueError as exc:
+                where = "" if exc.message.startswith(f"{name}:") else f"{name}: "
+                raise ExtensionValueError(
+                    f"{where}{exc.message}; nothing was imported", hint=exc.hint
+                ) from None
             if len(found.found) > self.limits.max_entries:
                 raise ArchiveRefusedError(
                     f"{name}: it holds {len(found.found)} skills and MCP servers; the limit "
@@ -522,7 +543,18 @@ class ExtensionRepository:
             items=tuple(items),
             renamed=bool(suffixed),
             duplicate=duplicate,
-            notice=_notice(suffixed),
+            notice=_notice(
+                suffixed,
+                before=next(
+                    (
+                        earlier
+                        for earlier in index.sources
+                        if hmac.compare_digest(earlier.fingerprint, fingerprint)
+                    ),
+                    None,
+                ),
+                copy=[item.id for item in items],
+            ),
             notes=tuple(notes),
             literals=tuple(literals),
         )

@@ -23,9 +23,11 @@ more than :data:`MAX_FRONTMATTER_NODES` nodes or more than
 repeated by a few aliases is few nodes but a huge document once written out again). A
 double-quoted ``"\\ud800"`` escape (a lone surrogate, not a Unicode scalar value: YAML
 1.1 lets PyYAML build it) is refused too: no UTF-8 file (the index, the renamed copy)
-can hold it. An integer written with more than :data:`MAX_INTEGER_CHARS` characters,
-and a value of a valid form that Python cannot build (a date such as ``2024-13-45``),
-are refused like invalid YAML.
+can hold it. A value of a valid form that Python cannot build (a date such as
+``2024-13-45``) is refused like invalid YAML. An integer written with more than
+:data:`MAX_INTEGER_CHARS` characters is a number agc cannot keep exactly (Codex, which
+ignores fields it does not read, would load the skill): the file is refused with
+:class:`~agc.errors.ExtensionValueError`, and an import of it keeps nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any, Final
 
 import yaml
 
+from agc.errors import ExtensionValueError
 from agc.extensions._names import collapse_whitespace
 
 __all__ = [
@@ -70,7 +73,7 @@ class FrontmatterRefusedError(yaml.YAMLError):
     lone surrogate."""
 
 
-def _check_expansion(root: yaml.Node) -> None:
+def _check_expansion(root: yaml.Node, *, label: str) -> None:
     """Refuse a composed document that is cyclic, too deep or expands too far.
 
     Iterative post-order walk of the node graph; each node's expanded size and depth
@@ -79,6 +82,8 @@ def _check_expansion(root: yaml.Node) -> None:
 
     Raises:
         FrontmatterRefusedError: naming the limit.
+        ExtensionValueError: an integer of more than :data:`MAX_INTEGER_CHARS`
+            characters (``label`` names the file, for the message).
     """
     sizes: dict[int, tuple[int, int, int]] = {}  # id(node) -> (nodes, depth, text bytes)
     open_nodes: set[int] = set()
@@ -96,8 +101,10 @@ def _check_expansion(root: yaml.Node) -> None:
             and node.tag == _INT_TAG
             and len(node.value) > MAX_INTEGER_CHARS
         ):
-            raise FrontmatterRefusedError(
-                f"an integer is written with more than {MAX_INTEGER_CHARS} characters"
+            raise ExtensionValueError(
+                f"{label}: an integer in the frontmatter is written with {len(node.value)} "
+                f"characters; agc keeps at most {MAX_INTEGER_CHARS} (Python writes an "
+                "integer of at most 4300 digits, and no frontmatter field needs more)"
             )
         if done:
             open_nodes.discard(key)
@@ -157,11 +164,13 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _load_frontmatter(text: str) -> Any:
+def _load_frontmatter(text: str, *, label: str) -> Any:
     """``yaml.safe_load`` of frontmatter text, bounded (see the module docstring).
 
     Raises:
         yaml.YAMLError: invalid YAML, or :class:`FrontmatterRefusedError`.
+        ExtensionValueError: an integer agc cannot keep (``label`` names the file, for
+            the message).
     """
     loader = yaml.SafeLoader(text)
     try:
@@ -173,7 +182,7 @@ def _load_frontmatter(text: str) -> Any:
             ) from None
         if node is None:
             return None
-        _check_expansion(node)
+        _check_expansion(node, label=label)
         try:
             return loader.construct_document(node)
         except (ValueError, OverflowError) as exc:
@@ -212,8 +221,18 @@ def _split(text: str) -> tuple[list[str], list[str], list[str]] | None:
     return None
 
 
-def parse_skill_file(data: bytes) -> SkillFrontmatter:
-    """Read the frontmatter of ``SKILL.md`` bytes; never raises."""
+def parse_skill_file(data: bytes, *, label: str = "SKILL.md") -> SkillFrontmatter:
+    """Read the frontmatter of ``SKILL.md`` bytes. What Codex would refuse is the
+    result's ``error``.
+
+    Args:
+        data: the file's bytes.
+        label: the file's name or path, for the error below.
+
+    Raises:
+        ExtensionValueError: an integer written with more than
+            :data:`MAX_INTEGER_CHARS` characters (see the module docstring).
+    """
     if len(data) > MAX_SKILL_FILE_BYTES:
         return SkillFrontmatter(None, None, f"SKILL.md is larger than {MAX_SKILL_FILE_BYTES} bytes")
     try:
@@ -224,7 +243,7 @@ def parse_skill_file(data: bytes) -> SkillFrontmatter:
     if parts is None:
         return SkillFrontmatter(None, None, "SKILL.md has no YAML frontmatter delimited by ---")
     try:
-        fields = _load_frontmatter("".join(parts[1]))
+        fields = _load_frontmatter("".join(parts[1]), label=label)
     except yaml.YAMLError as exc:
         return SkillFrontmatter(
             None, None, f"SKILL.md frontmatter is not valid YAML: {_one_line(exc)}"
@@ -281,7 +300,7 @@ def rename_frontmatter(data: bytes, new_name: str) -> bytes:
         raise ValueError("SKILL.md has no frontmatter")
     opening, front, rest = parts
     try:
-        original = _load_frontmatter("".join(front))
+        original = _load_frontmatter("".join(front), label="SKILL.md")
     except yaml.YAMLError as exc:
         raise ValueError(f"SKILL.md frontmatter is not valid YAML: {_one_line(exc)}") from exc
     if not isinstance(original, dict):
@@ -290,7 +309,7 @@ def rename_frontmatter(data: bytes, new_name: str) -> bytes:
     candidate = _replace_name_line(front, new_name)
     if candidate is not None:
         try:
-            reparsed = _load_frontmatter("".join(candidate))
+            reparsed = _load_frontmatter("".join(candidate), label="SKILL.md")
         except yaml.YAMLError:
             reparsed = None
         if reparsed == wanted:

@@ -32,6 +32,7 @@ __all__ = [
     "OverlongLine",
     "event_lines",
     "iter_line_pieces",
+    "uncut",
 ]
 
 MAX_READ_LINE_BYTES: Final = 4 * MAX_LINE_BYTES
@@ -43,13 +44,23 @@ held in memory whole."""
 _CHUNK_BYTES: Final = 1024 * 1024
 
 KEPT_STRING_BYTES: Final = 64 * 1024
+"""How much of each JSON string of an overlong event line is kept (bytes of its JSON
+text, escapes as written): more than any field the ledger records keeps (a command is
+cut at 240 characters and marked truncated)."""
 CUT_MARK: Final = b"\\u2026sha256:"
 """What ends a cut string of that copy (JSON text): ``…sha256:`` and the first 16 hex
 digits of the SHA-256 of the whole string's JSON text, so strings cut alike (two long
 keys of one object) stay distinct."""
-"""How much of each JSON string of an overlong event line is kept (bytes of its JSON
-text, escapes as written): more than any field the ledger records keeps (a command is
-cut at 240 characters and marked truncated)."""
+_CUT_TEXT: Final = re.compile("\u2026sha256:[0-9a-f]{16}\\Z")
+
+
+def uncut(text: str) -> tuple[str, bool]:
+    """A string of the cut copy of an overlong line (decoded): ``(its kept beginning,
+    True)`` when it ends in the cut mark (:data:`CUT_MARK` and 16 hex digits), else
+    ``(text, False)``. Only for strings of such a copy: elsewhere the same characters
+    are text like any other."""
+    found = _CUT_TEXT.search(text)
+    return (text, False) if found is None else (text[: found.start()], True)
 
 
 class LineReader(Protocol):
@@ -112,30 +123,32 @@ class OverlongLine(NamedTuple):
 
 _BLANKS: Final = re.compile(rb"[ \t\r\n]{2,}")
 _QUOTE: Final = 0x22
-_BACKSLASH: Final = 0x5C
-
-
-def _backslashes_before(data: bytes | bytearray, end: int, start: int) -> int:
-    """How many backslashes run back from ``end`` (exclusive) to no further than ``start``."""
-    j = end
-    while j > start and data[j - 1] == _BACKSLASH:
-        j -= 1
-    return end - j
+_STRING_BODY: Final = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
+"""The content of a JSON string from a position on: up to its closing quote, the end of
+the data, or a backslash ending the data (whose escaped byte is in the next piece).
+Possessive, so that matching keeps no backtracking state: linear, constant memory."""
+_UNITS: Final = re.compile(rb"(?:[^\\]++|\\u....|\\[^u])*+", re.DOTALL)
+"""Whole units of a string's content: runs of bytes, ``\\uXXXX`` escapes, two-byte
+escapes. A unit's kind is told by its first byte, so the units are the same whatever
+part of them is matched."""
+_HIGH_SURROGATE: Final = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 
 
 class _Shrinker:
     """Copies the bytes of one JSON text fed in pieces, keeping of each string only its
     first :data:`KEPT_STRING_BYTES` bytes, cut where the copy stays valid JSON text: never
     inside an escape (RFC 8259, section 7), after a lone high surrogate escape, or inside
-    a UTF-8 sequence (RFC 3629). Work is linear in the bytes fed; the copy is abandoned
-    (``result()`` is ``None``) once it would exceed :data:`MAX_READ_LINE_BYTES`."""
+    a UTF-8 sequence (RFC 3629). Work is linear in the bytes fed, done by regular
+    expressions and ``bytes`` methods (no Python step per byte or per escape); the copy
+    is abandoned (``result()`` is ``None``) once it would exceed
+    :data:`MAX_READ_LINE_BYTES`."""
 
     def __init__(self) -> None:
         self.out: bytearray | None = bytearray()
         self.in_string = False
         self.start = 0  # where the current string's content starts in ``out``
         self.cut = False  # the current string's copy has stopped
-        self.carry = 0  # backslashes ending the previous piece, inside a string
+        self.escaped = False  # the previous piece ended inside a string, on a backslash
         self.digest = hashlib.sha256()  # of the whole JSON text of a string being cut
 
     def _emit(self, data: bytes) -> None:
@@ -159,79 +172,71 @@ class _Shrinker:
                 if quote < 0:
                     return
                 self._emit(b'"')
-                self.in_string, self.cut, self.carry = True, False, 0
+                self.in_string, self.cut, self.escaped = True, False, False
                 self.start = len(self.out) if self.out is not None else 0
                 pos = quote + 1
                 continue
-            at = pos
-            while (quote := data.find(b'"', at)) >= 0:
-                run = _backslashes_before(data, quote, pos)
-                if run == quote - pos:
-                    run += self.carry
-                if run % 2 == 0:
-                    break
-                at = quote + 1
+            scan = pos + 1 if self.escaped else pos  # that byte is escaped: never a quote
+            quote = data.find(b'"', scan)
             end = n if quote < 0 else quote
+            backslash = data.find(b"\\", scan, end)
+            if backslash >= 0:  # escapes before that quote: where the string ends is matched
+                body = _STRING_BODY.match(data, backslash)
+                assert body is not None  # the pattern matches the empty string
+                end = body.end()
+            closed = end < n and data[end] == _QUOTE
+            # not closed: the data ends in the string, perhaps on an escaping backslash
+            self.escaped = not closed and end < n
+            stop = end if closed else n
             if not self.cut:
                 room = KEPT_STRING_BYTES - (len(self.out) - self.start)
-                if end - pos <= room:
-                    self._emit(data[pos:end])
+                if stop - pos <= room:
+                    self._emit(data[pos:stop])
                 else:
                     self._emit(data[pos : pos + room])
                     if self.out is not None:
                         self.digest = hashlib.sha256(self.out[self.start :])
-                        self.digest.update(data[pos + room : end])
+                        self.digest.update(data[pos + room : stop])
                     self._trim()
                     self.cut = True
-            elif quote != pos:
-                self.digest.update(data[pos:end])
-            if quote < 0:
-                run = _backslashes_before(data, n, pos)
-                self.carry = run + self.carry if run == n - pos else run
+            elif stop > pos:
+                self.digest.update(data[pos:stop])
+            if not closed:
                 return
             if self.cut:  # two strings cut alike (two keys) stay apart: the whole's digest
                 self._emit(CUT_MARK + self.digest.hexdigest()[:16].encode("ascii"))
             self._emit(b'"')
             self.in_string = False
-            pos = quote + 1
+            pos = end + 1
 
     def _trim(self) -> None:
-        """Shorten the current string's copy to a point where it may be closed."""
+        """Shorten the current string's copy to a point where it may be closed: after
+        its last whole unit, before a last ``\\uD800``-``\\uDBFF`` escape (a high
+        surrogate needs its low half) or an unfinished UTF-8 sequence."""
         out = self.out
         if out is None:
             return
         start = self.start
-        while True:
-            size = len(out)
-            cut = size
-            k = max(start, size - 12)
-            last: tuple[int, int] | None = None  # the last whole escape: (start, length)
-            while k < size:
-                if out[k] == _BACKSLASH and _backslashes_before(out, k, start) % 2 == 0:
-                    length = 6 if k + 1 < size and out[k + 1] == 0x75 else 2  # \uXXXX
-                    if k + length > size:
-                        cut = k
-                        break
-                    last = (k, length)
-                    k += length
-                    continue
-                k += 1
-            if cut == size and last is not None and last[1] == 6 and last[0] + 6 == size:
-                unit = bytes(out[last[0] + 2 : size]).lower()
-                if b"d800" <= unit <= b"dbff":  # a high surrogate needs its low half
-                    cut = last[0]
-            if cut == size:
-                i = size
-                while i > start and size - i < 3 and out[i - 1] & 0xC0 == 0x80:
-                    i -= 1
-                if i > start and out[i - 1] >= 0xC0:  # a UTF-8 lead byte
-                    first = out[i - 1]
-                    need = 2 if first < 0xE0 else 3 if first < 0xF0 else 4
-                    if size - (i - 1) < need:
-                        cut = i - 1
-            if cut == size:
-                return
-            del out[cut:]
+        units = _UNITS.match(out, start)
+        assert units is not None  # the pattern matches the empty string
+        cut = units.end()
+        last = cut - 6
+        if (
+            last >= start
+            and _HIGH_SURROGATE.fullmatch(out, last, cut)
+            and _UNITS.fullmatch(out, start, last)  # its backslash starts a unit
+        ):
+            cut = last  # a high surrogate needs its low half
+        else:
+            i = cut
+            while i > start and cut - i < 3 and out[i - 1] & 0xC0 == 0x80:
+                i -= 1
+            if i > start and out[i - 1] >= 0xC0:  # a UTF-8 lead byte
+                first = out[i - 1]
+                need = 2 if first < 0xE0 else 3 if first < 0xF0 else 4
+                if cut - (i - 1) < need:
+                    cut = i - 1
+        del out[cut:]
 
     def result(self) -> bytes | None:
         return None if self.out is None else bytes(self.out)

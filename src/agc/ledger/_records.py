@@ -226,7 +226,7 @@ def _command_execution(ctx: RecordContext, fields: Mapping[str, object]) -> dict
         command = ctx.sanitizer.clean_command(script, max_chars=MAX_COMMAND_CHARS)
         if command.text is not None:
             out["command"] = command.text
-            if command.truncated:
+            if command.truncated or fields.get("commandCut") is True:
                 out["commandTruncated"] = True
         elif command.redacted:
             out["commandRedacted"] = True
@@ -249,7 +249,8 @@ def _inferred_reads(ctx: RecordContext, fields: Mapping[str, object]) -> dict[st
     if not isinstance(raw, str) or "commandActions" in fields:
         return {}
     reads = []
-    for path in inferred_reads(shell_script(raw)):
+    whole = fields.get("commandCut") is not True  # else the cut may have shortened its end
+    for path in inferred_reads(shell_script(raw), whole=whole):
         read = _path_with_hash(ctx, path, key="path")
         if read.get("hashSkipped") != "not-a-file":
             reads.append(read)
@@ -371,6 +372,8 @@ def _file_change(ctx: RecordContext, fields: Mapping[str, object]) -> dict[str, 
     out: dict[str, Any] = {"changes": [_change(ctx, c) for c in changes[:MAX_CHANGES]]}
     if len(changes) > MAX_CHANGES:
         out["changesOmitted"] = len(changes) - MAX_CHANGES
+    if fields.get("changesCut") is True:  # the patch's end was cut off: more may be missing
+        out["changesTruncated"] = True
     return out
 
 

@@ -38,6 +38,7 @@ cleans at most that many characters of a command."""
 _MAX_NESTING: Final = 3
 _OPERATORS: Final = ("&&", "||", ";;", "<<-", "<<<", "<<", ">>", ">&", "<&", "&>", ">|", "<>")
 _SINGLE_OPERATORS: Final = frozenset(";&|()<>\n")
+_OPERATOR_STARTS: Final = ";&|(<>"
 _SEPARATORS: Final = frozenset({"&&", "||", ";", ";;", "|", "&", "\n", "(", ")"})
 _REDIRECTIONS: Final = frozenset({">", ">>", ">|", "&>", "<", "<>", ">&", "<&", "<<<"})
 _GLOB: Final = frozenset("*?[")
@@ -186,13 +187,19 @@ class _Word:
     io_number: bool = False  # digits written right before a redirection ("2>")
 
 
-def inferred_reads(script: str) -> tuple[str, ...]:
+def inferred_reads(script: str, *, whole: bool = True) -> tuple[str, ...]:
     """The files ``script`` reads, as the command spells them, joined to the folder
     of an earlier ``cd`` in the same script (``cd docs && cat a.md`` -> ``docs/a.md``).
 
     Args:
         script: a shell command line (the script of ``bash -lc '…'``; a nested
             ``bash -c '…'`` inside it is read too, three levels at most).
+        whole: ``False`` for the beginning of a longer command (its end was cut off):
+            the last simple command, which the cut may have shortened (``cat READ``
+            of ``cat README.md``, ``cat a`` of ``cat a > b``), is left out; the ones
+            before it, ended by an operator or a newline, are whole (an operator
+            ending the text may be the start of a longer one, ``&`` of ``&>``, and
+            ends nothing).
 
     Returns:
         The paths in order, without repeats; empty when nothing is a read, the text
@@ -201,19 +208,23 @@ def inferred_reads(script: str) -> tuple[str, ...]:
     """
     found: dict[str, None] = {}
     if len(script) <= MAX_SCRIPT_CHARS:
-        for path in _reads(script, depth=0):
+        if not whole:  # an operator at the cut may be the start of a longer one ("&" of "&>")
+            script = script.rstrip(_OPERATOR_STARTS)
+        for path in _reads(script, depth=0, whole=whole):
             found.setdefault(path, None)
     return tuple(found)
 
 
-def _reads(script: str, *, depth: int) -> Iterator[str]:
+def _reads(script: str, *, depth: int, whole: bool = True) -> Iterator[str]:
     words = _tokenize(script)
     if words is None:
         return
+    if whole:
+        words.append(_Word("\n", operator=True))  # the last command ends with the text
     cwd: str | None = ""  # relative to where the command ran; None: unknown
     saved: list[str | None] = []
     command: list[_Word] = []
-    for word in [*words, _Word("\n", operator=True)]:
+    for word in words:
         if not (word.operator and word.text in _SEPARATORS):
             command.append(word)
             continue

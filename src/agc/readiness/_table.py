@@ -76,7 +76,7 @@ KNOWN_RUNNER_BLOCKERS: Final[Mapping[str, str]] = {
     "workspace_write_boundary_blocked": "the workspace is not writable",
     "codex_home_missing": "CODEX_HOME is missing",
     "codex_home_write_blocked": "CODEX_HOME is not writable",
-    "provider_token_boundary": "the provider token is not injected across its boundary",
+    "provider_token_boundary": "the model provider's API key is not set where the agent runs",
 }
 """The ``codexStdioFeasibility`` blockers of the chat protocol, with what each means."""
 
@@ -336,7 +336,8 @@ def _read_only_registry(f: Facts) -> list[Reason] | None:
         field="response.runnerLimitations",
         observed=quote(f.value("response.runnerLimitations")),
         present=True,
-        message="a read-only session registry never satisfies the full agent-runner gate"
+        message="a read-only session list cannot run the agent: it never passes as a full "
+        "agent endpoint"
         + (f"; the runner stays blocked: {', '.join(blockers)}" if blockers else ""),
     )
     return [*good, gate]
@@ -571,7 +572,7 @@ def _text_only(f: Facts) -> list[Reason] | None:
         f.reason(
             "text-only-fallback",
             path,
-            "a text-only fallback never satisfies the agent-runner gate",
+            "a text-only fallback cannot run the agent: it never passes as a full agent endpoint",
         ),
     ]
 
@@ -591,7 +592,8 @@ def _runner_unknown(f: Facts) -> list[Reason]:
         f.reason(
             "runner-unknown",
             "response.provider",
-            "not a declared full agent-session provider: the agent-runner gate is not satisfied",
+            "not a provider declared to run full agent sessions: it does not pass as a full "
+            "agent endpoint",
         ),
     ]
 

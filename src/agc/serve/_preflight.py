@@ -137,14 +137,12 @@ class PreflightReport:
             "checkedAtMs": self.checked_at_ms,
         }
         if not self.ready:
+            # the most basic missing prerequisite first: the blockers are in that order
+            # (the program, the folders, then the provider's key and the rest)
             first = self.blockers[0]
             answer["error"] = {
                 "code": "provider_unavailable",
-                "message": (
-                    "provider credential missing: " + ", ".join(self.missing_env)
-                    if self.missing_env
-                    else first.message
-                ),
+                "message": first.message,
                 "missingEnv": list(self.missing_env),
                 "blockers": [blocker.code for blocker in self.blockers],
             }
@@ -336,7 +334,13 @@ class Preflight:
                 blockers.append(blocker)
         missing = missing_env(config.provider_key_env, env)
         if missing:
-            blockers.append(Blocker("provider_token_boundary", "not set: " + ", ".join(missing)))
+            blockers.append(
+                Blocker(
+                    "provider_token_boundary",
+                    "the model provider's API key is not set in agc serve's environment: "
+                    + ", ".join(missing),
+                )
+            )
         if not self._lifecycle():
             blockers.append(
                 Blocker("runner_lifecycle_missing", "the session supervisor is stopping")

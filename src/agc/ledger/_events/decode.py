@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -12,6 +13,7 @@ from agc.ledger._events.codex_exec import STARTED_TYPE, item_from_event
 from agc.ledger._events.item import SKIPPED_ITEM_TYPES, CompletedItem
 from agc.ledger._events.rollout import BARE_ITEM_TYPES, ROLLOUT_LINE_TYPES, RolloutAdapter
 from agc.ledger._fastjson import loads_event
+from agc.ledger._lines import uncut
 
 __all__ = ["FORMATS", "DecodeStats", "EventDecoder", "InputFormat", "decode_lines", "detect"]
 
@@ -97,6 +99,7 @@ class EventDecoder:
         self.input_format: InputFormat = input_format
         self.stats = DecodeStats()
         self._rollout = RolloutAdapter()
+        self._cut = False  # the line being decoded is the cut copy of an overlong line
         self._completed: bool | None = None
         # items started (app-server item/started, exec item.started) and not yet
         # completed, by (input, item id), in the order they started
@@ -120,10 +123,18 @@ class EventDecoder:
 
     def feed_overlong(self, shrunk: bytes) -> list[CompletedItem]:
         """Decode the copy of a line too long to decode whole, its strings cut
-        (:attr:`agc.ledger._lines.OverlongLine.shrunk`), and count the line as overlong."""
-        items = self.feed(shrunk)
+        (:attr:`agc.ledger._lines.OverlongLine.shrunk`), and count the line as overlong.
+
+        A string that ends in the cut mark was cut: a call's arguments are read as far
+        as they are whole (:func:`agc.ledger._prefix.loads_prefix`), and a command the
+        cut fell in is kept without the mark, with ``commandCut`` in its fields."""
+        self._cut = True
+        try:
+            items = self.feed(shrunk)
+        finally:
+            self._cut = False
         self.stats.overlong_lines.append(self.stats.lines)
-        return items
+        return [_uncut_command(item) for item in items]
 
     def feed(self, line: bytes | str) -> list[CompletedItem]:
         """Decode one line (without or with its ``\\n``)."""
@@ -154,7 +165,10 @@ class EventDecoder:
             return []
         formats = stats.formats
         formats[kind] = formats.get(kind, 0) + 1
-        items = self._rollout.feed(message) if kind == "rollout" else self._decode(kind, message)
+        if kind == "rollout":
+            items = self._rollout.feed(message, cut=self._cut)
+        else:
+            items = self._decode(kind, message)
         if items:
             stats.items += len(items)
         return items
@@ -213,6 +227,19 @@ def decode_lines(
     for line in lines:
         yield from decoder.feed(line)
     yield from decoder.finish()
+
+
+def _uncut_command(item: CompletedItem) -> CompletedItem:
+    """``item`` with its command's cut mark removed and ``commandCut`` set, when the
+    command is a string of an overlong line's cut copy that was cut."""
+    command = item.fields.get("command")
+    if item.item_type != "commandExecution" or not isinstance(command, str):
+        return item
+    kept, was_cut = uncut(command)
+    if not was_cut:
+        return item
+    fields = {**item.fields, "command": kept, "commandCut": True}
+    return dataclasses.replace(item, fields=fields)
 
 
 def _incomplete(item: CompletedItem) -> CompletedItem:

@@ -31,6 +31,8 @@ from typing import Any, Final
 from agc.errors import JsonInvalidError
 from agc.ledger._events.item import CompletedItem, is_synthesized_output
 from agc.ledger._fastjson import loads_event_text
+from agc.ledger._lines import uncut
+from agc.ledger._prefix import loads_prefix
 
 __all__ = ["BARE_ITEM_TYPES", "ROLLOUT_LINE_TYPES", "RolloutAdapter"]
 
@@ -51,14 +53,35 @@ _PATCH_HEADER_RE: Final = re.compile(
 _PATCH_KINDS: Final = {"Add": "add", "Update": "update", "Delete": "delete"}
 
 
-def _arguments(raw: object) -> object:
-    """Function-call arguments: a JSON string parsed, anything else as is."""
-    if isinstance(raw, str):
-        try:
-            return loads_event_text(raw)
-        except JsonInvalidError:
-            return None
-    return raw
+def _arguments(raw: object, *, cut: bool) -> tuple[object, tuple[str | int, ...] | None]:
+    """Function-call arguments: a JSON string parsed, anything else as is; with the
+    path of the values the string's cut fell in (``None``: nothing of them was cut;
+    ``()``: the arguments as a whole only).
+
+    On the cut copy of an overlong line (``cut``), a string of arguments that ends in
+    the cut mark is read as far as it is whole (:func:`loads_prefix`): its whole
+    members, and the beginning of the one the cut fell in, which is named."""
+    if not isinstance(raw, str):
+        return raw, None
+    text, was_cut = uncut(raw) if cut else (raw, False)
+    if was_cut:
+        found = loads_prefix(text)
+        if found is None:
+            return None, None
+        return found.value, found.open_path
+    try:
+        return loads_event_text(raw), None
+    except JsonInvalidError:
+        return None, None
+
+
+def _cut_patch(patch: object, *, cut: bool) -> tuple[object, bool]:
+    """A patch's text (``apply_patch`` input), and whether the copy cut it: its last
+    line, which the cut may have shortened, is then left out."""
+    if not (cut and isinstance(patch, str)):
+        return patch, False
+    kept, was_cut = uncut(patch)
+    return (kept[: kept.rfind("\n") + 1], True) if was_cut else (patch, False)
 
 
 def _command(value: object) -> object:
@@ -80,28 +103,52 @@ def _patch_changes(patch: object) -> list[dict[str, object]] | None:
     return changes
 
 
-def _from_call(payload: Mapping[str, Any]) -> CompletedItem:
+def _from_call(payload: Mapping[str, Any], *, cut: bool = False) -> CompletedItem:
+    """The item of a call. ``cut``: the payload is from the cut copy of an overlong
+    line (a string ending in the cut mark was cut): a command the cut fell in is kept
+    with ``commandCut``, a patch with ``changesCut``, other cut arguments are left out."""
     kind = str(payload.get("type"))
     raw_name = payload.get("name")
     name = raw_name if isinstance(raw_name, str) else None
     call_id = payload.get("call_id", payload.get("id"))
     if kind == "local_shell_call":
         action = payload.get("action")
-        command = _command(action.get("command")) if isinstance(action, Mapping) else None
+        parts = action.get("command") if isinstance(action, Mapping) else None
+        was_cut = False
+        if cut and isinstance(parts, list) and parts and isinstance(parts[-1], str):
+            last, was_cut = uncut(parts[-1])  # only strings are cut: the list is whole
+            parts = [*parts[:-1], last]
+        command = _command(parts)
         fields: dict[str, object] = {} if command is None else {"command": command}
+        if was_cut and command is not None:
+            fields["commandCut"] = True
         return CompletedItem("rollout", "commandExecution", kind, call_id, None, fields)
     raw_args = payload.get("input") if kind == "custom_tool_call" else payload.get("arguments")
-    args = _arguments(raw_args) if kind == "function_call" else raw_args
+    args, open_path = (raw_args, None) if kind != "function_call" else _arguments(raw_args, cut=cut)
+    open_member = open_path[0] if open_path else None  # the member the cut fell in
     mapping = args if isinstance(args, Mapping) else {}
     if name == "exec_command" or name in _SHELL_FUNCTIONS:
-        command = _command(mapping.get("cmd", mapping.get("command")))
+        key = "cmd" if "cmd" in mapping else "command"
+        command = _command(mapping.get(key))
         fields = {} if command is None else {"command": command}
+        if command is not None and open_member == key:
+            fields["commandCut"] = True
         return CompletedItem("rollout", "commandExecution", kind, call_id, None, fields)
     if name == "apply_patch":
-        patch = mapping.get("input") if mapping else raw_args
+        if mapping:
+            patch, patch_cut = mapping.get("input"), open_member == "input"
+            if patch_cut and isinstance(patch, str):
+                patch = patch[: patch.rfind("\n") + 1]
+        else:
+            patch, patch_cut = _cut_patch(raw_args, cut=cut)
         changes = _patch_changes(patch)
         fields = {} if changes is None else {"changes": changes}
+        if changes is not None and patch_cut:
+            fields["changesCut"] = True
         return CompletedItem("rollout", "fileChange", kind, call_id, None, fields)
+    if open_member is not None and mapping:  # that member is incomplete: left out
+        mapping = {k: v for k, v in mapping.items() if k != open_member}
+        args = mapping
     if name == "view_image":
         fields = {"path": mapping["path"]} if "path" in mapping else {}
         return CompletedItem("rollout", "imageView", kind, call_id, None, fields)
@@ -133,8 +180,9 @@ class RolloutAdapter:
         # then give _COUNTED items, so that only their number is kept.
         self.counting_only = False
 
-    def feed(self, line: Mapping[str, Any]) -> list[CompletedItem]:
-        """Items completed by this rollout line (usually none or one)."""
+    def feed(self, line: Mapping[str, Any], *, cut: bool = False) -> list[CompletedItem]:
+        """Items completed by this rollout line (usually none or one). ``cut``: the line
+        is the cut copy of an overlong line (:class:`agc.ledger._lines.OverlongLine`)."""
         payload = line.get("payload")
         line_type = line.get("type")
         if payload is None and line_type in BARE_ITEM_TYPES:
@@ -156,7 +204,7 @@ class RolloutAdapter:
         if self.counting_only and kind in _COUNTED_KINDS:
             return self._count(kind, payload)
         if kind in _CALL_TYPES:
-            item = _from_call(payload)
+            item = _from_call(payload, cut=cut)
             call_id = payload.get("call_id", payload.get("id"))
             if isinstance(call_id, str) and call_id:
                 self._pending[call_id] = (item, payload.get("status"))
