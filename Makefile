@@ -43,8 +43,12 @@ unit: $(STAMP)
 E2E_CACHE ?= .cache/e2e
 export AGC_E2E_CACHE := $(abspath $(E2E_CACHE))
 
+# The clients spend much of a test waiting (on the model server, on a killed process, on
+# node starting), so the suite runs in E2E_WORKERS processes; tests sharing one client's
+# module-scoped run stay in one worker (--dist loadgroup, groups set in tests/e2e).
+E2E_WORKERS ?= 2
 e2e: $(STAMP)
-	$(BIN)/pytest tests/e2e
+	$(BIN)/pytest tests/e2e -n $(E2E_WORKERS) --dist loadgroup
 
 # Install (or check) the pinned clients only: for warming a CI cache.
 e2e-clients: $(STAMP)
