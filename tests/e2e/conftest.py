@@ -12,9 +12,9 @@ import contextlib
 import os
 import shutil
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import pytest
 
@@ -120,10 +120,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     for name, value in report.user_properties:
         if name == _RESULT:
-            client, scenario, step, result = value
+            client, scenario, step, result = cast("Sequence[str]", value)
             _RESULTS.append((client, scenario, step, result))
         elif name == _FIGURE:
-            measurement, figures = value
+            measurement, figures = cast("Sequence[str]", value)
             _FIGURES.append((measurement, figures))
 
 
