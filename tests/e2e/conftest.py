@@ -12,9 +12,9 @@ import contextlib
 import os
 import shutil
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, cast
 
 import pytest
 
@@ -88,23 +88,54 @@ def model_server(tmp_path: Path) -> Iterator[Callable[[Script], ModelServer]]:
 
 
 # --- the results table ------------------------------------------------------------------
+# A test appends its rows and figures to the lists its fixtures give it; at its teardown
+# they go into the test's report (``user_properties``), which pytest-xdist sends from the
+# worker that ran the test to the process that prints the summary. The table is built from
+# the reports, so it is the same with one process or several.
 
+_RESULT: Final = "agc-e2e-result"
+_FIGURE: Final = "agc-e2e-figure"
 _RESULTS: list[tuple[str, str, str, str]] = []
-
-
-@pytest.fixture(scope="session")
-def e2e_results() -> list[tuple[str, str, str, str]]:
-    """Rows (client, scenario, step, result) for the table printed at the end of the run."""
-    return _RESULTS
-
-
 _FIGURES: list[tuple[str, str]] = []
 
 
-@pytest.fixture(scope="session")
-def e2e_figures() -> list[tuple[str, str]]:
+@pytest.fixture
+def e2e_results(request: pytest.FixtureRequest) -> Iterator[list[tuple[str, str, str, str]]]:
+    """Rows (client, scenario, step, result) for the table printed at the end of the run."""
+    rows: list[tuple[str, str, str, str]] = []
+    yield rows
+    request.node.user_properties.extend((_RESULT, row) for row in rows)
+
+
+@pytest.fixture
+def e2e_figures(request: pytest.FixtureRequest) -> Iterator[list[tuple[str, str]]]:
     """(measurement, figures) lines printed in their own section at the end of the run."""
-    return _FIGURES
+    lines: list[tuple[str, str]] = []
+    yield lines
+    request.node.user_properties.extend((_FIGURE, line) for line in lines)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "teardown":
+        return
+    for name, value in report.user_properties:
+        if name == _RESULT:
+            client, scenario, step, result = cast("Sequence[str]", value)
+            _RESULTS.append((client, scenario, step, result))
+        elif name == _FIGURE:
+            measurement, figures = cast("Sequence[str]", value)
+            _FIGURES.append((measurement, figures))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` the tests that share one client's module-scoped
+    ``world`` (test_resume_clients.py) run in one worker, so that client's runs are made
+    once, not once per worker. (A module whose tests all share one fixture names its
+    group itself: ``pytestmark = pytest.mark.xdist_group(...)``.)"""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "world" in callspec.params:
+            item.add_marker(pytest.mark.xdist_group(f"world-{callspec.params['world']}"))
 
 
 def results_table(rows: list[tuple[str, str, str, str]]) -> str:

@@ -46,6 +46,9 @@ from tests.e2e.model_server import (
     gemini_pairing_error,
 )
 
+# One worker runs this module under pytest-xdist: its tests share the killed session.
+pytestmark = pytest.mark.xdist_group("resume-gemini")
+
 FIRST_OUTPUT: Final = "agc-e2e-first-done"
 RESUMED_ANSWER: Final = "Resumed and finished."
 BIN: Final = Path(sys.executable).parent
