@@ -126,7 +126,7 @@ def test_check_exits_1_on_findings(
 @pytest.mark.parametrize(
     ("args", "code", "words"),
     [
-        (["--turn-id", "bad/id"], ExitCode.USAGE, "clientTurnId"),
+        (["--turn-id", "bad/id"], ExitCode.USAGE, "--turn-id contains"),
         (["--prompt-file", "/nonexistent/prompt.txt"], ExitCode.USAGE, "prompt file"),
         (["--attachments", "{bad}"], ExitCode.USAGE, "attachments file"),
         (["--policy", "{bad}"], ExitCode.USAGE, "policy"),
@@ -584,7 +584,8 @@ def test_show_prints_what_was_offered_rejected_and_omitted(
     capsys.readouterr()
     assert main(["ledger", "show", str(_turn_file(project))]) == 0
     out = capsys.readouterr().out
-    assert "sidecarPresent: true" in out
+    assert "attachment details sent: yes" in out
+    assert "sidecarPresent" not in out
     assert "2 rejected, 2 omitted" in out
     assert "rejected: keys: outside" in out
     assert "rejected: env: sensitive" in out
@@ -617,3 +618,33 @@ def test_a_line_over_the_read_limit_is_reported_and_recorded_cut(
         if json.loads(line)["recordType"] == "direct.codex.item"
     ]
     assert commands == ["ls", ("echo " + "a" * (2 << 20))[:240], "pwd"]
+
+
+def test_an_attachment_with_no_member_the_ledger_records_is_refused(
+    project: Path, prompt: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`[{"path": "README.md"}]` would be recorded as an entry with nothing in it."""
+    attachments = tmp_path / "attachments.json"
+    attachments.write_text(json.dumps([{"name": "a.md", "localPath": "a.md"}, {"path": "b"}]))
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"type":"turn.completed"}\n')
+    args = _record(project, prompt, "--input", str(events), "--attachments", str(attachments))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "entry 1 has none of the members" in err
+    assert "(it has path)" in err
+    assert not list((project / ".agent").rglob("*.json"))  # nothing recorded
+
+
+def test_a_bad_turn_id_is_named_by_its_option(
+    project: Path, prompt: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"type":"turn.completed"}\n')
+    args = _record(project, prompt, "--input", str(events))
+    at = args.index("--turn-id")
+    args[at + 1] = "abc"
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--turn-id is 3 characters long" in err
+    assert "clientTurnId" not in err

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO, Final
 
 import typer
 from rich.console import Console
@@ -30,6 +30,7 @@ from agc.errors import (
     InputError,
     InputMissingError,
     JsonInvalidError,
+    TurnIdInvalidError,
     UsageError,
 )
 from agc.exitcodes import ExitCode
@@ -143,6 +144,10 @@ def _read_prompt(path: Path) -> str:
         raise InputError(f"prompt file {path} is not UTF-8 ({exc.reason})") from exc
 
 
+_ATTACHMENT_MEMBERS: Final = frozenset({"name", "localPath", "mediaType", "size", "status"})
+"""The members of an offered attachment the ledger records."""
+
+
 def _read_attachments(path: Path | None) -> list[object]:
     if path is None:
         return []
@@ -158,6 +163,14 @@ def _read_attachments(path: Path | None) -> list[object]:
         if not isinstance(entry, dict):
             raise InputError(
                 f"attachments file {path}: entry {index} is not a JSON object", hint=hint
+            )
+        if entry and not entry.keys() & _ATTACHMENT_MEMBERS:
+            # every member unknown (`{"path": …}`): recorded, it would be an empty entry
+            raise InputError(
+                f"attachments file {path}: entry {index} has none of the members "
+                f"{', '.join(sorted(_ATTACHMENT_MEMBERS))} (it has "
+                f"{', '.join(sorted(map(str, entry)))})",
+                hint=hint,
             )
     return value
 
@@ -232,7 +245,11 @@ def record_command(
       agc ledger record --project . --turn-id Abc123-def --prompt-file prompt.txt \\
           --input events.jsonl --signing-key ~/.config/agc/keys/signing-key.pem
     """
-    client_turn_id = validate_client_turn_id(turn_id)
+    try:
+        client_turn_id = validate_client_turn_id(turn_id)
+    except TurnIdInvalidError as exc:  # the option's name, not the contract's field
+        exc.message = exc.message.replace("clientTurnId", "--turn-id")
+        raise
     key = _signing_key(signing_key)
     prompt = _read_prompt(prompt_file)
     attachment_list = _read_attachments(attachments)
@@ -426,7 +443,7 @@ def _print_summary(summary: TurnSummary) -> None:
         for seq, path in offered.other_path_reads:
             table.add_row(Text(f"  same name read at {path}"), "", str(seq), "", "", "")
     out_console.print(
-        f"Offered: sidecarPresent: {str(summary.sidecar_present).lower()}, "
+        f"Offered: attachment details sent: {'yes' if summary.sidecar_present else 'no'}, "
         f"{len(summary.offered)} file(s) with a path, "
         f"{len(summary.rejected_attachments)} rejected, "
         f"{summary.attachments_omitted} omitted (beyond the first 8)",
