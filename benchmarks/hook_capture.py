@@ -313,7 +313,8 @@ def _bench(ctx: Any, section: Section, agc: str | None, work: Path, runtime: Pat
         section.rows.append(Row("agc hook per event", skipped="`agc hook` is not installed"))
     for client in CAPTURE_EVENTS:
         per_event += _event_variants(client, agc, work / "event-store", runtime)
-    timings = interleaved(per_event, rounds=max(ctx.rounds, EVENT_ROUNDS))
+    # --quick shows the figures exist (a smoke run): three rounds, not the full count
+    timings = interleaved(per_event, rounds=max(ctx.rounds, 3 if ctx.quick else EVENT_ROUNDS))
     base = timings[base_name]
     section.rows.append(Row.timed(base_name, base))
     for variant in per_event[1:]:

@@ -21,6 +21,7 @@ Run: ``python -m benchmarks --only ledger_long_line --rounds 1 --name ledger-lon
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,7 +97,7 @@ def _with_quoted_call(rollout: Path, out: Path, size: int) -> int:
 
 def bench_ledger_long_line(ctx: Context) -> Section:
     """Peak memory of ``agc ledger record`` with one long input line, now and before."""
-    size = (50 if ctx.quick else 200) * 10**6
+    size = _line_size(ctx)
     section = Section(
         "ledger_long_line",
         "Recording a turn ledger from an input with one very long line",
@@ -197,8 +198,17 @@ def bench_ledger_long_line(ctx: Context) -> Section:
     return section
 
 
+def _line_size(ctx: Context) -> int:
+    """Bytes of the long line: 200 MB (50 MB quick); ``AGC_BENCH_LONG_LINE_BYTES``
+    overrides it (the harness's own test runs the same code path on a small line)."""
+    return int(os.environ.get("AGC_BENCH_LONG_LINE_BYTES") or (50 if ctx.quick else 200) * 10**6)
+
+
 def _quoted_size(ctx: Context) -> int:
-    """Bytes of the call of escaped quotes: enough for it to outweigh the fixed part."""
+    """Bytes of the call of escaped quotes: enough for it to outweigh the fixed part
+    (20 MB quick, 50 MB in full; two fifths of ``AGC_BENCH_LONG_LINE_BYTES`` when set)."""
+    if os.environ.get("AGC_BENCH_LONG_LINE_BYTES"):
+        return _line_size(ctx) * 2 // 5
     return (20 if ctx.quick else 50) * 10**6
 
 

@@ -67,9 +67,12 @@ TOOL_SUITES = ["digest", "verify", "ingest", "bulk"]
 
 def _quick_doc(tmp_path: Path, only: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A quick run of ``only``. By default the store-wide suite seals 4 runs instead of
-    the quick 40 (the same code path, a smaller store); the thorough profile keeps 40."""
+    the quick 40, and the ledger's long line is 2 MB instead of 50 MB (the same code
+    paths, smaller inputs); the thorough profile keeps the quick sizes."""
     if not THOROUGH and not os.environ.get("AGC_BENCH_STORE_RUNS"):
         monkeypatch.setenv("AGC_BENCH_STORE_RUNS", "4")
+    if not THOROUGH and not os.environ.get("AGC_BENCH_LONG_LINE_BYTES"):
+        monkeypatch.setenv("AGC_BENCH_LONG_LINE_BYTES", str(2 * 10**6))
     return run_suite(
         quick=True,
         size=2 * 1024 * 1024,
