@@ -5,7 +5,7 @@ or not."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -340,3 +340,67 @@ def test_a_turn_killed_after_a_late_record_still_leaves_its_calls_after_the_hook
     (divergence,) = compare_calls(hooked, recorded)
     assert divergence.kind == "after-hooks"
     assert divergence.call_id == "c3"
+
+
+@given(session=_background_session(), data=st.data())
+def test_a_hook_record_stored_twice_is_one_call(
+    session: tuple[list[ToolEvent], list[ToolEvent]], data: st.DataObject
+) -> None:
+    """A hook that gave up waiting for the resident capture process stores its event
+    itself, and the resident may store it again later, anywhere after: the same call,
+    seen twice, is not a call the session file lacks (nor is a removed call hidden)."""
+    hooked, recorded = session
+    calls = [i for i, event in enumerate(hooked) if event.event == "call"]
+    if not calls:
+        return
+    twice = data.draw(st.lists(st.sampled_from(calls), min_size=1, max_size=3))
+    for index in twice:
+        hooked.insert(data.draw(st.integers(index + 1, len(hooked))), hooked[index])
+    assert compare_calls(hooked, recorded) == ()
+    removed = recorded.pop(data.draw(st.integers(0, len(recorded) - 1)))
+    (divergence,) = compare_calls(hooked, recorded)
+    assert divergence.kind == "missing-from-transcript"
+    assert divergence.call_id == removed.call_id
+
+
+def test_a_repeated_id_with_another_tool_is_still_a_missing_call() -> None:
+    hooked, recorded = _witnesses(["Bash", "Read"], ids=True)
+    hooked.insert(3, _call("hook", "Edit", "c0"))  # c0 again, but another tool
+    (divergence,) = compare_calls(hooked, recorded)
+    assert (divergence.kind, divergence.call_id, divergence.tool) == (
+        "missing-from-transcript",
+        "c0",
+        "Edit",
+    )
+
+
+def _answer(call_id: str, status: Literal["ok", "error"], line: int) -> ToolEvent:
+    return ToolEvent(
+        event="result",
+        source="session-file",
+        client="claude-code",
+        session_id="s",
+        call_id=call_id,
+        status=status,
+        line=line,
+    )
+
+
+@pytest.mark.parametrize(
+    ("answers", "refused"),
+    [
+        (["error"], True),
+        (["error", "ok"], False),
+        (["ok", "error"], False),
+        (["ok"], False),
+    ],
+)
+def test_only_a_call_answered_in_error_alone_counts_as_refused_before_the_hooks(
+    answers: list[Literal["ok", "error"]], refused: bool
+) -> None:
+    hooked, recorded = _witnesses(["Bash"], ids=True)
+    recorded.append(_call("session-file", "Write", "added", line=50))
+    recorded += [_answer("added", status, 51 + n) for n, status in enumerate(answers)]
+    (divergence,) = compare_calls(hooked, recorded)
+    assert divergence.kind == "unseen-by-hooks"
+    assert divergence.refused is refused

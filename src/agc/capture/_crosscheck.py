@@ -113,11 +113,12 @@ def compare_calls(
     """
     hook_calls = [event for event in hooked if event.event == "call"]
     file_calls = [event for event in recorded if event.event == "call"]
-    by_id: dict[str, int] = {}
+    by_id: dict[str, list[int]] = {}
     for index, call in enumerate(file_calls):
         if call.call_id:
-            by_id.setdefault(call.call_id, index)
+            by_id.setdefault(call.call_id, []).append(index)
     taken: set[int] = set()
+    first_seen: dict[str, int] = {}  # call id -> the first hook call with it
     loose: list[int] = []  # hook calls without an id, in order
     unmatched_ids: list[int] = []  # hook calls whose id the file lacks
     rewritten: list[int] = []  # file calls whose input differs from the hook call's
@@ -125,8 +126,13 @@ def compare_calls(
         if not call.call_id:
             loose.append(index)
             continue
-        at = by_id.get(call.call_id)
-        if at is None or at in taken:
+        at = next((i for i in by_id.get(call.call_id, ()) if i not in taken), None)
+        first = first_seen.setdefault(call.call_id, index)
+        if at is None and first != index and _same_call(call, hook_calls[first]):
+            # The same event captured twice (a hook that retried what the resident
+            # capture process also stored late): one call, seen twice.
+            continue
+        if at is None:
             # A client that names its calls names them in both witnesses: a call id
             # the file lacks is a missing call, never matched by its tool's name
             # (another call of the same tool, its id forged, would take its place).
@@ -151,11 +157,18 @@ def compare_calls(
         if index in unmatched
     ]
     start, end = _active(hooked, taken, len(file_calls))
+    # A call the client refused before its hooks ran has an error result and no other:
+    # one answered once in error and once not is a call that ran.
+    answered = {
+        event.call_id
+        for event in recorded
+        if event.event == "result" and event.status != "error" and event.call_id
+    }
     failed = {
         event.call_id
         for event in recorded
         if event.event == "result" and event.status == "error" and event.call_id
-    }
+    } - answered
     unseen = [
         Divergence(
             "unseen-by-hooks" if index < end else "after-hooks",
@@ -261,6 +274,11 @@ def _same_input(hooked: ToolEvent, recorded: ToolEvent) -> bool:
     if ours is None or theirs is None:
         return True
     return hmac.compare_digest(ours, theirs)
+
+
+def _same_call(one: ToolEvent, other: ToolEvent) -> bool:
+    """Whether two hook calls with one id are the same event (its tool and input)."""
+    return one.tool == other.tool and _same_input(one, other)
 
 
 _MAX_EDITS: Final = 2_000
