@@ -246,3 +246,21 @@ def test_a_default_store_nothing_made_yet_is_empty_and_a_named_missing_one_an_er
     missing = tmp_path / "typo"
     assert main(["runs", "--store", str(missing)]) == ExitCode.UNREADABLE
     assert verify(["--all", "--store", str(missing)]) == ExitCode.UNREADABLE
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "missing-parent"])
+def test_a_default_store_that_could_not_be_made_there_is_an_error_not_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Only a default store whose folder could be made as it is reads as empty: one under
+    a file, or under a parent that does not exist (a mistyped $AGC_HOME), is an error."""
+    from agc.cli.verify_main import main as verify  # noqa: PLC0415
+
+    if where == "under-a-file":
+        (tmp_path / "a-file").write_text("x")
+        home = tmp_path / "a-file" / "store"
+    else:
+        home = tmp_path / "no-such-folder" / "store"
+    monkeypatch.setenv("AGC_HOME", str(home))
+    assert main(["runs"]) == ExitCode.UNREADABLE
+    assert verify(["--all"]) == ExitCode.UNREADABLE

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -318,8 +319,25 @@ def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
 def is_unmade_default(store: object) -> bool:
     """Whether ``store`` is the default store (no ``--store``: ``$AGC_HOME`` or
     ``~/.agc``) and nothing has made it yet: a store nothing was recorded in, read as an
-    empty store. A named store that does not exist stays an error (a mistyped path)."""
-    return store is None and not os.path.lexists(resolve_store(None))
+    empty store. Only a store whose folder could be made as it is counts (its parent
+    is a folder): a default store in a folder that cannot be read, under a file or under
+    a missing parent stays an error, as a named store that does not exist does (a
+    mistyped path)."""
+    if store is not None:
+        return False
+    path = resolve_store(None)
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        pass  # nothing there, or a parent missing: the parent decides
+    except OSError:
+        return False  # there, but not to us (permissions, a file on the way)
+    else:
+        return False
+    try:
+        return stat.S_ISDIR(os.stat(path.parent).st_mode)  # nothing in the way of making it
+    except OSError:
+        return False
 
 
 def folder_store(store: StoreArg) -> str | os.PathLike[str] | None:
