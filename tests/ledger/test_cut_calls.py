@@ -148,3 +148,14 @@ def test_a_cut_member_of_other_calls_is_left_out(tmp_path: Path) -> None:
     assert item["itemType"] == "mcpToolCall"
     assert item["tool"] == "agc_write_file"
     assert item["arguments"] == {"path": "README.md"}
+
+
+def test_a_command_member_before_a_cut_is_not_taken_for_what_exec_command_ran(
+    tmp_path: Path,
+) -> None:
+    """exec_command runs `cmd`: a `command` member before the cut, with `cmd` after it,
+    is not what ran, so it infers no read and is marked cut."""
+    arguments = {"command": "cat README.md", "justification": "x" * HUGE, "cmd": "echo hi"}
+    item = _recorded(tmp_path / "p", _function_call("exec_command", arguments))
+    assert item["commandTruncated"] is True
+    assert item.get("inferredReads", []) == []

@@ -131,7 +131,10 @@ def _from_call(payload: Mapping[str, Any], *, cut: bool = False) -> CompletedIte
         key = "cmd" if "cmd" in mapping else "command"
         command = _command(mapping.get(key))
         fields = {} if command is None else {"command": command}
-        if command is not None and open_member == key:
+        # `exec_command` runs its `cmd` member: arguments cut before they end may have
+        # lost a `cmd` after a `command`, so a `command` then is not known to be what ran.
+        unsure = bool(open_path) and name == "exec_command" and key != "cmd"
+        if command is not None and (open_member == key or unsure):
             fields["commandCut"] = True
         return CompletedItem("rollout", "commandExecution", kind, call_id, None, fields)
     if name == "apply_patch":
