@@ -194,3 +194,38 @@ def test_a_repair_to_out_says_where_the_client_reads_it_and_how_to_resume(
     assert report["next_step"]["path"] == str(home)
     assert report["backup"] == str(_backups(home)[0])
     assert report["in_place"] is True
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("option", ["--in-place", "--out"])
+def test_a_same_size_edit_with_its_mtime_set_back_is_still_seen(
+    tmp_path: Path, case: str, option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit in place that keeps the size and sets the modification time back (as
+    `touch -d` or os.utime can) still changes the file's change time: refused."""
+    path, _ = _session(tmp_path, case)
+    real_loaded, real_streamed = repair_loaded, repair_streamed
+
+    def edit() -> None:
+        before = os.stat(path)
+        data = bytearray(path.read_bytes())
+        at = data.index(b'"')
+        data[at + 1 : at + 2] = b"Z" if data[at + 1 : at + 2] != b"Z" else b"Y"
+        with path.open("r+b") as handle:  # in place: the same inode, the same size
+            handle.write(bytes(data))
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    def loaded(*args: object, **kwargs: object) -> object:
+        edit()
+        return real_loaded(*args, **kwargs)  # type: ignore[arg-type]
+
+    def streamed(*args: object, **kwargs: object) -> object:
+        edit()
+        return real_streamed(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(agc.resume, "repair_loaded", loaded)
+    monkeypatch.setattr(agc.resume, "repair_streamed", streamed)
+    target = [option] if option == "--in-place" else [option, str(tmp_path / "out.jsonl")]
+    assert main(["resume", str(path), *target]) == 2
+    assert _backups(path) == []
+    assert not (tmp_path / "out.jsonl").exists()

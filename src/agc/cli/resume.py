@@ -826,9 +826,10 @@ class _Output:
 
 
 def _stamp(path: Path) -> tuple[int, ...]:
-    """What changes when a file is written or replaced: device, inode, size, mtime."""
+    """What changes when a file is written or replaced: device, inode, size, mtime, and
+    the change time (a writer can set the mtime back, never the change time)."""
     st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _repair(

@@ -271,7 +271,9 @@ def _loads(body: bytes) -> Any:
 
 
 def _stamp(info: os.stat_result) -> tuple[int, ...]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    """What changes when a file is written or replaced. The change time is in it: a
+    writer can set the modification time back (``touch -d``, ``os.utime``), never that."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 @collector_paused
