@@ -158,7 +158,11 @@ def test_snapshot_comes_before_a_recorded_run(
     save_snapshot(SessionSnapshot("r1", "s", messages, ToolCallState(), {}), store)
     capsys.readouterr()
     assert main(["resume", "r1", "--store", str(store), "--check", "--json"]) == 0
-    assert _json(capsys)["format"] == "openai-chat"
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["format"] == "openai-chat"
+    # which of the two was resumed is said, and how to judge the other
+    assert "r1 names a snapshot and a recorded run; the snapshot" in captured.err
+    assert "agc-verify r1" in captured.err
 
 
 def test_no_snapshot_and_no_run_is_not_found(

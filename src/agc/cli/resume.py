@@ -721,6 +721,13 @@ def resume_command(
                         **trust.as_kwargs(),
                     )
             if snapshot is not None:
+                if has_recorded_run(run_id, store):
+                    # Two things answer to the id: say which one this is.
+                    _warn(
+                        f"note: {run_id} names a snapshot and a recorded run; the snapshot "
+                        f"(sealed on its own) is resumed, not the run: `agc-verify {run_id}` "
+                        "judges the run"
+                    )
                 history = _from_snapshot(snapshot, wanted)
                 state = snapshot.tool_call_state
         session_id = snapshot.session_id if snapshot is not None else None
