@@ -606,3 +606,27 @@ def test_help_in_a_cluster_of_short_options_is_the_help(
 def test_the_value_that_wins_is_the_one_converted(argv: list[str], jobs: int) -> None:
     # click converts the last of a repeated option only, and "-qj 3" is "-q -j 3".
     assert parse(["--all", *argv]).jobs == jobs
+
+
+@pytest.mark.parametrize(
+    ("store", "shown"),
+    [
+        ("s3:/evidence-b/agents", "s3://evidence-b/agents"),  # as a path prints the URL
+        ("s3://evidence-b/agents", "s3://evidence-b/agents"),
+        ("./evidence", "./evidence"),
+    ],
+)
+def test_the_hint_for_a_missing_run_names_the_store_as_given(store: str, shown: str) -> None:
+    from agc.cli.verify_text import recovery_hint  # noqa: PLC0415
+    from agc.integrity import Finding, RunReport  # noqa: PLC0415
+
+    report = RunReport(
+        run_id="r1",
+        store=store,
+        findings=(Finding("run-missing", "run r1 is not in the store", severity="error"),),
+        artifacts=(),
+        manifest=False,
+    )
+    hint = recovery_hint(report, store=store)
+    assert hint is not None
+    assert f"agc runs --store {shown}`" in hint

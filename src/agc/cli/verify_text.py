@@ -139,6 +139,8 @@ def recovery_hint(report: RunReport, *, store: str | None = None) -> str | None:
     """The next step for a run that was never sealed (crashed, stopped, or still being
     written: ``agc recover`` seals what is on disk) or that the store does not hold
     (``agc runs`` lists those it does). ``None`` for any other report."""
+    if store is not None and store.startswith("s3:/") and not store.startswith("s3://"):
+        store = "s3://" + store[len("s3:/") :]  # a path collapsed the URL's double slash
     store_words = ["--store", store] if store is not None else []
     if any(f.code == "run-missing" for f in report.findings):
         return f"hint: `{shlex.join(['agc', 'runs', *store_words])}` lists the runs of the store"
