@@ -4,8 +4,10 @@ refusals. The real server with the real Codex runs in tests/e2e/test_serve_codex
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -258,3 +260,27 @@ def test_serve_refuses_an_extensions_home_it_cannot_project_into_before_it_liste
         assert (foreign / "config.toml").read_text() == 'model = "mine"\n'
         assert agc_main([*args, "--no-extensions"]) == 2
         assert "cannot listen" in capsys.readouterr().err
+
+
+def test_a_ledger_root_under_another_name_of_the_workspace_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One folder under two names (a bind mount: `mount --bind ws alias`) is one folder:
+    a ledger root inside the alias is inside the workspace. The mount is stood in for
+    by giving the alias the workspace's device and inode."""
+    workspace, alias, store = tmp_path / "ws", tmp_path / "alias", tmp_path / "store"
+    for folder in (workspace, alias, store):
+        folder.mkdir()
+    real_stat = os.stat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        same = Path(path) == alias
+        return real_stat(workspace if same else path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    with pytest.raises(UsageError, match="inside the workspace"):
+        ledger_root_for(alias / "ledger", workspace=workspace, store_root=store, insecure=False)
+    with pytest.raises(UsageError, match="holds the workspace"):
+        ledger_root_for(alias, workspace=workspace / "sub", store_root=store, insecure=False)
+    apart = ledger_root_for(store / "ledger", workspace=workspace, store_root=store, insecure=False)
+    assert apart == (store / "ledger").resolve()

@@ -129,18 +129,36 @@ def ledger_root_for(
         "outside the workspace and not holding it), or accept that risk with "
         "--insecure-ledger-in-workspace."
     )
-    if root.is_relative_to(work):
+    if root.is_relative_to(work) or _holds(work, root):
         raise UsageError(
             f"{where} {root} is inside the workspace {work}, where the agent can write",
             hint=hint,
         )
-    if work.is_relative_to(root):
+    if work.is_relative_to(root) or _holds(root, work):
         raise UsageError(
             f"{where} {root} holds the workspace {work}: the agent can write inside the "
             "ledger's folder",
             hint=hint,
         )
     return root
+
+
+def _holds(outer: Path, inner: Path) -> bool:
+    """Whether the folder ``outer`` is ``inner`` or one of its parents by identity
+    (device and inode), not only by name: the same folder reached by two names (a bind
+    mount) is one folder. Parts that do not exist (yet) are passed over."""
+    try:
+        there = os.stat(outer)
+    except OSError:
+        return False
+    for part in (inner, *inner.parents):
+        try:
+            info = os.stat(part)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == (there.st_dev, there.st_ino):
+            return True
+    return False
 
 
 def _bind(host: str, port: int) -> socket.socket:
