@@ -658,6 +658,32 @@ def test_show_marks_a_credential_stored_in_the_items_own_env(
     assert "kq7-not-a-real-key-31" not in out + err
 
 
+def test_a_credential_header_written_in_the_items_config_is_marked_and_warned(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A literal `Authorization` header of a remote server is a credential sent to it:
+    marked by `ext show` and a warning of `ext show` and `ext project` (names only)."""
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        '[mcp_servers.remote]\nurl = "https://mcp.example.com/mcp"\n'
+        'http_headers = { Authorization = "Bearer kq7-not-a-real-token-31", Accept = "x" }\n',
+        encoding="utf-8",
+    )
+    s = ("--store", str(store))
+    code, _, err = _run(capsys, "ext", "import", str(config), *s)
+    assert code == 0, err
+    receives = _json(capsys, "ext", "show", "remote", *s)["receives"]
+    assert receives["headerCredentials"] == {"Authorization": "authorization"}
+    assert any("the Authorization header" in w for w in receives["warnings"])
+    code, out, err = _run(capsys, "ext", "show", "remote", *s)
+    assert "headers: Accept, Authorization (credential: authorization" in out
+    assert "kq7-not-a-real-token-31" not in out + err
+    projection = _json(capsys, "ext", "project", "--codex-home", str(tmp_path / "h"), *s)
+    (server,) = projection["mcpServers"]
+    assert any("the Authorization header" in w for w in server["warnings"])
+    assert "kq7-not-a-real-token-31" not in json.dumps(projection)
+
+
 def test_show_of_a_skill_says_it_receives_no_environment(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -30,7 +30,9 @@ from agc.extensions import (
     is_remote,
     literal_values,
     own_env_credentials,
+    own_header_credentials,
     project,
+    stored_credential_warnings,
 )
 from agc.flows import describe_os_error, read_limited
 
@@ -425,7 +427,8 @@ def _receives(item: ExtensionItem, blocklist: EnvBlocklist) -> dict[str, Any]:
     """What an item is given at launch (names only, never a value)."""
     if item.mcp is None:
         return {"transport": None, "remote": False, "env": [], "envCredentials": {},
-                "httpHeaders": [], "forwarded": [], "warnings": []}  # fmt: skip
+                "httpHeaders": [], "headerCredentials": {}, "forwarded": [],
+                "warnings": []}  # fmt: skip
     config = item.mcp.config
     return {
         "transport": "stdio" if "command" in config else "http" if "url" in config else None,
@@ -433,8 +436,10 @@ def _receives(item: ExtensionItem, blocklist: EnvBlocklist) -> dict[str, Any]:
         "env": sorted(config.get("env") or {}),
         "envCredentials": {k: v for k, v in own_env_credentials(config).items() if v},
         "httpHeaders": sorted(config.get("http_headers") or {}),
+        "headerCredentials": {k: v for k, v in own_header_credentials(config).items() if v},
         "forwarded": [forward.to_dict() for forward in forwards(config, blocklist)],
-        "warnings": credential_warnings(item.name, config, blocklist),
+        "warnings": credential_warnings(item.name, config, blocklist)
+        + stored_credential_warnings(item.name, config),
     }
 
 
@@ -484,7 +489,19 @@ def show_command(
             ]
             lines.append("own env: " + (", ".join(own) or "none"))
             if receives["httpHeaders"]:
-                lines.append("headers: " + ", ".join(receives["httpHeaders"]))
+                secret = receives["headerCredentials"]
+                lines.append(
+                    "headers: "
+                    + ", ".join(
+                        name
+                        + (
+                            f" (credential: {secret[name]}, its value stored in the item)"
+                            if name in secret
+                            else ""
+                        )
+                        for name in receives["httpHeaders"]
+                    )
+                )
             given = [
                 f["variable"] + (f" (credential: {f['credential']})" if f["credential"] else "")
                 for f in receives["forwarded"]

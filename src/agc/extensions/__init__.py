@@ -29,7 +29,9 @@ from agc.extensions._mcp import (
     is_remote,
     literal_values,
     own_env_credentials,
+    own_header_credentials,
     reference_literals,
+    stored_credential_warnings,
 )
 from agc.extensions._model import (
     INDEX_SCHEMA_VERSION,
@@ -102,7 +104,9 @@ __all__ = [
     "literal_values",
     "normalize_name",
     "own_env_credentials",
+    "own_header_credentials",
     "project",
     "read_projection_record",
     "reference_literals",
+    "stored_credential_warnings",
 ]

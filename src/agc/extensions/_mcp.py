@@ -691,6 +691,26 @@ def own_env_credentials(config: Mapping[str, Any]) -> dict[str, str | None]:
     return {str(name): credential_variable(str(name)) for name in names}
 
 
+_CREDENTIAL_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
+"""Headers whose value is a credential whatever it looks like (RFC 9110 section 11.6.2
+and 11.7.2; RFC 6265 section 5.4)."""
+
+
+def own_header_credentials(config: Mapping[str, Any]) -> dict[str, str | None]:
+    """Each name of a server configuration's own ``http_headers`` map (values set in the
+    configuration itself) with the kind of credential it holds (``authorization`` for
+    the headers that carry one by definition, else what its name says:
+    :func:`agc._core.redact.credential_variable`), or ``None``; names only, sorted."""
+    headers = config.get("http_headers")
+    names = sorted(headers) if isinstance(headers, Mapping) else []
+    return {
+        str(name): "authorization"
+        if str(name).lower() in _CREDENTIAL_HEADERS
+        else credential_variable(str(name))
+        for name in names
+    }
+
+
 def forwards(config: Mapping[str, Any], blocklist: EnvBlocklist) -> tuple[Forward, ...]:
     """Every variable a checked server's configuration names, in configuration order.
 
@@ -751,6 +771,22 @@ def credential_warnings(name: str, config: Mapping[str, Any], blocklist: EnvBloc
         f"{forward.header} header"
         for forward in forwards(config, blocklist)
         if forward.credential is not None and not forward.blocked
+    ]
+
+
+def stored_credential_warnings(name: str, config: Mapping[str, Any]) -> list[str]:
+    """One sentence per header of the configuration's own ``http_headers`` that holds a
+    credential (:func:`own_header_credentials`) a remote server would be sent; empty for
+    a local server. Names only, never a value. (At import, every literal value is
+    warned about already.)"""
+    if not is_remote(config):
+        return []
+    host = _host_of(str(config.get("url", "")))
+    return [
+        f"MCP server {name}: the {header} header ({kind}), its value stored in the item, is "
+        f"sent to the remote server {host}"
+        for header, kind in own_header_credentials(config).items()
+        if kind is not None
     ]
 
 

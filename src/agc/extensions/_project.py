@@ -62,6 +62,7 @@ from agc.extensions._mcp import (
     credential_warnings,
     forwards,
     project_server,
+    stored_credential_warnings,
 )
 from agc.extensions._model import ExtensionIndex, ExtensionItem
 from agc.extensions._names import collision_key, skill_folder_name
@@ -626,7 +627,10 @@ def _build_servers(
                 name=item.name,
                 not_forwarded=server.dropped,
                 forwarded=tuple(f.variable for f in given if not f.blocked),
-                warnings=tuple(credential_warnings(item.name, item.mcp.config, run.blocklist)),
+                warnings=(
+                    *credential_warnings(item.name, item.mcp.config, run.blocklist),
+                    *stored_credential_warnings(item.name, item.mcp.config),
+                ),
             )
         )
     return projected, tables
