@@ -121,6 +121,22 @@ def test_report_never_overwrites_unless_forced(
     assert page.read_text().startswith("<!DOCTYPE html>")
 
 
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "force"])
+def test_html_and_csv_to_one_file_is_refused_before_anything_is_written(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    force: list[str],
+) -> None:
+    write_run(store)
+    same = tmp_path / "audit.out"
+    argv = ["--html", str(same), "--csv", str(tmp_path / "." / "audit.out"), *force]
+    assert _report(store, *argv, monkeypatch=monkeypatch) == ExitCode.USAGE
+    assert "both name" in capsys.readouterr().err
+    assert not same.exists()
+
+
 @pytest.mark.parametrize(
     "argv",
     [

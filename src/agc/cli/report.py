@@ -125,6 +125,16 @@ def report_command(
         raise UsageError("--expect-head goes with --all (the whole chain)")
     if str(html_file) == "-" and str(csv_file) == "-":
         raise UsageError("only one of --html and --csv can go to stdout")
+    if (
+        html_file is not None
+        and csv_file is not None
+        and str(html_file) != "-"
+        and os.path.abspath(html_file) == os.path.abspath(csv_file)
+    ):
+        raise UsageError(
+            f"--html and --csv both name {html_file}: one would replace the other",
+            hint="Give each its own file.",
+        )
     if expect_head is not None:
         expect_head = parse_head(expect_head)
     audit = build_audit(
