@@ -260,7 +260,19 @@ def _position(finding: HistoryFinding) -> int:
 def _finding(
     code: HistoryFindingCode, index: int, message: Message, call_id: str | None, text: str
 ) -> HistoryFinding:
-    return Finding(code, text, message_index=index, record=message.origin, call_id=call_id)
+    # A message read from several native records (consecutive lines of one role) is
+    # located by the record of the block the finding names, else by its first record.
+    record = message.origin
+    if call_id is not None:
+        record = next(
+            (
+                block.origin
+                for block in message.blocks
+                if block.call_id == call_id and block.origin is not None
+            ),
+            record,
+        )
+    return Finding(code, text, message_index=index, record=record, call_id=call_id)
 
 
 def _check_chat(messages: Sequence[Message]) -> list[HistoryFinding]:
