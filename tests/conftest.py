@@ -132,8 +132,11 @@ def store(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_user_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Tests never touch ~/.agc: AGC_HOME points into the test's temp folder."""
+    """Tests never touch ~/.agc nor the host's agc state: AGC_HOME and XDG_STATE_HOME
+    (object-store staging, kept capture failures) point into the test's temp folder, so
+    tests in parallel workers never share a staging folder."""
     monkeypatch.setenv("AGC_HOME", str(tmp_path / "agc-home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
 
 
 def fixed_clock(start_ms: int = 1_764_460_800_000) -> Callable[[], int]:
