@@ -530,3 +530,15 @@ def test_out_dash_with_json_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     source.write_text(json.dumps(PENDING))
     assert main(["resume", str(source), "--out", "-", "--json"]) == 2
     assert "--out - writes the repaired history to standard output" in capsys.readouterr().out
+
+
+def test_each_unanswered_call_is_located_at_its_own_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Claude Code writes one assistant message as consecutive lines, one tool call a
+    line: each unanswered call is found at its own line, as its repair is."""
+    source = require_shared(REAL_FIXTURES / "claude-code" / "agentcmd-full-session.jsonl")
+    assert main(["resume", str(source), "--check", "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    lines = [f["line"] for f in findings if f["code"] == "tool-call-unanswered"]
+    assert lines == [47, 48, 49]
