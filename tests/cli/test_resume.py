@@ -542,3 +542,18 @@ def test_each_unanswered_call_is_located_at_its_own_line(
     findings = json.loads(capsys.readouterr().out)["findings"]
     lines = [f["line"] for f in findings if f["code"] == "tool-call-unanswered"]
     assert lines == [47, 48, 49]
+
+
+def test_a_repair_not_written_gives_no_resume_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --out or --in-place nothing is written: the session is as broken as it
+    was, so no `resume with:` line leads the user back into it."""
+    source = require_shared(REAL_FIXTURES / "claude-code" / "agentcmd-full-session.jsonl")
+    assert main(["resume", str(source)]) == 0
+    err = capsys.readouterr().err
+    assert "nothing written" in err
+    assert "resume with:" not in err
+    assert "next:" not in err
+    assert main(["resume", str(source), "--out", str(tmp_path / "fixed.jsonl")]) == 0
+    assert "&& claude --resume" in capsys.readouterr().err

@@ -945,7 +945,9 @@ def _repair_to(
             + (", or --in-place to replace the file (keeping a backup)" if source else ""),
             markup=False,
         )
-    if step is not None:
+    written = out is not None or output.to_stdout or backup is not None
+    # A repair not written leaves the client's file as broken as it was: no next step.
+    if step is not None and (written or not report.changes):
         _print_next(step, output, repaired=out or (source if backup is not None else None))
     return int(ExitCode.OK)
 
