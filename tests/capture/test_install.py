@@ -686,6 +686,8 @@ def test_cli_install_refuses_a_store_that_is_a_file_and_notes_a_store_switch(
     capsys.readouterr()
     assert main([*argv, "--store", "first"]) == 0
     assert "note:" not in capsys.readouterr().err  # a first install switches nothing
+    assert (home / "first").is_dir()  # made at once: `agc runs --store first` reads it
+    assert main(["runs", "--store", "first"]) == 0
     assert main([*argv, "--store", "first"]) == 0
     assert "note:" not in capsys.readouterr().err  # the same store again
     assert main([*argv, "--store", "second"]) == 0

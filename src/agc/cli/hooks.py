@@ -26,7 +26,7 @@ from agc.capture import (
     uninstall_hooks,
 )
 from agc.cli.common import EPILOG, emit_json, err_console, new_app, write_lines
-from agc.errors import UsageError
+from agc.errors import StoreError, UsageError
 from agc.exitcodes import ExitCode
 from agc.flows import hooks_status
 
@@ -174,6 +174,15 @@ def install_command(
             hint="Name a store folder (made on the first capture if it does not exist), "
             "or leave --store out for the default store.",
         )
+    if target is not None and "://" not in target and not os.path.lexists(target):
+        # made now, so that `agc runs --store` and `agc-verify --all` read it before the
+        # first event is captured (an empty store, not a missing one)
+        try:
+            os.makedirs(target, mode=0o700)
+        except OSError as exc:
+            raise StoreError(
+                f"--store {store}: cannot create the folder: {exc.strerror or exc}"
+            ) from exc
     before = check_hooks(client, scope, project=project)
     if agc is not None:
         command = hook_command(_agc_executable(agc), client, store=target)
