@@ -72,13 +72,19 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def resident(tmp_path: Path) -> Iterator[Path]:
     """A resident capture process serving a socket, in a thread of this process."""
     path = tmp_path / "r.sock"
-    server = threading.Thread(target=_hookserve.serve, args=(str(path),), kwargs={"idle_s": 1.0})
+    stop = threading.Event()
+    # Ended by the test, not by an idle time: a loaded machine may stall the test past
+    # any short one before its first request (the server then refused it).
+    server = threading.Thread(
+        target=_hookserve.serve, args=(str(path),), kwargs={"idle_s": 600.0, "stop": stop}
+    )
     server.start()
     deadline = time.monotonic() + 30
     while not path.exists():
         assert time.monotonic() < deadline, "the resident process never listened"
         time.sleep(0.01)
     yield path
+    stop.set()
     server.join()
 
 

@@ -71,9 +71,10 @@ def _load() -> None:
     ).to_record()
 
 
-def serve(path: str, *, idle_s: float) -> int:
+def serve(path: str, *, idle_s: float, stop: threading.Event | None = None) -> int:
     """Serve the Unix socket ``path`` (made mode 0600; its folder is the user's alone)
-    until ``idle_s`` seconds pass without a request; returns 0."""
+    until ``idle_s`` seconds pass without a request, or ``stop`` is set (what serves
+    it in a thread ends it so; the captures under way are finished first); returns 0."""
     stamps = _agc_files()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
@@ -85,7 +86,7 @@ def serve(path: str, *, idle_s: float) -> int:
         os.umask(mask)
     server.listen(128)
     mine = os.stat(path).st_ino
-    server.settimeout(min(idle_s, _POLL_S))
+    server.settimeout(min(idle_s, _POLL_S if stop is None else 0.05))
     turn = threading.Lock()
     workers: list[threading.Thread] = []
     last = time.monotonic()
@@ -95,7 +96,8 @@ def serve(path: str, *, idle_s: float) -> int:
                 conn, _ = server.accept()
             except TimeoutError:
                 workers = [w for w in workers if w.is_alive()]
-                if not workers and time.monotonic() - last > idle_s:
+                stopped = stop is not None and stop.is_set()
+                if not workers and (stopped or time.monotonic() - last > idle_s):
                     break
                 continue
             last = time.monotonic()
