@@ -745,17 +745,21 @@ def resume_command(
         )
         if check:
             return _check(history, target, state, as_json=as_json, limit=max_findings)
-        return _repair(
-            history,
-            target,
-            _Output(source, None if to_stdout else out, in_place, stamp, to_stdout),
-            strategy,
-            state,
-            session_id,
-            size,
-            as_json=as_json,
-            limit=max_findings,
-        )
+        token = _REPORT_ON_STDERR.set(to_stdout)
+        try:
+            return _repair(
+                history,
+                target,
+                _Output(source, None if to_stdout else out, in_place, stamp, to_stdout),
+                strategy,
+                state,
+                session_id,
+                size,
+                as_json=as_json,
+                limit=max_findings,
+            )
+        finally:
+            _REPORT_ON_STDERR.reset(token)
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
 
 
@@ -840,27 +844,6 @@ def _stamp(path: Path) -> tuple[int, ...]:
 
 
 def _repair(
-    history: History,
-    target: str,
-    output: _Output,
-    strategy: StrategyChoice,
-    state: ToolCallState | None,
-    session_id: str | None,
-    size: int,
-    *,
-    as_json: bool,
-    limit: int,
-) -> int:
-    token = _REPORT_ON_STDERR.set(output.to_stdout)
-    try:
-        return _repair_to(
-            history, target, output, strategy, state, session_id, size, as_json=as_json, limit=limit
-        )
-    finally:
-        _REPORT_ON_STDERR.reset(token)
-
-
-def _repair_to(
     history: History,
     target: str,
     output: _Output,
