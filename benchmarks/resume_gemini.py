@@ -23,10 +23,12 @@ from typing import Any
 from benchmarks.resume_streaming import (
     _SIZE_OPTION,
     _TARGET_CHECK,
-    _TARGET_PEAK,
     _TARGET_REPAIR,
+    _spread,
     agc_resume,
     baseline_loads,
+    linear_target,
+    resume_targets,
 )
 
 __all__ = ["bench_resume_gemini", "make_gemini_session"]
@@ -74,7 +76,7 @@ def bench_resume_gemini(ctx: Any) -> Any:
     ``ctx.rounds`` times interleaved (median; the machine may be shared); with
     ``AGC_BENCH_RESUME_LARGE=<size>`` also that size (1 GB: 12x the time of 100 MB, with
     flat memory)."""
-    from benchmarks.report import Row, Section, Target  # noqa: PLC0415 - only when run
+    from benchmarks.report import Row, Section  # noqa: PLC0415 - only when run
     from benchmarks.run import parse_size  # noqa: PLC0415
     from benchmarks.suites import _compile_agc  # noqa: PLC0415 - suites imports this module
 
@@ -141,45 +143,10 @@ def bench_resume_gemini(ctx: Any) -> Any:
             section.rows.append(row)
             if label == "check":
                 check_by_size[size] = seconds
-            section.targets.append(
-                Target.judge(
-                    f"resume-gemini-chat-{label}-{size}",
-                    f"gemini-chat {label}, {size:,} B: within {target:g}x of json.loads",
-                    seconds / base_s,
-                    threshold=target,
-                    op="<=",
-                    note="time ratio",
-                )
-            )
-            section.targets.append(
-                Target.judge(
-                    f"resume-gemini-chat-{label}-{size}-peak",
-                    f"gemini-chat {label}, {size:,} B: peak under 150 MB",
-                    peaks[label] / 1000**2,
-                    threshold=_TARGET_PEAK / 1000**2,
-                    op="<=",
-                    note="MB",
-                )
+            section.targets += resume_targets(
+                "gemini-chat", label, size, seconds / base_s, peaks[label], target
             )
         path.unlink(missing_ok=True)
         out.unlink(missing_ok=True)
-    if len(check_by_size) == 2:
-        small, big = sizes
-        section.targets.append(
-            Target.judge(
-                "resume-gemini-chat-linear",
-                f"gemini-chat check: {big:,} B within 12x of {small:,} B",
-                check_by_size[big] / check_by_size[small],
-                threshold=12.0,
-                op="<=",
-                note="time ratio",
-            )
-        )
+    section.targets += linear_target("gemini-chat", sizes, check_by_size)
     return section
-
-
-def _spread(times: list[float]) -> float | None:
-    """(max - min) / median of the rounds (``None`` for one round)."""
-    if len(times) < 2:
-        return None
-    return (max(times) - min(times)) / statistics.median(times)

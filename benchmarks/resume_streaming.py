@@ -20,7 +20,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmarks.report import Target
 
 __all__ = ["baseline_loads", "make_claude_session", "make_codex_rollout"]
 
@@ -150,12 +153,60 @@ def _spread(times: list[float]) -> float | None:
     return (max(times) - min(times)) / statistics.median(times)
 
 
+def resume_targets(
+    kind: str, label: str, size: int, ratio: float, peak: int, target: float
+) -> list[Target]:
+    """The targets of one command (``label``: check or repair) on one size of a
+    ``kind`` of session file: its time ``ratio`` to the json.loads loop within
+    ``target``, and its ``peak`` (bytes, the largest of the rounds) under 150 MB."""
+    from benchmarks.report import Target  # noqa: PLC0415 - as the suite: only when run
+
+    return [
+        Target.judge(
+            f"resume-{kind}-{label}-{size}",
+            f"{kind} {label}, {size:,} B: within {target:g}x of json.loads",
+            ratio,
+            threshold=target,
+            op="<=",
+            note="time ratio",
+        ),
+        Target.judge(
+            f"resume-{kind}-{label}-{size}-peak",
+            f"{kind} {label}, {size:,} B: peak under 150 MB",
+            peak / 1000**2,
+            threshold=_TARGET_PEAK / 1000**2,
+            op="<=",
+            note="MB (the largest of the rounds)",
+        ),
+    ]
+
+
+def linear_target(kind: str, sizes: list[int], check_by_size: dict[int, float]) -> list[Target]:
+    """The large size's check within 12x the time of the small one's (none unless both
+    sizes were measured)."""
+    from benchmarks.report import Target  # noqa: PLC0415 - as the suite: only when run
+
+    if len(check_by_size) != 2:
+        return []
+    small, big = sizes
+    return [
+        Target.judge(
+            f"resume-{kind}-linear",
+            f"{kind} check: {big:,} B within 12x of {small:,} B",
+            check_by_size[big] / check_by_size[small],
+            threshold=12.0,
+            op="<=",
+            note="time ratio",
+        )
+    ]
+
+
 def bench_resume_streaming(ctx: Any) -> Any:
     """The suite: check and repair (synthesize, ``--out``) of a Claude Code session and a
     Codex rollout of 100 MB (1 MB with ``--quick``), beside the ``json.loads`` loop over
     the same file, ``--rounds`` rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>``
     also that size, one round (1 GB: 12x the time of 100 MB, with flat memory)."""
-    from benchmarks.report import Row, Section, Target  # noqa: PLC0415 - only when run
+    from benchmarks.report import Row, Section  # noqa: PLC0415 - only when run
     from benchmarks.run import parse_size  # noqa: PLC0415
     from benchmarks.suites import _compile_agc  # noqa: PLC0415 - suites imports this module
 
@@ -232,38 +283,8 @@ def bench_resume_streaming(ctx: Any) -> Any:
                     row.skipped = f"exit {codes[label]}"
                 if label == "check":
                     seconds_by_size[size] = seconds
-                section.targets.append(
-                    Target.judge(
-                        f"resume-{kind}-{label}-{size}",
-                        f"{kind} {label}, {size:,} B: within {target:g}x of json.loads",
-                        seconds / base_s,
-                        threshold=target,
-                        op="<=",
-                        note="time ratio",
-                    )
-                )
-                section.targets.append(
-                    Target.judge(
-                        f"resume-{kind}-{label}-{size}-peak",
-                        f"{kind} {label}, {size:,} B: peak under 150 MB",
-                        peak / 1000**2,
-                        threshold=_TARGET_PEAK / 1000**2,
-                        op="<=",
-                        note="MB (the largest of the rounds)",
-                    )
-                )
+                section.targets += resume_targets(kind, label, size, seconds / base_s, peak, target)
             path.unlink(missing_ok=True)
             out.unlink(missing_ok=True)
-        if len(seconds_by_size) == 2:
-            small, big = sizes
-            section.targets.append(
-                Target.judge(
-                    f"resume-{kind}-linear",
-                    f"{kind} check: {big:,} B within 12x of {small:,} B",
-                    seconds_by_size[big] / seconds_by_size[small],
-                    threshold=12.0,
-                    op="<=",
-                    note="time ratio",
-                )
-            )
+        section.targets += linear_target(kind, sizes, seconds_by_size)
     return section
