@@ -14,7 +14,7 @@ from typing import Any
 
 import blake3
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agc._core.sidecar import parse_sidecar
@@ -479,6 +479,8 @@ def test_a_skill_root_holding_the_store_is_refused(tmp_path: Path) -> None:
     ),
     builtin=st.integers(-(10**400), 10**400),
 )
+@example(grace=2**53, builtin=0)  # the edge: one past the integers RFC 8785 keeps exact
+@example(grace=0, builtin=2**53)
 def test_huge_numbers_in_the_grace_or_the_base_configuration_never_crash(
     tmp_path_factory: pytest.TempPathFactory, grace: int, builtin: int
 ) -> None:

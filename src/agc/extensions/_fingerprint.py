@@ -36,7 +36,7 @@ __all__ = [
 
 FINGERPRINT_PREFIX: Final = "blake3:"
 _TREE_MAGIC: Final = b"agc-tree-v1\x00"
-_EXACT_INT: Final = 2**53
+_EXACT_INT: Final = 2**53 - 1  # I-JSON (RFC 7493 section 2.2), as RFC 8785 requires
 
 
 def bytes_fingerprint(data: bytes) -> str:
