@@ -63,8 +63,9 @@ def file_fingerprint(path: Path) -> str:
 
 
 def json_fingerprint(value: Any) -> str:
-    """Fingerprint of a JSON value in RFC 8785 canonical form."""
-    return bytes_fingerprint(canonical_json(value))
+    """Fingerprint of a JSON value in RFC 8785 canonical form (made :func:`jsonable`
+    first: an integer a double does not hold exactly, as a string)."""
+    return bytes_fingerprint(canonical_json(jsonable(value)))
 
 
 def jsonable(value: Any) -> Any:
