@@ -167,13 +167,14 @@ def test_a_resumed_session_continues_its_sealed_run_as_a_new_segment(
     assert len(_events(store)) == 5
 
 
+@pytest.mark.parametrize("hook", ["SessionEnd", "Stop"])
 @pytest.mark.parametrize("transcript", ["none", "gone"])
-def test_a_session_end_without_its_session_file_keeps_the_failure_and_stays_unsealed(
-    store: Path, tmp_path: Path, transcript: str
+def test_a_session_or_turn_end_without_its_session_file_keeps_the_failure_and_stays_unsealed(
+    store: Path, tmp_path: Path, transcript: str, hook: str
 ) -> None:
     capture_hook_event("claude-code", _call(1), store=store)
     path = None if transcript == "none" else tmp_path / "gone.jsonl"
-    outcome = capture_hook_event("claude-code", _event("SessionEnd", path), store=store)
+    outcome = capture_hook_event("claude-code", _event(hook, path), store=store)
     assert outcome.appended
     assert not outcome.sealed
     assert outcome.failure is not None
@@ -185,7 +186,7 @@ def test_a_session_end_without_its_session_file_keeps_the_failure_and_stays_unse
     assert not check_run(RUN, store).complete
     # The failure is in the run itself too (its file was free: written at once).
     (recorded,) = [r for r in _records(store) if r["event"] == "capture-failed"]
-    assert (recorded["hook"], recorded["failure"]["code"]) == ("SessionEnd", expected)
+    assert (recorded["hook"], recorded["failure"]["code"]) == (hook, expected)
     assert not (store / "capture" / "pending").exists() or not any(
         (store / "capture" / "pending").iterdir()
     )

@@ -17,9 +17,10 @@
    one record per complete line as ``agc import`` writes it, and both artifacts are
    sealed: a session whose end never comes (a client killed after its turn, a session
    end whose session file is already gone, as Claude Code's can be when many sessions
-   cycle) is sealed as of its last turn. The next event (the next turn, a resumed
-   session) continues the run as a new segment, and the next seal adds the session
-   file's new lines;
+   cycle) is sealed as of its last turn. A turn's end whose session file is gone, or
+   that names none, is a capture failure kept (the run stays unsealed), as at the
+   session's end. The next event (the next turn, a resumed session) continues the run
+   as a new segment, and the next seal adds the session file's new lines;
 4. at the session's end (``SessionEnd``, sent by all three) the same seal takes the
    whole session file, and the run's :class:`~agc.capture.SessionFacts` become its
    manifest ``attributes`` (fixed by the first session end). A session killed in the
@@ -270,7 +271,9 @@ def _capture(
         state.appended = True
         final = event.ends_session
         sealed = False
-        if final or (record.event == "stop" and _exists(event.transcript_path)):
+        # A turn's end seals as the session's end does: a session file it names that is
+        # gone (or none named) is a failure kept, never a turn silently left unsealed.
+        if final or record.event == "stop":
             try:
                 sealed = _seal_session(writer, event, run_id, folder, final=final)
             except _LEFT_BY_A_KILL:
@@ -410,8 +413,8 @@ def _seal_session(
     path = event.transcript_path
     if path is None:
         raise InputError(
-            f"the {event.record.client} session end names no session file "
-            "(transcript_path); the run stays unsealed"
+            f"the {event.record.client} {event.record.hook or 'session end'} event names "
+            "no session file (transcript_path); the run stays unsealed"
         )
     facts = _facts(writer.path, event, Path(path) if final else None)
     try:
@@ -639,10 +642,6 @@ class _Prefix(io.RawIOBase):
         buffer[: len(data)] = data
         self._at += len(data)
         return len(data)
-
-
-def _exists(path: str | None) -> bool:
-    return path is not None and os.path.isfile(path)
 
 
 def _facts(path: Path, event: HookEvent, session: Path | None) -> dict[str, Any]:
