@@ -287,3 +287,51 @@ def test_keys_inside_store_judges_real_paths_and_skips_object_stores(tmp_path: P
     outside.mkdir()
     assert keys_inside_store([store / "keys", outside, store], store) == [store / "keys", store]
     assert keys_inside_store([store / "keys"], "s3://bucket/prefix") == []
+
+
+class _CtrlCAtTheEnd(io.BytesIO):
+    """A pipe whose producer is still running when Ctrl-C comes: its lines, then the
+    interrupt instead of the end of the input."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        if not data:
+            raise KeyboardInterrupt
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        return self.read(size)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        data = super().readline(size)
+        if not data:
+            raise KeyboardInterrupt
+        return data
+
+
+def test_a_recovered_record_of_a_client_stream_keeps_its_client_and_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    thread = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"
+    stream = b"".join(
+        json.dumps(line).encode() + b"\n"
+        for line in (
+            {"type": "thread.started", "thread_id": thread},
+            {"type": "turn.started"},
+            {"type": "item.completed", "item": {"id": "i0", "type": "agent_message", "text": "4"}},
+        )
+    )
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(_CtrlCAtTheEnd(stream)))
+    assert main(["record", "--run-id", "r1", "--store", str(store)]) == 130
+    capsys.readouterr()
+    assert main(["runs", "--store", str(store), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["state"] == "unsealed"
+    assert main(["recover", "r1", "--store", str(store)]) == 0
+    assert "recovered and sealed" in capsys.readouterr().out
+    assert main(["runs", "--store", str(store), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert (run["client"], run["session_id"]) == ("codex", thread)
+    # Its facts are sealed with it: signed and chained as the recording would have.
+    assert verify_main(["r1", "--store", str(store), "--allow-recovered"]) == 0

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from agc.cli.app import main
-from agc.errors import RecoveryRefusedError, RunLockedError, RunNotFoundError, UnsealedRunError
+from agc.errors import (
+    RecordInvalidError,
+    RecoveryRefusedError,
+    RunLockedError,
+    RunNotFoundError,
+    UnsealedRunError,
+)
 from agc.exitcodes import ExitCode
 from agc.integrity import (
     RunManifest,
@@ -18,6 +24,7 @@ from agc.integrity import (
     check_run,
     check_store,
     open_run,
+    read_run_manifest,
     recover_run,
 )
 from tests.conftest import tree, write_legacy_run_with_shared_tool_events
@@ -269,3 +276,23 @@ def test_recovering_again_reports_what_the_first_recovery_proved(tmp_path: Path)
     again = {a.kind: a for a in recover_run("r", store).artifacts}["transcript"]
     assert again.action == "already-sealed"
     assert (again.bytes, again.verified_bytes) == (first.bytes, first.verified_bytes)
+
+
+def test_recovery_stores_the_attributes_its_writer_would_have_sealed(tmp_path: Path) -> None:
+    run = open_run("facts", store=tmp_path)
+    run.transcript.write({"role": "user", "content": "hi"})
+    run.abort()
+    facts = {"client": "codex", "session_id": "s-1"}
+    with pytest.raises(RecordInvalidError):
+        recover_run("facts", tmp_path, attributes={"not": float("nan")})
+    recover_run("facts", tmp_path, attributes=facts)
+    manifest = read_run_manifest("facts", tmp_path)
+    assert manifest is not None
+    assert manifest.attributes == facts
+    assert check_run("facts", tmp_path, allow_recovered=True).complete
+    # Fixed by the first seal: a run sealed already is left as it is.
+    again = recover_run("facts", tmp_path, attributes={"client": "other"})
+    assert not again.changed
+    manifest = read_run_manifest("facts", tmp_path)
+    assert manifest is not None
+    assert manifest.attributes == facts

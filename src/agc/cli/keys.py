@@ -10,12 +10,11 @@ import typer
 
 from agc.cli.common import EPILOG, StoreOption, emit_json, new_app, out_console
 from agc.exitcodes import ExitCode
-from agc.flows import RunId
+from agc.flows import RunId, recover_session_run
 from agc.integrity import (
     SigningKey,
     generate_keypair,
     load_signing_key,
-    recover_run,
     recover_store,
 )
 
@@ -128,7 +127,7 @@ def recover_command(
         verdict = "healed" if healed.changed else "nothing to repair"
         out_console.print(f"store {healed.store}: {verdict}", markup=False)
         return int(ExitCode.FINDINGS if healed.failed else ExitCode.OK)
-    report = recover_run(RunId(run_id), store, signing_key=key)
+    report = recover_session_run(RunId(run_id), store, signing_key=key)
     # A run sealed in place also heals its store (the chain, a killed writer's temporary
     # files); one uploaded from its staging leaves the other staged runs to
     # `agc recover --store`, which uploads them.

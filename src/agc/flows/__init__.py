@@ -28,7 +28,8 @@ what needs two of them lives here, built on their front doors only:
   facts filled while a session file is recorded or imported), :func:`import_sessions`
   and :func:`import_session_file` (whole folders, incrementally: new segments of grown
   files, ``transcript-diverges`` for changed ones), :func:`rollout_of_exec_run` (the
-  rollout a run recorded from ``codex exec --json`` resumes from).
+  rollout a run recorded from ``codex exec --json`` resumes from),
+  :func:`recover_session_run` (a crashed session's run sealed with its session facts).
 
 It also re-exports the few foundation helpers an edge (the command line, a service)
 needs: run ids (:class:`RunId`: the edge turns a user's text into one once, and the
@@ -122,6 +123,7 @@ if _TYPE_CHECKING:
         identify_session,
         import_session_file,
         import_sessions,
+        recover_session_run,
         rollout_of_exec_run,
         session_companion,
     )
@@ -202,6 +204,7 @@ __all__ = [
     "read_limited",
     "record_capture_failure",
     "recover_hint",
+    "recover_session_run",
     "recover_turn_runs",
     "refuse_importing_own_file",
     "refuse_taken_run_id",
@@ -307,6 +310,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "identify_session",
             "import_session_file",
             "import_sessions",
+            "recover_session_run",
             "rollout_of_exec_run",
             "session_companion",
         )

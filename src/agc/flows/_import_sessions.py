@@ -40,11 +40,13 @@ from agc.capture import ClientName, SessionParser, run_id_for
 from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
 from agc.integrity import (
     Companion,
+    RecoveryReport,
     SigningKey,
     extend_run,
     ingest_stream,
     iter_records,
     read_run_manifest,
+    recover_run,
 )
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "identify_session",
     "import_session_file",
     "import_sessions",
+    "recover_session_run",
     "rollout_of_exec_run",
     "session_companion",
 ]
@@ -237,6 +240,51 @@ def import_session_file(
         extension.added.get("tool-events", 0),
         extension.line,
     )
+
+
+def recover_session_run(
+    run_id: str, store: StoreArg = None, *, signing_key: SigningKey | None = None
+) -> RecoveryReport:
+    """:func:`agc.integrity.recover_run`, keeping what a session's run says of itself.
+
+    A run recorded or imported from a client session file (``agc record`` of a
+    ``codex exec --json`` stream, ``agc import`` of a rollout) gets its session's facts
+    (:class:`agc.capture.SessionFacts`: client, session id, model …) as manifest
+    ``attributes`` at its seal. Stopped before it, the run has none: they are read here
+    from the records its transcript holds, as the recording would have read them, and
+    stored by the recovery's seal. Nothing is read for a run that has attributes, whose
+    transcript is sealed, that its hooks capture (its session's end sets them), or in a
+    store written object by object.
+
+    Raises:
+        as :func:`agc.integrity.recover_run`.
+    """
+    return recover_run(
+        run_id, store, signing_key=signing_key, attributes=_unsealed_session_facts(run_id, store)
+    )
+
+
+def _unsealed_session_facts(run_id: str, store: StoreArg) -> dict[str, Any] | None:
+    """The session facts the unsealed transcript of a recorded or imported session's
+    run gives (see :func:`recover_session_run`), ``None`` when none are to be set or
+    they cannot be read (the recovery then reports what is wrong)."""
+    try:
+        if open_store(store).folder is None or _captured_by_hooks(run_id, store):
+            return None
+        manifest = read_run_manifest(run_id, store)
+        if manifest is not None and (
+            manifest.attributes is not None or "transcript" in manifest.artifacts
+        ):
+            return None
+        companion = SessionCompanion()
+        for line, _ in iter_records(run_id, folder_store(store), kind="transcript"):
+            record = parse_json(line)
+            if isinstance(record, Mapping) and isinstance(record.get("payload"), Mapping):
+                number = record.get("line")
+                companion.feed(record["payload"], number if isinstance(number, int) else 0)
+        return companion.attributes()
+    except AgcError:
+        return None
 
 
 def _being_written(run_id: str, store: StoreArg) -> bool:

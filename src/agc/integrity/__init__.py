@@ -40,6 +40,7 @@ if _TYPE_CHECKING:
     from agc.integrity._legacy import read_legacy_tool_events
     from agc.integrity._manifest import ArtifactSeal, RunManifest
     from agc.integrity._recover import (
+        RecoveryReport,
         recover_run,
         recover_store,
     )
@@ -111,6 +112,7 @@ __all__ = [
     "JsonlFileWriter",
     "JsonlWriter",
     "KeptArtifact",
+    "RecoveryReport",
     "RunFindingCode",
     "RunListing",
     "RunManifest",
@@ -186,6 +188,7 @@ _HOMES = {
         "ingest_lines",
     ),
     "agc.integrity._recover": (
+        "RecoveryReport",
         "recover_run",
         "recover_store",
     ),

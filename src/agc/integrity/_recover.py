@@ -68,7 +68,12 @@ from agc.integrity._chain import (
     manifest_digest,
     read_chain,
 )
-from agc.integrity._manifest import ArtifactSeal, RunManifest, sealed_checkpoints
+from agc.integrity._manifest import (
+    ArtifactSeal,
+    RunManifest,
+    check_attributes,
+    sealed_checkpoints,
+)
 from agc.integrity._run_reader import is_legacy_store_run
 from agc.integrity._signing import SigningKey
 from agc.integrity._store_io import read_manifest, record_seal, sign_manifest
@@ -160,6 +165,7 @@ def recover_run(
     *,
     signing_key: SigningKey | None = None,
     clock: Callable[[], int] | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> RecoveryReport:
     """Seal every unsealed artifact of a crashed run (idempotent).
 
@@ -167,12 +173,18 @@ def recover_run(
     uploaded (also one sealed whose upload failed); the report's ``object_store``
     describes the upload.
 
+    ``attributes``: facts about the run for its manifest (a JSON object, at most 64 KiB,
+    as a writer's), stored by the first artifact this recovery seals when the run has
+    none yet: what the writer stopped by the crash would have stored at its seal.
+
     Raises:
         RunIdInvalidError: bad run id.
         RunNotFoundError: the store has no manifest and no artifact file of the run
             (an object store: the run is neither staged on this host nor uploaded, is
             uploaded already, or was stopped before its first record).
         RunLockedError: a writer still holds a file of the run.
+        RecordInvalidError: ``attributes`` cannot be stored.
+        ManifestInvalidError: the run already has other ``attributes``.
         RecoveryRefusedError: a prefix does not match its checkpoint or its earlier seal;
             a signed run without ``signing_key``; a run in the legacy store format
             (nothing is changed).
@@ -181,9 +193,14 @@ def recover_run(
         StoreError: the store cannot be read or written.
     """
     run_id = RunId(run_id)
+    checked = None if attributes is None else check_attributes(attributes)
     target = run_target(store)
     report = _recover_in(
-        StoreLayout(target.recovery_folder(run_id)), run_id, signing_key=signing_key, clock=clock
+        StoreLayout(target.recovery_folder(run_id)),
+        run_id,
+        signing_key=signing_key,
+        clock=clock,
+        attributes=checked,
     )
     upload = target.publish_recovered(
         run_id, closed=report.chain != "not-closed", signing_key=signing_key
@@ -197,6 +214,7 @@ def _recover_in(
     *,
     signing_key: SigningKey | None,
     clock: Callable[[], int] | None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> RecoveryReport:
     """:func:`recover_run` in the store folder of ``layout``."""
     if not layout.root.is_dir():
@@ -250,7 +268,9 @@ def _recover_in(
                     ArtifactRecovery(kind, "already-sealed", seal.records, seal.bytes, verified)
                 )
                 continue
-            results.append(_recover_artifact(layout, run_id, kind, seal, signing_key, now))
+            results.append(
+                _recover_artifact(layout, run_id, kind, seal, signing_key, now, attributes)
+            )
         chain = _repair_chain(layout, run_id, signing_key)
     except OSError as exc:
         # A folder, lock or cut that failed: name the file; a full disk is exit 3 and
@@ -412,6 +432,7 @@ def _recover_artifact(
     reopened: ArtifactSeal | None,
     signing_key: SigningKey | None,
     now: Callable[[], int],
+    attributes: Mapping[str, Any] | None = None,
 ) -> ArtifactRecovery:
     """Seal one artifact. Everything is computed and the new files are written in full
     under temporary names before the first change, so a full disk changes nothing; the
@@ -493,7 +514,7 @@ def _recover_artifact(
                 os.fsync(fd)
             if new_sidecar is not None:
                 new_sidecar.commit(overwrite=replace_sidecar)
-        record_seal(layout, run_id, seal, signer=signing_key)
+        record_seal(layout, run_id, seal, signer=signing_key, attributes=attributes)
         remove_checkpoints(path)
     finally:
         os.close(fd)
