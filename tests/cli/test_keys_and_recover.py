@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
+import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -14,6 +17,7 @@ import pytest
 
 from agc.cli.app import main
 from agc.cli.verify import main as verify_main
+from agc.flows import capture_hook_event
 from agc.integrity import generate_keypair, open_run
 from tests.ledger.helpers import command, record_turn
 
@@ -335,3 +339,53 @@ def test_a_recovered_record_of_a_client_stream_keeps_its_client_and_session(
     assert (run["client"], run["session_id"]) == ("codex", thread)
     # Its facts are sealed with it: signed and chained as the recording would have.
     assert verify_main(["r1", "--store", str(store), "--allow-recovered"]) == 0
+
+
+HOOKS = Path(__file__).parents[1] / "fixtures" / "hooks" / "claude-code"
+
+
+@pytest.mark.parametrize("end", ["killed", "stop-without-its-file"])
+def test_a_hooks_run_recovered_without_its_session_file_says_so_and_how_to_add_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    end: str,
+) -> None:
+    # A Claude Code session stopped before its first turn's end sealed its session file.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "store"
+    store.mkdir()
+    events = ["SessionStart", "PreToolUse"] + (["Stop"] if end != "killed" else [])
+    for name in events:
+        event = json.loads((HOOKS / f"{name}.json").read_text())
+        event["transcript_path"] = str(tmp_path / "not-yet.jsonl")
+        capture_hook_event("claude-code", json.dumps(event).encode(), store=store)
+    session = event["session_id"]
+    run_id = f"claude-code-{session}"
+    capsys.readouterr()
+    assert main(["recover", run_id, "--store", str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert f"run {run_id}: recovered and sealed, with an empty transcript (not complete)" in out
+    assert err.startswith(f"hint: the transcript of run {run_id} is empty"), err
+    # agc-verify fails it, with the same next step.
+    assert verify_main([run_id, "--store", str(store)]) == 1
+    out, err = capsys.readouterr()
+    assert "complete" not in out.splitlines()[-1]
+    (hint,) = [line for line in err.splitlines() if line.startswith("hint:")]
+    command = hint.split("`")[1]
+    assert command.startswith("agc import ~/.claude/projects/*/")
+    # The step works: the session file put where Claude Code keeps it completes the run.
+    where = tmp_path / "home" / ".claude" / "projects" / "-home-user-project"
+    where.mkdir(parents=True)
+    shutil.copy(HOOKS / "session-file.jsonl", where / f"{session}.jsonl")
+    words = shlex.split(command)
+    (found,) = glob.glob(os.path.expanduser(words[2]))
+    assert main(["import", found, *words[3:]]) == 0
+    capsys.readouterr()
+    code = verify_main([run_id, "--store", str(store), "--allow-recovered"])
+    out = capsys.readouterr().out
+    if end == "killed":
+        assert code == 0, out
+    else:  # the turn's end that found no file is a capture failure for good
+        assert code == 1
+        assert out.splitlines()[-1].startswith(f"run {run_id}: capture-failed")

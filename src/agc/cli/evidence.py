@@ -52,6 +52,7 @@ from agc.errors import (
 )
 from agc.exitcodes import ExitCode
 from agc.flows import (
+    SESSION_FOLDERS,
     ImportOutcome,
     PassThrough,
     RunId,
@@ -306,9 +307,7 @@ def import_command(
             )
             if not outcomes:
                 err_console.print(
-                    f"no client session files under {file} (Claude Code keeps them under "
-                    "~/.claude/projects, Codex under ~/.codex/sessions, Gemini CLI under "
-                    "~/.gemini/tmp); nothing imported",
+                    f"no client session files under {file} ({SESSION_FOLDERS}); nothing imported",
                     markup=False,
                 )
         else:

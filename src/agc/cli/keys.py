@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from agc.cli.common import EPILOG, StoreOption, emit_json, new_app, out_console
+from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.exitcodes import ExitCode
-from agc.flows import RunId, recover_session_run
+from agc.flows import RunId, recover_session_run, session_file_hint
 from agc.integrity import (
     SigningKey,
     generate_keypair,
@@ -166,7 +166,15 @@ def recover_command(
         verdict = "recovered and sealed"
     else:
         verdict = "already sealed; nothing changed"
+    transcript = next((a.records for a in report.artifacts if a.kind == "transcript"), None)
+    hint = None
+    if transcript is not None and not was_uploaded:
+        hint = session_file_hint(run_id, store, transcript_records=transcript)
+    if hint is not None and report.changed:
+        verdict += ", with an empty transcript (not complete)"
     out_console.print(f"run {run_id}: {verdict}", markup=False)
+    if hint is not None:
+        err_console.print(f"hint: {hint}", markup=False)
     return int(ExitCode.OK)
 
 

@@ -137,13 +137,22 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
 
 def recovery_hint(report: RunReport, *, store: str | None = None) -> str | None:
     """The next step for a run that was never sealed (crashed, stopped, or still being
-    written: ``agc recover`` seals what is on disk) or that the store does not hold
-    (``agc runs`` lists those it does). ``None`` for any other report."""
+    written: ``agc recover`` seals what is on disk), that the store does not hold
+    (``agc runs`` lists those it does), or a captured session's run sealed without its
+    session file (:func:`agc.flows.session_file_hint`). ``None`` for any other report."""
     if store is not None and store.startswith("s3:/") and not store.startswith("s3://"):
         store = "s3://" + store[len("s3:/") :]  # a path collapsed the URL's double slash
     store_words = ["--store", store] if store is not None else []
     if any(f.code == "run-missing" for f in report.findings):
         return f"hint: `{shlex.join(['agc', 'runs', *store_words])}` lists the runs of the store"
+    if any(
+        f.code == "empty" and f.artifact == "transcript" and f.severity == "error"
+        for f in report.findings
+    ):
+        from agc.flows import session_file_hint  # noqa: PLC0415 - an empty transcript only
+
+        hint = session_file_hint(report.run_id, store, transcript_records=0)
+        return None if hint is None else f"hint: {hint}"
     if not any(f.code in _NOT_SEALED and f.severity == "error" for f in report.findings):
         return None
     words = ["agc", "recover", report.run_id, *store_words]

@@ -114,6 +114,7 @@ if _TYPE_CHECKING:
     )
     from agc.flows._hooks_status import hooks_status
     from agc.flows._import_sessions import (
+        SESSION_FOLDERS,
         ExecRollout,
         ImportOutcome,
         SessionCompanion,
@@ -126,6 +127,7 @@ if _TYPE_CHECKING:
         recover_session_run,
         rollout_of_exec_run,
         session_companion,
+        session_file_hint,
     )
     from agc.flows._readiness import (
         SealedVerdictCheck,
@@ -154,6 +156,7 @@ __all__ = [
     "DEFAULT_MCP_STARTUP_WAIT_MS",
     "MACHINE_ERRNOS",
     "SCHEMA_VERSION",
+    "SESSION_FOLDERS",
     "TEMP_SUFFIX",
     "AuditSink",
     "CaptureFailure",
@@ -217,6 +220,7 @@ __all__ = [
     "scan_history",
     "seal_verdict",
     "session_companion",
+    "session_file_hint",
     "streamable_size",
     "sync",
     "validate_new_run_id",
@@ -313,6 +317,8 @@ _HOMES: dict[str, tuple[str, str]] = {
             "recover_session_run",
             "rollout_of_exec_run",
             "session_companion",
+            "session_file_hint",
+            "SESSION_FOLDERS",
         )
     },
     **{

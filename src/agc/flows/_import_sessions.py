@@ -20,6 +20,7 @@ import io
 import itertools
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ from agc.integrity import (
 )
 
 __all__ = [
+    "SESSION_FOLDERS",
     "ExecRollout",
     "ImportOutcome",
     "SessionCompanion",
@@ -62,6 +64,7 @@ __all__ = [
     "recover_session_run",
     "rollout_of_exec_run",
     "session_companion",
+    "session_file_hint",
 ]
 
 
@@ -394,6 +397,50 @@ class ExecRollout:
         if self.path is not None:
             return f"the rollout {self.path}"
         return f"run {self.run_id}" if self.run_id else "nothing"
+
+
+SESSION_FOLDERS: Final = (
+    "Claude Code keeps them under ~/.claude/projects, Codex under ~/.codex/sessions, "
+    "Gemini CLI under ~/.gemini/tmp"
+)
+"""Where each client keeps its session files, in words."""
+
+
+_SESSION_FILE_OF: Final[Mapping[str, str]] = {
+    "claude-code": "~/.claude/projects/*/{session}.jsonl",
+    "codex": "~/.codex/sessions/*/*/*/rollout-*-{session}.jsonl",
+    "gemini": "~/.gemini/tmp",
+}
+"""What ``agc import`` is given for a session's file, by client (a shell pattern naming
+the one file where its name holds the session id; else the client's folder, whose new
+files are all imported)."""
+
+
+def session_file_hint(
+    run_id: str, store: StoreArg = None, *, transcript_records: int
+) -> str | None:
+    """What to do about a run its hooks captured whose transcript holds nothing
+    (``transcript_records`` is 0): the hooks saw the session, but no turn's end sealed its
+    session file into the run (the session was stopped before its first turn ended, or
+    the file was gone). ``agc import`` of that file, once it is there, adds it to the run
+    (an empty transcript is continued by the file's lines; the hooks keep their tool
+    events). ``None`` for any other run. Never raises."""
+    if transcript_records:
+        return None
+    from agc.flows._hook import captured_session  # noqa: PLC0415 - an empty run only
+
+    client, session = captured_session(run_id, None, store)
+    if client is None or session is None:
+        return None
+    words = f"agc import {_SESSION_FILE_OF[client].format(session=session)}"
+    if store is not None:
+        words += f" --store {shlex.quote(str(store))}"
+    return (
+        f"the transcript of run {run_id} is empty: its hooks saw {client} session "
+        f"{session}, but no turn's end sealed the session file into it (the session was "
+        "stopped before its first turn ended, or the file was gone), so the run is not "
+        f"complete; once the file is there, `{words}` adds it to the run"
+    )
 
 
 def codex_sessions_folder() -> Path:
