@@ -389,3 +389,5 @@ def test_a_hooks_run_recovered_without_its_session_file_says_so_and_how_to_add_i
     else:  # the turn's end that found no file is a capture failure for good
         assert code == 1
         assert out.splitlines()[-1].startswith(f"run {run_id}: capture-failed")
+        # One failure, kept beside the store and held in the run: counted once.
+        assert "capture-failed: 1 hook event(s)" in out, out

@@ -95,8 +95,9 @@ def cross_check_capture(
         return report  # a record agc cannot read is the verifier's finding, not this one's
     findings = [_finding(d) for d in compare_calls(hooked, recorded)]
     findings += [_unreadable(number) for number in unreadable]
+    # A record names its hook beside its failure: both make the failure's key.
     recorded_failures = [
-        failure
+        {**failure, "hook": record.get("hook")}
         for record in events
         if record.get("event") == "capture-failed"
         and isinstance(failure := record.get("failure"), dict)
