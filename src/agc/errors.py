@@ -26,6 +26,7 @@ __all__ = [
     "ExtensionIndexInvalidError",
     "ExtensionNameInvalidError",
     "ExtensionNotFoundError",
+    "ExtensionUnrecognisedError",
     "ExtensionValueError",
     "FileExistsRefusedError",
     "FileUnreadableError",
@@ -598,6 +599,18 @@ class ExtensionValueError(InputError, ValueError):
     default_hint = (
         "Write the number within the limit or remove it (a frontmatter field may hold "
         "it as a quoted string), then import again."
+    )
+
+
+class ExtensionUnrecognisedError(InputError):
+    """A source offered for import holds no Skill, MCP server or plugin agc recognises.
+    It is kept as one disabled ``unknown`` item (never run, never projected), and the
+    import says so as an error."""
+
+    code = "extension-unrecognised"
+    default_hint = (
+        "agc ext imports a SKILL.md, an MCP configuration (.mcp.json, mcp.json, a "
+        "config.toml with [mcp_servers]), or a folder, zip or plugin holding them."
     )
 
 

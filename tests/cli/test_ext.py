@@ -80,8 +80,11 @@ def test_unknown_content_is_an_imported_item_not_a_top_level_field(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tool = write_script(tmp_path / "tool.exe", tmp_path)
-    dto = _json(capsys, "ext", "import", str(tool), "--store", str(store))
+    code, out, err = _run(capsys, "ext", "import", str(tool), "--store", str(store), "--json")
+    assert code == ExitCode.USAGE, err
+    dto = json.loads(out)
     assert "unknown" not in dto
+    assert dto.pop("error")["code"] == "extension-unrecognised"
     assert dto["imported"] == [
         {
             "id": dto["imported"][0]["id"],
@@ -726,3 +729,33 @@ def test_importing_the_same_source_again_says_so_and_how_to_undo_it(
     notice = json.loads(out)["notice"]
     assert notice.startswith("Duplicate or same-name extensions found")
     assert "imported before" not in notice
+
+
+@pytest.mark.parametrize("kind", ["text-file", "folder"])
+def test_a_source_with_nothing_recognised_is_an_error_naming_it_and_why(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    if kind == "text-file":
+        source = tmp_path / "notes.txt"
+        source.write_text("remember the milk\n")
+        why = "a lone file is read as a Skill when named SKILL.md"
+    else:
+        source = tmp_path / "misc"
+        (source / "docs").mkdir(parents=True)
+        (source / "docs" / "a.txt").write_text("hello")
+        why = "a folder is read for SKILL.md files"
+    code, _, err = _run(capsys, "ext", "import", str(source), "--store", str(store))
+    assert code == ExitCode.USAGE
+    error = next(line for line in err.splitlines() if line.startswith("error:"))
+    assert error.startswith(f"error: {source.name}: no Skill, MCP server or plugin recognised")
+    assert why in error
+    # Kept as unrecognised content is (one disabled unknown item); the hint removes it.
+    (item,) = _json(capsys, "ext", "list", "--store", str(store))["items"]
+    assert (item["extensionType"], item["enabled"]) == ("unknown", False)
+    assert f"`agc ext rm {item['id']}` removes it" in err
+    # A source with something recognised beside it is no error.
+    (source.parent / "SKILL.md").write_text("---\nname: s\ndescription: d\n---\n")
+    code, _, err = _run(
+        capsys, "ext", "import", str(source.parent / "SKILL.md"), "--store", str(store)
+    )
+    assert code == 0, err

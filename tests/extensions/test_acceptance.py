@@ -37,9 +37,9 @@ class Agc:
         out, err = self.capsys.readouterr()
         return code, out, err
 
-    def json(self, *argv: str) -> Any:
-        code, out, err = self.run(*argv, "--json")
-        assert code == 0, err
+    def json(self, *argv: str, code: int = 0) -> Any:
+        got, out, err = self.run(*argv, "--json")
+        assert got == code, err
         return json.loads(out)
 
     def items(self) -> list[dict[str, Any]]:
@@ -131,7 +131,8 @@ def test_a_lone_binary_or_script_is_kept_and_never_run_or_launched(
     marker_dir.mkdir()
     for name in ("server.py", "start.sh", "mcp-server"):
         script = write_script(tmp_path / name, marker_dir)
-        item = agc.json("import", str(script))["imported"][0]
+        # Nothing recognised: kept, disabled, and the import says so (exit 2).
+        item = agc.json("import", str(script), code=ExitCode.USAGE)["imported"][0]
         assert (item["extensionType"], item["enabled"], item["status"]) == (
             "unknown",
             False,
@@ -277,8 +278,8 @@ def test_a_plugin_never_turns_on_hooks_apps_or_a_plugin_runtime(tmp_path: Path, 
 
 def test_a_lone_executable_is_never_made_an_mcp_entry(tmp_path: Path, agc: Agc) -> None:
     write_script(tmp_path / "bin" / "my-mcp-server", tmp_path)
-    agc.json("import", str(tmp_path / "bin" / "my-mcp-server"))
-    agc.json("import", str(tmp_path / "bin"))
+    agc.json("import", str(tmp_path / "bin" / "my-mcp-server"), code=ExitCode.USAGE)
+    agc.json("import", str(tmp_path / "bin"), code=ExitCode.USAGE)
     assert [i["extensionType"] for i in agc.items()] == ["unknown", "unknown"]
     agc.project(tmp_path / "home")
     assert _servers(tmp_path / "home") == {}

@@ -167,7 +167,8 @@ def import_command(
     as_json: JsonOption = False,
 ) -> int:
     """Import extensions as they are published: every Skill and MCP server found becomes
-    its own item (enabled); anything unrecognised is kept as one disabled unknown item.
+    its own item (enabled); a source in which nothing is recognised is kept as one
+    disabled unknown item (never run) and is an error (exit 2).
 
     A source is a file (SKILL.md, config.toml, .mcp.json, anything else), a folder, a
     zip archive or a plugin (.codex-plugin/ or .claude-plugin/plugin.json). It is kept
@@ -210,6 +211,13 @@ def import_command(
         results.append(result.to_dict())
         if not as_json:
             _print_import(result)
+        unrecognised = result.unrecognised()
+        if unrecognised is not None:
+            if exit_code == int(ExitCode.OK):
+                exit_code = int(unrecognised.exit_code)
+            _note(f"error: {unrecognised.message}")
+            _note(f"hint: {unrecognised.hint}")
+            results[-1]["error"] = unrecognised.to_dict()
         if result.notice:
             _note(result.notice)
         for note in result.notes:

@@ -49,6 +49,7 @@ from agc._core.store import resolve_store
 from agc.errors import (
     ArchiveRefusedError,
     ExtensionNotFoundError,
+    ExtensionUnrecognisedError,
     ExtensionValueError,
     FileUnreadableError,
     InputError,
@@ -140,6 +141,34 @@ class ImportResult:
                 for item, value in self.literals
             ],
         }
+
+    def unrecognised(self) -> ExtensionUnrecognisedError | None:
+        """The error to report when nothing of the source was recognised (its one item
+        is ``unknown``: kept disabled, never run), else ``None``. It names the source,
+        what agc reads in a source of its kind, and the item kept."""
+        if not self.items or any(item.type != "unknown" for item in self.items):
+            return None
+        item = self.items[0]
+        looked_for = _LOOKED_FOR[self.source.kind]
+        why = f"; {item.last_error}" if item.last_error else ""
+        return ExtensionUnrecognisedError(
+            f"{self.source.original_name}: no Skill, MCP server or plugin recognised in it "
+            f"({looked_for}{why}); it was kept as the disabled unknown item {item.name} "
+            f"({item.id}), which is never run nor projected",
+            hint=f"`agc ext rm {item.id}` removes it. " + ExtensionUnrecognisedError.default_hint,
+        )
+
+
+_LOOKED_FOR: Final[dict[str, str]] = {
+    "file": "a lone file is read as a Skill when named SKILL.md, as MCP servers when it "
+    "is a .toml with [mcp_servers], a .mcp.json or mcp.json, or a .json of the form "
+    '{"mcpServers": …}',
+    "folder": "a folder is read for SKILL.md files, config.toml, .mcp.json and mcp.json, "
+    "and plugins (.codex-plugin/ or .claude-plugin/plugin.json)",
+    "zip": "a zip archive is read as a folder: SKILL.md files, config.toml, .mcp.json "
+    "and mcp.json, and plugins (.codex-plugin/ or .claude-plugin/plugin.json)",
+}
+"""What discovery reads in a source of each kind (see :mod:`agc.extensions._discover`)."""
 
 
 @dataclass(frozen=True)
