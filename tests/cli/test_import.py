@@ -45,7 +45,7 @@ def test_import_file(tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[
     source.write_bytes(data)
     code, out, err = _import(capsys, str(source), "--run-id", "r1", "--store", str(store))
     assert code == 0
-    assert "3 records written to transcript (1 non-object lines" in out
+    assert "3 records written to transcript (1 non-object line kept" in out
     assert err == ""
     assert_keeps_every_line(
         data, read_records(StoreLayout(store).artifact_path("r1", "transcript"))

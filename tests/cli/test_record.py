@@ -48,7 +48,7 @@ def test_record_writes_seals_and_counts_invalid_lines(
     assert code == ExitCode.OK
     assert out == (
         "run r1: 3 records written to transcript "
-        "(1 non-object lines kept as 'invalid' records), sealed\n"
+        "(1 non-object line kept as 'invalid' records), sealed\n"
     )
     assert err == ""
     stored = read_records(StoreLayout(store).artifact_path("r1", "transcript"))

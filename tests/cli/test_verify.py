@@ -67,8 +67,8 @@ def test_exit_0_complete(store: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 0
     assert int(ExitCode.OK) == 0
     lines = out.splitlines()
-    assert lines[0].startswith("OK   transcript   1 records")
-    assert lines[1].startswith("OK   tool-events  1 records")
+    assert lines[0].startswith("OK   transcript   1 record,")
+    assert lines[1].startswith("OK   tool-events  1 record,")
     assert lines[-1] == "run r1: complete"
     assert err == ""
 

@@ -90,7 +90,8 @@ def test_another_failure_keeps_its_own_cure_first(tmp_path: Path) -> None:
     exc = StoreError("the chain folder is a file", hint="Remove the file.")
     explain_write_failure(exc, "r1", store, "transcript")
     assert exc.hint is not None
-    assert exc.hint.startswith("The run is unsealed: its 1 complete records are intact. Remove")
+    assert exc.hint.startswith("The run is unsealed: its 1 complete record is intact. Remove")
+    assert exc.hint.endswith("seals it.")
 
 
 def test_nothing_on_disk_keeps_the_hint(tmp_path: Path) -> None:

@@ -317,3 +317,13 @@ def test_a_line_is_parsed_up_to_the_read_limit(project: Path, extra: int) -> Non
     # At the limit the line is read (an object of another turn); beyond it, not read.
     assert ("turn-id-mismatch" in codes) is (extra == 0)
     assert ("record-invalid" in codes) is (extra == 1)
+
+
+def test_show_prints_the_outcome_in_words_as_the_rest_of_its_header(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn = record_turn(project, [command("c1", "ls")]).turn_file
+    assert show_turn_file(turn).completed is True
+    assert cli_main(["ledger", "show", str(turn)]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.endswith(", completed: yes, sealed: yes"), header

@@ -87,6 +87,7 @@ from agc._core.json import (
 )
 from agc._core.orjson_loader import orjson
 from agc._core.sidecar import format_sidecar, sidecar_path, sidecar_paths
+from agc._core.words import counted
 from agc.errors import (
     ArtifactSealedError,
     RecordInvalidError,
@@ -813,8 +814,10 @@ class JsonlFileWriter(SealsOnExit):
             lost = count - data[:kept].count(b"\n")
             raise WriteFailedError(
                 f"writing {self.path} failed ({describe_os_error(exc)}): "
-                f"{self.records_written} records are complete on disk, "
-                f"{lost} buffered records were not written{note}",
+                f"{counted(self.records_written, 'record')} "
+                f"{'is' if self.records_written == 1 else 'are'} complete on disk, "
+                f"{counted(lost, 'buffered record')} {'was' if lost == 1 else 'were'} not "
+                f"written{note}",
                 records_written=self.records_written,
                 hint=machine_hint(exc),
             ) from exc

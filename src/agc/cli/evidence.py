@@ -58,6 +58,7 @@ from agc.flows import (
     RunId,
     StoreLayout,
     check_captured_run_kept,
+    counted,
     describe_os_error,
     drain,
     explain_write_failure,
@@ -119,7 +120,8 @@ def _stopped(exc: KeyboardInterrupt, run_id: str, store: Path | None, kind: Kind
     else:
         path, records, size = found
         err_console.print(
-            f"{word}: run {run_id} is NOT sealed; {records:,} records ({size:,} bytes) of its "
+            f"{word}: run {run_id} is NOT sealed; {counted(records, 'record', grouped=True)} "
+            f"({counted(size, 'byte', grouped=True)}) of its "
             f"{kind.value} are on disk in {path}; seal them with `{recover_hint(run_id, store)}`",
             markup=False,
         )
@@ -137,14 +139,16 @@ def _print_summary(summary: IngestSummary, as_json: bool, *, to_stderr: bool = F
     console = err_console if to_stderr else out_console
     if summary.unchanged:
         console.print(
-            f"run {summary.run_id}: already recorded with these {summary.records} records "
+            f"run {summary.run_id}: already recorded with "
+            f"{'this record' if summary.records == 1 else f'these {summary.records} records'} "
             "(the same input); nothing written",
             markup=False,
         )
         return
     console.print(
-        f"run {summary.run_id}: {summary.records} records written to {summary.kind}"
-        f" ({summary.invalid_lines} non-object lines kept as 'invalid' records), sealed",
+        f"run {summary.run_id}: {counted(summary.records, 'record')} written to "
+        f"{summary.kind} ({counted(summary.invalid_lines, 'non-object line')} kept as "
+        "'invalid' records), sealed",
         markup=False,
     )
 
@@ -379,8 +383,9 @@ def _print_outcomes(outcomes: list[ImportOutcome], as_json: bool, *, quiet: bool
             text = f"run {outcome.run_id}: unchanged"
         else:
             text = (
-                f"run {outcome.run_id}: {outcome.status}, {outcome.records:,} records and "
-                f"{outcome.tool_events:,} tool events"
+                f"run {outcome.run_id}: {outcome.status}, "
+                f"{counted(outcome.records, 'record', grouped=True)} and "
+                f"{counted(outcome.tool_events, 'tool event', grouped=True)}"
             )
         out_console.print(f"{outcome.path}: {text}", markup=False)
     codes = [int(o.error.exit_code) for o in outcomes if o.error is not None]

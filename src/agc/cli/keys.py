@@ -10,7 +10,7 @@ import typer
 
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.exitcodes import ExitCode
-from agc.flows import RunId, recover_session_run, session_file_hint
+from agc.flows import RunId, counted, recover_session_run, session_file_hint
 from agc.integrity import (
     SigningKey,
     generate_keypair,
@@ -142,8 +142,8 @@ def recover_command(
         return int(ExitCode.OK)
     for artifact in report.artifacts:
         line = (
-            f"{artifact.kind:<12} {artifact.action}: {artifact.records} records, "
-            f"{artifact.bytes} bytes"
+            f"{artifact.kind:<12} {artifact.action}: {counted(artifact.records, 'record')}, "
+            f"{counted(artifact.bytes, 'byte')}"
         )
         if not was_uploaded:
             line += f" ({artifact.verified_bytes} verified by checkpoints)"

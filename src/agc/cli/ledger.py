@@ -34,7 +34,7 @@ from agc.errors import (
     UsageError,
 )
 from agc.exitcodes import ExitCode
-from agc.flows import describe_os_error, parse_json, read_limited
+from agc.flows import counted, describe_os_error, parse_json, read_limited
 from agc.ledger import (
     KEPT_STRING_BYTES,
     MAX_READ_LINE_BYTES,
@@ -404,7 +404,11 @@ def show_command(
 
 
 def _print_summary(summary: TurnSummary) -> None:
-    completed = "unknown (no turn_end)" if summary.completed is None else summary.completed
+    completed = (
+        "unknown (no turn_end)"
+        if summary.completed is None
+        else ("yes" if summary.completed else "no")
+    )
     # An attempt with no seal record was cut short or appended after the last seal:
     # its turn_end is not evidence, whatever it says.
     sealed = "yes" if summary.sealed else "NO (no seal record; see `agc ledger check`)"
@@ -565,8 +569,9 @@ def format_check(report: LedgerReport) -> list[str]:
         else f"FAILED ({sum(f.severity == 'error' for f in report.findings)} finding(s))"
     )
     lines.append(
-        f"{report.path}: {verdict}; {report.attempts} attempt(s), {report.records} records, "
-        f"{report.bytes} bytes, {seal}, {report.signature}"
+        f"{report.path}: {verdict}; {counted(report.attempts, 'attempt')}, "
+        f"{counted(report.records, 'record')}, {counted(report.bytes, 'byte')}, {seal}, "
+        f"{report.signature}"
     )
     return lines
 

@@ -10,6 +10,7 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Final, TextIO
 
+from agc.flows import counted
 from agc.integrity import (
     RunReport,
     VerdictCategory,
@@ -113,7 +114,7 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
             if quiet:
                 continue
             facts = (
-                f"{artifact.records} records, {artifact.bytes} bytes, "
+                f"{counted(artifact.records, 'record')}, {counted(artifact.bytes, 'byte')}, "
                 f"{artifact.algorithm} {artifact.digest}"
                 if artifact.digest
                 else "no sealed file"

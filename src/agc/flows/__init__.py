@@ -83,6 +83,7 @@ if _TYPE_CHECKING:
         validate_new_run_id,
         validate_run_id,
     )
+    from agc._core.words import counted
     from agc.flows._crosscheck import (
         check_captured_run_kept,
         cross_check_audit,
@@ -183,6 +184,7 @@ __all__ = [
     "check_sealed_verdict",
     "codex_sessions_folder",
     "complete_lines",
+    "counted",
     "cross_check_audit",
     "cross_check_capture",
     "cross_check_store",
@@ -251,6 +253,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     },
     "parse_json": ("agc._core.json", "loads"),
     "SCHEMA_VERSION": ("agc._core.report", "SCHEMA_VERSION"),
+    "counted": ("agc._core.words", "counted"),
     **{name: ("agc._core.storage", name) for name in ("Retention", "Store")},
     **{
         name: ("agc._core.store", name)

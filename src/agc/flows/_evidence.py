@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agc._core.store import ArtifactKind, StoreLayout, open_store
+from agc._core.words import counted
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
@@ -126,8 +127,9 @@ def explain_write_failure(
             else (f"{exc.hint.rstrip('.')}" if exc.hint else "Fix the cause above")
         )
         exc.hint = (
-            f"The run is unsealed: its {found[1]:,} complete records are intact. {cure}, "
-            f"then `{recover_hint(run_id, store)}` seals them."
+            f"The run is unsealed: its {counted(found[1], 'complete record', grouped=True)} "
+            f"{'is' if found[1] == 1 else 'are'} intact. {cure}, "
+            f"then `{recover_hint(run_id, store)}` seals {'it' if found[1] == 1 else 'them'}."
         )
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from agc._core.storage import Store
 from agc._core.store import StoreArg, StoreLayout, artifact_path, manifest_path, open_store
+from agc._core.words import counted
 from agc.errors import AgcError
 from agc.integrity._chain import read_head
 from agc.integrity._chain_objects import read_remote_head
@@ -234,7 +235,9 @@ def _events(
             yield TimelineEvent(seal.reopened_at_ms, run_id, "reopened", kind)
         if seal.closed:
             event = "recovered" if seal.recovered else "sealed"
-            yield TimelineEvent(seal.sealed_at_ms, run_id, event, f"{kind}, {seal.records} records")
+            yield TimelineEvent(
+                seal.sealed_at_ms, run_id, event, f"{kind}, {counted(seal.records, 'record')}"
+            )
 
 
 def _agent_ms(value: object) -> int | None:

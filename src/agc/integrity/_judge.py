@@ -73,6 +73,7 @@ from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, sidecar_name
 from agc._core.signature_rule import judge_trust
 from agc._core.store import ArtifactKind
+from agc._core.words import counted
 from agc.errors import ReportInvalidError
 from agc.integrity._legacy import LegacyFindingCode, LegacyRun, unverified_records_finding
 from agc.integrity._manifest import ArtifactSeal, RunManifest
@@ -478,9 +479,9 @@ def _judge_unsealed(obs: ArtifactObservation, actual: dict[str, Any]) -> _Findin
     facts = _unsealed_facts(obs, verified_bytes, verified_records)
     return Finding(
         "unsealed",
-        f"{kind} not sealed (no checksum sidecar): {verified_records} records "
-        f"({verified_bytes} bytes) verified by checkpoints, "
-        f"{facts['unverified_bytes']} bytes unverified",
+        f"{kind} not sealed (no checksum sidecar): {counted(verified_records, 'record')} "
+        f"({counted(verified_bytes, 'byte')}) verified by checkpoints, "
+        f"{counted(facts['unverified_bytes'], 'byte')} unverified",
         artifact=kind,
         actual=facts,
     )
@@ -509,8 +510,8 @@ def _judge_reopened(
         Finding(
             "unsealed",
             f"{kind} was re-opened for a new segment that is not sealed yet: "
-            f"{seal.records} records ({seal.bytes} bytes) verified by the previous seal, "
-            f"{facts['unverified_bytes']} bytes unverified",
+            f"{counted(seal.records, 'record')} ({counted(seal.bytes, 'byte')}) verified by "
+            f"the previous seal, {counted(facts['unverified_bytes'], 'byte')} unverified",
             artifact=kind,
             expected=expected,
             actual=facts,
@@ -671,7 +672,8 @@ def recovered_findings(
             detail = (
                 "recorded by an earlier release that did not keep how much crash "
                 "checkpoints vouched for, so none of its "
-                f"{seal.bytes} bytes ({seal.records} records) counts as vouched for"
+                f"{counted(seal.bytes, 'byte')} ({counted(seal.records, 'record')}) counts "
+                "as vouched for"
             )
             counts = {"unverified_bytes": seal.bytes, "unverified_records": seal.records}
         elif unvouched == (0, 0):
@@ -679,8 +681,9 @@ def recovered_findings(
             counts = {"unverified_bytes": 0, "unverified_records": 0}
         else:
             detail = (
-                f"{unvouched[0]} bytes ({unvouched[1]} records) were never vouched for "
-                "by a crash checkpoint"
+                f"{counted(unvouched[0], 'byte')} ({counted(unvouched[1], 'record')}) "
+                f"{'was' if unvouched[0] == 1 else 'were'} never vouched for by a crash "
+                "checkpoint"
             )
             counts = {"unverified_bytes": unvouched[0], "unverified_records": unvouched[1]}
         vouched = unvouched == (0, 0)
