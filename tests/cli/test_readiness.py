@@ -574,3 +574,22 @@ def test_contract_with_a_huge_yaml_integer_is_a_usage_error(
     assert f"{manifest} holds a value YAML's reader cannot convert" in err
     assert "internal error" not in err
     assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        ("connect", "the connection failed (refused, unreachable, or no such host)"),
+        ("idle-timeout", "the idle timeout ran out with no progress"),
+        ("submit-http-503", "the submit was refused with HTTP 503"),
+        ("tls-handshake", 'the transport error "tls-handshake"'),
+    ],
+)
+def test_a_transport_error_reads_in_words_with_the_observed_field_after_it(
+    tmp_path: Path, capsys: Capture, error: str, words: str
+) -> None:
+    path = _observation_file(tmp_path, None, httpStatus=None, transportError=error)
+    code, out, _ = _run(capsys, "classify", str(path))
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if "no usable answer" in line]
+    assert line == f'  no usable answer: {words} [observed transportError: "{error}"]'

@@ -259,7 +259,7 @@ def format_verdict(verdict: ReadinessVerdict) -> list[str]:
     lines.append("reasons:")
     for reason in verdict.reasons:
         observed = json.dumps(reason.observed, ensure_ascii=False) if reason.present else "absent"
-        lines.append(f"  {reason.field} = {observed}: {reason.message}")
+        lines.append(f"  {reason.message} [observed {reason.field}: {observed}]")
     return lines
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "redact_json",
     "reply_length",
     "scrub",
+    "transport_error_text",
     "usable_trace_id",
 ]
 
@@ -77,6 +78,29 @@ MAX_OBSERVATION_DEPTH: Final = 100
 A chat answer nests a dozen levels; every walk over the answer (redaction, the stored
 form, quoting) is recursive, so a deeper one is refused rather than a ``RecursionError``."""
 VERDICT_SCHEMA_VERSION: Final = 1
+
+_TRANSPORT_ERRORS: Final[Mapping[str, str]] = {
+    "connect": "the connection failed (refused, unreachable, or no such host)",
+    "timeout": "it timed out",
+    "protocol": "the answer broke the HTTP protocol",
+    "transport": "the connection failed while the answer came",
+    "too-large": "the answer was larger than the probe reads",
+    "deadline": "the maximum wait ran out before a terminal answer",
+    "idle-timeout": "the idle timeout ran out with no progress",
+}
+
+
+def transport_error_text(error: str) -> str:
+    """An observation's ``transportError`` (the probe's word for what failed:
+    ``connect``, ``timeout``, ``submit-http-503`` …) in words, for a person; a word of
+    another writer's observation is quoted as it is."""
+    if error in _TRANSPORT_ERRORS:
+        return _TRANSPORT_ERRORS[error]
+    status = error.removeprefix("submit-http-")
+    if status != error and status.isdigit():
+        return f"the submit was refused with HTTP {status}"
+    return f'the transport error "{quote(error)}"'
+
 
 _MAX_QUOTED_CHARS: Final = 120
 _MAX_QUOTED_ITEMS: Final = 16

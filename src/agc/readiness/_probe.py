@@ -58,6 +58,7 @@ from agc.readiness._model import (
     Route,
     quote,
     redact_json,
+    transport_error_text,
     usable_trace_id,
 )
 from agc.readiness._policy import ProbeSettings
@@ -244,6 +245,13 @@ class _Answer:
         if self.raw is not None:
             return "empty" if self.raw == "" else "not-json"
         return f"http-{self.http_status}"
+
+    @property
+    def recoverable_text(self) -> str:
+        """:attr:`recoverable_kind` for a person: a transport error in words."""
+        if self.error is not None:
+            return transport_error_text(self.error)
+        return self.recoverable_kind
 
     @property
     def structured_terminal(self) -> bool:
@@ -686,14 +694,14 @@ def _dry_run(run: _Run, base: str, chat: str, environment: str) -> Observation:
         run.log(f"readyz: HTTP {readyz.http_status}, a preflight answer")
         return _observation(run, chat, environment, readyz, mode="dry-run", route="readyz")
     run.step("readyz", "GET", readyz, "recoverable")
-    run.log(f"readyz: {readyz.recoverable_kind}; asking the chat route for an unknown trace")
+    run.log(f"readyz: {readyz.recoverable_text}; asking the chat route for an unknown trace")
     unknown = f"{chat}/result/agc-readiness-dry-run-{uuid.uuid4().hex}"
     answer = run.exchange("GET", unknown)
     run.step("error-answer", "GET", answer, "terminal")
     run.log(
         f"error answer: HTTP {answer.http_status}"
         if answer.error is None
-        else f"error answer: {answer.error}"
+        else f"error answer: {transport_error_text(answer.error)}"
     )
     return _observation(run, chat, environment, answer, mode="dry-run", route="error-answer")
 
@@ -742,7 +750,7 @@ def _live(run: _Run, chat: str, environment: str) -> Observation:
     if stopped is not None:
         return _observation(run, chat, environment, submitted, transport_error=stopped)
     if submitted.error is not None:
-        run.log(f"submit: {submitted.error}; giving up")
+        run.log(f"submit: {transport_error_text(submitted.error)}; giving up")
         return _observation(run, chat, environment, submitted)
     if submitted.http_status in _SUBMIT_RETRY_HTTP and not submitted.structured_terminal:
         run.log(f"submit: refused (HTTP {submitted.http_status}) {run.submit_attempts} times")

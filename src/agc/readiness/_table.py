@@ -37,6 +37,7 @@ from agc.readiness._model import (
     field_value,
     quote,
     reply_length,
+    transport_error_text,
     usable_trace_id,
 )
 from agc.readiness._policy import ReadinessPolicy, policy_digest
@@ -271,7 +272,7 @@ Match = Callable[[Facts], list[Reason] | None]
 
 def _transport_failure(f: Facts) -> list[Reason] | None:
     if f.observation.transport_error is not None:
-        error = quote(f.observation.transport_error)
+        error = transport_error_text(f.observation.transport_error)
         return [f.reason("transport-error", "transportError", f"no usable answer: {error}")]
     obs = f.observation
     if obs.http_status is None and obs.response is None and obs.raw_body is None:
