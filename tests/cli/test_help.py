@@ -72,3 +72,26 @@ def test_demo_help_says_where_the_store_is(capsys: pytest.CaptureFixture[str]) -
     out = " ".join(capsys.readouterr().out.split())
     assert "FOLDER/store" in out
     assert "agc-verify demo-fix-parser --store ./agc-demo/store" in out
+
+
+@pytest.mark.parametrize("path", LEAVES, ids=" ".join)
+def test_every_usage_line_names_its_arguments_in_capitals_never_in_braces(
+    path: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*path, "--help"]) == 0
+    out = capsys.readouterr().out
+    usage = out.splitlines()[0]
+    assert usage.startswith(f"Usage: agc {' '.join(path)} "), usage
+    words = usage.split(" ")[2 + len(path) :]
+    assert "{" not in usage, usage
+    assert "}" not in usage, usage
+    for word in words:
+        name = word.strip("[]").removesuffix("...")
+        assert name == name.upper(), usage
+    arguments = (
+        out.split("\nArguments:\n", 1)[1].split("\n\n", 1)[0] if "\nArguments:\n" in out else ""
+    )
+    for line in arguments.splitlines():
+        if line.startswith("  ") and not line.startswith("   "):
+            name = line.split()[0]
+            assert name == name.upper(), line

@@ -377,7 +377,7 @@ def test_help_is_the_golden_text(
     assert capsys.readouterr().out == (GOLDEN / golden).read_text()
 
 
-_USAGE = "Usage: {prog} [OPTIONS] [run_id]\nTry '{prog} -h' for help.\n\nError: "
+_USAGE = "Usage: {prog} [OPTIONS] [RUN_ID]\nTry '{prog} -h' for help.\n\nError: "
 
 
 @pytest.mark.parametrize(
@@ -596,7 +596,7 @@ def test_help_in_a_cluster_of_short_options_is_the_help(
     run = verify_cli.main if program == ["agc-verify"] else agc_app.main
     assert run([*program[1:], *argv]) == ExitCode.OK
     out, err = capsys.readouterr()
-    assert out.startswith(f"Usage: {' '.join(program)} [OPTIONS] [run_id]")
+    assert out.startswith(f"Usage: {' '.join(program)} [OPTIONS] [RUN_ID]")
     assert err == ""
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from agc.cli.common import EPILOG, VersionOption, new_app, run_app
+from agc.cli.common import EPILOG, App, VersionOption, new_app, run_app
 
 if TYPE_CHECKING:
     from typer import _click as click  # the click that typer builds on (types only)
@@ -147,7 +147,7 @@ def load_module(module_name: str) -> dict[str, click.Command]:
         ImportError: no such module.
     """
     module = importlib.import_module(module_name)
-    holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
+    holder = App(rich_markup_mode=None, pretty_exceptions_enable=False)
     if module_name == _VERIFY_MODULE:
         holder.command(
             name="verify", help=module.VERIFY_HELP, epilog=EPILOG, cls=module.GrammarCommand

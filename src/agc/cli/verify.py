@@ -14,11 +14,11 @@ from rich.text import Text
 from typer._click import Context
 from typer._click.exceptions import BadOptionUsage
 from typer._click.exceptions import UsageError as ClickUsageError
-from typer.core import TyperCommand
 
 from agc.cli._jsontext import json_text
 from agc.cli.common import (
     EPILOG,
+    Command,
     VersionOption,
     emit_json,
     err_console,
@@ -383,7 +383,7 @@ def command_function() -> Callable[..., int]:
     return verify
 
 
-class GrammarCommand(TyperCommand):
+class GrammarCommand(Command):
     """typer's command whose arguments the grammar parses (:mod:`agc.cli.verify_args`):
     click only answers what :func:`~agc.cli.verify_args.rendered_by_typer` names (help,
     ``--version``, shell completion, no argument) and words a refusal."""
