@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +26,7 @@ from agc.integrity import (
     load_signing_key,
     open_run,
 )
+from tests.cli.terminal import on_a_terminal
 from tests.conftest import write_run
 
 BOX = set("┏┓┗┛━┃│─┡┩╇╈┼╭╮╰╯")
@@ -254,30 +253,7 @@ def test_all_is_plain_text_when_piped_failing_first(
 
 def _on_a_terminal(argv: list[str], env: dict[str, str]) -> str:
     """Run agc-verify with stdout on a pseudo-terminal; return what it printed."""
-    leader, follower = pty.openpty()
-    script = "import sys; from agc.cli.verify_main import main; sys.exit(main(sys.argv[1:]))"
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, *argv],
-        stdout=follower,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "200", **env},
-    )
-    os.close(follower)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([leader], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    child.wait(timeout=30)
-    os.close(leader)
-    return b"".join(chunks).decode()
+    return on_a_terminal("verify_main", argv, stream="stdout", env={"COLUMNS": "200", **env})[2]
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(store: Path) -> None:
