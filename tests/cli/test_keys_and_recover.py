@@ -303,7 +303,7 @@ class _CtrlCAtTheEnd(io.BytesIO):
             raise KeyboardInterrupt
         return data
 
-    def read1(self, size: int = -1) -> bytes:
+    def read1(self, size: int | None = -1) -> bytes:
         return self.read(size)
 
     def readline(self, size: int | None = -1) -> bytes:

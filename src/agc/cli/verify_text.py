@@ -114,7 +114,7 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
             if quiet:
                 continue
             facts = (
-                f"{counted(artifact.records, 'record')}, {counted(artifact.bytes, 'byte')}, "
+                f"{_counted(artifact.records, 'record')}, {_counted(artifact.bytes, 'byte')}, "
                 f"{artifact.algorithm} {artifact.digest}"
                 if artifact.digest
                 else "no sealed file"
@@ -134,6 +134,11 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
     signature = "" if report.signature == "unsigned" else f", {report.signature}"
     lines.append(f"run {report.run_id}: {summary}{legacy}{signature}")
     return lines
+
+
+def _counted(count: int | None, noun: str) -> str:
+    """:func:`agc.flows.counted`, or ``? <noun>s`` for a count the report does not know."""
+    return f"? {noun}s" if count is None else counted(count, noun)
 
 
 def recovery_hint(report: RunReport, *, store: str | None = None) -> str | None:

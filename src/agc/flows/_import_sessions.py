@@ -272,15 +272,16 @@ def _unsealed_session_facts(run_id: str, store: StoreArg) -> dict[str, Any] | No
     run gives (see :func:`recover_session_run`), ``None`` when none are to be set or
     they cannot be read (the recovery then reports what is wrong)."""
     try:
-        if open_store(store).folder is None or _captured_by_hooks(run_id, store):
+        folder = open_store(store).folder
+        if folder is None or _captured_by_hooks(run_id, store):
             return None
-        manifest = read_run_manifest(run_id, store)
+        manifest = read_run_manifest(run_id, folder)
         if manifest is not None and (
             manifest.attributes is not None or "transcript" in manifest.artifacts
         ):
             return None
         companion = SessionCompanion()
-        for line, _ in iter_records(run_id, folder_store(store), kind="transcript"):
+        for line, _ in iter_records(run_id, folder, kind="transcript"):
             record = parse_json(line)
             if isinstance(record, Mapping) and isinstance(record.get("payload"), Mapping):
                 number = record.get("line")
@@ -417,7 +418,7 @@ files are all imported)."""
 
 
 def session_file_hint(
-    run_id: str, store: StoreArg = None, *, transcript_records: int
+    run_id: str, store: str | os.PathLike[str] | None = None, *, transcript_records: int
 ) -> str | None:
     """What to do about a run its hooks captured whose transcript holds nothing
     (``transcript_records`` is 0): the hooks saw the session, but no turn's end sealed its
