@@ -16,20 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
 
-import typer
-
 from agc import resume as _resume
 from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
-    StoreOption,
     byte_progress,
     emit_json,
     err_console,
     new_file_errors,
     out_console,
     refuse_ambiguous,
+    run_command,
     trusted_keys_from,
+    typer_argument,
+    typer_option,
+    with_typer_params,
     write_new_file,
 )
 from agc.errors import (
@@ -59,9 +60,11 @@ from agc.flows import (
 )
 
 if TYPE_CHECKING:
+    import typer
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from rich.console import Console
 
+    from agc.cli.common import StoreOption
     from agc.flows import ExecRollout
     from agc.resume import (
         Change,
@@ -75,7 +78,7 @@ if TYPE_CHECKING:
         ToolCallState,
     )
 
-__all__ = ["register", "resume_command"]
+__all__ = ["quick_arguments", "quick_main", "register", "resume_command"]
 
 _MAX_INPUT_BYTES: Final = _resume.MAX_SNAPSHOT_BYTES
 _STATUS_BYTES: Final = 8 * 1024 * 1024  # show a status line on stderr above this size
@@ -482,28 +485,28 @@ def _same_file(out: Path, source: Path) -> bool:
 
 StrategyOption = Annotated[
     StrategyChoice,
-    typer.Option(
+    typer_option(
         "--strategy",
         help="strip: remove calls without a result; synthesize: answer them as interrupted.",
     ),
 ]
 FormatOption = Annotated[
     FormatChoice | None,
-    typer.Option("--format", help="The history's format (default: detected).", show_default=False),
+    typer_option("--format", help="The history's format (default: detected).", show_default=False),
 ]
 CheckOption = Annotated[
-    bool, typer.Option("--check", help="Only validate: exit 1 if the provider would reject it.")
+    bool, typer_option("--check", help="Only validate: exit 1 if the provider would reject it.")
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
+JsonOption = Annotated[bool, typer_option("--json", help="Print the report as JSON on stdout.")]
 OutOption = Annotated[
     Path | None,
-    typer.Option(
+    typer_option(
         "--out", help="Write the repaired history here (never over the input).", show_default=False
     ),
 ]
 InPlaceOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--in-place",
         help="Replace FILE with its repair, atomically, after keeping the original beside it "
         "(FILE.agc-backup-<time>); refused while another process has FILE open or when it "
@@ -512,7 +515,7 @@ InPlaceOption = Annotated[
 ]
 InsecureOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--insecure-skip-verify",
         help="Use a snapshot without checking its checksum sidecar, or a recorded run "
         "that does not verify (tampered or incomplete): either is then used as it is, "
@@ -523,7 +526,7 @@ InsecureOption = Annotated[
 
 TrustedKeyOption = Annotated[
     list[Path] | None,
-    typer.Option(
+    typer_option(
         "--trusted-key",
         help="Trusted Ed25519 public key (PEM), or a folder of them (private keys in it are "
         "skipped); repeatable. Also: $AGC_TRUSTED_KEYS folder. Any trusted key requires "
@@ -534,14 +537,14 @@ TrustedKeyOption = Annotated[
 ]
 RequireSignatureOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--require-signature",
         help="A snapshot or run without a valid signature is refused (implied by any trusted key).",
     ),
 ]
 MaxFindingsOption = Annotated[
     int,
-    typer.Option(
+    typer_option(
         "--max-findings",
         min=0,
         help="Print at most N problems, changes and removed calls (after their counts); "
@@ -551,7 +554,7 @@ MaxFindingsOption = Annotated[
 ]
 AllowUnsignedOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--allow-unsigned",
         help="With trusted keys: accept an unsigned snapshot or run (signed ones are still "
         "checked).",
@@ -560,7 +563,7 @@ AllowUnsignedOption = Annotated[
 
 
 def resume_command(
-    target: Annotated[str, typer.Argument(help="A run id (its snapshot in the store) or a FILE.")],
+    target: Annotated[str, typer_argument(help="A run id (its snapshot in the store) or a FILE.")],
     strategy: StrategyOption = StrategyChoice.STRIP,
     format: FormatOption = None,
     check: CheckOption = False,
@@ -1049,6 +1052,44 @@ def _repair_streamed(
         return report, backup
 
 
+_QUICK_FLAGS: Final = {"--check": "check", "--json": "as_json"}
+
+
+def quick_arguments(args: list[str]) -> dict[str, Any] | None:
+    """The arguments of ``agc resume ARGS`` for :func:`resume_command` when they are
+    only a TARGET that does not begin with ``-`` and the flags ``--check`` and
+    ``--json`` (each any number of times, in any order): what typer would pass for the
+    parameters they name, the others left to their defaults (a test proves it equal to
+    typer's parse on such lists). ``None`` for any other list (help, any other option,
+    ``--``, no TARGET or several), and while a shell completion is asked for
+    (``_AGC_COMPLETE``): typer parses those."""
+    if "_AGC_COMPLETE" in os.environ:
+        return None
+    values: dict[str, Any] = {}
+    for arg in args:
+        flag = _QUICK_FLAGS.get(arg)
+        if flag is not None:
+            values[flag] = True
+        elif arg.startswith("-") or "target" in values:
+            return None
+        else:
+            values["target"] = arg
+    return values if "target" in values else None
+
+
+def quick_main(args: list[str]) -> int | None:
+    """Run ``agc resume ARGS`` without typer when :func:`quick_arguments` reads them
+    (as :func:`agc.cli.app.main` would run it: same output, exit codes and errors);
+    ``None`` to leave them to typer."""
+    values = quick_arguments(args)
+    if values is None:
+        return None
+    return run_command(lambda: resume_command(**values), ["resume", *args])
+
+
 def register(app: typer.Typer) -> None:
     """Add ``resume`` to the ``agc`` app."""
-    app.command(name="resume", help=RESUME_HELP, epilog=EPILOG)(resume_command)
+    from agc.cli.common import StoreOption  # noqa: PLC0415 - typer's, made now
+
+    command = with_typer_params(resume_command, StoreOption=StoreOption)
+    app.command(name="resume", help=RESUME_HELP, epilog=EPILOG)(command)
