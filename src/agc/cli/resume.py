@@ -7,7 +7,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -46,7 +45,6 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
-    RunId,
     describe_os_error,
     has_recorded_run,
     history_from_run,
@@ -159,7 +157,11 @@ class _Sink:
 
     def __init__(self, handle: IO[bytes], out: Path | None) -> None:
         self._handle = handle
-        self._out = out or Path(tempfile.gettempdir())
+        if out is None:
+            import tempfile  # noqa: PLC0415 - only for a repair written nowhere
+
+            out = Path(tempfile.gettempdir())
+        self._out = out
 
     def write(self, data: bytes) -> int:
         with new_file_errors(self._out, option="--out" if self._out else "temporary file"):
@@ -668,6 +670,8 @@ def resume_command(
                 "whose evidence agc never changes: write its repair with --out"
             )
         else:
+            from agc.flows import RunId  # noqa: PLC0415 - the store layer, not for a FILE
+
             run_id = RunId(target)
             try:
                 snapshot = _resume.load_snapshot(
@@ -1007,6 +1011,8 @@ def _repair_streamed(
                 replace_in_place(output.source, unchanged=records.check_unchanged)
             )
         else:
+            import tempfile  # noqa: PLC0415 - only for a repair written nowhere
+
             temporary = stack.enter_context(
                 tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
             )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
@@ -20,7 +19,6 @@ from typing import TYPE_CHECKING, TypeAlias
 from agc._core import json as strict_json
 from agc._core.fs import describe_os_error
 from agc._core.signature_rule import signature_required
-from agc._core.store import ARTIFACT_KINDS, artifact_path, manifest_path, open_store
 from agc.errors import (
     FileUnreadableError,
     JsonInvalidError,
@@ -65,6 +63,14 @@ def has_recorded_run(run_id: str, store: str | os.PathLike[str] | None) -> bool:
         RunIdInvalidError: bad run id.
         StoreError: the store cannot be listed (exit 3).
     """
+    # The store layer: not for a FILE (`agc resume FILE --check` starts without it).
+    from agc._core.store import (  # noqa: PLC0415
+        ARTIFACT_KINDS,
+        artifact_path,
+        manifest_path,
+        open_store,
+    )
+
     opened = open_store(store)
     return any(
         opened.holds(path)
@@ -255,6 +261,8 @@ def history_from_run(
         if format is not None and not get_spec(format).line_based:
             data = export_copy(kept.file, run_id, max_bytes=max_bytes)
             return load_history(data, source=source, format=format), len(data)
+        import tempfile  # noqa: PLC0415 - only for a run's records
+
         unwrapped = stack.enter_context(
             tempfile.NamedTemporaryFile(prefix="agc-resume-run-")  # noqa: SIM115 - in the stack
         )
