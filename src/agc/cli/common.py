@@ -300,7 +300,7 @@ def with_typer_params(function: _F, **names: Any) -> _F:
             else item
             for item in metadata
         ]
-        hints[name] = Annotated[(hint.__origin__, *made)]  # type: ignore[valid-type]
+        hints[name] = Annotated[(hint.__origin__, *made)]
     function.__annotations__ = hints
     return function
 

@@ -11,9 +11,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
+from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final, NamedTuple
 
 from agc import resume as _resume
 from agc.cli._process import discard_stdout
@@ -242,9 +241,9 @@ def _read_bounded(handle: BinaryIO, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-@dataclass(frozen=True)
-class _Trust:
-    """The signature options of one command: trusted keys and the two switches."""
+class _Trust(NamedTuple):
+    """The signature options of one command: trusted keys and the two switches (a named
+    tuple, not a dataclass: quicker to define at each start of ``agc resume``)."""
 
     keys: Mapping[str, Ed25519PublicKey] | None
     require_signature: bool
@@ -822,10 +821,10 @@ def _check(
     return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
 
 
-@dataclass(frozen=True)
-class _Output:
+class _Output(NamedTuple):
     """Where a repair goes: ``out`` (a new file), over ``source`` (``in_place``), or
-    nowhere (checked all the same); ``stamp`` is a file-read-whole's identity when read."""
+    nowhere (checked all the same); ``stamp`` is a file-read-whole's identity when read
+    (a named tuple, as :class:`_Trust`)."""
 
     source: Path | None
     out: Path | None

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from agc import resume as _resume
 from agc._core import json as strict_json
 from agc._core.fs import describe_os_error
 from agc._core.signature_rule import signature_required
@@ -27,7 +28,7 @@ from agc.errors import (
     VerificationError,
 )
 from agc.flows._files import new_file_errors
-from agc.resume import FormatName, History, get_spec, load_history, scan_session
+from agc.resume import FormatName, History, get_spec, load_history
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -199,7 +200,7 @@ def _scan(
     settle: int | None,
 ) -> History:
     try:
-        return scan_session(path, source=source, format=wanted, progress=bar, settle=settle)
+        return _resume.scan_session(path, source=source, format=wanted, progress=bar, settle=settle)
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
 

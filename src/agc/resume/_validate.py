@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
-from agc.resume._formats.gemini_chat import GeminiHistory
 from agc.resume._formats.model import FormatName, History, Message, Settled
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
@@ -180,6 +179,10 @@ def check_loaded(history: History) -> HistoryReport:
 
 
 def _unrecorded_findings(history: History) -> list[HistoryFinding]:
+    if history.format != "gemini-chat":  # only the Gemini CLI reader keeps bare messages
+        return []
+    from agc.resume._formats.gemini_chat import GeminiHistory  # noqa: PLC0415 - loaded by then
+
     if not isinstance(history, GeminiHistory):
         return []
     return [
