@@ -13,7 +13,7 @@ import importlib
 import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from agc._core import json as strict_json
 from agc.errors import HistoryFormatError, InputError, JsonInvalidError
@@ -98,7 +98,7 @@ def get_spec(name: FormatName | str) -> FormatSpec:
     if name not in SPECS:
         choices = ", ".join(FORMAT_NAMES)
         raise HistoryFormatError(f"unknown format {name!r}; choose one of {choices}")
-    return SPECS[name]
+    return SPECS[cast(FormatName, name)]
 
 
 def _parts(record: dict[str, Any]) -> set[str]:
