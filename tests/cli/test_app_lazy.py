@@ -353,7 +353,7 @@ def test_resume_check_of_a_file_runs_without_typer_as_typer_runs_it(
     readers = {m for m in quick.modules if m.startswith("agc.resume._formats.")}
     assert readers == {
         f"agc.resume._formats.{name}"
-        for name in ("detect", "model", "jsonl", "lean", "torn", "openai_chat", "openai_responses")
+        for name in ("detect", "model", "jsonl", "lean", "openai_chat", "openai_responses")
     }
     assert ("orjson" in quick.modules) == ("--json" in flags)
 

@@ -29,7 +29,6 @@ from agc.resume._formats.model import (
     RawRef,
     resolve,
 )
-from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
 __all__ = [
@@ -410,6 +409,8 @@ def history_from_lines(
     history = spec.read(records)
     history.lines = lines
     history.final_newline = final_newline
+    from agc.resume._formats.torn import torn_line  # noqa: PLC0415 - session files only
+
     history.torn = torn_line(lines, final_newline)
     return history
 
