@@ -1283,7 +1283,12 @@ def bench_startup(ctx: Context) -> Section:
             ["resume", "--check", str(history)],
             "startup-resume-check",
         ),
-        ("agc-verify, 1-record run", verify_cmd, ["one", "--store", str(work / "store")], None),
+        (
+            "agc-verify, 1-record run",
+            verify_cmd,
+            ["one", "--store", str(work / "store")],
+            "startup-verify",
+        ),
     ]
     for name, command, args, _ in commands:
         if command is not None:

@@ -32,6 +32,7 @@ EXPECTED_TARGETS = {
     "verify-1-record",
     "startup-help",
     "startup-resume-check",
+    "startup-verify",
     "writer-vs-naive",
     "writer-write-2048",
     "writer-write-many-2048",

@@ -326,3 +326,48 @@ def test_help_that_cannot_be_written_ends_as_with_typer() -> None:
         os.close(write_end)
     assert gone[0].code == gone[1].code == 1
     assert gone[0].err == gone[1].err == ""
+
+
+# -- `agc resume TARGET [--check] [--json]`: parsed and run without typer --------------
+
+
+@pytest.mark.parametrize(
+    "flags", [["--check"], ["--check", "--json"], ["--json", "--check", "--check"]]
+)
+def test_resume_check_of_a_file_runs_without_typer_as_typer_runs_it(
+    tmp_path: Path, flags: list[str]
+) -> None:
+    history = tmp_path / "small.json"
+    history.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    argv = ["resume", *flags, str(history)]
+    quick, live = _run_entry(_QUICK, argv), _run_entry(_TYPER, argv)
+    assert (quick.code, quick.out, quick.err) == (live.code, live.out, live.err)
+    assert quick.code == 0
+    assert "typer" in live.modules
+    # Nothing of the command line's toolkit, nor what a FILE does not need: the store
+    # layer (a run id's), the temporary files (a repair's), the subcommand table.
+    assert {"typer", "click", "rich", "agc.cli.app"} & quick.modules == set()
+    assert {"agc._core.store", "agc._core.storage", "tempfile"} & quick.modules == set()
+    # A JSON array of Chat messages: no reader of another format, and no JSON writer
+    # unless the report is JSON.
+    readers = {m for m in quick.modules if m.startswith("agc.resume._formats.")}
+    assert readers == {
+        f"agc.resume._formats.{name}"
+        for name in ("detect", "model", "jsonl", "lean", "openai_chat", "openai_responses")
+    }
+    assert ("orjson" in quick.modules) == ("--json" in flags)
+
+
+def test_resume_errors_without_typer_are_typers(tmp_path: Path) -> None:
+    missing = str(tmp_path / "absent.json")
+    not_json = tmp_path / "bad.json"
+    not_json.write_text("[{")
+    for argv in (
+        ["resume", "--check", missing],
+        ["resume", "--check", "--json", missing],
+        ["resume", "--check", str(not_json)],
+    ):
+        quick, live = _run_entry(_QUICK, argv), _run_entry(_TYPER, argv)
+        assert (quick.code, quick.out, quick.err) == (live.code, live.out, live.err)
+        assert quick.code == 2
+        assert "typer" not in quick.modules

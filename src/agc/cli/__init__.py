@@ -19,10 +19,12 @@ _HELP_FILE = os.path.join(os.path.dirname(__file__), "agc-help.txt")
 def agc_main(argv: list[str] | None = None) -> int:
     """Run ``agc`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code.
 
-    Two invocations start without typer (about 60 ms of imports): ``agc hook …`` (run
+    Three invocations start without typer (about 60 ms of imports): ``agc hook …`` (run
     by a client on every hook event) parses its own arguments (:mod:`agc.cli.hook`; its
-    ``--help`` is typer's), and ``agc --help`` to a pipe or a file is printed from
-    :data:`_HELP_FILE` (:func:`_plain_help`)."""
+    ``--help`` is typer's), ``agc --help`` to a pipe or a file is printed from
+    :data:`_HELP_FILE` (:func:`_plain_help`), and ``agc resume TARGET [--check]
+    [--json]`` is read by :func:`agc.cli.resume.quick_arguments` (any other list of
+    ``agc resume`` is typer's)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"] and not {"--help", "-h"} & set(args):
         from agc.cli.hook import run  # noqa: PLC0415 - the client waits for it
@@ -30,6 +32,12 @@ def agc_main(argv: list[str] | None = None) -> int:
         return run(args[1:])
     if args in (["--help"], ["-h"]):
         code = _plain_help()
+        if code is not None:
+            return code
+    if args[:1] == ["resume"]:
+        from agc.cli.resume import quick_main  # noqa: PLC0415 - only for this command
+
+        code = quick_main(args[1:])
         if code is not None:
             return code
     from agc.cli.app import main  # noqa: PLC0415 - load typer only when agc runs

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from agc.cli.common import EPILOG, App, VersionOption, new_app, run_app
+from agc.cli._command import App
+from agc.cli.common import EPILOG, VersionOption, new_app, run_app
 
 if TYPE_CHECKING:
     from typer import _click as click  # the click that typer builds on (types only)

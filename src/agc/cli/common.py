@@ -13,14 +13,19 @@ import errno
 import fcntl
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final
-
-import typer
-from typer.core import TyperArgument, TyperCommand
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Final,
+    Literal,
+    NamedTuple,
+    TypeVar,
+    get_type_hints,
+)
 
 from agc import __version__
 from agc.cli._jsontext import json_document
@@ -46,9 +51,16 @@ from agc.flows import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    import typer
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from rich.console import Console
     from typer.core import TyperGroup
+
+    # Made on first use (see __getattr__ below) with typer's metadata (their option's
+    # names and help): typer costs tens of milliseconds to import, which a command
+    # parsed without it (`agc resume --check FILE`) does not pay.
+    VersionOption = Annotated[bool, typer.Option()]
+    StoreOption = Annotated[Path | None, typer.Option()]
 
     # Created on first use (see __getattr__ below): rich costs tens of milliseconds to
     # import, which `agc --help` and the quick commands do not pay.
@@ -58,10 +70,9 @@ if TYPE_CHECKING:
 __all__ = [
     "EPILOG",
     "NO_STORE",
-    "App",
-    "Command",
     "StoreOption",
     "Terminated",
+    "TyperParam",
     "VersionOption",
     "byte_progress",
     "emit_json",
@@ -73,8 +84,12 @@ __all__ = [
     "refuse_ambiguous",
     "report_error",
     "run_app",
+    "run_command",
     "stop_code",
     "trusted_keys_from",
+    "typer_argument",
+    "typer_option",
+    "with_typer_params",
     "write_lines",
     "write_new_file",
 ]
@@ -179,7 +194,11 @@ class PlainFirstConsole:
 def __getattr__(name: str) -> Any:
     """``err_console`` (stderr) and ``out_console`` (stdout): consoles made on first
     access (``from agc.cli.common import err_console`` included), then kept (PEP 562);
-    rich is imported when one needs it (:class:`PlainFirstConsole`)."""
+    rich is imported when one needs it (:class:`PlainFirstConsole`). ``VersionOption``
+    and ``StoreOption``: typer's options, made (importing typer) on first access."""
+    if name in ("VersionOption", "StoreOption"):
+        globals().update(_typer_options())
+        return globals()[name]
     if name not in ("err_console", "out_console"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     console = globals().get(name)
@@ -202,6 +221,8 @@ def _err() -> Console:
 
 
 def _print_version(ctx: typer.Context, value: bool) -> None:
+    import typer  # noqa: PLC0415 - loaded by the command that has the option
+
     if not value or ctx.resilient_parsing:
         return
     program = ctx.find_root().info_name or "agc"
@@ -209,25 +230,79 @@ def _print_version(ctx: typer.Context, value: bool) -> None:
     raise typer.Exit(int(ExitCode.OK))
 
 
-VersionOption = Annotated[
-    bool,
-    typer.Option(
-        "--version",
-        callback=_print_version,
-        is_eager=True,
-        expose_value=True,
-        help="Print the version and exit.",
-    ),
-]
+def _typer_options() -> dict[str, Any]:
+    """``VersionOption`` and ``StoreOption`` (see :func:`__getattr__`)."""
+    import typer  # noqa: PLC0415 - only for a command typer parses
 
-StoreOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--store",
-        help="Store folder or s3://bucket/prefix (default: $AGC_HOME, else ~/.agc).",
-        show_default=False,
-    ),
-]
+    return {
+        "VersionOption": Annotated[
+            bool,
+            typer.Option(
+                "--version",
+                callback=with_typer_params(_print_version, typer=typer),
+                is_eager=True,
+                expose_value=True,
+                help="Print the version and exit.",
+            ),
+        ],
+        "StoreOption": Annotated[
+            Path | None,
+            typer.Option(
+                "--store",
+                help="Store folder or s3://bucket/prefix (default: $AGC_HOME, else ~/.agc).",
+                show_default=False,
+            ),
+        ],
+    }
+
+
+class TyperParam(NamedTuple):
+    """The arguments of ``typer.Option(...)`` or ``typer.Argument(...)``, kept in a
+    command function's ``Annotated`` hints until typer reads them
+    (:func:`with_typer_params`): a module whose command can also be called without
+    typer (its arguments parsed otherwise) then declares its options without importing
+    typer."""
+
+    kind: Literal["option", "argument"]
+    args: tuple[str, ...]
+    kwargs: dict[str, Any]
+
+
+def typer_option(*names: str, **kwargs: Any) -> Any:
+    """``typer.Option(*names, **kwargs)``, made when typer reads the command (see
+    :class:`TyperParam`)."""
+    return TyperParam("option", names, kwargs)
+
+
+def typer_argument(**kwargs: Any) -> Any:
+    """``typer.Argument(**kwargs)``, made when typer reads the command (see
+    :class:`TyperParam`)."""
+    return TyperParam("argument", (), kwargs)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def with_typer_params(function: _F, **names: Any) -> _F:
+    """``function`` with its type hints evaluated (``names``: hints its module only
+    imports for the type checker) and each :class:`TyperParam` in them made the typer
+    object it stands for, as typer reads a command's parameters; returns ``function``."""
+    import typer  # noqa: PLC0415 - only for a command typer parses
+
+    hints = get_type_hints(function, localns=names, include_extras=True)
+    for name, hint in hints.items():
+        metadata = getattr(hint, "__metadata__", None)
+        if metadata is None:
+            continue
+        made = [
+            (typer.Option if item.kind == "option" else typer.Argument)(*item.args, **item.kwargs)
+            if isinstance(item, TyperParam)
+            else item
+            for item in metadata
+        ]
+        hints[name] = Annotated[(hint.__origin__, *made)]
+    function.__annotations__ = hints
+    return function
 
 
 def refuse_ambiguous(target: str, *, is_run: Callable[[str], bool], run_what: str) -> None:
@@ -268,35 +343,6 @@ def write_lines(lines: list[str]) -> None:
         discard_stdout()
 
 
-class Command(TyperCommand):
-    """A command whose arguments are named as click names its own placeholders
-    (``COMMAND [ARGS]...``): ``RUN_ID`` in the usage line, the argument list and the
-    errors (``[RUN_ID]`` when optional, ``REFS...`` when repeated), never typer's
-    ``{run_id}``, which reads as a template left unfilled."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            if isinstance(param, TyperArgument) and param.metavar is None and param.name:
-                repeated = "..." if param.nargs != 1 else ""
-                param.metavar = param.name.upper() + repeated
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        # typer braces a required argument's name ({RUN_ID}): the bare name says it.
-        return [
-            piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
-            for piece in super().collect_usage_pieces(ctx)
-        ]
-
-
-class App(typer.Typer):
-    """A typer app whose commands are :class:`Command` unless they name their own
-    ``cls``."""
-
-    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
-        return super().command(*args, cls=cls or Command, **kwargs)
-
-
 def new_app(
     *,
     name: str,
@@ -310,6 +356,8 @@ def new_app(
     programs themselves, not for sub-groups); ``cls`` is the click group class to build
     (default typer's ``TyperGroup``).
     """
+    from agc.cli._command import App  # noqa: PLC0415 - only for a command typer parses
+
     return App(
         name=name,
         cls=cls,
@@ -396,23 +444,36 @@ def run_app(app: typer.Typer, argv: list[str] | None, *, prog_name: str) -> int:
     Commands return an ``int`` exit code (``None`` means 0).
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    return run_command(lambda: app(args=args, prog_name=prog_name, standalone_mode=False), args)
+
+
+def run_command(command: Callable[[], int | None], args: list[str]) -> int:
+    """Run one command in process, ``command``: a typer app given ``args``
+    (:func:`run_app`), or a command function called with the arguments it was given,
+    parsed without typer; every outcome is mapped to an :class:`ExitCode` the same way
+    (``--json`` in ``args``: a refusal is a JSON document too)."""
     # Around the error messages too: one may name a file that is not UTF-8, or find
     # stderr unwritable.
     with passes_undecodable_bytes(), stderr_never_fails():
-        return _run_app(app, args, prog_name=prog_name)
+        return _run_command(command, args)
 
 
-def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
-    as_json = "--json" in args
-    STOP.reset()
-    try:
-        with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
-            result = app(args=args, prog_name=prog_name, standalone_mode=False)
-            # A stop Python could not raise (it printed nothing): the command stops.
-            raise_unraisable_stop()
-    except typer.Exit as exc:
+def _typer_errors() -> tuple[type[BaseException], ...]:
+    """typer's exit, usage error and abort; none when typer was never imported (no
+    command could then raise one)."""
+    typer = sys.modules.get("typer")
+    if typer is None:
+        return ()
+    return (typer.Exit, typer.TyperException, typer.Abort)
+
+
+def _typer_outcome(exc: BaseException, *, as_json: bool) -> int:
+    """The exit code of one of :func:`_typer_errors`, its message printed."""
+    import typer  # noqa: PLC0415 - loaded: it raised ``exc``
+
+    if isinstance(exc, typer.Exit):
         return int(exc.exit_code)
-    except typer.TyperException as exc:
+    if isinstance(exc, typer.TyperException):
         if as_json:
             # A script that asked for JSON reads every refusal as JSON, this one too.
             _emit_usage_json(exc)
@@ -423,9 +484,20 @@ def _run_app(app: typer.Typer, args: list[str], *, prog_name: str) -> int:
         else:
             _err().print(f"error: {exc.format_message()}", markup=False)
         return int(ExitCode.USAGE)
-    except typer.Abort:
-        _err().print("aborted", markup=False)
-        return int(ExitCode.USAGE)
+    _err().print("aborted", markup=False)
+    return int(ExitCode.USAGE)
+
+
+def _run_command(command: Callable[[], int | None], args: list[str]) -> int:
+    as_json = "--json" in args
+    STOP.reset()
+    try:
+        with sigterm_raises(STOP.raise_terminated), notes_unraisable_stops():
+            result = command()
+            # A stop Python could not raise (it printed nothing): the command stops.
+            raise_unraisable_stop()
+    except _typer_errors() as exc:
+        return _typer_outcome(exc, as_json=as_json)
     except AgcError as exc:
         return report_error(exc, as_json=as_json)
     except KeyboardInterrupt as exc:
@@ -490,6 +562,8 @@ def _stdout_read_only(exc: OSError) -> bool:
 
 def _internal_error() -> int:
     """Print the traceback of the exception being handled; exit 4 (a bug, not a verdict)."""
+    import traceback  # noqa: PLC0415 - only for a bug
+
     traceback.print_exc(file=sys.stderr)
     _err().print(
         "internal error: agc failed unexpectedly; this is a bug, not a verdict",

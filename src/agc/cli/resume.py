@@ -7,29 +7,28 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final
-
-import typer
+from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final, NamedTuple
 
 from agc import resume as _resume
 from agc.cli._process import discard_stdout
 from agc.cli.common import (
     EPILOG,
-    StoreOption,
     byte_progress,
     emit_json,
     err_console,
     new_file_errors,
     out_console,
     refuse_ambiguous,
+    run_command,
     trusted_keys_from,
+    typer_argument,
+    typer_option,
+    with_typer_params,
     write_new_file,
 )
 from agc.errors import (
@@ -45,7 +44,6 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
-    RunId,
     describe_os_error,
     has_recorded_run,
     history_from_run,
@@ -59,9 +57,11 @@ from agc.flows import (
 )
 
 if TYPE_CHECKING:
+    import typer
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from rich.console import Console
 
+    from agc.cli.common import StoreOption
     from agc.flows import ExecRollout
     from agc.resume import (
         Change,
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
         ToolCallState,
     )
 
-__all__ = ["register", "resume_command"]
+__all__ = ["quick_arguments", "quick_main", "register", "resume_command"]
 
 _MAX_INPUT_BYTES: Final = _resume.MAX_SNAPSHOT_BYTES
 _STATUS_BYTES: Final = 8 * 1024 * 1024  # show a status line on stderr above this size
@@ -156,7 +156,11 @@ class _Sink:
 
     def __init__(self, handle: IO[bytes], out: Path | None) -> None:
         self._handle = handle
-        self._out = out or Path(tempfile.gettempdir())
+        if out is None:
+            import tempfile  # noqa: PLC0415 - only for a repair written nowhere
+
+            out = Path(tempfile.gettempdir())
+        self._out = out
 
     def write(self, data: bytes) -> int:
         with new_file_errors(self._out, option="--out" if self._out else "temporary file"):
@@ -237,9 +241,9 @@ def _read_bounded(handle: BinaryIO, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-@dataclass(frozen=True)
-class _Trust:
-    """The signature options of one command: trusted keys and the two switches."""
+class _Trust(NamedTuple):
+    """The signature options of one command: trusted keys and the two switches (a named
+    tuple, not a dataclass: quicker to define at each start of ``agc resume``)."""
 
     keys: Mapping[str, Ed25519PublicKey] | None
     require_signature: bool
@@ -482,28 +486,28 @@ def _same_file(out: Path, source: Path) -> bool:
 
 StrategyOption = Annotated[
     StrategyChoice,
-    typer.Option(
+    typer_option(
         "--strategy",
         help="strip: remove calls without a result; synthesize: answer them as interrupted.",
     ),
 ]
 FormatOption = Annotated[
     FormatChoice | None,
-    typer.Option("--format", help="The history's format (default: detected).", show_default=False),
+    typer_option("--format", help="The history's format (default: detected).", show_default=False),
 ]
 CheckOption = Annotated[
-    bool, typer.Option("--check", help="Only validate: exit 1 if the provider would reject it.")
+    bool, typer_option("--check", help="Only validate: exit 1 if the provider would reject it.")
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
+JsonOption = Annotated[bool, typer_option("--json", help="Print the report as JSON on stdout.")]
 OutOption = Annotated[
     Path | None,
-    typer.Option(
+    typer_option(
         "--out", help="Write the repaired history here (never over the input).", show_default=False
     ),
 ]
 InPlaceOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--in-place",
         help="Replace FILE with its repair, atomically, after keeping the original beside it "
         "(FILE.agc-backup-<time>); refused while another process has FILE open or when it "
@@ -512,7 +516,7 @@ InPlaceOption = Annotated[
 ]
 InsecureOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--insecure-skip-verify",
         help="Use a snapshot without checking its checksum sidecar, or a recorded run "
         "that does not verify (tampered or incomplete): either is then used as it is, "
@@ -523,7 +527,7 @@ InsecureOption = Annotated[
 
 TrustedKeyOption = Annotated[
     list[Path] | None,
-    typer.Option(
+    typer_option(
         "--trusted-key",
         help="Trusted Ed25519 public key (PEM), or a folder of them (private keys in it are "
         "skipped); repeatable. Also: $AGC_TRUSTED_KEYS folder. Any trusted key requires "
@@ -534,14 +538,14 @@ TrustedKeyOption = Annotated[
 ]
 RequireSignatureOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--require-signature",
         help="A snapshot or run without a valid signature is refused (implied by any trusted key).",
     ),
 ]
 MaxFindingsOption = Annotated[
     int,
-    typer.Option(
+    typer_option(
         "--max-findings",
         min=0,
         help="Print at most N problems, changes and removed calls (after their counts); "
@@ -551,7 +555,7 @@ MaxFindingsOption = Annotated[
 ]
 AllowUnsignedOption = Annotated[
     bool,
-    typer.Option(
+    typer_option(
         "--allow-unsigned",
         help="With trusted keys: accept an unsigned snapshot or run (signed ones are still "
         "checked).",
@@ -560,7 +564,7 @@ AllowUnsignedOption = Annotated[
 
 
 def resume_command(
-    target: Annotated[str, typer.Argument(help="A run id (its snapshot in the store) or a FILE.")],
+    target: Annotated[str, typer_argument(help="A run id (its snapshot in the store) or a FILE.")],
     strategy: StrategyOption = StrategyChoice.STRIP,
     format: FormatOption = None,
     check: CheckOption = False,
@@ -665,6 +669,8 @@ def resume_command(
                 "whose evidence agc never changes: write its repair with --out"
             )
         else:
+            from agc.flows import RunId  # noqa: PLC0415 - the store layer, not for a FILE
+
             run_id = RunId(target)
             try:
                 snapshot = _resume.load_snapshot(
@@ -815,10 +821,10 @@ def _check(
     return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
 
 
-@dataclass(frozen=True)
-class _Output:
+class _Output(NamedTuple):
     """Where a repair goes: ``out`` (a new file), over ``source`` (``in_place``), or
-    nowhere (checked all the same); ``stamp`` is a file-read-whole's identity when read."""
+    nowhere (checked all the same); ``stamp`` is a file-read-whole's identity when read
+    (a named tuple, as :class:`_Trust`)."""
 
     source: Path | None
     out: Path | None
@@ -1004,6 +1010,8 @@ def _repair_streamed(
                 replace_in_place(output.source, unchanged=records.check_unchanged)
             )
         else:
+            import tempfile  # noqa: PLC0415 - only for a repair written nowhere
+
             temporary = stack.enter_context(
                 tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
             )
@@ -1049,6 +1057,44 @@ def _repair_streamed(
         return report, backup
 
 
+_QUICK_FLAGS: Final = {"--check": "check", "--json": "as_json"}
+
+
+def quick_arguments(args: list[str]) -> dict[str, Any] | None:
+    """The arguments of ``agc resume ARGS`` for :func:`resume_command` when they are
+    only a TARGET that does not begin with ``-`` and the flags ``--check`` and
+    ``--json`` (each any number of times, in any order): what typer would pass for the
+    parameters they name, the others left to their defaults (a test proves it equal to
+    typer's parse on such lists). ``None`` for any other list (help, any other option,
+    ``--``, no TARGET or several), and while a shell completion is asked for
+    (``_AGC_COMPLETE``): typer parses those."""
+    if "_AGC_COMPLETE" in os.environ:
+        return None
+    values: dict[str, Any] = {}
+    for arg in args:
+        flag = _QUICK_FLAGS.get(arg)
+        if flag is not None:
+            values[flag] = True
+        elif arg.startswith("-") or "target" in values:
+            return None
+        else:
+            values["target"] = arg
+    return values if "target" in values else None
+
+
+def quick_main(args: list[str]) -> int | None:
+    """Run ``agc resume ARGS`` without typer when :func:`quick_arguments` reads them
+    (as :func:`agc.cli.app.main` would run it: same output, exit codes and errors);
+    ``None`` to leave them to typer."""
+    values = quick_arguments(args)
+    if values is None:
+        return None
+    return run_command(lambda: resume_command(**values), ["resume", *args])
+
+
 def register(app: typer.Typer) -> None:
     """Add ``resume`` to the ``agc`` app."""
-    app.command(name="resume", help=RESUME_HELP, epilog=EPILOG)(resume_command)
+    from agc.cli.common import StoreOption  # noqa: PLC0415 - typer's, made now
+
+    command = with_typer_params(resume_command, StoreOption=StoreOption)
+    app.command(name="resume", help=RESUME_HELP, epilog=EPILOG)(command)

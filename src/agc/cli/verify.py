@@ -15,10 +15,10 @@ from typer._click import Context
 from typer._click.exceptions import BadOptionUsage
 from typer._click.exceptions import UsageError as ClickUsageError
 
+from agc.cli._command import Command
 from agc.cli._jsontext import json_text
 from agc.cli.common import (
     EPILOG,
-    Command,
     VersionOption,
     emit_json,
     err_console,

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from agc import resume as _resume
 from agc._core import json as strict_json
 from agc._core.fs import describe_os_error
 from agc._core.signature_rule import signature_required
-from agc._core.store import ARTIFACT_KINDS, artifact_path, manifest_path, open_store
 from agc.errors import (
     FileUnreadableError,
     JsonInvalidError,
@@ -29,7 +28,7 @@ from agc.errors import (
     VerificationError,
 )
 from agc.flows._files import new_file_errors
-from agc.resume import FormatName, History, get_spec, load_history, scan_session
+from agc.resume import FormatName, History, get_spec, load_history
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -65,6 +64,14 @@ def has_recorded_run(run_id: str, store: str | os.PathLike[str] | None) -> bool:
         RunIdInvalidError: bad run id.
         StoreError: the store cannot be listed (exit 3).
     """
+    # The store layer: not for a FILE (`agc resume FILE --check` starts without it).
+    from agc._core.store import (  # noqa: PLC0415
+        ARTIFACT_KINDS,
+        artifact_path,
+        manifest_path,
+        open_store,
+    )
+
     opened = open_store(store)
     return any(
         opened.holds(path)
@@ -193,7 +200,7 @@ def _scan(
     settle: int | None,
 ) -> History:
     try:
-        return scan_session(path, source=source, format=wanted, progress=bar, settle=settle)
+        return _resume.scan_session(path, source=source, format=wanted, progress=bar, settle=settle)
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
 
@@ -255,6 +262,8 @@ def history_from_run(
         if format is not None and not get_spec(format).line_based:
             data = export_copy(kept.file, run_id, max_bytes=max_bytes)
             return load_history(data, source=source, format=format), len(data)
+        import tempfile  # noqa: PLC0415 - only for a run's records
+
         unwrapped = stack.enter_context(
             tempfile.NamedTemporaryFile(prefix="agc-resume-run-")  # noqa: SIM115 - in the stack
         )

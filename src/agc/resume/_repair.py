@@ -36,7 +36,7 @@ from agc._core import json as strict_json
 from agc._core.digest import new_hasher
 from agc._core.report import Report
 from agc.errors import JsonInvalidError, RepairIncompleteError, UsageError
-from agc.resume._formats.detect import _READ_ONE, dump_history, get_spec, history_from_lines
+from agc.resume._formats.detect import _read_one, dump_history, get_spec, history_from_lines
 from agc.resume._formats.model import (
     Block,
     FormatName,
@@ -574,7 +574,7 @@ def _written_history(whole: History, written: list[Message], native: list[Any]) 
     spec = get_spec(whole.format)
     if spec.line_based:
         return _written_session(whole, native)
-    read_one = _READ_ONE[whole.format]
+    read_one = _read_one(whole.format)
     messages: list[Message] = []
     for position, (message, record) in enumerate(zip(written, native, strict=True)):
         if not message.dirty and record is message.native():

@@ -38,9 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 from agc._core.report import Finding, Report
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
-from agc.resume._formats.gemini_chat import GeminiHistory
 from agc.resume._formats.model import FormatName, History, Message, Settled
-from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 
 if TYPE_CHECKING:
@@ -180,6 +178,10 @@ def check_loaded(history: History) -> HistoryReport:
 
 
 def _unrecorded_findings(history: History) -> list[HistoryFinding]:
+    if history.format != "gemini-chat":  # only the Gemini CLI reader keeps bare messages
+        return []
+    from agc.resume._formats.gemini_chat import GeminiHistory  # noqa: PLC0415 - loaded by then
+
     if not isinstance(history, GeminiHistory):
         return []
     return [
@@ -201,6 +203,8 @@ def torn_tail_finding(history: History) -> HistoryFinding | None:
     """The ``torn-tail`` finding of a session file whose last line is torn, else None."""
     if history.torn is None or history.lines is None:
         return None
+    from agc.resume._formats.torn import describe_torn  # noqa: PLC0415 - a torn file's only
+
     held = describe_torn(history.lines[history.torn])
     return Finding(
         "torn-tail",

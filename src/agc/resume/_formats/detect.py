@@ -9,22 +9,15 @@ read as OpenAI Chat, whose rules it then trivially meets.
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, cast
 
 from agc._core import json as strict_json
-from agc._core.orjson_loader import orjson
 from agc.errors import HistoryFormatError, InputError, JsonInvalidError
-from agc.resume._formats import (
-    anthropic,
-    claude_code,
-    codex_rollout,
-    gemini_chat,
-    openai_chat,
-    openai_responses,
-)
+from agc.resume._formats import openai_chat, openai_responses
 from agc.resume._formats.jsonl import join_lines, parse_jsonl
 from agc.resume._formats.lean import LEAN_MIN_BYTES, read_lean
 from agc.resume._formats.model import (
@@ -36,7 +29,6 @@ from agc.resume._formats.model import (
     RawRef,
     resolve,
 )
-from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
 
 __all__ = [
@@ -52,14 +44,38 @@ __all__ = [
     "session_format",
 ]
 
-SPECS: Final[dict[FormatName, FormatSpec]] = {
-    "openai-chat": openai_chat.SPEC,
-    "anthropic": anthropic.SPEC,
-    "openai-responses": openai_responses.SPEC,
-    "codex-rollout": codex_rollout.SPEC,
-    "claude-code": claude_code.SPEC,
-    "gemini-chat": gemini_chat.SPEC,
+_MODULES: Final[dict[FormatName, str]] = {
+    name: f"agc.resume._formats.{name.replace('-', '_')}" for name in FORMAT_NAMES
 }
+
+
+def _module(name: FormatName) -> Any:
+    """The module of format ``name``, imported on first use: a history needs the reader
+    of its own format only (a JSON array of Chat messages loads no session-file reader)."""
+    return importlib.import_module(_MODULES[name])
+
+
+class _Specs(Mapping[FormatName, FormatSpec]):
+    """Each format's spec by name (in :data:`FORMAT_NAMES`' order), its module imported
+    when the spec is first looked up."""
+
+    def __getitem__(self, name: FormatName) -> FormatSpec:
+        if name not in _MODULES:
+            raise KeyError(name)
+        spec: FormatSpec = _module(name).SPEC
+        return spec
+
+    def __iter__(self) -> Iterator[FormatName]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _MODULES
+
+
+SPECS: Final[Mapping[FormatName, FormatSpec]] = _Specs()
 
 _RESPONSES_MARKERS: Final = frozenset(
     {*openai_responses.CALL_TYPES, *openai_responses.OUTPUT_TYPES, "reasoning", "item_reference"}
@@ -81,7 +97,7 @@ def get_spec(name: FormatName | str) -> FormatSpec:
     if name not in SPECS:
         choices = ", ".join(FORMAT_NAMES)
         raise HistoryFormatError(f"unknown format {name!r}; choose one of {choices}")
-    return SPECS[name]
+    return SPECS[cast(FormatName, name)]
 
 
 def _parts(record: dict[str, Any]) -> set[str]:
@@ -153,11 +169,15 @@ def _detect_array(records: Sequence[Any]) -> FormatName:
     return detector.result()
 
 
-_READ_ONE: Final[dict[FormatName, Callable[[Any, int], Message]]] = {
-    "openai-chat": openai_chat.read_one,
-    "anthropic": anthropic.read_one,
-    "openai-responses": openai_responses.read_one,
-}
+# The JSON-array formats, read one record at a time (``read_one`` of their modules).
+_READ_ONE: Final[frozenset[FormatName]] = frozenset(
+    {"openai-chat", "anthropic", "openai-responses"}
+)
+
+
+def _read_one(name: FormatName) -> Callable[[Any, int], Message]:
+    read: Callable[[Any, int], Message] = _module(name).read_one
+    return read
 
 
 def _load_array_lean(data: bytes, format: FormatName | None) -> History | None:
@@ -167,7 +187,7 @@ def _load_array_lean(data: bytes, format: FormatName | None) -> History | None:
     if len(data) < LEAN_MIN_BYTES or (format is not None and format not in _READ_ONE):
         return None
     if format is not None:
-        read = read_lean(data, _READ_ONE[format])
+        read = read_lean(data, _read_one(format))
         if read is None or read[0] is None:
             return None
         return History(format, read[0], read[1])
@@ -179,7 +199,7 @@ def _load_array_lean(data: bytes, format: FormatName | None) -> History | None:
     if chosen == "openai-chat":
         return None if read[0] is None else History(chosen, read[0], read[1])
     del read
-    again = read_lean(data, _READ_ONE[chosen])
+    again = read_lean(data, _read_one(chosen))
     if again is None or again[0] is None:
         return None
     return History(chosen, again[0], again[1])
@@ -207,9 +227,20 @@ class LineFacts:
     """What tells the format of a JSONL file, gathered one record at a time (a streamed
     file is judged by the same rule as one read whole: :func:`session_format`)."""
 
-    __slots__ = ("claude", "exec_stream", "gemini", "head", "head_transcript", "rollout")
+    __slots__ = (
+        "_is_gemini_line",
+        "_is_rollout_line",
+        "claude",
+        "exec_stream",
+        "gemini",
+        "head",
+        "head_transcript",
+        "rollout",
+    )
 
     def __init__(self) -> None:
+        self._is_rollout_line: Callable[[Any], bool] = _module("codex-rollout").is_rollout_line
+        self._is_gemini_line: Callable[[Any], bool] = _module("gemini-chat").is_gemini_line
         self.head = 0  # records seen, up to 64
         self.head_transcript: bool | None = None  # every dict among the first 64 is one
         self.rollout = False
@@ -220,7 +251,7 @@ class LineFacts:
     def feed(self, record: Any) -> None:
         if self.head >= 64 and (self.rollout or self.claude):
             # Decided but for a rollout line, which outweighs the rest (:meth:`first`).
-            if not self.rollout and codex_rollout.is_rollout_line(record):
+            if not self.rollout and self._is_rollout_line(record):
                 self.rollout = True
             return
         if self.head < 64:
@@ -232,7 +263,7 @@ class LineFacts:
                 self.head_transcript = sealed and self.head_transcript is not False
         if not isinstance(record, dict):
             return
-        if not self.rollout and codex_rollout.is_rollout_line(record):
+        if not self.rollout and self._is_rollout_line(record):
             self.rollout = True
         if (
             not self.claude
@@ -240,7 +271,7 @@ class LineFacts:
             and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
         ):
             self.claude = True
-        if not self.gemini and gemini_chat.is_gemini_line(record):
+        if not self.gemini and self._is_gemini_line(record):
             self.gemini = True
         if not self.exec_stream and _type(record) in _CODEX_EXEC_TYPES:
             self.exec_stream = True
@@ -378,6 +409,8 @@ def history_from_lines(
     history = spec.read(records)
     history.lines = lines
     history.final_newline = final_newline
+    from agc.resume._formats.torn import torn_line  # noqa: PLC0415 - session files only
+
     history.torn = torn_line(lines, final_newline)
     return history
 
@@ -394,6 +427,8 @@ def dump_history(history: History, native: Sequence[Any]) -> bytes:
         if dumped is not None:
             return dumped
         native = [resolve(record) for record in native]
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - a writer's, not a reader's
+
     try:
         # orjson: the standard library's indenting encoder is pure Python, and was most
         # of the time of repairing a long history (benchmarks/, history).
@@ -418,6 +453,8 @@ def _dump_by_element(native: list[Any]) -> bytes | None:
     """
     if not native:
         return b"[]\n"
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - a writer's, not a reader's
+
     out = io.BytesIO()
     out.write(b"[\n  ")
     option = orjson.OPT_INDENT_2

@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, overload
 
 from agc._core import json as strict_json
-from agc._core.orjson_loader import orjson
 from agc.errors import HistoryFormatError, JsonInvalidError
 from agc.resume._formats.model import Message, RawRef
 
@@ -65,7 +64,7 @@ _SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder(
 ).scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__ (the C scanner)
 
 
-def _element(element: str, value: Any) -> Any:
+def _element(element: str, value: Any, orjson: Any) -> Any:
     """``value`` (scanned from ``element``) when it is provably the strict reader's value
     of that element inside the array, else raise :class:`_NotProvenError`."""
     if element.count("[") + element.count("{") >= strict_json.MAX_DEPTH and (
@@ -143,6 +142,8 @@ def scan_array(data: bytes) -> Iterator[tuple[int, int, Any]]:
         _NotProvenError: ``data`` is not one JSON array under the rule, or a part of it is
             not provably read as the strict reader reads it.
     """
+    from agc._core.orjson_loader import orjson  # noqa: PLC0415 - a long array's only
+
     size = _WINDOW
     window, index = _next(data, _Window(data, 0, size), 0, size)
     if window.text[index] != "[":
@@ -169,7 +170,7 @@ def scan_array(data: bytes) -> Iterator[tuple[int, int, Any]]:
                 continue
             element = text[index:end]
             start = window.byte_at(index)
-            yield start, window.byte_at(end), _element(element, value)
+            yield start, window.byte_at(end), _element(element, value, orjson)
             window, index = _next(data, window, end, size)
             separator = window.text[index]
             if separator == "]":
