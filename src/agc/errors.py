@@ -257,6 +257,20 @@ class SessionFileChangedError(AgcError):
     )
 
 
+class HookEventsUnheardError(AgcError):
+    """Events a client sends to agc's HTTP listener may have been lost: a synchronous
+    event of the session came when no listener had been up since the session's previous
+    event (agc's resident capture process was not running, was restarted, or could not
+    take its port), and the session was in a turn, when tool events fire."""
+
+    code = "hook-events-unheard"
+    exit_code = ExitCode.FINDINGS
+    default_hint = (
+        "`agc hooks status --client claude-code` says whether agc listens on the hooks' "
+        "port; `agc-verify RUN` reports the run's capture as failed (never complete)."
+    )
+
+
 class FileExistsRefusedError(UsageError):
     """agc refuses to overwrite an existing file (it never overwrites evidence)."""
 
