@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import pytest
 
-from agc.capture import ClientName, run_id_for
+from agc.capture import BACKGROUND_EVENTS, ClientName, run_id_for
 from tests.e2e.agents import (
     ClaudeSandbox,
     ClientResult,
@@ -112,6 +112,14 @@ class Captured:
         # that it runs the hooks.
         status = agc("agc", "hooks", "status", *self._ask_codex(), env=self._agc_env())
         assert status.returncode == 0, status.stdout.decode() + status.stderr.decode()
+        if self.client == "claude-code":
+            # Its tool events go as HTTP hooks to agc's resident process: what the
+            # scenarios below capture through.
+            said = agc(
+                "agc", "hooks", "status", "--client", self.client, "--json", env=self._agc_env()
+            )
+            (entry,) = json.loads(said.stdout)["clients"]
+            assert sorted(entry["http"]) == sorted(BACKGROUND_EVENTS["claude-code"]), entry
 
     def _ask_codex(self) -> list[str]:
         if isinstance(self.sandbox, CodexSandbox):

@@ -297,30 +297,31 @@ def _handler(listener: HookListener) -> type[BaseHTTPRequestHandler]:
             with contextlib.suppress(OSError):
                 super().handle_one_request()
 
-        def _answer(self, status: int, *, close: bool = False) -> None:
+        def _answer(self, status: int) -> None:
+            # Every answer closes its connection: a connection the client kept for a
+            # later event could be closed by the deadline as that event is sent.
             self.send_response_only(status)
             self.send_header("Content-Length", "0")
-            if close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
+            self.send_header("Connection", "close")
+            self.close_connection = True
             self.end_headers()
 
         def do_POST(self) -> None:
             url = urlsplit(self.path)
             if url.path != HTTP_HOOK_PATH:
-                self._answer(404, close=True)
+                self._answer(404)
                 return
             if not listener.authorized(self.headers.get("Authorization")):
-                self._answer(401, close=True)
+                self._answer(401)
                 return
             length = self.headers.get("Content-Length")
             if length is None or not length.isdigit():
-                self._answer(411, close=True)
+                self._answer(411)
                 return
             if int(length) > MAX_HOOK_EVENT_BYTES:
                 head = self.rfile.read(min(int(length), 1 << 16))  # names the run
                 listener.refuse_large(url.query, head, int(length))
-                self._answer(413, close=True)
+                self._answer(413)
                 return
             body = self.rfile.read(int(length))
             if len(body) < int(length):
@@ -329,7 +330,7 @@ def _handler(listener: HookListener) -> type[BaseHTTPRequestHandler]:
             self._answer(listener.take(url.query, body))
 
         def do_GET(self) -> None:
-            self._answer(405, close=True)
+            self._answer(405)
 
         do_PUT = do_DELETE = do_PATCH = do_HEAD = do_GET  # noqa: N815
 
