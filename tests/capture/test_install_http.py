@@ -201,3 +201,27 @@ def test_uninstall_takes_out_the_http_hooks_and_keeps_the_user_s_own(home: Path)
     assert main(["hooks", "uninstall", "--client", "claude-code"]) == 0
     assert json.loads(settings.read_text()) == own
     assert not check_hooks("claude-code", "user").installed
+
+
+@pytest.mark.parametrize(
+    ("patterns", "blocked"),
+    [
+        (["https://hooks.example.com/*"], True),
+        ([], True),
+        (["http://127.0.0.1:*"], False),
+        (["*"], False),
+    ],
+)
+def test_status_says_when_claude_code_s_url_allowlist_blocks_the_http_hooks(
+    home: Path, patterns: list[str], blocked: bool
+) -> None:
+    """Claude Code blocks an HTTP hook whose URL no pattern of ``allowedHttpHookUrls``
+    matches: the listener would then hear nothing, and nothing would say so."""
+    settings = _settings(home)
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"allowedHttpHookUrls": patterns}))
+    assert main(["hooks", "install", "--client", "claude-code"]) == 0
+    status = check_hooks("claude-code", "user")
+    said = [p for p in status.problems if "allowedHttpHookUrls" in p]
+    assert bool(said) == blocked
+    assert status.will_run == (not blocked)

@@ -666,6 +666,7 @@ def check_hooks(
             problems.append("the agc hooks run different commands (install again)")
         if urls:
             problems.extend(_http_problems(port, environ))
+            problems.extend(_http_blocked(urls[0].command, {paths.hooks: text}))
     if handlers:
         problems.extend(_switched_off(client, text, command))
     if client == "gemini" and scope == "project" and handlers:
@@ -755,6 +756,43 @@ def _http_problems(port: int | None, environ: Mapping[str, str] | None) -> list[
             "--client claude-code --port N)"
         )
     return problems
+
+
+MANAGED_SETTINGS: Final = Path("/etc/claude-code/managed-settings.json")
+"""Claude Code's managed (administrator's) settings on Linux (its settings reference)."""
+
+
+def _http_blocked(url: str, texts: Mapping[Path, str | None]) -> list[str]:
+    """Claude Code's ``allowedHttpHookUrls`` (in ``texts``, the settings files agc read,
+    and the managed settings when readable) that no pattern of matches agc's hook
+    ``url``: Claude Code then blocks the hooks (its settings reference: ``*`` is a
+    wildcard; a list set and empty allows none)."""
+    files = dict(texts)
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        files[MANAGED_SETTINGS] = MANAGED_SETTINGS.read_text(encoding="utf-8")
+    problems = []
+    for path, text in files.items():
+        try:
+            value: Any = loads(text or "{}")
+        except AgcError:
+            continue
+        patterns = value.get("allowedHttpHookUrls") if isinstance(value, dict) else None
+        if not isinstance(patterns, list):
+            continue
+        if not any(isinstance(p, str) and _url_matches(url, p) for p in patterns):
+            problems.append(
+                f"Claude Code blocks agc's HTTP hooks: no pattern of allowedHttpHookUrls in "
+                f"{path} matches http://127.0.0.1:<port>/agc-hook (add one)"
+            )
+    return problems
+
+
+def _url_matches(url: str, pattern: str) -> bool:
+    """Whether ``url`` matches an ``allowedHttpHookUrls`` pattern (``*``: any text)."""
+    import fnmatch  # noqa: PLC0415 - only for a file that restricts HTTP hooks
+
+    escaped = pattern.replace("[", "[[]").replace("?", "[?]")
+    return pattern == "*" or fnmatch.fnmatchcase(url, escaped)
 
 
 def _listener_owner(port: int) -> int | None:
