@@ -34,6 +34,7 @@ __all__ = [
     "HistoryFormatError",
     "HistoryInvalidError",
     "HookEventInvalidError",
+    "HookEventsUnheardError",
     "InPlaceRefusedError",
     "InputError",
     "InputMissingError",
