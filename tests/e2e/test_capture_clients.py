@@ -2,7 +2,9 @@
 
 For each client, ``agc hooks install --client C --scope user --store S`` writes the
 hooks into the client's own configuration in a throwaway home, and the client runs
-headless against the scripted model server; every hook event runs ``agc hook``. Checked:
+headless against the scripted model server; every hook event runs agc's hook client
+(Claude Code sends its tool events as HTTP hooks to agc's resident capture process, as
+installed). Checked:
 
 * ``clean``: a turn with a call that succeeds and one that fails: the session becomes a
   run ``<client>-<session id>`` (``agc runs --json`` names client and session), sealed at
