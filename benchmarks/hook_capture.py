@@ -13,10 +13,15 @@ Two measurements, each against a baseline measured in the same run:
   (``python -I -S …/agc/cli/_hookclient.py --client C --store S``), with agc's resident
   capture process already running (as it is after the user's first event; the hook
   client started it on a warm-up event), installed as ``agc hooks install`` does: the
-  per-tool-call events as the client's background (``async``) hooks where it has them
-  (:data:`agc.capture.BACKGROUND_EVENTS`); for those clients also with every event
-  waited for (as installed before), and the two floors with the tool events in the
-  background. The figure is the client process's wall time.
+  per-tool-call events (:data:`agc.capture.BACKGROUND_EVENTS`) as HTTP hooks to the
+  resident process for Claude Code (the settings file written by
+  :func:`agc.capture.install_hooks` itself, with the port and secret
+  :func:`agc.capture.keep_http_hook` keeps), as the client's background (``async``)
+  hooks for Codex; for those clients also with every event a waited-for command (as
+  installed before), and the floors: the tool events in the background to ``cat`` and
+  to a Python reader, and for Claude Code as HTTP hooks to a Python HTTP server of the
+  benchmark's that only reads the body and answers 200. The figure is the client
+  process's wall time.
   Target: agc's ≤ 1.25x the session without hooks.
 * **agc's hook's own time per event**, as a whole process (start, the event appended
   and checkpointed in the store), fed a real payload of the client from
@@ -24,6 +29,9 @@ Two measurements, each against a baseline measured in the same run:
   ``agc hook`` (the whole capture in its own process, as the hook client does when no
   resident process answers), next to ``python -c pass`` and ``python -I -S -c pass``
   on the same interpreter.
+
+``AGC_BENCH_HOOK_CLIENTS`` (comma-separated: ``claude-code,codex,gemini``) measures the
+sessions of those clients only (the per-event figures are measured for every client).
 
 Codex runs a hook only once it is trusted: the benchmark passes
 ``--dangerously-bypass-hook-trust`` to every Codex variant alike (it decides whether the
@@ -39,6 +47,7 @@ Run: ``python -m benchmarks --only hook_capture --rounds 1 --name hook-capture``
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import shlex
@@ -46,6 +55,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -60,7 +70,14 @@ from tests.e2e.model_server import Answer, ModelServer, Script, ShellCall
 from tests.e2e.record_hooks import FIXTURES
 
 import agc.cli
-from agc.capture import BACKGROUND_EVENTS, CLIENT_EVENTS
+from agc.capture import (
+    BACKGROUND_EVENTS,
+    CLIENT_EVENTS,
+    HttpHook,
+    hook_client_command,
+    install_hooks,
+    keep_http_hook,
+)
 from benchmarks.harness import Timing, Variant, command_variant, interleaved
 from benchmarks.report import Row, Section, Target
 
@@ -88,6 +105,10 @@ SYNC_VARIANT: Final = "agc hook client, every event waited for"
 BACKGROUND_CAT: Final = "shell hook (cat), tool events in the background"
 BACKGROUND_FLOOR: Final = "python hook floor, tool events in the background"
 
+#: Claude Code's tool events as HTTP hooks to a server that only reads the body and
+#: answers 200, the other events to ``cat``: what any HTTP hook costs the client.
+HTTP_FLOOR: Final = "HTTP hook floor (tool events), cat for the others"
+
 #: The cheapest hook process: the client's own cost of running a hook.
 SHELL_HOOK: Final = "cat > /dev/null"
 
@@ -95,11 +116,58 @@ SHELL_HOOK: Final = "cat > /dev/null"
 FLOOR_HOOK: Final = "import sys; sys.stdin.buffer.read()"
 
 
-def hook_client_argv(client: str, store: Path) -> list[str]:
+def hook_client_argv(client: str, store: Path, http: HttpHook | None = None) -> list[str]:
     """The hook command ``agc hooks install`` installs, as argv (see
     :func:`agc.capture.hook_client_command`)."""
     script = Path(agc.cli.__file__).with_name("_hookclient.py")
-    return [sys.executable, "-I", "-S", str(script), "--client", client, "--store", str(store)]
+    command = hook_client_command(
+        sys.executable,
+        str(script),
+        client,  # type: ignore[arg-type]
+        store=str(store),
+        http_port=None if http is None else http.port,
+    )
+    return shlex.split(command)
+
+
+class FloorServer:
+    """An HTTP server on 127.0.0.1 that reads each request's body and answers 200, in a
+    thread (the floor of any HTTP hook)."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def handler(self) -> dict[str, Any]:
+        return {"type": "http", "url": f"http://127.0.0.1:{self.port}/floor", "timeout": 5}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _clients() -> list[str]:
+    """The clients whose sessions are measured (``AGC_BENCH_HOOK_CLIENTS``, else all)."""
+    chosen = os.environ.get("AGC_BENCH_HOOK_CLIENTS", "")
+    names = [name.strip() for name in chosen.split(",") if name.strip()]
+    unknown = [name for name in names if name not in _PINS]
+    if unknown:
+        raise ValueError(f"AGC_BENCH_HOOK_CLIENTS: unknown client(s) {', '.join(unknown)}")
+    return names or list(_PINS)
 
 
 def stop_resident(runtime: Path) -> None:
@@ -141,16 +209,20 @@ class Session:
         root: Path,
         hook: Callable[[str], str] | None,
         background: frozenset[str] = frozenset(),
+        http: Callable[[ClaudeSandbox], None] | None = None,
     ) -> ClientResult:
         """A fresh sandbox under ``root``, ``hook(event)`` on every capture event (or no
         hooks), those of ``background`` as the client's background (``async``) hooks,
-        one turn; the finished client process (AssertionError if it failed)."""
+        one turn; the finished client process (AssertionError if it failed). Claude
+        Code: ``http(sandbox)`` writes the hooks into its settings file instead."""
         root.mkdir(parents=True, exist_ok=True)
         events = CAPTURE_EVENTS[self.client]
         with ModelServer(script(self.calls)) as server:
             if self.client == "claude-code":
                 claude = ClaudeSandbox.create(root, server, self.binary)
-                if hook is not None:
+                if http is not None:
+                    http(claude)
+                elif hook is not None:
                     claude.add_hooks(hook, events)
                     _json_background(claude.config / "settings.json", background)
                 done = claude.run("run the calls", str(uuid.uuid4()), timeout=SESSION_TIMEOUT)
@@ -199,16 +271,19 @@ def _toml_background(path: Path, events: frozenset[str]) -> None:
 
 
 def _session_variants(
-    session: Session, work: Path, agc: str | None, runtime: Path
+    session: Session, work: Path, agc: str | None, runtime: Path, floor_server: FloorServer
 ) -> tuple[list[Variant], dict[str, Path]]:
     counter = iter(range(1_000_000))
     stores: dict[str, Path] = {}
 
     def variant(
-        name: str, hook: Callable[[str], str] | None, background: frozenset[str] = frozenset()
+        name: str,
+        hook: Callable[[str], str] | None,
+        background: frozenset[str] = frozenset(),
+        http: Callable[[ClaudeSandbox], None] | None = None,
     ) -> Variant:
         def run() -> float:
-            return session.run(work / f"{name}-{next(counter)}", hook, background).seconds
+            return session.run(work / f"{name}-{next(counter)}", hook, background, http).seconds
 
         return Variant(name, run)
 
@@ -221,10 +296,42 @@ def _session_variants(
     store = work / "store"
     stores["agc hook client"] = store
     store.mkdir(parents=True, exist_ok=True)
+    background = BACKGROUND_EVENTS[session.client]  # type: ignore[index]
+    if session.client == "claude-code":
+        # As `agc hooks install --client claude-code` writes it: the tool events as
+        # HTTP hooks to agc's resident process, the others to the hook client.
+        state = work / "state"
+        state_env = {"XDG_STATE_HOME": str(state)}
+        http = keep_http_hook(state_env)
+        argv = hook_client_argv(session.client, store, http)
+        _warm_resident(argv, runtime, session.client, state)
+
+        def install(claude: ClaudeSandbox) -> None:
+            # The hooks run in the client's environment: the benchmark's socket folder
+            # and the state folder that holds the secret.
+            claude.env |= {"XDG_RUNTIME_DIR": str(runtime), "XDG_STATE_HOME": str(state)}
+            install_hooks(
+                "claude-code",
+                "user",
+                command=shlex.join(argv),
+                environ={"HOME": claude.env["HOME"], "CLAUDE_CONFIG_DIR": str(claude.config)},
+                http=http.handler("claude-code", str(store)),
+            )
+
+        def http_floor(claude: ClaudeSandbox) -> None:
+            settings = claude.config / "settings.json"
+            _json_hooks_with(settings, SHELL_HOOK, background, floor_server)
+
+        variants.append(variant(BACKGROUND_CAT, lambda _event: SHELL_HOOK, background))
+        variants.append(variant(HTTP_FLOOR, None, http=http_floor))
+        variants.append(variant("agc hook client", None, http=install))
+        plain = shlex.join(hook_client_argv(session.client, store))
+        command = f"XDG_RUNTIME_DIR={shlex.quote(str(runtime))} {plain}"
+        variants.append(variant(SYNC_VARIANT, lambda _event: command))
+        return variants, stores
     argv = hook_client_argv(session.client, store)
     _warm_resident(argv, runtime, session.client)
     command = f"XDG_RUNTIME_DIR={shlex.quote(str(runtime))} {shlex.join(argv)}"
-    background = BACKGROUND_EVENTS[session.client]  # type: ignore[index]
     if background:
         # The floors of a background hook: what the client pays for starting one.
         variants.append(variant(BACKGROUND_CAT, lambda _event: SHELL_HOOK, background))
@@ -237,10 +344,29 @@ def _session_variants(
     return variants, stores
 
 
-def _warm_resident(argv: Sequence[str], runtime: Path, client: str) -> None:
+def _json_hooks_with(
+    path: Path, command: str, over_http: frozenset[str], server: FloorServer
+) -> None:
+    """Claude Code's settings with ``command`` for every capture event but those of
+    ``over_http``, which are HTTP hooks to ``server``."""
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    hooks = settings.setdefault("hooks", {})
+    for event in CAPTURE_EVENTS["claude-code"]:
+        handler = (
+            server.handler() if event in over_http else {"type": "command", "command": command}
+        )
+        hooks[event] = [{"hooks": [handler]}]
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+
+def _warm_resident(
+    argv: Sequence[str], runtime: Path, client: str, state: Path | None = None
+) -> None:
     """Start the resident capture process (the hook client's first event does) and wait
     until it serves."""
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+    if state is not None:
+        env["XDG_STATE_HOME"] = str(state)
     event = b'{"session_id": "warm-up", "hook_event_name": "SessionStart"}'
     subprocess.run(list(argv), input=event, env=env, capture_output=True, check=True)
     deadline = time.monotonic() + 120
@@ -325,14 +451,30 @@ def _bench(ctx: Any, section: Section, agc: str | None, work: Path, runtime: Pat
     if ctx.quick:
         section.rows.append(Row("sessions", skipped="full run only (seconds per session)"))
         return section
-    for client, pin in _PINS.items():
+    floor_server = FloorServer()
+    try:
+        return _sessions(ctx, section, agc, work, runtime, floor_server)
+    finally:
+        floor_server.close()
+
+
+def _sessions(
+    ctx: Any,
+    section: Section,
+    agc: str | None,
+    work: Path,
+    runtime: Path,
+    floor_server: FloorServer,
+) -> Section:
+    for client in _clients():
+        pin = _PINS[client]
         try:
             binary = ensure_client(pin)
         except ClientUnavailableError as exc:
             section.rows.append(Row(f"{client} session", skipped=str(exc).splitlines()[0]))
             continue
         session = Session(client, binary, CALLS)
-        variants, _ = _session_variants(session, work / client, agc, runtime)
+        variants, _ = _session_variants(session, work / client, agc, runtime, floor_server)
         # No warm-up run: every session starts in a fresh client home anyway.
         try:
             found = interleaved(variants, rounds=min(ctx.rounds, SESSION_ROUNDS), warmup=False)
@@ -352,6 +494,7 @@ def _session_rows(section: Section, client: str, found: dict[str, Timing]) -> No
         "python hook floor",
         BACKGROUND_CAT,
         BACKGROUND_FLOOR,
+        HTTP_FLOOR,
         SYNC_VARIANT,
         "agc hook client",
     ):

@@ -35,6 +35,7 @@ __all__ = [
     "HistoryFormatError",
     "HistoryInvalidError",
     "HookEventInvalidError",
+    "HookEventsUnheardError",
     "InPlaceRefusedError",
     "InputError",
     "InputMissingError",
@@ -255,6 +256,20 @@ class SessionFileChangedError(AgcError):
     default_hint = (
         "`agc-verify RUN` reports it (transcript-diverges); `agc diff RUN FILE` shows where "
         "the file differs from what was sealed."
+    )
+
+
+class HookEventsUnheardError(AgcError):
+    """Events a client sends to agc's HTTP listener may have been lost: a synchronous
+    event of the session came when no listener had been up since the session's previous
+    event (agc's resident capture process was not running, was restarted, or could not
+    take its port), and the session was in a turn, when tool events fire."""
+
+    code = "hook-events-unheard"
+    exit_code = ExitCode.FINDINGS
+    default_hint = (
+        "`agc hooks status --client claude-code` says whether agc listens on the hooks' "
+        "port; `agc-verify RUN` reports the run's capture as failed (never complete)."
     )
 
 

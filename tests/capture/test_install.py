@@ -32,6 +32,7 @@ from agc.capture import (
     hook_client_command,
     hook_command,
     install_hooks,
+    read_http_hook,
     uninstall_hooks,
 )
 from agc.cli.app import main
@@ -650,13 +651,18 @@ def test_cli_install_writes_the_hook_client_in_place_of_an_agc_hook_command(
     assert code == (0 if confirmed else 1)
     (entry,) = json.loads(capsys.readouterr().out)["clients"]
     script = Path(agc_cli.__file__).with_name("_hookclient.py")
-    assert entry["command"] == shlex.join(
-        [sys.executable, "-I", "-S", str(script), "--client", client, "--store", str(home / "ev")]
-    )
+    # Claude Code's per-tool-call events go over HTTP; its other events' command names
+    # the port, so that they make agc's resident process listen on it.
+    http = read_http_hook() if client == "claude-code" else None
+    port = [] if http is None else ["--http", str(http.port)]
+    argv = [sys.executable, "-I", "-S", str(script), "--client", client, "--store"]
+    assert entry["command"] == shlex.join([*argv, str(home / "ev"), *port])
     assert (entry["will_run"], entry["command_found"]) == (True if confirmed else None, True)
-    assert entry["events"] == list(CLIENT_EVENTS[client])
+    assert sorted(entry["events"]) == sorted(CLIENT_EVENTS[client])
     text = config_paths(client, "user", environ=_env(home)).hooks.read_text()
-    assert text.count("_hookclient.py") == len(CLIENT_EVENTS[client])
+    commands = len(CLIENT_EVENTS[client]) - len(entry["http"])
+    assert text.count("_hookclient.py") == commands
+    assert sorted(entry["http"]) == ([] if http is None else sorted(BACKGROUND_EVENTS[client]))
     assert str(agc) not in text
 
 

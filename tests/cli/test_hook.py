@@ -129,3 +129,23 @@ def test_runs_json_names_the_client_session_before_and_after_the_seal(
         next(r for r in runs if r.startswith("codex-h")): ("unsealed", "codex", odd),
         "plain": ("sealed", None, None),
     }
+
+
+@pytest.mark.parametrize(("port", "taken"), [("23456", True), ("web", False), ("70000", False)])
+def test_the_http_port_of_the_installed_command_is_read_and_checked(
+    port: str, taken: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--http PORT`` (Claude Code's synchronous events, whose tool events go to agc's
+    HTTP listener) is accepted when it is a TCP port; anything else is a usage failure."""
+    store = tmp_path / "store"
+    store.mkdir()
+    feed_stdin(monkeypatch, json.dumps(EVENT).encode())
+    assert (
+        agc_main(["hook", "--client", "claude-code", "--store", str(store), f"--http={port}"]) == 0
+    )
+    failures = capture_failures(store)
+    if taken:
+        assert failures == []
+    else:
+        assert [f.code for f in failures] == ["usage"]
+        assert "is not a TCP port" in failures[0].message

@@ -2,7 +2,9 @@
 
 For each client, ``agc hooks install --client C --scope user --store S`` writes the
 hooks into the client's own configuration in a throwaway home, and the client runs
-headless against the scripted model server; every hook event runs ``agc hook``. Checked:
+headless against the scripted model server; every hook event runs agc's hook client
+(Claude Code sends its tool events as HTTP hooks to agc's resident capture process, as
+installed). Checked:
 
 * ``clean``: a turn with a call that succeeds and one that fails: the session becomes a
   run ``<client>-<session id>`` (``agc runs --json`` names client and session), sealed at
@@ -36,7 +38,7 @@ from typing import Any, Final
 
 import pytest
 
-from agc.capture import ClientName, run_id_for
+from agc.capture import BACKGROUND_EVENTS, ClientName, run_id_for
 from tests.e2e.agents import (
     ClaudeSandbox,
     ClientResult,
@@ -112,6 +114,14 @@ class Captured:
         # that it runs the hooks.
         status = agc("agc", "hooks", "status", *self._ask_codex(), env=self._agc_env())
         assert status.returncode == 0, status.stdout.decode() + status.stderr.decode()
+        if self.client == "claude-code":
+            # Its tool events go as HTTP hooks to agc's resident process: what the
+            # scenarios below capture through.
+            said = agc(
+                "agc", "hooks", "status", "--client", self.client, "--json", env=self._agc_env()
+            )
+            (entry,) = json.loads(said.stdout)["clients"]
+            assert sorted(entry["http"]) == sorted(BACKGROUND_EVENTS["claude-code"]), entry
 
     def _ask_codex(self) -> list[str]:
         if isinstance(self.sandbox, CodexSandbox):

@@ -30,6 +30,7 @@ __all__ = [
     "failure_lines",
     "fallback_failures_path",
     "is_captured_run_id",
+    "state_folder",
 ]
 
 CaptureClient = Literal["claude-code", "codex", "gemini"]
@@ -54,14 +55,18 @@ MAX_FAILURE_LINE: Final = 1 << 16
 """The longest failure line read back (a longer one is skipped)."""
 
 
-def fallback_failures_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/agc/capture-failures.jsonl`` (``~/.local/state`` when unset or
-    not absolute, per the XDG Base Directory Specification): where a failure goes when
-    the store cannot take it."""
+def state_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME`` (``~/.local/state`` when unset or not absolute, per the XDG
+    Base Directory Specification)."""
     env = os.environ if environ is None else environ
     state = env.get("XDG_STATE_HOME", "")
-    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "agc" / "capture-failures.jsonl"
+    return Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+
+
+def fallback_failures_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/agc/capture-failures.jsonl`` (:func:`state_folder`): where a
+    failure goes when the store cannot take it."""
+    return state_folder(environ) / "agc" / "capture-failures.jsonl"
 
 
 def failure_lines(

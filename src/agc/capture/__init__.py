@@ -52,6 +52,13 @@ if _TYPE_CHECKING:
         event_kind,
         parse_hook_event,
     )
+    from agc.capture._http_hooks import (
+        HTTP_HOOK_PATH,
+        HttpHook,
+        http_settings_path,
+        keep_http_hook,
+        read_http_hook,
+    )
     from agc.capture._install import (
         BACKGROUND_EVENTS,
         CLIENT_EVENTS,
@@ -83,6 +90,7 @@ __all__ = [
     "CLIENTS",
     "CLIENT_EVENTS",
     "EVENT_KINDS",
+    "HTTP_HOOK_PATH",
     "MAX_HOOK_EVENT_BYTES",
     "SESSION_FORMATS",
     "ClientHooks",
@@ -94,6 +102,7 @@ __all__ = [
     "FileChange",
     "HookEvent",
     "HooksChange",
+    "HttpHook",
     "Scope",
     "SessionFacts",
     "SessionFormat",
@@ -108,9 +117,12 @@ __all__ = [
     "find_codex",
     "hook_client_command",
     "hook_command",
+    "http_settings_path",
     "install_hooks",
+    "keep_http_hook",
     "parse_hook_event",
     "parse_session",
+    "read_http_hook",
     "run_id_for",
     "uninstall_hooks",
 ]
@@ -136,6 +148,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "HookEvent",
         "event_kind",
         "parse_hook_event",
+    ),
+    "agc.capture._http_hooks": (
+        "HTTP_HOOK_PATH",
+        "HttpHook",
+        "http_settings_path",
+        "keep_http_hook",
+        "read_http_hook",
     ),
     "agc.capture._install": (
         "BACKGROUND_EVENTS",

@@ -16,9 +16,12 @@ handlers (``{"type": "command", "command": …, "timeout": …}``):
 
 agc adds one group per event holding one handler, the command ``<agc> hook --client
 <client> [--store S]``, after the user's groups, so the position of every other hook
-stays what it was. A handler is agc's when its command is ``agc hook --client <client>``
-(any path to ``agc``, any options after): installing again replaces it in place, so the
-file holds one agc handler per event whatever was installed before.
+stays what it was. For Claude Code the per-tool-call events may instead get agc's HTTP
+handler (``{"type": "http", "url": "http://127.0.0.1:<port>/agc-hook?client=…"}``,
+:mod:`agc.capture._http_hooks`), which is agc's too. A handler is agc's when its command
+is ``agc hook --client <client>`` (any path to ``agc``, any options after): installing
+again replaces it in place, so the file holds one agc handler per event whatever was
+installed before.
 
 Codex runs a hook that is not managed by an administrator only once the user trusts it:
 the user configuration (``$CODEX_HOME/config.toml``) keeps, for each hook, the digest of
@@ -52,6 +55,7 @@ from tomlkit.items import AoT, Array, InlineTable, Table
 
 from agc._core.json import loads
 from agc.capture._events import CLIENTS, ClientName
+from agc.capture._http_hooks import is_agc_url
 from agc.errors import ClientConfigInvalidError, JsonInvalidError, UsageError
 
 __all__ = [
@@ -70,6 +74,7 @@ __all__ = [
     "hook_command",
     "hook_programs",
     "is_agc_command",
+    "is_agc_handler",
     "with_codex_trust",
     "with_hooks",
     "without_hooks",
@@ -159,13 +164,20 @@ HOOK_CLIENT: Final = ("agc", "cli", "_hookclient.py")
 
 
 def hook_client_command(
-    python: str, script: str, client: ClientName, *, store: str | None = None
+    python: str,
+    script: str,
+    client: ClientName,
+    *,
+    store: str | None = None,
+    http_port: int | None = None,
 ) -> str:
     """The shell command a client runs for every event: agc's hook client ``script``
     (``…/agc/cli/_hookclient.py``) run by ``python`` with ``-I -S`` (isolated, no
     ``site``: it starts in milliseconds and hands the event to agc's resident capture
-    process), ``--client <client>``, ``--store S`` when given; quoted for a POSIX shell
-    (each client runs the command through ``sh -c``).
+    process), ``--client <client>``, ``--store S`` when given, ``--http PORT`` when the
+    client's tool events go to agc's HTTP listener on that port (the command then makes
+    sure it listens); quoted for a POSIX shell (each client runs the command through
+    ``sh -c``).
 
     Raises:
         UsageError: ``client`` is not one of :data:`~agc.capture.CLIENTS`, or ``script``
@@ -177,6 +189,8 @@ def hook_client_command(
     argv = [python, "-I", "-S", script, "--client", client]
     if store is not None:
         argv += ["--store", store]
+    if http_port is not None:
+        argv += ["--http", str(http_port)]
     return shlex.join(argv)
 
 
@@ -235,10 +249,11 @@ class AgcHandler:
         event: the event, in the client's spelling (``PreToolUse``, ``BeforeTool`` …).
         group: the index of its group in the event's list.
         index: its index in the group's ``hooks``.
-        command: its command.
+        command: its command (an HTTP handler's URL).
         timeout: its timeout as written (the client's unit), ``None`` when absent.
         matcher: its group's matcher, ``None`` when absent.
         background: its ``async`` (the client runs it without waiting).
+        kind: ``command``, or ``http`` for agc's HTTP handler (Claude Code).
     """
 
     event: str
@@ -248,6 +263,16 @@ class AgcHandler:
     timeout: int | None = None
     matcher: str | None = None
     background: bool = False
+    kind: Literal["command", "http"] = "command"
+
+
+def is_agc_handler(handler: Mapping[str, Any], client: ClientName) -> bool:
+    """Whether a handler of the client's configuration is agc's: its command hook
+    (:func:`is_agc_command`) or, for Claude Code, its HTTP hook
+    (:func:`~agc.capture._http_hooks.is_agc_url`)."""
+    if handler.get("type") == "http":
+        return client == "claude-code" and is_agc_url(handler.get("url"), client)
+    return is_agc_command(handler.get("command"), client)
 
 
 def _known(client: str) -> None:
@@ -326,18 +351,20 @@ def agc_handlers(client: ClientName, text: str | None, *, path: str) -> list[Agc
             continue
         for number, group in enumerate(groups):
             for index, handler in enumerate(group["hooks"]):
-                if is_agc_command(handler.get("command"), client):
+                if is_agc_handler(handler, client):
                     timeout = handler.get("timeout")
                     matcher = group.get("matcher")
+                    http = handler.get("type") == "http"
                     found.append(
                         AgcHandler(
                             event=event,
                             group=number,
                             index=index,
-                            command=handler["command"],
+                            command=handler["url" if http else "command"],
                             timeout=timeout if isinstance(timeout, int) else None,
                             matcher=matcher if isinstance(matcher, str) else None,
                             background=handler.get("async") is True,
+                            kind="http" if http else "command",
                         )
                     )
     return found
@@ -352,9 +379,15 @@ def _timeout(client: ClientName, event: str) -> int:
     return HOOK_TIMEOUT_S * _TIMEOUT_UNIT[client]
 
 
-def _handler(client: ClientName, command: str, event: str) -> dict[str, Any]:
-    """agc's handler of ``event``: ``async`` only for :data:`BACKGROUND_EVENTS` (a
-    handler installed before keeps no ``async`` of its own: see :func:`_replace`)."""
+def _handler(
+    client: ClientName, command: str, event: str, http: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """agc's handler of ``event``: ``http`` (agc's HTTP handler) for
+    :data:`BACKGROUND_EVENTS` when given, else the command, ``async`` only for
+    :data:`BACKGROUND_EVENTS` (a handler installed before keeps no ``async`` of its own:
+    see :func:`_replace`)."""
+    if http is not None and event in BACKGROUND_EVENTS[client]:
+        return dict(http)
     handler: dict[str, Any] = {
         "type": "command",
         "command": command,
@@ -365,17 +398,34 @@ def _handler(client: ClientName, command: str, event: str) -> dict[str, Any]:
     return handler
 
 
+_KIND_MEMBERS: Final = frozenset({"type", "command", "url", "headers", "async", "allowedEnvVars"})
+"""Members a handler has by its kind: dropped when agc's handler changes kind."""
+
+
 def _replace(
-    client: ClientName, old: Mapping[str, Any], command: str, event: str
+    client: ClientName,
+    old: Mapping[str, Any],
+    command: str,
+    event: str,
+    http: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An agc handler already in the file, made the current one: its other members kept,
-    ``async`` set or removed as :data:`BACKGROUND_EVENTS` says."""
-    new = {key: value for key, value in old.items() if key != "async"}
-    new.update(_handler(client, command, event))
+    """An agc handler already in the file, made the current one: its other members kept
+    (a ``statusMessage``), those of its kind replaced, ``async`` set or removed as
+    :data:`BACKGROUND_EVENTS` says."""
+    wanted = _handler(client, command, event, http)
+    new = {key: value for key, value in old.items() if key not in _KIND_MEMBERS or key in wanted}
+    new.update(wanted)  # the members it had keep their place: installing again is a no-op
     return new
 
 
-def with_hooks(client: ClientName, text: str | None, command: str, *, path: str) -> str:
+def with_hooks(
+    client: ClientName,
+    text: str | None,
+    command: str,
+    *,
+    path: str,
+    http: Mapping[str, Any] | None = None,
+) -> str:
     """The configuration with agc's handler for every event of :data:`CLIENT_EVENTS`.
 
     An agc handler already there is given ``command`` in place; an event without one
@@ -388,19 +438,25 @@ def with_hooks(client: ClientName, text: str | None, command: str, *, path: str)
         text: the file's text, ``None`` or empty when there is no file yet.
         command: the hook command (:func:`hook_command`).
         path: the file's name, for messages.
+        http: Claude Code only: agc's HTTP handler
+            (:meth:`~agc.capture._http_hooks.HttpHook.handler`), installed for
+            :data:`BACKGROUND_EVENTS` instead of the command.
 
     Raises:
         ClientConfigInvalidError: ``text`` is not valid TOML/strict JSON, or its
             ``hooks`` is not an object of events, each a list of groups with a list of
             handlers: nothing can be merged into it without guessing.
+        UsageError: ``http`` for another client than Claude Code.
     """
     _known(client)
+    if http is not None and client != "claude-code":
+        raise UsageError(f"{client} has no HTTP hooks; agc sends them to Claude Code only")
     _parse(client, text, path)
     if client == "codex":
         result = _toml_with_hooks(text or "", command)
     else:
-        result = _json_with_hooks(client, text, command)
-    _check_result(client, result, path, expect=command)
+        result = _json_with_hooks(client, text, command, http)
+    _check_result(client, result, path, expect=command, http=http)
     return result
 
 
@@ -428,7 +484,14 @@ def without_hooks(client: ClientName, text: str | None, *, path: str) -> str | N
     return result
 
 
-def _check_result(client: ClientName, result: str, path: str, *, expect: str | None) -> None:
+def _check_result(
+    client: ClientName,
+    result: str,
+    path: str,
+    *,
+    expect: str | None,
+    http: Mapping[str, Any] | None = None,
+) -> None:
     """Parse what is about to be written: an error here is a bug in agc, never a file."""
     try:
         handlers = agc_handlers(client, result, path=path)
@@ -439,16 +502,21 @@ def _check_result(client: ClientName, result: str, path: str, *, expect: str | N
             raise AssertionError(f"agc handlers left in {path}")
         return
     events = sorted(h.event for h in handlers)
+    over_http = BACKGROUND_EVENTS[client] if http is not None else frozenset()
     wrong = [
         h
         for h in handlers
-        if h.command != expect or h.background != (h.event in BACKGROUND_EVENTS[client])
+        if (h.kind == "http") != (h.event in over_http)
+        or h.command != (http["url"] if h.kind == "http" and http else expect)
+        or h.background != (h.event in BACKGROUND_EVENTS[client] - over_http)
     ]
     if events != sorted(CLIENT_EVENTS[client]) or wrong:
         raise AssertionError(f"agc made a wrong {path}: {handlers}")  # pragma: no cover
 
 
-def _json_with_hooks(client: ClientName, text: str | None, command: str) -> str:
+def _json_with_hooks(
+    client: ClientName, text: str | None, command: str, http: Mapping[str, Any] | None = None
+) -> str:
     value: dict[str, Any] = loads(text) if text and text.strip() else {}
     hooks = value.get("hooks") or {}  # absent or null
     value["hooks"] = hooks
@@ -458,15 +526,15 @@ def _json_with_hooks(client: ClientName, text: str | None, command: str) -> str:
         for group in groups:
             kept = []
             for handler in group["hooks"]:
-                if not is_agc_command(handler.get("command"), client):
+                if not is_agc_handler(handler, client):
                     kept.append(handler)
                 elif not placed:  # a second agc handler for the event: one is enough
-                    kept.append(_replace(client, handler, command, event))
+                    kept.append(_replace(client, handler, command, event, http))
                     placed = True
             group["hooks"] = kept
         hooks[event] = [group for group in groups if group["hooks"]]
         if not placed:
-            hooks[event].append({"hooks": [_handler(client, command, event)]})
+            hooks[event].append({"hooks": [_handler(client, command, event, http)]})
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -476,7 +544,7 @@ def _json_without_hooks(client: ClientName, text: str) -> str:
     for event in list(hooks):
         groups = []
         for group in hooks[event]:
-            kept = [h for h in group["hooks"] if not is_agc_command(h.get("command"), client)]
+            kept = [h for h in group["hooks"] if not is_agc_handler(h, client)]
             if kept or not group["hooks"]:
                 groups.append({**group, "hooks": kept})
         if groups:

@@ -48,6 +48,7 @@ from agc._core.json import loads
 from agc._core.report import SCHEMA_VERSION
 from agc.capture._codex_app import CodexAppError, codex_hooks_list
 from agc.capture._events import ClientName
+from agc.capture._http_hooks import http_hook_of, http_settings_path, read_http_hook
 from agc.capture._install import (
     BACKGROUND_EVENTS,
     CLIENT_EVENTS,
@@ -264,6 +265,26 @@ def _write_file(path: Path, old: str | None, new: str | None) -> FileChange:
     )
 
 
+def _owner_only(path: Path) -> None:
+    """Make the file (a symlink's target) readable and writable by its owner alone.
+
+    Raises:
+        FileWriteError: its mode cannot be changed.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+        if mode & 0o077:
+            os.chmod(target, mode & 0o700)
+    except OSError as exc:
+        raise FileWriteError(
+            f"cannot make {path} readable by you alone (it holds the secret of agc's "
+            f"HTTP hooks): {describe_os_error(exc)}",
+            path=str(path),
+            errno=exc.errno,
+        ) from exc
+
+
 class _ChangedError(Exception):
     """The file changed between reading and writing it."""
 
@@ -288,6 +309,7 @@ def install_hooks(
     project: Path | None = None,
     environ: Mapping[str, str] | None = None,
     codex: str | None = None,
+    http: Mapping[str, Any] | None = None,
 ) -> HooksChange:
     """Install agc's hook command for every event of ``client`` (:data:`CLIENT_EVENTS`),
     and for Codex trust it in the user configuration.
@@ -299,6 +321,9 @@ def install_hooks(
             (``hooks/list``): an agc hook Codex does not call trusted is then trusted
             with the digest Codex reports for it (as Codex's own review does), and
             Codex is asked again. ``None``: the digest agc computes is the only one.
+        http: Claude Code only: agc's HTTP handler for :data:`BACKGROUND_EVENTS` (see
+            :func:`~agc.capture._install.with_hooks`); the file, which then holds its
+            secret, is made mode 0600.
 
     Raises:
         ClientConfigInvalidError: a file is not valid in the client's format (nothing is
@@ -310,7 +335,7 @@ def install_hooks(
 
     def run() -> HooksChange:
         text = _read(paths.hooks)
-        new = with_hooks(client, text, command, path=str(paths.hooks))
+        new = with_hooks(client, text, command, path=str(paths.hooks), http=http)
         trust_file = paths.trust
         trust_old = None
         trust_new = None
@@ -333,6 +358,8 @@ def install_hooks(
         return HooksChange(client, scope, "install", command, tuple(changes))
 
     result: HooksChange = _retrying(run)
+    if http is not None:
+        _owner_only(paths.hooks)
     if client == "codex" and codex is not None:
         result = _confirm_with_codex(result, paths, codex, project, environ)
     return result
@@ -454,6 +481,11 @@ class ClientHooks:
         missing: the events of :data:`CLIENT_EVENTS` without it.
         background: the events whose agc handler the client runs in the background
             (``async``: it does not wait for it).
+        http: the events agc's HTTP handler is installed for (Claude Code: sent to
+            agc's listener on 127.0.0.1).
+        port: the port of agc's HTTP handlers, ``None`` when there is none.
+        wants_http: the install this agc makes sends :data:`BACKGROUND_EVENTS` over
+            HTTP (Claude Code, user scope, agc's hook client).
         command: the hook command (the first found), ``None`` when not installed.
         command_found: the command's program exists and is executable.
         store: the ``--store`` the command names, ``None`` when it names none.
@@ -478,6 +510,9 @@ class ClientHooks:
     command_found: bool
     store: str | None
     background: tuple[str, ...] = ()
+    http: tuple[str, ...] = ()
+    port: int | None = None
+    wants_http: bool = False
     trust: tuple[CodexTrust, ...] = ()
     problems: tuple[str, ...] = ()
     last_failure: Mapping[str, Any] | None = field(default=None)
@@ -491,12 +526,17 @@ class ClientHooks:
 
     @property
     def outdated(self) -> bool:
-        """agc's handlers run in the background on other events than
-        :data:`BACKGROUND_EVENTS` says (an install by an earlier agc, or an edit by
-        hand): installing again brings them up to date."""
-        return self.installed and set(self.background) != (
-            BACKGROUND_EVENTS[self.client] & set(self.events)
-        )
+        """agc's handlers are not as this agc installs them (an install by an earlier
+        agc, or an edit by hand): other events run in the background or go over HTTP
+        than :data:`BACKGROUND_EVENTS` says, or the command does not name the HTTP
+        handlers' port. Installing again brings them up to date."""
+        if not self.installed:
+            return False
+        per_call = BACKGROUND_EVENTS[self.client] & set(self.events)
+        over_http = per_call if self.wants_http else set()
+        if set(self.http) != over_http or set(self.background) != per_call - over_http:
+            return True
+        return bool(over_http) and _http_port(self.command) != self.port
 
     @property
     def will_run(self) -> bool:
@@ -524,6 +564,8 @@ class ClientHooks:
             "events": list(self.events),
             "missing": list(self.missing),
             "background": list(self.background),
+            "http": list(self.http),
+            "port": self.port,
             "outdated": self.outdated,
             "command": self.command,
             "command_found": self.command_found,
@@ -554,15 +596,25 @@ def _program_found(command: str) -> bool:
     return found and all(os.path.isfile(script) for script in needed[1:])
 
 
+def _http_port(command: str | None) -> int | None:
+    """The ``--http PORT`` of agc's hook command, ``None`` when it names none."""
+    value = _option(command, "--http") if command is not None else None
+    return int(value) if value is not None and value.isdigit() else None
+
+
 def _store_of(command: str) -> str | None:
+    return _option(command, "--store")
+
+
+def _option(command: str, name: str) -> str | None:
     try:
         argv = shlex.split(command)
     except ValueError:
         return None
     for index, arg in enumerate(argv):
-        if arg == "--store" and index + 1 < len(argv):
+        if arg == name and index + 1 < len(argv):
             return argv[index + 1]
-        if arg.startswith("--store="):
+        if arg.startswith(name + "="):
             return arg.partition("=")[2]
     return None
 
@@ -597,8 +649,11 @@ def check_hooks(
         problems.append(exc.message)
     events = tuple(dict.fromkeys(h.event for h in handlers))
     missing = tuple(e for e in CLIENT_EVENTS[client] if e not in events)
-    command = handlers[0].command if handlers else None
+    commands = [h for h in handlers if h.kind == "command"]
+    urls = [h for h in handlers if h.kind == "http"]
+    command = commands[0].command if commands else None
     found = command is not None and _program_found(command)
+    port = http_hook_of(urls[0].command)[0] if urls else None
     trust: tuple[CodexTrust, ...] = ()
     if not problems:
         if not handlers:
@@ -607,8 +662,11 @@ def check_hooks(
             problems.append(f"no agc hook for {', '.join(missing)}")
         if command is not None and not found:
             problems.append(f"the hook command's program does not exist: {command}")
-        if len({h.command for h in handlers}) > 1:
+        if len({h.command for h in commands}) > 1 or len({h.command for h in urls}) > 1:
             problems.append("the agc hooks run different commands (install again)")
+        if urls:
+            problems.extend(_http_problems(port, environ))
+            problems.extend(_http_blocked(urls[0].command, {paths.hooks: text}))
     if handlers:
         problems.extend(_switched_off(client, text, command))
     if client == "gemini" and scope == "project" and handlers:
@@ -661,6 +719,12 @@ def check_hooks(
         events=events,
         missing=missing,
         background=tuple(h.event for h in handlers if h.background),
+        http=tuple(h.event for h in urls),
+        port=port,
+        wants_http=client == "claude-code"
+        and scope == "user"
+        and command is not None
+        and len(hook_programs(command)) == 2,
         command=command,
         command_found=found,
         store=None if command is None else _store_of(command),
@@ -670,6 +734,82 @@ def check_hooks(
         codex_says=says,
         unconfirmed=unconfirmed,
     )
+
+
+def _http_problems(port: int | None, environ: Mapping[str, str] | None) -> list[str]:
+    """What keeps agc's listener from hearing the HTTP hooks on ``port``: no secret kept
+    for it (:func:`~agc.capture._http_hooks.read_http_hook`), or another user's program
+    listening on it (which the client would send the events, and their secret, to)."""
+    kept = read_http_hook(environ)
+    problems = []
+    if kept is None or kept.port != port:
+        problems.append(
+            f"no secret of agc's HTTP hooks on port {port} is kept for you in "
+            f"{http_settings_path(environ)}: agc's listener would refuse every event "
+            "(agc hooks install --client claude-code)"
+        )
+    owner = _listener_owner(port) if port is not None else None
+    if owner is not None and owner != os.getuid():
+        problems.append(
+            f"a program of another user (uid {owner}) listens on 127.0.0.1:{port}: Claude "
+            "Code would send it the events; choose another port (agc hooks install "
+            "--client claude-code --port N)"
+        )
+    return problems
+
+
+MANAGED_SETTINGS: Final = Path("/etc/claude-code/managed-settings.json")
+"""Claude Code's managed (administrator's) settings on Linux (its settings reference)."""
+
+
+def _http_blocked(url: str, texts: Mapping[Path, str | None]) -> list[str]:
+    """Claude Code's ``allowedHttpHookUrls`` (in ``texts``, the settings files agc read,
+    and the managed settings when readable) that no pattern of matches agc's hook
+    ``url``: Claude Code then blocks the hooks (its settings reference: ``*`` is a
+    wildcard; a list set and empty allows none)."""
+    files = dict(texts)
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        files[MANAGED_SETTINGS] = MANAGED_SETTINGS.read_text(encoding="utf-8")
+    problems = []
+    for path, text in files.items():
+        try:
+            value: Any = loads(text or "{}")
+        except AgcError:
+            continue
+        patterns = value.get("allowedHttpHookUrls") if isinstance(value, dict) else None
+        if not isinstance(patterns, list):
+            continue
+        if not any(isinstance(p, str) and _url_matches(url, p) for p in patterns):
+            problems.append(
+                f"Claude Code blocks agc's HTTP hooks: no pattern of allowedHttpHookUrls in "
+                f"{path} matches http://127.0.0.1:<port>/agc-hook (add one)"
+            )
+    return problems
+
+
+def _url_matches(url: str, pattern: str) -> bool:
+    """Whether ``url`` matches an ``allowedHttpHookUrls`` pattern (``*``: any text)."""
+    import fnmatch  # noqa: PLC0415 - only for a file that restricts HTTP hooks
+
+    escaped = pattern.replace("[", "[[]").replace("?", "[?]")
+    return pattern == "*" or fnmatch.fnmatchcase(url, escaped)
+
+
+def _listener_owner(port: int) -> int | None:
+    """The uid of the socket listening on 127.0.0.1:``port`` (or on every address), from
+    Linux's ``/proc/net/tcp``; ``None`` when none listens or it cannot be read."""
+    try:
+        with open("/proc/net/tcp", encoding="ascii") as table:
+            rows = table.read().splitlines()[1:]
+    except OSError:
+        return None
+    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}"}
+    for row in rows:
+        fields = row.split()
+        if len(fields) > 7 and fields[1] in wanted and fields[3] == "0A":  # LISTEN
+            with contextlib.suppress(ValueError):
+                return int(fields[7])
+    return None
 
 
 def _switched_off(client: ClientName, text: str | None, command: str | None) -> list[str]:

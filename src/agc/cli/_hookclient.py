@@ -26,6 +26,15 @@ JSON on stdin; its contract is ``agc hook``'s: exit 0, nothing on stdout.
 The resident process is this script run with ``--serve DIR KEY``
 (:mod:`agc.cli._hookserve`): one per user and installation at a time (an exclusive lock
 on ``DIR/KEY.lock``), it exits after :data:`IDLE_S` seconds without an event.
+
+With ``--http PORT`` (Claude Code, whose per-tool-call events ``agc hooks install`` sends
+as HTTP hooks to the resident process on ``127.0.0.1:PORT``, :mod:`agc.cli._hookhttp`),
+this command is one of the session's synchronous events, which the client waits for:
+it makes sure the resident process listens on the port before it exits. When no
+resident answered, it captures the event saying that the tool events since the
+session's previous event may have gone unheard, starts a resident process (which
+listens at once), waits for it (at most :data:`START_WAIT_S`) and tells it the session
+is heard from now on (a request with ``note=1``: nothing captured).
 """
 
 import os
@@ -44,6 +53,16 @@ TAKE_WAIT_S = 1.0
 
 DONE_WAIT_S = 8.0
 """How long it then waits for the event to be captured (the client gives a hook 10 s)."""
+
+START_WAIT_S = 5.0
+"""How long a synchronous event of an HTTP-hooked session waits for a resident process
+it started to listen (seconds)."""
+
+UNHEARD = (
+    "no agc resident capture process answered this synchronous event, so none was "
+    "listening for the session's HTTP hook events since its previous event"
+)
+"""Why a synchronous event captured by the hook command itself may follow lost events."""
 
 _MAX_FOLDER = 80  # bytes; "/<16 hex>.sock" follows, within a socket path's 107
 _MAX_EVENT = (64 << 20) + 1  # agc reads at most 64 MiB (agc.capture.MAX_HOOK_EVENT_BYTES)
@@ -92,16 +111,21 @@ def installation_key() -> str:
     return f"{value:016x}"
 
 
-def request(args: "list[str]", data: bytes, environ: "dict[str, str] | os._Environ[str]") -> bytes:
+def request(
+    args: "list[str]",
+    data: bytes,
+    environ: "dict[str, str] | os._Environ[str]",
+    *,
+    note: bool = False,
+) -> bytes:
     """The request's bytes: ``PROTOCOL``, then ``name=value`` fields (``arg`` once per
     argument, ``cwd``, ``home``: the store when neither ``--store`` nor ``$AGC_HOME``
-    names one, ``state``: ``$XDG_STATE_HOME`` or its default, ``len``), each ended by a
-    NUL byte, an empty field, then the event's bytes."""
+    names one, ``state``: ``$XDG_STATE_HOME`` or its default, ``len``; ``note=1`` when
+    the event is only to be noted as heard, not captured), each ended by a NUL byte, an
+    empty field, then the event's bytes."""
     home = environ.get("HOME") or os.path.expanduser("~")
     agc_home = environ.get("AGC_HOME", "")
-    state = environ.get("XDG_STATE_HOME", "")
-    if not (state and os.path.isabs(state)):
-        state = os.path.join(home, ".local", "state")
+    state = state_dir(environ)
     try:
         cwd = os.getcwd()
     except OSError:
@@ -114,6 +138,8 @@ def request(args: "list[str]", data: bytes, environ: "dict[str, str] | os._Envir
         b"state=" + os.fsencode(state),
         b"len=%d" % len(data),
     ]
+    if note:
+        fields.append(b"note=1")
     return b"\0".join(fields) + b"\0\0" + data
 
 
@@ -150,9 +176,10 @@ def exchange(sock: "object", payload: bytes) -> "tuple[bool, bytes | None]":
     return True, (got[1:] if got[:1] == b"0" else None)
 
 
-def start_resident(folder: str, key: str) -> None:
+def start_resident(folder: str, key: str, listen: "list[str] | None" = None) -> None:
     """Start the resident capture process, detached (a session of its own, standard
-    streams on ``/dev/null``, no other inherited descriptor); never raises."""
+    streams on ``/dev/null``, no other inherited descriptor), with ``listen`` (``--http
+    PORT --state DIR``) when it is to listen for HTTP hooks at once; never raises."""
     try:
         pid = os.fork()
     except OSError:
@@ -168,7 +195,16 @@ def start_resident(folder: str, key: str) -> None:
         os.chdir("/")
         os.execv(  # noqa: S606 - this interpreter, with this file: no shell
             sys.executable,
-            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--serve", folder, key],
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                os.path.abspath(__file__),
+                "--serve",
+                folder,
+                key,
+                *(listen or []),
+            ],
         )
     finally:
         os._exit(0)
@@ -176,13 +212,62 @@ def start_resident(folder: str, key: str) -> None:
 
 def capture_here(args: "list[str]", data: bytes, *, retry: bool) -> int:
     """Capture the event in this process, as ``agc hook`` does (see
-    :func:`agc.cli.hook.run`)."""
+    :func:`agc.cli.hook.run`); for an HTTP-hooked session (``--http``), saying that no
+    resident process listened (:data:`UNHEARD`)."""
     import io  # noqa: PLC0415
 
     load_site()
     from agc.cli.hook import run  # noqa: PLC0415
 
-    return run(args, stdin=io.BytesIO(data), retry=retry)
+    unheard = UNHEARD if http_port(args) is not None else None
+    return run(args, stdin=io.BytesIO(data), retry=retry, unheard=unheard)
+
+
+def http_port(args: "list[str]") -> "str | None":
+    """The ``--http PORT`` of the command line (``--http=PORT`` too), ``None`` when none."""
+    for index, word in enumerate(args):
+        if word == "--http" and index + 1 < len(args):
+            return args[index + 1]
+        if word.startswith("--http="):
+            return word.partition("=")[2]
+    return None
+
+
+def state_dir(environ: "dict[str, str] | os._Environ[str]") -> str:
+    """``$XDG_STATE_HOME`` when absolute, else ``~/.local/state``."""
+    state = environ.get("XDG_STATE_HOME", "")
+    if state and os.path.isabs(state):
+        return state
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".local", "state")
+
+
+def await_resident(args: "list[str]", data: bytes) -> None:
+    """For an HTTP-hooked session (``--http``): wait (at most :data:`START_WAIT_S`) for the
+    resident process to answer, then tell it the event's session is heard from now on
+    (``note=1``); never raises."""
+    if http_port(args) is None:
+        return
+    import time  # noqa: PLC0415
+
+    folder = socket_dir(os.environ)
+    if folder is None:
+        return
+    import _socket  # noqa: PLC0415
+
+    path = os.path.join(folder, installation_key() + ".sock")
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(TAKE_WAIT_S)
+            sock.connect(path)
+            exchange(sock, request(args, data, os.environ, note=True))
+            return
+        except OSError:
+            time.sleep(0.02)
+        finally:
+            sock.close()
 
 
 def load_site() -> None:
@@ -197,7 +282,7 @@ def load_site() -> None:
 
 def main(argv: "list[str]") -> int:
     """The hook command (see the module docstring); returns 0."""
-    if argv[:1] == ["--serve"] and len(argv) == 3:
+    if argv[:1] == ["--serve"] and len(argv) in (3, 7):
         # The resident process: agc.cli._hookserve reads this module's constants, so it
         # is loaded by name here, once the installation's packages are importable.
         import importlib  # noqa: PLC0415
@@ -213,7 +298,9 @@ def main(argv: "list[str]") -> int:
     except Exception:  # a bug here must not cost the event: it is captured here
         taken, answer = False, None
     if answer is None:
-        return capture_here(argv, data, retry=taken)
+        capture_here(argv, data, retry=taken)
+        await_resident(argv, data)
+        return 0
     if answer:
         _say(answer)
     return 0
@@ -231,16 +318,18 @@ def through_resident(argv: "list[str]", data: bytes) -> "tuple[bool, bytes | Non
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(TAKE_WAIT_S)
+        port = http_port(argv)
+        listen = None if port is None else ["--http", port, "--state", state_dir(os.environ)]
         try:
             sock.connect(os.path.join(folder, key + ".sock"))
         except OSError:
-            start_resident(folder, key)
+            start_resident(folder, key, listen)
             return False, None
         taken, answer = exchange(sock, request(argv, data, os.environ))
     finally:
         sock.close()
     if answer is None:
-        start_resident(folder, key)  # it died, or runs an older agc (or is stuck)
+        start_resident(folder, key, listen)  # it died, or runs an older agc (or is stuck)
     return taken, answer
 
 

@@ -18,28 +18,39 @@ naming the run when the bytes that came name the session), so the run is never
 ``complete``. A request whose first fields did not come names no store: nothing can be
 kept for it.
 
-The process exits after ``idle_s`` seconds without a request, or at once when a file of
-agc it loaded has changed (an upgrade: the next hook starts a resident of the new agc);
-a capture under way is finished first.
+The process exits after ``idle_s`` seconds without a request (but not while a session
+that sends HTTP hooks is in a turn: :meth:`~agc.cli._hookhttp.HookListener.holding`),
+or at once when a file of agc it loaded has changed (an upgrade: the next hook starts a
+resident of the new agc); a capture under way is finished first.
+
+A request whose arguments name ``--http PORT`` (a synchronous event of a Claude Code
+session whose tool events ``agc hooks install`` sends over HTTP) makes the process
+listen on ``127.0.0.1:PORT`` (:class:`~agc.cli._hookhttp.HookListener`, with the
+secret kept under the hook's ``$XDG_STATE_HOME``) before its event is captured, with
+what the listener may have missed since the session's previous event. Every capture,
+of the socket and of HTTP, runs in one queue, in arrival order (:class:`Captures`): a
+session's ``Stop`` is captured after the tool events that came before it.
 """
 
 import contextlib
 import fcntl
 import os
-import re
+import queue
 import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Final
 
-from agc.cli._hookclient import IDLE_S, PROTOCOL
+from agc.capture import http_settings_path, read_http_hook
+from agc.cli._hookclient import IDLE_S, PROTOCOL, http_port
+from agc.cli._hookhttp import HookListener, event_names
 
-__all__ = ["answer", "main", "serve"]
+__all__ = ["Captures", "Listeners", "answer", "main", "serve"]
 
 _READ_S: Final = 5.0  # a hook process sends its event at once; a slower one is stuck
 _POLL_S: Final = 5.0
-_SESSION: Final = re.compile(rb'"session_id"\s*:\s*("(?:[^"\\]|\\.){1,400}")')
 
 
 def main(argv: list[str]) -> int:
@@ -47,7 +58,10 @@ def main(argv: list[str]) -> int:
     ``FOLDER/KEY.lock`` (exit at once when another resident process holds it), then
     :func:`serve` ``FOLDER/KEY.sock`` for :data:`~agc.cli._hookclient.IDLE_S` idle
     seconds; returns 0."""
-    folder, key = argv
+    folder, key = argv[:2]
+    listen = None
+    if argv[2:3] == ["--http"] and argv[4:5] == ["--state"] and len(argv) == 6:
+        listen = (argv[3], argv[5])
     try:
         lock = os.open(os.path.join(folder, key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -56,7 +70,7 @@ def main(argv: list[str]) -> int:
     os.ftruncate(lock, 0)
     os.write(lock, b"%d\n" % os.getpid())  # who serves: for `kill`
     _load()
-    return serve(os.path.join(folder, key + ".sock"), idle_s=IDLE_S)
+    return serve(os.path.join(folder, key + ".sock"), idle_s=IDLE_S, listen=listen)
 
 
 def _load() -> None:
@@ -71,11 +85,140 @@ def _load() -> None:
     ).to_record()
 
 
-def serve(path: str, *, idle_s: float, stop: threading.Event | None = None) -> int:
+class Captures:
+    """The one queue every capture of the process runs in, in arrival order, in one
+    thread (the working folder is the capture's meanwhile)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._worker = threading.Thread(target=self._work, daemon=True)
+        self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job()
+            except Exception:  # noqa: S110 - capture keeps its failures; a bug ends nothing
+                pass
+            finally:
+                self._queue.task_done()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Queue ``job``; returns at once."""
+        self._queue.put(job)
+
+    def run(self, job: Callable[[], str]) -> str:
+        """Queue ``job`` and wait for it; what it returned (``""`` when it raised)."""
+        done = threading.Event()
+        said: list[str] = []
+
+        def wrapped() -> None:
+            try:
+                said.append(job())
+            finally:
+                done.set()
+
+        self.submit(wrapped)
+        done.wait()
+        return said[0] if said else ""
+
+    @property
+    def busy(self) -> bool:
+        """Whether a capture is queued or under way."""
+        return self._queue.unfinished_tasks > 0
+
+    def capture(
+        self,
+        args: list[str],
+        data: bytes,
+        origin: tuple[str, str, str],
+        unheard: str | None = None,
+    ) -> str:
+        """:func:`agc.cli.hook.capture` in the queue, from the hook's working folder;
+        waits for it."""
+        return self.run(lambda: _capture(args, data, origin, unheard))
+
+    def capture_later(self, args: list[str], data: bytes, origin: tuple[str, str, str]) -> None:
+        """:func:`agc.cli.hook.capture` in the queue; returns at once."""
+
+        def job() -> None:
+            _capture(args, data, origin, None)
+
+        self.submit(job)
+
+
+def _capture(
+    args: list[str], data: bytes, origin: tuple[str, str, str], unheard: str | None
+) -> str:
+    from agc.cli.hook import capture  # noqa: PLC0415 - loaded by main already
+
+    with contextlib.suppress(OSError):
+        os.chdir(origin[0])  # a relative path in the event is the hook's
+    return capture(args, data, origin=origin, unheard=unheard)
+
+
+class Listeners:
+    """The process's HTTP listeners, by port (see :mod:`agc.cli._hookhttp`)."""
+
+    def __init__(self, captures: Captures) -> None:
+        self._captures = captures
+        self._ports: dict[int, HookListener] = {}
+        self._problems: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self, port: int, origin: tuple[str, str, str]) -> HookListener | str:
+        """The listener of ``port``, started when it is not yet, with the secret kept
+        under the hook's state folder (``origin[2]``); why there is none, in words,
+        when no secret is kept for this port there."""
+        state = {"XDG_STATE_HOME": origin[2]}
+        kept = read_http_hook(state)
+        with self._lock:
+            if kept is None or kept.port != port:
+                return (
+                    f"no secret of agc's HTTP hooks on port {port} is kept in "
+                    f"{http_settings_path(state)} (or another user may read it): "
+                    "run `agc hooks install --client claude-code` again"
+                )
+            listener = self._ports.get(port)
+            if listener is None or listener.problem is not None:
+                listener = HookListener(port, kept.secret, origin, self._captures.capture_later)
+                listener.start()
+                self._ports[port] = listener
+            else:
+                listener.update(kept.secret, origin)
+            return listener
+
+    def holding(self) -> bool:
+        with self._lock:
+            return any(listener.holding() for listener in self._ports.values())
+
+    def stop(self) -> None:
+        with self._lock:
+            for listener in self._ports.values():
+                listener.stop()
+
+
+def serve(
+    path: str,
+    *,
+    idle_s: float,
+    stop: threading.Event | None = None,
+    listen: tuple[str, str] | None = None,
+) -> int:
     """Serve the Unix socket ``path`` (made mode 0600; its folder is the user's alone)
-    until ``idle_s`` seconds pass without a request, or ``stop`` is set (what serves
-    it in a thread ends it so; the captures under way are finished first); returns 0."""
+    until ``idle_s`` seconds pass without a request (and no HTTP-hooked session is in a
+    turn), or ``stop`` is set (what serves it in a thread ends it so; the captures under
+    way are finished first); ``listen``: ``(port, state folder)`` to listen on at once,
+    before the socket (a hook that started this process waits for the socket); returns
+    0."""
     stamps = _agc_files()
+    captures = Captures()
+    listeners = Listeners(captures)
+    if listen is not None and listen[0].isdigit():
+        home = os.environ.get("HOME") or os.path.expanduser("~")
+        default = os.environ.get("AGC_HOME") or os.path.join(home, ".agc")
+        listeners.ensure(int(listen[0]), ("/", default, listen[1]))
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a resident that was killed left it: the lock says none runs
@@ -87,7 +230,6 @@ def serve(path: str, *, idle_s: float, stop: threading.Event | None = None) -> i
     server.listen(128)
     mine = os.stat(path).st_ino
     server.settimeout(min(idle_s, _POLL_S if stop is None else 0.05))
-    turn = threading.Lock()
     workers: list[threading.Thread] = []
     last = time.monotonic()
     try:
@@ -97,14 +239,15 @@ def serve(path: str, *, idle_s: float, stop: threading.Event | None = None) -> i
             except TimeoutError:
                 workers = [w for w in workers if w.is_alive()]
                 stopped = stop is not None and stop.is_set()
-                if not workers and (stopped or time.monotonic() - last > idle_s):
+                idle = time.monotonic() - last > idle_s and not listeners.holding()
+                if not workers and not captures.busy and (stopped or idle):
                     break
                 continue
             last = time.monotonic()
             if _changed(stamps):
                 conn.close()  # no answer: the hook captures it, and starts a new resident
                 break
-            worker = threading.Thread(target=answer, args=(conn, turn), daemon=True)
+            worker = threading.Thread(target=answer, args=(conn, captures, listeners), daemon=True)
             worker.start()
             workers.append(worker)
     finally:
@@ -114,14 +257,14 @@ def serve(path: str, *, idle_s: float, stop: threading.Event | None = None) -> i
         server.close()
         for worker in workers:
             worker.join()
+        captures.run(lambda: "")  # what HTTP queued before is captured
+        listeners.stop()
     return 0
 
 
-def answer(conn: socket.socket, turn: threading.Lock) -> None:
-    """Read one request from ``conn``, capture it (holding ``turn``) and answer; closes
-    ``conn``. Never raises."""
-    from agc.cli.hook import capture  # noqa: PLC0415 - loaded by main already
-
+def answer(conn: socket.socket, captures: Captures, listeners: Listeners | None = None) -> None:
+    """Read one request from ``conn``, capture it (in ``captures``' queue) and answer;
+    closes ``conn``. Never raises."""
     with conn:
         try:
             conn.settimeout(_READ_S)
@@ -131,7 +274,7 @@ def answer(conn: socket.socket, turn: threading.Lock) -> None:
         head, data, want = got
         if head is None:
             return
-        args, origin = head
+        args, origin, note = head
         if len(data) < want:
             _keep_cut(args, origin, data, want)
             return
@@ -145,19 +288,27 @@ def answer(conn: socket.socket, turn: threading.Lock) -> None:
         if go != b"G":
             _keep_cut(args, origin, data, want)
             return
-        with turn:  # one capture at a time: the working folder is the hook's meanwhile
-            with contextlib.suppress(OSError):
-                os.chdir(origin[0])  # a relative path in the event is the hook's
-            said = capture(args, data, origin=origin)
+        port = http_port(args)
+        listener: HookListener | str | None = None
+        if listeners is not None and port is not None and port.isdigit():
+            listener = listeners.ensure(int(port), origin)
+        session, hook = event_names(data) if port is not None else (None, None)
+        said = ""
+        if isinstance(listener, HookListener):
+            if not note:
+                said = captures.capture(args, data, origin, listener.unheard(session))
+            listener.note(session, hook)
+        elif not note:
+            said = captures.capture(args, data, origin, listener)
         with contextlib.suppress(OSError):
             conn.sendall(b"0" + said.encode("utf-8", "replace"))
 
 
 def _receive(
     conn: socket.socket,
-) -> tuple[tuple[list[str], tuple[str, str, str]] | None, bytes, int]:
-    """``((args, origin), event bytes, length announced)``; ``(None, b"", 0)`` when the
-    fields did not all come or are not this protocol's."""
+) -> tuple[tuple[list[str], tuple[str, str, str], bool] | None, bytes, int]:
+    """``((args, origin, note), event bytes, length announced)``; ``(None, b"", 0)``
+    when the fields did not all come or are not this protocol's."""
     buffer = bytearray()
     end = -1
     while end < 0:
@@ -189,40 +340,21 @@ def _receive(
         if not chunk:
             break
         data += chunk
-    return (args, origin), bytes(data[:want]), want
+    return (args, origin, named.get("note") == "1"), bytes(data[:want]), want
 
 
 def _keep_cut(args: list[str], origin: tuple[str, str, str], data: bytes, want: int) -> None:
     """Keep the failure of an event the hook process did not hand over whole (see the
     module docstring)."""
-    from agc.capture import run_id_for  # noqa: PLC0415
-    from agc.cli.hook import _parse  # noqa: PLC0415
-    from agc.errors import AgcError  # noqa: PLC0415
-    from agc.flows import parse_json, record_capture_failure  # noqa: PLC0415
+    from agc.cli.hook import keep_failure  # noqa: PLC0415 - loaded by main already
 
-    client, store, _ = _parse(args)
-    cwd, default, state = origin
-    store = store or default
-    if "://" not in store:
-        store = os.path.join(cwd, store)
-    run_id = None
-    found = _SESSION.search(data)
-    if client is not None and found is not None:
-        with contextlib.suppress(AgcError, ValueError, TypeError):
-            session = parse_json(found.group(1))
-            if isinstance(session, str):
-                run_id = run_id_for(client, session)
-    record_capture_failure(
-        store=store,
-        code="hook-event-invalid",
-        message=(
-            f"the hook process stopped after handing over {len(data):,} of the event's "
-            f"{want:,} bytes, before it said go (it was killed, or its client timed it "
-            "out); the event was not captured"
-        ),
-        client=client or "unknown",
-        run_id=run_id,
-        environ={"XDG_STATE_HOME": state},
+    keep_failure(
+        args,
+        origin,
+        data,
+        f"the hook process stopped after handing over {len(data):,} of the event's "
+        f"{want:,} bytes, before it said go (it was killed, or its client timed it "
+        "out); the event was not captured",
     )
 
 

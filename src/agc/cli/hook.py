@@ -9,14 +9,18 @@ and every problem, a bad argument included, is kept as a capture failure for
 ``agc hooks status`` and ``agc-verify`` and said in one line on stderr.
 """
 
+import contextlib
 import os
+import re
 import sys
 from typing import Annotated, BinaryIO, Final
 
 from agc.capture import CLIENTS, MAX_HOOK_EVENT_BYTES, ClientName
 from agc.flows import capture_hook_event, record_capture_failure
 
-__all__ = ["HOOK_HELP", "register", "run"]
+__all__ = ["HOOK_HELP", "keep_failure", "register", "run"]
+
+_SESSION: Final = re.compile(rb'"session_id"\s*:\s*("(?:[^"\\]|\\.){1,400}")')
 
 HOOK_HELP: Final = """Capture one client hook event into its session's run (always exits 0).
 
@@ -36,13 +40,15 @@ Examples:
 
 
 def _parse(args: list[str]) -> tuple[ClientName | None, str | None, str | None]:
-    """``(client, store, problem)`` from ``--client X [--store S]`` (``--opt=value`` too)."""
+    """``(client, store, problem)`` from ``--client X [--store S] [--http PORT]``
+    (``--opt=value`` too; ``--http``: the port agc's HTTP hooks of the session go to,
+    read by the hook client, see :mod:`agc.cli._hookclient`)."""
     values: dict[str, str] = {}
     rest = list(args)
     while rest:
         word = rest.pop(0)
         name, eq, value = word.partition("=")
-        if name not in {"--client", "--store"}:
+        if name not in {"--client", "--store", "--http"}:
             return None, values.get("--store"), f"unknown argument {word!r}"
         if not eq:
             if not rest:
@@ -50,6 +56,9 @@ def _parse(args: list[str]) -> tuple[ClientName | None, str | None, str | None]:
             value = rest.pop(0)
         values[name] = value
     client, store = values.get("--client"), values.get("--store")
+    port = values.get("--http")
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        return None, store, f"--http {port!r} is not a TCP port (1-65535)"
     if client is None:
         return None, store, "--client is required"
     for known in CLIENTS:
@@ -69,14 +78,20 @@ def _read_event(stdin: BinaryIO | None) -> bytes:
         return b""
 
 
-def run(args: list[str], *, stdin: BinaryIO | None = None, retry: bool = False) -> int:
+def run(
+    args: list[str],
+    *,
+    stdin: BinaryIO | None = None,
+    retry: bool = False,
+    unheard: str | None = None,
+) -> int:
     """``agc hook ARGS``: capture the event on ``stdin`` (default: the process's stdin);
-    ``retry``: see :func:`agc.flows.capture_hook_event`.
+    ``retry`` and ``unheard``: see :func:`agc.flows.capture_hook_event`.
 
     Returns 0, always (see the module docstring)."""
     if stdin is None:
         stdin = sys.stdin.buffer if sys.stdin is not None else None
-    message = capture(args, _read_event(stdin), retry=retry)
+    message = capture(args, _read_event(stdin), retry=retry, unheard=unheard)
     if message:
         _say(message)
     return 0
@@ -88,6 +103,7 @@ def capture(
     *,
     retry: bool = False,
     origin: tuple[str, str, str] | None = None,
+    unheard: str | None = None,
 ) -> str:
     """Capture one event for the command line ``agc hook ARGS``; the line to say on
     stderr (empty when nothing failed). Never raises.
@@ -96,7 +112,8 @@ def capture(
     captures for it (the resident capture process): its working folder (a relative
     ``--store`` is taken from there), the store when ``--store`` names none
     (``$AGC_HOME``, else ``~/.agc``, in the hook's environment) and its
-    ``$XDG_STATE_HOME`` folder (the fallback failure file)."""
+    ``$XDG_STATE_HOME`` folder (the fallback failure file). ``unheard``: see
+    :func:`agc.flows.capture_hook_event`."""
     client, store, problem = _parse(args)
     environ = None
     if origin is not None:
@@ -113,12 +130,44 @@ def capture(
             environ=environ,
         )
     else:
-        outcome = capture_hook_event(client, data, store=store, environ=environ, retry=retry)
+        outcome = capture_hook_event(
+            client, data, store=store, environ=environ, retry=retry, unheard=unheard
+        )
     failure = outcome.failure
     if failure is None:
         return ""
     where = f"kept in {outcome.kept_at}" if outcome.kept_at else "could not be kept anywhere"
     return f"agc hook: event not captured whole: {failure.message} ({where})\n"
+
+
+def keep_failure(args: list[str], origin: tuple[str, str, str], data: bytes, message: str) -> None:
+    """Keep a ``hook-event-invalid`` failure of an event that is not captured, for the
+    store ``args`` and ``origin`` name, naming the run when the bytes that came name the
+    session. Never raises."""
+    from agc.capture import run_id_for  # noqa: PLC0415
+    from agc.errors import AgcError  # noqa: PLC0415
+    from agc.flows import parse_json  # noqa: PLC0415
+
+    client, store, _ = _parse(args)
+    cwd, default, state = origin
+    store = store or default
+    if "://" not in store:
+        store = os.path.join(cwd, store)
+    run_id = None
+    found = _SESSION.search(data)
+    if client is not None and found is not None:
+        with contextlib.suppress(AgcError, ValueError, TypeError):
+            session = parse_json(found.group(1))
+            if isinstance(session, str):
+                run_id = run_id_for(client, session)
+    record_capture_failure(
+        store=store,
+        code="hook-event-invalid",
+        message=message,
+        client=client or "unknown",
+        run_id=run_id,
+        environ={"XDG_STATE_HOME": state},
+    )
 
 
 def _say(text: str) -> None:

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 import typer
 
 from agc.capture import (
+    BACKGROUND_EVENTS,
+    CLIENT_EVENTS,
     CLIENTS,
     ClientHooks,
     ClientName,
@@ -22,7 +24,9 @@ from agc.capture import (
     find_codex,
     hook_client_command,
     hook_command,
+    http_settings_path,
     install_hooks,
+    keep_http_hook,
     uninstall_hooks,
 )
 from agc.cli.common import EPILOG, emit_json, err_console, new_app, write_lines
@@ -142,16 +146,28 @@ def install_command(
             show_default=False,
         ),
     ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            help="Claude Code, user scope: the port on 127.0.0.1 its tool events are sent "
+            "to (default: the one chosen at the first install, a free one then).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Add agc's capture hook to the client's own hook configuration.
 
     The hook is agc's hook client (`PYTHON -I -S …/agc/cli/_hookclient.py --client
     CLIENT`), which hands each event to a resident agc capture process, or with --agc,
-    `AGC hook --client CLIENT`. One handler for every event agc captures, after your own
-    hooks, which are kept; the file is backed up (FILE.agc-backup-TIME) before it is
-    changed, and a file that is not valid in the client's format is refused (exit 2)
-    with nothing written. Installing
+    `AGC hook --client CLIENT`. For Claude Code (user scope, the hook client) the
+    per-tool-call events are HTTP hooks to agc's resident capture process on
+    127.0.0.1 (authenticated by a secret kept in $XDG_STATE_HOME/agc/hook-http.json;
+    the settings file is made readable by you alone). One handler for every event agc
+    captures, after your own hooks, which are kept; the file is backed up
+    (FILE.agc-backup-TIME) before it is changed, and a file that is not valid in the
+    client's format is refused (exit 2) with nothing written. Installing
     again changes nothing, or only the command. For Codex the hooks are also trusted in
     $CODEX_HOME/config.toml (the digest Codex's own /hooks review writes), so Codex runs
     them; when a codex program is found it is asked (hooks/list) whether it will.
@@ -183,17 +199,45 @@ def install_command(
             raise StoreError(
                 f"--store {store}: cannot create the folder: {exc.strerror or exc}"
             ) from exc
+    over_http = client == "claude-code" and scope == "user" and agc is None
+    if port is not None and not over_http:
+        raise UsageError(
+            "--port is for Claude Code's HTTP hooks (--client claude-code --scope user, "
+            "without --agc)"
+        )
     before = check_hooks(client, scope, project=project)
+    http = keep_http_hook(port=port) if over_http else None
     if agc is not None:
         command = hook_command(_agc_executable(agc), client, store=target)
     else:
-        command = hook_client_command(sys.executable, str(HOOK_CLIENT_SCRIPT), client, store=target)
+        command = hook_client_command(
+            sys.executable,
+            str(HOOK_CLIENT_SCRIPT),
+            client,
+            store=target,
+            http_port=None if http is None else http.port,
+        )
     program = _codex_program(codex) if client == "codex" else None
-    change = install_hooks(client, scope, command=command, project=project, codex=program)
+    change = install_hooks(
+        client,
+        scope,
+        command=command,
+        project=project,
+        codex=program,
+        http=None if http is None else http.handler(client, target),
+    )
     if as_json:
         emit_json(change.to_dict())
     else:
         _print_change(change)
+        if http is not None:
+            events = ", ".join(e for e in CLIENT_EVENTS[client] if e in BACKGROUND_EVENTS[client])
+            write_lines(
+                [
+                    f"HTTP hooks ({events}): http://127.0.0.1:{http.port}/agc-hook "
+                    f"(secret kept in {http_settings_path()})"
+                ]
+            )
     if before.command is not None and before.store != target:
         err_console.print(
             f"note: the hook now writes to {target or 'the default store'}; it wrote to "
@@ -240,6 +284,8 @@ def _status_lines(status: ClientHooks, store: str | None = None) -> list[str]:
         lines.append(f"  events: {', '.join(status.events)}")
         if status.background:
             lines.append(f"  in the background: {', '.join(status.background)}")
+        if status.http:
+            lines.append(f"  over HTTP to 127.0.0.1:{status.port}: {', '.join(status.http)}")
         if status.outdated:
             lines.append(
                 "  note: agc's hooks are not installed as this agc installs them "

@@ -93,8 +93,6 @@ def cross_check_capture(
         recorded += parser.finish()
     except (AgcError, OSError, ValueError):
         return report  # a record agc cannot read is the verifier's finding, not this one's
-    findings = [_finding(d) for d in compare_calls(hooked, recorded)]
-    findings += [_unreadable(number) for number in unreadable]
     # A record names its hook beside its failure: both make the failure's key.
     recorded_failures = [
         {**failure, "hook": record.get("hook")}
@@ -102,6 +100,9 @@ def cross_check_capture(
         if record.get("event") == "capture-failed"
         and isinstance(failure := record.get("failure"), dict)
     ]
+    unheard = any(f.get("code") == _UNHEARD for f in recorded_failures)
+    findings = [_finding(d, unheard=unheard) for d in compare_calls(hooked, recorded)]
+    findings += [_unreadable(number) for number in unreadable]
     findings += [_changed(f) for f in recorded_failures if f.get("code") == _CHANGED]
     report = _with_failures(report, store, recorded_failures)
     if not findings:
@@ -203,7 +204,15 @@ def _unreadable(line: int) -> Finding[Any]:
     )
 
 
-def _finding(divergence: Divergence) -> Finding[Any]:
+_UNHEARD: Final = "hook-events-unheard"
+"""The failure code of a session whose hook events sent over HTTP may have been lost."""
+
+
+def _finding(divergence: Divergence, *, unheard: bool = False) -> Finding[Any]:
+    """The finding of one divergence; with ``unheard`` (the run holds a
+    ``hook-events-unheard`` failure: agc's listener was not up for part of the
+    session), a call the session file has and the hooks never saw is ``hooks-stopped``
+    (unwitnessed, its capture failed), not ``transcript-diverges`` (an edit)."""
     witness = {"missing-from-transcript": "hooks", "input-differs": "both"}.get(
         divergence.kind, "transcript"
     )
@@ -219,6 +228,12 @@ def _finding(divergence: Divergence) -> Finding[Any]:
         # Calls after the hooks' last event, in a session they were not seen to stop:
         # unwitnessed, not shown edited.
         return Finding("hooks-stopped", divergence.describe(), **where)
+    if unheard and divergence.kind == "unseen-by-hooks":
+        said = (
+            f"{divergence.describe()}; agc's listener for the hooks was not up for part "
+            f"of the session ({_UNHEARD}), so the hooks may have sent it unheard"
+        )
+        return Finding("hooks-stopped", said, **where)
     return Finding("transcript-diverges", divergence.describe(), **where)
 
 

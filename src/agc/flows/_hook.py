@@ -77,6 +77,7 @@ from agc.capture import (
 from agc.errors import (
     AgcError,
     ArtifactSealedError,
+    HookEventsUnheardError,
     InputError,
     RunLockedError,
     SessionFileChangedError,
@@ -193,6 +194,7 @@ def capture_hook_event(
     clock: Callable[[], int] = unix_ms,
     environ: Mapping[str, str] | None = None,
     retry: bool = False,
+    unheard: str | None = None,
 ) -> HookOutcome:
     """Append one hook event to its session's run; seal the run at the session's end.
 
@@ -207,6 +209,13 @@ def capture_hook_event(
             and stopped before it answered): it is not appended again when the run's
             last record is this same record (every member but the writer's ``seq``,
             ``ts`` and ``run_id`` equal).
+        unheard: why events the client sent over HTTP since the session's previous
+            event may not have been heard (no listener was up throughout), ``None``
+            when one was. For an event that is not a tool call or result, in a session
+            whose turn was running (its last event was not its start, a stop or its
+            end), a ``hook-events-unheard`` failure is kept and written into the run
+            before the event, so the run is never complete and a call its transcript
+            holds that the hooks never saw reads as unheard, not as an edit.
 
     Returns:
         What was done. Never raises on the event or the store (see the module
@@ -219,7 +228,9 @@ def capture_hook_event(
         folder = Path(str(store))
         return _failed(state, folder, exc.code, exc.message, clock, environ)
     try:
-        return _capture(client, state, data, folder, lock_wait_ms, retry=retry)
+        return _capture(
+            client, state, data, folder, lock_wait_ms, retry=retry, unheard=unheard, clock=clock
+        )
     except SessionFileChangedError as exc:  # already recorded in the run, and sealed
         return _failed(state, folder, exc.code, exc.message, clock, environ, in_run=True)
     except AgcError as exc:
@@ -250,6 +261,8 @@ def _capture(
     lock_wait_ms: int,
     *,
     retry: bool = False,
+    unheard: str | None = None,
+    clock: Callable[[], int] = unix_ms,
 ) -> HookOutcome:
     event = parse_hook_event(client, data)
     record = event.record
@@ -259,12 +272,26 @@ def _capture(
         _make_store(folder)
     state.session_id = record.session_id
     writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
+    gap = None
     try:
         fields = record.to_record()
         # Asked before any pending failure is carried in: a retried event already appended
         # is the run's last record until something else is written after it.
         already = retry and _is_last_record(writer.path, fields)
         _carry_pending(writer, run_id, client, record.session_id, folder)
+        if unheard is not None and record.event not in _TOOL_KINDS and _in_turn(writer.path):
+            gap = CaptureFailure(
+                ts=clock(),
+                store=str(folder),
+                client=client,
+                run_id=run_id,
+                hook=record.hook,
+                code=HookEventsUnheardError.code,
+                message=f"{unheard}: tool events of the session before this "
+                f"{record.hook or record.event} event may be lost",
+            )
+            writer.write(_failure_record(gap, client, record.session_id))
+            writer.checkpoint()
         if not already:
             writer.write(fields)
             writer.checkpoint()
@@ -293,7 +320,40 @@ def _capture(
             )
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
+    if gap is not None:
+        kept = _keep(gap, folder / CAPTURE_FAILURES)
+        return HookOutcome(
+            state.client,
+            run_id,
+            record.event,
+            appended=True,
+            sealed=sealed,
+            failure=gap,
+            kept_at=kept,
+        )
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
+
+
+_TOOL_KINDS: Final = frozenset({"call", "result"})
+_AT_REST: Final = frozenset({"session-start", "stop", "session-end"})
+"""The events after which no tool event fires before the next synchronous one."""
+
+
+def _in_turn(path: Path) -> bool:
+    """Whether the session's last event in the tool-events file ``path`` (agc's own
+    ``sealed`` and ``capture-failed`` records aside) leaves a turn running: one that is
+    not the session's start, a stop or its end; ``False`` when it holds none."""
+    last = None
+    for line in _lines(path):
+        if b'"event":"sealed"' not in line and b'"event":"capture-failed"' not in line:
+            last = line
+    if last is None:
+        return False
+    try:
+        stored = loads(last)
+    except AgcError:
+        return True
+    return not (isinstance(stored, dict) and stored.get("event") in _AT_REST)
 
 
 def _is_last_record(path: Path, fields: Mapping[str, Any]) -> bool:

@@ -1,0 +1,210 @@
+"""agc's HTTP hooks for Claude Code: the URL, the secret, and where both are kept.
+
+Claude Code can send a hook event as an HTTP ``POST`` of the event JSON to a URL instead
+of starting a command (its hooks reference: a handler ``{"type": "http", "url": …,
+"headers": {…}, "timeout": …}``; a ``2xx`` answer with an empty body is a success that
+decides nothing; a refused connection or another status is a non-blocking error, and
+the client goes on). A request to agc's resident capture process, already running,
+costs the client far less than a process per tool call, so ``agc hooks install
+--client claude-code`` (user scope, agc's hook client) sends the per-tool-call events
+(:data:`~agc.capture.BACKGROUND_EVENTS`) so:
+
+* to ``http://127.0.0.1:<port>/agc-hook?client=claude-code[&store=<store>]``: loopback
+  only; the port is chosen at the first install (``--port``, else a free port below
+  the kernel's ephemeral range, so an outgoing connection never takes it) and kept;
+* with ``Authorization: Bearer <secret>``: 32 random bytes (URL-safe base64), chosen at
+  the first install and kept. Another local user can reach the port but not read the
+  secret: it is kept in ``$XDG_STATE_HOME/agc/hook-http.json`` (mode 0600, its folder
+  0700), where the resident process reads it, and in the settings file that holds the
+  header, which install makes mode 0600.
+
+The project scope keeps command hooks for every event: a project's
+``.claude/settings.json`` is usually shared (committed), and a secret in it would not
+be one.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import random
+import secrets
+import socket
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs, quote, urlsplit
+
+from agc._core.capture_failures import state_folder
+from agc._core.fs import atomic_write_bytes, write_error
+from agc.errors import UsageError
+
+__all__ = [
+    "HTTP_HOOK_PATH",
+    "HTTP_HOOK_TIMEOUT_S",
+    "HttpHook",
+    "http_hook_of",
+    "http_settings_path",
+    "is_agc_url",
+    "keep_http_hook",
+    "read_http_hook",
+]
+
+HTTP_HOOK_PATH: Final = "/agc-hook"
+"""The path of agc's hook URL."""
+
+HTTP_HOOK_TIMEOUT_S: Final = 5
+"""How long Claude Code waits for agc's listener (seconds); it answers in milliseconds,
+before the event is captured."""
+
+_PORTS: Final = (20000, 32767)  # below Linux's default ephemeral range (32768-60999)
+_HOST: Final = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class HttpHook:
+    """The port and secret of agc's HTTP hooks for one user.
+
+    Attributes:
+        port: the TCP port on 127.0.0.1.
+        secret: the bearer token (never printed).
+    """
+
+    port: int
+    secret: str
+
+    def url(self, client: str, store: str | None = None) -> str:
+        """The hook URL: ``http://127.0.0.1:<port>/agc-hook?client=<client>[&store=…]``."""
+        query = f"client={quote(client, safe='')}"
+        if store is not None:
+            query += f"&store={quote(store, safe='')}"
+        return f"http://{_HOST}:{self.port}{HTTP_HOOK_PATH}?{query}"
+
+    def handler(self, client: str, store: str | None = None) -> dict[str, Any]:
+        """Claude Code's HTTP hook handler of agc."""
+        return {
+            "type": "http",
+            "url": self.url(client, store),
+            "headers": {"Authorization": f"Bearer {self.secret}"},
+            "timeout": HTTP_HOOK_TIMEOUT_S,
+        }
+
+    def __repr__(self) -> str:  # the secret is never shown
+        return f"HttpHook(port={self.port}, secret=…)"
+
+
+def is_agc_url(url: object, client: str) -> bool:
+    """Whether ``url`` is agc's hook URL for ``client`` (any port)."""
+    if not isinstance(url, str):
+        return False
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme != "http" or parts.hostname != _HOST or port is None:
+        return False
+    if parts.path != HTTP_HOOK_PATH:
+        return False
+    return parse_qs(parts.query).get("client") == [client]
+
+
+def http_hook_of(url: str) -> tuple[int, str | None]:
+    """``(port, store)`` an agc hook URL names (``store`` ``None`` when it names none).
+
+    Raises:
+        UsageError: ``url`` is not agc's hook URL.
+    """
+    parts = urlsplit(url)
+    if parts.port is None or parts.path != HTTP_HOOK_PATH:
+        raise UsageError(f"{url} is not agc's hook URL")
+    stores = parse_qs(parts.query).get("store")
+    return parts.port, stores[0] if stores else None
+
+
+def http_settings_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/agc/hook-http.json``: where the port and secret are kept."""
+    return state_folder(environ) / "agc" / "hook-http.json"
+
+
+def read_http_hook(environ: Mapping[str, str] | None = None) -> HttpHook | None:
+    """The kept port and secret, ``None`` when the file is missing, not a regular file of
+    this user's, readable or writable by others, or not ``{"port": 1-65535, "secret":
+    "…"}``."""
+    path = http_settings_path(environ)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    port = value.get("port") if isinstance(value, dict) else None
+    secret = value.get("secret") if isinstance(value, dict) else None
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        return None
+    if not isinstance(secret, str) or not secret:
+        return None
+    return HttpHook(port, secret)
+
+
+def keep_http_hook(
+    environ: Mapping[str, str] | None = None, *, port: int | None = None
+) -> HttpHook:
+    """The port and secret of agc's HTTP hooks: those kept (:func:`read_http_hook`), with
+    ``port`` when given; a new secret and a free port when none are kept. Written (mode
+    0600, the folder made 0700) when they change.
+
+    Raises:
+        UsageError: ``port`` is not 1-65535.
+        FileWriteError: the file cannot be written.
+    """
+    if port is not None and not 0 < port < 65536:
+        raise UsageError(f"--port {port} is not a TCP port (1-65535)")
+    kept = read_http_hook(environ)
+    if kept is not None and (port is None or kept.port == port):
+        return kept
+    chosen = HttpHook(
+        port if port is not None else (kept.port if kept else _free_port()),
+        kept.secret if kept else base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+    )
+    path = http_settings_path(environ)
+    data = json.dumps({"port": chosen.port, "secret": chosen.secret}).encode() + b"\n"
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.chmod(path.parent, 0o700)
+        atomic_write_bytes(path, data, overwrite=True, mode=0o600)
+    except OSError as exc:
+        raise write_error(path, exc, doing="keep the secret of agc's HTTP hooks") from exc
+    return chosen
+
+
+def _free_port() -> int:
+    """A port of :data:`_PORTS` that nothing listens on now (the last tried when none
+    could be found)."""
+    rng = random.SystemRandom()
+    candidate = rng.randint(*_PORTS)
+    for _ in range(64):
+        candidate = rng.randint(*_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((_HOST, candidate))
+            except OSError:
+                continue
+            return candidate
+    return candidate

@@ -1,0 +1,340 @@
+"""The resident capture process's HTTP listener: Claude Code's HTTP hooks.
+
+Claude Code can send a hook event as an HTTP ``POST`` of the event JSON to a URL
+(``{"type": "http", "url": …, "headers": …, "timeout": …}``, its hooks reference):
+a request to a process that is already running costs the client far less than starting
+a hook process per tool call. ``agc hooks install --client claude-code`` sends the
+per-tool-call events (:data:`agc.capture.BACKGROUND_EVENTS`) so, to
+``http://127.0.0.1:PORT/agc-hook?client=claude-code[&store=S]`` with the header
+``Authorization: Bearer <secret>``; the session's other events stay synchronous command
+hooks (the hook client), which start the resident process and make it listen
+(:mod:`agc.cli._hookclient`).
+
+The port and the secret are chosen at install and kept for the user
+(:func:`agc.capture.keep_http_hook`: ``$XDG_STATE_HOME/agc/hook-http.json``, mode 0600);
+the resident process reads them there (:func:`agc.capture.read_http_hook`, the state
+folder of the synchronous hook that made it listen).
+
+A request is answered at once: the body is read, the event queued for capture (the one
+capture path of the socket, :func:`agc.cli.hook.capture`, in arrival order) and ``200``
+returned, so the client never waits on the store. Refused, and never captured:
+
+* another path or method: ``404`` / ``405``;
+* a missing or wrong secret (compared with :func:`hmac.compare_digest`): ``401``, before
+  the body is read: another local user cannot write into the user's store;
+* a body without ``Content-Length`` (``411``) or larger than
+  :data:`agc.capture.MAX_HOOK_EVENT_BYTES` (``413``, the connection closed unread; the
+  event's failure kept for the store, as an over-long event on the socket);
+* a request not whole within :data:`READ_S` seconds (the connection is shut: a client
+  that trickles bytes cannot hold a thread); at most :data:`MAX_CONNECTIONS` at a time;
+* a body that is byte for byte one already captured (a replay: every Claude Code event
+  names its session, event and, for a tool event, its call id): ``409``, kept as a
+  capture failure of the run.
+
+What the listener cannot hear (it was not running, or another program holds the port)
+is lost to it: the session's next synchronous event is captured with the reason
+(:attr:`HookListener.unheard`), and :func:`agc.flows.capture_hook_event` keeps a
+``hook-events-unheard`` failure when the session was in a turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import socket
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+from agc.capture import HTTP_HOOK_PATH, MAX_HOOK_EVENT_BYTES
+
+__all__ = ["MAX_CONNECTIONS", "READ_S", "HookListener", "event_names"]
+
+READ_S: Final = 5.0
+"""How long a request may take to arrive whole (seconds)."""
+
+MAX_CONNECTIONS: Final = 32
+"""Connections served at a time; more are closed at once."""
+
+SESSION_HOLD_S: Final = 3600.0
+"""How long the resident process stays for a session in a turn without an event
+(seconds): a tool call may run long, and its result must find the listener up."""
+
+_REPLAYS: Final = 4096  # digests of recent bodies remembered
+
+
+Submit = Callable[[list[str], bytes, "tuple[str, str, str]"], None]
+"""Queue one event for capture: ``(args, body, origin)`` as :func:`agc.cli.hook.capture`
+takes them."""
+
+
+class HookListener:
+    """One port's listener (see the module docstring).
+
+    Attributes:
+        port: the TCP port on 127.0.0.1.
+        problem: why it is not listening, ``None`` while it is.
+    """
+
+    def __init__(self, port: int, secret: str, origin: tuple[str, str, str], submit: Submit):
+        self.port = port
+        self.problem: str | None = "not started"
+        self._secret = secret.encode("utf-8")
+        self._origin = origin
+        self._submit = submit
+        self._lock = threading.Lock()
+        self._heard: set[str] = set()  # sessions noted while listening
+        self._open: dict[str, float] = {}  # sessions in a turn -> last event (monotonic)
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- the resident's side --------------------------------------------------------------
+
+    def start(self) -> None:
+        """Bind ``127.0.0.1:port`` and serve in a thread; :attr:`problem` says why not."""
+        try:
+            server = _Server(("127.0.0.1", self.port), _handler(self))
+        except OSError as exc:
+            self.problem = (
+                f"agc could not listen on 127.0.0.1:{self.port} ({exc.strerror or exc}): "
+                "another program holds the port"
+            )
+            return
+        self._server = server
+        self.problem = None
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        assert self._server is not None
+        try:
+            self._server.serve_forever(poll_interval=0.2)
+        except Exception as exc:  # the listener stops: every later session event says so
+            self.problem = f"agc's listener on 127.0.0.1:{self.port} stopped: {exc}"
+            raise
+        finally:
+            if self.problem is None:
+                self.problem = f"agc's listener on 127.0.0.1:{self.port} stopped"
+
+    def stop(self) -> None:
+        """Stop listening (the resident process exits)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def update(self, secret: str, origin: tuple[str, str, str]) -> None:
+        """The secret and the hook's origin the latest synchronous event of an
+        installation using this port gave."""
+        with self._lock:
+            self._secret = secret.encode("utf-8")
+            self._origin = origin
+
+    def unheard(self, session: str | None) -> str | None:
+        """Why events of ``session`` since its previous synchronous event may not have
+        been heard here, ``None`` when this listener was up throughout."""
+        if self.problem is not None:
+            return self.problem
+        with self._lock:
+            if session is not None and session in self._heard:
+                return None
+        return (
+            "agc's resident capture process, and its listener on 127.0.0.1:"
+            f"{self.port}, started after the session's previous event"
+        )
+
+    def note(self, session: str | None, hook: str | None) -> None:
+        """A synchronous event of ``session`` was captured (or noted): heard from now on;
+        in a turn until a ``Stop`` or ``SessionEnd``."""
+        if session is None or self.problem is not None:
+            return
+        with self._lock:
+            self._heard.add(session)
+            if hook in {"Stop", "SessionEnd"}:
+                self._open.pop(session, None)
+            else:
+                self._open[session] = time.monotonic()
+
+    def holding(self) -> bool:
+        """Whether a session is in a turn and sent an event within
+        :data:`SESSION_HOLD_S` seconds (the resident process then stays)."""
+        now = time.monotonic()
+        with self._lock:
+            return any(now - last < SESSION_HOLD_S for last in self._open.values())
+
+    # -- a request --------------------------------------------------------------------------
+
+    def authorized(self, header: str | None) -> bool:
+        """Whether ``header`` (``Authorization``) is ``Bearer <the secret>``."""
+        given = (header or "").encode("utf-8", "replace")
+        with self._lock:
+            expected = b"Bearer " + self._secret
+        return hmac.compare_digest(given, expected)
+
+    def take(self, query: str, body: bytes) -> int:
+        """Queue a request's event for capture; the HTTP status to answer."""
+        args = _args(query)
+        if args is None:
+            return 400
+        digest = hashlib.sha256(body).digest()
+        with self._lock:
+            origin = self._origin
+            replay = digest in self._seen
+            self._seen[digest] = None
+            if len(self._seen) > _REPLAYS:
+                self._seen.popitem(last=False)
+            session, _ = event_names(body)
+            if session is not None and session in self._open:
+                self._open[session] = time.monotonic()
+        if replay:
+            _keep(
+                args,
+                body,
+                origin,
+                "the same hook event was sent a second time over HTTP (a replay); it was "
+                "not captured again",
+            )
+            return 409
+        self._submit(args, body, origin)
+        return 200
+
+    def refuse_large(self, query: str, head: bytes, length: int) -> None:
+        """Keep the failure of an event larger than agc reads (its first bytes name the
+        run, when they name the session); it is not captured."""
+        args = _args(query)
+        if args is None:
+            return
+        with self._lock:
+            origin = self._origin
+        _keep(
+            args,
+            head,
+            origin,
+            f"a hook event of {length:,} bytes came over HTTP, more than the "
+            f"{MAX_HOOK_EVENT_BYTES:,} agc reads; it was not captured",
+        )
+
+
+def event_names(data: bytes) -> tuple[str | None, str | None]:
+    """``(session_id, hook_event_name)`` of an event's JSON, each ``None`` when absent."""
+    try:
+        value: Any = json.loads(data)
+    except ValueError:
+        return None, None
+    if not isinstance(value, dict):
+        return None, None
+    session, hook = value.get("session_id"), value.get("hook_event_name")
+    return (
+        session if isinstance(session, str) else None,
+        hook if isinstance(hook, str) else None,
+    )
+
+
+def _args(query: str) -> list[str] | None:
+    """``agc hook``'s arguments from the URL's query (``client``, ``store``)."""
+    try:
+        values = parse_qs(query, strict_parsing=False, max_num_fields=4)
+    except ValueError:
+        return None
+    client = values.get("client", [])
+    store = values.get("store", [])
+    if len(client) != 1 or len(store) > 1:
+        return None
+    return ["--client", client[0], *(["--store", store[0]] if store else [])]
+
+
+def _keep(args: list[str], data: bytes, origin: tuple[str, str, str], message: str) -> None:
+    """Keep the failure of an event that is not captured (never raises)."""
+    from agc.cli.hook import keep_failure  # noqa: PLC0415 - loaded by the resident already
+
+    keep_failure(args, origin, data, message)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True  # a listener of a resident that was killed leaves TIME_WAIT
+
+
+def _handler(listener: HookListener) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "agc-hook"
+        sys_version = ""
+        timeout = READ_S
+
+        def setup(self) -> None:
+            # One deadline for the whole request: a peer that trickles bytes is cut off.
+            self._slot = listener._slots.acquire(blocking=False)
+            self._watch = threading.Timer(READ_S, self._cut)
+            self._watch.daemon = True
+            self._watch.start()
+            super().setup()
+            if not self._slot:
+                self.close_connection = True
+
+        def _cut(self) -> None:
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+        def finish(self) -> None:
+            self._watch.cancel()
+            with contextlib.suppress(OSError):
+                super().finish()
+            if self._slot:
+                listener._slots.release()
+
+        def handle_one_request(self) -> None:
+            if not self._slot:
+                self.close_connection = True
+                return
+            with contextlib.suppress(OSError):
+                super().handle_one_request()
+
+        def _answer(self, status: int) -> None:
+            # Every answer closes its connection: a connection the client kept for a
+            # later event could be closed by the deadline as that event is sent.
+            self.send_response_only(status)
+            self.send_header("Content-Length", "0")
+            self.send_header("Connection", "close")
+            self.close_connection = True
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            url = urlsplit(self.path)
+            if url.path != HTTP_HOOK_PATH:
+                self._answer(404)
+                return
+            if not listener.authorized(self.headers.get("Authorization")):
+                self._answer(401)
+                return
+            length = self.headers.get("Content-Length")
+            if length is None or not length.isdigit():
+                self._answer(411)
+                return
+            if int(length) > MAX_HOOK_EVENT_BYTES:
+                head = self.rfile.read(min(int(length), 1 << 16))  # names the run
+                listener.refuse_large(url.query, head, int(length))
+                self._answer(413)
+                return
+            body = self.rfile.read(int(length))
+            if len(body) < int(length):
+                self.close_connection = True
+                return  # cut off (READ_S) or closed early: nothing whole to capture
+            self._answer(listener.take(url.query, body))
+
+        def do_GET(self) -> None:
+            self._answer(405)
+
+        do_PUT = do_DELETE = do_PATCH = do_HEAD = do_GET  # noqa: N815
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the resident's standard streams are /dev/null
+
+    return Handler

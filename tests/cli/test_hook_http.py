@@ -1,0 +1,316 @@
+"""The resident capture process's HTTP listener (Claude Code's HTTP hooks): only the
+holder of the secret is heard, a body is capped, a slow peer is cut off, a replay is not
+captured twice, an event is captured as the socket captures it, and what the listener
+could not hear is said at the session's next synchronous event."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agc.capture import HttpHook, keep_http_hook, run_id_for
+from agc.cli import _hookclient, _hookhttp, _hookserve
+from agc.flows import capture_failures
+from tests.conftest import examples
+
+SESSION = "0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b"
+RUN = run_id_for("claude-code", SESSION)
+
+
+def _event(name: str, index: int = 0, session: str = SESSION, **members: Any) -> bytes:
+    event: dict[str, Any] = {"session_id": session, "hook_event_name": name, "cwd": "/w"}
+    if name in {"PreToolUse", "PostToolUse"}:
+        event |= {
+            "tool_name": "Bash",
+            "tool_input": {"command": f"echo {index}"},
+            "tool_use_id": f"toolu_{index}",
+        }
+    return json.dumps(event | members).encode()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Resident:
+    """A resident capture process serving in a thread, its hook port and store."""
+
+    def __init__(self, path: Path, state: Path, store: Path, hook: HttpHook) -> None:
+        self.path, self.state, self.store, self.hook = path, state, store, hook
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=_hookserve.serve, args=(str(path),), kwargs={"idle_s": 600.0, "stop": self._stop}
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not path.exists():
+            assert time.monotonic() < deadline, "the resident process never listened"
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def args(self) -> list[str]:
+        return [
+            "--client",
+            "claude-code",
+            "--store",
+            str(self.store),
+            "--http",
+            str(self.hook.port),
+        ]
+
+    def sync(self, data: bytes) -> tuple[bool, bytes | None]:
+        """A synchronous event through the socket, as the installed command hook sends
+        it (it makes the process listen on the port, and waits for the capture)."""
+        env = {"HOME": str(self.state.parent), "XDG_STATE_HOME": str(self.state)}
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(self.path))
+        with sock:
+            return _hookclient.exchange(sock, _hookclient.request(self.args(), data, env))
+
+    def post(
+        self, data: bytes, *, secret: str | None = None, headers: dict[str, str] | None = None
+    ) -> int:
+        """POST an event as Claude Code does; the status."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.hook.port, timeout=10)
+        sent = {"Content-Type": "application/json"}
+        token = self.hook.secret if secret is None else secret
+        if token:
+            sent["Authorization"] = f"Bearer {token}"
+        sent |= headers or {}
+        try:
+            conn.request("POST", self.hook.url("claude-code", str(self.store)), data, sent)
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+def resident(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Resident]:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    store = tmp_path / "store"
+    store.mkdir()
+    hook = keep_http_hook(port=_free_port())
+    server = Resident(tmp_path / "r.sock", state, store, hook)
+    yield server
+    server.stop()
+
+
+def _records(store: Path, run: str = RUN) -> list[dict[str, Any]]:
+    path = store / "audit" / "tool-events" / f"{run}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def _client_events(store: Path, run: str = RUN) -> list[dict[str, Any]]:
+    return [r for r in _records(store, run) if r["event"] not in {"sealed", "capture-failed"}]
+
+
+def test_a_session_heard_throughout_is_captured_in_order_without_a_failure(
+    resident: Resident,
+) -> None:
+    assert resident.sync(_event("SessionStart", source="startup")) == (True, b"")
+    assert resident.sync(_event("UserPromptSubmit", prompt="go")) == (True, b"")
+    for index in range(5):
+        assert resident.post(_event("PreToolUse", index)) == 200
+        assert resident.post(_event("PostToolUse", index, tool_response={"ok": 1})) == 200
+    # The synchronous Stop is captured after every event that came before it.
+    assert resident.sync(_event("Stop")) == (True, b"")
+    hooks = [r["hook"] for r in _client_events(resident.store)]
+    assert hooks == ["SessionStart", "UserPromptSubmit"] + ["PreToolUse", "PostToolUse"] * 5 + [
+        "Stop"
+    ]
+    assert [r["call_id"] for r in _client_events(resident.store)[2:-1:2]] == [
+        f"toolu_{i}" for i in range(5)
+    ]
+    assert capture_failures(resident.store) == []
+
+
+@pytest.mark.parametrize("secret", ["", "wrong", "Bearer"])
+def test_a_request_without_the_secret_is_refused_and_nothing_is_captured(
+    resident: Resident, secret: str
+) -> None:
+    resident.sync(_event("SessionStart", source="startup"))
+    assert resident.post(_event("PreToolUse", 1), secret=secret) == 401
+    assert resident.post(_event("PreToolUse", 2), secret=resident.hook.secret + "x") == 401
+    resident.sync(_event("Stop"))
+    assert [r["hook"] for r in _client_events(resident.store)] == ["SessionStart", "Stop"]
+
+
+def test_other_paths_methods_and_unannounced_bodies_are_refused(resident: Resident) -> None:
+    resident.sync(_event("SessionStart", source="startup"))
+    conn = http.client.HTTPConnection("127.0.0.1", resident.hook.port, timeout=10)
+    auth = {"Authorization": f"Bearer {resident.hook.secret}"}
+    conn.request("GET", "/agc-hook?client=claude-code", headers=auth)
+    assert conn.getresponse().status == 405
+    conn.close()
+    conn.request("POST", "/other", b"{}", auth)
+    assert conn.getresponse().status == 404
+    conn.close()
+    # chunked: no Content-Length
+    conn.putrequest("POST", resident.hook.url("claude-code", str(resident.store)))
+    conn.putheader("Authorization", auth["Authorization"])
+    conn.putheader("Transfer-Encoding", "chunked")
+    conn.endheaders()
+    conn.send(b"2\r\n{}\r\n0\r\n\r\n")
+    assert conn.getresponse().status == 411
+    conn.close()
+    resident.sync(_event("Stop"))
+    assert [r["hook"] for r in _client_events(resident.store)] == ["SessionStart", "Stop"]
+
+
+def test_a_body_over_the_cap_is_refused_unread_and_its_failure_kept(
+    resident: Resident, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_hookhttp, "MAX_HOOK_EVENT_BYTES", 1000)
+    resident.sync(_event("SessionStart", source="startup"))
+    big = _event("PostToolUse", 1, tool_response={"output": "x" * 5000})
+    assert resident.post(big) == 413
+    resident.sync(_event("Stop"))
+    assert [r["hook"] for r in _client_events(resident.store)] == ["SessionStart", "Stop"]
+    (failure,) = capture_failures(resident.store)
+    assert failure.code == "hook-event-invalid"
+    assert failure.run_id == RUN
+    assert "more than the 1,000 agc reads" in failure.message
+
+
+def test_a_peer_that_trickles_its_request_is_cut_off(
+    resident: Resident, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_hookhttp, "READ_S", 0.3)
+    resident.sync(_event("SessionStart", source="startup"))
+    with socket.create_connection(("127.0.0.1", resident.hook.port), timeout=30) as slow:
+        slow.sendall(b"POST /agc-hook?client=claude-code HTTP/1.1\r\nHost: x\r\n")
+        started = time.monotonic()
+        assert slow.recv(100) == b""  # closed by the listener, not by this timeout
+        assert time.monotonic() - started < 25
+    # and the listener still hears the client
+    assert resident.post(_event("PreToolUse", 1)) == 200
+
+
+def test_a_replayed_event_is_not_captured_twice_and_its_failure_is_kept(
+    resident: Resident,
+) -> None:
+    resident.sync(_event("SessionStart", source="startup"))
+    resident.sync(_event("UserPromptSubmit", prompt="go"))
+    event = _event("PreToolUse", 7)
+    assert resident.post(event) == 200
+    assert resident.post(event) == 409
+    resident.sync(_event("Stop"))
+    assert [r["call_id"] for r in _client_events(resident.store) if r["hook"] == "PreToolUse"] == [
+        "toolu_7"
+    ]
+    (failure,) = capture_failures(resident.store)
+    assert (failure.code, failure.run_id) == ("hook-event-invalid", RUN)
+    assert "replay" in failure.message
+
+
+def test_a_resident_started_after_the_session_s_previous_event_keeps_the_gap(
+    resident: Resident, tmp_path: Path
+) -> None:
+    resident.sync(_event("SessionStart", source="startup"))
+    resident.sync(_event("UserPromptSubmit", prompt="go"))
+    assert resident.post(_event("PreToolUse", 1)) == 200
+    resident.stop()  # the process dies mid-turn: what the client sends now is lost
+    again = Resident(tmp_path / "r2.sock", resident.state, resident.store, resident.hook)
+    try:
+        said = again.sync(_event("Stop"))
+        assert said[0]
+        assert said[1] is not None
+        assert b"before this Stop event may be lost" in said[1]  # said on stderr
+        (failure,) = capture_failures(resident.store)
+        assert failure.code == "hook-events-unheard"
+        assert "started after the session's previous event" in failure.message
+        assert "capture-failed" in {r["event"] for r in _records(resident.store)}
+        # heard from then on: the next turn is whole
+        again.sync(_event("UserPromptSubmit", prompt="more"))
+        assert again.post(_event("PreToolUse", 2)) == 200
+        assert again.sync(_event("Stop")) == (True, b"")
+        assert len(capture_failures(resident.store)) == 1
+    finally:
+        again.stop()
+        resident._stop.clear()  # the fixture stops the first one (already stopped)
+
+
+def test_a_port_another_program_holds_is_said_at_the_end_of_every_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    store = tmp_path / "store"
+    store.mkdir()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        hook = keep_http_hook(port=int(squatter.getsockname()[1]))
+        server = Resident(tmp_path / "r.sock", state, store, hook)
+        try:
+            server.sync(_event("SessionStart", source="startup"))
+            server.sync(_event("UserPromptSubmit", prompt="go"))
+            server.sync(_event("Stop"))
+        finally:
+            server.stop()
+    (failure,) = capture_failures(store)
+    assert failure.code == "hook-events-unheard"
+    assert "another program holds the port" in failure.message
+
+
+@settings(
+    max_examples=examples(15),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["PreToolUse", "PostToolUse", "PostToolUseFailure"]),
+            st.dictionaries(
+                st.sampled_from(["command", "file_path", "token", "n"]),
+                st.one_of(st.text(max_size=30), st.integers(), st.none()),
+                max_size=3,
+            ),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_an_event_over_http_is_captured_as_the_socket_captures_it(
+    resident: Resident, events: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """The same events, one session through the socket and another over HTTP: the same
+    records, but for the run and the writer's own members."""
+    over_socket = "s-" + str(time.monotonic_ns())
+    over_http = "h-" + str(time.monotonic_ns())
+    for index, (name, tool_input) in enumerate(events):
+        members = {"tool_input": tool_input, "tool_use_id": f"toolu_{index}"}
+        assert resident.sync(_event(name, index, over_socket, **members)) == (True, b"")
+        assert resident.post(_event(name, index, over_http, **members)) == 200
+    resident.sync(_event("Stop", session=over_http))  # after every HTTP event before it
+
+    def shape(session: str) -> list[dict[str, Any]]:
+        run = run_id_for("claude-code", session)
+        drop = {"ts", "seq", "run_id", "session_id", "prev", "hash"}
+        return [
+            {k: v for k, v in r.items() if k not in drop}
+            for r in _client_events(resident.store, run)
+            if r["hook"] != "Stop"
+        ]
+
+    assert shape(over_http) == shape(over_socket)
+    assert len(shape(over_http)) == len(events)
