@@ -75,7 +75,16 @@ class Resident:
 
     def sync(self, data: bytes) -> tuple[bool, bytes | None]:
         """A synchronous event through the socket, as the installed command hook sends
-        it (it makes the process listen on the port, and waits for the capture)."""
+        it (it makes the process listen on the port, and waits for the capture). A Stop
+        names the session's file, as Claude Code's does (a turn's end without one keeps a
+        failure of its own)."""
+        event = json.loads(data)
+        if event["hook_event_name"] == "Stop" and "transcript_path" not in event:
+            session_file = self.store.parent / f"{event['session_id']}.jsonl"
+            if not session_file.exists():
+                line = {"type": "user", "sessionId": event["session_id"], "message": {}}
+                session_file.write_text(json.dumps(line) + "\n", encoding="utf-8")
+            data = json.dumps(event | {"transcript_path": str(session_file)}).encode()
         env = {"HOME": str(self.state.parent), "XDG_STATE_HOME": str(self.state)}
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(str(self.path))
