@@ -292,6 +292,9 @@ def _capture(
             )
             writer.write(_failure_record(gap, client, record.session_id))
             writer.checkpoint()
+            # Kept at once: a seal that fails below (a turn's end naming no session
+            # file) must not take this failure with it.
+            gap_kept = _keep(gap, folder / CAPTURE_FAILURES)
         if not already:
             writer.write(fields)
             writer.checkpoint()
@@ -321,7 +324,6 @@ def _capture(
     finally:
         writer.abort()  # releases it unsealed; nothing after a seal
     if gap is not None:
-        kept = _keep(gap, folder / CAPTURE_FAILURES)
         return HookOutcome(
             state.client,
             run_id,
@@ -329,7 +331,7 @@ def _capture(
             appended=True,
             sealed=sealed,
             failure=gap,
-            kept_at=kept,
+            kept_at=gap_kept,
         )
     return HookOutcome(state.client, run_id, record.event, appended=True, sealed=sealed)
 
