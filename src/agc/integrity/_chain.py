@@ -556,15 +556,20 @@ def link_run(
     )
 
 
-@dataclass(frozen=True)
 class _InPlace:
     """The side of a store folder: the intent ``audit/chain-pending.json`` and the
     run's manifest are written before the link, the intent removed after it (the module
-    docstring gives the crash analysis)."""
+    docstring gives the crash analysis). A plain class: ``agc-verify`` imports this
+    module and a dataclass costs a compile at every start."""
 
-    layout: StoreLayout
-    run_id: str
-    read_manifest: Callable[[str], RunManifest | None]
+    __slots__ = ("layout", "read_manifest", "run_id")
+
+    def __init__(
+        self, layout: StoreLayout, run_id: str, read_manifest: Callable[[str], RunManifest | None]
+    ) -> None:
+        self.layout = layout
+        self.run_id = run_id
+        self.read_manifest = read_manifest
 
     def tip(self, turn: ChainTurn) -> Tip:
         heal = heal_chain(self.layout, self.read_manifest, turn)
