@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias
 from agc._core import json as strict_json
 from agc._core.capture_failures import failure_lines
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
+from agc._core.record import FrozenRecord
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.signature_rule import signature_required
@@ -130,8 +131,8 @@ sidecars, or ``None``: look each one up); its manifest object as already read
 (:data:`UNREAD`: read it)."""
 
 
-@dataclass(frozen=True)
-class VerifyPolicy:
+@dataclass(frozen=True, eq=False, repr=False)
+class VerifyPolicy(FrozenRecord):
     """What the verifier asks of object storage.
 
     Attributes:
@@ -973,8 +974,8 @@ def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:
 # -- the whole store ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RunCheck:
+@dataclass(frozen=True, eq=False, repr=False)
+class RunCheck(FrozenRecord):
     """A picklable per-run check of any store for ``--all`` (``--jobs`` processes, Dask
     workers): the store (never a client or credentials), the signature rules, the
     policy, and whether the legacy shared tool-events file is in the store.
