@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from agc.cli import verify as full
 from agc.cli import verify_main
+from agc.cli._process import sigterm_raises
 from agc.cli.verify_args import VerifyOptions
 from agc.cli.verify_main import quick_options
 from agc.integrity import open_run
@@ -133,6 +135,8 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
         "botocore",
         "agc.integrity._signing",
         "argparse",  # the grammar's scan reads RUN_ID --store DIR
+        "threading",  # the SIGTERM handler is set without asking which thread runs
+        "agc.integrity._chain_objects",  # the chain of an object store
     )
     code = (
         "import sys\n"
@@ -613,3 +617,24 @@ def test_a_full_stderr_never_prints_the_report_twice(store: Path) -> None:
     assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout)
     assert done.returncode == 1
     assert done.stdout.count("run nosuch: run-missing") == 1
+
+
+def test_sigterm_handler_is_set_only_on_the_main_thread() -> None:
+    # Signals are delivered to the main thread only: elsewhere the block runs with the
+    # handler untouched (and no ValueError from signal.signal escapes).
+    def handler(signum: int, frame: object) -> None:
+        raise AssertionError
+
+    seen: list[object] = []
+
+    def in_thread() -> None:
+        with sigterm_raises(handler):
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    worker = threading.Thread(target=in_thread)
+    worker.start()
+    worker.join()
+    assert seen == [signal.SIG_DFL]
+    with sigterm_raises(handler):
+        assert signal.getsignal(signal.SIGTERM) is handler
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

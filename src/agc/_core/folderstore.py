@@ -45,6 +45,7 @@ from agc._core.fs import (
     read_at_most,
     write_error,
 )
+from agc._core.record import FrozenRecord
 from agc._core.storage import (
     BucketLock,
     ChainPaths,
@@ -66,8 +67,8 @@ _CHUNK: Final = 1 << 20
 _MISSING: Final = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 
-@dataclass(frozen=True)
-class FolderStore(Store):
+@dataclass(frozen=True, eq=False, repr=False)
+class FolderStore(FrozenRecord, Store):
     """The store in the folder ``root`` (not created until something is written)."""
 
     root: Path

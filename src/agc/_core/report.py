@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
 
+from agc._core.record import FrozenRecord
 from agc.errors import ReportInvalidError
 
 __all__ = ["SCHEMA_VERSION", "SEVERITIES", "CodeT_co", "Finding", "Report", "Severity"]
@@ -34,8 +35,8 @@ CodeT_co = TypeVar("CodeT_co", bound=str, covariant=True)
 _KEBAB: Final = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
-@dataclass(frozen=True)
-class Finding(Generic[CodeT_co]):
+@dataclass(frozen=True, eq=False, repr=False)
+class Finding(FrozenRecord, Generic[CodeT_co]):
     """One thing that is wrong (or, for warnings and infos, worth knowing).
 
     ``code``, ``message`` and ``severity`` may be given by position; the rest, which a
@@ -105,8 +106,8 @@ class Finding(Generic[CodeT_co]):
         return out
 
 
-@dataclass(frozen=True)
-class Report(Generic[CodeT_co]):
+@dataclass(frozen=True, eq=False, repr=False)
+class Report(FrozenRecord, Generic[CodeT_co]):
     """Base of every agc report; subclasses are frozen dataclasses.
 
     A subclass declares its findings (a field, or a property for a report made of

@@ -34,6 +34,7 @@ from typing import Final
 
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm
 from agc._core.fs import read_small_file
+from agc._core.record import FrozenRecord
 from agc.errors import SidecarInvalidError, StoreError, UnsafePathError
 
 __all__ = [
@@ -56,8 +57,8 @@ MAX_SIDECAR_BYTES: Final = 4096
 """The largest sidecar read: one line is 64 hex digits, two spaces and a file name."""
 
 
-@dataclass(frozen=True)
-class Sidecar:
+@dataclass(frozen=True, eq=False, repr=False)
+class Sidecar(FrozenRecord):
     """A parsed sidecar.
 
     Attributes:

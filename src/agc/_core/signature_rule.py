@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from agc._core.record import FrozenRecord
 from agc.errors import UsageError
 
 if TYPE_CHECKING:
@@ -92,8 +93,8 @@ _STATUS: Final[Mapping[TrustReason, TrustStatus]] = {
 }
 
 
-@dataclass(frozen=True)
-class Trust:
+@dataclass(frozen=True, eq=False, repr=False)
+class Trust(FrozenRecord):
     """The verdict on one signature (see :func:`judge_trust`).
 
     Attributes:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal, TypeAlias
 
+from agc._core.record import FrozenRecord
 from agc.errors import StoreError, UsageError
 
 __all__ = [
@@ -81,8 +82,8 @@ class PreconditionFailed(Exception):  # noqa: N818 - the S3 error's own name
         self.conflict = conflict
 
 
-@dataclass(frozen=True)
-class Retention:
+@dataclass(frozen=True, eq=False, repr=False)
+class Retention(FrozenRecord):
     """An Object Lock retention: ``mode`` for ``days`` days from the upload.
 
     Raises:
@@ -104,8 +105,8 @@ class Retention:
         return self.days >= other.days and (other.mode == "GOVERNANCE" or self.mode == "COMPLIANCE")
 
 
-@dataclass(frozen=True)
-class BucketLock:
+@dataclass(frozen=True, eq=False, repr=False)
+class BucketLock(FrozenRecord):
     """The bucket's Object Lock configuration (``GetObjectLockConfiguration``).
 
     Attributes:
@@ -117,8 +118,8 @@ class BucketLock:
     default: Retention | None = None
 
 
-@dataclass(frozen=True)
-class ObjectVersion:
+@dataclass(frozen=True, eq=False, repr=False)
+class ObjectVersion(FrozenRecord):
     """One entry of ``ListObjectVersions`` (or of an S3 Inventory report).
 
     ``last_modified`` is Unix time in milliseconds; ``version_id`` is ``"null"`` for an
@@ -137,8 +138,8 @@ class ObjectVersion:
     legal_hold: bool | None = None
 
 
-@dataclass(frozen=True)
-class ListedObject:
+@dataclass(frozen=True, eq=False, repr=False)
+class ListedObject(FrozenRecord):
     """One current object as a listing names it (``ListObjectsV2``'s ``Contents``),
     without reading it.
 
@@ -153,8 +154,8 @@ class ListedObject:
     last_modified_ms: int
 
 
-@dataclass(frozen=True)
-class ObjectInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class ObjectInfo(FrozenRecord):
     """What a ``GetObject`` answered about the object besides its bytes.
 
     ``lock_mode``, ``retain_until_ms`` and ``legal_hold`` are ``None`` when the object has
@@ -204,8 +205,8 @@ def is_store_path(path: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class ChainPaths:
+@dataclass(frozen=True, eq=False, repr=False)
+class ChainPaths(FrozenRecord):
     """Where a store keeps its chain (the layout table, :mod:`agc._core.store`, names
     the one instance).
 

@@ -12,7 +12,6 @@ import io
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -54,13 +53,14 @@ def sigterm_raises(handler: Callable[[int, FrameType | None], None]) -> Iterator
     ``KeyboardInterrupt``, so that ``with`` blocks and ``finally`` release files on the
     way out). Only when the process has the default handler and this is the main
     thread, where signals are delivered; the default is put back afterwards."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
-    signal.signal(signal.SIGTERM, handler)
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (no import of threading to ask it)
+        yield
+        return
     try:
         yield
     finally:

@@ -63,6 +63,7 @@ from agc._core.fs import (
     write_error,
 )
 from agc._core.json import JsonInvalidError, loads, loads_lines
+from agc._core.record import FrozenRecord
 from agc._core.storage import ChainTurn, PreconditionFailed, Retention, Store
 from agc._core.store import (
     CHAIN,
@@ -134,8 +135,8 @@ def manifest_digest(manifest: RunManifest | Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(manifest)).hexdigest()
 
 
-@dataclass(frozen=True)
-class ChainEntry:
+@dataclass(frozen=True, eq=False, repr=False)
+class ChainEntry(FrozenRecord):
     """One link of the chain: the ``position``-th closed manifest of the store."""
 
     position: int
@@ -152,8 +153,8 @@ class ChainEntry:
         }
 
 
-@dataclass(frozen=True)
-class ChainHead:
+@dataclass(frozen=True, eq=False, repr=False)
+class ChainHead(FrozenRecord):
     """The head of the chain: the last link's position and manifest digest."""
 
     position: int
@@ -368,8 +369,8 @@ def _head_etag(layout: StoreLayout) -> str | None:
     return None if found is None else found[1].etag
 
 
-@dataclass(frozen=True)
-class ChainHeal:
+@dataclass(frozen=True, eq=False, repr=False)
+class ChainHeal(FrozenRecord):
     """What :func:`heal_chain` found and did, and the chain's tip afterwards.
 
     Attributes:
@@ -461,8 +462,8 @@ def chain_turn(layout: StoreLayout) -> contextlib.AbstractContextManager[ChainTu
     return FolderStore(layout.root).chain_turn(CHAIN)
 
 
-@dataclass(frozen=True)
-class Tip:
+@dataclass(frozen=True, eq=False, repr=False)
+class Tip(FrozenRecord):
     """What a turn at the chain found: the last link, the head's ETag, and the run's
     manifest if the chain had linked the run already (then nothing is appended)."""
 
@@ -556,15 +557,20 @@ def link_run(
     )
 
 
-@dataclass(frozen=True)
 class _InPlace:
     """The side of a store folder: the intent ``audit/chain-pending.json`` and the
     run's manifest are written before the link, the intent removed after it (the module
-    docstring gives the crash analysis)."""
+    docstring gives the crash analysis). A plain class: ``agc-verify`` imports this
+    module and a dataclass costs a compile at every start."""
 
-    layout: StoreLayout
-    run_id: str
-    read_manifest: Callable[[str], RunManifest | None]
+    __slots__ = ("layout", "read_manifest", "run_id")
+
+    def __init__(
+        self, layout: StoreLayout, run_id: str, read_manifest: Callable[[str], RunManifest | None]
+    ) -> None:
+        self.layout = layout
+        self.run_id = run_id
+        self.read_manifest = read_manifest
 
     def tip(self, turn: ChainTurn) -> Tip:
         heal = heal_chain(self.layout, self.read_manifest, turn)

@@ -140,7 +140,7 @@ RunFindingCode = Literal[
 _Finding: TypeAlias = Finding[RunFindingCode]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ArtifactReport(Report[RunFindingCode]):
     """Per-artifact outcome, an entry of a :class:`RunReport`.
 
@@ -196,7 +196,7 @@ def finding_json(finding: _Finding) -> dict[str, Any]:
     return data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RunReport(Report[RunFindingCode]):
     """The verdict on one run.
 

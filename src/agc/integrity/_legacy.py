@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from agc._core.digest import Algorithm
+from agc._core.record import FrozenRecord
 from agc._core.report import Finding
 from agc._core.sidecar import Sidecar
 from agc._core.storage import Store
@@ -115,8 +116,8 @@ def unverified_records_finding(count: int) -> Finding[LegacyFindingCode]:
     )
 
 
-@dataclass(frozen=True)
-class LegacyRun:
+@dataclass(frozen=True, eq=False, repr=False)
+class LegacyRun(FrozenRecord):
     """A run in the legacy format: no manifest, a digest-only SHA-256 transcript sidecar.
 
     Attributes:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agc._core import json as strict_json
 from agc._core.canonical import canonical_json
 from agc._core.digest import ALGORITHMS, Algorithm
+from agc._core.record import FrozenRecord
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 from agc.errors import (
     JsonInvalidError,
@@ -69,8 +70,8 @@ _ENTRY_KEYS: Final = frozenset(
 _CHECKPOINT_KEYS: Final = frozenset({"records", "bytes", "digest"})
 
 
-@dataclass(frozen=True)
-class ArtifactSeal:
+@dataclass(frozen=True, eq=False, repr=False)
+class ArtifactSeal(FrozenRecord):
     """The sealed state of one artifact file.
 
     Attributes:
@@ -376,8 +377,8 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-@dataclass(frozen=True)
-class RunManifest:
+@dataclass(frozen=True, eq=False, repr=False)
+class RunManifest(FrozenRecord):
     """The manifest of one run.
 
     Attributes:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agc._core.digest import Algorithm
+from agc._core.record import FrozenRecord
 from agc._core.sidecar import Sidecar
 from agc._core.store import ArtifactKind
 
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["ArtifactObservation"]
 
 
-@dataclass(frozen=True)
-class ArtifactObservation:
+@dataclass(frozen=True, eq=False, repr=False)
+class ArtifactObservation(FrozenRecord):
     """What a store shows of one artifact, gathered by the run reader.
 
     Attributes:

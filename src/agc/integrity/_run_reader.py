@@ -31,11 +31,12 @@ from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.capture_failures import failure_lines
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
+from agc._core.record import FrozenRecord
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.signature_rule import signature_required
@@ -57,7 +58,6 @@ from agc.errors import (
     UnsafePathError,
 )
 from agc.integrity._chain import ChainEntry, pending_link, run_links
-from agc.integrity._chain_objects import CHAIN_DIR, HEAD_PATH, RemoteHead
 from agc.integrity._judge import (
     ArtifactObservation,
     RunFindingCode,
@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     from agc._core.checkpoint import Checkpoint, PrefixCheck
+    from agc.integrity._chain_objects import RemoteHead
 
 __all__ = [
     "ObjectCopy",
@@ -130,8 +131,8 @@ sidecars, or ``None``: look each one up); its manifest object as already read
 (:data:`UNREAD`: read it)."""
 
 
-@dataclass(frozen=True)
-class VerifyPolicy:
+@dataclass(frozen=True, eq=False, repr=False)
+class VerifyPolicy(FrozenRecord):
     """What the verifier asks of object storage.
 
     Attributes:
@@ -187,8 +188,7 @@ def _current(versions: Sequence[ObjectVersion]) -> bool:
     return any(v.is_latest and not v.is_delete_marker for v in versions)
 
 
-@dataclass
-class _Observed:
+class _Observed(NamedTuple):
     """One streamed object: its observation facts and what the service said about it."""
 
     digest: str
@@ -802,6 +802,8 @@ def chained_store_run_ids(store: Store) -> Container[str]:
     """
     if store.folder is not None:
         return chained_run_ids(StoreLayout(store.folder))
+    from agc.integrity._chain_objects import CHAIN_DIR, HEAD_PATH, RemoteHead  # noqa: PLC0415 - object stores only
+
     linked: set[str] = set()
     for path in (*sorted(store.list_paths(CHAIN_DIR)), HEAD_PATH):
         with store.open(path) as found:
@@ -889,6 +891,8 @@ def _object_run_links(store: Store, run_id: str, manifest: RunManifest | None) -
         got = store.get(link_path(position), max_bytes=MAX_MANIFEST_BYTES)
         entry = _parse_link(got[0]) if got is not None else None
         return [entry] if entry is not None and entry.run_id == run_id else []
+    from agc.integrity._chain_objects import CHAIN_DIR  # noqa: PLC0415 - object stores only
+
     found: list[ChainEntry] = []
     for path in sorted(store.list_paths(CHAIN_DIR)):
         got = store.get(path, max_bytes=MAX_MANIFEST_BYTES)
@@ -912,6 +916,8 @@ def read_head_object(store: Store) -> RemoteHead | str | None:
     Raises:
         StoreError: the head cannot be read (exit 3).
     """
+    from agc.integrity._chain_objects import HEAD_PATH, RemoteHead  # noqa: PLC0415 - object stores only
+
     got = store.get(HEAD_PATH, max_bytes=MAX_MANIFEST_BYTES + 4096)
     if got is None:
         return None
@@ -923,7 +929,7 @@ def read_head_object(store: Store) -> RemoteHead | str | None:
 
 def _read_head_object(store: Store) -> RemoteHead | None:
     head = read_head_object(store)
-    return head if isinstance(head, RemoteHead) else None
+    return None if head is None or isinstance(head, str) else head
 
 
 def is_legacy_store_run(
@@ -968,8 +974,8 @@ def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:
 # -- the whole store ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RunCheck:
+@dataclass(frozen=True, eq=False, repr=False)
+class RunCheck(FrozenRecord):
     """A picklable per-run check of any store for ``--all`` (``--jobs`` processes, Dask
     workers): the store (never a client or credentials), the signature rules, the
     policy, and whether the legacy shared tool-events file is in the store.

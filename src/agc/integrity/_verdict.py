@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from agc._core.record import FrozenRecord
+
 if TYPE_CHECKING:
     from agc._core.report import Finding
 
@@ -116,8 +118,8 @@ VERDICTS: Final[Mapping[str, VerdictCategory]] = MappingProxyType(
 _RANK: Final = {code: rank for rank, code in enumerate(VERDICTS)}
 
 
-@dataclass(frozen=True)
-class Verdict:
+@dataclass(frozen=True, eq=False, repr=False)
+class Verdict(FrozenRecord):
     """A run's verdict: ``word`` (``complete`` or the deciding finding code) and its
     ``category`` (``tampered``, ``unverified``, ``unfinished``, ``ok``)."""
 
