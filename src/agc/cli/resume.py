@@ -366,21 +366,21 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
         f"{report.results} tool results",
         markup=False,
     )
-    findings = report.findings
+    findings = report.findings  # the first `limit` at least, beside the counts of all
     if report.valid:
         say("valid: the provider would accept this history", markup=False)
         for finding in findings[:limit]:  # warnings only
             where = _where(history, finding.message_index, finding.record)
             text = f"  {where}: {finding.code} ({finding.severity}): {finding.message}"
             say(_printable(text), markup=False)
-        _print_more(len(findings), limit, "warning")
+        _print_more(report.total, limit, "warning")
         return
-    say(f"{len(findings)} problem(s), as the provider would report them:", markup=False)
-    _print_counts(Counter(finding.code for finding in findings))
+    say(f"{report.total} problem(s), as the provider would report them:", markup=False)
+    _print_counts(Counter(report.code_counts()))
     for finding in findings[:limit]:
         where = _where(history, finding.message_index, finding.record)
         say(_printable(f"  {where}: {finding.code}: {finding.message}"), markup=False)
-    _print_more(len(findings), limit, "problem")
+    _print_more(report.total, limit, "problem")
 
 
 def _print_counts(counts: Counter[str]) -> None:
@@ -631,6 +631,8 @@ def resume_command(
                     size=size,
                     progress=byte_progress,
                     settle=_resume.SETTLE_MESSAGES,
+                    checked=check,
+                    keep=None if as_json else max_findings,
                 )
             else:
                 stamp = _stamp(path)
@@ -706,6 +708,8 @@ def resume_command(
                             size=size,
                             progress=byte_progress,
                             settle=_resume.SETTLE_MESSAGES,
+                            checked=check,
+                            keep=None if as_json else max_findings,
                         )
                 else:
                     history, size = history_from_run(
@@ -793,7 +797,7 @@ def _check(
     as_json: bool,
     limit: int,
 ) -> int:
-    report = _resume.check_loaded(history)
+    report = _resume.check_loaded(history, keep=None if as_json else limit)
     warnings = _resume.pending_warnings(history.messages, state)
     if as_json:
         emit_json(

@@ -39,6 +39,7 @@ model message.
 from __future__ import annotations
 
 import copy
+import itertools
 import sys
 import uuid
 from array import array
@@ -50,6 +51,7 @@ from agc.resume._formats.jsonl import dump_line
 from agc.resume._formats.model import (
     Block,
     BlockKind,
+    Fingerprints,
     FormatSpec,
     History,
     Message,
@@ -341,9 +343,10 @@ class _Entry:
     """One message of the replayed map: its place and the messages of the view the
     client makes of it (``first``, then ``second``: a model turn and the turn of its
     results; ``None`` where there is none, both for a message the client does not send);
-    ``bare`` for a model message without any part."""
+    ``bare`` for a model message without any part; ``start``: the line of the first
+    record of its id since it entered the map."""
 
-    __slots__ = ("bare", "first", "place", "second")
+    __slots__ = ("bare", "first", "place", "second", "start")
 
     def __init__(
         self, place: Place, first: Message | None, second: Message | None, bare: bool
@@ -352,6 +355,7 @@ class _Entry:
         self.first = first
         self.second = second
         self.bare = bare
+        self.start = place if isinstance(place, int) else place[0]
 
 
 def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) -> _Entry:
@@ -419,7 +423,16 @@ class LineReader:
     with the bytes of the file (a record replaced, rewound or cleared is let go).
     """
 
-    __slots__ = ("_paths", "entries", "id_hashes", "rewinds", "session_id")
+    __slots__ = (
+        "_paths",
+        "cut",
+        "entries",
+        "id_hashes",
+        "reach_back",
+        "rewinds",
+        "seen",
+        "session_id",
+    )
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
@@ -427,6 +440,11 @@ class LineReader:
         self.session_id: str | None = None
         self.id_hashes: MutableSequence[int] = array("q")
         self._paths: dict[Path, Path] = {}
+        # Let go of (:meth:`settle`): the lines before ``cut`` and the messages of the
+        # map they held; ``seen``, the fingerprints of every message id on those lines.
+        self.cut = 0
+        self.seen: Fingerprints | None = None
+        self.reach_back = False  # a record after ``cut`` names a message before it
 
     def feed(self, index: int, record: Any, refs: Sequence[Any] | None = None) -> None:
         """Read line ``index`` (every line, in order). ``refs``: the file's parsed lines,
@@ -434,9 +452,17 @@ class LineReader:
         hashes = self.id_hashes
         message_id = record.get("id") if isinstance(record, dict) else None
         if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
-            hashes.append(hash(message_id) or 1)  # _id_hash, inline: once per line
+            key = hash(message_id) or 1  # _id_hash, inline: once per line
+            hashes.append(key)
+            if self.seen is not None and key in self.seen:
+                self.reach_back = True
             hold = _Holder(refs, index, self._paths)
-            self.entries[message_id] = _entry(record, message_id, index, hold)
+            entries = self.entries
+            entry = _entry(record, message_id, index, hold)
+            earlier = entries.get(message_id)
+            if earlier is not None:
+                entry.start = earlier.start
+            entries[message_id] = entry
             return
         hashes.append(0)
         if not isinstance(record, dict):
@@ -445,6 +471,8 @@ class LineReader:
         rewind = record.get("$rewindTo")
         if isinstance(rewind, str):
             self.rewinds.add(rewind)
+            if self.seen is not None and (rewind not in entries or _id_hash(rewind) in self.seen):
+                self.reach_back = True  # a message let go of is removed
             if rewind in entries:
                 ids = list(entries)
                 for gone in ids[ids.index(rewind) :]:
@@ -455,11 +483,15 @@ class LineReader:
         update = record.get("$set")
         if isinstance(update, dict):
             if isinstance(update.get("messages"), list):
+                if self.seen is not None:
+                    self.reach_back = True  # every message replaced
                 entries.clear()
                 self._add(update["messages"], ("$set", "messages"), refs, index)
         elif isinstance(record.get("sessionId"), str) and isinstance(
             record.get("projectHash"), str
         ):
+            if self.seen is not None and self.session_id is None:
+                self.reach_back = True  # the session's identity is told only now
             self.session_id = self.session_id or record["sessionId"]
             self._add(record.get("messages"), ("messages",), refs, index)
 
@@ -467,11 +499,85 @@ class LineReader:
         if not isinstance(messages, list):
             return
         hold = _Holder(refs, line, self._paths)
+        entries = self.entries
         for position, message in enumerate(messages):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
                 message_id = message["id"]
+                if self.seen is not None and _id_hash(message_id) in self.seen:
+                    self.reach_back = True
                 place = (hold.line, (*path, position))
-                self.entries[message_id] = _entry(message, message_id, place, hold)
+                entry = _entry(message, message_id, place, hold)
+                earlier = entries.get(message_id)
+                if earlier is not None:
+                    entry.start = earlier.start
+                entries[message_id] = entry
+
+    def settle_point(self) -> tuple[int, int] | None:
+        """Where the map can be cut: ``(count, line)`` such that its first ``count``
+        messages can be read, checked and repaired apart from the rest. Their records
+        are all before ``line`` and those of the rest from ``line`` on; the last message
+        the first ones make in the view is the user's and the next one the model's (the
+        API pairs a model turn only with the turn after it, and turns of one role are
+        one message). The largest such ``count`` below the map's size, else ``None``."""
+        entries = list(self.entries.values())
+        count = len(entries)
+        if count < 2:
+            return None
+        starts = [0] * count  # the first line of the messages from here on
+        low = 1 << 62
+        for position in range(count - 1, -1, -1):
+            low = min(low, entries[position].start)
+            starts[position] = low
+        best: tuple[int, int] | None = None
+        high = -1  # the last line of a record of the messages so far
+        role: str | None = None  # the role of the last message of the view so far
+        for position in range(count - 1):
+            entry = entries[position]
+            line = entry.place if isinstance(entry.place, int) else entry.place[0]
+            high = max(high, line)
+            last = entry.second or entry.first
+            if last is not None:
+                role = last.role
+            following = entries[position + 1].first
+            if (
+                role == "user"
+                and following is not None
+                and following.role == "assistant"
+                and high < starts[position + 1]
+            ):
+                best = (position + 1, starts[position + 1])
+        return best
+
+    def settle(self, count: int, line: int, offset: int) -> GeminiHistory:
+        """Let go of the first ``count`` messages of the map and the lines before
+        ``line`` (a :meth:`settle_point`): returns the history they make (its view
+        numbered from ``offset``, the messages let go of before). A later record that
+        names one of those messages, or any message of those lines, sets
+        :attr:`reach_back` (the replay then differs: read the file whole)."""
+        entries = self.entries
+        taken: dict[str, _Entry] = {}
+        for message_id in list(itertools.islice(entries, count)):
+            taken[message_id] = entries.pop(message_id)
+        seen = self.seen if self.seen is not None else Fingerprints()
+        hashes = self.id_hashes
+        for index in range(self.cut, line):
+            key = hashes[index]
+            if key:
+                seen.add(key)
+        self.seen = seen
+        self.cut = line
+        messages: list[Message] = []
+        bare: list[tuple[int, int]] = []
+        places = _view(taken, messages, bare, offset)
+        return GeminiHistory(
+            "gemini-chat",
+            messages,
+            (),
+            session_id=self.session_id,
+            places=places,
+            bare=bare,
+            rewinds=self.rewinds,
+        )
 
     def history(
         self,
@@ -479,29 +585,19 @@ class LineReader:
         *,
         lines: Sequence[str] | None = None,
         final_newline: bool = True,
+        offset: int = 0,
     ) -> GeminiHistory:
-        """The history of the lines fed (``records``: those lines, parsed)."""
+        """The history of the lines fed (``records``: those lines, parsed); ``offset``:
+        the messages of the view let go of before (:meth:`settle`)."""
         messages: list[Message] = []
         bare: list[tuple[int, int]] = []
-        held = bytearray(len(records))  # 1 at the line of each message of the map
-        # The map becomes the places by id: each entry is let go of as it is read (a long
-        # session's map is most of what is held), and no second map is made.
-        places: dict[str, Any] = self.entries
-        for message_id, entry in places.items():
-            places[message_id] = entry.place
-            line = _where(entry.place)[0]
-            held[line] = 1
-            if entry.bare:
-                bare.append((line, len(messages)))
-            for message in (entry.first, entry.second):  # its own: the reader is done
-                if message is None:
-                    continue
-                if messages and messages[-1].role == message.role:
-                    messages[-1].blocks.extend(message.blocks)
-                else:
-                    messages.append(message)
+        places = _view(self.entries, messages, bare, offset)
         self.entries = {}
-        skipped = array("q", (index for index, kept in enumerate(held) if not kept))
+        first = self.cut  # the lines before were let go of (:meth:`settle`)
+        held = bytearray(len(records) - first)  # 1 at the line of each message of the map
+        for place in places.values():
+            held[_where(place)[0] - first] = 1
+        skipped = array("q", (first + index for index, kept in enumerate(held) if not kept))
         return GeminiHistory(
             "gemini-chat",
             messages,
@@ -515,6 +611,28 @@ class LineReader:
             rewinds=self.rewinds,
             id_hashes=self.id_hashes,
         )
+
+
+def _view(
+    entries: dict[str, Any], messages: list[Message], bare: list[tuple[int, int]], offset: int
+) -> dict[str, Any]:
+    """Make the view of the map ``entries`` into ``messages`` (turns of one role joined)
+    and ``bare`` (``(line, message index)``, numbered from ``offset``); the map becomes
+    the places by id: each entry is let go of as it is read (a long session's map is
+    most of what is held), and no second map is made."""
+    places: dict[str, Any] = entries
+    for message_id, entry in places.items():
+        places[message_id] = entry.place
+        if entry.bare:
+            bare.append((_where(entry.place)[0], len(messages) + offset))
+        for message in (entry.first, entry.second):  # its own: the reader is done
+            if message is None:
+                continue
+            if messages and messages[-1].role == message.role:
+                messages[-1].blocks.extend(message.blocks)
+            else:
+                messages.append(message)
+    return places
 
 
 def read(records: Sequence[Any]) -> GeminiHistory:

@@ -37,6 +37,7 @@ from agc.resume._formats import claude_code, codex_rollout, gemini_chat
 from agc.resume._formats.model import (
     Block,
     CallIdSet,
+    Fingerprints,
     FormatName,
     History,
     Message,
@@ -284,6 +285,8 @@ def scan_session(
     format: FormatName | None,
     progress: Progress | None = None,
     settle: int | None = None,
+    checked: bool = False,
+    keep: int | None = None,
 ) -> History:
     """Read the session file at ``path`` in one pass (see the module docstring).
 
@@ -301,6 +304,16 @@ def scan_session(
             is then the rest and ``History.settled`` counts what was let go of (and
             keeps its call ids), so memory holds the messages from the first
             problem on, not the whole history. ``None``: keep every message.
+        checked: the history is only checked (:func:`~agc.resume._validate.check_loaded`),
+            never repaired: with ``settle``, a Gemini CLI session is let go of too,
+            whatever its messages break. Its map of messages is cut where a part of
+            it pairs with nothing after (:meth:`.gemini_chat.LineReader.settle_point`),
+            the part checked as it is let go of and its findings kept in
+            ``History.settled`` (``keep`` of them beside their counts, ``None``: all:
+            see :class:`~agc.resume._validate.FindingTally`). A record that names a
+            message let go of (a replacement, a ``$rewindTo``, a ``$set`` of every
+            message, a call id used again) makes the replay differ: the file is then
+            read again without letting go.
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -311,7 +324,20 @@ def scan_session(
 
     chosen = format
     while True:
-        history, facts = _scan(path, source=source, format=chosen, progress=progress, settle=settle)
+        try:
+            history, facts = _scan(
+                path,
+                source=source,
+                format=chosen,
+                progress=progress,
+                settle=settle,
+                checked=checked,
+                keep=keep,
+            )
+        except _ReachBackError:
+            checked = False  # read whole: the replay reaches back
+            progress = None
+            continue
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
             return history
@@ -426,6 +452,59 @@ class _Settler:
         self.next_try = 2 * len(messages)
 
 
+class _GeminiSettler:
+    """Lets go of the settled messages of a Gemini CLI session's reader, checked as
+    they are let go of (see :func:`scan_session`, ``keep``)."""
+
+    __slots__ = ("calls", "every", "next_try", "settled")
+
+    def __init__(self, every: int, keep: int | None) -> None:
+        from agc.resume._validate import FindingTally  # noqa: PLC0415 - it imports the formats
+
+        self.every = max(every, 1)
+        self.next_try = self.every
+        self.settled = Settled(tallies=(FindingTally(keep), FindingTally(keep)))
+        self.calls = Fingerprints()  # the call ids of the messages let go of
+
+    def feed(self, reader: gemini_chat.LineReader) -> None:
+        """Called when the reader's map holds more than ``next_try`` messages."""
+        point = reader.settle_point()
+        if point is None:  # tried again when twice as many are held: linear
+            self.next_try = 2 * len(reader.entries)
+            return
+        from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
+
+        settled = self.settled
+        segment = reader.settle(*point, settled.messages)
+        calls = self.calls
+        keys = []
+        for message in segment.messages:
+            for block in message.blocks:
+                if block.call_id is not None:
+                    key = hash(block.call_id) or 1
+                    if key in calls:
+                        # A call or result of a message let go of has this id: the
+                        # pairing of the whole history differs from the parts'.
+                        reader.reach_back = True
+                    keys.append(key)
+        for key in keys:
+            calls.add(key)
+        report = check_messages(
+            segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
+        )
+        assert settled.tallies is not None  # made with them
+        settled.tallies[0].extend(report.findings)
+        settled.tallies[1].extend(unrecorded_findings(segment))
+        settled.messages += len(segment.messages)
+        settled.calls += report.calls
+        settled.results += report.results
+        self.next_try = len(reader.entries) + self.every
+
+
+class _ReachBackError(Exception):
+    """A Gemini CLI record names a message a settled read let go of."""
+
+
 Confirm = Callable[[int, str], bool]
 """Whether line ``i`` of the file holds a call with a given id (see
 :class:`~agc.resume._formats.model.CallIdSet`)."""
@@ -477,6 +556,8 @@ def _scan(
     progress: Progress | None,
     settle: int | None = None,
     start: ScanStart | None = None,
+    checked: bool = False,
+    keep: int | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -484,6 +565,7 @@ def _scan(
     facts = LineFacts()
     reader: _Reader | None = None
     settler: _Settler | None = None
+    gemini: _GeminiSettler | None = None
     chosen = format
     base = start.line if start is not None else 0
     offset = start.offset if start is not None else 0
@@ -537,12 +619,18 @@ def _scan(
                     for earlier in range(base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
-                        # A Gemini CLI record may replace or rewind to any earlier one.
                         settler = _Settler(settle, chosen, _confirmer(records, chosen))
                         if start is not None and not isinstance(reader, gemini_chat.LineReader):
                             settler.resume(reader.messages, start.settled)
+                    elif settle is not None and checked:
+                        # A Gemini CLI record may replace or rewind to any earlier one:
+                        # its messages are let go of checked, the read falls back if so.
+                        gemini = _GeminiSettler(settle, keep)
                 _feed(reader, index, record, refs, paths)
-                if settler is not None and not isinstance(reader, gemini_chat.LineReader):
+                if isinstance(reader, gemini_chat.LineReader):
+                    if gemini is not None and len(reader.entries) > gemini.next_try:
+                        gemini.feed(reader)
+                elif settler is not None:
                     messages = reader.messages
                     if messages is not settler.held or len(messages) > settler.next_try:
                         settler.feed(messages)
@@ -566,8 +654,15 @@ def _scan(
     chosen = chosen or "claude-code"  # no line tells: session_format refuses the file
     lines = LineSequence(records, count, parsed=False)
     if isinstance(reader, gemini_chat.LineReader):
-        history: History = reader.history(refs, lines=lines, final_newline=final_newline)
+        if reader.reach_back and chosen == "gemini-chat":
+            raise _ReachBackError
+        offset = gemini.settled.messages if gemini is not None else 0
+        history: History = reader.history(
+            refs, lines=lines, final_newline=final_newline, offset=offset
+        )
         history.torn = _torn(count, final_newline, last_text)
+        if gemini is not None and reader.cut:
+            history.settled = gemini.settled
         return history, facts
     skipped: Sequence[int] = reader.skipped
     notes: dict[str, bool] = {}
