@@ -203,6 +203,16 @@ def _transcript_error(source: str) -> HistoryFormatError:
     )
 
 
+_OUTWEIGHING: Final = frozenset({*codex_rollout.ROLLOUT_TYPES, *_CLAUDE_TYPES})
+"""The types of the lines that tell a Codex rollout or a Claude Code session."""
+
+
+def _is_claude_line(record: dict[str, Any]) -> bool:
+    return _type(record) in _CLAUDE_TYPES and any(
+        key in record for key in ("uuid", "sessionId", "message", "leafUuid")
+    )
+
+
 class LineFacts:
     """What tells the format of a JSONL file, gathered one record at a time (a streamed
     file is judged by the same rule as one read whole: :func:`session_format`)."""
@@ -223,6 +233,14 @@ class LineFacts:
             if not self.rollout and codex_rollout.is_rollout_line(record):
                 self.rollout = True
             return
+        if self.head >= 64 and self.gemini:
+            # Decided but for a rollout or a Claude Code line, which outweigh it.
+            if type(record) is dict and record.get("type") in _OUTWEIGHING:
+                if codex_rollout.is_rollout_line(record):
+                    self.rollout = True
+                elif _is_claude_line(record):
+                    self.claude = True
+            return
         if self.head < 64:
             self.head += 1
             if isinstance(record, dict):
@@ -234,11 +252,7 @@ class LineFacts:
             return
         if not self.rollout and codex_rollout.is_rollout_line(record):
             self.rollout = True
-        if (
-            not self.claude
-            and _type(record) in _CLAUDE_TYPES
-            and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
-        ):
+        if not self.claude and _is_claude_line(record):
             self.claude = True
         if not self.gemini and gemini_chat.is_gemini_line(record):
             self.gemini = True

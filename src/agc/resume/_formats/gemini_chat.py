@@ -452,10 +452,7 @@ class LineReader:
         hashes = self.id_hashes
         message_id = record.get("id") if isinstance(record, dict) else None
         if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
-            key = hash(message_id) or 1  # _id_hash, inline: once per line
-            hashes.append(key)
-            if self.seen is not None and key in self.seen:
-                self.reach_back = True
+            hashes.append(hash(message_id) or 1)  # _id_hash, inline: once per line
             hold = _Holder(refs, index, self._paths)
             entries = self.entries
             entry = _entry(record, message_id, index, hold)
@@ -490,8 +487,9 @@ class LineReader:
         elif isinstance(record.get("sessionId"), str) and isinstance(
             record.get("projectHash"), str
         ):
-            if self.seen is not None and self.session_id is None:
-                self.reach_back = True  # the session's identity is told only now
+            if self.seen is not None and (self.session_id is None or record.get("messages")):
+                # the session's identity told only now, or messages it may replace
+                self.reach_back = True
             self.session_id = self.session_id or record["sessionId"]
             self._add(record.get("messages"), ("messages",), refs, index)
 
@@ -503,8 +501,6 @@ class LineReader:
         for position, message in enumerate(messages):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
                 message_id = message["id"]
-                if self.seen is not None and _id_hash(message_id) in self.seen:
-                    self.reach_back = True
                 place = (hold.line, (*path, position))
                 entry = _entry(message, message_id, place, hold)
                 earlier = entries.get(message_id)
@@ -558,17 +554,14 @@ class LineReader:
         taken: dict[str, _Entry] = {}
         for message_id in list(itertools.islice(entries, count)):
             taken[message_id] = entries.pop(message_id)
-        seen = self.seen if self.seen is not None else Fingerprints()
-        hashes = self.id_hashes
-        for index in range(self.cut, line):
-            key = hashes[index]
-            if key:
-                seen.add(key)
-        self.seen = seen
-        self.cut = line
+        self._see(line)
         messages: list[Message] = []
         bare: list[tuple[int, int]] = []
         places = _view(taken, messages, bare, offset)
+        assert self.seen is not None  # made by _see
+        for message_id, place in places.items():
+            if not isinstance(place, int):  # a message of a `$set` or of the header
+                self.seen.add(_id_hash(message_id))
         return GeminiHistory(
             "gemini-chat",
             messages,
@@ -578,6 +571,28 @@ class LineReader:
             bare=bare,
             rewinds=self.rewinds,
         )
+
+    def _see(self, line: int) -> None:
+        """Hold the fingerprints of the message ids of the lines from :attr:`cut` to
+        ``line`` and let go of them; set
+        :attr:`reach_back` when one of them is an id of a line before."""
+        seen = self.seen if self.seen is not None else Fingerprints()
+        batch = set(self.id_hashes[self.cut : line])
+        batch.discard(0)
+        for key in batch:
+            if seen.add(key):
+                self.reach_back = True
+        self.seen = seen
+        self.cut = line
+
+    def finish(self, lines: int) -> None:
+        """Called after the last line when anything was let go of: sets
+        :attr:`reach_back` when a line after the last cut names a message before it."""
+        if self.seen is not None:
+            seen = self.seen
+            batch = set(self.id_hashes[self.cut : lines])
+            if any(key in seen for key in batch if key):
+                self.reach_back = True
 
     def history(
         self,

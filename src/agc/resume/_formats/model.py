@@ -311,8 +311,9 @@ class Fingerprints:
     def __len__(self) -> int:
         return self._size
 
-    def add(self, key: int) -> None:
-        """Hold the fingerprint ``key`` (``hash(string) or 1``) once."""
+    def add(self, key: int) -> bool:
+        """Hold the fingerprint ``key`` (``hash(string) or 1``) once; whether it was
+        held already."""
         keys, mask = self._keys, self._mask
         slot = key & mask
         while True:
@@ -320,17 +321,21 @@ class Fingerprints:
             if not found:
                 break
             if found == key:
-                return
+                return True
             slot = (slot + 1) & mask
         keys[slot] = key
         self._size += 1
         if 3 * self._size > 2 * (mask + 1):
-            self._keys = array("q", bytes(16 * (mask + 1)))
-            self._mask = 2 * mask + 1
-            self._size = 0
+            mask = 2 * mask + 1
+            grown = array("q", bytes(8 * (mask + 1)))
             for old in keys:
                 if old:
-                    self.add(old)
+                    slot = old & mask
+                    while grown[slot]:
+                        slot = (slot + 1) & mask
+                    grown[slot] = old
+            self._keys, self._mask = grown, mask
+        return False
 
     def __contains__(self, key: object) -> bool:
         keys, mask = self._keys, self._mask

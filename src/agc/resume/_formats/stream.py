@@ -476,19 +476,10 @@ class _GeminiSettler:
 
         settled = self.settled
         segment = reader.settle(*point, settled.messages)
-        calls = self.calls
-        keys = []
-        for message in segment.messages:
-            for block in message.blocks:
-                if block.call_id is not None:
-                    key = hash(block.call_id) or 1
-                    if key in calls:
-                        # A call or result of a message let go of has this id: the
-                        # pairing of the whole history differs from the parts'.
-                        reader.reach_back = True
-                    keys.append(key)
-        for key in keys:
-            calls.add(key)
+        if _call_keys(segment.messages, self.calls, add=True):
+            # A call or result of a message let go of has one of its call ids: the
+            # pairing of the whole history differs from that of its parts.
+            reader.reach_back = True
         report = check_messages(
             segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
         )
@@ -499,6 +490,38 @@ class _GeminiSettler:
         settled.calls += report.calls
         settled.results += report.results
         self.next_try = len(reader.entries) + self.every
+
+    def finish(self, reader: gemini_chat.LineReader, lines: int) -> None:
+        """After the last line: set the reader's ``reach_back`` when the messages it
+        holds name a message or a call id of those let go of."""
+        if not reader.cut:
+            return
+        reader.finish(lines)
+        held = [
+            message
+            for entry in reader.entries.values()
+            for message in (entry.first, entry.second)
+            if message is not None
+        ]
+        if _call_keys(held, self.calls, add=False):
+            reader.reach_back = True
+
+
+def _call_keys(messages: list[Message], prints: Fingerprints, *, add: bool) -> bool:
+    """Whether a call id of ``messages`` (a call's or a result's) is in ``prints``
+    (before the ids of ``messages`` are added to it, with ``add``)."""
+    keys = {
+        hash(block.call_id) or 1
+        for message in messages
+        for block in message.blocks
+        if block.call_id is not None
+    }
+    if add:
+        found = False
+        for key in keys:
+            found = prints.add(key) or found
+        return found
+    return any(key in prints for key in keys)
 
 
 class _ReachBackError(Exception):
@@ -654,6 +677,8 @@ def _scan(
     chosen = chosen or "claude-code"  # no line tells: session_format refuses the file
     lines = LineSequence(records, count, parsed=False)
     if isinstance(reader, gemini_chat.LineReader):
+        if gemini is not None:
+            gemini.finish(reader, count)
         if reader.reach_back and chosen == "gemini-chat":
             raise _ReachBackError
         offset = gemini.settled.messages if gemini is not None else 0
