@@ -259,6 +259,16 @@ class LineFacts:
         if not self.exec_stream and _type(record) in _CODEX_EXEC_TYPES:
             self.exec_stream = True
 
+    def sift(self) -> frozenset[str] | None:
+        """The ``type`` of the lines that can still change what the records seen so far
+        tell (a record of another type, or not an object, leaves the facts as they
+        are), or ``None`` when any line can."""
+        if self.head < 64 or self.rollout:
+            return None
+        if self.claude:
+            return codex_rollout.ROLLOUT_TYPES
+        return _OUTWEIGHING if self.gemini else None
+
     def first(self) -> FormatName | None:
         """The format the records seen so far tell (a rollout line outweighs the rest)."""
         if self.rollout:

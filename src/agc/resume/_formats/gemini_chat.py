@@ -277,6 +277,24 @@ class _Holder:
 
 
 _SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
+_ENTRY_PATHS: dict[int, tuple[Path, Path, Path]] = {}
+_OPENS_TURN: Final = frozenset({"call", "reasoning"})
+
+
+def _entry_paths(base: Path, k: int) -> tuple[Path, Path, Path]:
+    """The keys to ``toolCalls`` entry ``k`` of the message at ``base``, to its
+    ``args`` and to its ``result`` (made once for a message that is a whole line)."""
+    if base:
+        where = (*base, "toolCalls", k)
+        return where, (*where, "args"), (*where, "result")
+    paths = _ENTRY_PATHS.get(k)
+    if paths is None:
+        paths = _ENTRY_PATHS[k] = (
+            ("toolCalls", k),
+            ("toolCalls", k, "args"),
+            ("toolCalls", k, "result"),
+        )
+    return paths
 
 
 def _slot(kind: str, position: int) -> tuple[str, int]:
@@ -370,11 +388,13 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
     if kind != "gemini":
         return _Entry(place, None, None, False)
     content = record.get("content")
-    blocks = _content_blocks(content, record_id, base, hold) if content else []
     tool_calls = record.get("toolCalls")
+    thoughts = record.get("thoughts")
+    if not content and not tool_calls and not thoughts:
+        return _Entry(place, None, None, True)  # written when the answer starts: no part
+    blocks = _content_blocks(content, record_id, base, hold) if content else []
     entries = tool_calls if isinstance(tool_calls, list) else ()
-    if not any(block.kind in {"call", "reasoning"} for block in blocks):
-        thoughts = record.get("thoughts")
+    if not any(block.kind in _OPENS_TURN for block in blocks):
         if thoughts and isinstance(thoughts, list):
             blocks = [
                 hold.part("reasoning", thought, record_id, "thought", (*base, "thoughts", k))
@@ -384,8 +404,8 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
             if not isinstance(entry, dict):
                 continue
             args = entry.get("args")
-            where = (*base, "toolCalls", k)
-            held = None if args is None else hold.at(args, (*where, "args"))
+            where, args_path, _ = _entry_paths(base, k)
+            held = None if args is None else hold.at(args, args_path)
             blocks.append(
                 hold.named("call", entry, entry, record_id, _slot("call", k), where, held)
             )
@@ -396,7 +416,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         if not isinstance(entry, dict) or not entry.get("result"):
             continue
         result = entry["result"]
-        where = (*base, "toolCalls", k, "result")
+        where = _entry_paths(base, k)[2]
         slot = _slot("result", k)
         if isinstance(result, str):
             results.append(hold.named("result", result, entry, record_id, slot, where))

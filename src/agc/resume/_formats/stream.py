@@ -602,6 +602,9 @@ def _scan(
     last_record: Any = None
     next_report = _CHUNK * 8
     decided = False  # the facts can no longer change the format
+    sift: frozenset[str] | None = None  # only lines of these types can change it
+    replay: gemini_chat.LineReader | None = None
+    entries: dict[str, Any] = {}  # the Gemini CLI reader's map
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
         handle.seek(offset)
@@ -631,12 +634,19 @@ def _scan(
                 record = _parse(text)
             else:
                 blank = False
-            if not decided:
+            if not decided and (
+                sift is None or (type(record) is dict and record.get("type") in sift)
+            ):
                 facts.feed(record)
                 decided = facts.rollout and facts.head >= 64
-            if chosen is None:
+                sift = facts.sift()
+            if replay is not None:  # a Gemini CLI session: its reader, called directly
+                replay.feed(index, record, refs)
+                if gemini is not None and len(entries) > gemini.next_try:
+                    gemini.feed(replay)
+            elif chosen is None:
                 chosen = facts.first()
-            if chosen is not None:
+            if chosen is not None and replay is None:
                 if reader is None:
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
                     for earlier in range(base, index):  # lines before the first telling one
@@ -651,7 +661,8 @@ def _scan(
                         gemini = _GeminiSettler(settle, keep)
                 _feed(reader, index, record, refs, paths)
                 if isinstance(reader, gemini_chat.LineReader):
-                    if gemini is not None and len(reader.entries) > gemini.next_try:
+                    replay, entries = reader, reader.entries
+                    if gemini is not None and len(entries) > gemini.next_try:
                         gemini.feed(reader)
                 elif settler is not None:
                     messages = reader.messages
