@@ -44,7 +44,7 @@ import sys
 import uuid
 from array import array
 from collections.abc import Iterator, MutableSequence, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from agc.resume._formats.jsonl import dump_line
@@ -57,6 +57,7 @@ from agc.resume._formats.model import (
     Message,
     RawRef,
     resolve,
+    texts,
 )
 
 __all__ = [
@@ -165,12 +166,16 @@ class GeminiHistory(History):
         id_hashes: per line, ``hash()`` of the ``id`` of the message record the line is
             (``0`` for any other line): lets a writer find the earlier records of an id
             without parsing every line again (a match is confirmed by parsing the line).
+        first_line: the first line of the history's part of the file (a streamed read
+            lets go of the lines before, with their messages: see
+            :meth:`LineReader.settle`); a writer writes the lines from there on.
     """
 
     places: dict[str, Place] = field(default_factory=dict)
     bare: list[tuple[int, int]] = field(default_factory=list)
     rewinds: set[str] = field(default_factory=set)
     id_hashes: Sequence[int] = field(default_factory=list)
+    first_line: int = 0
 
 
 def is_gemini_line(record: Any) -> bool:
@@ -680,18 +685,21 @@ def read(records: Sequence[Any]) -> GeminiHistory:
 
 def write(history: History, messages: list[Message]) -> list[Any]:
     """Return the repaired file's lines (text); see the module docstring."""
-    return list(write_lines(history, messages))
+    if history.lines is None:
+        history = replace(history, lines=[dump_line(record) for record in history.records])
+    return texts(history, write_lines(history, messages))
 
 
-def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
-    """:func:`write`, one line at a time. Only the lines that change are parsed again
-    (and a line holding an earlier record of a removed message: found by its id's hash,
-    then confirmed)."""
+def write_lines(history: History, messages: list[Message]) -> Iterator[str | int]:
+    """:func:`write`, one line at a time, from line ``first_line`` on: a new line's
+    text, or the index of a line written as it is. Only the lines that change are
+    parsed again (and a line holding an earlier record of a removed message: found by
+    its id's hash, then confirmed)."""
     assert isinstance(history, GeminiHistory)  # read by this module
     records = history.records
-    lines: Sequence[str] = (
-        history.lines if history.lines is not None else [dump_line(record) for record in records]
-    )
+    assert history.lines is not None  # a session file's lines
+    lines: Sequence[str] = history.lines
+    first = history.first_line
     kept = {id(block) for message in messages for block in message.blocks}
     synthetic = [
         block
@@ -743,11 +751,11 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
     removed = {key for key, plan in plans.items() if plan.gone}
     removed_hashes = {_id_hash(key) for key in removed}
     by_line: dict[int, list[tuple[Path, _Plan]]] = {}
-    dropped = bytearray(len(lines))  # 1: a whole-line record removed (nothing to read)
+    dropped = bytearray(len(lines) - first)  # 1: a whole-line record removed (nothing to read)
     for record_id, plan in plans.items():
         line, path = _where(history.places[record_id])
         if not path and plan.gone:
-            dropped[line] = 1
+            dropped[line - first] = 1
         else:
             by_line.setdefault(line, []).append((path, plan))
     # Held while the lines are written: the plans of the lines to edit, nothing else.
@@ -760,8 +768,8 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
         if id(block) in kept
     }
     hashes = history.id_hashes
-    for index, text in enumerate(lines):
-        if dropped[index]:
+    for index in range(first, len(lines)):
+        if dropped[index - first]:
             continue
         changes = by_line.get(index)
         if changes is None:
@@ -769,7 +777,7 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
                 record = records[index]
                 if isinstance(record, dict) and record.get("id") in removed:
                     continue
-            yield text
+            yield index
             continue
         new, follows = _apply(records[index], changes, kept)
         if new is not None:
