@@ -568,10 +568,13 @@ def test_a_check_that_lets_go_of_messages_reports_as_the_whole_read(
     )
     first = expected.findings[:keep]
     assert report.findings[:keep] == first
-    later = [f for f in expected.findings[keep:] if f.code not in {g.code for g in first}]
     # beyond the first ``keep``: only the first finding of each code not among them
-    codes_seen: set[str] = set()
-    firsts = [f for f in later if not (f.code in codes_seen or codes_seen.add(f.code))]
+    codes_seen = {finding.code for finding in first}
+    firsts = []
+    for finding in expected.findings[keep:]:
+        if finding.code not in codes_seen:
+            codes_seen.add(finding.code)
+            firsts.append(finding)
     assert list(report.findings[keep:]) == firsts
 
 

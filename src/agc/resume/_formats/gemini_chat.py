@@ -579,6 +579,7 @@ class LineReader:
         taken: dict[str, _Entry] = {}
         for message_id in list(itertools.islice(entries, count)):
             taken[message_id] = entries.pop(message_id)
+        first = self.cut
         self._see(line)
         messages: list[Message] = []
         bare: list[tuple[int, int]] = []
@@ -595,6 +596,8 @@ class LineReader:
             places=places,
             bare=bare,
             rewinds=self.rewinds,
+            id_hashes=self.id_hashes,
+            first_line=first,
         )
 
     def _see(self, line: int) -> None:
@@ -650,6 +653,7 @@ class LineReader:
             bare=bare,
             rewinds=self.rewinds,
             id_hashes=self.id_hashes,
+            first_line=first,
         )
 
 

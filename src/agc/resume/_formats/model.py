@@ -13,13 +13,10 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from agc._core import json as strict_json
 from agc.errors import JsonInvalidError
-
-if TYPE_CHECKING:
-    from agc.resume._validate import FindingTally
 
 __all__ = [
     "FORMAT_NAMES",
@@ -379,7 +376,7 @@ class Settled:
     calls: int = 0
     results: int = 0
     call_ids: CallIdSet = field(default_factory=CallIdSet)
-    tallies: tuple[FindingTally, FindingTally] | None = None
+    tallies: tuple[Any, Any] | None = None  # FindingTally: _validate imports this module
 
 
 @dataclass

@@ -29,7 +29,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, overload
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol, overload
 
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
@@ -54,6 +54,7 @@ __all__ = [
     "SETTLE_MESSAGES",
     "LineFile",
     "LineSequence",
+    "Parts",
     "ScanStart",
     "scan_session",
     "scan_tail",
@@ -287,6 +288,7 @@ def scan_session(
     settle: int | None = None,
     checked: bool = False,
     keep: int | None = None,
+    parts: Parts | None = None,
 ) -> History:
     """Read the session file at ``path`` in one pass (see the module docstring).
 
@@ -314,6 +316,9 @@ def scan_session(
             message let go of (a replacement, a ``$rewindTo``, a ``$set`` of every
             message, a call id used again) makes the replay differ: the file is then
             read again without letting go.
+        parts: with ``checked``, given each part of a Gemini CLI session as it is let
+            go of (to repair and write it); told to start again (:meth:`Parts.restart`)
+            when the file is read again (as a whole, or as another format).
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -333,16 +338,21 @@ def scan_session(
                 settle=settle,
                 checked=checked,
                 keep=keep,
+                parts=parts,
             )
         except _ReachBackError:
             checked = False  # read whole: the replay reaches back
             progress = None
+            if parts is not None:
+                parts.restart()
             continue
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
             return history
         chosen = decided  # the lines hold another format than the first one read
         progress = None
+        if parts is not None:
+            parts.restart()
 
 
 @dataclass(frozen=True)
@@ -452,19 +462,37 @@ class _Settler:
         self.next_try = 2 * len(messages)
 
 
+class Parts(Protocol):
+    """What a Gemini CLI session read in parts (:func:`scan_session`, ``parts``) gives
+    each part to as it is let go of, before the next is read."""
+
+    def part(self, history: gemini_chat.GeminiHistory) -> None:
+        """A part: its messages (numbered after those let go of before), its lines from
+        ``history.first_line`` to ``len(history.lines)`` (the records of its messages
+        and the lines between; its ``records`` and ``lines`` read them from the file)."""
+
+    def restart(self) -> None:
+        """Forget every part given: the file is read again from its first line."""
+
+
 class _GeminiSettler:
     """Lets go of the settled messages of a Gemini CLI session's reader, checked as
-    they are let go of (see :func:`scan_session`, ``keep``)."""
+    they are let go of (see :func:`scan_session`, ``keep``), each part given to
+    ``parts``."""
 
-    __slots__ = ("calls", "every", "next_try", "settled")
+    __slots__ = ("calls", "every", "file", "next_try", "parts", "settled")
 
-    def __init__(self, every: int, keep: int | None) -> None:
+    def __init__(
+        self, every: int, keep: int | None, file: LineFile, parts: Parts | None = None
+    ) -> None:
         from agc.resume._validate import FindingTally  # noqa: PLC0415 - it imports the formats
 
         self.every = max(every, 1)
         self.next_try = self.every
         self.settled = Settled(tallies=(FindingTally(keep), FindingTally(keep)))
         self.calls = Fingerprints()  # the call ids of the messages let go of
+        self.file = file
+        self.parts = parts
 
     def feed(self, reader: gemini_chat.LineReader) -> None:
         """Called when the reader's map holds more than ``next_try`` messages."""
@@ -475,7 +503,8 @@ class _GeminiSettler:
         from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
 
         settled = self.settled
-        segment = reader.settle(*point, settled.messages)
+        offset = settled.messages
+        segment = reader.settle(*point, offset)
         if _call_keys(segment.messages, self.calls, add=True):
             # A call or result of a message let go of has one of its call ids: the
             # pairing of the whole history differs from that of its parts.
@@ -490,6 +519,11 @@ class _GeminiSettler:
         settled.calls += report.calls
         settled.results += report.results
         self.next_try = len(reader.entries) + self.every
+        if self.parts is not None:
+            segment.records = LineSequence(self.file, reader.cut, parsed=True)
+            segment.lines = LineSequence(self.file, reader.cut, parsed=False)
+            segment.settled = Settled(messages=offset)  # numbered after those
+            self.parts.part(segment)
 
     def finish(self, reader: gemini_chat.LineReader, lines: int) -> None:
         """After the last line: set the reader's ``reach_back`` when the messages it
@@ -581,6 +615,7 @@ def _scan(
     start: ScanStart | None = None,
     checked: bool = False,
     keep: int | None = None,
+    parts: Parts | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -658,7 +693,7 @@ def _scan(
                     elif settle is not None and checked:
                         # A Gemini CLI record may replace or rewind to any earlier one:
                         # its messages are let go of checked, the read falls back if so.
-                        gemini = _GeminiSettler(settle, keep)
+                        gemini = _GeminiSettler(settle, keep, records, parts)
                 _feed(reader, index, record, refs, paths)
                 if isinstance(reader, gemini_chat.LineReader):
                     replay, entries = reader, reader.entries
