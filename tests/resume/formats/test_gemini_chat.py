@@ -28,6 +28,7 @@ from agc.resume import (
     load_history,
     next_step,
     repair_loaded,
+    repair_session,
     repair_streamed,
     scan_session,
 )
@@ -613,3 +614,131 @@ def test_the_text_report_counts_every_finding_and_prints_the_first(
     assert "        60  duplicate-tool-result" in out
     assert out.count(": duplicate-tool-result: ") == 2
     assert "… and 58 more problem(s)" in out
+
+
+def _repaired_in_parts(
+    source: Path, strategy: Strategy, settle: int, keep: int | None
+) -> tuple[bytes, dict[str, Any], bool] | str:
+    """The repair of a session file read in parts as agc resume FILE --out makes it
+    (bytes, report, whether it was read in parts), or the error's code."""
+    out = source.with_name("parts.jsonl")
+
+    def read_back() -> History:
+        return scan_session(out, source="out", format="gemini-chat", settle=settle, checked=True)
+
+    try:
+        with out.open("w+b") as sink:
+            history, report = repair_session(
+                source,
+                sink,
+                read_back,
+                source="session.jsonl",
+                strategy=strategy,
+                keep=keep,
+                settle=settle,
+            )
+            parted = report is not None
+            if report is None:
+                report = repair_streamed(history, sink, read_back, strategy=strategy)
+    except AgcError as exc:
+        return exc.code
+    return out.read_bytes(), report.to_dict(), parted
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    plan=st.lists(st.sampled_from(["answered", "in-flight", "half", "text", "killed"]), max_size=8),
+    duplicate=st.booleans(),
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["rewind", "set", "again"]), st.integers(0, 99), st.integers(0, 99)
+        ),
+        max_size=2,
+    ),
+    settle=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+@example(
+    plan=["answered", "in-flight", "half", "text"] * 2,
+    duplicate=True,
+    edits=[],
+    settle=1,
+    strategy="synthesize",
+)
+@example(plan=["answered", "killed"] * 3, duplicate=True, edits=[], settle=2, strategy="strip")
+# reaching back after parts were written: the output is written again from its start
+@example(
+    plan=["answered"] * 4, duplicate=True, edits=[("again", 30, 1)], settle=1, strategy="strip"
+)
+@example(
+    plan=["answered"] * 4, duplicate=True, edits=[("rewind", 30, 1)], settle=1, strategy="strip"
+)
+@example(
+    plan=["answered"] * 4, duplicate=True, edits=[("set", 30, 0)], settle=1, strategy="synthesize"
+)
+def test_a_repair_in_parts_writes_the_bytes_of_the_whole_repair(
+    plan: list[str],
+    duplicate: bool,
+    edits: list[tuple[str, int, int]],
+    settle: int,
+    strategy: Strategy,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A session repaired part by part as it is read (each part written once read, a
+    record reaching back making it read whole and written again) writes the bytes of
+    the repair of the whole file and reports the same findings and changes."""
+    data = _with_log_records(_session(plan, duplicate=duplicate), edits)
+    source = tmp_path_factory.mktemp("parts") / "session.jsonl"
+    source.write_bytes(data)
+    whole = load_history(data, source="session.jsonl")
+    try:
+        done = repair_loaded(whole, strategy=strategy)
+    except AgcError as exc:
+        refused = exc.code
+    else:
+        refused = None
+    got = _repaired_in_parts(source, strategy, settle, None)
+    if refused is not None:
+        assert got == refused
+        return
+    assert not isinstance(got, str), got
+    data_out, report, _ = got
+    assert data_out == done.data
+    assert report == done.report.to_dict()
+    few = _repaired_in_parts(source, strategy, settle, 1)
+    assert not isinstance(few, str), few
+    assert few[0] == done.data
+    counts: dict[str, int] = {}
+    for change in done.report.changes:
+        counts[change.action] = counts.get(change.action, 0) + 1
+    assert few[1]["changes"][:1] == report["changes"][:1]
+    assert {c["action"] for c in few[1]["changes"]} == set(counts)
+
+
+def test_a_long_session_is_repaired_in_parts(tmp_path: Path) -> None:
+    """A session where every call has a finding is repaired part by part: what the
+    read holds at the end is a few messages, and the report the first changes asked
+    for beside the counts of all."""
+    plan = ["answered", "answered", "in-flight"] * 14
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(_session(plan, duplicate=True))
+    done = repair_loaded(load_history(source.read_bytes(), source="s"), strategy="synthesize")
+    out = tmp_path / "out.jsonl"
+    with out.open("w+b") as sink:
+        history, report = repair_session(
+            source,
+            sink,
+            lambda: scan_session(out, source="o", format="gemini-chat", settle=8, checked=True),
+            source="session.jsonl",
+            strategy="synthesize",
+            keep=3,
+            settle=8,
+        )
+    assert report is not None
+    assert history.settled is not None
+    assert len(history.messages) <= 16
+    assert out.read_bytes() == done.data
+    assert report.change_total == len(done.report.changes)
+    assert report.action_counts() == done.report.action_counts()
+    assert len(report.changes) <= 3 + len(report.action_counts())
+    assert report.changes[:3] == done.report.changes[:3]

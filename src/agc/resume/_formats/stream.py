@@ -480,10 +480,10 @@ class _GeminiSettler:
     they are let go of (see :func:`scan_session`, ``keep``), each part given to
     ``parts``."""
 
-    __slots__ = ("calls", "every", "file", "next_try", "parts", "settled")
+    __slots__ = ("calls", "every", "file", "next_try", "parts", "refs", "settled")
 
     def __init__(
-        self, every: int, keep: int | None, file: LineFile, parts: Parts | None = None
+        self, every: int, keep: int | None, refs: LineSequence, parts: Parts | None = None
     ) -> None:
         from agc.resume._validate import FindingTally  # noqa: PLC0415 - it imports the formats
 
@@ -491,7 +491,8 @@ class _GeminiSettler:
         self.next_try = self.every
         self.settled = Settled(tallies=(FindingTally(keep), FindingTally(keep)))
         self.calls = Fingerprints()  # the call ids of the messages let go of
-        self.file = file
+        self.refs = refs  # the parsed lines the parts are read from
+        self.file = refs._file
         self.parts = parts
 
     def feed(self, reader: gemini_chat.LineReader) -> None:
@@ -520,6 +521,7 @@ class _GeminiSettler:
         settled.results += report.results
         self.next_try = len(reader.entries) + self.every
         if self.parts is not None:
+            self.refs._count = len(self.file)  # the parts read them: the lines read so far
             segment.records = LineSequence(self.file, reader.cut, parsed=True)
             segment.lines = LineSequence(self.file, reader.cut, parsed=False)
             segment.settled = Settled(messages=offset)  # numbered after those
@@ -693,7 +695,7 @@ def _scan(
                     elif settle is not None and checked:
                         # A Gemini CLI record may replace or rewind to any earlier one:
                         # its messages are let go of checked, the read falls back if so.
-                        gemini = _GeminiSettler(settle, keep, records, parts)
+                        gemini = _GeminiSettler(settle, keep, refs, parts)
                 _feed(reader, index, record, refs, paths)
                 if isinstance(reader, gemini_chat.LineReader):
                     replay, entries = reader, reader.entries
