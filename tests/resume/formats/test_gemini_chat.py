@@ -691,6 +691,7 @@ def test_a_repair_in_parts_writes_the_bytes_of_the_whole_repair(
     source = tmp_path_factory.mktemp("parts") / "session.jsonl"
     source.write_bytes(data)
     whole = load_history(data, source="session.jsonl")
+    refused: str | None
     try:
         done = repair_loaded(whole, strategy=strategy)
     except AgcError as exc:
