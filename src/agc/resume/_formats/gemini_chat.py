@@ -383,7 +383,7 @@ class _Entry:
 
 def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) -> _Entry:
     kind = record.get("type")
-    line, base = _where(place)
+    line, base = (place, ()) if type(place) is int else place  # _where, inline: per record
     if kind == "user":
         content = record.get("content")
         if not _user_turn(content):
@@ -449,6 +449,7 @@ class LineReader:
     """
 
     __slots__ = (
+        "_hold",
         "_paths",
         "cut",
         "entries",
@@ -467,6 +468,7 @@ class LineReader:
         self._paths: dict[Path, Path] = {}
         # Let go of (:meth:`settle`): the lines before ``cut`` and the messages of the
         # map they held; ``seen``, the fingerprints of every message id on those lines.
+        self._hold = _Holder(None, 0, self._paths)
         self.cut = 0
         self.seen: Fingerprints | None = None
         self.reach_back = False  # a record after ``cut`` names a message before it
@@ -478,7 +480,10 @@ class LineReader:
         message_id = record.get("id") if isinstance(record, dict) else None
         if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
             hashes.append(hash(message_id) or 1)  # _id_hash, inline: once per line
-            hold = _Holder(refs, index, self._paths)
+            hold = self._hold
+            if hold.refs is not refs:
+                hold = self._hold = _Holder(refs, index, self._paths)
+            hold.line = index  # one holder for the lines: a part keeps its line, not it
             entries = self.entries
             entry = _entry(record, message_id, index, hold)
             earlier = entries.get(message_id)
