@@ -445,7 +445,10 @@ class LineReader:
     What is held is bounded by the map: the messages a later record could still replace
     and a ``$rewindTo`` could still reach back to are exactly the messages of the map, so
     memory grows with the number of messages the session holds when it is resumed, not
-    with the bytes of the file (a record replaced, rewound or cleared is let go).
+    with the bytes of the file (a record replaced, rewound or cleared is let go). A read
+    in parts also lets go of the first messages of the map (:meth:`settle`), keeping
+    fingerprints of their ids to tell when a later record reaches back to them
+    (:attr:`reach_back`).
     """
 
     __slots__ = (

@@ -9,7 +9,10 @@ to its line, which is read from the file and parsed again when asked (by a write
 the few lines a repair changes, or for the arguments a report shows). A Gemini CLI
 session is replayed as its client replays it (a record may replace an earlier message,
 a ``$rewindTo`` drop the later ones): its reader holds the messages of the replayed map,
-each as its view, until the end (:class:`~agc.resume._formats.gemini_chat.LineReader`).
+each as its view (:class:`~agc.resume._formats.gemini_chat.LineReader`), and, for a
+check or a repair in parts (``checked``), lets go of a part of the map once it can be
+checked apart from the rest, falling back to the whole read when a later record reaches
+back to it.
 
 The lines are read as :func:`~agc.resume._formats.jsonl.parse_jsonl` reads them (the
 same UTF-8 rule, the same JSON rule, a cut inside a character on the last line kept as
