@@ -712,7 +712,8 @@ def repair_session(
     held = history.messages
     repair.messages.clear()
     whole.messages.clear()
-    history.messages = []  # released before the output is read back
+    history.messages = []  # released before the output is read back, as is
+    history.id_hashes = whole.id_hashes = ()  # what only the writer reads
     report = repair.report(check_loaded(read_back()), parts.changes)
     history.messages = held
     return history, report

@@ -43,7 +43,7 @@ import itertools
 import sys
 import uuid
 from array import array
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -169,6 +169,8 @@ class GeminiHistory(History):
         first_line: the first line of the history's part of the file (a streamed read
             lets go of the lines before, with their messages: see
             :meth:`LineReader.settle`); a writer writes the lines from there on.
+        hash_base: the line whose hash is ``id_hashes[0]`` (a read in parts lets go of
+            the hashes of the lines before the part it last gave).
     """
 
     places: dict[str, Place] = field(default_factory=dict)
@@ -176,6 +178,7 @@ class GeminiHistory(History):
     rewinds: set[str] = field(default_factory=set)
     id_hashes: Sequence[int] = field(default_factory=list)
     first_line: int = 0
+    hash_base: int = 0  # the line of id_hashes[0] (the hashes before are let go of)
 
 
 def is_gemini_line(record: Any) -> bool:
@@ -383,7 +386,7 @@ class _Entry:
 
 def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) -> _Entry:
     kind = record.get("type")
-    line, base = (place, ()) if type(place) is int else place  # _where, inline: per record
+    line, base = (place, ()) if isinstance(place, int) else place  # _where, inline: per record
     if kind == "user":
         content = record.get("content")
         if not _user_turn(content):
@@ -456,6 +459,7 @@ class LineReader:
         "_paths",
         "cut",
         "entries",
+        "hash_base",
         "id_hashes",
         "reach_back",
         "rewinds",
@@ -467,7 +471,8 @@ class LineReader:
         self.entries: dict[str, _Entry] = {}
         self.rewinds: set[str] = set()
         self.session_id: str | None = None
-        self.id_hashes: MutableSequence[int] = array("q")
+        self.id_hashes: array[int] = array("q")
+        self.hash_base = 0  # the line of id_hashes[0]
         self._paths: dict[Path, Path] = {}
         # Let go of (:meth:`settle`): the lines before ``cut`` and the messages of the
         # map they held; ``seen``, the fingerprints of every message id on those lines.
@@ -606,6 +611,7 @@ class LineReader:
             rewinds=self.rewinds,
             id_hashes=self.id_hashes,
             first_line=first,
+            hash_base=self.hash_base,
         )
 
     def _see(self, line: int) -> None:
@@ -613,7 +619,11 @@ class LineReader:
         ``line`` and let go of them; set
         :attr:`reach_back` when one of them is an id of a line before."""
         seen = self.seen if self.seen is not None else Fingerprints()
-        batch = set(self.id_hashes[self.cut : line])
+        hashes, base = self.id_hashes, self.hash_base
+        # The part given before is written: the hashes of its lines are let go of.
+        del hashes[: self.cut - base]
+        self.hash_base = base = self.cut
+        batch = set(hashes[: line - base])
         batch.discard(0)
         for key in batch:
             if seen.add(key):
@@ -626,7 +636,7 @@ class LineReader:
         :attr:`reach_back` when a line after the last cut names a message before it."""
         if self.seen is not None:
             seen = self.seen
-            batch = set(self.id_hashes[self.cut : lines])
+            batch = set(self.id_hashes[self.cut - self.hash_base : lines - self.hash_base])
             if any(key in seen for key in batch if key):
                 self.reach_back = True
 
@@ -662,6 +672,7 @@ class LineReader:
             rewinds=self.rewinds,
             id_hashes=self.id_hashes,
             first_line=first,
+            hash_base=self.hash_base,
         )
 
 
@@ -779,13 +790,17 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
         for block in plan.blocks
         if id(block) in kept
     }
-    hashes = history.id_hashes
+    hashes, hash_base = history.id_hashes, history.hash_base
     for index in range(first, len(lines)):
         if dropped[index - first]:
             continue
         changes = by_line.get(index)
         if changes is None:
-            if removed_hashes and index < len(hashes) and hashes[index] in removed_hashes:
+            if (
+                removed_hashes
+                and 0 <= index - hash_base < len(hashes)
+                and hashes[index - hash_base] in removed_hashes
+            ):
                 record = records[index]
                 if isinstance(record, dict) and record.get("id") in removed:
                     continue
