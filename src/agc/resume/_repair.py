@@ -713,7 +713,9 @@ def repair_session(
     repair.messages.clear()
     whole.messages.clear()
     history.messages = []  # released before the output is read back, as is
-    history.id_hashes = whole.id_hashes = ()  # what only the writer reads
+    whole.id_hashes = ()  # what only the writer reads
+    if isinstance(history, GeminiHistory):
+        history.id_hashes = ()
     report = repair.report(check_loaded(read_back()), parts.changes)
     history.messages = held
     return history, report
