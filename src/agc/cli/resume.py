@@ -170,6 +170,14 @@ class _Sink:
         with new_file_errors(self._out):
             self._handle.flush()
 
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        with new_file_errors(self._out):
+            return self._handle.seek(offset, whence)
+
+    def truncate(self, size: int | None = None, /) -> int:
+        with new_file_errors(self._out):
+            return self._handle.truncate(size)
+
 
 _REPORT_ON_STDERR: ContextVar[bool] = ContextVar("_REPORT_ON_STDERR", default=False)
 """True while a repair goes to standard output (``--out -``): the report goes to stderr."""
@@ -370,21 +378,21 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
         f"{report.results} tool results",
         markup=False,
     )
-    findings = report.findings
+    findings = report.findings  # the first `limit` at least, beside the counts of all
     if report.valid:
         say("valid: the provider would accept this history", markup=False)
         for finding in findings[:limit]:  # warnings only
             where = _where(history, finding.message_index, finding.record)
             text = f"  {where}: {finding.code} ({finding.severity}): {finding.message}"
             say(_printable(text), markup=False)
-        _print_more(len(findings), limit, "warning")
+        _print_more(report.total, limit, "warning")
         return
-    say(f"{len(findings)} problem(s), as the provider would report them:", markup=False)
-    _print_counts(Counter(finding.code for finding in findings))
+    say(f"{report.total} problem(s), as the provider would report them:", markup=False)
+    _print_counts(Counter(report.code_counts()))
     for finding in findings[:limit]:
         where = _where(history, finding.message_index, finding.record)
         say(_printable(f"  {where}: {finding.code}: {finding.message}"), markup=False)
-    _print_more(len(findings), limit, "problem")
+    _print_more(report.total, limit, "problem")
 
 
 def _print_counts(counts: Counter[str]) -> None:
@@ -628,14 +636,19 @@ def resume_command(
             if streamed is not None:
                 refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
                 size = streamed
-                history = scan_history(
-                    path,
-                    source=str(path),
-                    format=wanted,
-                    size=size,
-                    progress=byte_progress,
-                    settle=_resume.SETTLE_MESSAGES,
-                )
+                if not check:  # read as it is repaired (a Gemini CLI session, in parts)
+                    history = None
+                else:
+                    history = scan_history(
+                        path,
+                        source=str(path),
+                        format=wanted,
+                        size=size,
+                        progress=byte_progress,
+                        settle=_resume.SETTLE_MESSAGES,
+                        checked=True,
+                        keep=None if as_json else max_findings,
+                    )
             else:
                 stamp = _stamp(path)
                 data = _read_input(path)
@@ -712,6 +725,8 @@ def resume_command(
                             size=size,
                             progress=byte_progress,
                             settle=_resume.SETTLE_MESSAGES,
+                            checked=check,
+                            keep=None if as_json else max_findings,
                         )
                 else:
                     history, size = history_from_run(
@@ -743,13 +758,19 @@ def resume_command(
                 "nor its signature",
                 markup=False,
             )
-        _require_messages(
-            history,
-            target if source is None else str(source),
-            wanted,
-            recorded_run=source is None and snapshot is None,
-        )
+
+        def require(history: History) -> None:
+            _require_messages(
+                history,
+                target if source is None else str(source),
+                wanted,
+                recorded_run=source is None and snapshot is None,
+            )
+
+        if history is not None:
+            require(history)
         if check:
+            assert history is not None  # read above for a check
             return _check(history, target, state, as_json=as_json, limit=max_findings)
         token = _REPORT_ON_STDERR.set(to_stdout)
         try:
@@ -763,6 +784,8 @@ def resume_command(
                 size,
                 as_json=as_json,
                 limit=max_findings,
+                wanted=wanted,
+                require=require,
             )
         finally:
             _REPORT_ON_STDERR.reset(token)
@@ -799,7 +822,7 @@ def _check(
     as_json: bool,
     limit: int,
 ) -> int:
-    report = _resume.check_loaded(history)
+    report = _resume.check_loaded(history, keep=None if as_json else limit)
     warnings = _resume.pending_warnings(history.messages, state)
     if as_json:
         emit_json(
@@ -850,7 +873,7 @@ def _stamp(path: Path) -> tuple[int, ...]:
 
 
 def _repair(
-    history: History,
+    history: History | None,
     target: str,
     output: _Output,
     strategy: StrategyChoice,
@@ -860,7 +883,11 @@ def _repair(
     *,
     as_json: bool,
     limit: int,
+    wanted: FormatName | None = None,
+    require: Callable[[History], None] | None = None,
 ) -> int:
+    """Repair ``history``, or (``None``) the session file ``output.source``, read as it
+    is repaired (:func:`_repair_streamed`; ``require`` judges the history read)."""
     source, out = output.source, output.out
     where = target if source is None else str(source)
     chosen = _STRATEGIES[strategy]
@@ -870,8 +897,19 @@ def _repair(
             "(--in-place replaces it, keeping a backup)"
         )
     backup: Path | None = None
-    if _is_streamed(history):
-        report, backup = _repair_streamed(history, output, chosen, state, session_id, size, where)
+    if history is None or _is_streamed(history):
+        report, backup, history = _repair_streamed(
+            history,
+            output,
+            chosen,
+            state,
+            session_id,
+            size,
+            where,
+            wanted=wanted,
+            keep=None if as_json else limit,
+            require=require,
+        )
     else:
         with _working("repairing", size):
             result = _resume.repair_loaded(
@@ -906,12 +944,12 @@ def _repair(
     _print_findings(history, report.before, limit)
     if report.changes:
         _report().print(
-            f"{len(report.changes)} change(s), strategy {strategy.value}:", markup=False
+            f"{report.change_total} change(s), strategy {strategy.value}:", markup=False
         )
-        _print_counts(Counter(change.action for change in report.changes))
+        _print_counts(Counter(report.action_counts()))
         for change in report.changes[:limit]:
             _print_change(history, change)
-        _print_more(len(report.changes), limit, "change")
+        _print_more(report.change_total, limit, "change")
     else:
         _report().print("no change needed", markup=False)
     _print_warnings(report.notices)
@@ -977,19 +1015,31 @@ def _is_streamed(history: History) -> bool:
 
 
 def _repair_streamed(
-    history: History,
+    history: History | None,
     output: _Output,
     strategy: Strategy,
     state: ToolCallState | None,
     session_id: str | None,
     size: int,
     where: str,
-) -> tuple[RepairReport, Path | None]:
+    *,
+    wanted: FormatName | None = None,
+    keep: int | None = None,
+    require: Callable[[History], None] | None = None,
+) -> tuple[RepairReport, Path | None, History]:
     """Repair a streamed session file, written as it is made to ``--out``, to a file
     beside the input (``--in-place``), or to a private temporary file (the output is
-    checked all the same). Returns the report and, in place, the backup's path."""
-    records = history.records
-    assert isinstance(records, _resume.LineSequence)  # _is_streamed
+    checked all the same). Returns the report, in place the backup's path, and the
+    history. ``history`` ``None``: the file ``output.source`` is read as it is
+    repaired (:func:`agc.resume.repair_session`: a Gemini CLI session in parts, its
+    report holding the first ``keep`` changes; another read whole first)."""
+    read: list[History] = [] if history is None else [history]
+
+    def unchanged() -> None:
+        records = read[0].records
+        assert isinstance(records, _resume.LineSequence)  # _is_streamed
+        records.check_unchanged()
+
     out = output.out
     with ExitStack() as stack:
         commit: Callable[[], Path | None] | None = None
@@ -1007,7 +1057,7 @@ def _repair_streamed(
         elif output.in_place:
             assert output.source is not None  # --in-place is refused for a run
             handle, path, commit = stack.enter_context(
-                replace_in_place(output.source, unchanged=records.check_unchanged)
+                replace_in_place(output.source, unchanged=unchanged)
             )
         else:
             import tempfile  # noqa: PLC0415 - only for a repair written nowhere
@@ -1022,8 +1072,10 @@ def _repair_streamed(
             return _resume.scan_session(
                 path,
                 source="repaired history",
-                format=history.format,
+                # not read yet: repair_session reads back a Gemini CLI session's parts
+                format=read[0].format if read else "gemini-chat",
                 settle=_resume.SETTLE_MESSAGES,
+                checked=True,
             )
 
         def read_tail(start: _resume.ScanStart) -> History:
@@ -1031,22 +1083,54 @@ def _repair_streamed(
                 path,
                 start,
                 source="repaired history",
-                format=history.format,
+                format=read[0].format,
                 settle=_resume.SETTLE_MESSAGES,
             )
 
-        with _working("repairing", size):
-            report = _resume.repair_streamed(
-                history,
-                sink,
-                read_back,
-                strategy=strategy,
-                tool_call_state=state,
-                session_id=session_id,
-                read_tail=read_tail,
-            )
+        parted: RepairReport | None = None
+        if not read:
+            assert output.source is not None  # a FILE is read as it is repaired
+            source = output.source
+            with ExitStack() as reading:
+                bar = reading.enter_context(
+                    byte_progress(size if size >= _STATUS_BYTES else None, f"reading {source.name}")
+                )
+                try:
+                    history, parted = _resume.repair_session(
+                        source,
+                        sink,
+                        read_back,
+                        source=str(source),
+                        format=wanted,
+                        strategy=strategy,
+                        session_id=session_id,
+                        keep=keep,
+                        settle=_resume.SETTLE_MESSAGES,
+                        progress=bar,
+                    )
+                except OSError as exc:  # a write error is the sink's AgcError
+                    raise FileUnreadableError(
+                        f"{source} cannot be read: {describe_os_error(exc)}"
+                    ) from exc
+            read.append(history)
+            if require is not None:
+                require(history)
+        history = read[0]
+        if parted is not None:
+            report = parted
+        else:
+            with _working("repairing", size):
+                report = _resume.repair_streamed(
+                    history,
+                    sink,
+                    read_back,
+                    strategy=strategy,
+                    tool_call_state=state,
+                    session_id=session_id,
+                    read_tail=read_tail,
+                )
         _refuse_emptied(report, where)
-        records.check_unchanged()
+        unchanged()
         backup = None
         if commit is not None and (out is not None or report.changes):
             backup = commit()
@@ -1054,7 +1138,7 @@ def _repair_streamed(
             handle.flush()
             with path.open("rb") as written:
                 _to_stdout(iter(lambda: written.read(1 << 20), b""))
-        return report, backup
+        return report, backup, history
 
 
 _QUICK_FLAGS: Final = {"--check": "check", "--json": "as_json"}

@@ -178,18 +178,21 @@ def scan_history(
     size: int,
     progress: ProgressBar | None = None,
     settle: int | None = None,
+    checked: bool = False,
+    keep: int | None = None,
 ) -> History:
-    """A session file read line by line (:func:`agc.resume.scan_session`, ``settle``
-    as there); ``size`` in bytes, shown by ``progress`` only for inputs of 8 MiB or more.
+    """A session file read line by line (:func:`agc.resume.scan_session`, ``settle``,
+    ``checked`` and ``keep`` as there); ``size`` in bytes, shown by ``progress`` only
+    for inputs of 8 MiB or more.
 
     Raises:
         FileUnreadableError: the file cannot be read (exit 3).
         InputError, HistoryFormatError: see :func:`agc.resume.load_history`.
     """
     if progress is None:
-        return _scan(path, source, format, None, settle)
+        return _scan(path, source, format, None, settle, checked, keep)
     with progress(size if size >= STATUS_BYTES else None, f"reading {path.name}") as bar:
-        return _scan(path, source, format, bar, settle)
+        return _scan(path, source, format, bar, settle, checked, keep)
 
 
 def _scan(
@@ -198,9 +201,19 @@ def _scan(
     wanted: FormatName | None,
     bar: Callable[[int], None] | None,
     settle: int | None,
+    checked: bool = False,
+    keep: int | None = None,
 ) -> History:
     try:
-        return _resume.scan_session(path, source=source, format=wanted, progress=bar, settle=settle)
+        return _resume.scan_session(
+            path,
+            source=source,
+            format=wanted,
+            progress=bar,
+            settle=settle,
+            checked=checked,
+            keep=keep,
+        )
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
 

@@ -30,6 +30,7 @@ import os
 from array import array
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from agc._core import json as strict_json
@@ -48,7 +49,7 @@ from agc.resume._formats.model import (
     arguments_are_json,
     resolve,
 )
-from agc.resume._formats.stream import LineSequence, ScanStart, tail_start
+from agc.resume._formats.stream import LineSequence, ScanStart, scan_session, tail_start
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
@@ -73,11 +74,13 @@ __all__ = [
     "RepairReport",
     "RepairResult",
     "ResumeResult",
+    "RewindableSink",
     "Strategy",
     "ToolCallState",
     "idempotency_key",
     "repair_history",
     "repair_loaded",
+    "repair_session",
     "repair_streamed",
     "resume_session",
     "session_identity",
@@ -208,11 +211,15 @@ class RepairReport(Report[HistoryFindingCode]):
             :attr:`was_interrupted` says what the history shows).
         before: :func:`~agc.resume._validate.check_history` of the input.
         after: the same check of the repaired history (always valid).
-        changes: every change, in history order.
+        changes: every change, in history order; with ``change_counts``, only the
+            first ones (the first of each action among them).
         was_interrupted: the snapshot said a call was in flight, or the history holds a
             call without a result (a crash can come before ``inFlight`` is saved).
         notices: what the repair noticed but could not act on, one sentence each (a
             ``pendingToolCallId`` that matches no call of the history).
+        change_counts: ``None`` when ``changes`` holds every change; else how many
+            changes of each action the repair made (a long session repaired in parts:
+            :func:`repair_session`).
     """
 
     CODES = frozenset(FINDING_CODES)
@@ -225,6 +232,23 @@ class RepairReport(Report[HistoryFindingCode]):
     changes: tuple[Change, ...]
     was_interrupted: bool
     notices: tuple[str, ...] = ()
+    change_counts: Mapping[str, int] | None = None
+
+    @property
+    def change_total(self) -> int:
+        """How many changes the repair made (``changes`` may hold only the first)."""
+        if self.change_counts is None:
+            return len(self.changes)
+        return sum(self.change_counts.values())
+
+    def action_counts(self) -> dict[str, int]:
+        """How many changes of each action the repair made."""
+        if self.change_counts is not None:
+            return dict(self.change_counts)
+        counts: dict[str, int] = {}
+        for change in self.changes:
+            counts[change.action] = counts.get(change.action, 0) + 1
+        return counts
 
     @property
     def findings(self) -> tuple[HistoryFinding, ...]:
@@ -494,18 +518,20 @@ class _Repair:
     rewritten: bool  # the repair changed the history (a torn line alone does not)
     warnings: tuple[str, ...]
 
-    def report(self, after: HistoryReport) -> RepairReport:
-        """The report, given the check of the output.
+    def report(self, after: HistoryReport, earlier: _ChangeTally | None = None) -> RepairReport:
+        """The report, given the check of the output; ``earlier``: the changes of the
+        parts repaired before (:func:`repair_session`), which come first.
 
         Raises:
             RepairIncompleteError: the output still breaks a rule.
         """
         history, changes = self.history, self.changes
-        interrupted = self.state.in_flight or any(
-            c.action in {"stripped", "synthesized", "kept-partial-result"}
-            or (c.action == "dropped-torn-line" and c.idempotency_key is not None)
-            for c in changes
-        )
+        interrupted = self.state.in_flight or any(_interrupting(c) for c in changes)
+        counts: Mapping[str, int] | None = None
+        if earlier is not None:
+            interrupted = interrupted or earlier.interrupted
+            earlier.extend(changes)
+            changes, counts = earlier.examples, earlier.counts_if_cut()
         report = RepairReport(
             history.format,
             self.strategy,
@@ -515,6 +541,7 @@ class _Repair:
             tuple(changes),
             interrupted,
             self.warnings,
+            counts,
         )
         if not after.valid:
             codes = ", ".join(sorted({finding.code for finding in after.findings}))
@@ -524,17 +551,192 @@ class _Repair:
         return report
 
 
+def _interrupting(change: Change) -> bool:
+    """Whether a change says a call was interrupted (see ``was_interrupted``)."""
+    return change.action in {"stripped", "synthesized", "kept-partial-result"} or (
+        change.action == "dropped-torn-line" and change.idempotency_key is not None
+    )
+
+
+class _ChangeTally:
+    """Changes gathered part by part: counts per action and the first ``keep`` (and the
+    first of each action; ``None``: every one), as
+    :class:`~agc.resume._validate.FindingTally` holds findings."""
+
+    __slots__ = ("_actions", "counts", "examples", "interrupted", "keep")
+
+    def __init__(self, keep: int | None) -> None:
+        self.keep = keep
+        self.counts: dict[str, int] = {}
+        self.examples: list[Change] = []
+        self.interrupted = False
+        self._actions: set[str] = set()
+
+    def extend(self, changes: Iterable[Change]) -> None:
+        keep = self.keep
+        for change in changes:
+            action = change.action
+            self.counts[action] = self.counts.get(action, 0) + 1
+            self.interrupted = self.interrupted or _interrupting(change)
+            if keep is None or len(self.examples) < keep or action not in self._actions:
+                self.examples.append(change)
+                self._actions.add(action)
+
+    def counts_if_cut(self) -> dict[str, int] | None:
+        """The counts when some changes were let go of, else ``None``."""
+        return None if len(self.examples) == sum(self.counts.values()) else dict(self.counts)
+
+
+class RewindableSink(ByteSink, Protocol):
+    """A :class:`ByteSink` that can be emptied to be written again from its start."""
+
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+
+    def truncate(self, size: int | None = None, /) -> int: ...
+
+
+class _PartRepair:
+    """Repairs each part of a Gemini CLI session read in parts and writes it to
+    ``sink`` (:class:`~agc.resume._formats.stream.Parts`)."""
+
+    def __init__(
+        self,
+        sink: RewindableSink,
+        strategy: Strategy,
+        state: ToolCallState,
+        session_id: str | None,
+        keep: int | None,
+    ) -> None:
+        self.sink = sink
+        self.strategy = strategy
+        self.state = state
+        self.session_id = session_id
+        self.keep = keep
+        self.changes = _ChangeTally(keep)
+        self.session: str | None = None
+        self.written = False
+
+    def restart(self) -> None:
+        self.sink.seek(0)
+        self.sink.truncate()
+        self.changes = _ChangeTally(self.keep)
+        self.session = None
+        self.written = False
+
+    def part(self, history: History) -> None:
+        spec = get_spec(history.format)
+        from agc.resume._formats.gemini_chat import GeminiHistory  # noqa: PLC0415 - loaded
+
+        assert isinstance(history, GeminiHistory)  # only Gemini CLI sessions are read in parts
+        assert history.lines is not None  # a session file's
+        if self.session is None:  # the session's identity is told before the first part
+            self.session = self.session_id or session_identity(history)
+        repaired, changes = _Repairer(
+            history.messages, spec, self.strategy, self.state, self.session, history.settled
+        ).run()
+        write_lines = spec.write_lines
+        assert write_lines is not None  # a session file's
+        lines: Iterable[str | int] = (
+            write_lines(history, repaired)
+            if changes
+            else range(history.first_line, len(history.lines))
+        )
+        _write_lines(lines, history.lines, self.sink)
+        self.changes.extend(changes)
+        self.written = True
+
+
+@collector_paused
+def repair_session(
+    path: os.PathLike[str],
+    sink: RewindableSink,
+    read_back: Callable[[], History],
+    *,
+    source: str,
+    format: FormatName | None = None,
+    strategy: Strategy = "strip",
+    session_id: str | None = None,
+    keep: int | None = None,
+    settle: int,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[History, RepairReport | None]:
+    """Repair a Gemini CLI session file as it is read, one part at a time: each part of
+    its replayed messages that pairs with nothing after it is checked, repaired and
+    written to ``sink`` once it is read, then let go of
+    (:func:`~agc.resume._formats.stream.scan_session` with ``parts``), so memory holds
+    one part, not the session. What is written is what :func:`repair_streamed` writes
+    of the whole file (each part is repaired as the whole history repairs it: a record
+    that reaches back to a message let go of makes the file read whole, ``sink``
+    emptied). The output is then checked as the provider reads it (``read_back()``).
+
+    Returns:
+        The history read (its last part, the parts before in ``History.settled``) and
+        the report, whose ``changes`` hold the first ``keep`` changes beside their
+        counts (``None``: all); or the history read whole and ``None`` when it was not
+        read in parts (not a Gemini CLI session, too short, or reaching back): nothing
+        is written then, repair it with :func:`repair_streamed`.
+
+    Raises:
+        As :func:`~agc.resume._formats.stream.scan_session` and :func:`repair_streamed`.
+    """
+    from agc.resume._formats.gemini_chat import GeminiHistory  # noqa: PLC0415 - its own reader
+
+    state = ToolCallState()
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
+    parts = _PartRepair(sink, strategy, state, session_id, keep)
+    history = scan_session(
+        Path(path),
+        source=source,
+        format=format,
+        progress=progress,
+        settle=settle,
+        checked=True,
+        keep=keep,
+        parts=parts,
+    )
+    if not parts.written or history.settled is None:
+        if parts.written:
+            parts.restart()
+        return history, None
+    repair = _repaired(history, strategy, None, parts.session, keep=keep)
+    spec = get_spec(history.format)
+    whole = repair.whole
+    assert isinstance(whole, GeminiHistory)  # read in parts
+    assert whole.lines is not None  # a session file's
+    write_lines = spec.write_lines
+    assert write_lines is not None  # a session file's
+    lines: Iterable[str | int] = (
+        write_lines(whole, repair.messages)
+        if repair.rewritten
+        else range(whole.first_line, len(whole.lines))
+    )
+    _write_lines(lines, whole.lines, sink)
+    held = history.messages
+    repair.messages.clear()
+    whole.messages.clear()
+    history.messages = []  # released before the output is read back, as is
+    whole.id_hashes = ()  # what only the writer reads
+    if isinstance(history, GeminiHistory):
+        history.id_hashes = ()
+    report = repair.report(check_loaded(read_back()), parts.changes)
+    history.messages = held
+    return history, report
+
+
 def _repaired(
     history: History,
     strategy: Strategy,
     tool_call_state: ToolCallState | None,
     session_id: str | None,
+    *,
+    keep: int | None = None,
 ) -> _Repair:
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
     state = tool_call_state or ToolCallState()
     spec = get_spec(history.format)
-    before = check_loaded(history)
+    before = check_loaded(history, keep=keep)
     whole = _without_torn_line(history)
     session = session_id if session_id is not None else session_identity(history)
     repaired, changes = _Repairer(

@@ -31,7 +31,7 @@ provider's own wording so a finding can be matched with the error a user saw:
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FINDING_CODES",
+    "FindingTally",
     "HistoryFinding",
     "HistoryFindingCode",
     "HistoryReport",
@@ -93,7 +94,10 @@ class HistoryReport(Report[HistoryFindingCode]):
         messages: messages (or items) in the history's view.
         calls: tool calls in the history.
         results: tool results in the history.
-        findings: every broken rule, in history order.
+        findings: every broken rule, in history order; with ``counts``, only the first
+            ones (examples: see :class:`FindingTally`).
+        counts: ``None`` when ``findings`` holds every finding; else how many findings
+            of each code the history has, of which ``findings`` holds examples.
     """
 
     CODES = frozenset(FINDING_CODES)
@@ -103,11 +107,26 @@ class HistoryReport(Report[HistoryFindingCode]):
     calls: int
     results: int
     findings: tuple[HistoryFinding, ...]
+    counts: Mapping[str, int] | None = None
 
     @property
     def valid(self) -> bool:
         """True when no rule is broken (the provider would accept the history)."""
         return not self.errors
+
+    @property
+    def total(self) -> int:
+        """How many findings the history has (``findings`` may hold only examples)."""
+        return len(self.findings) if self.counts is None else sum(self.counts.values())
+
+    def code_counts(self) -> dict[str, int]:
+        """How many findings of each code the history has."""
+        if self.counts is not None:
+            return dict(self.counts)
+        counts: dict[str, int] = {}
+        for finding in self.findings:
+            counts[finding.code] = counts.get(finding.code, 0) + 1
+        return counts
 
     def _members(self) -> dict[str, Any]:
         return {
@@ -126,6 +145,55 @@ class HistoryReport(Report[HistoryFindingCode]):
         if get_spec(self.format).line_based:
             entry["line"] = finding.record + 1 if finding.record is not None else None
         return entry
+
+
+class FindingTally:
+    """Findings gathered one at a time, held as counts per code and the first ``keep``
+    of them (``None``: every one), so a report of a long history holds a bounded number
+    of findings however many it counts. The first finding of each code is held beyond
+    ``keep`` too, so the report's verdict (an ``error`` finding held) is the one of
+    every finding."""
+
+    __slots__ = ("_codes", "counts", "examples", "keep")
+
+    def __init__(self, keep: int | None = None) -> None:
+        self.keep = keep
+        self.counts: dict[str, int] = {}
+        self.examples: list[HistoryFinding] = []
+        self._codes: set[str] = set()  # the codes of the examples
+
+    def add(self, finding: HistoryFinding) -> None:
+        self.counts[finding.code] = self.counts.get(finding.code, 0) + 1
+        self._hold(finding)
+
+    def _hold(self, finding: HistoryFinding) -> None:
+        keep = self.keep
+        if keep is None or len(self.examples) < keep or finding.code not in self._codes:
+            self.examples.append(finding)
+            self._codes.add(finding.code)
+
+    def extend(self, findings: Iterable[HistoryFinding]) -> None:
+        for finding in findings:
+            self.add(finding)
+
+    def merge(self, other: FindingTally) -> None:
+        """Add the findings ``other`` gathered (after those gathered here)."""
+        for finding in other.examples:
+            self._hold(finding)
+        for code, count in other.counts.items():
+            self.counts[code] = self.counts.get(code, 0) + count
+
+    def report(self, format: FormatName, messages: int, calls: int, results: int) -> HistoryReport:
+        """The report of the findings gathered (``counts`` only when some were let go)."""
+        kept_all = len(self.examples) == sum(self.counts.values())
+        return HistoryReport(
+            format,
+            messages,
+            calls,
+            results,
+            findings=tuple(self.examples),
+            counts=None if kept_all else dict(self.counts),
+        )
 
 
 @collector_paused
@@ -163,21 +231,39 @@ def verify_history(messages: Sequence[Any], format: FormatName) -> HistoryReport
     return report
 
 
-def check_loaded(history: History) -> HistoryReport:
+def check_loaded(history: History, *, keep: int | None = None) -> HistoryReport:
     """:func:`check_messages` of a history read from a file, plus what only the file
     shows, after the history's own findings: a torn last line (``torn-tail``), a Gemini
-    CLI model message recorded without any part (``unrecorded-call``, a warning)."""
-    report = check_messages(history.messages, history.format, settled=history.settled)
-    extra = list(_unrecorded_findings(history))
+    CLI model message recorded without any part (``unrecorded-call``, a warning).
+
+    ``keep``: hold only the first ``keep`` findings (and the first of each code) beside
+    the counts per code (:class:`FindingTally`); ``None``: every finding. The findings
+    of messages a streamed read let go of (``History.settled``) come first.
+    """
+    settled = history.settled
+    report = check_messages(history.messages, history.format, settled=settled)
+    extra = list(unrecorded_findings(history))
     finding = torn_tail_finding(history)
     if finding is not None:
         extra.append(finding)
-    if not extra:
-        return report
-    return replace(report, findings=(*report.findings, *extra))
+    earlier = settled.tallies if settled is not None else None
+    if keep is None and earlier is None:
+        if not extra:
+            return report
+        return replace(report, findings=(*report.findings, *extra))
+    tally = FindingTally(keep)
+    if earlier is not None:
+        tally.merge(earlier[0])
+    tally.extend(report.findings)
+    if earlier is not None:
+        tally.merge(earlier[1])
+    tally.extend(extra)
+    return tally.report(report.format, report.messages, report.calls, report.results)
 
 
-def _unrecorded_findings(history: History) -> list[HistoryFinding]:
+def unrecorded_findings(history: History, offset: int = 0) -> list[HistoryFinding]:
+    """The ``unrecorded-call`` warnings of a Gemini CLI session (none for another
+    history); ``offset``: the messages before its view (a streamed read let go of)."""
     if history.format != "gemini-chat":  # only the Gemini CLI reader keeps bare messages
         return []
     from agc.resume._formats.gemini_chat import GeminiHistory  # noqa: PLC0415 - loaded by then
@@ -192,7 +278,7 @@ def _unrecorded_findings(history: History) -> list[HistoryFinding]:
             "call it was running (which may have run) is not in the file; the client does "
             "not send this message.",
             severity="warning",
-            message_index=index,
+            message_index=index + offset,
             record=line,
         )
         for line, index in history.bare
@@ -233,10 +319,12 @@ def check_messages(
         findings = _check_anthropic(messages, offset, prior)
     elif family == "responses":
         findings = _check_responses(messages, offset, prior)
-    elif settled is not None:  # only session files of the two families above settle
+    elif family == "gemini":
+        findings = _check_gemini(messages, offset, prior)
+    elif settled is not None:  # only session files settle
         raise ValueError(f"a {format} history is never settled")
     else:
-        findings = (_check_chat if family == "chat" else _check_gemini)(messages)
+        findings = _check_chat(messages)
     calls = results = 0
     for message in messages:
         for block in message.blocks:
@@ -366,17 +454,21 @@ _GEMINI_ORDER: Final = (
 )
 
 
-def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
+def _check_gemini(
+    messages: Sequence[Message], offset: int = 0, prior: Container[str] = ()
+) -> list[HistoryFinding]:
     """The Gemini API's rule (``generateContent``): the turn after a model turn with
     ``functionCall`` parts holds exactly one ``functionResponse`` part per call, and a
-    ``functionResponse`` only follows such a turn."""
+    ``functionResponse`` only follows such a turn. ``messages`` are numbered from
+    ``offset`` (``contents[N]``), after settled messages whose call ids are ``prior``."""
     findings: list[HistoryFinding] = []
     all_ids: set[str] = set()
-    for index, message in enumerate(messages):
+    for local, message in enumerate(messages):
+        index = local + offset
         if message.role == "assistant":
             calls = message.calls()
             for call in calls:
-                if call.call_id is not None and call.call_id in all_ids:
+                if call.call_id is not None and (call.call_id in all_ids or call.call_id in prior):
                     findings.append(
                         _finding(
                             "duplicate-call-id",
@@ -388,7 +480,7 @@ def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
                     )
                 if call.call_id is not None:
                     all_ids.add(call.call_id)
-            following = messages[index + 1] if index + 1 < len(messages) else None
+            following = messages[local + 1] if local + 1 < len(messages) else None
             answered = (
                 {block.call_id for block in following.results()}
                 if following is not None and following.role == "user"
@@ -409,7 +501,7 @@ def _check_gemini(messages: Sequence[Message]) -> list[HistoryFinding]:
         results = message.results()
         if not results:
             continue
-        expected = _answerable(messages, index)
+        expected = _answerable(messages, local)
         seen: set[str | None] = set()
         for block in results:
             if not expected or block.call_id not in expected:

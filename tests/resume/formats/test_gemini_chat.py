@@ -28,6 +28,7 @@ from agc.resume import (
     load_history,
     next_step,
     repair_loaded,
+    repair_session,
     repair_streamed,
     scan_session,
 )
@@ -507,3 +508,238 @@ def test_whether_a_user_message_is_sent_is_told_as_from_its_whole_text(content: 
     text = gemini_chat._as_text(gemini_chat._parts(content)).strip()
     sent = bool(text) and not text.startswith(("/", "?", "<session_context>", "<hook_context>"))
     assert gemini_chat._user_turn(content) == sent
+
+
+def _checked(path: Path, settle: int, keep: int | None) -> History:
+    """A session file read line by line for a check, letting go of its messages."""
+    return scan_session(
+        path, source="session.jsonl", format=None, settle=settle, checked=True, keep=keep
+    )
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    plan=st.lists(st.sampled_from(["answered", "in-flight", "half", "text", "killed"]), max_size=8),
+    duplicate=st.booleans(),
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["rewind", "set", "again"]), st.integers(0, 99), st.integers(0, 99)
+        ),
+        max_size=2,
+    ),
+    settle=st.integers(min_value=1, max_value=4),
+    keep=st.one_of(st.none(), st.integers(min_value=0, max_value=3)),
+)
+# let go of in parts, no record reaching back
+@example(plan=["answered"] * 6, duplicate=True, edits=[], settle=1, keep=None)
+@example(plan=["answered", "killed", "half"] * 2, duplicate=True, edits=[], settle=2, keep=1)
+# a record written again, a rewind and a `$set` of every message after parts were let go of
+@example(plan=["answered"] * 4, duplicate=True, edits=[("again", 30, 1)], settle=1, keep=None)
+@example(plan=["answered"] * 4, duplicate=True, edits=[("rewind", 30, 1)], settle=1, keep=None)
+@example(plan=["answered"] * 4, duplicate=False, edits=[("rewind", 30, 0)], settle=1, keep=None)
+@example(plan=["answered"] * 4, duplicate=True, edits=[("set", 30, 0)], settle=1, keep=2)
+def test_a_check_that_lets_go_of_messages_reports_as_the_whole_read(
+    plan: list[str],
+    duplicate: bool,
+    edits: list[tuple[str, int, int]],
+    settle: int,
+    keep: int | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A session checked in parts (its messages let go of as the file is read, a record
+    that names an earlier message making it read whole) reports the findings of the
+    whole read: all of them with ``keep=None``, else their counts and the first ``keep``
+    (and the first of each code)."""
+    data = _with_log_records(_session(plan, duplicate=duplicate), edits)
+    source = tmp_path_factory.mktemp("parts") / "session.jsonl"
+    source.write_bytes(data)
+    expected = check_loaded(load_history(data, source="session.jsonl"))
+    history = _checked(source, settle, keep)
+    report = check_loaded(history, keep=keep)
+    if keep is None:
+        assert report.to_dict() == expected.to_dict()
+        return
+    assert report.code_counts() == expected.code_counts()
+    assert report.total == len(expected.findings)
+    assert report.valid == expected.valid
+    assert (report.messages, report.calls, report.results) == (
+        expected.messages,
+        expected.calls,
+        expected.results,
+    )
+    first = expected.findings[:keep]
+    assert report.findings[:keep] == first
+    # beyond the first ``keep``: only the first finding of each code not among them
+    codes_seen = {finding.code for finding in first}
+    firsts = []
+    for finding in expected.findings[keep:]:
+        if finding.code not in codes_seen:
+            codes_seen.add(finding.code)
+            firsts.append(finding)
+    assert list(report.findings[keep:]) == firsts
+
+
+def test_a_long_session_is_let_go_of_in_parts_and_its_report_holds_few_findings(
+    tmp_path: Path,
+) -> None:
+    """A session where every call has a finding (each result recorded twice) is still let
+    go of as it is read: what is held at the end is a few messages, and the report holds
+    the first findings asked for beside the count of all of them."""
+    plan = ["answered"] * 40
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(_session(plan, duplicate=True))
+    history = _checked(source, 8, 3)
+    assert history.settled is not None
+    assert history.settled.tallies is not None
+    assert len(history.messages) <= 16  # held: at most two parts' worth
+    assert history.settled.messages + len(history.messages) == 1 + 2 * len(plan)
+    for tally in history.settled.tallies:
+        assert len(tally.examples) <= 3 + len(tally.counts)
+    report = check_loaded(history, keep=3)
+    assert report.total == 2 * len(plan)  # each call's second response
+    assert len(report.findings) == 3
+    assert report.counts == {"duplicate-tool-result": 2 * len(plan)}
+    whole = check_loaded(load_history(source.read_bytes(), source="s"), keep=3)
+    assert whole.to_dict() == report.to_dict()
+
+
+def test_the_text_report_counts_every_finding_and_prints_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(_session(["answered"] * 30, duplicate=True))
+    assert main(["resume", str(source), "--check", "--max-findings", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "60 problem(s)" in out
+    assert "        60  duplicate-tool-result" in out
+    assert out.count(": duplicate-tool-result: ") == 2
+    assert "… and 58 more problem(s)" in out
+
+
+def _repaired_in_parts(
+    source: Path, strategy: Strategy, settle: int, keep: int | None
+) -> tuple[bytes, dict[str, Any], bool] | str:
+    """The repair of a session file read in parts as agc resume FILE --out makes it
+    (bytes, report, whether it was read in parts), or the error's code."""
+    out = source.with_name("parts.jsonl")
+
+    def read_back() -> History:
+        return scan_session(out, source="out", format="gemini-chat", settle=settle, checked=True)
+
+    try:
+        with out.open("w+b") as sink:
+            history, report = repair_session(
+                source,
+                sink,
+                read_back,
+                source="session.jsonl",
+                strategy=strategy,
+                keep=keep,
+                settle=settle,
+            )
+            parted = report is not None
+            if report is None:
+                report = repair_streamed(history, sink, read_back, strategy=strategy)
+    except AgcError as exc:
+        return exc.code
+    return out.read_bytes(), report.to_dict(), parted
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    plan=st.lists(st.sampled_from(["answered", "in-flight", "half", "text", "killed"]), max_size=8),
+    duplicate=st.booleans(),
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["rewind", "set", "again"]), st.integers(0, 99), st.integers(0, 99)
+        ),
+        max_size=2,
+    ),
+    settle=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+@example(
+    plan=["answered", "in-flight", "half", "text"] * 2,
+    duplicate=True,
+    edits=[],
+    settle=1,
+    strategy="synthesize",
+)
+@example(plan=["answered", "killed"] * 3, duplicate=True, edits=[], settle=2, strategy="strip")
+# reaching back after parts were written: the output is written again from its start
+@example(
+    plan=["answered"] * 4, duplicate=True, edits=[("again", 30, 1)], settle=1, strategy="strip"
+)
+@example(
+    plan=["answered"] * 4, duplicate=True, edits=[("rewind", 30, 1)], settle=1, strategy="strip"
+)
+@example(
+    plan=["answered"] * 4, duplicate=True, edits=[("set", 30, 0)], settle=1, strategy="synthesize"
+)
+def test_a_repair_in_parts_writes_the_bytes_of_the_whole_repair(
+    plan: list[str],
+    duplicate: bool,
+    edits: list[tuple[str, int, int]],
+    settle: int,
+    strategy: Strategy,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A session repaired part by part as it is read (each part written once read, a
+    record reaching back making it read whole and written again) writes the bytes of
+    the repair of the whole file and reports the same findings and changes."""
+    data = _with_log_records(_session(plan, duplicate=duplicate), edits)
+    source = tmp_path_factory.mktemp("parts") / "session.jsonl"
+    source.write_bytes(data)
+    whole = load_history(data, source="session.jsonl")
+    refused: str | None
+    try:
+        done = repair_loaded(whole, strategy=strategy)
+    except AgcError as exc:
+        refused = exc.code
+    else:
+        refused = None
+    got = _repaired_in_parts(source, strategy, settle, None)
+    if refused is not None:
+        assert got == refused
+        return
+    assert not isinstance(got, str), got
+    data_out, report, _ = got
+    assert data_out == done.data
+    assert report == done.report.to_dict()
+    few = _repaired_in_parts(source, strategy, settle, 1)
+    assert not isinstance(few, str), few
+    assert few[0] == done.data
+    counts: dict[str, int] = {}
+    for change in done.report.changes:
+        counts[change.action] = counts.get(change.action, 0) + 1
+    assert few[1]["changes"][:1] == report["changes"][:1]
+    assert {c["action"] for c in few[1]["changes"]} == set(counts)
+
+
+def test_a_long_session_is_repaired_in_parts(tmp_path: Path) -> None:
+    """A session where every call has a finding is repaired part by part: what the
+    read holds at the end is a few messages, and the report the first changes asked
+    for beside the counts of all."""
+    plan = ["answered", "answered", "in-flight"] * 14
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(_session(plan, duplicate=True))
+    done = repair_loaded(load_history(source.read_bytes(), source="s"), strategy="synthesize")
+    out = tmp_path / "out.jsonl"
+    with out.open("w+b") as sink:
+        history, report = repair_session(
+            source,
+            sink,
+            lambda: scan_session(out, source="o", format="gemini-chat", settle=8, checked=True),
+            source="session.jsonl",
+            strategy="synthesize",
+            keep=3,
+            settle=8,
+        )
+    assert report is not None
+    assert history.settled is not None
+    assert len(history.messages) <= 16
+    assert out.read_bytes() == done.data
+    assert report.change_total == len(done.report.changes)
+    assert report.action_counts() == done.report.action_counts()
+    assert len(report.changes) <= 3 + len(report.action_counts())
+    assert report.changes[:3] == done.report.changes[:3]

@@ -20,9 +20,9 @@ from agc.resume._formats import openai_responses
 from agc.resume._formats.jsonl import dump_line
 from agc.resume._formats.model import Block, FormatSpec, History, Message, texts
 
-__all__ = ["SPEC", "LineReader", "is_rollout_line", "read", "write", "write_lines"]
+__all__ = ["ROLLOUT_TYPES", "SPEC", "LineReader", "is_rollout_line", "read", "write", "write_lines"]
 
-_ROLLOUT_TYPES = frozenset(
+ROLLOUT_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
 
@@ -32,7 +32,7 @@ def is_rollout_line(record: Any) -> bool:
     return (
         isinstance(record, dict)
         and isinstance(record.get("type"), str)
-        and record["type"] in _ROLLOUT_TYPES
+        and record["type"] in ROLLOUT_TYPES
         and isinstance(record.get("payload"), dict)
     )
 

@@ -223,6 +223,12 @@ def _transcript_error(source: str) -> HistoryFormatError:
     )
 
 
+def _is_claude_line(record: dict[str, Any]) -> bool:
+    return _type(record) in _CLAUDE_TYPES and any(
+        key in record for key in ("uuid", "sessionId", "message", "leafUuid")
+    )
+
+
 class LineFacts:
     """What tells the format of a JSONL file, gathered one record at a time (a streamed
     file is judged by the same rule as one read whole: :func:`session_format`)."""
@@ -230,6 +236,8 @@ class LineFacts:
     __slots__ = (
         "_is_gemini_line",
         "_is_rollout_line",
+        "_outweighing",
+        "_rollout_types",
         "claude",
         "exec_stream",
         "gemini",
@@ -239,7 +247,11 @@ class LineFacts:
     )
 
     def __init__(self) -> None:
-        self._is_rollout_line: Callable[[Any], bool] = _module("codex-rollout").is_rollout_line
+        rollout = _module("codex-rollout")
+        self._is_rollout_line: Callable[[Any], bool] = rollout.is_rollout_line
+        self._rollout_types: frozenset[str] = rollout.ROLLOUT_TYPES
+        # The types of the lines that tell a Codex rollout or a Claude Code session.
+        self._outweighing = frozenset({*self._rollout_types, *_CLAUDE_TYPES})
         self._is_gemini_line: Callable[[Any], bool] = _module("gemini-chat").is_gemini_line
         self.head = 0  # records seen, up to 64
         self.head_transcript: bool | None = None  # every dict among the first 64 is one
@@ -254,6 +266,14 @@ class LineFacts:
             if not self.rollout and self._is_rollout_line(record):
                 self.rollout = True
             return
+        if self.head >= 64 and self.gemini:
+            # Decided but for a rollout or a Claude Code line, which outweigh it.
+            if type(record) is dict and record.get("type") in self._outweighing:
+                if self._is_rollout_line(record):
+                    self.rollout = True
+                elif _is_claude_line(record):
+                    self.claude = True
+            return
         if self.head < 64:
             self.head += 1
             if isinstance(record, dict):
@@ -265,16 +285,22 @@ class LineFacts:
             return
         if not self.rollout and self._is_rollout_line(record):
             self.rollout = True
-        if (
-            not self.claude
-            and _type(record) in _CLAUDE_TYPES
-            and any(key in record for key in ("uuid", "sessionId", "message", "leafUuid"))
-        ):
+        if not self.claude and _is_claude_line(record):
             self.claude = True
         if not self.gemini and self._is_gemini_line(record):
             self.gemini = True
         if not self.exec_stream and _type(record) in _CODEX_EXEC_TYPES:
             self.exec_stream = True
+
+    def sift(self) -> frozenset[str] | None:
+        """The ``type`` of the lines that can still change what the records seen so far
+        tell (a record of another type, or not an object, leaves the facts as they
+        are), or ``None`` when any line can."""
+        if self.head < 64 or self.rollout:
+            return None
+        if self.claude:
+            return self._rollout_types
+        return self._outweighing if self.gemini else None
 
     def first(self) -> FormatName | None:
         """The format the records seen so far tell (a rollout line outweighs the rest)."""

@@ -39,22 +39,25 @@ model message.
 from __future__ import annotations
 
 import copy
+import itertools
 import sys
 import uuid
 from array import array
-from collections.abc import Iterator, MutableSequence, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from agc.resume._formats.jsonl import dump_line
 from agc.resume._formats.model import (
     Block,
     BlockKind,
+    Fingerprints,
     FormatSpec,
     History,
     Message,
     RawRef,
     resolve,
+    texts,
 )
 
 __all__ = [
@@ -163,12 +166,19 @@ class GeminiHistory(History):
         id_hashes: per line, ``hash()`` of the ``id`` of the message record the line is
             (``0`` for any other line): lets a writer find the earlier records of an id
             without parsing every line again (a match is confirmed by parsing the line).
+        first_line: the first line of the history's part of the file (a streamed read
+            lets go of the lines before, with their messages: see
+            :meth:`LineReader.settle`); a writer writes the lines from there on.
+        hash_base: the line whose hash is ``id_hashes[0]`` (a read in parts lets go of
+            the hashes of the lines before the part it last gave).
     """
 
     places: dict[str, Place] = field(default_factory=dict)
     bare: list[tuple[int, int]] = field(default_factory=list)
     rewinds: set[str] = field(default_factory=set)
     id_hashes: Sequence[int] = field(default_factory=list)
+    first_line: int = 0
+    hash_base: int = 0  # the line of id_hashes[0] (the hashes before are let go of)
 
 
 def is_gemini_line(record: Any) -> bool:
@@ -275,6 +285,24 @@ class _Holder:
 
 
 _SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
+_ENTRY_PATHS: dict[int, tuple[Path, Path, Path]] = {}
+_OPENS_TURN: Final = frozenset({"call", "reasoning"})
+
+
+def _entry_paths(base: Path, k: int) -> tuple[Path, Path, Path]:
+    """The keys to ``toolCalls`` entry ``k`` of the message at ``base``, to its
+    ``args`` and to its ``result`` (made once for a message that is a whole line)."""
+    if base:
+        where = (*base, "toolCalls", k)
+        return where, (*where, "args"), (*where, "result")
+    paths = _ENTRY_PATHS.get(k)
+    if paths is None:
+        paths = _ENTRY_PATHS[k] = (
+            ("toolCalls", k),
+            ("toolCalls", k, "args"),
+            ("toolCalls", k, "result"),
+        )
+    return paths
 
 
 def _slot(kind: str, position: int) -> tuple[str, int]:
@@ -341,9 +369,10 @@ class _Entry:
     """One message of the replayed map: its place and the messages of the view the
     client makes of it (``first``, then ``second``: a model turn and the turn of its
     results; ``None`` where there is none, both for a message the client does not send);
-    ``bare`` for a model message without any part."""
+    ``bare`` for a model message without any part; ``start``: the line of the first
+    record of its id since it entered the map."""
 
-    __slots__ = ("bare", "first", "place", "second")
+    __slots__ = ("bare", "first", "place", "second", "start")
 
     def __init__(
         self, place: Place, first: Message | None, second: Message | None, bare: bool
@@ -352,11 +381,12 @@ class _Entry:
         self.first = first
         self.second = second
         self.bare = bare
+        self.start = place if isinstance(place, int) else place[0]
 
 
 def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) -> _Entry:
     kind = record.get("type")
-    line, base = _where(place)
+    line, base = (place, ()) if isinstance(place, int) else place  # _where, inline: per record
     if kind == "user":
         content = record.get("content")
         if not _user_turn(content):
@@ -366,11 +396,13 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
     if kind != "gemini":
         return _Entry(place, None, None, False)
     content = record.get("content")
-    blocks = _content_blocks(content, record_id, base, hold) if content else []
     tool_calls = record.get("toolCalls")
+    thoughts = record.get("thoughts")
+    if not content and not tool_calls and not thoughts:
+        return _Entry(place, None, None, True)  # written when the answer starts: no part
+    blocks = _content_blocks(content, record_id, base, hold) if content else []
     entries = tool_calls if isinstance(tool_calls, list) else ()
-    if not any(block.kind in {"call", "reasoning"} for block in blocks):
-        thoughts = record.get("thoughts")
+    if not any(block.kind in _OPENS_TURN for block in blocks):
         if thoughts and isinstance(thoughts, list):
             blocks = [
                 hold.part("reasoning", thought, record_id, "thought", (*base, "thoughts", k))
@@ -380,8 +412,8 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
             if not isinstance(entry, dict):
                 continue
             args = entry.get("args")
-            where = (*base, "toolCalls", k)
-            held = None if args is None else hold.at(args, (*where, "args"))
+            where, args_path, _ = _entry_paths(base, k)
+            held = None if args is None else hold.at(args, args_path)
             blocks.append(
                 hold.named("call", entry, entry, record_id, _slot("call", k), where, held)
             )
@@ -392,7 +424,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         if not isinstance(entry, dict) or not entry.get("result"):
             continue
         result = entry["result"]
-        where = (*base, "toolCalls", k, "result")
+        where = _entry_paths(base, k)[2]
         slot = _slot("result", k)
         if isinstance(result, str):
             results.append(hold.named("result", result, entry, record_id, slot, where))
@@ -416,17 +448,38 @@ class LineReader:
     What is held is bounded by the map: the messages a later record could still replace
     and a ``$rewindTo`` could still reach back to are exactly the messages of the map, so
     memory grows with the number of messages the session holds when it is resumed, not
-    with the bytes of the file (a record replaced, rewound or cleared is let go).
+    with the bytes of the file (a record replaced, rewound or cleared is let go). A read
+    in parts also lets go of the first messages of the map (:meth:`settle`), keeping
+    fingerprints of their ids to tell when a later record reaches back to them
+    (:attr:`reach_back`).
     """
 
-    __slots__ = ("_paths", "entries", "id_hashes", "rewinds", "session_id")
+    __slots__ = (
+        "_hold",
+        "_paths",
+        "cut",
+        "entries",
+        "hash_base",
+        "id_hashes",
+        "reach_back",
+        "rewinds",
+        "seen",
+        "session_id",
+    )
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
         self.rewinds: set[str] = set()
         self.session_id: str | None = None
-        self.id_hashes: MutableSequence[int] = array("q")
+        self.id_hashes: array[int] = array("q")
+        self.hash_base = 0  # the line of id_hashes[0]
         self._paths: dict[Path, Path] = {}
+        # Let go of (:meth:`settle`): the lines before ``cut`` and the messages of the
+        # map they held; ``seen``, the fingerprints of every message id on those lines.
+        self._hold = _Holder(None, 0, self._paths)
+        self.cut = 0
+        self.seen: Fingerprints | None = None
+        self.reach_back = False  # a record after ``cut`` names a message before it
 
     def feed(self, index: int, record: Any, refs: Sequence[Any] | None = None) -> None:
         """Read line ``index`` (every line, in order). ``refs``: the file's parsed lines,
@@ -435,8 +488,16 @@ class LineReader:
         message_id = record.get("id") if isinstance(record, dict) else None
         if isinstance(message_id, str) and not isinstance(record.get("$rewindTo"), str):
             hashes.append(hash(message_id) or 1)  # _id_hash, inline: once per line
-            hold = _Holder(refs, index, self._paths)
-            self.entries[message_id] = _entry(record, message_id, index, hold)
+            hold = self._hold
+            if hold.refs is not refs:
+                hold = self._hold = _Holder(refs, index, self._paths)
+            hold.line = index  # one holder for the lines: a part keeps its line, not it
+            entries = self.entries
+            entry = _entry(record, message_id, index, hold)
+            earlier = entries.get(message_id)
+            if earlier is not None:
+                entry.start = earlier.start
+            entries[message_id] = entry
             return
         hashes.append(0)
         if not isinstance(record, dict):
@@ -445,6 +506,8 @@ class LineReader:
         rewind = record.get("$rewindTo")
         if isinstance(rewind, str):
             self.rewinds.add(rewind)
+            if self.seen is not None and (rewind not in entries or _id_hash(rewind) in self.seen):
+                self.reach_back = True  # a message let go of is removed
             if rewind in entries:
                 ids = list(entries)
                 for gone in ids[ids.index(rewind) :]:
@@ -455,11 +518,16 @@ class LineReader:
         update = record.get("$set")
         if isinstance(update, dict):
             if isinstance(update.get("messages"), list):
+                if self.seen is not None:
+                    self.reach_back = True  # every message replaced
                 entries.clear()
                 self._add(update["messages"], ("$set", "messages"), refs, index)
         elif isinstance(record.get("sessionId"), str) and isinstance(
             record.get("projectHash"), str
         ):
+            if self.seen is not None and (self.session_id is None or record.get("messages")):
+                # the session's identity told only now, or messages it may replace
+                self.reach_back = True
             self.session_id = self.session_id or record["sessionId"]
             self._add(record.get("messages"), ("messages",), refs, index)
 
@@ -467,11 +535,110 @@ class LineReader:
         if not isinstance(messages, list):
             return
         hold = _Holder(refs, line, self._paths)
+        entries = self.entries
         for position, message in enumerate(messages):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
                 message_id = message["id"]
                 place = (hold.line, (*path, position))
-                self.entries[message_id] = _entry(message, message_id, place, hold)
+                entry = _entry(message, message_id, place, hold)
+                earlier = entries.get(message_id)
+                if earlier is not None:
+                    entry.start = earlier.start
+                entries[message_id] = entry
+
+    def settle_point(self) -> tuple[int, int] | None:
+        """Where the map can be cut: ``(count, line)`` such that its first ``count``
+        messages can be read, checked and repaired apart from the rest. Their records
+        are all before ``line`` and those of the rest from ``line`` on; the last message
+        the first ones make in the view is the user's and the next one the model's (the
+        API pairs a model turn only with the turn after it, and turns of one role are
+        one message). The largest such ``count`` below the map's size, else ``None``."""
+        entries = list(self.entries.values())
+        count = len(entries)
+        if count < 2:
+            return None
+        starts = [0] * count  # the first line of the messages from here on
+        low = 1 << 62
+        for position in range(count - 1, -1, -1):
+            low = min(low, entries[position].start)
+            starts[position] = low
+        best: tuple[int, int] | None = None
+        high = -1  # the last line of a record of the messages so far
+        role: str | None = None  # the role of the last message of the view so far
+        for position in range(count - 1):
+            entry = entries[position]
+            line = entry.place if isinstance(entry.place, int) else entry.place[0]
+            high = max(high, line)
+            last = entry.second or entry.first
+            if last is not None:
+                role = last.role
+            following = entries[position + 1].first
+            if (
+                role == "user"
+                and following is not None
+                and following.role == "assistant"
+                and high < starts[position + 1]
+            ):
+                best = (position + 1, starts[position + 1])
+        return best
+
+    def settle(self, count: int, line: int, offset: int) -> GeminiHistory:
+        """Let go of the first ``count`` messages of the map and the lines before
+        ``line`` (a :meth:`settle_point`): returns the history they make (its view
+        numbered from ``offset``, the messages let go of before). A later record that
+        names one of those messages, or any message of those lines, sets
+        :attr:`reach_back` (the replay then differs: read the file whole)."""
+        entries = self.entries
+        taken: dict[str, _Entry] = {}
+        for message_id in list(itertools.islice(entries, count)):
+            taken[message_id] = entries.pop(message_id)
+        first = self.cut
+        self._see(line)
+        messages: list[Message] = []
+        bare: list[tuple[int, int]] = []
+        places = _view(taken, messages, bare, offset)
+        assert self.seen is not None  # made by _see
+        for message_id, place in places.items():
+            if not isinstance(place, int):  # a message of a `$set` or of the header
+                self.seen.add(_id_hash(message_id))
+        return GeminiHistory(
+            "gemini-chat",
+            messages,
+            (),
+            session_id=self.session_id,
+            places=places,
+            bare=bare,
+            rewinds=self.rewinds,
+            id_hashes=self.id_hashes,
+            first_line=first,
+            hash_base=self.hash_base,
+        )
+
+    def _see(self, line: int) -> None:
+        """Hold the fingerprints of the message ids of the lines from :attr:`cut` to
+        ``line`` and let go of them; set
+        :attr:`reach_back` when one of them is an id of a line before."""
+        seen = self.seen if self.seen is not None else Fingerprints()
+        hashes, base = self.id_hashes, self.hash_base
+        # The part given before is written: the hashes of its lines are let go of.
+        del hashes[: self.cut - base]
+        self.hash_base = base = self.cut
+        batch = set(hashes[: line - base])
+        batch.discard(0)
+        for key in batch:
+            if seen.add(key):
+                self.reach_back = True
+        self.seen = seen
+        self.cut = line
+
+    def finish(self, lines: int) -> None:
+        """Called after the last line when anything was let go of: sets
+        :attr:`reach_back` when a line after the last cut names a message before it."""
+        if self.seen is not None:
+            seen = self.seen
+            batch = set(self.id_hashes[self.cut - self.hash_base : lines - self.hash_base])
+            if any(key in seen for key in batch if key):
+                self.reach_back = True
 
     def history(
         self,
@@ -479,29 +646,19 @@ class LineReader:
         *,
         lines: Sequence[str] | None = None,
         final_newline: bool = True,
+        offset: int = 0,
     ) -> GeminiHistory:
-        """The history of the lines fed (``records``: those lines, parsed)."""
+        """The history of the lines fed (``records``: those lines, parsed); ``offset``:
+        the messages of the view let go of before (:meth:`settle`)."""
         messages: list[Message] = []
         bare: list[tuple[int, int]] = []
-        held = bytearray(len(records))  # 1 at the line of each message of the map
-        # The map becomes the places by id: each entry is let go of as it is read (a long
-        # session's map is most of what is held), and no second map is made.
-        places: dict[str, Any] = self.entries
-        for message_id, entry in places.items():
-            places[message_id] = entry.place
-            line = _where(entry.place)[0]
-            held[line] = 1
-            if entry.bare:
-                bare.append((line, len(messages)))
-            for message in (entry.first, entry.second):  # its own: the reader is done
-                if message is None:
-                    continue
-                if messages and messages[-1].role == message.role:
-                    messages[-1].blocks.extend(message.blocks)
-                else:
-                    messages.append(message)
+        places = _view(self.entries, messages, bare, offset)
         self.entries = {}
-        skipped = array("q", (index for index, kept in enumerate(held) if not kept))
+        first = self.cut  # the lines before were let go of (:meth:`settle`)
+        held = bytearray(len(records) - first)  # 1 at the line of each message of the map
+        for place in places.values():
+            held[_where(place)[0] - first] = 1
+        skipped = array("q", (first + index for index, kept in enumerate(held) if not kept))
         return GeminiHistory(
             "gemini-chat",
             messages,
@@ -514,7 +671,31 @@ class LineReader:
             bare=bare,
             rewinds=self.rewinds,
             id_hashes=self.id_hashes,
+            first_line=first,
+            hash_base=self.hash_base,
         )
+
+
+def _view(
+    entries: dict[str, Any], messages: list[Message], bare: list[tuple[int, int]], offset: int
+) -> dict[str, Any]:
+    """Make the view of the map ``entries`` into ``messages`` (turns of one role joined)
+    and ``bare`` (``(line, message index)``, numbered from ``offset``); the map becomes
+    the places by id: each entry is let go of as it is read (a long session's map is
+    most of what is held), and no second map is made."""
+    places: dict[str, Any] = entries
+    for message_id, entry in places.items():
+        places[message_id] = entry.place
+        if entry.bare:
+            bare.append((_where(entry.place)[0], len(messages) + offset))
+        for message in (entry.first, entry.second):  # its own: the reader is done
+            if message is None:
+                continue
+            if messages and messages[-1].role == message.role:
+                messages[-1].blocks.extend(message.blocks)
+            else:
+                messages.append(message)
+    return places
 
 
 def read(records: Sequence[Any]) -> GeminiHistory:
@@ -527,18 +708,21 @@ def read(records: Sequence[Any]) -> GeminiHistory:
 
 def write(history: History, messages: list[Message]) -> list[Any]:
     """Return the repaired file's lines (text); see the module docstring."""
-    return list(write_lines(history, messages))
+    if history.lines is None:
+        history = replace(history, lines=[dump_line(record) for record in history.records])
+    return texts(history, write_lines(history, messages))
 
 
-def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
-    """:func:`write`, one line at a time. Only the lines that change are parsed again
-    (and a line holding an earlier record of a removed message: found by its id's hash,
-    then confirmed)."""
+def write_lines(history: History, messages: list[Message]) -> Iterator[str | int]:
+    """:func:`write`, one line at a time, from line ``first_line`` on: a new line's
+    text, or the index of a line written as it is. Only the lines that change are
+    parsed again (and a line holding an earlier record of a removed message: found by
+    its id's hash, then confirmed)."""
     assert isinstance(history, GeminiHistory)  # read by this module
     records = history.records
-    lines: Sequence[str] = (
-        history.lines if history.lines is not None else [dump_line(record) for record in records]
-    )
+    assert history.lines is not None  # a session file's lines
+    lines: Sequence[str] = history.lines
+    first = history.first_line
     kept = {id(block) for message in messages for block in message.blocks}
     synthetic = [
         block
@@ -590,11 +774,11 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
     removed = {key for key, plan in plans.items() if plan.gone}
     removed_hashes = {_id_hash(key) for key in removed}
     by_line: dict[int, list[tuple[Path, _Plan]]] = {}
-    dropped = bytearray(len(lines))  # 1: a whole-line record removed (nothing to read)
+    dropped = bytearray(len(lines) - first)  # 1: a whole-line record removed (nothing to read)
     for record_id, plan in plans.items():
         line, path = _where(history.places[record_id])
         if not path and plan.gone:
-            dropped[line] = 1
+            dropped[line - first] = 1
         else:
             by_line.setdefault(line, []).append((path, plan))
     # Held while the lines are written: the plans of the lines to edit, nothing else.
@@ -606,17 +790,21 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str]:
         for block in plan.blocks
         if id(block) in kept
     }
-    hashes = history.id_hashes
-    for index, text in enumerate(lines):
-        if dropped[index]:
+    hashes, hash_base = history.id_hashes, history.hash_base
+    for index in range(first, len(lines)):
+        if dropped[index - first]:
             continue
         changes = by_line.get(index)
         if changes is None:
-            if removed_hashes and index < len(hashes) and hashes[index] in removed_hashes:
+            if (
+                removed_hashes
+                and 0 <= index - hash_base < len(hashes)
+                and hashes[index - hash_base] in removed_hashes
+            ):
                 record = records[index]
                 if isinstance(record, dict) and record.get("id") in removed:
                     continue
-            yield text
+            yield index
             continue
         new, follows = _apply(records[index], changes, kept)
         if new is not None:

@@ -292,6 +292,62 @@ class CallIdSet:
             slot = (slot + 1) & mask
 
 
+class Fingerprints:
+    """The 64-bit fingerprints (``hash()``, never 0) of strings, 8 bytes each in an
+    open-addressing table at most two thirds full: a match says the string may have
+    been added (two strings can share a fingerprint: a match is a maybe, never a
+    proof), no match that it was not."""
+
+    __slots__ = ("_keys", "_mask", "_size")
+
+    def __init__(self) -> None:
+        self._keys = array("q", bytes(8 * _FIRST_SLOTS))  # 0: empty
+        self._mask = _FIRST_SLOTS - 1
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, key: int) -> bool:
+        """Hold the fingerprint ``key`` (``hash(string) or 1``) once; whether it was
+        held already."""
+        keys, mask = self._keys, self._mask
+        slot = key & mask
+        while True:
+            found = keys[slot]
+            if not found:
+                break
+            if found == key:
+                return True
+            slot = (slot + 1) & mask
+        keys[slot] = key
+        self._size += 1
+        if 3 * self._size > 2 * (mask + 1):
+            mask = 2 * mask + 1
+            grown = array("q", bytes(8 * (mask + 1)))
+            for old in keys:
+                if old:
+                    slot = old & mask
+                    while grown[slot]:
+                        slot = (slot + 1) & mask
+                    grown[slot] = old
+            self._keys, self._mask = grown, mask
+        return False
+
+    def __contains__(self, key: object) -> bool:
+        keys, mask = self._keys, self._mask
+        if type(key) is not int:
+            return False
+        slot = key & mask
+        while True:
+            found = keys[slot]
+            if not found:
+                return False
+            if found == key:
+                return True
+            slot = (slot + 1) & mask
+
+
 _FIRST_SLOTS: Final = 1 << 12
 _MAX_LINE: Final = 1 << 32  # lines from here on are held by their ids (array "I")
 
@@ -310,12 +366,17 @@ class Settled:
         results: its tool results.
         call_ids: the ids of its calls (each answered once): a later call with one of
             them reuses an id, a later result with one of them answers a call twice.
+        tallies: ``None`` when the run breaks no rule; else its findings, let go of
+            with it (a Gemini CLI session's, whose messages are let go of whatever
+            they break): the findings of its messages and its warnings, each a
+            :class:`~agc.resume._validate.FindingTally`.
     """
 
     messages: int = 0
     calls: int = 0
     results: int = 0
     call_ids: CallIdSet = field(default_factory=CallIdSet)
+    tallies: tuple[Any, Any] | None = None  # FindingTally: _validate imports this module
 
 
 @dataclass

@@ -9,7 +9,10 @@ to its line, which is read from the file and parsed again when asked (by a write
 the few lines a repair changes, or for the arguments a report shows). A Gemini CLI
 session is replayed as its client replays it (a record may replace an earlier message,
 a ``$rewindTo`` drop the later ones): its reader holds the messages of the replayed map,
-each as its view, until the end (:class:`~agc.resume._formats.gemini_chat.LineReader`).
+each as its view (:class:`~agc.resume._formats.gemini_chat.LineReader`), and, for a
+check or a repair in parts (``checked``), lets go of a part of the map once it can be
+checked apart from the rest, falling back to the whole read when a later record reaches
+back to it.
 
 The lines are read as :func:`~agc.resume._formats.jsonl.parse_jsonl` reads them (the
 same UTF-8 rule, the same JSON rule, a cut inside a character on the last line kept as
@@ -29,7 +32,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, overload
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol, overload
 
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
@@ -37,6 +40,7 @@ from agc.resume._formats import claude_code, codex_rollout, gemini_chat
 from agc.resume._formats.model import (
     Block,
     CallIdSet,
+    Fingerprints,
     FormatName,
     History,
     Message,
@@ -53,6 +57,7 @@ __all__ = [
     "SETTLE_MESSAGES",
     "LineFile",
     "LineSequence",
+    "Parts",
     "ScanStart",
     "scan_session",
     "scan_tail",
@@ -284,6 +289,9 @@ def scan_session(
     format: FormatName | None,
     progress: Progress | None = None,
     settle: int | None = None,
+    checked: bool = False,
+    keep: int | None = None,
+    parts: Parts | None = None,
 ) -> History:
     """Read the session file at ``path`` in one pass (see the module docstring).
 
@@ -301,6 +309,19 @@ def scan_session(
             is then the rest and ``History.settled`` counts what was let go of (and
             keeps its call ids), so memory holds the messages from the first
             problem on, not the whole history. ``None``: keep every message.
+        checked: the history is only checked (:func:`~agc.resume._validate.check_loaded`),
+            never repaired: with ``settle``, a Gemini CLI session is let go of too,
+            whatever its messages break. Its map of messages is cut where a part of
+            it pairs with nothing after (:meth:`.gemini_chat.LineReader.settle_point`),
+            the part checked as it is let go of and its findings kept in
+            ``History.settled`` (``keep`` of them beside their counts, ``None``: all:
+            see :class:`~agc.resume._validate.FindingTally`). A record that names a
+            message let go of (a replacement, a ``$rewindTo``, a ``$set`` of every
+            message, a call id used again) makes the replay differ: the file is then
+            read again without letting go.
+        parts: with ``checked``, given each part of a Gemini CLI session as it is let
+            go of (to repair and write it); told to start again (:meth:`Parts.restart`)
+            when the file is read again (as a whole, or as another format).
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -311,12 +332,30 @@ def scan_session(
 
     chosen = format
     while True:
-        history, facts = _scan(path, source=source, format=chosen, progress=progress, settle=settle)
+        try:
+            history, facts = _scan(
+                path,
+                source=source,
+                format=chosen,
+                progress=progress,
+                settle=settle,
+                checked=checked,
+                keep=keep,
+                parts=parts,
+            )
+        except _ReachBackError:
+            checked = False  # read whole: the replay reaches back
+            progress = None
+            if parts is not None:
+                parts.restart()
+            continue
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
             return history
         chosen = decided  # the lines hold another format than the first one read
         progress = None
+        if parts is not None:
+            parts.restart()
 
 
 @dataclass(frozen=True)
@@ -426,6 +465,108 @@ class _Settler:
         self.next_try = 2 * len(messages)
 
 
+class Parts(Protocol):
+    """What a Gemini CLI session read in parts (:func:`scan_session`, ``parts``) gives
+    each part to as it is let go of, before the next is read."""
+
+    def part(self, history: gemini_chat.GeminiHistory) -> None:
+        """A part: its messages (numbered after those let go of before), its lines from
+        ``history.first_line`` to ``len(history.lines)`` (the records of its messages
+        and the lines between; its ``records`` and ``lines`` read them from the file)."""
+
+    def restart(self) -> None:
+        """Forget every part given: the file is read again from its first line."""
+
+
+class _GeminiSettler:
+    """Lets go of the settled messages of a Gemini CLI session's reader, checked as
+    they are let go of (see :func:`scan_session`, ``keep``), each part given to
+    ``parts``."""
+
+    __slots__ = ("calls", "every", "file", "next_try", "parts", "refs", "settled")
+
+    def __init__(
+        self, every: int, keep: int | None, refs: LineSequence, parts: Parts | None = None
+    ) -> None:
+        from agc.resume._validate import FindingTally  # noqa: PLC0415 - it imports the formats
+
+        self.every = max(every, 1)
+        self.next_try = self.every
+        self.settled = Settled(tallies=(FindingTally(keep), FindingTally(keep)))
+        self.calls = Fingerprints()  # the call ids of the messages let go of
+        self.refs = refs  # the parsed lines the parts are read from
+        self.file = refs._file
+        self.parts = parts
+
+    def feed(self, reader: gemini_chat.LineReader) -> None:
+        """Called when the reader's map holds more than ``next_try`` messages."""
+        point = reader.settle_point()
+        if point is None:  # tried again when twice as many are held: linear
+            self.next_try = 2 * len(reader.entries)
+            return
+        from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
+
+        settled = self.settled
+        offset = settled.messages
+        segment = reader.settle(*point, offset)
+        if _call_keys(segment.messages, self.calls, add=True):
+            # A call or result of a message let go of has one of its call ids: the
+            # pairing of the whole history differs from that of its parts.
+            reader.reach_back = True
+        report = check_messages(
+            segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
+        )
+        assert settled.tallies is not None  # made with them
+        settled.tallies[0].extend(report.findings)
+        settled.tallies[1].extend(unrecorded_findings(segment))
+        settled.messages += len(segment.messages)
+        settled.calls += report.calls
+        settled.results += report.results
+        self.next_try = len(reader.entries) + self.every
+        if self.parts is not None:
+            self.refs._count = len(self.file)  # the parts read them: the lines read so far
+            segment.records = LineSequence(self.file, reader.cut, parsed=True)
+            segment.lines = LineSequence(self.file, reader.cut, parsed=False)
+            segment.settled = Settled(messages=offset)  # numbered after those
+            self.parts.part(segment)
+
+    def finish(self, reader: gemini_chat.LineReader, lines: int) -> None:
+        """After the last line: set the reader's ``reach_back`` when the messages it
+        holds name a message or a call id of those let go of."""
+        if not reader.cut:
+            return
+        reader.finish(lines)
+        held = [
+            message
+            for entry in reader.entries.values()
+            for message in (entry.first, entry.second)
+            if message is not None
+        ]
+        if _call_keys(held, self.calls, add=False):
+            reader.reach_back = True
+
+
+def _call_keys(messages: list[Message], prints: Fingerprints, *, add: bool) -> bool:
+    """Whether a call id of ``messages`` (a call's or a result's) is in ``prints``
+    (before the ids of ``messages`` are added to it, with ``add``)."""
+    keys = {
+        hash(block.call_id) or 1
+        for message in messages
+        for block in message.blocks
+        if block.call_id is not None
+    }
+    if add:
+        found = False
+        for key in keys:
+            found = prints.add(key) or found
+        return found
+    return any(key in prints for key in keys)
+
+
+class _ReachBackError(Exception):
+    """A Gemini CLI record names a message a settled read let go of."""
+
+
 Confirm = Callable[[int, str], bool]
 """Whether line ``i`` of the file holds a call with a given id (see
 :class:`~agc.resume._formats.model.CallIdSet`)."""
@@ -477,6 +618,9 @@ def _scan(
     progress: Progress | None,
     settle: int | None = None,
     start: ScanStart | None = None,
+    checked: bool = False,
+    keep: int | None = None,
+    parts: Parts | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -484,6 +628,7 @@ def _scan(
     facts = LineFacts()
     reader: _Reader | None = None
     settler: _Settler | None = None
+    gemini: _GeminiSettler | None = None
     chosen = format
     base = start.line if start is not None else 0
     offset = start.offset if start is not None else 0
@@ -497,6 +642,9 @@ def _scan(
     last_record: Any = None
     next_report = _CHUNK * 8
     decided = False  # the facts can no longer change the format
+    sift: frozenset[str] | None = None  # only lines of these types can change it
+    replay: gemini_chat.LineReader | None = None
+    entries: dict[str, Any] = {}  # the Gemini CLI reader's map
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
         handle.seek(offset)
@@ -526,23 +674,37 @@ def _scan(
                 record = _parse(text)
             else:
                 blank = False
-            if not decided:
+            if not decided and (
+                sift is None or (type(record) is dict and record.get("type") in sift)
+            ):
                 facts.feed(record)
                 decided = facts.rollout and facts.head >= 64
-            if chosen is None:
+                sift = facts.sift()
+            if replay is not None:  # a Gemini CLI session: its reader, called directly
+                replay.feed(index, record, refs)
+                if gemini is not None and len(entries) > gemini.next_try:
+                    gemini.feed(replay)
+            elif chosen is None:
                 chosen = facts.first()
-            if chosen is not None:
+            if chosen is not None and replay is None:
                 if reader is None:
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
                     for earlier in range(base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
-                        # A Gemini CLI record may replace or rewind to any earlier one.
                         settler = _Settler(settle, chosen, _confirmer(records, chosen))
                         if start is not None and not isinstance(reader, gemini_chat.LineReader):
                             settler.resume(reader.messages, start.settled)
+                    elif settle is not None and checked:
+                        # A Gemini CLI record may replace or rewind to any earlier one:
+                        # its messages are let go of checked, the read falls back if so.
+                        gemini = _GeminiSettler(settle, keep, refs, parts)
                 _feed(reader, index, record, refs, paths)
-                if settler is not None and not isinstance(reader, gemini_chat.LineReader):
+                if isinstance(reader, gemini_chat.LineReader):
+                    replay, entries = reader, reader.entries
+                    if gemini is not None and len(entries) > gemini.next_try:
+                        gemini.feed(reader)
+                elif settler is not None:
                     messages = reader.messages
                     if messages is not settler.held or len(messages) > settler.next_try:
                         settler.feed(messages)
@@ -566,8 +728,17 @@ def _scan(
     chosen = chosen or "claude-code"  # no line tells: session_format refuses the file
     lines = LineSequence(records, count, parsed=False)
     if isinstance(reader, gemini_chat.LineReader):
-        history: History = reader.history(refs, lines=lines, final_newline=final_newline)
+        if gemini is not None:
+            gemini.finish(reader, count)
+        if reader.reach_back and chosen == "gemini-chat":
+            raise _ReachBackError
+        offset = gemini.settled.messages if gemini is not None else 0
+        history: History = reader.history(
+            refs, lines=lines, final_newline=final_newline, offset=offset
+        )
         history.torn = _torn(count, final_newline, last_text)
+        if gemini is not None and reader.cut:
+            history.settled = gemini.settled
         return history, facts
     skipped: Sequence[int] = reader.skipped
     notes: dict[str, bool] = {}
