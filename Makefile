@@ -17,6 +17,10 @@ $(RUNTIME_STAMP): EXTRAS :=
 # --no-compile: Python byte-compiles each module the first time it is imported (and keeps
 # the .pyc), so the install does not compile the ~8,700 modules of the dependencies up
 # front (about 40 CPU seconds): the test targets import about a fifth of them.
+# Keeping the .pyc needs PYTHONDONTWRITEBYTECODE unset: where a shell sets it, every Python
+# process the targets start (each test worker, each `agc` or moto server a test starts)
+# would compile every module it imports again, from source.
+unexport PYTHONDONTWRITEBYTECODE
 $(STAMP) $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
