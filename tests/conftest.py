@@ -16,7 +16,7 @@ import types
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import pytest
 from hypothesis import settings
@@ -293,13 +293,22 @@ def write_legacy_run_with_shared_tool_events(store: Path, run_id: str = "r1") ->
     return data
 
 
+class NewBucket(Protocol):
+    """What :func:`named_buckets` gives: a new in-memory bucket by name."""
+
+    def __call__(
+        self, name: str, *, prefix: str = "team/evidence", object_lock: bool = True
+    ) -> MemoryStore: ...
+
+
 @pytest.fixture
-def named_buckets(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], MemoryStore]:
+def named_buckets(monkeypatch: pytest.MonkeyPatch) -> NewBucket:
     """Make in-memory buckets that a ``--store`` value can name.
 
     ``new(name)`` is a versioned :class:`MemoryStore` with Object Lock under the prefix
-    ``team/evidence`` (as the ``s3_store`` fixture's bucket); for the rest of the test,
-    its URL (``memory://<name>/team/evidence``) given as a store to a command or a
+    ``team/evidence`` (as the ``s3_store`` fixture's bucket; ``prefix`` and
+    ``object_lock`` ask for another prefix, or a bucket without Object Lock); for the
+    rest of the test, its URL (``memory://<name>/team/evidence``) given as a store to a command or a
     function opens that very bucket (``agc._core.store.remote_store`` answers it, as it
     answers an ``s3://`` URL). Commands are so tested on a store written object by object
     without a server; S3's own behaviour is held to the store contract
@@ -314,8 +323,8 @@ def named_buckets(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], MemoryStor
 
     monkeypatch.setattr(store_module, "remote_store", remote_store)
 
-    def new(name: str) -> MemoryStore:
-        bucket = MemoryStore(name=name, prefix="team/evidence", lock=BucketLock(enabled=True))
+    def new(name: str, *, prefix: str = "team/evidence", object_lock: bool = True) -> MemoryStore:
+        bucket = MemoryStore(name=name, prefix=prefix, lock=BucketLock(enabled=object_lock))
         buckets[bucket.url] = buckets[str(Path(bucket.url))] = bucket  # 'memory:/…' as a path
         return bucket
 
@@ -323,6 +332,6 @@ def named_buckets(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], MemoryStor
 
 
 @pytest.fixture
-def bucket(named_buckets: Callable[[str], MemoryStore]) -> MemoryStore:
+def bucket(named_buckets: NewBucket) -> MemoryStore:
     """One bucket of :func:`named_buckets`, ``memory://evidence/team/evidence``."""
     return named_buckets("evidence")
