@@ -9,12 +9,13 @@ import itertools
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import time
 import types
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final, Protocol, TypeVar
 
@@ -88,16 +89,31 @@ def sampled(
 
 @pytest.fixture(autouse=True)
 def _fsync_off(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``os.fsync`` checks its descriptor and returns at once, unless the test is marked
-    ``real_fsync`` (crash tests: kills, injected disk faults). fsync only matters when
-    the machine loses power, which no test does; a killed process loses nothing the
-    kernel holds. agc's own code is unchanged: it calls ``os.fsync`` as in production."""
+    """``os.fsync`` checks its descriptor and returns at once, and SQLite (``agent.db``)
+    does not sync either (``PRAGMA synchronous=OFF`` on every connection), unless the
+    test is marked ``real_fsync`` (crash tests: kills, injected disk faults). A sync only
+    matters when the machine loses power, which no test does; a killed process loses
+    nothing the kernel holds (SQLite's documentation of ``synchronous``). agc's own code
+    is unchanged: it calls ``os.fsync`` and opens SQLite as in production."""
     if request.node.get_closest_marker("real_fsync") is None:
         monkeypatch.setattr(os, "fsync", _checked_no_fsync)
+        monkeypatch.setattr(sqlite3, "connect", _connect_without_sync)
 
 
 def _checked_no_fsync(fd: int) -> None:
     os.fstat(fd)  # a closed or invalid descriptor still fails as fsync would (EBADF)
+
+
+_SQLITE_CONNECT: Final = sqlite3.connect
+
+
+def _connect_without_sync(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+    conn: sqlite3.Connection = _SQLITE_CONNECT(*args, **kwargs)
+    # A file that is no database refuses the pragma: the caller's first statement then
+    # fails with the same error, as without the pragma.
+    with suppress(sqlite3.Error):
+        conn.execute("PRAGMA synchronous=OFF")
+    return conn
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
