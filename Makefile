@@ -63,7 +63,13 @@ e2e-clients: $(STAMP)
 
 # `make test` ends with the benchmark smoke run (bench-smoke): the command must run and
 # write its results (benchmarks/results/tmp/smoke.*); it asserts nothing about speed.
-test: lint typecheck unit e2e bench-smoke
+# mypy (one process, about a minute of one core) runs beside the end-to-end suite, whose
+# clients spend much of their time waiting: each job's output is printed whole when it
+# ends (--output-sync), and either failing fails `make test`.
+test: lint
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory --jobs=2 --output-sync=target e2e typecheck
+	$(MAKE) --no-print-directory bench-smoke
 
 # `make test` with every property test at its full example count and every exhaustive
 # loop whole (CONTRIBUTING.md, "Tests").
