@@ -23,6 +23,10 @@ $(RUNTIME_STAMP): EXTRAS :=
 # --no-compile: Python byte-compiles each module the first time it is imported (and keeps
 # the .pyc), so the install does not compile the ~8,700 modules of the dependencies up
 # front (about 40 CPU seconds): the test targets import about a fifth of them.
+# Keeping the .pyc needs PYTHONDONTWRITEBYTECODE unset: where a shell sets it, every Python
+# process the targets start (each test worker, each `agc` or moto server a test starts)
+# would compile every module it imports again, from source.
+unexport PYTHONDONTWRITEBYTECODE
 $(STAMP) $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -65,7 +69,13 @@ e2e-clients: $(STAMP)
 
 # `make test` ends with the benchmark smoke run (bench-smoke): the command must run and
 # write its results (benchmarks/results/tmp/smoke.*); it asserts nothing about speed.
-test: lint typecheck unit e2e bench-smoke
+# mypy (one process, about a minute of one core) runs beside the end-to-end suite, whose
+# clients spend much of their time waiting: each job's output is printed whole when it
+# ends (--output-sync), and either failing fails `make test`.
+test: lint
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory --jobs=2 --output-sync=target e2e typecheck
+	$(MAKE) --no-print-directory bench-smoke
 
 # `make test` with every property test at its full example count and every exhaustive
 # loop whole (CONTRIBUTING.md, "Tests").

@@ -9,14 +9,15 @@ import itertools
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import time
 import types
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import pytest
 from hypothesis import settings
@@ -88,16 +89,31 @@ def sampled(
 
 @pytest.fixture(autouse=True)
 def _fsync_off(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``os.fsync`` checks its descriptor and returns at once, unless the test is marked
-    ``real_fsync`` (crash tests: kills, injected disk faults). fsync only matters when
-    the machine loses power, which no test does; a killed process loses nothing the
-    kernel holds. agc's own code is unchanged: it calls ``os.fsync`` as in production."""
+    """``os.fsync`` checks its descriptor and returns at once, and SQLite (``agent.db``)
+    does not sync either (``PRAGMA synchronous=OFF`` on every connection), unless the
+    test is marked ``real_fsync`` (crash tests: kills, injected disk faults). A sync only
+    matters when the machine loses power, which no test does; a killed process loses
+    nothing the kernel holds (SQLite's documentation of ``synchronous``). agc's own code
+    is unchanged: it calls ``os.fsync`` and opens SQLite as in production."""
     if request.node.get_closest_marker("real_fsync") is None:
         monkeypatch.setattr(os, "fsync", _checked_no_fsync)
+        monkeypatch.setattr(sqlite3, "connect", _connect_without_sync)
 
 
 def _checked_no_fsync(fd: int) -> None:
     os.fstat(fd)  # a closed or invalid descriptor still fails as fsync would (EBADF)
+
+
+_SQLITE_CONNECT: Final = sqlite3.connect
+
+
+def _connect_without_sync(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+    conn: sqlite3.Connection = _SQLITE_CONNECT(*args, **kwargs)
+    # A file that is no database refuses the pragma: the caller's first statement then
+    # fails with the same error, as without the pragma.
+    with suppress(sqlite3.Error):
+        conn.execute("PRAGMA synchronous=OFF")
+    return conn
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -293,13 +309,22 @@ def write_legacy_run_with_shared_tool_events(store: Path, run_id: str = "r1") ->
     return data
 
 
+class NewBucket(Protocol):
+    """What :func:`named_buckets` gives: a new in-memory bucket by name."""
+
+    def __call__(
+        self, name: str, *, prefix: str = "team/evidence", object_lock: bool = True
+    ) -> MemoryStore: ...
+
+
 @pytest.fixture
-def named_buckets(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], MemoryStore]:
+def named_buckets(monkeypatch: pytest.MonkeyPatch) -> NewBucket:
     """Make in-memory buckets that a ``--store`` value can name.
 
     ``new(name)`` is a versioned :class:`MemoryStore` with Object Lock under the prefix
-    ``team/evidence`` (as the ``s3_store`` fixture's bucket); for the rest of the test,
-    its URL (``memory://<name>/team/evidence``) given as a store to a command or a
+    ``team/evidence`` (as the ``s3_store`` fixture's bucket; ``prefix`` and
+    ``object_lock`` ask for another prefix, or a bucket without Object Lock); for the
+    rest of the test, its URL (``memory://<name>/team/evidence``) given as a store to a command or a
     function opens that very bucket (``agc._core.store.remote_store`` answers it, as it
     answers an ``s3://`` URL). Commands are so tested on a store written object by object
     without a server; S3's own behaviour is held to the store contract
@@ -314,8 +339,8 @@ def named_buckets(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], MemoryStor
 
     monkeypatch.setattr(store_module, "remote_store", remote_store)
 
-    def new(name: str) -> MemoryStore:
-        bucket = MemoryStore(name=name, prefix="team/evidence", lock=BucketLock(enabled=True))
+    def new(name: str, *, prefix: str = "team/evidence", object_lock: bool = True) -> MemoryStore:
+        bucket = MemoryStore(name=name, prefix=prefix, lock=BucketLock(enabled=object_lock))
         buckets[bucket.url] = buckets[str(Path(bucket.url))] = bucket  # 'memory:/…' as a path
         return bucket
 
@@ -323,6 +348,6 @@ def named_buckets(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], MemoryStor
 
 
 @pytest.fixture
-def bucket(named_buckets: Callable[[str], MemoryStore]) -> MemoryStore:
+def bucket(named_buckets: NewBucket) -> MemoryStore:
     """One bucket of :func:`named_buckets`, ``memory://evidence/team/evidence``."""
     return named_buckets("evidence")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import sqlite3
 import time
 import types
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -91,6 +93,24 @@ def test_fsync_is_off_and_still_refuses_a_bad_descriptor(tmp_path: Path) -> None
 
 
 @pytest.mark.real_fsync
-def test_a_test_marked_real_fsync_gets_the_real_fsync() -> None:
+def test_a_test_marked_real_fsync_gets_the_real_fsync(tmp_path: Path) -> None:
     assert isinstance(os.fsync, types.BuiltinFunctionType)
     assert os.fsync.__name__ == "fsync"
+    assert _sqlite_synchronous(tmp_path / "agent.db") == 2  # FULL, SQLite's default
+
+
+def _sqlite_synchronous(path: Path) -> int:
+    """The ``PRAGMA synchronous`` level of a new connection to ``path`` (0 is OFF)."""
+    with closing(sqlite3.connect(path)) as conn:
+        level: int = conn.execute("PRAGMA synchronous").fetchone()[0]
+        return level
+
+
+def test_sqlite_does_not_sync_and_still_refuses_a_file_that_is_no_database(
+    tmp_path: Path,
+) -> None:
+    assert _sqlite_synchronous(tmp_path / "agent.db") == 0
+    not_a_db = tmp_path / "not.db"
+    not_a_db.write_bytes(b"not a database, " * 16)
+    with closing(sqlite3.connect(not_a_db)) as conn, pytest.raises(sqlite3.DatabaseError):
+        conn.execute("CREATE TABLE IF NOT EXISTS t (a)")

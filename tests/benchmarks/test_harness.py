@@ -66,6 +66,15 @@ EXPECTED_TARGETS = {
 TOOL_SUITES = ["digest", "verify", "ingest", "bulk"]
 
 
+@pytest.fixture
+def no_command_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The history suite without its rows for the ``agc resume`` commands (four process
+    starts on a 10,000-message file): for the tests of how the suite calls a provided
+    ``agc.resume`` function, which those rows do not call. The quick run and the
+    markdown test keep them."""
+    monkeypatch.setattr(suites, "memory_rows", lambda work, messages: ([], [], {}))
+
+
 def _quick_doc(tmp_path: Path, only: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A quick run of ``only``. By default the store-wide suite seals 4 runs instead of
     the quick 40, and the ledger's long line is 2 MB instead of 50 MB (the same code
@@ -172,6 +181,7 @@ def test_history_benchmark_skips_clearly_without_the_resume_api(
     assert all(t["status"] == "SKIP" for t in doc["targets"])
 
 
+@pytest.mark.usefixtures("no_command_rows")
 def test_history_benchmark_measures_a_provided_api(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -347,6 +357,7 @@ def test_the_real_readme_keeps_its_top_and_has_the_markers() -> None:
     assert text.index("## Performance") < text.index(README_START) < text.index(README_END)
 
 
+@pytest.mark.usefixtures("no_command_rows")
 def test_history_benchmark_passes_a_keyword_only_format_and_a_fresh_list(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -368,6 +379,7 @@ def test_history_benchmark_passes_a_keyword_only_format_and_a_fresh_list(
     assert set(seen) == {"openai-chat"}
 
 
+@pytest.mark.usefixtures("no_command_rows")
 def test_history_benchmark_reports_an_api_that_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

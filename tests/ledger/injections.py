@@ -352,12 +352,13 @@ def written_strings(outcome: TurnOutcome) -> list[str]:
 
 def leaks(outcome: TurnOutcome, secrets: tuple[str, ...]) -> list[str]:
     """The ``secrets`` (user marker, host root) readable in what was written."""
-    hits: list[str] = []
-    for text in written_strings(outcome):
+    folded = [(s, s.casefold()) for s in secrets]
+    hits: set[str] = set()
+    for text in dict.fromkeys(written_strings(outcome)):  # each distinct string once
         for form in readable_forms(text):
             lowered = form.casefold()
-            hits.extend(s for s in secrets if s.casefold() in lowered)
-    return sorted(set(hits))
+            hits.update(s for s, s_folded in folded if s_folded in lowered)
+    return sorted(hits)
 
 
 @dataclass(frozen=True)

@@ -286,6 +286,12 @@ class MemoryStore(Store):
         with self._mutex:
             self._add(path, data, None, False, None)
 
+    def delete_versions(self, path: str) -> None:
+        """Delete every version of ``path`` (a writer allowed to delete versions, on an
+        object no retention holds): no version and no delete marker is left."""
+        with self._mutex:
+            self._objects.pop(self.key(path), None)
+
     def delete(self, path: str) -> None:
         """Delete ``path``: a delete marker when versioning, else the object is gone."""
         with self._mutex:

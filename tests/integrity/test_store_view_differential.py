@@ -1,18 +1,25 @@
-"""``agc-verify --all`` on a real (loopback) S3 store answers exactly as the plain scan
-of the listing per run did, under each kind of tampering: the index behind
+"""``agc-verify --all`` on a store written object by object answers exactly as the plain
+scan of the listing per run did, under each kind of tampering: the index behind
 ``StoreView.run_versions`` is held to the scan end to end, on a store whose prefix is a
-prefix of another store's, with run ids that are prefixes of each other."""
+prefix of another store's, with run ids that are prefixes of each other.
+
+The store is the in-memory bucket: S3's own listing (versions, delete markers, key
+order) is held to the same answers as the in-memory bucket's by the store contract
+(tests/_core/test_store_contract.py), so the index and the commands are tested here
+without a server."""
 
 from __future__ import annotations
 
 import io
 import json
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc._core.memstore import MemoryStore
 from agc._core.objstore import BucketLock, ObjectStore, ObjectVersion
 from agc._core.store import ARTIFACT_KINDS
 from agc.cli.verify_main import main as verify_main
@@ -20,9 +27,7 @@ from agc.integrity import ingest_stream
 from agc.integrity._chain_objects import artifact_path, manifest_path
 from agc.integrity._run_reader import VerifyPolicy, _companion
 from agc.integrity._store_view import StoreView
-from tests.conftest import THOROUGH, examples
-from tests.s3fixtures import new_bucket
-from tests.s3server import S3Server
+from tests.conftest import THOROUGH, NewBucket, examples
 
 REACHES_INSIDE = {
     "agc.integrity._chain_objects": "the object keys of a run's files",
@@ -65,51 +70,37 @@ def _answers(
     return out
 
 
-def _delete_all_versions(store: ObjectStore, path: str) -> None:
-    for v in list(store.list_versions(path)):
-        if v.key == store.key(path):
-            store.client.delete_object(Bucket=store.bucket, Key=v.key, VersionId=v.version_id)
-
-
-def _put(store: ObjectStore, path: str, body: bytes = b"x\n") -> None:
-    store.client.put_object(Bucket=store.bucket, Key=store.key(path), Body=body)
-
-
 _T = artifact_path("r1", "transcript")
-_TAMPERINGS: dict[str, Callable[[ObjectStore], object]] = {
+_TAMPERINGS: dict[str, Callable[[MemoryStore], object]] = {
     "none": lambda s: None,
-    "deleted": lambda s: _delete_all_versions(s, _T),
-    "delete-marker": lambda s: s.client.delete_object(Bucket=s.bucket, Key=s.key(_T)),
-    "newer-version": lambda s: _put(s, _T, _TRANSCRIPT),
-    "overwritten-sidecar": lambda s: _put(s, _T + ".b3", b"0" * 64 + b"\n"),
-    "extra-quarantine": lambda s: _put(s, _T + ".quarantine-7"),
-    "extra-artifact-like": lambda s: _put(s, artifact_path("r1.x", "transcript") + ".sha256"),
-    "extra-unknown": lambda s: _put(s, "audit/transcripts/r1.jsonl.tmp"),
-    "manifest-deleted": lambda s: _delete_all_versions(s, manifest_path("r10")),
-    "manifest-marker": lambda s: s.client.delete_object(
-        Bucket=s.bucket, Key=s.key(manifest_path("r1"))
+    "deleted": lambda s: s.delete_versions(_T),
+    "delete-marker": lambda s: s.delete(_T),
+    "newer-version": lambda s: s.overwrite(_T, _TRANSCRIPT),
+    "overwritten-sidecar": lambda s: s.overwrite(_T + ".b3", b"0" * 64 + b"\n"),
+    "extra-quarantine": lambda s: s.overwrite(_T + ".quarantine-7", b"x\n"),
+    "extra-artifact-like": lambda s: s.overwrite(
+        artifact_path("r1.x", "transcript") + ".sha256", b"x\n"
     ),
-    "head-marker": lambda s: s.client.delete_object(
-        Bucket=s.bucket, Key=s.key("audit/chain-head.json")
-    ),
+    "extra-unknown": lambda s: s.overwrite("audit/transcripts/r1.jsonl.tmp", b"x\n"),
+    "manifest-deleted": lambda s: s.delete_versions(manifest_path("r10")),
+    "manifest-marker": lambda s: s.delete(manifest_path("r1")),
+    "head-marker": lambda s: s.delete("audit/chain-head.json"),
 }
 
 
 @pytest.mark.parametrize("tampering", sorted(_TAMPERINGS))
 def test_all_and_single_run_findings_are_those_of_the_scan(
-    s3_server: S3Server,
-    s3_env_vars: dict[str, str],
+    named_buckets: NewBucket,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tampering: str,
 ) -> None:
-    bucket = new_bucket(s3_server, object_lock=False)
-    store = ObjectStore.parse(f"s3://{bucket}/store")
-    other = ObjectStore.parse(f"s3://{bucket}/store2")  # its keys share the prefix "store"
+    store = named_buckets("evidence", prefix="store", object_lock=False)
+    other = replace(store, prefix="store2")  # the same bucket; its keys share "store"
     for run_id in _RUNS:
         ingest_stream(io.BytesIO(_TRANSCRIPT), run_id, store=store)
     ingest_stream(io.BytesIO(_TRANSCRIPT), "r1", store=other)
-    _put(other, _T + ".quarantine")
+    other.overwrite(_T + ".quarantine", b"x\n")
     _TAMPERINGS[tampering](store)
     asked = _asked(tampering)
     indexed = _answers(store.url, asked, capsys)
