@@ -8,12 +8,6 @@ BIN := $(VENV)/bin
 # made by the same recipe with its own pip extras; the test install on top of a demo venv
 # upgrades it, and a test venv runs the demo as it is.
 STAMP := $(VENV)/.installed
-# Python keeps each module's bytecode (__pycache__) the first time it is imported, so every
-# later process (each `agc` a test starts, each hook, the moto server) loads it instead of
-# compiling agc and its dependencies from source again: about a third of the CPU of the
-# tests that start processes. An environment that sets PYTHONDONTWRITEBYTECODE (some
-# container images do) turns that off for every process, so the targets here unset it.
-unexport PYTHONDONTWRITEBYTECODE
 RUNTIME_STAMP := $(VENV)/.runtime
 $(STAMP): EXTRAS := [dev,all]
 $(RUNTIME_STAMP): EXTRAS :=
