@@ -220,14 +220,20 @@ def serve(
         default = os.environ.get("AGC_HOME") or os.path.join(home, ".agc")
         listeners.ensure(int(listen[0]), ("/", default, listen[1]))
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Bound and listening under a name of its own, then renamed into place: a hook that
+    # finds the socket can connect (between bind and listen it would be refused). The
+    # rename replaces what a resident that was killed left: the lock says none runs.
+    # (A short name in the same folder: a socket's path holds at most 107 bytes.)
+    ready = os.path.join(os.path.dirname(path), f".{os.getpid()}.s")
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)  # a resident that was killed left it: the lock says none runs
+        os.unlink(ready)
     mask = os.umask(0o177)
     try:
-        server.bind(path)
+        server.bind(ready)
     finally:
         os.umask(mask)
     server.listen(128)
+    os.rename(ready, path)
     mine = os.stat(path).st_ino
     server.settimeout(min(idle_s, _POLL_S if stop is None else 0.05))
     workers: list[threading.Thread] = []
