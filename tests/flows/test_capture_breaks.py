@@ -340,6 +340,9 @@ def test_hooks_stopped_names_each_call_and_its_line(store: Path, tmp_path: Path)
     assert (report["verdict_word"], report["verdict_category"]) == ("hooks-stopped", "unfinished")
 
 
+_ONE_MS = 1_796_600_000_000
+
+
 @settings(
     max_examples=examples(40),
     deadline=None,
@@ -372,11 +375,15 @@ def test_no_capture_failure_can_be_removed_from_beside_the_run_once_it_is_sealed
             continue
         holder = ToolEventWriter(RUN, store=store, resume=True)
         try:
-            outcome = capture_hook_event("claude-code", event, store=store, lock_wait_ms=0)
+            # Every failure in one millisecond: two failures of one hook may share it.
+            outcome = capture_hook_event(
+                "claude-code", event, store=store, lock_wait_ms=0, clock=lambda: _ONE_MS
+            )
         finally:
             holder.abort()
         assert outcome.failure is not None
         assert outcome.failure.code == "run-locked"
+        assert outcome.failure.ts == _ONE_MS
         failed += 1
     for name in ("Stop", "SessionEnd"):
         assert capture_hook_event("claude-code", _hook(name, session), store=store).sealed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
@@ -263,20 +264,23 @@ def _with_failures(
     """``report`` whose ``capture-failed`` error counts every failure of the run, those
     its own tool events hold (``capture-failed`` records, sealed with the run) and those
     kept beside the store (the run reader's finding), each once (by ``ts``, ``code``
-    and ``hook``): removing ``capture/failures.jsonl`` no longer hides a failure the run
-    holds."""
+    and ``hook``, as many times as the source holding it most): removing
+    ``capture/failures.jsonl`` no longer hides a failure the run holds."""
     kept = _kept_failures(store, report.run_id)
     others = [f for f in recorded if f.get("code") != _CHANGED]
     if not others:
         return report
-    keys = {_key(f) for f in [*kept, *others]}
-    codes = sorted({str(code) for _, code, _ in keys})
+    # Each source holds a failure once, and two failures of one hook may share a
+    # millisecond: a key counts as often as the source that holds it most.
+    in_kept, in_run = Counter(map(_key, kept)), Counter(map(_key, others))
+    total = sum(max(in_kept[key], in_run[key]) for key in in_kept.keys() | in_run.keys())
+    codes = sorted({str(code) for _, code, _ in in_kept.keys() | in_run.keys()})
     finding: Finding[Any] = Finding(
         "capture-failed",
-        f"{len(keys)} hook event(s) of this run's session could not be captured "
+        f"{total} hook event(s) of this run's session could not be captured "
         f"({', '.join(codes)}); `agc hooks status` says why",
         artifact="tool-events",
-        actual={"failures": len(keys), "codes": codes},
+        actual={"failures": total, "codes": codes},
     )
     findings = [f for f in report.findings if f.code != "capture-failed"]
     return replace(report, findings=(*findings, finding))

@@ -345,10 +345,7 @@ def _in_turn(path: Path) -> bool:
     """Whether the session's last event in the tool-events file ``path`` (agc's own
     ``sealed`` and ``capture-failed`` records aside) leaves a turn running: one that is
     not the session's start, a stop or its end; ``False`` when it holds none."""
-    last = None
-    for line in _lines(path):
-        if b'"event":"sealed"' not in line and b'"event":"capture-failed"' not in line:
-            last = line
+    last = _last_client_line(path)
     if last is None:
         return False
     try:
@@ -358,15 +355,23 @@ def _in_turn(path: Path) -> bool:
     return not (isinstance(stored, dict) and stored.get("event") in _AT_REST)
 
 
+def _last_client_line(path: Path) -> bytes | None:
+    """The last line of the tool-events file ``path`` that is not one of agc's own
+    ``sealed`` and ``capture-failed`` records (which a seal or a failure writes after a
+    client's event); ``None`` when there is none."""
+    last = None
+    for line in _lines(path):
+        if b'"event":"sealed"' not in line and b'"event":"capture-failed"' not in line:
+            last = line
+    return last
+
+
 def _is_last_record(path: Path, fields: Mapping[str, Any]) -> bool:
     """Whether the last client event of the tool-events file ``path`` (its last record
     but agc's own ``sealed`` and ``capture-failed`` records, which a seal or a failure
     writes after it) holds ``fields`` (each member equal); ``False`` when there is none
     or the line is not a record."""
-    last = None
-    for line in _lines(path):
-        if b'"event":"sealed"' not in line and b'"event":"capture-failed"' not in line:
-            last = line
+    last = _last_client_line(path)
     if last is None:
         return False
     try:
