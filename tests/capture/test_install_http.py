@@ -102,15 +102,23 @@ def test_an_existing_settings_file_others_could_read_becomes_the_user_s_alone(
     assert json.loads(settings.read_text())["theme"] == "dark"
 
 
-def test_port_option_moves_the_port_and_keeps_the_secret(home: Path) -> None:
+def test_port_option_moves_the_port_with_a_new_secret(home: Path) -> None:
+    """A port is moved away from a program that held it, which Claude Code may have
+    sent the secret: the secret moves too (and stays when the port does not)."""
     assert main(["hooks", "install", "--client", "claude-code"]) == 0
     first = read_http_hook()
     assert first is not None
+    assert main(["hooks", "install", "--client", "claude-code", "--port", str(first.port)]) == 0
+    assert read_http_hook() == first
     port = 20000 + (first.port + 1) % 10000
     assert main(["hooks", "install", "--client", "claude-code", "--port", str(port)]) == 0
     second = read_http_hook()
     assert second is not None
-    assert (second.port, second.secret) == (port, first.secret)
+    assert second.port == port
+    assert second.secret != first.secret
+    settings = (home / ".claude" / "settings.json").read_text(encoding="utf-8")
+    assert second.secret in settings
+    assert first.secret not in settings
     status = check_hooks("claude-code", "user")
     assert (status.port, status.outdated, status.will_run) == (port, False, True)
     assert f"--http {port}" in (status.command or "")

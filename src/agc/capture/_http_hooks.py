@@ -165,9 +165,10 @@ def read_http_hook(environ: Mapping[str, str] | None = None) -> HttpHook | None:
 def keep_http_hook(
     environ: Mapping[str, str] | None = None, *, port: int | None = None
 ) -> HttpHook:
-    """The port and secret of agc's HTTP hooks: those kept (:func:`read_http_hook`), with
-    ``port`` when given; a new secret and a free port when none are kept. Written (mode
-    0600, the folder made 0700) when they change.
+    """The port and secret of agc's HTTP hooks: those kept (:func:`read_http_hook`); a
+    new secret with ``port`` when given another port (a program that held the old port
+    may have read the secret Claude Code sent it), and with a free port when none are
+    kept. Written (mode 0600, the folder made 0700) when they change.
 
     Raises:
         UsageError: ``port`` is not 1-65535.
@@ -180,7 +181,7 @@ def keep_http_hook(
         return kept
     chosen = HttpHook(
         port if port is not None else (kept.port if kept else _free_port()),
-        kept.secret if kept else base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+        base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
     )
     path = http_settings_path(environ)
     data = json.dumps({"port": chosen.port, "secret": chosen.secret}).encode() + b"\n"

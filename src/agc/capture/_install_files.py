@@ -222,7 +222,7 @@ def _read(path: Path) -> str | None:
         raise ClientConfigInvalidError(f"{path} is not UTF-8 text") from exc
 
 
-def _write(path: Path, old: str | None, new: str | None) -> FileChange:
+def _write(path: Path, old: str | None, new: str | None, *, owner_only: bool = False) -> FileChange:
     """Replace the file's text ``old`` by ``new`` (backing ``old`` up first).
 
     Raises:
@@ -231,7 +231,7 @@ def _write(path: Path, old: str | None, new: str | None) -> FileChange:
             unchanged.
     """
     try:
-        return _write_file(path, old, new)
+        return _write_file(path, old, new, owner_only=owner_only)
     except OSError as exc:
         raise FileWriteError(
             f"cannot write {path}: {describe_os_error(exc)}",
@@ -241,7 +241,9 @@ def _write(path: Path, old: str | None, new: str | None) -> FileChange:
         ) from exc
 
 
-def _write_file(path: Path, old: str | None, new: str | None) -> FileChange:
+def _write_file(
+    path: Path, old: str | None, new: str | None, *, owner_only: bool = False
+) -> FileChange:
     if new is None or new == old:
         return FileChange(str(path), changed=False)
     target = Path(os.path.realpath(path))
@@ -252,6 +254,8 @@ def _write_file(path: Path, old: str | None, new: str | None) -> FileChange:
             mode = stat.S_IMODE(target.stat().st_mode)
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
+    if owner_only:  # it holds a secret: never on disk where others may read it
+        mode &= 0o700
     if _read(path) != old:  # changed by someone else since it was read: merge again
         raise _ChangedError
     if old is not None:
@@ -352,7 +356,7 @@ def install_hooks(
         if trust_file == paths.hooks:
             changes = [_write(paths.hooks, text, trust_new)]
         else:
-            changes = [_write(paths.hooks, text, new)]
+            changes = [_write(paths.hooks, text, new, owner_only=http is not None)]
             if trust_file is not None:
                 changes.append(_write(trust_file, trust_old, trust_new))
         return HooksChange(client, scope, "install", command, tuple(changes))

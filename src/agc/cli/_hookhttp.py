@@ -52,7 +52,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from agc.capture import HTTP_HOOK_PATH, MAX_HOOK_EVENT_BYTES
+from agc.capture import BACKGROUND_EVENTS, HTTP_HOOK_PATH, MAX_HOOK_EVENT_BYTES
 
 __all__ = ["MAX_CONNECTIONS", "READ_S", "HookListener", "event_names"]
 
@@ -66,6 +66,7 @@ SESSION_HOLD_S: Final = 3600.0
 """How long the resident process stays for a session in a turn without an event
 (seconds): a tool call may run long, and its result must find the listener up."""
 
+_HTTP_EVENTS: Final = BACKGROUND_EVENTS["claude-code"]  # the events installed as HTTP hooks
 _REPLAYS: Final = 4096  # digests of recent bodies remembered
 
 
@@ -90,6 +91,16 @@ class HookListener:
         self._submit = submit
         self._lock = threading.Lock()
         self._heard: set[str] = set()  # sessions noted while listening
+        # Requests turned away or cut off before they were whole (any of them may have
+        # been a client's event): their count, why the last one was, and the count each
+        # session's last synchronous event saw.
+        self._drops = 0
+        self._dropped = ""
+        self._drops_seen: dict[str, int] = {}
+        # Each session's origin (its hook's store and state), as its last synchronous
+        # event gave it: the store of an installation without --store is the hook's
+        # environment's ($AGC_HOME), which an HTTP request does not carry.
+        self._origins: dict[str, tuple[str, str, str]] = {}
         self._open: dict[str, float] = {}  # sessions in a turn -> last event (monotonic)
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -144,19 +155,27 @@ class HookListener:
             return self.problem
         with self._lock:
             if session is not None and session in self._heard:
+                if self._drops_seen.get(session, self._drops) < self._drops:
+                    return f"agc's listener on 127.0.0.1:{self.port} {self._dropped}"
                 return None
         return (
             "agc's resident capture process, and its listener on 127.0.0.1:"
             f"{self.port}, started after the session's previous event"
         )
 
-    def note(self, session: str | None, hook: str | None) -> None:
+    def note(
+        self, session: str | None, hook: str | None, origin: tuple[str, str, str] | None = None
+    ) -> None:
         """A synchronous event of ``session`` was captured (or noted): heard from now on;
-        in a turn until a ``Stop`` or ``SessionEnd``."""
+        in a turn until a ``Stop`` or ``SessionEnd``; its tool events go to ``origin``'s
+        store (default: the latest synchronous event's)."""
         if session is None or self.problem is not None:
             return
         with self._lock:
             self._heard.add(session)
+            if origin is not None:
+                self._origins[session] = origin
+            self._drops_seen[session] = self._drops
             if hook in {"Stop", "SessionEnd"}:
                 self._open.pop(session, None)
             else:
@@ -171,6 +190,15 @@ class HookListener:
 
     # -- a request --------------------------------------------------------------------------
 
+    def dropped(self, why: str) -> None:
+        """A request was turned away or cut off before it was whole (``why``: what
+        happened, after "agc's listener on 127.0.0.1:PORT"): nobody can tell whose
+        event it was, so each session's next synchronous event in a turn says events
+        may be lost (:meth:`unheard`)."""
+        with self._lock:
+            self._drops += 1
+            self._dropped = why
+
     def authorized(self, header: str | None) -> bool:
         """Whether ``header`` (``Authorization``) is ``Bearer <the secret>``."""
         given = (header or "").encode("utf-8", "replace")
@@ -182,15 +210,29 @@ class HookListener:
         """Queue a request's event for capture; the HTTP status to answer."""
         args = _args(query)
         if args is None:
+            self.dropped("was sent a request whose address names no hook")
             return 400
+        session, hook = event_names(body)
+        if hook not in _HTTP_EVENTS:
+            # Only the tool events are installed as HTTP hooks: a session's start, turn
+            # or end comes through `agc hook`, which keeps its books (what was heard).
+            with self._lock:
+                origin = self._origin
+            _keep(
+                args,
+                body,
+                origin,
+                f"a {hook or 'nameless'} hook event came over HTTP, where agc takes only "
+                "the tool events; it was not captured",
+            )
+            return 403
         digest = hashlib.sha256(body).digest()
         with self._lock:
-            origin = self._origin
+            origin = self._origins.get(session or "", self._origin)
             replay = digest in self._seen
             self._seen[digest] = None
             if len(self._seen) > _REPLAYS:
                 self._seen.popitem(last=False)
-            session, _ = event_names(body)
             if session is not None and session in self._open:
                 self._open[session] = time.monotonic()
         if replay:
@@ -280,6 +322,7 @@ def _handler(listener: HookListener) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
 
         def _cut(self) -> None:
+            listener.dropped(f"cut off a request not whole within {READ_S:g} s")
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
 
@@ -292,6 +335,7 @@ def _handler(listener: HookListener) -> type[BaseHTTPRequestHandler]:
 
         def handle_one_request(self) -> None:
             if not self._slot:
+                listener.dropped(f"turned a request away: {MAX_CONNECTIONS} connections were open")
                 self.close_connection = True
                 return
             with contextlib.suppress(OSError):
@@ -312,10 +356,12 @@ def _handler(listener: HookListener) -> type[BaseHTTPRequestHandler]:
                 self._answer(404)
                 return
             if not listener.authorized(self.headers.get("Authorization")):
+                listener.dropped("refused a request without agc's secret")
                 self._answer(401)
                 return
             length = self.headers.get("Content-Length")
             if length is None or not length.isdigit():
+                listener.dropped("refused a request that gave no Content-Length")
                 self._answer(411)
                 return
             if int(length) > MAX_HOOK_EVENT_BYTES:
@@ -325,6 +371,7 @@ def _handler(listener: HookListener) -> type[BaseHTTPRequestHandler]:
                 return
             body = self.rfile.read(int(length))
             if len(body) < int(length):
+                listener.dropped("was sent a request that ended before its body did")
                 self.close_connection = True
                 return  # cut off (READ_S) or closed early: nothing whole to capture
             self._answer(listener.take(url.query, body))

@@ -303,7 +303,7 @@ def answer(conn: socket.socket, captures: Captures, listeners: Listeners | None 
         if isinstance(listener, HookListener):
             if not note:
                 said = captures.capture(args, data, origin, listener.unheard(session))
-            listener.note(session, hook)
+            listener.note(session, hook, origin)
         elif not note:
             said = captures.capture(args, data, origin, listener)
         with contextlib.suppress(OSError):
