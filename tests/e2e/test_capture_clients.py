@@ -433,10 +433,19 @@ def test_a_store_that_cannot_be_written_never_stops_the_client(
 
 def _cover_tracks(glob: str) -> str:
     """A shell command that removes, in place, every line of the session file holding the
-    mark (the agent covering an earlier call before the session is sealed)."""
+    mark (the agent covering an earlier call before the session is sealed). It first
+    waits (up to 15 s) for the earlier call's output to be in the file: a client may
+    write a result's line after it has started the next call."""
     program = (
-        "import glob, sys\n"
+        "import glob, re, sys, time\n"
         f"mark = {SECRET_MARK[:9]!r} + {SECRET_MARK[9:]!r}\n"
+        "output = re.compile('(?<!echo )' + mark)\n"
+        "deadline = time.monotonic() + 15\n"
+        "while time.monotonic() < deadline and not any(\n"
+        "    output.search(open(p, encoding='utf-8').read())\n"
+        f"    for p in glob.glob({glob!r})\n"
+        "):\n"
+        "    time.sleep(0.05)\n"
         f"for path in glob.glob({glob!r}):\n"
         "    with open(path, 'r+', encoding='utf-8') as fh:\n"
         "        kept = [line for line in fh if mark not in line]\n"
