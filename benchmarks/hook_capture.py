@@ -447,6 +447,7 @@ def _bench(ctx: Any, section: Section, agc: str | None, work: Path, runtime: Pat
         section.rows.append(
             Row.timed(variant.name, timings[variant.name], baseline=base, baseline_name=base_name)
         )
+    _tail_rows(section, work, rounds=max(ctx.rounds, 3 if ctx.quick else EVENT_ROUNDS))
     # -- sessions -------------------------------------------------------------------------
     if ctx.quick:
         section.rows.append(Row("sessions", skipped="full run only (seconds per session)"))
@@ -456,6 +457,46 @@ def _bench(ctx: Any, section: Section, agc: str | None, work: Path, runtime: Pat
         return _sessions(ctx, section, agc, work, runtime, floor_server)
     finally:
         floor_server.close()
+
+
+TAIL_RECORDS: Final = (20, 20_000)
+"""Tool-events records of a short and of a long session, for the last-records rows."""
+
+_TAIL_CALLS: Final = 200  # questions per timed round: each takes microseconds
+
+
+def _tail_rows(section: Section, work: Path, *, rounds: int) -> None:
+    """What a synchronous hook asks of its run's last records (is a turn running? is the
+    run's last event this one?: ``agc.flows._hook``) in a long session's tool-events
+    file ÷ in a short one's: read from the file's end, the ratio stays near 1 (a scan of
+    the whole file made it the files' size ratio)."""
+    from agc.flows import _hook  # noqa: PLC0415 - the questions themselves, in process
+
+    variants = []
+    for count in TAIL_RECORDS:
+        path = work / f"tail-{count}.jsonl"
+        lines = (
+            json.dumps({"event": "call", "source": "hook", "seq": n, "input": {"cmd": "true"}})
+            for n in range(count)
+        )
+        path.write_text("\n".join(lines) + "\n" + '{"event":"stop","source":"hook"}\n')
+        fields = {"event": "stop", "source": "hook"}
+
+        def run(path: Path = path, fields: dict[str, str] = fields) -> None:
+            for _ in range(_TAIL_CALLS):
+                _hook._in_turn(path)
+                _hook._is_last_record(path, fields)
+
+        variants.append(Variant(f"last records of a {count:,}-record run", run))
+    timings = interleaved(variants, rounds=rounds)
+    base = variants[0].name
+    section.rows.append(Row.timed(base, timings[base]))
+    for variant in variants[1:]:
+        section.rows.append(
+            Row.timed(
+                variant.name, timings[variant.name], baseline=timings[base], baseline_name=base
+            )
+        )
 
 
 def _sessions(

@@ -10,17 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc._core.fs import (
     file_type_name,
     iter_bounded_lines,
+    lines_from_end,
     open_regular_file,
     read_at_most,
     read_small_file,
 )
 from agc.errors import StoreError, UnsafePathError
+from tests.conftest import examples
 
 
 def test_a_regular_file_is_streamed(tmp_path: Path) -> None:
@@ -111,3 +113,23 @@ def test_file_type_names(tmp_path: Path) -> None:
         assert file_type_name((tmp_path / name).lstat().st_mode) == expected
     assert file_type_name(stat.S_IFSOCK) == "a socket"
     assert file_type_name(stat.S_IFBLK) == "a block device"
+
+
+@settings(max_examples=examples(1000))
+@given(
+    data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"x" * 9]), max_size=40).map(
+        b"".join
+    ),
+    block=st.integers(min_value=1, max_value=8),
+)
+def test_lines_from_end_are_the_files_lines_reversed(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, block: int
+) -> None:
+    """Whatever the bytes (empty lines, a last line without its newline, lines longer
+    than a block), reading from the end yields exactly the lines a forward read does,
+    last first."""
+    path = tmp_path_factory.mktemp("lines") / "f"
+    path.write_bytes(data)
+    with path.open("rb") as handle:
+        forward = list(handle)
+    assert list(lines_from_end(path, block=block)) == forward[::-1]

@@ -49,6 +49,7 @@ __all__ = [
     "iter_bounded_lines",
     "keep_backup",
     "last_line_end",
+    "lines_from_end",
     "machine_hint",
     "open_nofollow",
     "open_regular_file",
@@ -199,6 +200,43 @@ def last_line_end(fd: int, size: int) -> int:
             return start + index + 1
         end = start
     return 0
+
+
+def lines_from_end(path: Path, *, block: int = 65536) -> Iterator[bytes]:
+    """The lines of the file ``path``, last first: each as iterating the open file
+    yields it (with its ``\\n``; a last line without one as it is). Reads backwards,
+    ``block`` bytes first and twice as many at each further step, so finding the last
+    few lines costs what they hold, not the file's size, and a line longer than a block
+    is read in O(its length).
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    with path.open("rb") as handle:
+        fd = handle.fileno()
+        at = os.fstat(fd).st_size  # bytes [0, at) not read yet
+        buffer = b""  # bytes [at, at + len(buffer)) read, lines not yet yielded
+        stop = 0  # buffer[:stop] is what is left to yield
+        step = max(1, block)
+        while True:
+            # A line starts after a \n that is not the last byte of what is left.
+            cut = buffer.rfind(b"\n", 0, stop - 1) if stop > 1 else -1
+            while cut >= 0:
+                yield buffer[cut + 1 : stop]
+                stop = cut + 1
+                cut = buffer.rfind(b"\n", 0, stop - 1) if stop > 1 else -1
+            if at == 0:
+                if stop:
+                    yield buffer[:stop]
+                return
+            start = max(0, at - step)
+            chunk = os.pread(fd, at - start, start)
+            if len(chunk) != at - start:  # the file was cut short meanwhile
+                raise OSError(f"{path} changed while it was read")
+            buffer = chunk + buffer[:stop]
+            stop = len(buffer)
+            at = start
+            step *= 2
 
 
 def read_small_file(path: Path, *, max_bytes: int) -> bytes:

@@ -57,6 +57,7 @@ from agc._core.fs import (
     append_whole,
     ensure_dirs,
     last_line_end,
+    lines_from_end,
     open_nofollow,
     open_regular_file,
     write_error,
@@ -358,12 +359,12 @@ def _in_turn(path: Path) -> bool:
 def _last_client_line(path: Path) -> bytes | None:
     """The last line of the tool-events file ``path`` that is not one of agc's own
     ``sealed`` and ``capture-failed`` records (which a seal or a failure writes after a
-    client's event); ``None`` when there is none."""
-    last = None
-    for line in _lines(path):
+    client's event); ``None`` when there is none. Read from the file's end: what it
+    costs is the records after that line, not the session's length."""
+    for line in lines_from_end(path):
         if b'"event":"sealed"' not in line and b'"event":"capture-failed"' not in line:
-            last = line
-    return last
+            return line
+    return None
 
 
 def _is_last_record(path: Path, fields: Mapping[str, Any]) -> bool:
@@ -637,9 +638,8 @@ def _compare_records(
 
 def _last_sealed(events: Path) -> dict[str, Any] | None:
     """The ``sealed`` member of the last ``sealed`` record of the run's tool-events
-    file, ``None`` when it holds none."""
-    found: dict[str, Any] | None = None
-    for line in _lines(events):
+    file, ``None`` when it holds none (read from the file's end)."""
+    for line in lines_from_end(events):
         if b'"event":"sealed"' not in line:
             continue
         try:
@@ -648,8 +648,8 @@ def _last_sealed(events: Path) -> dict[str, Any] | None:
             continue
         if isinstance(record, dict) and record.get("event") == "sealed":
             member = record.get("sealed")
-            found = member if isinstance(member, dict) else None
-    return found
+            return member if isinstance(member, dict) else None
+    return None
 
 
 def _sealed_record(
