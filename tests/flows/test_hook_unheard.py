@@ -156,3 +156,75 @@ def test_the_same_missing_call_without_a_gap_still_reads_as_an_edit(
     report = json.loads(capsys.readouterr().out)
     assert report["verdict_category"] == "tampered"
     assert "transcript-diverges" in {f["code"] for f in report["findings"]}
+
+
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    turns=st.integers(min_value=2, max_value=4),
+    data=st.data(),
+    told=st.sampled_from(["Stop", "PreCompact", "next prompt"]),
+)
+def test_only_calls_of_the_unheard_part_of_the_session_read_as_unheard(
+    turns: int,
+    data: st.DataObject,
+    told: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A session of several turns, each sealed at its ``Stop``; in turn ``gap`` the
+    hooks' events of a call are lost (agc's listener was down), which the ``Stop`` of
+    that turn, a ``PreCompact`` after the call, or (the turn ending with no ``Stop``)
+    the next turn's prompt finds; a call forged into the session file before the seal
+    of turn ``forged`` (or none). The lost call reads as unheard (``hooks-stopped``);
+    the forged one too when it lies among the lines sealed with the gap, and as an edit
+    (``transcript-diverges``) when it lies in a turn sealed apart from it."""
+    gap = data.draw(st.integers(0, turns - (2 if told == "next prompt" else 1)), label="gap")
+    forged = data.draw(st.one_of(st.none(), st.integers(0, turns - 1)), label="forged")
+    unheard_turns = {gap, gap + 1} if told == "next prompt" else {gap}
+    tmp = tmp_path_factory.mktemp("session")
+    store, session = tmp / "store", tmp / "s.jsonl"
+    store.mkdir()
+    written: list[str] = []
+    capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)
+    for turn in range(turns):
+        calls = [(f"toolu_{turn}_{i}", tool) for i, tool in enumerate(("Bash", "Read"))]
+        unheard = WHY if told == "next prompt" and turn == gap + 1 else None
+        capture_hook_event(
+            "claude-code", _hook("UserPromptSubmit", session), store=store, unheard=unheard
+        )
+        for index, (call_id, tool) in enumerate(calls):
+            if turn == gap and index == 0:
+                continue  # sent to a listener that was not up
+            for name in ("PreToolUse", "PostToolUse"):
+                event = _hook(name, session, tool_name=tool, tool_input={}, tool_use_id=call_id)
+                assert capture_hook_event("claude-code", event, store=store).failure is None
+            if turn == gap and told == "PreCompact":
+                capture_hook_event(
+                    "claude-code", _hook("PreCompact", session), store=store, unheard=WHY
+                )
+        in_file = calls + ([(f"toolu_forged_{turn}", "Bash")] if turn == forged else [])
+        written += _lines(in_file)
+        session.write_text("".join(line + "\n" for line in written))
+        if turn == gap and told == "next prompt":
+            continue  # the turn ended with no Stop (interrupted)
+        unheard = WHY if told == "Stop" and turn == gap else None
+        capture_hook_event("claude-code", _hook("Stop", session), store=store, unheard=unheard)
+    capture_hook_event("claude-code", _hook("SessionEnd", session), store=store)
+    assert verify([RUN, "--store", str(store), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    codes = {
+        f["actual"]["call_id"]: f["code"]
+        for f in report["findings"]
+        if f["code"] in {"hooks-stopped", "transcript-diverges"}
+    }
+    expected = {f"toolu_{gap}_0": "hooks-stopped"}
+    if forged is not None:
+        expected[f"toolu_forged_{forged}"] = (
+            "hooks-stopped" if forged in unheard_turns else "transcript-diverges"
+        )
+    assert codes == expected
+    assert "capture-failed" in {f["code"] for f in report["findings"]}

@@ -101,7 +101,7 @@ def cross_check_capture(
         if record.get("event") == "capture-failed"
         and isinstance(failure := record.get("failure"), dict)
     ]
-    unheard = any(f.get("code") == _UNHEARD for f in recorded_failures)
+    unheard = _unheard_lines(events)
     findings = [_finding(d, unheard=unheard) for d in compare_calls(hooked, recorded)]
     findings += [_unreadable(number) for number in unreadable]
     findings += [_changed(f) for f in recorded_failures if f.get("code") == _CHANGED]
@@ -209,11 +209,51 @@ _UNHEARD: Final = "hook-events-unheard"
 """The failure code of a session whose hook events sent over HTTP may have been lost."""
 
 
-def _finding(divergence: Divergence, *, unheard: bool = False) -> Finding[Any]:
-    """The finding of one divergence; with ``unheard`` (the run holds a
-    ``hook-events-unheard`` failure: agc's listener was not up for part of the
-    session), a call the session file has and the hooks never saw is ``hooks-stopped``
-    (unwitnessed, its capture failed), not ``transcript-diverges`` (an edit)."""
+_Window = tuple[int, float]
+"""Session-file lines ``(after, through]``: 1-based, ``through`` may be infinite."""
+
+
+def _unheard_lines(events: list[dict[str, Any]]) -> list[_Window]:
+    """The lines of the session file that may have been written while agc's listener
+    could not hear the session's tool events, from the run's hook records in order.
+
+    A ``hook-events-unheard`` failure is written before the synchronous event that found
+    the gap; the gap began after the session's previous synchronous event, so after the
+    last seal before the failure (a ``sealed`` record: the transcript then held the
+    file's first ``lines`` lines), and ended before the first seal after it. The lines
+    between those two seals (to the file's end when no seal came after) are the
+    window: a call there that the hooks never saw may have been sent unheard. A call
+    on a line sealed before the gap, or first sealed after a seal that followed it,
+    was written while the hooks were heard."""
+    windows: list[_Window] = []
+    sealed = 0
+    opened: int | None = None
+    for record in events:
+        kind = record.get("event")
+        if kind == "sealed":
+            member = record.get("sealed")
+            lines = member.get("lines") if isinstance(member, dict) else None
+            if isinstance(lines, int) and not isinstance(lines, bool):
+                if opened is not None:
+                    windows.append((opened, lines))
+                    opened = None
+                sealed = lines
+        elif kind == "capture-failed" and opened is None:
+            failure = record.get("failure")
+            if isinstance(failure, dict) and failure.get("code") == _UNHEARD:
+                opened = sealed
+    if opened is not None:
+        windows.append((opened, float("inf")))
+    return windows
+
+
+def _finding(divergence: Divergence, *, unheard: list[_Window] | None = None) -> Finding[Any]:
+    """The finding of one divergence; a call the session file has and the hooks never
+    saw, on a line of an ``unheard`` window (:func:`_unheard_lines`: agc's listener was
+    not up for part of the session then; any window for a call of no known line), is
+    ``hooks-stopped`` (unwitnessed, its capture failed), not ``transcript-diverges``
+    (an edit): a call forged into a part of the session the hooks heard whole stays
+    ``transcript-diverges``."""
     witness = {"missing-from-transcript": "hooks", "input-differs": "both"}.get(
         divergence.kind, "transcript"
     )
@@ -229,13 +269,20 @@ def _finding(divergence: Divergence, *, unheard: bool = False) -> Finding[Any]:
         # Calls after the hooks' last event, in a session they were not seen to stop:
         # unwitnessed, not shown edited.
         return Finding("hooks-stopped", divergence.describe(), **where)
-    if unheard and divergence.kind == "unseen-by-hooks":
+    if divergence.kind == "unseen-by-hooks" and _within(divergence.line, unheard or []):
         said = (
             f"{divergence.describe()}; agc's listener for the hooks was not up for part "
             f"of the session ({_UNHEARD}), so the hooks may have sent it unheard"
         )
         return Finding("hooks-stopped", said, **where)
     return Finding("transcript-diverges", divergence.describe(), **where)
+
+
+def _within(line: int | None, windows: list[_Window]) -> bool:
+    """Whether ``line`` falls in one of ``windows`` (any, for ``None``)."""
+    if line is None:
+        return bool(windows)
+    return any(after < line <= through for after, through in windows)
 
 
 _CHANGED: Final = "session-file-changed"
