@@ -36,6 +36,7 @@ __all__ = [
     "HistoryInvalidError",
     "HookEventInvalidError",
     "HookEventsUnheardError",
+    "HookPortTakenError",
     "InPlaceRefusedError",
     "InputError",
     "InputMissingError",
@@ -270,6 +271,22 @@ class HookEventsUnheardError(AgcError):
     default_hint = (
         "`agc hooks status --client claude-code` says whether agc listens on the hooks' "
         "port; `agc-verify RUN` reports the run's capture as failed (never complete)."
+    )
+
+
+class HookPortTakenError(AgcError):
+    """A program of another user (or one agc cannot name) held the port a session's
+    HTTP hook events go to: Claude Code sent them, with the secret in their header, to
+    that program. agc moved its hooks to a new port and secret for the sessions started
+    after; the events of this session went elsewhere."""
+
+    code = "hook-port-taken"
+    exit_code = ExitCode.FINDINGS
+    default_hint = (
+        "Find who listens on the port (`ss -ltnp`); the session's tool events and their "
+        "old secret went to that program. `agc hooks status --client claude-code` shows "
+        "the port agc's hooks now use; `agc-verify RUN` reports the run's capture as "
+        "failed (never complete)."
     )
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 from agc.cli import _hookhttp
 from agc.flows import capture_failures
 from tests.cli.test_hook_http import (
+    RUN,
     Resident,
     _client_events,
     _event,
@@ -252,3 +255,158 @@ def test_events_lost_to_a_full_listener_never_verify_complete(
     # race; when it had, they were lost.)
     lost = "toolu_2" not in hooked
     assert not (lost and code == 0), "events were lost, yet agc-verify says complete"
+
+
+# -- another user squats the port while agc's resident capture process is down ----------
+
+_SQUAT = r"""
+import socket, sys
+family, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sock = socket.socket(socket.AF_INET6 if family == "6" else socket.AF_INET)
+if family == "6":
+    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+sock.bind((host, port))
+sock.listen(16)
+print("ready", flush=True)
+while True:
+    conn, _ = sock.accept()
+    conn.settimeout(2)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    except OSError:
+        pass
+    conn.close()
+    print(data.hex(), flush=True)
+"""
+
+_NOBODY = 65534
+_SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+class Squatter:
+    """A program of another user (uid 65534) listening where agc's hooks point,
+    answering 200 to what it is sent and keeping every byte (root only)."""
+
+    def __init__(self, family: str, host: str, port: int) -> None:
+        import subprocess
+
+        if os.getuid() != 0 or not _SYSTEM_PYTHON.exists():
+            pytest.skip("binding a port as another user needs root and /usr/bin/python3")
+        self.process = subprocess.Popen(
+            [str(_SYSTEM_PYTHON), "-I", "-c", _SQUAT, family, host, str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            user=_NOBODY,
+            cwd="/",
+        )
+        assert self.process.stdout is not None
+        if self.process.stdout.readline() != b"ready\n":
+            self.process.kill()
+            pytest.skip(f"uid {_NOBODY} could not listen on {host}:{port} here")
+
+    def heard(self) -> bytes:
+        """Everything it was sent (it is stopped)."""
+        self.process.kill()
+        out, _ = self.process.communicate()
+        return b"".join(bytes.fromhex(line) for line in out.decode().split())
+
+
+def _settings_hooks(home: Path) -> tuple[list[dict[str, Any]], str]:
+    text = (home / ".claude" / "settings.json").read_text()
+    handlers = [
+        handler
+        for groups in json.loads(text)["hooks"].values()
+        for group in groups
+        for handler in group["hooks"]
+    ]
+    return handlers, text
+
+
+def _post(url: str, headers: dict[str, str], data: bytes) -> int:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=10)
+    try:
+        conn.request("POST", f"{parts.path}?{parts.query}", data, headers)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("family", "host"),
+    [("4", "127.0.0.1"), ("4", "0.0.0.0"), ("6", "::")],
+    ids=["loopback", "every-ipv4-address", "dual-stack-ipv6"],
+)
+def test_a_port_squatted_by_another_user_is_moved_off_before_any_tool_event(
+    family: str, host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user binds the hooks' port while no resident holds it (between sessions,
+    after its idle exit). The next session's first synchronous event finds it: before
+    that event is answered, agc keeps a new port and secret and moves its hooks in the
+    user's settings to them, so the sessions started after send nothing to the
+    squatter and it never sees the new secret; the session that found it still sends
+    (Claude Code keeps the hooks it started with) its tool events and the old secret
+    there, which agc no longer hears, and its run never verifies complete."""
+    from agc.capture import hook_client_command, install_hooks, keep_http_hook, read_http_hook
+    from agc.cli import _hookclient
+    from agc.cli.verify_main import main as verify
+
+    home, state, store = tmp_path / "home", tmp_path / "state", tmp_path / "store"
+    home.mkdir()
+    store.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    old = keep_http_hook(port=port)
+    command = hook_client_command(
+        sys.executable, _hookclient.__file__, "claude-code", store=str(store), http_port=port
+    )
+    install_hooks(
+        "claude-code", "user", command=command, http=old.handler("claude-code", str(store))
+    )
+    squatter = Squatter(family, host, port)
+    server = Resident(tmp_path / "r.sock", state, store, old)  # the next session starts one
+    try:
+        server.sync(_event("SessionStart", source="startup"))
+        # Before any tool event: a new port and secret, the settings moved to them.
+        new = read_http_hook()
+        assert new is not None and new.port != port and new.secret != old.secret
+        handlers, text = _settings_hooks(home)
+        assert old.secret not in text and f":{port}/" not in text
+        assert f"--http {port}" not in text
+        http = [h for h in handlers if h["type"] == "http"]
+        assert http and all(f"127.0.0.1:{new.port}/" in h["url"] for h in http)
+        assert all(h["headers"]["Authorization"] == f"Bearer {new.secret}" for h in http)
+        assert all(f"--http {new.port}" in h["command"] for h in handlers if "command" in h)
+        # The session that found it sends as it started: to the squatter, old secret.
+        server.sync(_event("UserPromptSubmit", prompt="go"))
+        snapshot = http[0]["url"].replace(f":{new.port}/", f":{port}/")
+        stale = {"Authorization": f"Bearer {old.secret}", "Content-Type": "application/json"}
+        for name in ("PreToolUse", "PostToolUse"):
+            assert _post(snapshot, stale, _event(name)) == 200
+        server.sync(_event("Stop"))
+        # agc no longer hears the old secret; a session started now sends to agc.
+        later = "0199a1b2-7c3d-7e4f-8a9b-00000000beef"
+        headers = dict(http[0]["headers"]) | {"Content-Type": "application/json"}
+        assert _post(http[0]["url"], stale, _event("PreToolUse", 7, session=later)) == 401
+        assert _post(http[0]["url"], headers, _event("PreToolUse", 8, session=later)) == 200
+    finally:
+        server.stop()
+        heard = squatter.heard()
+    assert old.secret.encode() in heard  # what Claude Code's snapshot sent it
+    assert new.secret.encode() not in heard
+    assert b"toolu_8" not in heard
+    assert verify([RUN, "--store", str(store)]) != 0
+    codes = {f.code for f in capture_failures(store, run_id=RUN)}
+    assert {"hook-port-taken", "hook-events-unheard"} <= codes

@@ -55,8 +55,10 @@ if _TYPE_CHECKING:
     from agc.capture._http_hooks import (
         HTTP_HOOK_PATH,
         HttpHook,
+        free_port,
         http_settings_path,
         keep_http_hook,
+        listener_owner,
         read_http_hook,
     )
     from agc.capture._install import (
@@ -75,6 +77,7 @@ if _TYPE_CHECKING:
         check_hooks,
         config_paths,
         install_hooks,
+        move_http_hooks,
         uninstall_hooks,
     )
     from agc.capture._sessions import (
@@ -115,11 +118,14 @@ __all__ = [
     "detect_format",
     "event_kind",
     "find_codex",
+    "free_port",
     "hook_client_command",
     "hook_command",
     "http_settings_path",
     "install_hooks",
     "keep_http_hook",
+    "listener_owner",
+    "move_http_hooks",
     "parse_hook_event",
     "parse_session",
     "read_http_hook",
@@ -152,8 +158,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "agc.capture._http_hooks": (
         "HTTP_HOOK_PATH",
         "HttpHook",
+        "free_port",
         "http_settings_path",
         "keep_http_hook",
+        "listener_owner",
         "read_http_hook",
     ),
     "agc.capture._install": (
@@ -172,6 +180,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "check_hooks",
         "config_paths",
         "install_hooks",
+        "move_http_hooks",
         "uninstall_hooks",
     ),
     "agc.capture._sessions": (

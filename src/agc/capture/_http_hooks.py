@@ -47,10 +47,12 @@ __all__ = [
     "HTTP_HOOK_PATH",
     "HTTP_HOOK_TIMEOUT_S",
     "HttpHook",
+    "free_port",
     "http_hook_of",
     "http_settings_path",
     "is_agc_url",
     "keep_http_hook",
+    "listener_owner",
     "read_http_hook",
 ]
 
@@ -180,7 +182,7 @@ def keep_http_hook(
     if kept is not None and (port is None or kept.port == port):
         return kept
     chosen = HttpHook(
-        port if port is not None else (kept.port if kept else _free_port()),
+        port if port is not None else (kept.port if kept else free_port()),
         base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
     )
     path = http_settings_path(environ)
@@ -195,13 +197,15 @@ def keep_http_hook(
     return chosen
 
 
-def _free_port() -> int:
-    """A port of :data:`_PORTS` that nothing listens on now (the last tried when none
-    could be found)."""
+def free_port(*, avoid: int | None = None) -> int:
+    """A port of :data:`_PORTS` that nothing listens on now, never ``avoid`` (the last
+    tried when none could be found)."""
     rng = random.SystemRandom()
     candidate = rng.randint(*_PORTS)
     for _ in range(64):
         candidate = rng.randint(*_PORTS)
+        if candidate == avoid:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             try:
                 probe.bind((_HOST, candidate))
@@ -209,3 +213,31 @@ def _free_port() -> int:
                 continue
             return candidate
     return candidate
+
+
+_LISTEN: Final = "0A"  # the TCP state LISTEN in /proc/net/tcp*
+
+
+def listener_owner(port: int) -> int | None:
+    """The uid of the socket listening where a connection to 127.0.0.1:``port`` goes
+    (that address, every IPv4 address, or every IPv6 address of a dual-stack socket),
+    from Linux's ``/proc/net/tcp`` and ``/proc/net/tcp6``; ``None`` when none listens
+    or they cannot be read."""
+    wanted = {
+        f"0100007F:{port:04X}",
+        f"00000000:{port:04X}",
+        f"{'0' * 32}:{port:04X}",
+        f"0000000000000000FFFF00000100007F:{port:04X}",
+    }
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 7 and fields[1] in wanted and fields[3] == _LISTEN:
+                with contextlib.suppress(ValueError):
+                    return int(fields[7])
+    return None

@@ -55,7 +55,7 @@ from tomlkit.items import AoT, Array, InlineTable, Table
 
 from agc._core.json import loads
 from agc.capture._events import CLIENTS, ClientName
-from agc.capture._http_hooks import is_agc_url
+from agc.capture._http_hooks import HttpHook, http_hook_of, is_agc_url
 from agc.errors import ClientConfigInvalidError, JsonInvalidError, UsageError
 
 __all__ = [
@@ -77,6 +77,7 @@ __all__ = [
     "is_agc_handler",
     "with_codex_trust",
     "with_hooks",
+    "with_http_moved",
     "without_hooks",
 ]
 
@@ -482,6 +483,52 @@ def without_hooks(client: ClientName, text: str | None, *, path: str) -> str | N
     )
     _check_result(client, result, path, expect=None)
     return result
+
+
+def with_http_moved(text: str | None, port: int, hook: HttpHook, *, path: str) -> str | None:
+    """Claude Code's settings with agc's handlers that name ``port`` moved to ``hook``:
+    an HTTP handler whose URL names ``port`` gets ``hook``'s URL (the same ``store``)
+    and ``Authorization`` header, a command hook's ``--http PORT`` becomes ``hook``'s
+    port; every other member, handler and setting is kept. ``text`` itself when no agc
+    handler names ``port``, ``None`` when there is no file.
+
+    Raises:
+        ClientConfigInvalidError: ``text`` is not valid settings (as :func:`with_hooks`).
+    """
+    _parse("claude-code", text, path)
+    if not text or not text.strip():
+        return text
+    value: dict[str, Any] = loads(text)
+    changed = False
+    for groups in (value.get("hooks") or {}).values():
+        for group in groups:
+            for index, handler in enumerate(group["hooks"]):
+                if not is_agc_handler(handler, "claude-code"):
+                    continue
+                moved = _moved_handler(handler, port, hook)
+                if moved is not None:
+                    group["hooks"][index] = moved
+                    changed = True
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n" if changed else text
+
+
+def _moved_handler(handler: Mapping[str, Any], port: int, hook: HttpHook) -> dict[str, Any] | None:
+    """An agc handler of Claude Code moved from ``port`` to ``hook``, ``None`` when it
+    does not name ``port``."""
+    if handler.get("type") == "http":
+        named, store = http_hook_of(str(handler["url"]))
+        if named != port:
+            return None
+        return {**handler, **hook.handler("claude-code", store)}
+    argv = shlex.split(str(handler["command"]))
+    at = next(
+        (i for i in range(len(argv) - 1) if argv[i] == "--http" and argv[i + 1] == str(port)),
+        None,
+    )
+    if at is None:
+        return None
+    argv[at + 1] = str(hook.port)
+    return {**handler, "command": shlex.join(argv)}
 
 
 def _check_result(

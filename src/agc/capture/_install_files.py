@@ -48,7 +48,15 @@ from agc._core.json import loads
 from agc._core.report import SCHEMA_VERSION
 from agc.capture._codex_app import CodexAppError, codex_hooks_list
 from agc.capture._events import ClientName
-from agc.capture._http_hooks import http_hook_of, http_settings_path, read_http_hook
+from agc.capture._http_hooks import (
+    HttpHook,
+    free_port,
+    http_hook_of,
+    http_settings_path,
+    keep_http_hook,
+    listener_owner,
+    read_http_hook,
+)
 from agc.capture._install import (
     BACKGROUND_EVENTS,
     CLIENT_EVENTS,
@@ -61,6 +69,7 @@ from agc.capture._install import (
     is_agc_command,
     with_codex_trust,
     with_hooks,
+    with_http_moved,
     without_hooks,
 )
 from agc.errors import (
@@ -78,6 +87,7 @@ __all__ = [
     "check_hooks",
     "config_paths",
     "install_hooks",
+    "move_http_hooks",
     "uninstall_hooks",
 ]
 
@@ -367,6 +377,50 @@ def install_hooks(
     if client == "codex" and codex is not None:
         result = _confirm_with_codex(result, paths, codex, project, environ)
     return result
+
+
+def move_http_hooks(
+    port: int, *, environ: Mapping[str, str] | None = None
+) -> tuple[HttpHook, FileChange]:
+    """Move agc's HTTP hooks of Claude Code off ``port`` (another user's program holds
+    it: Claude Code would send it the tool events, and the secret in their header).
+
+    A new port and a new secret are kept first (:func:`keep_http_hook`: the old secret
+    is no longer heard by agc's listener), then agc's handlers in the user's Claude Code
+    settings (:func:`config_paths`, user scope) that name ``port`` are moved to them in
+    place (:func:`~agc.capture._install.with_http_moved`; backed up, written atomically,
+    mode 0600, as ``agc hooks install`` writes). Idempotent: when the kept port is
+    already another one, only the settings are moved to it, so a move stopped between
+    its two writes is finished by the next.
+
+    Args:
+        port: the port another user holds.
+        environ: ``$HOME``, ``$CLAUDE_CONFIG_DIR`` and ``$XDG_STATE_HOME`` (default
+            ``os.environ``).
+
+    Returns:
+        The port and secret now kept, and what was done to the settings file.
+
+    Raises:
+        ClientConfigInvalidError: the settings file is not valid (it is left as it is;
+            the secret was changed all the same).
+        FileUnreadableError, FileWriteError: a file cannot be read or written.
+    """
+    kept = read_http_hook(environ)
+    if kept is None or kept.port == port:
+        kept = keep_http_hook(environ, port=free_port(avoid=port))
+    path = config_paths("claude-code", "user", environ=environ).hooks
+
+    def run() -> FileChange:
+        text = _read(path)
+        return _write(
+            path, text, with_http_moved(text, port, kept, path=str(path)), owner_only=True
+        )
+
+    change: FileChange = _retrying(run)
+    if change.changed:
+        _owner_only(path)
+    return kept, change
 
 
 def _codex_view(
@@ -752,7 +806,7 @@ def _http_problems(port: int | None, environ: Mapping[str, str] | None) -> list[
             f"{http_settings_path(environ)}: agc's listener would refuse every event "
             "(agc hooks install --client claude-code)"
         )
-    owner = _listener_owner(port) if port is not None else None
+    owner = listener_owner(port) if port is not None else None
     if owner is not None and owner != os.getuid():
         problems.append(
             f"a program of another user (uid {owner}) listens on 127.0.0.1:{port}: Claude "
@@ -797,23 +851,6 @@ def _url_matches(url: str, pattern: str) -> bool:
 
     escaped = pattern.replace("[", "[[]").replace("?", "[?]")
     return pattern == "*" or fnmatch.fnmatchcase(url, escaped)
-
-
-def _listener_owner(port: int) -> int | None:
-    """The uid of the socket listening on 127.0.0.1:``port`` (or on every address), from
-    Linux's ``/proc/net/tcp``; ``None`` when none listens or it cannot be read."""
-    try:
-        with open("/proc/net/tcp", encoding="ascii") as table:
-            rows = table.read().splitlines()[1:]
-    except OSError:
-        return None
-    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}"}
-    for row in rows:
-        fields = row.split()
-        if len(fields) > 7 and fields[1] in wanted and fields[3] == "0A":  # LISTEN
-            with contextlib.suppress(ValueError):
-                return int(fields[7])
-    return None
 
 
 def _switched_off(client: ClientName, text: str | None, command: str | None) -> list[str]:

@@ -121,8 +121,9 @@ def request(
     """The request's bytes: ``PROTOCOL``, then ``name=value`` fields (``arg`` once per
     argument, ``cwd``, ``home``: the store when neither ``--store`` nor ``$AGC_HOME``
     names one, ``state``: ``$XDG_STATE_HOME`` or its default, ``len``; ``note=1`` when
-    the event is only to be noted as heard, not captured), each ended by a NUL byte, an
-    empty field, then the event's bytes."""
+    the event is only to be noted as heard, not captured; for ``--http``, ``pid``: the
+    client process, :func:`client_pid`), each ended by a NUL byte, an empty field, then
+    the event's bytes."""
     home = environ.get("HOME") or os.path.expanduser("~")
     agc_home = environ.get("AGC_HOME", "")
     state = state_dir(environ)
@@ -140,7 +141,33 @@ def request(
     ]
     if note:
         fields.append(b"note=1")
+    if http_port(args) is not None:
+        fields.append(b"pid=%d" % client_pid())
     return b"\0".join(fields) + b"\0\0" + data
+
+
+_SHELLS = frozenset({b"sh", b"dash", b"bash", b"zsh", b"ksh", b"mksh", b"busybox"})
+
+
+def client_pid() -> int:
+    """The pid of the client that ran this hook: the parent process, or, when that is a
+    shell running the hook's command (a client runs it with ``sh -c``), the shell's
+    parent (``/proc/PID/stat``); 0 when it is not known (no ``/proc``, or init)."""
+    pid = os.getppid()
+    for _ in range(3):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                line = handle.read(4096)
+        except OSError:
+            break
+        head, _, rest = line.rpartition(b")")
+        if head.partition(b"(")[2] not in _SHELLS:
+            break
+        try:
+            pid = int(rest.split()[1])
+        except (IndexError, ValueError):
+            return 0
+    return pid if pid > 1 else 0
 
 
 def exchange(sock: "object", payload: bytes) -> "tuple[bool, bytes | None]":

@@ -40,9 +40,12 @@ is lost to it: the session's next synchronous event is captured with the reason
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import json
+import os
+import select
 import socket
 import threading
 import time
@@ -63,8 +66,9 @@ MAX_CONNECTIONS: Final = 32
 """Connections served at a time; more are closed at once."""
 
 SESSION_HOLD_S: Final = 3600.0
-"""How long the resident process stays for a session in a turn without an event
-(seconds): a tool call may run long, and its result must find the listener up."""
+"""How long the resident process stays for an open session without an event when it
+cannot watch the session's client process (seconds): a tool call may run long, and its
+result must find the listener up."""
 
 _HTTP_EVENTS: Final = BACKGROUND_EVENTS["claude-code"]  # the events installed as HTTP hooks
 _REPLAYS: Final = 4096  # digests of recent bodies remembered
@@ -101,11 +105,14 @@ class HookListener:
         # event gave it: the store of an installation without --store is the hook's
         # environment's ($AGC_HOME), which an HTTP request does not carry.
         self._origins: dict[str, tuple[str, str, str]] = {}
-        self._open: dict[str, float] = {}  # sessions in a turn -> last event (monotonic)
+        # Open sessions (a synchronous event seen, their end not yet) -> their last
+        # event (monotonic) and a descriptor of their client process, when watched.
+        self._open: dict[str, tuple[float, int | None]] = {}
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.taken = False  # the port was held by another socket when it was to listen
 
     # -- the resident's side --------------------------------------------------------------
 
@@ -114,6 +121,7 @@ class HookListener:
         try:
             server = _Server(("127.0.0.1", self.port), _handler(self))
         except OSError as exc:
+            self.taken = exc.errno == errno.EADDRINUSE
             self.problem = (
                 f"agc could not listen on 127.0.0.1:{self.port} ({exc.strerror or exc}): "
                 "another program holds the port"
@@ -164,11 +172,17 @@ class HookListener:
         )
 
     def note(
-        self, session: str | None, hook: str | None, origin: tuple[str, str, str] | None = None
+        self,
+        session: str | None,
+        hook: str | None,
+        origin: tuple[str, str, str] | None = None,
+        client: int = 0,
     ) -> None:
         """A synchronous event of ``session`` was captured (or noted): heard from now on;
-        in a turn until a ``Stop`` or ``SessionEnd``; its tool events go to ``origin``'s
-        store (default: the latest synchronous event's)."""
+        open until its ``SessionEnd``; its tool events go to ``origin``'s store (default:
+        the latest synchronous event's). ``client``: the pid of the client process that
+        ran the hook (0: unknown), watched while the session is open (it waits for the
+        hook, so the pid is its own)."""
         if session is None or self.problem is not None:
             return
         with self._lock:
@@ -176,17 +190,30 @@ class HookListener:
             if origin is not None:
                 self._origins[session] = origin
             self._drops_seen[session] = self._drops
-            if hook in {"Stop", "SessionEnd"}:
-                self._open.pop(session, None)
-            else:
-                self._open[session] = time.monotonic()
+            _, watched = self._open.pop(session, (0.0, None))
+            if hook == "SessionEnd":
+                _close(watched)
+                return
+            if client > 1 and (watched is None or _pid_of(watched) != client):
+                _close(watched)
+                watched = _watch(client)
+            self._open[session] = (time.monotonic(), watched)
 
     def holding(self) -> bool:
-        """Whether a session is in a turn and sent an event within
-        :data:`SESSION_HOLD_S` seconds (the resident process then stays)."""
+        """Whether a session is open (the resident process then stays, so the port is
+        never free while a client may send to it): its ``SessionEnd`` not seen, and its
+        client process still running, or (when it cannot be watched) an event within
+        :data:`SESSION_HOLD_S` seconds."""
         now = time.monotonic()
+        held = False
         with self._lock:
-            return any(now - last < SESSION_HOLD_S for last in self._open.values())
+            for session, (last, watched) in list(self._open.items()):
+                if watched is not None and _ended(watched):
+                    _close(watched)
+                    del self._open[session]
+                elif watched is not None or now - last < SESSION_HOLD_S:
+                    held = True
+        return held
 
     # -- a request --------------------------------------------------------------------------
 
@@ -234,7 +261,7 @@ class HookListener:
             if len(self._seen) > _REPLAYS:
                 self._seen.popitem(last=False)
             if session is not None and session in self._open:
-                self._open[session] = time.monotonic()
+                self._open[session] = (time.monotonic(), self._open[session][1])
         if replay:
             _keep(
                 args,
@@ -262,6 +289,45 @@ class HookListener:
             f"a hook event of {length:,} bytes came over HTTP, more than the "
             f"{MAX_HOOK_EVENT_BYTES:,} agc reads; it was not captured",
         )
+
+
+def _watch(pid: int) -> int | None:
+    """A descriptor of the running process ``pid`` (``os.pidfd_open``: it names that
+    process, never a later one given the same pid), ``None`` when it cannot be had."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return int(pidfd_open(pid))
+    except OSError:
+        return None
+
+
+def _ended(fd: int) -> bool:
+    """Whether the process a pidfd names has ended (the descriptor is then readable)."""
+    try:
+        ready, _, _ = select.select([fd], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(ready)
+
+
+def _pid_of(fd: int) -> int:
+    """The pid a pidfd names (``Pid:`` of ``/proc/self/fdinfo/FD``), 0 when unknown."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("Pid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def event_names(data: bytes) -> tuple[str | None, str | None]:

@@ -43,9 +43,10 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from agc.capture import http_settings_path, read_http_hook
+from agc.capture import http_settings_path, listener_owner, move_http_hooks, read_http_hook
 from agc.cli._hookclient import IDLE_S, PROTOCOL, http_port
 from agc.cli._hookhttp import HookListener, event_names
+from agc.errors import AgcError, HookPortTakenError
 
 __all__ = ["Captures", "Listeners", "answer", "main", "serve"]
 
@@ -164,17 +165,27 @@ class Listeners:
     def __init__(self, captures: Captures) -> None:
         self._captures = captures
         self._ports: dict[int, HookListener] = {}
-        self._problems: dict[int, str] = {}
         self._lock = threading.Lock()
+        # Ports another user held, whose hooks were moved: why, and the sessions told.
+        self._moved: dict[int, str] = {}
+        self._told: dict[int, set[str]] = {}
 
     def ensure(self, port: int, origin: tuple[str, str, str]) -> HookListener | str:
         """The listener of ``port``, started when it is not yet, with the secret kept
         under the hook's state folder (``origin[2]``); why there is none, in words,
-        when no secret is kept for this port there."""
+        when no secret is kept for this port there, or when another user's program
+        holds the port: agc's hooks are then moved off it first (:meth:`_move`)."""
         state = {"XDG_STATE_HOME": origin[2]}
         kept = read_http_hook(state)
         with self._lock:
             if kept is None or kept.port != port:
+                if port in self._moved:
+                    return self._moved[port]
+                owner = listener_owner(port)
+                if kept is not None and owner is not None and owner != os.getuid():
+                    # Moved before (a move stopped between its two writes leaves the
+                    # settings naming this port): the settings are moved again.
+                    return self._move(port, origin)
                 return (
                     f"no secret of agc's HTTP hooks on port {port} is kept in "
                     f"{http_settings_path(state)} (or another user may read it): "
@@ -185,9 +196,59 @@ class Listeners:
                 listener = HookListener(port, kept.secret, origin, self._captures.capture_later)
                 listener.start()
                 self._ports[port] = listener
+                if listener.taken and listener_owner(port) != os.getuid():
+                    return self._move(port, origin)
             else:
                 listener.update(kept.secret, origin)
             return listener
+
+    def _move(self, port: int, origin: tuple[str, str, str]) -> str:
+        """Another user's program (or one agc cannot name) holds ``port``: Claude Code
+        sends it the tool events of every session that names the port, with the secret
+        in their header. Keep a new port and secret, move agc's hooks in the user's
+        Claude Code settings to them (:func:`agc.capture.move_http_hooks`) and listen on
+        the new port at once (held from now on), all before the synchronous event that
+        found it is answered; why, in words (the sessions that name ``port`` are told
+        so: :meth:`told`)."""
+        owner = listener_owner(port)
+        who = "a program agc cannot name" if owner is None else f"a program of uid {owner}"
+        said = (
+            f"{who} holds 127.0.0.1:{port}, where Claude Code sends this session's tool "
+            "events and the secret in their header"
+        )
+        environ = {**os.environ, "XDG_STATE_HOME": origin[2]}
+        try:
+            hook, change = move_http_hooks(port, environ=environ)
+        except AgcError as exc:
+            said += f"; agc could not move its hooks off it: {exc.message}"
+        else:
+            said += (
+                f"; agc moved its hooks in {change.path} to port {hook.port} and a new "
+                "secret (sessions started from now on use them; this session's tool "
+                "events still go to that program, and agc no longer hears the old secret)"
+            )
+            listener = self._ports.get(hook.port)
+            if listener is None or listener.problem is not None:
+                listener = HookListener(
+                    hook.port, hook.secret, origin, self._captures.capture_later
+                )
+                listener.start()
+                self._ports[hook.port] = listener
+        self._moved[port] = said
+        return said
+
+    def told(self, port: int, session: str | None) -> str | None:
+        """Why ``port`` was moved off (:meth:`_move`), the first time it is asked for
+        ``session``; ``None`` when it was not, or the session was told."""
+        with self._lock:
+            said = self._moved.get(port)
+            if said is None or session is None:
+                return None
+            told = self._told.setdefault(port, set())
+            if session in told:
+                return None
+            told.add(session)
+            return said
 
     def holding(self) -> bool:
         with self._lock:
@@ -280,7 +341,7 @@ def answer(conn: socket.socket, captures: Captures, listeners: Listeners | None 
         head, data, want = got
         if head is None:
             return
-        args, origin, note = head
+        args, origin, note, client = head
         if len(data) < want:
             _keep_cut(args, origin, data, want)
             return
@@ -296,14 +357,18 @@ def answer(conn: socket.socket, captures: Captures, listeners: Listeners | None 
             return
         port = http_port(args)
         listener: HookListener | str | None = None
+        session, hook = event_names(data) if port is not None else (None, None)
         if listeners is not None and port is not None and port.isdigit():
             listener = listeners.ensure(int(port), origin)
-        session, hook = event_names(data) if port is not None else (None, None)
+            moved = listeners.told(int(port), session)
+            if moved is not None:
+                # Kept for the run before its event: its tool events went elsewhere.
+                captures.run(lambda: _keep_taken(args, origin, data, moved))
         said = ""
         if isinstance(listener, HookListener):
             if not note:
                 said = captures.capture(args, data, origin, listener.unheard(session))
-            listener.note(session, hook, origin)
+            listener.note(session, hook, origin, client)
         elif not note:
             said = captures.capture(args, data, origin, listener)
         with contextlib.suppress(OSError):
@@ -312,9 +377,10 @@ def answer(conn: socket.socket, captures: Captures, listeners: Listeners | None 
 
 def _receive(
     conn: socket.socket,
-) -> tuple[tuple[list[str], tuple[str, str, str], bool] | None, bytes, int]:
-    """``((args, origin, note), event bytes, length announced)``; ``(None, b"", 0)``
-    when the fields did not all come or are not this protocol's."""
+) -> tuple[tuple[list[str], tuple[str, str, str], bool, int] | None, bytes, int]:
+    """``((args, origin, note, client pid), event bytes, length announced)``;
+    ``(None, b"", 0)`` when the fields did not all come or are not this protocol's
+    (the client pid is 0 when the request names none)."""
     buffer = bytearray()
     end = -1
     while end < 0:
@@ -346,7 +412,17 @@ def _receive(
         if not chunk:
             break
         data += chunk
-    return (args, origin, named.get("note") == "1"), bytes(data[:want]), want
+    pid = named.get("pid", "")
+    client = int(pid) if pid.isdigit() else 0
+    return (args, origin, named.get("note") == "1", client), bytes(data[:want]), want
+
+
+def _keep_taken(args: list[str], origin: tuple[str, str, str], data: bytes, said: str) -> str:
+    """Keep the ``hook-port-taken`` failure of the event's run (see :meth:`Listeners._move`)."""
+    from agc.cli.hook import keep_failure  # noqa: PLC0415 - loaded by main already
+
+    keep_failure(args, origin, data, said, code=HookPortTakenError.code)
+    return ""
 
 
 def _keep_cut(args: list[str], origin: tuple[str, str, str], data: bytes, want: int) -> None:

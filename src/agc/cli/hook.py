@@ -140,10 +140,17 @@ def capture(
     return f"agc hook: event not captured whole: {failure.message} ({where})\n"
 
 
-def keep_failure(args: list[str], origin: tuple[str, str, str], data: bytes, message: str) -> None:
-    """Keep a ``hook-event-invalid`` failure of an event that is not captured, for the
-    store ``args`` and ``origin`` name, naming the run when the bytes that came name the
-    session. Never raises."""
+def keep_failure(
+    args: list[str],
+    origin: tuple[str, str, str],
+    data: bytes,
+    message: str,
+    *,
+    code: str = "hook-event-invalid",
+) -> None:
+    """Keep a failure (``code``; by default ``hook-event-invalid``: an event that is not
+    captured) for the store ``args`` and ``origin`` name, naming the run when the bytes
+    that came name the session. Never raises."""
     from agc.capture import run_id_for  # noqa: PLC0415
     from agc.errors import AgcError  # noqa: PLC0415
     from agc.flows import parse_json  # noqa: PLC0415
@@ -162,7 +169,7 @@ def keep_failure(args: list[str], origin: tuple[str, str, str], data: bytes, mes
                 run_id = run_id_for(client, session)
     record_capture_failure(
         store=store,
-        code="hook-event-invalid",
+        code=code,
         message=message,
         client=client or "unknown",
         run_id=run_id,
