@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -323,3 +326,45 @@ def test_an_event_over_http_is_captured_as_the_socket_captures_it(
 
     assert shape(over_http) == shape(over_socket)
     assert len(shape(over_http)) == len(events)
+
+
+def test_the_resident_stays_while_a_session_is_open_and_its_client_runs(tmp_path: Path) -> None:
+    """The port is held between a session's turns, not only within them: the resident
+    process stays (:meth:`HookListener.holding`) from a session's first synchronous
+    event until its ``SessionEnd`` or the end of the client process that ran its hooks;
+    a session whose client cannot be watched holds it for a bounded time."""
+    listener = _hookhttp.HookListener(
+        _free_port(), "s", ("/", str(tmp_path), str(tmp_path)), lambda *_: None
+    )
+    listener.start()
+    client = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        assert not listener.holding()
+        listener.note("a", "SessionStart", client=client.pid)
+        assert listener.holding()
+        listener.note("a", "UserPromptSubmit", client=client.pid)
+        listener.note("a", "Stop", client=client.pid)
+        assert listener.holding()  # between turns: the session is still open
+        assert client.stdin is not None
+        client.stdin.close()
+        client.wait()
+        assert not listener.holding()  # its client ended without a SessionEnd
+        listener.note("b", "Stop")  # a client agc cannot watch
+        assert listener.holding()
+        listener.note("b", "SessionEnd")
+        assert not listener.holding()
+    finally:
+        client.kill()
+        client.wait()
+        listener.stop()
+
+
+def test_the_hook_names_the_client_that_ran_it_through_a_shell(tmp_path: Path) -> None:
+    """A client runs the hook command with ``sh -c``: the pid the hook sends is the
+    client's (the shell's parent), which the resident watches."""
+    code = "from agc.cli._hookclient import client_pid; print(client_pid())"
+    for command in (f"{sys.executable} -c '{code}'", f"{sys.executable} -c '{code}'; true"):
+        out = subprocess.run(["/bin/sh", "-c", command], capture_output=True, check=True)
+        assert int(out.stdout) == os.getpid(), command

@@ -486,3 +486,60 @@ def test_a_session_file_edited_before_its_seal_diverges(
     codes = {f["code"] for f in _json(verified)["findings"]}
     assert "transcript-diverges" in codes, codes
     e2e_results.append((client, "edited", "capture", "pass (transcript-diverges)"))
+
+
+def test_a_port_another_user_squats_never_gets_the_secret_of_later_sessions(
+    tmp_path: Path,
+    model_server: StartServer,
+    request: pytest.FixtureRequest,
+    e2e_results: Rows,
+    e2e_figures: Figures,
+) -> None:
+    """Another user listens on the HTTP hooks' port before a session starts (agc's
+    resident capture process had exited). The real Claude Code's first synchronous hook
+    finds it: agc moves its hooks to a new port and secret before answering. The
+    squatter never gets the new secret, a session started after sends it nothing and is
+    captured complete, and the run of the session that found it never verifies
+    complete, whatever that session sent where."""
+    from agc.capture import read_http_hook  # noqa: PLC0415
+    from tests.cli.test_hook_http_attack import Squatter  # noqa: PLC0415
+
+    server = model_server(Script([ShellCall(OK_COMMAND, "call_squat_ok"), Answer("done")]))
+    captured = _captured(request, "claude-code", tmp_path, server)
+    captured.install()
+    state = {"XDG_STATE_HOME": captured.env["XDG_STATE_HOME"]}
+    old = read_http_hook(state)
+    assert old is not None
+    squatter = Squatter("4", "127.0.0.1", old.port)
+    try:
+        done = captured.run("run the call")
+        assert done.returncode == 0, done.describe()
+        first = captured.run_id()
+        new = read_http_hook(state)
+        assert new is not None
+        assert new.port != old.port
+        assert new.secret != old.secret
+        server.script.rewind()
+        again = captured.run("run the call")
+        assert again.returncode == 0, again.describe()
+        second = captured.run_id()
+    finally:
+        heard = squatter.heard()
+    assert new.secret.encode() not in heard
+    assert second.removeprefix("claude-code-").encode() not in heard
+    verified = agc("agc-verify", first, "--store", str(captured.store), "--json")
+    assert _json(verified)["complete"] is not True
+    codes = {f["code"] for f in _json(verified)["findings"]}
+    assert "capture-failed" in codes, codes
+    later = agc("agc-verify", second, "--store", str(captured.store), "--json")
+    assert _json(later)["complete"] is True, later.stdout.decode()
+    assert hook_calls(captured_events(captured.store, second))
+    sent = "sent the squatter its tool events" if old.secret.encode() in heard else "sent it none"
+    e2e_results.append(("claude-code", "port squatted", "capture", "pass"))
+    e2e_figures.append(
+        (
+            "capture claude-code port squatted",
+            f"the session that found the squatter {sent}; the next session went to agc's "
+            "new port, complete",
+        )
+    )
