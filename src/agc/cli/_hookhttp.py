@@ -34,7 +34,10 @@ returned, so the client never waits on the store. Refused, and never captured:
 What the listener cannot hear (it was not running, or another program holds the port)
 is lost to it: the session's next synchronous event is captured with the reason
 (:attr:`HookListener.unheard`), and :func:`agc.flows.capture_hook_event` keeps a
-``hook-events-unheard`` failure when the session was in a turn.
+``hook-events-unheard`` failure when the session was in a turn. The resident process
+stays while a session is open (:meth:`HookListener.holding`), so the port is not left
+free for another user to bind while a client may send to it; a port another user holds
+is moved off (:mod:`agc.cli._hookserve`).
 """
 
 from __future__ import annotations

@@ -19,9 +19,15 @@ naming the run when the bytes that came name the session), so the run is never
 kept for it.
 
 The process exits after ``idle_s`` seconds without a request (but not while a session
-that sends HTTP hooks is in a turn: :meth:`~agc.cli._hookhttp.HookListener.holding`),
-or at once when a file of agc it loaded has changed (an upgrade: the next hook starts a
-resident of the new agc); a capture under way is finished first.
+that sends HTTP hooks is open: :meth:`~agc.cli._hookhttp.HookListener.holding`, so its
+port is never left free for another user to take), or at once when a file of agc it
+loaded has changed (an upgrade: the next hook starts a resident of the new agc); a
+capture under way is finished first.
+
+A port another user's program holds when the process is to listen on it is moved off
+before the event is answered (:meth:`Listeners._move`): a new port and secret, agc's
+hooks in the user's Claude Code settings moved to them, and a ``hook-port-taken``
+failure kept for each session that names the old port.
 
 A request whose arguments name ``--http PORT`` (a synchronous event of a Claude Code
 session whose tool events ``agc hooks install`` sends over HTTP) makes the process
@@ -268,8 +274,8 @@ def serve(
     listen: tuple[str, str] | None = None,
 ) -> int:
     """Serve the Unix socket ``path`` (made mode 0600; its folder is the user's alone)
-    until ``idle_s`` seconds pass without a request (and no HTTP-hooked session is in a
-    turn), or ``stop`` is set (what serves it in a thread ends it so; the captures under
+    until ``idle_s`` seconds pass without a request (and no HTTP-hooked session is
+    open), or ``stop`` is set (what serves it in a thread ends it so; the captures under
     way are finished first); ``listen``: ``(port, state folder)`` to listen on at once,
     before the socket (a hook that started this process waits for the socket); returns
     0."""
