@@ -202,7 +202,7 @@ def last_line_end(fd: int, size: int) -> int:
     return 0
 
 
-def lines_from_end(path: Path, *, block: int = 65536) -> Iterator[bytes]:
+def lines_from_end(path: Path, *, block: int = 8192) -> Iterator[bytes]:
     """The lines of the file ``path``, last first: each as iterating the open file
     yields it (with its ``\\n``; a last line without one as it is). Reads backwards,
     ``block`` bytes first and twice as many at each further step, so finding the last
