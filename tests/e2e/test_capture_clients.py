@@ -488,7 +488,9 @@ def test_a_session_file_edited_before_its_seal_diverges(
     e2e_results.append((client, "edited", "capture", "pass (transcript-diverges)"))
 
 
+@pytest.mark.parametrize("client", ["claude-code"])  # the one client with HTTP hooks
 def test_a_port_another_user_squats_never_gets_the_secret_of_later_sessions(
+    client: ClientName,
     tmp_path: Path,
     model_server: StartServer,
     request: pytest.FixtureRequest,
@@ -505,7 +507,7 @@ def test_a_port_another_user_squats_never_gets_the_secret_of_later_sessions(
     from tests.cli.test_hook_http_attack import Squatter  # noqa: PLC0415
 
     server = model_server(Script([ShellCall(OK_COMMAND, "call_squat_ok"), Answer("done")]))
-    captured = _captured(request, "claude-code", tmp_path, server)
+    captured = _captured(request, client, tmp_path, server)
     captured.install()
     state = {"XDG_STATE_HOME": captured.env["XDG_STATE_HOME"]}
     old = read_http_hook(state)
