@@ -368,3 +368,90 @@ def test_the_hook_names_the_client_that_ran_it_through_a_shell(tmp_path: Path) -
     for command in (f"{sys.executable} -c '{code}'", f"{sys.executable} -c '{code}'; true"):
         out = subprocess.run(["/bin/sh", "-c", command], capture_output=True, check=True)
         assert int(out.stdout) == os.getpid(), command
+
+
+def _serving(path: Path, port: int, state: Path, idle_s: float) -> threading.Thread:
+    thread = threading.Thread(
+        target=_hookserve.serve,
+        args=(str(path),),
+        kwargs={"idle_s": idle_s, "listen": (str(port), str(state)), "keep": True},
+    )
+    thread.start()
+    return thread
+
+
+def _wait_for(done: Any, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_resident_that_exits_leaves_its_port_held_until_the_next_one_takes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resident process exits when idle (no session open); its listening socket is
+    handed to a port keeper, so the port is never free for another user to bind: a
+    request meanwhile is answered 503 (unread), and the next resident takes the socket
+    back and hears the events, its keeper gone."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    store = tmp_path / "store"
+    store.mkdir()
+    hook = keep_http_hook(port=_free_port())
+    folder = tmp_path / "sock"
+    folder.mkdir(mode=0o700)
+    keeper = Path(_hookclient.keeper_path(str(folder), hook.port))
+    first = _serving(folder / "r.sock", hook.port, state, idle_s=0.05)
+    first.join(timeout=60)
+    assert not first.is_alive()
+    try:
+        _wait_for(keeper.exists, "no keeper took the port")
+        _held_then_taken_back(folder, keeper, hook, state, store)
+    finally:
+        taken = _hookclient.take_kept(str(folder), hook.port)  # a keeper left: ended
+        if isinstance(taken, socket.socket):
+            taken.close()
+
+
+def _held_then_taken_back(
+    folder: Path, keeper: Path, hook: HttpHook, state: Path, store: Path
+) -> None:
+    assert keeper.stat().st_mode & 0o077 == 0
+    with socket.socket() as other, pytest.raises(OSError, match="in use"):
+        other.bind(("127.0.0.1", hook.port))  # held: Linux refuses a second bind
+    if os.getuid() == 0 and Path("/usr/bin/python3").exists():
+        squat = f"import socket; socket.socket().bind(('127.0.0.1', {hook.port}))"
+        tried = subprocess.run(
+            ["/usr/bin/python3", "-I", "-c", squat], check=False, user=65534, cwd="/"
+        )
+        assert tried.returncode != 0, "another user bound the port the keeper holds"
+    conn = http.client.HTTPConnection("127.0.0.1", hook.port, timeout=10)
+    try:  # answered 503 unread, or cut off as it sends: never taken
+        conn.request("POST", "/agc-hook?client=claude-code", b"{}")
+        assert conn.getresponse().status == 503
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    stop = threading.Event()
+    second = threading.Thread(
+        target=_hookserve.serve,
+        args=(str(folder / "r.sock"),),
+        kwargs={"idle_s": 600.0, "stop": stop, "listen": (str(hook.port), str(state))},
+    )
+    second.start()
+    try:
+        _wait_for(lambda: not keeper.exists(), "the keeper did not hand the port over")
+        conn = http.client.HTTPConnection("127.0.0.1", hook.port, timeout=10)
+        try:
+            sent = {"Authorization": f"Bearer {hook.secret}"}
+            conn.request("POST", hook.url("claude-code", str(store)), _event("PreToolUse", 1), sent)
+            assert conn.getresponse().status == 200
+        finally:
+            conn.close()
+    finally:
+        stop.set()
+        second.join()
+    assert [r["call_id"] for r in _client_events(store)] == ["toolu_1"]
+    assert not keeper.exists()  # the second resident (keep off) handed it to none

@@ -25,7 +25,10 @@ JSON on stdin; its contract is ``agc hook``'s: exit 0, nothing on stdout.
 
 The resident process is this script run with ``--serve DIR KEY``
 (:mod:`agc.cli._hookserve`): one per user and installation at a time (an exclusive lock
-on ``DIR/KEY.lock``), it exits after :data:`IDLE_S` seconds without an event.
+on ``DIR/KEY.lock``), it exits after :data:`IDLE_S` seconds without an event (while no
+session sending HTTP hooks is open), handing the HTTP port it listened on to a port
+keeper, this script run with ``--keep`` (:func:`keep_port`), until the next resident
+takes it back.
 
 With ``--http PORT`` (Claude Code, whose per-tool-call events ``agc hooks install`` sends
 as HTTP hooks to the resident process on ``127.0.0.1:PORT``, :mod:`agc.cli._hookhttp`),
@@ -237,6 +240,161 @@ def start_resident(folder: str, key: str, listen: "list[str] | None" = None) -> 
         os._exit(0)
 
 
+KEEP_CHECK_S = 60.0
+"""How often the port keeper looks whether agc's hooks still name its port (seconds)."""
+
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def keeper_path(folder: str, port: int) -> str:
+    """The Unix socket of the keeper of ``port`` in the user's socket folder."""
+    return os.path.join(folder, f"port-{port}.keep")
+
+
+def start_keeper(folder: str, state: str, fd: int, port: int) -> None:
+    """Hand the listening socket ``fd`` of ``127.0.0.1:port`` to a port keeper
+    (:func:`keep_port`: this script run with ``--keep``), detached as
+    :func:`start_resident` starts the resident; never raises."""
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid:
+        return
+    try:  # the child: becomes the keeper
+        os.setsid()
+        os.dup2(fd, 3)
+        os.set_inheritable(3, True)
+        null = os.open(os.devnull, os.O_RDWR)
+        for number in (0, 1, 2):
+            os.dup2(null, number)
+        os.closerange(4, 65536)
+        os.chdir("/")
+        os.execv(  # noqa: S606 - this interpreter, with this file: no shell
+            sys.executable,
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                os.path.abspath(__file__),
+                "--keep",
+                folder,
+                state,
+                "3",
+                str(port),
+            ],
+        )
+    finally:
+        os._exit(0)
+
+
+def keep_port(folder: str, state: str, fd: int, port: int) -> int:
+    """The port keeper (``--keep FOLDER STATE FD PORT``): holds the listening socket
+    ``fd`` of ``127.0.0.1:port`` that an exiting resident process handed it, so that no
+    other user can bind the port while no resident runs (Linux refuses a second bind of
+    a listening address). A connection to it is answered ``503`` unread. The next
+    resident process takes the socket back through the Unix socket
+    :func:`keeper_path` (mode 0600 in the user's own folder; the descriptor passed with
+    ``SCM_RIGHTS``), and the keeper exits; it exits too when agc's hooks no longer name
+    the port (``STATE/agc/hook-http.json``) or its Unix socket is gone, looked at every
+    :data:`KEEP_CHECK_S` seconds. Returns 0."""
+    import json  # noqa: PLC0415
+    import select  # noqa: PLC0415
+    import socket  # noqa: PLC0415
+
+    held = socket.socket(fileno=fd)
+    held.setblocking(False)  # a connection reset before its accept must not hold the keeper
+    path = keeper_path(folder, port)
+    ready = os.path.join(folder, f".{os.getpid()}.k")
+    door = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mask = os.umask(0o177)
+    try:
+        door.bind(ready)
+    finally:
+        os.umask(mask)
+    door.listen(8)
+    os.rename(ready, path)
+    mine = os.stat(path).st_ino
+    kept = os.path.join(state, "agc", "hook-http.json")
+    try:
+        while True:
+            readable, _, _ = select.select([held, door], [], [], KEEP_CHECK_S)
+            if held in readable:
+                try:
+                    conn, _ = held.accept()
+                    with conn:
+                        conn.sendall(_BUSY)
+                except OSError:
+                    pass
+            if door in readable and _hand_over(door, held, port):
+                return 0
+            if not readable:
+                try:
+                    if os.stat(path).st_ino != mine:
+                        return 0  # its socket replaced: another keeper, or none wanted
+                except OSError:
+                    return 0  # its folder is gone
+                try:
+                    with open(kept, encoding="utf-8") as handle:
+                        named = json.load(handle).get("port")
+                except FileNotFoundError:
+                    return 0
+                except (OSError, ValueError, AttributeError):
+                    continue
+                if named != port:
+                    return 0
+    finally:
+        try:
+            if os.stat(path).st_ino == mine:
+                os.unlink(path)
+        except OSError:
+            pass
+        held.close()
+        door.close()
+
+
+def _hand_over(door: "object", held: "object", port: int) -> bool:
+    """Answer one connection to the keeper's Unix socket: the listening socket passed
+    to whoever asks for its port; whether it was."""
+    import socket  # noqa: PLC0415
+
+    assert isinstance(door, socket.socket)
+    assert isinstance(held, socket.socket)
+    try:
+        conn, _ = door.accept()
+    except OSError:
+        return False
+    with conn:
+        try:
+            conn.settimeout(1.0)
+            if conn.recv(16) != b"%d" % port:
+                return False
+            socket.send_fds(conn, [b"P"], [held.fileno()])
+        except OSError:
+            return False
+    return True
+
+
+def take_kept(folder: str, port: int) -> "object | None":
+    """The listening socket of ``127.0.0.1:port`` taken back from its keeper
+    (:func:`keep_port`), ``None`` when no keeper holds it."""
+    import socket  # noqa: PLC0415
+
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(1.0)
+        conn.connect(keeper_path(folder, port))
+        conn.sendall(b"%d" % port)
+        _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+    except OSError:
+        return None
+    finally:
+        conn.close()
+    if not fds:
+        return None
+    return socket.socket(fileno=fds[0])
+
+
 def capture_here(args: "list[str]", data: bytes, *, retry: bool) -> int:
     """Capture the event in this process, as ``agc hook`` does (see
     :func:`agc.cli.hook.run`); for an HTTP-hooked session (``--http``), saying that no
@@ -309,6 +467,8 @@ def load_site() -> None:
 
 def main(argv: "list[str]") -> int:
     """The hook command (see the module docstring); returns 0."""
+    if argv[:1] == ["--keep"] and len(argv) == 5 and argv[3].isdigit() and argv[4].isdigit():
+        return keep_port(argv[1], argv[2], int(argv[3]), int(argv[4]))
     if argv[:1] == ["--serve"] and len(argv) in (3, 7):
         # The resident process: agc.cli._hookserve reads this module's constants, so it
         # is loaded by name here, once the installation's packages are importable.
@@ -377,7 +537,8 @@ _END_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 if __name__ == "__main__":
     for _number in _END_SIGNALS:
-        signal.signal(_number, signal.SIG_DFL if sys.argv[1:2] == ["--serve"] else signal.SIG_IGN)
+        resident = sys.argv[1:2] in (["--serve"], ["--keep"])
+        signal.signal(_number, signal.SIG_DFL if resident else signal.SIG_IGN)
     try:
         main(sys.argv[1:])
     finally:

@@ -90,8 +90,17 @@ class HookListener:
         problem: why it is not listening, ``None`` while it is.
     """
 
-    def __init__(self, port: int, secret: str, origin: tuple[str, str, str], submit: Submit):
+    def __init__(
+        self,
+        port: int,
+        secret: str,
+        origin: tuple[str, str, str],
+        submit: Submit,
+        *,
+        keeper: str | None = None,
+    ):
         self.port = port
+        self._keeper = keeper  # the socket folder where a port keeper may hold the port
         self.problem: str | None = "not started"
         self._secret = secret.encode("utf-8")
         self._origin = origin
@@ -120,9 +129,11 @@ class HookListener:
     # -- the resident's side --------------------------------------------------------------
 
     def start(self) -> None:
-        """Bind ``127.0.0.1:port`` and serve in a thread; :attr:`problem` says why not."""
+        """Bind ``127.0.0.1:port`` (or take the listening socket back from the port's
+        keeper, :func:`agc.cli._hookclient.keep_port`, which held it since the last
+        resident process exited) and serve in a thread; :attr:`problem` says why not."""
         try:
-            server = _Server(("127.0.0.1", self.port), _handler(self))
+            server = self._kept() or _Server(("127.0.0.1", self.port), _handler(self))
         except OSError as exc:
             self.taken = exc.errno == errno.EADDRINUSE
             self.problem = (
@@ -134,6 +145,32 @@ class HookListener:
         self.problem = None
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
+
+    def _kept(self) -> _Server | None:
+        """A server on the listening socket the port's keeper held, ``None`` when none
+        held it."""
+        if self._keeper is None:
+            return None
+        from agc.cli._hookclient import take_kept  # noqa: PLC0415
+
+        sock = take_kept(self._keeper, self.port)
+        if not isinstance(sock, socket.socket):
+            return None
+        server = _Server(("127.0.0.1", self.port), _handler(self), bind_and_activate=False)
+        sock.setblocking(True)  # the keeper's accepts did not block
+        server.socket.close()
+        server.socket = sock
+        server.server_name, server.server_port = "127.0.0.1", self.port
+        return server
+
+    def hand_over(self) -> None:
+        """Before the resident process exits: give the listening socket to a port keeper
+        (:func:`agc.cli._hookclient.start_keeper`), so the port stays held."""
+        if self._keeper is None or self._server is None or self.problem is not None:
+            return
+        from agc.cli._hookclient import start_keeper  # noqa: PLC0415
+
+        start_keeper(self._keeper, self._origin[2], self._server.socket.fileno(), self.port)
 
     def _serve(self) -> None:
         assert self._server is not None

@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
     os.ftruncate(lock, 0)
     os.write(lock, b"%d\n" % os.getpid())  # who serves: for `kill`
     _load()
-    return serve(os.path.join(folder, key + ".sock"), idle_s=IDLE_S, listen=listen)
+    return serve(os.path.join(folder, key + ".sock"), idle_s=IDLE_S, listen=listen, keep=True)
 
 
 def _load() -> None:
@@ -168,8 +168,9 @@ def _capture(
 class Listeners:
     """The process's HTTP listeners, by port (see :mod:`agc.cli._hookhttp`)."""
 
-    def __init__(self, captures: Captures) -> None:
+    def __init__(self, captures: Captures, *, keeper: str | None = None) -> None:
         self._captures = captures
+        self._keeper = keeper  # the socket folder of the port keepers (None: none)
         self._ports: dict[int, HookListener] = {}
         self._lock = threading.Lock()
         # Ports another user held, whose hooks were moved: why, and the sessions told.
@@ -199,7 +200,9 @@ class Listeners:
                 )
             listener = self._ports.get(port)
             if listener is None or listener.problem is not None:
-                listener = HookListener(port, kept.secret, origin, self._captures.capture_later)
+                listener = HookListener(
+                    port, kept.secret, origin, self._captures.capture_later, keeper=self._keeper
+                )
                 listener.start()
                 self._ports[port] = listener
                 if listener.taken and listener_owner(port) != os.getuid():
@@ -236,7 +239,11 @@ class Listeners:
             listener = self._ports.get(hook.port)
             if listener is None or listener.problem is not None:
                 listener = HookListener(
-                    hook.port, hook.secret, origin, self._captures.capture_later
+                    hook.port,
+                    hook.secret,
+                    origin,
+                    self._captures.capture_later,
+                    keeper=self._keeper,
                 )
                 listener.start()
                 self._ports[hook.port] = listener
@@ -260,9 +267,13 @@ class Listeners:
         with self._lock:
             return any(listener.holding() for listener in self._ports.values())
 
-    def stop(self) -> None:
+    def stop(self, *, keep: bool = False) -> None:
+        """Stop listening; with ``keep``, each port listened on is first handed to a
+        port keeper (:meth:`HookListener.hand_over`)."""
         with self._lock:
             for listener in self._ports.values():
+                if keep:
+                    listener.hand_over()
                 listener.stop()
 
 
@@ -272,16 +283,19 @@ def serve(
     idle_s: float,
     stop: threading.Event | None = None,
     listen: tuple[str, str] | None = None,
+    keep: bool = False,
 ) -> int:
     """Serve the Unix socket ``path`` (made mode 0600; its folder is the user's alone)
     until ``idle_s`` seconds pass without a request (and no HTTP-hooked session is
     open), or ``stop`` is set (what serves it in a thread ends it so; the captures under
     way are finished first); ``listen``: ``(port, state folder)`` to listen on at once,
-    before the socket (a hook that started this process waits for the socket); returns
-    0."""
+    before the socket (a hook that started this process waits for the socket); a port
+    a keeper holds is taken back from it; ``keep``: on the way out, hand each port
+    listened on to a port keeper (its listening socket passed on:
+    :func:`agc.cli._hookclient.keep_port`); returns 0."""
     stamps = _agc_files()
     captures = Captures()
-    listeners = Listeners(captures)
+    listeners = Listeners(captures, keeper=os.path.dirname(path))
     if listen is not None and listen[0].isdigit():
         home = os.environ.get("HOME") or os.path.expanduser("~")
         default = os.environ.get("AGC_HOME") or os.path.join(home, ".agc")
@@ -330,8 +344,8 @@ def serve(
         server.close()
         for worker in workers:
             worker.join()
+        listeners.stop(keep=keep)  # the port held on by a keeper: no other user takes it
         captures.run(lambda: "")  # what HTTP queued before is captured
-        listeners.stop()
     return 0
 
 
