@@ -345,11 +345,12 @@ def _watch(pid: int) -> int | None:
 
 def _ended(fd: int) -> bool:
     """Whether the process a pidfd names has ended (the descriptor is then readable)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     try:
-        ready, _, _ = select.select([fd], [], [], 0)
-    except (OSError, ValueError):
+        return bool(poller.poll(0))
+    except OSError:
         return True
-    return bool(ready)
 
 
 def _pid_of(fd: int) -> int:
