@@ -401,7 +401,8 @@ def test_a_resident_that_exits_leaves_its_port_held_until_the_next_one_takes_it(
     hook = keep_http_hook(port=_free_port())
     folder = tmp_path / "sock"
     folder.mkdir(mode=0o700)
-    keeper = Path(_hookclient.keeper_path(str(folder), hook.port))
+    kept_in = state / "agc"  # beside hook-http.json, whatever the socket folder
+    keeper = Path(str(_hookclient.keeper_path(str(kept_in), hook.port)))
     first = _serving(folder / "r.sock", hook.port, state, idle_s=0.05)
     first.join(timeout=60)
     assert not first.is_alive()
@@ -409,7 +410,7 @@ def test_a_resident_that_exits_leaves_its_port_held_until_the_next_one_takes_it(
         _wait_for(keeper.exists, "no keeper took the port")
         _held_then_taken_back(folder, keeper, hook, state, store)
     finally:
-        taken = _hookclient.take_kept(str(folder), hook.port)  # a keeper left: ended
+        taken = _hookclient.take_kept(str(kept_in), hook.port)  # a keeper left: ended
         if isinstance(taken, socket.socket):
             taken.close()
 
@@ -435,9 +436,11 @@ def _held_then_taken_back(
     finally:
         conn.close()
     stop = threading.Event()
+    elsewhere = folder.parent / "another-socket-folder"  # a resident of another environment
+    elsewhere.mkdir(mode=0o700)
     second = threading.Thread(
         target=_hookserve.serve,
-        args=(str(folder / "r.sock"),),
+        args=(str(elsewhere / "r.sock"),),
         kwargs={"idle_s": 600.0, "stop": stop, "listen": (str(hook.port), str(state))},
     )
     second.start()

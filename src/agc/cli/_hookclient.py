@@ -246,15 +246,20 @@ KEEP_CHECK_S = 60.0
 _BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
-def keeper_path(folder: str, port: int) -> str:
-    """The Unix socket of the keeper of ``port`` in the user's socket folder."""
-    return os.path.join(folder, f"port-{port}.keep")
+def keeper_path(folder: str, port: int) -> "str | None":
+    """The Unix socket of the keeper of ``port`` in ``folder`` (the state folder of
+    agc's HTTP hooks), ``None`` when its path is longer than a Unix socket's 107 bytes
+    (then no keeper is used)."""
+    path = os.path.join(folder, f"port-{port}.keep")
+    return path if len(os.fsencode(path)) <= 107 else None
 
 
 def start_keeper(folder: str, state: str, fd: int, port: int) -> None:
     """Hand the listening socket ``fd`` of ``127.0.0.1:port`` to a port keeper
     (:func:`keep_port`: this script run with ``--keep``), detached as
     :func:`start_resident` starts the resident; never raises."""
+    if keeper_path(folder, port) is None or not os.path.isdir(folder):
+        return
     try:
         pid = os.fork()
     except OSError:
@@ -294,8 +299,9 @@ def keep_port(folder: str, state: str, fd: int, port: int) -> int:
     other user can bind the port while no resident runs (Linux refuses a second bind of
     a listening address). A connection to it is answered ``503`` unread. The next
     resident process takes the socket back through the Unix socket
-    :func:`keeper_path` (mode 0600 in the user's own folder; the descriptor passed with
-    ``SCM_RIGHTS``), and the keeper exits; it exits too when agc's hooks no longer name
+    :func:`keeper_path` (mode 0600, in the folder of ``hook-http.json``: whatever socket
+    folder a resident uses, it finds the keeper of its port there; the descriptor
+    passed with ``SCM_RIGHTS``), and the keeper exits; it exits too when agc's hooks no longer name
     the port (``STATE/agc/hook-http.json``) or its Unix socket is gone, looked at every
     :data:`KEEP_CHECK_S` seconds. Returns 0."""
     import json  # noqa: PLC0415
@@ -305,6 +311,8 @@ def keep_port(folder: str, state: str, fd: int, port: int) -> int:
     held = socket.socket(fileno=fd)
     held.setblocking(False)  # a connection reset before its accept must not hold the keeper
     path = keeper_path(folder, port)
+    if path is None:
+        return 0
     ready = os.path.join(folder, f".{os.getpid()}.k")
     door = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mask = os.umask(0o177)
@@ -380,10 +388,13 @@ def take_kept(folder: str, port: int) -> "object | None":
     (:func:`keep_port`), ``None`` when no keeper holds it."""
     import socket  # noqa: PLC0415
 
+    path = keeper_path(folder, port)
+    if path is None:
+        return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.settimeout(1.0)
-        conn.connect(keeper_path(folder, port))
+        conn.connect(path)
         conn.sendall(b"%d" % port)
         _, fds, _, _ = socket.recv_fds(conn, 1, 1)
     except OSError:

@@ -97,10 +97,10 @@ class HookListener:
         origin: tuple[str, str, str],
         submit: Submit,
         *,
-        keeper: str | None = None,
+        keeper: bool = False,
     ):
         self.port = port
-        self._keeper = keeper  # the socket folder where a port keeper may hold the port
+        self._keeper = keeper  # a port keeper may hold the port (keeper_folder)
         self.problem: str | None = "not started"
         self._secret = secret.encode("utf-8")
         self._origin = origin
@@ -149,11 +149,11 @@ class HookListener:
     def _kept(self) -> _Server | None:
         """A server on the listening socket the port's keeper held, ``None`` when none
         held it."""
-        if self._keeper is None:
+        if not self._keeper:
             return None
         from agc.cli._hookclient import take_kept  # noqa: PLC0415
 
-        sock = take_kept(self._keeper, self.port)
+        sock = take_kept(self.keeper_folder(), self.port)
         if not isinstance(sock, socket.socket):
             return None
         server = _Server(("127.0.0.1", self.port), _handler(self), bind_and_activate=False)
@@ -166,11 +166,19 @@ class HookListener:
     def hand_over(self) -> None:
         """Before the resident process exits: give the listening socket to a port keeper
         (:func:`agc.cli._hookclient.start_keeper`), so the port stays held."""
-        if self._keeper is None or self._server is None or self.problem is not None:
+        if not self._keeper or self._server is None or self.problem is not None:
             return
         from agc.cli._hookclient import start_keeper  # noqa: PLC0415
 
-        start_keeper(self._keeper, self._origin[2], self._server.socket.fileno(), self.port)
+        state = self._origin[2]
+        start_keeper(self.keeper_folder(), state, self._server.socket.fileno(), self.port)
+
+    def keeper_folder(self) -> str:
+        """Where the keeper of this port has its Unix socket: ``STATE/agc``, beside the
+        port and secret it holds for (``hook-http.json``, :func:`agc.capture.
+        http_settings_path`), whatever socket folder a resident process uses."""
+        with self._lock:
+            return os.path.join(self._origin[2], "agc")
 
     def _serve(self) -> None:
         assert self._server is not None

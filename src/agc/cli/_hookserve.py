@@ -168,9 +168,9 @@ def _capture(
 class Listeners:
     """The process's HTTP listeners, by port (see :mod:`agc.cli._hookhttp`)."""
 
-    def __init__(self, captures: Captures, *, keeper: str | None = None) -> None:
+    def __init__(self, captures: Captures, *, keeper: bool = False) -> None:
         self._captures = captures
-        self._keeper = keeper  # the socket folder of the port keepers (None: none)
+        self._keeper = keeper  # listeners take a port back from its keeper
         self._ports: dict[int, HookListener] = {}
         self._lock = threading.Lock()
         # Ports another user held, whose hooks were moved: why, and the sessions told.
@@ -295,7 +295,7 @@ def serve(
     :func:`agc.cli._hookclient.keep_port`); returns 0."""
     stamps = _agc_files()
     captures = Captures()
-    listeners = Listeners(captures, keeper=os.path.dirname(path))
+    listeners = Listeners(captures, keeper=True)
     if listen is not None and listen[0].isdigit():
         home = os.environ.get("HOME") or os.path.expanduser("~")
         default = os.environ.get("AGC_HOME") or os.path.join(home, ".agc")
