@@ -484,7 +484,8 @@ def _seal_session(
             f"the {event.record.client} {event.record.hook or 'session end'} event names "
             "no session file (transcript_path); the run stays unsealed"
         )
-    facts = _facts(writer.path, event, Path(path) if final else None)
+    # Read only at the session's end (a scan of the whole run): a turn's end sets none.
+    facts = _facts(writer.path, event, Path(path)) if final else None
     try:
         session = open_regular_file(Path(path))
     except FileNotFoundError as exc:
