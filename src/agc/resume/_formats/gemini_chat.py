@@ -457,6 +457,7 @@ class LineReader:
     __slots__ = (
         "_hold",
         "_paths",
+        "boundary",
         "cut",
         "entries",
         "hash_base",
@@ -480,6 +481,10 @@ class LineReader:
         self.cut = 0
         self.seen: Fingerprints | None = None
         self.reach_back = False  # a record after ``cut`` names a message before it
+        # The first message of the map after ``cut``: a model turn when the cut was made
+        # (the user turn before it ends there). A record that removes it, or makes it
+        # anything but a model turn, joins the turns on both sides of the cut.
+        self.boundary: str | None = None
 
     def feed(self, index: int, record: Any, refs: Sequence[Any] | None = None) -> None:
         """Read line ``index`` (every line, in order). ``refs``: the file's parsed lines,
@@ -497,6 +502,10 @@ class LineReader:
             earlier = entries.get(message_id)
             if earlier is not None:
                 entry.start = earlier.start
+                if message_id == self.boundary and (
+                    entry.first is None or entry.first.role != "assistant"
+                ):
+                    self.reach_back = True  # the turn after the cut is no model turn
             entries[message_id] = entry
             return
         hashes.append(0)
@@ -506,8 +515,10 @@ class LineReader:
         rewind = record.get("$rewindTo")
         if isinstance(rewind, str):
             self.rewinds.add(rewind)
-            if self.seen is not None and (rewind not in entries or _id_hash(rewind) in self.seen):
-                self.reach_back = True  # a message let go of is removed
+            if self.seen is not None and (
+                rewind not in entries or rewind == self.boundary or _id_hash(rewind) in self.seen
+            ):
+                self.reach_back = True  # a message let go of, or the turn after the cut, removed
             if rewind in entries:
                 ids = list(entries)
                 for gone in ids[ids.index(rewind) :]:
@@ -594,6 +605,7 @@ class LineReader:
             taken[message_id] = entries.pop(message_id)
         first = self.cut
         self._see(line)
+        self.boundary = next(iter(entries), None)
         messages: list[Message] = []
         bare: list[tuple[int, int]] = []
         places = _view(taken, messages, bare, offset)
