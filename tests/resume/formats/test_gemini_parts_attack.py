@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agc.errors import AgcError
-from tests.conftest import examples
 from agc.resume import (
     Strategy,
     check_loaded,
@@ -23,6 +22,7 @@ from agc.resume import (
     repair_streamed,
     scan_session,
 )
+from tests.conftest import examples
 
 IDS = ["p", "m0", "m1", "r0", "x"]
 CALLS = ["c0", "c1", "c2", "c3", "c4", "c5"]

@@ -59,6 +59,9 @@ __all__ = [
     "LineSequence",
     "Parts",
     "ScanStart",
+    "check_part",
+    "parse_line",
+    "part_tallies",
     "scan_session",
     "scan_tail",
     "tail_start",
@@ -254,6 +257,12 @@ class LineSequence(Sequence[Any]):
         if not 0 <= first <= stop <= self._count:
             raise IndexError(f"lines {first} to {stop} of {self._count}")
         self._file.copy(first, stop, write)
+
+
+def parse_line(text: str) -> Any:
+    """A line's text parsed as the read parses it: its JSON value under agc's rule (a
+    ``\r`` before the line break is whitespace), else the text itself."""
+    return _parse(text)
 
 
 def _parse(text: str) -> Any:
@@ -504,8 +513,6 @@ class _GeminiSettler:
         if point is None:  # tried again when twice as many are held: linear
             self.next_try = 2 * len(reader.entries)
             return
-        from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
-
         settled = self.settled
         offset = settled.messages
         segment = reader.settle(*point, offset)
@@ -513,15 +520,7 @@ class _GeminiSettler:
             # A call or result of a message let go of has one of its call ids: the
             # pairing of the whole history differs from that of its parts.
             reader.reach_back = True
-        report = check_messages(
-            segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
-        )
-        assert settled.tallies is not None  # made with them
-        settled.tallies[0].extend(report.findings)
-        settled.tallies[1].extend(unrecorded_findings(segment))
-        settled.messages += len(segment.messages)
-        settled.calls += report.calls
-        settled.results += report.results
+        check_part(segment, settled)
         self.next_try = len(reader.entries) + self.every
         if self.parts is not None:
             self.refs._count = len(self.file)  # the parts read them: the lines read so far
@@ -544,6 +543,32 @@ class _GeminiSettler:
         ]
         if _call_keys(held, self.calls, add=False):
             reader.reach_back = True
+
+
+def part_tallies() -> Settled:
+    """An empty :class:`Settled` that gathers the findings of parts (:func:`check_part`)."""
+    from agc.resume._validate import FindingTally  # noqa: PLC0415 - it imports the formats
+
+    return Settled(tallies=(FindingTally(None), FindingTally(None)))
+
+
+def check_part(segment: gemini_chat.GeminiHistory, settled: Settled) -> bool:
+    """Check one part of a Gemini CLI session read in parts (its view numbered after
+    ``settled.messages``) as :func:`~agc.resume._validate.check_loaded` checks a
+    history, and add it to ``settled``: its findings and warnings to the tallies, its
+    messages, calls and results to the counts. Whether it breaks no rule."""
+    from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
+
+    report = check_messages(
+        segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
+    )
+    assert settled.tallies is not None  # made with them (part_tallies)
+    settled.tallies[0].extend(report.findings)
+    settled.tallies[1].extend(unrecorded_findings(segment))
+    settled.messages += len(segment.messages)
+    settled.calls += report.calls
+    settled.results += report.results
+    return report.valid
 
 
 def _call_keys(messages: list[Message], prints: Fingerprints, *, add: bool) -> bool:
@@ -689,6 +714,8 @@ def _scan(
             if chosen is not None and replay is None:
                 if reader is None:
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
+                    if parts is not None and isinstance(reader, gemini_chat.LineReader):
+                        reader.journal = []  # each part's output is replayed from it
                     for earlier in range(base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
