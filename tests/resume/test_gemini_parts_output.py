@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import agc.resume._formats.gemini_chat as gemini_chat
 from agc.cli.app import main
 from agc.errors import AgcError, RepairIncompleteError
 from agc.resume import (
@@ -25,7 +26,6 @@ from agc.resume import (
     repair_session,
     scan_session,
 )
-from agc.resume._formats import gemini_chat
 from tests.conftest import examples
 from tests.resume.formats.test_gemini_parts_attack import _plan_records, _planned, _session
 
@@ -166,3 +166,50 @@ def test_the_parts_of_a_long_session_are_repaired_as_the_whole(tmp_path: Path) -
     whole = repair_loaded(load_history(data, source="session.jsonl"), strategy="synthesize")
     assert written == whole.data
     assert report.to_dict() == whole.report.to_dict()
+
+
+def test_a_recorded_run_is_checked_and_repaired_in_parts_as_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """``agc resume RUN`` of a run that holds a Gemini CLI session reads it as
+    ``agc resume FILE`` reads the file: checked in parts, repaired as it is read, with
+    the same report and the same records."""
+    import agc.resume as front  # noqa: PLC0415 - spied on
+
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(_long_session(3000))
+    store = tmp_path / "store"
+    assert main(["import", str(source), "--run-id", "gem", "--store", str(store)]) == 0
+    checked: list[bool] = []
+    parted: list[bool] = []
+    scan, repair = front.scan_session, front.repair_session
+
+    def scan_spy(*args: Any, **kwargs: Any) -> Any:
+        checked.append(kwargs.get("checked", False))
+        return scan(*args, **kwargs)
+
+    def repair_spy(*args: Any, **kwargs: Any) -> Any:
+        history, report = repair(*args, **kwargs)
+        parted.append(report is not None)
+        return history, report
+
+    monkeypatch.setattr(front, "scan_session", scan_spy)
+    monkeypatch.setattr(front, "repair_session", repair_spy)
+
+    def run(target: str, *options: str) -> dict[str, Any]:
+        capsys.readouterr()
+        main(["resume", target, "--store", str(store), "--json", *options])
+        document: dict[str, Any] = json.loads(capsys.readouterr().out)
+        document.pop("source", None)
+        return document
+
+    assert run("gem", "--check") == run(str(source), "--check")
+    assert checked == [True, True]
+    from_run, from_file = tmp_path / "run.jsonl", tmp_path / "file.jsonl"
+    run_report = run("gem", "--strategy", "synthesize", "--out", str(from_run))
+    file_report = run(str(source), "--strategy", "synthesize", "--out", str(from_file))
+    assert parted == [True, True]
+    # a run keeps its records, written compact: the same records
+    records = [json.loads(line) for line in from_run.read_bytes().splitlines()]
+    assert records == [json.loads(line) for line in from_file.read_bytes().splitlines()]
+    assert run_report["report"] == file_report["report"]
