@@ -628,17 +628,32 @@ class LineReader:
         if self.journal is not None:
             journal = self.journal[: line - first]
             del self.journal[: line - first]
-        messages: list[Message] = []
-        bare: list[tuple[int, int]] = []
-        places = _view(taken, messages, bare, offset)
+        history = self._history(taken, offset, first, journal, ())
         assert self.seen is not None  # made by _see
-        for message_id, place in places.items():
+        for message_id, place in history.places.items():
             if not isinstance(place, int):  # a message of a `$set` or of the header
                 self.seen.add(_id_hash(message_id))
+        return history
+
+    def _history(
+        self,
+        entries: dict[str, _Entry],
+        offset: int,
+        first: int,
+        journal: Sequence[Any],
+        records: Sequence[Any],
+        **file: Any,
+    ) -> GeminiHistory:
+        """The history of the map ``entries`` (its view numbered from ``offset``), whose
+        lines start at ``first``; ``file``: the history's ``lines``, ``final_newline``
+        and ``skipped``."""
+        messages: list[Message] = []
+        bare: list[tuple[int, int]] = []
+        places = _view(entries, messages, bare, offset)
         return GeminiHistory(
             "gemini-chat",
             messages,
-            (),
+            records,
             session_id=self.session_id,
             places=places,
             bare=bare,
@@ -648,6 +663,7 @@ class LineReader:
             hash_base=self.hash_base,
             journal=journal,
             seen=self.seen,
+            **file,
         )
 
     def _see(self, line: int) -> None:
@@ -686,32 +702,24 @@ class LineReader:
     ) -> GeminiHistory:
         """The history of the lines fed (``records``: those lines, parsed); ``offset``:
         the messages of the view let go of before (:meth:`settle`)."""
-        messages: list[Message] = []
-        bare: list[tuple[int, int]] = []
-        places = _view(self.entries, messages, bare, offset)
-        self.entries = {}
         first = self.cut  # the lines before were let go of (:meth:`settle`)
-        held = bytearray(len(records) - first)  # 1 at the line of each message of the map
-        for place in places.values():
-            held[_where(place)[0] - first] = 1
-        skipped = array("q", (first + index for index, kept in enumerate(held) if not kept))
-        return GeminiHistory(
-            "gemini-chat",
-            messages,
+        skipped: array[int] = array("q")
+        history = self._history(
+            self.entries,
+            offset,
+            first,
+            self.journal or (),
             records,
             lines=lines,
             final_newline=final_newline,
             skipped=skipped,
-            session_id=self.session_id,
-            places=places,
-            bare=bare,
-            rewinds=self.rewinds,
-            id_hashes=self.id_hashes,
-            first_line=first,
-            hash_base=self.hash_base,
-            journal=self.journal or (),
-            seen=self.seen,
         )
+        self.entries = {}
+        held = bytearray(len(records) - first)  # 1 at the line of each message of the map
+        for place in history.places.values():
+            held[_where(place)[0] - first] = 1
+        skipped.extend(first + index for index, kept in enumerate(held) if not kept)
+        return history
 
 
 def _view(

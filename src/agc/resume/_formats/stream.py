@@ -68,6 +68,9 @@ __all__ = [
 ]
 
 _CHUNK: Final = 1 << 20
+HEAD_LINES: Final = 64
+"""The first lines of a file whose places a read in parts keeps (:meth:`LineFile.forget`):
+a client notes the session's folder there (see :mod:`agc.resume._next`)."""
 SETTLE_MESSAGES: Final = 4096
 """``settle`` of :func:`scan_session` for ``agc resume``: a few MiB of messages held
 between checks (a check of that many takes a few milliseconds)."""
@@ -97,6 +100,7 @@ class LineFile:
         self._fd: int | None = None
         self.base = base
         self._start = start
+        self._head: array[int] = array("q")  # the first lines' ends, when let go (forget)
 
     def __len__(self) -> int:
         return self.base + len(self.ends)
@@ -114,10 +118,14 @@ class LineFile:
 
     def _bytes(self, index: int) -> bytes:
         place = index - self.base
-        if place < 0:
+        if place >= 0:
+            start = self.ends[place - 1] + 1 if place else self._start
+            size = self.ends[place] - start
+        elif 0 <= index < len(self._head):  # a first line, kept when the lines were let go
+            start = self._head[index - 1] + 1 if index else 0
+            size = self._head[index] - start
+        else:
             raise IndexError(f"line {index + 1} is before line {self.base + 1}, the first read")
-        start = self.ends[place - 1] + 1 if place else self._start
-        size = self.ends[place] - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
@@ -126,28 +134,43 @@ class LineFile:
     def copy(self, first: int, stop: int, write: Callable[[bytes], object]) -> None:
         """Give ``write`` lines ``first`` to ``stop - 1`` as they are in the file, each
         followed by a line break (the text of a last line cut inside a character, as
-        :meth:`text` reads it), a few MiB at a time."""
-        if self.base:
-            raise ValueError("only a file read from its first line is copied")
-        ends = self.ends
-        whole = len(ends) if self._last is None else len(ends) - 1  # lines read as bytes
+        :meth:`text` reads it), a few MiB at a time (a line before :attr:`base` raises
+        :class:`IndexError`)."""
+        ends, base = self.ends, self.base
+        if first < base:
+            raise IndexError(f"line {first + 1} is before line {base + 1}, the first read")
+        whole = len(self) if self._last is None else len(self) - 1  # lines read as bytes
         while first < stop:
             if first >= whole:
                 write(self.text(first).encode("utf-8") + b"\n")
                 first += 1
                 continue
-            start = ends[first - 1] + 1 if first else 0
+            place = first - base
+            start = ends[place - 1] + 1 if place else self._start
             # the lines that end within a chunk of the start (at least one)
-            end = bisect.bisect_right(ends, start + _CHUNK, first, min(stop, whole))
-            last = max(first, end - 1)
+            end = bisect.bisect_right(ends, start + _CHUNK, place, min(stop, whole) - base)
+            last = max(place, end - 1)
             size = ends[last] - start
             data = os.pread(self._handle(), size, start)
             if len(data) != size:
                 raise InputError(
-                    f"{self.path} changed while it was read (line {last + 1} is short)"
+                    f"{self.path} changed while it was read (line {base + last + 1} is short)"
                 )
             write(data + b"\n")
-            first = last + 1
+            first = base + last + 1
+
+    def forget(self, line: int) -> None:
+        """Let go of the places of the lines before ``line`` (8 bytes a line) but the
+        first :data:`HEAD_LINES` (where a client notes the session's folder): they are
+        never read again (a read in parts has written and checked them)."""
+        drop = line - self.base
+        if drop <= 0 or line <= HEAD_LINES:
+            return
+        if not self.base and not self._start:  # read from the first line
+            self._head = self.ends[:HEAD_LINES]
+        self._start = self.ends[drop - 1] + 1
+        del self.ends[:drop]
+        self.base = line
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
@@ -528,6 +551,9 @@ class _GeminiSettler:
             segment.lines = LineSequence(self.file, reader.cut, parsed=False)
             segment.settled = Settled(messages=offset)  # numbered after those
             self.parts.part(segment)
+        # The part's lines are checked (and written): only the file's places from the
+        # cut on are held, so memory does not grow with the lines read.
+        self.file.forget(reader.cut)
 
     def finish(self, reader: gemini_chat.LineReader, lines: int) -> None:
         """After the last line: set the reader's ``reach_back`` when the messages it
@@ -674,7 +700,7 @@ def _scan(
         stamp = _stamp(os.fstat(handle.fileno()))
         handle.seek(offset)
         for body, final_newline in _lines(handle):
-            index = base + len(ends)
+            index = records.base + len(ends)
             offset += len(body)
             ends.append(offset)
             offset += final_newline
@@ -716,7 +742,7 @@ def _scan(
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
                     if parts is not None and isinstance(reader, gemini_chat.LineReader):
                         reader.journal = []  # each part's output is replayed from it
-                    for earlier in range(base, index):  # lines before the first telling one
+                    for earlier in range(records.base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
                         settler = _Settler(settle, chosen, _confirmer(records, chosen))
@@ -745,7 +771,7 @@ def _scan(
     if progress is not None:
         progress(offset)
     records._stamp = stamp
-    count = base + len(ends)
+    count = records.base + len(ends)
     refs._count = count
     if reader is None:
         reader = (
