@@ -696,6 +696,7 @@ def _scan(
     sift: frozenset[str] | None = None  # only lines of these types can change it
     replay: gemini_chat.LineReader | None = None
     entries: dict[str, Any] = {}  # the Gemini CLI reader's map
+    loads = strict_json.line_reader()  # _loads, without a call per line around it
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
         handle.seek(offset)
@@ -706,7 +707,7 @@ def _scan(
             offset += final_newline
             try:
                 # JSON read from the bytes: a line that reads is UTF-8 and not blank.
-                record = _loads(body)
+                record = loads(body)
                 text = None
             except JsonInvalidError:
                 try:
