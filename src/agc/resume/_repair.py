@@ -768,6 +768,8 @@ def repair_session(
         else range(whole.first_line, len(whole.lines))
     )
     written = parts.write(whole, lines)
+    if whole.seen is not None and whole.seen.settle():
+        parts.reread = True  # a new record of the last part names a message of another
     held = history.messages
     repair.messages.clear()
     whole.messages.clear()

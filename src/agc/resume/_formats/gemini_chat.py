@@ -51,11 +51,11 @@ from agc.resume._formats.jsonl import dump_line
 from agc.resume._formats.model import (
     Block,
     BlockKind,
-    Fingerprints,
     FormatSpec,
     History,
     Message,
     RawRef,
+    SpilledFingerprints,
     resolve,
     texts,
 )
@@ -184,7 +184,7 @@ class GeminiHistory(History):
     first_line: int = 0
     hash_base: int = 0  # the line of id_hashes[0] (the hashes before are let go of)
     journal: Sequence[Any] = ()
-    seen: Fingerprints | None = None
+    seen: SpilledFingerprints | None = None
 
 
 def is_gemini_line(record: Any) -> bool:
@@ -486,7 +486,7 @@ class LineReader:
         # map they held; ``seen``, the fingerprints of every message id on those lines.
         self._hold = _Holder(None, 0, self._paths)
         self.cut = 0
-        self.seen: Fingerprints | None = None
+        self.seen: SpilledFingerprints | None = None
         self.reach_back = False  # a record after ``cut`` names a message before it
         # The first message of the map after ``cut``: a model turn when the cut was made
         # (the user turn before it ends there). A record that removes it, or makes it
@@ -670,7 +670,7 @@ class LineReader:
         """Hold the fingerprints of the message ids of the lines from :attr:`cut` to
         ``line`` and let go of them; set
         :attr:`reach_back` when one of them is an id of a line before."""
-        seen = self.seen if self.seen is not None else Fingerprints()
+        seen = self.seen if self.seen is not None else SpilledFingerprints()
         hashes, base = self.id_hashes, self.hash_base
         # The part given before is written: the hashes of its lines are let go of.
         del hashes[: self.cut - base]
@@ -685,11 +685,13 @@ class LineReader:
 
     def finish(self, lines: int) -> None:
         """Called after the last line when anything was let go of: sets
-        :attr:`reach_back` when a line after the last cut names a message before it."""
+        :attr:`reach_back` when a line after the last cut names a message before it, or
+        a line of a part named a message of an earlier one (found late: see
+        :class:`~agc.resume._formats.model.SpilledFingerprints`)."""
         if self.seen is not None:
             seen = self.seen
             batch = set(self.id_hashes[self.cut - self.hash_base : lines - self.hash_base])
-            if any(key in seen for key in batch if key):
+            if any(key in seen for key in batch if key) or seen.settle():
                 self.reach_back = True
 
     def history(

@@ -40,12 +40,12 @@ from agc.resume._formats import claude_code, codex_rollout, gemini_chat
 from agc.resume._formats.model import (
     Block,
     CallIdSet,
-    Fingerprints,
     FormatName,
     History,
     Message,
     RawRef,
     Settled,
+    SpilledFingerprints,
 )
 from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
@@ -525,7 +525,7 @@ class _GeminiSettler:
         self.every = max(every, 1)
         self.next_try = self.every
         self.settled = Settled(tallies=(FindingTally(keep), FindingTally(keep)))
-        self.calls = Fingerprints()  # the call ids of the messages let go of
+        self.calls = SpilledFingerprints()  # the call ids of the messages let go of
         self.refs = refs  # the parsed lines the parts are read from
         self.file = refs._file
         self.parts = parts
@@ -567,7 +567,7 @@ class _GeminiSettler:
             for message in (entry.first, entry.second)
             if message is not None
         ]
-        if _call_keys(held, self.calls, add=False):
+        if _call_keys(held, self.calls, add=False) or self.calls.settle():
             reader.reach_back = True
 
 
@@ -597,7 +597,7 @@ def check_part(segment: gemini_chat.GeminiHistory, settled: Settled) -> bool:
     return report.valid
 
 
-def _call_keys(messages: list[Message], prints: Fingerprints, *, add: bool) -> bool:
+def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: bool) -> bool:
     """Whether a call id of ``messages`` (a call's or a result's) is in ``prints``
     (before the ids of ``messages`` are added to it, with ``add``)."""
     keys = {
