@@ -48,6 +48,7 @@ __all__ = [
     "dumps_stdlib",
     "exceeds_depth",
     "has_lone_surrogate",
+    "line_reader",
     "loads",
     "loads_lines",
     "not_native",
@@ -154,6 +155,11 @@ def loads(data: bytes | str, *, allow_lone_surrogates: bool = False, many: bool 
         value = _loads_orjson(data)
         if value is not _NOT_TAKEN:
             return value
+    return _loads_rule(data, allow_lone_surrogates=allow_lone_surrogates, many=many)
+
+
+def _loads_rule(data: bytes | str, *, allow_lone_surrogates: bool, many: bool) -> Any:
+    """:func:`loads` after orjson's path for ``many`` (the standard library decides)."""
     if isinstance(data, str):
         text = data
     elif not isinstance(data, bytes | bytearray | memoryview):
@@ -213,6 +219,39 @@ def _orjson() -> Any:
     from agc._core.orjson_loader import orjson  # noqa: PLC0415 - only for large documents or many
 
     return orjson
+
+
+def line_reader() -> Callable[[bytes], Any]:
+    """:func:`loads` of one line of a transcript (bytes, ``allow_lone_surrogates=True``,
+    ``many=True``) as a function that does orjson's path itself (see
+    :func:`_loads_orjson`, the same tests in the same order of cost) and calls no other
+    Python function for a line it takes: a pass over a session file parses hundreds of
+    thousands of lines, where the calls cost more than orjson's parse. A property test
+    holds it to :func:`loads` on every kind of line.
+
+    Raises (the returned function):
+        JsonInvalidError: as :func:`loads`.
+    """
+    orjson = _orjson()
+    parse, write = orjson.loads, orjson.dumps
+    failed = (orjson.JSONDecodeError, orjson.JSONEncodeError)
+    digits, nineteen = _DIGITS_TO_ZERO, _NINETEEN_DIGITS
+
+    def read(data: bytes) -> Any:
+        try:
+            value = parse(data)
+            written = write(value)
+        except failed:
+            return _loads_rule(data, allow_lone_surrogates=True, many=True)
+        if written == data or (
+            written.count(b":") == data.count(b":")
+            and not (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data))
+            and nineteen not in data.translate(digits)
+        ):
+            return value
+        return _loads_rule(data, allow_lone_surrogates=True, many=True)
+
+    return read
 
 
 def _loads_orjson(data: bytes) -> Any:

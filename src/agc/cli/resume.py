@@ -46,11 +46,11 @@ from agc.flows import (
     SCHEMA_VERSION,
     describe_os_error,
     has_recorded_run,
-    history_from_run,
     new_file_beside,
     parse_json,
     refuse_unsigned_file,
     replace_in_place,
+    run_session,
     scan_history,
     streamable_size,
     sync,
@@ -623,7 +623,27 @@ def resume_command(
     run_id: str | None = None
     snapshot: SessionSnapshot | None = None
     size = 0  # input bytes, for the status line
+    read_from: tuple[Path, str] | None = None  # a session file read as it is repaired
     path = Path(target)
+
+    def scan(file: Path, name: str) -> History | None:
+        """A session file read line by line for a check (in parts), else ``None``: it
+        is read as it is repaired (``read_from``)."""
+        nonlocal read_from
+        if not check:
+            read_from = (file, name)
+            return None
+        return scan_history(
+            file,
+            source=name,
+            format=wanted,
+            size=size,
+            progress=byte_progress,
+            settle=_resume.SETTLE_MESSAGES,
+            checked=True,
+            keep=None if as_json else max_findings,
+        )
+
     refuse_ambiguous(
         target,
         is_run=lambda name: has_recorded_run(name, store) or _resume.has_snapshot(name, store),
@@ -636,19 +656,7 @@ def resume_command(
             if streamed is not None:
                 refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
                 size = streamed
-                if not check:  # read as it is repaired (a Gemini CLI session, in parts)
-                    history = None
-                else:
-                    history = scan_history(
-                        path,
-                        source=str(path),
-                        format=wanted,
-                        size=size,
-                        progress=byte_progress,
-                        settle=_resume.SETTLE_MESSAGES,
-                        checked=True,
-                        keep=None if as_json else max_findings,
-                    )
+                history = scan(path, str(path))
             else:
                 stamp = _stamp(path)
                 data = _read_input(path)
@@ -718,29 +726,24 @@ def resume_command(
                         history = _resume.load_history(data, source=str(source), format=wanted)
                     else:
                         size = streamed
-                        history = scan_history(
-                            source,
-                            source=str(source),
-                            format=wanted,
-                            size=size,
-                            progress=byte_progress,
-                            settle=_resume.SETTLE_MESSAGES,
-                            checked=check,
-                            keep=None if as_json else max_findings,
-                        )
+                        history = scan(source, str(source))
                 else:
-                    history, size = history_from_run(
-                        run_id if rollout is None or rollout.run_id is None else rollout.run_id,
+                    recorded = (
+                        run_id if rollout is None or rollout.run_id is None else rollout.run_id
+                    )
+                    found, size = run_session(
+                        recorded,
                         store,
                         stack=stack,
                         format=wanted,
                         max_bytes=_MAX_INPUT_BYTES,
                         insecure_skip_verify=insecure_skip_verify,
                         on_warning=_warn,
-                        progress=byte_progress,
-                        settle=_resume.SETTLE_MESSAGES,
                         **trust.as_kwargs(),
                     )
+                    # A session file is read as a FILE is: a check in parts, a repair
+                    # as it is read (a Gemini CLI session in parts).
+                    history = scan(found, f"run {recorded}") if isinstance(found, Path) else found
             if snapshot is not None:
                 if has_recorded_run(run_id, store):
                     # Two things answer to the id: say which one this is.
@@ -777,7 +780,7 @@ def resume_command(
             return _repair(
                 history,
                 target,
-                _Output(source, None if to_stdout else out, in_place, stamp, to_stdout),
+                _Output(source, None if to_stdout else out, in_place, stamp, to_stdout, read_from),
                 strategy,
                 state,
                 session_id,
@@ -846,14 +849,16 @@ def _check(
 
 class _Output(NamedTuple):
     """Where a repair goes: ``out`` (a new file), over ``source`` (``in_place``), or
-    nowhere (checked all the same); ``stamp`` is a file-read-whole's identity when read
-    (a named tuple, as :class:`_Trust`)."""
+    nowhere (checked all the same); ``stamp`` is a file-read-whole's identity when read;
+    ``read_from``: the session file (and its name in messages) read as it is repaired,
+    when it was not read before (a named tuple, as :class:`_Trust`)."""
 
     source: Path | None
     out: Path | None
     in_place: bool
     stamp: tuple[int, ...] | None
     to_stdout: bool = False
+    read_from: tuple[Path, str] | None = None  # the session file read as it is repaired
 
     def unchanged(self) -> None:
         """Raise :class:`InputError` when ``source`` changed since it was read."""
@@ -886,8 +891,8 @@ def _repair(
     wanted: FormatName | None = None,
     require: Callable[[History], None] | None = None,
 ) -> int:
-    """Repair ``history``, or (``None``) the session file ``output.source``, read as it
-    is repaired (:func:`_repair_streamed`; ``require`` judges the history read)."""
+    """Repair ``history``, or (``None``) the session file ``output.read_from``, read as
+    it is repaired (:func:`_repair_streamed`; ``require`` judges the history read)."""
     source, out = output.source, output.out
     where = target if source is None else str(source)
     chosen = _STRATEGIES[strategy]
@@ -1030,7 +1035,7 @@ def _repair_streamed(
     """Repair a streamed session file, written as it is made to ``--out``, to a file
     beside the input (``--in-place``), or to a private temporary file (the output is
     checked all the same). Returns the report, in place the backup's path, and the
-    history. ``history`` ``None``: the file ``output.source`` is read as it is
+    history. ``history`` ``None``: the file ``output.read_from`` is read as it is
     repaired (:func:`agc.resume.repair_session`: a Gemini CLI session in parts, its
     report holding the first ``keep`` changes; another read whole first)."""
     read: list[History] = [] if history is None else [history]
@@ -1089,8 +1094,8 @@ def _repair_streamed(
 
         parted: RepairReport | None = None
         if not read:
-            assert output.source is not None  # a FILE is read as it is repaired
-            source = output.source
+            assert output.read_from is not None  # a session file read as it is repaired
+            source, name = output.read_from
             with ExitStack() as reading:
                 bar = reading.enter_context(
                     byte_progress(size if size >= _STATUS_BYTES else None, f"reading {source.name}")
@@ -1100,7 +1105,7 @@ def _repair_streamed(
                         source,
                         sink,
                         read_back,
-                        source=str(source),
+                        source=name,
                         format=wanted,
                         strategy=strategy,
                         session_id=session_id,
@@ -1110,7 +1115,7 @@ def _repair_streamed(
                     )
                 except OSError as exc:  # a write error is the sink's AgcError
                     raise FileUnreadableError(
-                        f"{source} cannot be read: {describe_os_error(exc)}"
+                        f"{name} cannot be read: {describe_os_error(exc)}"
                     ) from exc
             read.append(history)
             if require is not None:

@@ -144,6 +144,7 @@ if _TYPE_CHECKING:
         history_from_run,
         refuse_unsigned_file,
         refuse_unverified,
+        run_session,
         scan_history,
         streamable_size,
     )
@@ -219,6 +220,7 @@ __all__ = [
     "resolve_store",
     "rollout_of_exec_run",
     "run_on_disk",
+    "run_session",
     "scan_history",
     "seal_verdict",
     "session_companion",
@@ -342,6 +344,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "history_from_run",
             "refuse_unsigned_file",
             "refuse_unverified",
+            "run_session",
             "scan_history",
             "streamable_size",
         )

@@ -41,6 +41,7 @@ __all__ = [
     "history_from_run",
     "refuse_unsigned_file",
     "refuse_unverified",
+    "run_session",
     "scan_history",
     "streamable_size",
 ]
@@ -234,7 +235,47 @@ def history_from_run(
     settle: int | None = None,
 ) -> tuple[History, int]:
     """The session a recorded or imported run holds, verified then unwrapped, and its
-    size in bytes: ``(history, bytes)``.
+    size in bytes: ``(history, bytes)``: :func:`run_session`, its session file read as
+    :func:`scan_history` reads one (``settle`` as :func:`agc.resume.scan_session`).
+
+    Raises:
+        As :func:`run_session` and :func:`scan_history`.
+    """
+    found, size = run_session(
+        run_id,
+        store,
+        stack=stack,
+        format=format,
+        max_bytes=max_bytes,
+        trusted_keys=trusted_keys,
+        require_signature=require_signature,
+        allow_unsigned=allow_unsigned,
+        insecure_skip_verify=insecure_skip_verify,
+        on_warning=on_warning,
+    )
+    if not isinstance(found, Path):
+        return found, size
+    history = scan_history(
+        found, source=f"run {run_id}", format=format, size=size, progress=progress, settle=settle
+    )
+    return history, size
+
+
+def run_session(
+    run_id: str,
+    store: str | os.PathLike[str] | None,
+    *,
+    stack: ExitStack,
+    format: FormatName | None = None,
+    max_bytes: int,
+    trusted_keys: Mapping[str, Ed25519PublicKey] | None = None,
+    require_signature: bool = False,
+    allow_unsigned: bool = False,
+    insecure_skip_verify: bool = False,
+    on_warning: Callable[[str], None] | None = None,
+) -> tuple[History | Path, int]:
+    """The session a recorded or imported run holds, verified then unwrapped, and its
+    size in bytes: ``(history or session file, bytes)``.
 
     The run is judged as ``agc-verify RUN`` judges it (``trusted_keys``,
     ``require_signature``, ``allow_unsigned`` as :func:`agc.integrity.check_run`); the
@@ -243,8 +284,9 @@ def history_from_run(
     copy of the very bytes it hashed): a file swapped after the check is refused, never
     parsed. A transcript over ``max_bytes`` is refused before it is copied. The records
     are unwrapped line by line into a private temporary file (``$TMPDIR``, mode 0600)
-    that lives as long as ``stack``, read as a session file is (``settle`` as
-    :func:`agc.resume.scan_session`); a JSON-array ``format`` is read whole.
+    that lives as long as ``stack``: its path is given when it is a session file (read
+    it as a FILE is: :func:`scan_history`, or repaired as it is read), else its history,
+    read whole (as a JSON-array ``format`` is).
 
     Raises:
         VerificationError: the run is tampered or incomplete (without
@@ -289,7 +331,4 @@ def history_from_run(
     path = Path(unwrapped.name)
     if streamable_size(path, format) is None:  # not a session file: read whole
         return load_history(path.read_bytes(), source=source, format=format), size
-    history = scan_history(
-        path, source=source, format=format, size=size, progress=progress, settle=settle
-    )
-    return history, size
+    return path, size

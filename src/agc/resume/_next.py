@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from agc.resume._formats.model import History
+from agc.resume._formats.stream import HEAD_LINES
 
 __all__ = ["NextStep", "next_step"]
 
-_SCAN_RECORDS: Final = 64  # the cwd is on a session file's first lines
+_SCAN_RECORDS: Final = HEAD_LINES  # the cwd is on a session file's first lines
 _NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
 
 

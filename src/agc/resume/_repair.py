@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -49,7 +49,15 @@ from agc.resume._formats.model import (
     arguments_are_json,
     resolve,
 )
-from agc.resume._formats.stream import LineSequence, ScanStart, scan_session, tail_start
+from agc.resume._formats.stream import (
+    LineSequence,
+    ScanStart,
+    check_part,
+    parse_line,
+    part_tallies,
+    scan_session,
+    tail_start,
+)
 from agc.resume._formats.torn import describe_torn
 from agc.resume._gc import collector_paused
 from agc.resume._snapshot import ToolCallState, load_snapshot
@@ -65,6 +73,8 @@ from agc.resume._validate import (
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from agc.resume._formats.gemini_chat import GeminiHistory
 
 __all__ = [
     "ACTIONS",
@@ -597,7 +607,11 @@ class RewindableSink(ByteSink, Protocol):
 
 class _PartRepair:
     """Repairs each part of a Gemini CLI session read in parts and writes it to
-    ``sink`` (:class:`~agc.resume._formats.stream.Parts`)."""
+    ``sink`` (:class:`~agc.resume._formats.stream.Parts`), checking what it writes as
+    it writes it: each line written is replayed as the client reads it
+    (:class:`~agc.resume._formats.gemini_chat.Replay`), and the part's view checked
+    (``output``: the output's parts so far; ``reread``: one broke a rule, or the
+    parts' views are not the output's: the output is then read again whole)."""
 
     def __init__(
         self,
@@ -615,6 +629,10 @@ class _PartRepair:
         self.changes = _ChangeTally(keep)
         self.session: str | None = None
         self.written = False
+        self.output = part_tallies()
+        self.lines = 0  # the output's lines written
+        self.reread = False
+        self.role: str | None = None  # the role of the output's last message so far
 
     def restart(self) -> None:
         self.sink.seek(0)
@@ -622,6 +640,38 @@ class _PartRepair:
         self.changes = _ChangeTally(self.keep)
         self.session = None
         self.written = False
+        self.output = part_tallies()
+        self.lines = 0
+        self.reread = False
+        self.role = None
+
+    def write(self, history: GeminiHistory, lines: Iterable[str | int]) -> GeminiHistory:
+        """Write a part's output ``lines`` (as :func:`_write_lines`); returns the view
+        they replay to (numbered after the output's parts before)."""
+        from agc.resume._formats.gemini_chat import Replay  # noqa: PLC0415 - loaded
+
+        assert history.lines is not None  # a session file's
+        replay = Replay(history, self.lines, parse_line)
+
+        def replayed() -> Iterator[str | int]:
+            for line in lines:
+                replay.feed(line)
+                yield line
+
+        _write_lines(replayed(), history.lines, self.sink)
+        self.lines = replay.line
+        written = replay.history(self.output.messages)
+        messages = written.messages
+        if messages:
+            # The parts' views are the output's when no turn of one role spans a cut
+            # (a repair that removes the model turn after a cut joins the user turns on
+            # both sides of it) and no new record names a message of another part.
+            if messages[0].role == self.role or not replay.apart:
+                self.reread = True
+            self.role = messages[-1].role
+        elif not replay.apart:
+            self.reread = True
+        return written
 
     def part(self, history: History) -> None:
         spec = get_spec(history.format)
@@ -641,7 +691,9 @@ class _PartRepair:
             if changes
             else range(history.first_line, len(history.lines))
         )
-        _write_lines(lines, history.lines, self.sink)
+        written = self.write(history, lines)
+        if not check_part(written, self.output):
+            self.reread = True
         self.changes.extend(changes)
         self.written = True
 
@@ -667,7 +719,11 @@ def repair_session(
     one part, not the session. What is written is what :func:`repair_streamed` writes
     of the whole file (each part is repaired as the whole history repairs it: a record
     that reaches back to a message let go of makes the file read whole, ``sink``
-    emptied). The output is then checked as the provider reads it (``read_back()``).
+    emptied). The output is checked as the provider reads it as it is written: each
+    line written is replayed as the client replays it (a line written as it was read
+    from what the read noted of it, a new line parsed), and each part's view checked;
+    when one breaks a rule, ``read_back()`` reads the whole output again for the
+    report that refuses it.
 
     Returns:
         The history read (its last part, the parts before in ``History.settled``) and
@@ -711,15 +767,21 @@ def repair_session(
         if repair.rewritten
         else range(whole.first_line, len(whole.lines))
     )
-    _write_lines(lines, whole.lines, sink)
+    written = parts.write(whole, lines)
+    if whole.seen is not None and whole.seen.settle():
+        parts.reread = True  # a new record of the last part names a message of another
     held = history.messages
     repair.messages.clear()
     whole.messages.clear()
-    history.messages = []  # released before the output is read back, as is
-    whole.id_hashes = ()  # what only the writer reads
-    if isinstance(history, GeminiHistory):
-        history.id_hashes = ()
-    report = repair.report(check_loaded(read_back()), parts.changes)
+    written.settled = parts.output
+    after = check_loaded(written)
+    if parts.reread or not after.valid:
+        history.messages = []  # released before the output is read back, as is
+        whole.id_hashes = ()  # what only the writer reads
+        if isinstance(history, GeminiHistory):
+            history.id_hashes = ()
+        after = check_loaded(read_back())
+    report = repair.report(after, parts.changes)
     history.messages = held
     return history, report
 

@@ -43,7 +43,7 @@ import itertools
 import sys
 import uuid
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -51,11 +51,11 @@ from agc.resume._formats.jsonl import dump_line
 from agc.resume._formats.model import (
     Block,
     BlockKind,
-    Fingerprints,
     FormatSpec,
     History,
     Message,
     RawRef,
+    SpilledFingerprints,
     resolve,
     texts,
 )
@@ -171,6 +171,10 @@ class GeminiHistory(History):
             :meth:`LineReader.settle`); a writer writes the lines from there on.
         hash_base: the line whose hash is ``id_hashes[0]`` (a read in parts lets go of
             the hashes of the lines before the part it last gave).
+        journal: read in parts, what each line from ``first_line`` on did to the map
+            (see :class:`Replay`); else empty.
+        seen: read in parts, the fingerprints of the message ids of the lines let go of
+            (:meth:`LineReader.settle`), else ``None``.
     """
 
     places: dict[str, Place] = field(default_factory=dict)
@@ -179,6 +183,8 @@ class GeminiHistory(History):
     id_hashes: Sequence[int] = field(default_factory=list)
     first_line: int = 0
     hash_base: int = 0  # the line of id_hashes[0] (the hashes before are let go of)
+    journal: Sequence[Any] = ()
+    seen: SpilledFingerprints | None = None
 
 
 def is_gemini_line(record: Any) -> bool:
@@ -457,10 +463,12 @@ class LineReader:
     __slots__ = (
         "_hold",
         "_paths",
+        "boundary",
         "cut",
         "entries",
         "hash_base",
         "id_hashes",
+        "journal",
         "reach_back",
         "rewinds",
         "seen",
@@ -478,8 +486,14 @@ class LineReader:
         # map they held; ``seen``, the fingerprints of every message id on those lines.
         self._hold = _Holder(None, 0, self._paths)
         self.cut = 0
-        self.seen: Fingerprints | None = None
+        self.seen: SpilledFingerprints | None = None
         self.reach_back = False  # a record after ``cut`` names a message before it
+        # The first message of the map after ``cut``: a model turn when the cut was made
+        # (the user turn before it ends there). A record that removes it, or makes it
+        # anything but a model turn, joins the turns on both sides of the cut.
+        self.boundary: str | None = None
+        # Read in parts: per line from ``cut`` on, what it did to the map (see Replay).
+        self.journal: list[Any] | None = None
 
     def feed(self, index: int, record: Any, refs: Sequence[Any] | None = None) -> None:
         """Read line ``index`` (every line, in order). ``refs``: the file's parsed lines,
@@ -492,22 +506,24 @@ class LineReader:
             if hold.refs is not refs:
                 hold = self._hold = _Holder(refs, index, self._paths)
             hold.line = index  # one holder for the lines: a part keeps its line, not it
-            entries = self.entries
             entry = _entry(record, message_id, index, hold)
-            earlier = entries.get(message_id)
-            if earlier is not None:
-                entry.start = earlier.start
-            entries[message_id] = entry
+            if self.journal is not None:
+                self.journal.append((message_id, entry))
+            self.put(message_id, entry)
             return
         hashes.append(0)
+        if self.journal is not None:
+            self.journal.append(record if _changes_map(record) else None)
         if not isinstance(record, dict):
             return
         entries = self.entries
         rewind = record.get("$rewindTo")
         if isinstance(rewind, str):
             self.rewinds.add(rewind)
-            if self.seen is not None and (rewind not in entries or _id_hash(rewind) in self.seen):
-                self.reach_back = True  # a message let go of is removed
+            if self.seen is not None and (
+                rewind not in entries or rewind == self.boundary or _id_hash(rewind) in self.seen
+            ):
+                self.reach_back = True  # a message let go of, or the turn after the cut, removed
             if rewind in entries:
                 ids = list(entries)
                 for gone in ids[ids.index(rewind) :]:
@@ -530,6 +546,19 @@ class LineReader:
                 self.reach_back = True
             self.session_id = self.session_id or record["sessionId"]
             self._add(record.get("messages"), ("messages",), refs, index)
+
+    def put(self, message_id: str, entry: _Entry) -> None:
+        """Put a message record's entry in the map (in the place of an earlier one of
+        its id, whose first line it keeps)."""
+        entries = self.entries
+        earlier = entries.get(message_id)
+        if earlier is not None:
+            entry.start = earlier.start
+            if message_id == self.boundary and (
+                entry.first is None or entry.first.role != "assistant"
+            ):
+                self.reach_back = True  # the turn after the cut is no model turn
+        entries[message_id] = entry
 
     def _add(self, messages: Any, path: Path, refs: Sequence[Any] | None, line: int) -> None:
         if not isinstance(messages, list):
@@ -594,17 +623,37 @@ class LineReader:
             taken[message_id] = entries.pop(message_id)
         first = self.cut
         self._see(line)
-        messages: list[Message] = []
-        bare: list[tuple[int, int]] = []
-        places = _view(taken, messages, bare, offset)
+        self.boundary = next(iter(entries), None)
+        journal: list[Any] = []
+        if self.journal is not None:
+            journal = self.journal[: line - first]
+            del self.journal[: line - first]
+        history = self._history(taken, offset, first, journal, ())
         assert self.seen is not None  # made by _see
-        for message_id, place in places.items():
+        for message_id, place in history.places.items():
             if not isinstance(place, int):  # a message of a `$set` or of the header
                 self.seen.add(_id_hash(message_id))
+        return history
+
+    def _history(
+        self,
+        entries: dict[str, _Entry],
+        offset: int,
+        first: int,
+        journal: Sequence[Any],
+        records: Sequence[Any],
+        **file: Any,
+    ) -> GeminiHistory:
+        """The history of the map ``entries`` (its view numbered from ``offset``), whose
+        lines start at ``first``; ``file``: the history's ``lines``, ``final_newline``
+        and ``skipped``."""
+        messages: list[Message] = []
+        bare: list[tuple[int, int]] = []
+        places = _view(entries, messages, bare, offset)
         return GeminiHistory(
             "gemini-chat",
             messages,
-            (),
+            records,
             session_id=self.session_id,
             places=places,
             bare=bare,
@@ -612,13 +661,16 @@ class LineReader:
             id_hashes=self.id_hashes,
             first_line=first,
             hash_base=self.hash_base,
+            journal=journal,
+            seen=self.seen,
+            **file,
         )
 
     def _see(self, line: int) -> None:
         """Hold the fingerprints of the message ids of the lines from :attr:`cut` to
         ``line`` and let go of them; set
         :attr:`reach_back` when one of them is an id of a line before."""
-        seen = self.seen if self.seen is not None else Fingerprints()
+        seen = self.seen if self.seen is not None else SpilledFingerprints()
         hashes, base = self.id_hashes, self.hash_base
         # The part given before is written: the hashes of its lines are let go of.
         del hashes[: self.cut - base]
@@ -633,11 +685,13 @@ class LineReader:
 
     def finish(self, lines: int) -> None:
         """Called after the last line when anything was let go of: sets
-        :attr:`reach_back` when a line after the last cut names a message before it."""
+        :attr:`reach_back` when a line after the last cut names a message before it, or
+        a line of a part named a message of an earlier one (found late: see
+        :class:`~agc.resume._formats.model.SpilledFingerprints`)."""
         if self.seen is not None:
             seen = self.seen
             batch = set(self.id_hashes[self.cut - self.hash_base : lines - self.hash_base])
-            if any(key in seen for key in batch if key):
+            if any(key in seen for key in batch if key) or seen.settle():
                 self.reach_back = True
 
     def history(
@@ -650,30 +704,24 @@ class LineReader:
     ) -> GeminiHistory:
         """The history of the lines fed (``records``: those lines, parsed); ``offset``:
         the messages of the view let go of before (:meth:`settle`)."""
-        messages: list[Message] = []
-        bare: list[tuple[int, int]] = []
-        places = _view(self.entries, messages, bare, offset)
-        self.entries = {}
         first = self.cut  # the lines before were let go of (:meth:`settle`)
-        held = bytearray(len(records) - first)  # 1 at the line of each message of the map
-        for place in places.values():
-            held[_where(place)[0] - first] = 1
-        skipped = array("q", (first + index for index, kept in enumerate(held) if not kept))
-        return GeminiHistory(
-            "gemini-chat",
-            messages,
+        skipped: array[int] = array("q")
+        history = self._history(
+            self.entries,
+            offset,
+            first,
+            self.journal or (),
             records,
             lines=lines,
             final_newline=final_newline,
             skipped=skipped,
-            session_id=self.session_id,
-            places=places,
-            bare=bare,
-            rewinds=self.rewinds,
-            id_hashes=self.id_hashes,
-            first_line=first,
-            hash_base=self.hash_base,
         )
+        self.entries = {}
+        held = bytearray(len(records) - first)  # 1 at the line of each message of the map
+        for place in history.places.values():
+            held[_where(place)[0] - first] = 1
+        skipped.extend(first + index for index, kept in enumerate(held) if not kept)
+        return history
 
 
 def _view(
@@ -684,18 +732,116 @@ def _view(
     the places by id: each entry is let go of as it is read (a long session's map is
     most of what is held), and no second map is made."""
     places: dict[str, Any] = entries
+    own = False  # messages[-1] is an entry's own message (a journal may hold it: kept)
     for message_id, entry in places.items():
         places[message_id] = entry.place
         if entry.bare:
             bare.append((_where(entry.place)[0], len(messages) + offset))
-        for message in (entry.first, entry.second):  # its own: the reader is done
+        for message in (entry.first, entry.second):
             if message is None:
                 continue
             if messages and messages[-1].role == message.role:
+                if own:
+                    last = messages[-1]
+                    messages[-1] = Message(last.role, list(last.blocks), origin=last.origin)
+                    own = False
                 messages[-1].blocks.extend(message.blocks)
             else:
                 messages.append(message)
+                own = True
     return places
+
+
+def _changes_map(record: Any) -> bool:
+    """Whether a line that is no message record changes the map (a ``$rewindTo``, a
+    ``$set`` of every message, a header holding messages), as :meth:`LineReader.feed`
+    reads it; a header's identity alone changes no message."""
+    if not isinstance(record, dict):
+        return False
+    if isinstance(record.get("$rewindTo"), str):
+        return True
+    update = record.get("$set")
+    if isinstance(update, dict):
+        return isinstance(update.get("messages"), list)
+    return (
+        isinstance(record.get("sessionId"), str)
+        and isinstance(record.get("projectHash"), str)
+        and isinstance(record.get("messages"), list)
+    )
+
+
+def _moved(entry: _Entry, line: int) -> _Entry:
+    """A whole-line message record's entry, read again at ``line`` (its messages new,
+    their blocks shared: a view never changes an entry's messages)."""
+    first, second = entry.first, entry.second
+    return _Entry(
+        line,
+        None if first is None else Message(first.role, first.blocks, origin=line),
+        None if second is None else Message(second.role, second.blocks, origin=line),
+        entry.bare,
+    )
+
+
+class Replay:
+    """The view the client makes of the lines a writer writes for one part of a session
+    read in parts (:func:`write_lines` of a part's history), line by line as they are
+    written, numbered from ``line``. A line written as it was read is replayed from what
+    the read noted of it (``journal``: a message record's entry, or the record of a line
+    that changes the map), not parsed again; a new line is parsed (``parse``: as the
+    read parses a line) and read. The part's records are all among its lines (its map
+    pairs with nothing before or after), so the replay starts from an empty map.
+
+    ``apart``: False once a new line holds a message id of another part (one the read
+    let go of, ``history.seen``: the new id is added there, so that a later line of the
+    read holding it reaches back): the part's view is then not the output's."""
+
+    __slots__ = ("apart", "base", "journal", "line", "parse", "places", "reader", "seen")
+
+    def __init__(self, history: GeminiHistory, line: int, parse: Callable[[str], Any]) -> None:
+        self.journal = history.journal
+        self.base = history.first_line
+        self.places = history.places
+        self.seen = history.seen
+        self.reader = LineReader()
+        self.line = line
+        self.parse = parse
+        self.apart = True
+
+    def feed(self, line: int | str) -> None:
+        """Replay an output line: the index of an input line written as it is, or a new
+        line's text."""
+        at = self.line
+        self.line = at + 1
+        reader = self.reader
+        if type(line) is int:
+            noted = self.journal[line - self.base]
+            if noted is None:
+                return
+            if type(noted) is tuple:
+                reader.put(noted[0], _moved(noted[1], at))
+                return
+            reader.feed(at, noted)
+            return
+        assert isinstance(line, str)
+        record = self.parse(line)
+        reader.feed(at, record)
+        message_id = record.get("id") if isinstance(record, dict) else None
+        if (
+            self.seen is not None
+            and isinstance(message_id, str)
+            and message_id not in self.places
+            and self.seen.add(_id_hash(message_id))
+        ):
+            self.apart = False
+
+    def history(self, offset: int) -> GeminiHistory:
+        """The replayed view (numbered from ``offset``: the output's messages before);
+        its ``bare`` name the output's lines. It holds no records."""
+        messages: list[Message] = []
+        bare: list[tuple[int, int]] = []
+        _view(self.reader.entries, messages, bare, offset)
+        self.reader.entries = {}
+        return GeminiHistory("gemini-chat", messages, (), bare=bare)
 
 
 def read(records: Sequence[Any]) -> GeminiHistory:

@@ -347,7 +347,92 @@ class Fingerprints:
                 return True
             slot = (slot + 1) & mask
 
+    def keys(self) -> list[int]:
+        """The fingerprints held, in no order."""
+        return [key for key in self._keys if key]
 
+
+class SpilledFingerprints:
+    """:class:`Fingerprints` whose memory stays bounded however many are added: the
+    latest (up to ``spill_at``) are held in memory, the others spilled to a private
+    temporary file (8 bytes each). A fingerprint found among those held is told at
+    once (:meth:`add` returns True, ``in`` holds); one that may match a spilled one is
+    found when the held ones are next spilled, or at the latest by :meth:`settle`, and
+    sets :attr:`found`: a caller that reads on after a miss asks :meth:`settle` before
+    it trusts what it read. Each spill reads the file once in pieces of 1 MiB, so the
+    work is the fingerprints spilled times the spills (a few per hundred megabytes of
+    a session file)."""
+
+    __slots__ = ("_asked", "_file", "_recent", "_spill_at", "found")
+
+    def __init__(self, spill_at: int | None = None) -> None:
+        self._recent = Fingerprints()
+        self._spill_at = spill_at if spill_at is not None else SPILL_AT
+        self._file: Any = None  # a temporary file of the spilled fingerprints
+        self._asked: list[int] = []  # looked up and not held: to check against the file
+        self.found = False
+
+    def add(self, key: int) -> bool:
+        """:meth:`Fingerprints.add`, True only when ``key`` is among those held."""
+        if self._recent.add(key):
+            return True
+        if len(self._recent) >= self._spill_at:
+            self._spill()
+        return False
+
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is among those held; one that may be spilled is checked later
+        (:attr:`found`)."""
+        if key in self._recent:
+            return True
+        if self._file is not None and type(key) is int:
+            self._asked.append(key)
+            if len(self._asked) >= self._spill_at:
+                self._check(self._asked)
+                self._asked = []
+        return False
+
+    def settle(self) -> bool:
+        """Check the fingerprints held and those looked up against the spilled ones:
+        whether any fingerprint was added twice or looked up after it was added
+        (:attr:`found`)."""
+        if self._file is not None:
+            self._check([*self._recent.keys(), *self._asked])
+            self._asked = []
+        return self.found
+
+    def _spill(self) -> None:
+        import tempfile  # noqa: PLC0415 - only for a long session
+
+        keys = self._recent.keys()
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="agc-ids-")  # noqa: SIM115 - held
+        else:
+            self._check([*keys, *self._asked])
+            self._asked = []
+        self._file.seek(0, 2)
+        array("q", keys).tofile(self._file)
+        self._recent = Fingerprints()
+
+    def _check(self, keys: list[int]) -> None:
+        if self.found or not keys or self._file is None:
+            return
+        wanted = set(keys)
+        self._file.seek(0)
+        while True:
+            data = self._file.read(_SPILL_PIECE)
+            if not data:
+                return
+            spilled = array("q")
+            spilled.frombytes(data)
+            if not wanted.isdisjoint(spilled):
+                self.found = True
+                return
+
+
+SPILL_AT: Final = 1 << 16
+"""The fingerprints :class:`SpilledFingerprints` holds in memory (a table of 1 MiB)."""
+_SPILL_PIECE: Final = 1 << 20
 _FIRST_SLOTS: Final = 1 << 12
 _MAX_LINE: Final = 1 << 32  # lines from here on are held by their ids (array "I")
 

@@ -40,12 +40,12 @@ from agc.resume._formats import claude_code, codex_rollout, gemini_chat
 from agc.resume._formats.model import (
     Block,
     CallIdSet,
-    Fingerprints,
     FormatName,
     History,
     Message,
     RawRef,
     Settled,
+    SpilledFingerprints,
 )
 from agc.resume._formats.torn import torn_line
 from agc.resume._gc import collector_paused
@@ -59,12 +59,18 @@ __all__ = [
     "LineSequence",
     "Parts",
     "ScanStart",
+    "check_part",
+    "parse_line",
+    "part_tallies",
     "scan_session",
     "scan_tail",
     "tail_start",
 ]
 
 _CHUNK: Final = 1 << 20
+HEAD_LINES: Final = 64
+"""The first lines of a file whose places a read in parts keeps (:meth:`LineFile.forget`):
+a client notes the session's folder there (see :mod:`agc.resume._next`)."""
 SETTLE_MESSAGES: Final = 4096
 """``settle`` of :func:`scan_session` for ``agc resume``: a few MiB of messages held
 between checks (a check of that many takes a few milliseconds)."""
@@ -94,6 +100,7 @@ class LineFile:
         self._fd: int | None = None
         self.base = base
         self._start = start
+        self._head: array[int] = array("q")  # the first lines' ends, when let go (forget)
 
     def __len__(self) -> int:
         return self.base + len(self.ends)
@@ -111,10 +118,14 @@ class LineFile:
 
     def _bytes(self, index: int) -> bytes:
         place = index - self.base
-        if place < 0:
+        if place >= 0:
+            start = self.ends[place - 1] + 1 if place else self._start
+            size = self.ends[place] - start
+        elif 0 <= index < len(self._head):  # a first line, kept when the lines were let go
+            start = self._head[index - 1] + 1 if index else 0
+            size = self._head[index] - start
+        else:
             raise IndexError(f"line {index + 1} is before line {self.base + 1}, the first read")
-        start = self.ends[place - 1] + 1 if place else self._start
-        size = self.ends[place] - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
@@ -123,28 +134,43 @@ class LineFile:
     def copy(self, first: int, stop: int, write: Callable[[bytes], object]) -> None:
         """Give ``write`` lines ``first`` to ``stop - 1`` as they are in the file, each
         followed by a line break (the text of a last line cut inside a character, as
-        :meth:`text` reads it), a few MiB at a time."""
-        if self.base:
-            raise ValueError("only a file read from its first line is copied")
-        ends = self.ends
-        whole = len(ends) if self._last is None else len(ends) - 1  # lines read as bytes
+        :meth:`text` reads it), a few MiB at a time (a line before :attr:`base` raises
+        :class:`IndexError`)."""
+        ends, base = self.ends, self.base
+        if first < base:
+            raise IndexError(f"line {first + 1} is before line {base + 1}, the first read")
+        whole = len(self) if self._last is None else len(self) - 1  # lines read as bytes
         while first < stop:
             if first >= whole:
                 write(self.text(first).encode("utf-8") + b"\n")
                 first += 1
                 continue
-            start = ends[first - 1] + 1 if first else 0
+            place = first - base
+            start = ends[place - 1] + 1 if place else self._start
             # the lines that end within a chunk of the start (at least one)
-            end = bisect.bisect_right(ends, start + _CHUNK, first, min(stop, whole))
-            last = max(first, end - 1)
+            end = bisect.bisect_right(ends, start + _CHUNK, place, min(stop, whole) - base)
+            last = max(place, end - 1)
             size = ends[last] - start
             data = os.pread(self._handle(), size, start)
             if len(data) != size:
                 raise InputError(
-                    f"{self.path} changed while it was read (line {last + 1} is short)"
+                    f"{self.path} changed while it was read (line {base + last + 1} is short)"
                 )
             write(data + b"\n")
-            first = last + 1
+            first = base + last + 1
+
+    def forget(self, line: int) -> None:
+        """Let go of the places of the lines before ``line`` (8 bytes a line) but the
+        first :data:`HEAD_LINES` (where a client notes the session's folder): they are
+        never read again (a read in parts has written and checked them)."""
+        drop = line - self.base
+        if drop <= 0 or line <= HEAD_LINES:
+            return
+        if not self.base and not self._start:  # read from the first line
+            self._head = self.ends[:HEAD_LINES]
+        self._start = self.ends[drop - 1] + 1
+        del self.ends[:drop]
+        self.base = line
 
     def record(self, index: int) -> Any:
         """Line ``index`` parsed (its text when it is not JSON), as the reader parsed it."""
@@ -254,6 +280,12 @@ class LineSequence(Sequence[Any]):
         if not 0 <= first <= stop <= self._count:
             raise IndexError(f"lines {first} to {stop} of {self._count}")
         self._file.copy(first, stop, write)
+
+
+def parse_line(text: str) -> Any:
+    """A line's text parsed as the read parses it: its JSON value under agc's rule (a
+    ``\r`` before the line break is whitespace), else the text itself."""
+    return _parse(text)
 
 
 def _parse(text: str) -> Any:
@@ -493,7 +525,7 @@ class _GeminiSettler:
         self.every = max(every, 1)
         self.next_try = self.every
         self.settled = Settled(tallies=(FindingTally(keep), FindingTally(keep)))
-        self.calls = Fingerprints()  # the call ids of the messages let go of
+        self.calls = SpilledFingerprints()  # the call ids of the messages let go of
         self.refs = refs  # the parsed lines the parts are read from
         self.file = refs._file
         self.parts = parts
@@ -504,8 +536,6 @@ class _GeminiSettler:
         if point is None:  # tried again when twice as many are held: linear
             self.next_try = 2 * len(reader.entries)
             return
-        from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
-
         settled = self.settled
         offset = settled.messages
         segment = reader.settle(*point, offset)
@@ -513,15 +543,7 @@ class _GeminiSettler:
             # A call or result of a message let go of has one of its call ids: the
             # pairing of the whole history differs from that of its parts.
             reader.reach_back = True
-        report = check_messages(
-            segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
-        )
-        assert settled.tallies is not None  # made with them
-        settled.tallies[0].extend(report.findings)
-        settled.tallies[1].extend(unrecorded_findings(segment))
-        settled.messages += len(segment.messages)
-        settled.calls += report.calls
-        settled.results += report.results
+        check_part(segment, settled)
         self.next_try = len(reader.entries) + self.every
         if self.parts is not None:
             self.refs._count = len(self.file)  # the parts read them: the lines read so far
@@ -529,6 +551,9 @@ class _GeminiSettler:
             segment.lines = LineSequence(self.file, reader.cut, parsed=False)
             segment.settled = Settled(messages=offset)  # numbered after those
             self.parts.part(segment)
+        # The part's lines are checked (and written): only the file's places from the
+        # cut on are held, so memory does not grow with the lines read.
+        self.file.forget(reader.cut)
 
     def finish(self, reader: gemini_chat.LineReader, lines: int) -> None:
         """After the last line: set the reader's ``reach_back`` when the messages it
@@ -542,11 +567,37 @@ class _GeminiSettler:
             for message in (entry.first, entry.second)
             if message is not None
         ]
-        if _call_keys(held, self.calls, add=False):
+        if _call_keys(held, self.calls, add=False) or self.calls.settle():
             reader.reach_back = True
 
 
-def _call_keys(messages: list[Message], prints: Fingerprints, *, add: bool) -> bool:
+def part_tallies() -> Settled:
+    """An empty :class:`Settled` that gathers the findings of parts (:func:`check_part`)."""
+    from agc.resume._validate import FindingTally  # noqa: PLC0415 - it imports the formats
+
+    return Settled(tallies=(FindingTally(None), FindingTally(None)))
+
+
+def check_part(segment: gemini_chat.GeminiHistory, settled: Settled) -> bool:
+    """Check one part of a Gemini CLI session read in parts (its view numbered after
+    ``settled.messages``) as :func:`~agc.resume._validate.check_loaded` checks a
+    history, and add it to ``settled``: its findings and warnings to the tallies, its
+    messages, calls and results to the counts. Whether it breaks no rule."""
+    from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
+
+    report = check_messages(
+        segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
+    )
+    assert settled.tallies is not None  # made with them (part_tallies)
+    settled.tallies[0].extend(report.findings)
+    settled.tallies[1].extend(unrecorded_findings(segment))
+    settled.messages += len(segment.messages)
+    settled.calls += report.calls
+    settled.results += report.results
+    return report.valid
+
+
+def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: bool) -> bool:
     """Whether a call id of ``messages`` (a call's or a result's) is in ``prints``
     (before the ids of ``messages`` are added to it, with ``add``)."""
     keys = {
@@ -645,17 +696,18 @@ def _scan(
     sift: frozenset[str] | None = None  # only lines of these types can change it
     replay: gemini_chat.LineReader | None = None
     entries: dict[str, Any] = {}  # the Gemini CLI reader's map
+    loads = strict_json.line_reader()  # _loads, without a call per line around it
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
         handle.seek(offset)
         for body, final_newline in _lines(handle):
-            index = base + len(ends)
+            index = records.base + len(ends)
             offset += len(body)
             ends.append(offset)
             offset += final_newline
             try:
                 # JSON read from the bytes: a line that reads is UTF-8 and not blank.
-                record = _loads(body)
+                record = loads(body)
                 text = None
             except JsonInvalidError:
                 try:
@@ -689,7 +741,9 @@ def _scan(
             if chosen is not None and replay is None:
                 if reader is None:
                     reader = _READERS.get(chosen, codex_rollout.LineReader)()
-                    for earlier in range(base, index):  # lines before the first telling one
+                    if parts is not None and isinstance(reader, gemini_chat.LineReader):
+                        reader.journal = []  # each part's output is replayed from it
+                    for earlier in range(records.base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
                         settler = _Settler(settle, chosen, _confirmer(records, chosen))
@@ -718,7 +772,7 @@ def _scan(
     if progress is not None:
         progress(offset)
     records._stamp = stamp
-    count = base + len(ends)
+    count = records.base + len(ends)
     refs._count = count
     if reader is None:
         reader = (
