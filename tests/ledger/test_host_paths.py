@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agc.ledger import _sanitize, _writer, check_turn_file
@@ -74,6 +74,14 @@ USERS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=5, max_size=9).m
     shape=st.sampled_from(list(injections.SHAPES)),
     forms=st.lists(st.sampled_from(list(injections.FORMS)), min_size=1, max_size=2),
     field=st.sampled_from(injections.FIELDS),
+)
+# A UNC path in a diff header, then a file URL (which spells "\\\\host" as "//host"):
+# "a///host/share/…" once kept the user's host and share.
+@example(
+    user="zqaaaaa",
+    shape="unc",
+    forms=["diff-headers", "file-url"],
+    field=next(f for f in injections.FIELDS if f.name == "app.search.query"),
 )
 def test_property_combined_forms_never_leak(
     user: str, shape: str, forms: list[str], field: injections.Field

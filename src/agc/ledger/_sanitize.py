@@ -345,9 +345,9 @@ _REMOTE_RE: Final = re.compile(
 # Unified and git diff headers print a path after "a/" / "b/" with its leading "/"
 # dropped: "--- a/home/u/x" names /home/u/x. Looked for anywhere a word starts (a diff
 # pasted into a brief may be quoted or indented), for paths that start with a host
-# folder, a drive, "~" or a UNC "\\".
+# folder, a drive, "~" or a UNC "\\" (or "//", as a file URL spells it: "a///host/share").
 _DIFF_PATH_RE: Final = re.compile(
-    r"(?m)(?:^|(?<=[\s'\"`(\[{<=:,;|&]))[ab]/+(?P<rest>[^\s'\"`;|&<>(){}\[\],]+)"
+    r"(?m)(?:^|(?<=[\s'\"`(\[{<=:,;|&]))[ab](?P<slashes>/+)(?P<rest>[^\s'\"`;|&<>(){}\[\],]+)"
 )
 _WORD_RE: Final = re.compile(r"[^\s'\"`;|&<>(){}\[\],=]+")
 # A ".." right after a character that cannot be part of an ASCII path word, or right
@@ -745,7 +745,8 @@ class PathSanitizer:
         rest = match.group("rest")
         drive = _DRIVE_RE.match(rest) is not None and rest[2:3] in {"/", "\\"}
         candidate = rest if drive else "/" + rest.lstrip("/")
-        if rest.startswith(("~", "\\")):
+        unc = len(match.group("slashes")) > 2  # "a/" + "//host/share/…"
+        if unc or rest.startswith(("~", "\\")):
             return _Span(match.start(), match.end(), "diff", None)  # a home or UNC path
         if not drive and not self._top_at(candidate, 0):
             return None  # "a/src/x.py": a path relative to the repository
