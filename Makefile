@@ -12,7 +12,7 @@ RUNTIME_STAMP := $(VENV)/.runtime
 $(STAMP): EXTRAS := [dev,all]
 $(RUNTIME_STAMP): EXTRAS :=
 
-.PHONY: demo test test-thorough lint typecheck unit e2e e2e-clients clean-e2e bench bench-quick bench-smoke clean
+.PHONY: demo test test-thorough lint typecheck typecheck-then-smoke unit e2e e2e-clients clean-e2e bench bench-quick bench-smoke clean
 
 # --no-compile: Python byte-compiles each module the first time it is imported (and keeps
 # the .pyc), so the install does not compile the ~8,700 modules of the dependencies up
@@ -63,12 +63,15 @@ e2e-clients: $(STAMP)
 
 # `make test` ends with the benchmark smoke run (bench-smoke): the command must run and
 # write its results (benchmarks/results/tmp/smoke.*); it asserts nothing about speed.
-# mypy (one process, about a minute of one core) runs beside the end-to-end suite, whose
-# clients spend much of their time waiting: each job's output is printed whole when it
-# ends (--output-sync), and either failing fails `make test`.
+# mypy (one process, about a minute of one core) and then the smoke run (seconds) run
+# beside the end-to-end suite, whose clients spend much of their time waiting: each
+# job's output is printed whole when it ends (--output-sync), and any failing fails
+# `make test`.
 test: lint
 	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory --jobs=2 --output-sync=target e2e typecheck
+	$(MAKE) --no-print-directory --jobs=2 --output-sync=target e2e typecheck-then-smoke
+
+typecheck-then-smoke: typecheck
 	$(MAKE) --no-print-directory bench-smoke
 
 # `make test` with every property test at its full example count and every exhaustive

@@ -971,7 +971,8 @@ def _build_small_runs(store: Path, count: int, sizes: RecordSizes) -> list[str]:
 
 
 def bench_bulk(ctx: Context) -> Section:
-    count = 100 if ctx.quick else 10_000
+    # AGC_BENCH_BULK_RUNS sets another store size (the harness's own tests: a few runs).
+    count = int(os.environ.get("AGC_BENCH_BULK_RUNS") or (100 if ctx.quick else 10_000))
     # The linearity row: the library's check_store() over `count` runs vs a tenth of
     # them (AGC_BENCH_BULK_LINEAR=100000 measures 100,000 vs 10,000: ~600,000 files).
     large = int(os.environ.get("AGC_BENCH_BULK_LINEAR") or count)

@@ -77,10 +77,13 @@ def no_command_rows(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _quick_doc(tmp_path: Path, only: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A quick run of ``only``. By default the store-wide suite seals 4 runs instead of
-    the quick 40, and the ledger's long line is 2 MB instead of 50 MB (the same code
-    paths, smaller inputs); the thorough profile keeps the quick sizes."""
+    the quick 40, the bulk suite 10 instead of 100, and the ledger's long line is 2 MB
+    instead of 50 MB (the same code paths, smaller inputs); the thorough profile keeps
+    the quick sizes."""
     if not THOROUGH and not os.environ.get("AGC_BENCH_STORE_RUNS"):
         monkeypatch.setenv("AGC_BENCH_STORE_RUNS", "4")
+    if not THOROUGH and not os.environ.get("AGC_BENCH_BULK_RUNS"):
+        monkeypatch.setenv("AGC_BENCH_BULK_RUNS", "10")
     if not THOROUGH and not os.environ.get("AGC_BENCH_LONG_LINE_BYTES"):
         monkeypatch.setenv("AGC_BENCH_LONG_LINE_BYTES", str(2 * 10**6))
     return run_suite(

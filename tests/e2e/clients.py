@@ -27,10 +27,13 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -291,6 +294,62 @@ stream_idle_timeout_ms = 600000
     return home
 
 
+RUNTIME_DIRS: Final[list[Path]] = []
+"""Every sandbox's ``$XDG_RUNTIME_DIR`` made in this process, in order (see
+:func:`runtime_dir`); :func:`stop_residents` removes one."""
+
+
+def runtime_dir() -> Path:
+    """A new private folder (mode 0700) for a sandbox's ``$XDG_RUNTIME_DIR``, directly
+    under ``/tmp`` so that the socket paths of agc's resident capture process fit the
+    107 bytes of a Unix socket's path. Without it a sandbox whose ``$TMPDIR`` is too
+    long (a pytest-xdist worker's) falls back to the ``/tmp/agc-<uid>`` shared by every
+    sandbox and the user, and its resident process cannot be told from another's."""
+    folder = Path(tempfile.mkdtemp(prefix="agc-e2e-", dir="/tmp"))
+    RUNTIME_DIRS.append(folder)
+    return folder
+
+
+def stop_residents(folder: Path, *, wait_s: float = 10.0) -> list[int]:
+    """Stop (SIGTERM) the processes whose command line names ``folder`` or a path in it
+    (agc's resident capture processes, run as ``_hookclient.py --serve FOLDER/agc KEY``),
+    wait up to ``wait_s`` for them to exit, remove ``folder``; the pids signalled."""
+    prefix = str(folder)
+    signalled = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            arguments = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # exited meanwhile, or not ours to read
+        if any(
+            a == os.fsencode(prefix) or a.startswith(os.fsencode(prefix + "/")) for a in arguments
+        ):
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGTERM)
+                signalled.append(int(entry.name))
+    deadline = time.monotonic() + wait_s
+    for pid in signalled:
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    shutil.rmtree(folder, ignore_errors=True)
+    with suppress(ValueError):
+        RUNTIME_DIRS.remove(folder)
+    return signalled
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has)."""
+    with suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaps it when it is a child of this process
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def _base_env(root: Path, server: ModelServer) -> dict[str, str]:
     home = root / "home"
     home.mkdir(parents=True, exist_ok=True)
@@ -302,6 +361,7 @@ def _base_env(root: Path, server: ModelServer) -> dict[str, str]:
         "TERM": "dumb",
         "NO_COLOR": "1",
         "TMPDIR": str(root / "tmp"),
+        "XDG_RUNTIME_DIR": str(runtime_dir()),
         **proxy_env(server),
     }
     return env

@@ -8,17 +8,22 @@ scripted server per test and fails the test if a client tried to reach another h
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
 import pytest
 
-from tests.e2e.clients import CACHE_DIR, PINNED, ClientName, ClientUnavailableError, ensure_client
+from tests.e2e.clients import (
+    CACHE_DIR,
+    PINNED,
+    RUNTIME_DIRS,
+    ClientName,
+    ClientUnavailableError,
+    ensure_client,
+    stop_residents,
+)
 from tests.e2e.model_server import ModelServer, Script
 
 
@@ -53,16 +58,24 @@ def gemini_bin() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_resident_capture_left(tmp_path: Path) -> Iterator[None]:
+def _no_resident_capture_left() -> Iterator[None]:
     """After each test, stop the resident capture processes agc's hook client started
-    in the test's sandboxes (their socket folders are under each sandbox's ``$TMPDIR``;
-    the lock file holds the pid), rather than leave them to their idle exit."""
+    in the sandboxes the test made (each sandbox has its own socket folder,
+    ``$XDG_RUNTIME_DIR``), rather than leave them to their idle exit; a module's shared
+    sandboxes are stopped at the module's end (:func:`_no_resident_capture_left_by_module`)."""
+    made_before = len(RUNTIME_DIRS)
     yield
-    for lock in tmp_path.glob("**/tmp/agc-*/*.lock"):
-        text = lock.read_text().strip()
-        if text.isdigit():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(text), signal.SIGTERM)
+    for folder in RUNTIME_DIRS[made_before:]:
+        stop_residents(folder)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_resident_capture_left_by_module() -> Iterator[None]:
+    """At a module's end, stop the resident capture processes of every sandbox still
+    open (those of module-scoped fixtures, torn down before this)."""
+    yield
+    for folder in list(RUNTIME_DIRS):
+        stop_residents(folder)
 
 
 @pytest.fixture

@@ -7,12 +7,14 @@ import http.client
 import json
 import os
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from agc.cli import _hookclient as hookclient
 from tests.e2e import clients
 from tests.e2e.agents import ClaudeSandbox, CodexSandbox, GeminiSandbox
 from tests.e2e.model_server import (
@@ -327,3 +329,39 @@ def test_gemini_runs_a_turn_against_the_server(
     assert [r["functionResponse"]["name"] for r in responses] == ["run_shell_command"]
     assert "agc-e2e-ok" in json.dumps(responses[0])
     assert gemini.session_file().is_file()
+
+
+def test_a_sandbox_has_its_own_socket_folder_however_long_its_tmpdir(
+    model_server: StartServer, tmp_path: Path
+) -> None:
+    """agc's hook client puts its resident process's socket in ``$XDG_RUNTIME_DIR/agc``,
+    else ``$TMPDIR/agc-<uid>`` when that path is short enough, else the user's shared
+    ``/tmp/agc-<uid>``: each sandbox names its own, so its residents are its own."""
+    server = model_server(Script([Answer("hi")]))
+    deep = tmp_path / ("x" * 90)  # a TMPDIR too long for a socket path, as under xdist
+    first = clients._base_env(deep / "a", server)
+    second = clients._base_env(deep / "b", server)
+    folders = {hookclient.socket_dir(env) for env in (first, second)}
+    assert folders == {f"{first['XDG_RUNTIME_DIR']}/agc", f"{second['XDG_RUNTIME_DIR']}/agc"}
+    for env in (first, second):
+        clients.stop_residents(Path(env["XDG_RUNTIME_DIR"]))
+        assert not Path(env["XDG_RUNTIME_DIR"]).exists()
+
+
+def test_stopping_a_sandbox_ends_the_processes_named_in_it_and_no_other() -> None:
+    folder = clients.runtime_dir()
+    other = clients.runtime_dir()
+    script = "import time; time.sleep(120)"
+    resident = subprocess.Popen([sys.executable, "-c", script, "--serve", f"{folder}/agc", "k"])
+    bystander = subprocess.Popen([sys.executable, "-c", script, "--serve", f"{other}/agc", "k"])
+    try:
+        assert clients.stop_residents(folder) == [resident.pid]
+        assert not Path(f"/proc/{resident.pid}").exists()  # ended and reaped
+        assert bystander.poll() is None
+        assert not folder.exists()
+        assert folder not in clients.RUNTIME_DIRS
+    finally:
+        for process in (resident, bystander):
+            process.kill()
+            process.wait()
+        clients.stop_residents(other)

@@ -4,8 +4,10 @@ describes the shapes, forms and fields)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from agc.ledger import _sanitize, _writer, check_turn_file
 from agc.ledger._guard import guard_record, host_path_fields
 from agc.ledger._sanitize import CleanText, PathSanitizer, decoded_view
 from agc.ledger._writer import TurnLedgerFile
-from tests.conftest import examples
+from tests.conftest import THOROUGH, examples, sampled
 from tests.ledger import injections
 from tests.ledger.helpers import TURN_ID, command, record_turn, records
 
@@ -34,10 +36,46 @@ SAN = PathSanitizer([ROOT])
 # -- every shape in every form in every field ------------------------------------------
 
 
+def _lead(shape: str) -> str:
+    """How a shape's host path begins: ``/``, a drive letter, ``\\`` (UNC), ``~``,
+    ``$`` (a variable) or ``.`` (a relative climb)."""
+    return injections.SHAPES[shape]("u", "/r")[0].lower()
+
+
+def _matrix(
+    shapes: list[str], *, keep: int, seed: str, by_lead: bool = True
+) -> dict[str, tuple[str, ...]]:
+    """The forms of each shape to inject: every form in the thorough profile; by default
+    a sample of the (shape, form) pairs (tests/conftest.py ``sampled``, the same on
+    every run) holding every shape and every form, and with ``by_lead`` every form
+    dressing a path of each beginning (the sanitizer's rules differ by how a path
+    begins, not by the user it names)."""
+    pairs = [(shape, form) for shape in shapes for form in injections.FORMS]
+    cover: list[Callable[[tuple[str, str]], Hashable]] = [lambda p: p[0], lambda p: p[1]]
+    if by_lead:
+        cover.append(lambda p: (_lead(p[0]), p[1]))
+    chosen = sampled(pairs, keep=keep, seed=seed, cover=cover)
+    return {shape: tuple(f for s, f in chosen if s == shape) for shape in shapes}
+
+
+MATRIX = _matrix(list(injections.SHAPES), keep=24, seed="host-path-matrix")
+
+
+def test_the_default_matrix_dresses_every_beginning_of_a_path_in_every_form() -> None:
+    assert set(MATRIX) == set(injections.SHAPES)
+    assert all(MATRIX.values())
+    leads = {_lead(shape) for shape in injections.SHAPES}
+    assert leads == {"/", "c", "\\", "~", "$", "."}
+    dressed = {(_lead(shape), form) for shape, forms in MATRIX.items() for form in forms}
+    assert dressed == {(lead, form) for lead in leads for form in injections.FORMS}
+    if THOROUGH:
+        assert all(forms == tuple(injections.FORMS) for forms in MATRIX.values())
+
+
 @pytest.mark.parametrize("shape", list(injections.SHAPES))
 def test_no_injected_host_path_is_written(shape: str, tmp_path: Path) -> None:
-    result = injections.run_matrix(tmp_path, shapes=(shape,))
-    assert result.injections == len(injections.FORMS) * len(injections.FIELDS)
+    result = injections.run_matrix(tmp_path, shapes=(shape,), forms=MATRIX[shape])
+    assert result.injections == len(MATRIX[shape]) * len(injections.FIELDS)
     assert result.leaked == ()
 
 
@@ -129,14 +167,24 @@ PLACES = {
 }
 
 
+@pytest.fixture(scope="module")
+def clean_turn(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The records of one clean turn (one command), recorded once for the module, with
+    the host's agc state out of reach as in every test."""
+    folder = tmp_path_factory.mktemp("clean")
+    (folder / "p").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGC_HOME", str(folder / "agc-home"))
+        patch.setenv("XDG_STATE_HOME", str(folder / "xdg-state"))
+        return records(record_turn(folder / "p", [command("c1", "ls")]).turn_file)
+
+
 @pytest.mark.parametrize("place", list(PLACES))
 @pytest.mark.parametrize("form", list(injections.FORMS))
 def test_check_reports_a_host_path_in_any_form_and_place(
-    form: str, place: str, tmp_path: Path
+    form: str, place: str, tmp_path: Path, clean_turn: list[dict[str, Any]]
 ) -> None:
-    (tmp_path / "p").mkdir()
-    clean = record_turn(tmp_path / "p", [command("c1", "ls")])
-    original = records(clean.turn_file)
+    original = copy.deepcopy(clean_turn)
     item = next(r for r in original if r["recordType"] == "direct.codex.item")
     value = injections.FORMS[form]("/home/zqbob/docs/gdd.md", "zqbob")
     tampered = [PLACES[place](dict(item), value) if r is item else r for r in original]
@@ -150,11 +198,12 @@ def test_check_reports_a_host_path_in_any_form_and_place(
 
 
 def test_check_accepts_every_turn_file_the_recorder_writes(tmp_path: Path) -> None:
-    result_dir = tmp_path / "m"
-    result_dir.mkdir()
-    injections.run_matrix(result_dir, shapes=("posix-home", "windows"))
-    files = sorted(result_dir.glob("*/.agent/runtime/direct-codex/turns/*.jsonl"))
-    assert len(files) == 2 * len(injections.FORMS)
+    matrix = _matrix(["posix-home", "windows"], keep=8, seed="host-path-check", by_lead=False)
+    for shape, forms in matrix.items():
+        (tmp_path / shape).mkdir()
+        injections.run_matrix(tmp_path / shape, shapes=(shape,), forms=forms)
+    files = sorted(tmp_path.glob("*/*/.agent/runtime/direct-codex/turns/*.jsonl"))
+    assert len(files) == sum(map(len, matrix.values()))
     for path in files:
         report = check_turn_file(path)
         assert report.ok, (path.name, report.findings)

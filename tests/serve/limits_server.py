@@ -4,7 +4,9 @@
 Run as ``python -m tests.serve.limits_server CONFIG.json``; the JSON gives ``root`` (a
 folder for the store, the workspace and the port file), ``nofile`` (the soft
 ``RLIMIT_NOFILE`` to set first, or null), ``limits`` (:class:`agc.serve.HttpLimits`
-fields) and ``max_sessions``. Once listening it writes ``{"port", "pid"}`` to
+fields), ``max_sessions`` and ``sndbuf`` (the listening socket's ``SO_SNDBUF`` in
+bytes, which every accepted connection inherits, or null for the kernel's
+self-tuning buffer). Once listening it writes ``{"port", "pid"}`` to
 ``<root>/port.json``. Each turn runs one command and holds after the command started
 until the file ``<root>/release`` exists.
 """
@@ -48,6 +50,8 @@ def main(argv: list[str]) -> int:
     supervisor = Supervisor(config, sink, session_factory=Factory(Behaviour(hold=hold)))
     port_file = root / "port.json"
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if spec.get("sndbuf") is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(spec["sndbuf"]))
     sock.bind(("127.0.0.1", 0))
     sock.listen(limits.backlog)
     port = sock.getsockname()[1]
