@@ -114,7 +114,7 @@ def recover_command(
             out_console.print("chain: added the missing newline after the last link")
         if healed.quarantined_bytes:
             out_console.print(
-                f"chain: moved a torn last line ({healed.quarantined_bytes} bytes) to "
+                f"chain: moved a torn last line ({counted(healed.quarantined_bytes, 'byte')}) to "
                 "audit/chain.jsonl.quarantine",
                 markup=False,
             )

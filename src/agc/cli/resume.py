@@ -44,6 +44,7 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
+    counted,
     describe_os_error,
     has_recorded_run,
     history_from_run,
@@ -374,8 +375,8 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
     """The report's verdict; its findings counted per code, then the first ``limit``."""
     say = _report().print
     say(
-        f"{report.format}: {report.messages} messages, {report.calls} tool calls, "
-        f"{report.results} tool results",
+        f"{report.format}: {counted(report.messages, 'message')}, "
+        f"{counted(report.calls, 'tool call')}, {counted(report.results, 'tool result')}",
         markup=False,
     )
     findings = report.findings  # the first `limit` at least, beside the counts of all
@@ -926,7 +927,8 @@ def _repair(
                 handle.write(result.data)
                 backup = commit()
         report = result.report
-    step = _resume.next_step(history)
+    found = _resume.find_next_step(history)
+    step, missing = (found, None) if isinstance(found, _resume.NextStep) else (None, found)
     if as_json:
         emit_json(
             {
@@ -936,6 +938,7 @@ def _repair(
                 "in_place": output.in_place,
                 "backup": str(backup) if backup is not None else None,
                 "next_step": step.to_dict() if step is not None else None,
+                "no_next_step": None if missing is None else missing.reason,
                 "report": report.to_dict(),
                 "removed_calls": [change.to_dict() for change in _removed_calls(report)],
             }
@@ -974,8 +977,11 @@ def _repair(
         )
     written = out is not None or output.to_stdout or backup is not None
     # A repair not written leaves the client's file as broken as it was: no next step.
-    if step is not None and (written or not report.changes):
-        _print_next(step, output, repaired=out or (source if backup is not None else None))
+    if written or not report.changes:
+        if step is not None:
+            _print_next(step, output, repaired=out or (source if backup is not None else None))
+        elif missing is not None and missing.session_file:
+            say(_printable(f"next: no resume step: {missing.reason}"), markup=False)
     return int(ExitCode.OK)
 
 
@@ -987,23 +993,26 @@ def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
     say = err_console.print
     client = _CLIENT_NAMES[step.client]
     at_home = repaired is not None and _same_file(repaired, step.path)
+    reads = f"next: {client} reads session {step.session_id} from {step.path}"
     if at_home or repaired is None:
+        say(_printable(reads), markup=False)
+    elif output.source is not None and _same_file(output.source, step.path):
         say(
-            _printable(f"next: {client} reads session {step.session_id} from {step.path}"),
+            _printable(
+                f"{reads}. To put the repair there, run: agc resume {output.source} "
+                "--in-place (it keeps a backup of the file)"
+            ),
             markup=False,
         )
     else:
+        first = (
+            "first move the file that is there now aside (it is the session before the "
+            "repair), then run"
+            if step.exists
+            else "run"
+        )
         say(
-            _printable(
-                f"next: {client} reads session {step.session_id} from {step.path}; put the "
-                f"repair there"
-                + (
-                    f" (agc resume {output.source} --in-place does it, keeping a backup)"
-                    if output.source is not None and _same_file(output.source, step.path)
-                    else f": cp -- {repaired} {step.path}"
-                    + (" after moving the file there now aside" if step.exists else "")
-                )
-            ),
+            _printable(f"{reads}. To put the repair there, {first}: cp -- {repaired} {step.path}"),
             markup=False,
         )
     for command in step.commands:
