@@ -55,10 +55,12 @@ from agc._core.capture_failures import (
 )
 from agc._core.fs import (
     append_whole,
+    atomic_write_bytes,
     ensure_dirs,
     last_line_end,
     open_nofollow,
     open_regular_file,
+    read_small_file,
     write_error,
 )
 from agc._core.json import dumps, loads
@@ -95,6 +97,7 @@ __all__ = [
     "capture_hook_event",
     "captured_session",
     "record_capture_failure",
+    "recorded_session_file",
 ]
 
 _LOCK_WAIT_MS: Final = 700
@@ -271,6 +274,8 @@ def _capture(
     if not folder.is_dir():
         _make_store(folder)
     state.session_id = record.session_id
+    if event.transcript_path is not None and record.event not in _TOOL_KINDS:
+        _note_session_file(folder, run_id, event.transcript_path, event.cwd)
     writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
     gap = None
     try:
@@ -834,6 +839,47 @@ def _failed(
         failure=failure,
         kept_at=kept,
     )
+
+
+_SESSION_FILES: Final = "capture/session-files"
+"""Where a store keeps, per run (``<run id>.json``), the session file its hooks last
+named (relative to the store folder): ``{"transcript_path": "/abs/path"}``."""
+_MAX_NOTE_BYTES: Final = 1 << 16
+
+
+def _session_file_note(folder: Path, run_id: str) -> Path:
+    return folder / _SESSION_FILES / f"{run_id}.json"
+
+
+def _note_session_file(folder: Path, run_id: str, path: str, cwd: str | None) -> None:
+    """Keep the session file a session's hook event names (``transcript_path``, made
+    absolute against the event's ``cwd``) for ``agc recover`` of a run whose seal never
+    came; written only when it changed (the session's first synchronous event), never
+    into the run's records (a host path is no evidence). Best effort: a store that
+    cannot take it loses only this note, never the event. Never raises."""
+    named = os.path.join(cwd, path) if cwd is not None and not os.path.isabs(path) else path
+    data = dumps({"transcript_path": named}) + b"\n"
+    target = _session_file_note(folder, run_id)
+    with contextlib.suppress(OSError, AgcError):
+        if read_small_file(target, max_bytes=_MAX_NOTE_BYTES) == data:
+            return
+    with contextlib.suppress(OSError, AgcError):
+        ensure_dirs(target.parent)
+        atomic_write_bytes(target, data, overwrite=True)
+
+
+def recorded_session_file(run_id: str, store: str | os.PathLike[str] | None = None) -> Path | None:
+    """The session file the hooks of ``run_id`` last named (their ``transcript_path``,
+    kept in ``<store>/capture/session-files/<run id>.json``), ``None`` when they named
+    none, the run was captured before agc kept it, or the note cannot be read. Never
+    raises."""
+    try:
+        target = _session_file_note(resolve_store(store), run_id)
+        note = loads(read_small_file(target, max_bytes=_MAX_NOTE_BYTES))
+    except (OSError, AgcError):
+        return None
+    named = note.get("transcript_path") if isinstance(note, dict) else None
+    return Path(named) if isinstance(named, str) and named else None
 
 
 _PENDING: Final = "capture/pending"

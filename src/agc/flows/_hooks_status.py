@@ -1,5 +1,5 @@
 """``agc hooks status``: whether a client will run agc's hook, and what the hook last
-failed to capture.
+failed to capture; :func:`session_capture`: whether a client session is being captured.
 
 :func:`agc.capture.check_hooks` reads the client's configuration; the failures are those
 ``agc hook`` kept for the store its command names (:func:`capture_failures`: the store's
@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from agc.capture import ClientHooks, ClientName, Scope, check_hooks
+from agc._core.store import resolve_store
+from agc.capture import ClientHooks, ClientName, Scope, check_hooks, run_id_for
+from agc.errors import AgcError
 from agc.flows._hook import capture_failures
+from agc.flows._import_sessions import captured_by_hooks
 
-__all__ = ["hooks_status"]
+__all__ = ["SessionCapture", "hooks_status", "session_capture"]
 
 
 def hooks_status(
@@ -48,3 +52,48 @@ def hooks_status(
     if not failures:
         return status
     return dataclasses.replace(status, last_failure=failures[-1].to_record())
+
+
+@dataclass(frozen=True)
+class SessionCapture:
+    """A client session that agc's hooks capture into a run.
+
+    Attributes:
+        run_id: the run (``<client>-<session id>``).
+        store: the store folder its hooks write to.
+    """
+
+    run_id: str
+    store: Path
+
+
+def session_capture(
+    client: ClientName,
+    session_id: str,
+    *,
+    project: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> SessionCapture | None:
+    """The run agc's hooks capture the client's session ``session_id`` into: agc's hook
+    is installed for ``client`` (its user settings, or the project settings of
+    ``project``) and the store its command names (the default store when it names
+    none) holds that session's run, its tool events being the hooks' records. ``None``
+    otherwise. Reads the client's settings file and the run's first record only. Never
+    raises."""
+    run_id = run_id_for(client, session_id)
+    scopes: list[tuple[Scope, Path | None]] = [("user", None)]
+    if project is not None:
+        scopes.append(("project", project))
+    for scope, folder in scopes:
+        try:
+            status = check_hooks(client, scope, project=folder, environ=environ)
+            if status.command is None:
+                continue
+            store = resolve_store(status.store)
+            # a relative --store in a project's settings: the project folder's
+            store = store.absolute() if folder is None else folder / store
+        except AgcError:
+            continue
+        if captured_by_hooks(run_id, store):
+            return SessionCapture(run_id, store)
+    return None
