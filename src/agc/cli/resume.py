@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from agc.cli.common import StoreOption
-    from agc.flows import ExecRollout
+    from agc.flows import ExecRollout, SessionCapture
     from agc.resume import (
         Change,
         FormatName,
@@ -929,6 +929,17 @@ def _repair(
         report = result.report
     found = _resume.find_next_step(history)
     step, missing = (found, None) if isinstance(found, _resume.NextStep) else (None, found)
+    captured = None
+    if step is not None and backup is not None and source is not None:
+        # The file replaced may be one agc's hooks are capturing: how its run now verifies.
+        from agc.flows import session_capture  # noqa: PLC0415 - an in-place repair only
+
+        captured = session_capture(
+            step.client,
+            step.session_id,
+            source,
+            project=Path(step.cwd) if step.cwd else None,
+        )
     if as_json:
         emit_json(
             {
@@ -939,6 +950,7 @@ def _repair(
                 "backup": str(backup) if backup is not None else None,
                 "next_step": step.to_dict() if step is not None else None,
                 "no_next_step": None if missing is None else missing.reason,
+                "captured_run": None if captured is None else captured.to_dict(),
                 "report": report.to_dict(),
                 "removed_calls": [change.to_dict() for change in _removed_calls(report)],
             }
@@ -967,6 +979,8 @@ def _repair(
             f"{source} replaced by its repair (valid); the original is kept at {backup}",
             markup=False,
         )
+        if captured is not None:
+            _print_captured(captured, source, backup)
     elif output.in_place:
         say(f"{source} left as it is: nothing to repair", markup=False)
     elif report.changes:
@@ -986,6 +1000,38 @@ def _repair(
 
 
 _CLIENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+
+
+def _print_captured(captured: SessionCapture, source: Path | None, backup: Path) -> None:
+    """How the run agc's hooks capture the session replaced in place now verifies, and
+    what to do (stderr)."""
+    run, line = captured.run_id, captured.changed_line
+    about = (
+        f"{source} is the session file of run {run}, which agc's hooks capture into "
+        f"store {captured.store}"
+    )
+    if line is None:
+        err_console.print(
+            _printable(
+                f"note: {about}. The repair only added lines after what the run's seals "
+                "took, so the run still verifies: its next seal (the session's next turn "
+                "end) adds them."
+            ),
+            markup=False,
+        )
+        return
+    err_console.print(
+        _printable(
+            f"warning: {about}. The repair changed line {line} of what the run's seals "
+            f"took, so from the session's next turn end on, agc-verify {run} fails "
+            "(transcript-diverges: the seal keeps a session-file-changed failure) and "
+            "the run is never complete again; it keeps the session as sealed before the "
+            "repair, which is the record of this change. To keep the run verifiable "
+            f"instead, put the original back before the session goes on: "
+            f"mv -- {backup} {source}"
+        ),
+        markup=False,
+    )
 
 
 def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:

@@ -98,6 +98,7 @@ __all__ = [
     "captured_session",
     "record_capture_failure",
     "recorded_session_file",
+    "session_file_diverges",
 ]
 
 _LOCK_WAIT_MS: Final = 700
@@ -609,6 +610,27 @@ def _continue_at(
     # No digest to go by, or other bytes: the records decide, as for `agc import` (a
     # line written again with the same JSON is the same record).
     return (*_compare_records(fd, run_id, folder, records, limit), None)
+
+
+def session_file_diverges(run_id: str, folder: Path, path: Path) -> int | None:
+    """The first line (1-based) at which the session file ``path`` no longer holds what
+    the run's sealed transcript took from it (:func:`_continue_at`), so that the next
+    seal of the run keeps a ``session-file-changed`` failure; ``None`` when it still
+    begins with those lines (the next seal adds what follows), when nothing is sealed
+    yet, or when the run or the file cannot be read. Never raises."""
+    try:
+        layout = StoreLayout(folder)
+        manifest = read_manifest(layout, run_id)
+        sealed = manifest.artifacts.get("transcript") if manifest else None
+        if sealed is None or not sealed.closed or not sealed.records:
+            return None
+        events = layout.artifact_path(run_id, "tool-events")
+        with open_regular_file(path) as session:
+            fd = session.fileno()
+            limit = last_line_end(fd, os.fstat(fd).st_size)
+            return _continue_at(events, fd, limit, run_id, folder, sealed.records)[1]
+    except (OSError, AgcError):
+        return None
 
 
 _HASH_CHUNK: Final = 1 << 20
