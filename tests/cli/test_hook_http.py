@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.capture import HttpHook, keep_http_hook, run_id_for
+from agc.capture import HttpHook, keep_http_hook, read_http_hook, run_id_for
 from agc.cli import _hookclient, _hookhttp, _hookserve
 from agc.flows import capture_failures
 from tests.conftest import examples
@@ -323,3 +323,53 @@ def test_an_event_over_http_is_captured_as_the_socket_captures_it(
 
     assert shape(over_http) == shape(over_socket)
     assert len(shape(over_http)) == len(events)
+
+
+def test_hooks_status_says_whether_the_resident_runs_and_the_port_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agc hooks status` tells whether the resident capture process the installed hook
+    command uses answers, and whether the HTTP hooks' port listens; asking keeps no
+    capture failure (the port is not connected to: a connection that sends no event
+    would read, for the listener, as an event it may have lost)."""
+    from agc.cli.app import main  # noqa: PLC0415
+
+    for name in ("CLAUDE_CONFIG_DIR", "AGC_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # the resident's socket folder
+    store = tmp_path / "store"
+    store.mkdir()
+    assert main(["hooks", "install", "--client", "claude-code", "--store", str(store)]) == 0
+    capsys.readouterr()
+
+    def status() -> dict[str, Any]:
+        assert main(["hooks", "status", "--client", "claude-code", "--json"]) == 0
+        (client,) = json.loads(capsys.readouterr().out)["clients"]
+        assert isinstance(client["resident"], dict)
+        return client["resident"]
+
+    before = status()
+    assert (before["running"], before["http_listening"]) == (False, False)
+    assert before["socket"].startswith(str(tmp_path / "agc"))
+    assert main(["hooks", "status", "--client", "claude-code"]) == 0
+    said = capsys.readouterr().out
+    assert "resident capture process: not running" in said
+    assert "HTTP listener on 127.0.0.1:" in said
+    assert ": not listening" in said
+    hook = read_http_hook()
+    assert hook is not None
+    resident = Resident(Path(before["socket"]), state, store, hook)
+    try:
+        assert status()["running"] is True
+        resident.sync(_event("SessionStart", source="startup"))  # makes it listen
+        assert status() == {"running": True, "socket": before["socket"], "http_listening": True}
+        assert main(["hooks", "status", "--client", "claude-code"]) == 0
+        said = capsys.readouterr().out
+        assert f"resident capture process: running (socket {before['socket']})" in said
+        assert f"HTTP listener on 127.0.0.1:{hook.port}: listening" in said
+    finally:
+        resident.stop()
+    assert capture_failures(store) == []

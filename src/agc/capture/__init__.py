@@ -75,6 +75,7 @@ if _TYPE_CHECKING:
         check_hooks,
         config_paths,
         install_hooks,
+        port_listening,
         uninstall_hooks,
     )
     from agc.capture._sessions import (
@@ -122,6 +123,7 @@ __all__ = [
     "keep_http_hook",
     "parse_hook_event",
     "parse_session",
+    "port_listening",
     "read_http_hook",
     "run_id_for",
     "uninstall_hooks",
@@ -172,6 +174,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "check_hooks",
         "config_paths",
         "install_hooks",
+        "port_listening",
         "uninstall_hooks",
     ),
     "agc.capture._sessions": (

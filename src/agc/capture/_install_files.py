@@ -78,6 +78,7 @@ __all__ = [
     "check_hooks",
     "config_paths",
     "install_hooks",
+    "port_listening",
     "uninstall_hooks",
 ]
 
@@ -802,18 +803,34 @@ def _url_matches(url: str, pattern: str) -> bool:
 def _listener_owner(port: int) -> int | None:
     """The uid of the socket listening on 127.0.0.1:``port`` (or on every address), from
     Linux's ``/proc/net/tcp``; ``None`` when none listens or it cannot be read."""
+    return next(iter(_listeners(port) or ()), None)
+
+
+def port_listening(port: int) -> bool | None:
+    """Whether a socket listens on 127.0.0.1:``port`` (or on every address), read from
+    Linux's ``/proc/net/tcp`` (never by connecting: to agc's listener, a connection that
+    sends no event reads as an event it may have lost); ``None`` where the table cannot
+    be read."""
+    found = _listeners(port)
+    return None if found is None else bool(found)
+
+
+def _listeners(port: int) -> list[int] | None:
+    """The uids of the sockets in state LISTEN on 127.0.0.1:``port`` or on every
+    address, from ``/proc/net/tcp``; ``None`` when it cannot be read."""
     try:
         with open("/proc/net/tcp", encoding="ascii") as table:
             rows = table.read().splitlines()[1:]
     except OSError:
         return None
     wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}"}
+    uids = []
     for row in rows:
         fields = row.split()
         if len(fields) > 7 and fields[1] in wanted and fields[3] == "0A":  # LISTEN
             with contextlib.suppress(ValueError):
-                return int(fields[7])
-    return None
+                uids.append(int(fields[7]))
+    return uids
 
 
 def _switched_off(client: ClientName, text: str | None, command: str | None) -> list[str]:
