@@ -1,6 +1,6 @@
 """The resident capture process's HTTP listener (Claude Code's HTTP hooks): only the
-holder of the secret is heard, a body is capped, a slow peer is cut off, a replay is not
-captured twice, an event is captured as the socket captures it, and what the listener
+holder of the secret is heard, a body is capped, a slow peer is cut off, a replay is
+captured once and fails nothing, an event is captured as the socket captures it, and what the listener
 could not hear is said at the session's next synchronous event."""
 
 from __future__ import annotations
@@ -92,9 +92,15 @@ class Resident:
             return _hookclient.exchange(sock, _hookclient.request(self.args(), data, env))
 
     def post(
-        self, data: bytes, *, secret: str | None = None, headers: dict[str, str] | None = None
+        self,
+        data: bytes,
+        *,
+        secret: str | None = None,
+        headers: dict[str, str] | None = None,
+        store: Path | None = None,
     ) -> int:
-        """POST an event as Claude Code does; the status."""
+        """POST an event as Claude Code does (to the hook of ``store``, default this
+        resident's); the status."""
         conn = http.client.HTTPConnection("127.0.0.1", self.hook.port, timeout=10)
         sent = {"Content-Type": "application/json"}
         token = self.hook.secret if secret is None else secret
@@ -102,7 +108,8 @@ class Resident:
             sent["Authorization"] = f"Bearer {token}"
         sent |= headers or {}
         try:
-            conn.request("POST", self.hook.url("claude-code", str(self.store)), data, sent)
+            where = str(self.store if store is None else store)
+            conn.request("POST", self.hook.url("claude-code", where), data, sent)
             return conn.getresponse().status
         finally:
             conn.close()
@@ -213,21 +220,47 @@ def test_a_peer_that_trickles_its_request_is_cut_off(
     assert resident.post(_event("PreToolUse", 1)) == 200
 
 
-def test_a_replayed_event_is_not_captured_twice_and_its_failure_is_kept(
-    resident: Resident,
+@settings(
+    max_examples=examples(10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(sends=st.lists(st.integers(1, 3), min_size=1, max_size=4))
+def test_a_replayed_event_is_captured_once_and_fails_nothing(
+    resident: Resident, sends: list[int]
 ) -> None:
+    """Each of a turn's tool events sent 1 to 3 times (a replay, or a retry of a request
+    whose answer was lost): every request is answered 200, each event is in the run once,
+    and no failure is kept against the run, which holds every event (a 409 that kept a
+    failure made the run fail for good)."""
     resident.sync(_event("SessionStart", source="startup"))
     resident.sync(_event("UserPromptSubmit", prompt="go"))
-    event = _event("PreToolUse", 7)
-    assert resident.post(event) == 200
-    assert resident.post(event) == 409
+    base = len(_client_events(resident.store))
+    unique = [_event("PreToolUse", 1000 * base + index) for index in range(len(sends))]
+    for event, times in zip(unique, sends, strict=True):
+        assert [resident.post(event) for _ in range(times)] == [200] * times
     resident.sync(_event("Stop"))
-    assert [r["call_id"] for r in _client_events(resident.store) if r["hook"] == "PreToolUse"] == [
-        "toolu_7"
-    ]
-    (failure,) = capture_failures(resident.store)
-    assert (failure.code, failure.run_id) == ("hook-event-invalid", RUN)
-    assert "replay" in failure.message
+    calls = [r["call_id"] for r in _client_events(resident.store) if r["hook"] == "PreToolUse"]
+    assert calls[-len(unique) :] == [json.loads(e)["tool_use_id"] for e in unique]
+    assert len(calls) == len(set(calls))
+    assert [f for f in capture_failures(resident.store) if "replay" in f.message] == []
+
+
+def test_the_same_event_for_another_store_is_captured_there_too(
+    resident: Resident, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    resident.sync(_event("SessionStart", source="startup"))
+    event = _event("PreToolUse", 3)
+    assert resident.post(event) == 200
+    assert resident.post(event, store=other) == 200
+    resident.sync(_event("Stop"))
+    for store in (resident.store, other):
+        deadline = time.monotonic() + 30
+        while not [r for r in _client_events(store) if r.get("call_id") == "toolu_3"]:
+            assert time.monotonic() < deadline, f"the event never reached {store}"
+            time.sleep(0.01)
 
 
 def test_a_resident_started_after_the_session_s_previous_event_keeps_the_gap(
