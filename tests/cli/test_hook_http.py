@@ -1,7 +1,7 @@
 """The resident capture process's HTTP listener (Claude Code's HTTP hooks): only the
 holder of the secret is heard, a body is capped, a slow peer is cut off, a replay is
-captured once and fails nothing, an event is captured as the socket captures it, and what the listener
-could not hear is said at the session's next synchronous event."""
+captured once and fails nothing, an event is captured as the socket captures it, and
+what the listener could not hear is said at the session's next synchronous event."""
 
 from __future__ import annotations
 
