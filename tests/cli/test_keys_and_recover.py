@@ -365,7 +365,10 @@ def test_a_hooks_run_recovered_without_its_session_file_says_so_and_how_to_add_i
     assert main(["recover", run_id, "--store", str(store)]) == 0
     out, err = capsys.readouterr()
     assert f"run {run_id}: recovered and sealed, with an empty transcript (not complete)" in out
-    assert err.startswith(f"hint: the transcript of run {run_id} is empty"), err
+    # said once: the verdict says the transcript is empty, the hint the next step alone
+    assert err.startswith(f"hint: once claude-code session {session}'s file is there"), err
+    assert (out + err).count("not complete") == 1
+    assert (out + err).count("empty transcript") == 1
     # agc-verify fails it, with the same next step.
     assert verify_main([run_id, "--store", str(store)]) == 1
     out, err = capsys.readouterr()

@@ -191,8 +191,10 @@ def recover_command(
         out_console.print(f"{'transcript':<12} session file {imported.path}: {said}", markup=False)
     hint = None
     if transcript is not None and not was_uploaded:
-        hint = session_file_hint(run_id, store, transcript_records=transcript)
-    if hint is not None and report.changed:
+        # The verdict says the transcript is empty and the run not complete: the hint
+        # gives the next step alone, not the same words again.
+        hint = session_file_hint(run_id, store, transcript_records=transcript, explain=False)
+    if hint is not None:
         verdict += ", with an empty transcript (not complete)"
     out_console.print(f"run {run_id}: {verdict}", markup=False)
     if hint is not None:

@@ -447,14 +447,20 @@ files are all imported)."""
 
 
 def session_file_hint(
-    run_id: str, store: str | os.PathLike[str] | None = None, *, transcript_records: int
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    transcript_records: int,
+    explain: bool = True,
 ) -> str | None:
     """What to do about a run its hooks captured whose transcript holds nothing
     (``transcript_records`` is 0): the hooks saw the session, but no turn's end sealed its
     session file into the run (the session was stopped before its first turn ended, or
     the file was gone). ``agc import`` of that file, once it is there, adds it to the run
     (an empty transcript is continued by the file's lines; the hooks keep their tool
-    events). ``None`` for any other run. Never raises."""
+    events). ``explain=False``: the command alone, for a caller that has said already
+    that the transcript is empty and the run not complete. ``None`` for any other run.
+    Never raises."""
     if transcript_records:
         return None
     from agc.flows._hook import (  # noqa: PLC0415 - an empty run only
@@ -474,6 +480,8 @@ def session_file_hint(
     words = f"agc import {where}"
     if store is not None:
         words += f" --store {shlex.quote(str(store))}"
+    if not explain:
+        return f"once {client} session {session}'s file is there, `{words}` adds it to the run"
     return (
         f"the transcript of run {run_id} is empty: its hooks saw {client} session "
         f"{session}, but no turn's end sealed the session file into it (the session was "
