@@ -184,9 +184,9 @@ class MissingExtraError(UsageError):
             where = json.loads(direct_url) if direct_url else None
         except ValueError:
             return fallback
-        url = where.get("url") if isinstance(where, dict) else None
-        if not isinstance(url, str):
+        if not isinstance(where, dict) or not isinstance(where.get("url"), str):
             return fallback
+        url = where["url"]
         vcs = where.get("vcs_info")
         if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
             commit = vcs.get("requested_revision") or vcs.get("commit_id")
