@@ -142,3 +142,42 @@ def test_a_session_not_captured_says_nothing_of_a_run(
     _write_session(session)
     assert main(["resume", str(session), "--in-place", "--strategy", "strip", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["captured_run"] is None
+
+
+def test_a_gemini_cli_session_file_repaired_in_place_is_said_the_same_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same for the Gemini CLI: its real session file (a result recorded twice) is
+    repaired where the client keeps it, a line its turn's seal took changes, and the
+    run's next seal keeps session-file-changed, as the warning says."""
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "gemini"
+    session_id = "00000000-0000-4000-8000-000000000001"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("AGC_HOME", raising=False)
+    store = tmp_path / "store"
+    store.mkdir()
+    assert main(["hooks", "install", "--client", "gemini", "--store", str(store)]) == 0
+    chats = tmp_path / "home" / ".gemini" / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True)
+    (chats.parent / ".project_root").write_text("/home/user/project")
+    session = chats / "session-2026-12-06T20-59-00000000.jsonl"
+    session.write_bytes((real / "session-file.jsonl").read_bytes())
+
+    def fire(name: str) -> str | None:
+        event = {"session_id": session_id, "hook_event_name": name, "transcript_path": str(session)}
+        outcome = capture_hook_event("gemini", json.dumps(event).encode(), store=store)
+        return None if outcome.failure is None else outcome.failure.code
+
+    assert fire("SessionStart") is None
+    assert fire("AfterAgent") is None  # the turn's end seals the file
+    capsys.readouterr()
+    argv = ["resume", str(session), "--in-place", "--strategy", "synthesize", "--json"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    captured = json.loads(out)["captured_run"]
+    assert captured["run_id"] == run_id_for("gemini", session_id)
+    assert isinstance(captured["changed_line"], int)
+    assert f"agc-verify {captured['run_id']} fails (transcript-diverges" in err
+    assert fire("AfterAgent") == "session-file-changed"

@@ -941,6 +941,8 @@ def _repair(
             project=Path(step.cwd) if step.cwd else None,
         )
     if as_json:
+        if captured is not None and backup is not None:  # said on stderr with --json too
+            _print_captured(captured, source, backup)
         emit_json(
             {
                 "schema_version": SCHEMA_VERSION,
