@@ -436,3 +436,27 @@ def test_recover_seals_the_session_file_the_hooks_named(
     assert agc(["import", str(session), "--store", str(other)]) == 0
     assert len(list(iter_records(RUN, other))) == len(written)
     assert verify([RUN, "--store", str(other)]) == 0
+
+
+def test_recover_of_a_session_file_changed_where_it_was_sealed_adds_nothing_and_says_so(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Killed mid-turn after a turn's seal, its session file then edited where that seal
+    took it: `agc recover` seals the run and adds nothing of the file, saying why."""
+    session = tmp_path / "chat.jsonl"
+    written = _lines(CALLS[:1])
+    session.write_text("".join(line + "\n" for line in written))
+    capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)
+    assert capture_hook_event("claude-code", _hook("Stop", session), store=store).failure is None
+    event = _hook("PreToolUse", session, tool_name="Bash", tool_input={}, tool_use_id="toolu_9")
+    assert capture_hook_event("claude-code", event, store=store).failure is None
+    # killed here; the first line is then rewritten
+    edited = [written[0].replace('"go"', '"went"'), *written[1:]]
+    session.write_text("".join(line + "\n" for line in edited))
+    sealed = len(list(iter_records(RUN, store)))
+    capsys.readouterr()
+    assert agc(["recover", RUN, "--store", str(store), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["session_file"]["status"], report["session_file"]["line"]) == ("diverges", 1)
+    assert len(list(iter_records(RUN, store))) == sealed
+    assert agc(["recover", RUN, "--store", str(store)]) == 0  # sealed now: nothing to do

@@ -187,6 +187,8 @@ def recover_command(
             "unchanged": "nothing new",
             "diverges": f"not added: it changed where the run had sealed it (line "
             f"{imported.line}; agc-verify reports transcript-diverges)",
+            "failed": "not added: "
+            + (imported.error.message if imported.error is not None else "it failed"),
         }.get(imported.status, imported.status)
         out_console.print(f"{'transcript':<12} session file {imported.path}: {said}", markup=False)
     hint = None

@@ -502,10 +502,9 @@ def import_recorded_session_file(
 
     ``None`` when the store is not a folder, the run's tool events are not its hooks'
     records, its hooks named no file (or agc did not keep it: a run captured by an
-    earlier release), or that file is gone or is another session's.
-
-    Raises:
-        as :func:`import_session_file`.
+    earlier release), or that file is gone or is another session's; ``failed`` (with
+    its error) when the import of the file failed. Never raises on the file or the
+    store.
     """
     from agc.flows._hook import (  # noqa: PLC0415 - a recovery only
         captured_session,
@@ -525,7 +524,10 @@ def import_recorded_session_file(
         return None
     if named != (client, session):  # another session's file is at that path now
         return None
-    return import_session_file(path, store=store, signing_key=signing_key)
+    try:
+        return import_session_file(path, store=store, signing_key=signing_key)
+    except AgcError as exc:  # the recovery stands; what became of the file is said
+        return ImportOutcome(path, "failed", run_id, error=exc)
 
 
 def codex_sessions_folder() -> Path:
