@@ -72,7 +72,9 @@ def _block(monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...], fresh: tuple
 def _says_the_extra(err: str, extra: str) -> None:
     assert "Traceback" not in err
     assert "error: " in err
-    assert f"hint: pip install 'agc[{extra}]'" in err
+    assert f"hint: {MissingExtraError.install_hint(extra)}" in err
+    # never the PyPI project of the same name
+    assert f"'agc[{extra}]'" not in err
 
 
 def test_the_error_names_the_feature_the_package_and_the_extra() -> None:
@@ -86,9 +88,42 @@ def test_the_error_names_the_feature_the_package_and_the_extra() -> None:
     assert error.to_dict() == {
         "code": "missing-extra",
         "message": "an s3:// store needs the optional package 'boto3', which is not "
-        "installed: it comes with agc[s3]",
-        "hint": "pip install 'agc[s3]'",
+        "installed: it comes with agc's s3 extra",
+        "hint": MissingExtraError.install_hint("s3"),
     }
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "hint"),
+    [
+        # a clone installed editable (`make demo`, `pip install -e ./agc`)
+        (
+            '{"url": "file:///home/u/src/agc", "dir_info": {"editable": true}}',
+            "pip install -e '/home/u/src/agc[s3]'",
+        ),
+        # a clone installed as a copy, a path with a space in it
+        ('{"url": "file:///home/u/my%20agc", "dir_info": {}}', "pip install '/home/u/my agc[s3]'"),
+        # from its repository, as the CI recipe installs it
+        (
+            '{"url": "https://example.com/agc", "vcs_info": {"vcs": "git", '
+            '"requested_revision": "v0.1.0", "commit_id": "0123abcd"}}',
+            "pip install 'agc[s3] @ git+https://example.com/agc@v0.1.0'",
+        ),
+        # where it came from is not known (a wheel, no direct_url.json, not JSON)
+        ("", "in agc's clone: pip install -e '.[s3]'"),
+        (
+            '{"url": "https://example.com/agc-0.1.0.tar.gz", "archive_info": {}}',
+            "in agc's clone: pip install -e '.[s3]'",
+        ),
+        ("{", "in agc's clone: pip install -e '.[s3]'"),
+    ],
+)
+def test_the_hint_adds_the_extra_to_agc_where_it_was_installed_from(
+    direct_url: str, hint: str
+) -> None:
+    # PEP 610's direct_url.json says where pip took agc from; `pip install 'agc[s3]'`
+    # would fetch the unrelated PyPI project named agc.
+    assert MissingExtraError.install_hint("s3", direct_url) == hint
 
 
 @pytest.mark.parametrize("name", ["agc.integrity._nothing", None])
@@ -127,7 +162,7 @@ def test_the_http_app_of_agc_serve_needs_the_serve_extra(monkeypatch: pytest.Mon
     assert serve.ServeConfig is not None  # the rest of the front door is there
     with pytest.raises(MissingExtraError) as raised:
         serve.create_app  # noqa: B018 - the lazy attribute is the import
-    assert raised.value.hint == "pip install 'agc[serve]'"
+    assert raised.value.hint == MissingExtraError.install_hint("serve")
     assert "'starlette'" in raised.value.message
 
 
@@ -144,7 +179,7 @@ def test_the_codex_mcp_server_session_needs_the_serve_extra(
     assert make("app-server").protocol == "app-server"
     with pytest.raises(MissingExtraError) as raised:
         make("mcp-server")
-    assert raised.value.hint == "pip install 'agc[serve]'"
+    assert raised.value.hint == MissingExtraError.install_hint("serve")
     assert "codex mcp-server" in raised.value.message
 
 

@@ -126,10 +126,11 @@ class UsageError(AgcError):
 class MissingExtraError(UsageError):
     """A feature needs an optional dependency that is not installed (exit 2): an extra of
     the ``agc`` distribution (PEP 508 ``agc[s3]``, declared in ``pyproject.toml``).
-    The hint is the ``pip install`` command that adds it."""
+    The hint is the ``pip install`` command that adds it to agc as it is installed
+    (:meth:`install_hint`): agc is not on PyPI, where ``agc`` is another project."""
 
     code = "missing-extra"
-    default_hint = "pip install 'agc[all]'"
+    default_hint = "in agc's clone: pip install -e '.[all]'"
 
     @classmethod
     @contextmanager
@@ -150,9 +151,55 @@ class MissingExtraError(UsageError):
                 raise
             raise cls(
                 f"{feature} needs the optional package {missing!r}, which is not "
-                f"installed: it comes with agc[{extra}]",
-                hint=f"pip install 'agc[{extra}]'",
+                f"installed: it comes with agc's {extra} extra",
+                hint=cls.install_hint(extra),
             ) from exc
+
+    @staticmethod
+    def install_hint(extra: str, direct_url: str | None = None) -> str:
+        """The ``pip install`` command that adds ``extra`` to agc where it was installed
+        from, read from the installed distribution's ``direct_url.json`` (PEP 610):
+
+        * a folder (a clone): ``pip install -e '/path/to/agc[s3]'`` (``-e`` when it was
+          installed editable);
+        * a Git repository: ``pip install 'agc[s3] @ git+https://…@<commit>'``;
+        * else (not known): the clone's own, ``in agc's clone: pip install -e '.[s3]'``.
+
+        Never ``pip install 'agc[s3]'``: the ``agc`` on PyPI is an unrelated project.
+        ``direct_url``: the file's text (default: read from the installed ``agc``; empty:
+        none, as for a distribution installed from an archive or not installed at all).
+        """
+        # Imported here: every command loads this module, and only this error needs them.
+        import json  # noqa: PLC0415
+        import shlex  # noqa: PLC0415
+        from importlib.metadata import PackageNotFoundError, distribution  # noqa: PLC0415
+        from urllib.parse import unquote, urlsplit  # noqa: PLC0415
+
+        if direct_url is None:
+            try:
+                direct_url = distribution("agc").read_text("direct_url.json")
+            except (PackageNotFoundError, OSError):
+                direct_url = None
+        fallback = f"in agc's clone: pip install -e '.[{extra}]'"
+        try:
+            where = json.loads(direct_url) if direct_url else None
+        except ValueError:
+            return fallback
+        if not isinstance(where, dict) or not isinstance(where.get("url"), str):
+            return fallback
+        url = where["url"]
+        vcs = where.get("vcs_info")
+        if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
+            commit = vcs.get("requested_revision") or vcs.get("commit_id")
+            at = f"@{commit}" if isinstance(commit, str) and commit else ""
+            requirement = f"agc[{extra}] @ {vcs['vcs']}+{url}{at}"
+            return f"pip install {shlex.quote(requirement)}"
+        parts = urlsplit(url)
+        dir_info = where.get("dir_info")
+        if parts.scheme != "file" or not isinstance(dir_info, dict):
+            return fallback
+        editable = "-e " if dir_info.get("editable") is True else ""
+        return f"pip install {editable}{shlex.quote(f'{unquote(parts.path)}[{extra}]')}"
 
 
 class RunIdInvalidError(UsageError):

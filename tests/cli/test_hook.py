@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -149,3 +150,57 @@ def test_the_http_port_of_the_installed_command_is_read_and_checked(
     else:
         assert [f.code for f in failures] == ["usage"]
         assert "is not a TCP port" in failures[0].message
+
+
+class _Terminal(io.BytesIO):
+    """A standard input that is a terminal: a person typed the command."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        raise AssertionError("a terminal is not read for an event when the arguments are bad")
+
+    @property
+    def buffer(self) -> _Terminal:
+        return self
+
+
+@pytest.mark.parametrize("args", [[], ["--client", "cursor"], ["--client"], ["--verbose"]])
+@pytest.mark.parametrize("entry", [main, agc_main], ids=["typer", "fast-path"])
+def test_bad_arguments_typed_at_a_terminal_are_a_usage_error(
+    entry: object,
+    args: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # No client runs it (a client sends the event on a pipe): exit 2, the usage, nothing
+    # kept as a capture failure.
+    store = tmp_path / "store"
+    store.mkdir()
+    monkeypatch.setenv("AGC_HOME", str(store))
+    monkeypatch.setattr(sys, "stdin", _Terminal())
+    assert entry(["hook", *args]) == 2  # type: ignore[operator]
+    out, err = capsys.readouterr()
+    assert out == ""
+    problem, usage = err.splitlines()
+    assert problem.startswith("agc hook: ")
+    assert usage == "usage: agc hook --client claude-code|codex|gemini [--store S] < event.json"
+    assert capture_failures(store) == []
+
+
+def test_the_failure_of_a_hook_without_arguments_reads_plainly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # run by a client (a pipe): exit 0, and the failure names the command as typed
+    store = tmp_path / "store"
+    store.mkdir()
+    monkeypatch.setenv("AGC_HOME", str(store))
+    feed_stdin(monkeypatch, json.dumps(EVENT).encode())
+    assert agc_main(["hook"]) == 0
+    err = capsys.readouterr().err
+    assert "agc hook: --client is required" in err
+    assert "agc hook :" not in err
+    (failure,) = capture_failures(store)
+    assert failure.message == "agc hook: --client is required"

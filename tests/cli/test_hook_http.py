@@ -1,7 +1,7 @@
 """The resident capture process's HTTP listener (Claude Code's HTTP hooks): only the
-holder of the secret is heard, a body is capped, a slow peer is cut off, a replay is not
-captured twice, an event is captured as the socket captures it, and what the listener
-could not hear is said at the session's next synchronous event."""
+holder of the secret is heard, a body is capped, a slow peer is cut off, a replay is
+captured once and fails nothing, an event is captured as the socket captures it, and
+what the listener could not hear is said at the session's next synchronous event."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agc.capture import HttpHook, keep_http_hook, run_id_for
+from agc.capture import HttpHook, keep_http_hook, read_http_hook, run_id_for
 from agc.cli import _hookclient, _hookhttp, _hookserve
 from agc.flows import capture_failures
 from tests.conftest import examples
@@ -95,9 +95,15 @@ class Resident:
             return _hookclient.exchange(sock, _hookclient.request(self.args(), data, env))
 
     def post(
-        self, data: bytes, *, secret: str | None = None, headers: dict[str, str] | None = None
+        self,
+        data: bytes,
+        *,
+        secret: str | None = None,
+        headers: dict[str, str] | None = None,
+        store: Path | None = None,
     ) -> int:
-        """POST an event as Claude Code does; the status."""
+        """POST an event as Claude Code does (to the hook of ``store``, default this
+        resident's); the status."""
         conn = http.client.HTTPConnection("127.0.0.1", self.hook.port, timeout=10)
         sent = {"Content-Type": "application/json"}
         token = self.hook.secret if secret is None else secret
@@ -105,7 +111,8 @@ class Resident:
             sent["Authorization"] = f"Bearer {token}"
         sent |= headers or {}
         try:
-            conn.request("POST", self.hook.url("claude-code", str(self.store)), data, sent)
+            where = str(self.store if store is None else store)
+            conn.request("POST", self.hook.url("claude-code", where), data, sent)
             return conn.getresponse().status
         finally:
             conn.close()
@@ -216,21 +223,47 @@ def test_a_peer_that_trickles_its_request_is_cut_off(
     assert resident.post(_event("PreToolUse", 1)) == 200
 
 
-def test_a_replayed_event_is_not_captured_twice_and_its_failure_is_kept(
-    resident: Resident,
+@settings(
+    max_examples=examples(10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(sends=st.lists(st.integers(1, 3), min_size=1, max_size=4))
+def test_a_replayed_event_is_captured_once_and_fails_nothing(
+    resident: Resident, sends: list[int]
 ) -> None:
+    """Each of a turn's tool events sent 1 to 3 times (a replay, or a retry of a request
+    whose answer was lost): every request is answered 200, each event is in the run once,
+    and no failure is kept against the run, which holds every event (a 409 that kept a
+    failure made the run fail for good)."""
     resident.sync(_event("SessionStart", source="startup"))
     resident.sync(_event("UserPromptSubmit", prompt="go"))
-    event = _event("PreToolUse", 7)
-    assert resident.post(event) == 200
-    assert resident.post(event) == 409
+    base = len(_client_events(resident.store))
+    unique = [_event("PreToolUse", 1000 * base + index) for index in range(len(sends))]
+    for event, times in zip(unique, sends, strict=True):
+        assert [resident.post(event) for _ in range(times)] == [200] * times
     resident.sync(_event("Stop"))
-    assert [r["call_id"] for r in _client_events(resident.store) if r["hook"] == "PreToolUse"] == [
-        "toolu_7"
-    ]
-    (failure,) = capture_failures(resident.store)
-    assert (failure.code, failure.run_id) == ("hook-event-invalid", RUN)
-    assert "replay" in failure.message
+    calls = [r["call_id"] for r in _client_events(resident.store) if r["hook"] == "PreToolUse"]
+    assert calls[-len(unique) :] == [json.loads(e)["tool_use_id"] for e in unique]
+    assert len(calls) == len(set(calls))
+    assert [f for f in capture_failures(resident.store) if "replay" in f.message] == []
+
+
+def test_the_same_event_for_another_store_is_captured_there_too(
+    resident: Resident, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    resident.sync(_event("SessionStart", source="startup"))
+    event = _event("PreToolUse", 3)
+    assert resident.post(event) == 200
+    assert resident.post(event, store=other) == 200
+    resident.sync(_event("Stop"))
+    for store in (resident.store, other):
+        deadline = time.monotonic() + 30
+        while not [r for r in _client_events(store) if r.get("call_id") == "toolu_3"]:
+            assert time.monotonic() < deadline, f"the event never reached {store}"
+            time.sleep(0.01)
 
 
 def test_a_resident_started_after_the_session_s_previous_event_keeps_the_gap(
@@ -458,3 +491,53 @@ def _held_then_taken_back(
         second.join()
     assert [r["call_id"] for r in _client_events(store)] == ["toolu_1"]
     assert not keeper.exists()  # the second resident (keep off) handed it to none
+
+
+def test_hooks_status_says_whether_the_resident_runs_and_the_port_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agc hooks status` tells whether the resident capture process the installed hook
+    command uses answers, and whether the HTTP hooks' port listens; asking keeps no
+    capture failure (the port is not connected to: a connection that sends no event
+    would read, for the listener, as an event it may have lost)."""
+    from agc.cli.app import main  # noqa: PLC0415
+
+    for name in ("CLAUDE_CONFIG_DIR", "AGC_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # the resident's socket folder
+    store = tmp_path / "store"
+    store.mkdir()
+    assert main(["hooks", "install", "--client", "claude-code", "--store", str(store)]) == 0
+    capsys.readouterr()
+
+    def status() -> dict[str, Any]:
+        assert main(["hooks", "status", "--client", "claude-code", "--json"]) == 0
+        (client,) = json.loads(capsys.readouterr().out)["clients"]
+        assert isinstance(client["resident"], dict)
+        return client["resident"]
+
+    before = status()
+    assert (before["running"], before["http_listening"]) == (False, False)
+    assert before["socket"].startswith(str(tmp_path / "agc"))
+    assert main(["hooks", "status", "--client", "claude-code"]) == 0
+    said = capsys.readouterr().out
+    assert "resident capture process: not running" in said
+    assert "HTTP listener on 127.0.0.1:" in said
+    assert ": not listening" in said
+    hook = read_http_hook()
+    assert hook is not None
+    resident = Resident(Path(before["socket"]), state, store, hook)
+    try:
+        assert status()["running"] is True
+        resident.sync(_event("SessionStart", source="startup"))  # makes it listen
+        assert status() == {"running": True, "socket": before["socket"], "http_listening": True}
+        assert main(["hooks", "status", "--client", "claude-code"]) == 0
+        said = capsys.readouterr().out
+        assert f"resident capture process: running (socket {before['socket']})" in said
+        assert f"HTTP listener on 127.0.0.1:{hook.port}: listening" in said
+    finally:
+        resident.stop()
+    assert capture_failures(store) == []

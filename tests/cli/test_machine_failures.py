@@ -461,11 +461,13 @@ def test_an_errors_json_on_a_full_stdout_is_exit_3(tmp_path: Path, argv: list[st
     ("argv", "code"),
     [
         (["import", "missing.jsonl", "--run-id", "r1"], ExitCode.USAGE),
-        (["runs", "--store", "nonexistent"], ExitCode.UNREADABLE),
+        (["runs", "--store", "nonexistent"], ExitCode.USAGE),
+        # a store whose audit/ is a file: it cannot be read
+        (["runs", "--store", "unreadable"], ExitCode.UNREADABLE),
         (["import", "in.jsonl", "--run-id", "r2"], ExitCode.OK),
         (["report", "--all", "--csv", "-"], ExitCode.OK),
     ],
-    ids=["usage", "unreadable", "import", "report"],
+    ids=["usage", "missing-store", "unreadable", "import", "report"],
 )
 def test_a_full_stderr_keeps_the_commands_exit_code(
     tmp_path: Path, argv: list[str], code: int
@@ -476,6 +478,8 @@ def test_a_full_stderr_keeps_the_commands_exit_code(
     # say it, the command's exit code stands, as agc-verify's quick path does.
     (tmp_path / "in.jsonl").write_bytes(_lines(2))
     write_run(tmp_path / "store")
+    (tmp_path / "unreadable").mkdir()
+    (tmp_path / "unreadable" / "audit").write_bytes(b"not a folder")
     script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main({argv!r}))\n"
     with open("/dev/full", "w") as full_disk:
         done = subprocess.run(

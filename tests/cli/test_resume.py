@@ -557,3 +557,13 @@ def test_a_repair_not_written_gives_no_resume_command(
     assert "next:" not in err
     assert main(["resume", str(source), "--out", str(tmp_path / "fixed.jsonl")]) == 0
     assert "&& claude --resume" in capsys.readouterr().err
+
+
+def test_the_summary_line_counts_in_english(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the golden rollout holds exactly one call and no result: "1 tool call", not "1 tool calls"
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent / "resume" / "golden")
+    assert main(["resume", "codex-rollout-in-flight.jsonl", "--check"]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "codex-rollout: 3 messages, 1 tool call, 0 tool results"

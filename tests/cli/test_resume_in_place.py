@@ -52,9 +52,12 @@ def test_in_place_replaces_the_file_with_its_repair_and_keeps_the_original(
     assert main(["resume", str(path), "--check"]) == 0
     assert f"the original is kept at {backup}" in err
     # the Codex rollout names its start and id; the Claude Code sample names no working
-    # directory and no Claude home holds it, so no path can be given for it
-    resume = {"codex-rollout-in-flight": "resume with: codex resume sess"}.get(case)
-    assert (resume in err) if resume else ("next:" not in err)
+    # directory and no Claude home holds it, so no path can be given for it: said so
+    resume = {
+        "codex-rollout-in-flight": "resume with: codex resume sess",
+        "claude-code-in-flight": "next: no resume step: no file of session ",
+    }[case]
+    assert resume in err
     # a second repair finds nothing to do and leaves the file and the backups alone
     assert main(["resume", str(path), "--in-place", "--strategy", strategy]) == 0
     assert _backups(path) == [backup]
@@ -186,7 +189,11 @@ def test_a_repair_to_out_says_where_the_client_reads_it_and_how_to_resume(
     assert main(["resume", str(source), "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert f"next: Claude Code reads session s1 from {home}" in err
-    assert f"cp -- {out} {home} after moving the file there now aside" in err
+    assert (
+        f"next: Claude Code reads session s1 from {home}. To put the repair there, first "
+        "move the file that is there now aside (it is the session before the repair), "
+        f"then run: cp -- {out} {home}"
+    ) in err
     assert "resume with: claude --resume s1" in err
     # repaired where the client reads it: in place, and the next step is the command
     assert main(["resume", str(home), "--in-place", "--json"]) == 0

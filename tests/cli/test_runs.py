@@ -76,7 +76,7 @@ def test_runs_of_an_empty_or_missing_store(
 ) -> None:
     assert main(["runs", "--store", str(store)]) == 0
     assert "no runs in store" in capsys.readouterr().err
-    assert main(["runs", "--store", str(tmp_path / "nowhere")]) == ExitCode.UNREADABLE
+    assert main(["runs", "--store", str(tmp_path / "nowhere")]) == ExitCode.USAGE
     assert list_runs(store) == []
 
 
@@ -231,7 +231,9 @@ def test_a_default_store_nothing_made_yet_is_empty_and_a_named_missing_one_an_er
 ) -> None:
     """A new user's first `agc runs` / `agc-verify --all` (no --store, nothing recorded
     yet): the default store is read as empty, not as a store that cannot be read; a
-    --store that names no folder (a mistyped path) stays a store error."""
+    --store that names no folder (a mistyped path) is an input error naming it for
+    `agc runs` (exit 2, as any missing file named on the command line), and stays a
+    store that cannot be read for the gate (exit 3)."""
     from agc.cli.verify_main import main as verify  # noqa: PLC0415
 
     default = Path(os.environ["AGC_HOME"])
@@ -244,7 +246,11 @@ def test_a_default_store_nothing_made_yet_is_empty_and_a_named_missing_one_an_er
     assert "holds no run" in capsys.readouterr().out
     assert not default.exists()  # reading made nothing
     missing = tmp_path / "typo"
-    assert main(["runs", "--store", str(missing)]) == ExitCode.UNREADABLE
+    assert main(["runs", "--store", str(missing)]) == ExitCode.USAGE
+    assert f"error: store {missing} does not exist" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("x")
+    assert main(["runs", "--store", str(tmp_path / "a-file")]) == ExitCode.USAGE
+    assert "is not a folder" in capsys.readouterr().err
     assert verify(["--all", "--store", str(missing)]) == ExitCode.UNREADABLE
 
 

@@ -399,3 +399,64 @@ def test_no_capture_failure_can_be_removed_from_beside_the_run_once_it_is_sealed
         assert finding["actual"] == {"failures": failed, "codes": ["run-locked"]}
     else:  # (the file holds none of the calls: only the failures are looked at)
         assert found == []
+
+
+def test_recover_seals_the_session_file_the_hooks_named(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session killed before its first turn's end: `agc recover` seals the session file
+    the hooks named (wherever it is, whatever its name) into the run, as that turn's end
+    would have; gone at recovery, the hint names that very file."""
+    session = tmp_path / "elsewhere" / "chat.jsonl"  # no client's usual place or name
+    session.parent.mkdir()
+    calls = CALLS[:1]
+    capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)
+    for name in ("PreToolUse", "PostToolUse"):
+        event = _hook(name, session, tool_name="Bash", tool_input={}, tool_use_id="toolu_1")
+        assert capture_hook_event("claude-code", event, store=store).failure is None
+    # killed here: no Stop. The hint then names the file the hooks named, not a guess.
+    other = tmp_path / "other-store"
+    shutil.copytree(store, other)
+    assert agc(["recover", RUN, "--store", str(other)]) == 0
+    said = capsys.readouterr()
+    assert "empty transcript" in said.out
+    assert f"`agc import {session} --store {other}`" in said.err
+    # the file there now: recovery seals it into the run itself
+    written = _lines(calls)
+    session.write_text("".join(line + "\n" for line in written))
+    assert agc(["recover", RUN, "--store", str(store), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["session_file"]["path"] == str(session)
+    assert report["session_file"]["records"] == len(written)
+    assert [json.loads(line)["payload"] for line, _ in iter_records(RUN, store)] == [
+        json.loads(line) for line in written
+    ]
+    assert verify([RUN, "--store", str(store)]) == 0
+    # the hint's import (after the file came) adds it to the same run, not a new one
+    assert agc(["import", str(session), "--store", str(other)]) == 0
+    assert len(list(iter_records(RUN, other))) == len(written)
+    assert verify([RUN, "--store", str(other)]) == 0
+
+
+def test_recover_of_a_session_file_changed_where_it_was_sealed_adds_nothing_and_says_so(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Killed mid-turn after a turn's seal, its session file then edited where that seal
+    took it: `agc recover` seals the run and adds nothing of the file, saying why."""
+    session = tmp_path / "chat.jsonl"
+    written = _lines(CALLS[:1])
+    session.write_text("".join(line + "\n" for line in written))
+    capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)
+    assert capture_hook_event("claude-code", _hook("Stop", session), store=store).failure is None
+    event = _hook("PreToolUse", session, tool_name="Bash", tool_input={}, tool_use_id="toolu_9")
+    assert capture_hook_event("claude-code", event, store=store).failure is None
+    # killed here; the first line is then rewritten
+    edited = [written[0].replace('"go"', '"went"'), *written[1:]]
+    session.write_text("".join(line + "\n" for line in edited))
+    sealed = len(list(iter_records(RUN, store)))
+    capsys.readouterr()
+    assert agc(["recover", RUN, "--store", str(store), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["session_file"]["status"], report["session_file"]["line"]) == ("diverges", 1)
+    assert len(list(iter_records(RUN, store))) == sealed
+    assert agc(["recover", RUN, "--store", str(store)]) == 0  # sealed now: nothing to do

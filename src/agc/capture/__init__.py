@@ -59,6 +59,7 @@ if _TYPE_CHECKING:
         http_settings_path,
         keep_http_hook,
         listener_owner,
+        port_listening,
         read_http_hook,
     )
     from agc.capture._install import (
@@ -128,6 +129,7 @@ __all__ = [
     "move_http_hooks",
     "parse_hook_event",
     "parse_session",
+    "port_listening",
     "read_http_hook",
     "run_id_for",
     "uninstall_hooks",
@@ -162,6 +164,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "http_settings_path",
         "keep_http_hook",
         "listener_owner",
+        "port_listening",
         "read_http_hook",
     ),
     "agc.capture._install": (

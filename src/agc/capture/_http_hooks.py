@@ -53,6 +53,7 @@ __all__ = [
     "is_agc_url",
     "keep_http_hook",
     "listener_owner",
+    "port_listening",
     "read_http_hook",
 ]
 
@@ -223,21 +224,40 @@ def listener_owner(port: int) -> int | None:
     (that address, every IPv4 address, or every IPv6 address of a dual-stack socket),
     from Linux's ``/proc/net/tcp`` and ``/proc/net/tcp6``; ``None`` when none listens
     or they cannot be read."""
+    uids = _listening_uids(port)
+    return uids[0] if uids else None
+
+
+def port_listening(port: int) -> bool | None:
+    """Whether a socket listens where a connection to 127.0.0.1:``port`` goes, read from
+    Linux's ``/proc/net/tcp`` and ``/proc/net/tcp6`` (never by connecting: to agc's
+    listener, a connection that sends no event reads as an event it may have lost);
+    ``None`` where neither table can be read."""
+    uids = _listening_uids(port)
+    return None if uids is None else bool(uids)
+
+
+def _listening_uids(port: int) -> list[int] | None:
+    """The uids of the sockets in state LISTEN where a connection to 127.0.0.1:``port``
+    goes, in table order; ``None`` when neither table can be read."""
     wanted = {
         f"0100007F:{port:04X}",
         f"00000000:{port:04X}",
         f"{'0' * 32}:{port:04X}",
         f"0000000000000000FFFF00000100007F:{port:04X}",
     }
+    uids: list[int] = []
+    read_any = False
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table, encoding="ascii") as handle:
                 rows = handle.read().splitlines()[1:]
         except OSError:
             continue
+        read_any = True
         for row in rows:
             fields = row.split()
             if len(fields) > 7 and fields[1] in wanted and fields[3] == _LISTEN:
                 with contextlib.suppress(ValueError):
-                    return int(fields[7])
-    return None
+                    uids.append(int(fields[7]))
+    return uids if read_any else None

@@ -100,14 +100,17 @@ def socket_dir(environ: "dict[str, str] | os._Environ[str]") -> "str | None":
     return folder
 
 
-def installation_key() -> str:
+def installation_key(executable: "str | None" = None, script: "str | None" = None) -> str:
     """Names the resident process of this interpreter and this agc (16 hex digits of the
     FNV-1a hash of both paths and this file's modification time): another installation,
-    or this one upgraded, has its own."""
-    here = os.path.abspath(__file__)
-    text = f"{sys.executable}\0{here}\0{os.stat(here).st_mtime_ns}".encode(
-        "utf-8", "surrogateescape"
-    )
+    or this one upgraded, has its own. ``executable`` and ``script``: those of another
+    hook command (default: this process's interpreter and this file).
+
+    Raises:
+        OSError: ``script`` cannot be read."""
+    here = os.path.abspath(__file__ if script is None else script)
+    python = sys.executable if executable is None else executable
+    text = f"{python}\0{here}\0{os.stat(here).st_mtime_ns}".encode("utf-8", "surrogateescape")
     value = 0xCBF29CE484222325
     for byte in text:
         value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
@@ -502,6 +505,32 @@ def main(argv: "list[str]") -> int:
     if answer:
         _say(answer)
     return 0
+
+
+def resident_answers(executable: str, script: str) -> "tuple[bool, str] | None":
+    """Whether the resident capture process of the hook command ``executable script``
+    accepts a connection on its socket, and the socket's path; ``None`` when there is no
+    private socket folder or the script cannot be read. A connection that sends nothing
+    is closed by the resident without a capture or a failure."""
+    folder = socket_dir(os.environ)
+    try:
+        key = installation_key(executable, script)
+    except OSError:
+        return None
+    if folder is None:
+        return None
+    import _socket  # noqa: PLC0415
+
+    path = os.path.join(folder, key + ".sock")
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(TAKE_WAIT_S)
+        sock.connect(path)
+    except OSError:
+        return False, path
+    finally:
+        sock.close()
+    return True, path
 
 
 def through_resident(argv: "list[str]", data: bytes) -> "tuple[bool, bytes | None]":

@@ -17,7 +17,12 @@ folder of the synchronous hook that made it listen).
 
 A request is answered at once: the body is read, the event queued for capture (the one
 capture path of the socket, :func:`agc.cli.hook.capture`, in arrival order) and ``200``
-returned, so the client never waits on the store. Refused, and never captured:
+returned, so the client never waits on the store. A request byte for byte one already
+taken for the same address (a replay, or a retry of a request whose answer was lost:
+every Claude Code event names its session, event and, for a tool event, its call id) is
+answered ``200`` too and not captured again: the event is in the run once, nothing was
+lost, so nothing is kept against the run (a ``409`` that kept a failure made the run
+fail for good over an event it holds). Refused, and never captured:
 
 * another path or method: ``404`` / ``405``;
 * a missing or wrong secret (compared with :func:`hmac.compare_digest`): ``401``, before
@@ -27,9 +32,6 @@ returned, so the client never waits on the store. Refused, and never captured:
   event's failure kept for the store, as an over-long event on the socket);
 * a request not whole within :data:`READ_S` seconds (the connection is shut: a client
   that trickles bytes cannot hold a thread); at most :data:`MAX_CONNECTIONS` at a time;
-* a body that is byte for byte one already captured (a replay: every Claude Code event
-  names its session, event and, for a tool event, its call id): ``409``, kept as a
-  capture failure of the run.
 
 What the listener cannot hear (it was not running, or another program holds the port)
 is lost to it: the session's next synchronous event is captured with the reason
@@ -301,7 +303,8 @@ class HookListener:
                 "the tool events; it was not captured",
             )
             return 403
-        digest = hashlib.sha256(body).digest()
+        # The address is part of what was sent: the same event for another store is its own.
+        digest = hashlib.sha256(query.encode("utf-8", "replace") + b"\0" + body).digest()
         with self._lock:
             origin = self._origins.get(session or "", self._origin)
             replay = digest in self._seen
@@ -310,16 +313,8 @@ class HookListener:
                 self._seen.popitem(last=False)
             if session is not None and session in self._open:
                 self._open[session] = (time.monotonic(), self._open[session][1])
-        if replay:
-            _keep(
-                args,
-                body,
-                origin,
-                "the same hook event was sent a second time over HTTP (a replay); it was "
-                "not captured again",
-            )
-            return 409
-        self._submit(args, body, origin)
+        if not replay:
+            self._submit(args, body, origin)
         return 200
 
     def refuse_large(self, query: str, head: bytes, length: int) -> None:

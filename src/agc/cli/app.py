@@ -80,7 +80,7 @@ SUBCOMMANDS: Final[tuple[Subcommand, ...]] = (
     Subcommand(
         "hook",
         "agc.cli.hook",
-        "Capture one client hook event into its session's run (always exits 0).",
+        "Capture one client hook event into its session's run.",
     ),
     Subcommand(
         "runs",

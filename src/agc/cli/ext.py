@@ -34,7 +34,7 @@ from agc.extensions import (
     project,
     stored_credential_warnings,
 )
-from agc.flows import describe_os_error, read_limited
+from agc.flows import counted, describe_os_error, read_limited
 
 __all__ = ["register"]
 
@@ -209,9 +209,11 @@ def import_command(
             results.append({"sourceName": path.name if raw else "", "error": exc.to_dict()})
             continue
         results.append(result.to_dict())
-        if not as_json:
-            _print_import(result)
         unrecognised = result.unrecognised()
+        # A source in which nothing was recognised is an error: said alone, not beside an
+        # "Imported" table of its one disabled item (the error names that item).
+        if not as_json and unrecognised is None:
+            _print_import(result)
         if unrecognised is not None:
             if exit_code == int(ExitCode.OK):
                 exit_code = int(unrecognised.exit_code)
@@ -250,11 +252,9 @@ def _warn_literals(result: ImportResult) -> None:
 
 
 def _print_import(result: ImportResult) -> None:
-    count = len(result.items)
+    said = "Already imported" if result.already else "Imported"
     out_console.print(
-        _printable(
-            f"Imported {result.source.original_name}: {count} item{'s' if count != 1 else ''}"
-        ),
+        _printable(f"{said} {result.source.original_name}: {counted(len(result.items), 'item')}"),
         markup=False,
         highlight=False,
     )

@@ -7,6 +7,12 @@ blocks a tool call on exit 2), done quickly. So it parses its own few arguments
 (:func:`run`, without typer: the installed command line is read on every tool call),
 and every problem, a bad argument included, is kept as a capture failure for
 ``agc hooks status`` and ``agc-verify`` and said in one line on stderr.
+
+A client always sends the event on a pipe: a standard input that is a terminal means a
+person typed ``agc hook``. Their bad arguments are a usage error (exit 2, the usage on
+stderr, nothing kept, stdin not read); a client's never are (exit 0: Claude Code and the
+Gemini CLI block the agent's action on a hook's exit 2, and show any other non-zero
+exit as a hook error).
 """
 
 import contextlib
@@ -16,13 +22,14 @@ import sys
 from typing import Annotated, BinaryIO, Final
 
 from agc.capture import CLIENTS, MAX_HOOK_EVENT_BYTES, ClientName
+from agc.exitcodes import ExitCode
 from agc.flows import capture_hook_event, record_capture_failure
 
 __all__ = ["HOOK_HELP", "keep_failure", "register", "run"]
 
 _SESSION: Final = re.compile(rb'"session_id"\s*:\s*("(?:[^"\\]|\\.){1,400}")')
 
-HOOK_HELP: Final = """Capture one client hook event into its session's run (always exits 0).
+HOOK_HELP: Final = """Capture one client hook event into its session's run.
 
 Installed by `agc hooks install` as the hook command of every event; it reads the
 event JSON the client sends on stdin, appends it to the run of the session
@@ -30,7 +37,8 @@ event JSON the client sends on stdin, appends it to the run of the session
 client's own session file as the run's transcript. It never stops the client: it
 exits 0 and prints nothing on stdout, whatever fails; a failure is kept (in the store's
 capture/failures.jsonl, else $XDG_STATE_HOME/agc/capture-failures.jsonl) and the run is
-then never complete for agc-verify.
+then never complete for agc-verify. Typed at a terminal (stdin is one, so no
+client runs it), bad arguments exit 2 with the usage instead.
 
 \b
 Examples:
@@ -67,6 +75,17 @@ def _parse(args: list[str]) -> tuple[ClientName | None, str | None, str | None]:
     return None, store, f"unknown client {client!r}; known: {', '.join(CLIENTS)}"
 
 
+USAGE: Final = "agc hook --client claude-code|codex|gemini [--store S] < event.json"
+
+
+def _is_terminal(stdin: BinaryIO | None) -> bool:
+    """Whether ``stdin`` is a terminal (a person, not a client, runs the hook)."""
+    try:
+        return stdin is not None and stdin.isatty()
+    except (OSError, ValueError):
+        return False
+
+
 def _read_event(stdin: BinaryIO | None) -> bytes:
     """The event bytes (one byte past the limit at most, so a larger event is refused
     whole); empty when stdin is closed or unreadable."""
@@ -88,9 +107,14 @@ def run(
     """``agc hook ARGS``: capture the event on ``stdin`` (default: the process's stdin);
     ``retry`` and ``unheard``: see :func:`agc.flows.capture_hook_event`.
 
-    Returns 0, always (see the module docstring)."""
+    Returns 0, except for bad arguments typed at a terminal: 2 (see the module
+    docstring)."""
     if stdin is None:
         stdin = sys.stdin.buffer if sys.stdin is not None else None
+    problem = _parse(args)[2]
+    if problem is not None and _is_terminal(stdin):
+        _say(f"agc hook: {problem}\nusage: {USAGE}\n")
+        return int(ExitCode.USAGE)
     message = capture(args, _read_event(stdin), retry=retry, unheard=unheard)
     if message:
         _say(message)
@@ -126,7 +150,7 @@ def capture(
         outcome = record_capture_failure(
             store=store,
             code="usage",
-            message=f"agc hook {' '.join(args)}: {problem}",
+            message=f"{' '.join(['agc hook', *args])}: {problem}",
             environ=environ,
         )
     else:

@@ -4,6 +4,7 @@ configuration."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ from agc.capture import (
     http_settings_path,
     install_hooks,
     keep_http_hook,
+    port_listening,
     uninstall_hooks,
 )
 from agc.cli.common import EPILOG, emit_json, err_console, new_app, write_lines
@@ -305,11 +307,64 @@ def _status_lines(status: ClientHooks, store: str | None = None) -> list[str]:
     if store is not None and status.command is not None and status.store != store:
         writes = status.store or "the default store"
         lines.append(f"  note: the hook writes to {writes}, not {store}")
+    lines.extend(_resident_lines(status))
     failure = status.last_failure
     if failure is not None:
         lines.append(
             f"  last capture failure: {failure.get('code')}: {failure.get('message')}"
             + _failure_context(failure)
+        )
+    return lines
+
+
+def _resident(status: ClientHooks) -> dict[str, Any] | None:
+    """Whether the resident capture process the installed hook command hands its events
+    to answers, and for HTTP hooks whether their port is listening:
+    ``{"running", "socket", "http_listening"}`` (``None`` when it cannot be told), or
+    ``None`` when no hook is installed. A hook command that is ``agc hook`` itself (one
+    process per event) has no resident: ``running`` is ``None`` and ``socket`` too."""
+    if status.command is None:
+        return None
+    from agc.cli._hookclient import resident_answers  # noqa: PLC0415
+
+    try:
+        words = shlex.split(status.command)
+    except ValueError:
+        words = []
+    script = next((w for w in words[1:] if Path(w).name == HOOK_CLIENT_SCRIPT.name), None)
+    answer = resident_answers(words[0], script) if script is not None else None
+    return {
+        "running": None if answer is None else answer[0],
+        "socket": None if answer is None else answer[1],
+        "http_listening": None if status.port is None else port_listening(status.port),
+    }
+
+
+def _resident_lines(status: ClientHooks) -> list[str]:
+    """What :func:`_resident` found, in words."""
+    found = _resident(status)
+    if found is None:
+        return []
+    running = found["running"]
+    if found["socket"] is None and running is None:
+        line = "  resident capture process: none (the hook command captures each event itself)"
+    elif running:
+        line = f"  resident capture process: running (socket {found['socket']})"
+    else:
+        line = (
+            "  resident capture process: not running (the client's next synchronous hook "
+            "event starts it)"
+        )
+    lines = [line]
+    listening = found["http_listening"]
+    if listening is not None:
+        where = f"127.0.0.1:{status.port}"
+        lines.append(
+            f"  HTTP listener on {where}: listening"
+            if listening
+            else f"  HTTP listener on {where}: not listening (tool events sent over HTTP "
+            "now are lost until the session's next synchronous hook event makes the "
+            "resident listen; that event keeps the gap as a capture failure)"
         )
     return lines
 
@@ -380,7 +435,8 @@ def status_command(
     considered = found if client is not None else [s for s in found if s.installed]
     ok = bool(considered) and all(status.will_run for status in considered)
     if as_json:
-        emit_json({"ok": ok, "clients": [status.to_dict() for status in found]})
+        clients_json = [{**status.to_dict(), "resident": _resident(status)} for status in found]
+        emit_json({"ok": ok, "clients": clients_json})
     else:
         write_lines([line for status in found for line in _status_lines(status, folder)])
     return int(ExitCode.OK if ok else ExitCode.FINDINGS)

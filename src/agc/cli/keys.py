@@ -10,7 +10,13 @@ import typer
 
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, new_app, out_console
 from agc.exitcodes import ExitCode
-from agc.flows import RunId, counted, recover_session_run, session_file_hint
+from agc.flows import (
+    RunId,
+    counted,
+    import_recorded_session_file,
+    recover_session_run,
+    session_file_hint,
+)
 from agc.integrity import (
     SigningKey,
     generate_keypair,
@@ -114,7 +120,7 @@ def recover_command(
             out_console.print("chain: added the missing newline after the last link")
         if healed.quarantined_bytes:
             out_console.print(
-                f"chain: moved a torn last line ({healed.quarantined_bytes} bytes) to "
+                f"chain: moved a torn last line ({counted(healed.quarantined_bytes, 'byte')}) to "
                 "audit/chain.jsonl.quarantine",
                 markup=False,
             )
@@ -133,12 +139,20 @@ def recover_command(
     # `agc recover --store`, which uploads them.
     was_uploaded = report.object_store is not None
     repaired = None if was_uploaded else recover_store(store)
+    transcript = next((a.records for a in report.artifacts if a.kind == "transcript"), None)
+    # A session its hooks captured, stopped before a turn's end sealed its session file:
+    # the file they named is sealed now, as that turn's end would have.
+    imported = None
+    if not was_uploaded and (report.changed or transcript == 0):
+        imported = import_recorded_session_file(run_id, store, signing_key=key)
+    if imported is not None and imported.status in {"imported", "appended"}:
+        transcript = (transcript or 0) + imported.records
     if as_json:
-        emit_json(
-            report.to_dict()
-            if repaired is None
-            else {**report.to_dict(), "store": repaired.to_dict()}
-        )
+        document = report.to_dict()
+        if repaired is not None:
+            document["store"] = repaired.to_dict()
+        document["session_file"] = None if imported is None else imported.to_dict()
+        emit_json(document)
         return int(ExitCode.OK)
     for artifact in report.artifacts:
         line = (
@@ -166,11 +180,23 @@ def recover_command(
         verdict = "recovered and sealed"
     else:
         verdict = "already sealed; nothing changed"
-    transcript = next((a.records for a in report.artifacts if a.kind == "transcript"), None)
+    if imported is not None:
+        said = {
+            "imported": f"{counted(imported.records, 'record')} added",
+            "appended": f"{counted(imported.records, 'record')} added as a new segment",
+            "unchanged": "nothing new",
+            "diverges": f"not added: it changed where the run had sealed it (line "
+            f"{imported.line}; agc-verify reports transcript-diverges)",
+            "failed": "not added: "
+            + (imported.error.message if imported.error is not None else "it failed"),
+        }.get(imported.status, imported.status)
+        out_console.print(f"{'transcript':<12} session file {imported.path}: {said}", markup=False)
     hint = None
     if transcript is not None and not was_uploaded:
-        hint = session_file_hint(run_id, store, transcript_records=transcript)
-    if hint is not None and report.changed:
+        # The verdict says the transcript is empty and the run not complete: the hint
+        # gives the next step alone, not the same words again.
+        hint = session_file_hint(run_id, store, transcript_records=transcript, explain=False)
+    if hint is not None:
         verdict += ", with an empty transcript (not complete)"
     out_console.print(f"run {run_id}: {verdict}", markup=False)
     if hint is not None:

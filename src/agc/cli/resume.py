@@ -44,6 +44,7 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
+    counted,
     describe_os_error,
     has_recorded_run,
     new_file_beside,
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from agc.cli.common import StoreOption
-    from agc.flows import ExecRollout
+    from agc.flows import ExecRollout, SessionCapture
     from agc.resume import (
         Change,
         FormatName,
@@ -374,8 +375,8 @@ def _print_findings(history: History, report: HistoryReport, limit: int) -> None
     """The report's verdict; its findings counted per code, then the first ``limit``."""
     say = _report().print
     say(
-        f"{report.format}: {report.messages} messages, {report.calls} tool calls, "
-        f"{report.results} tool results",
+        f"{report.format}: {counted(report.messages, 'message')}, "
+        f"{counted(report.calls, 'tool call')}, {counted(report.results, 'tool result')}",
         markup=False,
     )
     findings = report.findings  # the first `limit` at least, beside the counts of all
@@ -931,8 +932,22 @@ def _repair(
                 handle.write(result.data)
                 backup = commit()
         report = result.report
-    step = _resume.next_step(history)
+    found = _resume.find_next_step(history)
+    step, missing = (found, None) if isinstance(found, _resume.NextStep) else (None, found)
+    captured = None
+    if step is not None and backup is not None and source is not None:
+        # The file replaced may be one agc's hooks are capturing: how its run now verifies.
+        from agc.flows import session_capture  # noqa: PLC0415 - an in-place repair only
+
+        captured = session_capture(
+            step.client,
+            step.session_id,
+            source,
+            project=Path(step.cwd) if step.cwd else None,
+        )
     if as_json:
+        if captured is not None and backup is not None:  # said on stderr with --json too
+            _print_captured(captured, source, backup)
         emit_json(
             {
                 "schema_version": SCHEMA_VERSION,
@@ -941,6 +956,8 @@ def _repair(
                 "in_place": output.in_place,
                 "backup": str(backup) if backup is not None else None,
                 "next_step": step.to_dict() if step is not None else None,
+                "no_next_step": None if missing is None else missing.reason,
+                "captured_run": None if captured is None else captured.to_dict(),
                 "report": report.to_dict(),
                 "removed_calls": [change.to_dict() for change in _removed_calls(report)],
             }
@@ -969,6 +986,8 @@ def _repair(
             f"{source} replaced by its repair (valid); the original is kept at {backup}",
             markup=False,
         )
+        if captured is not None:
+            _print_captured(captured, source, backup)
     elif output.in_place:
         say(f"{source} left as it is: nothing to repair", markup=False)
     elif report.changes:
@@ -979,12 +998,47 @@ def _repair(
         )
     written = out is not None or output.to_stdout or backup is not None
     # A repair not written leaves the client's file as broken as it was: no next step.
-    if step is not None and (written or not report.changes):
-        _print_next(step, output, repaired=out or (source if backup is not None else None))
+    if written or not report.changes:
+        if step is not None:
+            _print_next(step, output, repaired=out or (source if backup is not None else None))
+        elif missing is not None and missing.session_file:
+            say(_printable(f"next: no resume step: {missing.reason}"), markup=False)
     return int(ExitCode.OK)
 
 
 _CLIENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+
+
+def _print_captured(captured: SessionCapture, source: Path | None, backup: Path) -> None:
+    """How the run agc's hooks capture the session replaced in place now verifies, and
+    what to do (stderr)."""
+    run, line = captured.run_id, captured.changed_line
+    about = (
+        f"{source} is the session file of run {run}, which agc's hooks capture into "
+        f"store {captured.store}"
+    )
+    if line is None:
+        err_console.print(
+            _printable(
+                f"note: {about}. The repair only added lines after what the run's seals "
+                "took, so the run still verifies: its next seal (the session's next turn "
+                "end) adds them."
+            ),
+            markup=False,
+        )
+        return
+    err_console.print(
+        _printable(
+            f"warning: {about}. The repair changed line {line} of what the run's seals "
+            f"took, so from the session's next turn end on, agc-verify {run} fails "
+            "(transcript-diverges: the seal keeps a session-file-changed failure) and "
+            "the run is never complete again; it keeps the session as sealed before the "
+            "repair, which is the record of this change. To keep the run verifiable "
+            f"instead, put the original back before the session goes on: "
+            f"mv -- {backup} {source}"
+        ),
+        markup=False,
+    )
 
 
 def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
@@ -992,23 +1046,26 @@ def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
     say = err_console.print
     client = _CLIENT_NAMES[step.client]
     at_home = repaired is not None and _same_file(repaired, step.path)
+    reads = f"next: {client} reads session {step.session_id} from {step.path}"
     if at_home or repaired is None:
+        say(_printable(reads), markup=False)
+    elif output.source is not None and _same_file(output.source, step.path):
         say(
-            _printable(f"next: {client} reads session {step.session_id} from {step.path}"),
+            _printable(
+                f"{reads}. To put the repair there, run: agc resume {output.source} "
+                "--in-place (it keeps a backup of the file)"
+            ),
             markup=False,
         )
     else:
+        first = (
+            "first move the file that is there now aside (it is the session before the "
+            "repair), then run"
+            if step.exists
+            else "run"
+        )
         say(
-            _printable(
-                f"next: {client} reads session {step.session_id} from {step.path}; put the "
-                f"repair there"
-                + (
-                    f" (agc resume {output.source} --in-place does it, keeping a backup)"
-                    if output.source is not None and _same_file(output.source, step.path)
-                    else f": cp -- {repaired} {step.path}"
-                    + (" after moving the file there now aside" if step.exists else "")
-                )
-            ),
+            _printable(f"{reads}. To put the repair there, {first}: cp -- {repaired} {step.path}"),
             markup=False,
         )
     for command in step.commands:

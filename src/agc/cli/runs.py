@@ -15,7 +15,7 @@ import typer
 from agc.cli.common import EPILOG, StoreOption, emit_json, err_console, write_lines
 from agc.errors import RunNotFoundError, UsageError
 from agc.exitcodes import ExitCode
-from agc.flows import SCHEMA_VERSION, RunId, StoreLayout, captured_session, open_store
+from agc.flows import SCHEMA_VERSION, RunId, StoreLayout, captured_session, counted, open_store
 from agc.integrity import (
     DiffSide,
     RunListing,
@@ -252,13 +252,13 @@ def diff_command(
     if as_json:
         emit_json(result.to_dict())
     elif result.equal:
-        write_lines([f"run {run_id} and {file} are equal ({result.run_lines} lines)"])
+        write_lines([f"run {run_id} and {file} are equal ({counted(result.run_lines, 'line')})"])
     else:
         line = result.run.line if result.run else 0
         write_lines(
             [
-                f"run {run_id} ({result.run_lines} lines) and {file} ({result.file_lines} "
-                f"lines) differ first at line {line}:",
+                f"run {run_id} ({counted(result.run_lines, 'line')}) and {file} "
+                f"({counted(result.file_lines, 'line')}) differ first at line {line}:",
                 _shown(result.run, "run "),
                 _shown(result.file_side, "file"),
             ]

@@ -112,8 +112,9 @@ if _TYPE_CHECKING:
         capture_hook_event,
         captured_session,
         record_capture_failure,
+        recorded_session_file,
     )
-    from agc.flows._hooks_status import hooks_status
+    from agc.flows._hooks_status import SessionCapture, hooks_status, session_capture
     from agc.flows._import_sessions import (
         SESSION_FOLDERS,
         ExecRollout,
@@ -123,6 +124,7 @@ if _TYPE_CHECKING:
         codex_sessions_folder,
         complete_lines,
         identify_session,
+        import_recorded_session_file,
         import_session_file,
         import_sessions,
         recover_session_run,
@@ -173,6 +175,7 @@ __all__ = [
     "RunId",
     "SealedVerdictCheck",
     "ServeExtensions",
+    "SessionCapture",
     "SessionCompanion",
     "SessionFile",
     "Store",
@@ -197,6 +200,7 @@ __all__ = [
     "history_from_run",
     "hooks_status",
     "identify_session",
+    "import_recorded_session_file",
     "import_session_file",
     "import_sessions",
     "is_captured_run_id",
@@ -209,6 +213,7 @@ __all__ = [
     "processes_holding",
     "read_limited",
     "record_capture_failure",
+    "recorded_session_file",
     "recover_hint",
     "recover_session_run",
     "recover_turn_runs",
@@ -223,6 +228,7 @@ __all__ = [
     "run_session",
     "scan_history",
     "seal_verdict",
+    "session_capture",
     "session_companion",
     "session_file_hint",
     "streamable_size",
@@ -300,9 +306,13 @@ _HOMES: dict[str, tuple[str, str]] = {
             "capture_hook_event",
             "captured_session",
             "record_capture_failure",
+            "recorded_session_file",
         )
     },
-    "hooks_status": ("agc.flows._hooks_status", "hooks_status"),
+    **{
+        name: ("agc.flows._hooks_status", name)
+        for name in ("SessionCapture", "hooks_status", "session_capture")
+    },
     **{
         name: ("agc._core.capture_failures", name)
         for name in ("CAPTURE_FAILURES", "fallback_failures_path")
@@ -317,6 +327,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "codex_sessions_folder",
             "complete_lines",
             "identify_session",
+            "import_recorded_session_file",
             "import_session_file",
             "import_sessions",
             "recover_session_run",

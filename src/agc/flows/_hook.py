@@ -55,11 +55,13 @@ from agc._core.capture_failures import (
 )
 from agc._core.fs import (
     append_whole,
+    atomic_write_bytes,
     ensure_dirs,
     last_line_end,
     lines_from_end,
     open_nofollow,
     open_regular_file,
+    read_small_file,
     write_error,
 )
 from agc._core.json import dumps, loads
@@ -96,6 +98,8 @@ __all__ = [
     "capture_hook_event",
     "captured_session",
     "record_capture_failure",
+    "recorded_session_file",
+    "session_file_diverges",
 ]
 
 _LOCK_WAIT_MS: Final = 700
@@ -272,6 +276,8 @@ def _capture(
     if not folder.is_dir():
         _make_store(folder)
     state.session_id = record.session_id
+    if event.transcript_path is not None and record.event not in _TOOL_KINDS:
+        _note_session_file(folder, run_id, event.transcript_path, event.cwd)
     writer, lost = _open_tool_events(run_id, folder, lock_wait_ms)
     gap = None
     try:
@@ -608,6 +614,27 @@ def _continue_at(
     return (*_compare_records(fd, run_id, folder, records, limit), None)
 
 
+def session_file_diverges(run_id: str, folder: Path, path: Path) -> int | None:
+    """The first line (1-based) at which the session file ``path`` no longer holds what
+    the run's sealed transcript took from it (:func:`_continue_at`), so that the next
+    seal of the run keeps a ``session-file-changed`` failure; ``None`` when it still
+    begins with those lines (the next seal adds what follows), when nothing is sealed
+    yet, or when the run or the file cannot be read. Never raises."""
+    try:
+        layout = StoreLayout(folder)
+        manifest = read_manifest(layout, run_id)
+        sealed = manifest.artifacts.get("transcript") if manifest else None
+        if sealed is None or not sealed.closed or not sealed.records:
+            return None
+        events = layout.artifact_path(run_id, "tool-events")
+        with open_regular_file(path) as session:
+            fd = session.fileno()
+            limit = last_line_end(fd, os.fstat(fd).st_size)
+            return _continue_at(events, fd, limit, run_id, folder, sealed.records)[1]
+    except (OSError, AgcError):
+        return None
+
+
 _HASH_CHUNK: Final = 1 << 20
 
 
@@ -835,6 +862,47 @@ def _failed(
         failure=failure,
         kept_at=kept,
     )
+
+
+_SESSION_FILES: Final = "capture/session-files"
+"""Where a store keeps, per run (``<run id>.json``), the session file its hooks last
+named (relative to the store folder): ``{"transcript_path": "/abs/path"}``."""
+_MAX_NOTE_BYTES: Final = 1 << 16
+
+
+def _session_file_note(folder: Path, run_id: str) -> Path:
+    return folder / _SESSION_FILES / f"{run_id}.json"
+
+
+def _note_session_file(folder: Path, run_id: str, path: str, cwd: str | None) -> None:
+    """Keep the session file a session's hook event names (``transcript_path``, made
+    absolute against the event's ``cwd``) for ``agc recover`` of a run whose seal never
+    came; written only when it changed (the session's first synchronous event), never
+    into the run's records (a host path is no evidence). Best effort: a store that
+    cannot take it loses only this note, never the event. Never raises."""
+    named = os.path.join(cwd, path) if cwd is not None and not os.path.isabs(path) else path
+    data = dumps({"transcript_path": named}) + b"\n"
+    target = _session_file_note(folder, run_id)
+    with contextlib.suppress(OSError, AgcError):
+        if read_small_file(target, max_bytes=_MAX_NOTE_BYTES) == data:
+            return
+    with contextlib.suppress(OSError, AgcError):
+        ensure_dirs(target.parent)
+        atomic_write_bytes(target, data, overwrite=True)
+
+
+def recorded_session_file(run_id: str, store: str | os.PathLike[str] | None = None) -> Path | None:
+    """The session file the hooks of ``run_id`` last named (their ``transcript_path``,
+    kept in ``<store>/capture/session-files/<run id>.json``), ``None`` when they named
+    none, the run was captured before agc kept it, or the note cannot be read. Never
+    raises."""
+    try:
+        target = _session_file_note(resolve_store(store), run_id)
+        note = loads(read_small_file(target, max_bytes=_MAX_NOTE_BYTES))
+    except (OSError, AgcError):
+        return None
+    named = note.get("transcript_path") if isinstance(note, dict) else None
+    return Path(named) if isinstance(named, str) and named else None
 
 
 _PENDING: Final = "capture/pending"

@@ -59,6 +59,7 @@ __all__ = [
     "codex_sessions_folder",
     "complete_lines",
     "identify_session",
+    "import_recorded_session_file",
     "import_session_file",
     "import_sessions",
     "recover_session_run",
@@ -119,6 +120,17 @@ class SessionFile:
 
 def identify_session(data: bytes, path: Path) -> SessionFile | None:
     """The session a file's bytes hold, ``None`` when it is no client session file."""
+    client, session = _named_session(data)
+    if client is None or session is None:
+        return None
+    if client == "claude-code" and path.stem != session:
+        session = f"{session}.{path.stem}"
+    return SessionFile(client, session, run_id_for(client, session))
+
+
+def _named_session(data: bytes) -> tuple[ClientName | None, str | None]:
+    """``(client, session id)`` a session file's first lines name, each ``None`` when
+    they name none."""
     parser = SessionParser()
     for raw in itertools.islice(data.splitlines(), _SCAN_LINES):
         try:
@@ -127,12 +139,27 @@ def identify_session(data: bytes, path: Path) -> SessionFile | None:
             continue
         if parser.named_session is not None:
             break
-    client, session = parser.client, parser.named_session
-    if client is None or session is None:
+    return parser.client, parser.named_session
+
+
+def _hooked_session(data: bytes, path: Path, store: StoreArg) -> SessionFile | None:
+    """The session whose hooks named ``path`` as its session file (a folder store keeps
+    that: :func:`agc.flows.recorded_session_file`), when the file's lines name that
+    session: its run is the one the file goes to, whatever the file is called."""
+    from agc.flows._hook import recorded_session_file  # noqa: PLC0415 - a hooked run only
+
+    client, session = _named_session(data)
+    folder = open_store(store).folder
+    if client is None or session is None or folder is None:
         return None
-    if client == "claude-code" and path.stem != session:
-        session = f"{session}.{path.stem}"
-    return SessionFile(client, session, run_id_for(client, session))
+    run_id = run_id_for(client, session)
+    named = recorded_session_file(run_id, folder)
+    try:
+        if named is None or not named.samefile(path):
+            return None
+    except OSError:
+        return None
+    return SessionFile(client, session, run_id)
 
 
 @dataclass(frozen=True)
@@ -193,7 +220,9 @@ def import_session_file(
     signing_key: SigningKey | None = None,
 ) -> ImportOutcome:
     """Import one client session file under the run id of its session (see
-    :class:`ImportOutcome`): a new run, a new segment of a grown file, or nothing.
+    :class:`ImportOutcome`): a new run, a new segment of a grown file, or nothing. The
+    session is the one whose hooks named this file, else as :func:`identify_session`
+    says.
 
     Raises:
         FileUnreadableError: the file cannot be read.
@@ -203,7 +232,7 @@ def import_session_file(
         data = complete_lines(path.read_bytes())
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
-    found = identify_session(data, path)
+    found = _hooked_session(data, path, store) or identify_session(data, path)
     if found is None:
         return ImportOutcome(path, "skipped")
     companion = session_companion(found.session_id)
@@ -225,7 +254,7 @@ def import_session_file(
             return ImportOutcome(path, "unchanged", found.run_id)
         events = sum(seal.records for seal in summary.seals if seal.kind == "tool-events")
         return ImportOutcome(path, "imported", found.run_id, summary.records, events)
-    hooked = _captured_by_hooks(found.run_id, store)
+    hooked = captured_by_hooks(found.run_id, store)
     extension = extend_run(
         io.BytesIO(data),
         found.run_id,
@@ -273,7 +302,7 @@ def _unsealed_session_facts(run_id: str, store: StoreArg) -> dict[str, Any] | No
     they cannot be read (the recovery then reports what is wrong)."""
     try:
         folder = open_store(store).folder
-        if folder is None or _captured_by_hooks(run_id, store):
+        if folder is None or captured_by_hooks(run_id, store):
             return None
         manifest = read_run_manifest(run_id, folder)
         if manifest is not None and (
@@ -300,7 +329,7 @@ def _being_written(run_id: str, store: StoreArg) -> bool:
     return any(os.path.lexists(layout.artifact_path(run_id, k)) for k in ARTIFACT_KINDS)
 
 
-def _captured_by_hooks(run_id: str, store: StoreArg) -> bool:
+def captured_by_hooks(run_id: str, store: StoreArg) -> bool:
     """Whether a run's tool-events are its client's hook records (its first record's
     ``source`` is ``hook``): its session file is then compared as its transcript only,
     the hooks keeping the tool-events."""
@@ -418,30 +447,87 @@ files are all imported)."""
 
 
 def session_file_hint(
-    run_id: str, store: str | os.PathLike[str] | None = None, *, transcript_records: int
+    run_id: str,
+    store: str | os.PathLike[str] | None = None,
+    *,
+    transcript_records: int,
+    explain: bool = True,
 ) -> str | None:
     """What to do about a run its hooks captured whose transcript holds nothing
     (``transcript_records`` is 0): the hooks saw the session, but no turn's end sealed its
     session file into the run (the session was stopped before its first turn ended, or
     the file was gone). ``agc import`` of that file, once it is there, adds it to the run
     (an empty transcript is continued by the file's lines; the hooks keep their tool
-    events). ``None`` for any other run. Never raises."""
+    events). ``explain=False``: the command alone, for a caller that has said already
+    that the transcript is empty and the run not complete. ``None`` for any other run.
+    Never raises."""
     if transcript_records:
         return None
-    from agc.flows._hook import captured_session  # noqa: PLC0415 - an empty run only
+    from agc.flows._hook import (  # noqa: PLC0415 - an empty run only
+        captured_session,
+        recorded_session_file,
+    )
 
     client, session = captured_session(run_id, None, store)
     if client is None or session is None:
         return None
-    words = f"agc import {_SESSION_FILE_OF[client].format(session=session)}"
+    named = recorded_session_file(run_id, store)
+    where = (
+        shlex.quote(str(named))
+        if named is not None
+        else _SESSION_FILE_OF[client].format(session=session)
+    )
+    words = f"agc import {where}"
     if store is not None:
         words += f" --store {shlex.quote(str(store))}"
+    if not explain:
+        return f"once {client} session {session}'s file is there, `{words}` adds it to the run"
     return (
         f"the transcript of run {run_id} is empty: its hooks saw {client} session "
         f"{session}, but no turn's end sealed the session file into it (the session was "
         "stopped before its first turn ended, or the file was gone), so the run is not "
         f"complete; once the file is there, `{words}` adds it to the run"
     )
+
+
+def import_recorded_session_file(
+    run_id: str, store: StoreArg = None, *, signing_key: SigningKey | None = None
+) -> ImportOutcome | None:
+    """Import into a run its hooks captured the session file they named
+    (:func:`agc.flows.recorded_session_file`), as a turn's end would have sealed it: what
+    ``agc recover`` does after sealing a run whose session was stopped before its seal.
+    An empty transcript gets the file's lines; a transcript sealed at an earlier turn,
+    the lines after it (a new segment); a file changed where it had been sealed adds
+    nothing (``diverges``).
+
+    ``None`` when the store is not a folder, the run's tool events are not its hooks'
+    records, its hooks named no file (or agc did not keep it: a run captured by an
+    earlier release), or that file is gone or is another session's; ``failed`` (with
+    its error) when the import of the file failed. Never raises on the file or the
+    store.
+    """
+    from agc.flows._hook import (  # noqa: PLC0415 - a recovery only
+        captured_session,
+        recorded_session_file,
+    )
+
+    folder = open_store(store).folder
+    if folder is None or not captured_by_hooks(run_id, store):
+        return None
+    path = recorded_session_file(run_id, folder)
+    client, session = captured_session(run_id, None, folder)
+    if path is None or client is None or session is None or not path.is_file():
+        return None
+    try:
+        named = _named_session(complete_lines(path.read_bytes()))
+    except OSError:
+        return None
+    if named != (client, session):  # another session's file is at that path now
+        return None
+    try:
+        return import_session_file(path, store=store, signing_key=signing_key)
+    except AgcError as exc:  # the recovery stands; what became of the file is said
+        return ImportOutcome(path, "failed", run_id, error=exc)
 
 
 def codex_sessions_folder() -> Path:

@@ -405,7 +405,7 @@ def _session_cell(about: Mapping[str, Any]) -> str:
     parts = [str(about[key]) for key in ("client", "model") if about.get(key)]
     calls, failed = about.get("tool_calls"), about.get("tool_failures")
     if isinstance(calls, int):
-        parts.append(f"{calls} tool calls" + (f" ({failed} failed)" if failed else ""))
+        parts.append(counted(calls, "tool call") + (f" ({failed} failed)" if failed else ""))
     return ", ".join(parts)
 
 

@@ -34,6 +34,8 @@ from agc._core.store import (
 )
 from agc.errors import (
     AgcError,
+    InputError,
+    InputMissingError,
     ManifestInvalidError,
     RunNotFoundError,
     StoreError,
@@ -218,7 +220,10 @@ def list_runs(store: StoreArg | Store = None) -> list[RunListing]:
     it and has not published yet (``unsealed``).
 
     Raises:
-        StoreError: the store does not exist or cannot be read.
+        InputMissingError: the store named (``store`` given) is a folder that does not
+            exist (exit 2).
+        InputError: the store named is not a folder (exit 2).
+        StoreError: the store cannot be read (an object store that is missing too).
     """
     opened = open_store(store)
     try:
@@ -228,6 +233,17 @@ def list_runs(store: StoreArg | Store = None) -> list[RunListing]:
     if not there:
         if is_unmade_default(store):
             return []  # nothing recorded yet: an empty store
+        # A store named by the caller (--store), as every file named on the command line:
+        # a missing one is an input error. ($AGC_HOME's stays a store that cannot be read.)
+        folder = opened.folder if store is not None and not isinstance(store, Store) else None
+        if folder is not None and not os.path.lexists(folder):
+            raise InputMissingError(
+                f"store {folder} does not exist",
+                hint="Check the path given with --store (or $AGC_HOME); listing a store "
+                "never creates it.",
+            )
+        if folder is not None and not folder.is_dir():
+            raise InputError(f"store {folder} is not a folder")
         raise StoreError(f"store {opened.url} does not exist or is not a folder")
     listings = _store_listings(opened)
     if opened.folder is None:

@@ -36,6 +36,8 @@ if _TYPE_CHECKING:
     )
     from agc.resume._next import (
         NextStep,
+        NoNextStep,
+        find_next_step,
         next_step,
     )
     from agc.resume._repair import (
@@ -88,6 +90,7 @@ __all__ = [
     "HistoryReport",
     "LineSequence",
     "NextStep",
+    "NoNextStep",
     "RepairReport",
     "RepairResult",
     "ResumeResult",
@@ -99,6 +102,7 @@ __all__ = [
     "check_history",
     "check_loaded",
     "detect_format",
+    "find_next_step",
     "get_spec",
     "has_snapshot",
     "idempotency_key",
@@ -172,6 +176,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "agc.resume._next": (
         "NextStep",
+        "NoNextStep",
+        "find_next_step",
         "next_step",
     ),
     "agc._core.redact": (

@@ -20,7 +20,9 @@ After a repair, the user needs two facts that live in each client's own conventi
   with ``gemini --resume <session id>`` run in that directory.
 
 When the session's file is already where the client keeps it (found by its session id),
-that path is the answer; otherwise the path is built by the rules above.
+that path is the answer; otherwise the path is built by the rules above. When neither
+can be done (no client's session file, no session id, the client's folder not found),
+:func:`find_next_step` says why.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any, Final, Literal
 from agc.resume._formats.model import History
 from agc.resume._formats.stream import HEAD_LINES
 
-__all__ = ["NextStep", "next_step"]
+__all__ = ["NextStep", "NoNextStep", "find_next_step", "next_step"]
 
 _SCAN_RECORDS: Final = HEAD_LINES  # the cwd is on a session file's first lines
 _NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
@@ -78,9 +80,31 @@ class NextStep:
         }
 
 
+@dataclass(frozen=True)
+class NoNextStep:
+    """Why no :class:`NextStep` can be given for a history.
+
+    Attributes:
+        reason: in words, naming the folder looked in when one was (``the Gemini CLI
+            folder /home/u/.gemini/tmp holds no file of session …``).
+        session_file: whether the history is a client's session file (whose repair a
+            person means to resume: the reason is worth telling them).
+    """
+
+    reason: str
+    session_file: bool = True
+
+
 def next_step(history: History, env: Mapping[str, str] | None = None) -> NextStep | None:
-    """Where the client of ``history`` reads it and how to resume it, or ``None`` when
-    the history is not a client's session file with a session id.
+    """:func:`find_next_step`, ``None`` when there is no next step."""
+    found = find_next_step(history, env)
+    return found if isinstance(found, NextStep) else None
+
+
+def find_next_step(history: History, env: Mapping[str, str] | None = None) -> NextStep | NoNextStep:
+    """Where the client of ``history`` reads it and how to resume it, or why that cannot
+    be said: the history is not a client's session file, names no session id, or the
+    client's folder of it cannot be found nor its path built.
 
     Args:
         history: a Claude Code session file, a Codex rollout or a Gemini CLI session
@@ -89,9 +113,15 @@ def next_step(history: History, env: Mapping[str, str] | None = None) -> NextSte
             ``CODEX_HOME``, ``GEMINI_CLI_HOME``, ``HOME``); default :data:`os.environ`.
     """
     env = os.environ if env is None else env
+    if history.format not in {"claude-code", "codex-rollout", "gemini-chat"}:
+        return NoNextStep(
+            f"the history ({history.format}) is not a client's session file (Claude "
+            "Code, Codex or Gemini CLI), so no client resumes it",
+            session_file=False,
+        )
     session = history.session_id
     if not session or "/" in session or session in {".", ".."}:
-        return None
+        return NoNextStep("the session file names no usable session id")
     first = _first_records(history.records)
     home = Path(env.get("HOME") or Path.home())
     if history.format == "claude-code":
@@ -99,7 +129,10 @@ def next_step(history: History, env: Mapping[str, str] | None = None) -> NextSte
         config = Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude")
         found = _find(config / "projects", f"*/{glob.escape(session)}.jsonl")
         if found is None and cwd is None:
-            return None
+            return NoNextStep(
+                f"no file of session {session} is under {config / 'projects'}, and the "
+                "session file names no working directory to name its project folder"
+            )
         path = found or config / "projects" / _NOT_ALNUM.sub("-", cwd or "") / f"{session}.jsonl"
         resume = f"claude --resume {shlex.quote(session)}"
         command = f"cd {shlex.quote(cwd)} && {resume}" if cwd else resume
@@ -117,16 +150,17 @@ def next_step(history: History, env: Mapping[str, str] | None = None) -> NextSte
         elif started is not None:
             path = _rollout_path(codex_home, session, started)
         else:
-            return None
+            return NoNextStep(
+                f"no rollout of session {session} is under {codex_home / 'sessions'}, and "
+                "the file gives no start time to name one"
+            )
         quoted = shlex.quote(session)
         commands = (f"codex resume {quoted}", f"codex exec resume {quoted} 'continue'")
         return NextStep("codex", session, path, path.exists(), cwd, commands)
-    if history.format == "gemini-chat":
-        return _gemini_step(session, first, Path(env.get("GEMINI_CLI_HOME") or home))
-    return None
+    return _gemini_step(session, first, Path(env.get("GEMINI_CLI_HOME") or home))
 
 
-def _gemini_step(session: str, first: list[dict[str, Any]], home: Path) -> NextStep | None:
+def _gemini_step(session: str, first: list[dict[str, Any]], home: Path) -> NextStep | NoNextStep:
     header = next((r for r in first if isinstance(r.get("projectHash"), str)), {})
     temp = home / ".gemini" / "tmp"
     project: Path | None = None
@@ -145,8 +179,18 @@ def _gemini_step(session: str, first: list[dict[str, Any]], home: Path) -> NextS
         path = found
     else:
         started = _parse_time(header.get("startTime"))
-        if project is None or started is None:
-            return None
+        if project is None:
+            return NoNextStep(
+                f"the Gemini CLI folder {temp} holds no file of session {session} and no "
+                "project folder whose .project_root names the directory of the file's "
+                "projectHash (the session ran under another GEMINI_CLI_HOME or HOME, or "
+                "its project folder was removed)"
+            )
+        if started is None:
+            return NoNextStep(
+                f"no file of session {session} is under {temp}, and the file gives no "
+                "start time to name one"
+            )
         stamp = started.astimezone(UTC).strftime("%Y-%m-%dT%H-%M")
         path = project / "chats" / f"session-{stamp}-{session[:8]}.jsonl"
     resume = f"gemini --resume {shlex.quote(session)}"

@@ -743,3 +743,35 @@ def test_a_long_session_is_repaired_in_parts(tmp_path: Path) -> None:
     assert report.action_counts() == done.report.action_counts()
     assert len(report.changes) <= 3 + len(report.action_counts())
     assert report.changes[:3] == done.report.changes[:3]
+
+
+def test_a_session_whose_project_folder_is_not_found_says_why_there_is_no_next_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repaired session whose Gemini CLI project folder is not under the client's home
+    (another GEMINI_CLI_HOME, a removed folder): no path can be built, and both the
+    human output and ``--json`` say so, naming the folder looked in."""
+    home = tmp_path / "home"
+    (home / ".gemini" / "tmp").mkdir(parents=True)
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(home))
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(REAL.read_bytes())
+    out = tmp_path / "fixed.jsonl"
+    args = ["resume", str(source), "--strategy", "synthesize", "--out", str(out)]
+    assert main(args) == 0
+    said = capsys.readouterr().err
+    (line,) = [line for line in said.splitlines() if line.startswith("next:")]
+    assert line.startswith("next: no resume step: the Gemini CLI folder ")
+    assert str(home / ".gemini" / "tmp") in line
+    assert main([*args[:-1], str(tmp_path / "again.jsonl"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["next_step"] is None
+    assert "holds no file of session" in report["no_next_step"]
+    # a step found (the session's file where the client keeps it): no reason
+    chats = home / ".gemini" / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-12-06T20-59-00000000.jsonl").write_bytes(REAL.read_bytes())
+    assert main([*args[:-1], str(tmp_path / "third.jsonl"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["next_step"] is not None
+    assert report["no_next_step"] is None
