@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -101,15 +100,12 @@ def test_unknown_content_is_an_imported_item_not_a_top_level_field(
     ]
 
 
-def test_an_import_of_a_copy_reports_renamed_and_duplicate_with_one_notice(
+def test_a_repeated_import_reports_renamed_and_duplicate_with_one_notice(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plugin = plugin_with_two_skills_and_mcp(tmp_path)
-    copy = tmp_path / "copy"
-    shutil.copytree(plugin, copy)
-    (copy / "COPY.txt").write_text("the same extensions in another source\n")
     _json(capsys, "ext", "import", str(plugin), "--store", str(store))
-    code, out, err = _run(capsys, "ext", "import", str(copy), "--store", str(store), "--json")
+    code, out, err = _run(capsys, "ext", "import", str(plugin), "--store", str(store), "--json")
     assert code == 0
     dto = json.loads(out)
     assert (dto["renamed"], dto["duplicate"]) == (True, True)
@@ -703,12 +699,12 @@ def test_show_of_a_skill_says_it_receives_no_environment(
     assert "no extension item" in err
 
 
-def test_importing_the_same_source_again_says_so_and_keeps_nothing_new(
+def test_importing_the_same_source_again_says_so_and_how_to_undo_it(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A second import of the same bytes (here with --env-ref both times) keeps nothing
-    new: it answers with the earlier import's items, says it was imported already as
-    which source, and how to import it anew."""
+    """A second import of the same bytes (here with --env-ref both times) is a second
+    copy, as documented; its notice names the earlier source and the command that
+    removes the copy, and that command leaves the first import as it was."""
     plugin = plugin_with_two_skills_and_mcp(tmp_path)
     argv = ("ext", "import", str(plugin), "--store", str(store), "--env-ref", "--json")
     code, out, _ = _run(capsys, *argv)
@@ -717,32 +713,52 @@ def test_importing_the_same_source_again_says_so_and_keeps_nothing_new(
     code, out, err = _run(capsys, *argv)
     assert code == 0
     second = json.loads(out)
-    assert second["alreadyImported"] is True
-    assert (second["sourceId"], second["imported"]) == (first["sourceId"], first["imported"])
-    ids = " ".join(item["id"] for item in first["imported"])
-    assert f"imported already as {first['sourceId']}" in second["notice"]
-    assert f"agc ext rm {ids}, then import it again" in second["notice"]
-    assert "imported already" in err
+    copy = [item["id"] for item in second["imported"]]
+    assert f"The same source was imported before ({first['sourceId']})" in second["notice"]
+    assert second["notice"].endswith(f"agc ext rm {' '.join(copy)}")
+    assert "imported before" in err
+    code, _, _ = _run(capsys, "ext", "rm", *copy, "--store", str(store))
+    assert code == 0
     index = ExtensionRepository(store).load()
     assert [source.id for source in index.sources] == [first["sourceId"]]
     assert sorted(item.name for item in index.items) == ["art-skill", "code-skill", "search"]
-    code, out, _ = _run(capsys, "ext", "import", str(plugin), "--store", str(store))
+    # other bytes under the same names: a name collision, not the same source
+    (plugin / "skills" / "art-skill" / "references" / "palette.md").write_text("# Other\n")
+    code, out, _ = _run(capsys, *argv)
     assert code == 0
-    assert out.startswith(f"Already imported {plugin.name}: 3 items")
+    notice = json.loads(out)["notice"]
+    assert notice.startswith("Duplicate or same-name extensions found")
+    assert "imported before" not in notice
 
 
-def test_a_plain_text_file_is_said_as_its_error_alone(
-    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("kind", ["text-file", "folder"])
+def test_a_source_with_nothing_recognised_is_an_error_naming_it_and_why(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
-    """Nothing recognised in it: the error (naming the disabled item kept) is all that is
-    said, not an "Imported … 1 item" table beside it; imported again, the same."""
-    notes = tmp_path / "notes.txt"
-    notes.write_text("just some notes\n")
-    for _ in range(2):
-        code, out, err = _run(capsys, "ext", "import", str(notes), "--store", str(store))
-        assert code == ExitCode.USAGE
-        assert out == ""
-        assert "Imported" not in err
-        assert err.startswith("error: notes.txt: no Skill, MCP server or plugin recognised")
-    (item,) = ExtensionRepository(store).load().items
-    assert item.type == "unknown"
+    if kind == "text-file":
+        source = tmp_path / "notes.txt"
+        source.write_text("remember the milk\n")
+        why = "a lone file is read as a Skill when named SKILL.md"
+    else:
+        source = tmp_path / "misc"
+        (source / "docs").mkdir(parents=True)
+        (source / "docs" / "a.txt").write_text("hello")
+        why = "a folder is read for SKILL.md files"
+    code, out, err = _run(capsys, "ext", "import", str(source), "--store", str(store))
+    assert code == ExitCode.USAGE
+    # The error is all that is said: no "Imported … 1 item" table beside it.
+    assert out == ""
+    assert "Imported" not in err
+    error = next(line for line in err.splitlines() if line.startswith("error:"))
+    assert error.startswith(f"error: {source.name}: no Skill, MCP server or plugin recognised")
+    assert why in error
+    # Kept as unrecognised content is (one disabled unknown item); the hint removes it.
+    (item,) = _json(capsys, "ext", "list", "--store", str(store))["items"]
+    assert (item["extensionType"], item["enabled"]) == ("unknown", False)
+    assert f"`agc ext rm {item['id']}` removes it" in err
+    # A source with something recognised beside it is no error.
+    (source.parent / "SKILL.md").write_text("---\nname: s\ndescription: d\n---\n")
+    code, _, err = _run(
+        capsys, "ext", "import", str(source.parent / "SKILL.md"), "--store", str(store)
+    )
+    assert code == 0, err

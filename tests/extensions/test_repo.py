@@ -57,44 +57,14 @@ def test_a_zip_is_kept_as_imported(tmp_path: Path, store: Path) -> None:
     assert tree_bytes(repo.tree_dir(result.source)) == tree_bytes(plugin)
 
 
-def _copy_of(source: Path, where: Path) -> Path:
-    """The same extensions in another source (the folder copied, plus a file of its own:
-    other bytes)."""
-    shutil.copytree(source, where)
-    (where / "COPY.txt").write_text(f"a copy of {source.name}\n")
-    return where
-
-
-def test_importing_the_same_source_again_keeps_nothing_new(tmp_path: Path, store: Path) -> None:
-    plugin = plugin_with_two_skills_and_mcp(tmp_path)
-    repo = ExtensionRepository(store)
-    first = repo.import_path(plugin)
-    index = repo.index_path.read_bytes()
-    sources = sorted(os.listdir(repo.sources_dir))
-    again = repo.import_path(plugin)
-    assert again.already
-    assert (again.source, again.items) == (first.source, first.items)
-    assert repo.index_path.read_bytes() == index
-    assert sorted(os.listdir(repo.sources_dir)) == sources
-    assert again.notice is not None
-    assert first.source.id in again.notice
-    assert f"agc ext rm {' '.join(item.id for item in first.items)}" in again.notice
-    # removed, it is imported anew
-    repo.remove([item.id for item in first.items])
-    anew = repo.import_path(plugin)
-    assert not anew.already
-    assert anew.source.id != first.source.id
-
-
-def test_importing_a_copy_adds_a_new_source_and_keeps_the_old_items(
+def test_importing_again_adds_a_new_source_and_keeps_the_old_items(
     tmp_path: Path, store: Path
 ) -> None:
     plugin = plugin_with_two_skills_and_mcp(tmp_path)
     repo = ExtensionRepository(store)
     first = repo.import_path(plugin)
-    second = repo.import_path(_copy_of(plugin, tmp_path / "copy"))
+    second = repo.import_path(plugin)
     assert first.source.id != second.source.id
-    assert not second.already
     assert [item.name for item in repo.items()] == [
         "art-skill",
         "code-skill",
@@ -175,7 +145,7 @@ def test_items_are_found_by_id_prefix_or_unique_name(tmp_path: Path, store: Path
     assert repo.resolve(index, "search").id == items[2].id
     with pytest.raises(ExtensionNotFoundError):
         repo.resolve(index, "nothing-like-it")
-    repo.import_path(_copy_of(plugin, tmp_path / "copy"))
+    repo.import_path(plugin)
     repo.rename(repo.load().items[3].id, "search")  # a skill named like the server
     with pytest.raises(ExtensionNotFoundError, match="matches 2 items"):
         repo.resolve(repo.load(), "search")
@@ -196,7 +166,7 @@ def test_removing_the_last_item_deletes_its_source(tmp_path: Path, store: Path) 
     plugin = plugin_with_two_skills_and_mcp(tmp_path)
     repo = ExtensionRepository(store)
     keep = repo.import_path(plugin)
-    gone = repo.import_path(_copy_of(plugin, tmp_path / "copy"))
+    gone = repo.import_path(plugin)
     removed = repo.remove([item.id for item in gone.items])
     assert removed.sources == (gone.source,)
     assert not repo.source_dir(gone.source).exists()
@@ -293,10 +263,9 @@ def test_a_full_disk_while_committing_keeps_nothing_and_exits_3(
     def full(*_: object, **__: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    copy = _copy_of(plugin, tmp_path / "copy")
     monkeypatch.setattr("agc.extensions._repo.atomic_write_bytes", full)
     with pytest.raises(StoreError, match="no space left") as caught:
-        repo.import_path(copy)
+        repo.import_path(plugin)
     assert caught.value.exit_code == 3
     assert repo.index_path.read_bytes() == before
     assert len(os.listdir(repo.sources_dir)) == 1
@@ -310,7 +279,6 @@ def test_a_crash_between_storing_and_indexing_leaves_nothing_half_imported(
     repo = ExtensionRepository(store)
     repo.import_path(plugin)
     before = repo.index_path.read_bytes()
-    copy = _copy_of(plugin, tmp_path / "copy")
     script = textwrap.dedent(
         f"""
         import os
@@ -319,14 +287,14 @@ def test_a_crash_between_storing_and_indexing_leaves_nothing_half_imported(
         def die(self, index):
             os._exit(9)  # the process dies: the source is moved, the index not written
         _repo.ExtensionRepository.save = die
-        ExtensionRepository({str(store)!r}).import_path({str(copy)!r})
+        ExtensionRepository({str(store)!r}).import_path({str(plugin)!r})
         """
     )
     done = subprocess.run([sys.executable, "-c", script], env=_env(), check=False)
     assert done.returncode == 9
     assert repo.index_path.read_bytes() == before
     assert len(os.listdir(repo.sources_dir)) == 2  # one unreferenced folder
-    repo.import_path(copy)
+    repo.import_path(plugin)
     index = repo.load()
     assert sorted(os.listdir(repo.sources_dir)) == sorted(source.id for source in index.sources)
     assert [item.name for item in index.items][-3:] == ["art-skill-2", "code-skill-2", "search-2"]
@@ -386,24 +354,16 @@ def test_a_removal_clears_an_abandoned_staging_folder_but_not_a_live_one(
 def test_concurrent_imports_from_several_processes_all_land_with_unique_names(
     tmp_path: Path, store: Path
 ) -> None:
-    # twelve sources (the same skill, each with a file of its own: other bytes)
-    for number in range(12):
-        write_skill(tmp_path / f"pkg-{number}" / "skills" / "access", "access")
-        (tmp_path / f"pkg-{number}" / "COPY.txt").write_text(f"{number}\n")
-
-    def script(worker: int) -> str:
-        return textwrap.dedent(
-            f"""
-            from agc.extensions import ExtensionRepository
-            repo = ExtensionRepository({str(store)!r})
-            for number in range({3 * worker}, {3 * worker + 3}):
-                repo.import_path({str(tmp_path)!r} + f"/pkg-{{number}}")
-            """
-        )
-
-    workers = [
-        subprocess.Popen([sys.executable, "-c", script(worker)], env=_env()) for worker in range(4)
-    ]
+    write_skill(tmp_path / "pkg" / "skills" / "access", "access")
+    script = textwrap.dedent(
+        f"""
+        from agc.extensions import ExtensionRepository
+        repo = ExtensionRepository({str(store)!r})
+        for _ in range(3):
+            repo.import_path({str(tmp_path / "pkg")!r})
+        """
+    )
+    workers = [subprocess.Popen([sys.executable, "-c", script], env=_env()) for _ in range(4)]
     assert [worker.wait(timeout=120) for worker in workers] == [0, 0, 0, 0]
     index = ExtensionRepository(store).load()
     names = [item.name for item in index.items]

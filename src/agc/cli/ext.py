@@ -252,9 +252,8 @@ def _warn_literals(result: ImportResult) -> None:
 
 
 def _print_import(result: ImportResult) -> None:
-    said = "Already imported" if result.already else "Imported"
     out_console.print(
-        _printable(f"{said} {result.source.original_name}: {counted(len(result.items), 'item')}"),
+        _printable(f"Imported {result.source.original_name}: {counted(len(result.items), 'item')}"),
         markup=False,
         highlight=False,
     )

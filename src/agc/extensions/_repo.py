@@ -114,8 +114,6 @@ class ImportResult:
             written out in the configuration, possibly a secret: kept (``reference``
             ``None``; only in owner-only files) or, with ``env_ref``, turned into a
             reference to a variable of the launching environment. Names only.
-        already: the same source (kind and bytes) was imported before and still has
-            items: nothing new was kept, ``source`` and ``items`` are that import's.
     """
 
     source: ImportedSource
@@ -125,12 +123,10 @@ class ImportResult:
     notice: str | None
     notes: tuple[str, ...]
     literals: tuple[tuple[ExtensionItem, LiteralValue], ...] = ()
-    already: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The import interface's DTO: ``imported[]``, ``sourceName``, ``renamed``,
-        ``duplicate`` (plus ``sourceId``, ``alreadyImported``, ``notice``, ``notes`` and
-        ``literalValues``:
+        ``duplicate`` (plus ``sourceId``, ``notice``, ``notes`` and ``literalValues``:
         ``{id, server, field, key, reference}`` per literal entry, never a value)."""
         return {
             "imported": [item.dto(self.source.original_name) for item in self.items],
@@ -138,7 +134,6 @@ class ImportResult:
             "renamed": self.renamed,
             "duplicate": self.duplicate,
             "sourceId": self.source.id,
-            "alreadyImported": self.already,
             "notice": self.notice,
             "notes": list(self.notes),
             "literalValues": [
@@ -195,42 +190,21 @@ class RemoveResult:
     sources: tuple[ImportedSource, ...]
 
 
-def _notice(names: Sequence[str]) -> str | None:
-    """The import's one notice: the names given a suffix."""
+def _notice(
+    names: Sequence[str], *, before: ImportedSource | None = None, copy: Sequence[str] = ()
+) -> str | None:
+    """The import's one notice: the names given a suffix; ``before``: a source of the
+    same bytes imported earlier, whose second copy ``copy`` (item ids) this import is."""
     if not names:
         return None
     quoted = ", ".join(f'"{name}"' for name in names)
-    return f"Duplicate or same-name extensions found; named automatically: {quoted}."
-
-
-def _imported_before(
-    index: ExtensionIndex, kind: SourceKind, fingerprint: str, name: str
-) -> ImportResult | None:
-    """The earlier import of the same source (the same kind and the same bytes: file or
-    archive bytes, or folder tree), with its items as they are now, when the index holds
-    one: importing it again keeps nothing new (``already``); ``None`` otherwise. Its
-    items' content may be in other sources too: those stay duplicates, as any."""
-    for earlier in index.sources:
-        if earlier.kind != kind or not hmac.compare_digest(earlier.fingerprint, fingerprint):
-            continue
-        items = tuple(item for item in index.items if item.source_id == earlier.id)
-        if not items:
-            continue  # a source goes with its last item; none is left to be
-        ids = " ".join(item.id for item in items)
-        return ImportResult(
-            source=earlier,
-            items=items,
-            renamed=False,
-            duplicate=True,
-            notice=(
-                f"{name}: the same {kind} was imported already as {earlier.id} "
-                f"({earlier.original_name}); nothing new was kept and its items are as they "
-                f"were. To import it anew: agc ext rm {ids}, then import it again."
-            ),
-            notes=earlier.notes,
-            already=True,
+    notice = f"Duplicate or same-name extensions found; named automatically: {quoted}."
+    if before is not None:
+        notice += (
+            f" The same source was imported before ({before.id}), so this import is a "
+            f"second copy of it; to keep only the first: agc ext rm {' '.join(copy)}"
         )
-    return None
+    return notice
 
 
 class ExtensionRepository:
@@ -520,9 +494,6 @@ class ExtensionRepository:
         found: Sequence[Found],
         notes: Sequence[str],
     ) -> ImportResult:
-        again = _imported_before(index, kind, fingerprint, name)
-        if again is not None:
-            return again
         now = self.clock()
         existing_ids = {source.id for source in index.sources}
         source_id = new_source_id()
@@ -601,7 +572,18 @@ class ExtensionRepository:
             items=tuple(items),
             renamed=bool(suffixed),
             duplicate=duplicate,
-            notice=_notice(suffixed),
+            notice=_notice(
+                suffixed,
+                before=next(
+                    (
+                        earlier
+                        for earlier in index.sources
+                        if hmac.compare_digest(earlier.fingerprint, fingerprint)
+                    ),
+                    None,
+                ),
+                copy=[item.id for item in items],
+            ),
             notes=tuple(notes),
             literals=tuple(literals),
         )
