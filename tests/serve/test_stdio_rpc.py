@@ -261,9 +261,7 @@ def test_a_line_over_the_size_limit_ends_the_session_with_that_reason(
     monkeypatch.setattr(stdio, "_LINE_LIMIT", 1024)
 
     async def case() -> tuple[str, ProviderError]:
-        rpc = child(
-            tmp_path, 'send({"method": "big", "params": {"x": "y" * 4096}}); sys.stdin.read()'
-        )
+        rpc = child(tmp_path, 'send({"method": "big", "params": {"x": "y" * 4096}})')
         await rpc.start()
         await rpc.wait_closed()
         with pytest.raises(ProviderError) as caught:
