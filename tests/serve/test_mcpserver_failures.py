@@ -72,7 +72,7 @@ def test_a_process_that_never_answers_times_the_handshake_out_and_is_ended(
         f"import os, sys; open({str(pid_file)!r}, 'w').write(str(os.getpid())); sys.stdin.read()"
     )
     error, alive = _start_error(
-        session_of(tmp_path, (sys.executable, "-S", "-c", script), timeout=0.3)
+        session_of(tmp_path, (sys.executable, "-S", "-c", script), timeout=1.0)
     )
     assert error.code == "stdio_protocol_not_wired"
     assert error.message == ("codex mcp-server did not finish initialize and tools/list within 1 s")
