@@ -109,9 +109,11 @@ def test_stale_temp_files_are_removed_but_not_a_held_one_or_a_link(tmp_path: Pat
 
 def test_a_held_lock_refuses_a_non_blocking_taker(tmp_path: Path) -> None:
     lock = tmp_path / "r1.lock"
-    with exclusive_lock(lock, blocking=False, what="run r1"):
-        with pytest.raises(RunLockedError, match="run r1 is locked by another writer"):
-            with exclusive_lock(lock, blocking=False, what="run r1"):
-                raise AssertionError("taken twice")
+    with (
+        exclusive_lock(lock, blocking=False, what="run r1"),
+        pytest.raises(RunLockedError, match="run r1 is locked by another writer"),
+        exclusive_lock(lock, blocking=False, what="run r1"),
+    ):
+        raise AssertionError("taken twice")
     with exclusive_lock(lock, blocking=False, what="run r1"):  # free again
         pass
