@@ -73,13 +73,15 @@ def _data_location(manifest_location: str, manifest: dict[str, Any], key: str) -
     return str(folder / name)
 
 
-def _millis(text: str) -> int:
+def _millis(text: str, *, where: str) -> int:
+    """Unix ms of an ISO 8601 date of the report (``0`` for none); ``where`` names the
+    row in the error."""
     if not text:
         return 0
     try:
         return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
     except ValueError as exc:
-        raise InputError(f"inventory date {text!r} is not ISO 8601") from exc
+        raise InputError(f"{where}: date {text!r} is not ISO 8601") from exc
 
 
 def read_inventory(location: str, store: ObjectStore) -> list[ObjectVersion]:
@@ -147,6 +149,7 @@ def read_inventory(location: str, store: ObjectStore) -> list[ObjectVersion]:
             key = unquote_plus(fields["Key"])
             if not key.startswith(prefix):
                 continue
+            here = f"inventory data file {where}, row {number}"
             hold = fields.get("ObjectLockLegalHoldStatus")
             until = fields.get("ObjectLockRetainUntilDate")
             versions.append(
@@ -155,11 +158,11 @@ def read_inventory(location: str, store: ObjectStore) -> list[ObjectVersion]:
                     version_id=fields.get("VersionId") or "null",
                     is_latest=fields.get("IsLatest", "true").lower() == "true",
                     is_delete_marker=fields.get("IsDeleteMarker", "false").lower() == "true",
-                    last_modified_ms=_millis(fields.get("LastModifiedDate", "")),
+                    last_modified_ms=_millis(fields.get("LastModifiedDate", ""), where=here),
                     size=int(fields.get("Size") or 0),
                     etag=fields.get("ETag") or None,
                     lock_mode=fields.get("ObjectLockMode") or None,
-                    retain_until_ms=_millis(until) if until else None,
+                    retain_until_ms=_millis(until, where=here) if until else None,
                     legal_hold=None if not hold else hold.upper() == "ON",
                 )
             )

@@ -110,7 +110,11 @@ class McpServerSession:
             f"codex mcp-server did not finish initialize and tools/list within "
             f"{self.options.handshake_timeout_s:g} s",
         )
-        await self.close()
+        # No session to close in order: the handshake is what did not finish, and the
+        # owner would wait for it. Cancelling it ends the process (the SDK's clean-up).
+        self.kill()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._owner
         raise error
 
     async def _own(self) -> None:
