@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FrozenRecord", "field", "record", "replace"]
 
-_R = TypeVar("_R", bound="FrozenRecord")
 _T = TypeVar("_T")
 
 
@@ -309,19 +308,6 @@ def record(cls: type[_T]) -> type[_T]:
     return cls
 
 
-def replace(obj: _R, /, **changes: Any) -> _R:
-    """A copy of record ``obj`` with ``changes`` (field name -> value), as
-    :func:`dataclasses.replace` makes it: a new instance, ``__post_init__`` run again.
-
-    Raises:
-        TypeError: a name in ``changes`` is no field of the record.
-    """
-    for spec in type(obj).__record_fields__:
-        if spec.name not in changes:
-            changes[spec.name] = getattr(obj, spec.name)
-    return obj.__class__(**changes)
-
-
 def _fields_of(kind: type) -> tuple[Any, ...]:
     """The fields (:class:`Spec` or :class:`dataclasses.Field`) of the nearest record or
     dataclass among ``kind`` and its bases: a ``@dataclass`` subclass of a record has the
@@ -406,3 +392,19 @@ class FrozenRecord:
         if "__record_fields__" in kind.__dict__ or name in _names(kind, "init"):
             raise _frozen(name)
         super().__delattr__(name)
+
+
+_R = TypeVar("_R", bound=FrozenRecord)  # not a string: no ForwardRef compiled at import
+
+
+def replace(obj: _R, /, **changes: Any) -> _R:
+    """A copy of record ``obj`` with ``changes`` (field name -> value), as
+    :func:`dataclasses.replace` makes it: a new instance, ``__post_init__`` run again.
+
+    Raises:
+        TypeError: a name in ``changes`` is no field of the record.
+    """
+    for spec in type(obj).__record_fields__:
+        if spec.name not in changes:
+            changes[spec.name] = getattr(obj, spec.name)
+    return obj.__class__(**changes)

@@ -172,7 +172,8 @@ class ObjectInfo(FrozenRecord):
     legal_hold: bool | None = None
 
 
-Opened: TypeAlias = AbstractContextManager["tuple[Iterator[bytes], ObjectInfo] | None"]
+# A string, never evaluated: a subscript with a string would compile it at each import.
+Opened: TypeAlias = "AbstractContextManager[tuple[Iterator[bytes], ObjectInfo] | None]"
 """What :meth:`Store.open` returns: a context manager giving ``None`` for a missing path,
 else ``(chunks, info)``; the chunks are the body in order, in pieces of at most 1 MiB."""
 

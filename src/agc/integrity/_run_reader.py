@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.capture_failures import failure_lines
@@ -187,7 +187,8 @@ def _current(versions: Sequence[ObjectVersion]) -> bool:
     return any(v.is_latest and not v.is_delete_marker for v in versions)
 
 
-class _Observed(NamedTuple):
+@record
+class _Observed(FrozenRecord):
     """One streamed object: its observation facts and what the service said about it."""
 
     digest: str
