@@ -204,38 +204,45 @@ def _collect(cls: type) -> dict[str, Spec]:
 def _init(cls: type, specs: tuple[Spec, ...]) -> Callable[..., None]:
     """``__init__`` of record class ``cls``: binds the fields ``specs`` (see the module
     docstring) and runs ``__post_init__`` when ``cls`` has one."""
-    positional = tuple(s for s in specs if not s.kw_only)
-    ordered = positional + tuple(s for s in specs if s.kw_only)
+    ordered = tuple(
+        (s.name, s.default, s.default_factory)
+        for s in (*(s for s in specs if not s.kw_only), *(s for s in specs if s.kw_only))
+    )
+    positional = tuple(s.name for s in specs if not s.kw_only)
+    # The fields left for keywords and defaults after ``n`` positional arguments.
+    rest = tuple(ordered[n:] for n in range(len(positional) + 1))
     names = frozenset(s.name for s in specs)
     post_init = getattr(cls, "__post_init__", None) is not None
     owner = f"{cls.__qualname__}.__init__()"
     set_attribute = object.__setattr__
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
-        if len(args) > len(positional):
+        given = len(args)
+        if given > len(positional):
             raise TypeError(
                 f"{owner} takes {len(positional) + 1} positional arguments "
-                f"but {len(args) + 1} were given"
+                f"but {given + 1} were given"
             )
-        for index, spec in enumerate(ordered):
-            name = spec.name
-            if index < len(args):
-                if name in kwargs:
-                    raise TypeError(f"{owner} got multiple values for argument {name!r}")
-                value = args[index]
-            elif name in kwargs:
+        for name, value in zip(positional, args, strict=False):
+            set_attribute(self, name, value)
+        used = 0
+        for name, default, factory in rest[given]:
+            if name in kwargs:
                 value = kwargs[name]
-            elif spec.default is not MISSING:
-                value = spec.default
-            elif spec.default_factory is not MISSING:
-                value = spec.default_factory()
+                used += 1
+            elif default is not MISSING:
+                value = default
+            elif factory is not MISSING:
+                value = factory()
             else:
                 raise TypeError(f"{owner} missing required argument: {name!r}")
             set_attribute(self, name, value)
-        if len(kwargs) > len(args) or not names.issuperset(kwargs):
-            unknown = [name for name in kwargs if name not in names]
-            if unknown:
-                raise TypeError(f"{owner} got an unexpected keyword argument {unknown[0]!r}")
+        if used != len(kwargs):
+            for name in kwargs:
+                if name in positional[:given]:
+                    raise TypeError(f"{owner} got multiple values for argument {name!r}")
+                if name not in names:
+                    raise TypeError(f"{owner} got an unexpected keyword argument {name!r}")
         if post_init:
             self.__post_init__()
 
