@@ -4,7 +4,9 @@ repr, immutability, ``replace`` and the :mod:`dataclasses` functions."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +93,9 @@ def test_still_a_frozen_dataclass() -> None:
     assert [f.name for f in dataclasses.fields(SharedChild)][-1] == "extra"
     assert dataclasses.asdict(SharedChild("a", 1, extra=3))["extra"] == 3
     assert repr(SharedChild("a", 1, extra=3)).startswith("SharedChild(name='a', size=1, ")
+    # Copied and pickled as a dataclass is (a worker process sends its reports back).
+    assert pickle.loads(pickle.dumps(item)) == item
+    assert copy.deepcopy(SharedChild("a", 1, extra=3)) == SharedChild("a", 1, extra=3)
 
 
 def test_a_dataclass_subclass_of_a_record_is_a_dataclass_of_all_fields() -> None:
