@@ -148,6 +148,44 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
     assert run_python(code).stdout.splitlines()[-1] == "0 []"
 
 
+def test_quick_entry_imports_no_heavy_standard_module(store: Path) -> None:
+    # Start-up of a 1-record check is mostly imports: these standard modules cost tens of
+    # milliseconds together and a folder-store check needs none of them (records are
+    # made without dataclasses, which imports inspect, ast, dis and tokenize).
+    _sealed(store)
+    heavy = ("dataclasses", "inspect", "ast", "dis", "tokenize", "linecache")
+    code = (
+        "import sys\n"
+        "from agc.cli.verify_main import main\n"
+        f"rc = main(['r1', '--store', {str(store)!r}])\n"
+        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
+        "print(rc, heavy)\n"
+    )
+    assert run_python(code).stdout.splitlines()[-1] == "0 []"
+
+
+def test_quick_entry_compiles_no_annotation(store: Path) -> None:
+    # An annotation kept as a string where Python evaluates it (a NamedTuple field, a
+    # TypeVar bound, a subscript of a generic) is compiled at each import, and the first
+    # compile() of a process builds every AST type. A module's own source (bytes, when
+    # it has no byte code yet) is not counted.
+    _sealed(store)
+    code = (
+        "import builtins, sys\n"
+        "compiled = []\n"
+        "original = builtins.compile\n"
+        "def compile(source, *args, **kwargs):\n"
+        "    if isinstance(source, str):\n"
+        "        compiled.append(source)\n"
+        "    return original(source, *args, **kwargs)\n"
+        "builtins.compile = compile\n"
+        "from agc.cli.verify_main import main\n"
+        f"rc = main(['r1', '--store', {str(store)!r}])\n"
+        "print(rc, compiled)\n"
+    )
+    assert run_python(code).stdout.splitlines()[-1] == "0 []"
+
+
 def test_agc_verify_console_script_uses_the_quick_entry() -> None:
     (script,) = [ep for ep in entry_points(group="console_scripts") if ep.name == "agc-verify"]
     assert script.value == "agc.cli.verify_main:console"

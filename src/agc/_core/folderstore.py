@@ -29,7 +29,6 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
@@ -45,7 +44,7 @@ from agc._core.fs import (
     read_at_most,
     write_error,
 )
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc._core.storage import (
     BucketLock,
     ChainPaths,
@@ -67,7 +66,7 @@ _CHUNK: Final = 1 << 20
 _MISSING: Final = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class FolderStore(FrozenRecord, Store):
     """The store in the folder ``root`` (not created until something is written)."""
 

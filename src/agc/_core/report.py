@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
 
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc.errors import ReportInvalidError
+
+if TYPE_CHECKING:
+    from dataclasses import KW_ONLY
 
 __all__ = ["SCHEMA_VERSION", "SEVERITIES", "CodeT_co", "Finding", "Report", "Severity"]
 
@@ -35,7 +37,7 @@ CodeT_co = TypeVar("CodeT_co", bound=str, covariant=True)
 _KEBAB: Final = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Finding(FrozenRecord, Generic[CodeT_co]):
     """One thing that is wrong (or, for warnings and infos, worth knowing).
 
@@ -94,7 +96,7 @@ class Finding(FrozenRecord, Generic[CodeT_co]):
 
         Mappings (``expected``, ``actual``) are copied to plain dicts.
         """
-        names = keys if keys is not None else [f.name for f in fields(self)]
+        names = keys if keys is not None else [f.name for f in self.__record_fields__]
         out: dict[str, Any] = {}
         for name in names:
             value = getattr(self, name)
@@ -106,9 +108,10 @@ class Finding(FrozenRecord, Generic[CodeT_co]):
         return out
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Report(FrozenRecord, Generic[CodeT_co]):
-    """Base of every agc report; subclasses are frozen dataclasses.
+    """Base of every agc report; subclasses are frozen records
+    (:func:`agc._core.record.record`) or frozen dataclasses.
 
     A subclass declares its findings (a field, or a property for a report made of
     others), its codes in :attr:`CODES`, its one verdict property computed from

@@ -28,13 +28,12 @@ import errno
 import os
 import re
 from collections.abc import Container
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm
 from agc._core.fs import read_small_file
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc.errors import SidecarInvalidError, StoreError, UnsafePathError
 
 __all__ = [
@@ -57,7 +56,7 @@ MAX_SIDECAR_BYTES: Final = 4096
 """The largest sidecar read: one line is 64 hex digits, two spaces and a file name."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Sidecar(FrozenRecord):
     """A parsed sidecar.
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc.errors import UsageError
 
 if TYPE_CHECKING:
@@ -93,7 +92,7 @@ _STATUS: Final[Mapping[TrustReason, TrustStatus]] = {
 }
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Trust(FrozenRecord):
     """The verdict on one signature (see :func:`judge_trust`).
 

@@ -41,11 +41,10 @@ import abc
 import contextlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal, TypeAlias
 
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc.errors import StoreError, UsageError
 
 __all__ = [
@@ -82,7 +81,7 @@ class PreconditionFailed(Exception):  # noqa: N818 - the S3 error's own name
         self.conflict = conflict
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Retention(FrozenRecord):
     """An Object Lock retention: ``mode`` for ``days`` days from the upload.
 
@@ -105,7 +104,7 @@ class Retention(FrozenRecord):
         return self.days >= other.days and (other.mode == "GOVERNANCE" or self.mode == "COMPLIANCE")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class BucketLock(FrozenRecord):
     """The bucket's Object Lock configuration (``GetObjectLockConfiguration``).
 
@@ -118,7 +117,7 @@ class BucketLock(FrozenRecord):
     default: Retention | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ObjectVersion(FrozenRecord):
     """One entry of ``ListObjectVersions`` (or of an S3 Inventory report).
 
@@ -138,7 +137,7 @@ class ObjectVersion(FrozenRecord):
     legal_hold: bool | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ListedObject(FrozenRecord):
     """One current object as a listing names it (``ListObjectsV2``'s ``Contents``),
     without reading it.
@@ -154,7 +153,7 @@ class ListedObject(FrozenRecord):
     last_modified_ms: int
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ObjectInfo(FrozenRecord):
     """What a ``GetObject`` answered about the object besides its bytes.
 
@@ -173,7 +172,8 @@ class ObjectInfo(FrozenRecord):
     legal_hold: bool | None = None
 
 
-Opened: TypeAlias = AbstractContextManager["tuple[Iterator[bytes], ObjectInfo] | None"]
+# A string, never evaluated: a subscript with a string would compile it at each import.
+Opened: TypeAlias = "AbstractContextManager[tuple[Iterator[bytes], ObjectInfo] | None]"
 """What :meth:`Store.open` returns: a context manager giving ``None`` for a missing path,
 else ``(chunks, info)``; the chunks are the body in order, in pieces of at most 1 MiB."""
 
@@ -205,7 +205,7 @@ def is_store_path(path: str) -> bool:
     return True
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ChainPaths(FrozenRecord):
     """Where a store keeps its chain (the layout table, :mod:`agc._core.store`, names
     the one instance).

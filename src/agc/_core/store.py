@@ -32,12 +32,11 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, overload
 
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc._core.storage import ChainPaths, Store
 from agc.errors import RunIdInvalidError, UsageError
 
@@ -356,7 +355,7 @@ def folder_store(store: StoreArg) -> str | os.PathLike[str] | None:
     return cast("str | os.PathLike[str] | None", store)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class StoreLayout(FrozenRecord):
     """The layout's paths under a store folder. Pure: computing a path never touches the
     disk.

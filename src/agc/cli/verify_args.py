@@ -18,11 +18,13 @@ unknown option, a missing or bad value, an extra argument) goes to the parser, w
 reads it or refuses it. The scan only ever answers what the parser would.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: a named tuple's field annotations given as
+# strings are each compiled at import (and the first compile of a process builds the AST
+# types, a few milliseconds), so the annotations here are evaluated objects; those that
+# name argparse, which is imported only when the parser is built, stay strings.
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, NoReturn, TypeAlias
 
 if TYPE_CHECKING:
     # Imported by _parser() only: a list the scan reads never loads it (see above).
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 Kind = Literal["argument", "flag", "value", "values", "version"]
+_Converter: TypeAlias = type[Any]  # the field named ``type`` hides the builtin in Param
 
 
 class Param(NamedTuple):
@@ -60,7 +63,7 @@ class Param(NamedTuple):
     names: tuple[str, ...]
     kind: Kind
     help: str
-    type: type[Any] = str
+    type: _Converter = str
     metavar: str | None = None
     minimum: int | None = None
     show_default: bool = True
@@ -348,7 +351,7 @@ def _typed(param: Param) -> Any:
 _DEFAULTS: Final = VerifyOptions._field_defaults
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> "argparse.ArgumentParser":
     """The parser of :data:`PARAMS`. Values stay strings: click reads the whole list
     before it converts a value, and converts only the value that wins (the last of a
     repeated option), so :func:`_convert` does that afterwards."""
@@ -482,7 +485,7 @@ def _no_such_option(name: str, known: tuple[str, ...]) -> str:
     return f"No such option: {name} (Possible options: {', '.join(sorted(close))})"
 
 
-def _click_words(exc: argparse.ArgumentError, options: list[str]) -> ArgsError:
+def _click_words(exc: "argparse.ArgumentError", options: list[str]) -> "ArgsError":
     """argparse's refusal of one option, as click words it."""
     names = (exc.argument_name or "").split("/")
     param = next((_BY_NAME[name] for name in names if name in _BY_NAME), None)

@@ -14,10 +14,10 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from agc._core.capture_failures import failure_lines, is_captured_run_id
+from agc._core.record import replace
 from agc._core.store import ArtifactKind, resolve_store
 from agc.errors import AgcError
 from agc.integrity import Finding, RunReport
@@ -155,7 +155,9 @@ def cross_check_store(
     """``report`` with each captured run cross-checked (:func:`cross_check_capture`)."""
     if not any(is_captured_run_id(run.run_id) for run in report.runs):
         return report
-    return replace(report, runs=tuple(cross_check_capture(run, store) for run in report.runs))
+    from dataclasses import replace as replaced  # noqa: PLC0415 - a store report is a dataclass
+
+    return replaced(report, runs=tuple(cross_check_capture(run, store) for run in report.runs))
 
 
 def cross_check_audit(audit: Audit, store: str | os.PathLike[str] | None = None) -> Audit:
@@ -163,12 +165,14 @@ def cross_check_audit(audit: Audit, store: str | os.PathLike[str] | None = None)
     so that the report calls a run what ``agc-verify`` calls it (failing runs first)."""
     if not any(is_captured_run_id(run.report.run_id) for run in audit.runs):
         return audit
+    from dataclasses import replace as replaced  # noqa: PLC0415 - an audit is a dataclass
+
     runs = sorted(
-        (replace(run, report=cross_check_capture(run.report, store)) for run in audit.runs),
+        (replaced(run, report=cross_check_capture(run.report, store)) for run in audit.runs),
         key=lambda run: (run.report.complete, run.report.run_id),
     )
     complete = audit.complete and all(run.report.complete for run in runs)
-    return replace(audit, runs=tuple(runs), complete=complete)
+    return replaced(audit, runs=tuple(runs), complete=complete)
 
 
 def _records(

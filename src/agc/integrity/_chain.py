@@ -46,7 +46,6 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Protocol
 
@@ -63,7 +62,7 @@ from agc._core.fs import (
     write_error,
 )
 from agc._core.json import JsonInvalidError, loads, loads_lines
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc._core.storage import ChainTurn, PreconditionFailed, Retention, Store
 from agc._core.store import (
     CHAIN,
@@ -135,7 +134,7 @@ def manifest_digest(manifest: RunManifest | Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(manifest)).hexdigest()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ChainEntry(FrozenRecord):
     """One link of the chain: the ``position``-th closed manifest of the store."""
 
@@ -153,7 +152,7 @@ class ChainEntry(FrozenRecord):
         }
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ChainHead(FrozenRecord):
     """The head of the chain: the last link's position and manifest digest."""
 
@@ -369,7 +368,7 @@ def _head_etag(layout: StoreLayout) -> str | None:
     return None if found is None else found[1].etag
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ChainHeal(FrozenRecord):
     """What :func:`heal_chain` found and did, and the chain's tip afterwards.
 
@@ -462,7 +461,7 @@ def chain_turn(layout: StoreLayout) -> contextlib.AbstractContextManager[ChainTu
     return FolderStore(layout.root).chain_turn(CHAIN)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Tip(FrozenRecord):
     """What a turn at the chain found: the last link, the head's ETag, and the run's
     manifest if the chain had linked the run already (then nothing is appended)."""

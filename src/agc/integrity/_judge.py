@@ -65,10 +65,10 @@ prefix that does not match its checkpoint is ``modified``, one shorter than a ch
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from agc._core.digest import digests_equal
+from agc._core.record import record, replace
 from agc._core.report import Finding, Report
 from agc._core.sidecar import Sidecar, sidecar_name
 from agc._core.signature_rule import judge_trust
@@ -140,7 +140,7 @@ RunFindingCode = Literal[
 _Finding: TypeAlias = Finding[RunFindingCode]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ArtifactReport(Report[RunFindingCode]):
     """Per-artifact outcome, an entry of a :class:`RunReport`.
 
@@ -196,7 +196,7 @@ def finding_json(finding: _Finding) -> dict[str, Any]:
     return data
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class RunReport(Report[RunFindingCode]):
     """The verdict on one run.
 

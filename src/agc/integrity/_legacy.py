@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from agc._core.digest import Algorithm
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 from agc._core.report import Finding
 from agc._core.sidecar import Sidecar
 from agc._core.storage import Store
@@ -71,9 +70,9 @@ def read_legacy_tool_events(
     """
     run_id = validate_run_id(run_id)
     layout = StoreLayout.at(store)
-    for record in iter_json_objects(layout.legacy_tool_events_path):
-        if record.get("run_id") == run_id:
-            yield record
+    for event in iter_json_objects(layout.legacy_tool_events_path):
+        if event.get("run_id") == run_id:
+            yield event
 
 
 def count_legacy_tool_events(store: Store, run_id: str) -> int:
@@ -116,7 +115,7 @@ def unverified_records_finding(count: int) -> Finding[LegacyFindingCode]:
     )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LegacyRun(FrozenRecord):
     """A run in the legacy format: no manifest, a digest-only SHA-256 transcript sidecar.
 

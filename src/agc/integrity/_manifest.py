@@ -14,14 +14,13 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final
 
 from agc._core import json as strict_json
 from agc._core.canonical import canonical_json
 from agc._core.digest import ALGORITHMS, Algorithm
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, field, record, replace
 from agc._core.store import ARTIFACT_KINDS, ArtifactKind, validate_run_id
 from agc.errors import (
     JsonInvalidError,
@@ -70,7 +69,7 @@ _ENTRY_KEYS: Final = frozenset(
 _CHECKPOINT_KEYS: Final = frozenset({"records", "bytes", "digest"})
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ArtifactSeal(FrozenRecord):
     """The sealed state of one artifact file.
 
@@ -377,7 +376,7 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class RunManifest(FrozenRecord):
     """The manifest of one run.
 

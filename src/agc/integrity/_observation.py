@@ -8,12 +8,11 @@ An :class:`ArtifactObservation` is made by the one run reader, for any store
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agc._core.digest import Algorithm
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, field, record
 from agc._core.sidecar import Sidecar
 from agc._core.store import ArtifactKind
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["ArtifactObservation"]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ArtifactObservation(FrozenRecord):
     """What a store shows of one artifact, gathered by the run reader.
 

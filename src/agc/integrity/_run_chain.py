@@ -29,9 +29,9 @@ The chain itself (order, predecessors, head) is judged store-wide by
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, Final, Literal
 
+from agc._core.record import replace
 from agc._core.report import Finding
 from agc.integrity._chain import ChainEntry, manifest_digest
 from agc.integrity._judge import ArtifactReport, RunFindingCode, RunReport

@@ -28,15 +28,14 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.capture_failures import failure_lines
 from agc._core.digest import ALGORITHMS, SIDECAR_SUFFIXES, Algorithm, digests_equal, new_hasher
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, field, record, replace
 from agc._core.report import Finding
 from agc._core.sidecar import MAX_SIDECAR_BYTES, Sidecar, parse_sidecar
 from agc._core.signature_rule import signature_required
@@ -131,7 +130,7 @@ sidecars, or ``None``: look each one up); its manifest object as already read
 (:data:`UNREAD`: read it)."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class VerifyPolicy(FrozenRecord):
     """What the verifier asks of object storage.
 
@@ -188,7 +187,8 @@ def _current(versions: Sequence[ObjectVersion]) -> bool:
     return any(v.is_latest and not v.is_delete_marker for v in versions)
 
 
-class _Observed(NamedTuple):
+@record
+class _Observed(FrozenRecord):
     """One streamed object: its observation facts and what the service said about it."""
 
     digest: str
@@ -974,7 +974,7 @@ def list_run_versions(store: Store, run_id: str) -> list[ObjectVersion]:
 # -- the whole store ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class RunCheck(FrozenRecord):
     """A picklable per-run check of any store for ``--all`` (``--jobs`` processes, Dask
     workers): the store (never a client or credentials), the signature rules, the

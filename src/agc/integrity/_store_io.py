@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from agc._core.fs import (
     open_regular_file,
     read_small_file,
 )
+from agc._core.record import replace
 from agc._core.storage import Store
 from agc._core.store import (
     ARTIFACT_DIRS,

@@ -26,11 +26,10 @@ Light on purpose: ``agc-verify`` imports it on its fast path.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from agc._core.record import FrozenRecord
+from agc._core.record import FrozenRecord, record
 
 if TYPE_CHECKING:
     from agc._core.report import Finding
@@ -118,7 +117,7 @@ VERDICTS: Final[Mapping[str, VerdictCategory]] = MappingProxyType(
 _RANK: Final = {code: rank for rank, code in enumerate(VERDICTS)}
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Verdict(FrozenRecord):
     """A run's verdict: ``word`` (``complete`` or the deciding finding code) and its
     ``category`` (``tampered``, ``unverified``, ``unfinished``, ``ok``)."""
