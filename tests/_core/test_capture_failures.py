@@ -116,3 +116,46 @@ def test_no_folder_is_resolved_twice_nor_for_another_run(
 
 def _stores_named(root: Path) -> dict[str, Path]:
     return {"link": root / "link", "other": root / "other", "dotdot": root / "other/../store"}
+
+
+def test_a_check_of_many_runs_parses_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check of every run of a store (``agc-verify --all``) asks for each run's
+    failures: each failure file is parsed once in the process, not once per run."""
+    from agc._core import capture_failures  # noqa: PLC0415
+
+    lines = [("fallback", "store", run_id, "object") for run_id in RUN_IDS] * 4
+    lines += [("own", "store", run_id, "object") for run_id in RUN_IDS]
+    env = _write(tmp_path, lines)
+    parsed: list[str] = []
+    real = capture_failures.loads
+
+    def counting(text: str) -> Any:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(capture_failures, "loads", counting)
+    found = {
+        run_id: failure_lines(tmp_path / "store", env, run_id=run_id)
+        for run_id in [*RUN_IDS, *(f"codex-other{n}" for n in range(50))]
+    }
+    assert len(parsed) == len(lines)
+    assert {run_id: len(found[run_id]) for run_id in RUN_IDS} == dict.fromkeys(RUN_IDS, 5)
+
+
+def test_a_failure_kept_after_a_read_is_seen_by_the_next(tmp_path: Path) -> None:
+    """The parsed files are remembered only as long as they are the same file: a line
+    appended, or the file replaced by another, is read at the next ask."""
+    env = _write(tmp_path, [("fallback", "store", "codex-s2", "object")])
+    store = tmp_path / "store"
+    assert len(failure_lines(store, env, run_id="codex-s2")) == 1
+    fallback = Path(env["XDG_STATE_HOME"]) / "agc" / "capture-failures.jsonl"
+    with fallback.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"ts": 9, "store": str(store), "run_id": "codex-s2"}) + "\n")
+    assert len(failure_lines(store, env, run_id="codex-s2")) == 2
+    own = store / CAPTURE_FAILURES
+    replacement = own.with_name("new.jsonl")
+    replacement.write_text(json.dumps({"ts": 1, "run_id": "codex-s2"}) + "\n", encoding="utf-8")
+    os.replace(replacement, own)
+    assert len(failure_lines(store, env, run_id="codex-s2")) == 3

@@ -87,21 +87,8 @@ def failure_lines(
     here = _resolved(folder)
     resolved: dict[str, str] = {}
     for path, own in ((folder / CAPTURE_FAILURES, True), (fallback_failures_path(environ), False)):
-        try:
-            with open_regular_file(path) as handle:
-                lines = handle.read().splitlines()
-        except (OSError, AgcError):
-            continue
-        for line in lines:
-            if len(line) > MAX_FAILURE_LINE:
-                continue
-            try:
-                value = loads(line)
-            except AgcError:
-                continue
-            if not isinstance(value, dict) or (
-                run_id is not None and value.get("run_id") != run_id
-            ):
+        for value in _parsed_lines(path):
+            if run_id is not None and value.get("run_id") != run_id:
                 continue
             named = value.get("store")
             if not own and isinstance(named, str) and named not in resolved:
@@ -109,6 +96,44 @@ def failure_lines(
             if own or (isinstance(named, str) and resolved[named] == here):
                 found.append(value)
     return found
+
+
+# The JSON objects of the failure files read in this process, by path, with the identity
+# of the file they were read from (device, inode, size, modification time in ns): a
+# check of a whole store (every run) parses each file once, not once per run, and a file
+# appended to, replaced or rewritten since is read again.
+_PARSED: dict[Path, tuple[tuple[int, int, int, int], tuple[dict[str, Any], ...]]] = {}
+_PARSED_MAX: Final = 16
+
+
+def _parsed_lines(path: Path) -> tuple[dict[str, Any], ...]:
+    """The JSON objects of the failure file ``path`` in file order (lines longer than
+    :data:`MAX_FAILURE_LINE` or not a JSON object skipped); none when it is absent, not
+    a regular file or unreadable."""
+    try:
+        with open_regular_file(path) as handle:
+            st = os.fstat(handle.fileno())
+            identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            cached = _PARSED.get(path)
+            if cached is not None and cached[0] == identity:
+                return cached[1]
+            lines = handle.read().splitlines()
+    except (OSError, AgcError):
+        return ()
+    values: list[dict[str, Any]] = []
+    for line in lines:
+        if len(line) > MAX_FAILURE_LINE:
+            continue
+        try:
+            value = loads(line)
+        except AgcError:
+            continue
+        if isinstance(value, dict):
+            values.append(value)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[path] = (identity, tuple(values))
+    return _PARSED[path][1]
 
 
 def _resolved(folder: Path) -> str:
