@@ -60,7 +60,7 @@ def test_an_error_whose_json_cannot_be_written_exits_3_naming_both(
             full.close()
     assert code == 3
     err = capsys.readouterr().err
-    assert f"error: store {missing} does not exist or is not a folder" in err
+    assert f"error: store {missing} does not exist" in err
     assert "error: stdout: " in err
     assert "no space left on device" in err.lower()
     assert "hint: free disk space or fix the permissions" in err
@@ -74,6 +74,6 @@ def test_json_to_a_reader_that_went_away_is_dropped_and_the_exit_code_kept(
     os.close(read_end)
     with os.fdopen(write_end, "w") as pipe:
         monkeypatch.setattr(sys, "stdout", pipe)
-        # the refusal's own exit code (3: the store cannot be read), not 1 for the pipe
-        assert agc_main(["runs", "--store", str(missing), "--json"]) == 3
+        # the refusal's own exit code (2: the store named does not exist), not 1 for the pipe
+        assert agc_main(["runs", "--store", str(missing), "--json"]) == 2
         assert os.path.samestat(os.fstat(pipe.fileno()), os.stat(os.devnull))
