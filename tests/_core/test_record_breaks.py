@@ -18,14 +18,14 @@ from agc._core.record import FrozenRecord, record
 )
 def test_a_record_with_its_own_eq_is_hashable_as_a_frozen_dataclass() -> None:
     @dataclasses.dataclass(frozen=True)
-    class Generated:
+    class Generated:  # noqa: PLW1641 - the case under test
         a: int
 
         def __eq__(self, other: object) -> bool:
             return isinstance(other, Generated) and other.a == self.a
 
     @record
-    class Made(FrozenRecord):
+    class Made(FrozenRecord):  # noqa: PLW1641 - the case under test
         a: int
 
         def __eq__(self, other: object) -> bool:
