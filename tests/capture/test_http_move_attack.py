@@ -1,0 +1,73 @@
+"""Attacks on the move of agc's HTTP hooks off a port another user holds: the move must
+never land on a port that user holds too (the next session would send the new secret
+and its tool events there)."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agc.capture import listener_owner, move_http_hooks
+from tests.capture.test_install_http_move import _install
+
+REACHES_INSIDE = {"agc.capture._http_hooks": "its port range, narrowed to ports held here"}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path
+
+
+@contextlib.contextmanager
+def _every_port_held(count: int) -> Iterator[list[int]]:
+    """``count`` consecutive ports of 127.0.0.1, each with a listening socket (the
+    squatter's, who binds every port of agc's range: 12,768 descriptors)."""
+    for _ in range(100):
+        base = random.randint(40000, 60000)
+        held: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind(("127.0.0.1", port))
+                sock.listen(1)
+        except OSError:
+            for sock in held:
+                sock.close()
+            continue
+        try:
+            yield list(range(base, base + count))
+        finally:
+            for sock in held:
+                sock.close()
+        return
+    pytest.skip("no run of free ports found")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="free_port returns the last port it tried when 64 random tries all find a "
+    "listener: a user who holds every port of agc's range (or most: 0.99**64 = 53%) "
+    "gets the hooks moved onto a port of theirs, with the new secret",
+)
+def test_a_move_never_lands_on_a_port_another_program_holds(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agc.capture import _http_hooks  # noqa: PLC0415 - its range narrowed
+
+    with _every_port_held(4) as ports:
+        _install("/abs/store", ports[0])
+        monkeypatch.setattr(_http_hooks, "_PORTS", (ports[0], ports[-1]))
+        try:
+            kept, _ = move_http_hooks(ports[0])
+        except Exception:  # a refusal is an answer: no port was found
+            return
+        assert listener_owner(kept.port) is None, f"moved onto {kept.port}, which is held"
