@@ -163,3 +163,30 @@ def test_recover_of_a_note_naming_a_huge_file_reports_and_stands(
         check=False,
     )
     assert done.returncode == 0, done.stderr[-800:]
+
+
+@pytest.mark.parametrize(
+    "note",
+    ["not json", "[1]", '{"transcript_path": 7}', '{"transcript_path": ""}', "huge", "other"],
+)
+def test_a_malformed_huge_or_other_session_s_note_seals_nothing(
+    store: Path, tmp_path: Path, note: str
+) -> None:
+    """A note that is no note, is larger than agc reads, or names another session's
+    file: nothing is added, and the recovery stands."""
+    _killed_session(store, tmp_path / "s.jsonl")
+    path = store / "capture" / "session-files" / f"{RUN}.json"
+    if note == "huge":
+        text = json.dumps({"transcript_path": str(tmp_path / "s.jsonl"), "pad": "x" * (1 << 17)})
+        (tmp_path / "s.jsonl").write_text("".join(line + "\n" for line in _lines(CALLS[:1])))
+    elif note == "other":  # another session's file
+        other = tmp_path / "other.jsonl"
+        lines = [line.replace("5a1c0b7e", "0ther0ne") for line in _lines(CALLS[:1])]
+        other.write_text("".join(line + "\n" for line in lines))
+        text = json.dumps({"transcript_path": str(other)})
+    else:
+        text = note
+    path.write_text(text)
+    assert import_recorded_session_file(RUN, store) is None
+    assert agc(["recover", RUN, "--store", str(store)]) == 0
+    assert list(iter_records(RUN, store)) == []
