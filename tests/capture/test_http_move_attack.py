@@ -16,7 +16,10 @@ import pytest
 from agc.capture import listener_owner, move_http_hooks
 from tests.capture.test_install_http_move import _install
 
-REACHES_INSIDE = {"agc.capture._http_hooks": "its port range, narrowed to ports held here"}
+REACHES_INSIDE = {
+    "agc.capture._http_hooks": "its port range, narrowed to ports held here",
+    "agc.capture._install_files": "another move run inside a move's step",
+}
 
 
 @pytest.fixture
@@ -85,11 +88,11 @@ def test_two_moves_at_once_leave_the_settings_naming_the_kept_port(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import agc.capture._install_files as install_files  # noqa: PLC0415 - its step patched
-    from agc.capture import read_http_hook  # noqa: PLC0415
+    from agc.capture import keep_http_hook, read_http_hook  # noqa: PLC0415
 
     with _every_port_held(1) as (squatted,):
         _install("/abs/store", squatted)
-        real_keep = install_files.keep_http_hook
+        real_keep = keep_http_hook
         inside: list[bool] = []
 
         def keep_while_another_moves(*args: object, **kwargs: object) -> object:
