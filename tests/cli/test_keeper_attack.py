@@ -69,3 +69,59 @@ def test_the_resident_takes_back_only_its_own_user_s_socket_of_its_port(tmp_path
         finally:
             keeper.stdin.close()
             keeper.wait(5)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the keeper looks whether agc's hooks still name its port only when select "
+    "times out with nothing to read: another user who connects to the port more often "
+    "than every KEEP_CHECK_S keeps a keeper alive forever after hook-http.json is gone",
+)
+def test_a_keeper_poked_by_another_user_still_exits_when_its_port_is_no_longer_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    state = tmp_path / "state"
+    folder = state / "agc"
+    folder.mkdir(parents=True)
+    kept = folder / "hook-http.json"
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(8)
+    port = listening.getsockname()[1]
+    kept.write_text(json.dumps({"port": port, "secret": "s"}))
+    monkeypatch.setattr(_hookclient, "KEEP_CHECK_S", 0.05)
+    done = threading.Event()
+    held = os.dup(listening.fileno())
+    keeper = threading.Thread(
+        target=lambda: (_hookclient.keep_port(str(folder), str(state), held, port), done.set()),
+        daemon=True,
+    )
+    keeper.start()
+    listening.close()
+    stop = threading.Event()
+
+    def poke() -> None:  # the other user: a connection every 10 ms
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.recv(100)
+            except OSError:
+                pass
+            stop.wait(0.01)
+
+    poker = threading.Thread(target=poke, daemon=True)
+    poker.start()
+    kept.unlink()  # agc's hooks no longer name the port
+    try:
+        exited = done.wait(5)  # a hundred checks' time
+    finally:
+        stop.set()
+        poker.join(5)
+        path = _hookclient.keeper_path(str(folder), port)
+        if not done.is_set() and path is not None and os.path.exists(path):
+            os.unlink(path)  # its Unix socket gone: the keeper exits at its next check
+            keeper.join(5)
+    assert exited, "the keeper still holds the port agc's hooks no longer name"
