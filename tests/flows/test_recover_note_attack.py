@@ -190,3 +190,23 @@ def test_a_malformed_huge_or_other_session_s_note_seals_nothing(
     assert import_recorded_session_file(RUN, store) is None
     assert agc(["recover", RUN, "--store", str(store)]) == 0
     assert list(iter_records(RUN, store)) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agc import routes a file by the store's note alone: a note naming a "
+    "subagent's sidechain file (its lines name the parent's sessionId) sends it to the "
+    "parent's run, where it diverges and is never imported (its own run is never made)",
+)
+def test_a_note_never_keeps_a_sidechain_out_of_its_own_run(store: Path, tmp_path: Path) -> None:
+    from tests.flows.test_crosscheck_flow import _capture  # noqa: PLC0415
+
+    main = tmp_path / "main.jsonl"
+    _capture(store, main, CALLS[:1], _lines(CALLS[:1]))
+    sidechain = tmp_path / "agent-1234.jsonl"  # Claude Code: another stem, the same sessionId
+    lines = [line.replace('"go"', '"subagent task"') for line in _lines(CALLS[1:2])]
+    sidechain.write_text("".join(line + "\n" for line in lines))
+    _rewrite_note(store, sidechain)  # the store writer
+    assert agc(["import", str(sidechain), "--store", str(store)]) == 0
+    own = RUN + ".agent-1234"
+    assert len(list(iter_records(own, store))) == len(lines)
