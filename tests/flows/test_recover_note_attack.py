@@ -210,3 +210,23 @@ def test_a_note_never_keeps_a_sidechain_out_of_its_own_run(store: Path, tmp_path
     assert agc(["import", str(sidechain), "--store", str(store)]) == 0
     own = RUN + ".agent-1234"
     assert len(list(iter_records(own, store))) == len(lines)
+
+
+@pytest.mark.parametrize("planted", ["fifo", "folder", "symlink"])
+def test_a_thing_planted_where_the_note_goes_never_holds_the_hook(
+    store: Path, tmp_path: Path, planted: str
+) -> None:
+    """A store writer puts a FIFO, a folder or a link where the session's note goes: the
+    hook's events are still captured at once, and a link's target is never written."""
+    note = store / "capture" / "session-files" / f"{RUN}.json"
+    note.parent.mkdir(parents=True)
+    target = tmp_path / "victim-file"
+    target.write_text("mine\n")
+    if planted == "fifo":
+        os.mkfifo(note)
+    elif planted == "folder":
+        note.mkdir()
+    else:
+        note.symlink_to(target)
+    _killed_session(store, tmp_path / "s.jsonl")  # asserts each event is captured
+    assert target.read_text() == "mine\n"
