@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc._core.capture_failures import CAPTURE_FAILURES, failure_lines
+from agc._core.json import loads
 from tests.conftest import examples
 
 RUN_IDS = ["claude-code-s1", "codex-s2", "gemini-s3"]
@@ -125,11 +126,13 @@ def test_a_check_of_many_runs_parses_each_file_once(
     failures: each failure file is parsed once in the process, not once per run."""
     from agc._core import capture_failures  # noqa: PLC0415
 
-    lines = [("fallback", "store", run_id, "object") for run_id in RUN_IDS] * 4
+    lines: list[tuple[str, str, str | None, str]] = [
+        ("fallback", "store", run_id, "object") for _ in range(4) for run_id in RUN_IDS
+    ]
     lines += [("own", "store", run_id, "object") for run_id in RUN_IDS]
     env = _write(tmp_path, lines)
     parsed: list[str] = []
-    real = capture_failures.loads
+    real = loads  # what capture_failures parses with
 
     def counting(text: str) -> Any:
         parsed.append(text)
