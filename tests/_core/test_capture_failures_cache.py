@@ -8,20 +8,11 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from agc._core.capture_failures import CAPTURE_FAILURES, failure_lines
 
 RUN = "codex-s2"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the remembered parse is keyed by (device, inode, size, mtime): a failure "
-    "written over a same-size line in place, with the mtime set back (os.utime, or "
-    "within one coarse clock tick), is never seen by that process (st_ctime_ns is "
-    "not in the key)",
-)
 def test_a_same_size_rewrite_with_its_time_set_back_is_read_again(tmp_path: Path) -> None:
     store = tmp_path / "store"
     own = store / CAPTURE_FAILURES

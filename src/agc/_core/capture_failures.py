@@ -99,10 +99,11 @@ def failure_lines(
 
 
 # The JSON objects of the failure files read in this process, by path, with the identity
-# of the file they were read from (device, inode, size, modification time in ns): a
+# of the file they were read from (device, inode, size, modification and change time in
+# ns: the change time cannot be set back, so a rewrite in place is seen): a
 # check of a whole store (every run) parses each file once, not once per run, and a file
 # appended to, replaced or rewritten since is read again.
-_PARSED: dict[Path, tuple[tuple[int, int, int, int], tuple[dict[str, Any], ...]]] = {}
+_PARSED: dict[Path, tuple[tuple[int, ...], tuple[dict[str, Any], ...]]] = {}
 _PARSED_MAX: Final = 16
 
 
@@ -113,7 +114,7 @@ def _parsed_lines(path: Path) -> tuple[dict[str, Any], ...]:
     try:
         with open_regular_file(path) as handle:
             st = os.fstat(handle.fileno())
-            identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             cached = _PARSED.get(path)
             if cached is not None and cached[0] == identity:
                 return cached[1]
