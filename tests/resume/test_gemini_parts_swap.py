@@ -22,14 +22,6 @@ REACHES_INSIDE = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LineFile opens the session by its path again after the read (not the read's "
-    "descriptor) and the repair in parts no longer reads its output back: a session "
-    "named by a link pointed elsewhere for that open and back (the file's own stamp "
-    "untouched) is copied unchecked: the output on disk (a line that is no JSON, two "
-    "calls fewer) is not the output the report checked",
-)
 def test_a_file_swapped_between_the_read_and_the_copy_never_gives_an_unchecked_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -73,6 +65,8 @@ def test_a_file_swapped_between_the_read_and_the_copy_never_gives_an_unchecked_o
     main(["resume", str(out), "--check", "--json"])
     on_disk = json.loads(capsys.readouterr().out)
     on_disk.pop("source")
+    if on_disk.get("tool_call_state") is None:  # a check's field the repair's report lacks
+        on_disk.pop("tool_call_state", None)
     assert on_disk == {**said["report"]["after"], "warnings": on_disk["warnings"]}, (
         "the output on disk is not the output agc checked and reported"
     )

@@ -699,6 +699,9 @@ def _scan(
     loads = strict_json.line_reader()  # _loads, without a call per line around it
     with path.open("rb") as handle:
         stamp = _stamp(os.fstat(handle.fileno()))
+        # Lines read again later (to check, copy or write them) come from the file read
+        # now, through its descriptor: never from whatever the path names by then.
+        records._fd = os.dup(handle.fileno())
         handle.seek(offset)
         for body, final_newline in _lines(handle):
             index = records.base + len(ends)
