@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agc.cli import common
 from agc.cli.app import main as agc_main
 from agc.cli.common import byte_progress, write_lines
 
@@ -59,6 +60,10 @@ def test_a_progress_bar_is_drawn_on_a_terminal(monkeypatch: pytest.MonkeyPatch) 
     primary, secondary = pty.openpty()
     monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
+    # A console of its own, as a command's process has: the one kept in this process
+    # took its width (COLUMNS) and state from whichever test made it first.
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(common, "err_console", common.PlainFirstConsole("err_console"))
     drawn = b""
     try:
         with os.fdopen(secondary, "w") as terminal:
