@@ -342,3 +342,21 @@ def test_a_session_in_a_turn_at_uninstall_keeps_its_unheard_events_as_a_failure(
     assert "uninstalled" in failure.message
     assert failure.run_id == RUN
     assert _calls(store) == ["toolu_1"]
+
+
+def test_the_secret_stays_while_other_settings_still_hold_the_http_hooks(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Taking agc's hooks out of a project's settings leaves the user's HTTP hooks, and
+    their secret, as they are, and says so; the user's uninstall then retires it."""
+    _install(home, capsys)
+    hook = read_http_hook()
+    (home / "app").mkdir()
+    project = ["--scope", "project", "--project", str(home / "app")]
+    assert main(["hooks", "install", "--client", "claude-code", *project]) == 0
+    assert main(["hooks", "uninstall", "--client", "claude-code", *project]) == 0
+    said = capsys.readouterr().out
+    assert f"still installed in {home / '.claude' / 'settings.json'}" in said
+    assert read_http_hook() == hook
+    _uninstall(capsys)
+    assert read_http_hook() is None
