@@ -61,6 +61,8 @@ if _TYPE_CHECKING:
         listener_owner,
         port_listening,
         read_http_hook,
+        retire_http_hook,
+        retired_http_port,
     )
     from agc.capture._install import (
         BACKGROUND_EVENTS,
@@ -131,6 +133,8 @@ __all__ = [
     "parse_session",
     "port_listening",
     "read_http_hook",
+    "retire_http_hook",
+    "retired_http_port",
     "run_id_for",
     "uninstall_hooks",
 ]
@@ -166,6 +170,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "listener_owner",
         "port_listening",
         "read_http_hook",
+        "retire_http_hook",
+        "retired_http_port",
     ),
     "agc.capture._install": (
         "BACKGROUND_EVENTS",

@@ -55,6 +55,8 @@ __all__ = [
     "listener_owner",
     "port_listening",
     "read_http_hook",
+    "retire_http_hook",
+    "retired_http_port",
 ]
 
 HTTP_HOOK_PATH: Final = "/agc-hook"
@@ -196,6 +198,47 @@ def keep_http_hook(
     except OSError as exc:
         raise write_error(path, exc, doing="keep the secret of agc's HTTP hooks") from exc
     return chosen
+
+
+def retire_http_hook(environ: Mapping[str, str] | None = None) -> int | None:
+    """Retire the kept secret (``agc hooks uninstall`` of the last HTTP hooks): the file
+    is rewritten atomically (mode 0600) as ``{"retired": true, "retired_port": N}``, so
+    :func:`read_http_hook` finds no secret (agc's listener then refuses the old one,
+    ``401``; a port keeper sees no ``port`` and exits) and the next install makes a new
+    one. Idempotent.
+
+    Returns:
+        The port whose secret was retired (by this call or an earlier one), ``None``
+        when no secret was kept.
+
+    Raises:
+        FileWriteError: the file cannot be written (the secret is still kept).
+    """
+    kept = read_http_hook(environ)
+    if kept is None:
+        return retired_http_port(environ)
+    path = http_settings_path(environ)
+    data = json.dumps({"retired": True, "retired_port": kept.port}).encode() + b"\n"
+    try:
+        atomic_write_bytes(path, data, overwrite=True, mode=0o600)
+    except OSError as exc:
+        raise write_error(path, exc, doing="retire the secret of agc's HTTP hooks") from exc
+    return kept.port
+
+
+def retired_http_port(environ: Mapping[str, str] | None = None) -> int | None:
+    """The port of a secret :func:`retire_http_hook` retired, ``None`` when the file holds
+    no retired secret (a kept one, none, or one that cannot be read)."""
+    try:
+        value = json.loads(http_settings_path(environ).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(value, dict) or value.get("retired") is not True:
+        return None
+    port = value.get("retired_port")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        return None
+    return port
 
 
 def free_port(*, avoid: int | None = None) -> int:

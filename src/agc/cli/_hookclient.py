@@ -304,9 +304,10 @@ def keep_port(folder: str, state: str, fd: int, port: int) -> int:
     resident process takes the socket back through the Unix socket
     :func:`keeper_path` (mode 0600, in the folder of ``hook-http.json``: whatever socket
     folder a resident uses, it finds the keeper of its port there; the descriptor
-    passed with ``SCM_RIGHTS``), and the keeper exits; it exits too when agc's hooks no longer name
-    the port (``STATE/agc/hook-http.json``) or its Unix socket is gone, looked at every
-    :data:`KEEP_CHECK_S` seconds. Returns 0."""
+    passed with ``SCM_RIGHTS``), and the keeper exits (``agc hooks uninstall`` takes it
+    back so, and closes it, when it retires the secret); it exits too when agc's hooks
+    no longer name the port (``STATE/agc/hook-http.json``) or its Unix socket is gone,
+    looked at every :data:`KEEP_CHECK_S` seconds. Returns 0."""
     import json  # noqa: PLC0415
     import select  # noqa: PLC0415
     import socket  # noqa: PLC0415
@@ -531,6 +532,32 @@ def resident_answers(executable: str, script: str) -> "tuple[bool, str] | None":
     finally:
         sock.close()
     return True, path
+
+
+def retire_resident(folder: str, key: str, state: str) -> "list[int] | None":
+    """Tell the resident capture process ``KEY`` of the socket folder ``folder`` that the
+    secret of agc's HTTP hooks under ``state`` (``$XDG_STATE_HOME``) was retired (``agc
+    hooks uninstall``): it stops listening on that port (handed to no keeper) and exits
+    once its captures are done. The ports it stopped listening on (answered once they
+    are let go); ``None`` when no resident answered. Never raises."""
+    import _socket  # noqa: PLC0415
+
+    fields = [PROTOCOL, b"cwd=/", b"store=", b"state=" + os.fsencode(state), b"len=0", b"retire=1"]
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    got = b""
+    try:
+        sock.settimeout(DONE_WAIT_S)
+        sock.connect(os.path.join(folder, key + ".sock"))
+        sock.sendall(b"\0".join(fields) + b"\0\0")
+        while chunk := sock.recv(4096):
+            got += chunk
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    if got[:1] != b"0":
+        return None
+    return [int(word) for word in got[1:].split() if word.isdigit()]
 
 
 def through_resident(argv: "list[str]", data: bytes) -> "tuple[bool, bytes | None]":

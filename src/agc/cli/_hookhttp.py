@@ -25,8 +25,10 @@ lost, so nothing is kept against the run (a ``409`` that kept a failure made the
 fail for good over an event it holds). Refused, and never captured:
 
 * another path or method: ``404`` / ``405``;
-* a missing or wrong secret (compared with :func:`hmac.compare_digest`): ``401``, before
-  the body is read: another local user cannot write into the user's store;
+* a missing or wrong secret (compared with :func:`hmac.compare_digest`), or one no longer
+  kept (retired by ``agc hooks uninstall``, read at every request): ``401``, before the
+  body is read: another local user cannot write into the user's store, nor anyone with
+  a retired secret (a backup of the settings holds it);
 * a body without ``Content-Length`` (``411``) or larger than
   :data:`agc.capture.MAX_HOOK_EVENT_BYTES` (``413``, the connection closed unread; the
   event's failure kept for the store, as an over-long event on the socket);
@@ -60,7 +62,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from agc.capture import BACKGROUND_EVENTS, HTTP_HOOK_PATH, MAX_HOOK_EVENT_BYTES
+from agc.capture import (
+    BACKGROUND_EVENTS,
+    HTTP_HOOK_PATH,
+    MAX_HOOK_EVENT_BYTES,
+    read_http_hook,
+)
 
 __all__ = ["MAX_CONNECTIONS", "READ_S", "HookListener", "event_names"]
 
@@ -170,6 +177,8 @@ class HookListener:
         (:func:`agc.cli._hookclient.start_keeper`), so the port stays held."""
         if not self._keeper or self._server is None or self.problem is not None:
             return
+        if self.retired():
+            return  # uninstalled: the port is let go, no keeper holds it for a new resident
         from agc.cli._hookclient import start_keeper  # noqa: PLC0415
 
         state = self._origin[2]
@@ -277,11 +286,28 @@ class HookListener:
             self._dropped = why
 
     def authorized(self, header: str | None) -> bool:
-        """Whether ``header`` (``Authorization``) is ``Bearer <the secret>``."""
+        """Whether ``header`` (``Authorization``) is ``Bearer <the secret>`` and the secret
+        is still kept: not retired (``agc hooks uninstall``,
+        :func:`agc.capture.retire_http_hook`) and, for this port, not replaced by a new
+        one (read at every request, so a retired secret is refused at once)."""
         given = (header or "").encode("utf-8", "replace")
         with self._lock:
-            expected = b"Bearer " + self._secret
-        return hmac.compare_digest(given, expected)
+            secret = self._secret
+        if not hmac.compare_digest(given, b"Bearer " + secret):
+            return False
+        kept = read_http_hook(self._state())
+        if kept is None:
+            return False
+        return kept.port != self.port or hmac.compare_digest(kept.secret.encode("utf-8"), secret)
+
+    def retired(self) -> bool:
+        """Whether the secret of this listener's state folder was retired, or is no
+        longer kept at all (then nothing may be heard on the port)."""
+        return read_http_hook(self._state()) is None
+
+    def _state(self) -> dict[str, str]:
+        with self._lock:
+            return {"XDG_STATE_HOME": self._origin[2]}
 
     def take(self, query: str, body: bytes) -> int:
         """Queue a request's event for capture; the HTTP status to answer."""

@@ -29,6 +29,12 @@ before the event is answered (:meth:`Listeners._move`): a new port and secret, a
 hooks in the user's Claude Code settings moved to them, and a ``hook-port-taken``
 failure kept for each session that names the old port.
 
+A secret retired by ``agc hooks uninstall`` (the last HTTP hooks taken out) stops the
+listener of its port at once (it refuses the secret from then on, the port let go,
+handed to no keeper), and the process exits once its captures are done: on the
+uninstall's request (:func:`agc.cli._hookclient.retire_resident`), else at its next
+look (every :data:`_POLL_S` seconds).
+
 A request whose arguments name ``--http PORT`` (a synchronous event of a Claude Code
 session whose tool events ``agc hooks install`` sends over HTTP) makes the process
 listen on ``127.0.0.1:PORT`` (:class:`~agc.cli._hookhttp.HookListener`, with the
@@ -49,7 +55,13 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from agc.capture import http_settings_path, listener_owner, move_http_hooks, read_http_hook
+from agc.capture import (
+    http_settings_path,
+    listener_owner,
+    move_http_hooks,
+    read_http_hook,
+    retired_http_port,
+)
 from agc.cli._hookclient import IDLE_S, PROTOCOL, http_port
 from agc.cli._hookhttp import HookListener, event_names
 from agc.errors import AgcError, HookPortTakenError
@@ -176,6 +188,7 @@ class Listeners:
         # Ports another user held, whose hooks were moved: why, and the sessions told.
         self._moved: dict[int, str] = {}
         self._told: dict[int, set[str]] = {}
+        self.retiring = threading.Event()  # a listener's secret was retired: the process exits
 
     def ensure(self, port: int, origin: tuple[str, str, str]) -> HookListener | str:
         """The listener of ``port``, started when it is not yet, with the secret kept
@@ -193,6 +206,12 @@ class Listeners:
                     # Moved before (a move stopped between its two writes leaves the
                     # settings naming this port): the settings are moved again.
                     return self._move(port, origin)
+                if kept is None and retired_http_port(state) == port:
+                    return (
+                        "agc's HTTP hooks were uninstalled (agc hooks uninstall) and their "
+                        f"secret retired: the tool events this session sends to 127.0.0.1:"
+                        f"{port} are not captured"
+                    )
                 return (
                     f"no secret of agc's HTTP hooks on port {port} is kept in "
                     f"{http_settings_path(state)} (or another user may read it): "
@@ -263,6 +282,18 @@ class Listeners:
             told.add(session)
             return said
 
+    def drop_retired(self) -> list[int]:
+        """Stop the listeners whose secret was retired (``agc hooks uninstall``): their
+        port let go, handed to no keeper; the ports stopped (:attr:`retiring` is set
+        when any was, and the process then exits)."""
+        with self._lock:
+            retired = [port for port, found in self._ports.items() if found.retired()]
+            for port in retired:
+                self._ports.pop(port).stop()
+        if retired:
+            self.retiring.set()
+        return retired
+
     def holding(self) -> bool:
         with self._lock:
             return any(listener.holding() for listener in self._ports.values())
@@ -325,7 +356,8 @@ def serve(
                 conn, _ = server.accept()
             except TimeoutError:
                 workers = [w for w in workers if w.is_alive()]
-                stopped = stop is not None and stop.is_set()
+                listeners.drop_retired()  # uninstalled without a word to this process
+                stopped = (stop is not None and stop.is_set()) or listeners.retiring.is_set()
                 idle = time.monotonic() - last > idle_s and not listeners.holding()
                 if not workers and not captures.busy and (stopped or idle):
                     break
@@ -361,7 +393,12 @@ def answer(conn: socket.socket, captures: Captures, listeners: Listeners | None 
         head, data, want = got
         if head is None:
             return
-        args, origin, note, client = head
+        args, origin, note, client, retire = head
+        if retire:  # `agc hooks uninstall` retired a secret: let its port go, then exit
+            dropped = listeners.drop_retired() if listeners is not None else []
+            with contextlib.suppress(OSError):
+                conn.sendall(b"0" + b" ".join(b"%d" % port for port in dropped))
+            return
         if len(data) < want:
             _keep_cut(args, origin, data, want)
             return
@@ -397,10 +434,11 @@ def answer(conn: socket.socket, captures: Captures, listeners: Listeners | None 
 
 def _receive(
     conn: socket.socket,
-) -> tuple[tuple[list[str], tuple[str, str, str], bool, int] | None, bytes, int]:
-    """``((args, origin, note, client pid), event bytes, length announced)``;
+) -> tuple[tuple[list[str], tuple[str, str, str], bool, int, bool] | None, bytes, int]:
+    """``((args, origin, note, client pid, retire), event bytes, length announced)``;
     ``(None, b"", 0)`` when the fields did not all come or are not this protocol's
-    (the client pid is 0 when the request names none)."""
+    (the client pid is 0 when the request names none; ``retire``: the request of
+    :func:`agc.cli._hookclient.retire_resident`, no event)."""
     buffer = bytearray()
     end = -1
     while end < 0:
@@ -434,7 +472,8 @@ def _receive(
         data += chunk
     pid = named.get("pid", "")
     client = int(pid) if pid.isdigit() else 0
-    return (args, origin, named.get("note") == "1", client), bytes(data[:want]), want
+    head = (args, origin, named.get("note") == "1", client, named.get("retire") == "1")
+    return head, bytes(data[:want]), want
 
 
 def _keep_taken(args: list[str], origin: tuple[str, str, str], data: bytes, said: str) -> str:

@@ -3,8 +3,10 @@ configuration."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import socket
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -28,7 +30,11 @@ from agc.capture import (
     http_settings_path,
     install_hooks,
     keep_http_hook,
+    listener_owner,
     port_listening,
+    read_http_hook,
+    retire_http_hook,
+    retired_http_port,
     uninstall_hooks,
 )
 from agc.cli.common import EPILOG, emit_json, err_console, new_app, write_lines
@@ -259,18 +265,124 @@ def uninstall_command(
     """Take agc's hook out of the client's configuration; your own hooks are kept.
 
     The file is backed up before it is changed. For Codex agc's trust entries go too,
-    and your hooks that move up keep their trust.
+    and your hooks that move up keep their trust. When no Claude Code settings (user
+    scope, and the project's) hold agc's HTTP hooks any more, their secret is retired
+    ($XDG_STATE_HOME/agc/hook-http.json: agc's listener refuses it from then on, so the
+    settings' backups that hold it open nothing), and agc's capture process and its
+    port keeper let the port go and exit.
 
     \b
     Examples:
       agc hooks uninstall --client codex
     """
+    before = check_hooks(client, scope, project=project)
     change = uninstall_hooks(client, scope, project=project)
+    retired = _retire_http(before, project) if client == "claude-code" else None
     if as_json:
-        emit_json(change.to_dict())
+        emit_json(change.to_dict() | ({} if retired is None else {"http_hooks": retired}))
     else:
         _print_change(change)
+        if retired is not None:
+            write_lines(_retired_lines(retired))
     return int(ExitCode.OK)
+
+
+def _retire_http(before: ClientHooks, project: Path | None) -> dict[str, Any]:
+    """After an uninstall of Claude Code's hooks: when no settings looked at (user scope,
+    and the project's) hold agc's HTTP hooks any more, retire their secret
+    (:func:`agc.capture.retire_http_hook`), tell agc's resident capture process to let
+    the port go and exit, and take the port back from its keeper (which then exits);
+    ``{"secret_retired", "port", "still_installed", "stopped", "listening"}``."""
+    from agc.cli._hookclient import (  # noqa: PLC0415
+        installation_key,
+        retire_resident,
+        socket_dir,
+        take_kept,
+    )
+
+    using = [
+        status.config
+        for status in (
+            check_hooks("claude-code", "user"),
+            check_hooks("claude-code", "project", project=project),
+        )
+        if status.http
+    ]
+    said: dict[str, Any] = {
+        "secret_retired": False,
+        "port": None,
+        "still_installed": using,
+        "stopped": [],
+        "listening": None,
+    }
+    if using:
+        return said
+    port = retire_http_hook()
+    if port is None:
+        return said
+    said |= {"secret_retired": True, "port": port}
+    state = str(http_settings_path().parent.parent)
+    stopped: set[str] = set()
+    folder = socket_dir(os.environ)
+    keys = {installation_key(sys.executable, str(HOOK_CLIENT_SCRIPT))}
+    removed = _hook_client_of(before.command)
+    if removed is not None:
+        with contextlib.suppress(OSError):
+            keys.add(installation_key(*removed))
+    for key in sorted(keys):
+        ports = None if folder is None else retire_resident(folder, key, state)
+        if ports is not None and port in ports:
+            stopped.add("resident")
+    kept = take_kept(os.path.join(state, "agc"), port)
+    if isinstance(kept, socket.socket):
+        kept.close()
+        stopped.add("keeper")
+    said["stopped"] = sorted(stopped)
+    listening = port_listening(port)
+    said["listening"] = listening and listener_owner(port) == os.getuid()
+    return said
+
+
+def _retired_lines(retired: Mapping[str, Any]) -> list[str]:
+    """What :func:`_retire_http` did, in words."""
+    if retired["still_installed"]:
+        return [
+            "agc's HTTP hooks are still installed in "
+            f"{', '.join(retired['still_installed'])}: their secret stays kept"
+        ]
+    if not retired["secret_retired"]:
+        return []
+    port = retired["port"]
+    names = {"resident": "resident", "keeper": "port keeper"}
+    stopped = " and ".join(names[name] for name in retired["stopped"])
+    lines = [
+        (
+            f"stopped agc's capture process ({stopped}) on 127.0.0.1:{port}"
+            if stopped
+            else f"no agc capture process listened on 127.0.0.1:{port}"
+        )
+        + f"; the HTTP hooks' secret is retired ({http_settings_path()}): agc refuses it "
+        "from now on, so the settings' backups that hold it open nothing"
+    ]
+    if retired["listening"]:
+        lines.append(
+            f"note: a process of yours still listens on 127.0.0.1:{port}: agc's capture "
+            "process of another agc installation (which may take the retired secret until "
+            "it exits, after 5 idle minutes), or another program; `agc hooks status "
+            "--client claude-code` says whether it still runs"
+        )
+    return lines
+
+
+def _hook_client_of(command: str | None) -> tuple[str, str] | None:
+    """``(interpreter, script)`` of an installed hook command that runs agc's hook client,
+    ``None`` for another command (``agc hook``) or none."""
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        return None
+    script = next((w for w in words[1:] if Path(w).name == HOOK_CLIENT_SCRIPT.name), None)
+    return None if script is None else (words[0], script)
 
 
 def _status_lines(status: ClientHooks, store: str | None = None) -> list[str]:
@@ -308,6 +420,7 @@ def _status_lines(status: ClientHooks, store: str | None = None) -> list[str]:
         writes = status.store or "the default store"
         lines.append(f"  note: the hook writes to {writes}, not {store}")
     lines.extend(_resident_lines(status))
+    lines.extend(_leftover_lines(_leftover(status)))
     failure = status.last_failure
     if failure is not None:
         lines.append(
@@ -327,17 +440,53 @@ def _resident(status: ClientHooks) -> dict[str, Any] | None:
         return None
     from agc.cli._hookclient import resident_answers  # noqa: PLC0415
 
-    try:
-        words = shlex.split(status.command)
-    except ValueError:
-        words = []
-    script = next((w for w in words[1:] if Path(w).name == HOOK_CLIENT_SCRIPT.name), None)
-    answer = resident_answers(words[0], script) if script is not None else None
+    client = _hook_client_of(status.command)
+    answer = resident_answers(*client) if client is not None else None
     return {
         "running": None if answer is None else answer[0],
         "socket": None if answer is None else answer[1],
         "http_listening": None if status.port is None else port_listening(status.port),
     }
+
+
+def _leftover(status: ClientHooks) -> dict[str, Any] | None:
+    """For Claude Code's user scope without agc's HTTP hooks: the secret of this state
+    folder (``kept``, or ``retired`` by an uninstall) and whether a process of the user
+    still listens on its port (agc's capture process or its port keeper);
+    ``{"state", "port", "listening"}``, ``None`` when there is no such secret or the
+    hooks are installed (:func:`_resident` says it then)."""
+    if status.client != "claude-code" or status.scope != "user" or status.http:
+        return None
+    kept = read_http_hook()
+    port = kept.port if kept is not None else retired_http_port()
+    if port is None:
+        return None
+    listening = port_listening(port)
+    if listening:
+        listening = listener_owner(port) == os.getuid()
+    state = "kept" if kept is not None else "retired"
+    return {"state": state, "port": port, "listening": listening}
+
+
+def _leftover_lines(found: Mapping[str, Any] | None) -> list[str]:
+    """What :func:`_leftover` found, in words."""
+    if found is None:
+        return []
+    port = found["port"]
+    if found["state"] == "retired":
+        lines = [f"  HTTP hooks' secret: retired (agc hooks uninstall; port {port})"]
+    else:
+        lines = [
+            f"  HTTP hooks' secret: still kept in {http_settings_path()} though no settings "
+            "here hold agc's HTTP hooks (agc hooks uninstall --client claude-code retires it)"
+        ]
+    process = {
+        True: f"still runs (a process of yours listens on 127.0.0.1:{port})",
+        False: f"none runs (nothing of yours listens on 127.0.0.1:{port})",
+        None: "cannot be told (/proc/net/tcp cannot be read)",
+    }[found["listening"]]
+    lines.append(f"  agc capture process of this state folder: {process}")
+    return lines
 
 
 def _resident_lines(status: ClientHooks) -> list[str]:
@@ -435,7 +584,10 @@ def status_command(
     considered = found if client is not None else [s for s in found if s.installed]
     ok = bool(considered) and all(status.will_run for status in considered)
     if as_json:
-        clients_json = [{**status.to_dict(), "resident": _resident(status)} for status in found]
+        clients_json = [
+            {**status.to_dict(), "resident": _resident(status), "http_secret": _leftover(status)}
+            for status in found
+        ]
         emit_json({"ok": ok, "clients": clients_json})
     else:
         write_lines([line for status in found for line in _status_lines(status, folder)])
