@@ -1065,11 +1065,14 @@ def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
             else "run"
         )
         say(
-            _printable(f"{reads}. To put the repair there, {first}: cp -- {repaired} {step.path}"),
+            _printable(f"{reads}. To put the repair there, {first}: {step.copy_command(repaired)}"),
             markup=False,
         )
     for command in step.commands:
         say(_printable(f"  resume with: {command}"), markup=False)
+    missing = step.missing_cwd()
+    if missing is not None:
+        say(_printable(f"  note: {missing}"), markup=False)
 
 
 def _is_streamed(history: History) -> bool:
