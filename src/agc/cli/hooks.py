@@ -109,9 +109,12 @@ def _store_text(store: str | None) -> str | None:
     return str(Path(store).expanduser().absolute())
 
 
-def _print_change(change: HooksChange) -> None:
+def _print_change(change: HooksChange, *, removing: bool = False) -> None:
     lines = []
     for file in change.files:
+        if not file.changed and removing and not os.path.lexists(file.path):
+            lines.append(f"{file.path}: does not exist, nothing to remove")
+            continue
         if not file.changed:
             lines.append(f"{file.path}: unchanged")
             continue
@@ -269,7 +272,7 @@ def uninstall_command(
     if as_json:
         emit_json(change.to_dict())
     else:
-        _print_change(change)
+        _print_change(change, removing=True)
     return int(ExitCode.OK)
 
 
