@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from agc.capture import ToolEvent
 from agc.capture import _crosscheck as crosscheck
-from agc.capture._crosscheck import _common, compare_calls
+from agc.capture._crosscheck import Divergence, _common, compare_calls
 
 REACHES_INSIDE = {"agc.capture._crosscheck": "the LCS alignment and its edit bound"}
 
@@ -220,11 +220,13 @@ def test_a_divergence_says_which_call_and_where() -> None:
     hooked, recorded = _witnesses(["Bash", "Read"], ids=True)
     recorded.pop(0)
     recorded.append(_call("session-file", "Edit", "x9", line=12))
-    texts = [d.describe() for d in compare_calls(hooked, recorded)]
+    found = compare_calls(hooked, recorded)
+    texts = [d.describe() for d in found]
     assert texts == [
-        "the hooks saw the Bash call c0 (hook call 1); the transcript lacks it",
-        "the transcript holds the Edit call x9 at line 12; the hooks never saw it",
+        "the hooks saw the Bash call with id c0 (hook call 1); the transcript lacks it",
+        "the transcript holds the Edit call with id x9; the hooks never saw it",
     ]
+    assert [d.line for d in found] == [None, 12]  # the location: the finding's, said once
 
 
 @given(
@@ -404,3 +406,19 @@ def test_only_a_call_answered_in_error_alone_counts_as_refused_before_the_hooks(
     (divergence,) = compare_calls(hooked, recorded)
     assert divergence.kind == "unseen-by-hooks"
     assert divergence.refused is refused
+
+
+@pytest.mark.parametrize(
+    "kind", ["missing-from-transcript", "unseen-by-hooks", "after-hooks", "input-differs"]
+)
+@pytest.mark.parametrize("refused", [False, True])
+def test_a_divergence_names_its_call_without_a_doubled_word_or_its_line(
+    kind: str, refused: bool
+) -> None:
+    """Codex names its calls `call_…`: the text never reads "call call_2"; the line is the
+    finding's location (shown once by the finding), not repeated in its message."""
+    divergence = Divergence(kind, "Bash", "call_2", 29, 0, refused)  # type: ignore[arg-type]
+    text = divergence.describe()
+    assert "call call" not in text
+    assert "Bash call with id call_2" in text
+    assert "29" not in text

@@ -700,3 +700,15 @@ def test_cli_install_refuses_a_store_that_is_a_file_and_notes_a_store_switch(
     err = capsys.readouterr().err
     assert f"the hook now writes to {home / 'second'}" in err
     assert f"it wrote to {home / 'first'}" in err
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_cli_uninstall_of_a_file_that_does_not_exist_says_so(
+    client: ClientName, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hooks", "uninstall", "--client", client]) == 0
+    out = capsys.readouterr().out
+    assert ": does not exist, nothing to remove" in out
+    assert "unchanged" not in out
+    assert not any(home.rglob("*.json"))
+    assert not any(home.rglob("*.toml"))

@@ -567,3 +567,31 @@ def test_the_summary_line_counts_in_english(
     assert main(["resume", "codex-rollout-in-flight.jsonl", "--check"]) == 1
     first = capsys.readouterr().out.splitlines()[0]
     assert first == "codex-rollout: 3 messages, 1 tool call, 0 tool results"
+
+
+GOLDEN_SESSIONS = Path(__file__).resolve().parents[1] / "resume" / "golden"
+
+
+@pytest.mark.parametrize("case", ["claude-code-in-flight", "codex-rollout-in-flight"])
+def test_check_of_a_broken_file_hints_the_command_that_repairs_it(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / f"{case}.jsonl"
+    path.write_bytes((GOLDEN_SESSIONS / f"{case}.jsonl").read_bytes())
+    assert main(["resume", str(path), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert f"hint: `agc resume {path} --out FIXED` writes the repair to FIXED" in err
+    assert f"`agc resume {path} --in-place` over the file (keeping a backup)" in err
+    # the hint's command does what it says
+    fixed = tmp_path / "FIXED"
+    assert main(["resume", str(path), "--out", str(fixed)]) == 0
+    capsys.readouterr()
+    assert main(["resume", str(fixed), "--check"]) == 0
+    assert "hint:" not in capsys.readouterr().err
+
+
+def test_resume_help_names_gemini_cli_sessions(capsys: pytest.CaptureFixture[str]) -> None:
+    with contextlib.suppress(SystemExit):
+        main(["resume", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Gemini CLI session" in text

@@ -236,3 +236,61 @@ def test_a_same_size_edit_with_its_mtime_set_back_is_still_seen(
     assert main(["resume", str(path), *target]) == 2
     assert _backups(path) == []
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("recorded_here", [False, True])
+def test_a_session_from_another_machine_gets_a_step_that_creates_the_folders(
+    tmp_path: Path,
+    recorded_here: bool,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No projects folder of the session's directory and no such directory here: the copy
+    creates the client's folder first, and the missing working directory is said."""
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    cwd = tmp_path / "projects" / "spotter"
+    if recorded_here:
+        cwd.mkdir(parents=True)
+    lines = (GOLDEN / "claude-code-in-flight.jsonl").read_text().splitlines()
+    first = json.loads(lines[1])
+    first["cwd"] = str(cwd)
+    source = tmp_path / "broken.jsonl"
+    source.write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n")
+    out = tmp_path / "fixed.jsonl"
+    assert main(["resume", str(source), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    home = claude / "projects" / str(cwd).replace("/", "-").replace("_", "-") / "s1.jsonl"
+    assert f"run: mkdir -p -- {home.parent} && cp -- {out} {home}" in err
+    assert f"resume with: cd {cwd} && claude --resume s1" in err
+    missing = f"note: the session ran in {cwd}, which does not exist on this machine"
+    assert (missing in err) is not recorded_here
+    if not recorded_here:
+        assert f"create it first (mkdir -p -- {cwd})" in err
+    # the step works as said: the folder made, the copy lands where the client reads it
+    home.parent.mkdir(parents=True)
+    assert main(["resume", str(source), "--out", str(tmp_path / "again.jsonl")]) == 0
+    assert f"run: cp -- {tmp_path / 'again.jsonl'} {home}" in capsys.readouterr().err
+
+
+def test_a_run_recorded_on_another_machine_gets_the_same_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agc resume RUN --out R` of an imported session file: the step is the file's."""
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    cwd = tmp_path / "elsewhere" / "spotter"
+    lines = (GOLDEN / "claude-code-in-flight.jsonl").read_text().splitlines()
+    first = json.loads(lines[1])
+    first["cwd"] = str(cwd)
+    source = tmp_path / "broken.jsonl"
+    source.write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n")
+    store = tmp_path / "store"
+    assert main(["import", str(source), "--run-id", "r1", "--store", str(store)]) == 0
+    out = tmp_path / "fixed.jsonl"
+    capsys.readouterr()
+    assert main(["resume", "r1", "--store", str(store), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    home = claude / "projects" / str(cwd).replace("/", "-").replace("_", "-") / "s1.jsonl"
+    assert f"run: mkdir -p -- {home.parent} && cp -- {out} {home}" in err
+    assert f"note: the session ran in {cwd}, which does not exist on this machine" in err

@@ -314,10 +314,13 @@ def test_import_names_each_literal_value_by_server_and_name_never_the_value(
     code, out, err = cli("ext", "import", str(source), "--store", str(store))
     assert code == 0
     warnings = [line for line in err.splitlines() if line.startswith("warning: MCP server")]
+    listed = json.loads(cli("ext", "list", "--json", "--store", str(store))[1])
+    ids = {item["name"]: item["id"] for item in listed["items"]}
     assert warnings == [
         f"warning: MCP server {server}: {what} has a literal value (possibly a secret), kept "
         "only in owner-only files of the store; --env-ref keeps a reference to the launching "
-        "environment instead"
+        "environment instead (an import with it adds new items: this one stays, its value "
+        f"kept, until removed: agc ext rm {ids[server]})"
         for server, what in [
             ("search", "env SEARCH_API_KEY"),
             ("web", "header Authorization"),
@@ -612,3 +615,33 @@ def test_property_env_ref_never_gives_two_servers_one_variable(
         assert len(set(variables)) == len(variables), generated
         for item_id, variable in generated:
             assert readers[variable] == [item_id], (variable, readers[variable])
+
+
+def test_an_env_ref_import_of_a_source_imported_with_literals_offers_removing_the_literals(
+    tmp_path: Path, store: Path, cli: Run
+) -> None:
+    """The same source imported again with --env-ref: the copy to keep is the new one
+    (references), so the notice names the earlier items (literal values) to remove; an
+    import again without it still offers removing the new copy."""
+    source = _toml_config(tmp_path / "in", "ghp_" + "R2d2C3po" * 5)
+    first = json.loads(cli("ext", "import", str(source), "--store", str(store), "--json")[1])
+    literal = [item["id"] for item in first["imported"]]
+    code, out, _ = cli("ext", "import", str(source), "--env-ref", "--store", str(store), "--json")
+    assert code == 0
+    second = json.loads(out)
+    safe = [item["id"] for item in second["imported"]]
+    notice = second["notice"]
+    assert f"to keep only this import: agc ext rm {' '.join(literal)}" in notice
+    assert "earlier items stay until removed" in notice
+    assert not any(item_id in notice for item_id in safe)
+    # following the notice leaves only the references
+    assert cli("ext", "rm", *literal, "--store", str(store))[0] == 0
+    listed = json.loads(cli("ext", "list", "--json", "--store", str(store))[1])
+    assert sorted(item["id"] for item in listed["items"]) == sorted(safe)
+    assert all(not item["literalValues"] for item in listed["items"])
+    # a plain second copy (no references made): keep the first, remove the new one
+    other = str(tmp_path / "other")
+    assert cli("ext", "import", str(source), "--store", other)[0] == 0
+    third = json.loads(cli("ext", "import", str(source), "--store", other, "--json")[1])
+    again = [item["id"] for item in third["imported"]]
+    assert third["notice"].endswith(f"to keep only the first: agc ext rm {' '.join(again)}")

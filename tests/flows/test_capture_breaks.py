@@ -460,3 +460,38 @@ def test_recover_of_a_session_file_changed_where_it_was_sealed_adds_nothing_and_
     assert (report["session_file"]["status"], report["session_file"]["line"]) == ("diverges", 1)
     assert len(list(iter_records(RUN, store))) == sealed
     assert agc(["recover", RUN, "--store", str(store)]) == 0  # sealed now: nothing to do
+
+
+@pytest.mark.parametrize("seals", [1, 2, 3])
+def test_a_change_found_by_several_seals_is_one_finding_located_once(
+    store: Path, tmp_path: Path, seals: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every seal after a session file was changed where it had been sealed finds the
+    change again (each turn's end, the session's end): the run reports it once, its line
+    said once, in the JSON and in the human lines (one run and `--all`)."""
+    session = tmp_path / "chat.jsonl"
+    written = _lines(CALLS[:1])
+    session.write_text("".join(line + "\n" for line in written))
+    capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)
+    assert capture_hook_event("claude-code", _hook("Stop", session), store=store).failure is None
+    edited = [written[0].replace('"go"', '"went"'), *written[1:]]
+    session.write_text("".join(line + "\n" for line in edited))
+    for _ in range(seals):
+        failure = capture_hook_event("claude-code", _hook("Stop", session), store=store).failure
+        assert failure is not None
+        assert failure.code == "session-file-changed"
+    capsys.readouterr()
+    assert verify([RUN, "--store", str(store), "--json"]) == 1
+    changed = [
+        finding
+        for finding in json.loads(capsys.readouterr().out)["findings"]
+        if "changed where an earlier seal" in finding["message"]
+    ]
+    assert len(changed) == 1
+    assert "(line" not in changed[0]["message"]
+    assert changed[0]["lines"] == [1, 1]
+    for args in ([RUN], ["--all", "--quiet"]):
+        assert verify([*args, "--store", str(store)]) == 1
+        text = capsys.readouterr().out
+        assert text.count("changed where an earlier seal") == 1
+        assert text.count("(line 1)") == 1

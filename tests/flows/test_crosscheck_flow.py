@@ -122,7 +122,7 @@ def test_a_call_added_to_the_session_file_before_its_seal_is_found_at_its_line(
     assert verify([RUN, "--store", str(store)]) == 1
     out = capsys.readouterr().out
     assert "transcript-diverges" in out
-    assert "Write call toolu_x at line 6" in out
+    assert "Write call with id toolu_x; the hooks never saw it (line 6)" in out
     assert verify(["--all", "--store", str(store)]) == 1
 
 
@@ -214,7 +214,7 @@ def test_what_reads_a_captured_run_back_refuses_it_when_agc_verify_fails_it(
     if edited:
         assert code == 1
         assert "does not verify" in err
-        assert "the hooks saw the Bash call toolu_3" in err
+        assert "the hooks saw the Bash call with id toolu_3" in err
         assert not (tmp_path / "exported.jsonl").exists()
     else:
         assert code == 0, err

@@ -350,3 +350,14 @@ def test_a_typo_among_10000_long_alike_ids_is_found_with_a_bounded_number_of_ful
 
     monkeypatch.setattr(difflib.SequenceMatcher, "ratio", counted)
     assert _suggest(monkeypatch, tmp_path, asked, stored) == meant
+
+
+def test_a_fail_line_leads_with_its_errors_and_says_its_warnings_after() -> None:
+    warning = Finding("recovered", "sealed by agc recover", "warning", artifact="transcript")
+    error = Finding("modified", "transcript checksum mismatch", artifact="transcript")
+    for findings in ((warning, error), (error, warning)):
+        (line,) = [x for x in format_report(_run(*findings)) if x.startswith("FAIL")]
+        assert line == (
+            "FAIL transcript   modified: transcript checksum mismatch; "
+            "warning: sealed by agc recover"
+        )

@@ -80,16 +80,17 @@ class Divergence:
     refused: bool = False
 
     def describe(self) -> str:
-        """One line for a person: which call, which witness lacks it, where."""
-        call = f"{self.tool or 'a tool'} call" + (f" {self.call_id}" if self.call_id else "")
+        """One line for a person: which call and which witness lacks it. Its line in the
+        session file (``line``) is not in it: a finding carries it as its location, said
+        once where the finding is shown."""
+        call = f"{self.tool or 'a tool'} call" + (
+            f" with id {self.call_id}" if self.call_id else ""
+        )
         if self.kind == "missing-from-transcript":
             return f"the hooks saw the {call} (hook call {self.index + 1}); the transcript lacks it"
-        where = f" at line {self.line}" if self.line is not None else ""
         if self.kind == "input-differs":
-            return (
-                f"the hooks saw the {call} run with another input than the transcript holds{where}"
-            )
-        said = f"the transcript holds the {call}{where}; the hooks never saw it"
+            return f"the hooks saw the {call} run with another input than the transcript holds"
+        said = f"the transcript holds the {call}; the hooks never saw it"
         if self.kind == "after-hooks":
             said += (
                 ": it comes after the hooks' last call, and the hooks saw no stop or "

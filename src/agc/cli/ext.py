@@ -242,7 +242,9 @@ def _warn_literals(result: ImportResult) -> None:
             _note(
                 f"warning: MCP server {item.name}: {what} {value.key} has a literal value "
                 "(possibly a secret), kept only in owner-only files of the store; "
-                "--env-ref keeps a reference to the launching environment instead"
+                "--env-ref keeps a reference to the launching environment instead (an "
+                "import with it adds new items: this one stays, its value kept, until "
+                f"removed: agc ext rm {item.id})"
             )
         else:
             _note(

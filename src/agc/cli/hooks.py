@@ -115,9 +115,12 @@ def _store_text(store: str | None) -> str | None:
     return str(Path(store).expanduser().absolute())
 
 
-def _print_change(change: HooksChange) -> None:
+def _print_change(change: HooksChange, *, removing: bool = False) -> None:
     lines = []
     for file in change.files:
+        if not file.changed and removing and not os.path.lexists(file.path):
+            lines.append(f"{file.path}: does not exist, nothing to remove")
+            continue
         if not file.changed:
             lines.append(f"{file.path}: unchanged")
             continue
@@ -281,7 +284,7 @@ def uninstall_command(
     if as_json:
         emit_json(change.to_dict() | ({} if retired is None else {"http_hooks": retired}))
     else:
-        _print_change(change)
+        _print_change(change, removing=True)
         if retired is not None:
             write_lines(_retired_lines(retired))
     return int(ExitCode.OK)

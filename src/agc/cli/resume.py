@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import shlex
 import stat
 import sys
 from collections import Counter
@@ -116,8 +117,9 @@ TARGET is a run id or a FILE. A run id names its snapshot in the store or, when 
 none, a run recorded with agc record / agc import: that run is verified first (refused
 when tampered or incomplete), and its records are unwrapped into the session file they
 came from (in an s3:// store, the very bytes the verification read). A FILE is a
-snapshot, a session file (Codex rollout, Claude Code JSONL or `claude -p --output-format
-stream-json` output) or a JSON array of messages/items in one of the three API formats.
+snapshot, a session file (Codex rollout, Claude Code JSONL, Gemini CLI session
+(~/.gemini/tmp/…/chats/session-….jsonl) or `claude -p --output-format stream-json`
+output) or a JSON array of messages/items in one of the three API formats.
 With a trusted key (--trusted-key, $AGC_TRUSTED_KEYS) a snapshot must be signed by one
 of them (its FILE.sig), and a recorded run too, as agc-verify checks it; a FILE that is
 no snapshot is unsigned; --allow-unsigned accepts unsigned ones (signed ones are still
@@ -775,7 +777,10 @@ def resume_command(
             require(history)
         if check:
             assert history is not None  # read above for a check
-            return _check(history, target, state, as_json=as_json, limit=max_findings)
+            in_place_ok = source is not None and snapshot is None
+            return _check(
+                history, target, state, as_json=as_json, limit=max_findings, file=in_place_ok
+            )
         token = _REPORT_ON_STDERR.set(to_stdout)
         try:
             return _repair(
@@ -825,7 +830,10 @@ def _check(
     *,
     as_json: bool,
     limit: int,
+    file: bool = False,
 ) -> int:
+    """Validate only; a history the provider would reject gets a hint (stderr) naming
+    the repair: ``--out``, or for a ``file`` that is no snapshot ``--in-place`` too."""
     report = _resume.check_loaded(history, keep=None if as_json else limit)
     warnings = _resume.pending_warnings(history.messages, state)
     if as_json:
@@ -845,6 +853,19 @@ def _check(
                 markup=False,
             )
         _print_warnings(warnings)
+        if not report.valid:
+            quoted = shlex.quote(target)
+            err_console.print(
+                _printable(
+                    f"hint: `agc resume {quoted} --out FIXED` writes the repair to FIXED"
+                    + (
+                        f", `agc resume {quoted} --in-place` over the file (keeping a backup)"
+                        if file
+                        else ""
+                    )
+                ),
+                markup=False,
+            )
     return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
 
 
@@ -1065,11 +1086,14 @@ def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
             else "run"
         )
         say(
-            _printable(f"{reads}. To put the repair there, {first}: cp -- {repaired} {step.path}"),
+            _printable(f"{reads}. To put the repair there, {first}: {step.copy_command(repaired)}"),
             markup=False,
         )
     for command in step.commands:
         say(_printable(f"  resume with: {command}"), markup=False)
+    missing = step.missing_cwd()
+    if missing is not None:
+        say(_printable(f"  note: {missing}"), markup=False)
 
 
 def _is_streamed(history: History) -> bool:

@@ -90,7 +90,8 @@ def format_report(report: RunReport, *, color: bool = False, quiet: bool = False
     ok = paint("OK  ", "ok", color)
     lines: list[str] = []
     by_artifact: dict[str | None, list[str]] = {}
-    for finding in report.findings:
+    # Errors first: a FAIL line leads with what failed, its warnings after.
+    for finding in sorted(report.findings, key=lambda f: f.severity != "error"):
         error = finding.severity == "error"
         note = (
             finding_text(finding)

@@ -191,15 +191,29 @@ class RemoveResult:
 
 
 def _notice(
-    names: Sequence[str], *, before: ImportedSource | None = None, copy: Sequence[str] = ()
+    names: Sequence[str],
+    *,
+    before: ImportedSource | None = None,
+    copy: Sequence[str] = (),
+    literal: Sequence[str] = (),
 ) -> str | None:
     """The import's one notice: the names given a suffix; ``before``: a source of the
-    same bytes imported earlier, whose second copy ``copy`` (item ids) this import is."""
+    same bytes imported earlier, whose second copy ``copy`` (item ids) this import is;
+    ``literal``: the earlier import's item ids when they keep literal values (possibly
+    secrets) that this import turned into references (``--env-ref``): the copy worth
+    keeping is then this one."""
     if not names:
         return None
     quoted = ", ".join(f'"{name}"' for name in names)
     notice = f"Duplicate or same-name extensions found; named automatically: {quoted}."
-    if before is not None:
+    if before is not None and literal:
+        notice += (
+            f" The same source was imported before ({before.id}) with its literal values "
+            "(possibly secrets) kept, which this import keeps as references; those "
+            f"earlier items stay until removed; to keep only this import: "
+            f"agc ext rm {' '.join(literal)}"
+        )
+    elif before is not None:
         notice += (
             f" The same source was imported before ({before.id}), so this import is a "
             f"second copy of it; to keep only the first: agc ext rm {' '.join(copy)}"
@@ -567,22 +581,31 @@ class ExtensionRepository:
         except BaseException:
             _remove_tree(final_dir)
             raise
+        before = next(
+            (
+                earlier
+                for earlier in index.sources
+                if hmac.compare_digest(earlier.fingerprint, fingerprint)
+            ),
+            None,
+        )
+        referenced = any(value.reference is not None for _, value in literals)
+        literal = [
+            item.id
+            for item in index.items
+            if referenced
+            and before is not None
+            and item.source_id == before.id
+            and item.mcp is not None
+            and literal_values(item.mcp.config)
+        ]
         return ImportResult(
             source=source,
             items=tuple(items),
             renamed=bool(suffixed),
             duplicate=duplicate,
             notice=_notice(
-                suffixed,
-                before=next(
-                    (
-                        earlier
-                        for earlier in index.sources
-                        if hmac.compare_digest(earlier.fingerprint, fingerprint)
-                    ),
-                    None,
-                ),
-                copy=[item.id for item in items],
+                suffixed, before=before, copy=[item.id for item in items], literal=literal
             ),
             notes=tuple(notes),
             literals=tuple(literals),

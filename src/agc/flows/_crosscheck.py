@@ -104,7 +104,7 @@ def cross_check_capture(
     unheard = _unheard_lines(events)
     findings = [_finding(d, unheard=unheard) for d in compare_calls(hooked, recorded)]
     findings += [_unreadable(number) for number in unreadable]
-    findings += [_changed(f) for f in recorded_failures if f.get("code") == _CHANGED]
+    findings += _changed_findings(recorded_failures)
     report = _with_failures(report, store, recorded_failures)
     if not findings:
         return report
@@ -293,18 +293,29 @@ _CHANGED: Final = "session-file-changed"
 """The failure code of a session file that no longer begins with what its run sealed."""
 
 
-def _changed(failure: Mapping[str, Any]) -> Finding[Any]:
-    """A seal that found the session file changed where an earlier seal had taken it:
-    its new lines were not sealed after it."""
+def _changed_findings(failures: list[dict[str, Any]]) -> list[Finding[Any]]:
+    """One finding per changed line of the session file among the run's recorded
+    failures: every seal after the change (each turn's end, the session's end) finds it
+    again and records it again, and it is one change."""
+    lines = dict.fromkeys(_changed_line(f) for f in failures if f.get("code") == _CHANGED)
+    return [_changed(line) for line in lines]
+
+
+def _changed_line(failure: Mapping[str, Any]) -> int | None:
     line = failure.get("line")
-    at = (line, line) if isinstance(line, int) and not isinstance(line, bool) else None
+    return line if isinstance(line, int) and not isinstance(line, bool) else None
+
+
+def _changed(line: int | None) -> Finding[Any]:
+    """A seal that found the session file changed where an earlier seal had taken it
+    (at ``line``, when known; the finding's location, not repeated in its message):
+    its new lines were not sealed after it."""
     return Finding(
         "transcript-diverges",
-        "the session file was changed where an earlier seal had taken it"
-        + (f" (line {line})" if at else "")
-        + ": the hooks sealed none of its lines after that",
+        "the session file was changed where an earlier seal had taken it: the hooks "
+        "sealed none of its lines after that",
         artifact="transcript",
-        lines=at,
+        lines=None if line is None else (line, line),
         actual={"witness": "transcript", "tool": None, "call_id": None},
     )
 

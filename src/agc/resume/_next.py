@@ -68,6 +68,42 @@ class NextStep:
     cwd: str | None
     commands: tuple[str, ...]
 
+    @property
+    def keyed_by_cwd(self) -> bool:
+        """Whether the client finds the session by the directory it is run in: Claude Code
+        looks in the projects folder named by its working directory, Gemini CLI in the
+        project folder whose ``.project_root`` names it; Codex resumes a rollout by its id
+        from any directory."""
+        return self.client in {"claude-code", "gemini"}
+
+    def missing_cwd(self) -> str | None:
+        """Why the resume command cannot run as given when the session's working directory
+        does not exist on this machine (a session from another machine), in words; ``None``
+        when it exists or the client does not need it."""
+        if self.cwd is None or not self.keyed_by_cwd or Path(self.cwd).is_dir():
+            return None
+        where = (
+            "the projects folder named by the directory it runs in (every character other "
+            "than A-Z a-z 0-9 written -)"
+            if self.client == "claude-code"
+            else "the project folder whose .project_root names the directory it runs in"
+        )
+        return (
+            f"the session ran in {self.cwd}, which does not exist on this machine; the "
+            f"client resumes a session from the directory it was recorded in (it looks in "
+            f"{where}): create it first (mkdir -p -- {shlex.quote(self.cwd)}), or run from "
+            "the directory the project is in now with the file put in that directory's "
+            "folder instead"
+        )
+
+    def copy_command(self, repaired: Path) -> str:
+        """The shell command that puts ``repaired`` where the client reads the session,
+        creating the client's folder first when it does not exist."""
+        copy = f"cp -- {shlex.quote(str(repaired))} {shlex.quote(str(self.path))}"
+        if self.path.parent.is_dir():
+            return copy
+        return f"mkdir -p -- {shlex.quote(str(self.path.parent))} && {copy}"
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``next_step`` in ``agc resume --json``)."""
         return {
