@@ -79,6 +79,7 @@ if _TYPE_CHECKING:
         config_paths,
         install_hooks,
         move_http_hooks,
+        session_folder,
         uninstall_hooks,
     )
     from agc.capture._sessions import (
@@ -132,6 +133,7 @@ __all__ = [
     "port_listening",
     "read_http_hook",
     "run_id_for",
+    "session_folder",
     "uninstall_hooks",
 ]
 
@@ -184,6 +186,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "config_paths",
         "install_hooks",
         "move_http_hooks",
+        "session_folder",
         "uninstall_hooks",
     ),
     "agc.capture._sessions": (
