@@ -274,3 +274,18 @@ def test_a_note_naming_no_own_session_file_is_said_and_never_followed(
     }[where]
     assert reason in said["error"]["message"]
     assert list(iter_records(RUN, store)) == []
+
+
+def test_a_hint_never_names_a_file_outside_the_client_s_session_folder(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store writer points the note of a run with an empty transcript at a file of
+    theirs: the hint to `agc import` names the client's usual place, not their file."""
+    _killed_session(store, _own(tmp_path))
+    planted = tmp_path / "attacker" / f"{SESSION}.jsonl"
+    _rewrite_note(store, planted)
+    capsys.readouterr()
+    assert agc(["recover", RUN, "--store", str(store)]) == 0
+    err = capsys.readouterr().err
+    assert "agc import ~/.claude/projects/*/" in err
+    assert str(planted) not in err

@@ -475,10 +475,16 @@ def session_file_hint(
         recorded_session_file,
     )
 
-    client, session = captured_session(run_id, None, store)
+    captured, session = captured_session(run_id, None, store)
+    client = next((name for name in CLIENTS if name == captured), None)
     if client is None or session is None:
         return None
     named = recorded_session_file(run_id, store)
+    if named is not None:  # store data: named only where the client keeps its files
+        try:
+            _session_folder_of(named, client, "the session file the note names")
+        except AgcError:
+            named = None
     where = (
         shlex.quote(str(named))
         if named is not None
@@ -542,6 +548,26 @@ def import_recorded_session_file(
         return ImportOutcome(path, "failed", run_id, error=exc)
 
 
+def _session_folder_of(path: Path, client: ClientName, where: str) -> Path:
+    """The folder of ``path``, every link resolved, when ``path`` is absolute and that
+    folder is under ``client``'s session folder for this user
+    (:func:`agc.capture.session_folder`, its links resolved too).
+
+    Raises:
+        InputError: it is not (the message starts with ``where``).
+        UsageError: no home folder to find the client's session folder in.
+    """
+    folder = session_folder(client)
+    if not path.is_absolute():
+        raise InputError(f"{where} is no absolute path")
+    parent = Path(os.path.realpath(path.parent))
+    if not parent.is_relative_to(os.path.realpath(folder)):
+        raise InputError(
+            f"{where} is not under {folder}, where {client} keeps this user's session files"
+        )
+    return parent
+
+
 _MAX_SESSION_FILE_BYTES: Final = 256 << 20
 """The largest session file ``agc recover`` reads from a note (bytes)."""
 
@@ -561,16 +587,8 @@ def _read_noted_file(path: Path, client: ClientName, session: str) -> bytes | No
         InputError: a check failed (the message names the file and the check).
         UsageError: no home folder to find the client's session folder in.
     """
-    folder = session_folder(client)
     where = f"the session file {path} that the store's note names"
-    if not path.is_absolute():
-        raise InputError(f"{where} is no absolute path")
-    root = Path(os.path.realpath(folder))
-    parent = Path(os.path.realpath(path.parent))
-    if not parent.is_relative_to(root):
-        raise InputError(
-            f"{where} is not under {folder}, where {client} keeps this user's session files"
-        )
+    parent = _session_folder_of(path, client, where)
     try:
         handle = open_regular_file(parent / path.name)
     except FileNotFoundError:
