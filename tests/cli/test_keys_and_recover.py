@@ -352,12 +352,16 @@ def test_a_hooks_run_recovered_without_its_session_file_says_so_and_how_to_add_i
 ) -> None:
     # A Claude Code session stopped before its first turn's end sealed its session file.
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    projects = tmp_path / "home" / ".claude" / "projects" / "-p"
+    projects.mkdir(parents=True)
     store = tmp_path / "store"
     store.mkdir()
     events = ["SessionStart", "PreToolUse"] + (["Stop"] if end != "killed" else [])
     for name in events:
         event = json.loads((HOOKS / f"{name}.json").read_text())
-        event["transcript_path"] = str(tmp_path / "not-yet.jsonl")
+        # where Claude Code writes it: named by its session id
+        event["transcript_path"] = str(projects / f"{event['session_id']}.jsonl")
         capture_hook_event("claude-code", json.dumps(event).encode(), store=store)
     session = event["session_id"]
     run_id = f"claude-code-{session}"
@@ -376,9 +380,9 @@ def test_a_hooks_run_recovered_without_its_session_file_says_so_and_how_to_add_i
     (hint,) = [line for line in err.splitlines() if line.startswith("hint:")]
     command = hint.split("`")[1]
     # the very file the hooks named, not a guess at where Claude Code keeps it
-    named = tmp_path / "not-yet.jsonl"
+    named = projects / f"{session}.jsonl"
     assert shlex.split(command)[:3] == ["agc", "import", str(named)]
-    # The step works: the session file there (whatever its name) completes the run.
+    # The step works: the session file there completes the run.
     shutil.copy(HOOKS / "session-file.jsonl", named)
     words = shlex.split(command)
     assert main(words[1:]) == 0

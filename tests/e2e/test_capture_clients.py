@@ -389,7 +389,11 @@ def test_a_killed_session_leaves_an_unsealed_run_that_recover_seals(
     codes = {f["code"] for f in _json(verified)["findings"]}
     assert "unsealed" in codes, codes
 
-    recovered = agc("agc", "recover", run_id, "--store", str(captured.store))
+    # as the user whose client it is: the session file's note is checked against that
+    # user's own client folders
+    recovered = agc(
+        "agc", "recover", run_id, "--store", str(captured.store), env=captured._agc_env()
+    )
     assert recovered.returncode == 0, recovered.stderr.decode()
     after = captured_events(captured.store, run_id)
     assert after[: len(before)] == before  # no event lost

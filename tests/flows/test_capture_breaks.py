@@ -402,13 +402,14 @@ def test_no_capture_failure_can_be_removed_from_beside_the_run_once_it_is_sealed
 
 
 def test_recover_seals_the_session_file_the_hooks_named(
-    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A session killed before its first turn's end: `agc recover` seals the session file
-    the hooks named (wherever it is, whatever its name) into the run, as that turn's end
+    the hooks named (in the client's session folder) into the run, as that turn's end
     would have; gone at recovery, the hint names that very file."""
-    session = tmp_path / "elsewhere" / "chat.jsonl"  # no client's usual place or name
-    session.parent.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    session = tmp_path / "claude" / "projects" / "-home-u-p" / f"{SESSION}.jsonl"
+    session.parent.mkdir(parents=True)
     calls = CALLS[:1]
     capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)
     for name in ("PreToolUse", "PostToolUse"):
@@ -439,11 +440,13 @@ def test_recover_seals_the_session_file_the_hooks_named(
 
 
 def test_recover_of_a_session_file_changed_where_it_was_sealed_adds_nothing_and_says_so(
-    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Killed mid-turn after a turn's seal, its session file then edited where that seal
     took it: `agc recover` seals the run and adds nothing of the file, saying why."""
-    session = tmp_path / "chat.jsonl"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    session = tmp_path / "claude" / "projects" / "-home-u-p" / f"{SESSION}.jsonl"
+    session.parent.mkdir(parents=True)
     written = _lines(CALLS[:1])
     session.write_text("".join(line + "\n" for line in written))
     capture_hook_event("claude-code", _hook("SessionStart", session, source="startup"), store=store)

@@ -81,6 +81,7 @@ if _TYPE_CHECKING:
         config_paths,
         install_hooks,
         move_http_hooks,
+        session_folder,
         uninstall_hooks,
     )
     from agc.capture._sessions import (
@@ -136,6 +137,7 @@ __all__ = [
     "retire_http_hook",
     "retired_http_port",
     "run_id_for",
+    "session_folder",
     "uninstall_hooks",
 ]
 
@@ -190,6 +192,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "config_paths",
         "install_hooks",
         "move_http_hooks",
+        "session_folder",
         "uninstall_hooks",
     ),
     "agc.capture._sessions": (

@@ -88,6 +88,7 @@ __all__ = [
     "config_paths",
     "install_hooks",
     "move_http_hooks",
+    "session_folder",
     "uninstall_hooks",
 ]
 
@@ -127,29 +128,77 @@ def config_paths(
         UsageError: an unknown client or scope, or no home folder.
     """
     env = os.environ if environ is None else environ
-    home_text = env.get("HOME") or os.path.expanduser("~")
-    if not home_text or home_text == "~":
-        raise UsageError("no home folder: set $HOME")
-    home = Path(home_text)
     root = (project or Path.cwd()).absolute()
-    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+    codex_home = _client_home("codex", env)
     # Codex names its user file by its home folder with every symlink resolved (the key
     # of a trusted hook starts with it), the file itself as it is.
     user_codex = Path(os.path.realpath(codex_home)) / "config.toml"
     if client == "claude-code":
-        claude = (
-            Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-        )
-        folder = claude if scope == "user" else root / ".claude"
+        folder = _client_home(client, env) if scope == "user" else root / ".claude"
         return ConfigPaths(folder.absolute() / "settings.json")
     if client == "codex":
         hooks = user_codex if scope == "user" else root / ".codex" / "config.toml"
         return ConfigPaths(hooks, trust=user_codex)
     if client == "gemini":
-        gemini_home = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
-        folder = gemini_home / ".gemini" if scope == "user" else root / ".gemini"
+        folder = _client_home(client, env) if scope == "user" else root / ".gemini"
         return ConfigPaths(folder.absolute() / "settings.json")
     raise UsageError(f"unknown client {client!r}")
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    """``$HOME``, else the user's home folder.
+
+    Raises:
+        UsageError: there is none.
+    """
+    home_text = env.get("HOME") or os.path.expanduser("~")
+    if not home_text or home_text == "~":
+        raise UsageError("no home folder: set $HOME")
+    return Path(home_text)
+
+
+def _client_home(client: ClientName, env: Mapping[str, str]) -> Path:
+    """A client's own folder for this user: Claude Code ``$CLAUDE_CONFIG_DIR``, else
+    ``~/.claude``; Codex ``$CODEX_HOME``, else ``~/.codex``; Gemini CLI
+    ``$GEMINI_CLI_HOME/.gemini``, else ``~/.gemini`` (each client's documented
+    variable).
+
+    Raises:
+        UsageError: an unknown client, or no home folder.
+    """
+    variable = {"claude-code": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}.get(client)
+    if variable is not None:
+        named = env.get(variable)
+        if named:
+            return Path(named)
+        return _home(env) / (".claude" if client == "claude-code" else ".codex")
+    if client == "gemini":
+        named = env.get("GEMINI_CLI_HOME")
+        return (Path(named) if named else _home(env)) / ".gemini"
+    raise UsageError(f"unknown client {client!r}")
+
+
+_SESSION_SUBFOLDER: Final[Mapping[str, str]] = {
+    "claude-code": "projects",
+    "codex": "sessions",
+    "gemini": "tmp",
+}
+
+
+def session_folder(client: ClientName, *, environ: Mapping[str, str] | None = None) -> Path:
+    """The folder under which ``client`` writes this user's session files: Claude Code
+    ``$CLAUDE_CONFIG_DIR/projects`` (``~/.claude/projects``), Codex
+    ``$CODEX_HOME/sessions`` (``~/.codex/sessions``), Gemini CLI
+    ``$GEMINI_CLI_HOME/.gemini/tmp`` (``~/.gemini/tmp``). Not resolved; it may not
+    exist.
+
+    Raises:
+        UsageError: an unknown client, or no home folder.
+    """
+    env = os.environ if environ is None else environ
+    if client not in _SESSION_SUBFOLDER:
+        raise UsageError(f"unknown client {client!r}")
+    return _client_home(client, env) / _SESSION_SUBFOLDER[client]
 
 
 @dataclass(frozen=True)

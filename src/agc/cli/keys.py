@@ -189,6 +189,8 @@ def recover_command(
             f"{imported.line}; agc-verify reports transcript-diverges)",
             "failed": "not added: "
             + (imported.error.message if imported.error is not None else "it failed"),
+            "refused": "not used: "
+            + (imported.error.message if imported.error is not None else "a check failed"),
         }.get(imported.status, imported.status)
         out_console.print(f"{'transcript':<12} session file {imported.path}: {said}", markup=False)
     hint = None

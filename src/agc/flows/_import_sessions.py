@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from agc._core.digest import DEFAULT_ALGORITHM, Algorithm
-from agc._core.fs import describe_os_error
+from agc._core.fs import describe_os_error, open_regular_file, read_at_most
 from agc._core.json import loads as parse_json
 from agc._core.store import (
     ARTIFACT_KINDS,
@@ -37,7 +37,7 @@ from agc._core.store import (
     manifest_path,
     open_store,
 )
-from agc.capture import ClientName, SessionParser, run_id_for
+from agc.capture import CLIENTS, ClientName, SessionParser, run_id_for, session_folder
 from agc.errors import AgcError, FileUnreadableError, InputError, InputMissingError
 from agc.integrity import (
     Companion,
@@ -94,7 +94,7 @@ def session_companion(session_id: str | None = None) -> Callable[[], Companion]:
 # -- whole folders -----------------------------------------------------------------
 
 ImportStatus = Literal[
-    "imported", "appended", "unchanged", "diverges", "unsealed", "skipped", "failed"
+    "imported", "appended", "unchanged", "diverges", "unsealed", "skipped", "failed", "refused"
 ]
 
 _SCAN_LINES: Final = 200
@@ -123,6 +123,14 @@ def identify_session(data: bytes, path: Path) -> SessionFile | None:
     client, session = _named_session(data)
     if client is None or session is None:
         return None
+    return _session_file(client, session, path)
+
+
+def _session_file(client: ClientName, session: str, path: Path) -> SessionFile:
+    """The run of a file at ``path`` whose lines name ``client``'s ``session``: a Claude
+    Code file not named ``<sessionId>.jsonl`` is a subagent's sidechain (Claude Code
+    writes a subagent's lines, with its parent's ``sessionId``, to a file of another
+    name), whose session id is ``<sessionId>.<file stem>``."""
     if client == "claude-code" and path.stem != session:
         session = f"{session}.{path.stem}"
     return SessionFile(client, session, run_id_for(client, session))
@@ -142,26 +150,6 @@ def _named_session(data: bytes) -> tuple[ClientName | None, str | None]:
     return parser.client, parser.named_session
 
 
-def _hooked_session(data: bytes, path: Path, store: StoreArg) -> SessionFile | None:
-    """The session whose hooks named ``path`` as its session file (a folder store keeps
-    that: :func:`agc.flows.recorded_session_file`), when the file's lines name that
-    session: its run is the one the file goes to, whatever the file is called."""
-    from agc.flows._hook import recorded_session_file  # noqa: PLC0415 - a hooked run only
-
-    client, session = _named_session(data)
-    folder = open_store(store).folder
-    if client is None or session is None or folder is None:
-        return None
-    run_id = run_id_for(client, session)
-    named = recorded_session_file(run_id, folder)
-    try:
-        if named is None or not named.samefile(path):
-            return None
-    except OSError:
-        return None
-    return SessionFile(client, session, run_id)
-
-
 @dataclass(frozen=True)
 class ImportOutcome:
     """What importing one session file did.
@@ -173,7 +161,9 @@ class ImportOutcome:
             the file's: the finding ``transcript-diverges``, nothing written),
             ``unsealed`` (the run is not sealed: ``agc recover`` first) or ``skipped``
             (not a client session file) or ``failed`` (an error, in ``error``: the
-            other files are still imported).
+            other files are still imported) or, for ``agc recover`` only, ``refused``
+            (the file its hooks' note names failed a check: ``error`` says which;
+            nothing of it was read into the run).
         run_id: the run (``None`` when skipped).
         records / tool_events: transcript and tool-event records written.
         line: for ``diverges``, the first record that differs (1-based).
@@ -221,8 +211,8 @@ def import_session_file(
 ) -> ImportOutcome:
     """Import one client session file under the run id of its session (see
     :class:`ImportOutcome`): a new run, a new segment of a grown file, or nothing. The
-    session is the one whose hooks named this file, else as :func:`identify_session`
-    says.
+    session is the one its lines name, as :func:`identify_session` says (a run its hooks
+    captured is the run of that session).
 
     Raises:
         FileUnreadableError: the file cannot be read.
@@ -232,9 +222,26 @@ def import_session_file(
         data = complete_lines(path.read_bytes())
     except OSError as exc:
         raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
-    found = _hooked_session(data, path, store) or identify_session(data, path)
+    found = identify_session(data, path)
     if found is None:
         return ImportOutcome(path, "skipped")
+    return _import_lines(path, data, found, store, algorithm, signing_key)
+
+
+def _import_lines(
+    path: Path,
+    data: bytes,
+    found: SessionFile,
+    store: StoreArg,
+    algorithm: Algorithm,
+    signing_key: SigningKey | None,
+) -> ImportOutcome:
+    """:func:`import_session_file` of the complete lines ``data`` already read from
+    ``path`` (never read again), into the run of ``found``.
+
+    Raises:
+        as :func:`agc.integrity.ingest_stream` and :func:`agc.integrity.extend_run`.
+    """
     companion = session_companion(found.session_id)
     if _being_written(found.run_id, store):
         return ImportOutcome(path, "unsealed", found.run_id)
@@ -468,10 +475,16 @@ def session_file_hint(
         recorded_session_file,
     )
 
-    client, session = captured_session(run_id, None, store)
+    captured, session = captured_session(run_id, None, store)
+    client = next((name for name in CLIENTS if name == captured), None)
     if client is None or session is None:
         return None
     named = recorded_session_file(run_id, store)
+    if named is not None:  # store data: named only where the client keeps its files
+        try:
+            _session_folder_of(named, client, "the session file the note names")
+        except AgcError:
+            named = None
     where = (
         shlex.quote(str(named))
         if named is not None
@@ -500,11 +513,14 @@ def import_recorded_session_file(
     the lines after it (a new segment); a file changed where it had been sealed adds
     nothing (``diverges``).
 
+    The note is store data, so it is only a hint, checked on this machine
+    (:func:`_read_noted_file`): a file that fails a check is ``refused`` (its ``error``
+    says why) and nothing of it is read into the run.
+
     ``None`` when the store is not a folder, the run's tool events are not its hooks'
     records, its hooks named no file (or agc did not keep it: a run captured by an
-    earlier release), or that file is gone or is another session's; ``failed`` (with
-    its error) when the import of the file failed. Never raises on the file or the
-    store.
+    earlier release), or that file is not there; ``failed`` (with its error) when the
+    import of the file failed. Never raises on the file or the store.
     """
     from agc.flows._hook import (  # noqa: PLC0415 - a recovery only
         captured_session,
@@ -515,25 +531,96 @@ def import_recorded_session_file(
     if folder is None or not captured_by_hooks(run_id, store):
         return None
     path = recorded_session_file(run_id, folder)
-    client, session = captured_session(run_id, None, folder)
-    if path is None or client is None or session is None or not path.is_file():
+    captured, session = captured_session(run_id, None, folder)
+    client = next((name for name in CLIENTS if name == captured), None)
+    if path is None or client is None or session is None:
         return None
     try:
-        named = _named_session(complete_lines(path.read_bytes()))
-    except OSError:
+        data = _read_noted_file(path, client, session)
+    except AgcError as exc:
+        return ImportOutcome(path, "refused", run_id, error=exc)
+    if data is None:
         return None
-    if named != (client, session):  # another session's file is at that path now
-        return None
+    found = _session_file(client, session, path)
     try:
-        return import_session_file(path, store=store, signing_key=signing_key)
+        return _import_lines(path, data, found, store, DEFAULT_ALGORITHM, signing_key)
     except AgcError as exc:  # the recovery stands; what became of the file is said
         return ImportOutcome(path, "failed", run_id, error=exc)
 
 
+def _session_folder_of(path: Path, client: ClientName, where: str) -> Path:
+    """The folder of ``path``, every link resolved, when ``path`` is absolute and that
+    folder is under ``client``'s session folder for this user
+    (:func:`agc.capture.session_folder`, its links resolved too).
+
+    Raises:
+        InputError: it is not (the message starts with ``where``).
+        UsageError: no home folder to find the client's session folder in.
+    """
+    folder = session_folder(client)
+    if not path.is_absolute():
+        raise InputError(f"{where} is no absolute path")
+    parent = Path(os.path.realpath(path.parent))
+    if not parent.is_relative_to(os.path.realpath(folder)):
+        raise InputError(
+            f"{where} is not under {folder}, where {client} keeps this user's session files"
+        )
+    return parent
+
+
+_MAX_SESSION_FILE_BYTES: Final = 256 << 20
+"""The largest session file ``agc recover`` reads from a note (bytes)."""
+
+
+def _read_noted_file(path: Path, client: ClientName, session: str) -> bytes | None:
+    """The complete lines of the session file a run's note names, read through one
+    descriptor (never opened again by its path), when the file is this user's own
+    session file of ``client``'s ``session``: an absolute path whose folder, every link
+    resolved, is under the client's session folder for this user
+    (:func:`agc.capture.session_folder`); the file itself no symlink and a regular file
+    (opened without following a link, without waiting on a FIFO), owned by this user,
+    at most :data:`_MAX_SESSION_FILE_BYTES`; its lines naming that session and the file
+    that session's own, not a subagent's sidechain (:func:`identify_session`). ``None``
+    when the file is not there.
+
+    Raises:
+        InputError: a check failed (the message names the file and the check).
+        UsageError: no home folder to find the client's session folder in.
+    """
+    where = f"the session file {path} that the store's note names"
+    parent = _session_folder_of(path, client, where)
+    try:
+        handle = open_regular_file(parent / path.name)
+    except FileNotFoundError:
+        return None
+    except AgcError as exc:  # a symlink, a FIFO, a device, a folder
+        raise InputError(f"{where} is not used: {exc.message}") from exc
+    with handle:
+        info = os.fstat(handle.fileno())
+        if info.st_uid != os.geteuid():
+            raise InputError(f"{where} is owned by another user (uid {info.st_uid}), not by you")
+        data = b""
+        if info.st_size <= _MAX_SESSION_FILE_BYTES:
+            try:
+                data = read_at_most(handle.fileno(), _MAX_SESSION_FILE_BYTES)
+            except OSError as exc:
+                raise InputError(f"{where} cannot be read: {describe_os_error(exc)}") from exc
+        if info.st_size > _MAX_SESSION_FILE_BYTES or len(data) > _MAX_SESSION_FILE_BYTES:
+            raise InputError(
+                f"{where} is larger than the {_MAX_SESSION_FILE_BYTES >> 20} MiB agc recover "
+                "reads; `agc import` it"
+            )
+    data = complete_lines(data)
+    if _named_session(data) != (client, session):
+        raise InputError(f"{where} holds no lines of {client} session {session}")
+    if _session_file(client, session, path).session_id != session:
+        raise InputError(f"{where} is a subagent's sidechain file, not the session's own file")
+    return data
+
+
 def codex_sessions_folder() -> Path:
     """``$CODEX_HOME/sessions``, else ``~/.codex/sessions`` (where Codex keeps rollouts)."""
-    home = os.environ.get("CODEX_HOME")
-    return (Path(home) if home else Path.home() / ".codex") / "sessions"
+    return session_folder("codex")
 
 
 def rollout_of_exec_run(
