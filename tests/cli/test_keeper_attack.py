@@ -35,13 +35,6 @@ sys.stdin.read()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a keeper as another user")
-@pytest.mark.xfail(
-    strict=True,
-    reason="take_kept adopts any descriptor passed on the keeper's Unix socket: no "
-    "SO_PEERCRED check of the keeper's uid, no check that the socket listens on "
-    "127.0.0.1:<port>; whoever can put a socket at STATE/agc/port-N.keep (its folder "
-    "is 0700 but not checked) makes the resident serve on a socket they accept from",
-)
 def test_the_resident_takes_back_only_its_own_user_s_socket_of_its_port(tmp_path: Path) -> None:
     folder = tmp_path / "agc"
     folder.mkdir(mode=0o777)
@@ -71,12 +64,6 @@ def test_the_resident_takes_back_only_its_own_user_s_socket_of_its_port(tmp_path
             keeper.wait(5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the keeper looks whether agc's hooks still name its port only when select "
-    "times out with nothing to read: another user who connects to the port more often "
-    "than every KEEP_CHECK_S keeps a keeper alive forever after hook-http.json is gone",
-)
 def test_a_keeper_poked_by_another_user_still_exits_when_its_port_is_no_longer_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,10 +82,12 @@ def test_a_keeper_poked_by_another_user_still_exits_when_its_port_is_no_longer_n
     monkeypatch.setattr(_hookclient, "KEEP_CHECK_S", 0.05)
     done = threading.Event()
     held = os.dup(listening.fileno())
-    keeper = threading.Thread(
-        target=lambda: (_hookclient.keep_port(str(folder), str(state), held, port), done.set()),
-        daemon=True,
-    )
+
+    def keep() -> None:
+        _hookclient.keep_port(str(folder), str(state), held, port)
+        done.set()
+
+    keeper = threading.Thread(target=keep, daemon=True)
     keeper.start()
     listening.close()
     stop = threading.Event()
