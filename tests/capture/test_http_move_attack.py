@@ -102,3 +102,26 @@ def test_two_moves_at_once_leave_the_settings_naming_the_kept_port(
     }
     assert urls
     assert all(f":{kept.port}/" in url for url in urls), (urls, kept.port)
+
+
+def test_the_new_port_is_held_before_the_settings_name_it(home: Path) -> None:
+    from agc.capture import HttpHook  # noqa: PLC0415
+
+    settings = home / ".claude" / "settings.json"
+    held: list[tuple[int, bool, str]] = []
+
+    def hold(listening: socket.socket, hook: HttpHook) -> None:
+        with listening:
+            accepting = listening.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            held.append((listening.getsockname()[1], accepting == 1, settings.read_text()))
+
+    with _every_port_held(1) as (squatted,):
+        _install("/abs/store", squatted)
+        kept, change = move_http_hooks(squatted, hold=hold)
+    assert change.changed
+    assert len(held) == 1
+    port, listening, text_then = held[0]
+    assert port == kept.port
+    assert listening, "the new port was handed over bound but not listening"
+    assert f":{kept.port}/" not in text_then  # named only once held
+    assert f":{kept.port}/" in settings.read_text()
