@@ -56,12 +56,6 @@ def _every_port_held(count: int) -> Iterator[list[int]]:
     pytest.skip("no run of free ports found")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="free_port returns the last port it tried when 64 random tries all find a "
-    "listener: a user who holds every port of agc's range (or most: 0.99**64 = 53%) "
-    "gets the hooks moved onto a port of theirs, with the new secret",
-)
 def test_a_move_never_lands_on_a_port_another_program_holds(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,13 +71,6 @@ def test_a_move_never_lands_on_a_port_another_program_holds(
         assert listener_owner(kept.port) is None, f"moved onto {kept.port}, which is held"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="move_http_hooks takes no lock: two moves at once (residents of two socket "
-    "folders, one state folder) each keep a new port and secret; the later keep wins "
-    "hook-http.json while the settings name the other's: Claude Code sends to a port "
-    "agc never listens on (free for the squatter), with a secret it no longer hears",
-)
 def test_two_moves_at_once_leave_the_settings_naming_the_kept_port(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,3 +102,26 @@ def test_two_moves_at_once_leave_the_settings_naming_the_kept_port(
     }
     assert urls
     assert all(f":{kept.port}/" in url for url in urls), (urls, kept.port)
+
+
+def test_the_new_port_is_held_before_the_settings_name_it(home: Path) -> None:
+    from agc.capture import HttpHook  # noqa: PLC0415
+
+    settings = home / ".claude" / "settings.json"
+    held: list[tuple[int, bool, str]] = []
+
+    def hold(listening: socket.socket, hook: HttpHook) -> None:
+        with listening:
+            accepting = listening.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            held.append((listening.getsockname()[1], accepting == 1, settings.read_text()))
+
+    with _every_port_held(1) as (squatted,):
+        _install("/abs/store", squatted)
+        kept, change = move_http_hooks(squatted, hold=hold)
+    assert change.changed
+    assert len(held) == 1
+    port, listening, text_then = held[0]
+    assert port == kept.port
+    assert listening, "the new port was handed over bound but not listening"
+    assert f":{kept.port}/" not in text_then  # named only once held
+    assert f":{kept.port}/" in settings.read_text()

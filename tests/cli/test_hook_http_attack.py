@@ -28,6 +28,8 @@ from tests.cli.test_hook_http import (
     resident,  # noqa: F401 - the fixture
 )
 
+REACHES_INSIDE = {"agc.capture._http_hooks": "its port range, narrowed to the squatted port"}
+
 
 def test_an_event_turned_away_by_peers_holding_every_slot_is_never_lost_silently(
     resident: Resident, monkeypatch: pytest.MonkeyPatch
@@ -463,3 +465,52 @@ def test_a_move_stopped_before_the_settings_were_moved_is_finished_by_the_next_s
         heard = squatter.heard()
     assert kept.secret.encode() not in heard
     assert "hook-port-taken" in {f.code for f in capture_failures(store, run_id=RUN)}
+
+
+def test_no_free_port_to_move_to_leaves_the_hooks_where_they_are_and_the_run_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user holds the hooks' port and no other port of agc's range can be bound:
+    the resident names no port it does not hold (the settings and the kept secret stay
+    as they were) and keeps the failure: the run never verifies complete."""
+    from agc.capture import (
+        _http_hooks,
+        hook_client_command,
+        install_hooks,
+        keep_http_hook,
+        read_http_hook,
+    )
+    from agc.cli import _hookclient
+    from agc.cli.verify_main import main as verify
+
+    home, state, store = tmp_path / "home", tmp_path / "state", tmp_path / "store"
+    home.mkdir()
+    store.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    old = keep_http_hook(port=port)
+    command = hook_client_command(
+        sys.executable, _hookclient.__file__, "claude-code", store=str(store), http_port=port
+    )
+    install_hooks(
+        "claude-code", "user", command=command, http=old.handler("claude-code", str(store))
+    )
+    before = (home / ".claude" / "settings.json").read_text()
+    squatter = Squatter("4", "127.0.0.1", port)
+    monkeypatch.setattr(_http_hooks, "_PORTS", (port, port))  # its only port is held
+    server = Resident(tmp_path / "r.sock", state, store, old)
+    try:
+        server.sync(_event("SessionStart", source="startup"))
+        server.sync(_event("Stop"))
+    finally:
+        server.stop()
+        squatter.heard()
+    assert (home / ".claude" / "settings.json").read_text() == before
+    assert read_http_hook() == old
+    assert verify([RUN, "--store", str(store)]) != 0
+    failures = [f for f in capture_failures(store, run_id=RUN) if f.code == "hook-port-taken"]
+    assert failures and "could not move" in failures[0].message

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,13 +36,6 @@ sys.stdin.read()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a keeper as another user")
-@pytest.mark.xfail(
-    strict=True,
-    reason="take_kept adopts any descriptor passed on the keeper's Unix socket: no "
-    "SO_PEERCRED check of the keeper's uid, no check that the socket listens on "
-    "127.0.0.1:<port>; whoever can put a socket at STATE/agc/port-N.keep (its folder "
-    "is 0700 but not checked) makes the resident serve on a socket they accept from",
-)
 def test_the_resident_takes_back_only_its_own_user_s_socket_of_its_port(tmp_path: Path) -> None:
     folder = tmp_path / "agc"
     folder.mkdir(mode=0o777)
@@ -71,12 +65,6 @@ def test_the_resident_takes_back_only_its_own_user_s_socket_of_its_port(tmp_path
             keeper.wait(5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the keeper looks whether agc's hooks still name its port only when select "
-    "times out with nothing to read: another user who connects to the port more often "
-    "than every KEEP_CHECK_S keeps a keeper alive forever after hook-http.json is gone",
-)
 def test_a_keeper_poked_by_another_user_still_exits_when_its_port_is_no_longer_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,10 +83,12 @@ def test_a_keeper_poked_by_another_user_still_exits_when_its_port_is_no_longer_n
     monkeypatch.setattr(_hookclient, "KEEP_CHECK_S", 0.05)
     done = threading.Event()
     held = os.dup(listening.fileno())
-    keeper = threading.Thread(
-        target=lambda: (_hookclient.keep_port(str(folder), str(state), held, port), done.set()),
-        daemon=True,
-    )
+
+    def keep() -> None:
+        _hookclient.keep_port(str(folder), str(state), held, port)
+        done.set()
+
+    keeper = threading.Thread(target=keep, daemon=True)
     keeper.start()
     listening.close()
     stop = threading.Event()
@@ -125,3 +115,52 @@ def test_a_keeper_poked_by_another_user_still_exits_when_its_port_is_no_longer_n
             os.unlink(path)  # its Unix socket gone: the keeper exits at its next check
             keeper.join(5)
     assert exited, "the keeper still holds the port agc's hooks no longer name"
+
+
+def _passing(path: str, passed: socket.socket) -> threading.Thread:
+    """A keeper of this user's at ``path`` that passes ``passed`` to whoever asks."""
+    door = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    door.bind(path)
+    door.listen(1)
+
+    def answer() -> None:
+        with door:
+            door.settimeout(5)
+            conn, _ = door.accept()
+            with conn:
+                conn.recv(16)
+                socket.send_fds(conn, [b"P"], [passed.fileno()])
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    "kind", ["listening elsewhere", "bound, not listening", "udp", "the port's listener"]
+)
+def test_the_resident_takes_back_only_a_tcp_socket_listening_on_its_port(
+    tmp_path: Path, kind: str
+) -> None:
+    folder = tmp_path / "agc"
+    folder.mkdir(mode=0o700)
+    udp = kind == "udp"
+    passed = socket.socket(type=socket.SOCK_DGRAM if udp else socket.SOCK_STREAM)
+    with passed:
+        passed.bind(("127.0.0.1", 0))
+        port = passed.getsockname()[1]
+        if kind == "listening elsewhere":
+            port = port + 1 if port < 65535 else port - 1
+        if kind in ("listening elsewhere", "the port's listener"):
+            passed.listen(1)
+        path = _hookclient.keeper_path(str(folder), port)
+        assert path is not None
+        keeper = _passing(path, passed)
+        taken = _hookclient.take_kept(str(folder), port)
+        keeper.join(5)
+    if kind == "the port's listener":
+        assert isinstance(taken, socket.socket)
+        with taken:
+            assert taken.getsockname() == ("127.0.0.1", port)
+    else:
+        assert taken is None, f"took a socket that is {kind}"

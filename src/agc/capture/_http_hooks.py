@@ -41,7 +41,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from agc._core.capture_failures import state_folder
 from agc._core.fs import atomic_write_bytes, write_error
-from agc.errors import UsageError
+from agc.errors import HookPortTakenError, UsageError
 
 __all__ = [
     "HTTP_HOOK_PATH",
@@ -52,6 +52,7 @@ __all__ = [
     "http_settings_path",
     "is_agc_url",
     "keep_http_hook",
+    "listen_on_free_port",
     "listener_owner",
     "port_listening",
     "read_http_hook",
@@ -168,21 +169,30 @@ def read_http_hook(environ: Mapping[str, str] | None = None) -> HttpHook | None:
 
 
 def keep_http_hook(
-    environ: Mapping[str, str] | None = None, *, port: int | None = None
+    environ: Mapping[str, str] | None = None,
+    *,
+    port: int | None = None,
+    instead_of: int | None = None,
 ) -> HttpHook:
     """The port and secret of agc's HTTP hooks: those kept (:func:`read_http_hook`); a
     new secret with ``port`` when given another port (a program that held the old port
     may have read the secret Claude Code sent it), and with a free port when none are
-    kept. Written (mode 0600, the folder made 0700) when they change.
+    kept. Written (mode 0600, the folder made 0700) when they change. With
+    ``instead_of`` (a move off that port), those kept are returned unchanged when they
+    name another port already (another move chose it first).
 
     Raises:
         UsageError: ``port`` is not 1-65535.
+        HookPortTakenError: none are kept, no ``port`` is given, and no port of agc's
+            range is free (:func:`free_port`).
         FileWriteError: the file cannot be written.
     """
     if port is not None and not 0 < port < 65536:
         raise UsageError(f"--port {port} is not a TCP port (1-65535)")
     kept = read_http_hook(environ)
     if kept is not None and (port is None or kept.port == port):
+        return kept
+    if kept is not None and instead_of is not None and kept.port != instead_of:
         return kept
     chosen = HttpHook(
         port if port is not None else (kept.port if kept else free_port()),
@@ -242,21 +252,44 @@ def retired_http_port(environ: Mapping[str, str] | None = None) -> int | None:
 
 
 def free_port(*, avoid: int | None = None) -> int:
-    """A port of :data:`_PORTS` that nothing listens on now, never ``avoid`` (the last
-    tried when none could be found)."""
+    """A port of :data:`_PORTS` that nothing listens on now, never ``avoid``.
+
+    Raises:
+        HookPortTakenError: none was found in 64 random tries.
+    """
+    with listen_on_free_port(avoid=avoid) as probe:
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def listen_on_free_port(*, avoid: int | None = None) -> socket.socket:
+    """A TCP socket bound to 127.0.0.1 at a random port of :data:`_PORTS` (never
+    ``avoid``) and listening: the port is held from then on (Linux refuses a second
+    bind of a listening address, whoever asks), so it can be named to Claude Code.
+
+    Raises:
+        HookPortTakenError: each of 64 random tries found the port bound (another
+            program may hold most of the range): no port is named that agc does not hold.
+    """
     rng = random.SystemRandom()
-    candidate = rng.randint(*_PORTS)
     for _ in range(64):
         candidate = rng.randint(*_PORTS)
         if candidate == avoid:
             continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind((_HOST, candidate))
-            except OSError:
-                continue
-            return candidate
-    return candidate
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind((_HOST, candidate))
+            sock.listen(128)
+        except OSError:
+            sock.close()
+            continue
+        return sock
+    raise HookPortTakenError(
+        f"no free port of 127.0.0.1 was found in {_PORTS[0]}-{_PORTS[1]} (64 tries, "
+        "each bound by another socket): agc's HTTP hooks were not moved",
+        hint="Find who listens on these ports (`ss -ltnp`), then run `agc hooks install "
+        "--client claude-code --port PORT` with a port you hold.",
+    )
 
 
 _LISTEN: Final = "0A"  # the TCP state LISTEN in /proc/net/tcp*

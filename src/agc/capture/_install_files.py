@@ -30,9 +30,11 @@ import dataclasses
 import os
 import shlex
 import shutil
+import socket
 import stat
+import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -40,9 +42,11 @@ from typing import Any, Final
 from agc._core.fs import (
     atomic_write_bytes,
     describe_os_error,
+    exclusive_lock,
     keep_backup,
     machine_hint,
     read_small_file,
+    write_error,
 )
 from agc._core.json import loads
 from agc._core.report import SCHEMA_VERSION
@@ -50,10 +54,10 @@ from agc.capture._codex_app import CodexAppError, codex_hooks_list
 from agc.capture._events import ClientName
 from agc.capture._http_hooks import (
     HttpHook,
-    free_port,
     http_hook_of,
     http_settings_path,
     keep_http_hook,
+    listen_on_free_port,
     listener_owner,
     read_http_hook,
 )
@@ -428,47 +432,98 @@ def install_hooks(
     return result
 
 
+_MOVES = threading.local()  # the lock files this thread holds -> how deep
+
+
+@contextlib.contextmanager
+def _moving(environ: Mapping[str, str] | None) -> Iterator[None]:
+    """Hold the exclusive lock of moves of agc's HTTP hooks (``STATE/agc/hook-http.lock``,
+    its folder made 0700) for the ``with`` body: a move reads, decides and writes both
+    ``hook-http.json`` and the settings while no other move does. Re-entered by the same
+    thread without waiting for itself.
+
+    Raises:
+        FileWriteError: the folder or the lock file cannot be made.
+    """
+    folder = http_settings_path(environ).parent
+    path = folder / "hook-http.lock"
+    held: dict[Path, int] = _MOVES.__dict__.setdefault("held", {})
+    if held.get(path):
+        held[path] += 1
+        try:
+            yield
+        finally:
+            held[path] -= 1
+        return
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(folder, exc, doing="make the folder of agc's HTTP hooks") from exc
+    with exclusive_lock(path, blocking=True, what="the move of agc's HTTP hooks"):
+        held[path] = 1
+        try:
+            yield
+        finally:
+            del held[path]
+
+
 def move_http_hooks(
-    port: int, *, environ: Mapping[str, str] | None = None
+    port: int,
+    *,
+    environ: Mapping[str, str] | None = None,
+    hold: Callable[[socket.socket, HttpHook], None] | None = None,
 ) -> tuple[HttpHook, FileChange]:
     """Move agc's HTTP hooks of Claude Code off ``port`` (another user's program holds
     it: Claude Code would send it the tool events, and the secret in their header).
 
-    A new port and a new secret are kept first (:func:`keep_http_hook`: the old secret
-    is no longer heard by agc's listener), then agc's handlers in the user's Claude Code
-    settings (:func:`config_paths`, user scope) that name ``port`` are moved to them in
-    place (:func:`~agc.capture._install.with_http_moved`; backed up, written atomically,
-    mode 0600, as ``agc hooks install`` writes). Idempotent: when the kept port is
-    already another one, only the settings are moved to it, so a move stopped between
-    its two writes is finished by the next.
+    Under an exclusive lock (``STATE/agc/hook-http.lock``: a second move at once waits,
+    then finds the first's port and moves the settings to it), a new port is bound and
+    listened on first (:func:`~agc.capture.listen_on_free_port`: never a port another
+    program holds), then it and a new secret are kept (:func:`keep_http_hook`: the old
+    secret is no longer heard by agc's listener), then agc's handlers in the user's
+    Claude Code settings (:func:`config_paths`, user scope) that name ``port`` are moved
+    to them in place (:func:`~agc.capture._install.with_http_moved`; backed up, written
+    atomically, mode 0600, as ``agc hooks install`` writes). Idempotent: when the kept
+    port is already another one, only the settings are moved to it, so a move stopped
+    between its two writes is finished by the next.
 
     Args:
         port: the port another user holds.
         environ: ``$HOME``, ``$CLAUDE_CONFIG_DIR`` and ``$XDG_STATE_HOME`` (default
             ``os.environ``).
+        hold: given the listening socket of the new port (and the port and secret kept)
+            once they are kept, before the settings name them: the caller serves on it
+            and closes it. Without it the socket is closed once the settings are written.
 
     Returns:
         The port and secret now kept, and what was done to the settings file.
 
     Raises:
+        HookPortTakenError: no free port was found (nothing is written).
         ClientConfigInvalidError: the settings file is not valid (it is left as it is;
             the secret was changed all the same).
         FileUnreadableError, FileWriteError: a file cannot be read or written.
     """
-    kept = read_http_hook(environ)
-    if kept is None or kept.port == port:
-        kept = keep_http_hook(environ, port=free_port(avoid=port))
     path = config_paths("claude-code", "user", environ=environ).hooks
+    with _moving(environ), contextlib.ExitStack() as closing:
+        kept = read_http_hook(environ)
+        if kept is None or kept.port == port:
+            listening = listen_on_free_port(avoid=port)
+            closing.callback(listening.close)
+            kept = keep_http_hook(environ, port=listening.getsockname()[1], instead_of=port)
+            if hold is not None and kept.port == listening.getsockname()[1]:
+                closing.pop_all()
+                hold(listening, kept)
 
-    def run() -> FileChange:
-        text = _read(path)
-        return _write(
-            path, text, with_http_moved(text, port, kept, path=str(path)), owner_only=True
-        )
+        def run() -> FileChange:
+            text = _read(path)
+            return _write(
+                path, text, with_http_moved(text, port, kept, path=str(path)), owner_only=True
+            )
 
-    change: FileChange = _retrying(run)
-    if change.changed:
-        _owner_only(path)
+        change: FileChange = _retrying(run)
+        if change.changed:
+            _owner_only(path)
     return kept, change
 
 

@@ -91,13 +91,7 @@ def socket_dir(environ: "dict[str, str] | os._Environ[str]") -> "str | None":
         pass
     except OSError:
         return None
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return None
-    return folder
+    return folder if _private(folder) else None
 
 
 def installation_key(executable: "str | None" = None, script: "str | None" = None) -> str:
@@ -307,10 +301,12 @@ def keep_port(folder: str, state: str, fd: int, port: int) -> int:
     passed with ``SCM_RIGHTS``), and the keeper exits (``agc hooks uninstall`` takes it
     back so, and closes it, when it retires the secret); it exits too when agc's hooks
     no longer name the port (``STATE/agc/hook-http.json``) or its Unix socket is gone,
-    looked at every :data:`KEEP_CHECK_S` seconds. Returns 0."""
+    looked at every :data:`KEEP_CHECK_S` seconds (on time, however often connections
+    come). Returns 0."""
     import json  # noqa: PLC0415
     import select  # noqa: PLC0415
     import socket  # noqa: PLC0415
+    import time  # noqa: PLC0415
 
     held = socket.socket(fileno=fd)
     held.setblocking(False)  # a connection reset before its accept must not hold the keeper
@@ -328,9 +324,11 @@ def keep_port(folder: str, state: str, fd: int, port: int) -> int:
     os.rename(ready, path)
     mine = os.stat(path).st_ino
     kept = os.path.join(state, "agc", "hook-http.json")
+    check = time.monotonic() + KEEP_CHECK_S
     try:
         while True:
-            readable, _, _ = select.select([held, door], [], [], KEEP_CHECK_S)
+            wait = max(0.0, check - time.monotonic())
+            readable, _, _ = select.select([held, door], [], [], wait)
             if held in readable:
                 try:
                     conn, _ = held.accept()
@@ -340,7 +338,8 @@ def keep_port(folder: str, state: str, fd: int, port: int) -> int:
                     pass
             if door in readable and _hand_over(door, held, port):
                 return 0
-            if not readable:
+            if time.monotonic() >= check:  # on time, however often others connect
+                check = time.monotonic() + KEEP_CHECK_S
                 try:
                     if os.stat(path).st_ino != mine:
                         return 0  # its socket replaced: another keeper, or none wanted
@@ -389,16 +388,25 @@ def _hand_over(door: "object", held: "object", port: int) -> bool:
 
 def take_kept(folder: str, port: int) -> "object | None":
     """The listening socket of ``127.0.0.1:port`` taken back from its keeper
-    (:func:`keep_port`), ``None`` when no keeper holds it."""
+    (:func:`keep_port`), ``None`` when no keeper holds it, or when what answers is not
+    this user's keeper of that port: ``folder`` must be a folder of this user's that no
+    one else may write (mode 0700), the keeper's process this user's (``SO_PEERCRED``,
+    Linux's credentials of a Unix socket's peer), and the socket passed a TCP socket
+    listening on 127.0.0.1 at ``port`` (else it is closed unused)."""
     import socket  # noqa: PLC0415
+    import struct  # noqa: PLC0415
 
     path = keeper_path(folder, port)
     if path is None:
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fds: list[int] = []
     try:
         conn.settimeout(1.0)
-        conn.connect(path)
+        conn.connect(path)  # closed unasked when not this user's keeper
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        if struct.unpack("3i", creds)[1] != os.getuid() or not _private(folder):
+            return None
         conn.sendall(b"%d" % port)
         _, fds, _, _ = socket.recv_fds(conn, 1, 1)
     except OSError:
@@ -407,7 +415,37 @@ def take_kept(folder: str, port: int) -> "object | None":
         conn.close()
     if not fds:
         return None
-    return socket.socket(fileno=fds[0])
+    for extra in fds[1:]:
+        os.close(extra)
+    try:
+        taken = socket.socket(fileno=fds[0])
+    except OSError:
+        os.close(fds[0])
+        return None
+    try:
+        listening = taken.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        mine = (
+            taken.family == socket.AF_INET
+            and taken.type == socket.SOCK_STREAM
+            and listening == 1
+            and taken.getsockname() == ("127.0.0.1", port)
+        )
+    except OSError:
+        mine = False
+    if not mine:
+        taken.close()
+        return None
+    return taken
+
+
+def _private(folder: str) -> bool:
+    """Whether ``folder`` is a folder (not a link) of this user's that no one else may
+    write or enter (no permission bit for group or others)."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def capture_here(args: "list[str]", data: bytes, *, retry: bool) -> int:

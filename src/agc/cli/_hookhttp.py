@@ -137,12 +137,17 @@ class HookListener:
 
     # -- the resident's side --------------------------------------------------------------
 
-    def start(self) -> None:
-        """Bind ``127.0.0.1:port`` (or take the listening socket back from the port's
-        keeper, :func:`agc.cli._hookclient.keep_port`, which held it since the last
-        resident process exited) and serve in a thread; :attr:`problem` says why not."""
+    def start(self, listening: socket.socket | None = None) -> None:
+        """Serve in a thread on ``listening`` (a socket already listening on
+        ``127.0.0.1:port``, now this listener's), else bind ``127.0.0.1:port`` (or take
+        the listening socket back from the port's keeper, :func:`agc.cli._hookclient.
+        keep_port`, which held it since the last resident process exited);
+        :attr:`problem` says why not."""
         try:
-            server = self._kept() or _Server(("127.0.0.1", self.port), _handler(self))
+            if listening is not None:
+                server = self._on(listening)
+            else:
+                server = self._kept() or _Server(("127.0.0.1", self.port), _handler(self))
         except OSError as exc:
             self.taken = exc.errno == errno.EADDRINUSE
             self.problem = (
@@ -165,8 +170,12 @@ class HookListener:
         sock = take_kept(self.keeper_folder(), self.port)
         if not isinstance(sock, socket.socket):
             return None
-        server = _Server(("127.0.0.1", self.port), _handler(self), bind_and_activate=False)
         sock.setblocking(True)  # the keeper's accepts did not block
+        return self._on(sock)
+
+    def _on(self, sock: socket.socket) -> _Server:
+        """A server on ``sock``, listening on ``127.0.0.1:port`` already."""
+        server = _Server(("127.0.0.1", self.port), _handler(self), bind_and_activate=False)
         server.socket.close()
         server.socket = sock
         server.server_name, server.server_port = "127.0.0.1", self.port

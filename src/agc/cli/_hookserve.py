@@ -56,6 +56,7 @@ from collections.abc import Callable
 from typing import Final
 
 from agc.capture import (
+    HttpHook,
     http_settings_path,
     listener_owner,
     move_http_hooks,
@@ -245,8 +246,17 @@ class Listeners:
             "events and the secret in their header"
         )
         environ = {**os.environ, "XDG_STATE_HOME": origin[2]}
+
+        def hold(listening: socket.socket, hook: HttpHook) -> None:
+            # The new port, bound before any file names it: served from now on.
+            listener = HookListener(
+                hook.port, hook.secret, origin, self._captures.capture_later, keeper=self._keeper
+            )
+            listener.start(listening)
+            self._ports[hook.port] = listener
+
         try:
-            hook, change = move_http_hooks(port, environ=environ)
+            hook, change = move_http_hooks(port, environ=environ, hold=hold)
         except AgcError as exc:
             said += f"; agc could not move its hooks off it: {exc.message}"
         else:
