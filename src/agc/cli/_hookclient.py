@@ -207,31 +207,32 @@ def start_resident(folder: str, key: str, listen: "list[str] | None" = None) -> 
     """Start the resident capture process, detached (a session of its own, standard
     streams on ``/dev/null``, no other inherited descriptor), with ``listen`` (``--http
     PORT --state DIR``) when it is to listen for HTTP hooks at once; never raises."""
+    _detached(["--serve", folder, key, *(listen or [])])
+
+
+def _detached(args: "list[str]", fd: "int | None" = None) -> None:
+    """Run this script with ``args`` in a detached child process: a session of its own,
+    standard streams on ``/dev/null``, no inherited descriptor but ``fd`` (as
+    descriptor 3, when given), in ``/``; never raises."""
     try:
         pid = os.fork()
     except OSError:
         return
     if pid:
         return
-    try:  # the child: becomes the resident process
+    try:  # the child: becomes the resident process or the keeper
         os.setsid()
+        if fd is not None:
+            os.dup2(fd, 3)
+            os.set_inheritable(3, True)
         null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.closerange(3, 65536)
+        for number in (0, 1, 2):
+            os.dup2(null, number)
+        os.closerange(3 if fd is None else 4, 65536)
         os.chdir("/")
         os.execv(  # noqa: S606 - this interpreter, with this file: no shell
             sys.executable,
-            [
-                sys.executable,
-                "-I",
-                "-S",
-                os.path.abspath(__file__),
-                "--serve",
-                folder,
-                key,
-                *(listen or []),
-            ],
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), *args],
         )
     finally:
         os._exit(0)
@@ -257,37 +258,7 @@ def start_keeper(folder: str, state: str, fd: int, port: int) -> None:
     :func:`start_resident` starts the resident; never raises."""
     if keeper_path(folder, port) is None or not os.path.isdir(folder):
         return
-    try:
-        pid = os.fork()
-    except OSError:
-        return
-    if pid:
-        return
-    try:  # the child: becomes the keeper
-        os.setsid()
-        os.dup2(fd, 3)
-        os.set_inheritable(3, True)
-        null = os.open(os.devnull, os.O_RDWR)
-        for number in (0, 1, 2):
-            os.dup2(null, number)
-        os.closerange(4, 65536)
-        os.chdir("/")
-        os.execv(  # noqa: S606 - this interpreter, with this file: no shell
-            sys.executable,
-            [
-                sys.executable,
-                "-I",
-                "-S",
-                os.path.abspath(__file__),
-                "--keep",
-                folder,
-                state,
-                "3",
-                str(port),
-            ],
-        )
-    finally:
-        os._exit(0)
+    _detached(["--keep", folder, state, "3", str(port)], fd)
 
 
 def keep_port(folder: str, state: str, fd: int, port: int) -> int:
