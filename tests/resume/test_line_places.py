@@ -1,0 +1,99 @@
+"""A session file's lines are found again from a few marks, not from a place per line.
+
+A streamed read holds the place of one line in :data:`MARK_EVERY` (so its memory does
+not grow with the lines of the file) and finds the others by reading on from a mark:
+every line read again, copied, or passed over in order is the file's, byte for byte,
+whatever the lengths of the lines (empty, longer than a read), the last line (with or
+without its line break, cut inside a character) or the lines let go of.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agc.resume._formats.stream import HEAD_LINES, MARK_EVERY, LineFile, LineSequence
+from tests.conftest import examples
+
+REACHES_INSIDE = {
+    "agc.resume._formats.stream": "LineFile: the places of a file's lines, read again",
+}
+
+_LINE = st.one_of(
+    st.just(b""),
+    st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")),
+    st.integers(70_000, 140_000).map(lambda n: b"y" * n),  # longer than a read piece
+)
+
+
+def _noted(path: Path, lines: list[bytes], final_newline: bool) -> LineFile:
+    """A LineFile of ``lines`` written to ``path``, noted as a read notes them."""
+    path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline else b""))
+    records = LineFile(path, None, ())
+    offset = 0
+    for body in lines:
+        records.note(offset, offset + len(body))
+        offset += len(body) + 1
+    return records
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    lines=st.lists(_LINE, min_size=1, max_size=300).filter(lambda ls: sum(map(len, ls)) < 600_000),
+    final_newline=st.booleans(),
+    seed=st.integers(0, 2**32),
+)
+def test_property_every_line_is_found_again_from_the_marks(
+    tmp_path_factory: object, lines: list[bytes], final_newline: bool, seed: int
+) -> None:
+    path = tmp_path_factory.mktemp("places") / "s.jsonl"  # type: ignore[attr-defined]
+    if not final_newline and lines[-1] == b"":
+        lines = [*lines[:-1], b"z"]  # a last line without a break holds a byte
+    records = _noted(path, lines, final_newline)
+    try:
+        order = list(range(len(lines)))
+        random.Random(seed).shuffle(order)
+        for index in order:  # out of order: from the marks
+            assert records._bytes(index) == lines[index]
+        assert list(records.bodies(len(lines))) == lines
+        texts = LineSequence(records, len(lines), parsed=False)
+        for first, stop in ((0, len(lines)), *((seed % (i + 1), i) for i in range(len(lines)))):
+            out: list[bytes] = []
+            texts.copy(first, stop, out.append)
+            assert b"".join(out) == b"".join(line + b"\n" for line in lines[first:stop])
+        for index in range(len(lines)):
+            assert records.start_of(index) == sum(len(line) + 1 for line in lines[:index])
+    finally:
+        records.close()
+
+
+def test_the_places_held_grow_by_one_mark_per_run_of_lines(tmp_path: Path) -> None:
+    lines = [b'{"n":%d}' % i for i in range(50 * MARK_EVERY)]
+    records = _noted(tmp_path / "s.jsonl", lines, True)
+    try:
+        assert len(records.marks) == 50
+        assert records.record(len(lines) - 1) == {"n": len(lines) - 1}
+    finally:
+        records.close()
+
+
+def test_lines_let_go_of_but_the_first_are_refused_the_rest_found(tmp_path: Path) -> None:
+    lines = [b'{"n":%d}' % i for i in range(10 * MARK_EVERY + 7)]
+    records = _noted(tmp_path / "s.jsonl", lines, True)
+    try:
+        cut = 5 * MARK_EVERY + 3
+        records.forget(cut)
+        assert len(records.marks) <= 6
+        for index in [*range(HEAD_LINES), *range(cut, len(lines))]:
+            assert records._bytes(index) == lines[index]
+        for index in (HEAD_LINES, cut - 1):
+            try:
+                records._bytes(index)
+            except IndexError:
+                continue
+            raise AssertionError(f"line {index} was let go of")
+    finally:
+        records.close()
