@@ -1,4 +1,5 @@
-"""A session file's lines are found again from a few marks, not from a place per line.
+"""A session file's lines are found again from a few marks, not from a place per line,
+and the numbers of the lines a history skips are spilled to a file past a bound.
 
 A streamed read holds the place of one line in :data:`MARK_EVERY` (so its memory does
 not grow with the lines of the file) and finds the others by reading on from a mark:
@@ -12,13 +13,19 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc.resume._formats import model
+from agc.resume._formats.model import SpilledLines
 from agc.resume._formats.stream import HEAD_LINES, MARK_EVERY, LineFile, LineSequence
 from tests.conftest import examples
+from tests.resume.helpers import REAL_FIXTURES, need
+from tests.resume.test_stream import FIXTURES, _both
 
 REACHES_INSIDE = {
+    "agc.resume._formats.model": "SpilledLines and its bound (SPILL_AT), made small",
     "agc.resume._formats.stream": "LineFile: the places of a file's lines, read again",
 }
 
@@ -97,3 +104,47 @@ def test_lines_let_go_of_but_the_first_are_refused_the_rest_found(tmp_path: Path
             raise AssertionError(f"line {index} was let go of")
     finally:
         records.close()
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    indices=st.lists(st.integers(0, 2**40), max_size=200),
+    spill_at=st.integers(1, 9),
+    asked=st.lists(st.integers(-250, 250), max_size=20),
+)
+def test_property_spilled_lines_read_as_the_list_added(
+    indices: list[int], spill_at: int, asked: list[int]
+) -> None:
+    lines = SpilledLines(indices[: len(indices) // 2], spill_at=spill_at)
+    for index in indices[len(indices) // 2 :]:
+        lines.append(index)
+    assert len(lines) == len(indices)
+    assert list(lines) == indices
+    assert list(lines) == indices  # read again
+    assert lines[1:-1] == indices[1:-1]
+    for index in asked:
+        if -len(indices) <= index < len(indices):
+            assert lines[index] == indices[index]
+        else:
+            with pytest.raises(IndexError):
+                lines[index]
+
+
+def test_a_long_session_spills_the_lines_it_skips() -> None:
+    lines = SpilledLines(range(10), spill_at=4)
+    assert len(lines._tail) < 4  # the others are in the file
+    assert list(lines) == list(range(10))
+
+
+@pytest.mark.parametrize("path", FIXTURES)
+def test_a_streamed_read_whose_skipped_lines_spill_equals_the_whole_read(
+    path: Path | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = need(path, REAL_FIXTURES)
+    monkeypatch.setattr(model, "SPILL_AT", 3)
+    whole, streamed = _both(path)
+    if isinstance(whole, Exception) or isinstance(streamed, Exception):
+        assert str(whole) == str(streamed)
+        return
+    assert list(streamed.skipped) == list(whole.skipped)
+    assert list(streamed.lines or ()) == list(whole.lines or ())

@@ -10,6 +10,7 @@ byte for byte.
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ __all__ = [
     "Message",
     "RawRef",
     "Settled",
+    "SpilledLines",
     "arguments_are_json",
     "foreign_tool_marker",
     "resolve",
@@ -428,6 +430,59 @@ class SpilledFingerprints:
             if not wanted.isdisjoint(spilled):
                 self.found = True
                 return
+
+
+class SpilledLines(Sequence[int]):
+    """Line numbers added in order, whose memory stays bounded however many are added:
+    the latest (up to ``spill_at``) in memory, the others in a private temporary file
+    (8 bytes each), read back in pieces of 1 MiB when the sequence is read (in order)
+    and one number at a time when one is asked for."""
+
+    __slots__ = ("_file", "_spill_at", "_spilled", "_tail")
+
+    def __init__(self, indices: Iterable[int] = (), spill_at: int | None = None) -> None:
+        self._tail: array[int] = array("q")
+        self._spill_at = spill_at if spill_at is not None else SPILL_AT
+        self._spilled = 0  # how many are in the file
+        self._file: Any = None
+        self.extend(indices)
+
+    def append(self, index: int) -> None:
+        self._tail.append(index)
+        if len(self._tail) >= self._spill_at:
+            import tempfile  # noqa: PLC0415 - only for a long session
+
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="agc-lines-", buffering=0)  # noqa: SIM115 - held
+            self._file.write(self._tail.tobytes())
+            self._spilled += len(self._tail)
+            self._tail = array("q")
+
+    def extend(self, indices: Iterable[int]) -> None:
+        for index in indices:
+            self.append(index)
+
+    def __len__(self) -> int:
+        return self._spilled + len(self._tail)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if index >= self._spilled:
+            return self._tail[index - self._spilled]
+        return array("q", os.pread(self._file.fileno(), 8, 8 * index))[0]
+
+    def __iter__(self) -> Iterator[int]:
+        done = 0  # bytes of the file read
+        while done < 8 * self._spilled:
+            data = os.pread(self._file.fileno(), min(_SPILL_PIECE, 8 * self._spilled - done), done)
+            done += len(data)
+            yield from array("q", data)
+        yield from self._tail
 
 
 SPILL_AT: Final = 1 << 16

@@ -852,9 +852,7 @@ def _scan(
     skipped: Sequence[int] = reader.skipped
     notes: dict[str, bool] = {}
     if isinstance(reader, codex_rollout.LineReader):
-        notes = reader.notes()
-        if reader.compacted:
-            skipped = array("q", sorted(reader.skipped))
+        notes = reader.notes()  # skipped: in order, as the lines were fed (also compacted)
     history = History(
         chosen,
         reader.messages,
