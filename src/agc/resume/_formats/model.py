@@ -32,6 +32,7 @@ __all__ = [
     "Message",
     "RawRef",
     "Settled",
+    "SpilledCallIds",
     "SpilledLines",
     "arguments_are_json",
     "foreign_tool_marker",
@@ -273,6 +274,10 @@ class CallIdSet:
             if key:
                 self._put(key, line)
 
+    def fingerprints(self) -> list[int]:
+        """The fingerprints of the ids added (of the ids held as they are too)."""
+        return [key for key in self._keys if key] + [self._key(i) for i in self._exact]
+
     def __contains__(self, call_id: object) -> bool:
         if not isinstance(call_id, str):
             return False
@@ -292,6 +297,93 @@ class CallIdSet:
                 if self._confirm(self._lines[slot], call_id):
                     return True
             slot = (slot + 1) & mask
+
+
+class SpilledCallIds:
+    """A :class:`CallIdSet` whose memory stays bounded however many ids are added: the
+    latest (up to :data:`SPILL_AT`) are held exactly in a :class:`CallIdSet`, the
+    fingerprints of the others in :class:`SpilledFingerprints` (spilled to a private
+    temporary file, 8 bytes an id).
+
+    An id asked for that is not among the latest is answered "absent" at once and the
+    answer checked later, against the fingerprints of the older ids (at their next
+    spill, or by :meth:`seal`): a match, or a fingerprint added twice, makes the set
+    :attr:`unsure`, and whoever read with it reads again with a :class:`CallIdSet`
+    (a call id used again far apart: exact either way, the bounded read is only the
+    common case's). After :meth:`seal` the ids given there are answered from what was
+    checked; another id is compared with the older fingerprints at once (a match
+    answers "present" and makes the set :attr:`unsure`)."""
+
+    __slots__ = (
+        "_base",
+        "_cleared",
+        "_confirm",
+        "_older",
+        "_recent",
+        "_size",
+        "_spill_at",
+        "_unsure",
+    )
+
+    def __init__(self, confirm: Callable[[int, str], bool], *, base: Container[str] = ()) -> None:
+        self._confirm = confirm
+        self._base = base  # ids held before these (of another file), also members
+        self._recent = CallIdSet(confirm)
+        self._older = SpilledFingerprints()
+        self._spill_at = SPILL_AT
+        self._size = 0  # ids among the older
+        self._unsure = False
+        self._cleared: set[str] | None = None  # the ids checked by seal
+
+    def __len__(self) -> int:
+        """How many ids were added (an id added twice counts twice)."""
+        return self._size + len(self._recent)
+
+    @property
+    def unsure(self) -> bool:
+        """Whether an answer given may be wrong (see the class docstring)."""
+        return self._unsure or self._older.found
+
+    def add(self, call_id: str, line: int) -> None:
+        """:meth:`CallIdSet.add`."""
+        recent = self._recent
+        recent.add(call_id, line)
+        if len(recent) >= self._spill_at:
+            # A fingerprint twice (an id twice, or two alike) sets found: unsure.
+            self._older.spill(recent.fingerprints())
+            self._size += len(recent)
+            self._recent = CallIdSet(self._confirm)
+
+    def __contains__(self, call_id: object) -> bool:
+        if not isinstance(call_id, str):
+            return False
+        if (self._base and call_id in self._base) or call_id in self._recent:
+            return True
+        if not self._size:
+            return False
+        if self._cleared is not None:
+            if call_id in self._cleared:
+                return False  # checked by seal
+            key = hash(call_id) or 1
+            if key in self._older or self._older.settle():
+                self._unsure = True
+                return True
+            return False
+        if (hash(call_id) or 1) in self._older:  # else checked later
+            self._unsure = True
+        return False
+
+    def seal(self, ids: Iterable[str]) -> bool:
+        """Ask for each of ``ids`` (those still to be asked for: the held messages'),
+        check every answer given, and from now on answer ``ids`` from it. Whether
+        every answer given was right (not :attr:`unsure`)."""
+        cleared = set(ids)
+        for call_id in cleared:
+            _ = call_id in self
+        if self._older.settle():
+            self._unsure = True
+        self._cleared = cleared
+        return not self._unsure
 
 
 class Fingerprints:
@@ -403,10 +495,20 @@ class SpilledFingerprints:
             self._asked = []
         return self.found
 
+    def spill(self, keys: list[int]) -> None:
+        """Add ``keys`` as many :meth:`add` would, straight to the file (none held in
+        memory): a key among them twice, or among those held, sets :attr:`found`."""
+        if len(set(keys)) != len(keys) or any(key in self._recent for key in keys):
+            self.found = True
+        self._write(keys)
+
     def _spill(self) -> None:
+        self._write(self._recent.keys())
+        self._recent = Fingerprints()
+
+    def _write(self, keys: list[int]) -> None:
         import tempfile  # noqa: PLC0415 - only for a long session
 
-        keys = self._recent.keys()
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="agc-ids-")  # noqa: SIM115 - held
         else:
@@ -414,7 +516,6 @@ class SpilledFingerprints:
             self._asked = []
         self._file.seek(0, 2)
         array("q", keys).tofile(self._file)
-        self._recent = Fingerprints()
 
     def _check(self, keys: list[int]) -> None:
         if self.found or not keys or self._file is None:
@@ -515,7 +616,7 @@ class Settled:
     messages: int = 0
     calls: int = 0
     results: int = 0
-    call_ids: CallIdSet = field(default_factory=CallIdSet)
+    call_ids: CallIdSet | SpilledCallIds = field(default_factory=CallIdSet)
     tallies: tuple[Any, Any] | None = None  # FindingTally: _validate imports this module
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Protocol, overload
@@ -44,6 +44,7 @@ from agc.resume._formats.model import (
     Message,
     RawRef,
     Settled,
+    SpilledCallIds,
     SpilledFingerprints,
 )
 from agc.resume._formats.torn import torn_line
@@ -420,6 +421,7 @@ def scan_session(
     from agc.resume._formats.detect import session_format  # noqa: PLC0415 - detect imports this module
 
     chosen = format
+    exact_ids = False
     while True:
         try:
             history, facts = _scan(
@@ -431,7 +433,14 @@ def scan_session(
                 checked=checked,
                 keep=keep,
                 parts=parts,
+                exact_ids=exact_ids,
             )
+        except _SpilledIdError:
+            exact_ids = True  # read again with the ids let go of held
+            progress = None
+            if parts is not None:
+                parts.restart()
+            continue
         except _ReachBackError:
             checked = False  # read whole: the replay reaches back
             progress = None
@@ -492,22 +501,32 @@ def scan_tail(
     """
     if format == "gemini-chat":
         raise ValueError("a Gemini CLI session is never settled")
-    history, _ = _scan(
-        path, source=source, format=format, progress=None, settle=settle, start=start
-    )
+    try:
+        history, _ = _scan(
+            path, source=source, format=format, progress=None, settle=settle, start=start
+        )
+    except _SpilledIdError:
+        history = None
+    prior = start.settled.call_ids
+    if history is None or (isinstance(prior, SpilledCallIds) and prior.unsure):
+        # An id of the messages before start may be used again: the whole file.
+        return scan_session(path, source=source, format=format, settle=settle)
     return history
 
 
 class _Settler:
     """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
 
-    __slots__ = ("confirm", "every", "format", "held", "next_try", "settled")
+    __slots__ = ("confirm", "every", "exact", "format", "held", "next_try", "settled")
 
-    def __init__(self, every: int, format: FormatName, confirm: Confirm) -> None:
+    def __init__(
+        self, every: int, format: FormatName, confirm: Confirm, *, exact: bool = False
+    ) -> None:
         self.every = max(every, 1)
         self.format = format
         self.confirm = confirm
-        self.settled = Settled(call_ids=CallIdSet(confirm))
+        self.exact = exact  # the ids let go of in a CallIdSet, not spilled
+        self.settled = Settled(call_ids=self._ids())
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
 
@@ -519,8 +538,32 @@ class _Settler:
             settled.messages,
             settled.calls,
             settled.results,
-            CallIdSet(self.confirm, base=settled.call_ids),
+            self._ids(base=settled.call_ids),
         )
+
+    def _ids(self, base: Container[str] = ()) -> CallIdSet | SpilledCallIds:
+        """A set for the ids of the calls let go of: bounded, or (``exact``) held."""
+        if self.exact:
+            return CallIdSet(self.confirm, base=base)
+        return SpilledCallIds(self.confirm, base=base)
+
+    def seal(self, messages: list[Message]) -> None:
+        """After the last line: check every answer the set of ids let go of gave, and
+        answer the call ids of ``messages`` (those held) from it.
+
+        Raises:
+            _SpilledIdError: an answer may have been wrong (an id of a call let go of
+                used again): read again with ``exact``.
+        """
+        ids = self.settled.call_ids
+        held = (
+            block.call_id
+            for message in messages
+            for block in message.blocks
+            if block.call_id is not None
+        )
+        if isinstance(ids, SpilledCallIds) and not ids.seal(held):
+            raise _SpilledIdError
 
     def feed(self, messages: list[Message]) -> None:
         """Called with the reader's messages after a line when they are not the list
@@ -528,7 +571,7 @@ class _Settler:
         Claude Code message spans the lines of one role)."""
         if messages is not self.held:  # a Codex `compacted` line: history starts again
             self.held = messages
-            self.settled = Settled(call_ids=CallIdSet(self.confirm))
+            self.settled = Settled(call_ids=self._ids())
             self.next_try = self.every
         if len(messages) <= self.next_try:
             return
@@ -675,6 +718,11 @@ class _ReachBackError(Exception):
     """A Gemini CLI record names a message a settled read let go of."""
 
 
+class _SpilledIdError(Exception):
+    """A Claude Code or Codex read whose ids let go of are spilled may have missed an
+    id used again (:class:`~agc.resume._formats.model.SpilledCallIds`)."""
+
+
 Confirm = Callable[[int, str], bool]
 """Whether line ``i`` of the file holds a call with a given id (see
 :class:`~agc.resume._formats.model.CallIdSet`)."""
@@ -729,6 +777,7 @@ def _scan(
     checked: bool = False,
     keep: int | None = None,
     parts: Parts | None = None,
+    exact_ids: bool = False,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -757,9 +806,14 @@ def _scan(
         stamp = _stamp(os.fstat(handle.fileno()))
         handle.seek(offset)
         for body, final_newline in _lines(handle):
-            index = len(records)
-            records.note(offset, offset + len(body))
-            offset += len(body) + final_newline
+            read = records.read  # records.note, inline: a line at a time
+            index = records.origin + read
+            if not read & _MARK_MASK:
+                records.marks.append(offset)
+            records.read = read + 1
+            offset += len(body)
+            records.last_end = offset
+            offset += final_newline
             try:
                 # JSON read from the bytes: a line that reads is UTF-8 and not blank.
                 record = loads(body)
@@ -801,7 +855,9 @@ def _scan(
                     for earlier in range(records.base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
-                        settler = _Settler(settle, chosen, _confirmer(records, chosen))
+                        settler = _Settler(
+                            settle, chosen, _confirmer(records, chosen), exact=exact_ids
+                        )
                         if start is not None and not isinstance(reader, gemini_chat.LineReader):
                             settler.resume(reader.messages, start.settled)
                     elif settle is not None and checked:
@@ -849,6 +905,8 @@ def _scan(
         if gemini is not None and reader.cut:
             history.settled = gemini.settled
         return history, facts
+    if settler is not None:
+        settler.seal(reader.messages)
     skipped: Sequence[int] = reader.skipped
     notes: dict[str, bool] = {}
     if isinstance(reader, codex_rollout.LineReader):

@@ -1,5 +1,8 @@
-"""A session file's lines are found again from a few marks, not from a place per line,
-and the numbers of the lines a history skips are spilled to a file past a bound.
+"""A streamed read's memory does not grow with the session file: its lines are found
+again from a few marks, not from a place per line; the numbers of the lines a history
+skips are spilled to a file past a bound; so are the fingerprints of the ids of the
+calls let go of, and an id used again far apart still reads as the whole read reads
+it (the file is read again with the ids held).
 
 A streamed read holds the place of one line in :data:`MARK_EVERY` (so its memory does
 not grow with the lines of the file) and finds the others by reading on from a mark:
@@ -17,15 +20,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agc.resume import Strategy
 from agc.resume._formats import model
-from agc.resume._formats.model import SpilledLines
+from agc.resume._formats.model import SpilledCallIds, SpilledLines
 from agc.resume._formats.stream import HEAD_LINES, MARK_EVERY, LineFile, LineSequence
 from tests.conftest import examples
 from tests.resume.helpers import REAL_FIXTURES, need
+from tests.resume.test_repair import _claude_lines, _codex_lines
+from tests.resume.test_settle import _same_as_whole, sessions
 from tests.resume.test_stream import FIXTURES, _both
+from tests.resume.test_stream_fast import _tail_repair
 
 REACHES_INSIDE = {
-    "agc.resume._formats.model": "SpilledLines and its bound (SPILL_AT), made small",
+    "agc.resume._formats.model": "SpilledLines, SpilledCallIds and their bound (SPILL_AT), "
+    "made small",
     "agc.resume._formats.stream": "LineFile: the places of a file's lines, read again",
 }
 
@@ -148,3 +156,56 @@ def test_a_streamed_read_whose_skipped_lines_spill_equals_the_whole_read(
         return
     assert list(streamed.skipped) == list(whole.skipped)
     assert list(streamed.lines or ()) == list(whole.lines or ())
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=sessions(),
+    settle=st.integers(min_value=1, max_value=4),
+    spill_at=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+)
+def test_property_reads_whose_ids_spill_check_and_repair_as_the_whole_read(
+    data: bytes,
+    settle: int,
+    spill_at: int,
+    strategy: Strategy,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("spill")
+    path = folder / "session.jsonl"
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "SPILL_AT", spill_at)
+        _same_as_whole(path, settle, strategy, folder / "out.jsonl")
+        _tail_repair(path, settle, strategy, folder / "tail.jsonl")
+
+
+def _events(turns: int, reuse: bool) -> list[tuple[object, ...]]:
+    events: list[tuple[object, ...]] = []
+    for turn in range(turns):
+        events += [("user", "go"), ("assistant", "", [(f"t{turn}", True)], False)]
+        events.append(("result", f"t{turn}", False))
+    if reuse:  # the first call's id, used again by a call far after it
+        events += [("user", "go"), ("assistant", "", [("t0", True)], False)]
+        events.append(("result", "t0", False))
+    return events
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+@pytest.mark.parametrize("codex", [False, True])
+def test_an_id_used_again_far_apart_reads_as_the_whole_read(
+    reuse: bool, codex: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _events(40, reuse)
+    data = _codex_lines(events, False) if codex else _claude_lines(events, False, False)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(data)
+    monkeypatch.setattr(model, "SPILL_AT", 4)
+    settled = _same_as_whole(path, 1, "synthesize", tmp_path / "out.jsonl")
+    assert settled is not None
+    ids = settled.settled.call_ids if settled.settled is not None else None
+    # Bounded unless an id is used again (then read again with the ids held).
+    assert isinstance(ids, SpilledCallIds) is not reuse
+    if isinstance(ids, SpilledCallIds):
+        assert len(ids._recent) < 4 < len(ids)
