@@ -3,7 +3,8 @@
 A session file of a long agent run is hundreds of megabytes; its parsed lines take
 several times that in Python objects. Read here, each line is parsed, read into the
 neutral view by the format's line reader and let go: the history keeps the view (roles,
-block kinds, call ids, tool names) and, per line, only its place in the file. Every
+block kinds, call ids, tool names) and the place in the file of one line in
+:data:`MARK_EVERY` (see :class:`LineFile`). Every
 ``raw`` and every call's ``arguments`` is a :class:`~agc.resume._formats.model.RawRef`
 to its line, which is read from the file and parsed again when asked (by a writer, for
 the few lines a repair changes, or for the arguments a report shows). A Gemini CLI
@@ -493,7 +494,10 @@ def scan_tail(
     messages before ``start.line`` are ``start.settled`` (their lines are not read
     again), the rest are read and settled as :func:`scan_session` reads them. The
     format is ``format`` (told by the read of the first lines). The history's
-    ``records`` and ``lines`` hold the lines from ``start.line`` on only.
+    ``records`` and ``lines`` hold the lines from ``start.line`` on only; when an id of
+    the messages before may be used again (their spilled ids matched one, see
+    :class:`~agc.resume._formats.model.SpilledCallIds`) the whole file is read
+    (:func:`scan_session`) instead, which the same check gives the same report of.
 
     Raises:
         InputError: a line is not UTF-8.
