@@ -301,7 +301,7 @@ class CallIdSet:
 
 class SpilledCallIds:
     """A :class:`CallIdSet` whose memory stays bounded however many ids are added: the
-    latest (up to :data:`SPILL_AT`) are held exactly in a :class:`CallIdSet`, the
+    latest (up to a quarter of :data:`SPILL_AT`) are held exactly in a :class:`CallIdSet`, the
     fingerprints of the others in :class:`SpilledFingerprints` (spilled to a private
     temporary file, 8 bytes an id).
 
@@ -329,8 +329,8 @@ class SpilledCallIds:
         self._confirm = confirm
         self._base = base  # ids held before these (of another file), also members
         self._recent = CallIdSet(confirm)
-        self._older = SpilledFingerprints()
-        self._spill_at = SPILL_AT
+        self._spill_at = max(SPILL_AT >> 2, 1)  # a table of 384 KiB (12 bytes a slot)
+        self._older = SpilledFingerprints(self._spill_at)  # asks checked as often
         self._size = 0  # ids among the older
         self._unsure = False
         self._cleared: set[str] | None = None  # the ids checked by seal
