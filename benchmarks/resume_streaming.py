@@ -201,11 +201,38 @@ def linear_target(kind: str, sizes: list[int], check_by_size: dict[int, float]) 
     ]
 
 
+_FLAT_MB = 10.0  # the large size's peak above the small one's: flat memory
+
+
+def flat_target(
+    kind: str, label: str, sizes: list[int], peak_by_size: dict[int, int]
+) -> list[Target]:
+    """The large size's peak (bytes, the largest of its rounds) within 10 MB of the small
+    one's: memory that does not grow with the file (none unless both sizes were
+    measured)."""
+    from benchmarks.report import Target  # noqa: PLC0415 - as the suite: only when run
+
+    if len(peak_by_size) != 2:
+        return []
+    small, big = sizes
+    return [
+        Target.judge(
+            f"resume-{kind}-{label}-flat",
+            f"{kind} {label}: peak at {big:,} B within {_FLAT_MB:g} MB of {small:,} B",
+            (peak_by_size[big] - peak_by_size[small]) / 1000**2,
+            threshold=_FLAT_MB,
+            op="<=",
+            note="MB more (flat memory)",
+        )
+    ]
+
+
 def bench_resume_streaming(ctx: Any) -> Any:
     """The suite: check and repair (synthesize, ``--out``) of a Claude Code session and a
     Codex rollout of 100 MB (1 MB with ``--quick``), beside the ``json.loads`` loop over
     the same file, ``--rounds`` rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>``
-    also that size, one round (1 GB: 12x the time of 100 MB, with flat memory)."""
+    also that size, one round (1 GB: 12x the time of 100 MB, its peak within 10 MB of
+    100 MB's)."""
     from benchmarks.report import Row, Section  # noqa: PLC0415 - only when run
     from benchmarks.run import parse_size  # noqa: PLC0415
     from benchmarks.suites import _compile_agc  # noqa: PLC0415 - suites imports this module
@@ -228,6 +255,7 @@ def bench_resume_streaming(ctx: Any) -> Any:
     makers = {"claude-code": make_claude_session, "codex-rollout": make_codex_rollout}
     for kind, make in makers.items():
         seconds_by_size: dict[int, float] = {}
+        peak_by_size: dict[str, dict[int, int]] = {"check": {}, "repair": {}}
         for size in sizes:
             path = ctx.work / f"{kind}-{size}.jsonl"
             try:
@@ -283,8 +311,11 @@ def bench_resume_streaming(ctx: Any) -> Any:
                     row.skipped = f"exit {codes[label]}"
                 if label == "check":
                     seconds_by_size[size] = seconds
+                peak_by_size[label][size] = peak
                 section.targets += resume_targets(kind, label, size, seconds / base_s, peak, target)
             path.unlink(missing_ok=True)
             out.unlink(missing_ok=True)
         section.targets += linear_target(kind, sizes, seconds_by_size)
+        for label, by_size in peak_by_size.items():
+            section.targets += flat_target(kind, label, sizes, by_size)
     return section

@@ -67,3 +67,18 @@ def test_json_floor_script_checks_the_sidecar_and_the_manifest(tmp_path: Path, s
     data[size // 2] ^= 1
     path.write_bytes(data)
     assert _json_floor(tmp_path, "run.jsonl", manifest) == 1
+
+
+def test_the_flat_memory_target_judges_the_large_peak_against_the_small_one() -> None:
+    from benchmarks.resume_streaming import flat_target  # noqa: PLC0415
+
+    sizes = [100_000_000, 1_000_000_000]
+    flat = flat_target(
+        "codex-rollout", "check", sizes, {sizes[0]: 36_000_000, sizes[1]: 45_000_000}
+    )
+    grows = flat_target(
+        "codex-rollout", "check", sizes, {sizes[0]: 36_000_000, sizes[1]: 90_000_000}
+    )
+    assert [(t.status, t.value) for t in flat] == [("PASS", 9.0)]
+    assert [(t.status, t.value) for t in grows] == [("FAIL", 54.0)]
+    assert flat_target("codex-rollout", "check", sizes[:1], {sizes[0]: 1}) == []

@@ -27,7 +27,6 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,6 +45,7 @@ from agc.resume._formats.model import (
     Message,
     RawRef,
     Settled,
+    SpilledLines,
     arguments_are_json,
     resolve,
 )
@@ -882,7 +882,7 @@ def _without_torn_line(history: History) -> History:
         history,
         records=history.records[:torn],
         lines=history.lines[:torn],
-        skipped=array("q", (index for index in history.skipped if index != torn)),
+        skipped=SpilledLines(index for index in history.skipped if index != torn),
         final_newline=True,
         torn=None,
     )

@@ -19,13 +19,12 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
-from array import array
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 from agc.resume._formats import anthropic
 from agc.resume._formats.jsonl import dump_line
-from agc.resume._formats.model import Block, FormatSpec, History, Message, texts
+from agc.resume._formats.model import Block, FormatSpec, History, Message, SpilledLines, texts
 
 __all__ = ["SPEC", "LineReader", "is_message_line", "read", "write", "write_lines"]
 
@@ -66,7 +65,7 @@ class LineReader:
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
-        self.skipped: MutableSequence[int] = array("q")
+        self.skipped = SpilledLines()
         self.session_id: str | None = None
 
     def feed(self, index: int, record: Any) -> list[Block] | None:

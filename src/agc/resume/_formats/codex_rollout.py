@@ -11,14 +11,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from array import array
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agc.resume._formats import openai_responses
 from agc.resume._formats.jsonl import dump_line
-from agc.resume._formats.model import Block, FormatSpec, History, Message, texts
+from agc.resume._formats.model import Block, FormatSpec, History, Message, SpilledLines, texts
 
 __all__ = ["ROLLOUT_TYPES", "SPEC", "LineReader", "is_rollout_line", "read", "write", "write_lines"]
 
@@ -45,7 +44,7 @@ class LineReader:
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
-        self.skipped: MutableSequence[int] = array("q")
+        self.skipped = SpilledLines()
         self.compacted = False
         self.paginated = False
         self.sequenced = False
@@ -75,7 +74,7 @@ class LineReader:
         if kind == "compacted":
             # Every line up to this one is now out of the history (each was skipped or
             # held a message), also messages a streamed read already let go of.
-            self.skipped = array("q", range(index + 1))
+            self.skipped = SpilledLines(range(index + 1))
             self.messages = []
             self.compacted = True
             return None

@@ -10,6 +10,7 @@ byte for byte.
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ __all__ = [
     "Message",
     "RawRef",
     "Settled",
+    "SpilledCallIds",
+    "SpilledLines",
     "arguments_are_json",
     "foreign_tool_marker",
     "resolve",
@@ -271,6 +274,10 @@ class CallIdSet:
             if key:
                 self._put(key, line)
 
+    def fingerprints(self) -> list[int]:
+        """The fingerprints of the ids added (of the ids held as they are too)."""
+        return [key for key in self._keys if key] + [self._key(i) for i in self._exact]
+
     def __contains__(self, call_id: object) -> bool:
         if not isinstance(call_id, str):
             return False
@@ -290,6 +297,93 @@ class CallIdSet:
                 if self._confirm(self._lines[slot], call_id):
                     return True
             slot = (slot + 1) & mask
+
+
+class SpilledCallIds:
+    """A :class:`CallIdSet` whose memory stays bounded however many ids are added: the
+    latest (up to a quarter of :data:`SPILL_AT`) are held exactly in a :class:`CallIdSet`, the
+    fingerprints of the others in :class:`SpilledFingerprints` (spilled to a private
+    temporary file, 8 bytes an id).
+
+    An id asked for that is not among the latest is answered "absent" at once and the
+    answer checked later, against the fingerprints of the older ids (at their next
+    spill, or by :meth:`seal`): a match, or a fingerprint added twice, makes the set
+    :attr:`unsure`, and whoever read with it reads again with a :class:`CallIdSet`
+    (a call id used again far apart: exact either way, the bounded read is only the
+    common case's). After :meth:`seal` the ids given there are answered from what was
+    checked; another id is compared with the older fingerprints at once (a match
+    answers "present" and makes the set :attr:`unsure`)."""
+
+    __slots__ = (
+        "_base",
+        "_cleared",
+        "_confirm",
+        "_older",
+        "_recent",
+        "_size",
+        "_spill_at",
+        "_unsure",
+    )
+
+    def __init__(self, confirm: Callable[[int, str], bool], *, base: Container[str] = ()) -> None:
+        self._confirm = confirm
+        self._base = base  # ids held before these (of another file), also members
+        self._recent = CallIdSet(confirm)
+        self._spill_at = max(SPILL_AT >> 2, 1)  # a table of 384 KiB (12 bytes a slot)
+        self._older = SpilledFingerprints(self._spill_at)  # asks checked as often
+        self._size = 0  # ids among the older
+        self._unsure = False
+        self._cleared: set[str] | None = None  # the ids checked by seal
+
+    def __len__(self) -> int:
+        """How many ids were added (an id added twice counts twice)."""
+        return self._size + len(self._recent)
+
+    @property
+    def unsure(self) -> bool:
+        """Whether an answer given may be wrong (see the class docstring)."""
+        return self._unsure or self._older.found
+
+    def add(self, call_id: str, line: int) -> None:
+        """:meth:`CallIdSet.add`."""
+        recent = self._recent
+        recent.add(call_id, line)
+        if len(recent) >= self._spill_at:
+            # A fingerprint twice (an id twice, or two alike) sets found: unsure.
+            self._older.spill(recent.fingerprints())
+            self._size += len(recent)
+            self._recent = CallIdSet(self._confirm)
+
+    def __contains__(self, call_id: object) -> bool:
+        if not isinstance(call_id, str):
+            return False
+        if (self._base and call_id in self._base) or call_id in self._recent:
+            return True
+        if not self._size:
+            return False
+        if self._cleared is not None:
+            if call_id in self._cleared:
+                return False  # checked by seal
+            key = hash(call_id) or 1
+            if key in self._older or self._older.settle():
+                self._unsure = True
+                return True
+            return False
+        if (hash(call_id) or 1) in self._older:  # else checked later
+            self._unsure = True
+        return False
+
+    def seal(self, ids: Iterable[str]) -> bool:
+        """Ask for each of ``ids`` (those still to be asked for: the held messages'),
+        check every answer given, and from now on answer ``ids`` from it. Whether
+        every answer given was right (not :attr:`unsure`)."""
+        cleared = set(ids)
+        for call_id in cleared:
+            _ = call_id in self
+        if self._older.settle():
+            self._unsure = True
+        self._cleared = cleared
+        return not self._unsure
 
 
 class Fingerprints:
@@ -401,10 +495,20 @@ class SpilledFingerprints:
             self._asked = []
         return self.found
 
+    def spill(self, keys: list[int]) -> None:
+        """Add ``keys`` as many :meth:`add` would, straight to the file (none held in
+        memory): a key among them twice, or among those held, sets :attr:`found`."""
+        if len(set(keys)) != len(keys) or any(key in self._recent for key in keys):
+            self.found = True
+        self._write(keys)
+
     def _spill(self) -> None:
+        self._write(self._recent.keys())
+        self._recent = Fingerprints()
+
+    def _write(self, keys: list[int]) -> None:
         import tempfile  # noqa: PLC0415 - only for a long session
 
-        keys = self._recent.keys()
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="agc-ids-")  # noqa: SIM115 - held
         else:
@@ -412,7 +516,6 @@ class SpilledFingerprints:
             self._asked = []
         self._file.seek(0, 2)
         array("q", keys).tofile(self._file)
-        self._recent = Fingerprints()
 
     def _check(self, keys: list[int]) -> None:
         if self.found or not keys or self._file is None:
@@ -428,6 +531,59 @@ class SpilledFingerprints:
             if not wanted.isdisjoint(spilled):
                 self.found = True
                 return
+
+
+class SpilledLines(Sequence[int]):
+    """Line numbers added in order, whose memory stays bounded however many are added:
+    the latest (up to ``spill_at``) in memory, the others in a private temporary file
+    (8 bytes each), read back in pieces of 1 MiB when the sequence is read (in order)
+    and one number at a time when one is asked for."""
+
+    __slots__ = ("_file", "_spill_at", "_spilled", "_tail")
+
+    def __init__(self, indices: Iterable[int] = (), spill_at: int | None = None) -> None:
+        self._tail: array[int] = array("q")
+        self._spill_at = spill_at if spill_at is not None else SPILL_AT
+        self._spilled = 0  # how many are in the file
+        self._file: Any = None
+        self.extend(indices)
+
+    def append(self, index: int) -> None:
+        self._tail.append(index)
+        if len(self._tail) >= self._spill_at:
+            import tempfile  # noqa: PLC0415 - only for a long session
+
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="agc-lines-", buffering=0)  # noqa: SIM115 - held
+            self._file.write(self._tail.tobytes())
+            self._spilled += len(self._tail)
+            self._tail = array("q")
+
+    def extend(self, indices: Iterable[int]) -> None:
+        for index in indices:
+            self.append(index)
+
+    def __len__(self) -> int:
+        return self._spilled + len(self._tail)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if index >= self._spilled:
+            return self._tail[index - self._spilled]
+        return array("q", os.pread(self._file.fileno(), 8, 8 * index))[0]
+
+    def __iter__(self) -> Iterator[int]:
+        done = 0  # bytes of the file read
+        while done < 8 * self._spilled:
+            data = os.pread(self._file.fileno(), min(_SPILL_PIECE, 8 * self._spilled - done), done)
+            done += len(data)
+            yield from array("q", data)
+        yield from self._tail
 
 
 SPILL_AT: Final = 1 << 16
@@ -460,7 +616,7 @@ class Settled:
     messages: int = 0
     calls: int = 0
     results: int = 0
-    call_ids: CallIdSet = field(default_factory=CallIdSet)
+    call_ids: CallIdSet | SpilledCallIds = field(default_factory=CallIdSet)
     tallies: tuple[Any, Any] | None = None  # FindingTally: _validate imports this module
 
 

@@ -3,7 +3,8 @@
 A session file of a long agent run is hundreds of megabytes; its parsed lines take
 several times that in Python objects. Read here, each line is parsed, read into the
 neutral view by the format's line reader and let go: the history keeps the view (roles,
-block kinds, call ids, tool names) and, per line, only its place in the file. Every
+block kinds, call ids, tool names) and the place in the file of one line in
+:data:`MARK_EVERY` (see :class:`LineFile`). Every
 ``raw`` and every call's ``arguments`` is a :class:`~agc.resume._formats.model.RawRef`
 to its line, which is read from the file and parsed again when asked (by a writer, for
 the few lines a repair changes, or for the arguments a report shows). A Gemini CLI
@@ -25,11 +26,10 @@ refuses a file whose size, modification time or inode changed since it was read.
 
 from __future__ import annotations
 
-import bisect
 import os
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Protocol, overload
@@ -45,6 +45,7 @@ from agc.resume._formats.model import (
     Message,
     RawRef,
     Settled,
+    SpilledCallIds,
     SpilledFingerprints,
 )
 from agc.resume._formats.torn import torn_line
@@ -68,6 +69,11 @@ __all__ = [
 ]
 
 _CHUNK: Final = 1 << 20
+_PIECE: Final = 1 << 16  # read to find a line between two marks
+MARK_EVERY: Final = 64
+"""Every how many lines :class:`LineFile` holds a line's place (8 bytes a mark)."""
+_MARK_SHIFT: Final = 6
+_MARK_MASK: Final = MARK_EVERY - 1
 HEAD_LINES: Final = 64
 """The first lines of a file whose places a read in parts keeps (:meth:`LineFile.forget`):
 a client notes the session's folder there (see :mod:`agc.resume._next`)."""
@@ -81,12 +87,16 @@ Progress = Callable[[int], None]
 class LineFile:
     """The lines of a file on disk, by their places: line ``i`` is read again when
     asked. Open until :meth:`close` (or until garbage-collected). A file read from line
-    ``base`` on (at byte ``start``) holds the places of those lines only."""
+    ``base`` on (at byte ``start``) holds the places of those lines only.
+
+    Memory does not grow with the lines: the place of every :data:`MARK_EVERY`-th line
+    is held (8 bytes), and a line between two marks is found by reading on from the
+    mark before it (or from the line found last, when it lies between: a pass in order
+    reads each byte about once)."""
 
     def __init__(
         self,
         path: Path,
-        ends: array[int],
         last: str | None,
         stamp: tuple[int, ...],
         *,
@@ -94,16 +104,27 @@ class LineFile:
         start: int = 0,
     ) -> None:
         self.path = path
-        self.ends = ends  # line base + i ends at ends[i]; the next starts one byte later
+        self.marks: array[int] = array("q")  # line origin + k * MARK_EVERY starts at marks[k]
+        self.origin = base  # the line of marks[0]
+        self.read = 0  # the lines read (noted): lines origin .. origin + read - 1
+        self.last_end = start  # where the last line read ends (before its line break)
         self._last = last  # the last line's text when it ends inside a character
         self._stamp = stamp
         self._fd: int | None = None
         self.base = base
-        self._start = start
-        self._head: array[int] = array("q")  # the first lines' ends, when let go (forget)
+        self._head: array[int] = array("q")  # the first lines' marks, when let go (forget)
+        self._cursor = (-1, 0)  # the line found last and where it starts
+
+    def note(self, start: int, end: int) -> None:
+        """The next line starts at byte ``start`` and ends at ``end`` (before its line
+        break)."""
+        if not self.read & _MARK_MASK:
+            self.marks.append(start)
+        self.read += 1
+        self.last_end = end
 
     def __len__(self) -> int:
-        return self.base + len(self.ends)
+        return self.origin + self.read
 
     def _handle(self) -> int:
         if self._fd is None:
@@ -116,16 +137,50 @@ class LineFile:
             return self._last
         return self._bytes(index).decode("utf-8")
 
-    def _bytes(self, index: int) -> bytes:
-        place = index - self.base
-        if place >= 0:
-            start = self.ends[place - 1] + 1 if place else self._start
-            size = self.ends[place] - start
-        elif 0 <= index < len(self._head):  # a first line, kept when the lines were let go
-            start = self._head[index - 1] + 1 if index else 0
-            size = self._head[index] - start
+    def start_of(self, index: int) -> int:
+        """The byte where line ``index`` starts (a line before :attr:`base` but the first
+        :data:`HEAD_LINES`, when let go of, raises :class:`IndexError`)."""
+        if index >= self.base and index < len(self):
+            marks, origin = self.marks, self.origin
+        elif 0 <= index < HEAD_LINES and self._head:  # a first line, kept when let go
+            marks, origin = self._head, 0
         else:
             raise IndexError(f"line {index + 1} is before line {self.base + 1}, the first read")
+        after = (index - origin) & _MARK_MASK  # lines after the mark
+        line, start = self._cursor
+        if not line <= index <= line + after:
+            line, start = index - after, marks[(index - origin) >> _MARK_SHIFT]
+        if line < index:
+            start = self._skip(start, index - line)
+        self._cursor = (index, start)
+        return start
+
+    def _end_of(self, index: int, start: int) -> int:
+        """Where line ``index``, starting at byte ``start``, ends (before its break)."""
+        if index == len(self) - 1:
+            return self.last_end
+        return self._skip(start, 1) - 1
+
+    def _skip(self, start: int, breaks: int) -> int:
+        """The byte after the ``breaks``-th line break from byte ``start``."""
+        handle = self._handle()
+        while True:
+            data = os.pread(handle, _PIECE, start)
+            if not data:
+                raise InputError(f"{self.path} changed while it was read (a line is short)")
+            at = -1
+            while breaks:
+                at = data.find(b"\n", at + 1)
+                if at < 0:
+                    break
+                breaks -= 1
+            if not breaks:
+                return start + at + 1
+            start += len(data)
+
+    def _bytes(self, index: int) -> bytes:
+        start = self.start_of(index)
+        size = self._end_of(index, start) - start
         data = os.pread(self._handle(), size, start)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
@@ -134,42 +189,41 @@ class LineFile:
     def copy(self, first: int, stop: int, write: Callable[[bytes], object]) -> None:
         """Give ``write`` lines ``first`` to ``stop - 1`` as they are in the file, each
         followed by a line break (the text of a last line cut inside a character, as
-        :meth:`text` reads it), a few MiB at a time (a line before :attr:`base` raises
+        :meth:`text` reads it), a MiB at a time (a line before :attr:`base` raises
         :class:`IndexError`)."""
-        ends, base = self.ends, self.base
-        if first < base:
-            raise IndexError(f"line {first + 1} is before line {base + 1}, the first read")
+        if first < self.base:
+            raise IndexError(f"line {first + 1} is before line {self.base + 1}, the first read")
         whole = len(self) if self._last is None else len(self) - 1  # lines read as bytes
-        while first < stop:
-            if first >= whole:
-                write(self.text(first).encode("utf-8") + b"\n")
-                first += 1
-                continue
-            place = first - base
-            start = ends[place - 1] + 1 if place else self._start
-            # the lines that end within a chunk of the start (at least one)
-            end = bisect.bisect_right(ends, start + _CHUNK, place, min(stop, whole) - base)
-            last = max(place, end - 1)
-            size = ends[last] - start
-            data = os.pread(self._handle(), size, start)
-            if len(data) != size:
-                raise InputError(
-                    f"{self.path} changed while it was read (line {base + last + 1} is short)"
-                )
-            write(data + b"\n")
-            first = base + last + 1
+        if first < min(stop, whole):
+            last = min(stop, whole) - 1
+            start = self.start_of(first)
+            end = self._end_of(last, self.start_of(last))
+            handle = self._handle()
+            while start < end:
+                data = os.pread(handle, min(_CHUNK, end - start), start)
+                if not data:
+                    raise InputError(
+                        f"{self.path} changed while it was read (line {last + 1} is short)"
+                    )
+                write(data)
+                start += len(data)
+            write(b"\n")
+            first = last + 1
+        for index in range(first, stop):
+            write(self.text(index).encode("utf-8") + b"\n")
 
     def forget(self, line: int) -> None:
-        """Let go of the places of the lines before ``line`` (8 bytes a line) but the
-        first :data:`HEAD_LINES` (where a client notes the session's folder): they are
-        never read again (a read in parts has written and checked them)."""
-        drop = line - self.base
-        if drop <= 0 or line <= HEAD_LINES:
+        """Let go of the places of the lines before ``line`` but the first
+        :data:`HEAD_LINES` (where a client notes the session's folder): they are never
+        read again (a read in parts has written and checked them)."""
+        if line <= self.base or line <= HEAD_LINES:
             return
-        if not self.base and not self._start:  # read from the first line
-            self._head = self.ends[:HEAD_LINES]
-        self._start = self.ends[drop - 1] + 1
-        del self.ends[:drop]
+        if not self.origin and not self._head:  # read from the first line
+            self._head = self.marks[: (HEAD_LINES >> _MARK_SHIFT) + 1]
+        drop = (line - self.origin) >> _MARK_SHIFT  # whole runs of marked lines
+        del self.marks[:drop]
+        self.origin += drop << _MARK_SHIFT
+        self.read -= drop << _MARK_SHIFT
         self.base = line
 
     def record(self, index: int) -> Any:
@@ -197,22 +251,27 @@ class LineFile:
             for index in range(count):
                 yield b"" if index == self._cut_line() else self._bytes(index)
             return
-        ends = self.ends
         handle = self._handle()
+        last = len(self) - 1
         buffer = b""
         base = 0  # the file offset of buffer[0]
-        start = 0  # the file offset of the next line
+        start = 0  # the offset in buffer of the next line
         for index in range(count):
-            end = ends[index]
-            while end > base + len(buffer):
+            seen = start  # the line has no break before this offset in buffer
+            while True:
+                end = self.last_end - base if index == last else buffer.find(b"\n", seen)
+                if 0 <= end <= len(buffer):
+                    break
+                seen = len(buffer) - start
                 chunk = os.pread(handle, _CHUNK, base + len(buffer))
                 if not chunk:
                     raise InputError(
                         f"{self.path} changed while it was read (line {index + 1} is short)"
                     )
-                buffer = buffer[start - base :] + chunk
-                base = start
-            yield buffer[start - base : end - base]
+                buffer = buffer[start:] + chunk
+                base += start
+                start = 0
+            yield buffer[start:end]
             start = end + 1
 
     def check_unchanged(self) -> None:
@@ -363,6 +422,7 @@ def scan_session(
     from agc.resume._formats.detect import session_format  # noqa: PLC0415 - detect imports this module
 
     chosen = format
+    exact_ids = False
     while True:
         try:
             history, facts = _scan(
@@ -374,7 +434,14 @@ def scan_session(
                 checked=checked,
                 keep=keep,
                 parts=parts,
+                exact_ids=exact_ids,
             )
+        except _SpilledIdError:
+            exact_ids = True  # read again with the ids let go of held
+            progress = None
+            if parts is not None:
+                parts.restart()
+            continue
         except _ReachBackError:
             checked = False  # read whole: the replay reaches back
             progress = None
@@ -416,7 +483,7 @@ def tail_start(history: History, same: int) -> ScanStart | None:
     line = history.messages[0].origin
     if line is None or not 0 < line < same or records._file.base:
         return None
-    return ScanStart(line, records._file.ends[line - 1] + 1, settled)
+    return ScanStart(line, records._file.start_of(line), settled)
 
 
 @collector_paused
@@ -427,7 +494,10 @@ def scan_tail(
     messages before ``start.line`` are ``start.settled`` (their lines are not read
     again), the rest are read and settled as :func:`scan_session` reads them. The
     format is ``format`` (told by the read of the first lines). The history's
-    ``records`` and ``lines`` hold the lines from ``start.line`` on only.
+    ``records`` and ``lines`` hold the lines from ``start.line`` on only; when an id of
+    the messages before may be used again (their spilled ids matched one, see
+    :class:`~agc.resume._formats.model.SpilledCallIds`) the whole file is read
+    (:func:`scan_session`) instead, which the same check gives the same report of.
 
     Raises:
         InputError: a line is not UTF-8.
@@ -435,22 +505,32 @@ def scan_tail(
     """
     if format == "gemini-chat":
         raise ValueError("a Gemini CLI session is never settled")
-    history, _ = _scan(
-        path, source=source, format=format, progress=None, settle=settle, start=start
-    )
+    try:
+        history, _ = _scan(
+            path, source=source, format=format, progress=None, settle=settle, start=start
+        )
+    except _SpilledIdError:
+        history = None
+    prior = start.settled.call_ids
+    if history is None or (isinstance(prior, SpilledCallIds) and prior.unsure):
+        # An id of the messages before start may be used again: the whole file.
+        return scan_session(path, source=source, format=format, settle=settle)
     return history
 
 
 class _Settler:
     """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
 
-    __slots__ = ("confirm", "every", "format", "held", "next_try", "settled")
+    __slots__ = ("confirm", "every", "exact", "format", "held", "next_try", "settled")
 
-    def __init__(self, every: int, format: FormatName, confirm: Confirm) -> None:
+    def __init__(
+        self, every: int, format: FormatName, confirm: Confirm, *, exact: bool = False
+    ) -> None:
         self.every = max(every, 1)
         self.format = format
         self.confirm = confirm
-        self.settled = Settled(call_ids=CallIdSet(confirm))
+        self.exact = exact  # the ids let go of in a CallIdSet, not spilled
+        self.settled = Settled(call_ids=self._ids())
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
 
@@ -462,8 +542,32 @@ class _Settler:
             settled.messages,
             settled.calls,
             settled.results,
-            CallIdSet(self.confirm, base=settled.call_ids),
+            self._ids(base=settled.call_ids),
         )
+
+    def _ids(self, base: Container[str] = ()) -> CallIdSet | SpilledCallIds:
+        """A set for the ids of the calls let go of: bounded, or (``exact``) held."""
+        if self.exact:
+            return CallIdSet(self.confirm, base=base)
+        return SpilledCallIds(self.confirm, base=base)
+
+    def seal(self, messages: list[Message]) -> None:
+        """After the last line: check every answer the set of ids let go of gave, and
+        answer the call ids of ``messages`` (those held) from it.
+
+        Raises:
+            _SpilledIdError: an answer may have been wrong (an id of a call let go of
+                used again): read again with ``exact``.
+        """
+        ids = self.settled.call_ids
+        held = (
+            block.call_id
+            for message in messages
+            for block in message.blocks
+            if block.call_id is not None
+        )
+        if isinstance(ids, SpilledCallIds) and not ids.seal(held):
+            raise _SpilledIdError
 
     def feed(self, messages: list[Message]) -> None:
         """Called with the reader's messages after a line when they are not the list
@@ -471,7 +575,7 @@ class _Settler:
         Claude Code message spans the lines of one role)."""
         if messages is not self.held:  # a Codex `compacted` line: history starts again
             self.held = messages
-            self.settled = Settled(call_ids=CallIdSet(self.confirm))
+            self.settled = Settled(call_ids=self._ids())
             self.next_try = self.every
         if len(messages) <= self.next_try:
             return
@@ -618,6 +722,11 @@ class _ReachBackError(Exception):
     """A Gemini CLI record names a message a settled read let go of."""
 
 
+class _SpilledIdError(Exception):
+    """A Claude Code or Codex read whose ids let go of are spilled may have missed an
+    id used again (:class:`~agc.resume._formats.model.SpilledCallIds`)."""
+
+
 Confirm = Callable[[int, str], bool]
 """Whether line ``i`` of the file holds a call with a given id (see
 :class:`~agc.resume._formats.model.CallIdSet`)."""
@@ -672,10 +781,10 @@ def _scan(
     checked: bool = False,
     keep: int | None = None,
     parts: Parts | None = None,
+    exact_ids: bool = False,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
-    ends: array[int] = array("q")
     facts = LineFacts()
     reader: _Reader | None = None
     settler: _Settler | None = None
@@ -683,7 +792,7 @@ def _scan(
     chosen = format
     base = start.line if start is not None else 0
     offset = start.offset if start is not None else 0
-    records = LineFile(path, ends, None, (), base=base, start=offset)
+    records = LineFile(path, None, (), base=base, start=offset)
     refs = LineSequence(records, 0, parsed=True)
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
     final_newline = True
@@ -704,9 +813,13 @@ def _scan(
         records._fd = os.dup(handle.fileno())
         handle.seek(offset)
         for body, final_newline in _lines(handle):
-            index = records.base + len(ends)
+            read = records.read  # records.note, inline: a line at a time
+            index = records.origin + read
+            if not read & _MARK_MASK:
+                records.marks.append(offset)
+            records.read = read + 1
             offset += len(body)
-            ends.append(offset)
+            records.last_end = offset
             offset += final_newline
             try:
                 # JSON read from the bytes: a line that reads is UTF-8 and not blank.
@@ -749,7 +862,9 @@ def _scan(
                     for earlier in range(records.base, index):  # lines before the first telling one
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
-                        settler = _Settler(settle, chosen, _confirmer(records, chosen))
+                        settler = _Settler(
+                            settle, chosen, _confirmer(records, chosen), exact=exact_ids
+                        )
                         if start is not None and not isinstance(reader, gemini_chat.LineReader):
                             settler.resume(reader.messages, start.settled)
                     elif settle is not None and checked:
@@ -775,7 +890,7 @@ def _scan(
     if progress is not None:
         progress(offset)
     records._stamp = stamp
-    count = records.base + len(ends)
+    count = len(records)
     refs._count = count
     if reader is None:
         reader = (
@@ -797,12 +912,12 @@ def _scan(
         if gemini is not None and reader.cut:
             history.settled = gemini.settled
         return history, facts
+    if settler is not None:
+        settler.seal(reader.messages)
     skipped: Sequence[int] = reader.skipped
     notes: dict[str, bool] = {}
     if isinstance(reader, codex_rollout.LineReader):
-        notes = reader.notes()
-        if reader.compacted:
-            skipped = array("q", sorted(reader.skipped))
+        notes = reader.notes()  # skipped: in order, as the lines were fed (also compacted)
     history = History(
         chosen,
         reader.messages,
