@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agc.resume._formats.model as model
 from agc.resume import Strategy
-from agc.resume._formats import model
 from agc.resume._formats.model import SpilledCallIds, SpilledLines
 from agc.resume._formats.stream import HEAD_LINES, MARK_EVERY, LineFile, LineSequence
 from tests.conftest import examples
