@@ -347,7 +347,11 @@ def _running(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
+    if stat.rpartition(")")[2].split()[0] != "Z":
+        return True
+    with suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # it exited after the first look: reap it now
+    return False
 
 
 def _base_env(root: Path, server: ModelServer) -> dict[str, str]:
