@@ -138,14 +138,7 @@ def test_quick_entry_loads_neither_typer_nor_rich_nor_the_writer(store: Path) ->
         "threading",  # the SIGTERM handler is set without asking which thread runs
         "agc.integrity._chain_objects",  # the chain of an object store
     )
-    code = (
-        "import sys\n"
-        "from agc.cli.verify_main import main\n"
-        f"rc = main(['r1', '--store', {str(store)!r}])\n"
-        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
-        "print(rc, heavy)\n"
-    )
-    assert run_python(code).stdout.splitlines()[-1] == "0 []"
+    assert _loaded_after_a_check(store, heavy) == "0 []"
 
 
 def test_quick_entry_imports_no_heavy_standard_module(store: Path) -> None:
@@ -154,14 +147,7 @@ def test_quick_entry_imports_no_heavy_standard_module(store: Path) -> None:
     # made without dataclasses, which imports inspect, ast, dis and tokenize).
     _sealed(store)
     heavy = ("dataclasses", "inspect", "ast", "dis", "tokenize", "linecache")
-    code = (
-        "import sys\n"
-        "from agc.cli.verify_main import main\n"
-        f"rc = main(['r1', '--store', {str(store)!r}])\n"
-        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
-        "print(rc, heavy)\n"
-    )
-    assert run_python(code).stdout.splitlines()[-1] == "0 []"
+    assert _loaded_after_a_check(store, heavy) == "0 []"
 
 
 def test_quick_entry_compiles_no_annotation(store: Path) -> None:
@@ -676,3 +662,16 @@ def test_sigterm_handler_is_set_only_on_the_main_thread() -> None:
     with sigterm_raises(handler):
         assert signal.getsignal(signal.SIGTERM) is handler
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def _loaded_after_a_check(store: Path, modules: tuple[str, ...]) -> str:
+    """``"<exit code> [<those of modules loaded>]"`` after ``agc-verify r1`` of ``store``
+    run in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        "from agc.cli.verify_main import main\n"
+        f"rc = main(['r1', '--store', {str(store)!r}])\n"
+        f"loaded = [m for m in {modules!r} if m in sys.modules]\n"
+        "print(rc, loaded)\n"
+    )
+    return str(run_python(code).stdout.splitlines()[-1])
