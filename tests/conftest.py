@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -31,6 +32,14 @@ from agc._core.store import StoreLayout
 from agc.integrity import RunReport, open_run
 
 pytest_plugins = ["tests.s3fixtures"]
+
+# Tests stop commands with SIGINT (Ctrl-C) and check the exit. A shell without job control
+# starts a background job (`make test &`) with SIGINT ignored, and every process it starts
+# inherits that: Python then installs no KeyboardInterrupt handler and a Ctrl-C does
+# nothing. The suite restores Python's own handler, so the children it starts get the
+# default action at exec and install theirs, as under a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 T = TypeVar("T")
 
