@@ -34,6 +34,7 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -42,6 +43,7 @@ from typing import Any, Literal
 
 __all__ = ["S3Server", "create_locked_bucket", "s3_env", "start_server"]
 
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MUTATING = frozenset({"PUT", "POST", "DELETE"})
 FAKE_KEY_ID = "testing-access-key-id"
 FAKE_SECRET = "testing-secret-access-key"
@@ -125,18 +127,26 @@ class S3Server:
 def start_server() -> S3Server:
     """Start moto's S3 server on 127.0.0.1 (random port) in a child process."""
     env = {**os.environ, **s3_env("http://127.0.0.1:1")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.s3server", "--serve"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if not line.isdigit():
-        process.kill()
-        raise RuntimeError("the moto server did not start")
+    # ``-m tests.s3server`` is found from the working folder: start it in the project's
+    # root, whatever folder the test that first asks for the server is in. Its stderr goes
+    # to a file, read only when it fails to start.
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.s3server", "--serve"],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            env=env,
+            cwd=_PROJECT_ROOT,
+        )
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        if not line.isdigit():
+            process.kill()
+            process.wait()
+            errors.seek(0)
+            said = errors.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"the moto server did not start; it said:\n{said}")
     return S3Server(endpoint=f"http://127.0.0.1:{line}", process=process)
 
 
