@@ -68,8 +68,7 @@ e2e-clients: $(STAMP)
 # job's output is printed whole when it ends (--output-sync), and any failing fails
 # `make test`.
 test: lint
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory --jobs=2 --output-sync=target e2e typecheck-then-smoke
+	$(MAKE) --no-print-directory --jobs=3 --output-sync=target unit e2e typecheck-then-smoke
 
 typecheck-then-smoke: typecheck
 	$(MAKE) --no-print-directory bench-smoke
