@@ -312,19 +312,24 @@ def runtime_dir() -> Path:
 
 def stop_residents(folder: Path, *, wait_s: float = 10.0) -> list[int]:
     """Stop (SIGTERM) the processes whose command line names ``folder`` or a path in it
-    (agc's resident capture processes, run as ``_hookclient.py --serve FOLDER/agc KEY``),
-    wait up to ``wait_s`` for them to exit, remove ``folder``; the pids signalled."""
-    prefix = str(folder)
+    (agc's resident capture processes, run as ``_hookclient.py --serve FOLDER/agc KEY``)
+    or whose environment has it as ``XDG_RUNTIME_DIR`` (whatever a sandbox's client
+    started: a tool's shell outlives a client killed mid-call when the client started it
+    in a session of its own, out of reach of the client's group kill), wait up to
+    ``wait_s`` for them to exit, remove ``folder``; the pids signalled."""
+    prefix = os.fsencode(str(folder))
+    runtime = b"XDG_RUNTIME_DIR=" + prefix
     signalled = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            environment = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue  # exited meanwhile, or not ours to read
-        if any(
-            a == os.fsencode(prefix) or a.startswith(os.fsencode(prefix + "/")) for a in arguments
+        if runtime in environment or any(
+            a == prefix or a.startswith(prefix + b"/") for a in arguments
         ):
             with suppress(ProcessLookupError, PermissionError):
                 os.kill(int(entry.name), signal.SIGTERM)
