@@ -61,12 +61,13 @@ e2e: $(STAMP)
 e2e-clients: $(STAMP)
 	$(BIN)/python -m tests.e2e.clients
 
-# `make test` ends with the benchmark smoke run (bench-smoke): the command must run and
-# write its results (benchmarks/results/tmp/smoke.*); it asserts nothing about speed.
-# mypy (one process, about a minute of one core) and then the smoke run (seconds) run
-# beside the end-to-end suite, whose clients spend much of their time waiting: each
-# job's output is printed whole when it ends (--output-sync), and any failing fails
-# `make test`.
+# `make test`: lint, then three jobs at once: the unit suite, the end-to-end suite, and mypy
+# followed by the benchmark smoke run (bench-smoke: the command must run and write its
+# results, benchmarks/results/tmp/smoke.*; it asserts nothing about speed). Each suite
+# spends much of its time waiting (on a killed process, a server's deadline, node
+# starting a client), so on 2 cores the three keep both busy where one after another left
+# one idle. Each job's output is printed whole when it ends (--output-sync), and any
+# failing fails `make test`.
 test: lint
 	$(MAKE) --no-print-directory --jobs=3 --output-sync=target unit e2e typecheck-then-smoke
 
