@@ -637,7 +637,10 @@ def bench_ingest(ctx: Context) -> Section:
         "commands: process start, parse, write, seal; agc byte-compiled as installed) vs "
         "`cat MIX | tee FILE | b3sum` (copy and hash the same bytes) in the same rounds.",
     )
-    size = 4 * 1024**2 if ctx.quick else 64 * 1024**2
+    # AGC_BENCH_INGEST_BYTES sets another input size (the harness's own test: 1 MiB).
+    size = int(
+        os.environ.get("AGC_BENCH_INGEST_BYTES") or (4 * 1024**2 if ctx.quick else 64 * 1024**2)
+    )
     folder = ctx.fresh("ingest")
     mix = folder / "mix.jsonl"
     written = real_transcript_mix(mix, size)
@@ -866,7 +869,13 @@ def _bind_history(
 
 
 def bench_history(ctx: Context) -> Section:
-    counts = [1_000, 10_000] if ctx.quick else [10_000, 100_000, 1_000_000]
+    # AGC_BENCH_HISTORY_MESSAGES sets the largest history, measured beside a tenth of it
+    # (the harness's own test: a small one, the same code path).
+    largest = int(os.environ.get("AGC_BENCH_HISTORY_MESSAGES") or 0)
+    if largest:
+        counts = [max(2, largest // 10), largest]
+    else:
+        counts = [1_000, 10_000] if ctx.quick else [10_000, 100_000, 1_000_000]
     section = Section(
         "history",
         "5. Validating and repairing a long history",
