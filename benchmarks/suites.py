@@ -445,8 +445,14 @@ class _NullHasher:
         return self
 
 
+def _writer_records(quick: int, full: int, ctx: Context) -> int:
+    """Records of a writer row: ``AGC_BENCH_WRITER_RECORDS`` for every row when set (the
+    harness's own test: a few hundred, the same code paths), else ``quick`` or ``full``."""
+    return int(os.environ.get("AGC_BENCH_WRITER_RECORDS") or (quick if ctx.quick else full))
+
+
 def bench_writer(ctx: Context) -> Section:
-    count = 5_000 if ctx.quick else 200_000
+    count = _writer_records(5_000, 200_000, ctx)
     records = tool_records(count, ctx.sizes)
     section = Section(
         "writer",
@@ -561,7 +567,7 @@ def _writer_fixed_sizes(
 ) -> None:
     """2 KiB and 150-byte lines: write() per record and write_many() vs the plain loop."""
     for size, quick_count, full_count, bound in _WRITER_SIZES:
-        count = quick_count if ctx.quick else full_count
+        count = _writer_records(quick_count, full_count, ctx)
         records = fixed_size_records(count, size)
         label = f"{size:,} B"
 

@@ -125,7 +125,8 @@ def no_command_rows(monkeypatch: pytest.MonkeyPatch) -> None:
 # 100, the ledger's long line is 2 MB instead of 50 MB, the ledger's rollout 2,000 lines
 # instead of 20,000, the ingest mix 1 MiB instead of 4 MiB (still several copies of the
 # real transcripts), the history 2,000 messages (and 200) instead of 10,000 (and 1,000),
-# and the hook suite's per-event rows take 1 round instead of 3.
+# each writer row 500 records instead of 2,000 to 10,000, and the hook suite's
+# per-event rows take 1 round instead of 3.
 SMALL_QUICK = {
     "AGC_BENCH_STORE_RUNS": "4",
     "AGC_BENCH_BULK_RUNS": "10",
@@ -134,6 +135,7 @@ SMALL_QUICK = {
     "AGC_BENCH_INGEST_BYTES": str(1024**2),
     "AGC_BENCH_HISTORY_MESSAGES": "2000",
     "AGC_BENCH_HOOK_ROUNDS": "1",
+    "AGC_BENCH_WRITER_RECORDS": "500",
 }
 
 
