@@ -468,7 +468,8 @@ def _event_rounds(ctx: Any) -> int:
     chosen = os.environ.get("AGC_BENCH_HOOK_ROUNDS")
     if chosen:
         return int(chosen)
-    return max(ctx.rounds, 3 if ctx.quick else EVENT_ROUNDS)
+    rounds: int = ctx.rounds
+    return max(rounds, 3 if ctx.quick else EVENT_ROUNDS)
 
 
 TAIL_RECORDS: Final = (20, 20_000)
