@@ -32,6 +32,9 @@ Two measurements, each against a baseline measured in the same run:
 
 ``AGC_BENCH_HOOK_CLIENTS`` (comma-separated: ``claude-code,codex,gemini``) measures the
 sessions of those clients only (the per-event figures are measured for every client).
+``AGC_BENCH_HOOK_ROUNDS`` sets the rounds of the per-event and last-records rows (by
+default 3 with ``--quick``, else ``EVENT_ROUNDS``, or ``--rounds`` when more; the
+harness's own test runs the same code with one round).
 
 Codex runs a hook only once it is trusted: the benchmark passes
 ``--dangerously-bypass-hook-trust`` to every Codex variant alike (it decides whether the
@@ -439,15 +442,15 @@ def _bench(ctx: Any, section: Section, agc: str | None, work: Path, runtime: Pat
         section.rows.append(Row("agc hook per event", skipped="`agc hook` is not installed"))
     for client in CAPTURE_EVENTS:
         per_event += _event_variants(client, agc, work / "event-store", runtime)
-    # --quick shows the figures exist (a smoke run): three rounds, not the full count
-    timings = interleaved(per_event, rounds=max(ctx.rounds, 3 if ctx.quick else EVENT_ROUNDS))
+    rounds = _event_rounds(ctx)
+    timings = interleaved(per_event, rounds=rounds)
     base = timings[base_name]
     section.rows.append(Row.timed(base_name, base))
     for variant in per_event[1:]:
         section.rows.append(
             Row.timed(variant.name, timings[variant.name], baseline=base, baseline_name=base_name)
         )
-    _tail_rows(section, work, rounds=max(ctx.rounds, 3 if ctx.quick else EVENT_ROUNDS))
+    _tail_rows(section, work, rounds=rounds)
     # -- sessions -------------------------------------------------------------------------
     if ctx.quick:
         section.rows.append(Row("sessions", skipped="full run only (seconds per session)"))
@@ -457,6 +460,16 @@ def _bench(ctx: Any, section: Section, agc: str | None, work: Path, runtime: Pat
         return _sessions(ctx, section, agc, work, runtime, floor_server)
     finally:
         floor_server.close()
+
+
+def _event_rounds(ctx: Any) -> int:
+    """Rounds of the per-event and last-records rows: ``AGC_BENCH_HOOK_ROUNDS`` when set;
+    else --quick shows the figures exist (a smoke run): three rounds, not the full count."""
+    chosen = os.environ.get("AGC_BENCH_HOOK_ROUNDS")
+    if chosen:
+        return int(chosen)
+    rounds: int = ctx.rounds
+    return max(rounds, 3 if ctx.quick else EVENT_ROUNDS)
 
 
 TAIL_RECORDS: Final = (20, 20_000)

@@ -81,7 +81,9 @@ def bench_ledger(ctx: Context) -> Section:
     and vs ``orjson.loads`` over every line of the same file (a process of its own)."""
     from benchmarks.suites import _compile_agc  # noqa: PLC0415 - suites imports this module
 
-    count = 20_000 if ctx.quick else 1_000_000
+    # AGC_BENCH_LEDGER_LINES sets another rollout length (the harness's own test: a few
+    # thousand lines, the same code path).
+    count = int(os.environ.get("AGC_BENCH_LEDGER_LINES") or (20_000 if ctx.quick else 1_000_000))
     section = Section(
         "ledger",
         "8. Recording a turn ledger from a long rollout",

@@ -445,8 +445,14 @@ class _NullHasher:
         return self
 
 
+def _writer_records(quick: int, full: int, ctx: Context) -> int:
+    """Records of a writer row: ``AGC_BENCH_WRITER_RECORDS`` for every row when set (the
+    harness's own test: a few hundred, the same code paths), else ``quick`` or ``full``."""
+    return int(os.environ.get("AGC_BENCH_WRITER_RECORDS") or (quick if ctx.quick else full))
+
+
 def bench_writer(ctx: Context) -> Section:
-    count = 5_000 if ctx.quick else 200_000
+    count = _writer_records(5_000, 200_000, ctx)
     records = tool_records(count, ctx.sizes)
     section = Section(
         "writer",
@@ -561,7 +567,7 @@ def _writer_fixed_sizes(
 ) -> None:
     """2 KiB and 150-byte lines: write() per record and write_many() vs the plain loop."""
     for size, quick_count, full_count, bound in _WRITER_SIZES:
-        count = quick_count if ctx.quick else full_count
+        count = _writer_records(quick_count, full_count, ctx)
         records = fixed_size_records(count, size)
         label = f"{size:,} B"
 
@@ -637,7 +643,10 @@ def bench_ingest(ctx: Context) -> Section:
         "commands: process start, parse, write, seal; agc byte-compiled as installed) vs "
         "`cat MIX | tee FILE | b3sum` (copy and hash the same bytes) in the same rounds.",
     )
-    size = 4 * 1024**2 if ctx.quick else 64 * 1024**2
+    # AGC_BENCH_INGEST_BYTES sets another input size (the harness's own test: 1 MiB).
+    size = int(
+        os.environ.get("AGC_BENCH_INGEST_BYTES") or (4 * 1024**2 if ctx.quick else 64 * 1024**2)
+    )
     folder = ctx.fresh("ingest")
     mix = folder / "mix.jsonl"
     written = real_transcript_mix(mix, size)
@@ -866,7 +875,13 @@ def _bind_history(
 
 
 def bench_history(ctx: Context) -> Section:
-    counts = [1_000, 10_000] if ctx.quick else [10_000, 100_000, 1_000_000]
+    # AGC_BENCH_HISTORY_MESSAGES sets the largest history, measured beside a tenth of it
+    # (the harness's own test: a small one, the same code path).
+    largest = int(os.environ.get("AGC_BENCH_HISTORY_MESSAGES") or 0)
+    if largest:
+        counts = [max(2, largest // 10), largest]
+    else:
+        counts = [1_000, 10_000] if ctx.quick else [10_000, 100_000, 1_000_000]
     section = Section(
         "history",
         "5. Validating and repairing a long history",

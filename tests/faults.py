@@ -190,13 +190,17 @@ MUTATING_CALLS = ("write", "open", "replace", "rename", "link", "unlink", "ftrun
 """The ``os`` calls that change a file system (``open`` only with ``O_CREAT``/``O_TRUNC``)."""
 
 
-def kill_at_step(step: int, *, torn: bool = False) -> Callable[[], int]:
+def kill_at_step(
+    step: int, *, torn: bool = False, names: list[str] | None = None
+) -> Callable[[], int]:
     """Make the ``step``-th mutating call (1-based) end the process with ``os._exit(9)``.
 
     Meant for a forked child: nothing is flushed or cleaned up, as under ``kill -9``.
     With ``torn``, a ``write`` chosen as the kill point first writes half its bytes (a
     write torn by the crash). Returns a counter of the mutating calls made so far, so a
-    child run with a huge ``step`` measures how many steps an operation takes.
+    child run with a huge ``step`` measures how many steps an operation takes;
+    ``names``, when given, receives the name of each counted call (``"write"``, …), in
+    order: step ``k`` is the call ``names[k - 1]``.
     """
     calls = 0
     originals = {name: getattr(os, name) for name in MUTATING_CALLS}
@@ -211,6 +215,8 @@ def kill_at_step(step: int, *, torn: bool = False) -> Callable[[], int]:
             ):
                 return original(*args, **kwargs)
             calls += 1
+            if names is not None:
+                names.append(name)
             if calls == step:
                 if torn and name == "write" and len(args[1]) > 1:
                     original(args[0], bytes(args[1])[: len(args[1]) // 2])

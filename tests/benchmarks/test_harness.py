@@ -60,6 +60,50 @@ EXPECTED_TARGETS = {
     ),
 }
 
+# Each suite's own targets, in the order of SUITES: a quick run of one suite reports
+# exactly its set, and the sets together are EXPECTED_TARGETS (one test each), so a run of
+# every suite reports EXPECTED_TARGETS.
+SUITE_TARGETS: dict[str, set[str]] = {
+    "startup": {"startup-help", "startup-resume-check", "startup-verify"},
+    "digest": {"digest-1-thread", "digest-all-cores"},
+    "verify": {"verify-command", "verify-1-record"},
+    "writer": {
+        "writer-vs-naive",
+        "writer-write-2048",
+        "writer-write-many-2048",
+        "writer-write-150",
+        "writer-write-many-150",
+    },
+    "ingest": {"ingest-record", "ingest-import"},
+    "close": {"close-flat"},
+    "history": {
+        "history-validate-linear",
+        "history-repair-linear",
+        "history-check-memory",
+        "history-repair-memory",
+    },
+    "bulk": {"bulk-command", "bulk-command-json", "bulk-linear"},
+    "store_all": set(),
+    "ledger": {"ledger-record-2x"},
+    "ledger_long_line": {
+        "ledger-long-line-memory",
+        "ledger-long-line-vs-reference",
+        "ledger-long-line-quotes",
+    },
+    "resume_streaming": {
+        f"resume-{kind}-{action}-1000000{peak}"
+        for kind in ("claude-code", "codex-rollout")
+        for action in ("check", "repair")
+        for peak in ("", "-peak")
+    },
+    "resume_gemini": {
+        f"resume-gemini-chat-{action}-1000000{peak}"
+        for action in ("check", "repair")
+        for peak in ("", "-peak")
+    },
+    "hook_capture": set(),
+}
+
 
 # The suites that look a command-line tool up on PATH (b3sum, sha256sum, the agc
 # commands when not beside this Python): the quick run below checks this list.
@@ -75,17 +119,33 @@ def no_command_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(suites, "memory_rows", lambda work, messages: ([], [], {}))
 
 
+# The quick run's sizes in the harness's own tests, where the benchmark has a setting
+# for them: the same code paths on smaller inputs (the thorough profile keeps the quick
+# sizes). The store-wide suite seals 4 runs instead of 40, the bulk suite 10 instead of
+# 100, the ledger's long line is 2 MB instead of 50 MB, the ledger's rollout 2,000 lines
+# instead of 20,000, the ingest mix 1 MiB instead of 4 MiB (still several copies of the
+# real transcripts), the history 2,000 messages (and 200) instead of 10,000 (and 1,000),
+# each writer row 500 records instead of 2,000 to 10,000, and the hook suite's
+# per-event rows take 1 round instead of 3.
+SMALL_QUICK = {
+    "AGC_BENCH_STORE_RUNS": "4",
+    "AGC_BENCH_BULK_RUNS": "10",
+    "AGC_BENCH_LONG_LINE_BYTES": str(2 * 10**6),
+    "AGC_BENCH_LEDGER_LINES": "2000",
+    "AGC_BENCH_INGEST_BYTES": str(1024**2),
+    "AGC_BENCH_HISTORY_MESSAGES": "2000",
+    "AGC_BENCH_HOOK_ROUNDS": "1",
+    "AGC_BENCH_WRITER_RECORDS": "500",
+}
+
+
 def _quick_doc(tmp_path: Path, only: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """A quick run of ``only``. By default the store-wide suite seals 4 runs instead of
-    the quick 40, the bulk suite 10 instead of 100, and the ledger's long line is 2 MB
-    instead of 50 MB (the same code paths, smaller inputs); the thorough profile keeps
-    the quick sizes."""
-    if not THOROUGH and not os.environ.get("AGC_BENCH_STORE_RUNS"):
-        monkeypatch.setenv("AGC_BENCH_STORE_RUNS", "4")
-    if not THOROUGH and not os.environ.get("AGC_BENCH_BULK_RUNS"):
-        monkeypatch.setenv("AGC_BENCH_BULK_RUNS", "10")
-    if not THOROUGH and not os.environ.get("AGC_BENCH_LONG_LINE_BYTES"):
-        monkeypatch.setenv("AGC_BENCH_LONG_LINE_BYTES", str(2 * 10**6))
+    """A quick run of ``only``, with the sizes of SMALL_QUICK by default (a setting
+    already in the environment wins); the thorough profile keeps the quick sizes."""
+    if not THOROUGH:
+        for name, value in SMALL_QUICK.items():
+            if not os.environ.get(name):
+                monkeypatch.setenv(name, value)
     return run_suite(
         quick=True,
         size=2 * 1024 * 1024,
@@ -99,6 +159,7 @@ def _quick_doc(tmp_path: Path, only: list[str], monkeypatch: pytest.MonkeyPatch)
 def _check_complete(doc: dict[str, Any], only: list[str]) -> None:
     assert [s["id"] for s in doc["sections"]] == only
     for section in doc["sections"]:
+        assert {t["id"] for t in section["targets"]} == SUITE_TARGETS[section["id"]]
         if section["skipped"]:
             assert section["skipped"].strip()
             continue
@@ -106,11 +167,7 @@ def _check_complete(doc: dict[str, Any], only: list[str]) -> None:
         for row in section["rows"]:
             measured = row["median_s"] is not None and row["median_s"] >= 0
             assert measured != bool(row["skipped"]), row
-    targets = {t["id"] for t in doc["targets"]}
-    if only == list(SUITES):
-        assert targets == EXPECTED_TARGETS
-    else:
-        assert targets <= EXPECTED_TARGETS
+    assert doc["targets"] == [t for s in doc["sections"] for t in s["targets"]]
     for target in doc["targets"]:
         assert target["status"] in {"PASS", "FAIL", "SKIP"}
         if target["status"] == "SKIP":
@@ -119,18 +176,27 @@ def _check_complete(doc: dict[str, Any], only: list[str]) -> None:
             assert isinstance(target["value"], float)
 
 
+def test_the_suites_targets_together_are_the_expected_targets() -> None:
+    assert list(SUITE_TARGETS) == list(SUITES)
+    together = [target for targets in SUITE_TARGETS.values() for target in targets]
+    assert len(together) == len(set(together))  # no target in two suites
+    assert set(together) == EXPECTED_TARGETS
+    assert set(TOOL_SUITES) <= set(SUITES)
+    assert list(MISSING_TOOL_ROWS) == list(MISSING_TOOL_SKIPS) == TOOL_SUITES
+
+
+@pytest.mark.parametrize("name", list(SUITES))
 def test_quick_run_reports_every_comparison_or_its_skip(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     looked_up: list[str] = []
-    for name, bench in SUITES.items():
-        monkeypatch.setitem(SUITES, name, _noting(name, bench, looked_up, monkeypatch))
-    doc = _quick_doc(tmp_path, list(SUITES), monkeypatch)
-    _check_complete(doc, list(SUITES))
+    monkeypatch.setitem(SUITES, name, _noting(name, SUITES[name], looked_up, monkeypatch))
+    doc = _quick_doc(tmp_path, [name], monkeypatch)
+    _check_complete(doc, [name])
     assert doc["machine"]["cpu"]["usable_cores"] >= 1
     assert doc["machine"]["packages"]["blake3"]
     assert list(tmp_path.iterdir()) == []  # the scratch folder is removed
-    assert sorted(set(looked_up), key=list(SUITES).index) == TOOL_SUITES
+    assert (name in looked_up) == (name in TOOL_SUITES)
 
 
 def _noting(
@@ -154,21 +220,37 @@ def _noting(
     return run
 
 
+# With no tool on PATH: the rows of each tool suite skipped for it, and the targets
+# that compare with a tool (SKIP).
+MISSING_TOOL_ROWS = {
+    "digest": ("b3sum --num-threads 1", "b3sum", "sha256sum"),
+    "verify": ("b3sum --check",),
+    "ingest": ("tee FILE + b3sum (pipe)",),
+    "bulk": ("b3sum --check, all sidecars",),
+}
+MISSING_TOOL_SKIPS = {
+    "digest": ("digest-1-thread", "digest-all-cores"),
+    "verify": ("verify-command",),
+    "ingest": (),
+    "bulk": ("bulk-command", "bulk-command-json"),
+}
+
+
+# By default only the suites that look a tool up (no other suite can change when a tool
+# is missing), one test each; every suite in the thorough profile.
+@pytest.mark.parametrize("name", list(SUITES) if THOROUGH else TOOL_SUITES)
 def test_missing_tools_are_skipped_with_a_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # By default only the suites that look a tool up (no other suite can change when a
-    # tool is missing); every suite in the thorough profile.
-    only = list(SUITES) if THOROUGH else TOOL_SUITES
     monkeypatch.setattr(suites, "find_tool", lambda name: None)
-    doc = _quick_doc(tmp_path, only, monkeypatch)
-    _check_complete(doc, only)
+    doc = _quick_doc(tmp_path, [name], monkeypatch)
+    _check_complete(doc, [name])
     rows = {r["name"]: r for s in doc["sections"] for r in s["rows"]}
-    for name in ("b3sum --num-threads 1", "b3sum", "sha256sum", "b3sum --check"):
-        assert "not found on PATH" in rows[name]["skipped"]
+    for row in MISSING_TOOL_ROWS.get(name, ()):
+        assert "not found on PATH" in rows[row]["skipped"]
     targets = {t["id"]: t for t in doc["targets"]}
-    assert targets["digest-all-cores"]["status"] == "SKIP"
-    assert targets["verify-command"]["status"] == "SKIP"
+    for target in MISSING_TOOL_SKIPS.get(name, ()):
+        assert targets[target]["status"] == "SKIP"
 
 
 def test_history_benchmark_skips_clearly_without_the_resume_api(
@@ -322,13 +404,27 @@ def test_record_sizes_fall_back_when_fixtures_are_absent(tmp_path: Path) -> None
     assert sizes.summary()["calls"]["count"] == 200
 
 
-def test_markdown_renders_skipped_rows_and_sections(tmp_path: Path) -> None:
-    doc = run_suite(
-        quick=True, size=2 * 1024 * 1024, rounds=1, only=["history"], workdir=tmp_path, command="c"
-    )
-    json_path, md_path = write_results(doc, tmp_path / "r", "x")
-    assert json.loads(json_path.read_text())["command"] == "c"
-    assert md_path.read_text() == render_markdown(doc)
+def test_markdown_renders_skipped_rows_and_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The history suite as it runs (rows with peak memory), the digest suite with no tool
+    # on PATH (skipped rows), then the history suite without the resume API (a skipped
+    # section).
+    monkeypatch.setattr(suites, "find_tool", lambda name: None)
+    measured = _quick_doc(tmp_path, ["history", "digest"], monkeypatch)
+    missing = "agc.resume has no check_history() and no repair_history()/repair() yet"
+    monkeypatch.setattr(suites, "_resume_functions", lambda: ({}, missing))
+    skipped = _quick_doc(tmp_path, ["history"], monkeypatch)
+    for name, doc in (("measured", measured), ("skipped", skipped)):
+        doc["command"] = f"c {name}"
+        json_path, md_path = write_results(doc, tmp_path / "r", name)
+        assert json.loads(json_path.read_text())["command"] == f"c {name}"
+        assert md_path.read_text() == render_markdown(doc)
+    text = (tmp_path / "r" / "measured.md").read_text()
+    assert "| sha256sum | skipped: `sha256sum` not found on PATH" in text
+    assert any(r["peak_bytes"] for r in measured["sections"][0]["rows"])
+    assert " MiB |" in text  # the peak memory of a measured row
+    assert f"SKIPPED: {missing}" in (tmp_path / "r" / "skipped.md").read_text()
 
 
 def test_update_readme_replaces_only_the_marked_section(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from agc._core.store import StoreLayout
 from agc.errors import StoreError
 from agc.integrity import StoreReport, check_store, open_run, recover_run, recover_store
 from agc.integrity._chain import read_chain
+from tests.conftest import examples
 from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import records
 
@@ -206,13 +207,15 @@ def _seal_forever(store: Path, start: int) -> None:  # pragma: no cover - child
 
 
 def test_random_kills_never_leave_permanent_damage(tmp_path: Path) -> None:
-    """Seeded: SIGKILL a writer that seals run after run, heal, verify, repeat."""
+    """Seeded: SIGKILL a writer that seals run after run, heal, verify, repeat (40
+    kills in the thorough profile, the first 16 of them by default: each heals every
+    run sealed so far, so the cost grows with the square of the kills)."""
     rng = random.Random(20261201)
     store = tmp_path / "store"
     _seal(store, "run-first")
     kills = healed = damaged = 0
     started = 0
-    for _ in range(40):
+    for _ in range(examples(40, least=16)):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - child
             _seal_forever(store, started)

@@ -17,6 +17,7 @@ from agc.integrity import (
     recover_run,
     recover_store,
 )
+from tests.conftest import sampled
 from tests.faults import kill_at_step
 from tests.integrity.evidence_helpers import transcript_path, write_run
 
@@ -90,20 +91,25 @@ def test_a_forged_kept_manifest_at_the_latest_link_is_unexpected(store: Path) ->
     assert any("unexpected" in p and "r@1.json" in p for p in _store_problems(store))
 
 
-def _reopen_in_child(store: Path, step: int, *, torn: bool) -> int:
-    """Fork; the child re-opens r, appends and seals, killed at mutating call ``step``."""
+def _reopen_in_child(store: Path, step: int, *, torn: bool, log: Path | None = None) -> int:
+    """Fork; the child re-opens r, appends and seals, killed at mutating call ``step``.
+    ``log``: the child writes there the name of each mutating call it made, a line each."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         calls: Callable[[], int] = lambda: 0  # noqa: E731
+        names: list[str] = []
         try:
-            calls = kill_at_step(step, torn=torn)
+            calls = kill_at_step(step, torn=torn, names=names)
             writer = TranscriptWriter("r", store=store, reopen=True)
             for index in range(3):
                 writer.write({"role": "user", "content": f"resumed {index}"})
                 writer.flush()
             writer.close()
         finally:
-            os._exit(min(calls(), 250) if step > 10**6 else 0)
+            made = calls()
+            if log is not None:
+                log.write_text("".join(f"{name}\n" for name in names[:made]))
+            os._exit(min(made, 250) if step > 10**6 else 0)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
 
@@ -113,13 +119,22 @@ def test_a_kill_at_every_step_of_a_re_open_heals_and_the_run_re_opens_again(
     tmp_path: Path, torn: bool
 ) -> None:
     """A kill between keeping r@1.json and marking the manifest re-opened left the copy
-    'unexpected' for good and every later re-open refused (the copy 'already exists')."""
+    'unexpected' for good and every later re-open refused (the copy 'already exists').
+
+    Every step in the thorough profile; by default the first, the last and 16 more, and
+    at least one step of each kind of mutating call (write, open, replace, …)."""
     probe = tmp_path / "probe"
     write_run(probe, "r")
-    steps = _reopen_in_child(probe, 10**9, torn=False)
+    log = tmp_path / "calls.txt"
+    steps = _reopen_in_child(probe, 10**9, torn=False, log=log)
     assert 10 <= steps < 250, steps
+    names = log.read_text().splitlines()
+    assert len(names) == steps
+    chosen = sampled(
+        range(1, steps + 1), keep=16, seed=f"re-open {torn}", cover=[lambda s: names[s - 1]]
+    )
     damaged = []
-    for step in range(1, steps + 1):
+    for step in chosen:
         store = tmp_path / f"s{step}"
         write_run(store, "r")
         sealed = transcript_path(store, "r").read_bytes()

@@ -15,10 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import agc.resume
 import agc.resume._formats.gemini_chat as gemini_chat
 from agc.cli.app import main
 from agc.errors import AgcError, RepairIncompleteError
 from agc.resume import (
+    SETTLE_MESSAGES,
     Strategy,
     check_loaded,
     load_history,
@@ -26,7 +28,7 @@ from agc.resume import (
     repair_session,
     scan_session,
 )
-from tests.conftest import examples
+from tests.conftest import THOROUGH, examples
 from tests.resume.formats.test_gemini_parts_attack import _plan_records, _planned, _session
 
 REACHES_INSIDE = {
@@ -137,12 +139,27 @@ def test_a_repair_in_parts_whose_output_breaks_a_rule_is_refused(
         _repair(source, strategy, 2)
 
 
+# What agc resume reads in parts: by default its parts settle every 64 messages instead
+# of SETTLE_MESSAGES (4,096), and a session of 150 turns (301 messages: several parts, past the
+# 64 head lines a read keeps) stands for one of 3,000 turns (6,001 messages: 2 parts);
+# the thorough profile keeps both. The command reads agc.resume.SETTLE_MESSAGES when it
+# runs, for the check, the repair and the read-back alike.
+CLI_PARTS = (SETTLE_MESSAGES, 3000) if THOROUGH else (64, 150)
+
+
+def _cli_long_session(monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """A session ``agc resume`` reads in parts (CLI_PARTS)."""
+    settle, turns = CLI_PARTS
+    monkeypatch.setattr(agc.resume, "SETTLE_MESSAGES", settle)
+    return _long_session(turns)
+
+
 @pytest.mark.parametrize("mode", ["--out", "--in-place"])
 def test_a_refused_repair_in_parts_leaves_no_output(
     mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     source = tmp_path / "session.jsonl"
-    data = _long_session(3000)  # read in parts by agc resume
+    data = _cli_long_session(monkeypatch)  # read in parts by agc resume
     source.write_bytes(data)
     _break(monkeypatch, "unchanged-after-first")
     out = tmp_path / "fixed.jsonl"
@@ -177,7 +194,7 @@ def test_a_recorded_run_is_checked_and_repaired_in_parts_as_its_file(
     import agc.resume as front  # noqa: PLC0415 - spied on
 
     source = tmp_path / "session.jsonl"
-    source.write_bytes(_long_session(3000))
+    source.write_bytes(_cli_long_session(monkeypatch))
     store = tmp_path / "store"
     assert main(["import", str(source), "--run-id", "gem", "--store", str(store)]) == 0
     checked: list[bool] = []
