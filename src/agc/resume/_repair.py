@@ -468,18 +468,23 @@ def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSi
     same = 0
     diverged = False
 
+    def put(data: bytes) -> None:
+        nonlocal buffer, size
+        buffer.append(data)
+        size += len(data)
+        if size >= _FLUSH_BYTES:
+            sink.write(b"".join(buffer))
+            buffer, size = [], 0
+
     def flush() -> None:
-        nonlocal buffer, size, first, stop
+        nonlocal first, stop
         if first < stop:
             if isinstance(source, LineSequence):
-                sink.write(b"".join(buffer))
-                buffer, size = [], 0
-                source.copy(first, stop, sink.write)
+                source.copy(first, stop, put)
             else:
-                buffer.extend(source[index].encode("utf-8") + b"\n" for index in range(first, stop))
+                for index in range(first, stop):
+                    put(source[index].encode("utf-8") + b"\n")
             first = stop = 0
-        sink.write(b"".join(buffer))
-        buffer, size = [], 0
 
     for line in lines:
         if not diverged:
@@ -497,12 +502,9 @@ def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSi
             continue
         if first < stop:
             flush()
-        chunk = line.encode("utf-8") + b"\n"
-        buffer.append(chunk)
-        size += len(chunk)
-        if size >= _FLUSH_BYTES:
-            flush()
+        put(line.encode("utf-8") + b"\n")
     flush()
+    sink.write(b"".join(buffer))
     sink.flush()
     return same
 

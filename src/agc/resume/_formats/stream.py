@@ -91,8 +91,9 @@ class LineFile:
 
     Memory does not grow with the lines: the place of every :data:`MARK_EVERY`-th line
     is held (8 bytes), and a line between two marks is found by reading on from the
-    mark before it (or from the line found last, when it lies between: a pass in order
-    reads each byte about once)."""
+    mark before it (or from the line found last, when it lies between), a piece of
+    :data:`_PIECE` bytes at a time; the last piece read is kept, so a pass in order (a
+    writer copying the runs of lines between those it changes) reads each piece once."""
 
     def __init__(
         self,
@@ -114,6 +115,8 @@ class LineFile:
         self.base = base
         self._head: array[int] = array("q")  # the first lines' marks, when let go (forget)
         self._cursor = (-1, 0)  # the line found last and where it starts
+        self._piece = b""  # the piece of the file read last (from byte _piece_at)
+        self._piece_at = 0
 
     def note(self, start: int, end: int) -> None:
         """The next line starts at byte ``start`` and ends at ``end`` (before its line
@@ -162,26 +165,45 @@ class LineFile:
         return self._skip(start, 1) - 1
 
     def _skip(self, start: int, breaks: int) -> int:
-        """The byte after the ``breaks``-th line break from byte ``start``."""
-        handle = self._handle()
+        """The byte after the ``breaks``-th line break from byte ``start``. The file is
+        read a piece at a time, the last piece read kept: lines looked up in order (a
+        writer's copies between two changed lines) read each piece once, not once per
+        line."""
+        data, at = self._piece, self._piece_at
+        if not at <= start < at + len(data):
+            data, at = self._read_piece(start), start
+        found = start - at - 1  # search after this offset in data
         while True:
-            data = os.pread(handle, _PIECE, start)
-            if not data:
-                raise InputError(f"{self.path} changed while it was read (a line is short)")
-            at = -1
             while breaks:
-                at = data.find(b"\n", at + 1)
-                if at < 0:
+                found = data.find(b"\n", found + 1)
+                if found < 0:
                     break
                 breaks -= 1
             if not breaks:
-                return start + at + 1
-            start += len(data)
+                return at + found + 1
+            at += len(data)
+            data, found = self._read_piece(at), -1
+
+    def _read_piece(self, start: int) -> bytes:
+        """:data:`_PIECE` bytes of the file from ``start``, kept as the piece read last."""
+        data = os.pread(self._handle(), _PIECE, start)
+        if not data:
+            raise InputError(f"{self.path} changed while it was read (a line is short)")
+        self._piece, self._piece_at = data, start
+        return data
+
+    def _span(self, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end - 1`` of the file (from the piece read last when it
+        holds them)."""
+        at = self._piece_at
+        if at <= start and end <= at + len(self._piece):
+            return self._piece[start - at : end - at]
+        return os.pread(self._handle(), end - start, start)
 
     def _bytes(self, index: int) -> bytes:
         start = self.start_of(index)
         size = self._end_of(index, start) - start
-        data = os.pread(self._handle(), size, start)
+        data = self._span(start, start + size)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
         return data
@@ -198,16 +220,20 @@ class LineFile:
             last = min(stop, whole) - 1
             start = self.start_of(first)
             end = self._end_of(last, self.start_of(last))
-            handle = self._handle()
-            while start < end:
-                data = os.pread(handle, min(_CHUNK, end - start), start)
-                if not data:
-                    raise InputError(
-                        f"{self.path} changed while it was read (line {last + 1} is short)"
-                    )
-                write(data)
-                start += len(data)
-            write(b"\n")
+            at = self._piece_at
+            if at <= start and end <= at + len(self._piece):  # a few lines, read already
+                write(self._piece[start - at : end - at] + b"\n")
+            else:
+                handle = self._handle()
+                while start < end:
+                    data = os.pread(handle, min(_CHUNK, end - start), start)
+                    if not data:
+                        raise InputError(
+                            f"{self.path} changed while it was read (line {last + 1} is short)"
+                        )
+                    write(data)
+                    start += len(data)
+                write(b"\n")
             first = last + 1
         for index in range(first, stop):
             write(self.text(index).encode("utf-8") + b"\n")
