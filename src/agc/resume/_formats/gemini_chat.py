@@ -677,9 +677,8 @@ class LineReader:
         self.hash_base = base = self.cut
         batch = set(hashes[: line - base])
         batch.discard(0)
-        for key in batch:
-            if seen.add(key):
-                self.reach_back = True
+        if seen.add_all(batch):
+            self.reach_back = True
         self.seen = seen
         self.cut = line
 

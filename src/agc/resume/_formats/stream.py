@@ -713,18 +713,20 @@ def check_part(segment: gemini_chat.GeminiHistory, settled: Settled) -> bool:
     ``settled.messages``) as :func:`~agc.resume._validate.check_loaded` checks a
     history, and add it to ``settled``: its findings and warnings to the tallies, its
     messages, calls and results to the counts. Whether it breaks no rule."""
-    from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
+    from agc.resume._validate import tally_messages, unrecorded_findings  # noqa: PLC0415
 
-    report = check_messages(
-        segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
-    )
     assert settled.tallies is not None  # made with them (part_tallies)
-    settled.tallies[0].extend(report.findings)
+    valid, calls, results = tally_messages(
+        segment.messages,
+        "gemini-chat",
+        settled.tallies[0],
+        settled=Settled(messages=settled.messages),
+    )
     settled.tallies[1].extend(unrecorded_findings(segment))
     settled.messages += len(segment.messages)
-    settled.calls += report.calls
-    settled.results += report.results
-    return report.valid
+    settled.calls += calls
+    settled.results += results
+    return valid
 
 
 def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: bool) -> bool:
@@ -737,10 +739,7 @@ def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: boo
         if block.call_id is not None
     }
     if add:
-        found = False
-        for key in keys:
-            found = prints.add(key) or found
-        return found
+        return prints.add_all(keys)
     return any(key in prints for key in keys)
 
 
