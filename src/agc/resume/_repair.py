@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.digest import new_hasher
@@ -565,8 +565,13 @@ class _Repair:
 
 def _interrupting(change: Change) -> bool:
     """Whether a change says a call was interrupted (see ``was_interrupted``)."""
-    return change.action in {"stripped", "synthesized", "kept-partial-result"} or (
-        change.action == "dropped-torn-line" and change.idempotency_key is not None
+    return _interrupting_action(change.action, change.idempotency_key is not None)
+
+
+def _interrupting_action(action: str, keyed: bool) -> bool:
+    """:func:`_interrupting` of a change of ``action``, with an idempotency key or not."""
+    return action in {"stripped", "synthesized", "kept-partial-result"} or (
+        action == "dropped-torn-line" and keyed
     )
 
 
@@ -593,6 +598,21 @@ class _ChangeTally:
             if keep is None or len(self.examples) < keep or action not in self._actions:
                 self.examples.append(change)
                 self._actions.add(action)
+
+    def extend_noted(self, noted: Iterable[_Noted], make: Callable[[_Noted], Change]) -> None:
+        """:meth:`extend` with the changes as noted, each made (``make``) only when it is
+        held."""
+        keep, counts, examples, actions = self.keep, self.counts, self.examples, self._actions
+        for item in noted:
+            action, call = item[2], item[4]
+            counts[action] = counts.get(action, 0) + 1
+            # _interrupting, from what is noted: a change has a key when its call has an id.
+            self.interrupted = self.interrupted or _interrupting_action(
+                action, call is not None and bool(call.call_id)
+            )
+            if keep is None or len(examples) < keep or action not in actions:
+                examples.append(make(item))
+                actions.add(action)
 
     def counts_if_cut(self) -> dict[str, int] | None:
         """The counts when some changes were let go of, else ``None``."""
@@ -683,20 +703,22 @@ class _PartRepair:
         assert history.lines is not None  # a session file's
         if self.session is None:  # the session's identity is told before the first part
             self.session = self.session_id or session_identity(history)
-        repaired, changes = _Repairer(
+        repairer = _Repairer(
             history.messages, spec, self.strategy, self.state, self.session, history.settled
-        ).run()
+        )
+        repaired, noted = repairer.run_noted()
         write_lines = spec.write_lines
         assert write_lines is not None  # a session file's
         lines: Iterable[str | int] = (
             write_lines(history, repaired)
-            if changes
+            if noted
             else range(history.first_line, len(history.lines))
         )
         written = self.write(history, lines)
         if not check_part(written, self.output):
             self.reread = True
-        self.changes.extend(changes)
+        # Made while the part's lines can still be read (a call's arguments).
+        self.changes.extend_noted(noted, repairer.change)
         self.written = True
 
 
@@ -968,6 +990,15 @@ def _synthetic_text(key: str) -> str:
     )
 
 
+_Noted: TypeAlias = tuple[int, int, str, str, "Block | None"]
+"""A change as :meth:`_Repairer._note` notes it: ``(message index in the view, order
+noted, action, reason, call)``."""
+
+
+def _noted_order(noted: _Noted) -> tuple[int, int]:
+    return noted[0], noted[1]
+
+
 @dataclass
 class _Repairer:
     """One repair pass over a neutral view (pure; see the module docstring)."""
@@ -981,7 +1012,7 @@ class _Repairer:
     # need no change; the view is numbered after them, and their call ids, each
     # answered, stand for one call already answered (``_prior``).
     settled: Settled | None = None
-    changes: list[tuple[int, int, Change]] = field(default_factory=list)
+    changes: list[_Noted] = field(default_factory=list)
     dropped_calls: set[int] = field(default_factory=set)
     call_message: dict[int, int] = field(default_factory=dict)
     answer: dict[int, Block] = field(default_factory=dict)  # id(call) -> result
@@ -1011,23 +1042,34 @@ class _Repairer:
         return call
 
     def run(self) -> tuple[list[Message], list[Change]]:
+        out, noted = self.run_noted()
+        return out, [self.change(item) for item in noted]
+
+    def run_noted(self) -> tuple[list[Message], list[_Noted]]:
+        """:meth:`run`, each change as noted (:meth:`change` makes it): a long session
+        read in parts makes only the changes its report holds (:class:`_ChangeTally`)."""
         self._index_calls()
         self._attribute_results()
         self._decide()
         flat = self.spec.family == "responses"
         out = self._rebuild_flat() if flat else self._rebuild_turns()
-        ordered = sorted(self.changes, key=lambda item: (item[0], item[1]))
-        return out, [change for _, _, change in ordered]
+        self.changes.sort(key=_noted_order)
+        return out, self.changes
 
     # -- bookkeeping ---------------------------------------------------------------
 
     def _note(self, action: str, index: int, reason: str, call: Block | None = None) -> None:
+        self.changes.append((index, len(self.changes), action, reason, call))
+
+    def change(self, noted: _Noted) -> Change:
+        """The change noted (its call's arguments read, redacted, and its key made)."""
+        index, _, action, reason, call = noted
         message = self.view[index]
         record = message.origin
         if call is not None and call.origin is not None:
             record = call.origin
         key = idempotency_key(call.call_id, session=self.session) if call and call.call_id else None
-        change = Change(
+        return Change(
             action=action,
             message_index=index + self._offset,
             record=record,
@@ -1038,7 +1080,6 @@ class _Repairer:
             idempotency_key=key,
             reason=reason,
         )
-        self.changes.append((index, len(self.changes), change))
 
     def _kept(self, call: Block) -> bool:
         return self.fate.get(id(call)) in {"keep", "synth"}

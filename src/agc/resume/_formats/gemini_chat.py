@@ -113,7 +113,14 @@ class Part(Block):
         origin: int | None = None,
         path: Path | None = None,
     ) -> None:
-        Block.__init__(self, kind, raw, call_id, name, arguments, origin)
+        # Block.__init__, inline: a long session makes millions of parts.
+        self.kind = kind
+        self._raw = raw
+        self.call_id = call_id
+        self.name = name
+        self._arguments = arguments
+        self.origin = origin
+        self.synthetic = False
         self.record_id = record_id
         self.slot = slot
         self.path = path
@@ -398,7 +405,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         if not _user_turn(content):
             return _Entry(place, None, None, False)
         blocks = _content_blocks(content, record_id, base, hold)
-        return _Entry(place, Message("user", blocks, origin=line), None, False)
+        return _Entry(place, Message("user", blocks, None, line), None, False)
     if kind != "gemini":
         return _Entry(place, None, None, False)
     content = record.get("content")
@@ -408,7 +415,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         return _Entry(place, None, None, True)  # written when the answer starts: no part
     blocks = _content_blocks(content, record_id, base, hold) if content else []
     entries = tool_calls if isinstance(tool_calls, list) else ()
-    if not any(block.kind in _OPENS_TURN for block in blocks):
+    if not blocks or not any(block.kind in _OPENS_TURN for block in blocks):
         if thoughts and isinstance(thoughts, list):
             blocks = [
                 hold.part("reasoning", thought, record_id, "thought", (*base, "thoughts", k))
@@ -440,10 +447,10 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
                 results.append(_block(value, record_id, slot, (*where, position), hold))
         else:
             results.append(_block(result, record_id, slot, where, hold))
-    model = Message("assistant", blocks, origin=line)
+    model = Message("assistant", blocks, None, line)
     if not results:
         return _Entry(place, model, None, False)
-    return _Entry(place, model, Message("user", results, origin=line), False)
+    return _Entry(place, model, Message("user", results, None, line), False)
 
 
 class LineReader:
@@ -775,8 +782,8 @@ def _moved(entry: _Entry, line: int) -> _Entry:
     first, second = entry.first, entry.second
     return _Entry(
         line,
-        None if first is None else Message(first.role, first.blocks, origin=line),
-        None if second is None else Message(second.role, second.blocks, origin=line),
+        None if first is None else Message(first.role, first.blocks, None, line),
+        None if second is None else Message(second.role, second.blocks, None, line),
         entry.bare,
     )
 

@@ -837,78 +837,80 @@ def _scan(
         # now, through its descriptor: never from whatever the path names by then.
         records._fd = os.dup(handle.fileno())
         handle.seek(offset)
-        for body, final_newline in _lines(handle):
-            read = records.read  # records.note, inline: a line at a time
-            index = records.origin + read
-            if not read & _MARK_MASK:
-                records.marks.append(offset)
-            records.read = read + 1
-            offset += len(body)
-            records.last_end = offset
-            offset += final_newline
-            try:
-                # JSON read from the bytes: a line that reads is UTF-8 and not blank.
-                record = loads(body)
-                text = None
-            except JsonInvalidError:
+        for bodies, final_newline in _pieces(handle):
+            for body in bodies:
+                read = records.read  # records.note, inline: a line at a time
+                index = records.origin + read
+                if not read & _MARK_MASK:
+                    records.marks.append(offset)
+                records.read = read + 1
+                offset += len(body)
+                records.last_end = offset
+                offset += final_newline
                 try:
-                    text = body.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    if (
-                        final_newline
-                        or exc.end != len(body)
-                        or exc.reason != "unexpected end of data"
-                    ):
-                        raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
-                    text = body[: exc.start].decode("utf-8") + "\ufffd"
-                    records._last = text
-                if blank and text.strip():
+                    # JSON read from the bytes: a line that reads is UTF-8 and not blank.
+                    record = loads(body)
+                    text = None
+                except JsonInvalidError:
+                    try:
+                        text = body.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        if (
+                            final_newline
+                            or exc.end != len(body)
+                            or exc.reason != "unexpected end of data"
+                        ):
+                            raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
+                        text = body[: exc.start].decode("utf-8") + "\ufffd"
+                        records._last = text
+                    if blank and text.strip():
+                        blank = False
+                    record = _parse(text)
+                else:
                     blank = False
-                record = _parse(text)
-            else:
-                blank = False
-            if not decided and (
-                sift is None or (type(record) is dict and record.get("type") in sift)
-            ):
-                facts.feed(record)
-                decided = facts.rollout and facts.head >= 64
-                sift = facts.sift()
-            if replay is not None:  # a Gemini CLI session: its reader, called directly
-                replay.feed(index, record, refs)
-                if gemini is not None and len(entries) > gemini.next_try:
-                    gemini.feed(replay)
-            elif chosen is None:
-                chosen = facts.first()
-            if chosen is not None and replay is None:
-                if reader is None:
-                    reader = _READERS.get(chosen, codex_rollout.LineReader)()
-                    if parts is not None and isinstance(reader, gemini_chat.LineReader):
-                        reader.journal = []  # each part's output is replayed from it
-                    for earlier in range(records.base, index):  # lines before the first telling one
-                        _feed(reader, earlier, records.record(earlier), refs, paths)
-                    if settle is not None and chosen != "gemini-chat":
-                        settler = _Settler(
-                            settle, chosen, _confirmer(records, chosen), exact=exact_ids
-                        )
-                        if start is not None and not isinstance(reader, gemini_chat.LineReader):
-                            settler.resume(reader.messages, start.settled)
-                    elif settle is not None and checked:
-                        # A Gemini CLI record may replace or rewind to any earlier one:
-                        # its messages are let go of checked, the read falls back if so.
-                        gemini = _GeminiSettler(settle, keep, refs, parts)
-                _feed(reader, index, record, refs, paths)
-                if isinstance(reader, gemini_chat.LineReader):
-                    replay, entries = reader, reader.entries
+                if not decided and (
+                    sift is None or (type(record) is dict and record.get("type") in sift)
+                ):
+                    facts.feed(record)
+                    decided = facts.rollout and facts.head >= 64
+                    sift = facts.sift()
+                if replay is not None:  # a Gemini CLI session: its reader, called directly
+                    replay.feed(index, record, refs)
                     if gemini is not None and len(entries) > gemini.next_try:
-                        gemini.feed(reader)
-                elif settler is not None:
-                    messages = reader.messages
-                    if messages is not settler.held or len(messages) > settler.next_try:
-                        settler.feed(messages)
-            last_body, last_text, last_record = body, text, record
-            if progress is not None and offset >= next_report:
-                progress(offset)
-                next_report = offset + _CHUNK * 8
+                        gemini.feed(replay)
+                elif chosen is None:
+                    chosen = facts.first()
+                if chosen is not None and replay is None:
+                    if reader is None:
+                        reader = _READERS.get(chosen, codex_rollout.LineReader)()
+                        if parts is not None and isinstance(reader, gemini_chat.LineReader):
+                            reader.journal = []  # each part's output is replayed from it
+                        # The lines before the first one that tells the format.
+                        for earlier in range(records.base, index):
+                            _feed(reader, earlier, records.record(earlier), refs, paths)
+                        if settle is not None and chosen != "gemini-chat":
+                            settler = _Settler(
+                                settle, chosen, _confirmer(records, chosen), exact=exact_ids
+                            )
+                            if start is not None and not isinstance(reader, gemini_chat.LineReader):
+                                settler.resume(reader.messages, start.settled)
+                        elif settle is not None and checked:
+                            # A Gemini CLI record may replace or rewind to any earlier one:
+                            # its messages are let go of checked, the read falls back if so.
+                            gemini = _GeminiSettler(settle, keep, refs, parts)
+                    _feed(reader, index, record, refs, paths)
+                    if isinstance(reader, gemini_chat.LineReader):
+                        replay, entries = reader, reader.entries
+                        if gemini is not None and len(entries) > gemini.next_try:
+                            gemini.feed(reader)
+                    elif settler is not None:
+                        messages = reader.messages
+                        if messages is not settler.held or len(messages) > settler.next_try:
+                            settler.feed(messages)
+                last_body, last_text, last_record = body, text, record
+                if progress is not None and offset >= next_report:
+                    progress(offset)
+                    next_report = offset + _CHUNK * 8
     del last_record
     if blank:
         raise InputError(f"{source} is empty")
@@ -975,9 +977,10 @@ _READERS: Final[dict[str, type[_Reader]]] = {
 }
 
 
-def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
-    """Each line of ``handle`` without its line break, and whether it had one; read in
-    large pieces (split at C speed, faster than a read per line)."""
+def _pieces(handle: IO[bytes]) -> Iterator[tuple[list[bytes], bool]]:
+    """The lines of ``handle`` without their line breaks, a list of them per piece read,
+    and whether they had one (only a last line may not); read in large pieces (split at
+    C speed, faster than a read per line, and looped over without a call per line)."""
     rest = b""
     while True:
         chunk = handle.read(_CHUNK)
@@ -985,10 +988,9 @@ def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
             break
         lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
         rest = lines.pop()
-        for line in lines:
-            yield line, True
+        yield lines, True
     if rest:
-        yield rest, False
+        yield [rest], False
 
 
 def _feed(
