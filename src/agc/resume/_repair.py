@@ -27,7 +27,7 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
@@ -457,11 +457,17 @@ def repair_streamed(
     return repair.report(check_loaded(read_back()))
 
 
-def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSink) -> int:
+def _write_lines(
+    lines: Iterable[str | int],
+    source: Sequence[str],
+    sink: ByteSink,
+    each: Callable[[str | int], object] | None = None,
+) -> int:
     """Write each line (a text, or the index of a line of ``source`` written as it is)
     and a line break to ``sink``, a MiB or so at a time; a run of consecutive lines of a
-    streamed file is copied from the file's bytes. Returns how many lines the output
-    starts with that are the first lines of ``source``."""
+    streamed file is copied from the file's bytes. ``each`` is given every line first.
+    Returns how many lines the output starts with that are the first lines of
+    ``source``."""
     buffer: list[bytes] = []
     size = 0
     first = stop = 0  # the run of source lines not written yet
@@ -487,6 +493,8 @@ def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSi
             first = stop = 0
 
     for line in lines:
+        if each is not None:
+            each(line)
         if not diverged:
             if line == same and isinstance(line, int):
                 same += 1
@@ -674,13 +682,7 @@ class _PartRepair:
 
         assert history.lines is not None  # a session file's
         replay = Replay(history, self.lines, parse_line)
-
-        def replayed() -> Iterator[str | int]:
-            for line in lines:
-                replay.feed(line)
-                yield line
-
-        _write_lines(replayed(), history.lines, self.sink)
+        _write_lines(lines, history.lines, self.sink, replay.feed)
         self.lines = replay.line
         written = replay.history(self.output.messages)
         messages = written.messages

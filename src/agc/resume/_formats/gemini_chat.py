@@ -516,7 +516,16 @@ class LineReader:
             entry = _entry(record, message_id, index, hold)
             if self.journal is not None:
                 self.journal.append((message_id, entry))
-            self.put(message_id, entry)
+            # self.put, inline: once per message record.
+            entries = self.entries
+            earlier = entries.get(message_id)
+            if earlier is not None:
+                entry.start = earlier.start
+                if message_id == self.boundary and (
+                    entry.first is None or entry.first.role != "assistant"
+                ):
+                    self.reach_back = True  # the turn after the cut is no model turn
+            entries[message_id] = entry
             return
         hashes.append(0)
         if self.journal is not None:
@@ -739,6 +748,7 @@ def _view(
     most of what is held), and no second map is made."""
     places: dict[str, Any] = entries
     own = False  # messages[-1] is an entry's own message (a journal may hold it: kept)
+    last_role = messages[-1].role if messages else None  # the role of messages[-1]
     for message_id, entry in places.items():
         places[message_id] = entry.place
         if entry.bare:
@@ -746,14 +756,15 @@ def _view(
         for message in (entry.first, entry.second):
             if message is None:
                 continue
-            if messages and messages[-1].role == message.role:
+            if message.role == last_role:
                 if own:
                     last = messages[-1]
-                    messages[-1] = Message(last.role, list(last.blocks), origin=last.origin)
+                    messages[-1] = Message(last.role, list(last.blocks), None, last.origin)
                     own = False
                 messages[-1].blocks.extend(message.blocks)
             else:
                 messages.append(message)
+                last_role = message.role
                 own = True
     return places
 

@@ -219,7 +219,11 @@ class LineFile:
         if first < min(stop, whole):
             last = min(stop, whole) - 1
             start = self.start_of(first)
-            end = self._end_of(last, self.start_of(last))
+            if last == len(self) - 1:
+                end = self.last_end
+            else:  # the run's breaks passed over once; the line after is found with it
+                end = self._skip(start, last - first + 1) - 1
+                self._cursor = (last + 1, end + 1)
             at = self._piece_at
             if at <= start and end <= at + len(self._piece):  # a few lines, read already
                 write(self._piece[start - at : end - at] + b"\n")
@@ -822,9 +826,9 @@ def _scan(
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
     final_newline = True
     blank = True
-    last_body = b""
-    last_text: str | None = None
-    last_record: Any = None
+    body = b""  # the line read last, its text when it is not JSON, and its record
+    text: str | None = None
+    record: Any = None
     next_report = _CHUNK * 8
     decided = False  # the facts can no longer change the format
     sift: frozenset[str] | None = None  # only lines of these types can change it
@@ -907,11 +911,11 @@ def _scan(
                         messages = reader.messages
                         if messages is not settler.held or len(messages) > settler.next_try:
                             settler.feed(messages)
-                last_body, last_text, last_record = body, text, record
                 if progress is not None and offset >= next_report:
                     progress(offset)
                     next_report = offset + _CHUNK * 8
-    del last_record
+    last_body, last_text = body, text  # the last line's (the loop's last values)
+    del record
     if blank:
         raise InputError(f"{source} is empty")
     if progress is not None:
