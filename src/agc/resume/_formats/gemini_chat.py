@@ -954,26 +954,40 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
         if id(block) in kept
     }
     hashes, hash_base = history.id_hashes, history.hash_base
-    for index in range(first, len(lines)):
-        if dropped[index - first]:
+    stop = len(lines)
+    # The lines not written as they are, or maybe not: removed, edited, or holding an
+    # id of a removed message (by its hash, confirmed by parsing the line); the lines
+    # between are written as they are.
+    special = set(by_line)
+    found = dropped.find(1)
+    while found >= 0:
+        special.add(first + found)
+        found = dropped.find(1, found + 1)
+    if removed_hashes:
+        low, high = max(first, hash_base), min(stop, hash_base + len(hashes))
+        special.update(
+            hash_base + at
+            for at, key in enumerate(hashes[low - hash_base : high - hash_base], low - hash_base)
+            if key in removed_hashes
+        )
+    index = first
+    for mark in sorted(line for line in special if first <= line < stop):
+        yield from range(index, mark)
+        index = mark + 1
+        if dropped[mark - first]:
             continue
-        changes = by_line.get(index)
-        if changes is None:
-            if (
-                removed_hashes
-                and 0 <= index - hash_base < len(hashes)
-                and hashes[index - hash_base] in removed_hashes
-            ):
-                record = records[index]
-                if isinstance(record, dict) and record.get("id") in removed:
-                    continue
-            yield index
+        changes = by_line.get(mark)
+        if changes is None:  # its hash is one of a removed message's id
+            record = records[mark]
+            if not (isinstance(record, dict) and record.get("id") in removed):
+                yield mark
             continue
-        new, follows = _apply(records[index], changes, kept)
+        new, follows = _apply(records[mark], changes, kept)
         if new is not None:
             yield dump_line(new)
         for follow in follows:
             yield dump_line(follow)
+    yield from range(index, stop)
 
 
 class _Plan:
