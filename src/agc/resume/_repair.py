@@ -442,7 +442,7 @@ def repair_streamed(
     write_lines = spec.write_lines
     if write_lines is None or whole.lines is None:
         raise UsageError(f"{history.format} is not a session file: it is written whole")
-    lines: Iterable[str | int] = (
+    lines: Iterable[str | int | range] = (
         write_lines(whole, repair.messages) if repair.rewritten else range(len(whole.lines))
     )
     same = _write_lines(lines, whole.lines, sink)
@@ -458,16 +458,16 @@ def repair_streamed(
 
 
 def _write_lines(
-    lines: Iterable[str | int],
+    lines: Iterable[str | int | range],
     source: Sequence[str],
     sink: ByteSink,
-    each: Callable[[str | int], object] | None = None,
+    each: Callable[[str | int | range], object] | None = None,
 ) -> int:
-    """Write each line (a text, or the index of a line of ``source`` written as it is)
-    and a line break to ``sink``, a MiB or so at a time; a run of consecutive lines of a
-    streamed file is copied from the file's bytes. ``each`` is given every line first.
-    Returns how many lines the output starts with that are the first lines of
-    ``source``."""
+    """Write each line (a text, or the index of a line of ``source`` written as it is,
+    or a range of them) and a line break to ``sink``, a MiB or so at a time; a run of
+    consecutive lines of a streamed file is copied from the file's bytes. ``each`` is
+    given every item first. Returns how many lines the output starts with that are the
+    first lines of ``source``."""
     buffer: list[bytes] = []
     size = 0
     first = stop = 0  # the run of source lines not written yet
@@ -495,6 +495,22 @@ def _write_lines(
     for line in lines:
         if each is not None:
             each(line)
+        if isinstance(line, range):  # lines line.start to line.stop - 1, as they are
+            assert line.step == 1  # a run of lines
+            if not line:
+                continue
+            if not diverged:
+                if line.start == same:
+                    same = line.stop
+                else:
+                    diverged = True
+            if line.start == stop and first < stop:
+                stop = line.stop
+                continue
+            if first < stop:
+                flush()
+            first, stop = line.start, line.stop
+            continue
         if not diverged:
             if line == same and isinstance(line, int):
                 same += 1
@@ -675,7 +691,7 @@ class _PartRepair:
         self.reread = False
         self.role = None
 
-    def write(self, history: GeminiHistory, lines: Iterable[str | int]) -> GeminiHistory:
+    def write(self, history: GeminiHistory, lines: Iterable[str | int | range]) -> GeminiHistory:
         """Write a part's output ``lines`` (as :func:`_write_lines`); returns the view
         they replay to (numbered after the output's parts before)."""
         from agc.resume._formats.gemini_chat import Replay  # noqa: PLC0415 - loaded
@@ -711,7 +727,7 @@ class _PartRepair:
         repaired, noted = repairer.run_noted()
         write_lines = spec.write_lines
         assert write_lines is not None  # a session file's
-        lines: Iterable[str | int] = (
+        lines: Iterable[str | int | range] = (
             write_lines(history, repaired)
             if noted
             else range(history.first_line, len(history.lines))
@@ -788,7 +804,7 @@ def repair_session(
     assert whole.lines is not None  # a session file's
     write_lines = spec.write_lines
     assert write_lines is not None  # a session file's
-    lines: Iterable[str | int] = (
+    lines: Iterable[str | int | range] = (
         write_lines(whole, repair.messages)
         if repair.rewritten
         else range(whole.first_line, len(whole.lines))

@@ -824,9 +824,21 @@ class Replay:
         self.parse = parse
         self.apart = True
 
-    def feed(self, line: int | str) -> None:
-        """Replay an output line: the index of an input line written as it is, or a new
-        line's text."""
+    def feed(self, line: int | range | str) -> None:
+        """Replay an output line: the index of an input line written as it is (or a
+        range of them: each in turn), or a new line's text."""
+        if type(line) is range:  # the int case below, for each line of the run
+            journal, base, reader, at = self.journal, self.base, self.reader, self.line
+            for index in line:
+                noted = journal[index - base]
+                if noted is not None:
+                    if type(noted) is tuple:
+                        reader.put(noted[0], _moved(noted[1], at))
+                    else:
+                        reader.feed(at, noted)
+                at += 1
+            self.line = at
+            return
         at = self.line
         self.line = at + 1
         reader = self.reader
@@ -876,11 +888,11 @@ def write(history: History, messages: list[Message]) -> list[Any]:
     return texts(history, write_lines(history, messages))
 
 
-def write_lines(history: History, messages: list[Message]) -> Iterator[str | int]:
+def write_lines(history: History, messages: list[Message]) -> Iterator[str | int | range]:
     """:func:`write`, one line at a time, from line ``first_line`` on: a new line's
-    text, or the index of a line written as it is. Only the lines that change are
-    parsed again (and a line holding an earlier record of a removed message: found by
-    its id's hash, then confirmed)."""
+    text, or the index of a line written as it is (a run of them as a range). Only the
+    lines that change are parsed again (and a line holding an earlier record of a
+    removed message: found by its id's hash, then confirmed)."""
     assert isinstance(history, GeminiHistory)  # read by this module
     records = history.records
     assert history.lines is not None  # a session file's lines
@@ -972,7 +984,8 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
         )
     index = first
     for mark in sorted(line for line in special if first <= line < stop):
-        yield from range(index, mark)
+        if index < mark:
+            yield range(index, mark)
         index = mark + 1
         if dropped[mark - first]:
             continue
@@ -987,7 +1000,8 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
             yield dump_line(new)
         for follow in follows:
             yield dump_line(follow)
-    yield from range(index, stop)
+    if index < stop:
+        yield range(index, stop)
 
 
 class _Plan:

@@ -660,8 +660,9 @@ class FormatSpec:
         wrap_results: result blocks -> the message(s) that carry them.
         write_lines: for session files, ``write`` one line at a time (``write`` is
             :func:`texts` of it), so a repair is written as it is made: a line's text,
-            or the index of a line of ``History.lines`` written as it is (so a streamed
-            file's bytes are copied, never decoded and encoded again).
+            or the index of a line of ``History.lines`` written as it is, or a range of
+            them (so a streamed file's bytes are copied, never decoded and encoded
+            again).
     """
 
     name: FormatName
@@ -672,20 +673,23 @@ class FormatSpec:
     write: Callable[[History, list[Message]], list[Any]]
     synthesize: Callable[[Block, str], Block | None]
     wrap_results: Callable[[list[Block]], list[Message]]
-    write_lines: Callable[[History, list[Message]], Iterator[str | int]] | None = None
+    write_lines: Callable[[History, list[Message]], Iterator[str | int | range]] | None = None
 
 
-def texts(history: History, lines: Iterable[str | int]) -> list[str]:
-    """The lines a ``write_lines`` gave, each as its text (an index names a line of
-    ``history.lines``)."""
+def texts(history: History, lines: Iterable[str | int | range]) -> list[str]:
+    """The lines a ``write_lines`` gave, each as its text (an index, or a range of them,
+    names lines of ``history.lines``)."""
     source = history.lines
     out: list[str] = []
     for line in lines:
-        if isinstance(line, int):
-            assert source is not None  # write_lines gives indices only of held lines
-            out.append(source[line])
-        else:
+        if isinstance(line, str):
             out.append(line)
+            continue
+        assert source is not None  # write_lines gives indices only of held lines
+        if isinstance(line, range):
+            out.extend(source[index] for index in line)
+        else:
+            out.append(source[line])
     return out
 
 
