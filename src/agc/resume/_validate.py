@@ -271,7 +271,7 @@ def check_loaded(history: History, *, keep: int | None = None) -> HistoryReport:
     return tally.report(report.format, report.messages, report.calls, report.results)
 
 
-def unrecorded_findings(history: History, offset: int = 0) -> list[_Found]:
+def unrecorded_findings(history: History, offset: int = 0) -> list[HistoryFinding]:
     """The ``unrecorded-call`` warnings of a Gemini CLI session (none for another
     history); ``offset``: the messages before its view (a streamed read let go of)."""
     if history.format != "gemini-chat":  # only the Gemini CLI reader keeps bare messages
