@@ -185,7 +185,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 throughput += f", peak {row['peak_bytes'] / 2**20:.1f} MiB"
             if row.get("cpu_s") is not None:
                 throughput += f", cpu {row['cpu_s']:.2f} s"
-            if row.get("disk_bytes"):
+            if (row.get("disk_bytes") or 0) >= 1e6:  # not a few blocks of the interpreter's
                 throughput += f", {row['disk_bytes'] / 1e6:,.0f} MB read from disk"
             ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else ""
             spread = f"{row['spread'] * 100:.0f}%" if row["spread"] is not None else ""
