@@ -1363,7 +1363,8 @@ class _Repairer:
         for index, message in enumerate(self.view):
             if index in handled:
                 continue
-            if message.role == "assistant" and message.calls():
+            calls = message.calls() if message.role == "assistant" else None
+            if calls:
                 # A result in an assistant message is never where the provider looks: it
                 # goes with its call's results (moved) or was dropped as an orphan.
                 blocks = [
@@ -1378,7 +1379,7 @@ class _Repairer:
                     out.append(rebuilt)
                 else:
                     self._note("dropped-empty-message", index, "nothing is left in it")
-                kept = [call for call in message.calls() if self._kept(call)]
+                kept = [call for call in calls if self._kept(call)]
                 if not kept:
                     continue
                 region = self._region(index, kept, consumed)
@@ -1486,7 +1487,7 @@ class _Repairer:
 
 
 def _with_blocks(message: Message, blocks: list[Block]) -> Message:
-    if [id(b) for b in blocks] == [id(b) for b in message.blocks]:
+    if blocks == message.blocks:  # the same blocks (a block equals only itself)
         return message
     return Message(message.role, blocks, raw=message.native(), origin=message.origin, dirty=True)
 
