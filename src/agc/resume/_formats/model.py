@@ -572,7 +572,7 @@ class SpilledLines(Sequence[int]):
 
 
 SPILL_AT: Final = 1 << 16
-"""The fingerprints :class:`SpilledFingerprints` holds in memory (a table of 1 MiB)."""
+"""The fingerprints :class:`SpilledFingerprints` holds in memory (a set of a few MB)."""
 _SPILL_PIECE: Final = 1 << 20
 _FIRST_SLOTS: Final = 1 << 12
 _MAX_LINE: Final = 1 << 32  # lines from here on are held by their ids (array "I")
