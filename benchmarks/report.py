@@ -29,6 +29,10 @@ class Row:
         baseline: the row this one is compared with.
         ratio: speed ratio, baseline time / this time (above 1: faster than baseline).
         peak_bytes: peak memory (tracemalloc), where measured.
+        cpu_s: median CPU time (user + system seconds) of the measured process, where
+            measured: on a shared machine the wall time also holds the waits for a core.
+        disk_bytes: the most any round of the measured process read from the disk (not
+            the page cache), where measured.
         skipped: why the row was not measured.
     """
 
@@ -42,6 +46,8 @@ class Row:
     ratio: float | None = None
     peak_bytes: int | None = None
     skipped: str | None = None
+    cpu_s: float | None = None
+    disk_bytes: int | None = None
 
     @classmethod
     def timed(
@@ -177,6 +183,10 @@ def render_markdown(doc: dict[str, Any]) -> str:
             )
             if row["peak_bytes"] is not None:
                 throughput += f", peak {row['peak_bytes'] / 2**20:.1f} MiB"
+            if row.get("cpu_s") is not None:
+                throughput += f", cpu {row['cpu_s']:.2f} s"
+            if (row.get("disk_bytes") or 0) >= 1e6:  # not a few blocks of the interpreter's
+                throughput += f", {row['disk_bytes'] / 1e6:,.0f} MB read from disk"
             ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else ""
             spread = f"{row['spread'] * 100:.0f}%" if row["spread"] is not None else ""
             lines.append(

@@ -24,12 +24,15 @@ from benchmarks.resume_streaming import (
     _SIZE_OPTION,
     _TARGET_CHECK,
     _TARGET_REPAIR,
+    Run,
     _spread,
     agc_resume,
     baseline_loads,
     flat_target,
     linear_target,
+    note_runs,
     resume_targets,
+    warm,
 )
 
 __all__ = ["bench_resume_gemini", "make_gemini_session"]
@@ -88,7 +91,9 @@ def bench_resume_gemini(ctx: Any) -> Any:
         "CLI session (its recorded turns repeated, ids made unique); each command and the "
         "json.loads loop in a process of their own, rounds interleaved, median time and "
         "the largest peak, agc byte-compiled as an installed package is; peak is the "
-        "process's maximum resident set (/usr/bin/time).",
+        "process's maximum resident set and cpu its user + system time (/usr/bin/time), with "
+        "the bytes it read from the disk when the file was not all in the page cache (it "
+        "is read once before the rounds).",
     )
     _compile_agc()
     sizes = [1_000_000] if ctx.quick else [100_000_000]
@@ -106,20 +111,19 @@ def bench_resume_gemini(ctx: Any) -> Any:
             "check": [str(path), "--check"],
             "repair": [str(path), "--strategy", "synthesize", "--out", str(out)],
         }
-        times: dict[str, list[float]] = {"base": [], "check": [], "repair": []}
-        peaks: dict[str, int] = {"base": 0, "check": 0, "repair": 0}
-        codes: dict[str, int] = {"check": 0, "repair": 0}
+        warm(path)
+        runs: dict[str, list[Run]] = {"base": [], "check": [], "repair": []}
         for _ in range(1 if size > 100_000_000 else rounds):
-            seconds, peak = baseline_loads(path)
-            times["base"].append(seconds)
-            peaks["base"] = max(peaks["base"], peak)
+            runs["base"].append(baseline_loads(path))
             for label, argv in commands.items():
                 out.unlink(missing_ok=True)
-                seconds, peak, code = agc_resume(argv)
-                times[label].append(seconds)
-                peaks[label] = max(peaks[label], peak)
-                if code not in (0, 1):
-                    codes[label] = code
+                runs[label].append(agc_resume(argv))
+        times = {label: [run.seconds for run in done] for label, done in runs.items()}
+        peaks = {label: max(run.peak for run in done) for label, done in runs.items()}
+        codes = {
+            label: next((run.code for run in done if run.code not in (0, 1)), 0)
+            for label, done in runs.items()
+        }
         base_s = statistics.median(times["base"])
         row = Row(
             f"gemini-chat {size:,} B: json.loads loop",
@@ -127,7 +131,7 @@ def bench_resume_gemini(ctx: Any) -> Any:
             spread=_spread(times["base"]),
             rounds=len(times["base"]),
         )
-        row.peak_bytes = peaks["base"]
+        note_runs(row, runs["base"])
         section.rows.append(row)
         for label, target in (("check", _TARGET_CHECK), ("repair", _TARGET_REPAIR)):
             seconds = statistics.median(times[label])
@@ -139,7 +143,7 @@ def bench_resume_gemini(ctx: Any) -> Any:
                 baseline="json.loads loop",
                 ratio=base_s / seconds,
             )
-            row.peak_bytes = peaks[label]
+            note_runs(row, runs[label])
             if codes[label]:
                 row.skipped = f"exit {codes[label]}"
             section.rows.append(row)

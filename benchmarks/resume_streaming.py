@@ -20,12 +20,20 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from benchmarks.report import Target
 
-__all__ = ["baseline_loads", "make_claude_session", "make_codex_rollout"]
+__all__ = [
+    "Run",
+    "agc_resume",
+    "baseline_loads",
+    "make_claude_session",
+    "make_codex_rollout",
+    "note_runs",
+    "warm",
+]
 
 _SHARED = Path(
     os.environ.get("AGC_SHARED_DIR") or Path(__file__).resolve().parents[1].parent / "shared"
@@ -116,34 +124,67 @@ with open(sys.argv[1], "rb") as handle:
 """
 
 
-def _peak_of(argv: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS bytes and exit code of a Python command (``-c`` script)."""
+class Run(NamedTuple):
+    """One timed process: wall seconds, peak RSS bytes, exit code, and CPU seconds
+    (user + system) with the blocks it read from the disk (``/usr/bin/time``'s ``%I``:
+    0 when the file was in the page cache)."""
+
+    seconds: float
+    peak: int
+    code: int
+    cpu: float
+    disk_reads: int
+
+
+def _peak_of(argv: list[str]) -> Run:
+    """A Python command (``-c`` script) run and timed in a process of its own."""
     start = time.perf_counter()
     done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", sys.executable, *argv],
+        ["/usr/bin/time", "-f", "%M %U %S %I", sys.executable, *argv],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         check=False,
     )
     seconds = time.perf_counter() - start
-    peak = int(done.stderr.decode().strip().splitlines()[-1]) * 1024
-    return seconds, peak, done.returncode
+    peak, user, system, reads = done.stderr.decode().strip().splitlines()[-1].split()
+    return Run(seconds, int(peak) * 1024, done.returncode, float(user) + float(system), int(reads))
 
 
-def baseline_loads(path: Path) -> tuple[float, int]:
-    seconds, peak, _ = _peak_of(["-c", _LOADS, str(path)])
-    return seconds, peak
+def baseline_loads(path: Path) -> Run:
+    return _peak_of(["-c", _LOADS, str(path)])
 
 
-def agc_resume(args: list[str]) -> tuple[float, int, int]:
+def agc_resume(args: list[str]) -> Run:
     script = "import sys; from agc.cli.app import main; sys.exit(main(sys.argv[1:]))"
     return _peak_of(["-c", script, "resume", *args])
+
+
+def warm(path: Path) -> None:
+    """Read ``path`` once so that the timed runs find it in the page cache (a file just
+    written may be partly written back and dropped by then, on a machine shared with
+    other work)."""
+    with path.open("rb", buffering=0) as handle:
+        while handle.read(8 * 1024 * 1024):
+            pass
 
 
 _TARGET_CHECK = 2.0
 _TARGET_REPAIR = 3.0
 _TARGET_PEAK = 150 * 1000**2
 _SIZE_OPTION = "AGC_BENCH_RESUME_LARGE"  # e.g. 1GB: the flat-memory case, opt-in
+
+
+def cpu_median(runs: list[Run]) -> float:
+    """The median CPU seconds of ``runs``."""
+    return statistics.median(run.cpu for run in runs)
+
+
+def note_runs(row: Any, runs: list[Run]) -> None:
+    """Note on ``row`` the largest peak, the median CPU time and the most bytes read
+    from the disk (512-byte blocks) of ``runs``."""
+    row.peak_bytes = max(run.peak for run in runs)
+    row.cpu_s = cpu_median(runs)
+    row.disk_bytes = max(run.disk_reads for run in runs) * 512
 
 
 def _spread(times: list[float]) -> float | None:
@@ -244,7 +285,9 @@ def bench_resume_streaming(ctx: Any) -> Any:
         "files (real lines repeated, ids made unique, the last call in flight); each "
         "command and the json.loads loop in a process of their own, agc "
         "byte-compiled as an installed package is; peak is the process's maximum "
-        "resident set (/usr/bin/time). The rounds of a size are interleaved (json.loads, "
+        "resident set and cpu its user + system time (/usr/bin/time), with the bytes it read "
+        "from the disk when the file was not all in the page cache (it is read once before "
+        "the rounds). The rounds of a size are interleaved (json.loads, "
         "check, repair, again); the large size is measured in one round.",
     )
     _compile_agc()
@@ -272,19 +315,19 @@ def bench_resume_streaming(ctx: Any) -> Any:
             # comes and goes on a shared machine weighs on each alike; the large size
             # is measured once.
             rounds = max(ctx.rounds, 1) if size == sizes[0] else 1
-            times: dict[str, list[float]] = {"base": [], "check": [], "repair": []}
-            peaks: dict[str, int] = {"base": 0, "check": 0, "repair": 0}
-            codes: dict[str, int] = {"check": 0, "repair": 0}
+            warm(path)
+            runs: dict[str, list[Run]] = {"base": [], "check": [], "repair": []}
             for _ in range(rounds):
-                seconds, peak = baseline_loads(path)
-                times["base"].append(seconds)
-                peaks["base"] = max(peaks["base"], peak)
+                runs["base"].append(baseline_loads(path))
                 for label, argv in commands.items():
                     out.unlink(missing_ok=True)
-                    seconds, peak, code = agc_resume(argv)
-                    times[label].append(seconds)
-                    peaks[label] = max(peaks[label], peak)
-                    codes[label] = code if code not in (0, 1) else codes[label]
+                    runs[label].append(agc_resume(argv))
+            times = {label: [run.seconds for run in done] for label, done in runs.items()}
+            peaks = {label: max(run.peak for run in done) for label, done in runs.items()}
+            codes = {
+                label: next((run.code for run in done if run.code not in (0, 1)), 0)
+                for label, done in runs.items()
+            }
             base_s = statistics.median(times["base"])
             row = Row(
                 f"{kind} {size:,} B: json.loads loop",
@@ -292,7 +335,7 @@ def bench_resume_streaming(ctx: Any) -> Any:
                 spread=_spread(times["base"]),
                 rounds=rounds,
             )
-            row.peak_bytes = peaks["base"]
+            note_runs(row, runs["base"])
             section.rows.append(row)
             for label, target in (("check", _TARGET_CHECK), ("repair", _TARGET_REPAIR)):
                 seconds = statistics.median(times[label])
@@ -305,7 +348,7 @@ def bench_resume_streaming(ctx: Any) -> Any:
                     baseline="json.loads loop",
                     ratio=base_s / seconds,
                 )
-                row.peak_bytes = peak
+                note_runs(row, runs[label])
                 section.rows.append(row)
                 if codes[label]:
                     row.skipped = f"exit {codes[label]}"

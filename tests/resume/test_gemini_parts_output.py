@@ -35,7 +35,7 @@ REACHES_INSIDE = {
     "agc.resume._formats.gemini_chat": "breaks its writer, to show its output is refused",
 }
 
-WriteLines = Callable[[Any, Any], Iterator[str | int]]
+WriteLines = Callable[[Any, Any], Iterator[str | int | range]]
 
 
 def _repair(source: Path, strategy: Strategy, settle: int) -> tuple[Any, Any, int]:
@@ -94,7 +94,7 @@ def _unchanged_after_first(real: WriteLines) -> WriteLines:
     """The first part repaired, every later one (the last among them) written as read."""
     calls = [0]
 
-    def write(history: Any, messages: Any) -> Iterator[str | int]:
+    def write(history: Any, messages: Any) -> Iterator[str | int | range]:
         calls[0] += 1
         return (real if calls[0] == 1 else _unchanged(real))(history, messages)
 
@@ -104,7 +104,7 @@ def _unchanged_after_first(real: WriteLines) -> WriteLines:
 def _stray_result(real: WriteLines) -> WriteLines:
     """Each part repaired, then a user record answering a call that is nowhere."""
 
-    def write(history: Any, messages: Any) -> Iterator[str | int]:
+    def write(history: Any, messages: Any) -> Iterator[str | int | range]:
         yield from real(history, messages)
         response = {"functionResponse": {"id": "nowhere", "name": "t", "response": {}}}
         stray = {"id": f"stray-{history.first_line}", "type": "user", "content": [response]}

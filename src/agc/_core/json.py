@@ -243,10 +243,14 @@ def line_reader() -> Callable[[bytes], Any]:
             written = write(value)
         except failed:
             return _loads_rule(data, allow_lone_surrogates=True, many=True)
-        if written == data or (
-            written.count(b":") == data.count(b":")
-            and not (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data))
-            and nineteen not in data.translate(digits)
+        if (
+            written == data
+            or data.replace(b" ", b"") == written.replace(b" ", b"")
+            or (
+                written.count(b":") == data.count(b":")
+                and not (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data))
+                and nineteen not in data.translate(digits)
+            )
         ):
             return value
         return _loads_rule(data, allow_lone_surrogates=True, many=True)
@@ -268,7 +272,14 @@ def _loads_orjson(data: bytes) -> Any:
     as the agents' clients write it), orjson's value is the rule's: an object that
     lost a duplicate member, or an integer read as a float, is written otherwise, and a
     float written in its shortest form is read as that same double by any correctly
-    rounding reader. Otherwise the checks above decide, and duplicates are found by
+    rounding reader. The same holds when the two are equal once every space (0x20) is
+    taken out of both (JSON written with a space after each separator): a space is
+    never inside a number, a literal or an escape, so taking the spaces out of valid
+    JSON leaves its tokens (a string only shorter by its spaces). The input then has
+    the members, items and number tokens of the value written back, in order: no
+    member was dropped, and each number is spelled as orjson's value of it is written
+    (an integer as its digits, a float in its shortest form); its strings read alike
+    under both parsers. Otherwise the checks above decide, and duplicates are found by
     counting: in JSON a colon is either a member separator or inside a string, and
     orjson writes the value back with one separator per member kept and every colon of
     every string as a raw ``:``. So when the input spells no colon as ``\\u003a``, the
@@ -281,7 +292,7 @@ def _loads_orjson(data: bytes) -> Any:
         written: bytes = orjson.dumps(value)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return _NOT_TAKEN
-    if written == data:
+    if written == data or data.replace(b" ", b"") == written.replace(b" ", b""):
         return value
     if (b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data)) or (
         _NINETEEN_DIGITS in data.translate(_DIGITS_TO_ZERO)

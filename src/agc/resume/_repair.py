@@ -27,10 +27,10 @@ rule raises :class:`~agc.errors.RepairIncompleteError` instead of returning it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.digest import new_hasher
@@ -442,7 +442,7 @@ def repair_streamed(
     write_lines = spec.write_lines
     if write_lines is None or whole.lines is None:
         raise UsageError(f"{history.format} is not a session file: it is written whole")
-    lines: Iterable[str | int] = (
+    lines: Iterable[str | int | range] = (
         write_lines(whole, repair.messages) if repair.rewritten else range(len(whole.lines))
     )
     same = _write_lines(lines, whole.lines, sink)
@@ -457,31 +457,60 @@ def repair_streamed(
     return repair.report(check_loaded(read_back()))
 
 
-def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSink) -> int:
-    """Write each line (a text, or the index of a line of ``source`` written as it is)
-    and a line break to ``sink``, a MiB or so at a time; a run of consecutive lines of a
-    streamed file is copied from the file's bytes. Returns how many lines the output
-    starts with that are the first lines of ``source``."""
+def _write_lines(
+    lines: Iterable[str | int | range],
+    source: Sequence[str],
+    sink: ByteSink,
+    each: Callable[[str | int | range], object] | None = None,
+) -> int:
+    """Write each line (a text, or the index of a line of ``source`` written as it is,
+    or a range of them) and a line break to ``sink``, a MiB or so at a time; a run of
+    consecutive lines of a streamed file is copied from the file's bytes. ``each`` is
+    given every item first. Returns how many lines the output starts with that are the
+    first lines of ``source``."""
     buffer: list[bytes] = []
     size = 0
     first = stop = 0  # the run of source lines not written yet
     same = 0
     diverged = False
 
+    def put(data: bytes) -> None:
+        nonlocal buffer, size
+        buffer.append(data)
+        size += len(data)
+        if size >= _FLUSH_BYTES:
+            sink.write(b"".join(buffer))
+            buffer, size = [], 0
+
     def flush() -> None:
-        nonlocal buffer, size, first, stop
+        nonlocal first, stop
         if first < stop:
             if isinstance(source, LineSequence):
-                sink.write(b"".join(buffer))
-                buffer, size = [], 0
-                source.copy(first, stop, sink.write)
+                source.copy(first, stop, put)
             else:
-                buffer.extend(source[index].encode("utf-8") + b"\n" for index in range(first, stop))
+                for index in range(first, stop):
+                    put(source[index].encode("utf-8") + b"\n")
             first = stop = 0
-        sink.write(b"".join(buffer))
-        buffer, size = [], 0
 
     for line in lines:
+        if each is not None:
+            each(line)
+        if isinstance(line, range):  # lines line.start to line.stop - 1, as they are
+            assert line.step == 1  # a run of lines
+            if not line:
+                continue
+            if not diverged:
+                if line.start == same:
+                    same = line.stop
+                else:
+                    diverged = True
+            if line.start == stop and first < stop:
+                stop = line.stop
+                continue
+            if first < stop:
+                flush()
+            first, stop = line.start, line.stop
+            continue
         if not diverged:
             if line == same and isinstance(line, int):
                 same += 1
@@ -497,12 +526,9 @@ def _write_lines(lines: Iterable[str | int], source: Sequence[str], sink: ByteSi
             continue
         if first < stop:
             flush()
-        chunk = line.encode("utf-8") + b"\n"
-        buffer.append(chunk)
-        size += len(chunk)
-        if size >= _FLUSH_BYTES:
-            flush()
+        put(line.encode("utf-8") + b"\n")
     flush()
+    sink.write(b"".join(buffer))
     sink.flush()
     return same
 
@@ -563,8 +589,13 @@ class _Repair:
 
 def _interrupting(change: Change) -> bool:
     """Whether a change says a call was interrupted (see ``was_interrupted``)."""
-    return change.action in {"stripped", "synthesized", "kept-partial-result"} or (
-        change.action == "dropped-torn-line" and change.idempotency_key is not None
+    return _interrupting_action(change.action, change.idempotency_key is not None)
+
+
+def _interrupting_action(action: str, keyed: bool) -> bool:
+    """:func:`_interrupting` of a change of ``action``, with an idempotency key or not."""
+    return action in {"stripped", "synthesized", "kept-partial-result"} or (
+        action == "dropped-torn-line" and keyed
     )
 
 
@@ -591,6 +622,21 @@ class _ChangeTally:
             if keep is None or len(self.examples) < keep or action not in self._actions:
                 self.examples.append(change)
                 self._actions.add(action)
+
+    def extend_noted(self, noted: Iterable[_Noted], make: Callable[[_Noted], Change]) -> None:
+        """:meth:`extend` with the changes as noted, each made (``make``) only when it is
+        held."""
+        keep, counts, examples, actions = self.keep, self.counts, self.examples, self._actions
+        for item in noted:
+            action, call = item[2], item[4]
+            counts[action] = counts.get(action, 0) + 1
+            # _interrupting, from what is noted: a change has a key when its call has an id.
+            self.interrupted = self.interrupted or _interrupting_action(
+                action, call is not None and bool(call.call_id)
+            )
+            if keep is None or len(examples) < keep or action not in actions:
+                examples.append(make(item))
+                actions.add(action)
 
     def counts_if_cut(self) -> dict[str, int] | None:
         """The counts when some changes were let go of, else ``None``."""
@@ -645,20 +691,14 @@ class _PartRepair:
         self.reread = False
         self.role = None
 
-    def write(self, history: GeminiHistory, lines: Iterable[str | int]) -> GeminiHistory:
+    def write(self, history: GeminiHistory, lines: Iterable[str | int | range]) -> GeminiHistory:
         """Write a part's output ``lines`` (as :func:`_write_lines`); returns the view
         they replay to (numbered after the output's parts before)."""
         from agc.resume._formats.gemini_chat import Replay  # noqa: PLC0415 - loaded
 
         assert history.lines is not None  # a session file's
         replay = Replay(history, self.lines, parse_line)
-
-        def replayed() -> Iterator[str | int]:
-            for line in lines:
-                replay.feed(line)
-                yield line
-
-        _write_lines(replayed(), history.lines, self.sink)
+        _write_lines(lines, history.lines, self.sink, replay.feed)
         self.lines = replay.line
         written = replay.history(self.output.messages)
         messages = written.messages
@@ -681,20 +721,22 @@ class _PartRepair:
         assert history.lines is not None  # a session file's
         if self.session is None:  # the session's identity is told before the first part
             self.session = self.session_id or session_identity(history)
-        repaired, changes = _Repairer(
+        repairer = _Repairer(
             history.messages, spec, self.strategy, self.state, self.session, history.settled
-        ).run()
+        )
+        repaired, noted = repairer.run_noted()
         write_lines = spec.write_lines
         assert write_lines is not None  # a session file's
-        lines: Iterable[str | int] = (
+        lines: Iterable[str | int | range] = (
             write_lines(history, repaired)
-            if changes
+            if noted
             else range(history.first_line, len(history.lines))
         )
         written = self.write(history, lines)
         if not check_part(written, self.output):
             self.reread = True
-        self.changes.extend(changes)
+        # Made while the part's lines can still be read (a call's arguments).
+        self.changes.extend_noted(noted, repairer.change)
         self.written = True
 
 
@@ -762,7 +804,7 @@ def repair_session(
     assert whole.lines is not None  # a session file's
     write_lines = spec.write_lines
     assert write_lines is not None  # a session file's
-    lines: Iterable[str | int] = (
+    lines: Iterable[str | int | range] = (
         write_lines(whole, repair.messages)
         if repair.rewritten
         else range(whole.first_line, len(whole.lines))
@@ -966,6 +1008,15 @@ def _synthetic_text(key: str) -> str:
     )
 
 
+_Noted: TypeAlias = tuple[int, int, str, str, "Block | None"]
+"""A change as :meth:`_Repairer._note` notes it: ``(message index in the view, order
+noted, action, reason, call)``."""
+
+
+def _noted_order(noted: _Noted) -> tuple[int, int]:
+    return noted[0], noted[1]
+
+
 @dataclass
 class _Repairer:
     """One repair pass over a neutral view (pure; see the module docstring)."""
@@ -979,7 +1030,7 @@ class _Repairer:
     # need no change; the view is numbered after them, and their call ids, each
     # answered, stand for one call already answered (``_prior``).
     settled: Settled | None = None
-    changes: list[tuple[int, int, Change]] = field(default_factory=list)
+    changes: list[_Noted] = field(default_factory=list)
     dropped_calls: set[int] = field(default_factory=set)
     call_message: dict[int, int] = field(default_factory=dict)
     answer: dict[int, Block] = field(default_factory=dict)  # id(call) -> result
@@ -1009,23 +1060,34 @@ class _Repairer:
         return call
 
     def run(self) -> tuple[list[Message], list[Change]]:
+        out, noted = self.run_noted()
+        return out, [self.change(item) for item in noted]
+
+    def run_noted(self) -> tuple[list[Message], list[_Noted]]:
+        """:meth:`run`, each change as noted (:meth:`change` makes it): a long session
+        read in parts makes only the changes its report holds (:class:`_ChangeTally`)."""
         self._index_calls()
         self._attribute_results()
         self._decide()
         flat = self.spec.family == "responses"
         out = self._rebuild_flat() if flat else self._rebuild_turns()
-        ordered = sorted(self.changes, key=lambda item: (item[0], item[1]))
-        return out, [change for _, _, change in ordered]
+        self.changes.sort(key=_noted_order)
+        return out, self.changes
 
     # -- bookkeeping ---------------------------------------------------------------
 
     def _note(self, action: str, index: int, reason: str, call: Block | None = None) -> None:
+        self.changes.append((index, len(self.changes), action, reason, call))
+
+    def change(self, noted: _Noted) -> Change:
+        """The change noted (its call's arguments read, redacted, and its key made)."""
+        index, _, action, reason, call = noted
         message = self.view[index]
         record = message.origin
         if call is not None and call.origin is not None:
             record = call.origin
         key = idempotency_key(call.call_id, session=self.session) if call and call.call_id else None
-        change = Change(
+        return Change(
             action=action,
             message_index=index + self._offset,
             record=record,
@@ -1036,7 +1098,6 @@ class _Repairer:
             idempotency_key=key,
             reason=reason,
         )
-        self.changes.append((index, len(self.changes), change))
 
     def _kept(self, call: Block) -> bool:
         return self.fate.get(id(call)) in {"keep", "synth"}
@@ -1302,7 +1363,8 @@ class _Repairer:
         for index, message in enumerate(self.view):
             if index in handled:
                 continue
-            if message.role == "assistant" and message.calls():
+            calls = message.calls() if message.role == "assistant" else None
+            if calls:
                 # A result in an assistant message is never where the provider looks: it
                 # goes with its call's results (moved) or was dropped as an orphan.
                 blocks = [
@@ -1317,7 +1379,7 @@ class _Repairer:
                     out.append(rebuilt)
                 else:
                     self._note("dropped-empty-message", index, "nothing is left in it")
-                kept = [call for call in message.calls() if self._kept(call)]
+                kept = [call for call in calls if self._kept(call)]
                 if not kept:
                     continue
                 region = self._region(index, kept, consumed)
@@ -1425,7 +1487,7 @@ class _Repairer:
 
 
 def _with_blocks(message: Message, blocks: list[Block]) -> Message:
-    if [id(b) for b in blocks] == [id(b) for b in message.blocks]:
+    if blocks == message.blocks:  # the same blocks (a block equals only itself)
         return message
     return Message(message.role, blocks, raw=message.native(), origin=message.origin, dirty=True)
 

@@ -172,6 +172,16 @@ class FindingTally:
             self.examples.append(finding)
             self._codes.add(finding.code)
 
+    def add_found(self, found: Iterable[_Found]) -> None:
+        """:meth:`add` of the finding of each rule found, made only when it is held."""
+        counts, examples, codes, keep = self.counts, self.examples, self._codes, self.keep
+        for item in found:
+            code = item[1]
+            counts[code] = counts.get(code, 0) + 1
+            if keep is None or len(examples) < keep or code not in codes:
+                examples.append(_made(item))
+                codes.add(code)
+
     def extend(self, findings: Iterable[HistoryFinding]) -> None:
         for finding in findings:
             self.add(finding)
@@ -312,19 +322,41 @@ def check_messages(
     with ``settle``); ``messages`` are then numbered after them, and their call ids
     count as calls already answered.
     """
+    found, calls, results = _check(messages, format, settled)
+    ordered = tuple(_made(item) for item in sorted(found, key=_found_index))
+    return HistoryReport(format, len(messages) + _count(settled), calls, results, findings=ordered)
+
+
+def tally_messages(
+    messages: Sequence[Message], format: FormatName, tally: FindingTally, *, settled: Settled
+) -> tuple[bool, int, int]:
+    """:func:`check_messages` of one part of a history read in parts, its findings added
+    to ``tally`` as :meth:`FindingTally.extend` adds the report's (in history order),
+    only those the tally holds made: ``(valid, calls, results)`` as the report's."""
+    found, calls, results = _check(messages, format, settled)
+    found.sort(key=_found_index)
+    tally.add_found(found)
+    return not found, calls, results
+
+
+def _check(
+    messages: Sequence[Message], format: FormatName, settled: Settled | None
+) -> tuple[list[_Found], int, int]:
+    """The rules ``messages`` break (found, every one an error), and their calls and
+    results (with ``settled``'s)."""
     family = get_spec(format).family
     offset = _count(settled)
     prior: Container[str] = settled.call_ids if settled is not None else ()
     if family == "anthropic":
-        findings = _check_anthropic(messages, offset, prior)
+        found = _check_anthropic(messages, offset, prior)
     elif family == "responses":
-        findings = _check_responses(messages, offset, prior)
+        found = _check_responses(messages, offset, prior)
     elif family == "gemini":
-        findings = _check_gemini(messages, offset, prior)
+        found = _check_gemini(messages, offset, prior)
     elif settled is not None:  # only session files settle
         raise ValueError(f"a {format} history is never settled")
     else:
-        findings = _check_chat(messages)
+        found = _check_chat(messages)
     calls = results = 0
     for message in messages:
         for block in message.blocks:
@@ -336,22 +368,28 @@ def check_messages(
     if settled is not None:
         calls += settled.calls
         results += settled.results
-    ordered = tuple(sorted(findings, key=_position))
-    return HistoryReport(format, len(messages) + _count(settled), calls, results, findings=ordered)
+    return found, calls, results
 
 
 def _count(settled: Settled | None) -> int:
     return settled.messages if settled is not None else 0
 
 
-def _position(finding: HistoryFinding) -> int:
-    assert finding.message_index is not None  # every history finding is built by _finding
-    return finding.message_index
+_Found: TypeAlias = tuple[int, HistoryFindingCode, Message, "str | None", str]
+"""A broken rule found, before its finding is made (:func:`_made`): ``(message index,
+code, message, call id, text)``. A long history can break one rule per call; a check
+in parts makes only the findings its tally holds (:func:`tally_messages`)."""
 
 
 def _finding(
     code: HistoryFindingCode, index: int, message: Message, call_id: str | None, text: str
-) -> HistoryFinding:
+) -> _Found:
+    return (index, code, message, call_id, text)
+
+
+def _made(found: _Found) -> HistoryFinding:
+    """The finding of a broken rule found."""
+    index, code, message, call_id, text = found
     # A message read from several native records (consecutive lines of one role) is
     # located by the record of the block the finding names, else by its first record.
     record = message.origin
@@ -367,8 +405,12 @@ def _finding(
     return Finding(code, text, message_index=index, record=record, call_id=call_id)
 
 
-def _check_chat(messages: Sequence[Message]) -> list[HistoryFinding]:
-    findings: list[HistoryFinding] = []
+def _found_index(found: _Found) -> int:
+    return found[0]
+
+
+def _check_chat(messages: Sequence[Message]) -> list[_Found]:
+    findings: list[_Found] = []
     open_ids: set[str] = set()  # calls of the last assistant message, still answerable
     answered: set[str] = set()
     in_tool_run = False
@@ -428,7 +470,7 @@ def _check_chat(messages: Sequence[Message]) -> list[HistoryFinding]:
 
 def _unanswered_chat(
     messages: Sequence[Message], end: int, open_ids: set[str], answered: set[str]
-) -> list[HistoryFinding]:
+) -> list[_Found]:
     missing = sorted(open_ids - answered)
     if not missing:
         return []
@@ -456,12 +498,12 @@ _GEMINI_ORDER: Final = (
 
 def _check_gemini(
     messages: Sequence[Message], offset: int = 0, prior: Container[str] = ()
-) -> list[HistoryFinding]:
+) -> list[_Found]:
     """The Gemini API's rule (``generateContent``): the turn after a model turn with
     ``functionCall`` parts holds exactly one ``functionResponse`` part per call, and a
     ``functionResponse`` only follows such a turn. ``messages`` are numbered from
     ``offset`` (``contents[N]``), after settled messages whose call ids are ``prior``."""
-    findings: list[HistoryFinding] = []
+    findings: list[_Found] = []
     all_ids: set[str] = set()
     for local, message in enumerate(messages):
         index = local + offset
@@ -531,10 +573,10 @@ def _check_gemini(
 
 def _check_anthropic(
     messages: Sequence[Message], offset: int = 0, prior: Container[str] = ()
-) -> list[HistoryFinding]:
+) -> list[_Found]:
     """The Messages API's rules; ``messages`` are numbered from ``offset``, after
     settled messages whose call ids are ``prior``."""
-    findings: list[HistoryFinding] = []
+    findings: list[_Found] = []
     all_ids: set[str] = set()
     for local, message in enumerate(messages):
         index = local + offset
@@ -658,9 +700,7 @@ def _check_anthropic(
     return findings
 
 
-def _misplaced_result(
-    index: int, position: int, message: Message, call_id: str | None
-) -> HistoryFinding:
+def _misplaced_result(index: int, position: int, message: Message, call_id: str | None) -> _Found:
     """A ``tool_result`` block in an assistant message: it answers no call (a result is
     only read from the user message after the call)."""
     return _finding(
@@ -676,10 +716,10 @@ def _misplaced_result(
 
 def _check_responses(
     messages: Sequence[Message], offset: int = 0, prior: Container[str] = ()
-) -> list[HistoryFinding]:
+) -> list[_Found]:
     """The Responses API's rules; ``messages`` are numbered from ``offset``, after
     settled items whose call ids (each answered) are ``prior``."""
-    findings: list[HistoryFinding] = []
+    findings: list[_Found] = []
     calls: dict[str, int] = {}  # call id -> local position
     answered: set[str] = set()
     for local, message in enumerate(messages):

@@ -224,9 +224,10 @@ def _transcript_error(source: str) -> HistoryFormatError:
 
 
 def _is_claude_line(record: dict[str, Any]) -> bool:
-    return _type(record) in _CLAUDE_TYPES and any(
-        key in record for key in ("uuid", "sessionId", "message", "leafUuid")
-    )
+    return _type(record) in _CLAUDE_TYPES and not _CLAUDE_KEYS.isdisjoint(record)
+
+
+_CLAUDE_KEYS: Final = frozenset({"uuid", "sessionId", "message", "leafUuid"})
 
 
 class LineFacts:

@@ -113,7 +113,14 @@ class Part(Block):
         origin: int | None = None,
         path: Path | None = None,
     ) -> None:
-        Block.__init__(self, kind, raw, call_id, name, arguments, origin)
+        # Block.__init__, inline: a long session makes millions of parts.
+        self.kind = kind
+        self._raw = raw
+        self.call_id = call_id
+        self.name = name
+        self._arguments = arguments
+        self.origin = origin
+        self.synthetic = False
         self.record_id = record_id
         self.slot = slot
         self.path = path
@@ -398,7 +405,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         if not _user_turn(content):
             return _Entry(place, None, None, False)
         blocks = _content_blocks(content, record_id, base, hold)
-        return _Entry(place, Message("user", blocks, origin=line), None, False)
+        return _Entry(place, Message("user", blocks, None, line), None, False)
     if kind != "gemini":
         return _Entry(place, None, None, False)
     content = record.get("content")
@@ -408,7 +415,7 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
         return _Entry(place, None, None, True)  # written when the answer starts: no part
     blocks = _content_blocks(content, record_id, base, hold) if content else []
     entries = tool_calls if isinstance(tool_calls, list) else ()
-    if not any(block.kind in _OPENS_TURN for block in blocks):
+    if not blocks or not any(block.kind in _OPENS_TURN for block in blocks):
         if thoughts and isinstance(thoughts, list):
             blocks = [
                 hold.part("reasoning", thought, record_id, "thought", (*base, "thoughts", k))
@@ -440,10 +447,10 @@ def _entry(record: dict[str, Any], record_id: str, place: Place, hold: _Holder) 
                 results.append(_block(value, record_id, slot, (*where, position), hold))
         else:
             results.append(_block(result, record_id, slot, where, hold))
-    model = Message("assistant", blocks, origin=line)
+    model = Message("assistant", blocks, None, line)
     if not results:
         return _Entry(place, model, None, False)
-    return _Entry(place, model, Message("user", results, origin=line), False)
+    return _Entry(place, model, Message("user", results, None, line), False)
 
 
 class LineReader:
@@ -509,7 +516,16 @@ class LineReader:
             entry = _entry(record, message_id, index, hold)
             if self.journal is not None:
                 self.journal.append((message_id, entry))
-            self.put(message_id, entry)
+            # self.put, inline: once per message record.
+            entries = self.entries
+            earlier = entries.get(message_id)
+            if earlier is not None:
+                entry.start = earlier.start
+                if message_id == self.boundary and (
+                    entry.first is None or entry.first.role != "assistant"
+                ):
+                    self.reach_back = True  # the turn after the cut is no model turn
+            entries[message_id] = entry
             return
         hashes.append(0)
         if self.journal is not None:
@@ -677,9 +693,8 @@ class LineReader:
         self.hash_base = base = self.cut
         batch = set(hashes[: line - base])
         batch.discard(0)
-        for key in batch:
-            if seen.add(key):
-                self.reach_back = True
+        if seen.add_all(batch):
+            self.reach_back = True
         self.seen = seen
         self.cut = line
 
@@ -733,6 +748,7 @@ def _view(
     most of what is held), and no second map is made."""
     places: dict[str, Any] = entries
     own = False  # messages[-1] is an entry's own message (a journal may hold it: kept)
+    last_role = messages[-1].role if messages else None  # the role of messages[-1]
     for message_id, entry in places.items():
         places[message_id] = entry.place
         if entry.bare:
@@ -740,14 +756,15 @@ def _view(
         for message in (entry.first, entry.second):
             if message is None:
                 continue
-            if messages and messages[-1].role == message.role:
+            if message.role == last_role:
                 if own:
                     last = messages[-1]
-                    messages[-1] = Message(last.role, list(last.blocks), origin=last.origin)
+                    messages[-1] = Message(last.role, list(last.blocks), None, last.origin)
                     own = False
                 messages[-1].blocks.extend(message.blocks)
             else:
                 messages.append(message)
+                last_role = message.role
                 own = True
     return places
 
@@ -776,8 +793,8 @@ def _moved(entry: _Entry, line: int) -> _Entry:
     first, second = entry.first, entry.second
     return _Entry(
         line,
-        None if first is None else Message(first.role, first.blocks, origin=line),
-        None if second is None else Message(second.role, second.blocks, origin=line),
+        None if first is None else Message(first.role, first.blocks, None, line),
+        None if second is None else Message(second.role, second.blocks, None, line),
         entry.bare,
     )
 
@@ -807,9 +824,21 @@ class Replay:
         self.parse = parse
         self.apart = True
 
-    def feed(self, line: int | str) -> None:
-        """Replay an output line: the index of an input line written as it is, or a new
-        line's text."""
+    def feed(self, line: int | range | str) -> None:
+        """Replay an output line: the index of an input line written as it is (or a
+        range of them: each in turn), or a new line's text."""
+        if type(line) is range:  # the int case below, for each line of the run
+            journal, base, reader, at = self.journal, self.base, self.reader, self.line
+            for index in line:
+                noted = journal[index - base]
+                if noted is not None:
+                    if type(noted) is tuple:
+                        reader.put(noted[0], _moved(noted[1], at))
+                    else:
+                        reader.feed(at, noted)
+                at += 1
+            self.line = at
+            return
         at = self.line
         self.line = at + 1
         reader = self.reader
@@ -859,11 +888,11 @@ def write(history: History, messages: list[Message]) -> list[Any]:
     return texts(history, write_lines(history, messages))
 
 
-def write_lines(history: History, messages: list[Message]) -> Iterator[str | int]:
+def write_lines(history: History, messages: list[Message]) -> Iterator[str | int | range]:
     """:func:`write`, one line at a time, from line ``first_line`` on: a new line's
-    text, or the index of a line written as it is. Only the lines that change are
-    parsed again (and a line holding an earlier record of a removed message: found by
-    its id's hash, then confirmed)."""
+    text, or the index of a line written as it is (a run of them as a range). Only the
+    lines that change are parsed again (and a line holding an earlier record of a
+    removed message: found by its id's hash, then confirmed)."""
     assert isinstance(history, GeminiHistory)  # read by this module
     records = history.records
     assert history.lines is not None  # a session file's lines
@@ -937,26 +966,42 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
         if id(block) in kept
     }
     hashes, hash_base = history.id_hashes, history.hash_base
-    for index in range(first, len(lines)):
-        if dropped[index - first]:
+    stop = len(lines)
+    # The lines not written as they are, or maybe not: removed, edited, or holding an
+    # id of a removed message (by its hash, confirmed by parsing the line); the lines
+    # between are written as they are.
+    special = set(by_line)
+    found = dropped.find(1)
+    while found >= 0:
+        special.add(first + found)
+        found = dropped.find(1, found + 1)
+    if removed_hashes:
+        low, high = max(first, hash_base), min(stop, hash_base + len(hashes))
+        special.update(
+            hash_base + at
+            for at, key in enumerate(hashes[low - hash_base : high - hash_base], low - hash_base)
+            if key in removed_hashes
+        )
+    index = first
+    for mark in sorted(line for line in special if first <= line < stop):
+        if index < mark:
+            yield range(index, mark)
+        index = mark + 1
+        if dropped[mark - first]:
             continue
-        changes = by_line.get(index)
-        if changes is None:
-            if (
-                removed_hashes
-                and 0 <= index - hash_base < len(hashes)
-                and hashes[index - hash_base] in removed_hashes
-            ):
-                record = records[index]
-                if isinstance(record, dict) and record.get("id") in removed:
-                    continue
-            yield index
+        changes = by_line.get(mark)
+        if changes is None:  # its hash is one of a removed message's id
+            record = records[mark]
+            if not (isinstance(record, dict) and record.get("id") in removed):
+                yield mark
             continue
-        new, follows = _apply(records[index], changes, kept)
+        new, follows = _apply(records[mark], changes, kept)
         if new is not None:
             yield dump_line(new)
         for follow in follows:
             yield dump_line(follow)
+    if index < stop:
+        yield range(index, stop)
 
 
 class _Plan:

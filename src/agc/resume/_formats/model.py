@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -387,63 +388,35 @@ class SpilledCallIds:
 
 
 class Fingerprints:
-    """The 64-bit fingerprints (``hash()``, never 0) of strings, 8 bytes each in an
-    open-addressing table at most two thirds full: a match says the string may have
-    been added (two strings can share a fingerprint: a match is a maybe, never a
-    proof), no match that it was not."""
+    """The 64-bit fingerprints (``hash()``, never 0) of strings, held in a set (its
+    lookups at C speed: a long session adds one per message id and per call id): a match
+    says the string may have been added (two strings can share a fingerprint: a match is
+    a maybe, never a proof), no match that it was not. :class:`SpilledFingerprints`
+    bounds how many are held (about 60 bytes each)."""
 
-    __slots__ = ("_keys", "_mask", "_size")
+    __slots__ = ("_keys",)
 
     def __init__(self) -> None:
-        self._keys = array("q", bytes(8 * _FIRST_SLOTS))  # 0: empty
-        self._mask = _FIRST_SLOTS - 1
-        self._size = 0
+        self._keys: set[int] = set()
 
     def __len__(self) -> int:
-        return self._size
+        return len(self._keys)
 
     def add(self, key: int) -> bool:
         """Hold the fingerprint ``key`` (``hash(string) or 1``) once; whether it was
         held already."""
-        keys, mask = self._keys, self._mask
-        slot = key & mask
-        while True:
-            found = keys[slot]
-            if not found:
-                break
-            if found == key:
-                return True
-            slot = (slot + 1) & mask
-        keys[slot] = key
-        self._size += 1
-        if 3 * self._size > 2 * (mask + 1):
-            mask = 2 * mask + 1
-            grown = array("q", bytes(8 * (mask + 1)))
-            for old in keys:
-                if old:
-                    slot = old & mask
-                    while grown[slot]:
-                        slot = (slot + 1) & mask
-                    grown[slot] = old
-            self._keys, self._mask = grown, mask
+        keys = self._keys
+        if key in keys:
+            return True
+        keys.add(key)
         return False
 
     def __contains__(self, key: object) -> bool:
-        keys, mask = self._keys, self._mask
-        if type(key) is not int:
-            return False
-        slot = key & mask
-        while True:
-            found = keys[slot]
-            if not found:
-                return False
-            if found == key:
-                return True
-            slot = (slot + 1) & mask
+        return type(key) is int and key in self._keys
 
     def keys(self) -> list[int]:
         """The fingerprints held, in no order."""
-        return [key for key in self._keys if key]
+        return list(self._keys)
 
 
 class SpilledFingerprints:
@@ -468,11 +441,23 @@ class SpilledFingerprints:
 
     def add(self, key: int) -> bool:
         """:meth:`Fingerprints.add`, True only when ``key`` is among those held."""
-        if self._recent.add(key):
+        recent = self._recent._keys
+        if key in recent:
             return True
-        if len(self._recent) >= self._spill_at:
+        recent.add(key)
+        if len(recent) >= self._spill_at:
             self._spill()
         return False
+
+    def add_all(self, keys: AbstractSet[int]) -> bool:
+        """:meth:`add` of each of ``keys`` (a set: no key twice): whether any was among
+        those held. They are added at once (the spill comes after the last)."""
+        recent = self._recent._keys
+        found = not recent.isdisjoint(keys)
+        recent.update(keys)
+        if len(recent) >= self._spill_at:
+            self._spill()
+        return found
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is among those held; one that may be spilled is checked later
@@ -587,7 +572,7 @@ class SpilledLines(Sequence[int]):
 
 
 SPILL_AT: Final = 1 << 16
-"""The fingerprints :class:`SpilledFingerprints` holds in memory (a table of 1 MiB)."""
+"""The fingerprints :class:`SpilledFingerprints` holds in memory (a set of a few MB)."""
 _SPILL_PIECE: Final = 1 << 20
 _FIRST_SLOTS: Final = 1 << 12
 _MAX_LINE: Final = 1 << 32  # lines from here on are held by their ids (array "I")
@@ -675,8 +660,9 @@ class FormatSpec:
         wrap_results: result blocks -> the message(s) that carry them.
         write_lines: for session files, ``write`` one line at a time (``write`` is
             :func:`texts` of it), so a repair is written as it is made: a line's text,
-            or the index of a line of ``History.lines`` written as it is (so a streamed
-            file's bytes are copied, never decoded and encoded again).
+            or the index of a line of ``History.lines`` written as it is, or a range of
+            them (so a streamed file's bytes are copied, never decoded and encoded
+            again).
     """
 
     name: FormatName
@@ -687,20 +673,23 @@ class FormatSpec:
     write: Callable[[History, list[Message]], list[Any]]
     synthesize: Callable[[Block, str], Block | None]
     wrap_results: Callable[[list[Block]], list[Message]]
-    write_lines: Callable[[History, list[Message]], Iterator[str | int]] | None = None
+    write_lines: Callable[[History, list[Message]], Iterator[str | int | range]] | None = None
 
 
-def texts(history: History, lines: Iterable[str | int]) -> list[str]:
-    """The lines a ``write_lines`` gave, each as its text (an index names a line of
-    ``history.lines``)."""
+def texts(history: History, lines: Iterable[str | int | range]) -> list[str]:
+    """The lines a ``write_lines`` gave, each as its text (an index, or a range of them,
+    names lines of ``history.lines``)."""
     source = history.lines
     out: list[str] = []
     for line in lines:
-        if isinstance(line, int):
-            assert source is not None  # write_lines gives indices only of held lines
-            out.append(source[line])
-        else:
+        if isinstance(line, str):
             out.append(line)
+            continue
+        assert source is not None  # write_lines gives indices only of held lines
+        if isinstance(line, range):
+            out.extend(source[index] for index in line)
+        else:
+            out.append(source[line])
     return out
 
 

@@ -91,8 +91,9 @@ class LineFile:
 
     Memory does not grow with the lines: the place of every :data:`MARK_EVERY`-th line
     is held (8 bytes), and a line between two marks is found by reading on from the
-    mark before it (or from the line found last, when it lies between: a pass in order
-    reads each byte about once)."""
+    mark before it (or from the line found last, when it lies between), a piece of
+    :data:`_PIECE` bytes at a time; the last piece read is kept, so a pass in order (a
+    writer copying the runs of lines between those it changes) reads each piece once."""
 
     def __init__(
         self,
@@ -114,6 +115,8 @@ class LineFile:
         self.base = base
         self._head: array[int] = array("q")  # the first lines' marks, when let go (forget)
         self._cursor = (-1, 0)  # the line found last and where it starts
+        self._piece = b""  # the piece of the file read last (from byte _piece_at)
+        self._piece_at = 0
 
     def note(self, start: int, end: int) -> None:
         """The next line starts at byte ``start`` and ends at ``end`` (before its line
@@ -162,26 +165,45 @@ class LineFile:
         return self._skip(start, 1) - 1
 
     def _skip(self, start: int, breaks: int) -> int:
-        """The byte after the ``breaks``-th line break from byte ``start``."""
-        handle = self._handle()
+        """The byte after the ``breaks``-th line break from byte ``start``. The file is
+        read a piece at a time, the last piece read kept: lines looked up in order (a
+        writer's copies between two changed lines) read each piece once, not once per
+        line."""
+        data, at = self._piece, self._piece_at
+        if not at <= start < at + len(data):
+            data, at = self._read_piece(start), start
+        found = start - at - 1  # search after this offset in data
         while True:
-            data = os.pread(handle, _PIECE, start)
-            if not data:
-                raise InputError(f"{self.path} changed while it was read (a line is short)")
-            at = -1
             while breaks:
-                at = data.find(b"\n", at + 1)
-                if at < 0:
+                found = data.find(b"\n", found + 1)
+                if found < 0:
                     break
                 breaks -= 1
             if not breaks:
-                return start + at + 1
-            start += len(data)
+                return at + found + 1
+            at += len(data)
+            data, found = self._read_piece(at), -1
+
+    def _read_piece(self, start: int) -> bytes:
+        """:data:`_PIECE` bytes of the file from ``start``, kept as the piece read last."""
+        data = os.pread(self._handle(), _PIECE, start)
+        if not data:
+            raise InputError(f"{self.path} changed while it was read (a line is short)")
+        self._piece, self._piece_at = data, start
+        return data
+
+    def _span(self, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end - 1`` of the file (from the piece read last when it
+        holds them)."""
+        at = self._piece_at
+        if at <= start and end <= at + len(self._piece):
+            return self._piece[start - at : end - at]
+        return os.pread(self._handle(), end - start, start)
 
     def _bytes(self, index: int) -> bytes:
         start = self.start_of(index)
         size = self._end_of(index, start) - start
-        data = os.pread(self._handle(), size, start)
+        data = self._span(start, start + size)
         if len(data) != size:
             raise InputError(f"{self.path} changed while it was read (line {index + 1} is short)")
         return data
@@ -197,17 +219,25 @@ class LineFile:
         if first < min(stop, whole):
             last = min(stop, whole) - 1
             start = self.start_of(first)
-            end = self._end_of(last, self.start_of(last))
-            handle = self._handle()
-            while start < end:
-                data = os.pread(handle, min(_CHUNK, end - start), start)
-                if not data:
-                    raise InputError(
-                        f"{self.path} changed while it was read (line {last + 1} is short)"
-                    )
-                write(data)
-                start += len(data)
-            write(b"\n")
+            if last == len(self) - 1:
+                end = self.last_end
+            else:  # the run's breaks passed over once; the line after is found with it
+                end = self._skip(start, last - first + 1) - 1
+                self._cursor = (last + 1, end + 1)
+            at = self._piece_at
+            if at <= start and end <= at + len(self._piece):  # a few lines, read already
+                write(self._piece[start - at : end - at] + b"\n")
+            else:
+                handle = self._handle()
+                while start < end:
+                    data = os.pread(handle, min(_CHUNK, end - start), start)
+                    if not data:
+                        raise InputError(
+                            f"{self.path} changed while it was read (line {last + 1} is short)"
+                        )
+                    write(data)
+                    start += len(data)
+                write(b"\n")
             first = last + 1
         for index in range(first, stop):
             write(self.text(index).encode("utf-8") + b"\n")
@@ -687,18 +717,20 @@ def check_part(segment: gemini_chat.GeminiHistory, settled: Settled) -> bool:
     ``settled.messages``) as :func:`~agc.resume._validate.check_loaded` checks a
     history, and add it to ``settled``: its findings and warnings to the tallies, its
     messages, calls and results to the counts. Whether it breaks no rule."""
-    from agc.resume._validate import check_messages, unrecorded_findings  # noqa: PLC0415
+    from agc.resume._validate import tally_messages, unrecorded_findings  # noqa: PLC0415
 
-    report = check_messages(
-        segment.messages, "gemini-chat", settled=Settled(messages=settled.messages)
-    )
     assert settled.tallies is not None  # made with them (part_tallies)
-    settled.tallies[0].extend(report.findings)
+    valid, calls, results = tally_messages(
+        segment.messages,
+        "gemini-chat",
+        settled.tallies[0],
+        settled=Settled(messages=settled.messages),
+    )
     settled.tallies[1].extend(unrecorded_findings(segment))
     settled.messages += len(segment.messages)
-    settled.calls += report.calls
-    settled.results += report.results
-    return report.valid
+    settled.calls += calls
+    settled.results += results
+    return valid
 
 
 def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: bool) -> bool:
@@ -711,10 +743,7 @@ def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: boo
         if block.call_id is not None
     }
     if add:
-        found = False
-        for key in keys:
-            found = prints.add(key) or found
-        return found
+        return prints.add_all(keys)
     return any(key in prints for key in keys)
 
 
@@ -797,9 +826,9 @@ def _scan(
     paths: dict[tuple[str | int, ...], tuple[str | int, ...]] = {}
     final_newline = True
     blank = True
-    last_body = b""
-    last_text: str | None = None
-    last_record: Any = None
+    body = b""  # the line read last, its text when it is not JSON, and its record
+    text: str | None = None
+    record: Any = None
     next_report = _CHUNK * 8
     decided = False  # the facts can no longer change the format
     sift: frozenset[str] | None = None  # only lines of these types can change it
@@ -812,79 +841,81 @@ def _scan(
         # now, through its descriptor: never from whatever the path names by then.
         records._fd = os.dup(handle.fileno())
         handle.seek(offset)
-        for body, final_newline in _lines(handle):
-            read = records.read  # records.note, inline: a line at a time
-            index = records.origin + read
-            if not read & _MARK_MASK:
-                records.marks.append(offset)
-            records.read = read + 1
-            offset += len(body)
-            records.last_end = offset
-            offset += final_newline
-            try:
-                # JSON read from the bytes: a line that reads is UTF-8 and not blank.
-                record = loads(body)
-                text = None
-            except JsonInvalidError:
+        for bodies, final_newline in _pieces(handle):
+            for body in bodies:
+                read = records.read  # records.note, inline: a line at a time
+                index = records.origin + read
+                if not read & _MARK_MASK:
+                    records.marks.append(offset)
+                records.read = read + 1
+                offset += len(body)
+                records.last_end = offset
+                offset += final_newline
                 try:
-                    text = body.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    if (
-                        final_newline
-                        or exc.end != len(body)
-                        or exc.reason != "unexpected end of data"
-                    ):
-                        raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
-                    text = body[: exc.start].decode("utf-8") + "\ufffd"
-                    records._last = text
-                if blank and text.strip():
+                    # JSON read from the bytes: a line that reads is UTF-8 and not blank.
+                    record = loads(body)
+                    text = None
+                except JsonInvalidError:
+                    try:
+                        text = body.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        if (
+                            final_newline
+                            or exc.end != len(body)
+                            or exc.reason != "unexpected end of data"
+                        ):
+                            raise InputError(f"{source}: line {index + 1} is not UTF-8") from exc
+                        text = body[: exc.start].decode("utf-8") + "\ufffd"
+                        records._last = text
+                    if blank and text.strip():
+                        blank = False
+                    record = _parse(text)
+                else:
                     blank = False
-                record = _parse(text)
-            else:
-                blank = False
-            if not decided and (
-                sift is None or (type(record) is dict and record.get("type") in sift)
-            ):
-                facts.feed(record)
-                decided = facts.rollout and facts.head >= 64
-                sift = facts.sift()
-            if replay is not None:  # a Gemini CLI session: its reader, called directly
-                replay.feed(index, record, refs)
-                if gemini is not None and len(entries) > gemini.next_try:
-                    gemini.feed(replay)
-            elif chosen is None:
-                chosen = facts.first()
-            if chosen is not None and replay is None:
-                if reader is None:
-                    reader = _READERS.get(chosen, codex_rollout.LineReader)()
-                    if parts is not None and isinstance(reader, gemini_chat.LineReader):
-                        reader.journal = []  # each part's output is replayed from it
-                    for earlier in range(records.base, index):  # lines before the first telling one
-                        _feed(reader, earlier, records.record(earlier), refs, paths)
-                    if settle is not None and chosen != "gemini-chat":
-                        settler = _Settler(
-                            settle, chosen, _confirmer(records, chosen), exact=exact_ids
-                        )
-                        if start is not None and not isinstance(reader, gemini_chat.LineReader):
-                            settler.resume(reader.messages, start.settled)
-                    elif settle is not None and checked:
-                        # A Gemini CLI record may replace or rewind to any earlier one:
-                        # its messages are let go of checked, the read falls back if so.
-                        gemini = _GeminiSettler(settle, keep, refs, parts)
-                _feed(reader, index, record, refs, paths)
-                if isinstance(reader, gemini_chat.LineReader):
-                    replay, entries = reader, reader.entries
+                if not decided and (
+                    sift is None or (type(record) is dict and record.get("type") in sift)
+                ):
+                    facts.feed(record)
+                    decided = facts.rollout and facts.head >= 64
+                    sift = facts.sift()
+                if replay is not None:  # a Gemini CLI session: its reader, called directly
+                    replay.feed(index, record, refs)
                     if gemini is not None and len(entries) > gemini.next_try:
-                        gemini.feed(reader)
-                elif settler is not None:
-                    messages = reader.messages
-                    if messages is not settler.held or len(messages) > settler.next_try:
-                        settler.feed(messages)
-            last_body, last_text, last_record = body, text, record
-            if progress is not None and offset >= next_report:
-                progress(offset)
-                next_report = offset + _CHUNK * 8
-    del last_record
+                        gemini.feed(replay)
+                elif chosen is None:
+                    chosen = facts.first()
+                if chosen is not None and replay is None:
+                    if reader is None:
+                        reader = _READERS.get(chosen, codex_rollout.LineReader)()
+                        if parts is not None and isinstance(reader, gemini_chat.LineReader):
+                            reader.journal = []  # each part's output is replayed from it
+                        # The lines before the first one that tells the format.
+                        for earlier in range(records.base, index):
+                            _feed(reader, earlier, records.record(earlier), refs, paths)
+                        if settle is not None and chosen != "gemini-chat":
+                            settler = _Settler(
+                                settle, chosen, _confirmer(records, chosen), exact=exact_ids
+                            )
+                            if start is not None and not isinstance(reader, gemini_chat.LineReader):
+                                settler.resume(reader.messages, start.settled)
+                        elif settle is not None and checked:
+                            # A Gemini CLI record may replace or rewind to any earlier one:
+                            # its messages are let go of checked, the read falls back if so.
+                            gemini = _GeminiSettler(settle, keep, refs, parts)
+                    _feed(reader, index, record, refs, paths)
+                    if isinstance(reader, gemini_chat.LineReader):
+                        replay, entries = reader, reader.entries
+                        if gemini is not None and len(entries) > gemini.next_try:
+                            gemini.feed(reader)
+                    elif settler is not None:
+                        messages = reader.messages
+                        if messages is not settler.held or len(messages) > settler.next_try:
+                            settler.feed(messages)
+                if progress is not None and offset >= next_report:
+                    progress(offset)
+                    next_report = offset + _CHUNK * 8
+    last_body, last_text = body, text  # the last line's (the loop's last values)
+    del record
     if blank:
         raise InputError(f"{source} is empty")
     if progress is not None:
@@ -950,9 +981,10 @@ _READERS: Final[dict[str, type[_Reader]]] = {
 }
 
 
-def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
-    """Each line of ``handle`` without its line break, and whether it had one; read in
-    large pieces (split at C speed, faster than a read per line)."""
+def _pieces(handle: IO[bytes]) -> Iterator[tuple[list[bytes], bool]]:
+    """The lines of ``handle`` without their line breaks, a list of them per piece read,
+    and whether they had one (only a last line may not); read in large pieces (split at
+    C speed, faster than a read per line, and looped over without a call per line)."""
     rest = b""
     while True:
         chunk = handle.read(_CHUNK)
@@ -960,10 +992,9 @@ def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
             break
         lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
         rest = lines.pop()
-        for line in lines:
-            yield line, True
+        yield lines, True
     if rest:
-        yield rest, False
+        yield [rest], False
 
 
 def _feed(
