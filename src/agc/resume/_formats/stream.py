@@ -521,15 +521,40 @@ def scan_tail(
 class _Settler:
     """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
 
-    __slots__ = ("confirm", "every", "exact", "format", "held", "next_try", "settled")
+    __slots__ = (
+        "confirm",
+        "every",
+        "exact",
+        "format",
+        "held",
+        "keep",
+        "loose",
+        "next_try",
+        "open_ids",
+        "settled",
+    )
 
     def __init__(
-        self, every: int, format: FormatName, confirm: Confirm, *, exact: bool = False
+        self,
+        every: int,
+        format: FormatName,
+        confirm: Confirm,
+        *,
+        exact: bool = False,
+        loose: bool = False,
+        keep: int | None = None,
     ) -> None:
         self.every = max(every, 1)
         self.format = format
         self.confirm = confirm
         self.exact = exact  # the ids let go of in a CallIdSet, not spilled
+        # loose: a check only; messages are let go of whatever they break, their
+        # findings kept in the tallies (``keep`` of them beside their counts).
+        self.loose = loose
+        self.keep = keep
+        # Responses: the ids of the calls let go of unanswered; a later result with one
+        # of them would answer it (the read then falls back: _ReachBackError).
+        self.open_ids: set[str] = set()
         self.settled = Settled(call_ids=self._ids())
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
@@ -559,6 +584,7 @@ class _Settler:
             _SpilledIdError: an answer may have been wrong (an id of a call let go of
                 used again): read again with ``exact``.
         """
+        self._reach_back(messages)
         ids = self.settled.call_ids
         held = (
             block.call_id
@@ -569,6 +595,17 @@ class _Settler:
         if isinstance(ids, SpilledCallIds) and not ids.seal(held):
             raise _SpilledIdError
 
+    def _reach_back(self, messages: list[Message]) -> None:
+        """Raise :class:`_ReachBackError` when a result of ``messages`` answers a call
+        let go of unanswered (the pairing of the whole history differs from its parts')."""
+        open_ids = self.open_ids
+        if not open_ids:
+            return
+        for message in messages:
+            for block in message.blocks:
+                if block.kind == "result" and block.call_id in open_ids:
+                    raise _ReachBackError
+
     def feed(self, messages: list[Message]) -> None:
         """Called with the reader's messages after a line when they are not the list
         held (compacted) or more than ``next_try`` (the last message may still grow: a
@@ -576,8 +613,12 @@ class _Settler:
         if messages is not self.held:  # a Codex `compacted` line: history starts again
             self.held = messages
             self.settled = Settled(call_ids=self._ids())
+            self.open_ids = set()
             self.next_try = self.every
         if len(messages) <= self.next_try:
+            return
+        if self.loose:
+            self._let_go_checked(messages)
             return
         cut = _quiet_point(messages)
         if cut:
@@ -599,6 +640,43 @@ class _Settler:
         # Held: a problem, or no quiet point yet. Tried again when twice as many are
         # held, so the checks stay linear in the history.
         self.next_try = 2 * len(messages)
+
+    def _let_go_checked(self, messages: list[Message]) -> None:
+        """``loose``: let go of the messages before :func:`_loose_point`, checked, their
+        findings added to the tallies (a check reports them as the whole history's
+        check does: no message after can change them but through a call id, and a
+        result that answers a call let go of unanswered makes the read fall back)."""
+        from agc.resume._validate import FindingTally, check_messages  # noqa: PLC0415
+
+        responses = self.format == "codex-rollout"
+        cut = _loose_point(messages, _STALE if responses else 0)
+        if not cut:
+            self.next_try = 2 * len(messages)  # linear, as feed
+            return
+        part = messages[:cut]
+        self._reach_back(part)
+        settled = self.settled
+        report = check_messages(part, self.format, settled=settled)
+        if report.findings:
+            if settled.tallies is None:
+                settled.tallies = (FindingTally(self.keep), FindingTally(self.keep))
+            settled.tallies[0].extend(report.findings)
+            if responses:
+                self.open_ids.update(
+                    finding.call_id
+                    for finding in report.findings
+                    if finding.code == "tool-call-unanswered" and finding.call_id is not None
+                )
+        ids = settled.call_ids
+        for message in part:
+            for block in message.blocks:
+                if block.kind == "call" and block.call_id is not None:
+                    ids.add(block.call_id, -1 if block.origin is None else block.origin)
+        settled.messages = report.messages
+        settled.calls = report.calls
+        settled.results = report.results
+        del messages[:cut]
+        self.next_try = self.every
 
 
 class Parts(Protocol):
@@ -770,6 +848,36 @@ def _quiet_point(messages: list[Message]) -> int:
     return cut
 
 
+_STALE: Final = 256
+"""Messages after which a call still open is taken as never answered when a check lets
+go of messages (:func:`_loose_point`): a later result for it makes the read fall back."""
+
+
+def _loose_point(messages: list[Message], stale: int) -> int:
+    """The largest ``cut`` before the last message such that ``messages[cut - 1]``
+    holds no call nor reasoning (its answer or following item is after it) and every
+    call of ``messages[:cut]`` without a result there is at least ``stale`` messages
+    before the cut; 0 when there is none. A check lets go of ``messages[:cut]``
+    whatever they break (see :meth:`_Settler._let_go_checked`)."""
+    opened: dict[str | None, int] = {}
+    cut = 0
+    for position in range(len(messages) - 1):
+        quiet = True
+        for block in messages[position].blocks:
+            kind = block.kind
+            if kind == "call":
+                opened.setdefault(block.call_id, position)
+                quiet = False
+            elif kind == "result":
+                opened.pop(block.call_id, None)
+            elif kind == "reasoning":
+                quiet = False
+        # The newest call still open is the last one in ``opened`` (in position order).
+        if quiet and (not opened or next(reversed(opened.values())) + stale <= position):
+            cut = position + 1
+    return cut
+
+
 def _scan(
     path: Path,
     *,
@@ -863,7 +971,12 @@ def _scan(
                         _feed(reader, earlier, records.record(earlier), refs, paths)
                     if settle is not None and chosen != "gemini-chat":
                         settler = _Settler(
-                            settle, chosen, _confirmer(records, chosen), exact=exact_ids
+                            settle,
+                            chosen,
+                            _confirmer(records, chosen),
+                            exact=exact_ids,
+                            loose=checked and parts is None and start is None,
+                            keep=keep,
                         )
                         if start is not None and not isinstance(reader, gemini_chat.LineReader):
                             settler.resume(reader.messages, start.settled)
