@@ -261,10 +261,10 @@ def flat_target(
 
 def bench_resume_streaming(ctx: Any) -> Any:
     """The suite: check and repair (synthesize, ``--out``) of a Claude Code session, a
-    Codex rollout and a Codex rollout interrupted early (:data:`MAKERS`) of 100 MB (1 MB with ``--quick``), beside the ``json.loads`` loop over
-    the same file, ``--rounds`` rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>``
-    also that size, one round (1 GB: 12x the time of 100 MB, its peak within 10 MB of
-    100 MB's)."""
+    Codex rollout and a Codex rollout interrupted early (:data:`MAKERS`) of 100 MB (1 MB
+    with ``--quick``), beside the ``json.loads`` loop over the same file, ``--rounds``
+    rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>`` also that size, one round
+    (1 GB: 12x the time of 100 MB, its peak within 10 MB of 100 MB's)."""
     from benchmarks.report import Row, Section  # noqa: PLC0415 - only when run
     from benchmarks.run import parse_size  # noqa: PLC0415
     from benchmarks.suites import _compile_agc  # noqa: PLC0415 - suites imports this module

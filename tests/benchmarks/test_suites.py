@@ -89,9 +89,8 @@ def test_the_streaming_benchmark_measures_a_rollout_interrupted_early(
 ) -> None:
     from types import SimpleNamespace  # noqa: PLC0415
 
-    from benchmarks import resume_streaming  # noqa: PLC0415
-
     from agc.resume import check_loaded, scan_session  # noqa: PLC0415
+    from benchmarks import resume_streaming  # noqa: PLC0415
 
     kind = "codex-rollout-interrupted-early"
     make = resume_streaming.MAKERS[kind]

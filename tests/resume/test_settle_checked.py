@@ -15,9 +15,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agc.resume._formats.stream as stream
 from agc.errors import AgcError
-from agc.resume import History, check_loaded, load_history, scan_session
-from agc.resume._formats import stream
+from agc.resume import (
+    History,
+    RepairReport,
+    Strategy,
+    check_loaded,
+    load_history,
+    repair_loaded,
+    repair_session,
+    repair_streamed,
+    scan_session,
+)
 from tests.conftest import examples
 from tests.resume.test_repair import _claude_lines, _codex_lines
 from tests.resume.test_settle import _turns
@@ -144,3 +154,69 @@ def test_call_ids_used_again_are_checked_in_parts(tmp_path: Path) -> None:
     assert len(checked.messages) <= 2 * 16 + 4
     counts = check_loaded(checked, keep=3).code_counts()
     assert counts == {"duplicate-call-id": 100, "duplicate-tool-result": 100}
+
+
+def _repaired_as_whole(path: Path, settle: int, strategy: Strategy, out: Path) -> bool:
+    """Assert that the repair of ``path`` decided as a check reads it (``repair_session``,
+    then ``repair_streamed`` when it hands the history back) writes the bytes and the
+    report of the whole read's repair; whether the runs decided it (no fall back)."""
+    try:
+        whole = load_history(path.read_bytes(), source=str(path))
+        expected = repair_loaded(whole, strategy=strategy)
+    except AgcError as exc:
+        with out.open("wb+") as sink, pytest.raises(type(exc)):
+            _repair_in_runs(path, settle, strategy, sink, out)
+        return False
+    with out.open("wb+") as sink:
+        report, planned = _repair_in_runs(path, settle, strategy, sink, out)
+    assert out.read_bytes() == expected.data
+    assert report.to_dict() == expected.report.to_dict()
+    return planned
+
+
+def _repair_in_runs(
+    path: Path, settle: int, strategy: Strategy, sink: Any, out: Path
+) -> tuple[RepairReport, bool]:
+    def read_back() -> History:
+        sink.flush()
+        return scan_session(out, source="out", format=None, settle=settle, checked=True)
+
+    history, report = repair_session(
+        path, sink, read_back, source=str(path), strategy=strategy, settle=settle
+    )
+    if report is not None:
+        return report, True
+    sink.seek(0)
+    sink.truncate()
+    return repair_streamed(history, sink, read_back, strategy=strategy), False
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=_broken_sessions(),
+    settle=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+    stale=st.integers(min_value=0, max_value=3),
+)
+def test_property_a_repair_decided_in_runs_is_the_whole_repair(
+    data: bytes,
+    settle: int,
+    strategy: Strategy,
+    stale: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("runs")
+    path = folder / "session.jsonl"
+    path.write_bytes(data)
+    with mock.patch.object(stream, "_STALE", stale):
+        _repaired_as_whole(path, settle, strategy, folder / "out.jsonl")
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_rollout_interrupted_early_is_repaired_in_runs(
+    strategy: Strategy, tmp_path: Path
+) -> None:
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(_rollout(200, early=True))
+    with mock.patch.object(stream, "_STALE", 8):
+        assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")

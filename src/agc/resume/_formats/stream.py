@@ -59,6 +59,8 @@ __all__ = [
     "LineFile",
     "LineSequence",
     "Parts",
+    "Plan",
+    "ReachBackError",
     "ScanStart",
     "check_part",
     "parse_line",
@@ -383,6 +385,7 @@ def scan_session(
     checked: bool = False,
     keep: int | None = None,
     parts: Parts | None = None,
+    plan: Plan | None = None,
 ) -> History:
     """Read the session file at ``path`` in one pass (see the module docstring).
 
@@ -413,6 +416,10 @@ def scan_session(
         parts: with ``checked``, given each part of a Gemini CLI session as it is let
             go of (to repair and write it); told to start again (:meth:`Parts.restart`)
             when the file is read again (as a whole, or as another format).
+        plan: with ``checked``, a Codex rollout's messages are let go of as a check
+            lets them go, each run given to ``plan`` first (to decide its repair); a
+            run that :class:`Plan` refuses makes the file read again holding them
+            (``plan`` no longer given any). Told to start again as ``parts`` is.
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -435,18 +442,24 @@ def scan_session(
                 keep=keep,
                 parts=parts,
                 exact_ids=exact_ids,
+                plan=plan,
             )
         except _SpilledIdError:
             exact_ids = True  # read again with the ids let go of held
             progress = None
             if parts is not None:
                 parts.restart()
+            if plan is not None:
+                plan.restart()
             continue
         except _ReachBackError:
             checked = False  # read whole: the replay reaches back
             progress = None
             if parts is not None:
                 parts.restart()
+            if plan is not None:
+                plan.restart()
+                plan = None
             continue
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
@@ -455,6 +468,8 @@ def scan_session(
         progress = None
         if parts is not None:
             parts.restart()
+        if plan is not None:
+            plan.restart()
 
 
 @dataclass(frozen=True)
@@ -531,6 +546,9 @@ class _Settler:
         "loose",
         "next_try",
         "open_ids",
+        "plan",
+        "refs",
+        "session",
         "settled",
     )
 
@@ -555,6 +573,9 @@ class _Settler:
         # Responses: the ids of the calls let go of unanswered; a later result with one
         # of them would answer it (the read then falls back: _ReachBackError).
         self.open_ids: set[str] = set()
+        self.plan: Plan | None = None  # given each part let go of (loose), to repair it
+        self.refs: LineSequence | None = None  # the parsed lines the plan's parts read
+        self.session: Callable[[], str | None] = lambda: None  # the reader's session id
         self.settled = Settled(call_ids=self._ids())
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
@@ -615,6 +636,8 @@ class _Settler:
             self.settled = Settled(call_ids=self._ids())
             self.open_ids = set()
             self.next_try = self.every
+            if self.plan is not None:
+                self.plan.restart()
         if len(messages) <= self.next_try:
             return
         if self.loose:
@@ -667,6 +690,10 @@ class _Settler:
                     for finding in report.findings
                     if finding.code == "tool-call-unanswered" and finding.call_id is not None
                 )
+        if self.plan is not None:
+            if self.refs is not None:  # the lines read so far, read again for the part
+                self.refs._count = len(self.refs._file)
+            self.plan.part(part, settled, self.session())
         ids = settled.call_ids
         for message in part:
             for block in message.blocks:
@@ -677,6 +704,20 @@ class _Settler:
         settled.results = report.results
         del messages[:cut]
         self.next_try = self.every
+
+
+class Plan(Protocol):
+    """What a Codex rollout read for a repair in parts (:func:`scan_session`, ``plan``)
+    gives each run of messages it lets go of, before the next is read."""
+
+    def part(self, messages: list[Message], settled: Settled, session_id: str | None) -> None:
+        """A run of messages, after ``settled`` (the runs before; their call ids not
+        yet holding these ones'); ``session_id``: the reader's so far. May raise
+        :class:`ReachBackError`: the repair of the runs is not the whole one's."""
+
+    def restart(self) -> None:
+        """Forget every run given: the history starts again (a ``compacted`` line, or
+        the file read again)."""
 
 
 class Parts(Protocol):
@@ -797,7 +838,12 @@ def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: boo
 
 
 class _ReachBackError(Exception):
-    """A Gemini CLI record names a message a settled read let go of."""
+    """A Gemini CLI record names a message a settled read let go of (or a Codex
+    rollout's message a call id of the messages a check or a :class:`Plan` let go of)."""
+
+
+ReachBackError = _ReachBackError
+"""Raised by a :class:`Plan`: the file is read again holding its messages."""
 
 
 class _SpilledIdError(Exception):
@@ -890,6 +936,7 @@ def _scan(
     keep: int | None = None,
     parts: Parts | None = None,
     exact_ids: bool = False,
+    plan: Plan | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -975,9 +1022,16 @@ def _scan(
                             chosen,
                             _confirmer(records, chosen),
                             exact=exact_ids,
-                            loose=checked and parts is None and start is None,
-                            keep=keep,
+                            loose=checked
+                            and start is None
+                            and (parts is None or (plan is not None and chosen == "codex-rollout")),
+                            # A repair's report holds every finding of its input.
+                            keep=keep if plan is None else None,
                         )
+                        if settler.loose and plan is not None and chosen == "codex-rollout":
+                            settler.plan = plan
+                            settler.refs = refs
+                            settler.session = _session_of(reader)
                         if start is not None and not isinstance(reader, gemini_chat.LineReader):
                             settler.resume(reader.messages, start.settled)
                     elif settle is not None and checked:
@@ -1046,6 +1100,11 @@ def _scan(
         last_text = last_body.decode("utf-8")  # it read as JSON: valid UTF-8
     history.torn = _torn(count, final_newline, last_text)
     return history, facts
+
+
+def _session_of(reader: _Reader) -> Callable[[], str | None]:
+    """The session id ``reader`` has read so far, when asked."""
+    return lambda: getattr(reader, "session_id", None)
 
 
 def _torn(count: int, final_newline: bool, last_text: str | None) -> int | None:
