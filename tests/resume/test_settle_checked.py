@@ -3,7 +3,10 @@
 Codex rollout interrupted early (a call never answered) or whose call ids are used
 again is checked in parts, and its report is the one of the file read whole (the same
 findings, the same counts, the same first ``keep`` examples); a result that answers a
-call let go of unanswered makes the read fall back to holding the messages."""
+call let go of unanswered makes the read fall back to holding the messages. A Codex
+rollout's repair (``repair_session``) is decided run by run as that read lets them go
+and written in a second pass: the same bytes and report as the whole read's repair.
+The ids and lines let go of are spilled to files early (``SPILL_AT`` made small)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agc.resume._formats.model as model
 import agc.resume._formats.stream as stream
 from agc.errors import AgcError
 from agc.resume import (
@@ -33,8 +37,10 @@ from tests.resume.test_repair import _claude_lines, _codex_lines
 from tests.resume.test_settle import _turns
 
 REACHES_INSIDE = {
+    "agc.resume._formats.model": "the bound of SpilledLines and SpilledCallIds (SPILL_AT) "
+    "made small, so the ids and lines let go of are spilled",
     "agc.resume._formats.stream": "its _STALE (how long a call stays open before a check "
-    "lets go of it) made small, so the fall back of a later result is reached"
+    "lets go of it) made small, so the fall back of a later result is reached",
 }
 
 
@@ -81,17 +87,19 @@ def _broken_sessions(draw: st.DrawFn) -> bytes:
     settle=st.integers(min_value=1, max_value=4),
     keep=st.sampled_from([None, 0, 1, 3]),
     stale=st.integers(min_value=0, max_value=3),
+    spill_at=st.sampled_from([1, 2, 4, model.SPILL_AT]),
 )
 def test_property_a_checked_read_reports_as_the_whole_read(
     data: bytes,
     settle: int,
     keep: int | None,
     stale: int,
+    spill_at: int,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     path = tmp_path_factory.mktemp("checked") / "session.jsonl"
     path.write_bytes(data)
-    with mock.patch.object(stream, "_STALE", stale):
+    with mock.patch.object(stream, "_STALE", stale), mock.patch.object(model, "SPILL_AT", spill_at):
         _checked_as_whole(path, settle, keep)
 
 
@@ -197,18 +205,20 @@ def _repair_in_runs(
     settle=st.integers(min_value=1, max_value=4),
     strategy=st.sampled_from(["strip", "synthesize"]),
     stale=st.integers(min_value=0, max_value=3),
+    spill_at=st.sampled_from([1, 2, 4, model.SPILL_AT]),
 )
 def test_property_a_repair_decided_in_runs_is_the_whole_repair(
     data: bytes,
     settle: int,
     strategy: Strategy,
     stale: int,
+    spill_at: int,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     folder = tmp_path_factory.mktemp("runs")
     path = folder / "session.jsonl"
     path.write_bytes(data)
-    with mock.patch.object(stream, "_STALE", stale):
+    with mock.patch.object(stream, "_STALE", stale), mock.patch.object(model, "SPILL_AT", spill_at):
         _repaired_as_whole(path, settle, strategy, folder / "out.jsonl")
 
 
