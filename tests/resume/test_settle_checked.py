@@ -10,6 +10,7 @@ The ids and lines let go of are spilled to files early (``SPILL_AT`` made small)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -230,3 +231,40 @@ def test_a_rollout_interrupted_early_is_repaired_in_runs(
     path.write_bytes(_rollout(200, early=True))
     with mock.patch.object(stream, "_STALE", 8):
         assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
+
+
+def test_a_tool_use_outside_an_assistant_message_is_no_call_let_go_of(tmp_path: Path) -> None:
+    # A user message's tool_use is no call: its id used later by the assistant is
+    # no duplicate, in parts as in the whole history.
+    events: list[tuple[Any, ...]] = []
+    for turn in range(40):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    events += [("assistant", "", [("stray", True)], False), ("result", "stray", False)]
+    data = _claude_lines(events, False, False).decode()
+    user = json.dumps(
+        {
+            "parentUuid": None,
+            "isSidechain": False,
+            "sessionId": "s",
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_use", "id": "stray", "name": "r", "input": {}}],
+            },
+            "uuid": "stray-user",
+        }
+    )
+    first, rest = data.split("\n", 1)
+    path = tmp_path / "session.jsonl"
+    path.write_text(first + "\n" + user + "\n" + rest)
+    checked = _checked_as_whole(path, 4, None)
+    assert checked is not None
+    assert checked.settled is not None
+    codes = check_loaded(checked).code_counts()
+    assert "duplicate-call-id" not in codes
+    assert codes.get("tool-call-unanswered") == 1

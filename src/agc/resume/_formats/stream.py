@@ -694,11 +694,30 @@ class _Settler:
             if self.refs is not None:  # the lines read so far, read again for the part
                 self.refs._count = len(self.refs._file)
             self.plan.part(part, settled, self.session())
-        ids = settled.call_ids
-        for message in part:
+        # Each id once: an id used again is a member already (a duplicate-call-id
+        # finding at each of its uses here), and adding it at each use would make a
+        # long run of one fingerprint in the table.
+        again: dict[str | None, int] = {}
+        for finding in report.findings:
+            if finding.code == "duplicate-call-id":
+                again[finding.call_id] = again.get(finding.call_id, 0) + 1
+        # Claude Code: a tool_use outside an assistant message is no call of the history.
+        calling = [m for m in part if responses or m.role == "assistant"]
+        uses: dict[str, int] = {}
+        for message in calling:
             for block in message.blocks:
                 if block.kind == "call" and block.call_id is not None:
-                    ids.add(block.call_id, -1 if block.origin is None else block.origin)
+                    uses[block.call_id] = uses.get(block.call_id, 0) + 1
+        ids = settled.call_ids
+        added: set[str] = set()
+        for message in calling:
+            for block in message.blocks:
+                call_id = block.call_id
+                if block.kind != "call" or call_id is None or call_id in added:
+                    continue
+                added.add(call_id)
+                if again.get(call_id, 0) < uses[call_id]:  # a first use is here
+                    ids.add(call_id, -1 if block.origin is None else block.origin)
         settled.messages = report.messages
         settled.calls = report.calls
         settled.results = report.results
