@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     from benchmarks.report import Target
 
 __all__ = [
+    "MAKERS",
     "Run",
     "agc_resume",
     "baseline_loads",
     "make_claude_session",
     "make_codex_rollout",
+    "make_codex_rollout_interrupted_early",
     "note_runs",
     "warm",
 ]
@@ -114,6 +116,32 @@ def make_codex_rollout(path: Path, size: int) -> dict[str, Any]:
             out.write(chunk)
         out.write(_CODEX_CALL.sub(b"call_inflight", call) + b"\n")
     return {"bytes": path.stat().st_size}
+
+
+def make_codex_rollout_interrupted_early(path: Path, size: int) -> dict[str, Any]:
+    """A Codex rollout of about ``size`` bytes whose first item is a call never answered
+    (line 2, after ``session_meta``), the rest valid history: everything after the first
+    problem is as long as the file."""
+    lines = _template("codex-rollout")
+    session_meta = [line for line in lines if b'"type":"session_meta"' in line]
+    rest = [line for line in lines if b'"type":"session_meta"' not in line]
+    call = next(line for line in reversed(rest) if b'"type":"function_call"' in line)
+    with path.open("wb") as out:
+        for number, chunk in enumerate(
+            _copies([*session_meta, *rest], _CODEX_CALL, size, len(session_meta))
+        ):
+            out.write(chunk)
+            if not number:  # after the head: the call interrupted early
+                out.write(_CODEX_CALL.sub(b"call_interrupted", call) + b"\n")
+    return {"bytes": path.stat().st_size}
+
+
+MAKERS: dict[str, Callable[[Path, int], dict[str, Any]]] = {
+    "claude-code": make_claude_session,
+    "codex-rollout": make_codex_rollout,
+    "codex-rollout-interrupted-early": make_codex_rollout_interrupted_early,
+}
+"""The shapes of session files measured: kind -> maker of a file of about a size."""
 
 
 _LOADS = """
@@ -269,11 +297,11 @@ def flat_target(
 
 
 def bench_resume_streaming(ctx: Any) -> Any:
-    """The suite: check and repair (synthesize, ``--out``) of a Claude Code session and a
-    Codex rollout of 100 MB (1 MB with ``--quick``), beside the ``json.loads`` loop over
-    the same file, ``--rounds`` rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>``
-    also that size, one round (1 GB: 12x the time of 100 MB, its peak within 10 MB of
-    100 MB's)."""
+    """The suite: check and repair (synthesize, ``--out``) of a Claude Code session, a
+    Codex rollout and a Codex rollout interrupted early (:data:`MAKERS`) of 100 MB (1 MB
+    with ``--quick``), beside the ``json.loads`` loop over the same file, ``--rounds``
+    rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>`` also that size, one round
+    (1 GB: 12x the time of 100 MB, its peak within 10 MB of 100 MB's)."""
     from benchmarks.report import Row, Section  # noqa: PLC0415 - only when run
     from benchmarks.run import parse_size  # noqa: PLC0415
     from benchmarks.suites import _compile_agc  # noqa: PLC0415 - suites imports this module
@@ -282,7 +310,8 @@ def bench_resume_streaming(ctx: Any) -> Any:
         "resume_streaming",
         "Resume of large session files",
         "agc resume FILE --check and --strategy synthesize --out on real-shaped session "
-        "files (real lines repeated, ids made unique, the last call in flight); each "
+        "files (real lines repeated, ids made unique, the last call in flight; or, "
+        "interrupted early, the first call never answered); each "
         "command and the json.loads loop in a process of their own, agc "
         "byte-compiled as an installed package is; peak is the process's maximum "
         "resident set and cpu its user + system time (/usr/bin/time), with the bytes it read "
@@ -295,8 +324,7 @@ def bench_resume_streaming(ctx: Any) -> Any:
     large = os.environ.get(_SIZE_OPTION)
     if large:
         sizes.append(parse_size(large))
-    makers = {"claude-code": make_claude_session, "codex-rollout": make_codex_rollout}
-    for kind, make in makers.items():
+    for kind, make in MAKERS.items():
         seconds_by_size: dict[int, float] = {}
         peak_by_size: dict[str, dict[int, int]] = {"check": {}, "repair": {}}
         for size in sizes:

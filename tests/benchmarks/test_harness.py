@@ -54,7 +54,12 @@ EXPECTED_TARGETS = {
     "bulk-linear",
     *(
         f"resume-{kind}-{action}-1000000{peak}"
-        for kind in ("claude-code", "codex-rollout", "gemini-chat")
+        for kind in (
+            "claude-code",
+            "codex-rollout",
+            "codex-rollout-interrupted-early",
+            "gemini-chat",
+        )
         for action in ("check", "repair")
         for peak in ("", "-peak")
     ),
@@ -92,7 +97,7 @@ SUITE_TARGETS: dict[str, set[str]] = {
     },
     "resume_streaming": {
         f"resume-{kind}-{action}-1000000{peak}"
-        for kind in ("claude-code", "codex-rollout")
+        for kind in ("claude-code", "codex-rollout", "codex-rollout-interrupted-early")
         for action in ("check", "repair")
         for peak in ("", "-peak")
     },

@@ -82,3 +82,41 @@ def test_the_flat_memory_target_judges_the_large_peak_against_the_small_one() ->
     assert [(t.status, t.value) for t in flat] == [("PASS", 9.0)]
     assert [(t.status, t.value) for t in grows] == [("FAIL", 54.0)]
     assert flat_target("codex-rollout", "check", sizes[:1], {sizes[0]: 1}) == []
+
+
+def test_the_streaming_benchmark_measures_a_rollout_interrupted_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from agc.resume import check_loaded, scan_session  # noqa: PLC0415
+    from benchmarks import resume_streaming  # noqa: PLC0415
+
+    kind = "codex-rollout-interrupted-early"
+    make = resume_streaming.MAKERS[kind]
+    try:
+        make(tmp_path / "probe.jsonl", 200_000)
+    except RuntimeError as exc:  # no real fixtures here
+        pytest.skip(str(exc))
+    probe = scan_session(tmp_path / "probe.jsonl", source="probe", format=None)
+    findings = check_loaded(probe).findings
+    # One problem, on line 2 (after session_meta): the call never answered.
+    assert [(f.code, f.call_id, f.record) for f in findings] == [
+        ("tool-call-unanswered", "call_interrupted", 1)
+    ]
+    monkeypatch.setattr(resume_streaming, "MAKERS", {kind: make})
+    work = tmp_path / "work"
+    work.mkdir()
+    section = resume_streaming.bench_resume_streaming(
+        SimpleNamespace(quick=True, rounds=1, work=work)
+    )
+    rows = {row.name: row for row in section.rows}
+    for label in ("json.loads loop", "agc resume check", "agc resume repair"):
+        row = rows[f"{kind} 1,000,000 B: {label}"]
+        assert row.skipped is None
+        assert row.peak_bytes > 0
+    assert {t.id for t in section.targets} == {
+        f"resume-{kind}-{label}-1000000{peak}"
+        for label in ("check", "repair")
+        for peak in ("", "-peak")
+    }

@@ -1159,7 +1159,8 @@ def _repair_streamed(
                 path,
                 source="repaired history",
                 # not read yet: repair_session reads back a Gemini CLI session's parts
-                format=read[0].format if read else "gemini-chat",
+                # or a Codex rollout repaired in runs (the format told as it is read)
+                format=read[0].format if read else None,
                 settle=_resume.SETTLE_MESSAGES,
                 checked=True,
             )

@@ -740,6 +740,140 @@ class _PartRepair:
         self.written = True
 
 
+_HAZARDS: Final = frozenset(
+    {"stripped", "synthesized", "dropped-duplicate-call", "dropped-orphan-result"}
+)
+"""Changes whose call id, met again after their run, may be paired otherwise by the
+whole history's repair (a call answered late, an id used again, a result recorded
+before its call): the read then falls back (:class:`_Planner`)."""
+
+
+class _Planner:
+    """Decides the repair of a Codex rollout run by run as a check reads it
+    (:class:`~agc.resume._formats.stream.Plan`): each run of messages let go of is
+    repaired as the whole history's repair repairs it (after the runs before, through
+    their call ids) and only what the writer needs is kept: the lines dropped (spilled
+    to a file past a bound), the new items after a line, and the changes. A run that
+    names a call id of an earlier run's change (:data:`_HAZARDS`) is refused: the whole
+    repair could pair it otherwise."""
+
+    def __init__(self, strategy: Strategy, state: ToolCallState, session_id: str | None) -> None:
+        self.strategy = strategy
+        self.state = state
+        self.session_id = session_id
+        self.restart()
+
+    def restart(self) -> None:
+        self.dropped = SpilledLines()
+        self.inserted: dict[int, list[Message]] = {}
+        self.anchor: int | None = None
+        self.changes: list[Change] = []
+        self.hazards: set[str] = set()
+        self.parts = 0
+        self.read_session: str | None = None  # the reader's session id at the first run
+        self.session = ""
+
+    def part(self, messages: list[Message], settled: Settled, session_id: str | None) -> None:
+        from agc.resume._formats import codex_rollout  # noqa: PLC0415 - loaded
+        from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
+
+        self.refuse_reach_back(messages)
+        if not self.parts:
+            self.read_session = session_id
+            given = self.session_id
+            self.session = given if given is not None else (session_id or "")
+        spec = get_spec("codex-rollout")
+        repaired, changes = _Repairer(
+            messages, spec, self.strategy, self.state, self.session, settled
+        ).run()
+        if changes and self.session_id is None and self.read_session is None:
+            raise ReachBackError  # the identity is the first line's: from the whole read
+        dropped, inserted, self.anchor = codex_rollout.plan_lines(messages, repaired, self.anchor)
+        self.dropped.extend(dropped)
+        for line, items in inserted.items():
+            self.inserted.setdefault(line, []).extend(items)
+        self.changes.extend(changes)
+        self.hazards.update(
+            change.call_id
+            for change in changes
+            if change.action in _HAZARDS and change.call_id is not None
+        )
+        self.parts += 1
+
+    def refuse_reach_back(self, messages: list[Message]) -> None:
+        """Raise :class:`~agc.resume._formats.stream.ReachBackError` when a message
+        names a call id of an earlier run's change (see :data:`_HAZARDS`)."""
+        from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
+
+        hazards = self.hazards
+        if hazards and any(
+            block.call_id in hazards for message in messages for block in message.blocks
+        ):
+            raise ReachBackError
+
+
+def _repair_planned(
+    history: History,
+    planner: _Planner,
+    sink: RewindableSink,
+    read_back: Callable[[], History],
+    path: Path,
+    *,
+    source: str,
+    settle: int,
+) -> tuple[History, RepairReport | None]:
+    """The repair of a Codex rollout whose runs ``planner`` decided as it was read
+    (the messages ``history`` still holds are the last run): written in a second pass
+    over the file, each line copied, dropped or followed by new items as decided; the
+    output then checked as :func:`repair_streamed` checks it. Returns the history read
+    again holding its messages and ``None`` when the last run reaches back to an
+    earlier one, or the session's identity differs from the one the runs used."""
+    from agc.resume._formats import codex_rollout  # noqa: PLC0415 - loaded
+    from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
+
+    settled = history.settled
+    assert settled is not None  # runs were let go of
+    try:
+        if history.session_id != planner.read_session and planner.session_id is None:
+            raise ReachBackError  # a session_meta after the first run: another identity
+        planner.part(history.messages, settled, history.session_id)
+    except ReachBackError:
+        sink.seek(0)
+        sink.truncate()
+        again = scan_session(path, source=source, format="codex-rollout", settle=settle)
+        return again, None
+    before = check_loaded(history)
+    whole = _without_torn_line(history)
+    assert whole.lines is not None  # a session file's
+    rewritten = bool(planner.changes)
+    lines: Iterable[str | int] = (
+        codex_rollout.write_plan(whole, planner.dropped, planner.inserted)
+        if rewritten
+        else range(len(whole.lines))
+    )
+    _write_lines(lines, whole.lines, sink)
+    changes = planner.changes
+    torn = _torn_change(history, planner.session)
+    if torn is not None:
+        changes.append(torn)
+    planner.restart()  # the plan is written: let go of it
+    repair = _Repair(
+        history,
+        whole,
+        planner.strategy,
+        None,
+        planner.state,
+        before,
+        [],
+        changes,
+        rewritten,
+        pending_warnings(history.messages, None),
+    )
+    history.messages = []  # released before the output is read back
+    whole.messages = []
+    return history, repair.report(check_loaded(read_back()))
+
+
 @collector_paused
 def repair_session(
     path: os.PathLike[str],
@@ -783,6 +917,7 @@ def repair_session(
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; choose strip or synthesize")
     parts = _PartRepair(sink, strategy, state, session_id, keep)
+    planner = _Planner(strategy, state, session_id)
     history = scan_session(
         Path(path),
         source=source,
@@ -792,7 +927,12 @@ def repair_session(
         checked=True,
         keep=keep,
         parts=parts,
+        plan=planner,
     )
+    if planner.parts and history.format == "codex-rollout":
+        return _repair_planned(
+            history, planner, sink, read_back, Path(path), source=source, settle=settle
+        )
     if not parts.written or history.settled is None:
         if parts.written:
             parts.restart()

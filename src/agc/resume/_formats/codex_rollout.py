@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -126,6 +126,35 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
     copied), which is then not read at all when the file is not numbered; a numbered
     file's lines are parsed (renumbering may change them). The lines of dropped items
     and the lines new items follow are read out of turn."""
+    dropped, inserted, _ = plan_lines(history.messages, messages)
+    yield from write_plan(history, dropped, inserted)
+
+
+def plan_lines(
+    view: list[Message], messages: list[Message], anchor: int | None = None
+) -> tuple[list[int], dict[int, list[Message]], int | None]:
+    """What :func:`write_lines` does to the lines of ``view`` (a run of the history's
+    messages) to write ``messages``, its repair: the lines it drops (ascending), the new
+    items it writes after a line (``-1``: before the first), and the last line kept
+    (``anchor``: the one before ``view``, for a history repaired in runs)."""
+    kept: set[int] = set()
+    inserted: dict[int, list[Message]] = {}
+    for message in messages:
+        if message.origin is not None:
+            kept.add(message.origin)
+            anchor = message.origin
+            continue
+        inserted.setdefault(anchor if anchor is not None else -1, []).append(message)
+    history_lines = {m.origin for m in view if m.origin is not None}
+    return sorted(history_lines - kept), inserted, anchor
+
+
+def write_plan(
+    history: History, dropped: Sequence[int], inserted: Mapping[int, list[Message]]
+) -> Iterator[str | int]:
+    """The lines of ``history`` written without the lines ``dropped`` (ascending) and
+    with the new items ``inserted`` after a line (see :func:`plan_lines`), renumbered
+    where the file is numbered: :func:`write_lines`, given what it does."""
     verbatim = history.lines is not None
     lines: Sequence[str] = (
         history.lines
@@ -133,16 +162,6 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
         else [dump_line(record) for record in history.records]
     )
     records = history.records
-    kept: set[int] = set()
-    inserted: dict[int, list[Message]] = {}
-    anchor: int | None = None
-    for message in messages:
-        if message.origin is not None:
-            kept.add(message.origin)
-            anchor = message.origin
-            continue
-        inserted.setdefault(anchor if anchor is not None else -1, []).append(message)
-    history_lines = {m.origin for m in history.messages if m.origin is not None}
     notes = history.notes
     paginated = notes.get("paginated")
     if paginated is None:
@@ -151,14 +170,16 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
     if sequenced is None:
         sequenced = any(_history_sequence(record) is not None for record in records)
     removed = [
-        sequence
-        for index in sorted(history_lines - kept)
-        if (sequence := _history_sequence(records[index])) is not None
+        sequence for index in dropped if (sequence := _history_sequence(records[index])) is not None
     ]
     renumber = _Renumber(sorted(removed))
     numbered = paginated or sequenced
+    gone = iter(dropped)
+    next_gone = next(gone, -1)
     for index in itertools.chain((-1,), range(len(lines))):  # no list of every index
-        if index >= 0 and (index not in history_lines or index in kept):
+        if index >= 0 and index == next_gone:
+            next_gone = next(gone, -1)
+        elif index >= 0:
             if not numbered:
                 # Without ordinals or sequence numbers nothing is renumbered.
                 yield index if verbatim else lines[index]

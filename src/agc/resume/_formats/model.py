@@ -223,7 +223,16 @@ class CallIdSet:
     are.
     """
 
-    __slots__ = ("_base", "_confirm", "_exact", "_keys", "_lines", "_mask", "_size")
+    __slots__ = (
+        "_base",
+        "_confirm",
+        "_confirmed",
+        "_exact",
+        "_keys",
+        "_lines",
+        "_mask",
+        "_size",
+    )
 
     def __init__(
         self,
@@ -234,6 +243,9 @@ class CallIdSet:
         self._confirm = confirm
         self._base = base  # ids held before these (of another file), also members
         self._exact: set[str] = set()  # ids whose line is unknown, or with no confirm
+        # The ids confirmed last (a line read again each): an id used again and again
+        # is read once, not at each use. Emptied when full: bounded.
+        self._confirmed: set[str] = set()
         self._keys = array("q", bytes(8 * _FIRST_SLOTS))  # 0: empty
         self._lines = array("I", bytes(4 * _FIRST_SLOTS))
         self._mask = _FIRST_SLOTS - 1
@@ -286,6 +298,8 @@ class CallIdSet:
             return True
         if not self._size:
             return False
+        if call_id in self._confirmed:
+            return True
         key = self._key(call_id)
         keys, mask = self._keys, self._mask
         slot = key & mask
@@ -296,6 +310,9 @@ class CallIdSet:
             if found == key:
                 assert self._confirm is not None  # only confirmable ids are in the table
                 if self._confirm(self._lines[slot], call_id):
+                    if len(self._confirmed) >= _CONFIRMED:
+                        self._confirmed.clear()
+                    self._confirmed.add(call_id)
                     return True
             slot = (slot + 1) & mask
 
@@ -571,6 +588,8 @@ class SpilledLines(Sequence[int]):
         yield from self._tail
 
 
+_CONFIRMED: Final = 4096
+"""The ids a :class:`CallIdSet` remembers as confirmed (a few hundred KiB at most)."""
 SPILL_AT: Final = 1 << 16
 """The fingerprints :class:`SpilledFingerprints` holds in memory (a set of a few MB)."""
 _SPILL_PIECE: Final = 1 << 20

@@ -59,6 +59,8 @@ __all__ = [
     "LineFile",
     "LineSequence",
     "Parts",
+    "Plan",
+    "ReachBackError",
     "ScanStart",
     "check_part",
     "parse_line",
@@ -413,6 +415,7 @@ def scan_session(
     checked: bool = False,
     keep: int | None = None,
     parts: Parts | None = None,
+    plan: Plan | None = None,
 ) -> History:
     """Read the session file at ``path`` in one pass (see the module docstring).
 
@@ -443,6 +446,10 @@ def scan_session(
         parts: with ``checked``, given each part of a Gemini CLI session as it is let
             go of (to repair and write it); told to start again (:meth:`Parts.restart`)
             when the file is read again (as a whole, or as another format).
+        plan: with ``checked``, a Codex rollout's messages are let go of as a check
+            lets them go, each run given to ``plan`` first (to decide its repair); a
+            run that :class:`Plan` refuses makes the file read again holding them
+            (``plan`` no longer given any). Told to start again as ``parts`` is.
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -465,18 +472,24 @@ def scan_session(
                 keep=keep,
                 parts=parts,
                 exact_ids=exact_ids,
+                plan=plan,
             )
         except _SpilledIdError:
             exact_ids = True  # read again with the ids let go of held
             progress = None
             if parts is not None:
                 parts.restart()
+            if plan is not None:
+                plan.restart()
             continue
         except _ReachBackError:
             checked = False  # read whole: the replay reaches back
             progress = None
             if parts is not None:
                 parts.restart()
+            if plan is not None:
+                plan.restart()
+                plan = None
             continue
         decided = session_format(facts, source=source, format=format)
         if decided == history.format:
@@ -485,6 +498,8 @@ def scan_session(
         progress = None
         if parts is not None:
             parts.restart()
+        if plan is not None:
+            plan.restart()
 
 
 @dataclass(frozen=True)
@@ -551,15 +566,46 @@ def scan_tail(
 class _Settler:
     """Lets go of the settled messages of a reader (see :func:`scan_session`)."""
 
-    __slots__ = ("confirm", "every", "exact", "format", "held", "next_try", "settled")
+    __slots__ = (
+        "confirm",
+        "every",
+        "exact",
+        "format",
+        "held",
+        "keep",
+        "loose",
+        "next_try",
+        "open_ids",
+        "plan",
+        "refs",
+        "session",
+        "settled",
+    )
 
     def __init__(
-        self, every: int, format: FormatName, confirm: Confirm, *, exact: bool = False
+        self,
+        every: int,
+        format: FormatName,
+        confirm: Confirm,
+        *,
+        exact: bool = False,
+        loose: bool = False,
+        keep: int | None = None,
     ) -> None:
         self.every = max(every, 1)
         self.format = format
         self.confirm = confirm
         self.exact = exact  # the ids let go of in a CallIdSet, not spilled
+        # loose: a check only; messages are let go of whatever they break, their
+        # findings kept in the tallies (``keep`` of them beside their counts).
+        self.loose = loose
+        self.keep = keep
+        # Responses: the ids of the calls let go of unanswered; a later result with one
+        # of them would answer it (the read then falls back: _ReachBackError).
+        self.open_ids: set[str] = set()
+        self.plan: Plan | None = None  # given each part let go of (loose), to repair it
+        self.refs: LineSequence | None = None  # the parsed lines the plan's parts read
+        self.session: Callable[[], str | None] = lambda: None  # the reader's session id
         self.settled = Settled(call_ids=self._ids())
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
         self.next_try = self.every
@@ -589,6 +635,7 @@ class _Settler:
             _SpilledIdError: an answer may have been wrong (an id of a call let go of
                 used again): read again with ``exact``.
         """
+        self._reach_back(messages)
         ids = self.settled.call_ids
         held = (
             block.call_id
@@ -599,6 +646,17 @@ class _Settler:
         if isinstance(ids, SpilledCallIds) and not ids.seal(held):
             raise _SpilledIdError
 
+    def _reach_back(self, messages: list[Message]) -> None:
+        """Raise :class:`_ReachBackError` when a result of ``messages`` answers a call
+        let go of unanswered (the pairing of the whole history differs from its parts')."""
+        open_ids = self.open_ids
+        if not open_ids:
+            return
+        for message in messages:
+            for block in message.blocks:
+                if block.kind == "result" and block.call_id in open_ids:
+                    raise _ReachBackError
+
     def feed(self, messages: list[Message]) -> None:
         """Called with the reader's messages after a line when they are not the list
         held (compacted) or more than ``next_try`` (the last message may still grow: a
@@ -606,8 +664,14 @@ class _Settler:
         if messages is not self.held:  # a Codex `compacted` line: history starts again
             self.held = messages
             self.settled = Settled(call_ids=self._ids())
+            self.open_ids = set()
             self.next_try = self.every
+            if self.plan is not None:
+                self.plan.restart()
         if len(messages) <= self.next_try:
+            return
+        if self.loose:
+            self._let_go_checked(messages)
             return
         cut = _quiet_point(messages)
         if cut:
@@ -629,6 +693,80 @@ class _Settler:
         # Held: a problem, or no quiet point yet. Tried again when twice as many are
         # held, so the checks stay linear in the history.
         self.next_try = 2 * len(messages)
+
+    def _let_go_checked(self, messages: list[Message]) -> None:
+        """``loose``: let go of the messages before :func:`_loose_point`, checked, their
+        findings added to the tallies (a check reports them as the whole history's
+        check does: no message after can change them but through a call id, and a
+        result that answers a call let go of unanswered makes the read fall back)."""
+        from agc.resume._validate import FindingTally, check_messages  # noqa: PLC0415
+
+        responses = self.format == "codex-rollout"
+        cut = _loose_point(messages, _STALE if responses else 0)
+        if not cut:
+            self.next_try = 2 * len(messages)  # linear, as feed
+            return
+        part = messages[:cut]
+        self._reach_back(part)
+        settled = self.settled
+        report = check_messages(part, self.format, settled=settled)
+        if report.findings:
+            if settled.tallies is None:
+                settled.tallies = (FindingTally(self.keep), FindingTally(self.keep))
+            settled.tallies[0].extend(report.findings)
+            if responses:
+                self.open_ids.update(
+                    finding.call_id
+                    for finding in report.findings
+                    if finding.code == "tool-call-unanswered" and finding.call_id is not None
+                )
+        if self.plan is not None:
+            if self.refs is not None:  # the lines read so far, read again for the part
+                self.refs._count = len(self.refs._file)
+            self.plan.part(part, settled, self.session())
+        # Each id once: an id used again is a member already (a duplicate-call-id
+        # finding at each of its uses here), and adding it at each use would make a
+        # long run of one fingerprint in the table.
+        again: dict[str | None, int] = {}
+        for finding in report.findings:
+            if finding.code == "duplicate-call-id":
+                again[finding.call_id] = again.get(finding.call_id, 0) + 1
+        # Claude Code: a tool_use outside an assistant message is no call of the history.
+        calling = [m for m in part if responses or m.role == "assistant"]
+        uses: dict[str, int] = {}
+        for message in calling:
+            for block in message.blocks:
+                if block.kind == "call" and block.call_id is not None:
+                    uses[block.call_id] = uses.get(block.call_id, 0) + 1
+        ids = settled.call_ids
+        added: set[str] = set()
+        for message in calling:
+            for block in message.blocks:
+                call_id = block.call_id
+                if block.kind != "call" or call_id is None or call_id in added:
+                    continue
+                added.add(call_id)
+                if again.get(call_id, 0) < uses[call_id]:  # a first use is here
+                    ids.add(call_id, -1 if block.origin is None else block.origin)
+        settled.messages = report.messages
+        settled.calls = report.calls
+        settled.results = report.results
+        del messages[:cut]
+        self.next_try = self.every
+
+
+class Plan(Protocol):
+    """What a Codex rollout read for a repair in parts (:func:`scan_session`, ``plan``)
+    gives each run of messages it lets go of, before the next is read."""
+
+    def part(self, messages: list[Message], settled: Settled, session_id: str | None) -> None:
+        """A run of messages, after ``settled`` (the runs before; their call ids not
+        yet holding these ones'); ``session_id``: the reader's so far. May raise
+        :class:`ReachBackError`: the repair of the runs is not the whole one's."""
+
+    def restart(self) -> None:
+        """Forget every run given: the history starts again (a ``compacted`` line, or
+        the file read again)."""
 
 
 class Parts(Protocol):
@@ -748,7 +886,12 @@ def _call_keys(messages: list[Message], prints: SpilledFingerprints, *, add: boo
 
 
 class _ReachBackError(Exception):
-    """A Gemini CLI record names a message a settled read let go of."""
+    """A Gemini CLI record names a message a settled read let go of (or a Codex
+    rollout's message a call id of the messages a check or a :class:`Plan` let go of)."""
+
+
+ReachBackError = _ReachBackError
+"""Raised by a :class:`Plan`: the file is read again holding its messages."""
 
 
 class _SpilledIdError(Exception):
@@ -799,6 +942,36 @@ def _quiet_point(messages: list[Message]) -> int:
     return cut
 
 
+_STALE: Final = 256
+"""Messages after which a call still open is taken as never answered when a check lets
+go of messages (:func:`_loose_point`): a later result for it makes the read fall back."""
+
+
+def _loose_point(messages: list[Message], stale: int) -> int:
+    """The largest ``cut`` before the last message such that ``messages[cut - 1]``
+    holds no call nor reasoning (its answer or following item is after it) and every
+    call of ``messages[:cut]`` without a result there is at least ``stale`` messages
+    before the cut; 0 when there is none. A check lets go of ``messages[:cut]``
+    whatever they break (see :meth:`_Settler._let_go_checked`)."""
+    opened: dict[str | None, int] = {}
+    cut = 0
+    for position in range(len(messages) - 1):
+        quiet = True
+        for block in messages[position].blocks:
+            kind = block.kind
+            if kind == "call":
+                opened.setdefault(block.call_id, position)
+                quiet = False
+            elif kind == "result":
+                opened.pop(block.call_id, None)
+            elif kind == "reasoning":
+                quiet = False
+        # The newest call still open is the last one in ``opened`` (in position order).
+        if quiet and (not opened or next(reversed(opened.values())) + stale <= position):
+            cut = position + 1
+    return cut
+
+
 def _scan(
     path: Path,
     *,
@@ -811,6 +984,7 @@ def _scan(
     keep: int | None = None,
     parts: Parts | None = None,
     exact_ids: bool = False,
+    plan: Plan | None = None,
 ) -> tuple[History, LineFacts]:
     from agc.resume._formats.detect import LineFacts  # noqa: PLC0415 - see scan_session
 
@@ -894,8 +1068,23 @@ def _scan(
                             _feed(reader, earlier, records.record(earlier), refs, paths)
                         if settle is not None and chosen != "gemini-chat":
                             settler = _Settler(
-                                settle, chosen, _confirmer(records, chosen), exact=exact_ids
+                                settle,
+                                chosen,
+                                _confirmer(records, chosen),
+                                exact=exact_ids,
+                                loose=checked
+                                and start is None
+                                and (
+                                    parts is None
+                                    or (plan is not None and chosen == "codex-rollout")
+                                ),
+                                # A repair's report holds every finding of its input.
+                                keep=keep if plan is None else None,
                             )
+                            if settler.loose and plan is not None and chosen == "codex-rollout":
+                                settler.plan = plan
+                                settler.refs = refs
+                                settler.session = _session_of(reader)
                             if start is not None and not isinstance(reader, gemini_chat.LineReader):
                                 settler.resume(reader.messages, start.settled)
                         elif settle is not None and checked:
@@ -964,6 +1153,11 @@ def _scan(
         last_text = last_body.decode("utf-8")  # it read as JSON: valid UTF-8
     history.torn = _torn(count, final_newline, last_text)
     return history, facts
+
+
+def _session_of(reader: _Reader) -> Callable[[], str | None]:
+    """The session id ``reader`` has read so far, when asked."""
+    return lambda: getattr(reader, "session_id", None)
 
 
 def _torn(count: int, final_newline: bool, last_text: str | None) -> int | None:

@@ -1,0 +1,270 @@
+"""A session file read for a check only (``scan_session`` with ``settle`` and
+``checked``) lets go of its messages whatever they break: a Claude Code session or a
+Codex rollout interrupted early (a call never answered) or whose call ids are used
+again is checked in parts, and its report is the one of the file read whole (the same
+findings, the same counts, the same first ``keep`` examples); a result that answers a
+call let go of unanswered makes the read fall back to holding the messages. A Codex
+rollout's repair (``repair_session``) is decided run by run as that read lets them go
+and written in a second pass: the same bytes and report as the whole read's repair.
+The ids and lines let go of are spilled to files early (``SPILL_AT`` made small)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import agc.resume._formats.model as model
+import agc.resume._formats.stream as stream
+from agc.errors import AgcError
+from agc.resume import (
+    History,
+    RepairReport,
+    Strategy,
+    check_loaded,
+    load_history,
+    repair_loaded,
+    repair_session,
+    repair_streamed,
+    scan_session,
+)
+from tests.conftest import examples
+from tests.resume.test_repair import _claude_lines, _codex_lines
+from tests.resume.test_settle import _turns
+
+REACHES_INSIDE = {
+    "agc.resume._formats.model": "the bound of SpilledLines and SpilledCallIds (SPILL_AT) "
+    "made small, so the ids and lines let go of are spilled",
+    "agc.resume._formats.stream": "its _STALE (how long a call stays open before a check "
+    "lets go of it) made small, so the fall back of a later result is reached",
+}
+
+
+def _checked_as_whole(path: Path, settle: int, keep: int | None) -> History | None:
+    """Assert that the checked read of ``path`` reports as the whole read (``keep``
+    examples); return it (``None`` when both refuse the file)."""
+    try:
+        whole = load_history(path.read_bytes(), source=str(path))
+    except AgcError as exc:
+        with pytest.raises(type(exc)):
+            scan_session(path, source=str(path), format=None, settle=settle, checked=True)
+        return None
+    checked = scan_session(
+        path, source=str(path), format=None, settle=settle, checked=True, keep=keep
+    )
+    assert check_loaded(checked, keep=keep).to_dict() == check_loaded(whole, keep=keep).to_dict()
+    return checked
+
+
+_EARLY: tuple[Any, ...] = ("assistant", "", [("early", True)], False)
+
+
+@st.composite
+def _broken_sessions(draw: st.DrawFn) -> bytes:
+    """A session of :func:`~tests.resume.test_settle._turns`, after a call never
+    answered or not (its result recorded later or not), the same turns repeated (each
+    call id used again) or not, as a Claude Code session or a Codex rollout."""
+    events = draw(_turns())
+    if draw(st.booleans()):
+        events = [("user", "go"), _EARLY, *events]
+        if draw(st.booleans()):
+            at = draw(st.integers(min_value=2, max_value=len(events)))
+            events.insert(at, ("result", "early", False))
+    if draw(st.booleans()):
+        events = events + events
+    if draw(st.booleans()):
+        return _claude_lines(events, draw(st.booleans()), draw(st.booleans()))
+    return _codex_lines(events, draw(st.booleans()))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=_broken_sessions(),
+    settle=st.integers(min_value=1, max_value=4),
+    keep=st.sampled_from([None, 0, 1, 3]),
+    stale=st.integers(min_value=0, max_value=3),
+    spill_at=st.sampled_from([1, 2, 4, model.SPILL_AT]),
+)
+def test_property_a_checked_read_reports_as_the_whole_read(
+    data: bytes,
+    settle: int,
+    keep: int | None,
+    stale: int,
+    spill_at: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    path = tmp_path_factory.mktemp("checked") / "session.jsonl"
+    path.write_bytes(data)
+    with mock.patch.object(stream, "_STALE", stale), mock.patch.object(model, "SPILL_AT", spill_at):
+        _checked_as_whole(path, settle, keep)
+
+
+def _rollout(turns: int, *, early: bool, answered_at: int | None = None) -> bytes:
+    events: list[tuple[Any, ...]] = [("user", "go"), _EARLY] if early else []
+    for turn in range(turns):
+        if answered_at == turn:
+            events.append(("result", "early", False))
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    return _codex_lines(events, False)
+
+
+@pytest.mark.parametrize("claude", [False, True])
+def test_a_session_interrupted_early_is_checked_in_parts(claude: bool, tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    events: list[tuple[Any, ...]] = [("user", "go"), _EARLY]
+    for turn in range(200):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    path.write_bytes(_claude_lines(events, False, False) if claude else _codex_lines(events, False))
+    with mock.patch.object(stream, "_STALE", 8):
+        checked = _checked_as_whole(path, 16, 2)
+    assert checked is not None
+    assert checked.settled is not None
+    # Held: the messages since the last let go, not those from the early call on.
+    assert len(checked.messages) <= 2 * 16 + 8
+    report = check_loaded(checked, keep=2)
+    assert [f.code for f in report.findings] == ["tool-call-unanswered"]
+
+
+def test_a_later_result_for_a_call_let_go_of_falls_back_to_the_whole_read(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(_rollout(200, early=True, answered_at=150))
+    with mock.patch.object(stream, "_STALE", 8):
+        checked = _checked_as_whole(path, 16, None)
+    assert checked is not None
+    assert check_loaded(checked).valid  # the early call is answered, late
+    # Read again holding the messages: the early call's answer is far after it.
+    assert checked.settled is None or checked.settled.messages <= 2
+
+
+def test_call_ids_used_again_are_checked_in_parts(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    once = _rollout(100, early=False).splitlines(keepends=True)
+    path.write_bytes(b"".join(once + once[1:]))  # every call id used again
+    checked = _checked_as_whole(path, 16, 3)
+    assert checked is not None
+    assert checked.settled is not None
+    assert len(checked.messages) <= 2 * 16 + 4
+    counts = check_loaded(checked, keep=3).code_counts()
+    assert counts == {"duplicate-call-id": 100, "duplicate-tool-result": 100}
+
+
+def _repaired_as_whole(path: Path, settle: int, strategy: Strategy, out: Path) -> bool:
+    """Assert that the repair of ``path`` decided as a check reads it (``repair_session``,
+    then ``repair_streamed`` when it hands the history back) writes the bytes and the
+    report of the whole read's repair; whether the runs decided it (no fall back)."""
+    try:
+        whole = load_history(path.read_bytes(), source=str(path))
+        expected = repair_loaded(whole, strategy=strategy)
+    except AgcError as exc:
+        with out.open("wb+") as sink, pytest.raises(type(exc)):
+            _repair_in_runs(path, settle, strategy, sink, out)
+        return False
+    with out.open("wb+") as sink:
+        report, planned = _repair_in_runs(path, settle, strategy, sink, out)
+    assert out.read_bytes() == expected.data
+    assert report.to_dict() == expected.report.to_dict()
+    return planned
+
+
+def _repair_in_runs(
+    path: Path, settle: int, strategy: Strategy, sink: Any, out: Path
+) -> tuple[RepairReport, bool]:
+    def read_back() -> History:
+        sink.flush()
+        return scan_session(out, source="out", format=None, settle=settle, checked=True)
+
+    history, report = repair_session(
+        path, sink, read_back, source=str(path), strategy=strategy, settle=settle
+    )
+    if report is not None:
+        return report, True
+    sink.seek(0)
+    sink.truncate()
+    return repair_streamed(history, sink, read_back, strategy=strategy), False
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=_broken_sessions(),
+    settle=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+    stale=st.integers(min_value=0, max_value=3),
+    spill_at=st.sampled_from([1, 2, 4, model.SPILL_AT]),
+)
+def test_property_a_repair_decided_in_runs_is_the_whole_repair(
+    data: bytes,
+    settle: int,
+    strategy: Strategy,
+    stale: int,
+    spill_at: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("runs")
+    path = folder / "session.jsonl"
+    path.write_bytes(data)
+    with mock.patch.object(stream, "_STALE", stale), mock.patch.object(model, "SPILL_AT", spill_at):
+        _repaired_as_whole(path, settle, strategy, folder / "out.jsonl")
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_rollout_interrupted_early_is_repaired_in_runs(
+    strategy: Strategy, tmp_path: Path
+) -> None:
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(_rollout(200, early=True))
+    with mock.patch.object(stream, "_STALE", 8):
+        assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
+
+
+def test_a_tool_use_outside_an_assistant_message_is_no_call_let_go_of(tmp_path: Path) -> None:
+    # A user message's tool_use is no call: its id used later by the assistant is
+    # no duplicate, in parts as in the whole history.
+    events: list[tuple[Any, ...]] = []
+    for turn in range(40):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    events += [("assistant", "", [("stray", True)], False), ("result", "stray", False)]
+    data = _claude_lines(events, False, False).decode()
+    user = json.dumps(
+        {
+            "parentUuid": None,
+            "isSidechain": False,
+            "sessionId": "s",
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_use", "id": "stray", "name": "r", "input": {}}],
+            },
+            "uuid": "stray-user",
+        }
+    )
+    first, rest = data.split("\n", 1)
+    path = tmp_path / "session.jsonl"
+    path.write_text(first + "\n" + user + "\n" + rest)
+    checked = _checked_as_whole(path, 4, None)
+    assert checked is not None
+    assert checked.settled is not None
+    codes = check_loaded(checked).code_counts()
+    assert "duplicate-call-id" not in codes
+    assert codes.get("tool-call-unanswered") == 1
