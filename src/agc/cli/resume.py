@@ -425,21 +425,27 @@ def _print_change(history: History, change: Change) -> None:
         line += f" {change.call_id}"
     if change.tool_name is not None:
         line += f" {change.tool_name} {_short(change.arguments)}"
-    if change.idempotency_key is not None and change.action in {"stripped", "synthesized"}:
+    if change.idempotency_key is not None and change.action in {
+        "stripped",
+        "synthesized",
+        "dropped-duplicate-call",
+    }:
         line += f" [{change.idempotency_key}]"
     _report().print(_printable(line + f": {change.reason}"), markup=False)
 
 
-_REMOVED: Final = frozenset({"stripped", "dropped-partial-result"})
+_REMOVED: Final = frozenset({"stripped", "dropped-duplicate-call"})
 
 
 def _removed_calls(report: RepairReport) -> list[Change]:
-    """The calls the repair removed that may have run: stripped calls (a call without a
-    result, the in-flight one) and calls whose torn last line was dropped."""
+    """The calls the repair removed that may have run, whatever removed them: stripped
+    calls (a call without a result, the in-flight one), later calls dropped for
+    reusing an earlier call's id (under either strategy: providers refuse two calls
+    with one id) and calls whose torn last line was dropped."""
     return [
         change
         for change in report.changes
-        if change.action == "stripped"
+        if change.action in _REMOVED
         or (change.action == "dropped-torn-line" and change.call_id is not None)
     ]
 
@@ -463,10 +469,18 @@ def _print_removed(report: RepairReport, limit: int) -> None:
         say(_printable(f"  {tool} {preview} [{key}]"), markup=False)
     if len(removed) > limit:
         say(f"  … and {len(removed) - limit} more (--json lists them all)", markup=False)
-    if report.strategy == "strip":
+    if any(change.action == "dropped-duplicate-call" for change in removed):
         say(
-            "hint: --strategy synthesize keeps them in the history, answered as "
-            "interrupted, so the model sees them",
+            "note: a call that reuses an earlier call's id is removed under either "
+            "strategy (providers refuse two calls with one id); its key is its own",
+            markup=False,
+        )
+    if report.strategy == "strip" and any(
+        change.action != "dropped-duplicate-call" for change in removed
+    ):
+        say(
+            "hint: --strategy synthesize keeps the stripped ones in the history, answered "
+            "as interrupted, so the model sees them",
             markup=False,
         )
 

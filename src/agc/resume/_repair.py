@@ -13,9 +13,10 @@ is repaired, for the provider's rules that :mod:`agc.resume._validate` checks:
   ``synthesize`` a recorded result for it is kept (reported as possibly partial);
 * results that answer no call and second results for one call are dropped; a real
   result is moved next to its call when it is elsewhere, never replaced;
-* a later call reusing an id is dropped; Anthropic text after ``tool_use`` is moved
-  before it; a Responses ``reasoning`` item left without its following item is dropped;
-  a message left empty is dropped.
+* a later call reusing an id is dropped (under ``synthesize`` too: providers refuse two
+  calls with one id), with a key of its own (:func:`idempotency_key`); Anthropic text
+  after ``tool_use`` is moved before it; a Responses ``reasoning`` item left without its
+  following item is dropped; a message left empty is dropped.
 
 Every change is reported (:class:`Change`), with the call's tool name, arguments and an
 idempotency key derived from its call id, so the caller decides whether to run it again.
@@ -118,7 +119,7 @@ ACTIONS: Final[tuple[str, ...]] = (
 _IDEMPOTENCY_DOMAIN: Final = b"agc-idempotency-key-v2\x00"
 
 
-def idempotency_key(call_id: str, *, session: str) -> str:
+def idempotency_key(call_id: str, *, session: str, occurrence: int = 1) -> str:
     """A stable key for re-running a call: ``idem-`` + 32 hex characters.
 
     It is BLAKE3 over ``agc-idempotency-key-v2\\0<session>\\0<call id>`` (agc's own
@@ -126,7 +127,17 @@ def idempotency_key(call_id: str, *, session: str) -> str:
     (:func:`session_identity`), so the same call of the same session gets the same key
     however it is resumed (a session file, the run it was recorded into, a snapshot) and
     a tool that honours idempotency keys can refuse to run it twice.
+
+    ``occurrence``: the call's number among the history's calls with this id, in
+    history order (1 for the first). A later call that reuses an earlier call's id is
+    another call: from the second on, ``\\0<occurrence>`` (decimal) is appended to the
+    digested bytes, so it gets a key of its own; the first call's key is unchanged.
+
+    Raises:
+        ValueError: ``occurrence`` is below 1.
     """
+    if occurrence < 1:
+        raise ValueError(f"occurrence counts from 1, not {occurrence}")
     hasher = new_hasher("blake3")
     # surrogatepass: a lone surrogate in an id (valid JSON as an escape) still gets a key;
     # any other id is plain UTF-8, so its key is unchanged.
@@ -135,6 +146,7 @@ def idempotency_key(call_id: str, *, session: str) -> str:
         + session.encode("utf-8", "surrogatepass")
         + b"\x00"
         + call_id.encode("utf-8", "surrogatepass")
+        + (b"\x00" + str(occurrence).encode("ascii") if occurrence > 1 else b"")
     )
     return "idem-" + hasher.hexdigest()[:32]
 
@@ -898,7 +910,18 @@ def _torn_change(history: History, session: str) -> Change | None:
     ):
         return None
     held = describe_torn(history.lines[history.torn])
-    key = idempotency_key(held.call_id, session=session) if held.call_id else None
+    key = None
+    if held.call_id:
+        # The torn line comes after every message read: a call there reusing an id is
+        # numbered after the calls before it (see idempotency_key, occurrence).
+        settled = history.settled
+        earlier = sum(
+            1
+            for message in history.messages
+            for call in message.calls()
+            if call.call_id == held.call_id
+        ) + (1 if settled is not None and held.call_id in settled.call_ids else 0)
+        key = idempotency_key(held.call_id, session=session, occurrence=earlier + 1)
     return Change(
         action="dropped-torn-line",
         message_index=finding.message_index,
@@ -991,6 +1014,7 @@ class _Repairer:
     unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
     tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
     calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
+    occurrence: dict[int, int] = field(default_factory=dict)  # id(call) -> 2, 3 … (reused id)
 
     def __post_init__(self) -> None:
         self._offset = self.settled.messages if self.settled is not None else 0
@@ -1019,12 +1043,21 @@ class _Repairer:
 
     # -- bookkeeping ---------------------------------------------------------------
 
-    def _note(self, action: str, index: int, reason: str, call: Block | None = None) -> None:
+    def _note(
+        self,
+        action: str,
+        index: int,
+        reason: str,
+        call: Block | None = None,
+        *,
+        key_of: Block | None = None,
+    ) -> None:
+        """Record a change about ``call`` (its key: ``key_of``'s, when given)."""
         message = self.view[index]
         record = message.origin
         if call is not None and call.origin is not None:
             record = call.origin
-        key = idempotency_key(call.call_id, session=self.session) if call and call.call_id else None
+        key = self._key(call, key_of) if call is not None and call.call_id else None
         change = Change(
             action=action,
             message_index=index + self._offset,
@@ -1038,6 +1071,12 @@ class _Repairer:
         )
         self.changes.append((index, len(self.changes), change))
 
+    def _key(self, call: Block, numbered_as: Block | None = None) -> str:
+        """The idempotency key of ``call``'s id, numbered as ``numbered_as`` (default:
+        ``call``) among the calls with that id (a call reusing an id: a key of its own)."""
+        occurrence = self.occurrence.get(id(numbered_as or call), 1)
+        return idempotency_key(call.call_id or "", session=self.session, occurrence=occurrence)
+
     def _kept(self, call: Block) -> bool:
         return self.fate.get(id(call)) in {"keep", "synth"}
 
@@ -1049,6 +1088,19 @@ class _Repairer:
 
     def _index_calls(self) -> None:
         seen_anywhere: set[str] = set()
+        # How many calls before have each id (those let go of held each id once: a
+        # settled run breaks no rule), for the keys of calls reusing an id.
+        counts: dict[str, int] = {}
+        for message in self.view:
+            for call in message.calls():
+                if call.call_id is None:
+                    continue
+                before = counts.get(call.call_id)
+                if before is None:
+                    before = 1 if call.call_id in self._prior_ids else 0
+                counts[call.call_id] = before + 1
+                if before:
+                    self.occurrence[id(call)] = before + 1
         for index, message in enumerate(self.view):
             if message.role != "assistant":
                 for call in message.calls():
@@ -1108,6 +1160,7 @@ class _Repairer:
                         index,
                         "dropped-orphan-result",
                         "its call was dropped: an earlier call in another turn has the same id",
+                        nearest,
                     )
                 elif call is None:
                     early.append((block, index))
@@ -1117,6 +1170,7 @@ class _Repairer:
                         index,
                         "dropped-duplicate-result",
                         "the call already has a result; the first one is kept",
+                        call,
                     )
                 elif not self.spec.can_move and not self._in_place(call, index):
                     self.unmovable.add(id(call))
@@ -1160,14 +1214,14 @@ class _Repairer:
             self.answer[id(call)] = result
             self.owner[id(result)] = call
 
-    def _drop_result(self, result: Block, index: int, action: str, reason: str) -> None:
+    def _drop_result(
+        self, result: Block, index: int, action: str, reason: str, answers: Block | None = None
+    ) -> None:
+        """Drop ``result``; its change carries the key of the call it ``answers`` (a
+        call reusing an id: that call's own key), else of the id's first call."""
         self.dropped_results.add(id(result))
-        self._note(
-            action,
-            index,
-            reason,
-            Block("result", None, call_id=result.call_id, origin=result.origin),
-        )
+        named = Block("result", None, call_id=result.call_id, origin=result.origin)
+        self._note(action, index, reason, named, key_of=answers)
 
     def _in_place(self, call: Block, result_index: int) -> bool:
         call_index = self.call_message[id(call)]
@@ -1245,7 +1299,7 @@ class _Repairer:
                 call,
             )
             return
-        key = idempotency_key(call.call_id or "", session=self.session)
+        key = self._key(call)
         block = self.spec.synthesize(call, _synthetic_text(key))
         if block is None:
             self.fate[id(call)] = "strip"
