@@ -325,7 +325,7 @@ def test_out_on_a_file_system_without_hard_links_is_exit_3(
 
     monkeypatch.setattr(os, "link", no_links)
     assert main(["resume", str(source), "--out", str(out_dir / "f.json"), "--json"]) == 3
-    assert json.loads(capsys.readouterr().out)["error"]["code"] == "store-unreadable"
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "file-write-failed"
     assert list(out_dir.iterdir()) == []
 
 

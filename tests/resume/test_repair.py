@@ -725,6 +725,6 @@ def test_two_calls_with_one_id_never_share_a_key() -> None:
         idempotency_key("a", session=session, occurrence=2),
     ]
     assert keys[0] != keys[1]
-    assert keys[1] in json.dumps(result.messages)
+    assert str(keys[1]) in json.dumps(result.messages)
     with pytest.raises(ValueError, match="counts from 1"):
         idempotency_key("a", session=session, occurrence=0)

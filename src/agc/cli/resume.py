@@ -154,31 +154,35 @@ def _working(label: str, size: int) -> Iterator[None]:
 
 
 class _Sink:
-    """A binary file whose write errors are those of writing ``--out`` (a full disk is
-    exit 3; see :func:`agc.cli.common.new_file_errors`)."""
+    """A binary file whose write errors are those of writing the repair where it goes:
+    ``--out FILE``, beside the file ``--in-place`` replaces, or a temporary file (a
+    full disk is exit 3; see :func:`agc.cli.common.new_file_errors`)."""
 
-    def __init__(self, handle: IO[bytes], out: Path | None) -> None:
+    def __init__(self, handle: IO[bytes], out: Path | None, in_place: Path | None) -> None:
         self._handle = handle
-        if out is None:
+        if out is not None:
+            self._path, self._option = out, "--out"
+        elif in_place is not None:
+            self._path, self._option = in_place, "--in-place"
+        else:
             import tempfile  # noqa: PLC0415 - only for a repair written nowhere
 
-            out = Path(tempfile.gettempdir())
-        self._out = out
+            self._path, self._option = Path(tempfile.gettempdir()), "temporary file in"
 
     def write(self, data: bytes) -> int:
-        with new_file_errors(self._out, option="--out" if self._out else "temporary file"):
+        with new_file_errors(self._path, option=self._option):
             return self._handle.write(data)
 
     def flush(self) -> None:
-        with new_file_errors(self._out):
+        with new_file_errors(self._path, option=self._option):
             self._handle.flush()
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
-        with new_file_errors(self._out):
+        with new_file_errors(self._path, option=self._option):
             return self._handle.seek(offset, whence)
 
     def truncate(self, size: int | None = None, /) -> int:
-        with new_file_errors(self._out):
+        with new_file_errors(self._path, option=self._option):
             return self._handle.truncate(size)
 
 
@@ -964,7 +968,8 @@ def _repair(
         elif output.in_place and result.report.changes:
             assert source is not None  # --in-place is refused for a run
             with replace_in_place(source, unchanged=output.unchanged) as (handle, _, commit):
-                handle.write(result.data)
+                with new_file_errors(source, option="--in-place"):
+                    handle.write(result.data)
                 backup = commit()
         report = result.report
     found = _resume.find_next_step(history)
@@ -1166,7 +1171,7 @@ def _repair_streamed(
                 tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
             )
             handle, path = temporary, Path(temporary.name)
-        sink = _Sink(handle, out or output.source)
+        sink = _Sink(handle, out, output.source if output.in_place else None)
 
         def read_back() -> History:
             return _resume.scan_session(
