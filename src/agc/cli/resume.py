@@ -36,6 +36,7 @@ from agc.errors import (
     FileUnreadableError,
     HistoryEmptyError,
     HistoryFormatError,
+    InPlaceRefusedError,
     InputError,
     InputMissingError,
     JsonInvalidError,
@@ -901,11 +902,13 @@ class _Output(NamedTuple):
     read_from: tuple[Path, str] | None = None  # the session file read as it is repaired
 
     def unchanged(self) -> None:
-        """Raise :class:`InputError` when ``source`` changed since it was read."""
+        """Raise :class:`InPlaceRefusedError` when ``source`` changed since it was read
+        (only ``--in-place`` calls this: the refusal of a file another process holds)."""
         assert self.source is not None  # in place: a FILE
         if self.stamp is not None and _stamp(self.source) != self.stamp:
-            raise InputError(
-                f"{self.source} changed while agc repaired it (another program wrote to it)",
+            raise InPlaceRefusedError(
+                f"{self.source} changed while agc repaired it (another program wrote to it); "
+                "it was left as it is",
                 hint="Stop the agent that writes this session, then run agc resume again.",
             )
 
@@ -1143,7 +1146,15 @@ def _repair_streamed(
     def unchanged() -> None:
         records = read[0].records
         assert isinstance(records, _resume.LineSequence)  # _is_streamed
-        records.check_unchanged()
+        try:
+            records.check_unchanged()
+        except InputError as exc:
+            if not output.in_place:
+                raise
+            # Refused as a file another process holds open is: the same class (exit 3).
+            raise InPlaceRefusedError(
+                f"{exc.message}; it was left as it is", hint=exc.hint
+            ) from exc
 
     out = output.out
     with ExitStack() as stack:

@@ -154,8 +154,8 @@ def replace_in_place(
     part of either. Leaving the block without a commit changes nothing.
 
     Raises:
-        InPlaceRefusedError: another process holds ``path`` open (exit 3).
-        InputError: ``path`` changed during the repair (from ``unchanged``).
+        InPlaceRefusedError: another process holds ``path`` open, or (from
+            ``unchanged``, which raises it) ``path`` changed during the repair (exit 3).
         FileWriteError: the folder cannot take the new file or the backup.
     """
     with new_file_beside(path, option="--in-place") as (handle, tmp, prepared):
