@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from agc._core.json import MAX_DEPTH
-from agc.cli import resume as resume_cli
 from agc.cli.app import main
 from agc.resume import SessionSnapshot, ToolCallState, check_history, save_snapshot
 from tests.conftest import REAL_FIXTURES, require_shared
@@ -368,27 +367,62 @@ def test_a_repair_that_leaves_no_message_writes_nothing(
     assert main(["resume", str(out), "--check"]) == 0
 
 
-@pytest.mark.parametrize("kind", ["device", "pipe"])
-def test_an_endless_input_is_refused_at_the_size_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
+@pytest.mark.parametrize(
+    ("kind", "args"),
+    [
+        ("device", ["--check", "--json"]),
+        ("pipe", ["--check", "--json"]),
+        ("fifo", ["--check", "--json"]),
+        ("fifo", ["--json"]),
+        ("fifo", ["--in-place", "--json"]),
+    ],
+)
+def test_an_input_that_is_not_a_regular_file_is_refused_without_waiting_on_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, args: list[str]
 ) -> None:
-    """A FILE that is not a regular file has no size to check first (/dev/zero, a pipe
-    from a process that never stops): it is read up to the limit and refused (exit 2),
-    never read into memory without end (an out-of-memory kill or exit 4)."""
-    monkeypatch.setattr(resume_cli, "_MAX_INPUT_BYTES", 1 << 20)
+    """A FILE that is not a regular file is refused (exit 2, naming it and its kind)
+    before anything reads it: a device (/dev/zero, endless), a pipe from a process that
+    never stops, a named pipe no process writes (reading it would wait forever). A
+    guard opens the FIFO's writing end after a while, so a command that waits on it
+    ends (reading nothing) and fails the assertions instead of hanging the run."""
+    stop = threading.Event()
     if kind == "device":
         source = "/dev/zero"
-    else:
+        says = "a character device"
+    elif kind == "pipe":
         read_end, write_end = os.pipe()
         writer = threading.Thread(target=_write_forever, args=(write_end,), daemon=True)
         writer.start()
         source = f"/dev/fd/{read_end}"
-    assert main(["resume", source, "--check", "--json"]) == 2
+        says = "a named pipe (FIFO)"
+    else:
+        fifo = tmp_path / "ff.jsonl"
+        os.mkfifo(fifo)
+        source = str(fifo)
+        says = "a named pipe (FIFO)"
+        guard = threading.Thread(target=_unblock_after, args=(fifo, stop), daemon=True)
+        guard.start()
+    try:
+        assert main(["resume", source, *args]) == 2
+    finally:
+        stop.set()
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["code"] == "input-invalid"
-    assert "larger than" in error["message"]
+    assert f"{source} is {says}, not a regular file" in error["message"]
     if kind == "pipe":
         os.close(read_end)
+    if kind == "fifo":
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["ff.jsonl"]
+
+
+def _unblock_after(fifo: Path, stop: threading.Event) -> None:
+    """Once 5 s passed without ``stop``, open and close ``fifo``'s writing end every
+    half second until ``stop``: a reader waiting on it sees the end of the file."""
+    if stop.wait(5):
+        return
+    while not stop.wait(0.5):
+        with contextlib.suppress(OSError):  # no reader waits: nothing to unblock
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
 
 
 def _write_forever(fd: int) -> None:

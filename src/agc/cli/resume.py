@@ -212,6 +212,47 @@ def _looks_like_path(target: str) -> bool:
     return any(hint in target for hint in _PATH_HINTS)
 
 
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _require_regular_file(path: Path) -> None:
+    """Refuse a FILE that is not a regular file (a FIFO, a device, a socket, a folder),
+    never waiting on it: it is opened non-blocking (a FIFO with no writer does not
+    block the open) and judged by fstat, before anything reads it.
+
+    Raises:
+        InputMissingError: it does not exist (a dangling symlink) (exit 2).
+        InputError: it is not a regular file (exit 2).
+        FileUnreadableError: it cannot be opened (permissions, an I/O error) (exit 3).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as exc:
+        raise InputMissingError(f"{path} does not exist") from exc
+    except OSError as exc:
+        raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path} is a folder, not a file")
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    raise InputError(
+        f"{path} is {kind}, not a regular file; agc resume reads a session file, a "
+        "snapshot or a JSON array from a regular file and never waits on another kind",
+        hint="Save the history to a file first (command > history.jsonl) and name that file.",
+    )
+
+
 def _read_input(path: Path) -> bytes:
     """Read a FILE given on the command line (symlinks followed: it is the user's file).
 
@@ -674,6 +715,7 @@ def resume_command(
     with ExitStack() as stack:
         if os.path.lexists(path):
             source = path
+            _require_regular_file(path)
             streamed = streamable_size(path, wanted)
             if streamed is not None:
                 refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
@@ -740,6 +782,7 @@ def resume_command(
                 if rollout is not None:
                     source = _exec_rollout(run_id, rollout)
                 if source is not None:
+                    _require_regular_file(source)
                     refuse_unsigned_file(source, insecure=insecure_skip_verify, **trust.as_kwargs())
                     streamed = streamable_size(source, wanted)
                     if streamed is None:
