@@ -629,3 +629,54 @@ def test_resume_help_names_gemini_cli_sessions(capsys: pytest.CaptureFixture[str
         main(["resume", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "Gemini CLI session" in text
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_lines_that_are_not_json_objects_are_named_as_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], check: bool
+) -> None:
+    """A corrupt line in the middle of a session file and lines that are JSON of
+    another type are named (count and the first --max-findings on stderr, all in
+    --json), said to be copied as they are; a good file gets no such warning."""
+    good = [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "go"}],
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "c"},
+        },
+    ]
+    texts = [json.dumps(line) for line in good]
+    texts[2:2] = ['{"type": "user", broken', "[1, 2]", "42"]
+    source = tmp_path / "rollout.jsonl"
+    source.write_text("\n".join(texts) + "\n")
+    args = ["--check"] if check else ["--out", str(tmp_path / "fixed.jsonl")]
+    main(["resume", str(source), *args, "--json"])
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert warnings == [
+        "line 3 is not JSON: agc reads no message from it and copies it as it is",
+        "line 4 is JSON but not an object (an array): agc reads no message from it and "
+        "copies it as it is",
+        "line 5 is JSON but not an object (a number): agc reads no message from it and "
+        "copies it as it is",
+    ]
+    out = ["--out", str(tmp_path / "text.jsonl")] if not check else ["--check"]
+    main(["resume", str(source), *out, "--max-findings", "1"])
+    err = capsys.readouterr().err
+    assert "warning: 3 lines of the session file not a JSON object" in err
+    assert "line 3 is not JSON" in err
+    assert "line 4" not in err
+    assert "… and 2 more (--json lists them all)" in err
+    if not check:
+        assert '{"type": "user", broken\n' in (tmp_path / "text.jsonl").read_text()
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("\n".join(json.dumps(line) for line in good) + "\n")
+    main(["resume", str(clean), "--check", "--json"])
+    assert json.loads(capsys.readouterr().out)["warnings"] == []

@@ -459,6 +459,46 @@ def _print_more(total: int, limit: int, noun: str) -> None:
         )
 
 
+def _unread_lines(history: History) -> list[str]:
+    """One sentence per line of a Claude Code or Codex session file that is not a JSON
+    object (a corrupt line, JSON of another type), the torn last line aside (a finding
+    of its own): no message is read from it and a repair copies it as it is."""
+    if history.lines is None:
+        return []
+    said: list[str] = []
+    for index in history.unread:
+        if index == history.torn:
+            continue
+        try:
+            value = parse_json(history.lines[index], allow_lone_surrogates=True)
+        except JsonInvalidError:
+            what = "is not JSON"
+        else:
+            kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(value))
+            what = (
+                f"is JSON but not an object ({kind or 'a number' if value is not None else 'null'})"
+            )
+        said.append(f"line {index + 1} {what}: agc reads no message from it and copies it as it is")
+    return said
+
+
+def _print_unread(unread: list[str], limit: int) -> None:
+    """The lines that are not JSON objects on stderr: their count, then the first
+    ``limit``."""
+    if not unread:
+        return
+    say = err_console.print
+    say(
+        f"warning: {counted(len(unread), 'line')} of the session file not a JSON object; "
+        "no message is read from them, and a repair copies them as they are:",
+        markup=False,
+    )
+    for text in unread[:limit]:
+        say(_printable(f"  {text}"), markup=False)
+    if len(unread) > limit:
+        say(f"  … and {len(unread) - limit} more (--json lists them all)", markup=False)
+
+
 def _print_warnings(warnings: tuple[str, ...]) -> None:
     for warning in warnings:
         err_console.print(_printable(f"warning: {warning}"), markup=False)
@@ -898,13 +938,14 @@ def _check(
     the repair: ``--out``, or for a ``file`` that is no snapshot ``--in-place`` too."""
     report = _resume.check_loaded(history, keep=None if as_json else limit)
     warnings = _resume.pending_warnings(history.messages, state)
+    unread = _unread_lines(history)
     if as_json:
         emit_json(
             {
                 **report.to_dict(),
                 "source": target,
                 "tool_call_state": state.to_dict() if state is not None else None,
-                "warnings": list(warnings),
+                "warnings": [*warnings, *unread],
             }
         )
     else:
@@ -915,6 +956,7 @@ def _check(
                 markup=False,
             )
         _print_warnings(warnings)
+        _print_unread(unread, limit)
         if not report.valid:
             quoted = shlex.quote(target)
             err_console.print(
@@ -1046,6 +1088,7 @@ def _repair(
                 "captured_run": None if captured is None else captured.to_dict(),
                 "report": report.to_dict(),
                 "removed_calls": [change.to_dict() for change in _removed_calls(report)],
+                "warnings": _unread_lines(history),
             }
         )
         return int(ExitCode.OK)
@@ -1061,6 +1104,7 @@ def _repair(
     else:
         _report().print("no change needed", markup=False)
     _print_warnings(report.notices)
+    _print_unread(_unread_lines(history), limit)
     _print_removed(report, limit)
     say = err_console.print
     if out is not None:
