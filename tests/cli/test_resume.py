@@ -680,3 +680,33 @@ def test_lines_that_are_not_json_objects_are_named_as_warnings(
     clean.write_text("\n".join(json.dumps(line) for line in good) + "\n")
     main(["resume", str(clean), "--check", "--json"])
     assert json.loads(capsys.readouterr().out)["warnings"] == []
+
+
+def test_an_array_of_non_messages_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`[1,2,3]` is refused naming the file, not only its message 0."""
+    source = tmp_path / "arr.json"
+    source.write_text("[1,2,3]")
+    assert main(["resume", str(source), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "history-format"
+    assert error["message"] == f"{source}: message 0 is not an object with a string 'role'"
+
+
+@pytest.mark.parametrize("wrong", ["gemini-chat", "anthropic", "claude-code"])
+def test_a_wrong_format_hints_to_leave_it_out_or_name_the_right_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wrong: str
+) -> None:
+    """A Codex rollout read with a wrong --format: the hint says to leave --format out
+    (it is detected) or name the right one, never to name one as if none was given."""
+    golden = Path(__file__).resolve().parent.parent / "resume" / "golden"
+    source = tmp_path / "rollout.jsonl"
+    source.write_bytes((golden / "codex-rollout-in-flight.jsonl").read_bytes())
+    for args in (["--check"], ["--out", str(tmp_path / "x.jsonl")]):
+        assert main(["resume", str(source), "--format", wrong, *args, "--json"]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["hint"].startswith(f"Leave out --format {wrong} to let agc detect")
+        assert main(["resume", str(source), *args, "--json"]) != 2  # left out: read
+        capsys.readouterr()
+        (tmp_path / "x.jsonl").unlink(missing_ok=True)

@@ -752,7 +752,7 @@ def resume_command(
         is_run=lambda name: has_recorded_run(name, store) or _resume.has_snapshot(name, store),
         run_what=f"run {target} in the store",
     )
-    with ExitStack() as stack:
+    with _format_hint(wanted), ExitStack() as stack:
         if os.path.lexists(path):
             source = path
             _require_regular_file(path)
@@ -901,6 +901,23 @@ def resume_command(
         finally:
             _REPORT_ON_STDERR.reset(token)
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
+
+
+@contextmanager
+def _format_hint(wanted: FormatName | None) -> Iterator[None]:
+    """With ``--format`` given, a history that is not in that format gets a hint to
+    leave it out (the format is detected) or name the right one, not to name one."""
+    try:
+        yield
+    except HistoryFormatError as exc:
+        if wanted is None or exc.hint != HistoryFormatError.default_hint:
+            raise
+        raise type(exc)(
+            exc.message,
+            hint=f"Leave out --format {wanted} to let agc detect the format, or name the "
+            "right one: openai-chat, anthropic, openai-responses, codex-rollout, "
+            "claude-code or gemini-chat.",
+        ) from exc
 
 
 def _exec_rollout(run_id: str, rollout: ExecRollout) -> Path | None:
