@@ -1088,19 +1088,27 @@ class _Repairer:
 
     def _index_calls(self) -> None:
         seen_anywhere: set[str] = set()
-        # How many calls before have each id (those let go of held each id once: a
-        # settled run breaks no rule), for the keys of calls reusing an id.
-        counts: dict[str, int] = {}
+        # The number of each call reusing an id, for its key: the ids of the view's
+        # calls (the messages let go of held each id once: a settled run breaks no
+        # rule), and the count of each id seen more than once (few).
+        ids: set[str] = set()
+        repeats: dict[str, int] = {}
         for message in self.view:
             for call in message.calls():
-                if call.call_id is None:
+                call_id = call.call_id
+                if call_id is None:
                     continue
-                before = counts.get(call.call_id)
-                if before is None:
-                    before = 1 if call.call_id in self._prior_ids else 0
-                counts[call.call_id] = before + 1
-                if before:
-                    self.occurrence[id(call)] = before + 1
+                if call_id in ids:
+                    number = repeats.get(call_id, 1) + 1
+                elif call_id in self._prior_ids:
+                    ids.add(call_id)
+                    number = 2
+                else:
+                    ids.add(call_id)
+                    continue
+                repeats[call_id] = number
+                self.occurrence[id(call)] = number
+        del ids
         for index, message in enumerate(self.view):
             if message.role != "assistant":
                 for call in message.calls():
