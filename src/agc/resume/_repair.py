@@ -1093,25 +1093,10 @@ class _Repairer:
         # rule), and the count of each id seen more than once (few).
         ids: set[str] = set()
         repeats: dict[str, int] = {}
-        for message in self.view:
-            for call in message.calls():
-                call_id = call.call_id
-                if call_id is None:
-                    continue
-                if call_id in ids:
-                    number = repeats.get(call_id, 1) + 1
-                elif call_id in self._prior_ids:
-                    ids.add(call_id)
-                    number = 2
-                else:
-                    ids.add(call_id)
-                    continue
-                repeats[call_id] = number
-                self.occurrence[id(call)] = number
-        del ids
         for index, message in enumerate(self.view):
             if message.role != "assistant":
                 for call in message.calls():
+                    self._number(call, ids, repeats)
                     self.call_message[id(call)] = index
                     self.dropped_calls.add(id(call))
                     self._note("stripped", index, "a tool call outside an assistant message", call)
@@ -1125,6 +1110,7 @@ class _Repairer:
                         "stripped", index, "the call has no id, so it cannot be answered", call
                     )
                     continue
+                self._number(call, ids, repeats)
                 scope = seen_here if self.spec.family == "chat" else seen_anywhere
                 if call.call_id in scope or call.call_id in self._prior_ids:
                     self.dropped_calls.add(id(call))
@@ -1137,6 +1123,23 @@ class _Repairer:
                     continue
                 seen_here.add(call.call_id)
                 seen_anywhere.add(call.call_id)
+
+    def _number(self, call: Block, ids: set[str], repeats: dict[str, int]) -> None:
+        """Note ``call``'s number among the calls with its id when it is the 2nd or a
+        later one (:attr:`occurrence`); ``ids`` and ``repeats``: the ids seen so far
+        and the count of each id seen twice or more."""
+        call_id = call.call_id
+        if call_id is None:
+            return
+        if call_id in ids:
+            number = repeats.get(call_id, 1) + 1
+        else:
+            ids.add(call_id)
+            if call_id not in self._prior_ids:
+                return
+            number = 2
+        repeats[call_id] = number
+        self.occurrence[id(call)] = number
 
     def _attribute_results(self) -> None:
         latest: dict[str, Block] = {}
