@@ -346,7 +346,8 @@ class FileExistsRefusedError(UsageError):
 
 class InPlaceRefusedError(AgcError):
     """``--in-place`` will not replace a file another process holds open (a client still
-    writing the session); the file is left as it was."""
+    writing the session) or one that changed during the repair; the file is left as it
+    was."""
 
     code = "in-place-refused"
     exit_code = ExitCode.UNREADABLE

@@ -27,6 +27,8 @@ from agc.resume import SessionSnapshot, ToolCallState, load_snapshot, save_snaps
 from tests.conftest import feed_stdin, write_run
 from tests.faults import failing_disk, fill, remount, temp_files, tmpfs
 
+GOLDEN = Path(__file__).resolve().parents[1] / "resume" / "golden"
+
 # Kills and disk faults: os.fsync stays real here (tests/conftest.py, _fsync_off).
 pytestmark = pytest.mark.real_fsync
 
@@ -584,3 +586,45 @@ def test_ext_on_a_failing_disk_is_file_write_failed_with_the_machine_hint(
     assert json.loads(out)["error"]["code"] == "file-write-failed", out
     assert "Check that the store folder exists" not in stderr
     assert main(argv) == ExitCode.OK  # the disk is healthy again: the same command works
+
+
+@pytest.mark.parametrize("disk", ["full", "read-only"])
+@pytest.mark.parametrize("where", ["--out", "--in-place"])
+def test_resume_of_a_session_file_that_cannot_be_written_says_where(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    disk: str,
+    where: str,
+) -> None:
+    """A session file's repair (written as it is made) on a real full or read-only
+    tmpfs is `file-write-failed` (exit 3), as for every command; with --in-place the
+    message names --in-place and the file, never an --out that was not given, and the
+    hint is one --in-place can follow."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    original = (GOLDEN / "codex-rollout-in-flight.jsonl").read_bytes()
+    with tmpfs(tmp_path / "disk", size="64k") as folder:
+        source = folder / "rollout.jsonl"
+        source.write_bytes(original)
+        before = sorted(p.name for p in folder.iterdir())
+        if disk == "full":
+            fill(folder)
+            before = sorted(p.name for p in folder.iterdir())
+        else:
+            remount(folder, "ro")
+        out = folder / "fixed.jsonl"
+        target = ["--out", str(out)] if where == "--out" else ["--in-place"]
+        code = main(["resume", str(source), *target, "--json"])
+        assert code == ExitCode.UNREADABLE
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "file-write-failed"
+        cause = CAUSES[errno.ENOSPC if disk == "full" else errno.EROFS]
+        assert cause in error["message"]
+        assert source.read_bytes() == original
+        assert sorted(p.name for p in folder.iterdir()) == before
+        if where == "--in-place":
+            assert "--out" not in error["message"]
+            assert f"--in-place: the repair of {source} cannot be written" in error["message"]
+            assert "Choose a folder" not in error["hint"]
+        else:
+            assert f"--out {out} cannot be written" in error["message"]

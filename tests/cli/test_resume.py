@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from agc._core.json import MAX_DEPTH
-from agc.cli import resume as resume_cli
 from agc.cli.app import main
 from agc.resume import SessionSnapshot, ToolCallState, check_history, save_snapshot
 from tests.conftest import REAL_FIXTURES, require_shared
@@ -325,7 +324,7 @@ def test_out_on_a_file_system_without_hard_links_is_exit_3(
 
     monkeypatch.setattr(os, "link", no_links)
     assert main(["resume", str(source), "--out", str(out_dir / "f.json"), "--json"]) == 3
-    assert json.loads(capsys.readouterr().out)["error"]["code"] == "store-unreadable"
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "file-write-failed"
     assert list(out_dir.iterdir()) == []
 
 
@@ -368,27 +367,62 @@ def test_a_repair_that_leaves_no_message_writes_nothing(
     assert main(["resume", str(out), "--check"]) == 0
 
 
-@pytest.mark.parametrize("kind", ["device", "pipe"])
-def test_an_endless_input_is_refused_at_the_size_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
+@pytest.mark.parametrize(
+    ("kind", "args"),
+    [
+        ("device", ["--check", "--json"]),
+        ("pipe", ["--check", "--json"]),
+        ("fifo", ["--check", "--json"]),
+        ("fifo", ["--json"]),
+        ("fifo", ["--in-place", "--json"]),
+    ],
+)
+def test_an_input_that_is_not_a_regular_file_is_refused_without_waiting_on_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, args: list[str]
 ) -> None:
-    """A FILE that is not a regular file has no size to check first (/dev/zero, a pipe
-    from a process that never stops): it is read up to the limit and refused (exit 2),
-    never read into memory without end (an out-of-memory kill or exit 4)."""
-    monkeypatch.setattr(resume_cli, "_MAX_INPUT_BYTES", 1 << 20)
+    """A FILE that is not a regular file is refused (exit 2, naming it and its kind)
+    before anything reads it: a device (/dev/zero, endless), a pipe from a process that
+    never stops, a named pipe no process writes (reading it would wait forever). A
+    guard opens the FIFO's writing end after a while, so a command that waits on it
+    ends (reading nothing) and fails the assertions instead of hanging the run."""
+    stop = threading.Event()
     if kind == "device":
         source = "/dev/zero"
-    else:
+        says = "a character device"
+    elif kind == "pipe":
         read_end, write_end = os.pipe()
         writer = threading.Thread(target=_write_forever, args=(write_end,), daemon=True)
         writer.start()
         source = f"/dev/fd/{read_end}"
-    assert main(["resume", source, "--check", "--json"]) == 2
+        says = "a named pipe (FIFO)"
+    else:
+        fifo = tmp_path / "ff.jsonl"
+        os.mkfifo(fifo)
+        source = str(fifo)
+        says = "a named pipe (FIFO)"
+        guard = threading.Thread(target=_unblock_after, args=(fifo, stop), daemon=True)
+        guard.start()
+    try:
+        assert main(["resume", source, *args]) == 2
+    finally:
+        stop.set()
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["code"] == "input-invalid"
-    assert "larger than" in error["message"]
+    assert f"{source} is {says}, not a regular file" in error["message"]
     if kind == "pipe":
         os.close(read_end)
+    if kind == "fifo":
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["ff.jsonl"]
+
+
+def _unblock_after(fifo: Path, stop: threading.Event) -> None:
+    """Once 5 s passed without ``stop``, open and close ``fifo``'s writing end every
+    half second until ``stop``: a reader waiting on it sees the end of the file."""
+    if stop.wait(5):
+        return
+    while not stop.wait(0.5):
+        with contextlib.suppress(OSError):  # no reader waits: nothing to unblock
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
 
 
 def _write_forever(fd: int) -> None:
@@ -595,3 +629,84 @@ def test_resume_help_names_gemini_cli_sessions(capsys: pytest.CaptureFixture[str
         main(["resume", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "Gemini CLI session" in text
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_lines_that_are_not_json_objects_are_named_as_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], check: bool
+) -> None:
+    """A corrupt line in the middle of a session file and lines that are JSON of
+    another type are named (count and the first --max-findings on stderr, all in
+    --json), said to be copied as they are; a good file gets no such warning."""
+    good = [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "go"}],
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "c"},
+        },
+    ]
+    texts = [json.dumps(line) for line in good]
+    texts[2:2] = ['{"type": "user", broken', "[1, 2]", "42"]
+    source = tmp_path / "rollout.jsonl"
+    source.write_text("\n".join(texts) + "\n")
+    args = ["--check"] if check else ["--out", str(tmp_path / "fixed.jsonl")]
+    main(["resume", str(source), *args, "--json"])
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert warnings == [
+        "line 3 is not JSON: agc reads no message from it and copies it as it is",
+        "line 4 is JSON but not an object (an array): agc reads no message from it and "
+        "copies it as it is",
+        "line 5 is JSON but not an object (a number): agc reads no message from it and "
+        "copies it as it is",
+    ]
+    out = ["--out", str(tmp_path / "text.jsonl")] if not check else ["--check"]
+    main(["resume", str(source), *out, "--max-findings", "1"])
+    err = capsys.readouterr().err
+    assert "warning: 3 lines of the session file not a JSON object" in err
+    assert "line 3 is not JSON" in err
+    assert "line 4" not in err
+    assert "… and 2 more (--json lists them all)" in err
+    if not check:
+        assert '{"type": "user", broken\n' in (tmp_path / "text.jsonl").read_text()
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("\n".join(json.dumps(line) for line in good) + "\n")
+    main(["resume", str(clean), "--check", "--json"])
+    assert json.loads(capsys.readouterr().out)["warnings"] == []
+
+
+def test_an_array_of_non_messages_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`[1,2,3]` is refused naming the file, not only its message 0."""
+    source = tmp_path / "arr.json"
+    source.write_text("[1,2,3]")
+    assert main(["resume", str(source), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "history-format"
+    assert error["message"] == f"{source}: message 0 is not an object with a string 'role'"
+
+
+@pytest.mark.parametrize("wrong", ["gemini-chat", "anthropic", "claude-code"])
+def test_a_wrong_format_hints_to_leave_it_out_or_name_the_right_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wrong: str
+) -> None:
+    """A Codex rollout read with a wrong --format: the hint says to leave --format out
+    (it is detected) or name the right one, never to name one as if none was given."""
+    golden = Path(__file__).resolve().parent.parent / "resume" / "golden"
+    source = tmp_path / "rollout.jsonl"
+    source.write_bytes((golden / "codex-rollout-in-flight.jsonl").read_bytes())
+    for args in (["--check"], ["--out", str(tmp_path / "x.jsonl")]):
+        assert main(["resume", str(source), "--format", wrong, *args, "--json"]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["hint"].startswith(f"Leave out --format {wrong} to let agc detect")
+        assert main(["resume", str(source), *args, "--json"]) != 2  # left out: read
+        capsys.readouterr()
+        (tmp_path / "x.jsonl").unlink(missing_ok=True)

@@ -114,7 +114,7 @@ def test_in_place_is_refused_while_another_process_holds_the_file(
 
 @pytest.mark.parametrize("case", CASES)
 def test_in_place_is_refused_when_the_file_changes_during_the_repair(
-    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, original = _session(tmp_path, case)
     grown = original + b'{"type":"late"}\n'
@@ -132,7 +132,11 @@ def test_in_place_is_refused_when_the_file_changes_during_the_repair(
     # the command calls the repair through the agc.resume front door
     monkeypatch.setattr(agc.resume, "repair_loaded", loaded)
     monkeypatch.setattr(agc.resume, "repair_streamed", streamed)
-    assert main(["resume", str(path), "--in-place"]) == 2
+    # refused as a file another process holds open is: exit 3, in-place-refused
+    assert main(["resume", str(path), "--in-place", "--json"]) == 3
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "in-place-refused"
+    assert f"{path} changed while agc" in error["message"]
     assert path.read_bytes() == grown  # nothing the client wrote is lost
     assert _backups(path) == []
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
@@ -233,7 +237,8 @@ def test_a_same_size_edit_with_its_mtime_set_back_is_still_seen(
     monkeypatch.setattr(agc.resume, "repair_loaded", loaded)
     monkeypatch.setattr(agc.resume, "repair_streamed", streamed)
     target = [option] if option == "--in-place" else [option, str(tmp_path / "out.jsonl")]
-    assert main(["resume", str(path), *target]) == 2
+    # --in-place refuses as for a file held open (3); --out read a changed input (2)
+    assert main(["resume", str(path), *target]) == (3 if option == "--in-place" else 2)
     assert _backups(path) == []
     assert not (tmp_path / "out.jsonl").exists()
 

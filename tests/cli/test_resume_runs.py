@@ -30,7 +30,7 @@ from agc.integrity import _kept as kept_module
 from agc.integrity import _run_reader as run_reader
 from agc.integrity import check_object_run, check_run
 from agc.integrity._chain_objects import artifact_path, manifest_path
-from agc.resume import SessionSnapshot, ToolCallState, save_snapshot
+from agc.resume import SessionSnapshot, ToolCallState, idempotency_key, save_snapshot
 from tests.conftest import (
     examples,
     feed_stdin,
@@ -1178,3 +1178,84 @@ def test_a_run_larger_than_the_input_limit_is_refused_before_it_is_copied(
     monkeypatch.setattr(resume_module, "_MAX_INPUT_BYTES", size)
     for where in (str(store), bucket.url):
         assert _resume(["r1", "--store", where, "--check"], capsys)[0] == ExitCode.FINDINGS
+
+
+def _reused_id_items() -> list[dict[str, Any]]:
+    """Two different calls with one id, each answered: `ls` (exec_command), then a
+    patch (apply_patch, other arguments) that reuses the id, as a real Codex rollout
+    can hold."""
+    return [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {
+            "type": "function_call",
+            "name": "exec_command",
+            "arguments": '{"cmd":"ls"}',
+            "call_id": "call_1",
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "a"},
+        {
+            "type": "function_call",
+            "name": "apply_patch",
+            "arguments": '{"patch":"*** Begin Patch"}',
+            "call_id": "call_1",
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "patched"},
+    ]
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_call_reusing_an_id_is_named_as_removed_with_a_key_of_its_own(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], strategy: str
+) -> None:
+    """The later call with a reused id is removed under either strategy (providers
+    refuse two calls with one id): it is named on stderr and in removed_calls, and its
+    key is not the earlier call's, the same from the file, its run and a snapshot."""
+    lines = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "s1"}}]
+    lines += [
+        {"timestamp": "t", "type": "response_item", "payload": item} for item in _reused_id_items()
+    ]
+    source = tmp_path / "rollout.jsonl"
+    source.write_text("".join(_line(line) + "\n" for line in lines))
+    capsys.readouterr()
+
+    def removed(target: str, *args: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        out = tmp_path / f"out-{len(list(tmp_path.iterdir()))}.jsonl"
+        argv = ["resume", target, "--strategy", strategy, "--out", str(out), "--json", *args]
+        assert main(argv) == 0
+        document = _json(capsys)
+        return document["removed_calls"], document["report"]["changes"]
+
+    from_file, changes = removed(str(source))
+    assert [(c["action"], c["tool_name"]) for c in from_file] == [
+        ("dropped-duplicate-call", "apply_patch")
+    ]
+    first_key = idempotency_key("call_1", session="s1")
+    assert from_file[0]["idempotency_key"] not in {None, first_key}
+    assert from_file[0]["idempotency_key"] == idempotency_key("call_1", session="s1", occurrence=2)
+    # The dropped result answers the dropped call: it carries that call's key.
+    orphan = [c for c in changes if c["action"] == "dropped-orphan-result"]
+    assert [c["idempotency_key"] for c in orphan] == [from_file[0]["idempotency_key"]]
+
+    _import(tmp_path, store, source.read_bytes(), run_id="r-reuse")
+    capsys.readouterr()
+    from_run, _ = removed("r-reuse", "--store", str(store))
+    snapshot = SessionSnapshot(
+        "snap-reuse",
+        "s1",
+        _reused_id_items(),
+        ToolCallState(False, None),
+        {},
+        format="openai-responses",
+    )
+    save_snapshot(snapshot, store)
+    from_snapshot, _ = removed("snap-reuse", "--store", str(store))
+    keys = {c["idempotency_key"] for c in from_file + from_run + from_snapshot}
+    assert keys == {from_file[0]["idempotency_key"]}
+
+    # The text report names it too, with its key.
+    out = tmp_path / "text.jsonl"
+    assert main(["resume", str(source), "--strategy", strategy, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "1 tool call(s) removed that may have run" in err
+    assert "apply_patch" in err
+    assert from_file[0]["idempotency_key"] in err

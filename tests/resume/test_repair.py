@@ -705,3 +705,26 @@ def test_the_change_list_never_shows_a_secret_of_the_arguments() -> None:
     for leaked in (secret, "p4ssw0rd", "MIIEowIBAAKCAQEA7x9"):
         assert leaked not in shown
     assert result.report.changes[0].tool_name == "bash"
+
+
+def test_two_calls_with_one_id_never_share_a_key() -> None:
+    """Chat allows one id in two turns: both calls are kept and answered as
+    interrupted, each with its own key (the second's counts its occurrence), the first
+    keeping the key of the id alone."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [_chat_call("a", '{"cmd": "ls"}')]},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": None, "tool_calls": [_chat_call("a", '{"cmd": "rm"}')]},
+    ]
+    result = repair_history(messages, "openai-chat", strategy="synthesize")
+    session = session_identity(load_history(json.dumps(messages).encode(), source="x"))
+    keys = [c.idempotency_key for c in result.report.changes if c.action == "synthesized"]
+    assert keys == [
+        idempotency_key("a", session=session),
+        idempotency_key("a", session=session, occurrence=2),
+    ]
+    assert keys[0] != keys[1]
+    assert str(keys[1]) in json.dumps(result.messages)
+    with pytest.raises(ValueError, match="counts from 1"):
+        idempotency_key("a", session=session, occurrence=0)

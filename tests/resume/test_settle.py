@@ -19,6 +19,7 @@ from agc.resume import (
     History,
     Strategy,
     check_loaded,
+    idempotency_key,
     load_history,
     repair_loaded,
     repair_streamed,
@@ -165,3 +166,28 @@ def test_property_settled_reads_check_and_repair_as_the_whole_read(
     path = folder / "session.jsonl"
     path.write_bytes(data)
     _same_as_whole(path, settle, strategy, folder / "out.jsonl")
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_call_reusing_the_id_of_a_call_let_go_of_gets_the_same_key(
+    strategy: Strategy, tmp_path: Path
+) -> None:
+    """A call reusing the id of a call the settled read let go of is numbered as the
+    whole read numbers it (its key counts the call let go of): same report, same keys."""
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "c"},
+        {"type": "function_call_output", "call_id": "c", "output": "a"},
+    ] * 3
+    items.append({"type": "function_call", "name": "rm", "arguments": "{}", "call_id": "c"})
+    lines = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}]
+    lines += [{"timestamp": "t", "type": "response_item", "payload": item} for item in items]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    settled = _same_as_whole(path, 1, strategy, tmp_path / "out.jsonl")
+    assert settled is not None
+    assert settled.settled is not None  # the first calls were let go of
+    report = repair_loaded(load_history(path.read_bytes(), source="x"), strategy=strategy).report
+    keys = {c.idempotency_key for c in report.changes if c.action == "dropped-duplicate-call"}
+    assert len(keys) == 3  # the 2nd, 3rd and 4th call with the id, each its own key
+    assert idempotency_key("c", session="s") not in keys

@@ -36,6 +36,7 @@ from agc.errors import (
     FileUnreadableError,
     HistoryEmptyError,
     HistoryFormatError,
+    InPlaceRefusedError,
     InputError,
     InputMissingError,
     JsonInvalidError,
@@ -154,31 +155,35 @@ def _working(label: str, size: int) -> Iterator[None]:
 
 
 class _Sink:
-    """A binary file whose write errors are those of writing ``--out`` (a full disk is
-    exit 3; see :func:`agc.cli.common.new_file_errors`)."""
+    """A binary file whose write errors are those of writing the repair where it goes:
+    ``--out FILE``, beside the file ``--in-place`` replaces, or a temporary file (a
+    full disk is exit 3; see :func:`agc.cli.common.new_file_errors`)."""
 
-    def __init__(self, handle: IO[bytes], out: Path | None) -> None:
+    def __init__(self, handle: IO[bytes], out: Path | None, in_place: Path | None) -> None:
         self._handle = handle
-        if out is None:
+        if out is not None:
+            self._path, self._option = out, "--out"
+        elif in_place is not None:
+            self._path, self._option = in_place, "--in-place"
+        else:
             import tempfile  # noqa: PLC0415 - only for a repair written nowhere
 
-            out = Path(tempfile.gettempdir())
-        self._out = out
+            self._path, self._option = Path(tempfile.gettempdir()), "temporary file in"
 
     def write(self, data: bytes) -> int:
-        with new_file_errors(self._out, option="--out" if self._out else "temporary file"):
+        with new_file_errors(self._path, option=self._option):
             return self._handle.write(data)
 
     def flush(self) -> None:
-        with new_file_errors(self._out):
+        with new_file_errors(self._path, option=self._option):
             self._handle.flush()
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
-        with new_file_errors(self._out):
+        with new_file_errors(self._path, option=self._option):
             return self._handle.seek(offset, whence)
 
     def truncate(self, size: int | None = None, /) -> int:
-        with new_file_errors(self._out):
+        with new_file_errors(self._path, option=self._option):
             return self._handle.truncate(size)
 
 
@@ -205,6 +210,47 @@ def _to_stdout(data: Iterable[bytes]) -> None:
 
 def _looks_like_path(target: str) -> bool:
     return any(hint in target for hint in _PATH_HINTS)
+
+
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _require_regular_file(path: Path) -> None:
+    """Refuse a FILE that is not a regular file (a FIFO, a device, a socket, a folder),
+    never waiting on it: it is opened non-blocking (a FIFO with no writer does not
+    block the open) and judged by fstat, before anything reads it.
+
+    Raises:
+        InputMissingError: it does not exist (a dangling symlink) (exit 2).
+        InputError: it is not a regular file (exit 2).
+        FileUnreadableError: it cannot be opened (permissions, an I/O error) (exit 3).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as exc:
+        raise InputMissingError(f"{path} does not exist") from exc
+    except OSError as exc:
+        raise FileUnreadableError(f"{path} cannot be read: {describe_os_error(exc)}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path} is a folder, not a file")
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    raise InputError(
+        f"{path} is {kind}, not a regular file; agc resume reads a session file, a "
+        "snapshot or a JSON array from a regular file and never waits on another kind",
+        hint="Save the history to a file first (command > history.jsonl) and name that file.",
+    )
 
 
 def _read_input(path: Path) -> bytes:
@@ -413,6 +459,46 @@ def _print_more(total: int, limit: int, noun: str) -> None:
         )
 
 
+def _unread_lines(history: History) -> list[str]:
+    """One sentence per line of a Claude Code or Codex session file that is not a JSON
+    object (a corrupt line, JSON of another type), the torn last line aside (a finding
+    of its own): no message is read from it and a repair copies it as it is."""
+    if history.lines is None:
+        return []
+    said: list[str] = []
+    for index in history.unread:
+        if index == history.torn:
+            continue
+        try:
+            value = parse_json(history.lines[index], allow_lone_surrogates=True)
+        except JsonInvalidError:
+            what = "is not JSON"
+        else:
+            kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(value))
+            what = (
+                f"is JSON but not an object ({kind or 'a number' if value is not None else 'null'})"
+            )
+        said.append(f"line {index + 1} {what}: agc reads no message from it and copies it as it is")
+    return said
+
+
+def _print_unread(unread: list[str], limit: int) -> None:
+    """The lines that are not JSON objects on stderr: their count, then the first
+    ``limit``."""
+    if not unread:
+        return
+    say = err_console.print
+    say(
+        f"warning: {counted(len(unread), 'line')} of the session file not a JSON object; "
+        "no message is read from them, and a repair copies them as they are:",
+        markup=False,
+    )
+    for text in unread[:limit]:
+        say(_printable(f"  {text}"), markup=False)
+    if len(unread) > limit:
+        say(f"  … and {len(unread) - limit} more (--json lists them all)", markup=False)
+
+
 def _print_warnings(warnings: tuple[str, ...]) -> None:
     for warning in warnings:
         err_console.print(_printable(f"warning: {warning}"), markup=False)
@@ -425,21 +511,27 @@ def _print_change(history: History, change: Change) -> None:
         line += f" {change.call_id}"
     if change.tool_name is not None:
         line += f" {change.tool_name} {_short(change.arguments)}"
-    if change.idempotency_key is not None and change.action in {"stripped", "synthesized"}:
+    if change.idempotency_key is not None and change.action in {
+        "stripped",
+        "synthesized",
+        "dropped-duplicate-call",
+    }:
         line += f" [{change.idempotency_key}]"
     _report().print(_printable(line + f": {change.reason}"), markup=False)
 
 
-_REMOVED: Final = frozenset({"stripped", "dropped-partial-result"})
+_REMOVED: Final = frozenset({"stripped", "dropped-duplicate-call"})
 
 
 def _removed_calls(report: RepairReport) -> list[Change]:
-    """The calls the repair removed that may have run: stripped calls (a call without a
-    result, the in-flight one) and calls whose torn last line was dropped."""
+    """The calls the repair removed that may have run, whatever removed them: stripped
+    calls (a call without a result, the in-flight one), later calls dropped for
+    reusing an earlier call's id (under either strategy: providers refuse two calls
+    with one id) and calls whose torn last line was dropped."""
     return [
         change
         for change in report.changes
-        if change.action == "stripped"
+        if change.action in _REMOVED
         or (change.action == "dropped-torn-line" and change.call_id is not None)
     ]
 
@@ -463,10 +555,18 @@ def _print_removed(report: RepairReport, limit: int) -> None:
         say(_printable(f"  {tool} {preview} [{key}]"), markup=False)
     if len(removed) > limit:
         say(f"  … and {len(removed) - limit} more (--json lists them all)", markup=False)
-    if report.strategy == "strip":
+    if any(change.action == "dropped-duplicate-call" for change in removed):
         say(
-            "hint: --strategy synthesize keeps them in the history, answered as "
-            "interrupted, so the model sees them",
+            "note: a call that reuses an earlier call's id is removed under either "
+            "strategy (providers refuse two calls with one id); its key is its own",
+            markup=False,
+        )
+    if report.strategy == "strip" and any(
+        change.action != "dropped-duplicate-call" for change in removed
+    ):
+        say(
+            "hint: --strategy synthesize keeps the stripped ones in the history, answered "
+            "as interrupted, so the model sees them",
             markup=False,
         )
 
@@ -652,9 +752,10 @@ def resume_command(
         is_run=lambda name: has_recorded_run(name, store) or _resume.has_snapshot(name, store),
         run_what=f"run {target} in the store",
     )
-    with ExitStack() as stack:
+    with _format_hint(wanted), ExitStack() as stack:
         if os.path.lexists(path):
             source = path
+            _require_regular_file(path)
             streamed = streamable_size(path, wanted)
             if streamed is not None:
                 refuse_unsigned_file(path, insecure=insecure_skip_verify, **trust.as_kwargs())
@@ -721,6 +822,7 @@ def resume_command(
                 if rollout is not None:
                     source = _exec_rollout(run_id, rollout)
                 if source is not None:
+                    _require_regular_file(source)
                     refuse_unsigned_file(source, insecure=insecure_skip_verify, **trust.as_kwargs())
                     streamed = streamable_size(source, wanted)
                     if streamed is None:
@@ -801,6 +903,23 @@ def resume_command(
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
 
 
+@contextmanager
+def _format_hint(wanted: FormatName | None) -> Iterator[None]:
+    """With ``--format`` given, a history that is not in that format gets a hint to
+    leave it out (the format is detected) or name the right one, not to name one."""
+    try:
+        yield
+    except HistoryFormatError as exc:
+        if wanted is None or exc.hint != HistoryFormatError.default_hint:
+            raise
+        raise type(exc)(
+            exc.message,
+            hint=f"Leave out --format {wanted} to let agc detect the format, or name the "
+            "right one: openai-chat, anthropic, openai-responses, codex-rollout, "
+            "claude-code or gemini-chat.",
+        ) from exc
+
+
 def _exec_rollout(run_id: str, rollout: ExecRollout) -> Path | None:
     """Say which history a run recorded from ``codex exec --json`` resumes from (the
     stream holds none): the rollout file of its thread, or the run that captured it.
@@ -836,13 +955,14 @@ def _check(
     the repair: ``--out``, or for a ``file`` that is no snapshot ``--in-place`` too."""
     report = _resume.check_loaded(history, keep=None if as_json else limit)
     warnings = _resume.pending_warnings(history.messages, state)
+    unread = _unread_lines(history)
     if as_json:
         emit_json(
             {
                 **report.to_dict(),
                 "source": target,
                 "tool_call_state": state.to_dict() if state is not None else None,
-                "warnings": list(warnings),
+                "warnings": [*warnings, *unread],
             }
         )
     else:
@@ -853,6 +973,7 @@ def _check(
                 markup=False,
             )
         _print_warnings(warnings)
+        _print_unread(unread, limit)
         if not report.valid:
             quoted = shlex.quote(target)
             err_console.print(
@@ -883,11 +1004,13 @@ class _Output(NamedTuple):
     read_from: tuple[Path, str] | None = None  # the session file read as it is repaired
 
     def unchanged(self) -> None:
-        """Raise :class:`InputError` when ``source`` changed since it was read."""
+        """Raise :class:`InPlaceRefusedError` when ``source`` changed since it was read
+        (only ``--in-place`` calls this: the refusal of a file another process holds)."""
         assert self.source is not None  # in place: a FILE
         if self.stamp is not None and _stamp(self.source) != self.stamp:
-            raise InputError(
-                f"{self.source} changed while agc repaired it (another program wrote to it)",
+            raise InPlaceRefusedError(
+                f"{self.source} changed while agc repaired it (another program wrote to it); "
+                "it was left as it is",
                 hint="Stop the agent that writes this session, then run agc resume again.",
             )
 
@@ -950,7 +1073,8 @@ def _repair(
         elif output.in_place and result.report.changes:
             assert source is not None  # --in-place is refused for a run
             with replace_in_place(source, unchanged=output.unchanged) as (handle, _, commit):
-                handle.write(result.data)
+                with new_file_errors(source, option="--in-place"):
+                    handle.write(result.data)
                 backup = commit()
         report = result.report
     found = _resume.find_next_step(history)
@@ -981,6 +1105,7 @@ def _repair(
                 "captured_run": None if captured is None else captured.to_dict(),
                 "report": report.to_dict(),
                 "removed_calls": [change.to_dict() for change in _removed_calls(report)],
+                "warnings": _unread_lines(history),
             }
         )
         return int(ExitCode.OK)
@@ -996,6 +1121,7 @@ def _repair(
     else:
         _report().print("no change needed", markup=False)
     _print_warnings(report.notices)
+    _print_unread(_unread_lines(history), limit)
     _print_removed(report, limit)
     say = err_console.print
     if out is not None:
@@ -1124,7 +1250,15 @@ def _repair_streamed(
     def unchanged() -> None:
         records = read[0].records
         assert isinstance(records, _resume.LineSequence)  # _is_streamed
-        records.check_unchanged()
+        try:
+            records.check_unchanged()
+        except InputError as exc:
+            if not output.in_place:
+                raise
+            # Refused as a file another process holds open is: the same class (exit 3).
+            raise InPlaceRefusedError(
+                f"{exc.message}; it was left as it is", hint=exc.hint
+            ) from exc
 
     out = output.out
     with ExitStack() as stack:
@@ -1152,7 +1286,7 @@ def _repair_streamed(
                 tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
             )
             handle, path = temporary, Path(temporary.name)
-        sink = _Sink(handle, out or output.source)
+        sink = _Sink(handle, out, output.source if output.in_place else None)
 
         def read_back() -> History:
             return _resume.scan_session(

@@ -3,6 +3,7 @@ over anything, with one set of errors for every command."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -17,13 +18,14 @@ from agc._core.fs import (
     PreparedWrite,
     atomic_write_bytes,
     describe_os_error,
+    machine_hint,
 )
 from agc._core.fs import keep_backup as fs_keep_backup
 from agc.errors import (
     FileExistsRefusedError,
+    FileWriteError,
     InPlaceRefusedError,
     InputError,
-    StoreError,
     UnsafePathError,
 )
 
@@ -45,9 +47,9 @@ def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int 
             loop) (exit 2).
         InputError: its folder does not exist or is not a folder, or the name is too
             long for the file system (exit 2).
-        FileWriteError: a full disk, quota, read-only file system, I/O error (exit 3).
-        StoreError: any other refusal of the file system: permission denied, no hard
-            links (link(2) puts the file in place) (exit 3).
+        FileWriteError: a full disk, quota, read-only file system, I/O error, or any
+            other refusal of the file system: permission denied, no hard links (link(2)
+            puts the file in place) (exit 3, ``file-write-failed``).
     """
     with new_file_errors(path, option=option):
         atomic_write_bytes(path, data, overwrite=False, mode=mode)
@@ -74,10 +76,25 @@ def new_file_errors(path: Path, *, option: str = "--out") -> Iterator[None]:
                 f"{option} {path} already exists (a symlink)",
                 hint="Choose another output path; agc never overwrites an existing file.",
             ) from exc
-        raise StoreError(
-            f"{option} {path} cannot be written: {describe_os_error(exc)}",
-            hint="Choose a folder you may write, on a local file system.",
-        ) from exc
+        raise _write_failed(path, option, exc) from exc
+
+
+def _write_failed(path: Path, option: str, exc: OSError) -> FileWriteError:
+    """``file-write-failed`` for the new file ``path`` a user named with ``option``: a
+    failure of the machine with its hint (:data:`agc._core.fs.MACHINE_ERRNOS`), else a
+    refusal of its folder (permissions, no hard links) with what to do instead.
+    ``--in-place`` names the file replaced: its repair is written beside it first."""
+    cause = describe_os_error(exc)
+    if option == "--in-place":
+        message = f"--in-place: the repair of {path} cannot be written beside it: {cause}"
+        hint = (
+            "agc writes the repair into the file's folder, then renames it over the file: "
+            "make that folder writable, or write the repair elsewhere with --out FILE."
+        )
+    else:
+        message = f"{option} {path} cannot be written: {cause}"
+        hint = "Choose a folder you may write, on a local file system."
+    return FileWriteError(message, path=str(path), errno=exc.errno, hint=machine_hint(exc) or hint)
 
 
 @contextmanager
@@ -91,7 +108,7 @@ def new_file_beside(
     :func:`sync` of the handle; leaving the block without a commit removes it.
 
     Raises:
-        FileExistsRefusedError, InputError, FileWriteError, StoreError: as
+        FileExistsRefusedError, InputError, FileWriteError: as
             :func:`write_new_file`, for creating the temporary file.
     """
     tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
@@ -99,9 +116,19 @@ def new_file_beside(
     with new_file_errors(path, option=option):
         fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
     prepared = PreparedWrite(path, tmp, fd)  # discards the temporary file on leaving
-    with prepared, os.fdopen(os.dup(fd), "wb") as handle:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield handle, tmp, prepared
+    with prepared:
+        handle = os.fdopen(os.dup(fd), "wb")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield handle, tmp, prepared
+        except BaseException:
+            # Closing flushes what is still buffered: on a full disk that fails again,
+            # and must not hide the error that is leaving (it names the file).
+            with contextlib.suppress(OSError):
+                handle.close()
+            raise
+        with new_file_errors(path, option=option):
+            handle.close()
 
 
 def sync(handle: BinaryIO) -> None:
@@ -127,9 +154,9 @@ def replace_in_place(
     part of either. Leaving the block without a commit changes nothing.
 
     Raises:
-        InPlaceRefusedError: another process holds ``path`` open (exit 3).
-        InputError: ``path`` changed during the repair (from ``unchanged``).
-        FileWriteError, StoreError: the folder cannot take the new file or the backup.
+        InPlaceRefusedError: another process holds ``path`` open, or (from
+            ``unchanged``, which raises it) ``path`` changed during the repair (exit 3).
+        FileWriteError: the folder cannot take the new file or the backup.
     """
     with new_file_beside(path, option="--in-place") as (handle, tmp, prepared):
 
@@ -164,7 +191,7 @@ def keep_backup(path: Path) -> Path:
     file). Returns the backup's path.
 
     Raises:
-        FileWriteError, StoreError: the backup cannot be written (nothing is replaced).
+        FileWriteError: the backup cannot be written (nothing is replaced).
     """
     with new_file_errors(path.with_name(path.name + ".agc-backup"), option="backup"):
         return fs_keep_backup(path)

@@ -16,8 +16,9 @@ After a repair, the user needs two facts that live in each client's own conventi
   (``$GEMINI_CLI_HOME`` is ``~`` when unset; the date and minute of the session's start
   in UTC; ``<id8>`` the session id's first 8 characters), ``<project>`` being the short
   name the client gave the project folder (the folder holds a ``.project_root`` file
-  naming that directory, whose SHA-256 is the file's ``projectHash``), and resumes it
-  with ``gemini --resume <session id>`` run in that directory.
+  naming that directory, whose SHA-256 is the file's ``projectHash``; before it exists,
+  the name :func:`_gemini_named_project` derives), and resumes it with
+  ``gemini --resume <session id>`` run in that directory.
 
 When the session's file is already where the client keeps it (found by its session id),
 that path is the answer; otherwise the path is built by the rules above. When neither
@@ -216,12 +217,10 @@ def _gemini_step(session: str, first: list[dict[str, Any]], home: Path) -> NextS
     else:
         started = _parse_time(header.get("startTime"))
         if project is None:
-            return NoNextStep(
-                f"the Gemini CLI folder {temp} holds no file of session {session} and no "
-                "project folder whose .project_root names the directory of the file's "
-                "projectHash (the session ran under another GEMINI_CLI_HOME or HOME, or "
-                "its project folder was removed)"
-            )
+            named = _gemini_named_project(temp, header.get("projectHash"), first, home)
+            if isinstance(named, NoNextStep):
+                return named
+            project, cwd = named
         if started is None:
             return NoNextStep(
                 f"no file of session {session} is under {temp}, and the file gives no "
@@ -232,6 +231,105 @@ def _gemini_step(session: str, first: list[dict[str, Any]], home: Path) -> NextS
     resume = f"gemini --resume {shlex.quote(session)}"
     command = f"cd {shlex.quote(cwd)} && {resume}" if cwd else resume
     return NextStep("gemini", session, path, path.exists(), cwd, (command,))
+
+
+_WORKSPACE: Final = re.compile(r"Workspace Directories:\**\n((?:[ \t]+- [^\n]+\n?)+)")
+
+
+def _gemini_named_project(
+    temp: Path, project_hash: object, first: list[dict[str, Any]], home: Path
+) -> tuple[Path, str] | NoNextStep:
+    """The project folder Gemini CLI 0.61 will read the session from, and the project
+    directory, when no folder under ``temp`` is the project's yet.
+
+    The file names its project only by ``projectHash``, the SHA-256 hex of the project
+    directory; its first user message (the ``<session_context>`` Gemini CLI writes)
+    lists the workspace directories. The one whose SHA-256 is the hash is the project
+    directory. Gemini CLI names its folder by ``~/.gemini/projects.json`` (directory ->
+    name) when it lists it, else by the directory's last component lower-cased, every
+    run of characters other than ``a-z 0-9`` made one ``-``, ``-`` trimmed at both ends
+    (``project`` when nothing is left); a folder of that name that another directory
+    owns (its ``.project_root``) makes it take ``<name>-1``, ``-2`` …, which depend on
+    the machine: then no folder is named."""
+    why = (
+        f"the Gemini CLI folder {temp} holds no file of session {_session_of(first)} and no "
+        "project folder for its projectHash"
+    )
+    if not isinstance(project_hash, str):
+        return NoNextStep(f"{why}, and the file has no projectHash")
+    root = next(
+        (
+            directory
+            for directory in _workspace_directories(first)
+            if hmac.compare_digest(
+                hashlib.sha256(directory.encode("utf-8")).hexdigest(), project_hash
+            )
+        ),
+        None,
+    )
+    if root is None:
+        return NoNextStep(
+            f"{why}: the file names its project directory only by that hash (a SHA-256 "
+            "of the directory), and its first message lists no workspace directory with "
+            "that hash, so the directory, whose name gives the folder's, is not known"
+        )
+    name = _registered_name(home / ".gemini" / "projects.json", root)
+    if name is None:
+        name = _slug(Path(root).name)
+        try:
+            owner = (temp / name / ".project_root").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            owner = None
+        if owner is not None and owner != root:
+            return NoNextStep(
+                f"{why}: Gemini CLI names the folder of {root} {name}, but {temp / name} "
+                f"belongs to {owner}, so it will take {name}-1 or a later free name, "
+                f"which only running gemini in {root} makes"
+            )
+    return temp / name, root
+
+
+def _session_of(first: list[dict[str, Any]]) -> str:
+    """The session id of a Gemini CLI session's header, for messages."""
+    return next((r["sessionId"] for r in first if isinstance(r.get("sessionId"), str)), "?")
+
+
+def _workspace_directories(first: list[dict[str, Any]]) -> list[str]:
+    """The directories listed under ``Workspace Directories:`` in the texts of the
+    first records (a ``<session_context>`` message), in order."""
+    found: list[str] = []
+    stack: list[Any] = list(first)
+    while stack:
+        value = stack.pop(0)
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str) and "Workspace Directories:" in value:
+            for block in _WORKSPACE.findall(value):
+                found.extend(
+                    line.strip()[2:].strip() for line in block.splitlines() if line.strip()
+                )
+    return found
+
+
+def _registered_name(registry: Path, root: str) -> str | None:
+    """The folder name ``~/.gemini/projects.json`` gives ``root``, if it does."""
+    try:
+        import json  # noqa: PLC0415 - only when no project folder was found
+
+        projects = json.loads(registry.read_text(encoding="utf-8")).get("projects")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    name = projects.get(root) if isinstance(projects, dict) else None
+    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9-]+", name) else None
+
+
+def _slug(text: str) -> str:
+    """Gemini CLI's name for a project folder (``ProjectRegistry.slugify``)."""
+    return re.sub(r"^-|-$", "", re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", text.lower()))) or (
+        "project"
+    )
 
 
 def _gemini_project(temp: Path, project_hash: object) -> Path | None:

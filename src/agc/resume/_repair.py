@@ -13,9 +13,10 @@ is repaired, for the provider's rules that :mod:`agc.resume._validate` checks:
   ``synthesize`` a recorded result for it is kept (reported as possibly partial);
 * results that answer no call and second results for one call are dropped; a real
   result is moved next to its call when it is elsewhere, never replaced;
-* a later call reusing an id is dropped; Anthropic text after ``tool_use`` is moved
-  before it; a Responses ``reasoning`` item left without its following item is dropped;
-  a message left empty is dropped.
+* a later call reusing an id is dropped (under ``synthesize`` too: providers refuse two
+  calls with one id), with a key of its own (:func:`idempotency_key`); Anthropic text
+  after ``tool_use`` is moved before it; a Responses ``reasoning`` item left without its
+  following item is dropped; a message left empty is dropped.
 
 Every change is reported (:class:`Change`), with the call's tool name, arguments and an
 idempotency key derived from its call id, so the caller decides whether to run it again.
@@ -118,7 +119,7 @@ ACTIONS: Final[tuple[str, ...]] = (
 _IDEMPOTENCY_DOMAIN: Final = b"agc-idempotency-key-v2\x00"
 
 
-def idempotency_key(call_id: str, *, session: str) -> str:
+def idempotency_key(call_id: str, *, session: str, occurrence: int = 1) -> str:
     """A stable key for re-running a call: ``idem-`` + 32 hex characters.
 
     It is BLAKE3 over ``agc-idempotency-key-v2\\0<session>\\0<call id>`` (agc's own
@@ -126,7 +127,17 @@ def idempotency_key(call_id: str, *, session: str) -> str:
     (:func:`session_identity`), so the same call of the same session gets the same key
     however it is resumed (a session file, the run it was recorded into, a snapshot) and
     a tool that honours idempotency keys can refuse to run it twice.
+
+    ``occurrence``: the call's number among the history's calls with this id, in
+    history order (1 for the first). A later call that reuses an earlier call's id is
+    another call: from the second on, ``\\0<occurrence>`` (decimal) is appended to the
+    digested bytes, so it gets a key of its own; the first call's key is unchanged.
+
+    Raises:
+        ValueError: ``occurrence`` is below 1.
     """
+    if occurrence < 1:
+        raise ValueError(f"occurrence counts from 1, not {occurrence}")
     hasher = new_hasher("blake3")
     # surrogatepass: a lone surrogate in an id (valid JSON as an escape) still gets a key;
     # any other id is plain UTF-8, so its key is unchanged.
@@ -135,6 +146,7 @@ def idempotency_key(call_id: str, *, session: str) -> str:
         + session.encode("utf-8", "surrogatepass")
         + b"\x00"
         + call_id.encode("utf-8", "surrogatepass")
+        + (b"\x00" + str(occurrence).encode("ascii") if occurrence > 1 else b"")
     )
     return "idem-" + hasher.hexdigest()[:32]
 
@@ -1080,7 +1092,18 @@ def _torn_change(history: History, session: str) -> Change | None:
     ):
         return None
     held = describe_torn(history.lines[history.torn])
-    key = idempotency_key(held.call_id, session=session) if held.call_id else None
+    key = None
+    if held.call_id:
+        # The torn line comes after every message read: a call there reusing an id is
+        # numbered after the calls before it (see idempotency_key, occurrence).
+        settled = history.settled
+        earlier = sum(
+            1
+            for message in history.messages
+            for call in message.calls()
+            if call.call_id == held.call_id
+        ) + (1 if settled is not None and held.call_id in settled.call_ids else 0)
+        key = idempotency_key(held.call_id, session=session, occurrence=earlier + 1)
     return Change(
         action="dropped-torn-line",
         message_index=finding.message_index,
@@ -1148,9 +1171,9 @@ def _synthetic_text(key: str) -> str:
     )
 
 
-_Noted: TypeAlias = tuple[int, int, str, str, "Block | None"]
+_Noted: TypeAlias = tuple[int, int, str, str, "Block | None", "Block | None"]
 """A change as :meth:`_Repairer._note` notes it: ``(message index in the view, order
-noted, action, reason, call)``."""
+noted, action, reason, call, the call whose key it takes or None)``."""
 
 
 def _noted_order(noted: _Noted) -> tuple[int, int]:
@@ -1182,6 +1205,7 @@ class _Repairer:
     unmovable: set[int] = field(default_factory=set)  # id(call) whose real result was dropped
     tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
     calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
+    occurrence: dict[int, int] = field(default_factory=dict)  # id(call) -> 2, 3 … (reused id)
 
     def __post_init__(self) -> None:
         self._offset = self.settled.messages if self.settled is not None else 0
@@ -1216,17 +1240,27 @@ class _Repairer:
 
     # -- bookkeeping ---------------------------------------------------------------
 
-    def _note(self, action: str, index: int, reason: str, call: Block | None = None) -> None:
-        self.changes.append((index, len(self.changes), action, reason, call))
+    def _note(
+        self,
+        action: str,
+        index: int,
+        reason: str,
+        call: Block | None = None,
+        *,
+        key_of: Block | None = None,
+    ) -> None:
+        """Note a change about ``call`` (its key: ``key_of``'s, when given); made into a
+        :class:`Change` by :meth:`change` only when the report keeps it."""
+        self.changes.append((index, len(self.changes), action, reason, call, key_of))
 
     def change(self, noted: _Noted) -> Change:
         """The change noted (its call's arguments read, redacted, and its key made)."""
-        index, _, action, reason, call = noted
+        index, _, action, reason, call, key_of = noted
         message = self.view[index]
         record = message.origin
         if call is not None and call.origin is not None:
             record = call.origin
-        key = idempotency_key(call.call_id, session=self.session) if call and call.call_id else None
+        key = self._key(call, key_of) if call is not None and call.call_id else None
         return Change(
             action=action,
             message_index=index + self._offset,
@@ -1239,6 +1273,12 @@ class _Repairer:
             reason=reason,
         )
 
+    def _key(self, call: Block, numbered_as: Block | None = None) -> str:
+        """The idempotency key of ``call``'s id, numbered as ``numbered_as`` (default:
+        ``call``) among the calls with that id (a call reusing an id: a key of its own)."""
+        occurrence = self.occurrence.get(id(numbered_as or call), 1)
+        return idempotency_key(call.call_id or "", session=self.session, occurrence=occurrence)
+
     def _kept(self, call: Block) -> bool:
         return self.fate.get(id(call)) in {"keep", "synth"}
 
@@ -1250,9 +1290,15 @@ class _Repairer:
 
     def _index_calls(self) -> None:
         seen_anywhere: set[str] = set()
+        # The number of each call reusing an id, for its key: the ids of the view's
+        # calls (the messages let go of held each id once: a settled run breaks no
+        # rule), and the count of each id seen more than once (few).
+        ids: set[str] = set()
+        repeats: dict[str, int] = {}
         for index, message in enumerate(self.view):
             if message.role != "assistant":
                 for call in message.calls():
+                    self._number(call, ids, repeats)
                     self.call_message[id(call)] = index
                     self.dropped_calls.add(id(call))
                     self._note("stripped", index, "a tool call outside an assistant message", call)
@@ -1266,6 +1312,7 @@ class _Repairer:
                         "stripped", index, "the call has no id, so it cannot be answered", call
                     )
                     continue
+                self._number(call, ids, repeats)
                 scope = seen_here if self.spec.family == "chat" else seen_anywhere
                 if call.call_id in scope or call.call_id in self._prior_ids:
                     self.dropped_calls.add(id(call))
@@ -1278,6 +1325,23 @@ class _Repairer:
                     continue
                 seen_here.add(call.call_id)
                 seen_anywhere.add(call.call_id)
+
+    def _number(self, call: Block, ids: set[str], repeats: dict[str, int]) -> None:
+        """Note ``call``'s number among the calls with its id when it is the 2nd or a
+        later one (:attr:`occurrence`); ``ids`` and ``repeats``: the ids seen so far
+        and the count of each id seen twice or more."""
+        call_id = call.call_id
+        if call_id is None:
+            return
+        if call_id in ids:
+            number = repeats.get(call_id, 1) + 1
+        else:
+            ids.add(call_id)
+            if call_id not in self._prior_ids:
+                return
+            number = 2
+        repeats[call_id] = number
+        self.occurrence[id(call)] = number
 
     def _attribute_results(self) -> None:
         latest: dict[str, Block] = {}
@@ -1309,6 +1373,7 @@ class _Repairer:
                         index,
                         "dropped-orphan-result",
                         "its call was dropped: an earlier call in another turn has the same id",
+                        nearest,
                     )
                 elif call is None:
                     early.append((block, index))
@@ -1318,6 +1383,7 @@ class _Repairer:
                         index,
                         "dropped-duplicate-result",
                         "the call already has a result; the first one is kept",
+                        call,
                     )
                 elif not self.spec.can_move and not self._in_place(call, index):
                     self.unmovable.add(id(call))
@@ -1361,14 +1427,14 @@ class _Repairer:
             self.answer[id(call)] = result
             self.owner[id(result)] = call
 
-    def _drop_result(self, result: Block, index: int, action: str, reason: str) -> None:
+    def _drop_result(
+        self, result: Block, index: int, action: str, reason: str, answers: Block | None = None
+    ) -> None:
+        """Drop ``result``; its change carries the key of the call it ``answers`` (a
+        call reusing an id: that call's own key), else of the id's first call."""
         self.dropped_results.add(id(result))
-        self._note(
-            action,
-            index,
-            reason,
-            Block("result", None, call_id=result.call_id, origin=result.origin),
-        )
+        named = Block("result", None, call_id=result.call_id, origin=result.origin)
+        self._note(action, index, reason, named, key_of=answers)
 
     def _in_place(self, call: Block, result_index: int) -> bool:
         call_index = self.call_message[id(call)]
@@ -1446,7 +1512,7 @@ class _Repairer:
                 call,
             )
             return
-        key = idempotency_key(call.call_id or "", session=self.session)
+        key = self._key(call)
         block = self.spec.synthesize(call, _synthetic_text(key))
         if block is None:
             self.fate[id(call)] = "strip"

@@ -775,3 +775,55 @@ def test_a_session_whose_project_folder_is_not_found_says_why_there_is_no_next_s
     report = json.loads(capsys.readouterr().out)
     assert report["next_step"] is not None
     assert report["no_next_step"] is None
+
+
+@pytest.mark.parametrize("case", ["named", "registered", "taken", "unnamed"])
+def test_a_session_away_from_its_folder_gets_the_folder_gemini_will_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """A session file not under Gemini CLI's folder: its project directory is the
+    workspace directory of its first message whose SHA-256 is the projectHash, and
+    the folder is the name Gemini CLI 0.61 gives it (projects.json, else the slug of
+    its last component): the step copies the repair there and resumes in the
+    directory, as for Claude Code and Codex. When the directory is not known, or the
+    slug belongs to another directory, no folder is named and the message says why."""
+    root = str(tmp_path / "work" / "My App.v2")
+    lines = [json.loads(line) for line in _session(["half"], duplicate=False).splitlines()]
+    lines[0]["projectHash"] = hashlib.sha256(
+        (root if case != "unnamed" else "/elsewhere").encode()
+    ).hexdigest()
+    lines[1]["content"] = [
+        {
+            "text": "<session_context>\nThe project's temporary directory is: /x/.gemini/tmp/"
+            f"my-app-v2\n- **Workspace Directories:**\n  - /other\n  - {root}\n"
+            "- **Directory Structure:**\n</session_context>"
+        }
+    ]
+    source = tmp_path / "session-2026-01-02T03-04-sess1234.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    home = tmp_path / "home"
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(home))
+    temp = home / ".gemini" / "tmp"
+    name = "my-app-v2"
+    if case == "registered":
+        name = "custom-7"
+        registry = {"projects": {root: name}}
+        (home / ".gemini").mkdir(parents=True)
+        (home / ".gemini" / "projects.json").write_text(json.dumps(registry))
+    if case == "taken":
+        (temp / name).mkdir(parents=True)
+        (temp / name / ".project_root").write_text("/someone/else\n")
+    out = tmp_path / "g.jsonl"
+    assert main(["resume", str(source), "--out", str(out)]) == 0
+    said = capsys.readouterr().err
+    if case in {"named", "registered"}:
+        target = temp / name / "chats" / "session-2026-01-02T03-04-sess-123.jsonl"
+        assert f"run: mkdir -p -- {target.parent} && cp -- {out} {target}" in said
+        assert f"resume with: cd '{root}' && gemini --resume sess-1234abcd" in said
+        assert "no resume step" not in said
+    elif case == "taken":
+        assert "no resume step" in said
+        assert f"belongs to /someone/else, so it will take {name}-1" in said
+    else:
+        assert "no resume step" in said
+        assert "lists no workspace directory with that hash" in said

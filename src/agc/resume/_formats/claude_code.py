@@ -61,11 +61,12 @@ class LineReader:
     """Reads session lines one at a time, in order (the rule of :func:`read`): a
     streaming reader keeps only the view, never the lines."""
 
-    __slots__ = ("messages", "session_id", "skipped")
+    __slots__ = ("messages", "session_id", "skipped", "unread")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.skipped = SpilledLines()
+        self.unread = SpilledLines()  # lines that are not JSON objects
         self.session_id: str | None = None
 
     def feed(self, index: int, record: Any) -> list[Block] | None:
@@ -76,6 +77,8 @@ class LineReader:
         blocks = _message_blocks(record, index)
         if blocks is None:
             self.skipped.append(index)
+            if not isinstance(record, dict):
+                self.unread.append(index)
             return None
         role = record["type"]
         messages = self.messages
@@ -96,6 +99,7 @@ def read(records: Sequence[Any]) -> History:
         reader.messages,
         list(records),
         skipped=list(reader.skipped),
+        unread=list(reader.unread),
         session_id=reader.session_id,
     )
 

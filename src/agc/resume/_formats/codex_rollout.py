@@ -40,11 +40,20 @@ class LineReader:
     """Reads rollout lines one at a time, in order (the rule of :func:`read`), noting
     whether any line is numbered (``ordinal``, ``metadata.history_sequence``)."""
 
-    __slots__ = ("compacted", "messages", "paginated", "sequenced", "session_id", "skipped")
+    __slots__ = (
+        "compacted",
+        "messages",
+        "paginated",
+        "sequenced",
+        "session_id",
+        "skipped",
+        "unread",
+    )
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.skipped = SpilledLines()
+        self.unread = SpilledLines()  # lines that are not JSON objects
         self.compacted = False
         self.paginated = False
         self.sequenced = False
@@ -54,6 +63,7 @@ class LineReader:
         """Read line ``index``; return its message, or ``None`` when it holds none."""
         if not isinstance(record, dict):
             self.skipped.append(index)
+            self.unread.append(index)
             return None
         if not self.paginated and "ordinal" in record:
             self.paginated = _ordinal(record) is not None
@@ -97,6 +107,7 @@ def read(records: Sequence[Any]) -> History:
         reader.messages,
         list(records),
         skipped=skipped,
+        unread=list(reader.unread),
         notes=reader.notes(),
         session_id=reader.session_id,
     )

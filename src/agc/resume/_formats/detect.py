@@ -406,7 +406,12 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
         spec = get_spec(chosen)
         if spec.line_based:
             raise HistoryFormatError(f"{source} is a JSON array, not a {chosen} session file")
-        return spec.read(records)
+        try:
+            return spec.read(records)
+        except HistoryFormatError as exc:  # a reader names the message, not the file
+            if exc.message.startswith(source):
+                raise
+            raise type(exc)(f"{source}: {exc.message}", hint=exc.hint) from exc
     records, lines, final_newline = parse_jsonl(data, source=source)
     return history_from_lines(records, lines, final_newline, source=source, format=format)
 

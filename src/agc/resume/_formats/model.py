@@ -638,6 +638,10 @@ class History:
         final_newline: for session files, whether the last line ended with a newline.
         skipped: indices of records that are not part of the history (session-file
             lines such as metadata, progress events or lines that are not objects).
+        unread: for Claude Code and Codex session files, the indices of the lines that
+            are not JSON objects (not JSON, or JSON of another type), in order, the torn
+            last line among them: no message is read from them and a repair copies
+            them as they are.
         torn: for session files, the index of a torn last line (not JSON and no final
             newline: a write cut off by a crash), else ``None``. See :mod:`.torn`.
         notes: what a reader noted about every record that a writer needs (Codex:
@@ -657,6 +661,7 @@ class History:
     final_newline: bool = True
     skipped: Sequence[int] = field(default_factory=list)
     torn: int | None = None
+    unread: Sequence[int] = field(default_factory=list)
     notes: dict[str, bool] = field(default_factory=dict)
     session_id: str | None = None
     settled: Settled | None = None

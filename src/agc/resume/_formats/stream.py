@@ -1145,6 +1145,7 @@ def _scan(
         lines=lines,
         final_newline=final_newline,
         skipped=skipped,
+        unread=reader.unread,
         notes=notes,
         session_id=reader.session_id,
         settled=settler.settled if settler is not None and settler.settled.messages else None,
