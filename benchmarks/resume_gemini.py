@@ -24,11 +24,9 @@ from benchmarks.resume_streaming import (
     _SIZE_OPTION,
     _TARGET_CHECK,
     _TARGET_REPAIR,
-    Run,
     _spread,
-    agc_resume,
-    baseline_loads,
     flat_target,
+    interleaved_rounds,
     linear_target,
     note_runs,
     resume_targets,
@@ -112,18 +110,9 @@ def bench_resume_gemini(ctx: Any) -> Any:
             "repair": [str(path), "--strategy", "synthesize", "--out", str(out)],
         }
         warm(path)
-        runs: dict[str, list[Run]] = {"base": [], "check": [], "repair": []}
-        for _ in range(1 if size > 100_000_000 else rounds):
-            runs["base"].append(baseline_loads(path))
-            for label, argv in commands.items():
-                out.unlink(missing_ok=True)
-                runs[label].append(agc_resume(argv))
-        times = {label: [run.seconds for run in done] for label, done in runs.items()}
-        peaks = {label: max(run.peak for run in done) for label, done in runs.items()}
-        codes = {
-            label: next((run.code for run in done if run.code not in (0, 1)), 0)
-            for label, done in runs.items()
-        }
+        runs, times, peaks, codes = interleaved_rounds(
+            path, commands, out, 1 if size > 100_000_000 else rounds
+        )
         base_s = statistics.median(times["base"])
         row = Row(
             f"gemini-chat {size:,} B: json.loads loop",

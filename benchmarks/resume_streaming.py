@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAKERS",
+    "Rounds",
     "Run",
     "agc_resume",
     "baseline_loads",
+    "interleaved_rounds",
     "make_claude_session",
     "make_codex_rollout",
     "make_codex_rollout_interrupted_early",
@@ -207,6 +209,38 @@ def cpu_median(runs: list[Run]) -> float:
     return statistics.median(run.cpu for run in runs)
 
 
+class Rounds(NamedTuple):
+    """What :func:`interleaved_rounds` measured, by label (``base`` and each command's)."""
+
+    runs: dict[str, list[Run]]
+    times: dict[str, list[float]]  # seconds of each round
+    peaks: dict[str, int]  # the largest peak of the rounds
+    codes: dict[str, int]  # the first exit code other than 0 or 1, else 0
+
+
+def interleaved_rounds(
+    path: Path, commands: dict[str, list[str]], out: Path, rounds: int
+) -> Rounds:
+    """``rounds`` rounds of the ``json.loads`` loop over ``path`` and then each of
+    ``commands`` (``agc resume`` arguments, ``out`` removed before each), interleaved so a
+    load that comes and goes on a shared machine weighs on each alike."""
+    runs: dict[str, list[Run]] = {"base": [], **{label: [] for label in commands}}
+    for _ in range(rounds):
+        runs["base"].append(baseline_loads(path))
+        for label, argv in commands.items():
+            out.unlink(missing_ok=True)
+            runs[label].append(agc_resume(argv))
+    return Rounds(
+        runs,
+        {label: [run.seconds for run in done] for label, done in runs.items()},
+        {label: max(run.peak for run in done) for label, done in runs.items()},
+        {
+            label: next((run.code for run in done if run.code not in (0, 1)), 0)
+            for label, done in runs.items()
+        },
+    )
+
+
 def note_runs(row: Any, runs: list[Run]) -> None:
     """Note on ``row`` the largest peak, the median CPU time and the most bytes read
     from the disk (512-byte blocks) of ``runs``."""
@@ -344,18 +378,7 @@ def bench_resume_streaming(ctx: Any) -> Any:
             # is measured once.
             rounds = max(ctx.rounds, 1) if size == sizes[0] else 1
             warm(path)
-            runs: dict[str, list[Run]] = {"base": [], "check": [], "repair": []}
-            for _ in range(rounds):
-                runs["base"].append(baseline_loads(path))
-                for label, argv in commands.items():
-                    out.unlink(missing_ok=True)
-                    runs[label].append(agc_resume(argv))
-            times = {label: [run.seconds for run in done] for label, done in runs.items()}
-            peaks = {label: max(run.peak for run in done) for label, done in runs.items()}
-            codes = {
-                label: next((run.code for run in done if run.code not in (0, 1)), 0)
-                for label, done in runs.items()
-            }
+            runs, times, peaks, codes = interleaved_rounds(path, commands, out, rounds)
             base_s = statistics.median(times["base"])
             row = Row(
                 f"{kind} {size:,} B: json.loads loop",
