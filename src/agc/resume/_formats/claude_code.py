@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 from agc.resume._formats import anthropic
-from agc.resume._formats.jsonl import dump_line
+from agc.resume._formats.jsonl import dump_line, source_lines
 from agc.resume._formats.model import Block, FormatSpec, History, Message, SpilledLines, texts
 
 __all__ = ["SPEC", "LineReader", "is_message_line", "read", "write", "write_lines"]
@@ -130,11 +130,7 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
     line follows it, or it may point at a dropped or re-parented line.
     """
     verbatim = history.lines is not None
-    lines: Sequence[str] = (
-        history.lines
-        if history.lines is not None
-        else [dump_line(record) for record in history.records]
-    )
+    lines = source_lines(history.lines, history.records)
     records = history.records
     original = _line_blocks(history)
     new_blocks: dict[int, list[Block]] = {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agc.resume._formats import openai_responses
-from agc.resume._formats.jsonl import dump_line
+from agc.resume._formats.jsonl import dump_line, source_lines
 from agc.resume._formats.model import Block, FormatSpec, History, Message, SpilledLines, texts
 
 __all__ = ["ROLLOUT_TYPES", "SPEC", "LineReader", "is_rollout_line", "read", "write", "write_lines"]
@@ -167,11 +167,7 @@ def write_plan(
     with the new items ``inserted`` after a line (see :func:`plan_lines`), renumbered
     where the file is numbered: :func:`write_lines`, given what it does."""
     verbatim = history.lines is not None
-    lines: Sequence[str] = (
-        history.lines
-        if history.lines is not None
-        else [dump_line(record) for record in history.records]
-    )
+    lines = source_lines(history.lines, history.records)
     records = history.records
     notes = history.notes
     paginated = notes.get("paginated")

@@ -7,12 +7,13 @@ still read and written back whole: nothing is dropped that the repair did not dr
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 
-__all__ = ["dump_line", "join_lines", "parse_jsonl"]
+__all__ = ["dump_line", "join_lines", "parse_jsonl", "source_lines"]
 
 
 def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool]:
@@ -66,6 +67,12 @@ def dump_line(value: Any) -> str:
     except UnicodeEncodeError:  # a lone surrogate: valid JSON as an escape, not UTF-8
         return json.dumps(value, separators=(",", ":"))
     return text
+
+
+def source_lines(lines: Sequence[str] | None, records: Sequence[Any]) -> Sequence[str]:
+    """A history's lines as its file holds them: ``lines`` when it was read from a file,
+    else each of ``records`` as :func:`dump_line` writes it."""
+    return lines if lines is not None else [dump_line(record) for record in records]
 
 
 def join_lines(lines: list[str], *, final_newline: bool) -> bytes:
