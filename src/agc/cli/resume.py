@@ -487,16 +487,23 @@ def _print_unread(unread: list[str], limit: int) -> None:
     ``limit``."""
     if not unread:
         return
-    say = err_console.print
-    say(
+    _print_capped(
         f"warning: {counted(len(unread), 'line')} of the session file not a JSON object; "
         "no message is read from them, and a repair copies them as they are:",
-        markup=False,
+        unread[:limit],
+        len(unread),
     )
-    for text in unread[:limit]:
+
+
+def _print_capped(header: str, shown: list[str], total: int) -> None:
+    """``header`` on stderr, then the items ``shown`` (indented) and a count of the
+    rest of ``total``."""
+    say = err_console.print
+    say(header, markup=False)
+    for text in shown:
         say(_printable(f"  {text}"), markup=False)
-    if len(unread) > limit:
-        say(f"  … and {len(unread) - limit} more (--json lists them all)", markup=False)
+    if total > len(shown):
+        say(f"  … and {total - len(shown)} more (--json lists them all)", markup=False)
 
 
 def _print_warnings(warnings: tuple[str, ...]) -> None:
@@ -542,19 +549,18 @@ def _print_removed(report: RepairReport, limit: int) -> None:
     removed = _removed_calls(report)
     if not removed:
         return
-    say = err_console.print
-    say(
+    _print_capped(
         f"warning: {len(removed)} tool call(s) removed that may have run; the model is not "
         "told and may run them again:",
-        markup=False,
+        [
+            f"{change.tool_name or '(unknown tool)'} "
+            f"{_short(change.arguments, 60) if change.arguments is not None else ''} "
+            f"[{change.idempotency_key or 'no key'}]"
+            for change in removed[:limit]
+        ],
+        len(removed),
     )
-    for change in removed[:limit]:
-        tool = change.tool_name or "(unknown tool)"
-        preview = _short(change.arguments, 60) if change.arguments is not None else ""
-        key = change.idempotency_key or "no key"
-        say(_printable(f"  {tool} {preview} [{key}]"), markup=False)
-    if len(removed) > limit:
-        say(f"  … and {len(removed) - limit} more (--json lists them all)", markup=False)
+    say = err_console.print
     if any(change.action == "dropped-duplicate-call" for change in removed):
         say(
             "note: a call that reuses an earlier call's id is removed under either "
