@@ -22,6 +22,13 @@ from agc.cli.app import main as agc_main
     [
         (["runs", "--bogus", "--json"], "No such option: --bogus"),
         (["verify", "r1", "--json", "--jobs", "many"], "'many' is not a valid int"),
+        # click's parser raises these two without the command: agc still names it.
+        (["runs", "--json", "--store"], "Option '--store' requires an argument."),
+        (
+            ["resume", "x", "--json", "--max-findings"],
+            "Option '--max-findings' requires an argument.",
+        ),
+        (["verify", "r1", "--json", "--store"], "Option '--store' requires an argument."),
     ],
 )
 def test_a_usage_error_with_json_is_a_json_refusal_and_typers_message(

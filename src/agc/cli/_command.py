@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from typer._click import Context
+from typer._click.exceptions import UsageError
 from typer.core import TyperArgument, TyperCommand
 
 __all__ = ["App", "Command"]
@@ -22,6 +24,17 @@ class Command(TyperCommand):
             if isinstance(param, TyperArgument) and param.metavar is None and param.name:
                 repeated = "..." if param.nargs != 1 else ""
                 param.metavar = param.name.upper() + repeated
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as exc:
+            # click's parser raises an option without its value (``--store`` last) or
+            # with one it takes none (``--json=1``) without the command's context, so
+            # the refusal would print neither the usage line nor "Try '… -h'".
+            if exc.ctx is None:
+                exc.ctx = ctx
+            raise
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         # typer braces a required argument's name ({RUN_ID}): the bare name says it.

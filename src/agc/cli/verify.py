@@ -400,8 +400,8 @@ class GrammarCommand(Command):
         try:
             ctx.meta[_OPTIONS] = parse(args, known=known)
         except ArgsError as exc:
-            if exc.about_option:  # click names no command above these
-                raise BadOptionUsage("", exc.message) from None
+            if exc.about_option:
+                raise BadOptionUsage("", exc.message, ctx) from None
             raise ClickUsageError(exc.message, ctx) from None
         return []
 
