@@ -497,3 +497,42 @@ def test_gemini_resumes_the_session_restored_from_a_snapshot(
             f"pass ({resumed.result.seconds:.1f}s)",
         )
     )
+
+
+@pytest.mark.parametrize("shape", ["clean", "killed"])
+@pytest.mark.parametrize("world", ["gemini"], indirect=True)
+def test_gemini_one_key_per_call_from_its_file_its_run_and_a_snapshot(
+    world: World, shape: Shape, tmp_path: Path, e2e_figures: list[tuple[str, str]]
+) -> None:
+    """The real client's session: ``agc resume FILE`` (where the client keeps it),
+    ``agc resume RUN`` (the run it was imported into) and a snapshot of its records
+    (``gemini-chat``) give each change the same idempotency key, one per call."""
+    session = world.session(shape)
+
+    def keys(*argv: str) -> dict[tuple[str, str], str]:
+        done = agc("agc", "resume", *argv, "--strategy", "synthesize", "--json")
+        assert done.returncode == 0, done.stderr.decode()
+        changes = _json(done)["report"]["changes"]
+        return {(c["action"], c["call_id"]): c["idempotency_key"] for c in changes}
+
+    from_file = keys(str(session.path))
+    from_run = keys(_imported(world, shape), "--store", str(world.store))
+    store = tmp_path / "store"
+    records = [json.loads(line) for line in session.data.splitlines() if line.strip()]
+    save_snapshot(
+        SessionSnapshot(
+            run_id="snap", session_id=session.session_id, messages=records, format="gemini-chat"
+        ),
+        store=store,
+    )
+    from_snapshot = keys("snap", "--store", str(store))
+    assert set(from_file) == set(_expected_actions(world, shape, "synthesize"))
+    assert all(key.startswith("idem-") for key in from_file.values())
+    assert len(set(from_file.values())) == len(from_file)  # one key per call
+    assert from_file == from_run == from_snapshot
+    e2e_figures.append(
+        (
+            f"gemini {shape}: idempotency keys, file = run = snapshot",
+            ", ".join(f"{action} {call}: {key}" for (action, call), key in from_file.items()),
+        )
+    )
