@@ -151,19 +151,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(f"world-{callspec.params['world']}"))
 
 
+#: The order of the table's lines and columns (what is not named here follows, in the
+#: order first seen): the clients, the crash shapes, the steps.
+_ORDER: Final = (
+    ("codex", "claude", "gemini"),
+    ("clean", "killed", "ends-after-call", "torn"),
+    ("import+verify+check", "strip", "synthesize", "native resume"),
+)
+
+
+def _ranked(names: list[str], known: Sequence[str]) -> dict[str, int]:
+    """Each name's place: those in ``known`` in its order, then the others as given."""
+    ordered = [name for name in known if name in names]
+    ordered += [name for name in names if name not in known]
+    return {name: index for index, name in enumerate(ordered)}
+
+
 def results_table(rows: list[tuple[str, str, str, str]]) -> str:
-    """The rows as a Markdown table: one line per client and scenario, one column per step."""
-    steps: list[str] = []
+    """The rows as a Markdown table: one line per client and scenario, one column per step;
+    lines and columns in a fixed order (see ``_ORDER``), whichever process sent a row
+    first."""
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for client, scenario, step, result in rows:
-        if step not in steps:
-            steps.append(step)
         cells.setdefault((client, scenario), {})[step] = result
+    clients = _ranked(list(dict.fromkeys(c for c, _ in cells)), _ORDER[0])
+    scenarios = _ranked(list(dict.fromkeys(s for _, s in cells)), _ORDER[1])
+    steps = list(_ranked(list(dict.fromkeys(row[2] for row in rows)), _ORDER[2]))
     lines = [
         "| client | scenario | " + " | ".join(steps) + " |",
         "|---|---|" + "---|" * len(steps),
     ]
-    for (client, scenario), by_step in cells.items():
+    for client, scenario in sorted(cells, key=lambda k: (clients[k[0]], scenarios[k[1]])):
+        by_step = cells[(client, scenario)]
         row = [by_step.get(step, "") for step in steps]
         lines.append(f"| {client} | {scenario} | " + " | ".join(row) + " |")
     return "\n".join(lines)

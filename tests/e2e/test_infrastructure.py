@@ -1,5 +1,6 @@
-"""The end-to-end harness itself: the model server's rules and wire shapes, the proxy
-trap, the client install cache, and one clean turn of each real client."""
+"""The end-to-end harness itself: the model server's rules and wire shapes, the crash
+shapes and the results table, the proxy trap, the client install cache, and one clean
+turn of each real client."""
 
 from __future__ import annotations
 
@@ -9,18 +10,20 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
 from agc.cli import _hookclient as hookclient
-from tests.e2e import clients
+from tests.e2e import clients, scenarios
 from tests.e2e.agents import ClaudeSandbox, CodexSandbox, GeminiSandbox
+from tests.e2e.conftest import results_table
 from tests.e2e.model_server import (
     GEMINI_PAIRING_MESSAGE,
     Answer,
     ModelServer,
+    RecordedRequest,
     Script,
     ShellCall,
     anthropic_pairing_error,
@@ -108,6 +111,93 @@ def test_gemini_rule_counts_function_responses() -> None:
     assert gemini_pairing_error({"contents": [user, two_calls, user]}) == GEMINI_PAIRING_MESSAGE
     orphan = {"role": "user", "parts": [_response()]}
     assert gemini_pairing_error({"contents": [user, orphan]}) == GEMINI_PAIRING_MESSAGE
+
+
+# --- the crash shapes and the results table ------------------------------------------------
+
+
+def _gemini_line(record: Mapping[str, object]) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def _gemini_turn(call_ids: list[str], *, killed: bool) -> bytes:
+    """A Gemini CLI chat file as the client writes it: each model message once when it
+    starts, again with its finished calls; each response again in a user message."""
+    lines = [_gemini_line({"sessionId": "s", "projectHash": "p", "startTime": "t"})]
+    for number, call_id in enumerate(call_ids):
+        message = {"id": f"m{number}", "type": "gemini", "content": ""}
+        lines.append(_gemini_line(message))
+        if killed and number == len(call_ids) - 1:
+            break  # killed during the call: never recorded
+        output = scenarios.FIRST_OUTPUT if number == 0 else "long-call-done"
+        response = [{"functionResponse": {"id": call_id, "name": "run_shell_command"}}]
+        entry = {"id": call_id, "name": "run_shell_command", "args": {"command": f"echo {output}"}}
+        lines.append(_gemini_line({**message, "toolCalls": [{**entry, "result": response}]}))
+        lines.append(_gemini_line({"id": f"u{number}", "type": "user", "content": response}))
+    return b"".join(lines)
+
+
+def _session(data: bytes, first_id: str, long_id: str | None) -> scenarios.Session:
+    return scenarios.Session("s", data, Path("/h"), Path("chat.jsonl"), first_id, long_id)
+
+
+def test_gemini_shapes_after_the_call_are_cut_from_the_run_to_the_end() -> None:
+    """The Gemini CLI records a call only once it has finished: ends-after-call and torn
+    come from the run to the end, cut at (or in) the record of the long call."""
+    ids = ["run_shell_command__a_0", "run_shell_command__b_0"]
+    clean = _session(_gemini_turn(ids, killed=False), ids[0], ids[1])
+    killed = _session(_gemini_turn(ids, killed=True), ids[0], None)
+    lines = clean.data.splitlines(keepends=True)
+    assert scenarios.shape_session(killed, clean, "killed") is killed
+    assert scenarios.crash_shape(killed, clean, "killed") == killed.data
+    for shape in ("ends-after-call", "torn"):
+        assert scenarios.shape_session(killed, clean, shape) is clean
+    assert scenarios.crash_shape(killed, clean, "ends-after-call") == b"".join(lines[:6])
+    torn = scenarios.crash_shape(killed, clean, "torn")
+    assert torn.startswith(b"".join(lines[:5]))
+    fragment = torn[len(b"".join(lines[:5])) :]
+    assert lines[5].startswith(fragment)
+    assert b"\n" not in fragment
+    assert ids[1].encode() + b'"' in fragment  # cut after the call id
+
+
+def test_gemini_request_ids_are_named_as_the_file_names_them() -> None:
+    """The client sends a call id without the ``<tool>__`` prefix its file has; the
+    harness adds it back, and counts every response (a repeat too)."""
+    call = {"functionCall": {"id": "a_0", "name": "run_shell_command", "args": {}}}
+    response = {"functionResponse": {"id": "a_0", "name": "run_shell_command", "response": {}}}
+    body = {
+        "contents": [
+            {"role": "model", "parts": [call]},
+            {"role": "user", "parts": [response, response]},
+        ]
+    }
+    request = RecordedRequest("POST", "/v1beta/models/g:streamGenerateContent", {}, body, 200, None)
+    calls, results = scenarios.calls_and_results(request)
+    assert calls == ["run_shell_command__a_0"]
+    assert list(results) == ["run_shell_command__a_0"]
+    assert scenarios.answered_ids(request) == ["run_shell_command__a_0"] * 2
+    assert scenarios.pairing_error(request) == GEMINI_PAIRING_MESSAGE
+
+
+def test_results_table_has_one_order_whichever_process_reported_first() -> None:
+    rows = [
+        ("gemini", "torn", "native resume", "refused"),
+        ("claude", "killed (stream-json, agc record)", "import+verify+check", "pass"),
+        ("gemini", "clean", "strip", "pass"),
+        ("codex", "killed", "synthesize", "pass"),
+        ("codex", "killed", "import+verify+check", "pass"),
+    ]
+    table = results_table(rows)
+    assert table == results_table(list(reversed(rows)))
+    assert table.splitlines() == [
+        "| client | scenario | import+verify+check | strip | synthesize | native resume |",
+        "|---|---|---|---|---|---|",
+        "| codex | killed | pass |  | pass |  |",
+        "| claude | killed (stream-json, agc record) | pass |  |  |  |",
+        "| gemini | clean |  | pass |  |  |",
+        "| gemini | torn |  |  |  | refused |",
+    ]
 
 
 # --- the server ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc.errors import InputError
-from agc.resume import Strategy, check_loaded, load_history, repair_loaded
+from agc.resume import Strategy, check_loaded, idempotency_key, load_history, repair_loaded
 from agc.resume._formats.torn import describe_torn, torn_line
 from tests.conftest import examples
 
@@ -184,3 +184,67 @@ def test_a_cut_inside_a_multibyte_character_is_a_torn_tail(data: st.DataObject) 
 def test_invalid_utf8_that_is_not_a_cut_tail_is_still_refused(data: bytes) -> None:
     with pytest.raises(InputError, match="is not UTF-8"):
         load_history(data, source="x.jsonl")
+
+
+def _gemini_lines() -> list[str]:
+    """A Gemini CLI session whose model message was recorded when it started (no parts)
+    and again with its finished call (``toolCalls``, the result inside)."""
+    call = {
+        "id": "run_shell_command__run_shell_command_1_0",
+        "name": "run_shell_command",
+        "args": {"command": "sleep 9"},
+        "result": [
+            {
+                "functionResponse": {
+                    "id": "run_shell_command__run_shell_command_1_0",
+                    "name": "run_shell_command",
+                    "response": {"output": "done"},
+                }
+            }
+        ],
+        "status": "success",
+    }
+    records = [
+        {"sessionId": "s", "projectHash": "p", "startTime": "t", "kind": "main"},
+        {"id": "u1", "timestamp": "t", "type": "user", "content": [{"text": "go"}]},
+        {"id": "m1", "timestamp": "t", "type": "gemini", "content": "", "model": "g"},
+        {"id": "m1", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": [call]},
+        {"id": "u2", "timestamp": "t", "type": "user", "content": call["result"]},
+    ]
+    return [json.dumps(record, separators=(",", ":")) for record in records]
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_torn_gemini_record_of_a_finished_call_is_named(strategy: Strategy) -> None:
+    """The Gemini CLI writes a call's ``toolCalls`` entry once the call has finished: a
+    kill mid-write loses a call that ran, and the finding and the repair name it."""
+    lines = _gemini_lines()[:4]
+    call_id = "run_shell_command__run_shell_command_1_0"
+    cut = lines[-1].index(call_id) + len(call_id) + 20
+    head = "\n".join(lines[:-1]) + "\n"
+    history = load_history((head + lines[-1][:cut]).encode(), source="session.jsonl")
+    assert history.format == "gemini-chat"
+    torn = [f for f in check_loaded(history).findings if f.code == "torn-tail"]
+    assert [(f.record, f.call_id) for f in torn] == [(3, call_id)]
+    assert f"a gemini message with toolCalls (call {call_id})" in torn[0].message
+    result = repair_loaded(history, strategy=strategy)
+    assert result.data == head.encode()
+    (change,) = [c for c in result.report.changes if c.action == "dropped-torn-line"]
+    assert change.call_id == call_id
+    assert change.idempotency_key == idempotency_key(call_id, session="s")
+
+
+def test_gemini_fragment_descriptions() -> None:
+    lines = _gemini_lines()
+    call = describe_torn(lines[3][: lines[3].index('"args"')])
+    assert (call.what, call.call_id) == (
+        "a gemini message with toolCalls",
+        "run_shell_command__run_shell_command_1_0",
+    )
+    response = describe_torn(lines[4][: lines[4].index('"response"')])
+    assert (response.what, response.result_id) == (
+        "a user message with a functionResponse",
+        "run_shell_command__run_shell_command_1_0",
+    )
+    # a model message cut before its toolCalls: nothing to name
+    assert describe_torn(lines[3][: lines[3].index('"toolCalls"')]).call_id is None

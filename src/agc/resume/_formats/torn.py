@@ -64,7 +64,8 @@ def _field(fragment: str, name: str) -> str | None:
 
 
 def describe_torn(fragment: str) -> TornLine:
-    """Tell what a torn line held from its text (Codex rollout or Claude Code line)."""
+    """Tell what a torn line held from its text (a Codex rollout, Claude Code or Gemini
+    CLI line)."""
     tool_use = re.search(rf'"type"\s*:\s*"tool_use"\s*,\s*"id"\s*:\s*{_STRING}', fragment)
     if tool_use:
         return TornLine("an assistant line with a tool_use block", tool_use.group(1), None)
@@ -78,8 +79,30 @@ def describe_torn(fragment: str) -> TornLine:
             return TornLine(f"a {kind}", _field(fragment, "call_id"), None)
         if kind.endswith("_output"):
             return TornLine(f"a {kind}", None, _field(fragment, "call_id"))
+    gemini = _gemini(fragment)
+    if gemini is not None:
+        return gemini
     if types:
         shown = [kind for kind in types[:2] if kind.isascii() and len(kind) <= 40]
         if shown:
             return TornLine(f"a {' / '.join(shown)} record", None, None)
     return TornLine("a record that cannot be told from its fragment", None, None)
+
+
+def _gemini(fragment: str) -> TornLine | None:
+    """A Gemini CLI message record: a ``gemini`` message with ``toolCalls`` (the first
+    entry's ``id`` names the call; the client writes the entry once the call has
+    finished, its result inside), or a ``user`` message of ``functionResponse`` parts."""
+    calls = re.search(r'"toolCalls"\s*:\s*\[', fragment)
+    if calls:
+        return TornLine(
+            "a gemini message with toolCalls", _field(fragment[calls.end() :], "id"), None
+        )
+    response = re.search(r'"functionResponse"\s*:\s*\{', fragment)
+    if response:
+        return TornLine(
+            "a user message with a functionResponse",
+            None,
+            _field(fragment[response.end() :], "id"),
+        )
+    return None
