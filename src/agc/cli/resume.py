@@ -589,7 +589,20 @@ def _write_out(out: Path, source: Path | None, data: bytes) -> None:
     """
     if source is not None and _same_file(out, source):
         raise UsageError(f"--out {out} is the input; agc never writes over its input")
-    write_new_file(out, data)
+    write_new_file(out, data, mode=_out_mode(source))
+
+
+def _out_mode(source: Path | None) -> int:
+    """The permission bits ``--out`` is created with (the umask masks them, as for
+    cp): those of the FILE repaired, so the repair has the readers its input had (and
+    ``--in-place`` keeps); 0600 for a run or snapshot read from the store, or a FILE
+    no longer there."""
+    if source is None:
+        return 0o600
+    try:
+        return stat.S_IMODE(os.stat(source).st_mode) & 0o777
+    except OSError:
+        return 0o600
 
 
 def _same_file(out: Path, source: Path) -> bool:
@@ -622,8 +635,9 @@ OutOption = Annotated[
     Path | None,
     typer_option(
         "--out",
-        help="Write the repaired history here (never over the input; - for stdout). Without "
-        "--out or --in-place nothing is written and a broken history exits 1.",
+        help="Write the repaired history here (never over the input; the input FILE's "
+        "permissions, masked by the umask; - for stdout). Without --out or --in-place "
+        "nothing is written and a broken history exits 1.",
         show_default=False,
     ),
 ]
@@ -1292,7 +1306,9 @@ def _repair_streamed(
         new: BinaryIO
         handle: IO[bytes]
         if out is not None:
-            new, path, prepared = stack.enter_context(new_file_beside(out))
+            new, path, prepared = stack.enter_context(
+                new_file_beside(out, mode=_out_mode(output.source))
+            )
             handle = new
 
             def commit() -> None:
