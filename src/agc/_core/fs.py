@@ -332,8 +332,10 @@ def fsync_dir(path: Path) -> None:
 class PreparedWrite:
     """The new content of one file, complete and fsynced in a temporary file beside it.
 
-    Made by :func:`prepare_write`; :meth:`commit` puts it in place (a rename), and
-    :meth:`discard` removes it. Preparing several files before committing any lets a
+    Made by :func:`prepare_write`, or empty by :func:`create_beside` (maybe a file with
+    no name yet in the folder) for the caller to write; :meth:`commit` puts it in place
+    (a rename, or a link where nothing may be overwritten), and :meth:`discard` removes
+    it. Preparing several files before committing any lets a
     caller replace them together: the space is taken before the first rename, so a full
     disk leaves every destination as it was. Use it as a context manager: leaving the
     ``with`` block discards what was not committed.
@@ -468,12 +470,12 @@ def _link_unnamed(proc_path: Path, path: Path) -> None:
         os.close(folder)
 
 
-def create_beside(path: Path, *, mode: int, unnamed: bool = True) -> PreparedWrite:
+def create_beside(path: Path, *, mode: int) -> PreparedWrite:
     """An empty new file that will become ``path``, open for writing, its exclusive
     flock held; write its descriptor (:meth:`PreparedWrite.fileno`) then commit.
 
     Made unnamed (O_TMPFILE, linked in place by the commit) where the OS, the file
-    system and ``/proc/self/fd`` allow it and ``unnamed``: a process killed before the
+    system and ``/proc/self/fd`` allow it: a process killed before the
     commit leaves nothing in the folder. Elsewhere a named temporary file beside
     ``path`` (``.<name>.<12 hex digits>.tmp``); the ones of this name that a killed
     writer left (nobody holds their flock) are removed first, so each run of a writer
@@ -487,7 +489,7 @@ def create_beside(path: Path, *, mode: int, unnamed: bool = True) -> PreparedWri
     """
     with contextlib.suppress(OSError):
         remove_stale_temp_files(path.parent, name=path.name)
-    if unnamed and _O_TMPFILE and os.path.isdir(_PROC_FD):
+    if _O_TMPFILE and os.path.isdir(_PROC_FD):
         folder = path.parent if str(path.parent) else Path(".")
         try:
             fd = os.open(folder, _O_TMPFILE | os.O_WRONLY | _O_CLOEXEC, mode)
