@@ -519,7 +519,9 @@ def _print_change(history: History, change: Change) -> None:
     if change.call_id is not None:
         line += f" {change.call_id}"
     if change.tool_name is not None:
-        line += f" {change.tool_name} {_short(change.arguments)}"
+        line += f" {change.tool_name}"
+        if change.action != "dropped-torn-line":  # a torn line's input is lost with it
+            line += f" {_short(change.arguments)}"
     if change.idempotency_key is not None and change.action in {
         "stripped",
         "synthesized",

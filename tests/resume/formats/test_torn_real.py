@@ -93,13 +93,16 @@ def test_a_call_line_cut_at_every_offset_names_its_tool_once_the_name_is_whole(
 def test_the_removed_calls_list_names_the_tool_of_a_torn_call(
     path: Path | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`agc resume --out` names the torn call's tool among the removed calls (the line
-    cut just before its end: its call id and name both whole), not "(unknown tool)"."""
+    """`agc resume --out` names the torn call's tool in its change and among the
+    removed calls (the line cut just before its end: its call id and name both whole),
+    not "(unknown tool)"."""
     before, line, name, _ = _first_call_line(need(path, REAL_FIXTURES))
     source = tmp_path / "session.jsonl"
     source.write_bytes(before + line[:-2])
     assert main(["resume", str(source), "--out", str(tmp_path / "fixed.jsonl")]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    (change,) = (line for line in out.splitlines() if ": dropped-torn-line " in line)
+    assert f" {name}: the last line was cut off" in change  # no input: it is lost
     assert "tool call(s) removed that may have run" in err
     assert f"  {name} " in err
     assert "(unknown tool)" not in err
