@@ -27,8 +27,11 @@ $(STAMP) $(RUNTIME_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-compile -e '.$(EXTRAS)'
 	@touch $@
 
+# The demo's files go to this clone's .cache/agc/demo (ignored by git; each `make demo`
+# replaces them), not to the user's ~/.cache/agc/demo, which two clones or two users of
+# one HOME would share and replace under each other.
 demo: $(if $(wildcard $(STAMP)),$(STAMP),$(RUNTIME_STAMP))
-	$(BIN)/agc demo
+	XDG_CACHE_HOME='$(CURDIR)/.cache' $(BIN)/agc demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

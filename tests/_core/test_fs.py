@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agc._core.fs import (
+    create_beside,
     file_type_name,
     iter_bounded_lines,
     lines_from_end,
@@ -21,7 +23,7 @@ from agc._core.fs import (
     read_at_most,
     read_small_file,
 )
-from agc.errors import StoreError, UnsafePathError
+from agc.errors import FileExistsRefusedError, StoreError, UnsafePathError
 from tests.conftest import examples
 
 
@@ -133,3 +135,49 @@ def test_lines_from_end_are_the_files_lines_reversed(
     with path.open("rb") as handle:
         forward = list(handle)
     assert list(lines_from_end(path, block=block)) == forward[::-1]
+
+
+def test_create_beside_makes_an_unnamed_file_that_the_commit_links(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    with create_beside(path, mode=0o640) as prepared:
+        assert str(prepared.tmp).startswith("/proc/self/fd/")
+        assert list(tmp_path.iterdir()) == []  # nothing in the folder before the commit
+        os.write(prepared.fileno(), b"data\n")
+        assert prepared.tmp.read_bytes() == b"data\n"  # read back before the commit
+        prepared.commit(overwrite=False)
+    assert path.read_bytes() == b"data\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+    with create_beside(path, mode=0o600) as prepared, pytest.raises(FileExistsRefusedError):
+        prepared.commit(overwrite=False)
+    with create_beside(path, mode=0o600) as prepared:
+        os.write(prepared.fileno(), b"new\n")
+        prepared.commit(overwrite=True)
+    assert path.read_bytes() == b"new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_create_beside_falls_back_to_a_named_file_without_o_tmpfile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without unnamed files (EOPNOTSUPP): a named temporary file, and
+    the stale ones of the same name (nobody holds their lock) are removed first; another
+    file's are left alone."""
+    real_open = os.open
+
+    def no_tmpfile(path: object, flags: int, *args: object) -> int:
+        if flags & os.O_TMPFILE == os.O_TMPFILE:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", no_tmpfile)
+    path = tmp_path / "out.jsonl"
+    stale, other = tmp_path / ".out.jsonl.0123456789ab.tmp", tmp_path / ".x.0123456789ab.tmp"
+    stale.write_bytes(b"left by a kill")
+    other.write_bytes(b"another file's")
+    with create_beside(path, mode=0o600) as prepared:
+        assert prepared.tmp.parent == tmp_path
+        assert prepared.tmp.name.startswith(".out.jsonl.")
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([prepared.tmp.name, other.name])
+        os.write(prepared.fileno(), b"data\n")
+        prepared.commit(overwrite=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out.jsonl", other.name])

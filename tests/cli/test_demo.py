@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -11,6 +15,7 @@ from agc.cli.app import main
 from agc.demo import demo_run
 from agc.exitcodes import ExitCode
 from agc.integrity import check_run
+from tests.conftest import REPO_ROOT
 
 
 def test_demo_run_is_deterministic_and_realistic() -> None:
@@ -95,3 +100,32 @@ def test_an_object_store_is_refused_before_anything_is_written(
     assert "is an object store; this works on a store folder only" in err
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_make_demo_writes_under_the_clone_never_the_home(tmp_path: Path) -> None:
+    """`make demo` (a README set-up command) puts the demo's files in the clone's
+    .cache/agc/demo, ignored by git and replaced by the next `make demo`; nothing goes
+    to the user's ~/.cache, which two clones (or two users of one HOME) would share.
+    The Makefile runs from a stand-in clone folder with this venv (its install stamps
+    taken as made, so nothing is installed)."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    venv = Path(sys.executable).parent.parent
+    if not (venv / "bin" / "agc").is_file():
+        pytest.skip(f"{sys.executable} is not the python of a venv with agc installed")
+    clone, home = tmp_path / "clone", tmp_path / "home"
+    clone.mkdir()
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("XDG_CACHE_HOME", None)
+    argv = [make, "--no-print-directory", "-C", str(clone), "-f", str(REPO_ROOT / "Makefile")]
+    argv += [f"VENV={venv}", "-o", str(venv / ".installed"), "-o", str(venv / ".runtime")]
+    folder = clone / ".cache" / "agc" / "demo"
+    for _ in range(2):  # the second replaces the first's files
+        done = subprocess.run([*argv, "demo"], env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert f"The demo's files are in {folder}" in done.stderr
+    assert not (home / ".cache").exists()
+    assert check_run("demo-fix-parser", folder / "store").complete
+    assert ".cache/" in (REPO_ROOT / ".gitignore").read_text().splitlines()

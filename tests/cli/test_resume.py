@@ -15,6 +15,7 @@ import pytest
 
 from agc._core.json import MAX_DEPTH
 from agc.cli.app import main
+from agc.exitcodes import ExitCode
 from agc.resume import SessionSnapshot, ToolCallState, check_history, save_snapshot
 from tests.conftest import REAL_FIXTURES, require_shared
 
@@ -40,7 +41,7 @@ def _save(store: Path) -> Path:
 def test_resume_run_id_prints_report_json(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _save(store)
     rc = main(["resume", "run-7", "--store", str(store), "--json"])
-    assert rc == 0
+    assert rc == ExitCode.FINDINGS  # repaired but written nowhere: the history stays broken
     report = json.loads(capsys.readouterr().out)["report"]
     assert [c["action"] for c in report["changes"]] == ["stripped"]
     assert report["changes"][0]["call_id"] == "b"
@@ -96,7 +97,8 @@ def test_tampered_snapshot_exit_1_and_insecure_skip(
     path.write_bytes(path.read_bytes().replace(b'"ok"', b'"OK"'))
     assert main(["resume", "run-7", "--store", str(store), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "snapshot-tampered"
-    assert main(["resume", "run-7", "--store", str(store), "--insecure-skip-verify"]) == 0
+    args = ["resume", "run-7", "--store", str(store), "--insecure-skip-verify", "--out", "-"]
+    assert main(args) == 0
     assert "seal was not checked" in capsys.readouterr().err
 
 
@@ -172,9 +174,30 @@ def test_json_report_matches_golden(
     monkeypatch.setenv("TZ", "UTC")  # Codex names a rollout in local time
     time.tzset()
     args = ["resume", "codex-rollout-in-flight.jsonl", "--strategy", "synthesize", "--json"]
-    assert main(args) == 0
+    assert main(args) == ExitCode.FINDINGS  # written nowhere
     expected = (golden / "codex-rollout-in-flight.synthesize.report.json").read_text()
     assert capsys.readouterr().out == expected
+
+
+def test_a_repair_written_nowhere_of_a_broken_history_is_not_a_success(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --check, --out or --in-place the repair is reported but written nowhere:
+    a history the provider would reject stays so, and the exit code says it as --check
+    does (1); written, or a history with nothing to repair, exits 0."""
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(PENDING))
+    assert main(["resume", str(source), "--check"]) == ExitCode.FINDINGS
+    assert main(["resume", str(source)]) == ExitCode.FINDINGS
+    assert "nothing written" in capsys.readouterr().err
+    assert main(["resume", str(source), "--json"]) == ExitCode.FINDINGS
+    assert json.loads(capsys.readouterr().out)["out"] is None
+    assert main(["resume", str(source), "--out", str(tmp_path / "fixed.json")]) == 0
+    assert main(["resume", str(source), "--out", "-"]) == 0
+    valid = tmp_path / "valid.json"
+    valid.write_text(json.dumps(PENDING[:1]))
+    assert main(["resume", str(valid)]) == 0
+    assert main(["resume", str(valid), "--json"]) == 0
 
 
 def test_check_with_out_is_refused(tmp_path: Path) -> None:
@@ -231,7 +254,7 @@ def test_history_text_cannot_drive_the_terminal(
     ]
     path = tmp_path / "h.json"
     path.write_text(json.dumps(history))
-    assert main(["resume", str(path)]) == 0
+    assert main(["resume", str(path)]) == ExitCode.FINDINGS  # written nowhere
     out = capsys.readouterr().out
     assert "\x1b" not in out
     assert "\x07" not in out
@@ -254,7 +277,8 @@ def test_lone_surrogate_in_a_call_is_reported_not_a_crash(
             ]
         )
     )
-    assert main(["resume", str(path), *(["--json"] if as_json else [])]) == 0
+    rc = main(["resume", str(path), *(["--json"] if as_json else [])])
+    assert rc == ExitCode.FINDINGS  # reported, not a crash; written nowhere
     out = capsys.readouterr().out
     if as_json:
         assert json.loads(out)["report"]["changes"][0]["call_id"] == "c\ud83d"
@@ -446,10 +470,10 @@ def test_repair_of_a_call_with_arguments_as_deep_as_json_allows(
     source.write_text(
         json.dumps([{"role": "user", "content": "go"}, {"role": "assistant", "content": [use]}])
     )
-    assert main(["resume", str(source), "--json"]) == 0
+    assert main(["resume", str(source), "--json"]) == ExitCode.FINDINGS  # written nowhere
     report = json.loads(capsys.readouterr().out)["report"]
     assert [c["action"] for c in report["changes"]] == ["stripped", "dropped-empty-message"]
-    assert main(["resume", str(source)]) == 0
+    assert main(["resume", str(source)]) == ExitCode.FINDINGS
     assert "stripped t r" in capsys.readouterr().out
 
 
@@ -501,7 +525,7 @@ def test_strip_names_the_removed_calls_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = _many_unanswered(tmp_path / "rollout.jsonl", 5)
-    assert main(["resume", str(source), "--max-findings", "2"]) == 0
+    assert main(["resume", str(source), "--max-findings", "2"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert "5 tool call(s) removed that may have run" in err
     assert err.count("  shell ") == 2
@@ -510,7 +534,7 @@ def test_strip_names_the_removed_calls_on_stderr(
     assert "ghp_" not in err  # the input preview goes through the secret detector
     assert "[REDACTED:" in err
     assert "[idem-" in err
-    assert main(["resume", str(source), "--json"]) == 0
+    assert main(["resume", str(source), "--json"]) == ExitCode.FINDINGS
     removed = json.loads(capsys.readouterr().out)["removed_calls"]
     assert [change["call_id"] for change in removed] == [f"call_{n}" for n in range(5)]
     assert all(change["idempotency_key"].startswith("idem-") for change in removed)
@@ -584,7 +608,7 @@ def test_a_repair_not_written_gives_no_resume_command(
     """Without --out or --in-place nothing is written: the session is as broken as it
     was, so no `resume with:` line leads the user back into it."""
     source = require_shared(REAL_FIXTURES / "claude-code" / "agentcmd-full-session.jsonl")
-    assert main(["resume", str(source)]) == 0
+    assert main(["resume", str(source)]) == ExitCode.FINDINGS  # still broken: not a success
     err = capsys.readouterr().err
     assert "nothing written" in err
     assert "resume with:" not in err

@@ -67,7 +67,8 @@ def test_a_signed_snapshot_resumes_under_its_trusted_key(
     _save(store, key)
     assert _resume(store, "--trusted-key", str(public)) == ExitCode.FINDINGS  # history invalid
     assert json.loads(capsys.readouterr().out)["valid"] is False  # … but it was loaded
-    assert main(["resume", "run-7", "--store", str(store), "--trusted-key", str(folder)]) == 0
+    repair = ["resume", "run-7", "--store", str(store), "--out", "-"]  # written: exit 0
+    assert main([*repair, "--trusted-key", str(folder)]) == 0
 
 
 def test_an_unsigned_snapshot_is_refused_with_a_trusted_key(
@@ -75,14 +76,14 @@ def test_an_unsigned_snapshot_is_refused_with_a_trusted_key(
 ) -> None:
     _, public, _ = keys
     path = _save(store, None)
-    assert main(["resume", "run-7", "--store", str(store)]) == 0  # unchanged without keys
+    assert main(["resume", "run-7", "--store", str(store), "--out", "-"]) == 0  # no keys: loaded
     capsys.readouterr()
     assert _resume(store, "--trusted-key", str(public)) == ExitCode.FINDINGS
     error = _error(capsys)
     assert error["code"] == "unsigned"
     assert str(path) in error["message"]
     # --allow-unsigned relaxes it.
-    args = ["resume", "run-7", "--store", str(store), "--trusted-key", str(public)]
+    args = ["resume", "run-7", "--store", str(store), "--trusted-key", str(public), "--out", "-"]
     assert main([*args, "--allow-unsigned"]) == 0
 
 
@@ -108,7 +109,7 @@ def test_a_resealed_forgery_is_a_bad_signature_and_a_file_too(
     hasher = new_hasher("blake3")
     hasher.update(path.read_bytes())
     sidecar_path(path, "blake3").write_bytes(format_sidecar(hasher.hexdigest(), path.name))
-    assert main(["resume", "run-7", "--store", str(store)]) == 0  # the seal alone passes
+    assert main(["resume", "run-7", "--store", str(store), "--out", "-"]) == 0  # the seal passes
     capsys.readouterr()
     assert _resume(store, "--trusted-key", str(public)) == ExitCode.FINDINGS
     error = _error(capsys)
@@ -149,7 +150,7 @@ def test_a_signature_not_checked_is_a_warning(
 ) -> None:
     key, _, _ = keys
     _save(store, key)
-    assert main(["resume", "run-7", "--store", str(store)]) == 0
+    assert main(["resume", "run-7", "--store", str(store), "--out", "-"]) == 0
     assert "signature was not checked" in capsys.readouterr().err
 
 
@@ -158,7 +159,7 @@ def test_insecure_skip_verify_checks_no_signature(
 ) -> None:
     _, public, _ = keys
     _save(store, None)
-    args = ["resume", "run-7", "--store", str(store), "--trusted-key", str(public)]
+    args = ["resume", "run-7", "--store", str(store), "--trusted-key", str(public), "--out", "-"]
     assert main([*args, "--insecure-skip-verify"]) == 0
     assert "nor its signature" in capsys.readouterr().err
 
@@ -177,14 +178,15 @@ def test_a_recorded_run_is_checked_under_the_trusted_key_too(
     assert main(["import", str(source), "--run-id", "s1", "--store", str(store), *signing]) == 0
     capsys.readouterr()
     trust = ["--trusted-key", str(public)]
-    assert main(["resume", "u1", "--store", str(store)]) == 0  # unchanged without keys
+    assert main(["resume", "u1", "--store", str(store), "--out", "-"]) == 0  # no keys: loaded
     capsys.readouterr()
     assert main(["resume", "u1", "--store", str(store), "--json", *trust]) == ExitCode.FINDINGS
     error = _error(capsys)
     assert error["code"] == "incomplete"
     assert "not signed" in error["message"]
-    assert main(["resume", "s1", "--store", str(store), *trust]) == 0
-    assert main(["resume", "u1", "--store", str(store), *trust, "--allow-unsigned"]) == 0
+    assert main(["resume", "s1", "--store", str(store), *trust, "--out", "-"]) == 0
+    allowed = ["--allow-unsigned", "--out", "-"]
+    assert main(["resume", "u1", "--store", str(store), *trust, *allowed]) == 0
 
 
 # A writer of the store who holds no key cannot sign a snapshot, but a FILE that is not

@@ -140,7 +140,8 @@ def test_one_key_per_call_from_a_file_a_run_and_a_snapshot(
 
     def keys(argv: list[str]) -> set[str]:
         capsys.readouterr()
-        assert main(["resume", *argv, "--strategy", "synthesize", "--json"]) == 0
+        # written nowhere, so the broken history exits 1 as --check does
+        assert main(["resume", *argv, "--strategy", "synthesize", "--json"]) == 1
         return _keys(json.loads(capsys.readouterr().out), call_id)
 
     from_file = keys([str(cut)])
@@ -206,7 +207,8 @@ def test_one_key_per_call_of_a_gemini_session_from_a_file_a_run_and_a_snapshot(
 
     def keys(argv: list[str]) -> dict[tuple[str, str], str]:
         capsys.readouterr()
-        assert main(["resume", *argv, "--strategy", "synthesize", "--json"]) == 0
+        # written nowhere, so the broken history exits 1 as --check does
+        assert main(["resume", *argv, "--strategy", "synthesize", "--json"]) == 1
         changes = json.loads(capsys.readouterr().out)["report"]["changes"]
         return {(c["action"], c["call_id"]): c["idempotency_key"] for c in changes}
 

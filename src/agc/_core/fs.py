@@ -40,6 +40,7 @@ __all__ = [
     "PreparedWrite",
     "append_whole",
     "atomic_write_bytes",
+    "create_beside",
     "describe_os_error",
     "ensure_dirs",
     "exclusive_lock",
@@ -59,6 +60,7 @@ __all__ = [
     "read_small_file",
     "remove_stale_temp_files",
     "store_write_error",
+    "temp_path_beside",
     "write_error",
 ]
 
@@ -330,19 +332,46 @@ def fsync_dir(path: Path) -> None:
 class PreparedWrite:
     """The new content of one file, complete and fsynced in a temporary file beside it.
 
-    Made by :func:`prepare_write`; :meth:`commit` puts it in place (a rename), and
-    :meth:`discard` removes it. Preparing several files before committing any lets a
+    Made by :func:`prepare_write`, or empty by :func:`create_beside` (maybe a file with
+    no name yet in the folder) for the caller to write; :meth:`commit` puts it in place
+    (a rename, or a link where nothing may be overwritten), and :meth:`discard` removes
+    it. Preparing several files before committing any lets a
     caller replace them together: the space is taken before the first rename, so a full
     disk leaves every destination as it was. Use it as a context manager: leaving the
     ``with`` block discards what was not committed.
     """
 
-    def __init__(self, path: Path, tmp: Path, fd: int) -> None:
+    def __init__(self, path: Path, tmp: Path, fd: int, *, unnamed: bool = False) -> None:
         self.path = path
         self._tmp: Path | None = tmp
         # Its exclusive flock is held until the rename is done: a temp file nobody holds
         # is a crash's leftover, which remove_stale_temp_files() may delete.
         self._fd: int | None = fd
+        # An O_TMPFILE file (``tmp`` is /proc/self/fd/N): it has no name until commit
+        # links it, so a crash before that leaves nothing in the folder.
+        self._unnamed = unnamed
+
+    @property
+    def tmp(self) -> Path:
+        """Where the content is read back before the commit: the temporary file, or
+        ``/proc/self/fd/N`` for an unnamed one.
+
+        Raises:
+            RuntimeError: it was committed or discarded.
+        """
+        if self._tmp is None:
+            raise RuntimeError(f"the new content of {self.path} is no longer open")
+        return self._tmp
+
+    def fileno(self) -> int:
+        """The descriptor the content is written through (closed by the commit).
+
+        Raises:
+            RuntimeError: it was committed or discarded.
+        """
+        if self._fd is None:
+            raise RuntimeError(f"the new content of {self.path} is no longer open")
+        return self._fd
 
     def commit(self, *, overwrite: bool) -> None:
         """Put the content in place, then fsync the folder.
@@ -366,10 +395,17 @@ class PreparedWrite:
             if overwrite:
                 if path.is_symlink():
                     raise UnsafePathError(f"{path} is a symlink; agc does not replace it")
+                if self._unnamed:  # a name first, for the one rename over the file
+                    named = temp_path_beside(path)
+                    _link_unnamed(tmp, named)
+                    self._tmp, self._unnamed, tmp = named, False, named
                 os.replace(tmp, path)
             else:
                 try:
-                    os.link(tmp, path)
+                    if self._unnamed:
+                        _link_unnamed(tmp, path)
+                    else:
+                        os.link(tmp, path)
                 except FileExistsError as exc:
                     raise FileExistsRefusedError(f"{path} already exists") from exc
         except OSError as exc:
@@ -391,8 +427,9 @@ class PreparedWrite:
     def discard(self) -> None:
         """Remove the temporary file if it is still there, release it (idempotent)."""
         if self._tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._tmp)
+            if not self._unnamed:  # an unnamed one goes with its last descriptor
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._tmp)
             self._tmp = None
         if self._fd is not None:
             os.close(self._fd)
@@ -403,6 +440,69 @@ class PreparedWrite:
 
     def __exit__(self, *_exc: object) -> None:
         self.discard()
+
+
+_O_TMPFILE: Final = getattr(os, "O_TMPFILE", 0)
+_PROC_FD: Final = "/proc/self/fd"
+# What open(2) of a folder with O_TMPFILE says where the kernel or the file system has
+# no unnamed files: the caller then makes a named temporary file.
+_NO_TMPFILE: Final = frozenset({errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOSYS})
+
+
+def temp_path_beside(path: Path) -> Path:
+    """A fresh temporary name beside ``path``: ``.<name>.<12 hex digits>.tmp``."""
+    return path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+
+
+def _link_unnamed(proc_path: Path, path: Path) -> None:
+    """Give the unnamed file open at ``proc_path`` (``/proc/self/fd/N``) the name
+    ``path``: linkat(2) with AT_SYMLINK_FOLLOW (os.link passes it only with a folder
+    descriptor), never over an existing name.
+
+    Raises:
+        FileExistsError: something is at ``path``.
+        OSError: as linkat(2).
+    """
+    folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
+    try:
+        os.link(proc_path, path.name, dst_dir_fd=folder, follow_symlinks=True)
+    finally:
+        os.close(folder)
+
+
+def create_beside(path: Path, *, mode: int) -> PreparedWrite:
+    """An empty new file that will become ``path``, open for writing, its exclusive
+    flock held; write its descriptor (:meth:`PreparedWrite.fileno`) then commit.
+
+    Made unnamed (O_TMPFILE, linked in place by the commit) where the OS, the file
+    system and ``/proc/self/fd`` allow it: a process killed before the
+    commit leaves nothing in the folder. Elsewhere a named temporary file beside
+    ``path`` (``.<name>.<12 hex digits>.tmp``); the ones of this name that a killed
+    writer left (nobody holds their flock) are removed first, so each run of a writer
+    cleans up after the last. ``mode`` (permission bits) is masked by the umask, as
+    open(2) does. ``PreparedWrite.tmp`` reads the content back: the temporary file's
+    path, or ``/proc/self/fd/N``.
+
+    Raises:
+        OSError: as open(2): FileNotFoundError for a missing folder, NotADirectoryError,
+            PermissionError, a full disk …
+    """
+    with contextlib.suppress(OSError):
+        remove_stale_temp_files(path.parent, name=path.name)
+    if _O_TMPFILE and os.path.isdir(_PROC_FD):
+        folder = path.parent if str(path.parent) else Path(".")
+        try:
+            fd = os.open(folder, _O_TMPFILE | os.O_WRONLY | _O_CLOEXEC, mode)
+        except OSError as exc:
+            if exc.errno not in _NO_TMPFILE:
+                raise
+        else:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return PreparedWrite(path, Path(f"{_PROC_FD}/{fd}"), fd, unnamed=True)
+    tmp = temp_path_beside(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return PreparedWrite(path, tmp, fd)
 
 
 def prepare_write(path: Path, data: bytes, *, mode: int = 0o644) -> PreparedWrite:
@@ -526,8 +626,14 @@ def is_temp_name(name: str) -> bool:
     return _TEMP_NAME.fullmatch(name) is not None
 
 
-def remove_stale_temp_files(folder: Path) -> list[str]:
-    """Delete the temporary files in ``folder`` that a crashed writer left behind.
+def _temp_of(name: str) -> str:
+    """The file a temporary name ``.<name>.<12 hex digits>.tmp`` is for."""
+    return name[1 : -len(f".{'0' * 12}{TEMP_SUFFIX}")]
+
+
+def remove_stale_temp_files(folder: Path, *, name: str | None = None) -> list[str]:
+    """Delete the temporary files in ``folder`` that a crashed writer left behind
+    (with ``name``: only those of the file ``name``, ``.<name>.<12 hex digits>.tmp``).
 
     A live :func:`atomic_write_bytes` holds an exclusive ``flock`` on its temporary file
     from creation until after the rename, so a temp file whose lock can be taken has no
@@ -538,12 +644,16 @@ def remove_stale_temp_files(folder: Path) -> list[str]:
         OSError: the folder cannot be listed (a missing folder yields ``[]``).
     """
     try:
-        names = sorted(name for name in os.listdir(folder) if is_temp_name(name))
+        names = sorted(
+            entry
+            for entry in os.listdir(folder)
+            if is_temp_name(entry) and (name is None or _temp_of(entry) == name)
+        )
     except FileNotFoundError:
         return []
     removed = []
-    for name in names:
-        path = folder / name
+    for entry in names:
+        path = folder / entry
         try:
             fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
@@ -558,7 +668,7 @@ def remove_stale_temp_files(folder: Path) -> list[str]:
                 held.st_mode
             ):
                 os.unlink(path)
-                removed.append(name)
+                removed.append(entry)
         except FileNotFoundError:
             continue  # renamed into place by its writer meanwhile
         finally:

@@ -129,10 +129,12 @@ agc prints what was wrong (as the provider would say it) and what the repair cha
 each in-flight call stripped or answered, with its tool name, arguments and an
 idempotency key, so you decide whether to run it again; and, for a client's session
 file, where that client reads it and the command that resumes it.
+Without --out or --in-place the repair is only reported: nothing is written, and a
+history the provider would reject exits 1, as with --check (0 when it needs no repair).
 
 \b
 Examples:
-  agc resume fix-tests-42                      # the run's snapshot, strategy strip
+  agc resume fix-tests-42                      # the repair (strip) reported, not written
   agc resume fix-tests-42 --check              # exit 1 if the provider would reject it
   agc import rollout-….jsonl --run-id r9 && agc resume r9 --strategy synthesize --out fixed.jsonl
   agc resume r9 --store s3://acme-evidence/agents --check   # a run recorded to S3
@@ -517,7 +519,9 @@ def _print_change(history: History, change: Change) -> None:
     if change.call_id is not None:
         line += f" {change.call_id}"
     if change.tool_name is not None:
-        line += f" {change.tool_name} {_short(change.arguments)}"
+        line += f" {change.tool_name}"
+        if change.action != "dropped-torn-line":  # a torn line's input is lost with it
+            line += f" {_short(change.arguments)}"
     if change.idempotency_key is not None and change.action in {
         "stripped",
         "synthesized",
@@ -587,7 +591,20 @@ def _write_out(out: Path, source: Path | None, data: bytes) -> None:
     """
     if source is not None and _same_file(out, source):
         raise UsageError(f"--out {out} is the input; agc never writes over its input")
-    write_new_file(out, data)
+    write_new_file(out, data, mode=_out_mode(source))
+
+
+def _out_mode(source: Path | None) -> int:
+    """The permission bits ``--out`` is created with (the umask masks them, as for
+    cp): those of the FILE repaired, so the repair has the readers its input had (and
+    ``--in-place`` keeps); 0600 for a run or snapshot read from the store, or a FILE
+    no longer there."""
+    if source is None:
+        return 0o600
+    try:
+        return stat.S_IMODE(os.stat(source).st_mode) & 0o777
+    except OSError:
+        return 0o600
 
 
 def _same_file(out: Path, source: Path) -> bool:
@@ -619,7 +636,11 @@ JsonOption = Annotated[bool, typer_option("--json", help="Print the report as JS
 OutOption = Annotated[
     Path | None,
     typer_option(
-        "--out", help="Write the repaired history here (never over the input).", show_default=False
+        "--out",
+        help="Write the repaired history here (never over the input; the input FILE's "
+        "permissions, masked by the umask; - for stdout). Without --out or --in-place "
+        "nothing is written and a broken history exits 1.",
+        show_default=False,
     ),
 ]
 InPlaceOption = Annotated[
@@ -1114,7 +1135,7 @@ def _repair(
                 "warnings": _unread_lines(history),
             }
         )
-        return int(ExitCode.OK)
+        return _repair_exit(report, output, backup)
     _print_findings(history, report.before, limit)
     if report.changes:
         _report().print(
@@ -1149,13 +1170,28 @@ def _repair(
             + (", or --in-place to replace the file (keeping a backup)" if source else ""),
             markup=False,
         )
-    written = out is not None or output.to_stdout or backup is not None
+    written = _written(output, backup)
     # A repair not written leaves the client's file as broken as it was: no next step.
     if written or not report.changes:
         if step is not None:
             _print_next(step, output, repaired=out or (source if backup is not None else None))
         elif missing is not None and missing.session_file:
             say(_printable(f"next: no resume step: {missing.reason}"), markup=False)
+    return _repair_exit(report, output, backup)
+
+
+def _written(output: _Output, backup: Path | None) -> bool:
+    """Whether the repair was written: to ``--out`` (a file or stdout) or over the file."""
+    return output.out is not None or output.to_stdout or backup is not None
+
+
+def _repair_exit(report: RepairReport, output: _Output, backup: Path | None) -> int:
+    """The exit code of a repair: 1 (findings) when the history was one the provider
+    would reject and its repair was written nowhere (neither ``--out`` nor
+    ``--in-place``: the history is left as broken as it was, as ``--check`` says it),
+    else 0."""
+    if not report.before.valid and not _written(output, backup):
+        return int(ExitCode.FINDINGS)
     return int(ExitCode.OK)
 
 
@@ -1272,7 +1308,9 @@ def _repair_streamed(
         new: BinaryIO
         handle: IO[bytes]
         if out is not None:
-            new, path, prepared = stack.enter_context(new_file_beside(out))
+            new, path, prepared = stack.enter_context(
+                new_file_beside(out, mode=_out_mode(output.source))
+            )
             handle = new
 
             def commit() -> None:

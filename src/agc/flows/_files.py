@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -14,9 +13,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agc._core.fs import (
-    TEMP_SUFFIX,
     PreparedWrite,
-    atomic_write_bytes,
+    create_beside,
     describe_os_error,
     machine_hint,
 )
@@ -40,7 +38,9 @@ __all__ = [
 
 def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int = 0o600) -> None:
     """Write ``data`` to the new file ``path`` a user named with ``option``, atomically
-    and never over anything there (atomic rename or link(2)).
+    and never over anything there (link(2)), with the permission bits ``mode`` masked by
+    the umask; its temporary file is made as :func:`new_file_beside` makes it, so a
+    kill leaves no file.
 
     Raises:
         FileExistsRefusedError: something is at ``path``, a symlink too (dangling or a
@@ -52,7 +52,13 @@ def write_new_file(path: Path, data: bytes, *, option: str = "--out", mode: int 
             puts the file in place) (exit 3, ``file-write-failed``).
     """
     with new_file_errors(path, option=option):
-        atomic_write_bytes(path, data, overwrite=False, mode=mode)
+        prepared = create_beside(path, mode=mode)
+    with prepared, new_file_errors(path, option=option):  # discarded unless committed
+        fd, view = prepared.fileno(), memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        prepared.commit(overwrite=False)
 
 
 @contextmanager
@@ -99,28 +105,30 @@ def _write_failed(path: Path, option: str, exc: OSError) -> FileWriteError:
 
 @contextmanager
 def new_file_beside(
-    path: Path, *, option: str = "--out"
+    path: Path, *, option: str = "--out", mode: int = 0o600
 ) -> Iterator[tuple[BinaryIO, Path, PreparedWrite]]:
-    """A new file for ``path``, written as a stream: ``(handle, temporary path, prepared)``.
+    """A new file for ``path``, written as a stream: ``(handle, path that reads it back,
+    prepared)``.
 
-    The content goes to a temporary file beside ``path`` (mode 0600, an exclusive flock
-    held); ``prepared.commit(overwrite=...)`` puts it in place after
-    :func:`sync` of the handle; leaving the block without a commit removes it.
+    The content goes to a file with no name yet (O_TMPFILE) in the folder of ``path``,
+    or where the system has none, to a temporary file beside it (``.<name>.<12 hex
+    digits>.tmp``; those of this name a killed writer left are removed first): see
+    :func:`agc._core.fs.create_beside`. Its permission bits are ``mode`` masked by the
+    umask; an exclusive flock is held. ``prepared.commit(overwrite=...)`` puts it in
+    place after :func:`sync` of the handle; leaving the block without a commit removes
+    it, and a process killed before the commit leaves no file (or, without O_TMPFILE, a
+    temporary one the next write of ``path`` removes).
 
     Raises:
         FileExistsRefusedError, InputError, FileWriteError: as
             :func:`write_new_file`, for creating the temporary file.
     """
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     with new_file_errors(path, option=option):
-        fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
-    prepared = PreparedWrite(path, tmp, fd)  # discards the temporary file on leaving
-    with prepared:
-        handle = os.fdopen(os.dup(fd), "wb")
+        prepared = create_beside(path, mode=mode)
+    with prepared:  # discards the temporary file on leaving
+        handle = os.fdopen(os.dup(prepared.fileno()), "wb")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield handle, tmp, prepared
+            yield handle, prepared.tmp, prepared
         except BaseException:
             # Closing flushes what is still buffered: on a full disk that fails again,
             # and must not hide the error that is leaving (it names the file).
@@ -169,8 +177,8 @@ def replace_in_place(
                     f"{path} is a symlink; --in-place replaces a file, not a link",
                     hint="Name the file the link points to, or write the repair with --out.",
                 )
-            with new_file_errors(path, option="--in-place"):
-                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))  # the file keeps its mode
+            with new_file_errors(path, option="--in-place"):  # the file keeps its mode
+                os.fchmod(handle.fileno(), stat.S_IMODE(os.stat(path).st_mode))
             holders = processes_holding(path)
             if holders:
                 raise InPlaceRefusedError(

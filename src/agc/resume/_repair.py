@@ -1109,7 +1109,7 @@ def _torn_change(history: History, session: str) -> Change | None:
         message_index=finding.message_index,
         record=finding.record,
         call_id=finding.call_id,
-        tool_name=None,
+        tool_name=held.tool_name,
         arguments=None,
         idempotency_key=key,
         reason=f"the last line was cut off by a crash (not JSON, no final line break); it "

@@ -40,11 +40,14 @@ class TornLine:
         what: a short description (``"a function_call"``, ``"a tool_use block"``, …).
         call_id: the tool call id in the fragment, when it is a call.
         result_id: the call id a tool result in the fragment answers.
+        tool_name: the called tool's name, when the fragment holds it whole (a name
+            the cut ends inside is not told).
     """
 
     what: str
     call_id: str | None
     result_id: str | None
+    tool_name: str | None = None
 
     def describe(self) -> str:
         if self.call_id is not None:
@@ -58,9 +61,54 @@ _STRING: Final = r'"((?:[^"\\]|\\.)*)"'
 _CALL_TYPES: Final = ("function_call", "custom_tool_call", "local_shell_call", "computer_call")
 
 
+_STRING_AT: Final = re.compile(_STRING)
+
+
 def _field(fragment: str, name: str) -> str | None:
     match = re.search(rf'"{name}"\s*:\s*{_STRING}', fragment)
     return match.group(1) if match else None
+
+
+def _own_name(fragment: str, at: int) -> str | None:
+    """The ``"name"`` string member of the JSON object whose ``"type"`` key is at
+    ``at`` in ``fragment`` (that object's own member, in any key order, never one of a
+    nested object such as a call's input), unescaped; ``None`` when the fragment ends
+    before it is whole or the object has none."""
+    start = fragment.rfind("{", 0, at)
+    if start < 0:
+        return None
+    depth, key, i = 0, None, start
+    while i < len(fragment):
+        char = fragment[i]
+        if char == '"':
+            match = _STRING_AT.match(fragment, i)
+            if match is None:  # the cut is inside this string
+                return None
+            i = match.end()
+            if depth != 1:
+                continue
+            rest = fragment[i:].lstrip()
+            if rest.startswith(":"):
+                key = match.group(1)
+            elif key == "name":
+                try:
+                    value = json.loads(match.group(0))
+                except ValueError:
+                    return None
+                return value if isinstance(value, str) else None
+            else:
+                key = None
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return None
+        elif char == "," and depth == 1:
+            key = None
+        i += 1
+    return None
 
 
 def describe_torn(fragment: str) -> TornLine:
@@ -68,15 +116,18 @@ def describe_torn(fragment: str) -> TornLine:
     CLI line)."""
     tool_use = re.search(rf'"type"\s*:\s*"tool_use"\s*,\s*"id"\s*:\s*{_STRING}', fragment)
     if tool_use:
-        return TornLine("an assistant line with a tool_use block", tool_use.group(1), None)
+        name = _own_name(fragment, tool_use.start())
+        return TornLine("an assistant line with a tool_use block", tool_use.group(1), None, name)
     if '"tool_use"' in fragment:
         return TornLine("an assistant line with a tool_use block", None, None)
     if '"tool_result"' in fragment or '"tool_use_id"' in fragment:
         return TornLine("a user line with a tool_result", None, _field(fragment, "tool_use_id"))
-    types = re.findall(rf'"type"\s*:\s*{_STRING}', fragment)
-    for kind in types:
+    found = list(re.finditer(rf'"type"\s*:\s*{_STRING}', fragment))
+    types = [match.group(1) for match in found]
+    for match, kind in zip(found, types, strict=True):
         if kind in _CALL_TYPES:
-            return TornLine(f"a {kind}", _field(fragment, "call_id"), None)
+            name = _own_name(fragment, match.start())
+            return TornLine(f"a {kind}", _field(fragment, "call_id"), None, name)
         if kind.endswith("_output"):
             return TornLine(f"a {kind}", None, _field(fragment, "call_id"))
     gemini = _gemini(fragment)
