@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -538,6 +539,27 @@ def test_strip_names_the_removed_calls_on_stderr(
     removed = json.loads(capsys.readouterr().out)["removed_calls"]
     assert [change["call_id"] for change in removed] == [f"call_{n}" for n in range(5)]
     assert all(change["idempotency_key"].startswith("idem-") for change in removed)
+
+
+def test_a_removed_call_without_input_is_named_by_its_tool_and_key_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "rollout.jsonl"
+    call = {"type": "function_call", "name": "shell", "call_id": "c1"}  # no arguments
+    lines = [
+        {"timestamp": "t", "type": "session_meta", "payload": {"id": "s1"}},
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": []},
+        },
+        {"timestamp": "t", "type": "response_item", "payload": call},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["resume", str(source)]) == ExitCode.FINDINGS
+    listed = [line for line in capsys.readouterr().err.splitlines() if line.startswith("  shell")]
+    assert len(listed) == 1
+    assert re.fullmatch(r"  shell \[idem-[0-9a-f]{32}\]", listed[0])
 
 
 @pytest.mark.parametrize("target", ["nofile.jsonl", "sub/none", "gone.json"])

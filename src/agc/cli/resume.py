@@ -557,9 +557,13 @@ def _print_removed(report: RepairReport, limit: int) -> None:
         f"warning: {len(removed)} tool call(s) removed that may have run; the model is not "
         "told and may run them again:",
         [
-            f"{change.tool_name or '(unknown tool)'} "
-            f"{_short(change.arguments, 60) if change.arguments is not None else ''} "
-            f"[{change.idempotency_key or 'no key'}]"
+            " ".join(
+                [
+                    change.tool_name or "(unknown tool)",
+                    *([] if change.arguments is None else [_short(change.arguments, 60)]),
+                    f"[{change.idempotency_key or 'no key'}]",
+                ]
+            )
             for change in removed[:limit]
         ],
         len(removed),
