@@ -166,18 +166,23 @@ def test_folder_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_json_report_matches_golden(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     golden = Path(__file__).resolve().parent.parent / "resume" / "golden"
-    monkeypatch.chdir(golden)
-    for name in ("HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"):  # no client home to find
-        monkeypatch.setenv(name, f"/nonexistent/{name.lower()}")
+    name = "codex-rollout-in-flight"
+    (tmp_path / f"{name}.jsonl").write_bytes((golden / f"{name}.jsonl").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    for var in ("HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"):  # no client home to find
+        monkeypatch.setenv(var, f"/nonexistent/{var.lower()}")
     monkeypatch.setenv("TZ", "UTC")  # Codex names a rollout in local time
     time.tzset()
-    args = ["resume", "codex-rollout-in-flight.jsonl", "--strategy", "synthesize", "--json"]
-    assert main(args) == ExitCode.FINDINGS  # written nowhere
-    expected = (golden / "codex-rollout-in-flight.synthesize.report.json").read_text()
+    args = ["resume", f"{name}.jsonl", "--strategy", "synthesize", "--out", "fixed.jsonl"]
+    assert main([*args, "--json"]) == 0
+    expected = (golden / f"{name}.synthesize.report.json").read_text()
     assert capsys.readouterr().out == expected
+    assert (tmp_path / "fixed.jsonl").read_bytes() == (
+        golden / f"{name}.synthesize.jsonl"
+    ).read_bytes()
 
 
 def test_a_repair_written_nowhere_of_a_broken_history_is_not_a_success(

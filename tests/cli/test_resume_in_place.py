@@ -207,6 +207,27 @@ def test_a_repair_to_out_says_where_the_client_reads_it_and_how_to_resume(
     assert report["in_place"] is True
 
 
+def test_a_repair_written_nowhere_gives_no_resume_command_as_text_or_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Resumed as it is, the client's file would be sent as broken as it is.
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    home = claude / "projects" / "-w" / "s1.jsonl"
+    home.parent.mkdir(parents=True)
+    source, _ = _session(tmp_path, "claude-code-in-flight")
+    home.write_bytes(source.read_bytes())
+    assert main(["resume", str(home), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["next_step"] is None
+    assert report["no_next_step"].startswith("nothing written: ")
+    assert main(["resume", str(home)]) == 1
+    err = capsys.readouterr().err
+    assert "claude --resume" not in err
+    assert "next:" not in err
+    assert "nothing written: give --out FILE" in err
+
+
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("option", ["--in-place", "--out"])
 def test_a_same_size_edit_with_its_mtime_set_back_is_still_seen(

@@ -1110,6 +1110,13 @@ def _repair(
         report = result.report
     found = _resume.find_next_step(history)
     step, missing = (found, None) if isinstance(found, _resume.NextStep) else (None, found)
+    if (
+        report.changes
+        and not _written(output, backup)
+        and (missing is None or missing.session_file)
+    ):
+        # The client's file is as broken as it was: its resume command would send that.
+        step, missing = None, _resume.NoNextStep(_NOT_WRITTEN)
     captured = None
     if step is not None and backup is not None and source is not None:
         # The file replaced may be one agc's hooks are capturing: how its run now verifies.
@@ -1174,14 +1181,18 @@ def _repair(
             + (", or --in-place to replace the file (keeping a backup)" if source else ""),
             markup=False,
         )
-    written = _written(output, backup)
-    # A repair not written leaves the client's file as broken as it was: no next step.
-    if written or not report.changes:
-        if step is not None:
-            _print_next(step, output, repaired=out or (source if backup is not None else None))
-        elif missing is not None and missing.session_file:
-            say(_printable(f"next: no resume step: {missing.reason}"), markup=False)
+    if step is not None:
+        _print_next(step, output, repaired=out or (source if backup is not None else None))
+    elif missing is not None and missing.session_file and missing.reason != _NOT_WRITTEN:
+        say(_printable(f"next: no resume step: {missing.reason}"), markup=False)
     return _repair_exit(report, output, backup)
+
+
+_NOT_WRITTEN: Final = (
+    "nothing written: the repair is written by --out FILE or --in-place; resumed as it is, "
+    "the file is sent as broken as it is"
+)
+"""Why a repair written nowhere has no next step (``no_next_step`` in ``--json``)."""
 
 
 def _written(output: _Output, backup: Path | None) -> bool:
