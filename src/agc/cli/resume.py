@@ -46,6 +46,7 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
+    JsonItems,
     counted,
     describe_os_error,
     has_recorded_run,
@@ -535,12 +536,22 @@ def _removed_calls(report: RepairReport) -> list[Change]:
     calls (a call without a result, the in-flight one), later calls dropped for
     reusing an earlier call's id (under either strategy: providers refuse two calls
     with one id) and calls whose torn last line was dropped."""
-    return [
-        change
-        for change in report.changes
-        if change.action in _REMOVED
-        or (change.action == "dropped-torn-line" and change.call_id is not None)
-    ]
+    return list(_RemovedCalls(report))
+
+
+class _RemovedCalls:
+    """:func:`_removed_calls` read from the report's changes each time it is iterated
+    (the changes of a long session may be in a temporary file)."""
+
+    def __init__(self, report: RepairReport) -> None:
+        self._changes = report.changes
+
+    def __iter__(self) -> Iterator[Change]:
+        for change in self._changes:
+            if change.action in _REMOVED or (
+                change.action == "dropped-torn-line" and change.call_id is not None
+            ):
+                yield change
 
 
 def _print_removed(report: RepairReport, limit: int) -> None:
@@ -965,7 +976,7 @@ def _check(
     if as_json:
         emit_json(
             {
-                **report.to_dict(),
+                **report.to_streamed(),
                 "source": target,
                 "tool_call_state": state.to_dict() if state is not None else None,
                 "warnings": [*warnings, *unread],
@@ -1109,8 +1120,8 @@ def _repair(
                 "next_step": step.to_dict() if step is not None else None,
                 "no_next_step": None if missing is None else missing.reason,
                 "captured_run": None if captured is None else captured.to_dict(),
-                "report": report.to_dict(),
-                "removed_calls": [change.to_dict() for change in _removed_calls(report)],
+                "report": report.to_streamed(),
+                "removed_calls": JsonItems(_RemovedCalls(report), _resume.Change.to_dict),
                 "warnings": _unread_lines(history),
             }
         )
