@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agc._core.json import has_lone_surrogate
 from agc._core.report import JsonItems, listed
+from agc.cli import _jsontext
 from agc.cli._jsontext import json_document, json_pieces
 from agc.cli.common import emit_json
 from tests.conftest import examples
@@ -61,19 +62,31 @@ def _documents(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(document=_documents())
-def test_the_pieces_joined_are_the_whole_documents_text(document: dict[str, Any]) -> None:
+@given(document=_documents(), batch=st.sampled_from([1, 2, 3, _jsontext._BATCH]))
+def test_the_pieces_joined_are_the_whole_documents_text(
+    document: dict[str, Any], batch: int
+) -> None:
     whole = json_document(listed(document))
-    assert "".join(json_pieces(document)) == whole
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_jsontext, "_BATCH", batch)  # items written a few at a time
+        assert "".join(json_pieces(document)) == whole
     assert json.loads(whole) == json.loads(json.dumps(listed(document)))
 
 
-def test_a_long_list_is_given_one_item_at_a_time() -> None:
-    items = [{"n": n, "text": "x" * 10} for n in range(1000)]
+def test_a_long_list_is_given_a_batch_of_items_at_a_time() -> None:
+    items = [{"n": n, "text": "x" * 10} for n in range(10 * _jsontext._BATCH)]
     document = {"a": 1, "nested": {"findings": JsonItems(items, dict)}, "z": []}
     pieces = list(json_pieces(document))
-    assert max(map(len, pieces)) < 100
-    assert "".join(pieces) == json_document(listed(document))
+    whole = json_document(listed(document))
+    assert max(map(len, pieces)) < len(whole) / 9
+    assert "".join(pieces) == whole
+
+
+def test_items_are_written_one_at_a_time_when_a_batch_would_not_fit_the_layout() -> None:
+    items = [1, {"a": [2, 3]}]
+    lead, between = "\n    ", ";\n    "  # not a comma then the lead: one at a time
+    text = "".join(_jsontext._batches(items, lead, between, escaped=False))
+    assert text == '\n    1;\n    {\n      "a": [\n        2,\n        3\n      ]\n    }'
 
 
 def test_a_lone_surrogate_in_one_item_escapes_the_whole_document() -> None:

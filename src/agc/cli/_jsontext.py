@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -87,12 +88,13 @@ def json_pieces(data: Any) -> Iterator[str]:
     long list is never held whole. The pieces joined are that text, byte for byte.
 
     One rule for the layout, :func:`json_document`'s: the document is written with each
-    list of items replaced by a list of two placeholder strings, and each item's own
-    text put where the placeholders are, at their indent, after the text the encoder
-    wrote before the first and between them. The items' text is written with ``\\u``
-    escapes when any string of the document holds a lone surrogate, as
-    :func:`json_document` writes the whole (``JsonItems.escapes``, or a look at every
-    item first when it is not known).
+    list of items replaced by a list of two placeholder strings, and the items' text
+    put where the placeholders are, at their indent, after the text the encoder wrote
+    before the first and between them. The items are written :data:`_BATCH` at a time,
+    as a list the encoder writes alone, moved to their indent (:func:`_batches`). The
+    items' text is written with ``\\u`` escapes when any string of the document holds
+    a lone surrogate, as :func:`json_document` writes the whole (``JsonItems.escapes``,
+    or a look at every item first when it is not known).
     """
     from agc.flows import JsonItems, has_lone_surrogate, listed  # noqa: PLC0415 - as json_text
 
@@ -132,15 +134,50 @@ def json_pieces(data: Any) -> Iterator[str]:
     done = 0
     for (bracket, lead, between, close), (_, items) in zip(cuts, found, strict=True):
         yield text[done : bracket + 1]
-        indent = "\n" + lead[lead.rfind("\n") + 1 :]
-        before = lead
-        for item in items:
-            yield before
-            yield _document_as(item, escaped).replace("\n", indent)
-            before = between
+        yield from _batches(items, lead, between, escaped)
         yield text[close[0] : close[1]]
         done = close[1]
     yield text[done:]
+
+
+_BATCH: Final = 256
+"""The items encoded together (one call of the encoder: its cost is per call too)."""
+
+
+def _batches(items: Iterable[Any], lead: str, between: str, escaped: bool) -> Iterator[str]:
+    """The text of ``items`` in a list whose first item the encoder wrote after ``lead``
+    and whose next one after ``between``: :data:`_BATCH` items at a time written as a
+    list alone, whose text between its brackets is the same at one level of indent less
+    (its lines moved right by the difference). When the encoder's layout of a list alone
+    is not so (an item's separator is not a comma then the lead), one item at a time,
+    each moved to the indent of ``lead``."""
+    indent = lead[lead.rfind("\n") + 1 :]
+    alone = _document_as(["a", "b"], escaped)
+    first, second = alone.index('"a"'), alone.index('"b"')
+    lead_alone = alone[1:first]
+    inner = lead_alone[lead_alone.rfind("\n") + 1 :]
+    closing = len(alone) - second - len('"b"')
+    if (
+        between != "," + lead
+        or alone[first + len('"a"') : second] != "," + lead_alone
+        or not lead_alone.startswith("\n")
+        or not indent.startswith(inner)
+        or alone[0] != "["
+    ):
+        before = lead
+        for item in items:
+            yield before
+            yield _document_as(item, escaped).replace("\n", "\n" + indent)
+            before = between
+        return
+    moved = "\n" + indent[len(inner) :]
+    comma = ""
+    iterator = iter(items)
+    while batch := list(islice(iterator, _BATCH)):
+        text = _document_as(batch, escaped)
+        yield comma
+        yield text[1 : len(text) - closing].replace("\n", moved)
+        comma = ","
 
 
 def _document_as(data: Any, escaped: bool) -> str:
