@@ -531,17 +531,13 @@ def _print_change(history: History, change: Change) -> None:
 _REMOVED: Final = frozenset({"stripped", "dropped-duplicate-call"})
 
 
-def _removed_calls(report: RepairReport) -> list[Change]:
+class _RemovedCalls:
     """The calls the repair removed that may have run, whatever removed them: stripped
     calls (a call without a result, the in-flight one), later calls dropped for
     reusing an earlier call's id (under either strategy: providers refuse two calls
-    with one id) and calls whose torn last line was dropped."""
-    return list(_RemovedCalls(report))
-
-
-class _RemovedCalls:
-    """:func:`_removed_calls` read from the report's changes each time it is iterated
-    (the changes of a long session may be in a temporary file)."""
+    with one id) and calls whose torn last line was dropped. Read from the report's
+    changes each time it is iterated (those of a long session may be in a temporary
+    file)."""
 
     def __init__(self, report: RepairReport) -> None:
         self._changes = report.changes
@@ -557,30 +553,35 @@ class _RemovedCalls:
 def _print_removed(report: RepairReport, limit: int) -> None:
     """Name on stderr the calls ``strip`` removed that may have run (tool, redacted
     input, idempotency key): the first ``limit`` and a count of the rest."""
-    removed = _removed_calls(report)
-    if not removed:
+    shown: list[Change] = []
+    total = 0
+    actions: set[str] = set()
+    for change in _RemovedCalls(report):  # in one pass: the first `limit` held
+        total += 1
+        actions.add(change.action)
+        if len(shown) < limit:
+            shown.append(change)
+    if not total:
         return
     _print_capped(
-        f"warning: {len(removed)} tool call(s) removed that may have run; the model is not "
+        f"warning: {total} tool call(s) removed that may have run; the model is not "
         "told and may run them again:",
         [
             f"{change.tool_name or '(unknown tool)'} "
             f"{_short(change.arguments, 60) if change.arguments is not None else ''} "
             f"[{change.idempotency_key or 'no key'}]"
-            for change in removed[:limit]
+            for change in shown
         ],
-        len(removed),
+        total,
     )
     say = err_console.print
-    if any(change.action == "dropped-duplicate-call" for change in removed):
+    if "dropped-duplicate-call" in actions:
         say(
             "note: a call that reuses an earlier call's id is removed under either "
             "strategy (providers refuse two calls with one id); its key is its own",
             markup=False,
         )
-    if report.strategy == "strip" and any(
-        change.action != "dropped-duplicate-call" for change in removed
-    ):
+    if report.strategy == "strip" and actions - {"dropped-duplicate-call"}:
         say(
             "hint: --strategy synthesize keeps the stripped ones in the history, answered "
             "as interrupted, so the model sees them",

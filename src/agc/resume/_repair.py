@@ -570,7 +570,7 @@ class _Repair:
     state: ToolCallState
     before: HistoryReport
     messages: list[Message]
-    changes: list[Change]
+    changes: list[Change] | SpilledItems[Change]  # spilled: a Codex rollout's runs'
     rewritten: bool  # the repair changed the history (a torn line alone does not)
     warnings: tuple[str, ...]
 
@@ -584,7 +584,12 @@ class _Repair:
         history, changes = self.history, self.changes
         interrupted = self.state.in_flight or any(_interrupting(c) for c in changes)
         counts: Mapping[str, int] | None = None
-        held: Sequence[Change] = tuple(changes)
+        held: Sequence[Change]
+        if isinstance(changes, SpilledItems):
+            changes.freeze()
+            held = changes
+        else:
+            held = tuple(changes)
         if earlier is not None:
             interrupted = interrupted or earlier.interrupted
             earlier.extend(changes)
@@ -819,7 +824,7 @@ class _Planner:
         self.dropped = SpilledLines()
         self.inserted: dict[int, list[Message]] = {}
         self.anchor: int | None = None
-        self.changes: list[Change] = []
+        self.changes: SpilledItems[Change] = SpilledItems(what="changes", mark=_change_escapes)
         self.hazards: set[str] = set()
         self.parts = 0
         self.read_session: str | None = None  # the reader's session id at the first run
