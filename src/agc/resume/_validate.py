@@ -239,7 +239,7 @@ class FindingTally:
     def merge(self, other: FindingTally) -> None:
         """Add the findings ``other`` gathered (after those gathered here). When both
         keep every finding and none is gathered here yet, ``other``'s are shared, not
-        copied (``other`` then takes no more)."""
+        copied (those it holds now: any it takes after are not added here)."""
         if (
             isinstance(self.examples, KeptFindings)
             and isinstance(other.examples, KeptFindings)
