@@ -108,11 +108,8 @@ def test_an_empty_list_of_items_is_written_as_the_encoder_writes_one() -> None:
 def test_a_placeholder_in_the_input_falls_back_to_the_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    class _Same:
-        hex = "0" * 32
-
-    monkeypatch.setattr("uuid.uuid4", _Same)
-    name = f"agc-items-{_Same.hex}-0"
+    monkeypatch.setattr(_jsontext.os, "urandom", bytes)  # zeros: a known name
+    name = f"agc-items-{'0' * 32}-0"
     document = {"source": f"{name}-a", "items": JsonItems([1, 2], int)}
     assert "".join(json_pieces(document)) == json_document(listed(document))
 

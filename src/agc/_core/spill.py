@@ -10,8 +10,6 @@ them back in order, one chunk in memory at a time, as many times as they are rea
 from __future__ import annotations
 
 import os
-import pickle
-import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -117,6 +115,9 @@ class SpilledItems(Sequence[T]):
         return len(self._chunks) // 2 * _CHUNK
 
     def _spill(self, chunk: list[T]) -> None:
+        import pickle  # noqa: PLC0415 - only past the bound (a quick check imports neither)
+        import tempfile  # noqa: PLC0415
+
         data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             if self._file is None:
@@ -133,6 +134,8 @@ class SpilledItems(Sequence[T]):
         self._end += len(data)
 
     def _chunk(self, number: int) -> list[T]:
+        import pickle  # noqa: PLC0415 - loaded by the spill
+
         offset, length = self._chunks[2 * number], self._chunks[2 * number + 1]
         data = os.pread(self._file.fileno(), length, offset)
         chunk: list[T] = pickle.loads(data)  # noqa: S301 - our own private file

@@ -8,7 +8,7 @@ orjson is imported on the first call.
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
@@ -101,7 +101,7 @@ def json_pieces(data: Any) -> Iterator[str]:
     if type(data) is not dict:
         yield json_document(data)
         return
-    token = uuid.uuid4().hex
+    token = os.urandom(16).hex()
     found: list[tuple[str, JsonItems[Any]]] = []
 
     def placed(document: dict[str, Any]) -> dict[str, Any]:
