@@ -6,6 +6,7 @@ it so on stdout."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -108,7 +109,7 @@ def test_an_empty_list_of_items_is_written_as_the_encoder_writes_one() -> None:
 def test_a_placeholder_in_the_input_falls_back_to_the_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_jsontext.os, "urandom", bytes)  # zeros: a known name
+    monkeypatch.setattr(os, "urandom", bytes)  # zeros: a known name
     name = f"agc-items-{'0' * 32}-0"
     document = {"source": f"{name}-a", "items": JsonItems([1, 2], int)}
     assert "".join(json_pieces(document)) == json_document(listed(document))
