@@ -34,6 +34,7 @@ __all__ = [
     "interleaved_rounds",
     "make_claude_session",
     "make_codex_rollout",
+    "make_codex_rollout_ids_twice",
     "make_codex_rollout_interrupted_early",
     "note_runs",
     "warm",
@@ -135,6 +136,36 @@ def make_codex_rollout_interrupted_early(path: Path, size: int) -> dict[str, Any
             out.write(chunk)
             if not number:  # after the head: the call interrupted early
                 out.write(_CODEX_CALL.sub(b"call_interrupted", call) + b"\n")
+    return {"bytes": path.stat().st_size}
+
+
+_CODEX_OUTPUT_ID = re.compile(rb'"type":"function_call_output","call_id":"(call_[A-Za-z0-9]+)"')
+
+
+def make_codex_rollout_ids_twice(path: Path, size: int) -> dict[str, Any]:
+    """A Codex rollout of about ``size`` bytes in which every call id is used twice: each
+    ``function_call`` and its ``function_call_output`` are written again, with the same
+    call id, right after the output (two findings per call, ``duplicate-call-id`` and
+    ``duplicate-tool-result``; a strip repair removes each second pair). Not among
+    :data:`MAKERS`: it measures a report that keeps every finding (``--json``)."""
+    lines = _template("codex-rollout")
+    session_meta = [line for line in lines if b'"type":"session_meta"' in line]
+    rest = [line for line in lines if b'"type":"session_meta"' not in line]
+    calls = {
+        found.group(1): line
+        for line in rest
+        if b'"type":"function_call"' in line
+        and (found := re.search(rb'"call_id":"(call_[A-Za-z0-9]+)"', line))
+    }
+    twice: list[bytes] = []
+    for line in rest:
+        twice.append(line)
+        output = _CODEX_OUTPUT_ID.search(line)
+        if output is not None and output.group(1) in calls:
+            twice += [calls[output.group(1)], line]
+    with path.open("wb") as out:
+        for chunk in _copies([*session_meta, *twice], _CODEX_CALL, size, len(session_meta)):
+            out.write(chunk)
     return {"bytes": path.stat().st_size}
 
 

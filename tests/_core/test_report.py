@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import agc
-from agc._core.report import SCHEMA_VERSION, SEVERITIES, Finding, Report
+from agc._core.report import SCHEMA_VERSION, SEVERITIES, Finding, JsonItems, Report, listed
 from agc.errors import ReportInvalidError
 from agc.exitcodes import ExitCode
 from agc.integrity import ArtifactReport, RunReport, StoreReport
@@ -181,3 +181,22 @@ def test_schema_version_is_written_in_one_place() -> None:
         if re.search(r"""["']schema_version["']\s*:\s*\d""", line)
     ]
     assert offenders == []
+
+
+def test_to_streamed_leaves_long_lists_lazy_and_to_dict_lists_them() -> None:
+    findings: tuple[Finding[Any], ...] = tuple(
+        Finding("duplicate-call-id", f"f{n}", message_index=n, record=n, call_id=f"c{n}")
+        for n in range(3)
+    )
+    report = HistoryReport("codex-rollout", 3, 3, 3, findings=findings)
+    streamed = report.to_streamed()
+    assert isinstance(streamed["findings"], JsonItems)
+    assert streamed["findings"].escapes is None  # a tuple: not known, looked for when written
+    assert list(streamed["findings"]) == report.to_dict()["findings"]
+    assert listed(streamed) == report.to_dict()
+    assert [entry["line"] for entry in report.to_dict()["findings"]] == [1, 2, 3]
+    assert listed({"a": {"b": JsonItems([1, 2], str)}, "c": [JsonItems([], str)]})["a"] == {
+        "b": ["1", "2"]
+    }
+    assert not JsonItems((), str)
+    assert JsonItems([1], str)

@@ -84,6 +84,23 @@ def test_the_flat_memory_target_judges_the_large_peak_against_the_small_one() ->
     assert flat_target("codex-rollout", "check", sizes[:1], {sizes[0]: 1}) == []
 
 
+def test_the_rollout_with_every_call_id_twice_breaks_two_rules_per_call(
+    tmp_path: Path,
+) -> None:
+    from agc.resume import check_loaded, scan_session  # noqa: PLC0415
+    from benchmarks import resume_streaming  # noqa: PLC0415
+
+    try:
+        resume_streaming.make_codex_rollout_ids_twice(tmp_path / "twice.jsonl", 300_000)
+    except RuntimeError as exc:  # no real fixtures here
+        pytest.skip(str(exc))
+    report = check_loaded(scan_session(tmp_path / "twice.jsonl", source="twice", format=None))
+    counts = report.code_counts()
+    assert set(counts) == {"duplicate-call-id", "duplicate-tool-result"}
+    assert counts["duplicate-call-id"] == counts["duplicate-tool-result"] == report.calls // 2
+    assert report.calls > 100
+
+
 def test_the_streaming_benchmark_measures_a_rollout_interrupted_early(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

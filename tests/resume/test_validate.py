@@ -8,13 +8,16 @@ from typing import Any
 
 import pytest
 
+import agc._core.spill as spill
+from agc._core.report import Finding
 from agc.errors import HistoryInvalidError
-from agc.resume import FormatName, check_history, verify_history
+from agc.resume import FormatName, HistoryReport, check_history, verify_history
 from agc.resume import _validate as validate_module
 from agc.resume._validate import FINDING_CODES
 
 REACHES_INSIDE = {
-    "agc.resume._validate": "the finding codes it emits, read from its source, and their tuple",
+    "agc.resume._validate": "the finding codes it emits, read from its source, and their tuple; "
+    "FindingTally and KeptFindings (every finding kept, spilled)",
 }
 
 
@@ -217,3 +220,62 @@ def test_every_history_finding_code_is_documented() -> None:
     assert match is not None
     documented = set(re.findall(r"^\| `([a-z-]+)` \|", match.group(1), re.MULTILINE))
     assert emitted == set(FINDING_CODES) == documented
+
+
+def _tally_findings(count: int) -> list[Any]:
+    codes = ["duplicate-call-id", "duplicate-tool-result", "unrecorded-call"]
+    return [
+        Finding(
+            codes[n % 3],
+            f"finding {n} é",
+            severity="warning" if codes[n % 3] == "unrecorded-call" else "error",
+            message_index=n,
+            record=n + 1,
+            call_id=f"call_{n}",
+        )
+        for n in range(count)
+    ]
+
+
+def test_a_tally_that_keeps_every_finding_spills_them_and_reports_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    findings = _tally_findings(40)
+    whole = HistoryReport("codex-rollout", 50, 20, 20, findings=tuple(findings))
+    monkeypatch.setattr(spill, "SPILL_AT", 3)
+    monkeypatch.setattr(spill, "_CHUNK", 4)
+    first, second = validate_module.FindingTally(), validate_module.FindingTally()
+    first.extend(findings[:25])
+    second.extend(findings[25:])
+    tally = validate_module.FindingTally()
+    tally.merge(first)  # shared, not copied
+    tally.merge(second)
+    report = tally.report("codex-rollout", 50, 20, 20)
+    assert isinstance(report.findings, validate_module.KeptFindings)
+    assert report.findings.spilled  # most of them in the file
+    assert list(report.findings) == findings  # in order
+    assert report.counts is None  # every finding held
+    assert report == whole
+    assert report.to_dict() == whole.to_dict()
+    assert (report.valid, report.total, report.code_counts(), report.codes()) == (
+        whole.valid,
+        whole.total,
+        whole.code_counts(),
+        whole.codes(),
+    )
+    assert not report.findings.marked  # no lone surrogate: written as UTF-8
+    first.add(findings[0])  # the tally shared from may take more: not in the report
+    assert len(report.findings) == 40
+    kept = report.findings
+    assert isinstance(kept, validate_module.KeptFindings)
+    with pytest.raises(TypeError):  # the report's findings are read-only
+        kept.append(findings[0])
+
+
+def test_a_kept_finding_with_a_lone_surrogate_marks_the_findings() -> None:
+    tally = validate_module.FindingTally()
+    tally.add(Finding("duplicate-call-id", "x", call_id="call_é"))
+    assert not tally.examples.marked  # type: ignore[union-attr]
+    tally.add(Finding("duplicate-call-id", "used twice: call_\udc80", call_id="call_\udc80"))
+    report = tally.report("codex-rollout", 2, 2, 0)
+    assert report.findings.marked  # type: ignore[attr-defined]

@@ -8,13 +8,15 @@ turn files …) is a property computed from its findings, never a stored field t
 contradict them: an ``error`` finding fails the verdict, ``warning`` and ``info`` do not.
 
 Every report serialises with ``to_dict()``, whose first member is ``schema_version``
-(:data:`SCHEMA_VERSION`, the version of every agc ``--json`` output).
+(:data:`SCHEMA_VERSION`, the version of every agc ``--json`` output); ``to_streamed()``
+is the same document with its long lists left as :class:`JsonItems`, made one item at
+a time as they are written (``agc resume --json`` of a report that keeps every finding).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
 
 from agc._core.record import FrozenRecord, record
@@ -23,7 +25,16 @@ from agc.errors import ReportInvalidError
 if TYPE_CHECKING:
     from dataclasses import KW_ONLY
 
-__all__ = ["SCHEMA_VERSION", "SEVERITIES", "CodeT_co", "Finding", "Report", "Severity"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SEVERITIES",
+    "CodeT_co",
+    "Finding",
+    "JsonItems",
+    "Report",
+    "Severity",
+    "listed",
+]
 
 SCHEMA_VERSION: Final = 1
 """Version of every report and result agc prints with ``--json`` (``schema_version``)."""
@@ -32,6 +43,7 @@ Severity = Literal["error", "warning", "info"]
 SEVERITIES: Final[tuple[Severity, ...]] = get_args(Severity)
 
 CodeT_co = TypeVar("CodeT_co", bound=str, covariant=True)
+_T = TypeVar("_T")
 """A report kind's code type: a ``Literal`` of its codes."""
 
 _KEBAB: Final = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -127,11 +139,11 @@ class Report(FrozenRecord, Generic[CodeT_co]):
     if TYPE_CHECKING:
 
         @property
-        def findings(self) -> tuple[Finding[CodeT_co], ...]:
+        def findings(self) -> Sequence[Finding[CodeT_co]]:
             """Every finding, in the order found."""
 
     def __post_init__(self) -> None:
-        unknown = sorted({f.code for f in self.findings} - self.CODES)
+        unknown = sorted(self.codes() - self.CODES)
         if unknown:
             raise ReportInvalidError(
                 f"{type(self).__name__} does not know the finding code(s) {', '.join(unknown)}"
@@ -153,7 +165,56 @@ class Report(FrozenRecord, Generic[CodeT_co]):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``schema_version`` first, then the report's members."""
+        return listed(self.to_streamed())
+
+    def to_streamed(self) -> dict[str, Any]:
+        """:meth:`to_dict` with the long lists a report kind makes lazily left as
+        :class:`JsonItems` (members of the dict or of a dict in it), for a writer that
+        writes them one item at a time."""
         return {"schema_version": SCHEMA_VERSION, **self._members()}
 
     def _members(self) -> dict[str, Any]:
         raise NotImplementedError(f"{type(self).__name__} does not define its JSON members")
+
+
+class JsonItems(Generic[_T]):
+    """A JSON array of a report whose items are made as they are written: each of
+    ``items`` (iterated once per reading, so a re-iterable such as a tuple or a
+    :class:`~agc._core.spill.SpilledItems`) given by ``render`` as a JSON-ready value.
+
+    ``escapes``: whether an item's value holds a lone surrogate (a string that has no
+    UTF-8 form, so the whole document is written with ``\\u`` escapes); ``None`` when
+    not known (a writer then looks at every item first).
+    """
+
+    __slots__ = ("escapes", "items", "render")
+
+    def __init__(
+        self, items: Iterable[_T], render: Callable[[_T], Any], *, escapes: bool | None = None
+    ) -> None:
+        self.items = items
+        self.render = render
+        self.escapes = escapes
+
+    def __iter__(self) -> Iterator[Any]:
+        render = self.render
+        for item in self.items:
+            yield render(item)
+
+    def __bool__(self) -> bool:
+        return any(True for _ in self.items)
+
+    def __repr__(self) -> str:
+        return f"JsonItems({self.items!r})"
+
+
+def listed(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with each :class:`JsonItems` among its members (or the members of a
+    dict in it) made a list: the JSON-ready dict it stands for."""
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        if isinstance(value, JsonItems):
+            out[key] = list(value)
+        else:
+            out[key] = listed(value) if type(value) is dict else value
+    return out

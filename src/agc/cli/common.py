@@ -28,7 +28,7 @@ from typing import (
 )
 
 from agc import __version__
-from agc.cli._jsontext import json_document
+from agc.cli._jsontext import json_pieces
 from agc.cli._process import (
     STOP,
     Terminated,
@@ -395,13 +395,28 @@ def byte_progress(total: int | None, label: str) -> Iterator[Callable[[int], Non
 
 
 def emit_json(data: Any) -> None:
-    """Write one JSON document to stdout (data goes to stdout, messages to stderr)."""
-    text = json_document(data)
+    """Write one JSON document to stdout (data goes to stdout, messages to stderr),
+    its :class:`~agc._core.report.JsonItems` one item at a time
+    (:func:`~agc.cli._jsontext.json_pieces`), in writes of about 1 MiB."""
     try:
-        sys.stdout.write(text + "\n")
+        write = sys.stdout.write
+        held: list[str] = []
+        size = 0
+        for piece in json_pieces(data):
+            held.append(piece)
+            size += len(piece)
+            if size >= _EMIT_BYTES:
+                write("".join(held))
+                held.clear()
+                size = 0
+        held.append("\n")
+        write("".join(held))
         sys.stdout.flush()
     except BrokenPipeError:
         discard_stdout()
+
+
+_EMIT_BYTES: Final = 1 << 20
 
 
 def stop_code(exc: KeyboardInterrupt) -> tuple[ExitCode, str]:

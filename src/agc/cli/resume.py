@@ -46,6 +46,7 @@ from agc.errors import (
 from agc.exitcodes import ExitCode
 from agc.flows import (
     SCHEMA_VERSION,
+    JsonItems,
     counted,
     describe_os_error,
     has_recorded_run,
@@ -534,27 +535,40 @@ def _print_change(history: History, change: Change) -> None:
 _REMOVED: Final = frozenset({"stripped", "dropped-duplicate-call"})
 
 
-def _removed_calls(report: RepairReport) -> list[Change]:
+class _RemovedCalls:
     """The calls the repair removed that may have run, whatever removed them: stripped
     calls (a call without a result, the in-flight one), later calls dropped for
     reusing an earlier call's id (under either strategy: providers refuse two calls
-    with one id) and calls whose torn last line was dropped."""
-    return [
-        change
-        for change in report.changes
-        if change.action in _REMOVED
-        or (change.action == "dropped-torn-line" and change.call_id is not None)
-    ]
+    with one id) and calls whose torn last line was dropped. Read from the report's
+    changes each time it is iterated (those of a long session may be in a temporary
+    file)."""
+
+    def __init__(self, report: RepairReport) -> None:
+        self._changes = report.changes
+
+    def __iter__(self) -> Iterator[Change]:
+        for change in self._changes:
+            if change.action in _REMOVED or (
+                change.action == "dropped-torn-line" and change.call_id is not None
+            ):
+                yield change
 
 
 def _print_removed(report: RepairReport, limit: int) -> None:
     """Name on stderr the calls ``strip`` removed that may have run (tool, redacted
     input, idempotency key): the first ``limit`` and a count of the rest."""
-    removed = _removed_calls(report)
-    if not removed:
+    shown: list[Change] = []
+    total = 0
+    actions: set[str] = set()
+    for change in _RemovedCalls(report):  # in one pass: the first `limit` held
+        total += 1
+        actions.add(change.action)
+        if len(shown) < limit:
+            shown.append(change)
+    if not total:
         return
     _print_capped(
-        f"warning: {len(removed)} tool call(s) removed that may have run; the model is not "
+        f"warning: {total} tool call(s) removed that may have run; the model is not "
         "told and may run them again:",
         [
             " ".join(
@@ -564,20 +578,18 @@ def _print_removed(report: RepairReport, limit: int) -> None:
                     f"[{change.idempotency_key or 'no key'}]",
                 ]
             )
-            for change in removed[:limit]
+            for change in shown
         ],
-        len(removed),
+        total,
     )
     say = err_console.print
-    if any(change.action == "dropped-duplicate-call" for change in removed):
+    if "dropped-duplicate-call" in actions:
         say(
             "note: a call that reuses an earlier call's id is removed under either "
             "strategy (providers refuse two calls with one id); its key is its own",
             markup=False,
         )
-    if report.strategy == "strip" and any(
-        change.action != "dropped-duplicate-call" for change in removed
-    ):
+    if report.strategy == "strip" and actions - {"dropped-duplicate-call"}:
         say(
             "hint: --strategy synthesize keeps the stripped ones in the history, answered "
             "as interrupted, so the model sees them",
@@ -990,7 +1002,7 @@ def _check(
     if as_json:
         emit_json(
             {
-                **report.to_dict(),
+                **report.to_streamed(),
                 "source": target,
                 "tool_call_state": state.to_dict() if state is not None else None,
                 "warnings": [*warnings, *unread],
@@ -1141,8 +1153,8 @@ def _repair(
                 "next_step": step.to_dict() if step is not None else None,
                 "no_next_step": None if missing is None else missing.reason,
                 "captured_run": None if captured is None else captured.to_dict(),
-                "report": report.to_dict(),
-                "removed_calls": [change.to_dict() for change in _removed_calls(report)],
+                "report": report.to_streamed(),
+                "removed_calls": JsonItems(_RemovedCalls(report), _resume.Change.to_dict),
                 "warnings": _unread_lines(history),
             }
         )

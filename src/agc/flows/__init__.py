@@ -71,8 +71,9 @@ if _TYPE_CHECKING:
         describe_os_error,
         read_limited,
     )
+    from agc._core.json import has_lone_surrogate
     from agc._core.json import loads as parse_json
-    from agc._core.report import SCHEMA_VERSION
+    from agc._core.report import SCHEMA_VERSION, JsonItems, listed
     from agc._core.storage import Retention, Store
     from agc._core.store import (
         ARTIFACT_KINDS,
@@ -168,6 +169,7 @@ __all__ = [
     "ExecRollout",
     "HookOutcome",
     "ImportOutcome",
+    "JsonItems",
     "PassThrough",
     "PreparedWrite",
     "ProgressBar",
@@ -196,6 +198,7 @@ __all__ = [
     "drain",
     "explain_write_failure",
     "fallback_failures_path",
+    "has_lone_surrogate",
     "has_recorded_run",
     "history_from_run",
     "hooks_status",
@@ -205,6 +208,7 @@ __all__ = [
     "import_sessions",
     "is_captured_run_id",
     "keep_backup",
+    "listed",
     "new_file_beside",
     "new_file_errors",
     "open_store",
@@ -261,6 +265,9 @@ _HOMES: dict[str, tuple[str, str]] = {
     },
     "parse_json": ("agc._core.json", "loads"),
     "SCHEMA_VERSION": ("agc._core.report", "SCHEMA_VERSION"),
+    "JsonItems": ("agc._core.report", "JsonItems"),
+    "listed": ("agc._core.report", "listed"),
+    "has_lone_surrogate": ("agc._core.json", "has_lone_surrogate"),
     "counted": ("agc._core.words", "counted"),
     **{name: ("agc._core.storage", name) for name in ("Retention", "Store")},
     **{

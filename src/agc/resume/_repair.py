@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 from agc._core import json as strict_json
 from agc._core.digest import new_hasher
-from agc._core.report import Report
+from agc._core.report import JsonItems, Report
+from agc._core.spill import SpilledItems
 from agc.errors import JsonInvalidError, RepairIncompleteError, UsageError
 from agc.resume._formats.detect import _read_one, dump_history, get_spec, history_from_lines
 from agc.resume._formats.model import (
@@ -234,7 +235,9 @@ class RepairReport(Report[HistoryFindingCode]):
         before: :func:`~agc.resume._validate.check_history` of the input.
         after: the same check of the repaired history (always valid).
         changes: every change, in history order; with ``change_counts``, only the
-            first ones (the first of each action among them).
+            first ones (the first of each action among them). A tuple, or for a report
+            that keeps every change of a long session repaired in parts a read-only
+            :class:`~agc._core.spill.SpilledItems` (most of them in a temporary file).
         was_interrupted: the snapshot said a call was in flight, or the history holds a
             call without a result (a crash can come before ``inFlight`` is saved).
         notices: what the repair noticed but could not act on, one sentence each (a
@@ -251,7 +254,7 @@ class RepairReport(Report[HistoryFindingCode]):
     tool_call_state: ToolCallState | None
     before: HistoryReport
     after: HistoryReport
-    changes: tuple[Change, ...]
+    changes: Sequence[Change]
     was_interrupted: bool
     notices: tuple[str, ...] = ()
     change_counts: Mapping[str, int] | None = None
@@ -273,7 +276,7 @@ class RepairReport(Report[HistoryFindingCode]):
         return counts
 
     @property
-    def findings(self) -> tuple[HistoryFinding, ...]:
+    def findings(self) -> Sequence[HistoryFinding]:
         """The rules the repaired history still breaks (none in a returned report)."""
         return self.after.findings
 
@@ -300,13 +303,18 @@ class RepairReport(Report[HistoryFindingCode]):
             ),
             "was_interrupted": self.was_interrupted,
             "changed": self.changed,
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "changes": [
-                _with_line(change.to_dict(), change.record, self.format) for change in self.changes
-            ],
+            "before": self.before.to_streamed(),
+            "after": self.after.to_streamed(),
+            "changes": JsonItems(
+                self.changes,
+                self._change_dict,
+                escapes=self.changes.marked if isinstance(self.changes, SpilledItems) else None,
+            ),
             "warnings": list(self.notices),
         }
+
+    def _change_dict(self, change: Change) -> dict[str, Any]:
+        return _with_line(change.to_dict(), change.record, self.format)
 
 
 class RepairResult:
@@ -562,7 +570,7 @@ class _Repair:
     state: ToolCallState
     before: HistoryReport
     messages: list[Message]
-    changes: list[Change]
+    changes: list[Change] | SpilledItems[Change]  # spilled: a Codex rollout's runs'
     rewritten: bool  # the repair changed the history (a torn line alone does not)
     warnings: tuple[str, ...]
 
@@ -576,17 +584,23 @@ class _Repair:
         history, changes = self.history, self.changes
         interrupted = self.state.in_flight or any(_interrupting(c) for c in changes)
         counts: Mapping[str, int] | None = None
+        held: Sequence[Change]
+        if isinstance(changes, SpilledItems):
+            changes.freeze()
+            held = changes
+        else:
+            held = tuple(changes)
         if earlier is not None:
             interrupted = interrupted or earlier.interrupted
             earlier.extend(changes)
-            changes, counts = earlier.examples, earlier.counts_if_cut()
+            held, counts = earlier.held(), earlier.counts_if_cut()
         report = RepairReport(
             history.format,
             self.strategy,
             self.tool_call_state,
             self.before,
             after,
-            tuple(changes),
+            held,
             interrupted,
             self.warnings,
             counts,
@@ -611,17 +625,40 @@ def _interrupting_action(action: str, keyed: bool) -> bool:
     )
 
 
+def _change_escapes(change: Change) -> bool:
+    """Whether the change's JSON holds a lone surrogate (a call id, a tool name or
+    arguments read from the file as they were)."""
+    texts = (change.call_id, change.tool_name, change.reason, change.idempotency_key)
+    if any(
+        text is not None and not text.isascii() and strict_json.has_lone_surrogate(text)
+        for text in texts
+    ):
+        return True
+    arguments = change.arguments
+    if arguments is None or (isinstance(arguments, str) and arguments.isascii()):
+        return False
+    return strict_json.has_lone_surrogate(arguments)
+
+
 class _ChangeTally:
     """Changes gathered part by part: counts per action and the first ``keep`` (and the
-    first of each action; ``None``: every one), as
-    :class:`~agc.resume._validate.FindingTally` holds findings."""
+    first of each action; ``None``: every one, held in a
+    :class:`~agc._core.spill.SpilledItems` whose memory is bounded), as
+    :class:`~agc.resume._validate.FindingTally` holds findings.
+
+    Raises:
+        FileWriteError: (as changes are added) the temporary file of the changes cannot
+            be written (disk full …).
+    """
 
     __slots__ = ("_actions", "counts", "examples", "interrupted", "keep")
 
     def __init__(self, keep: int | None) -> None:
         self.keep = keep
         self.counts: dict[str, int] = {}
-        self.examples: list[Change] = []
+        self.examples: list[Change] | SpilledItems[Change] = (
+            [] if keep is not None else SpilledItems(what="changes", mark=_change_escapes)
+        )
         self.interrupted = False
         self._actions: set[str] = set()
 
@@ -649,6 +686,14 @@ class _ChangeTally:
             if keep is None or len(examples) < keep or action not in actions:
                 examples.append(make(item))
                 actions.add(action)
+
+    def held(self) -> Sequence[Change]:
+        """The changes held, for the report: a tuple, or the
+        :class:`~agc._core.spill.SpilledItems` (frozen) of every change."""
+        if isinstance(self.examples, SpilledItems):
+            self.examples.freeze()
+            return self.examples
+        return tuple(self.examples)
 
     def counts_if_cut(self) -> dict[str, int] | None:
         """The counts when some changes were let go of, else ``None``."""
@@ -779,7 +824,7 @@ class _Planner:
         self.dropped = SpilledLines()
         self.inserted: dict[int, list[Message]] = {}
         self.anchor: int | None = None
-        self.changes: list[Change] = []
+        self.changes: SpilledItems[Change] = SpilledItems(what="changes", mark=_change_escapes)
         self.hazards: set[str] = set()
         self.parts = 0
         self.read_session: str | None = None  # the reader's session id at the first run

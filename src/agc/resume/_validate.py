@@ -35,7 +35,9 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
-from agc._core.report import Finding, Report
+from agc._core.json import has_lone_surrogate
+from agc._core.report import Finding, JsonItems, Report
+from agc._core.spill import SpilledItems
 from agc.errors import HistoryInvalidError
 from agc.resume._formats.detect import get_spec
 from agc.resume._formats.model import FormatName, History, Message, Settled
@@ -95,7 +97,10 @@ class HistoryReport(Report[HistoryFindingCode]):
         calls: tool calls in the history.
         results: tool results in the history.
         findings: every broken rule, in history order; with ``counts``, only the first
-            ones (examples: see :class:`FindingTally`).
+            ones (examples: see :class:`FindingTally`). A tuple, or for a report that
+            keeps every finding of a long history a read-only
+            :class:`~agc._core.spill.SpilledItems` (most of them in a temporary file,
+            read back in order as they are iterated).
         counts: ``None`` when ``findings`` holds every finding; else how many findings
             of each code the history has, of which ``findings`` holds examples.
     """
@@ -106,13 +111,21 @@ class HistoryReport(Report[HistoryFindingCode]):
     messages: int
     calls: int
     results: int
-    findings: tuple[HistoryFinding, ...]
+    findings: Sequence[HistoryFinding]
     counts: Mapping[str, int] | None = None
 
     @property
     def valid(self) -> bool:
         """True when no rule is broken (the provider would accept the history)."""
-        return not self.errors
+        return not any(finding.is_error for finding in self.findings)
+
+    def codes(self) -> frozenset[str]:
+        """The codes of every finding (from the counts, when they are known)."""
+        if self.counts is not None or (
+            isinstance(self.findings, KeptFindings) and self.findings.counts is not None
+        ):
+            return frozenset(code for code, count in self.code_counts().items() if count)
+        return super().codes()
 
     @property
     def total(self) -> int:
@@ -123,19 +136,26 @@ class HistoryReport(Report[HistoryFindingCode]):
         """How many findings of each code the history has."""
         if self.counts is not None:
             return dict(self.counts)
+        if isinstance(self.findings, KeptFindings) and self.findings.counts is not None:
+            return dict(self.findings.counts)
         counts: dict[str, int] = {}
         for finding in self.findings:
             counts[finding.code] = counts.get(finding.code, 0) + 1
         return counts
 
     def _members(self) -> dict[str, Any]:
+        findings = self.findings
         return {
             "format": self.format,
             "valid": self.valid,
             "messages": self.messages,
             "calls": self.calls,
             "results": self.results,
-            "findings": [self._finding_dict(finding) for finding in self.findings],
+            "findings": JsonItems(
+                findings,
+                self._finding_dict,
+                escapes=findings.marked if isinstance(findings, SpilledItems) else None,
+            ),
         }
 
     def _finding_dict(self, finding: HistoryFinding) -> dict[str, Any]:
@@ -147,19 +167,49 @@ class HistoryReport(Report[HistoryFindingCode]):
         return entry
 
 
+def _escapes(finding: HistoryFinding) -> bool:
+    """Whether the finding's JSON holds a lone surrogate (its text names a call id
+    read from the file as it was)."""
+    return any(
+        text is not None and not text.isascii() and has_lone_surrogate(text)
+        for text in (finding.message, finding.call_id)
+    )
+
+
+class KeptFindings(SpilledItems[HistoryFinding]):
+    """Every finding of a history (:class:`FindingTally` with ``keep=None``), the first
+    ones in memory and the others spilled to a temporary file
+    (:class:`~agc._core.spill.SpilledItems`, which says whether one holds a lone
+    surrogate); ``counts``: how many of each code, once the report is made."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self, base: KeptFindings | None = None) -> None:
+        super().__init__(what="findings", mark=_escapes, base=base)
+        self.counts: dict[str, int] | None = None
+
+
 class FindingTally:
     """Findings gathered one at a time, held as counts per code and the first ``keep``
     of them (``None``: every one), so a report of a long history holds a bounded number
     of findings however many it counts. The first finding of each code is held beyond
     ``keep`` too, so the report's verdict (an ``error`` finding held) is the one of
-    every finding."""
+    every finding. Every finding (``keep=None``) is held in :class:`KeptFindings`,
+    whose memory is bounded too.
+
+    Raises:
+        FileWriteError: (as findings are added) the temporary file of the findings
+            cannot be written (disk full …).
+    """
 
     __slots__ = ("_codes", "counts", "examples", "keep")
 
     def __init__(self, keep: int | None = None) -> None:
         self.keep = keep
         self.counts: dict[str, int] = {}
-        self.examples: list[HistoryFinding] = []
+        self.examples: list[HistoryFinding] | KeptFindings = (
+            [] if keep is not None else KeptFindings()
+        )
         self._codes: set[str] = set()  # the codes of the examples
 
     def add(self, finding: HistoryFinding) -> None:
@@ -187,21 +237,40 @@ class FindingTally:
             self.add(finding)
 
     def merge(self, other: FindingTally) -> None:
-        """Add the findings ``other`` gathered (after those gathered here)."""
-        for finding in other.examples:
-            self._hold(finding)
+        """Add the findings ``other`` gathered (after those gathered here). When both
+        keep every finding and none is gathered here yet, ``other``'s are shared, not
+        copied (those it holds now: any it takes after are not added here)."""
+        if (
+            isinstance(self.examples, KeptFindings)
+            and isinstance(other.examples, KeptFindings)
+            and not self.examples
+        ):
+            self.examples = KeptFindings(base=other.examples)
+        else:
+            for finding in other.examples:
+                self._hold(finding)
         for code, count in other.counts.items():
             self.counts[code] = self.counts.get(code, 0) + count
 
     def report(self, format: FormatName, messages: int, calls: int, results: int) -> HistoryReport:
-        """The report of the findings gathered (``counts`` only when some were let go)."""
-        kept_all = len(self.examples) == sum(self.counts.values())
+        """The report of the findings gathered (``counts`` only when some were let go);
+        its findings a tuple, or the :class:`KeptFindings` (frozen) when every one is
+        kept."""
+        examples = self.examples
+        kept_all = len(examples) == sum(self.counts.values())
+        findings: Sequence[HistoryFinding]
+        if isinstance(examples, KeptFindings):
+            examples.freeze()
+            examples.counts = dict(self.counts)
+            findings = examples
+        else:
+            findings = tuple(examples)
         return HistoryReport(
             format,
             messages,
             calls,
             results,
-            findings=tuple(self.examples),
+            findings=findings,
             counts=None if kept_all else dict(self.counts),
         )
 
