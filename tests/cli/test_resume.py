@@ -7,6 +7,8 @@ import errno
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,7 +20,7 @@ from agc._core.json import MAX_DEPTH
 from agc.cli.app import main
 from agc.exitcodes import ExitCode
 from agc.resume import SessionSnapshot, ToolCallState, check_history, save_snapshot
-from tests.conftest import REAL_FIXTURES, require_shared
+from tests.conftest import REAL_FIXTURES, require_shared, run_agc_to_a_gone_reader
 
 PENDING: list[dict[str, Any]] = [
     {"role": "user", "content": "hi"},
@@ -608,6 +610,44 @@ def test_out_dash_writes_the_repair_to_stdout_and_the_report_to_stderr(
     assert not (tmp_path / "-").exists()
     assert main([*argv, "--out", str(tmp_path / "again")]) == 0  # the report: stdout again
     assert b"change(s), strategy synthesize" in capfdbinary.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["session file", "json array"])
+def test_out_dash_to_a_reader_gone_never_says_the_repair_was_written(
+    tmp_path: Path, kind: str
+) -> None:
+    """`agc resume … --out - | head -0`: a reader that is gone is not an error (exit 0,
+    as for `agc export`), but the repair was not delivered and stderr says so."""
+    if kind == "session file":
+        source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
+    else:
+        source = tmp_path / "history.json"
+        source.write_text(json.dumps(PENDING))
+    done = run_agc_to_a_gone_reader(
+        ["resume", str(source), "--strategy", "synthesize", "--out", "-"]
+    )
+    assert done.returncode == 0
+    assert "written to standard output (valid)" not in done.stderr
+    assert "closed by its reader before the repaired history was written whole" in done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_out_dash_to_a_full_disk_is_exit_3_naming_standard_output(tmp_path: Path) -> None:
+    source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
+    script = (
+        "import sys\nfrom agc.cli.app import main\n"
+        f"sys.exit(main(['resume', {str(source)!r}, '--out', '-']))\n"
+    )
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == ExitCode.UNREADABLE
+    assert "error: standard output: the repaired history was not written whole" in done.stderr
 
 
 def test_out_dash_with_json_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

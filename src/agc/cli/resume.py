@@ -34,6 +34,7 @@ from agc.cli.common import (
 )
 from agc.errors import (
     FileUnreadableError,
+    FileWriteError,
     HistoryEmptyError,
     HistoryFormatError,
     InPlaceRefusedError,
@@ -199,9 +200,20 @@ def _report() -> Console:
     return err_console if _REPORT_ON_STDERR.get() else out_console
 
 
+_STDOUT_CUT: ContextVar[bool] = ContextVar("_STDOUT_CUT", default=False)
+"""Whether the reader of standard output closed it before ``--out -`` gave the whole
+repair (then the command must not say it was written)."""
+
+
 def _to_stdout(data: Iterable[bytes]) -> None:
-    """Write the repaired history to standard output (a reader that is gone wanted no
-    more: not an error)."""
+    """Write the repaired history to standard output (``--out -``). A reader that is
+    gone wanted no more (``agc resume … --out - | head``: not an error, as for
+    ``agc export``), but then the repair was not delivered whole: :data:`_STDOUT_CUT`.
+
+    Raises:
+        FileWriteError: standard output cannot be written (the disk behind it is full,
+            an I/O error); ``path`` is ``"-"``.
+    """
     stdout = sys.stdout.buffer
     try:
         for chunk in data:
@@ -209,6 +221,16 @@ def _to_stdout(data: Iterable[bytes]) -> None:
         stdout.flush()
     except BrokenPipeError:
         discard_stdout()
+        _STDOUT_CUT.set(True)
+    except OSError as exc:
+        raise FileWriteError(
+            f"standard output: the repaired history was not written whole "
+            f"({describe_os_error(exc)})",
+            path="-",
+            errno=exc.errno,
+            hint="what standard output took of it is not the repair: free disk space there, "
+            "or write it with --out FILE",
+        ) from exc
 
 
 def _looks_like_path(target: str) -> bool:
@@ -927,6 +949,7 @@ def resume_command(
                 history, target, state, as_json=as_json, limit=max_findings, file=in_place_ok
             )
         token = _REPORT_ON_STDERR.set(to_stdout)
+        cut = _STDOUT_CUT.set(False)
         try:
             return _repair(
                 history,
@@ -942,6 +965,7 @@ def resume_command(
                 require=require,
             )
         finally:
+            _STDOUT_CUT.reset(cut)
             _REPORT_ON_STDERR.reset(token)
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
 
@@ -1176,6 +1200,12 @@ def _repair(
     say = err_console.print
     if out is not None:
         say(f"repaired history written to {out} (valid)", markup=False)
+    elif output.to_stdout and _STDOUT_CUT.get():
+        say(
+            "standard output was closed by its reader before the repaired history was "
+            "written whole: it was not delivered (write it with --out FILE)",
+            markup=False,
+        )
     elif output.to_stdout:
         say("repaired history written to standard output (valid)", markup=False)
     elif backup is not None:
