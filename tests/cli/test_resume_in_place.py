@@ -320,3 +320,43 @@ def test_a_run_recorded_on_another_machine_gets_the_same_step(
     home = claude / "projects" / str(cwd).replace("/", "-").replace("_", "-") / "s1.jsonl"
     assert f"run: mkdir -p -- {home.parent} && cp -- {out} {home}" in err
     assert f"note: the session ran in {cwd}, which does not exist on this machine" in err
+
+
+def _immutable(path: Path) -> bool:
+    """Whether ``chattr +i`` made ``path`` immutable (root on a file system that has the
+    attribute); the caller undoes it."""
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("how", ["rename refused", "immutable file"])
+def test_a_file_that_refuses_its_replacement_is_unchanged_named_and_leaves_no_backup(
+    tmp_path: Path,
+    case: str,
+    how: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The last step of --in-place, the rename over the file, is refused: the file is
+    # as it was, so a backup of it would be a copy of nothing replaced.
+    path, original = _session(tmp_path, case)
+    if how == "immutable file":
+        if not _immutable(path):
+            pytest.skip("chattr +i is not available here (needs root and a file system with it)")
+    else:
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(os, "replace", refuse)
+    try:
+        assert main(["resume", str(path), "--in-place", "--json"]) == 3
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "file-write-failed"
+    assert error["message"].startswith(f"--in-place: {path} cannot be replaced by its repair")
+    assert "it is unchanged" in error["message"]
+    assert path.read_bytes() == original
+    assert _backups(path) == []

@@ -186,11 +186,33 @@ def replace_in_place(
                     "agc does not replace a session file a client is writing"
                 )
             backup = keep_backup(path)
-            with new_file_errors(path, option="--in-place"):
+            try:
                 prepared.commit(overwrite=True)
+            except OSError as exc:
+                # ``path`` is as it was: the backup kept of it is no backup of anything.
+                with contextlib.suppress(OSError):
+                    backup.unlink()
+                raise _replace_failed(path, exc) from exc
             return backup
 
         yield handle, tmp, commit
+
+
+def _replace_failed(path: Path, exc: OSError) -> FileWriteError:
+    """``file-write-failed`` for the last step of ``--in-place``: the rename of the
+    repair over ``path`` was refused (an immutable or append-only file, a read-only
+    mount, a sticky folder of another user's file, a full disk), so ``path`` is unchanged."""
+    hint = (
+        "the file, or its folder, refuses to be replaced (see lsattr and the folder's "
+        "owner and sticky bit): write the repair elsewhere with --out FILE."
+    )
+    return FileWriteError(
+        f"--in-place: {path} cannot be replaced by its repair: {describe_os_error(exc)}; "
+        "it is unchanged",
+        path=str(path),
+        errno=exc.errno,
+        hint=machine_hint(exc) or hint,
+    )
 
 
 def keep_backup(path: Path) -> Path:
