@@ -33,7 +33,10 @@ __all__ = [
     "baseline_loads",
     "interleaved_rounds",
     "make_claude_session",
+    "make_claude_session_ids_twice",
     "make_codex_rollout",
+    "make_codex_rollout_ids_reused",
+    "make_codex_rollout_ids_twice",
     "make_codex_rollout_interrupted_early",
     "note_runs",
     "warm",
@@ -65,7 +68,13 @@ def _template(kind: str) -> list[bytes]:
     return [line for line in path.read_bytes().split(b"\n") if line]
 
 
-def _copies(lines: list[bytes], call: re.Pattern[bytes], size: int, head: int) -> Iterator[bytes]:
+def _copies(
+    lines: list[bytes], call: re.Pattern[bytes], size: int, head: int, reuse: int | None = 1
+) -> Iterator[bytes]:
+    """The ``head`` first lines, then the rest copied until about ``size`` bytes, each
+    copy's line uuids made unique; its call ids too, shared by ``reuse`` copies in a row
+    (1: every copy's own; 2: each id used twice; ``None``: every copy keeps the
+    template's, so each id is used once a copy)."""
     body = b"\n".join(lines[head:]) + b"\n"
     yield b"\n".join(lines[:head]) + (b"\n" if head else b"")
     written = len(body)
@@ -77,10 +86,15 @@ def _copies(lines: list[bytes], call: re.Pattern[bytes], size: int, head: int) -
         def uuid(match: re.Match[bytes], tag: bytes = tag) -> bytes:
             return match.group(0)[:-8] + tag
 
-        def call_id(match: re.Match[bytes], tag: bytes = tag) -> bytes:
+        group = (copy - 1) // reuse if reuse else 0  # copies of one group share call ids
+        call_tag = b"%08x" % group
+
+        def call_id(match: re.Match[bytes], tag: bytes = call_tag) -> bytes:
             return match.group(0) + b"x" + tag
 
-        chunk = call.sub(call_id, _UUID.sub(uuid, body)) if copy > 1 else body
+        chunk = _UUID.sub(uuid, body) if copy > 1 else body
+        if group:
+            chunk = call.sub(call_id, chunk)
         written += len(chunk)
         yield chunk
 
@@ -96,25 +110,27 @@ def _answered(lines: list[bytes]) -> list[bytes]:
     ]
 
 
-def make_claude_session(path: Path, size: int) -> dict[str, Any]:
-    """A Claude Code session of about ``size`` bytes ending with a call in flight."""
+def make_claude_session(path: Path, size: int, *, reuse: int | None = 1) -> dict[str, Any]:
+    """A Claude Code session of about ``size`` bytes ending with a call in flight
+    (``reuse``: see :func:`_copies`)."""
     lines = _answered(_template("claude-code"))
     call = next(line for line in reversed(lines) if b'"tool_use"' in line)
     with path.open("wb") as out:
-        for chunk in _copies(lines, _CLAUDE_CALL, size, 0):
+        for chunk in _copies(lines, _CLAUDE_CALL, size, 0, reuse):
             out.write(chunk)
         out.write(_CLAUDE_CALL.sub(b"toolu_inflight", call) + b"\n")
     return {"bytes": path.stat().st_size}
 
 
-def make_codex_rollout(path: Path, size: int) -> dict[str, Any]:
-    """A Codex rollout of about ``size`` bytes ending with a call in flight."""
+def make_codex_rollout(path: Path, size: int, *, reuse: int | None = 1) -> dict[str, Any]:
+    """A Codex rollout of about ``size`` bytes ending with a call in flight (``reuse``:
+    see :func:`_copies`)."""
     lines = _template("codex-rollout")
     session_meta = [line for line in lines if b'"type":"session_meta"' in line]
     rest = [line for line in lines if b'"type":"session_meta"' not in line]
     call = next(line for line in reversed(rest) if b'"type":"function_call"' in line)
     with path.open("wb") as out:
-        for chunk in _copies([*session_meta, *rest], _CODEX_CALL, size, len(session_meta)):
+        for chunk in _copies([*session_meta, *rest], _CODEX_CALL, size, len(session_meta), reuse):
             out.write(chunk)
         out.write(_CODEX_CALL.sub(b"call_inflight", call) + b"\n")
     return {"bytes": path.stat().st_size}
@@ -138,10 +154,30 @@ def make_codex_rollout_interrupted_early(path: Path, size: int) -> dict[str, Any
     return {"bytes": path.stat().st_size}
 
 
+def make_codex_rollout_ids_twice(path: Path, size: int) -> dict[str, Any]:
+    """:func:`make_codex_rollout` whose call ids are each used by two calls (two copies
+    in a row share them): every second call is dropped as a duplicate."""
+    return make_codex_rollout(path, size, reuse=2)
+
+
+def make_codex_rollout_ids_reused(path: Path, size: int) -> dict[str, Any]:
+    """:func:`make_codex_rollout` whose copies all keep the template's call ids: each
+    id is used once a copy, thousands of times in a large file."""
+    return make_codex_rollout(path, size, reuse=None)
+
+
+def make_claude_session_ids_twice(path: Path, size: int) -> dict[str, Any]:
+    """:func:`make_claude_session` whose call ids are each used by two calls."""
+    return make_claude_session(path, size, reuse=2)
+
+
 MAKERS: dict[str, Callable[[Path, int], dict[str, Any]]] = {
     "claude-code": make_claude_session,
     "codex-rollout": make_codex_rollout,
     "codex-rollout-interrupted-early": make_codex_rollout_interrupted_early,
+    "codex-rollout-ids-twice": make_codex_rollout_ids_twice,
+    "codex-rollout-ids-reused": make_codex_rollout_ids_reused,
+    "claude-code-ids-twice": make_claude_session_ids_twice,
 }
 """The shapes of session files measured: kind -> maker of a file of about a size."""
 

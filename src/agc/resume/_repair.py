@@ -37,6 +37,7 @@ from agc._core import json as strict_json
 from agc._core.digest import new_hasher
 from agc._core.report import Report
 from agc.errors import JsonInvalidError, RepairIncompleteError, UsageError
+from agc.resume._formats import model
 from agc.resume._formats.detect import _read_one, dump_history, get_spec, history_from_lines
 from agc.resume._formats.model import (
     Block,
@@ -752,40 +753,108 @@ class _PartRepair:
         self.written = True
 
 
-_HAZARDS: Final = frozenset(
-    {"stripped", "synthesized", "dropped-duplicate-call", "dropped-orphan-result"}
-)
+_HAZARDS: Final = frozenset({"stripped", "synthesized"})
 """Changes whose call id, met again after their run, may be paired otherwise by the
-whole history's repair (a call answered late, an id used again, a result recorded
-before its call): the read then falls back (:class:`_Planner`)."""
+whole history's repair (a call answered late): the read then falls back
+(:class:`_Planner`); so does a result dropped as answering no call (recorded before a
+call that may come later)."""
+
+
+class _CallCounts:
+    """How many calls each id had in the runs a :class:`_Planner` repaired, for the ids
+    used more than once (an id used once is only in ``Settled.call_ids``). Held in a
+    dict up to :data:`~agc.resume._formats.model.SPILL_AT` ids, then spilled to a
+    private temporary SQLite database on disk (about 100 bytes an id held, a page
+    cache of a few MiB), so memory stays bounded however many ids are used again."""
+
+    __slots__ = ("_db", "_recent")
+
+    def __init__(self) -> None:
+        self._recent: dict[str, int] = {}
+        self._db: Any = None  # sqlite3.Connection, once spilled
+
+    def get(self, call_id: str) -> int:
+        """The calls with ``call_id`` so far; 1 when it was never set."""
+        count = self._recent.get(call_id)
+        if count is not None:
+            return count
+        if self._db is None:
+            return 1
+        row = self._db.execute("SELECT n FROM counts WHERE id = ?", (call_id,)).fetchone()
+        return 1 if row is None else int(row[0])
+
+    def set(self, call_id: str, count: int) -> None:
+        """Note that ``call_id`` had ``count`` calls so far (2 or more)."""
+        recent = self._recent
+        recent[call_id] = count
+        if len(recent) >= model.SPILL_AT:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._db is None:
+            import sqlite3  # noqa: PLC0415 - only for a long session that reuses ids
+
+            # "": a private temporary database on disk, deleted when it is closed.
+            self._db = sqlite3.connect("", isolation_level=None)
+            self._db.execute("CREATE TABLE counts (id TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID")
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO counts VALUES (?, ?)", self._recent.items()
+            )
+        self._recent = {}
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 class _Planner:
     """Decides the repair of a Codex rollout run by run as a check reads it
     (:class:`~agc.resume._formats.stream.Plan`): each run of messages let go of is
     repaired as the whole history's repair repairs it (after the runs before, through
-    their call ids) and only what the writer needs is kept: the lines dropped (spilled
-    to a file past a bound), the new items after a line, and the changes. A run that
-    names a call id of an earlier run's change (:data:`_HAZARDS`) is refused: the whole
-    repair could pair it otherwise."""
+    their call ids and the count of calls of each id used again: :class:`_CallCounts`)
+    and only what the writer needs is kept: the lines dropped (spilled to a file past a
+    bound), the new items after a line, and the changes. Reasoning items at the end of
+    a run whose following item is in a later run are decided with that run (the
+    messages from the first of them on are repaired again with it). A run that names
+    a call id of an earlier run's call left unanswered, or of a result that answered no
+    call (:data:`_HAZARDS`), is refused: the whole repair could pair it otherwise."""
 
     def __init__(self, strategy: Strategy, state: ToolCallState, session_id: str | None) -> None:
         self.strategy = strategy
         self.state = state
         self.session_id = session_id
+        self.counts = _CallCounts()
         self.restart()
 
     def restart(self) -> None:
         self.dropped = SpilledLines()
         self.inserted: dict[int, list[Message]] = {}
         self.anchor: int | None = None
-        self.changes: list[Change] = []
+        # Every change (the report's: a tally, as a Gemini CLI repair in parts keeps them).
+        self.changes = _ChangeTally(None)
         self.hazards: set[str] = set()
         self.parts = 0
         self.read_session: str | None = None  # the reader's session id at the first run
         self.session = ""
+        self.counts.close()
+        self.counts = _CallCounts()
+        self.tail: list[Message] = []  # the last run's messages left undecided
 
-    def part(self, messages: list[Message], settled: Settled, session_id: str | None) -> None:
+    def part(
+        self,
+        messages: list[Message],
+        settled: Settled,
+        session_id: str | None,
+        *,
+        last: bool = False,
+    ) -> None:
+        """Decide the repair of a run (``last``: the history's last, nothing after it).
+
+        Raises:
+            ReachBackError: the run's repair may not be the whole one's.
+        """
         from agc.resume._formats import codex_rollout  # noqa: PLC0415 - loaded
         from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
 
@@ -795,21 +864,53 @@ class _Planner:
             given = self.session_id
             self.session = given if given is not None else (session_id or "")
         spec = get_spec("codex-rollout")
-        repaired, changes = _Repairer(
-            messages, spec, self.strategy, self.state, self.session, settled
-        ).run()
-        if changes and self.session_id is None and self.read_session is None:
+        tail = self.tail
+        view = [*tail, *messages] if tail else messages
+        # The tail's messages were counted in ``settled``: the view is numbered from
+        # the first of them, after the runs decided before.
+        before = Settled(settled.messages - len(tail), call_ids=settled.call_ids)
+        repairer = _Repairer(
+            view,
+            spec,
+            self.strategy,
+            self.state,
+            self.session,
+            before,
+            prior_counts=self.counts,
+            open_end=not last,
+        )
+        repaired, noted = repairer.run_noted()
+        decided = len(view) if repairer.open_from is None else repairer.open_from
+        if decided < len(view) and any(
+            id(call) not in repairer.dropped_calls
+            for message in view[decided:]
+            for call in message.calls()
+        ):
+            # A first call of its id left undecided: the runs' ids already hold it.
+            raise ReachBackError
+        noted = [item for item in noted if item[0] < decided]
+        if noted and self.session_id is None and self.read_session is None:
             raise ReachBackError  # the identity is the first line's: from the whole read
-        dropped, inserted, self.anchor = codex_rollout.plan_lines(messages, repaired, self.anchor)
+        dropped, inserted, self.anchor = codex_rollout.plan_lines(
+            view[:decided], repaired, self.anchor
+        )
         self.dropped.extend(dropped)
         for line, items in inserted.items():
             self.inserted.setdefault(line, []).extend(items)
-        self.changes.extend(changes)
-        self.hazards.update(
-            change.call_id
-            for change in changes
-            if change.action in _HAZARDS and change.call_id is not None
-        )
+        self.changes.extend_noted(noted, repairer.change)
+        for item in noted:
+            action, call, key_of = item[2], item[4], item[5]
+            if call is None or call.call_id is None:
+                continue
+            if action in _HAZARDS or (action == "dropped-orphan-result" and key_of is None):
+                self.hazards.add(call.call_id)
+        occurrence = repairer.occurrence
+        for message in view[:decided]:
+            for call in message.calls():
+                number = occurrence.get(id(call))
+                if number is not None and call.call_id is not None:
+                    self.counts.set(call.call_id, number)
+        self.tail = view[decided:]
         self.parts += 1
 
     def refuse_reach_back(self, messages: list[Message]) -> None:
@@ -848,7 +949,7 @@ def _repair_planned(
     try:
         if history.session_id != planner.read_session and planner.session_id is None:
             raise ReachBackError  # a session_meta after the first run: another identity
-        planner.part(history.messages, settled, history.session_id)
+        planner.part(history.messages, settled, history.session_id, last=True)
     except ReachBackError:
         sink.seek(0)
         sink.truncate()
@@ -857,17 +958,15 @@ def _repair_planned(
     before = check_loaded(history)
     whole = _without_torn_line(history)
     assert whole.lines is not None  # a session file's
-    rewritten = bool(planner.changes)
+    changes = planner.changes
+    rewritten = bool(changes.counts)
     lines: Iterable[str | int] = (
         codex_rollout.write_plan(whole, planner.dropped, planner.inserted)
         if rewritten
         else range(len(whole.lines))
     )
     _write_lines(lines, whole.lines, sink)
-    changes = planner.changes
-    torn = _torn_change(history, planner.session)
-    if torn is not None:
-        changes.append(torn)
+    torn = _torn_change(history, planner.session, planner.counts)
     planner.restart()  # the plan is written: let go of it
     repair = _Repair(
         history,
@@ -877,13 +976,13 @@ def _repair_planned(
         planner.state,
         before,
         [],
-        changes,
+        [] if torn is None else [torn],
         rewritten,
         pending_warnings(history.messages, None),
     )
     history.messages = []  # released before the output is read back
     whole.messages = []
-    return history, repair.report(check_loaded(read_back()))
+    return history, repair.report(check_loaded(read_back()), changes)
 
 
 @collector_paused
@@ -1082,7 +1181,11 @@ def _without_torn_line(history: History) -> History:
     )
 
 
-def _torn_change(history: History, session: str) -> Change | None:
+def _torn_change(
+    history: History, session: str, counts: _CallCounts | None = None
+) -> Change | None:
+    """The change that drops a torn last line; ``counts``: the calls of each id used
+    again among the messages let go of (a repair in runs)."""
     finding = torn_tail_finding(history)
     if (
         finding is None
@@ -1102,7 +1205,9 @@ def _torn_change(history: History, session: str) -> Change | None:
             for message in history.messages
             for call in message.calls()
             if call.call_id == held.call_id
-        ) + (1 if settled is not None and held.call_id in settled.call_ids else 0)
+        )
+        if settled is not None and held.call_id in settled.call_ids:
+            earlier += 1 if counts is None else counts.get(held.call_id)
         key = idempotency_key(held.call_id, session=session, occurrence=earlier + 1)
     return Change(
         action="dropped-torn-line",
@@ -1206,6 +1311,15 @@ class _Repairer:
     tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
     calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
     occurrence: dict[int, int] = field(default_factory=dict)  # id(call) -> 2, 3 … (reused id)
+    # A run of a Codex rollout repaired after the runs before it (:class:`_Planner`): how
+    # many calls each id had before the view, for the ids used more than once there
+    # (an id of ``settled.call_ids`` not in it had one call, the first, kept).
+    prior_counts: _CallCounts | None = None
+    # The view is a run with more after it: reasoning items at the end of the output
+    # are left undecided (the run after says whether an item follows them), and
+    # ``open_from`` is the view index from which every message is undecided.
+    open_end: bool = False
+    open_from: int | None = None
 
     def __post_init__(self) -> None:
         self._offset = self.settled.messages if self.settled is not None else 0
@@ -1215,6 +1329,7 @@ class _Repairer:
         self._prior = Block("call", None)  # any settled call: answered, before the view
         self.call_message[id(self._prior)] = -1
         self.answer[id(self._prior)] = self._prior
+        self._prior_latest: dict[str, Block] = {}  # call id -> its latest settled call
 
     def _earlier(self, calls: dict[str, Block], call_id: str) -> Block | None:
         """The latest call with ``call_id`` in ``calls``, else a settled one, else None."""
@@ -1222,6 +1337,33 @@ class _Repairer:
         if call is None and call_id in self._prior_ids:
             return self._prior
         return call
+
+    def _latest(self, calls: dict[str, Block], call_id: str) -> Block | None:
+        """The latest call with ``call_id`` in ``calls``, also one dropped as reusing
+        an id; else the latest settled one (the first, :attr:`_prior`, unless a later
+        call reused its id there); else None."""
+        call = calls.get(call_id)
+        if call is not None:
+            return call
+        before = self._count_before(call_id)
+        if before < 2:
+            return self._prior if before else None
+        latest = self._prior_latest.get(call_id)
+        if latest is None:
+            # A call reusing the id, dropped: its own message, numbered ``before``.
+            latest = Block("call", None, call_id=call_id)
+            self.call_message[id(latest)] = -2
+            self.occurrence[id(latest)] = before
+            self._prior_latest[call_id] = latest
+        return latest
+
+    def _count_before(self, call_id: str) -> int:
+        """How many calls had ``call_id`` before the view (settled): 0, 1 (the first,
+        kept), or more with :attr:`prior_counts`."""
+        if call_id not in self._prior_ids:
+            return 0
+        counts = self.prior_counts
+        return 1 if counts is None else counts.get(call_id)
 
     def run(self) -> tuple[list[Message], list[Change]]:
         out, noted = self.run_noted()
@@ -1337,9 +1479,10 @@ class _Repairer:
             number = repeats.get(call_id, 1) + 1
         else:
             ids.add(call_id)
-            if call_id not in self._prior_ids:
+            before = self._count_before(call_id)
+            if not before:
                 return
-            number = 2
+            number = before + 1
         repeats[call_id] = number
         self.occurrence[id(call)] = number
 
@@ -1358,7 +1501,7 @@ class _Repairer:
                 self.result_message[id(block)] = index
                 call = self._earlier(latest, block.call_id) if block.call_id is not None else None
                 nearest = (
-                    self._earlier(latest_any, block.call_id) if block.call_id is not None else None
+                    self._latest(latest_any, block.call_id) if block.call_id is not None else None
                 )
                 if (
                     call is not None
@@ -1549,7 +1692,15 @@ class _Repairer:
                 )
                 out.extend(self.spec.wrap_results([result]))
         final: list[Message] = []
+        undecided = len(out)  # from here on, reasoning only: the run after decides
+        if self.open_end:
+            while undecided and out[undecided - 1].blocks[0].kind == "reasoning":
+                undecided -= 1
+            if undecided < len(out):
+                self.open_from = origin_index[id(out[undecided])]
         for position, message in enumerate(out):
+            if position >= undecided:
+                break
             if message.blocks[0].kind == "reasoning" and not _followed(out, position):
                 self._note(
                     "dropped-reasoning",
