@@ -320,9 +320,10 @@ def _copied_turns(
 
 
 @st.composite
-def _reused_rollouts(draw: st.DrawFn) -> bytes:
-    """A rollout of :func:`_copied_turns` whose copies share their call ids (two in a
-    row, or all of them) or not, after a call never answered or not, numbered or not."""
+def _reused_sessions(draw: st.DrawFn) -> bytes:
+    """A Codex rollout (numbered or not) or a Claude Code session (its lines split or
+    not) of :func:`_copied_turns` whose copies share their call ids (two in a row, or
+    all of them) or not, with a call never answered somewhere or not."""
     share = draw(st.sampled_from([1, 2, None]))
     events = _copied_turns(
         draw(st.integers(min_value=1, max_value=5)),
@@ -333,19 +334,21 @@ def _reused_rollouts(draw: st.DrawFn) -> bytes:
     if draw(st.booleans()):
         at = draw(st.integers(min_value=0, max_value=len(events)))
         events.insert(at, ("assistant", "", [("never", True)], draw(st.booleans())))
+    if draw(st.booleans()):
+        return _claude_lines(events, draw(st.booleans()), draw(st.booleans()))
     data = _codex_lines(events, draw(st.booleans()))
     return _numbered(data) if draw(st.booleans()) else data
 
 
 @settings(max_examples=examples(300), deadline=None)
 @given(
-    data=_reused_rollouts(),
+    data=_reused_sessions(),
     settle=st.integers(min_value=1, max_value=4),
     strategy=st.sampled_from(["strip", "synthesize"]),
     stale=st.integers(min_value=0, max_value=3),
     spill_at=st.sampled_from([1, 2, 4, model.SPILL_AT]),
 )
-def test_property_a_rollout_reusing_ids_is_repaired_in_runs_as_the_whole(
+def test_property_a_session_reusing_ids_is_repaired_in_runs_as_the_whole(
     data: bytes,
     settle: int,
     strategy: Strategy,
@@ -357,7 +360,7 @@ def test_property_a_rollout_reusing_ids_is_repaired_in_runs_as_the_whole(
     # reusing an id, numbered lines: the runs write the whole read's bytes and report,
     # the counts of ids used again spilled early (SPILL_AT small).
     folder = tmp_path_factory.mktemp("reused")
-    path = folder / "rollout.jsonl"
+    path = folder / "session.jsonl"
     path.write_bytes(data)
     with mock.patch.object(stream, "_STALE", stale), mock.patch.object(model, "SPILL_AT", spill_at):
         planned = _repaired_as_whole(path, settle, strategy, folder / "out.jsonl")
@@ -411,3 +414,18 @@ def test_a_numbered_rollout_is_repaired_in_runs_with_its_numbers_made_right(
     # The early call is gone (strip) or answered right after it (synthesize).
     early = [r["payload"].get("call_id") == "early" for r in records]
     assert early.count(True) == (0 if strategy == "strip" else 2)
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_claude_code_session_is_repaired_in_runs(strategy: Strategy, tmp_path: Path) -> None:
+    # A Claude Code session interrupted early whose ids are each used twice is repaired
+    # run by run as a Codex rollout is (memory holds a run, not the history from its
+    # first problem on): the whole read's bytes and report, each line dropped with a
+    # reused call re-pointed past (its children's parentUuid).
+    events = [("user", "go"), _EARLY, *_copied_turns(40, 2, 2)]
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_claude_lines(events, True, True))
+    with mock.patch.object(model, "SPILL_AT", 8):
+        assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
+    report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
+    assert report.action_counts()["dropped-duplicate-call"] == 4 * 20

@@ -829,9 +829,12 @@ class _Planner:
         self.restart()
 
     def restart(self) -> None:
-        self.dropped = SpilledLines()
+        from agc.resume._formats import claude_code  # noqa: PLC0415 - loaded
+
+        self.dropped = SpilledLines()  # a Codex rollout's
         self.inserted: dict[int, list[Message]] = {}
         self.anchor: int | None = None
+        self.lines = claude_code.LinePlan()  # a Claude Code session's
         # Every change (the report's: a tally, as a Gemini CLI repair in parts keeps them).
         self.changes = _ChangeTally(None)
         self.hazards: set[str] = set()
@@ -847,15 +850,19 @@ class _Planner:
         messages: list[Message],
         settled: Settled,
         session_id: str | None,
+        format: FormatName,
+        records: Sequence[Any] = (),
         *,
         last: bool = False,
     ) -> None:
-        """Decide the repair of a run (``last``: the history's last, nothing after it).
+        """Decide the repair of a run of a history of ``format`` (``codex-rollout`` or
+        ``claude-code``; ``records``: its parsed lines so far, read for the lines a
+        Claude Code repair drops; ``last``: the history's last run, nothing after it).
 
         Raises:
             ReachBackError: the run's repair may not be the whole one's.
         """
-        from agc.resume._formats import codex_rollout  # noqa: PLC0415 - loaded
+        from agc.resume._formats import claude_code, codex_rollout  # noqa: PLC0415 - loaded
         from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
 
         self.refuse_reach_back(messages)
@@ -863,7 +870,7 @@ class _Planner:
             self.read_session = session_id
             given = self.session_id
             self.session = given if given is not None else (session_id or "")
-        spec = get_spec("codex-rollout")
+        spec = get_spec(format)
         tail = self.tail
         view = [*tail, *messages] if tail else messages
         # The tail's messages were counted in ``settled``: the view is numbered from
@@ -891,12 +898,16 @@ class _Planner:
         noted = [item for item in noted if item[0] < decided]
         if noted and self.session_id is None and self.read_session is None:
             raise ReachBackError  # the identity is the first line's: from the whole read
-        dropped, inserted, self.anchor = codex_rollout.plan_lines(
-            view[:decided], repaired, self.anchor
-        )
-        self.dropped.extend(dropped)
-        for line, items in inserted.items():
-            self.inserted.setdefault(line, []).extend(items)
+        if format == "codex-rollout":
+            dropped, inserted, self.anchor = codex_rollout.plan_lines(
+                view[:decided], repaired, self.anchor
+            )
+            self.dropped.extend(dropped)
+            for line, items in inserted.items():
+                self.inserted.setdefault(line, []).extend(items)
+        else:
+            claude_code.plan_lines(view, repaired, records, self.lines)
+            self._note_unnumbered(view)
         self.changes.extend_noted(noted, repairer.change)
         for item in noted:
             action, call, key_of = item[2], item[4], item[5]
@@ -912,6 +923,21 @@ class _Planner:
                     self.counts.set(call.call_id, number)
         self.tail = view[decided:]
         self.parts += 1
+
+    def _note_unnumbered(self, view: list[Message]) -> None:
+        """Claude Code: the ids whose calls the counts do not number as the whole
+        repair does (a ``tool_use`` outside an assistant message, not a call of the
+        history but numbered among its id's calls; an id used twice in one message,
+        whose later use is in the first's message) are hazards."""
+        for message in view:
+            seen: set[str] = set()
+            for call in message.calls():
+                call_id = call.call_id
+                if call_id is None:
+                    continue
+                if message.role != "assistant" or call_id in seen:
+                    self.hazards.add(call_id)
+                seen.add(call_id)
 
     def refuse_reach_back(self, messages: list[Message]) -> None:
         """Raise :class:`~agc.resume._formats.stream.ReachBackError` when a message
@@ -941,7 +967,7 @@ def _repair_planned(
     output then checked as :func:`repair_streamed` checks it. Returns the history read
     again holding its messages and ``None`` when the last run reaches back to an
     earlier one, or the session's identity differs from the one the runs used."""
-    from agc.resume._formats import codex_rollout  # noqa: PLC0415 - loaded
+    from agc.resume._formats import claude_code, codex_rollout  # noqa: PLC0415 - loaded
     from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
 
     settled = history.settled
@@ -949,22 +975,29 @@ def _repair_planned(
     try:
         if history.session_id != planner.read_session and planner.session_id is None:
             raise ReachBackError  # a session_meta after the first run: another identity
-        planner.part(history.messages, settled, history.session_id, last=True)
+        planner.part(
+            history.messages,
+            settled,
+            history.session_id,
+            history.format,
+            history.records,
+            last=True,
+        )
     except ReachBackError:
         sink.seek(0)
         sink.truncate()
-        again = scan_session(path, source=source, format="codex-rollout", settle=settle)
+        again = scan_session(path, source=source, format=history.format, settle=settle)
         return again, None
     before = check_loaded(history)
     whole = _without_torn_line(history)
     assert whole.lines is not None  # a session file's
     changes = planner.changes
     rewritten = bool(changes.counts)
-    lines: Iterable[str | int] = (
-        codex_rollout.write_plan(whole, planner.dropped, planner.inserted)
-        if rewritten
-        else range(len(whole.lines))
-    )
+    lines: Iterable[str | int] = range(len(whole.lines))
+    if rewritten and history.format == "codex-rollout":
+        lines = codex_rollout.write_plan(whole, planner.dropped, planner.inserted)
+    elif rewritten:
+        lines = claude_code.write_plan(whole, planner.lines)
     _write_lines(lines, whole.lines, sink)
     torn = _torn_change(history, planner.session, planner.counts)
     planner.restart()  # the plan is written: let go of it
@@ -1040,7 +1073,7 @@ def repair_session(
         parts=parts,
         plan=planner,
     )
-    if planner.parts and history.format == "codex-rollout":
+    if planner.parts and history.format in {"codex-rollout", "claude-code"}:
         return _repair_planned(
             history, planner, sink, read_back, Path(path), source=source, settle=settle
         )

@@ -20,13 +20,24 @@ import itertools
 import re
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agc.resume._formats import anthropic
 from agc.resume._formats.jsonl import dump_line, source_lines
 from agc.resume._formats.model import Block, FormatSpec, History, Message, SpilledLines, texts
 
-__all__ = ["SPEC", "LineReader", "is_message_line", "read", "write", "write_lines"]
+__all__ = [
+    "SPEC",
+    "LinePlan",
+    "LineReader",
+    "is_message_line",
+    "plan_lines",
+    "read",
+    "write",
+    "write_lines",
+    "write_plan",
+]
 
 _NAMESPACE: Final = uuid.UUID("6f1b1c8e-4d1e-5a0c-9b7e-61676372736d")
 _COPIED_KEYS: Final = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
@@ -104,9 +115,9 @@ def read(records: Sequence[Any]) -> History:
     )
 
 
-def _line_blocks(history: History) -> dict[int, list[Block]]:
+def _line_blocks(messages: list[Message]) -> dict[int, list[Block]]:
     by_line: dict[int, list[Block]] = {}
-    for message in history.messages:
+    for message in messages:
         for block in message.blocks:
             if block.origin is not None:
                 by_line.setdefault(block.origin, []).append(block)
@@ -123,19 +134,48 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
     index of an input line written as it is (``history.lines[index]``, its bytes
     copied).
 
-    What depends on the whole file is settled first from the view: which lines are
-    dropped (their ``uuid`` and ``parentUuid`` are read out of turn) and where new lines
-    go. Then an input line is read (through ``history.lines``/``history.records``) only
-    when it may change, and parsed only when it does or may: its blocks changed, a new
-    line follows it, or it may point at a dropped or re-parented line.
+    What depends on the whole file is settled first from the view (:func:`plan_lines`):
+    which lines are dropped (their ``uuid`` and ``parentUuid`` are read out of turn)
+    and where new lines go. Then the lines are written (:func:`write_plan`)."""
+    yield from write_plan(history, plan_lines(history.messages, messages, history.records))
+
+
+@dataclass
+class LinePlan:
+    """What :func:`write_plan` does to a session's lines, decided from the view
+    (:func:`plan_lines`), a run of messages at a time for a history repaired in runs.
+
+    Attributes:
+        changed: line index -> the blocks it holds now, for the lines whose blocks
+            changed (none: the line is dropped).
+        inserted: line index (``-1``: before the first) -> the new blocks written as
+            new lines after it, in order.
+        dropped: the ``uuid`` of each dropped line -> its ``parentUuid`` (a line that
+            pointed at it is re-pointed past it).
+        last_assistant_line: the last line of the last assistant message planned (new
+            results go after it).
     """
-    verbatim = history.lines is not None
-    lines = source_lines(history.lines, history.records)
-    records = history.records
-    original = _line_blocks(history)
-    new_blocks: dict[int, list[Block]] = {}
-    inserted: dict[int, list[Block]] = {}
+
+    changed: dict[int, list[Block]] = field(default_factory=dict)
+    inserted: dict[int, list[Block]] = field(default_factory=dict)
+    dropped: dict[str, Any] = field(default_factory=dict)
     last_assistant_line: int | None = None
+
+
+def plan_lines(
+    view: list[Message],
+    messages: list[Message],
+    records: Sequence[Any],
+    plan: LinePlan | None = None,
+) -> LinePlan:
+    """What :func:`write_lines` does to the lines of ``view`` (a run of the history's
+    messages, its lines parsed in ``records``) to write ``messages``, its repair, added
+    to ``plan`` (the runs before it: a history repaired in runs)."""
+    plan = plan if plan is not None else LinePlan()
+    original = _line_blocks(view)
+    new_blocks: dict[int, list[Block]] = {}
+    inserted = plan.inserted
+    last_assistant_line = plan.last_assistant_line
     for message in messages:
         targets = _assign_lines(message.blocks)
         written = [target for target in targets if target is not None]
@@ -147,25 +187,37 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
             else:
                 at = last_assistant_line if last_assistant_line is not None else -1
                 inserted.setdefault(at, []).append(block)
-
-    changed_lines: set[int] = set()
-    dropped: dict[str, Any] = {}  # uuid of a dropped line -> its parentUuid
+    plan.last_assistant_line = last_assistant_line
     for index, blocks in original.items():
         now = new_blocks.get(index, [])
         if [id(b) for b in now] == [id(b) for b in blocks]:
             continue
-        changed_lines.add(index)
+        plan.changed[index] = now
         if not now:
             gone = records[index]
             if isinstance(gone.get("uuid"), str):
-                dropped[gone["uuid"]] = gone.get("parentUuid")
+                plan.dropped[gone["uuid"]] = gone.get("parentUuid")
+    return plan
+
+
+def write_plan(history: History, plan: LinePlan) -> Iterator[str | int]:
+    """The lines of ``history`` written as ``plan`` says (see :func:`write_lines`): an
+    input line is read (through ``history.lines``/``history.records``) only when it may
+    change, and parsed only when it does or may: its blocks changed, a new line follows
+    it, or it may point at a dropped or re-parented line."""
+    verbatim = history.lines is not None
+    lines = source_lines(history.lines, history.records)
+    records = history.records
+    changed_lines = plan.changed
+    inserted = plan.inserted
+    dropped = plan.dropped
     repoint: dict[str, str] = {}  # uuid of a line a new line follows -> the new parent
     watch = _Watch(dropped)
     for index in itertools.chain((-1,), range(len(lines))):  # no list of every index
         record: Any = None
         if index >= 0:
             if index in changed_lines:
-                blocks = new_blocks.get(index, [])
+                blocks = changed_lines[index]
                 if blocks:
                     record = records[index]
                     edited = dict(record)
