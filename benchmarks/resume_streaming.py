@@ -3,7 +3,8 @@
 The inputs are real-shaped: the message lines of a real Claude Code session and of a
 real Codex rollout (``../shared/fixtures/real``, or a small built-in sample of the same
 shapes when it is absent) repeated until the file reaches the size asked, every call
-id and line uuid made unique per copy, the last call left in flight (no result).
+id and line uuid made unique per copy (or the call ids shared by two copies, or by all:
+ids used again), the last call left in flight (no result).
 
 Each command runs in a process of its own (see :mod:`benchmarks.history_memory` for the
 peak: ``VmHWM`` read at the interpreter's exit). The baseline is a plain loop of
@@ -368,7 +369,8 @@ def flat_target(
 
 def bench_resume_streaming(ctx: Any) -> Any:
     """The suite: check and repair (synthesize, ``--out``) of a Claude Code session, a
-    Codex rollout and a Codex rollout interrupted early (:data:`MAKERS`) of 100 MB (1 MB
+    Codex rollout, a Codex rollout interrupted early, and a Codex rollout and a Claude
+    Code session whose call ids are used again (:data:`MAKERS`) of 100 MB (1 MB
     with ``--quick``), beside the ``json.loads`` loop over the same file, ``--rounds``
     rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>`` also that size, one round
     (1 GB: 12x the time of 100 MB, its peak within 10 MB of 100 MB's)."""
@@ -381,7 +383,8 @@ def bench_resume_streaming(ctx: Any) -> Any:
         "Resume of large session files",
         "agc resume FILE --check and --strategy synthesize --out on real-shaped session "
         "files (real lines repeated, ids made unique, the last call in flight; or, "
-        "interrupted early, the first call never answered); each "
+        "interrupted early, the first call never answered; or each call id used by two "
+        "copies, or by every copy); each "
         "command and the json.loads loop in a process of their own, agc "
         "byte-compiled as an installed package is; peak is the process's maximum "
         "resident set and cpu its user + system time (/usr/bin/time), with the bytes it read "
