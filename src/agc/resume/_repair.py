@@ -37,7 +37,7 @@ from agc._core import json as strict_json
 from agc._core.digest import new_hasher
 from agc._core.report import Report
 from agc.errors import JsonInvalidError, RepairIncompleteError, UsageError
-from agc.resume._formats import model
+from agc.resume._formats.claude_code import LinePlan
 from agc.resume._formats.detect import _read_one, dump_history, get_spec, history_from_lines
 from agc.resume._formats.model import (
     Block,
@@ -48,6 +48,7 @@ from agc.resume._formats.model import (
     RawRef,
     Settled,
     SpilledLines,
+    SpilledMap,
     arguments_are_json,
     resolve,
 )
@@ -762,51 +763,27 @@ call that may come later)."""
 
 class _CallCounts:
     """How many calls each id had in the runs a :class:`_Planner` repaired, for the ids
-    used more than once (an id used once is only in ``Settled.call_ids``). Held in a
-    dict up to :data:`~agc.resume._formats.model.SPILL_AT` ids, then spilled to a
-    private temporary SQLite database on disk (about 100 bytes an id held, a page
-    cache of a few MiB), so memory stays bounded however many ids are used again."""
+    used more than once (an id used once is only in ``Settled.call_ids``), in a
+    :class:`~agc.resume._formats.model.SpilledMap` (spilled to disk past
+    :data:`~agc.resume._formats.model.SPILL_AT` ids), so memory stays bounded however
+    many ids are used again."""
 
-    __slots__ = ("_db", "_recent")
+    __slots__ = ("_counts",)
 
     def __init__(self) -> None:
-        self._recent: dict[str, int] = {}
-        self._db: Any = None  # sqlite3.Connection, once spilled
+        self._counts = SpilledMap()
 
     def get(self, call_id: str) -> int:
         """The calls with ``call_id`` so far; 1 when it was never set."""
-        count = self._recent.get(call_id)
-        if count is not None:
-            return count
-        if self._db is None:
-            return 1
-        row = self._db.execute("SELECT n FROM counts WHERE id = ?", (call_id,)).fetchone()
-        return 1 if row is None else int(row[0])
+        count: int = self._counts.get(call_id, 1)
+        return count
 
     def set(self, call_id: str, count: int) -> None:
         """Note that ``call_id`` had ``count`` calls so far (2 or more)."""
-        recent = self._recent
-        recent[call_id] = count
-        if len(recent) >= model.SPILL_AT:
-            self._spill()
-
-    def _spill(self) -> None:
-        if self._db is None:
-            import sqlite3  # noqa: PLC0415 - only for a long session that reuses ids
-
-            # "": a private temporary database on disk, deleted when it is closed.
-            self._db = sqlite3.connect("", isolation_level=None)
-            self._db.execute("CREATE TABLE counts (id TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID")
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO counts VALUES (?, ?)", self._recent.items()
-            )
-        self._recent = {}
+        self._counts[call_id] = count
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self._counts.close()
 
 
 class _Planner:
@@ -826,15 +803,15 @@ class _Planner:
         self.state = state
         self.session_id = session_id
         self.counts = _CallCounts()
+        self.lines = LinePlan()
         self.restart()
 
     def restart(self) -> None:
-        from agc.resume._formats import claude_code  # noqa: PLC0415 - loaded
-
         self.dropped = SpilledLines()  # a Codex rollout's
         self.inserted: dict[int, list[Message]] = {}
         self.anchor: int | None = None
-        self.lines = claude_code.LinePlan()  # a Claude Code session's
+        self.lines.close()
+        self.lines = LinePlan()  # a Claude Code session's
         # Every change (the report's: a tally, as a Gemini CLI repair in parts keeps them).
         self.changes = _ChangeTally(None)
         self.hazards: set[str] = set()
