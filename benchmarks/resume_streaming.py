@@ -3,7 +3,8 @@
 The inputs are real-shaped: the message lines of a real Claude Code session and of a
 real Codex rollout (``../shared/fixtures/real``, or a small built-in sample of the same
 shapes when it is absent) repeated until the file reaches the size asked, every call
-id and line uuid made unique per copy, the last call left in flight (no result).
+id and line uuid made unique per copy (or the call ids shared by two copies, or by all:
+ids used again), the last call left in flight (no result).
 
 Each command runs in a process of its own (see :mod:`benchmarks.history_memory` for the
 peak: ``VmHWM`` read at the interpreter's exit). The baseline is a plain loop of
@@ -33,7 +34,9 @@ __all__ = [
     "baseline_loads",
     "interleaved_rounds",
     "make_claude_session",
+    "make_claude_session_ids_twice",
     "make_codex_rollout",
+    "make_codex_rollout_ids_reused",
     "make_codex_rollout_ids_twice",
     "make_codex_rollout_interrupted_early",
     "note_runs",
@@ -66,7 +69,13 @@ def _template(kind: str) -> list[bytes]:
     return [line for line in path.read_bytes().split(b"\n") if line]
 
 
-def _copies(lines: list[bytes], call: re.Pattern[bytes], size: int, head: int) -> Iterator[bytes]:
+def _copies(
+    lines: list[bytes], call: re.Pattern[bytes], size: int, head: int, reuse: int | None = 1
+) -> Iterator[bytes]:
+    """The ``head`` first lines, then the rest copied until about ``size`` bytes, each
+    copy's line uuids made unique; its call ids too, shared by ``reuse`` copies in a row
+    (1: every copy's own; 2: each id used twice; ``None``: every copy keeps the
+    template's, so each id is used once a copy)."""
     body = b"\n".join(lines[head:]) + b"\n"
     yield b"\n".join(lines[:head]) + (b"\n" if head else b"")
     written = len(body)
@@ -78,10 +87,15 @@ def _copies(lines: list[bytes], call: re.Pattern[bytes], size: int, head: int) -
         def uuid(match: re.Match[bytes], tag: bytes = tag) -> bytes:
             return match.group(0)[:-8] + tag
 
-        def call_id(match: re.Match[bytes], tag: bytes = tag) -> bytes:
+        group = (copy - 1) // reuse if reuse else 0  # copies of one group share call ids
+        call_tag = b"%08x" % group
+
+        def call_id(match: re.Match[bytes], tag: bytes = call_tag) -> bytes:
             return match.group(0) + b"x" + tag
 
-        chunk = call.sub(call_id, _UUID.sub(uuid, body)) if copy > 1 else body
+        chunk = _UUID.sub(uuid, body) if copy > 1 else body
+        if group:
+            chunk = call.sub(call_id, chunk)
         written += len(chunk)
         yield chunk
 
@@ -97,25 +111,27 @@ def _answered(lines: list[bytes]) -> list[bytes]:
     ]
 
 
-def make_claude_session(path: Path, size: int) -> dict[str, Any]:
-    """A Claude Code session of about ``size`` bytes ending with a call in flight."""
+def make_claude_session(path: Path, size: int, *, reuse: int | None = 1) -> dict[str, Any]:
+    """A Claude Code session of about ``size`` bytes ending with a call in flight
+    (``reuse``: see :func:`_copies`)."""
     lines = _answered(_template("claude-code"))
     call = next(line for line in reversed(lines) if b'"tool_use"' in line)
     with path.open("wb") as out:
-        for chunk in _copies(lines, _CLAUDE_CALL, size, 0):
+        for chunk in _copies(lines, _CLAUDE_CALL, size, 0, reuse):
             out.write(chunk)
         out.write(_CLAUDE_CALL.sub(b"toolu_inflight", call) + b"\n")
     return {"bytes": path.stat().st_size}
 
 
-def make_codex_rollout(path: Path, size: int) -> dict[str, Any]:
-    """A Codex rollout of about ``size`` bytes ending with a call in flight."""
+def make_codex_rollout(path: Path, size: int, *, reuse: int | None = 1) -> dict[str, Any]:
+    """A Codex rollout of about ``size`` bytes ending with a call in flight (``reuse``:
+    see :func:`_copies`)."""
     lines = _template("codex-rollout")
     session_meta = [line for line in lines if b'"type":"session_meta"' in line]
     rest = [line for line in lines if b'"type":"session_meta"' not in line]
     call = next(line for line in reversed(rest) if b'"type":"function_call"' in line)
     with path.open("wb") as out:
-        for chunk in _copies([*session_meta, *rest], _CODEX_CALL, size, len(session_meta)):
+        for chunk in _copies([*session_meta, *rest], _CODEX_CALL, size, len(session_meta), reuse):
             out.write(chunk)
         out.write(_CODEX_CALL.sub(b"call_inflight", call) + b"\n")
     return {"bytes": path.stat().st_size}
@@ -139,40 +155,30 @@ def make_codex_rollout_interrupted_early(path: Path, size: int) -> dict[str, Any
     return {"bytes": path.stat().st_size}
 
 
-_CODEX_OUTPUT_ID = re.compile(rb'"type":"function_call_output","call_id":"(call_[A-Za-z0-9]+)"')
-
-
 def make_codex_rollout_ids_twice(path: Path, size: int) -> dict[str, Any]:
-    """A Codex rollout of about ``size`` bytes in which every call id is used twice: each
-    ``function_call`` and its ``function_call_output`` are written again, with the same
-    call id, right after the output (two findings per call, ``duplicate-call-id`` and
-    ``duplicate-tool-result``; a strip repair removes each second pair). Not among
-    :data:`MAKERS`: it measures a report that keeps every finding (``--json``)."""
-    lines = _template("codex-rollout")
-    session_meta = [line for line in lines if b'"type":"session_meta"' in line]
-    rest = [line for line in lines if b'"type":"session_meta"' not in line]
-    calls = {
-        found.group(1): line
-        for line in rest
-        if b'"type":"function_call"' in line
-        and (found := re.search(rb'"call_id":"(call_[A-Za-z0-9]+)"', line))
-    }
-    twice: list[bytes] = []
-    for line in rest:
-        twice.append(line)
-        output = _CODEX_OUTPUT_ID.search(line)
-        if output is not None and output.group(1) in calls:
-            twice += [calls[output.group(1)], line]
-    with path.open("wb") as out:
-        for chunk in _copies([*session_meta, *twice], _CODEX_CALL, size, len(session_meta)):
-            out.write(chunk)
-    return {"bytes": path.stat().st_size}
+    """:func:`make_codex_rollout` whose call ids are each used by two calls (two copies
+    in a row share them): every second call is dropped as a duplicate."""
+    return make_codex_rollout(path, size, reuse=2)
+
+
+def make_codex_rollout_ids_reused(path: Path, size: int) -> dict[str, Any]:
+    """:func:`make_codex_rollout` whose copies all keep the template's call ids: each
+    id is used once a copy, thousands of times in a large file."""
+    return make_codex_rollout(path, size, reuse=None)
+
+
+def make_claude_session_ids_twice(path: Path, size: int) -> dict[str, Any]:
+    """:func:`make_claude_session` whose call ids are each used by two calls."""
+    return make_claude_session(path, size, reuse=2)
 
 
 MAKERS: dict[str, Callable[[Path, int], dict[str, Any]]] = {
     "claude-code": make_claude_session,
     "codex-rollout": make_codex_rollout,
     "codex-rollout-interrupted-early": make_codex_rollout_interrupted_early,
+    "codex-rollout-ids-twice": make_codex_rollout_ids_twice,
+    "codex-rollout-ids-reused": make_codex_rollout_ids_reused,
+    "claude-code-ids-twice": make_claude_session_ids_twice,
 }
 """The shapes of session files measured: kind -> maker of a file of about a size."""
 
@@ -363,7 +369,8 @@ def flat_target(
 
 def bench_resume_streaming(ctx: Any) -> Any:
     """The suite: check and repair (synthesize, ``--out``) of a Claude Code session, a
-    Codex rollout and a Codex rollout interrupted early (:data:`MAKERS`) of 100 MB (1 MB
+    Codex rollout, a Codex rollout interrupted early, and a Codex rollout and a Claude
+    Code session whose call ids are used again (:data:`MAKERS`) of 100 MB (1 MB
     with ``--quick``), beside the ``json.loads`` loop over the same file, ``--rounds``
     rounds (median); with ``AGC_BENCH_RESUME_LARGE=<size>`` also that size, one round
     (1 GB: 12x the time of 100 MB, its peak within 10 MB of 100 MB's)."""
@@ -376,7 +383,8 @@ def bench_resume_streaming(ctx: Any) -> Any:
         "Resume of large session files",
         "agc resume FILE --check and --strategy synthesize --out on real-shaped session "
         "files (real lines repeated, ids made unique, the last call in flight; or, "
-        "interrupted early, the first call never answered); each "
+        "interrupted early, the first call never answered; or each call id used by two "
+        "copies, or by every copy); each "
         "command and the json.loads loop in a process of their own, agc "
         "byte-compiled as an installed package is; peak is the process's maximum "
         "resident set and cpu its user + system time (/usr/bin/time), with the bytes it read "

@@ -58,6 +58,9 @@ EXPECTED_TARGETS = {
             "claude-code",
             "codex-rollout",
             "codex-rollout-interrupted-early",
+            "codex-rollout-ids-twice",
+            "codex-rollout-ids-reused",
+            "claude-code-ids-twice",
             "gemini-chat",
         )
         for action in ("check", "repair")
@@ -97,7 +100,14 @@ SUITE_TARGETS: dict[str, set[str]] = {
     },
     "resume_streaming": {
         f"resume-{kind}-{action}-1000000{peak}"
-        for kind in ("claude-code", "codex-rollout", "codex-rollout-interrupted-early")
+        for kind in (
+            "claude-code",
+            "codex-rollout",
+            "codex-rollout-interrupted-early",
+            "codex-rollout-ids-twice",
+            "codex-rollout-ids-reused",
+            "claude-code-ids-twice",
+        )
         for action in ("check", "repair")
         for peak in ("", "-peak")
     },

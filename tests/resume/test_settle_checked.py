@@ -5,8 +5,10 @@ again is checked in parts, and its report is the one of the file read whole (the
 findings, the same counts, the same first ``keep`` examples); a result that answers a
 call let go of unanswered makes the read fall back to holding the messages. A Codex
 rollout's repair (``repair_session``) is decided run by run as that read lets them go
-and written in a second pass: the same bytes and report as the whole read's repair.
-The ids and lines let go of are spilled to files early (``SPILL_AT`` made small)."""
+and written in a second pass: the same bytes and report as the whole read's repair,
+also when its call ids are used again (twice, or by every copy of its turns) and when
+its lines are numbered (``ordinal``, ``history_sequence``). The ids, lines and counts
+of ids used again let go of are spilled to files early (``SPILL_AT`` made small)."""
 
 from __future__ import annotations
 
@@ -38,8 +40,8 @@ from tests.resume.test_repair import _claude_lines, _codex_lines
 from tests.resume.test_settle import _turns
 
 REACHES_INSIDE = {
-    "agc.resume._formats.model": "the bound of SpilledLines and SpilledCallIds (SPILL_AT) "
-    "made small, so the ids and lines let go of are spilled",
+    "agc.resume._formats.model": "the bound of SpilledLines, SpilledCallIds and of the "
+    "repair's counts of ids used again (SPILL_AT) made small, so they are spilled",
     "agc.resume._formats.stream": "its _STALE (how long a call stays open before a check "
     "lets go of it) made small, so the fall back of a later result is reached",
 }
@@ -268,3 +270,165 @@ def test_a_tool_use_outside_an_assistant_message_is_no_call_let_go_of(tmp_path: 
     codes = check_loaded(checked).code_counts()
     assert "duplicate-call-id" not in codes
     assert codes.get("tool-call-unanswered") == 1
+
+
+def _numbered(data: bytes) -> bytes:
+    """``data`` (a rollout of :func:`_codex_lines`) as Codex 0.155+ writes it: every
+    line numbered (``ordinal``), response items with ``metadata.history_sequence``."""
+    lines = []
+    sequence = 0
+    for ordinal, line in enumerate(data.splitlines()):
+        record = json.loads(line)
+        numbered: dict[str, Any] = {
+            "timestamp": record["timestamp"],
+            "ordinal": ordinal,
+            "type": record["type"],
+            "payload": record["payload"],
+        }
+        if record["type"] == "response_item":
+            sequence += 1
+            numbered["metadata"] = {
+                "history_sequence": sequence,
+                "sampled_through_sequence": max(sequence - 1, 0),
+                "client_authored": False,
+            }
+        lines.append(json.dumps(numbered, separators=(",", ":")) + "\n")
+    return "".join(lines).encode()
+
+
+def _copied_turns(
+    copies: int, turns: int, share: int | None, draw: Any = None
+) -> list[tuple[Any, ...]]:
+    """Turns as Codex writes them (the user's message; reasoning, a call and its
+    result, again; the assistant's text after reasoning), copied ``copies`` times, the
+    copies' call ids shared by ``share`` copies in a row (1: each copy's own; ``None``:
+    every copy's the first's). ``draw``: a Hypothesis draw that picks how many calls a
+    turn has and which are led by reasoning (else 2 calls, each after reasoning)."""
+    events: list[tuple[Any, ...]] = []
+    for copy in range(copies):
+        group = 0 if share is None else copy // share
+        for turn in range(turns):
+            events.append(("user", "go"))
+            calls = 2 if draw is None else draw(st.integers(min_value=0, max_value=3))
+            for call in range(calls):
+                call_id = f"c{group}-{turn}-{call}"
+                reasoning = True if draw is None else draw(st.booleans())
+                events.append(("assistant", "", [(call_id, True)], reasoning))
+                events.append(("result", call_id, False))
+            events.append(("assistant", "text", [], True))
+    return events
+
+
+@st.composite
+def _reused_sessions(draw: st.DrawFn) -> bytes:
+    """A Codex rollout (numbered or not) or a Claude Code session (its lines split or
+    not) of :func:`_copied_turns` whose copies share their call ids (two in a row, or
+    all of them) or not, with a call never answered somewhere or not."""
+    share = draw(st.sampled_from([1, 2, None]))
+    events = _copied_turns(
+        draw(st.integers(min_value=1, max_value=5)),
+        draw(st.integers(min_value=1, max_value=3)),
+        share,
+        draw,
+    )
+    if draw(st.booleans()):
+        at = draw(st.integers(min_value=0, max_value=len(events)))
+        events.insert(at, ("assistant", "", [("never", True)], draw(st.booleans())))
+    if draw(st.booleans()):
+        return _claude_lines(events, draw(st.booleans()), draw(st.booleans()))
+    data = _codex_lines(events, draw(st.booleans()))
+    return _numbered(data) if draw(st.booleans()) else data
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=_reused_sessions(),
+    settle=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+    stale=st.integers(min_value=0, max_value=3),
+    spill_at=st.sampled_from([1, 2, 4, model.SPILL_AT]),
+)
+def test_property_a_session_reusing_ids_is_repaired_in_runs_as_the_whole(
+    data: bytes,
+    settle: int,
+    strategy: Strategy,
+    stale: int,
+    spill_at: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # Ids used again (twice, or in every copy), reasoning before the calls dropped as
+    # reusing an id, numbered lines: the runs write the whole read's bytes and report,
+    # the counts of ids used again spilled early (SPILL_AT small).
+    folder = tmp_path_factory.mktemp("reused")
+    path = folder / "session.jsonl"
+    path.write_bytes(data)
+    with mock.patch.object(stream, "_STALE", stale), mock.patch.object(model, "SPILL_AT", spill_at):
+        planned = _repaired_as_whole(path, settle, strategy, folder / "out.jsonl")
+        checked = scan_session(path, source="s", format=None, settle=settle, checked=True)
+    if b'"never"' not in data and checked.settled is not None:
+        # Nothing left unanswered, so nothing reaches back: a history a check reads in
+        # runs is repaired in runs.
+        assert planned
+
+
+@pytest.mark.parametrize("share", [2, None])
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_rollout_whose_ids_are_used_again_is_repaired_in_runs(
+    share: int | None, strategy: Strategy, tmp_path: Path
+) -> None:
+    # Every id used by two calls, or by a call in each of 40 copies: the runs are
+    # repaired apart (no fall back to the whole read), each reused call keyed by its
+    # number among the calls with its id, its result keyed as that call.
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(_codex_lines(_copied_turns(40, 2, share), False))
+    with mock.patch.object(model, "SPILL_AT", 8):
+        assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
+    report = repair_loaded(load_history(path.read_bytes(), source="r"), strategy=strategy).report
+    counts = report.action_counts()
+    # 2 turns x 2 calls a copy; every copy but the first of each group reuses its ids.
+    reused = 4 * (20 if share == 2 else 39)
+    assert counts["dropped-duplicate-call"] == counts["dropped-orphan-result"] == reused
+    # Reasoning before a dropped call is followed by the turn's text: never dropped.
+    assert "dropped-reasoning" not in counts
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_numbered_rollout_is_repaired_in_runs_with_its_numbers_made_right(
+    strategy: Strategy, tmp_path: Path
+) -> None:
+    # Codex 0.171 refuses a rollout whose final paginated record lacks an ordinal: a
+    # numbered rollout interrupted early, its ids used again, is repaired in runs into
+    # the whole read's bytes, every line numbered in order and every item's history
+    # sequence in order, the new items' too.
+    events = [("user", "go"), _EARLY, *_copied_turns(30, 2, 2)]
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(_numbered(_codex_lines(events, True)))
+    out = tmp_path / "out.jsonl"
+    with mock.patch.object(stream, "_STALE", 8):
+        assert _repaired_as_whole(path, 16, strategy, out)
+    records = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert [record["ordinal"] for record in records] == list(range(len(records)))
+    sequences = [
+        record["metadata"]["history_sequence"]
+        for record in records
+        if record["type"] == "response_item"
+    ]
+    assert sequences == list(range(1, len(sequences) + 1))
+    # The early call is gone (strip) or answered right after it (synthesize).
+    early = [r["payload"].get("call_id") == "early" for r in records]
+    assert early.count(True) == (0 if strategy == "strip" else 2)
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_claude_code_session_is_repaired_in_runs(strategy: Strategy, tmp_path: Path) -> None:
+    # A Claude Code session interrupted early whose ids are each used twice is repaired
+    # run by run as a Codex rollout is (memory holds a run, not the history from its
+    # first problem on): the whole read's bytes and report, each line dropped with a
+    # reused call re-pointed past (its children's parentUuid).
+    events = [("user", "go"), _EARLY, *_copied_turns(40, 2, 2)]
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_claude_lines(events, True, True))
+    with mock.patch.object(model, "SPILL_AT", 8):
+        assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
+    report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
+    assert report.action_counts()["dropped-duplicate-call"] == 4 * 20

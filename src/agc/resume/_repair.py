@@ -38,6 +38,7 @@ from agc._core.digest import new_hasher
 from agc._core.report import JsonItems, Report
 from agc._core.spill import SpilledItems
 from agc.errors import JsonInvalidError, RepairIncompleteError, UsageError
+from agc.resume._formats.claude_code import LinePlan
 from agc.resume._formats.detect import _read_one, dump_history, get_spec, history_from_lines
 from agc.resume._formats.model import (
     Block,
@@ -48,6 +49,7 @@ from agc.resume._formats.model import (
     RawRef,
     Settled,
     SpilledLines,
+    SpilledMap,
     arguments_are_json,
     resolve,
 )
@@ -797,41 +799,92 @@ class _PartRepair:
         self.written = True
 
 
-_HAZARDS: Final = frozenset(
-    {"stripped", "synthesized", "dropped-duplicate-call", "dropped-orphan-result"}
-)
+_HAZARDS: Final = frozenset({"stripped", "synthesized"})
 """Changes whose call id, met again after their run, may be paired otherwise by the
-whole history's repair (a call answered late, an id used again, a result recorded
-before its call): the read then falls back (:class:`_Planner`)."""
+whole history's repair (a call answered late): the read then falls back
+(:class:`_Planner`); so does a result dropped as answering no call (recorded before a
+call that may come later)."""
+
+
+class _CallCounts:
+    """How many calls each id had in the runs a :class:`_Planner` repaired, for the ids
+    used more than once (an id used once is only in ``Settled.call_ids``), in a
+    :class:`~agc.resume._formats.model.SpilledMap` (spilled to disk past
+    :data:`~agc.resume._formats.model.SPILL_AT` ids), so memory stays bounded however
+    many ids are used again."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts = SpilledMap()
+
+    def get(self, call_id: str) -> int:
+        """The calls with ``call_id`` so far; 1 when it was never set."""
+        count: int = self._counts.get(call_id, 1)
+        return count
+
+    def set(self, call_id: str, count: int) -> None:
+        """Note that ``call_id`` had ``count`` calls so far (2 or more)."""
+        self._counts[call_id] = count
+
+    def close(self) -> None:
+        self._counts.close()
 
 
 class _Planner:
     """Decides the repair of a Codex rollout run by run as a check reads it
     (:class:`~agc.resume._formats.stream.Plan`): each run of messages let go of is
     repaired as the whole history's repair repairs it (after the runs before, through
-    their call ids) and only what the writer needs is kept: the lines dropped (spilled
-    to a file past a bound), the new items after a line, and the changes. A run that
-    names a call id of an earlier run's change (:data:`_HAZARDS`) is refused: the whole
-    repair could pair it otherwise."""
+    their call ids and the count of calls of each id used again: :class:`_CallCounts`)
+    and only what the writer needs is kept: the lines dropped (spilled to a file past a
+    bound), the new items after a line, and the changes. Reasoning items at the end of
+    a run whose following item is in a later run are decided with that run (the
+    messages from the first of them on are repaired again with it). A run that names
+    a call id of an earlier run's call left unanswered, or of a result that answered no
+    call (:data:`_HAZARDS`), is refused: the whole repair could pair it otherwise."""
 
     def __init__(self, strategy: Strategy, state: ToolCallState, session_id: str | None) -> None:
         self.strategy = strategy
         self.state = state
         self.session_id = session_id
+        self.counts = _CallCounts()
+        self.lines = LinePlan()
         self.restart()
 
     def restart(self) -> None:
-        self.dropped = SpilledLines()
+        self.dropped = SpilledLines()  # a Codex rollout's
         self.inserted: dict[int, list[Message]] = {}
         self.anchor: int | None = None
-        self.changes: SpilledItems[Change] = SpilledItems(what="changes", mark=_change_escapes)
+        self.lines.close()
+        self.lines = LinePlan()  # a Claude Code session's
+        # Every change (the report's: a tally, as a Gemini CLI repair in parts keeps them).
+        self.changes = _ChangeTally(None)
         self.hazards: set[str] = set()
         self.parts = 0
         self.read_session: str | None = None  # the reader's session id at the first run
         self.session = ""
+        self.counts.close()
+        self.counts = _CallCounts()
+        self.tail: list[Message] = []  # the last run's messages left undecided
 
-    def part(self, messages: list[Message], settled: Settled, session_id: str | None) -> None:
-        from agc.resume._formats import codex_rollout  # noqa: PLC0415 - loaded
+    def part(
+        self,
+        messages: list[Message],
+        settled: Settled,
+        session_id: str | None,
+        format: FormatName,
+        records: Sequence[Any] = (),
+        *,
+        last: bool = False,
+    ) -> None:
+        """Decide the repair of a run of a history of ``format`` (``codex-rollout`` or
+        ``claude-code``; ``records``: its parsed lines so far, read for the lines a
+        Claude Code repair drops; ``last``: the history's last run, nothing after it).
+
+        Raises:
+            ReachBackError: the run's repair may not be the whole one's.
+        """
+        from agc.resume._formats import claude_code, codex_rollout  # noqa: PLC0415 - loaded
         from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
 
         self.refuse_reach_back(messages)
@@ -839,23 +892,74 @@ class _Planner:
             self.read_session = session_id
             given = self.session_id
             self.session = given if given is not None else (session_id or "")
-        spec = get_spec("codex-rollout")
-        repaired, changes = _Repairer(
-            messages, spec, self.strategy, self.state, self.session, settled
-        ).run()
-        if changes and self.session_id is None and self.read_session is None:
-            raise ReachBackError  # the identity is the first line's: from the whole read
-        dropped, inserted, self.anchor = codex_rollout.plan_lines(messages, repaired, self.anchor)
-        self.dropped.extend(dropped)
-        for line, items in inserted.items():
-            self.inserted.setdefault(line, []).extend(items)
-        self.changes.extend(changes)
-        self.hazards.update(
-            change.call_id
-            for change in changes
-            if change.action in _HAZARDS and change.call_id is not None
+        spec = get_spec(format)
+        tail = self.tail
+        view = [*tail, *messages] if tail else messages
+        # The tail's messages were counted in ``settled``: the view is numbered from
+        # the first of them, after the runs decided before.
+        before = Settled(settled.messages - len(tail), call_ids=settled.call_ids)
+        repairer = _Repairer(
+            view,
+            spec,
+            self.strategy,
+            self.state,
+            self.session,
+            before,
+            prior_counts=self.counts,
+            open_end=not last,
         )
+        repaired, noted = repairer.run_noted()
+        decided = len(view) if repairer.open_from is None else repairer.open_from
+        if decided < len(view) and any(
+            id(call) not in repairer.dropped_calls
+            for message in view[decided:]
+            for call in message.calls()
+        ):
+            # A first call of its id left undecided: the runs' ids already hold it.
+            raise ReachBackError
+        noted = [item for item in noted if item[0] < decided]
+        if noted and self.session_id is None and self.read_session is None:
+            raise ReachBackError  # the identity is the first line's: from the whole read
+        if format == "codex-rollout":
+            dropped, inserted, self.anchor = codex_rollout.plan_lines(
+                view[:decided], repaired, self.anchor
+            )
+            self.dropped.extend(dropped)
+            for line, items in inserted.items():
+                self.inserted.setdefault(line, []).extend(items)
+        else:
+            claude_code.plan_lines(view, repaired, records, self.lines)
+            self._note_unnumbered(view)
+        self.changes.extend_noted(noted, repairer.change)
+        for item in noted:
+            action, call, key_of = item[2], item[4], item[5]
+            if call is None or call.call_id is None:
+                continue
+            if action in _HAZARDS or (action == "dropped-orphan-result" and key_of is None):
+                self.hazards.add(call.call_id)
+        occurrence = repairer.occurrence
+        for message in view[:decided]:
+            for call in message.calls():
+                number = occurrence.get(id(call))
+                if number is not None and call.call_id is not None:
+                    self.counts.set(call.call_id, number)
+        self.tail = view[decided:]
         self.parts += 1
+
+    def _note_unnumbered(self, view: list[Message]) -> None:
+        """Claude Code: the ids whose calls the counts do not number as the whole
+        repair does (a ``tool_use`` outside an assistant message, not a call of the
+        history but numbered among its id's calls; an id used twice in one message,
+        whose later use is in the first's message) are hazards."""
+        for message in view:
+            seen: set[str] = set()
+            for call in message.calls():
+                call_id = call.call_id
+                if call_id is None:
+                    continue
+                if message.role != "assistant" or call_id in seen:
+                    self.hazards.add(call_id)
+                seen.add(call_id)
 
     def refuse_reach_back(self, messages: list[Message]) -> None:
         """Raise :class:`~agc.resume._formats.stream.ReachBackError` when a message
@@ -885,7 +989,7 @@ def _repair_planned(
     output then checked as :func:`repair_streamed` checks it. Returns the history read
     again holding its messages and ``None`` when the last run reaches back to an
     earlier one, or the session's identity differs from the one the runs used."""
-    from agc.resume._formats import codex_rollout  # noqa: PLC0415 - loaded
+    from agc.resume._formats import claude_code, codex_rollout  # noqa: PLC0415 - loaded
     from agc.resume._formats.stream import ReachBackError  # noqa: PLC0415 - loaded
 
     settled = history.settled
@@ -893,26 +997,31 @@ def _repair_planned(
     try:
         if history.session_id != planner.read_session and planner.session_id is None:
             raise ReachBackError  # a session_meta after the first run: another identity
-        planner.part(history.messages, settled, history.session_id)
+        planner.part(
+            history.messages,
+            settled,
+            history.session_id,
+            history.format,
+            history.records,
+            last=True,
+        )
     except ReachBackError:
         sink.seek(0)
         sink.truncate()
-        again = scan_session(path, source=source, format="codex-rollout", settle=settle)
+        again = scan_session(path, source=source, format=history.format, settle=settle)
         return again, None
     before = check_loaded(history)
     whole = _without_torn_line(history)
     assert whole.lines is not None  # a session file's
-    rewritten = bool(planner.changes)
-    lines: Iterable[str | int] = (
-        codex_rollout.write_plan(whole, planner.dropped, planner.inserted)
-        if rewritten
-        else range(len(whole.lines))
-    )
-    _write_lines(lines, whole.lines, sink)
     changes = planner.changes
-    torn = _torn_change(history, planner.session)
-    if torn is not None:
-        changes.append(torn)
+    rewritten = bool(changes.counts)
+    lines: Iterable[str | int] = range(len(whole.lines))
+    if rewritten and history.format == "codex-rollout":
+        lines = codex_rollout.write_plan(whole, planner.dropped, planner.inserted)
+    elif rewritten:
+        lines = claude_code.write_plan(whole, planner.lines)
+    _write_lines(lines, whole.lines, sink)
+    torn = _torn_change(history, planner.session, planner.counts)
     planner.restart()  # the plan is written: let go of it
     repair = _Repair(
         history,
@@ -922,13 +1031,13 @@ def _repair_planned(
         planner.state,
         before,
         [],
-        changes,
+        [] if torn is None else [torn],
         rewritten,
         pending_warnings(history.messages, None),
     )
     history.messages = []  # released before the output is read back
     whole.messages = []
-    return history, repair.report(check_loaded(read_back()))
+    return history, repair.report(check_loaded(read_back()), changes)
 
 
 @collector_paused
@@ -986,7 +1095,7 @@ def repair_session(
         parts=parts,
         plan=planner,
     )
-    if planner.parts and history.format == "codex-rollout":
+    if planner.parts and history.format in {"codex-rollout", "claude-code"}:
         return _repair_planned(
             history, planner, sink, read_back, Path(path), source=source, settle=settle
         )
@@ -1127,7 +1236,11 @@ def _without_torn_line(history: History) -> History:
     )
 
 
-def _torn_change(history: History, session: str) -> Change | None:
+def _torn_change(
+    history: History, session: str, counts: _CallCounts | None = None
+) -> Change | None:
+    """The change that drops a torn last line; ``counts``: the calls of each id used
+    again among the messages let go of (a repair in runs)."""
     finding = torn_tail_finding(history)
     if (
         finding is None
@@ -1147,7 +1260,9 @@ def _torn_change(history: History, session: str) -> Change | None:
             for message in history.messages
             for call in message.calls()
             if call.call_id == held.call_id
-        ) + (1 if settled is not None and held.call_id in settled.call_ids else 0)
+        )
+        if settled is not None and held.call_id in settled.call_ids:
+            earlier += 1 if counts is None else counts.get(held.call_id)
         key = idempotency_key(held.call_id, session=session, occurrence=earlier + 1)
     return Change(
         action="dropped-torn-line",
@@ -1251,6 +1366,15 @@ class _Repairer:
     tool_messages: dict[int, Message] | None = None  # id(result) -> its Chat tool message
     calls_by_id: dict[str, list[tuple[int, Block]]] = field(default_factory=dict)
     occurrence: dict[int, int] = field(default_factory=dict)  # id(call) -> 2, 3 … (reused id)
+    # A run of a Codex rollout repaired after the runs before it (:class:`_Planner`): how
+    # many calls each id had before the view, for the ids used more than once there
+    # (an id of ``settled.call_ids`` not in it had one call, the first, kept).
+    prior_counts: _CallCounts | None = None
+    # The view is a run with more after it: reasoning items at the end of the output
+    # are left undecided (the run after says whether an item follows them), and
+    # ``open_from`` is the view index from which every message is undecided.
+    open_end: bool = False
+    open_from: int | None = None
 
     def __post_init__(self) -> None:
         self._offset = self.settled.messages if self.settled is not None else 0
@@ -1260,6 +1384,7 @@ class _Repairer:
         self._prior = Block("call", None)  # any settled call: answered, before the view
         self.call_message[id(self._prior)] = -1
         self.answer[id(self._prior)] = self._prior
+        self._prior_latest: dict[str, Block] = {}  # call id -> its latest settled call
 
     def _earlier(self, calls: dict[str, Block], call_id: str) -> Block | None:
         """The latest call with ``call_id`` in ``calls``, else a settled one, else None."""
@@ -1267,6 +1392,33 @@ class _Repairer:
         if call is None and call_id in self._prior_ids:
             return self._prior
         return call
+
+    def _latest(self, calls: dict[str, Block], call_id: str) -> Block | None:
+        """The latest call with ``call_id`` in ``calls``, also one dropped as reusing
+        an id; else the latest settled one (the first, :attr:`_prior`, unless a later
+        call reused its id there); else None."""
+        call = calls.get(call_id)
+        if call is not None:
+            return call
+        before = self._count_before(call_id)
+        if before < 2:
+            return self._prior if before else None
+        latest = self._prior_latest.get(call_id)
+        if latest is None:
+            # A call reusing the id, dropped: its own message, numbered ``before``.
+            latest = Block("call", None, call_id=call_id)
+            self.call_message[id(latest)] = -2
+            self.occurrence[id(latest)] = before
+            self._prior_latest[call_id] = latest
+        return latest
+
+    def _count_before(self, call_id: str) -> int:
+        """How many calls had ``call_id`` before the view (settled): 0, 1 (the first,
+        kept), or more with :attr:`prior_counts`."""
+        if call_id not in self._prior_ids:
+            return 0
+        counts = self.prior_counts
+        return 1 if counts is None else counts.get(call_id)
 
     def run(self) -> tuple[list[Message], list[Change]]:
         out, noted = self.run_noted()
@@ -1382,9 +1534,10 @@ class _Repairer:
             number = repeats.get(call_id, 1) + 1
         else:
             ids.add(call_id)
-            if call_id not in self._prior_ids:
+            before = self._count_before(call_id)
+            if not before:
                 return
-            number = 2
+            number = before + 1
         repeats[call_id] = number
         self.occurrence[id(call)] = number
 
@@ -1403,7 +1556,7 @@ class _Repairer:
                 self.result_message[id(block)] = index
                 call = self._earlier(latest, block.call_id) if block.call_id is not None else None
                 nearest = (
-                    self._earlier(latest_any, block.call_id) if block.call_id is not None else None
+                    self._latest(latest_any, block.call_id) if block.call_id is not None else None
                 )
                 if (
                     call is not None
@@ -1594,7 +1747,15 @@ class _Repairer:
                 )
                 out.extend(self.spec.wrap_results([result]))
         final: list[Message] = []
+        undecided = len(out)  # from here on, reasoning only: the run after decides
+        if self.open_end:
+            while undecided and out[undecided - 1].blocks[0].kind == "reasoning":
+                undecided -= 1
+            if undecided < len(out):
+                self.open_from = origin_index[id(out[undecided])]
         for position, message in enumerate(out):
+            if position >= undecided:
+                break
             if message.blocks[0].kind == "reasoning" and not _followed(out, position):
                 self._note(
                     "dropped-reasoning",

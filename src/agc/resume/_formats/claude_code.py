@@ -19,15 +19,35 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agc.resume._formats import anthropic
 from agc.resume._formats.jsonl import dump_line, source_lines
-from agc.resume._formats.model import Block, FormatSpec, History, Message, SpilledLines, texts
+from agc.resume._formats.model import (
+    Block,
+    FormatSpec,
+    History,
+    Message,
+    SpilledLines,
+    SpilledMap,
+    texts,
+)
 
-__all__ = ["SPEC", "LineReader", "is_message_line", "read", "write", "write_lines"]
+__all__ = [
+    "SPEC",
+    "LinePlan",
+    "LineReader",
+    "is_message_line",
+    "plan_lines",
+    "read",
+    "write",
+    "write_lines",
+    "write_plan",
+]
 
+_ABSENT: Final = object()  # a uuid that is no dropped line's
 _NAMESPACE: Final = uuid.UUID("6f1b1c8e-4d1e-5a0c-9b7e-61676372736d")
 _COPIED_KEYS: Final = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
 
@@ -104,9 +124,9 @@ def read(records: Sequence[Any]) -> History:
     )
 
 
-def _line_blocks(history: History) -> dict[int, list[Block]]:
+def _line_blocks(messages: list[Message]) -> dict[int, list[Block]]:
     by_line: dict[int, list[Block]] = {}
-    for message in history.messages:
+    for message in messages:
         for block in message.blocks:
             if block.origin is not None:
                 by_line.setdefault(block.origin, []).append(block)
@@ -123,19 +143,57 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
     index of an input line written as it is (``history.lines[index]``, its bytes
     copied).
 
-    What depends on the whole file is settled first from the view: which lines are
-    dropped (their ``uuid`` and ``parentUuid`` are read out of turn) and where new lines
-    go. Then an input line is read (through ``history.lines``/``history.records``) only
-    when it may change, and parsed only when it does or may: its blocks changed, a new
-    line follows it, or it may point at a dropped or re-parented line.
+    What depends on the whole file is settled first from the view (:func:`plan_lines`):
+    which lines are dropped (their ``uuid`` and ``parentUuid`` are read out of turn)
+    and where new lines go. Then the lines are written (:func:`write_plan`)."""
+    yield from write_plan(history, plan_lines(history.messages, messages, history.records))
+
+
+@dataclass
+class LinePlan:
+    """What :func:`write_plan` does to a session's lines, decided from the view
+    (:func:`plan_lines`), a run of messages at a time for a history repaired in runs.
+
+    What grows with the lines a repair drops is spilled to disk past
+    :data:`~agc.resume._formats.model.SPILL_AT` entries.
+
+    Attributes:
+        changed: line index -> the blocks it holds now, for the lines whose blocks
+            changed and that still hold some.
+        gone: the lines left without blocks (dropped), ascending.
+        inserted: line index (``-1``: before the first) -> the new blocks written as
+            new lines after it, in order.
+        dropped: the ``uuid`` of each dropped line -> its ``parentUuid`` (a line that
+            pointed at it is re-pointed past it).
+        last_assistant_line: the last line of the last assistant message planned (new
+            results go after it).
     """
-    verbatim = history.lines is not None
-    lines = source_lines(history.lines, history.records)
-    records = history.records
-    original = _line_blocks(history)
-    new_blocks: dict[int, list[Block]] = {}
-    inserted: dict[int, list[Block]] = {}
+
+    changed: dict[int, list[Block]] = field(default_factory=dict)
+    gone: SpilledLines = field(default_factory=SpilledLines)
+    inserted: dict[int, list[Block]] = field(default_factory=dict)
+    dropped: SpilledMap = field(default_factory=SpilledMap)
     last_assistant_line: int | None = None
+
+    def close(self) -> None:
+        """Let go of the spilled uuids (the plan is written)."""
+        self.dropped.close()
+
+
+def plan_lines(
+    view: list[Message],
+    messages: list[Message],
+    records: Sequence[Any],
+    plan: LinePlan | None = None,
+) -> LinePlan:
+    """What :func:`write_lines` does to the lines of ``view`` (a run of the history's
+    messages, its lines parsed in ``records``) to write ``messages``, its repair, added
+    to ``plan`` (the runs before it: a history repaired in runs)."""
+    plan = plan if plan is not None else LinePlan()
+    original = _line_blocks(view)
+    new_blocks: dict[int, list[Block]] = {}
+    inserted = plan.inserted
+    last_assistant_line = plan.last_assistant_line
     for message in messages:
         targets = _assign_lines(message.blocks)
         written = [target for target in targets if target is not None]
@@ -147,33 +205,56 @@ def write_lines(history: History, messages: list[Message]) -> Iterator[str | int
             else:
                 at = last_assistant_line if last_assistant_line is not None else -1
                 inserted.setdefault(at, []).append(block)
-
-    changed_lines: set[int] = set()
-    dropped: dict[str, Any] = {}  # uuid of a dropped line -> its parentUuid
+    plan.last_assistant_line = last_assistant_line
+    gone_lines: list[int] = []
     for index, blocks in original.items():
         now = new_blocks.get(index, [])
         if [id(b) for b in now] == [id(b) for b in blocks]:
             continue
-        changed_lines.add(index)
-        if not now:
-            gone = records[index]
-            if isinstance(gone.get("uuid"), str):
-                dropped[gone["uuid"]] = gone.get("parentUuid")
+        if now:
+            plan.changed[index] = now
+            continue
+        gone_lines.append(index)
+        gone = records[index]
+        if isinstance(gone.get("uuid"), str):
+            plan.dropped[gone["uuid"]] = gone.get("parentUuid")
+    gone_lines.sort()
+    if gone_lines and len(plan.gone):
+        # The runs of a history are planned in order, on lines of their own.
+        assert plan.gone[-1] < gone_lines[0], "runs planned out of order"
+    plan.gone.extend(gone_lines)
+    return plan
+
+
+def write_plan(history: History, plan: LinePlan) -> Iterator[str | int]:
+    """The lines of ``history`` written as ``plan`` says (see :func:`write_lines`): an
+    input line is read (through ``history.lines``/``history.records``) only when it may
+    change, and parsed only when it does or may: its blocks changed, a new line follows
+    it, or it may point at a dropped or re-parented line."""
+    verbatim = history.lines is not None
+    lines = source_lines(history.lines, history.records)
+    records = history.records
+    changed_lines = plan.changed
+    inserted = plan.inserted
+    dropped = plan.dropped
     repoint: dict[str, str] = {}  # uuid of a line a new line follows -> the new parent
-    watch = _Watch(dropped)
+    watch = _Watch(dropped.keys())
+    gone = iter(plan.gone)
+    next_gone = next(gone, -1)
     for index in itertools.chain((-1,), range(len(lines))):  # no list of every index
         record: Any = None
         if index >= 0:
-            if index in changed_lines:
-                blocks = new_blocks.get(index, [])
-                if blocks:
-                    record = records[index]
-                    edited = dict(record)
-                    edited["message"] = dict(record["message"])
-                    edited["message"]["content"] = [anthropic.block_to_raw(b) for b in blocks]
-                    yield _emit(None, edited, dropped, repoint)
-                # a line left without blocks is dropped
-            elif verbatim and index not in inserted and not watch.uuids:
+            if index == next_gone:
+                next_gone = next(gone, -1)  # a line left without blocks is dropped
+            elif index in changed_lines:
+                record = records[index]
+                edited = dict(record)
+                edited["message"] = dict(record["message"])
+                edited["message"]["content"] = [
+                    anthropic.block_to_raw(b) for b in changed_lines[index]
+                ]
+                yield _emit(None, edited, dropped, repoint)
+            elif verbatim and index not in inserted and not watch.watching:
                 yield index  # nothing it may point at changed
             else:
                 text = lines[index]
@@ -205,31 +286,41 @@ class _Watch:
     whose text holds a uuid of a dropped or re-parented line. A uuid of plain ASCII
     letters, digits and ``-_.:`` is in a line's JSON text as it is, or ``\\u``-escaped:
     a line with such an escape is parsed. A uuid of other characters (which JSON may
-    spell in more ways), or many uuids to look for, make every line parsed."""
+    spell in more ways), or many uuids to look for (more than ``_MAX``: then none is
+    held), make every line parsed."""
 
-    __slots__ = ("plain", "uuids")
+    __slots__ = ("many", "plain", "uuids")
 
     _MAX: Final = 16
     _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:-]+")
 
-    def __init__(self, dropped: dict[str, Any]) -> None:
+    def __init__(self, uuids: Iterable[str]) -> None:
         self.uuids: set[str] = set()
+        self.many = False
         self.plain = True
-        for value in dropped:
+        for value in uuids:
             self.add(value)
 
     def add(self, uuid_text: str) -> None:
-        self.uuids.add(uuid_text)
         if self._PLAIN.fullmatch(uuid_text) is None:
             self.plain = False
+        if not self.many:
+            self.uuids.add(uuid_text)
+            if len(self.uuids) > self._MAX:
+                self.many = True
+                self.uuids = set()
+
+    @property
+    def watching(self) -> bool:
+        """Whether any uuid is looked for."""
+        return self.many or bool(self.uuids)
 
     def may_point(self, text: str) -> bool:
-        uuids = self.uuids
-        if not uuids:
+        if not self.watching:
             return False
-        if not self.plain or len(uuids) > self._MAX or "\\u" in text:
+        if not self.plain or self.many or "\\u" in text:
             return True
-        return any(value in text for value in uuids)
+        return any(value in text for value in self.uuids)
 
 
 def _assign_lines(blocks: list[Block]) -> list[int | None]:
@@ -250,7 +341,9 @@ def _assign_lines(blocks: list[Block]) -> list[int | None]:
     return assigned
 
 
-def _emit(text: str | None, record: Any, dropped: dict[str, Any], repoint: dict[str, str]) -> str:
+def _emit(
+    text: str | None, record: Any, dropped: SpilledMap | dict[str, Any], repoint: dict[str, str]
+) -> str:
     """The line's text, with ``parentUuid``/``leafUuid`` re-pointed: below the last new
     line when it hung below that line's anchor (``repoint``), and past dropped lines."""
     if not isinstance(record, dict):
@@ -262,9 +355,12 @@ def _emit(text: str | None, record: Any, dropped: dict[str, Any], repoint: dict[
     for key in ("parentUuid", "leafUuid"):
         value = changed.get(key)
         seen: set[str] = set()
-        while isinstance(value, str) and value in dropped and value not in seen:
+        while isinstance(value, str) and value not in seen:
+            parent = dropped.get(value, _ABSENT)
+            if parent is _ABSENT:
+                break
             seen.add(value)
-            value = dropped[value]
+            value = parent
         if key in changed:
             changed[key] = value
     if text is not None and changed == record:

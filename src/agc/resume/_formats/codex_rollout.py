@@ -11,8 +11,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agc.resume._formats import openai_responses
@@ -266,16 +266,38 @@ def _with_ordinal(text: str, record: dict[str, Any], changed: dict[str, Any]) ->
     return dump_line(changed)
 
 
-@dataclass
 class _Renumber:
-    """Running state of the renumbering walk over the output lines."""
+    """Running state of the renumbering walk over the output lines.
 
-    removed: list[int]  # history_sequence values of dropped items, ascending
-    next_ordinal: int | None = None
-    shift: int = 0
-    last_sequence: int = 0
-    old_sequences: list[int] = field(default_factory=list)  # ascending
-    new_sequences: dict[int, int] = field(default_factory=dict)
+    The new number of each old ``history_sequence`` is held as runs of consecutive old
+    numbers shifted alike (three 8-byte numbers a run: a run per item inserted or
+    removed, not per line), so memory does not grow with the file; old numbers met out
+    of order (a damaged file) are held one by one from then on."""
+
+    __slots__ = (
+        "_done",
+        "_ends",
+        "_shifts",
+        "_starts",
+        "last_sequence",
+        "new_sequences",
+        "next_ordinal",
+        "old_sequences",
+        "removed",
+        "shift",
+    )
+
+    def __init__(self, removed: Sequence[int]) -> None:
+        self.removed = array("q", removed)  # history_sequence of dropped items, ascending
+        self._done = 0  # the removed ones passed
+        self.next_ordinal: int | None = None
+        self.shift = 0
+        self.last_sequence = 0
+        self._starts = array("q")  # run k: old numbers _starts[k] .. _ends[k], + _shifts[k]
+        self._ends = array("q")
+        self._shifts = array("q")
+        self.old_sequences: list[int] | None = None  # ascending, once out of order
+        self.new_sequences: dict[int, int] = {}
 
     def apply(self, record: dict[str, Any], *, new: bool) -> dict[str, Any] | None:
         """``record`` renumbered (a copy), or None when nothing changes."""
@@ -299,13 +321,13 @@ class _Renumber:
             old = _history_sequence(record)
             if old is None:
                 return changed
-            while self.removed and self.removed[0] < old:
-                self.removed.pop(0)
+            removed = self.removed
+            while self._done < len(removed) and removed[self._done] < old:
+                self._done += 1
                 self.shift -= 1
             sequence = old + self.shift
             sampled = self._mapped(sampled)
-            bisect.insort(self.old_sequences, old)
-            self.new_sequences[old] = sequence
+            self._note(old, sequence)
         self.last_sequence = sequence
         if sequence != metadata.get("history_sequence") or sampled != metadata.get(
             "sampled_through_sequence"
@@ -318,11 +340,38 @@ class _Renumber:
             }
         return changed
 
+    def _note(self, old: int, sequence: int) -> None:
+        """The old number ``old`` is now ``sequence``."""
+        if self.old_sequences is None:
+            ends = self._ends
+            shift = sequence - old
+            if ends and old == ends[-1] + 1 and self._shifts[-1] == shift:
+                ends[-1] = old
+                return
+            if not ends or old > ends[-1]:
+                self._starts.append(old)
+                ends.append(old)
+                self._shifts.append(shift)
+                return
+            # Out of order: every old number held one by one from now on.
+            self.old_sequences = []
+            for start, end, run_shift in zip(self._starts, ends, self._shifts, strict=True):
+                for number in range(start, end + 1):
+                    self.old_sequences.append(number)
+                    self.new_sequences[number] = number + run_shift
+        bisect.insort(self.old_sequences, old)
+        self.new_sequences[old] = sequence
+
     def _mapped(self, sampled: Any) -> Any:
         """``sampled_through_sequence`` renumbered: the new number of the last item at or
         before it that is still in the history."""
         if not _is_count(sampled):
             return sampled
+        if self.old_sequences is None:
+            run = bisect.bisect_right(self._starts, sampled) - 1
+            if run < 0:
+                return sampled
+            return min(sampled, self._ends[run]) + self._shifts[run]
         if sampled in self.new_sequences:
             return self.new_sequences[sampled]
         position = bisect.bisect_right(self.old_sequences, sampled)

@@ -11,6 +11,7 @@ byte for byte.
 from __future__ import annotations
 
 import os
+import pickle
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -35,6 +36,7 @@ __all__ = [
     "Settled",
     "SpilledCallIds",
     "SpilledLines",
+    "SpilledMap",
     "arguments_are_json",
     "foreign_tool_marker",
     "resolve",
@@ -586,6 +588,73 @@ class SpilledLines(Sequence[int]):
             done += len(data)
             yield from array("q", data)
         yield from self._tail
+
+
+class SpilledMap:
+    """A map of strings to values whose memory stays bounded however many are set: the
+    latest (up to ``spill_at``, default :data:`SPILL_AT`) in a dict, the others in a
+    private temporary SQLite database on disk (deleted when closed; a page cache of a
+    few MiB), each key as its UTF-8 bytes (a lone surrogate kept) and each value
+    pickled. Setting a key again replaces its value."""
+
+    __slots__ = ("_db", "_recent", "_spill_at", "_spilled")
+
+    def __init__(self, spill_at: int | None = None) -> None:
+        self._recent: dict[str, Any] = {}
+        self._spill_at = spill_at if spill_at is not None else SPILL_AT
+        self._db: Any = None  # sqlite3.Connection, once spilled
+        self._spilled = 0  # the keys written to the database (a key set again: twice)
+
+    def __len__(self) -> int:
+        """How many keys were set (a key set again after a spill counts twice)."""
+        return self._spilled + len(self._recent)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        recent = self._recent
+        recent[key] = value
+        if len(recent) >= self._spill_at:
+            self._spill()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, else ``default``."""
+        if key in self._recent:
+            return self._recent[key]
+        if self._db is None:
+            return default
+        row = self._db.execute("SELECT v FROM m WHERE k = ?", (_key_bytes(key),)).fetchone()
+        return default if row is None else pickle.loads(row[0])  # noqa: S301 - our own file
+
+    def keys(self) -> Iterator[str]:
+        """Every key set (in no order; a key set again after a spill may come twice)."""
+        if self._db is not None:
+            for (key,) in self._db.execute("SELECT k FROM m"):
+                yield bytes(key).decode("utf-8", "surrogatepass")
+        yield from self._recent
+
+    def _spill(self) -> None:
+        if self._db is None:
+            import sqlite3  # noqa: PLC0415 - only for a long session
+
+            # "": a private temporary database on disk, deleted when it is closed.
+            self._db = sqlite3.connect("", isolation_level=None)
+            self._db.execute("CREATE TABLE m (k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID")
+        rows = [(_key_bytes(key), pickle.dumps(value)) for key, value in self._recent.items()]
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO m VALUES (?, ?)", rows)
+        self._spilled += len(rows)
+        self._recent = {}
+
+    def close(self) -> None:
+        """Delete the database (the map is empty then)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._recent = {}
+        self._spilled = 0
+
+
+def _key_bytes(key: str) -> bytes:
+    return key.encode("utf-8", "surrogatepass")
 
 
 _CONFIRMED: Final = 4096

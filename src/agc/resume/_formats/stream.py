@@ -446,10 +446,11 @@ def scan_session(
         parts: with ``checked``, given each part of a Gemini CLI session as it is let
             go of (to repair and write it); told to start again (:meth:`Parts.restart`)
             when the file is read again (as a whole, or as another format).
-        plan: with ``checked``, a Codex rollout's messages are let go of as a check
-            lets them go, each run given to ``plan`` first (to decide its repair); a
-            run that :class:`Plan` refuses makes the file read again holding them
-            (``plan`` no longer given any). Told to start again as ``parts`` is.
+        plan: with ``checked``, a Codex rollout's or a Claude Code session's messages
+            are let go of as a check lets them go, each run given to ``plan`` first (to
+            decide its repair); a run that :class:`Plan` refuses makes the file read
+            again holding them (``plan`` no longer given any). Told to start again as
+            ``parts`` is.
 
     Raises:
         InputError: empty, or not UTF-8 (naming the line).
@@ -723,7 +724,8 @@ class _Settler:
         if self.plan is not None:
             if self.refs is not None:  # the lines read so far, read again for the part
                 self.refs._count = len(self.refs._file)
-            self.plan.part(part, settled, self.session())
+            records: Sequence[Any] = self.refs if self.refs is not None else ()
+            self.plan.part(part, settled, self.session(), self.format, records)
         # Each id once: an id used again is a member already (a duplicate-call-id
         # finding at each of its uses here), and adding it at each use would make a
         # long run of one fingerprint in the table.
@@ -755,13 +757,26 @@ class _Settler:
         self.next_try = self.every
 
 
-class Plan(Protocol):
-    """What a Codex rollout read for a repair in parts (:func:`scan_session`, ``plan``)
-    gives each run of messages it lets go of, before the next is read."""
+_PLANNED: Final = frozenset({"codex-rollout", "claude-code"})
+"""The formats whose repair a :class:`Plan` decides run by run."""
 
-    def part(self, messages: list[Message], settled: Settled, session_id: str | None) -> None:
-        """A run of messages, after ``settled`` (the runs before; their call ids not
-        yet holding these ones'); ``session_id``: the reader's so far. May raise
+
+class Plan(Protocol):
+    """What a Codex rollout or a Claude Code session read for a repair in parts
+    (:func:`scan_session`, ``plan``) gives each run of messages it lets go of, before
+    the next is read."""
+
+    def part(
+        self,
+        messages: list[Message],
+        settled: Settled,
+        session_id: str | None,
+        format: FormatName,
+        records: Sequence[Any],
+    ) -> None:
+        """A run of messages of a history of ``format``, after ``settled`` (the runs
+        before; their call ids not yet holding these ones'); ``session_id``: the
+        reader's so far; ``records``: the lines read so far, parsed. May raise
         :class:`ReachBackError`: the repair of the runs is not the whole one's."""
 
     def restart(self) -> None:
@@ -1074,14 +1089,11 @@ def _scan(
                                 exact=exact_ids,
                                 loose=checked
                                 and start is None
-                                and (
-                                    parts is None
-                                    or (plan is not None and chosen == "codex-rollout")
-                                ),
+                                and (parts is None or (plan is not None and chosen in _PLANNED)),
                                 # A repair's report holds every finding of its input.
                                 keep=keep if plan is None else None,
                             )
-                            if settler.loose and plan is not None and chosen == "codex-rollout":
+                            if settler.loose and plan is not None and chosen in _PLANNED:
                                 settler.plan = plan
                                 settler.refs = refs
                                 settler.session = _session_of(reader)
