@@ -95,9 +95,14 @@ def test_the_rollout_with_every_call_id_twice_breaks_two_rules_per_call(
     except RuntimeError as exc:  # no real fixtures here
         pytest.skip(str(exc))
     report = check_loaded(scan_session(tmp_path / "twice.jsonl", source="twice", format=None))
-    counts = report.code_counts()
-    assert set(counts) == {"duplicate-call-id", "duplicate-tool-result"}
-    assert counts["duplicate-call-id"] == counts["duplicate-tool-result"] == report.calls // 2
+    # every second call reuses the id of the one before; the last call is in flight, as
+    # in every shape of the suite
+    half = report.calls // 2
+    assert report.code_counts() == {
+        "duplicate-call-id": half,
+        "duplicate-tool-result": half,
+        "tool-call-unanswered": 1,
+    }
     assert report.calls > 100
 
 
