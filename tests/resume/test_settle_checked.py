@@ -43,7 +43,8 @@ REACHES_INSIDE = {
     "agc.resume._formats.model": "the bound of SpilledLines, SpilledCallIds and of the "
     "repair's counts of ids used again (SPILL_AT) made small, so they are spilled",
     "agc.resume._formats.stream": "its _STALE (how long a call stays open before a check "
-    "lets go of it) made small, so the fall back of a later result is reached",
+    "lets go of it) made small, so the fall back of a later result is reached; the point "
+    "_loose_point chooses, against the calls and answers on either side of it",
 }
 
 
@@ -140,6 +141,68 @@ def test_a_session_interrupted_early_is_checked_in_parts(claude: bool, tmp_path:
     assert len(checked.messages) <= 2 * 16 + 8
     report = check_loaded(checked, keep=2)
     assert [f.code for f in report.findings] == ["tool-call-unanswered"]
+
+
+@pytest.mark.parametrize("claude", [False, True])
+def test_a_session_with_a_call_unanswered_in_every_turn_is_checked_in_parts(
+    claude: bool, tmp_path: Path
+) -> None:
+    # A call left open in every turn: each is taken as never answered once that many
+    # messages followed it, so the read lets go of the turns before the newest ones.
+    path = tmp_path / "session.jsonl"
+    events: list[tuple[Any, ...]] = []
+    for turn in range(300):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True), (f"open{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    path.write_bytes(_claude_lines(events, False, False) if claude else _codex_lines(events, False))
+    with mock.patch.object(stream, "_STALE", 8):
+        checked = _checked_as_whole(path, 16, 2)
+    assert checked is not None
+    assert checked.settled is not None
+    assert len(checked.messages) <= 2 * 16 + 8 + 8
+    report = check_loaded(checked, keep=2)
+    assert report.code_counts() == {"tool-call-unanswered": 300}
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    events=_turns(),
+    early=st.booleans(),
+    answer_at=st.integers(min_value=0, max_value=60),
+    stale=st.integers(min_value=1, max_value=6),
+)
+def test_property_a_rollout_is_never_cut_between_a_call_and_its_answer_held(
+    events: list[tuple[Any, ...]], early: bool, answer_at: int, stale: int
+) -> None:
+    # A call stale by then may be let go of unanswered, but never when a message held
+    # answers it (its pairing is then the part's, not a fall back to the whole read).
+    events = [("user", "go"), _EARLY, *events] if early else list(events)
+    if early:
+        events.insert(min(2 + answer_at, len(events)), ("result", "early", False))
+    messages = load_history(_codex_lines(events, False), source="s").messages
+    cut = stream._loose_point(messages, stale)
+    answered_after = {
+        block.call_id
+        for message in messages[cut:]
+        for block in message.blocks
+        if block.kind == "result"
+    }
+    answered_before: set[str | None] = set()
+    for message in messages[:cut]:
+        for block in message.blocks:
+            if block.kind == "result":
+                answered_before.add(block.call_id)
+    let_go_open = {
+        block.call_id
+        for message in messages[:cut]
+        for block in message.blocks
+        if block.kind == "call" and block.call_id not in answered_before
+    }
+    assert not let_go_open & answered_after
 
 
 def test_a_later_result_for_a_call_let_go_of_falls_back_to_the_whole_read(

@@ -965,24 +965,45 @@ go of messages (:func:`_loose_point`): a later result for it makes the read fall
 def _loose_point(messages: list[Message], stale: int) -> int:
     """The largest ``cut`` before the last message such that ``messages[cut - 1]``
     holds no call nor reasoning (its answer or following item is after it) and every
-    call of ``messages[:cut]`` without a result there is at least ``stale`` messages
-    before the cut; 0 when there is none. A check lets go of ``messages[:cut]``
-    whatever they break (see :meth:`_Settler._let_go_checked`)."""
+    call of ``messages[:cut]`` without a result there is taken as never answered; 0 when
+    there is none. A check lets go of ``messages[:cut]`` whatever they break (see
+    :meth:`_Settler._let_go_checked`).
+
+    ``stale``: with 0, a call left without its result before the cut is taken as never
+    answered (a Claude Code result must come in the very next message). Else a call is
+    taken as never answered when no message held answers it and at least ``stale``
+    messages are held after it: measured to the last message held, not to the cut, so a
+    history with a call left unanswered in every turn is let go of too."""
+    end = len(messages) - 1
+    last_answer: dict[str | None, int] = {}
+    if stale:
+        for position, message in enumerate(messages):
+            for block in message.blocks:
+                if block.kind == "result":
+                    last_answer[block.call_id] = position
     opened: dict[str | None, int] = {}
+    answered_later = 0  # calls open here that a message held after answers
     cut = 0
-    for position in range(len(messages) - 1):
+    for position in range(end):
         quiet = True
         for block in messages[position].blocks:
             kind = block.kind
             if kind == "call":
-                opened.setdefault(block.call_id, position)
+                call_id = block.call_id
+                if call_id not in opened:
+                    opened[call_id] = position
+                    if last_answer.get(call_id, -1) > position:
+                        answered_later += 1
                 quiet = False
-            elif kind == "result":
-                opened.pop(block.call_id, None)
+            elif kind == "result" and block.call_id in opened:
+                if last_answer.get(block.call_id, -1) > opened.pop(block.call_id):
+                    answered_later -= 1
             elif kind == "reasoning":
                 quiet = False
+        if not quiet or answered_later:
+            continue
         # The newest call still open is the last one in ``opened`` (in position order).
-        if quiet and (not opened or next(reversed(opened.values())) + stale <= position):
+        if not opened or next(reversed(opened.values())) + stale <= (end if stale else position):
             cut = position + 1
     return cut
 
