@@ -1304,18 +1304,16 @@ def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
             markup=False,
         )
     else:
-        first = (
-            "first move the file that is there now aside (it is the session before the "
-            "repair), then run"
-            if step.exists
-            else "run"
-        )
+        aside = step.aside()
+        first = "run" if aside is None else f"moving the session before it aside to {aside}, run"
         say(
             _printable(f"{reads}. To put the repair there, {first}: {step.copy_command(repaired)}"),
             markup=False,
         )
     for command in step.commands:
         say(_printable(f"  resume with: {command}"), markup=False)
+    if step.note is not None:
+        say(_printable(f"  note: {step.note}"), markup=False)
     missing = step.missing_cwd()
     if missing is not None:
         say(_printable(f"  note: {missing}"), markup=False)
