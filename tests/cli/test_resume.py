@@ -801,3 +801,46 @@ def test_a_wrong_format_hints_to_leave_it_out_or_name_the_right_one(
         assert main(["resume", str(source), *args, "--json"]) != 2  # left out: read
         capsys.readouterr()
         (tmp_path / "x.jsonl").unlink(missing_ok=True)
+
+
+def test_a_repair_written_nowhere_whose_temporary_copy_fails_names_tmpdir_and_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The repair of a session file is checked in a copy in $TMPDIR even when nothing is
+    # to be written: a full $TMPDIR is told as that folder, with --check (which needs no
+    # copy) and another TMPDIR as the ways out.
+    import tempfile  # noqa: PLC0415 - patched here only
+
+    real = tempfile.NamedTemporaryFile
+
+    class _Full:
+        def __init__(self, inner: Any) -> None:
+            self._inner, self.name = inner, inner.name
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+        def __enter__(self) -> _Full:
+            self._inner.__enter__()
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self._inner.__exit__(*exc)
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        made = real(*args, **kwargs)
+        return _Full(made) if kwargs.get("prefix") == "agc-resume-" else made
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", full)
+    source = tmp_path / "session.jsonl"
+    source.write_bytes((GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes())
+    before = source.read_bytes()
+    assert main(["resume", str(source)]) == ExitCode.UNREADABLE
+    err = capsys.readouterr().err
+    assert f"temporary copy in {tempfile.gettempdir()} ($TMPDIR)" in err
+    assert "--check" in err
+    assert "TMPDIR=FOLDER" in err
+    assert source.read_bytes() == before

@@ -10,8 +10,9 @@ import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final, NamedTuple
 
@@ -160,35 +161,65 @@ def _working(label: str, size: int) -> Iterator[None]:
 
 class _Sink:
     """A binary file whose write errors are those of writing the repair where it goes:
-    ``--out FILE``, beside the file ``--in-place`` replaces, or a temporary file (a
-    full disk is exit 3; see :func:`agc.cli.common.new_file_errors`)."""
+    ``--out FILE``, beside the file ``--in-place`` replaces, or the repair's temporary
+    copy in ``$TMPDIR`` (a full disk is exit 3; see :func:`agc.cli.common.new_file_errors`
+    and :func:`_copy_errors`)."""
 
     def __init__(self, handle: IO[bytes], out: Path | None, in_place: Path | None) -> None:
         self._handle = handle
+        self._errors: Callable[[], AbstractContextManager[None]]
         if out is not None:
-            self._path, self._option = out, "--out"
+            self._errors = partial(new_file_errors, out, option="--out")
         elif in_place is not None:
-            self._path, self._option = in_place, "--in-place"
+            self._errors = partial(new_file_errors, in_place, option="--in-place")
         else:
-            import tempfile  # noqa: PLC0415 - only for a repair written nowhere
-
-            self._path, self._option = Path(tempfile.gettempdir()), "temporary file in"
+            self._errors = _copy_errors
 
     def write(self, data: bytes) -> int:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             return self._handle.write(data)
 
     def flush(self) -> None:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             self._handle.flush()
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             return self._handle.seek(offset, whence)
 
     def truncate(self, size: int | None = None, /) -> int:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             return self._handle.truncate(size)
+
+
+@contextmanager
+def _copy_errors() -> Iterator[None]:
+    """The errors of writing the temporary copy a repair not written to a file (no
+    ``--out FILE`` nor ``--in-place``) is checked in, in ``$TMPDIR``
+    (:func:`tempfile.gettempdir`), as ``file-write-failed`` (exit 3) naming that folder
+    and what to do instead: ``--check``, which writes nothing, or another ``TMPDIR``.
+
+    Raises:
+        FileWriteError: the copy cannot be created or written (disk full, quota,
+            permissions).
+    """
+    import tempfile  # noqa: PLC0415 - only for a repair written nowhere
+
+    folder = tempfile.gettempdir()
+    try:
+        yield
+    except OSError as exc:
+        raise FileWriteError(
+            f"the repair's temporary copy in {folder} ($TMPDIR), where it is checked "
+            f"before anything is given out, cannot be written: {describe_os_error(exc)}",
+            path=folder,
+            errno=exc.errno,
+            hint=(
+                "Nothing was written and the file is unchanged. Check the file without "
+                "repairing it with --check (it needs no copy), or put the copy elsewhere: "
+                "TMPDIR=FOLDER agc resume ..."
+            ),
+        ) from exc
 
 
 _REPORT_ON_STDERR: ContextVar[bool] = ContextVar("_REPORT_ON_STDERR", default=False)
@@ -1381,9 +1412,10 @@ def _repair_streamed(
         else:
             import tempfile  # noqa: PLC0415 - only for a repair written nowhere
 
-            temporary = stack.enter_context(
-                tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
-            )
+            with _copy_errors():
+                temporary = stack.enter_context(
+                    tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
+                )
             handle, path = temporary, Path(temporary.name)
         sink = _Sink(handle, out, output.source if output.in_place else None)
 
