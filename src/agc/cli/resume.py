@@ -574,7 +574,12 @@ def _print_change(history: History, change: Change) -> None:
         line += f" {change.call_id}"
     if change.tool_name is not None:
         line += f" {change.tool_name}"
-        if change.action != "dropped-torn-line":  # a torn line's input is lost with it
+        # A torn line's input is lost with it; a dropped result names its call's tool only.
+        if change.action not in {
+            "dropped-torn-line",
+            "dropped-duplicate-result",
+            "dropped-orphan-result",
+        }:
             line += f" {_short(change.arguments)}"
     if change.idempotency_key is not None and change.action in {
         "stripped",
