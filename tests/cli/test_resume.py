@@ -844,3 +844,17 @@ def test_a_repair_written_nowhere_whose_temporary_copy_fails_names_tmpdir_and_ch
     assert "--check" in err
     assert "TMPDIR=FOLDER" in err
     assert source.read_bytes() == before
+
+
+def test_a_session_file_starting_with_a_byte_order_mark_is_told_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Line 1 after the mark is JSON, but no JSON parser skips the mark: the line is
+    # unread, and the warning names the mark rather than just "not JSON".
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(
+        b"\xef\xbb\xbf" + (GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes()
+    )
+    assert main(["resume", str(source), "--check"]) == ExitCode.FINDINGS
+    err = capsys.readouterr().err
+    assert "line 1 is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF)" in err

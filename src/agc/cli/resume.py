@@ -529,6 +529,11 @@ def _unread_lines(history: History) -> list[str]:
             value = parse_json(history.lines[index], allow_lone_surrogates=True)
         except JsonInvalidError:
             what = "is not JSON"
+            if index == 0 and history.lines[0].startswith("\ufeff"):
+                what = (
+                    "is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF), "
+                    "which JSON parsers, the clients' too, do not skip (remove those 3 bytes)"
+                )
         else:
             kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(value))
             what = (
