@@ -858,3 +858,32 @@ def test_a_session_file_starting_with_a_byte_order_mark_is_told_so(
     assert main(["resume", str(source), "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert "line 1 is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF)" in err
+
+
+@pytest.mark.parametrize("output", ["--out", "--in-place", "nowhere"])
+def test_a_repair_stopped_by_ctrl_c_says_the_file_is_left_as_it_was(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    output: str,
+) -> None:
+    import agc.resume  # noqa: PLC0415 - patched here only
+
+    def stopped(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(agc.resume, "repair_session", stopped)
+    source = tmp_path / "session.jsonl"
+    source.write_bytes((GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes())
+    before = source.read_bytes()
+    out = tmp_path / "fixed.jsonl"
+    args = {"--out": ["--out", str(out)], "--in-place": ["--in-place"], "nowhere": []}[output]
+    assert main(["resume", str(source), *args]) == ExitCode.INTERRUPTED
+    said = {
+        "--out": f"interrupted: nothing written ({out} not made)",
+        "--in-place": f"interrupted: {source} unchanged",
+        "nowhere": "interrupted: nothing written",
+    }[output]
+    assert capsys.readouterr().err.splitlines()[-1] == said
+    assert source.read_bytes() == before
+    assert not out.exists()

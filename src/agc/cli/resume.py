@@ -27,6 +27,7 @@ from agc.cli.common import (
     out_console,
     refuse_ambiguous,
     run_command,
+    stop_code,
     trusted_keys_from,
     typer_argument,
     typer_option,
@@ -991,6 +992,7 @@ def resume_command(
             )
         token = _REPORT_ON_STDERR.set(to_stdout)
         cut = _STDOUT_CUT.set(False)
+        left = _left_if_stopped(out, source if in_place else None, to_stdout=to_stdout)
         try:
             return _repair(
                 history,
@@ -1005,10 +1007,45 @@ def resume_command(
                 wanted=wanted,
                 require=require,
             )
+        except KeyboardInterrupt as exc:
+            code, word = stop_code(exc)
+            err_console.print(_printable(word + left()), markup=False)
+            return int(code)
         finally:
             _STDOUT_CUT.reset(cut)
             _REPORT_ON_STDERR.reset(token)
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
+
+
+def _left_if_stopped(
+    out: Path | None, replaced: Path | None, *, to_stdout: bool
+) -> Callable[[], str]:
+    """What a repair stopped by Ctrl-C or SIGTERM leaves, said after the stop's word:
+    taken before the repair, told when it stops (``: nothing written (OUT not made)``,
+    ``: FILE unchanged``, ``: nothing written``). ``""`` when it cannot be said: part of
+    the repair may have gone to standard output, or ``--out FILE`` / ``--in-place`` was
+    done before the stop."""
+    if to_stdout:
+        return lambda: ""
+    if out is not None:
+        existed = os.path.lexists(out)
+        return lambda: (
+            "" if existed or os.path.lexists(out) else f": nothing written ({out} not made)"
+        )
+    if replaced is not None:
+        try:
+            before = _stamp(replaced)
+        except OSError:
+            return lambda: ""
+        return lambda: f": {replaced} unchanged" if _stamp_or_none(replaced) == before else ""
+    return lambda: ": nothing written"
+
+
+def _stamp_or_none(path: Path) -> tuple[int, ...] | None:
+    try:
+        return _stamp(path)
+    except OSError:
+        return None
 
 
 @contextmanager
