@@ -801,3 +801,89 @@ def test_a_wrong_format_hints_to_leave_it_out_or_name_the_right_one(
         assert main(["resume", str(source), *args, "--json"]) != 2  # left out: read
         capsys.readouterr()
         (tmp_path / "x.jsonl").unlink(missing_ok=True)
+
+
+def test_a_repair_written_nowhere_whose_temporary_copy_fails_names_tmpdir_and_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The repair of a session file is checked in a copy in $TMPDIR even when nothing is
+    # to be written: a full $TMPDIR is told as that folder, with --check (which needs no
+    # copy) and another TMPDIR as the ways out.
+    import tempfile  # noqa: PLC0415 - patched here only
+
+    real = tempfile.NamedTemporaryFile
+
+    class _Full:
+        def __init__(self, inner: Any) -> None:
+            self._inner, self.name = inner, inner.name
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+        def __enter__(self) -> _Full:
+            self._inner.__enter__()
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self._inner.__exit__(*exc)
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        made = real(*args, **kwargs)
+        return _Full(made) if kwargs.get("prefix") == "agc-resume-" else made
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", full)
+    source = tmp_path / "session.jsonl"
+    source.write_bytes((GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes())
+    before = source.read_bytes()
+    assert main(["resume", str(source)]) == ExitCode.UNREADABLE
+    err = capsys.readouterr().err
+    assert f"temporary copy in {tempfile.gettempdir()} ($TMPDIR)" in err
+    assert "--check" in err
+    assert "TMPDIR=FOLDER" in err
+    assert source.read_bytes() == before
+
+
+def test_a_session_file_starting_with_a_byte_order_mark_is_told_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Line 1 after the mark is JSON, but no JSON parser skips the mark: the line is
+    # unread, and the warning names the mark rather than just "not JSON".
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(
+        b"\xef\xbb\xbf" + (GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes()
+    )
+    assert main(["resume", str(source), "--check"]) == ExitCode.FINDINGS
+    err = capsys.readouterr().err
+    assert "line 1 is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF)" in err
+
+
+@pytest.mark.parametrize("output", ["--out", "--in-place", "nowhere"])
+def test_a_repair_stopped_by_ctrl_c_says_the_file_is_left_as_it_was(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    output: str,
+) -> None:
+    import agc.resume  # noqa: PLC0415 - patched here only
+
+    def stopped(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(agc.resume, "repair_session", stopped)
+    source = tmp_path / "session.jsonl"
+    source.write_bytes((GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes())
+    before = source.read_bytes()
+    out = tmp_path / "fixed.jsonl"
+    args = {"--out": ["--out", str(out)], "--in-place": ["--in-place"], "nowhere": []}[output]
+    assert main(["resume", str(source), *args]) == ExitCode.INTERRUPTED
+    said = {
+        "--out": f"interrupted: nothing written ({out} not made)",
+        "--in-place": f"interrupted: {source} unchanged",
+        "nowhere": "interrupted: nothing written",
+    }[output]
+    assert capsys.readouterr().err.splitlines()[-1] == said
+    assert source.read_bytes() == before
+    assert not out.exists()

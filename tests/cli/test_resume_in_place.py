@@ -194,9 +194,9 @@ def test_a_repair_to_out_says_where_the_client_reads_it_and_how_to_resume(
     err = capsys.readouterr().err
     assert f"next: Claude Code reads session s1 from {home}" in err
     assert (
-        f"next: Claude Code reads session s1 from {home}. To put the repair there, first "
-        "move the file that is there now aside (it is the session before the repair), "
-        f"then run: cp -- {out} {home}"
+        f"next: Claude Code reads session s1 from {home}. To put the repair there, moving "
+        f"the session before it aside to {home}.before-repair, run: mv -- {home} "
+        f"{home}.before-repair && cp -- {out} {home}"
     ) in err
     assert "resume with: claude --resume s1" in err
     # repaired where the client reads it: in place, and the next step is the command

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -47,14 +49,83 @@ def test_claude_code_keeps_a_session_under_its_cwd_with_every_other_character_a_
 
 def test_a_session_already_in_the_client_home_is_found_there(tmp_path: Path) -> None:
     home = tmp_path / "claude"
-    kept = home / "projects" / "-some-other-name" / "s1.jsonl"
+    kept = home / "projects" / "-w" / "s1.jsonl"
     kept.parent.mkdir(parents=True)
     kept.write_bytes(_claude("/w"))
     history = load_history(_claude("/w"), source="s.jsonl", format="claude-code")
     step = next_step(history, {"CLAUDE_CONFIG_DIR": str(home), "HOME": "/nonexistent"})
     assert step is not None
-    assert (step.path, step.exists, step.cwd) == (kept, True, "/w")
+    assert (step.path, step.exists, step.cwd, step.note) == (kept, True, "/w", None)
     assert step.commands == ("cd /w && claude --resume s1",)
+
+
+def test_a_session_kept_under_a_moved_projects_folder_resumes_from_the_folders_directory(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The project moved from /Users/x/proj to /tmp/agc<hex>: its file is under the new
+    # directory's folder, which Claude Code reads only when run from that directory; the
+    # folder's name with "-" read "/" is that directory.
+    if not re.fullmatch("[A-Za-z0-9/]+", tempfile.gettempdir()):
+        pytest.skip("the temporary directory's path must read back from its folder name")
+    home, moved = tmp_path / "claude", Path(tempfile.gettempdir()) / f"agc{uuid.uuid4().hex}"
+    moved.mkdir()
+    request.addfinalizer(moved.rmdir)
+    folder = home / "projects" / re.sub("[^A-Za-z0-9]", "-", str(moved))
+    kept = folder / "s1.jsonl"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(_claude("/Users/x/proj"))
+    history = load_history(_claude("/Users/x/proj"), source="s.jsonl", format="claude-code")
+    step = next_step(history, {"CLAUDE_CONFIG_DIR": str(home), "HOME": "/nonexistent"})
+    assert step is not None
+    assert (step.path, step.exists, step.cwd) == (kept, True, str(moved))
+    assert step.commands == (f"cd {moved} && claude --resume s1",)
+    assert step.note is not None
+    assert "/Users/x/proj" in step.note
+
+
+def test_a_moved_projects_folder_is_named_by_a_cwd_recorded_in_it(tmp_path: Path) -> None:
+    # "-srv-my-app" reads back as /srv/my/app, which does not exist; another session of
+    # the folder recorded /srv/my.app, whose folder it is.
+    home = tmp_path / "claude"
+    folder = home / "projects" / "-srv-my-app"
+    folder.mkdir(parents=True)
+    (folder / "s1.jsonl").write_bytes(_claude("/Users/x/proj"))
+    (folder / "s0.jsonl").write_bytes(_claude("/srv/my.app", session="s0"))
+    history = load_history(_claude("/Users/x/proj"), source="s.jsonl", format="claude-code")
+    step = next_step(history, {"CLAUDE_CONFIG_DIR": str(home), "HOME": "/nonexistent"})
+    assert step is not None
+    assert (step.path, step.cwd) == (folder / "s1.jsonl", "/srv/my.app")
+    assert step.commands == ("cd /srv/my.app && claude --resume s1",)
+
+
+def test_a_projects_folder_no_known_directory_names_leaves_the_session_in_its_cwds_folder(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "claude"
+    other = home / "projects" / "-nonexistent-elsewhere" / "s1.jsonl"
+    other.parent.mkdir(parents=True)
+    other.write_bytes(_claude("/Users/x/proj"))
+    history = load_history(_claude("/Users/x/proj"), source="s.jsonl", format="claude-code")
+    step = next_step(history, {"CLAUDE_CONFIG_DIR": str(home), "HOME": "/nonexistent"})
+    assert step is not None
+    own = home / "projects" / "-Users-x-proj" / "s1.jsonl"
+    assert (step.path, step.exists, step.cwd) == (own, False, "/Users/x/proj")
+    assert step.commands == ("cd /Users/x/proj && claude --resume s1",)
+    assert step.note is not None
+    assert str(other.parent) in step.note
+
+
+def test_the_copy_moves_the_file_there_now_aside_to_a_free_name(tmp_path: Path) -> None:
+    kept = tmp_path / "claude" / "projects" / "-w" / "s1.jsonl"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(_claude("/w"))
+    history = load_history(_claude("/w"), source="s.jsonl", format="claude-code")
+    step = next_step(history, {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")})
+    assert step is not None
+    aside = kept.with_name("s1.jsonl.before-repair")
+    assert step.copy_command(Path("/r")) == f"mv -- {kept} {aside} && cp -- /r {kept}"
+    aside.write_bytes(b"")
+    assert step.aside() == kept.with_name("s1.jsonl.before-repair-2")
 
 
 def test_a_codex_rollout_is_named_by_its_start_in_local_time(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,14 @@ import pytest
 import agc._core.spill as spill
 from agc._core.report import Finding
 from agc.errors import HistoryInvalidError
-from agc.resume import FormatName, HistoryReport, check_history, verify_history
+from agc.resume import (
+    FormatName,
+    HistoryReport,
+    check_history,
+    check_loaded,
+    load_history,
+    verify_history,
+)
 from agc.resume import _validate as validate_module
 from agc.resume._validate import FINDING_CODES
 
@@ -279,3 +287,27 @@ def test_a_kept_finding_with_a_lone_surrogate_marks_the_findings() -> None:
     tally.add(Finding("duplicate-call-id", "used twice: call_\udc80", call_id="call_\udc80"))
     report = tally.report("codex-rollout", 2, 2, 0)
     assert report.findings.marked  # type: ignore[attr-defined]
+
+
+def test_a_second_tool_result_on_a_later_line_of_one_message_is_told_at_that_line() -> None:
+    # Claude Code writes each result on a line of its own; consecutive user lines are one
+    # message. The duplicate is the second line's result, not the first's.
+    rows: list[dict[str, Any]] = [
+        {"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "go"}},
+        {
+            "type": "assistant",
+            "sessionId": "s1",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}],
+            },
+        },
+    ]
+    for text in ("a", "b"):
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": text}
+        rows.append(
+            {"type": "user", "sessionId": "s1", "message": {"role": "user", "content": [result]}}
+        )
+    data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    report = check_loaded(load_history(data, source="s.jsonl", format="claude-code"))
+    assert [(f.code, f.record) for f in report.findings] == [("duplicate-tool-result", 3)]

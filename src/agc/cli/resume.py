@@ -10,8 +10,9 @@ import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final, NamedTuple
 
@@ -26,6 +27,7 @@ from agc.cli.common import (
     out_console,
     refuse_ambiguous,
     run_command,
+    stop_code,
     trusted_keys_from,
     typer_argument,
     typer_option,
@@ -160,35 +162,65 @@ def _working(label: str, size: int) -> Iterator[None]:
 
 class _Sink:
     """A binary file whose write errors are those of writing the repair where it goes:
-    ``--out FILE``, beside the file ``--in-place`` replaces, or a temporary file (a
-    full disk is exit 3; see :func:`agc.cli.common.new_file_errors`)."""
+    ``--out FILE``, beside the file ``--in-place`` replaces, or the repair's temporary
+    copy in ``$TMPDIR`` (a full disk is exit 3; see :func:`agc.cli.common.new_file_errors`
+    and :func:`_copy_errors`)."""
 
     def __init__(self, handle: IO[bytes], out: Path | None, in_place: Path | None) -> None:
         self._handle = handle
+        self._errors: Callable[[], AbstractContextManager[None]]
         if out is not None:
-            self._path, self._option = out, "--out"
+            self._errors = partial(new_file_errors, out, option="--out")
         elif in_place is not None:
-            self._path, self._option = in_place, "--in-place"
+            self._errors = partial(new_file_errors, in_place, option="--in-place")
         else:
-            import tempfile  # noqa: PLC0415 - only for a repair written nowhere
-
-            self._path, self._option = Path(tempfile.gettempdir()), "temporary file in"
+            self._errors = _copy_errors
 
     def write(self, data: bytes) -> int:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             return self._handle.write(data)
 
     def flush(self) -> None:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             self._handle.flush()
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             return self._handle.seek(offset, whence)
 
     def truncate(self, size: int | None = None, /) -> int:
-        with new_file_errors(self._path, option=self._option):
+        with self._errors():
             return self._handle.truncate(size)
+
+
+@contextmanager
+def _copy_errors() -> Iterator[None]:
+    """The errors of writing the temporary copy a repair not written to a file (no
+    ``--out FILE`` nor ``--in-place``) is checked in, in ``$TMPDIR``
+    (:func:`tempfile.gettempdir`), as ``file-write-failed`` (exit 3) naming that folder
+    and what to do instead: ``--check``, which writes nothing, or another ``TMPDIR``.
+
+    Raises:
+        FileWriteError: the copy cannot be created or written (disk full, quota,
+            permissions).
+    """
+    import tempfile  # noqa: PLC0415 - only for a repair written nowhere
+
+    folder = tempfile.gettempdir()
+    try:
+        yield
+    except OSError as exc:
+        raise FileWriteError(
+            f"the repair's temporary copy in {folder} ($TMPDIR), where it is checked "
+            f"before anything is given out, cannot be written: {describe_os_error(exc)}",
+            path=folder,
+            errno=exc.errno,
+            hint=(
+                "Nothing was written and the file is unchanged. Check the file without "
+                "repairing it with --check (it needs no copy), or put the copy elsewhere: "
+                "TMPDIR=FOLDER agc resume ..."
+            ),
+        ) from exc
 
 
 _REPORT_ON_STDERR: ContextVar[bool] = ContextVar("_REPORT_ON_STDERR", default=False)
@@ -498,6 +530,11 @@ def _unread_lines(history: History) -> list[str]:
             value = parse_json(history.lines[index], allow_lone_surrogates=True)
         except JsonInvalidError:
             what = "is not JSON"
+            if index == 0 and history.lines[0].startswith("\ufeff"):
+                what = (
+                    "is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF), "
+                    "which JSON parsers, the clients' too, do not skip (remove those 3 bytes)"
+                )
         else:
             kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(value))
             what = (
@@ -543,7 +580,12 @@ def _print_change(history: History, change: Change) -> None:
         line += f" {change.call_id}"
     if change.tool_name is not None:
         line += f" {change.tool_name}"
-        if change.action != "dropped-torn-line":  # a torn line's input is lost with it
+        # A torn line's input is lost with it; a dropped result names its call's tool only.
+        if change.action not in {
+            "dropped-torn-line",
+            "dropped-duplicate-result",
+            "dropped-orphan-result",
+        }:
             line += f" {_short(change.arguments)}"
     if change.idempotency_key is not None and change.action in {
         "stripped",
@@ -950,6 +992,7 @@ def resume_command(
             )
         token = _REPORT_ON_STDERR.set(to_stdout)
         cut = _STDOUT_CUT.set(False)
+        left = _left_if_stopped(out, source if in_place else None, to_stdout=to_stdout)
         try:
             return _repair(
                 history,
@@ -964,10 +1007,45 @@ def resume_command(
                 wanted=wanted,
                 require=require,
             )
+        except KeyboardInterrupt as exc:
+            code, word = stop_code(exc)
+            err_console.print(_printable(word + left()), markup=False)
+            return int(code)
         finally:
             _STDOUT_CUT.reset(cut)
             _REPORT_ON_STDERR.reset(token)
     raise AssertionError("unreachable")  # pragma: no cover - the block returns
+
+
+def _left_if_stopped(
+    out: Path | None, replaced: Path | None, *, to_stdout: bool
+) -> Callable[[], str]:
+    """What a repair stopped by Ctrl-C or SIGTERM leaves, said after the stop's word:
+    taken before the repair, told when it stops (``: nothing written (OUT not made)``,
+    ``: FILE unchanged``, ``: nothing written``). ``""`` when it cannot be said: part of
+    the repair may have gone to standard output, or ``--out FILE`` / ``--in-place`` was
+    done before the stop."""
+    if to_stdout:
+        return lambda: ""
+    if out is not None:
+        existed = os.path.lexists(out)
+        return lambda: (
+            "" if existed or os.path.lexists(out) else f": nothing written ({out} not made)"
+        )
+    if replaced is not None:
+        try:
+            before = _stamp(replaced)
+        except OSError:
+            return lambda: ""
+        return lambda: f": {replaced} unchanged" if _stamp_or_none(replaced) == before else ""
+    return lambda: ": nothing written"
+
+
+def _stamp_or_none(path: Path) -> tuple[int, ...] | None:
+    try:
+        return _stamp(path)
+    except OSError:
+        return None
 
 
 @contextmanager
@@ -1304,18 +1382,16 @@ def _print_next(step: NextStep, output: _Output, repaired: Path | None) -> None:
             markup=False,
         )
     else:
-        first = (
-            "first move the file that is there now aside (it is the session before the "
-            "repair), then run"
-            if step.exists
-            else "run"
-        )
+        aside = step.aside()
+        first = "run" if aside is None else f"moving the session before it aside to {aside}, run"
         say(
             _printable(f"{reads}. To put the repair there, {first}: {step.copy_command(repaired)}"),
             markup=False,
         )
     for command in step.commands:
         say(_printable(f"  resume with: {command}"), markup=False)
+    if step.note is not None:
+        say(_printable(f"  note: {step.note}"), markup=False)
     missing = step.missing_cwd()
     if missing is not None:
         say(_printable(f"  note: {missing}"), markup=False)
@@ -1383,9 +1459,10 @@ def _repair_streamed(
         else:
             import tempfile  # noqa: PLC0415 - only for a repair written nowhere
 
-            temporary = stack.enter_context(
-                tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
-            )
+            with _copy_errors():
+                temporary = stack.enter_context(
+                    tempfile.NamedTemporaryFile(prefix="agc-resume-", suffix=".jsonl")
+                )
             handle, path = temporary, Path(temporary.name)
         sink = _Sink(handle, out, output.source if output.in_place else None)
 

@@ -21,7 +21,11 @@ After a repair, the user needs two facts that live in each client's own conventi
   ``gemini --resume <session id>`` run in that directory.
 
 When the session's file is already where the client keeps it (found by its session id),
-that path is the answer; otherwise the path is built by the rules above. When neither
+that path is the answer; otherwise the path is built by the rules above. A Claude Code
+file found in a project folder other than the one its working directory names (the
+project was moved) is resumed from a directory that names that folder when one is known
+(:func:`_claude_project_dir`); else the step is the working directory's folder, and
+:attr:`NextStep.note` says where the other file is. When neither
 can be done (no client's session file, no session id, the client's folder not found),
 :func:`find_next_step` says why.
 """
@@ -60,6 +64,9 @@ class NextStep:
         exists: whether a file is at ``path`` now (the session the client knows).
         cwd: the working directory the session ran in, when the file says.
         commands: the exact shell commands that resume it, most common first.
+        note: what else the user must know to resume it, in words (a file of the
+            session kept under another project folder than its working directory's),
+            else ``None``.
     """
 
     client: Literal["claude-code", "codex", "gemini"]
@@ -68,6 +75,7 @@ class NextStep:
     exists: bool
     cwd: str | None
     commands: tuple[str, ...]
+    note: str | None = None
 
     @property
     def keyed_by_cwd(self) -> bool:
@@ -97,10 +105,28 @@ class NextStep:
             "folder instead"
         )
 
+    def aside(self) -> Path | None:
+        """Where :meth:`copy_command` moves the file at ``path`` now (the session before
+        the repair): ``<path>.before-repair``, or ``.before-repair-2``, ``-3`` … when
+        that is taken; ``None`` when no file is at ``path``."""
+        if not self.path.exists():
+            return None
+        aside = self.path.with_name(f"{self.path.name}.before-repair")
+        number = 1
+        while aside.exists() or aside.is_symlink():
+            number += 1
+            aside = self.path.with_name(f"{self.path.name}.before-repair-{number}")
+        return aside
+
     def copy_command(self, repaired: Path) -> str:
-        """The shell command that puts ``repaired`` where the client reads the session,
-        creating the client's folder first when it does not exist."""
-        copy = f"cp -- {shlex.quote(str(repaired))} {shlex.quote(str(self.path))}"
+        """The shell command that puts ``repaired`` where the client reads the session:
+        led by the ``mv`` of the file there now to :meth:`aside` when there is one, or by
+        the ``mkdir -p`` of the client's folder when it does not exist."""
+        target = shlex.quote(str(self.path))
+        copy = f"cp -- {shlex.quote(str(repaired))} {target}"
+        aside = self.aside()
+        if aside is not None:
+            return f"mv -- {target} {shlex.quote(str(aside))} && {copy}"
         if self.path.parent.is_dir():
             return copy
         return f"mkdir -p -- {shlex.quote(str(self.path.parent))} && {copy}"
@@ -114,6 +140,7 @@ class NextStep:
             "exists": self.exists,
             "cwd": self.cwd,
             "commands": list(self.commands),
+            "note": self.note,
         }
 
 
@@ -164,16 +191,7 @@ def find_next_step(history: History, env: Mapping[str, str] | None = None) -> Ne
     if history.format == "claude-code":
         cwd = next((r["cwd"] for r in first if isinstance(r.get("cwd"), str)), None)
         config = Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-        found = _find(config / "projects", f"*/{glob.escape(session)}.jsonl")
-        if found is None and cwd is None:
-            return NoNextStep(
-                f"no file of session {session} is under {config / 'projects'}, and the "
-                "session file names no working directory to name its project folder"
-            )
-        path = found or config / "projects" / _NOT_ALNUM.sub("-", cwd or "") / f"{session}.jsonl"
-        resume = f"claude --resume {shlex.quote(session)}"
-        command = f"cd {shlex.quote(cwd)} && {resume}" if cwd else resume
-        return NextStep("claude-code", session, path, path.exists(), cwd, (command,))
+        return _claude_step(session, cwd, config / "projects")
     if history.format == "codex-rollout":
         line: dict[str, Any] = next((r for r in first if r.get("type") == "session_meta"), {})
         payload = line.get("payload")
@@ -195,6 +213,86 @@ def find_next_step(history: History, env: Mapping[str, str] | None = None) -> Ne
         commands = (f"codex resume {quoted}", f"codex exec resume {quoted} 'continue'")
         return NextStep("codex", session, path, path.exists(), cwd, commands)
     return _gemini_step(session, first, Path(env.get("GEMINI_CLI_HOME") or home))
+
+
+def _claude_step(session: str, cwd: str | None, projects: Path) -> NextStep | NoNextStep:
+    """Claude Code's step: the file of ``session`` under ``projects`` (its working
+    directory's folder first), resumed from a directory whose encoded name is the folder
+    it is in."""
+    name = f"{session}.jsonl"
+    own = projects / _NOT_ALNUM.sub("-", cwd) / name if cwd else None
+    found = own if own is not None and own.is_file() else _find(projects, f"*/{glob.escape(name)}")
+    if found is None and own is None:
+        return NoNextStep(
+            f"no file of session {session} is under {projects}, and the session file "
+            "names no working directory to name its project folder"
+        )
+    path, note = found or own, None
+    if found is not None and own is not None and found != own:
+        moved = _claude_project_dir(found.parent)
+        if moved is not None:
+            note = (
+                f"the session ran in {cwd}, but its file is kept under {found.parent}, the "
+                f"project folder of {moved}: Claude Code finds it when run from there"
+            )
+            cwd = moved
+        else:
+            note = (
+                f"a file of this session is kept under {found.parent}, another project "
+                f"folder than that of the directory the session ran in ({cwd}), and no "
+                "directory it is named for is known: Claude Code, which reads the folder "
+                f"named by the directory it runs in, does not find it there from {cwd}, so "
+                f"this step puts the session in {own.parent}"
+            )
+            path = own
+    assert path is not None  # found, or own when found is None
+    resume = f"claude --resume {shlex.quote(session)}"
+    command = f"cd {shlex.quote(cwd)} && {resume}" if cwd else resume
+    return NextStep("claude-code", session, path, path.exists(), cwd, (command,), note)
+
+
+_PEEK_FILES: Final = 64  # session files of a project folder read for a cwd naming it
+
+
+def _claude_project_dir(folder: Path) -> str | None:
+    """A directory whose Claude Code project folder is ``folder`` (the directory with every
+    character other than ``A-Z a-z 0-9`` written ``-``), or ``None`` when none is known.
+
+    The encoding loses characters, so it is not undone: the candidates are the first
+    ``cwd`` recorded in each of up to 64 session files in ``folder`` (sorted), then the
+    folder's name with every ``-`` read ``/``; of those whose encoding is the folder's
+    name, the first that is a directory on this machine, else the first recorded one."""
+    wanted = folder.name
+    try:
+        files = sorted(folder.glob("*.jsonl"))[:_PEEK_FILES]
+    except OSError:
+        files = []
+    recorded = [cwd for cwd in map(_recorded_cwd, files) if cwd is not None]
+    fitting = [cwd for cwd in recorded if _NOT_ALNUM.sub("-", cwd) == wanted]
+    naive = wanted.replace("-", "/")
+    for candidate in [*fitting, naive]:
+        if _NOT_ALNUM.sub("-", candidate) == wanted and Path(candidate).is_dir():
+            return candidate
+    return next(iter(fitting), None)
+
+
+def _recorded_cwd(file: Path) -> str | None:
+    """The first ``cwd`` on the first lines of a Claude Code session file, if any (``None``
+    too when it cannot be read)."""
+    import json  # noqa: PLC0415 - only for a session kept under another project folder
+
+    try:
+        with file.open("rb") as handle:
+            for _, line in zip(range(_SCAN_RECORDS), handle, strict=False):
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("cwd"), str):
+                    return str(record["cwd"])
+    except OSError:
+        return None
+    return None
 
 
 def _gemini_step(session: str, first: list[dict[str, Any]], home: Path) -> NextStep | NoNextStep:

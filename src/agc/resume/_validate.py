@@ -444,21 +444,31 @@ def _count(settled: Settled | None) -> int:
     return settled.messages if settled is not None else 0
 
 
-_Found: TypeAlias = tuple[int, HistoryFindingCode, Message, "str | None", str]
+_Found: TypeAlias = tuple[int, HistoryFindingCode, Message, "str | None", str, "int | None"]
 """A broken rule found, before its finding is made (:func:`_made`): ``(message index,
 code, message, call id, text)``. A long history can break one rule per call; a check
 in parts makes only the findings its tally holds (:func:`tally_messages`)."""
 
 
 def _finding(
-    code: HistoryFindingCode, index: int, message: Message, call_id: str | None, text: str
+    code: HistoryFindingCode,
+    index: int,
+    message: Message,
+    call_id: str | None,
+    text: str,
+    record: int | None = None,
 ) -> _Found:
-    return (index, code, message, call_id, text)
+    """A broken rule found in ``messages[index]``; ``record``: the record (0-based) of
+    the block it is about when the call id does not tell it (a second result of a call:
+    the first one's record is the one the call id would name)."""
+    return (index, code, message, call_id, text, record)
 
 
 def _made(found: _Found) -> HistoryFinding:
     """The finding of a broken rule found."""
-    index, code, message, call_id, text = found
+    index, code, message, call_id, text, record = found
+    if record is not None:
+        return Finding(code, text, message_index=index, record=record, call_id=call_id)
     # A message read from several native records (consecutive lines of one role) is
     # located by the record of the block the finding names, else by its first record.
     record = message.origin
@@ -634,6 +644,7 @@ def _check_gemini(
                         message,
                         block.call_id,
                         f"contents[{index}]: {_GEMINI_COUNT} A second response to {block.call_id}.",
+                        block.origin,
                     )
                 )
             seen.add(block.call_id)
@@ -763,6 +774,7 @@ def _check_anthropic(
                         block.call_id,
                         f"messages.{index}.content.{position}: more than one `tool_result` for "
                         f"`tool_use` id {block.call_id}.",
+                        block.origin,
                     )
                 )
             seen.add(block.call_id)

@@ -142,6 +142,28 @@ def test_real_session_file_sends_each_response_twice_and_check_says_so() -> None
     assert all(GEMINI_COUNT in f.message for f in report.findings)
 
 
+def test_real_session_file_duplicates_are_told_at_the_second_response_with_the_tools_name() -> None:
+    # Each result is on a model line's toolCalls (kept) and again on the user line after
+    # it (removed): the finding and the change both name the user line, and the call's
+    # tool name is known.
+    data = REAL.read_bytes()
+    lines = data.decode().splitlines()
+    second = [
+        number
+        for number, line in enumerate(lines)
+        if '"type": "user"' in line and "functionResponse" in line
+    ]
+    assert len(second) == 2
+    report = check_loaded(load_history(data, source=REAL.name))
+    assert [f.record for f in report.findings] == second
+    result = repair_loaded(load_history(data, source=REAL.name), strategy="strip")
+    changes = result.report.changes
+    assert [(c.action, c.record) for c in changes] == [
+        ("dropped-duplicate-result", n) for n in second
+    ]
+    assert [c.tool_name for c in changes] == ["run_shell_command"] * 2
+
+
 @pytest.mark.parametrize("strategy", ["strip", "synthesize"])
 def test_real_session_file_repaired_keeps_each_result_once(strategy: Strategy) -> None:
     data = REAL.read_bytes()
