@@ -1628,12 +1628,14 @@ class _Repairer:
     def _drop_result(
         self, result: Block, index: int, action: str, reason: str, answers: Block | None = None
     ) -> None:
-        """Drop ``result``; its change carries the key and the tool name of the call it
-        ``answers`` (a call reusing an id: that call's own key), else the key of the id's
-        first call and the name the result gives, if any."""
+        """Drop ``result``; its change carries the key of the call it ``answers`` (a call
+        reusing an id: that call's own key), else of the id's first call, and the tool
+        name the result gives, if any (a Gemini ``functionResponse`` names its tool; the
+        call's name is not looked up: the call may be one a repair in runs let go of)."""
         self.dropped_results.add(id(result))
-        name = answers.name if answers is not None else result.name
-        named = Block("result", None, call_id=result.call_id, name=name, origin=result.origin)
+        named = Block(
+            "result", None, call_id=result.call_id, name=result.name, origin=result.origin
+        )
         self._note(action, index, reason, named, key_of=answers)
 
     def _in_place(self, call: Block, result_index: int) -> bool:
