@@ -205,6 +205,38 @@ def test_property_a_rollout_is_never_cut_between_a_call_and_its_answer_held(
     assert not let_go_open & answered_after
 
 
+@pytest.mark.parametrize("stale", [0, 1, 3])
+@pytest.mark.parametrize("settle", [1, 2, 4])
+def test_reasoning_nothing_follows_let_go_of_is_reported_from_its_line(
+    settle: int, stale: int, tmp_path: Path
+) -> None:
+    # The finding of a reasoning item let go of names its item from the line it was
+    # read from: that line must still be readable then (it was read past the lines the
+    # read knew of: an IndexError, exit 4).
+    def line(payload: dict[str, Any]) -> str:
+        return json.dumps({"timestamp": "t", "type": "response_item", "payload": payload})
+
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    lines = [
+        json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}),
+        line({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}),
+        line({"type": "function_call_output", "call_id": "c4", "output": "o"}),
+        line({"type": "function_call_output", "call_id": "c4", "output": "o"}),
+        *[line(user)] * 8,
+        line({"type": "function_call", "name": "sh", "arguments": "{}", "call_id": "c3"}),
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(text + "\n" for text in lines))
+    with mock.patch.object(stream, "_STALE", stale):
+        checked = _checked_as_whole(path, settle, None)
+    assert checked is not None
+    findings = check_loaded(checked).findings
+    reasoning = [f for f in findings if f.code == "reasoning-without-following"]
+    assert [f.message for f in reasoning] == [
+        "Item 'rs_1' of type 'reasoning' was provided without its required following item."
+    ]
+
+
 def test_a_later_result_for_a_call_let_go_of_falls_back_to_the_whole_read(
     tmp_path: Path,
 ) -> None:

@@ -710,6 +710,8 @@ class _Settler:
         part = messages[:cut]
         self._reach_back(part)
         settled = self.settled
+        if self.refs is not None:  # the lines read so far: a finding may read a raw
+            self.refs._count = len(self.refs._file)
         report = check_messages(part, self.format, settled=settled)
         if report.findings:
             if settled.tallies is None:
@@ -722,8 +724,6 @@ class _Settler:
                     if finding.code == "tool-call-unanswered" and finding.call_id is not None
                 )
         if self.plan is not None:
-            if self.refs is not None:  # the lines read so far, read again for the part
-                self.refs._count = len(self.refs._file)
             records: Sequence[Any] = self.refs if self.refs is not None else ()
             self.plan.part(part, settled, self.session(), self.format, records)
         # Each id once: an id used again is a member already (a duplicate-call-id
@@ -1114,9 +1114,10 @@ def _scan(
                                 # A repair's report holds every finding of its input.
                                 keep=keep if plan is None else None,
                             )
+                            if settler.loose:
+                                settler.refs = refs  # what the raws of a part let go of read
                             if settler.loose and plan is not None and chosen in _PLANNED:
                                 settler.plan = plan
-                                settler.refs = refs
                                 settler.session = _session_of(reader)
                             if start is not None and not isinstance(reader, gemini_chat.LineReader):
                                 settler.resume(reader.messages, start.settled)
