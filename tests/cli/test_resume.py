@@ -18,8 +18,15 @@ import pytest
 
 from agc._core.json import MAX_DEPTH
 from agc.cli.app import main
+from agc.errors import InputError
 from agc.exitcodes import ExitCode
-from agc.resume import SessionSnapshot, ToolCallState, check_history, save_snapshot
+from agc.resume import (
+    SessionSnapshot,
+    ToolCallState,
+    check_history,
+    load_history,
+    save_snapshot,
+)
 from tests.conftest import REAL_FIXTURES, require_shared, run_agc_to_a_gone_reader
 
 PENDING: list[dict[str, Any]] = [
@@ -483,6 +490,43 @@ def test_repair_of_a_call_with_arguments_as_deep_as_json_allows(
     assert [c["action"] for c in report["changes"]] == ["stripped", "dropped-empty-message"]
     assert main(["resume", str(source)]) == ExitCode.FINDINGS
     assert "stripped t r" in capsys.readouterr().out
+
+
+def _claude_line(role: str, content: list[Any], uuid: str, parent: str | None) -> str:
+    message = {"role": role, "content": content}
+    line = {"parentUuid": parent, "sessionId": "s", "type": role, "message": message}
+    return json.dumps({**line, "uuid": uuid}, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("args", [["--check"], ["--strategy", "strip", "--out", "fixed"]])
+@pytest.mark.parametrize("answered", [False, True])
+def test_a_session_line_nested_deeper_than_agc_reads_is_refused_not_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], answered: bool
+) -> None:
+    """A line that is JSON too deep for agc's reader but not for the client's (JSON.parse
+    reads it): taken as an unread line, its unanswered call was judged valid, or its
+    answered call's result dropped as an orphan. No verdict is given instead."""
+    deep = "[" * (MAX_DEPTH + 88) + "]" * (MAX_DEPTH + 88)
+    use = {"type": "tool_use", "id": "t1", "name": "B", "input": {"k": "DEEP"}}
+    lines = [
+        _claude_line("user", [{"type": "text", "text": "go"}], "a", None),
+        _claude_line("assistant", [use], "b", "a").replace('"DEEP"', deep),
+    ]
+    if answered:
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": "x"}
+        lines += [
+            _claude_line("user", [result], "c", "b"),
+            _claude_line("assistant", [{"type": "text", "text": "done"}], "d", "c"),
+        ]
+    source = tmp_path / "session.jsonl"
+    source.write_text("".join(line + "\n" for line in lines))
+    argv = ["resume", str(source), *[str(tmp_path / a) if a == "fixed" else a for a in args]]
+    assert main(argv) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"{source}: line 2 is JSON nested deeper than {MAX_DEPTH} levels" in err
+    assert not (tmp_path / "fixed").exists()
+    with pytest.raises(InputError, match="line 2 is JSON nested deeper"):
+        load_history(source.read_bytes(), source=str(source))
 
 
 def _many_unanswered(path: Path, count: int) -> Path:

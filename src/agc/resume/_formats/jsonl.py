@@ -13,23 +13,23 @@ from typing import Any
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 
-__all__ = ["dump_line", "join_lines", "parse_jsonl", "source_lines"]
+__all__ = ["dump_line", "join_lines", "parse_jsonl", "parse_session_line", "source_lines"]
 
 
 def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool]:
     """Split JSONL bytes into ``(records, lines, final_newline)``.
 
     ``records[i]`` is line ``i`` parsed as JSON, or the line's text when it is not JSON
-    under agc's rule (:mod:`agc._core.json`: NaN, Infinity, a duplicate key or nesting
-    too deep count as not JSON; a lone surrogate escape is kept). Blank lines are kept
-    as empty strings.
+    under agc's rule (:func:`parse_session_line`). Blank lines are kept as empty
+    strings.
 
     A file that ends in the middle of a character (the last line cut by a crash inside
     a multi-byte UTF-8 sequence) is read with that partial character as U+FFFD: the last
     line is then torn (:mod:`.torn`), not the file refused.
 
     Raises:
-        InputError: the bytes are not UTF-8 (naming ``source`` and the line).
+        InputError: the bytes are not UTF-8, or a line is nested too deep (naming
+            ``source`` and the line).
     """
     try:
         text = data.decode("utf-8")
@@ -44,14 +44,34 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool
     if final_newline:
         lines.pop()
     # A CRLF line keeps its "\r" in `lines`, so it is written back byte for byte.
-    records: list[Any] = []
-    for raw in lines:
-        line = raw[:-1] if raw.endswith("\r") else raw
-        try:
-            records.append(strict_json.loads(line, allow_lone_surrogates=True))
-        except JsonInvalidError:
-            records.append(line)
+    records = [parse_session_line(raw, source, index) for index, raw in enumerate(lines)]
     return records, lines, final_newline
+
+
+def parse_session_line(text: str, source: str, index: int) -> Any:
+    """Line ``index`` (0-based) of the session file ``source``, its text without the
+    line break: its JSON value under agc's rule (:mod:`agc._core.json`; a ``\r`` before
+    the line break is whitespace; a lone surrogate escape is kept), else the text itself
+    (NaN, Infinity, a duplicate key, a torn or damaged line: a line no client reads as
+    a record either).
+
+    Raises:
+        InputError: the line is JSON nested deeper than agc reads
+            (:data:`agc._core.json.MAX_DEPTH`): a client's parser (JSON.parse, serde)
+            reads it, so its calls and results are part of what the client sends; agc
+            refuses to judge the file rather than take them as an unread line.
+    """
+    line = text[:-1] if text.endswith("\r") else text
+    try:
+        return strict_json.loads(line, allow_lone_surrogates=True)
+    except JsonInvalidError as exc:
+        if exc.problem == "depth":
+            raise InputError(
+                f"{source}: line {index + 1} is JSON {exc.message}: agc does not read it, "
+                "while the client does (its calls and results would go unjudged)",
+                hint="agc gives no verdict on a session it cannot read whole.",
+            ) from exc
+        return line
 
 
 def _cut_in_a_character(data: bytes, exc: UnicodeDecodeError) -> bool:

@@ -37,6 +37,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Protocol, overload
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 from agc.resume._formats import claude_code, codex_rollout, gemini_chat
+from agc.resume._formats.jsonl import parse_session_line
 from agc.resume._formats.model import (
     Block,
     CallIdSet,
@@ -1079,7 +1080,7 @@ def _scan(
                         records._last = text
                     if blank and text.strip():
                         blank = False
-                    record = _parse(text)
+                    record = parse_session_line(text, source, index)
                 else:
                     blank = False
                 if not decided and (
