@@ -9,10 +9,11 @@ import shlex
 import stat
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
 from functools import partial
+from itertools import chain, islice
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, Final, NamedTuple
 
@@ -516,44 +517,86 @@ def _print_more(total: int, limit: int, noun: str) -> None:
         )
 
 
-def _unread_lines(history: History) -> list[str]:
+class _Chained:
+    """The items of each of ``parts`` in turn, read again from them each time it is
+    iterated (a re-iterable :func:`itertools.chain`)."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, *parts: Iterable[str]) -> None:
+        self._parts = parts
+
+    def __iter__(self) -> Iterator[str]:
+        return chain.from_iterable(self._parts)
+
+
+class _UnreadLines:
     """One sentence per line of a Claude Code or Codex session file that is not a JSON
     object (a corrupt line, JSON of another type), the torn last line aside (a finding
-    of its own): no message is read from it and a repair copies it as it is."""
-    if history.lines is None:
-        return []
-    said: list[str] = []
-    for index in history.unread:
-        if index == history.torn:
-            continue
-        try:
-            value = parse_json(history.lines[index], allow_lone_surrogates=True)
-        except JsonInvalidError:
-            what = "is not JSON"
-            if index == 0 and history.lines[0].startswith("\ufeff"):
-                what = (
-                    "is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF), "
-                    "which JSON parsers, the clients' too, do not skip (remove those 3 bytes)"
-                )
-        else:
-            kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(value))
+    of its own): no message is read from it and a repair copies it as it is.
+
+    Made as they are read (iterated, in order, any number of times) from the line
+    numbers the history holds (bounded however many): no sentence is kept, and a
+    line is read again only when its sentence is asked for."""
+
+    __slots__ = ("_history",)
+
+    def __init__(self, history: History) -> None:
+        self._history = history
+
+    def __len__(self) -> int:
+        history = self._history
+        if history.lines is None:
+            return 0
+        unread = history.unread
+        count = len(unread)
+        if count and history.torn is not None and unread[-1] == history.torn:
+            count -= 1  # in order: the torn last line can only be the last
+        return count
+
+    def __iter__(self) -> Iterator[str]:
+        history = self._history
+        lines = history.lines
+        if lines is None:
+            return
+        for index in history.unread:
+            if index == history.torn:
+                continue
+            yield _unread_sentence(lines, index)
+
+    def first(self, limit: int) -> list[str]:
+        """The first ``limit`` sentences (only those are made)."""
+        return list(islice(self, max(limit, 0)))
+
+
+def _unread_sentence(lines: Sequence[Any], index: int) -> str:
+    """The sentence of line ``index`` (0-based) of ``lines``, not a JSON object."""
+    try:
+        value = parse_json(lines[index], allow_lone_surrogates=True)
+    except JsonInvalidError:
+        what = "is not JSON"
+        if index == 0 and lines[0].startswith("\ufeff"):
             what = (
-                f"is JSON but not an object ({kind or 'a number' if value is not None else 'null'})"
+                "is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF), "
+                "which JSON parsers, the clients' too, do not skip (remove those 3 bytes)"
             )
-        said.append(f"line {index + 1} {what}: agc reads no message from it and copies it as it is")
-    return said
+    else:
+        kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(value))
+        what = f"is JSON but not an object ({kind or 'a number' if value is not None else 'null'})"
+    return f"line {index + 1} {what}: agc reads no message from it and copies it as it is"
 
 
-def _print_unread(unread: list[str], limit: int) -> None:
+def _print_unread(unread: _UnreadLines, limit: int) -> None:
     """The lines that are not JSON objects on stderr: their count, then the first
-    ``limit``."""
-    if not unread:
+    ``limit`` (the only ones described)."""
+    total = len(unread)
+    if not total:
         return
     _print_capped(
-        f"warning: {counted(len(unread), 'line')} of the session file not a JSON object; "
+        f"warning: {counted(total, 'line')} of the session file not a JSON object; "
         "no message is read from them, and a repair copies them as they are:",
-        unread[:limit],
-        len(unread),
+        unread.first(limit),
+        total,
     )
 
 
@@ -1100,14 +1143,19 @@ def _check(
     the repair: ``--out``, or for a ``file`` that is no snapshot ``--in-place`` too."""
     report = _resume.check_loaded(history, keep=None if as_json else limit)
     warnings = _resume.pending_warnings(history.messages, state)
-    unread = _unread_lines(history)
+    unread = _UnreadLines(history)
     if as_json:
         emit_json(
             {
                 **report.to_streamed(),
                 "source": target,
                 "tool_call_state": state.to_dict() if state is not None else None,
-                "warnings": [*warnings, *unread],
+                # the sentences of unread lines are ASCII: a lone surrogate only in `warnings`
+                "warnings": JsonItems(
+                    _Chained(warnings, unread),
+                    str,
+                    escapes=None if any(not text.isascii() for text in warnings) else False,
+                ),
             }
         )
     else:
@@ -1257,7 +1305,7 @@ def _repair(
                 "captured_run": None if captured is None else captured.to_dict(),
                 "report": report.to_streamed(),
                 "removed_calls": JsonItems(_RemovedCalls(report), _resume.Change.to_dict),
-                "warnings": _unread_lines(history),
+                "warnings": JsonItems(_UnreadLines(history), str, escapes=False),
             }
         )
         return _repair_exit(report, output, backup)
@@ -1273,7 +1321,7 @@ def _repair(
     else:
         _report().print("no change needed", markup=False)
     _print_warnings(report.notices)
-    _print_unread(_unread_lines(history), limit)
+    _print_unread(_UnreadLines(history), limit)
     _print_removed(report, limit)
     say = err_console.print
     if out is not None:

@@ -119,7 +119,7 @@ def read(records: Sequence[Any]) -> History:
         reader.messages,
         list(records),
         skipped=list(reader.skipped),
-        unread=list(reader.unread),
+        unread=reader.unread,
         session_id=reader.session_id,
     )
 

@@ -107,7 +107,7 @@ def read(records: Sequence[Any]) -> History:
         reader.messages,
         list(records),
         skipped=skipped,
-        unread=list(reader.unread),
+        unread=reader.unread,
         notes=reader.notes(),
         session_id=reader.session_id,
     )
