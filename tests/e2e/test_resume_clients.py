@@ -511,7 +511,9 @@ def test_gemini_one_key_per_call_from_its_file_its_run_and_a_snapshot(
 
     def keys(*argv: str) -> dict[tuple[str, str], str]:
         done = agc("agc", "resume", *argv, "--strategy", "synthesize", "--json")
-        assert done.returncode == 0, done.stderr.decode()
+        # Exit 1: the client's file, as it is, is one the API rejects (each result is
+        # recorded twice), and the repair is written nowhere.
+        assert done.returncode == 1, done.stderr.decode()
         changes = _json(done)["report"]["changes"]
         return {(c["action"], c["call_id"]): c["idempotency_key"] for c in changes}
 
