@@ -13,7 +13,14 @@ from typing import Any
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 
-__all__ = ["dump_line", "join_lines", "parse_jsonl", "parse_session_line", "source_lines"]
+__all__ = [
+    "dump_line",
+    "join_lines",
+    "line_value",
+    "parse_jsonl",
+    "parse_session_line",
+    "source_lines",
+]
 
 
 def parse_jsonl(data: bytes, *, source: str) -> tuple[list[Any], list[str], bool]:
@@ -61,9 +68,8 @@ def parse_session_line(text: str, source: str, index: int) -> Any:
             reads it, so its calls and results are part of what the client sends; agc
             refuses to judge the file rather than take them as an unread line.
     """
-    line = text[:-1] if text.endswith("\r") else text
     try:
-        return strict_json.loads(line, allow_lone_surrogates=True)
+        return line_value(text)
     except JsonInvalidError as exc:
         if exc.problem == "depth":
             raise InputError(
@@ -71,7 +77,18 @@ def parse_session_line(text: str, source: str, index: int) -> Any:
                 "while the client does (its calls and results would go unjudged)",
                 hint="agc gives no verdict on a session it cannot read whole.",
             ) from exc
-        return line
+        return text[:-1] if text.endswith("\r") else text
+
+
+def line_value(text: str) -> Any:
+    """A line's text (without its line break) as JSON under agc's rule: a ``\r`` before
+    the line break is whitespace, a lone surrogate escape is kept.
+
+    Raises:
+        JsonInvalidError: not JSON under the rule (``problem`` says why).
+    """
+    line = text[:-1] if text.endswith("\r") else text
+    return strict_json.loads(line, allow_lone_surrogates=True)
 
 
 def _cut_in_a_character(data: bytes, exc: UnicodeDecodeError) -> bool:

@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Protocol, overload
 from agc._core import json as strict_json
 from agc.errors import InputError, JsonInvalidError
 from agc.resume._formats import claude_code, codex_rollout, gemini_chat
-from agc.resume._formats.jsonl import parse_session_line
+from agc.resume._formats.jsonl import line_value, parse_session_line
 from agc.resume._formats.model import (
     Block,
     CallIdSet,
@@ -381,11 +381,11 @@ def parse_line(text: str) -> Any:
 
 
 def _parse(text: str) -> Any:
-    line = text[:-1] if text.endswith("\r") else text
+    """A line read again (the first read refused one nested too deep)."""
     try:
-        return strict_json.loads(line, allow_lone_surrogates=True)
+        return line_value(text)
     except JsonInvalidError:
-        return line
+        return text[:-1] if text.endswith("\r") else text
 
 
 def _loads(body: bytes) -> Any:
