@@ -23,10 +23,12 @@ from hypothesis import strategies as st
 
 import agc.resume._formats.model as model
 import agc.resume._formats.stream as stream
+import agc.resume._repair as repair_module
 from agc.errors import AgcError
 from agc.resume import (
     History,
     RepairReport,
+    ScanStart,
     Strategy,
     check_loaded,
     load_history,
@@ -34,6 +36,7 @@ from agc.resume import (
     repair_session,
     repair_streamed,
     scan_session,
+    scan_tail,
 )
 from tests.conftest import examples
 from tests.resume.test_repair import _claude_lines, _codex_lines
@@ -45,6 +48,8 @@ REACHES_INSIDE = {
     "agc.resume._formats.stream": "its _STALE (how long a call stays open before a check "
     "lets go of it) made small, so the fall back of a later result is reached; the point "
     "_loose_point chooses, against the calls and answers on either side of it",
+    "agc.resume._repair": "the messages its repair pass (_Repairer.run_noted) is given "
+    "counted: a run that breaks no rule is not given to it",
 }
 
 
@@ -262,7 +267,9 @@ def test_call_ids_used_again_are_checked_in_parts(tmp_path: Path) -> None:
     assert counts == {"duplicate-call-id": 100, "duplicate-tool-result": 100}
 
 
-def _repaired_as_whole(path: Path, settle: int, strategy: Strategy, out: Path) -> bool:
+def _repaired_as_whole(
+    path: Path, settle: int, strategy: Strategy, out: Path, starts: list[int] | None = None
+) -> bool:
     """Assert that the repair of ``path`` decided as a check reads it (``repair_session``,
     then ``repair_streamed`` when it hands the history back) writes the bytes and the
     report of the whole read's repair; whether the runs decided it (no fall back)."""
@@ -274,21 +281,41 @@ def _repaired_as_whole(path: Path, settle: int, strategy: Strategy, out: Path) -
             _repair_in_runs(path, settle, strategy, sink, out)
         return False
     with out.open("wb+") as sink:
-        report, planned = _repair_in_runs(path, settle, strategy, sink, out)
+        report, planned = _repair_in_runs(path, settle, strategy, sink, out, starts)
     assert out.read_bytes() == expected.data
     assert report.to_dict() == expected.report.to_dict()
     return planned
 
 
 def _repair_in_runs(
-    path: Path, settle: int, strategy: Strategy, sink: Any, out: Path
+    path: Path,
+    settle: int,
+    strategy: Strategy,
+    sink: Any,
+    out: Path,
+    starts: list[int] | None = None,
 ) -> tuple[RepairReport, bool]:
+    """Repair ``path`` in runs as ``agc resume`` does, its output read back whole or
+    from a line on (each line it was read from added to ``starts``)."""
+
     def read_back() -> History:
         sink.flush()
         return scan_session(out, source="out", format=None, settle=settle, checked=True)
 
+    def read_tail(start: ScanStart) -> History:
+        sink.flush()
+        if starts is not None:
+            starts.append(start.line)
+        return scan_tail(out, start, source="out", format=start.format, settle=settle)
+
     history, report = repair_session(
-        path, sink, read_back, source=str(path), strategy=strategy, settle=settle
+        path,
+        sink,
+        read_back,
+        read_tail=read_tail,
+        source=str(path),
+        strategy=strategy,
+        settle=settle,
     )
     if report is not None:
         return report, True
@@ -328,6 +355,73 @@ def test_a_rollout_interrupted_early_is_repaired_in_runs(
     path.write_bytes(_rollout(200, early=True))
     with mock.patch.object(stream, "_STALE", 8):
         assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
+
+
+@pytest.mark.parametrize("claude", [False, True])
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_repair_of_the_last_run_only_is_read_back_from_that_run(
+    claude: bool, strategy: Strategy, tmp_path: Path
+) -> None:
+    # The usual crash: every turn answered but the last call. The runs before it were
+    # written as they were read and broke no rule: only the rest is read back.
+    events: list[tuple[Any, ...]] = []
+    for turn in range(200):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    events += [("user", "go"), ("assistant", "", [("last", True)], False)]
+    path = tmp_path / "session.jsonl"
+    data = _claude_lines(events, False, False) if claude else _codex_lines(events, False)
+    path.write_bytes(data)
+    starts: list[int] = []
+    assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl", starts)
+    assert len(starts) == 1
+    assert data.count(b"\n") - 64 < starts[0] < data.count(b"\n")
+
+
+@pytest.mark.parametrize("claude", [False, True])
+def test_a_run_that_breaks_no_rule_is_not_repaired_again(claude: bool, tmp_path: Path) -> None:
+    # The check of a run found nothing: the repair keeps it as it is without its own
+    # pass over it (only the last run, with the call in flight, is repaired).
+    events: list[tuple[Any, ...]] = []
+    for turn in range(200):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    events += [("user", "go"), ("assistant", "", [("last", True)], False)]
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_claude_lines(events, False, False) if claude else _codex_lines(events, False))
+    repaired: list[int] = []
+    run_noted = repair_module._Repairer.run_noted
+
+    def counted(self: Any) -> Any:
+        repaired.append(len(self.view))
+        return run_noted(self)
+
+    with mock.patch.object(repair_module._Repairer, "run_noted", counted):
+        assert _repaired_as_whole(path, 16, "synthesize", tmp_path / "out.jsonl")
+    # The whole read's repair (the expected bytes) takes every message at once.
+    whole = max(repaired)
+    assert whole >= 800
+    assert sum(repaired) - whole < 64
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_repair_that_changes_an_early_run_is_read_back_whole(
+    strategy: Strategy, tmp_path: Path
+) -> None:
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(_rollout(200, early=True))
+    starts: list[int] = []
+    with mock.patch.object(stream, "_STALE", 8):
+        assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl", starts)
+    assert starts == []
 
 
 def test_a_tool_use_outside_an_assistant_message_is_no_call_let_go_of(tmp_path: Path) -> None:

@@ -1530,7 +1530,7 @@ def _repair_streamed(
                 path,
                 start,
                 source="repaired history",
-                format=read[0].format,
+                format=start.format,
                 settle=_resume.SETTLE_MESSAGES,
             )
 
@@ -1547,6 +1547,7 @@ def _repair_streamed(
                         source,
                         sink,
                         read_back,
+                        read_tail=read_tail,
                         source=name,
                         format=wanted,
                         strategy=strategy,

@@ -799,6 +799,11 @@ class _PartRepair:
         self.written = True
 
 
+def _ends_in_reasoning(view: list[Message], format: FormatName) -> bool:
+    """A Codex run whose last item is reasoning: what follows it is in the next run."""
+    return format == "codex-rollout" and bool(view) and view[-1].blocks[0].kind == "reasoning"
+
+
 _HAZARDS: Final = frozenset({"stripped", "synthesized"})
 """Changes whose call id, met again after their run, may be paired otherwise by the
 whole history's repair (a call answered late): the read then falls back
@@ -876,10 +881,13 @@ class _Planner:
         records: Sequence[Any] = (),
         *,
         last: bool = False,
+        clean: bool = False,
     ) -> None:
         """Decide the repair of a run of a history of ``format`` (``codex-rollout`` or
         ``claude-code``; ``records``: its parsed lines so far, read for the lines a
-        Claude Code repair drops; ``last``: the history's last run, nothing after it).
+        Claude Code repair drops; ``last``: the history's last run, nothing after it;
+        ``clean``: its check after the runs before found nothing, so its repair keeps
+        it as it is, unless reasoning items end it, which the run after decides).
 
         Raises:
             ReachBackError: the run's repair may not be the whole one's.
@@ -908,8 +916,14 @@ class _Planner:
             prior_counts=self.counts,
             open_end=not last,
         )
-        repaired, noted = repairer.run_noted()
-        decided = len(view) if repairer.open_from is None else repairer.open_from
+        if clean and not tail and not _ends_in_reasoning(view, format):
+            # A run that breaks no rule is its own repair (the repair of a valid
+            # history changes nothing): the repair's own pass is not needed.
+            repaired, noted = view, list[_Noted]()
+            decided = len(view)
+        else:
+            repaired, noted = repairer.run_noted()
+            decided = len(view) if repairer.open_from is None else repairer.open_from
         if decided < len(view) and any(
             id(call) not in repairer.dropped_calls
             for message in view[decided:]
@@ -982,11 +996,14 @@ def _repair_planned(
     *,
     source: str,
     settle: int,
+    read_tail: Callable[[ScanStart], History] | None = None,
 ) -> tuple[History, RepairReport | None]:
     """The repair of a Codex rollout whose runs ``planner`` decided as it was read
     (the messages ``history`` still holds are the last run): written in a second pass
     over the file, each line copied, dropped or followed by new items as decided; the
-    output then checked as :func:`repair_streamed` checks it. Returns the history read
+    output then checked as :func:`repair_streamed` checks it (from the last run on
+    with ``read_tail`` when the runs before were written as they were read and broke
+    no rule; else whole, ``read_back()``). Returns the history read
     again holding its messages and ``None`` when the last run reaches back to an
     earlier one, or the session's identity differs from the one the runs used."""
     from agc.resume._formats import claude_code, codex_rollout  # noqa: PLC0415 - loaded
@@ -1020,7 +1037,8 @@ def _repair_planned(
         lines = codex_rollout.write_plan(whole, planner.dropped, planner.inserted)
     elif rewritten:
         lines = claude_code.write_plan(whole, planner.lines)
-    _write_lines(lines, whole.lines, sink)
+    same = _write_lines(lines, whole.lines, sink)
+    start = tail_start(history, same) if read_tail is not None else None
     torn = _torn_change(history, planner.session, planner.counts)
     planner.restart()  # the plan is written: let go of it
     repair = _Repair(
@@ -1037,6 +1055,9 @@ def _repair_planned(
     )
     history.messages = []  # released before the output is read back
     whole.messages = []
+    if start is not None and read_tail is not None:
+        # The runs before the last were written as they were read and broke no rule.
+        return history, repair.report(check_loaded(read_tail(start)), changes)
     return history, repair.report(check_loaded(read_back()), changes)
 
 
@@ -1046,6 +1067,7 @@ def repair_session(
     sink: RewindableSink,
     read_back: Callable[[], History],
     *,
+    read_tail: Callable[[ScanStart], History] | None = None,
     source: str,
     format: FormatName | None = None,
     strategy: Strategy = "strip",
@@ -1065,7 +1087,10 @@ def repair_session(
     line written is replayed as the client replays it (a line written as it was read
     from what the read noted of it, a new line parsed), and each part's view checked;
     when one breaks a rule, ``read_back()`` reads the whole output again for the
-    report that refuses it.
+    report that refuses it. A Codex rollout or a Claude Code session is decided run by
+    run as it is read and written in a second pass; its output is read back whole
+    (``read_back()``), or from its first run that changed on (``read_tail``, as
+    :func:`repair_streamed` reads it) when the runs before it broke no rule.
 
     Returns:
         The history read (its last part, the parts before in ``History.settled``) and
@@ -1097,7 +1122,14 @@ def repair_session(
     )
     if planner.parts and history.format in {"codex-rollout", "claude-code"}:
         return _repair_planned(
-            history, planner, sink, read_back, Path(path), source=source, settle=settle
+            history,
+            planner,
+            sink,
+            read_back,
+            Path(path),
+            source=source,
+            settle=settle,
+            read_tail=read_tail,
         )
     if not parts.written or history.settled is None:
         if parts.written:

@@ -515,6 +515,7 @@ class ScanStart:
     line: int
     offset: int  # the byte where line ``line`` starts
     settled: Settled
+    format: FormatName  # the file's, told by the read of its first lines
 
 
 def tail_start(history: History, same: int) -> ScanStart | None:
@@ -522,15 +523,22 @@ def tail_start(history: History, same: int) -> ScanStart | None:
     read by :func:`scan_session` with ``settle``) can be read from: the first line of
     the messages held, when that line is among the ``same`` (so it starts the message
     it started there: a Claude Code line of the role of the message before would join
-    it) and earlier messages were let go of; else ``None`` (read the whole file)."""
+    it) and earlier messages were let go of breaking no rule; else ``None`` (read the
+    whole file). A check lets messages go whatever they break (``checked``): then
+    only when they broke none."""
     settled = history.settled
     records = history.records
-    if settled is None or not history.messages or not isinstance(records, LineSequence):
+    if (
+        settled is None
+        or settled.tallies is not None
+        or not history.messages
+        or not isinstance(records, LineSequence)
+    ):
         return None
     line = history.messages[0].origin
     if line is None or not 0 < line < same or records._file.base:
         return None
-    return ScanStart(line, records._file.start_of(line), settled)
+    return ScanStart(line, records._file.start_of(line), settled, history.format)
 
 
 @collector_paused
@@ -726,7 +734,9 @@ class _Settler:
                 )
         if self.plan is not None:
             records: Sequence[Any] = self.refs if self.refs is not None else ()
-            self.plan.part(part, settled, self.session(), self.format, records)
+            self.plan.part(
+                part, settled, self.session(), self.format, records, clean=not report.findings
+            )
         # Each id once: an id used again is a member already (a duplicate-call-id
         # finding at each of its uses here), and adding it at each use would make a
         # long run of one fingerprint in the table.
@@ -774,10 +784,13 @@ class Plan(Protocol):
         session_id: str | None,
         format: FormatName,
         records: Sequence[Any],
+        *,
+        clean: bool = False,
     ) -> None:
         """A run of messages of a history of ``format``, after ``settled`` (the runs
         before; their call ids not yet holding these ones'); ``session_id``: the
-        reader's so far; ``records``: the lines read so far, parsed. May raise
+        reader's so far; ``records``: the lines read so far, parsed; ``clean``: the
+        check of the run after ``settled`` found nothing. May raise
         :class:`ReachBackError`: the repair of the runs is not the whole one's."""
 
     def restart(self) -> None:
