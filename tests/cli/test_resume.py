@@ -28,6 +28,7 @@ from agc.resume import (
     save_snapshot,
 )
 from tests.conftest import REAL_FIXTURES, require_shared, run_agc_to_a_gone_reader
+from tests.resume.formats.test_gemini_chat import _session as gemini_session
 
 PENDING: list[dict[str, Any]] = [
     {"role": "user", "content": "hi"},
@@ -694,6 +695,39 @@ def test_out_dash_to_a_full_disk_is_exit_3_naming_standard_output(tmp_path: Path
     assert "error: standard output: the repaired history was not written whole" in done.stderr
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("where", ["out", "in-place"])
+def test_a_json_report_to_a_full_disk_says_what_the_repair_wrote(
+    where: str, tmp_path: Path
+) -> None:
+    source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
+    before = source.read_bytes()
+    fixed = tmp_path / "fixed.jsonl"
+    args = ["--out", str(fixed)] if where == "out" else ["--in-place"]
+    script = (
+        "import sys\nfrom agc.cli.app import main\n"
+        f"sys.exit(main(['resume', {str(source)!r}, '--json', *{args!r}]))\n"
+    )
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == ExitCode.UNREADABLE
+    assert "error: standard output: the report was not written whole" in done.stderr
+    written = fixed if where == "out" else source
+    assert main(["resume", str(written), "--check"]) == 0  # the repair stands
+    if where == "out":
+        assert f"the repaired history was written to {fixed}" in " ".join(done.stderr.split())
+    else:
+        (backup,) = [p for p in tmp_path.iterdir() if p.name not in {"rollout.jsonl"}]
+        assert backup.read_bytes() == before
+        assert f"(the original is in {backup})" in " ".join(done.stderr.split())
+
+
 def test_out_dash_with_json_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "history.json"
     source.write_text(json.dumps(PENDING))
@@ -890,15 +924,20 @@ def test_a_repair_written_nowhere_whose_temporary_copy_fails_names_tmpdir_and_ch
     assert source.read_bytes() == before
 
 
+@pytest.mark.parametrize("client", ["claude-code", "gemini-cli"])
 def test_a_session_file_starting_with_a_byte_order_mark_is_told_so(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    client: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Line 1 after the mark is JSON, but no JSON parser skips the mark: the line is
-    # unread, and the warning names the mark rather than just "not JSON".
+    # unread, and the warning names the mark rather than just "not JSON". (Gemini CLI
+    # skips a line it cannot parse, there its session's header.)
     source = tmp_path / "session.jsonl"
-    source.write_bytes(
-        b"\xef\xbb\xbf" + (GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes()
+    session = (
+        (GOLDEN_SESSIONS / "claude-code-in-flight.jsonl").read_bytes()
+        if client == "claude-code"
+        else gemini_session(["answered", "in-flight"], duplicate=False)
     )
+    source.write_bytes(b"\xef\xbb\xbf" + session)
     assert main(["resume", str(source), "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert "line 1 is not JSON: it starts with a UTF-8 byte-order mark (bytes EF BB BF)" in err

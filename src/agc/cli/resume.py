@@ -1293,7 +1293,7 @@ def _repair(
     if as_json:
         if captured is not None and backup is not None:  # said on stderr with --json too
             _print_captured(captured, source, backup)
-        emit_json(
+        document = (
             {
                 "schema_version": SCHEMA_VERSION,
                 "source": target,
@@ -1308,6 +1308,10 @@ def _repair(
                 "warnings": JsonItems(_UnreadLines(history), str, escapes=False),
             }
         )
+        try:
+            emit_json(document)
+        except OSError as exc:
+            raise _report_unwritten(exc, output, backup) from exc
         return _repair_exit(report, output, backup)
     _print_findings(history, report.before, limit)
     if report.changes:
@@ -1361,6 +1365,26 @@ _NOT_WRITTEN: Final = (
     "the file is sent as broken as it is"
 )
 """Why a repair written nowhere has no next step (``no_next_step`` in ``--json``)."""
+
+
+def _report_unwritten(exc: OSError, output: _Output, backup: Path | None) -> FileWriteError:
+    """The error of a report that standard output did not take whole (a full disk
+    behind it), saying what the repair wrote, which stands: the file ``--out`` names, or
+    the session file replaced (and its backup)."""
+    if output.out is not None:
+        done = f"the repaired history was written to {output.out}"
+    elif backup is not None:
+        done = f"{output.source} was repaired in place (the original is in {backup})"
+    else:
+        done = "nothing was written"
+    return FileWriteError(
+        f"standard output: the report was not written whole ({describe_os_error(exc)}); "
+        f"{done}",
+        path="-",
+        errno=exc.errno,
+        hint="free disk space behind standard output, or check the repair with "
+        "`agc resume FILE --check --json`",
+    )
 
 
 def _written(output: _Output, backup: Path | None) -> bool:

@@ -56,6 +56,7 @@ from agc.resume._formats.model import (
     Message,
     RawRef,
     SpilledFingerprints,
+    SpilledLines,
     resolve,
     texts,
 )
@@ -480,10 +481,12 @@ class LineReader:
         "rewinds",
         "seen",
         "session_id",
+        "unread",
     )
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
+        self.unread = SpilledLines()  # lines that are not JSON objects
         self.rewinds: set[str] = set()
         self.session_id: str | None = None
         self.id_hashes: array[int] = array("q")
@@ -531,6 +534,7 @@ class LineReader:
         if self.journal is not None:
             self.journal.append(record if _changes_map(record) else None)
         if not isinstance(record, dict):
+            self.unread.append(index)  # the client skips it too: a warning says so
             return
         entries = self.entries
         rewind = record.get("$rewindTo")
@@ -679,6 +683,7 @@ class LineReader:
             hash_base=self.hash_base,
             journal=journal,
             seen=self.seen,
+            unread=self.unread,
             **file,
         )
 
