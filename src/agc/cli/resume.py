@@ -1293,21 +1293,19 @@ def _repair(
     if as_json:
         if captured is not None and backup is not None:  # said on stderr with --json too
             _print_captured(captured, source, backup)
-        document = (
-            {
-                "schema_version": SCHEMA_VERSION,
-                "source": target,
-                "out": str(out) if out is not None else None,
-                "in_place": output.in_place,
-                "backup": str(backup) if backup is not None else None,
-                "next_step": step.to_dict() if step is not None else None,
-                "no_next_step": None if missing is None else missing.reason,
-                "captured_run": None if captured is None else captured.to_dict(),
-                "report": report.to_streamed(),
-                "removed_calls": JsonItems(_RemovedCalls(report), _resume.Change.to_dict),
-                "warnings": JsonItems(_UnreadLines(history), str, escapes=False),
-            }
-        )
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "source": target,
+            "out": str(out) if out is not None else None,
+            "in_place": output.in_place,
+            "backup": str(backup) if backup is not None else None,
+            "next_step": step.to_dict() if step is not None else None,
+            "no_next_step": None if missing is None else missing.reason,
+            "captured_run": None if captured is None else captured.to_dict(),
+            "report": report.to_streamed(),
+            "removed_calls": JsonItems(_RemovedCalls(report), _resume.Change.to_dict),
+            "warnings": JsonItems(_UnreadLines(history), str, escapes=False),
+        }
         try:
             emit_json(document)
         except OSError as exc:
@@ -1378,8 +1376,7 @@ def _report_unwritten(exc: OSError, output: _Output, backup: Path | None) -> Fil
     else:
         done = "nothing was written"
     return FileWriteError(
-        f"standard output: the report was not written whole ({describe_os_error(exc)}); "
-        f"{done}",
+        f"standard output: the report was not written whole ({describe_os_error(exc)}); {done}",
         path="-",
         errno=exc.errno,
         hint="free disk space behind standard output, or check the repair with "
