@@ -661,8 +661,9 @@ def test_out_dash_writes_the_repair_to_stdout_and_the_report_to_stderr(
 def test_out_dash_to_a_reader_gone_never_says_the_repair_was_written(
     tmp_path: Path, kind: str
 ) -> None:
-    """`agc resume … --out - | head -0`: a reader that is gone is not an error (exit 0,
-    as for `agc export`), but the repair was not delivered and stderr says so."""
+    """`agc resume … --out - | head -0`: the repair was not delivered and stderr says
+    so; the history is left as broken as it was (exit 1, as a repair written nowhere)
+    and no next step is printed (it would resume the broken file)."""
     if kind == "session file":
         source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
     else:
@@ -671,9 +672,10 @@ def test_out_dash_to_a_reader_gone_never_says_the_repair_was_written(
     done = run_agc_to_a_gone_reader(
         ["resume", str(source), "--strategy", "synthesize", "--out", "-"]
     )
-    assert done.returncode == 0
+    assert done.returncode == ExitCode.FINDINGS
     assert "written to standard output (valid)" not in done.stderr
     assert "closed by its reader before the repaired history was written whole" in done.stderr
+    assert "next:" not in done.stderr
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
@@ -696,17 +698,13 @@ def test_out_dash_to_a_full_disk_is_exit_3_naming_standard_output(tmp_path: Path
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-@pytest.mark.parametrize("where", ["out", "in-place"])
-def test_a_json_report_to_a_full_disk_says_what_the_repair_wrote(
-    where: str, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_check_to_a_full_disk_names_standard_output(as_json: bool, tmp_path: Path) -> None:
     source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
-    before = source.read_bytes()
-    fixed = tmp_path / "fixed.jsonl"
-    args = ["--out", str(fixed)] if where == "out" else ["--in-place"]
+    args = ["--check", "--json"] if as_json else ["--check"]
     script = (
         "import sys\nfrom agc.cli.app import main\n"
-        f"sys.exit(main(['resume', {str(source)!r}, '--json', *{args!r}]))\n"
+        f"sys.exit(main(['resume', {str(source)!r}, *{args!r}]))\n"
     )
     with open("/dev/full", "wb") as full:
         done = subprocess.run(
@@ -718,6 +716,35 @@ def test_a_json_report_to_a_full_disk_says_what_the_repair_wrote(
         )
     assert done.returncode == ExitCode.UNREADABLE
     assert "error: standard output: the report was not written whole" in done.stderr
+    assert done.stderr.count("error:") == 1
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("where", ["out", "in-place"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_report_to_a_full_disk_says_what_the_repair_wrote(
+    where: str, as_json: bool, tmp_path: Path
+) -> None:
+    source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
+    before = source.read_bytes()
+    fixed = tmp_path / "fixed.jsonl"
+    args = ["--out", str(fixed)] if where == "out" else ["--in-place"]
+    args += ["--json"] if as_json else []
+    script = (
+        "import sys\nfrom agc.cli.app import main\n"
+        f"sys.exit(main(['resume', {str(source)!r}, *{args!r}]))\n"
+    )
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == ExitCode.UNREADABLE
+    assert "error: standard output: the report was not written whole" in done.stderr
+    assert done.stderr.count("error:") == 1  # not again as stdout's own error
     written = fixed if where == "out" else source
     assert main(["resume", str(written), "--check"]) == 0  # the repair stands
     if where == "out":

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agc.resume import load_history, next_step
+from agc.resume import NoNextStep, find_next_step, load_history, next_step
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -181,3 +181,44 @@ def test_a_session_id_with_glob_characters_finds_only_itself(tmp_path: Path) -> 
     assert step is not None
     assert step.path.name == "s?.jsonl"
     assert not step.exists
+
+
+def test_a_long_cwd_whose_folder_claude_code_made_is_resumed_from_that_folder(
+    tmp_path: Path,
+) -> None:
+    # Claude Code cuts a project folder name past 200 characters and ends it with a hash
+    # of its own: the folder it made is the one that starts with the cut name.
+    cwd = "/w/" + "d" * 300
+    home = tmp_path / "claude"
+    made = home / "projects" / ("-w-" + "d" * 197 + "-abc123")
+    made.mkdir(parents=True)
+    (home / "projects" / "-w-other").mkdir()
+    history = load_history(_claude(cwd), source="s.jsonl", format="claude-code")
+    step = next_step(history, {"CLAUDE_CONFIG_DIR": str(home), "HOME": "/nonexistent"})
+    assert step is not None
+    assert (step.path, step.exists, step.cwd, step.note) == (made / "s1.jsonl", False, cwd, None)
+
+
+def test_a_long_cwd_whose_folder_is_not_made_yet_has_no_step_and_says_why(
+    tmp_path: Path,
+) -> None:
+    # No folder to name (its hash is Claude Code's): no path is made up, and nothing
+    # asks the file system about a name too long for it (that was an OSError, exit 4).
+    cwd = "/w/" + "d" * 300
+    history = load_history(_claude(cwd), source="s.jsonl", format="claude-code")
+    found = find_next_step(history, {"HOME": str(tmp_path)})
+    assert isinstance(found, NoNextStep)
+    assert "cuts a folder name longer than 200 characters" in found.reason
+
+
+def test_a_long_cwd_whose_session_is_kept_in_its_folder_is_found(tmp_path: Path) -> None:
+    cwd = "/w/" + "é" * 300
+    home = tmp_path / "claude"
+    kept = home / "projects" / ("-w-" + "-" * 197 + "-k9") / "s1.jsonl"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(_claude(cwd))
+    (home / "projects" / ("-w-" + "-" * 197 + "-k8")).mkdir()  # two folders start alike
+    history = load_history(_claude(cwd), source="s.jsonl", format="claude-code")
+    step = next_step(history, {"CLAUDE_CONFIG_DIR": str(home), "HOME": "/nonexistent"})
+    assert step is not None
+    assert (step.path, step.exists, step.cwd, step.note) == (kept, True, cwd, None)

@@ -435,7 +435,8 @@ def report_error(exc: AgcError, *, as_json: bool = False) -> int:
     """Print an agc error (message and hint) to stderr; return its exit code, or exit 3
     when its ``--json`` document cannot be written to stdout (a full disk)."""
     unwritable: OSError | None = None
-    if as_json:
+    # An error writing standard output itself ("-") is not written there again.
+    if as_json and getattr(exc, "path", None) != "-":
         try:
             emit_json({"error": exc.to_dict()})
         except OSError as write_error:

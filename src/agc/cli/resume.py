@@ -656,7 +656,8 @@ class _RemovedCalls:
     def __iter__(self) -> Iterator[Change]:
         for change in self._changes:
             if change.action in _REMOVED or (
-                change.action == "dropped-torn-line" and change.call_id is not None
+                # a torn call's (its key made); a torn result names its call, kept
+                change.action == "dropped-torn-line" and change.idempotency_key is not None
             ):
                 yield change
 
@@ -1144,6 +1145,23 @@ def _check(
     report = _resume.check_loaded(history, keep=None if as_json else limit)
     warnings = _resume.pending_warnings(history.messages, state)
     unread = _UnreadLines(history)
+    with _report_to_stdout(None):
+        _print_checked(history, report, target, state, warnings, unread, as_json, limit, file)
+    return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
+
+
+def _print_checked(
+    history: History,
+    report: HistoryReport,
+    target: str,
+    state: ToolCallState | None,
+    warnings: tuple[str, ...],
+    unread: _UnreadLines,
+    as_json: bool,
+    limit: int,
+    file: bool,
+) -> None:
+    """A check's report on stdout (JSON, or text with a hint on stderr)."""
     if as_json:
         emit_json(
             {
@@ -1180,7 +1198,6 @@ def _check(
                 ),
                 markup=False,
             )
-    return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
 
 
 class _Output(NamedTuple):
@@ -1306,25 +1323,11 @@ def _repair(
             "removed_calls": JsonItems(_RemovedCalls(report), _resume.Change.to_dict),
             "warnings": JsonItems(_UnreadLines(history), str, escapes=False),
         }
-        try:
+        with _report_to_stdout(_done(output, backup)):
             emit_json(document)
-        except OSError as exc:
-            raise _report_unwritten(exc, output, backup) from exc
         return _repair_exit(report, output, backup)
-    _print_findings(history, report.before, limit)
-    if report.changes:
-        _report().print(
-            f"{report.change_total} change(s), strategy {strategy.value}:", markup=False
-        )
-        _print_counts(Counter(report.action_counts()))
-        for change in report.changes[:limit]:
-            _print_change(history, change)
-        _print_more(report.change_total, limit, "change")
-    else:
-        _report().print("no change needed", markup=False)
-    _print_warnings(report.notices)
-    _print_unread(_UnreadLines(history), limit)
-    _print_removed(report, limit)
+    with _report_to_stdout(_done(output, backup)):
+        _print_report(history, report, strategy, limit)
     say = err_console.print
     if out is not None:
         say(f"repaired history written to {out} (valid)", markup=False)
@@ -1365,28 +1368,62 @@ _NOT_WRITTEN: Final = (
 """Why a repair written nowhere has no next step (``no_next_step`` in ``--json``)."""
 
 
-def _report_unwritten(exc: OSError, output: _Output, backup: Path | None) -> FileWriteError:
-    """The error of a report that standard output did not take whole (a full disk
-    behind it), saying what the repair wrote, which stands: the file ``--out`` names, or
-    the session file replaced (and its backup)."""
-    if output.out is not None:
-        done = f"the repaired history was written to {output.out}"
-    elif backup is not None:
-        done = f"{output.source} was repaired in place (the original is in {backup})"
+def _print_report(
+    history: History, report: RepairReport, strategy: StrategyChoice, limit: int
+) -> None:
+    """A repair's report as text: the findings, the changes, the warnings and the calls
+    removed (the first ``limit`` of each beside their counts)."""
+    _print_findings(history, report.before, limit)
+    if report.changes:
+        _report().print(
+            f"{report.change_total} change(s), strategy {strategy.value}:", markup=False
+        )
+        _print_counts(Counter(report.action_counts()))
+        for change in report.changes[:limit]:
+            _print_change(history, change)
+        _print_more(report.change_total, limit, "change")
     else:
-        done = "nothing was written"
-    return FileWriteError(
-        f"standard output: the report was not written whole ({describe_os_error(exc)}); {done}",
-        path="-",
-        errno=exc.errno,
-        hint="free disk space behind standard output, or check the repair with "
-        "`agc resume FILE --check --json`",
-    )
+        _report().print("no change needed", markup=False)
+    _print_warnings(report.notices)
+    _print_unread(_UnreadLines(history), limit)
+    _print_removed(report, limit)
+
+
+def _done(output: _Output, backup: Path | None) -> str:
+    """What a repair wrote, in words (for an error that comes after it)."""
+    if output.out is not None:
+        return f"the repaired history was written to {output.out}"
+    if backup is not None:
+        return f"{output.source} was repaired in place (the original is in {backup})"
+    return "nothing was written"
+
+
+@contextmanager
+def _report_to_stdout(done: str | None) -> Iterator[None]:
+    """Standard output that does not take the report written in the block (a full disk
+    behind it, an I/O error) is :class:`~agc.errors.FileWriteError` on ``-`` (exit 3)
+    naming it, and saying ``done``, what the command wrote before, which stands. A
+    reader that went away (a broken pipe) is left to the caller."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise FileWriteError(
+            "standard output: the report was not written whole "
+            f"({describe_os_error(exc)})" + (f"; {done}" if done else ""),
+            path="-",
+            errno=exc.errno,
+            hint="free disk space behind standard output, or send it elsewhere (`> FILE`)",
+        ) from exc
 
 
 def _written(output: _Output, backup: Path | None) -> bool:
-    """Whether the repair was written: to ``--out`` (a file or stdout) or over the file."""
-    return output.out is not None or output.to_stdout or backup is not None
+    """Whether the repair was written: to ``--out`` (a file, or stdout whose reader took
+    it whole) or over the file."""
+    delivered = output.to_stdout and not _STDOUT_CUT.get()
+    return output.out is not None or delivered or backup is not None
 
 
 def _repair_exit(report: RepairReport, output: _Output, backup: Path | None) -> int:

@@ -220,15 +220,23 @@ def _claude_step(session: str, cwd: str | None, projects: Path) -> NextStep | No
     directory's folder first), resumed from a directory whose encoded name is the folder
     it is in."""
     name = f"{session}.jsonl"
-    own = projects / _NOT_ALNUM.sub("-", cwd) / name if cwd else None
-    found = own if own is not None and own.is_file() else _find(projects, f"*/{glob.escape(name)}")
+    folder = _claude_folder(projects, cwd) if cwd else None
+    own = folder / name if folder is not None else None
+    found = own if own is not None and _is_file(own) else _find(projects, f"*/{glob.escape(name)}")
+    if found is None and own is None and cwd:
+        return NoNextStep(
+            f"no file of session {session} is under {projects}, and the project folder "
+            f"of {cwd} is not there yet: Claude Code cuts a folder name longer than "
+            f"{_CLAUDE_NAME_MAX} characters and ends it with a hash of its own, so only "
+            "the folder it made names it (run claude once in that directory, then again)"
+        )
     if found is None and own is None:
         return NoNextStep(
             f"no file of session {session} is under {projects}, and the session file "
             "names no working directory to name its project folder"
         )
     path, note = found or own, None
-    if found is not None and own is not None and found != own:
+    if found is not None and cwd and not _names_folder(cwd, found.parent.name):
         moved = _claude_project_dir(found.parent)
         if moved is not None:
             note = (
@@ -236,7 +244,7 @@ def _claude_step(session: str, cwd: str | None, projects: Path) -> NextStep | No
                 f"project folder of {moved}: Claude Code finds it when run from there"
             )
             cwd = moved
-        else:
+        elif own is not None:
             note = (
                 f"a file of this session is kept under {found.parent}, another project "
                 f"folder than that of the directory the session ran in ({cwd}), and no "
@@ -245,10 +253,56 @@ def _claude_step(session: str, cwd: str | None, projects: Path) -> NextStep | No
                 f"this step puts the session in {own.parent}"
             )
             path = own
+        else:
+            note = (
+                f"a file of this session is kept under {found.parent}, another project "
+                f"folder than that of the directory the session ran in ({cwd}), and "
+                "neither the directory it is named for nor the folder of that one (cut "
+                "by Claude Code and ended with a hash of its own) is known: resume it "
+                "from the directory that folder is named for"
+            )
     assert path is not None  # found, or own when found is None
     resume = f"claude --resume {shlex.quote(session)}"
     command = f"cd {shlex.quote(cwd)} && {resume}" if cwd else resume
     return NextStep("claude-code", session, path, path.exists(), cwd, (command,), note)
+
+
+_CLAUDE_NAME_MAX: Final = 200
+"""Claude Code's longest project folder name: a longer encoded directory is cut to this
+many characters and ``-`` and a hash of the directory appended (its ``sanitizePath``)."""
+
+
+def _claude_folder(projects: Path, cwd: str) -> Path | None:
+    """The project folder under ``projects`` Claude Code keeps the sessions run in ``cwd``
+    in: ``cwd`` with every character other than ``A-Z a-z 0-9`` written ``-``; a name
+    longer than :data:`_CLAUDE_NAME_MAX` is cut and ends in a hash of Claude Code's own,
+    so it is the one folder there that starts with the cut name, else ``None``."""
+    encoded = _NOT_ALNUM.sub("-", cwd)
+    if len(encoded) <= _CLAUDE_NAME_MAX:
+        return projects / encoded
+    prefix = encoded[:_CLAUDE_NAME_MAX] + "-"
+    try:
+        made = [folder for folder in projects.iterdir() if folder.name.startswith(prefix)]
+    except OSError:
+        made = []
+    return made[0] if len(made) == 1 else None
+
+
+def _names_folder(cwd: str, folder: str) -> bool:
+    """Whether Claude Code keeps the sessions run in ``cwd`` in a folder named ``folder``."""
+    encoded = _NOT_ALNUM.sub("-", cwd)
+    if len(encoded) <= _CLAUDE_NAME_MAX:
+        return encoded == folder
+    return folder.startswith(encoded[:_CLAUDE_NAME_MAX] + "-")
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, ``False`` when the path cannot be asked about (a name too
+    long for the file system, a folder that cannot be searched)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 _PEEK_FILES: Final = 64  # session files of a project folder read for a cwd naming it
@@ -268,12 +322,19 @@ def _claude_project_dir(folder: Path) -> str | None:
     except OSError:
         files = []
     recorded = [cwd for cwd in map(_recorded_cwd, files) if cwd is not None]
-    fitting = [cwd for cwd in recorded if _NOT_ALNUM.sub("-", cwd) == wanted]
+    fitting = [cwd for cwd in recorded if _names_folder(cwd, wanted)]
     naive = wanted.replace("-", "/")
     for candidate in [*fitting, naive]:
-        if _NOT_ALNUM.sub("-", candidate) == wanted and Path(candidate).is_dir():
+        if _names_folder(candidate, wanted) and _is_dir(candidate):
             return candidate
     return next(iter(fitting), None)
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return Path(path).is_dir()
+    except OSError:
+        return False
 
 
 def _recorded_cwd(file: Path) -> str | None:
