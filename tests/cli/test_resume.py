@@ -588,9 +588,14 @@ def test_strip_names_the_removed_calls_on_stderr(
     assert "[REDACTED:" in err
     assert "[idem-" in err
     assert main(["resume", str(source), "--json"]) == ExitCode.FINDINGS
-    removed = json.loads(capsys.readouterr().out)["removed_calls"]
+    document = json.loads(capsys.readouterr().out)
+    removed = document["removed_calls"]
     assert [change["call_id"] for change in removed] == [f"call_{n}" for n in range(5)]
     assert all(change["idempotency_key"].startswith("idem-") for change in removed)
+    # Each entry as the report's changes list it, its line beside its record.
+    changes = {change["call_id"]: change for change in document["report"]["changes"]}
+    assert all(change == changes[change["call_id"]] for change in removed)
+    assert all(change["line"] == change["record"] + 1 for change in removed)
 
 
 def test_a_removed_call_without_input_is_named_by_its_tool_and_key_alone(

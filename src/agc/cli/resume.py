@@ -1320,7 +1320,7 @@ def _repair(
             "no_next_step": None if missing is None else missing.reason,
             "captured_run": None if captured is None else captured.to_dict(),
             "report": report.to_streamed(),
-            "removed_calls": JsonItems(_RemovedCalls(report), _resume.Change.to_dict),
+            "removed_calls": JsonItems(_RemovedCalls(report), report.change_dict),
             "warnings": JsonItems(_UnreadLines(history), str, escapes=False),
         }
         with _report_to_stdout(_done(output, backup)):

@@ -309,13 +309,15 @@ class RepairReport(Report[HistoryFindingCode]):
             "after": self.after.to_streamed(),
             "changes": JsonItems(
                 self.changes,
-                self._change_dict,
+                self.change_dict,
                 escapes=self.changes.marked if isinstance(self.changes, SpilledItems) else None,
             ),
             "warnings": list(self.notices),
         }
 
-    def _change_dict(self, change: Change) -> dict[str, Any]:
+    def change_dict(self, change: Change) -> dict[str, Any]:
+        """A change as the report's JSON lists it: :meth:`Change.to_dict`, with ``line``
+        (1-based) beside ``record`` for a session file."""
         return _with_line(change.to_dict(), change.record, self.format)
 
 
