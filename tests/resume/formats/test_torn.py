@@ -237,10 +237,13 @@ def test_torn_gemini_record_of_a_finished_call_is_named(strategy: Strategy) -> N
 def test_gemini_fragment_descriptions() -> None:
     lines = _gemini_lines()
     call = describe_torn(lines[3][: lines[3].index('"args"')])
-    assert (call.what, call.call_id) == (
+    assert (call.what, call.call_id, call.tool_name) == (
         "a gemini message with toolCalls",
         "run_shell_command__run_shell_command_1_0",
+        "run_shell_command",  # the entry's own name, whole before the cut
     )
+    # cut inside the entry's name: no name is made up from what is left of it
+    assert describe_torn(lines[3][: lines[3].index('"run_shell_command"') + 5]).tool_name is None
     response = describe_torn(lines[4][: lines[4].index('"response"')])
     assert (response.what, response.result_id) == (
         "a user message with a functionResponse",

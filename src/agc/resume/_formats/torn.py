@@ -146,8 +146,10 @@ def _gemini(fragment: str) -> TornLine | None:
     finished, its result inside), or a ``user`` message of ``functionResponse`` parts."""
     calls = re.search(r'"toolCalls"\s*:\s*\[', fragment)
     if calls:
+        entry = fragment.find("{", calls.end())
+        name = _own_name(fragment, entry + 1) if entry >= 0 else None
         return TornLine(
-            "a gemini message with toolCalls", _field(fragment[calls.end() :], "id"), None
+            "a gemini message with toolCalls", _field(fragment[calls.end() :], "id"), None, name
         )
     response = re.search(r'"functionResponse"\s*:\s*\{', fragment)
     if response:
