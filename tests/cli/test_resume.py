@@ -970,3 +970,50 @@ def test_a_repair_stopped_by_ctrl_c_says_the_file_is_left_as_it_was(
     assert capsys.readouterr().err.splitlines()[-1] == said
     assert source.read_bytes() == before
     assert not out.exists()
+
+
+def _rollout_answered_late(turns: int) -> bytes:
+    """A Codex rollout that opens with a reasoning item followed by the user's message
+    (no item it produced), then a call answered only after ``turns`` turns."""
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    items: list[dict[str, Any]] = [
+        {"type": "reasoning", "id": "rs-1", "summary": []},
+        user,
+        {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "late"},
+    ]
+    for turn in range(turns):
+        items += [
+            user,
+            {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": f"c{turn}"},
+            {"type": "function_call_output", "call_id": f"c{turn}", "output": "a"},
+        ]
+    items.append({"type": "function_call_output", "call_id": "late", "output": "a"})
+    lines = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}]
+    lines += [{"timestamp": "t", "type": "response_item", "payload": item} for item in items]
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+@pytest.mark.parametrize("mode", ["--check", "--out"])
+def test_a_rollout_read_again_holding_its_messages_names_its_reasoning_item(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # The late answer makes the read start again holding the messages it checks; the
+    # messages it then lets go of are checked as it reads, the reasoning item's id read
+    # from its line then (a traceback, exit 4, before).
+    import agc.resume  # noqa: PLC0415 - patched here only
+
+    monkeypatch.setattr(agc.resume, "SETTLE_MESSAGES", 64)
+    source = tmp_path / "rollout.jsonl"
+    source.write_bytes(_rollout_answered_late(120))
+    fixed = tmp_path / "fixed.jsonl"
+    argv = ["resume", str(source), "--check"] if mode == "--check" else []
+    argv = argv or ["resume", str(source), "--out", str(fixed)]
+    code = main(argv)
+    said = capsys.readouterr()
+    assert "line 2: reasoning-without-following: Item 'rs-1'" in said.out + said.err
+    if mode == "--check":
+        assert code == ExitCode.FINDINGS
+        return
+    assert code == ExitCode.OK
+    assert "(valid)" in said.err
+    assert main(["resume", str(fixed), "--check"]) == ExitCode.OK
