@@ -1017,3 +1017,26 @@ def test_a_rollout_read_again_holding_its_messages_names_its_reasoning_item(
     assert code == ExitCode.OK
     assert "(valid)" in said.err
     assert main(["resume", str(fixed), "--check"]) == ExitCode.OK
+
+
+@pytest.mark.parametrize("first", ["[1]", "["])
+def test_a_repair_that_leaves_a_line_opening_as_an_array_first_is_read_back(
+    first: str, tmp_path: Path, capsys: Any
+) -> None:
+    # The result dropped was the first line: the line the output opens with is one the
+    # client skips, and agc reads the output as the session file it is (it said "not a
+    # valid JSON array" of the file it had just written as valid, before).
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    lines = [
+        json.dumps({"timestamp": "t", "type": "response_item", "payload": payload})
+        for payload in ({"type": "function_call_output", "call_id": "a", "output": "o"}, user)
+    ]
+    meta = json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}})
+    source = tmp_path / "rollout.jsonl"
+    source.write_text(f"{lines[0]}\n{first}\n{meta}\n{lines[1]}\n")
+    fixed = tmp_path / "fixed.jsonl"
+    assert main(["resume", str(source), "--out", str(fixed)]) == ExitCode.OK
+    assert "(valid)" in capsys.readouterr().err
+    assert fixed.read_text().startswith(first + "\n")
+    assert main(["resume", str(fixed), "--check"]) == ExitCode.OK
+    assert "valid: the provider would accept this history" in capsys.readouterr().out
