@@ -33,6 +33,7 @@ from agc.resume import (
     ScanStart,
     Strategy,
     check_loaded,
+    idempotency_key,
     load_history,
     repair_loaded,
     repair_session,
@@ -706,3 +707,69 @@ def test_a_claude_code_session_is_repaired_in_runs(strategy: Strategy, tmp_path:
         assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
     report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
     assert report.action_counts()["dropped-duplicate-call"] == 4 * 20
+
+
+_TORN_CALL = {
+    "codex": '{"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", '
+    '"name": "r", "call_id": "X", "arguments": "{',
+    "claude": '{"parentUuid": "u", "type": "assistant", "message": {"role": "assistant", '
+    '"content": [{"type": "tool_use", "id": "X", "name": "r", "input": {"a',
+}
+
+
+@pytest.mark.parametrize("client", sorted(_TORN_CALL))
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_torn_call_reusing_an_id_of_every_run_is_keyed_as_the_whole_repair_keys_it(
+    client: str, strategy: Strategy, tmp_path: Path
+) -> None:
+    # The id is used by a call let go of, again by one of the last run (dropped as
+    # reusing it), then by the torn last line's call: the third call with the id, keyed
+    # as such (the last run's call was counted twice: the fourth, before).
+    events: list[tuple[Any, ...]] = []
+    for call_id in ["X", *(f"c{turn}" for turn in range(10)), "X"]:
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(call_id, True)], False),
+            ("result", call_id, False),
+            ("assistant", "done", [], False),
+        ]
+    events.pop()  # the last turn's call and result are the last messages: held
+    data = _codex_lines(events, False) if client == "codex" else _claude_lines(events, False, False)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(data + _TORN_CALL[client].encode())
+    assert _repaired_as_whole(path, 2, strategy, tmp_path / "out.jsonl")
+    report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
+    (torn,) = [change for change in report.changes if change.action == "dropped-torn-line"]
+    assert torn.idempotency_key == idempotency_key("X", session="s", occurrence=3)
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_torn_call_reusing_the_id_of_a_user_tool_use_is_keyed_as_the_whole_repair_keys_it(
+    strategy: Strategy, tmp_path: Path
+) -> None:
+    # A tool_use in a user message is no call of the history, but the whole repair
+    # numbers it among its id's calls: the torn last line's call with its id is the
+    # second (keyed as the first, before: the runs never count it).
+    events: list[tuple[Any, ...]] = []
+    for turn in range(12):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    first, rest = _claude_lines(events, False, False).decode().split("\n", 1)
+    user = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": "s",
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "tool_use", "id": "X", "name": "r"}]},
+        "uuid": "stray-user",
+    }
+    path = tmp_path / "session.jsonl"
+    path.write_text(f"{first}\n{json.dumps(user)}\n{rest}{_TORN_CALL['claude']}")
+    _repaired_as_whole(path, 2, strategy, tmp_path / "out.jsonl")
+    report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
+    (torn,) = [change for change in report.changes if change.action == "dropped-torn-line"]
+    assert torn.idempotency_key == idempotency_key("X", session="s", occurrence=2)
