@@ -40,6 +40,7 @@ from agc.resume import (
     repair_streamed,
     scan_session,
     scan_tail,
+    session_identity,
 )
 from tests.conftest import examples
 from tests.resume.test_repair import _claude_lines, _codex_lines
@@ -773,3 +774,32 @@ def test_a_torn_call_reusing_the_id_of_a_user_tool_use_is_keyed_as_the_whole_rep
     report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
     (torn,) = [change for change in report.changes if change.action == "dropped-torn-line"]
     assert torn.idempotency_key == idempotency_key("X", session="s", occurrence=2)
+
+
+@pytest.mark.parametrize("client", sorted(_TORN_CALL))
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_torn_call_of_a_session_without_an_id_is_keyed_by_its_first_line(
+    client: str, strategy: Strategy, tmp_path: Path
+) -> None:
+    # No session_meta, no sessionId: the session's identity is the digest of its first
+    # line, in runs as whole (the runs keyed the torn call by an empty identity, before).
+    events: list[tuple[Any, ...]] = []
+    for turn in range(12):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    if client == "codex":
+        data = _codex_lines(events, False).split(b"\n", 1)[1]  # without its session_meta
+    else:
+        data = _claude_lines(events, False, False).replace(b'"sessionId": "s", ', b"")
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(data + _TORN_CALL[client].encode())
+    assert _repaired_as_whole(path, 2, strategy, tmp_path / "out.jsonl")
+    whole = load_history(path.read_bytes(), source="s")
+    assert whole.session_id is None
+    report = repair_loaded(whole, strategy=strategy).report
+    (torn,) = [change for change in report.changes if change.action == "dropped-torn-line"]
+    assert torn.idempotency_key == idempotency_key("X", session=session_identity(whole))

@@ -1045,7 +1045,12 @@ def _repair_planned(
         lines = claude_code.write_plan(whole, planner.lines)
     same = _write_lines(lines, whole.lines, sink)
     start = tail_start(history, same) if read_tail is not None else None
-    torn = _torn_change(history, planner.session, planner.counts)
+    session = planner.session
+    if planner.session_id is None and planner.read_session is None:
+        # No run noted a change (else the file is read whole): no key was made yet. A
+        # torn last line's call is keyed by the first line's digest, as the whole's.
+        session = session_identity(history)
+    torn = _torn_change(history, session, planner.counts)
     planner.restart()  # the plan is written: let go of it
     repair = _Repair(
         history,
