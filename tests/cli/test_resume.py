@@ -1002,3 +1002,99 @@ def test_a_repair_stopped_by_ctrl_c_says_the_file_is_left_as_it_was(
     assert capsys.readouterr().err.splitlines()[-1] == said
     assert source.read_bytes() == before
     assert not out.exists()
+
+
+def _rollout_answered_late(turns: int) -> bytes:
+    """A Codex rollout that opens with a reasoning item followed by the user's message
+    (no item it produced), then a call answered only after ``turns`` turns."""
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    items: list[dict[str, Any]] = [
+        {"type": "reasoning", "id": "rs-1", "summary": []},
+        user,
+        {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "late"},
+    ]
+    for turn in range(turns):
+        items += [
+            user,
+            {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": f"c{turn}"},
+            {"type": "function_call_output", "call_id": f"c{turn}", "output": "a"},
+        ]
+    items.append({"type": "function_call_output", "call_id": "late", "output": "a"})
+    lines = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}]
+    lines += [{"timestamp": "t", "type": "response_item", "payload": item} for item in items]
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+@pytest.mark.parametrize("mode", ["--check", "--out"])
+def test_a_rollout_read_again_holding_its_messages_names_its_reasoning_item(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # The late answer makes the read start again holding the messages it checks; the
+    # messages it then lets go of are checked as it reads, the reasoning item's id read
+    # from its line then (a traceback, exit 4, before).
+    import agc.resume  # noqa: PLC0415 - patched here only
+
+    monkeypatch.setattr(agc.resume, "SETTLE_MESSAGES", 64)
+    source = tmp_path / "rollout.jsonl"
+    source.write_bytes(_rollout_answered_late(120))
+    fixed = tmp_path / "fixed.jsonl"
+    argv = ["resume", str(source), "--check"] if mode == "--check" else []
+    argv = argv or ["resume", str(source), "--out", str(fixed)]
+    code = main(argv)
+    said = capsys.readouterr()
+    assert "line 2: reasoning-without-following: Item 'rs-1'" in said.out + said.err
+    if mode == "--check":
+        assert code == ExitCode.FINDINGS
+        return
+    assert code == ExitCode.OK
+    assert "(valid)" in said.err
+    assert main(["resume", str(fixed), "--check"]) == ExitCode.OK
+
+
+@pytest.mark.parametrize("first", ["[1]", "["])
+def test_a_repair_that_leaves_a_line_opening_as_an_array_first_is_read_back(
+    first: str, tmp_path: Path, capsys: Any
+) -> None:
+    # The result dropped was the first line: the line the output opens with is one the
+    # client skips, and agc reads the output as the session file it is (it said "not a
+    # valid JSON array" of the file it had just written as valid, before).
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    lines = [
+        json.dumps({"timestamp": "t", "type": "response_item", "payload": payload})
+        for payload in ({"type": "function_call_output", "call_id": "a", "output": "o"}, user)
+    ]
+    meta = json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}})
+    source = tmp_path / "rollout.jsonl"
+    source.write_text(f"{lines[0]}\n{first}\n{meta}\n{lines[1]}\n")
+    fixed = tmp_path / "fixed.jsonl"
+    assert main(["resume", str(source), "--out", str(fixed)]) == ExitCode.OK
+    assert "(valid)" in capsys.readouterr().err
+    assert fixed.read_text().startswith(first + "\n")
+    assert main(["resume", str(fixed), "--check"]) == ExitCode.OK
+    assert "valid: the provider would accept this history" in capsys.readouterr().out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a file whose first line is no JSON object is read whole (streamable_size), "
+    "so over the limit of whole reads it is refused: a repair of a session read line by "
+    "line that drops the lines before such a line writes an output agc then refuses",
+)
+def test_a_repair_that_leaves_a_line_not_json_first_is_read_back_past_the_whole_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from agc.cli import resume as resume_module  # noqa: PLC0415 - its limit made small
+
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    lines = [
+        json.dumps({"timestamp": "t", "type": "response_item", "payload": payload})
+        for payload in ({"type": "function_call_output", "call_id": "a", "output": "o"}, user)
+    ]
+    meta = json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}})
+    source = tmp_path / "rollout.jsonl"
+    source.write_text(f"{lines[0]}\nnot json\n{meta}\n" + f"{lines[1]}\n" * 50)
+    monkeypatch.setattr(resume_module, "_MAX_INPUT_BYTES", source.stat().st_size // 2)
+    fixed = tmp_path / "fixed.jsonl"
+    assert main(["resume", str(source), "--out", str(fixed)]) == ExitCode.OK  # read by line
+    assert "(valid)" in capsys.readouterr().err
+    assert main(["resume", str(fixed), "--check"]) == ExitCode.OK

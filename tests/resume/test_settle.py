@@ -191,3 +191,28 @@ def test_a_call_reusing_the_id_of_a_call_let_go_of_gets_the_same_key(
     keys = {c.idempotency_key for c in report.changes if c.action == "dropped-duplicate-call"}
     assert len(keys) == 3  # the 2nd, 3rd and 4th call with the id, each its own key
     assert idempotency_key("c", session="s") not in keys
+
+
+def test_a_reasoning_item_without_its_following_item_is_found_in_a_settled_read(
+    tmp_path: Path,
+) -> None:
+    # The finding names the item's id, read from its line as the read goes on (the lines
+    # read so far): not only once every line is read.
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    items: list[dict[str, Any]] = [{"type": "reasoning", "id": "rs-1", "summary": []}, user]
+    for turn in range(4):
+        items += [
+            {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": f"c{turn}"},
+            {"type": "function_call_output", "call_id": f"c{turn}", "output": "a"},
+            user,
+        ]
+    lines = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}]
+    lines += [{"timestamp": "t", "type": "response_item", "payload": item} for item in items]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for strategy in ("strip", "synthesize"):
+        settled = _same_as_whole(path, 1, strategy, tmp_path / "out.jsonl")
+        assert settled is not None
+        report = check_loaded(settled)
+        assert [f.code for f in report.findings] == ["reasoning-without-following"]
+        assert "'rs-1'" in report.findings[0].message

@@ -7,7 +7,9 @@ call let go of unanswered makes the read fall back to holding the messages. A Co
 rollout's repair (``repair_session``) is decided run by run as that read lets them go
 and written in a second pass: the same bytes and report as the whole read's repair,
 also when its call ids are used again (twice, or by every copy of its turns) and when
-its lines are numbered (``ordinal``, ``history_sequence``). The ids, lines and counts
+its lines are numbered (``ordinal``, ``history_sequence``), and when its items break
+rules apart from any turn (a reasoning item before the user's message, a result before
+its call, ``compacted``, a second ``session_meta``). The ids, lines and counts
 of ids used again let go of are spilled to files early (``SPILL_AT`` made small)."""
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from agc.resume import (
     ScanStart,
     Strategy,
     check_loaded,
+    idempotency_key,
     load_history,
     repair_loaded,
     repair_session,
     repair_streamed,
     scan_session,
     scan_tail,
+    session_identity,
 )
 from tests.conftest import examples
 from tests.resume.test_repair import _claude_lines, _codex_lines
@@ -347,6 +351,89 @@ def test_property_a_repair_decided_in_runs_is_the_whole_repair(
         _repaired_as_whole(path, settle, strategy, folder / "out.jsonl")
 
 
+_ITEMS: dict[str, list[dict[str, Any]]] = {
+    "turn": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "reasoning", "id": "rs", "summary": []},
+        {"type": "function_call", "name": "r", "arguments": "{}", "call_id": "{id}"},
+        {"type": "function_call_output", "call_id": "{id}", "output": "o"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "w"}]},
+    ],
+    # A reasoning item followed by the user's message: no item it produced.
+    "reasoning": [
+        {"type": "reasoning", "id": "rs", "summary": []},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+    ],
+    "early": [
+        {"type": "function_call_output", "call_id": "{id}", "output": "o"},
+        {"type": "function_call", "name": "r", "arguments": "{}", "call_id": "{id}"},
+    ],
+    "call": [{"type": "function_call", "name": "r", "arguments": "{", "call_id": "{id}"}],
+    "orphan": [{"type": "function_call_output", "call_id": "{id}", "output": "o"}],
+}
+
+
+@st.composite
+def _raw_rollouts(draw: st.DrawFn) -> bytes:
+    """A Codex rollout drawn a piece at a time: answered turns mostly, between a
+    reasoning item followed by the user's message, a result before its call, a call
+    never answered, a result of no call (their ids fresh or one of a few used again),
+    a ``compacted`` line, a second ``session_meta``, lines that are not JSON objects;
+    its lines numbered or not, its last line torn or not."""
+    pieces = ["turn"] * 6 + [*_ITEMS, "compacted", "meta", "[1]", "not json"]
+    lines: list[Any] = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}]
+    for number in range(draw(st.integers(min_value=1, max_value=24))):
+        piece = draw(st.sampled_from(pieces))
+        call_id = draw(st.sampled_from([f"c{number}", f"c{number}", "a", "b"]))
+        if piece in _ITEMS:
+            for item in _ITEMS[piece]:
+                payload = json.loads(json.dumps(item).replace("{id}", call_id))
+                lines.append({"timestamp": "t", "type": "response_item", "payload": payload})
+        elif piece == "compacted":
+            lines.append({"timestamp": "t", "type": "compacted", "payload": {"message": "m"}})
+        elif piece == "meta":
+            lines.append({"timestamp": "t", "type": "session_meta", "payload": {"id": "t"}})
+        else:
+            lines.append(piece)
+    data = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    if all(isinstance(line, dict) for line in lines) and draw(st.booleans()):
+        data = _numbered(data.encode()).decode()
+    if draw(st.booleans()):
+        data += '{"timestamp": "t", "type": "response_item", "payload": {"type": "func'
+    return data.encode()
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=_raw_rollouts(),
+    settle=st.integers(min_value=1, max_value=4),
+    strategy=st.sampled_from(["strip", "synthesize"]),
+    stale=st.integers(min_value=0, max_value=3),
+    spill_at=st.sampled_from([1, 2, 4, model.SPILL_AT]),
+)
+def test_property_a_rollout_of_loose_items_is_repaired_in_runs_as_the_whole(
+    data: bytes,
+    settle: int,
+    strategy: Strategy,
+    stale: int,
+    spill_at: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # Items that break a rule apart from a turn: the runs write the whole read's bytes
+    # and report (a read started again holding its messages among them), and the
+    # output read whole as agc resume reads a file checks as the report says.
+    folder = tmp_path_factory.mktemp("loose")
+    path = folder / "rollout.jsonl"
+    path.write_bytes(data)
+    out = folder / "out.jsonl"
+    with mock.patch.object(stream, "_STALE", stale), mock.patch.object(model, "SPILL_AT", spill_at):
+        _repaired_as_whole(path, settle, strategy, out)
+    if out.exists() and out.stat().st_size:
+        expected = repair_loaded(load_history(data, source="r"), strategy=strategy).report
+        again = check_loaded(load_history(out.read_bytes(), source="out"))
+        assert again.valid == expected.valid
+
+
 @pytest.mark.parametrize("strategy", ["strip", "synthesize"])
 def test_a_rollout_interrupted_early_is_repaired_in_runs(
     strategy: Strategy, tmp_path: Path
@@ -621,3 +708,98 @@ def test_a_claude_code_session_is_repaired_in_runs(strategy: Strategy, tmp_path:
         assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
     report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
     assert report.action_counts()["dropped-duplicate-call"] == 4 * 20
+
+
+_TORN_CALL = {
+    "codex": '{"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", '
+    '"name": "r", "call_id": "X", "arguments": "{',
+    "claude": '{"parentUuid": "u", "type": "assistant", "message": {"role": "assistant", '
+    '"content": [{"type": "tool_use", "id": "X", "name": "r", "input": {"a',
+}
+
+
+@pytest.mark.parametrize("client", sorted(_TORN_CALL))
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_torn_call_reusing_an_id_of_every_run_is_keyed_as_the_whole_repair_keys_it(
+    client: str, strategy: Strategy, tmp_path: Path
+) -> None:
+    # The id is used by a call let go of, again by one of the last run (dropped as
+    # reusing it), then by the torn last line's call: the third call with the id, keyed
+    # as such (the last run's call was counted twice: the fourth, before).
+    events: list[tuple[Any, ...]] = []
+    for call_id in ["X", *(f"c{turn}" for turn in range(10)), "X"]:
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(call_id, True)], False),
+            ("result", call_id, False),
+            ("assistant", "done", [], False),
+        ]
+    events.pop()  # the last turn's call and result are the last messages: held
+    data = _codex_lines(events, False) if client == "codex" else _claude_lines(events, False, False)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(data + _TORN_CALL[client].encode())
+    assert _repaired_as_whole(path, 2, strategy, tmp_path / "out.jsonl")
+    report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
+    (torn,) = [change for change in report.changes if change.action == "dropped-torn-line"]
+    assert torn.idempotency_key == idempotency_key("X", session="s", occurrence=3)
+
+
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_torn_call_reusing_the_id_of_a_user_tool_use_is_keyed_as_the_whole_repair_keys_it(
+    strategy: Strategy, tmp_path: Path
+) -> None:
+    # A tool_use in a user message is no call of the history, but the whole repair
+    # numbers it among its id's calls: the torn last line's call with its id is the
+    # second (keyed as the first, before: the runs never count it).
+    events: list[tuple[Any, ...]] = []
+    for turn in range(12):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    first, rest = _claude_lines(events, False, False).decode().split("\n", 1)
+    user = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": "s",
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "tool_use", "id": "X", "name": "r"}]},
+        "uuid": "stray-user",
+    }
+    path = tmp_path / "session.jsonl"
+    path.write_text(f"{first}\n{json.dumps(user)}\n{rest}{_TORN_CALL['claude']}")
+    _repaired_as_whole(path, 2, strategy, tmp_path / "out.jsonl")
+    report = repair_loaded(load_history(path.read_bytes(), source="s"), strategy=strategy).report
+    (torn,) = [change for change in report.changes if change.action == "dropped-torn-line"]
+    assert torn.idempotency_key == idempotency_key("X", session="s", occurrence=2)
+
+
+@pytest.mark.parametrize("client", sorted(_TORN_CALL))
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_torn_call_of_a_session_without_an_id_is_keyed_by_its_first_line(
+    client: str, strategy: Strategy, tmp_path: Path
+) -> None:
+    # No session_meta, no sessionId: the session's identity is the digest of its first
+    # line, in runs as whole (the runs keyed the torn call by an empty identity, before).
+    events: list[tuple[Any, ...]] = []
+    for turn in range(12):
+        events += [
+            ("user", "go"),
+            ("assistant", "", [(f"c{turn}", True)], False),
+            ("result", f"c{turn}", False),
+            ("assistant", "done", [], False),
+        ]
+    if client == "codex":
+        data = _codex_lines(events, False).split(b"\n", 1)[1]  # without its session_meta
+    else:
+        data = _claude_lines(events, False, False).replace(b'"sessionId": "s", ', b"")
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(data + _TORN_CALL[client].encode())
+    assert _repaired_as_whole(path, 2, strategy, tmp_path / "out.jsonl")
+    whole = load_history(path.read_bytes(), source="s")
+    assert whole.session_id is None
+    report = repair_loaded(whole, strategy=strategy).report
+    (torn,) = [change for change in report.changes if change.action == "dropped-torn-line"]
+    assert torn.idempotency_key == idempotency_key("X", session=session_identity(whole))

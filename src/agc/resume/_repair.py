@@ -1016,6 +1016,12 @@ def _repair_planned(
     try:
         if history.session_id != planner.read_session and planner.session_id is None:
             raise ReachBackError  # a session_meta after the first run: another identity
+        if history.torn is not None and history.lines is not None:
+            # A torn last line's call is keyed after the calls with its id before it,
+            # which the runs may number otherwise (a call a run named as unnumbered).
+            torn_id = describe_torn(history.lines[history.torn]).call_id
+            if torn_id is not None and torn_id in planner.hazards:
+                raise ReachBackError
         planner.part(
             history.messages,
             settled,
@@ -1041,7 +1047,12 @@ def _repair_planned(
         lines = claude_code.write_plan(whole, planner.lines)
     same = _write_lines(lines, whole.lines, sink)
     start = tail_start(history, same) if read_tail is not None else None
-    torn = _torn_change(history, planner.session, planner.counts)
+    session = planner.session
+    if planner.session_id is None and planner.read_session is None:
+        # No run noted a change (else the file is read whole): no key was made yet. A
+        # torn last line's call is keyed by the first line's digest, as the whole's.
+        session = session_identity(history)
+    torn = _torn_change(history, session, planner.counts)
     planner.restart()  # the plan is written: let go of it
     repair = _Repair(
         history,
@@ -1274,7 +1285,7 @@ def _torn_change(
     history: History, session: str, counts: _CallCounts | None = None
 ) -> Change | None:
     """The change that drops a torn last line; ``counts``: the calls of each id used
-    again among the messages let go of (a repair in runs)."""
+    again up to the last message (a repair in runs, its last run decided)."""
     finding = torn_tail_finding(history)
     if (
         finding is None
@@ -1289,14 +1300,18 @@ def _torn_change(
         # The torn line comes after every message read: a call there reusing an id is
         # numbered after the calls before it (see idempotency_key, occurrence).
         settled = history.settled
-        earlier = sum(
-            1
-            for message in history.messages
-            for call in message.calls()
-            if call.call_id == held.call_id
-        )
-        if settled is not None and held.call_id in settled.call_ids:
-            earlier += 1 if counts is None else counts.get(held.call_id)
+        if counts is not None and settled is not None and held.call_id in settled.call_ids:
+            # The runs' counts number the calls of the last run (the messages held) too.
+            earlier = counts.get(held.call_id)
+        else:
+            earlier = sum(
+                1
+                for message in history.messages
+                for call in message.calls()
+                if call.call_id == held.call_id
+            )
+            if settled is not None and held.call_id in settled.call_ids:
+                earlier += 1
         key = idempotency_key(held.call_id, session=session, occurrence=earlier + 1)
     return Change(
         action="dropped-torn-line",

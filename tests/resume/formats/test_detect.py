@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agc.errors import HistoryFormatError, InputError
-from agc.resume import detect_format, load_history
+from agc.resume import FormatName, detect_format, load_history
 from agc.resume._formats import dump_history
 
 REACHES_INSIDE = {
@@ -96,6 +96,36 @@ def test_codex_exec_stream_is_named() -> None:
 def test_bad_input_is_named(data: bytes, error: type[Exception]) -> None:
     with pytest.raises(error):
         load_history(data, source="input.json")
+
+
+_META = b'{"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}\n'
+
+
+@pytest.mark.parametrize("first", [b"[1]", b"[", b'  ["a", {"b": 2}]'])
+def test_a_session_file_whose_first_line_opens_as_an_array_is_read_as_one(first: bytes) -> None:
+    # JSONL whose first line is no JSON object (the client skips it): a repair that
+    # drops the lines before such a line leaves it first, and agc reads that back.
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]}
+    line = json.dumps({"timestamp": "t", "type": "response_item", "payload": item}).encode()
+    history = load_history(first + b"\n" + _META + line + b"\n", source="s.jsonl")
+    assert history.format == "codex-rollout"
+    assert [message.role for message in history.messages] == ["user"]
+    assert list(history.unread) == [0]
+
+
+@pytest.mark.parametrize(
+    ("data", "format"),
+    [
+        (b"[1]\n[2]\n", None),  # no line of a session
+        (b'[\n{"role": "user", "content": "x"},\n{"role": "user"\n]\n', None),
+        (b"[1]\n" + _META, "anthropic"),  # an array's format asked for
+    ],
+)
+def test_an_array_that_does_not_parse_is_refused_as_one(
+    data: bytes, format: FormatName | None
+) -> None:
+    with pytest.raises(InputError, match="is not a valid JSON array"):
+        load_history(data, source="input.json", format=format)
 
 
 def test_explicit_format_that_does_not_fit() -> None:

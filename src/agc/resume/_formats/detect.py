@@ -399,7 +399,10 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
         try:
             records = strict_json.loads(data, allow_lone_surrogates=True)
         except JsonInvalidError as exc:
-            raise InputError(f"{source} is not a valid JSON array: {exc.message}") from exc
+            lined = _session_lines(data, source=source, format=format)
+            if lined is None:
+                raise InputError(f"{source} is not a valid JSON array: {exc.message}") from exc
+            return lined
         if not isinstance(records, list):
             raise InputError(f"{source} is not a JSON array")
         chosen = format or detect_format(records, line_based=False, source=source)
@@ -413,6 +416,22 @@ def load_history(data: bytes, *, source: str, format: FormatName | None = None) 
                 raise
             raise type(exc)(f"{source}: {exc.message}", hint=exc.hint) from exc
     records, lines, final_newline = parse_jsonl(data, source=source)
+    return history_from_lines(records, lines, final_newline, source=source, format=format)
+
+
+def _session_lines(data: bytes, *, source: str, format: FormatName | None) -> History | None:
+    """A file that opens with ``[`` but is no JSON array, read as the session file its
+    lines are (some line tells a session format), else ``None``: JSONL whose first line
+    is no JSON object (an array, or not JSON), which the client skips, as it skips any
+    such line; a repair that drops the lines before one leaves it first."""
+    if format is not None and not get_spec(format).line_based:
+        return None
+    try:
+        records, lines, final_newline = parse_jsonl(data, source=source)
+    except InputError:
+        return None  # refused as the array it opens as
+    if _facts(records).first() is None:
+        return None
     return history_from_lines(records, lines, final_newline, source=source, format=format)
 
 

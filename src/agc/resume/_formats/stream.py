@@ -614,7 +614,7 @@ class _Settler:
         # of them would answer it (the read then falls back: _ReachBackError).
         self.open_ids: set[str] = set()
         self.plan: Plan | None = None  # given each part let go of (loose), to repair it
-        self.refs: LineSequence | None = None  # the parsed lines the plan's parts read
+        self.refs: LineSequence | None = None  # the parsed lines read (raws, the plan's parts)
         self.session: Callable[[], str | None] = lambda: None  # the reader's session id
         self.settled = Settled(call_ids=self._ids())
         self.held: list[Message] | None = None  # the reader's list (a new one: compacted)
@@ -687,6 +687,8 @@ class _Settler:
         if cut:
             from agc.resume._validate import check_messages  # noqa: PLC0415 - it imports the formats
 
+            if self.refs is not None:  # the lines read so far: a finding may read a raw
+                self.refs._count = len(self.refs._file)
             report = check_messages(messages[:cut], self.format, settled=self.settled)
             if not report.findings:
                 ids = self.settled.call_ids
@@ -1128,8 +1130,9 @@ def _scan(
                                 # A repair's report holds every finding of its input.
                                 keep=keep if plan is None else None,
                             )
-                            if settler.loose:
-                                settler.refs = refs  # what the raws of a part let go of read
+                            # What the raws of the messages checked as they are let go
+                            # of read (a finding may read one: a reasoning item's id).
+                            settler.refs = refs
                             if settler.loose and plan is not None and chosen in _PLANNED:
                                 settler.plan = plan
                                 settler.session = _session_of(reader)
