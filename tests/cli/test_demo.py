@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agc.cli.app import main
-from agc.demo import demo_run
+from agc.demo import DEMO_SESSION_ID, demo_run
 from agc.exitcodes import ExitCode
 from agc.integrity import check_run
 from tests.conftest import REPO_ROOT
@@ -36,9 +36,16 @@ def test_demo_verifies_then_shows_the_tampered_copy_failing(
     out, err = capsys.readouterr()
     assert "   run demo-fix-parser: complete" in out
     assert "   FAIL transcript   modified: transcript checksum mismatch" in out
-    assert "Demo finished: the sealed run verifies, the tampered copy fails." in err
+    assert "Demo finished: the sealed run verifies, the tampered copy fails, and the" in err
     assert check_run("demo-fix-parser", workdir / "store").complete
     assert not check_run("demo-fix-parser", workdir / "tampered-store").complete
+    # The killed session: refused as it is, its repair accepted, by agc resume itself.
+    assert "line 8: tool-call-unanswered: messages.7: `tool_use` ids were found" in out
+    assert "   fixed.jsonl: valid" in out
+    session = workdir / "session" / f"{DEMO_SESSION_ID}.jsonl"
+    assert main(["resume", str(session), "--check"]) == ExitCode.FINDINGS
+    assert main(["resume", str(workdir / "session" / "fixed.jsonl"), "--check"]) == ExitCode.OK
+    assert "the killed session's repair is one the provider accepts" in err
 
 
 def test_demo_defaults_to_one_cache_folder_that_the_next_demo_replaces(
@@ -58,7 +65,12 @@ def test_demo_defaults_to_one_cache_folder_that_the_next_demo_replaces(
     capsys.readouterr()
     assert check_run("demo-fix-parser", folder / "store").complete
     assert not (folder / "store" / "left-by-the-first.txt").exists()
-    assert sorted(p.name for p in folder.iterdir()) == [".agc-demo", "store", "tampered-store"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".agc-demo",
+        "session",
+        "store",
+        "tampered-store",
+    ]
     assert list(temp.iterdir()) == []
 
 

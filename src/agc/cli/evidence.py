@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, BinaryIO, Final
 
@@ -37,7 +38,7 @@ from agc.cli.write_policy import (
     retention_from,
     seal_to_store,
 )
-from agc.demo import demo_run
+from agc.demo import DEMO_SESSION_ID, demo_run, demo_session
 from agc.errors import (
     AgcError,
     FileUnreadableError,
@@ -80,6 +81,7 @@ from agc.integrity import (
     open_run,
     seal_file,
 )
+from agc.resume import check_loaded, load_history, repair_loaded
 
 __all__ = ["register"]
 
@@ -595,10 +597,12 @@ def demo_command(
         ),
     ] = None,
 ) -> int:
-    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.
+    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again;
+    then check and repair a session its agent was killed in the middle of a tool call.
 
-    Progress goes to stderr, the two verdicts to stdout; it exits 0 when the sealed run
-    verifies and the tampered copy fails, as they should. Without --store the demo's
+    Progress goes to stderr, the verdicts to stdout; it exits 0 when the sealed run
+    verifies, the tampered copy fails, the killed session is one the provider refuses
+    and its repair one it accepts, as they should. Without --store the demo's
     files go to one folder of agc's cache (printed), which the next demo replaces:
     demos leave nothing else behind.
 
@@ -638,16 +642,51 @@ def demo_command(
     bad = check_run(run_id, tampered)
     for line in format_report(bad):
         out_console.print("   " + line, markup=False)
-    expected = report.complete and not bad.complete
+    broken, fixed = _demo_resume(workdir, say)
+    expected = report.complete and not bad.complete and broken and fixed
     say(
-        "Demo finished: the sealed run verifies, the tampered copy fails."
+        "Demo finished: the sealed run verifies, the tampered copy fails, and the killed "
+        "session's repair is one the provider accepts."
         if expected
         else "Demo did not behave as expected."
     )
     say(f"Try it yourself: agc-verify {run_id} --store {good}")
+    session = workdir / "session" / f"{DEMO_SESSION_ID}.jsonl"
+    say(f"  and: agc resume {session} --strategy synthesize --out fixed.jsonl")
     if store is None:
         say(f"The demo's files are in {workdir} (the next agc demo replaces them).")
     return int(ExitCode.OK if expected else ExitCode.INTERNAL)
+
+
+def _demo_resume(workdir: Path, say: Callable[[str], None]) -> tuple[bool, bool]:
+    """The demo's resume steps: a Claude Code session killed while a tool call ran,
+    checked (the provider's refusal on stdout) and repaired with ``synthesize`` into
+    ``fixed.jsonl`` beside it. Returns whether the check found it broken and whether
+    the repair checks valid."""
+    folder = workdir / "session"
+    folder.mkdir()
+    session = folder / f"{DEMO_SESSION_ID}.jsonl"
+    session.write_bytes(demo_session())
+    say(f"5. A Claude Code session whose agent was killed while a tool call ran: {session}")
+    say("   Checking it as the provider will (agc resume FILE --check):")
+    history = load_history(session.read_bytes(), source=session.name)
+    checked = check_loaded(history)
+    for finding in checked.findings:
+        line = "" if finding.record is None else f"line {finding.record + 1}: "
+        out_console.print(f"   {line}{finding.code}: {finding.message}", markup=False)
+    fixed = folder / "fixed.jsonl"
+    say(f"6. Repairing it into {fixed} (--strategy synthesize: the call gets a result")
+    say("   saying it was interrupted and may have run, with a key to tell if it did):")
+    result = repair_loaded(history, strategy="synthesize")
+    fixed.write_bytes(result.data)
+    for change in result.report.changes:
+        key = f" [{change.idempotency_key}]" if change.idempotency_key else ""
+        out_console.print(f"   {change.action} {change.tool_name or ''}{key}", markup=False)
+    after = result.report.after
+    out_console.print(
+        f"   {fixed.name}: {'valid' if after.valid else 'still refused'}", markup=False
+    )
+    return not checked.valid, after.valid
 
 
 _DEMO_MARK: Final = ".agc-demo"
