@@ -683,21 +683,24 @@ def test_out_dash_to_a_reader_gone_never_says_the_repair_was_written(
     assert "next:" not in done.stderr
 
 
-@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_out_dash_to_a_full_disk_is_exit_3_naming_standard_output(tmp_path: Path) -> None:
-    source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
-    script = (
-        "import sys\nfrom agc.cli.app import main\n"
-        f"sys.exit(main(['resume', {str(source)!r}, '--out', '-']))\n"
-    )
+def _resume_to_full_stdout(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """``agc resume ARGS`` in a process of its own whose standard output is /dev/full
+    (every write to it fails: no space left on device)."""
+    script = f"import sys\nfrom agc.cli.app import main\nsys.exit(main(['resume', *{args!r}]))\n"
     with open("/dev/full", "wb") as full:
-        done = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-c", script],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
             check=False,
         )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_out_dash_to_a_full_disk_is_exit_3_naming_standard_output(tmp_path: Path) -> None:
+    source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
+    done = _resume_to_full_stdout([str(source), "--out", "-"])
     assert done.returncode == ExitCode.UNREADABLE
     assert "error: standard output: the repaired history was not written whole" in done.stderr
 
@@ -706,19 +709,7 @@ def test_out_dash_to_a_full_disk_is_exit_3_naming_standard_output(tmp_path: Path
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_check_to_a_full_disk_names_standard_output(as_json: bool, tmp_path: Path) -> None:
     source = _many_unanswered(tmp_path / "rollout.jsonl", 3)
-    args = ["--check", "--json"] if as_json else ["--check"]
-    script = (
-        "import sys\nfrom agc.cli.app import main\n"
-        f"sys.exit(main(['resume', {str(source)!r}, *{args!r}]))\n"
-    )
-    with open("/dev/full", "wb") as full:
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-        )
+    done = _resume_to_full_stdout([str(source), "--check", *(["--json"] if as_json else [])])
     assert done.returncode == ExitCode.UNREADABLE
     assert "error: standard output: the report was not written whole" in done.stderr
     assert done.stderr.count("error:") == 1
@@ -735,18 +726,7 @@ def test_a_report_to_a_full_disk_says_what_the_repair_wrote(
     fixed = tmp_path / "fixed.jsonl"
     args = ["--out", str(fixed)] if where == "out" else ["--in-place"]
     args += ["--json"] if as_json else []
-    script = (
-        "import sys\nfrom agc.cli.app import main\n"
-        f"sys.exit(main(['resume', {str(source)!r}, *{args!r}]))\n"
-    )
-    with open("/dev/full", "wb") as full:
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-        )
+    done = _resume_to_full_stdout([str(source), *args])
     assert done.returncode == ExitCode.UNREADABLE
     assert "error: standard output: the report was not written whole" in done.stderr
     assert done.stderr.count("error:") == 1  # not again as stdout's own error

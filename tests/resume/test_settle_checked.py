@@ -444,13 +444,8 @@ def test_a_rollout_interrupted_early_is_repaired_in_runs(
         assert _repaired_as_whole(path, 16, strategy, tmp_path / "out.jsonl")
 
 
-@pytest.mark.parametrize("claude", [False, True])
-@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
-def test_a_repair_of_the_last_run_only_is_read_back_from_that_run(
-    claude: bool, strategy: Strategy, tmp_path: Path
-) -> None:
-    # The usual crash: every turn answered but the last call. The runs before it were
-    # written as they were read and broke no rule: only the rest is read back.
+def _in_flight_at_the_end() -> list[tuple[Any, ...]]:
+    """The usual crash: 200 turns, each call answered, then a call left in flight."""
     events: list[tuple[Any, ...]] = []
     for turn in range(200):
         events += [
@@ -459,7 +454,17 @@ def test_a_repair_of_the_last_run_only_is_read_back_from_that_run(
             ("result", f"c{turn}", False),
             ("assistant", "done", [], False),
         ]
-    events += [("user", "go"), ("assistant", "", [("last", True)], False)]
+    return [*events, ("user", "go"), ("assistant", "", [("last", True)], False)]
+
+
+@pytest.mark.parametrize("claude", [False, True])
+@pytest.mark.parametrize("strategy", ["strip", "synthesize"])
+def test_a_repair_of_the_last_run_only_is_read_back_from_that_run(
+    claude: bool, strategy: Strategy, tmp_path: Path
+) -> None:
+    # The usual crash: every turn answered but the last call. The runs before it were
+    # written as they were read and broke no rule: only the rest is read back.
+    events = _in_flight_at_the_end()
     path = tmp_path / "session.jsonl"
     data = _claude_lines(events, False, False) if claude else _codex_lines(events, False)
     path.write_bytes(data)
@@ -473,15 +478,7 @@ def test_a_repair_of_the_last_run_only_is_read_back_from_that_run(
 def test_a_run_that_breaks_no_rule_is_not_repaired_again(claude: bool, tmp_path: Path) -> None:
     # The check of a run found nothing: the repair keeps it as it is without its own
     # pass over it (only the last run, with the call in flight, is repaired).
-    events: list[tuple[Any, ...]] = []
-    for turn in range(200):
-        events += [
-            ("user", "go"),
-            ("assistant", "", [(f"c{turn}", True)], False),
-            ("result", f"c{turn}", False),
-            ("assistant", "done", [], False),
-        ]
-    events += [("user", "go"), ("assistant", "", [("last", True)], False)]
+    events = _in_flight_at_the_end()
     path = tmp_path / "session.jsonl"
     path.write_bytes(_claude_lines(events, False, False) if claude else _codex_lines(events, False))
     repaired: list[int] = []
