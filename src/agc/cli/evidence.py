@@ -597,8 +597,9 @@ def demo_command(
         ),
     ] = None,
 ) -> int:
-    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again;
-    then check and repair a session its agent was killed in the middle of a tool call.
+    """Write a realistic agent run, seal it, verify it, tamper with a copy, verify again.
+
+    Then check and repair a session whose agent was killed in the middle of a tool call.
 
     Progress goes to stderr, the verdicts to stdout; it exits 0 when the sealed run
     verifies, the tampered copy fails, the killed session is one the provider refuses
