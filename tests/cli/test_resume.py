@@ -740,6 +740,18 @@ def test_a_report_to_a_full_disk_says_what_the_repair_wrote(
         assert f"(the original is in {backup})" in " ".join(done.stderr.split())
 
 
+def test_a_dash_target_is_refused_as_standard_input_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Not looked up as a run named "-": the message says stdin is not read, and how.
+    monkeypatch.chdir(tmp_path)
+    assert main(["resume", "-", "--check"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "TARGET -: agc resume reads a session file" in err
+    assert "not standard input" in err
+    assert "no snapshot of run" not in err
+
+
 def test_out_dash_with_json_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "history.json"
     source.write_text(json.dumps(PENDING))

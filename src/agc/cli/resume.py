@@ -935,6 +935,13 @@ def resume_command(
                     with _working(f"reading {path.name}", len(data)):
                         history = _resume.load_history(data, source=str(path), format=wanted)
                 del data
+        elif target == "-":
+            raise UsageError(
+                "TARGET -: agc resume reads a session file (by its path: a repair checks "
+                "and may copy its lines again) or a run id, not standard input",
+                hint="save the history to a file first (`cat > session.jsonl`), then "
+                "`agc resume session.jsonl`",
+            )
         elif _looks_like_path(target):
             raise InputMissingError(
                 f"{target} does not exist", hint="Name an existing file or a run id."
