@@ -248,21 +248,38 @@ def _to_stdout(data: Iterable[bytes]) -> None:
             an I/O error); ``path`` is ``"-"``.
     """
     stdout = sys.stdout.buffer
+    with _stdout_takes(
+        "the repaired history",
+        hint="what standard output took of it is not the repair: free disk space there, "
+        "or write it with --out FILE",
+    ):
+        try:
+            for chunk in data:
+                stdout.write(chunk)
+            stdout.flush()
+        except BrokenPipeError:
+            discard_stdout()
+            _STDOUT_CUT.set(True)
+
+
+@contextmanager
+def _stdout_takes(what: str, *, done: str | None = None, hint: str) -> Iterator[None]:
+    """Standard output that does not take ``what`` the block writes to it (a full disk
+    behind it, an I/O error) is :class:`~agc.errors.FileWriteError` on ``-`` (exit 3)
+    naming it, and saying ``done``, what the command wrote before, which stands. A
+    reader that went away (a broken pipe) is left to the block."""
     try:
-        for chunk in data:
-            stdout.write(chunk)
-        stdout.flush()
+        yield
+        sys.stdout.flush()
     except BrokenPipeError:
-        discard_stdout()
-        _STDOUT_CUT.set(True)
+        raise
     except OSError as exc:
         raise FileWriteError(
-            f"standard output: the repaired history was not written whole "
-            f"({describe_os_error(exc)})",
+            f"standard output: {what} was not written whole ({describe_os_error(exc)})"
+            + (f"; {done}" if done else ""),
             path="-",
             errno=exc.errno,
-            hint="what standard output took of it is not the repair: free disk space there, "
-            "or write it with --out FILE",
+            hint=hint,
         ) from exc
 
 
@@ -1153,58 +1170,45 @@ def _check(
     warnings = _resume.pending_warnings(history.messages, state)
     unread = _UnreadLines(history)
     with _report_to_stdout(None):
-        _print_checked(history, report, target, state, warnings, unread, as_json, limit, file)
+        if as_json:
+            emit_json(
+                {
+                    **report.to_streamed(),
+                    "source": target,
+                    "tool_call_state": state.to_dict() if state is not None else None,
+                    # the sentences of unread lines are ASCII: a lone surrogate only in `warnings`
+                    "warnings": JsonItems(
+                        _Chained(warnings, unread),
+                        str,
+                        escapes=None if any(not text.isascii() for text in warnings) else False,
+                    ),
+                }
+            )
+        else:
+            _print_findings(history, report, limit)
+            if state is not None and state.in_flight:
+                out_console.print(
+                    _printable(
+                        f"the snapshot says call {state.pending_tool_call_id} was in flight"
+                    ),
+                    markup=False,
+                )
+            _print_warnings(warnings)
+            _print_unread(unread, limit)
+            if not report.valid:
+                quoted = shlex.quote(target)
+                err_console.print(
+                    _printable(
+                        f"hint: `agc resume {quoted} --out FIXED` writes the repair to FIXED"
+                        + (
+                            f", `agc resume {quoted} --in-place` over the file (keeping a backup)"
+                            if file
+                            else ""
+                        )
+                    ),
+                    markup=False,
+                )
     return int(ExitCode.OK if report.valid else ExitCode.FINDINGS)
-
-
-def _print_checked(
-    history: History,
-    report: HistoryReport,
-    target: str,
-    state: ToolCallState | None,
-    warnings: tuple[str, ...],
-    unread: _UnreadLines,
-    as_json: bool,
-    limit: int,
-    file: bool,
-) -> None:
-    """A check's report on stdout (JSON, or text with a hint on stderr)."""
-    if as_json:
-        emit_json(
-            {
-                **report.to_streamed(),
-                "source": target,
-                "tool_call_state": state.to_dict() if state is not None else None,
-                # the sentences of unread lines are ASCII: a lone surrogate only in `warnings`
-                "warnings": JsonItems(
-                    _Chained(warnings, unread),
-                    str,
-                    escapes=None if any(not text.isascii() for text in warnings) else False,
-                ),
-            }
-        )
-    else:
-        _print_findings(history, report, limit)
-        if state is not None and state.in_flight:
-            out_console.print(
-                _printable(f"the snapshot says call {state.pending_tool_call_id} was in flight"),
-                markup=False,
-            )
-        _print_warnings(warnings)
-        _print_unread(unread, limit)
-        if not report.valid:
-            quoted = shlex.quote(target)
-            err_console.print(
-                _printable(
-                    f"hint: `agc resume {quoted} --out FIXED` writes the repair to FIXED"
-                    + (
-                        f", `agc resume {quoted} --in-place` over the file (keeping a backup)"
-                        if file
-                        else ""
-                    )
-                ),
-                markup=False,
-            )
 
 
 class _Output(NamedTuple):
@@ -1405,25 +1409,13 @@ def _done(output: _Output, backup: Path | None) -> str:
     return "nothing was written"
 
 
-@contextmanager
-def _report_to_stdout(done: str | None) -> Iterator[None]:
-    """Standard output that does not take the report written in the block (a full disk
-    behind it, an I/O error) is :class:`~agc.errors.FileWriteError` on ``-`` (exit 3)
-    naming it, and saying ``done``, what the command wrote before, which stands. A
-    reader that went away (a broken pipe) is left to the caller."""
-    try:
-        yield
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise FileWriteError(
-            "standard output: the report was not written whole "
-            f"({describe_os_error(exc)})" + (f"; {done}" if done else ""),
-            path="-",
-            errno=exc.errno,
-            hint="free disk space behind standard output, or send it elsewhere (`> FILE`)",
-        ) from exc
+def _report_to_stdout(done: str | None) -> AbstractContextManager[None]:
+    """:func:`_stdout_takes` of a report (``done``: what the command wrote before it)."""
+    return _stdout_takes(
+        "the report",
+        done=done,
+        hint="free disk space behind standard output, or send it elsewhere (`> FILE`)",
+    )
 
 
 def _written(output: _Output, backup: Path | None) -> bool:

@@ -1102,8 +1102,9 @@ def repair_session(
     when one breaks a rule, ``read_back()`` reads the whole output again for the
     report that refuses it. A Codex rollout or a Claude Code session is decided run by
     run as it is read and written in a second pass; its output is read back whole
-    (``read_back()``), or from its first run that changed on (``read_tail``, as
-    :func:`repair_streamed` reads it) when the runs before it broke no rule.
+    (``read_back()``), or from its last run on (``read_tail``, as
+    :func:`repair_streamed` reads it) when the lines before it were written as they
+    were read and the runs they hold broke no rule.
 
     Returns:
         The history read (its last part, the parts before in ``History.settled``) and
