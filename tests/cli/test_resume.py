@@ -1043,13 +1043,9 @@ def test_a_rollout_read_again_holding_its_messages_names_its_reasoning_item(
     assert main(["resume", str(fixed), "--check"]) == ExitCode.OK
 
 
-@pytest.mark.parametrize("first", ["[1]", "["])
-def test_a_repair_that_leaves_a_line_opening_as_an_array_first_is_read_back(
-    first: str, tmp_path: Path, capsys: Any
-) -> None:
-    # The result dropped was the first line: the line the output opens with is one the
-    # client skips, and agc reads the output as the session file it is (it said "not a
-    # valid JSON array" of the file it had just written as valid, before).
+def _rollout_opening_with_an_orphan_result(tmp_path: Path, second: str, *, users: int) -> Path:
+    """A Codex rollout whose first line is a result answering no call (the repair drops
+    it), then the line ``second``, ``session_meta`` and ``users`` user messages."""
     user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
     lines = [
         json.dumps({"timestamp": "t", "type": "response_item", "payload": payload})
@@ -1057,7 +1053,18 @@ def test_a_repair_that_leaves_a_line_opening_as_an_array_first_is_read_back(
     ]
     meta = json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}})
     source = tmp_path / "rollout.jsonl"
-    source.write_text(f"{lines[0]}\n{first}\n{meta}\n{lines[1]}\n")
+    source.write_text(f"{lines[0]}\n{second}\n{meta}\n" + f"{lines[1]}\n" * users)
+    return source
+
+
+@pytest.mark.parametrize("first", ["[1]", "["])
+def test_a_repair_that_leaves_a_line_opening_as_an_array_first_is_read_back(
+    first: str, tmp_path: Path, capsys: Any
+) -> None:
+    # The result dropped was the first line: the line the output opens with is one the
+    # client skips, and agc reads the output as the session file it is (it said "not a
+    # valid JSON array" of the file it had just written as valid, before).
+    source = _rollout_opening_with_an_orphan_result(tmp_path, first, users=1)
     fixed = tmp_path / "fixed.jsonl"
     assert main(["resume", str(source), "--out", str(fixed)]) == ExitCode.OK
     assert "(valid)" in capsys.readouterr().err
@@ -1077,14 +1084,7 @@ def test_a_repair_that_leaves_a_line_not_json_first_is_read_back_past_the_whole_
 ) -> None:
     from agc.cli import resume as resume_module  # noqa: PLC0415 - its limit made small
 
-    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
-    lines = [
-        json.dumps({"timestamp": "t", "type": "response_item", "payload": payload})
-        for payload in ({"type": "function_call_output", "call_id": "a", "output": "o"}, user)
-    ]
-    meta = json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}})
-    source = tmp_path / "rollout.jsonl"
-    source.write_text(f"{lines[0]}\nnot json\n{meta}\n" + f"{lines[1]}\n" * 50)
+    source = _rollout_opening_with_an_orphan_result(tmp_path, "not json", users=50)
     monkeypatch.setattr(resume_module, "_MAX_INPUT_BYTES", source.stat().st_size // 2)
     fixed = tmp_path / "fixed.jsonl"
     assert main(["resume", str(source), "--out", str(fixed)]) == ExitCode.OK  # read by line
