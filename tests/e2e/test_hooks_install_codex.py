@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import tomli_w
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 
 import agc.capture._install as _install
 from agc.capture import (
@@ -43,7 +43,17 @@ _DEADLINE_S = 60
 
 
 def _hooks_list(codex: Path, env: dict[str, str], cwd: Path) -> list[dict[str, Any]]:
-    """``hooks/list`` for ``cwd`` from a fresh ``codex app-server``."""
+    """``hooks/list`` for ``cwd`` from a fresh ``codex app-server``: its hooks, the
+    configuration read without an error."""
+    entry = _hooks_entry(codex, env, cwd)
+    assert entry["errors"] == []
+    hooks: list[dict[str, Any]] = entry["hooks"]
+    return hooks
+
+
+def _hooks_entry(codex: Path, env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """``hooks/list``'s entry for ``cwd`` (its hooks and the configuration's errors)
+    from a fresh ``codex app-server``."""
     requests = [
         {
             "jsonrpc": "2.0",
@@ -75,9 +85,8 @@ def _hooks_list(codex: Path, env: dict[str, str], cwd: Path) -> list[dict[str, A
                     assert "result" in message, message
                     entries = message["result"]["data"]
                     assert len(entries) == 1
-                    assert entries[0]["errors"] == []
-                    hooks: list[dict[str, Any]] = entries[0]["hooks"]
-                    return hooks
+                    entry: dict[str, Any] = entries[0]
+                    return entry
         finally:
             server.kill()
             server.wait(timeout=_DEADLINE_S)
@@ -245,9 +254,11 @@ def test_whatever_the_users_codex_config_holds_codex_runs_agcs_hooks(
         (home / "config.toml").write_text(user_config)
         env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "CODEX_HOME": str(home)}
         env.update({"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"})
-        before = {
-            (h["key"], h["command"], h["trustStatus"]) for h in _hooks_list(codex_bin, env, root)
-        }
+        entry = _hooks_entry(codex_bin, env, root)
+        # A configuration Codex itself refuses (a key it reads as a table given a scalar:
+        # `features = 0`) is none a user runs Codex with.
+        assume(entry["errors"] == [])
+        before = {(h["key"], h["command"], h["trustStatus"]) for h in entry["hooks"]}
         command = hook_command(_agc(), "codex")
         install_hooks("codex", "user", command=command, environ=env)
         hooks = _hooks_list(codex_bin, env, root)
